@@ -1,0 +1,3 @@
+from fwport.cli import main
+
+main()

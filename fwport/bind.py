@@ -1,0 +1,82 @@
+"""Binding a call to its source signature: positional arguments become named ones first."""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from fwport.rule import Rule
+
+_NOT_LITERAL = object()
+
+
+@dataclass
+class BoundCall:
+    """The arguments of one call, keyed by source parameter name (aliases resolved)."""
+
+    values: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    spelled: dict[str, str] = field(default_factory=dict)  # parameter -> keyword actually written
+    extra: dict[str, cst.BaseExpression] = field(default_factory=dict)  # went to **kwargs
+    star_args: list[cst.Arg] = field(default_factory=list)  # *a / **kw we cannot bind
+    error: str | None = None
+
+    def literal(self, name: str, default=_NOT_LITERAL):
+        """The Python value of an argument written as a literal, else ``default``."""
+        node = self.values.get(name)
+        if node is None:
+            return default
+        return literal_value(node, default)
+
+    def has(self, name: str) -> bool:
+        return name in self.values
+
+
+def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
+    try:
+        return ast.literal_eval(cst.Module([]).code_for_node(node))
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return default
+
+
+NOT_LITERAL = _NOT_LITERAL
+
+
+def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
+    """Bind ``call``'s arguments to ``rule``'s source signature, as Python would."""
+    out = BoundCall()
+    positional = [p for p in rule.params if p.kind == "positional"]
+    has_varargs = any(p.kind == "var_positional" for p in rule.params)
+    has_varkw = any(p.kind == "var_keyword" for p in rule.params)
+    known = {p.name for p in rule.params if p.kind in ("positional", "keyword")}
+    i = 0
+    for arg in call.args:
+        if arg.star:
+            out.star_args.append(arg)
+            continue
+        if arg.keyword is None:
+            if i < len(positional):
+                out.values[positional[i].name] = arg.value
+                out.spelled[positional[i].name] = positional[i].name
+                i += 1
+            elif has_varargs:
+                out.star_args.append(arg)
+            else:
+                out.error = f"too many positional arguments ({i + 1} given, the signature takes {len(positional)})"
+            continue
+        kw = arg.keyword.value
+        name = kw
+        if kw not in known:
+            spec = rule.arg_for_keyword(kw)
+            if spec is not None:
+                name = spec.name
+        if name in known:
+            if name in out.values:
+                out.error = f"argument {name!r} given twice (as {out.spelled[name]!r} and {kw!r})"
+            out.values[name] = arg.value
+            out.spelled[name] = kw
+        elif has_varkw:
+            out.extra[kw] = arg.value
+        else:
+            out.error = f"unexpected keyword argument {kw!r}"
+    return out

@@ -1,0 +1,84 @@
+"""Per-file translation state shared by the passes and the rule engine."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from fwport.finding import Finding, Severity
+from fwport.names import ImportTable
+from fwport.rule import Pack, Rule
+
+# How a target module path is spelled in the output, and the import that spelling needs.
+# Longest prefix first.
+_SPELLINGS: tuple[tuple[str, str, str], ...] = (
+    ("torch.nn.functional.", "F.", "import torch.nn.functional as F"),
+    ("torch.nn.", "nn.", "from torch import nn"),
+    ("torch.", "torch.", "import torch"),
+    ("math.", "math.", "import math"),
+)
+IMPORT_ORDER = ("import math", "import torch", "from torch import nn", "import torch.nn.functional as F")
+
+
+@dataclass
+class LayerRecord:
+    """How one source layer became one target module: what the verifier and `fwport weights` use.
+
+    ``source`` and ``target`` are attribute paths relative to the model (``fc1``, ``layers[2]``,
+    ``0``, ``block.conv``) within ``scope`` (the class or variable that owns the model).
+    """
+
+    scope: str
+    source: str
+    target: str
+    rule: str
+    variant: str | None = None
+    symbols: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        return {"scope": self.scope, "source": self.source, "target": self.target, "rule": self.rule,
+                "variant": self.variant, "symbols": dict(self.symbols)}
+
+
+@dataclass
+class PendingFinding:
+    finding: Finding
+    node: cst.CSTNode | None
+    comment: bool  # also leave a `# fwport:` comment in the output at its line
+
+
+@dataclass
+class FileContext:
+    path: str
+    pack: Pack
+    imports: ImportTable
+    keras_version: int = 3
+    options: dict[str, Any] = field(default_factory=dict)
+    pending: list[PendingFinding] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)  # located findings of finished passes
+    needed_imports: set[str] = field(default_factory=set)
+    layers: list[LayerRecord] = field(default_factory=list)
+    layout: dict[str, str] = field(default_factory=dict)  # scope -> "nchw" | "nhwc-kept" | ...
+
+    # --- findings -------------------------------------------------------------------------------
+    def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,
+               rule: Rule | str | None = None, comment: bool | None = None) -> None:
+        sev = Severity(severity)
+        rid = rule.id if isinstance(rule, Rule) else (rule or "")
+        f = Finding(sev, code, message, self.path, 0, 0, rid)
+        self.pending.append(PendingFinding(f, node, sev is Severity.ERROR if comment is None else comment))
+
+    # --- emitted names ----------------------------------------------------------------------------
+    def spell(self, target: str) -> cst.BaseExpression:
+        """The output expression for a target name (``torch.nn.Linear`` → ``nn.Linear``), noting its import."""
+        return cst.parse_expression(self.spell_text(target))
+
+    def spell_text(self, target: str) -> str:
+        for prefix, short, imp in _SPELLINGS:
+            if target.startswith(prefix):
+                self.needed_imports.add(imp)
+                return short + target[len(prefix):]
+        if "." in target:
+            self.needed_imports.add(f"import {target.split('.')[0]}")
+        return target

@@ -1,0 +1,273 @@
+"""The rule engine: one interpreter for every rule file.
+
+``map_call`` binds a call to its rule's source signature and applies the argument verbs;
+``build_call`` / ``translate_layer`` turn the mapped call into output code; ``RuleTransformer``
+applies the function and constant rules across a module. Structural passes (``fwport.passes``)
+call ``translate_layer`` with what they know about the layer's input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from fwport.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
+from fwport.context import FileContext, LayerRecord
+from fwport.finding import Severity
+from fwport.names import ScopedResolver, is_source_name
+from fwport.rule import Rule
+from fwport import transform as registry
+
+#: Keyword arguments every Keras layer accepts through **kwargs, and what the engine does with them.
+LAYER_BASE_KWARGS = {
+    "input_shape": "shape",  # feeds shape propagation, then dropped
+    "batch_input_shape": "shape",
+    "input_dim": "shape",
+    "input_length": "shape",
+    "batch_size": "drop",
+    "name": "drop",
+    "dtype": "drop",
+    "autocast": "drop",
+    "trainable": "trainable",
+    "dynamic": "drop",
+    "weights": "unsupported",
+}
+
+
+@dataclass
+class MappedCall:
+    """A source call after binding and argument mapping, before it is turned into code."""
+
+    rule: Rule
+    call: cst.Call
+    bound: BoundCall
+    node: cst.CSTNode  # where findings point
+    kwargs: dict[str, cst.BaseExpression] = field(default_factory=dict)
+    extras: dict[str, Any] = field(default_factory=dict)
+    failed: bool = False
+
+    def fail(self, ctx: FileContext, code: str, message: str) -> None:
+        self.failed = True
+        ctx.report(Severity.ERROR, code, message, self.node, self.rule)
+
+    def literal(self, target_kw: str, default=NOT_LITERAL):
+        node = self.kwargs.get(target_kw)
+        return default if node is None else literal_value(node, default)
+
+
+def expr(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | None = None) -> MappedCall:
+    """Bind ``call`` to ``rule`` and apply each argument's verb. Never raises on user code."""
+    bound = bind_call(call, rule)
+    m = MappedCall(rule, call, bound, node or call)
+    if bound.error:
+        m.fail(ctx, "unsupported-construct", f"cannot bind the call to {rule.names[0]}: {bound.error}")
+        return m
+    if bound.star_args:
+        m.fail(ctx, "unsupported-construct",
+               f"*args/**kwargs in a call to {rule.names[0]} cannot be bound statically; spell the arguments out")
+        return m
+
+    for kw, value in bound.extra.items():
+        what = LAYER_BASE_KWARGS.get(kw) if rule.kind == "layer" else None
+        if what == "shape":
+            m.extras[kw] = value
+        elif what == "drop":
+            pass
+        elif what == "trainable":
+            if literal_value(value, None) is not True:
+                m.fail(ctx, "unsupported-argument", "trainable=False: freeze the module with "
+                       "requires_grad_(False) (and .eval() for BatchNorm) after translation")
+        else:
+            m.fail(ctx, "unsupported-argument", f"{rule.names[0]} got the keyword {kw!r}, which the rule does not map")
+
+    # pinned defaults go through the same verbs as written arguments
+    values = dict(bound.values)
+    for d in rule.defaults.values():
+        if d.pin and d.name not in values:
+            src = d.keras2 if (ctx.keras_version == 2 and d.keras2) else d.source
+            values[d.name] = expr(src)
+            target_note = f"; {d.target} in the target" if d.target else ""
+            ctx.report(Severity.INFO, "default-differs",
+                       f"{d.name} defaults to {src} in Keras {ctx.keras_version}{target_note}: pinned explicitly",
+                       m.node, rule)
+
+    for name, value in values.items():
+        spec = rule.args.get(name)
+        if spec is None:  # cannot happen for validated rules; keep the call rather than guess
+            m.fail(ctx, "unsupported-argument", f"no mapping for argument {name!r}")
+            continue
+        lit = literal_value(value, NOT_LITERAL)
+        if lit is not NOT_LITERAL and spec.unsupported_values and _in(lit, spec.unsupported_values):
+            m.fail(ctx, "unsupported-argument", f"{name}={lit!r} is not supported: {spec.value if spec.verb == 'unsupported' else 'no exact target equivalent'}")
+            continue
+        if spec.verb == "rename":
+            m.kwargs[spec.value] = value
+        elif spec.verb == "transform":
+            registry.VALUE_TRANSFORMS[spec.value](value, spec, m, ctx)
+        elif spec.verb == "drop":
+            default = next((p.default for p in rule.params if p.name == name), None)
+            if default is not None and lit is not NOT_LITERAL and lit == literal_value(expr(default), NOT_LITERAL):
+                continue
+            ctx.report(Severity.INFO, "dropped-argument", f"{name} dropped: {spec.value}", m.node, rule)
+        elif spec.verb == "unsupported":
+            if lit is not NOT_LITERAL and spec.supported_values and _in(lit, spec.supported_values):
+                if spec.to:
+                    m.kwargs[spec.to] = value
+                continue
+            default = next((p.default for p in rule.params if p.name == name), None)
+            if default is not None and lit is not NOT_LITERAL and lit == literal_value(expr(default), NOT_LITERAL):
+                continue
+            m.fail(ctx, "unsupported-argument", f"{name}={code(value)}: {spec.value}")
+        elif spec.verb == "approximate":
+            ctx.report(Severity.WARNING, "approximate", f"{name}: {spec.value}", m.node, rule)
+            if spec.to:
+                m.kwargs[spec.to] = value
+    return m
+
+
+def _in(value, options) -> bool:
+    return any(value == o and type(value) is type(o) or (isinstance(o, str) and value == o) for o in options)
+
+
+def build_call(m: MappedCall, ctx: FileContext, target: str | None = None) -> cst.BaseExpression | None:
+    """``target(positional..., keyword=...)`` from a mapped call; method emits call on ``self_arg``."""
+    emit = m.rule.emit
+    if m.failed:
+        return None
+    if "transform" in emit and target is None:
+        return registry.CALL_TRANSFORMS[emit["transform"]](m, ctx)
+    positional = list(emit.get("positional", []))
+    args: list[cst.Arg] = []
+    rest = dict(m.kwargs)
+    for p in positional:
+        if p in rest:
+            args.append(cst.Arg(rest.pop(p)))
+        else:
+            break
+    args += [cst.Arg(v, keyword=cst.Name(k), equal=_EQ) for k, v in rest.items()]
+    args = _with_commas(args)
+    if "method" in emit and target is None:
+        receiver = m.bound.values.get(emit["self_arg"])
+        if receiver is None:
+            m.fail(ctx, "unsupported-construct", f"{emit['self_arg']} is required")
+            return None
+        return cst.Call(cst.Attribute(_atom(receiver), cst.Name(emit["method"])), args)
+    return cst.Call(ctx.spell(target or emit["target"]), args)
+
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+def _with_commas(args: list[cst.Arg]) -> list[cst.Arg]:
+    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
+
+
+def _atom(node: cst.BaseExpression) -> cst.BaseExpression:
+    """Parenthesise an expression used as a method receiver when it is not an atom."""
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+# --- layers ----------------------------------------------------------------------------------------
+
+@dataclass
+class LayerContext:
+    """What a structural pass knows about a layer's input.
+
+    ``in_shape`` is in the *source* layout without the batch axis ((28, 28, 1) for NHWC), or None.
+    ``layout`` is "nchw" when the pass converts a channels-last chain to channels-first, "keep"
+    when the region stays as the source wrote it.
+    """
+
+    in_shape: tuple | None = None
+    layout: str = "keep"
+    scope: str = ""
+    source_path: str = ""
+    flatten_of: tuple | None = None  # (H, W, C) when the input is a flattened channels-last map
+
+
+@dataclass
+class LayerEmission:
+    modules: list[cst.BaseExpression]  # in order; usually one
+    out_shape: tuple | None = None  # source layout, without batch
+    weight_module: int = 0  # index in ``modules`` of the module that holds the weights
+    variant: str | None = None
+    symbols: dict[str, int] = field(default_factory=dict)
+    layout_bound: int = 0  # rank of the channels-first input the module needs (0: layout-free)
+    flatten_of: tuple | None = None  # set by Flatten for the layer after it
+    failed: bool = False
+
+
+def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerContext,
+                    node: cst.CSTNode | None = None) -> LayerEmission:
+    m = map_call(call, rule, ctx, node)
+    if m.failed:
+        return LayerEmission([call], failed=True)
+    shape_fn = rule.emit.get("shape")
+    if shape_fn:
+        em = registry.SHAPES[shape_fn](m, ctx, lctx)
+    else:
+        built = build_call(m, ctx)
+        em = LayerEmission([built] if built is not None else [call], lctx.in_shape, failed=built is None)
+    if m.failed or em.failed:
+        return LayerEmission([call], failed=True)
+    if rule.weights and lctx.source_path:
+        target_idx = em.weight_module
+        ctx.layers.append(LayerRecord(lctx.scope, lctx.source_path, str(target_idx), rule.id, em.variant, em.symbols))
+    return em
+
+
+# --- the rule pass ---------------------------------------------------------------------------------
+
+class RuleTransformer(ScopedResolver, cst.CSTTransformer):
+    """Applies function, constant and (context-free) layer rules wherever they appear."""
+
+    def __init__(self, ctx: FileContext):
+        super().__init__()
+        self.ctx = ctx
+        self._init_scopes(ctx.imports)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        q = self.qualname(updated_node.func)
+        if q is None or not is_source_name(q):
+            return updated_node
+        rule = self.ctx.pack.by_name.get(q)
+        if rule is None or rule.kind == "constant":
+            self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no tf2torch rule yet; translate it by hand",
+                            original_node)
+            return updated_node
+        if rule.kind == "layer":
+            em = translate_layer(updated_node, rule, self.ctx, LayerContext(), original_node)
+            if em.failed:
+                return updated_node
+            if len(em.modules) == 1:
+                return em.modules[0]
+            return cst.Call(self.ctx.spell("torch.nn.Sequential"), _with_commas([cst.Arg(e) for e in em.modules]))
+        m = map_call(updated_node, rule, self.ctx, original_node)
+        out = build_call(m, self.ctx)
+        return updated_node if out is None else out
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        q = self.qualname(original_node)
+        if q is None:
+            return updated_node
+        rule = self.ctx.pack.by_name.get(q)
+        if rule is not None and rule.kind == "constant":
+            return self.ctx.spell(rule.emit["target"])
+        return updated_node

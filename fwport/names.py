@@ -1,0 +1,268 @@
+"""Name resolution from the imports a file makes, without libcst's QualifiedNameProvider.
+
+Resolving from our own import table is exact for the spellings that matter (every ``import`` and
+``from ... import`` form, module-level aliases such as ``L = tf.keras.layers``) and costs one walk
+over the module's statements, where QualifiedNameProvider costs several times a full parse.
+
+All spellings of an API reach one canonical name: ``tf.keras.layers.Dense``,
+``tensorflow.keras.layers.Dense``, ``tf_keras.layers.Dense`` and ``keras.layers.Dense`` are all
+``keras.layers.Dense``; ``tf.math.reduce_sum`` stays ``tensorflow.math.reduce_sum`` (a rule lists
+both ``tensorflow.reduce_sum`` and ``tensorflow.math.reduce_sum``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+#: Top-level packages that make a file a TensorFlow/Keras source.
+SOURCE_ROOTS = ("tensorflow", "keras", "tf_keras")
+
+# Longest prefix first: the canonical spelling of each source namespace.
+_CANON_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("tensorflow.python.keras.", "keras."),
+    ("tensorflow.compat.v2.keras.", "keras."),
+    ("tensorflow.compat.v2.", "tensorflow."),
+    ("tensorflow.keras.", "keras."),
+    ("tf_keras.", "keras."),
+    ("keras.api._v2.keras.", "keras."),
+    ("keras.src.", "keras."),
+    ("keras.layers.experimental.preprocessing.", "keras.layers."),
+    ("keras.layers.experimental.", "keras.layers."),
+    ("keras.layers.core.", "keras.layers."),
+    ("keras.layers.convolutional.", "keras.layers."),
+    ("keras.layers.pooling.", "keras.layers."),
+    ("keras.layers.normalization.", "keras.layers."),
+    ("keras.models.Sequential", "keras.Sequential"),
+    ("keras.models.Model", "keras.Model"),
+    ("keras.engine.training.Model", "keras.Model"),
+    ("keras.engine.base_layer.Layer", "keras.layers.Layer"),
+    ("keras.layers.InputLayer", "keras.layers.InputLayer"),
+    ("keras.layers.Input", "keras.Input"),
+    ("keras.Layer", "keras.layers.Layer"),
+    ("keras.backend.", "keras.backend."),
+)
+_CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+
+
+def canonical(name: str) -> str:
+    """The canonical spelling of a fully qualified source name."""
+    if name in _CANON_EXACT:
+        return _CANON_EXACT[name]
+    changed = True
+    while changed:
+        changed = False
+        for prefix, repl in _CANON_PREFIXES:
+            if name == prefix.rstrip(".") and prefix.endswith("."):
+                name = repl.rstrip(".")
+                changed = True
+                break
+            if name.startswith(prefix) and prefix != repl:
+                name = repl + name[len(prefix):]
+                changed = True
+                break
+    return name
+
+
+def dotted(node: cst.BaseExpression) -> list[str] | None:
+    """``a.b.c`` as ``["a", "b", "c"]``; None for anything that is not a plain dotted name."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return parts[::-1]
+    return None
+
+
+def dotted_text(node: cst.BaseExpression) -> str | None:
+    parts = dotted(node)
+    return ".".join(parts) if parts else None
+
+
+def _module_name(node: cst.BaseExpression | None) -> str:
+    return dotted_text(node) if node is not None else ""  # type: ignore[return-value]
+
+
+def is_source_name(qualified: str) -> bool:
+    return qualified.split(".", 1)[0] in SOURCE_ROOTS
+
+
+@dataclass
+class ImportTable:
+    """Local name → fully qualified name, for every import (and module-level alias) of a file."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    #: import statements that bind source-framework names, for the import fixer
+    source_imports: list[cst.CSTNode] = field(default_factory=list)
+    keras2_evidence: list[str] = field(default_factory=list)
+
+    def resolve_parts(self, parts: list[str]) -> str | None:
+        head = parts[0]
+        if head not in self.aliases:
+            return None
+        return canonical(".".join([self.aliases[head], *parts[1:]]))
+
+    def resolve(self, node: cst.BaseExpression) -> str | None:
+        parts = dotted(node)
+        return self.resolve_parts(parts) if parts else None
+
+    def source_aliases(self) -> set[str]:
+        return {local for local, q in self.aliases.items() if is_source_name(q)}
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self, table: ImportTable):
+        self.t = table
+        self.depth = 0  # function nesting; module-level aliases only at depth 0
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += 1
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth -= 1
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for a in node.names:
+            full = _module_name(a.name)
+            if a.asname is not None and isinstance(a.asname.name, cst.Name):
+                self.t.aliases[a.asname.name.value] = full
+            else:
+                head = full.split(".")[0]
+                self.t.aliases[head] = head
+            if is_source_name(full):
+                self.t.source_imports.append(node)
+                if full.startswith("tf_keras") or full.startswith("tensorflow.python.keras"):
+                    self.t.keras2_evidence.append(f"import {full}")
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.relative:
+            return
+        mod = _module_name(node.module)
+        if is_source_name(mod):
+            self.t.source_imports.append(node)
+            if mod.startswith("tf_keras") or mod.startswith("tensorflow.python.keras") or "experimental.preprocessing" in mod:
+                self.t.keras2_evidence.append(f"from {mod} import ...")
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for a in node.names:
+            name = _module_name(a.name)
+            local = a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name) else name
+            self.t.aliases[local] = f"{mod}.{name}"
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # module-level `L = tf.keras.layers` style aliases
+        if self.depth or len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+            return
+        parts = dotted(node.value)
+        if not parts or parts[0] not in self.t.aliases:
+            return
+        resolved = self.t.resolve_parts(parts)
+        if resolved and is_source_name(resolved) and resolved.count(".") <= 2 and resolved[:1].islower():
+            # only module-like targets (tf.keras.layers), never calls or objects
+            last = resolved.rsplit(".", 1)[-1]
+            if last[:1].islower():
+                self.t.aliases[node.targets[0].target.value] = resolved
+
+
+def collect_imports(module: cst.Module) -> ImportTable:
+    table = ImportTable()
+    module.visit(_ImportCollector(table))
+    return table
+
+
+def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """Names a function binds locally (parameters and assignment targets), which shadow imports."""
+    names: set[str] = set()
+    params = fn.params
+    for p in [*params.posonly_params, *params.params, *params.kwonly_params]:
+        names.add(p.name.value)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    if isinstance(fn, cst.FunctionDef):
+        fn.body.visit(_LocalBinder(names))
+    return names
+
+
+class _LocalBinder(cst.CSTVisitor):
+    def __init__(self, names: set[str]):
+        self.names = names
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.names.add(node.name.value)
+        return False  # nested functions have their own scope
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.names.add(node.name.value)
+        return False
+
+    def _targets(self, t: cst.BaseExpression) -> None:
+        if isinstance(t, cst.Name):
+            self.names.add(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                self._targets(e.value)
+        elif isinstance(t, cst.StarredElement):
+            self._targets(t.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name)  # with ... as x, except ... as x, import ... as x
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # local imports are real imports, handled by the import table
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+
+class ScopedResolver:
+    """Resolves names through the import table, honouring local shadowing.
+
+    Mix into a CSTTransformer/CSTVisitor: it keeps a stack of the names bound by enclosing
+    functions, and :meth:`qualname` returns None for a head name that a function rebinds.
+    """
+
+    imports: ImportTable
+
+    def _init_scopes(self, imports: ImportTable) -> None:
+        self.imports = imports
+        self._scopes: list[set[str]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self._scopes.append(bound_names(node) & set(self.imports.aliases))
+        return None
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self._scopes.pop()
+        return updated_node if updated_node is not None else None
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool | None:
+        self._scopes.append(bound_names(node) & set(self.imports.aliases))
+        return None
+
+    def leave_Lambda(self, original_node, updated_node=None):  # type: ignore[override]
+        self._scopes.pop()
+        return updated_node if updated_node is not None else None
+
+    def shadowed(self, head: str) -> bool:
+        return any(head in s for s in self._scopes)
+
+    def qualname(self, node: cst.BaseExpression) -> str | None:
+        parts = dotted(node)
+        if not parts or self.shadowed(parts[0]):
+            return None
+        return self.imports.resolve_parts(parts)

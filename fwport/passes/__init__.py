@@ -1,0 +1,11 @@
+"""Structural passes, run in this order before the rule pass. Each is ``run(module, ctx) -> module``
+and must keep the line structure of the code it rewrites (findings are located on its input)."""
+from __future__ import annotations
+
+from fwport.passes import decorators, sequential, subclass
+
+PASSES = [
+    sequential.run,  # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
+    subclass.run,  # keras.Model / keras.layers.Layer subclasses → nn.Module
+    decorators.run,  # @tf.function removed (or torch.compile)
+]
