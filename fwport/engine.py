@@ -138,14 +138,18 @@ def _in(value, options) -> bool:
     return any(value == o and type(value) is type(o) or (isinstance(o, str) and value == o) for o in options)
 
 
-def build_call(m: MappedCall, ctx: FileContext, target: str | None = None) -> cst.BaseExpression | None:
-    """``target(positional..., keyword=...)`` from a mapped call; method emits call on ``self_arg``."""
+def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
+               positional: list[str] | None = None) -> cst.BaseExpression | None:
+    """``target(positional..., keyword=...)`` from a mapped call; method emits call on ``self_arg``.
+
+    ``target`` / ``positional`` override the rule's (e.g. a lazy module whose first positional
+    parameter is a different one)."""
     emit = m.rule.emit
     if m.failed:
         return None
     if "transform" in emit and target is None:
         return registry.CALL_TRANSFORMS[emit["transform"]](m, ctx)
-    positional = list(emit.get("positional", []))
+    positional = list(emit.get("positional", []) if positional is None else positional)
     args: list[cst.Arg] = []
     rest = dict(m.kwargs)
     for p in positional:

@@ -221,6 +221,8 @@ def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
     """Parse and validate one rule file."""
     from fwport import transform as registry  # named transforms the rule may refer to
 
+    registry.load()
+
     if data is None:
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))

@@ -43,7 +43,13 @@ def shape(name: str):
     return _register(SHAPES, name)
 
 
-# The modules that register transforms. Imported last so that they can use the decorators above.
-from fwport import values as _values  # noqa: E402,F401
-from fwport import ops as _ops  # noqa: E402,F401
-from fwport import layer as _layer  # noqa: E402,F401
+_loaded = False
+
+
+def load() -> None:
+    """Import the modules that register transforms (once; they import the engine, hence lazily)."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    from fwport import layer, ops, values  # noqa: F401
