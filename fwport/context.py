@@ -42,6 +42,27 @@ class LayerRecord:
 
 
 @dataclass
+class ModelInfo:
+    """A model the translation produced, as the verifier needs to drive it.
+
+    ``scope`` is the class name, the builder function's name or the module-level variable.
+    ``layout`` is "same" when the translated model takes inputs laid out as the source's, or
+    "nchw" when channels-last inputs must be permuted to channels-first (and ``output_layout``
+    likewise for the outputs).
+    """
+
+    scope: str
+    kind: str  # "sequential" | "subclass"
+    input_shape: tuple | None = None  # source layout, without the batch axis
+    layout: str = "same"
+    output_layout: str = "same"
+
+    def to_dict(self) -> dict:
+        return {"scope": self.scope, "kind": self.kind, "input_shape": list(self.input_shape) if self.input_shape else None,
+                "layout": self.layout, "output_layout": self.output_layout}
+
+
+@dataclass
 class PendingFinding:
     finding: Finding
     node: cst.CSTNode | None
@@ -59,7 +80,7 @@ class FileContext:
     findings: list[Finding] = field(default_factory=list)  # located findings of finished passes
     needed_imports: set[str] = field(default_factory=set)
     layers: list[LayerRecord] = field(default_factory=list)
-    layout: dict[str, str] = field(default_factory=dict)  # scope -> "nchw" | "nhwc-kept" | ...
+    models: dict[str, ModelInfo] = field(default_factory=dict)
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,

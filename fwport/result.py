@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from fwport.context import LayerRecord
+from fwport.context import LayerRecord, ModelInfo
 from fwport.finding import Finding, Severity
 
 
@@ -24,6 +24,7 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     layers: list[LayerRecord] = field(default_factory=list)
     keras_version: int | None = None
+    models: list[ModelInfo] = field(default_factory=list)
 
     @property
     def needs_attention(self) -> bool:
@@ -44,6 +45,7 @@ class FileResult:
             "keras_version": self.keras_version,
             "findings": [f.to_dict() for f in self.findings],
             "layers": [r.to_dict() for r in self.layers],
+            "models": [m.to_dict() for m in self.models],
         }
         if with_text:
             d["output"] = self.output

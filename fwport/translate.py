@@ -142,4 +142,4 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
         text = module.code
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if text != source else Status.UNCHANGED
-    return FileResult(path, status, source, text, ctx.findings, ctx.layers, version)
+    return FileResult(path, status, source, text, ctx.findings, ctx.layers, version, list(ctx.models.values()))
