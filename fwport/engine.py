@@ -8,7 +8,7 @@ call ``translate_layer`` with what they know about the layer's input.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import libcst as cst
 
@@ -210,6 +210,9 @@ class LayerEmission:
     layout_bound: int = 0  # rank of the channels-first input the module needs (0: layout-free)
     flatten_of: tuple | None = None  # set by Flatten for the layer after it
     failed: bool = False
+    # Layers with no torch module (Add, Concatenate, Multiply): the call's argument expression
+    # (usually a list literal) -> the output expression, for the pass that rewrites the call site.
+    functional: Callable[[cst.BaseExpression], cst.BaseExpression] | None = None
 
 
 def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerContext,
