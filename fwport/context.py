@@ -81,6 +81,10 @@ class FileContext:
     needed_imports: set[str] = field(default_factory=set)
     layers: list[LayerRecord] = field(default_factory=list)
     models: dict[str, ModelInfo] = field(default_factory=dict)
+    # ids of source nodes a structural pass left as they were after reporting why: later passes
+    # must not translate them out of context (a Dense refused in a channels-first chain would
+    # otherwise come back as a context-free nn.LazyLinear)
+    settled: set[int] = field(default_factory=set)
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,

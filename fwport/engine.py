@@ -250,7 +250,12 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         return False
 
+    def visit_Call(self, node: cst.Call) -> bool:
+        return id(node) not in self.ctx.settled
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.ctx.settled:
+            return updated_node
         q = self.qualname(updated_node.func)
         if q is None or not is_source_name(q):
             return updated_node

@@ -8,6 +8,8 @@ modules after the layer.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import libcst as cst
 
 from fwport.bind import NOT_LITERAL, literal_value
@@ -36,7 +38,14 @@ _ACTIVATIONS: dict[str, tuple[str, str]] = {
     "leaky_relu": ("torch.nn.LeakyReLU", "negative_slope=0.2"),
     "hard_swish": ("torch.nn.Hardswish", ""),
     "hard_silu": ("torch.nn.Hardswish", ""),
+    "gelu_tanh": ("torch.nn.GELU", 'approximate="tanh"'),  # keras.ops.gelu defaults to approximate=True
 }
+# keras.ops.X passed as an activation: the functions' own defaults (ops.gelu is the tanh form)
+_OPS_ACTIVATIONS = {"relu": "relu", "relu6": "relu6", "sigmoid": "sigmoid", "tanh": "tanh", "softmax": "softmax",
+                    "log_softmax": "log_softmax", "elu": "elu", "selu": "selu", "softplus": "softplus",
+                    "softsign": "softsign", "silu": "silu", "swish": "silu", "gelu": "gelu_tanh",
+                    "leaky_relu": "leaky_relu", "hard_silu": "hard_silu", "hard_swish": "hard_silu",
+                    "mish": "mish"}
 _KERAS3_ONLY = {"hard_sigmoid": ("torch.nn.Hardsigmoid", "")}  # Keras 2's is clip(0.2x + 0.5, 0, 1)
 _IDENTITY = {"linear", None}
 _ACTIVATION_PREFIXES = ("keras.activations.", "tensorflow.nn.", "tensorflow.math.", "tensorflow.")
@@ -49,6 +58,8 @@ def activation_name(value: cst.BaseExpression, ctx) -> str | None | object:
         return lit
     q = ctx.imports.resolve(value) if dotted_text(value) else None
     if q:
+        if q.startswith("keras.ops."):
+            return _OPS_ACTIVATIONS.get(q[len("keras.ops."):], NOT_LITERAL)
         for prefix in _ACTIVATION_PREFIXES:
             if q.startswith(prefix):
                 name = q[len(prefix):]
@@ -94,6 +105,9 @@ def input_shape_from_kwargs(m: MappedCall) -> tuple | None:
     if "input_dim" in m.extras:
         v = literal_value(m.extras["input_dim"], None)
         return (v,) if isinstance(v, int) else None
+    if "input_length" in m.extras and m.rule.emit.get("shape") != "embedding":
+        v = literal_value(m.extras["input_length"], None)
+        return (v, None) if isinstance(v, int) else None
     return None
 
 
@@ -122,5 +136,665 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if lctx.flatten_of is not None:
         variant = "after-flatten"
         h, w, c = lctx.flatten_of
+        if not all(_int(x) for x in (h, w, c)):
+            return _failed(m, ctx, "shape-unknown", "Dense after the Flatten of a feature map of unknown size: its "
+                           "kernel rows must be reordered from (h, w, c) to (c, h, w), which needs H, W and C; "
+                           "give the model its input shape (keras.Input(shape=...))")
         symbols = {"H": h, "W": w, "C": c, "O": units} if isinstance(units, int) else {"H": h, "W": w, "C": c}
     return LayerEmission([layer, *acts], out_shape, 0, variant, symbols)
+
+
+# --- helpers shared by the shape functions ---------------------------------------------------------
+
+def _failed(m: MappedCall, ctx, code_: str, message: str) -> LayerEmission:
+    m.fail(ctx, code_, message)
+    return LayerEmission([m.call], failed=True)
+
+
+def _int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _ntuple(v, n: int) -> tuple | None:
+    """A literal int or sequence of n ints as an n-tuple; None when it is not one."""
+    if _int(v):
+        return (v,) * n
+    if isinstance(v, (list, tuple)) and len(v) == n and all(_int(i) for i in v):
+        return tuple(v)
+    return None
+
+
+def _compact(t: tuple) -> str:
+    """``(2, 2)`` → ``2``: the idiomatic torch spelling of a per-dimension size."""
+    return str(t[0]) if len(set(t)) == 1 else str(tuple(t))
+
+
+def _set_kw(m: MappedCall, key: str, value: cst.BaseExpression, after: tuple[str, ...]) -> None:
+    """Set a target keyword where torch's signature puts it (after the last of ``after`` present)."""
+    items = [(k, v) for k, v in m.kwargs.items() if k != key]
+    at = max((i + 1 for i, (k, _) in enumerate(items) if k in after), default=len(items))
+    items.insert(at, (key, value))
+    m.kwargs = dict(items)
+
+
+_CONV_ORDER = ("in_channels", "out_channels", "kernel_size", "stride")
+_POOL_ORDER = ("kernel_size", "stride")
+
+
+def _option(m: MappedCall, key: str):
+    return m.rule.emit.get("options", {}).get(key)
+
+
+def _data_format(m: MappedCall, ctx) -> str | None:
+    """'channels_last' (also for None: Keras's default image_data_format), 'channels_first', or
+    None after reporting a value that cannot be read statically."""
+    node = m.extras.get("data_format")
+    lit = "channels_last" if node is None else literal_value(node, NOT_LITERAL)
+    if lit is None or lit == "channels_last":
+        return "channels_last"
+    if lit == "channels_first":
+        return "channels_first"
+    m.fail(ctx, "unsupported-argument", f"data_format={code(node)} is not a literal: the channel axis "
+           "must be known to translate the layer")
+    return None
+
+
+@dataclass
+class _Map:
+    """A feature map as a shape function sees it: spatial sizes and channels (None: unknown)."""
+
+    spatial: tuple
+    channels: int | None
+    first: bool  # the source layer is channels_first
+
+    def shape(self) -> tuple:
+        return (self.channels, *self.spatial) if self.first else (*self.spatial, self.channels)
+
+
+def _feature_map(m: MappedCall, ctx, lctx: LayerContext, nd: int) -> _Map | None:
+    """The layer's input as a feature map with ``nd`` spatial axes, after checking the layout."""
+    fmt = _data_format(m, ctx)
+    if fmt is None:
+        return None
+    first = fmt == "channels_first"
+    if first and lctx.layout == "nchw":
+        m.fail(ctx, "unsupported-construct", "data_format='channels_first' inside a channels-last model that "
+               "is being converted to channels-first: mixed layouts cannot be remapped exactly")
+        return None
+    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    if in_shape is None:
+        return _Map((None,) * nd, None, first)
+    if len(in_shape) != nd + 1:
+        m.fail(ctx, "unsupported-construct", f"{m.rule.names[0].rsplit('.', 1)[-1]} expects a {nd + 2}-D input "
+               f"(batch included); this one has shape (batch, {', '.join(map(str, in_shape))})")
+        return None
+    in_shape = tuple(in_shape)
+    return _Map(in_shape[1:], in_shape[0], True) if first else _Map(in_shape[:-1], in_shape[-1], False)
+
+
+def _layout_bound(fm: _Map, nd: int) -> int:
+    """Channels-last source layers need their input permuted where a region keeps that layout."""
+    return 0 if fm.first else nd + 2
+
+
+def _same_pads(n, k: int, s: int, d: int = 1) -> tuple[int, int] | None:
+    """TensorFlow's 'same' padding for one axis: (before, after), the extra pad after."""
+    if not _int(n):
+        return None
+    out = -(-n // s)
+    total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
+    return total // 2, total - total // 2
+
+
+def _torch_pad_order(pads: list[tuple[int, int]]) -> tuple[int, ...]:
+    """Per-axis (before, after) in source order → torch's pad tuple (last axis first)."""
+    out: list[int] = []
+    for lo, hi in reversed(pads):
+        out += [lo, hi]
+    return tuple(out)
+
+
+def _channel_axis(lctx: LayerContext, rank: int | None, first: bool = False) -> int:
+    """The torch channel axis for an activation with an axis (softmax) on this input."""
+    if first or (lctx.layout == "nchw" and rank is not None and rank > 1):
+        return 1
+    return -1
+
+
+def remap_axis(axis: int, in_shape: tuple | None, lctx: LayerContext) -> int | None:
+    """A Keras axis (batch axis 0) → the torch axis in this layout; None when it cannot be known.
+
+    In a channels-first region, the channel axis (last in Keras) becomes 1 and the spatial axes
+    move up by one; tensors of rank 2 are laid out alike in both."""
+    if lctx.layout != "nchw":
+        return axis
+    if in_shape is None:
+        return None
+    rank = len(in_shape) + 1
+    if rank <= 2:
+        return axis
+    if not -rank <= axis < rank:
+        return None
+    a = axis % rank
+    if a == 0:
+        return 0
+    return 1 if a == rank - 1 else a + 1
+
+
+# --- convolutions ------------------------------------------------------------------------------------
+
+@value_transform("keras-padding")
+def keras_padding(value, spec, m, ctx):
+    """Held for the shape function: 'same' / 'causal' depend on the kernel, stride and input size."""
+    m.extras["padding"] = value
+
+
+@shape("conv")
+def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    s = _ntuple(m.literal("stride", 1), nd)
+    d = _ntuple(m.literal("dilation", 1), nd)
+    pad_node = m.extras.get("padding")
+    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = padding.lower() if isinstance(padding, str) else padding
+    pre: list[cst.BaseExpression] = []
+    pad_mod = "torch.nn.ZeroPad1d" if nd == 1 else "torch.nn.ZeroPad2d"
+    if padding == "valid":
+        pass
+    elif padding == "same":
+        if s is None:
+            return _failed(m, ctx, "unsupported-argument", "padding='same' with a stride that is not a literal: "
+                           "the padding depends on it")
+        if all(x == 1 for x in s):
+            _set_kw(m, "padding", pad_node if literal_value(pad_node) == "same" else expr('"same"'), _CONV_ORDER)
+        else:
+            if k is None or d is None:
+                return _failed(m, ctx, "unsupported-argument", "padding='same' with stride > 1 needs literal "
+                               "kernel_size and dilation_rate")
+            pads = [_same_pads(n, kk, ss, dd) for n, kk, ss, dd in zip(fm.spatial, k, s, d)]
+            if any(p is None for p in pads):
+                return _failed(m, ctx, "shape-unknown", "padding='same' with stride > 1 pads by an amount that "
+                               "depends on the input size, which is unknown here: give the model its input "
+                               "shape (keras.Input(shape=...)) or pad explicitly")
+            if all(lo == hi for lo, hi in pads):
+                _set_kw(m, "padding", expr(_compact(tuple(lo for lo, _ in pads))), _CONV_ORDER)
+            else:  # TensorFlow puts the extra pad after (bottom/right); torch pads symmetrically
+                pre.append(expr(f"{ctx.spell_text(pad_mod)}({_torch_pad_order(pads)})"))
+    elif padding == "causal" and nd == 1:
+        if k is None or d is None:
+            return _failed(m, ctx, "unsupported-argument", "padding='causal' needs literal kernel_size and "
+                           "dilation_rate")
+        left = (k[0] - 1) * d[0]
+        if left:
+            pre.append(expr(f"{ctx.spell_text('torch.nn.ConstantPad1d')}(({left}, 0), 0.0)"))
+    else:
+        return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
+
+    if _int(fm.channels):
+        m.kwargs = {"in_channels": expr(str(fm.channels)), **m.kwargs}
+        layer = build_call(m, ctx)
+    else:
+        if "padding" in m.kwargs and literal_value(m.kwargs["padding"], None) == "same":
+            return _failed(m, ctx, "shape-unknown", f"input channels unknown here and torch's lazy convolutions "
+                           "do not accept padding='same': give the model its input shape")
+        layer = build_call(m, ctx, target=m.rule.emit["lazy"], positional=["out_channels", "kernel_size"])
+        ctx.report(Severity.INFO, "shape-unknown", f"input channels unknown here: emitted "
+                   f"{m.rule.emit['lazy'].rsplit('.', 1)[-1]}, which infers them on the first forward pass",
+                   m.node, m.rule)
+    acts = activation_modules(m, ctx, _channel_axis(lctx, nd + 1, fm.first))
+    if layer is None or acts is None:
+        return LayerEmission([m.call], failed=True)
+    out_sp: list = []
+    for i, n in enumerate(fm.spatial):
+        if not _int(n) or s is None:
+            out_sp.append(None)
+        elif padding == "valid":
+            out_sp.append(None if k is None or d is None else (n - (k[i] - 1) * d[i] - 1) // s[i] + 1)
+        else:
+            out_sp.append(-(-n // s[i]))
+    filters = m.literal("out_channels", None)
+    out = _Map(tuple(out_sp), filters if _int(filters) else None, fm.first).shape()
+    return LayerEmission([*pre, layer, *acts], out, len(pre), layout_bound=_layout_bound(fm, nd))
+
+
+# --- pooling -----------------------------------------------------------------------------------------
+
+@shape("pool")
+def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    nd, kind = _option(m, "nd"), _option(m, "kind")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    if "kernel_size" not in m.kwargs:  # torch requires it; Keras defaults pool_size
+        default = next(p.default for p in m.rule.params if p.name == "pool_size")
+        m.kwargs = {"kernel_size": expr(default), **m.kwargs}
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    if k is not None:
+        m.kwargs["kernel_size"] = expr(_compact(k))
+    stride_lit = m.literal("stride", None)
+    s = k if stride_lit is None else _ntuple(stride_lit, nd)
+    if stride_lit is not None and s is not None:
+        m.kwargs["stride"] = expr(_compact(s))
+    pad_node = m.extras.get("padding")
+    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = padding.lower() if isinstance(padding, str) else padding
+    pre: list[cst.BaseExpression] = []
+    if padding == "same":
+        if k is None or s is None:
+            return _failed(m, ctx, "unsupported-argument", "padding='same' needs literal pool_size and strides")
+        pads = [_same_pads(n, kk, ss) for n, kk, ss in zip(fm.spatial, k, s)]
+        if any(p is None for p in pads):
+            return _failed(m, ctx, "shape-unknown", "padding='same' pads by an amount that depends on the input "
+                           "size, which is unknown here: give the model its input shape (keras.Input(shape=...))")
+        if all(lo == hi for lo, hi in pads):
+            if any(lo for lo, _ in pads):
+                _set_kw(m, "padding", expr(_compact(tuple(lo for lo, _ in pads))), _POOL_ORDER)
+                if kind == "avg":  # Keras divides by the number of real elements
+                    m.kwargs["count_include_pad"] = expr("False")
+        elif all(lo == 0 for lo, _ in pads) and all(
+                _ceil_mode_out(n, kk, ss) == -(-n // ss) for n, kk, ss in zip(fm.spatial, k, s)):
+            # all the padding is after: torch's ceil_mode windows overhang the end exactly as TF's do,
+            # and average only over real elements
+            m.kwargs["ceil_mode"] = expr("True")
+        elif kind == "max":
+            value = 'float("-inf")'
+            pre.append(expr(f"{ctx.spell_text('torch.nn.ConstantPad' + str(nd) + 'd')}"
+                            f"({_torch_pad_order(pads)}, {value})"))
+        else:
+            return _failed(m, ctx, "unsupported-argument", "average pooling with padding='same' here pads "
+                           f"{pads} (before, after) per axis: torch cannot pad asymmetrically and still divide "
+                           "by the count of real elements; pad and divide by a pooled mask by hand")
+    elif padding != "valid":
+        return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    out_sp = []
+    for i, n in enumerate(fm.spatial):
+        if not _int(n) or s is None or k is None:
+            out_sp.append(None)
+        elif padding == "same":
+            out_sp.append(-(-n // s[i]))
+        else:
+            out_sp.append((n - k[i]) // s[i] + 1)
+    out = _Map(tuple(out_sp), fm.channels, fm.first).shape()
+    return LayerEmission([*pre, layer], out, len(pre), layout_bound=_layout_bound(fm, nd))
+
+
+def _ceil_mode_out(n: int, k: int, s: int) -> int:
+    out = -(-(n - k) // s) + 1
+    if (out - 1) * s >= n:  # torch drops a last window that would start past the input
+        out -= 1
+    return out
+
+
+@shape("global-pool")
+def global_pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    nd, kind = _option(m, "nd"), _option(m, "kind")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    keepdims = literal_value(m.extras["keepdims"], NOT_LITERAL) if "keepdims" in m.extras else False
+    if keepdims not in (True, False):
+        return _failed(m, ctx, "unsupported-argument", "keepdims must be a literal True/False")
+    target = f"torch.nn.Adaptive{'Avg' if kind == 'avg' else 'Max'}Pool{nd}d"
+    mods = [expr(f"{ctx.spell_text(target)}(1)")]
+    if keepdims:
+        out = _Map((1,) * nd, fm.channels, fm.first).shape()
+    else:
+        mods.append(expr(f"{ctx.spell_text('torch.nn.Flatten')}()"))
+        out = (fm.channels,)
+    return LayerEmission(mods, out, layout_bound=_layout_bound(fm, nd))
+
+
+# --- reshaping ----------------------------------------------------------------------------------------
+
+@shape("flatten")
+def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    fmt = _data_format(m, ctx)
+    if fmt is None:
+        return LayerEmission([m.call], failed=True)
+    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    if in_shape is None:
+        if lctx.layout == "nchw" or fmt == "channels_first":
+            return _failed(m, ctx, "shape-unknown", "cannot tell whether Flatten sees a feature map (whose "
+                           "flattening order differs between the layouts): give the model its input shape")
+        return LayerEmission([layer], (None,))
+    size = 1
+    for n in in_shape:
+        size = size * n if _int(n) and _int(size) else None
+    flatten_of = None
+    if len(in_shape) > 1 and (lctx.layout == "nchw" or fmt == "channels_first"):
+        if fmt == "channels_first" and lctx.layout == "nchw":
+            return _failed(m, ctx, "unsupported-construct", "Flatten(data_format='channels_first') inside a model "
+                           "converted to channels-first: the flattening order cannot be remapped exactly")
+        if len(in_shape) > 3:
+            return _failed(m, ctx, "unsupported-construct", "Flatten of a 3-D feature map in a channels-first "
+                           "region: the following weights' row order cannot be remapped by fwport yet")
+        # Keras flattens in (h, w, c) order, torch's channels-first map in (c, h, w): the next
+        # Dense permutes its kernel rows by these sizes
+        if fmt == "channels_first":
+            c, *sp = in_shape
+        else:
+            *sp, c = in_shape
+        h, w = (sp[0], 1) if len(sp) == 1 else sp
+        flatten_of = (h, w, c)
+    return LayerEmission([layer], (size,), flatten_of=flatten_of)
+
+
+@shape("reshape")
+def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    target = literal_value(m.extras.get("target_shape"), None) if "target_shape" in m.extras else None
+    if not isinstance(target, (list, tuple)) or not all(_int(t) for t in target) \
+            or sum(1 for t in target if t == -1) > 1:
+        return _failed(m, ctx, "unsupported-argument", "target_shape must be a literal tuple of ints (at most one -1)")
+    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1 or len(target) > 1):
+        return _failed(m, ctx, "unsupported-construct", "Reshape to or from a feature map in a model converted "
+                       "to channels-first: Keras reshapes in channels-last order, so the result would be "
+                       "silently permuted; reshape explicitly with permutes, or keep this model channels-last")
+    target = tuple(target)
+    size = None
+    if in_shape is not None and all(_int(n) for n in in_shape):
+        size = 1
+        for n in in_shape:
+            size *= n
+    if -1 in target and size is not None:
+        known = 1
+        for t in target:
+            known *= t if t != -1 else 1
+        target = tuple(size // known if t == -1 else t for t in target)
+    flat = ctx.spell_text("torch.nn.Flatten")
+    mods = [expr(f"{flat}()")]
+    if len(target) > 1:
+        unflatten = expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {target})")
+        mods = [unflatten] if in_shape is not None and len(in_shape) == 1 else [*mods, unflatten]
+    out = tuple(None if t == -1 else t for t in target)
+    return LayerEmission(mods, out)
+
+
+# --- normalization ------------------------------------------------------------------------------------
+
+def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool:
+    """center/scale → torch's affine flags; False after reporting a combination torch lacks."""
+    center = literal_value(m.extras["center"], NOT_LITERAL) if "center" in m.extras else True
+    scale_ = literal_value(m.extras["scale"], NOT_LITERAL) if "scale" in m.extras else True
+    if center not in (True, False) or scale_ not in (True, False):
+        m.fail(ctx, "unsupported-argument", "center/scale must be literal True/False")
+        return False
+    if center and not scale_:
+        m.fail(ctx, "unsupported-argument", "scale=False with center=True: torch norms have a bias-only "
+               "switch but no weight-only one; keep scale=True and freeze the weight at 1")
+        return False
+    if not center and not scale_:
+        m.kwargs[scale_kw] = expr("False")
+    elif not center:
+        m.kwargs["bias"] = expr("False")
+    return True
+
+
+@shape("batch-norm")
+def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+    if not _int(axis):
+        return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only a single literal "
+                       "axis maps onto torch's BatchNorm (which normalises per channel at dim 1)")
+    if not _affine_flags(m, ctx, "affine"):
+        return LayerEmission([m.call], failed=True)
+    if in_shape is None:
+        return _failed(m, ctx, "shape-unknown", "the input rank is unknown here, so neither BatchNorm1d nor "
+                       "BatchNorm2d can be chosen: give the model its input shape")
+    rank = len(in_shape) + 1
+    if not -rank <= axis < rank or axis % rank == 0:
+        return _failed(m, ctx, "unsupported-argument", f"axis={axis} is not a feature axis of a {rank}-D input")
+    a = axis % rank
+    if rank == 2 or lctx.layout == "nchw":
+        if a != rank - 1:
+            return _failed(m, ctx, "unsupported-construct", f"BatchNormalization over axis {axis} of a channels-last "
+                           "input converted to channels-first: only the channel axis maps onto torch's BatchNorm")
+        bound, channels = 0, in_shape[-1]
+    elif a == 1:  # channels_first source: torch's own layout
+        bound, channels = 0, in_shape[0]
+    elif a == rank - 1:
+        bound, channels = rank, in_shape[-1]
+    else:
+        return _failed(m, ctx, "unsupported-construct", f"BatchNormalization over axis {axis}: torch's BatchNorm "
+                       "normalises per channel at dim 1; permute explicitly")
+    dims = max(rank - 2, 1)
+    if dims > 3:
+        return _failed(m, ctx, "unsupported-construct", f"no torch BatchNorm for a {rank}-D input")
+    if _int(channels):
+        m.kwargs = {"num_features": expr(str(channels)), **m.kwargs}
+        layer = build_call(m, ctx, target=f"torch.nn.BatchNorm{dims}d")
+    else:
+        layer = build_call(m, ctx, target=f"torch.nn.LazyBatchNorm{dims}d")
+        ctx.report(Severity.INFO, "shape-unknown", f"channels unknown here: emitted LazyBatchNorm{dims}d, which "
+                   "infers them on the first forward pass", m.node, m.rule)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    return LayerEmission([layer], tuple(in_shape), layout_bound=bound)
+
+
+@shape("layer-norm")
+def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+    axes = [axis] if _int(axis) else axis
+    if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
+        return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
+    if not _affine_flags(m, ctx, "elementwise_affine"):
+        return LayerEmission([m.call], failed=True)
+    if in_shape is None or not all(_int(n) for n in in_shape):
+        return _failed(m, ctx, "shape-unknown", "LayerNorm needs the normalised sizes and torch has no lazy "
+                       "LayerNorm: give the model its input shape")
+    rank = len(in_shape) + 1
+    norm = sorted({a % rank for a in axes if -rank <= a < rank})
+    if len(norm) != len(axes) or 0 in norm or norm != list(range(rank - len(norm), rank)):
+        return _failed(m, ctx, "unsupported-construct", f"LayerNormalization over axis {axis}: torch's LayerNorm "
+                       "normalises the trailing axes only")
+    if lctx.layout == "nchw" and rank > 2:
+        return _failed(m, ctx, "unsupported-construct", "LayerNormalization on a feature map converted to "
+                       "channels-first normalises over the channel axis, which is no longer last: torch's "
+                       "LayerNorm cannot express it; keep this model channels-last")
+    sizes = tuple(in_shape[a - 1] for a in norm)
+    m.kwargs = {"normalized_shape": expr(str(sizes[0]) if len(sizes) == 1 else str(sizes)), **m.kwargs}
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    return LayerEmission([layer], tuple(in_shape), variant=None if len(sizes) == 1 else "multi-axis")
+
+
+# --- embedding ----------------------------------------------------------------------------------------
+
+@shape("embedding")
+def embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "Embedding outputs (batch, T, D) channels-last, and the "
+                       "channels-first layers after it would need a permute: translate this model as a "
+                       "subclass, or permute explicitly")
+    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    if in_shape is None and "input_length" in m.extras:
+        n = literal_value(m.extras["input_length"], None)
+        in_shape = (n,) if _int(n) else None
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    dim = m.literal("embedding_dim", None)
+    out = (*in_shape, dim if _int(dim) else None) if in_shape is not None else None
+    return LayerEmission([layer], out)
+
+
+# --- activation layers --------------------------------------------------------------------------------
+
+@shape("activation")
+def activation_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    rank = len(lctx.in_shape) + 1 if lctx.in_shape is not None else None
+    if lctx.layout == "nchw" and rank is None:
+        name = activation_name(m.extras.get("activation"), ctx) if "activation" in m.extras else None
+        if name in ("softmax", "log_softmax"):
+            return _failed(m, ctx, "shape-unknown", "softmax over the channel axis of an input whose rank is "
+                           "unknown: cannot tell which torch dim that is")
+    acts = activation_modules(m, ctx, _channel_axis(lctx, rank))
+    if acts is None:
+        return LayerEmission([m.call], failed=True)
+    if not acts:
+        acts = [expr(f"{ctx.spell_text('torch.nn.Identity')}()")]
+    return LayerEmission(acts, lctx.in_shape)
+
+
+@shape("relu")
+def relu(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    vals = {}
+    for key, default in (("max_value", None), ("negative_slope", 0.0), ("threshold", 0.0)):
+        node = m.extras.get(key)
+        v = default if node is None else literal_value(node, NOT_LITERAL)
+        if v is NOT_LITERAL or not (v is None or isinstance(v, (int, float)) and not isinstance(v, bool)):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)} is not a literal number")
+        vals[key] = v
+    mx, slope, thr = vals["max_value"], vals["negative_slope"], vals["threshold"]
+    nn_ = lambda name: ctx.spell_text(f"torch.nn.{name}")  # noqa: E731
+    if slope == 0 and thr == 0 and mx is None:
+        text = f"{nn_('ReLU')}()"
+    elif slope == 0 and thr == 0 and mx == 6:
+        text = f"{nn_('ReLU6')}()"
+    elif slope == 0 and thr == 0 and mx >= 0:
+        text = f"{nn_('Hardtanh')}(0.0, {float(mx)!r})"
+    elif slope == 0 and mx is None:  # Keras keeps x where x > threshold (strictly), else 0
+        text = f"{nn_('Threshold')}({float(thr)!r}, 0.0)"
+    elif thr == 0 and mx is None:
+        text = f"{nn_('LeakyReLU')}(negative_slope={float(slope)!r})"
+    else:
+        return _failed(m, ctx, "unsupported-argument", f"ReLU(max_value={mx}, negative_slope={slope}, "
+                       f"threshold={thr}) combines clipping, slope and threshold: no single torch module; "
+                       "write it as torch.where/clamp")
+    return LayerEmission([expr(text)], lctx.in_shape)
+
+
+@shape("prelu")
+def prelu(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    shared = literal_value(m.extras["shared_axes"], NOT_LITERAL) if "shared_axes" in m.extras else None
+    if _int(shared):
+        shared = [shared]
+    if not (shared is None or isinstance(shared, (list, tuple)) and all(_int(a) for a in shared)):
+        return _failed(m, ctx, "unsupported-argument", "shared_axes must be a literal list of ints")
+    if in_shape is None:
+        return _failed(m, ctx, "shape-unknown", "PReLU's parameter count depends on the input shape, unknown here")
+    rank = len(in_shape) + 1
+    shared = {a % rank for a in (shared or [])}
+    feature = set(range(1, rank))
+    bound = 0
+    if shared == feature:
+        n = 1
+    elif shared == feature - {rank - 1}:  # one slope per channel (or per feature on a 2-D input)
+        n = in_shape[-1]
+        bound = rank if rank > 2 else 0
+    else:
+        return _failed(m, ctx, "unsupported-construct", f"PReLU with shared_axes={sorted(shared) or None} on a "
+                       f"{rank}-D input learns a slope per element; torch's PReLU has one per channel or one "
+                       "in all (use shared_axes over every axis but the channels)")
+    if not _int(n):
+        return _failed(m, ctx, "shape-unknown", "PReLU's channel count is unknown here")
+    layer = expr(f"{ctx.spell_text('torch.nn.PReLU')}({n})")
+    return LayerEmission([layer], tuple(in_shape), layout_bound=0 if lctx.layout == "nchw" else bound)
+
+
+@shape("softmax")
+def softmax(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+    if not _int(axis):
+        return _failed(m, ctx, "unsupported-argument", "axis must be a literal int (torch's Softmax takes one dim)")
+    dim = remap_axis(axis, lctx.in_shape, lctx)
+    if dim is None:
+        return _failed(m, ctx, "shape-unknown", f"softmax over axis {axis} of an input whose rank is unknown in a "
+                       "channels-first region: cannot tell which torch dim that is")
+    return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Softmax')}(dim={dim})")], lctx.in_shape)
+
+
+# --- merge layers: no torch module, an expression at the call site ---------------------------------
+
+def _elements(arg: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    if isinstance(arg, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement) for e in arg.elements):
+        return [e.value for e in arg.elements]
+    return None
+
+
+@shape("merge")
+def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    op = _option(m, "op")
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    if not lctx.scope and not lctx.source_path:
+        return _failed(m, ctx, "unsupported-construct", f"{name} has no torch module: write the operation where "
+                       f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)'}[op] })")
+    if op == "cat":
+        axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+        if not _int(axis):
+            return _failed(m, ctx, "unsupported-argument", "axis must be a literal int")
+        dim = remap_axis(axis, lctx.in_shape, lctx)
+        if dim is None:
+            return _failed(m, ctx, "shape-unknown", f"concatenation axis {axis} on inputs whose rank is unknown "
+                           "in a channels-first region")
+        cat = ctx.spell_text("torch.cat")
+
+        def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
+            return expr(f"{cat}({code(arg)}, dim={dim})")
+    else:
+        sym, fallback = (" + ", "sum") if op == "add" else (" * ", ctx.spell_text("math.prod"))
+
+        def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
+            items = _elements(arg)
+            if items is None:
+                return expr(f"{fallback}({code(arg)})")
+            return expr(sym.join(f"({code(i)})" if isinstance(i, (cst.BinaryOperation, cst.BooleanOperation,
+                                                                  cst.IfExp, cst.Lambda)) else code(i)
+                                 for i in items))
+    return LayerEmission([], lctx.in_shape, functional=functional)
+
+
+# --- padding and resizing ------------------------------------------------------------------------------
+
+@shape("zero-padding")
+def zero_padding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    fm = _feature_map(m, ctx, lctx, 2)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    p = literal_value(m.extras["padding"], NOT_LITERAL) if "padding" in m.extras else (1, 1)
+    if _int(p):
+        pads = [(p, p), (p, p)]
+    elif isinstance(p, (list, tuple)) and len(p) == 2 and all(_int(x) for x in p):
+        pads = [(p[0], p[0]), (p[1], p[1])]
+    elif isinstance(p, (list, tuple)) and len(p) == 2 and all(_ntuple(x, 2) for x in p):
+        pads = [tuple(p[0]), tuple(p[1])]
+    else:
+        return _failed(m, ctx, "unsupported-argument", "padding must be a literal int, (h, w) or ((top, bottom), "
+                       "(left, right))")
+    text = _compact(_torch_pad_order(pads)) if len({x for pr in pads for x in pr}) == 1 else str(_torch_pad_order(pads))
+    layer = expr(f"{ctx.spell_text('torch.nn.ZeroPad2d')}({text})")
+    sp = tuple(n + lo + hi if _int(n) else None for n, (lo, hi) in zip(fm.spatial, pads))
+    return LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+
+
+@shape("upsampling")
+def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    fm = _feature_map(m, ctx, lctx, 2)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    size = _ntuple(literal_value(m.extras["size"], None) if "size" in m.extras else (2, 2), 2)
+    mode = literal_value(m.extras["interpolation"], None) if "interpolation" in m.extras else "nearest"
+    if size is None:
+        return _failed(m, ctx, "unsupported-argument", "size must be a literal int or (h, w)")
+    if mode not in ("nearest", "bilinear"):
+        return _failed(m, ctx, "unsupported-argument", f"interpolation={mode!r}: torch's kernels for it differ "
+                       "from TensorFlow's (only 'nearest' and 'bilinear' are exact)")
+    extra = ", mode=\"bilinear\"" if mode == "bilinear" else ""
+    layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(scale_factor={_compact(size)}{extra})")
+    sp = tuple(n * f if _int(n) else None for n, f in zip(fm.spatial, size))
+    return LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
