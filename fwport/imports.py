@@ -114,6 +114,15 @@ class _Pruner(cst.CSTTransformer):
         return updated_node.with_changes(body=body)
 
 
+class _FillEmptyBlocks(cst.CSTTransformer):
+    """A block whose only statement was a removed import gets ``pass`` (e.g. ``try: import tf``)."""
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        if not updated_node.body:
+            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated_node
+
+
 def _is_source_import_line(stmt: cst.CSTNode) -> bool:
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
@@ -158,5 +167,5 @@ def fix_imports(module: cst.Module, needed: set[str]) -> cst.Module:
             module = module.with_changes(body=list(module.body) + new)
     used = used_names(module)
     if collect_imports(module).source_aliases() - used:
-        module = module.visit(_Pruner(used))
+        module = module.visit(_Pruner(used)).visit(_FillEmptyBlocks())
     return module
