@@ -119,6 +119,10 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         m.fail(ctx, "unsupported-construct", "Dense on a channels-first feature map acts on the channel axis "
                "in Keras; flatten or pool first, or translate this model without the layout change")
         return LayerEmission([m.call], failed=True)
+    if lctx.layout == "nchw" and in_shape is None:
+        return _failed(m, ctx, "shape-unknown", "Dense in a model converted to channels-first, on an input of "
+                       "unknown rank: cannot tell whether it sees a flattened feature map (whose kernel rows "
+                       "must be reordered); give the model its input shape")
     in_features = in_shape[-1] if in_shape else None
     if isinstance(in_features, int):
         m.kwargs = {"in_features": expr(str(in_features)), **m.kwargs}

@@ -29,7 +29,9 @@ class ResidueScanner(ScopedResolver, cst.CSTVisitor):
         return True
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        return self._check(node)
+        if self._check(node):
+            node.value.visit(self)  # the attribute name (nn.Dropout's Dropout) is no reference
+        return False
 
     def visit_Name(self, node: cst.Name) -> bool:
         return self._check(node)

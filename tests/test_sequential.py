@@ -1,0 +1,358 @@
+"""The Sequential pass: translated text, layer records, and whole models checked numerically.
+
+Numerical checks build each Keras model in a TensorFlow subprocess (random weights, nonzero
+BatchNorm statistics), translate the source with fwport, load the weights into the torch model in
+a torch subprocess through the LayerRecords and the rules' weight maps, and compare the outputs.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from fwport.finding import Severity
+from fwport.rule import load_pack
+from fwport.translate import translate_source
+
+PACK = load_pack("tf2torch")
+
+
+def tr(src: str, **opts):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "model.py", PACK, opts or None)
+
+
+def codes(result, severity=None):
+    return sorted(f.code for f in result.findings if f.code != "keras-version"
+                  and (severity is None or f.severity is severity))
+
+
+# --- translation --------------------------------------------------------------------------------
+
+def test_list_form_keeps_lines_and_propagates_shapes():
+    r = tr('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+
+        def build_model():
+            model = keras.Sequential([
+                keras.Input(shape=(28, 28, 1)),  # MNIST
+                layers.Conv2D(32, 3, activation="relu"),
+                layers.MaxPooling2D(),
+                layers.Flatten(),
+                layers.Dense(10),
+            ])
+            return model
+    ''')
+    assert r.output == textwrap.dedent('''
+        from torch import nn
+
+
+        def build_model():
+            model = nn.Sequential(
+                # input: (batch, 1, 28, 28) channels-first  # MNIST
+                nn.Conv2d(1, 32, 3), nn.ReLU(),
+                nn.MaxPool2d(2),
+                nn.Flatten(),
+                nn.Linear(5408, 10),
+            )
+            return model
+    ''').lstrip("\n")
+    assert codes(r) == ["layout-changed"]
+    recs = [(l.scope, l.source, l.target, l.rule, l.variant, l.symbols) for l in r.layers]
+    assert recs == [("build_model", "layers[0]", "0", "conv2d", None, {}),
+                    ("build_model", "layers[3]", "4", "dense", "after-flatten", {"H": 13, "W": 13, "C": 32, "O": 10})]
+    (model,) = r.models
+    assert (model.scope, model.input_shape, model.layout, model.output_layout) == \
+        ("build_model", (28, 28, 1), "nchw", "same")
+
+
+def test_add_form_module_level():
+    r = tr('''
+        from keras.models import Sequential
+        from keras.layers import Dense, Dropout
+
+        mlp = Sequential()
+        mlp.add(Dense(64, activation="relu", input_dim=784))
+        mlp.add(Dropout(0.2))
+        mlp.add(Dense(10, activation="softmax"))
+    ''')
+    assert r.output == textwrap.dedent('''
+        from torch import nn
+
+        mlp = nn.Sequential()
+        mlp.extend([nn.Linear(784, 64), nn.ReLU()])
+        mlp.append(nn.Dropout(0.2))
+        mlp.extend([nn.Linear(64, 10), nn.Softmax(dim=-1)])
+    ''').lstrip("\n")
+    assert [(l.scope, l.source, l.target) for l in r.layers] == [("mlp", "layers[0]", "0"), ("mlp", "layers[2]", "3")]
+    assert r.models[0].layout == "same"
+
+
+def test_input_added_becomes_a_comment_line():
+    src = '''
+        import keras
+
+        model = keras.Sequential()
+        model.add(keras.Input(shape=(8,)))
+        model.add(keras.layers.Dense(4))
+    '''
+    r = tr(src)
+    assert r.output.count("\n") == textwrap.dedent(src).lstrip("\n").count("\n")
+    assert "# input: (batch, 8)" in r.output and "model.append(nn.Linear(8, 4))" in r.output
+
+
+def test_sequential_in_class_prefixes_paths():
+    r = tr('''
+        import tensorflow as tf
+
+        class Net(tf.keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.head = tf.keras.Sequential([tf.keras.layers.Dense(8, input_shape=(4,)), tf.keras.layers.Dense(2)])
+    ''')
+    assert "nn.Sequential(nn.Linear(4, 8), nn.Linear(8, 2))" in r.output
+    assert [(l.scope, l.source, l.target) for l in r.layers] == [("Net", "head.layers[0]", "head.0"),
+                                                                 ("Net", "head.layers[1]", "head.1")]
+    assert r.models[0].scope == "Net.head"
+
+
+def test_stride_2_same_padding_uses_the_input_size():
+    def out(h, w):
+        return tr(f'''
+            from tensorflow.keras import layers, Sequential
+            m = Sequential([layers.Conv2D(4, 3, strides=2, padding="same", input_shape=({h}, {w}, 2))])
+        ''').output
+    assert "nn.Sequential(nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(2, 4, 3, stride=2))" in out(8, 8)
+    assert "nn.Sequential(nn.Conv2d(2, 4, 3, stride=2, padding=1))" in out(9, 9)
+    assert "nn.ZeroPad2d((1, 1, 0, 1))" in out(8, 9)
+
+
+def test_unknown_input_size_gives_lazy_modules_or_errors():
+    r = tr('''
+        from tensorflow.keras import layers, Sequential
+        m = Sequential([layers.Conv2D(4, 3), layers.Conv2D(4, 3, strides=2, padding="same"), layers.Flatten(), layers.Dense(3)])
+    ''')
+    assert "nn.LazyConv2d(4, 3)" in r.output
+    # the strided 'same' conv, then Flatten and Dense, which cannot tell what they see after it
+    assert codes(r, Severity.ERROR) == ["shape-unknown"] * 3
+    assert "layers.Dense(3)" in r.output  # refused, not a context-free LazyLinear
+
+
+def test_channels_first_chain_refuses_what_it_cannot_remap():
+    r = tr('''
+        from tensorflow.keras import layers, Sequential
+        m = Sequential([layers.Input((8, 8, 3)), layers.Conv2D(4, 3), layers.Dense(5)])
+    ''')
+    assert codes(r, Severity.ERROR) == ["unsupported-construct"]
+    assert "layers.Dense(5)" in r.output and "nn.LazyLinear" not in r.output
+
+
+def test_softmax_and_batchnorm_axes_are_remapped():
+    r = tr('''
+        from tensorflow.keras import layers, Sequential
+        m = Sequential([layers.Input((6, 5, 3)), layers.Conv2D(4, 1), layers.BatchNormalization(axis=-1),
+                        layers.Softmax(axis=-1), layers.Activation("softmax")])
+    ''')
+    assert "nn.BatchNorm2d(4, momentum=0.01, eps=0.001)" in r.output
+    assert r.output.count("nn.Softmax(dim=1)") == 2
+
+
+def test_translation_is_a_fixpoint():
+    src = textwrap.dedent(CASES["convnet_even"][0])
+    once = translate_source(src, "m.py", PACK).output
+    assert translate_source(once, "m.py", PACK).output == once
+
+
+# --- numerical equivalence --------------------------------------------------------------------------
+
+CASES: dict[str, tuple[str, str, tuple]] = {
+    "mlp": ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+def build():
+    return keras.Sequential([
+        keras.Input(shape=(20,)),
+        layers.Dense(32, activation="relu"),
+        layers.Dense(16),
+        layers.LeakyReLU(),
+        layers.Dense(12, activation="elu"),
+        layers.ELU(alpha=0.7),
+        layers.PReLU(),
+        layers.ReLU(max_value=1.5),
+        layers.Dense(5),
+        layers.Softmax(),
+    ])
+''', "build", (20,)),
+    "convnet_even": ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+def build():
+    model = keras.Sequential()
+    model.add(keras.Input(shape=(12, 10, 3)))
+    model.add(layers.Conv2D(8, (3, 2), activation="relu"))
+    model.add(layers.BatchNormalization())
+    model.add(layers.Conv2D(6, 3, strides=2, padding="same"))
+    model.add(layers.MaxPooling2D(2, padding="same"))
+    model.add(layers.Flatten())
+    model.add(layers.Dense(7))
+    return model
+''', "build", (12, 10, 3)),
+    "convnet_odd": ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+def build():
+    return keras.Sequential([
+        layers.Conv2D(5, 3, strides=2, padding="same", input_shape=(13, 11, 2)),
+        layers.BatchNormalization(momentum=0.9, epsilon=1e-4),
+        layers.Activation("softmax"),
+        layers.ZeroPadding2D(((1, 0), (2, 1))),
+        layers.AveragePooling2D(3, strides=1, padding="same"),
+        layers.UpSampling2D(),
+        layers.GlobalAveragePooling2D(),
+        layers.Dense(4),
+    ])
+''', "build", (13, 11, 2)),
+    "causal": ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+def build():
+    return keras.Sequential([
+        keras.Input(shape=(17, 4)),
+        layers.Conv1D(6, 3, padding="causal", dilation_rate=2, activation="relu"),
+        layers.Conv1D(5, 4, strides=2, padding="same"),
+        layers.MaxPooling1D(2),
+        layers.Flatten(),
+        layers.Dense(3),
+    ])
+''', "build", (17, 4)),
+}
+
+_TF_SCRIPT = r'''
+import json, sys
+import numpy as np
+import keras
+cases = json.loads(sys.argv[1]); out = sys.argv[2]
+arrays = {}
+for name, (src, builder, shape) in cases.items():
+    ns = {}
+    exec(src, ns)
+    model = ns[builder]()
+    rng = np.random.default_rng(0)
+    for li, layer in enumerate(model.layers):
+        for v in layer.weights:
+            vname = v.name.split("/")[-1].split(":")[0]
+            if vname == "moving_variance":
+                val = rng.uniform(0.5, 2.0, v.shape)
+            else:
+                val = rng.normal(0, 0.5, v.shape)
+            v.assign(val.astype("float32"))
+            arrays[f"{name}/layers[{li}].{vname}"] = val.astype("float32")
+    x = rng.normal(0, 1, (3, *shape)).astype("float32")
+    arrays[f"{name}/x"] = x
+    arrays[f"{name}/y"] = np.asarray(model(x, training=False))
+np.savez(out, **arrays)
+'''
+
+_TORCH_SCRIPT = r'''
+import json, sys
+import numpy as np
+import torch
+spec = json.loads(sys.argv[1]); params = np.load(sys.argv[2]); out = sys.argv[3]
+results = {}
+for name, (src, builder, nchw_in, nchw_out) in spec.items():
+    ns = {}
+    exec(src, ns)
+    model = ns[builder]().eval()
+    x = torch.from_numpy(params[f"{name}/x"])
+    if nchw_in:
+        x = x.movedim(-1, 1)
+    with torch.no_grad():
+        model(x)  # materialise lazy modules before loading
+        for key in params.files:
+            if key.startswith(name + "/p:"):
+                path = key[len(name) + 3:]
+                mod_path, attr = path.rsplit(".", 1)
+                t = getattr(model.get_submodule(mod_path), attr)
+                assert tuple(t.shape) == params[key].shape, (key, tuple(t.shape), params[key].shape)
+                t.copy_(torch.from_numpy(params[key]))
+        y = model(x)
+    if nchw_out:
+        y = y.movedim(1, -1)
+    results[name] = y.numpy()
+np.savez(out, **results)
+'''
+
+
+def apply_ops(arr: np.ndarray, ops, symbols: dict) -> np.ndarray:
+    """The rules' closed vocabulary of weight operations, in numpy (the test's own loader)."""
+    for op in ops:
+        args = [symbols[p] if p in symbols else int(p) for p in op.params]
+        if op.op == "copy":
+            arr = arr.copy()
+        elif op.op in ("transpose", "permute"):
+            arr = np.transpose(arr, args)
+        elif op.op == "reshape":
+            arr = arr.reshape(args)
+        else:
+            raise NotImplementedError(op.op)
+    return np.ascontiguousarray(arr)
+
+
+def _run(script: str, *args: str, legacy: bool = False) -> None:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+
+
+@pytest.fixture(scope="module")
+def numerics(tmp_path_factory):
+    if find_spec("tensorflow") is None or find_spec("torch") is None:
+        pytest.skip("needs tensorflow and torch installed")
+    tmp = tmp_path_factory.mktemp("seq")
+    tf_out = tmp / "tf.npz"
+    _run(_TF_SCRIPT, json.dumps({k: [textwrap.dedent(s), b, list(sh)] for k, (s, b, sh) in CASES.items()}), str(tf_out))
+    keras_arrays = np.load(tf_out)
+    torch_params: dict[str, np.ndarray] = {}
+    spec = {}
+    for name, (src, builder, _) in CASES.items():
+        r = translate_source(textwrap.dedent(src), f"{name}.py", PACK)
+        assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.render() for f in r.findings]
+        info = next(m for m in r.models if m.scope == builder)
+        spec[name] = [r.output, builder, info.layout == "nchw", info.output_layout == "nchw"]
+        torch_params[f"{name}/x"] = keras_arrays[f"{name}/x"]
+        for rec in r.layers:
+            rule = PACK.rules[rec.rule]
+            for w in rule.weights_for(rec.variant):
+                key = f"{name}/{rec.source}.{w.source}"
+                if key not in keras_arrays.files:
+                    continue  # e.g. no bias with use_bias=False
+                torch_params[f"{name}/p:{rec.target}.{w.target}"] = apply_ops(keras_arrays[key], w.ops, rec.symbols)
+        # every Keras variable was moved by some record
+        moved = {f"{name}/{rec.source}.{w.source}" for rec in r.layers for w in PACK.rules[rec.rule].weights}
+        assert {k for k in keras_arrays.files if k.startswith(name + "/layers")} <= moved
+    params_file = tmp / "params.npz"
+    np.savez(params_file, **torch_params)
+    torch_out = tmp / "torch.npz"
+    _run(_TORCH_SCRIPT, json.dumps(spec), str(params_file), str(torch_out))
+    return keras_arrays, np.load(torch_out)
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_numerically_equal(numerics, name):
+    keras_arrays, torch_arrays = numerics
+    want, got = keras_arrays[f"{name}/y"], torch_arrays[name]
+    assert got.shape == want.shape
+    scale = max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
