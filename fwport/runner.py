@@ -1,0 +1,422 @@
+"""Running translations over files and trees: reading bad input safely, writing atomically, and
+spreading the work over the cores with memory flat in the number of files.
+
+Nothing here prints. :func:`run` yields one :class:`Outcome` per file, in the order the files were
+found; the command line renders them (``fwport/report.py``).
+"""
+from __future__ import annotations
+
+import ast
+import difflib
+import fnmatch
+import os
+import tempfile
+import traceback
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator
+
+from fwport.config import DEFAULT_MAX_SIZE
+from fwport.finding import Finding, Severity
+from fwport.result import FileResult, Status
+
+#: Folders never walked into: tooling, caches, installed packages and build outputs.
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
+                       ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", "site-packages",
+                       "dist-packages", "build", "dist", ".eggs"})
+BOM = "\ufeff"
+
+
+# --- finding the files ------------------------------------------------------------------------------
+def _skip_dir(path: str, name: str) -> bool:
+    if name in SKIP_DIRS or name.endswith(".egg-info"):
+        return True
+    return os.path.exists(os.path.join(path, "pyvenv.cfg"))  # a virtual environment under any name
+
+
+def is_excluded(path: Path, patterns: Iterable[str], roots: Iterable[Path]) -> bool:
+    """Whether an exclude glob matches ``path``.
+
+    A pattern with a slash is matched against the path relative to each root (the pyproject
+    folder, the folder being walked), where ``*`` also crosses slashes and a folder pattern covers
+    everything below it; a pattern without one is matched against every path component.
+    """
+    patterns = tuple(patterns)
+    if not patterns:
+        return False
+    rels = []
+    for root in roots:
+        try:
+            rels.append(path.resolve().relative_to(root.resolve()).as_posix())
+        except ValueError:
+            continue
+    parts = path.parts
+    for p in patterns:
+        p = p.rstrip("/")
+        if "/" in p:
+            if any(fnmatch.fnmatchcase(r, p) or fnmatch.fnmatchcase(r, p + "/*") for r in rels):
+                return True
+        elif any(fnmatch.fnmatchcase(part, p) for part in parts):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One file to translate and what to do with the result."""
+
+    source: str
+    dest: str | None = None  # where to write the output (None: nowhere)
+    keep_text: bool = False  # return the source and output texts (single file to stdout)
+    diff: bool = False  # return a unified diff
+    in_place: bool = False  # dest is the source itself: never touch it when nothing changed
+    skipped: bool = False  # excluded by configuration (named explicitly on the command line)
+
+
+def iter_files(paths: Iterable[str], exclude: Iterable[str] = (), config_root: str | None = None
+               ) -> Iterator[tuple[Path, Path, bool]]:
+    """``(file, root, excluded)`` for every file to consider: files named on the command line (any
+    extension) and the ``.py`` files of the folders walked, in a stable order. ``root`` is the
+    folder the file's output path is relative to. Lazy: no list of the whole tree is built."""
+    exclude = tuple(exclude)
+    base = [Path(config_root)] if config_root else []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for dirpath, dirnames, filenames in os.walk(path):
+                here = Path(dirpath)
+                dirnames[:] = sorted(d for d in dirnames if not _skip_dir(os.path.join(dirpath, d), d)
+                                     and not is_excluded(here / d, exclude, base + [path]))
+                for name in sorted(filenames):
+                    if name.endswith(".py"):
+                        f = here / name
+                        if not is_excluded(f, exclude, base + [path]):
+                            yield f, path, False
+        else:
+            yield path, path.parent, is_excluded(path, exclude, base + [path.parent])
+
+
+def plan_jobs(paths: Iterable[str], *, output: str | None = None, in_place: bool = False, diff: bool = False,
+              keep_text: bool = False, exclude: Iterable[str] = (), config_root: str | None = None) -> Iterator[Job]:
+    """The jobs for a command line. With ``output`` a folder, each input's tree is mirrored under it
+    (a folder given on the command line maps onto ``output`` itself)."""
+    paths = list(paths)
+    out = Path(output) if output else None
+    # -o names a file only for one input file (and an -o that is not an existing folder)
+    out_is_file = (out is not None and len(paths) == 1 and not Path(paths[0]).is_dir() and not out.is_dir()
+                   and not output.endswith(("/", os.sep)))
+    for f, root, excluded in iter_files(paths, exclude, config_root):
+        if excluded:
+            yield Job(str(f), skipped=True)
+            continue
+        dest = None
+        if in_place:
+            dest = str(f)
+        elif out is not None:
+            dest = str(out) if out_is_file else str(out / f.relative_to(root))
+        yield Job(str(f), dest, keep_text, diff, in_place)
+
+
+# --- reading ----------------------------------------------------------------------------------------
+class InputError(Exception):
+    def __init__(self, finding: Finding, data: bytes | None = None):
+        super().__init__(finding.message)
+        self.finding, self.data = finding, data
+
+
+def _input_error(path: str, message: str, data: bytes | None = None) -> InputError:
+    return InputError(Finding(Severity.ERROR, "input-error", message, path), data)
+
+
+def read_source(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes]:
+    """The text of a Python file and its bytes. Raises :class:`InputError` with a message that
+    says what is wrong and what to do."""
+    try:
+        size = os.stat(path).st_size
+        if size > max_size:
+            raise _input_error(path, f"the file is {size / 1e6:.1f} MB, over the {max_size / 1e6:.1f} MB limit; "
+                                     "set max_size (bytes) under [tool.fwport] in pyproject.toml to translate it")
+        with open(path, "rb") as fh:
+            data = fh.read(max_size + 1)
+    except FileNotFoundError:
+        raise _input_error(path, "no such file or directory") from None
+    except IsADirectoryError:
+        raise _input_error(path, "is a directory") from None
+    except PermissionError:
+        raise _input_error(path, "permission denied: cannot read the file") from None
+    except OSError as e:
+        raise _input_error(path, f"cannot read the file: {e.strerror or e}") from None
+    if len(data) > max_size:  # grew while we read it
+        raise _input_error(path, f"the file is over the {max_size / 1e6:.1f} MB limit (max_size)")
+    if b"\0" in data:
+        raise _input_error(path, "a binary file (it contains NUL bytes), not Python source", data)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        raise _input_error(path, f"not UTF-8 text (byte 0x{data[e.start]:02x} at line {line}); "
+                                 "re-save the file as UTF-8", data) from None
+    return text, data
+
+
+_PY2_HINTS = ("Missing parentheses in call to 'print'", "Missing parentheses in call to 'exec'",
+              "invalid decimal literal", "leading zeros in decimal integer literals")
+
+
+def explain_parse_error(text: str, path: str, fallback: Finding) -> Finding:
+    """A parse error as Python itself words it (clearer than the parser's token list), with a hint
+    for Python 2 code."""
+    try:
+        ast.parse(text, filename=path)
+    except SyntaxError as e:
+        msg = f"not valid Python 3: {e.msg}"
+        line = (e.text or "").strip()
+        py2 = (any(h in (e.msg or "") for h in _PY2_HINTS) or " <> " in line
+               or line.startswith(("print ", "exec "))
+               or (line.startswith(("except ", "raise ")) and "," in line))
+        if py2:
+            msg += " (this looks like Python 2 code: fwport reads Python 3; port it to Python 3 first, e.g. with 2to3)"
+        return Finding(Severity.ERROR, "parse-error", msg, path, e.lineno or 0, e.offset or 0)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    return fallback
+
+
+def unified_diff(old: str, new: str, a: str, b: str) -> str:
+    lines = []
+    for line in difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), a, b):
+        lines.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(lines)
+
+
+# --- writing ----------------------------------------------------------------------------------------
+def write_atomic(dest: str, data: bytes, mode: int | None = None) -> None:
+    """Write ``data`` to ``dest`` through a temporary file in the same folder and ``os.replace``:
+    a reader (or an interrupted run) sees the old file or the new one, never half of one."""
+    target = os.path.realpath(dest)  # writing through a symlink updates what it points to
+    folder = os.path.dirname(target) or "."
+    os.makedirs(folder, exist_ok=True)
+    if mode is None:
+        try:
+            mode = os.stat(target).st_mode & 0o7777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".fwport-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, target)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+# --- one file -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Settings:
+    """What every job of a run shares (sent once to each worker process)."""
+
+    pack: str = "tf2torch"
+    extra_dirs: tuple[str, ...] = ()
+    disabled: tuple[str, ...] = ()
+    options: tuple[tuple[str, object], ...] = ()  # translate_source options (keras, compile)
+    max_size: int = DEFAULT_MAX_SIZE
+
+
+@dataclass
+class Outcome:
+    result: FileResult
+    job: Job
+    diff: str = ""
+    written: bool = False
+    extra: dict = field(default_factory=dict)
+
+
+def translate_text(text: str, path: str, settings: Settings) -> FileResult:
+    """Translate one text: a BOM is kept, a parse error is explained, a crash becomes a finding."""
+    from fwport.rule import load_pack
+    from fwport.translate import translate_source
+
+    bom = text.startswith(BOM)
+    body = text[1:] if bom else text
+    try:
+        pack = load_pack(settings.pack, settings.extra_dirs, settings.disabled)
+        result = translate_source(body, path, pack, dict(settings.options))
+    except RecursionError:
+        f = Finding(Severity.ERROR, "internal-error", "the code is nested too deeply for the parser "
+                    "(Python's recursion limit); split the deepest expression", path)
+        return FileResult(path, Status.FAILED, text, text, [f])
+    except Exception as e:  # a bug in fwport must not end the run, nor show a traceback
+        where = traceback.extract_tb(e.__traceback__)[-1]
+        f = Finding(Severity.ERROR, "internal-error",
+                    f"fwport crashed: {type(e).__name__}: {e} (at {Path(where.filename).name}:{where.lineno}); "
+                    "the file was left as it was; please report it with this file", path)
+        return FileResult(path, Status.FAILED, text, text, [f])
+    if result.status is Status.FAILED:
+        result.findings = [explain_parse_error(body, path, f) if f.code == "parse-error" else f
+                           for f in result.findings]
+    if bom:
+        result.source, result.output = text, BOM + result.output
+    return result
+
+
+def run_job(job: Job, settings: Settings) -> Outcome:
+    """Read, translate, write (atomically) and describe one file. Never raises on user input."""
+    if job.skipped:
+        return Outcome(FileResult(job.source, Status.SKIPPED), job)
+    data: bytes | None = None
+    try:
+        text, data = read_source(job.source, settings.max_size)
+    except InputError as e:
+        result = FileResult(job.source, Status.FAILED, findings=[e.finding])
+        data = e.data
+        text = None
+    else:
+        result = translate_text(text, job.source, settings)
+    out = Outcome(result, job)
+    if text is not None and job.diff and result.output != text:
+        a, b = (job.source, job.source) if os.path.isabs(job.source) else (f"a/{job.source}", f"b/{job.source}")
+        out.diff = unified_diff(text, result.output, a, b)
+    if job.dest is not None and data is not None and not (job.in_place and (result.status is not Status.CONVERTED)):
+        # a mirrored tree is complete: unchanged (and unparsable) files are copied byte for byte
+        new = result.output.encode("utf-8") if result.status is Status.CONVERTED else data
+        try:
+            write_atomic(job.dest, new, None if job.in_place else os.stat(job.source).st_mode & 0o7777)
+            out.written = True
+        except OSError as e:
+            result.findings.append(Finding(Severity.ERROR, "output-error",
+                                           f"cannot write {job.dest}: {e.strerror or e}", job.source))
+            if result.status is not Status.FAILED:
+                result.status = Status.FAILED
+    if not job.keep_text:  # memory stays flat in the number of files
+        result.source = result.output = ""
+    return out
+
+
+# --- many files ---------------------------------------------------------------------------------------
+_WORKER_SETTINGS: Settings | None = None
+
+
+def _init_worker(settings: Settings) -> None:
+    global _WORKER_SETTINGS
+    _WORKER_SETTINGS = settings
+    from fwport.rule import load_pack
+    load_pack(settings.pack, settings.extra_dirs, settings.disabled)
+
+
+def _worker(job: Job) -> Outcome:
+    assert _WORKER_SETTINGS is not None
+    return run_job(job, _WORKER_SETTINGS)
+
+
+def default_workers() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run(jobs: Iterable[Job], settings: Settings, workers: int | None = None) -> Iterator[Outcome]:
+    """Run the jobs, yielding outcomes in the order of ``jobs``.
+
+    Up to a few jobs per worker are in flight at once, so memory stays flat however many files
+    there are; a handful of files is translated in this process (a pool would cost more than it saves).
+    """
+    workers = workers or default_workers()
+    it = iter(jobs)
+    head: list[Job] = []
+    for job in it:
+        head.append(job)
+        if len(head) > 2 * workers:
+            break
+    if workers == 1 or len(head) <= 2:
+        for job in head:
+            yield run_job(job, settings)
+        for job in it:
+            yield run_job(job, settings)
+        return
+    window = 4 * workers
+    pending: deque[tuple[Job, Future]] = deque()
+    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(settings,))
+    try:
+        for job in _chain(head, it):
+            pending.append((job, pool.submit(_worker, job)))
+            while len(pending) >= window:
+                yield _collect(*pending.popleft(), settings)
+        while pending:
+            yield _collect(*pending.popleft(), settings)
+    finally:
+        for _, fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _chain(head: list[Job], rest: Iterator[Job]) -> Iterator[Job]:
+    yield from head
+    yield from rest
+
+
+def _collect(job: Job, fut: Future, settings: Settings) -> Outcome:
+    try:
+        return fut.result()
+    except Exception as e:  # the worker died (killed, out of memory): report the file, go on
+        f = Finding(Severity.ERROR, "internal-error", f"the worker translating this file died ({type(e).__name__}: {e})",
+                    job.source)
+        return Outcome(FileResult(job.source, Status.FAILED, findings=[f]), job)
+
+
+# --- residue: what a migrated tree must no longer contain -----------------------------------------------------
+_SOURCE_ROOTS = ("tensorflow", "keras", "tf_keras")
+
+
+def find_source_references(text: str, path: str) -> list[Finding]:
+    """Every import of TensorFlow/Keras (any nesting, ``importlib.import_module("tensorflow")``
+    included) in a Python text, as error findings. Raises SyntaxError for unparsable text."""
+    tree = ast.parse(text.lstrip(BOM), filename=path)
+    found: list[Finding] = []
+
+    def report(node: ast.AST, what: str) -> None:
+        found.append(Finding(Severity.ERROR, "residue", f"still uses the source framework: {what}", path,
+                             node.lineno, node.col_offset + 1))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] in _SOURCE_ROOTS:
+                    report(node, f"import {a.name}")
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in _SOURCE_ROOTS:
+                report(node, f"from {node.module} import ...")
+        elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
+                and isinstance(node.args[0].value, str) and node.args[0].value.split(".")[0] in _SOURCE_ROOTS:
+            fn = node.func
+            name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
+            if name in ("import_module", "__import__"):
+                report(node, f"{name}({node.args[0].value!r})")
+    found.sort(key=lambda f: (f.line, f.column))
+    return found
+
+
+def check_residue(path: str, max_size: int = DEFAULT_MAX_SIZE) -> FileResult:
+    """A FileResult whose findings are the TensorFlow/Keras imports left in one file."""
+    try:
+        text, _ = read_source(path, max_size)
+    except InputError as e:
+        return FileResult(path, Status.FAILED, findings=[e.finding])
+    try:
+        findings = find_source_references(text, path)
+    except SyntaxError as e:
+        f = explain_parse_error(text.lstrip(BOM), path, Finding(Severity.ERROR, "parse-error", f"not valid Python 3: {e.msg}",
+                                                                path, e.lineno or 0, e.offset or 0))
+        return FileResult(path, Status.FAILED, findings=[f])
+    return FileResult(path, Status.UNCHANGED, findings=findings)
