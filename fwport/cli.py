@@ -316,7 +316,7 @@ def rules(args: tuple[str, ...]) -> None:
     cfg = _config((), None)
     packs = _packs()
     try:
-        loaded = {p: load_pack(p, cfg.rules, ()) for p in packs}
+        loaded = {p: load_pack(p, cfg.rules, cfg.disable) for p in packs}  # the pack as tf2torch would use it
     except RuleError as e:
         _fail(str(e))
     if not args:

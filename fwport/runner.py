@@ -130,13 +130,17 @@ def _input_error(path: str, message: str, data: bytes | None = None) -> InputErr
     return InputError(Finding(Severity.ERROR, "input-error", message, path), data)
 
 
+def _mb(n: int) -> str:
+    return f"{n / 2**20:.1f} MB" if n >= 2**20 else f"{n} bytes"
+
+
 def read_source(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes]:
     """The text of a Python file and its bytes. Raises :class:`InputError` with a message that
     says what is wrong and what to do."""
     try:
         size = os.stat(path).st_size
         if size > max_size:
-            raise _input_error(path, f"the file is {size / 1e6:.1f} MB, over the {max_size / 1e6:.1f} MB limit; "
+            raise _input_error(path, f"the file is {_mb(size)}, over the {_mb(max_size)} limit; "
                                      "set max_size (bytes) under [tool.fwport] in pyproject.toml to translate it")
         with open(path, "rb") as fh:
             data = fh.read(max_size + 1)
@@ -149,7 +153,7 @@ def read_source(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes
     except OSError as e:
         raise _input_error(path, f"cannot read the file: {e.strerror or e}") from None
     if len(data) > max_size:  # grew while we read it
-        raise _input_error(path, f"the file is over the {max_size / 1e6:.1f} MB limit (max_size)")
+        raise _input_error(path, f"the file is over the {_mb(max_size)} limit (max_size)")
     if b"\0" in data:
         raise _input_error(path, "a binary file (it contains NUL bytes), not Python source", data)
     try:
