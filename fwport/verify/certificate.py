@@ -1,0 +1,77 @@
+"""The verify certificate: writing it (JSON) and rendering it as a readable table. Pure data."""
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+
+
+def write_json(cert: dict, path: str) -> None:
+    """Atomically: a temp file in the same folder, then a rename."""
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".fwport-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(cert, fh, indent=2, sort_keys=False, default=str)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _num(x) -> str:
+    return "-" if x is None else f"{x:.2e}"
+
+
+def _row(e: dict, name_key: str = "name") -> str:
+    mark = "ok  " if e.get("ok") else "FAIL"
+    shape = f"  shapes {e['shape'][0]} vs {e['shape'][1]}" if e.get("shape") else ""
+    detail = f"  {e['detail']}" if e.get("detail") else ""
+    src = f"  ← {e['source']}" if e.get("source") else ""
+    note = f"  ({e['note']})" if e.get("note") else ""
+    return f"  {mark} {str(e.get(name_key)):<34} abs {_num(e.get('max_abs'))}  rel {_num(e.get('max_rel'))}{src}{shape}{detail}{note}"
+
+
+def render(cert: dict, verbose: bool = False) -> str:
+    lines = []
+    v = cert.get("versions", {})
+    dev = cert.get("device", {})
+    lines.append(f"fwport verify: {cert.get('original')} ({cert.get('model')}) vs {cert.get('translated')} "
+                 f"({cert.get('translated_model')})")
+    lines.append(f"  Keras {cert['keras']['major']} ({v.get('keras', '?')}, TensorFlow {v.get('tensorflow', '?')}) on "
+                 f"{dev.get('keras', '?')}; torch {v.get('torch', '?')} on {dev.get('torch', '?')}; TF32 off")
+    tol = cert.get("tolerance", {})
+    lines.append(f"  inputs {', '.join(cert.get('inputs', []))} (seed {cert.get('seed')}, {cert.get('dtype')}, "
+                 f"layout {cert.get('layout', {}).get('inputs')}); tolerance rtol {tol.get('rtol')} atol {tol.get('atol')} "
+                 "× max|keras|")
+    res = cert.get("results", {})
+    for group, title in (("outputs", "forward (inference mode)"), ("input_gradients", "gradients w.r.t. inputs"),
+                         ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)")):
+        es = res.get(group) or []
+        if not es:
+            continue
+        bad = [e for e in es if not e.get("ok")]
+        lines.append(f"{title}: {len(es) - len(bad)}/{len(es)} within tolerance")
+        for e in es if (verbose or group in ("outputs", "input_gradients")) else bad:
+            lines.append(_row(e))
+    layers = res.get("layers") or []
+    if layers and (verbose or cert.get("verdict") != "pass"):
+        lines.append("per layer (Keras layer → torch module):")
+        for e in layers:
+            lines.append(_row(dict(e, name=f"{e['layer']} {e['point']} → {e['torch']}")))
+    for p in cert.get("problems", []) if not res else []:
+        lines.append(f"  problem: {p}")
+    fd = cert.get("first_diverging")
+    if fd:
+        lines.append(f"first diverging layer: {fd['layer']} ({fd.get('point')}, torch {fd.get('torch')}, "
+                     f"rule {fd.get('rule') or '-'}): max abs {_num(fd.get('max_abs'))}, rel {_num(fd.get('max_rel'))}")
+    t = cert.get("timing")
+    if t:
+        lines.append("time: " + ", ".join(f"{k} {v:.2f}s" for k, v in t.items()))
+    verdict = cert.get("verdict", "error").upper()
+    lines.append(f"verdict: {verdict}")
+    return "\n".join(lines)

@@ -1,0 +1,295 @@
+"""The Keras subprocess of ``fwport verify`` / ``fwport weights``.
+
+Started as ``python keras_side.py`` with ``TF_USE_LEGACY_KERAS=1`` for Keras 2 code; imports
+TensorFlow/Keras and nothing of torch. It builds the original model, sets its variables (seeded random
+values, or a checkpoint), and writes to an ``.npz``: each mapped variable by record key, the outputs,
+the gradients of ``sum(out * R)``, per-layer activations and, for the step check, the variables after
+one plain SGD step in training mode together with each BatchNorm's batch statistics.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+from _worker_io import UserError, build_object, resolve, serve  # noqa: E402
+
+LEGACY = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
+
+import tensorflow as tf  # noqa: E402
+
+if LEGACY:
+    import tf_keras as keras  # noqa: E402
+else:
+    import keras  # noqa: E402
+
+# reduced-precision float32 matmuls/convolutions off (TF32 is on by default on Ampere+)
+tf.config.experimental.enable_tensor_float_32_execution(False)
+
+
+def versions() -> dict:
+    return {"tensorflow": tf.__version__, "keras": keras.__version__, "keras_major": 2 if LEGACY else 3}
+
+
+def device() -> str:
+    gpus = tf.config.list_physical_devices("GPU")
+    return f"cuda ({len(gpus)} GPU)" if gpus else "cpu"
+
+
+def _set_floatx(dtype: str) -> None:
+    if LEGACY:
+        keras.backend.set_floatx(dtype)
+    else:
+        keras.config.set_floatx(dtype)
+
+
+def _np(t) -> np.ndarray:
+    return np.asarray(t.numpy() if hasattr(t, "numpy") else t)
+
+
+def _flatten(out) -> list:
+    if isinstance(out, dict):
+        return [x for k in sorted(out) for x in _flatten(out[k])]
+    if isinstance(out, (list, tuple)):
+        return [x for o in out for x in _flatten(o)]
+    return [out]
+
+
+def _is_linear(act) -> bool:
+    return act is None or getattr(act, "__name__", "") == "linear"
+
+
+def _var_id(v) -> str:
+    return getattr(v, "path", None) or v.name
+
+
+class _Capture:
+    """Intercepts ``call`` of chosen layers (instance attribute; ``__call__`` looks it up at each call)."""
+
+    def __init__(self, layers: dict, pre_activation: bool = True, inputs: bool = False):
+        self.layers = layers
+        self.out: dict[str, np.ndarray] = {}
+        self.pre: dict[str, np.ndarray] = {}
+        self.inp: dict[str, np.ndarray] = {}
+        self.order: list[str] = []
+        self._orig = {}
+        for path, layer in layers.items():
+            orig = layer.call
+            self._orig[path] = orig
+
+            def wrapped(*a, _o=orig, _p=path, _l=layer, **k):
+                out = _o(*a, **k)
+                if _p not in self.out and not isinstance(out, (list, tuple, dict)):
+                    self.order.append(_p)
+                    self.out[_p] = _np(out)
+                    if inputs and a:
+                        self.inp[_p] = _np(a[0])
+                    act = getattr(_l, "activation", None)
+                    if pre_activation and not _is_linear(act) and callable(act):
+                        object.__setattr__(_l, "activation", keras.activations.linear)
+                        try:
+                            self.pre[_p] = _np(_o(*a, **k))
+                        finally:
+                            object.__setattr__(_l, "activation", act)
+                return out
+
+            object.__setattr__(layer, "call", wrapped)
+
+    def close(self) -> None:
+        for path, layer in self.layers.items():
+            try:
+                object.__delattr__(layer, "call")
+            except AttributeError:
+                object.__setattr__(layer, "call", self._orig[path])
+
+
+def _randomize(model, seed: int) -> None:
+    """Seeded values unlike any initializer: biases and BN statistics non-trivial, variances spread."""
+    rng = np.random.default_rng(seed)
+    for v in sorted(model.weights, key=_var_id):
+        if not str(v.dtype).replace("<dtype: '", "").startswith("float") and "float" not in str(v.dtype):
+            continue
+        old = _np(v.value if not LEGACY else v)
+        name = _var_id(v).split("/")[-1].split(":")[0]
+        if "variance" in name:
+            new = np.exp(rng.uniform(np.log(0.02), np.log(2.0), old.shape))
+        else:
+            s = float(old.std()) if old.size > 1 and old.std() > 0 else 0.0
+            new = old + rng.standard_normal(old.shape) * (0.25 * s if s else 0.2)
+        v.assign(new.astype(old.dtype))
+
+
+def _call(model, xs, training: bool):
+    return model(xs[0] if len(xs) == 1 else list(xs), training=training)
+
+
+def _state(moves, variables) -> dict:
+    return {m["key"]: _np(variables[m["key"]]) for m in moves}
+
+
+def run(req: dict) -> dict:
+    if req.get("device") == "cuda" and not tf.config.list_physical_devices("GPU"):
+        raise UserError("--device cuda: TensorFlow sees no GPU")
+    dtype = req.get("dtype", "float32")
+    _set_floatx(dtype)
+    if LEGACY:
+        keras.backend.clear_session()
+    else:
+        keras.backend.clear_session()
+    keras.utils.set_random_seed(req["seed"])
+    src = req["source"]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(src)))
+    try:
+        ns = runpy.run_path(src, run_name="fwport_verify_original")
+    finally:
+        sys.path.pop(0)
+    model = build_object(ns, req["model"], req.get("args") or {},
+                         lambda o: isinstance(o, keras.layers.Layer))
+    with np.load(req["inputs"]) as z:
+        xs_np = [z[f"x{i}"] for i in range(len(z.files))]
+    xs = [tf.constant(x) for x in xs_np]
+    _call(model, xs, False)  # builds a subclassed model
+    if req.get("weights_file"):
+        model.load_weights(req["weights_file"])
+    else:
+        _randomize(model, req["seed"])
+
+    # the variables the maps move, by name; anything else is unmapped
+    variables, trainable = {}, []
+    for m in req["moves"]:
+        layer = resolve(model, m["layer"])
+        var = layer if m["var"] in (".", "") else getattr(layer, m["var"], None)
+        if var is None or not hasattr(var, "assign"):
+            raise UserError(f"{m['layer']} ({type(layer).__name__}) has no variable {m['var']!r} "
+                            f"(rule {m['rule']}): the rule's weight map names a variable the layer lacks")
+        variables[m["key"]] = var
+        if var.trainable:
+            trainable.append(m["key"])
+    mapped = {id(v) for v in variables.values()}
+    unmapped = [_var_id(v) for v in model.weights if id(v) not in mapped]
+    arrays = {f"w:{k}": v for k, v in _state(req["moves"], variables).items()}
+    initial = {k: _np(v) for k, v in variables.items()}
+    checks = req.get("checks", ["forward"])
+    resp: dict = {"versions": versions(), "device": device(), "unmapped": unmapped, "trainable": trainable,
+                  "layers": []}
+
+    capture_paths = req.get("capture", [])
+    layers = {}
+    for p in capture_paths:
+        layer = resolve(model, p)
+        layers[p] = layer
+        resp["layers"].append({"path": p, "name": getattr(layer, "name", p), "class": type(layer).__name__})
+    cap = _Capture(layers)
+    try:
+        outs = _flatten(_call(model, xs, False))
+    finally:
+        cap.close()
+    for i, o in enumerate(outs):
+        arrays[f"out{i}"] = _np(o)
+    for p in cap.order:
+        arrays[f"act:{p}"] = cap.out[p]
+        if p in cap.pre:
+            arrays[f"pre:{p}"] = cap.pre[p]
+    resp["captured"] = cap.order
+    resp["outputs"] = len(outs)
+
+    rng = np.random.default_rng(req["seed"] + 1)
+    rs = [rng.standard_normal(arrays[f"out{i}"].shape).astype(arrays[f"out{i}"].dtype) for i in range(len(outs))]
+    for i, r in enumerate(rs):
+        arrays[f"R{i}"] = r
+    float_inputs = [i for i, x in enumerate(xs_np) if x.dtype.kind == "f"]
+
+    def loss_of(outputs):
+        return tf.add_n([tf.reduce_sum(tf.cast(o, r.dtype) * r) for o, r in zip(_flatten(outputs), rs)])
+
+    if "grad" in checks:
+        tvars = [variables[k] for k in trainable]
+        with tf.GradientTape() as tape:
+            for i in float_inputs:
+                tape.watch(xs[i])
+            loss = loss_of(_call(model, xs, False))
+        grads = tape.gradient(loss, tvars + [xs[i] for i in float_inputs])
+        none = []
+        for k, g, v in zip(trainable, grads, tvars):
+            if g is None:
+                none.append(k)
+                g = np.zeros(v.shape, _np(v).dtype)
+            arrays[f"g:{k}"] = _np(tf.convert_to_tensor(g))
+        for i, g in zip(float_inputs, grads[len(tvars):]):
+            arrays[f"gx{i}"] = _np(g) if g is not None else np.zeros_like(xs_np[i])
+        resp["no_gradient"] = none
+        arrays["loss"] = np.asarray(_np(loss))
+
+    if "step" in checks:
+        lr = float(req.get("lr", 0.1))
+        for layer in _all_layers(model):
+            if "Dropout" in type(layer).__name__ and hasattr(layer, "rate"):
+                object.__setattr__(layer, "rate", 0.0)
+        bn_layers = {}
+        for m in req["moves"]:
+            if m["var"] == "moving_variance":
+                bn_layers[m["layer"]] = resolve(model, m["layer"])
+        bcap = _Capture(bn_layers, pre_activation=False, inputs=True)
+        try:
+            with tf.GradientTape() as tape:
+                loss = loss_of(_call(model, xs, True))
+            tv = model.trainable_variables
+            grads = tape.gradient(loss, tv)
+            for v, g in zip(tv, grads):
+                if g is not None:
+                    v.assign_sub(tf.cast(lr, v.dtype) * tf.convert_to_tensor(g))
+        finally:
+            bcap.close()
+        for k, v in _state(req["moves"], variables).items():
+            arrays[f"s:{k}"] = v
+        bn = {}
+        for m in req["moves"]:
+            if m["var"] != "moving_variance" or m["layer"] not in bcap.inp:
+                continue
+            layer = bn_layers[m["layer"]]
+            x = bcap.inp[m["layer"]].astype(np.float64)
+            axis = layer.axis if isinstance(layer.axis, int) else list(layer.axis)[0]
+            axis = axis % x.ndim
+            red = tuple(a for a in range(x.ndim) if a != axis)
+            arrays[f"bvar:{m['key']}"] = x.var(axis=red)
+            n = int(np.prod([x.shape[a] for a in red]))
+            bn[m["key"]] = {"n": n, "momentum": float(layer.momentum)}
+        resp["batchnorm"] = bn
+        resp["lr"] = lr
+        for k, v in variables.items():  # leave the model as the forward check saw it
+            v.assign(initial[k])
+
+    np.savez(req["out"], **arrays)
+    return resp
+
+
+def _all_layers(model):
+    seen, stack = [], [model]
+    while stack:
+        layer = stack.pop()
+        if any(layer is s for s in seen):
+            continue
+        seen.append(layer)
+        subs = getattr(layer, "_flatten_layers", None)
+        if subs is not None:
+            stack.extend(l for l in layer._flatten_layers(include_self=False, recursive=False))
+    return seen
+
+
+def handle(req: dict) -> dict:
+    op = req.get("op")
+    if op == "hello":
+        return {"versions": versions(), "device": device()}
+    if op == "run":
+        return run(req)
+    raise UserError(f"unknown request {op!r}")
+
+
+if __name__ == "__main__":
+    serve(handle)

@@ -1,0 +1,556 @@
+"""Orchestration of ``fwport verify``: translate again, start both framework subprocesses at once,
+move the weights by the rules' maps, compare, and build the certificate. Imports no framework.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from fwport.verify import align
+from fwport.verify.spec import InputSpec, SpecError, default_specs, make_inputs, to_source_layout, to_target_layout
+from fwport.verify.transfer import Move, TransferError, plan, transfer
+
+HERE = Path(__file__).resolve().parent
+# default tolerances per dtype: |a - b| <= atol * scale + rtol * |b|, scale = max |b| of that tensor
+TOLERANCES = {"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10)}
+DEFAULT_TIMEOUT = 600.0
+DEFAULT_LR = 0.1
+
+
+class VerifyError(Exception):
+    """Verification could not run (usage, a crash, a timeout): exit 2, never a pass."""
+
+    def __init__(self, message: str, side: str = "", kind: str = "error", detail: str = ""):
+        super().__init__(message)
+        self.side, self.kind, self.detail = side, kind, detail
+
+
+# --- the framework subprocesses ------------------------------------------------------------------
+
+class Worker:
+    """One framework subprocess answering JSON requests; crashes and hangs become VerifyError."""
+
+    def __init__(self, side: str, script: str, env: dict):
+        self.side = side
+        self.log = tempfile.NamedTemporaryFile("w+b", prefix=f"fwport-{side}-", suffix=".log", delete=False)
+        self.t_start = time.perf_counter()
+        self.proc = subprocess.Popen([sys.executable, "-u", str(HERE / script)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=self.log, env=env, cwd=os.getcwd())
+        self._buf = b""
+        self._next = 0
+
+    def send(self, req: dict) -> int:
+        self._next += 1
+        req = dict(req, id=self._next)
+        try:
+            self.proc.stdin.write((json.dumps(req) + "\n").encode())
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise self._died("it exited before the request could be sent") from None
+        return self._next
+
+    def receive(self, timeout: float) -> dict:
+        deadline = time.monotonic() + timeout
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise VerifyError(f"the {self.side} side did not answer within {timeout:g} s (hang or too slow: "
+                                  "raise --timeout if the model is large)", self.side, "timeout", self.stderr_tail())
+            sel = selectors.DefaultSelector()
+            sel.register(fd, selectors.EVENT_READ)
+            ready = sel.select(min(left, 1.0))
+            sel.close()
+            if ready:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    raise self._died("it exited")
+                self._buf += chunk
+            elif self.proc.poll() is not None:
+                raise self._died("it exited")
+        line, _, self._buf = self._buf.partition(b"\n")
+        resp = json.loads(line)
+        if not resp.get("ok"):
+            kind = "user" if resp.get("user_error") else "exception"
+            raise VerifyError(f"the {self.side} side failed: {resp.get('error')}", self.side, kind,
+                              resp.get("traceback", ""))
+        return resp
+
+    def request(self, req: dict, timeout: float) -> dict:
+        self.send(req)
+        return self.receive(timeout)
+
+    def _died(self, what: str) -> VerifyError:
+        code = self.proc.wait(timeout=10)
+        tail = self.stderr_tail()
+        hint = ""
+        if "ModuleNotFoundError" in tail or "ImportError" in tail:
+            hint = " (an import failed: is the framework installed in this Python?)"
+        return VerifyError(f"the {self.side} side crashed: {what} with status {code}{hint}", self.side, "crash", tail)
+
+    def stderr_tail(self, n: int = 4000) -> str:
+        try:
+            self.log.flush()
+            with open(self.log.name, "rb") as fh:
+                data = fh.read()
+            return data[-n:].decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.write(b'{"op": "exit"}\n')
+                self.proc.stdin.close()
+                self.proc.wait(timeout=10)
+            except (OSError, subprocess.TimeoutExpired):
+                self.kill()
+        try:
+            self.log.close()
+            os.unlink(self.log.name)
+        except OSError:
+            pass
+
+
+def _env(side: str, keras: int, device: str) -> dict:
+    env = dict(os.environ)
+    env["PYTHONHASHSEED"] = "0"
+    if side == "keras":
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+        env["KERAS_BACKEND"] = "tensorflow"
+        env["TF_USE_LEGACY_KERAS"] = "1" if keras == 2 else "0"
+        env.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+        if device == "cpu":
+            env["CUDA_VISIBLE_DEVICES"] = "-1"
+    elif device == "cpu":
+        env["CUDA_VISIBLE_DEVICES"] = ""
+    return env
+
+
+class Session:
+    """Framework subprocesses kept warm across several verifications (the test suite, batches)."""
+
+    def __init__(self) -> None:
+        self.workers: dict[tuple, Worker] = {}
+        self.started: dict[tuple, float] = {}
+
+    def worker(self, side: str, keras: int, device: str) -> Worker:
+        key = (side, keras if side == "keras" else 0, device)
+        w = self.workers.get(key)
+        if w is None or not w.alive():
+            if w is not None:
+                w.close()
+            w = Worker(side, f"{side}_side.py", _env(side, keras, device))
+            self.workers[key] = w
+        return w
+
+    def discard(self, w: Worker) -> None:
+        for k, v in list(self.workers.items()):
+            if v is w:
+                del self.workers[k]
+        w.kill()
+        w.close()
+
+    def close(self) -> None:
+        for w in self.workers.values():
+            w.close()
+        self.workers.clear()
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+# --- options ---------------------------------------------------------------------------------------
+
+@dataclass
+class Options:
+    original: str
+    translated: str
+    model: str
+    translated_model: str | None = None
+    args: dict = field(default_factory=dict)
+    inputs: list[str] = field(default_factory=list)
+    checks: tuple[str, ...] = ("forward", "grad")
+    dtype: str = "float32"
+    device: str = "auto"
+    rtol: float | None = None
+    atol: float | None = None
+    keras: int | None = None
+    direction: str | None = None
+    seed: int = 0
+    timeout: float = DEFAULT_TIMEOUT
+    lr: float = DEFAULT_LR
+    pack: object = None  # a fwport.rule.Pack to take the weight maps from (default: the built-in pack)
+    weights_file: str | None = None  # load this Keras checkpoint instead of random values
+    torch_weights: dict | None = None  # (fwport weights --check) use this state instead of the transfer
+
+
+def detect_direction(original: str, translated: str) -> str:
+    from fwport.translate import mentions_source
+    if mentions_source(original) and "torch" in translated:
+        return "tf2torch"
+    if "torch" in original and ("jax" in translated or "equinox" in translated):
+        raise VerifyError("PyTorch → JAX verification needs the torch2jax pack, which does not exist yet", kind="user")
+    raise VerifyError("cannot tell the direction from the two files (the original should use TensorFlow/Keras, "
+                      "the translation PyTorch): give --direction tf2torch", kind="user")
+
+
+# --- comparing ---------------------------------------------------------------------------------------
+
+def compare(ref: np.ndarray, got: np.ndarray, rtol: float, atol: float, floor: float = 0.0) -> dict:
+    ref = np.asarray(ref, dtype=np.float64)
+    got = np.asarray(got, dtype=np.float64)
+    if ref.shape != got.shape:
+        return {"ok": False, "shape": [list(ref.shape), list(got.shape)], "max_abs": None, "max_rel": None}
+    if ref.size == 0:
+        return {"ok": True, "max_abs": 0.0, "max_rel": 0.0, "scale": 0.0}
+    finite = np.isfinite(ref) == np.isfinite(got)
+    diff = np.abs(ref - got)
+    diff = np.where(np.isnan(diff) & finite & (ref == got), 0.0, diff)
+    scale = max(float(np.nanmax(np.abs(ref))) if np.isfinite(ref).any() else 0.0, floor, 1e-30)
+    ok = bool(np.all(finite) and np.all(diff <= atol * scale + rtol * np.abs(ref)))
+    max_abs = float(np.nanmax(diff)) if diff.size else 0.0
+    return {"ok": ok, "max_abs": max_abs, "max_rel": max_abs / scale, "scale": scale}
+
+
+def _model_info(result, name: str):
+    for m in result.models:
+        if m.scope == name:
+            return m
+    return None
+
+
+def _records(result, name: str):
+    return [r for r in result.layers if r.scope == name]
+
+
+def _capture_plan(original: str, translated: str, name: str, records, info) -> list[dict]:
+    """The points where per-layer activations are compared, in Keras order:
+    {"layer": keras path, "keras": "act"|"pre", "torch": module path, "rule": id}."""
+    points: list[dict] = []
+    seq_prefixes = {}
+    if info is not None and info.kind == "sequential":
+        seq_prefixes[""] = None
+    for r in records:  # Sequential members of a class: "features.layers[2]"
+        if "layers[" in r.source:
+            seq_prefixes.setdefault(r.source.split("layers[")[0], None)
+    rec_by_source = {r.source: r for r in records}
+    done = set()
+    for prefix in seq_prefixes:
+        spans = align.sequential_spans(original, translated, name, prefix.rstrip(".").split(".")[-1] if prefix else "")
+        if not spans:
+            continue
+        last = None
+        for k, mods in spans:
+            src = f"{prefix}layers[{k}]"
+            rec = rec_by_source.get(src)
+            if rec is not None and mods and rec.target != f"{prefix}{mods[-1]}":
+                points.append({"layer": src, "keras": "pre", "torch": rec.target, "rule": rec.rule})
+            out = f"{prefix}{mods[-1]}" if mods else last
+            if out is not None:
+                points.append({"layer": src, "keras": "act", "torch": out, "rule": rec.rule if rec else ""})
+            last = out
+            done.add(src)
+    for r in records:
+        if r.source in done:
+            continue
+        if r.target.startswith(r.source + "."):
+            points.append({"layer": r.source, "keras": "pre", "torch": r.target, "rule": r.rule})
+            points.append({"layer": r.source, "keras": "act", "torch": r.source, "rule": r.rule})
+        else:
+            points.append({"layer": r.source, "keras": "pre", "torch": r.target, "rule": r.rule})
+    return points
+
+
+def _layout_like(k: np.ndarray, t: np.ndarray, layout: str) -> np.ndarray:
+    """A torch activation in the Keras layout, for diagnosis (channels-first maps of an NCHW model)."""
+    if k.shape == t.shape:
+        return t
+    if t.ndim >= 3 and np.moveaxis(t, 1, -1).shape == k.shape:
+        return np.moveaxis(t, 1, -1)
+    return t
+
+
+# --- the run -------------------------------------------------------------------------------------------
+
+def verify(opts: Options, session: Session | None = None) -> dict:
+    """Run one verification; returns the certificate (a dict). Raises VerifyError for exit-2 cases."""
+    own = session is None
+    session = session or Session()
+    try:
+        return _verify(opts, session)
+    finally:
+        if own:
+            session.close()
+
+
+def _read(path: str, what: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise VerifyError(f"cannot read the {what} {path}: {e}", kind="user") from None
+
+
+def _verify(opts: Options, session: Session) -> dict:
+    from fwport.rule import load_pack
+    from fwport.translate import detect_keras_version, translate_source
+
+    t0 = time.perf_counter()
+    times: dict[str, float] = {}
+    original = _read(opts.original, "original")
+    translated = _read(opts.translated, "translation")
+    direction = opts.direction or detect_direction(original, translated)
+    if direction != "tf2torch":
+        raise VerifyError(f"direction {direction!r} is not supported yet (tf2torch is)", kind="user")
+    keras_major, keras_why = detect_keras_version(original, opts.keras)
+    pack = opts.pack or load_pack("tf2torch")
+    result = translate_source(original, opts.original, pack, {"keras": keras_major})
+    name, tname = opts.model, opts.translated_model or opts.model
+    records = _records(result, name)
+    info = _model_info(result, name)
+    try:
+        moves = plan(records, pack)
+    except TransferError as e:
+        raise VerifyError(str(e), kind="user") from None
+    layout = info.layout if info else "same"
+    out_layout = info.output_layout if info else "same"
+    rtol, atol = TOLERANCES[opts.dtype]
+    rtol = opts.rtol if opts.rtol is not None else rtol
+    atol = opts.atol if opts.atol is not None else atol
+    try:
+        specs = [InputSpec.parse(s) for s in opts.inputs] if opts.inputs else (
+            default_specs([info.input_shape]) if info and info.input_shape else None)
+    except SpecError as e:
+        raise VerifyError(str(e), kind="user") from None
+    if not specs:
+        raise VerifyError(f"the input shape of {name!r} is not declared in the code (no keras.Input / input_shape): "
+                          "give it with --input, e.g. --input 'float32[2,28,28,1]'", kind="user")
+    specs = [s.with_dtype(opts.dtype) for s in specs]
+    xs = make_inputs(specs, opts.seed)
+    points = _capture_plan(original, translated, name, records, info)
+    times["translate"] = time.perf_counter() - t0
+
+    tmp = tempfile.TemporaryDirectory(prefix="fwport-verify-")
+    d = Path(tmp.name)
+    try:
+        np.savez(d / "x_keras.npz", **{f"x{i}": x for i, x in enumerate(xs)})
+        np.savez(d / "x_torch.npz", **{f"x{i}": to_target_layout(x, layout) for i, x in enumerate(xs)})
+        kw = session.worker("keras", keras_major, opts.device)
+        tw = session.worker("torch", 0, opts.device)
+        t_start = time.perf_counter()
+        common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args}
+        # both sides start at once: torch imports and builds while Keras runs
+        tw.send(dict(common, op="build", source=str(Path(opts.translated).resolve()), model=tname,
+                     inputs=str(d / "x_torch.npz")))
+        kreq = dict(common, op="run", source=str(Path(opts.original).resolve()), model=name,
+                    inputs=str(d / "x_keras.npz"), out=str(d / "keras.npz"),
+                    moves=[{"key": m.key, "layer": m.layer, "var": m.var, "rule": m.rule} for m in moves],
+                    capture=sorted({p["layer"] for p in points}), checks=list(opts.checks), lr=opts.lr,
+                    weights_file=opts.weights_file)
+        kresp = _ask(session, kw, kreq, opts.timeout)
+        times["keras"] = time.perf_counter() - t_start
+        tbuild = _receive(session, tw, opts.timeout)
+        times["torch_build"] = time.perf_counter() - t_start
+        with np.load(d / "keras.npz") as z:
+            K = {k: z[k] for k in z.files}
+
+        t1 = time.perf_counter()
+        problems: list[str] = []
+        if kresp["unmapped"]:
+            problems.append("Keras variables no weight map moves: " + ", ".join(kresp["unmapped"]) +
+                            " (a layer the translation did not record, or a rule without a [[weights]] entry)")
+        try:
+            state = transfer(K, moves, "w:")
+        except TransferError as e:
+            raise VerifyError(str(e), kind="user") from None
+        if opts.torch_weights is not None:
+            state = opts.torch_weights
+        tstate = tbuild["state"]
+        missing = [n for n in tstate if n not in state]
+        extra = [n for n in state if n not in tstate]
+        by_target = {m.target: m for m in moves}
+        if missing:
+            problems.append("torch parameters/buffers no weight map writes: " + ", ".join(missing))
+        for n in extra:
+            m = by_target.get(n)
+            problems.append(f"the map of {m.source_name if m else n} [{m.rule if m else '?'}] writes {n}, "
+                            "which the translated model does not have")
+        for n in tstate:
+            if n in state and tuple(state[n].shape) != tuple(tstate[n]):
+                m = by_target.get(n)
+                problems.append(f"{n}: the map of {m.source_name if m else n} [{m.rule if m else '?'}] gives shape "
+                                f"{tuple(state[n].shape)}, the translated module has {tuple(tstate[n])}")
+        cert = _certificate_base(opts, direction, keras_major, keras_why, specs, rtol, atol, kresp, tbuild,
+                                 records, layout, out_layout)
+        if problems:
+            cert.update(verdict="mismatch", problems=problems, first_diverging=None)
+            times["transfer"] = time.perf_counter() - t1
+            cert["timing"] = times
+            return cert
+        np.savez(d / "state.npz", **{k: v.astype(np.float64 if opts.dtype == "float64" else np.float32)
+                                     if v.dtype.kind == "f" else v for k, v in state.items()})
+        n_out = kresp["outputs"]
+        np.savez(d / "R.npz", **{f"R{i}": to_target_layout(K[f"R{i}"], out_layout) for i in range(n_out)})
+        times["transfer"] = time.perf_counter() - t1
+        t2 = time.perf_counter()
+        tresp = _ask(session, tw, {"op": "run", "weights": str(d / "state.npz"), "R": str(d / "R.npz"),
+                                   "out": str(d / "torch.npz"), "checks": list(opts.checks), "lr": opts.lr,
+                                   "capture": sorted({p["torch"] for p in points})}, opts.timeout)
+        times["torch_run"] = time.perf_counter() - t2
+        if "load_error" in tresp:
+            cert.update(verdict="mismatch", problems=[f"loading the transferred state: {tresp['load_error']}"])
+            return cert
+        with np.load(d / "torch.npz") as z:
+            T = {k: z[k] for k in z.files}
+        t3 = time.perf_counter()
+        _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, layout, xs, rtol, atol, opts)
+        times["compare"] = time.perf_counter() - t3
+        times["total"] = time.perf_counter() - t0
+        cert["timing"] = times
+        return cert
+    finally:
+        tmp.cleanup()
+
+
+def _ask(session: Session, w: Worker, req: dict, timeout: float) -> dict:
+    w.send(req)
+    return _receive(session, w, timeout)
+
+
+def _receive(session: Session, w: Worker, timeout: float) -> dict:
+    try:
+        return w.receive(timeout)
+    except VerifyError as e:
+        if e.kind in ("crash", "timeout"):
+            session.discard(w)
+        raise
+
+
+def _certificate_base(opts, direction, keras_major, keras_why, specs, rtol, atol, kresp, tbuild, records,
+                      layout, out_layout) -> dict:
+    import platform
+    return {
+        "fwport_verify": 1,
+        "original": opts.original, "translated": opts.translated,
+        "model": opts.model, "translated_model": opts.translated_model or opts.model, "args": opts.args,
+        "direction": direction, "keras": {"major": keras_major, "why": keras_why},
+        "versions": {**kresp["versions"], **tbuild["versions"], "python": platform.python_version(),
+                     "numpy": np.__version__},
+        "device": {"keras": kresp["device"], "torch": tbuild["device"], "tf32": "off"},
+        "dtype": opts.dtype, "seed": opts.seed,
+        "inputs": [s.render() for s in specs], "layout": {"inputs": layout, "outputs": out_layout},
+        "checks": list(opts.checks),
+        "tolerance": {"rtol": rtol, "atol": atol,
+                      "rule": "|keras - torch| <= atol * max|keras| + rtol * |keras|, per tensor"},
+        "lr": opts.lr if "step" in opts.checks else None,
+        "weights": [r.to_dict() for r in records],
+        "source_weights": opts.weights_file,
+    }
+
+
+def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, layout, xs, rtol, atol, opts) -> None:
+    results: dict[str, list] = {"outputs": [], "gradients": [], "input_gradients": [], "step": [], "layers": []}
+    for i in range(n_out):
+        k = K[f"out{i}"]
+        t = to_source_layout(T[f"out{i}"], out_layout) if f"out{i}" in T else np.zeros(0)
+        results["outputs"].append({"name": f"output {i}", **compare(k, t, rtol, atol)})
+    if n_out != tresp["outputs"]:
+        results["outputs"].append({"name": "output count", "ok": False,
+                                   "detail": f"Keras returns {n_out} outputs, the translation {tresp['outputs']}"})
+    by_key = {m.key: m for m in moves}
+    if "grad" in opts.checks:
+        G = transfer(K, [m for m in moves if m.key in set(kresp["trainable"])], "g:")
+        scale = max([float(np.abs(v).max()) for v in G.values() if v.size] + [0.0])
+        trained = {k[2:] for k in T if k.startswith("g:")}
+        for m in moves:
+            if m.target not in G:
+                continue
+            r = compare(G[m.target], T.get(f"g:{m.target}", np.zeros(0)), rtol, atol, 1e-3 * scale)
+            results["gradients"].append({"name": m.target, "source": m.source_name, "rule": m.rule, **r})
+        for n in sorted(trained - set(G)):
+            g = T[f"g:{n}"]
+            if np.any(g != 0):
+                results["gradients"].append({"name": n, "ok": False, "detail": "a torch parameter receives a gradient "
+                                             "but its Keras variable is not trainable"})
+        for i, x in enumerate(xs):
+            if f"gx{i}" in K:
+                r = compare(K[f"gx{i}"], to_source_layout(T[f"gx{i}"], layout), rtol, atol)
+                results["input_gradients"].append({"name": f"input {i}", **r})
+    if "step" in opts.checks:
+        S = dict(K)
+        for key, bn in kresp.get("batchnorm", {}).items():
+            # Keras's moving variance follows Keras's momentum and the batch variance; torch stores the
+            # *unbiased* batch variance: the expected torch value uses Keras's momentum with n/(n-1)
+            mom, n = bn["momentum"], bn["n"]
+            S[f"s:{key}"] = mom * K[f"w:{key}"] + (1 - mom) * K[f"bvar:{key}"] * n / max(n - 1, 1)
+        P = transfer(S, moves, "s:")
+        for m in moves:
+            if m.target in P:
+                r = compare(P[m.target], T.get(f"s:{m.target}", np.zeros(0)), rtol, atol)
+                note = "torch running_var = unbiased (n/(n-1))" if f"bvar:{m.key}" in K else ""
+                results["step"].append({"name": m.target, "source": m.source_name, "rule": m.rule, **r,
+                                        **({"note": note} if note else {})})
+    first = None
+    prev_t = None  # the torch activation before this point (to undo a channels-first Flatten's order)
+    for p in points:
+        kk = f"{p['keras']}:{p['layer']}"
+        if kk not in K and p["keras"] == "pre":
+            kk = f"act:{p['layer']}"
+        tk = f"act:{p['torch']}"
+        if kk not in K or tk not in T:
+            continue
+        k = K[kk]
+        t = T[tk]
+        if (layout == "nchw" and k.ndim == 2 and t.shape == k.shape and prev_t is not None and prev_t.ndim >= 3
+                and prev_t.size == t.size):
+            t_flat = np.moveaxis(t.reshape(prev_t.shape), 1, -1).reshape(t.shape)  # (c,h,w) → (h,w,c) order
+        else:
+            t_flat = _layout_like(k, t, layout)
+        prev_t = T[tk]
+        t = t_flat
+        r = compare(k, t, rtol, atol)
+        entry = {"layer": p["layer"], "point": "pre-activation" if kk.startswith("pre:") else "output",
+                 "torch": p["torch"], "rule": p["rule"], **r}
+        results["layers"].append(entry)
+        if first is None and not r["ok"]:
+            first = entry
+    cert["results"] = results
+    failed = [(g, e) for g, es in results.items() if g != "layers" for e in es if not e.get("ok")]
+    cert["verdict"] = "pass" if not failed else "mismatch"
+    cert["first_diverging"] = first
+    names = {}
+    for e in results["layers"]:
+        names.setdefault(e["layer"], e)
+    if failed and first is None:
+        # a mismatch no activation shows (gradients, step): name the layer of the first failing parameter
+        for g, e in failed:
+            src = e.get("source")
+            if src:
+                layer = src.rsplit(".", 1)[0] if "." in src else src
+                cert["first_diverging"] = {"layer": layer, "point": g, "torch": e["name"], "rule": e.get("rule", ""),
+                                           "max_abs": e.get("max_abs"), "max_rel": e.get("max_rel")}
+                break
+    cert["problems"] = [f"{g}: {e.get('name')}" + (f" (from {e['source']})" if e.get("source") else "") +
+                        (f": {e['detail']}" if e.get("detail") else "") for g, e in failed]

@@ -1,0 +1,243 @@
+"""The PyTorch subprocess of ``fwport verify`` / ``fwport weights``. Imports torch, never TensorFlow.
+
+``build`` executes the translated file and constructs the model (lazy modules are materialised by
+one forward pass) and reports its state names; ``run`` loads the transferred state, checking that
+every parameter and buffer is written, and writes outputs, gradients, per-module activations and
+the state after one plain SGD step to an ``.npz``.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from torch import nn  # noqa: E402
+
+from _worker_io import UserError, build_object, serve  # noqa: E402
+
+# reduced-precision float32 matmuls/convolutions off (cuDNN convolutions default to TF32)
+try:
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+    torch.backends.cudnn.conv.fp32_precision = "ieee"
+except AttributeError:  # torch < 2.9
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
+torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
+torch.backends.cudnn.benchmark = False
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+_STATE: dict = {}
+# integer book-keeping buffers with no Keras counterpart
+SKIP_BUFFERS = ("num_batches_tracked",)
+
+
+def versions() -> dict:
+    return {"torch": torch.__version__}
+
+
+def pick_device(want: str) -> torch.device:
+    if want == "cuda" and not torch.cuda.is_available():
+        raise UserError("--device cuda: torch sees no CUDA device")
+    if want in ("auto", "cuda") and torch.cuda.is_available():
+        return torch.device("cuda")
+    return torch.device("cpu")
+
+
+def _flatten(out) -> list:
+    if isinstance(out, dict):
+        return [x for k in sorted(out) for x in _flatten(out[k])]
+    if isinstance(out, (list, tuple)):
+        return [x for o in out for x in _flatten(o)]
+    return [out]
+
+
+def _state_items(model):
+    for name, p in model.named_parameters():
+        yield name, p
+    for name, b in model.named_buffers():
+        if name.rsplit(".", 1)[-1] in SKIP_BUFFERS:
+            continue
+        yield name, b
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy().copy()  # never a view: the state is restored in place later
+
+
+def _call(model, xs):
+    return model(*xs)
+
+
+def build(req: dict) -> dict:
+    dev = pick_device(req.get("device", "auto"))
+    dtype = _DTYPES[req.get("dtype", "float32")]
+    torch.manual_seed(req.get("seed", 0))
+    src = req["source"]
+    sys.path.insert(0, os.path.dirname(os.path.abspath(src)))
+    prev = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)
+    try:
+        ns = runpy.run_path(src, run_name="fwport_verify_translated")
+        model = build_object(ns, req["model"], req.get("args") or {}, lambda o: isinstance(o, nn.Module))
+    finally:
+        sys.path.pop(0)
+        torch.set_default_dtype(prev)
+    if not isinstance(model, nn.Module):
+        raise UserError(f"{req['model']!r} in the translation gave a {type(model).__name__}, not an nn.Module")
+    model = model.to(device=dev)
+    with np.load(req["inputs"]) as z:
+        xs_np = [z[f"x{i}"] for i in range(len(z.files))]
+    xs = [torch.from_numpy(x).to(dev) for x in xs_np]
+    model.eval()
+    with torch.no_grad():
+        _call(model, xs)  # materialises lazy modules
+    model = model.to(dtype=dtype)
+    _STATE.clear()
+    _STATE.update(model=model, xs=xs, xs_np=xs_np, device=dev, dtype=dtype)
+    return {"versions": versions(), "device": str(dev) + (f" ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else ""),
+            "state": {n: list(t.shape) for n, t in _state_items(model)}}
+
+
+def _load(model, state: dict) -> None:
+    with torch.no_grad():
+        for name, t in _state_items(model):
+            t.copy_(torch.from_numpy(state[name]).to(t.device, t.dtype))
+
+
+def run(req: dict) -> dict:
+    if not _STATE:
+        raise UserError("run before build")
+    model, xs, xs_np, dev = _STATE["model"], _STATE["xs"], _STATE["xs_np"], _STATE["device"]
+    with np.load(req["weights"]) as z:
+        state = {k: z[k] for k in z.files}
+    items = dict(_state_items(model))
+    missing = [n for n in items if n not in state]
+    extra = [n for n in state if n not in items]
+    bad = [f"{n}: the map gives {tuple(state[n].shape)}, the module has {tuple(items[n].shape)}"
+           for n in items if n in state and tuple(state[n].shape) != tuple(items[n].shape)]
+    if missing or extra or bad:
+        return {"load_error": {"missing": missing, "extra": extra, "shape": bad}}
+    _load(model, state)
+    checks = req.get("checks", ["forward"])
+    arrays: dict = {}
+    resp: dict = {}
+
+    # forward, inference mode, with activations of the chosen modules
+    hooks, acts, order = [], {}, []
+    for path in req.get("capture", []):
+        try:
+            mod = model.get_submodule(path) if path else model
+        except AttributeError:
+            continue
+
+        def hook(m, inp, out, _p=path):
+            if _p not in acts and isinstance(out, torch.Tensor):
+                acts[_p] = _np(out)
+                order.append(_p)
+        hooks.append(mod.register_forward_hook(hook))
+    model.eval()
+    try:
+        with torch.no_grad():
+            outs = _flatten(_call(model, xs))
+    finally:
+        for h in hooks:
+            h.remove()
+    for i, o in enumerate(outs):
+        arrays[f"out{i}"] = _np(o)
+    for p in order:
+        arrays[f"act:{p}"] = acts[p]
+    resp["outputs"] = len(outs)
+    resp["captured"] = order
+
+    rs = []
+    if req.get("R"):
+        with np.load(req["R"]) as z:
+            rs = [torch.from_numpy(z[f"R{i}"]).to(dev) for i in range(len(z.files))]
+
+    def loss_of(outputs):
+        return sum((o.to(r.dtype) * r).sum() for o, r in zip(_flatten(outputs), rs))
+
+    float_inputs = [i for i, x in enumerate(xs_np) if x.dtype.kind == "f"]
+    if "grad" in checks:
+        gx = [x.clone().requires_grad_(i in float_inputs) for i, x in enumerate(xs)]
+        model.zero_grad(set_to_none=True)
+        loss = loss_of(_call(model, gx))
+        loss.backward()
+        none = []
+        for name, p in model.named_parameters():
+            if p.grad is None:
+                none.append(name)
+                arrays[f"g:{name}"] = np.zeros(tuple(p.shape), _np(p).dtype)
+            else:
+                arrays[f"g:{name}"] = _np(p.grad)
+        for i in float_inputs:
+            arrays[f"gx{i}"] = _np(gx[i].grad)
+        arrays["loss"] = np.asarray(_np(loss))
+        resp["no_gradient"] = none
+        model.zero_grad(set_to_none=True)
+
+    if "step" in checks:
+        lr = float(req.get("lr", 0.1))
+        for m in model.modules():
+            if isinstance(m, nn.modules.dropout._DropoutNd):
+                m.p = 0.0
+        model.train()
+        model.zero_grad(set_to_none=True)
+        loss = loss_of(_call(model, xs))
+        loss.backward()
+        with torch.no_grad():
+            for p in model.parameters():
+                if p.grad is not None:
+                    p -= lr * p.grad
+        for name, t in _state_items(model):
+            arrays[f"s:{name}"] = _np(t)
+        model.zero_grad(set_to_none=True)
+        model.eval()
+        _load(model, state)
+    np.savez(req["out"], **arrays)
+    return resp
+
+
+def save(req: dict) -> dict:
+    """Load a transferred state into the built model and save its complete state_dict."""
+    model = _STATE["model"]
+    with np.load(req["weights"]) as z:
+        state = {k: z[k] for k in z.files}
+    items = dict(_state_items(model))
+    missing = [n for n in items if n not in state]
+    extra = [n for n in state if n not in items]
+    bad = [f"{n}: the map gives {tuple(state[n].shape)}, the module has {tuple(items[n].shape)}"
+           for n in items if n in state and tuple(state[n].shape) != tuple(items[n].shape)]
+    if missing or extra or bad:
+        return {"load_error": {"missing": missing, "extra": extra, "shape": bad}}
+    _load(model, state)
+    sd = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    for path in req["to"]:
+        if path.endswith(".safetensors"):
+            from safetensors.torch import save_file
+            save_file(sd, path)
+        else:
+            torch.save(sd, path)
+    return {"keys": sorted(sd)}
+
+
+def handle(req: dict) -> dict:
+    op = req.get("op")
+    if op == "hello":
+        return {"versions": versions()}
+    if op == "build":
+        return build(req)
+    if op == "run":
+        return run(req)
+    if op == "save":
+        return save(req)
+    raise UserError(f"unknown request {op!r}")
+
+
+if __name__ == "__main__":
+    serve(handle)
