@@ -243,7 +243,7 @@ def run(req: dict) -> dict:
             grads = tape.gradient(loss, tv)
             for v, g in zip(tv, grads):
                 if g is not None:
-                    v.assign_sub(tf.cast(lr, v.dtype) * tf.convert_to_tensor(g))
+                    v.assign_sub(tf.constant(lr, dtype=v.dtype) * tf.convert_to_tensor(g))  # tf.cast(0.1) rounds via float32
         finally:
             bcap.close()
         for k, v in _state(req["moves"], variables).items():

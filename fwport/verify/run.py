@@ -204,7 +204,7 @@ class Options:
     lr: float = DEFAULT_LR
     pack: object = None  # a fwport.rule.Pack to take the weight maps from (default: the built-in pack)
     weights_file: str | None = None  # load this Keras checkpoint instead of random values
-    torch_weights: dict | None = None  # (fwport weights --check) use this state instead of the transfer
+    torch_state_file: str | None = None  # (fwport weights --check) torch loads this checkpoint, not the transfer
 
 
 def detect_direction(original: str, translated: str) -> str:
@@ -313,7 +313,7 @@ def _read(path: str, what: str) -> str:
         raise VerifyError(f"cannot read the {what} {path}: {e}", kind="user") from None
 
 
-def _verify(opts: Options, session: Session) -> dict:
+def _verify(opts: Options, session: Session, keep_state: str | None = None) -> dict:
     from fwport.rule import load_pack
     from fwport.translate import detect_keras_version, translate_source
 
@@ -385,8 +385,6 @@ def _verify(opts: Options, session: Session) -> dict:
             state = transfer(K, moves, "w:")
         except TransferError as e:
             raise VerifyError(str(e), kind="user") from None
-        if opts.torch_weights is not None:
-            state = opts.torch_weights
         tstate = tbuild["state"]
         missing = [n for n in tstate if n not in state]
         extra = [n for n in state if n not in tstate]
@@ -411,11 +409,14 @@ def _verify(opts: Options, session: Session) -> dict:
             return cert
         np.savez(d / "state.npz", **{k: v.astype(np.float64 if opts.dtype == "float64" else np.float32)
                                      if v.dtype.kind == "f" else v for k, v in state.items()})
+        if keep_state:
+            import shutil
+            shutil.copyfile(d / "state.npz", keep_state)
         n_out = kresp["outputs"]
         np.savez(d / "R.npz", **{f"R{i}": to_target_layout(K[f"R{i}"], out_layout) for i in range(n_out)})
         times["transfer"] = time.perf_counter() - t1
         t2 = time.perf_counter()
-        tresp = _ask(session, tw, {"op": "run", "weights": str(d / "state.npz"), "R": str(d / "R.npz"),
+        tresp = _ask(session, tw, {"op": "run", "weights": opts.torch_state_file or str(d / "state.npz"), "R": str(d / "R.npz"),
                                    "out": str(d / "torch.npz"), "checks": list(opts.checks), "lr": opts.lr,
                                    "capture": sorted({p["torch"] for p in points})}, opts.timeout)
         times["torch_run"] = time.perf_counter() - t2
@@ -554,3 +555,43 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
                 break
     cert["problems"] = [f"{g}: {e.get('name')}" + (f" (from {e['source']})" if e.get("source") else "") +
                         (f": {e['detail']}" if e.get("detail") else "") for g, e in failed]
+
+
+# --- fwport weights --------------------------------------------------------------------------------------
+
+def convert(checkpoint: str, source: str, model: str, to: list[str], translated: str | None = None,
+            args: dict | None = None, inputs: list[str] | None = None, keras: int | None = None,
+            device: str = "cpu", timeout: float = DEFAULT_TIMEOUT, session: Session | None = None,
+            pack=None) -> dict:
+    """A Keras checkpoint → a torch state_dict (.pt / .safetensors) for the translated model, through
+    the same weight maps as verify. Returns a report (dict); raises VerifyError when it cannot."""
+    from fwport.translate import translate_source
+
+    own = session is None
+    session = session or Session()
+    tmp = tempfile.TemporaryDirectory(prefix="fwport-weights-")
+    try:
+        if not Path(checkpoint).is_file():
+            raise VerifyError(f"no checkpoint at {checkpoint}", kind="user")
+        if translated is None:
+            text = _read(source, "original")
+            res = translate_source(text, source, pack, {"keras": keras} if keras else None)
+            translated = str(Path(tmp.name) / "translated.py")
+            Path(translated).write_text(res.output, encoding="utf-8")
+        opts = Options(source, translated, model, args=args or {}, inputs=inputs or [], checks=(), keras=keras,
+                       device=device, timeout=timeout, pack=pack, weights_file=str(Path(checkpoint).resolve()))
+        state_file = str(Path(tmp.name) / "state.npz")
+        cert = _verify(opts, session, keep_state=state_file)
+        if cert.get("verdict") != "pass":
+            return {"ok": False, "problems": cert.get("problems", []), "certificate": cert}
+        tw = session.worker("torch", 0, device)
+        resp = _ask(session, tw, {"op": "save", "weights": state_file, "to": [str(Path(t).resolve()) for t in to]},
+                    timeout)
+        if "load_error" in resp:
+            return {"ok": False, "problems": [f"loading the converted state: {resp['load_error']}"]}
+        return {"ok": True, "keys": resp["keys"], "to": to, "translated": translated if not own else None,
+                "records": cert.get("weights")}
+    finally:
+        if own:
+            session.close()
+        tmp.cleanup()

@@ -109,12 +109,24 @@ def _load(model, state: dict) -> None:
             t.copy_(torch.from_numpy(state[name]).to(t.device, t.dtype))
 
 
+def _read_state(path: str) -> dict:
+    """A state from the verifier (.npz) or a checkpoint fwport weights wrote (.pt, .safetensors)."""
+    if path.endswith(".npz"):
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    if path.endswith(".safetensors"):
+        from safetensors.numpy import load_file
+        sd = load_file(path)
+    else:
+        sd = {k: v.numpy() for k, v in torch.load(path, map_location="cpu", weights_only=True).items()}
+    return {k: v for k, v in sd.items() if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS}
+
+
 def run(req: dict) -> dict:
     if not _STATE:
         raise UserError("run before build")
     model, xs, xs_np, dev = _STATE["model"], _STATE["xs"], _STATE["xs_np"], _STATE["device"]
-    with np.load(req["weights"]) as z:
-        state = {k: z[k] for k in z.files}
+    state = _read_state(req["weights"])
     items = dict(_state_items(model))
     missing = [n for n in items if n not in state]
     extra = [n for n in state if n not in items]

@@ -1,0 +1,133 @@
+"""``fwport verify`` and ``fwport weights`` (click commands; registered in fwport/cli.py's group).
+
+Imports no framework: the frameworks run in subprocesses (see run.py).
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+CHECKS = ("forward", "grad", "step")
+
+
+def _json_arg(text: str | None, what: str) -> dict:
+    if not text:
+        return {}
+    try:
+        v = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise click.BadParameter(f"not JSON ({e.msg}); e.g. --args '{{\"units\": 32}}'", param_hint=what) from None
+    if not isinstance(v, dict):
+        raise click.BadParameter("expected a JSON object of keyword arguments", param_hint=what)
+    return v
+
+
+def _checks(text: str) -> tuple[str, ...]:
+    items = tuple(c.strip() for c in text.split(",") if c.strip())
+    bad = [c for c in items if c not in CHECKS]
+    if bad or not items:
+        raise click.BadParameter(f"{', '.join(bad) or 'nothing'}: use a comma-separated subset of {', '.join(CHECKS)}",
+                                 param_hint="--check")
+    return items
+
+
+def _fail(e) -> None:
+    click.echo(f"fwport verify: error: {e}", err=True)
+    if getattr(e, "detail", "") and getattr(e, "kind", "") in ("crash", "exception", "timeout"):
+        click.echo(f"--- {e.side} side output (last lines) ---\n{e.detail.rstrip()}", err=True)
+    sys.exit(2)
+
+
+@click.command("verify")
+@click.argument("original", type=click.Path(exists=True, dir_okay=False))
+@click.argument("translated", type=click.Path(exists=True, dir_okay=False))
+@click.option("--model", "model", required=True, help="Class, builder function or model object in ORIGINAL.")
+@click.option("--translated-model", help="Its name in TRANSLATED when it differs.")
+@click.option("--args", "args", help="Constructor/builder keyword arguments as a JSON object.")
+@click.option("--input", "inputs", multiple=True, help="dtype[d0,d1,...][:high], in the original's layout; repeatable.")
+@click.option("--check", "check", default="forward,grad", show_default=True, help="forward,grad,step")
+@click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True)
+@click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
+@click.option("--rtol", type=float, help="Relative tolerance (default: 1e-5 for float32, 1e-10 for float64).")
+@click.option("--atol", type=float, help="Absolute tolerance as a fraction of each tensor's max |value|.")
+@click.option("--keras", "keras", type=click.Choice(["2", "3"]), help="Keras the original targets (default: detected).")
+@click.option("--direction", type=click.Choice(["tf2torch", "torch2jax"]))
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--lr", type=float, default=0.1, show_default=True, help="Learning rate of the --check step SGD step.")
+@click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per framework request.")
+@click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the certificate here.")
+@click.option("-v", "--verbose", is_flag=True, help="List every tensor, not only the failing ones.")
+def verify_command(original, translated, model, translated_model, args, inputs, check, dtype, device, rtol, atol,
+                   keras, direction, seed, lr, timeout, json_path, verbose) -> None:
+    """Prove TRANSLATED computes the same model as ORIGINAL: exit 0 pass, 1 mismatch, 2 error."""
+    from fwport.verify.certificate import render, write_json
+    from fwport.verify.run import Options, VerifyError, verify
+
+    opts = Options(original, translated, model, translated_model, _json_arg(args, "--args"), list(inputs),
+                   _checks(check), dtype, device, rtol, atol, int(keras) if keras else None, direction, seed,
+                   timeout, lr)
+    try:
+        cert = verify(opts)
+    except VerifyError as e:
+        if json_path:
+            write_json({"verdict": "error", "error": str(e), "side": e.side, "kind": e.kind,
+                        "detail": e.detail[-4000:]}, json_path)
+        _fail(e)
+        return
+    click.echo(render(cert, verbose))
+    if json_path:
+        write_json(cert, json_path)
+    sys.exit(0 if cert["verdict"] == "pass" else 1)
+
+
+@click.command("weights")
+@click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
+@click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False),
+              help="The original Keras source that defines the model.")
+@click.option("--model", "model", required=True, help="Class, builder function or model object in --source.")
+@click.option("--to", "to", required=True, multiple=True, help="model.pt and/or model.safetensors; repeatable.")
+@click.option("--translated", type=click.Path(exists=True, dir_okay=False),
+              help="The translated file (default: translate --source now).")
+@click.option("--args", "args", help="Constructor/builder keyword arguments as a JSON object.")
+@click.option("--input", "inputs", multiple=True, help="Input spec, when the model does not declare its input shape.")
+@click.option("--keras", "keras", type=click.Choice(["2", "3"]))
+@click.option("--check", is_flag=True, help="Load both checkpoints and compare their forward outputs.")
+@click.option("--timeout", type=float, default=600.0, show_default=True)
+def weights_command(checkpoint, source, model, to, translated, args, inputs, keras, check, timeout) -> None:
+    """Convert a Keras checkpoint (.weights.h5, .keras) into a PyTorch state_dict by the rules' weight maps."""
+    from fwport.verify.certificate import render
+    from fwport.verify.run import Options, Session, VerifyError, _verify, convert
+
+    for t in to:
+        if not (t.endswith(".pt") or t.endswith(".pth") or t.endswith(".safetensors")):
+            raise click.BadParameter(f"{t}: write .pt, .pth or .safetensors", param_hint="--to")
+    kv = int(keras) if keras else None
+    try:
+        with Session() as session:
+            rep = convert(checkpoint, source, model, list(to), translated, _json_arg(args, "--args"), list(inputs),
+                          kv, "cpu", timeout, session)
+            if not rep["ok"]:
+                for p in rep["problems"]:
+                    click.echo(f"fwport weights: {p}", err=True)
+                sys.exit(1)
+            click.echo(f"wrote {', '.join(to)}: {len(rep['keys'])} tensors from {checkpoint}")
+            if check:
+                import tempfile
+                from pathlib import Path
+                with tempfile.TemporaryDirectory() as d:
+                    tfile = translated
+                    if tfile is None:
+                        from fwport.translate import translate_source
+                        tfile = str(Path(d) / "translated.py")
+                        Path(tfile).write_text(translate_source(Path(source).read_text(encoding="utf-8"), source).output,
+                                               encoding="utf-8")
+                    opts = Options(source, tfile, model, args=_json_arg(args, "--args"), inputs=list(inputs),
+                                   checks=("forward",), keras=kv, device="cpu", timeout=timeout,
+                                   weights_file=str(Path(checkpoint).resolve()), torch_state_file=str(Path(to[0]).resolve()))
+                    cert = _verify(opts, session)
+                click.echo(render(cert))
+                sys.exit(0 if cert["verdict"] == "pass" else 1)
+    except VerifyError as e:
+        _fail(e)
