@@ -165,6 +165,114 @@ def test_softmax_and_batchnorm_axes_are_remapped():
     assert r.output.count("nn.Softmax(dim=1)") == 2
 
 
+def _errors_at(r, line_text: str) -> list[str]:
+    """Error codes located on the (source) line that holds ``line_text``."""
+    lines = r.source.splitlines()
+    at = {i + 1 for i, l in enumerate(lines) if line_text in l}
+    return sorted(f.code for f in r.findings if f.severity is Severity.ERROR and f.line in at)
+
+
+def test_add_in_a_branch_leaves_the_whole_model_with_errors():
+    r = tr('''
+        import keras
+        from keras import layers
+
+        def build(use_dropout):
+            model = keras.Sequential()
+            model.add(layers.Dense(8, input_shape=(4,)))
+            if use_dropout:
+                model.add(layers.Dropout(0.5))
+            model.add(layers.Dense(2))
+            return model
+    ''')
+    assert _errors_at(r, "keras.Sequential()") == ["unsupported-construct"]
+    assert _errors_at(r, "layers.Dropout(0.5)") == ["unsupported-construct"]
+    # nothing of the model was translated: no torch module next to an .add, no .append on a Keras model
+    assert "torch" not in r.output and ".append(" not in r.output
+    assert "model.add(layers.Dense(2))" in r.output
+    assert not r.layers and not r.models
+
+
+def test_add_in_a_loop_and_after_a_helper_are_refused():
+    r = tr('''
+        import keras
+        from keras import layers
+
+        def block(m, n):
+            m.add(layers.Dense(n))
+
+        def build():
+            model = keras.Sequential()
+            model.add(layers.Dense(8, input_shape=(4,)))
+            block(model, 5)
+            model.add(layers.Dense(2))
+            return model
+
+        def build2():
+            model = keras.Sequential([layers.Input((3,))])
+            for n in (4, 5):
+                model.add(layers.Dense(n))
+            return model
+    ''')
+    assert _errors_at(r, "m.add(layers.Dense(n))") == ["unsupported-construct"]  # the helper's own add
+    assert _errors_at(r, "model.add(layers.Dense(2))") == ["unsupported-construct"]
+    assert _errors_at(r, "model.add(layers.Dense(n))") == ["unsupported-construct"]
+    assert "torch" not in r.output and not r.layers
+
+
+def test_other_uses_of_the_model_do_not_end_the_chain():
+    # a name that merely contains the model's name, a print, a rebinding of another name: the adds
+    # after them are followed, with shapes
+    r = tr('''
+        import keras
+        from keras import layers
+
+        def build(model_dir):
+            model = keras.Sequential()
+            model.add(layers.Dense(8, input_shape=(4,)))
+            model_dir = model_dir + "/x"
+            print(model)
+            model.add(MyBlock())
+            model.add(layers.Dense(3))
+            return model
+    ''')
+    assert "model.append(nn.Linear(4, 8))" in r.output
+    assert "model.append(MyBlock())" in r.output  # not a Keras layer: appended as it is
+    assert "model.append(nn.LazyLinear(3))" in r.output  # after an unknown block the size is unknown
+    assert ".add(" not in r.output and codes(r, Severity.ERROR) == []
+    assert [(l.source, l.target) for l in r.layers] == [("layers[0]", "0"), ("layers[2]", "2")]
+
+
+def test_rebinding_ends_the_chain_and_a_new_one_starts():
+    r = tr('''
+        import keras
+        from keras import layers
+
+        model = keras.Sequential()
+        model.add(layers.Dense(8, input_shape=(4,)))
+        model = keras.Sequential()
+        model.add(layers.Dense(2, input_shape=(3,)))
+    ''')
+    assert "model.append(nn.Linear(4, 8))" in r.output and "model.append(nn.Linear(3, 2))" in r.output
+    assert codes(r, Severity.ERROR) == []
+
+
+def test_shadowing_parameter_is_another_model():
+    r = tr('''
+        import keras
+        from keras import layers
+
+        model = keras.Sequential()
+        model.add(layers.Dense(8, input_shape=(4,)))
+
+        def extend(model):
+            return model
+
+        model.add(layers.Dense(2))
+    ''')
+    assert "model.append(nn.Linear(8, 2))" in r.output and codes(r, Severity.ERROR) == []
+
+
 def test_translation_is_a_fixpoint():
     src = textwrap.dedent(CASES["convnet_even"][0])
     once = translate_source(src, "m.py", PACK).output

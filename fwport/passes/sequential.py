@@ -25,7 +25,7 @@ from fwport.bind import NOT_LITERAL, literal_value
 from fwport.context import FileContext, LayerRecord, ModelInfo
 from fwport.engine import LayerContext, LayerEmission, code, translate_layer
 from fwport.finding import Severity
-from fwport.names import ScopedResolver, dotted_text
+from fwport.names import ScopedResolver, bound_names, dotted_text
 
 SEQUENTIAL = "keras.Sequential"
 INPUTS = ("keras.Input", "keras.layers.InputLayer")
@@ -47,6 +47,10 @@ class _Chain:
     out: dict[int, list[cst.BaseExpression]] = field(default_factory=dict)
     input_note: str = ""  # the comment that takes the place of a removed keras.Input line
     bad_args: bool = False
+    add_calls: list[cst.Call] = field(default_factory=list)  # the followed model.add(...) calls
+    # (node, why) when an .add on this model cannot be followed: the whole model is left as written
+    refused: tuple[cst.CSTNode, str] | None = None
+    escaped: cst.CSTNode | None = None  # a call the model was passed to while layers were still added
 
 
 class _SequentialPass(ScopedResolver, cst.CSTTransformer):
@@ -58,6 +62,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self.functions: list[tuple[str, set[str]]] = []  # (name, names it returns)
         self.chains: dict[int, _Chain] = {}  # id(Sequential call) → chain
         self.adds: dict[int, tuple[_Chain, cst.BaseExpression]] = {}  # id(add statement) → chain, element
+        self.followed: set[int] = set()  # ids of the .add calls that belong to a chain
 
     # --- where we are -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -91,12 +96,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         open_chains: dict[str, _Chain] = {}
         started: list[_Chain] = []
         for stmt in body:
-            if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
-                _close_reassigned(stmt, open_chains)
-                continue
-            small = stmt.body[0]
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and self._is_sequential(small.value):
                 target = dotted_text(small.targets[0].target) or ""
+                _follow_uses(cst.SimpleStatementLine([cst.Expr(small.value)]), open_chains)
                 chain = self._start(small.value, target)
                 started.append(chain)
                 if target:
@@ -104,14 +107,17 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 continue
             if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
                 call = small.value
-                if (isinstance(call.func, cst.Attribute) and call.func.attr.value == "add"
-                        and dotted_text(call.func.value) in open_chains and len(call.args) == 1
-                        and call.args[0].keyword is None and not call.args[0].star):
-                    chain = open_chains[dotted_text(call.func.value)]  # type: ignore[index]
+                chain = open_chains.get(_add_receiver(call) or "")
+                if chain is not None and _is_plain_add(call):
+                    if chain.escaped is not None:
+                        chain.refused = (call, f"layers are added after the model was passed to "
+                                         f"{code(chain.escaped)}, which may add layers fwport cannot see")
                     chain.elements.append(call.args[0].value)
+                    chain.add_calls.append(call)
+                    self.followed.add(id(call))
                     self.adds[id(stmt)] = (chain, call.args[0].value)
                     continue
-            _close_reassigned(stmt, open_chains)
+            _follow_uses(stmt, open_chains)
         for chain in started:
             self._translate(chain)
 
@@ -155,6 +161,21 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                        "literal list of layers (and name=) cannot be followed statically; list the layers",
                        chain.call)
             ctx.settled.add(id(chain.call))
+            self._settle_adds(chain)
+            return
+        if chain.refused is not None:
+            node, why = chain.refused
+            fix = (f"build it from a list (keras.Sequential([...])), or translate it by hand: nn.Sequential "
+                   "has .append but no .add")
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{why}; fwport left this Sequential model "
+                       f"untranslated: {fix}", chain.call)
+            if node is not chain.call:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{why}: this Sequential model was left "
+                           "untranslated", node)
+            ctx.settled.add(id(chain.call))
+            self._settle_adds(chain)
+            if isinstance(node, cst.Call):
+                ctx.settled.add(id(node))
             return
         scope, prefix, key = self._scope(chain.target)
         elements = list(chain.elements)
@@ -223,14 +244,41 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         out_layout = "nchw" if nchw and (shape is None or len(shape) > 1) else "same"
         ctx.models[key] = ModelInfo(key, "sequential", in_shape, "nchw" if nchw else "same", out_layout)
 
+    def _stray_add(self, call: cst.Call) -> None:
+        """``x.add(keras layer)`` on a model no chain followed (built elsewhere, passed to a helper):
+        the layer must not be translated out of context, leaving an ``.add`` nn.Sequential lacks."""
+        if id(call) in self.ctx.settled or not call.args:
+            return
+        layer = call.args[0].value
+        q = self.qualname(layer.func) if isinstance(layer, cst.Call) else None
+        if q is None or not q.startswith("keras."):
+            return
+        self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) adds a Keras layer to a "
+                        "model whose construction fwport cannot follow (built elsewhere, or passed in): the layer's "
+                        "input size is unknown here and nn.Sequential has no .add; build the model in one place "
+                        "(keras.Sequential([...]) or Sequential() + .add lines), or translate it by hand with "
+                        ".append", call)
+        self.ctx.settled.add(id(call))
+
+    def _settle_adds(self, chain: _Chain) -> None:
+        for call in chain.add_calls:
+            self.ctx.settled.add(id(call))
+
     # --- rewriting (bottom-up) -------------------------------------------------------------------------
+    def on_leave(self, original_node, updated_node):
+        # settled nodes keep their identity for the passes after this one
+        out = super().on_leave(original_node, updated_node)
+        return original_node if id(original_node) in self.ctx.settled else out
+
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if _add_receiver(original_node) and id(original_node) not in self.followed:
+            self._stray_add(original_node)
         chain = self.chains.get(id(original_node))
         if chain is None and self._is_sequential(original_node):
             # not assigned in a statement of its own (returned, passed, nested): a chain of its own
             chain = self._start(original_node, "")
             self._translate(chain)
-        if chain is None or chain.bad_args:
+        if chain is None or chain.bad_args or chain.refused is not None:
             return updated_node
         return self._rewrite_sequential(chain, original_node, updated_node)
 
@@ -274,11 +322,14 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if item is None:
             return updated_node
         chain, el = item
-        if chain.bad_args or id(el) not in chain.out:
-            return updated_node  # left as written; the chain reported why
-        mods = chain.out[id(el)]
         expr_stmt = updated_node.body[0]
         call = expr_stmt.value
+        if chain.bad_args or chain.refused is not None or id(el) in self.ctx.settled:
+            return updated_node  # left as written; the chain or the layer reported why
+        if id(el) not in chain.out:  # not a layer with a rule (a user's block): appended as it is
+            return updated_node.with_changes(body=[expr_stmt.with_changes(
+                value=call.with_changes(func=call.func.with_changes(attr=cst.Name("append"))))])
+        mods = chain.out[id(el)]
         if not mods:
             return updated_node  # replaced by a comment in leave of the block
         if len(mods) == 1:
@@ -331,14 +382,100 @@ class _ReturnedNames(cst.CSTVisitor):
             self.names.add(node.value.value)
 
 
-def _close_reassigned(stmt: cst.CSTNode, open_chains: dict) -> None:
-    """A statement other than ``model.add(...)`` that mentions the model ends its chain here
-    (an ``add`` after a fit or inside a branch cannot be followed in order)."""
-    if not open_chains:
-        return
-    text = cst.Module([]).code_for_node(stmt)
-    for name in list(open_chains):
-        if name in text:
+def _add_receiver(call: cst.Call) -> str | None:
+    """``model`` / ``self.features`` for a ``<dotted>.add(...)`` call, else None."""
+    if isinstance(call.func, cst.Attribute) and call.func.attr.value == "add":
+        return dotted_text(call.func.value)
+    return None
+
+
+def _is_plain_add(call: cst.Call) -> bool:
+    return len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star
+
+
+# Calls that read a model without changing it: passing it to them does not end the chain.
+_READERS = {"print", "len", "str", "repr", "isinstance", "id", "type"}
+# Methods of a Sequential that change its layers.
+_MUTATORS = {"add", "pop"}
+
+
+class _Uses(cst.CSTVisitor):
+    """How one statement uses the dotted name ``target`` (a model whose layers are being followed):
+    rebinding it, changing its layers (``.add`` / ``.pop`` outside the followed form), or passing it
+    to a call that might add layers. Names are compared as libcst nodes, never as text, and a
+    nested function that binds the name's head (a parameter ``model``) is not the same model."""
+
+    def __init__(self, target: str):
+        self.target = target
+        self.head = target.split(".")[0]
+        self.rebound = False
+        self.mutation: cst.Call | None = None
+        self.escape: cst.Call | None = None
+
+    def _is_target(self, node: cst.CSTNode) -> bool:
+        return isinstance(node, (cst.Name, cst.Attribute)) and dotted_text(node) == self.target
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return self.head not in bound_names(node)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return self.head not in bound_names(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return self.head != "self"
+
+    def _bind(self, target: cst.BaseExpression) -> None:
+        if self._is_target(target) or (isinstance(target, cst.Name) and target.value == self.head):
+            self.rebound = True
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._bind(e.value)
+        elif isinstance(target, cst.StarredElement):
+            self._bind(target.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._bind(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._bind(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._bind(node.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._bind(node.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _MUTATORS and self._is_target(func.value):
+            self.mutation = self.mutation or node
+        elif any(self._is_target(a.value) for a in node.args):
+            name = dotted_text(func)
+            if name not in _READERS:
+                self.escape = self.escape or node
+
+
+def _follow_uses(stmt: cst.CSTNode, open_chains: dict[str, _Chain]) -> None:
+    """A statement other than a plain ``model.add(layer)`` line: does it end, refuse or taint a chain?"""
+    for name, chain in list(open_chains.items()):
+        uses = _Uses(name)
+        stmt.visit(uses)
+        if uses.mutation is not None and chain.refused is None:
+            where = ("inside a compound statement (if/for/while/with/try/def)" if not isinstance(
+                stmt, cst.SimpleStatementLine) else "not written as `model.add(layer)` on a line of its own")
+            what = uses.mutation.func.attr.value  # type: ignore[union-attr]
+            chain.refused = (uses.mutation, f"{name}.{what}(...) {where}: the layers of the model, and so "
+                             "the input size of each, depend on run time")
+        if uses.escape is not None and chain.escaped is None:
+            chain.escaped = uses.escape.func
+        if uses.rebound:
             open_chains.pop(name)
 
 
