@@ -19,6 +19,7 @@ class BoundCall:
     spelled: dict[str, str] = field(default_factory=dict)  # parameter -> keyword actually written
     extra: dict[str, cst.BaseExpression] = field(default_factory=dict)  # went to **kwargs
     star_args: list[cst.Arg] = field(default_factory=list)  # *a / **kw we cannot bind
+    varargs: list[cst.BaseExpression] = field(default_factory=list)  # plain positionals bound to *args
     error: str | None = None
 
     def literal(self, name: str, default=_NOT_LITERAL):
@@ -60,7 +61,7 @@ def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
                 out.spelled[positional[i].name] = positional[i].name
                 i += 1
             elif has_varargs:
-                out.star_args.append(arg)
+                out.varargs.append(arg.value)
             else:
                 out.error = f"too many positional arguments ({i + 1} given, the signature takes {len(positional)})"
             continue

@@ -85,6 +85,9 @@ class FileContext:
     # must not translate them out of context (a Dense refused in a channels-first chain would
     # otherwise come back as a context-free nn.LazyLinear)
     settled: set[int] = field(default_factory=set)
+    # id(original source call) -> fn(updated Subscript) -> expression: lets a call transform rewrite
+    # `call(...)[i]` as a whole (tf.shape(x)[0] -> x.shape[0]); consumed by RuleTransformer
+    subscript_hooks: dict[int, Any] = field(default_factory=dict)
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,

@@ -157,6 +157,11 @@ def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
             args.append(cst.Arg(rest.pop(p)))
         else:
             break
+    else:  # the source's *args (tf.einsum's operands) follow the named positionals
+        args += [cst.Arg(v) for v in m.bound.varargs]
+    if m.bound.varargs and len(args) < len(positional) + len(m.bound.varargs):
+        m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]}: positional arguments after a missing one")
+        return None
     args += [cst.Arg(v, keyword=cst.Name(k), equal=_EQ) for k, v in rest.items()]
     args = _with_commas(args)
     if "method" in emit and target is None:
@@ -283,3 +288,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if rule is not None and rule.kind == "constant":
             return self.ctx.spell(rule.emit["target"])
         return updated_node
+
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
+        # a call transform may ask to see how its result is indexed (tf.shape(x)[0] -> x.shape[0])
+        hook = self.ctx.subscript_hooks.pop(id(original_node.value), None)
+        return updated_node if hook is None else hook(updated_node)

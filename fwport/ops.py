@@ -1,6 +1,465 @@
-"""Call transforms for ``tf.*`` / ``keras.ops.*`` calls that are not a plain ``target(**kwargs)``."""
+"""Call transforms for ``tf.*`` / ``keras.ops.*`` calls that are not a plain ``target(**kwargs)``.
+
+Each transform gets the mapped call (arguments already renamed / transformed by the rule's ``args``
+table, under their *target* names in ``m.kwargs``, or kept raw in ``m.extras`` by ``keep``) and
+returns the output expression, or None after reporting why the call is left as it was. Options a
+rule passes to its transform live in ``emit.options``.
+"""
 from __future__ import annotations
 
 import libcst as cst
 
+from fwport.bind import NOT_LITERAL, literal_value
+from fwport.engine import _atom, build_call
 from fwport.transform import call_transform
+from fwport.values import torch_dtype
+
+INT32 = "torch.int32"
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def _e(text: str) -> cst.BaseExpression:
+    return cst.parse_expression(text)
+
+
+def _atom_code(node: cst.BaseExpression) -> str:
+    """Source text of ``node`` usable as a method receiver (parenthesised when it is not an atom)."""
+    return _code(_atom(node))
+
+
+def _lit(node: cst.BaseExpression | None):
+    return NOT_LITERAL if node is None else literal_value(node, NOT_LITERAL)
+
+
+def _all_ints(value) -> bool:
+    """A literal made only of Python ints (TensorFlow makes int32 of it, torch int64)."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    if isinstance(value, (list, tuple)) and value:
+        return all(_all_ints(v) for v in value)
+    return False
+
+
+def _all_numbers(value) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, (int, float)):
+        return True
+    if isinstance(value, (list, tuple)) and value:
+        return all(_all_numbers(v) for v in value)
+    return False
+
+
+def _options(m) -> dict:
+    return m.rule.emit.get("options", {})
+
+
+def _spell(ctx, name: str) -> str:
+    return ctx.spell_text(name)
+
+
+def _plain(m, ctx) -> cst.BaseExpression | None:
+    """``target(...)`` as the rule's emit table says (build_call without the transform)."""
+    return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+# --- generic -------------------------------------------------------------------------------------
+
+@call_transform("call")
+def call(m, ctx):
+    """A plain call with the extras a declarative rule cannot say, all from ``emit.options``:
+
+    - ``kwargs``: fixed keywords (Python text), e.g. ``{ reduction = "'none'" }``;
+    - ``int_dtype``: the target keyword holding a value; when that value is a literal made only
+      of ints and no dtype is given, pin ``dtype=torch.int32`` (TensorFlow's inference; torch's
+      would be int64);
+    - ``float_dtype``: likewise, but for a literal of ints pin ``torch.float64`` (tf.linspace);
+    - ``then``: a suffix applied to the result, e.g. ``.values`` or ``.int()``.
+    """
+    opts = _options(m)
+    for k, v in opts.get("kwargs", {}).items():
+        m.kwargs.setdefault(k, _e(v))
+    for key, pinned in (("int_dtype", INT32), ("float_dtype", "torch.float64")):
+        names = opts.get(key)
+        if names and "dtype" not in m.kwargs:
+            names = [names] if isinstance(names, str) else names
+            values = [_lit(m.kwargs.get(n)) for n in names if n in m.kwargs]
+            if values and all(_all_ints(v) for v in values):
+                m.kwargs["dtype"] = ctx.spell(pinned)
+    out = _plain(m, ctx)
+    if out is None or not opts.get("then"):
+        return out
+    return _e(_atom_code(out) + opts["then"])
+
+
+@call_transform("reduce")
+def reduce(m, ctx):
+    """A reduction: ``axis`` None reduces everything; ``keepdims`` then needs ``dim=None`` spelled
+    (``torch.sum(x, keepdim=True)`` does not exist). ``emit.options.single_dim``: the target takes
+    one int dim (torch.prod); ``all_dims``: the target needs the dims listed (torch.logsumexp)."""
+    opts = _options(m)
+    dim = m.kwargs.get("dim")
+    if opts.get("single_dim") and dim is not None:
+        lit = _lit(dim)
+        if isinstance(lit, tuple) and len(lit) == 1:
+            m.kwargs["dim"] = _e(repr(lit[0]))
+        elif not isinstance(lit, int):
+            m.fail(ctx, "unsupported-argument", f"{m.rule.emit['target']} reduces over one axis only; "
+                   "reduce one axis at a time")
+            return None
+    if dim is None and (opts.get("all_dims") or "keepdim" in m.kwargs):
+        if opts.get("all_dims"):
+            x = m.kwargs.get("input")
+            if x is None:
+                return None
+            m.kwargs["dim"] = _e(f"tuple(range({_atom_code(x)}.dim()))")
+        elif opts.get("single_dim"):
+            m.fail(ctx, "unsupported-argument", "keepdims=True over all axes: reduce axis by axis")
+            return None
+        else:
+            m.kwargs["dim"] = _e("None")
+        # keep the keyword order input, dim, keepdim
+        m.kwargs = {k: m.kwargs[k] for k in ("input", "dim", "keepdim") if k in m.kwargs} | m.kwargs
+    for k, v in opts.get("kwargs", {}).items():
+        m.kwargs.setdefault(k, _e(v))
+    return _plain(m, ctx)
+
+
+# --- tensors from values ---------------------------------------------------------------------------
+
+@call_transform("shape")
+def shape(m, ctx):
+    """``tf.shape(x)`` is an int32 tensor: ``torch.tensor(x.shape, dtype=torch.int32)``; indexed by
+    an int (``tf.shape(x)[0]``, the common use) it becomes the plain ``x.shape[0]``."""
+    x = m.kwargs.get("input")
+    if x is None:
+        return None
+    dtype = m.kwargs.get("dtype")
+    if dtype is not None and _code(dtype).replace(" ", "") not in ("torch.int32",):
+        tensor = f"{_spell(ctx, 'torch.tensor')}({_atom_code(x)}.shape, dtype={_code(dtype)})"
+    else:
+        tensor = f"{_spell(ctx, 'torch.tensor')}({_atom_code(x)}.shape, dtype={_spell(ctx, INT32)})"
+
+    def indexed(sub: cst.Subscript) -> cst.BaseExpression:
+        if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
+            idx = _lit(sub.slice[0].slice.value)
+            if isinstance(idx, int) and not isinstance(idx, bool):
+                return _e(f"{_atom_code(x)}.shape[{_code(sub.slice[0].slice.value)}]")
+        return sub
+
+    ctx.subscript_hooks[id(m.node)] = indexed
+    return _e(tensor)
+
+
+@call_transform("keras-shape")
+def keras_shape(m, ctx):
+    """``keras.ops.shape(x)`` is a tuple of ints: ``x.shape``."""
+    x = m.kwargs.get("input")
+    return None if x is None else _e(f"{_atom_code(x)}.shape")
+
+
+@call_transform("random-normal")
+def random_normal(m, ctx):
+    """``tf.random.normal`` → ``torch.randn`` (mean 0, stddev 1) or ``torch.normal(mean, std, size)``."""
+    size = m.kwargs.pop("size")
+    mean, std = m.kwargs.pop("mean", None), m.kwargs.pop("std", None)
+    rest = "".join(f", {k}={_code(v)}" for k, v in m.kwargs.items())
+    if (mean is None or _lit(mean) == 0) and (std is None or _lit(std) == 1):
+        return _e(f"{_spell(ctx, 'torch.randn')}({_code(size)}{rest})")
+    mean_t = "0.0" if mean is None else _code(mean)
+    std_t = "1.0" if std is None else _code(std)
+    return _e(f"{_spell(ctx, 'torch.normal')}({mean_t}, {std_t}, size={_code(size)}{rest})")
+
+
+@call_transform("random-uniform")
+def random_uniform(m, ctx):
+    """``tf.random.uniform``: floats in [minval, maxval) → ``torch.rand`` (scaled and shifted when
+    the bounds are not 0 and 1); integer dtypes → ``torch.randint(minval, maxval, size)``."""
+    size = m.kwargs.pop("size")
+    lo, hi = m.kwargs.pop("low", None), m.kwargs.pop("high", None)
+    dtype = m.kwargs.get("dtype")
+    dtext = "" if dtype is None else _code(dtype).replace(" ", "")
+    if dtext.startswith("torch.int") or dtext.startswith("torch.uint"):
+        if hi is None:
+            m.fail(ctx, "unsupported-argument", "an integer tf.random.uniform needs maxval")
+            return None
+        rest = "".join(f", {k}={_code(v)}" for k, v in m.kwargs.items())
+        return _e(f"{_spell(ctx, 'torch.randint')}({'0' if lo is None else _code(lo)}, {_code(hi)}, "
+                  f"{_code(size)}{rest})")
+    rest = "".join(f", {k}={_code(v)}" for k, v in m.kwargs.items())
+    lo_zero = lo is None or _lit(lo) == 0
+    hi_one = hi is None or _lit(hi) == 1
+    if lo_zero and hi_one:
+        return _e(f"{_spell(ctx, 'torch.rand')}({_code(size)}{rest})")
+    lo_t = "0.0" if lo is None else _code(lo)
+    hi_t = "1.0" if hi is None else _code(hi)
+    return _e(f"{_spell(ctx, 'torch.empty')}({_code(size)}{rest}).uniform_({lo_t}, {hi_t})")
+
+
+# --- shapes and indexing ---------------------------------------------------------------------------
+
+@call_transform("transpose")
+def transpose(m, ctx):
+    """``tf.transpose(a, perm)`` → ``a.permute(...)``; no perm reverses every axis."""
+    a = m.kwargs.get("input")
+    perm = m.kwargs.get("dims")
+    recv = _atom_code(a)
+    lit = _lit(perm)
+    if perm is None or lit is None:
+        out = f"{recv}.permute(*reversed(range({recv}.dim())))"
+    elif isinstance(lit, (list, tuple)) and _all_ints(list(lit)):
+        out = f"{recv}.permute({', '.join(str(i) for i in lit)})"
+    else:
+        out = f"{recv}.permute(*{_code(_atom(perm))})"
+    conj = _lit(m.extras.get("conjugate"))
+    if conj is True:
+        out += ".conj()"
+    elif "conjugate" in m.extras and conj is not False:
+        m.fail(ctx, "unsupported-argument", "conjugate must be a literal True or False")
+        return None
+    return _e(out)
+
+
+def _index_along(recv: str, axis, index: str) -> str | None:
+    """``recv[index]`` along a literal axis: ``x[:, i]`` for axis 1, ``x[..., i]`` for axis -1."""
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        return None
+    if axis >= 0:
+        return f"{recv}[{', '.join([':'] * axis + [index])}]"
+    return f"{recv}[{', '.join(['...', index] + [':'] * (-axis - 1))}]"
+
+
+@call_transform("gather")
+def gather(m, ctx):
+    """``tf.gather(params, indices, axis)`` → ``params[indices]`` along that axis (any index rank).
+
+    ``emit.options.axis_none = "flatten"`` (keras.ops.take): axis None indexes the flattened tensor."""
+    params, indices = m.kwargs.get("input"), m.kwargs.get("index")
+    axis_node = m.kwargs.get("dim")
+    axis = 0 if axis_node is None else _lit(axis_node)
+    if _lit(m.extras.get("batch_dims", cst.Integer("0"))) not in (0,):
+        m.fail(ctx, "unsupported-argument", "batch_dims != 0 has no one-call torch equivalent; "
+               "index with explicit batch aranges (or torch.gather on broadcast indices)")
+        return None
+    recv = _atom_code(params)
+    if (axis_node is None or axis is None) and _options(m).get("axis_none") == "flatten":
+        return _e(f"{recv}.flatten()[{_code(indices)}]")
+    if axis is None:
+        axis = 0
+    out = _index_along(recv, axis, _code(indices))
+    if out is None:
+        m.fail(ctx, "unsupported-argument", f"axis={_code(axis_node)}: write the axis as an int literal")
+        return None
+    return _e(out)
+
+
+@call_transform("boolean-mask")
+def boolean_mask(m, ctx):
+    """``tf.boolean_mask(tensor, mask, axis)`` → ``tensor[mask]`` along that axis."""
+    t, mask = m.kwargs["input"], m.kwargs["mask"]
+    axis_node = m.kwargs.get("dim")
+    axis = 0 if axis_node is None or _lit(axis_node) is None else _lit(axis_node)
+    if isinstance(axis, int) and axis < 0:
+        m.fail(ctx, "unsupported-argument", "a negative axis depends on the mask's rank; write it as a positive int")
+        return None
+    out = _index_along(_atom_code(t), axis, _code(mask))
+    if out is None:
+        m.fail(ctx, "unsupported-argument", f"axis={_code(axis_node)}: write the axis as an int literal")
+        return None
+    return _e(out)
+
+
+@call_transform("where")
+def where(m, ctx):
+    """``tf.where(c, x, y)`` → ``torch.where``; ``tf.where(c)`` (the indices of the True entries,
+    int64, shape (n, rank)) → ``torch.argwhere(c)``."""
+    c, x, y = m.kwargs.get("condition"), m.kwargs.get("input"), m.kwargs.get("other")
+    if x is None and y is None:
+        one = _options(m).get("one_arg", "argwhere")
+        if one == "argwhere":
+            return _e(f"{_spell(ctx, 'torch.argwhere')}({_code(c)})")
+        m.fail(ctx, "unsupported-argument", "the one-argument form returns a tuple of index arrays; "
+               "use torch.nonzero(c, as_tuple=True) and check the index dtype")
+        return None
+    if x is None or y is None:
+        m.fail(ctx, "unsupported-argument", "give both x and y (or neither)")
+        return None
+    return _e(f"{_spell(ctx, 'torch.where')}({_code(c)}, {_code(x)}, {_code(y)})")
+
+
+@call_transform("one-hot")
+def one_hot(m, ctx):
+    """``tf.one_hot(indices, depth)`` is **float32** (torch's ``F.one_hot`` is int64 and wants int64
+    indices): ``F.one_hot(indices.long(), depth).float()``; on/off values → ``torch.where``;
+    another axis → ``.movedim(-1, axis)``."""
+    idx, depth = m.kwargs["input"], m.kwargs["num_classes"]
+    on, off = m.kwargs.get("on_value"), m.kwargs.get("off_value")
+    dtype = m.kwargs.get("dtype")
+    axis = m.kwargs.get("axis")
+    base = f"{_spell(ctx, 'torch.nn.functional.one_hot')}({_atom_code(idx)}.long(), {_code(depth)})"
+    if on is not None or off is not None:
+        on_t = _code(on) if on is not None else "1.0"
+        off_t = _code(off) if off is not None else "0.0"
+        if on is not None and off is not None and _all_ints(_lit(on)) and _all_ints(_lit(off)) and dtype is None:
+            dtype = ctx.spell(INT32)  # int on/off values: TensorFlow infers int32
+        out = f"{_spell(ctx, 'torch.where')}({base}.bool(), {on_t}, {off_t})"
+        if dtype is not None:
+            out += f".to({_code(dtype)})"
+    else:
+        d = "torch.float32" if dtype is None else _code(dtype).replace(" ", "")
+        out = base + {"torch.float32": ".float()", "torch.int64": ""}.get(d, f".to({_code(dtype) if dtype is not None else d})")
+    ax = _lit(axis)
+    if axis is not None and ax not in (-1, None):
+        if not isinstance(ax, int):
+            m.fail(ctx, "unsupported-argument", "axis must be an int literal")
+            return None
+        out = f"{_atom_code(_e(out))}.movedim(-1, {ax})"
+    return _e(out)
+
+
+@call_transform("split")
+def split(m, ctx):
+    """``tf.split(x, n)``: n equal parts → ``torch.chunk(x, n, dim)`` (torch.split's int is a part
+    *size*); ``tf.split(x, [2, 3])``: sizes → ``torch.split(x, [2, 3], dim)``."""
+    x, what = m.kwargs["input"], m.kwargs["split_size_or_sections"]
+    dim = m.kwargs.get("dim")
+    lit = _lit(what)
+    dim_t = "" if dim is None or _lit(dim) == 0 else f", dim={_code(dim)}"
+    if isinstance(lit, int) and not isinstance(lit, bool):
+        return _e(f"{_spell(ctx, 'torch.chunk')}({_code(x)}, {_code(what)}{dim_t})")
+    if isinstance(lit, (list, tuple)) and _all_ints(list(lit)):
+        if any(v < 0 for v in lit):
+            m.fail(ctx, "unsupported-argument", "a -1 (inferred) size has no torch.split equivalent; "
+                   "write the size out")
+            return None
+        return _e(f"{_spell(ctx, 'torch.split')}({_code(x)}, {_code(what)}{dim_t})")
+    m.fail(ctx, "unsupported-argument", "num_or_size_splits must be a literal: an int (number of equal "
+           "parts → torch.chunk) or a list of sizes (→ torch.split); torch.split's int means a part size")
+    return None
+
+
+# --- linear algebra ---------------------------------------------------------------------------------
+
+@call_transform("matmul")
+def matmul(m, ctx):
+    """``tf.matmul(a, b, transpose_a=..., adjoint_b=...)`` → ``torch.matmul`` on
+    ``a.transpose(-2, -1)`` / ``a.mH`` (the conjugate transpose)."""
+    a, b = m.kwargs["input"], m.kwargs["other"]
+    parts = []
+    for node, side in ((a, "a"), (b, "b")):
+        t = _lit(m.extras.get(f"transpose_{side}", cst.Name("False")))
+        adj = _lit(m.extras.get(f"adjoint_{side}", cst.Name("False")))
+        if t not in (True, False) or adj not in (True, False):
+            m.fail(ctx, "unsupported-argument", f"transpose_{side}/adjoint_{side} must be literal booleans")
+            return None
+        if t and adj:
+            m.fail(ctx, "unsupported-argument", f"transpose_{side} and adjoint_{side} cannot both be True")
+            return None
+        text = _code(node)
+        if t:
+            text = f"{_atom_code(node)}.transpose(-2, -1)"
+        elif adj:
+            text = f"{_atom_code(node)}.mH"
+        parts.append(text)
+    return _e(f"{_spell(ctx, 'torch.matmul')}({parts[0]}, {parts[1]})")
+
+
+@call_transform("add-n")
+def add_n(m, ctx):
+    """``tf.add_n([a, b, c])`` → ``a + b + c``; a list that is not a literal → ``torch.stack(xs).sum(dim=0)``."""
+    xs = m.kwargs["inputs"]
+    if isinstance(xs, (cst.List, cst.Tuple)) and xs.elements and not any(
+            isinstance(e, cst.StarredElement) for e in xs.elements):
+        return _e(" + ".join(_code(_atom(e.value)) for e in xs.elements))
+    return _e(f"{_spell(ctx, 'torch.stack')}({_code(xs)}).sum(dim=0)")
+
+
+# --- numerics with their own formula ------------------------------------------------------------------
+
+@call_transform("l2-normalize")
+def l2_normalize(m, ctx):
+    """``tf.math.l2_normalize``: ``x * rsqrt(max(sum(x**2), epsilon))`` — epsilon bounds the
+    *squared* norm (F.normalize bounds the norm: they differ for tiny vectors), written out."""
+    x = m.kwargs["input"]
+    axis = m.kwargs.get("dim")
+    eps = m.kwargs.get("eps")
+    eps_t = "1e-12" if eps is None else _code(eps)
+    xa = _atom_code(x)
+    dim_t = "dim=None" if axis is None else f"dim={_code(axis)}"
+    return _e(f"{xa} * {_spell(ctx, 'torch.rsqrt')}({_spell(ctx, 'torch.sum')}({xa} * {xa}, {dim_t}, "
+              f"keepdim=True).clamp(min={eps_t}))")
+
+
+@call_transform("moments")
+def moments(m, ctx):
+    """``tf.nn.moments(x, axes)`` → ``(mean, variance)`` with the **biased** variance."""
+    x = m.kwargs["input"]
+    dim = m.kwargs.get("dim")
+    keep = m.kwargs.get("keepdim")
+    if m.extras.get("shift") is not None and _lit(m.extras["shift"]) is not None:
+        m.fail(ctx, "unsupported-argument", "shift is not used by TF2's moments either; remove it")
+        return None
+    kd = "" if keep is None else f", keepdim={_code(keep)}"
+    d = f"dim={_code(dim)}" if dim is not None else "dim=None"
+    return _e(f"({_spell(ctx, 'torch.mean')}({_code(x)}, {d}{kd}), "
+              f"{_spell(ctx, 'torch.var')}({_code(x)}, {d}, correction=0{kd}))")
+
+
+@call_transform("extremum")
+def extremum(m, ctx):
+    """``tf.maximum(x, 0.0)``: torch.maximum wants two tensors, so a number operand becomes
+    ``torch.clamp(x, min=0.0)``; two tensors stay ``torch.maximum(a, b)``."""
+    a, b = m.kwargs["input"], m.kwargs["other"]
+    bound = _options(m)["bound"]  # "min" for maximum, "max" for minimum
+    if _all_numbers(_lit(b)) and not _all_numbers(_lit(a)):
+        return _e(f"{_spell(ctx, 'torch.clamp')}({_code(a)}, {bound}={_code(b)})")
+    if _all_numbers(_lit(a)) and not _all_numbers(_lit(b)):
+        return _e(f"{_spell(ctx, 'torch.clamp')}({_code(b)}, {bound}={_code(a)})")
+    return _plain(m, ctx)
+
+
+@call_transform("sparse-softmax-cross-entropy")
+def sparse_softmax_ce(m, ctx):
+    """Per-example cross-entropy with int labels; TF's class axis is the last one, torch's is 1."""
+    labels, logits = m.kwargs["target"], m.kwargs["input"]
+    return _e(f"{_spell(ctx, 'torch.nn.functional.cross_entropy')}({_atom_code(logits)}.movedim(-1, 1), "
+              f"{_atom_code(labels)}.long(), reduction='none')")
+
+
+@call_transform("softmax-cross-entropy")
+def softmax_ce(m, ctx):
+    """Per-example cross-entropy with probability labels along ``axis``: ``-Σ labels·log_softmax``."""
+    labels, logits = m.kwargs["target"], m.kwargs["input"]
+    axis = m.kwargs.get("dim")
+    a = "-1" if axis is None else _code(axis)
+    return _e(f"-{_spell(ctx, 'torch.sum')}({_atom_code(labels)} * "
+              f"{_spell(ctx, 'torch.nn.functional.log_softmax')}({_code(logits)}, dim={a}), dim={a})")
+
+
+@call_transform("pad")
+def pad(m, ctx):
+    """``tf.pad(x, [[a, b], [c, d]])`` → ``F.pad(x, (c, d, a, b))``: torch lists the pads from the
+    last axis backwards; leading (0, 0) pairs are left out. Constant mode only."""
+    x, paddings = m.kwargs["input"], m.kwargs["pad"]
+    lit = _lit(paddings)
+    if not (isinstance(lit, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2
+                                                   and _all_ints(list(p)) for p in lit)):
+        m.fail(ctx, "unsupported-argument", "paddings must be a literal list of [before, after] int pairs")
+        return None
+    mode = _lit(m.extras.get("mode", cst.SimpleString("'CONSTANT'")))
+    if not isinstance(mode, str) or mode.lower() != "constant":
+        m.fail(ctx, "unsupported-argument", f"mode={mode!r}: only constant padding maps exactly "
+               "(torch's reflect/replicate pad only some trailing axes; TF's SYMMETRIC has no equivalent)")
+        return None
+    pairs = [list(p) for p in lit]
+    while pairs and pairs[0] == [0, 0]:
+        pairs.pop(0)
+    flat = [v for p in reversed(pairs) for v in p]
+    value = m.kwargs.get("value")
+    v = "" if value is None or _lit(value) in (0, None) else f", value={_code(value)}"
+    return _e(f"{_spell(ctx, 'torch.nn.functional.pad')}({_code(x)}, ({', '.join(map(str, flat))}{',' if len(flat) == 1 else ''}){v})")

@@ -38,3 +38,96 @@ def dim(value, spec, m, ctx):
 def keep(value, spec, m, ctx):
     """Pass the value through under ``to`` (or the same name) for a call transform to use."""
     m.extras[spec.name] = value
+
+
+# --- tf.* / keras.ops.* arguments -----------------------------------------------------------------
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+def torch_dtype(value: cst.BaseExpression, m, ctx) -> cst.BaseExpression | None:
+    """A dtype argument as a torch dtype expression, or None (with an error finding on ``m``).
+
+    ``"float32"`` (a string) goes through the pack's dtype constant rules (``tensorflow.float32``);
+    ``tf.float32`` has already become ``torch.float32`` by the time the call is mapped (the rule
+    pass rewrites inner expressions first); any other expression (``x.dtype``) is kept as written.
+    """
+    lit = literal_value(value, NOT_LITERAL)
+    if isinstance(lit, str):
+        rule = ctx.pack.by_name.get(f"tensorflow.{lit}")
+        if rule is None or rule.kind != "constant":
+            m.fail(ctx, "unsupported-argument", f"dtype {lit!r} has no torch equivalent")
+            return None
+        return ctx.spell(rule.emit["target"])
+    if lit is None:
+        return None
+    q = ctx.imports.resolve(value)
+    if q is not None and q.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+        m.fail(ctx, "unsupported-argument", f"dtype {_code(value)} has no torch equivalent")
+        return None
+    return value
+
+
+@value_transform("dtype")
+def dtype(value, spec, m, ctx):
+    """A TensorFlow/Keras dtype (``tf.float32`` or ``"float32"``) → the torch dtype."""
+    out = torch_dtype(value, m, ctx)
+    if out is not None:
+        m.kwargs[spec.to or "dtype"] = out
+
+
+@value_transform("axis-or-last")
+def axis_or_last(value, spec, m, ctx):
+    """An ``axis`` whose None means the last axis (tf.nn.softmax): torch needs it spelled."""
+    lit = literal_value(value, NOT_LITERAL)
+    m.kwargs[spec.to or "dim"] = cst.parse_expression("-1") if lit is None else value
+
+
+@value_transform("axis-or-first")
+def axis_or_first(value, spec, m, ctx):
+    """An ``axis`` whose None means axis 0 (tf.argmax): torch's None would flatten instead."""
+    lit = literal_value(value, NOT_LITERAL)
+    m.kwargs[spec.to or "dim"] = cst.parse_expression("0") if lit is None else value
+
+
+@value_transform("gelu-approximate")
+def gelu_approximate(value, spec, m, ctx):
+    """``approximate=True`` (the tanh form) → ``approximate='tanh'``; False is torch's default."""
+    lit = literal_value(value, NOT_LITERAL)
+    if lit is False:
+        return
+    if lit is True:
+        m.kwargs["approximate"] = cst.parse_expression("'tanh'")
+    else:
+        m.kwargs["approximate"] = cst.parse_expression(f"'tanh' if {_code(value)} else 'none'")
+
+
+@value_transform("keepdim")
+def keepdim(value, spec, m, ctx):
+    """``keepdims``: False is torch's default and is not written."""
+    if literal_value(value, NOT_LITERAL) is False:
+        return
+    m.kwargs[spec.to or "keepdim"] = value
+
+
+@value_transform("int64-index")
+def int64_index(value, spec, m, ctx):
+    """An index ``output_type``: torch's argmax/argmin always return int64."""
+    text = _code(value).replace(" ", "")
+    if text in ("torch.int64", "'int64'", '"int64"'):
+        return
+    m.fail(ctx, "unsupported-argument", f"{spec.name}={_code(value)}: torch returns int64 indices; "
+           "cast the result with .to(...) after translation")
+
+
+@value_transform("sort-direction")
+def sort_direction(value, spec, m, ctx):
+    """``direction='DESCENDING'`` → ``descending=True``."""
+    lit = literal_value(value, NOT_LITERAL)
+    if lit == "ASCENDING":
+        return
+    if lit == "DESCENDING":
+        m.kwargs[spec.to or "descending"] = cst.parse_expression("True")
+        return
+    m.fail(ctx, "unsupported-argument", f"direction={_code(value)}: write 'ASCENDING' or 'DESCENDING' literally")
