@@ -395,15 +395,19 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
             m = by_target.get(n)
             problems.append(f"the map of {m.source_name if m else n} [{m.rule if m else '?'}] writes {n}, "
                             "which the translated model does not have")
+        first_bad = None
         for n in tstate:
             if n in state and tuple(state[n].shape) != tuple(tstate[n]):
                 m = by_target.get(n)
                 problems.append(f"{n}: the map of {m.source_name if m else n} [{m.rule if m else '?'}] gives shape "
                                 f"{tuple(state[n].shape)}, the translated module has {tuple(tstate[n])}")
+                if m is not None and first_bad is None:
+                    first_bad = {"layer": m.layer, "point": "weights", "torch": n, "rule": m.rule,
+                                 "max_abs": None, "max_rel": None}
         cert = _certificate_base(opts, direction, keras_major, keras_why, specs, rtol, atol, kresp, tbuild,
                                  records, layout, out_layout)
         if problems:
-            cert.update(verdict="mismatch", problems=problems, first_diverging=None)
+            cert.update(verdict="mismatch", problems=problems, first_diverging=first_bad)
             times["transfer"] = time.perf_counter() - t1
             cert["timing"] = times
             return cert
