@@ -1,10 +1,1137 @@
-"""(placeholder) structural pass: subclass."""
+"""Structural pass: ``keras.Model`` / ``keras.layers.Layer`` subclasses → ``nn.Module``.
+
+What changes, each on the line it was written on:
+
+- the base (``keras.Model``, ``layers.Layer``, ``tf_keras.Model``...) becomes ``nn.Module``; a class
+  deriving from another translated class of the file keeps that base;
+- ``super().__init__(name=..., **kwargs)`` → ``super().__init__()`` (the keywords are Keras-only);
+- ``self.x = <Keras layer>`` in ``__init__`` → the torch module(s) (several in ``nn.Sequential``), a
+  list of layers → ``nn.ModuleList``; each layer with variables gets a ``LayerRecord`` (``x`` → ``x`` or
+  ``x.<i>``), a custom layer held as an attribute contributes its records under ``x.``;
+- ``call(self, inputs, training=None, mask=None)`` → ``forward(self, inputs)``: ``training`` becomes
+  ``self.training``, ``training=`` passed to sub-modules is dropped (torch takes the mode from
+  ``.train()``/``.eval()``), a ``mask`` the body uses is an error;
+- layout: subclass bodies keep the source's channels-last layout (ranks cannot be followed through
+  arbitrary tensor code). Modules that need channels-first inputs are called as
+  ``self.conv(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)`` (info ``layout-kept``, once per class), so a
+  Flatten stays in channels-last order and no weight is permuted;
+- merge layers (Add, Concatenate, Multiply) have no torch module: their call sites become the
+  expression (``a + b``, ``torch.cat(...)``) and their ``__init__`` line becomes a comment saying so
+  (a comment, not a removed line, keeps the line structure);
+- ``self.add_weight(...)`` / ``add_variable`` → ``nn.Parameter(<torch initializer>)`` with the exact
+  Keras distribution (rule ``add-weight``); a ``build(self, input_shape)`` that does not use the input
+  shape is called at the end of ``__init__`` (``self.build()`` takes the blank line after
+  ``__init__``); one that does is kept and reported (``shape-unknown``): torch modules know their
+  input only when called, so the user calls ``build`` once with the shape;
+- ``get_config``/``from_config`` are kept (info: unused by torch); ``train_step``/``test_step``,
+  ``add_loss``/``add_metric``, and the functional API (``keras.Model(inputs, outputs)``) are errors.
+
+Shapes are followed through straight-line ``x = self.layer(x)`` code in ``call`` so that a BatchNorm
+after a convolution knows its rank and channels; the model's own input shape is unknown (None).
+"""
 from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.context import FileContext
+from fwport.bind import NOT_LITERAL, literal_value
+from fwport.context import FileContext, LayerRecord, ModelInfo
+from fwport.engine import LayerContext, LayerEmission, code, expr, map_call, translate_layer
+from fwport.finding import Severity
+from fwport.names import ScopedResolver, bound_names, dotted, dotted_text
+
+BASES = ("keras.Model", "keras.layers.Layer")
+FUNCTIONAL = "keras.Model"
+INPUT = "keras.Input"
+ADD_WEIGHT_RULE = "add-weight"
+_ADD_WEIGHT_METHODS = ("add_weight", "add_variable")
+# positional parameters of add_weight, by Keras generation (Keras 3 takes at most these three)
+_POSITIONAL = {3: ("shape", "initializer", "dtype"),
+               2: ("name", "shape", "dtype", "initializer", "regularizer", "trainable", "constraint")}
+_ERROR_METHODS = {
+    "train_step": "a custom train_step has no nn.Module counterpart: write the training loop "
+                  "(loss.backward(), optimizer.step()) where the model is trained",
+    "test_step": "a custom test_step has no nn.Module counterpart: write the evaluation loop by hand",
+    "predict_step": "a custom predict_step has no nn.Module counterpart: call the model under torch.no_grad()",
+}
+_ERROR_CALLS = {
+    "add_loss": "torch modules have no add_loss: return the extra loss term from forward (or store it on "
+                "self) and add it to the loss where the model is trained",
+    "add_metric": "torch modules have no add_metric: compute the metric where the model is evaluated",
+}
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
-    return module
+    p = _SubclassPass(ctx)
+    out = module.visit(p)
+    p.expand_nested()
+    return out
+
+
+# --- plans: what each class becomes, decided on the input tree before rewriting ------------------------
+
+@dataclass
+class _Attr:
+    """A ``self.<name> = ...`` module attribute of a translated class."""
+
+    name: str
+    call: cst.Call | None = None  # the layer call (or the element call of a list)
+    rule: object = None
+    kind: str = "layer"  # layer | list | nested
+    emission: LayerEmission | None = None
+    in_shape: object = NOT_LITERAL  # the shape it was translated for
+    done: bool = False
+    functional: object = None
+    bound: int = 0  # rank of the channels-first input it needs (0: layout-free)
+    keeps_rank: bool = True  # the output is a feature map of the same rank (permute back)
+    seq: tuple | None = None  # (in permute rank, out permute rank) for an nn.Sequential of the Sequential pass
+    out: cst.BaseExpression | None = None  # the module expression that replaces the layer call
+
+
+@dataclass
+class _Plan:
+    name: str
+    node: cst.ClassDef
+    attrs: dict[str, _Attr] = field(default_factory=dict)
+    replace: dict[int, cst.BaseExpression] = field(default_factory=dict)  # id(input expr) → output expr
+    comment_out: dict[int, str] = field(default_factory=dict)  # id(statement line) → note
+    nested: dict[str, str] = field(default_factory=dict)  # attr → translated class it holds
+    call_fn: cst.FunctionDef | None = None
+    init_fn: cst.FunctionDef | None = None
+    build_fn: cst.FunctionDef | None = None
+    build_static: bool = False  # build() to be called at the end of __init__
+    drop_params: set[str] = field(default_factory=set)  # forward parameters removed
+    loop_vars: set[str] = field(default_factory=set)  # `for blk in self.blocks:` names: modules too
+    layout_reported: bool = False
+
+
+class _SubclassPass(ScopedResolver, cst.CSTTransformer):
+    def __init__(self, ctx: FileContext):
+        super().__init__()
+        self.ctx = ctx
+        self._init_scopes(ctx.imports)
+        self.translated: dict[str, cst.ClassDef] = {}  # class name → node, for every translated class
+        self.plans: list[_Plan | None] = []  # enclosing classes (None: not translated)
+        self.all_plans: list[_Plan] = []
+        self.functional_scopes: list[bool] = []  # per function: holds a functional keras.Model call
+        self.fn_stack: list[cst.FunctionDef] = []
+        self._stmt_of: dict[int, cst.CSTNode | None] = {}  # id(layer call in __init__) → its statement line
+
+    # --- settled nodes keep their identity for the passes after this one -------------------------------
+    def on_leave(self, original_node, updated_node):
+        out = super().on_leave(original_node, updated_node)
+        return original_node if id(original_node) in self.ctx.settled else out
+
+    @property
+    def plan(self) -> _Plan | None:
+        return self.plans[-1] if self.plans else None
+
+    # --- which classes are translated ---------------------------------------------------------------------
+    def visit_Module(self, node: cst.Module) -> None:
+        classes: list[cst.ClassDef] = []
+
+        class _Collect(cst.CSTVisitor):
+            def visit_ClassDef(self, n: cst.ClassDef) -> None:
+                classes.append(n)
+
+        node.visit(_Collect())
+        changed = True
+        while changed:  # a class deriving from a translated class of the file is translated too
+            changed = False
+            for c in classes:
+                if c.name.value in self.translated:
+                    continue
+                for b in c.bases:
+                    if b.keyword is None and (self.ctx.imports.resolve(b.value) in BASES
+                                              or (isinstance(b.value, cst.Name) and b.value.value in self.translated)):
+                        self.translated[c.name.value] = c
+                        changed = True
+                        break
+        self.functional_scopes.append(_has_functional(node.body, self))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if self.translated.get(node.name.value) is not node:
+            self.plans.append(None)
+            return
+        plan = _Plan(node.name.value, node)
+        self.plans.append(plan)
+        self.all_plans.append(plan)
+        self._plan_class(plan)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        plan = self.plans.pop()
+        if plan is None:
+            return updated_node
+        bases = []
+        for o, b in zip(original_node.bases, updated_node.bases):
+            if b.keyword is None and self.ctx.imports.resolve(o.value) in BASES:
+                b = b.with_changes(value=self.ctx.spell("torch.nn.Module"))
+            bases.append(b)
+        updated_node = updated_node.with_changes(bases=bases)
+        if plan.build_static:
+            updated_node = self._call_build_from_init(plan, original_node, updated_node)
+        return updated_node
+
+    # --- functions -----------------------------------------------------------------------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        super().visit_FunctionDef(node)
+        self.fn_stack.append(node)
+        self.functional_scopes.append(_has_functional(node.body.body if isinstance(node.body, cst.IndentedBlock)
+                                                      else [], self))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef):
+        self.fn_stack.pop()
+        self.functional_scopes.pop()
+        updated_node = super().leave_FunctionDef(original_node, updated_node)
+        plan = self.plan
+        if plan is None:
+            return updated_node
+        if original_node is plan.call_fn:
+            updated_node = self._forward(plan, original_node, updated_node)
+        elif original_node is plan.build_fn and plan.build_static:
+            updated_node = _optional_second_param(updated_node)
+        return updated_node
+
+    def _in_method(self) -> cst.FunctionDef | None:
+        """The method of the current class we are in (the outermost function below the class)."""
+        plan = self.plan
+        if plan is None or not self.fn_stack:
+            return None
+        for fn in self.fn_stack:
+            if fn in _methods(plan.node):
+                return fn
+        return None
+
+    # --- calls ---------------------------------------------------------------------------------------------
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        q = self.qualname(original_node.func)
+        if q == FUNCTIONAL:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", "the functional API (keras.Model(inputs, "
+                            "outputs)) is not translated yet: write an nn.Module subclass whose forward calls the "
+                            "layers in order", original_node)
+            self.ctx.settled.add(id(original_node))
+            return original_node
+        if q == INPUT and self.functional_scopes and self.functional_scopes[-1]:
+            self.ctx.settled.add(id(original_node))  # reported with its keras.Model(...) call
+            return original_node
+        plan = self.plan
+        if plan is None or self._in_method() is None:
+            return updated_node
+        new = plan.replace.get(id(original_node))
+        if new is not None:
+            return new
+        func = original_node.func
+        parts = dotted(func)
+        if parts and len(parts) == 1 and parts[0] in plan.loop_vars:
+            return _drop_training(original_node, updated_node)
+        # self.<attr>(...) and self(...) / self.call(...): torch modules take no training=
+        if parts and parts[0] == "self" and len(parts) <= 2:
+            updated_node = _drop_training(original_node, updated_node)
+            if len(parts) == 2 and parts[1] == "call":
+                return updated_node.with_changes(func=cst.Name("self"))
+            if len(parts) == 2 and parts[1] in _ERROR_CALLS:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", _ERROR_CALLS[parts[1]], original_node)
+                return updated_node
+            if len(parts) == 2 and parts[1] in plan.attrs:
+                return self._call_site(plan, plan.attrs[parts[1]], original_node, updated_node)
+        if (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Call)
+                and dotted_text(func.value.func) == "super"):
+            meth = func.attr.value
+            if meth == "__init__":
+                return self._super_init(original_node, updated_node)
+            if meth == "call":
+                updated_node = _drop_training(original_node, updated_node)
+                return updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("forward")))
+        return updated_node
+
+    def _super_init(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        kws = {a.keyword.value for a in original.args if a.keyword is not None}
+        if {"inputs", "outputs"} & kws:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", "a subclass built through the functional API "
+                            "(super().__init__(inputs=..., outputs=...)) is not translated yet: build the layers "
+                            "in __init__ and call them in forward", original)
+            return updated
+        return updated.with_changes(func=updated.func.with_changes(value=cst.Call(cst.Name("super"))), args=[])
+
+    def _call_site(self, plan: _Plan, a: _Attr, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if a.functional is not None:
+            args = [x for x in updated.args if x.keyword is None]
+            if len(args) != 1 or args[0].star:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{a.name} takes one list of tensors",
+                                original)
+                return updated
+            return a.functional(args[0].value)
+        if a.seq is not None:
+            into, back = a.seq
+        elif a.bound:
+            into, back = a.bound, (a.bound if a.keeps_rank else 0)
+        else:
+            return updated
+        pos = [i for i, x in enumerate(updated.args) if x.keyword is None and not x.star]
+        if not pos:
+            return updated
+        i = pos[0]
+        arg = updated.args[i]
+        new_args = list(updated.args)
+        if into:
+            value = arg.value
+            if _is_permute(value, _to_last(into)):  # straight from another permuted module: no round trip
+                new_args[i] = arg.with_changes(value=value.func.value)
+            else:
+                new_args[i] = arg.with_changes(value=_permute(value, _to_first(into)))
+        out: cst.BaseExpression = updated.with_changes(args=new_args)
+        if back:
+            out = _permute(out, _to_last(back))
+        if not plan.layout_reported:
+            plan.layout_reported = True
+            self.ctx.report(Severity.INFO, "layout-kept", f"{plan.name} keeps the channels-last layout of the "
+                            "source: inputs of channels-first torch modules are permuted at each call",
+                            original)
+        return out
+
+    # --- names and statements inside forward / __init__ ---------------------------------------------------
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        plan = self.plan
+        if (plan is not None and original_node.value == "training" and "training" in plan.drop_params
+                and plan.call_fn is not None and plan.call_fn in self.fn_stack):
+            return cst.Attribute(cst.Name("self"), cst.Name("training"))
+        return updated_node
+
+    # a Name in these slots is not a variable use: restore it
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        return updated_node.with_changes(name=original_node.name)
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        plan = self.plan
+        if plan is not None:
+            new = plan.replace.get(id(original_node.value))
+            if new is not None:
+                return updated_node.with_changes(value=new)
+        return updated_node
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock):
+        plan = self.plan
+        if plan is None or not plan.comment_out:
+            return updated_node
+        body = list(updated_node.body)
+        for i in range(len(original_node.body) - 1, -1, -1):
+            note = plan.comment_out.get(id(original_node.body[i]))
+            if note is None:
+                continue
+            stmt = body[i]
+            src_lines = code(original_node.body[i].with_changes(leading_lines=[])).rstrip("\n").split("\n")
+            if i + 1 < len(body):
+                comments = [cst.EmptyLine(comment=cst.Comment(f"# {ln.strip()}")) for ln in src_lines[:-1]]
+                comments.append(cst.EmptyLine(comment=cst.Comment(f"# {src_lines[-1].strip()}  ({note})")))
+                body[i + 1] = body[i + 1].with_changes(
+                    leading_lines=[*stmt.leading_lines, *comments, *body[i + 1].leading_lines])
+                del body[i]
+            elif len(src_lines) == 1:
+                body[i] = cst.SimpleStatementLine(
+                    [cst.Pass()], leading_lines=stmt.leading_lines,
+                    trailing_whitespace=cst.TrailingWhitespace(cst.SimpleWhitespace("  "),
+                                                               cst.Comment(f"# {src_lines[0].strip()}  ({note})")))
+        return updated_node.with_changes(body=body)
+
+    # --- planning one class --------------------------------------------------------------------------------
+    def _plan_class(self, plan: _Plan) -> None:
+        ctx = self.ctx
+        methods = _methods(plan.node)
+        by_name = {m.name.value: m for m in methods}
+        plan.init_fn = by_name.get("__init__")
+        plan.call_fn = by_name.get("call")
+        plan.build_fn = by_name.get("build")
+        for name, why in _ERROR_METHODS.items():
+            if name in by_name:
+                ctx.report(Severity.ERROR, "unsupported-construct", why, by_name[name])
+        for name in ("get_config", "from_config"):
+            if name in by_name:
+                ctx.report(Severity.INFO, "unsupported-construct", f"{name} is Keras serialization, which torch does "
+                           "not use (it saves state_dict): kept as it was; delete it once nothing needs it",
+                           by_name[name])
+        if plan.init_fn is not None:
+            self._plan_init(plan, plan.init_fn)
+        for m in methods:  # add_weight anywhere (Keras 3 allows it in __init__)
+            self._plan_add_weights(plan, m)
+        if plan.build_fn is not None:
+            self._plan_build(plan, plan.build_fn)
+        if plan.call_fn is not None:
+            self._plan_call(plan, plan.call_fn)
+        for a in plan.attrs.values():  # layers never called in call(): translated without a known input
+            if not a.done:
+                self._translate_attr(plan, a, None)
+        ctx.models[plan.name] = ModelInfo(plan.name, "subclass", None, "same")
+
+    def _resolve_in(self, node: cst.BaseExpression, fn: cst.FunctionDef) -> str | None:
+        parts = dotted(node)
+        if not parts or parts[0] in bound_names(fn) or self.shadowed(parts[0]):
+            return None
+        return self.ctx.imports.resolve_parts(parts)
+
+    def _plan_init(self, plan: _Plan, fn: cst.FunctionDef) -> None:
+        for stmt, assign in _self_assigns(fn):
+            attr = assign.targets[0].target.attr.value  # type: ignore[union-attr]
+            value = assign.value
+            if isinstance(value, cst.Call):
+                if isinstance(value.func, cst.Name) and value.func.value in self.translated:
+                    plan.nested[attr] = value.func.value
+                    continue
+                if isinstance(value.func, cst.Attribute) and value.func.attr.value in _ADD_WEIGHT_METHODS:
+                    continue
+                rule = self._layer_rule(value, fn)
+                if rule is not None:
+                    plan.attrs[attr] = _Attr(attr, value, rule, "layer")
+                    self._stmt_of[id(value)] = stmt
+                elif self._seq_model(plan, attr) is not None:
+                    plan.attrs[attr] = _Attr(attr, kind="sequential", done=True, seq=self._seq_model(plan, attr))
+            elif isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
+                self._plan_list(plan, attr, value, fn)
+
+    def _seq_model(self, plan: _Plan, attr: str) -> tuple | None:
+        """Permutes around an nn.Sequential that the Sequential pass made channels-first."""
+        info = self.ctx.models.get(f"{plan.name}.{attr}")
+        if info is None or info.layout != "nchw":
+            return None
+        rank = len(info.input_shape) + 1 if info.input_shape else 0
+        if not rank:
+            return None
+        out_rank = rank if info.output_layout == "nchw" else 0
+        return rank, out_rank
+
+    def _layer_rule(self, call: cst.Call, fn: cst.FunctionDef):
+        q = self._resolve_in(call.func, fn)
+        rule = self.ctx.pack.by_name.get(q) if q else None
+        return rule if rule is not None and rule.kind == "layer" else None
+
+    def _plan_list(self, plan: _Plan, attr: str, value, fn: cst.FunctionDef) -> None:
+        ctx = self.ctx
+        if isinstance(value, cst.ListComp):
+            elts = [value.elt]
+            n = _range_count(value)
+        else:
+            elts = [e.value for e in value.elements]
+            n = None
+        calls = [e for e in elts if isinstance(e, cst.Call) and self._layer_rule(e, fn) is not None]
+        if not calls:
+            return
+        if len(calls) != len(elts) or any(isinstance(e, cst.StarredElement) for e in getattr(value, "elements", [])):
+            ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} mixes Keras layers with other "
+                       "values: torch needs an nn.ModuleList of modules; build the list by hand", value)
+            for c in calls:
+                ctx.settled.add(id(c))
+            return
+        new_elts = []
+        for i, c in enumerate(elts):
+            rule = self._layer_rule(c, fn)
+            a = _Attr(f"{attr}[{i}]", c, rule, "list")
+            indices = list(range(n)) if isinstance(value, cst.ListComp) and n is not None else [i]
+            em = self._emit(plan, a, None, source=f"{attr}[{indices[0]}]", target=f"{attr}.{indices[0]}",
+                            extra_indices=[(f"{attr}[{k}]", f"{attr}.{k}") for k in indices[1:]])
+            if em is None:
+                return
+            if em.functional is not None or em.layout_bound:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{rule.names[0].rsplit('.', 1)[-1]} in a list: "
+                           "its call sites cannot be followed to " + ("write the operation out" if em.functional
+                           is not None else "permute its channels-last input") + "; hold it in an attribute of "
+                           "its own", c, rule)
+                return
+            new_elts.append(a.out)
+        if isinstance(value, cst.ListComp):
+            new_value = value.with_changes(elt=new_elts[0])
+        else:  # a tuple of layers becomes a list too: ModuleList takes any iterable, a list reads best
+            new_value = cst.List([e.with_changes(value=v) for e, v in zip(value.elements, new_elts)],
+                                 lbracket=cst.LeftSquareBracket(whitespace_after=_ws(value, "after")),
+                                 rbracket=cst.RightSquareBracket(whitespace_before=_ws(value, "before")))
+        plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(new_value)])
+
+    def _emit(self, plan: _Plan, a: _Attr, in_shape, source: str, target: str,
+              extra_indices: list[tuple[str, str]] = ()) -> LayerEmission | None:
+        """Translate one layer call; the module expression goes to ``a.out``."""
+        ctx = self.ctx
+        n_records = len(ctx.layers)
+        em = translate_layer(a.call, a.rule, ctx, LayerContext(in_shape, "keep", plan.name, source), a.call)
+        a.emission, a.in_shape, a.done = em, in_shape, True
+        if em.failed:
+            ctx.settled.add(id(a.call))
+            return None
+        if em.functional is not None:
+            a.functional = em.functional
+            a.out = None
+            return em
+        if len(em.modules) == 1:
+            a.out = em.modules[0]
+            weight_target = target
+        else:
+            a.out = cst.Call(ctx.spell("torch.nn.Sequential"),
+                                       [cst.Arg(m) for m in em.modules])
+            weight_target = f"{target}.{em.weight_module}"
+        a.bound = em.layout_bound
+        a.keeps_rank = em.out_shape is None or len(em.out_shape) + 1 == em.layout_bound
+        if len(ctx.layers) > n_records:  # translate_layer records the index; here the attribute path counts
+            rec = ctx.layers[-1]
+            rec.target = weight_target
+            for src, tgt in extra_indices:
+                suffix = weight_target[len(target):]
+                ctx.layers.append(LayerRecord(rec.scope, src, tgt + suffix, rec.rule, rec.variant, dict(rec.symbols)))
+        return em
+
+    def _translate_attr(self, plan: _Plan, a: _Attr, in_shape) -> tuple | None:
+        if a.kind != "layer":
+            return None
+        if a.done:
+            return a.emission.out_shape if a.emission is not None and a.in_shape == in_shape else None
+        em = self._emit(plan, a, in_shape, a.name, a.name)
+        if em is None:
+            return None
+        if em.functional is not None:
+            stmt = self._stmt_of.get(id(a.call))
+            if stmt is not None and self._only_called(plan, a.name):
+                plan.comment_out[id(stmt)] = "no torch module: written out where it is called"
+            else:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{a.name} has no torch module and is "
+                                "used other than by calling it: write the operation out by hand", a.call, a.rule)
+                a.functional = None
+                self.ctx.settled.add(id(a.call))
+            return em.out_shape
+        plan.replace[id(a.call)] = a.out
+        if em.out_shape is None and in_shape is not None and a.rule.emit.get("shape") == "dense":
+            return (*in_shape[:-1], None)  # Dense(units) with units not a literal: the rank is still known
+        return em.out_shape
+
+    def _only_called(self, plan: _Plan, attr: str) -> bool:
+        """``self.<attr>`` appears only as ``self.<attr>(...)`` outside its assignment."""
+        uses = calls = 0
+
+        class _Uses(cst.CSTVisitor):
+            def visit_Attribute(self, n: cst.Attribute) -> None:
+                nonlocal uses
+                if n.attr.value == attr and isinstance(n.value, cst.Name) and n.value.value == "self":
+                    uses += 1
+
+            def visit_Call(self, n: cst.Call) -> None:
+                nonlocal calls
+                if dotted(n.func) == ["self", attr]:
+                    calls += 1
+
+        plan.node.visit(_Uses())
+        return uses == calls + 1
+
+    # --- call → forward ------------------------------------------------------------------------------------
+    def _plan_call(self, plan: _Plan, fn: cst.FunctionDef) -> None:
+        ctx = self.ctx
+        names = [p.name.value for p in [*fn.params.params, *fn.params.kwonly_params]]
+        body_names = _names_used(fn.body)
+        assigned = bound_names(fn) - set(names)
+        if "training" in names:
+            if "training" in assigned:
+                ctx.report(Severity.ERROR, "unsupported-construct", "call() reassigns training: torch modules take "
+                           "the mode from .train()/.eval() (self.training); rewrite the branch by hand", fn)
+            else:
+                plan.drop_params.add("training")
+        if "mask" in names:
+            if "mask" in body_names:
+                ctx.report(Severity.ERROR, "unsupported-construct", "call() uses a Keras mask: torch has no mask "
+                           "propagation; pass the mask to forward explicitly and apply it where needed",
+                           _first_use(fn.body, "mask") or fn)
+            else:
+                plan.drop_params.add("mask")
+        # follow shapes through straight-line `x = self.layer(x)` code
+        self._walk(plan, fn.body.body if isinstance(fn.body, cst.IndentedBlock) else [], {})
+
+    def _walk(self, plan: _Plan, stmts, env: dict) -> None:
+        for s in stmts:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Name)):
+                        env[small.targets[0].target.value] = self._shape_of(plan, small.value, env)
+                        continue
+                    for c in _self_calls(small):
+                        self._shape_of(plan, c, env)
+                    for name in _assigned_names(small):
+                        env.pop(name, None)
+                continue
+            if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+                continue
+            if isinstance(s, cst.For) and (dotted(s.iter) or [""])[0] == "self":
+                plan.loop_vars.update(n.value for n in _name_nodes(s.target))
+            for c in _self_calls(s):  # the header: if/while tests, for iterables, with items
+                self._shape_of(plan, c, env)
+            before = dict(env)
+            for blk in _blocks(s):
+                self._walk(plan, blk.body, env)
+            for name in _assigned_names(s):  # a branch or loop may or may not have run: same shape or unknown
+                if env.get(name) != before.get(name):
+                    env.pop(name, None)
+
+    def _shape_of(self, plan: _Plan, node: cst.BaseExpression, env: dict) -> tuple | None:
+        if isinstance(node, cst.Name):
+            return env.get(node.value)  # type: ignore[return-value]
+        if isinstance(node, cst.Call):
+            parts = dotted(node.func)
+            args = [a.value for a in node.args if a.keyword is None and not a.star]
+            if parts and len(parts) == 2 and parts[0] == "self" and parts[1] in plan.attrs:
+                a = plan.attrs[parts[1]]
+                in_shape = self._shape_of(plan, args[0], env) if args else None
+                if a.kind == "layer":
+                    return self._translate_attr(plan, a, in_shape)
+                return None
+            for x in args:
+                self._shape_of(plan, x, env)
+            return None
+        for c in _self_calls(node):
+            self._shape_of(plan, c, env)
+        return None
+
+    def _forward(self, plan: _Plan, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        params = updated.params
+        kept = [p for p in params.params if p.name.value not in plan.drop_params]
+        kwonly = [p for p in params.kwonly_params if p.name.value not in plan.drop_params]
+        removed = [p for p in [*params.params, *params.kwonly_params] if p.name.value in plan.drop_params]
+        star = params.star_arg
+        if not kwonly and isinstance(star, cst.ParamStar):
+            star = cst.MaybeSentinel.DEFAULT
+        newline_ws = next((p.comma.whitespace_after for p in [*params.params, *params.kwonly_params]
+                           if isinstance(p.comma, cst.Comma) and isinstance(p.comma.whitespace_after,
+                                                                            cst.ParenthesizedWhitespace)
+                           and (p in removed or p is (kept[-1] if kept else None))), None)
+        new_params = params.with_changes(params=kept, kwonly_params=kwonly, star_arg=star)
+        # the last parameter loses its comma, unless a line break lived there (kept as a trailing comma)
+        last_list = "kwonly_params" if kwonly else ("star_arg" if isinstance(star, cst.Param) else "params")
+        if removed:
+            if last_list == "star_arg":
+                last = star.with_changes(comma=_last_comma(newline_ws))
+                new_params = new_params.with_changes(star_arg=last)
+            else:
+                items = list(getattr(new_params, last_list))
+                if items:
+                    items[-1] = items[-1].with_changes(comma=_last_comma(newline_ws))
+                    new_params = new_params.with_changes(**{last_list: items})
+            if params.star_kwarg is not None and isinstance(params.star_kwarg, cst.Param):
+                # **kwargs after the removed ones: the ones before it need their commas back
+                new_params = _recomma(new_params)
+        return updated.with_changes(name=cst.Name("forward"), params=new_params)
+
+    # --- build / add_weight --------------------------------------------------------------------------------
+    def _plan_add_weights(self, plan: _Plan, fn: cst.FunctionDef) -> None:
+        rule = self.ctx.pack.rules.get(ADD_WEIGHT_RULE)
+        for stmt, node in _add_weight_calls(fn):
+            if rule is None:
+                return
+            new = self._add_weight(plan, node, rule)
+            if new is None:
+                continue
+            plan.replace[id(node)] = new
+            if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
+                t = dotted(stmt.targets[0].target)
+                if t and len(t) == 2 and t[0] == "self":
+                    self.ctx.layers.append(LayerRecord(plan.name, t[1], t[1], rule.id))
+
+    def _add_weight(self, plan: _Plan, call: cst.Call, rule) -> cst.BaseExpression | None:
+        ctx = self.ctx
+        order = _POSITIONAL[2 if ctx.keras_version == 2 else 3]
+        args = []
+        for i, a in enumerate(call.args):
+            if a.keyword is None and not a.star and i < len(order):
+                a = a.with_changes(keyword=cst.Name(order[i]), equal=cst.AssignEqual())
+            args.append(a)
+        m = map_call(call.with_changes(args=args), rule, ctx, call)
+        if m.failed:
+            return None
+        ex = m.extras
+        dtype = literal_value(ex["dtype"], NOT_LITERAL) if "dtype" in ex else None
+        dtype_name = getattr(dtype, "name", dtype)
+        if dtype_name is not None and not (isinstance(dtype_name, str) and dtype_name in _DTYPES):
+            m.fail(ctx, "unsupported-argument", f"dtype={code(ex['dtype'])}: give a literal dtype name such as "
+                   "'float32'")
+            return None
+        tdtype = _DTYPES.get(dtype_name or "float32")
+        is_float = tdtype in ("float16", "bfloat16", "float32", "float64")
+        shape = ex.get("shape")
+        init = _initializer(self, ex.get("initializer"), shape, tdtype, is_float, m)
+        if init is None:
+            return None
+        trainable = ex.get("trainable")
+        lit = literal_value(trainable, NOT_LITERAL) if trainable is not None else True
+        grad = ""
+        if not is_float or lit is False:
+            grad = ", requires_grad=False"
+        elif lit is not True and lit is not None:
+            grad = f", requires_grad={code(trainable)}"
+        return expr(f"{ctx.spell_text('torch.nn.Parameter')}({init}{grad})")
+
+    def _plan_build(self, plan: _Plan, fn: cst.FunctionDef) -> None:
+        ctx = self.ctx
+        params = fn.params.params
+        shape_name = params[1].name.value if len(params) > 1 else None
+        for stmt in fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []:
+            if _is_bookkeeping(stmt):
+                plan.comment_out[id(stmt)] = "Keras bookkeeping, nothing to do in torch"
+        uses = shape_name is not None and shape_name in _names_used(
+            fn.body.with_changes(body=[s for s in fn.body.body if id(s) not in plan.comment_out]))
+        if not uses and plan.init_fn is not None and len(params) <= 2:
+            plan.build_static = True
+            return
+        why = ("it creates the weights from the input shape, which a torch module knows only when it is called"
+               if uses else "the class has no __init__ to call it from")
+        ctx.report(Severity.ERROR, "shape-unknown", f"build() is kept, but torch never calls it: {why}. Call "
+                   f"module.build(input_shape) once after constructing the module (before creating the optimizer "
+                   "or loading weights), or pass the sizes to __init__ and create the parameters there", fn)
+
+    def _call_build_from_init(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        """``self.build()`` at the end of ``__init__``, on the blank line that follows it."""
+        body = list(updated.body.body)
+        idx = next((i for i, s in enumerate(original.body.body) if s is plan.init_fn), None)
+        if idx is None:
+            return updated
+        init = body[idx]
+        call = cst.parse_statement("self.build()\n")
+        if idx + 1 < len(body):
+            nxt = body[idx + 1]
+            blanks = [i for i, ln in enumerate(nxt.leading_lines) if ln.comment is None]
+            if blanks and blanks[0] == 0:
+                body[idx + 1] = nxt.with_changes(leading_lines=list(nxt.leading_lines)[1:])
+                body[idx] = init.with_changes(body=init.body.with_changes(body=[*init.body.body, call]))
+                return updated.with_changes(body=updated.body.with_changes(body=body))
+        last = init.body.body[-1]
+        if isinstance(last, cst.SimpleStatementLine):  # no blank line to take: same line, after a semicolon
+            new_last = last.with_changes(body=[*last.body[:-1], last.body[-1].with_changes(
+                semicolon=cst.Semicolon(whitespace_after=cst.SimpleWhitespace(" "))), call.body[0]])
+            body[idx] = init.with_changes(body=init.body.with_changes(body=[*init.body.body[:-1], new_last]))
+            return updated.with_changes(body=updated.body.with_changes(body=body))
+        return updated
+
+    # --- records of custom layers held by other classes ------------------------------------------------------
+    def expand_nested(self) -> None:
+        done: set[str] = set()
+        by_name = {p.name: p for p in self.all_plans}
+
+        def expand(plan: _Plan, stack: tuple = ()) -> None:
+            if plan.name in done or plan.name in stack:
+                return
+            for attr, cls in plan.nested.items():
+                inner = by_name.get(cls)
+                if inner is None:
+                    continue
+                expand(inner, stack + (plan.name,))
+                for r in [r for r in self.ctx.layers if r.scope == cls]:
+                    self.ctx.layers.append(LayerRecord(plan.name, f"{attr}.{r.source}", f"{attr}.{r.target}",
+                                                       r.rule, r.variant, dict(r.symbols)))
+            done.add(plan.name)
+
+        for p in self.all_plans:
+            expand(p)
+
+
+# --- initializers: Keras's distributions, exactly -------------------------------------------------------
+
+_DTYPES = {"float16": "float16", "half": "float16", "bfloat16": "bfloat16", "float32": "float32",
+           "float": "float32", "float64": "float64", "double": "float64", "int8": "int8", "int16": "int16",
+           "int32": "int32", "int64": "int64", "uint8": "uint8", "bool": "bool"}
+# name → (distribution, scale, mode) of keras.initializers.VarianceScaling
+_VARIANCE = {"glorot_uniform": ("uniform", 1.0, "fan_avg"), "glorot_normal": ("truncated_normal", 1.0, "fan_avg"),
+             "he_normal": ("truncated_normal", 2.0, "fan_in"), "he_uniform": ("uniform", 2.0, "fan_in"),
+             "lecun_normal": ("truncated_normal", 1.0, "fan_in"), "lecun_uniform": ("uniform", 1.0, "fan_in")}
+# initializer → its parameters in order, with their defaults (keras.initializers.*, tf.*_initializer)
+_PARAMS = {"zeros": (), "ones": (), "constant": (("value", 0.0),),
+           "random_normal": (("mean", 0.0), ("stddev", 0.05)), "random_uniform": (("minval", -0.05), ("maxval", 0.05)),
+           "truncated_normal": (("mean", 0.0), ("stddev", 0.05)), "identity": (("gain", 1.0),),
+           **{k: () for k in _VARIANCE}}
+_TRUNC = 0.87962566103423978  # std of a standard normal truncated at ±2
+
+
+def _snake(name: str) -> str:
+    name = name[:-len("_initializer")] if name.endswith("_initializer") else name
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _initializer(p: _SubclassPass, node, shape, tdtype: str, is_float: bool, m) -> str | None:
+    ctx = p.ctx
+    S = _shape_text(shape)
+    dt = "" if tdtype == "float32" else f", dtype=torch.{tdtype}"
+    if node is None:
+        name, kwargs = ("glorot_uniform" if is_float else "zeros"), {}
+    else:
+        lit = literal_value(node, NOT_LITERAL)
+        if isinstance(lit, str):
+            name, kwargs = _snake(lit), {}
+        elif isinstance(node, cst.Call) and (q := ctx.imports.resolve(node.func)) and (
+                q.startswith("keras.initializers.") or q.startswith("tensorflow.") and q.endswith("_initializer")):
+            name = _snake(q.rsplit(".", 1)[-1])
+            kwargs = {}
+            params = _PARAMS.get(name)
+            if params is None:
+                m.fail(ctx, "unsupported-argument", f"initializer={code(node)} has no exact torch initializer here")
+                return None
+            for i, a in enumerate(node.args):
+                key = a.keyword.value if a.keyword else (params[i][0] if i < len(params) else None)
+                if key == "seed" or (key is None and i == len(params)):
+                    continue  # torch draws from its global generator (torch.manual_seed)
+                v = literal_value(a.value, NOT_LITERAL)
+                if key not in dict(params) or not isinstance(v, (int, float)) or isinstance(v, bool):
+                    m.fail(ctx, "unsupported-argument", f"initializer={code(node)}: only literal numbers are "
+                           "translated")
+                    return None
+                kwargs[key] = float(v)
+        else:
+            m.fail(ctx, "unsupported-argument", f"initializer={code(node)}: give a Keras initializer name or "
+                   "keras.initializers object; initialise the parameter by hand otherwise")
+            return None
+    if name not in _PARAMS:
+        m.fail(ctx, "unsupported-argument", f"initializer {name!r} has no exact torch initializer here: "
+               "initialise the parameter by hand")
+        return None
+    v = {k: kwargs.get(k, d) for k, d in _PARAMS[name]}
+    torch = ctx.spell_text("torch.empty")[: -len("empty")]
+    init = ctx.spell_text("torch.nn.init.normal_")[: -len("normal_")]
+    empty = f"{torch}empty({S}{dt})"
+    if name == "zeros":
+        return f"{torch}zeros({S}{dt})"
+    if name == "ones":
+        return f"{torch}ones({S}{dt})"
+    if name == "constant":
+        size = S if shape is None or isinstance(shape, cst.Name) else f"({S},)" if "," not in S else f"({S})"
+        return f"{torch}full({size}, {v['value']!r}{dt})"
+    if not is_float:
+        m.fail(ctx, "unsupported-argument", f"a random initializer ({name}) for an integer variable")
+        return None
+    if name == "random_normal":
+        mean = "" if v["mean"] == 0 else f"mean={v['mean']!r}, "
+        return f"{init}normal_({empty}, {mean}std={v['stddev']!r})"
+    if name == "random_uniform":
+        return f"{init}uniform_({empty}, {v['minval']!r}, {v['maxval']!r})"
+    if name == "truncated_normal":
+        mu, sd = v["mean"], v["stddev"]
+        mean = "" if mu == 0 else f"mean={mu!r}, "
+        return f"{init}trunc_normal_({empty}, {mean}std={sd!r}, a={mu - 2 * sd!r}, b={mu + 2 * sd!r})"
+    dims = _shape_elements(shape)
+    if name == "identity":
+        if dims is None or len(dims) != 2:
+            m.fail(ctx, "unsupported-argument", "the identity initializer needs a literal 2-D shape")
+            return None
+        eye = f"{torch}eye({dims[0]}, {dims[1]}{dt})"
+        return eye if v["gain"] == 1 else f"{v['gain']!r} * {eye}"
+    if dims is None:
+        m.fail(ctx, "shape-unknown", f"{name} scales by the fan-in/fan-out of the shape, which is not written "
+               "out here: write the shape as a tuple")
+        return None
+    dist, scale, mode = _VARIANCE[name]
+    if name == "glorot_uniform" and len(dims) == 2:
+        return f"{init}xavier_uniform_({empty})"  # limit sqrt(6 / (fan_in + fan_out)): symmetric in the fans
+    fan_in, fan_out = _fans(dims)
+    fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": f"({fan_in} + {fan_out}) / 2"}[mode]
+    try:
+        n = eval(fan, {"__builtins__": {}})  # only literal integers and + / * reach here
+        var = scale / max(1.0, float(n))
+        if dist == "uniform":
+            lim = math.sqrt(3.0 * var)
+            return f"{init}uniform_({empty}, {-lim!r}, {lim!r})"
+        std = math.sqrt(var) / _TRUNC
+        return f"{init}trunc_normal_({empty}, std={std!r}, a={-2 * std!r}, b={2 * std!r})"
+    except Exception:  # symbolic sizes: the same formula, written out
+        sqrt = ctx.spell_text("math.sqrt")
+        var = f"{scale!r} / max(1.0, {fan})"
+        if dist == "uniform":
+            lim = f"{sqrt}(3.0 * {var})"
+            return f"{init}uniform_({empty}, -{lim}, {lim})"
+        # a standard normal truncated at ±2, scaled: the same distribution, the std written once
+        return f"{init}trunc_normal_({empty}, a=-2.0, b=2.0).mul_({sqrt}({var}) / {_TRUNC!r})"
+
+
+def _shape_text(shape) -> str:
+    """The shape as torch factory arguments: ``(a, 3)`` → ``a, 3``; ``()`` stays (a scalar)."""
+    if shape is None:
+        return "()"
+    if isinstance(shape, (cst.Tuple, cst.List)) and shape.elements and not any(
+            isinstance(e, cst.StarredElement) for e in shape.elements):
+        return ", ".join(code(e.value) for e in shape.elements)
+    return code(shape)
+
+
+def _shape_elements(shape) -> list[str] | None:
+    if shape is None:
+        return []
+    if isinstance(shape, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in shape.elements):
+        return [code(e.value) for e in shape.elements]
+    if isinstance(shape, (cst.Integer, cst.Name, cst.Attribute)):
+        return [code(shape)]
+    return None
+
+
+def _fans(dims: list[str]) -> tuple[str, str]:
+    """keras.initializers' compute_fans, as expressions."""
+    par = [d if re.fullmatch(r"[\w.]+", d) else f"({d})" for d in dims]
+    if not par:
+        return "1", "1"
+    if len(par) == 1:
+        return par[0], par[0]
+    if len(par) == 2:
+        return par[0], par[1]
+    rf = " * ".join(par[:-2])
+    return f"{par[-2]} * {rf}", f"{par[-1]} * {rf}"
+
+
+# --- small syntax helpers ---------------------------------------------------------------------------------
+
+def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    return [s for s in cls.body.body if isinstance(s, cst.FunctionDef)] if isinstance(cls.body, cst.IndentedBlock) else []
+
+
+def _blocks(s) -> list[cst.IndentedBlock]:
+    """The indented blocks of a compound statement, in source order (elif chains included)."""
+    out: list = []
+    body = getattr(s, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        out.append(body)
+    for h in getattr(s, "handlers", ()) or ():
+        out.append(h.body)
+    orelse = getattr(s, "orelse", None)
+    if isinstance(orelse, cst.If):
+        out.extend(_blocks(orelse))
+    elif orelse is not None and isinstance(getattr(orelse, "body", None), cst.IndentedBlock):
+        out.append(orelse.body)
+    final = getattr(s, "finalbody", None)
+    if final is not None and isinstance(getattr(final, "body", None), cst.IndentedBlock):
+        out.append(final.body)
+    return out
+
+
+def _self_calls(node) -> list[cst.Call]:
+    """Outermost ``self.<attr>(...)`` calls in a node (compound statements: only their header)."""
+    found: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> bool:
+            p = dotted(n.func)
+            if p and len(p) == 2 and p[0] == "self":
+                found.append(n)
+                return False
+            return True
+
+        def visit_IndentedBlock(self, n) -> bool:
+            return False
+
+    node.visit(_V())
+    return found
+
+
+def _assigned_names(stmt) -> set[str]:
+    names: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n):
+            names.update(x.value for x in _name_nodes(n.target))
+
+        def visit_AugAssign(self, n):
+            names.update(x.value for x in _name_nodes(n.target))
+
+        def visit_For(self, n):
+            names.update(x.value for x in _name_nodes(n.target))
+
+    stmt.visit(_V())
+    return names
+
+
+def _name_nodes(t) -> list[cst.Name]:
+    if isinstance(t, cst.Name):
+        return [t]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _name_nodes(e.value)]
+    return []
+
+
+def _names_used(node) -> set[str]:
+    names: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            names.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            n.value.visit(self)
+            return False
+
+    node.visit(_V())
+    return names
+
+
+def _first_use(node, name: str) -> cst.Name | None:
+    hit: list[cst.Name] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name and not hit:
+                hit.append(n)
+
+    node.visit(_V())
+    return hit[0] if hit else None
+
+
+def _self_assigns(fn: cst.FunctionDef) -> list[tuple[cst.SimpleStatementLine, cst.Assign]]:
+    out = []
+
+    def walk(stmts) -> None:
+        for s in stmts:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if (isinstance(small, cst.Assign) and len(small.targets) == 1
+                            and isinstance(small.targets[0].target, cst.Attribute)
+                            and dotted(small.targets[0].target) is not None
+                            and len(dotted(small.targets[0].target)) == 2
+                            and dotted(small.targets[0].target)[0] == "self"):
+                        out.append((s if len(s.body) == 1 else None, small))
+            elif not isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+                for blk in _blocks(s):
+                    walk(blk.body)
+
+    walk(fn.body.body if isinstance(fn.body, cst.IndentedBlock) else [])
+    return out
+
+
+def _add_weight_calls(fn: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, cst.Call]]:
+    out: list = []
+
+    class _V(cst.CSTVisitor):
+        def __init__(self):
+            self.stmt = None
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            self.stmt = n
+
+        def leave_Assign(self, n: cst.Assign) -> None:
+            self.stmt = None
+
+        def visit_Call(self, n: cst.Call) -> None:
+            p = dotted(n.func)
+            if p and len(p) == 2 and p[0] == "self" and p[1] in _ADD_WEIGHT_METHODS:
+                out.append((self.stmt if self.stmt is not None and self.stmt.value is n else None, n))
+
+    fn.body.visit(_V())
+    return out
+
+
+def _is_bookkeeping(stmt) -> bool:
+    """``super().build(...)`` or ``self.built = True`` on a line of its own."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+        return False
+    s = stmt.body[0]
+    if isinstance(s, cst.Expr) and isinstance(s.value, cst.Call):
+        f = s.value.func
+        return (isinstance(f, cst.Attribute) and f.attr.value == "build" and isinstance(f.value, cst.Call)
+                and dotted_text(f.value.func) == "super")
+    return (isinstance(s, cst.Assign) and len(s.targets) == 1 and dotted_text(s.targets[0].target) == "self.built")
+
+
+def _has_functional(body, p: _SubclassPass) -> bool:
+    hit = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            nonlocal hit
+            if p.qualname(n.func) == FUNCTIONAL:
+                hit = True
+
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+    for s in body:
+        s.visit(_V())
+    return hit
+
+
+def _drop_training(original: cst.Call, updated: cst.Call) -> cst.Call:
+    """Remove ``training=...`` (and a positional ``training`` variable after the input)."""
+    keep = []
+    for i, (o, u) in enumerate(zip(original.args, updated.args)):
+        if o.keyword is not None and o.keyword.value == "training":
+            continue
+        if o.keyword is None and i > 0 and isinstance(o.value, cst.Name) and o.value.value == "training":
+            continue
+        keep.append(u)
+    if len(keep) == len(updated.args):
+        return updated
+    if keep:
+        keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return updated.with_changes(args=keep)
+
+
+def _atom(node: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _to_first(rank: int) -> tuple[int, ...]:
+    return (0, rank - 1, *range(1, rank - 1))
+
+
+def _to_last(rank: int) -> tuple[int, ...]:
+    return (0, *range(2, rank), 1)
+
+
+def _permute(node: cst.BaseExpression, perm: tuple[int, ...]) -> cst.BaseExpression:
+    return cst.Call(cst.Attribute(_atom(node), cst.Name("permute")), [cst.Arg(expr(str(i))) for i in perm])
+
+
+def _is_permute(node: cst.BaseExpression, perm: tuple[int, ...]) -> bool:
+    return (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "permute"
+            and [literal_value(a.value, None) for a in node.args] == list(perm))
+
+
+def _last_comma(ws) -> cst.Comma | cst.MaybeSentinel:
+    if ws is None:
+        return cst.MaybeSentinel.DEFAULT
+    return cst.Comma(whitespace_after=ws)
+
+
+def _recomma(params: cst.Parameters) -> cst.Parameters:
+    items = list(params.params)
+    for i, p in enumerate(items):
+        if p.comma is cst.MaybeSentinel.DEFAULT:
+            items[i] = p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+    return params.with_changes(params=items)
+
+
+def _optional_second_param(fn: cst.FunctionDef) -> cst.FunctionDef:
+    """``build(self, input_shape)`` → ``build(self, input_shape=None)``: __init__ calls it without one."""
+    ps = list(fn.params.params)
+    if len(ps) == 2 and ps[1].default is None:
+        ps[1] = ps[1].with_changes(default=cst.Name("None"), equal=cst.AssignEqual(
+            cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        return fn.with_changes(params=fn.params.with_changes(params=ps))
+    return fn
+
+
+def _range_count(comp: cst.ListComp) -> int | None:
+    f = comp.for_in
+    if f.inner_for_in is not None or f.ifs:
+        return None
+    it = f.iter
+    if isinstance(it, cst.Call) and dotted_text(it.func) == "range" and len(it.args) == 1:
+        v = literal_value(it.args[0].value, None)
+        return v if isinstance(v, int) else None
+    return None
+
+
+def _ws(node, which: str):
+    if isinstance(node, cst.List):
+        return node.lbracket.whitespace_after if which == "after" else node.rbracket.whitespace_before
+    if which == "after":
+        return node.lpar[0].whitespace_after if node.lpar else cst.SimpleWhitespace("")
+    return node.rpar[0].whitespace_before if node.rpar else cst.SimpleWhitespace("")

@@ -1,0 +1,497 @@
+"""The subclass pass: keras.Model / keras.layers.Layer subclasses → nn.Module.
+
+Spec tests (what must change, what must not) and two numerical ones: the Keras model runs in a
+TensorFlow subprocess with random weights (moving statistics included), the translation runs in a
+torch subprocess, weights move through the LayerRecords and the rules' weight maps (a small loader
+below; the real one is fwport/verify/), and the inference outputs must agree.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections import Counter
+from importlib.util import find_spec
+
+import numpy as np
+import pytest
+
+from fwport.rule import load_pack
+from fwport.translate import translate_source
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str, keras: int | None = None):
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py", PACK, {"keras": keras} if keras else None)
+    again = translate_source(r.output, "model.py", PACK, {"keras": keras} if keras else None)
+    assert again.output == r.output, "translating the output again must change nothing"
+    return r
+
+
+def codes(r) -> Counter:
+    return Counter(f.code for f in r.findings if f.code != "keras-version")
+
+
+def records(r) -> set[tuple[str, str, str, str]]:
+    return {(x.scope, x.source, x.target, x.rule) for x in r.layers}
+
+
+def same_line_count(r) -> bool:
+    """Findings are located on the input: below the imports (which the import fixer rewrites), the
+    `# fwport:` comments are the only lines added."""
+    def body(text: str) -> list[str]:
+        lines = text.splitlines()
+        first = next(i for i, ln in enumerate(lines) if ln.startswith(("class ", "def ")))
+        return [ln for ln in lines[first:] if not ln.strip().startswith("# fwport:")]
+    return len(body(r.output)) == len(body(r.source))
+
+
+# --- what must change ---------------------------------------------------------------------------------
+
+def test_model_subclass_dense_dropout_batchnorm_training_flag():
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class MLP(keras.Model):
+            def __init__(self, classes=10, **kwargs):
+                super().__init__(name="mlp", **kwargs)
+                self.flat = layers.Flatten()
+                self.fc = layers.Dense(64, activation="relu")
+                self.bn = layers.BatchNormalization()
+                self.drop = layers.Dropout(0.5)
+                self.out = layers.Dense(classes)
+
+            def call(self, inputs, training=None):
+                x = self.fc(self.flat(inputs))
+                x = self.bn(x, training=training)
+                if training:
+                    x = self.drop(x, training=training)
+                return self.out(x)
+        ''')
+    assert r.output == textwrap.dedent('''\
+        from torch import nn
+
+        class MLP(nn.Module):
+            def __init__(self, classes=10, **kwargs):
+                super().__init__()
+                self.flat = nn.Flatten()
+                self.fc = nn.Sequential(nn.LazyLinear(64), nn.ReLU())
+                self.bn = nn.BatchNorm1d(64, momentum=0.01, eps=0.001)
+                self.drop = nn.Dropout(0.5)
+                self.out = nn.Linear(64, classes)
+
+            def forward(self, inputs):
+                x = self.fc(self.flat(inputs))
+                x = self.bn(x)
+                if self.training:
+                    x = self.drop(x)
+                return self.out(x)
+        ''')
+    assert records(r) == {("MLP", "fc", "fc.0", "dense"), ("MLP", "bn", "bn", "batch-normalization"),
+                          ("MLP", "out", "out", "dense")}
+    assert r.models[0].to_dict() == {"scope": "MLP", "kind": "subclass", "input_shape": None, "layout": "same",
+                                     "output_layout": "same"}
+    assert not [f for f in r.findings if f.severity.value == "error"]
+
+
+@pytest.mark.parametrize("base,imports", [
+    ("tf.keras.Model", "import tensorflow as tf"),
+    ("keras.models.Model", "import keras"),
+    ("Model", "from tensorflow.keras import Model"),
+    ("layers.Layer", "from tensorflow.keras import layers"),
+    ("keras.Layer", "import keras"),
+    ("tf_keras.layers.Layer", "import tf_keras"),
+], ids=["tf.keras.Model", "keras.models.Model", "from-import-Model", "layers.Layer", "keras.Layer", "tf_keras"])
+def test_every_spelling_of_the_base_becomes_nn_module(base, imports):
+    r = tx(f'''
+        {imports}
+
+        class Net({base}):
+            def call(self, x):
+                return x
+        ''')
+    assert "class Net(nn.Module):" in r.output and "def forward(self, x):" in r.output
+    assert same_line_count(r)
+
+
+@pytest.mark.parametrize("call", ["super().__init__(**kwargs)", "super(Net, self).__init__(name=name, dtype='float32')",
+                                  "super(Net, self).__init__()"], ids=["kwargs", "old-style-named", "old-style-bare"])
+def test_super_init_forms(call):
+    r = tx(f'''
+        from tensorflow import keras
+
+        class Net(keras.Model):
+            def __init__(self, name=None, **kwargs):
+                {call}
+        ''')
+    assert "        super().__init__()\n" in r.output
+
+
+def test_conv_subclass_keeps_layout_with_permutes():
+    r = tx('''
+        from tensorflow.keras import layers, Model
+
+        class ConvNet(Model):
+            def __init__(self):
+                super().__init__()
+                self.cat = layers.Concatenate()
+                self.conv = layers.Conv2D(8, 3, activation="relu")
+                self.conv1d = layers.Conv1D(4, 3)
+                self.gap = layers.GlobalAveragePooling2D()
+
+            def call(self, x, seq):
+                y = self.gap(self.conv(x))
+                s = self.conv1d(seq)
+                return self.cat([y, s[:, 0]])
+        ''')
+    out = r.output
+    # a channels-first module fed by another: no permute round trip between them; the global pool's
+    # output is (batch, C), which needs none back
+    assert "y = self.gap(self.conv(x.permute(0, 3, 1, 2)))" in out
+    assert "s = self.conv1d(seq.permute(0, 2, 1)).permute(0, 2, 1)" in out  # rank 3: both ways
+    assert "return torch.cat([y, s[:, 0]], dim=-1)" in out  # merge layer written out
+    # the merge layer's line stays, as a comment: the line structure is kept
+    assert "        # self.cat = layers.Concatenate()  (no torch module: written out where it is called)" in out
+    assert codes(r)["layout-kept"] == 1
+    assert same_line_count(r)
+
+
+def test_add_weight_static_shape_build_called_from_init():
+    r = tx('''
+        from tensorflow import keras
+
+        class Scale(keras.layers.Layer):
+            def __init__(self, units=4):
+                super().__init__()
+                self.units = units
+
+            def build(self, input_shape):
+                self.w = self.add_weight(shape=(self.units, 3), initializer="random_normal")
+                self.b = self.add_weight(shape=(3,), initializer="zeros", trainable=False)
+                self.c = self.add_weight(shape=(2, 5), initializer="he_normal")
+                self.built = True
+
+            def call(self, x):
+                return x * self.b
+        ''')
+    out = r.output
+    assert "        self.units = units\n        self.build()\n    def build(self, input_shape=None):" in out
+    assert "self.w = nn.Parameter(nn.init.normal_(torch.empty(self.units, 3), std=0.05))" in out
+    assert "self.b = nn.Parameter(torch.zeros(3), requires_grad=False)" in out
+    # he_normal: a normal truncated at 2 std, std = sqrt(2 / fan_in) / 0.8796...; fan_in = 2 (Keras: shape[0])
+    std = (2 / 2) ** 0.5 / 0.87962566103423978
+    assert f"nn.init.trunc_normal_(torch.empty(2, 5), std={std!r}, a={-2 * std!r}, b={2 * std!r})" in out
+    assert "        pass  # self.built = True  (Keras bookkeeping, nothing to do in torch)" in out
+    assert records(r) == {("Scale", a, a, "add-weight") for a in ("w", "b", "c")}
+    assert same_line_count(r)
+
+
+def test_add_weight_from_input_shape_is_kept_and_reported():
+    r = tx('''
+        from tensorflow import keras
+
+        class Lin(keras.layers.Layer):
+            def __init__(self, units):
+                super().__init__()
+                self.units = units
+
+            def build(self, input_shape):
+                self.k = self.add_weight(shape=(input_shape[-1], self.units))
+
+            def call(self, x):
+                return x
+        ''')
+    assert "def build(self, input_shape):" in r.output
+    assert "self.k = nn.Parameter(nn.init.xavier_uniform_(torch.empty(input_shape[-1], self.units)))" in r.output
+    err = [f for f in r.findings if f.code == "shape-unknown"]
+    assert len(err) == 1 and err[0].severity.value == "error" and err[0].line == 8  # the def build line
+    assert "module.build(input_shape)" in err[0].message
+
+
+def test_nested_custom_layer_records_attribute_paths():
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class Block(layers.Layer):
+            def __init__(self, units):
+                super().__init__()
+                self.dense = layers.Dense(units)
+                self.gain = self.add_weight(shape=(units,), initializer="ones")
+
+            def call(self, x):
+                return self.dense(x) * self.gain
+
+        class Net(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.block = Block(8)
+                self.heads = [layers.Dense(2) for _ in range(2)]
+
+            def call(self, x):
+                return self.heads[1](self.block(x))
+        ''')
+    assert "self.block = Block(8)" in r.output
+    assert "self.heads = nn.ModuleList([nn.LazyLinear(2) for _ in range(2)])" in r.output
+    assert records(r) == {("Block", "dense", "dense", "dense"), ("Block", "gain", "gain", "add-weight"),
+                          ("Net", "block.dense", "block.dense", "dense"),
+                          ("Net", "block.gain", "block.gain", "add-weight"),
+                          ("Net", "heads[0]", "heads.0", "dense"), ("Net", "heads[1]", "heads.1", "dense")}
+    assert {m.scope for m in r.models} == {"Block", "Net"}
+
+
+def test_keras2_spellings_add_variable_positional_name():
+    r = tx('''
+        import tf_keras
+
+        class Bias(tf_keras.layers.Layer):
+            def __init__(self, n, **kwargs):
+                super(Bias, self).__init__(**kwargs)
+                self.n = n
+
+            def build(self, input_shape):
+                self.b = self.add_variable("b", (self.n,), "float32", tf_keras.initializers.Constant(0.5))
+
+            def call(self, inputs, training=None, mask=None):
+                return inputs + self.b
+        ''')
+    assert r.keras_version == 2
+    assert "self.b = nn.Parameter(torch.full((self.n,), 0.5))" in r.output
+    assert "def forward(self, inputs):" in r.output
+    assert records(r) == {("Bias", "b", "b", "add-weight")}
+
+
+def test_errors_for_keras_only_machinery():
+    r = tx('''
+        import tensorflow as tf
+
+        class Net(tf.keras.Model):
+            def call(self, x, mask=None):
+                self.add_loss(0.1)
+                return x * mask
+
+            def train_step(self, data):
+                return {}
+
+            def get_config(self):
+                return {}
+
+        def build():
+            inp = tf.keras.Input(shape=(3,))
+            return tf.keras.Model(inp, inp)
+        ''')
+    errors = Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+    assert errors[("unsupported-construct", 5)] == 1  # add_loss
+    assert errors[("unsupported-construct", 6)] == 1  # the mask is used
+    assert errors[("unsupported-construct", 8)] == 1  # train_step
+    assert errors[("unsupported-construct", 16)] == 1  # the functional API
+    assert not any(f.code == "no-rule" for f in r.findings)  # keras.Input is part of that error
+    assert "def forward(self, x, mask=None):" in r.output  # a used mask stays
+    info = [f for f in r.findings if f.line == 11]
+    assert info and info[0].severity.value == "info"  # get_config kept, said so
+
+
+# --- what must not change ----------------------------------------------------------------------------
+
+def test_shadowed_names_and_plain_classes_are_left_alone():
+    src = textwrap.dedent('''\
+        import tensorflow as tf
+
+        class Model:
+            def call(self, x, training=None):
+                return x
+
+        class Net(Model):
+            def call(self, x, training=None):
+                return x
+
+        def make(layers):
+            class Local(layers.Layer):
+                pass
+            return Local
+        ''')
+    r = translate_source(src, "m.py", PACK)
+    assert r.output == src
+
+
+def test_layer_attribute_shadowed_in_init_is_not_translated():
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class Net(keras.Model):
+            def __init__(self, layers):
+                super().__init__()
+                self.fc = layers.Dense(3)
+        ''')
+    assert "self.fc = layers.Dense(3)" in r.output
+    assert not r.layers
+
+
+# --- numerical equivalence ---------------------------------------------------------------------------
+
+MLP_SRC = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class MLP(keras.Model):
+    def __init__(self, hidden=16, classes=5, **kwargs):
+        super().__init__(**kwargs)
+        self.flat = layers.Flatten()
+        self.fc1 = layers.Dense(hidden, activation="relu")
+        self.bn = layers.BatchNormalization()
+        self.drop = layers.Dropout(0.3)
+        self.fc2 = layers.Dense(classes)
+
+    def call(self, inputs, training=None):
+        x = self.flat(inputs)
+        x = self.fc1(x)
+        x = self.bn(x, training=training)
+        if training:
+            x = self.drop(x, training=training)
+        return self.fc2(x)
+'''
+
+CONV_SRC = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Affine(layers.Layer):
+    def __init__(self, units, **kwargs):
+        super().__init__(**kwargs)
+        self.units = units
+
+    def build(self, input_shape):
+        self.scale = self.add_weight(shape=(self.units,), initializer="ones", name="scale")
+        self.offset = self.add_weight(shape=(self.units,), initializer="zeros", name="offset")
+        super().build(input_shape)
+
+    def call(self, inputs):
+        return inputs * self.scale + self.offset
+
+
+class Block(layers.Layer):
+    def __init__(self, filters, **kwargs):
+        super(Block, self).__init__(**kwargs)
+        self.conv = layers.Conv2D(filters, 3, activation="relu")
+        self.bn = layers.BatchNormalization()
+        self.affine = Affine(filters)
+
+    def call(self, x, training=False):
+        return self.affine(self.bn(self.conv(x), training=training))
+
+
+class ConvNet(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.block = Block(6)
+        self.pool = layers.MaxPooling2D(2)
+        self.flat = layers.Flatten()
+        self.head = layers.Dense(4)
+        self.skip = layers.Dense(4)
+        self.add = layers.Add()
+
+    def call(self, x, training=False):
+        x = self.block(x, training=training)
+        x = self.flat(self.pool(x))
+        return self.add([self.head(x), self.skip(x)])
+'''
+
+_KERAS_SIDE = r'''
+import importlib.util, json, sys
+import numpy as np
+src, cls, out, shape = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+plan = json.loads(sys.argv[5])
+spec = importlib.util.spec_from_file_location("m", src); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+model = getattr(m, cls)()
+rng = np.random.default_rng(0)
+x = rng.standard_normal(shape).astype("float32")
+model(x, training=False)
+for v in model.variables:  # random weights; moving variances positive and far from 1
+    val = rng.uniform(0.3, 2.5, v.shape) if "variance" in v.path else rng.standard_normal(v.shape) * 0.5
+    v.assign(val.astype("float32"))
+arrays = {"__x__": x, "__y__": np.asarray(model(x, training=False))}
+for i, (path, names) in enumerate(plan):
+    obj = model
+    for part in path.replace("[", ".[").split("."):
+        obj = obj[int(part[1:-1])] if part.startswith("[") else getattr(obj, part)
+    for n in names:
+        arrays[f"{i}:{n}"] = np.asarray(obj if n == "." else getattr(obj, n))
+np.savez(out, **arrays)
+'''
+
+_TORCH_SIDE = r'''
+import importlib.util, json, sys
+import numpy as np, torch
+src, cls, data, plan = sys.argv[1], sys.argv[2], np.load(sys.argv[3]), json.loads(sys.argv[4])
+spec = importlib.util.spec_from_file_location("t", src); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+torch.manual_seed(0)
+model = getattr(m, cls)().eval()
+x = torch.from_numpy(data["__x__"])
+with torch.no_grad():
+    model(x)  # lazy modules take their sizes here
+    seen = set()
+    for i, (target, maps, symbols) in enumerate(plan):
+        for source, tgt, ops in maps:
+            a = data[f"{i}:{source}"]
+            for op, params in ops:
+                p = [symbols[q] if q in symbols else int(q) for q in params]
+                if op == "copy":
+                    pass
+                elif op in ("transpose", "permute"):
+                    a = np.transpose(a, p)
+                elif op == "reshape":
+                    a = a.reshape(p)
+                else:
+                    raise SystemExit(f"weight op {op} not supported by this test loader")
+            t = model.get_parameter(target) if tgt == "." else (
+                getattr(model.get_submodule(target), tgt))
+            assert tuple(t.shape) == a.shape, (target, tgt, t.shape, a.shape)
+            t.copy_(torch.from_numpy(np.ascontiguousarray(a)))
+            seen.add(id(t))
+    missing = [n for n, p in model.named_parameters() if id(p) not in seen]
+    assert not missing, f"parameters no record filled: {missing}"
+    y = model(x).numpy()
+ref = data["__y__"]
+err = float(np.max(np.abs(y - ref)))
+print(json.dumps({"max_abs": err, "scale": float(np.max(np.abs(ref)))}))
+np.testing.assert_allclose(y, ref, rtol=1e-5, atol=1e-5 * float(np.max(np.abs(ref))))
+'''
+
+
+def _run(code: str, *args: str) -> str:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-4000:]
+    return p.stdout
+
+
+@pytest.mark.skipif(find_spec("tensorflow") is None or find_spec("torch") is None, reason="needs TF and torch")
+@pytest.mark.parametrize("src,cls,shape", [
+    (MLP_SRC, "MLP", [3, 4, 6]),
+    (CONV_SRC, "ConvNet", [2, 9, 7, 3]),
+], ids=["mlp-dense-bn-dropout", "conv-nested-add-weight-kept-layout"])
+def test_numerically_equivalent(tmp_path, src, cls, shape):
+    r = tx(src)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    recs = [x for x in r.layers if x.scope == cls]
+    keras_plan, torch_plan = [], []
+    for rec in recs:
+        rule = PACK.rules[rec.rule]
+        maps = rule.weights_for(rec.variant)
+        keras_plan.append([rec.source, [w.source for w in maps]])
+        torch_plan.append([rec.target, [[w.source, w.target, [[o.op, list(o.params)] for o in w.ops]] for w in maps],
+                           rec.symbols])
+    (tmp_path / "src.py").write_text(src)
+    (tmp_path / "out.py").write_text(r.output)
+    _run(_KERAS_SIDE, str(tmp_path / "src.py"), cls, str(tmp_path / "k.npz"), json.dumps(shape), json.dumps(keras_plan))
+    out = json.loads(_run(_TORCH_SIDE, str(tmp_path / "out.py"), cls, str(tmp_path / "k.npz"),
+                          json.dumps(torch_plan)).strip().splitlines()[-1])
+    assert out["scale"] > 0.1  # a model whose output is ~0 would prove nothing
