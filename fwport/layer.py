@@ -114,7 +114,7 @@ def input_shape_from_kwargs(m: MappedCall) -> tuple | None:
 @shape("dense")
 def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     in_shape = input_shape_from_kwargs(m) or lctx.in_shape
-    units = m.literal("out_features", None)
+    units = int_value(m.kwargs.get("out_features"))
     if lctx.layout == "nchw" and in_shape is not None and len(in_shape) > 1:
         m.fail(ctx, "unsupported-construct", "Dense on a channels-first feature map acts on the channel axis "
                "in Keras; flatten or pool first, or translate this model without the layout change")
@@ -149,6 +149,22 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 
 # --- helpers shared by the shape functions ---------------------------------------------------------
+
+_INT_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
+            cst.FloorDivide: lambda a, b: a // b if b else None}
+
+
+def int_value(node: cst.BaseExpression | None) -> int | None:
+    """A literal int, or integer arithmetic on literal ints (``7 * 7 * 256``, a generator's Dense
+    units); None for anything else."""
+    if node is None:
+        return None
+    if isinstance(node, cst.BinaryOperation) and type(node.operator) in _INT_OPS:
+        a, b = int_value(node.left), int_value(node.right)
+        return None if a is None or b is None else _INT_OPS[type(node.operator)](a, b)
+    v = literal_value(node, None)
+    return v if _int(v) else None
+
 
 def _failed(m: MappedCall, ctx, code_: str, message: str) -> LayerEmission:
     m.fail(ctx, code_, message)

@@ -273,6 +273,34 @@ def test_shadowing_parameter_is_another_model():
     assert "model.append(nn.Linear(8, 2))" in r.output and codes(r, Severity.ERROR) == []
 
 
+def test_reshape_to_a_feature_map_in_a_channels_first_chain():
+    r = tr(CASES["generator"][0])
+    assert "nn.Linear(6, 5 * 4 * 3), nn.ReLU()," in r.output
+    assert "nn.Unflatten(1, (3, 5, 4))," in r.output  # channels-first order
+    dense = r.layers[0]
+    assert (dense.source, dense.variant, dense.symbols) == ("layers[0]", "before-unflatten",
+                                                            {"I": 6, "H": 5, "W": 4, "C": 3})
+    (model,) = r.models
+    assert (model.layout, model.output_layout) == ("same", "nchw")
+    assert codes(r, Severity.ERROR) == []
+
+
+def test_reshape_in_a_channels_first_chain_is_refused_where_it_cannot_be_exact():
+    r = tr('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        a = keras.Sequential([keras.Input((6,)), layers.BatchNormalization(), layers.Reshape((3, 2)),
+                              layers.Conv1D(2, 1)])
+        b = keras.Sequential([keras.Input((4, 4, 2)), layers.Conv2D(2, 1), layers.Reshape((2, 16))])
+        c = keras.Sequential([keras.Input((6,)), layers.Flatten(), layers.Reshape((2, 3)), layers.Conv1D(2, 1)])
+    ''')
+    assert _errors_at(r, "layers.Reshape((3, 2)),") == ["unsupported-construct"]  # after BatchNormalization
+    assert _errors_at(r, "layers.Reshape((2, 16))") == ["unsupported-construct"]  # map to map
+    assert _errors_at(r, "c = keras") == ["unsupported-construct"]  # not after a Dense
+    assert "nn.Unflatten" not in r.output
+
+
 def test_translation_is_a_fixpoint():
     src = textwrap.dedent(CASES["convnet_even"][0])
     once = translate_source(src, "m.py", PACK).output
@@ -345,6 +373,37 @@ def build():
         layers.Dense(3),
     ])
 ''', "build", (17, 4)),
+    # a generator: features → Reshape to a feature map, exact in NCHW with the Dense's outputs reordered
+    "generator": ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+def build():
+    return keras.Sequential([
+        keras.Input(shape=(6,)),
+        layers.Dense(5 * 4 * 3, activation="relu"),
+        layers.Dropout(0.3),
+        layers.Reshape((5, 4, 3)),
+        layers.Conv2D(2, 3, padding="same"),
+        layers.UpSampling2D(),
+        layers.Conv2D(3, (2, 3)),
+    ])
+''', "build", (6,)),
+    # to a (steps, channels) map and back to features through Reshape((-1,))
+    "decoder1d": ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+def build():
+    model = keras.Sequential()
+    model.add(keras.Input(shape=(5,)))
+    model.add(layers.Dense(21))
+    model.add(layers.Reshape((7, -1)))
+    model.add(layers.Conv1D(4, 3, padding="same", activation="tanh"))
+    model.add(layers.Reshape((-1,)))
+    model.add(layers.Dense(2))
+    return model
+''', "build", (5,)),
 }
 
 _TF_SCRIPT = r'''

@@ -23,7 +23,7 @@ import libcst as cst
 
 from fwport.bind import NOT_LITERAL, literal_value
 from fwport.context import FileContext, LayerRecord, ModelInfo
-from fwport.engine import LayerContext, LayerEmission, code, translate_layer
+from fwport.engine import LayerContext, LayerEmission, code, expr, translate_layer
 from fwport.finding import Severity
 from fwport.names import ScopedResolver, bound_names, dotted_text
 
@@ -202,7 +202,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         nchw = any(rule is not None and rule.emit.get("layout") == "channels-first"
                    and _literal_kw(el, "data_format") != "channels_first" for el, rule in layers)
         layout = "nchw" if nchw else "keep"
-        if nchw:
+        in_layout = "nchw" if nchw and (in_shape is None or len(in_shape) > 1) else "same"
+        if in_layout == "nchw":
             shown = f" (batch, {', '.join(map(str, in_shape))})" if in_shape else ""
             ctx.report(Severity.INFO, "layout-changed", f"this Sequential model takes channels-last inputs{shown}; "
                        "the translation is channels-first (NCHW): permute inputs with x.permute(0, 3, 1, 2)"
@@ -214,9 +215,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
         shape = in_shape
         flatten_of = None
+        producer: tuple[LayerRecord, tuple] | None = None  # the Dense that computed the current features
         index = 0  # position in the nn.Sequential
         for k, (el, rule) in enumerate(layers):
             if rule is None:
+                producer = None
                 if layout == "nchw" and (shape is None or len(shape) > 1):
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{code(el.func) if isinstance(el, cst.Call) else code(el)} "
                                "inside a Sequential converted to channels-first would receive NCHW instead of "
@@ -225,24 +228,78 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 shape, flatten_of = None, None
                 index += 1
                 continue
-            lctx = LayerContext(shape, layout, scope, "", flatten_of)
-            em: LayerEmission = translate_layer(el, rule, ctx, lctx, el)
+            if layout == "nchw" and rule.emit.get("shape") == "reshape" and shape is not None:
+                em = self._reshape_nchw(el, rule, shape, scope, producer)
+            else:
+                em = translate_layer(el, rule, ctx, LayerContext(shape, layout, scope, "", flatten_of), el)
             if em.failed or em.functional is not None:
                 if em.functional is not None:
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{rule.names[0]} merges several inputs "
                                "and cannot be a member of a Sequential model", el, rule)
                 ctx.settled.add(id(el))
-                shape, flatten_of = None, None
+                shape, flatten_of, producer = None, None, None
                 index += 1
                 continue
             chain.out[id(el)] = em.modules
             if rule.weights:
-                ctx.layers.append(LayerRecord(scope, f"{prefix}layers[{k}]", f"{prefix}{index + em.weight_module}",
-                                              rule.id, em.variant, dict(em.symbols)))
+                record = LayerRecord(scope, f"{prefix}layers[{k}]", f"{prefix}{index + em.weight_module}",
+                                     rule.id, em.variant, dict(em.symbols))
+                ctx.layers.append(record)
+                # a Dense whose output rows a Reshape to a feature map after it may reorder
+                producer = (record, shape) if rule.id == "dense" and em.variant is None else None
+            elif rule.id not in _ELEMENTWISE:
+                producer = None
             index += len(em.modules)
             shape, flatten_of = em.out_shape, em.flatten_of
         out_layout = "nchw" if nchw and (shape is None or len(shape) > 1) else "same"
-        ctx.models[key] = ModelInfo(key, "sequential", in_shape, "nchw" if nchw else "same", out_layout)
+        if in_layout == "same" and out_layout == "nchw":
+            ctx.report(Severity.INFO, "layout-changed", "this Sequential model's feature maps are channels-first "
+                       "(NCHW) in the translation: its inputs are unchanged, its outputs have the channels at "
+                       "dim 1 (y.movedim(1, -1) gives Keras's layout)", chain.call)
+        ctx.models[key] = ModelInfo(key, "sequential", in_shape, in_layout, out_layout)
+
+    def _reshape_nchw(self, el: cst.Call, rule, shape: tuple, scope: str,
+                      producer: tuple[LayerRecord, tuple] | None) -> LayerEmission:
+        """Reshape in a chain converted to channels-first, where its input size is known.
+
+        Keras reshapes in channels-last order. From features to a feature map (a generator's
+        ``Dense → Reshape((7, 7, 64))``) the result is exact as ``nn.Unflatten(1, (64, 7, 7))`` once
+        the Dense before it computes its outputs in (c, h, w) order: its record takes the weight
+        variant ``before-unflatten``. From a feature map to features it is a Flatten (the next Dense
+        reorders its rows). Anything else would permute the data silently and is refused."""
+        ctx = self.ctx
+        em = translate_layer(el, rule, ctx, LayerContext(shape, "keep", scope, ""), el)
+        if em.failed:
+            return em
+        out = em.out_shape
+        name = code(el.func)
+
+        def refuse(why: str) -> LayerEmission:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{name}{why}; Keras reshapes in channels-last "
+                       "order, so the result would be silently permuted: reshape explicitly with permutes, or "
+                       "keep this model channels-last", el, rule)
+            return LayerEmission([el], failed=True)
+
+        if out is None or not all(isinstance(n, int) for n in (*shape, *out)):
+            return refuse(" with sizes unknown here in a model converted to channels-first")
+        if len(shape) == 1 and len(out) == 1:
+            return em
+        if len(out) == 1 and len(shape) in (2, 3):  # a flatten of the map
+            *sp, c = shape
+            h, w = (sp[0], 1) if len(sp) == 1 else sp
+            return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Flatten')}()")], out, flatten_of=(h, w, c))
+        if len(shape) == 1 and len(out) in (2, 3):
+            if producer is None:
+                return refuse(" to a feature map in a model converted to channels-first, after a layer that is "
+                              "not a Dense (whose output rows fwport would reorder to channels-first order)")
+            record, dense_in = producer
+            *sp, c = out
+            h, w = (sp[0], 1) if len(sp) == 1 else sp
+            record.variant = "before-unflatten"
+            record.symbols = {"I": dense_in[-1], "H": h, "W": w, "C": c}
+            sizes = (c, *sp)
+            return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {sizes})")], out)
+        return refuse(" from one feature map to another in a model converted to channels-first")
 
     def _stray_add(self, call: cst.Call) -> None:
         """``x.add(keras layer)`` on a model no chain followed (built elsewhere, passed to a helper):
@@ -392,6 +449,10 @@ def _add_receiver(call: cst.Call) -> str | None:
 def _is_plain_add(call: cst.Call) -> bool:
     return len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star
 
+
+# Layers that act on each feature alone (or, as softmax, on all of them symmetrically): between a
+# Dense and a Reshape to a feature map they commute with the reordering of the Dense's outputs.
+_ELEMENTWISE = {"dropout", "activation", "relu", "leaky-relu", "elu"}
 
 # Calls that read a model without changing it: passing it to them does not end the chain.
 _READERS = {"print", "len", "str", "repr", "isinstance", "id", "type"}
