@@ -18,7 +18,7 @@ from fwport.engine import RuleTransformer
 from fwport.finding import Finding, Severity
 from fwport.imports import fix_imports
 from fwport.names import collect_imports
-from fwport.passes import PASSES
+from fwport.passes import PASSES, decorators
 from fwport.residue import scan_residue
 from fwport.result import FileResult, Status
 from fwport.rule import Pack, load_pack
@@ -137,6 +137,9 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
     if comments:
         text = insert_comments(text, comments)
         module = cst.parse_module(text)
+    # steps that remove lines run only now, once every finding is located and every comment placed
+    module = decorators.finish(module, ctx)
+    text = module.code
     if ctx.needed_imports or text != source:
         module = fix_imports(module, ctx.needed_imports)
         text = module.code
