@@ -25,6 +25,7 @@ CODES: dict[str, str] = {
     "shape-unknown": "a size the target needs could not be inferred statically; a lazy module or a placeholder was emitted",
     "layout-changed": "channels-last code became channels-first (NCHW); inputs must be permuted accordingly",
     "layout-kept": "a region kept the channels-last layout; permutes were emitted around layout-bound layers",
+    "idiom-replaced": "a source API with no exact target counterpart became the target's idiom for it (model.summary() → print(model)): same purpose, different output",
     "decorator-removed": "a TensorFlow-only decorator (e.g. @tf.function) was removed",
     "residue": "the output still references the source framework",
     "keras-version": "the Keras generation (2 or 3) the file was written for, which decides some defaults",

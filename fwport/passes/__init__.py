@@ -2,9 +2,10 @@
 and must keep the line structure of the code it rewrites (findings are located on its input)."""
 from __future__ import annotations
 
-from fwport.passes import decorators, sequential, subclass
+from fwport.passes import decorators, model_api, sequential, subclass
 
 PASSES = [
+    model_api.run,  # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     sequential.run,  # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     subclass.run,  # keras.Model / keras.layers.Layer subclasses → nn.Module
     decorators.run,  # @tf.function removed (or torch.compile)

@@ -1,0 +1,344 @@
+"""Structural pass: the Keras model API (``compile``, ``fit``, ``predict``, ``save_weights``...) on
+models that the translation turns into ``nn.Module``s.
+
+An ``nn.Module`` has none of these methods, so a call left as written would fail at run time, far
+from its cause. Each one is an error finding (and a ``# fwport:`` comment) that says what to write
+in PyTorch instead, and the call is settled: later passes leave its arguments (an optimizer, a
+loss) as written rather than translating them out of context. ``model.summary()`` as a statement
+is translated, as ``print(model)`` (an info finding).
+
+Only receivers known to be such models are touched, never a method that merely has the same name
+(``re.compile``, ``pattern.fit``): a name every binding of which, in its scope, is a model —
+``keras.Sequential(...)``, a functional ``keras.Model(inputs, outputs)``, an instance of a
+``keras.Model`` subclass defined in the file, or the result of a function of the file that returns
+one of those — or such an expression itself (``build_model().summary()``). Scopes are Python's:
+a function's parameter or local of the same name is another object. This pass runs first, on the
+source as written, so that the Keras names are still there to resolve.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from fwport.context import FileContext
+from fwport.engine import code
+from fwport.finding import Severity
+from fwport.names import bound_names, dotted
+
+MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model"}
+MODEL_BASES = {"keras.Model", "keras.Sequential"}
+
+_LOOP = ("write the training loop: model.train(); for x, y in loader: optimizer.zero_grad(); "
+         "loss = loss_fn(model(x), y); loss.backward(); optimizer.step()")
+_EVAL = "model.eval(), then inside `with torch.no_grad():` compute the loss and metrics over the data"
+_PREDICT = ("model.eval(), then `with torch.no_grad(): y = model(x)` on a tensor x (channels-first if "
+            "fwport reported a layout change), in batches for a large x")
+
+#: Keras model methods with no nn.Module counterpart → what to write in PyTorch instead.
+METHODS: dict[str, str] = {
+    "compile": ("create the optimizer over the parameters (torch.optim.Adam(model.parameters(), lr=...); note "
+                "that Keras's optimizer defaults, e.g. Adam's epsilon 1e-7, differ from torch's) and the loss "
+                "(nn.CrossEntropyLoss(), ...), and use them in a training loop"),
+    "fit": _LOOP,
+    "fit_generator": _LOOP,
+    "train_on_batch": ("one step of a training loop: model.train(); optimizer.zero_grad(); "
+                       "loss = loss_fn(model(x), y); loss.backward(); optimizer.step()"),
+    "evaluate": _EVAL,
+    "evaluate_generator": _EVAL,
+    "test_on_batch": "model.eval(); with torch.no_grad(): loss = loss_fn(model(x), y)",
+    "predict": _PREDICT,
+    "predict_generator": _PREDICT,
+    "predict_on_batch": "model.eval(); with torch.no_grad(): y = model(x)",
+    "summary": "print(model) shows the modules; sum(p.numel() for p in model.parameters()) counts parameters",
+    "save": ("torch.save(model.state_dict(), path), and rebuild the model in code to load it; a PyTorch model "
+             "is its source code plus its state_dict"),
+    "save_weights": "torch.save(model.state_dict(), path)",
+    "load_weights": ("model.load_state_dict(torch.load(path)); convert a Keras weights file first with "
+                     "`fwport weights model.weights.h5 --to model.pt`"),
+    "get_weights": "model.state_dict() (tensors by name, not a list of arrays by position)",
+    "set_weights": "model.load_state_dict(state_dict) (tensors by name, not a list of arrays by position)",
+    "get_layer": ("model.get_submodule(path) or the attribute / index itself; fwport's layer records map each "
+                  "Keras layer to its torch path"),
+    "count_params": ("sum(p.numel() for p in model.parameters()) counts the parameters, but Keras also counts "
+                     "non-trainable weights such as BatchNorm's moving statistics (torch buffers: "
+                     "model.buffers())"),
+    "to_json": "a PyTorch model is its source code: there is no architecture serialisation (torch.export for a graph)",
+    "to_yaml": "a PyTorch model is its source code: there is no architecture serialisation (torch.export for a graph)",
+    "get_config": "a PyTorch model is its source code: there is no config; keep the constructor arguments yourself",
+    "reset_states": "pass and carry the recurrent state explicitly (nn.LSTM takes and returns (h, c))",
+}
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    models = _Models(ctx)
+    models.analyse(module)
+    if not models.any():
+        return module
+    return module.visit(_ModelApiPass(ctx, models))
+
+
+# --- which names are models -----------------------------------------------------------------------
+
+@dataclass
+class _Scope:
+    """The names one scope (the module or a function) binds, and those that are surely models."""
+
+    bound: set[str] = field(default_factory=set)
+    models: set[str] = field(default_factory=set)
+    shadow: set[str] = field(default_factory=set)  # import aliases rebound here (def f(keras): ...)
+    assigned: dict[str, list] = field(default_factory=dict)  # name → the value of each binding (None: not `name = value`)
+    params: set[str] = field(default_factory=set)
+
+
+class _Bindings(cst.CSTVisitor):
+    """Every binding of a name in one scope (not in nested functions or classes), each with its value
+    when it is a plain ``name = value``."""
+
+    def __init__(self) -> None:
+        self.assigned: dict[str, list[cst.BaseExpression | None]] = {}
+
+    def _add(self, name: str, value: cst.BaseExpression | None) -> None:
+        self.assigned.setdefault(name, []).append(value)
+
+    def _targets(self, t: cst.BaseExpression) -> None:
+        if isinstance(t, cst.Name):
+            self._add(t.value, None)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                self._targets(e.value)
+        elif isinstance(t, cst.StarredElement):
+            self._targets(t.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self._add(node.name.value, None)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._add(node.name.value, None)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name) and len(node.targets) == 1:
+                self._add(t.target.value, node.value)
+            else:
+                self._targets(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self._add(node.target.value, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False  # module-level imports are the import table's; a local import rebinds via AsName only
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+
+class _Returns(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.values: list[cst.BaseExpression | None] = []
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.values.append(node.value)
+
+
+class _Models:
+    """Model classes, builder functions and model names of one file, decided on the source tree."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.classes: set[str] = set()  # module-level keras.Model subclasses
+        self.builders: set[str] = set()  # module-level functions that return a model
+        self.scopes: dict[int, _Scope] = {}  # id(Module / FunctionDef) → scope
+
+    def any(self) -> bool:
+        return any(s.models for s in self.scopes.values())
+
+    def qualname(self, node: cst.BaseExpression, shadow: set[str]) -> str | None:
+        parts = dotted(node)
+        if not parts or parts[0] in shadow:
+            return None
+        return self.ctx.imports.resolve_parts(parts)
+
+    def is_model_expr(self, node: cst.BaseExpression | None, chain: list[_Scope]) -> bool:
+        """A call that makes a model, or a name that is one, seen from the innermost of ``chain``."""
+        if isinstance(node, cst.Name):
+            return self.lookup(node.value, chain)
+        if not isinstance(node, cst.Call):
+            return False
+        shadow = set().union(*(s.shadow for s in chain))
+        if self.qualname(node.func, shadow) in MODEL_CONSTRUCTORS:
+            return True
+        if isinstance(node.func, cst.Name):
+            name = node.func.value
+            local = next((s for s in reversed(chain) if name in s.bound), None)
+            # a class or builder of the module, not rebound in between
+            return local is chain[0] and (name in self.classes or name in self.builders)
+        return False
+
+    def lookup(self, name: str, chain: list[_Scope]) -> bool:
+        for s in reversed(chain):
+            if name in s.bound:
+                return name in s.models
+        return False
+
+    def analyse(self, module: cst.Module) -> None:
+        top = self._scope_of(module, module.body)
+        imports = set(self.ctx.imports.aliases)
+        classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
+        functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+        changed = True
+        while changed:  # classes may derive from classes, builders call builders: until nothing changes
+            changed = False
+            for c in classes:
+                if c.name.value not in self.classes and any(
+                        self.qualname(b.value, set()) in MODEL_BASES
+                        or (isinstance(b.value, cst.Name) and b.value.value in self.classes) for b in c.bases):
+                    self.classes.add(c.name.value)
+                    changed = True
+            self._models_of(top, module.body, [top])
+            for f in functions:
+                scope = self._scope_of(f, f.body)
+                scope.shadow = bound_names(f) & imports
+                chain = [top, scope]
+                self._models_of(scope, f.body, chain)
+                rets = _Returns()
+                f.body.visit(rets)
+                if (f.name.value not in self.builders and rets.values
+                        and all(self.is_model_expr(v, chain) for v in rets.values)):
+                    self.builders.add(f.name.value)
+                    changed = True
+        # functions nested in classes and functions (methods): their own scopes
+        for node in _all_functions(module):
+            if id(node) not in self.scopes:
+                scope = self._scope_of(node, node.body)
+                scope.shadow = bound_names(node) & imports
+                self._models_of(scope, node.body, [top, scope])
+
+    def _scope_of(self, node: cst.CSTNode, body) -> _Scope:
+        scope = self.scopes.get(id(node))
+        if scope is None:
+            b = _Bindings()
+            for stmt in (body if isinstance(body, (list, tuple)) else [body]):
+                stmt.visit(b)
+            params = _params(node) if isinstance(node, cst.FunctionDef) else set()
+            scope = _Scope(set(b.assigned) | params, assigned=b.assigned, params=params)
+            self.scopes[id(node)] = scope
+        return scope
+
+    def _models_of(self, scope: _Scope, body, chain: list[_Scope]) -> None:
+        for _ in range(3):  # `m = build(); model = m` settles in a few rounds
+            for name, values in scope.assigned.items():
+                if name in scope.params or name in scope.models:
+                    continue  # a parameter may be anything
+                if all(v is not None and self.is_model_expr(v, chain) for v in values):
+                    scope.models.add(name)
+
+
+def _params(fn: cst.FunctionDef) -> set[str]:
+    p = fn.params
+    names = {x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
+def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
+    out: list[cst.FunctionDef] = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+            out.append(node)
+
+    module.visit(V())
+    return out
+
+
+# --- rewriting ------------------------------------------------------------------------------------
+
+class _ModelApiPass(cst.CSTTransformer):
+    def __init__(self, ctx: FileContext, models: _Models):
+        super().__init__()
+        self.ctx = ctx
+        self.models = models
+        self.chain: list[_Scope] = []
+        self.summaries: set[int] = set()  # id(summary call) translated by its statement
+
+    def on_leave(self, original_node, updated_node):
+        # settled nodes keep their identity for the passes after this one
+        out = super().on_leave(original_node, updated_node)
+        return original_node if id(original_node) in self.ctx.settled else out
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.chain = [self.models.scopes[id(node)]]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.chain.append(self.models.scopes[id(node)])
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        self.chain.pop()
+        return updated_node
+
+    def _model_method(self, call: cst.Call) -> str | None:
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in METHODS:
+            return None
+        # a method's own scope; names of an enclosing class body are not visible from it
+        return func.attr.value if self.models.is_model_expr(func.value, self.chain) else None
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        return id(node) not in self.ctx.settled
+
+    def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
+        call = original_node.value
+        if (isinstance(call, cst.Call) and not call.args and id(call) not in self.ctx.settled
+                and self._model_method(call) == "summary"):
+            receiver = call.func.value  # type: ignore[union-attr]
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{code(call)} → print({code(receiver)}): prints the modules (no output shapes; "
+                            "count parameters with sum(p.numel() for p in model.parameters()))", call)
+            return updated_node.with_changes(value=cst.Call(cst.Name("print"), [cst.Arg(updated_node.value.func.value)]))
+        return updated_node
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        method = self._model_method(original_node)
+        if method is None:
+            return updated_node
+        if method == "summary" and not original_node.args and self._is_statement(original_node):
+            return updated_node  # translated by leave_Expr
+        receiver = code(original_node.func.value)  # type: ignore[union-attr]
+        self.ctx.report(Severity.ERROR, "unsupported-construct",
+                        f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
+                        f"nn.Module, which has none: {METHODS[method]}", original_node)
+        self.ctx.settled.add(id(original_node))
+        return original_node
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement_calls = {id(s.value) for s in node.body if isinstance(s, cst.Expr)}
+
+    def _is_statement(self, call: cst.Call) -> bool:
+        return id(call) in getattr(self, "_statement_calls", set())

@@ -1,0 +1,186 @@
+"""The model-API pass: Keras model methods on translated models are errors that say what to write
+instead (``summary()`` becomes ``print(model)``); the same method names on anything else are left
+alone."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from fwport.finding import Severity
+from fwport.passes.model_api import METHODS
+from fwport.rule import load_pack
+from fwport.translate import translate_source
+
+PACK = load_pack("tf2torch")
+
+
+def tr(src: str):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "train.py", PACK)
+
+
+def flagged(r) -> list[tuple[int, str]]:
+    """(source line, method) of every model-API error."""
+    out = []
+    for f in r.findings:
+        if f.severity is Severity.ERROR and f.code == "unsupported-construct" and "Keras model method" in f.message:
+            out.append((f.line, f.message.split("(...)")[0].rsplit(".", 1)[-1]))
+    return sorted(out)
+
+
+def line_of(r, text: str) -> int:
+    (line,) = [i + 1 for i, l in enumerate(r.source.splitlines()) if text in l]
+    return line
+
+
+def code_lines(text: str) -> list[str]:
+    return [l for l in text.splitlines() if not l.lstrip().startswith("# fwport:")]
+
+
+MODELS = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.fc = layers.Dense(3, input_shape=(4,))
+
+    def call(self, x):
+        return self.fc(x)
+
+
+class Deeper(Net):
+    pass
+
+
+def build_model():
+    model = keras.Sequential([keras.Input((4,)), layers.Dense(2)])
+    return model
+
+
+def build_functional():
+    inputs = keras.Input((4,))
+    return keras.Model(inputs, layers.Dense(2)(inputs))
+
+'''
+
+
+@pytest.mark.parametrize("receiver", ["build_model()", "Net()", "Deeper()", "build_functional()",
+                                      "keras.Sequential([layers.Dense(2, input_shape=(3,))])"])
+def test_every_kind_of_translated_model_is_recognised(receiver):
+    r = tr(MODELS + f'''
+model = {receiver}
+model.compile(optimizer="adam", loss="mse")
+history = model.fit(x, y, epochs=2)
+model.save_weights("model.weights.h5")
+''')
+    assert flagged(r) == [(line_of(r, "model.compile("), "compile"), (line_of(r, "model.fit("), "fit"),
+                          (line_of(r, "model.save_weights("), "save_weights")]
+    # each call is left as written, with the advice above it; no other line changes
+    assert code_lines(r.output)[-3:] == ['model.compile(optimizer="adam", loss="mse")',
+                                        "history = model.fit(x, y, epochs=2)",
+                                        'model.save_weights("model.weights.h5")']
+    assert "# fwport: unsupported-construct: model.save_weights(...) is a Keras model method" in r.output
+    assert "torch.save(model.state_dict(), path)" in r.output
+
+
+def test_each_method_says_what_to_write_instead():
+    calls = "\n".join(f"m.{name}(a)" for name in METHODS)
+    r = tr(MODELS + "m = build_model()\n" + calls + "\n")
+    assert sorted(name for _, name in flagged(r)) == sorted(METHODS)
+    msgs = {f.message.split("(...)")[0].rsplit(".", 1)[-1]: f.message for f in r.findings if "Keras model method" in f.message}
+    assert "model.eval()" in msgs["predict"] and "torch.no_grad()" in msgs["predict"]
+    assert "loss.backward()" in msgs["fit"] and "optimizer.step()" in msgs["fit"]
+    assert "model.load_state_dict" in msgs["load_weights"] and "fwport weights" in msgs["load_weights"]
+
+
+def test_summary_statement_becomes_print():
+    r = tr(MODELS + '''
+model = build_model()
+model.summary()
+build_model().summary()
+''')
+    assert code_lines(r.output)[-2:] == ["print(model)", "print(build_model())"]
+    infos = [f for f in r.findings if f.code == "idiom-replaced"]
+    assert len(infos) == 2 and all(f.severity is Severity.INFO for f in infos)
+    assert flagged(r) == []
+
+
+def test_summary_with_arguments_or_as_a_value_is_an_error():
+    r = tr(MODELS + '''
+model = build_model()
+model.summary(line_length=80)
+text = model.summary()
+''')
+    assert [m for _, m in flagged(r)] == ["summary", "summary"]
+    assert code_lines(r.output)[-2:] == ["model.summary(line_length=80)", "text = model.summary()"]
+
+
+def test_model_in_a_function_scope_and_a_global_seen_from_a_function():
+    r = tr(MODELS + '''
+model = build_model()
+
+
+def main():
+    net = Net()
+    net.fit(x, y)
+    model.predict(x)
+''')
+    assert [m for _, m in flagged(r)] == ["fit", "predict"]
+
+
+def test_arguments_of_a_flagged_call_are_left_as_written():
+    r = tr(MODELS + '''
+model = build_model()
+model.fit(tf.reduce_sum(x, axis=1), y)
+''')
+    assert code_lines(r.output)[-1] == "model.fit(tf.reduce_sum(x, axis=1), y)"
+
+
+def test_same_method_names_on_other_objects_are_left_alone():
+    src = MODELS + '''
+import re
+from sklearn.linear_model import LinearRegression
+
+pattern = re.compile("a+")
+clf = LinearRegression().fit(X, y)
+clf.predict(X)
+
+
+def train(model, data):  # a parameter: could be anything
+    model.fit(data)
+
+
+def rebound():
+    model = build_model()
+    model = LinearRegression()  # not only a model in this scope
+    model.fit(X, y)
+
+
+def shadow():
+    build_model = LinearRegression
+    build_model().fit(X, y)
+
+
+class Trainer:
+    def fit(self):
+        self.compile()
+        return self.model.fit(x)
+'''
+    r = tr(src)
+    assert flagged(r) == []
+    assert 'pattern = re.compile("a+")' in r.output and "model.fit(data)" in r.output
+    assert not [f for f in r.findings if f.code == "idiom-replaced"]
+
+
+def test_fixpoint():
+    r = tr(MODELS + '''
+model = build_model()
+model.summary()
+model.fit(x, y)
+''')
+    again = translate_source(r.output, "train.py", PACK)
+    assert again.output == r.output
