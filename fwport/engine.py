@@ -97,7 +97,7 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
             values[d.name] = expr(src)
             target_note = f"; {d.target} in the target" if d.target else ""
             ctx.report(Severity.INFO, "default-differs",
-                       f"{d.name} defaults to {src} in Keras {ctx.keras_version}{target_note}: pinned explicitly",
+                       f"{d.name} defaults to {src} in {_source_label(rule, ctx)}{target_note}: pinned explicitly",
                        m.node, rule)
 
     for name, value in values.items():
@@ -132,6 +132,12 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
             if spec.to:
                 m.kwargs[spec.to] = value
     return m
+
+
+def _source_label(rule: Rule, ctx: FileContext) -> str:
+    if rule.names[0].startswith("keras."):
+        return f"Keras {ctx.keras_version}"
+    return "TensorFlow"
 
 
 def _in(value, options) -> bool:
