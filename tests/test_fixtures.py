@@ -34,6 +34,18 @@ import regen_fixtures  # noqa: E402
 
 DIRS = regen_fixtures.fixture_dirs()
 NAMES = [d.name for d in DIRS]
+VERIFY = {d.name: json.loads((d / "verify.json").read_text()) for d in DIRS}
+
+
+def _params(part: str):
+    """The fixtures, with a strict xfail where verify.json's "known_bugs" names a bug in this part
+    ("expected": expected.py is the hand-written correct translation fwport does not produce yet;
+    "fixpoint": translating the output again changes it). Strict: the day it passes, say so."""
+    out = []
+    for name in NAMES:
+        reason = VERIFY[name].get("known_bugs", {}).get(part)
+        out.append(pytest.param(name, id=name, marks=[pytest.mark.xfail(reason=reason, strict=True)] if reason else []))
+    return out
 _translations: dict[str, object] = {}
 
 
@@ -50,7 +62,7 @@ def test_enough_fixtures():
             assert (d / f).is_file(), f"{d.name}: {f} missing (run scripts/regen_fixtures.py)"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", _params("expected"))
 def test_translation_is_expected(name):
     r = translated(name)
     expected = (FIXTURES / name / "expected.py").read_text()
@@ -63,7 +75,7 @@ def test_translation_is_expected(name):
             assert f"# fwport: {f.code}:" in r.output, f"{name}: error {f.code} at line {f.line} left no comment"
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", _params("fixpoint"))
 def test_translation_is_a_fixpoint(name):
     out = translated(name).output
     again = regen_fixtures.translate_source(out, f"fixtures/tf2torch/{name}/expected.py")
@@ -76,11 +88,11 @@ def _jobs():
     """One job per model (or function) to drive: the fixture's main entry and its `extra` ones."""
     jobs = []
     for d in DIRS:
-        v = json.loads((d / "verify.json").read_text())
+        v = VERIFY[d.name]
         for e in [v] + v.get("extra", []):
             jobs.append({
                 "id": f"{d.name}:{e['model']}", "fixture": d.name, "model": e["model"],
-                "kind": e.get("kind", "model"), "args": e.get("args", {}), "inputs": e["inputs"],
+                "kind": e.get("kind", v.get("kind", "model")), "args": e.get("args", {}), "inputs": e["inputs"],
                 "int_high": e.get("int_high", v.get("int_high", 10)), "keras": v["keras"],
                 "xfail": e.get("xfail", v.get("xfail")),
             })
