@@ -1,0 +1,221 @@
+"""Translation speed: fwport next to a bare libcst parse + render of the same files, one core.
+
+    python bench/bench_translate.py                 # fixtures x20 + ~60k lines of keras/src
+    python bench/bench_translate.py --keras-lines 0 # all of keras/src
+    python bench/bench_translate.py --profile       # + where fwport's time goes (cProfile)
+    python bench/bench_translate.py --tree          # + the CLI over the keras tree on every core
+
+The design target (DESIGN.md, "Performance budget"): fwport at no less than half the lines per
+second of the bare parse + render. Also measured: the start-up of `fwport --help` and of a one-file
+translation (subprocess wall time, median of a few runs). Nothing here asserts: it prints figures.
+"""
+from __future__ import annotations
+
+import argparse
+import cProfile
+import importlib.util
+import io
+import os
+import pstats
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import libcst as cst  # noqa: E402
+
+from fwport.rule import load_pack  # noqa: E402
+from fwport.translate import translate_source  # noqa: E402
+
+
+def keras_src() -> Path | None:
+    spec = importlib.util.find_spec("keras")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    src = Path(list(spec.submodule_search_locations)[0]) / "src"
+    return src if src.is_dir() else None
+
+
+def corpus(repeat: int, keras_lines: int) -> dict[str, list[tuple[str, str]]]:
+    fixtures = sorted((ROOT / "fixtures" / "tf2torch").glob("*/model.py"))
+    if not fixtures:  # no fixtures yet: the rules' examples are real TF programs too
+        texts = [(f"{r.id}/{ex.name}", ex.before) for r in load_pack("tf2torch").rules.values() for ex in r.examples]
+    else:
+        texts = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in fixtures]
+    out = {"fixtures": [(f"{name}#{i}", t) for i in range(repeat) for name, t in texts]}
+    src = keras_src()
+    if src is not None:
+        files, lines = [], 0
+        for p in sorted(src.rglob("*.py")):
+            if p.name.endswith("_test.py"):
+                continue
+            t = p.read_text(encoding="utf-8")
+            files.append((str(p.relative_to(src.parent)), t))
+            lines += t.count("\n")
+            if keras_lines and lines >= keras_lines:
+                break
+        out["keras/src"] = files
+    return out
+
+
+def lines_of(files: list[tuple[str, str]]) -> int:
+    return sum(t.count("\n") for _, t in files)
+
+
+def bare(files: list[tuple[str, str]]) -> float:
+    t0 = time.perf_counter()
+    for _, t in files:
+        try:
+            cst.parse_module(t).code
+        except cst.ParserSyntaxError:
+            pass
+    return time.perf_counter() - t0
+
+
+CRASHES: dict[str, list[str]] = {}
+
+
+def fwport_run(files: list[tuple[str, str]], pack) -> tuple[float, dict[str, int]]:
+    statuses: dict[str, int] = {}
+    t0 = time.perf_counter()
+    for name, t in files:
+        try:
+            status = translate_source(t, name, pack).status.value
+        except Exception as e:  # a bug to report, not a reason to stop measuring
+            status = "crashed"
+            CRASHES.setdefault(f"{type(e).__name__}: {e}", []).append(name)
+        statuses[status] = statuses.get(status, 0) + 1
+    return time.perf_counter() - t0, statuses
+
+
+def startup(args: list[str], runs: int) -> float:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-m", "fwport", *args], env=env, capture_output=True, cwd=ROOT)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--repeat", type=int, default=20, help="copies of the fixture programs (default 20)")
+    ap.add_argument("--keras-lines", type=int, default=60_000, help="lines of keras/src to include (0: all)")
+    ap.add_argument("--runs", type=int, default=5, help="runs for the start-up medians")
+    ap.add_argument("--profile", action="store_true", help="profile fwport on the corpus and print the top functions")
+    ap.add_argument("--stages", action="store_true", help="time each pipeline stage of fwport (ms per file)")
+    ap.add_argument("--tree", action="store_true", help="also time `fwport tf2torch keras/src -o TMP` on every core")
+    a = ap.parse_args()
+
+    pack = load_pack("tf2torch")
+    parts = corpus(a.repeat, a.keras_lines)
+    for files in parts.values():  # warm up: imports, caches
+        fwport_run(files[:3], pack)
+        bare(files[:3])
+    print(f"{'corpus':<12} {'files':>6} {'lines':>8} {'bare lines/s':>13} {'fwport lines/s':>15} {'ratio':>6}  statuses")
+    total_lines = total_bare = total_fw = 0.0
+    for name, files in parts.items():
+        n = lines_of(files)
+        tb = bare(files)
+        tf, statuses = fwport_run(files, pack)
+        total_lines += n
+        total_bare += tb
+        total_fw += tf
+        print(f"{name:<12} {len(files):>6} {n:>8} {n / tb:>13,.0f} {n / tf:>15,.0f} {tb / tf:>6.2f}  "
+              + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    print(f"{'all':<12} {'':>6} {int(total_lines):>8} {total_lines / total_bare:>13,.0f} "
+          f"{total_lines / total_fw:>15,.0f} {total_bare / total_fw:>6.2f}")
+    for error, names in CRASHES.items():
+        print(f"crashed ({len(names)} runs): {error}: e.g. {names[0]}")
+    print(f"target: fwport >= 0.5 x bare; {'met' if total_bare / total_fw >= 0.5 else 'NOT met'}")
+
+    one = ROOT / "fixtures" / "tf2torch" / "mnist_convnet" / "model.py"
+    if not one.exists():
+        one = Path(tempfile.mkstemp(suffix=".py")[1])
+        one.write_text("import tensorflow as tf\n\ny = tf.reduce_sum(x, 1)\n")
+    print(f"start-up, median of {a.runs}: `fwport --help` {startup(['--help'], a.runs):.2f} s; "
+          f"`fwport tf2torch {one.name}` {startup(['tf2torch', str(one)], a.runs):.2f} s; "
+          f"`python -c pass` {statistics.median(_bare_python() for _ in range(a.runs)):.2f} s")
+
+    if a.tree and keras_src() is not None:
+        with tempfile.TemporaryDirectory() as out:
+            t0 = time.perf_counter()
+            p = subprocess.run([sys.executable, "-m", "fwport", "tf2torch", str(keras_src()), "-o", out, "-q",
+                                "--format", "json"], env={**os.environ, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                               text=True, cwd=ROOT)
+            dt = time.perf_counter() - t0
+            import json
+            summary = json.loads(p.stderr)["summary"] if p.stderr.strip().startswith("{") else p.stderr[-300:]
+            print(f"tree: fwport tf2torch keras/src -o TMP on {os.cpu_count()} cores: {dt:.1f} s (exit {p.returncode}); {summary}")
+
+    if a.stages:
+        stage_times([f for fs in parts.values() for f in fs], pack)
+
+    if a.profile:
+        files = [f for fs in parts.values() for f in fs]
+        prof = cProfile.Profile()
+        prof.enable()
+        fwport_run(files, pack)
+        prof.disable()
+        s = io.StringIO()
+        st = pstats.Stats(prof, stream=s)
+        st.sort_stats("cumulative").print_stats(35)
+        print(s.getvalue())
+        s = io.StringIO()
+        pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(20)
+        print(s.getvalue())
+
+
+def stage_times(files: list[tuple[str, str]], pack) -> None:
+    """Wrap each stage translate_source calls and add up its wall time; the rest is the rule pass,
+    rendering and glue."""
+    import fwport.translate as tr
+
+    totals: dict[str, float] = {}
+
+    def timed(name, fn):
+        def wrapper(*args, **kwargs):
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                totals[name] = totals.get(name, 0.0) + time.perf_counter() - t0
+        return wrapper
+
+    saved = (list(tr.PASSES), tr.fix_imports, tr.scan_residue, tr._locate, tr.collect_imports, tr.cst.parse_module,
+             tr.insert_comments)
+    try:
+        tr.PASSES[:] = [timed(f"pass {p.__module__.rsplit('.', 1)[-1]}", p) for p in saved[0]]
+        tr.fix_imports = timed("fix_imports", saved[1])
+        tr.scan_residue = timed("scan_residue", saved[2])
+        tr._locate = timed("_locate (PositionProvider)", saved[3])
+        tr.collect_imports = timed("collect_imports", saved[4])
+        tr.cst.parse_module = timed("cst.parse_module (all callers)", saved[5])
+        tr.insert_comments = timed("insert_comments", saved[6])
+        total, _ = fwport_run(files, pack)
+    finally:
+        tr.PASSES[:] = saved[0]
+        (tr.fix_imports, tr.scan_residue, tr._locate, tr.collect_imports, tr.cst.parse_module,
+         tr.insert_comments) = saved[1:]
+    n = len(files)
+    print(f"stages over {n} files, {total / n * 1000:.1f} ms per file (nested stages overlap: parse is also inside others)")
+    for name, t in sorted(totals.items(), key=lambda kv: -kv[1]):
+        print(f"  {name:<34} {t / n * 1000:8.2f} ms/file  {t / total:6.1%}")
+    rest = total - sum(v for k, v in totals.items() if not k.startswith("cst."))
+    print(f"  {'rule pass + render + glue (rest)':<34} {rest / n * 1000:8.2f} ms/file  {rest / total:6.1%}")
+
+
+def _bare_python() -> float:
+    t0 = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"])
+    return time.perf_counter() - t0
+
+
+if __name__ == "__main__":
+    main()
