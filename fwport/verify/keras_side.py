@@ -161,9 +161,12 @@ def run(req: dict) -> dict:
         _randomize(model, req["seed"])
 
     # the variables the maps move, by name; anything else is unmapped
-    variables, trainable = {}, []
+    variables, trainable, absent = {}, [], []
     for m in req["moves"]:
         layer = resolve(model, m["layer"])
+        if m["var"] not in (".", "") and getattr(layer, m["var"], "missing") is None:
+            absent.append(m["key"])  # an optional variable switched off (use_bias=False, center=False)
+            continue
         var = layer if m["var"] in (".", "") else getattr(layer, m["var"], None)
         if var is None or not hasattr(var, "assign"):
             raise UserError(f"{m['layer']} ({type(layer).__name__}) has no variable {m['var']!r} "
@@ -173,16 +176,19 @@ def run(req: dict) -> dict:
             trainable.append(m["key"])
     mapped = {id(v) for v in variables.values()}
     unmapped = [_var_id(v) for v in model.weights if id(v) not in mapped]
-    arrays = {f"w:{k}": v for k, v in _state(req["moves"], variables).items()}
+    moves = [m for m in req["moves"] if m["key"] not in absent]
+    arrays = {f"w:{k}": v for k, v in _state(moves, variables).items()}
     initial = {k: _np(v) for k, v in variables.items()}
     checks = req.get("checks", ["forward"])
     resp: dict = {"versions": versions(), "device": device(), "unmapped": unmapped, "trainable": trainable,
-                  "layers": []}
+                  "absent": absent, "layers": []}
 
     capture_paths = req.get("capture", [])
     layers = {}
     for p in capture_paths:
         layer = resolve(model, p)
+        if not isinstance(layer, keras.layers.Layer):
+            continue  # a variable (add_weight): nothing to intercept
         layers[p] = layer
         resp["layers"].append({"path": p, "name": getattr(layer, "name", p), "class": type(layer).__name__})
     cap = _Capture(layers)
@@ -232,7 +238,7 @@ def run(req: dict) -> dict:
             if "Dropout" in type(layer).__name__ and hasattr(layer, "rate"):
                 object.__setattr__(layer, "rate", 0.0)
         bn_layers = {}
-        for m in req["moves"]:
+        for m in moves:
             if m["var"] == "moving_variance":
                 bn_layers[m["layer"]] = resolve(model, m["layer"])
         bcap = _Capture(bn_layers, pre_activation=False, inputs=True)
@@ -246,10 +252,10 @@ def run(req: dict) -> dict:
                     v.assign_sub(tf.constant(lr, dtype=v.dtype) * tf.convert_to_tensor(g))  # tf.cast(0.1) rounds via float32
         finally:
             bcap.close()
-        for k, v in _state(req["moves"], variables).items():
+        for k, v in _state(moves, variables).items():
             arrays[f"s:{k}"] = v
         bn = {}
-        for m in req["moves"]:
+        for m in moves:
             if m["var"] != "moving_variance" or m["layer"] not in bcap.inp:
                 continue
             layer = bn_layers[m["layer"]]

@@ -375,6 +375,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
         times["torch_build"] = time.perf_counter() - t_start
         with np.load(d / "keras.npz") as z:
             K = {k: z[k] for k in z.files}
+        moves = [m for m in moves if m.key not in set(kresp.get("absent", []))]
 
         t1 = time.perf_counter()
         problems: list[str] = []

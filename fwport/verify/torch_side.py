@@ -30,6 +30,17 @@ torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction = False
 torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
 torch.backends.cudnn.benchmark = False
 
+class _BlockSourceFrameworks:
+    """The translated program must run without TensorFlow/Keras (and this process must never hold both)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("tensorflow", "keras", "tf_keras"):
+            raise ImportError(f"the translation imports {name}: a translated program must not need TensorFlow/Keras")
+        return None
+
+
+sys.meta_path.insert(0, _BlockSourceFrameworks())
+
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 _STATE: dict = {}
 # integer book-keeping buffers with no Keras counterpart
