@@ -33,9 +33,17 @@ import importlib, inspect, json, sys
 names = json.loads(sys.argv[1])
 out = {}
 for name in names:
-    mod_path, _, attr = name.rpartition(".")
+    parts = name.split(".")
     try:
-        obj = getattr(importlib.import_module(mod_path), attr)
+        # the longest importable module prefix, then attributes (methods of classes included)
+        for i in range(len(parts) - 1, 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:i]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[i:]:
+            obj = getattr(obj, attr)
     except Exception as e:
         out[name] = {"error": f"{type(e).__name__}: {e}"}
         continue
