@@ -1,0 +1,112 @@
+"""Every rule with a weight map, checked numerically: a tiny model per map (and per variant), all
+translated from one file and verified in ONE Keras and ONE torch subprocess (a warm Session)."""
+from __future__ import annotations
+
+import pytest
+
+from fwport.rule import load_pack
+from fwport.translate import translate_source
+from fwport.verify import Options, Session, verify
+
+CASES_SOURCE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def dense():
+    return keras.Sequential([keras.Input(shape=(6,)), layers.Dense(5)])
+
+
+def dense_after_flatten():
+    return keras.Sequential([keras.Input(shape=(4, 3, 2)), layers.Conv2D(3, (2, 1)), layers.Flatten(), layers.Dense(5)])
+
+
+def dense_before_unflatten():
+    return keras.Sequential([keras.Input(shape=(6,)), layers.Dense(24), layers.Reshape((2, 4, 3)), layers.Conv2D(2, (1, 2))])
+
+
+def conv1d():
+    return keras.Sequential([keras.Input(shape=(9, 3)), layers.Conv1D(4, 3, strides=2, padding="same")])
+
+
+def conv2d():
+    return keras.Sequential([keras.Input(shape=(7, 6, 3)), layers.Conv2D(4, (3, 2), strides=2, padding="same")])
+
+
+def batch_normalization():
+    return keras.Sequential([keras.Input(shape=(5, 4, 3)), layers.BatchNormalization(momentum=0.9, epsilon=1e-4)])
+
+
+def embedding():
+    return keras.Sequential([keras.Input(shape=(7,), dtype="int32"), layers.Embedding(20, 4)])
+
+
+def layer_normalization():
+    return keras.Sequential([keras.Input(shape=(5, 6)), layers.LayerNormalization()])
+
+
+def prelu():
+    return keras.Sequential([keras.Input(shape=(4, 5)), layers.PReLU(shared_axes=[1])])
+
+
+class Scale(keras.Model):
+    def __init__(self, n=5):
+        super().__init__()
+        self.w = self.add_weight(shape=(n,), initializer="ones")
+
+    def call(self, x):
+        return x * self.w
+'''
+
+# (rule id, weight-map variant) → (model name, input specs or None for the declared ones, checks)
+CASES = {
+    ("dense", None): ("dense", None, ("forward", "grad", "step")),
+    ("dense", "after-flatten"): ("dense_after_flatten", None, ("forward", "grad", "step")),
+    ("dense", "before-unflatten"): ("dense_before_unflatten", None, ("forward", "grad", "step")),
+    ("conv1d", None): ("conv1d", None, ("forward", "grad", "step")),
+    ("conv2d", None): ("conv2d", None, ("forward", "grad", "step")),
+    ("batch-normalization", None): ("batch_normalization", None, ("forward", "grad", "step")),
+    ("embedding", None): ("embedding", ["int32[3,7]:20"], ("forward", "grad", "step")),
+    ("layer-normalization", None): ("layer_normalization", None, ("forward", "grad", "step")),
+    ("prelu", None): ("prelu", None, ("forward", "grad", "step")),
+    ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
+}
+
+
+def _maps():
+    out = set()
+    for r in load_pack("tf2torch").rules.values():
+        for w in r.weights:
+            out.add((r.id, w.when))
+    return out
+
+
+def test_every_weight_map_has_a_numerical_case():
+    missing = sorted(_maps() - set(CASES), key=str)
+    assert not missing, f"rules with weight maps but no case in tests/test_rule_weights.py: {missing}"
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rule-weights")
+    (d / "cases.py").write_text(CASES_SOURCE)
+    result = translate_source(CASES_SOURCE, "cases.py")
+    (d / "cases_torch.py").write_text(result.output)
+    certs = {}
+    with Session() as session:  # one subprocess per framework for every case
+        for key, (model, inputs, checks) in CASES.items():
+            certs[key] = (verify(Options(str(d / "cases.py"), str(d / "cases_torch.py"), model, inputs=inputs or [],
+                                         checks=checks, device="cpu"), session), result)
+    return certs
+
+
+@pytest.mark.parametrize("key", sorted(CASES, key=str), ids=lambda k: f"{k[0]}-{k[1] or 'plain'}")
+def test_weight_map_is_numerically_exact(certificates, key):
+    cert, result = certificates[key]
+    rule, variant = key
+    model = CASES[key][0]
+    used = {(r.rule, r.variant) for r in result.layers if r.scope == model}
+    assert (rule, variant) in used, f"the case {model} no longer exercises {rule} ({variant}): {used}"
+    assert cert["verdict"] == "pass", (cert.get("problems"), cert.get("first_diverging"))
+    moved = {e["source"].rsplit(".", 1)[-1] for e in cert["results"]["gradients"]}
+    assert moved, "no parameter was compared"
