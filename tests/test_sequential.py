@@ -301,6 +301,38 @@ def test_reshape_in_a_channels_first_chain_is_refused_where_it_cannot_be_exact()
     assert "nn.Unflatten" not in r.output
 
 
+def test_input_shapes_spelled_with_names_keep_what_is_known():
+    r = tr('''
+        import keras
+        from keras import layers
+
+        def build(channels, input_dim, input_shape):
+            a = keras.Sequential([
+                keras.Input(shape=(14, 12, channels)),
+                layers.Conv2D(8, 3), layers.Flatten(),
+                layers.Dense(2)])
+            b = keras.Sequential(name="mlp")
+            b.add(layers.Dense(32, input_dim=input_dim))
+            b.add(layers.BatchNormalization())
+            c = keras.Sequential([layers.InputLayer(shape=input_shape), layers.Dense(4)])
+            return a, b, c
+    ''')
+    out = r.output
+    # the input declaration is removed (it computes nothing); its sizes that are literals are used
+    assert "keras.Input" not in out and "InputLayer" not in out
+    assert "# input: (batch, channels, 14, 12) channels-first" in out
+    assert "nn.LazyConv2d(8, 3)" in out
+    # the conv's output size does not depend on the unknown input channels: the Dense after the
+    # Flatten is concrete, with its rows reordered
+    assert "nn.Linear(960, 2)" in out
+    assert [(l.source, l.variant, l.symbols) for l in r.layers if l.scope == "build.a"] == [
+        ("layers[0]", None, {}), ("layers[2]", "after-flatten", {"H": 12, "W": 10, "C": 8, "O": 2})]
+    # input_dim=<name> is a 1-D input: an MLP, not a channels-first model
+    assert "b.append(nn.LazyLinear(32))" in out and "b.append(nn.BatchNorm1d(32, momentum=0.01, eps=0.001))" in out
+    assert "nn.LazyLinear(4)" in out
+    assert {m.scope: m.layout for m in r.models} == {"build.a": "nchw", "build.b": "same", "build.c": "same"}
+
+
 def test_translation_is_a_fixpoint():
     src = textwrap.dedent(CASES["convnet_even"][0])
     once = translate_source(src, "m.py", PACK).output

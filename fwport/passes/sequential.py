@@ -21,14 +21,15 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.bind import NOT_LITERAL, literal_value
+from fwport.bind import literal_value
 from fwport.context import FileContext, LayerRecord, ModelInfo
 from fwport.engine import LayerContext, LayerEmission, code, expr, translate_layer
+from fwport.layer import int_value
 from fwport.finding import Severity
 from fwport.names import ScopedResolver, bound_names, dotted_text
 
 SEQUENTIAL = "keras.Sequential"
-INPUTS = ("keras.Input", "keras.layers.InputLayer")
+INPUTS = ("keras.Input", "keras.layers.InputLayer", "keras.InputLayer")  # names.canonical spells InputLayer both ways
 _SEQUENTIAL_KWARGS = {"layers", "name", "trainable"}
 
 
@@ -63,6 +64,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self.chains: dict[int, _Chain] = {}  # id(Sequential call) → chain
         self.adds: dict[int, tuple[_Chain, cst.BaseExpression]] = {}  # id(add statement) → chain, element
         self.followed: set[int] = set()  # ids of the .add calls that belong to a chain
+        self._statement_flagged = False  # the current statement carries a `# fwport:` comment
 
     # --- where we are -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -180,17 +182,18 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         scope, prefix, key = self._scope(chain.target)
         elements = list(chain.elements)
         in_shape: tuple | None = None
+        input_text: tuple[str, ...] | None = None
         layers: list[tuple[cst.BaseExpression, object]] = []  # (element, rule or None)
         for i, el in enumerate(elements):
             q = self.qualname(el.func) if isinstance(el, cst.Call) else None
             if q in INPUTS:
-                shape = _input_spec_shape(el)
-                if layers or shape is NOT_LITERAL:
+                if layers:
                     ctx.report(Severity.ERROR, "unsupported-construct", "an input specification must come first "
-                               "and give a literal shape", el)
+                               "in a Sequential model", el)
                     ctx.settled.add(id(el))
                     continue
-                in_shape = shape
+                # only a declaration of the input: removed, its shape feeds the layers
+                in_shape, input_text = _input_spec_shape(el)
                 chain.out[id(el)] = []
                 chain.input_note = f"{code(el)}"
                 continue
@@ -211,7 +214,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                        f"this Sequential model takes channels-last inputs{shown}; the translation is "
                        "channels-first: move the channel axis to dim 1", chain.call)
         if chain.input_note:
-            chain.input_note = _input_note(in_shape, nchw)
+            chain.input_note = _input_note(in_shape, nchw, input_text)
 
         shape = in_shape
         flatten_of = None
@@ -310,12 +313,14 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         q = self.qualname(layer.func) if isinstance(layer, cst.Call) else None
         if q is None or not q.startswith("keras."):
             return
+        self.ctx.settled.add(id(call))
+        if self._statement_flagged:
+            return  # a translation left it with its reason already (translating again changes nothing)
         self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) adds a Keras layer to a "
                         "model whose construction fwport cannot follow (built elsewhere, or passed in): the layer's "
                         "input size is unknown here and nn.Sequential has no .add; build the model in one place "
                         "(keras.Sequential([...]) or Sequential() + .add lines), or translate it by hand with "
                         ".append", call)
-        self.ctx.settled.add(id(call))
 
     def _settle_adds(self, chain: _Chain) -> None:
         for call in chain.add_calls:
@@ -373,6 +378,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             tail = _bracket_ws(new_list, "before")
             args[-1] = last.with_changes(whitespace_after_arg=_join_ws(tail, list_arg.whitespace_after_arg))
         return cst.Call(seq, args, whitespace_before_args=_join_ws(updated.whitespace_before_args, lead))
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement_flagged = any(l.comment is not None and l.comment.value.startswith("# fwport:")
+                                      for l in node.leading_lines)
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         item = self.adds.get(id(original_node))
@@ -549,45 +558,60 @@ def _literal_kw(call: cst.BaseExpression, name: str):
     return None
 
 
-def _shape_value(v) -> tuple | object:
-    if isinstance(v, int) and not isinstance(v, bool):
-        return (v,)
-    if isinstance(v, (tuple, list)) and all(x is None or isinstance(x, int) and not isinstance(x, bool) for x in v):
-        return tuple(v)
-    return NOT_LITERAL
+def _shape_of(node: cst.BaseExpression, rank1: bool = False) -> tuple | None:
+    """A shape argument as a tuple of sizes, None for a size that is not a literal (a name, None,
+    arithmetic on names): ``(14, 12, channels)`` → ``(14, 12, None)``. None when even the rank is
+    unknown (``shape=input_shape``). ``input_dim=`` (``rank1``) is always one size."""
+    if rank1:
+        return (int_value(node),)
+    if isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+        return tuple(int_value(e.value) for e in node.elements)
+    v = int_value(node)
+    return (v,) if v is not None else None
 
 
-def _input_spec_shape(call: cst.Call):
-    """The shape (without batch) a keras.Input / InputLayer call gives, or NOT_LITERAL."""
-    for i, a in enumerate(call.args):
-        kw = a.keyword.value if a.keyword else ("shape" if i == 0 else None)
-        v = literal_value(a.value, NOT_LITERAL)
-        if kw in ("shape", "input_shape"):
-            return _shape_value(v)
-        if kw in ("batch_shape", "batch_input_shape"):
-            s = _shape_value(v)
-            return s[1:] if isinstance(s, tuple) else s
-    return NOT_LITERAL
-
-
-def _first_layer_shape(call: cst.Call) -> tuple | None:
-    for name in ("input_shape", "batch_input_shape", "input_dim"):
-        v = _literal_kw(call, name)
-        if v is None:
-            continue
-        s = _shape_value(v)
-        if not isinstance(s, tuple):
-            return None
-        return s[1:] if name == "batch_input_shape" else s
+def _shape_text(node: cst.BaseExpression) -> tuple[str, ...] | None:
+    if isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
+        return tuple(code(e.value) for e in node.elements)
     return None
 
 
-def _input_note(shape: tuple | None, nchw: bool) -> str:
+def _shape_arg(call: cst.Call, first: str | None) -> tuple[str, cst.BaseExpression] | None:
+    """(keyword, value) of the argument that gives a shape, or None."""
+    for i, a in enumerate(call.args):
+        kw = a.keyword.value if a.keyword else (first if i == 0 else None)
+        if kw in ("shape", "input_shape", "batch_shape", "batch_input_shape", "input_dim"):
+            return kw, a.value
+    return None
+
+
+def _input_spec_shape(call: cst.Call, first: str | None = "shape") -> tuple[tuple | None, tuple[str, ...] | None]:
+    """The shape (without batch) a keras.Input / InputLayer call gives (None: rank unknown), and the
+    source text of each size. ``first``: what a first positional argument is (a layer's is not a shape)."""
+    found = _shape_arg(call, first)
+    if found is None:
+        return None, None
+    kw, node = found
+    shape, text = _shape_of(node, kw == "input_dim"), _shape_text(node)
+    if kw.startswith("batch_"):
+        shape = shape[1:] if shape else None
+        text = text[1:] if text else None
+    return shape, text
+
+
+def _first_layer_shape(call: cst.Call) -> tuple | None:
+    return _input_spec_shape(call, None)[0] if isinstance(call, cst.Call) else None
+
+
+def _input_note(shape: tuple | None, nchw: bool, text: tuple[str, ...] | None = None) -> str:
     if shape is None:
         return "input: shape unknown"
+    shown = tuple(t if d is None else str(d) for d, t in zip(shape, text)) if text and len(text) == len(shape) \
+        else tuple("N" if d is None else str(d) for d in shape)
     if nchw and len(shape) > 1:
         shape = (shape[-1], *shape[:-1])
-    dims = ", ".join("N" if d is None else str(d) for d in ("batch", *shape) if d != "batch")
+        shown = (shown[-1], *shown[:-1])
+    dims = ", ".join(shown)
     return f"input: (batch, {dims})" + (" channels-first" if nchw and len(shape) > 1 else "")
 
 
