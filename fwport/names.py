@@ -37,7 +37,6 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.models.Model", "keras.Model"),
     ("keras.engine.training.Model", "keras.Model"),
     ("keras.engine.base_layer.Layer", "keras.layers.Layer"),
-    ("keras.layers.InputLayer", "keras.layers.InputLayer"),
     ("keras.layers.Input", "keras.Input"),
     ("keras.Layer", "keras.layers.Layer"),
     ("keras.backend.", "keras.backend."),
@@ -57,7 +56,11 @@ def canonical(name: str) -> str:
                 name = repl.rstrip(".")
                 changed = True
                 break
-            if name.startswith(prefix) and prefix != repl:
+            if prefix.endswith("."):
+                hit = name.startswith(prefix)
+            else:  # a whole name: keras.layers.Input must not match keras.layers.InputLayer
+                hit = name == prefix or name.startswith(prefix + ".")
+            if hit and prefix != repl:
                 name = repl + name[len(prefix):]
                 changed = True
                 break
