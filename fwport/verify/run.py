@@ -119,10 +119,11 @@ class Worker:
     def close(self) -> None:
         if self.proc.poll() is None:
             try:
-                self.proc.stdin.write(b'{"op": "exit"}\n')
-                self.proc.stdin.close()
+                if not self.proc.stdin.closed:
+                    self.proc.stdin.write(b'{"op": "exit"}\n')
+                    self.proc.stdin.close()
                 self.proc.wait(timeout=10)
-            except (OSError, subprocess.TimeoutExpired):
+            except (OSError, ValueError, subprocess.TimeoutExpired):
                 self.kill()
         try:
             self.log.close()
@@ -171,7 +172,18 @@ class Session:
         w.close()
 
     def close(self) -> None:
+        for w in self.workers.values():  # ask all to exit first, so that they wind down in parallel
+            try:
+                if w.alive():
+                    w.proc.stdin.write(b'{"op": "exit"}\n')
+                    w.proc.stdin.close()
+            except OSError:
+                pass
         for w in self.workers.values():
+            try:
+                w.proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                w.kill()
             w.close()
         self.workers.clear()
 
