@@ -51,6 +51,14 @@ class MappedCall:
         self.failed = True
         ctx.report(Severity.ERROR, code, message, self.node, self.rule)
 
+    def written(self, name: str) -> str:
+        """Source text of the argument bound to parameter ``name`` as the user wrote it (the call
+        being mapped may already have translated arguments: quote this in error messages)."""
+        original = self.node if isinstance(self.node, cst.Call) and self.node is not self.call else None
+        bound = bind_call(original, self.rule) if original is not None else self.bound
+        value = bound.values.get(name, self.bound.values.get(name))
+        return "" if value is None else code(value)
+
     def literal(self, target_kw: str, default=NOT_LITERAL):
         node = self.kwargs.get(target_kw)
         return default if node is None else literal_value(node, default)
@@ -126,7 +134,7 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
             default = next((p.default for p in rule.params if p.name == name), None)
             if default is not None and lit is not NOT_LITERAL and lit == literal_value(expr(default), NOT_LITERAL):
                 continue
-            m.fail(ctx, "unsupported-argument", f"{name}={code(value)}: {spec.value}")
+            m.fail(ctx, "unsupported-argument", f"{name}={m.written(name) or code(value)}: {spec.value}")
         elif spec.verb == "approximate":
             ctx.report(Severity.WARNING, "approximate", f"{name}: {spec.value}", m.node, rule)
             if spec.to:
@@ -228,8 +236,10 @@ class LayerEmission:
 
 def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerContext,
                     node: cst.CSTNode | None = None) -> LayerEmission:
+    mark = len(ctx.pending)
     m = map_call(call, rule, ctx, node)
     if m.failed:
+        drop_undone_findings(ctx, mark)
         return LayerEmission([call], failed=True)
     shape_fn = rule.emit.get("shape")
     if shape_fn:
@@ -238,11 +248,18 @@ def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerCon
         built = build_call(m, ctx)
         em = LayerEmission([built] if built is not None else [call], lctx.in_shape, failed=built is None)
     if m.failed or em.failed:
+        drop_undone_findings(ctx, mark)
         return LayerEmission([call], failed=True)
     if rule.weights and lctx.source_path:
         target_idx = em.weight_module
         ctx.layers.append(LayerRecord(lctx.scope, lctx.source_path, str(target_idx), rule.id, em.variant, em.symbols))
     return em
+
+
+def drop_undone_findings(ctx: FileContext, mark: int) -> None:
+    """Forget the info/warning findings reported since ``mark`` (a pinned default, a dropped
+    argument): they describe a translation that a refusal has just undone. Errors stay."""
+    ctx.pending[mark:] = [p for p in ctx.pending[mark:] if p.finding.severity is Severity.ERROR]
 
 
 # --- the rule pass ---------------------------------------------------------------------------------
@@ -254,6 +271,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         super().__init__()
         self.ctx = ctx
         self._init_scopes(ctx.imports)
+        # per open call: (findings so far, imports needed so far), to undo its subtree on refusal
+        self._marks: list[tuple[int, frozenset[str]]] = []
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -262,9 +281,24 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         return False
 
     def visit_Call(self, node: cst.Call) -> bool:
+        self._marks.append((len(self.ctx.pending), frozenset(self.ctx.needed_imports)))
         return id(node) not in self.ctx.settled
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        mark, imports = self._marks.pop()
+        out = self._translate_call(original_node, updated_node)
+        if out is not None:
+            return out
+        # Refused by its rule: the call comes back exactly as written, arguments included (a
+        # tf call around half-translated arguments would mix frameworks and the error would quote
+        # code the user never wrote). What was done inside it is undone, findings and imports too.
+        drop_undone_findings(self.ctx, mark)
+        self.ctx.needed_imports.intersection_update(imports)
+        return original_node
+
+    def _translate_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """The call's translation; ``updated_node`` when it is not this pass's to translate; None
+        when its rule refused it."""
         if id(original_node) in self.ctx.settled:
             return updated_node
         q = self.qualname(updated_node.func)
@@ -278,13 +312,12 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if rule.kind == "layer":
             em = translate_layer(updated_node, rule, self.ctx, LayerContext(), original_node)
             if em.failed:
-                return updated_node
+                return None
             if len(em.modules) == 1:
                 return em.modules[0]
             return cst.Call(self.ctx.spell("torch.nn.Sequential"), _with_commas([cst.Arg(e) for e in em.modules]))
         m = map_call(updated_node, rule, self.ctx, original_node)
-        out = build_call(m, self.ctx)
-        return updated_node if out is None else out
+        return build_call(m, self.ctx)
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         q = self.qualname(original_node)

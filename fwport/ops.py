@@ -80,6 +80,9 @@ def call(m, ctx):
       would be int64);
     - ``float_dtype``: likewise, but for a literal of ints pin ``torch.float64`` (tf.linspace);
     - ``then``: a suffix applied to the result, e.g. ``.values`` or ``.int()``.
+
+    A value transform may ask for a cast of the result with ``m.extras["result_dtype"]``
+    (``output_type=tf.int32`` → ``.to(torch.int32)``).
     """
     opts = _options(m)
     for k, v in opts.get("kwargs", {}).items():
@@ -92,9 +95,13 @@ def call(m, ctx):
             if values and all(_all_ints(v) for v in values):
                 m.kwargs["dtype"] = ctx.spell(pinned)
     out = _plain(m, ctx)
-    if out is None or not opts.get("then"):
+    if out is None:
         return out
-    return _e(_atom_code(out) + opts["then"])
+    if opts.get("then"):
+        out = _e(_atom_code(out) + opts["then"])
+    if "result_dtype" in m.extras:
+        out = _e(f"{_atom_code(out)}.to({_code(m.extras['result_dtype'])})")
+    return out
 
 
 @call_transform("reduce")

@@ -111,14 +111,15 @@ def keepdim(value, spec, m, ctx):
     m.kwargs[spec.to or "keepdim"] = value
 
 
-@value_transform("int64-index")
-def int64_index(value, spec, m, ctx):
-    """An index ``output_type``: torch's argmax/argmin always return int64."""
-    text = _code(value).replace(" ", "")
-    if text in ("torch.int64", "'int64'", '"int64"'):
+@value_transform("index-dtype")
+def index_dtype(value, spec, m, ctx):
+    """An index ``output_type``: torch's argmax/argmin always return int64, so any other dtype
+    (tf.int32) becomes a cast of the result, ``.to(torch.int32)``, which the ``call`` transform
+    applies (the indices are exact in either dtype)."""
+    out = torch_dtype(value, m, ctx)
+    if out is None or _code(out).replace(" ", "") == "torch.int64":
         return
-    m.fail(ctx, "unsupported-argument", f"{spec.name}={_code(value)}: torch returns int64 indices; "
-           "cast the result with .to(...) after translation")
+    m.extras["result_dtype"] = out
 
 
 @value_transform("sort-direction")

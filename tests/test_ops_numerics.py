@@ -46,6 +46,7 @@ CASES = [
     # --- traps ---
     ("argmax-default-axis-0", TF, "return tf.argmax(x)", [X]),
     ("argmin-axis", TF, "return tf.math.argmin(x, axis=-1)", [X]),
+    ("argmax-int32", TF, "return tf.argmax(x, 1, output_type=tf.int32), tf.math.argmin(x, output_type=tf.int64)", [X]),
     ("l2-normalize-tiny", TF, "return tf.math.l2_normalize(x, axis=-1)", [TINY]),
     ("l2-normalize-all", TF, "return tf.nn.l2_normalize(x)", [X]),
     ("gelu-exact", TF, "return tf.nn.gelu(x)", [X3]),
@@ -263,3 +264,32 @@ def test_op_matches_tensorflow(case, results):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=f"output {k}\n{res.output}")
         else:
             np.testing.assert_array_equal(g, w, err_msg=f"output {k}\n{res.output}")
+
+
+# --- refused calls (no framework needed) ------------------------------------------------------------
+
+def test_refused_call_comes_back_as_written():
+    """A call its rule refuses is returned exactly as written, its arguments included: the nested
+    tf.reduce_sum is not translated inside it, the nested call's pinned default and the refused
+    call's own are not reported, the error quotes the source, and no torch import is added for the
+    undone translation. The call around it is still translated."""
+    src = (TF + "\n"
+           "y = tf.reduce_sum(tf.argmax(tf.argmin(x), output_type=tf.string), axis=0)\n")
+    res = translate_source(src, "m.py")
+    assert "torch.sum(tf.argmax(tf.argmin(x), output_type=tf.string), dim=0)" in res.output, res.output
+    codes = [f.code for f in res.findings if f.code != "keras-version"]
+    assert codes == ["unsupported-argument"], res.findings
+
+
+def test_refusal_quotes_the_argument_as_written():
+    res = translate_source(TF + "\ny = tf.cumsum(x, exclusive=tf.cast(f, tf.bool))\n", "m.py")
+    assert "y = tf.cumsum(x, exclusive=tf.cast(f, tf.bool))" in res.output, res.output
+    [err] = [f for f in res.findings if f.severity is Severity.ERROR]
+    assert "exclusive=tf.cast(f, tf.bool)" in err.message, err.message
+
+
+def test_refused_call_alone_adds_no_import():
+    res = translate_source(TF + "\ni = tf.argmax(tf.abs(x), output_type=tf.string)\n", "m.py")
+    assert res.output == TF + "\n# fwport: unsupported-argument: dtype tf.string has no torch equivalent\n" \
+        "i = tf.argmax(tf.abs(x), output_type=tf.string)\n", res.output
+    assert not any(f.code == "default-differs" for f in res.findings)
