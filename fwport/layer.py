@@ -13,6 +13,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from fwport.bind import NOT_LITERAL, literal_value
+from fwport import dims as D
+from fwport.dims import known, sizes_of
 from fwport.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
 from fwport.finding import Severity
 from fwport.names import dotted_text
@@ -94,27 +96,61 @@ def keras_activation(value, spec, m, ctx):
     m.extras["activation"] = value
 
 
-def input_shape_from_kwargs(m: MappedCall) -> tuple | None:
-    """``input_shape=`` / ``batch_input_shape=`` / ``input_dim=`` given to a layer, as a shape tuple."""
+def input_shape_from_kwargs(m: MappedCall, lctx: LayerContext | None = None, rank: int | None = None) -> tuple | None:
+    """``input_shape=`` / ``batch_input_shape=`` / ``input_dim=`` given to a layer, as a shape tuple
+    of sizes (ints, symbolic sizes or None). ``rank``: the input rank the layer itself implies
+    (a Conv2D's is 3 without the batch), which gives ``input_shape=<a parameter>`` its sizes
+    (``input_shape[0], input_shape[1], input_shape[-1]``)."""
+    sizes = sizes_of(lctx) if lctx is not None else D.LITERAL
     if "input_shape" in m.extras:
-        v = literal_value(m.extras["input_shape"], None)
-        return tuple(v) if isinstance(v, (tuple, list)) else None
+        node = m.extras["input_shape"]
+        name = sizes.shape_name(node)
+        if name is not None and rank is not None:
+            return D.symbolic_shape(name, rank)
+        return sizes.shape(node)
     if "batch_input_shape" in m.extras:
-        v = literal_value(m.extras["batch_input_shape"], None)
-        return tuple(v[1:]) if isinstance(v, (tuple, list)) else None
+        shape = sizes.shape(m.extras["batch_input_shape"])
+        return shape[1:] if shape else None
     if "input_dim" in m.extras:
-        v = literal_value(m.extras["input_dim"], None)
-        return (v,) if isinstance(v, int) else None
+        return sizes.shape(m.extras["input_dim"], rank1=True)
     if "input_length" in m.extras and m.rule.emit.get("shape") != "embedding":
-        v = literal_value(m.extras["input_length"], None)
-        return (v, None) if isinstance(v, int) else None
+        n = sizes.dim(m.extras["input_length"])
+        return (n, None) if known(n) else None
     return None
+
+
+def _dim(lctx: LayerContext, node: cst.BaseExpression | None):
+    """A size argument of the layer (units, filters): an int, a symbolic size, or None."""
+    return sizes_of(lctx).dim(node)
+
+
+def _no_context(lctx: LayerContext) -> bool:
+    """The layer is translated where it stands (a functional-API call, a module-level layer): no
+    pass follows its inputs, so nothing can permute a channels-last tensor for it."""
+    return not lctx.scope and not lctx.source_path
+
+
+def _check_context(m: MappedCall, ctx, lctx: LayerContext, em: LayerEmission) -> LayerEmission:
+    """A layer that needs channels-first inputs, translated with no call site to permute: refused."""
+    if em.failed or not em.layout_bound or not _no_context(lctx):
+        return em
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    target = code(em.modules[em.weight_module].func) if isinstance(em.modules[em.weight_module], cst.Call) else "it"
+    return _failed(m, ctx, "unsupported-construct", f"{name} acts on channels-last inputs, but {target} takes "
+                   "channels-first ones, and this call is not part of a model fwport follows (a keras.Sequential or "
+                   "a Model subclass) where it could permute them: build the layers in a Sequential or a Model "
+                   "subclass, or call the torch module on x.movedim(-1, 1) and move the channels back after")
 
 
 @shape("dense")
 def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
-    units = int_value(m.kwargs.get("out_features"))
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    units = _dim(lctx, m.kwargs.get("out_features"))
+    if in_shape is None and "input_shape" in m.extras:  # input_shape=<a parameter>: any rank, last size known
+        name = sizes_of(lctx).shape_name(m.extras["input_shape"])
+        in_features = f"{name}[-1]" if name is not None else None
+    else:
+        in_features = in_shape[-1] if in_shape else None
     if lctx.layout == "nchw" and in_shape is not None and len(in_shape) > 1:
         m.fail(ctx, "unsupported-construct", "Dense on a channels-first feature map acts on the channel axis "
                "in Keras; flatten or pool first, or translate this model without the layout change")
@@ -123,8 +159,7 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "shape-unknown", "Dense in a model converted to channels-first, on an input of "
                        "unknown rank: cannot tell whether it sees a flattened feature map (whose kernel rows "
                        "must be reordered); give the model its input shape")
-    in_features = in_shape[-1] if in_shape else None
-    if isinstance(in_features, int):
+    if known(in_features):
         m.kwargs = {"in_features": expr(str(in_features)), **m.kwargs}
         layer = build_call(m, ctx)
     else:
@@ -134,17 +169,26 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     acts = activation_modules(m, ctx)
     if layer is None or acts is None:
         return LayerEmission([m.call], failed=True)
-    out_shape = (*in_shape[:-1], units) if in_shape is not None and isinstance(units, int) else None
+    # the rank is known even where the units are not
+    out_shape = (*in_shape[:-1], units if known(units) else None) if in_shape is not None else None
     variant = None
     symbols: dict[str, int] = {}
     if lctx.flatten_of is not None:
         variant = "after-flatten"
         h, w, c = lctx.flatten_of
         if not all(_int(x) for x in (h, w, c)):
-            return _failed(m, ctx, "shape-unknown", "Dense after the Flatten of a feature map of unknown size: its "
-                           "kernel rows must be reordered from (h, w, c) to (c, h, w), which needs H, W and C; "
-                           "give the model its input shape (keras.Input(shape=...))")
-        symbols = {"H": h, "W": w, "C": c, "O": units} if isinstance(units, int) else {"H": h, "W": w, "C": c}
+            what = ("of unknown size" if not all(known(x) for x in (h, w, c)) else
+                    f"whose size is known only as {h}, {w}, {c}")
+            return _failed(m, ctx, "shape-unknown", f"Dense after the Flatten of a feature map {what}: its "
+                           "kernel rows must be reordered from (h, w, c) to (c, h, w), and converting its weights "
+                           "needs H, W and C as numbers; give the model a literal input shape "
+                           "(keras.Input(shape=(28, 28, 1))), or keep the model channels-last")
+        if not _int(units):
+            return _failed(m, ctx, "shape-unknown", f"Dense({code(m.kwargs['out_features'])}) after the Flatten of "
+                           "a feature map converted to channels-first: its kernel rows are reordered by a weight "
+                           "map that needs the number of units as a number; write it as a literal or a module "
+                           "constant (NUM_CLASSES = 10)")
+        symbols = {"H": int(h), "W": int(w), "C": int(c), "O": int(units)}
     return LayerEmission([layer, *acts], out_shape, 0, variant, symbols)
 
 
@@ -224,7 +268,7 @@ class _Map:
     """A feature map as a shape function sees it: spatial sizes and channels (None: unknown)."""
 
     spatial: tuple
-    channels: int | None
+    channels: int | str | None
     first: bool  # the source layer is channels_first
 
     def shape(self) -> tuple:
@@ -241,7 +285,7 @@ def _feature_map(m: MappedCall, ctx, lctx: LayerContext, nd: int) -> _Map | None
         m.fail(ctx, "unsupported-construct", "data_format='channels_first' inside a channels-last model that "
                "is being converted to channels-first: mixed layouts cannot be remapped exactly")
         return None
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    in_shape = input_shape_from_kwargs(m, lctx, nd + 1) or lctx.in_shape
     if in_shape is None:
         return _Map((None,) * nd, None, first)
     if len(in_shape) != nd + 1:
@@ -258,12 +302,28 @@ def _layout_bound(fm: _Map, nd: int) -> int:
 
 
 def _same_pads(n, k: int, s: int, d: int = 1) -> tuple[int, int] | None:
-    """TensorFlow's 'same' padding for one axis: (before, after), the extra pad after."""
+    """TensorFlow's 'same' padding for one axis: (before, after), the extra pad after.
+
+    For a symbolic size the padding is known where it is the same for every size: it depends on
+    the size only through ``n % s`` (once the input is at least a window long), so trying each
+    remainder decides it (stride 1 always pads ``(k - 1) * d`` in all)."""
     if not _int(n):
-        return None
+        if not known(n):
+            return None
+        base = ((k - 1) * d + 1) * s + s
+        options = {_same_pads(base + r, k, s, d) for r in range(s)}
+        return options.pop() if len(options) == 1 else None
     out = -(-n // s)
     total = max((out - 1) * s + (k - 1) * d + 1 - n, 0)
     return total // 2, total - total // 2
+
+
+def _valid_out(n, k: int, s: int, d: int = 1):
+    """Output size of a 'valid' window: ``(n - (k - 1) * d - 1) // s + 1``, readable when symbolic."""
+    span = (k - 1) * d + 1
+    if s == 1:
+        return D.add(n, -(span - 1))
+    return D.floordiv(D.add(n, s - span), s)
 
 
 def _torch_pad_order(pads: list[tuple[int, int]]) -> tuple[int, ...]:
@@ -337,9 +397,12 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                                "kernel_size and dilation_rate")
             pads = [_same_pads(n, kk, ss, dd) for n, kk, ss, dd in zip(fm.spatial, k, s, d)]
             if any(p is None for p in pads):
-                return _failed(m, ctx, "shape-unknown", "padding='same' with stride > 1 pads by an amount that "
-                               "depends on the input size, which is unknown here: give the model its input "
-                               "shape (keras.Input(shape=...)) or pad explicitly")
+                why = ("depends on whether the input size (" + ", ".join(str(n) for n in fm.spatial) +
+                       ") is even or odd" if all(known(n) for n in fm.spatial) else
+                       "depends on the input size, which is unknown here")
+                return _failed(m, ctx, "shape-unknown", f"padding='same' with stride > 1 pads by an amount that "
+                               f"{why}: give the model a literal input shape (keras.Input(shape=(...))) or pad "
+                               "explicitly (ZeroPadding2D) with padding='valid'")
             if all(lo == hi for lo, hi in pads):
                 _set_kw(m, "padding", expr(_compact(tuple(lo for lo, _ in pads))), _CONV_ORDER)
             else:  # TensorFlow puts the extra pad after (bottom/right); torch pads symmetrically
@@ -354,13 +417,10 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     else:
         return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
 
-    if _int(fm.channels):
+    if known(fm.channels):
         m.kwargs = {"in_channels": expr(str(fm.channels)), **m.kwargs}
         layer = build_call(m, ctx)
-    else:
-        if "padding" in m.kwargs and literal_value(m.kwargs["padding"], None) == "same":
-            return _failed(m, ctx, "shape-unknown", f"input channels unknown here and torch's lazy convolutions "
-                           "do not accept padding='same': give the model its input shape")
+    else:  # torch's lazy convolutions take padding='same' like the others
         layer = build_call(m, ctx, target=m.rule.emit["lazy"], positional=["out_channels", "kernel_size"])
         ctx.report(Severity.INFO, "shape-unknown", f"input channels unknown here: emitted "
                    f"{m.rule.emit['lazy'].rsplit('.', 1)[-1]}, which infers them on the first forward pass",
@@ -370,15 +430,16 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return LayerEmission([m.call], failed=True)
     out_sp: list = []
     for i, n in enumerate(fm.spatial):
-        if not _int(n) or s is None:
+        if not known(n) or s is None:
             out_sp.append(None)
         elif padding == "valid":
-            out_sp.append(None if k is None or d is None else (n - (k[i] - 1) * d[i] - 1) // s[i] + 1)
-        else:
-            out_sp.append(-(-n // s[i]))
-    filters = m.literal("out_channels", None)
-    out = _Map(tuple(out_sp), filters if _int(filters) else None, fm.first).shape()
-    return LayerEmission([*pre, layer, *acts], out, len(pre), layout_bound=_layout_bound(fm, nd))
+            out_sp.append(None if k is None or d is None else _valid_out(n, k[i], s[i], d[i]))
+        else:  # 'same', and 'causal' (left padding, then a valid window): ceil(n / s)
+            out_sp.append(D.ceildiv(n, s[i]))
+    filters = _dim(lctx, m.kwargs.get("out_channels"))
+    out = _Map(tuple(out_sp), filters if known(filters) else None, fm.first).shape()
+    em = LayerEmission([*pre, layer, *acts], out, len(pre), layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
 
 
 # --- pooling -----------------------------------------------------------------------------------------
@@ -406,20 +467,26 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if padding == "same":
         if k is None or s is None:
             return _failed(m, ctx, "unsupported-argument", "padding='same' needs literal pool_size and strides")
-        pads = [_same_pads(n, kk, ss) for n, kk, ss in zip(fm.spatial, k, s)]
-        if any(p is None for p in pads):
+        samples = [_pad_samples(n, kk, ss) for n, kk, ss in zip(fm.spatial, k, s)]
+        if any(smp is None for smp in samples):
             return _failed(m, ctx, "shape-unknown", "padding='same' pads by an amount that depends on the input "
                            "size, which is unknown here: give the model its input shape (keras.Input(shape=...))")
-        if all(lo == hi for lo, hi in pads):
+        uniform = all(len({p for _, p in smp}) == 1 for smp in samples)
+        pads = [smp[0][1] for smp in samples]
+        if uniform and all(lo == hi for lo, hi in pads):
             if any(lo for lo, _ in pads):
                 _set_kw(m, "padding", expr(_compact(tuple(lo for lo, _ in pads))), _POOL_ORDER)
                 if kind == "avg":  # Keras divides by the number of real elements
                     m.kwargs["count_include_pad"] = expr("False")
-        elif all(lo == 0 for lo, _ in pads) and all(
-                _ceil_mode_out(n, kk, ss) == -(-n // ss) for n, kk, ss in zip(fm.spatial, k, s)):
+        elif all(lo == 0 and _ceil_mode_out(n, kk, ss) == -(-n // ss)
+                 for smp, kk, ss in zip(samples, k, s) for n, (lo, _) in smp):
             # all the padding is after: torch's ceil_mode windows overhang the end exactly as TF's do,
             # and average only over real elements
             m.kwargs["ceil_mode"] = expr("True")
+        elif not uniform:
+            return _failed(m, ctx, "shape-unknown", "padding='same' here pads by an amount that depends on "
+                           "whether the input size (" + ", ".join(str(n) for n in fm.spatial) + ") is even or "
+                           "odd: give the model a literal input shape, or pad explicitly")
         elif kind == "max":
             value = 'float("-inf")'
             pre.append(expr(f"{ctx.spell_text('torch.nn.ConstantPad' + str(nd) + 'd')}"
@@ -435,14 +502,26 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return LayerEmission([m.call], failed=True)
     out_sp = []
     for i, n in enumerate(fm.spatial):
-        if not _int(n) or s is None or k is None:
+        if not known(n) or s is None or k is None:
             out_sp.append(None)
         elif padding == "same":
-            out_sp.append(-(-n // s[i]))
+            out_sp.append(D.ceildiv(n, s[i]))
         else:
-            out_sp.append((n - k[i]) // s[i] + 1)
+            out_sp.append(_valid_out(n, k[i], s[i]))
     out = _Map(tuple(out_sp), fm.channels, fm.first).shape()
-    return LayerEmission([*pre, layer], out, len(pre), layout_bound=_layout_bound(fm, nd))
+    em = LayerEmission([*pre, layer], out, len(pre), layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
+
+
+def _pad_samples(n, k: int, s: int) -> list[tuple[int, tuple[int, int]]] | None:
+    """(size, 'same' pads) for a known size; for a symbolic one, a size of each remainder mod the
+    stride (what the padding depends on)."""
+    if _int(n):
+        return [(n, _same_pads(n, k, s))]
+    if not known(n):
+        return None
+    base = (k + 1) * s
+    return [(base + r, _same_pads(base + r, k, s)) for r in range(s)]
 
 
 def _ceil_mode_out(n: int, k: int, s: int) -> int:
@@ -468,7 +547,7 @@ def global_pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     else:
         mods.append(expr(f"{ctx.spell_text('torch.nn.Flatten')}()"))
         out = (fm.channels,)
-    return LayerEmission(mods, out, layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, LayerEmission(mods, out, layout_bound=_layout_bound(fm, nd)))
 
 
 # --- reshaping ----------------------------------------------------------------------------------------
@@ -478,7 +557,7 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fmt = _data_format(m, ctx)
     if fmt is None:
         return LayerEmission([m.call], failed=True)
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
@@ -487,9 +566,7 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             return _failed(m, ctx, "shape-unknown", "cannot tell whether Flatten sees a feature map (whose "
                            "flattening order differs between the layouts): give the model its input shape")
         return LayerEmission([layer], (None,))
-    size = 1
-    for n in in_shape:
-        size = size * n if _int(n) and _int(size) else None
+    size = D.prod(in_shape) if all(known(n) for n in in_shape) else None
     flatten_of = None
     if len(in_shape) > 1 and (lctx.layout == "nchw" or fmt == "channels_first"):
         if fmt == "channels_first" and lctx.layout == "nchw":
@@ -515,7 +592,7 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if not isinstance(target, (list, tuple)) or not all(_int(t) for t in target) \
             or sum(1 for t in target if t == -1) > 1:
         return _failed(m, ctx, "unsupported-argument", "target_shape must be a literal tuple of ints (at most one -1)")
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1 or len(target) > 1):
         return _failed(m, ctx, "unsupported-construct", "Reshape to or from a feature map in a model converted "
                        "to channels-first: Keras reshapes in channels-last order, so the result would be "
@@ -562,7 +639,7 @@ def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool:
 
 @shape("batch-norm")
 def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
     if not _int(axis):
         return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only a single literal "
@@ -591,7 +668,7 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     dims = max(rank - 2, 1)
     if dims > 3:
         return _failed(m, ctx, "unsupported-construct", f"no torch BatchNorm for a {rank}-D input")
-    if _int(channels):
+    if known(channels):
         m.kwargs = {"num_features": expr(str(channels)), **m.kwargs}
         layer = build_call(m, ctx, target=f"torch.nn.BatchNorm{dims}d")
     else:
@@ -600,19 +677,19 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                    "infers them on the first forward pass", m.node, m.rule)
     if layer is None:
         return LayerEmission([m.call], failed=True)
-    return LayerEmission([layer], tuple(in_shape), layout_bound=bound)
+    return _check_context(m, ctx, lctx, LayerEmission([layer], tuple(in_shape), layout_bound=bound))
 
 
 @shape("layer-norm")
 def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
     axes = [axis] if _int(axis) else axis
     if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
         return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
     if not _affine_flags(m, ctx, "elementwise_affine"):
         return LayerEmission([m.call], failed=True)
-    if in_shape is None or not all(_int(n) for n in in_shape):
+    if in_shape is None:
         return _failed(m, ctx, "shape-unknown", "LayerNorm needs the normalised sizes and torch has no lazy "
                        "LayerNorm: give the model its input shape")
     rank = len(in_shape) + 1
@@ -625,6 +702,9 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "channels-first normalises over the channel axis, which is no longer last: torch's "
                        "LayerNorm cannot express it; keep this model channels-last")
     sizes = tuple(in_shape[a - 1] for a in norm)
+    if not all(known(n) for n in sizes):
+        return _failed(m, ctx, "shape-unknown", "LayerNorm needs the normalised sizes, unknown here, and torch has "
+                       "no lazy LayerNorm: give the model its input shape")
     m.kwargs = {"normalized_shape": expr(str(sizes[0]) if len(sizes) == 1 else str(sizes)), **m.kwargs}
     layer = build_call(m, ctx)
     if layer is None:
@@ -640,15 +720,15 @@ def embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "unsupported-construct", "Embedding outputs (batch, T, D) channels-last, and the "
                        "channels-first layers after it would need a permute: translate this model as a "
                        "subclass, or permute explicitly")
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     if in_shape is None and "input_length" in m.extras:
-        n = literal_value(m.extras["input_length"], None)
-        in_shape = (n,) if _int(n) else None
+        n = _dim(lctx, m.extras["input_length"])
+        in_shape = (n,) if known(n) else None
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
-    dim = m.literal("embedding_dim", None)
-    out = (*in_shape, dim if _int(dim) else None) if in_shape is not None else None
+    dim = _dim(lctx, m.kwargs.get("embedding_dim"))
+    out = (*in_shape, dim if known(dim) else None) if in_shape is not None else None
     return LayerEmission([layer], out)
 
 
@@ -700,7 +780,7 @@ def relu(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 @shape("prelu")
 def prelu(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    in_shape = input_shape_from_kwargs(m) or lctx.in_shape
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     shared = literal_value(m.extras["shared_axes"], NOT_LITERAL) if "shared_axes" in m.extras else None
     if _int(shared):
         shared = [shared]
@@ -721,10 +801,11 @@ def prelu(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "unsupported-construct", f"PReLU with shared_axes={sorted(shared) or None} on a "
                        f"{rank}-D input learns a slope per element; torch's PReLU has one per channel or one "
                        "in all (use shared_axes over every axis but the channels)")
-    if not _int(n):
+    if not known(n):
         return _failed(m, ctx, "shape-unknown", "PReLU's channel count is unknown here")
     layer = expr(f"{ctx.spell_text('torch.nn.PReLU')}({n})")
-    return LayerEmission([layer], tuple(in_shape), layout_bound=0 if lctx.layout == "nchw" else bound)
+    em = LayerEmission([layer], tuple(in_shape), layout_bound=0 if lctx.layout == "nchw" else bound)
+    return _check_context(m, ctx, lctx, em)
 
 
 @shape("softmax")
@@ -798,8 +879,9 @@ def zero_padding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "(left, right))")
     text = _compact(_torch_pad_order(pads)) if len({x for pr in pads for x in pr}) == 1 else str(_torch_pad_order(pads))
     layer = expr(f"{ctx.spell_text('torch.nn.ZeroPad2d')}({text})")
-    sp = tuple(n + lo + hi if _int(n) else None for n, (lo, hi) in zip(fm.spatial, pads))
-    return LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    sp = tuple(D.add(n, lo + hi) if known(n) else None for n, (lo, hi) in zip(fm.spatial, pads))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    return _check_context(m, ctx, lctx, em)
 
 
 @shape("upsampling")
@@ -816,5 +898,6 @@ def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "from TensorFlow's (only 'nearest' and 'bilinear' are exact)")
     extra = ", mode=\"bilinear\"" if mode == "bilinear" else ""
     layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(scale_factor={_compact(size)}{extra})")
-    sp = tuple(n * f if _int(n) else None for n, f in zip(fm.spatial, size))
-    return LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    sp = tuple(D.mul(n, f) if known(n) else None for n, f in zip(fm.spatial, size))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    return _check_context(m, ctx, lctx, em)

@@ -321,15 +321,16 @@ def test_input_shapes_spelled_with_names_keep_what_is_known():
     # the input declaration is removed (it computes nothing); its sizes that are literals are used
     assert "keras.Input" not in out and "InputLayer" not in out
     assert "# input: (batch, channels, 14, 12) channels-first" in out
-    assert "nn.LazyConv2d(8, 3)" in out
-    # the conv's output size does not depend on the unknown input channels: the Dense after the
+    # a size spelled with a parameter is written with it (exact at any value the caller passes)
+    assert "nn.Conv2d(channels, 8, 3)" in out
+    # the conv's output size does not depend on the input channels: the Dense after the
     # Flatten is concrete, with its rows reordered
     assert "nn.Linear(960, 2)" in out
     assert [(l.source, l.variant, l.symbols) for l in r.layers if l.scope == "build.a"] == [
         ("layers[0]", None, {}), ("layers[2]", "after-flatten", {"H": 12, "W": 10, "C": 8, "O": 2})]
     # input_dim=<name> is a 1-D input: an MLP, not a channels-first model
-    assert "b.append(nn.LazyLinear(32))" in out and "b.append(nn.BatchNorm1d(32, momentum=0.01, eps=0.001))" in out
-    assert "nn.LazyLinear(4)" in out
+    assert "b.append(nn.Linear(input_dim, 32))" in out and "b.append(nn.BatchNorm1d(32, momentum=0.01, eps=0.001))" in out
+    assert "nn.LazyLinear(4)" in out  # shape=input_shape: rank unknown, and a Dense does not imply one
     assert {m.scope: m.layout for m in r.models} == {"build.a": "nchw", "build.b": "same", "build.c": "same"}
 
 

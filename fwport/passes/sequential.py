@@ -23,8 +23,8 @@ import libcst as cst
 
 from fwport.bind import literal_value
 from fwport.context import FileContext, LayerRecord, ModelInfo
-from fwport.engine import LayerContext, LayerEmission, code, expr, translate_layer
-from fwport.layer import int_value
+from fwport.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
+from fwport.engine import LayerEmission, code, expr, translate_layer
 from fwport.finding import Severity
 from fwport.names import ScopedResolver, bound_names, dotted_text
 
@@ -61,6 +61,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self._init_scopes(ctx.imports)
         self.classes: list[str] = []
         self.functions: list[tuple[str, set[str]]] = []  # (name, names it returns)
+        self.fn_nodes: list[cst.FunctionDef] = []
+        self.module_sizes: tuple[dict, set] = ({}, set())  # module constants, stable module names
         self.chains: dict[int, _Chain] = {}  # id(Sequential call) → chain
         self.adds: dict[int, tuple[_Chain, cst.BaseExpression]] = {}  # id(add statement) → chain, element
         self.followed: set[int] = set()  # ids of the .add calls that belong to a chain
@@ -79,9 +81,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         returned = _ReturnedNames()
         node.body.visit(returned)
         self.functions.append((node.name.value, returned.names))
+        self.fn_nodes.append(node)
 
     def leave_FunctionDef(self, original_node, updated_node):
         self.functions.pop()
+        self.fn_nodes.pop()
         return super().leave_FunctionDef(original_node, updated_node)
 
     def _is_sequential(self, node: cst.BaseExpression) -> bool:
@@ -89,6 +93,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
     # --- finding the chains (top-down, so that a model's .add statements are known first) ----------
     def visit_Module(self, node: cst.Module) -> None:
+        self.module_sizes = module_scope(node)
         self._plan_block(node.body)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
@@ -180,9 +185,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 ctx.settled.add(id(node))
             return
         scope, prefix, key = self._scope(chain.target)
+        sizes = Sizes.at(*self.module_sizes, self.fn_nodes)
         elements = list(chain.elements)
         in_shape: tuple | None = None
         input_text: tuple[str, ...] | None = None
+        shape_name: str | None = None  # keras.Input(shape=<a parameter>): rank unknown
         layers: list[tuple[cst.BaseExpression, object]] = []  # (element, rule or None)
         for i, el in enumerate(elements):
             q = self.qualname(el.func) if isinstance(el, cst.Call) else None
@@ -193,14 +200,20 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                     ctx.settled.add(id(el))
                     continue
                 # only a declaration of the input: removed, its shape feeds the layers
-                in_shape, input_text = _input_spec_shape(el)
+                in_shape, input_text = _input_spec_shape(el, sizes)
+                shape_name = _shape_name(el, sizes)
                 chain.out[id(el)] = []
                 chain.input_note = f"{code(el)}"
                 continue
             rule = ctx.pack.by_name.get(q) if q else None
             layers.append((el, rule if rule is not None and rule.kind == "layer" else None))
         if in_shape is None and layers and layers[0][1] is not None:
-            in_shape = _first_layer_shape(layers[0][0])
+            in_shape = _input_spec_shape(layers[0][0], sizes, None)[0]
+            shape_name = shape_name or _shape_name(layers[0][0], sizes, None)
+        if in_shape is None and shape_name is not None and layers and layers[0][1] is not None:
+            rank = _implied_rank(layers[0][1])  # a Conv2D sees (h, w, c) whatever the caller passes
+            if rank is not None:
+                in_shape = symbolic_shape(shape_name, rank)
 
         nchw = any(rule is not None and rule.emit.get("layout") == "channels-first"
                    and _literal_kw(el, "data_format") != "channels_first" for el, rule in layers)
@@ -234,7 +247,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             if layout == "nchw" and rule.emit.get("shape") == "reshape" and shape is not None:
                 em = self._reshape_nchw(el, rule, shape, scope, producer)
             else:
-                em = translate_layer(el, rule, ctx, LayerContext(shape, layout, scope, "", flatten_of), el)
+                em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes), el)
             if em.failed or em.functional is not None:
                 if em.functional is not None:
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{rule.names[0]} merges several inputs "
@@ -259,7 +272,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             ctx.report(Severity.INFO, "layout-changed", "this Sequential model's feature maps are channels-first "
                        "(NCHW) in the translation: its inputs are unchanged, its outputs have the channels at "
                        "dim 1 (y.movedim(1, -1) gives Keras's layout)", chain.call)
-        ctx.models[key] = ModelInfo(key, "sequential", in_shape, in_layout, out_layout)
+        declared = tuple(plain(d) for d in in_shape) if in_shape is not None else None  # ints only
+        ctx.models[key] = ModelInfo(key, "sequential", declared, in_layout, out_layout)
 
     def _reshape_nchw(self, el: cst.Call, rule, shape: tuple, scope: str,
                       producer: tuple[LayerRecord, tuple] | None) -> LayerEmission:
@@ -271,7 +285,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         variant ``before-unflatten``. From a feature map to features it is a Flatten (the next Dense
         reorders its rows). Anything else would permute the data silently and is refused."""
         ctx = self.ctx
-        em = translate_layer(el, rule, ctx, LayerContext(shape, "keep", scope, ""), el)
+        em = translate_layer(el, rule, ctx, SizedContext(shape, "keep", scope, ""), el)
         if em.failed:
             return em
         out = em.out_shape
@@ -558,18 +572,6 @@ def _literal_kw(call: cst.BaseExpression, name: str):
     return None
 
 
-def _shape_of(node: cst.BaseExpression, rank1: bool = False) -> tuple | None:
-    """A shape argument as a tuple of sizes, None for a size that is not a literal (a name, None,
-    arithmetic on names): ``(14, 12, channels)`` → ``(14, 12, None)``. None when even the rank is
-    unknown (``shape=input_shape``). ``input_dim=`` (``rank1``) is always one size."""
-    if rank1:
-        return (int_value(node),)
-    if isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
-        return tuple(int_value(e.value) for e in node.elements)
-    v = int_value(node)
-    return (v,) if v is not None else None
-
-
 def _shape_text(node: cst.BaseExpression) -> tuple[str, ...] | None:
     if isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements):
         return tuple(code(e.value) for e in node.elements)
@@ -585,22 +587,41 @@ def _shape_arg(call: cst.Call, first: str | None) -> tuple[str, cst.BaseExpressi
     return None
 
 
-def _input_spec_shape(call: cst.Call, first: str | None = "shape") -> tuple[tuple | None, tuple[str, ...] | None]:
+def _input_spec_shape(call: cst.Call, sizes: Sizes,
+                      first: str | None = "shape") -> tuple[tuple | None, tuple[str, ...] | None]:
     """The shape (without batch) a keras.Input / InputLayer call gives (None: rank unknown), and the
-    source text of each size. ``first``: what a first positional argument is (a layer's is not a shape)."""
+    source text of each size. Each size is an int (a literal or a module constant), a symbolic size
+    (a parameter, arithmetic on parameters) or None: ``(14, 12, channels)`` → ``(14, 12, "channels")``.
+    ``input_dim=`` is always one size. ``first``: what a first positional argument is (a layer's is
+    not a shape)."""
     found = _shape_arg(call, first)
     if found is None:
         return None, None
     kw, node = found
-    shape, text = _shape_of(node, kw == "input_dim"), _shape_text(node)
+    shape, text = sizes.shape(node, kw == "input_dim"), _shape_text(node)
     if kw.startswith("batch_"):
         shape = shape[1:] if shape else None
         text = text[1:] if text else None
     return shape, text
 
 
-def _first_layer_shape(call: cst.Call) -> tuple | None:
-    return _input_spec_shape(call, None)[0] if isinstance(call, cst.Call) else None
+def _shape_name(call: cst.Call, sizes: Sizes, first: str | None = "shape") -> str | None:
+    """``shape=input_shape`` with ``input_shape`` a parameter: its name (the rank is unknown)."""
+    found = _shape_arg(call, first)
+    if found is None or found[0] not in ("shape", "input_shape"):
+        return None
+    return sizes.shape_name(found[1])
+
+
+# shape functions whose layers take an input of one rank (without the batch axis)
+_RANKS = {"zero-padding": 3, "upsampling": 3}
+
+
+def _implied_rank(rule) -> int | None:
+    shape_fn = rule.emit.get("shape")
+    if shape_fn in ("conv", "pool", "global-pool"):
+        return rule.emit.get("options", {}).get("nd", 0) + 1 or None
+    return _RANKS.get(shape_fn)
 
 
 def _input_note(shape: tuple | None, nchw: bool, text: tuple[str, ...] | None = None) -> str:

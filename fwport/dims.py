@@ -1,0 +1,389 @@
+"""Sizes written with names: what a layer's size expression means where the layer is built.
+
+Real Keras code spells shapes with names: module constants (``NUM_FEATURES = 20``,
+``input_shape = (28, 28, 1)``), builder parameters (``def build(seq_len, dim): keras.Input((seq_len,
+dim))``) and arithmetic on them. A dimension is therefore one of
+
+- an ``int``: a literal, or a module constant's value (:class:`Named`, an int that is spelled by its
+  name in the output, so ``nn.Linear(NUM_FEATURES, 64)`` reads as the source did);
+- a ``str``: a symbolic size, the text of a Python expression that is valid, with the same value,
+  wherever the layers of the model are built (``dim``, ``input_shape[-1]``, ``(h - 2) // 2``);
+- ``None``: unknown.
+
+Only *stable* names become symbols: a function parameter that the function never rebinds, or a
+module-level name bound exactly once (and not shadowed where it is used). A parameter's default value
+is never used: the caller may pass another one, and the symbol is exact at any value.
+Translation code: no framework import here.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from fwport.bind import NOT_LITERAL, literal_value
+from fwport.engine import LayerContext, code
+
+
+class Named(int):
+    """An int known from a module constant, written with the constant's name in the output."""
+
+    text: str
+
+    def __new__(cls, value: int, text: str) -> "Named":
+        obj = super().__new__(cls, value)
+        obj.text = text
+        return obj
+
+    def __repr__(self) -> str:
+        return self.text
+
+    __str__ = __repr__
+
+
+def is_int(d) -> bool:
+    return isinstance(d, int) and not isinstance(d, bool)
+
+
+def known(d) -> bool:
+    """A size that can be written in the output (an int or a symbolic expression)."""
+    return is_int(d) or isinstance(d, str)
+
+
+def plain(d):
+    """The value for records and model infos, which hold ints only: symbolic sizes become None."""
+    return int(d) if is_int(d) else None
+
+
+# --- arithmetic on sizes: ints where both are ints, readable expressions otherwise ----------------------
+
+_TRAILING = re.compile(r"^(.*\S) ([+-]) (\d+)$")
+
+
+def _loose(text: str) -> bool:
+    """Whether the expression needs parentheses as an operand of * or //."""
+    return " + " in text or " - " in text or text.startswith("-")
+
+
+def _par(text: str) -> str:
+    return f"({text})" if _loose(text) else text
+
+
+def add(a, c: int):
+    """``a + c`` for an int ``c`` (negative to subtract)."""
+    if a is None:
+        return None
+    if is_int(a):
+        return int(a) + c
+    if c == 0:
+        return a
+    m = _TRAILING.match(a)
+    if m:  # `h - 2` + 1 → `h - 1` (+ and - are left-associative and bind loosest)
+        total = (int(m.group(3)) if m.group(2) == "+" else -int(m.group(3))) + c
+        head = m.group(1)
+        return head if total == 0 else f"{head} {'+' if total > 0 else '-'} {abs(total)}"
+    return f"{a} {'+' if c > 0 else '-'} {abs(c)}"
+
+
+def mul(a, b):
+    if a is None or b is None:
+        return None
+    if is_int(a) and is_int(b):
+        return int(a) * int(b)
+    if is_int(a) and a == 1:
+        return b
+    if is_int(b) and b == 1:
+        return a
+    return f"{_par(str(a))} * {_par(str(b))}"
+
+
+def floordiv(a, s: int):
+    if a is None:
+        return None
+    if is_int(a):
+        return int(a) // s
+    return a if s == 1 else f"{_par(a)} // {s}"
+
+
+def ceildiv(a, s: int):
+    """``ceil(a / s)`` exactly, as integer arithmetic."""
+    if is_int(a):
+        return -(-int(a) // s)
+    return floordiv(add(a, s - 1), s)
+
+
+def prod(dims) -> object:
+    out: object = 1
+    for d in dims:
+        out = mul(out, d)
+    return out
+
+
+# --- which names are stable -------------------------------------------------------------------------------
+
+class _Bindings(cst.CSTVisitor):
+    """How many times each name is bound in one scope (nested functions, classes, lambdas and
+    comprehensions are scopes of their own); a binding inside a loop counts as many."""
+
+    def __init__(self) -> None:
+        self.count: dict[str, int] = {}
+        self.loop = 0
+
+    def bind(self, name: str) -> None:
+        self.count[name] = self.count.get(name, 0) + (2 if self.loop else 1)
+
+    def _targets(self, t) -> None:
+        if isinstance(t, cst.Name):
+            self.bind(t.value)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                self._targets(e.value)
+        elif isinstance(t, cst.StarredElement):
+            self._targets(t.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.bind(node.name.value)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.bind(node.name.value)
+        return False
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_ListComp(self, node) -> bool:
+        return False
+
+    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self.count[node.target.value] = 99  # changed in place: never stable
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._targets(node.name)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        if isinstance(node.target, cst.Name):
+            self.count[node.target.value] = 99
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for n in node.names:
+            self.count[n.name.value] = 99
+
+    visit_Nonlocal = visit_Global
+
+    def visit_Import(self, node) -> None:
+        for a in node.names:
+            self.bind(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                      else code(a.name).split(".")[0])
+
+    def visit_ImportFrom(self, node) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        for a in node.names:
+            self.bind(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                      else code(a.name))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.loop += 1
+        self._targets(node.target)
+
+    def leave_For(self, node) -> None:
+        self.loop -= 1
+
+    def visit_While(self, node) -> None:
+        self.loop += 1
+
+    def leave_While(self, node) -> None:
+        self.loop -= 1
+
+
+def bindings(body: cst.CSTNode) -> dict[str, int]:
+    v = _Bindings()
+    body.visit(v)
+    return v.count
+
+
+def module_scope(module: cst.Module) -> tuple[dict[str, object], set[str]]:
+    """(constants, stable names) of a module: names bound once at module level (and declared
+    ``global`` nowhere), with the int / tuple-of-int value of those bound to literals (or to
+    arithmetic on earlier constants)."""
+    counts = bindings(module)
+
+    class _Globals(cst.CSTVisitor):  # `global X` in any function: X may change at run time
+        def visit_Global(self, node: cst.Global) -> None:
+            for n in node.names:
+                counts[n.name.value] = 99
+
+    module.visit(_Globals())
+    stable = {n for n, c in counts.items() if c == 1}
+    constants: dict[str, object] = {}
+    probe = Sizes(constants, set())
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                target, value = small.target, small.value
+            else:
+                continue
+            if not isinstance(target, cst.Name) or target.value not in stable:
+                continue
+            v = probe.constant(value)
+            if v is not None:
+                constants[target.value] = v
+    return constants, stable
+
+
+def function_stable(fn: cst.FunctionDef) -> tuple[set[str], set[str]]:
+    """(stable names, all names bound) of a function: its parameters that it never rebinds."""
+    counts = bindings(fn.body)
+    params = fn.params
+    names = [p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]]
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            counts[star.name.value] = counts.get(star.name.value, 0) + 1
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return {n for n in names if counts[n] == 1}, set(counts)
+
+
+@dataclass
+class Sizes:
+    """Reads size expressions where a model's layers are built.
+
+    ``constants``: module names with a known int / tuple value (not shadowed here);
+    ``stable``: names that may be written as symbols here."""
+
+    constants: dict[str, object]
+    stable: set[str]
+
+    @classmethod
+    def at(cls, module_constants: dict[str, object], module_stable: set[str],
+           functions: list[cst.FunctionDef]) -> "Sizes":
+        """The sizes visible inside the innermost of ``functions`` (outermost first)."""
+        constants = dict(module_constants)
+        stable = set(module_stable)
+        for fn in functions:
+            fn_stable, fn_bound = function_stable(fn)
+            for n in fn_bound:  # a local shadows the module's name
+                constants.pop(n, None)
+                stable.discard(n)
+            stable |= fn_stable
+        return cls(constants, stable)
+
+    def constant(self, node: cst.BaseExpression):
+        """An int or tuple of ints that the expression always has here, else None."""
+        lit = literal_value(node, NOT_LITERAL)
+        if is_int(lit):
+            return lit
+        if isinstance(lit, tuple) and all(is_int(x) for x in lit):
+            return lit
+        if isinstance(node, (cst.Tuple, cst.List)):
+            items = [self.dim(e.value) if not isinstance(e, cst.StarredElement) else None for e in node.elements]
+            return tuple(items) if all(is_int(x) for x in items) else None
+        d = self.dim(node)
+        if is_int(d):
+            return d
+        if isinstance(node, cst.Name) and isinstance(self.constants.get(node.value), tuple):
+            return self.constants[node.value]
+        return None
+
+    def dim(self, node: cst.BaseExpression | None):
+        """One size: an int, a symbolic expression text, or None."""
+        if node is None:
+            return None
+        if isinstance(node, cst.Integer):
+            return int(node.evaluated_value)
+        if isinstance(node, cst.Name):
+            v = self.constants.get(node.value)
+            if is_int(v):
+                return Named(v, node.value)
+            if v is None and node.value in self.stable:
+                return node.value
+            return None
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            v = self.dim(node.expression)
+            return -v if is_int(v) else None
+        if isinstance(node, cst.Subscript):
+            base = node.value
+            if not (isinstance(base, cst.Name) and len(node.slice) == 1
+                    and isinstance(node.slice[0].slice, cst.Index)):
+                return None
+            i = literal_value(node.slice[0].slice.value, None)
+            if not is_int(i):
+                return None
+            v = self.constants.get(base.value)
+            if isinstance(v, tuple):
+                return v[i] if -len(v) <= i < len(v) else None
+            return code(node) if v is None and base.value in self.stable else None
+        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _OPS:
+            a, b = self.dim(node.left), self.dim(node.right)
+            if a is None or b is None:
+                return None
+            if is_int(a) and is_int(b):
+                if isinstance(node.operator, cst.FloorDivide) and b == 0:
+                    return None
+                v = _OPS[type(node.operator)](int(a), int(b))
+                return Named(v, code(node)) if isinstance(a, Named) or isinstance(b, Named) else v
+            return code(node)
+        return None
+
+    def shape(self, node: cst.BaseExpression | None, rank1: bool = False) -> tuple | None:
+        """A shape argument as a tuple of sizes; None when even its rank is unknown."""
+        if node is None:
+            return None
+        if rank1:
+            return (self.dim(node),)
+        if isinstance(node, (cst.Tuple, cst.List)):
+            if any(isinstance(e, cst.StarredElement) for e in node.elements):
+                return None
+            return tuple(self.dim(e.value) for e in node.elements)
+        if isinstance(node, cst.Name) and isinstance(self.constants.get(node.value), tuple):
+            return tuple(self.constants[node.value])
+        d = self.dim(node)
+        return (d,) if is_int(d) else None
+
+    def shape_name(self, node: cst.BaseExpression | None) -> str | None:
+        """A stable name given as a whole shape (``shape=input_shape``): its rank is unknown here."""
+        if isinstance(node, cst.Name) and node.value in self.stable and node.value not in self.constants:
+            return node.value
+        return None
+
+
+_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
+        cst.FloorDivide: lambda a, b: a // b}
+
+#: Literal sizes only: what a layer translated with no pass around it can read.
+LITERAL = Sizes({}, set())
+
+
+@dataclass
+class SizedContext(LayerContext):
+    """A :class:`LayerContext` that also knows how to read size expressions where the layer is built."""
+
+    sizes: Sizes | None = None
+
+
+def sizes_of(lctx: LayerContext) -> Sizes:
+    return getattr(lctx, "sizes", None) or LITERAL
+
+
+def symbolic_shape(name: str, rank: int) -> tuple:
+    """``input_shape`` of a known rank: ``(input_shape[0], input_shape[1], input_shape[-1])``."""
+    return tuple(f"{name}[{i}]" for i in range(rank - 1)) + (f"{name}[-1]",)
