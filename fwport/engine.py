@@ -264,6 +264,10 @@ def drop_undone_findings(ctx: FileContext, mark: int) -> None:
 
 # --- the rule pass ---------------------------------------------------------------------------------
 
+#: expressions that never need parentheses where a call stood
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
+          cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict, cst.Set)
+
 class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     """Applies function, constant and (context-free) layer rules wherever they appear."""
 
@@ -273,6 +277,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._init_scopes(ctx.imports)
         # per open call: (findings so far, imports needed so far), to undo its subtree on refusal
         self._marks: list[tuple[int, frozenset[str]]] = []
+        # ids of translations parenthesised because they are operations (`a + b` for tf.add_n):
+        # where the parent cannot mis-bind them (a statement's value, an argument) the parentheses go
+        self._wrapped: set[int] = set()
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -288,6 +295,10 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         mark, imports = self._marks.pop()
         out = self._translate_call(original_node, updated_node)
         if out is not None:
+            if out is not updated_node and not (isinstance(out, _ATOMS) or out.lpar):
+                # an operation in place of a call binds tighter than any operator around it
+                out = out.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+                self._wrapped.add(id(out))
             return out
         # Refused by its rule: the call comes back exactly as written, arguments included (a
         # tf call around half-translated arguments would mix frameworks and the error would quote
@@ -318,6 +329,29 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             return cst.Call(self.ctx.spell("torch.nn.Sequential"), _with_commas([cst.Arg(e) for e in em.modules]))
         m = map_call(updated_node, rule, self.ctx, original_node)
         return build_call(m, self.ctx)
+
+    def _bare(self, node):
+        if id(node) in self._wrapped:
+            return node.with_changes(lpar=[], rpar=[])
+        return node
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        return updated_node.with_changes(value=self._bare(updated_node.value))
+
+    def leave_Element(self, original_node: cst.Element, updated_node: cst.Element) -> cst.Element:
+        return updated_node.with_changes(value=self._bare(updated_node.value))
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        return updated_node.with_changes(value=self._bare(updated_node.value))
+
+    def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
+        return updated_node if updated_node.value is None else updated_node.with_changes(value=self._bare(updated_node.value))
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        return updated_node if updated_node.value is None else updated_node.with_changes(value=self._bare(updated_node.value))
+
+    def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
+        return updated_node.with_changes(value=self._bare(updated_node.value))
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         q = self.qualname(original_node)

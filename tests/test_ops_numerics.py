@@ -114,6 +114,8 @@ CASES = [
     ("einsum", TF, "return tf.einsum('bij,bkj->bik', a, b)", [f32(2, 3, 4), f32(2, 5, 4)]),
     ("tensordot", TF, "return tf.tensordot(a, b, axes=[[1], [0]])", [f32(3, 4), f32(4, 2)]),
     ("add-n", TF, "return tf.add_n([a, b, a * 2.0])", [X, X]),
+    # a translation that is an operation keeps binding as the call did
+    ("operation-in-expression", TF, "return tf.add_n([a, b]) * 2.0, -tf.nn.softmax_cross_entropy_with_logits(labels=tf.nn.softmax(a), logits=b) ** 2, tf.add_n([a, b])[0]", [X, X]),
     # --- elementwise and activations ---
     ("sqrt-square-exp", TF, "return tf.sqrt(tf.square(x) + 1.0), tf.exp(x)", [X]),
     ("log-log1p-rsqrt", TF, "return tf.math.log(tf.abs(x) + 1.0), tf.math.log1p(tf.abs(x)), tf.math.rsqrt(tf.abs(x) + 0.5)", [X]),
@@ -293,3 +295,8 @@ def test_refused_call_alone_adds_no_import():
     assert res.output == TF + "\n# fwport: unsupported-argument: dtype tf.string has no torch equivalent\n" \
         "i = tf.argmax(tf.abs(x), output_type=tf.string)\n", res.output
     assert not any(f.code == "default-differs" for f in res.findings)
+
+
+def test_operation_parenthesised_only_where_needed():
+    res = translate_source(TF + "\ny = tf.add_n([a, b])\nz = tf.add_n([a, b]) * 2\nf(tf.add_n([a, b]))\n", "m.py")
+    assert res.output == "\ny = a + b\nz = (a + b) * 2\nf(a + b)\n", res.output
