@@ -495,3 +495,156 @@ def test_numerically_equivalent(tmp_path, src, cls, shape):
     out = json.loads(_run(_TORCH_SIDE, str(tmp_path / "out.py"), cls, str(tmp_path / "k.npz"),
                           json.dumps(torch_plan)).strip().splitlines()[-1])
     assert out["scale"] > 0.1  # a model whose output is ~0 would prove nothing
+
+
+# --- BatchNormalization on an input of unknown rank ------------------------------------------------------
+
+BN_ANY_RANK_SRC = '''
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self, hidden=6, classes=3):
+        super().__init__()
+        self.fc1 = tf.keras.layers.Dense(hidden, use_bias=False)
+        self.bn1 = tf.keras.layers.BatchNormalization()
+        self.fc2 = tf.keras.layers.Dense(hidden)
+        self.bn2 = tf.keras.layers.BatchNormalization(momentum=0.9, epsilon=1e-5)
+        self.norm = tf.keras.layers.LayerNormalization()
+        self.head = tf.keras.layers.Dense(classes)
+
+    def call(self, inputs, training=False):
+        x = self.fc1(inputs)
+        x = self.bn1(x, training=training)
+        x = tf.nn.relu(x)
+        x = self.fc2(x)
+        x = self.bn2(x, training=training)
+        return self.head(self.norm(x))
+'''
+
+
+def test_batchnorm_of_unknown_rank_is_reshaped_at_its_call_sites():
+    r = tx(BN_ANY_RANK_SRC)
+    out = r.output
+    # the model's input rank is unknown; each Dense output's last size is known
+    assert "self.bn1 = nn.BatchNorm1d(hidden, momentum=0.01, eps=0.001)" in out
+    assert "self.fc2 = nn.Linear(hidden, hidden)" in out  # through tf.nn.relu, which keeps the shape
+    assert "self.norm = nn.LayerNorm(hidden, eps=0.001)" in out  # LayerNorm(C) is exact at any rank
+    assert "x = self.bn1(x.reshape(-1, x.shape[-1])).reshape(x.shape)" in out
+    assert "x = self.bn2(x.reshape(-1, x.shape[-1])).reshape(x.shape)" in out
+    assert "return self.head(self.norm(x))" in out
+    assert [f.code for f in r.findings if f.severity.value == "error"] == []
+    assert sum(1 for f in r.findings if f.code == "shape-unknown" and "rank is unknown" in f.message) == 2
+
+
+def test_batchnorm_of_provable_rank_is_called_directly():
+    r = tx('''
+        import tensorflow as tf
+
+        class Net(tf.keras.Model):
+            def __init__(self, hidden=6):
+                super().__init__()
+                self.pool = tf.keras.layers.GlobalAveragePooling1D()
+                self.fc = tf.keras.layers.Dense(hidden)
+                self.bn = tf.keras.layers.BatchNormalization()
+
+            def call(self, x):
+                return self.bn(self.fc(self.pool(x)))
+        ''')
+    assert "self.bn = nn.BatchNorm1d(hidden, momentum=0.01, eps=0.001)" in r.output
+    assert "reshape" not in r.output  # (batch, hidden): the rank is 2
+
+
+def test_batchnorm_of_unknown_rank_needs_a_plain_variable():
+    r = tx('''
+        import tensorflow as tf
+
+        class Net(tf.keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.fc = tf.keras.layers.Dense(4)
+                self.bn = tf.keras.layers.BatchNormalization()
+
+            def call(self, x):
+                return self.bn(self.fc(x))
+        ''')
+    errors = [f for f in r.findings if f.severity.value == "error"]
+    assert [f.code for f in errors] == ["shape-unknown"] and "assign it" in errors[0].message
+
+
+_BN_KERAS = r'''
+import importlib.util, json, sys
+import numpy as np
+src, out, plan = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+spec = importlib.util.spec_from_file_location("m", src); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+rng = np.random.default_rng(0)
+values = None
+arrays = {}
+for shape in ([7, 5], [3, 4, 5], [2, 3, 4, 5]):
+    # a Keras model fixes its BatchNormalization's rank when built: one model per rank, same weights
+    model = m.Net()
+    key = "x".join(map(str, shape))
+    x = (rng.standard_normal(shape) * 2 + 0.5).astype("float32")
+    model(x)
+    if values is None:
+        values = [(rng.uniform(0.3, 2.5, v.shape) if "variance" in v.path else rng.standard_normal(v.shape) * 0.5)
+                  .astype("float32") for v in model.variables]
+    for v, val in zip(model.variables, values):
+        v.assign(val)
+    for i, (path, names) in enumerate(plan):
+        for n in names:
+            if getattr(getattr(model, path), n) is not None:  # no bias with use_bias=False
+                arrays[f"w{i}:{n}"] = np.asarray(getattr(getattr(model, path), n))
+    arrays[f"x{key}"] = x
+    arrays[f"eval{key}"] = np.asarray(model(x, training=False))
+    arrays[f"train{key}"] = np.asarray(model(x, training=True))  # batch statistics over all leading axes
+np.savez(out, **arrays)
+'''
+
+_BN_TORCH = r'''
+import importlib.util, json, sys
+import numpy as np, torch
+src, data, plan, out = sys.argv[1], np.load(sys.argv[2]), json.loads(sys.argv[3]), sys.argv[4]
+spec = importlib.util.spec_from_file_location("t", src); m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+model = m.Net().eval()
+with torch.no_grad():
+    model(torch.zeros(2, 5))  # lazy modules take their sizes here
+    for i, (target, maps) in enumerate(plan):
+        for source, tgt, transpose in maps:
+            if f"w{i}:{source}" not in data.files:
+                assert getattr(model.get_submodule(target), tgt) is None, (target, tgt)
+                continue
+            a = data[f"w{i}:{source}"]
+            getattr(model.get_submodule(target), tgt).copy_(torch.from_numpy(np.ascontiguousarray(a.T if transpose else a)))
+    results = {}
+    for key in [k[1:] for k in data.files if k.startswith("x")]:
+        x = torch.from_numpy(data["x" + key])
+        results["eval" + key] = model.eval()(x).numpy()
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        results["train" + key] = model.train()(x).numpy()
+        model.load_state_dict(state)  # a training step moves the running statistics: undo it
+np.savez(out, **results)
+'''
+
+
+@pytest.mark.skipif(find_spec("tensorflow") is None or find_spec("torch") is None, reason="needs TF and torch")
+def test_batchnorm_of_unknown_rank_numerically(tmp_path):
+    """One translation, inputs of rank 2, 3 and 4, inference and training mode (batch statistics)."""
+    r = tx(BN_ANY_RANK_SRC)
+    keras_plan, torch_plan = [], []
+    for rec in [x for x in r.layers if x.scope == "Net"]:
+        maps = PACK.rules[rec.rule].weights_for(rec.variant)
+        assert all([o.op for o in w.ops] in (["copy"], ["transpose"]) for w in maps)
+        keras_plan.append([rec.source, [w.source for w in maps]])
+        torch_plan.append([rec.target, [[w.source, w.target, w.ops[0].op == "transpose"] for w in maps]])
+    (tmp_path / "src.py").write_text(BN_ANY_RANK_SRC)
+    (tmp_path / "out.py").write_text(r.output)
+    _run(_BN_KERAS, str(tmp_path / "src.py"), str(tmp_path / "k.npz"), json.dumps(keras_plan))
+    _run(_BN_TORCH, str(tmp_path / "out.py"), str(tmp_path / "k.npz"), json.dumps(torch_plan), str(tmp_path / "t.npz"))
+    want, got = np.load(tmp_path / "k.npz"), np.load(tmp_path / "t.npz")
+    assert sorted(got.files) == sorted(k for k in want.files if k.startswith(("eval", "train")))
+    assert len(got.files) == 6
+    for k in got.files:
+        assert got[k].shape == want[k].shape, k
+        np.testing.assert_allclose(got[k], want[k], rtol=1e-4, atol=1e-4 * max(1.0, float(np.abs(want[k]).max())),
+                                   err_msg=k)

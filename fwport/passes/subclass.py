@@ -39,7 +39,8 @@ import libcst as cst
 
 from fwport.bind import NOT_LITERAL, literal_value
 from fwport.context import FileContext, LayerRecord, ModelInfo
-from fwport.engine import LayerContext, LayerEmission, code, expr, map_call, translate_layer
+from fwport.dims import Sizes, SizedContext, known, module_scope
+from fwport.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.finding import Severity
 from fwport.names import ScopedResolver, bound_names, dotted, dotted_text
 
@@ -89,6 +90,26 @@ class _Attr:
     keeps_rank: bool = True  # the output is a feature map of the same rank (permute back)
     seq: tuple | None = None  # (in permute rank, out permute rank) for an nn.Sequential of the Sequential pass
     out: cst.BaseExpression | None = None  # the module expression that replaces the layer call
+    flat: bool = False  # a BatchNorm1d over the last axis of an input of unknown rank: reshaped at calls
+
+
+@dataclass(frozen=True)
+class _Tail:
+    """A tensor whose rank is unknown but whose last size is known (a Dense's output on an input of
+    unknown rank): enough for layers that act on the last axis alone."""
+
+    last: object
+
+
+# layers that keep the shape of their input (elementwise, or softmax over the last axis)
+_SHAPE_KEEPING = {"dropout", "activation", "relu", "leaky-relu", "elu", "softmax"}
+# functions of one tensor that keep its shape: `x = tf.nn.relu(x)` between two layers
+_ELEMENTWISE_FNS = {"tensorflow.nn.relu", "tensorflow.nn.gelu", "tensorflow.nn.silu", "tensorflow.nn.elu",
+                    "tensorflow.nn.tanh", "tensorflow.nn.sigmoid", "tensorflow.math.tanh", "tensorflow.tanh",
+                    "tensorflow.math.sigmoid", "tensorflow.sigmoid", "tensorflow.nn.leaky_relu",
+                    "keras.activations.relu", "keras.activations.gelu", "keras.activations.tanh",
+                    "keras.activations.sigmoid", "keras.activations.silu", "keras.ops.relu", "keras.ops.gelu",
+                    "keras.ops.silu", "keras.ops.tanh", "keras.ops.sigmoid"}
 
 
 @dataclass
@@ -119,6 +140,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self.functional_scopes: list[bool] = []  # per function: holds a functional keras.Model call
         self.fn_stack: list[cst.FunctionDef] = []
         self._stmt_of: dict[int, cst.CSTNode | None] = {}  # id(layer call in __init__) → its statement line
+        self.module_sizes: tuple[dict, set] = ({}, set())
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
     def on_leave(self, original_node, updated_node):
@@ -131,6 +153,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     # --- which classes are translated ---------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
+        self.module_sizes = module_scope(node)
         classes: list[cst.ClassDef] = []
 
         class _Collect(cst.CSTVisitor):
@@ -264,6 +287,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                                 original)
                 return updated
             return a.functional(args[0].value)
+        if a.flat:
+            return self._flat_call(a, original, updated)
         if a.seq is not None:
             into, back = a.seq
         elif a.bound:
@@ -291,6 +316,18 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                             "source: inputs of channels-first torch modules are permuted at each call",
                             original)
         return out
+
+    def _flat_call(self, a: _Attr, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``self.bn(x)`` → ``self.bn(x.reshape(-1, x.shape[-1])).reshape(x.shape)``: Keras normalises the
+        last axis with statistics over all the others, which is BatchNorm1d on the rows of x, at any rank."""
+        pos = [x for x in updated.args if x.keyword is None and not x.star]
+        if len(pos) != 1 or not isinstance(pos[0].value, cst.Name):
+            self.ctx.report(Severity.ERROR, "shape-unknown", f"self.{a.name}: the input's rank is unknown, so the "
+                            "BatchNorm1d is applied to its rows (x.reshape(-1, x.shape[-1])), which needs the input "
+                            "as a plain variable: assign it to one first (x = ...; self.bn(x))", original)
+            return updated
+        x = pos[0].value.value
+        return expr(f"{code(updated.func)}({x}.reshape(-1, {x}.shape[-1])).reshape({x}.shape)")
 
     # --- names and statements inside forward / __init__ ---------------------------------------------------
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
@@ -458,7 +495,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         """Translate one layer call; the module expression goes to ``a.out``."""
         ctx = self.ctx
         n_records = len(ctx.layers)
-        em = translate_layer(a.call, a.rule, ctx, LayerContext(in_shape, "keep", plan.name, source), a.call)
+        sizes = Sizes.at(*self.module_sizes, [plan.init_fn] if plan.init_fn is not None else [])
+        em = translate_layer(a.call, a.rule, ctx, SizedContext(in_shape, "keep", plan.name, source, sizes=sizes),
+                             a.call)
         a.emission, a.in_shape, a.done = em, in_shape, True
         if em.failed:
             ctx.settled.add(id(a.call))
@@ -484,12 +523,21 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 ctx.layers.append(LayerRecord(rec.scope, src, tgt + suffix, rec.rule, rec.variant, dict(rec.symbols)))
         return em
 
-    def _translate_attr(self, plan: _Plan, a: _Attr, in_shape) -> tuple | None:
+    def _translate_attr(self, plan: _Plan, a: _Attr, in_shape) -> tuple | _Tail | None:
         if a.kind != "layer":
             return None
         if a.done:
-            return a.emission.out_shape if a.emission is not None and a.in_shape == in_shape else None
+            if a.emission is None or a.in_shape != in_shape:
+                return None
+            return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape)
+        tail = in_shape if isinstance(in_shape, _Tail) else None
+        if tail is None and in_shape is None and a.rule.emit.get("shape") == "dense":
+            tail = _Tail(None)  # nothing known, but a Dense keeps the rank: its output has `units` last
+        if tail is not None:
+            in_shape = self._tail_in(plan, a, tail)
         em = self._emit(plan, a, in_shape, a.name, a.name)
+        if tail is not None:
+            a.in_shape = tail
         if em is None:
             return None
         if em.functional is not None:
@@ -503,9 +551,40 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self.ctx.settled.add(id(a.call))
             return em.out_shape
         plan.replace[id(a.call)] = a.out
-        if em.out_shape is None and in_shape is not None and a.rule.emit.get("shape") == "dense":
-            return (*in_shape[:-1], None)  # Dense(units) with units not a literal: the rank is still known
+        if isinstance(a.in_shape, _Tail):
+            return self._tail_out(a, a.in_shape)
         return em.out_shape
+
+    def _tail_in(self, plan: _Plan, a: _Attr, tail: _Tail | None) -> tuple | None:
+        """What a layer is translated for when its input's rank is unknown (``tail``: its last size, or
+        None for nothing known). A layer acting on the last axis alone needs only that size: a Dense
+        (``nn.Linear(C, units)``), a LayerNormalization over axis -1 (``nn.LayerNorm(C)``), a
+        BatchNormalization over axis -1 (``nn.BatchNorm1d(C)`` on the rows, see ``_flat_call``)."""
+        shape_fn = a.rule.emit.get("shape")
+        last = tail.last if tail is not None else None
+        if shape_fn == "dense":
+            return (last,)
+        if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(a.call):
+            if shape_fn == "batch-norm":
+                a.flat = True
+                self.ctx.report(Severity.INFO, "shape-unknown", f"self.{a.name} normalises the last axis of an "
+                                "input whose rank is unknown here: BatchNorm1d is applied to its rows "
+                                "(x.reshape(-1, x.shape[-1])), which is Keras's computation at any rank",
+                                a.call, a.rule)
+            return (last,)
+        return None
+
+    def _tail_out(self, a: _Attr, tail: _Tail):
+        """The output of a layer translated for an input of unknown rank."""
+        em = a.emission
+        shape_fn = a.rule.emit.get("shape")
+        if em is None:
+            return None
+        if shape_fn == "dense":
+            return _Tail(em.out_shape[-1]) if em.out_shape else _Tail(None)
+        if shape_fn in ("batch-norm", "layer-norm") or a.rule.id in _SHAPE_KEEPING:
+            return tail
+        return None
 
     def _only_called(self, plan: _Plan, attr: str) -> bool:
         """``self.<attr>`` appears only as ``self.<attr>(...)`` outside its assignment."""
@@ -585,8 +664,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 if a.kind == "layer":
                     return self._translate_attr(plan, a, in_shape)
                 return None
-            for x in args:
-                self._shape_of(plan, x, env)
+            shapes = [self._shape_of(plan, x, env) for x in args]
+            if len(args) == 1 and not node.args[0].keyword and self.qualname(node.func) in _ELEMENTWISE_FNS:
+                return shapes[0]
             return None
         for c in _self_calls(node):
             self._shape_of(plan, c, env)
@@ -1135,3 +1215,11 @@ def _ws(node, which: str):
     if which == "after":
         return node.lpar[0].whitespace_after if node.lpar else cst.SimpleWhitespace("")
     return node.rpar[0].whitespace_before if node.rpar else cst.SimpleWhitespace("")
+
+
+def _axis_is_last(call: cst.Call) -> bool:
+    """The norm layer's ``axis`` (its first parameter) is the default (-1) or a literal -1."""
+    for i, a in enumerate(call.args):
+        if (a.keyword is not None and a.keyword.value == "axis") or (a.keyword is None and i == 0):
+            return not a.star and literal_value(a.value, None) in (-1, [-1], (-1,))
+    return True
