@@ -354,6 +354,12 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         return updated_node.with_changes(value=self._bare(updated_node.value))
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        # the hooks of ``subscript_hooks`` also see attribute access (tf.math.top_k(x, 2).indices)
+        hook = self.ctx.subscript_hooks.pop(id(original_node.value), None)
+        if hook is not None:
+            out = hook(updated_node)
+            if out is not updated_node:
+                return out
         q = self.qualname(original_node)
         if q is None:
             return updated_node

@@ -52,7 +52,7 @@ def canonical(name: str) -> str:
     while changed:
         changed = False
         for prefix, repl in _CANON_PREFIXES:
-            if name == prefix.rstrip(".") and prefix.endswith("."):
+            if name == prefix.rstrip(".") and prefix.endswith(".") and prefix != repl:
                 name = repl.rstrip(".")
                 changed = True
                 break

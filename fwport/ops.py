@@ -153,7 +153,7 @@ def shape(m, ctx):
         tensor = f"{_spell(ctx, 'torch.tensor')}({_atom_code(x)}.shape, dtype={_spell(ctx, INT32)})"
 
     def indexed(sub: cst.Subscript) -> cst.BaseExpression:
-        if len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
+        if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index):
             idx = _lit(sub.slice[0].slice.value)
             if isinstance(idx, int) and not isinstance(idx, bool):
                 return _e(f"{_atom_code(x)}.shape[{_code(sub.slice[0].slice.value)}]")
@@ -470,3 +470,223 @@ def pad(m, ctx):
     value = m.kwargs.get("value")
     v = "" if value is None or _lit(value) in (0, None) else f", value={_code(value)}"
     return _e(f"{_spell(ctx, 'torch.nn.functional.pad')}({_code(x)}, ({', '.join(map(str, flat))}{',' if len(flat) == 1 else ''}){v})")
+
+
+# --- follow-ups: indexing, norms, division, Keras backend ---------------------------------------------
+
+def _simple(node: cst.BaseExpression) -> bool:
+    """A name or attribute chain: safe to write twice (evaluating it twice has no effect)."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
+def _twice(m, ctx, node: cst.BaseExpression, what: str) -> bool:
+    if _simple(node):
+        return True
+    m.fail(ctx, "unsupported-argument", f"the translation uses {what} twice: assign `{_code(node)}` "
+           "to a variable first")
+    return False
+
+
+@call_transform("gather-nd")
+def gather_nd(m, ctx):
+    """``tf.gather_nd(params, indices)``: the last axis of ``indices`` indexes the leading axes of
+    ``params`` → ``params[tuple(indices.unbind(-1))]`` (same result shape, any index rank)."""
+    if _lit(m.extras.get("batch_dims", cst.Integer("0"))) != 0:
+        m.fail(ctx, "unsupported-argument", "batch_dims != 0: index with explicit batch aranges")
+        return None
+    return _e(f"{_atom_code(m.kwargs['input'])}[tuple({_atom_code(m.kwargs['indices'])}.unbind(-1))]")
+
+
+@call_transform("size")
+def size(m, ctx):
+    """``tf.size(x)`` is a 0-d int32 tensor: ``torch.tensor(x.numel(), dtype=torch.int32)``."""
+    dtype = m.kwargs.get("dtype")
+    d = _spell(ctx, INT32) if dtype is None else _code(dtype)
+    return _e(f"{_spell(ctx, 'torch.tensor')}({_atom_code(m.kwargs['input'])}.numel(), dtype={d})")
+
+
+@call_transform("top-k")
+def top_k(m, ctx):
+    """``tf.math.top_k(x, k)`` → (values, indices) of the k largest along the last axis, ties in
+    index order, indices int32. ``torch.topk`` orders ties as it likes, so the indices come from a
+    stable descending sort: ``torch.argsort(x, dim=-1, descending=True, stable=True)[..., :k]``;
+    the values are ``torch.topk(x, k).values`` (equal values: the order of ties does not show).
+    ``.values`` / ``.indices`` / ``[0]`` / ``[1]`` on the call become just that part."""
+    x = m.kwargs["input"]
+    k = m.kwargs.get("k")
+    k_t = "1" if k is None else _code(k)
+    srt = _lit(m.extras.get("sorted", cst.Name("True")))
+    if srt is not True:
+        m.fail(ctx, "unsupported-argument", "sorted=False leaves the order unspecified in TensorFlow; "
+               "write sorted=True (the torch translation is sorted)")
+        return None
+    dtype = m.kwargs.get("dtype")
+    cast = ".int()" if dtype is None or _code(dtype).replace(" ", "") == "torch.int32" else \
+        ("" if _code(dtype).replace(" ", "") == "torch.int64" else f".to({_code(dtype)})")
+    values = f"{_spell(ctx, 'torch.topk')}({_code(x)}, {k_t}).values"
+    indices = f"{_spell(ctx, 'torch.argsort')}({_code(x)}, dim=-1, descending=True, stable=True)[..., :{k_t}]{cast}"
+
+    def part(parent):
+        which = None
+        if isinstance(parent, cst.Attribute) and parent.attr.value in ("values", "indices"):
+            which = parent.attr.value
+        elif isinstance(parent, cst.Subscript) and len(parent.slice) == 1 and isinstance(parent.slice[0].slice, cst.Index):
+            which = {0: "values", 1: "indices"}.get(_lit(parent.slice[0].slice.value))
+        if which is None:
+            return parent
+        return _e(values if which == "values" else indices)
+
+    if not (_twice(m, ctx, x, "the input") and (k is None or _all_ints(_lit(k)) or _twice(m, ctx, k, "k"))):
+        return None
+    ctx.subscript_hooks[id(m.node)] = part
+    return _e(f"({values}, {indices})")
+
+
+@call_transform("norm")
+def norm(m, ctx):
+    """``tf.norm``: no axis or one axis → ``torch.linalg.vector_norm`` (the flattened tensor when
+    axis is None, whatever ``ord``); two axes → a matrix norm: 'euclidean'/'fro' is the vector
+    2-norm over both axes, 1 and inf → ``torch.linalg.matrix_norm``."""
+    x = m.kwargs["input"]
+    ord_node = m.extras.get("ord")
+    o = "euclidean" if ord_node is None else _lit(ord_node)
+    axis = m.kwargs.get("dim")
+    ax = None if axis is None else _lit(axis)
+    keep = m.kwargs.get("keepdim")
+    keep_t = "" if keep is None or _lit(keep) in (False, None) else f", keepdim={_code(keep)}"
+    two = isinstance(ax, tuple) and len(ax) == 2
+    if ax is not None and not (isinstance(ax, int) or two or (isinstance(ax, tuple) and len(ax) == 1)):
+        m.fail(ctx, "unsupported-argument", "axis must be None, an int or a pair of ints, written literally")
+        return None
+    dim_t = "" if ax is None else f", dim={_code(axis)}"
+    if o in ("euclidean", "fro") or (o == 2 and not two):
+        return _e(f"{_spell(ctx, 'torch.linalg.vector_norm')}({_code(x)}{dim_t}{keep_t})")
+    if ord_node is not None and o is NOT_LITERAL:
+        text = _code(ord_node).replace(" ", "")
+        if text not in ("np.inf", "numpy.inf", "math.inf", "float('inf')", 'float("inf")'):
+            m.fail(ctx, "unsupported-argument", f"ord={_code(ord_node)}: write the order literally")
+            return None
+        o = float("inf")
+    if not two and isinstance(o, (int, float)) and not isinstance(o, bool) and o > 0:
+        return _e(f"{_spell(ctx, 'torch.linalg.vector_norm')}({_code(x)}, ord={_code(ord_node)}{dim_t}{keep_t})")
+    if two and o in (1, float("inf")):
+        return _e(f"{_spell(ctx, 'torch.linalg.matrix_norm')}({_code(x)}, ord={_code(ord_node)}{dim_t}{keep_t})")
+    m.fail(ctx, "unsupported-argument", f"ord={_code(ord_node)} with axis={_code(axis) if axis is not None else None} "
+           "is not a norm TensorFlow computes the way torch does")
+    return None
+
+
+@call_transform("slice")
+def slice_(m, ctx):
+    """``tf.slice(x, begin, size)`` with literal lists → ``x[b0:b0 + s0, b1:, ...]`` (size -1: to the end)."""
+    x, begin, size_ = m.kwargs["input"], _lit(m.kwargs["begin"]), _lit(m.kwargs["size"])
+    if not (isinstance(begin, (list, tuple)) and isinstance(size_, (list, tuple)) and _all_ints(list(begin))
+            and _all_ints(list(size_)) and len(begin) == len(size_)):
+        m.fail(ctx, "unsupported-argument", "begin and size must be literal lists of ints of the same length")
+        return None
+    parts = []
+    for b, s in zip(begin, size_):
+        if b < 0 or s < -1:
+            m.fail(ctx, "unsupported-argument", "negative begin (or size other than -1) is invalid in TensorFlow")
+            return None
+        parts.append(f"{b or ''}:" if s == -1 else f"{b or ''}:{b + s}")
+    return _e(f"{_atom_code(x)}[{', '.join(parts)}]")
+
+
+@call_transform("divide")
+def divide(m, ctx):
+    """``tf.divide(x, y)`` → ``x / y``. TensorFlow divides int32/int64 tensors into **float64**
+    (torch: the default float32): two int literals are pinned, a float literal proves float
+    operands, otherwise a warning says what to add for integer tensors.
+    ``emit.options.int_result = "float32"`` (keras.ops.divide) makes every case exact."""
+    x, y = m.kwargs["input"], m.kwargs["other"]
+    lx, ly = _lit(x), _lit(y)
+    if _all_ints(lx) and _all_ints(ly) and _options(m).get("int_result") != "float32":
+        return _e(f"{_spell(ctx, 'torch.tensor')}({_code(x)} / {_code(y)}, dtype={_spell(ctx, 'torch.float64')})")
+    float_lit = any(isinstance(v, float) or (isinstance(v, (list, tuple)) and _all_numbers(v) and not _all_ints(v))
+                    for v in (lx, ly))
+    if not float_lit and _options(m).get("int_result") != "float32":
+        ctx.report("warning", "approximate", "integer tensors divide into float64 in TensorFlow and into "
+                   "float32 in torch: if x and y are integers, write `x.double() / y`", m.node, m.rule)
+    return _e(f"{_code(_atom(x))} / {_code(_atom(y))}")
+
+
+@call_transform("bias-add")
+def bias_add(m, ctx):
+    """``tf.nn.bias_add(x, b)``: the bias runs along the last axis (``x + b``) or, channels-first,
+    along axis 1 (``x + b[:, None, None]`` for NCHW: the spatial rank comes from data_format)."""
+    x, b = m.kwargs["input"], m.kwargs["bias"]
+    fmt = _lit(m.extras.get("data_format", cst.Name("None")))
+    spatial = {None: 0, "NHWC": 0, "NWC": 0, "NDHWC": 0, "N...C": 0, "channels_last": 0,
+               "NCW": 1, "NCHW": 2, "NCDHW": 3}.get(fmt, -1)
+    if spatial < 0:
+        m.fail(ctx, "unsupported-argument", f"data_format={fmt!r}: write one of NHWC, NCHW, NCW, NCDHW "
+               "(channels_first needs the input rank, which is not known here)")
+        return None
+    bias = _code(_atom(b)) + ("" if not spatial else "[:" + ", None" * spatial + "]")
+    return _e(f"{_code(_atom(x))} + {bias}")
+
+
+@call_transform("clip-by-norm")
+def clip_by_norm(m, ctx):
+    """``tf.clip_by_norm(t, c, axes)`` → ``t * c / max(‖t‖, c)`` with the norm over ``axes`` (all when None)."""
+    t, c = m.kwargs["input"], m.kwargs["max_norm"]
+    if not (_twice(m, ctx, t, "t") and (_all_numbers(_lit(c)) or _twice(m, ctx, c, "clip_norm"))):
+        return None
+    dim = m.kwargs.get("dim")
+    dim_t = "" if dim is None else f", dim={_code(dim)}"
+    return _e(f"{_code(t)} * {_code(_atom(c))} / {_spell(ctx, 'torch.linalg.vector_norm')}({_code(t)}{dim_t}, "
+              f"keepdim=True).clamp(min={_code(c)})")
+
+
+@call_transform("matrix-transpose")
+def matrix_transpose(m, ctx):
+    """``tf.linalg.matrix_transpose(a)`` → ``a.mT`` (``conjugate=True`` → ``a.mH``)."""
+    conj = _lit(m.extras.get("conjugate", cst.Name("False")))
+    if conj not in (True, False):
+        m.fail(ctx, "unsupported-argument", "conjugate must be a literal True or False")
+        return None
+    return _e(f"{_atom_code(m.kwargs['input'])}.{'mH' if conj else 'mT'}")
+
+
+@call_transform("value")
+def value(m, ctx):
+    """A Keras configuration read (``K.epsilon()``, ``K.floatx()``, ``K.image_data_format()``) → its
+    default value, ``emit.options.value``; an info finding says the default was assumed."""
+    v = _options(m)["value"]
+    ctx.report("info", "default-differs", f"{m.rule.names[0]}() reads the Keras configuration; its "
+               f"default {v} is written in (set_epsilon/keras.json changes would not carry over)",
+               m.node, m.rule)
+    return _e(v)
+
+
+@call_transform("keras-sqrt")
+def keras_sqrt(m, ctx):
+    """Keras 2's backend sqrt clips negative inputs to 0 first: ``torch.sqrt(x.clamp(min=0.0))``."""
+    return _e(f"{_spell(ctx, 'torch.sqrt')}({_atom_code(m.kwargs['input'])}.clamp(min=0.0))")
+
+
+@call_transform("keras-dot")
+def keras_dot(m, ctx):
+    """``K.dot(x, y)`` contracts x's last axis with y's second-to-last (Theano's dot): for any ranks
+    ≥ 2 that is ``torch.tensordot(x, y, dims=([-1], [-2]))`` (``x @ y`` only when y is a matrix)."""
+    return _e(f"{_spell(ctx, 'torch.tensordot')}({_code(m.kwargs['input'])}, {_code(m.kwargs['other'])}, "
+              "dims=([-1], [-2]))")
+
+
+@call_transform("int-shape")
+def int_shape(m, ctx):
+    """``K.int_shape(x)`` is a tuple of ints: ``tuple(x.shape)``."""
+    return _e(f"tuple({_atom_code(m.kwargs['input'])}.shape)")
+
+
+@call_transform("cumsum-flat")
+def cumsum_flat(m, ctx):
+    """``keras.ops.cumsum(x)`` without an axis sums the flattened tensor: ``torch.cumsum(x.flatten(), 0)``."""
+    if "dim" not in m.kwargs:
+        m.kwargs["input"] = _e(f"{_atom_code(m.kwargs['input'])}.flatten()")
+        m.kwargs["dim"] = _e("0")
+    m.kwargs = {k: m.kwargs[k] for k in ("input", "dim") if k in m.kwargs} | m.kwargs
+    return _plain(m, ctx)

@@ -39,6 +39,8 @@ def i32(high, *shape):
 X = f32(3, 4)
 X3 = f32(2, 3, 5)
 TINY = np.array([[1e-7, 0.0, 0.0], [3.0, -4.0, 0.0]], np.float32)
+TIES = np.array([[1.0, 3.0, 3.0, 2.0, 3.0], [5.0, 5.0, 5.0, 5.0, 5.0], [0.5, -1.0, 0.5, 2.0, -1.0]], np.float32)
+KB = "from tensorflow.keras import backend as K\n"
 HALVES = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999], np.float32)
 
 # (id, body of `def f(...)` using the source framework, inputs, compare mode)
@@ -144,6 +146,28 @@ CASES = [
     ("ops-one-hot-where", KOPS, "return ops.one_hot(i, 4), ops.where(i > 1, 1.0, 0.0)", [i32(4, 5)]),
     ("ops-cast-arange-shape", KOPS, "return ops.cast(x, 'float16'), ops.arange(6), ops.shape(x)", [X]),
     ("ops-softmax-activations", KOPS, "return ops.softmax(x), keras.activations.softmax(x), ops.silu(x), keras.activations.relu(x)", [X3]),
+    # --- follow-ups: indexing, norms, division, bias, Keras backend ---
+    ("gather-nd", TF, "return tf.gather_nd(x, i), tf.gather_nd(y, j)",
+     [X, np.array([[0, 1], [2, 3], [1, 0]], np.int32), X3, np.array([[[1], [0]]], np.int32)]),
+    ("size", TF, "return tf.size(x), tf.size(x, out_type=tf.int64)", [X3]),
+    ("top-k-ties", TF, "return tf.math.top_k(x, k=3), tf.nn.top_k(x, 2).indices, tf.math.top_k(x, 2)[0]", [TIES]),
+    ("norm", TF + "import numpy as np\n", "return tf.norm(x), tf.norm(x, axis=-1, keepdims=True), tf.linalg.norm(x, ord=1, axis=1), tf.norm(x, ord=np.inf, axis=[-2, -1]), tf.norm(x, ord=3, axis=0)", [X3]),
+    ("slice", TF, "return tf.slice(x, [0, 1, 2], [-1, 2, 3]), tf.slice(x, [1, 0, 0], [1, 3, 5])", [X3]),
+    ("divide", TF, "return tf.divide(x, 2.0), tf.truediv(3, 2), tf.math.divide(a, b)", [X, X, X]),
+    ("bias-add", TF, "return tf.nn.bias_add(x, b), tf.nn.bias_add(y, c, data_format='NCHW')",
+     [X3, f32(5), f32(2, 3, 4, 5), f32(3)]),
+    ("dropout-rate", TF, "return tf.nn.dropout(x, rate=0.25)", [np.ones(4000, np.float32)], "dropout(0.25)"),
+    ("embedding-lookup", TF, "return tf.nn.embedding_lookup(x, i)", [f32(5, 3), i32(5, 2, 4)]),
+    ("ops-full-cumsum", KOPS, "return ops.full((2, 3), 7), ops.full((2,), 1, dtype='int32'), ops.cumsum(x), ops.cumsum(x, axis=1)", [X]),
+    ("clip-by-norm", TF, "return tf.clip_by_norm(x, 1.0), tf.clip_by_norm(x, 1.5, axes=[1])", [X * 2]),
+    ("matrix-transpose", TF, "return tf.linalg.matrix_transpose(x)", [X3]),
+    ("ops-divide-int", KOPS, "return ops.divide(a, b + 1.0), ops.divide(i, i + 1)", [X, X, i32(5, 6)]),
+    ("backend-reductions", KB, "return K.mean(x, axis=-1), K.sum(x, keepdims=True), K.max(x, keepdims=True), K.min(x, axis=0), K.std(x, axis=-1), K.var(x)", [X3]),
+    ("backend-elementwise", KB, "return K.square(x), K.exp(x), K.sqrt(x), K.log(K.abs(x) + 1.0), K.tanh(x), K.sigmoid(x), K.sign(x), K.maximum(x, 0.0), K.minimum(x, y)", [X, X]),
+    ("backend-config", KB, "return K.epsilon(), K.cast(x, K.floatx()), K.image_data_format()", [X]),
+    ("backend-shapes", KB, "return K.concatenate([a, b]), K.expand_dims(a), K.int_shape(a), K.reshape(a, [K.shape(a)[0], -1]), K.shape(a), K.reshape(a, (-1, 2)), K.tile(a, [2, 1]), K.stack([a, b], axis=1), K.batch_flatten(a), K.cast(a * 3, 'int32')", [X, X]),
+    ("backend-permute", KB, "return K.permute_dimensions(x, (0, 2, 1)), K.transpose(x), K.softmax(x), K.bias_add(x, b)", [X3, f32(5)]),
+    ("backend-dot-arange", KB, "return K.dot(x, y), K.dot(a, b), K.arange(5), K.arange(0, 1, 0.25, dtype='float32')", [f32(2, 3, 4), f32(5, 4, 6), X, f32(4, 2)]),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),
@@ -189,7 +213,7 @@ def _source(header: str, body: str, n: int) -> str:
 def _unpack(body: str, n: int) -> str:
     """Bind the positional inputs to the names the body uses, in order of first appearance."""
     names = []
-    for tok in re.findall(r"\b([abixyz])\b", body):
+    for tok in re.findall(r"\b([abcijxyz])\b", body):
         if tok not in names:
             names.append(tok)
     names = names[:n]
@@ -257,6 +281,11 @@ def test_op_matches_tensorflow(case, results):
             for a in (w, g):  # same distribution: sample moments within 5 standard errors
                 assert abs(a.mean() - mean) < 5 * std / np.sqrt(a.size)
                 assert abs(a.std() - std) < 5 * std / np.sqrt(a.size / 2)
+        elif mode.startswith("dropout"):  # inputs of ones: zeros at the rate, the rest scaled by 1 / (1 - rate)
+            rate = float(mode[8:-1])
+            for a in (w, g):
+                assert set(np.unique(a).tolist()) <= {0.0, np.float32(1 / (1 - rate))}
+                assert abs((a == 0).mean() - rate) < 5 * np.sqrt(rate * (1 - rate) / a.size)
         elif mode.startswith("uniform"):
             lo, hi = (float(v) for v in mode[8:-1].split(","))
             for a in (w, g):

@@ -76,6 +76,9 @@ def _introspect(names: list[str], module_of_interest: str) -> dict:
 
 def _source_module(canonical: str) -> str:
     """Where a canonical source name lives in an installed Keras 3 / TensorFlow."""
+    if canonical.startswith("keras.backend."):
+        # K.mean & co. are Keras 2's backend, which Keras 3 keeps as tf.keras.backend
+        return "keras._tf_keras.keras.backend." + canonical[len("keras.backend."):]
     if canonical.startswith("keras."):
         return canonical  # Keras 3 itself
     return canonical  # tensorflow.* as is
