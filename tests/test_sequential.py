@@ -334,6 +334,88 @@ def test_input_shapes_spelled_with_names_keep_what_is_known():
     assert {m.scope: m.layout for m in r.models} == {"build.a": "nchw", "build.b": "same", "build.c": "same"}
 
 
+def test_sizes_written_with_names():
+    r = tr(CASES["names_mlp"][0] + CASES["names_image"][0].split("from tensorflow.keras import layers\n", 1)[1])
+    out = r.output
+    # module constants are followed and keep their names; parameters are symbols, never their defaults
+    assert textwrap.dedent('''
+        def build(hidden=8, classes=3):
+            return nn.Sequential(
+                nn.Linear(NUM_FEATURES, hidden), nn.ReLU(),
+                nn.Linear(hidden, hidden // 2),
+                nn.BatchNorm1d(hidden // 2, momentum=0.01, eps=0.001),
+                nn.Linear(hidden // 2, classes),
+            )
+    ''') in out
+    assert "# input: (batch, channels, size, size + 1) channels-first" in out
+    assert "nn.Conv2d(channels, 4, 3)," in out
+    # 'same' pooling of a size of either parity: all the padding is after, exactly ceil_mode
+    assert "nn.MaxPool2d(2, ceil_mode=True)," in out
+    assert "nn.Linear(4, H)," in out
+    assert codes(r, Severity.ERROR) == []
+    # records and model infos hold ints only
+    infos = {m.scope: m.input_shape for m in r.models}
+    assert infos == {"build": (6,), "build_image": (None, None, None)}
+
+
+def test_sizes_that_need_numbers_are_refused():
+    r = tr('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        input_shape = (12, 10, 3)
+
+        def build(size, classes=4):
+            a = keras.Sequential([keras.Input((size, size, 3)), layers.Conv2D(4, 3, strides=2, padding="same")])
+            b = keras.Sequential([keras.Input(shape=input_shape), layers.Conv2D(8, 3), layers.Flatten(),
+                                  layers.Dense(classes)])
+            c = keras.Sequential([keras.Input((size, 5, 3)), layers.Conv2D(8, 3), layers.Flatten(), layers.Dense(4)])
+            return a, b, c
+    ''')
+    assert _errors_at(r, "layers.Conv2D(4, 3, strides=2") == ["shape-unknown"]  # TF's pads depend on the parity
+    assert "even or odd" in next(f.message for f in r.findings if f.severity is Severity.ERROR)
+    assert _errors_at(r, "layers.Dense(classes)") == ["shape-unknown"]  # the weight map needs O as a number
+    assert _errors_at(r, "layers.Dense(4)") == ["shape-unknown"]  # and H, W, C
+    assert all(isinstance(v, int) for rec in r.layers for v in rec.symbols.values())
+
+
+def test_parameter_shape_of_a_rank_the_first_layer_implies():
+    r = tr('''
+        import tf_keras
+        from tf_keras.layers import Conv2D, BatchNormalization, GlobalAveragePooling2D, Dense
+
+        def tagger(num_tags=6, input_shape=(32, 24, 3)):
+            return tf_keras.models.Sequential([
+                Conv2D(16, (3, 3), padding="same", input_shape=input_shape),
+                BatchNormalization(),
+                GlobalAveragePooling2D(),
+                Dense(num_tags),
+            ])
+    ''')
+    assert "nn.Conv2d(input_shape[-1], 16, (3, 3), padding=\"same\")," in r.output
+    assert "nn.BatchNorm2d(16, momentum=0.01, eps=0.001)," in r.output
+    assert "nn.Linear(16, num_tags)," in r.output
+    assert codes(r, Severity.ERROR) == []
+
+
+def test_rebound_names_are_not_sizes():
+    r = tr('''
+        import keras
+        from keras import layers
+
+        N = 4
+        M = 5
+        M = 6
+
+        def build(d):
+            d = d * 2
+            global N
+            return keras.Sequential([keras.Input((d,)), layers.Dense(3), layers.Dense(M), layers.Dense(N)])
+    ''')
+    # d is rebound (its value at the Input is not the parameter's), M is bound twice, N is global
+    assert "nn.LazyLinear(3)" in r.output and "nn.Linear(3, M)" in r.output and "nn.LazyLinear(N)" in r.output
+
+
 def test_translation_is_a_fixpoint():
     src = textwrap.dedent(CASES["convnet_even"][0])
     once = translate_source(src, "m.py", PACK).output
@@ -438,6 +520,56 @@ def build():
     return model
 ''', "build", (5,)),
 }
+
+# sizes written with names: module constants and builder parameters (the builders run with defaults)
+CASES["names_mlp"] = ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+NUM_FEATURES = 6
+
+
+def build(hidden=8, classes=3):
+    return keras.Sequential([
+        layers.Dense(hidden, activation="relu", input_shape=(NUM_FEATURES,)),
+        layers.Dense(hidden // 2),
+        layers.BatchNormalization(),
+        layers.Dense(classes),
+    ])
+''', "build", (6,))
+CASES["names_image"] = ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+H = 2 * 3
+
+
+def build_image(size=9, channels=2):
+    return keras.Sequential([
+        keras.Input((size, size + 1, channels)),
+        layers.Conv2D(4, 3),
+        layers.MaxPooling2D(2, padding="same"),
+        layers.ZeroPadding2D(1),
+        layers.UpSampling2D(),
+        layers.GlobalMaxPooling2D(),
+        layers.Dense(H),
+    ])
+''', "build_image", (9, 10, 2))
+CASES["names_tokens"] = ('''
+from tensorflow.keras import Sequential, layers
+
+
+def build_tokens(seq_len=5, dim=4, mlp_dim=7):
+    return Sequential([
+        layers.Input((seq_len, dim)),
+        layers.LayerNormalization(epsilon=1e-6),
+        layers.Dense(mlp_dim),
+        layers.Activation("gelu"),
+        layers.Dense(dim),
+        layers.LayerNormalization(),
+        layers.Softmax(),
+    ])
+''', "build_tokens", (5, 4))
 
 _TF_SCRIPT = r'''
 import json, sys
