@@ -1,6 +1,6 @@
 """Translation speed: fwport next to a bare libcst parse + render of the same files, one core.
 
-    python bench/bench_translate.py                 # fixtures x20 + ~60k lines of keras/src
+    python bench/bench_translate.py                 # fixtures x20 + ~20k lines of keras/src
     python bench/bench_translate.py --keras-lines 0 # all of keras/src
     python bench/bench_translate.py --profile       # + where fwport's time goes (cProfile)
     python bench/bench_translate.py --tree          # + the CLI over the keras tree on every core
@@ -106,7 +106,7 @@ def startup(args: list[str], runs: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=20, help="copies of the fixture programs (default 20)")
-    ap.add_argument("--keras-lines", type=int, default=60_000, help="lines of keras/src to include (0: all)")
+    ap.add_argument("--keras-lines", type=int, default=20_000, help="lines of keras/src to include (0: all)")
     ap.add_argument("--runs", type=int, default=5, help="runs for the start-up medians")
     ap.add_argument("--profile", action="store_true", help="profile fwport on the corpus and print the top functions")
     ap.add_argument("--stages", action="store_true", help="time each pipeline stage of fwport (ms per file)")
