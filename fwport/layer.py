@@ -183,12 +183,8 @@ def dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                            "kernel rows must be reordered from (h, w, c) to (c, h, w), and converting its weights "
                            "needs H, W and C as numbers; give the model a literal input shape "
                            "(keras.Input(shape=(28, 28, 1))), or keep the model channels-last")
-        if not _int(units):
-            return _failed(m, ctx, "shape-unknown", f"Dense({code(m.kwargs['out_features'])}) after the Flatten of "
-                           "a feature map converted to channels-first: its kernel rows are reordered by a weight "
-                           "map that needs the number of units as a number; write it as a literal or a module "
-                           "constant (NUM_CLASSES = 10)")
-        symbols = {"H": int(h), "W": int(w), "C": int(c), "O": int(units)}
+        # the map needs the feature map's sizes only: the units may be any expression
+        symbols = {"H": int(h), "W": int(w), "C": int(c), "F": int(h) * int(w) * int(c)}
     return LayerEmission([layer, *acts], out_shape, 0, variant, symbols)
 
 

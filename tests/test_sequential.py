@@ -68,7 +68,7 @@ def test_list_form_keeps_lines_and_propagates_shapes():
     assert codes(r) == ["layout-changed"]
     recs = [(l.scope, l.source, l.target, l.rule, l.variant, l.symbols) for l in r.layers]
     assert recs == [("build_model", "layers[0]", "0", "conv2d", None, {}),
-                    ("build_model", "layers[3]", "4", "dense", "after-flatten", {"H": 13, "W": 13, "C": 32, "O": 10})]
+                    ("build_model", "layers[3]", "4", "dense", "after-flatten", {"H": 13, "W": 13, "C": 32, "F": 5408})]
     (model,) = r.models
     assert (model.scope, model.input_shape, model.layout, model.output_layout) == \
         ("build_model", (28, 28, 1), "nchw", "same")
@@ -327,7 +327,7 @@ def test_input_shapes_spelled_with_names_keep_what_is_known():
     # Flatten is concrete, with its rows reordered
     assert "nn.Linear(960, 2)" in out
     assert [(l.source, l.variant, l.symbols) for l in r.layers if l.scope == "build.a"] == [
-        ("layers[0]", None, {}), ("layers[2]", "after-flatten", {"H": 12, "W": 10, "C": 8, "O": 2})]
+        ("layers[0]", None, {}), ("layers[2]", "after-flatten", {"H": 12, "W": 10, "C": 8, "F": 960})]
     # input_dim=<name> is a 1-D input: an MLP, not a channels-first model
     assert "b.append(nn.Linear(input_dim, 32))" in out and "b.append(nn.BatchNorm1d(32, momentum=0.01, eps=0.001))" in out
     assert "nn.LazyLinear(4)" in out  # shape=input_shape: rank unknown, and a Dense does not imply one
@@ -374,7 +374,8 @@ def test_sizes_that_need_numbers_are_refused():
     ''')
     assert _errors_at(r, "layers.Conv2D(4, 3, strides=2") == ["shape-unknown"]  # TF's pads depend on the parity
     assert "even or odd" in next(f.message for f in r.findings if f.severity is Severity.ERROR)
-    assert _errors_at(r, "layers.Dense(classes)") == ["shape-unknown"]  # the weight map needs O as a number
+    assert _errors_at(r, "layers.Dense(classes)") == []  # the weight map needs H, W, C only, not the units
+    assert "nn.Linear(640, classes)" in r.output
     assert _errors_at(r, "layers.Dense(4)") == ["shape-unknown"]  # and H, W, C
     assert all(isinstance(v, int) for rec in r.layers for v in rec.symbols.values())
 
