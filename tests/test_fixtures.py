@@ -37,10 +37,16 @@ NAMES = [d.name for d in DIRS]
 VERIFY = {d.name: json.loads((d / "verify.json").read_text()) for d in DIRS}
 
 
+# What verify.json may say; "known_bugs" parts: "expected" (expected.py is the hand-written correct
+# translation fwport does not produce yet), "fixpoint" (translating the output again changes it),
+# "verify" (the text is right but the weight records are not: tests/test_verify.py's check fails).
+VERIFY_KEYS = {"model", "kind", "args", "inputs", "int_high", "keras", "checks", "extra", "xfail", "known_bugs"}
+KNOWN_BUG_PARTS = {"expected", "fixpoint", "verify"}
+
+
 def _params(part: str):
-    """The fixtures, with a strict xfail where verify.json's "known_bugs" names a bug in this part
-    ("expected": expected.py is the hand-written correct translation fwport does not produce yet;
-    "fixpoint": translating the output again changes it). Strict: the day it passes, say so."""
+    """The fixtures, with a strict xfail where verify.json's "known_bugs" names a bug in this part.
+    Strict: the day it passes, say so."""
     out = []
     for name in NAMES:
         reason = VERIFY[name].get("known_bugs", {}).get(part)
@@ -60,6 +66,22 @@ def test_enough_fixtures():
     for d in DIRS:
         for f in ("model.py", "expected.py", "expected_findings.json", "verify.json"):
             assert (d / f).is_file(), f"{d.name}: {f} missing (run scripts/regen_fixtures.py)"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_verify_json_says_why_a_fixture_is_not_verified(name):
+    """Every fixture is either verified or says why not: an error finding in the expected
+    translation (a refusal) comes with an "xfail" reason for running it, and every known bug is
+    filed under a part a test reads (a misspelt part would silently disable nothing)."""
+    v = VERIFY[name]
+    assert set(v) <= VERIFY_KEYS, f"{name}: unknown verify.json keys {sorted(set(v) - VERIFY_KEYS)}"
+    bugs = v.get("known_bugs", {})
+    assert set(bugs) <= KNOWN_BUG_PARTS, f"{name}: unknown known_bugs parts {sorted(set(bugs) - KNOWN_BUG_PARTS)}"
+    for reason in [*bugs.values(), *[e["xfail"] for e in [v, *v.get("extra", [])] if "xfail" in e]]:
+        assert isinstance(reason, str) and len(reason) > 20, f"{name}: give a precise reason, not {reason!r}"
+    found = json.loads((FIXTURES / name / "expected_findings.json").read_text())
+    if any(f["severity"] == "error" for f in found) and not bugs.get("expected"):
+        assert v.get("xfail"), f"{name}: expected.py keeps error findings but verify.json gives no xfail reason"
 
 
 @pytest.mark.parametrize("name", _params("expected"))
