@@ -9,7 +9,11 @@ verify.json (how to build and drive it). Regenerating accepts whatever fwport pr
 the expected output: read every changed expected.py before committing it. Where fwport's output
 is wrong, the correct translation is written by hand and verify.json says so in
 "known_bugs": {"expected": "<what fwport gets wrong>"}; such fixtures are not rewritten (unless
---force) and --check leaves them to the test suite (a strict xfail there).
+--force) and --check leaves them to the test suite (a strict xfail there). Their
+expected_findings.json holds the findings of that correct translation, also by hand. Other parts:
+"fixpoint" (translating the output again changes it), "verify" (right text, wrong weight records).
+A translation that must refuse says why in "xfail" (the program cannot run) or "refusals" (error
+findings outside the model, e.g. model.fit); tests/test_fixtures.py checks every fixture says one.
 """
 from __future__ import annotations
 
