@@ -264,6 +264,8 @@ def drop_undone_findings(ctx: FileContext, mark: int) -> None:
 
 # --- the rule pass ---------------------------------------------------------------------------------
 
+_STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+
 #: expressions that never need parentheses where a call stood
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
           cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict, cst.Set)
@@ -271,10 +273,23 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Flo
 class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     """Applies function, constant and (context-free) layer rules wherever they appear."""
 
-    def __init__(self, ctx: FileContext):
+    def __init__(self, ctx: FileContext, line_comments: dict[int, list] | None = None,
+                 spans: dict[int, tuple[int, int]] | None = None):
+        """``line_comments``: error findings of earlier passes by line of this pass's input, to be
+        left as ``# fwport:`` comments above the innermost statement spanning that line
+        (``spans``: statement line spans of the input, from :func:`fwport.position.statement_spans`)."""
         super().__init__()
         self.ctx = ctx
         self._init_scopes(ctx.imports)
+        self._line_comments = dict(line_comments or {})
+        self._spans = spans or {}
+        # per open statement: index into ctx.pending when it was entered (its findings follow)
+        self._statements: list[int] = []
+        self._claimed: set[int] = set()
+        # name nodes that are not references (attribute names, keywords, parameters, definitions),
+        # and the funcs of calls (a call with no rule is reported as such, not as residue)
+        self._not_refs: set[int] = set()
+        self._funcs: set[int] = set()
         # per open call: (findings so far, imports needed so far), to undo its subtree on refusal
         self._marks: list[tuple[int, frozenset[str]]] = []
         # ids of translations parenthesised because they are operations (`a + b` for tf.add_n):
@@ -289,11 +304,119 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> bool:
         self._marks.append((len(self.ctx.pending), frozenset(self.ctx.needed_imports)))
+        self._funcs.add(id(node.func))
         return id(node) not in self.ctx.settled
+
+    # --- statements: where `# fwport:` comments go ----------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _STATEMENTS):
+            self._statements.append(len(self.ctx.pending))
+        return super().on_visit(node)
+
+    def on_leave(self, original_node, updated_node):
+        out = super().on_leave(original_node, updated_node)
+        if isinstance(original_node, _STATEMENTS):
+            mark = self._statements.pop()
+            if isinstance(out, _STATEMENTS):
+                out = self._attach_comments(original_node, out, mark)
+        return out
+
+    def _attach_comments(self, original, updated, mark: int):
+        texts = []
+        for p in self.ctx.pending[mark:]:
+            if p.comment and id(p) not in self._claimed:
+                self._claimed.add(id(p))
+                texts.append(p.finding)
+        span = self._spans.get(id(original)) if self._line_comments else None
+        if span is not None:
+            for line in [l for l in self._line_comments if span[0] <= l <= span[1]]:
+                texts.extend(self._line_comments.pop(line))
+        if any(f.code != "residue" for f in texts):
+            # the statement's own error says what was left: its leftover references are no news
+            texts = [f for f in texts if f.code != "residue"]
+        if not texts:
+            return updated
+        have = {l.comment.value for l in updated.leading_lines if l.comment is not None}
+        new = []
+        for f in texts:
+            text = f"# fwport: {f.code}: {f.message}".rstrip()
+            if text not in have:  # already there when translating a translation: the fixpoint
+                have.add(text)
+                new.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(text)))
+        if not new:
+            return updated
+        return updated.with_changes(leading_lines=[*updated.leading_lines, *new])
+
+    # --- the residue scan: source-framework references left in the output -----------------------
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self._not_refs.add(id(node.attr))
+        head = node.value
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name) or head.value not in self.imports.aliases:
+            return True
+        q = self.qualname(node)
+        if q is None or not is_source_name(q):
+            return True
+        if id(node) not in self._funcs:
+            rule = self.ctx.pack.by_name.get(q)
+            if rule is None or rule.kind != "constant":
+                self._residue(node, q)
+        return False  # one finding for the whole chain; the rest of it is not a reference
+
+    def visit_Name(self, node: cst.Name) -> bool:
+        key = id(node)
+        if node.value in self.imports.aliases and key not in self._not_refs and key not in self._funcs:
+            q = self.qualname(node)
+            if q is not None and is_source_name(q):
+                rule = self.ctx.pack.by_name.get(q)
+                if rule is None or rule.kind != "constant":
+                    self._residue(node, q)
+        return False
+
+    def _forget_consumed_residue(self, mark: int, out: cst.CSTNode) -> None:
+        """A reference inside a call that was translated may have been consumed by the translation
+        (``Activation(keras.ops.gelu)`` → ``nn.GELU(...)``): it is residue only if still there."""
+        pending = self.ctx.pending
+        if not any(p.finding.code == "residue" for p in pending[mark:]):
+            return
+        present: set[int] = set()
+        stack = [out]
+        while stack:
+            n = stack.pop()
+            present.add(id(n))
+            stack.extend(n.children)
+        pending[mark:] = [p for p in pending[mark:] if p.finding.code != "residue" or id(p.node) in present]
+
+    def _residue(self, node: cst.CSTNode, q: str) -> None:
+        self.ctx.report(Severity.ERROR, "residue", f"still references the source framework: {code(node)} ({q})", node)
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        if node.keyword is not None:
+            self._not_refs.add(id(node.keyword))
+        return True
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        self._not_refs.add(id(node.name))
+        return True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self._not_refs.add(id(node.name))
+        return True
+
+    def visit_AsName(self, node: cst.AsName) -> bool:
+        self._not_refs.add(id(node.name))
+        return True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self._not_refs.add(id(node.name))
+        return super().visit_FunctionDef(node)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         mark, imports = self._marks.pop()
         out = self._translate_call(original_node, updated_node)
+        if out is not None and out is not updated_node:
+            self._forget_consumed_residue(mark, out)
         if out is not None:
             if out is not updated_node and not (isinstance(out, _ATOMS) or out.lpar):
                 # an operation in place of a call binds tighter than any operator around it
@@ -304,6 +427,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         # tf call around half-translated arguments would mix frameworks and the error would quote
         # code the user never wrote). What was done inside it is undone, findings and imports too.
         drop_undone_findings(self.ctx, mark)
+        # its error covers the whole call: references inside it are not reported again as residue
+        self.ctx.pending[mark:] = [p for p in self.ctx.pending[mark:] if p.finding.code != "residue"]
         self.ctx.needed_imports.intersection_update(imports)
         return original_node
 
@@ -335,23 +460,29 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             return node.with_changes(lpar=[], rpar=[])
         return node
 
+    def _unwrap(self, updated_node):
+        value = updated_node.value
+        if value is None or id(value) not in self._wrapped:
+            return updated_node
+        return updated_node.with_changes(value=value.with_changes(lpar=[], rpar=[]))
+
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        return updated_node.with_changes(value=self._bare(updated_node.value))
+        return self._unwrap(updated_node)
 
     def leave_Element(self, original_node: cst.Element, updated_node: cst.Element) -> cst.Element:
-        return updated_node.with_changes(value=self._bare(updated_node.value))
+        return self._unwrap(updated_node)
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
-        return updated_node.with_changes(value=self._bare(updated_node.value))
+        return self._unwrap(updated_node)
 
     def leave_AnnAssign(self, original_node: cst.AnnAssign, updated_node: cst.AnnAssign) -> cst.AnnAssign:
-        return updated_node if updated_node.value is None else updated_node.with_changes(value=self._bare(updated_node.value))
+        return self._unwrap(updated_node)
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
-        return updated_node if updated_node.value is None else updated_node.with_changes(value=self._bare(updated_node.value))
+        return self._unwrap(updated_node)
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
-        return updated_node.with_changes(value=self._bare(updated_node.value))
+        return self._unwrap(updated_node)
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         # the hooks of ``subscript_hooks`` also see attribute access (tf.math.top_k(x, 2).indices)

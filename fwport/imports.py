@@ -2,6 +2,9 @@
 target imports the emitted code needs (where the first source import stood)."""
 from __future__ import annotations
 
+import io
+import tokenize
+
 import libcst as cst
 
 from fwport.context import IMPORT_ORDER
@@ -93,36 +96,6 @@ def _existing_imports(module: cst.Module) -> set[str]:
     return have
 
 
-class _Pruner(cst.CSTTransformer):
-    def __init__(self, used: set[str]):
-        self.used = used
-
-    def leave_SimpleStatementLine(self, original_node, updated_node):
-        if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in updated_node.body):
-            return updated_node
-        body = []
-        for s in updated_node.body:
-            p = _prune(s, self.used) if isinstance(s, (cst.Import, cst.ImportFrom)) else s
-            if p is not None:
-                body.append(p)
-        if not body:
-            if updated_node.leading_lines and any(l.comment for l in updated_node.leading_lines):
-                return cst.RemovalSentinel.REMOVE  # comments above a removed import go with it
-            return cst.RemovalSentinel.REMOVE
-        if len(body) != len(updated_node.body):
-            body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-        return updated_node.with_changes(body=body)
-
-
-class _FillEmptyBlocks(cst.CSTTransformer):
-    """A block whose only statement was a removed import gets ``pass`` (e.g. ``try: import tf``)."""
-
-    def leave_IndentedBlock(self, original_node, updated_node):
-        if not updated_node.body:
-            return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
-        return updated_node
-
-
 def _is_source_import_line(stmt: cst.CSTNode) -> bool:
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
@@ -149,7 +122,98 @@ def _insert_index(module: cst.Module) -> int:
     return i
 
 
-def fix_imports(module: cst.Module, needed: set[str]) -> cst.Module:
+def used_names_in(text: str) -> set[str] | None:
+    """Names the code refers to, read from its tokens (comments and strings are not references,
+    nor attribute names or the names an import statement binds). None if it does not tokenize."""
+    used: set[str] = set()
+    in_import = False
+    start_of_line = True
+    after_dot = False
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            kind, value = tok.type, tok.string
+            if kind in (tokenize.NEWLINE, tokenize.ENDMARKER):
+                in_import, start_of_line, after_dot = False, True, False
+                continue
+            if kind in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
+                continue
+            if kind == tokenize.NAME:
+                if start_of_line and value in ("import", "from"):
+                    in_import = True
+                elif not in_import and not after_dot:
+                    used.add(value)
+            after_dot = kind == tokenize.OP and value == "."
+            start_of_line = kind == tokenize.OP and value == ";"
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return None
+    return used
+
+
+def _prune_body(body, used: set[str]) -> list:
+    out = []
+    changed = False
+    for stmt in body:
+        new = _prune_statement(stmt, used)
+        changed |= new is not stmt
+        if new is not None:
+            out.append(new)
+    return out if changed else list(body)
+
+
+def _prune_block(block, used: set[str]):
+    if isinstance(block, cst.IndentedBlock):
+        body = _prune_body(block.body, used)
+        if len(body) == len(block.body) and all(a is b for a, b in zip(body, block.body)):
+            return block
+        # a block whose only statement was a removed import gets `pass` (try: import tensorflow)
+        return block.with_changes(body=body or [cst.SimpleStatementLine([cst.Pass()])])
+    return block
+
+
+def _prune_statement(stmt, used: set[str]):
+    """``stmt`` without its unused source-framework imports (nested ones too); the same object
+    when nothing changes, None when the whole statement goes."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            return stmt
+        body = []
+        for s in stmt.body:
+            p = _prune(s, used) if isinstance(s, (cst.Import, cst.ImportFrom)) else s
+            if p is not None:
+                body.append(p)
+        if not body:
+            return None
+        if len(body) == len(stmt.body) and all(a is b for a, b in zip(body, stmt.body)):
+            return stmt
+        body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+        return stmt.with_changes(body=body)
+    if not isinstance(stmt, (cst.BaseCompoundStatement, cst.Else, cst.Finally, cst.ExceptHandler,
+                             cst.ExceptStarHandler)):
+        return stmt
+    changes = {}
+    if hasattr(stmt, "body"):
+        new = _prune_block(stmt.body, used)
+        if new is not stmt.body:
+            changes["body"] = new
+    for name in ("orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if part is not None:
+            new = _prune_statement(part, used)
+            if new is not part:
+                changes[name] = new
+    handlers = getattr(stmt, "handlers", None)
+    if handlers:
+        new_handlers = [_prune_statement(h, used) for h in handlers]
+        if any(a is not b for a, b in zip(new_handlers, handlers)):
+            changes["handlers"] = new_handlers
+    return stmt.with_changes(**changes) if changes else stmt
+
+
+def fix_imports(module: cst.Module, needed: set[str], source_aliases: set[str] | None = None) -> cst.Module:
+    """Add the imports ``needed``; drop the source-framework imports the code no longer uses.
+
+    ``source_aliases``: the local names the file's source-framework imports bind (computed from
+    the module when not given)."""
     have = _existing_imports(module)
     add = [imp for imp in IMPORT_ORDER if imp in needed and imp not in have]
     add += sorted(imp for imp in needed if imp not in IMPORT_ORDER and imp not in have)
@@ -165,7 +229,11 @@ def fix_imports(module: cst.Module, needed: set[str]) -> cst.Module:
             module = module.with_changes(body=rest[:idx] + new + rest[idx:])
         else:
             module = module.with_changes(body=list(module.body) + new)
-    used = used_names(module)
-    if collect_imports(module).source_aliases() - used:
-        module = module.visit(_Pruner(used)).visit(_FillEmptyBlocks())
+    if source_aliases is None:
+        source_aliases = collect_imports(module).source_aliases()
+    used = used_names_in(module.code)
+    if used is None:
+        used = used_names(module)
+    if source_aliases - used:
+        module = module.with_changes(body=_prune_body(module.body, used))
     return module

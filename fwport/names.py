@@ -11,6 +11,7 @@ both ``tensorflow.reduce_sum`` and ``tensorflow.math.reduce_sum``).
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -100,6 +101,9 @@ class ImportTable:
     #: import statements that bind source-framework names, for the import fixer
     source_imports: list[cst.CSTNode] = field(default_factory=list)
     keras2_evidence: list[str] = field(default_factory=list)
+    #: aliases the file may rebind locally (a parameter, an assignment...): only these need the
+    #: (costly) shadowing analysis. None: not computed, treat every alias as rebindable.
+    rebindable: set[str] | None = None
 
     def resolve_parts(self, parts: list[str]) -> str | None:
         head = parts[0]
@@ -169,10 +173,61 @@ class _ImportCollector(cst.CSTVisitor):
                 self.t.aliases[node.targets[0].target.value] = resolved
 
 
-def collect_imports(module: cst.Module) -> ImportTable:
+def _walk_statements(body, collector: _ImportCollector) -> None:
+    """Imports and aliases are statements: walk statement lists only, never into expressions."""
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Import):
+                    collector.visit_Import(small)
+                elif isinstance(small, cst.ImportFrom):
+                    collector.visit_ImportFrom(small)
+                elif isinstance(small, cst.Assign):
+                    collector.visit_Assign(small)
+            continue
+        is_function = isinstance(stmt, cst.FunctionDef)
+        collector.depth += is_function
+        for block in _blocks(stmt):
+            _walk_statements(block, collector)
+        collector.depth -= is_function
+
+
+def _blocks(stmt: cst.CSTNode):
+    """The statement lists nested in a compound statement (elif chains and handlers included)."""
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        yield body.body
+    elif isinstance(body, cst.SimpleStatementSuite):
+        yield [cst.SimpleStatementLine(body=body.body)]
+    for name in ("orelse", "finalbody"):
+        part = getattr(stmt, name, None)
+        if isinstance(part, cst.If):
+            yield [part]  # elif: a statement of its own
+        elif part is not None:
+            yield from _blocks(part)
+    for part in [*(getattr(stmt, "handlers", ()) or ()), *(getattr(stmt, "cases", ()) or ())]:
+        yield from _blocks(part)
+
+
+def collect_imports(module: cst.Module, source: str | None = None) -> ImportTable:
+    """The import table of ``module``; with ``source`` (its text), also which aliases the file
+    might rebind, found by a conservative text search (a false alarm only costs time)."""
     table = ImportTable()
-    module.visit(_ImportCollector(table))
+    _walk_statements(module.body, _ImportCollector(table))
+    if source is not None:
+        code = _IMPORT_LINES.sub("", source)  # an import's own `as tf` binds the alias, not rebinds it
+        table.rebindable = {a for a in table.aliases if _might_rebind(a, code)}
     return table
+
+
+_IMPORT_LINES = re.compile(r"^[ \t]*(?:import|from)\b[^\n(]*(?:\([^)]*\))?[^\n]*", re.M)
+
+
+def _might_rebind(alias: str, source: str) -> bool:
+    a = re.escape(alias)
+    pattern = (rf"(?<![.\w]){a}\s*(?:[,):=]|[-+*/%&|^@]=|//=|\*\*=|>>=|<<=)|\bas\s+{a}\b|\*\s*{a}\b"
+               rf"|\bfor\s+{a}\b|\blambda\s+{a}\b|\b(?:global|nonlocal)\b[^\n]*\b{a}\b")
+    return re.search(pattern, source) is not None
 
 
 def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
@@ -243,10 +298,11 @@ class ScopedResolver:
 
     def _init_scopes(self, imports: ImportTable) -> None:
         self.imports = imports
-        self._scopes: list[set[str]] = []
+        self._scopes: list[cst.FunctionDef | cst.Lambda] = []
+        self._bound: dict[int, set[str]] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
-        self._scopes.append(bound_names(node) & set(self.imports.aliases))
+        self._scopes.append(node)
         return None
 
     def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
@@ -254,7 +310,7 @@ class ScopedResolver:
         return updated_node if updated_node is not None else None
 
     def visit_Lambda(self, node: cst.Lambda) -> bool | None:
-        self._scopes.append(bound_names(node) & set(self.imports.aliases))
+        self._scopes.append(node)
         return None
 
     def leave_Lambda(self, original_node, updated_node=None):  # type: ignore[override]
@@ -262,9 +318,23 @@ class ScopedResolver:
         return updated_node if updated_node is not None else None
 
     def shadowed(self, head: str) -> bool:
-        return any(head in s for s in self._scopes)
+        rebindable = self.imports.rebindable
+        if rebindable is not None and head not in rebindable:
+            return False
+        for fn in self._scopes:
+            names = self._bound.get(id(fn))
+            if names is None:
+                names = self._bound[id(fn)] = bound_names(fn)
+            if head in names:
+                return True
+        return False
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
+        head = node
+        while isinstance(head, cst.Attribute):
+            head = head.value
+        if not isinstance(head, cst.Name) or head.value not in self.imports.aliases:
+            return None  # the common case, decided without building the dotted name
         parts = dotted(node)
         if not parts or self.shadowed(parts[0]):
             return None

@@ -1,17 +1,14 @@
 """The translation pipeline for one source text:
 
-parse → resolve names → structural passes → rule pass → residue scan → ``# fwport:`` comments →
-imports fixed → text. Every step appends findings; the result is a :class:`FileResult`.
+parse → resolve names → structural passes (each only where its trigger appears) → rule pass (rules,
+residue scan, ``# fwport:`` comments) → imports fixed → text. Every step appends findings; the
+result is a :class:`FileResult`. Positions are computed only for the nodes that carry findings.
 """
 from __future__ import annotations
 
-import io
 import re
-import tokenize
-from collections import defaultdict
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from fwport.context import FileContext
 from fwport.engine import RuleTransformer
@@ -19,7 +16,7 @@ from fwport.finding import Finding, Severity
 from fwport.imports import fix_imports
 from fwport.names import collect_imports
 from fwport.passes import PASSES, decorators
-from fwport.residue import scan_residue
+from fwport.position import node_positions, statement_spans
 from fwport.result import FileResult, Status
 from fwport.rule import Pack, load_pack
 
@@ -45,61 +42,27 @@ def detect_keras_version(text: str, forced: int | None = None) -> tuple[int, str
     return 3, "no Keras 2 usage found"
 
 
-def _locate(tree: cst.Module, ctx: FileContext) -> None:
-    """Give the findings a pass left pending their line and column in that pass's input tree."""
+def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None) -> None:
+    """Give the findings a pass left pending their line and column in that pass's input tree.
+
+    Error findings that want a ``# fwport:`` comment and were not placed by their pass go into
+    ``comments`` by line (structural passes keep line structure, so these lines are the source's)."""
     if not ctx.pending:
         return
-    positions = MetadataWrapper(tree, unsafe_skip_copy=True).resolve(PositionProvider)
-    error_lines = {f.line for f in ctx.findings if f.severity is Severity.ERROR}
+    positions = node_positions(tree, [p.node for p in ctx.pending if p.node is not None])
+    located = []
     for p in ctx.pending:
-        pos = positions.get(p.node) if p.node is not None else None
-        line, col = (pos.start.line, pos.start.column + 1) if pos else (0, 0)
-        if p.finding.code == "residue" and line in error_lines:
+        line, col = positions.get(id(p.node), (0, 0)) if p.node is not None else (0, 0)
+        located.append((p, p.finding.located(ctx.path, line, col)))
+    error_lines = {f.line for f in ctx.findings if f.severity is Severity.ERROR}
+    error_lines |= {f.line for _, f in located if f.severity is Severity.ERROR and f.code != "residue"}
+    for p, f in located:
+        if f.code == "residue" and f.line in error_lines:
             continue  # that line already has an error saying what was left untranslated
-        ctx.findings.append(p.finding.located(ctx.path, line, col))
-        if p.comment and line:
-            ctx.options.setdefault("_comments", defaultdict(list))[line].append(p.finding)
+        ctx.findings.append(f)
+        if p.comment and f.line and comments is not None:
+            comments.setdefault(f.line, []).append(p.finding)
     ctx.pending.clear()
-
-
-def _string_lines(text: str) -> set[int]:
-    """Lines that lie inside a multi-line string (never insert a comment there)."""
-    inside: set[int] = set()
-    try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-            if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
-                inside.update(range(tok.start[0] + 1, tok.end[0] + 1))
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        pass
-    return inside
-
-
-def insert_comments(text: str, comments: dict[int, list[Finding]]) -> str:
-    """Put ``# fwport: code: message`` above each line that has an error finding."""
-    lines = text.splitlines(keepends=True)
-    no_go = _string_lines(text)
-    for line in sorted(comments, reverse=True):
-        target = line
-        while target > 1 and lines[target - 2].rstrip("\r\n").endswith("\\"):
-            target -= 1
-        if target in no_go or target > len(lines):
-            continue
-        current = lines[target - 1]
-        indent = current[: len(current) - len(current.lstrip())]
-        eol = "\r\n" if current.endswith("\r\n") else "\n"
-        new = []
-        seen = set()
-        for f in comments[line]:
-            c = f"{indent}# fwport: {f.code}: {f.message}".rstrip()
-            if c in seen:
-                continue
-            seen.add(c)
-            # already there (the file was translated before): keep the fixpoint
-            if any(l.rstrip("\r\n") == c for l in lines[max(0, target - 1 - 8): target - 1]):
-                continue
-            new.append(c + eol)
-        lines[target - 1: target - 1] = new
-    return "".join(lines)
 
 
 def translate_source(source: str, path: str = "<string>", pack: Pack | None = None,
@@ -114,7 +77,7 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
         f = Finding(Severity.ERROR, "parse-error", f"not valid Python 3: {e.message}", path,
                     e.raw_line, e.raw_column + 1)
         return FileResult(path, Status.FAILED, source, source, [f])
-    imports = collect_imports(module)
+    imports = collect_imports(module, source)
     if not imports.source_aliases():
         return FileResult(path, Status.UNCHANGED, source, source)
     version, why = detect_keras_version(source, options.get("keras"))
@@ -122,26 +85,25 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
     ctx = FileContext(path, pack, imports, version, options)
     ctx.findings.append(Finding(Severity.INFO, "keras-version", f"translating as Keras {version} code ({why})", path))
 
-    for run_pass in PASSES:
+    comments: dict[int, list[Finding]] = {}
+    for wants, run_pass in PASSES:
+        if not wants.search(source):
+            continue  # nothing this pass rewrites can be in the file
         new = run_pass(module, ctx)
-        _locate(module, ctx)
+        _locate(module, ctx, comments)
         module = new
-    new = module.visit(RuleTransformer(ctx))
-    _locate(module, ctx)
+    # the rule pass translates calls, reports what it leaves (no rule, refused, residue) and leaves
+    # every error as a `# fwport:` comment above its statement, the earlier passes' ones included
+    rules = RuleTransformer(ctx, comments, statement_spans(module) if comments else None)
+    new = module.visit(rules)
+    _locate(module, ctx, None)
     module = new
-    scan_residue(module, ctx)
-    _locate(module, ctx)
 
-    text = module.code
-    comments = ctx.options.pop("_comments", None)
-    if comments:
-        text = insert_comments(text, comments)
-        module = cst.parse_module(text)
     # steps that remove lines run only now, once every finding is located and every comment placed
     module = decorators.finish(module, ctx)
     text = module.code
     if ctx.needed_imports or text != source:
-        module = fix_imports(module, ctx.needed_imports)
+        module = fix_imports(module, ctx.needed_imports, ctx.imports.source_aliases())
         text = module.code
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if text != source else Status.UNCHANGED

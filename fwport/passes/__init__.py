@@ -1,12 +1,27 @@
-"""Structural passes, run in this order before the rule pass. Each is ``run(module, ctx) -> module``
-and must keep the line structure of the code it rewrites (findings are located on its input)."""
+"""Structural passes, run in this order before the rule pass.
+
+Each is ``run(module, ctx) -> module`` and must keep the line structure of the code it rewrites
+(findings are located on its input). Each comes with a cheap trigger: a pattern the source text
+must contain for the pass to have anything to do; a file without it skips the pass (a full pass
+over the tree costs as much as parsing it).
+"""
 from __future__ import annotations
+
+import re
 
 from fwport.passes import decorators, model_api, sequential, subclass
 
-PASSES = [
-    model_api.run,  # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
-    sequential.run,  # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
-    subclass.run,  # keras.Model / keras.layers.Layer subclasses → nn.Module
-    decorators.run,  # @tf.function removed (or torch.compile)
+_MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
+                  "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
+                  "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states")
+
+PASSES: list[tuple[re.Pattern, object]] = [
+    # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
+    (re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
+    # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
+    (re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
+    # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
+    (re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
+    # @tf.function removed (or torch.compile)
+    (re.compile(r"\bfunction\b|\bdo_not_convert\b"), decorators.run),
 ]
