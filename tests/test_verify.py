@@ -64,17 +64,21 @@ def _pair(tmp_path, src, translated=None):
 @pytest.mark.parametrize("case", [_fixture_param(c) for c in FIXTURES])
 def test_fixture_verifies(session, case):
     spec = json.loads((case / "verify.json").read_text())
-    inputs = spec.get("inputs") or []
-    if spec.get("int_high"):  # the fixtures' runner gives integer inputs one range for all
-        inputs = [i if i.startswith("float") or ":" in i else f"{i}:{spec['int_high']}" for i in inputs]
     checks = tuple(c for c in spec.get("checks", ["forward", "grad"]) if c in ("forward", "grad", "step")) or ("forward", "grad")
-    cert = verify(Options(str(case / "model.py"), str(case / "expected.py"), spec["model"],
-                          spec.get("translated_model"), spec.get("args") or {}, inputs,
-                          checks, keras=spec.get("keras"), device="cpu"), session)
-    assert cert["verdict"] == "pass", (cert.get("problems"), cert.get("first_diverging"))
-    assert cert["results"]["outputs"] and all(e["ok"] for e in cert["results"]["outputs"])
-    if "grad" in checks:
-        assert all(e["ok"] for e in cert["results"]["gradients"])
+    for entry in [spec, *spec.get("extra", [])]:  # a fixture may name several models / functions
+        inputs = entry.get("inputs") or []
+        high = entry.get("int_high") or spec.get("int_high")
+        if high:
+            inputs = [i if i.startswith("float") or ":" in i else f"{i}:{high}" for i in inputs]
+        cert = verify(Options(str(case / "model.py"), str(case / "expected.py"), entry["model"],
+                              entry.get("translated_model"), entry.get("args") or {}, inputs,
+                              checks, keras=spec.get("keras"), device="cpu",
+                              kind=entry.get("kind", spec.get("kind", "model"))),
+                      session)
+        assert cert["verdict"] == "pass", (entry["model"], cert.get("problems"), cert.get("first_diverging"))
+        assert cert["results"]["outputs"] and all(e["ok"] for e in cert["results"]["outputs"])
+        if "grad" in checks:
+            assert all(e["ok"] for e in cert["results"]["gradients"] + cert["results"]["input_gradients"])
 
 
 # --- own cases ------------------------------------------------------------------------------------------
@@ -117,17 +121,22 @@ def test_a_parameter_left_unmapped_is_named(session, tmp_path):
     assert any("8.weight" in p and "no weight map" in p for p in cert["problems"]), cert["problems"]
 
 
-def test_keras_variable_without_record_is_named(session, tmp_path):
-    # a layer the translation could not record (a hand-written replacement): its variables are unmapped
-    src = CNN.replace("layers.Dense(units),", "layers.Dense(units),\n        layers.Dense(3),")
-    out = translate_source(src, "m.py").output
-    assert "        layers.Dense(3),\n" in out  # left untranslated: replace it by hand, badly
-    out = out.replace("        layers.Dense(3),\n", "        nn.Identity(),\n").replace("from tensorflow.keras import layers\n", "")
-    o, t = _pair(tmp_path, src, out)
-    cert = verify(Options(o, t, "build_model", checks=("forward",), device="cpu"), session)
+def test_keras_variable_without_weight_map_is_named(session, tmp_path):
+    # a rule whose weight map forgets a variable: the Keras variable is left over and named
+    import dataclasses
+
+    from fwport.rule import Pack
+
+    base = load_pack("tf2torch")
+    dense = base.rules["dense"]
+    pack = Pack(base.name, dict(base.rules), dict(base.by_name))
+    pack.rules["dense"] = dataclasses.replace(dense, weights=tuple(w for w in dense.weights if w.source != "bias"))
+    o, t = _pair(tmp_path, CNN)
+    cert = verify(Options(o, t, "build_model", checks=("forward",), device="cpu", pack=pack), session)
     assert cert["verdict"] == "mismatch"
-    assert any(p.startswith("Keras variables no weight map moves") and "/kernel" in p and "/bias" in p
+    assert any(p.startswith("Keras variables no weight map moves") and "dense/bias" in p and "kernel" not in p
                for p in cert["problems"]), cert["problems"]
+    assert any("5.bias" in p and "no weight map writes" in p for p in cert["problems"]), cert["problems"]
 
 
 # --- errors are errors -----------------------------------------------------------------------------------
@@ -209,7 +218,7 @@ def test_weight_ops_match_the_known_formulas():
     dense = load_pack("tf2torch").rules["dense"]
     kernel = k.reshape(-1, 4)
     ops = next(w for w in dense.weights_for("after-flatten") if w.source == "kernel").ops
-    w = apply_ops(kernel, ops, {"H": 3, "W": 2, "C": 6, "O": 4})
+    w = apply_ops(kernel, ops, {"H": 3, "W": 2, "C": 6, "F": 36})
     assert np.array_equal(w, k.transpose(2, 0, 1, 3).reshape(-1, 4).T)
     gru = rng.standard_normal((5, 9))
     z, r, h = np.split(gru, 3, axis=1)

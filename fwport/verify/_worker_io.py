@@ -73,12 +73,16 @@ def resolve(root, path: str):
     return obj
 
 
-def build_object(ns: dict, name: str, args: dict, is_model) -> object:
+def build_object(ns: dict, name: str, args: dict, is_model, kind: str = "model", wrap=None) -> object:
     """NAME in a module namespace: a class (instantiated), a builder function (called) or a model object."""
     if name not in ns:
         candidates = [k for k, v in ns.items() if not k.startswith("_") and (isinstance(v, type) or callable(v) or is_model(v))]
         raise UserError(f"no {name!r} in the file; it defines: {', '.join(sorted(candidates)[:20]) or 'nothing usable'}")
     obj = ns[name]
+    if kind == "function":
+        if not callable(obj):
+            raise UserError(f"{name!r} is a {type(obj).__name__}, not a function")
+        return wrap(obj, args)
     if is_model(obj):
         if args:
             raise UserError(f"{name!r} is a model object; --args applies to classes and builder functions")

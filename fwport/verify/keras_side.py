@@ -125,8 +125,38 @@ def _randomize(model, seed: int) -> None:
         v.assign(new.astype(old.dtype))
 
 
+def _positional_inputs(model) -> int:
+    """How many positional inputs ``call`` takes (a functional model takes one list)."""
+    import inspect
+    try:
+        params = inspect.signature(model.call).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+               and p.name not in ("training", "mask") and p.default is p.empty)
+
+
+class _Function:
+    """A plain tensor function verified like a model without variables."""
+
+    def __init__(self, fn, args):
+        self.fn, self.args, self.weights, self.trainable_variables = fn, args, [], []
+
+    def __call__(self, *xs, training=False):
+        return self.fn(*xs, **self.args)
+
+    def load_weights(self, path):
+        raise UserError("a plain function has no weights to load")
+
+
 def _call(model, xs, training: bool):
-    return model(xs[0] if len(xs) == 1 else list(xs), training=training)
+    if isinstance(model, _Function):
+        return model(*xs)
+    if len(xs) == 1:
+        return model(xs[0], training=training)
+    if _positional_inputs(model) >= len(xs):
+        return model(*xs, training=training)
+    return model(list(xs), training=training)
 
 
 def _state(moves, variables) -> dict:
@@ -150,7 +180,7 @@ def run(req: dict) -> dict:
     finally:
         sys.path.pop(0)
     model = build_object(ns, req["model"], req.get("args") or {},
-                         lambda o: isinstance(o, keras.layers.Layer))
+                         lambda o: isinstance(o, keras.layers.Layer), req.get("kind", "model"), _Function)
     with np.load(req["inputs"]) as z:
         xs_np = [z[f"x{i}"] for i in range(len(z.files))]
     xs = [tf.constant(x) for x in xs_np]
@@ -206,7 +236,8 @@ def run(req: dict) -> dict:
     resp["outputs"] = len(outs)
 
     rng = np.random.default_rng(req["seed"] + 1)
-    rs = [rng.standard_normal(arrays[f"out{i}"].shape).astype(arrays[f"out{i}"].dtype) for i in range(len(outs))]
+    rs = [rng.standard_normal(arrays[f"out{i}"].shape).astype(
+        arrays[f"out{i}"].dtype if arrays[f"out{i}"].dtype.kind == "f" else np.float32) for i in range(len(outs))]
     for i, r in enumerate(rs):
         arrays[f"R{i}"] = r
     float_inputs = [i for i, x in enumerate(xs_np) if x.dtype.kind == "f"]

@@ -60,7 +60,19 @@ class Worker:
         return self._next
 
     def receive(self, timeout: float) -> dict:
+        """The answer to the latest request; answers to earlier ones (left after an error) are dropped."""
         deadline = time.monotonic() + timeout
+        while True:
+            resp = self._receive_one(deadline, timeout)
+            if resp.get("id") == self._next:
+                break
+        if not resp.get("ok"):
+            kind = "user" if resp.get("user_error") else "exception"
+            raise VerifyError(f"the {self.side} side failed: {resp.get('error')}", self.side, kind,
+                              resp.get("traceback", ""))
+        return resp
+
+    def _receive_one(self, deadline: float, timeout: float) -> dict:
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
             left = deadline - time.monotonic()
@@ -80,12 +92,7 @@ class Worker:
             elif self.proc.poll() is not None:
                 raise self._died("it exited")
         line, _, self._buf = self._buf.partition(b"\n")
-        resp = json.loads(line)
-        if not resp.get("ok"):
-            kind = "user" if resp.get("user_error") else "exception"
-            raise VerifyError(f"the {self.side} side failed: {resp.get('error')}", self.side, kind,
-                              resp.get("traceback", ""))
-        return resp
+        return json.loads(line)
 
     def request(self, req: dict, timeout: float) -> dict:
         self.send(req)
@@ -216,6 +223,7 @@ class Options:
     lr: float = DEFAULT_LR
     pack: object = None  # a fwport.rule.Pack to take the weight maps from (default: the built-in pack)
     weights_file: str | None = None  # load this Keras checkpoint instead of random values
+    kind: str = "model"  # "function": NAME is a plain tensor function (no weights), called with the inputs
     torch_state_file: str | None = None  # (fwport weights --check) torch loads this checkpoint, not the transfer
 
 
@@ -372,7 +380,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
         kw = session.worker("keras", keras_major, opts.device)
         tw = session.worker("torch", 0, opts.device)
         t_start = time.perf_counter()
-        common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args}
+        common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
+                  "kind": opts.kind}
         # both sides start at once: torch imports and builds while Keras runs
         tw.send(dict(common, op="build", source=str(Path(opts.translated).resolve()), model=tname,
                      inputs=str(d / "x_torch.npz")))

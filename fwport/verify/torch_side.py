@@ -80,6 +80,17 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().numpy().copy()  # never a view: the state is restored in place later
 
 
+class _Function(nn.Module):
+    """A plain tensor function verified like a model without parameters."""
+
+    def __init__(self, fn, args):
+        super().__init__()
+        self.fn, self.args = fn, args
+
+    def forward(self, *xs):
+        return self.fn(*xs, **self.args)
+
+
 def _call(model, xs):
     return model(*xs)
 
@@ -94,7 +105,8 @@ def build(req: dict) -> dict:
     torch.set_default_dtype(dtype)
     try:
         ns = runpy.run_path(src, run_name="fwport_verify_translated")
-        model = build_object(ns, req["model"], req.get("args") or {}, lambda o: isinstance(o, nn.Module))
+        model = build_object(ns, req["model"], req.get("args") or {}, lambda o: isinstance(o, nn.Module),
+                             req.get("kind", "model"), _Function)
     finally:
         sys.path.pop(0)
         torch.set_default_dtype(prev)
@@ -190,7 +202,8 @@ def run(req: dict) -> dict:
         gx = [x.clone().requires_grad_(i in float_inputs) for i, x in enumerate(xs)]
         model.zero_grad(set_to_none=True)
         loss = loss_of(_call(model, gx))
-        loss.backward()
+        if isinstance(loss, torch.Tensor) and loss.requires_grad:  # integer outputs have no gradient
+            loss.backward()
         none = []
         for name, p in model.named_parameters():
             if p.grad is None:
@@ -199,8 +212,8 @@ def run(req: dict) -> dict:
             else:
                 arrays[f"g:{name}"] = _np(p.grad)
         for i in float_inputs:
-            arrays[f"gx{i}"] = _np(gx[i].grad)
-        arrays["loss"] = np.asarray(_np(loss))
+            arrays[f"gx{i}"] = _np(gx[i].grad) if gx[i].grad is not None else np.zeros_like(xs_np[i])
+        arrays["loss"] = np.asarray(_np(loss) if isinstance(loss, torch.Tensor) else loss)
         resp["no_gradient"] = none
         model.zero_grad(set_to_none=True)
 
@@ -212,7 +225,8 @@ def run(req: dict) -> dict:
         model.train()
         model.zero_grad(set_to_none=True)
         loss = loss_of(_call(model, xs))
-        loss.backward()
+        if isinstance(loss, torch.Tensor) and loss.requires_grad:
+            loss.backward()
         with torch.no_grad():
             for p in model.parameters():
                 if p.grad is not None:
