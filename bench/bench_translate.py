@@ -188,11 +188,11 @@ def stage_times(files: list[tuple[str, str]], pack) -> None:
                 totals[name] = totals.get(name, 0.0) + time.perf_counter() - t0
         return wrapper
 
-    saved = (list(tr.PASSES), tr.fix_imports, tr._locate, tr.collect_imports, tr.cst.parse_module,
+    saved = (list(tr.PASSES), tr.prune_imports, tr._locate, tr.collect_imports, tr.cst.parse_module,
              tr.statement_spans)
     try:
         tr.PASSES[:] = [(wants, timed(f"pass {p.__module__.rsplit('.', 1)[-1]}", p)) for wants, p in saved[0]]
-        tr.fix_imports = timed("fix_imports", saved[1])
+        tr.prune_imports = timed("prune_imports", saved[1])
         tr._locate = timed("_locate (positions)", saved[2])
         tr.collect_imports = timed("collect_imports", saved[3])
         tr.cst.parse_module = timed("cst.parse_module (all callers)", saved[4])
@@ -200,7 +200,7 @@ def stage_times(files: list[tuple[str, str]], pack) -> None:
         total, _ = fwport_run(files, pack)
     finally:
         tr.PASSES[:] = saved[0]
-        (tr.fix_imports, tr._locate, tr.collect_imports, tr.cst.parse_module, tr.statement_spans) = saved[1:]
+        (tr.prune_imports, tr._locate, tr.collect_imports, tr.cst.parse_module, tr.statement_spans) = saved[1:]
     n = len(files)
     print(f"stages over {n} files, {total / n * 1000:.1f} ms per file (nested stages overlap: parse is also inside others)")
     for name, t in sorted(totals.items(), key=lambda kv: -kv[1]):

@@ -209,11 +209,9 @@ def _prune_statement(stmt, used: set[str]):
     return stmt.with_changes(**changes) if changes else stmt
 
 
-def fix_imports(module: cst.Module, needed: set[str], source_aliases: set[str] | None = None) -> cst.Module:
-    """Add the imports ``needed``; drop the source-framework imports the code no longer uses.
-
-    ``source_aliases``: the local names the file's source-framework imports bind (computed from
-    the module when not given)."""
+def add_imports(module: cst.Module, needed: set[str]) -> cst.Module:
+    """``module`` with the imports ``needed`` that it does not have yet, where the first
+    source-framework import stood (or after the docstring and ``__future__`` imports)."""
     have = _existing_imports(module)
     add = [imp for imp in IMPORT_ORDER if imp in needed and imp not in have]
     add += sorted(imp for imp in needed if imp not in IMPORT_ORDER and imp not in have)
@@ -229,11 +227,26 @@ def fix_imports(module: cst.Module, needed: set[str], source_aliases: set[str] |
             module = module.with_changes(body=rest[:idx] + new + rest[idx:])
         else:
             module = module.with_changes(body=list(module.body) + new)
+    return module
+
+
+def fix_imports(module: cst.Module, needed: set[str], source_aliases: set[str] | None = None) -> cst.Module:
+    """Add the imports ``needed``; drop the source-framework imports the code no longer uses.
+
+    ``source_aliases``: the local names the file's source-framework imports bind (computed from
+    the module when not given)."""
+    return prune_imports(add_imports(module, needed), source_aliases)[0]
+
+
+def prune_imports(module: cst.Module, source_aliases: set[str] | None = None) -> tuple[cst.Module, str]:
+    """Drop the source-framework imports whose names the code no longer uses; the module and its text."""
     if source_aliases is None:
         source_aliases = collect_imports(module).source_aliases()
-    used = used_names_in(module.code)
+    text = module.code
+    used = used_names_in(text)
     if used is None:
         used = used_names(module)
     if source_aliases - used:
         module = module.with_changes(body=_prune_body(module.body, used))
-    return module
+        text = module.code
+    return module, text

@@ -13,7 +13,7 @@ import libcst as cst
 from fwport.context import FileContext
 from fwport.engine import RuleTransformer
 from fwport.finding import Finding, Severity
-from fwport.imports import fix_imports
+from fwport.imports import add_imports, prune_imports
 from fwport.names import collect_imports
 from fwport.passes import PASSES, decorators
 from fwport.position import node_positions, statement_spans
@@ -102,9 +102,8 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
     # steps that remove lines run only now, once every finding is located and every comment placed
     module = decorators.finish(module, ctx)
     text = module.code
-    if ctx.needed_imports or text != source:
-        module = fix_imports(module, ctx.needed_imports, ctx.imports.source_aliases())
-        text = module.code
+    if ctx.needed_imports or text != source:  # a file with nothing translated stays byte-identical
+        module, text = prune_imports(add_imports(module, ctx.needed_imports), ctx.imports.source_aliases())
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if text != source else Status.UNCHANGED
     return FileResult(path, status, source, text, ctx.findings, ctx.layers, version, list(ctx.models.values()))
