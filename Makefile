@@ -13,7 +13,7 @@ demo: install
 	mkdir -p out
 	$(PY) -m fwport tf2torch $(DEMO)/model.py -o out/model_torch.py
 	$(PY) scripts/run_translated.py out/model_torch.py $(DEMO)/verify.json
-	$(PY) -m fwport verify $(DEMO)/model.py out/model_torch.py --config $(DEMO)/verify.json
+	$(PY) -m fwport verify $(DEMO)/model.py out/model_torch.py --model build_model --input 'float32[2,28,28,1]' --check forward,grad,step
 
 test: install
 	$(PY) -m pytest -q

@@ -24,6 +24,7 @@ class _NoTensorFlow(importlib.abc.MetaPathFinder):
 
 
 def main() -> int:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fwport itself, when not installed
     sys.meta_path.insert(0, _NoTensorFlow())
     translated, config_path = Path(sys.argv[1]), Path(sys.argv[2])
     config = json.loads(config_path.read_text())
