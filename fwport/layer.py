@@ -673,7 +673,18 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                    "infers them on the first forward pass", m.node, m.rule)
     if layer is None:
         return LayerEmission([m.call], failed=True)
-    return _check_context(m, ctx, lctx, LayerEmission([layer], tuple(in_shape), layout_bound=bound))
+    variant, symbols = None, {}
+    if lctx.flatten_of is not None and rank == 2:
+        # features of a flattened channels-first map: (c, h, w) order here, (h, w, c) in Keras, so the
+        # per-feature parameters are reordered, and the order carries on to the next Dense
+        h, w, c = lctx.flatten_of
+        if not all(_int(x) for x in (h, w, c)):
+            return _failed(m, ctx, "shape-unknown", "BatchNormalization after the Flatten of a feature map whose "
+                           f"sizes are not all numbers ({h}, {w}, {c}): its parameters must be reordered from "
+                           "(h, w, c) to (c, h, w) order, which needs H, W and C; give the model a literal input shape")
+        variant, symbols = "after-flatten", {"H": int(h), "W": int(w), "C": int(c)}
+    return _check_context(m, ctx, lctx, LayerEmission([layer], tuple(in_shape), layout_bound=bound, variant=variant,
+                                                      symbols=symbols, flatten_of=lctx.flatten_of if variant else None))
 
 
 @shape("layer-norm")

@@ -417,6 +417,23 @@ def test_rebound_names_are_not_sizes():
     assert "nn.LazyLinear(3)" in r.output and "nn.Linear(3, M)" in r.output and "nn.LazyLinear(N)" in r.output
 
 
+def test_flatten_order_is_carried_through_elementwise_layers():
+    r = tr(CASES["flatten_then_elementwise"][0])
+    assert codes(r, Severity.ERROR) == []
+    recs = [(l.source, l.target, l.rule, l.variant) for l in r.layers]
+    assert recs == [("layers[0]", "0", "conv2d", None),
+                    ("layers[3]", "3", "batch-normalization", "after-flatten"),
+                    ("layers[5]", "5", "dense", "after-flatten")]
+    assert r.layers[-1].symbols == {"H": 4, "W": 3, "C": 3, "F": 36}
+
+
+def test_a_layer_after_flatten_that_would_see_another_order_is_refused():
+    r = tr(CASES["flatten_then_elementwise"][0].replace('layers.Dropout(0.5)', 'layers.LayerNormalization()'))
+    assert "unsupported-construct" in codes(r, Severity.ERROR)
+    assert "layers.LayerNormalization()" in r.output
+    assert not [l for l in r.layers if l.rule == "dense"]  # no record for a Dense that lost the order
+
+
 def test_translation_is_a_fixpoint():
     src = textwrap.dedent(CASES["convnet_even"][0])
     once = translate_source(src, "m.py", PACK).output
@@ -520,6 +537,23 @@ def build():
     model.add(layers.Dense(2))
     return model
 ''', "build", (5,)),
+    # Flatten, then layers that keep the (c, h, w) feature order: the Dense still reorders its rows,
+    # the BatchNormalization reorders its per-feature parameters
+    "flatten_then_elementwise": ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+def build():
+    return keras.Sequential([
+        keras.Input((6, 5, 4)),
+        layers.Conv2D(3, 3),
+        layers.Flatten(),
+        layers.Dropout(0.5),
+        layers.BatchNormalization(),
+        layers.Activation("relu"),
+        layers.Dense(2),
+    ])
+''', "build", (6, 5, 4)),
 }
 
 # sizes written with names: module constants and builder parameters (the builders run with defaults)

@@ -244,6 +244,19 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 shape, flatten_of = None, None
                 index += 1
                 continue
+            if flatten_of is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
+                # its features are in (c, h, w) order here and (h, w, c) in Keras: a layer that is not
+                # elementwise would see (or weigh) them in another order, and the layers after it
+                # would lose the order to undo
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{code(el.func) if isinstance(el, cst.Call) else code(el)} "
+                           "after the Flatten of a feature map converted to channels-first sees the features in "
+                           "(c, h, w) order instead of Keras's (h, w, c): only elementwise layers (Dropout, "
+                           "activations), BatchNormalization and Dense can follow it exactly; keep this model "
+                           "channels-last or permute before flattening", el)
+                ctx.settled.add(id(el))
+                shape, flatten_of, producer = None, None, None
+                index += 1
+                continue
             if layout == "nchw" and rule.emit.get("shape") == "reshape" and shape is not None:
                 em = self._reshape_nchw(el, rule, shape, scope, producer)
             else:
@@ -266,7 +279,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             elif rule.id not in _ELEMENTWISE:
                 producer = None
             index += len(em.modules)
-            shape, flatten_of = em.out_shape, em.flatten_of
+            carried = flatten_of if rule.id in _CARRIES_FLATTEN else None  # a Dropout keeps the order
+            shape, flatten_of = em.out_shape, em.flatten_of or carried
         out_layout = "nchw" if nchw and (shape is None or len(shape) > 1) else "same"
         if in_layout == "same" and out_layout == "nchw":
             ctx.report(Severity.INFO, "layout-changed", "this Sequential model's feature maps are channels-first "
@@ -476,6 +490,12 @@ def _is_plain_add(call: cst.Call) -> bool:
 # Layers that act on each feature alone (or, as softmax, on all of them symmetrically): between a
 # Dense and a Reshape to a feature map they commute with the reordering of the Dense's outputs.
 _ELEMENTWISE = {"dropout", "activation", "relu", "leaky-relu", "elu"}
+
+# Layers after a Flatten of a channels-first map that leave the feature order as it is (a Flatten
+# of features is the identity): the next Dense still reorders its kernel rows.
+_CARRIES_FLATTEN = _ELEMENTWISE | {"softmax", "flatten"}
+# Shape functions that take the flattened order into account (a weight-map variant with H, W, C).
+_READS_FLATTEN = {"dense", "batch-norm"}
 
 # Calls that read a model without changing it: passing it to them does not end the chain.
 _READERS = {"print", "len", "str", "repr", "isinstance", "id", "type"}
