@@ -210,6 +210,14 @@ class _Models:
         imports = set(self.ctx.imports.aliases)
         classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
         functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+        # per top-level function, once: its scope (with the imports it shadows) and what it returns
+        facts = []
+        for f in functions:
+            scope = self._scope_of(f, f.body)
+            scope.shadow = bound_names(f) & imports
+            rets = _Returns()
+            f.body.visit(rets)
+            facts.append((f, scope, rets))
         changed = True
         while changed:  # classes may derive from classes, builders call builders: until nothing changes
             changed = False
@@ -220,13 +228,9 @@ class _Models:
                     self.classes.add(c.name.value)
                     changed = True
             self._models_of(top, module.body, [top])
-            for f in functions:
-                scope = self._scope_of(f, f.body)
-                scope.shadow = bound_names(f) & imports
+            for f, scope, rets in facts:
                 chain = [top, scope]
                 self._models_of(scope, f.body, chain)
-                rets = _Returns()
-                f.body.visit(rets)
                 if (f.name.value not in self.builders and rets.values
                         and all(self.is_model_expr(v, chain) for v in rets.values)):
                     self.builders.add(f.name.value)
