@@ -14,8 +14,8 @@ import libcst as cst
 
 from fwport.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.context import FileContext, LayerRecord
-from fwport.finding import Severity
-from fwport.names import ScopedResolver, is_source_name
+from fwport.finding import CODES, Severity
+from fwport.names import ScopedResolver, dotted_text, is_source_name
 from fwport.rule import Rule
 from fwport import transform as registry
 
@@ -256,6 +256,20 @@ def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerCon
     return em
 
 
+def comment_error(stmt: cst.CSTNode | None, about: str = "") -> tuple[str, str] | None:
+    """(code, message) of an error a ``# fwport:`` comment above ``stmt`` records (residue aside),
+    preferring one that mentions ``about``: what an earlier translation said of a construct it left
+    as written, to be said again when its output is translated (the comment is then not repeated)."""
+    found: list[tuple[str, str]] = []
+    for line in getattr(stmt, "leading_lines", ()):
+        text = line.comment.value if line.comment is not None else ""
+        if text.startswith("# fwport: "):
+            code_, _, message = text[len("# fwport: "):].partition(": ")
+            if code_ in CODES and code_ != "residue" and message:
+                found.append((code_, message))
+    return next((f for f in found if about and about in f[1]), found[0] if found else None)
+
+
 def drop_undone_findings(ctx: FileContext, mark: int) -> None:
     """Forget the info/warning findings reported since ``mark`` (a pinned default, a dropped
     argument): they describe a translation that a refusal has just undone. Errors stay."""
@@ -265,6 +279,9 @@ def drop_undone_findings(ctx: FileContext, mark: int) -> None:
 # --- the rule pass ---------------------------------------------------------------------------------
 
 _STATEMENTS = (cst.SimpleStatementLine, cst.BaseCompoundStatement)
+#: the concrete statement classes: a set lookup per node instead of an ABC isinstance check
+_STATEMENT_TYPES = frozenset({cst.SimpleStatementLine, cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar,
+                              cst.FunctionDef, cst.ClassDef, cst.Match})
 
 #: expressions that never need parentheses where a call stood
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
@@ -295,6 +312,11 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         # ids of translations parenthesised because they are operations (`a + b` for tf.add_n):
         # where the parent cannot mis-bind them (a statement's value, an argument) the parentheses go
         self._wrapped: set[int] = set()
+        # open statements (input tree), and the layer calls a structural pass left as members of a
+        # torch container (nn.Sequential(...) / nn.ModuleList(...) / model.append(...) on one)
+        self._statement_nodes: list[cst.CSTNode] = []
+        self._members: set[int] = set()
+        self._containers: set[str] = set()  # dotted names bound to a torch container
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -305,18 +327,50 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def visit_Call(self, node: cst.Call) -> bool:
         self._marks.append((len(self.ctx.pending), frozenset(self.ctx.needed_imports)))
         self._funcs.add(id(node.func))
+        if self._is_container(node):
+            for a in node.args:
+                values = [e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
+                self._members.update(id(v) for v in values)
         return id(node) not in self.ctx.settled
+
+    _CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList")
+
+    def _is_container(self, node: cst.Call) -> bool:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in ("append", "extend"):
+            return dotted_text(func.value) in self._containers
+        return self.qualname(func) in self._CONTAINERS
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        if isinstance(node.value, cst.Call) and self.qualname(node.value.func) in self._CONTAINERS:
+            self._containers.update(t for t in (dotted_text(a.target) for a in node.targets) if t)
+        return True
+
+    def _refuse_member(self, node: cst.Call, q: str, rule) -> None:
+        """A Keras layer inside a torch container: a structural pass left it there with an error (its
+        input is not what a context-free translation assumes). Refused again with that same error, read
+        from the statement's ``# fwport:`` comment, so that translating a translation changes nothing."""
+        short = q.rsplit(".", 1)[-1]
+        stmt = self._statement_nodes[-1] if self._statement_nodes else None
+        chosen = comment_error(stmt, short)
+        if chosen is None:
+            chosen = ("unsupported-construct", f"{short} inside a torch container was left as written: the "
+                      "structural pass that builds the container decides how its layers translate; translate "
+                      "the model from its Keras source, or this layer by hand")
+        self.ctx.report(Severity.ERROR, chosen[0], chosen[1], node, rule)
 
     # --- statements: where `# fwport:` comments go ----------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, _STATEMENTS):
+        if type(node) in _STATEMENT_TYPES:
             self._statements.append(len(self.ctx.pending))
+            self._statement_nodes.append(node)
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
-        if isinstance(original_node, _STATEMENTS):
+        if type(original_node) in _STATEMENT_TYPES:
             mark = self._statements.pop()
+            self._statement_nodes.pop()
             if isinstance(out, _STATEMENTS):
                 out = self._attach_comments(original_node, out, mark)
         return out
@@ -445,6 +499,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no tf2torch rule yet; translate it by hand",
                             original_node)
             return updated_node
+        if rule.kind == "layer" and id(original_node) in self._members:
+            self._refuse_member(original_node, q, rule)
+            return None
         if rule.kind == "layer":
             em = translate_layer(updated_node, rule, self.ctx, LayerContext(), original_node)
             if em.failed:

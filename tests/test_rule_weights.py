@@ -37,6 +37,11 @@ def batch_normalization():
     return keras.Sequential([keras.Input(shape=(5, 4, 3)), layers.BatchNormalization(momentum=0.9, epsilon=1e-4)])
 
 
+def batch_normalization_after_flatten():
+    return keras.Sequential([keras.Input(shape=(4, 3, 2)), layers.Conv2D(3, (2, 1)), layers.Flatten(),
+                             layers.BatchNormalization(), layers.Dense(5)])
+
+
 def embedding():
     return keras.Sequential([keras.Input(shape=(7,), dtype="int32"), layers.Embedding(20, 4)])
 
@@ -66,6 +71,7 @@ CASES = {
     ("conv1d", None): ("conv1d", None, ("forward", "grad", "step")),
     ("conv2d", None): ("conv2d", None, ("forward", "grad", "step")),
     ("batch-normalization", None): ("batch_normalization", None, ("forward", "grad", "step")),
+    ("batch-normalization", "after-flatten"): ("batch_normalization_after_flatten", None, ("forward", "grad", "step")),
     ("embedding", None): ("embedding", ["int32[3,7]:20"], ("forward", "grad", "step")),
     ("layer-normalization", None): ("layer_normalization", None, ("forward", "grad", "step")),
     ("prelu", None): ("prelu", None, ("forward", "grad", "step")),

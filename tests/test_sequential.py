@@ -434,6 +434,30 @@ def test_a_layer_after_flatten_that_would_see_another_order_is_refused():
     assert not [l for l in r.layers if l.rule == "dense"]  # no record for a Dense that lost the order
 
 
+@pytest.mark.parametrize("src", [
+    """
+    import keras
+
+    model = keras.Sequential([keras.Input((5,), dtype="int32"), keras.layers.Embedding(10, 4), keras.layers.Conv1D(3, 2)])
+    """,
+    """
+    import keras
+
+    model = keras.Sequential()
+    model.add(keras.Input((5,), dtype="int32"))
+    model.add(keras.layers.Embedding(10, 4))
+    model.add(keras.layers.Conv1D(3, 2))
+    """,
+])
+def test_layers_kept_in_a_torch_container_stay_refused_on_a_second_translation(src):
+    once = tr(src)
+    assert "keras.layers.Embedding(10, 4)" in once.output and codes(once, Severity.ERROR) == ["unsupported-construct"]
+    twice = translate_source(once.output, "model.py", PACK)
+    assert twice.output == once.output  # not nn.Embedding before a conv on channels-last data
+    err = lambda r: [(f.code, f.message) for f in r.findings if f.severity is Severity.ERROR]
+    assert err(twice) == err(once)
+
+
 def test_translation_is_a_fixpoint():
     src = textwrap.dedent(CASES["convnet_even"][0])
     once = translate_source(src, "m.py", PACK).output

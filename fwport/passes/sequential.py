@@ -24,7 +24,7 @@ import libcst as cst
 from fwport.bind import literal_value
 from fwport.context import FileContext, LayerRecord, ModelInfo
 from fwport.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
-from fwport.engine import LayerEmission, code, expr, translate_layer
+from fwport.engine import LayerEmission, code, comment_error, expr, translate_layer
 from fwport.finding import Severity
 from fwport.names import ScopedResolver, bound_names, dotted_text
 
@@ -66,7 +66,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self.chains: dict[int, _Chain] = {}  # id(Sequential call) → chain
         self.adds: dict[int, tuple[_Chain, cst.BaseExpression]] = {}  # id(add statement) → chain, element
         self.followed: set[int] = set()  # ids of the .add calls that belong to a chain
-        self._statement_flagged = False  # the current statement carries a `# fwport:` comment
+        self._statement: cst.SimpleStatementLine | None = None  # the current statement (its comments)
 
     # --- where we are -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -342,8 +342,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if q is None or not q.startswith("keras."):
             return
         self.ctx.settled.add(id(call))
-        if self._statement_flagged:
-            return  # a translation left it with its reason already (translating again changes nothing)
+        if self._statement is not None and (said := comment_error(self._statement, q.rsplit(".", 1)[-1])):
+            # a translation left it with its reason: the same error again (the comment is not repeated)
+            self.ctx.report(Severity.ERROR, said[0], said[1], call)
+            return
         self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) adds a Keras layer to a "
                         "model whose construction fwport cannot follow (built elsewhere, or passed in): the layer's "
                         "input size is unknown here and nn.Sequential has no .add; build the model in one place "
@@ -408,8 +410,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         return cst.Call(seq, args, whitespace_before_args=_join_ws(updated.whitespace_before_args, lead))
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        self._statement_flagged = any(l.comment is not None and l.comment.value.startswith("# fwport:")
-                                      for l in node.leading_lines)
+        self._statement = node
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         item = self.adds.get(id(original_node))
