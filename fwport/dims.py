@@ -242,12 +242,24 @@ def module_scope(module: cst.Module) -> tuple[dict[str, object], set[str]]:
                 target, value = small.target, small.value
             else:
                 continue
-            if not isinstance(target, cst.Name) or target.value not in stable:
-                continue
-            v = probe.constant(value)
-            if v is not None:
-                constants[target.value] = v
+            for name, part in _pairs(target, value):
+                if name.value in stable:
+                    v = probe.constant(part)
+                    if v is not None:
+                        constants[name.value] = v
     return constants, stable
+
+
+def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[cst.Name, cst.BaseExpression]]:
+    """The names an assignment binds with the value each gets: ``X = 3``, and the tuple unpacking
+    of a literal of the same length, ``IMG_ROWS, IMG_COLS = 16, 12`` (nested alike)."""
+    if isinstance(target, cst.Name):
+        return [(target, value)]
+    if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+            and len(target.elements) == len(value.elements) \
+            and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+        return [p for t, v in zip(target.elements, value.elements) for p in _pairs(t.value, v.value)]
+    return []
 
 
 def function_stable(fn: cst.FunctionDef) -> tuple[set[str], set[str]]:

@@ -458,6 +458,39 @@ def test_layers_kept_in_a_torch_container_stay_refused_on_a_second_translation(s
     assert err(twice) == err(once)
 
 
+_UNPACKED = """
+from tensorflow import keras
+from tensorflow.keras import layers
+
+IMG_ROWS, IMG_COLS = 6, 4
+(CHANNELS, FILTERS), CLASSES = [2, 3], 5
+{rebind}
+
+def build():
+    return keras.Sequential([
+        keras.Input((IMG_ROWS, IMG_COLS, CHANNELS)),
+        layers.Conv2D(FILTERS, 3),
+        layers.Flatten(),
+        layers.Dense(CLASSES),
+    ])
+"""
+
+
+def test_tuple_unpacked_module_constants_are_sizes():
+    r = tr(_UNPACKED.format(rebind=""))
+    assert codes(r, Severity.ERROR) == []
+    assert "nn.Conv2d(CHANNELS, FILTERS, 3)" in r.output and "nn.Linear(24, CLASSES)" in r.output
+    assert r.layers[-1].variant == "after-flatten"
+    assert r.layers[-1].symbols == {"H": 4, "W": 2, "C": 3, "F": 24}
+    assert r.models[0].input_shape == (6, 4, 2)
+
+
+def test_tuple_unpacked_constants_rebound_elsewhere_are_not_sizes():
+    r = tr(_UNPACKED.format(rebind="IMG_ROWS = 8"))
+    assert "shape-unknown" in codes(r, Severity.ERROR)  # the Dense after Flatten needs H as a number
+    assert not [l for l in r.layers if l.rule == "dense"]
+
+
 def test_translation_is_a_fixpoint():
     src = textwrap.dedent(CASES["convnet_even"][0])
     once = translate_source(src, "m.py", PACK).output
