@@ -109,6 +109,25 @@ def test_input_added_becomes_a_comment_line():
     assert "# input: (batch, 8)" in r.output and "model.append(nn.Linear(8, 4))" in r.output
 
 
+def test_dropped_list_brackets_leave_no_trailing_whitespace():
+    src = """
+        import keras
+
+
+        def build():
+            return keras.Sequential(
+                [
+                    keras.Input((4,)),
+                    keras.layers.Dense(2),
+                ]
+            )
+    """
+    r = tr(src)
+    assert r.output.count("\n") == textwrap.dedent(src).lstrip("\n").count("\n")
+    assert "nn.Linear(4, 2)," in r.output
+    assert [line for line in r.output.splitlines() if line != line.rstrip()] == []
+
+
 def test_sequential_in_class_prefixes_paths():
     r = tr('''
         import tensorflow as tf

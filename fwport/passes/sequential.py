@@ -696,7 +696,9 @@ def _join_ws(a, b):
     a_nl = isinstance(a, cst.ParenthesizedWhitespace)
     b_nl = isinstance(b, cst.ParenthesizedWhitespace)
     if a_nl and b_nl:
-        extra = cst.EmptyLine(indent=b.indent, whitespace=cst.SimpleWhitespace(""), comment=b.first_line.comment)
+        # the line the bracket stood on: blank (no indentation left behind) unless it held a comment
+        comment = b.first_line.comment
+        extra = cst.EmptyLine(indent=b.indent and comment is not None, whitespace=cst.SimpleWhitespace(""), comment=comment)
         return cst.ParenthesizedWhitespace(a.first_line, [*a.empty_lines, extra, *b.empty_lines], b.indent, b.last_line)
     if a_nl:
         return a
