@@ -26,7 +26,10 @@ def _fixture_param(case: Path):
     except (OSError, json.JSONDecodeError):
         found = []
     errors = [f for f in found if isinstance(f, dict) and f.get("severity") == "error"]
+    known = json.loads((case / "verify.json").read_text()).get("known_bugs", {}).get("verify")
     marks = [pytest.mark.xfail(reason=f"expected translation has {len(errors)} error findings", strict=False)] if errors else []
+    if known:
+        marks.append(pytest.mark.xfail(reason=f"known bug noted in verify.json: {known[:120]}", strict=False))
     return pytest.param(case, id=case.name, marks=marks)
 
 CNN = '''

@@ -541,6 +541,7 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
                                         **({"note": note} if note else {})})
     first = None
     prev_t = None  # the torch activation before this point (to undo a channels-first Flatten's order)
+    flat_map = None
     for p in points:
         kk = f"{p['keras']}:{p['layer']}"
         if kk not in K and p["keras"] == "pre":
@@ -550,9 +551,13 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
             continue
         k = K[kk]
         t = T[tk]
+        if p["keras"] == "pre" or (flat_map is not None and flat_map[1:] and int(np.prod(flat_map[1:])) != k.shape[-1]):
+            flat_map = None  # a weight layer consumed the flattened map: features are in the same order again
         if (layout == "nchw" and k.ndim == 2 and t.shape == k.shape and prev_t is not None and prev_t.ndim >= 3
                 and prev_t.size == t.size):
-            t_flat = np.moveaxis(t.reshape(prev_t.shape), 1, -1).reshape(t.shape)  # (c,h,w) → (h,w,c) order
+            flat_map = prev_t.shape  # a Flatten of a channels-first map: (c,h,w) order, until a weight layer
+        if flat_map is not None and k.ndim == 2 and t.shape == k.shape and t.size == int(np.prod(flat_map)):
+            t_flat = np.moveaxis(t.reshape(flat_map), 1, -1).reshape(t.shape)  # (c,h,w) → (h,w,c) order
         else:
             t_flat = _layout_like(k, t, layout)
         prev_t = T[tk]
@@ -566,7 +571,8 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
     cert["results"] = results
     failed = [(g, e) for g, es in results.items() if g != "layers" for e in es if not e.get("ok")]
     cert["verdict"] = "pass" if not failed else "mismatch"
-    cert["first_diverging"] = first
+    # per-layer differences are diagnosis: with matching outputs, gradients and steps they name nothing
+    cert["first_diverging"] = first if failed else None
     names = {}
     for e in results["layers"]:
         names.setdefault(e["layer"], e)
