@@ -88,6 +88,9 @@ class FileContext:
     # id(original source call) -> fn(updated Subscript) -> expression: lets a call transform rewrite
     # `call(...)[i]` as a whole (tf.shape(x)[0] -> x.shape[0]); consumed by RuleTransformer
     subscript_hooks: dict[int, Any] = field(default_factory=dict)
+    # per-file analyses that several passes share and that the passes do not change (e.g.
+    # dims.module_scope: the module's constants), computed once by whoever needs them first
+    analyses: dict[str, Any] = field(default_factory=dict)
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,

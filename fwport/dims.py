@@ -217,18 +217,37 @@ def bindings(body: cst.CSTNode) -> dict[str, int]:
     return v.count
 
 
-def module_scope(module: cst.Module) -> tuple[dict[str, object], set[str]]:
+class _Globals(cst.CSTVisitor):
+    """Names declared ``global`` in any function: they may change at run time. Only statements
+    can hold a ``global``, so expressions are skipped (most of a tree, so most of the cost)."""
+
+    def __init__(self, counts: dict[str, int]):
+        self.counts = counts
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, cst.SimpleStatementLine):
+            for small in node.body:
+                if isinstance(small, cst.Global):
+                    for n in small.names:
+                        self.counts[n.name.value] = 99
+            return False
+        return not isinstance(node, cst.BaseExpression)
+
+
+def module_scope(module: cst.Module, ctx=None) -> tuple[dict[str, object], set[str]]:
     """(constants, stable names) of a module: names bound once at module level (and declared
     ``global`` nowhere), with the int / tuple-of-int value of those bound to literals (or to
-    arithmetic on earlier constants)."""
+    arithmetic on earlier constants).
+
+    With ``ctx`` (a FileContext), computed once per file: the structural passes leave module-level
+    constants and bindings as they were, so every pass sees the same answer."""
+    if ctx is not None:
+        cached = ctx.analyses.get("module_scope")
+        if cached is None:
+            cached = ctx.analyses["module_scope"] = module_scope(module)
+        return cached
     counts = bindings(module)
-
-    class _Globals(cst.CSTVisitor):  # `global X` in any function: X may change at run time
-        def visit_Global(self, node: cst.Global) -> None:
-            for n in node.names:
-                counts[n.name.value] = 99
-
-    module.visit(_Globals())
+    module.visit(_Globals(counts))
     stable = {n for n, c in counts.items() if c == 1}
     constants: dict[str, object] = {}
     probe = Sizes(constants, set())

@@ -24,7 +24,7 @@ import libcst as cst
 from fwport.context import FileContext
 from fwport.engine import code
 from fwport.finding import Severity
-from fwport.names import bound_names, dotted
+from fwport.names import dotted
 
 MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model"}
 MODEL_BASES = {"keras.Model", "keras.Sequential"}
@@ -93,22 +93,34 @@ class _Scope:
 
 class _Bindings(cst.CSTVisitor):
     """Every binding of a name in one scope (not in nested functions or classes), each with its value
-    when it is a plain ``name = value``."""
+    when it is a plain ``name = value``.
 
-    def __init__(self) -> None:
+    ``statement_bound``: the names bound other than by ``:=`` (what ``names.bound_names`` finds).
+    Only a ``:=`` binds inside an expression, so without ``walrus`` expressions are not walked."""
+
+    def __init__(self, walrus: bool = True) -> None:
         self.assigned: dict[str, list[cst.BaseExpression | None]] = {}
+        self.statement_bound: set[str] = set()
+        self.walrus = walrus
 
-    def _add(self, name: str, value: cst.BaseExpression | None) -> None:
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if not self.walrus and isinstance(node, cst.BaseExpression):
+            return False
+        return super().on_visit(node)
+
+    def _add(self, name: str, value: cst.BaseExpression | None, walrus: bool = False) -> None:
         self.assigned.setdefault(name, []).append(value)
+        if not walrus:
+            self.statement_bound.add(name)
 
-    def _targets(self, t: cst.BaseExpression) -> None:
+    def _targets(self, t: cst.BaseExpression, walrus: bool = False) -> None:
         if isinstance(t, cst.Name):
-            self._add(t.value, None)
+            self._add(t.value, None, walrus)
         elif isinstance(t, (cst.Tuple, cst.List)):
             for e in t.elements:
-                self._targets(e.value)
+                self._targets(e.value, walrus)
         elif isinstance(t, cst.StarredElement):
-            self._targets(t.value)
+            self._targets(t.value, walrus)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         self._add(node.name.value, None)
@@ -142,7 +154,7 @@ class _Bindings(cst.CSTVisitor):
         self._targets(node.name)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target)
+        self._targets(node.target, walrus=True)
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False  # module-level imports are the import table's; a local import rebinds via AsName only
@@ -154,6 +166,10 @@ class _Bindings(cst.CSTVisitor):
 class _Returns(cst.CSTVisitor):
     def __init__(self) -> None:
         self.values: list[cst.BaseExpression | None] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # a return is a statement: expressions (most of the tree) cannot hold one
+        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
 
     def visit_FunctionDef(self, node) -> bool:
         return False
@@ -173,6 +189,7 @@ class _Models:
         self.classes: set[str] = set()  # module-level keras.Model subclasses
         self.builders: set[str] = set()  # module-level functions that return a model
         self.scopes: dict[int, _Scope] = {}  # id(Module / FunctionDef) → scope
+        self.walrus = True  # may a `:=` bind a name inside an expression (set by analyse)
 
     def any(self) -> bool:
         return any(s.models for s in self.scopes.values())
@@ -206,15 +223,14 @@ class _Models:
         return False
 
     def analyse(self, module: cst.Module) -> None:
+        self.walrus = ":=" in module.code  # else no binding hides in an expression
         top = self._scope_of(module, module.body)
-        imports = set(self.ctx.imports.aliases)
         classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
         functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
         # per top-level function, once: its scope (with the imports it shadows) and what it returns
         facts = []
         for f in functions:
             scope = self._scope_of(f, f.body)
-            scope.shadow = bound_names(f) & imports
             rets = _Returns()
             f.body.visit(rets)
             facts.append((f, scope, rets))
@@ -239,17 +255,18 @@ class _Models:
         for node in _all_functions(module):
             if id(node) not in self.scopes:
                 scope = self._scope_of(node, node.body)
-                scope.shadow = bound_names(node) & imports
                 self._models_of(scope, node.body, [top, scope])
 
     def _scope_of(self, node: cst.CSTNode, body) -> _Scope:
         scope = self.scopes.get(id(node))
         if scope is None:
-            b = _Bindings()
+            b = _Bindings(self.walrus)
             for stmt in (body if isinstance(body, (list, tuple)) else [body]):
                 stmt.visit(b)
             params = _params(node) if isinstance(node, cst.FunctionDef) else set()
             scope = _Scope(set(b.assigned) | params, assigned=b.assigned, params=params)
+            if isinstance(node, cst.FunctionDef):  # import aliases it rebinds, as names.bound_names
+                scope.shadow = (b.statement_bound | params) & set(self.ctx.imports.aliases)
             self.scopes[id(node)] = scope
         return scope
 
@@ -275,8 +292,11 @@ def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
     out: list[cst.FunctionDef] = []
 
     class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-            out.append(node)
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, cst.FunctionDef):
+                out.append(node)
+            # a def is a compound statement: never inside a simple statement or an expression
+            return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
 
     module.visit(V())
     return out

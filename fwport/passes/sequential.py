@@ -93,7 +93,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
     # --- finding the chains (top-down, so that a model's .add statements are known first) ----------
     def visit_Module(self, node: cst.Module) -> None:
-        self.module_sizes = module_scope(node)
+        self.module_sizes = module_scope(node, self.ctx)
         self._plan_block(node.body)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:

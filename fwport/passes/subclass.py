@@ -153,7 +153,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     # --- which classes are translated ---------------------------------------------------------------------
     def visit_Module(self, node: cst.Module) -> None:
-        self.module_sizes = module_scope(node)
+        self.module_sizes = module_scope(node, self.ctx)
         classes: list[cst.ClassDef] = []
 
         class _Collect(cst.CSTVisitor):
