@@ -67,9 +67,12 @@ _ERROR_CALLS = {
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     p = _SubclassPass(ctx)
-    out = module.visit(p)
+    p.analyse(module)
+    # only the top-level statements that hold a translated class or a functional-API call are
+    # rewritten (a transformer rebuilds every node it visits: the rest stay the very same nodes)
+    body = [stmt.visit(p) if i in p.relevant else stmt for i, stmt in enumerate(module.body)]
     p.expand_nested()
-    return out
+    return module.with_changes(body=body) if p.relevant else module
 
 
 # --- plans: what each class becomes, decided on the input tree before rewriting ------------------------
@@ -141,6 +144,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self.fn_stack: list[cst.FunctionDef] = []
         self._stmt_of: dict[int, cst.CSTNode | None] = {}  # id(layer call in __init__) → its statement line
         self.module_sizes: tuple[dict, set] = ({}, set())
+        self.relevant: set[int] = set()  # indices of the top-level statements to rewrite (see analyse)
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
     def on_leave(self, original_node, updated_node):
@@ -152,15 +156,28 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         return self.plans[-1] if self.plans else None
 
     # --- which classes are translated ---------------------------------------------------------------------
-    def visit_Module(self, node: cst.Module) -> None:
+    def analyse(self, node: cst.Module) -> None:
+        """Decides which classes are translated, and ``relevant``: the indices of the top-level
+        statements this pass may change (those holding a translated class, or a call that may be
+        ``keras.Model(...)`` / ``keras.Input(...)``, shadowing ignored)."""
         self.module_sizes = module_scope(node, self.ctx)
         classes: list[cst.ClassDef] = []
+        where: dict[int, int] = {}  # id(class) → index of the top-level statement holding it
+        relevant = self.relevant = set()
+        resolve = self.ctx.imports.resolve
+        index = 0
 
         class _Collect(cst.CSTVisitor):
             def visit_ClassDef(self, n: cst.ClassDef) -> None:
                 classes.append(n)
+                where[id(n)] = index
 
-        node.visit(_Collect())
+            def visit_Call(self, n: cst.Call) -> None:
+                if resolve(n.func) in (FUNCTIONAL, INPUT):
+                    relevant.add(index)
+
+        for index, stmt in enumerate(node.body):
+            stmt.visit(_Collect())
         changed = True
         while changed:  # a class deriving from a translated class of the file is translated too
             changed = False
@@ -173,6 +190,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                         self.translated[c.name.value] = c
                         changed = True
                         break
+        self.relevant |= {where[id(c)] for c in self.translated.values()}
         self.functional_scopes.append(_has_functional(node.body, self))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
