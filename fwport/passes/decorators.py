@@ -36,13 +36,16 @@ class _Decorators(ScopedResolver, cst.CSTTransformer):
         self._init_scopes(ctx.imports)
         self.decisions: dict[int, tuple[str, str]] = {}  # id(decorator) -> (qualified name, spelling)
         self.compile = bool(ctx.options.get("compile"))
-        self.settled: set[int] = set()
+        self.settled: set[int] = set()  # settled nodes of the rebuilt statements, by their new ids
+        self.rebuilt: set[int] = set()  # ... by their old ids
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
         # nodes an earlier pass settled keep that status in the rebuilt tree
-        if id(original_node) in self.ctx.settled and isinstance(out, cst.CSTNode):
-            self.settled.add(id(out))
+        if id(original_node) in self.ctx.settled:
+            self.rebuilt.add(id(original_node))
+            if isinstance(out, cst.CSTNode):
+                self.settled.add(id(out))
         return out
 
     def _decorated(self, node: cst.FunctionDef | cst.ClassDef) -> None:
@@ -114,14 +117,23 @@ class _Candidates(cst.CSTVisitor):
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
-    guard = _Candidates(ctx)
-    module.visit(guard)
-    if not guard.found:
+    # only the top-level statements that mention a removable decorator are rewritten; the others
+    # stay the very same nodes (a transformer rebuilds every node it visits)
+    relevant = []
+    for i, stmt in enumerate(module.body):
+        guard = _Candidates(ctx)
+        stmt.visit(guard)
+        if guard.found:
+            relevant.append(i)
+    if not relevant:
         return module  # untouched: node identities (ctx.settled) stay valid
     t = _Decorators(ctx)
-    out = module.visit(t)
-    ctx.settled = t.settled
-    return out
+    body = list(module.body)
+    for i in relevant:
+        body[i] = body[i].visit(t)
+    # settled nodes of the statements left alone keep their identity; the old ids of rebuilt ones go
+    ctx.settled = (ctx.settled - t.rebuilt) | t.settled
+    return module.with_changes(body=body)
 
 
 class _Drop(cst.CSTTransformer):
