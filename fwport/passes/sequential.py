@@ -34,7 +34,40 @@ _SEQUENTIAL_KWARGS = {"layers", "name", "trainable"}
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
-    return module.visit(_SequentialPass(ctx))
+    p = _SequentialPass(ctx)
+    p.visit_Module(module)  # the module-level chains
+    # only the top-level statements holding a call this pass rewrites are visited (a transformer
+    # rebuilds every node it visits): the others stay the very same nodes
+    relevant = [i for i, stmt in enumerate(module.body) if _Concerns.find(stmt, ctx)]
+    if not relevant:
+        return module
+    body = list(module.body)
+    for i in relevant:
+        body[i] = body[i].visit(p)
+    return module.with_changes(body=p._drop_input_adds(module.body, body))
+
+
+class _Concerns(cst.CSTVisitor):
+    """Whether a statement holds a ``keras.Sequential(...)`` call (shadowing ignored) or an ``x.add(...)``."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+        self.found = False
+
+    @classmethod
+    def find(cls, stmt: cst.CSTNode, ctx: FileContext) -> bool:
+        v = cls(ctx)
+        stmt.visit(v)
+        return v.found
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "add") or self.ctx.imports.resolve(func) == SEQUENTIAL:
+            self.found = True
+        return not self.found
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not self.found and super().on_visit(node)
 
 
 @dataclass
