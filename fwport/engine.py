@@ -7,6 +7,7 @@ call ``translate_layer`` with what they know about the layer's input.
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -291,12 +292,15 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     """Applies function, constant and (context-free) layer rules wherever they appear."""
 
     def __init__(self, ctx: FileContext, line_comments: dict[int, list] | None = None,
-                 spans: dict[int, tuple[int, int]] | None = None):
+                 spans: dict[int, tuple[int, int]] | None = None, relevant_lines: list[int] | None = None):
         """``line_comments``: error findings of earlier passes by line of this pass's input, to be
         left as ``# fwport:`` comments above the innermost statement spanning that line
-        (``spans``: statement line spans of the input, from :func:`fwport.position.statement_spans`)."""
+        (``spans``: statement line spans of the input, from :func:`fwport.position.statement_spans`).
+        ``relevant_lines`` (sorted): the only lines that mention an imported name; statements
+        spanning none of them have nothing to translate and are not descended into (None: all)."""
         super().__init__()
         self.ctx = ctx
+        self._relevant = relevant_lines
         self._init_scopes(ctx.imports)
         self._line_comments = dict(line_comments or {})
         self._spans = spans or {}
@@ -364,6 +368,13 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if type(node) in _STATEMENT_TYPES:
             self._statements.append(len(self.ctx.pending))
             self._statement_nodes.append(node)
+            descend = super().on_visit(node)  # always: scopes are pushed here and popped on leave
+            if descend and self._relevant is not None:
+                span = self._spans.get(id(node))
+                if span is not None:
+                    i = bisect.bisect_left(self._relevant, span[0])
+                    descend = i < len(self._relevant) and self._relevant[i] <= span[1]
+            return descend
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):

@@ -69,8 +69,9 @@ def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int
     return {k: (line, col + 1) for k, (line, col) in state.starts.items()}
 
 
-def statement_spans(module: cst.Module) -> dict[int, tuple[int, int]]:
-    """``id(statement)`` → (first line, last line) for every statement of ``module``."""
+def statement_spans(module: cst.Module) -> tuple[dict[int, tuple[int, int]], int]:
+    """``id(statement)`` → (first line, last line) for every statement of ``module``, and the
+    number of lines of the module."""
     state = _Recorder(module, set(), statements=True)
     module._codegen(state)
-    return state.spans
+    return state.spans, state.line - 1

@@ -65,6 +65,19 @@ def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding
     ctx.pending.clear()
 
 
+def _count_lines(text: str) -> int:
+    return text.count("\n") + (0 if text.endswith("\n") or not text else 1)
+
+
+def _lines_mentioning(source: str, imports) -> list[int]:
+    """The source lines that contain an imported name (where the rule pass has work to do)."""
+    names = sorted(imports.aliases, key=len, reverse=True)
+    if not names:
+        return []
+    pattern = re.compile(r"\b(?:" + "|".join(map(re.escape, names)) + r")\b")
+    return [i for i, line in enumerate(source.splitlines(), 1) if pattern.search(line)]
+
+
 def translate_source(source: str, path: str = "<string>", pack: Pack | None = None,
                      options: dict | None = None) -> FileResult:
     """Translate one TensorFlow/Keras source text to PyTorch. Never raises on user input."""
@@ -94,7 +107,9 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
         module = new
     # the rule pass translates calls, reports what it leaves (no rule, refused, residue) and leaves
     # every error as a `# fwport:` comment above its statement, the earlier passes' ones included
-    rules = RuleTransformer(ctx, comments, statement_spans(module) if comments else None)
+    spans, lines = statement_spans(module)
+    rules = RuleTransformer(ctx, comments, spans, _lines_mentioning(source, imports) if lines == _count_lines(source)
+                            else None)
     new = module.visit(rules)
     _locate(module, ctx, None)
     module = new
