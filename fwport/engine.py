@@ -262,8 +262,14 @@ def comment_error(stmt: cst.CSTNode | None, about: str = "") -> tuple[str, str] 
     preferring one that mentions ``about``: what an earlier translation said of a construct it left
     as written, to be said again when its output is translated (the comment is then not repeated)."""
     found: list[tuple[str, str]] = []
-    for line in getattr(stmt, "leading_lines", ()):
-        text = line.comment.value if line.comment is not None else ""
+    comments: list[str] = []
+    stack = [stmt] if stmt is not None else []
+    while stack:  # above the statement, or inside it above an argument or element of its own line
+        node = stack.pop()
+        if isinstance(node, cst.Comment):
+            comments.append(node.value)
+        stack.extend(reversed(node.children))
+    for text in comments:
         if text.startswith("# fwport: "):
             code_, _, message = text[len("# fwport: "):].partition(": ")
             if code_ in CODES and code_ != "residue" and message:
@@ -311,6 +317,10 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         # and the funcs of calls (a call with no rule is reported as such, not as residue)
         self._not_refs: set[int] = set()
         self._funcs: set[int] = set()
+        # per open argument/element: the pending index when it was entered; and the notes of
+        # those left (findings to comment on), keyed by the id of the element as returned
+        self._element_marks: list[int] = []
+        self._element_notes: dict[int, tuple[list, list[int]]] = {}
         # per open call: (findings so far, imports needed so far), to undo its subtree on refusal
         self._marks: list[tuple[int, frozenset[str]]] = []
         # ids of translations parenthesised because they are operations (`a + b` for tf.add_n):
@@ -380,6 +390,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
         if type(original_node) in _STATEMENT_TYPES:
+            self._element_notes.clear()  # elements left unplaced: their statement takes the comments
             mark = self._statements.pop()
             self._statement_nodes.pop()
             if isinstance(out, _STATEMENTS):
@@ -459,6 +470,11 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node.keyword is not None:
             self._not_refs.add(id(node.keyword))
+        self._element_marks.append(len(self.ctx.pending))
+        return True
+
+    def visit_Element(self, node: cst.Element) -> bool:
+        self._element_marks.append(len(self.ctx.pending))
         return True
 
     def visit_Param(self, node: cst.Param) -> bool:
@@ -480,6 +496,11 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         mark, imports = self._marks.pop()
         out = self._translate_call(original_node, updated_node)
+        if out is updated_node and self._element_notes and updated_node.args:
+            # a call kept as it is (nn.Sequential(...), a call with no rule): comments go above
+            # the argument they are about when it has a line of its own
+            args, ws = self._comment_elements(updated_node.args, updated_node.whitespace_before_args, None)
+            out = updated_node = updated_node.with_changes(args=args, whitespace_before_args=ws)
         if out is not None and out is not updated_node:
             self._forget_consumed_residue(mark, out)
         if out is not None:
@@ -535,10 +556,91 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         return updated_node.with_changes(value=value.with_changes(lpar=[], rpar=[]))
 
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
-        return self._unwrap(updated_node)
+        return self._note_element(original_node, self._unwrap(updated_node))
 
     def leave_Element(self, original_node: cst.Element, updated_node: cst.Element) -> cst.Element:
-        return self._unwrap(updated_node)
+        return self._note_element(original_node, self._unwrap(updated_node))
+
+    # --- comments next to the element they are about, inside a multi-line call or list ----------
+    def _note_element(self, original, updated):
+        """Remember which comment-worthy findings lie in this argument/element: its container
+        puts them on the line above it when the element starts a line of its own."""
+        mark = self._element_marks.pop()
+        pending = [p for p in self.ctx.pending[mark:] if p.comment and id(p) not in self._claimed]
+        lines = []
+        span = self._spans.get(id(original)) if self._line_comments else None
+        if span is not None:
+            lines = [l for l in self._line_comments if span[0] <= l <= span[1]]
+        if pending or lines:
+            self._element_notes[id(updated)] = (pending, lines)
+        return updated
+
+    def _comment_lines(self, ws, notes) -> cst.BaseParenthesizableWhitespace | None:
+        """``ws`` (the whitespace before an element) with the notes' comments added, or None
+        when the element does not start its own line (then its statement gets them)."""
+        if not isinstance(ws, cst.ParenthesizedWhitespace):
+            return None
+        pending, lines = notes
+        findings = [p.finding for p in pending if id(p) not in self._claimed]
+        findings += [f for l in lines if l in self._line_comments for f in self._line_comments[l]]
+        if any(f.code != "residue" for f in findings):
+            findings = [f for f in findings if f.code != "residue"]
+        if not findings:
+            return None
+        for p in pending:
+            self._claimed.add(id(p))
+        for l in lines:
+            self._line_comments.pop(l, None)
+        have = {e.comment.value for e in ws.empty_lines if e.comment is not None}
+        new = []
+        for f in findings:
+            text = f"# fwport: {f.code}: {f.message}".rstrip()
+            if text not in have:
+                have.add(text)
+                new.append(cst.EmptyLine(indent=ws.indent, whitespace=ws.last_line, comment=cst.Comment(text)))
+        return ws.with_changes(empty_lines=[*ws.empty_lines, *new]) if new else ws
+
+    def _comment_elements(self, items: list, first_ws, set_first):
+        """Comments above the items of a container that have notes; returns (items, first_ws)."""
+        if not self._element_notes:
+            return items, first_ws
+        items = list(items)
+        for i, item in enumerate(items):
+            notes = self._element_notes.pop(id(item), None)
+            if notes is None:
+                continue
+            if i == 0:
+                ws = self._comment_lines(first_ws, notes)
+                if ws is not None:
+                    first_ws = ws
+            else:
+                comma = items[i - 1].comma
+                if isinstance(comma, cst.Comma):
+                    ws = self._comment_lines(comma.whitespace_after, notes)
+                    if ws is not None:
+                        items[i - 1] = items[i - 1].with_changes(comma=comma.with_changes(whitespace_after=ws))
+        return items, first_ws
+
+    def leave_List(self, original_node: cst.List, updated_node: cst.List) -> cst.List:
+        return self._comment_container(updated_node, "elements")
+
+    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.Tuple:
+        return self._comment_container(updated_node, "elements")
+
+    def leave_Set(self, original_node: cst.Set, updated_node: cst.Set) -> cst.Set:
+        return self._comment_container(updated_node, "elements")
+
+    def _comment_container(self, node, attr: str):
+        if not self._element_notes or not getattr(node, attr):
+            return node
+        bracket = node.lbracket if hasattr(node, "lbracket") else node.lbrace if hasattr(node, "lbrace") else None
+        if bracket is None:  # a tuple without brackets of its own: nowhere to put a line
+            return node
+        items, ws = self._comment_elements(getattr(node, attr), bracket.whitespace_after, None)
+        changes = {attr: items}
+        if ws is not bracket.whitespace_after:
+            changes["lbracket" if hasattr(node, "lbracket") else "lbrace"] = bracket.with_changes(whitespace_after=ws)
+        return node.with_changes(**changes)
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         return self._unwrap(updated_node)

@@ -55,7 +55,7 @@ class _Recorder(CodegenState):
         yield
         if wanted:
             self.starts[key] = self.starts.get(id(start_node), start) if start_node is not None else start
-        if self.statements and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+        if self.statements and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Arg, cst.Element)):
             self.spans[key] = (start[0], self.last_content_line)
 
 
@@ -70,8 +70,8 @@ def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int
 
 
 def statement_spans(module: cst.Module) -> tuple[dict[int, tuple[int, int]], int]:
-    """``id(statement)`` → (first line, last line) for every statement of ``module``, and the
-    number of lines of the module."""
+    """``id(node)`` → (first line, last line) for every statement of ``module`` (and every call
+    argument and container element, where comments may go too), and the number of lines."""
     state = _Recorder(module, set(), statements=True)
     module._codegen(state)
     return state.spans, state.line - 1
