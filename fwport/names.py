@@ -216,18 +216,27 @@ def collect_imports(module: cst.Module, source: str | None = None) -> ImportTabl
     _walk_statements(module.body, _ImportCollector(table))
     if source is not None:
         code = _IMPORT_LINES.sub("", source)  # an import's own `as tf` binds the alias, not rebinds it
-        table.rebindable = {a for a in table.aliases if _might_rebind(a, code)}
+        table.rebindable = _rebindable(set(table.aliases), code)
     return table
 
 
 _IMPORT_LINES = re.compile(r"^[ \t]*(?:import|from)\b[^\n(]*(?:\([^)]*\))?[^\n]*", re.M)
 
 
-def _might_rebind(alias: str, source: str) -> bool:
-    a = re.escape(alias)
-    pattern = (rf"(?<![.\w]){a}\s*(?:[,):=]|[-+*/%&|^@]=|//=|\*\*=|>>=|<<=)|\bas\s+{a}\b|\*\s*{a}\b"
-               rf"|\bfor\s+{a}\b|\blambda\s+{a}\b|\b(?:global|nonlocal)\b[^\n]*\b{a}\b")
-    return re.search(pattern, source) is not None
+def _rebindable(aliases: set[str], source: str) -> set[str]:
+    """The aliases that appear where a name can be bound (one scan for all of them)."""
+    if not aliases:
+        return set()
+    a = "(?P<n{}>" + "|".join(map(re.escape, sorted(aliases, key=len, reverse=True))) + r")\b"
+    pattern = re.compile("|".join([
+        r"(?<![.\w])" + a.format(0) + r"\s*(?:[,):=]|[-+*/%&|^@]=|//=|\*\*=|>>=|<<=)",
+        r"\bas\s+" + a.format(1), r"\*\s*" + a.format(2), r"\bfor\s+" + a.format(3),
+        r"\blambda\s+" + a.format(4),
+    ]))
+    found = {next(v for v in m.groupdict().values() if v) for m in pattern.finditer(source)}
+    for m in re.finditer(r"\b(?:global|nonlocal)\b([^\n]*)", source):
+        found |= {n for n in re.findall(r"\w+", m.group(1)) if n in aliases}
+    return found & aliases
 
 
 def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:

@@ -23,5 +23,5 @@ PASSES: list[tuple[re.Pattern, object]] = [
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
     (re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
     # @tf.function removed (or torch.compile)
-    (re.compile(r"\bfunction\b|\bdo_not_convert\b"), decorators.run),
+    (re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"), decorators.run),
 ]
