@@ -336,6 +336,12 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         return False
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        if isinstance(node.names, cst.ImportStar) and not node.relative and node.module is not None \
+                and is_source_name(dotted_text(node.module) or ""):
+            # the names it brings cannot be resolved, so nothing they spell would be translated
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"from {dotted_text(node.module)} import *: the names it brings cannot be resolved "
+                            "(and would be left untranslated); import the names you use explicitly", node)
         return False
 
     def visit_Call(self, node: cst.Call) -> bool:

@@ -91,7 +91,7 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
                     e.raw_line, e.raw_column + 1)
         return FileResult(path, Status.FAILED, source, source, [f])
     imports = collect_imports(module, source)
-    if not imports.source_aliases():
+    if not imports.source_imports:
         return FileResult(path, Status.UNCHANGED, source, source)
     version, why = detect_keras_version(source, options.get("keras"))
     pack = pack or load_pack("tf2torch")

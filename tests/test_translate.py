@@ -1,0 +1,153 @@
+"""The pipeline around the rules: where `# fwport:` comments go, the residue scan, the fixpoint,
+import fixing, and the inputs that must never be translated silently."""
+from __future__ import annotations
+
+import textwrap
+
+from fwport.finding import Severity
+from fwport.translate import translate_source
+
+
+def tr(text: str):
+    return translate_source(textwrap.dedent(text).lstrip("\n"), "m.py")
+
+
+def errors(r) -> list[tuple[str, int]]:
+    return [(f.code, f.line) for f in r.findings if f.severity is Severity.ERROR]
+
+
+def test_a_comment_goes_above_the_argument_it_is_about_in_a_multiline_call():
+    r = tr('''
+        import tensorflow as tf
+
+        def f(x):
+            return some_call(
+                tf.foo(x),
+                tf.reduce_sum(x, axis=1),
+            )
+    ''')
+    assert r.output.splitlines()[4:8] == [
+        "    return some_call(",
+        "        # fwport: no-rule: tensorflow.foo has no tf2torch rule yet; translate it by hand",
+        "        tf.foo(x),",
+        "        torch.sum(x, dim=1),",
+    ]
+    assert errors(r) == [("no-rule", 5)]  # the line in the source
+
+
+def test_a_comment_goes_above_the_statement_when_the_construct_shares_its_line():
+    r = tr('''
+        import tensorflow as tf
+
+        y = tf.foo(1) + tf.reduce_sum(x, axis=1)
+    ''')
+    lines = r.output.splitlines()
+    i = lines.index("y = tf.foo(1) + torch.sum(x, dim=1)")
+    assert lines[i - 1].startswith("# fwport: no-rule: tensorflow.foo")
+
+
+def test_comments_stay_right_when_the_rule_pass_joins_lines():
+    # a multi-line call becomes one line: the comment for the line after it must not drift
+    r = tr('''
+        import tensorflow as tf
+
+        a = tf.reduce_sum(
+            x,
+            axis=1,
+        )
+        b = tf.foo(a)
+    ''')
+    lines = r.output.splitlines()
+    i = lines.index("b = tf.foo(a)")
+    assert lines[i - 1].startswith("# fwport: no-rule: tensorflow.foo")
+    assert errors(r) == [("no-rule", 7)]
+
+
+def test_translating_a_translation_changes_nothing():
+    first = tr('''
+        import tensorflow as tf
+
+        def f(x):
+            y = g(
+                tf.foo(x),
+                [tf.bar, 1],
+            )
+            return tf.reduce_mean(y) + tf.baz(y)
+    ''')
+    second = translate_source(first.output, "m.py")
+    assert second.output == first.output
+    assert [c for c, _ in errors(second)] == [c for c, _ in errors(first)] == ["no-rule", "residue", "no-rule"]
+
+
+def test_residue_is_every_reference_left_but_not_what_a_translation_consumed():
+    r = tr('''
+        import tensorflow as tf
+        import keras
+
+        act = keras.layers.Activation(keras.ops.gelu)
+        n = tf.data.AUTOTUNE
+        ok = isinstance(x, tf.Tensor)
+    ''')
+    assert 'nn.GELU(approximate="tanh")' in r.output
+    assert [(c, l) for c, l in errors(r)] == [("residue", 5), ("residue", 6)]
+    assert "# fwport: residue: still references the source framework: tf.data.AUTOTUNE" in r.output
+    assert "import tensorflow as tf" in r.output and "import keras\n" not in r.output  # keras no longer used
+
+
+def test_a_refused_call_reports_its_error_only():
+    r = tr('''
+        import tensorflow as tf
+
+        s = tf.cast(x, tf.string)
+    ''')
+    assert [c for c, _ in errors(r)] == ["unsupported-argument"]
+    assert "s = tf.cast(x, tf.string)" in r.output
+
+
+def test_a_wildcard_import_from_the_source_framework_is_an_error_not_silence():
+    r = tr('''
+        from tensorflow.keras.layers import *
+
+        model = Dense(3)
+    ''')
+    assert errors(r) == [("unsupported-construct", 1)]
+    assert r.output.startswith("# fwport: unsupported-construct: from tensorflow.keras.layers import *")
+    assert r.needs_attention
+
+
+def test_names_rebound_locally_are_not_the_import():
+    r = tr('''
+        import tensorflow as tf
+
+        def f(tf, x):
+            return tf.reduce_sum(x)
+
+        def g(x):
+            return tf.reduce_sum(x)
+    ''')
+    assert "    return tf.reduce_sum(x)\n\ndef g" in r.output
+    assert r.output.rstrip().endswith("return torch.sum(x)")
+
+
+def test_unused_source_imports_go_and_used_ones_stay_nested_ones_too():
+    r = tr('''
+        """Doc."""
+        try:
+            import tensorflow as tf
+        except ImportError:
+            tf = None
+        from tensorflow.keras import layers, Model  # both unused after translation
+
+        def f(x):
+            # tf.reduce_mean in a comment is not a use
+            return tf.reduce_sum(x)
+    ''')
+    assert "from tensorflow.keras import" not in r.output
+    assert "import torch" in r.output
+    assert "import tensorflow as tf" in r.output  # `tf = None` still refers to it (and is reported)
+
+
+def test_a_file_with_nothing_to_translate_comes_back_byte_identical():
+    text = "import tensorflow as tf\r\n\r\ndef Dense(units):\r\n    return units\r\n"
+    r = translate_source(text, "m.py")
+    assert r.output == text
