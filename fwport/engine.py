@@ -184,6 +184,9 @@ def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
         if receiver is None:
             m.fail(ctx, "unsupported-construct", f"{emit['self_arg']} is required")
             return None
+        if isinstance(literal_value(receiver, None), (int, float)) and not isinstance(literal_value(receiver, None), bool):
+            # a Python number has no tensor methods: make it a tensor first (tf ops accept numbers)
+            receiver = cst.Call(ctx.spell("torch.tensor"), [cst.Arg(receiver)])
         return cst.Call(cst.Attribute(_atom(receiver), cst.Name(emit["method"])), args)
     return cst.Call(ctx.spell(target or emit["target"]), args)
 
@@ -255,6 +258,11 @@ def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerCon
         target_idx = em.weight_module
         ctx.layers.append(LayerRecord(lctx.scope, lctx.source_path, str(target_idx), rule.id, em.variant, em.symbols))
     return em
+
+
+def comment_text(finding) -> str:
+    """The ``# fwport:`` comment for a finding: one line (a message may quote multi-line code)."""
+    return " ".join(f"# fwport: {finding.code}: {finding.message}".split())
 
 
 def comment_error(stmt: cst.CSTNode | None, about: str = "") -> tuple[str, str] | None:
@@ -421,7 +429,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         have = {l.comment.value for l in updated.leading_lines if l.comment is not None}
         new = []
         for f in texts:
-            text = f"# fwport: {f.code}: {f.message}".rstrip()
+            text = comment_text(f)
             if text not in have:  # already there when translating a translation: the fixpoint
                 have.add(text)
                 new.append(cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(text)))
@@ -471,7 +479,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         pending[mark:] = [p for p in pending[mark:] if p.finding.code != "residue" or id(p.node) in present]
 
     def _residue(self, node: cst.CSTNode, q: str) -> None:
-        self.ctx.report(Severity.ERROR, "residue", f"still references the source framework: {code(node)} ({q})", node)
+        shown = " ".join(code(node).split())
+        self.ctx.report(Severity.ERROR, "residue", f"still references the source framework: {shown} ({q})", node)
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node.keyword is not None:
@@ -600,7 +609,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         have = {e.comment.value for e in ws.empty_lines if e.comment is not None}
         new = []
         for f in findings:
-            text = f"# fwport: {f.code}: {f.message}".rstrip()
+            text = comment_text(f)
             if text not in have:
                 have.add(text)
                 new.append(cst.EmptyLine(indent=ws.indent, whitespace=ws.last_line, comment=cst.Comment(text)))

@@ -741,6 +741,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for i, a in enumerate(call.args):
             if a.keyword is None and not a.star and i < len(order):
                 a = a.with_changes(keyword=cst.Name(order[i]), equal=cst.AssignEqual())
+            elif a.keyword is None:  # *args, or more positional arguments than add_weight takes
+                ctx.report(Severity.ERROR, "unsupported-construct", "add_weight with *args or more than "
+                           f"{len(order)} positional arguments cannot be bound statically; spell the "
+                           "arguments out by keyword", call, rule)
+                return None
             args.append(a)
         m = map_call(call.with_changes(args=args), rule, ctx, call)
         if m.failed:
