@@ -151,3 +151,26 @@ def test_a_file_with_nothing_to_translate_comes_back_byte_identical():
     text = "import tensorflow as tf\r\n\r\ndef Dense(units):\r\n    return units\r\n"
     r = translate_source(text, "m.py")
     assert r.output == text
+
+
+def test_a_message_quoting_multi_line_code_gives_a_one_line_comment():
+    r = tr('''
+        import tensorflow as tf
+
+        policy = (
+            tf.data.experimental.AUTOTUNE
+        )
+    ''')
+    comment = next(l for l in r.output.splitlines() if l.startswith("# fwport: residue"))
+    assert comment == ("# fwport: residue: still references the source framework: ( "
+                       "tf.data.experimental.AUTOTUNE ) (tensorflow.data.experimental.AUTOTUNE)")
+    assert translate_source(r.output, "m.py").output == r.output
+
+
+def test_a_cast_of_a_python_number_makes_a_tensor_first():
+    r = tr('''
+        import keras
+
+        y = keras.ops.where(m, x, keras.ops.cast(0, x.dtype))
+    ''')
+    assert "y = torch.where(m, x, torch.tensor(0).to(x.dtype))" in r.output
