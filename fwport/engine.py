@@ -328,6 +328,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         # per open argument/element: the pending index when it was entered; and the notes of
         # those left (findings to comment on), keyed by the id of the element as returned
         self._element_marks: list[int] = []
+        self._first_statement: int | None = None
+        self._header_comments: set[str] = set()
         self._element_notes: dict[int, tuple[list, list[int]]] = {}
         # per open call: (findings so far, imports needed so far), to undo its subtree on refusal
         self._marks: list[tuple[int, frozenset[str]]] = []
@@ -339,6 +341,11 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._statement_nodes: list[cst.CSTNode] = []
         self._members: set[int] = set()
         self._containers: set[str] = set()  # dotted names bound to a torch container
+
+    def visit_Module(self, node: cst.Module) -> bool:
+        self._first_statement = id(node.body[0]) if node.body else None
+        self._header_comments = {l.comment.value for l in node.header if l.comment is not None}
+        return True
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -427,6 +434,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if not texts:
             return updated
         have = {l.comment.value for l in updated.leading_lines if l.comment is not None}
+        if id(original) == self._first_statement:
+            have |= self._header_comments  # comments above a file's first statement parse as its header
         new = []
         for f in texts:
             text = comment_text(f)

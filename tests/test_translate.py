@@ -174,3 +174,31 @@ def test_a_cast_of_a_python_number_makes_a_tensor_first():
         y = keras.ops.where(m, x, keras.ops.cast(0, x.dtype))
     ''')
     assert "y = torch.where(m, x, torch.tensor(0).to(x.dtype))" in r.output
+
+
+def test_keras_ops_add_is_an_op_not_a_model_add():
+    r = tr('''
+        from keras import ops
+
+        y = ops.add(ops.diagonal(h), 1e-12)
+    ''')
+    assert "y = torch.add(torch.diagonal(h), 1e-12)" in r.output or "unsupported-construct" not in {
+        c for c, _ in errors(r)}
+    assert "adds a Keras layer" not in r.output
+
+
+def test_model_api_errors_survive_a_second_translation():
+    first = tr('''
+        from tensorflow import keras
+
+        def train(x, y):
+            model = keras.Sequential([keras.layers.Dense(2)])
+            model.compile(
+                optimizer="adam",
+                metrics=[keras.metrics.F1Score(name="f1")],
+            )
+            model.fit(x, y)
+    ''')
+    second = translate_source(first.output, "m.py")
+    assert second.output == first.output
+    assert sorted(c for c, _ in errors(second)) == sorted(c for c, _ in errors(first))

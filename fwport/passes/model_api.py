@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from fwport.context import FileContext
-from fwport.engine import code
+from fwport.engine import code, comment_error
 from fwport.finding import Severity
 from fwport.names import dotted
 
@@ -73,8 +73,8 @@ METHODS: dict[str, str] = {
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     models = _Models(ctx)
     models.analyse(module)
-    if not models.any():
-        return module
+    if not models.any() and "is a Keras model method" not in module.code:
+        return module  # (the comment: a translation being translated again says the same again)
     return module.visit(_ModelApiPass(ctx, models))
 
 
@@ -349,7 +349,7 @@ class _ModelApiPass(cst.CSTTransformer):
         return updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        method = self._model_method(original_node)
+        method = self._model_method(original_node) or self._said_before(original_node)
         if method is None:
             return updated_node
         if method == "summary" and not original_node.args and self._is_statement(original_node):
@@ -361,7 +361,18 @@ class _ModelApiPass(cst.CSTTransformer):
         self.ctx.settled.add(id(original_node))
         return original_node
 
+    def _said_before(self, call: cst.Call) -> str | None:
+        """The method, when this call's statement carries the `# fwport:` comment an earlier
+        translation left on it: translating a translation says the same again (the receiver is
+        an nn.Module by then, which the analysis no longer counts as a Keras model)."""
+        func = call.func
+        if not isinstance(func, cst.Attribute) or func.attr.value not in METHODS:
+            return None
+        said = comment_error(getattr(self, "_statement", None), f"{code(func.value)}.{func.attr.value}(...) is a Keras")
+        return func.attr.value if said is not None and "is a Keras model method" in said[1] else None
+
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self._statement = node
         self._statement_calls = {id(s.value) for s in node.body if isinstance(s, cst.Expr)}
 
     def _is_statement(self, call: cst.Call) -> bool:

@@ -370,9 +370,12 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         the layer must not be translated out of context, leaving an ``.add`` nn.Sequential lacks."""
         if id(call) in self.ctx.settled or not call.args:
             return
+        if isinstance(call.func, cst.Attribute) and self.qualname(call.func) is not None:
+            return  # keras.ops.add(a, b) and the like: a function of an imported module, not a model's .add
         layer = call.args[0].value
         q = self.qualname(layer.func) if isinstance(layer, cst.Call) else None
-        if q is None or not q.startswith("keras."):
+        rule = self.ctx.pack.by_name.get(q) if q else None
+        if q is None or not (q.startswith("keras.layers.") or (rule is not None and rule.kind == "layer")):
             return
         self.ctx.settled.add(id(call))
         if self._statement is not None and (said := comment_error(self._statement, q.rsplit(".", 1)[-1])):
