@@ -568,11 +568,6 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         m = map_call(updated_node, rule, self.ctx, original_node)
         return build_call(m, self.ctx)
 
-    def _bare(self, node):
-        if id(node) in self._wrapped:
-            return node.with_changes(lpar=[], rpar=[])
-        return node
-
     def _unwrap(self, updated_node):
         value = updated_node.value
         if value is None or id(value) not in self._wrapped:

@@ -230,14 +230,6 @@ def add_imports(module: cst.Module, needed: set[str]) -> cst.Module:
     return module
 
 
-def fix_imports(module: cst.Module, needed: set[str], source_aliases: set[str] | None = None) -> cst.Module:
-    """Add the imports ``needed``; drop the source-framework imports the code no longer uses.
-
-    ``source_aliases``: the local names the file's source-framework imports bind (computed from
-    the module when not given)."""
-    return prune_imports(add_imports(module, needed), source_aliases)[0]
-
-
 def prune_imports(module: cst.Module, source_aliases: set[str] | None = None) -> tuple[cst.Module, str]:
     """Drop the source-framework imports whose names the code no longer uses; the module and its text."""
     if source_aliases is None:

@@ -636,7 +636,7 @@ def _affine_flags(m: MappedCall, ctx, scale_kw: str) -> bool:
 @shape("batch-norm")
 def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
-    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+    axis = _axis(m)
     if not _int(axis):
         return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only a single literal "
                        "axis maps onto torch's BatchNorm (which normalises per channel at dim 1)")
@@ -690,7 +690,7 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 @shape("layer-norm")
 def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
-    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+    axis = _axis(m)
     axes = [axis] if _int(axis) else axis
     if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
         return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
@@ -815,15 +815,30 @@ def prelu(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
-@shape("softmax")
-def softmax(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+def _axis(m: MappedCall):
+    """The layer's ``axis`` argument as a literal (NOT_LITERAL when it is not one); -1 when omitted."""
+    return literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+
+
+def _dim_of_axis(m: MappedCall, ctx, lctx: LayerContext, not_int: str, rank_unknown: str) -> int | LayerEmission:
+    """The torch dim of the layer's single literal axis in this region's layout, or the failed
+    emission (``rank_unknown`` may use ``{axis}``)."""
+    axis = _axis(m)
     if not _int(axis):
-        return _failed(m, ctx, "unsupported-argument", "axis must be a literal int (torch's Softmax takes one dim)")
+        return _failed(m, ctx, "unsupported-argument", not_int)
     dim = remap_axis(axis, lctx.in_shape, lctx)
     if dim is None:
-        return _failed(m, ctx, "shape-unknown", f"softmax over axis {axis} of an input whose rank is unknown in a "
-                       "channels-first region: cannot tell which torch dim that is")
+        return _failed(m, ctx, "shape-unknown", rank_unknown.format(axis=axis))
+    return dim
+
+
+@shape("softmax")
+def softmax(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    dim = _dim_of_axis(m, ctx, lctx, "axis must be a literal int (torch's Softmax takes one dim)",
+                       "softmax over axis {axis} of an input whose rank is unknown in a channels-first region: "
+                       "cannot tell which torch dim that is")
+    if isinstance(dim, LayerEmission):
+        return dim
     return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Softmax')}(dim={dim})")], lctx.in_shape)
 
 
@@ -843,13 +858,10 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "unsupported-construct", f"{name} has no torch module: write the operation where "
                        f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)'}[op] })")
     if op == "cat":
-        axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
-        if not _int(axis):
-            return _failed(m, ctx, "unsupported-argument", "axis must be a literal int")
-        dim = remap_axis(axis, lctx.in_shape, lctx)
-        if dim is None:
-            return _failed(m, ctx, "shape-unknown", f"concatenation axis {axis} on inputs whose rank is unknown "
-                           "in a channels-first region")
+        dim = _dim_of_axis(m, ctx, lctx, "axis must be a literal int",
+                           "concatenation axis {axis} on inputs whose rank is unknown in a channels-first region")
+        if isinstance(dim, LayerEmission):
+            return dim
         cat = ctx.spell_text("torch.cat")
 
         def functional(arg: cst.BaseExpression) -> cst.BaseExpression:

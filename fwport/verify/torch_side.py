@@ -145,11 +145,9 @@ def _read_state(path: str) -> dict:
     return {k: v for k, v in sd.items() if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS}
 
 
-def run(req: dict) -> dict:
-    if not _STATE:
-        raise UserError("run before build")
-    model, xs, xs_np, dev = _STATE["model"], _STATE["xs"], _STATE["xs_np"], _STATE["device"]
-    state = _read_state(req["weights"])
+def _load_checked(model, state: dict) -> dict | None:
+    """Load a transferred state after checking it names every parameter and buffer of the model,
+    nothing else, with the module's shapes; the ``load_error`` answer when it does not."""
     items = dict(_state_items(model))
     missing = [n for n in items if n not in state]
     extra = [n for n in state if n not in items]
@@ -158,6 +156,17 @@ def run(req: dict) -> dict:
     if missing or extra or bad:
         return {"load_error": {"missing": missing, "extra": extra, "shape": bad}}
     _load(model, state)
+    return None
+
+
+def run(req: dict) -> dict:
+    if not _STATE:
+        raise UserError("run before build")
+    model, xs, xs_np, dev = _STATE["model"], _STATE["xs"], _STATE["xs_np"], _STATE["device"]
+    state = _read_state(req["weights"])
+    error = _load_checked(model, state)
+    if error is not None:
+        return error
     checks = req.get("checks", ["forward"])
     arrays: dict = {}
     resp: dict = {}
@@ -245,14 +254,9 @@ def save(req: dict) -> dict:
     model = _STATE["model"]
     with np.load(req["weights"]) as z:
         state = {k: z[k] for k in z.files}
-    items = dict(_state_items(model))
-    missing = [n for n in items if n not in state]
-    extra = [n for n in state if n not in items]
-    bad = [f"{n}: the map gives {tuple(state[n].shape)}, the module has {tuple(items[n].shape)}"
-           for n in items if n in state and tuple(state[n].shape) != tuple(items[n].shape)]
-    if missing or extra or bad:
-        return {"load_error": {"missing": missing, "extra": extra, "shape": bad}}
-    _load(model, state)
+    error = _load_checked(model, state)
+    if error is not None:
+        return error
     sd = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
     for path in req["to"]:
         if path.endswith(".safetensors"):
