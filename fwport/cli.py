@@ -235,6 +235,7 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
         json_report.start()
     summary = Summary()
     stderr_report.start()
+    stopped: str | None = None  # why the run ended early; the reports are written all the same
     try:
         for outcome in run(jobs_iter(), settings, jobs):
             r = outcome.result
@@ -251,20 +252,25 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
             if to_stdout and r.status is not Status.FAILED:
                 _write_stdout(r.output)
             progress.step(r.path)
-        progress.clear()
+    except KeyboardInterrupt:
+        stopped = "interrupted; files written so far are complete, the rest are untouched"
+    except Exception as e:  # a bug in the runner itself: never lose the report of what was done
+        stopped = (f"fwport crashed after {summary.files} file(s) ({type(e).__name__}: {e}); files written so "
+                   "far are complete, the rest are untouched; please report it")
+    progress.clear()
+    try:
         stderr_report.finish(summary, check)
         if json_report:
             json_report.finish(summary, check)
             json_fh.close()
             os.replace(json_tmp, report_file)
             json_tmp = None
-    except KeyboardInterrupt:
-        progress.clear()
-        _fail("interrupted; files written so far are complete, the rest are untouched", 130)
     finally:
         if json_tmp:
             json_fh.close()
             os.unlink(json_tmp)
+    if stopped:
+        _fail(stopped, 130 if stopped.startswith("interrupted") else EXIT_ERROR)
     sys.exit(summary.exit_code(check))
 
 

@@ -36,6 +36,12 @@ class LayerRecord:
     variant: str | None = None
     symbols: dict[str, int] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # records are plain data (they cross process boundaries and land in JSON): sizes known
+        # from a module constant (dims.Named) are stored as the ints they are
+        self.symbols = {k: int(v) if isinstance(v, int) and not isinstance(v, bool) else v
+                        for k, v in self.symbols.items()}
+
     def to_dict(self) -> dict:
         return {"scope": self.scope, "source": self.source, "target": self.target, "rule": self.rule,
                 "variant": self.variant, "symbols": dict(self.symbols)}
@@ -56,6 +62,11 @@ class ModelInfo:
     input_shape: tuple | None = None  # source layout, without the batch axis
     layout: str = "same"
     output_layout: str = "same"
+
+    def __post_init__(self) -> None:
+        if self.input_shape is not None:  # plain ints (see LayerRecord), None where symbolic
+            self.input_shape = tuple(int(d) if isinstance(d, int) and not isinstance(d, bool) else d
+                                     for d in self.input_shape)
 
     def to_dict(self) -> dict:
         return {"scope": self.scope, "kind": self.kind, "input_shape": list(self.input_shape) if self.input_shape else None,

@@ -36,6 +36,9 @@ class Named(int):
         obj.text = text
         return obj
 
+    def __reduce__(self):  # results cross process boundaries: unpickle with both arguments
+        return (Named, (int(self), self.text))
+
     def __repr__(self) -> str:
         return self.text
 

@@ -10,10 +10,12 @@ import ast
 import difflib
 import fnmatch
 import os
+import pickle
 import tempfile
 import traceback
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
@@ -196,6 +198,24 @@ def unified_diff(old: str, new: str, a: str, b: str) -> str:
 
 
 # --- writing ----------------------------------------------------------------------------------------
+TMP_SUFFIX = ".fwport-tmp"
+
+
+def remove_stale_temp(dest: str) -> None:
+    """Remove the temporary files a killed writer of ``dest`` left beside it (see write_atomic)."""
+    target = os.path.realpath(dest)
+    folder, base = os.path.split(target)
+    try:
+        names = os.listdir(folder or ".")
+    except OSError:
+        return
+    for name in names:
+        if name.startswith(f".{base}.") and name.endswith(TMP_SUFFIX):
+            try:
+                os.unlink(os.path.join(folder, name))
+            except OSError:
+                pass
+
 def write_atomic(dest: str, data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``dest`` through a temporary file in the same folder and ``os.replace``:
     a reader (or an interrupted run) sees the old file or the new one, never half of one."""
@@ -209,7 +229,7 @@ def write_atomic(dest: str, data: bytes, mode: int | None = None) -> None:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".fwport-tmp")
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=TMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -308,6 +328,12 @@ def run_job(job: Job, settings: Settings) -> Outcome:
 
 
 # --- many files ---------------------------------------------------------------------------------------
+# A worker returns its Outcome already pickled, and the parent unpickles it itself: a result that
+# cannot cross the process boundary then costs only its own file. (Left to the pool, a result that
+# fails to unpickle breaks the pool's manager thread, which kills every worker.) A worker that dies
+# (killed, out of memory, a crash in native code) breaks the pool: the files in flight are retried
+# one by one, each alone in a fresh process, to tell the culprit from its neighbours, and a fresh
+# pool takes the rest.
 _WORKER_SETTINGS: Settings | None = None
 
 
@@ -318,9 +344,30 @@ def _init_worker(settings: Settings) -> None:
     load_pack(settings.pack, settings.extra_dirs, settings.disabled)
 
 
-def _worker(job: Job) -> Outcome:
+def _worker(job: Job) -> bytes:
     assert _WORKER_SETTINGS is not None
-    return run_job(job, _WORKER_SETTINGS)
+    outcome = run_job(job, _WORKER_SETTINGS)
+    try:
+        return pickle.dumps(outcome, pickle.HIGHEST_PROTOCOL)
+    except Exception as e:  # a result that cannot be pickled: report the file, not a broken pool
+        return pickle.dumps(_failed(job, f"its result could not be sent back from the worker process "
+                                         f"({type(e).__name__}: {e}); please report it with this file"))
+
+
+def _failed(job: Job, message: str) -> Outcome:
+    f = Finding(Severity.ERROR, "internal-error", message, job.source)
+    return Outcome(FileResult(job.source, Status.FAILED, findings=[f]), job)
+
+
+def _unpickle(job: Job, data: bytes) -> Outcome:
+    try:
+        outcome = pickle.loads(data)
+    except Exception as e:
+        return _failed(job, f"its result could not be read back from the worker process "
+                            f"({type(e).__name__}: {e}); please report it with this file")
+    if not isinstance(outcome, Outcome):
+        return _failed(job, f"the worker sent back a {type(outcome).__name__}, not a result")
+    return outcome
 
 
 def default_workers() -> int:
@@ -331,7 +378,8 @@ def default_workers() -> int:
 
 
 def run(jobs: Iterable[Job], settings: Settings, workers: int | None = None) -> Iterator[Outcome]:
-    """Run the jobs, yielding outcomes in the order of ``jobs``.
+    """Run the jobs, yielding outcomes in the order of ``jobs``. Never raises because of one file:
+    a crash, an unpicklable result or a dead worker becomes that file's ``internal-error``.
 
     Up to a few jobs per worker are in flight at once, so memory stays flat however many files
     there are; a handful of files is translated in this process (a pool would cost more than it saves).
@@ -344,25 +392,21 @@ def run(jobs: Iterable[Job], settings: Settings, workers: int | None = None) -> 
         if len(head) > 2 * workers:
             break
     if workers == 1 or len(head) <= 2:
-        for job in head:
-            yield run_job(job, settings)
-        for job in it:
+        for job in _chain(head, it):
             yield run_job(job, settings)
         return
+    pool = _Pool(settings, workers)
     window = 4 * workers
-    pending: deque[tuple[Job, Future]] = deque()
-    pool = ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(settings,))
+    pending: deque[_Slot] = deque()
     try:
         for job in _chain(head, it):
-            pending.append((job, pool.submit(_worker, job)))
+            pending.append(pool.submit(job, pending))
             while len(pending) >= window:
-                yield _collect(*pending.popleft(), settings)
+                yield pool.collect(pending)
         while pending:
-            yield _collect(*pending.popleft(), settings)
+            yield pool.collect(pending)
     finally:
-        for _, fut in pending:
-            fut.cancel()
-        pool.shutdown(wait=True, cancel_futures=True)
+        pool.close(pending)
 
 
 def _chain(head: list[Job], rest: Iterator[Job]) -> Iterator[Job]:
@@ -370,13 +414,82 @@ def _chain(head: list[Job], rest: Iterator[Job]) -> Iterator[Job]:
     yield from rest
 
 
-def _collect(job: Job, fut: Future, settings: Settings) -> Outcome:
-    try:
-        return fut.result()
-    except Exception as e:  # the worker died (killed, out of memory): report the file, go on
-        f = Finding(Severity.ERROR, "internal-error", f"the worker translating this file died ({type(e).__name__}: {e})",
-                    job.source)
-        return Outcome(FileResult(job.source, Status.FAILED, findings=[f]), job)
+@dataclass
+class _Slot:
+    """A job in flight: its future, or its outcome once known."""
+
+    job: Job
+    future: Future | None = None
+    outcome: Outcome | None = None
+
+
+class _Pool:
+    """A process pool that survives its workers: see the comment above ``_init_worker``."""
+
+    def __init__(self, settings: Settings, workers: int):
+        self.settings, self.workers = settings, workers
+        self.executor = self._new(workers)
+
+    def _new(self, workers: int) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(workers, initializer=_init_worker, initargs=(self.settings,))
+
+    def submit(self, job: Job, pending: deque[_Slot]) -> _Slot:
+        try:
+            return _Slot(job, self.executor.submit(_worker, job))
+        except BrokenProcessPool:  # broke since the last collect: sort out what was in flight
+            self._recover(pending)
+            return _Slot(job, self.executor.submit(_worker, job))
+
+    def collect(self, pending: deque[_Slot]) -> Outcome:
+        slot = pending[0]
+        if slot.outcome is None:
+            try:
+                data = slot.future.result()
+            except BrokenProcessPool:
+                self._recover(pending)
+            except Exception as e:  # e.g. the job could not be sent to the worker
+                slot.outcome = _failed(slot.job, f"fwport could not run this file in a worker process "
+                                                 f"({type(e).__name__}: {e}); please report it with this file")
+            else:
+                slot.outcome = _unpickle(slot.job, data)
+        pending.popleft()
+        assert slot.outcome is not None
+        return slot.outcome
+
+    def _recover(self, pending: deque[_Slot]) -> None:
+        """The pool broke: keep the results that arrived, retry every other job in flight alone (so
+        that only the file that kills a worker is reported), and start a fresh pool for the rest."""
+        self.executor.shutdown(wait=True, cancel_futures=True)  # every worker has ended
+        for slot in pending:
+            if slot.outcome is not None:
+                continue
+            if slot.job.dest is not None:  # a worker killed while writing leaves its temporary file
+                remove_stale_temp(slot.job.dest)
+            fut = slot.future
+            if fut is not None and fut.done() and not fut.cancelled() and fut.exception() is None:
+                slot.outcome = _unpickle(slot.job, fut.result())
+            else:
+                slot.outcome = self._alone(slot.job)
+        self.executor = self._new(self.workers)
+
+    def _alone(self, job: Job) -> Outcome:
+        single = self._new(1)
+        try:
+            return _unpickle(job, single.submit(_worker, job).result())
+        except BrokenProcessPool:
+            return _failed(job, "the worker process translating this file died (killed, out of memory or a "
+                                "crash in native code), also when retried alone; the file was left as it was")
+        except Exception as e:
+            return _failed(job, f"fwport could not run this file in a worker process "
+                                f"({type(e).__name__}: {e}); please report it with this file")
+        finally:
+            single.shutdown(wait=True, cancel_futures=True)
+
+    def close(self, pending: deque[_Slot]) -> None:
+        for slot in pending:
+            if slot.future is not None:
+                slot.future.cancel()
+        self.executor.shutdown(wait=True, cancel_futures=True)
 
 
 # --- residue: what a migrated tree must no longer contain -----------------------------------------------------

@@ -361,6 +361,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             h, w = (sp[0], 1) if len(sp) == 1 else sp
             record.variant = "before-unflatten"
             record.symbols = {"I": dense_in[-1], "H": h, "W": w, "C": c}
+            record.__post_init__()  # plain ints
             sizes = (c, *sp)
             return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {sizes})")], out)
         return refuse(" from one feature map to another in a model converted to channels-first")
