@@ -263,6 +263,9 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
         if json_report:
             json_report.finish(summary, check)
             json_fh.close()
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(json_tmp, 0o666 & ~umask)  # a report like any file the user writes, not mkstemp's 0600
             os.replace(json_tmp, report_file)
             json_tmp = None
     finally:

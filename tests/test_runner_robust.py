@@ -131,6 +131,7 @@ def test_a_worker_death_in_the_tree_command_still_writes_the_report(tmp_path, mo
                                     "--report", str(report)])
     assert res.exit_code == 2, res.output
     data = json.loads(report.read_text())
+    assert report.stat().st_mode & 0o044  # readable by others as umask allows, not mkstemp's 0600
     statuses = {Path(f["path"]).name: f["status"] for f in data["files"]}
     assert statuses.pop("poison.py") == "failed"
     assert set(statuses.values()) == {"converted"} and len(statuses) == 16
