@@ -23,4 +23,4 @@ bench: install
 	$(PY) bench/bench_verify.py
 
 docs:
-	$(PY) -m fwport.docgen
+	$(PY) -m fwport.core.docgen

@@ -29,8 +29,8 @@ sys.path.insert(0, str(ROOT))
 
 import libcst as cst  # noqa: E402
 
-from fwport.rule import load_pack  # noqa: E402
-from fwport.translate import translate_source  # noqa: E402
+from fwport.core.rule import load_pack  # noqa: E402
+from fwport.core.pipeline import translate_source  # noqa: E402
 
 
 def keras_src() -> Path | None:
@@ -175,7 +175,7 @@ def main() -> None:
 def stage_times(files: list[tuple[str, str]], pack) -> None:
     """Wrap each stage translate_source calls and add up its wall time; the rest is the rule pass,
     rendering and glue."""
-    import fwport.translate as tr
+    import fwport.core.pipeline as tr
 
     totals: dict[str, float] = {}
 

@@ -66,7 +66,7 @@ def floor(d: str) -> float:
 
 
 def main() -> None:
-    from fwport.translate import translate_source
+    from fwport.core.pipeline import translate_source
     from fwport.verify import Options, verify
 
     ap = argparse.ArgumentParser()

@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fwport.passes.decorators import REMOVED  # noqa: E402
-from fwport.rule import load_pack  # noqa: E402
+from fwport.packs.tf2torch.passes.decorators import REMOVED  # noqa: E402
+from fwport.core.rule import load_pack  # noqa: E402
 
 DEFAULT_TSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "api-frequency-tf.tsv"
 NAMESPACES = ("tensorflow.", "keras.ops.", "keras.activations.", "keras.backend.")

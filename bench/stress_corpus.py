@@ -15,8 +15,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from fwport.rule import load_pack  # noqa: E402
-from fwport.translate import translate_source  # noqa: E402
+from fwport.core.rule import load_pack  # noqa: E402
+from fwport.core.pipeline import translate_source  # noqa: E402
 
 
 def default_roots() -> list[Path]:

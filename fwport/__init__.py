@@ -2,10 +2,10 @@
 
 The public API, in the order data flows through it:
 """
-from fwport.finding import CODES, Finding, Severity
-from fwport.rule import Pack, Rule, RuleError, load_pack
-from fwport.result import FileResult, Status
-from fwport.translate import detect_keras_version, translate_source
+from fwport.core.finding import CODES, Finding, Severity
+from fwport.core.rule import Pack, Rule, RuleError, load_pack
+from fwport.core.result import FileResult, Status
+from fwport.core.pipeline import detect_keras_version, translate_source
 
 __all__ = [
     "translate_source", "detect_keras_version",

@@ -1,3 +1,3 @@
-from fwport.cli import main
+from fwport.core.cli import main
 
 main()

@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fwport.translate import translate_source  # noqa: E402
+from fwport.core.pipeline import translate_source  # noqa: E402
 
 FIXTURES = ROOT / "fixtures" / "tf2torch"
 

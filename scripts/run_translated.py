@@ -30,7 +30,7 @@ def main() -> int:
     config = json.loads(config_path.read_text())
     import torch
 
-    from fwport.translate import translate_source
+    from fwport.core.pipeline import translate_source
 
     original = config_path.parent / "model.py"
     info = {m.scope: m for m in translate_source(original.read_text(), str(original)).models}

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fwport.cli import main
+from fwport.core.cli import main
 
 TF = "import tensorflow as tf\n\ny = tf.reduce_sum(x, 1)\n"
 TORCH = "import torch\n\ny = torch.sum(x, dim=1)\n"
@@ -112,12 +112,12 @@ def test_nothing_to_translate_comes_back_byte_identical(tmp_path, text):
 
 
 def test_a_crash_becomes_an_internal_error_finding(tmp_path, monkeypatch):
-    import fwport.translate
+    import fwport.core.pipeline
 
     def boom(*a, **k):
         raise KeyError("planted")
 
-    monkeypatch.setattr(fwport.translate, "translate_source", boom)
+    monkeypatch.setattr(fwport.core.pipeline, "translate_source", boom)
     f = tmp_path / "m.py"
     f.write_text(TF)
     r = run("tf2torch", str(f))
@@ -127,7 +127,7 @@ def test_a_crash_becomes_an_internal_error_finding(tmp_path, monkeypatch):
 
 
 def test_an_interrupted_write_leaves_the_original_and_no_temp_file(tmp_path, monkeypatch):
-    import fwport.runner
+    import fwport.core.runner
 
     f = tmp_path / "m.py"
     f.write_text(TF)
@@ -135,9 +135,9 @@ def test_an_interrupted_write_leaves_the_original_and_no_temp_file(tmp_path, mon
     def interrupted(src, dst):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(fwport.runner.os, "replace", interrupted)
+    monkeypatch.setattr(fwport.core.runner.os, "replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        fwport.runner.write_atomic(str(f), TORCH.encode())
+        fwport.core.runner.write_atomic(str(f), TORCH.encode())
     assert f.read_text() == TF
     assert [p.name for p in tmp_path.iterdir()] == ["m.py"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fwport.cli import main
+from fwport.core.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -162,16 +162,16 @@ def test_stderr_report_formats(tmp_path, fmt):
 
 
 def test_options_reach_the_translator(tmp_path, monkeypatch):
-    import fwport.translate
+    import fwport.core.pipeline
 
     seen = []
-    real = fwport.translate.translate_source
+    real = fwport.core.pipeline.translate_source
 
     def spy(source, path="<string>", pack=None, options=None):
         seen.append(dict(options or {}))
         return real(source, path, pack, options)
 
-    monkeypatch.setattr(fwport.translate, "translate_source", spy)
+    monkeypatch.setattr(fwport.core.pipeline, "translate_source", spy)
     f = write(tmp_path / "m.py", TF_SUM)
     invoke("tf2torch", "--keras", "2", "--compile", str(f))
     assert seen == [{"keras": 2, "compile": True}]
@@ -329,7 +329,7 @@ def test_no_framework_is_imported(tmp_path, args):
 
 
 def test_verify_and_weights_are_registered():
-    from fwport.cli import main as group
+    from fwport.core.cli import main as group
 
     import click
     ctx = click.Context(group)

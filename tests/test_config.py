@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from fwport.cli import main
-from fwport.config import ConfigError, load_config
-from fwport.rule import builtin_rules_dir
+from fwport.core.cli import main
+from fwport.core.config import ConfigError, load_config
+from fwport.core.rule import builtin_rules_dir
 
 TF = "import tensorflow as tf\n\ny = tf.reduce_sum(x, 1)\n"
 

@@ -2,8 +2,8 @@
 stay on the source's lines although the output loses the decorator lines."""
 from __future__ import annotations
 
-from fwport.finding import Severity
-from fwport.translate import translate_source
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
 
 
 def _t(src: str, **options):

@@ -7,10 +7,10 @@ from pathlib import Path
 import click
 import pytest
 
-from fwport import docgen, rule
-from fwport.cli import main
-from fwport.config import KEYS
-from fwport.finding import CODES
+from fwport.core import docgen, rule
+from fwport.core.cli import main
+from fwport.core.config import KEYS
+from fwport.core.finding import CODES
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 
@@ -18,7 +18,7 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 @pytest.mark.parametrize("path,text", list(docgen.documents().items()), ids=lambda v: getattr(v, "name", ""))
 def test_generated_docs_are_up_to_date(path, text):
     assert path.exists() and path.read_text(encoding="utf-8") == text, (
-        f"{path.name} is out of date: run `python -m fwport.docgen` and commit the result")
+        f"{path.name} is out of date: run `python -m fwport.core.docgen` and commit the result")
 
 
 def test_every_finding_code_has_advice():

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwport.finding import Severity
+from fwport.core.finding import Severity
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "tf2torch"

@@ -7,10 +7,10 @@ import textwrap
 
 import pytest
 
-from fwport.finding import Severity
-from fwport.passes.model_api import METHODS
-from fwport.rule import load_pack
-from fwport.translate import translate_source
+from fwport.core.finding import Severity
+from fwport.packs.tf2torch.passes.model_api import METHODS
+from fwport.core.rule import load_pack
+from fwport.core.pipeline import translate_source
 
 PACK = load_pack("tf2torch")
 

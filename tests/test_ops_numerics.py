@@ -19,8 +19,8 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from fwport.finding import Severity
-from fwport.translate import translate_source
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
 
 TF = "import tensorflow as tf\n"
 KOPS = "import keras\nfrom keras import ops\n"

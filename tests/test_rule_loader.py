@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from fwport.rule import RuleError, load_pack, parse_rule
+from fwport.core.rule import RuleError, load_pack, parse_rule
 
 GOOD = '''
 summary = "Sum over axes"

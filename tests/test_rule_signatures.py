@@ -23,7 +23,7 @@ from importlib.util import find_spec
 
 import pytest
 
-from fwport.rule import load_pack
+from fwport.core.rule import load_pack
 
 PACK = load_pack("tf2torch")
 RULES = sorted(PACK.rules.values(), key=lambda r: r.id)

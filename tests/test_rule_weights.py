@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fwport.rule import load_pack
-from fwport.translate import translate_source
+from fwport.core.rule import load_pack
+from fwport.core.pipeline import translate_source
 from fwport.verify import Options, Session, verify
 
 CASES_SOURCE = '''

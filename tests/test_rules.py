@@ -7,9 +7,9 @@ from collections import Counter
 
 import pytest
 
-from fwport.finding import Severity
-from fwport.rule import load_pack
-from fwport.translate import translate_source
+from fwport.core.finding import Severity
+from fwport.core.rule import load_pack
+from fwport.core.pipeline import translate_source
 
 PACK = load_pack("tf2torch")
 RULES = sorted(PACK.rules.values(), key=lambda r: r.id)

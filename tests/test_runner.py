@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fwport.result import Status
-from fwport.runner import Job, Settings, find_source_references, is_excluded, iter_files, plan_jobs, run
+from fwport.core.result import Status
+from fwport.core.runner import Job, Settings, find_source_references, is_excluded, iter_files, plan_jobs, run
 
 TF = "import tensorflow as tf\n\ny = tf.reduce_sum(x, 1)\n"
 

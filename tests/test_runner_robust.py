@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import fwport.runner as runner
-from fwport.cli import main
-from fwport.context import LayerRecord, ModelInfo
-from fwport.dims import Named
-from fwport.finding import Finding, Severity
-from fwport.result import FileResult, Status
-from fwport.runner import Job, Outcome, Settings, run, translate_text
+import fwport.core.runner as runner
+from fwport.core.cli import main
+from fwport.core.context import LayerRecord, ModelInfo
+from fwport.packs.tf2torch.dims import Named
+from fwport.core.finding import Finding, Severity
+from fwport.core.result import FileResult, Status
+from fwport.core.runner import Job, Outcome, Settings, run, translate_text
 
 TF = "import tensorflow as tf\n\ny = tf.reduce_sum(x, 1)\n"
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwport.finding import Severity
-from fwport.rule import load_pack
-from fwport.translate import translate_source
+from fwport.core.finding import Severity
+from fwport.core.rule import load_pack
+from fwport.core.pipeline import translate_source
 
 PACK = load_pack("tf2torch")
 

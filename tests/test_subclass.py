@@ -18,8 +18,8 @@ from importlib.util import find_spec
 import numpy as np
 import pytest
 
-from fwport.rule import load_pack
-from fwport.translate import translate_source
+from fwport.core.rule import load_pack
+from fwport.core.pipeline import translate_source
 
 PACK = load_pack("tf2torch")
 

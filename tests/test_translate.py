@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import textwrap
 
-from fwport.finding import Severity
-from fwport.translate import translate_source
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
 
 
 def tr(text: str):

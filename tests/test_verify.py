@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from fwport.rule import load_pack
-from fwport.translate import translate_source
+from fwport.core.rule import load_pack
+from fwport.core.pipeline import translate_source
 from fwport.verify import Options, Session, VerifyError, verify
 from fwport.verify.spec import InputSpec, SpecError, make_inputs
 from fwport.verify.transfer import TransferError, apply_ops
@@ -128,7 +128,7 @@ def test_keras_variable_without_weight_map_is_named(session, tmp_path):
     # a rule whose weight map forgets a variable: the Keras variable is left over and named
     import dataclasses
 
-    from fwport.rule import Pack
+    from fwport.core.rule import Pack
 
     base = load_pack("tf2torch")
     dense = base.rules["dense"]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fwport.rule import Pack, WeightMap, WeightOp, load_pack
-from fwport.translate import translate_source
+from fwport.core.rule import Pack, WeightMap, WeightOp, load_pack
+from fwport.core.pipeline import translate_source
 from fwport.verify import Options, Session, verify
 
 ORIGINAL = '''

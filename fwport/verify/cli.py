@@ -1,4 +1,4 @@
-"""``fwport verify`` and ``fwport weights`` (click commands; registered in fwport/cli.py's group).
+"""``fwport verify`` and ``fwport weights`` (click commands; registered in fwport/core/cli.py's group).
 
 Imports no framework: the frameworks run in subprocesses (see run.py).
 """
@@ -119,7 +119,7 @@ def weights_command(checkpoint, source, model, to, translated, args, inputs, ker
                 with tempfile.TemporaryDirectory() as d:
                     tfile = translated
                     if tfile is None:
-                        from fwport.translate import translate_source
+                        from fwport.core.pipeline import translate_source
                         tfile = str(Path(d) / "translated.py")
                         Path(tfile).write_text(translate_source(Path(source).read_text(encoding="utf-8"), source).output,
                                                encoding="utf-8")

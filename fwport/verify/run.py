@@ -221,14 +221,14 @@ class Options:
     seed: int = 0
     timeout: float = DEFAULT_TIMEOUT
     lr: float = DEFAULT_LR
-    pack: object = None  # a fwport.rule.Pack to take the weight maps from (default: the built-in pack)
+    pack: object = None  # a fwport.core.rule.Pack to take the weight maps from (default: the built-in pack)
     weights_file: str | None = None  # load this Keras checkpoint instead of random values
     kind: str = "model"  # "function": NAME is a plain tensor function (no weights), called with the inputs
     torch_state_file: str | None = None  # (fwport weights --check) torch loads this checkpoint, not the transfer
 
 
 def detect_direction(original: str, translated: str) -> str:
-    from fwport.translate import mentions_source
+    from fwport.core.pipeline import mentions_source
     if mentions_source(original) and "torch" in translated:
         return "tf2torch"
     if "torch" in original and ("jax" in translated or "equinox" in translated):
@@ -334,8 +334,8 @@ def _read(path: str, what: str) -> str:
 
 
 def _verify(opts: Options, session: Session, keep_state: str | None = None) -> dict:
-    from fwport.rule import load_pack
-    from fwport.translate import detect_keras_version, translate_source
+    from fwport.core.rule import load_pack
+    from fwport.core.pipeline import detect_keras_version, translate_source
 
     t0 = time.perf_counter()
     times: dict[str, float] = {}
@@ -597,7 +597,7 @@ def convert(checkpoint: str, source: str, model: str, to: list[str], translated:
             pack=None) -> dict:
     """A Keras checkpoint → a torch state_dict (.pt / .safetensors) for the translated model, through
     the same weight maps as verify. Returns a report (dict); raises VerifyError when it cannot."""
-    from fwport.translate import translate_source
+    from fwport.core.pipeline import translate_source
 
     own = session is None
     session = session or Session()

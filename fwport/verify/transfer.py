@@ -1,6 +1,6 @@
 """The weight-map interpreter: a source variable → a target parameter, by the ops a rule lists.
 
-numpy only. The vocabulary is closed (``fwport.rule.WEIGHT_OPS``); each op's parameters are integers
+numpy only. The vocabulary is closed (``fwport.core.rule.WEIGHT_OPS``); each op's parameters are integers
 or symbols (``H``, ``W``, ``C``, ``O`` ...) bound from the translation's ``LayerRecord.symbols``:
 
 - ``copy``                      the array as it is
@@ -69,7 +69,7 @@ def apply_op(x: np.ndarray, op: str, params: tuple[str, ...], symbols: dict[str,
 
 
 def apply_ops(x: np.ndarray, ops, symbols: dict[str, int], what: str = "") -> np.ndarray:
-    """Apply a rule's ops (``fwport.rule.WeightOp`` or ``(op, params)`` pairs) in order."""
+    """Apply a rule's ops (``fwport.core.rule.WeightOp`` or ``(op, params)`` pairs) in order."""
     for o in ops:
         op, params = (o.op, o.params) if hasattr(o, "op") else (o[0], tuple(o[1]))
         x = apply_op(x, op, tuple(params), symbols, what)

@@ -6,9 +6,9 @@ from typing import Any
 
 import libcst as cst
 
-from fwport.finding import Finding, Severity
-from fwport.names import ImportTable
-from fwport.rule import Pack, Rule
+from fwport.core.finding import Finding, Severity
+from fwport.core.names import ImportTable
+from fwport.core.rule import Pack, Rule
 
 # How a target module path is spelled in the output, and the import that spelling needs.
 # Longest prefix first.

@@ -2,7 +2,7 @@
 spreading the work over the cores with memory flat in the number of files.
 
 Nothing here prints. :func:`run` yields one :class:`Outcome` per file, in the order the files were
-found; the command line renders them (``fwport/report.py``).
+found; the command line renders them (``fwport/core/report.py``).
 """
 from __future__ import annotations
 
@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Iterator
 
-from fwport.config import DEFAULT_MAX_SIZE
-from fwport.finding import Finding, Severity
-from fwport.result import FileResult, Status
+from fwport.core.config import DEFAULT_MAX_SIZE
+from fwport.core.finding import Finding, Severity
+from fwport.core.result import FileResult, Status
 
 #: Folders never walked into: tooling, caches, installed packages and build outputs.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
@@ -268,8 +268,8 @@ class Outcome:
 
 def translate_text(text: str, path: str, settings: Settings) -> FileResult:
     """Translate one text: a BOM is kept, a parse error is explained, a crash becomes a finding."""
-    from fwport.rule import load_pack
-    from fwport.translate import translate_source
+    from fwport.core.rule import load_pack
+    from fwport.core.pipeline import translate_source
 
     bom = text.startswith(BOM)
     body = text[1:] if bom else text
@@ -340,7 +340,7 @@ _WORKER_SETTINGS: Settings | None = None
 def _init_worker(settings: Settings) -> None:
     global _WORKER_SETTINGS
     _WORKER_SETTINGS = settings
-    from fwport.rule import load_pack
+    from fwport.core.rule import load_pack
     load_pack(settings.pack, settings.extra_dirs, settings.disabled)
 
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import click
 
 from fwport import __version__
-from fwport.config import Config, ConfigError, check_disabled, load_config
-from fwport.finding import Severity
-from fwport.result import Status
+from fwport.core.config import Config, ConfigError, check_disabled, load_config
+from fwport.core.finding import Severity
+from fwport.core.result import Status
 
 EXIT_CLEAN, EXIT_ATTENTION, EXIT_ERROR = 0, 1, 2
 
@@ -96,7 +96,7 @@ def main() -> None:
 
 # --- configuration --------------------------------------------------------------------------------
 def _config(paths: tuple[str, ...], config_file: str | None) -> Config:
-    from fwport.config import parse_config
+    from fwport.core.config import parse_config
     import tomllib
 
     try:
@@ -113,14 +113,14 @@ def _config(paths: tuple[str, ...], config_file: str | None) -> Config:
 
 
 def _known_rule_ids(pack: str, extra_dirs: tuple[str, ...]) -> set[str]:
-    from fwport.rule import builtin_rules_dir
+    from fwport.core.rule import builtin_rules_dir
 
     dirs = [builtin_rules_dir() / pack] + [Path(d) / pack if (Path(d) / pack).is_dir() else Path(d) for d in extra_dirs]
     return {p.stem for d in dirs if d.is_dir() for p in d.glob("*.toml")}
 
 
 def _load_pack(pack: str, cfg: Config, extra: tuple[str, ...], disabled: tuple[str, ...]):
-    from fwport.rule import RuleError, load_pack
+    from fwport.core.rule import RuleError, load_pack
 
     extra_dirs = tuple(dict.fromkeys([*cfg.rules, *(str(Path(d).resolve()) for d in extra)]))
     for d in extra:
@@ -186,8 +186,8 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
     (skipping .git, virtual environments, site-packages, build outputs and excluded globs) and
     translated in parallel; name where the result goes with -o DIR, --in-place, --diff or --check.
     """
-    from fwport.report import REPORTS, Summary
-    from fwport.runner import Settings, iter_files, plan_jobs, run
+    from fwport.core.report import REPORTS, Summary
+    from fwport.core.runner import Settings, iter_files, plan_jobs, run
 
     if in_place and output:
         _fail("--in-place and -o/--output exclude each other: pick one")
@@ -286,8 +286,8 @@ def residue(paths: tuple[str, ...], exclude: tuple[str, ...]) -> None:
 
     Folders are walked for .py files like tf2torch does. Unreadable or unparsable files exit 2.
     """
-    from fwport.report import Summary
-    from fwport.runner import check_residue, iter_files
+    from fwport.core.report import Summary
+    from fwport.core.runner import check_residue, iter_files
 
     cfg = _config(paths, None)
     excludes = (*cfg.exclude, *exclude)
@@ -308,7 +308,7 @@ def residue(paths: tuple[str, ...], exclude: tuple[str, ...]) -> None:
 
 # --- fwport rules ---------------------------------------------------------------------------------------
 def _packs() -> list[str]:
-    from fwport.rule import builtin_rules_dir
+    from fwport.core.rule import builtin_rules_dir
 
     root = builtin_rules_dir()
     return sorted(d.name for d in root.iterdir() if d.is_dir() and any(d.glob("*.toml"))) if root.is_dir() else []
@@ -319,8 +319,8 @@ def _packs() -> list[str]:
 def rules(args: tuple[str, ...]) -> None:
     """The rule catalogue: `fwport rules [PACK]` lists rules; `fwport rules show ID` shows one
     (arguments, defaults, weight maps, notes and its examples as diffs)."""
-    from fwport.report import render_rule_list, render_rule_text
-    from fwport.rule import RuleError, load_pack
+    from fwport.core.report import render_rule_list, render_rule_text
+    from fwport.core.rule import RuleError, load_pack
 
     cfg = _config((), None)
     packs = _packs()

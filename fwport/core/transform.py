@@ -52,4 +52,4 @@ def load() -> None:
     if _loaded:
         return
     _loaded = True
-    from fwport import layer, ops, values  # noqa: F401
+    from fwport.packs.tf2torch import layer, ops, values  # noqa: F401

@@ -219,7 +219,7 @@ def _parse_examples(items: Any, path: Path | str, key: str, need_after: bool) ->
 
 def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
     """Parse and validate one rule file."""
-    from fwport import transform as registry  # named transforms the rule may refer to
+    from fwport.core import transform as registry  # named transforms the rule may refer to
 
     registry.load()
 
@@ -253,10 +253,10 @@ def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
         raise RuleError(path, "emit.self_arg", "missing for a method emit", "name the source parameter the method is called on")
     if "transform" in emit and emit["transform"] not in registry.CALL_TRANSFORMS:
         raise RuleError(path, "emit.transform", f"no call transform named {emit['transform']!r}",
-                        f"use one of {', '.join(sorted(registry.CALL_TRANSFORMS))} or register one in fwport/transform.py")
+                        f"use one of {', '.join(sorted(registry.CALL_TRANSFORMS))} or register one in fwport/core/transform.py")
     if "shape" in emit and emit["shape"] not in registry.SHAPES:
         raise RuleError(path, "emit.shape", f"no shape function named {emit['shape']!r}",
-                        f"use one of {', '.join(sorted(registry.SHAPES))} or register one in fwport/layer.py")
+                        f"use one of {', '.join(sorted(registry.SHAPES))} or register one in fwport/packs/tf2torch/layer.py")
 
     param_names = {p.name for p in params}
     args_table = data.get("args", {})
@@ -276,7 +276,7 @@ def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
                             "rename takes the target name; transform a transform name; the others a reason")
         if verb == "transform" and value not in registry.VALUE_TRANSFORMS:
             raise RuleError(path, f"{key}.transform", f"no value transform named {value!r}",
-                            f"use one of {', '.join(sorted(registry.VALUE_TRANSFORMS))} or register one in fwport/transform.py")
+                            f"use one of {', '.join(sorted(registry.VALUE_TRANSFORMS))} or register one in fwport/core/transform.py")
         aliases = spec.get("aliases", [])
         if not isinstance(aliases, list):
             raise RuleError(path, f"{key}.aliases", "expected a list of strings", "e.g. aliases = [\"lr\"]")
@@ -319,11 +319,11 @@ def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
 
 
 def builtin_rules_dir() -> Path:
-    here = Path(__file__).resolve().parent
-    installed = here / "_rules"
+    package = Path(__file__).resolve().parent.parent  # fwport/
+    installed = package / "_rules"  # a wheel carries the rules inside the package
     if installed.is_dir():
         return installed
-    return here.parent / "rules"
+    return package.parent / "rules"  # a source checkout
 
 
 @dataclass

@@ -10,15 +10,15 @@ import re
 
 import libcst as cst
 
-from fwport.context import FileContext
-from fwport.engine import RuleTransformer
-from fwport.finding import Finding, Severity
-from fwport.imports import add_imports, prune_imports
-from fwport.names import collect_imports
-from fwport.passes import PASSES, decorators
-from fwport.position import node_positions, statement_spans
-from fwport.result import FileResult, Status
-from fwport.rule import Pack, load_pack
+from fwport.core.context import FileContext
+from fwport.core.engine import RuleTransformer
+from fwport.core.finding import Finding, Severity
+from fwport.core.imports import add_imports, prune_imports
+from fwport.core.names import collect_imports
+from fwport.packs.tf2torch.passes import PASSES, decorators
+from fwport.core.position import node_positions, statement_spans
+from fwport.core.result import FileResult, Status
+from fwport.core.rule import Pack, load_pack
 
 _MENTIONS = re.compile(r"\b(tensorflow|keras|tf_keras)\b")
 _KERAS2_HINTS = re.compile(r"\btf_keras\b|\bexperimental\.preprocessing\b|\blr\s*=|\.fit_generator\(|"

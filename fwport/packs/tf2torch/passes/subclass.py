@@ -37,12 +37,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.bind import NOT_LITERAL, literal_value
-from fwport.context import FileContext, LayerRecord, ModelInfo
-from fwport.dims import Sizes, SizedContext, known, module_scope
-from fwport.engine import LayerEmission, code, expr, map_call, translate_layer
-from fwport.finding import Severity
-from fwport.names import ScopedResolver, bound_names, dotted, dotted_text
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.context import FileContext, LayerRecord, ModelInfo
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
+from fwport.core.engine import LayerEmission, code, expr, map_call, translate_layer
+from fwport.core.finding import Severity
+from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text
 
 BASES = ("keras.Model", "keras.layers.Layer")
 FUNCTIONAL = "keras.Model"

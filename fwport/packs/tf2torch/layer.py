@@ -12,13 +12,13 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from fwport.bind import NOT_LITERAL, literal_value
-from fwport import dims as D
-from fwport.dims import known, sizes_of
-from fwport.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
-from fwport.finding import Severity
-from fwport.names import dotted_text
-from fwport.transform import shape, value_transform
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.packs.tf2torch import dims as D
+from fwport.packs.tf2torch.dims import known, sizes_of
+from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text
+from fwport.core.transform import shape, value_transform
 
 # Keras activation name → (torch module, keyword arguments as text). Slopes and approximations are
 # those of the *string / function* form, which differ from the layer defaults (LeakyReLU 0.2 vs 0.3).

@@ -11,8 +11,8 @@ import json
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
-from fwport.finding import Finding, Severity
-from fwport.result import FileResult, Status
+from fwport.core.finding import Finding, Severity
+from fwport.core.result import FileResult, Status
 
 SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)
 

@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.bind import literal_value
-from fwport.context import FileContext, LayerRecord, ModelInfo
-from fwport.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
-from fwport.engine import LayerEmission, code, comment_error, expr, translate_layer
-from fwport.finding import Severity
-from fwport.names import ScopedResolver, bound_names, dotted_text
+from fwport.core.bind import literal_value
+from fwport.core.context import FileContext, LayerRecord, ModelInfo
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
+from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
+from fwport.core.finding import Severity
+from fwport.core.names import ScopedResolver, bound_names, dotted_text
 
 SEQUENTIAL = "keras.Sequential"
 INPUTS = ("keras.Input", "keras.layers.InputLayer", "keras.InputLayer")  # names.canonical spells InputLayer both ways

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.bind import NOT_LITERAL, literal_value
-from fwport.engine import _atom, build_call
-from fwport.transform import call_transform
-from fwport.values import torch_dtype
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import _atom, build_call
+from fwport.core.transform import call_transform
+from fwport.packs.tf2torch.values import torch_dtype
 
 INT32 = "torch.int32"
 

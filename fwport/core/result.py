@@ -4,8 +4,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import Enum
 
-from fwport.context import LayerRecord, ModelInfo
-from fwport.finding import Finding, Severity
+from fwport.core.context import LayerRecord, ModelInfo
+from fwport.core.finding import Finding, Severity
 
 
 class Status(str, Enum):

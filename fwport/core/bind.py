@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.rule import Rule
+from fwport.core.rule import Rule
 
 _NOT_LITERAL = object()
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from fwport.passes import decorators, model_api, sequential, subclass
+from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.context import FileContext
-from fwport.finding import Severity
-from fwport.names import ScopedResolver
+from fwport.core.context import FileContext
+from fwport.core.finding import Severity
+from fwport.core.names import ScopedResolver
 
 #: Decorators that only matter to TensorFlow's graph tracing; eager PyTorch needs none of them.
 REMOVED = {

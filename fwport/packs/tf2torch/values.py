@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.bind import NOT_LITERAL, literal_value
-from fwport.transform import value_transform
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.transform import value_transform
 
 
 def _number(value: float) -> cst.BaseExpression:

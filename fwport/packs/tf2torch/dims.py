@@ -22,8 +22,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from fwport.bind import NOT_LITERAL, literal_value
-from fwport.engine import LayerContext, code
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import LayerContext, code
 
 
 class Named(int):

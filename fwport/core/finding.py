@@ -48,7 +48,7 @@ class Finding:
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
-            raise ValueError(f"unknown finding code {self.code!r}; add it to fwport.finding.CODES")
+            raise ValueError(f"unknown finding code {self.code!r}; add it to fwport.core.finding.CODES")
 
     def to_dict(self) -> dict:
         d = asdict(self)

@@ -2,7 +2,7 @@
 
 ``map_call`` binds a call to its rule's source signature and applies the argument verbs;
 ``build_call`` / ``translate_layer`` turn the mapped call into output code; ``RuleTransformer``
-applies the function and constant rules across a module. Structural passes (``fwport.passes``)
+applies the function and constant rules across a module. Structural passes (``fwport.packs.tf2torch.passes``)
 call ``translate_layer`` with what they know about the layer's input.
 """
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import Any, Callable
 
 import libcst as cst
 
-from fwport.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
-from fwport.context import FileContext, LayerRecord
-from fwport.finding import CODES, Severity
-from fwport.names import ScopedResolver, dotted_text, is_source_name
-from fwport.rule import Rule
-from fwport import transform as registry
+from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
+from fwport.core.context import FileContext, LayerRecord
+from fwport.core.finding import CODES, Severity
+from fwport.core.names import ScopedResolver, dotted_text, is_source_name
+from fwport.core.rule import Rule
+from fwport.core import transform as registry
 
 #: Keyword arguments every Keras layer accepts through **kwargs, and what the engine does with them.
 LAYER_BASE_KWARGS = {
@@ -309,7 +309,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
                  spans: dict[int, tuple[int, int]] | None = None, relevant_lines: list[int] | None = None):
         """``line_comments``: error findings of earlier passes by line of this pass's input, to be
         left as ``# fwport:`` comments above the innermost statement spanning that line
-        (``spans``: statement line spans of the input, from :func:`fwport.position.statement_spans`).
+        (``spans``: statement line spans of the input, from :func:`fwport.core.position.statement_spans`).
         ``relevant_lines`` (sorted): the only lines that mention an imported name; statements
         spanning none of them have nothing to translate and are not descended into (None: all)."""
         super().__init__()

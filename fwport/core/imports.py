@@ -7,8 +7,8 @@ import tokenize
 
 import libcst as cst
 
-from fwport.context import IMPORT_ORDER
-from fwport.names import collect_imports, is_source_name
+from fwport.core.context import IMPORT_ORDER
+from fwport.core.names import collect_imports, is_source_name
 
 
 class _UsedNames(cst.CSTVisitor):

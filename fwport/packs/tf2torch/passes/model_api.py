@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.context import FileContext
-from fwport.engine import code, comment_error
-from fwport.finding import Severity
-from fwport.names import dotted
+from fwport.core.context import FileContext
+from fwport.core.engine import code, comment_error
+from fwport.core.finding import Severity
+from fwport.core.names import dotted
 
 MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model"}
 MODEL_BASES = {"keras.Model", "keras.Sequential"}
