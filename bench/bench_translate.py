@@ -188,10 +188,15 @@ def stage_times(files: list[tuple[str, str]], pack) -> None:
                 totals[name] = totals.get(name, 0.0) + time.perf_counter() - t0
         return wrapper
 
-    saved = (list(tr.PASSES), tr.prune_imports, tr._locate, tr.collect_imports, tr.cst.parse_module,
+    import dataclasses
+
+    direction = tr.get_direction(pack.name)
+    timed_direction = dataclasses.replace(direction, planners=tuple(
+        dataclasses.replace(p, run=timed(f"pass {p.name}", p.run)) for p in direction.planners))
+    saved = (tr.get_direction, tr.prune_imports, tr._locate, tr.collect_imports, tr.cst.parse_module,
              tr.statement_spans)
     try:
-        tr.PASSES[:] = [(wants, timed(f"pass {p.__module__.rsplit('.', 1)[-1]}", p)) for wants, p in saved[0]]
+        tr.get_direction = lambda name: timed_direction
         tr.prune_imports = timed("prune_imports", saved[1])
         tr._locate = timed("_locate (positions)", saved[2])
         tr.collect_imports = timed("collect_imports", saved[3])
@@ -199,7 +204,7 @@ def stage_times(files: list[tuple[str, str]], pack) -> None:
         tr.statement_spans = timed("statement_spans", saved[5])
         total, _ = fwport_run(files, pack)
     finally:
-        tr.PASSES[:] = saved[0]
+        tr.get_direction = saved[0]
         (tr.prune_imports, tr._locate, tr.collect_imports, tr.cst.parse_module, tr.statement_spans) = saved[1:]
     n = len(files)
     print(f"stages over {n} files, {total / n * 1000:.1f} ms per file (nested stages overlap: parse is also inside others)")

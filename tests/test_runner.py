@@ -7,6 +7,7 @@ from fwport.core.result import Status
 from fwport.core.runner import Job, Settings, find_source_references, is_excluded, iter_files, plan_jobs, run
 
 TF = "import tensorflow as tf\n\ny = tf.reduce_sum(x, 1)\n"
+TF_ROOTS = ("tensorflow", "keras", "tf_keras")
 
 
 def test_exclude_patterns(tmp_path):
@@ -64,7 +65,7 @@ def test_find_source_references():
     text = ("import os, keras\nimport torch\nfrom tf_keras.layers import Dense\nfrom . import tensorflow\n"
             "def f():\n    import tensorflow.compat.v1 as v1\n    return __import__('tensorflow')\n"
             "s = 'import tensorflow'  # a string is not an import\n")
-    found = [(f.line, f.message.split(": ", 1)[1]) for f in find_source_references(text, "m.py")]
+    found = [(f.line, f.message.split(": ", 1)[1]) for f in find_source_references(text, "m.py", TF_ROOTS)]
     assert found == [(1, "import keras"), (3, "from tf_keras.layers import ..."),
                      (6, "import tensorflow.compat.v1"), (7, "__import__('tensorflow')")]
-    assert find_source_references("import torch\n", "m.py") == []
+    assert find_source_references("import torch\n", "m.py", TF_ROOTS) == []

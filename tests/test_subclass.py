@@ -259,7 +259,7 @@ def test_keras2_spellings_add_variable_positional_name():
             def call(self, inputs, training=None, mask=None):
                 return inputs + self.b
         ''')
-    assert r.keras_version == 2
+    assert r.version == 2 and r.to_dict()["keras_version"] == 2
     assert "self.b = nn.Parameter(torch.full((self.n,), 0.5))" in r.output
     assert "def forward(self, inputs):" in r.output
     assert records(r) == {("Bias", "b", "b", "add-weight")}

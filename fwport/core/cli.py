@@ -286,16 +286,18 @@ def residue(paths: tuple[str, ...], exclude: tuple[str, ...]) -> None:
 
     Folders are walked for .py files like tf2torch does. Unreadable or unparsable files exit 2.
     """
+    from fwport.core.direction import default_direction, get_direction
     from fwport.core.report import Summary
     from fwport.core.runner import check_residue, iter_files
 
     cfg = _config(paths, None)
     excludes = (*cfg.exclude, *exclude)
+    roots = get_direction(default_direction()).source.roots
     summary, dirty = Summary(), 0
     for path, _, excluded in iter_files(paths, excludes, cfg.root):
         if excluded:
             continue
-        r = check_residue(str(path), cfg.max_size)
+        r = check_residue(str(path), roots, cfg.max_size)
         summary.add(r)
         dirty += bool(r.findings) and r.status is not Status.FAILED
         for f in r.findings:

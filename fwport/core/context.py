@@ -6,20 +6,10 @@ from typing import Any
 
 import libcst as cst
 
+from fwport.core.direction import Direction
 from fwport.core.finding import Finding, Severity
 from fwport.core.names import ImportTable
 from fwport.core.rule import Pack, Rule
-
-# How a target module path is spelled in the output, and the import that spelling needs.
-# Longest prefix first.
-_SPELLINGS: tuple[tuple[str, str, str], ...] = (
-    ("torch.nn.functional.", "F.", "import torch.nn.functional as F"),
-    ("torch.nn.", "nn.", "from torch import nn"),
-    ("torch.", "torch.", "import torch"),
-    ("math.", "math.", "import math"),
-)
-IMPORT_ORDER = ("import math", "import torch", "from torch import nn", "import torch.nn.functional as F")
-
 
 @dataclass
 class LayerRecord:
@@ -85,7 +75,8 @@ class FileContext:
     path: str
     pack: Pack
     imports: ImportTable
-    keras_version: int = 3
+    direction: Direction
+    version: int | None = None  # the source generation the text was written for (Keras 2 or 3)
     options: dict[str, Any] = field(default_factory=dict)
     pending: list[PendingFinding] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)  # located findings of finished passes
@@ -117,10 +108,10 @@ class FileContext:
         return cst.parse_expression(self.spell_text(target))
 
     def spell_text(self, target: str) -> str:
-        for prefix, short, imp in _SPELLINGS:
-            if target.startswith(prefix):
-                self.needed_imports.add(imp)
-                return short + target[len(prefix):]
+        for sp in self.direction.spellings:
+            if target.startswith(sp.prefix):
+                self.needed_imports.add(sp.import_line)
+                return sp.short + target[len(sp.prefix):]
         if "." in target:
             self.needed_imports.add(f"import {target.split('.')[0]}")
         return target

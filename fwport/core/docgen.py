@@ -12,7 +12,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from fwport.core.finding import CODES
+from fwport.core.direction import get_direction, registered
+from fwport.core.finding import CODE_PACKS, CODES
 from fwport.core.report import _md_cell, render_rule_markdown, rule_target
 from fwport.core.rule import builtin_rules_dir, load_pack
 
@@ -35,17 +36,10 @@ ADVICE: dict[str, tuple[str, str]] = {
     "shape-unknown": ("warning", "A lazy module (`nn.LazyLinear`...) or a placeholder was emitted: run one batch "
                       "through the model before loading weights or building an optimizer, or give the input "
                       "shape in the source (`input_shape=` / `keras.Input`) and translate again."),
-    "layout-changed": ("info", "Feed the translated model NCHW tensors (`x.permute(0, 3, 1, 2)`); `fwport verify` "
-                       "does this for you."),
-    "layout-kept": ("info", "Correct as is; for idiomatic NCHW code, make the shapes in that region inferable "
-                    "and translate again."),
     "idiom-replaced": ("info", "Check that the target idiom serves your purpose (it does the same job, not "
                        "necessarily the same output, e.g. a printed summary)."),
-    "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
     "residue": ("error", "The output still uses TensorFlow/Keras there: translate that line by hand. "
                 "`fwport residue` (the fwport-no-tensorflow hook) finds what is left in a migrated tree."),
-    "keras-version": ("info", "Check the detected Keras generation; force it with `--keras 2|3`, `keras = 2` under "
-                      "[tool.fwport], or a `# fwport: keras=2` comment in the file."),
     "parse-error": ("error", "Fix the syntax at the given line and column (Python 2 code must be ported to "
                     "Python 3 first)."),
     "input-error": ("error", "Make the file readable UTF-8 text; for a large file raise `max_size` under "
@@ -64,9 +58,20 @@ def findings_doc() -> str:
              "`internal-error`, exit 2 (the file could not be handled). Error findings in a translated "
              "file also leave a `# fwport: <code>: <message>` comment above the line.", "",
              "| code | usual severity | what it means | what to do |", "|---|---|---|---|"]
+    directions = {name: get_direction(name) for name in sorted(registered())}  # their codes join CODES
     for code, meaning in CODES.items():
+        if code in CODE_PACKS:
+            continue
         severity, todo = ADVICE.get(code, ("?", "(undocumented: add advice in fwport/core/docgen.py)"))
         lines.append(f"| `{code}` | {severity} | {meaning} | {todo} |")
+    for name, d in directions.items():
+        if not d.codes:
+            continue
+        lines += ["", f"## Codes of the {name} pack", "", "| code | usual severity | what it means | what to do |",
+                  "|---|---|---|---|"]
+        for code, meaning in d.codes.items():
+            severity, todo = d.code_advice.get(code, ("?", f"(undocumented: add advice in fwport/packs/{name}/)"))
+            lines.append(f"| `{code}` | {severity} | {meaning} | {todo} |")
     return "\n".join(lines) + "\n"
 
 

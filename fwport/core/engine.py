@@ -16,25 +16,8 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
-from fwport.core.names import ScopedResolver, dotted_text, is_source_name
+from fwport.core.names import ScopedResolver, dotted_text
 from fwport.core.rule import Rule
-from fwport.core import transform as registry
-
-#: Keyword arguments every Keras layer accepts through **kwargs, and what the engine does with them.
-LAYER_BASE_KWARGS = {
-    "input_shape": "shape",  # feeds shape propagation, then dropped
-    "batch_input_shape": "shape",
-    "input_dim": "shape",
-    "input_length": "shape",
-    "batch_size": "drop",
-    "name": "drop",
-    "dtype": "drop",
-    "autocast": "drop",
-    "trainable": "trainable",
-    "dynamic": "drop",
-    "weights": "unsupported",
-}
-
 
 @dataclass
 class MappedCall:
@@ -86,7 +69,7 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
         return m
 
     for kw, value in bound.extra.items():
-        what = LAYER_BASE_KWARGS.get(kw) if rule.kind == "layer" else None
+        what = ctx.direction.layer_base_kwargs.get(kw) if rule.kind == "layer" else None
         if what == "shape":
             m.extras[kw] = value
         elif what == "drop":
@@ -102,7 +85,7 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
     values = dict(bound.values)
     for d in rule.defaults.values():
         if d.pin and d.name not in values:
-            src = d.keras2 if (ctx.keras_version == 2 and d.keras2) else d.source
+            src = d.keras2 if (ctx.version == 2 and d.keras2) else d.source
             values[d.name] = expr(src)
             target_note = f"; {d.target} in the target" if d.target else ""
             ctx.report(Severity.INFO, "default-differs",
@@ -121,7 +104,7 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
         if spec.verb == "rename":
             m.kwargs[spec.value] = value
         elif spec.verb == "transform":
-            registry.VALUE_TRANSFORMS[spec.value](value, spec, m, ctx)
+            ctx.direction.transforms.values[spec.value](value, spec, m, ctx)
         elif spec.verb == "drop":
             default = next((p.default for p in rule.params if p.name == name), None)
             if default is not None and lit is not NOT_LITERAL and lit == literal_value(expr(default), NOT_LITERAL):
@@ -144,9 +127,7 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
 
 
 def _source_label(rule: Rule, ctx: FileContext) -> str:
-    if rule.names[0].startswith("keras."):
-        return f"Keras {ctx.keras_version}"
-    return "TensorFlow"
+    return ctx.direction.source_label(rule.names[0], ctx.version)
 
 
 def _in(value, options) -> bool:
@@ -163,7 +144,7 @@ def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
     if m.failed:
         return None
     if "transform" in emit and target is None:
-        return registry.CALL_TRANSFORMS[emit["transform"]](m, ctx)
+        return ctx.direction.transforms.calls[emit["transform"]](m, ctx)
     positional = list(emit.get("positional", []) if positional is None else positional)
     args: list[cst.Arg] = []
     rest = dict(m.kwargs)
@@ -247,7 +228,7 @@ def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerCon
         return LayerEmission([call], failed=True)
     shape_fn = rule.emit.get("shape")
     if shape_fn:
-        em = registry.SHAPES[shape_fn](m, ctx, lctx)
+        em = ctx.direction.transforms.shapes[shape_fn](m, ctx, lctx)
     else:
         built = build_call(m, ctx)
         em = LayerEmission([built] if built is not None else [call], lctx.in_shape, failed=built is None)
@@ -352,7 +333,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
         if isinstance(node.names, cst.ImportStar) and not node.relative and node.module is not None \
-                and is_source_name(dotted_text(node.module) or ""):
+                and self.ctx.imports.is_source(dotted_text(node.module) or ""):
             # the names it brings cannot be resolved, so nothing they spell would be translated
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"from {dotted_text(node.module)} import *: the names it brings cannot be resolved "
@@ -455,7 +436,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if not isinstance(head, cst.Name) or head.value not in self.imports.aliases:
             return True
         q = self.qualname(node)
-        if q is None or not is_source_name(q):
+        if q is None or not self.imports.is_source(q):
             return True
         if id(node) not in self._funcs:
             rule = self.ctx.pack.by_name.get(q)
@@ -467,7 +448,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         key = id(node)
         if node.value in self.imports.aliases and key not in self._not_refs and key not in self._funcs:
             q = self.qualname(node)
-            if q is not None and is_source_name(q):
+            if q is not None and self.imports.is_source(q):
                 rule = self.ctx.pack.by_name.get(q)
                 if rule is None or rule.kind != "constant":
                     self._residue(node, q)
@@ -548,7 +529,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if id(original_node) in self.ctx.settled:
             return updated_node
         q = self.qualname(updated_node.func)
-        if q is None or not is_source_name(q):
+        if q is None or not self.imports.is_source(q):
             return updated_node
         rule = self.ctx.pack.by_name.get(q)
         if rule is None or rule.kind == "constant":

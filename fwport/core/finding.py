@@ -14,7 +14,8 @@ class Severity(str, Enum):
     ERROR = "error"
 
 
-#: The closed set of finding codes. A new code is added here and documented in docs/findings.md.
+#: The closed set of finding codes: the core's, here, and each pack's (``Direction.codes``), added
+#: when the pack loads. docs/findings.md is generated from them.
 CODES: dict[str, str] = {
     "unsupported-argument": "an argument (or argument value) the target cannot express; the call is left as it was",
     "unsupported-construct": "a source construct fwport does not translate yet; left as it was",
@@ -23,17 +24,27 @@ CODES: dict[str, str] = {
     "approximate": "translated, but not bit-exact (a documented small numerical difference)",
     "dropped-argument": "an argument with no effect on the computed values was dropped",
     "shape-unknown": "a size the target needs could not be inferred statically; a lazy module or a placeholder was emitted",
-    "layout-changed": "channels-last code became channels-first (NCHW); inputs must be permuted accordingly",
-    "layout-kept": "a region kept the channels-last layout; permutes were emitted around layout-bound layers",
     "idiom-replaced": "a source API with no exact target counterpart became the target's idiom for it (model.summary() → print(model)): same purpose, different output",
-    "decorator-removed": "a TensorFlow-only decorator (e.g. @tf.function) was removed",
     "residue": "the output still references the source framework",
-    "keras-version": "the Keras generation (2 or 3) the file was written for, which decides some defaults",
     "parse-error": "the file is not valid Python 3",
     "input-error": "the file cannot be read as text (binary, not UTF-8, too large, missing)",
     "output-error": "the translated file could not be written (permissions, disk full); the original is untouched",
     "internal-error": "fwport crashed on this file; please report it",
 }
+
+
+#: code → the pack that defined it (codes of the core are not listed)
+CODE_PACKS: dict[str, str] = {}
+
+
+def register_codes(codes: dict[str, str], pack: str = "") -> None:
+    """Add a pack's finding codes to the closed set (a code keeps one meaning across packs)."""
+    for code, meaning in codes.items():
+        if code in CODES and CODES[code] != meaning:
+            raise ValueError(f"finding code {code!r} is already defined with another meaning")
+        CODES[code] = meaning
+        if pack:
+            CODE_PACKS[code] = pack
 
 
 @dataclass(frozen=True)
@@ -48,7 +59,7 @@ class Finding:
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
-            raise ValueError(f"unknown finding code {self.code!r}; add it to fwport.core.finding.CODES")
+            raise ValueError(f"unknown finding code {self.code!r}; add it to fwport.core.finding.CODES or to the pack's Direction.codes")
 
     def to_dict(self) -> dict:
         d = asdict(self)

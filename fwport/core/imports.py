@@ -7,8 +7,9 @@ import tokenize
 
 import libcst as cst
 
-from fwport.core.context import IMPORT_ORDER
-from fwport.core.names import collect_imports, is_source_name
+from typing import Callable
+
+IsSource = Callable[[str], bool]  # the direction's test for a source-framework module name
 
 
 class _UsedNames(cst.CSTVisitor):
@@ -50,21 +51,21 @@ def _module_text(node: cst.BaseExpression | None) -> str:
     return cst.Module([]).code_for_node(node) if node is not None else ""
 
 
-def _prune(stmt: cst.BaseSmallStatement, used: set[str]) -> cst.BaseSmallStatement | None:
+def _prune(stmt: cst.BaseSmallStatement, used: set[str], is_source: IsSource) -> cst.BaseSmallStatement | None:
     """The import statement without its unused source-framework names (None: drop it)."""
     if isinstance(stmt, cst.Import):
         keep = []
         for a in stmt.names:
             full = _module_text(a.name)
             local = a.asname.name.value if a.asname else full.split(".")[0]  # type: ignore[union-attr]
-            if is_source_name(full) and local not in used:
+            if is_source(full) and local not in used:
                 continue
             keep.append(a)
         if len(keep) == len(stmt.names):
             return stmt
         return stmt.with_changes(names=_fix_commas(keep)) if keep else None
     if isinstance(stmt, cst.ImportFrom) and not stmt.relative and not isinstance(stmt.names, cst.ImportStar):
-        if not is_source_name(_module_text(stmt.module)):
+        if not is_source(_module_text(stmt.module)):
             return stmt
         keep = []
         for a in stmt.names:
@@ -96,20 +97,20 @@ def _existing_imports(module: cst.Module) -> set[str]:
     return have
 
 
-def _is_source_import_line(stmt: cst.CSTNode) -> bool:
+def _is_source_import_line(stmt: cst.CSTNode, is_source: IsSource) -> bool:
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
     for s in stmt.body:
-        if isinstance(s, cst.Import) and any(is_source_name(_module_text(a.name)) for a in s.names):
+        if isinstance(s, cst.Import) and any(is_source(_module_text(a.name)) for a in s.names):
             return True
-        if isinstance(s, cst.ImportFrom) and not s.relative and is_source_name(_module_text(s.module)):
+        if isinstance(s, cst.ImportFrom) and not s.relative and is_source(_module_text(s.module)):
             return True
     return False
 
 
-def _insert_index(module: cst.Module) -> int:
+def _insert_index(module: cst.Module, is_source: IsSource) -> int:
     for i, stmt in enumerate(module.body):
-        if _is_source_import_line(stmt):
+        if _is_source_import_line(stmt, is_source):
             return i
     i = 0
     body = module.body
@@ -149,20 +150,20 @@ def used_names_in(text: str) -> set[str] | None:
     return used
 
 
-def _prune_body(body, used: set[str]) -> list:
+def _prune_body(body, used: set[str], is_source: IsSource) -> list:
     out = []
     changed = False
     for stmt in body:
-        new = _prune_statement(stmt, used)
+        new = _prune_statement(stmt, used, is_source)
         changed |= new is not stmt
         if new is not None:
             out.append(new)
     return out if changed else list(body)
 
 
-def _prune_block(block, used: set[str]):
+def _prune_block(block, used: set[str], is_source: IsSource):
     if isinstance(block, cst.IndentedBlock):
-        body = _prune_body(block.body, used)
+        body = _prune_body(block.body, used, is_source)
         if len(body) == len(block.body) and all(a is b for a, b in zip(body, block.body)):
             return block
         # a block whose only statement was a removed import gets `pass` (try: import tensorflow)
@@ -170,7 +171,7 @@ def _prune_block(block, used: set[str]):
     return block
 
 
-def _prune_statement(stmt, used: set[str]):
+def _prune_statement(stmt, used: set[str], is_source: IsSource):
     """``stmt`` without its unused source-framework imports (nested ones too); the same object
     when nothing changes, None when the whole statement goes."""
     if isinstance(stmt, cst.SimpleStatementLine):
@@ -178,7 +179,7 @@ def _prune_statement(stmt, used: set[str]):
             return stmt
         body = []
         for s in stmt.body:
-            p = _prune(s, used) if isinstance(s, (cst.Import, cst.ImportFrom)) else s
+            p = _prune(s, used, is_source) if isinstance(s, (cst.Import, cst.ImportFrom)) else s
             if p is not None:
                 body.append(p)
         if not body:
@@ -192,31 +193,31 @@ def _prune_statement(stmt, used: set[str]):
         return stmt
     changes = {}
     if hasattr(stmt, "body"):
-        new = _prune_block(stmt.body, used)
+        new = _prune_block(stmt.body, used, is_source)
         if new is not stmt.body:
             changes["body"] = new
     for name in ("orelse", "finalbody"):
         part = getattr(stmt, name, None)
         if part is not None:
-            new = _prune_statement(part, used)
+            new = _prune_statement(part, used, is_source)
             if new is not part:
                 changes[name] = new
     handlers = getattr(stmt, "handlers", None)
     if handlers:
-        new_handlers = [_prune_statement(h, used) for h in handlers]
+        new_handlers = [_prune_statement(h, used, is_source) for h in handlers]
         if any(a is not b for a, b in zip(new_handlers, handlers)):
             changes["handlers"] = new_handlers
     return stmt.with_changes(**changes) if changes else stmt
 
 
-def add_imports(module: cst.Module, needed: set[str]) -> cst.Module:
+def add_imports(module: cst.Module, needed: set[str], order: tuple[str, ...], is_source: IsSource) -> cst.Module:
     """``module`` with the imports ``needed`` that it does not have yet, where the first
     source-framework import stood (or after the docstring and ``__future__`` imports)."""
     have = _existing_imports(module)
-    add = [imp for imp in IMPORT_ORDER if imp in needed and imp not in have]
-    add += sorted(imp for imp in needed if imp not in IMPORT_ORDER and imp not in have)
+    add = [imp for imp in order if imp in needed and imp not in have]
+    add += sorted(imp for imp in needed if imp not in order and imp not in have)
     if add:
-        idx = _insert_index(module)
+        idx = _insert_index(module, is_source)
         new = [cst.parse_statement(imp + "\n") for imp in add]
         if idx < len(module.body):
             # keep the comments/blank lines that preceded the statement we insert before
@@ -230,15 +231,13 @@ def add_imports(module: cst.Module, needed: set[str]) -> cst.Module:
     return module
 
 
-def prune_imports(module: cst.Module, source_aliases: set[str] | None = None) -> tuple[cst.Module, str]:
+def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSource) -> tuple[cst.Module, str]:
     """Drop the source-framework imports whose names the code no longer uses; the module and its text."""
-    if source_aliases is None:
-        source_aliases = collect_imports(module).source_aliases()
     text = module.code
     used = used_names_in(text)
     if used is None:
         used = used_names(module)
     if source_aliases - used:
-        module = module.with_changes(body=_prune_body(module.body, used))
+        module = module.with_changes(body=_prune_body(module.body, used, is_source))
         text = module.code
     return module, text

@@ -4,10 +4,11 @@ Resolving from our own import table is exact for the spellings that matter (ever
 ``from ... import`` form, module-level aliases such as ``L = tf.keras.layers``) and costs one walk
 over the module's statements, where QualifiedNameProvider costs several times a full parse.
 
-All spellings of an API reach one canonical name: ``tf.keras.layers.Dense``,
+All spellings of an API reach one canonical name, by the direction's :class:`SourceNames` (in the
+tf2torch pack: ``tf.keras.layers.Dense``,
 ``tensorflow.keras.layers.Dense``, ``tf_keras.layers.Dense`` and ``keras.layers.Dense`` are all
 ``keras.layers.Dense``; ``tf.math.reduce_sum`` stays ``tensorflow.math.reduce_sum`` (a rule lists
-both ``tensorflow.reduce_sum`` and ``tensorflow.math.reduce_sum``).
+both ``tensorflow.reduce_sum`` and ``tensorflow.math.reduce_sum``)).
 """
 from __future__ import annotations
 
@@ -16,56 +17,53 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-#: Top-level packages that make a file a TensorFlow/Keras source.
-SOURCE_ROOTS = ("tensorflow", "keras", "tf_keras")
 
-# Longest prefix first: the canonical spelling of each source namespace.
-_CANON_PREFIXES: tuple[tuple[str, str], ...] = (
-    ("tensorflow.python.keras.", "keras."),
-    ("tensorflow.compat.v2.keras.", "keras."),
-    ("tensorflow.compat.v2.", "tensorflow."),
-    ("tensorflow.keras.", "keras."),
-    ("tf_keras.", "keras."),
-    ("keras.api._v2.keras.", "keras."),
-    ("keras.src.", "keras."),
-    ("keras.layers.experimental.preprocessing.", "keras.layers."),
-    ("keras.layers.experimental.", "keras.layers."),
-    ("keras.layers.core.", "keras.layers."),
-    ("keras.layers.convolutional.", "keras.layers."),
-    ("keras.layers.pooling.", "keras.layers."),
-    ("keras.layers.normalization.", "keras.layers."),
-    ("keras.models.Sequential", "keras.Sequential"),
-    ("keras.models.Model", "keras.Model"),
-    ("keras.engine.training.Model", "keras.Model"),
-    ("keras.engine.base_layer.Layer", "keras.layers.Layer"),
-    ("keras.layers.Input", "keras.Input"),
-    ("keras.Layer", "keras.layers.Layer"),
-    ("keras.backend.", "keras.backend."),
-)
-_CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+class SourceNames:
+    """What makes a name a source-framework name, and the canonical spelling of each (given by
+    the direction pack: ``fwport.core.direction.Direction.source``).
 
+    ``prefixes`` are tried longest first, repeatedly, until none applies: a prefix ending in ``.``
+    rewrites a namespace (``tensorflow.keras.`` → ``keras.``), one without rewrites a whole name
+    and what is below it (``keras.layers.Input`` must not match ``keras.layers.InputLayer``).
+    """
 
-def canonical(name: str) -> str:
-    """The canonical spelling of a fully qualified source name."""
-    if name in _CANON_EXACT:
-        return _CANON_EXACT[name]
-    changed = True
-    while changed:
-        changed = False
-        for prefix, repl in _CANON_PREFIXES:
-            if name == prefix.rstrip(".") and prefix.endswith(".") and prefix != repl:
-                name = repl.rstrip(".")
-                changed = True
-                break
-            if prefix.endswith("."):
-                hit = name.startswith(prefix)
-            else:  # a whole name: keras.layers.Input must not match keras.layers.InputLayer
-                hit = name == prefix or name.startswith(prefix + ".")
-            if hit and prefix != repl:
-                name = repl + name[len(prefix):]
-                changed = True
-                break
-    return name
+    def __init__(self, roots: tuple[str, ...], prefixes: tuple[tuple[str, str], ...] = (),
+                 exact: dict[str, str] | None = None):
+        self.roots = tuple(roots)  # top-level packages: a file importing one is a source file
+        self.prefixes = tuple(prefixes)
+        self.exact = dict(exact or {})
+        self._canonical: dict[str, str] = {}  # names resolve again and again: remember each answer
+
+    def is_source(self, qualified: str) -> bool:
+        return qualified.split(".", 1)[0] in self.roots
+
+    def canonical(self, name: str) -> str:
+        """The canonical spelling of a fully qualified source name."""
+        done = self._canonical.get(name)
+        if done is None:
+            done = self._canonical[name] = self._canonicalize(name)
+        return done
+
+    def _canonicalize(self, name: str) -> str:
+        if name in self.exact:
+            return self.exact[name]
+        changed = True
+        while changed:
+            changed = False
+            for prefix, repl in self.prefixes:
+                if name == prefix.rstrip(".") and prefix.endswith(".") and prefix != repl:
+                    name = repl.rstrip(".")
+                    changed = True
+                    break
+                if prefix.endswith("."):
+                    hit = name.startswith(prefix)
+                else:
+                    hit = name == prefix or name.startswith(prefix + ".")
+                if hit and prefix != repl:
+                    name = repl + name[len(prefix):]
+                    changed = True
+                    break
+        return name
 
 
 def dotted(node: cst.BaseExpression) -> list[str] | None:
@@ -89,18 +87,14 @@ def _module_name(node: cst.BaseExpression | None) -> str:
     return dotted_text(node) if node is not None else ""  # type: ignore[return-value]
 
 
-def is_source_name(qualified: str) -> bool:
-    return qualified.split(".", 1)[0] in SOURCE_ROOTS
-
-
 @dataclass
 class ImportTable:
     """Local name → fully qualified name, for every import (and module-level alias) of a file."""
 
+    names: SourceNames
     aliases: dict[str, str] = field(default_factory=dict)
     #: import statements that bind source-framework names, for the import fixer
     source_imports: list[cst.CSTNode] = field(default_factory=list)
-    keras2_evidence: list[str] = field(default_factory=list)
     #: aliases the file may rebind locally (a parameter, an assignment...): only these need the
     #: (costly) shadowing analysis. None: not computed, treat every alias as rebindable.
     rebindable: set[str] | None = None
@@ -109,14 +103,17 @@ class ImportTable:
         head = parts[0]
         if head not in self.aliases:
             return None
-        return canonical(".".join([self.aliases[head], *parts[1:]]))
+        return self.names.canonical(".".join([self.aliases[head], *parts[1:]]))
 
     def resolve(self, node: cst.BaseExpression) -> str | None:
         parts = dotted(node)
         return self.resolve_parts(parts) if parts else None
 
     def source_aliases(self) -> set[str]:
-        return {local for local, q in self.aliases.items() if is_source_name(q)}
+        return {local for local, q in self.aliases.items() if self.names.is_source(q)}
+
+    def is_source(self, qualified: str) -> bool:
+        return self.names.is_source(qualified)
 
 
 class _ImportCollector(cst.CSTVisitor):
@@ -138,19 +135,15 @@ class _ImportCollector(cst.CSTVisitor):
             else:
                 head = full.split(".")[0]
                 self.t.aliases[head] = head
-            if is_source_name(full):
+            if self.t.is_source(full):
                 self.t.source_imports.append(node)
-                if full.startswith("tf_keras") or full.startswith("tensorflow.python.keras"):
-                    self.t.keras2_evidence.append(f"import {full}")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if node.relative:
             return
         mod = _module_name(node.module)
-        if is_source_name(mod):
+        if self.t.is_source(mod):
             self.t.source_imports.append(node)
-            if mod.startswith("tf_keras") or mod.startswith("tensorflow.python.keras") or "experimental.preprocessing" in mod:
-                self.t.keras2_evidence.append(f"from {mod} import ...")
         if isinstance(node.names, cst.ImportStar):
             return
         for a in node.names:
@@ -166,7 +159,7 @@ class _ImportCollector(cst.CSTVisitor):
         if not parts or parts[0] not in self.t.aliases:
             return
         resolved = self.t.resolve_parts(parts)
-        if resolved and is_source_name(resolved) and resolved.count(".") <= 2 and resolved[:1].islower():
+        if resolved and self.t.is_source(resolved) and resolved.count(".") <= 2 and resolved[:1].islower():
             # only module-like targets (tf.keras.layers), never calls or objects
             last = resolved.rsplit(".", 1)[-1]
             if last[:1].islower():
@@ -209,10 +202,10 @@ def _blocks(stmt: cst.CSTNode):
         yield from _blocks(part)
 
 
-def collect_imports(module: cst.Module, source: str | None = None) -> ImportTable:
+def collect_imports(module: cst.Module, names: SourceNames, source: str | None = None) -> ImportTable:
     """The import table of ``module``; with ``source`` (its text), also which aliases the file
     might rebind, found by a conservative text search (a false alarm only costs time)."""
-    table = ImportTable()
+    table = ImportTable(names)
     _walk_statements(module.body, _ImportCollector(table))
     if source is not None:
         code = _IMPORT_LINES.sub("", source)  # an import's own `as tf` binds the alias, not rebinds it

@@ -1,8 +1,9 @@
-"""The translation pipeline for one source text:
+"""The translation pipeline for one source text, for any direction:
 
-parse → resolve names → structural passes (each only where its trigger appears) → rule pass (rules,
-residue scan, ``# fwport:`` comments) → imports fixed → text. Every step appends findings; the
-result is a :class:`FileResult`. Positions are computed only for the nodes that carry findings.
+parse → resolve names → the direction's structural passes (each only where its trigger appears) →
+rule pass (rules, residue scan, ``# fwport:`` comments) → the direction's finishing steps → imports
+fixed → text. Every step appends findings; the result is a :class:`FileResult`. Positions are
+computed only for the nodes that carry findings.
 """
 from __future__ import annotations
 
@@ -11,35 +12,14 @@ import re
 import libcst as cst
 
 from fwport.core.context import FileContext
+from fwport.core.direction import Direction, default_direction, get_direction
 from fwport.core.engine import RuleTransformer
 from fwport.core.finding import Finding, Severity
 from fwport.core.imports import add_imports, prune_imports
 from fwport.core.names import collect_imports
-from fwport.packs.tf2torch.passes import PASSES, decorators
 from fwport.core.position import node_positions, statement_spans
 from fwport.core.result import FileResult, Status
 from fwport.core.rule import Pack, load_pack
-
-_MENTIONS = re.compile(r"\b(tensorflow|keras|tf_keras)\b")
-_KERAS2_HINTS = re.compile(r"\btf_keras\b|\bexperimental\.preprocessing\b|\blr\s*=|\.fit_generator\(|"
-                           r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b")
-
-
-def mentions_source(text: str) -> bool:
-    return _MENTIONS.search(text) is not None
-
-
-def detect_keras_version(text: str, forced: int | None = None) -> tuple[int, str]:
-    """Which Keras the file was written for: 3 unless the file shows Keras 2 (or it is forced)."""
-    if forced in (2, 3):
-        return forced, "set by option"
-    m = re.search(r"#\s*fwport:\s*keras\s*=\s*([23])", text)
-    if m:
-        return int(m.group(1)), "set by a '# fwport: keras=N' comment"
-    m = _KERAS2_HINTS.search(text)
-    if m:
-        return 2, f"Keras 2 usage: {m.group(0).strip()!r}"
-    return 3, "no Keras 2 usage found"
 
 
 def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None) -> None:
@@ -78,11 +58,20 @@ def _lines_mentioning(source: str, imports) -> list[int]:
     return [i for i, line in enumerate(source.splitlines(), 1) if pattern.search(line)]
 
 
-def translate_source(source: str, path: str = "<string>", pack: Pack | None = None,
+def mentions_source(text: str, direction: Direction | None = None) -> bool:
+    """Whether the text can concern the direction's source framework at all (a cheap text test)."""
+    return (direction or get_direction(default_direction())).mentions.search(text) is not None
+
+
+def translate_source(source: str, path: str = "<string>", pack: Pack | str | None = None,
                      options: dict | None = None) -> FileResult:
-    """Translate one TensorFlow/Keras source text to PyTorch. Never raises on user input."""
+    """Translate one source text in the direction of ``pack`` (a loaded rule pack or a direction
+    name; by default the registry's default direction). Never raises on user input."""
     options = dict(options or {})
-    if not mentions_source(source):
+    if not isinstance(pack, Pack):
+        pack = load_pack(pack or default_direction())
+    direction = get_direction(pack.name)
+    if not direction.mentions.search(source):
         return FileResult(path, Status.UNCHANGED, source, source)
     try:
         module = cst.parse_module(source)
@@ -90,19 +79,20 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
         f = Finding(Severity.ERROR, "parse-error", f"not valid Python 3: {e.message}", path,
                     e.raw_line, e.raw_column + 1)
         return FileResult(path, Status.FAILED, source, source, [f])
-    imports = collect_imports(module, source)
+    imports = collect_imports(module, direction.source, source)
     if not imports.source_imports:
         return FileResult(path, Status.UNCHANGED, source, source)
-    version, why = detect_keras_version(source, options.get("keras"))
-    pack = pack or load_pack("tf2torch")
-    ctx = FileContext(path, pack, imports, version, options)
-    ctx.findings.append(Finding(Severity.INFO, "keras-version", f"translating as Keras {version} code ({why})", path))
+    ctx = FileContext(path, pack, imports, direction, None, options)
+    if direction.detect_version is not None:
+        ctx.version, why = direction.detect_version(source, options.get(direction.version_option))
+        ctx.findings.append(Finding(Severity.INFO, direction.version_code,
+                                    f"translating as {direction.version_label(ctx.version)} code ({why})", path))
 
     comments: dict[int, list[Finding]] = {}
-    for wants, run_pass in PASSES:
-        if not wants.search(source):
+    for planner in direction.planners:
+        if not planner.trigger.search(source):
             continue  # nothing this pass rewrites can be in the file
-        new = run_pass(module, ctx)
+        new = planner.run(module, ctx)
         _locate(module, ctx, comments)
         module = new
     # the rule pass translates calls, reports what it leaves (no rule, refused, residue) and leaves
@@ -115,10 +105,14 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
     module = new
 
     # steps that remove lines run only now, once every finding is located and every comment placed
-    module = decorators.finish(module, ctx)
+    for finish in direction.finish:
+        module = finish(module, ctx)
     text = module.code
     if ctx.needed_imports or text != source:  # a file with nothing translated stays byte-identical
-        module, text = prune_imports(add_imports(module, ctx.needed_imports), ctx.imports.source_aliases())
+        is_source = ctx.imports.is_source
+        module = add_imports(module, ctx.needed_imports, direction.import_order, is_source)
+        module, text = prune_imports(module, ctx.imports.source_aliases(), is_source)
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if text != source else Status.UNCHANGED
-    return FileResult(path, status, source, text, ctx.findings, ctx.layers, version, list(ctx.models.values()))
+    return FileResult(path, status, source, text, ctx.findings, ctx.layers, ctx.version, direction.version_name,
+                      list(ctx.models.values()))

@@ -23,7 +23,8 @@ class FileResult:
     output: str = ""
     findings: list[Finding] = field(default_factory=list)
     layers: list[LayerRecord] = field(default_factory=list)
-    keras_version: int | None = None
+    version: int | None = None  # the source generation the text was written for (Keras 2 or 3)
+    version_name: str = "version"  # its key in reports (the direction's: keras_version)
     models: list[ModelInfo] = field(default_factory=list)
 
     @property
@@ -42,7 +43,7 @@ class FileResult:
             "path": self.path,
             "status": self.status.value,
             "needs_attention": self.needs_attention,
-            "keras_version": self.keras_version,
+            self.version_name: self.version,
             "findings": [f.to_dict() for f in self.findings],
             "layers": [r.to_dict() for r in self.layers],
             "models": [m.to_dict() for m in self.models],

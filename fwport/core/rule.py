@@ -219,9 +219,9 @@ def _parse_examples(items: Any, path: Path | str, key: str, need_after: bool) ->
 
 def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
     """Parse and validate one rule file."""
-    from fwport.core import transform as registry  # named transforms the rule may refer to
+    from fwport.core.direction import get_direction
 
-    registry.load()
+    registry = get_direction(pack).transforms  # the named transforms the rule may refer to
 
     if data is None:
         try:
@@ -251,12 +251,12 @@ def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
                         "add target = \"torch.sum\" (or method = \"to\" with self_arg)")
     if "method" in emit and "self_arg" not in emit:
         raise RuleError(path, "emit.self_arg", "missing for a method emit", "name the source parameter the method is called on")
-    if "transform" in emit and emit["transform"] not in registry.CALL_TRANSFORMS:
+    if "transform" in emit and emit["transform"] not in registry.calls:
         raise RuleError(path, "emit.transform", f"no call transform named {emit['transform']!r}",
-                        f"use one of {', '.join(sorted(registry.CALL_TRANSFORMS))} or register one in fwport/core/transform.py")
-    if "shape" in emit and emit["shape"] not in registry.SHAPES:
+                        f"use one of {', '.join(sorted(registry.calls))} or register one in the pack (fwport/packs/{pack}/)")
+    if "shape" in emit and emit["shape"] not in registry.shapes:
         raise RuleError(path, "emit.shape", f"no shape function named {emit['shape']!r}",
-                        f"use one of {', '.join(sorted(registry.SHAPES))} or register one in fwport/packs/tf2torch/layer.py")
+                        f"use one of {', '.join(sorted(registry.shapes))} or register one in the pack (fwport/packs/{pack}/)")
 
     param_names = {p.name for p in params}
     args_table = data.get("args", {})
@@ -274,9 +274,9 @@ def parse_rule(path: Path, pack: str, data: dict | None = None) -> Rule:
         if not isinstance(value, str) or not value:
             raise RuleError(path, f"{key}.{verb}", "expected a non-empty string",
                             "rename takes the target name; transform a transform name; the others a reason")
-        if verb == "transform" and value not in registry.VALUE_TRANSFORMS:
+        if verb == "transform" and value not in registry.values:
             raise RuleError(path, f"{key}.transform", f"no value transform named {value!r}",
-                            f"use one of {', '.join(sorted(registry.VALUE_TRANSFORMS))} or register one in fwport/core/transform.py")
+                            f"use one of {', '.join(sorted(registry.values))} or register one in the pack (fwport/packs/{pack}/)")
         aliases = spec.get("aliases", [])
         if not isinstance(aliases, list):
             raise RuleError(path, f"{key}.aliases", "expected a list of strings", "e.g. aliases = [\"lr\"]")

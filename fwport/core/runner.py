@@ -493,10 +493,7 @@ class _Pool:
 
 
 # --- residue: what a migrated tree must no longer contain -----------------------------------------------------
-_SOURCE_ROOTS = ("tensorflow", "keras", "tf_keras")
-
-
-def find_source_references(text: str, path: str) -> list[Finding]:
+def find_source_references(text: str, path: str, roots: tuple[str, ...]) -> list[Finding]:
     """Every import of TensorFlow/Keras (any nesting, ``importlib.import_module("tensorflow")``
     included) in a Python text, as error findings. Raises SyntaxError for unparsable text."""
     tree = ast.parse(text.lstrip(BOM), filename=path)
@@ -509,13 +506,13 @@ def find_source_references(text: str, path: str) -> list[Finding]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.split(".")[0] in _SOURCE_ROOTS:
+                if a.name.split(".")[0] in roots:
                     report(node, f"import {a.name}")
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            if node.module.split(".")[0] in _SOURCE_ROOTS:
+            if node.module.split(".")[0] in roots:
                 report(node, f"from {node.module} import ...")
         elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) \
-                and isinstance(node.args[0].value, str) and node.args[0].value.split(".")[0] in _SOURCE_ROOTS:
+                and isinstance(node.args[0].value, str) and node.args[0].value.split(".")[0] in roots:
             fn = node.func
             name = fn.attr if isinstance(fn, ast.Attribute) else fn.id if isinstance(fn, ast.Name) else ""
             if name in ("import_module", "__import__"):
@@ -524,14 +521,14 @@ def find_source_references(text: str, path: str) -> list[Finding]:
     return found
 
 
-def check_residue(path: str, max_size: int = DEFAULT_MAX_SIZE) -> FileResult:
+def check_residue(path: str, roots: tuple[str, ...], max_size: int = DEFAULT_MAX_SIZE) -> FileResult:
     """A FileResult whose findings are the TensorFlow/Keras imports left in one file."""
     try:
         text, _ = read_source(path, max_size)
     except InputError as e:
         return FileResult(path, Status.FAILED, findings=[e.finding])
     try:
-        findings = find_source_references(text, path)
+        findings = find_source_references(text, path, roots)
     except SyntaxError as e:
         f = explain_parse_error(text.lstrip(BOM), path, Finding(Severity.ERROR, "parse-error", f"not valid Python 3: {e.msg}",
                                                                 path, e.lineno or 0, e.offset or 0))

@@ -1,55 +1,49 @@
 """Named transforms: the Python escape hatches a rule file may refer to by name.
 
-Three registries, each filled by decorators in the modules imported at the bottom:
+Each pack has one :class:`Transforms` (``Direction.transforms``) with three tables, filled by
+decorators in the pack's modules:
 
-- ``VALUE_TRANSFORMS``: one source argument → target keywords (``one-minus``, ``keras-activation``).
+- ``values``: one source argument → target keywords (``one-minus``, ``keras-activation``).
   Signature: ``fn(value, spec, mapped, ctx) -> None``; it writes into ``mapped.kwargs`` /
   ``mapped.extras`` or marks ``mapped`` failed with a finding.
-- ``CALL_TRANSFORMS``: a mapped call → the output expression, for calls that are not a plain
+- ``calls``: a mapped call → the output expression, for calls that are not a plain
   ``target(**kwargs)`` (``tf.matmul`` with transpose flags, ``tf.cast``...). Signature:
   ``fn(mapped, ctx) -> cst.BaseExpression | None`` (None: leave the call unchanged; the transform
   reported why).
-- ``SHAPES``: a mapped layer call + what is known of its input → the module(s) to emit, the output
+- ``shapes``: a mapped layer call + what is known of its input → the module(s) to emit, the output
   shape and the weight-map variant. Signature: ``fn(mapped, ctx, lctx) -> LayerEmission``.
+
+The core interprets rules with these tables and never imports the modules that fill them.
 """
 from __future__ import annotations
 
 from typing import Callable
 
-VALUE_TRANSFORMS: dict[str, Callable] = {}
-CALL_TRANSFORMS: dict[str, Callable] = {}
-SHAPES: dict[str, Callable] = {}
 
+class Transforms:
+    def __init__(self, pack: str):
+        self.pack = pack
+        self.values: dict[str, Callable] = {}
+        self.calls: dict[str, Callable] = {}
+        self.shapes: dict[str, Callable] = {}
 
-def _register(table: dict[str, Callable], name: str):
-    def deco(fn: Callable) -> Callable:
-        if name in table:
-            raise ValueError(f"transform {name!r} registered twice")
-        table[name] = fn
-        return fn
+    def _register(self, table: dict[str, Callable], name: str):
+        def deco(fn: Callable) -> Callable:
+            if name in table:
+                raise ValueError(f"transform {name!r} registered twice in pack {self.pack}")
+            table[name] = fn
+            return fn
 
-    return deco
+        return deco
 
+    def value(self, name: str):
+        """Register a value transform (``args.X.transform = "name"`` in a rule)."""
+        return self._register(self.values, name)
 
-def value_transform(name: str):
-    return _register(VALUE_TRANSFORMS, name)
+    def call(self, name: str):
+        """Register a call transform (``emit.transform = "name"``)."""
+        return self._register(self.calls, name)
 
-
-def call_transform(name: str):
-    return _register(CALL_TRANSFORMS, name)
-
-
-def shape(name: str):
-    return _register(SHAPES, name)
-
-
-_loaded = False
-
-
-def load() -> None:
-    """Import the modules that register transforms (once; they import the engine, hence lazily)."""
-    global _loaded
-    if _loaded:
-        return
-    _loaded = True
-    from fwport.packs.tf2torch import layer, ops, values  # noqa: F401
+    def shape(self, name: str):
+        """Register a shape function (``emit.shape = "name"``)."""
+        return self._register(self.shapes, name)

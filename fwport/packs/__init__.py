@@ -1,0 +1,13 @@
+"""The translation packs, one per direction: ``fwport/packs/<name>/`` (its code) beside
+``rules/<name>/`` (its data rules). A pack's ``__init__`` defines ``DIRECTION``
+(:class:`fwport.core.direction.Direction`). Registering a pack is adding a line here; the core
+loads packs by these names and never imports a pack module itself.
+"""
+
+#: direction name → the module that defines its DIRECTION
+PACKS = {
+    "tf2torch": "fwport.packs.tf2torch",
+}
+
+#: the direction used when none is named (``fwport.translate_source(text)``)
+DEFAULT = "tf2torch"

@@ -335,7 +335,8 @@ def _read(path: str, what: str) -> str:
 
 def _verify(opts: Options, session: Session, keep_state: str | None = None) -> dict:
     from fwport.core.rule import load_pack
-    from fwport.core.pipeline import detect_keras_version, translate_source
+    from fwport.core.pipeline import translate_source
+    from fwport.packs.tf2torch import detect_keras_version
 
     t0 = time.perf_counter()
     times: dict[str, float] = {}

@@ -1,0 +1,131 @@
+"""The TensorFlow/Keras → PyTorch pack: ``fwport tf2torch``.
+
+Where things are:
+  __init__.py     DIRECTION: what the core asks of this pack (names, planners, spellings, codes...)
+  passes/         the structural passes (planners), in order: model_api, sequential, subclass, decorators
+  layer.py        shape functions of Keras layers (Dense, Conv*, pooling, norms...) + keras activations
+  ops.py          call transforms of tf.* / keras.ops.* (matmul flags, cast, reductions...)
+  values.py       value transforms of single arguments (one-minus, dim, keep...)
+  dims.py         sizes written with names (module constants, builder parameters)
+  registry.py     this pack's table of named transforms
+  ../../../rules/tf2torch/   the data rules, one per file
+"""
+from __future__ import annotations
+
+import re
+
+from fwport.core.direction import Direction, Spelling
+from fwport.core.names import SourceNames
+from fwport.packs.tf2torch import layer, ops, values  # noqa: F401  (they register the named transforms)
+from fwport.packs.tf2torch.passes import FINISH, PLANNERS
+from fwport.packs.tf2torch.registry import TRANSFORMS
+
+#: Top-level packages that make a file a TensorFlow/Keras source.
+SOURCE_ROOTS = ("tensorflow", "keras", "tf_keras")
+
+# Longest prefix first: the canonical spelling of each source namespace.
+_CANON_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("tensorflow.python.keras.", "keras."),
+    ("tensorflow.compat.v2.keras.", "keras."),
+    ("tensorflow.compat.v2.", "tensorflow."),
+    ("tensorflow.keras.", "keras."),
+    ("tf_keras.", "keras."),
+    ("keras.api._v2.keras.", "keras."),
+    ("keras.src.", "keras."),
+    ("keras.layers.experimental.preprocessing.", "keras.layers."),
+    ("keras.layers.experimental.", "keras.layers."),
+    ("keras.layers.core.", "keras.layers."),
+    ("keras.layers.convolutional.", "keras.layers."),
+    ("keras.layers.pooling.", "keras.layers."),
+    ("keras.layers.normalization.", "keras.layers."),
+    ("keras.models.Sequential", "keras.Sequential"),
+    ("keras.models.Model", "keras.Model"),
+    ("keras.engine.training.Model", "keras.Model"),
+    ("keras.engine.base_layer.Layer", "keras.layers.Layer"),
+    ("keras.layers.Input", "keras.Input"),
+    ("keras.Layer", "keras.layers.Layer"),
+    ("keras.backend.", "keras.backend."),
+)
+_CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+_CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+
+_KERAS2_HINTS = re.compile(r"\btf_keras\b|\bexperimental\.preprocessing\b|\blr\s*=|\.fit_generator\(|"
+                           r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b")
+
+
+def detect_keras_version(text: str, forced: int | None = None) -> tuple[int, str]:
+    """Which Keras the file was written for: 3 unless the file shows Keras 2 (or it is forced)."""
+    if forced in (2, 3):
+        return forced, "set by option"
+    m = re.search(r"#\s*fwport:\s*keras\s*=\s*([23])", text)
+    if m:
+        return int(m.group(1)), "set by a '# fwport: keras=N' comment"
+    m = _KERAS2_HINTS.search(text)
+    if m:
+        return 2, f"Keras 2 usage: {m.group(0).strip()!r}"
+    return 3, "no Keras 2 usage found"
+
+
+def _source_label(name: str, version: int | None) -> str:
+    return f"Keras {version}" if name.startswith("keras.") else "TensorFlow"
+
+
+#: Keyword arguments every Keras layer accepts through **kwargs, and what the engine does with them.
+LAYER_BASE_KWARGS = {
+    "input_shape": "shape",  # feeds shape propagation, then dropped
+    "batch_input_shape": "shape",
+    "input_dim": "shape",
+    "input_length": "shape",
+    "batch_size": "drop",
+    "name": "drop",
+    "dtype": "drop",
+    "autocast": "drop",
+    "trainable": "trainable",
+    "dynamic": "drop",
+    "weights": "unsupported",
+}
+
+CODES = {
+    "keras-version": "the Keras generation (2 or 3) the file was written for, which decides some defaults",
+    "layout-changed": "channels-last code became channels-first (NCHW); inputs must be permuted accordingly",
+    "layout-kept": "a region kept the channels-last layout; permutes were emitted around layout-bound layers",
+    "decorator-removed": "a TensorFlow-only decorator (e.g. @tf.function) was removed",
+}
+
+# severity and what to do, for docs/findings.md
+CODE_ADVICE = {
+    "layout-changed": ("info", "Feed the translated model NCHW tensors (`x.permute(0, 3, 1, 2)`); `fwport verify` "
+                       "does this for you."),
+    "layout-kept": ("info", "Correct as is; for idiomatic NCHW code, make the shapes in that region inferable "
+                    "and translate again."),
+    "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
+    "keras-version": ("info", "Check the detected Keras generation; force it with `--keras 2|3`, `keras = 2` under "
+                      "[tool.fwport], or a `# fwport: keras=2` comment in the file."),
+}
+
+DIRECTION = Direction(
+    name="tf2torch",
+    summary="TensorFlow 2 / Keras (tf.keras, Keras 3, tf_keras) → PyTorch",
+    source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT),
+    mentions=re.compile(r"\b(tensorflow|keras|tf_keras)\b"),
+    planners=PLANNERS,
+    finish=FINISH,
+    spellings=(
+        Spelling("torch.nn.functional.", "F.", "import torch.nn.functional as F"),
+        Spelling("torch.nn.", "nn.", "from torch import nn"),
+        Spelling("torch.", "torch.", "import torch"),
+        Spelling("math.", "math.", "import math"),
+    ),
+    import_order=("import math", "import torch", "from torch import nn", "import torch.nn.functional as F"),
+    detect_version=detect_keras_version,
+    version_name="keras_version",
+    version_option="keras",
+    version_code="keras-version",
+    version_label=lambda v: f"Keras {v}",
+    source_label=_source_label,
+    codes=CODES,
+    code_advice=CODE_ADVICE,
+    layer_base_kwargs=LAYER_BASE_KWARGS,
+    transforms=TRANSFORMS,
+    target_roots=("torch",),
+)

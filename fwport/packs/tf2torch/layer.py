@@ -18,7 +18,7 @@ from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
-from fwport.core.transform import shape, value_transform
+from fwport.packs.tf2torch.registry import shape, value_transform
 
 # Keras activation name → (torch module, keyword arguments as text). Slopes and approximations are
 # those of the *string / function* form, which differ from the layer defaults (LeakyReLU 0.2 vs 0.3).
@@ -78,7 +78,7 @@ def activation_modules(m: MappedCall, ctx, channel_axis: int = -1) -> list[cst.B
     if name in _IDENTITY:
         return []
     table = dict(_ACTIVATIONS)
-    if ctx.keras_version == 3:
+    if ctx.version == 3:
         table.update(_KERAS3_ONLY)
     if name is NOT_LITERAL or name not in table:
         shown = code(value)

@@ -11,7 +11,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import _atom, build_call
-from fwport.core.transform import call_transform
+from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
 INT32 = "torch.int32"

@@ -4,7 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
-from fwport.core.transform import value_transform
+from fwport.packs.tf2torch.registry import value_transform
 
 
 def _number(value: float) -> cst.BaseExpression:

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import re
 
+from fwport.core.direction import Planner
 from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
                   "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states")
 
-PASSES: list[tuple[re.Pattern, object]] = [
+PLANNERS: tuple[Planner, ...] = (
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
-    (re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
+    Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
-    (re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
+    Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
-    (re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
+    Planner("subclass", re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
     # @tf.function removed (or torch.compile)
-    (re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"), decorators.run),
-]
+    Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
+            decorators.run),
+)
+# steps that remove lines, once every finding is located
+FINISH = (decorators.finish,)

@@ -736,7 +736,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     def _add_weight(self, plan: _Plan, call: cst.Call, rule) -> cst.BaseExpression | None:
         ctx = self.ctx
-        order = _POSITIONAL[2 if ctx.keras_version == 2 else 3]
+        order = _POSITIONAL[2 if ctx.version == 2 else 3]
         args = []
         for i, a in enumerate(call.args):
             if a.keyword is None and not a.star and i < len(order):

@@ -1,0 +1,105 @@
+"""Directions: what the core asks of a translation pack (tf2torch, torch2jax, ...).
+
+The core knows no framework. Everything that does — which imports make a file a source file, the
+canonical spelling of source names, the planners (structural passes), the output spellings and
+their imports, the finding codes and version facts of the source — comes from a
+:class:`Direction` that a pack defines in ``fwport/packs/<name>/__init__.py`` as ``DIRECTION``, and
+registers by name in ``fwport/packs/__init__.py`` (``PACKS``). Its data rules live in
+``rules/<name>/``. The core loads a direction by name, never by importing a pack module itself.
+"""
+from __future__ import annotations
+
+import importlib
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable
+
+from fwport.core.names import SourceNames
+from fwport.core.transform import Transforms
+
+#: The module that lists the packs (name → module holding ``DIRECTION``); outside the core.
+PACK_REGISTRY = "fwport.packs"
+
+
+@dataclass(frozen=True)
+class Planner:
+    """A structural pass: ``run(module, ctx) -> module``, run only when ``trigger`` matches the text.
+
+    A pass keeps the line structure of the code it rewrites (its findings are located on its input).
+    """
+
+    name: str
+    trigger: re.Pattern
+    run: Callable[[Any, Any], Any]
+
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a target module path is written in the output and the import that spelling needs:
+    ``Spelling("torch.nn.", "nn.", "from torch import nn")``."""
+
+    prefix: str
+    short: str
+    import_line: str
+
+
+@dataclass(frozen=True)
+class Direction:
+    name: str  # the command (`fwport tf2torch`) and the rules folder (rules/tf2torch)
+    summary: str
+    source: SourceNames
+    #: a cheap text test: can the file concern the source framework at all? (else: unchanged, unparsed)
+    mentions: re.Pattern
+    #: the structural passes, in order, run before the rule pass
+    planners: tuple[Planner, ...] = ()
+    #: steps that remove lines, run once every finding is located: ``fn(module, ctx) -> module``
+    finish: tuple[Callable[[Any, Any], Any], ...] = ()
+    #: output spellings, longest prefix first
+    spellings: tuple[Spelling, ...] = ()
+    #: the order target imports are added in (others follow, sorted)
+    import_order: tuple[str, ...] = ()
+    #: the source generation a text was written for: ``fn(text, forced) -> (version, why)``
+    detect_version: Callable[[str, int | None], tuple[int, str]] | None = None
+    #: how a version is named in reports (``keras_version``), the option that forces it
+    #: (``keras``: ``--keras``, ``[tool.fwport] keras``) and the info finding that says it
+    version_name: str = "version"
+    version_option: str = "version"
+    version_code: str = "source-version"
+    version_label: Callable[[int | None], str] = lambda v: f"version {v}"
+    #: who defines a source name's defaults, for messages: ``fn(name, version)`` → ``Keras 3``
+    source_label: Callable[[str, int | None], str] = lambda name, v: name.split(".")[0]
+    #: finding codes of this pack (code → meaning), added to the core's closed set
+    codes: dict[str, str] = field(default_factory=dict)
+    #: code → (usual severity, what to do), for docs/findings.md
+    code_advice: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: keyword arguments every source layer accepts, and what the engine does with each
+    #: ("shape": feeds shape propagation then dropped; "drop"; "trainable"; "unsupported")
+    layer_base_kwargs: dict[str, str] = field(default_factory=dict)
+    #: the pack's named transforms (value transforms, call transforms, shape functions)
+    transforms: Transforms = field(default_factory=lambda: Transforms("?"))
+    #: the target's top-level packages (dependency files, residue checks of translated trees)
+    target_roots: tuple[str, ...] = ()
+
+
+def registered() -> dict[str, str]:
+    """Pack name → the module that defines its ``DIRECTION``."""
+    return dict(importlib.import_module(PACK_REGISTRY).PACKS)
+
+
+def default_direction() -> str:
+    """The direction used when none is named (the registry's ``DEFAULT``)."""
+    return importlib.import_module(PACK_REGISTRY).DEFAULT
+
+
+@lru_cache(maxsize=None)
+def get_direction(name: str) -> Direction:
+    """The direction called ``name``; importing its pack registers its transforms and codes."""
+    packs = registered()
+    if name not in packs:
+        raise KeyError(f"no translation direction {name!r}; the packs are: {', '.join(sorted(packs))}")
+    direction = importlib.import_module(packs[name]).DIRECTION
+    from fwport.core.finding import register_codes
+
+    register_codes(direction.codes, name)
+    return direction
