@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.bindings import BindingWalker
+
 
 class SourceNames:
     """What makes a name a source-framework name, and the canonical spelling of each (given by
@@ -246,47 +248,19 @@ def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
     return names
 
 
-class _LocalBinder(cst.CSTVisitor):
+class _LocalBinder(BindingWalker):
+    """The names a function body binds by statements (``:=`` aside), local imports excepted: those
+    are real imports, handled by the import table."""
+
+    _HOWS = frozenset({"assign", "annassign", "annotation", "augassign", "for", "as", "def", "class"})
+
     def __init__(self, names: set[str]):
+        super().__init__(expressions=False, imports=False)
         self.names = names
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.names.add(node.name.value)
-        return False  # nested functions have their own scope
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.names.add(node.name.value)
-        return False
-
-    def _targets(self, t: cst.BaseExpression) -> None:
-        if isinstance(t, cst.Name):
-            self.names.add(t.value)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for e in t.elements:
-                self._targets(e.value)
-        elif isinstance(t, cst.StarredElement):
-            self._targets(t.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._targets(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._targets(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._targets(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._targets(node.name)  # with ... as x, except ... as x, import ... as x
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False  # local imports are real imports, handled by the import table
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
+    def bound(self, target: cst.BaseExpression, how: str, value) -> None:
+        if how in self._HOWS and isinstance(target, cst.Name):
+            self.names.add(target.value)
 
 
 class ScopedResolver:

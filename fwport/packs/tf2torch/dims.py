@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bindings import BindingWalker
 from fwport.core.engine import LayerContext, code
 
 
@@ -125,93 +126,22 @@ def prod(dims) -> object:
 
 # --- which names are stable -------------------------------------------------------------------------------
 
-class _Bindings(cst.CSTVisitor):
+class _Bindings(BindingWalker):
     """How many times each name is bound in one scope (nested functions, classes, lambdas and
-    comprehensions are scopes of their own); a binding inside a loop counts as many."""
+    comprehensions are scopes of their own); a binding inside a loop counts as many, and a name
+    changed in place, deleted or declared global/nonlocal is never stable (99)."""
 
     def __init__(self) -> None:
+        super().__init__(comprehensions=False)
         self.count: dict[str, int] = {}
-        self.loop = 0
 
-    def bind(self, name: str) -> None:
-        self.count[name] = self.count.get(name, 0) + (2 if self.loop else 1)
-
-    def _targets(self, t) -> None:
-        if isinstance(t, cst.Name):
-            self.bind(t.value)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for e in t.elements:
-                self._targets(e.value)
-        elif isinstance(t, cst.StarredElement):
-            self._targets(t.value)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.bind(node.name.value)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.bind(node.name.value)
-        return False
-
-    def visit_Lambda(self, node) -> bool:
-        return False
-
-    def visit_ListComp(self, node) -> bool:
-        return False
-
-    visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_ListComp
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._targets(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._targets(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            self.count[node.target.value] = 99  # changed in place: never stable
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._targets(node.name)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        if isinstance(node.target, cst.Name):
-            self.count[node.target.value] = 99
-
-    def visit_Global(self, node: cst.Global) -> None:
-        for n in node.names:
-            self.count[n.name.value] = 99
-
-    visit_Nonlocal = visit_Global
-
-    def visit_Import(self, node) -> None:
-        for a in node.names:
-            self.bind(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
-                      else code(a.name).split(".")[0])
-
-    def visit_ImportFrom(self, node) -> None:
-        if isinstance(node.names, cst.ImportStar):
+    def bound(self, target: cst.BaseExpression, how: str, value) -> None:
+        if not isinstance(target, cst.Name) or how == "annotation":
             return
-        for a in node.names:
-            self.bind(a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
-                      else code(a.name))
-
-    def visit_For(self, node: cst.For) -> None:
-        self.loop += 1
-        self._targets(node.target)
-
-    def leave_For(self, node) -> None:
-        self.loop -= 1
-
-    def visit_While(self, node) -> None:
-        self.loop += 1
-
-    def leave_While(self, node) -> None:
-        self.loop -= 1
+        if how in ("augassign", "del", "global"):
+            self.count[target.value] = 99
+        else:
+            self.count[target.value] = self.count.get(target.value, 0) + (2 if self.loop else 1)
 
 
 def bindings(body: cst.CSTNode) -> dict[str, int]:

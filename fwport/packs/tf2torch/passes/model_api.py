@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
@@ -91,7 +92,7 @@ class _Scope:
     params: set[str] = field(default_factory=set)
 
 
-class _Bindings(cst.CSTVisitor):
+class _Bindings(BindingWalker):
     """Every binding of a name in one scope (not in nested functions or classes), each with its value
     when it is a plain ``name = value``.
 
@@ -99,68 +100,16 @@ class _Bindings(cst.CSTVisitor):
     Only a ``:=`` binds inside an expression, so without ``walrus`` expressions are not walked."""
 
     def __init__(self, walrus: bool = True) -> None:
+        super().__init__(expressions=walrus, imports=False)
         self.assigned: dict[str, list[cst.BaseExpression | None]] = {}
         self.statement_bound: set[str] = set()
-        self.walrus = walrus
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if not self.walrus and isinstance(node, cst.BaseExpression):
-            return False
-        return super().on_visit(node)
-
-    def _add(self, name: str, value: cst.BaseExpression | None, walrus: bool = False) -> None:
-        self.assigned.setdefault(name, []).append(value)
-        if not walrus:
-            self.statement_bound.add(name)
-
-    def _targets(self, t: cst.BaseExpression, walrus: bool = False) -> None:
-        if isinstance(t, cst.Name):
-            self._add(t.value, None, walrus)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for e in t.elements:
-                self._targets(e.value, walrus)
-        elif isinstance(t, cst.StarredElement):
-            self._targets(t.value, walrus)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self._add(node.name.value, None)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self._add(node.name.value, None)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            if isinstance(t.target, cst.Name) and len(node.targets) == 1:
-                self._add(t.target.value, node.value)
-            else:
-                self._targets(t.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            self._add(node.target.value, node.value)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._targets(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._targets(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._targets(node.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target, walrus=True)
-
-    def visit_Import(self, node: cst.Import) -> bool:
-        return False  # module-level imports are the import table's; a local import rebinds via AsName only
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
-        return False
+    def bound(self, target: cst.BaseExpression, how: str, value: cst.BaseExpression | None) -> None:
+        if not isinstance(target, cst.Name) or how in ("del", "global"):
+            return
+        self.assigned.setdefault(target.value, []).append(value)
+        if how != "walrus":
+            self.statement_bound.add(target.value)
 
 
 class _Returns(cst.CSTVisitor):

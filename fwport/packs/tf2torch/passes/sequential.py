@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from fwport.core.bind import literal_value
+from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
@@ -541,13 +542,14 @@ _READERS = {"print", "len", "str", "repr", "isinstance", "id", "type"}
 _MUTATORS = {"add", "pop"}
 
 
-class _Uses(cst.CSTVisitor):
+class _Uses(BindingWalker):
     """How one statement uses the dotted name ``target`` (a model whose layers are being followed):
     rebinding it, changing its layers (``.add`` / ``.pop`` outside the followed form), or passing it
     to a call that might add layers. Names are compared as libcst nodes, never as text, and a
     nested function that binds the name's head (a parameter ``model``) is not the same model."""
 
     def __init__(self, target: str):
+        super().__init__(lambdas=True)
         self.target = target
         self.head = target.split(".")[0]
         self.rebound = False
@@ -557,42 +559,16 @@ class _Uses(cst.CSTVisitor):
     def _is_target(self, node: cst.CSTNode) -> bool:
         return isinstance(node, (cst.Name, cst.Attribute)) and dotted_text(node) == self.target
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return self.head not in bound_names(node)
+    def enter_scope(self, node: cst.FunctionDef | cst.ClassDef | cst.Lambda) -> bool:
+        if isinstance(node, cst.ClassDef):
+            return self.head != "self"
+        return self.head not in bound_names(node)  # a closure may change the model
 
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return self.head not in bound_names(node)
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return self.head != "self"
-
-    def _bind(self, target: cst.BaseExpression) -> None:
+    def bound(self, target: cst.BaseExpression, how: str, value) -> None:
+        if how in ("annotation", "global"):
+            return
         if self._is_target(target) or (isinstance(target, cst.Name) and target.value == self.head):
             self.rebound = True
-        elif isinstance(target, (cst.Tuple, cst.List)):
-            for e in target.elements:
-                self._bind(e.value)
-        elif isinstance(target, cst.StarredElement):
-            self._bind(target.value)
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._bind(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None:
-            self._bind(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._bind(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._bind(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:
-        self._bind(node.name)
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._bind(node.target)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
