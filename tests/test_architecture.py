@@ -153,5 +153,17 @@ def test_a_new_direction_needs_no_edit_in_the_core(tmp_path, monkeypatch):
         assert r.output == "import operator\n\ny = operator.mul(x, 2) + operator.mul(3, 2)\n"
         assert [f.code for f in r.findings] == ["dropped-argument"]
         assert translate_source("import os\n", "x.py", pack).status is Status.UNCHANGED
+        # the command line has a command for it, with the shared options
+        from click.testing import CliRunner
+
+        from fwport.core.cli import main
+
+        monkeypatch.setitem(fwport.packs.HELP, "toy2py", "Translate toyfw to Python.")
+        f = tmp_path / "toy.py"
+        f.write_text(src)
+        res = CliRunner().invoke(main, ["toy2py", str(f), "--rules", str(tmp_path / "rules")])
+        assert res.exit_code == 0, res.output
+        assert res.stdout == "import operator\n\ny = operator.mul(x, 2) + operator.mul(3, 2)\n"
+        assert re.search(r"\btoy2py\s+Translate toyfw to Python\.", CliRunner().invoke(main, ["--help"]).output)
     finally:
         direction_mod.get_direction.cache_clear()

@@ -312,6 +312,8 @@ except SystemExit as e:
     code = e.code
 banned = sorted(m for m in sys.modules if m.split(".")[0] in {banned!r})
 sys.stderr.write("BANNED=" + ",".join(banned) + "\\n")
+heavy = sorted(m for m in sys.modules if m == "libcst" or m.startswith("fwport.packs."))
+sys.stderr.write("HEAVY=" + ",".join(heavy) + "\\n")
 sys.exit(code)
 """
 
@@ -326,6 +328,7 @@ def test_no_framework_is_imported(tmp_path, args):
     assert "BANNED=\n" in p.stderr, p.stderr
     if args == ["--help"]:
         assert "tf2torch" in p.stdout and "verify" in p.stdout
+        assert "HEAVY=\n" in p.stderr, p.stderr  # listing commands loads no parser and no pack (only the registry)
 
 
 def test_verify_and_weights_are_registered():

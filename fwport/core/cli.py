@@ -32,12 +32,20 @@ _LAZY_COMMANDS = {
 }
 
 
+def _directions() -> dict[str, str]:
+    """Direction name → its one-line help, from the pack registry (no pack is imported)."""
+    packs = importlib.import_module("fwport.packs")
+    return {name: packs.HELP.get(name, f"Translate source code ({name}).") for name in packs.PACKS}
+
+
 class _Group(click.Group):
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS})
+        return sorted({*super().list_commands(ctx), *_LAZY_COMMANDS, *_directions()})
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         cmd = super().get_command(ctx, name)
+        if cmd is None and name in _directions():
+            return _direction_command(name)
         if cmd is not None or name not in _LAZY_COMMANDS:
             return cmd
         module, attr, short = _LAZY_COMMANDS[name]
@@ -57,8 +65,11 @@ class _Group(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # the short help of lazy commands comes from the table: listing must not import them
         rows = []
+        directions = _directions()
         for name in self.list_commands(ctx):
-            if name in _LAZY_COMMANDS and name not in self.commands:
+            if name in directions and name not in self.commands:
+                rows.append((name, directions[name]))
+            elif name in _LAZY_COMMANDS and name not in self.commands:
                 rows.append((name, _LAZY_COMMANDS[name][2]))
             else:
                 cmd = self.commands[name]
@@ -154,8 +165,10 @@ class _Progress:
             sys.stderr.flush()
 
 
-# --- fwport tf2torch --------------------------------------------------------------------------------
-@main.command("tf2torch")
+# --- fwport <direction> (tf2torch, ...) ----------------------------------------------------------------
+# One command per registered direction (fwport/packs/__init__.py): the options below, shared by
+# all, plus the direction's own (Direction.cli_options, e.g. tf2torch's --keras and --compile).
+@click.command("translate")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("-o", "--output", metavar="FILE|DIR",
               help="Write the translation here: a file for one input file, else a folder that mirrors the inputs.")
@@ -166,8 +179,6 @@ class _Progress:
               help="Write every file's result (status, findings, layer records, models) as JSON.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
               help="Format of the report on stderr.")
-@click.option("--keras", type=click.Choice(["2", "3"]), help="The Keras generation the code was written for (default: detected per file).")
-@click.option("--compile", "compile_", is_flag=True, help="Turn @tf.function into torch.compile instead of removing it.")
 @click.option("-q", "--quiet", is_flag=True, help="Report only warnings and errors (no info findings).")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), help="Worker processes for a tree (default: one per core).")
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Leave matching files and folders alone (adds to [tool.fwport] exclude).")
@@ -176,11 +187,11 @@ class _Progress:
 @click.option("--max-size", type=click.IntRange(min=1), metavar="BYTES", help="Largest file translated (default 5 MB, or max_size).")
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="The pyproject.toml to read [tool.fwport] from (default: the nearest one above the first path).")
-def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_diff: bool, check: bool,
-             report_file: str | None, fmt: str, keras: str | None, compile_: bool, quiet: bool, jobs: int | None,
-             exclude: tuple[str, ...], rule_dirs: tuple[str, ...], disable: tuple[str, ...], max_size: int | None,
-             config_file: str | None) -> None:
-    """Translate TensorFlow/Keras source to PyTorch.
+def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_diff: bool, check: bool,
+               report_file: str | None, fmt: str, quiet: bool, jobs: int | None,
+               exclude: tuple[str, ...], rule_dirs: tuple[str, ...], disable: tuple[str, ...], max_size: int | None,
+               config_file: str | None, direction: str = "", **pack_options: object) -> None:
+    """Translate source code between frameworks.
 
     One file: the translation on stdout, findings on stderr. A folder is walked for .py files
     (skipping .git, virtual environments, site-packages, build outputs and excluded globs) and
@@ -207,13 +218,9 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
                 _fail(f"-o {output} is the input folder itself: use --in-place to overwrite files")
 
     cfg = _config(paths, config_file)
-    extra_dirs, disabled = _load_pack("tf2torch", cfg, rule_dirs, disable)
-    options: dict[str, object] = {}
-    if keras or cfg.keras:
-        options["keras"] = int(keras) if keras else cfg.keras
-    if compile_:
-        options["compile"] = True
-    settings = Settings("tf2torch", extra_dirs, disabled, tuple(sorted(options.items())), max_size or cfg.max_size)
+    extra_dirs, disabled = _load_pack(direction, cfg, rule_dirs, disable)
+    options = _pack_options(direction, cfg, pack_options)
+    settings = Settings(direction, extra_dirs, disabled, tuple(sorted(options.items())), max_size or cfg.max_size)
     excludes = (*cfg.exclude, *exclude)
 
     def jobs_iter():
@@ -275,6 +282,35 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
     if stopped:
         _fail(stopped, 130 if stopped.startswith("interrupted") else EXIT_ERROR)
     sys.exit(summary.exit_code(check))
+
+
+def _pack_options(direction: str, cfg: Config, given: dict[str, object]) -> dict[str, object]:
+    """The translate options of the direction's own command-line flags, else of [tool.fwport]."""
+    from fwport.core.direction import get_direction
+
+    options: dict[str, object] = {}
+    for o in get_direction(direction).cli_options:
+        value = given.get(o.key)
+        if value in (None, False) and o.config_key:
+            value = getattr(cfg, o.config_key, None)
+        if value not in (None, False):
+            options[o.key] = o.convert(value)
+    return options
+
+
+def _direction_command(name: str) -> click.Command:
+    """`fwport <name>`: the shared translate options plus the direction's own."""
+    import functools
+
+    from fwport.core.direction import get_direction
+
+    d = get_direction(name)
+    own = [click.Option([o.flag], o.key, is_flag=not o.choices, type=click.Choice(list(o.choices)) if o.choices
+                        else None, help=o.help) for o in d.cli_options]
+    common = (_translate.help or "").split("\n\n", 1)[-1]
+    return click.Command(name, params=[*_translate.params, *own], help=f"{d.command_help or d.summary}\n\n{common}",
+                         callback=functools.partial(_translate.callback, direction=name),
+                         context_settings={"help_option_names": ["-h", "--help"]})
 
 
 # --- fwport residue ---------------------------------------------------------------------------------

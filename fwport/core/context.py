@@ -9,59 +9,8 @@ import libcst as cst
 from fwport.core.direction import Direction
 from fwport.core.finding import Finding, Severity
 from fwport.core.names import ImportTable
+from fwport.core.result import LayerRecord, ModelInfo  # noqa: F401  (the records the passes fill)
 from fwport.core.rule import Pack, Rule
-
-@dataclass
-class LayerRecord:
-    """How one source layer became one target module: what the verifier and `fwport weights` use.
-
-    ``source`` and ``target`` are attribute paths relative to the model (``fc1``, ``layers[2]``,
-    ``0``, ``block.conv``) within ``scope`` (the class or variable that owns the model).
-    """
-
-    scope: str
-    source: str
-    target: str
-    rule: str
-    variant: str | None = None
-    symbols: dict[str, int] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        # records are plain data (they cross process boundaries and land in JSON): sizes known
-        # from a module constant (dims.Named) are stored as the ints they are
-        self.symbols = {k: int(v) if isinstance(v, int) and not isinstance(v, bool) else v
-                        for k, v in self.symbols.items()}
-
-    def to_dict(self) -> dict:
-        return {"scope": self.scope, "source": self.source, "target": self.target, "rule": self.rule,
-                "variant": self.variant, "symbols": dict(self.symbols)}
-
-
-@dataclass
-class ModelInfo:
-    """A model the translation produced, as the verifier needs to drive it.
-
-    ``scope`` is the class name, the builder function's name or the module-level variable.
-    ``layout`` is "same" when the translated model takes inputs laid out as the source's, or
-    "nchw" when channels-last inputs must be permuted to channels-first (and ``output_layout``
-    likewise for the outputs).
-    """
-
-    scope: str
-    kind: str  # "sequential" | "subclass"
-    input_shape: tuple | None = None  # source layout, without the batch axis
-    layout: str = "same"
-    output_layout: str = "same"
-
-    def __post_init__(self) -> None:
-        if self.input_shape is not None:  # plain ints (see LayerRecord), None where symbolic
-            self.input_shape = tuple(int(d) if isinstance(d, int) and not isinstance(d, bool) else d
-                                     for d in self.input_shape)
-
-    def to_dict(self) -> dict:
-        return {"scope": self.scope, "kind": self.kind, "input_shape": list(self.input_shape) if self.input_shape else None,
-                "layout": self.layout, "output_layout": self.output_layout}
-
 
 @dataclass
 class PendingFinding:

@@ -45,6 +45,19 @@ class Spelling:
 
 
 @dataclass(frozen=True)
+class CliOption:
+    """A command-line flag of one direction's command, setting a translate option: ``--keras 2``
+    sets ``options["keras"] = 2`` (else the ``[tool.fwport]`` key ``config_key``, if any)."""
+
+    flag: str
+    key: str
+    help: str
+    choices: tuple[str, ...] = ()  # none: an on/off flag
+    convert: Callable[[Any], Any] = lambda v: v
+    config_key: str | None = None
+
+
+@dataclass(frozen=True)
 class Direction:
     name: str  # the command (`fwport tf2torch`) and the rules folder (rules/tf2torch)
     summary: str
@@ -78,6 +91,9 @@ class Direction:
     layer_base_kwargs: dict[str, str] = field(default_factory=dict)
     #: the pack's named transforms (value transforms, call transforms, shape functions)
     transforms: Transforms = field(default_factory=lambda: Transforms("?"))
+    #: the long help of `fwport <name>` and the direction's own flags
+    command_help: str = ""
+    cli_options: tuple[CliOption, ...] = ()
     #: the target's top-level packages (dependency files, residue checks of translated trees)
     target_roots: tuple[str, ...] = ()
 

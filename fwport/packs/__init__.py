@@ -9,5 +9,10 @@ PACKS = {
     "tf2torch": "fwport.packs.tf2torch",
 }
 
+#: the one-line help of `fwport <name>` in `fwport --help` (listing commands imports no pack)
+HELP = {
+    "tf2torch": "Translate TensorFlow/Keras source to PyTorch.",
+}
+
 #: the direction used when none is named (``fwport.translate_source(text)``)
 DEFAULT = "tf2torch"

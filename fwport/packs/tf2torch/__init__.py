@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from fwport.core.direction import Direction, Spelling
+from fwport.core.direction import CliOption, Direction, Spelling
 from fwport.core.names import SourceNames
 from fwport.packs.tf2torch import layer, ops, values  # noqa: F401  (they register the named transforms)
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
@@ -128,4 +128,10 @@ DIRECTION = Direction(
     layer_base_kwargs=LAYER_BASE_KWARGS,
     transforms=TRANSFORMS,
     target_roots=("torch",),
+    command_help="Translate TensorFlow/Keras source to PyTorch.",
+    cli_options=(
+        CliOption("--keras", "keras", "The Keras generation the code was written for (default: detected per file).",
+                  choices=("2", "3"), convert=int, config_key="keras"),
+        CliOption("--compile", "compile", "Turn @tf.function into torch.compile instead of removing it."),
+    ),
 )
