@@ -220,8 +220,12 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
         return plan_jobs(paths, output=output, in_place=in_place, diff=show_diff, keep_text=to_stdout,
                          exclude=excludes, config_root=cfg.root)
 
+    mirror = None
+    if output and not single and any(Path(p).is_dir() for p in paths):
+        from fwport.tree import Mirror  # the whole tree: other files copied, dependency files updated
+        mirror = Mirror(paths, output, excludes, cfg.root, show_diff)
     progress_on = sys.stderr.isatty() and not single
-    total = sum(1 for _ in iter_files(paths, excludes, cfg.root)) if progress_on else 0
+    total = sum(1 for _ in iter_files(paths, excludes, cfg.root, output if mirror else None)) if progress_on else 0
     progress = _Progress(progress_on, total)
     min_sev = Severity.WARNING if quiet else Severity.INFO
     stderr_report = REPORTS[fmt](sys.stderr, min_sev)
@@ -237,7 +241,8 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
     stderr_report.start()
     stopped: str | None = None  # why the run ended early; the reports are written all the same
     try:
-        for outcome in run(jobs_iter(), settings, jobs):
+        outcomes = run(jobs_iter(), settings, jobs)
+        for outcome in (mirror.wrap(outcomes) if mirror else outcomes):
             r = outcome.result
             summary.add(r)
             progress.clear()
@@ -258,6 +263,7 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
         stopped = (f"fwport crashed after {summary.files} file(s) ({type(e).__name__}: {e}); files written so "
                    "far are complete, the rest are untouched; please report it")
     progress.clear()
+    summary.copied = mirror.copied if mirror else 0
     try:
         stderr_report.finish(summary, check)
         if json_report:
