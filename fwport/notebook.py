@@ -224,7 +224,7 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         except (RecursionError, MemoryError):
             continue
         included.append((i, masked, masks, src.endswith("\n")))
-    joined_all = "".join(m for _, m, _, _ in included)
+    joined_all = "\n".join(m for _, m, _, _ in included)
     if not included or not _SOURCE_IMPORT.search(joined_all):
         unchanged.result.findings = findings
         return unchanged
@@ -317,3 +317,26 @@ def _split(text: str, count: int) -> list[str] | None:
     if len(segments) != count or "".join(current).strip():
         return None
     return segments
+
+
+def notebook_residue(text: str, path: str) -> FileResult:
+    """``fwport residue`` for a notebook: the TensorFlow/Keras imports left in its code cells, by cell."""
+    from fwport.runner import BOM, find_source_references
+
+    try:
+        nb = read_notebook(text[1:] if text.startswith(BOM) else text, path)
+    except ValueError as e:
+        return FileResult(path, Status.FAILED, findings=[_input_error(path, str(e))])
+    found: list[Finding] = []
+    if _language(nb) in ("python", "python3", "ipython", "ipython3"):
+        for i, cell in enumerate(nb.cells, 1):
+            if cell.get("cell_type") != "code":
+                continue
+            masked = mask_ipython(_source(cell), [])
+            if masked is None:
+                continue
+            try:
+                found += [dataclasses.replace(f, cell=i) for f in find_source_references(masked, path)]
+            except (SyntaxError, ValueError, RecursionError):
+                continue  # not Python: nothing is imported from it
+    return FileResult(path, Status.UNCHANGED, findings=found)

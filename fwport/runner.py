@@ -546,6 +546,9 @@ def check_residue(path: str, max_size: int = DEFAULT_MAX_SIZE) -> FileResult:
         text, _ = read_source(path, max_size)
     except InputError as e:
         return FileResult(path, Status.FAILED, findings=[e.finding])
+    if path.endswith(".ipynb"):
+        from fwport.notebook import notebook_residue
+        return notebook_residue(text, path)
     try:
         findings = find_source_references(text, path)
     except SyntaxError as e:
