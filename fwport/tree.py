@@ -163,6 +163,7 @@ class Mirror:
             findings.append(Finding(Severity.INFO, "dependency-updated", what, path, c.line, 1))
         for line, note in up.notes:
             findings.append(Finding(Severity.WARNING, "dependency-kept", note, path, line, 1))
+        findings.sort(key=lambda f: f.line)
         return up.text, findings
 
     def _dependency(self, src: Path, dest: Path, kind: str, targets: list[str]) -> Outcome | None:
