@@ -182,9 +182,10 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
              config_file: str | None) -> None:
     """Translate TensorFlow/Keras source to PyTorch.
 
-    One file: the translation on stdout, findings on stderr. A folder is walked for .py files
-    (skipping .git, virtual environments, site-packages, build outputs and excluded globs) and
-    translated in parallel; name where the result goes with -o DIR, --in-place, --diff or --check.
+    One file: the translation on stdout, findings on stderr. A folder is walked for .py files and
+    Jupyter notebooks (skipping .git, virtual environments, site-packages, build outputs and excluded
+    globs) and translated in parallel; name where the result goes with -o DIR, --in-place, --diff or
+    --check. With -o DIR, DIR gets the whole folder: other files copied, dependency files updated.
     """
     from fwport.report import REPORTS, Summary
     from fwport.runner import Settings, iter_files, plan_jobs, run
