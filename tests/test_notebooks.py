@@ -253,3 +253,30 @@ def test_residue_reports_imports_left_in_notebook_cells(tmp_path):
     assert r.stderr.splitlines() == [
         f"{tmp_path / 'src' / 'a.ipynb'}:cell 3:2:1: error: residue: still uses the source framework: from tensorflow import ...",
         "fwport residue: 2 files checked, 1 still use TensorFlow/Keras"]
+
+
+_PROBE = """
+import runpy, sys
+sys.argv = ["fwport"] + sys.argv[1:]
+try:
+    runpy.run_module("fwport", run_name="__main__")
+except SystemExit as e:
+    code = e.code
+banned = sorted(m for m in sys.modules if m.split(".")[0] in ("tensorflow", "keras", "tf_keras", "torch", "jax", "numpy"))
+sys.stderr.write("BANNED=" + ",".join(banned) + "\\n")
+sys.exit(code)
+"""
+
+
+def test_translating_notebooks_imports_no_framework(tmp_path):
+    import subprocess
+    import sys
+
+    write_nb(tmp_path / "src" / "a.ipynb", notebook(new_code_cell("import tensorflow as tf\ny = tf.reduce_sum(x, 1)")))
+    (tmp_path / "src" / "requirements.txt").write_text("tensorflow\n")
+    p = subprocess.run([sys.executable, "-c", _PROBE, "tf2torch", str(tmp_path / "src"), "-o", str(tmp_path / "out"), "-j", "1"],
+                       capture_output=True, text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert p.returncode == 0, p.stderr
+    assert "BANNED=\n" in p.stderr
+    assert sources(tmp_path / "out" / "a.ipynb") == ["import torch\ny = torch.sum(x, dim=1)"]
+    assert (tmp_path / "out" / "requirements.txt").read_text() == "torch\n"
