@@ -229,6 +229,11 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         unchanged.result.findings = findings
         return unchanged
 
+    if len(joined_all) > settings.max_size:
+        from fwport.runner import _mb
+        return NotebookTranslation(FileResult(path, Status.FAILED, text, text, findings + [_input_error(
+            path, f"its code cells are {_mb(len(joined_all))}, over the {_mb(settings.max_size)} limit; set max_size "
+                  "(bytes) under [tool.fwport] in pyproject.toml to translate it")]))
     # the joined text: [anchor] cell, marker, cell, marker, ...
     parts: list[str] = []
     regions: list[_Region] = []

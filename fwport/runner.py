@@ -31,6 +31,8 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "
 #: What a folder walk translates: Python files and Jupyter notebooks (fwport/notebook.py).
 TRANSLATED_SUFFIXES = (".py", ".ipynb")
 BOM = "\ufeff"
+#: The largest notebook file read (outputs included); its code cells must still fit max_size.
+NOTEBOOK_MAX_SIZE = 256 * 2**20
 
 
 # --- finding the files ------------------------------------------------------------------------------
@@ -305,7 +307,9 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         return Outcome(FileResult(job.source, Status.SKIPPED), job)
     data: bytes | None = None
     try:
-        text, data = read_source(job.source, settings.max_size)
+        # a notebook's size is mostly its outputs (images): max_size applies to its code (fwport/notebook.py)
+        limit = max(settings.max_size, NOTEBOOK_MAX_SIZE) if job.source.endswith(".ipynb") else settings.max_size
+        text, data = read_source(job.source, limit)
     except InputError as e:
         result = FileResult(job.source, Status.FAILED, findings=[e.finding])
         data = e.data

@@ -280,3 +280,19 @@ def test_translating_notebooks_imports_no_framework(tmp_path):
     assert "BANNED=\n" in p.stderr
     assert sources(tmp_path / "out" / "a.ipynb") == ["import torch\ny = torch.sum(x, dim=1)"]
     assert (tmp_path / "out" / "requirements.txt").read_text() == "torch\n"
+
+
+def test_max_size_applies_to_a_notebooks_code_not_to_its_outputs(tmp_path):
+    big_output = new_output("display_data", data={"image/png": "iVBORw0KGgo" * 2000})  # 22 KB of image
+    nb = notebook(new_code_cell("import tensorflow as tf\ny = tf.reduce_sum(x, 1)", outputs=[big_output]))
+    f = write_nb(tmp_path / "small_code.ipynb", nb)
+    assert f.stat().st_size > 20_000
+    r = invoke("tf2torch", str(f), "--max-size", "1000", "-o", str(tmp_path / "out.ipynb"))
+    assert r.exit_code == 0, r.output
+    assert sources(tmp_path / "out.ipynb") == ["import torch\ny = torch.sum(x, dim=1)"]
+    nb = notebook(new_code_cell("import tensorflow as tf\n" + "y = tf.reduce_sum(x, 1)\n" * 60))
+    f = write_nb(tmp_path / "big_code.ipynb", nb)
+    r = invoke("tf2torch", str(f), "--max-size", "1000", "--check")
+    assert r.exit_code == 2
+    assert (f"{f}: error: input-error: its code cells are 1464 bytes, over the 1000 bytes limit; set max_size (bytes) "
+            "under [tool.fwport] in pyproject.toml to translate it") in r.stderr.splitlines()
