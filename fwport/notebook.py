@@ -15,7 +15,8 @@ same indentation, and restored after: it comes back exactly as written. A cell w
 runs something else (``%%bash``, ``%%writefile``, ``%%html``...) is left as it is; so is a cell that
 does not parse (reported as ``parse-error`` at its cell and line; the other cells are translated).
 
-Torch imports go to the first translated code cell: a source import is put at its top before
+Torch imports go to the first translated code cell with Python in it (a setup cell of only
+``!pip install`` lines stays as it is, first): a source import is put at its top before
 translating (``import tensorflow as __fwport_anchor__``); the import fixer inserts the target
 imports where the first source import stands and then drops the unused anchor.
 
@@ -234,14 +235,17 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         return NotebookTranslation(FileResult(path, Status.FAILED, text, text, findings + [_input_error(
             path, f"its code cells are {_mb(len(joined_all))}, over the {_mb(settings.max_size)} limit; set max_size "
                   "(bytes) under [tool.fwport] in pyproject.toml to translate it")]))
-    # the joined text: [anchor] cell, marker, cell, marker, ...
+    # the joined text: cell, marker, [anchor] cell, marker, ...: the anchor opens the first cell with
+    # Python in it (a setup cell of only `!pip install` lines stays first)
+    first = next((k for k, (_, masked, _, _) in enumerate(included) if _has_python(masked)), 0)
+    anchor = not _FUTURE.search(included[first][1])
     parts: list[str] = []
     regions: list[_Region] = []
     line = 1
-    if not _FUTURE.search(included[0][1]):
-        parts.append(_ANCHOR + "\n")
-        line += 1
     for k, (i, masked, masks, newline) in enumerate(included):
+        if anchor and k == first:
+            parts.append(_ANCHOR + "\n")
+            line += 1
         seg = masked if masked.endswith("\n") or not masked else masked + "\n"
         n = seg.count("\n")
         regions.append(_Region(i, line, n, masks, newline))
@@ -265,7 +269,7 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         return NotebookTranslation(FileResult(path, Status.FAILED, text, text, r.findings + [f]), joined, joined)
     changes: list[tuple[int, str, str]] = []
     for region, seg in zip(regions, segments):
-        if region is regions[0] and _ANCHOR in seg:  # only when the import fixer did not run
+        if region is regions[first] and _ANCHOR in seg:  # only when the import fixer did not run
             seg = "".join(ln for ln in seg.splitlines(keepends=True) if ln.rstrip("\r\n") != _ANCHOR)
         new, found = unmask_ipython(seg, region.masks)
         if found != len(region.masks):
@@ -293,6 +297,12 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         out = BOM + out
     result = FileResult(path, Status.CONVERTED, text, out, r.findings, r.layers, r.keras_version, r.models)
     return NotebookTranslation(result, joined, r.output, changes)
+
+
+def _has_python(masked: str) -> bool:
+    """Whether a masked cell has a line that is neither blank, a comment nor an IPython placeholder."""
+    return any(ln.strip() and not ln.lstrip().startswith("#") and not _MASK_RE.match(ln)
+               for ln in masked.splitlines())
 
 
 def _locate(f: Finding, regions: list[_Region]) -> Finding:

@@ -73,6 +73,21 @@ def test_torch_imports_go_to_the_first_code_cell_even_when_tensorflow_is_importe
     assert [c.source for c in out.cells] == ["intro", "import torch\nimport numpy as np", "y = torch.sum(np.ones(3), dim=0)"]
 
 
+def test_a_setup_cell_of_shell_lines_stays_first_and_untouched():
+    nb = notebook(ran("!pip install -q tensorflow==2.15\n# setup", 1),
+                  ran("import numpy as np", 2),
+                  new_code_cell("import tensorflow as tf\ny = tf.reduce_sum(np.ones(3), 0)"))
+    t = translate(nb)
+    out = nbformat.reads(t.result.output, as_version=4)
+    assert [c.source for c in out.cells] == ["!pip install -q tensorflow==2.15\n# setup", "import torch\nimport numpy as np",
+                                            "y = torch.sum(np.ones(3), dim=0)"]
+    assert (out.cells[0].execution_count, len(out.cells[0].outputs)) == (1, 1)
+    # lines stay right in every cell though the anchor line opened cell 2 of the joined text
+    nb.cells[2].source += "\nd = tf.keras.layers.Dense(3, kernel_regularizer='l2')"
+    errors = [(f.cell, f.line, f.column, f.code) for f in translate(nb).result.findings if f.severity.value == "error"]
+    assert errors == [(3, 3, 5, "unsupported-argument")]
+
+
 def test_cell_boundaries_survive_translations_that_add_and_remove_lines():
     nb = notebook(new_code_cell("import tensorflow as tf\n\n@tf.function\ndef f(x):\n"
                                 "    return tf.reduce_sum(x, axis=[1, 2], keepdims=True)\n"),
