@@ -203,10 +203,11 @@ def test_directory_is_mirrored_skipping_tooling_folders(tmp_path):
     r = invoke("tf2torch", str(src), "-o", str(out), "--exclude", "legacy", "-j", "1")
     assert r.exit_code == 0, r.stderr
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file())
-    assert written == ["pkg/__init__.py", "pkg/model.py", "pkg/util.py", "top.py"]
+    assert written == ["pkg/__init__.py", "pkg/data.txt", "pkg/model.py", "pkg/util.py", "top.py"]  # the whole tree
+    assert (out / "pkg" / "data.txt").read_text() == "not python"
     assert (out / "pkg" / "model.py").read_text() == TORCH_SUM
     assert (out / "pkg" / "util.py").read_bytes() == (src / "pkg" / "util.py").read_bytes()
-    assert "4 files: 2 translated, 2 unchanged, 0 need attention, 0 failed" in r.stderr
+    assert "4 files: 2 translated, 2 unchanged, 0 need attention, 0 failed; 1 other file copied;" in r.stderr
 
 
 def test_parallel_run_gives_the_same_outputs_in_walk_order(tmp_path):

@@ -74,3 +74,36 @@ def test_hooks_fail_on_tensorflow_code_and_pass_once_translated(tmp_path):
         r = run_hook(project, hook, home)
         assert r.returncode == 0, r.stdout + r.stderr
         assert "Passed" in r.stdout
+
+
+def test_hooks_check_notebooks_too(tmp_path):
+    import nbformat
+    from nbformat.v4 import new_code_cell, new_notebook
+
+    sha = snapshot_repo(tmp_path / "fwport")
+    project = tmp_path / "project"
+    project.mkdir()
+    git(project, "init", "-q")
+    (project / ".pre-commit-config.yaml").write_text(
+        f"repos:\n  - repo: {tmp_path / 'fwport'}\n    rev: {sha}\n    hooks:\n"
+        "      - id: fwport-tf2torch-check\n      - id: fwport-no-tensorflow\n")
+    nb = new_notebook()
+    nb.cells = [new_code_cell("%matplotlib inline\nimport tensorflow as tf"), new_code_cell("y = tf.reduce_sum(x, 1)")]
+    (project / "analysis.ipynb").write_text(nbformat.writes(nb) + "\n")
+    git(project, "add", "-A")
+    home = tmp_path / "pre-commit-home"
+
+    r = run_hook(project, "fwport-tf2torch-check", home)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "would translate analysis.ipynb" in r.stdout
+    r = run_hook(project, "fwport-no-tensorflow", home)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "analysis.ipynb:cell 1:2:1: error: residue: still uses the source framework: import tensorflow" in r.stdout
+
+    nb.cells = [new_code_cell("%matplotlib inline\nimport torch"), new_code_cell("y = torch.sum(x, dim=1)")]
+    (project / "analysis.ipynb").write_text(nbformat.writes(nb) + "\n")
+    git(project, "add", "-A")
+    for hook in ("fwport-tf2torch-check", "fwport-no-tensorflow"):
+        r = run_hook(project, hook, home)
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "Passed" in r.stdout

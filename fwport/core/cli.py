@@ -193,9 +193,10 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
                config_file: str | None, direction: str = "", **pack_options: object) -> None:
     """Translate source code between frameworks.
 
-    One file: the translation on stdout, findings on stderr. A folder is walked for .py files
-    (skipping .git, virtual environments, site-packages, build outputs and excluded globs) and
-    translated in parallel; name where the result goes with -o DIR, --in-place, --diff or --check.
+    One file: the translation on stdout, findings on stderr. A folder is walked for .py files and
+    Jupyter notebooks (skipping .git, virtual environments, site-packages, build outputs and excluded
+    globs) and translated in parallel; name where the result goes with -o DIR, --in-place, --diff or
+    --check. With -o DIR, DIR gets the whole folder: other files copied, dependency files updated.
     """
     from fwport.core.report import REPORTS, Summary
     from fwport.core.runner import Settings, iter_files, plan_jobs, run
@@ -227,8 +228,12 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
         return plan_jobs(paths, output=output, in_place=in_place, diff=show_diff, keep_text=to_stdout,
                          exclude=excludes, config_root=cfg.root)
 
+    mirror = None
+    if output and not single and any(Path(p).is_dir() for p in paths):
+        from fwport.core.tree import Mirror  # the whole tree: other files copied, dependency files updated
+        mirror = Mirror(paths, output, excludes, cfg.root, show_diff)
     progress_on = sys.stderr.isatty() and not single
-    total = sum(1 for _ in iter_files(paths, excludes, cfg.root)) if progress_on else 0
+    total = sum(1 for _ in iter_files(paths, excludes, cfg.root, output if mirror else None)) if progress_on else 0
     progress = _Progress(progress_on, total)
     min_sev = Severity.WARNING if quiet else Severity.INFO
     stderr_report = REPORTS[fmt](sys.stderr, min_sev)
@@ -244,7 +249,8 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
     stderr_report.start()
     stopped: str | None = None  # why the run ended early; the reports are written all the same
     try:
-        for outcome in run(jobs_iter(), settings, jobs):
+        outcomes = run(jobs_iter(), settings, jobs)
+        for outcome in (mirror.wrap(outcomes) if mirror else outcomes):
             r = outcome.result
             summary.add(r)
             progress.clear()
@@ -265,6 +271,7 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
         stopped = (f"fwport crashed after {summary.files} file(s) ({type(e).__name__}: {e}); files written so "
                    "far are complete, the rest are untouched; please report it")
     progress.clear()
+    summary.copied = mirror.copied if mirror else 0
     try:
         stderr_report.finish(summary, check)
         if json_report:

@@ -48,6 +48,10 @@ ADVICE: dict[str, tuple[str, str]] = {
                      "must go) and run again; the original file was not touched."),
     "internal-error": ("error", "A bug in fwport: the file was left as it was. Please report it with the file "
                        "(or a reduced version) and the message."),
+    "dependency-updated": ("info", "Nothing to do: check the new requirement (`torch` carries no version: pin the "
+                           "one you want). Only trees written with `-o DIR` have their dependency files updated."),
+    "dependency-kept": ("warning", "Replace the TensorFlow/Keras requirement with `torch` by hand (fwport rewrites "
+                        "literal lists only, not computed ones or Poetry tables)."),
 }
 
 

@@ -30,6 +30,8 @@ CODES: dict[str, str] = {
     "input-error": "the file cannot be read as text (binary, not UTF-8, too large, missing)",
     "output-error": "the translated file could not be written (permissions, disk full); the original is untouched",
     "internal-error": "fwport crashed on this file; please report it",
+    "dependency-updated": "a dependency file of a tree written with -o DIR: a TensorFlow/Keras requirement became torch (or was removed as a duplicate)",
+    "dependency-kept": "a dependency file names TensorFlow/Keras in a form fwport does not rewrite (a computed list, a Poetry table); edit it by hand",
 }
 
 
@@ -56,6 +58,7 @@ class Finding:
     line: int = 0
     column: int = 0
     rule: str = ""
+    cell: int = 0  # in a notebook: the cell (1-based, every cell counted) that ``line`` is in
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -64,6 +67,8 @@ class Finding:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["severity"] = self.severity.value
+        if not self.cell:
+            del d["cell"]  # only notebook findings have one
         return d
 
     def located(self, path: str, line: int, column: int) -> "Finding":
@@ -71,5 +76,7 @@ class Finding:
 
     def render(self) -> str:
         where = f"{self.path}:{self.line}:{self.column}" if self.line else (self.path or "<input>")
+        if self.cell:
+            where = f"{self.path}:cell {self.cell}:{self.line}:{self.column}" if self.line else f"{self.path}:cell {self.cell}"
         rule = f" [{self.rule}]" if self.rule else ""
         return f"{where}: {self.severity.value}: {self.code}: {self.message}{rule}"

@@ -28,6 +28,7 @@ class Summary:
     failed: int = 0
     skipped: int = 0
     would_change: int = 0  # --check: files whose translation differs from the file
+    copied: int = 0  # -o DIR: the other files of the tree, copied as they are (not counted in files)
     findings: dict[str, int] = field(default_factory=lambda: {s.value: 0 for s in SEVERITIES})
     attention_paths: list[str] = field(default_factory=list)
     failed_paths: list[str] = field(default_factory=list)
@@ -65,7 +66,7 @@ class Summary:
     def to_dict(self) -> dict:
         return {"files": self.files, "translated": self.translated, "unchanged": self.unchanged,
                 "needs_attention": self.attention, "failed": self.failed, "skipped": self.skipped,
-                "would_change": self.would_change, "findings": dict(self.findings)}
+                "would_change": self.would_change, "copied": self.copied, "findings": dict(self.findings)}
 
 
 def render_summary(s: Summary, check: bool = False) -> str:
@@ -74,7 +75,8 @@ def render_summary(s: Summary, check: bool = False) -> str:
     if s.skipped:
         parts.append(f"{s.skipped} skipped")
     found = ", ".join(f"{n} {sev}{'s' if n != 1 and sev != 'info' else ''}" for sev, n in s.findings.items())
-    line = f"fwport: {s.files} file{'s' if s.files != 1 else ''}: {', '.join(parts)}; findings: {found}"
+    copied = f"; {s.copied} other file{'s' if s.copied != 1 else ''} copied" if s.copied else ""
+    line = f"fwport: {s.files} file{'s' if s.files != 1 else ''}: {', '.join(parts)}{copied}; findings: {found}"
     if check:
         line += f"; {s.would_change} would change"
     return line
@@ -143,7 +145,7 @@ class MarkdownReport(Report):
         if shown:
             self.stream.write("| line | severity | code | message | rule |\n|---:|---|---|---|---|\n")
             for f in shown:
-                self.stream.write(f"| {f.line or ''} | {f.severity.value} | `{f.code}` | {_md_cell(f.message)} | "
+                self.stream.write(f"| {f'cell {f.cell}:' if f.cell else ''}{f.line or ''} | {f.severity.value} | `{f.code}` | {_md_cell(f.message)} | "
                                   f"{f.rule} |\n")
             self.stream.write("\n")
 

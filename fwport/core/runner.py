@@ -27,8 +27,12 @@ from fwport.core.result import FileResult, Status
 #: Folders never walked into: tooling, caches, installed packages and build outputs.
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".tox", ".nox", ".venv", "venv", "__pycache__",
                        ".mypy_cache", ".pytest_cache", ".ruff_cache", "node_modules", "site-packages",
-                       "dist-packages", "build", "dist", ".eggs"})
+                       "dist-packages", "build", "dist", ".eggs", ".ipynb_checkpoints"})
+#: What a folder walk translates: Python files and Jupyter notebooks (fwport/core/notebook.py).
+TRANSLATED_SUFFIXES = (".py", ".ipynb")
 BOM = "\ufeff"
+#: The largest notebook file read (outputs included); its code cells must still fit max_size.
+NOTEBOOK_MAX_SIZE = 256 * 2**20
 
 
 # --- finding the files ------------------------------------------------------------------------------
@@ -77,22 +81,25 @@ class Job:
     skipped: bool = False  # excluded by configuration (named explicitly on the command line)
 
 
-def iter_files(paths: Iterable[str], exclude: Iterable[str] = (), config_root: str | None = None
-               ) -> Iterator[tuple[Path, Path, bool]]:
+def iter_files(paths: Iterable[str], exclude: Iterable[str] = (), config_root: str | None = None,
+               avoid: str | None = None) -> Iterator[tuple[Path, Path, bool]]:
     """``(file, root, excluded)`` for every file to consider: files named on the command line (any
-    extension) and the ``.py`` files of the folders walked, in a stable order. ``root`` is the
-    folder the file's output path is relative to. Lazy: no list of the whole tree is built."""
+    extension) and the ``.py`` and ``.ipynb`` files of the folders walked, in a stable order. ``root`` is the
+    folder the file's output path is relative to. Lazy: no list of the whole tree is built.
+    ``avoid``: a folder never walked into (the output folder, when it lies inside an input)."""
     exclude = tuple(exclude)
     base = [Path(config_root)] if config_root else []
+    avoid_real = os.path.realpath(avoid) if avoid else None
     for p in paths:
         path = Path(p)
         if path.is_dir():
             for dirpath, dirnames, filenames in os.walk(path):
                 here = Path(dirpath)
                 dirnames[:] = sorted(d for d in dirnames if not _skip_dir(os.path.join(dirpath, d), d)
-                                     and not is_excluded(here / d, exclude, base + [path]))
+                                     and not is_excluded(here / d, exclude, base + [path])
+                                     and not (avoid_real and os.path.realpath(os.path.join(dirpath, d)) == avoid_real))
                 for name in sorted(filenames):
-                    if name.endswith(".py"):
+                    if name.endswith(TRANSLATED_SUFFIXES):
                         f = here / name
                         if not is_excluded(f, exclude, base + [path]):
                             yield f, path, False
@@ -109,7 +116,7 @@ def plan_jobs(paths: Iterable[str], *, output: str | None = None, in_place: bool
     # -o names a file only for one input file (and an -o that is not an existing folder)
     out_is_file = (out is not None and len(paths) == 1 and not Path(paths[0]).is_dir() and not out.is_dir()
                    and not output.endswith(("/", os.sep)))
-    for f, root, excluded in iter_files(paths, exclude, config_root):
+    for f, root, excluded in iter_files(paths, exclude, config_root, None if out_is_file or out is None else output):
         if excluded:
             yield Job(str(f), skipped=True)
             continue
@@ -300,17 +307,30 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         return Outcome(FileResult(job.source, Status.SKIPPED), job)
     data: bytes | None = None
     try:
-        text, data = read_source(job.source, settings.max_size)
+        # a notebook's size is mostly its outputs (images): max_size applies to its code (fwport/core/notebook.py)
+        limit = max(settings.max_size, NOTEBOOK_MAX_SIZE) if job.source.endswith(".ipynb") else settings.max_size
+        text, data = read_source(job.source, limit)
     except InputError as e:
         result = FileResult(job.source, Status.FAILED, findings=[e.finding])
         data = e.data
         text = None
     else:
-        result = translate_text(text, job.source, settings)
+        notebook = None
+        if job.source.endswith(".ipynb"):  # cell by cell, one import table (fwport/core/notebook.py)
+            from fwport.core.notebook import translate_notebook
+            notebook = translate_notebook(text, job.source, settings)
+            result = notebook.result
+        else:
+            result = translate_text(text, job.source, settings)
     out = Outcome(result, job)
     if text is not None and job.diff and result.output != text:
         a, b = (job.source, job.source) if os.path.isabs(job.source) else (f"a/{job.source}", f"b/{job.source}")
-        out.diff = unified_diff(text, result.output, a, b)
+        out.diff = notebook.diff(a, b) if notebook else unified_diff(text, result.output, a, b)
+    if text is not None and result.status is Status.CONVERTED and job.dest is not None and not job.in_place:
+        # what the translation made the code import (a mirrored tree's dependency files add it: fwport/core/tree.py)
+        from fwport.core.deps import added_imports
+        out.extra["imports"] = added_imports(*((notebook.code_in, notebook.code_out) if notebook
+                                               else (text, result.output)))
     if job.dest is not None and data is not None and not (job.in_place and (result.status is not Status.CONVERTED)):
         # a mirrored tree is complete: unchanged (and unparsable) files are copied byte for byte
         new = result.output.encode("utf-8") if result.status is Status.CONVERTED else data
@@ -527,6 +547,9 @@ def check_residue(path: str, roots: tuple[str, ...], max_size: int = DEFAULT_MAX
         text, _ = read_source(path, max_size)
     except InputError as e:
         return FileResult(path, Status.FAILED, findings=[e.finding])
+    if path.endswith(".ipynb"):
+        from fwport.core.notebook import notebook_residue
+        return notebook_residue(text, path, roots)
     try:
         findings = find_source_references(text, path, roots)
     except SyntaxError as e:
