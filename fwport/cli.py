@@ -69,11 +69,12 @@ class _Group(click.Group):
                 formatter.write_dl(rows)
 
 
-def _write_stdout(text: str) -> None:
-    # bytes, so CRLF line endings and non-ASCII text come out exactly as translated
+def _write_stdout(text: str, encoding: str = "utf-8") -> None:
+    # bytes, so CRLF line endings and non-ASCII text come out exactly as translated, in the file's
+    # own encoding (PEP 263): `fwport tf2torch a.py > b.py` and `--diff | git apply` keep it valid
     sys.stdout.flush()
     if hasattr(sys.stdout, "buffer"):
-        sys.stdout.buffer.write(text.encode("utf-8"))
+        sys.stdout.buffer.write(text.encode(encoding))
     else:  # a captured stream (tests)
         sys.stdout.write(text)
     sys.stdout.flush()
@@ -247,10 +248,11 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
                 json_report.add(r, extra)
             if check and r.changed and fmt == "text":
                 click.echo(f"would translate {r.path}", err=True)
+            encoding = outcome.extra.get("encoding", "utf-8")
             if outcome.diff:
-                _write_stdout(outcome.diff)
+                _write_stdout(outcome.diff, encoding)
             if to_stdout and r.status is not Status.FAILED:
-                _write_stdout(r.output)
+                _write_stdout(r.output, encoding)
             progress.step(r.path)
     except KeyboardInterrupt:
         stopped = "interrupted; files written so far are complete, the rest are untouched"

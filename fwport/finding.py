@@ -30,8 +30,8 @@ CODES: dict[str, str] = {
     "residue": "the output still references the source framework",
     "keras-version": "the Keras generation (2 or 3) the file was written for, which decides some defaults",
     "parse-error": "the file is not valid Python 3",
-    "input-error": "the file cannot be read as text (binary, not UTF-8, too large, missing)",
-    "output-error": "the translated file could not be written (permissions, disk full); the original is untouched",
+    "input-error": "the file cannot be read as text (binary, not in its declared encoding or UTF-8, too large, missing)",
+    "output-error": "the translated file could not be written (permissions, disk full, a character its declared encoding cannot hold); the original is untouched",
     "internal-error": "fwport crashed on this file; please report it",
 }
 

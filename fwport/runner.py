@@ -7,11 +7,14 @@ found; the command line renders them (``fwport/report.py``).
 from __future__ import annotations
 
 import ast
+import codecs
 import difflib
 import fnmatch
 import os
 import pickle
+import re
 import tempfile
+import tokenize
 import traceback
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -128,8 +131,8 @@ class InputError(Exception):
         self.finding, self.data = finding, data
 
 
-def _input_error(path: str, message: str, data: bytes | None = None) -> InputError:
-    return InputError(Finding(Severity.ERROR, "input-error", message, path), data)
+def _input_error(path: str, message: str, data: bytes | None = None, line: int = 0) -> InputError:
+    return InputError(Finding(Severity.ERROR, "input-error", message, path, line, 1 if line else 0), data)
 
 
 def _mb(n: int) -> str:
@@ -139,6 +142,14 @@ def _mb(n: int) -> str:
 def read_source(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes]:
     """The text of a Python file and its bytes. Raises :class:`InputError` with a message that
     says what is wrong and what to do."""
+    text, data, _ = read_source_encoded(path, max_size)
+    return text, data
+
+
+def read_source_encoded(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes, str]:
+    """Like :func:`read_source`, with the codec to write the file's translation in: decoded as
+    Python does (PEP 263: a ``coding`` line on line 1 or 2, a UTF-8 BOM, else UTF-8). A BOM stays
+    in the text (``"utf-8"`` is returned: the BOM is written back as the text's first character)."""
     try:
         size = os.stat(path).st_size
         if size > max_size:
@@ -158,13 +169,54 @@ def read_source(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes
         raise _input_error(path, f"the file is over the {_mb(max_size)} limit (max_size)")
     if b"\0" in data:
         raise _input_error(path, "a binary file (it contains NUL bytes), not Python source", data)
+    encoding, cookie_line = declared_encoding(path, data)
+    codec = "utf-8" if encoding in ("utf-8", "utf-8-sig") else encoding
     try:
-        text = data.decode("utf-8")
+        text = data.decode(codec)
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
+        if cookie_line:
+            raise _input_error(path, f"not {encoding} text (byte 0x{data[e.start]:02x} at line {line}), though line "
+                                     f"{cookie_line} declares that encoding; fix the coding line or the file", data) from None
         raise _input_error(path, f"not UTF-8 text (byte 0x{data[e.start]:02x} at line {line}); "
-                                 "re-save the file as UTF-8", data) from None
-    return text, data
+                                 "re-save the file as UTF-8 or declare its encoding (PEP 263)", data) from None
+    return text, data, codec
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def declared_encoding(path: str, data: bytes) -> tuple[str, int]:
+    """``(encoding, line of the coding declaration or 0)``, as Python decides it
+    (``tokenize.detect_encoding``); an unknown or contradictory declaration is an input error."""
+    lines = data.splitlines(keepends=True)[:2]
+    cookie_line = 0
+    for i, line in enumerate(lines, 1):
+        line = line.removeprefix(codecs.BOM_UTF8) if i == 1 else line
+        if _COOKIE.match(line):
+            cookie_line = i
+            break
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break  # a declaration after code does not count (PEP 263)
+    it = iter(lines)
+    try:
+        encoding, _ = tokenize.detect_encoding(lambda: next(it, b""))
+    except SyntaxError as e:
+        if cookie_line and ("unknown encoding" in str(e) or "encoding problem" in str(e)):
+            name = _COOKIE.match(lines[cookie_line - 1].removeprefix(codecs.BOM_UTF8)).group(1).decode("ascii", "replace")
+            why = ("but the file starts with a UTF-8 byte order mark" if "encoding problem" in str(e)
+                   else "which Python does not know")
+            raise _input_error(path, f"line {cookie_line} declares the encoding {name!r}, {why}; "
+                                     "fix the coding line (PEP 263)", data, cookie_line) from None
+        return "utf-8", 0  # undeclared and not UTF-8: the decode says where
+    if cookie_line:
+        try:
+            if not codecs.lookup(encoding)._is_text_encoding:
+                raise LookupError(encoding)
+        except LookupError:
+            raise _input_error(path, f"line {cookie_line} declares the encoding {encoding!r}, which is not a "
+                                     "text encoding; fix the coding line (PEP 263)", data, cookie_line) from None
+    return encoding, cookie_line if encoding not in ("utf-8", "utf-8-sig") else 0
 
 
 _PY2_HINTS = ("Missing parentheses in call to 'print'", "Missing parentheses in call to 'exec'",
@@ -294,26 +346,46 @@ def translate_text(text: str, path: str, settings: Settings) -> FileResult:
     return result
 
 
+def _unencodable(result: FileResult, text: str, encoding: str, e: UnicodeEncodeError) -> FileResult:
+    """The translation holds a character the file's declared encoding cannot write: the file fails."""
+    bad = e.object[e.start]
+    line = e.object.count("\n", 0, e.start) + 1
+    f = Finding(Severity.ERROR, "output-error",
+                f"the translation has {bad!r} (U+{ord(bad):04X}) on its line {line}, which the file's declared "
+                f"encoding {encoding} cannot represent; the translation was not written (declare utf-8 instead)",
+                result.path)
+    return FileResult(result.path, Status.FAILED, text, text, [*result.findings, f], result.layers,
+                      result.keras_version, result.models)
+
+
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Read, translate, write (atomically) and describe one file. Never raises on user input."""
     if job.skipped:
         return Outcome(FileResult(job.source, Status.SKIPPED), job)
     data: bytes | None = None
+    encoding, new = "utf-8", b""
     try:
-        text, data = read_source(job.source, settings.max_size)
+        text, data, encoding = read_source_encoded(job.source, settings.max_size)
     except InputError as e:
         result = FileResult(job.source, Status.FAILED, findings=[e.finding])
         data = e.data
         text = None
     else:
         result = translate_text(text, job.source, settings)
+        if result.status is Status.CONVERTED:
+            try:  # the translation is written in the file's own encoding (PEP 263)
+                new = result.output.encode(encoding)
+            except UnicodeEncodeError as e:
+                result = _unencodable(result, text, encoding, e)
     out = Outcome(result, job)
+    if encoding != "utf-8":
+        out.extra["encoding"] = encoding  # stdout and --diff bytes are in it too
     if text is not None and job.diff and result.output != text:
         a, b = (job.source, job.source) if os.path.isabs(job.source) else (f"a/{job.source}", f"b/{job.source}")
         out.diff = unified_diff(text, result.output, a, b)
     if job.dest is not None and data is not None and not (job.in_place and (result.status is not Status.CONVERTED)):
         # a mirrored tree is complete: unchanged (and unparsable) files are copied byte for byte
-        new = result.output.encode("utf-8") if result.status is Status.CONVERTED else data
+        new = new if result.status is Status.CONVERTED else data
         try:
             write_atomic(job.dest, new, None if job.in_place else os.stat(job.source).st_mode & 0o7777)
             out.written = True
