@@ -240,9 +240,9 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
     try:
         for outcome in run(jobs_iter(), settings, jobs):
             r = outcome.result
-            summary.add(r)
             progress.clear()
-            extra = {"output_path": outcome.job.dest if outcome.written else None}
+            extra = {"output_path": outcome.job.dest if outcome.written else None, **outcome.extra}
+            summary.add(r, extra)
             stderr_report.add(r, extra)
             if json_report:
                 json_report.add(r, extra)
@@ -277,6 +277,30 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
     if stopped:
         _fail(stopped, 130 if stopped.startswith("interrupted") else EXIT_ERROR)
     sys.exit(summary.exit_code(check))
+
+
+# --- fwport report ----------------------------------------------------------------------------------
+@main.command("report")
+@click.argument("report_file", metavar="FILE.json", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              help="How to render it (on stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors (no info findings).")
+def report(report_file: str, fmt: str, quiet: bool) -> None:
+    """Re-render a saved `--report FILE.json`: the migration overview, the findings, the summary.
+
+    Exits as the run that wrote it did: 0 clean, 1 something needs a human, 2 a file failed.
+    """
+    from fwport.migration import ReportError, replay
+
+    from fwport.report import REPORTS
+
+    writer = REPORTS[fmt](sys.stdout, Severity.WARNING if quiet else Severity.INFO)
+    try:
+        code = replay(report_file, writer)
+    except ReportError as e:
+        _fail(str(e))
+    sys.stdout.flush()
+    sys.exit(code)
 
 
 # --- fwport residue ---------------------------------------------------------------------------------

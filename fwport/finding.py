@@ -35,6 +35,9 @@ CODES: dict[str, str] = {
     "internal-error": "fwport crashed on this file; please report it",
 }
 
+#: the codes of errors that leave a source API untranslated (a finding's ``api`` names it)
+UNTRANSLATED_CODES = frozenset({"unsupported-argument", "unsupported-construct", "no-rule"})
+
 
 @dataclass(frozen=True)
 class Finding:
@@ -45,6 +48,7 @@ class Finding:
     line: int = 0
     column: int = 0
     rule: str = ""
+    api: str = ""  # the source API left untranslated (no-rule, unsupported-*), canonical spelling
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -53,10 +57,18 @@ class Finding:
     def to_dict(self) -> dict:
         d = asdict(self)
         d["severity"] = self.severity.value
+        if not self.api:
+            del d["api"]
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Finding":
+        """The inverse of :meth:`to_dict` (a saved JSON report)."""
+        return cls(Severity(d["severity"]), d["code"], d.get("message", ""), d.get("path", ""), int(d.get("line") or 0),
+                   int(d.get("column") or 0), d.get("rule") or "", d.get("api") or "")
+
     def located(self, path: str, line: int, column: int) -> "Finding":
-        return Finding(self.severity, self.code, self.message, path, line, column, self.rule)
+        return Finding(self.severity, self.code, self.message, path, line, column, self.rule, self.api)
 
     def render(self) -> str:
         where = f"{self.path}:{self.line}:{self.column}" if self.line else (self.path or "<input>")

@@ -394,6 +394,9 @@ def run_job(job: Job, settings: Settings) -> Outcome:
                                            f"cannot write {job.dest}: {e.strerror or e}", job.source))
             if result.status is not Status.FAILED:
                 result.status = Status.FAILED
+    if text is not None and result.status is not Status.FAILED:  # for the migration overview
+        from fwport.migration import call_stats
+        out.extra.update(call_stats(text, result.output))
     if not job.keep_text:  # memory stays flat in the number of files
         result.source = result.output = ""
     return out
