@@ -325,6 +325,11 @@ def translate_text(text: str, path: str, settings: Settings) -> FileResult:
 
     bom = text.startswith(BOM)
     body = text[1:] if bom else text
+    if _too_deep(body):  # Python refuses it, and libcst's native parser would overflow its stack
+        f = explain_parse_error(body, path, Finding(Severity.ERROR, "parse-error", "not valid Python 3: brackets "
+                                                    f"nested more than {_MAX_DEPTH} deep", path))
+        if f.code == "parse-error":
+            return FileResult(path, Status.FAILED, text, text, [f])
     try:
         pack = load_pack(settings.pack, settings.extra_dirs, settings.disabled)
         result = translate_source(body, path, pack, dict(settings.options))
@@ -356,6 +361,27 @@ def _unencodable(result: FileResult, text: str, encoding: str, e: UnicodeEncodeE
                 result.path)
     return FileResult(result.path, Status.FAILED, text, text, [*result.findings, f], result.layers,
                       result.keras_version, result.models)
+
+
+_MAX_DEPTH = 200  # Python's own limit on nested brackets (the tokenizer's MAXLEVEL)
+_BRACKET = re.compile(r"[][(){}]")
+
+
+def _too_deep(text: str) -> bool:
+    """Whether brackets nest deeper than Python allows (counting those in strings and comments
+    too: a hit is confirmed with Python's parser). Costs a scan of the brackets, only in a file
+    with that many opening ones."""
+    if text.count("(") + text.count("[") + text.count("{") <= _MAX_DEPTH:
+        return False
+    depth = 0
+    for m in _BRACKET.finditer(text):
+        if m.group() in "([{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return True
+        elif depth:
+            depth -= 1
+    return False
 
 
 def run_job(job: Job, settings: Settings) -> Outcome:
