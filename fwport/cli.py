@@ -217,9 +217,14 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
     settings = Settings("tf2torch", extra_dirs, disabled, tuple(sorted(options.items())), max_size or cfg.max_size)
     excludes = (*cfg.exclude, *exclude)
 
+    # an -o folder inside an input folder is never translated again (a second run would nest out/out/...)
+    out_root = os.path.join(os.path.realpath(output), "") if output and not single else None
+
     def jobs_iter():
-        return plan_jobs(paths, output=output, in_place=in_place, diff=show_diff, keep_text=to_stdout,
-                         exclude=excludes, config_root=cfg.root)
+        for job in plan_jobs(paths, output=output, in_place=in_place, diff=show_diff, keep_text=to_stdout,
+                             exclude=excludes, config_root=cfg.root):
+            if out_root is None or not os.path.realpath(job.source).startswith(out_root):
+                yield job
 
     progress_on = sys.stderr.isatty() and not single
     total = sum(1 for _ in iter_files(paths, excludes, cfg.root)) if progress_on else 0

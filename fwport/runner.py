@@ -9,10 +9,12 @@ from __future__ import annotations
 import ast
 import codecs
 import difflib
+import errno
 import fnmatch
 import os
 import pickle
 import re
+import stat
 import tempfile
 import tokenize
 import traceback
@@ -54,7 +56,8 @@ def is_excluded(path: Path, patterns: Iterable[str], roots: Iterable[Path]) -> b
     rels = []
     for root in roots:
         try:
-            rels.append(path.resolve().relative_to(root.resolve()).as_posix())
+            # realpath, not Path.resolve: a symlink loop must not raise (RuntimeError) and end the run
+            rels.append(Path(os.path.realpath(path)).relative_to(os.path.realpath(root)).as_posix())
         except ValueError:
             continue
     parts = path.parts
@@ -384,6 +387,17 @@ def _too_deep(text: str) -> bool:
     return False
 
 
+def _check_writable(dest: str) -> None:
+    """A read-only destination is not replaced (a rename would, and root may write anything):
+    like ``cp``, fwport does not overwrite a file its owner marked read-only."""
+    try:
+        st = os.stat(dest)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222:
+        raise PermissionError(errno.EACCES, "the file is read-only; not overwritten (make it writable to replace it)")
+
+
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Read, translate, write (atomically) and describe one file. Never raises on user input."""
     if job.skipped:
@@ -413,6 +427,7 @@ def run_job(job: Job, settings: Settings) -> Outcome:
         # a mirrored tree is complete: unchanged (and unparsable) files are copied byte for byte
         new = new if result.status is Status.CONVERTED else data
         try:
+            _check_writable(job.dest)
             write_atomic(job.dest, new, None if job.in_place else os.stat(job.source).st_mode & 0o7777)
             out.written = True
         except OSError as e:
