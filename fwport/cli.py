@@ -275,9 +275,14 @@ def tf2torch(paths: tuple[str, ...], output: str | None, in_place: bool, show_di
             os.chmod(json_tmp, 0o666 & ~umask)  # a report like any file the user writes, not mkstemp's 0600
             os.replace(json_tmp, report_file)
             json_tmp = None
+    except OSError as e:  # e.g. the disk filled up: say so, leave no partial report behind
+        stopped = stopped or f"cannot write the report{f' {report_file}' if report_file else ''}: {e.strerror or e}"
     finally:
         if json_tmp:
-            json_fh.close()
+            try:
+                json_fh.close()
+            except OSError:
+                pass
             os.unlink(json_tmp)
     if stopped:
         _fail(stopped, 130 if stopped.startswith("interrupted") else EXIT_ERROR)

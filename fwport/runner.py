@@ -328,11 +328,10 @@ def translate_text(text: str, path: str, settings: Settings) -> FileResult:
 
     bom = text.startswith(BOM)
     body = text[1:] if bom else text
-    if _too_deep(body):  # Python refuses it, and libcst's native parser would overflow its stack
+    if _too_deep(body) and not _python_parses(body):  # libcst's native parser would overflow its stack
         f = explain_parse_error(body, path, Finding(Severity.ERROR, "parse-error", "not valid Python 3: brackets "
                                                     f"nested more than {_MAX_DEPTH} deep", path))
-        if f.code == "parse-error":
-            return FileResult(path, Status.FAILED, text, text, [f])
+        return FileResult(path, Status.FAILED, text, text, [f])
     try:
         pack = load_pack(settings.pack, settings.extra_dirs, settings.disabled)
         result = translate_source(body, path, pack, dict(settings.options))
@@ -396,6 +395,14 @@ def _check_writable(dest: str) -> None:
         return
     if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222:
         raise PermissionError(errno.EACCES, "the file is read-only; not overwritten (make it writable to replace it)")
+
+
+def _python_parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def run_job(job: Job, settings: Settings) -> Outcome:
