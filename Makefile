@@ -43,5 +43,5 @@ bench: install
 	$(PY) bench/bench_translate.py
 	$(PY) bench/bench_verify.py
 
-docs:
+docs: $(ENV)
 	$(PY) -m fwport.docgen
