@@ -74,7 +74,8 @@ def _write_stdout(text: str, encoding: str = "utf-8") -> None:
     # own encoding (PEP 263): `fwport tf2torch a.py > b.py` and `--diff | git apply` keep it valid
     sys.stdout.flush()
     if hasattr(sys.stdout, "buffer"):
-        sys.stdout.buffer.write(text.encode(encoding))
+        # (the code always encodes: it was read in that encoding; a diff header's path may not)
+        sys.stdout.buffer.write(text.encode(encoding, "backslashreplace"))
     else:  # a captured stream (tests)
         sys.stdout.write(text)
     sys.stdout.flush()

@@ -102,3 +102,13 @@ def test_a_translation_the_declared_encoding_cannot_hold_fails_and_writes_nothin
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.py"]
     r = run("tf2torch", str(f))
     assert r.exit_code == 2 and r.stdout_bytes == b""
+
+
+def test_a_diff_header_path_the_encoding_cannot_hold_does_not_crash(tmp_path):
+    d = tmp_path / "\u65e5\u672c"
+    d.mkdir()
+    f = d / "m.py"
+    f.write_bytes(LATIN1.encode("latin-1"))
+    r = run("tf2torch", str(f), "--diff")
+    assert r.exit_code == 0 and "crashed" not in r.stderr
+    assert b"\\u65e5\\u672c/m.py" in r.stdout_bytes and "caf\u00e9".encode("latin-1") in r.stdout_bytes
