@@ -80,11 +80,13 @@ class _Group(click.Group):
                 formatter.write_dl(rows)
 
 
-def _write_stdout(text: str) -> None:
-    # bytes, so CRLF line endings and non-ASCII text come out exactly as translated
+def _write_stdout(text: str, encoding: str = "utf-8") -> None:
+    # bytes, so CRLF line endings and non-ASCII text come out exactly as translated, in the file's
+    # own encoding (PEP 263): `fwport tf2torch a.py > b.py` and `--diff | git apply` keep it valid
     sys.stdout.flush()
     if hasattr(sys.stdout, "buffer"):
-        sys.stdout.buffer.write(text.encode("utf-8"))
+        # (the code always encodes: it was read in that encoding; a diff header's path may not)
+        sys.stdout.buffer.write(text.encode(encoding, "backslashreplace"))
     else:  # a captured stream (tests)
         sys.stdout.write(text)
     sys.stdout.flush()
@@ -224,9 +226,14 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
     settings = Settings(direction, extra_dirs, disabled, tuple(sorted(options.items())), max_size or cfg.max_size)
     excludes = (*cfg.exclude, *exclude)
 
+    # an -o folder inside an input folder is never translated again (a second run would nest out/out/...)
+    out_root = os.path.join(os.path.realpath(output), "") if output and not single else None
+
     def jobs_iter():
-        return plan_jobs(paths, output=output, in_place=in_place, diff=show_diff, keep_text=to_stdout,
-                         exclude=excludes, config_root=cfg.root)
+        for job in plan_jobs(paths, output=output, in_place=in_place, diff=show_diff, keep_text=to_stdout,
+                             exclude=excludes, config_root=cfg.root):
+            if out_root is None or not os.path.realpath(job.source).startswith(out_root):
+                yield job
 
     mirror = None
     if output and not single and any(Path(p).is_dir() for p in paths):
@@ -252,18 +259,19 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
         outcomes = run(jobs_iter(), settings, jobs)
         for outcome in (mirror.wrap(outcomes) if mirror else outcomes):
             r = outcome.result
-            summary.add(r)
             progress.clear()
-            extra = {"output_path": outcome.job.dest if outcome.written else None}
+            extra = {"output_path": outcome.job.dest if outcome.written else None, **outcome.extra}
+            summary.add(r, extra)
             stderr_report.add(r, extra)
             if json_report:
                 json_report.add(r, extra)
             if check and r.changed and fmt == "text":
                 click.echo(f"would translate {r.path}", err=True)
+            encoding = outcome.extra.get("encoding", "utf-8")
             if outcome.diff:
-                _write_stdout(outcome.diff)
+                _write_stdout(outcome.diff, encoding)
             if to_stdout and r.status is not Status.FAILED:
-                _write_stdout(r.output)
+                _write_stdout(r.output, encoding)
             progress.step(r.path)
     except KeyboardInterrupt:
         stopped = "interrupted; files written so far are complete, the rest are untouched"
@@ -282,9 +290,14 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
             os.chmod(json_tmp, 0o666 & ~umask)  # a report like any file the user writes, not mkstemp's 0600
             os.replace(json_tmp, report_file)
             json_tmp = None
+    except OSError as e:  # e.g. the disk filled up: say so, leave no partial report behind
+        stopped = stopped or f"cannot write the report{f' {report_file}' if report_file else ''}: {e.strerror or e}"
     finally:
         if json_tmp:
-            json_fh.close()
+            try:
+                json_fh.close()
+            except OSError:
+                pass
             os.unlink(json_tmp)
     if stopped:
         _fail(stopped, 130 if stopped.startswith("interrupted") else EXIT_ERROR)
@@ -318,6 +331,30 @@ def _direction_command(name: str) -> click.Command:
     return click.Command(name, params=[*_translate.params, *own], help=f"{d.command_help or d.summary}\n\n{common}",
                          callback=functools.partial(_translate.callback, direction=name),
                          context_settings={"help_option_names": ["-h", "--help"]})
+
+
+# --- fwport report ----------------------------------------------------------------------------------
+@main.command("report")
+@click.argument("report_file", metavar="FILE.json", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "markdown"]), default="text", show_default=True,
+              help="How to render it (on stdout).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors (no info findings).")
+def report(report_file: str, fmt: str, quiet: bool) -> None:
+    """Re-render a saved `--report FILE.json`: the migration overview, the findings, the summary.
+
+    Exits as the run that wrote it did: 0 clean, 1 something needs a human, 2 a file failed.
+    """
+    from fwport.core.migration import ReportError, replay
+
+    from fwport.core.report import REPORTS
+
+    writer = REPORTS[fmt](sys.stdout, Severity.WARNING if quiet else Severity.INFO)
+    try:
+        code = replay(report_file, writer)
+    except ReportError as e:
+        _fail(str(e))
+    sys.stdout.flush()
+    sys.exit(code)
 
 
 # --- fwport residue ---------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from typing import Any
 import libcst as cst
 
 from fwport.core.direction import Direction
-from fwport.core.finding import Finding, Severity
+from fwport.core.finding import UNTRANSLATED_CODES, Finding, Severity
 from fwport.core.names import ImportTable
 from fwport.core.result import LayerRecord, ModelInfo  # noqa: F401  (the records the passes fill)
 from fwport.core.rule import Pack, Rule
@@ -45,10 +45,12 @@ class FileContext:
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,
-               rule: Rule | str | None = None, comment: bool | None = None) -> None:
+               rule: Rule | str | None = None, comment: bool | None = None, api: str | None = None) -> None:
         sev = Severity(severity)
         rid = rule.id if isinstance(rule, Rule) else (rule or "")
-        f = Finding(sev, code, message, self.path, 0, 0, rid)
+        if api is None:  # what a refused call was: its rule's source name
+            api = rule.names[0] if isinstance(rule, Rule) and code in UNTRANSLATED_CODES and rule.names else ""
+        f = Finding(sev, code, message, self.path, 0, 0, rid, api=api)
         self.pending.append(PendingFinding(f, node, sev is Severity.ERROR if comment is None else comment))
 
     # --- emitted names ----------------------------------------------------------------------------

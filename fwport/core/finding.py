@@ -4,6 +4,7 @@ Every finding carries a code from the closed set below; ``docs/findings.md`` doc
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from enum import Enum
 
@@ -27,12 +28,15 @@ CODES: dict[str, str] = {
     "idiom-replaced": "a source API with no exact target counterpart became the target's idiom for it (model.summary() → print(model)): same purpose, different output",
     "residue": "the output still references the source framework",
     "parse-error": "the file is not valid Python 3",
-    "input-error": "the file cannot be read as text (binary, not UTF-8, too large, missing)",
-    "output-error": "the translated file could not be written (permissions, disk full); the original is untouched",
+    "input-error": "the file cannot be read as text (binary, not in its declared encoding or UTF-8, too large, missing)",
+    "output-error": "the translated file could not be written (permissions, disk full, a character its declared encoding cannot hold); the original is untouched",
     "internal-error": "fwport crashed on this file; please report it",
     "dependency-updated": "a dependency file of a tree written with -o DIR: a TensorFlow/Keras requirement became torch (or was removed as a duplicate)",
     "dependency-kept": "a dependency file names TensorFlow/Keras in a form fwport does not rewrite (a computed list, a Poetry table); edit it by hand",
 }
+
+#: the codes of errors that leave a source API untranslated (a finding's ``api`` names it)
+UNTRANSLATED_CODES = frozenset({"unsupported-argument", "unsupported-construct", "no-rule"})
 
 
 #: code → the pack that defined it (codes of the core are not listed)
@@ -59,6 +63,7 @@ class Finding:
     column: int = 0
     rule: str = ""
     cell: int = 0  # in a notebook: the cell (1-based, every cell counted) that ``line`` is in
+    api: str = ""  # the source API left untranslated (no-rule, unsupported-*), canonical spelling
 
     def __post_init__(self) -> None:
         if self.code not in CODES:
@@ -69,10 +74,18 @@ class Finding:
         d["severity"] = self.severity.value
         if not self.cell:
             del d["cell"]  # only notebook findings have one
+        if not self.api:
+            del d["api"]
         return d
 
+    @classmethod
+    def from_dict(cls, d: dict) -> "Finding":
+        """The inverse of :meth:`to_dict` (a saved JSON report)."""
+        return cls(Severity(d["severity"]), d["code"], d.get("message", ""), d.get("path", ""), int(d.get("line") or 0),
+                   int(d.get("column") or 0), d.get("rule") or "", cell=int(d.get("cell") or 0), api=d.get("api") or "")
+
     def located(self, path: str, line: int, column: int) -> "Finding":
-        return Finding(self.severity, self.code, self.message, path, line, column, self.rule)
+        return dataclasses.replace(self, path=path, line=line, column=column)
 
     def render(self) -> str:
         where = f"{self.path}:{self.line}:{self.column}" if self.line else (self.path or "<input>")

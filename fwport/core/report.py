@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import shutil
+import tempfile
 from dataclasses import dataclass, field
 from typing import IO, Iterable
 
 from fwport.core.finding import Finding, Severity
+from fwport.core.migration import Overview
 from fwport.core.result import FileResult, Status
 
 SEVERITIES = (Severity.ERROR, Severity.WARNING, Severity.INFO)
@@ -32,8 +35,10 @@ class Summary:
     findings: dict[str, int] = field(default_factory=lambda: {s.value: 0 for s in SEVERITIES})
     attention_paths: list[str] = field(default_factory=list)
     failed_paths: list[str] = field(default_factory=list)
+    overview: Overview = field(default_factory=Overview)  # fed by the call counts of ``extra``
 
-    def add(self, r: FileResult) -> None:
+    def add(self, r: FileResult, extra: dict | None = None) -> None:
+        self.overview.add(r, extra)
         for f in r.findings:
             self.findings[f.severity.value] += 1
         if r.status is Status.FAILED:
@@ -104,52 +109,73 @@ class Report:
 
 
 class TextReport(Report):
+    """Findings as they arrive; at the end, for a run over several files, the migration overview
+    (a stream cannot start with totals), then the one-line summary."""
+
     def add(self, r: FileResult, extra: dict | None = None) -> None:
         for f in self.visible(r):
             self.stream.write(f.render() + "\n")
 
     def finish(self, s: Summary, check: bool = False) -> None:
+        if s.files > 1:
+            self.stream.write(s.overview.render_text())
         self.stream.write(render_summary(s, check) + "\n")
 
 
-class JsonReport(Report):
-    """``{"tool": ..., "files": [...], "summary": {...}}``, written as the files arrive."""
+class _Spooled(Report):
+    """A report whose body is kept in a temporary file until ``finish`` writes the whole document,
+    overview first: memory stays flat however many files there are."""
 
     def start(self) -> None:
-        from fwport import __version__
-        self.stream.write(f'{{"tool": "fwport", "version": {json.dumps(__version__)}, "files": [\n')
+        self.spool = tempfile.TemporaryFile("w+", encoding="utf-8")
+
+    def copy_spool(self) -> None:
+        self.spool.seek(0)
+        shutil.copyfileobj(self.spool, self.stream)
+        self.spool.close()
+
+
+class JsonReport(_Spooled):
+    """``{"tool", "version", "overview": {...}, "files": [...], "summary": {...}}``: the overview
+    comes first (a dashboard reads it without the files); the files are spooled as they arrive."""
+
+    def start(self) -> None:
+        super().start()
         self.first = True
 
     def add(self, r: FileResult, extra: dict | None = None) -> None:
         d = r.to_dict()
         d["findings"] = [f.to_dict() for f in self.visible(r)]
         d.update(extra or {})
-        self.stream.write(("" if self.first else ",\n") + json.dumps(d))
+        self.spool.write(("" if self.first else ",\n") + json.dumps(d))
         self.first = False
 
     def finish(self, s: Summary, check: bool = False) -> None:
-        self.stream.write(f'\n], "summary": {json.dumps(s.to_dict())}}}\n')
+        from fwport import __version__
+        self.stream.write(f'{{"tool": "fwport", "version": {json.dumps(__version__)}, '
+                          f'"overview": {json.dumps(s.overview.to_dict())}, "files": [\n')
+        self.copy_spool()
+        summary = {**s.to_dict(), "check": check, "exit_code": s.exit_code(check)}
+        self.stream.write(f'\n], "summary": {json.dumps(summary)}}}\n')
 
 
-class MarkdownReport(Report):
-    """A log of every file with findings as it arrives, then the short part: what needs a human."""
-
-    def start(self) -> None:
-        self.stream.write("# fwport report\n\n## Files\n\n")
+class MarkdownReport(_Spooled):
+    """The overview and what needs a human first, then a log of every file with findings."""
 
     def add(self, r: FileResult, extra: dict | None = None) -> None:
         shown = self.visible(r)
         if not shown and r.status is not Status.FAILED:
             return
-        self.stream.write(f"### `{r.path}` ({r.status.value})\n\n")
+        self.spool.write(f"### `{r.path}` ({r.status.value})\n\n")
         if shown:
-            self.stream.write("| line | severity | code | message | rule |\n|---:|---|---|---|---|\n")
+            self.spool.write("| line | severity | code | message | rule |\n|---:|---|---|---|---|\n")
             for f in shown:
-                self.stream.write(f"| {f'cell {f.cell}:' if f.cell else ''}{f.line or ''} | {f.severity.value} | `{f.code}` | {_md_cell(f.message)} | "
-                                  f"{f.rule} |\n")
-            self.stream.write("\n")
+                self.spool.write(f"| {f'cell {f.cell}:' if f.cell else ''}{f.line or ''} | {f.severity.value} | `{f.code}` | {_md_cell(f.message)} | "
+                                 f"{f.rule} |\n")
+            self.spool.write("\n")
 
     def finish(self, s: Summary, check: bool = False) -> None:
+        self.stream.write("# fwport report\n\n" + s.overview.render_markdown() + "\n")
         self.stream.write("## Summary\n\n" + render_summary(s, check).removeprefix("fwport: ") + "\n\n")
         if s.failed_paths or s.attention_paths:
             self.stream.write("## Needs attention\n\n")
@@ -158,6 +184,8 @@ class MarkdownReport(Report):
             for p in s.attention_paths:
                 self.stream.write(f"- `{p}`: error findings\n")
             self.stream.write("\n")
+        self.stream.write("## Files\n\n")
+        self.copy_spool()
 
 
 REPORTS = {"text": TextReport, "json": JsonReport, "markdown": MarkdownReport}

@@ -94,11 +94,12 @@ class FileResult:
             "path": self.path,
             "status": self.status.value,
             "needs_attention": self.needs_attention,
-            self.version_name: self.version,
             "findings": [f.to_dict() for f in self.findings],
             "layers": [r.to_dict() for r in self.layers],
             "models": [m.to_dict() for m in self.models],
         }
+        if self.version is not None:  # the source generation it was translated as (keras_version: 3)
+            d[self.version_name] = self.version
         if with_text:
             d["output"] = self.output
         return d

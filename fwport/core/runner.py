@@ -7,11 +7,16 @@ found; the command line renders them (``fwport/core/report.py``).
 from __future__ import annotations
 
 import ast
+import codecs
 import difflib
+import errno
 import fnmatch
 import os
 import pickle
+import re
+import stat
 import tempfile
+import tokenize
 import traceback
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
@@ -55,7 +60,8 @@ def is_excluded(path: Path, patterns: Iterable[str], roots: Iterable[Path]) -> b
     rels = []
     for root in roots:
         try:
-            rels.append(path.resolve().relative_to(root.resolve()).as_posix())
+            # realpath, not Path.resolve: a symlink loop must not raise (RuntimeError) and end the run
+            rels.append(Path(os.path.realpath(path)).relative_to(os.path.realpath(root)).as_posix())
         except ValueError:
             continue
     parts = path.parts
@@ -135,8 +141,8 @@ class InputError(Exception):
         self.finding, self.data = finding, data
 
 
-def _input_error(path: str, message: str, data: bytes | None = None) -> InputError:
-    return InputError(Finding(Severity.ERROR, "input-error", message, path), data)
+def _input_error(path: str, message: str, data: bytes | None = None, line: int = 0) -> InputError:
+    return InputError(Finding(Severity.ERROR, "input-error", message, path, line, 1 if line else 0), data)
 
 
 def _mb(n: int) -> str:
@@ -146,6 +152,14 @@ def _mb(n: int) -> str:
 def read_source(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes]:
     """The text of a Python file and its bytes. Raises :class:`InputError` with a message that
     says what is wrong and what to do."""
+    text, data, _ = read_source_encoded(path, max_size)
+    return text, data
+
+
+def read_source_encoded(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes, str]:
+    """Like :func:`read_source`, with the codec to write the file's translation in: decoded as
+    Python does (PEP 263: a ``coding`` line on line 1 or 2, a UTF-8 BOM, else UTF-8). A BOM stays
+    in the text (``"utf-8"`` is returned: the BOM is written back as the text's first character)."""
     try:
         size = os.stat(path).st_size
         if size > max_size:
@@ -165,13 +179,54 @@ def read_source(path: str, max_size: int = DEFAULT_MAX_SIZE) -> tuple[str, bytes
         raise _input_error(path, f"the file is over the {_mb(max_size)} limit (max_size)")
     if b"\0" in data:
         raise _input_error(path, "a binary file (it contains NUL bytes), not Python source", data)
+    encoding, cookie_line = declared_encoding(path, data)
+    codec = "utf-8" if encoding in ("utf-8", "utf-8-sig") else encoding
     try:
-        text = data.decode("utf-8")
+        text = data.decode(codec)
     except UnicodeDecodeError as e:
         line = data[: e.start].count(b"\n") + 1
+        if cookie_line:
+            raise _input_error(path, f"not {encoding} text (byte 0x{data[e.start]:02x} at line {line}), though line "
+                                     f"{cookie_line} declares that encoding; fix the coding line or the file", data) from None
         raise _input_error(path, f"not UTF-8 text (byte 0x{data[e.start]:02x} at line {line}); "
-                                 "re-save the file as UTF-8", data) from None
-    return text, data
+                                 "re-save the file as UTF-8 or declare its encoding (PEP 263)", data) from None
+    return text, data, codec
+
+
+_COOKIE = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+def declared_encoding(path: str, data: bytes) -> tuple[str, int]:
+    """``(encoding, line of the coding declaration or 0)``, as Python decides it
+    (``tokenize.detect_encoding``); an unknown or contradictory declaration is an input error."""
+    lines = data.splitlines(keepends=True)[:2]
+    cookie_line = 0
+    for i, line in enumerate(lines, 1):
+        line = line.removeprefix(codecs.BOM_UTF8) if i == 1 else line
+        if _COOKIE.match(line):
+            cookie_line = i
+            break
+        if line.strip() and not line.lstrip().startswith(b"#"):
+            break  # a declaration after code does not count (PEP 263)
+    it = iter(lines)
+    try:
+        encoding, _ = tokenize.detect_encoding(lambda: next(it, b""))
+    except SyntaxError as e:
+        if cookie_line and ("unknown encoding" in str(e) or "encoding problem" in str(e)):
+            name = _COOKIE.match(lines[cookie_line - 1].removeprefix(codecs.BOM_UTF8)).group(1).decode("ascii", "replace")
+            why = ("but the file starts with a UTF-8 byte order mark" if "encoding problem" in str(e)
+                   else "which Python does not know")
+            raise _input_error(path, f"line {cookie_line} declares the encoding {name!r}, {why}; "
+                                     "fix the coding line (PEP 263)", data, cookie_line) from None
+        return "utf-8", 0  # undeclared and not UTF-8: the decode says where
+    if cookie_line:
+        try:
+            if not codecs.lookup(encoding)._is_text_encoding:
+                raise LookupError(encoding)
+        except LookupError:
+            raise _input_error(path, f"line {cookie_line} declares the encoding {encoding!r}, which is not a "
+                                     "text encoding; fix the coding line (PEP 263)", data, cookie_line) from None
+    return encoding, cookie_line if encoding not in ("utf-8", "utf-8-sig") else 0
 
 
 _PY2_HINTS = ("Missing parentheses in call to 'print'", "Missing parentheses in call to 'exec'",
@@ -280,6 +335,10 @@ def translate_text(text: str, path: str, settings: Settings) -> FileResult:
 
     bom = text.startswith(BOM)
     body = text[1:] if bom else text
+    if _too_deep(body) and not _python_parses(body):  # libcst's native parser would overflow its stack
+        f = explain_parse_error(body, path, Finding(Severity.ERROR, "parse-error", "not valid Python 3: brackets "
+                                                    f"nested more than {_MAX_DEPTH} deep", path))
+        return FileResult(path, Status.FAILED, text, text, [f])
     try:
         pack = load_pack(settings.pack, settings.extra_dirs, settings.disabled)
         result = translate_source(body, path, pack, dict(settings.options))
@@ -301,40 +360,102 @@ def translate_text(text: str, path: str, settings: Settings) -> FileResult:
     return result
 
 
+def _unencodable(result: FileResult, text: str, encoding: str, e: UnicodeEncodeError) -> FileResult:
+    """The translation holds a character the file's declared encoding cannot write: the file fails."""
+    bad = e.object[e.start]
+    line = e.object.count("\n", 0, e.start) + 1
+    f = Finding(Severity.ERROR, "output-error",
+                f"the translation has {bad!r} (U+{ord(bad):04X}) on its line {line}, which the file's declared "
+                f"encoding {encoding} cannot represent; the translation was not written (declare utf-8 instead)",
+                result.path)
+    return FileResult(result.path, Status.FAILED, text, text, [*result.findings, f], result.layers,
+                      result.version, result.version_name, result.models)
+
+
+_MAX_DEPTH = 200  # Python's own limit on nested brackets (the tokenizer's MAXLEVEL)
+_BRACKET = re.compile(r"[][(){}]")
+
+
+def _too_deep(text: str) -> bool:
+    """Whether brackets nest deeper than Python allows (counting those in strings and comments
+    too: a hit is confirmed with Python's parser). Costs a scan of the brackets, only in a file
+    with that many opening ones."""
+    if text.count("(") + text.count("[") + text.count("{") <= _MAX_DEPTH:
+        return False
+    depth = 0
+    for m in _BRACKET.finditer(text):
+        if m.group() in "([{":
+            depth += 1
+            if depth > _MAX_DEPTH:
+                return True
+        elif depth:
+            depth -= 1
+    return False
+
+
+def _check_writable(dest: str) -> None:
+    """A read-only destination is not replaced (a rename would, and root may write anything):
+    like ``cp``, fwport does not overwrite a file its owner marked read-only."""
+    try:
+        st = os.stat(dest)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and not st.st_mode & 0o222:
+        raise PermissionError(errno.EACCES, "the file is read-only; not overwritten (make it writable to replace it)")
+
+
+def _python_parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def run_job(job: Job, settings: Settings) -> Outcome:
     """Read, translate, write (atomically) and describe one file. Never raises on user input."""
     if job.skipped:
         return Outcome(FileResult(job.source, Status.SKIPPED), job)
     data: bytes | None = None
+    encoding, new = "utf-8", b""
+    notebook = None
     try:
         # a notebook's size is mostly its outputs (images): max_size applies to its code (fwport/core/notebook.py)
         limit = max(settings.max_size, NOTEBOOK_MAX_SIZE) if job.source.endswith(".ipynb") else settings.max_size
-        text, data = read_source(job.source, limit)
+        text, data, encoding = read_source_encoded(job.source, limit)
     except InputError as e:
         result = FileResult(job.source, Status.FAILED, findings=[e.finding])
         data = e.data
         text = None
     else:
-        notebook = None
         if job.source.endswith(".ipynb"):  # cell by cell, one import table (fwport/core/notebook.py)
             from fwport.core.notebook import translate_notebook
             notebook = translate_notebook(text, job.source, settings)
             result = notebook.result
         else:
             result = translate_text(text, job.source, settings)
+        if result.status is Status.CONVERTED:
+            try:  # the translation is written in the file's own encoding (PEP 263)
+                new = result.output.encode(encoding)
+            except UnicodeEncodeError as e:
+                result = _unencodable(result, text, encoding, e)
     out = Outcome(result, job)
+    if encoding != "utf-8":
+        out.extra["encoding"] = encoding  # stdout and --diff bytes are in it too
+    # the code itself: a notebook's code cells, else the text
+    code_in, code_out = (notebook.code_in, notebook.code_out) if notebook else (text, result.output)
     if text is not None and job.diff and result.output != text:
         a, b = (job.source, job.source) if os.path.isabs(job.source) else (f"a/{job.source}", f"b/{job.source}")
         out.diff = notebook.diff(a, b) if notebook else unified_diff(text, result.output, a, b)
     if text is not None and result.status is Status.CONVERTED and job.dest is not None and not job.in_place:
         # what the translation made the code import (a mirrored tree's dependency files add it: fwport/core/tree.py)
         from fwport.core.deps import added_imports
-        out.extra["imports"] = added_imports(*((notebook.code_in, notebook.code_out) if notebook
-                                               else (text, result.output)))
+        out.extra["imports"] = added_imports(code_in, code_out)
     if job.dest is not None and data is not None and not (job.in_place and (result.status is not Status.CONVERTED)):
         # a mirrored tree is complete: unchanged (and unparsable) files are copied byte for byte
-        new = result.output.encode("utf-8") if result.status is Status.CONVERTED else data
+        new = new if result.status is Status.CONVERTED else data
         try:
+            _check_writable(job.dest)
             write_atomic(job.dest, new, None if job.in_place else os.stat(job.source).st_mode & 0o7777)
             out.written = True
         except OSError as e:
@@ -342,6 +463,10 @@ def run_job(job: Job, settings: Settings) -> Outcome:
                                            f"cannot write {job.dest}: {e.strerror or e}", job.source))
             if result.status is not Status.FAILED:
                 result.status = Status.FAILED
+    if text is not None and result.status is not Status.FAILED:  # for the migration overview
+        from fwport.core.direction import get_direction
+        from fwport.core.migration import call_stats
+        out.extra.update(call_stats(code_in, code_out, get_direction(settings.pack)))
     if not job.keep_text:  # memory stays flat in the number of files
         result.source = result.output = ""
     return out
