@@ -9,6 +9,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from fwport.core import deps
+from fwport.core.direction import get_direction
 from fwport.core.cli import main
 from fwport.core.finding import Severity
 from fwport.core.result import FileResult, Status
@@ -17,6 +18,9 @@ from fwport.core.tree import Mirror
 
 TF = "import tensorflow as tf\ny = tf.reduce_sum(x, 1)\n"
 TORCH = "import torch\ny = torch.sum(x, dim=1)\n"
+
+TF2TORCH = get_direction("tf2torch").requirements
+TORCH_TARGETS = deps.Targets(["torch"], TF2TORCH)
 
 
 def invoke(*args: str):
@@ -326,15 +330,15 @@ def test_what_the_translated_code_imports_beyond_torch_is_required_too(tmp_path)
 def test_added_imports_are_read_from_the_translation_not_the_source():
     before = "import numpy as np\nimport tensorflow as tf\n"
     after = "import numpy as np\nimport math\nimport torch\nfrom torch import nn\nimport torchvision.models as tvm, PIL.Image\n"
-    assert deps.added_imports(before, after) == ["PIL", "torch", "torchvision"]
-    assert deps.target_requirements(["PIL", "torch", "torchvision"]) == ["torch", "pillow", "torchvision"]
+    assert deps.added_imports(before, after, ("tensorflow", "keras", "tf_keras")) == ["PIL", "torch", "torchvision"]
+    assert deps.target_requirements(["PIL", "torch", "torchvision"], TF2TORCH) == ["torch", "pillow", "torchvision"]
 
 
 def test_markers_are_kept_and_no_target_is_required_twice():
     text = ('tensorflow; sys_platform != "darwin"\n'
             'tensorflow-macos; sys_platform == "darwin"\n'
             'tensorflow-metal; sys_platform == "darwin"\n')
-    up = deps.update_requirements_txt(text, ["torch"])
+    up = deps.update_requirements_txt(text, TORCH_TARGETS)
     assert up.text == 'torch; sys_platform != "darwin"\ntorch; sys_platform == "darwin"\n'
     assert [(c.line, c.new) for c in up.changes] == [(1, ['torch; sys_platform != "darwin"']),
                                                      (2, ['torch; sys_platform == "darwin"']), (3, [])]
@@ -342,7 +346,7 @@ def test_markers_are_kept_and_no_target_is_required_twice():
 
 def test_poetry_tables_are_not_rewritten_but_reported():
     text = '[tool.poetry.dependencies]\npython = "^3.10"\ntensorflow = "^2.15"\n'
-    up = deps.update_pyproject(text, ["torch"])
+    up = deps.update_pyproject(text, TORCH_TARGETS)
     assert up.text == text and up.changes == []
     assert up.notes == [(3, "[tool.poetry.dependencies] tensorflow: Poetry tables are not rewritten; "
                             "replace it with torch by hand")]
@@ -350,7 +354,7 @@ def test_poetry_tables_are_not_rewritten_but_reported():
 
 def test_a_whole_list_of_source_requirements_can_empty():
     up = deps.update_pyproject('[project]\ndependencies = ["torch"]\n[project.optional-dependencies]\n'
-                               'tf = ["tensorflow", "keras"]\n', ["torch"])
+                               'tf = ["tensorflow", "keras"]\n', TORCH_TARGETS)
     assert up.text == '[project]\ndependencies = ["torch"]\n[project.optional-dependencies]\ntf = []\n'
 
 

@@ -238,7 +238,7 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
     mirror = None
     if output and not single and any(Path(p).is_dir() for p in paths):
         from fwport.core.tree import Mirror  # the whole tree: other files copied, dependency files updated
-        mirror = Mirror(paths, output, excludes, cfg.root, show_diff)
+        mirror = Mirror(paths, output, excludes, cfg.root, show_diff, direction)
     progress_on = sys.stderr.isatty() and not single
     total = sum(1 for _ in iter_files(paths, excludes, cfg.root, output if mirror else None)) if progress_on else 0
     progress = _Progress(progress_on, total)

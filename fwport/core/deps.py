@@ -1,10 +1,12 @@
-"""Dependency files of a translated tree: TensorFlow/Keras requirements become torch.
+"""Dependency files of a translated tree: the source framework's requirements become the target's
+(for tf2torch: TensorFlow/Keras → torch; the direction's :class:`~fwport.core.direction.Requirements`
+says which distributions go and which come, carried by :class:`Targets`).
 
 Pure text → text functions, one per format; each edits only the requirement it replaces and keeps
 every other byte (comments, markers, order, other requirements). What a requirement becomes:
 
-- a source-framework package (:data:`SOURCE_PACKAGES`: tensorflow and its builds, tf-keras, keras,
-  tf-nightly...) is replaced by ``torch`` plus what the translated code imports beyond it
+- a source-framework package (``Targets.source``; tf2torch: tensorflow and its builds, tf-keras, keras,
+  tf-nightly...) is replaced by the target (``torch``) plus what the translated code imports beyond it
   (:func:`added_imports`: torchvision, torchmetrics... when the outputs import them), with the
   environment marker it had (``tensorflow; sys_platform != "darwin"`` → ``torch; sys_platform !=
   "darwin"``); its version and extras are dropped (they were TensorFlow's) and its comment kept;
@@ -24,16 +26,22 @@ import sys
 import tomllib
 from dataclasses import dataclass, field
 
-#: Distribution names (normalized) of the frameworks a translation replaces.
-SOURCE_PACKAGES = frozenset({
-    "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos", "tensorflow-metal", "tensorflow-intel",
-    "tensorflow-aarch64", "tensorflow-rocm", "intel-tensorflow", "tf-nightly", "tf-nightly-cpu", "tf-nightly-gpu",
-    "tf-nightly-macos", "tf-keras", "tf-keras-nightly", "keras", "keras-nightly", "keras-core",
-})
-_SOURCE_ROOTS = ("tensorflow", "keras", "tf_keras")
+from fwport.core.direction import Requirements
+
 #: Import name → distribution name where they differ.
 _DISTRIBUTION = {"PIL": "pillow", "sklearn": "scikit-learn", "cv2": "opencv-python", "yaml": "pyyaml"}
-_CONDA_NAME = {"torch": "pytorch"}
+
+
+class Targets(list):
+    """What replaces the source framework's requirements, in order (the target's own distribution
+    first), with what the direction says about the source: its distributions (normalized), the
+    conda names of targets, and how messages name it. A list, so a plan iterates the targets."""
+
+    def __init__(self, names: list[str], spec: Requirements):
+        super().__init__(names)
+        self.source: frozenset[str] = frozenset(normalize(n) for n in spec.source)
+        self.conda: dict[str, str] = dict(spec.conda)
+        self.label: str = spec.label
 
 
 def normalize(name: str) -> str:
@@ -57,17 +65,17 @@ def import_roots(text: str) -> set[str]:
     return roots
 
 
-def added_imports(before: str, after: str) -> list[str]:
+def added_imports(before: str, after: str, source_roots: tuple[str, ...] = ()) -> list[str]:
     """The third-party packages the translation made the code import (not the standard library)."""
     new = import_roots(after) - import_roots(before)
-    return sorted(r for r in new if r and r not in sys.stdlib_module_names and r not in _SOURCE_ROOTS
+    return sorted(r for r in new if r and r not in sys.stdlib_module_names and r not in source_roots
                   and not r.startswith("__"))
 
 
-def target_requirements(imports: set[str] | list[str]) -> list[str]:
-    """What replaces a source framework: torch first, then the other packages the outputs import."""
-    rest = sorted({normalize(_DISTRIBUTION.get(r, r)) for r in imports} - {"torch"})
-    return ["torch", *rest]
+def target_requirements(imports: set[str] | list[str], spec: Requirements) -> Targets:
+    """What replaces a source framework: the target first (torch), then the other packages the outputs import."""
+    rest = sorted({normalize(_DISTRIBUTION.get(r, r)) for r in imports} - {spec.target})
+    return Targets([spec.target, *rest], spec)
 
 
 # --- the common part: which requirement becomes what ---------------------------------------------------------
@@ -92,7 +100,7 @@ def _marker_key(marker: str) -> str:
 class _Planner:
     """Decides, requirement by requirement in file order, what each source requirement becomes."""
 
-    def __init__(self, targets: list[str], existing: list[tuple[str, str]]):
+    def __init__(self, targets: Targets, existing: list[tuple[str, str]]):
         self.targets = targets
         self.have = {(n, _marker_key(m)) for n, m in existing}  # targets already there, by (name, marker)
 
@@ -103,7 +111,7 @@ class _Planner:
             if (t, "") in self.have or (t, m) in self.have:
                 continue
             self.have.add((t, m))
-            name = _CONDA_NAME.get(t, t) if conda else t
+            name = self.targets.conda.get(t, t) if conda else t
             out.append(f"{name}; {m}" if m else name)
         return out
 
@@ -161,12 +169,12 @@ def _line_slot(lines: list[str], i: int, prefix_re: re.Pattern | None = None) ->
     return _Slot(i, last, prefix + indent, body, comment, parsed[0], parsed[1], indent or " " * 4 * bool(prefix))
 
 
-def _apply_slots(lines: list[str], slots: list[_Slot], targets: list[str]) -> Update:
-    planner = _Planner(targets, [(s.name, s.marker) for s in slots if s.name not in SOURCE_PACKAGES])
+def _apply_slots(lines: list[str], slots: list[_Slot], targets: Targets) -> Update:
+    planner = _Planner(targets, [(s.name, s.marker) for s in slots if s.name not in targets.source])
     out = list(lines)
     changes = []
     for s in slots:
-        if s.name not in SOURCE_PACKAGES:
+        if s.name not in targets.source:
             continue
         new = planner.replace(s.marker, s.conda)
         eol = lines[s.last][len(lines[s.last].rstrip("\r\n")):] or "\n"
@@ -182,7 +190,7 @@ def _apply_slots(lines: list[str], slots: list[_Slot], targets: list[str]) -> Up
     return Update("".join(out), changes)
 
 
-def update_requirements_txt(text: str, targets: list[str]) -> Update:
+def update_requirements_txt(text: str, targets: Targets) -> Update:
     lines = text.splitlines(keepends=True)
     slots = [s for i in range(len(lines)) if (s := _line_slot(lines, i))]
     slots = _drop_continued(slots)
@@ -204,7 +212,7 @@ _CFG_KEY = re.compile(r"^([A-Za-z_][\w.-]*)\s*[=:]\s*")
 _CFG_REQ_KEYS = {"install_requires", "setup_requires", "tests_require"}
 
 
-def update_setup_cfg(text: str, targets: list[str]) -> Update:
+def update_setup_cfg(text: str, targets: Targets) -> Update:
     """``[options] install_requires`` (and setup/tests_require) and every ``[options.extras_require]`` list."""
     lines = text.splitlines(keepends=True)
     slots: list[_Slot] = []
@@ -237,7 +245,7 @@ _YAML_ITEM = re.compile(r"^(?P<indent>\s*)-\s+(?P<body>.*)$")
 _CONDA_SPEC = re.compile(r"^(?P<chan>[\w./-]+::)?(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*?)(?P<spec>[\s=<>!~].*)?$")
 
 
-def update_environment_yml(text: str, targets: list[str]) -> Update:
+def update_environment_yml(text: str, targets: Targets) -> Update:
     """The conda list under ``dependencies:`` (→ ``pytorch``) and its ``- pip:`` list (→ ``torch``)."""
     lines = text.splitlines(keepends=True)
     conda: list[_Slot] = []
@@ -269,7 +277,7 @@ def update_environment_yml(text: str, targets: list[str]) -> Update:
             if c:
                 name = normalize(c.group("name"))
                 chan = c.group("chan") or ""
-                pip_like = "torch" if name == "pytorch" else name
+                pip_like = {conda_name: pip_name for pip_name, conda_name in targets.conda.items()}.get(name, name)
                 conda.append(_Slot(i, i, prefix + chan, item, comment, pip_like, "", prefix, conda=True))
     # one plan for both lists: conda's pytorch and pip's torch are the same package
     return _apply_slots(lines, sorted(conda + pip, key=lambda s: s.first), targets)
@@ -323,14 +331,14 @@ def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def _edit_literals(text: str, literals: list[_Literal], targets: list[str], existing: list[tuple[str, str]]) -> Update:
+def _edit_literals(text: str, literals: list[_Literal], targets: Targets, existing: list[tuple[str, str]]) -> Update:
     """Replace (or remove) the source requirements among string literals of lists, in place."""
     planner = _Planner(targets, existing)
     edits: list[tuple[int, int, str]] = []
     changes = []
     for lit in literals:
         parsed = parse_requirement(lit.value)
-        if not parsed or parsed[0] not in SOURCE_PACKAGES:
+        if not parsed or parsed[0] not in targets.source:
             continue
         new = planner.replace(parsed[1])
         changes.append(Change(_line_of(text, lit.start), lit.value, new))
@@ -371,7 +379,7 @@ def _edit_literals(text: str, literals: list[_Literal], targets: list[str], exis
     return Update(text, changes)
 
 
-def update_pyproject(text: str, targets: list[str]) -> Update:
+def update_pyproject(text: str, targets: Targets) -> Update:
     """``[project] dependencies``, every ``[project.optional-dependencies]`` list and PEP 735
     ``[dependency-groups]``; a Poetry table naming a source framework gives a note."""
     literals: list[_Literal] = []
@@ -400,10 +408,10 @@ def update_pyproject(text: str, targets: list[str]) -> Update:
             skip_until = end
         elif table.startswith("tool.poetry") and table.endswith("dependencies"):
             kv = re.match(r"^\s*([A-Za-z0-9_.\"'-]+)\s*=", ln)
-            if kv and normalize(kv.group(1).strip("\"'")) in SOURCE_PACKAGES:
+            if kv and normalize(kv.group(1).strip("\"'")) in targets.source:
                 notes.append((i + 1, f"[{table}] {kv.group(1).strip(chr(34) + chr(39))}: Poetry tables are not rewritten; "
                                      "replace it with torch by hand"))
-    existing = [p for lit in literals if (p := parse_requirement(lit.value)) and p[0] not in SOURCE_PACKAGES]
+    existing = [p for lit in literals if (p := parse_requirement(lit.value)) and p[0] not in targets.source]
     up = _edit_literals(text, literals, targets, existing)
     up.notes = notes
     if up.changes:
@@ -411,7 +419,7 @@ def update_pyproject(text: str, targets: list[str]) -> Update:
             tomllib.loads(up.text)
         except tomllib.TOMLDecodeError as e:  # never hand back a broken file
             return Update(text, [], notes + [(up.changes[0].line, f"the dependency lists could not be rewritten ({e}); "
-                                                                  "replace TensorFlow/Keras with torch by hand")])
+                                                                  f"replace {targets.label} with {targets[0]} by hand")])
     return up
 
 
@@ -419,7 +427,7 @@ def update_pyproject(text: str, targets: list[str]) -> Update:
 _SETUP_KEYS = {"install_requires", "extras_require", "setup_requires", "tests_require", "requires"}
 
 
-def update_setup_py(text: str, targets: list[str]) -> Update:
+def update_setup_py(text: str, targets: Targets) -> Update:
     """Literal lists of requirement strings given to setup() (``install_requires=[...]``,
     ``extras_require={...: [...]}``), directly or through a module-level name."""
     try:
@@ -464,14 +472,14 @@ def update_setup_py(text: str, targets: list[str]) -> Update:
                     continue  # a triple-quoted or prefixed string: left alone
                 literals.append(_Literal(start, end, e.value, quote))
     literals.sort(key=lambda lit: lit.start)
-    existing = [p for lit in literals if (p := parse_requirement(lit.value)) and p[0] not in SOURCE_PACKAGES]
+    existing = [p for lit in literals if (p := parse_requirement(lit.value)) and p[0] not in targets.source]
     up = _edit_literals(text, literals, targets, existing)
     try:
         ast.parse(up.text)
     except SyntaxError:
-        return Update(text, [], [(1, "the requirement lists could not be rewritten; replace TensorFlow/Keras with torch by hand")])
+        return Update(text, [], [(1, f"the requirement lists could not be rewritten; replace {targets.label} with {targets[0]} by hand")])
     left = [m for m in re.finditer(r"[\"']((?:tensorflow|keras|tf-keras|tf_keras|tf-nightly)[\w.-]*)", up.text)
-            if normalize(m.group(1)) in SOURCE_PACKAGES]
+            if normalize(m.group(1)) in targets.source]
     for m in left:
         up.notes.append((_line_of(up.text, m.start()), f"{m.group(1)!r} is still named here, in a form fwport does "
                                                        "not rewrite; replace it with torch by hand if it is a requirement"))

@@ -45,6 +45,16 @@ class Spelling:
 
 
 @dataclass(frozen=True)
+class Requirements:
+    """How the dependency files of a translated tree change (fwport/core/deps.py)."""
+
+    source: frozenset[str]  # the source framework's distributions, replaced
+    target: str  # what replaces them (first, before what the translated code imports besides)
+    conda: dict[str, str] = field(default_factory=dict)  # pip name → conda name (torch → pytorch)
+    label: str = "the source framework"  # in messages: "replace TensorFlow/Keras with torch by hand"
+
+
+@dataclass(frozen=True)
 class CliOption:
     """A command-line flag of one direction's command, setting a translate option: ``--keras 2``
     sets ``options["keras"] = 2`` (else the ``[tool.fwport]`` key ``config_key``, if any)."""
@@ -94,6 +104,8 @@ class Direction:
     #: the long help of `fwport <name>` and the direction's own flags
     command_help: str = ""
     cli_options: tuple[CliOption, ...] = ()
+    #: how a tree's dependency files change (None: they are copied as they are)
+    requirements: Requirements | None = None
     #: the target's top-level packages (dependency files, residue checks of translated trees)
     target_roots: tuple[str, ...] = ()
 

@@ -31,8 +31,8 @@ CODES: dict[str, str] = {
     "input-error": "the file cannot be read as text (binary, not in its declared encoding or UTF-8, too large, missing)",
     "output-error": "the translated file could not be written (permissions, disk full, a character its declared encoding cannot hold); the original is untouched",
     "internal-error": "fwport crashed on this file; please report it",
-    "dependency-updated": "a dependency file of a tree written with -o DIR: a TensorFlow/Keras requirement became torch (or was removed as a duplicate)",
-    "dependency-kept": "a dependency file names TensorFlow/Keras in a form fwport does not rewrite (a computed list, a Poetry table); edit it by hand",
+    "dependency-updated": "a dependency file of a tree written with -o DIR: a source-framework requirement became the target's (TensorFlow/Keras → torch), or was removed as a duplicate",
+    "dependency-kept": "a dependency file names the source framework in a form fwport does not rewrite (a computed list, a Poetry table); edit it by hand",
 }
 
 #: the codes of errors that leave a source API untranslated (a finding's ``api`` names it)

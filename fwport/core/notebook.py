@@ -15,10 +15,10 @@ same indentation, and restored after: it comes back exactly as written. A cell w
 runs something else (``%%bash``, ``%%writefile``, ``%%html``...) is left as it is; so is a cell that
 does not parse (reported as ``parse-error`` at its cell and line; the other cells are translated).
 
-Torch imports go to the first translated code cell with Python in it (a setup cell of only
+Target imports go to the first translated code cell with Python in it (a setup cell of only
 ``!pip install`` lines stays as it is, first): a source import is put at its top before
-translating (``import tensorflow as __fwport_anchor__``); the import fixer inserts the target
-imports where the first source import stands and then drops the unused anchor.
+translating (tf2torch: ``import tensorflow as __fwport_anchor__``); the import fixer inserts the
+target imports where the first source import stands and then drops the unused anchor.
 
 Changed code cells lose their outputs and execution count (they came from the old code); other
 cells keep theirs. A notebook with nothing to translate is returned as read, byte for byte.
@@ -41,8 +41,13 @@ SUFFIX = ".ipynb"
 _CELL = "__fwport_cell__({})"
 _MASK = "__fwport_ipython__({})"
 _MASK_RE = re.compile(r"^([ \t]*)__fwport_ipython__\((\d+)\)[ \t]*$")
-_ANCHOR = "import tensorflow as __fwport_anchor__"
-_SOURCE_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:tensorflow|keras|tf_keras)\b", re.M)
+def _anchor(roots: tuple[str, ...]) -> str:
+    """An import of the source framework that marks where the target imports go (then dropped)."""
+    return f"import {roots[0]} as __fwport_anchor__"
+
+
+def _source_import(roots: tuple[str, ...]) -> re.Pattern:
+    return re.compile(r"^[ \t]*(?:import|from)[ \t]+(?:" + "|".join(map(re.escape, roots)) + r")\b", re.M)
 _FUTURE = re.compile(r"^[ \t]*from[ \t]+__future__[ \t]+import\b", re.M)
 
 #: Cell magics whose body is Python (translated, the magic line kept); any other cell magic's cell is left alone.
@@ -191,6 +196,10 @@ def _source(cell) -> str:
 
 
 def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
+    from fwport.core.direction import get_direction
+
+    roots = get_direction(settings.pack).source.roots
+    anchor_line = _anchor(roots)
     """Translate one notebook's text (see the module's docstring). Never raises on user input."""
     from fwport.core.runner import BOM, explain_parse_error, translate_text
 
@@ -226,7 +235,7 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
             continue
         included.append((i, masked, masks, src.endswith("\n")))
     joined_all = "\n".join(m for _, m, _, _ in included)
-    if not included or not _SOURCE_IMPORT.search(joined_all):
+    if not included or not _source_import(roots).search(joined_all):
         unchanged.result.findings = findings
         return unchanged
 
@@ -244,7 +253,7 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
     line = 1
     for k, (i, masked, masks, newline) in enumerate(included):
         if anchor and k == first:
-            parts.append(_ANCHOR + "\n")
+            parts.append(anchor_line + "\n")
             line += 1
         seg = masked if masked.endswith("\n") or not masked else masked + "\n"
         n = seg.count("\n")
@@ -269,8 +278,8 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         return NotebookTranslation(FileResult(path, Status.FAILED, text, text, r.findings + [f]), joined, joined)
     changes: list[tuple[int, str, str]] = []
     for region, seg in zip(regions, segments):
-        if region is regions[first] and _ANCHOR in seg:  # only when the import fixer did not run
-            seg = "".join(ln for ln in seg.splitlines(keepends=True) if ln.rstrip("\r\n") != _ANCHOR)
+        if region is regions[first] and anchor_line in seg:  # only when the import fixer did not run
+            seg = "".join(ln for ln in seg.splitlines(keepends=True) if ln.rstrip("\r\n") != anchor_line)
         new, found = unmask_ipython(seg, region.masks)
         if found != len(region.masks):
             f = Finding(Severity.ERROR, "internal-error", f"the IPython lines of cell {region.cell} were lost in "

@@ -450,7 +450,8 @@ def run_job(job: Job, settings: Settings) -> Outcome:
     if text is not None and result.status is Status.CONVERTED and job.dest is not None and not job.in_place:
         # what the translation made the code import (a mirrored tree's dependency files add it: fwport/core/tree.py)
         from fwport.core.deps import added_imports
-        out.extra["imports"] = added_imports(code_in, code_out)
+        from fwport.core.direction import get_direction
+        out.extra["imports"] = added_imports(code_in, code_out, get_direction(settings.pack).source.roots)
     if job.dest is not None and data is not None and not (job.in_place and (result.status is not Status.CONVERTED)):
         # a mirrored tree is complete: unchanged (and unparsable) files are copied byte for byte
         new = new if result.status is Status.CONVERTED else data

@@ -81,7 +81,11 @@ class Mirror:
     """The rest of each input folder under the output folder (see the module's docstring)."""
 
     def __init__(self, paths: Iterable[str], output: str, exclude: Iterable[str] = (),
-                 config_root: str | None = None, diff: bool = False):
+                 config_root: str | None = None, diff: bool = False, direction: str | None = None):
+        from fwport.core.direction import default_direction, get_direction
+
+        #: how dependency files change (None: the direction has no say; they are copied as they are)
+        self.requirements = get_direction(direction or default_direction()).requirements
         self.roots = [Path(p) for p in paths if Path(p).is_dir()]
         self.output = Path(output)
         self.exclude = tuple(exclude)
@@ -127,7 +131,7 @@ class Mirror:
                 yield f, f.relative_to(root), f.is_symlink()
 
     def finish(self) -> Iterator[Outcome]:
-        targets = deps.target_requirements(self.imports)
+        targets = deps.target_requirements(self.imports, self.requirements) if self.requirements else None
         for root in self.roots:
             for src, rel, link in self._walk(root):
                 dest = self.output / rel
@@ -138,7 +142,7 @@ class Mirror:
                     except OSError as e:
                         yield self._failed(src, "output-error", f"cannot recreate the link at {dest}: {e.strerror or e}")
                     continue
-                kind = deps.kind_of(rel.as_posix())
+                kind = deps.kind_of(rel.as_posix()) if targets is not None else None
                 if kind:
                     outcome = self._dependency(src, dest, kind, targets)
                     if outcome is not None:
@@ -151,22 +155,22 @@ class Mirror:
                     code = "input-error" if not os.access(src, os.R_OK) else "output-error"
                     yield self._failed(src, code, f"cannot copy to {dest}: {e.strerror or e}")
         for source, o in self.held.items():
-            yield self._setup_py(o, targets)
+            yield self._setup_py(o, targets) if targets is not None else o
         self.held.clear()
 
     # --- dependency files --------------------------------------------------------------------------
-    def _update(self, path: str, text: str, kind: str, targets: list[str]) -> tuple[str, list[Finding]]:
+    def _update(self, path: str, text: str, kind: str, targets: deps.Targets) -> tuple[str, list[Finding]]:
         up = deps.UPDATERS[kind](text, targets)
         findings = []
         for c in up.changes:
-            what = f"{c.old} → {', '.join(c.new)}" if c.new else f"{c.old} removed (torch is already required)"
+            what = f"{c.old} → {', '.join(c.new)}" if c.new else f"{c.old} removed ({targets[0]} is already required)"
             findings.append(Finding(Severity.INFO, "dependency-updated", what, path, c.line, 1))
         for line, note in up.notes:
             findings.append(Finding(Severity.WARNING, "dependency-kept", note, path, line, 1))
         findings.sort(key=lambda f: f.line)
         return up.text, findings
 
-    def _dependency(self, src: Path, dest: Path, kind: str, targets: list[str]) -> Outcome | None:
+    def _dependency(self, src: Path, dest: Path, kind: str, targets: deps.Targets) -> Outcome | None:
         """Write an updated dependency file; None when there is nothing to change (it is copied)."""
         try:
             data = src.read_bytes()
@@ -194,7 +198,7 @@ class Mirror:
                 unified_diff(text, new, str(src), str(src))
         return outcome
 
-    def _setup_py(self, o: Outcome, targets: list[str]) -> Outcome:
+    def _setup_py(self, o: Outcome, targets: deps.Targets) -> Outcome:
         """setup.py as the runner wrote it (translated or copied), its requirement lists updated."""
         dest = o.job.dest
         assert dest is not None

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from fwport.core.direction import CliOption, Direction, Spelling
+from fwport.core.direction import CliOption, Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
 from fwport.packs.tf2torch import layer, ops, values  # noqa: F401  (they register the named transforms)
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
@@ -128,6 +128,14 @@ DIRECTION = Direction(
     layer_base_kwargs=LAYER_BASE_KWARGS,
     transforms=TRANSFORMS,
     target_roots=("torch",),
+    requirements=Requirements(
+        source=frozenset({
+            "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos", "tensorflow-metal",
+            "tensorflow-intel", "tensorflow-aarch64", "tensorflow-rocm", "intel-tensorflow", "tf-nightly",
+            "tf-nightly-cpu", "tf-nightly-gpu", "tf-nightly-macos", "tf-keras", "tf-keras-nightly", "keras",
+            "keras-nightly", "keras-core",
+        }),
+        target="torch", conda={"torch": "pytorch"}, label="TensorFlow/Keras"),
     command_help="Translate TensorFlow/Keras source to PyTorch.",
     cli_options=(
         CliOption("--keras", "keras", "The Keras generation the code was written for (default: detected per file).",
