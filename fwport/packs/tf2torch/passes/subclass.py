@@ -138,6 +138,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self.ctx = ctx
         self._init_scopes(ctx.imports)
         self.translated: dict[str, cst.ClassDef] = {}  # class name → node, for every translated class
+        self.translated_ids: set[int] = set()  # every translated class node (two may share a name)
         self.plans: list[_Plan | None] = []  # enclosing classes (None: not translated)
         self.all_plans: list[_Plan] = []
         self.functional_scopes: list[bool] = []  # per function: holds a functional keras.Model call
@@ -182,19 +183,20 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         while changed:  # a class deriving from a translated class of the file is translated too
             changed = False
             for c in classes:
-                if c.name.value in self.translated:
+                if id(c) in self.translated_ids:
                     continue
                 for b in c.bases:
                     if b.keyword is None and (self.ctx.imports.resolve(b.value) in BASES
                                               or (isinstance(b.value, cst.Name) and b.value.value in self.translated)):
                         self.translated[c.name.value] = c
+                        self.translated_ids.add(id(c))
                         changed = True
                         break
-        self.relevant |= {where[id(c)] for c in self.translated.values()}
+        self.relevant |= {where[id(c)] for c in classes if id(c) in self.translated_ids}
         self.functional_scopes.append(_has_functional(node.body, self))
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if self.translated.get(node.name.value) is not node:
+        if id(node) not in self.translated_ids:
             self.plans.append(None)
             return
         plan = _Plan(node.name.value, node)
