@@ -18,10 +18,11 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 hypothesmith = pytest.importorskip("hypothesmith")
-from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import HealthCheck, assume, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from fwport.result import Status  # noqa: E402
+from fwport.rule import load_pack  # noqa: E402
 from fwport.runner import Settings, translate_text  # noqa: E402
 
 EXAMPLES = int(os.environ.get("FWPORT_PROPERTY_EXAMPLES", "30"))
@@ -78,12 +79,36 @@ def mixed_programs(draw):
     if "__future__" in code:
         where = "after"  # a future import must stay first... after the other imports
     parts = [code, body] if where == "after" else [body, code]
-    program = "\n".join(imports) + "\n" + "".join(parts)
+    return compiles("\n".join(imports) + "\n" + "".join(parts))
+
+
+def compiles(program: str) -> str:
+    """``program``, if Python compiles it (else the example is discarded)."""
     try:
-        compile(program, "gen.py", "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(program, "gen.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         assume(False)
     return program
+
+
+# calls with a rule, each taking generated expressions as its arguments
+CALLS = ["tf.reduce_sum({0}, axis={1})", "tf.matmul({0}, {1}, transpose_a={1})", "layers.Dense({0}, activation={1})",
+         "tf.concat([{0}, {1}], axis={1})", "tf.cast({0}, {1})", "layers.Conv2D({0}, {1}, padding={1})",
+         "keras.Sequential([keras.Input(shape=({0},)), layers.Dense({1})])", "tf.split({0}, {1}, axis=1)",
+         "tf.nn.softmax({0}, axis={1})", "layers.Dropout({0})({1})", "tf.reshape({0}, {1})"]
+HEADER = "import tensorflow as tf\nfrom tensorflow import keras\nfrom tensorflow.keras import layers\n"
+
+
+def _spelled(name: str) -> str:
+    return "tf." + name[len("tensorflow."):] if name.startswith("tensorflow.") else name
+
+
+# every callable the pack has a rule for, called in a few shapes: the rules are fuzzed, not sampled
+PACK_CALLS = sorted({_spelled(n) for n, r in load_pack("tf2torch").by_name.items() if r.kind != "constant"})
+PATTERNS = ["{f}({{0}})", "{f}({{0}}, {{1}})", "{f}({{0}}, axis={{1}})", "{f}({{1}}, {{0}}, name={{1}})", "{f}()"]
+CALLS += [p.format(f=f) for f in PACK_CALLS for p in PATTERNS]
 
 
 def check_translation(text: str, kind: str) -> str:
@@ -125,12 +150,47 @@ def test_programs_without_a_source_name_come_back_byte_identical(code):
 @given(hypothesmith.from_grammar(), st.sampled_from(IMPORTS))
 def test_a_source_import_alone_never_breaks_generated_code(code, imp):
     # only an import: names the generated code uses that collide with tf/keras/layers are its own
-    program = imp + "\n" + code
-    try:
-        compile(program, "gen.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        assume(False)
-    check_translation(program, "import-only")
+    check_translation(compiles(imp + "\n" + code), "import-only")
+
+
+# hypothesmith's eval_input strategy yields few valid expressions; arguments are built from a small
+# expression grammar instead, with source calls nested inside each other and inside Python's
+# expression forms (lambdas, walrus, comprehensions, f-strings, conditionals, subscripts, stars)
+ATOMS = ["x", "n", "1", "0", "-1", "0.5", "None", "True", "'same'", "'valid'", "'relu'", "(2, 3)", "[1, -1]",
+         "tf.float32", "self.units", "x.shape[-1]", "cfg['k']", "'channels_first'", "()", "...", "b'\\x00'"]
+
+
+def _combine(children):
+    two = st.tuples(children, children)
+    return st.one_of(
+        st.tuples(st.sampled_from(CALLS), children, children).map(lambda t: t[0].format(t[1], t[2])),
+        two.map(lambda ab: f"({ab[0]} if {ab[1]} else x)"),
+        two.map(lambda ab: f"[{ab[0]} for q in {ab[1]}]"),
+        children.map(lambda a: f"(lambda q, *r, **k: {a})"),
+        children.map(lambda a: f"(w := {a})"),
+        children.map(lambda a: f"f'{{{a}!r:>{{n}}}}'"),
+        two.map(lambda ab: f"{ab[0]}[{ab[1]}]"),
+        two.map(lambda ab: f"({ab[0]} @ {ab[1]})"),
+        children.map(lambda a: f"g(*{a}, **{{'k': {a}}})"),
+        children.map(lambda a: f"{a}.numpy()"),
+    )
+
+
+EXPRESSIONS = st.recursive(st.sampled_from(ATOMS), _combine, max_leaves=8)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(CALLS), EXPRESSIONS, EXPRESSIONS), min_size=1, max_size=4),
+       st.booleans())
+@example(calls=[("tf.matmul({0}, {1}, transpose_a={1})", "1", "1")], in_function=False)  # was `1.transpose(...)`
+def test_rules_take_any_expression_as_an_argument(calls, in_function):
+    # the rule engine binds, maps, refuses and quotes arbitrary argument expressions: no crash,
+    # a parsable output, a fixpoint
+    lines = [f"v{i} = " + call.format(a, b) for i, (call, a, b) in enumerate(calls)]
+    body = "\n".join(lines) + "\n"
+    if in_function:
+        body = "def f(self, x, n, cfg):\n" + indent(body)
+    check_translation(compiles(HEADER + body), "expression-args")
 
 
 def teardown_module(module):
