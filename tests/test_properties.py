@@ -183,6 +183,7 @@ EXPRESSIONS = st.recursive(st.sampled_from(ATOMS), _combine, max_leaves=8)
 @given(st.lists(st.tuples(st.sampled_from(CALLS), EXPRESSIONS, EXPRESSIONS), min_size=1, max_size=4),
        st.booleans())
 @example(calls=[("tf.matmul({0}, {1}, transpose_a={1})", "1", "1")], in_function=False)  # was `1.transpose(...)`
+@example(calls=[("keras.backend.bias_add()", "x", "x")], in_function=False)  # was KeyError: 'input'
 def test_rules_take_any_expression_as_an_argument(calls, in_function):
     # the rule engine binds, maps, refuses and quotes arbitrary argument expressions: no crash,
     # a parsable output, a fixpoint
