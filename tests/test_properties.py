@@ -25,6 +25,8 @@ from fwport.result import Status  # noqa: E402
 from fwport.rule import load_pack  # noqa: E402
 from fwport.runner import Settings, translate_text  # noqa: E402
 
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # generated code: `1()`, invalid escapes
+
 EXAMPLES = int(os.environ.get("FWPORT_PROPERTY_EXAMPLES", "30"))
 # the same examples on every CI run; FWPORT_PROPERTY_RANDOM=1 explores new ones
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not os.environ.get("FWPORT_PROPERTY_RANDOM"),
@@ -70,7 +72,8 @@ def mixed_programs(draw):
     """hypothesmith code with TF/Keras imports and fragments around and inside it."""
     code = draw(hypothesmith.from_grammar())
     imports = draw(st.lists(st.sampled_from(IMPORTS), min_size=1, max_size=3, unique=True))
-    frags = draw(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=4))
+    frags = draw(st.lists(st.one_of(st.sampled_from(FRAGMENTS), EXPRESSIONS.map(lambda e: f"v = {e}")),
+                          min_size=1, max_size=4))
     where = draw(st.sampled_from(["after", "before", "in-function"]))
     body = "\n".join(frags) + "\n"
     if where == "in-function":
