@@ -163,10 +163,11 @@ ATOMS = ["x", "n", "1", "0", "-1", "0.5", "None", "True", "'same'", "'valid'", "
          "tf.float32", "self.units", "x.shape[-1]", "cfg['k']", "'channels_first'", "()", "...", "b'\\x00'"]
 
 
-def _combine(children):
+def _combine(children, calls=True):
     two = st.tuples(children, children)
     return st.one_of(
-        st.tuples(st.sampled_from(CALLS), children, children).map(lambda t: t[0].format(t[1], t[2])),
+        st.tuples(st.sampled_from(CALLS if calls else ["g({0}, {1})"]), children, children).map(
+            lambda t: t[0].format(t[1], t[2])),
         two.map(lambda ab: f"({ab[0]} if {ab[1]} else x)"),
         two.map(lambda ab: f"[{ab[0]} for q in {ab[1]}]"),
         children.map(lambda a: f"(lambda q, *r, **k: {a})"),
@@ -180,6 +181,8 @@ def _combine(children):
 
 
 EXPRESSIONS = st.recursive(st.sampled_from(ATOMS), _combine, max_leaves=8)
+# without source calls nested in them (see the known gap at the end of this file)
+PLAIN_EXPRESSIONS = st.recursive(st.sampled_from(ATOMS), lambda c: _combine(c, calls=False), max_leaves=8)
 
 
 @SETTINGS
@@ -195,6 +198,51 @@ def test_rules_take_any_expression_as_an_argument(calls, in_function):
     if in_function:
         body = "def f(self, x, n, cfg):\n" + indent(body)
     check_translation(compiles(HEADER + body), "expression-args")
+
+
+LAYER_CALLS = [c for c in CALLS if c.startswith(("keras.layers.", "layers."))]
+SHAPES = ["(28, 28, 1)", "(8,)", "(None, 4)", "(16, 3)", "(4, 4, 4, 2)", "({0},)", "{0}"]
+STRUCTURES = [
+    "m = keras.Sequential([keras.Input(shape={shape}), {l0}, {l1}])",
+    "m = tf.keras.Sequential([{l0}, {l1}])\nm.compile(optimizer='adam', loss={e})\nm.fit(x, y, epochs={e})",
+    "class M(keras.Model):\n    def __init__(self, n):\n        super().__init__()\n        self.a = {l0}\n"
+    "        self.b = {l1}\n\n    def call(self, x, training=None):\n        return self.b(self.a({e}))",
+    "def build(n):\n    inputs = keras.Input(shape={shape})\n    h = {l0}(inputs)\n    return keras.Model(inputs, {l1}(h))",
+]
+
+
+@st.composite
+def structures(draw):
+    template = draw(st.sampled_from(STRUCTURES))
+    args = PLAIN_EXPRESSIONS  # a source call nested in a refused layer's arguments: the known gap below
+    layer = st.tuples(st.sampled_from(LAYER_CALLS), args, args).map(lambda t: t[0].format(t[1], t[2]))
+    shape = draw(st.sampled_from(SHAPES)).format(draw(EXPRESSIONS))
+    return compiles(HEADER + template.format(shape=shape, l0=draw(layer), l1=draw(layer), e=draw(EXPRESSIONS)) + "\n")
+
+
+@SETTINGS
+@given(structures())
+def test_models_built_of_any_layers_translate_to_parsable_fixpoints(program):
+    # the structural passes (Sequential, subclasses, model API) with generated layers and arguments
+    check_translation(program, "structures")
+
+
+KNOWN_GAP = [
+    "m = keras.Sequential([keras.Input(shape=(28, 28, 1)), layers.Dense(x, activation=tf.matmul(x, x, transpose_a=x))])",
+    "class M(keras.Model):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.b = layers.Dense(4, activation=tf.reduce_sum(x, axis=x))\n\n    def call(self, x):\n        return self.b(x)",
+]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap, found by the structures property: a layer a structural pass (Sequential, subclass) refuses "
+    "is settled, so calls nested in its arguments are not visited and their errors not reported; the output "
+    "keeps the layer inside a torch container or module, where the rule pass of a second run does visit "
+    "them and adds their comment (a non-literal transpose_a / axis): not a fixpoint. Fixing it means the "
+    "structural passes reporting the errors of calls nested in the layers they refuse"))
+@pytest.mark.parametrize("body", KNOWN_GAP, ids=["sequential", "subclass"])
+def test_errors_nested_in_a_refused_layer_are_reported_on_the_first_run(body):
+    check_translation(HEADER + body + "\n", "known gaps")
 
 
 def teardown_module(module):
