@@ -18,11 +18,14 @@ import pytest
 
 hypothesis = pytest.importorskip("hypothesis")
 hypothesmith = pytest.importorskip("hypothesmith")
-from hypothesis import HealthCheck, assume, given, settings  # noqa: E402
+from hypothesis import HealthCheck, assume, example, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 from fwport.core.result import Status  # noqa: E402
+from fwport.core.rule import load_pack  # noqa: E402
 from fwport.core.runner import Settings, translate_text  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")  # generated code: `1()`, invalid escapes
 
 EXAMPLES = int(os.environ.get("FWPORT_PROPERTY_EXAMPLES", "30"))
 # the same examples on every CI run; FWPORT_PROPERTY_RANDOM=1 explores new ones
@@ -69,7 +72,8 @@ def mixed_programs(draw):
     """hypothesmith code with TF/Keras imports and fragments around and inside it."""
     code = draw(hypothesmith.from_grammar())
     imports = draw(st.lists(st.sampled_from(IMPORTS), min_size=1, max_size=3, unique=True))
-    frags = draw(st.lists(st.sampled_from(FRAGMENTS), min_size=1, max_size=4))
+    frags = draw(st.lists(st.one_of(st.sampled_from(FRAGMENTS), EXPRESSIONS.map(lambda e: f"v = {e}")),
+                          min_size=1, max_size=4))
     where = draw(st.sampled_from(["after", "before", "in-function"]))
     body = "\n".join(frags) + "\n"
     if where == "in-function":
@@ -78,12 +82,36 @@ def mixed_programs(draw):
     if "__future__" in code:
         where = "after"  # a future import must stay first... after the other imports
     parts = [code, body] if where == "after" else [body, code]
-    program = "\n".join(imports) + "\n" + "".join(parts)
+    return compiles("\n".join(imports) + "\n" + "".join(parts))
+
+
+def compiles(program: str) -> str:
+    """``program``, if Python compiles it (else the example is discarded)."""
     try:
-        compile(program, "gen.py", "exec", dont_inherit=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(program, "gen.py", "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         assume(False)
     return program
+
+
+# calls with a rule, each taking generated expressions as its arguments
+CALLS = ["tf.reduce_sum({0}, axis={1})", "tf.matmul({0}, {1}, transpose_a={1})", "layers.Dense({0}, activation={1})",
+         "tf.concat([{0}, {1}], axis={1})", "tf.cast({0}, {1})", "layers.Conv2D({0}, {1}, padding={1})",
+         "keras.Sequential([keras.Input(shape=({0},)), layers.Dense({1})])", "tf.split({0}, {1}, axis=1)",
+         "tf.nn.softmax({0}, axis={1})", "layers.Dropout({0})({1})", "tf.reshape({0}, {1})"]
+HEADER = "import tensorflow as tf\nfrom tensorflow import keras\nfrom tensorflow.keras import layers\n"
+
+
+def _spelled(name: str) -> str:
+    return "tf." + name[len("tensorflow."):] if name.startswith("tensorflow.") else name
+
+
+# every callable the pack has a rule for, called in a few shapes: the rules are fuzzed, not sampled
+PACK_CALLS = sorted({_spelled(n) for n, r in load_pack("tf2torch").by_name.items() if r.kind != "constant"})
+PATTERNS = ["{f}({{0}})", "{f}({{0}}, {{1}})", "{f}({{0}}, axis={{1}})", "{f}({{1}}, {{0}}, name={{1}})", "{f}()"]
+CALLS += [p.format(f=f) for f in PACK_CALLS for p in PATTERNS]
 
 
 def check_translation(text: str, kind: str) -> str:
@@ -125,12 +153,106 @@ def test_programs_without_a_source_name_come_back_byte_identical(code):
 @given(hypothesmith.from_grammar(), st.sampled_from(IMPORTS))
 def test_a_source_import_alone_never_breaks_generated_code(code, imp):
     # only an import: names the generated code uses that collide with tf/keras/layers are its own
-    program = imp + "\n" + code
-    try:
-        compile(program, "gen.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        assume(False)
-    check_translation(program, "import-only")
+    check_translation(compiles(imp + "\n" + code), "import-only")
+
+
+# hypothesmith's eval_input strategy yields few valid expressions; arguments are built from a small
+# expression grammar instead, with source calls nested inside each other and inside Python's
+# expression forms (lambdas, walrus, comprehensions, f-strings, conditionals, subscripts, stars)
+ATOMS = ["x", "n", "1", "0", "-1", "0.5", "None", "True", "'same'", "'valid'", "'relu'", "(2, 3)", "[1, -1]",
+         "tf.float32", "self.units", "x.shape[-1]", "cfg['k']", "'channels_first'", "()", "...", "b'\\x00'"]
+
+
+def _combine(children, calls=True):
+    two = st.tuples(children, children)
+    return st.one_of(
+        st.tuples(st.sampled_from(CALLS if calls else ["g({0}, {1})"]), children, children).map(
+            lambda t: t[0].format(t[1], t[2])),
+        two.map(lambda ab: f"({ab[0]} if {ab[1]} else x)"),
+        two.map(lambda ab: f"[{ab[0]} for q in {ab[1]}]"),
+        children.map(lambda a: f"(lambda q, *r, **k: {a})"),
+        children.map(lambda a: f"(w := {a})"),
+        children.map(lambda a: f"f'{{{a}!r:>{{n}}}}'"),
+        two.map(lambda ab: f"{ab[0]}[{ab[1]}]"),
+        two.map(lambda ab: f"({ab[0]} @ {ab[1]})"),
+        children.map(lambda a: f"g(*{a}, **{{'k': {a}}})"),
+        children.map(lambda a: f"{a}.numpy()"),
+    )
+
+
+EXPRESSIONS = st.recursive(st.sampled_from(ATOMS), _combine, max_leaves=8)
+# without source calls nested in them (see the known gap at the end of this file)
+PLAIN_EXPRESSIONS = st.recursive(st.sampled_from(ATOMS), lambda c: _combine(c, calls=False), max_leaves=8)
+
+
+@SETTINGS
+@given(st.lists(st.tuples(st.sampled_from(CALLS), EXPRESSIONS, EXPRESSIONS), min_size=1, max_size=4),
+       st.booleans())
+@example(calls=[("tf.matmul({0}, {1}, transpose_a={1})", "1", "1")], in_function=False)  # was `1.transpose(...)`
+@example(calls=[("keras.backend.bias_add()", "x", "x")], in_function=False)  # was KeyError: 'input'
+def test_rules_take_any_expression_as_an_argument(calls, in_function):
+    # the rule engine binds, maps, refuses and quotes arbitrary argument expressions: no crash,
+    # a parsable output, a fixpoint
+    lines = [f"v{i} = " + call.format(a, b) for i, (call, a, b) in enumerate(calls)]
+    body = "\n".join(lines) + "\n"
+    if in_function:
+        body = "def f(self, x, n, cfg):\n" + indent(body)
+    check_translation(compiles(HEADER + body), "expression-args")
+
+
+LAYER_CALLS = [c for c in CALLS if c.startswith(("keras.layers.", "layers."))]
+SHAPES = ["(28, 28, 1)", "(8,)", "(None, 4)", "(16, 3)", "(4, 4, 4, 2)", "({0},)", "{0}"]
+STRUCTURES = [
+    "m = keras.Sequential([keras.Input(shape={shape}), {l0}, {l1}])",
+    "m = tf.keras.Sequential([{l0}, {l1}])\nm.compile(optimizer='adam', loss={e})\nm.fit(x, y, epochs={e})",
+    "class M(keras.Model):\n    def __init__(self, n):\n        super().__init__()\n        self.a = {l0}\n"
+    "        self.b = {l1}\n\n    def call(self, x, training=None):\n        return self.b(self.a({e}))",
+    "def build(n):\n    inputs = keras.Input(shape={shape})\n    h = {l0}(inputs)\n    return keras.Model(inputs, {l1}(h))",
+]
+
+
+@st.composite
+def structures(draw):
+    template = draw(st.sampled_from(STRUCTURES))
+    args = PLAIN_EXPRESSIONS  # a source call nested in a refused layer's arguments: the known gap below
+    layer = st.tuples(st.sampled_from(LAYER_CALLS), args, args).map(lambda t: t[0].format(t[1], t[2]))
+    shape = draw(st.sampled_from(SHAPES)).format(draw(EXPRESSIONS))
+    return compiles(HEADER + template.format(shape=shape, l0=draw(layer), l1=draw(layer), e=draw(EXPRESSIONS)) + "\n")
+
+
+@SETTINGS
+@given(structures())
+def test_models_built_of_any_layers_translate_to_parsable_fixpoints(program):
+    # the structural passes (Sequential, subclasses, model API) with generated layers and arguments
+    check_translation(program, "structures")
+
+
+KNOWN_GAP = [
+    "m = keras.Sequential([keras.Input(shape=(28, 28, 1)), layers.Dense(x, activation=tf.matmul(x, x, transpose_a=x))])",
+    "class M(keras.Model):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.b = layers.Dense(4, activation=tf.reduce_sum(x, axis=x))\n\n    def call(self, x):\n        return self.b(x)",
+]
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap, found by the structures property (random run): keras.layers.Layer.add_variable(x) called on "
+    "the class inside a Sequential is refused by the Sequential pass (layout), but in the nn.Sequential of the "
+    "output a second run's rule pass turns it into nn.Parameter(), dropping x: not a fixpoint, and a "
+    "translation of a method rule applied to a call that is not a method call on a layer"))
+def test_a_method_rule_called_on_the_class_in_a_sequential_is_a_fixpoint():
+    check_translation(HEADER + "m = keras.Sequential([keras.Input(shape=(28, 28, 1)), layers.Conv2D(x, x, padding=x), "
+                      "keras.layers.Layer.add_variable(x)])\n", "known gaps")
+
+
+@pytest.mark.xfail(strict=True, reason=(
+    "known gap, found by the structures property: a layer a structural pass (Sequential, subclass) refuses "
+    "is settled, so calls nested in its arguments are not visited and their errors not reported; the output "
+    "keeps the layer inside a torch container or module, where the rule pass of a second run does visit "
+    "them and adds their comment (a non-literal transpose_a / axis): not a fixpoint. Fixing it means the "
+    "structural passes reporting the errors of calls nested in the layers they refuse"))
+@pytest.mark.parametrize("body", KNOWN_GAP, ids=["sequential", "subclass"])
+def test_errors_nested_in_a_refused_layer_are_reported_on_the_first_run(body):
+    check_translation(HEADER + body + "\n", "known gaps")
 
 
 def teardown_module(module):

@@ -80,4 +80,9 @@ def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
             out.extra[kw] = arg.value
         else:
             out.error = f"unexpected keyword argument {kw!r}"
+    if out.error is None and not out.star_args:  # Python would raise TypeError: refuse, as written
+        missing = [p.name for p in rule.params if p.kind in ("positional", "keyword") and p.default is None
+                   and p.name not in out.values]
+        if missing:
+            out.error = f"missing required argument {missing[0]!r}"
     return out

@@ -180,8 +180,9 @@ def _with_commas(args: list[cst.Arg]) -> list[cst.Arg]:
 
 
 def _atom(node: cst.BaseExpression) -> cst.BaseExpression:
-    """Parenthesise an expression used as a method receiver when it is not an atom."""
-    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)) or node.lpar:
+    """Parenthesise an expression used as a method receiver when it is not an atom (an int
+    literal is not one: ``1.transpose()`` does not parse)."""
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Float)) or node.lpar:
         return node
     return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
