@@ -24,6 +24,7 @@ import libcst as cst
 
 from fwport.bind import NOT_LITERAL, literal_value
 from fwport.engine import LayerContext, code
+from fwport.names import scan
 
 
 class Named(int):
@@ -216,7 +217,7 @@ class _Bindings(cst.CSTVisitor):
 
 def bindings(body: cst.CSTNode) -> dict[str, int]:
     v = _Bindings()
-    body.visit(v)
+    scan(body, v)
     return v.count
 
 
@@ -250,7 +251,7 @@ def module_scope(module: cst.Module, ctx=None) -> tuple[dict[str, object], set[s
             cached = ctx.analyses["module_scope"] = module_scope(module)
         return cached
     counts = bindings(module)
-    module.visit(_Globals(counts))
+    scan(module, _Globals(counts))
     stable = {n for n, c in counts.items() if c == 1}
     constants: dict[str, object] = {}
     probe = Sizes(constants, set())

@@ -8,7 +8,7 @@ import tokenize
 import libcst as cst
 
 from fwport.context import IMPORT_ORDER
-from fwport.names import collect_imports, is_source_name
+from fwport.names import collect_imports, is_source_name, scan
 
 
 class _UsedNames(cst.CSTVisitor):
@@ -25,24 +25,24 @@ class _UsedNames(cst.CSTVisitor):
         self.used.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)  # the attribute name itself is not a reference
+        scan(node.value, self)  # the attribute name itself is not a reference
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # keyword names are not references
+        scan(node.value, self)  # keyword names are not references
         return False
 
     def visit_Param(self, node: cst.Param) -> bool:
         if node.annotation:
-            node.annotation.visit(self)
+            scan(node.annotation, self)
         if node.default:
-            node.default.visit(self)
+            scan(node.default, self)
         return False
 
 
 def used_names(module: cst.Module) -> set[str]:
     v = _UsedNames()
-    module.visit(v)
+    scan(module, v)
     return v.used
 
 

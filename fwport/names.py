@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from dataclasses import fields as dataclass_fields
 
 import libcst as cst
 
@@ -87,6 +88,55 @@ def dotted_text(node: cst.BaseExpression) -> str | None:
 
 def _module_name(node: cst.BaseExpression | None) -> str:
     return dotted_text(node) if node is not None else ""  # type: ignore[return-value]
+
+
+# --- read-only walks ---------------------------------------------------------------------------------
+# ``node.visit(visitor)`` rebuilds every node it passes through (libcst's traversal replaces
+# children even for a read-only CSTVisitor) and visits every whitespace, comma and parenthesis.
+# ``scan`` calls the same visitor hooks, children in the same lexical order, without rebuilding
+# anything and without descending into the trivia (whitespace, comments, punctuation): no analysis
+# here looks at those.
+
+_TRIVIA_FIELDS = frozenset({"lpar", "rpar", "leading_lines", "lines_after_decorators", "header", "footer",
+                            "trailing_whitespace", "comma", "semicolon", "dot", "colon", "equal", "lbracket",
+                            "rbracket", "lbrace", "rbrace", "newline", "asynchronous"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(t: type) -> tuple[str, ...]:
+    """The fields of node type ``t`` that hold child nodes other than trivia, in the order libcst
+    visits them (the order of the field names in its ``_visit_and_replace_children``)."""
+    fields = _CHILD_FIELDS.get(t)
+    if fields is None:
+        names = {f.name for f in dataclass_fields(t)}
+        order: list[str] = []
+        for c in t._visit_and_replace_children.__code__.co_consts:
+            if isinstance(c, str) and c in names and c not in order:
+                order.append(c)
+        fields = _CHILD_FIELDS[t] = tuple(n for n in order
+                                          if n not in _TRIVIA_FIELDS and not n.startswith("whitespace"))
+    return fields
+
+
+_IS_NODE: dict[type, bool] = {}
+
+
+def _is_node(value) -> bool:
+    _IS_NODE[value.__class__] = is_node = isinstance(value, cst.CSTNode)
+    return is_node
+
+
+def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)`` for a read-only visitor, at a fraction of the cost (see above)."""
+    if visitor.on_visit(node):
+        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, (tuple, list)):
+                for child in value:
+                    scan(child, visitor)
+            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+                scan(value, visitor)
+    visitor.on_leave(node)
 
 
 def is_source_name(qualified: str) -> bool:
@@ -249,7 +299,7 @@ def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
         if isinstance(star, cst.Param):
             names.add(star.name.value)
     if isinstance(fn, cst.FunctionDef):
-        fn.body.visit(_LocalBinder(names))
+        scan(fn.body, _LocalBinder(names))
     return names
 
 

@@ -17,7 +17,7 @@ import libcst as cst
 
 from fwport.context import FileContext
 from fwport.finding import Severity
-from fwport.names import ScopedResolver
+from fwport.names import ScopedResolver, scan
 
 #: Decorators that only matter to TensorFlow's graph tracing; eager PyTorch needs none of them.
 REMOVED = {
@@ -122,7 +122,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     relevant = []
     for i, stmt in enumerate(module.body):
         guard = _Candidates(ctx)
-        stmt.visit(guard)
+        scan(stmt, guard)
         if guard.found:
             relevant.append(i)
     if not relevant:

@@ -24,7 +24,7 @@ import libcst as cst
 from fwport.context import FileContext
 from fwport.engine import code, comment_error
 from fwport.finding import Severity
-from fwport.names import dotted
+from fwport.names import dotted, scan
 
 MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model"}
 MODEL_BASES = {"keras.Model", "keras.Sequential"}
@@ -232,7 +232,7 @@ class _Models:
         for f in functions:
             scope = self._scope_of(f, f.body)
             rets = _Returns()
-            f.body.visit(rets)
+            scan(f.body, rets)
             facts.append((f, scope, rets))
         changed = True
         while changed:  # classes may derive from classes, builders call builders: until nothing changes
@@ -262,7 +262,7 @@ class _Models:
         if scope is None:
             b = _Bindings(self.walrus)
             for stmt in (body if isinstance(body, (list, tuple)) else [body]):
-                stmt.visit(b)
+                scan(stmt, b)
             params = _params(node) if isinstance(node, cst.FunctionDef) else set()
             scope = _Scope(set(b.assigned) | params, assigned=b.assigned, params=params)
             if isinstance(node, cst.FunctionDef):  # import aliases it rebinds, as names.bound_names
@@ -298,7 +298,7 @@ def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
             # a def is a compound statement: never inside a simple statement or an expression
             return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
 
-    module.visit(V())
+    scan(module, V())
     return out
 
 

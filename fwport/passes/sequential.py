@@ -26,7 +26,7 @@ from fwport.context import FileContext, LayerRecord, ModelInfo
 from fwport.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 from fwport.engine import LayerEmission, code, comment_error, expr, translate_layer
 from fwport.finding import Severity
-from fwport.names import ScopedResolver, bound_names, dotted_text
+from fwport.names import ScopedResolver, bound_names, dotted_text, scan
 
 SEQUENTIAL = "keras.Sequential"
 INPUTS = ("keras.Input", "keras.layers.InputLayer", "keras.InputLayer")  # names.canonical spells InputLayer both ways
@@ -57,7 +57,7 @@ class _Concerns(cst.CSTVisitor):
     @classmethod
     def find(cls, stmt: cst.CSTNode, ctx: FileContext) -> bool:
         v = cls(ctx)
-        stmt.visit(v)
+        scan(stmt, v)
         return v.found
 
     def visit_Call(self, node: cst.Call) -> bool:
@@ -112,7 +112,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         returned = _ReturnedNames()
-        node.body.visit(returned)
+        scan(node.body, returned)
         self.functions.append((node.name.value, returned.names))
         self.fn_nodes.append(node)
 
@@ -608,7 +608,7 @@ def _follow_uses(stmt: cst.CSTNode, open_chains: dict[str, _Chain]) -> None:
     """A statement other than a plain ``model.add(layer)`` line: does it end, refuse or taint a chain?"""
     for name, chain in list(open_chains.items()):
         uses = _Uses(name)
-        stmt.visit(uses)
+        scan(stmt, uses)
         if uses.mutation is not None and chain.refused is None:
             where = ("inside a compound statement (if/for/while/with/try/def)" if not isinstance(
                 stmt, cst.SimpleStatementLine) else "not written as `model.add(layer)` on a line of its own")

@@ -42,7 +42,7 @@ from fwport.context import FileContext, LayerRecord, ModelInfo
 from fwport.dims import Sizes, SizedContext, known, module_scope
 from fwport.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.finding import Severity
-from fwport.names import ScopedResolver, bound_names, dotted, dotted_text
+from fwport.names import ScopedResolver, bound_names, dotted, dotted_text, scan
 
 BASES = ("keras.Model", "keras.layers.Layer")
 FUNCTIONAL = "keras.Model"
@@ -177,7 +177,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     relevant.add(index)
 
         for index, stmt in enumerate(node.body):
-            stmt.visit(_Collect())
+            scan(stmt, _Collect())
         changed = True
         while changed:  # a class deriving from a translated class of the file is translated too
             changed = False
@@ -619,7 +619,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 if dotted(n.func) == ["self", attr]:
                     calls += 1
 
-        plan.node.visit(_Uses())
+        scan(plan.node, _Uses())
         return uses == calls + 1
 
     # --- call → forward ------------------------------------------------------------------------------------
@@ -1023,7 +1023,7 @@ def _self_calls(node) -> list[cst.Call]:
         def visit_IndentedBlock(self, n) -> bool:
             return False
 
-    node.visit(_V())
+    scan(node, _V())
     return found
 
 
@@ -1040,7 +1040,7 @@ def _assigned_names(stmt) -> set[str]:
         def visit_For(self, n):
             names.update(x.value for x in _name_nodes(n.target))
 
-    stmt.visit(_V())
+    scan(stmt, _V())
     return names
 
 
@@ -1060,14 +1060,14 @@ def _names_used(node) -> set[str]:
             names.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            scan(n.value, self)
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
+            scan(n.value, self)
             return False
 
-    node.visit(_V())
+    scan(node, _V())
     return names
 
 
@@ -1079,7 +1079,7 @@ def _first_use(node, name: str) -> cst.Name | None:
             if n.value == name and not hit:
                 hit.append(n)
 
-    node.visit(_V())
+    scan(node, _V())
     return hit[0] if hit else None
 
 
@@ -1122,7 +1122,7 @@ def _add_weight_calls(fn: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, cst
             if p and len(p) == 2 and p[0] == "self" and p[1] in _ADD_WEIGHT_METHODS:
                 out.append((self.stmt if self.stmt is not None and self.stmt.value is n else None, n))
 
-    fn.body.visit(_V())
+    scan(fn.body, _V())
     return out
 
 
@@ -1154,7 +1154,7 @@ def _has_functional(body, p: _SubclassPass) -> bool:
             return False
 
     for s in body:
-        s.visit(_V())
+        scan(s, _V())
     return hit
 
 
