@@ -230,15 +230,20 @@ def add_imports(module: cst.Module, needed: set[str]) -> cst.Module:
     return module
 
 
-def prune_imports(module: cst.Module, source_aliases: set[str] | None = None) -> tuple[cst.Module, str]:
-    """Drop the source-framework imports whose names the code no longer uses; the module and its text."""
+def prune_imports(module: cst.Module, source_aliases: set[str] | None = None,
+                  render=None) -> tuple[cst.Module, str]:
+    """Drop the source-framework imports whose names the code no longer uses; the module and its text
+    (``render``: how to get a module's text, e.g. :meth:`fwport.position.Layout.text`)."""
     if source_aliases is None:
         source_aliases = collect_imports(module).source_aliases()
-    text = module.code
+    if render is None:
+        def render(m: cst.Module) -> str:
+            return m.code
+    text = render(module)
     used = used_names_in(text)
     if used is None:
         used = used_names(module)
     if source_aliases - used:
         module = module.with_changes(body=_prune_body(module.body, used))
-        text = module.code
+        text = render(module)
     return module, text

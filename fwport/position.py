@@ -15,12 +15,14 @@ from libcst._nodes.internal import CodegenState
 
 
 class _Recorder(CodegenState):
-    def __init__(self, module: cst.Module, targets: set[int], statements: bool):
+    def __init__(self, module: cst.Module, targets: set[int] | None, statements: bool):
+        """``targets`` None: record the start of every node, and keep the text."""
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.line = 1
         self.column = 0
         self.last_content_line = 1
-        self.targets = targets
+        self.every = targets is None
+        self.targets = set() if targets is None else targets
         self.statements = statements
         self.starts: dict[int, tuple[int, int]] = {}
         self.spans: dict[int, tuple[int, int]] = {}
@@ -30,6 +32,8 @@ class _Recorder(CodegenState):
             self.add_token(tok)
 
     def add_token(self, value: str) -> None:
+        if self.every:
+            self.tokens.append(value)
         newlines = value.count("\n")
         if newlines:
             if value.strip():
@@ -48,8 +52,8 @@ class _Recorder(CodegenState):
     def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
                                   end_node: cst.CSTNode | None = None) -> Iterator[None]:
         key = id(node)
-        wanted = key in self.targets
-        if wanted and start_node is not None:
+        wanted = self.every or key in self.targets
+        if wanted and start_node is not None and not self.every:
             self.targets.add(id(start_node))  # the node starts where this child does
         start = (self.line, self.column)
         yield
@@ -59,19 +63,124 @@ class _Recorder(CodegenState):
             self.spans[key] = (start[0], self.last_content_line)
 
 
-def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int]]:
+def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode],
+                   layout: "Layout | None" = None) -> dict[int, tuple[int, int]]:
     """``id(node)`` → (line, column), 1-based, for the given nodes of ``module`` (others are absent)."""
     targets = {id(n) for n in nodes if n is not None}
     if not targets:
         return {}
+    if layout is not None:
+        return layout.positions(module, targets)
     state = _Recorder(module, targets, statements=False)
     module._codegen(state)
     return {k: (line, col + 1) for k, (line, col) in state.starts.items()}
 
 
-def statement_spans(module: cst.Module) -> tuple[dict[int, tuple[int, int]], int]:
+def statement_spans(module: cst.Module, layout: "Layout | None" = None) -> tuple[dict[int, tuple[int, int]], int]:
     """``id(node)`` → (first line, last line) for every statement of ``module`` (and every call
     argument and container element, where comments may go too), and the number of lines."""
+    if layout is not None:
+        return layout.spans(module)
     state = _Recorder(module, set(), statements=True)
     module._codegen(state)
     return state.spans, state.line - 1
+
+
+class _Statement:
+    """One top-level statement rendered on its own: its text, its number of lines, and the
+    positions (every node's start) and spans relative to its first line."""
+
+    __slots__ = ("node", "text", "lines", "starts", "spans")
+
+    def __init__(self, module: cst.Module, node: cst.CSTNode):
+        state = _Recorder(module, None, statements=True)
+        node._codegen(state)
+        self.node = node  # held: the cache is keyed by id
+        self.text = "".join(state.tokens)
+        self.lines = state.line - 1
+        self.starts = state.starts
+        self.spans = state.spans
+
+
+class Layout:
+    """Text, positions and statement spans of the modules one translation goes through, each
+    top-level statement rendered once however many modules share it.
+
+    The pipeline's modules differ from one another in a few top-level statements (a structural pass
+    rebuilds only the statements it changes; the rule pass does not descend into statements with
+    nothing to translate; the import fixer touches the imports): the others are the very same
+    nodes, whose text and positions (relative to their first line) are kept here by identity. A
+    top-level statement renders the same wherever it stands (no indentation comes from outside)."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, _Statement] = {}
+        self._module: tuple | None = None  # (module, statements, first line of each, owner of each node)
+
+    def _statement(self, module: cst.Module, node: cst.CSTNode) -> _Statement:
+        r = self._done.get(id(node))
+        if r is None or r.node is not node:
+            r = self._done[id(node)] = _Statement(module, node)
+        return r
+
+    def _parts(self, module: cst.Module):
+        if self._module is not None and self._module[0] is module:
+            return self._module
+        stmts = [self._statement(module, s) for s in module.body]
+        line = 1 + sum(module.code_for_node(h).count("\n") for h in module.header)
+        firsts = []
+        owner: dict[int, int] = {}
+        for i, r in enumerate(stmts):
+            firsts.append(line)
+            line += r.lines
+            owner.update(dict.fromkeys(r.starts, i))
+        self._module = (module, stmts, firsts, owner, line)
+        return self._module
+
+    def text(self, module: cst.Module) -> str:
+        """``module.code``."""
+        if not module.has_trailing_newline or not module.body:
+            return module.code
+        stmts = self._parts(module)[1]
+        return "".join([*(module.code_for_node(h) for h in module.header), *(r.text for r in stmts),
+                        *(module.code_for_node(f) for f in module.footer)])
+
+    def positions(self, module: cst.Module, targets: set[int]) -> dict[int, tuple[int, int]]:
+        """As :func:`node_positions`."""
+        _, stmts, firsts, owner, _ = self._parts(module)
+        out = {}
+        for key in targets:
+            i = owner.get(key)
+            if i is not None:
+                line, col = stmts[i].starts[key]
+                out[key] = (firsts[i] + line - 1, col + 1)
+        return out
+
+    def spans(self, module: cst.Module) -> tuple["_Spans", int]:
+        """As :func:`statement_spans`."""
+        if not module.body:
+            return statement_spans(module)
+        _, stmts, firsts, owner, end = self._parts(module)
+        lines = end - 1 + sum(module.code_for_node(f).count("\n") for f in module.footer)
+        # as statement_spans counts: its recorder keeps no tokens, so the module adds the newline
+        # it adds to an empty module
+        return _Spans(stmts, firsts, owner), lines + module.has_trailing_newline
+
+
+class _Spans:
+    """The ``spans`` mapping of :meth:`Layout.spans`, shifted to module lines when read."""
+
+    def __init__(self, stmts: list[_Statement], firsts: list[int], owner: dict[int, int]):
+        self._stmts, self._firsts, self._owner = stmts, firsts, owner
+
+    def get(self, key: int, default=None):
+        i = self._owner.get(key)
+        if i is None:
+            return default
+        span = self._stmts[i].spans.get(key)
+        if span is None:
+            return default
+        shift = self._firsts[i] - 1
+        return (span[0] + shift, span[1] + shift)
+
+    def __bool__(self) -> bool:
+        return bool(self._stmts)

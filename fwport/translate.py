@@ -16,7 +16,7 @@ from fwport.finding import Finding, Severity
 from fwport.imports import add_imports, prune_imports
 from fwport.names import collect_imports
 from fwport.passes import PASSES, decorators
-from fwport.position import node_positions, statement_spans
+from fwport.position import Layout, node_positions, statement_spans
 from fwport.result import FileResult, Status
 from fwport.rule import Pack, load_pack
 
@@ -42,14 +42,15 @@ def detect_keras_version(text: str, forced: int | None = None) -> tuple[int, str
     return 3, "no Keras 2 usage found"
 
 
-def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None) -> None:
+def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None,
+            layout: Layout | None = None) -> None:
     """Give the findings a pass left pending their line and column in that pass's input tree.
 
     Error findings that want a ``# fwport:`` comment and were not placed by their pass go into
     ``comments`` by line (structural passes keep line structure, so these lines are the source's)."""
     if not ctx.pending:
         return
-    positions = node_positions(tree, [p.node for p in ctx.pending if p.node is not None])
+    positions = node_positions(tree, [p.node for p in ctx.pending if p.node is not None], layout)
     located = []
     for p in ctx.pending:
         line, col = positions.get(id(p.node), (0, 0)) if p.node is not None else (0, 0)
@@ -99,26 +100,29 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
     ctx.findings.append(Finding(Severity.INFO, "keras-version", f"translating as Keras {version} code ({why})", path))
 
     comments: dict[int, list[Finding]] = {}
+    # text, positions and spans of every module below, each top-level statement rendered once
+    layout = Layout()
     for wants, run_pass in PASSES:
         if not wants.search(source):
             continue  # nothing this pass rewrites can be in the file
         new = run_pass(module, ctx)
-        _locate(module, ctx, comments)
+        _locate(module, ctx, comments, layout)
         module = new
     # the rule pass translates calls, reports what it leaves (no rule, refused, residue) and leaves
     # every error as a `# fwport:` comment above its statement, the earlier passes' ones included
-    spans, lines = statement_spans(module)
+    spans, lines = statement_spans(module, layout)
     rules = RuleTransformer(ctx, comments, spans, _lines_mentioning(source, imports) if lines == _count_lines(source)
                             else None)
     new = module.visit(rules)
-    _locate(module, ctx, None)
+    _locate(module, ctx, None, layout)
     module = new
 
     # steps that remove lines run only now, once every finding is located and every comment placed
     module = decorators.finish(module, ctx)
-    text = module.code
+    text = layout.text(module)
     if ctx.needed_imports or text != source:  # a file with nothing translated stays byte-identical
-        module, text = prune_imports(add_imports(module, ctx.needed_imports), ctx.imports.source_aliases())
+        module, text = prune_imports(add_imports(module, ctx.needed_imports), ctx.imports.source_aliases(),
+                                     layout.text)
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if text != source else Status.UNCHANGED
     return FileResult(path, status, source, text, ctx.findings, ctx.layers, version, list(ctx.models.values()))
