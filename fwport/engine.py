@@ -320,6 +320,10 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._spans = spans or {}
         # per open statement: index into ctx.pending when it was entered (its findings follow)
         self._statements: list[int] = []
+        # leave_* results that were not the node as rebuilt from its children (a change), and
+        # their count when each open statement was entered
+        self._changes = 0
+        self._change_marks: list[int] = []
         self._claimed: set[int] = set()
         # name nodes that are not references (attribute names, keywords, parameters, definitions),
         # and the funcs of calls (a call with no rule is reported as such, not as residue)
@@ -399,6 +403,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if type(node) in _STATEMENT_TYPES:
             self._statements.append(len(self.ctx.pending))
             self._statement_nodes.append(node)
+            self._change_marks.append(self._changes)
             descend = super().on_visit(node)  # always: scopes are pushed here and popped on leave
             if descend and self._relevant is not None:
                 span = self._spans.get(id(node))
@@ -416,6 +421,13 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             self._statement_nodes.pop()
             if isinstance(out, _STATEMENTS):
                 out = self._attach_comments(original_node, out, mark)
+            changes = self._change_marks.pop()
+            if out is updated_node and self._changes == changes:
+                # nothing inside changed: the rebuilt statement equals the input, which keeps its
+                # identity (and so its rendering, positions and spans: fwport.position.Layout)
+                return original_node
+        if out is not updated_node:
+            self._changes += 1
         return out
 
     def _attach_comments(self, original, updated, mark: int):

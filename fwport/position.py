@@ -114,6 +114,7 @@ class Layout:
 
     def __init__(self) -> None:
         self._done: dict[int, _Statement] = {}
+        self._texts: dict[int, tuple[cst.CSTNode, str]] = {}  # statements only ever rendered as text
         self._module: tuple | None = None  # (module, statements, first line of each, owner of each node)
 
     def _statement(self, module: cst.Module, node: cst.CSTNode) -> _Statement:
@@ -140,9 +141,18 @@ class Layout:
         """``module.code``."""
         if not module.has_trailing_newline or not module.body:
             return module.code
-        stmts = self._parts(module)[1]
-        return "".join([*(module.code_for_node(h) for h in module.header), *(r.text for r in stmts),
-                        *(module.code_for_node(f) for f in module.footer)])
+        parts = [module.code_for_node(h) for h in module.header]
+        for s in module.body:  # a statement not rendered yet: no positions needed, a plain render
+            r = self._done.get(id(s))
+            if r is None or r.node is not s:
+                t = self._texts.get(id(s))
+                if t is None or t[0] is not s:
+                    t = self._texts[id(s)] = (s, module.code_for_node(s))
+                parts.append(t[1])
+            else:
+                parts.append(r.text)
+        parts += [module.code_for_node(f) for f in module.footer]
+        return "".join(parts)
 
     def positions(self, module: cst.Module, targets: set[int]) -> dict[int, tuple[int, int]]:
         """As :func:`node_positions`."""
