@@ -97,6 +97,7 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
     version, why = detect_keras_version(source, options.get("keras"))
     pack = pack or load_pack("tf2torch")
     ctx = FileContext(path, pack, imports, version, options)
+    ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
     ctx.findings.append(Finding(Severity.INFO, "keras-version", f"translating as Keras {version} code ({why})", path))
 
     comments: dict[int, list[Finding]] = {}

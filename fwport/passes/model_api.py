@@ -73,9 +73,42 @@ METHODS: dict[str, str] = {
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     models = _Models(ctx)
     models.analyse(module)
-    if not models.any() and "is a Keras model method" not in module.code:
+    if not models.any() and "is a Keras model method" not in _text(module, ctx):
         return module  # (the comment: a translation being translated again says the same again)
-    return module.visit(_ModelApiPass(ctx, models))
+    # only the top-level statements holding a `.<model method>(...)` call are rewritten; the others
+    # stay the very same nodes (a transformer rebuilds every node it visits)
+    p = _ModelApiPass(ctx, models)
+    p.visit_Module(module)
+    body = list(module.body)
+    changed = False
+    for i, stmt in enumerate(body):
+        v = _MethodCalls()
+        scan(stmt, v)
+        if v.found:
+            body[i] = stmt.visit(p)
+            changed = True
+    return module.with_changes(body=body) if changed else module
+
+
+def _text(module: cst.Module, ctx: FileContext) -> str:
+    """The module's text: the source when it is the tree parsed from it (translate_source says so)."""
+    parsed = ctx.analyses.get("parsed")
+    return parsed[1] if parsed is not None and parsed[0] is module else module.code
+
+
+class _MethodCalls(cst.CSTVisitor):
+    """Whether a statement holds a call of a method named as a Keras model method (on anything)."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not self.found and super().on_visit(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in METHODS:
+            self.found = True
 
 
 # --- which names are models -----------------------------------------------------------------------
@@ -223,7 +256,7 @@ class _Models:
         return False
 
     def analyse(self, module: cst.Module) -> None:
-        self.walrus = ":=" in module.code  # else no binding hides in an expression
+        self.walrus = ":=" in _text(module, self.ctx)  # else no binding hides in an expression
         top = self._scope_of(module, module.body)
         classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
         functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
