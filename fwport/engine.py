@@ -405,11 +405,16 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             self._statement_nodes.append(node)
             self._change_marks.append(self._changes)
             descend = super().on_visit(node)  # always: scopes are pushed here and popped on leave
-            if descend and self._relevant is not None:
+            # (a span starts at the `def`/`class` line: decorators above it are always looked at)
+            # (and `from <source> import *`, which mentions no imported name, is always looked at)
+            if descend and self._relevant is not None and not getattr(node, "decorators", None) \
+                    and not (type(node) is cst.SimpleStatementLine and any(type(s) is cst.ImportFrom for s in node.body)):
                 span = self._spans.get(id(node))
                 if span is not None:
                     i = bisect.bisect_left(self._relevant, span[0])
                     descend = i < len(self._relevant) and self._relevant[i] <= span[1]
+                    # an earlier pass's comment for a line inside goes above the innermost statement
+                    descend = descend or any(span[0] <= l <= span[1] for l in self._line_comments)
             return descend
         return super().on_visit(node)
 

@@ -173,7 +173,7 @@ class Layout:
         lines = end - 1 + sum(module.code_for_node(f).count("\n") for f in module.footer)
         # as statement_spans counts: its recorder keeps no tokens, so the module adds the newline
         # it adds to an empty module
-        return _Spans(stmts, firsts, owner), lines + module.has_trailing_newline
+        return _Spans(stmts, firsts, owner), lines
 
 
 class _Spans:
