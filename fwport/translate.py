@@ -111,9 +111,16 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | None = No
         module = new
     # the rule pass translates calls, reports what it leaves (no rule, refused, residue) and leaves
     # every error as a `# fwport:` comment above its statement, the earlier passes' ones included
-    spans, lines = statement_spans(module, layout)
-    rules = RuleTransformer(ctx, comments, spans, _lines_mentioning(source, imports) if lines == _count_lines(source)
-                            else None)
+    relevant: list[int] | None = _lines_mentioning(source, imports)
+    if not comments and len(relevant) * 4 > _count_lines(source) * 3:
+        # nearly every line has work to do and no comment waits for a line: statement spans (a
+        # render of the tree) would cost more than the few statements they let the pass skip
+        spans: dict = {}
+        relevant = None
+    else:
+        spans, lines = statement_spans(module, layout)
+        relevant = relevant if lines == _count_lines(source) else None
+    rules = RuleTransformer(ctx, comments, spans, relevant)
     new = module.visit(rules)
     _locate(module, ctx, None, layout)
     module = new
