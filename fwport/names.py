@@ -46,8 +46,20 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
 _CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
 
 
+_CANONICAL: dict[str, str] = {}
+
+
 def canonical(name: str) -> str:
     """The canonical spelling of a fully qualified source name."""
+    out = _CANONICAL.get(name)
+    if out is None:
+        out = _canonical(name)
+        if len(_CANONICAL) < 100_000:  # a pure function of the name: remembered (within bounds)
+            _CANONICAL[name] = out
+    return out
+
+
+def _canonical(name: str) -> str:
     if name in _CANON_EXACT:
         return _CANON_EXACT[name]
     changed = True

@@ -7,8 +7,7 @@ the nodes it is asked about, so it costs about what rendering the module costs.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterable, Iterator
+from typing import Iterable
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -48,19 +47,44 @@ class _Recorder(CodegenState):
     def pop_trailing_newline(self) -> None:
         pass  # positions only: the trailing newline comes after every node
 
-    @contextmanager
     def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
-                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
-        key = id(node)
-        wanted = self.every or key in self.targets
-        if wanted and start_node is not None and not self.every:
-            self.targets.add(id(start_node))  # the node starts where this child does
-        start = (self.line, self.column)
-        yield
-        if wanted:
-            self.starts[key] = self.starts.get(id(start_node), start) if start_node is not None else start
-        if self.statements and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Arg, cst.Element)):
-            self.spans[key] = (start[0], self.last_content_line)
+                                  end_node: cst.CSTNode | None = None) -> "_Position":
+        return _Position(self, node, start_node)
+
+
+#: the nodes whose line span is recorded (where comments may go)
+_SPANNED = frozenset(c for c in vars(cst).values() if isinstance(c, type) and issubclass(
+    c, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Arg, cst.Element)))
+
+
+class _Position:
+    """The context of one ``record_syntactic_position`` (a class: a generator-based context manager
+    per node costs several times as much)."""
+
+    __slots__ = ("state", "node", "start_node", "start", "wanted")
+
+    def __init__(self, state: _Recorder, node: cst.CSTNode, start_node: cst.CSTNode | None):
+        self.state = state
+        self.node = node
+        self.start_node = start_node
+
+    def __enter__(self) -> None:
+        state = self.state
+        self.wanted = wanted = state.every or id(self.node) in state.targets
+        if wanted and self.start_node is not None and not state.every:
+            state.targets.add(id(self.start_node))  # the node starts where this child does
+        self.start = (state.line, state.column)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            return False
+        state, key, start = self.state, id(self.node), self.start
+        if self.wanted:
+            start_node = self.start_node
+            state.starts[key] = state.starts.get(id(start_node), start) if start_node is not None else start
+        if state.statements and type(self.node) in _SPANNED:
+            state.spans[key] = (start[0], state.last_content_line)
+        return False
 
 
 def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode],
