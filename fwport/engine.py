@@ -339,7 +339,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._marks: list[tuple[int, frozenset[str]]] = []
         # ids of translations parenthesised because they are operations (`a + b` for tf.add_n):
         # where the parent cannot mis-bind them (a statement's value, an argument) the parentheses go
-        self._wrapped: set[int] = set()
+        self._wrapped: dict[int, cst.CSTNode] = {}  # held: an id is only unique while its node lives
         # open statements (input tree), and the layer calls a structural pass left as members of a
         # torch container (nn.Sequential(...) / nn.ModuleList(...) / model.append(...) on one)
         self._statement_nodes: list[cst.CSTNode] = []
@@ -548,7 +548,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             if out is not updated_node and not (isinstance(out, _ATOMS) or out.lpar):
                 # an operation in place of a call binds tighter than any operator around it
                 out = out.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-                self._wrapped.add(id(out))
+                self._wrapped[id(out)] = out
             return out
         # Refused by its rule: the call comes back exactly as written, arguments included (a
         # tf call around half-translated arguments would mix frameworks and the error would quote
@@ -587,7 +587,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
 
     def _unwrap(self, updated_node):
         value = updated_node.value
-        if value is None or id(value) not in self._wrapped:
+        if value is None or self._wrapped.get(id(value)) is not value:
             return updated_node
         return updated_node.with_changes(value=value.with_changes(lpar=[], rpar=[]))
 
