@@ -16,7 +16,7 @@ import libcst as cst
 from fwport.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.context import FileContext, LayerRecord
 from fwport.finding import CODES, Severity
-from fwport.names import ScopedResolver, dotted_text, is_source_name
+from fwport.names import _CHILD_FIELDS, ScopedResolver, _child_fields, dotted_text, is_source_name
 from fwport.rule import Rule
 from fwport import transform as registry
 
@@ -302,6 +302,12 @@ _STATEMENT_TYPES = frozenset({cst.SimpleStatementLine, cst.If, cst.For, cst.Whil
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
           cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict, cst.Set)
 
+#: what the rule pass may leave unvisited when nothing inside has work (never a statement: the
+#: comments of earlier passes go above statements); and the nodes such comments may go above
+_SKIPPABLE = (cst.BaseExpression, cst.Arg, cst.Element)
+_COMMENTED = frozenset({cst.Arg, cst.Element})
+
+
 class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     """Applies function, constant and (context-free) layer rules wherever they appear."""
 
@@ -325,6 +331,10 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._changes = 0
         self._change_marks: list[int] = []
         self._claimed: set[int] = set()
+        # ids of the expressions, arguments and elements of the open top-level statement with
+        # something to do inside (an imported name, or a line an earlier pass's comment is for):
+        # the others are not descended into (the transformer would rebuild them unchanged)
+        self._hot: set[int] | None = None
         # name nodes that are not references (attribute names, keywords, parameters, definitions),
         # and the funcs of calls (a call with no rule is reported as such, not as residue)
         self._not_refs: set[int] = set()
@@ -399,8 +409,31 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self.ctx.report(Severity.ERROR, chosen[0], chosen[1], node, rule)
 
     # --- statements: where `# fwport:` comments go ----------------------------------------------
+    def _mark_hot(self, node: cst.CSTNode) -> bool:
+        """Adds to ``_hot`` the nodes below ``node`` (itself included) with work inside."""
+        hot = type(node) is cst.Name and node.value in self.imports.aliases
+        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, (tuple, list)):
+                for child in value:
+                    if self._mark_hot(child):
+                        hot = True
+            elif isinstance(value, cst.CSTNode) and self._mark_hot(value):
+                hot = True
+        if not hot and self._line_comments and type(node) in _COMMENTED:
+            span = self._spans.get(id(node))
+            hot = span is None or any(span[0] <= l <= span[1] for l in self._line_comments)
+        if hot:
+            self._hot.add(id(node))  # type: ignore[union-attr]
+        return hot
+
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._hot is not None and id(node) not in self._hot and type(node) not in _STATEMENT_TYPES \
+                and isinstance(node, _SKIPPABLE):
+            super().on_visit(node)  # its own hooks run (and their leave_ counterparts): not its children
+            return False
         if type(node) in _STATEMENT_TYPES:
+            top = not self._statement_nodes
             self._statements.append(len(self.ctx.pending))
             self._statement_nodes.append(node)
             self._change_marks.append(self._changes)
@@ -415,6 +448,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
                     descend = i < len(self._relevant) and self._relevant[i] <= span[1]
                     # an earlier pass's comment for a line inside goes above the innermost statement
                     descend = descend or any(span[0] <= l <= span[1] for l in self._line_comments)
+            if descend and top:
+                self._hot = set()
+                self._mark_hot(node)
             return descend
         return super().on_visit(node)
 
