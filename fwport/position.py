@@ -103,11 +103,7 @@ def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode],
 def statement_spans(module: cst.Module, layout: "Layout | None" = None) -> tuple[dict[int, tuple[int, int]], int]:
     """``id(node)`` → (first line, last line) for every statement of ``module`` (and every call
     argument and container element, where comments may go too), and the number of lines."""
-    if layout is not None:
-        return layout.spans(module)
-    state = _Recorder(module, set(), statements=True)
-    module._codegen(state)
-    return state.spans, state.line - 1
+    return (layout or Layout()).spans(module)
 
 
 class _Statement:
@@ -192,7 +188,7 @@ class Layout:
     def spans(self, module: cst.Module) -> tuple["_Spans", int]:
         """As :func:`statement_spans`."""
         if not module.body:
-            return statement_spans(module)
+            return {}, module.code.count("\n")
         _, stmts, firsts, owner, end = self._parts(module)
         lines = end - 1 + sum(module.code_for_node(f).count("\n") for f in module.footer)
         # as statement_spans counts: its recorder keeps no tokens, so the module adds the newline
