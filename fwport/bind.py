@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.position import render
 from fwport.rule import Rule
 
 _NOT_LITERAL = object()
@@ -51,7 +52,7 @@ def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
     if type(node) in _TOKENS:  # its own text, parentheses aside
         node_text = node.value
     else:
-        node_text = cst.Module([]).code_for_node(node)
+        node_text = render(node)
     try:
         return ast.literal_eval(node_text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):

@@ -17,6 +17,7 @@ from fwport.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.context import FileContext, LayerRecord
 from fwport.finding import CODES, Severity
 from fwport.names import _CHILD_FIELDS, ScopedResolver, _child_fields, dotted_text, is_source_name
+from fwport.position import render
 from fwport.rule import Rule
 from fwport import transform as registry
 
@@ -70,7 +71,7 @@ def expr(text: str) -> cst.BaseExpression:
 
 
 def code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    return render(node)
 
 
 def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | None = None) -> MappedCall:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from fwport.context import IMPORT_ORDER
 from fwport.names import collect_imports, is_source_name, scan
+from fwport.position import render
 
 
 class _UsedNames(cst.CSTVisitor):
@@ -47,7 +48,7 @@ def used_names(module: cst.Module) -> set[str]:
 
 
 def _module_text(node: cst.BaseExpression | None) -> str:
-    return cst.Module([]).code_for_node(node) if node is not None else ""
+    return render(node) if node is not None else ""
 
 
 def _prune(stmt: cst.BaseSmallStatement, used: set[str]) -> cst.BaseSmallStatement | None:
@@ -92,7 +93,7 @@ def _existing_imports(module: cst.Module) -> set[str]:
         if isinstance(stmt, cst.SimpleStatementLine):
             for s in stmt.body:
                 if isinstance(s, (cst.Import, cst.ImportFrom)):
-                    have.add(cst.Module([]).code_for_node(s).strip())
+                    have.add(render(s).strip())
     return have
 
 

@@ -367,6 +367,14 @@ class ScopedResolver:
 
     imports: ImportTable
 
+    # libcst asks a transformer about every field of every node it visits (``visit_Call_func``...):
+    # no visitor here has such hooks, so the questions are not asked
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
     def _init_scopes(self, imports: ImportTable) -> None:
         self.imports = imports
         self._scopes: list[cst.FunctionDef | cst.Lambda] = []

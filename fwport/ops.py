@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.bind import NOT_LITERAL, literal_value
+from fwport.position import render
 from fwport.engine import _atom, build_call
 from fwport.transform import call_transform
 from fwport.values import torch_dtype
@@ -18,7 +19,7 @@ INT32 = "torch.int32"
 
 
 def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    return render(node)
 
 
 def _e(text: str) -> cst.BaseExpression:

@@ -338,6 +338,12 @@ def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
 # --- rewriting ------------------------------------------------------------------------------------
 
 class _ModelApiPass(cst.CSTTransformer):
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None  # no visit_<Node>_<field> hooks here: libcst need not look them up per field
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
     def __init__(self, ctx: FileContext, models: _Models):
         super().__init__()
         self.ctx = ctx
