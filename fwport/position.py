@@ -7,7 +7,10 @@ the nodes it is asked about, so it costs about what rendering the module costs.
 """
 from __future__ import annotations
 
+import re
+from bisect import bisect_left
 from contextlib import nullcontext
+from itertools import accumulate
 from typing import Iterable
 
 import libcst as cst
@@ -126,20 +129,90 @@ def render(node: cst.CSTNode, module: cst.Module | None = None) -> str:
     return "".join(state.tokens)
 
 
+class _Marks(PlainState):
+    """A plain render that notes, for every node, the index of the token it starts at (and for the
+    spanned ones, where it ends): lines and columns are worked out from the text only for the nodes
+    asked about (a render that counts lines at every token costs several times as much)."""
+
+    def __init__(self, module: cst.Module):
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.starts: dict[int, int] = {}
+        self.spans: dict[int, tuple[int, int]] = {}
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        return _Mark(self, node, start_node)
+
+
+class _Mark:
+    __slots__ = ("state", "node", "start_node", "start")
+
+    def __init__(self, state: _Marks, node: cst.CSTNode, start_node: cst.CSTNode | None):
+        self.state = state
+        self.node = node
+        self.start_node = start_node
+
+    def __enter__(self) -> None:
+        self.start = len(self.state.tokens)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            state, key, start = self.state, id(self.node), self.start
+            # the node starts where its start_node does (a child, rendered by now)
+            state.starts[key] = state.starts.get(id(self.start_node), start) if self.start_node is not None else start
+            if type(self.node) in _SPANNED:
+                state.spans[key] = (start, len(state.tokens))
+        return False
+
+
 class _Statement:
     """One top-level statement rendered on its own: its text, its number of lines, and the
     positions (every node's start) and spans relative to its first line."""
 
-    __slots__ = ("node", "text", "lines", "starts", "spans")
+    __slots__ = ("node", "text", "lines", "starts", "spans", "tokens", "_offsets", "_newlines")
 
     def __init__(self, module: cst.Module, node: cst.CSTNode):
-        state = _Recorder(module, None, statements=True)
+        state = _Marks(module)
         node._codegen(state)
         self.node = node  # held: the cache is keyed by id
+        self.tokens = state.tokens
         self.text = "".join(state.tokens)
-        self.lines = state.line - 1
-        self.starts = state.starts
-        self.spans = state.spans
+        self.lines = self.text.count("\n")
+        self.starts = state.starts  # id → index of its first token
+        self.spans = state.spans  # id → (index of its first token, index after its last one)
+        self._offsets: list[int] | None = None
+        self._newlines: list[int] = []
+
+    def _offset(self, token: int) -> int:
+        if self._offsets is None:
+            self._offsets = list(accumulate(map(len, self.tokens), initial=0))
+            self._newlines = [m.start() for m in _NEWLINE.finditer(self.text)]
+        return self._offsets[token]
+
+    def _line(self, offset: int) -> int:
+        """The 1-based line of the character at ``offset``."""
+        return bisect_left(self._newlines, offset) + 1
+
+    def position(self, key: int) -> tuple[int, int]:
+        """(line, column), 1-based line and 0-based column, of the node ``key``."""
+        offset = self._offset(self.starts[key])
+        return self._line(offset), offset - (self.text.rfind("\n", 0, offset) + 1)
+
+    def span(self, key: int) -> tuple[int, int] | None:
+        """(first line, last line with content) of the statement, argument or element ``key``."""
+        marks = self.spans.get(key)
+        if marks is None:
+            return None
+        start, end = marks
+        first = self._line(self._offset(start))
+        k = end - 1
+        while k >= 0 and not self.tokens[k].strip():
+            k -= 1
+        if k < 0:
+            return first, 1
+        return first, self._line(self._offset(k) + len(self.tokens[k].rstrip()))
+
+
+_NEWLINE = re.compile("\n")
 
 
 class Layout:
@@ -201,7 +274,7 @@ class Layout:
         for key in targets:
             i = owner.get(key)
             if i is not None:
-                line, col = stmts[i].starts[key]
+                line, col = stmts[i].position(key)
                 out[key] = (firsts[i] + line - 1, col + 1)
         return out
 
@@ -226,7 +299,7 @@ class _Spans:
         i = self._owner.get(key)
         if i is None:
             return default
-        span = self._stmts[i].spans.get(key)
+        span = self._stmts[i].span(key)
         if span is None:
             return default
         shift = self._firsts[i] - 1
