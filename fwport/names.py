@@ -102,6 +102,45 @@ def _module_name(node: cst.BaseExpression | None) -> str:
     return dotted_text(node) if node is not None else ""  # type: ignore[return-value]
 
 
+def marked(node: cst.CSTNode, hit) -> set[int]:
+    """The ids of the nodes under ``node`` (itself included) with a node inside (or being one) for
+    which ``hit(node)`` is true: what a transformer must descend into (see ``skip_unmarked``)."""
+    out: set[int] = set()
+
+    def walk(n: cst.CSTNode) -> bool:
+        hot = hit(n)
+        for name in _CHILD_FIELDS.get(type(n)) or _child_fields(type(n)):
+            value = getattr(n, name)
+            if isinstance(value, (tuple, list)):
+                for child in value:
+                    if walk(child):
+                        hot = True
+            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+                if walk(value):
+                    hot = True
+        if hot:
+            out.add(id(n))
+        return hot
+
+    walk(node)
+    return out
+
+
+#: what a transformer may leave unvisited (never a statement, which may hold anything)
+SKIPPABLE = (cst.BaseExpression, cst.Arg, cst.Element)
+
+
+def skip_unmarked(transformer, node: cst.CSTNode, hot: set[int] | None) -> bool | None:
+    """For a transformer's ``on_visit``: False (after running the node's own visit hook, so that its
+    leave hook finds what it expects) when ``node`` is an expression, argument or element outside
+    ``hot``; None otherwise (visit as usual). A subtree left unvisited comes back as the very input
+    node, which is what visiting it would have rebuilt when no hook inside changes anything."""
+    if hot is not None and id(node) not in hot and isinstance(node, SKIPPABLE):
+        cst.CSTTransformer.on_visit(transformer, node)
+        return False
+    return None
+
+
 # --- read-only walks ---------------------------------------------------------------------------------
 # ``node.visit(visitor)`` rebuilds every node it passes through (libcst's traversal replaces
 # children even for a read-only CSTVisitor) and visits every whitespace, comma and parenthesis.

@@ -26,7 +26,7 @@ from fwport.context import FileContext, LayerRecord, ModelInfo
 from fwport.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 from fwport.engine import LayerEmission, code, comment_error, expr, translate_layer
 from fwport.finding import Severity
-from fwport.names import ScopedResolver, bound_names, dotted_text, scan
+from fwport.names import ScopedResolver, bound_names, dotted_text, marked, scan, skip_unmarked
 
 SEQUENTIAL = "keras.Sequential"
 INPUTS = ("keras.Input", "keras.layers.InputLayer", "keras.InputLayer")  # names.canonical spells InputLayer both ways
@@ -42,7 +42,9 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not relevant:
         return module
     body = list(module.body)
+    settled = ctx.settled
     for i in relevant:
+        p.hot = marked(body[i], lambda n: type(n) is cst.Call or id(n) in settled)
         body[i] = body[i].visit(p)
     return module.with_changes(body=p._drop_input_adds(module.body, body))
 
@@ -100,6 +102,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self.adds: dict[int, tuple[_Chain, cst.BaseExpression]] = {}  # id(add statement) → chain, element
         self.followed: set[int] = set()  # ids of the .add calls that belong to a chain
         self._statement: cst.SimpleStatementLine | None = None  # the current statement (its comments)
+        self.hot: set[int] | None = None  # see on_visit
 
     # --- where we are -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -394,6 +397,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             self.ctx.settled.add(id(call))
 
     # --- rewriting (bottom-up) -------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # only subtrees with a call or a settled node inside: every hook that changes anything is on one
+        skip = skip_unmarked(self, node, self.hot)
+        return super().on_visit(node) if skip is None else skip
+
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
         out = super().on_leave(original_node, updated_node)

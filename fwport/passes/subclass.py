@@ -42,7 +42,7 @@ from fwport.context import FileContext, LayerRecord, ModelInfo
 from fwport.dims import Sizes, SizedContext, known, module_scope
 from fwport.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.finding import Severity
-from fwport.names import ScopedResolver, bound_names, dotted, dotted_text, scan
+from fwport.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
 
 BASES = ("keras.Model", "keras.layers.Layer")
 FUNCTIONAL = "keras.Model"
@@ -70,7 +70,10 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     p.analyse(module)
     # only the top-level statements that hold a translated class or a functional-API call are
     # rewritten (a transformer rebuilds every node it visits: the rest stay the very same nodes)
-    body = [stmt.visit(p) if i in p.relevant else stmt for i, stmt in enumerate(module.body)]
+    body = list(module.body)
+    for i in sorted(p.relevant):
+        p.mark(body[i])
+        body[i] = body[i].visit(p)
     p.expand_nested()
     return module.with_changes(body=body) if p.relevant else module
 
@@ -145,6 +148,18 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self._stmt_of: dict[int, cst.CSTNode | None] = {}  # id(layer call in __init__) → its statement line
         self.module_sizes: tuple[dict, set] = ({}, set())
         self.relevant: set[int] = set()  # indices of the top-level statements to rewrite (see analyse)
+        self.hot: set[int] | None = None  # see on_visit
+
+    # --- what to descend into: only subtrees with a call, a `training` or a settled node inside ------
+    # (every hook that changes anything is on one of those; the rest come back as the input nodes)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        skip = skip_unmarked(self, node, self.hot)
+        return super().on_visit(node) if skip is None else skip
+
+    def mark(self, stmt: cst.CSTNode) -> None:
+        settled = self.ctx.settled
+        self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled
+                          or (type(n) is cst.Name and n.value == "training"))
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
     def on_leave(self, original_node, updated_node):
