@@ -4,6 +4,10 @@ libcst's ``PositionProvider`` records a ``CodeRange`` for every node of the tree
 the positions of the handful of nodes that carry findings (and, for ``# fwport:`` comments, the
 line span of statements). This code-generation state only counts lines and columns and records
 the nodes it is asked about, so it costs about what rendering the module costs.
+
+The pipeline uses :class:`Layout`: each top-level statement rendered once per translation (by
+identity), noting where every node starts, lines and columns worked out only for the nodes asked
+about; :func:`render` is a plain render without libcst's per-node position hooks.
 """
 from __future__ import annotations
 
@@ -18,14 +22,12 @@ from libcst._nodes.internal import CodegenState
 
 
 class _Recorder(CodegenState):
-    def __init__(self, module: cst.Module, targets: set[int] | None, statements: bool):
-        """``targets`` None: record the start of every node, and keep the text."""
+    def __init__(self, module: cst.Module, targets: set[int], statements: bool):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.line = 1
         self.column = 0
         self.last_content_line = 1
-        self.every = targets is None
-        self.targets = set() if targets is None else targets
+        self.targets = targets
         self.statements = statements
         self.starts: dict[int, tuple[int, int]] = {}
         self.spans: dict[int, tuple[int, int]] = {}
@@ -35,8 +37,6 @@ class _Recorder(CodegenState):
             self.add_token(tok)
 
     def add_token(self, value: str) -> None:
-        if self.every:
-            self.tokens.append(value)
         newlines = value.count("\n")
         if newlines:
             if value.strip():
@@ -74,8 +74,8 @@ class _Position:
 
     def __enter__(self) -> None:
         state = self.state
-        self.wanted = wanted = state.every or id(self.node) in state.targets
-        if wanted and self.start_node is not None and not state.every:
+        self.wanted = wanted = id(self.node) in state.targets
+        if wanted and self.start_node is not None:
             state.targets.add(id(self.start_node))  # the node starts where this child does
         self.start = (state.line, state.column)
 
