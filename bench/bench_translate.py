@@ -4,6 +4,7 @@
     python bench/bench_translate.py --keras-lines 0 # all of keras/src
     python bench/bench_translate.py --profile       # + where fwport's time goes (cProfile)
     python bench/bench_translate.py --tree          # + the CLI over the keras tree on every core
+    python bench/bench_translate.py --big 50000     # only: one file of N tf lines, fwport vs bare
 
 The design target (DESIGN.md, "Performance budget"): fwport at no less than half the lines per
 second of the bare parse + render. Also measured: the start-up of `fwport --help` and of a one-file
@@ -111,9 +112,14 @@ def main() -> None:
     ap.add_argument("--profile", action="store_true", help="profile fwport on the corpus and print the top functions")
     ap.add_argument("--stages", action="store_true", help="time each pipeline stage of fwport (ms per file)")
     ap.add_argument("--tree", action="store_true", help="also time `fwport tf2torch keras/src -o TMP` on every core")
+    ap.add_argument("--big", type=int, default=0, metavar="N",
+                    help="only time one file of N `x = tf.reduce_sum(tf.zeros(3), axis=0)` lines (target: <= 2x bare)")
     a = ap.parse_args()
 
     pack = load_pack("tf2torch")
+    if a.big:
+        big_file(a.big, pack)
+        return
     parts = corpus(a.repeat, a.keras_lines)
     for files in parts.values():  # warm up: imports, caches
         fwport_run(files[:3], pack)
@@ -170,6 +176,18 @@ def main() -> None:
         s = io.StringIO()
         pstats.Stats(prof, stream=s).sort_stats("tottime").print_stats(20)
         print(s.getvalue())
+
+
+def big_file(n: int, pack) -> None:
+    """One file of ``n`` identical translatable lines: fwport's time against libcst's parse + render."""
+    text = "import tensorflow as tf\n" + "x = tf.reduce_sum(tf.zeros(3), axis=0)\n" * n
+    fwport_run([("warm.py", "import tensorflow as tf\nx = tf.reduce_sum(tf.zeros(3), axis=0)\n")], pack)
+    tb = bare([("big.py", text)])
+    tf, statuses = fwport_run([("big.py", text)], pack)
+    print(f"big file: {n + 1} lines; bare parse + render {tb:.2f} s; fwport {tf:.2f} s; "
+          f"fwport / bare {tf / tb:.2f} (target <= 2); " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
+    for error, names in CRASHES.items():
+        print(f"crashed: {error}")
 
 
 def stage_times(files: list[tuple[str, str]], pack) -> None:

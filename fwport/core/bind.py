@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.position import render
 from fwport.core.rule import Rule
 
 _NOT_LITERAL = object()
@@ -33,9 +34,27 @@ class BoundCall:
         return name in self.values
 
 
+#: names and expressions that are never literals, told from their node type without rendering them
+_NEVER_LITERAL = (cst.Attribute, cst.Subscript, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp,
+                  cst.GeneratorExp, cst.Await, cst.Yield, cst.IfExp, cst.NamedExpr, cst.Comparison, cst.BooleanOperation,
+                  cst.FormattedString)
+_NAMED_CONSTANTS = {"True": True, "False": False, "None": None}
+_TOKENS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
+
+
 def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
+    if isinstance(node, _NEVER_LITERAL):
+        return default
+    if type(node) is cst.Call and not (type(node.func) is cst.Name and node.func.value == "set"):
+        return default  # (`set()` is one)
+    if type(node) is cst.Name:
+        return _NAMED_CONSTANTS.get(node.value, default)
+    if type(node) in _TOKENS:  # its own text, parentheses aside
+        node_text = node.value
+    else:
+        node_text = render(node)
     try:
-        return ast.literal_eval(cst.Module([]).code_for_node(node))
+        return ast.literal_eval(node_text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return default
 

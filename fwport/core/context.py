@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from keyword import iskeyword
 from typing import Any
 
 import libcst as cst
@@ -56,7 +57,14 @@ class FileContext:
     # --- emitted names ----------------------------------------------------------------------------
     def spell(self, target: str) -> cst.BaseExpression:
         """The output expression for a target name (``torch.nn.Linear`` → ``nn.Linear``), noting its import."""
-        return cst.parse_expression(self.spell_text(target))
+        text = self.spell_text(target)
+        parts = text.split(".")
+        if all(p.isidentifier() and not iskeyword(p) for p in parts):  # a dotted name: built, not parsed
+            node: cst.BaseExpression = cst.Name(parts[0])
+            for p in parts[1:]:
+                node = cst.Attribute(node, cst.Name(p))
+            return node
+        return cst.parse_expression(text)
 
     def spell_text(self, target: str) -> str:
         for sp in self.direction.spellings:

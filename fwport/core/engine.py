@@ -16,8 +16,10 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
-from fwport.core.names import ScopedResolver, dotted_text
+from fwport.core.names import _CHILD_FIELDS, ScopedResolver, _child_fields, dotted_text
+from fwport.core.position import render
 from fwport.core.rule import Rule
+
 
 @dataclass
 class MappedCall:
@@ -53,7 +55,7 @@ def expr(text: str) -> cst.BaseExpression:
 
 
 def code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    return render(node)
 
 
 def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | None = None) -> MappedCall:
@@ -284,6 +286,12 @@ _STATEMENT_TYPES = frozenset({cst.SimpleStatementLine, cst.If, cst.For, cst.Whil
 _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.Imaginary,
           cst.SimpleString, cst.ConcatenatedString, cst.FormattedString, cst.List, cst.Dict, cst.Set)
 
+#: what the rule pass may leave unvisited when nothing inside has work (never a statement: the
+#: comments of earlier passes go above statements); and the nodes such comments may go above
+_SKIPPABLE = (cst.BaseExpression, cst.Arg, cst.Element)
+_COMMENTED = frozenset({cst.Arg, cst.Element})
+
+
 class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     """Applies function, constant and (context-free) layer rules wherever they appear."""
 
@@ -302,7 +310,15 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._spans = spans or {}
         # per open statement: index into ctx.pending when it was entered (its findings follow)
         self._statements: list[int] = []
+        # leave_* results that were not the node as rebuilt from its children (a change), and
+        # their count when each open statement was entered
+        self._changes = 0
+        self._change_marks: list[int] = []
         self._claimed: set[int] = set()
+        # ids of the expressions, arguments and elements of the open top-level statement with
+        # something to do inside (an imported name, or a line an earlier pass's comment is for):
+        # the others are not descended into (the transformer would rebuild them unchanged)
+        self._hot: set[int] | None = None
         # name nodes that are not references (attribute names, keywords, parameters, definitions),
         # and the funcs of calls (a call with no rule is reported as such, not as residue)
         self._not_refs: set[int] = set()
@@ -317,7 +333,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._marks: list[tuple[int, frozenset[str]]] = []
         # ids of translations parenthesised because they are operations (`a + b` for tf.add_n):
         # where the parent cannot mis-bind them (a statement's value, an argument) the parentheses go
-        self._wrapped: set[int] = set()
+        self._wrapped: dict[int, cst.CSTNode] = {}  # held: an id is only unique while its node lives
         # open statements (input tree), and the layer calls a structural pass left as members of a
         # torch container (nn.Sequential(...) / nn.ModuleList(...) / model.append(...) on one)
         self._statement_nodes: list[cst.CSTNode] = []
@@ -377,16 +393,48 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self.ctx.report(Severity.ERROR, chosen[0], chosen[1], node, rule)
 
     # --- statements: where `# fwport:` comments go ----------------------------------------------
+    def _mark_hot(self, node: cst.CSTNode) -> bool:
+        """Adds to ``_hot`` the nodes below ``node`` (itself included) with work inside."""
+        hot = type(node) is cst.Name and node.value in self.imports.aliases
+        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, (tuple, list)):
+                for child in value:
+                    if self._mark_hot(child):
+                        hot = True
+            elif isinstance(value, cst.CSTNode) and self._mark_hot(value):
+                hot = True
+        if not hot and self._line_comments and type(node) in _COMMENTED:
+            span = self._spans.get(id(node))
+            hot = span is None or any(span[0] <= l <= span[1] for l in self._line_comments)
+        if hot:
+            self._hot.add(id(node))  # type: ignore[union-attr]
+        return hot
+
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._hot is not None and id(node) not in self._hot and type(node) not in _STATEMENT_TYPES \
+                and isinstance(node, _SKIPPABLE):
+            super().on_visit(node)  # its own hooks run (and their leave_ counterparts): not its children
+            return False
         if type(node) in _STATEMENT_TYPES:
+            top = not self._statement_nodes
             self._statements.append(len(self.ctx.pending))
             self._statement_nodes.append(node)
+            self._change_marks.append(self._changes)
             descend = super().on_visit(node)  # always: scopes are pushed here and popped on leave
-            if descend and self._relevant is not None:
+            # (a span starts at the `def`/`class` line: decorators above it are always looked at)
+            # (and `from <source> import *`, which mentions no imported name, is always looked at)
+            if descend and self._relevant is not None and not getattr(node, "decorators", None) \
+                    and not (type(node) is cst.SimpleStatementLine and any(type(s) is cst.ImportFrom for s in node.body)):
                 span = self._spans.get(id(node))
                 if span is not None:
                     i = bisect.bisect_left(self._relevant, span[0])
                     descend = i < len(self._relevant) and self._relevant[i] <= span[1]
+                    # an earlier pass's comment for a line inside goes above the innermost statement
+                    descend = descend or any(span[0] <= l <= span[1] for l in self._line_comments)
+            if descend and top:
+                self._hot = set()
+                self._mark_hot(node)
             return descend
         return super().on_visit(node)
 
@@ -398,6 +446,13 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             self._statement_nodes.pop()
             if isinstance(out, _STATEMENTS):
                 out = self._attach_comments(original_node, out, mark)
+            changes = self._change_marks.pop()
+            if out is updated_node and self._changes == changes:
+                # nothing inside changed: the rebuilt statement equals the input, which keeps its
+                # identity (and so its rendering, positions and spans: fwport.core.position.Layout)
+                return original_node
+        if out is not updated_node:
+            self._changes += 1
         return out
 
     def _attach_comments(self, original, updated, mark: int):
@@ -513,7 +568,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             if out is not updated_node and not (isinstance(out, _ATOMS) or out.lpar):
                 # an operation in place of a call binds tighter than any operator around it
                 out = out.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
-                self._wrapped.add(id(out))
+                self._wrapped[id(out)] = out
             return out
         # Refused by its rule: the call comes back exactly as written, arguments included (a
         # tf call around half-translated arguments would mix frameworks and the error would quote
@@ -552,7 +607,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
 
     def _unwrap(self, updated_node):
         value = updated_node.value
-        if value is None or id(value) not in self._wrapped:
+        if value is None or self._wrapped.get(id(value)) is not value:
             return updated_node
         return updated_node.with_changes(value=value.with_changes(lpar=[], rpar=[]))
 

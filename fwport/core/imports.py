@@ -9,6 +9,9 @@ import libcst as cst
 
 from typing import Callable
 
+from fwport.core.names import scan
+from fwport.core.position import render
+
 IsSource = Callable[[str], bool]  # the direction's test for a source-framework module name
 
 
@@ -26,29 +29,29 @@ class _UsedNames(cst.CSTVisitor):
         self.used.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)  # the attribute name itself is not a reference
+        scan(node.value, self)  # the attribute name itself is not a reference
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # keyword names are not references
+        scan(node.value, self)  # keyword names are not references
         return False
 
     def visit_Param(self, node: cst.Param) -> bool:
         if node.annotation:
-            node.annotation.visit(self)
+            scan(node.annotation, self)
         if node.default:
-            node.default.visit(self)
+            scan(node.default, self)
         return False
 
 
 def used_names(module: cst.Module) -> set[str]:
     v = _UsedNames()
-    module.visit(v)
+    scan(module, v)
     return v.used
 
 
 def _module_text(node: cst.BaseExpression | None) -> str:
-    return cst.Module([]).code_for_node(node) if node is not None else ""
+    return render(node) if node is not None else ""
 
 
 def _prune(stmt: cst.BaseSmallStatement, used: set[str], is_source: IsSource) -> cst.BaseSmallStatement | None:
@@ -93,7 +96,7 @@ def _existing_imports(module: cst.Module) -> set[str]:
         if isinstance(stmt, cst.SimpleStatementLine):
             for s in stmt.body:
                 if isinstance(s, (cst.Import, cst.ImportFrom)):
-                    have.add(cst.Module([]).code_for_node(s).strip())
+                    have.add(render(s).strip())
     return have
 
 
@@ -231,13 +234,18 @@ def add_imports(module: cst.Module, needed: set[str], order: tuple[str, ...], is
     return module
 
 
-def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSource) -> tuple[cst.Module, str]:
-    """Drop the source-framework imports whose names the code no longer uses; the module and its text."""
-    text = module.code
+def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSource,
+                  render=None) -> tuple[cst.Module, str]:
+    """Drop the source-framework imports whose names the code no longer uses; the module and its text
+    (``render``: how to get a module's text, e.g. :meth:`fwport.core.position.Layout.text`)."""
+    if render is None:
+        def render(m: cst.Module) -> str:
+            return m.code
+    text = render(module)
     used = used_names_in(text)
     if used is None:
         used = used_names(module)
     if source_aliases - used:
         module = module.with_changes(body=_prune_body(module.body, used, is_source))
-        text = module.code
+        text = render(module)
     return module, text

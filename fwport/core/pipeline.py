@@ -17,19 +17,20 @@ from fwport.core.engine import RuleTransformer
 from fwport.core.finding import Finding, Severity
 from fwport.core.imports import add_imports, prune_imports
 from fwport.core.names import collect_imports
-from fwport.core.position import node_positions, statement_spans
+from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.result import FileResult, Status
 from fwport.core.rule import Pack, load_pack
 
 
-def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None) -> None:
+def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None,
+            layout: Layout | None = None) -> None:
     """Give the findings a pass left pending their line and column in that pass's input tree.
 
     Error findings that want a ``# fwport:`` comment and were not placed by their pass go into
     ``comments`` by line (structural passes keep line structure, so these lines are the source's)."""
     if not ctx.pending:
         return
-    positions = node_positions(tree, [p.node for p in ctx.pending if p.node is not None])
+    positions = node_positions(tree, [p.node for p in ctx.pending if p.node is not None], layout)
     located = []
     for p in ctx.pending:
         line, col = positions.get(id(p.node), (0, 0)) if p.node is not None else (0, 0)
@@ -83,35 +84,45 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
     if not imports.source_imports:
         return FileResult(path, Status.UNCHANGED, source, source)
     ctx = FileContext(path, pack, imports, direction, None, options)
+    ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
     if direction.detect_version is not None:
         ctx.version, why = direction.detect_version(source, options.get(direction.version_option))
         ctx.findings.append(Finding(Severity.INFO, direction.version_code,
                                     f"translating as {direction.version_label(ctx.version)} code ({why})", path))
 
     comments: dict[int, list[Finding]] = {}
+    # text, positions and spans of every module below, each top-level statement rendered once
+    layout = Layout()
     for planner in direction.planners:
         if not planner.trigger.search(source):
             continue  # nothing this pass rewrites can be in the file
         new = planner.run(module, ctx)
-        _locate(module, ctx, comments)
+        _locate(module, ctx, comments, layout)
         module = new
     # the rule pass translates calls, reports what it leaves (no rule, refused, residue) and leaves
     # every error as a `# fwport:` comment above its statement, the earlier passes' ones included
-    spans, lines = statement_spans(module)
-    rules = RuleTransformer(ctx, comments, spans, _lines_mentioning(source, imports) if lines == _count_lines(source)
-                            else None)
+    relevant: list[int] | None = _lines_mentioning(source, imports)
+    if not comments and len(relevant) * 4 > _count_lines(source) * 3:
+        # nearly every line has work to do and no comment waits for a line: statement spans (a
+        # render of the tree) would cost more than the few statements they let the pass skip
+        spans: dict = {}
+        relevant = None
+    else:
+        spans, lines = statement_spans(module, layout)
+        relevant = relevant if lines == _count_lines(source) else None
+    rules = RuleTransformer(ctx, comments, spans, relevant)
     new = module.visit(rules)
-    _locate(module, ctx, None)
+    _locate(module, ctx, None, layout)
     module = new
 
     # steps that remove lines run only now, once every finding is located and every comment placed
     for finish in direction.finish:
         module = finish(module, ctx)
-    text = module.code
+    text = layout.text(module)
     if ctx.needed_imports or text != source:  # a file with nothing translated stays byte-identical
         is_source = ctx.imports.is_source
         module = add_imports(module, ctx.needed_imports, direction.import_order, is_source)
-        module, text = prune_imports(module, ctx.imports.source_aliases(), is_source)
+        module, text = prune_imports(module, ctx.imports.source_aliases(), is_source, layout.text)
     ctx.findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if text != source else Status.UNCHANGED
     return FileResult(path, status, source, text, ctx.findings, ctx.layers, ctx.version, direction.version_name,

@@ -4,11 +4,18 @@ libcst's ``PositionProvider`` records a ``CodeRange`` for every node of the tree
 the positions of the handful of nodes that carry findings (and, for ``# fwport:`` comments, the
 line span of statements). This code-generation state only counts lines and columns and records
 the nodes it is asked about, so it costs about what rendering the module costs.
+
+The pipeline uses :class:`Layout`: each top-level statement rendered once per translation (by
+identity), noting where every node starts, lines and columns worked out only for the nodes asked
+about; :func:`render` is a plain render without libcst's per-node position hooks.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from typing import Iterable, Iterator
+import re
+from bisect import bisect_left
+from contextlib import nullcontext
+from itertools import accumulate
+from typing import Iterable
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
@@ -44,34 +51,259 @@ class _Recorder(CodegenState):
     def pop_trailing_newline(self) -> None:
         pass  # positions only: the trailing newline comes after every node
 
-    @contextmanager
     def record_syntactic_position(self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None,
-                                  end_node: cst.CSTNode | None = None) -> Iterator[None]:
-        key = id(node)
-        wanted = key in self.targets
-        if wanted and start_node is not None:
-            self.targets.add(id(start_node))  # the node starts where this child does
-        start = (self.line, self.column)
-        yield
-        if wanted:
-            self.starts[key] = self.starts.get(id(start_node), start) if start_node is not None else start
-        if self.statements and isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Arg, cst.Element)):
-            self.spans[key] = (start[0], self.last_content_line)
+                                  end_node: cst.CSTNode | None = None) -> "_Position":
+        return _Position(self, node, start_node)
 
 
-def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, tuple[int, int]]:
+#: the nodes whose line span is recorded (where comments may go)
+_SPANNED = frozenset(c for c in vars(cst).values() if isinstance(c, type) and issubclass(
+    c, (cst.SimpleStatementLine, cst.BaseCompoundStatement, cst.Arg, cst.Element)))
+
+
+class _Position:
+    """The context of one ``record_syntactic_position`` (a class: a generator-based context manager
+    per node costs several times as much)."""
+
+    __slots__ = ("state", "node", "start_node", "start", "wanted")
+
+    def __init__(self, state: _Recorder, node: cst.CSTNode, start_node: cst.CSTNode | None):
+        self.state = state
+        self.node = node
+        self.start_node = start_node
+
+    def __enter__(self) -> None:
+        state = self.state
+        self.wanted = wanted = id(self.node) in state.targets
+        if wanted and self.start_node is not None:
+            state.targets.add(id(self.start_node))  # the node starts where this child does
+        self.start = (state.line, state.column)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is not None:
+            return False
+        state, key, start = self.state, id(self.node), self.start
+        if self.wanted:
+            start_node = self.start_node
+            state.starts[key] = state.starts.get(id(start_node), start) if start_node is not None else start
+        if state.statements and type(self.node) in _SPANNED:
+            state.spans[key] = (start[0], state.last_content_line)
+        return False
+
+
+def node_positions(module: cst.Module, nodes: Iterable[cst.CSTNode],
+                   layout: "Layout | None" = None) -> dict[int, tuple[int, int]]:
     """``id(node)`` → (line, column), 1-based, for the given nodes of ``module`` (others are absent)."""
     targets = {id(n) for n in nodes if n is not None}
     if not targets:
         return {}
+    if layout is not None:
+        return layout.positions(module, targets)
     state = _Recorder(module, targets, statements=False)
     module._codegen(state)
     return {k: (line, col + 1) for k, (line, col) in state.starts.items()}
 
 
-def statement_spans(module: cst.Module) -> tuple[dict[int, tuple[int, int]], int]:
+def statement_spans(module: cst.Module, layout: "Layout | None" = None) -> tuple[dict[int, tuple[int, int]], int]:
     """``id(node)`` → (first line, last line) for every statement of ``module`` (and every call
     argument and container element, where comments may go too), and the number of lines."""
-    state = _Recorder(module, set(), statements=True)
-    module._codegen(state)
-    return state.spans, state.line - 1
+    return (layout or Layout()).spans(module)
+
+
+class PlainState(CodegenState):
+    """libcst's code generation state, without the generator-based context manager libcst opens
+    around every node for position providers (text only, several times fewer calls)."""
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        return _NO_POSITION
+
+
+_NO_POSITION = nullcontext()
+
+
+def render(node: cst.CSTNode, module: cst.Module | None = None) -> str:
+    """``module.code_for_node(node)`` (an empty module's indentation and newline by default)."""
+    state = PlainState(default_indent=module.default_indent if module is not None else " " * 4,
+                       default_newline=module.default_newline if module is not None else "\n")
+    node._codegen(state)
+    return "".join(state.tokens)
+
+
+class _Marks(PlainState):
+    """A plain render that notes, for every node, the index of the token it starts at (and for the
+    spanned ones, where it ends): lines and columns are worked out from the text only for the nodes
+    asked about (a render that counts lines at every token costs several times as much)."""
+
+    def __init__(self, module: cst.Module):
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.starts: dict[int, int] = {}
+        self.spans: dict[int, tuple[int, int]] = {}
+
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None):
+        return _Mark(self, node, start_node)
+
+
+class _Mark:
+    __slots__ = ("state", "node", "start_node", "start")
+
+    def __init__(self, state: _Marks, node: cst.CSTNode, start_node: cst.CSTNode | None):
+        self.state = state
+        self.node = node
+        self.start_node = start_node
+
+    def __enter__(self) -> None:
+        self.start = len(self.state.tokens)
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            state, key, start = self.state, id(self.node), self.start
+            # the node starts where its start_node does (a child, rendered by now)
+            state.starts[key] = state.starts.get(id(self.start_node), start) if self.start_node is not None else start
+            if type(self.node) in _SPANNED:
+                state.spans[key] = (start, len(state.tokens))
+        return False
+
+
+class _Statement:
+    """One top-level statement rendered on its own: its text, its number of lines, and the
+    positions (every node's start) and spans relative to its first line."""
+
+    __slots__ = ("node", "text", "lines", "starts", "spans", "tokens", "_offsets", "_newlines")
+
+    def __init__(self, module: cst.Module, node: cst.CSTNode):
+        state = _Marks(module)
+        node._codegen(state)
+        self.node = node  # held: the cache is keyed by id
+        self.tokens = state.tokens
+        self.text = "".join(state.tokens)
+        self.lines = self.text.count("\n")
+        self.starts = state.starts  # id → index of its first token
+        self.spans = state.spans  # id → (index of its first token, index after its last one)
+        self._offsets: list[int] | None = None
+        self._newlines: list[int] = []
+
+    def _offset(self, token: int) -> int:
+        if self._offsets is None:
+            self._offsets = list(accumulate(map(len, self.tokens), initial=0))
+            self._newlines = [m.start() for m in _NEWLINE.finditer(self.text)]
+        return self._offsets[token]
+
+    def _line(self, offset: int) -> int:
+        """The 1-based line of the character at ``offset``."""
+        return bisect_left(self._newlines, offset) + 1
+
+    def position(self, key: int) -> tuple[int, int]:
+        """(line, column), 1-based line and 0-based column, of the node ``key``."""
+        offset = self._offset(self.starts[key])
+        return self._line(offset), offset - (self.text.rfind("\n", 0, offset) + 1)
+
+    def span(self, key: int) -> tuple[int, int] | None:
+        """(first line, last line with content) of the statement, argument or element ``key``."""
+        marks = self.spans.get(key)
+        if marks is None:
+            return None
+        start, end = marks
+        first = self._line(self._offset(start))
+        k = end - 1
+        while k >= 0 and not self.tokens[k].strip():
+            k -= 1
+        if k < 0:
+            return first, 1
+        return first, self._line(self._offset(k) + len(self.tokens[k].rstrip()))
+
+
+_NEWLINE = re.compile("\n")
+
+
+class Layout:
+    """Text, positions and statement spans of the modules one translation goes through, each
+    top-level statement rendered once however many modules share it.
+
+    The pipeline's modules differ from one another in a few top-level statements (a structural pass
+    rebuilds only the statements it changes; the rule pass does not descend into statements with
+    nothing to translate; the import fixer touches the imports): the others are the very same
+    nodes, whose text and positions (relative to their first line) are kept here by identity. A
+    top-level statement renders the same wherever it stands (no indentation comes from outside)."""
+
+    def __init__(self) -> None:
+        self._done: dict[int, _Statement] = {}
+        self._texts: dict[int, tuple[cst.CSTNode, str]] = {}  # statements only ever rendered as text
+        self._module: tuple | None = None  # (module, statements, first line of each, owner of each node)
+
+    def _statement(self, module: cst.Module, node: cst.CSTNode) -> _Statement:
+        r = self._done.get(id(node))
+        if r is None or r.node is not node:
+            r = self._done[id(node)] = _Statement(module, node)
+        return r
+
+    def _parts(self, module: cst.Module):
+        if self._module is not None and self._module[0] is module:
+            return self._module
+        stmts = [self._statement(module, s) for s in module.body]
+        line = 1 + sum(module.code_for_node(h).count("\n") for h in module.header)
+        firsts = []
+        owner: dict[int, int] = {}
+        for i, r in enumerate(stmts):
+            firsts.append(line)
+            line += r.lines
+            owner.update(dict.fromkeys(r.starts, i))
+        self._module = (module, stmts, firsts, owner, line)
+        return self._module
+
+    def text(self, module: cst.Module) -> str:
+        """``module.code``."""
+        if not module.has_trailing_newline or not module.body:
+            return module.code
+        parts = [module.code_for_node(h) for h in module.header]
+        for s in module.body:  # a statement not rendered yet: no positions needed, a plain render
+            r = self._done.get(id(s))
+            if r is None or r.node is not s:
+                t = self._texts.get(id(s))
+                if t is None or t[0] is not s:
+                    t = self._texts[id(s)] = (s, render(s, module))
+                parts.append(t[1])
+            else:
+                parts.append(r.text)
+        parts += [module.code_for_node(f) for f in module.footer]
+        return "".join(parts)
+
+    def positions(self, module: cst.Module, targets: set[int]) -> dict[int, tuple[int, int]]:
+        """As :func:`node_positions`."""
+        _, stmts, firsts, owner, _ = self._parts(module)
+        out = {}
+        for key in targets:
+            i = owner.get(key)
+            if i is not None:
+                line, col = stmts[i].position(key)
+                out[key] = (firsts[i] + line - 1, col + 1)
+        return out
+
+    def spans(self, module: cst.Module) -> tuple["_Spans", int]:
+        """As :func:`statement_spans`."""
+        if not module.body:
+            return {}, module.code.count("\n")
+        _, stmts, firsts, owner, end = self._parts(module)
+        lines = end - 1 + sum(module.code_for_node(f).count("\n") for f in module.footer)
+        # as statement_spans counts: its recorder keeps no tokens, so the module adds the newline
+        # it adds to an empty module
+        return _Spans(stmts, firsts, owner), lines
+
+
+class _Spans:
+    """The ``spans`` mapping of :meth:`Layout.spans`, shifted to module lines when read."""
+
+    def __init__(self, stmts: list[_Statement], firsts: list[int], owner: dict[int, int]):
+        self._stmts, self._firsts, self._owner = stmts, firsts, owner
+
+    def get(self, key: int, default=None):
+        i = self._owner.get(key)
+        if i is None:
+            return default
+        span = self._stmts[i].span(key)
+        if span is None:
+            return default
+        shift = self._firsts[i] - 1
+        return (span[0] + shift, span[1] + shift)
+
+    def __bool__(self) -> bool:
+        return bool(self._stmts)

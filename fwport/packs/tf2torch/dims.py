@@ -25,6 +25,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.bindings import BindingWalker
 from fwport.core.engine import LayerContext, code
+from fwport.core.names import scan
 
 
 class Named(int):
@@ -146,7 +147,7 @@ class _Bindings(BindingWalker):
 
 def bindings(body: cst.CSTNode) -> dict[str, int]:
     v = _Bindings()
-    body.visit(v)
+    scan(body, v)
     return v.count
 
 
@@ -180,7 +181,7 @@ def module_scope(module: cst.Module, ctx=None) -> tuple[dict[str, object], set[s
             cached = ctx.analyses["module_scope"] = module_scope(module)
         return cached
     counts = bindings(module)
-    module.visit(_Globals(counts))
+    scan(module, _Globals(counts))
     stable = {n for n, c in counts.items() if c == 1}
     constants: dict[str, object] = {}
     probe = Sizes(constants, set())

@@ -11,6 +11,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import _atom, build_call
+from fwport.core.position import render
 from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
@@ -18,7 +19,7 @@ INT32 = "torch.int32"
 
 
 def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    return render(node)
 
 
 def _e(text: str) -> cst.BaseExpression:

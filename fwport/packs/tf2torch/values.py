@@ -4,6 +4,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.position import render
 from fwport.packs.tf2torch.registry import value_transform
 
 
@@ -43,7 +44,7 @@ def keep(value, spec, m, ctx):
 # --- tf.* / keras.ops.* arguments -----------------------------------------------------------------
 
 def _code(node: cst.CSTNode) -> str:
-    return cst.Module([]).code_for_node(node)
+    return render(node)
 
 
 def torch_dtype(value: cst.BaseExpression, m, ctx) -> cst.BaseExpression | None:

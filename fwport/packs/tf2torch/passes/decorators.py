@@ -13,11 +13,13 @@ is inserted (``translate_source`` calls it last, before the imports are fixed).
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver
+from fwport.core.names import ScopedResolver, scan
 
 #: Decorators that only matter to TensorFlow's graph tracing; eager PyTorch needs none of them.
 REMOVED = {
@@ -117,12 +119,17 @@ class _Candidates(cst.CSTVisitor):
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    parsed = ctx.analyses.get("parsed")
+    if parsed is not None and not _may_mention(parsed[1], ctx):
+        # no spelling in the source can resolve to a removable decorator (and the passes before
+        # this one write torch, never one)
+        return module
     # only the top-level statements that mention a removable decorator are rewritten; the others
     # stay the very same nodes (a transformer rebuilds every node it visits)
     relevant = []
     for i, stmt in enumerate(module.body):
         guard = _Candidates(ctx)
-        stmt.visit(guard)
+        scan(stmt, guard)
         if guard.found:
             relevant.append(i)
     if not relevant:
@@ -134,6 +141,16 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     # settled nodes of the statements left alone keep their identity; the old ids of rebuilt ones go
     ctx.settled = (ctx.settled - t.rebuilt) | t.settled
     return module.with_changes(body=body)
+
+
+_LAST_PARTS = re.compile(r"\b(?:function|do_not_convert)\b")
+
+
+def _may_mention(source: str, ctx: FileContext) -> bool:
+    """Whether a name in ``source`` may resolve to one of REMOVED: a dotted name ends with the last
+    part of one, or is an alias imported as one."""
+    return _LAST_PARTS.search(source) is not None or any(
+        ctx.imports.names.canonical(q) in REMOVED for q in ctx.imports.aliases.values())
 
 
 class _Drop(cst.CSTTransformer):

@@ -25,7 +25,7 @@ from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
-from fwport.core.names import dotted
+from fwport.core.names import dotted, scan
 
 MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model"}
 MODEL_BASES = {"keras.Model", "keras.Sequential"}
@@ -74,9 +74,42 @@ METHODS: dict[str, str] = {
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     models = _Models(ctx)
     models.analyse(module)
-    if not models.any() and "is a Keras model method" not in module.code:
+    if not models.any() and "is a Keras model method" not in _text(module, ctx):
         return module  # (the comment: a translation being translated again says the same again)
-    return module.visit(_ModelApiPass(ctx, models))
+    # only the top-level statements holding a `.<model method>(...)` call are rewritten; the others
+    # stay the very same nodes (a transformer rebuilds every node it visits)
+    p = _ModelApiPass(ctx, models)
+    p.visit_Module(module)
+    body = list(module.body)
+    changed = False
+    for i, stmt in enumerate(body):
+        v = _MethodCalls()
+        scan(stmt, v)
+        if v.found:
+            body[i] = stmt.visit(p)
+            changed = True
+    return module.with_changes(body=body) if changed else module
+
+
+def _text(module: cst.Module, ctx: FileContext) -> str:
+    """The module's text: the source when it is the tree parsed from it (translate_source says so)."""
+    parsed = ctx.analyses.get("parsed")
+    return parsed[1] if parsed is not None and parsed[0] is module else module.code
+
+
+class _MethodCalls(cst.CSTVisitor):
+    """Whether a statement holds a call of a method named as a Keras model method (on anything)."""
+
+    def __init__(self) -> None:
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not self.found and super().on_visit(node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in METHODS:
+            self.found = True
 
 
 # --- which names are models -----------------------------------------------------------------------
@@ -172,7 +205,7 @@ class _Models:
         return False
 
     def analyse(self, module: cst.Module) -> None:
-        self.walrus = ":=" in module.code  # else no binding hides in an expression
+        self.walrus = ":=" in _text(module, self.ctx)  # else no binding hides in an expression
         top = self._scope_of(module, module.body)
         classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
         functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
@@ -181,7 +214,7 @@ class _Models:
         for f in functions:
             scope = self._scope_of(f, f.body)
             rets = _Returns()
-            f.body.visit(rets)
+            scan(f.body, rets)
             facts.append((f, scope, rets))
         changed = True
         while changed:  # classes may derive from classes, builders call builders: until nothing changes
@@ -211,7 +244,7 @@ class _Models:
         if scope is None:
             b = _Bindings(self.walrus)
             for stmt in (body if isinstance(body, (list, tuple)) else [body]):
-                stmt.visit(b)
+                scan(stmt, b)
             params = _params(node) if isinstance(node, cst.FunctionDef) else set()
             scope = _Scope(set(b.assigned) | params, assigned=b.assigned, params=params)
             if isinstance(node, cst.FunctionDef):  # import aliases it rebinds, as names.bound_names
@@ -247,13 +280,19 @@ def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
             # a def is a compound statement: never inside a simple statement or an expression
             return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
 
-    module.visit(V())
+    scan(module, V())
     return out
 
 
 # --- rewriting ------------------------------------------------------------------------------------
 
 class _ModelApiPass(cst.CSTTransformer):
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None  # no visit_<Node>_<field> hooks here: libcst need not look them up per field
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
     def __init__(self, ctx: FileContext, models: _Models):
         super().__init__()
         self.ctx = ctx

@@ -24,10 +24,10 @@ import libcst as cst
 from fwport.core.bind import literal_value
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, bound_names, dotted_text
+from fwport.core.names import ScopedResolver, bound_names, dotted_text, marked, scan, skip_unmarked
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 
 SEQUENTIAL = "keras.Sequential"
 INPUTS = ("keras.Input", "keras.layers.InputLayer", "keras.InputLayer")  # names.canonical spells InputLayer both ways
@@ -43,7 +43,9 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not relevant:
         return module
     body = list(module.body)
+    settled = ctx.settled
     for i in relevant:
+        p.hot = marked(body[i], lambda n: type(n) is cst.Call or id(n) in settled)
         body[i] = body[i].visit(p)
     return module.with_changes(body=p._drop_input_adds(module.body, body))
 
@@ -58,7 +60,7 @@ class _Concerns(cst.CSTVisitor):
     @classmethod
     def find(cls, stmt: cst.CSTNode, ctx: FileContext) -> bool:
         v = cls(ctx)
-        stmt.visit(v)
+        scan(stmt, v)
         return v.found
 
     def visit_Call(self, node: cst.Call) -> bool:
@@ -101,6 +103,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         self.adds: dict[int, tuple[_Chain, cst.BaseExpression]] = {}  # id(add statement) → chain, element
         self.followed: set[int] = set()  # ids of the .add calls that belong to a chain
         self._statement: cst.SimpleStatementLine | None = None  # the current statement (its comments)
+        self.hot: set[int] | None = None  # see on_visit
 
     # --- where we are -----------------------------------------------------------------------------
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -113,7 +116,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         super().visit_FunctionDef(node)
         returned = _ReturnedNames()
-        node.body.visit(returned)
+        scan(node.body, returned)
         self.functions.append((node.name.value, returned.names))
         self.fn_nodes.append(node)
 
@@ -395,6 +398,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             self.ctx.settled.add(id(call))
 
     # --- rewriting (bottom-up) -------------------------------------------------------------------------
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # only subtrees with a call or a settled node inside: every hook that changes anything is on one
+        skip = skip_unmarked(self, node, self.hot)
+        return super().on_visit(node) if skip is None else skip
+
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
         out = super().on_leave(original_node, updated_node)
@@ -584,7 +592,7 @@ def _follow_uses(stmt: cst.CSTNode, open_chains: dict[str, _Chain]) -> None:
     """A statement other than a plain ``model.add(layer)`` line: does it end, refuse or taint a chain?"""
     for name, chain in list(open_chains.items()):
         uses = _Uses(name)
-        stmt.visit(uses)
+        scan(stmt, uses)
         if uses.mutation is not None and chain.refused is None:
             where = ("inside a compound statement (if/for/while/with/try/def)" if not isinstance(
                 stmt, cst.SimpleStatementLine) else "not written as `model.add(layer)` on a line of its own")

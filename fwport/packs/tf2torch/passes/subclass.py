@@ -39,10 +39,10 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.core.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text
+from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 
 BASES = ("keras.Model", "keras.layers.Layer")
 FUNCTIONAL = "keras.Model"
@@ -70,7 +70,10 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     p.analyse(module)
     # only the top-level statements that hold a translated class or a functional-API call are
     # rewritten (a transformer rebuilds every node it visits: the rest stay the very same nodes)
-    body = [stmt.visit(p) if i in p.relevant else stmt for i, stmt in enumerate(module.body)]
+    body = list(module.body)
+    for i in sorted(p.relevant):
+        p.mark(body[i])
+        body[i] = body[i].visit(p)
     p.expand_nested()
     return module.with_changes(body=body) if p.relevant else module
 
@@ -146,6 +149,18 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self._stmt_of: dict[int, cst.CSTNode | None] = {}  # id(layer call in __init__) → its statement line
         self.module_sizes: tuple[dict, set] = ({}, set())
         self.relevant: set[int] = set()  # indices of the top-level statements to rewrite (see analyse)
+        self.hot: set[int] | None = None  # see on_visit
+
+    # --- what to descend into: only subtrees with a call, a `training` or a settled node inside ------
+    # (every hook that changes anything is on one of those; the rest come back as the input nodes)
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        skip = skip_unmarked(self, node, self.hot)
+        return super().on_visit(node) if skip is None else skip
+
+    def mark(self, stmt: cst.CSTNode) -> None:
+        settled = self.ctx.settled
+        self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled
+                          or (type(n) is cst.Name and n.value == "training"))
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
     def on_leave(self, original_node, updated_node):
@@ -178,7 +193,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     relevant.add(index)
 
         for index, stmt in enumerate(node.body):
-            stmt.visit(_Collect())
+            scan(stmt, _Collect())
         changed = True
         while changed:  # a class deriving from a translated class of the file is translated too
             changed = False
@@ -621,7 +636,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 if dotted(n.func) == ["self", attr]:
                     calls += 1
 
-        plan.node.visit(_Uses())
+        scan(plan.node, _Uses())
         return uses == calls + 1
 
     # --- call → forward ------------------------------------------------------------------------------------
@@ -1025,7 +1040,7 @@ def _self_calls(node) -> list[cst.Call]:
         def visit_IndentedBlock(self, n) -> bool:
             return False
 
-    node.visit(_V())
+    scan(node, _V())
     return found
 
 
@@ -1042,7 +1057,7 @@ def _assigned_names(stmt) -> set[str]:
         def visit_For(self, n):
             names.update(x.value for x in _name_nodes(n.target))
 
-    stmt.visit(_V())
+    scan(stmt, _V())
     return names
 
 
@@ -1062,14 +1077,14 @@ def _names_used(node) -> set[str]:
             names.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            scan(n.value, self)
             return False
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
+            scan(n.value, self)
             return False
 
-    node.visit(_V())
+    scan(node, _V())
     return names
 
 
@@ -1081,7 +1096,7 @@ def _first_use(node, name: str) -> cst.Name | None:
             if n.value == name and not hit:
                 hit.append(n)
 
-    node.visit(_V())
+    scan(node, _V())
     return hit[0] if hit else None
 
 
@@ -1124,7 +1139,7 @@ def _add_weight_calls(fn: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, cst
             if p and len(p) == 2 and p[0] == "self" and p[1] in _ADD_WEIGHT_METHODS:
                 out.append((self.stmt if self.stmt is not None and self.stmt.value is n else None, n))
 
-    fn.body.visit(_V())
+    scan(fn.body, _V())
     return out
 
 
@@ -1156,7 +1171,7 @@ def _has_functional(body, p: _SubclassPass) -> bool:
             return False
 
     for s in body:
-        s.visit(_V())
+        scan(s, _V())
     return hit
 
 
