@@ -14,9 +14,11 @@ pytestmark = pytest.mark.skipif(shutil.which("make") is None, reason="make is no
 
 
 def dry_run(target: str, env_changes: dict[str, str | None], *args: str) -> list[str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PY", "PYTHON", "VENV", "MAKEFLAGS")}
+    # run from `make test` itself, the outer make's variables must not leak in
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("VIRTUAL_ENV", "PY", "PYTHON", "VENV", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "PYTEST_ARGS")}
     env.update({k: v for k, v in env_changes.items() if v is not None})
-    r = subprocess.run(["make", "-n", "-C", str(ROOT), target, *args], env=env, capture_output=True, text=True,
+    r = subprocess.run(["make", "-n", "-C", str(ROOT), target, "PYTEST_ARGS=", *args], env=env, capture_output=True, text=True,
                        timeout=60)
     assert r.returncode == 0, r.stderr
     return [line.strip() for line in r.stdout.splitlines() if line.strip() and not line.startswith("make")]
