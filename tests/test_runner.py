@@ -69,3 +69,31 @@ def test_find_source_references():
     assert found == [(1, "import keras"), (3, "from tf_keras.layers import ..."),
                      (6, "import tensorflow.compat.v1"), (7, "__import__('tensorflow')")]
     assert find_source_references("import torch\n", "m.py", TF_ROOTS) == []
+
+
+def test_several_input_folders_each_keep_their_name_under_the_output(tmp_path):
+    for d in ("a", "b"):
+        (tmp_path / d / "pkg").mkdir(parents=True)
+        (tmp_path / d / "pkg" / "m.py").write_text(TF)
+    (tmp_path / "loose.py").write_text(TF)
+    paths = [str(tmp_path / "a"), str(tmp_path / "b"), str(tmp_path / "loose.py")]
+    jobs = list(plan_jobs(paths, output=str(tmp_path / "out")))
+    assert sorted(j.dest for j in jobs) == sorted([str(tmp_path / "out" / "a" / "pkg" / "m.py"),
+                                                   str(tmp_path / "out" / "b" / "pkg" / "m.py"),
+                                                   str(tmp_path / "out" / "loose.py")])
+    one = list(plan_jobs([str(tmp_path / "a")], output=str(tmp_path / "out")))
+    assert [j.dest for j in one] == [str(tmp_path / "out" / "pkg" / "m.py")]  # one folder: onto out itself
+
+
+def test_inputs_that_would_write_the_same_output_are_refused(tmp_path):
+    from click.testing import CliRunner
+
+    from fwport.core.cli import main
+
+    for d in ("x/src", "y/src"):
+        (tmp_path / d).mkdir(parents=True)
+        (tmp_path / d / "m.py").write_text(TF)
+    r = CliRunner().invoke(main, ["tf2torch", str(tmp_path / "x" / "src"), str(tmp_path / "y" / "src"),
+                                  "-o", str(tmp_path / "out")])
+    assert r.exit_code == 2 and "would both be written to" in r.output
+    assert not (tmp_path / "out").exists()

@@ -219,6 +219,11 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
         for p in paths:
             if Path(p).is_dir() and out.resolve() == Path(p).resolve():
                 _fail(f"-o {output} is the input folder itself: use --in-place to overwrite files")
+        from fwport.core.runner import colliding_inputs
+
+        for a, b in colliding_inputs(list(paths)) if not single else ():
+            _fail(f"-o {output}: {a} and {b} would both be written to {output}/{Path(b).resolve().name}: "
+                  "translate them in separate runs or rename one")
 
     cfg = _config(paths, config_file)
     extra_dirs, disabled = _load_pack(direction, cfg, rule_dirs, disable)

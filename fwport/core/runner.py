@@ -113,10 +113,38 @@ def iter_files(paths: Iterable[str], exclude: Iterable[str] = (), config_root: s
             yield path, path.parent, is_excluded(path, exclude, base + [path.parent])
 
 
+def output_base(root: Path, paths: list[str], out: Path) -> Path:
+    """Where the tree of ``root`` (an input folder, or the folder of an input file) goes under the
+    output folder ``out``: ``out`` itself for a single input; with several inputs each keeps its own
+    name (``-o out a/ b/`` gives ``out/a/...`` and ``out/b/...``), so two inputs never write the
+    same output file (see :func:`colliding_inputs`)."""
+    if len(paths) <= 1:
+        return out
+    if any(os.path.realpath(p) == os.path.realpath(root) and Path(p).is_dir() for p in paths):
+        return out / Path(os.path.realpath(root)).name
+    return out  # a loose file: out/<its name>
+
+
+def colliding_inputs(paths: list[str]) -> list[tuple[str, str]]:
+    """Pairs of inputs that would write the same place under one output folder (same last name)."""
+    if len(paths) <= 1:
+        return []
+    seen: dict[str, str] = {}
+    pairs = []
+    for p in paths:
+        name = Path(os.path.realpath(p)).name
+        if name in seen:
+            pairs.append((seen[name], p))
+        else:
+            seen[name] = p
+    return pairs
+
+
 def plan_jobs(paths: Iterable[str], *, output: str | None = None, in_place: bool = False, diff: bool = False,
               keep_text: bool = False, exclude: Iterable[str] = (), config_root: str | None = None) -> Iterator[Job]:
     """The jobs for a command line. With ``output`` a folder, each input's tree is mirrored under it
-    (a folder given on the command line maps onto ``output`` itself)."""
+    (one folder given on the command line maps onto ``output`` itself; several each onto
+    ``output/<its name>``: :func:`output_base`)."""
     paths = list(paths)
     out = Path(output) if output else None
     # -o names a file only for one input file (and an -o that is not an existing folder)
@@ -130,7 +158,7 @@ def plan_jobs(paths: Iterable[str], *, output: str | None = None, in_place: bool
         if in_place:
             dest = str(f)
         elif out is not None:
-            dest = str(out) if out_is_file else str(out / f.relative_to(root))
+            dest = str(out) if out_is_file else str(output_base(root, paths, out) / f.relative_to(root))
         yield Job(str(f), dest, keep_text, diff, in_place)
 
 

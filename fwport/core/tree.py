@@ -32,7 +32,7 @@ from typing import Iterable, Iterator
 from fwport.core import deps
 from fwport.core.finding import Finding, Severity
 from fwport.core.result import FileResult, Status
-from fwport.core.runner import (TMP_SUFFIX, TRANSLATED_SUFFIXES, Job, Outcome, _skip_dir, is_excluded, unified_diff,
+from fwport.core.runner import (TMP_SUFFIX, output_base, TRANSLATED_SUFFIXES, Job, Outcome, _skip_dir, is_excluded, unified_diff,
                            write_atomic)
 
 
@@ -86,7 +86,8 @@ class Mirror:
 
         #: how dependency files change (None: the direction has no say; they are copied as they are)
         self.requirements = get_direction(direction or default_direction()).requirements
-        self.roots = [Path(p) for p in paths if Path(p).is_dir()]
+        self.paths = [str(p) for p in paths]
+        self.roots = [Path(p) for p in self.paths if Path(p).is_dir()]
         self.output = Path(output)
         self.exclude = tuple(exclude)
         self.base = [Path(config_root)] if config_root else []
@@ -134,7 +135,7 @@ class Mirror:
         targets = deps.target_requirements(self.imports, self.requirements) if self.requirements else None
         for root in self.roots:
             for src, rel, link in self._walk(root):
-                dest = self.output / rel
+                dest = output_base(root, self.paths, self.output) / rel
                 if link:
                     try:
                         link_atomic(os.readlink(src), str(dest))
