@@ -356,8 +356,11 @@ class _ModelApiPass(cst.CSTTransformer):
         func = call.func
         if not isinstance(func, cst.Attribute) or func.attr.value not in METHODS:
             return None
-        said = comment_error(getattr(self, "_statement", None), f"{code(func.value)}.{func.attr.value}(...) is a Keras")
-        return func.attr.value if said is not None and "is a Keras model method" in said[1] else None
+        about = f"{code(func.value)}.{func.attr.value}(...) is a Keras model method"
+        said = comment_error(getattr(self, "_statement", None), about)
+        # only the call the comment is about: another model-method call on the same line whose
+        # receiver was not a model (model.predict(x) == loaded.predict(x)) stays unreported
+        return func.attr.value if said is not None and said[1].startswith(about) else None
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement = node
