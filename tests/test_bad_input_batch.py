@@ -212,9 +212,9 @@ def test_a_disk_that_fills_up_mid_run_leaves_no_partial_file(tmp_path, monkeypat
         (out / f"m{i}.py").write_text(f"previous output {i}\n")
     real_fdopen = os.fdopen
 
-    def fdopen(fd, *a, **k):  # only write_atomic's temporary files live on the full disk
+    def fdopen(fd, *a, **k):  # only the atomic writes' temporary files live on the full disk
         fh = real_fdopen(fd, *a, **k)
-        return _FullDisk(fh) if sys._getframe(1).f_code.co_name == "write_atomic" else fh
+        return _FullDisk(fh) if sys._getframe(1).f_code.co_name == "replaced_atomically" else fh
 
     monkeypatch.setattr(fwport.core.runner.os, "fdopen", fdopen)
     _FullDisk.budget = len(TORCH) + 10  # room for the first file and 10 bytes of the second

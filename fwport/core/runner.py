@@ -19,6 +19,7 @@ import tempfile
 import tokenize
 import traceback
 from collections import deque
+from contextlib import contextmanager
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
@@ -319,14 +320,24 @@ def write_atomic(dest: str, data: bytes, mode: int | None = None) -> None:
             umask = os.umask(0)
             os.umask(umask)
             mode = 0o666 & ~umask
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=TMP_SUFFIX)
+    with replaced_atomically(target) as (fh, tmp):
+        fh.write(data)
+        os.chmod(tmp, mode)
+
+
+@contextmanager
+def replaced_atomically(dest: str):
+    """``(file, its path)``: a temporary file beside ``dest`` to write; when the block ends it is
+    flushed to disk and renamed over ``dest``, and if the block fails it is removed (``dest`` is
+    untouched either way until the rename)."""
+    folder = os.path.dirname(dest) or "."
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(dest)}.", suffix=TMP_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            yield fh, tmp
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, target)
+        os.replace(tmp, dest)
     except BaseException:
         try:
             os.unlink(tmp)

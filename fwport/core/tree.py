@@ -25,14 +25,13 @@ from __future__ import annotations
 import difflib
 import os
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator
 
 from fwport.core import deps
 from fwport.core.finding import Finding, Severity
 from fwport.core.result import FileResult, Status
-from fwport.core.runner import (TMP_SUFFIX, output_base, TRANSLATED_SUFFIXES, Job, Outcome, _skip_dir, is_excluded, unified_diff,
+from fwport.core.runner import (TMP_SUFFIX, output_base, replaced_atomically, TRANSLATED_SUFFIXES, Job, Outcome, _skip_dir, is_excluded, unified_diff,
                            write_atomic)
 
 
@@ -41,20 +40,10 @@ def copy_atomic(src: str, dest: str) -> None:
     ``dest`` itself is replaced (a link there from an earlier run is not written through)."""
     folder = os.path.dirname(dest) or "."
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(dest)}.", suffix=TMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "wb") as out, open(src, "rb") as inp:
-            shutil.copyfileobj(inp, out, 1 << 20)
-            out.flush()
-            os.fsync(out.fileno())
-        shutil.copystat(src, tmp)
-        os.replace(tmp, dest)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+    with replaced_atomically(dest) as (out, tmp), open(src, "rb") as inp:
+        shutil.copyfileobj(inp, out, 1 << 20)
+        out.flush()
+        shutil.copystat(src, tmp)  # mode and times (the rename keeps them)
 
 
 def link_atomic(target: str, dest: str) -> None:
