@@ -201,7 +201,7 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
     --check. With -o DIR, DIR gets the whole folder: other files copied, dependency files updated.
     """
     from fwport.core.report import REPORTS, Summary
-    from fwport.core.runner import Settings, iter_files, plan_jobs, run
+    from fwport.core.runner import Settings, iter_files, new_file_mode, plan_jobs, run
 
     if in_place and output:
         _fail("--in-place and -o/--output exclude each other: pick one")
@@ -290,9 +290,7 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
         if json_report:
             json_report.finish(summary, check)
             json_fh.close()
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(json_tmp, 0o666 & ~umask)  # a report like any file the user writes, not mkstemp's 0600
+            os.chmod(json_tmp, new_file_mode())  # a report like any file the user writes, not mkstemp's 0600
             os.replace(json_tmp, report_file)
             json_tmp = None
     except OSError as e:  # e.g. the disk filled up: say so, leave no partial report behind

@@ -106,8 +106,6 @@ class Direction:
     cli_options: tuple[CliOption, ...] = ()
     #: how a tree's dependency files change (None: they are copied as they are)
     requirements: Requirements | None = None
-    #: the target's top-level packages (dependency files, residue checks of translated trees)
-    target_roots: tuple[str, ...] = ()
 
 
 def registered() -> dict[str, str]:

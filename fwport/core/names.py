@@ -44,7 +44,9 @@ class SourceNames:
         """The canonical spelling of a fully qualified source name."""
         done = self._canonical.get(name)
         if done is None:
-            done = self._canonical[name] = self._canonicalize(name)
+            done = self._canonicalize(name)
+            if len(self._canonical) < 100_000:  # a pure function of the name: remembered, within bounds
+                self._canonical[name] = done
         return done
 
     def _canonicalize(self, name: str) -> str:

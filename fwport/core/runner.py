@@ -307,6 +307,14 @@ def remove_stale_temp(dest: str) -> None:
             except OSError:
                 pass
 
+
+def new_file_mode() -> int:
+    """The mode a newly created file gets under the process's umask (``mkstemp`` gives 0600)."""
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def write_atomic(dest: str, data: bytes, mode: int | None = None) -> None:
     """Write ``data`` to ``dest`` through a temporary file in the same folder and ``os.replace``:
     a reader (or an interrupted run) sees the old file or the new one, never half of one."""
@@ -317,9 +325,7 @@ def write_atomic(dest: str, data: bytes, mode: int | None = None) -> None:
         try:
             mode = os.stat(target).st_mode & 0o7777
         except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
+            mode = new_file_mode()
     with replaced_atomically(target) as (fh, tmp):
         fh.write(data)
         os.chmod(tmp, mode)

@@ -127,7 +127,6 @@ DIRECTION = Direction(
     code_advice=CODE_ADVICE,
     layer_base_kwargs=LAYER_BASE_KWARGS,
     transforms=TRANSFORMS,
-    target_roots=("torch",),
     requirements=Requirements(
         source=frozenset({
             "tensorflow", "tensorflow-cpu", "tensorflow-gpu", "tensorflow-macos", "tensorflow-metal",
