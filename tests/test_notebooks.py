@@ -123,7 +123,8 @@ def test_magics_and_shell_lines_come_back_exactly_and_the_python_around_them_is_
                   new_code_cell("%%time\ny = tf.reduce_sum(x, 1)"),
                   new_code_cell("%%bash\necho tf.reduce_sum\n"),
                   new_code_cell("%%writefile m.py\nimport tensorflow as tf\n"))
-    out = nbformat.reads(translate(nb).result.output, as_version=4)
+    t = translate(nb)
+    out = nbformat.reads(t.result.output, as_version=4)
     assert [c.source for c in out.cells] == [
         "import torch\n" + MAGICS.replace("import tensorflow as tf\n", "").replace(
             "y = tf.reduce_sum(x, 1)", "y = torch.sum(x, dim=1)").replace(
@@ -134,6 +135,10 @@ def test_magics_and_shell_lines_come_back_exactly_and_the_python_around_them_is_
     ]
     # the line magic's argument is IPython's: kept as written, like every IPython line
     assert "%time z = tf.reduce_sum(x, 1)\n" in out.cells[0].source
+    # a cell left as it is that mentions the source framework is never silent
+    left = [(f.code, f.cell, f.line) for f in t.result.findings if f.severity.value == "error"]
+    assert left == [("unsupported-construct", 4, 1)]
+    assert any(f.message.startswith("a %%writefile cell is not Python fwport translates") for f in t.result.findings)
 
 
 def test_masking_replaces_only_ipython_lines_at_logical_line_starts():

@@ -198,7 +198,8 @@ def _source(cell) -> str:
 def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
     from fwport.core.direction import get_direction
 
-    roots = get_direction(settings.pack).source.roots
+    direction = get_direction(settings.pack)
+    roots = direction.source.roots
     anchor_line = _anchor(roots)
     """Translate one notebook's text (see the module's docstring). Never raises on user input."""
     from fwport.core.runner import BOM, explain_parse_error, translate_text
@@ -220,7 +221,13 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         src = _source(cell)
         masks: list[str] = []
         masked = mask_ipython(src, masks)
-        if masked is None:
+        if masked is None:  # a cell magic that runs something else: left as it is, never silently
+            if direction.mentions.search(src):
+                magic = src.lstrip().split(None, 1)[0]
+                findings.append(Finding(Severity.ERROR, "unsupported-construct",
+                                        f"a {magic} cell is not Python fwport translates, and it mentions the source "
+                                        "framework: the cell was left as it was; translate it by hand",
+                                        path, 1, 1, cell=i))
             continue
         try:
             ast.parse(masked)
