@@ -17,6 +17,7 @@ import re
 
 import libcst as cst
 
+from fwport.core.rewrite import rewrite
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
@@ -137,7 +138,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     t = _Decorators(ctx)
     body = list(module.body)
     for i in relevant:
-        body[i] = body[i].visit(t)
+        body[i] = rewrite(body[i], t)
     # settled nodes of the statements left alone keep their identity; the old ids of rebuilt ones go
     ctx.settled = (ctx.settled - t.rebuilt) | t.settled
     return module.with_changes(body=body)
@@ -181,4 +182,4 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Remove the decorators :func:`run` marked; call after findings and comments are placed."""
     if not ctx.options.pop("_drop_decorators", False):
         return module
-    return module.visit(_Drop())
+    return rewrite(module, _Drop())
