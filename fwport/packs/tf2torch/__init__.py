@@ -108,6 +108,7 @@ DIRECTION = Direction(
     summary="TensorFlow 2 / Keras (tf.keras, Keras 3, tf_keras) → PyTorch",
     source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT),
     mentions=re.compile(r"\b(tensorflow|keras|tf_keras)\b"),
+    source_title="TensorFlow/Keras",
     planners=PLANNERS,
     finish=FINISH,
     spellings=(
