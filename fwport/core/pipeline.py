@@ -110,9 +110,11 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
         relevant: list[int] | None = None
     else:
         spans, lines = statement_spans(module, layout)
-        relevant = _lines_mentioning(source, imports) if lines == _count_lines(source) else None
+        # (a statement holding a planned edit may mention no imported name: none is skipped then)
+        relevant = _lines_mentioning(source, imports) if lines == _count_lines(source) and not ctx.plans else None
     rules = RuleTransformer(ctx, comments, spans, relevant)
     new = rewrite(module, rules)
+    ctx.plans.check_applied()
     _locate(module, ctx, None, layout)
     module = new
 
