@@ -50,7 +50,7 @@ class _PlanPrints(cst.CSTVisitor):
 
     def visit_Decorator(self, node: cst.Decorator) -> None:
         if cst.Module([]).code_for_node(node.decorator) == "toyfw.jit":
-            self.ctx.report("info", "toy-note", "jit dropped", node)
+            self.ctx.report("info", "toyplan-note", "jit dropped", node)
             self.ctx.plans.add(node, lambda orig, upd: upd.with_changes(decorator=cst.Name("eager")),
                                descend=False, by="toy")
 
@@ -75,7 +75,7 @@ def toy(tmp_path, monkeypatch):
         name="toyplan", summary="toy", source=SourceNames(("toyfw",), ()), mentions=re.compile(r"\btoyfw\b"),
         planners=(Planner("prints", re.compile(r"\bprint\b|@"), run),),
         spellings=(Spelling("operator.", "operator.", "import operator"),), import_order=("import operator",),
-        codes={"toy-note": "toy"}, code_advice={"toy-note": ("info", "nothing")}, transforms=transforms)
+        codes={"toyplan-note": "toy"}, code_advice={"toyplan-note": ("info", "nothing")}, transforms=transforms)
     module = type(sys)("toy_plan_pack")
     module.DIRECTION = direction
     monkeypatch.setitem(sys.modules, "toy_plan_pack", module)
@@ -105,7 +105,7 @@ def test_the_rule_pass_applies_the_plans_after_translating_inside(toy):
     assert r.output == ("import operator\n\n\n@eager\ndef f(x):\n"
                         "    log(operator.mul(x, 2), \"done\")  # said\n    return x\n")
     # the decorator's inside was the planner's alone: no finding about toyfw.jit (no rule, residue)
-    assert [(f.code, f.line) for f in r.findings] == [("toy-note", 4)]
+    assert [(f.code, f.line) for f in r.findings] == [("toyplan-note", 4)]
     assert len(seen) == 1
 
 

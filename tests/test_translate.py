@@ -218,3 +218,20 @@ def test_a_message_about_a_value_known_only_at_run_time_quotes_it_and_is_the_sam
     assert [f.code for f in errors] == ["unsupported-argument"]
     assert "data_format=data_format:" in errors[0].message and " at 0x" not in errors[0].message
     assert translate_source(src, "m.py", "tf2torch").output == first.output
+
+
+def test_the_cheap_unused_import_check_never_calls_a_reference_unused():
+    from fwport.core.imports import _may_reference
+
+    names = {"tf", "layers"}
+    # only imports and comments mention them: known unused without tokenizing
+    assert not _may_reference("import tensorflow as tf\nfrom keras import layers  # layers\n\nx = 1  # tf\n", names)
+    # a reference, or anything the cheap test cannot vouch for, sends to the exact test
+    for text in ["import tensorflow as tf\ny = tf.abs(x)\n",
+                 "s = '#'; tf.abs(x)\n",
+                 "from keras import (\n    layers,\n)\n",
+                 "def g():\n    yield \\\n        from tf_gen()\n    return layers\n",
+                 "z = (yield\n     from tf.data)\n"]:
+        assert _may_reference(text, names), text
+    # attribute names and longer words are not the names
+    assert not _may_reference("x = m.tf + tf_x + layers_2\n", names)
