@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
-from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass
+from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -19,6 +19,10 @@ _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_ge
 PLANNERS: tuple[Planner, ...] = (
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
+    # GradientTape steps → zero_grad/backward/step; optimizers over model.parameters(); loss calls in
+    # torch's order; model(x, training=...) → model.train()/eval() (runs on the Keras classes as written)
+    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|"
+                                   r"\w*Crossentropy|MeanSquaredError|MeanAbsoluteError|Huber)\b"), training.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
@@ -28,4 +32,4 @@ PLANNERS: tuple[Planner, ...] = (
             decorators.run),
 )
 # steps that remove lines, once every finding is located
-FINISH = (decorators.finish,)
+FINISH = (decorators.finish, training.finish)
