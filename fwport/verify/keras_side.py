@@ -331,11 +331,18 @@ def _train(req: dict, ns: dict, moves: list, variables: dict, arrays: dict) -> N
 
 def _torch_epsilon(ns: dict) -> list:
     """Keras Adam/AdamW add epsilon to sqrt(v) before the bias correction, torch after it: a torch eps
-    acts like a Keras epsilon of eps·sqrt(1 - beta_2**t) at step t. The translation keeps the value
-    and says so (an `approximate` warning); here the Keras optimizers get that per-step epsilon, so
-    that --check train measures the translation, not this known placement (docs/verify.md)."""
+    acts like a Keras epsilon of eps·sqrt(1 - beta_2**t) at step t. Keras RMSprop/Adagrad add it inside
+    the square root, torch outside. The translation keeps the value and says so (an `approximate`
+    warning); here the Keras optimizers get torch's placement (Adam: that per-step epsilon, returned
+    as (optimizer, epsilon, variable) to set before each step; RMSprop/Adagrad: epsilon**2), so that
+    --check train measures the translation, not this known placement (docs/verify.md)."""
     out = []
     for v in list(ns.values()):
+        if type(v).__name__ in ("RMSprop", "Adagrad") and hasattr(v, "epsilon"):
+            # epsilon inside the square root in Keras, outside in torch: sqrt(v + eps**2) is
+            # sqrt(v) + eps to within (sqrt(2) - 1) eps, i.e. torch's placement (set before tracing)
+            object.__setattr__(v, "epsilon", float(v.epsilon) ** 2)
+            continue
         if isinstance(v, keras.optimizers.Adam) or type(v).__name__ in ("Adam", "AdamW"):
             eps = float(v.epsilon)
             var = tf.Variable(eps, trainable=False, dtype="float32")
