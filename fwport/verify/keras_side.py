@@ -337,7 +337,9 @@ def _torch_epsilon(ns: dict) -> list:
     as (optimizer, epsilon, variable) to set before each step; RMSprop/Adagrad: epsilon**2), so that
     --check train measures the translation, not this known placement (docs/verify.md)."""
     out = []
-    for v in list(ns.values()):
+    found = list(ns.values())
+    found += [getattr(v, "optimizer", None) for v in found if isinstance(v, keras.Model)]  # compile's
+    for v in found:
         if type(v).__name__ in ("RMSprop", "Adagrad") and hasattr(v, "epsilon"):
             # epsilon inside the square root in Keras, outside in torch: sqrt(v + eps**2) is
             # sqrt(v) + eps to within (sqrt(2) - 1) eps, i.e. torch's placement (set before tracing)

@@ -29,7 +29,7 @@ DEFAULT_LR = 0.1
 # the translation); measured on the fixtures, see docs/verify.md. Keras Adam's epsilon sits outside
 # the bias correction and RMSprop's/Adagrad's inside the square root: torch cannot place them alike.
 TRAIN_TOLERANCES = {"default": (1e-5, 1e-5), "torch.optim.Adam": (1e-5, 3e-5), "torch.optim.AdamW": (1e-5, 3e-5),
-                    "torch.optim.RMSprop": (1e-5, 3e-5), "torch.optim.Adagrad": (1e-5, 3e-5)}
+                    "torch.optim.RMSprop": (1e-5, 1e-4), "torch.optim.Adagrad": (1e-5, 1e-4)}
 
 
 class VerifyError(Exception):

@@ -17,12 +17,14 @@ _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_ge
                   "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states")
 
 PLANNERS: tuple[Planner, ...] = (
+    # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
+    # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
+    # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
+    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|\.\s*(?:compile|fit|evaluate|predict)"
+                                   r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
+                                   r"MeanAbsoluteError|Huber)\b"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
-    # GradientTape steps → zero_grad/backward/step; optimizers over model.parameters(); loss calls in
-    # torch's order; model(x, training=...) → model.train()/eval() (runs on the Keras classes as written)
-    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|"
-                                   r"\w*Crossentropy|MeanSquaredError|MeanAbsoluteError|Huber)\b"), training.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)

@@ -37,6 +37,7 @@ from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
+from fwport.packs.tf2torch.passes import fitloop
 from fwport.packs.tf2torch.passes.model_api import _Models
 
 MARK = "__fwport_line__"
@@ -96,6 +97,12 @@ def _gradient(node: cst.CSTNode, tape: str) -> tuple[str, cst.BaseExpression, cs
     return a.targets[0].target.value, call.args[0].value, call.args[1].value
 
 
+def _method_of(call: cst.Call) -> str | None:
+    """``M.fit(...)`` → "fit" for a plain name M."""
+    f = call.func
+    return f.attr.value if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) else None
+
+
 class _Names(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
@@ -126,10 +133,22 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.variables: dict[str, list[cst.BaseExpression]] = {}  # optimizer name → variables given to it
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
 
+        self.compiles: list[tuple[str, cst.Call]] = []  # (model name, compile call) of `M.compile(...)` statements
+        self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
+
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
 
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+        return super().visit_FunctionDef(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+
     def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
+            self.fit_results |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
         for t in node.targets:
             if isinstance(t.target, cst.Name):
                 name = t.target.value
@@ -148,6 +167,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
+        if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
+            self.compiles.append((call.func.value.value, call))
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
                 and call.args and isinstance(call.args[0].value, cst.Call)):
@@ -158,9 +179,13 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
 # --- rewriting ---------------------------------------------------------------------------------------
 
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
 class _Training(ScopedResolver, cst.CSTTransformer):
-    def __init__(self, ctx: FileContext, plan: _Plan, models: _Models):
+    def __init__(self, ctx: FileContext, plan: _Plan, models: _Models, compiled: fitloop.Compiled | None = None):
         super().__init__()
+        self.compiled = compiled
         self.ctx = ctx
         self.plan = plan
         self.models = models
@@ -191,6 +216,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.prefixes.append([])
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
+        compiled = self._compile_statement(original_node, updated_node)
+        if compiled is not None:
+            self.prefixes.pop()
+            return compiled
         before = self.prefixes.pop()
         if not before:
             return updated_node
@@ -198,10 +227,92 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.options["_split_lines"] = True
         return updated_node.with_changes(body=[*marked, *updated_node.body])
 
+    # -- compile / fit / evaluate / predict
+    def _compiled(self, call: cst.Call, method: str) -> fitloop.Compiled | None:
+        c = self.compiled
+        if (c is None or _method_of(call) != method or call.func.value.value != c.model
+                or not self.models.is_model_expr(call.func.value, self._chain())):
+            return None
+        return c
+
+    def _compile_statement(self, original_node, updated_node):
+        if len(original_node.body) != 1 or not isinstance(original_node.body[0], cst.Expr):
+            return None
+        call = original_node.body[0].value
+        c = self._compiled(call, "compile") if isinstance(call, cst.Call) else None
+        if c is None or call is not c.call:
+            return None
+        opt_kind, opt_rule, opt_node = c.optimizer
+        loss_kind, loss_rule, loss_node = c.loss
+        by_name = self.ctx.pack.by_name
+        opt_rule = by_name[opt_rule] if isinstance(opt_rule, str) else opt_rule
+        loss_rule = by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
+        params = cst.parse_expression(f"{c.model}.parameters()")
+        m = map_call(opt_node if opt_kind == "call" else cst.Call(cst.Name("optimizer")), opt_rule, self.ctx,
+                     opt_node)
+        m.extras["params"] = params
+        opt = build_call(m, self.ctx)
+        m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
+        m.extras["calls_adapted"] = True
+        loss = build_call(m, self.ctx)
+        if opt is None or loss is None:  # refused by a rule (its error says why): compile stays
+            self.ctx.settled.add(id(call))
+            self.ctx.settled.add(id(updated_node.body[0].value))
+            return updated_node
+        self.ctx.settled |= {id(opt), id(loss)}
+        n = c.names
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{c.model}.compile(...) → {n['optimizer']} = ..., {n['loss_fn']} = ... (used by the generated "
+                        f"{n['fit']} / {n['evaluate']} / {n['predict']} functions)", call)
+        self.ctx.options["_split_lines"] = True
+        return updated_node.with_changes(body=[
+            cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
+            cst.Expr(cst.Call(cst.Name(MARK))),
+            cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss)])
+
+    def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        method = _method_of(original_node)
+        if method not in fitloop.METHODS:
+            return None
+        c = self._compiled(original_node, method)
+        if c is None:
+            return None
+        params, taken = fitloop.METHODS[method]
+        args = fitloop.bind(updated_node, params)
+        bad = None if args is not None else "its arguments cannot be bound statically"
+        for k, v in (args or {}).items():
+            if k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False):
+                bad = f"{k}= is not translated"
+        if bad is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {bad}; the generated {c.names[method]}() takes "
+                            f"{', '.join(taken)}", original_node)
+            self.ctx.settled.add(id(original_node))
+            return updated_node
+        head = {"fit": [c.model, c.names["optimizer"], c.names["loss_fn"]],
+                "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
+        out = [cst.Arg(cst.Name(h)) for h in head]
+        for k in taken:
+            if k in args:
+                out.append(cst.Arg(args[k]) if k in ("x", "y") else
+                           cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
+        self.ctx.options["_fit_helpers"] = True
+        return cst.Call(cst.Name(c.names[method]), out)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        # history.history[...] of a translated fit: the dict fit returns is the history itself
+        if (self.compiled is not None and original_node.attr.value == "history"
+                and isinstance(original_node.value, cst.Name) and original_node.value.value in self.plan.fit_results):
+            return updated_node.value
+        return updated_node
+
     # -- the training flag of a model call
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self.ctx.settled:
             return updated_node
+        fitted = self._fit_call(original_node, updated_node)
+        if fitted is not None:
+            return fitted
         training = next((a for a in updated_node.args if a.keyword is not None and a.keyword.value == "training"), None)
         if training is not None and self.models.is_model_expr(original_node.func, self._chain()):
             return self._training_flag(original_node, updated_node, training)
@@ -448,8 +559,14 @@ class _Mentions(cst.CSTVisitor):
     def on_visit(self, node: cst.CSTNode) -> bool:
         return not self.found and super().on_visit(node)
 
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "history":
+            self.found = True
+
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and any(a.keyword is not None and a.keyword.value == "training"
+        if _method_of(node) in ("compile", "fit", "evaluate", "predict"):
+            self.found = True
+        elif isinstance(node.func, cst.Name) and any(a.keyword is not None and a.keyword.value == "training"
                                                     for a in node.args):
             self.found = True
         elif isinstance(node.func, cst.Name) and node.func.value in self.losses:
@@ -475,7 +592,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if models is None:
         models = _Models(ctx)
         models.analyse(module)
-    t = _Training(ctx, plan, models)
+    t = _Training(ctx, plan, models, _plan_compile(plan, ctx))
     t.module = module
     body = list(module.body)
     # statements are visited in order (an optimizer's position decides whether its model exists)
@@ -491,6 +608,31 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             order += counter.n
     tapes = t._tapes(body, list(module.body))
     return module.with_changes(body=tapes if tapes is not None else body)
+
+
+def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
+    """The file's one compile, when the written-out loop reproduces it (else model_api reports it)."""
+    if len(plan.compiles) != 1:
+        return None
+    model, call = plan.compiles[0]
+    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""))
+    if isinstance(c, str):
+        return None
+    if c.loss[0] == "call":
+        value = bind_call(c.loss[2], c.loss[1]).values.get("from_logits")
+        flag = False if value is None else literal_value(value, NOT_LITERAL)
+        if flag not in (True, False):
+            return None
+        c.from_logits = flag
+    taken = set(plan.bound_at)
+
+    def free(name: str) -> str:
+        return name if name not in taken else f"{model}_{name}"
+    c.names = {"optimizer": free("optimizer"), "loss_fn": free("loss_fn"), "fit": free("fit"),
+               "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
+               "inputs": free("channels_first")}
+    ctx.analyses["compiled"] = c
+    return c
 
 
 class _Count(cst.CSTVisitor):
@@ -510,17 +652,22 @@ class _Split(cst.CSTTransformer):
             if not isinstance(stmt, cst.SimpleStatementLine):
                 out.append(stmt)
                 continue
-            lead = list(stmt.leading_lines)
-            rest = list(stmt.body)
-            while len(rest) > 1 and _marked(rest[0]):
-                out.append(cst.SimpleStatementLine([cst.Expr(rest[0].value.args[0].value)], leading_lines=lead))
-                lead = []
-                rest = rest[1:]
-            if len(rest) != len(stmt.body):
-                rest[-1] = rest[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-                out.append(stmt.with_changes(body=rest, leading_lines=lead))
-            else:
+            if not any(_marked(b) for b in stmt.body):
                 out.append(stmt)
+                continue
+            lines: list[list] = [[]]
+            for small in stmt.body:
+                if _marked(small) and small.value.args:  # a statement of its own before the rest
+                    lines[-1].append(cst.Expr(small.value.args[0].value))
+                    lines.append([])
+                elif _marked(small):  # a line break
+                    lines.append([])
+                else:
+                    lines[-1].append(small)
+            lines = [line for line in lines if line]
+            for i, line in enumerate(lines):
+                line[-1] = line[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+                out.append(stmt.with_changes(body=line, leading_lines=stmt.leading_lines if i == 0 else []))
         return out
 
     def leave_IndentedBlock(self, original_node, updated_node):
@@ -536,7 +683,31 @@ def _marked(small) -> bool:
 
 
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
-    """Put the statements :func:`run` added before a statement on lines of their own."""
-    if not ctx.options.pop("_split_lines", False):
-        return module
-    return module.visit(_Split())
+    """Put the statements :func:`run` added before a statement on lines of their own; write the
+    fit / evaluate / predict functions a translated compile needs after the imports."""
+    if ctx.options.pop("_split_lines", False):
+        module = module.visit(_Split())
+    c = ctx.analyses.get("compiled")
+    if c is not None and ctx.options.pop("_fit_helpers", False):
+        kind, rule, _ = c.loss
+        if kind == "string":
+            rule = ctx.pack.by_name[rule]
+        # a model the passes made channels-first takes its images so (fwport verify permutes the same way)
+        nchw = any(m.layout == "nchw" for m in ctx.models.values())
+        text = fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw)
+        new = list(cst.parse_module(text).body)
+        body = list(module.body)
+        at = 0
+        for i, stmt in enumerate(body):  # after the docstring and the imports at the top
+            if isinstance(stmt, cst.SimpleStatementLine) and all(
+                    isinstance(b, (cst.Import, cst.ImportFrom)) or (isinstance(b, cst.Expr) and isinstance(
+                        b.value, (cst.SimpleString, cst.ConcatenatedString))) for b in stmt.body):
+                at = i + 1
+                continue
+            break
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        if at < len(body):
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *[
+                ln for ln in body[at].leading_lines if ln.comment is not None]])
+        module = module.with_changes(body=[*body[:at], *new, *body[at:]])
+    return module
