@@ -231,3 +231,18 @@ def test_seeds():
     src = "import tensorflow as tf\nimport keras\n\ntf.random.set_seed(1)\nkeras.utils.set_random_seed(2)\n"
     out = _t(src).output
     assert out == "import torch\n\ntorch.manual_seed(1)\ntorch.manual_seed(2)\n"
+
+
+def test_compile_of_a_model_made_elsewhere():
+    """A name the file never binds (a model from another module, a snippet) is compiled and fitted
+    at module level: translated; a model compiled inside a function that does not train it there
+    keeps Keras's compile (the optimizer would be a local a torch module cannot carry)."""
+    snippet = ("import tensorflow as tf\nmodel.compile(optimizer='adam', loss='binary_crossentropy'); "
+               "result = model.fit(x, tf.constant([0., 1.]), epochs=1, verbose=0).history\n")
+    out = _t(snippet).output
+    assert out.endswith("optimizer = torch.optim.Adam(model.parameters(), eps=1e-07)\nloss_fn = nn.BCELoss()\n"
+                        "result = fit(model, optimizer, loss_fn, x, torch.tensor([0., 1.]), epochs=1, verbose=0)\n")
+    assert "\ndef fit(model, optimizer, loss_fn" in out
+    inside = ('import tensorflow as tf\n\n\ndef compile_model(model):\n'
+              '    model.compile(optimizer="adam", loss="mse")\n    return model\n')
+    assert 'model.compile(optimizer="adam", loss="mse")' in _t(inside).output

@@ -133,7 +133,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.variables: dict[str, list[cst.BaseExpression]] = {}  # optimizer name → variables given to it
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
 
-        self.compiles: list[tuple[str, cst.Call]] = []  # (model name, compile call) of `M.compile(...)` statements
+        self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
+        self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -165,10 +166,17 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         logits = False if value is None else literal_value(value, NOT_LITERAL)
                         self.loss_rules.setdefault(name, []).append((rule, logits) if logits in (True, False) else None)
 
+    def _scope_id(self) -> int:
+        return id(self._scopes[-1]) if self._scopes else 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _method_of(node) in ("fit", "evaluate", "predict"):
+            self.uses.add((node.func.value.value, self._scope_id()))
+
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
         if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
-            self.compiles.append((call.func.value.value, call))
+            self.compiles.append((call.func.value.value, call, self._scope_id()))
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
                 and call.args and isinstance(call.args[0].value, cst.Call)):
@@ -230,18 +238,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     # -- compile / fit / evaluate / predict
     def _compiled(self, call: cst.Call, method: str) -> fitloop.Compiled | None:
         c = self.compiled
-        if (c is None or _method_of(call) != method or call.func.value.value != c.model
-                or not self.models.is_model_expr(call.func.value, self._chain())):
+        if c is None or _method_of(call) != method or call.func.value.value != c.model:
+            return None
+        # a model of the file, or a name the file never binds (a snippet, a model made elsewhere)
+        if not self.models.is_model_expr(call.func.value, self._chain()) and c.model in self.plan.bound_at:
             return None
         return c
 
     def _compile_statement(self, original_node, updated_node):
-        if len(original_node.body) != 1 or not isinstance(original_node.body[0], cst.Expr):
+        """The statement line holding the planned ``M.compile(...)``, with the optimizer and the loss in its place."""
+        c = self.compiled
+        if c is None:
             return None
-        call = original_node.body[0].value
-        c = self._compiled(call, "compile") if isinstance(call, cst.Call) else None
-        if c is None or call is not c.call:
+        at = next((i for i, b in enumerate(original_node.body)
+                   if isinstance(b, cst.Expr) and b.value is c.call), None)
+        if at is None or self._compiled(c.call, "compile") is None:
             return None
+        call = c.call
         opt_kind, opt_rule, opt_node = c.optimizer
         loss_kind, loss_rule, loss_node = c.loss
         by_name = self.ctx.pack.by_name
@@ -257,7 +270,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         loss = build_call(m, self.ctx)
         if opt is None or loss is None:  # refused by a rule (its error says why): compile stays
             self.ctx.settled.add(id(call))
-            self.ctx.settled.add(id(updated_node.body[0].value))
+            self.ctx.settled.add(id(updated_node.body[at].value))
             return updated_node
         self.ctx.settled |= {id(opt), id(loss)}
         n = c.names
@@ -265,10 +278,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"{c.model}.compile(...) → {n['optimizer']} = ..., {n['loss_fn']} = ... (used by the generated "
                         f"{n['fit']} / {n['evaluate']} / {n['predict']} functions)", call)
         self.ctx.options["_split_lines"] = True
-        return updated_node.with_changes(body=[
-            cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
-            cst.Expr(cst.Call(cst.Name(MARK))),
-            cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss)])
+        body = list(updated_node.body)
+        body[at:at + 1] = [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
+                           cst.Expr(cst.Call(cst.Name(MARK))),
+                           cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss)]
+        if at + 1 < len(body) - 2:  # what followed compile on its line goes on with the loss's line
+            body.insert(at + 3, cst.Expr(cst.Call(cst.Name(MARK))))
+        return updated_node.with_changes(body=body)
 
     def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         method = _method_of(original_node)
@@ -301,9 +317,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         # history.history[...] of a translated fit: the dict fit returns is the history itself
-        if (self.compiled is not None and original_node.attr.value == "history"
-                and isinstance(original_node.value, cst.Name) and original_node.value.value in self.plan.fit_results):
-            return updated_node.value
+        if self.compiled is not None and original_node.attr.value == "history":
+            value = original_node.value
+            if isinstance(value, cst.Name) and value.value in self.plan.fit_results:
+                return updated_node.value
+            if isinstance(value, cst.Call) and self._compiled(value, "fit") is not None:
+                return updated_node.value
         return updated_node
 
     # -- the training flag of a model call
@@ -614,7 +633,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
     """The file's one compile, when the written-out loop reproduces it (else model_api reports it)."""
     if len(plan.compiles) != 1:
         return None
-    model, call = plan.compiles[0]
+    model, call, scope = plan.compiles[0]
+    if scope and (model, scope) not in plan.uses:
+        # compiled inside a function that does not train it there: the optimizer and loss live on the
+        # Keras model object, which a torch module cannot carry out of the function
+        return None
     c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""))
     if isinstance(c, str):
         return None
