@@ -69,3 +69,13 @@ def loss(m, ctx):
     opts = m.rule.emit.get("options", {})
     target = m.rule.emit["target"] if flag is True or "probabilities" not in opts else opts["probabilities"]
     return cst.Call(ctx.spell(target), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
+
+
+@call_transform("metric")
+def metric(m, ctx):
+    """A Keras metric object → an instance of a small class with the same interface (``m(...)``,
+    ``update_state``, ``result``, ``reset_state``), written into the file once (passes/fitloop.py)."""
+    cls = m.rule.emit["options"]["class"]
+    ctx.spell_text("torch.as_tensor")  # the written-out class uses torch
+    ctx.options.setdefault("_metric_classes", set()).add(cls)
+    return cst.Call(cst.Name(cls), [])

@@ -232,3 +232,52 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         f"        return {cat}([model(x[start:start + batch_size]) for start in range(0, len(x), batch_size)]).numpy()",
     ]
     return "\n".join(lines) + "\n"
+
+
+# --- metrics: plain running sums (no extra dependency; torchmetrics' accuracy needs num_classes) --------
+
+METRIC_CLASSES = {
+    "Mean": '''class Mean:
+    """keras.metrics.Mean: the running mean of every value it is given; reset_state() starts over."""
+
+    def __init__(self):
+        self.reset_state()
+
+    def reset_state(self):
+        self.total, self.count = 0.0, 0
+
+    def update_state(self, values):
+        values = torch.as_tensor(values).detach()
+        self.total += values.sum().item()
+        self.count += values.numel()
+
+    def result(self):
+        return torch.tensor(self.total / self.count if self.count else 0.0)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
+    "SparseCategoricalAccuracy": '''class SparseCategoricalAccuracy(Mean):
+    """keras.metrics.SparseCategoricalAccuracy: the running fraction of argmax(y_pred) == y_true."""
+
+    def update_state(self, y_true, y_pred):
+        y_pred = torch.as_tensor(y_pred).detach()
+        y_true = torch.as_tensor(y_true).reshape(y_pred.shape[:-1])
+        super().update_state((y_pred.argmax(-1) == y_true).float())
+''',
+    "CategoricalAccuracy": '''class CategoricalAccuracy(Mean):
+    """keras.metrics.CategoricalAccuracy: the running fraction of argmax(y_pred) == argmax(y_true)."""
+
+    def update_state(self, y_true, y_pred):
+        y_pred = torch.as_tensor(y_pred).detach()
+        super().update_state((y_pred.argmax(-1) == torch.as_tensor(y_true).argmax(-1)).float())
+''',
+}
+
+
+def metric_classes(names: set[str], spell) -> str:
+    """The metric classes a file uses (Mean first: the accuracies derive from it)."""
+    needed = ["Mean", *sorted(n for n in names if n != "Mean")]
+    spell("torch.as_tensor")  # noting the import
+    return "\n\n".join(METRIC_CLASSES[n] for n in needed)

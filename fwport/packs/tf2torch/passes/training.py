@@ -707,9 +707,14 @@ def _marked(small) -> bool:
 
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Put the statements :func:`run` added before a statement on lines of their own; write the
-    fit / evaluate / predict functions a translated compile needs after the imports."""
+    metric classes the rule pass used and the fit / evaluate / predict functions a translated
+    compile needs after the imports."""
     if ctx.options.pop("_split_lines", False):
         module = module.visit(_Split())
+    texts = []
+    metrics = ctx.options.pop("_metric_classes", None)
+    if metrics:
+        texts.append(fitloop.metric_classes(metrics, ctx.spell_text))
     c = ctx.analyses.get("compiled")
     if c is not None and ctx.options.pop("_fit_helpers", False):
         kind, rule, _ = c.loss
@@ -717,8 +722,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             rule = ctx.pack.by_name[rule]
         # a model the passes made channels-first takes its images so (fwport verify permutes the same way)
         nchw = any(m.layout == "nchw" for m in ctx.models.values())
-        text = fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw)
-        new = list(cst.parse_module(text).body)
+        texts.append(fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw))
+    if texts:
+        new = list(cst.parse_module("\n\n".join(texts)).body)
         body = list(module.body)
         at = 0
         for i, stmt in enumerate(body):  # after the docstring and the imports at the top
