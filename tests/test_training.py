@@ -187,11 +187,11 @@ def persistent(x, y):
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
 
-def clipped(x, y):
+def scaled(x, y):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x))
     grads = tape.gradient(loss, model.trainable_variables)
-    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    grads = [g * 0.5 for g in grads]
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
 '''
     r = _t(src)
@@ -246,3 +246,22 @@ def test_compile_of_a_model_made_elsewhere():
     inside = ('import tensorflow as tf\n\n\ndef compile_model(model):\n'
               '    model.compile(optimizer="adam", loss="mse")\n    return model\n')
     assert 'model.compile(optimizer="adam", loss="mse")' in _t(inside).output
+
+
+def test_global_norm_clipping_in_a_tape_step():
+    src = HEAD + '''loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.SGD(0.1)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+    r = _t(src)
+    assert not _errors(r), r.findings
+    assert ("    loss.backward()\n    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    optimizer.step()\n"
+            in r.output)
+    assert [f.line for f in r.findings if "clip_by_global_norm" in f.message] == [13]

@@ -478,6 +478,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         tree (findings point there)."""
         out: list = []
         changed = False
+        self._originals = originals
         i = 0
         while i < len(body):
             stmt = body[i]
@@ -527,22 +528,31 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if grad is None and refuse is None:
                 refuse = f"no `grads = {name}.gradient(loss, variables)` follows in the same block"
         k = j + 1
+        grads = grad[0] if grad else None
+        clip = None  # (index, norm name, clip_norm) of `grads, norm = tf.clip_by_global_norm(grads, c)`
         if refuse is None:
             while k < len(body):
                 apply = _apply_gradients(body[k])
                 if apply is not None:
                     break
-                if grad[0] in _names_in([body[k]]):
-                    refuse = f"the gradients {grad[0]} are used before apply_gradients (clipping is not translated yet)"
+                clipped = self._global_clip(body[k], grads)
+                if clipped is not None and clip is None:
+                    grads, norm, max_norm = clipped
+                    clip = (k, norm, max_norm)
+                elif grads in _names_in([body[k]]):
+                    refuse = (f"the gradients {grads} are used before apply_gradients (only "
+                              f"`{grads}, _ = tf.clip_by_global_norm({grads}, c)` is translated there)")
                     break
                 k += 1
             if apply is None and refuse is None:
                 refuse = "no `optimizer.apply_gradients(zip(grads, variables))` follows in the same block"
         if refuse is None:
-            if code(apply[1]) != grad[0] or code(apply[2]) != code(grad[2]):
-                refuse = f"apply_gradients does not take zip({grad[0]}, {code(grad[2])})"
-            elif grad[0] in _names_in(body[k + 1:]) or name in _names_in(body[j + 1:]):
-                refuse = f"{grad[0]} or {name} is used after the step"
+            if code(apply[1]) != grads or code(apply[2]) != code(grad[2]):
+                refuse = f"apply_gradients does not take zip({grads}, {code(grad[2])})"
+            elif {grad[0], grads} & _names_in(body[k + 1:]) or name in _names_in(body[j + 1:]):
+                refuse = f"{grads} or {name} is used after the step"
+            elif clip is not None and _params_of(grad[2]) is None:
+                refuse = f"the parameters of {code(grad[2])} are not known (clip_grad_norm_ needs them)"
         if refuse is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"tf.GradientTape: {refuse}; only `with tf.GradientTape() as tape: ...` + "
@@ -562,9 +572,45 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                        leading_lines=stmt.leading_lines)
         new = [zero, *inner, *body[i + 1:j]]
         new.append(body[j].with_changes(body=[cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))]))
-        new += body[j + 1:k]
+        between = list(body[j + 1:k])
+        if clip is not None:
+            at, norm, max_norm = clip
+            clip_call = (f"{self.ctx.spell_text('torch.nn.utils.clip_grad_norm_')}({_params_of(grad[2])}, "
+                         f"{code(max_norm)})")
+            stmt_clip = cst.Expr(cst.parse_expression(clip_call)) if norm is None else cst.Assign(
+                [cst.AssignTarget(cst.Name(norm))], cst.parse_expression(clip_call))
+            between[at - j - 1] = body[at].with_changes(body=[stmt_clip])
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"tf.clip_by_global_norm → {clip_call} after backward(): the same global norm "
+                            "(returned before clipping, like TensorFlow's); torch divides by norm + 1e-6, "
+                            "a relative difference under 1e-6 / clip_norm", self._source_of(at, self._global_clip_node))
+        new += between
         new.append(body[k].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.step()"))]))
         return new, k + 1
+
+    def _source_of(self, at: int, node: cst.CSTNode) -> cst.CSTNode:
+        """The input tree's value of the one-assignment statement ``at`` of this block (findings point there)."""
+        orig = self._originals[at] if at < len(self._originals) else None
+        if isinstance(orig, cst.SimpleStatementLine) and len(orig.body) == 1 and isinstance(orig.body[0], cst.Assign):
+            return orig.body[0].value
+        return node
+
+    def _global_clip(self, stmt, grads: str | None):
+        """``g2, norm = tf.clip_by_global_norm(g, c)`` on the gradients → (g2, norm or None for ``_``, c)."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+            return None
+        a = stmt.body[0]
+        target, call = a.targets[0].target, a.value
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
+                and all(isinstance(e.value, cst.Name) for e in target.elements) and isinstance(call, cst.Call)
+                and self.qualname(call.func) == "tensorflow.clip_by_global_norm" and len(call.args) == 2
+                and not any(x.star for x in call.args) and code(call.args[0].value) == grads
+                and (call.args[1].keyword is None or call.args[1].keyword.value == "clip_norm")):
+            return None
+        self._global_clip_node = call
+        new_grads, norm = (e.value.value for e in target.elements)
+        return new_grads, None if norm == "_" else norm, call.args[1].value
 
 
 class _Mentions(cst.CSTVisitor):
