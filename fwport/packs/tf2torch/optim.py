@@ -79,3 +79,48 @@ def metric(m, ctx):
     ctx.spell_text("torch.as_tensor")  # the written-out class uses torch
     ctx.options.setdefault("_metric_classes", set()).add(cls)
     return cst.Call(cst.Name(cls), [])
+
+
+def _atom_text(node: cst.BaseExpression) -> str:
+    from fwport.core.position import render
+    text = render(node)
+    return text if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({text})"
+
+
+@call_transform("loss-function")
+def loss_function(m, ctx):
+    """``keras.losses.<name>(y_true, y_pred, ...)``: the per-sample loss (Keras reduces over the last
+    axis only), from torch's functional loss with ``reduction='none'``. ``emit.options``: ``logits`` /
+    ``probabilities`` (the F. function for each), ``target`` (long / float), ``input`` for
+    probabilities (log-clip / clip), ``classes_first`` (move the class axis to 1), ``mean_last``."""
+    from fwport.core.position import render
+
+    opts = m.rule.emit.get("options", {})
+    kwargs = dict(m.kwargs)
+    logits = kwargs.pop("from_logits", None)
+    flag = False if logits is None else literal_value(logits, NOT_LITERAL)
+    if flag not in (True, False):
+        m.fail(ctx, "unsupported-argument", f"from_logits={m.written('from_logits')}: write True or False")
+        return None
+    y_true, y_pred = kwargs.pop("target", None), kwargs.pop("input", None)
+    if y_true is None or y_pred is None:
+        return None
+    p, t = _atom_text(y_pred), _atom_text(y_true)
+    fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]
+    if not flag and opts.get("input") == "log-clip":
+        p = f"{ctx.spell_text('torch.log')}({p}.clamp(1e-7, 1 - 1e-7))"
+    elif not flag and opts.get("input") == "clip":
+        p = f"{p}.clamp(1e-7, 1 - 1e-7)"
+    if opts.get("target") == "long":
+        t = f"{t}.long()"
+    elif opts.get("target") == "float":
+        t = f"{t}.float()"
+    if opts.get("classes_first"):
+        p = f"{p}.movedim(-1, 1)"
+        if opts.get("target") != "long":
+            t = f"{t}.movedim(-1, 1)"
+    extra = "".join(f", {k}={render(v)}" for k, v in kwargs.items())
+    out = f"{ctx.spell_text(fn)}({p}, {t}, reduction='none'{extra})"
+    if opts.get("mean_last"):
+        out += ".mean(-1)"
+    return cst.parse_expression(out)
