@@ -265,3 +265,14 @@ def train_step(x, y):
     assert ("    loss.backward()\n    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    optimizer.step()\n"
             in r.output)
     assert [f.line for f in r.findings if "clip_by_global_norm" in f.message] == [13]
+
+
+def test_optimizer_clipping_outside_a_tape_step_is_an_error():
+    """compile cannot carry the clip into the written-out loop: compile and fit stay model_api's errors
+    (never a fit call without its optimizer)."""
+    r = _t(HEAD + 'model.compile(optimizer=keras.optimizers.Adam(global_clipnorm=1.0), loss="mse")\n'
+           "model.fit(x, y)\n")
+    msgs = [f.message for f in r.findings if f.severity.value == "error"]
+    assert any(m.startswith("model.compile(...) is a Keras model method") for m in msgs), msgs
+    assert any(m.startswith("model.fit(...) is a Keras model method") for m in msgs), msgs
+    assert "fit(model, optimizer" not in r.output

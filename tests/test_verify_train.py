@@ -186,6 +186,39 @@ def test_global_norm_clipping_trains_like_keras_and_a_dropped_clip_is_caught(ses
     assert cert["verdict"] == "mismatch" and {"0.weight", "0.bias"} <= _failed(cert)
 
 
+OPTIMIZER_CLIPPING = '''
+import tensorflow as tf
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(6,)), keras.layers.Dense(3)])
+loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.SGD(learning_rate=0.5, {clip})
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+@pytest.mark.parametrize("clip, line", [
+    ("global_clipnorm=0.05", "    nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n"),
+    ("clipvalue=0.01", "    nn.utils.clip_grad_value_(model.parameters(), 0.01)\n"),
+])
+def test_optimizer_clipping_trains_like_keras_and_a_dropped_clip_is_caught(session, tmp_path, clip, line):
+    src = OPTIMIZER_CLIPPING.replace("{clip}", clip)
+    (tmp_path / "model.py").write_text(src)
+    good = translate_source(src, "model.py").output
+    (tmp_path / "good.py").write_text(good)
+    batch = ["float32[8,6]", "float32[8,3]"]
+    assert _train(session, tmp_path / "model.py", tmp_path / "good.py", batch)["verdict"] == "pass"
+    cert = _train(session, tmp_path / "model.py", _planted(tmp_path, good, line, ""), batch)
+    assert cert["verdict"] == "mismatch" and "0.weight" in _failed(cert)
+
+
 # --- Keras's clipping of probabilities (loss_values: a plain loss function, forward check) ------------
 
 def test_missing_probability_clip_is_caught(session, tmp_path):

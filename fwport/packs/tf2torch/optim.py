@@ -34,6 +34,14 @@ def optimizer(m, ctx):
                "model.trainable_variables))`)")
         return None
     kwargs = dict(m.kwargs)
+    clipping = {k: kwargs.pop(k) for k in ("global_clipnorm", "clipvalue") if k in kwargs}
+    clipping = {k: v for k, v in clipping.items() if literal_value(v, NOT_LITERAL) is not None}
+    if clipping and not m.extras.get("clipping_handled"):
+        m.fail(ctx, "unsupported-argument",
+               f"{', '.join(clipping)}: torch optimizers do not clip; fwport writes the clip before step() in the "
+               "GradientTape steps it translates, and cannot here: call torch.nn.utils.clip_grad_norm_(params, c) "
+               "(global_clipnorm) or clip_grad_value_(params, c) (clipvalue) between backward() and step()")
+        return None
     if "lr" in kwargs:  # the learning rate first, as torch code writes it
         kwargs = {"lr": kwargs.pop("lr"), **kwargs}
     b1, b2 = kwargs.pop("beta1", None), kwargs.pop("beta2", None)

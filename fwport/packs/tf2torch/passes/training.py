@@ -131,6 +131,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.bound_at: dict[str, list[tuple[int, int]]] = {}  # name → (order, scope depth) of each binding
         self.optimizers: dict[str, list[tuple[int, int]]] = {}  # name → (order, depth) of its creation
         self.variables: dict[str, list[cst.BaseExpression]] = {}  # optimizer name → variables given to it
+        self.clips: dict[str, dict] = {}  # optimizer name → its global_clipnorm / clipvalue
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
@@ -159,6 +160,11 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                     kind = _transform(self.ctx, q)
                     if kind == "optimizer":
                         self.optimizers.setdefault(name, []).append((self.order, len(self._scopes)))
+                        values = bind_call(node.value, self.ctx.pack.by_name[q]).values
+                        clips = {k: values[k] for k in ("global_clipnorm", "clipvalue")
+                                 if k in values and literal_value(values[k], NOT_LITERAL) is not None}
+                        if clips:
+                            self.clips[name] = clips
                     elif kind == "loss":
                         rule = self.ctx.pack.by_name[q]
                         bound = bind_call(node.value, rule)
@@ -450,6 +456,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return self._settle(call, updated_node)
         m = map_call(updated_node.value, rule, self.ctx, call)
         m.extras["params"] = cst.parse_expression(params)
+        m.extras["clipping_handled"] = True  # written before each step() of its tape steps
         out = build_call(m, self.ctx)
         if out is None:
             return self._settle(call, updated_node)
@@ -585,7 +592,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "(returned before clipping, like TensorFlow's); torch divides by norm + 1e-6, "
                             "a relative difference under 1e-6 / clip_norm", self._source_of(at, self._global_clip_node))
         new += between
-        new.append(body[k].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.step()"))]))
+        step = [cst.Expr(cst.parse_expression(f"{opt}.step()"))]
+        clips = self.plan.clips.get(opt, {})
+        params = _params_of(grad[2])
+        for kind, value in clips.items():
+            fn = {"global_clipnorm": "clip_grad_norm_", "clipvalue": "clip_grad_value_"}[kind]
+            clip_call = f"{self.ctx.spell_text('torch.nn.utils.' + fn)}({params}, {code(value)})"
+            step.insert(0, cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(clip_call))])))
+            self.ctx.options["_split_lines"] = True
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{opt}'s {kind}={code(value)} → {clip_call} before {opt}.step()", call)
+        new.append(body[k].with_changes(body=step))
         return new, k + 1
 
     def _source_of(self, at: int, node: cst.CSTNode) -> cst.CSTNode:
@@ -693,6 +710,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
         if flag not in (True, False):
             return None
         c.from_logits = flag
+    if not _builds(c, ctx):
+        return None
     taken = set(plan.bound_at)
 
     def free(name: str) -> str:
@@ -702,6 +721,21 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
                "inputs": free("channels_first")}
     ctx.analyses["compiled"] = c
     return c
+
+
+def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
+    """Whether the compile's optimizer and loss translate (a dry run whose findings are dropped): a
+    refused one leaves the whole compile / fit to model_api, never fit calls without their optimizer."""
+    mark, imports = len(ctx.pending), set(ctx.needed_imports)
+    ok = True
+    for kind, rule, node in (c.optimizer, c.loss):
+        rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
+        m = map_call(node if kind == "call" else cst.Call(cst.Name("x")), rule, ctx, node)
+        m.extras.update(params=cst.Name("params"), calls_adapted=True)
+        ok = ok and build_call(m, ctx) is not None
+    del ctx.pending[mark:]
+    ctx.needed_imports = imports
+    return ok
 
 
 class _Count(cst.CSTVisitor):
