@@ -232,3 +232,15 @@ def test_missing_probability_clip_is_caught(session, tmp_path):
     bad = _planted(tmp_path, good, "torch.log(p.clamp(1e-7, 1 - 1e-7))", "torch.log(p)")
     cert = verify(Options(str(case / "model.py"), str(bad), name, inputs=inputs, **opts), session)
     assert cert["verdict"] == "mismatch"
+
+
+def test_cli_train_check_needs_the_step_arguments(tmp_path):
+    """`fwport verify --check train` without --batch is a usage error (exit 2) that says what to give."""
+    from click.testing import CliRunner
+
+    from fwport.verify.cli import verify_command
+
+    r = CliRunner().invoke(verify_command, [str(CLASSIFIER / "model.py"), str(CLASSIFIER / "expected.py"),
+                                            "--model", "model", "--check", "train"])
+    assert r.exit_code == 2, r.output
+    assert "--batch 'float32[8,20]'" in r.output
