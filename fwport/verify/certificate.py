@@ -50,13 +50,19 @@ def render(cert: dict, verbose: bool = False) -> str:
                  "× max|keras|")
     res = cert.get("results", {})
     for group, title in (("outputs", "forward (inference mode)"), ("input_gradients", "gradients w.r.t. inputs"),
-                         ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)")):
+                         ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)"),
+                         ("train", "training (the files' own step function)")):
         es = res.get(group) or []
         if not es:
             continue
+        if group == "train":
+            tr = cert.get("train", {})
+            lines.append(f"  {tr.get('steps')} steps of {tr.get('step')}({', '.join(tr.get('batch', []))}); optimizer "
+                         f"{tr.get('optimizer')}; tolerance rtol {tr.get('rtol')} atol {tr.get('atol')} × max|keras|"
+                         + (f"; {tr['note']}" if tr.get("note") else ""))
         bad = [e for e in es if not e.get("ok")]
         lines.append(f"{title}: {len(es) - len(bad)}/{len(es)} within tolerance")
-        for e in es if (verbose or group in ("outputs", "input_gradients")) else bad:
+        for e in es if (verbose or group in ("outputs", "input_gradients")) else bad or es[:0]:
             lines.append(_row(e))
     layers = res.get("layers") or []
     if layers and (verbose or cert.get("verdict") != "pass"):
