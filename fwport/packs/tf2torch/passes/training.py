@@ -37,6 +37,7 @@ from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
+from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch.passes import fitloop
 from fwport.packs.tf2torch.passes.model_api import _Models
 
@@ -682,7 +683,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     for i, stmt in enumerate(body):
         if i in relevant:
             t.order = order
-            body[i] = stmt.visit(t)
+            body[i] = rewrite(stmt, t)
             order = t.order
         else:
             counter = _Count()
@@ -790,7 +791,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     metric classes the rule pass used and the fit / evaluate / predict functions a translated
     compile needs after the imports."""
     if ctx.options.pop("_split_lines", False):
-        module = module.visit(_Split())
+        module = rewrite(module, _Split())
     texts = []
     metrics = ctx.options.pop("_metric_classes", None)
     if metrics:
