@@ -1,0 +1,258 @@
+"""``nn.Module`` subclasses → ``eqx.Module``.
+
+The pass (before the rule pass, keeping line structure): the base becomes ``eqx.Module``,
+``__init__`` takes ``*, key``, ``forward`` becomes ``__call__`` rewritten for one example
+(batch.Forward), taking ``key`` where a dropout submodule needs one. The layer constructors in
+``__init__`` are left to the rules (``nn.Linear`` → ``eqx.nn.Linear``).
+
+The finishing step (after every finding is placed, so it may add and remove lines): the fields an
+Equinox module declares, one per attribute ``__init__`` assigns; ``super().__init__()`` removed;
+the key split per submodule that needs one (``key1, key2 = jax.random.split(key)``) and, where a
+``__call__`` feeds several dropouts, the same split of its call-time key.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.engine import code
+from fwport.core.names import dotted_text
+from fwport.packs.torch2jax.batch import Forward
+
+PLANS = "torch2jax.modules"
+
+#: source module classes whose call draws random numbers (takes a key in Equinox)
+RANDOM = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.AlphaDropout"})
+#: Equinox constructors that draw their initial parameters (take ``key=``)
+KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
+                   "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
+                   "eqx.nn.MultiheadAttention", "eqx.nn.LSTMCell", "eqx.nn.GRUCell"})
+
+
+def is_module_class(cls: cst.ClassDef, ctx) -> bool:
+    return any(ctx.imports.resolve(b.value) == "torch.nn.Module" for b in cls.bases)
+
+
+def run(module: cst.Module, ctx) -> cst.Module:
+    plans = ctx.analyses.setdefault(PLANS, {})
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
+            stmt = _class(stmt, ctx, plans)
+        body.append(stmt)
+    return module.with_changes(body=body)
+
+
+def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
+    """``self.NAME = <call>`` in ``__init__`` → the qualified source class called."""
+    out: dict[str, str] = {}
+    if init is None:
+        return out
+    for stmt in init.body.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for s in stmt.body:
+            if isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.value, cst.Call):
+                t = dotted_text(s.targets[0].target)
+                q = ctx.imports.resolve(s.value.func)
+                if t and t.startswith("self.") and t.count(".") == 1 and q:
+                    out[t[5:]] = q
+                    if q == "torch.nn.Sequential" and any(
+                            isinstance(a.value, cst.Call) and ctx.imports.resolve(a.value.func) in RANDOM
+                            for a in s.value.args):
+                        out[t[5:]] = "torch.nn.Sequential+random"
+    return out
+
+
+def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | None) -> cst.Parameters:
+    if any(p.name.value == name for p in (*params.params, *params.kwonly_params)):
+        return params
+    p = cst.Param(cst.Name(name), default=default,
+                  equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")) if default else cst.MaybeSentinel.DEFAULT)
+    star = params.star_arg
+    if not isinstance(star, (cst.Param, cst.ParamStar)):
+        star = cst.ParamStar()
+    kw = [q.with_changes(comma=cst.MaybeSentinel.DEFAULT) for q in params.kwonly_params]
+    return params.with_changes(star_arg=star, kwonly_params=[*kw, p])
+
+
+def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    subs = _submodules(methods.get("__init__"), ctx)
+    keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
+    bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
+             for b in cls.bases]
+    plan = {"key_sites": 0}
+    body = []
+    for s in cls.body.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
+            s = s.with_changes(params=_kwonly(s.params, "key", None))
+        elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
+            params = [p.name.value for p in s.params.params[1:]]
+            fwd = Forward(ctx, set(params), keyed)
+            new_body = s.body.visit(fwd)
+            s = s.with_changes(name=cst.Name("__call__"), body=new_body)
+            if fwd.key_sites:
+                s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))
+                plan["key_sites"] = len(fwd.key_sites)
+        body.append(s)
+    plans[cls.name.value] = plan
+    return cls.with_changes(bases=bases, body=cls.body.with_changes(body=body))
+
+
+# --- finish: the lines an Equinox module adds ---------------------------------------------------------
+
+def finish(module: cst.Module, ctx) -> cst.Module:
+    plans = ctx.analyses.get(PLANS)
+    if not plans:
+        return module
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value in plans:
+            stmt = _finish_class(stmt, ctx, plans[stmt.name.value])
+        body.append(stmt)
+    return module.with_changes(body=body)
+
+
+def _is_super_init(stmt: cst.CSTNode) -> bool:
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+        return False
+    call = stmt.body[0].value
+    return isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__" \
+        and isinstance(call.func.value, cst.Call) and dotted_text(call.func.value.func) == "super"
+
+
+class _Keys(cst.CSTTransformer):
+    """Numbers the constructors that need a key: ``eqx.nn.Linear(...)`` → ``eqx.nn.Linear(..., key=keyN)``."""
+
+    def __init__(self, names: list[str] | None):
+        super().__init__()
+        self.names = names  # None: count only
+        self.count = 0
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if dotted_text(original.func) not in KEYED or any(a.keyword and a.keyword.value == "key" for a in original.args):
+            return updated
+        self.count += 1
+        if self.names is None:
+            return updated
+        arg = cst.Arg(cst.Name(self.names[self.count - 1]), keyword=cst.Name("key"),
+                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
+        return updated.with_changes(args=[*args, arg])
+
+
+class _CallKeys(cst.CSTTransformer):
+    """``key=key`` at the n dropout call sites of ``__call__`` → ``key=key1`` ... ``key=keyN``."""
+
+    def __init__(self):
+        super().__init__()
+        self.n = 0
+
+    def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
+        if original.keyword and original.keyword.value == "key" and isinstance(original.value, cst.Name) \
+                and original.value.value == "key":
+            self.n += 1
+            return updated.with_changes(value=cst.Name(f"key{self.n}"))
+        return updated
+
+
+def _key_names(n: int) -> list[str]:
+    return ["key"] if n == 1 else [f"key{i}" for i in range(1, n + 1)]
+
+
+def _split_line(n: int, ctx, optional: bool) -> cst.SimpleStatementLine:
+    split = ctx.spell_text("jax.random.split")
+    targets = ", ".join(_key_names(n))
+    value = f"{split}(key)" if n == 2 else f"{split}(key, {n})"
+    if optional:
+        value += f" if key is not None else ({', '.join(['None'] * n)})"
+    return cst.parse_statement(f"{targets} = {value}\n")
+
+
+def _docstring_end(body) -> int:
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        return 1
+    return 0
+
+
+def _finish_class(cls: cst.ClassDef, ctx, plan: dict) -> cst.ClassDef:
+    fields: dict[str, str] = {}
+    body = []
+    for s in cls.body.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
+            s = _finish_init(s, ctx, fields)
+        elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
+            t = _CallKeys()
+            fb = s.body.visit(t)
+            stmts = list(fb.body)
+            at = _docstring_end(stmts)
+            stmts.insert(at, _split_line(t.n, ctx, optional=True))
+            s = s.with_changes(body=fb.with_changes(body=stmts))
+        body.append(s)
+    lines = [cst.parse_statement(f"{name}: {ann}\n") for name, ann in fields.items()]
+    if lines:
+        at = _docstring_end(body)
+        rest = body[at:]
+        if rest:  # one blank line between the fields and what follows
+            rest[0] = rest[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        body = [*body[:at], *lines, *rest]
+    return cls.with_changes(body=cls.body.with_changes(body=body))
+
+
+def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) -> str:
+    """The field declaration of an attribute from the value ``__init__`` gives it."""
+    static = f" = {ctx.spell_text('equinox.field')}(static=True)"
+    if isinstance(value, cst.Call):
+        f = dotted_text(value.func) or ""
+        if f.startswith("eqx."):
+            return f
+        if f.startswith(("jnp.", "jax.")):
+            return ctx.spell_text("jax.Array")
+    if isinstance(value, cst.Integer):
+        return "int" + static
+    if isinstance(value, cst.Float):
+        return "float" + static
+    if isinstance(value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+        return "str" + static
+    if isinstance(value, cst.Name) and value.value in ("True", "False"):
+        return "bool" + static
+    if isinstance(value, cst.Name) and value.value in params:
+        p = params[value.value]
+        if p.annotation is not None:
+            ann = code(p.annotation.annotation)
+            return ann + (static if ann in ("int", "float", "bool", "str", "tuple", "tuple[int, ...]") else "")
+        if p.default is not None:
+            return _annotation(p.default, {}, ctx)
+    if isinstance(value, cst.BinaryOperation) and all(isinstance(n, (cst.Integer, cst.Name)) for n in (value.left, value.right)):
+        return "int" + static
+    return "object" + static
+
+
+def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str]) -> cst.FunctionDef:
+    params = {p.name.value: p for p in (*fn.params.params, *fn.params.kwonly_params)}
+    stmts = [s for s in fn.body.body if not _is_super_init(s)]
+    for s in stmts:
+        if not isinstance(s, cst.SimpleStatementLine):
+            continue
+        for small in s.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                t = dotted_text(small.targets[0].target)
+                if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
+                    fields[t[5:]] = _annotation(small.value, params, ctx)
+    block = fn.body.with_changes(body=stmts)
+    counter = _Keys(None)
+    block.visit(counter)
+    n = counter.count
+    if n == 0:  # nothing draws initial values: no key parameter
+        kw = [p for p in fn.params.kwonly_params if p.name.value != "key"]
+        star = fn.params.star_arg if kw or isinstance(fn.params.star_arg, cst.Param) else cst.MaybeSentinel.DEFAULT
+        return fn.with_changes(params=fn.params.with_changes(kwonly_params=kw, star_arg=star), body=block)
+    block = block.visit(_Keys(_key_names(n)))
+    if n > 1:
+        stmts = list(block.body)
+        stmts.insert(_docstring_end(stmts), _split_line(n, ctx, optional=False))
+        block = block.with_changes(body=stmts)
+    return fn.with_changes(body=block)
+
+
