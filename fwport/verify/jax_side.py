@@ -1,0 +1,177 @@
+"""The JAX subprocess of ``fwport verify`` for torch → JAX: the *translated* program. Imports JAX
+and Equinox; importing torch fails (a translation must run without PyTorch).
+
+``run`` executes the translated file, builds the Equinox model with a key, writes the original's
+state_dict into it by name (``fc1.weight`` → ``model.fc1.weight``, ``net.0.bias`` →
+``model.net.layers[0].bias``; ``eqx.tree_at``), and writes outputs of ``jax.vmap(model)`` in
+inference mode and the gradients of ``sum(out * R)`` with the original's names, to an ``.npz``.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+class _BlockTorch:
+    """The translated program must run without PyTorch (and this process must never hold both)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "torchvision", "torchaudio", "tensorflow", "keras"):
+            raise ImportError(f"the translation imports {name}: a translated program must not need PyTorch")
+        return None
+
+
+sys.meta_path.insert(0, _BlockTorch())
+
+import inspect  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from _worker_io import UserError, build_object, serve  # noqa: E402
+
+
+def _setup(dtype: str, device: str) -> None:
+    if device == "cpu":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+    jax.config.update("jax_default_matmul_precision", "highest")
+    jax.config.update("jax_enable_x64", dtype == "float64")
+
+
+def locate(model, name: str, eqx):
+    """A state_dict name → (the getter of that array in the Equinox model, its key path), or None."""
+    steps = []
+    obj = model
+    for part in name.split("."):
+        if part.isdigit():
+            if isinstance(obj, eqx.nn.Sequential):
+                steps.append(("attr", "layers"))
+                obj = obj.layers
+            try:
+                obj = obj[int(part)]
+            except (TypeError, IndexError, KeyError):
+                return None
+            steps.append(("item", int(part)))
+        else:
+            if not hasattr(obj, part):
+                return None
+            obj = getattr(obj, part)
+            steps.append(("attr", part))
+
+    def get(m):
+        for kind, v in steps:
+            m = getattr(m, v) if kind == "attr" else m[v]
+        return m
+
+    return get, "".join(f".{v}" if k == "attr" else f"[{v}]" for k, v in steps), obj
+
+
+def load_state(model, state: dict, eqx, jnp):
+    """Write each torch array into the model by name: the same shape, or Equinox's shape for the same
+    values (a conv bias (O,) is (O, 1, 1)). Returns the model and the problems."""
+    import jax
+    getters, values, problems, written = [], [], [], set()
+    for name, value in state.items():
+        found = locate(model, name, eqx)
+        if found is None:
+            problems.append(f"{name}: the translated model has no such array")
+            continue
+        get, path, target = found
+        if not hasattr(target, "shape"):
+            problems.append(f"{name}: {path} is a {type(target).__name__}, not an array")
+            continue
+        if tuple(target.shape) != tuple(value.shape):
+            if int(np.prod(target.shape)) == value.size and [d for d in target.shape if d != 1] == [d for d in value.shape if d != 1]:
+                value = value.reshape(target.shape)
+            else:
+                problems.append(f"{name}: shape {tuple(value.shape)} in PyTorch, {tuple(target.shape)} at {path}")
+                continue
+        getters.append(get)
+        values.append(jnp.asarray(value, dtype=target.dtype))
+        written.add(path)
+    if getters:
+        model = eqx.tree_at(lambda m: tuple(g(m) for g in getters), model, tuple(values))
+    leaves = jax.tree_util.tree_flatten_with_path(eqx.filter(model, eqx.is_inexact_array))[0]
+    for path, _ in leaves:
+        p = jax.tree_util.keystr(path)
+        if p not in written:
+            problems.append(f"{p}: an array of the translated model that no PyTorch state entry writes")
+    return model, problems
+
+
+def run(req: dict) -> dict:
+    _setup(req["dtype"], req["device"])
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
+    key = jax.random.key(req["seed"])
+
+    def build(obj, args):
+        params = inspect.signature(obj).parameters if callable(obj) else {}
+        return obj(**args, key=key) if "key" in params else obj(**args)
+
+    cls = ns.get(req["model"])
+    model = build(cls, req["args"]) if isinstance(cls, type) or callable(cls) and not isinstance(cls, eqx.Module) else \
+        build_object(ns, req["model"], req["args"], lambda o: isinstance(o, eqx.Module))
+    if not isinstance(model, eqx.Module):
+        raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not an eqx.Module")
+    with np.load(req["torch"]) as z:
+        T = {k: z[k] for k in z.files}
+    state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
+    model, problems = load_state(model, state, eqx, jnp)
+    if problems:
+        return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
+    model = eqx.nn.inference_mode(model)
+    with np.load(req["inputs"]) as z:
+        xs = [jnp.asarray(z[f"x{i}"]) for i in range(len(z.files))]
+    n_out = len([k for k in T if k.startswith("out")])
+    R = [jnp.asarray(T[f"R{i}"], dtype=jnp.float64 if req["dtype"] == "float64" else jnp.float32) for i in range(n_out)]
+
+    def forward(m, *inputs):
+        out = jax.vmap(m)(*inputs)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    out = forward(model, *xs)
+    save = {f"out{i}": np.asarray(o) for i, o in enumerate(out)}
+    if "grad" in req["checks"]:
+        floats = [i for i, x in enumerate(xs) if jnp.issubdtype(x.dtype, jnp.floating)]
+
+        def loss(params, static, fx):
+            inputs = list(xs)
+            for i, x in zip(floats, fx):
+                inputs[i] = x
+            outs = forward(eqx.combine(params, static), *inputs)
+            return sum(jnp.sum(o * r) for o, r in zip(outs, R) if jnp.issubdtype(o.dtype, jnp.floating))
+
+        params, static = eqx.partition(model, eqx.is_inexact_array)
+        g_params, g_x = jax.grad(loss, argnums=(0, 2))(params, static, [xs[i] for i in floats])
+        for name in state:
+            get, _, _ = locate(model, name, eqx)
+            g = get(g_params)
+            if g is not None:
+                save[f"g:{name}"] = np.asarray(g).reshape(T[f"w:{name}"].shape)
+        for i, g in zip(floats, g_x):
+            save[f"gx{i}"] = np.asarray(g)
+    np.savez(req["out"], **save)
+    return {"outputs": len(out), "versions": _versions(), "device": str(jax.devices()[0]), "problems": []}
+
+
+def _versions() -> dict:
+    import equinox
+    import jax
+    return {"jax": jax.__version__, "equinox": equinox.__version__}
+
+
+def handle(req: dict) -> dict:
+    if req["op"] == "run":
+        return run(req)
+    raise UserError(f"unknown request {req['op']!r}")
+
+
+if __name__ == "__main__":
+    serve(handle)
