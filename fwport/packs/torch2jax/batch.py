@@ -17,6 +17,15 @@ from fwport.core.names import dotted_text
 
 F = "torch.nn.functional."
 
+#: per-example rank each layer takes (Equinox layers take exactly one example; more leading axes: vmap)
+LAYER_RANK = {"torch.nn.Linear": 1, "torch.nn.LayerNorm": 1, "torch.nn.Embedding": 0, "torch.nn.Conv1d": 2, "torch.nn.Conv2d": 3,
+              "torch.nn.Conv3d": 4}
+#: layers whose output rank is their input's; and those that change it
+SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid",
+                       "torch.nn.Dropout", "torch.nn.LayerNorm", "torch.nn.Conv1d", "torch.nn.Conv2d",
+                       "torch.nn.MaxPool2d"})
+RANK_CHANGE = {"torch.nn.Embedding": 1}
+
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:
     """An integer written as a literal (``1``, ``-1``), else None."""
@@ -69,11 +78,14 @@ class Forward(cst.CSTTransformer):
     ``modules``: attribute → the qualified source class of each submodule (``torch.nn.Dropout``);
     ``keyed``: the attributes whose call takes a key (dropout, a Sequential holding one)."""
 
-    def __init__(self, ctx, batched: set[str], keyed: set[str]):
+    def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None):
         super().__init__()
         self.ctx = ctx
         self.batched = set(batched)
         self.keyed = keyed
+        self.modules = modules or {}
+        self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
+        self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
 
@@ -81,12 +93,111 @@ class Forward(cst.CSTTransformer):
     def is_batched(self, node: cst.BaseExpression) -> bool:
         return bool(names_in(node) & self.batched)
 
-    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
+        unpacked = self.unpack_shape(original, updated)
+        if unpacked is not None:
+            return unpacked
         hit = self.is_batched(original.value)
+        r = self.rank_of(updated.value)
         for t in original.targets:
             for n in _target_names(t.target):
                 (self.batched.add if hit else self.batched.discard)(n)
+                self.batch_sizes.discard(n)
+                if r is not None and isinstance(t.target, cst.Name):
+                    self.rank[n] = r
+                else:
+                    self.rank.pop(n, None)
         return updated
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        v = node.value
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
+                and isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" \
+                and not v.args:
+            self.kept.add(id(v))  # `B, T, C = x.size()`: unpacked by leave_Assign
+
+    def unpack_shape(self, original: cst.Assign, updated: cst.Assign):
+        """``B, T, C = x.shape`` (or ``x.size()``) → ``T, C = x.shape``: B names the batch size (dropped
+        where it sizes a view), and x has rank 2 per example."""
+        v = original.value
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" and not v.args:
+            x = v.func.value
+        elif isinstance(v, cst.Attribute) and v.attr.value == "shape":
+            x = v.value
+        else:
+            return None
+        if len(original.targets) != 1 or not isinstance(original.targets[0].target, (cst.Tuple, cst.List)) \
+                or not self.is_batched(x):
+            return None
+        elts = original.targets[0].target.elements
+        if not elts or not isinstance(elts[0].value, cst.Name) or any(e.value.__class__ is cst.StarredElement for e in elts):
+            return None
+        self.batch_sizes.add(elts[0].value.value)
+        if isinstance(x, cst.Name):
+            self.rank[x.value] = len(elts) - 1
+        rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in elts[1:]]
+        if not rest:
+            return cst.RemoveFromParent()
+        target = cst.Tuple(rest, lpar=[], rpar=[]) if len(rest) > 1 else cst.Tuple(
+            [rest[0].with_changes(comma=cst.Comma())], lpar=[], rpar=[])
+        value = cst.Attribute(x, cst.Name("shape"))
+        return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
+
+    # --- per-example ranks -------------------------------------------------------------------------
+    def rank_of(self, node: cst.BaseExpression) -> int | None:
+        """The per-example rank of a translated expression, where it follows from known ranks."""
+        if isinstance(node, cst.Name):
+            return self.rank.get(node.value)
+        if isinstance(node, cst.BinaryOperation):
+            a, b = self.rank_of(node.left), self.rank_of(node.right)
+            return max(a, b) if a is not None and b is not None else None
+        if not isinstance(node, cst.Call):
+            return None
+        f = node.func
+        text = dotted_text(f) or ""
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if isinstance(f, cst.Attribute) and f.attr.value == "reshape":
+            if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+                return len(args[0].elements)
+            return len(args) if not any(a.star for a in node.args) else None
+        if isinstance(f, cst.Call) and dotted_text(f.func) == "jax.vmap" and f.args:
+            inner = dotted_text(f.args[0].value) or ""
+            sub = self.modules.get(inner[5:]) if inner.startswith("self.") else None
+            r = self.rank_of(args[0]) if args else None
+            if sub in RANK_CHANGE and r is not None:
+                return r + RANK_CHANGE[sub]
+            return r
+        if text.startswith("self.") and text.count(".") == 1 and args:
+            sub = self.modules.get(text[5:])
+            if sub in SAME_RANK or sub in RANK_CHANGE:
+                r = self.rank_of(args[0])
+                return None if r is None else r + RANK_CHANGE.get(sub, 0)
+            return None
+        if text.startswith(("jax.nn.", "jnp.")) and args and text not in ("jnp.sum", "jnp.mean", "jnp.max", "jnp.min"):
+            if text in ("jnp.concatenate", "jnp.stack"):
+                first = args[0].elements[0].value if isinstance(args[0], (cst.List, cst.Tuple)) and args[0].elements else None
+                r = self.rank_of(first) if first is not None else None
+                return None if r is None else r + (text == "jnp.stack")
+            if text == "jnp.expand_dims":
+                r = self.rank_of(args[0])
+                return None if r is None else r + 1
+            return self.rank_of(args[0]) if text.startswith("jax.nn.") or text == "jnp.transpose" else None
+        return None
+
+    def vmapped(self, name: str, updated: cst.Call) -> cst.BaseExpression:
+        """``self.fc(h)`` on an example of higher rank than the layer takes → ``jax.vmap(self.fc)(h)``."""
+        sub = self.modules.get(name)
+        want = LAYER_RANK.get(sub)
+        args = [a for a in updated.args if a.keyword is None]
+        if want is None or len(args) != 1:
+            return updated
+        r = self.rank_of(args[0].value)
+        if r is None or r <= want:
+            return updated
+        func = updated.func
+        for _ in range(r - want):
+            func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
+        return updated.with_changes(func=func)
 
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
@@ -118,6 +229,14 @@ class Forward(cst.CSTTransformer):
             self.kept.add(id(node.args[0].value))
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        before = len(self.ctx.pending)
+        out = self._call(original, updated)
+        if out is updated and any(p.node is original and p.finding.severity is Severity.ERROR
+                                  for p in self.ctx.pending[before:]):
+            self.ctx.settled.add(id(out))  # refused here: the rule pass must not translate it out of context
+        return out
+
+    def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) in self.kept:
             return updated
         q = self.ctx.imports.resolve(original.func)
@@ -128,6 +247,9 @@ class Forward(cst.CSTTransformer):
             recv = dotted_text(func.value)
             if recv is not None and recv.startswith("self.") and recv.count(".") == 1 and func.attr.value == "__call__":
                 return updated
+            if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.modules \
+                    and func.attr.value not in self.keyed:
+                return self.vmapped(func.attr.value, updated)
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.keyed:
                 site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
                                                                               equal=_EQ)])
@@ -152,7 +274,8 @@ class Forward(cst.CSTTransformer):
             a, unknown = _args(updated, ("input", "start_dim", "end_dim"))
             if unknown or "input" not in a or not self.is_batched(original):
                 return updated
-            return self.flatten(original, a["input"], a.get("start_dim", cst.Integer("0")), a.get("end_dim"))
+            out = self.flatten(original, a["input"], a.get("start_dim", cst.Integer("0")), a.get("end_dim"))
+            return updated if out is None else out
         if q in (F + "softmax", F + "log_softmax", "torch.softmax", "torch.log_softmax"):
             a, unknown = _args(updated, ("input", "dim"))
             if unknown or "input" not in a or not self.is_batched(original):
@@ -201,16 +324,16 @@ class Forward(cst.CSTTransformer):
         module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride)
         return cst.Call(module, [cst.Arg(a["input"])])
 
-    def flatten(self, node, x, start, end) -> cst.BaseExpression:
+    def flatten(self, node, x, start, end) -> cst.BaseExpression | None:
         s = int_literal(start)
         if end is not None and int_literal(end) != -1:
             self.error(node, "flatten with end_dim: not translated yet; write the reshape for one example",
                        "unsupported-construct")
-            return node
+            return None
         if s is None or s == 0:
             self.error(node, "flatten from dimension 0 merges the batch axis; a per-example module flattens from "
                        "dimension 1 (the example's first axis)")
-            return node
+            return None
         if s == 1:
             return _method(x, "reshape", [cst.UnaryOperation(cst.Minus(), cst.Integer("1"))])
         return _method(x, "reshape", [expr(f"*{_atom_code(x)}.shape[:{s - 1}]"), expr("-1")])
@@ -247,7 +370,8 @@ class Forward(cst.CSTTransformer):
             a, unknown = _args(updated, ("start_dim", "end_dim"))
             if unknown:
                 return updated
-            return self.flatten(original, recv, a.get("start_dim", cst.Integer("0")), a.get("end_dim"))
+            out = self.flatten(original, recv, a.get("start_dim", cst.Integer("0")), a.get("end_dim"))
+            return updated if out is None else out
         if name == "size":
             if not args:
                 self.error(original, ".size() includes the batch size, which a per-example module does not have; "
@@ -265,7 +389,9 @@ class Forward(cst.CSTTransformer):
         return updated
 
     def is_batch_size(self, node: cst.BaseExpression, recv: cst.BaseExpression) -> bool:
-        """``x.size(0)`` / ``x.shape[0]`` of a batched tensor."""
+        """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
+        if isinstance(node, cst.Name) and node.value in self.batch_sizes:
+            return True
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
                 and len(node.args) == 1 and int_literal(node.args[0].value) == 0:
             return self.is_batched(node.func.value)

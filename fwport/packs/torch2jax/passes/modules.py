@@ -88,7 +88,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
             s = s.with_changes(params=_kwonly(s.params, "key", None))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set(params), keyed)
+            fwd = Forward(ctx, set(params), keyed, subs)
             new_body = s.body.visit(fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.key_sites:

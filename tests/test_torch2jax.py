@@ -1,0 +1,205 @@
+"""fwport torch2jax: PyTorch → JAX/Equinox.
+
+- every rule example of rules/torch2jax/ (translate, compare, fixpoint);
+- per-example semantics: the batch axis dropped where it is proven, an error finding where not;
+- every fixtures/torch2jax/<name>/: model.py translates to exactly expected.py with the expected
+  findings and is a fixpoint; expected.py runs with torch unimportable and `fwport verify` (torch in
+  one subprocess, JAX in another) proves it computes the original's outputs and gradients;
+- planted bugs (a trap translated wrongly on purpose) make the verifier fail.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import regen_torch2jax_fixtures as regen  # noqa: E402
+
+PACK = load_pack("torch2jax")
+RULES = sorted(PACK.rules.values(), key=lambda r: r.id)
+DIRS = regen.fixture_dirs()
+VERIFY = {d.name: json.loads((d / "verify.json").read_text()) for d in DIRS}
+MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
+needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"verification needs {', '.join(MISSING)} installed")
+
+
+def t2j(text: str):
+    return translate_source(text, "example.py", PACK)
+
+
+# --- the rules' examples -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rule,ex", [pytest.param(r, e, id=f"{r.id}/{e.name}") for r in RULES for e in r.examples])
+def test_rule_example(rule, ex):
+    r = t2j(ex.before)
+    assert r.output == ex.after, f"{rule.path}: example {ex.name!r}"
+    assert Counter(f.code for f in r.findings) == Counter(ex.findings), f"{rule.path}: example {ex.name!r} findings"
+    assert t2j(r.output).output == r.output, "translating the output again must change nothing"
+
+
+def test_every_rule_has_an_example():
+    assert RULES and not [r.id for r in RULES if not r.examples]
+
+
+# --- per-example semantics ----------------------------------------------------------------------------
+
+HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n" \
+       "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 4)\n\n" \
+       "    def forward(self, x):\n"
+
+
+def _forward(body: str):
+    r = t2j(HEAD + "".join(f"        {line}\n" for line in body.splitlines()))
+    return r, r.output.split("def __call__", 1)[1]
+
+
+@pytest.mark.parametrize("torch_code,jax_code", [
+    ("return x.view(x.size(0), -1)", "return x.reshape(-1)"),
+    ("return torch.flatten(x, 1)", "return x.reshape(-1)"),
+    ("return x.flatten(2)", "return x.reshape(*x.shape[:1], -1)"),
+    ("return torch.cat([x, x], dim=1)", "return jnp.concatenate([x, x], axis=0)"),
+    ("return F.softmax(x, dim=-1)", "return jax.nn.softmax(x, axis=-1)"),
+    ("return x.sum(dim=2, keepdim=True)", "return x.sum(axis=1, keepdims=True)"),
+    ("return x.permute(0, 2, 3, 1)", "return jnp.transpose(x, (1, 2, 0))"),
+    ("return x.transpose(1, 2).contiguous()", "return jnp.swapaxes(x, 0, 1)"),
+    ("return x.size(1) * x.shape[2]", "return x.shape[0] * x.shape[1]"),
+    ("B, T, C = x.size()\nreturn self.fc(x).view(B, T * 4)", "T, C = x.shape\n        return jax.vmap(self.fc)(x).reshape(T * 4)"),
+    ("return F.max_pool2d(x, 2)", "return eqx.nn.MaxPool2d(2, stride=2)(x)"),
+])
+def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
+    r, call = _forward(torch_code)
+    assert jax_code in call, call
+    assert not [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+@pytest.mark.parametrize("torch_code", [
+    "return x.sum(dim=0)",
+    "return torch.cat([x, x], dim=0)",
+    "return x.view(4, -1)",
+    "return torch.flatten(x)",
+    "n = x.size(0)\nreturn x * n",
+    "return x.permute(1, 0, 2)",
+])
+def test_code_that_needs_the_batch_axis_is_an_error(torch_code):
+    r, _ = _forward(torch_code)
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["batch-axis"], r.findings
+    assert errors[0].line >= 12 and f"# fwport: batch-axis:" in r.output
+
+
+def test_an_assumed_batch_axis_is_a_warning():
+    r, call = _forward("return x.view(-1, 400)")
+    assert "return x.reshape(400)" in call
+    assert [(f.severity, f.code) for f in r.findings] == [(Severity.WARNING, "batch-axis")]
+
+
+def test_functional_dropout_is_refused_not_given_a_global_rng():
+    r, call = _forward("return F.dropout(x, 0.5, self.training)")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+
+
+def test_no_module_is_left_without_a_key_where_it_draws_values():
+    r = t2j(HEAD + "        return self.fc(x)\n")
+    assert "def __init__(self, *, key):" in r.output and "eqx.nn.Linear(8, 4, key=key)" in r.output
+    assert "super().__init__()" not in r.output and "fc: eqx.nn.Linear" in r.output
+    assert "torch" not in r.output
+
+
+# --- fixtures -----------------------------------------------------------------------------------------
+
+def test_enough_fixtures():
+    assert len(DIRS) >= 3
+    for d in DIRS:
+        for f in ("model.py", "expected.py", "expected_findings.json", "verify.json"):
+            assert (d / f).is_file(), f"{d.name}: {f} missing (run scripts/regen_torch2jax_fixtures.py)"
+
+
+_done: dict[str, object] = {}
+
+
+def translated(name: str):
+    if name not in _done:
+        _done[name] = regen.translate_fixture(regen.FIXTURES / name)
+    return _done[name]
+
+
+@pytest.mark.parametrize("name", [d.name for d in DIRS])
+def test_fixture_translation_is_expected(name):
+    r = translated(name)
+    d = regen.FIXTURES / name
+    assert r.output == (d / "expected.py").read_text(), "differs from expected.py (scripts/regen_torch2jax_fixtures.py --check)"
+    assert regen.findings_data(r) == json.loads((d / "expected_findings.json").read_text())
+    assert "torch" not in r.output.replace("torch2jax", "")
+    assert translate_source(r.output, "again.py", PACK).output == r.output, "not a fixpoint"
+
+
+@pytest.fixture(scope="module")
+def session():
+    from fwport.verify.run import Session
+    with Session() as s:
+        yield s
+
+
+def _verify(session, name: str, translated_file: Path | None = None) -> dict:
+    from fwport.verify.run import Options, verify
+    d = regen.FIXTURES / name
+    v = VERIFY[name]
+    opts = Options(str(d / "model.py"), str(translated_file or d / "expected.py"), v["model"], args=v.get("args", {}),
+                   inputs=v["inputs"], checks=tuple(v.get("checks", ("forward", "grad"))), device="cpu",
+                   direction="torch2jax")
+    return verify(opts, session)
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name", [d.name for d in DIRS if VERIFY[d.name].get("kind", "model") == "model"])
+def test_fixture_verifies_against_pytorch(name, session):
+    cert = _verify(session, name)
+    res = cert.get("results", {})
+    assert cert["verdict"] == "pass", json.dumps(cert, indent=1, default=str)[:4000]
+    assert res["outputs"] and res["gradients"], "forward and gradients were both compared"
+    assert all(e["ok"] for es in res.values() for e in es)
+
+
+# --- planted bugs: a trap translated wrongly must not verify ------------------------------------------
+
+PLANTED = [
+    # jax.nn.gelu is the tanh approximation unless told otherwise; PyTorch's GELU is exact (a mismatch)
+    ("seq_pool", "jax.nn.gelu(x, approximate=False)", "jax.nn.gelu(x)"),
+    # dim=1 kept as written: the batch axis not dropped (sums over the features, not the positions)
+    ("seq_pool", "(jnp.expand_dims(w, -1) * h).sum(axis=0)", "(jnp.expand_dims(w, -1) * h).sum(axis=1)"),
+    ("lenet", "jax.nn.log_softmax(self.fc3(x), axis=0)", "jax.nn.log_softmax(self.fc3(x), axis=1)"),
+    # Equinox's pooling stride defaults to 1, PyTorch's to the window
+    ("lenet", "eqx.nn.MaxPool2d(2, stride=2)(jax.nn.relu(self.conv1(x)))", "eqx.nn.MaxPool2d(2)(jax.nn.relu(self.conv1(x)))"),
+    # the skip connection concatenated in the other order (a weight layout the transfer cannot see)
+    ("mlp", "h = jnp.concatenate([h, x], axis=0)", "h = jnp.concatenate([x, h], axis=0)"),
+]
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name,right,wrong", PLANTED, ids=[f"{p[0]}:{p[2][:40]}" for p in PLANTED])
+def test_a_planted_bug_fails_verification(name, right, wrong, session, tmp_path):
+    """Numerically wrong code is a mismatch (exit 1); code that cannot run at those shapes is an error
+    of the JAX side (exit 2): never a pass."""
+    from fwport.verify.run import VerifyError
+    text = (regen.FIXTURES / name / "expected.py").read_text()
+    assert right in text, "the planted bug must replace code the translation really has"
+    bad = tmp_path / "translated.py"
+    bad.write_text(text.replace(right, wrong))
+    try:
+        cert = _verify(session, name, bad)
+    except VerifyError as e:
+        assert e.side == "jax", e
+        return
+    assert cert["verdict"] == "mismatch"
+    assert not all(e["ok"] for e in cert["results"]["outputs"])
