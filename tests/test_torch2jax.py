@@ -171,6 +171,27 @@ def test_fixture_verifies_against_pytorch(name, session):
     assert all(e["ok"] for es in res.values() for e in es)
 
 
+def _verify_training(session, name: str, translated_file: Path | None = None) -> dict:
+    from fwport.verify.run import Options
+    from fwport.verify.torch2jax import verify_training
+    d = regen.FIXTURES / name
+    v = VERIFY[name]
+    opts = Options(str(d / "model.py"), str(translated_file or d / "expected.py"), v["model"], args=v.get("args", {}),
+                   inputs=v["inputs"], device="cpu", direction="torch2jax", dtype=v.get("dtype", "float32"))
+    # float64: Adam divides by sqrt(v) + eps, which magnifies float32 rounding of tiny gradients
+    return verify_training(opts, session, v["train"], v.get("train_args", {}))
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name", [d.name for d in DIRS if VERIFY[d.name].get("kind") == "training"])
+def test_training_fixture_trains_like_pytorch(name, session):
+    """The same initial parameters, the same data: after the training function, every parameter and
+    every returned loss agree."""
+    cert = _verify_training(session, name)
+    assert cert["verdict"] == "pass", json.dumps(cert, indent=1, default=str)[:4000]
+    assert len(cert["results"]["trained"]) >= 4 and cert["results"]["losses"]
+
+
 # --- planted bugs: a trap translated wrongly must not verify ------------------------------------------
 
 PLANTED = [
@@ -184,6 +205,34 @@ PLANTED = [
     # the skip connection concatenated in the other order (a weight layout the transfer cannot see)
     ("mlp", "h = jnp.concatenate([h, x], axis=0)", "h = jnp.concatenate([x, h], axis=0)"),
 ]
+
+
+TRAINING_PLANTED = [
+    # coupled L2 decay applied after the momentum instead of to the gradient
+    ("sgd_loop", "optax.chain(optax.add_decayed_weights(1e-3), optax.sgd(learning_rate=lr, momentum=0.9))",
+     "optax.chain(optax.sgd(learning_rate=lr, momentum=0.9), optax.add_decayed_weights(1e-3))"),
+    # Nesterov momentum where PyTorch has the heavy ball
+    ("sgd_loop", "optax.sgd(learning_rate=lr, momentum=0.9)", "optax.sgd(learning_rate=lr, momentum=0.9, nesterov=True)"),
+    # Adam's eps left at optax's default 1e-8 (the source says 1e-6)
+    ("adam_minibatch", "b2=0.98, eps=1e-6)", "b2=0.98)"),
+    # eps inside the square root (optax's eps_root) instead of outside
+    ("adam_minibatch", "b2=0.98, eps=1e-6)", "b2=0.98, eps=0.0, eps_root=1e-6)"),
+    # PyTorch's coupled Adam decay translated as AdamW's decoupled one
+    ("adam_minibatch", "optax.chain(optax.add_decayed_weights(1e-4), optax.adam(learning_rate=1e-2, b1=0.9, b2=0.98, eps=1e-6))",
+     "optax.adamw(learning_rate=1e-2, b1=0.9, b2=0.98, eps=1e-6, weight_decay=1e-4)"),
+]
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name,right,wrong", TRAINING_PLANTED, ids=[f"{p[0]}:{p[2][-40:]}" for p in TRAINING_PLANTED])
+def test_a_planted_optimizer_bug_fails_verification(name, right, wrong, session, tmp_path):
+    text = (regen.FIXTURES / name / "expected.py").read_text()
+    assert right in text, "the planted bug must replace code the translation really has"
+    bad = tmp_path / "translated.py"
+    bad.write_text(text.replace(right, wrong))
+    cert = _verify_training(session, name, bad)
+    assert cert["verdict"] == "mismatch"
+    assert not all(e["ok"] for e in cert["results"]["trained"])
 
 
 @needs_frameworks

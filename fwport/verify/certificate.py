@@ -58,7 +58,8 @@ def render(cert: dict, verbose: bool = False) -> str:
         _keras_header(cert, lines, v, dev)
     res = cert.get("results", {})
     for group, title in (("outputs", "forward (inference mode)"), ("input_gradients", "gradients w.r.t. inputs"),
-                         ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)")):
+                         ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)"),
+                         ("losses", "losses the training function returns"), ("trained", "parameters after training")):
         es = res.get(group) or []
         if not es:
             continue

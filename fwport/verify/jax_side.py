@@ -161,6 +161,45 @@ def run(req: dict) -> dict:
     return {"outputs": len(out), "versions": _versions(), "device": str(jax.devices()[0]), "problems": []}
 
 
+def train(req: dict) -> dict:
+    """The translated training function on the model holding the original's initial state; writes
+    the trained parameters under the original's names (``s:``) and the losses it returns."""
+    _setup(req["dtype"], req["device"])
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
+    cls = ns.get(req["model"])
+    if cls is None or req["train"] not in ns:
+        raise UserError(f"{req['model']!r} or {req['train']!r} is missing from {req['source']}")
+    model = cls(**req["args"], key=jax.random.key(req["seed"])) if "key" in inspect.signature(cls).parameters \
+        else cls(**req["args"])
+    with np.load(req["torch"]) as z:
+        T = {k: z[k] for k in z.files}
+    state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
+    model, problems = load_state(model, state, eqx, jnp)
+    if problems:
+        return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
+    with np.load(req["inputs"]) as z:
+        xs = [jnp.asarray(z[f"x{i}"]) for i in range(len(z.files))]
+    result = ns[req["train"]](model, *xs, **req.get("train_args", {}))
+    items = result if isinstance(result, (tuple, list)) else [result]
+    trained = next((o for o in items if isinstance(o, eqx.Module)), None)
+    if trained is None:
+        raise UserError(f"{req['train']} returns no eqx.Module: a JAX training function must return the trained model")
+    save = {}
+    for name in state:
+        found = locate(trained, name, eqx)
+        if found is not None and f"s:{name}" in T:
+            save[f"s:{name}"] = np.asarray(found[2]).reshape(T[f"s:{name}"].shape)
+    losses = [o for o in items if isinstance(o, list)]
+    if losses:
+        save["losses"] = np.asarray([float(v) for v in losses[0]], dtype=np.float64)
+    np.savez(req["out"], **save)
+    return {"versions": _versions(), "device": str(jax.devices()[0]), "problems": []}
+
+
 def _versions() -> dict:
     import equinox
     import jax
@@ -170,6 +209,8 @@ def _versions() -> dict:
 def handle(req: dict) -> dict:
     if req["op"] == "run":
         return run(req)
+    if req["op"] == "train":
+        return train(req)
     raise UserError(f"unknown request {req['op']!r}")
 
 

@@ -84,6 +84,51 @@ def verify(opts, session) -> dict:
     return cert
 
 
+def verify_training(opts, session, function: str, train_args: dict | None = None) -> dict:
+    """Both training functions, ``function(model, *inputs, **train_args)``, from the same initial
+    parameters (the original's, moved by name): the trained parameters and the returned losses
+    compared. Inputs are drawn from ``opts.inputs`` (integer labels as ``int64[8]:3``)."""
+    from fwport.verify.run import TOLERANCES, VerifyError, _ask, compare
+    from fwport.verify.spec import InputSpec, SpecError, make_inputs
+
+    try:
+        specs = [InputSpec.parse(s).with_dtype(opts.dtype) for s in opts.inputs]
+    except SpecError as e:
+        raise VerifyError(str(e), kind="user") from None
+    rtol, atol = TOLERANCES[opts.dtype]
+    rtol = opts.rtol if opts.rtol is not None else rtol
+    atol = opts.atol if opts.atol is not None else atol
+    t0 = time.perf_counter()
+    xs = make_inputs(specs, opts.seed)
+    with tempfile.TemporaryDirectory(prefix="fwport-verify-") as tmp:
+        d = Path(tmp)
+        np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
+        common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args, "op": "train",
+                  "train": function, "train_args": train_args or {}, "inputs": str(d / "x.npz"), "model": opts.model}
+        tresp = _ask(session, session.worker("torch_source", 0, opts.device),
+                     dict(common, source=str(Path(opts.original).resolve()), out=str(d / "torch.npz")), opts.timeout)
+        jresp = _ask(session, session.worker("jax", 0, opts.device),
+                     dict(common, source=str(Path(opts.translated).resolve()), torch=str(d / "torch.npz"),
+                          out=str(d / "jax.npz")), opts.timeout)
+        cert = _base(opts, specs, rtol, atol, tresp, jresp)
+        cert["training"] = {"function": function, "args": train_args or {}}
+        if jresp["problems"]:
+            cert.update(verdict="mismatch", problems=jresp["problems"], results={})
+            return cert
+        with np.load(d / "torch.npz") as z:
+            T = {k: z[k] for k in z.files}
+        with np.load(d / "jax.npz") as z:
+            J = {k: z[k] for k in z.files}
+    results: dict[str, list] = {"trained": [], "losses": []}
+    for k in sorted(k for k in T if k.startswith("s:")):
+        results["trained"].append({"name": k[2:], **compare(T[k], J.get(k, np.zeros(0)), rtol, atol)})
+    if "losses" in T:
+        results["losses"].append({"name": "losses", **compare(T["losses"], J.get("losses", np.zeros(0)), rtol, atol)})
+    ok = bool(results["trained"]) and all(e["ok"] for es in results.values() for e in es)
+    cert.update(results=results, verdict="pass" if ok else "mismatch", timing={"total": time.perf_counter() - t0})
+    return cert
+
+
 def _base(opts, specs, rtol, atol, tresp, jresp) -> dict:
     import platform
     return {

@@ -79,9 +79,36 @@ def run(req: dict) -> dict:
             "trainable": [n for n, p in model.named_parameters() if p.requires_grad]}
 
 
+def train(req: dict) -> dict:
+    """Run the original's training function on the built model: ``fn(model, *inputs, **train_args)``;
+    writes the initial state (``w:``), the trained parameters (``s:``) and the losses it returns."""
+    torch.manual_seed(req["seed"])
+    ns = runpy.run_path(req["source"], run_name="__fwport_original__")
+    model = build_object(ns, req["model"], req["args"], lambda o: isinstance(o, torch.nn.Module))
+    if req["train"] not in ns:
+        raise UserError(f"no training function {req['train']!r} in {req['source']}")
+    dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
+    model = model.to(dtype=dtype)
+    save = {f"w:{k}": _np(v) for k, v in model.state_dict().items() if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS}
+    with np.load(req["inputs"]) as z:
+        xs = [torch.from_numpy(z[f"x{i}"]) for i in range(len(z.files))]
+    xs = [x.to(dtype) if x.is_floating_point() else x for x in xs]
+    result = ns[req["train"]](model, *xs, **req.get("train_args", {}))
+    trained = next((o for o in (result if isinstance(result, (tuple, list)) else [result])
+                    if isinstance(o, torch.nn.Module)), model)
+    save.update({f"s:{n}": _np(p) for n, p in trained.named_parameters()})
+    losses = [o for o in (result if isinstance(result, (tuple, list)) else [result]) if isinstance(o, list)]
+    if losses:
+        save["losses"] = np.asarray(losses[0], dtype=np.float64)
+    np.savez(req["out"], **save)
+    return {"versions": {"torch": torch.__version__}, "device": "cpu"}
+
+
 def handle(req: dict) -> dict:
     if req["op"] == "run":
         return run(req)
+    if req["op"] == "train":
+        return train(req)
     raise UserError(f"unknown request {req['op']!r}")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import build_call, code, expr
-from fwport.packs.torch2jax.registry import call_transform
+from fwport.packs.torch2jax.registry import call_transform, value_transform
 
 
 def _options(m) -> dict:
@@ -71,3 +71,49 @@ def call(m, ctx):
     for k, v in _options(m).get("kwargs", {}).items():
         m.kwargs.setdefault(k, expr(v))
     return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+# --- optimizers ------------------------------------------------------------------------------------
+
+OPTIMIZERS = "torch2jax.optimizers"  # ctx.analyses: the emitted optax expression's text → the model's source text
+
+
+@value_transform("model-parameters")
+def model_parameters(value, spec, m, ctx):
+    """``model.parameters()``: optax transformations take no parameters; the optimizer state is
+    initialised from the model's arrays (``opt_state = optim.init(eqx.filter(model, eqx.is_array))``,
+    written by the training pass)."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and value.func.attr.value == "parameters" \
+            and not value.args:
+        m.extras["model"] = code(value.func.value)
+        return
+    m.fail(ctx, "unsupported-argument", f"{m.written(spec.name)}: only model.parameters() is translated (parameter "
+           "groups and subsets become optax.multi_transform / masks by hand)")
+
+
+@call_transform("optimizer")
+def optimizer(m, ctx):
+    """torch.optim.X(model.parameters(), ...) → the optax transformation with every hyperparameter
+    mapped; PyTorch's coupled ``weight_decay`` (added to the gradient before the step) becomes
+    ``optax.add_decayed_weights`` chained *before* it. ``emit.options.decoupled``: the transformation
+    takes ``weight_decay`` itself (AdamW)."""
+    opts = _options(m)
+    kw = dict(m.kwargs)
+    betas = kw.pop("betas", None)
+    if betas is not None:
+        if isinstance(betas, (cst.Tuple, cst.List)) and len(betas.elements) == 2:
+            kw["b1"], kw["b2"] = (e.value for e in betas.elements)
+        else:
+            kw["b1"], kw["b2"] = expr(f"{code(betas)}[0]"), expr(f"{code(betas)}[1]")
+    momentum = kw.get("momentum")
+    if momentum is not None and code(momentum) in ("0", "0.0"):
+        del kw["momentum"]  # optax: momentum=None is plain SGD
+    wd = kw.pop("weight_decay", None) if not opts.get("decoupled") else None
+    order = ("learning_rate", "b1", "b2", "eps", "momentum", "nesterov", "weight_decay")
+    args = ", ".join(f"{k}={code(kw[k])}" for k in order if k in kw)
+    text = f"{ctx.spell_text(m.rule.emit['target'])}({args})"
+    if wd is not None and code(wd) not in ("0", "0.0"):
+        text = f"{ctx.spell_text('optax.chain')}({ctx.spell_text('optax.add_decayed_weights')}({code(wd)}), {text})"
+    out = expr(text)
+    ctx.analyses.setdefault(OPTIMIZERS, {})[text] = m.extras.get("model")
+    return out

@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
-from fwport.packs.torch2jax.passes import modules
+from fwport.packs.torch2jax.passes import modules, training
 
 PLANNERS: tuple[Planner, ...] = (
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     Planner("modules", re.compile(r"\bModule\b"), modules.run),
+    # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
+    Planner("training", re.compile(r"\bmanual_seed\b|\.(?:train|eval|backward)\s*\("), training.run),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines
-FINISH = (modules.finish,)
+FINISH = (modules.finish, training.finish)
