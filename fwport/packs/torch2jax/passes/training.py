@@ -289,18 +289,22 @@ class _Finish(cst.CSTTransformer):
             moved[-1] = cst.parse_statement(f"return {code(last.value)}\n")
         else:
             moved.append(cst.parse_statement(f"return {loss}\n"))
-        loss_lines = "".join(" " * 8 + code(s).strip() + "\n" for s in moved)
+
         params = ", ".join([model, "opt_state", *inputs])
         f = self.spell
         text = (f"@{f('equinox.filter_jit')}\n"
                 f"def train_step({params}):\n"
                 f"    def loss_fn({model}):\n"
-                f"{loss_lines}\n"
+                f"        pass\n\n"
                 f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n"
                 f"    updates, opt_state = {opt}.update(grads, opt_state, {f('equinox.filter')}({model}, {f('equinox.is_array')}))\n"
                 f"    {model} = {f('equinox.apply_updates')}({model}, updates)\n"
                 f"    return {model}, opt_state, {loss}\n")
-        step_fn = cst.parse_statement(text).with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        step_fn = cst.parse_statement(text)
+        inner = step_fn.body.body[0]  # loss_fn: its body is the loss statements, as written (comments kept)
+        inner = inner.with_changes(body=inner.body.with_changes(body=moved))
+        step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
+                                       leading_lines=[cst.EmptyLine(indent=False)])
         call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params})\n")
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
