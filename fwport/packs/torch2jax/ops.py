@@ -117,3 +117,56 @@ def optimizer(m, ctx):
     out = expr(text)
     ctx.analyses.setdefault(OPTIMIZERS, {})[text] = m.extras.get("model")
     return out
+
+
+@call_transform("unwrap")
+def unwrap(m, ctx):
+    """A PyTorch wrapper with no JAX counterpart → what it wraps (nn.Parameter(data) → data,
+    nn.ModuleList([...]) → [...]); an omitted value is an empty list / an error."""
+    values = list(m.kwargs.values())
+    if values:
+        return values[0]
+    if m.rule.emit["target"] == "list":
+        return cst.List([])
+    m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]}() without a value: give the array")
+    return None
+
+
+@call_transform("shape-args")
+def shape_args(m, ctx):
+    """``torch.zeros(2, 3)`` / ``torch.zeros((2, 3))`` → ``jnp.zeros((2, 3))``."""
+    sizes = list(m.bound.varargs)
+    if len(sizes) == 1:
+        shape = sizes[0]
+    else:
+        shape = cst.Tuple([cst.Element(v) for v in sizes]) if sizes else cst.Tuple([])
+    return cst.Call(ctx.spell(m.rule.emit["target"]), [cst.Arg(shape)])
+
+
+@call_transform("random")
+def random(m, ctx):
+    """``torch.randn(4, 8)`` → ``jax.random.normal(key, (4, 8))``: PyTorch's global generator becomes the
+    key in scope (in ``__init__``: the module's, split per use by the modules pass)."""
+    from fwport.core.finding import Severity
+
+    shape = shape_args(m, ctx).args[0].value
+    ctx.report(Severity.INFO, "key-added", f"{m.rule.names[0]} draws from PyTorch's global generator: here from "
+               "`key`, which must be a jax.random key in scope (in __init__ it is the module's own)", m.node, m.rule)
+    return cst.Call(ctx.spell(m.rule.emit["target"]), [cst.Arg(cst.Name("key")), cst.Arg(shape)])
+
+
+@call_transform("loss-module")
+def loss_module(m, ctx):
+    """A loss module (``criterion = nn.CrossEntropyLoss()``) → a lambda of its two inputs computing the
+    same reduction (``emit.options.params`` names them)."""
+    opts = _options(m)
+    names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
+    text = opts["elementwise"].format(**names)
+    reduction = m.kwargs.get("reduction")
+    how = "'mean'" if reduction is None else code(reduction).replace('"', "'")
+    reduce = {"'mean'": "jax.numpy.mean", "'sum'": "jax.numpy.sum"}.get(how)
+    if reduce is None and how != "'none'":
+        m.fail(ctx, "unsupported-argument", f"reduction={m.written('reduction')}: write 'mean', 'sum' or 'none'")
+        return None
+    body = f"{ctx.spell_text(reduce)}({text})" if reduce else text
+    return expr(f"lambda {opts['params']}: {body}")

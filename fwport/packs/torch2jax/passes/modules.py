@@ -15,6 +15,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import code
+from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.torch2jax.batch import Forward
 
@@ -39,7 +40,24 @@ def run(module: cst.Module, ctx) -> cst.Module:
         if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
             stmt = _class(stmt, ctx, plans)
         body.append(stmt)
+    drawing = {name for name, plan in plans.items() if plan["draws"]}
+    if drawing:  # instances made outside the classes: the finishing step gives them a key
+        for stmt in module.body:
+            if not isinstance(stmt, cst.ClassDef):
+                stmt.visit(_Instances(ctx, drawing))
     return module.with_changes(body=body)
+
+
+class _Instances(cst.CSTVisitor):
+    def __init__(self, ctx, classes: set[str]):
+        super().__init__()
+        self.ctx, self.classes = ctx, classes
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in self.classes \
+                and not any(a.keyword and a.keyword.value == "key" for a in node.args):
+            self.ctx.report(Severity.INFO, "key-added", f"{node.func.value}(...) draws its initial parameters from "
+                            "a key: given key=jax.random.key(0); pass your own to vary the initialisation", node)
 
 
 def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
@@ -81,7 +99,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
     bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
              for b in cls.bases]
-    plan = {"key_sites": 0}
+    plan = {"key_sites": 0, "draws": bool(subs)}
     body = []
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
@@ -106,11 +124,30 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     if not plans:
         return module
     body = []
+    keyed: set[str] = set()  # classes (in file order) whose __init__ takes a key: their instances get one
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in plans:
-            stmt = _finish_class(stmt, ctx, plans[stmt.name.value])
+            stmt = _finish_class(stmt, ctx, plans[stmt.name.value], keyed)
         body.append(stmt)
+    if keyed:  # instances made outside the classes (a script's `model = Net()`)
+        root = f"{ctx.spell_text('jax.random.key')}(0)"
+        adder = _RootKey(frozenset(keyed), root)
+        body = [s if isinstance(s, cst.ClassDef) else s.visit(adder) for s in body]
     return module.with_changes(body=body)
+
+
+class _RootKey(cst.CSTTransformer):
+    def __init__(self, classes: frozenset[str], root: str):
+        super().__init__()
+        self.classes, self.root = classes, root
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        if isinstance(original.func, cst.Name) and original.func.value in self.classes \
+                and not any(a.keyword and a.keyword.value == "key" for a in original.args):
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
+            return updated.with_changes(args=[*args, cst.Arg(cst.parse_expression(self.root), keyword=cst.Name("key"),
+                                                             equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        return updated
 
 
 def _is_super_init(stmt: cst.CSTNode) -> bool:
@@ -124,13 +161,22 @@ def _is_super_init(stmt: cst.CSTNode) -> bool:
 class _Keys(cst.CSTTransformer):
     """Numbers the constructors that need a key: ``eqx.nn.Linear(...)`` → ``eqx.nn.Linear(..., key=keyN)``."""
 
-    def __init__(self, names: list[str] | None):
+    def __init__(self, names: list[str] | None, classes: frozenset[str] = frozenset()):
         super().__init__()
         self.names = names  # None: count only
+        self.classes = classes  # translated module classes of this file whose __init__ takes a key
         self.count = 0
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if dotted_text(original.func) not in KEYED or any(a.keyword and a.keyword.value == "key" for a in original.args):
+        func = dotted_text(original.func) or ""
+        if func.startswith("jax.random.") and original.args and isinstance(original.args[0].value, cst.Name) \
+                and original.args[0].value.value == "key" and original.args[0].keyword is None:
+            self.count += 1  # a draw the rules wrote from `key` (torch.randn → jax.random.normal(key, ...))
+            if self.names is None:
+                return updated
+            first = updated.args[0].with_changes(value=cst.Name(self.names[self.count - 1]))
+            return updated.with_changes(args=[first, *updated.args[1:]])
+        if func not in KEYED and func not in self.classes or any(a.keyword and a.keyword.value == "key" for a in original.args):
             return updated
         self.count += 1
         if self.names is None:
@@ -176,12 +222,14 @@ def _docstring_end(body) -> int:
     return 0
 
 
-def _finish_class(cls: cst.ClassDef, ctx, plan: dict) -> cst.ClassDef:
+def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str]) -> cst.ClassDef:
     fields: dict[str, str] = {}
     body = []
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
-            s = _finish_init(s, ctx, fields)
+            s = _finish_init(s, ctx, fields, frozenset(keyed))
+            if any(p.name.value == "key" for p in s.params.kwonly_params):
+                keyed.add(cls.name.value)
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
             t = _CallKeys()
             fb = s.body.visit(t)
@@ -209,6 +257,10 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) ->
             return f
         if f.startswith(("jnp.", "jax.")):
             return ctx.spell_text("jax.Array")
+    if isinstance(value, (cst.List, cst.Tuple)):
+        kind = "list" if isinstance(value, cst.List) else "tuple"
+        literal = all(isinstance(e.value, (cst.Integer, cst.Float, cst.SimpleString)) for e in value.elements)
+        return kind + (static if literal and value.elements else "")
     if isinstance(value, cst.Integer):
         return "int" + static
     if isinstance(value, cst.Float):
@@ -229,7 +281,7 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) ->
     return "object" + static
 
 
-def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str]) -> cst.FunctionDef:
+def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], classes: frozenset[str]) -> cst.FunctionDef:
     params = {p.name.value: p for p in (*fn.params.params, *fn.params.kwonly_params)}
     stmts = [s for s in fn.body.body if not _is_super_init(s)]
     for s in stmts:
@@ -241,14 +293,14 @@ def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str]) -> cst.Functi
                 if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
                     fields[t[5:]] = _annotation(small.value, params, ctx)
     block = fn.body.with_changes(body=stmts)
-    counter = _Keys(None)
+    counter = _Keys(None, classes)
     block.visit(counter)
     n = counter.count
     if n == 0:  # nothing draws initial values: no key parameter
         kw = [p for p in fn.params.kwonly_params if p.name.value != "key"]
         star = fn.params.star_arg if kw or isinstance(fn.params.star_arg, cst.Param) else cst.MaybeSentinel.DEFAULT
         return fn.with_changes(params=fn.params.with_changes(kwonly_params=kw, star_arg=star), body=block)
-    block = block.visit(_Keys(_key_names(n)))
+    block = block.visit(_Keys(_key_names(n), classes))
     if n > 1:
         stmts = list(block.body)
         stmts.insert(_docstring_end(stmts), _split_line(n, ctx, optional=False))

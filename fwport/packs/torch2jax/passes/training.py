@@ -45,6 +45,20 @@ class _Pass(cst.CSTTransformer):
         self.ctx = ctx
         self.models = models
 
+    def leave_Call(self, original, updated):
+        q = self.ctx.imports.resolve(original.func)
+        if q in NO_GRAD:
+            self.ctx.settled.add(id(updated))  # removed by the finishing step
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}() removed: JAX differentiates only what jax.grad "
+                            "(eqx.filter_grad) is given, so there is no gradient recording to switch off", original)
+            return updated
+        f = original.func
+        if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not original.args
+                                             or f.attr.value == "to" and len(original.args) == 1
+                                             and _is_device(original.args[0].value, self.ctx)):
+            return updated.func.value  # JAX places arrays itself (jax.device_put where it matters)
+        return updated
+
     def leave_SimpleStatementLine(self, original, updated):
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
             return updated
@@ -80,6 +94,20 @@ class _Pass(cst.CSTTransformer):
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
+
+
+NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+
+
+def _is_device(node, ctx) -> bool:
+    """A device argument of ``.to(...)``: a device name (``device``, ``args.device``), a device string
+    or ``torch.device(...)``."""
+    text = dotted_text(node)
+    if text is not None:
+        return "device" in text.rsplit(".", 1)[-1]
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value.split(":")[0] in ("cuda", "cpu", "mps")
+    return isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == "torch.device"
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
@@ -123,10 +151,37 @@ def _assigns(stmt, name: str) -> bool:
 # --- finish ------------------------------------------------------------------------------------------
 
 def finish(module: cst.Module, ctx) -> cst.Module:
+    module = module.visit(_NoGrad(ctx))
     optimizers = ctx.analyses.get(OPTIMIZERS)
     if not optimizers:
         return module
     return module.visit(_Finish(ctx, optimizers))
+
+
+class _NoGrad(cst.CSTTransformer):
+    """``with torch.no_grad():`` → its body; ``@torch.no_grad()`` → removed."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def _no_grad(self, node) -> bool:
+        return isinstance(node, cst.Call) and self.ctx.imports.resolve(node.func) in NO_GRAD
+
+    def leave_With(self, original, updated):
+        if not all(self._no_grad(i.item) and i.asname is None for i in original.items) \
+                or not isinstance(updated.body, cst.IndentedBlock):
+            return updated
+        body = list(updated.body.body)
+        if body:
+            body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+        return cst.FlattenSentinel(body)
+
+    def leave_FunctionDef(self, original, updated):
+        decorators = [d for d in updated.decorators if not self._no_grad(d.decorator)]
+        if len(decorators) == len(updated.decorators):
+            return updated
+        return updated.with_changes(decorators=decorators)
 
 
 class _Names(cst.CSTVisitor):
