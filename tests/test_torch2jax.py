@@ -116,6 +116,30 @@ def test_no_module_is_left_without_a_key_where_it_draws_values():
     assert "torch" not in r.output
 
 
+def test_a_translated_class_used_as_a_submodule_or_in_a_script_gets_a_key():
+    r = t2j(HEAD + "        return self.fc(x)\n\n\nclass Outer(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.inner = Net()\n        self.head = nn.Linear(4, 2)\n\n"
+            "    def forward(self, x):\n        return self.head(self.inner(x))\n\n\nmodel = Outer()\n")
+    assert "self.inner = Net(key=key1)" in r.output and "self.head = eqx.nn.Linear(4, 2, key=key2)" in r.output
+    assert "model = Outer(key=jax.random.key(0))" in r.output
+    assert [f.code for f in r.findings] == ["key-added"]
+
+
+def test_no_grad_and_device_moves_are_removed():
+    r = t2j("import torch\n\n\n@torch.no_grad()\ndef evaluate(model, x, device):\n    x = x.to(device)\n"
+            "    with torch.no_grad():\n        y = model(x)\n    return y.cpu()\n")
+    assert r.output == ("\n\ndef evaluate(model, x, device):\n    x = x\n    y = model(x)\n    return y\n")
+    assert {f.code for f in r.findings} == {"idiom-replaced"}
+
+
+def test_a_training_loop_of_another_shape_is_refused():
+    r = t2j("import torch\n\n\ndef fit(model, x, y):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    for _ in range(3):\n        loss = ((model(x) - y) ** 2).mean()\n        loss.backward()\n"
+            "        opt.step()\n")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+    assert "loss.backward()" in r.output and "train_step" not in r.output
+
+
 # --- fixtures -----------------------------------------------------------------------------------------
 
 def test_enough_fixtures():

@@ -164,6 +164,8 @@ class Forward(cst.CSTTransformer):
             inner = dotted_text(f.args[0].value) or ""
             sub = self.modules.get(inner[5:]) if inner.startswith("self.") else None
             r = self.rank_of(args[0]) if args else None
+            if r is None and sub == "torch.nn.Embedding":
+                r = 1
             if sub in RANK_CHANGE and r is not None:
                 return r + RANK_CHANGE[sub]
             return r
@@ -192,6 +194,8 @@ class Forward(cst.CSTTransformer):
         if want is None or len(args) != 1:
             return updated
         r = self.rank_of(args[0].value)
+        if r is None and sub == "torch.nn.Embedding":
+            r = 1  # token ids: PyTorch looks up arrays of them, Equinox one id at a time (vmap of a scalar fails loudly)
         if r is None or r <= want:
             return updated
         func = updated.func
