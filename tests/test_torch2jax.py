@@ -276,3 +276,18 @@ def test_a_planted_bug_fails_verification(name, right, wrong, session, tmp_path)
         return
     assert cert["verdict"] == "mismatch"
     assert not all(e["ok"] for e in cert["results"]["outputs"])
+
+
+@needs_frameworks
+def test_fwport_verify_command_detects_the_direction_and_passes(tmp_path):
+    """The command line: exit 0 and a certificate naming both frameworks."""
+    import subprocess
+    d = regen.FIXTURES / "mlp"
+    cert_path = tmp_path / "cert.json"
+    p = subprocess.run([sys.executable, "-m", "fwport", "verify", str(d / "model.py"), str(d / "expected.py"), "--model",
+                        "MLP", "--input", "float32[3,20]", "--device", "cpu", "--json", str(cert_path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "JAX" in p.stdout and "verdict: PASS" in p.stdout
+    cert = json.loads(cert_path.read_text())
+    assert cert["direction"] == "torch2jax" and cert["versions"]["jax"] and cert["versions"]["torch"]
