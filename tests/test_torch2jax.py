@@ -143,7 +143,7 @@ def test_a_training_loop_of_another_shape_is_refused():
 # --- fixtures -----------------------------------------------------------------------------------------
 
 def test_enough_fixtures():
-    assert len(DIRS) >= 3
+    assert len(DIRS) >= 7
     for d in DIRS:
         for f in ("model.py", "expected.py", "expected_findings.json", "verify.json"):
             assert (d / f).is_file(), f"{d.name}: {f} missing (run scripts/regen_torch2jax_fixtures.py)"
@@ -226,6 +226,10 @@ PLANTED = [
     ("lenet", "jax.nn.log_softmax(self.fc3(x), axis=0)", "jax.nn.log_softmax(self.fc3(x), axis=1)"),
     # Equinox's pooling stride defaults to 1, PyTorch's to the window
     ("lenet", "eqx.nn.MaxPool2d(2, stride=2)(jax.nn.relu(self.conv1(x)))", "eqx.nn.MaxPool2d(2)(jax.nn.relu(self.conv1(x)))"),
+    # BatchNorm's eps left at another value, and its state kept in the normalising-with-the-average mode
+    ("conv_bn", 'self.bn0 = eqx.nn.BatchNorm(channels, axis_name="batch", momentum=0.9, mode="batch")',
+     'self.bn0 = eqx.nn.BatchNorm(channels, axis_name="batch", eps=1e-3, momentum=0.9, mode="batch")'),
+    ("conv_bn", 'momentum=0.95, mode="batch")', 'momentum=0.95, mode="ema")'),
     # the skip connection concatenated in the other order (a weight layout the transfer cannot see)
     ("mlp", "h = jnp.concatenate([h, x], axis=0)", "h = jnp.concatenate([x, h], axis=0)"),
 ]
@@ -275,7 +279,7 @@ def test_a_planted_bug_fails_verification(name, right, wrong, session, tmp_path)
         assert e.side == "jax", e
         return
     assert cert["verdict"] == "mismatch"
-    assert not all(e["ok"] for e in cert["results"]["outputs"])
+    assert cert.get("problems") or not all(e["ok"] for e in cert["results"]["outputs"])
 
 
 @needs_frameworks

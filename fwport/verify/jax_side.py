@@ -69,12 +69,35 @@ def locate(model, name: str, eqx):
     return get, "".join(f".{v}" if k == "attr" else f"[{v}]" for k, v in steps), obj
 
 
+RUNNING = ("running_mean", "running_var")
+
+
+def load_running_stats(model, layer_state, state: dict, eqx, jnp):
+    """BatchNorm buffers (``bn.running_mean`` / ``bn.running_var``) → the layer's entry of the
+    eqx.nn.State (mode "batch": the average itself while its counter is 0). Returns the state and problems."""
+    problems = []
+    for prefix in sorted({n.rsplit(".", 1)[0] for n in state if n.rsplit(".", 1)[-1] in RUNNING}):
+        found = locate(model, prefix, eqx)
+        bn = found[2] if found else None
+        if not isinstance(bn, eqx.nn.BatchNorm) or getattr(bn, "batch_state_index", None) is None:
+            problems.append(f"{prefix}.running_mean/var: no eqx.nn.BatchNorm(mode='batch') at {prefix}")
+            continue
+        if layer_state is None:
+            problems.append(f"{prefix}: the translated model keeps no state (build it with eqx.nn.make_with_state)")
+            continue
+        mean, var = (jnp.asarray(state[f"{prefix}.{k}"]) for k in RUNNING)
+        layer_state = layer_state.set(bn.batch_state_index, (mean, var))
+    return layer_state, problems
+
+
 def load_state(model, state: dict, eqx, jnp):
     """Write each torch array into the model by name: the same shape, or Equinox's shape for the same
     values (a conv bias (O,) is (O, 1, 1)). Returns the model and the problems."""
     import jax
     getters, values, problems, written = [], [], [], set()
     for name, value in state.items():
+        if name.rsplit(".", 1)[-1] in RUNNING:
+            continue  # layer state, not a parameter: load_running_stats
         found = locate(model, name, eqx)
         if found is None:
             problems.append(f"{name}: the translated model has no such array")
@@ -111,19 +134,13 @@ def run(req: dict) -> dict:
     ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
     key = jax.random.key(req["seed"])
 
-    def build(obj, args):
-        params = inspect.signature(obj).parameters if callable(obj) else {}
-        return obj(**args, key=key) if "key" in params else obj(**args)
-
-    cls = ns.get(req["model"])
-    model = build(cls, req["args"]) if isinstance(cls, type) or callable(cls) and not isinstance(cls, eqx.Module) else \
-        build_object(ns, req["model"], req["args"], lambda o: isinstance(o, eqx.Module))
-    if not isinstance(model, eqx.Module):
-        raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not an eqx.Module")
+    model, layer_state = _build(ns, req, key, eqx)
     with np.load(req["torch"]) as z:
         T = {k: z[k] for k in z.files}
     state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
     model, problems = load_state(model, state, eqx, jnp)
+    layer_state, more = load_running_stats(model, layer_state, state, eqx, jnp)
+    problems += more
     if problems:
         return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
     model = eqx.nn.inference_mode(model)
@@ -133,7 +150,11 @@ def run(req: dict) -> dict:
     R = [jnp.asarray(T[f"R{i}"], dtype=jnp.float64 if req["dtype"] == "float64" else jnp.float32) for i in range(n_out)]
 
     def forward(m, *inputs):
-        out = jax.vmap(m)(*inputs)
+        if layer_state is None:
+            out = jax.vmap(m)(*inputs)
+        else:  # the state is shared by the batch: in_axes None for it, and it comes back once
+            out, _ = jax.vmap(m, axis_name="batch", in_axes=(0,) * len(inputs) + (None,),
+                              out_axes=(0, None))(*inputs, layer_state)
         return list(out) if isinstance(out, (tuple, list)) else [out]
 
     out = forward(model, *xs)
@@ -151,14 +172,35 @@ def run(req: dict) -> dict:
         params, static = eqx.partition(model, eqx.is_inexact_array)
         g_params, g_x = jax.grad(loss, argnums=(0, 2))(params, static, [xs[i] for i in floats])
         for name in state:
-            get, _, _ = locate(model, name, eqx)
-            g = get(g_params)
+            found = locate(model, name, eqx)
+            if found is None:  # a buffer kept in the layer state (running statistics)
+                continue
+            g = found[0](g_params)
             if g is not None:
                 save[f"g:{name}"] = np.asarray(g).reshape(T[f"w:{name}"].shape)
         for i, g in zip(floats, g_x):
             save[f"gx{i}"] = np.asarray(g)
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": _versions(), "device": str(jax.devices()[0]), "problems": []}
+
+
+def _build(ns: dict, req: dict, key, eqx):
+    """The translated model (a class called with ``key=`` when it takes one; through
+    eqx.nn.make_with_state when its ``__call__`` takes a state) and its state (or None)."""
+    obj = ns.get(req["model"])
+    if isinstance(obj, eqx.Module):
+        return obj, None
+    if obj is None or not callable(obj):
+        build_object(ns, req["model"], req["args"], lambda o: isinstance(o, eqx.Module))  # raises the usage error
+    params = inspect.signature(obj).parameters
+    call = getattr(obj, "__call__", None)
+    stateful = isinstance(obj, type) and call is not None and "state" in inspect.signature(call).parameters
+    make = eqx.nn.make_with_state(obj) if stateful else obj
+    built = make(**req["args"], key=key) if "key" in params else make(**req["args"])
+    model, layer_state = built if stateful else (built, None)
+    if not isinstance(model, eqx.Module):
+        raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not an eqx.Module")
+    return model, layer_state
 
 
 def train(req: dict) -> dict:

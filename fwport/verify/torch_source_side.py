@@ -42,6 +42,21 @@ def _np(t: torch.Tensor) -> np.ndarray:
     return t.detach().cpu().numpy().copy()
 
 
+def _expose_norm_statistics(model, seed: int) -> None:
+    """Normalisation layers start as the identity (mean 0, var 1, scale 1, shift 0), which hides a
+    statistic or an affine parameter that is not carried over: give them seeded non-trivial values."""
+    g = torch.Generator().manual_seed(seed + 7)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(getattr(m, "running_mean", None), torch.Tensor) and isinstance(getattr(m, "running_var", None), torch.Tensor):
+                m.running_mean.copy_(0.5 * torch.randn(m.running_mean.shape, generator=g))
+                m.running_var.copy_(0.5 + 1.5 * torch.rand(m.running_var.shape, generator=g))
+                if getattr(m, "weight", None) is not None:
+                    m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=g))
+                if getattr(m, "bias", None) is not None:
+                    m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
+
+
 def run(req: dict) -> dict:
     dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
     device = torch.device("cuda" if req["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
@@ -51,6 +66,7 @@ def run(req: dict) -> dict:
     if not isinstance(model, torch.nn.Module):
         raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not a torch.nn.Module")
     model = model.to(device=device, dtype=dtype).eval()
+    _expose_norm_statistics(model, req["seed"])
     with np.load(req["inputs"]) as z:
         arrays = [z[f"x{i}"] for i in range(len(z.files))]
     xs = []

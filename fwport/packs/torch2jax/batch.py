@@ -78,8 +78,11 @@ class Forward(cst.CSTTransformer):
     ``modules``: attribute → the qualified source class of each submodule (``torch.nn.Dropout``);
     ``keyed``: the attributes whose call takes a key (dropout, a Sequential holding one)."""
 
-    def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None):
+    def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None,
+                 stateful: set[str] = frozenset()):
         super().__init__()
+        self.stateful = stateful  # attributes whose call takes and returns the state (BatchNorm)
+        self.state_sites: list[cst.Call] = []
         self.ctx = ctx
         self.batched = set(batched)
         self.keyed = keyed
@@ -214,6 +217,9 @@ class Forward(cst.CSTTransformer):
 
     def shift(self, node: cst.CSTNode, dim: cst.BaseExpression | None, what: str) -> cst.BaseExpression | None:
         """The per-example axis for a batched ``dim``; None (and an error) when it cannot be one."""
+        if isinstance(dim, (cst.Tuple, cst.List)) and dim.elements:  # several dims: each shifted
+            out = [self.shift(node, e.value, what) for e in dim.elements]
+            return None if any(o is None for o in out) else cst.Tuple([cst.Element(o) for o in out])
         d = int_literal(dim) if dim is not None else None
         if dim is None or d is None:
             self.error(node, f"{what}: the dimension {code(dim) if dim is not None else '(none: all of them)'} "
@@ -251,6 +257,10 @@ class Forward(cst.CSTTransformer):
             recv = dotted_text(func.value)
             if recv is not None and recv.startswith("self.") and recv.count(".") == 1 and func.attr.value == "__call__":
                 return updated
+            if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.stateful:
+                site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("state"))])
+                self.state_sites.append(site)
+                return site
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.modules \
                     and func.attr.value not in self.keyed:
                 return self.vmapped(func.attr.value, updated)
@@ -452,6 +462,14 @@ class Forward(cst.CSTTransformer):
             return _method(recv, "astype", [self.ctx.spell("jax.numpy.float32")])
         target = {"relu": "jax.nn.relu", "sigmoid": "jax.nn.sigmoid"}.get(name, f"jax.numpy.{name}")
         return _call(self.ctx.spell(target), [recv])
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
+        if not self.state_sites or updated.value is None:
+            return updated
+        value = updated.value
+        if isinstance(value, cst.Tuple) and not value.lpar:
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return updated.with_changes(value=cst.Tuple([cst.Element(value), cst.Element(cst.Name("state"))], lpar=[], rpar=[]))
 
     # --- `x.shape[i]` ----------------------------------------------------------------------------------
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:

@@ -170,3 +170,34 @@ def loss_module(m, ctx):
         return None
     body = f"{ctx.spell_text(reduce)}({text})" if reduce else text
     return expr(f"lambda {opts['params']}: {body}")
+
+
+@call_transform("batch-norm")
+def batch_norm(m, ctx):
+    """``nn.BatchNorm2d(C, eps, momentum)`` → ``eqx.nn.BatchNorm(C, axis_name="batch", eps, momentum=1 - m,
+    mode="batch")``: PyTorch's momentum weighs the new batch (0.1), Equinox's the running value (0.9).
+    mode="batch" normalises with the batch statistics in training, as PyTorch does (mode="ema" would
+    normalise with the updated running average).
+    The batch statistics of training come from ``jax.vmap(..., axis_name="batch")``."""
+    kw = dict(m.kwargs)
+    momentum = kw.pop("momentum", None)
+    value = 0.1 if momentum is None else None
+    if momentum is not None:
+        from fwport.core.engine import literal_value
+        value = literal_value(momentum, None)
+        if not isinstance(value, (int, float)) or isinstance(value, bool):
+            m.fail(ctx, "unsupported-argument", f"momentum={m.written('momentum')}: give a number (None, PyTorch's "
+                   "cumulative average, is not translated)")
+            return None
+    args = [code(kw.pop("input_size")), 'axis_name="batch"']
+    if "eps" in kw:
+        args.append(f"eps={code(kw.pop('eps'))}")
+    args.append(f"momentum={round(1 - value, 12)!r}")
+    args += [f"{k}={code(v)}" for k, v in kw.items()]
+    args.append('mode="batch"')
+    from fwport.core.finding import Severity
+    ctx.report(Severity.WARNING, "approximate", "BatchNorm running statistics: Equinox averages the biased batch "
+               "variance and debiases the average, PyTorch averages the unbiased one from (0, 1): normalisation in "
+               "training and inference with the same statistics agree, the statistics a training run accumulates "
+               "differ slightly", m.node, m.rule)
+    return expr(f"{ctx.spell_text('equinox.nn.BatchNorm')}({', '.join(args)})")

@@ -93,22 +93,56 @@ def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | Non
     return params.with_changes(star_arg=star, kwonly_params=[*kw, p])
 
 
+#: source layers that keep a state beside their parameters (eqx.nn.State)
+STATEFUL = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d"})
+
+
+def _stateful_members(init: cst.FunctionDef | None, ctx) -> bool:
+    """Whether a Sequential/ModuleList in ``__init__`` holds a stateful layer (not threaded yet)."""
+    if init is None:
+        return False
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if ctx.imports.resolve(node.func) in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+                for a in node.args:
+                    for n in ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]):
+                        if isinstance(n, cst.Call) and ctx.imports.resolve(n.func) in STATEFUL:
+                            found.append(n)
+
+    init.visit(V())
+    return bool(found)
+
+
 def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     subs = _submodules(methods.get("__init__"), ctx)
+    for name, q in list(subs.items()):  # instances of this file's translated classes
+        if q not in STATEFUL and isinstance(q, str) and q.split(".")[-1] in plans and plans[q.split(".")[-1]].get("stateful"):
+            subs[name] = "stateful-class"
+    stateful = {n for n, q in subs.items() if q in STATEFUL or q == "stateful-class"}
+    if _stateful_members(methods.get("__init__"), ctx):
+        ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}: a Sequential or ModuleList holding "
+                   "BatchNorm is not translated yet (its state must be threaded through each member); call the "
+                   "members one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
     bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
              for b in cls.bases]
-    plan = {"key_sites": 0, "draws": bool(subs)}
+    plan = {"key_sites": 0, "draws": bool(subs), "stateful": []}
     body = []
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set(params), keyed, subs)
+            fwd = Forward(ctx, set(params), keyed, subs, stateful)
             new_body = s.body.visit(fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
+            if fwd.state_sites:  # the layers' state goes in and comes out
+                ps = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in s.params.params]
+                s = s.with_changes(params=s.params.with_changes(params=[*ps, cst.Param(cst.Name("state"))]))
+                plan["stateful"] = sorted(stateful)
             if fwd.key_sites:
                 s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))
                 plan["key_sites"] = len(fwd.key_sites)
@@ -187,6 +221,67 @@ class _Keys(cst.CSTTransformer):
         return updated.with_changes(args=[*args, arg])
 
 
+class _HoistState(cst.CSTTransformer):
+    """A stateful layer returns (output, state): ``y = f(self.bn(x, state))`` →
+    ``bn, state = self.bn(x, state)`` then ``y = f(bn)``; ``y = self.bn(x, state)`` → ``y, state = ...``."""
+
+    def __init__(self, attrs: frozenset[str]):
+        super().__init__()
+        self.attrs = attrs
+        self.hoisted: list[cst.BaseStatement] = []
+        self.used: set[str] = set()
+
+    def is_stateful(self, node) -> bool:
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+            and dotted_text(node.func.value) == "self" and node.func.attr.value in self.attrs \
+            and bool(node.args) and isinstance(node.args[-1].value, cst.Name) and node.args[-1].value.value == "state"
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        class Names(cst.CSTVisitor):
+            def __init__(s):
+                s.names = set()
+
+            def visit_Name(s, n):
+                s.names.add(n.value)
+
+            def visit_Attribute(s, n):
+                n.value.visit(s)  # `self.bn0`: bn0 is no variable
+                return False
+
+        v = Names()
+        node.visit(v)
+        self.used |= v.names
+
+    def _temp(self, attr: str) -> str:
+        name, i = attr, 2
+        while name in self.used:
+            name, i = f"{attr}{i}", i + 1
+        self.used.add(name)
+        return name
+
+    def leave_Call(self, original, updated):
+        if not self.is_stateful(updated):
+            return updated
+        temp = self._temp(updated.func.attr.value)
+        self.hoisted.append(cst.parse_statement(f"{temp}, state = {code(updated)}\n"))
+        return cst.Name(temp)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        hoisted, self.hoisted = self.hoisted, []
+        if not hoisted:
+            return updated
+        small = updated.body[0] if len(updated.body) == 1 else None
+        last = hoisted[-1].body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and isinstance(small.value, cst.Name) and small.value.value == code(last.targets[0].target.elements[0].value):
+            # `y = self.bn(x, state)`: unpack into y itself
+            hoisted[-1] = cst.parse_statement(f"{small.targets[0].target.value}, state = {code(last.value)}\n")
+            hoisted[0] = hoisted[0].with_changes(leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel(hoisted)
+        hoisted[0] = hoisted[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel([*hoisted, updated.with_changes(leading_lines=[])])
+
+
 class _CallKeys(cst.CSTTransformer):
     """``key=key`` at the n dropout call sites of ``__call__`` → ``key=key1`` ... ``key=keyN``."""
 
@@ -230,7 +325,9 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str]) -> cst.Cl
             s = _finish_init(s, ctx, fields, frozenset(keyed))
             if any(p.name.value == "key" for p in s.params.kwonly_params):
                 keyed.add(cls.name.value)
-        elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
+        elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
+            s = s.visit(_HoistState(frozenset(plan["stateful"])))
+        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
             t = _CallKeys()
             fb = s.body.visit(t)
             stmts = list(fb.body)
