@@ -125,6 +125,35 @@ def test_a_translated_class_used_as_a_submodule_or_in_a_script_gets_a_key():
     assert [f.code for f in r.findings] == ["key-added"]
 
 
+def test_a_script_calls_its_model_over_the_batch_and_threads_the_state():
+    bn = ("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+          "        super().__init__()\n        self.bn = nn.BatchNorm1d(4)\n\n    def forward(self, x):\n"
+          "        return self.bn(x)\n\n\nmodel = Net()\nmodel.eval()\ny = model(torch.zeros(2, 4))\n")
+    r = t2j(bn)
+    assert "    def __call__(self, x, state):\n        return self.bn(x, state)\n" in r.output
+    assert "model, state = eqx.nn.make_with_state(Net)()\nmodel = eqx.nn.inference_mode(model, True)\n" in r.output
+    assert 'y, state = jax.vmap(model, axis_name="batch", in_axes=(0, None), out_axes=(0, None))' \
+           '(jnp.zeros((2, 4)), state)' in r.output
+    plain = t2j(HEAD + "        return self.fc(x)\n\n\nnet = Net()\nout = net(torch.ones(3, 8))\n")
+    assert "net = Net(key=jax.random.key(0))\nout = jax.vmap(net)(jnp.ones((3, 8)))" in plain.output
+
+
+@needs_frameworks
+def test_the_translated_script_runs_without_torch(tmp_path):
+    import subprocess
+    src = ("import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+           "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 3)\n"
+           "        self.bn = nn.BatchNorm1d(3)\n\n    def forward(self, x):\n        return F.relu(self.bn(self.fc(x)))\n\n\n"
+           "torch.manual_seed(0)\nmodel = Net()\nmodel.eval()\nwith torch.no_grad():\n    y = model(torch.ones(5, 8))\n"
+           "print(tuple(y.shape))\n")
+    out = tmp_path / "script.py"
+    out.write_text(t2j(src).output)
+    code = "import sys\nsys.modules['torch'] = None\nimport runpy\nrunpy.run_path(sys.argv[1])\n"
+    p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, out.read_text() + p.stderr[-2000:]
+    assert p.stdout.strip() == "(5, 3)"
+
+
 def test_no_grad_and_device_moves_are_removed():
     r = t2j("import torch\n\n\n@torch.no_grad()\ndef evaluate(model, x, device):\n    x = x.to(device)\n"
             "    with torch.no_grad():\n        y = model(x)\n    return y.cpu()\n")

@@ -93,6 +93,12 @@ def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | Non
     return params.with_changes(star_arg=star, kwonly_params=[*kw, p])
 
 
+#: source classes whose construction draws random initial values (their Equinox counterpart takes a key)
+DRAWING = frozenset({"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d",
+                     "torch.nn.ConvTranspose1d", "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d",
+                     "torch.nn.Embedding", "torch.nn.Sequential", "torch.nn.Sequential+random", "torch.nn.ModuleList",
+                     "torch.nn.MultiheadAttention", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.Parameter"})
+
 #: source layers that keep a state beside their parameters (eqx.nn.State)
 STATEFUL = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d"})
 
@@ -129,7 +135,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
     bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
              for b in cls.bases]
-    plan = {"key_sites": 0, "draws": bool(subs), "stateful": []}
+    draws = any(q in DRAWING or q.rsplit(".", 1)[-1] in plans and plans[q.rsplit(".", 1)[-1]]["draws"]
+                for q in subs.values())
+    plan = {"key_sites": 0, "draws": draws, "stateful": []}
     body = []
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
@@ -163,17 +171,30 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in plans:
             stmt = _finish_class(stmt, ctx, plans[stmt.name.value], keyed)
         body.append(stmt)
-    if keyed:  # instances made outside the classes (a script's `model = Net()`)
+    stateful = frozenset(n for n, p in plans.items() if p["stateful"])
+    if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
         root = f"{ctx.spell_text('jax.random.key')}(0)"
-        adder = _RootKey(frozenset(keyed), root)
+        adder = _RootKey(frozenset(keyed), root, stateful, ctx.spell_text("equinox.nn.make_with_state"))
         body = [s if isinstance(s, cst.ClassDef) else s.visit(adder) for s in body]
     return module.with_changes(body=body)
 
 
 class _RootKey(cst.CSTTransformer):
-    def __init__(self, classes: frozenset[str], root: str):
+    """``model = Net()`` → ``model = Net(key=jax.random.key(0))``; for a module with state
+    ``model, state = eqx.nn.make_with_state(Net)(key=...)``."""
+
+    def __init__(self, classes: frozenset[str], root: str, stateful: frozenset[str] = frozenset(), make: str = ""):
         super().__init__()
-        self.classes, self.root = classes, root
+        self.classes, self.root, self.stateful, self.make = classes, root, stateful, make
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        v = updated.value
+        if len(updated.targets) == 1 and isinstance(updated.targets[0].target, cst.Name) and isinstance(v, cst.Call) \
+                and isinstance(v.func, cst.Name) and v.func.value in self.stateful:
+            target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name("state"))], lpar=[], rpar=[])
+            call = v.with_changes(func=cst.Call(cst.parse_expression(self.make), [cst.Arg(v.func)]))
+            return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=call)
+        return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         if isinstance(original.func, cst.Name) and original.func.value in self.classes \
@@ -228,6 +249,7 @@ class _HoistState(cst.CSTTransformer):
     def __init__(self, attrs: frozenset[str]):
         super().__init__()
         self.attrs = attrs
+        self.direct: set[int] = set()
         self.hoisted: list[cst.BaseStatement] = []
         self.used: set[str] = set()
 
@@ -259,8 +281,20 @@ class _HoistState(cst.CSTTransformer):
         self.used.add(name)
         return name
 
+    def visit_Return(self, node: cst.Return) -> None:
+        v = node.value
+        if isinstance(v, cst.Tuple) and len(v.elements) == 2 and self.is_stateful(v.elements[0].value) \
+                and isinstance(v.elements[1].value, cst.Name) and v.elements[1].value.value == "state":
+            self.direct.add(id(v.elements[0].value))  # `return self.bn(x, state)`: already (output, state)
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
+        v = original.value
+        if isinstance(v, cst.Tuple) and v.elements and id(v.elements[0].value) in self.direct:
+            return updated.with_changes(value=updated.value.elements[0].value)
+        return updated
+
     def leave_Call(self, original, updated):
-        if not self.is_stateful(updated):
+        if not self.is_stateful(updated) or id(original) in self.direct:
             return updated
         temp = self._temp(updated.func.attr.value)
         self.hoisted.append(cst.parse_statement(f"{temp}, state = {code(updated)}\n"))

@@ -23,6 +23,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.torch2jax.ops import OPTIMIZERS
+from fwport.packs.torch2jax.passes.modules import PLANS
 
 _PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
 
@@ -40,12 +41,46 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
 # --- the pass ----------------------------------------------------------------------------------------
 
 class _Pass(cst.CSTTransformer):
-    def __init__(self, ctx, models: set[str]):
+    def __init__(self, ctx, models: set[str], stateful: set[str] = frozenset()):
         super().__init__()
         self.ctx = ctx
         self.models = models
+        self.stateful = stateful  # models whose layers keep a state (BatchNorm)
+        self.in_class = 0
+        self.assigned: set[int] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.assigned.add(id(node.value))
+
+    def leave_Assign(self, original, updated):
+        v = original.value
+        if id(v) in self.assigned and isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.stateful:
+            vmap = self.ctx.spell_text("jax.vmap")
+            call = cst.parse_expression(f'{vmap}({v.func.value}, axis_name="batch", in_axes=(0, None), out_axes=(0, None))')
+            value = updated.value.with_changes(func=call, args=[*[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                                  for a in updated.value.args], cst.Arg(cst.Name("state"))])
+            target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name("state"))], lpar=[], rpar=[])
+            return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
+        return updated
+
+    def visit_ClassDef(self, node) -> None:
+        self.in_class += 1
+
+    def leave_ClassDef(self, original, updated):
+        self.in_class -= 1
+        return updated
 
     def leave_Call(self, original, updated):
+        if isinstance(original.func, cst.Name) and original.func.value in self.stateful and not self.in_class:
+            if id(original) not in self.assigned:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{original.func.value} keeps a layer state "
+                                "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
+                                "out_axes=(0, None))(x, state)`", original)
+            return updated
+        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
+            # a translated module takes one example: a batch goes through jax.vmap
+            return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
         q = self.ctx.imports.resolve(original.func)
         if q in NO_GRAD:
             self.ctx.settled.add(id(updated))  # removed by the finishing step
@@ -113,7 +148,19 @@ def _is_device(node, ctx) -> bool:
 def run(module: cst.Module, ctx) -> cst.Module:
     text = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code
     models = set(_PARAMS.findall(text))
-    return module.visit(_Pass(ctx, models))
+    plans = ctx.analyses.get(PLANS, {})
+    stateful: set[str] = set()
+    if plans:  # `model = Net(...)`: an instance of a translated module
+        for stmt in module.body:
+            if isinstance(stmt, cst.ClassDef):
+                continue
+            for a in _walk_assigns(stmt):
+                if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in plans:
+                    names = [n for t in a.targets for n in _target_names(t.target)]
+                    models.update(names)
+                    if plans[a.value.func.value]["stateful"]:
+                        stateful.update(names)
+    return module.visit(_Pass(ctx, models, stateful))
 
 
 def _backward(stmt) -> str | None:
