@@ -50,8 +50,8 @@ def loss(m, ctx):
     a template over the mapped arguments), then ``.mean()`` / ``.sum()`` / nothing."""
     opts = _options(m)
     values = {k: code(v) for k, v in m.kwargs.items() if k != "reduction"}
-    text = opts["elementwise"].format(**{k: ctx.spell_text(v) if "." in v and k.startswith("fn_") else v
-                                         for k, v in {**opts.get("names", {}), **values}.items()})
+    names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
+    text = opts["elementwise"].format(**names, **values)
     reduction = m.kwargs.get("reduction")
     how = "'mean'" if reduction is None else code(reduction).replace('"', "'")
     if how == "'mean'":
