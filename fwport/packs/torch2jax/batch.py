@@ -25,6 +25,9 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
                        "torch.nn.Dropout", "torch.nn.LayerNorm", "torch.nn.Conv1d", "torch.nn.Conv2d",
                        "torch.nn.MaxPool2d"})
 RANK_CHANGE = {"torch.nn.Embedding": 1}
+#: source functions whose result has their first argument's rank
+ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
+                         "silu", "leaky_relu", "elu", "dropout"})
 
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:
@@ -79,8 +82,9 @@ class Forward(cst.CSTTransformer):
     ``keyed``: the attributes whose call takes a key (dropout, a Sequential holding one)."""
 
     def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None,
-                 stateful: set[str] = frozenset()):
+                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset()):
         super().__init__()
+        self.buffers = buffers  # registered buffers: read through jax.lax.stop_gradient
         self.stateful = stateful  # attributes whose call takes and returns the state (BatchNorm)
         self.state_sites: list[cst.Call] = []
         self.ctx = ctx
@@ -153,12 +157,32 @@ class Forward(cst.CSTTransformer):
             return self.rank.get(node.value)
         if isinstance(node, cst.BinaryOperation):
             a, b = self.rank_of(node.left), self.rank_of(node.right)
-            return max(a, b) if a is not None and b is not None else None
+            if isinstance(node.operator, cst.MatrixMultiply):
+                return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
+            if a is None or b is None:  # a number, or an array without the batch axis, broadcasts into the other
+                known = a if b is None else b
+                other = node.right if b is None else node.left
+                return known if known is not None and not self.is_batched(other) else None
+            return max(a, b)
+        if isinstance(node, cst.Subscript):  # slices keep the rank, an integer index drops an axis
+            r = self.rank_of(node.value)
+            if r is None or not all(isinstance(e.slice, (cst.Slice,)) or isinstance(e.slice, cst.Index)
+                                    and isinstance(e.slice.value, cst.Ellipsis) for e in node.slice):
+                return None
+            return r
         if not isinstance(node, cst.Call):
             return None
         f = node.func
         text = dotted_text(f) or ""
         args = [a.value for a in node.args if a.keyword is None and not a.star]
+        q = self.ctx.imports.resolve(f)
+        if q is not None:  # a source call the rules translate later
+            if q == "torch.matmul" and len(args) == 2:
+                text = "jnp.matmul"
+            elif q.rsplit(".", 1)[-1] in ELEMENTWISE and args:
+                return self.rank_of(args[0])
+            else:
+                return None
         if isinstance(f, cst.Attribute) and f.attr.value == "reshape":
             if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
                 return len(args[0].elements)
@@ -183,6 +207,11 @@ class Forward(cst.CSTTransformer):
                 first = args[0].elements[0].value if isinstance(args[0], (cst.List, cst.Tuple)) and args[0].elements else None
                 r = self.rank_of(first) if first is not None else None
                 return None if r is None else r + (text == "jnp.stack")
+            if text == "jnp.matmul" and len(args) == 2:
+                a, b = self.rank_of(args[0]), self.rank_of(args[1])
+                return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
+            if text == "jnp.swapaxes":
+                return self.rank_of(args[0])
             if text == "jnp.expand_dims":
                 r = self.rank_of(args[0])
                 return None if r is None else r + 1
@@ -470,6 +499,14 @@ class Forward(cst.CSTTransformer):
         if isinstance(value, cst.Tuple) and not value.lpar:
             value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return updated.with_changes(value=cst.Tuple([cst.Element(value), cst.Element(cst.Name("state"))], lpar=[], rpar=[]))
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if isinstance(original.value, cst.Name) and original.value.value == "self" and original.attr.value in self.buffers:
+            return cst.Call(self.ctx.spell("jax.lax.stop_gradient"), [cst.Arg(updated)])
+        return updated
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # `self.mask = ...` is no read
 
     # --- `x.shape[i]` ----------------------------------------------------------------------------------
     def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:

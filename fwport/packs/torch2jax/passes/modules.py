@@ -81,6 +81,27 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
     return out
 
 
+class _Buffers(cst.CSTTransformer):
+    """``self.register_buffer("mask", value)`` → ``self.mask = value``: an array field like the parameters,
+    kept out of the gradient where ``__call__`` reads it (batch.Forward)."""
+
+    def __init__(self, ctx, names: set[str]):
+        super().__init__()
+        self.ctx, self.names = ctx, names
+
+    def leave_Expr(self, original, updated):
+        call = updated.value
+        if not (isinstance(call, cst.Call) and dotted_text(call.func) == "self.register_buffer" and len(call.args) >= 2
+                and isinstance(call.args[0].value, cst.SimpleString) and call.args[0].keyword is None
+                and all(a.keyword is None or a.keyword.value == "persistent" for a in call.args[2:])):
+            return updated
+        name = call.args[0].value.evaluated_value
+        if not name.isidentifier():
+            return updated
+        self.names.add(name)
+        return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], call.args[1].value)
+
+
 def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | None) -> cst.Parameters:
     if any(p.name.value == name for p in (*params.params, *params.kwonly_params)):
         return params
@@ -139,12 +160,14 @@ def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
                 for q in subs.values())
     plan = {"key_sites": 0, "draws": draws, "stateful": []}
     body = []
+    buffers: set[str] = set()
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
+            s = s.visit(_Buffers(ctx, buffers))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set(params), keyed, subs, stateful)
+            fwd = Forward(ctx, set(params), keyed, subs, stateful, buffers)
             new_body = s.body.visit(fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -380,14 +403,26 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str]) -> cst.Cl
 
 
 def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) -> str:
-    """The field declaration of an attribute from the value ``__init__`` gives it."""
+    """The field declaration of an attribute from the value ``__init__`` gives it: static only where
+    the value is proven not to be an array or a module (a static field is neither trained nor traced)."""
     static = f" = {ctx.spell_text('equinox.field')}(static=True)"
+    if isinstance(value, cst.IfExp):  # `jnp.zeros(n) if bias else None`
+        branches = [_annotation(v, params, ctx) for v in (value.body, value.orelse)]
+        kinds = [b for b in branches if b != "None"]
+        if len(set(kinds)) == 1 and "None" in branches and not kinds[0].endswith(static):
+            return f"{kinds[0]} | None"
+        return "object"
+    if isinstance(value, cst.Name) and value.value == "None":
+        return "None"
     if isinstance(value, cst.Call):
         f = dotted_text(value.func) or ""
         if f.startswith("eqx."):
             return f
         if f.startswith(("jnp.", "jax.")):
             return ctx.spell_text("jax.Array")
+        if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(PLANS, {}):
+            return value.func.value  # a translated module of this file
+        return "object"
     if isinstance(value, (cst.List, cst.Tuple)):
         kind = "list" if isinstance(value, cst.List) else "tuple"
         literal = all(isinstance(e.value, (cst.Integer, cst.Float, cst.SimpleString)) for e in value.elements)
@@ -407,9 +442,9 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) ->
             return ann + (static if ann in ("int", "float", "bool", "str", "tuple", "tuple[int, ...]") else "")
         if p.default is not None:
             return _annotation(p.default, {}, ctx)
-    if isinstance(value, cst.BinaryOperation) and all(isinstance(n, (cst.Integer, cst.Name)) for n in (value.left, value.right)):
+    if isinstance(value, cst.BinaryOperation) and all(isinstance(n, cst.Integer) for n in (value.left, value.right)):
         return "int" + static
-    return "object" + static
+    return "object"
 
 
 def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], classes: frozenset[str]) -> cst.FunctionDef:

@@ -49,6 +49,12 @@ class _Pass(cst.CSTTransformer):
         self.in_class = 0
         self.assigned: set[int] = set()
 
+    def on_leave(self, original_node, updated_node):
+        out = super().on_leave(original_node, updated_node)
+        if id(original_node) in self.ctx.settled and isinstance(out, cst.CSTNode):
+            self.ctx.settled.add(id(out))  # refused by the modules pass: still refused in this pass's output
+        return out
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             self.assigned.add(id(node.value))
