@@ -99,7 +99,10 @@ class _Buffers(cst.CSTTransformer):
         if not name.isidentifier():
             return updated
         self.names.add(name)
-        return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], call.args[1].value)
+        value = call.args[1].value
+        if "\n" in code(value) and not value.lpar:  # it spanned lines inside the call's parentheses
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], value)
 
 
 def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | None) -> cst.Parameters:
