@@ -76,6 +76,9 @@ def _forward(body: str):
     ("return x.size(1) * x.shape[2]", "return x.shape[0] * x.shape[1]"),
     ("B, T, C = x.size()\nreturn self.fc(x).view(B, T * 4)", "T, C = x.shape\n        return jax.vmap(self.fc)(x).reshape(T * 4)"),
     ("return F.max_pool2d(x, 2)", "return eqx.nn.MaxPool2d(2, stride=2)(x)"),
+    ("return x.chunk(3, dim=-1)", "return jnp.split(x, 3, axis=-1)"),
+    ("return x.split(4, dim=2)", "return jnp.split(x, range(4, x.shape[1], 4), axis=1)"),
+    ("return x.mean(dim=(2, 3))", "return x.mean(axis=(1, 2))"),
 ])
 def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     r, call = _forward(torch_code)
@@ -96,6 +99,14 @@ def test_code_that_needs_the_batch_axis_is_an_error(torch_code):
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [f.code for f in errors] == ["batch-axis"], r.findings
     assert errors[0].line >= 12 and f"# fwport: batch-axis:" in r.output
+
+
+def test_a_multi_line_buffer_keeps_its_parentheses():
+    r = t2j(HEAD.replace("        self.fc = nn.Linear(8, 4)\n",
+                         "        self.register_buffer(\"m\", torch.ones(4, 4)\n                             * 2.0)\n")
+            + "        return x * self.m\n")
+    compile(r.output, "out.py", "exec")
+    assert "self.m = (jnp.ones((4, 4))\n" in r.output and "return x * jax.lax.stop_gradient(self.m)" in r.output
 
 
 def test_an_assumed_batch_axis_is_a_warning():

@@ -423,6 +423,8 @@ class Forward(cst.CSTTransformer):
             axis = self.shift(original, args[0].value, ".size")
             return updated if axis is None else cst.Subscript(
                 cst.Attribute(recv, cst.Name("shape")), [cst.SubscriptElement(cst.Index(axis))])
+        if name in ("chunk", "split"):
+            return self.split(name, original, updated, recv)
         if name in ("sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose",
                     "permute", "argmax"):
             return self.axis_method(name, original, updated, recv)
@@ -481,6 +483,30 @@ class Forward(cst.CSTTransformer):
         if "keepdim" in a:
             kw["keepdims"] = a["keepdim"]
         return _method(recv, name, [], **kw)
+
+    def split(self, name, original, updated, recv) -> cst.BaseExpression:
+        """``x.chunk(3, dim=-1)`` → ``jnp.split(x, 3, axis=-1)`` (equal parts, an error where they are not);
+        ``x.split(n, dim=2)`` → ``jnp.split(x, range(n, x.shape[1], n), axis=1)`` (parts of n, the last one
+        shorter, as in PyTorch)."""
+        a, unknown = _args(updated, ("chunks" if name == "chunk" else "split_size", "dim"))
+        count = a.get("chunks" if name == "chunk" else "split_size")
+        if unknown or count is None:
+            self.error(original, f".{name}: arguments {', '.join(unknown) or '(none)'} not understood", "unsupported-construct")
+            return updated
+        axis = self.shift(original, a.get("dim", cst.Integer("0")), f".{name}")
+        if axis is None:
+            return updated
+        if name == "split":
+            if isinstance(count, (cst.List, cst.Tuple)):
+                self.error(original, ".split with a list of sizes: write jnp.split with the cumulative indices",
+                           "unsupported-construct")
+                return updated
+            if dotted_text(recv) is None:  # its length is needed too: name it rather than compute it twice
+                self.error(original, ".split(size) of an expression: assign the expression to a name first (its "
+                           "length gives the split points)", "unsupported-construct")
+                return updated
+            count = expr(f"range({code(count)}, {_atom_code(recv)}.shape[{code(axis)}], {code(count)})")
+        return _call(self.ctx.spell("jax.numpy.split"), [recv, count], axis=axis)
 
     def elementwise(self, name, recv, updated) -> cst.BaseExpression:
         if name in ("detach",):

@@ -201,3 +201,17 @@ def batch_norm(m, ctx):
                "training and inference with the same statistics agree, the statistics a training run accumulates "
                "differ slightly", m.node, m.rule)
     return expr(f"{ctx.spell_text('equinox.nn.BatchNorm')}({', '.join(args)})")
+
+
+@value_transform("example-dim")
+def example_dim(value, spec, m, ctx):
+    """A dim of a module's batched input → the axis of one example: 1 → 0, -1 stays; 0 (the batch axis
+    itself) and non-literals are refused."""
+    from fwport.core.engine import literal_value
+
+    d = literal_value(value, None)
+    if not isinstance(d, int) or isinstance(d, bool) or d == 0:
+        m.fail(ctx, "batch-axis", f"{spec.name}={m.written(spec.name)}: a module of one example has no batch axis; "
+               "write a literal dimension other than 0")
+        return
+    m.kwargs[spec.to or spec.name] = cst.Integer(str(d - 1)) if d > 0 else value
