@@ -215,3 +215,19 @@ def example_dim(value, spec, m, ctx):
                "write a literal dimension other than 0")
         return
     m.kwargs[spec.to or spec.name] = cst.Integer(str(d - 1)) if d > 0 else value
+
+
+@call_transform("adaptive-pool")
+def adaptive_pool(m, ctx):
+    """Adaptive pooling: exact for an output of 1 (a global pool); other sizes split the input into
+    windows as PyTorch does only when they divide it (an approximate warning)."""
+    from fwport.core.engine import literal_value
+    from fwport.core.finding import Severity
+
+    size = literal_value(m.kwargs["target_shape"], None)
+    if size not in (1, (1, 1), [1, 1]):
+        ctx.report(Severity.WARNING, "approximate", f"output_size={m.written('output_size')}: the same as PyTorch "
+                   "only where it divides the input size (else the windows differ)", m.node, m.rule)
+    if size in ((1, 1), [1, 1]):
+        m.kwargs["target_shape"] = cst.Integer("1")
+    return build_call(m, ctx, target=m.rule.emit["target"])
