@@ -412,13 +412,20 @@ def _packs() -> list[str]:
 def rules(args: tuple[str, ...]) -> None:
     """The rule catalogue: `fwport rules [PACK]` lists rules; `fwport rules show ID` shows one
     (arguments, defaults, weight maps, notes and its examples as diffs)."""
+    from fwport.core.direction import default_direction
     from fwport.core.report import render_rule_list, render_rule_text
     from fwport.core.rule import RuleError, load_pack
 
     cfg = _config((), None)
     packs = _packs()
     try:
-        loaded = {p: load_pack(p, cfg.rules, cfg.disable) for p in packs}  # the pack as tf2torch would use it
+        default = default_direction()
+
+        def user_dirs(p: str) -> tuple[str, ...]:  # <dir>/<pack>/ is that pack's; a flat folder the default's
+            return tuple(d for d in cfg.rules if (Path(d) / p).is_dir()
+                         or p == default and not any((Path(d) / q).is_dir() for q in packs))
+
+        loaded = {p: load_pack(p, user_dirs(p), cfg.disable) for p in packs}  # each pack as its command uses it
     except RuleError as e:
         _fail(str(e))
     if not args:

@@ -612,7 +612,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             return updated_node
         rule = self.ctx.pack.by_name.get(q)
         if rule is None or rule.kind == "constant":
-            self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no tf2torch rule yet; translate it by hand",
+            self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no {self.ctx.direction.name} rule yet; translate it by hand",
                             original_node, api=q)
             return updated_node
         if rule.kind == "layer" and id(original_node) in self._members:

@@ -240,7 +240,7 @@ def detect_direction(original: str, translated: str) -> str:
     if mentions_source(original) and "torch" in translated:
         return "tf2torch"
     if "torch" in original and ("jax" in translated or "equinox" in translated):
-        raise VerifyError("PyTorch → JAX verification needs the torch2jax pack, which does not exist yet", kind="user")
+        return "torch2jax"
     raise VerifyError("cannot tell the direction from the two files (the original should use TensorFlow/Keras, "
                       "the translation PyTorch): give --direction tf2torch", kind="user")
 
@@ -351,6 +351,9 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
     original = _read(opts.original, "original")
     translated = _read(opts.translated, "translation")
     direction = opts.direction or detect_direction(original, translated)
+    if direction == "torch2jax":
+        from fwport.verify import torch2jax
+        return torch2jax.verify(opts, session)
     if direction != "tf2torch":
         raise VerifyError(f"direction {direction!r} is not supported yet (tf2torch is)", kind="user")
     keras_major, keras_why = detect_keras_version(original, opts.keras)
