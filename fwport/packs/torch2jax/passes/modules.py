@@ -17,6 +17,7 @@ import libcst as cst
 from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
+from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.batch import Forward
 
 PLANS = "torch2jax.modules"
@@ -167,11 +168,11 @@ def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
-            s = s.visit(_Buffers(ctx, buffers))
+            s = rewrite(s, _Buffers(ctx, buffers))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
             fwd = Forward(ctx, set(params), keyed, subs, stateful, buffers)
-            new_body = s.body.visit(fwd)
+            new_body = rewrite(s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
                 ps = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in s.params.params]
@@ -201,7 +202,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
         root = f"{ctx.spell_text('jax.random.key')}(0)"
         adder = _RootKey(frozenset(keyed), root, stateful, ctx.spell_text("equinox.nn.make_with_state"))
-        body = [s if isinstance(s, cst.ClassDef) else s.visit(adder) for s in body]
+        body = [s if isinstance(s, cst.ClassDef) else rewrite(s, adder) for s in body]
     return module.with_changes(body=body)
 
 
@@ -386,10 +387,10 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str]) -> cst.Cl
             if any(p.name.value == "key" for p in s.params.kwonly_params):
                 keyed.add(cls.name.value)
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
-            s = s.visit(_HoistState(frozenset(plan["stateful"])))
+            s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
             t = _CallKeys()
-            fb = s.body.visit(t)
+            fb = rewrite(s.body, t)
             stmts = list(fb.body)
             at = _docstring_end(stmts)
             stmts.insert(at, _split_line(t.n, ctx, optional=True))

@@ -22,6 +22,7 @@ import libcst as cst
 from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
+from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.ops import OPTIMIZERS
 from fwport.packs.torch2jax.passes.modules import PLANS
 
@@ -166,7 +167,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     models.update(names)
                     if plans[a.value.func.value]["stateful"]:
                         stateful.update(names)
-    return module.visit(_Pass(ctx, models, stateful))
+    return rewrite(module, _Pass(ctx, models, stateful))
 
 
 def _backward(stmt) -> str | None:
@@ -204,11 +205,11 @@ def _assigns(stmt, name: str) -> bool:
 # --- finish ------------------------------------------------------------------------------------------
 
 def finish(module: cst.Module, ctx) -> cst.Module:
-    module = module.visit(_NoGrad(ctx))
+    module = rewrite(module, _NoGrad(ctx))
     optimizers = ctx.analyses.get(OPTIMIZERS)
     if not optimizers:
         return module
-    return module.visit(_Finish(ctx, optimizers))
+    return rewrite(module, _Finish(ctx, optimizers))
 
 
 class _NoGrad(cst.CSTTransformer):
