@@ -118,8 +118,10 @@ def _jobs():
     for d in DIRS:
         v = VERIFY[d.name]
         for e in [v] + v.get("extra", []):
-            jobs.append({
-                "id": f"{d.name}:{e['model']}", "fixture": d.name, "model": e["model"],
+            job_id = f"{d.name}:{e['model']}"
+            n = sum(1 for j in jobs if j["id"] == job_id or j["id"].startswith(job_id + "#"))
+            jobs.append({  # the same model driven with other arguments (strides=2) gets an id of its own
+                "id": job_id + (f"#{n + 1}" if n else ""), "fixture": d.name, "model": e["model"],
                 "kind": e.get("kind", v.get("kind", "model")), "args": e.get("args", {}), "inputs": e["inputs"],
                 "int_high": e.get("int_high", v.get("int_high", 10)), "keras": v["keras"],
                 "xfail": e.get("xfail", v.get("xfail")),

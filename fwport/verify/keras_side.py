@@ -193,7 +193,14 @@ def run(req: dict) -> dict:
     # the variables the maps move, by name; anything else is unmapped
     variables, trainable, absent = {}, [], []
     for m in req["moves"]:
-        layer = resolve(model, m["layer"])
+        try:
+            layer = resolve(model, m["layer"])
+        except UserError:
+            # a layer built in a branch this model did not take (`if strides != 1: self.shortcut = ...`):
+            # nothing to move; a wrong path still shows, as Keras variables no map moves (unmapped) or
+            # torch parameters none writes
+            absent.append(m["key"])
+            continue
         if m["var"] not in (".", "") and getattr(layer, m["var"], "missing") is None:
             absent.append(m["key"])  # an optional variable switched off (use_bias=False, center=False)
             continue
@@ -216,7 +223,10 @@ def run(req: dict) -> dict:
     capture_paths = req.get("capture", [])
     layers = {}
     for p in capture_paths:
-        layer = resolve(model, p)
+        try:
+            layer = resolve(model, p)
+        except UserError:
+            continue  # a layer of a branch not taken (see the moves above)
         if not isinstance(layer, keras.layers.Layer):
             continue  # a variable (add_weight): nothing to intercept
         layers[p] = layer

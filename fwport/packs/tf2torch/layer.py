@@ -14,6 +14,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.packs.tf2torch import dims as D
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
 from fwport.core.finding import Severity
@@ -365,6 +366,27 @@ def keras_padding(value, spec, m, ctx):
     m.extras["padding"] = value
 
 
+def _given(m: MappedCall, target_kw: str, default):
+    """The literal value of an argument, ``default`` when it is not given, NOT_LITERAL when it is an
+    expression known only at run time (never the default then: a stride that is a parameter is not 1)."""
+    return default if target_kw not in m.kwargs else m.literal(target_kw)
+
+
+def _same_pad_helper(m: MappedCall, ctx, nd: int, s) -> cst.BaseExpression:
+    """TensorFlow's 'same' padding computed at each call, where it cannot be computed here (a stride,
+    kernel or dilation known only at run time, or an input size that is unknown or whose parity decides
+    the padding): the SamePad helper written out in the file, before a conv with padding 0."""
+    args = [code(m.kwargs["kernel_size"]), code(m.kwargs["stride"]) if "stride" in m.kwargs else "1"]
+    if "dilation" in m.kwargs:
+        args.append(code(m.kwargs["dilation"]))
+    why = ("a stride, kernel size or dilation known only at run time" if s is None or
+           any(_ntuple(_given(m, kw, 1), nd) is None for kw in ("kernel_size", "dilation")) else
+           "the input size, which is not known statically here")
+    ctx.report(Severity.INFO, "shape-unknown", f"padding='same' pads by an amount that depends on {why}: "
+               f"SamePad{nd}d (written out in this file) computes TensorFlow's padding at each call", m.node, m.rule)
+    return expr(f"{helpers.use(ctx, f'SamePad{nd}d')}({', '.join(args)})")
+
+
 @shape("conv")
 def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     nd = _option(m, "nd")
@@ -372,8 +394,8 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if fm is None:
         return LayerEmission([m.call], failed=True)
     k = _ntuple(m.literal("kernel_size", None), nd)
-    s = _ntuple(m.literal("stride", 1), nd)
-    d = _ntuple(m.literal("dilation", 1), nd)
+    s = _ntuple(_given(m, "stride", 1), nd)
+    d = _ntuple(_given(m, "dilation", 1), nd)
     pad_node = m.extras.get("padding")
     padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
     padding = padding.lower() if isinstance(padding, str) else padding
@@ -382,24 +404,15 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if padding == "valid":
         pass
     elif padding == "same":
-        if s is None:
-            return _failed(m, ctx, "unsupported-argument", "padding='same' with a stride that is not a literal: "
-                           "the padding depends on it")
-        if all(x == 1 for x in s):
+        if s is not None and all(x == 1 for x in s):
             _set_kw(m, "padding", pad_node if literal_value(pad_node) == "same" else expr('"same"'), _CONV_ORDER)
         else:
-            if k is None or d is None:
-                return _failed(m, ctx, "unsupported-argument", "padding='same' with stride > 1 needs literal "
-                               "kernel_size and dilation_rate")
-            pads = [_same_pads(n, kk, ss, dd) for n, kk, ss, dd in zip(fm.spatial, k, s, d)]
-            if any(p is None for p in pads):
-                why = ("depends on whether the input size (" + ", ".join(str(n) for n in fm.spatial) +
-                       ") is even or odd" if all(known(n) for n in fm.spatial) else
-                       "depends on the input size, which is unknown here")
-                return _failed(m, ctx, "shape-unknown", f"padding='same' with stride > 1 pads by an amount that "
-                               f"{why}: give the model a literal input shape (keras.Input(shape=(...))) or pad "
-                               "explicitly (ZeroPadding2D) with padding='valid'")
-            if all(lo == hi for lo, hi in pads):
+            pads = None
+            if k is not None and d is not None and s is not None:
+                pads = [_same_pads(n, kk, ss, dd) for n, kk, ss, dd in zip(fm.spatial, k, s, d)]
+            if pads is None or any(p is None for p in pads):
+                pre.append(_same_pad_helper(m, ctx, nd, s))
+            elif all(lo == hi for lo, hi in pads):
                 _set_kw(m, "padding", expr(_compact(tuple(lo for lo, _ in pads))), _CONV_ORDER)
             else:  # TensorFlow puts the extra pad after (bottom/right); torch pads symmetrically
                 pre.append(expr(f"{ctx.spell_text(pad_mod)}({_torch_pad_order(pads)})"))
@@ -452,7 +465,7 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     k = _ntuple(m.literal("kernel_size", None), nd)
     if k is not None:
         m.kwargs["kernel_size"] = expr(_compact(k))
-    stride_lit = m.literal("stride", None)
+    stride_lit = _given(m, "stride", None)  # NOT_LITERAL for a stride known only at run time: s is None
     s = k if stride_lit is None else _ntuple(stride_lit, nd)
     if stride_lit is not None and s is not None:
         m.kwargs["stride"] = expr(_compact(s))

@@ -1,0 +1,93 @@
+"""Helper modules a translation writes out into the file that needs them (DESIGN: the output never
+depends on fwport).
+
+A shape function asks for one with :func:`use` and emits a call to it; the finishing step
+:func:`finish` writes the definition of every helper the output still calls after the imports of
+the file (one the file already defines is not written twice: translating again changes nothing).
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.context import FileContext
+from fwport.core.names import scan
+
+_KEY = "tf2torch-helpers"
+
+# name → (its source text with {nn}/{F} spellings, the torch names it needs spelled)
+_SAME_PAD = '''
+
+class SamePad{nd}d({nn}Module):
+    """TensorFlow's padding="same" before a window of this kernel, stride and dilation: the padding
+    depends on the input size (the odd pixel goes after), so it is computed at each call."""
+
+    def __init__(self, kernel_size, stride, dilation=1):
+        super().__init__()
+        self.kernel_size, self.stride, self.dilation = (
+            tuple(v) if isinstance(v, (tuple, list)) else (v,) * {nd} for v in (kernel_size, stride, dilation))
+
+    def forward(self, x):
+        pads = []
+        for n, k, s, d in zip(x.shape[:-{nd1}:-1], self.kernel_size[::-1], self.stride[::-1], self.dilation[::-1]):
+            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+            pads += [total // 2, total - total // 2]
+        return {F}pad(x, pads)
+'''
+
+HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
+                           for nd in (1, 2, 3)}
+
+
+def use(ctx: FileContext, name: str) -> str:
+    """Ask for helper ``name`` in this file; returns the name to call."""
+    ctx.analyses.setdefault(_KEY, set()).add(name)
+    return name
+
+
+class _Refs(cst.CSTVisitor):
+    def __init__(self, names: set[str]):
+        self.names = names
+        self.called: set[str] = set()
+        self.defined: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in self.names:
+            self.called.add(node.func.value)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.name.value in self.names:
+            self.defined.add(node.name.value)
+
+
+def _is_import_block(stmt: cst.CSTNode, first: bool) -> bool:
+    if not isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    small = stmt.body[0]
+    if isinstance(small, (cst.Import, cst.ImportFrom)):
+        return True
+    return first and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """Write out the helpers the output calls, after the file's imports."""
+    wanted = ctx.analyses.get(_KEY)
+    if not wanted:
+        return module
+    refs = _Refs(set(wanted))
+    scan(module, refs)
+    todo = sorted(refs.called - refs.defined)
+    if not todo:
+        return module
+    text = "".join(HELPERS[n].replace("{nn}", ctx.spell_text("torch.nn.Module")[: -len("Module")])
+                   .replace("{F}", ctx.spell_text("torch.nn.functional.pad")[: -len("pad")]) for n in todo)
+    helpers = list(cst.parse_module(text.lstrip("\n")).body)
+    body = list(module.body)
+    at = 0
+    while at < len(body) and _is_import_block(body[at], at == 0):
+        at += 1
+    blank = [cst.EmptyLine(), cst.EmptyLine()]
+    helpers[0] = helpers[0].with_changes(leading_lines=blank)
+    if at < len(body):  # the statement after keeps two blank lines above it
+        body[at] = body[at].with_changes(leading_lines=[*blank, *[ln for ln in body[at].leading_lines
+                                                                   if ln.comment is not None]])
+    return module.with_changes(body=[*body[:at], *helpers, *body[at:]])
