@@ -451,6 +451,70 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
+@shape("conv-transpose")
+def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Conv{1,2}DTranspose: TensorFlow's output size and crop, exactly (see the rule's notes)."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    s = _ntuple(_given(m, "stride", 1), nd)
+    if k is None or s is None:
+        return _failed(m, ctx, "unsupported-argument", "kernel_size and strides must be literal ints or tuples: "
+                       "the output size and TensorFlow's crop depend on them")
+    m.kwargs["kernel_size"] = expr(_compact(k))
+    if "stride" in m.kwargs:
+        m.kwargs["stride"] = expr(_compact(s))
+    dil = literal_value(m.extras["dilation_rate"], NOT_LITERAL) if "dilation_rate" in m.extras else 1
+    if _ntuple(dil, nd) != (1,) * nd:
+        return _failed(m, ctx, "unsupported-argument", f"dilation_rate={code(m.extras['dilation_rate'])}: a dilated "
+                       "transposed convolution is not translated yet")
+    if "output_padding" in m.extras and literal_value(m.extras["output_padding"], NOT_LITERAL) is not None:
+        return _failed(m, ctx, "unsupported-argument", "output_padding= is not translated yet: Keras and torch add "
+                       "it at different ends of the TensorFlow crop")
+    pad_node = m.extras.get("padding")
+    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = padding.lower() if isinstance(padding, str) else padding
+    if padding not in ("valid", "same"):
+        return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
+    pads, out_pads, crops = [], [], []
+    for kk, ss in zip(k, s):
+        if padding == "same" and kk >= ss:
+            pads.append((kk - ss) // 2)
+            out_pads.append(0)
+            crops.append((kk - ss) % 2)  # TensorFlow crops the odd pixel after
+        else:  # valid, or same with k < s: nothing cropped; the rows no tap reaches are added after
+            pads.append(0)
+            out_pads.append(max(ss - kk, 0))
+            crops.append(0)
+    if any(pads):
+        _set_kw(m, "padding", expr(_compact(tuple(pads))), _CONV_ORDER)
+    if any(out_pads):
+        _set_kw(m, "output_padding", expr(_compact(tuple(out_pads))), (*_CONV_ORDER, "padding"))
+    post: list[cst.BaseExpression] = []
+    if any(crops):
+        pad_mod = "torch.nn.ZeroPad1d" if nd == 1 else "torch.nn.ZeroPad2d"
+        post.append(expr(f"{ctx.spell_text(pad_mod)}({_torch_pad_order([(0, -c) for c in crops])})"))
+    if known(fm.channels):
+        m.kwargs = {"in_channels": expr(str(fm.channels)), **m.kwargs}
+        layer = build_call(m, ctx)
+    else:
+        layer = build_call(m, ctx, target=m.rule.emit["lazy"], positional=["out_channels", "kernel_size"])
+        ctx.report(Severity.INFO, "shape-unknown", f"input channels unknown here: emitted "
+                   f"{m.rule.emit['lazy'].rsplit('.', 1)[-1]}, which infers them on the first forward pass",
+                   m.node, m.rule)
+    acts = activation_modules(m, ctx, _channel_axis(lctx, nd + 1, fm.first))
+    if layer is None or acts is None:
+        return LayerEmission([m.call], failed=True)
+    out_sp = tuple(D.mul(n, ss) if padding == "same" else D.add(D.mul(n, ss), max(kk - ss, 0))
+                   if known(n) else None for n, kk, ss in zip(fm.spatial, k, s))
+    filters = _dim(lctx, m.kwargs.get("out_channels"))
+    out = _Map(out_sp, filters if known(filters) else None, fm.first).shape()
+    em = LayerEmission([layer, *post, *acts], out, 0, layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
+
+
 # --- pooling -----------------------------------------------------------------------------------------
 
 @shape("pool")
