@@ -34,8 +34,22 @@ class SamePad{nd}d({nn}Module):
         return {F}pad(x, pads)
 '''
 
+_RESCALING = '''
+
+class Rescaling({nn}Module):
+    """keras.layers.Rescaling: x * scale + offset (integer images come out as floats)."""
+
+    def __init__(self, scale, offset=0.0):
+        super().__init__()
+        self.scale, self.offset = scale, offset
+
+    def forward(self, x):
+        return x * self.scale + self.offset
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
+HELPERS["Rescaling"] = _RESCALING
 
 
 def use(ctx: FileContext, name: str) -> str:
@@ -68,6 +82,15 @@ def _is_import_block(stmt: cst.CSTNode, first: bool) -> bool:
     return first and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
 
 
+def _spelled(template: str, ctx: FileContext) -> str:
+    """The helper's text with the file's spellings of torch.nn / torch.nn.functional (imports recorded)."""
+    if "{nn}" in template:
+        template = template.replace("{nn}", ctx.spell_text("torch.nn.Module")[: -len("Module")])
+    if "{F}" in template:
+        template = template.replace("{F}", ctx.spell_text("torch.nn.functional.pad")[: -len("pad")])
+    return template
+
+
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Write out the helpers the output calls, after the file's imports."""
     wanted = ctx.analyses.get(_KEY)
@@ -78,8 +101,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     todo = sorted(refs.called - refs.defined)
     if not todo:
         return module
-    text = "".join(HELPERS[n].replace("{nn}", ctx.spell_text("torch.nn.Module")[: -len("Module")])
-                   .replace("{F}", ctx.spell_text("torch.nn.functional.pad")[: -len("pad")]) for n in todo)
+    text = "".join(_spelled(HELPERS[n], ctx) for n in todo)
     helpers = list(cst.parse_module(text.lstrip("\n")).body)
     body = list(module.body)
     at = 0

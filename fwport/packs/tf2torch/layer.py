@@ -515,6 +515,110 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
+def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str):
+    if not _int(fm.channels):
+        _failed(m, ctx, "shape-unknown", f"{name} needs its number of input channels as a number (the groups of "
+                "torch's convolution): give the model its input shape (keras.Input(shape=(...)))")
+        return None
+    return fm.channels
+
+
+@shape("depthwise-conv")
+def depthwise_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """DepthwiseConv2D → a grouped nn.Conv2d (groups = C, C * depth_multiplier outputs, channel c's
+    m-th filter at output c * dm + m, as Keras orders them)."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D")
+    dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    if c is None:
+        return LayerEmission([m.call], failed=True)
+    if not _int(dm) or k is None:
+        return _failed(m, ctx, "unsupported-argument", "kernel_size and depth_multiplier must be literal ints")
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
+    m.kwargs["kernel_size"] = expr(_compact(k))
+    _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
+    em = conv(m, ctx, lctx)
+    if not em.failed:
+        em.symbols = {"KH": k[0], "KW": k[-1]}
+        em.variant = "keras2" if ctx.version == 2 else None  # the kernel is `depthwise_kernel` there
+    return em
+
+
+@shape("separable-conv")
+def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """SeparableConv2D → nn.Sequential(depthwise nn.Conv2d (groups = C, no bias), pointwise 1x1
+    nn.Conv2d (the bias)): one module holding both, so that the weight map reaches both by name."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D")
+    dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    if c is None:
+        return LayerEmission([m.call], failed=True)
+    if not _int(dm) or k is None:
+        return _failed(m, ctx, "unsupported-argument", "kernel_size and depth_multiplier must be literal ints")
+    filters = m.kwargs.pop("out_channels")
+    bias = m.kwargs.pop("bias", None)
+    activation = m.extras.pop("activation", None)
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
+    m.kwargs["kernel_size"] = expr(_compact(k))
+    _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
+    m.kwargs["bias"] = expr("False")
+    em = conv(m, ctx, lctx)
+    if em.failed:
+        return em
+    conv2d = ctx.spell_text(f"torch.nn.Conv{nd}d")
+    pointwise = expr(f"{conv2d}({c * dm}, {code(filters)}, 1" + ("" if bias is None else f", bias={code(bias)}") + ")")
+    both = cst.Call(ctx.spell("torch.nn.Sequential"), [cst.Arg(em.modules[em.weight_module]), cst.Arg(pointwise)])
+    if activation is not None:
+        m.extras["activation"] = activation
+    acts = activation_modules(m, ctx, _channel_axis(lctx, nd + 1, fm.first))
+    if acts is None:
+        return LayerEmission([m.call], failed=True)
+    n_filters = _dim(lctx, filters)
+    out = None
+    if em.out_shape is not None:
+        sp = em.out_shape[1:] if fm.first else em.out_shape[:-1]
+        out = _Map(tuple(sp), n_filters if known(n_filters) else None, fm.first).shape()
+    modules = [*em.modules[:em.weight_module], both, *acts]
+    return LayerEmission(modules, out, em.weight_module, symbols={"KH": k[0], "KW": k[-1]},
+                         layout_bound=em.layout_bound)
+
+
+@shape("rescaling")
+def rescaling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Rescaling → the Rescaling helper module (written out in the file): x * scale + offset. A scale or
+    offset that is not a number broadcasts over the last axis in Keras: refused where the layout changes."""
+    args = []
+    for key in ("scale", "offset"):
+        node = m.extras.get(key)
+        if node is None:
+            continue
+        if lctx.layout == "nchw" and not _number_expr(node):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)} is not a literal number: a per-channel "
+                           f"{key} broadcasts over the channels-last axis in Keras, which is dim 1 here")
+        args.append(code(node) if key == "scale" else f"offset={code(node)}" if "scale" in m.extras else
+                    f"1.0, {code(node)}")
+    name = helpers.use(ctx, "Rescaling")
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], lctx.in_shape)
+
+
+def _number_expr(node: cst.BaseExpression) -> bool:
+    """A number written out: a literal, or arithmetic on literals (1.0 / 255, -1)."""
+    if isinstance(node, cst.BinaryOperation):
+        return _number_expr(node.left) and _number_expr(node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _number_expr(node.expression)
+    v = literal_value(node, NOT_LITERAL)
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
 # --- pooling -----------------------------------------------------------------------------------------
 
 @shape("pool")
