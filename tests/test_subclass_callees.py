@@ -221,3 +221,26 @@ def test_a_lambda_beside_a_channels_first_module_that_is_not_an_identity_is_an_e
     assert errors(r) == ["unsupported-construct"]
     assert "self.shortcut holds a channels-first torch module elsewhere" in r.findings[-1].message or any(
         "holds a channels-first torch module elsewhere" in f.message for f in r.findings)
+
+
+def test_merge_layers_written_out_keep_their_precedence():
+    r = tx('''
+        import tensorflow as tf
+        from tensorflow.keras import layers
+
+        class Net(tf.keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.diff = layers.Subtract()
+                self.add = layers.Add()
+                self.cat = layers.Concatenate()
+
+            def call(self, a, b):
+                y = 2.0 * self.diff([a, b]) - self.diff([b, a])
+                z = -self.add([a, b]) + self.add([a, b]).sum() + self.add([a, b])[0]
+                return y * z + self.cat([a, b])
+    ''')
+    assert errors(r) == []
+    assert "y = 2.0 * (a - b) - (b - a)" in r.output
+    assert "z = -(a + b) + (a + b).sum() + (a + b)[0]" in r.output
+    assert "return y * z + torch.cat([a, b], dim=-1)" in r.output

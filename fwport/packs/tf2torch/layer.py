@@ -1037,7 +1037,7 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     name = m.rule.names[0].rsplit(".", 1)[-1]
     if not lctx.scope and not lctx.source_path:
         return _failed(m, ctx, "unsupported-construct", f"{name} has no torch module: write the operation where "
-                       f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)'}[op] })")
+                       f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)', 'sub': 'a - b', 'avg': '(a + b) / 2', 'max': 'torch.maximum(a, b)', 'min': 'torch.minimum(a, b)'}[op] })")
     if op == "cat":
         dim = _dim_of_axis(m, ctx, lctx, "axis must be a literal int",
                            "concatenation axis {axis} on inputs whose rank is unknown in a channels-first region")
@@ -1047,6 +1047,22 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
         def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
             return expr(f"{cat}({code(arg)}, dim={dim})")
+    elif op in ("sub", "avg", "max", "min"):
+        def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
+            items = _elements(arg)
+            stack = ctx.spell_text("torch.stack") if items is None and op != "sub" else ""
+            fn = ctx.spell_text("torch.maximum" if op == "max" else "torch.minimum") if op in ("max", "min") else ""
+            if op == "sub":  # Keras checks for exactly two inputs when it is built
+                a, b = items if items is not None and len(items) == 2 else (expr(f"{code(arg)}[0]"), expr(f"{code(arg)}[1]"))
+                return expr(f"{_paren(a)} - {_paren(b)}")
+            if items is None:
+                return expr(f"{stack}({code(arg)})." + {"avg": "mean", "max": "amax", "min": "amin"}[op] + "(dim=0)")
+            if op == "avg":
+                return expr(f"({' + '.join(_paren(i) for i in items)}) / {len(items)}")
+            text = code(items[0])
+            for i in items[1:]:
+                text = f"{fn}({text}, {code(i)})"
+            return expr(text)
     else:
         sym, fallback = (" + ", "sum") if op == "add" else (" * ", ctx.spell_text("math.prod"))
 
@@ -1058,6 +1074,11 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                                                                   cst.IfExp, cst.Lambda)) else code(i)
                                  for i in items))
     return LayerEmission([], lctx.in_shape, functional=functional)
+
+
+def _paren(node: cst.BaseExpression) -> str:
+    text = code(node)
+    return f"({text})" if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp, cst.Lambda)) else text
 
 
 # --- padding and resizing ------------------------------------------------------------------------------

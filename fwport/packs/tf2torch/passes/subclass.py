@@ -46,6 +46,11 @@ from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
+_WRITTEN_OUT = "tf2torch-merge-written-out"  # ctx.analyses: ids of the expressions merge calls became
+# how tightly each binary operator binds (a written-out merge operand below a tighter one is parenthesised)
+_PRECEDENCE = {cst.Power: 7, cst.Multiply: 5, cst.Divide: 5, cst.FloorDivide: 5, cst.Modulo: 5,
+               cst.MatrixMultiply: 5, cst.Add: 4, cst.Subtract: 4, cst.LeftShift: 3, cst.RightShift: 3,
+               cst.BitAnd: 2, cst.BitXor: 1, cst.BitOr: 0}
 FUNCTIONAL = "keras.Model"
 SEQUENTIAL = "keras.Sequential"
 INPUT = "keras.Input"
@@ -328,7 +333,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{a.name} takes one list of tensors",
                                 original)
                 return updated
-            return a.functional(args[0].value)
+            out = a.functional(args[0].value)
+            self.ctx.analyses.setdefault(_WRITTEN_OUT, set()).add(id(out))  # parenthesised where it lands
+            return out
         if a.flat:
             return self._flat_call(a, original, updated)
         if a.seq is not None:
@@ -388,7 +395,29 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     # a Name in these slots is not a variable use: restore it
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
-        return updated_node.with_changes(attr=original_node.attr)
+        return updated_node.with_changes(attr=original_node.attr, value=self._operand(updated_node.value, 99))
+
+    # a merge layer's call written out (`self.diff([a, b])` → `a - b`) keeps its meaning where it lands
+    # (`x * self.diff([a, b])` → `x * (a - b)`)
+    def _operand(self, node: cst.BaseExpression, parent: int, right: bool = False) -> cst.BaseExpression:
+        if (id(node) not in self.ctx.analyses.get(_WRITTEN_OUT, ()) or not isinstance(node, cst.BinaryOperation)
+                or node.lpar):
+            return node
+        mine = _PRECEDENCE.get(type(node.operator), 0)
+        if mine > parent or (mine == parent and not right):
+            return node
+        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation):
+        mine = _PRECEDENCE.get(type(updated_node.operator), 0)
+        return updated_node.with_changes(left=self._operand(updated_node.left, mine),
+                                         right=self._operand(updated_node.right, mine, right=True))
+
+    def leave_UnaryOperation(self, original_node: cst.UnaryOperation, updated_node: cst.UnaryOperation):
+        return updated_node.with_changes(expression=self._operand(updated_node.expression, 6))
+
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript):
+        return updated_node.with_changes(value=self._operand(updated_node.value, 99))
 
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
         return updated_node.with_changes(keyword=original_node.keyword)
