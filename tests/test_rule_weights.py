@@ -59,6 +59,18 @@ def separable_conv2d():
                              layers.SeparableConv2D(5, (3, 2), strides=2, padding="same", depth_multiplier=2)])
 
 
+def lstm():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.LSTM(5, return_sequences=True)])
+
+
+def gru():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.GRU(5)])
+
+
+def simple_rnn():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.SimpleRNN(4, return_sequences=True)])
+
+
 def embedding():
     return keras.Sequential([keras.Input(shape=(7,), dtype="int32"), layers.Embedding(20, 4)])
 
@@ -97,6 +109,10 @@ CASES = {
     ("depthwise-conv2d", None): ("depthwise_conv2d", None, ("forward", "grad", "step")),
     ("depthwise-conv2d", "keras2"): ("depthwise_conv2d", None, ("forward", "grad"), 2),  # translated as Keras 2
     ("separable-conv2d", None): ("separable_conv2d", None, ("forward", "grad", "step")),
+    # the second torch bias is held at zero: no step check (an optimizer moves it, Keras has none)
+    ("lstm", None): ("lstm", None, ("forward", "grad")),
+    ("gru", None): ("gru", None, ("forward", "grad", "step")),
+    ("simple-rnn", None): ("simple_rnn", None, ("forward", "grad")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
 }
 

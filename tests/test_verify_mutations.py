@@ -167,9 +167,59 @@ def test_square_kernel_swap_needs_numbers_not_shapes(session, tmp_path):
     assert cert["first_diverging"]["layer"] == CONV and cert["first_diverging"]["max_abs"] > 1e-3
 
 
-@pytest.mark.skip(reason="GRU has no rule yet: plant the gate-order bug once rules/tf2torch/gru.toml exists")
-def test_gru_gate_order():
-    pass
+RECURRENT = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    return keras.Sequential([
+        keras.Input(shape=(7, 4)),
+        layers.GRU(6, return_sequences=True),
+        layers.LSTM(5, return_sequences=True),
+        layers.SimpleRNN(3),
+    ])
+'''
+RECURRENT_MAP_MUTATIONS = {
+    # name: (rule, source variable, ops, the layer that must be named)
+    "gru-gate-order-kept-z-r-h": ("gru", "cell.kernel", ["transpose(1, 0)"], "layers[0]"),
+    "gru-recurrent-gate-order-kept": ("gru", "cell.recurrent_kernel", ["transpose(1, 0)"], "layers[0]"),
+    "gru-bias-rows-swapped": ("gru", "cell.bias", ["take(0, 1)", "reorder-blocks(0, 1, 0, 2)"], "layers[0]"),
+    "lstm-gates-reordered-like-a-gru": ("lstm", "cell.kernel", ["reorder-blocks(1, 1, 0, 2, 3)", "transpose(1, 0)"],
+                                        "layers[1]"),
+    "simple-rnn-recurrent-kernel-not-transposed": ("simple-rnn", "cell.recurrent_kernel", ["copy"], "layers[2]"),
+}
+
+
+@pytest.fixture(scope="module")
+def recurrent_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-rnn")
+    (d / "model.py").write_text(RECURRENT)
+    out = translate_source(RECURRENT, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def test_recurrent_correct_translation_passes(session, recurrent_files):
+    cert = _run(session, recurrent_files, checks=("forward", "grad"))
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENT_MAP_MUTATIONS))
+def test_gru_gate_order_and_other_recurrent_map_bugs_are_caught(session, recurrent_files, name):
+    rule, source, ops, layer = RECURRENT_MAP_MUTATIONS[name]
+    pack = _mutated_pack(rule, None, ops, source)
+    if source == "cell.bias":  # the map of the first bias row only (two maps read cell.bias)
+        base = load_pack("tf2torch").rules[rule]
+        weights = [w if w.target != "bias_ih_l0" else WeightMap(w.source, w.target, tuple(WeightOp(
+            o.split("(")[0], tuple(p.strip() for p in o.partition("(")[2].rstrip(")").split(",") if p.strip()))
+            for o in ops), w.when) for w in base.weights]
+        pack.rules[rule] = dataclasses.replace(base, weights=tuple(weights))
+        for n in base.names:
+            pack.by_name[n] = pack.rules[rule]
+    cert = _run(session, recurrent_files, pack=pack, checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
 
 
 # --- the layers of issue 8: each with a planted bug the verifier must name ------------------------------

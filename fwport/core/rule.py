@@ -16,7 +16,7 @@ from typing import Any
 
 KINDS = ("layer", "function", "constant")
 VERBS = ("rename", "transform", "drop", "unsupported", "approximate")
-WEIGHT_OPS = ("copy", "transpose", "permute", "reorder-blocks", "reshape")
+WEIGHT_OPS = ("copy", "transpose", "permute", "reorder-blocks", "reshape", "take", "zeros")
 
 _TOP_KEYS = {"summary", "kind", "match", "emit", "args", "defaults", "weights", "examples",
              "unchanged", "xfail", "notes"}

@@ -91,7 +91,9 @@ class _Capture:
                     if inputs and a:
                         self.inp[_p] = _np(a[0])
                     act = getattr(_l, "activation", None)
-                    if pre_activation and not _is_linear(act) and callable(act):
+                    # a layer whose activation is a read-only property (an RNN's is its cell's): the output only
+                    settable = not isinstance(getattr(type(_l), "activation", None), property)
+                    if pre_activation and settable and not _is_linear(act) and callable(act):
                         object.__setattr__(_l, "activation", keras.activations.linear)
                         try:
                             self.pre[_p] = _np(_o(*a, **k))
@@ -149,6 +151,15 @@ class _Function:
         raise UserError("a plain function has no weights to load")
 
 
+def _attr(obj, dotted: str, default):
+    """``obj.a.b`` for a variable held by a sub-object (an RNN layer's ``cell.kernel``)."""
+    for part in dotted.split("."):
+        obj = getattr(obj, part, default)
+        if obj is default:
+            return default
+    return obj
+
+
 def _call(model, xs, training: bool):
     if isinstance(model, _Function):
         return model(*xs)
@@ -201,10 +212,10 @@ def run(req: dict) -> dict:
             # torch parameters none writes
             absent.append(m["key"])
             continue
-        if m["var"] not in (".", "") and getattr(layer, m["var"], "missing") is None:
+        if m["var"] not in (".", "") and _attr(layer, m["var"], "missing") is None:
             absent.append(m["key"])  # an optional variable switched off (use_bias=False, center=False)
             continue
-        var = layer if m["var"] in (".", "") else getattr(layer, m["var"], None)
+        var = layer if m["var"] in (".", "") else _attr(layer, m["var"], None)
         if var is None or not hasattr(var, "assign"):
             raise UserError(f"{m['layer']} ({type(layer).__name__}) has no variable {m['var']!r} "
                             f"(rule {m['rule']}): the rule's weight map names a variable the layer lacks")

@@ -47,9 +47,25 @@ class Rescaling({nn}Module):
         return x * self.scale + self.offset
 '''
 
+_RNN_OUTPUT = '''
+
+class RNNOutput({nn}Module):
+    """The output of a torch RNN without its final state: the whole sequence (Keras's
+    return_sequences=True), or its last step (return_sequences=False)."""
+
+    def __init__(self, return_sequences=False):
+        super().__init__()
+        self.return_sequences = return_sequences
+
+    def forward(self, output):
+        sequence = output[0]
+        return sequence if self.return_sequences else sequence[:, -1]
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS["Rescaling"] = _RESCALING
+HELPERS["RNNOutput"] = _RNN_OUTPUT
 
 
 def use(ctx: FileContext, name: str) -> str:

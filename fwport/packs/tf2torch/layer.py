@@ -619,6 +619,77 @@ def _number_expr(node: cst.BaseExpression) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+_RNN_TARGETS = {"lstm": "torch.nn.LSTM", "gru": "torch.nn.GRU", "rnn": "torch.nn.RNN"}
+
+
+@shape("rnn")
+def rnn(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """LSTM / GRU / SimpleRNN → nn.LSTM / nn.GRU / nn.RNN (batch_first=True) and the RNNOutput helper
+    (written out in the file) that keeps the sequence or its last step as Keras's return_sequences.
+    What torch's modules cannot compute the same is refused: other activations, dropout inside the
+    recurrence, states returned or carried, reversed sequences, GRU's reset_after=False."""
+    kind = _option(m, "kind")
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    in_shape = input_shape_from_kwargs(m, lctx, 2) or lctx.in_shape
+    if in_shape is not None and len(in_shape) != 2:
+        return _failed(m, ctx, "unsupported-construct", f"{name} expects a 3-D input (batch, steps, features); this "
+                       f"one has shape (batch, {', '.join(map(str, in_shape))})")
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", f"{name} in a model converted to channels-first would see "
+                       "(batch, features, steps): keep this model channels-last or permute before it by hand")
+    features = in_shape[-1] if in_shape is not None else None
+    if not known(features):
+        return _failed(m, ctx, "shape-unknown", f"{name} needs the number of input features (torch has no lazy "
+                       f"{_RNN_TARGETS[kind].rsplit('.', 1)[-1]}): give the model its input shape, e.g. "
+                       "keras.Input(shape=(steps, features))")
+    flags = {}
+    for key, default in (("return_sequences", False), ("return_state", False), ("go_backwards", False),
+                         ("stateful", False), ("time_major", False), ("reset_after", True)):
+        node = m.extras.get(key)
+        v = default if node is None else literal_value(node, NOT_LITERAL)
+        if v not in (True, False):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)} must be a literal True/False")
+        flags[key] = v
+    for key, why in (("return_state", "the final states come back as extra outputs in Keras; unpack torch's "
+                      "(output, h_n) by hand"),
+                     ("go_backwards", "Keras returns the reversed sequence; flip the input and the output by hand"),
+                     ("stateful", "torch modules carry no state between calls: pass h_0 explicitly"),
+                     ("time_major", "write batch_first=False by hand")):
+        if flags[key]:
+            return _failed(m, ctx, "unsupported-argument", f"{key}=True: {why}")
+    if kind == "gru" and not flags["reset_after"]:
+        return _failed(m, ctx, "unsupported-argument", "reset_after=False applies the reset gate before the recurrent "
+                       "matrix (Keras 2's default GRU), which torch's GRU does not: write the cell by hand")
+    for key in ("dropout", "recurrent_dropout"):
+        node = m.extras.get(key)
+        if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras drops inside the recurrence "
+                           "with one mask per sequence, which torch's RNNs do not; apply nn.Dropout to the inputs "
+                           "(dropout) or write the cell by hand")
+    for key, default in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
+        node = m.extras.get(key)
+        if node is None or (kind == "rnn" and key == "recurrent_activation"):
+            continue
+        act = activation_name(node, ctx)
+        if kind == "rnn" and key == "activation" and act == "relu":
+            m.kwargs["nonlinearity"] = expr('"relu"')
+            continue
+        if act != default:
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
+                           f"computes {default} there")
+    m.kwargs = {"input_size": expr(str(features)), **m.kwargs}
+    m.kwargs["batch_first"] = expr("True")
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    out_mod = expr(f"{helpers.use(ctx, 'RNNOutput')}(" + ("return_sequences=True" if flags["return_sequences"] else "")
+                   + ")")
+    units = _dim(lctx, m.kwargs.get("hidden_size"))
+    units = units if known(units) else None
+    out = (in_shape[0], units) if flags["return_sequences"] else (units,)
+    return LayerEmission([layer, out_mod], out, 0)
+
+
 # --- pooling -----------------------------------------------------------------------------------------
 
 @shape("pool")

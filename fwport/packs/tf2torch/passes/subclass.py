@@ -757,10 +757,13 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 return None
             return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape)
         tail = in_shape if isinstance(in_shape, _Tail) else None
-        if tail is None and in_shape is None and a.rule.emit.get("shape") == "dense":
-            tail = _Tail(None)  # nothing known, but a Dense keeps the rank: its output has `units` last
+        if tail is None and in_shape is None and a.rule.emit.get("shape") in ("dense", "embedding"):
+            tail = _Tail(None)  # nothing known, but its output has `units` (the embedding dim) last
         if tail is not None:
             in_shape = self._tail_in(plan, a, tail)
+            if in_shape is None and a.rule.id not in _SHAPE_KEEPING and a.rule.emit.get("shape") not in (
+                    "dense", "batch-norm", "layer-norm", "embedding"):
+                tail = None  # a layer that needs more than the last size: its input is simply unknown
         em = self._emit(plan, a, in_shape, a.name, a.name)
         if tail is not None:
             a.in_shape = tail
@@ -790,6 +793,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         last = tail.last if tail is not None else None
         if shape_fn == "dense":
             return (last,)
+        if shape_fn == "embedding":
+            return None  # it adds an axis to any input: only its last size is known after it
+        if shape_fn == "rnn" and tail is not None and known(last):
+            return (None, last)  # an RNN takes (batch, steps, features) only
         if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(a.call):
             if shape_fn == "batch-norm":
                 a.flat = True
@@ -808,6 +815,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return None
         if shape_fn == "dense":
             return _Tail(em.out_shape[-1]) if em.out_shape else _Tail(None)
+        if shape_fn == "embedding":
+            dim = literal_value(_kwarg(a.call, "output_dim", 1), None)
+            return _Tail(dim if isinstance(dim, int) and not isinstance(dim, bool) else None)
+        if shape_fn == "rnn":
+            return em.out_shape  # its rank is known whatever came in
         if shape_fn in ("batch-norm", "layer-norm") or a.rule.id in _SHAPE_KEEPING:
             return tail
         return None
@@ -1454,3 +1466,11 @@ def _axis_is_last(call: cst.Call) -> bool:
         if (a.keyword is not None and a.keyword.value == "axis") or (a.keyword is None and i == 0):
             return not a.star and literal_value(a.value, None) in (-1, [-1], (-1,))
     return True
+
+
+def _kwarg(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
+    """An argument of a source call, by keyword or position."""
+    for i, a in enumerate(call.args):
+        if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and not a.star and i == position):
+            return a.value
+    return None
