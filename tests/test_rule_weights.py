@@ -71,6 +71,18 @@ def simple_rnn():
     return keras.Sequential([keras.Input(shape=(6, 3)), layers.SimpleRNN(4, return_sequences=True)])
 
 
+def bidirectional_lstm():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.Bidirectional(layers.LSTM(4, return_sequences=True))])
+
+
+def bidirectional_gru():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.Bidirectional(layers.GRU(4), merge_mode="mul")])
+
+
+def bidirectional_rnn():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.Bidirectional(layers.SimpleRNN(4), merge_mode="sum")])
+
+
 def embedding():
     return keras.Sequential([keras.Input(shape=(7,), dtype="int32"), layers.Embedding(20, 4)])
 
@@ -113,6 +125,9 @@ CASES = {
     ("lstm", None): ("lstm", None, ("forward", "grad")),
     ("gru", None): ("gru", None, ("forward", "grad", "step")),
     ("simple-rnn", None): ("simple_rnn", None, ("forward", "grad")),
+    ("bidirectional", "lstm"): ("bidirectional_lstm", None, ("forward", "grad")),
+    ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
+    ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
 }
 

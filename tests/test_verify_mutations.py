@@ -177,7 +177,8 @@ def build_model():
         keras.Input(shape=(7, 4)),
         layers.GRU(6, return_sequences=True),
         layers.LSTM(5, return_sequences=True),
-        layers.SimpleRNN(3),
+        layers.SimpleRNN(3, return_sequences=True),
+        layers.Bidirectional(layers.GRU(4)),
     ])
 '''
 RECURRENT_MAP_MUTATIONS = {
@@ -189,6 +190,24 @@ RECURRENT_MAP_MUTATIONS = {
                                         "layers[1]"),
     "simple-rnn-recurrent-kernel-not-transposed": ("simple-rnn", "cell.recurrent_kernel", ["copy"], "layers[2]"),
 }
+
+
+def test_bidirectional_backward_last_step_taken_at_the_end_is_caught(session, recurrent_files):
+    """The obvious `output[:, -1]` for both directions: the backward one has then seen one step only."""
+    _, good = recurrent_files
+    old = "forward, backward = forward[:, -1], backward[:, 0]"
+    assert old in good
+    cert = _run(session, recurrent_files, good.replace(old, "forward, backward = forward[:, -1], backward[:, -1]"),
+                checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == "layers[3]", cert["first_diverging"]
+
+
+def test_bidirectional_backward_weights_in_forward_gate_order_are_caught(session, recurrent_files):
+    pack = _mutated_pack("bidirectional", "gru", ["transpose(1, 0)"], "backward_layer.cell.kernel")
+    cert = _run(session, recurrent_files, pack=pack, checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == "layers[3]", cert["first_diverging"]
 
 
 @pytest.fixture(scope="module")

@@ -62,10 +62,35 @@ class RNNOutput({nn}Module):
         return sequence if self.return_sequences else sequence[:, -1]
 '''
 
+_BIDIRECTIONAL_OUTPUT = '''
+
+class BidirectionalOutput({nn}Module):
+    """The output of a bidirectional torch RNN as keras.layers.Bidirectional gives it: the two directions
+    merged (concat, sum, mul or ave), over the whole sequence or at each direction's last step (the
+    backward direction ends at the first step)."""
+
+    def __init__(self, return_sequences=False, merge_mode="concat"):
+        super().__init__()
+        self.return_sequences, self.merge_mode = return_sequences, merge_mode
+
+    def forward(self, output):
+        forward, backward = output[0].chunk(2, dim=-1)
+        if not self.return_sequences:
+            forward, backward = forward[:, -1], backward[:, 0]
+        if self.merge_mode == "concat":
+            return {torch}cat([forward, backward], dim=-1)
+        if self.merge_mode == "sum":
+            return forward + backward
+        if self.merge_mode == "mul":
+            return forward * backward
+        return (forward + backward) / 2
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS["Rescaling"] = _RESCALING
 HELPERS["RNNOutput"] = _RNN_OUTPUT
+HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
 
 
 def use(ctx: FileContext, name: str) -> str:
@@ -102,6 +127,8 @@ def _spelled(template: str, ctx: FileContext) -> str:
     """The helper's text with the file's spellings of torch.nn / torch.nn.functional (imports recorded)."""
     if "{nn}" in template:
         template = template.replace("{nn}", ctx.spell_text("torch.nn.Module")[: -len("Module")])
+    if "{torch}" in template:
+        template = template.replace("{torch}", ctx.spell_text("torch.cat")[: -len("cat")])
     if "{F}" in template:
         template = template.replace("{F}", ctx.spell_text("torch.nn.functional.pad")[: -len("pad")])
     return template

@@ -16,7 +16,7 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.packs.tf2torch import dims as D
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
-from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
+from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.tf2torch.registry import shape, value_transform
@@ -623,7 +623,7 @@ _RNN_TARGETS = {"lstm": "torch.nn.LSTM", "gru": "torch.nn.GRU", "rnn": "torch.nn
 
 
 @shape("rnn")
-def rnn(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -> LayerEmission:
     """LSTM / GRU / SimpleRNN → nn.LSTM / nn.GRU / nn.RNN (batch_first=True) and the RNNOutput helper
     (written out in the file) that keeps the sequence or its last step as Keras's return_sequences.
     What torch's modules cannot compute the same is refused: other activations, dropout inside the
@@ -679,15 +679,53 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                            f"computes {default} there")
     m.kwargs = {"input_size": expr(str(features)), **m.kwargs}
     m.kwargs["batch_first"] = expr("True")
+    units = _dim(lctx, m.kwargs.get("hidden_size"))
+    units = units if known(units) else None
+    if merge_mode is not None:  # the layer wrapped by Bidirectional
+        m.kwargs["bidirectional"] = expr("True")
+        args = ["return_sequences=True"] if flags["return_sequences"] else []
+        if merge_mode != "concat":
+            args.append(f'merge_mode="{merge_mode}"')
+        out_mod = expr(f"{helpers.use(ctx, 'BidirectionalOutput')}({', '.join(args)})")
+        if merge_mode == "concat":
+            units = D.mul(units, 2) if units is not None else None
+    else:
+        out_mod = expr(f"{helpers.use(ctx, 'RNNOutput')}(" + ("return_sequences=True" if flags["return_sequences"]
+                                                              else "") + ")")
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
-    out_mod = expr(f"{helpers.use(ctx, 'RNNOutput')}(" + ("return_sequences=True" if flags["return_sequences"] else "")
-                   + ")")
-    units = _dim(lctx, m.kwargs.get("hidden_size"))
-    units = units if known(units) else None
     out = (in_shape[0], units) if flags["return_sequences"] else (units,)
-    return LayerEmission([layer, out_mod], out, 0)
+    return LayerEmission([layer, out_mod], out, 0, variant=kind if merge_mode is not None else None)
+
+
+@shape("bidirectional")
+def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Bidirectional(LSTM/GRU/SimpleRNN) → the torch RNN with bidirectional=True and the
+    BidirectionalOutput helper (merge modes concat, sum, mul, ave; Keras's last step of the backward
+    direction is torch's first). The weight-map variant is the wrapped kind (lstm, gru, rnn)."""
+    inner = m.extras.get("layer")
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    if rule is None or rule.emit.get("shape") != "rnn":
+        shown = code(inner) if inner is not None else "?"
+        return _failed(m, ctx, "unsupported-argument", f"layer={shown}: only a keras.layers.LSTM, GRU or SimpleRNN "
+                       "written in the call is translated (torch's bidirectional RNNs)")
+    if "backward_layer" in m.extras and literal_value(m.extras["backward_layer"], NOT_LITERAL) is not None:
+        return _failed(m, ctx, "unsupported-argument", "backward_layer=: torch's bidirectional RNN runs the same kind "
+                       "of layer both ways; write the two directions by hand")
+    mode = literal_value(m.extras["merge_mode"], NOT_LITERAL) if "merge_mode" in m.extras else "concat"
+    if mode not in ("concat", "sum", "mul", "ave"):
+        return _failed(m, ctx, "unsupported-argument", f"merge_mode={code(m.extras['merge_mode'])}: only 'concat', "
+                       "'sum', 'mul' and 'ave' are translated (None returns the two directions as a list)")
+    mi = map_call(inner, rule, ctx, inner)
+    if mi.failed:
+        return LayerEmission([m.call], failed=True)
+    for key in ("input_shape", "batch_input_shape", "input_dim", "input_length"):
+        if key in m.extras and key not in mi.extras:
+            mi.extras[key] = m.extras[key]
+    em = rnn(mi, ctx, lctx, merge_mode=mode)
+    return LayerEmission([m.call], failed=True) if em.failed else em
 
 
 # --- pooling -----------------------------------------------------------------------------------------

@@ -795,7 +795,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return (last,)
         if shape_fn == "embedding":
             return None  # it adds an axis to any input: only its last size is known after it
-        if shape_fn == "rnn" and tail is not None and known(last):
+        if shape_fn in ("rnn", "bidirectional") and tail is not None and known(last):
             return (None, last)  # an RNN takes (batch, steps, features) only
         if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(a.call):
             if shape_fn == "batch-norm":
@@ -818,7 +818,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if shape_fn == "embedding":
             dim = literal_value(_kwarg(a.call, "output_dim", 1), None)
             return _Tail(dim if isinstance(dim, int) and not isinstance(dim, bool) else None)
-        if shape_fn == "rnn":
+        if shape_fn in ("rnn", "bidirectional"):
             return em.out_shape  # its rank is known whatever came in
         if shape_fn in ("batch-norm", "layer-norm") or a.rule.id in _SHAPE_KEEPING:
             return tail
