@@ -728,6 +728,14 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([m.call], failed=True) if em.failed else em
 
 
+@shape("refuse")
+def refuse(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """A Keras layer that has no place in a torch model (text preprocessing, random augmentation): an
+    error finding that says where its work goes in PyTorch (the rule's ``options.why``)."""
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    return _failed(m, ctx, "unsupported-construct", f"{name} {_option(m, 'why')}")
+
+
 # --- pooling -----------------------------------------------------------------------------------------
 
 @shape("pool")
