@@ -255,13 +255,16 @@ def build_model():
         layers.DepthwiseConv2D(3, padding="same", depth_multiplier=2),
         layers.SeparableConv2D(6, 3, padding="same"),
         layers.Conv2DTranspose(5, 3, strides=2, padding="same"),
+        layers.Resizing(5, 7, interpolation="nearest"),
         layers.GlobalAveragePooling2D(),
         layers.Dense(3),
     ])
 '''
-RESCALE, DEPTHWISE, SEPARABLE, TRANSPOSE = "layers[0]", "layers[1]", "layers[2]", "layers[3]"
+RESCALE, DEPTHWISE, SEPARABLE, TRANSPOSE, RESIZE = "layers[0]", "layers[1]", "layers[2]", "layers[3]", "layers[4]"
 
 NEW_LAYER_TEXT_MUTATIONS = {
+    # torch's "nearest" floors the source coordinate; TensorFlow rounds half-pixel centres
+    "resizing-nearest-not-exact": ('mode="nearest-exact"', 'mode="nearest"', RESIZE),
     "rescaling-offset-lost": ("Rescaling(0.5, offset=-1.0)", "Rescaling(0.5)", RESCALE),
     # the obvious torch spelling of 'same' for k=3, s=2: the right shape, shifted by a pixel
     "conv-transpose-same-shifted-by-a-pixel": ("nn.ConvTranspose2d(6, 5, 3, stride=2), nn.ZeroPad2d((0, -1, 0, -1))",

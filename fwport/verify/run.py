@@ -550,13 +550,16 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
     flat_map = None
     for p in points:
         kk = f"{p['keras']}:{p['layer']}"
-        if kk not in K and p["keras"] == "pre":
+        fell_back = kk not in K and p["keras"] == "pre"
+        if fell_back:
             kk = f"act:{p['layer']}"
         tk = f"act:{p['torch']}"
         if kk not in K or tk not in T:
             continue
         k = K[kk]
         t = T[tk]
+        if fell_back and k.size != t.size:
+            continue  # a module after the weight module finishes the layer (a transposed conv's crop): its output point follows
         if p["keras"] == "pre" or (flat_map is not None and flat_map[1:] and int(np.prod(flat_map[1:])) != k.shape[-1]):
             flat_map = None  # a weight layer consumed the flattened map: features are in the same order again
         if (layout == "nchw" and k.ndim == 2 and t.shape == k.shape and prev_t is not None and prev_t.ndim >= 3

@@ -400,7 +400,7 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
     padding = padding.lower() if isinstance(padding, str) else padding
     pre: list[cst.BaseExpression] = []
-    pad_mod = "torch.nn.ZeroPad1d" if nd == 1 else "torch.nn.ZeroPad2d"
+    pad_mod = f"torch.nn.ZeroPad{nd}d"
     if padding == "valid":
         pass
     elif padding == "same":
@@ -494,7 +494,7 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         _set_kw(m, "output_padding", expr(_compact(tuple(out_pads))), (*_CONV_ORDER, "padding"))
     post: list[cst.BaseExpression] = []
     if any(crops):
-        pad_mod = "torch.nn.ZeroPad1d" if nd == 1 else "torch.nn.ZeroPad2d"
+        pad_mod = f"torch.nn.ZeroPad{nd}d"
         post.append(expr(f"{ctx.spell_text(pad_mod)}({_torch_pad_order([(0, -c) for c in crops])})"))
     if known(fm.channels):
         m.kwargs = {"in_channels": expr(str(fm.channels)), **m.kwargs}
@@ -734,6 +734,31 @@ def refuse(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     error finding that says where its work goes in PyTorch (the rule's ``options.why``)."""
     name = m.rule.names[0].rsplit(".", 1)[-1]
     return _failed(m, ctx, "unsupported-construct", f"{name} {_option(m, 'why')}")
+
+
+@shape("resizing")
+def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Resizing → nn.Upsample(size=(h, w)) (it also shrinks): TensorFlow's bilinear resize samples at
+    half-pixel centres without antialiasing, torch's bilinear with align_corners=False; its nearest is
+    torch's "nearest-exact". Kernels that differ (bicubic's a, area, lanczos), antialiasing and the
+    aspect-ratio options are refused."""
+    fm = _feature_map(m, ctx, lctx, 2)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    h, w = (literal_value(m.extras[k], NOT_LITERAL) if k in m.extras else NOT_LITERAL for k in ("height", "width"))
+    size = f"({code(m.extras['height'])}, {code(m.extras['width'])})"
+    mode = literal_value(m.extras["interpolation"], NOT_LITERAL) if "interpolation" in m.extras else "bilinear"
+    modes = {"bilinear": 'mode="bilinear"', "nearest": 'mode="nearest-exact"'}
+    if mode not in modes:
+        return _failed(m, ctx, "unsupported-argument", f"interpolation={code(m.extras['interpolation'])}: only "
+                       "'bilinear' and 'nearest' resize alike in both frameworks")
+    for key in ("crop_to_aspect_ratio", "pad_to_aspect_ratio", "antialias"):
+        if key in m.extras and literal_value(m.extras[key], NOT_LITERAL) is not False:
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(m.extras[key])} is not translated yet")
+    layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(size={size}, {modes[mode]})")
+    sp = tuple(v if _int(v) else None for v in (h, w))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    return _check_context(m, ctx, lctx, em)
 
 
 # --- pooling -----------------------------------------------------------------------------------------
