@@ -87,6 +87,10 @@ def conv3d():
     return keras.Sequential([keras.Input(shape=(5, 4, 6, 2)), layers.Conv3D(3, (3, 2, 2), strides=2, padding="same")])
 
 
+def normalization():
+    return keras.Sequential([keras.Input(shape=(3, 4)), layers.Normalization(), layers.Dense(2)])
+
+
 def embedding():
     return keras.Sequential([keras.Input(shape=(7,), dtype="int32"), layers.Embedding(20, 4)])
 
@@ -116,6 +120,7 @@ CASES = {
     ("conv1d", None): ("conv1d", None, ("forward", "grad", "step")),
     ("conv2d", None): ("conv2d", None, ("forward", "grad", "step")),
     ("conv3d", None): ("conv3d", None, ("forward", "grad", "step")),
+    ("normalization", None): ("normalization", None, ("forward", "grad", "step")),
     ("batch-normalization", None): ("batch_normalization", None, ("forward", "grad", "step")),
     ("batch-normalization", "after-flatten"): ("batch_normalization_after_flatten", None, ("forward", "grad", "step")),
     ("embedding", None): ("embedding", ["int32[3,7]:20"], ("forward", "grad", "step")),

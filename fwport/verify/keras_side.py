@@ -125,6 +125,17 @@ def _randomize(model, seed: int) -> None:
             s = float(old.std()) if old.size > 1 and old.std() > 0 else 0.0
             new = old + rng.standard_normal(old.shape) * (0.25 * s if s else 0.2)
         v.assign(new.astype(old.dtype))
+    _finalize(model)
+
+
+def _finalize(model) -> None:
+    """Preprocessing layers (Normalization) compute from their variables once, in finalize_state: after
+    the variables change they must do it again, as Keras does after loading weights."""
+    layers = [model] + (list(model._flatten_layers()) if hasattr(model, "_flatten_layers") else [])
+    for layer in layers:
+        finalize = getattr(layer, "finalize_state", None)
+        if callable(finalize):
+            finalize()
 
 
 def _positional_inputs(model) -> int:
@@ -149,6 +160,9 @@ class _Function:
 
     def load_weights(self, path):
         raise UserError("a plain function has no weights to load")
+
+
+_MISSING = object()
 
 
 def _attr(obj, dotted: str, default):
@@ -198,6 +212,7 @@ def run(req: dict) -> dict:
     _call(model, xs, False)  # builds a subclassed model
     if req.get("weights_file"):
         model.load_weights(req["weights_file"])
+        _finalize(model)
     else:
         _randomize(model, req["seed"])
 
@@ -212,8 +227,11 @@ def run(req: dict) -> dict:
             # torch parameters none writes
             absent.append(m["key"])
             continue
-        if m["var"] not in (".", "") and _attr(layer, m["var"], "missing") is None:
-            absent.append(m["key"])  # an optional variable switched off (use_bias=False, center=False)
+        found = _attr(layer, m["var"], _MISSING) if m["var"] not in (".", "") else layer
+        if found is None or found is _MISSING:
+            # an optional variable switched off (use_bias=False, center=False) or never created (a
+            # Normalization given its statistics); a wrong name still shows as a torch parameter no map writes
+            absent.append(m["key"])
             continue
         var = layer if m["var"] in (".", "") else _attr(layer, m["var"], None)
         if var is None or not hasattr(var, "assign"):

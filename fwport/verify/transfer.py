@@ -83,7 +83,7 @@ def apply_ops(x: np.ndarray, ops, symbols: dict[str, int], what: str = "") -> np
     for o in ops:
         op, params = (o.op, o.params) if hasattr(o, "op") else (o[0], tuple(o[1]))
         x = apply_op(x, op, tuple(params), symbols, what)
-    return np.ascontiguousarray(x)
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)  # (ascontiguousarray makes a scalar 1-D)
 
 
 @dataclass(frozen=True)

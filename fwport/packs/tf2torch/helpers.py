@@ -86,10 +86,39 @@ class BidirectionalOutput({nn}Module):
         return (forward + backward) / 2
 '''
 
+_NORMALIZATION = '''
+
+class Normalization({nn}Module):
+    """keras.layers.Normalization over the last axis: (x - mean) / max(sqrt(variance), 1e-7). The
+    statistics are given, loaded (state_dict), or computed from data by adapt() as Keras does (the
+    population variance over every axis but the last)."""
+
+    def __init__(self, num_features=None, mean=None, variance=None):
+        super().__init__()
+        given = mean is not None
+        if given:
+            mean, variance = {torch}as_tensor(mean, dtype={torch}float32), {torch}as_tensor(variance, dtype={torch}float32)
+        elif num_features is not None:
+            mean, variance = {torch}zeros(num_features), {torch}ones(num_features)
+        self.register_buffer("mean", mean, persistent=not given)
+        self.register_buffer("variance", variance, persistent=not given)
+        self.register_buffer("count", None if given else {torch}zeros((), dtype={torch}int64))
+
+    @{torch}no_grad()
+    def adapt(self, data):
+        data = {torch}as_tensor(data, dtype={torch}float32).reshape(-1, {torch}as_tensor(data).shape[-1])
+        self.mean, self.variance = data.mean(dim=0), data.var(dim=0, unbiased=False)
+        self.count = {torch}tensor(data.shape[0])
+
+    def forward(self, x):
+        return (x - self.mean) / {torch}clamp(self.variance.sqrt(), min=1e-7)
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS["Rescaling"] = _RESCALING
 HELPERS["RNNOutput"] = _RNN_OUTPUT
+HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
 
 

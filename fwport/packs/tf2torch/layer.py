@@ -761,6 +761,34 @@ def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
+@shape("normalization")
+def normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Normalization over the last axis → the Normalization helper written out in the file (buffers
+    mean / variance / count, adapt() like Keras's). Other axes, invert=True and a channels-first region
+    (where the last Keras axis is dim 1) are refused."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+    last = in_shape is not None and _int(axis) and axis in (-1, len(in_shape))
+    if axis != -1 and not last:
+        return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only the last axis is "
+                       "translated (the helper normalises features in the last dimension)")
+    if "invert" in m.extras and literal_value(m.extras["invert"], NOT_LITERAL) is not False:
+        return _failed(m, ctx, "unsupported-argument", "invert=True (denormalisation) is not translated yet")
+    if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1):
+        return _failed(m, ctx, "unsupported-construct", "Normalization normalises the channels-last axis, which is "
+                       "dim 1 in a model converted to channels-first: keep this model channels-last")
+    args = []
+    if "mean" in m.extras or "variance" in m.extras:
+        if "mean" not in m.extras or "variance" not in m.extras:
+            return _failed(m, ctx, "unsupported-argument", "give both mean= and variance= (or neither)")
+        args = [f"mean={code(m.extras['mean'])}", f"variance={code(m.extras['variance'])}"]
+    elif in_shape is not None and known(in_shape[-1]):
+        args = [str(in_shape[-1])]
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "Normalization")
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], in_shape)
+
+
 # --- pooling -----------------------------------------------------------------------------------------
 
 @shape("pool")
