@@ -11,13 +11,19 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.tf2torch import helpers
-from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass
+from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
                   "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states")
 
 PLANNERS: tuple[Planner, ...] = (
+    # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
+    # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
+    # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
+    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|\.\s*(?:compile|fit|evaluate|predict)"
+                                   r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
+                                   r"MeanAbsoluteError|Huber)\b"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
@@ -28,6 +34,6 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
 )
-# steps that remove or add lines, once every finding is located: decorators removed, helper
-# modules the output calls written out after the imports
-FINISH = (decorators.finish, helpers.finish)
+# steps that remove or add lines, once every finding is located: decorators removed, the training
+# pass's finish, helper modules the output calls written out after the imports
+FINISH = (decorators.finish, training.finish, helpers.finish)
