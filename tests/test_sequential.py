@@ -396,6 +396,7 @@ def test_sizes_that_need_numbers_are_refused():
     # TF's pads depend on the parity of `size`: computed at each call
     assert _errors_at(r, "layers.Conv2D(4, 3, strides=2") == []
     assert "nn.Sequential(SamePad2d(3, 2), nn.Conv2d(3, 4, 3, stride=2))" in r.output
+    assert any("even or odd" in f.message for f in r.findings if f.code == "shape-unknown")
     assert _errors_at(r, "layers.Dense(classes)") == []  # the weight map needs H, W, C only, not the units
     assert "nn.Linear(640, classes)" in r.output
     assert _errors_at(r, "layers.Dense(4)") == ["shape-unknown"]  # and H, W, C

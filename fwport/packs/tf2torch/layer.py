@@ -372,7 +372,7 @@ def _given(m: MappedCall, target_kw: str, default):
     return default if target_kw not in m.kwargs else m.literal(target_kw)
 
 
-def _same_pad_helper(m: MappedCall, ctx, nd: int, s) -> cst.BaseExpression:
+def _same_pad_helper(m: MappedCall, ctx, nd: int, s, spatial: tuple = ()) -> cst.BaseExpression:
     """TensorFlow's 'same' padding computed at each call, where it cannot be computed here (a stride,
     kernel or dilation known only at run time, or an input size that is unknown or whose parity decides
     the padding): the SamePad helper written out in the file, before a conv with padding 0."""
@@ -381,7 +381,8 @@ def _same_pad_helper(m: MappedCall, ctx, nd: int, s) -> cst.BaseExpression:
         args.append(code(m.kwargs["dilation"]))
     why = ("a stride, kernel size or dilation known only at run time" if s is None or
            any(_ntuple(_given(m, kw, 1), nd) is None for kw in ("kernel_size", "dilation")) else
-           "the input size, which is not known statically here")
+           "the input size, which is not known statically here" if not spatial or not all(known(n) for n in spatial)
+           else "whether the input size (" + ", ".join(map(str, spatial)) + ") is even or odd")
     ctx.report(Severity.INFO, "shape-unknown", f"padding='same' pads by an amount that depends on {why}: "
                f"SamePad{nd}d (written out in this file) computes TensorFlow's padding at each call", m.node, m.rule)
     return expr(f"{helpers.use(ctx, f'SamePad{nd}d')}({', '.join(args)})")
@@ -411,7 +412,7 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             if k is not None and d is not None and s is not None:
                 pads = [_same_pads(n, kk, ss, dd) for n, kk, ss, dd in zip(fm.spatial, k, s, d)]
             if pads is None or any(p is None for p in pads):
-                pre.append(_same_pad_helper(m, ctx, nd, s))
+                pre.append(_same_pad_helper(m, ctx, nd, s, fm.spatial))
             elif all(lo == hi for lo, hi in pads):
                 _set_kw(m, "padding", expr(_compact(tuple(lo for lo, _ in pads))), _CONV_ORDER)
             else:  # TensorFlow puts the extra pad after (bottom/right); torch pads symmetrically
