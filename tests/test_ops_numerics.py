@@ -44,7 +44,21 @@ KB = "from tensorflow.keras import backend as K\n"
 HALVES = np.array([0.5, 1.5, 2.5, -0.5, -1.5, 2.4999], np.float32)
 
 # (id, body of `def f(...)` using the source framework, inputs, compare mode)
+KL = "from tensorflow.keras import layers\n"
+X34B = f32(3, 4)
+X34C = f32(3, 4)
+
 CASES = [
+    # --- the function forms of Keras's merge layers (issue 8) ---
+    ("layers-add", KL, "return layers.add([x, y, z])", [X, X34B, X34C]),
+    ("layers-add-list-not-written-out", KL, "xs = [x, y]; return layers.add(xs)", [X, X34B]),
+    ("layers-multiply", KL, "return layers.multiply([x, y])", [X, X34B]),
+    ("layers-subtract", KL, "return layers.subtract([x, y])", [X, X34B]),
+    ("layers-average", KL, "return layers.average([x, y, z])", [X, X34B, X34C]),
+    ("layers-maximum", KL, "return layers.maximum([x, y, z])", [X, X34B, X34C]),
+    ("layers-minimum-list", KL, "xs = (x, y, z); return layers.minimum(xs)", [X, X34B, X34C]),
+    ("layers-concatenate-default-last-axis", KL, "return layers.concatenate([x, y])", [X, X34B]),
+    ("layers-concatenate-axis-0", KL, "return layers.concatenate([x, y], axis=0)", [X, X34B]),
     # --- traps ---
     ("argmax-default-axis-0", TF, "return tf.argmax(x)", [X]),
     ("argmin-axis", TF, "return tf.math.argmin(x, axis=-1)", [X]),

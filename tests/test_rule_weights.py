@@ -42,6 +42,55 @@ def batch_normalization_after_flatten():
                              layers.BatchNormalization(), layers.Dense(5)])
 
 
+def conv1d_transpose():
+    return keras.Sequential([keras.Input(shape=(7, 3)), layers.Conv1DTranspose(4, 4, strides=2, padding="same")])
+
+
+def conv2d_transpose():
+    return keras.Sequential([keras.Input(shape=(5, 4, 3)), layers.Conv2DTranspose(4, (3, 2), strides=2, padding="same")])
+
+
+def depthwise_conv2d():
+    return keras.Sequential([keras.Input(shape=(7, 6, 3)), layers.DepthwiseConv2D((3, 2), depth_multiplier=2)])
+
+
+def separable_conv2d():
+    return keras.Sequential([keras.Input(shape=(7, 6, 3)),
+                             layers.SeparableConv2D(5, (3, 2), strides=2, padding="same", depth_multiplier=2)])
+
+
+def lstm():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.LSTM(5, return_sequences=True)])
+
+
+def gru():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.GRU(5)])
+
+
+def simple_rnn():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.SimpleRNN(4, return_sequences=True)])
+
+
+def bidirectional_lstm():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.Bidirectional(layers.LSTM(4, return_sequences=True))])
+
+
+def bidirectional_gru():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.Bidirectional(layers.GRU(4), merge_mode="mul")])
+
+
+def bidirectional_rnn():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.Bidirectional(layers.SimpleRNN(4), merge_mode="sum")])
+
+
+def conv3d():
+    return keras.Sequential([keras.Input(shape=(5, 4, 6, 2)), layers.Conv3D(3, (3, 2, 2), strides=2, padding="same")])
+
+
+def normalization():
+    return keras.Sequential([keras.Input(shape=(3, 4)), layers.Normalization(), layers.Dense(2)])
+
+
 def embedding():
     return keras.Sequential([keras.Input(shape=(7,), dtype="int32"), layers.Embedding(20, 4)])
 
@@ -70,11 +119,25 @@ CASES = {
     ("dense", "before-unflatten"): ("dense_before_unflatten", None, ("forward", "grad", "step")),
     ("conv1d", None): ("conv1d", None, ("forward", "grad", "step")),
     ("conv2d", None): ("conv2d", None, ("forward", "grad", "step")),
+    ("conv3d", None): ("conv3d", None, ("forward", "grad", "step")),
+    ("normalization", None): ("normalization", None, ("forward", "grad", "step")),
     ("batch-normalization", None): ("batch_normalization", None, ("forward", "grad", "step")),
     ("batch-normalization", "after-flatten"): ("batch_normalization_after_flatten", None, ("forward", "grad", "step")),
     ("embedding", None): ("embedding", ["int32[3,7]:20"], ("forward", "grad", "step")),
     ("layer-normalization", None): ("layer_normalization", None, ("forward", "grad", "step")),
     ("prelu", None): ("prelu", None, ("forward", "grad", "step")),
+    ("conv1d-transpose", None): ("conv1d_transpose", None, ("forward", "grad", "step")),
+    ("conv2d-transpose", None): ("conv2d_transpose", None, ("forward", "grad", "step")),
+    ("depthwise-conv2d", None): ("depthwise_conv2d", None, ("forward", "grad", "step")),
+    ("depthwise-conv2d", "keras2"): ("depthwise_conv2d", None, ("forward", "grad"), 2),  # translated as Keras 2
+    ("separable-conv2d", None): ("separable_conv2d", None, ("forward", "grad", "step")),
+    # the second torch bias is held at zero: no step check (an optimizer moves it, Keras has none)
+    ("lstm", None): ("lstm", None, ("forward", "grad")),
+    ("gru", None): ("gru", None, ("forward", "grad", "step")),
+    ("simple-rnn", None): ("simple_rnn", None, ("forward", "grad")),
+    ("bidirectional", "lstm"): ("bidirectional_lstm", None, ("forward", "grad")),
+    ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
+    ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
 }
 
@@ -96,13 +159,17 @@ def test_every_weight_map_has_a_numerical_case():
 def certificates(tmp_path_factory):
     d = tmp_path_factory.mktemp("rule-weights")
     (d / "cases.py").write_text(CASES_SOURCE)
-    result = translate_source(CASES_SOURCE, "cases.py")
-    (d / "cases_torch.py").write_text(result.output)
+    results = {}
+    for keras in (3, 2):  # a variant of Keras 2's variable names: the same source translated as Keras 2
+        results[keras] = translate_source(CASES_SOURCE, "cases.py", None, {"keras": keras})
+        (d / f"cases_torch{keras}.py").write_text(results[keras].output)
     certs = {}
     with Session() as session:  # one subprocess per framework for every case
-        for key, (model, inputs, checks) in CASES.items():
-            certs[key] = (verify(Options(str(d / "cases.py"), str(d / "cases_torch.py"), model, inputs=inputs or [],
-                                         checks=checks, device="cpu"), session), result)
+        for key, (model, inputs, checks, *keras) in CASES.items():
+            keras = keras[0] if keras else 3
+            certs[key] = (verify(Options(str(d / "cases.py"), str(d / f"cases_torch{keras}.py"), model,
+                                         inputs=inputs or [], checks=checks, device="cpu",
+                                         keras=keras if keras == 2 else None), session), results[keras])
     return certs
 
 

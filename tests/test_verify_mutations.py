@@ -53,12 +53,12 @@ def files(tmp_path_factory):
     return d, out
 
 
-def _mutated_pack(rule_id: str, variant: str | None, ops: list[str]) -> Pack:
+def _mutated_pack(rule_id: str, variant: str | None, ops: list[str], source: str = "kernel") -> Pack:
     base = load_pack("tf2torch")
     rule = base.rules[rule_id]
     weights = []
     for w in rule.weights:
-        if w.source == "kernel" and w.when == variant:
+        if w.source == source and w.when == variant:
             w = WeightMap(w.source, w.target, tuple(WeightOp(o.split("(")[0], tuple(
                 p.strip() for p in o.partition("(")[2].rstrip(")").split(",") if p.strip())) for o in ops), w.when)
         weights.append(w)
@@ -167,6 +167,146 @@ def test_square_kernel_swap_needs_numbers_not_shapes(session, tmp_path):
     assert cert["first_diverging"]["layer"] == CONV and cert["first_diverging"]["max_abs"] > 1e-3
 
 
-@pytest.mark.skip(reason="GRU has no rule yet: plant the gate-order bug once rules/tf2torch/gru.toml exists")
-def test_gru_gate_order():
-    pass
+RECURRENT = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    return keras.Sequential([
+        keras.Input(shape=(7, 4)),
+        layers.GRU(6, return_sequences=True),
+        layers.LSTM(5, return_sequences=True),
+        layers.SimpleRNN(3, return_sequences=True),
+        layers.Bidirectional(layers.GRU(4)),
+    ])
+'''
+RECURRENT_MAP_MUTATIONS = {
+    # name: (rule, source variable, ops, the layer that must be named)
+    "gru-gate-order-kept-z-r-h": ("gru", "cell.kernel", ["transpose(1, 0)"], "layers[0]"),
+    "gru-recurrent-gate-order-kept": ("gru", "cell.recurrent_kernel", ["transpose(1, 0)"], "layers[0]"),
+    "gru-bias-rows-swapped": ("gru", "cell.bias", ["take(0, 1)", "reorder-blocks(0, 1, 0, 2)"], "layers[0]"),
+    "lstm-gates-reordered-like-a-gru": ("lstm", "cell.kernel", ["reorder-blocks(1, 1, 0, 2, 3)", "transpose(1, 0)"],
+                                        "layers[1]"),
+    "simple-rnn-recurrent-kernel-not-transposed": ("simple-rnn", "cell.recurrent_kernel", ["copy"], "layers[2]"),
+}
+
+
+def test_bidirectional_backward_last_step_taken_at_the_end_is_caught(session, recurrent_files):
+    """The obvious `output[:, -1]` for both directions: the backward one has then seen one step only."""
+    _, good = recurrent_files
+    old = "forward, backward = forward[:, -1], backward[:, 0]"
+    assert old in good
+    cert = _run(session, recurrent_files, good.replace(old, "forward, backward = forward[:, -1], backward[:, -1]"),
+                checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == "layers[3]", cert["first_diverging"]
+
+
+def test_bidirectional_backward_weights_in_forward_gate_order_are_caught(session, recurrent_files):
+    pack = _mutated_pack("bidirectional", "gru", ["transpose(1, 0)"], "backward_layer.cell.kernel")
+    cert = _run(session, recurrent_files, pack=pack, checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == "layers[3]", cert["first_diverging"]
+
+
+@pytest.fixture(scope="module")
+def recurrent_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-rnn")
+    (d / "model.py").write_text(RECURRENT)
+    out = translate_source(RECURRENT, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def test_recurrent_correct_translation_passes(session, recurrent_files):
+    cert = _run(session, recurrent_files, checks=("forward", "grad"))
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(RECURRENT_MAP_MUTATIONS))
+def test_gru_gate_order_and_other_recurrent_map_bugs_are_caught(session, recurrent_files, name):
+    rule, source, ops, layer = RECURRENT_MAP_MUTATIONS[name]
+    pack = _mutated_pack(rule, None, ops, source)
+    if source == "cell.bias":  # the map of the first bias row only (two maps read cell.bias)
+        base = load_pack("tf2torch").rules[rule]
+        weights = [w if w.target != "bias_ih_l0" else WeightMap(w.source, w.target, tuple(WeightOp(
+            o.split("(")[0], tuple(p.strip() for p in o.partition("(")[2].rstrip(")").split(",") if p.strip()))
+            for o in ops), w.when) for w in base.weights]
+        pack.rules[rule] = dataclasses.replace(base, weights=tuple(weights))
+        for n in base.names:
+            pack.by_name[n] = pack.rules[rule]
+    cert = _run(session, recurrent_files, pack=pack, checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- the layers of issue 8: each with a planted bug the verifier must name ------------------------------
+
+NEW_LAYERS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    return keras.Sequential([
+        keras.Input(shape=(6, 5, 4)),
+        layers.Rescaling(0.5, offset=-1.0),
+        layers.DepthwiseConv2D(3, padding="same", depth_multiplier=2),
+        layers.SeparableConv2D(6, 3, padding="same"),
+        layers.Conv2DTranspose(5, 3, strides=2, padding="same"),
+        layers.Resizing(5, 7, interpolation="nearest"),
+        layers.GlobalAveragePooling2D(),
+        layers.Dense(3),
+    ])
+'''
+RESCALE, DEPTHWISE, SEPARABLE, TRANSPOSE, RESIZE = "layers[0]", "layers[1]", "layers[2]", "layers[3]", "layers[4]"
+
+NEW_LAYER_TEXT_MUTATIONS = {
+    # torch's "nearest" floors the source coordinate; TensorFlow rounds half-pixel centres
+    "resizing-nearest-not-exact": ('mode="nearest-exact"', 'mode="nearest"', RESIZE),
+    "rescaling-offset-lost": ("Rescaling(0.5, offset=-1.0)", "Rescaling(0.5)", RESCALE),
+    # the obvious torch spelling of 'same' for k=3, s=2: the right shape, shifted by a pixel
+    "conv-transpose-same-shifted-by-a-pixel": ("nn.ConvTranspose2d(6, 5, 3, stride=2), nn.ZeroPad2d((0, -1, 0, -1))",
+                                               "nn.ConvTranspose2d(6, 5, 3, stride=2, padding=1, output_padding=1), nn.Identity()",
+                                               TRANSPOSE),
+}
+NEW_LAYER_MAP_MUTATIONS = {
+    # channel-major vs multiplier-major output order of the depthwise filters: same shapes
+    "depthwise-multiplier-order-swapped": ("depthwise-conv2d", "kernel", ["permute(3, 2, 0, 1)", "reshape(-1, 1, KH, KW)"],
+                                           DEPTHWISE),
+    "separable-pointwise-not-transposed": ("separable-conv2d", "pointwise_kernel", ["permute(2, 3, 0, 1)"], SEPARABLE),
+    "conv-transpose-kernel-spatial-axes-swapped": ("conv2d-transpose", "kernel", ["permute(3, 2, 1, 0)"], TRANSPOSE),
+}
+
+
+@pytest.fixture(scope="module")
+def new_layer_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-new")
+    (d / "model.py").write_text(NEW_LAYERS)
+    out = translate_source(NEW_LAYERS, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def test_new_layers_correct_translation_passes(session, new_layer_files):
+    cert = _run(session, new_layer_files, checks=("forward", "grad", "step"))
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(NEW_LAYER_TEXT_MUTATIONS))
+def test_planted_bug_in_a_new_layer_is_caught(session, new_layer_files, name):
+    old, new, layer = NEW_LAYER_TEXT_MUTATIONS[name]
+    _, good = new_layer_files
+    assert old in good, f"the translation changed: {old!r} not found; update the mutation"
+    cert = _run(session, new_layer_files, good.replace(old, new), checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+@pytest.mark.parametrize("name", sorted(NEW_LAYER_MAP_MUTATIONS))
+def test_planted_bug_in_a_new_weight_map_is_caught(session, new_layer_files, name):
+    rule, source, ops, layer = NEW_LAYER_MAP_MUTATIONS[name]
+    cert = _run(session, new_layer_files, pack=_mutated_pack(rule, None, ops, source), checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]

@@ -16,7 +16,7 @@ from typing import Any
 
 KINDS = ("layer", "function", "constant")
 VERBS = ("rename", "transform", "drop", "unsupported", "approximate")
-WEIGHT_OPS = ("copy", "transpose", "permute", "reorder-blocks", "reshape")
+WEIGHT_OPS = ("copy", "transpose", "permute", "reorder-blocks", "reshape", "take", "zeros")
 
 _TOP_KEYS = {"summary", "kind", "match", "emit", "args", "defaults", "weights", "examples",
              "unchanged", "xfail", "notes"}
@@ -123,10 +123,12 @@ class Rule:
         return None
 
     def weights_for(self, variant: str | None) -> tuple[WeightMap, ...]:
-        """The weight maps for one variant: entries with that ``when`` replace the plain ones."""
-        chosen = {w.source: w for w in self.weights if w.when is None}
+        """The weight maps for one variant: entries with that ``when`` replace the plain ones that write
+        the same target parameter (the source variable may differ: Keras 2's ``depthwise_kernel`` is
+        Keras 3's ``kernel``)."""
+        chosen = {w.target: w for w in self.weights if w.when is None}
         if variant:
-            chosen.update({w.source: w for w in self.weights if w.when == variant})
+            chosen.update({w.target: w for w in self.weights if w.when == variant})
         return tuple(chosen.values())
 
 

@@ -22,6 +22,12 @@ def _calls(tree: ast.AST, suffix: str) -> list[ast.Call]:
     return sorted(out, key=lambda c: (c.lineno, c.col_offset))
 
 
+def _outermost(calls: list[ast.Call]) -> list[ast.Call]:
+    """The calls not nested in another of them (a SeparableConv2D is an nn.Sequential inside the model's)."""
+    inner = {id(n) for c in calls for a in c.args for n in ast.walk(a) if isinstance(n, ast.Call)}
+    return [c for c in calls if id(c) not in inner]
+
+
 def _scope_node(tree: ast.Module, scope: str) -> ast.AST | None:
     head = scope.split(".")[0]
     for node in tree.body:
@@ -56,7 +62,7 @@ def sequential_spans(original: str, translated: str, scope: str, attr: str = "")
     onode, tnode = _scope_node(otree, scope), _scope_node(ttree, scope)
     if onode is None or tnode is None:
         return None
-    ocalls, tcalls = _calls(onode, "Sequential"), _calls(tnode, "Sequential")
+    ocalls, tcalls = _outermost(_calls(onode, "Sequential")), _outermost(_calls(tnode, "Sequential"))
     if attr:
         def pick(calls, node):
             for a in ast.walk(node):

@@ -91,7 +91,9 @@ class _Capture:
                     if inputs and a:
                         self.inp[_p] = _np(a[0])
                     act = getattr(_l, "activation", None)
-                    if pre_activation and not _is_linear(act) and callable(act):
+                    # a layer whose activation is a read-only property (an RNN's is its cell's): the output only
+                    settable = not isinstance(getattr(type(_l), "activation", None), property)
+                    if pre_activation and settable and not _is_linear(act) and callable(act):
                         object.__setattr__(_l, "activation", keras.activations.linear)
                         try:
                             self.pre[_p] = _np(_o(*a, **k))
@@ -123,6 +125,17 @@ def _randomize(model, seed: int) -> None:
             s = float(old.std()) if old.size > 1 and old.std() > 0 else 0.0
             new = old + rng.standard_normal(old.shape) * (0.25 * s if s else 0.2)
         v.assign(new.astype(old.dtype))
+    _finalize(model)
+
+
+def _finalize(model) -> None:
+    """Preprocessing layers (Normalization) compute from their variables once, in finalize_state: after
+    the variables change they must do it again, as Keras does after loading weights."""
+    layers = [model] + (list(model._flatten_layers()) if hasattr(model, "_flatten_layers") else [])
+    for layer in layers:
+        finalize = getattr(layer, "finalize_state", None)
+        if callable(finalize):
+            finalize()
 
 
 def _positional_inputs(model) -> int:
@@ -147,6 +160,18 @@ class _Function:
 
     def load_weights(self, path):
         raise UserError("a plain function has no weights to load")
+
+
+_MISSING = object()
+
+
+def _attr(obj, dotted: str, default):
+    """``obj.a.b`` for a variable held by a sub-object (an RNN layer's ``cell.kernel``)."""
+    for part in dotted.split("."):
+        obj = getattr(obj, part, default)
+        if obj is default:
+            return default
+    return obj
 
 
 def _call(model, xs, training: bool):
@@ -187,17 +212,28 @@ def run(req: dict) -> dict:
     _call(model, xs, False)  # builds a subclassed model
     if req.get("weights_file"):
         model.load_weights(req["weights_file"])
+        _finalize(model)
     else:
         _randomize(model, req["seed"])
 
     # the variables the maps move, by name; anything else is unmapped
     variables, trainable, absent = {}, [], []
     for m in req["moves"]:
-        layer = resolve(model, m["layer"])
-        if m["var"] not in (".", "") and getattr(layer, m["var"], "missing") is None:
-            absent.append(m["key"])  # an optional variable switched off (use_bias=False, center=False)
+        try:
+            layer = resolve(model, m["layer"])
+        except UserError:
+            # a layer built in a branch this model did not take (`if strides != 1: self.shortcut = ...`):
+            # nothing to move; a wrong path still shows, as Keras variables no map moves (unmapped) or
+            # torch parameters none writes
+            absent.append(m["key"])
             continue
-        var = layer if m["var"] in (".", "") else getattr(layer, m["var"], None)
+        found = _attr(layer, m["var"], _MISSING) if m["var"] not in (".", "") else layer
+        if found is None or found is _MISSING:
+            # an optional variable switched off (use_bias=False, center=False) or never created (a
+            # Normalization given its statistics); a wrong name still shows as a torch parameter no map writes
+            absent.append(m["key"])
+            continue
+        var = layer if m["var"] in (".", "") else _attr(layer, m["var"], None)
         if var is None or not hasattr(var, "assign"):
             raise UserError(f"{m['layer']} ({type(layer).__name__}) has no variable {m['var']!r} "
                             f"(rule {m['rule']}): the rule's weight map names a variable the layer lacks")
@@ -216,7 +252,10 @@ def run(req: dict) -> dict:
     capture_paths = req.get("capture", [])
     layers = {}
     for p in capture_paths:
-        layer = resolve(model, p)
+        try:
+            layer = resolve(model, p)
+        except UserError:
+            continue  # a layer of a branch not taken (see the moves above)
         if not isinstance(layer, keras.layers.Layer):
             continue  # a variable (add_weight): nothing to intercept
         layers[p] = layer

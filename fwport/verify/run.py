@@ -274,6 +274,11 @@ def _records(result, name: str):
     return [r for r in result.layers if r.scope == name]
 
 
+def _held_at_zero(m) -> bool:
+    """A move that writes zeros: a torch parameter with no source counterpart (see transfer.py)."""
+    return any(op == "zeros" for op, _ in m.ops)
+
+
 def _capture_plan(original: str, translated: str, name: str, records, info) -> list[dict]:
     """The points where per-layer activations are compared, in Keras order:
     {"layer": keras path, "keras": "act"|"pre", "torch": module path, "rule": id}."""
@@ -535,8 +540,8 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
         scale = max([float(np.abs(v).max()) for v in G.values() if v.size] + [0.0])
         trained = {k[2:] for k in T if k.startswith("g:")}
         for m in moves:
-            if m.target not in G:
-                continue
+            if m.target not in G or _held_at_zero(m):
+                continue  # a parameter the source does not have (an RNN's second bias): no source gradient
             r = compare(G[m.target], T.get(f"g:{m.target}", np.zeros(0)), rtol, atol, 1e-3 * scale)
             results["gradients"].append({"name": m.target, "source": m.source_name, "rule": m.rule, **r})
         for n in sorted(trained - set(G)):
@@ -557,7 +562,7 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
             S[f"s:{key}"] = mom * K[f"w:{key}"] + (1 - mom) * K[f"bvar:{key}"] * n / max(n - 1, 1)
         P = transfer(S, moves, "s:")
         for m in moves:
-            if m.target in P:
+            if m.target in P and not _held_at_zero(m):
                 r = compare(P[m.target], T.get(f"s:{m.target}", np.zeros(0)), rtol, atol)
                 note = "torch running_var = unbiased (n/(n-1))" if f"bvar:{m.key}" in K else ""
                 results["step"].append({"name": m.target, "source": m.source_name, "rule": m.rule, **r,
@@ -569,13 +574,16 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
     flat_map = None
     for p in points:
         kk = f"{p['keras']}:{p['layer']}"
-        if kk not in K and p["keras"] == "pre":
+        fell_back = kk not in K and p["keras"] == "pre"
+        if fell_back:
             kk = f"act:{p['layer']}"
         tk = f"act:{p['torch']}"
         if kk not in K or tk not in T:
             continue
         k = K[kk]
         t = T[tk]
+        if fell_back and k.size != t.size:
+            continue  # a module after the weight module finishes the layer (a transposed conv's crop): its output point follows
         if p["keras"] == "pre" or (flat_map is not None and flat_map[1:] and int(np.prod(flat_map[1:])) != k.shape[-1]):
             flat_map = None  # a weight layer consumed the flattened map: features are in the same order again
         if (layout == "nchw" and k.ndim == 2 and t.shape == k.shape and prev_t is not None and prev_t.ndim >= 3

@@ -74,9 +74,10 @@ def _flatten(out) -> list:
 def _state_items(model):
     for name, p in model.named_parameters():
         yield name, p
+    persistent = set(model.state_dict())
     for name, b in model.named_buffers():
-        if name.rsplit(".", 1)[-1] in SKIP_BUFFERS:
-            continue
+        if name.rsplit(".", 1)[-1] in SKIP_BUFFERS or name not in persistent:
+            continue  # a non-persistent buffer is a constant of the code (Normalization(mean=...)), not state
         yield name, b
 
 

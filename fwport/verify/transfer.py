@@ -7,11 +7,15 @@ or symbols (``H``, ``W``, ``C``, ``O`` ...) bound from the translation's ``Layer
 - ``transpose``                 reverse the axes (``.T``); ``transpose(1, 0)`` names them
 - ``permute(a0, a1, ...)``      ``np.transpose(x, (a0, a1, ...))``
 - ``reshape(d0, d1, ...)``      C-order reshape; one ``-1`` allowed
+- ``take(axis, index)``           one slice along ``axis`` (Keras GRU's bias row 0 → torch's bias_ih)
+- ``zeros``                     an array of zeros of the source's shape: a torch parameter the source model
+  does not have and that must be zero to compute the same (an RNN's second bias); it has no source
+  gradient, so the verifier compares no gradient or step for it
 - ``reorder-blocks(axis, i0, i1, ...)``  split ``axis`` into as many equal blocks as indices follow and
   concatenate them in that order (gate blocks: Keras GRU z,r,h → torch r,z,n is
   ``reorder-blocks(1, 1, 0, 2)`` on a (in, 3u) kernel)
 
-Every op is an index permutation (or a reshape), so the same ops map a *gradient* with respect to
+Every op but ``zeros`` is an index permutation, a reshape or a selection, so the same ops map a *gradient* with respect to
 the source variable onto the gradient with respect to the target parameter: the verifier uses
 this to compare gradients and post-step values through the very maps that moved the weights.
 """
@@ -51,6 +55,12 @@ def apply_op(x: np.ndarray, op: str, params: tuple[str, ...], symbols: dict[str,
             return np.transpose(x, vals)
         if op == "reshape":
             return x.reshape(vals)
+        if op == "take":
+            if len(vals) != 2:
+                raise TransferError(f"{what}: take needs an axis and an index")
+            return np.take(x, vals[1], axis=vals[0])
+        if op == "zeros":
+            return np.zeros_like(x)
         if op == "reorder-blocks":
             if len(vals) < 2:
                 raise TransferError(f"{what}: reorder-blocks needs an axis and a block order")
@@ -73,7 +83,7 @@ def apply_ops(x: np.ndarray, ops, symbols: dict[str, int], what: str = "") -> np
     for o in ops:
         op, params = (o.op, o.params) if hasattr(o, "op") else (o[0], tuple(o[1]))
         x = apply_op(x, op, tuple(params), symbols, what)
-    return np.ascontiguousarray(x)
+    return x if x.flags.c_contiguous else np.ascontiguousarray(x)  # (ascontiguousarray makes a scalar 1-D)
 
 
 @dataclass(frozen=True)

@@ -14,8 +14,9 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.packs.tf2torch import dims as D
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
-from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
+from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.tf2torch.registry import shape, value_transform
@@ -365,6 +366,28 @@ def keras_padding(value, spec, m, ctx):
     m.extras["padding"] = value
 
 
+def _given(m: MappedCall, target_kw: str, default):
+    """The literal value of an argument, ``default`` when it is not given, NOT_LITERAL when it is an
+    expression known only at run time (never the default then: a stride that is a parameter is not 1)."""
+    return default if target_kw not in m.kwargs else m.literal(target_kw)
+
+
+def _same_pad_helper(m: MappedCall, ctx, nd: int, s, spatial: tuple = ()) -> cst.BaseExpression:
+    """TensorFlow's 'same' padding computed at each call, where it cannot be computed here (a stride,
+    kernel or dilation known only at run time, or an input size that is unknown or whose parity decides
+    the padding): the SamePad helper written out in the file, before a conv with padding 0."""
+    args = [code(m.kwargs["kernel_size"]), code(m.kwargs["stride"]) if "stride" in m.kwargs else "1"]
+    if "dilation" in m.kwargs:
+        args.append(code(m.kwargs["dilation"]))
+    why = ("a stride, kernel size or dilation known only at run time" if s is None or
+           any(_ntuple(_given(m, kw, 1), nd) is None for kw in ("kernel_size", "dilation")) else
+           "the input size, which is not known statically here" if not spatial or not all(known(n) for n in spatial)
+           else "whether the input size (" + ", ".join(map(str, spatial)) + ") is even or odd")
+    ctx.report(Severity.INFO, "shape-unknown", f"padding='same' pads by an amount that depends on {why}: "
+               f"SamePad{nd}d (written out in this file) computes TensorFlow's padding at each call", m.node, m.rule)
+    return expr(f"{helpers.use(ctx, f'SamePad{nd}d')}({', '.join(args)})")
+
+
 @shape("conv")
 def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     nd = _option(m, "nd")
@@ -372,34 +395,25 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if fm is None:
         return LayerEmission([m.call], failed=True)
     k = _ntuple(m.literal("kernel_size", None), nd)
-    s = _ntuple(m.literal("stride", 1), nd)
-    d = _ntuple(m.literal("dilation", 1), nd)
+    s = _ntuple(_given(m, "stride", 1), nd)
+    d = _ntuple(_given(m, "dilation", 1), nd)
     pad_node = m.extras.get("padding")
     padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
     padding = padding.lower() if isinstance(padding, str) else padding
     pre: list[cst.BaseExpression] = []
-    pad_mod = "torch.nn.ZeroPad1d" if nd == 1 else "torch.nn.ZeroPad2d"
+    pad_mod = f"torch.nn.ZeroPad{nd}d"
     if padding == "valid":
         pass
     elif padding == "same":
-        if s is None:
-            return _failed(m, ctx, "unsupported-argument", "padding='same' with a stride that is not a literal: "
-                           "the padding depends on it")
-        if all(x == 1 for x in s):
+        if s is not None and all(x == 1 for x in s):
             _set_kw(m, "padding", pad_node if literal_value(pad_node) == "same" else expr('"same"'), _CONV_ORDER)
         else:
-            if k is None or d is None:
-                return _failed(m, ctx, "unsupported-argument", "padding='same' with stride > 1 needs literal "
-                               "kernel_size and dilation_rate")
-            pads = [_same_pads(n, kk, ss, dd) for n, kk, ss, dd in zip(fm.spatial, k, s, d)]
-            if any(p is None for p in pads):
-                why = ("depends on whether the input size (" + ", ".join(str(n) for n in fm.spatial) +
-                       ") is even or odd" if all(known(n) for n in fm.spatial) else
-                       "depends on the input size, which is unknown here")
-                return _failed(m, ctx, "shape-unknown", f"padding='same' with stride > 1 pads by an amount that "
-                               f"{why}: give the model a literal input shape (keras.Input(shape=(...))) or pad "
-                               "explicitly (ZeroPadding2D) with padding='valid'")
-            if all(lo == hi for lo, hi in pads):
+            pads = None
+            if k is not None and d is not None and s is not None:
+                pads = [_same_pads(n, kk, ss, dd) for n, kk, ss, dd in zip(fm.spatial, k, s, d)]
+            if pads is None or any(p is None for p in pads):
+                pre.append(_same_pad_helper(m, ctx, nd, s, fm.spatial))
+            elif all(lo == hi for lo, hi in pads):
                 _set_kw(m, "padding", expr(_compact(tuple(lo for lo, _ in pads))), _CONV_ORDER)
             else:  # TensorFlow puts the extra pad after (bottom/right); torch pads symmetrically
                 pre.append(expr(f"{ctx.spell_text(pad_mod)}({_torch_pad_order(pads)})"))
@@ -438,6 +452,344 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
+@shape("conv-transpose")
+def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Conv{1,2}DTranspose: TensorFlow's output size and crop, exactly (see the rule's notes)."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    s = _ntuple(_given(m, "stride", 1), nd)
+    if k is None or s is None:
+        return _failed(m, ctx, "unsupported-argument", "kernel_size and strides must be literal ints or tuples: "
+                       "the output size and TensorFlow's crop depend on them")
+    m.kwargs["kernel_size"] = expr(_compact(k))
+    if "stride" in m.kwargs:
+        m.kwargs["stride"] = expr(_compact(s))
+    dil = literal_value(m.extras["dilation_rate"], NOT_LITERAL) if "dilation_rate" in m.extras else 1
+    if _ntuple(dil, nd) != (1,) * nd:
+        return _failed(m, ctx, "unsupported-argument", f"dilation_rate={code(m.extras['dilation_rate'])}: a dilated "
+                       "transposed convolution is not translated yet")
+    if "output_padding" in m.extras and literal_value(m.extras["output_padding"], NOT_LITERAL) is not None:
+        return _failed(m, ctx, "unsupported-argument", "output_padding= is not translated yet: Keras and torch add "
+                       "it at different ends of the TensorFlow crop")
+    pad_node = m.extras.get("padding")
+    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = padding.lower() if isinstance(padding, str) else padding
+    if padding not in ("valid", "same"):
+        return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
+    pads, out_pads, crops = [], [], []
+    for kk, ss in zip(k, s):
+        if padding == "same" and kk >= ss:
+            pads.append((kk - ss) // 2)
+            out_pads.append(0)
+            crops.append((kk - ss) % 2)  # TensorFlow crops the odd pixel after
+        else:  # valid, or same with k < s: nothing cropped; the rows no tap reaches are added after
+            pads.append(0)
+            out_pads.append(max(ss - kk, 0))
+            crops.append(0)
+    if any(pads):
+        _set_kw(m, "padding", expr(_compact(tuple(pads))), _CONV_ORDER)
+    if any(out_pads):
+        _set_kw(m, "output_padding", expr(_compact(tuple(out_pads))), (*_CONV_ORDER, "padding"))
+    post: list[cst.BaseExpression] = []
+    if any(crops):
+        pad_mod = f"torch.nn.ZeroPad{nd}d"
+        post.append(expr(f"{ctx.spell_text(pad_mod)}({_torch_pad_order([(0, -c) for c in crops])})"))
+    if known(fm.channels):
+        m.kwargs = {"in_channels": expr(str(fm.channels)), **m.kwargs}
+        layer = build_call(m, ctx)
+    else:
+        layer = build_call(m, ctx, target=m.rule.emit["lazy"], positional=["out_channels", "kernel_size"])
+        ctx.report(Severity.INFO, "shape-unknown", f"input channels unknown here: emitted "
+                   f"{m.rule.emit['lazy'].rsplit('.', 1)[-1]}, which infers them on the first forward pass",
+                   m.node, m.rule)
+    acts = activation_modules(m, ctx, _channel_axis(lctx, nd + 1, fm.first))
+    if layer is None or acts is None:
+        return LayerEmission([m.call], failed=True)
+    out_sp = tuple(D.mul(n, ss) if padding == "same" else D.add(D.mul(n, ss), max(kk - ss, 0))
+                   if known(n) else None for n, kk, ss in zip(fm.spatial, k, s))
+    filters = _dim(lctx, m.kwargs.get("out_channels"))
+    out = _Map(out_sp, filters if known(filters) else None, fm.first).shape()
+    em = LayerEmission([layer, *post, *acts], out, 0, layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
+
+
+def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str):
+    if not _int(fm.channels):
+        _failed(m, ctx, "shape-unknown", f"{name} needs its number of input channels as a number (the groups of "
+                "torch's convolution): give the model its input shape (keras.Input(shape=(...)))")
+        return None
+    return fm.channels
+
+
+@shape("depthwise-conv")
+def depthwise_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """DepthwiseConv2D → a grouped nn.Conv2d (groups = C, C * depth_multiplier outputs, channel c's
+    m-th filter at output c * dm + m, as Keras orders them)."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D")
+    dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    if c is None:
+        return LayerEmission([m.call], failed=True)
+    if not _int(dm) or k is None:
+        return _failed(m, ctx, "unsupported-argument", "kernel_size and depth_multiplier must be literal ints")
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
+    m.kwargs["kernel_size"] = expr(_compact(k))
+    _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
+    em = conv(m, ctx, lctx)
+    if not em.failed:
+        em.symbols = {"KH": k[0], "KW": k[-1]}
+        em.variant = "keras2" if ctx.version == 2 else None  # the kernel is `depthwise_kernel` there
+    return em
+
+
+@shape("separable-conv")
+def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """SeparableConv2D → nn.Sequential(depthwise nn.Conv2d (groups = C, no bias), pointwise 1x1
+    nn.Conv2d (the bias)): one module holding both, so that the weight map reaches both by name."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D")
+    dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
+    k = _ntuple(m.literal("kernel_size", None), nd)
+    if c is None:
+        return LayerEmission([m.call], failed=True)
+    if not _int(dm) or k is None:
+        return _failed(m, ctx, "unsupported-argument", "kernel_size and depth_multiplier must be literal ints")
+    filters = m.kwargs.pop("out_channels")
+    bias = m.kwargs.pop("bias", None)
+    activation = m.extras.pop("activation", None)
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
+    m.kwargs["kernel_size"] = expr(_compact(k))
+    _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
+    m.kwargs["bias"] = expr("False")
+    em = conv(m, ctx, lctx)
+    if em.failed:
+        return em
+    conv2d = ctx.spell_text(f"torch.nn.Conv{nd}d")
+    pointwise = expr(f"{conv2d}({c * dm}, {code(filters)}, 1" + ("" if bias is None else f", bias={code(bias)}") + ")")
+    both = cst.Call(ctx.spell("torch.nn.Sequential"), [cst.Arg(em.modules[em.weight_module]), cst.Arg(pointwise)])
+    if activation is not None:
+        m.extras["activation"] = activation
+    acts = activation_modules(m, ctx, _channel_axis(lctx, nd + 1, fm.first))
+    if acts is None:
+        return LayerEmission([m.call], failed=True)
+    n_filters = _dim(lctx, filters)
+    out = None
+    if em.out_shape is not None:
+        sp = em.out_shape[1:] if fm.first else em.out_shape[:-1]
+        out = _Map(tuple(sp), n_filters if known(n_filters) else None, fm.first).shape()
+    modules = [*em.modules[:em.weight_module], both, *acts]
+    return LayerEmission(modules, out, em.weight_module, symbols={"KH": k[0], "KW": k[-1]},
+                         layout_bound=em.layout_bound)
+
+
+@shape("rescaling")
+def rescaling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Rescaling → the Rescaling helper module (written out in the file): x * scale + offset. A scale or
+    offset that is not a number broadcasts over the last axis in Keras: refused where the layout changes."""
+    args = []
+    for key in ("scale", "offset"):
+        node = m.extras.get(key)
+        if node is None:
+            continue
+        if lctx.layout == "nchw" and not _number_expr(node):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)} is not a literal number: a per-channel "
+                           f"{key} broadcasts over the channels-last axis in Keras, which is dim 1 here")
+        args.append(code(node) if key == "scale" else f"offset={code(node)}" if "scale" in m.extras else
+                    f"1.0, {code(node)}")
+    name = helpers.use(ctx, "Rescaling")
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], lctx.in_shape)
+
+
+def _number_expr(node: cst.BaseExpression) -> bool:
+    """A number written out: a literal, or arithmetic on literals (1.0 / 255, -1)."""
+    if isinstance(node, cst.BinaryOperation):
+        return _number_expr(node.left) and _number_expr(node.right)
+    if isinstance(node, cst.UnaryOperation):
+        return _number_expr(node.expression)
+    v = literal_value(node, NOT_LITERAL)
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+_RNN_TARGETS = {"lstm": "torch.nn.LSTM", "gru": "torch.nn.GRU", "rnn": "torch.nn.RNN"}
+
+
+@shape("rnn")
+def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -> LayerEmission:
+    """LSTM / GRU / SimpleRNN → nn.LSTM / nn.GRU / nn.RNN (batch_first=True) and the RNNOutput helper
+    (written out in the file) that keeps the sequence or its last step as Keras's return_sequences.
+    What torch's modules cannot compute the same is refused: other activations, dropout inside the
+    recurrence, states returned or carried, reversed sequences, GRU's reset_after=False."""
+    kind = _option(m, "kind")
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    in_shape = input_shape_from_kwargs(m, lctx, 2) or lctx.in_shape
+    if in_shape is not None and len(in_shape) != 2:
+        return _failed(m, ctx, "unsupported-construct", f"{name} expects a 3-D input (batch, steps, features); this "
+                       f"one has shape (batch, {', '.join(map(str, in_shape))})")
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", f"{name} in a model converted to channels-first would see "
+                       "(batch, features, steps): keep this model channels-last or permute before it by hand")
+    features = in_shape[-1] if in_shape is not None else None
+    if not known(features):
+        return _failed(m, ctx, "shape-unknown", f"{name} needs the number of input features (torch has no lazy "
+                       f"{_RNN_TARGETS[kind].rsplit('.', 1)[-1]}): give the model its input shape, e.g. "
+                       "keras.Input(shape=(steps, features))")
+    flags = {}
+    for key, default in (("return_sequences", False), ("return_state", False), ("go_backwards", False),
+                         ("stateful", False), ("time_major", False), ("reset_after", True)):
+        node = m.extras.get(key)
+        v = default if node is None else literal_value(node, NOT_LITERAL)
+        if v not in (True, False):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)} must be a literal True/False")
+        flags[key] = v
+    for key, why in (("return_state", "the final states come back as extra outputs in Keras; unpack torch's "
+                      "(output, h_n) by hand"),
+                     ("go_backwards", "Keras returns the reversed sequence; flip the input and the output by hand"),
+                     ("stateful", "torch modules carry no state between calls: pass h_0 explicitly"),
+                     ("time_major", "write batch_first=False by hand")):
+        if flags[key]:
+            return _failed(m, ctx, "unsupported-argument", f"{key}=True: {why}")
+    if kind == "gru" and not flags["reset_after"]:
+        return _failed(m, ctx, "unsupported-argument", "reset_after=False applies the reset gate before the recurrent "
+                       "matrix (Keras 2's default GRU), which torch's GRU does not: write the cell by hand")
+    for key in ("dropout", "recurrent_dropout"):
+        node = m.extras.get(key)
+        if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras drops inside the recurrence "
+                           "with one mask per sequence, which torch's RNNs do not; apply nn.Dropout to the inputs "
+                           "(dropout) or write the cell by hand")
+    for key, default in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
+        node = m.extras.get(key)
+        if node is None or (kind == "rnn" and key == "recurrent_activation"):
+            continue
+        act = activation_name(node, ctx)
+        if kind == "rnn" and key == "activation" and act == "relu":
+            m.kwargs["nonlinearity"] = expr('"relu"')
+            continue
+        if act != default:
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
+                           f"computes {default} there")
+    m.kwargs = {"input_size": expr(str(features)), **m.kwargs}
+    m.kwargs["batch_first"] = expr("True")
+    units = _dim(lctx, m.kwargs.get("hidden_size"))
+    units = units if known(units) else None
+    if merge_mode is not None:  # the layer wrapped by Bidirectional
+        m.kwargs["bidirectional"] = expr("True")
+        args = ["return_sequences=True"] if flags["return_sequences"] else []
+        if merge_mode != "concat":
+            args.append(f'merge_mode="{merge_mode}"')
+        out_mod = expr(f"{helpers.use(ctx, 'BidirectionalOutput')}({', '.join(args)})")
+        if merge_mode == "concat":
+            units = D.mul(units, 2) if units is not None else None
+    else:
+        out_mod = expr(f"{helpers.use(ctx, 'RNNOutput')}(" + ("return_sequences=True" if flags["return_sequences"]
+                                                              else "") + ")")
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    out = (in_shape[0], units) if flags["return_sequences"] else (units,)
+    return LayerEmission([layer, out_mod], out, 0, variant=kind if merge_mode is not None else None)
+
+
+@shape("bidirectional")
+def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Bidirectional(LSTM/GRU/SimpleRNN) → the torch RNN with bidirectional=True and the
+    BidirectionalOutput helper (merge modes concat, sum, mul, ave; Keras's last step of the backward
+    direction is torch's first). The weight-map variant is the wrapped kind (lstm, gru, rnn)."""
+    inner = m.extras.get("layer")
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    if rule is None or rule.emit.get("shape") != "rnn":
+        shown = code(inner) if inner is not None else "?"
+        return _failed(m, ctx, "unsupported-argument", f"layer={shown}: only a keras.layers.LSTM, GRU or SimpleRNN "
+                       "written in the call is translated (torch's bidirectional RNNs)")
+    if "backward_layer" in m.extras and literal_value(m.extras["backward_layer"], NOT_LITERAL) is not None:
+        return _failed(m, ctx, "unsupported-argument", "backward_layer=: torch's bidirectional RNN runs the same kind "
+                       "of layer both ways; write the two directions by hand")
+    mode = literal_value(m.extras["merge_mode"], NOT_LITERAL) if "merge_mode" in m.extras else "concat"
+    if mode not in ("concat", "sum", "mul", "ave"):
+        return _failed(m, ctx, "unsupported-argument", f"merge_mode={code(m.extras['merge_mode'])}: only 'concat', "
+                       "'sum', 'mul' and 'ave' are translated (None returns the two directions as a list)")
+    mi = map_call(inner, rule, ctx, inner)
+    if mi.failed:
+        return LayerEmission([m.call], failed=True)
+    for key in ("input_shape", "batch_input_shape", "input_dim", "input_length"):
+        if key in m.extras and key not in mi.extras:
+            mi.extras[key] = m.extras[key]
+    em = rnn(mi, ctx, lctx, merge_mode=mode)
+    return LayerEmission([m.call], failed=True) if em.failed else em
+
+
+@shape("refuse")
+def refuse(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """A Keras layer that has no place in a torch model (text preprocessing, random augmentation): an
+    error finding that says where its work goes in PyTorch (the rule's ``options.why``)."""
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    return _failed(m, ctx, "unsupported-construct", f"{name} {_option(m, 'why')}")
+
+
+@shape("resizing")
+def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Resizing → nn.Upsample(size=(h, w)) (it also shrinks): TensorFlow's bilinear resize samples at
+    half-pixel centres without antialiasing, torch's bilinear with align_corners=False; its nearest is
+    torch's "nearest-exact". Kernels that differ (bicubic's a, area, lanczos), antialiasing and the
+    aspect-ratio options are refused."""
+    fm = _feature_map(m, ctx, lctx, 2)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    h, w = (literal_value(m.extras[k], NOT_LITERAL) if k in m.extras else NOT_LITERAL for k in ("height", "width"))
+    size = f"({code(m.extras['height'])}, {code(m.extras['width'])})"
+    mode = literal_value(m.extras["interpolation"], NOT_LITERAL) if "interpolation" in m.extras else "bilinear"
+    modes = {"bilinear": 'mode="bilinear"', "nearest": 'mode="nearest-exact"'}
+    if mode not in modes:
+        return _failed(m, ctx, "unsupported-argument", f"interpolation={code(m.extras['interpolation'])}: only "
+                       "'bilinear' and 'nearest' resize alike in both frameworks")
+    for key in ("crop_to_aspect_ratio", "pad_to_aspect_ratio", "antialias"):
+        if key in m.extras and literal_value(m.extras[key], NOT_LITERAL) is not False:
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(m.extras[key])} is not translated yet")
+    layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(size={size}, {modes[mode]})")
+    sp = tuple(v if _int(v) else None for v in (h, w))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("normalization")
+def normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Normalization over the last axis → the Normalization helper written out in the file (buffers
+    mean / variance / count, adapt() like Keras's). Other axes, invert=True and a channels-first region
+    (where the last Keras axis is dim 1) are refused."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
+    last = in_shape is not None and _int(axis) and axis in (-1, len(in_shape))
+    if axis != -1 and not last:
+        return _failed(m, ctx, "unsupported-argument", f"axis={code(m.extras['axis'])}: only the last axis is "
+                       "translated (the helper normalises features in the last dimension)")
+    if "invert" in m.extras and literal_value(m.extras["invert"], NOT_LITERAL) is not False:
+        return _failed(m, ctx, "unsupported-argument", "invert=True (denormalisation) is not translated yet")
+    if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1):
+        return _failed(m, ctx, "unsupported-construct", "Normalization normalises the channels-last axis, which is "
+                       "dim 1 in a model converted to channels-first: keep this model channels-last")
+    args = []
+    if "mean" in m.extras or "variance" in m.extras:
+        if "mean" not in m.extras or "variance" not in m.extras:
+            return _failed(m, ctx, "unsupported-argument", "give both mean= and variance= (or neither)")
+        args = [f"mean={code(m.extras['mean'])}", f"variance={code(m.extras['variance'])}"]
+    elif in_shape is not None and known(in_shape[-1]):
+        args = [str(in_shape[-1])]
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "Normalization")
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], in_shape)
+
+
 # --- pooling -----------------------------------------------------------------------------------------
 
 @shape("pool")
@@ -452,7 +804,7 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     k = _ntuple(m.literal("kernel_size", None), nd)
     if k is not None:
         m.kwargs["kernel_size"] = expr(_compact(k))
-    stride_lit = m.literal("stride", None)
+    stride_lit = _given(m, "stride", None)  # NOT_LITERAL for a stride known only at run time: s is None
     s = k if stride_lit is None else _ntuple(stride_lit, nd)
     if stride_lit is not None and s is not None:
         m.kwargs["stride"] = expr(_compact(s))
@@ -856,7 +1208,7 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     name = m.rule.names[0].rsplit(".", 1)[-1]
     if not lctx.scope and not lctx.source_path:
         return _failed(m, ctx, "unsupported-construct", f"{name} has no torch module: write the operation where "
-                       f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)'}[op] })")
+                       f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)', 'sub': 'a - b', 'avg': '(a + b) / 2', 'max': 'torch.maximum(a, b)', 'min': 'torch.minimum(a, b)'}[op] })")
     if op == "cat":
         dim = _dim_of_axis(m, ctx, lctx, "axis must be a literal int",
                            "concatenation axis {axis} on inputs whose rank is unknown in a channels-first region")
@@ -866,6 +1218,22 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
         def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
             return expr(f"{cat}({code(arg)}, dim={dim})")
+    elif op in ("sub", "avg", "max", "min"):
+        def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
+            items = _elements(arg)
+            stack = ctx.spell_text("torch.stack") if items is None and op != "sub" else ""
+            fn = ctx.spell_text("torch.maximum" if op == "max" else "torch.minimum") if op in ("max", "min") else ""
+            if op == "sub":  # Keras checks for exactly two inputs when it is built
+                a, b = items if items is not None and len(items) == 2 else (expr(f"{code(arg)}[0]"), expr(f"{code(arg)}[1]"))
+                return expr(f"{_paren(a)} - {_paren(b)}")
+            if items is None:
+                return expr(f"{stack}({code(arg)})." + {"avg": "mean", "max": "amax", "min": "amin"}[op] + "(dim=0)")
+            if op == "avg":
+                return expr(f"({' + '.join(_paren(i) for i in items)}) / {len(items)}")
+            text = code(items[0])
+            for i in items[1:]:
+                text = f"{fn}({text}, {code(i)})"
+            return expr(text)
     else:
         sym, fallback = (" + ", "sum") if op == "add" else (" * ", ctx.spell_text("math.prod"))
 
@@ -877,6 +1245,11 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                                                                   cst.IfExp, cst.Lambda)) else code(i)
                                  for i in items))
     return LayerEmission([], lctx.in_shape, functional=functional)
+
+
+def _paren(node: cst.BaseExpression) -> str:
+    text = code(node)
+    return f"({text})" if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp, cst.Lambda)) else text
 
 
 # --- padding and resizing ------------------------------------------------------------------------------

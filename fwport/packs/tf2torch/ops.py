@@ -387,6 +387,37 @@ def add_n(m, ctx):
     return _e(f"{_spell(ctx, 'torch.stack')}({_code(xs)}).sum(dim=0)")
 
 
+@call_transform("keras-merge")
+def keras_merge(m, ctx):
+    """The function forms of Keras's merge layers on a list of tensors: ``layers.add([a, b])`` → ``a + b``,
+    ``multiply`` → ``a * b``, ``subtract`` → ``a - b``, ``average`` → ``(a + b) / 2``, ``maximum`` /
+    ``minimum`` → ``torch.maximum(a, b)``; a list that is not written out → a reduction over
+    ``torch.stack(xs)`` (dim 0)."""
+    op = m.rule.emit.get("options", {}).get("op")
+    xs = m.kwargs["inputs"]
+    items = [e.value for e in xs.elements] if isinstance(xs, (cst.List, cst.Tuple)) and xs.elements and not any(
+        isinstance(e, cst.StarredElement) for e in xs.elements) else None
+    if op == "subtract":
+        if items is None or len(items) != 2:
+            m.fail(ctx, "unsupported-argument", "subtract takes exactly two tensors, written as a list")
+            return None
+        return _e(f"{_code(_atom(items[0]))} - {_code(_atom(items[1]))}")
+    if items is None:
+        stack = f"{_spell(ctx, 'torch.stack')}({_code(xs)})"
+        reduce = {"add": "sum(dim=0)", "multiply": "prod(dim=0)", "average": "mean(dim=0)",
+                  "maximum": "amax(dim=0)", "minimum": "amin(dim=0)"}[op]
+        return _e(f"{stack}.{reduce}")
+    if op in ("maximum", "minimum"):
+        fn = _spell(ctx, f"torch.{op}")
+        text = _code(items[0])
+        for x in items[1:]:
+            text = f"{fn}({text}, {_code(x)})"
+        return _e(text)
+    sym = {"add": " + ", "multiply": " * ", "average": " + "}[op]
+    text = sym.join(_code(_atom(x)) for x in items)
+    return _e(f"({text}) / {len(items)}" if op == "average" else text)
+
+
 # --- numerics with their own formula ------------------------------------------------------------------
 
 @call_transform("l2-normalize")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
@@ -33,5 +34,6 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
 )
-# steps that remove lines, once every finding is located
-FINISH = (decorators.finish, training.finish)
+# steps that remove or add lines, once every finding is located: decorators removed, the training
+# pass's finish, helper modules the output calls written out after the imports
+FINISH = (decorators.finish, training.finish, helpers.finish)

@@ -33,6 +33,10 @@ from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain,
 SEQUENTIAL = "keras.Sequential"
 INPUTS = ("keras.Input", "keras.layers.InputLayer", "keras.InputLayer")  # names.canonical spells InputLayer both ways
 _SEQUENTIAL_KWARGS = {"layers", "name", "trainable"}
+# ctx.analyses keys this pass fills for the subclass pass: the ids of the nn.Sequential calls it
+# emitted, and model key → (input rank, output rank), batch included, None where unknown
+NODES = "tf2torch-sequential-nodes"
+RANKS = "tf2torch-sequential-ranks"
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -326,6 +330,12 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                        "dim 1 (y.movedim(1, -1) gives Keras's layout)", chain.call)
         declared = tuple(plain(d) for d in in_shape) if in_shape is not None else None  # ints only
         ctx.models[key] = ModelInfo(key, "sequential", declared, in_layout, out_layout)
+        # the ranks of its input and output (batch included) where known, for the permutes of a
+        # channels-last subclass body that calls it: a first Conv2D implies a 4-D input
+        in_rank = len(in_shape) + 1 if in_shape is not None else None
+        if in_rank is None and layers and layers[0][1] is not None and _implied_rank(layers[0][1]):
+            in_rank = _implied_rank(layers[0][1]) + 1
+        ctx.analyses.setdefault(RANKS, {})[key] = (in_rank, len(shape) + 1 if shape is not None else None)
 
     def _reshape_nchw(self, el: cst.Call, rule, shape: tuple, scope: str,
                       producer: tuple[LayerRecord, tuple] | None) -> LayerEmission:
@@ -419,7 +429,9 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             self._translate(chain)
         if chain is None or chain.bad_args or chain.refused is not None:
             return updated_node
-        return self._rewrite_sequential(chain, original_node, updated_node)
+        out = self._rewrite_sequential(chain, original_node, updated_node)
+        self.ctx.analyses.setdefault(NODES, set()).add(id(out))  # the subclass pass: a torch module
+        return out
 
     def _module_args(self, chain: _Chain, orig: cst.BaseExpression, new: cst.BaseExpression) -> list[cst.BaseExpression]:
         if id(orig) in self.ctx.settled:

@@ -44,9 +44,16 @@ from fwport.core.engine import LayerEmission, code, expr, map_call, translate_la
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
+from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
+_WRITTEN_OUT = "tf2torch-merge-written-out"  # ctx.analyses: ids of the expressions merge calls became
+# how tightly each binary operator binds (a written-out merge operand below a tighter one is parenthesised)
+_PRECEDENCE = {cst.Power: 7, cst.Multiply: 5, cst.Divide: 5, cst.FloorDivide: 5, cst.Modulo: 5,
+               cst.MatrixMultiply: 5, cst.Add: 4, cst.Subtract: 4, cst.LeftShift: 3, cst.RightShift: 3,
+               cst.BitAnd: 2, cst.BitXor: 1, cst.BitOr: 0}
 FUNCTIONAL = "keras.Model"
+SEQUENTIAL = "keras.Sequential"
 INPUT = "keras.Input"
 ADD_WEIGHT_RULE = "add-weight"
 _ADD_WEIGHT_METHODS = ("add_weight", "add_variable")
@@ -133,6 +140,9 @@ class _Plan:
     build_static: bool = False  # build() to be called at the end of __init__
     drop_params: set[str] = field(default_factory=set)  # forward parameters removed
     loop_vars: set[str] = field(default_factory=set)  # `for blk in self.blocks:` names: modules too
+    # attr → what its calls do with a `training` argument: "drop" (every value it may hold is a torch
+    # module), "keep" (a plain callable, or not known: the argument stays, as self.training)
+    training: dict[str, str] = field(default_factory=dict)
     layout_reported: bool = False
 
 
@@ -286,9 +296,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         parts = dotted(func)
         if parts and len(parts) == 1 and parts[0] in plan.loop_vars:
             return _drop_training(original_node, updated_node)
-        # self.<attr>(...) and self(...) / self.call(...): torch modules take no training=
+        # self.<attr>(...) and self(...) / self.call(...): torch modules take no training=; a callee
+        # that may be a plain callable (a lambda, a function) keeps it
         if parts and parts[0] == "self" and len(parts) <= 2:
-            updated_node = _drop_training(original_node, updated_node)
+            if len(parts) == 1 or parts[1] == "call" or plan.training.get(parts[1], "drop") == "drop":
+                updated_node = _drop_training(original_node, updated_node)
             if len(parts) == 2 and parts[1] == "call":
                 return updated_node.with_changes(func=cst.Name("self"))
             if len(parts) == 2 and parts[1] in _ERROR_CALLS:
@@ -322,11 +334,20 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{a.name} takes one list of tensors",
                                 original)
                 return updated
-            return a.functional(args[0].value)
+            out = a.functional(args[0].value)
+            self.ctx.analyses.setdefault(_WRITTEN_OUT, set()).add(id(out))  # parenthesised where it lands
+            return out
         if a.flat:
             return self._flat_call(a, original, updated)
         if a.seq is not None:
             into, back = a.seq
+            if into is None or back is None:
+                self.ctx.report(Severity.ERROR, "shape-unknown", f"self.{a.name} is an nn.Sequential converted to "
+                                "channels-first, called from a body that keeps channels-last tensors, and the rank "
+                                f"of its {'input' if into is None else 'output'} is unknown here, so it cannot be "
+                                "permuted: give its first layer input_shape= (or a keras.Input), or permute by hand",
+                                original)
+                return updated
         elif a.bound:
             into, back = a.bound, (a.bound if a.keeps_rank else 0)
         else:
@@ -375,7 +396,29 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     # a Name in these slots is not a variable use: restore it
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
-        return updated_node.with_changes(attr=original_node.attr)
+        return updated_node.with_changes(attr=original_node.attr, value=self._operand(updated_node.value, 99))
+
+    # a merge layer's call written out (`self.diff([a, b])` → `a - b`) keeps its meaning where it lands
+    # (`x * self.diff([a, b])` → `x * (a - b)`)
+    def _operand(self, node: cst.BaseExpression, parent: int, right: bool = False) -> cst.BaseExpression:
+        if (id(node) not in self.ctx.analyses.get(_WRITTEN_OUT, ()) or not isinstance(node, cst.BinaryOperation)
+                or node.lpar):
+            return node
+        mine = _PRECEDENCE.get(type(node.operator), 0)
+        if mine > parent or (mine == parent and not right):
+            return node
+        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+    def leave_BinaryOperation(self, original_node: cst.BinaryOperation, updated_node: cst.BinaryOperation):
+        mine = _PRECEDENCE.get(type(updated_node.operator), 0)
+        return updated_node.with_changes(left=self._operand(updated_node.left, mine),
+                                         right=self._operand(updated_node.right, mine, right=True))
+
+    def leave_UnaryOperation(self, original_node: cst.UnaryOperation, updated_node: cst.UnaryOperation):
+        return updated_node.with_changes(expression=self._operand(updated_node.expression, 6))
+
+    def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript):
+        return updated_node.with_changes(value=self._operand(updated_node.value, 99))
 
     def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
         return updated_node.with_changes(keyword=original_node.keyword)
@@ -433,6 +476,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                            by_name[name])
         if plan.init_fn is not None:
             self._plan_init(plan, plan.init_fn)
+        self._plan_training(plan, methods)
         for m in methods:  # add_weight anywhere (Keras 3 allows it in __init__)
             self._plan_add_weights(plan, m)
         if plan.build_fn is not None:
@@ -442,7 +486,155 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for a in plan.attrs.values():  # layers never called in call(): translated without a known input
             if not a.done:
                 self._translate_attr(plan, a, None)
+        self._check_alternatives(plan)
         ctx.models[plan.name] = ModelInfo(plan.name, "subclass", None, "same")
+
+    # --- the `training` argument of calls to attributes: dropped only where the callee is a module --------
+    def _assigned(self, cls: cst.ClassDef, seen: frozenset = frozenset()) -> dict[str, list]:
+        """attr → [(value, method)] of every ``self.<attr> = value`` in the class and its translated bases."""
+        out: dict[str, list] = {}
+        for b in cls.bases:
+            if isinstance(b.value, cst.Name) and b.value.value in self.translated and b.value.value not in seen:
+                for k, v in self._assigned(self.translated[b.value.value], seen | {cls.name.value}).items():
+                    out.setdefault(k, []).extend(v)
+        for fn in _methods(cls):
+            for _, assign in _self_assigns(fn):
+                out.setdefault(assign.targets[0].target.attr.value, []).append((assign.value, fn))
+        return out
+
+    def _value_kind(self, value: cst.BaseExpression, fn: cst.FunctionDef) -> str:
+        """"module" (a Keras layer, a Sequential or a translated class: a torch module), "lambda", or "other"."""
+        if isinstance(value, cst.Lambda):
+            return "lambda"
+        if isinstance(value, cst.Call):
+            if (isinstance(value.func, cst.Name) and value.func.value in self.translated
+                    or id(value) in self.ctx.analyses.get(NODES, ())):
+                return "module"
+            if self._layer_rule(value, fn) is not None or self._resolve_in(value.func, fn) == SEQUENTIAL:
+                return "module"
+        return "other"
+
+    def _plan_training(self, plan: _Plan, methods: list[cst.FunctionDef]) -> None:
+        """Which ``self.<attr>(x, training)`` calls lose their ``training`` argument. A torch module takes
+        none (it reads self.training), but a lambda or function held in the attribute does: the argument
+        is dropped only where every value the attribute may hold is a module, or a lambda that does not
+        use that parameter (rewritten without it: ``lambda x, _: x`` → ``nn.Identity()``)."""
+        calls: dict[str, list[tuple[cst.Call, int | str]]] = {}
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                p = dotted(n.func)
+                if not p or len(p) != 2 or p[0] != "self" or p[1] == "call":
+                    return
+                for i, a in enumerate(n.args):
+                    if a.keyword is not None and a.keyword.value == "training":
+                        calls.setdefault(p[1], []).append((n, "training"))
+                    elif a.keyword is None and i > 0 and isinstance(a.value, cst.Name) and a.value.value == "training":
+                        calls.setdefault(p[1], []).append((n, i))
+
+        for fn in methods:
+            scan(fn, _Calls())
+        if not calls:
+            return
+        assigned = self._assigned(plan.node)
+        for attr, sites in calls.items():
+            values = assigned.get(attr)
+            kinds = [self._value_kind(v, fn) for v, fn in values or ()]
+            if not values or "module" not in kinds:
+                plan.training[attr] = "keep"  # a plain callable (or one not known here): it takes the argument
+                continue
+            if "other" in kinds:
+                bad = "holds a torch module in one place and a value that is not a Keras layer in another"
+            else:
+                rewrites = {}
+                for (v, _), kind in zip(values, kinds):
+                    if kind == "lambda":
+                        new = self._lambda_without(v, {slot for _, slot in sites})
+                        if new is None:
+                            break
+                        rewrites[id(v)] = new
+                else:
+                    plan.replace.update(rewrites)
+                    plan.training[attr] = "drop"
+                    continue
+                bad = "holds a torch module in one place and a lambda that uses its training argument in another"
+            plan.training[attr] = "keep"
+            for call, _ in sites:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} {bad}: a torch module takes "
+                                "no training argument (it reads self.training), the other value needs it; make "
+                                "both take the same arguments (an nn.Module for each)", call)
+
+    def _modules_only(self, plan: _Plan, it: cst.BaseExpression) -> bool:
+        """``for blk in self.blocks``: every element the list may hold is a torch module (its calls then
+        take no training argument). The list's values: its assignments, and what is appended to it."""
+        parts = dotted(it)
+        if not parts or len(parts) != 2 or parts[0] != "self":
+            return False
+        attr = parts[1]
+        values = self._assigned(plan.node).get(attr)
+        if not values:
+            return False
+        elements: list = []
+
+        class _Appends(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                if (dotted(n.func) == ["self", attr, "append"] and len(n.args) == 1) or (
+                        dotted(n.func) == ["self", attr, "extend"] and len(n.args) == 1
+                        and isinstance(n.args[0].value, (cst.List, cst.Tuple))):
+                    elements.append((n.args[0].value, fn))
+
+        for fn in _methods(plan.node):
+            scan(fn, _Appends())
+        for v, fn in values:
+            if isinstance(v, cst.ListComp):
+                elements.append((v.elt, fn))
+            elif isinstance(v, (cst.List, cst.Tuple)):
+                elements.extend((e.value, fn) for e in v.elements)
+            elif not (isinstance(v, cst.Call) and code(v.func) in ("nn.ModuleList", "torch.nn.ModuleList")):
+                return False
+        flat = []
+        for v, fn in elements:  # self.blocks.extend([...])
+            flat.extend((e.value, fn) for e in v.elements) if isinstance(v, (cst.List, cst.Tuple)) else flat.append((v, fn))
+        return bool(flat) and all(self._value_kind(v, fn) == "module" for v, fn in flat)
+
+    def _check_alternatives(self, plan: _Plan) -> None:
+        """An attribute that holds a channels-first module in one branch and another callable in another:
+        the permutes written around its calls would reach the other value too, exact only for an identity."""
+        bound = [a for a in plan.attrs.values() if a.bound or (a.seq is not None and any(a.seq))]
+        if not bound:
+            return
+        assigned = self._assigned(plan.node)
+        for a in bound:
+            for v, fn in assigned.get(a.name, ()):
+                if self._value_kind(v, fn) == "module" or v is a.call:
+                    continue
+                new = plan.replace.get(id(v))
+                if isinstance(new, cst.Call) and code(new.func).endswith("Identity"):
+                    continue
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{a.name} holds a channels-first "
+                                f"torch module elsewhere, and {code(v)} here: the body keeps channels-last tensors "
+                                "and permutes them around the module's calls, which would reach this value too; "
+                                "make it an nn.Module of its own (nn.Identity() for an identity)", v)
+
+    def _lambda_without(self, lam: cst.Lambda, slots: set) -> cst.BaseExpression | None:
+        """The lambda without the parameters at ``slots`` (positions, or "training"), which its body must
+        not use; ``nn.Identity()`` when what is left returns its one parameter. None: it uses them."""
+        params = list(lam.params.params)
+        if lam.params.star_arg is not cst.MaybeSentinel.DEFAULT or lam.params.star_kwarg is not None:
+            return None
+        drop = {i for i, p in enumerate(params) if i in slots or p.name.value in slots}
+        if any(isinstance(x, int) and x >= len(params) for x in slots) or ("training" in slots and not any(
+                p.name.value == "training" for p in params)):
+            return None
+        used = _names_used(lam.body)
+        if any(params[i].name.value in used for i in drop):
+            return None
+        kept = [p for i, p in enumerate(params) if i not in drop]
+        if len(kept) == 1 and isinstance(lam.body, cst.Name) and lam.body.value == kept[0].name.value:
+            return cst.Call(self.ctx.spell("torch.nn.Identity"))
+        if kept:
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return lam.with_changes(params=lam.params.with_changes(params=kept))
 
     def _resolve_in(self, node: cst.BaseExpression, fn: cst.FunctionDef) -> str | None:
         parts = dotted(node)
@@ -470,15 +662,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self._plan_list(plan, attr, value, fn)
 
     def _seq_model(self, plan: _Plan, attr: str) -> tuple | None:
-        """Permutes around an nn.Sequential that the Sequential pass made channels-first."""
+        """Permutes around an nn.Sequential that the Sequential pass made channels-first: (rank of the
+        input to permute, rank of the output to permute back), 0 for none, None where the rank is unknown
+        (its call sites are refused: a channels-last body cannot feed it)."""
         info = self.ctx.models.get(f"{plan.name}.{attr}")
-        if info is None or info.layout != "nchw":
+        if info is None or "nchw" not in (info.layout, info.output_layout):
             return None
-        rank = len(info.input_shape) + 1 if info.input_shape else 0
-        if not rank:
-            return None
-        out_rank = rank if info.output_layout == "nchw" else 0
-        return rank, out_rank
+        in_rank, out_rank = self.ctx.analyses.get(RANKS, {}).get(info.scope, (None, None))
+        return (in_rank if info.layout == "nchw" else 0), (out_rank if info.output_layout == "nchw" else 0)
 
     def _layer_rule(self, call: cst.Call, fn: cst.FunctionDef):
         q = self._resolve_in(call.func, fn)
@@ -567,10 +758,13 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 return None
             return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape)
         tail = in_shape if isinstance(in_shape, _Tail) else None
-        if tail is None and in_shape is None and a.rule.emit.get("shape") == "dense":
-            tail = _Tail(None)  # nothing known, but a Dense keeps the rank: its output has `units` last
+        if tail is None and in_shape is None and a.rule.emit.get("shape") in ("dense", "embedding"):
+            tail = _Tail(None)  # nothing known, but its output has `units` (the embedding dim) last
         if tail is not None:
             in_shape = self._tail_in(plan, a, tail)
+            if in_shape is None and a.rule.id not in _SHAPE_KEEPING and a.rule.emit.get("shape") not in (
+                    "dense", "batch-norm", "layer-norm", "embedding"):
+                tail = None  # a layer that needs more than the last size: its input is simply unknown
         em = self._emit(plan, a, in_shape, a.name, a.name)
         if tail is not None:
             a.in_shape = tail
@@ -600,6 +794,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         last = tail.last if tail is not None else None
         if shape_fn == "dense":
             return (last,)
+        if shape_fn == "embedding":
+            return None  # it adds an axis to any input: only its last size is known after it
+        if shape_fn in ("rnn", "bidirectional") and tail is not None and known(last):
+            return (None, last)  # an RNN takes (batch, steps, features) only
         if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(a.call):
             if shape_fn == "batch-norm":
                 a.flat = True
@@ -618,6 +816,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return None
         if shape_fn == "dense":
             return _Tail(em.out_shape[-1]) if em.out_shape else _Tail(None)
+        if shape_fn == "embedding":
+            dim = literal_value(_kwarg(a.call, "output_dim", 1), None)
+            return _Tail(dim if isinstance(dim, int) and not isinstance(dim, bool) else None)
+        if shape_fn in ("rnn", "bidirectional"):
+            return em.out_shape  # its rank is known whatever came in
         if shape_fn in ("batch-norm", "layer-norm") or a.rule.id in _SHAPE_KEEPING:
             return tail
         return None
@@ -677,7 +880,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 continue
             if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
                 continue
-            if isinstance(s, cst.For) and (dotted(s.iter) or [""])[0] == "self":
+            if isinstance(s, cst.For) and self._modules_only(plan, s.iter):
                 plan.loop_vars.update(n.value for n in _name_nodes(s.target))
             for c in _self_calls(s):  # the header: if/while tests, for iterables, with items
                 self._shape_of(plan, c, env)
@@ -1264,3 +1467,11 @@ def _axis_is_last(call: cst.Call) -> bool:
         if (a.keyword is not None and a.keyword.value == "axis") or (a.keyword is None and i == 0):
             return not a.star and literal_value(a.value, None) in (-1, [-1], (-1,))
     return True
+
+
+def _kwarg(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
+    """An argument of a source call, by keyword or position."""
+    for i, a in enumerate(call.args):
+        if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and not a.star and i == position):
+            return a.value
+    return None
