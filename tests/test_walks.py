@@ -120,7 +120,9 @@ class _Edit(cst.CSTTransformer):
         return updated_node.with_changes(value="neg") if updated_node.value == "abs" else updated_node
 
     def leave_Integer(self, original_node, updated_node):
-        return cst.Integer(str(2 * int(updated_node.value)))
+        # (a new node only where the value changes: the identity check below reads equal as untouched)
+        value = int(updated_node.value, 0)
+        return cst.Integer(str(2 * value)) if value else updated_node
 
     def leave_Arg(self, original_node, updated_node):
         if isinstance(updated_node.value, cst.Name) and updated_node.value.value == "drop_me":
