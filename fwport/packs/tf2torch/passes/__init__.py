@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
-from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass
+from fwport.packs.tf2torch.passes import decorators, functional, model_api, sequential, subclass
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -19,6 +19,8 @@ _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_ge
 PLANNERS: tuple[Planner, ...] = (
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
+    # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
+    Planner("functional", re.compile(r"\bInput\s*\("), functional.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
@@ -28,4 +30,4 @@ PLANNERS: tuple[Planner, ...] = (
             decorators.run),
 )
 # steps that remove lines, once every finding is located
-FINISH = (decorators.finish,)
+FINISH = (decorators.finish, functional.finish)

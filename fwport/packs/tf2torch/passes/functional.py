@@ -1,0 +1,1178 @@
+"""Structural pass: the Keras functional API (``keras.Input`` → layers called on tensors →
+``keras.Model(inputs, outputs)``) → a generated ``nn.Module`` class.
+
+A builder function (``def build_model(...): ... return keras.Model(inputs, outputs)``) becomes a
+class named after it (``BuildModel``... without the verb: ``Model``), defined just above it, whose
+``__init__`` takes the builder's parameters and creates one module per Keras layer object (sizes
+propagated from the ``Input`` shapes through the graph, as in a Sequential chain), and whose
+``forward`` replays the graph in source order with the source's variable names; the builder
+returns an instance. A model built at module level becomes a class and one instance.
+
+Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
+is channels-first throughout: its inputs are taken channels-first (``ModelInfo.layout``), every
+axis-dependent operation is remapped (``concatenate(axis=-1)`` → ``torch.cat(..., dim=1)``) or
+refused, a Dense after a Flatten reorders its rows through its weight map.
+
+Weights: each layer with variables gets a ``LayerRecord`` whose source path is its index in
+Keras's ``model.layers`` (the order ``keras.src.ops.function.map_graph`` gives: by depth from the
+outputs, then by first traversal), so that ``fwport verify`` and ``fwport weights`` move variables
+by name.
+
+Line structure: passes keep it (findings are located by line). So :func:`run` rewrites the graph
+statements where they stand (layer calls → ``self.<attr>(x)``, merges → expressions; lines a
+shortened statement loses are kept as marked blank lines), records the plan, and :func:`finish`
+builds the class once every finding is located and every comment placed (as the decorators
+pass removes its lines).
+
+What is not followed (a layer without a rule, a graph statement inside ``if``/``for``, a helper
+function called on tensors, a nested model used as a layer, ...) is an error finding on its line,
+and the whole model is left as written: never a half-translated graph.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from fwport.core.bind import literal_value
+from fwport.core.context import FileContext, LayerRecord, ModelInfo
+from fwport.core.engine import code, expr, translate_layer
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text, scan
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain
+from fwport.packs.tf2torch.passes.sequential import _CARRIES_FLATTEN, _READS_FLATTEN, _input_spec_shape
+
+MODEL = "keras.Model"
+INPUT = "keras.Input"
+LINE_MARK = "# __fwport_functional_line__"
+_INPUT_KWARGS = {"shape", "name", "dtype", "batch_size", "batch_shape"}
+# merge layers and their function forms: no torch module, an expression at the call site
+MERGE_LAYERS = {"keras.layers.Add": "add", "keras.layers.Subtract": "sub", "keras.layers.Multiply": "mul",
+                "keras.layers.Average": "avg", "keras.layers.Maximum": "max", "keras.layers.Minimum": "min",
+                "keras.layers.Concatenate": "cat"}
+MERGE_FNS = {"keras.layers.add": "add", "keras.layers.subtract": "sub", "keras.layers.multiply": "mul",
+             "keras.layers.average": "avg", "keras.layers.maximum": "max", "keras.layers.minimum": "min",
+             "keras.layers.concatenate": "cat"}
+_ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
+# readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
+_ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
+         "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
+         "max-pooling2d": "pool", "average-pooling1d": "pool", "average-pooling2d": "pool",
+         "global-average-pooling1d": "gap", "global-average-pooling2d": "gap", "global-max-pooling1d": "gmp",
+         "global-max-pooling2d": "gmp", "activation": "act", "relu": "relu", "softmax": "softmax"}
+# attribute names an nn.Module already has
+_RESERVED = {"forward", "training", "parameters", "modules", "children", "state_dict", "eval", "train", "to",
+             "apply", "cuda", "cpu", "float", "double", "half", "type", "add_module", "register_buffer",
+             "register_parameter", "buffers", "named_modules", "zero_grad", "requires_grad_", "extra_repr"}
+_VERBS = re.compile(r"^(?:build|create|make|get|define|construct|new)_+")
+
+
+class _Refused(Exception):
+    """The model cannot be followed: reported at ``node`` with ``message``."""
+
+    def __init__(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct"):
+        super().__init__(message)
+        self.node, self.message, self.code = node, message, code_
+
+
+# --- the graph ---------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class _Op:
+    """A Keras operation: an InputLayer, a layer object (called once or more), a merge, an op."""
+
+    kind: str  # input | layer | merge | op
+    is_layer: bool
+    weights: LayerRecord | None = None
+
+
+@dataclass(eq=False)
+class _Node:
+    op: _Op
+    parents: list["_Node"]
+
+
+@dataclass(eq=False)
+class _Tensor:
+    shape: tuple | None  # source layout, without batch; None: unknown
+    node: _Node
+    flat: tuple | None = None  # (h, w, c) when a channels-first map was flattened into it
+
+
+@dataclass(eq=False)
+class _Layer:
+    """A Keras layer object: ``dense = layers.Dense(4)`` or an inline ``layers.Dense(4)(x)``."""
+
+    call: cst.Call  # the constructor call (input tree)
+    rule: object
+    attr: str = ""
+    var: str | None = None  # the variable it is bound to, if any
+    op: _Op | None = None
+    module: cst.BaseExpression | None = None  # the torch module (set at the first call)
+    in_key: tuple | None = None
+    out: tuple | None = None  # (shape, flat) of its output
+    record: LayerRecord | None = None
+
+
+@dataclass
+class _Plan:
+    """What :func:`finish` turns into a class: statement roles by index in the scope's body."""
+
+    path: list[int]  # index of the builder in module.body; [] for a module-level model
+    class_name: str
+    roles: dict[int, str]  # input | layer | forward | model | config | keep
+    init_lines: dict[int, list[str]]  # statement index → `self.<attr> = <module>` lines before it
+    forward_params: list[str]
+    returns: list[str]  # the forward's return expression(s), as code
+    model_target: str | None  # `model = keras.Model(...)`: "model"; returned directly: None
+    keep_copies: set[int] = field(default_factory=set)  # config statements the builder also needs
+    input_note: str = ""
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    body = list(module.body)
+    changed = False
+    taken = _module_names(module)
+    constants = module_scope(module, ctx)
+    for i, stmt in enumerate(module.body):
+        if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
+            if _model_calls(stmt.body.body, ctx):
+                new = _Builder(ctx, constants, stmt, [i], taken).run()
+                if new is not None:
+                    body[i] = new
+                    changed = True
+        elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+            if _has_model_call(stmt, ctx):
+                _refuse_all(ctx, stmt, "a functional model (keras.Model(inputs, outputs)) built inside a class or a "
+                            "nested function is not translated yet: move its construction into a top-level builder "
+                            "function, or write the nn.Module by hand")
+    # module level
+    if _model_calls(module.body, ctx):
+        b = _Builder(ctx, constants, None, [], taken)
+        out = b.run_module(body)
+        if out is not None:
+            body = out
+            changed = True
+    return module.with_changes(body=body) if changed else module
+
+
+def _is_model_call(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``keras.Model(inputs, outputs)``: the functional form (not ``class M(keras.Model)``)."""
+    return (isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == MODEL
+            and any(a.keyword is None or a.keyword.value in ("inputs", "outputs") for a in node.args))
+
+
+def _model_calls(body, ctx: FileContext) -> list[cst.Call]:
+    """The functional keras.Model(...) calls in the statements (not inside nested defs/classes)."""
+    found: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if _is_model_call(n, ctx):
+                found.append(n)
+
+    for s in body:
+        if not isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+            scan(s, _V())
+    return found
+
+
+def _has_model_call(stmt: cst.CSTNode, ctx: FileContext) -> bool:
+    hit = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            nonlocal hit
+            hit = hit or _is_model_call(n, ctx)
+
+    scan(stmt, _V())
+    return hit
+
+
+def _refuse_all(ctx: FileContext, stmt: cst.CSTNode, message: str) -> None:
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if _is_model_call(n, ctx):
+                ctx.report(Severity.ERROR, "unsupported-construct", message, n)
+                ctx.settled.add(id(n))
+
+    scan(stmt, _V())
+
+
+def _module_names(module: cst.Module) -> set[str]:
+    names: set[str] = set()
+    for s in module.body:
+        if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+            names.add(s.name.value)
+        elif isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            names.add(t.target.value)
+                elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    for a in small.names:
+                        names.add((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0])
+    return names
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            scan(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            scan(n.value, self)
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    scan(node, _V())
+    return out
+
+
+def _assigned(stmt: cst.CSTNode) -> list[str]:
+    out: list[str] = []
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else []
+            for t in targets:
+                if isinstance(t, cst.Name):
+                    out.append(t.value)
+                elif isinstance(t, (cst.Tuple, cst.List)):
+                    out += [e.value.value for e in t.elements if isinstance(e.value, cst.Name)]
+    else:
+        out += [n for n in _names_bound_in(stmt)]
+    return out
+
+
+def _names_bound_in(stmt: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            out.update(_names_in(n.target))
+
+        def visit_For(self, n: cst.For) -> None:
+            out.update(_names_in(n.target))
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            out.add(n.name.value)
+            return False
+
+    scan(stmt, _V())
+    return out
+
+
+def _camel(name: str) -> str:
+    name = _VERBS.sub("", name.strip("_")) or name
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[_\W]+", name) if p) or "Model"
+
+
+def _snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    s = re.sub(r"\W+", "_", s).strip("_")
+    return s if s.isidentifier() else f"layer_{s}"
+
+
+# --- following one model -----------------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self, ctx: FileContext, constants, fn: cst.FunctionDef | None, path: list[int], taken: set[str]):
+        self.ctx = ctx
+        self.fn = fn
+        self.path = path
+        self.taken = taken
+        self.sizes = Sizes.at(*constants, [fn] if fn is not None else [])
+        self.scope = fn.name.value if fn is not None else ""
+        self.env: dict[str, object] = {}  # name → _Tensor | _Layer
+        self.layers: list[_Layer] = []
+        self.inputs: dict[str, _Tensor] = {}
+        self.input_ops: list[_Op] = []
+        self.nodes: list[_Node] = []
+        self.replace: dict[int, cst.BaseExpression] = {}  # id(input expr) → output expr
+        self.errors = 0
+        self.layout = "keep"
+        self.pending_init: list[str] = []  # init lines created while following the current statement
+        self.forward_defined: set[str] = set()
+        self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
+
+    # --- reporting ----------------------------------------------------------------------------------
+    def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
+        self.errors += 1
+        self.ctx.report(Severity.ERROR, code_, message, node)
+
+    def _refused(self, r: _Refused) -> None:
+        if r.message:  # else the layer's rule reported why
+            self.error(r.node, r.message, r.code)
+
+    # --- the builder function ---------------------------------------------------------------------------
+    def run(self) -> cst.FunctionDef | None:
+        fn = self.fn
+        stmts = list(fn.body.body)
+        params = fn.params
+        self.local = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.local.add(star.name.value)
+        plan = self._follow(stmts, builder=True)
+        if plan is None:
+            return None
+        new_body = self._rewrite(stmts, plan)
+        self.ctx.analyses.setdefault("functional", []).append(plan)
+        return fn.with_changes(body=fn.body.with_changes(body=new_body))
+
+    def run_module(self, body: list) -> list | None:
+        stmts = list(body)
+        plan = self._follow(stmts, builder=False)
+        if plan is None:
+            return None
+        self.ctx.analyses.setdefault("functional", []).append(plan)
+        return self._rewrite(stmts, plan)
+
+    def _follow(self, stmts: list, builder: bool) -> _Plan | None:
+        ctx = self.ctx
+        models = [(i, c) for i, s in enumerate(stmts) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+                  for c in _model_calls([s], ctx)]
+        if not models:
+            return None
+        model_call = models[0][1]
+        if len(models) > 1:
+            for _, c in models:
+                self.error(c, "several keras.Model(inputs, outputs) calls in one function: fwport follows one "
+                              "functional model per builder function; split them into several builders")
+            return self._give_up(stmts, None)
+        m_index = models[0][0]
+        if self.fn is None:
+            self.scope = self._model_target(stmts[m_index]) or "model"
+        self.layout = self._layout(stmts[:m_index + 1])
+        roles: dict[int, str] = {}
+        init_lines: dict[int, list[str]] = {}
+        first_graph = None
+        for i, stmt in enumerate(stmts):
+            if i > m_index:
+                roles[i] = "keep"
+                used = _names_in(stmt) & (set(self.env) | set(self.inputs))
+                if used and (builder or any(isinstance(self.env.get(n), _Tensor) for n in used)):
+                    self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
+                                     "after keras.Model(...): only the model is available there in the translation")
+                continue
+            if i == m_index:
+                roles[i] = "model"
+                continue
+            if not builder and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                roles[i] = "keep"
+                continue
+            role = self._statement(stmt, i == 0 and builder)
+            roles[i] = role
+            if role in ("input", "layer", "forward") and first_graph is None:
+                first_graph = i
+            if self.pending_init:
+                init_lines[i] = self.pending_init
+                self.pending_init = []
+        outputs = self._model_args(model_call)
+        if outputs is None or self.errors:
+            return self._give_up(stmts, model_call)
+        returns, out_tensors = outputs
+        self._check_reachable(out_tensors, model_call)
+        if self.errors:
+            return self._give_up(stmts, model_call)
+        self._records(out_tensors)
+        # names and the forward's parameters
+        name_arg = next((a.value for a in model_call.args if a.keyword and a.keyword.value == "name"), None)
+        given = literal_value(name_arg, None) if name_arg is not None else None
+        base = _camel(given) if isinstance(given, str) and given else _camel(self.scope or
+                                                                             self._model_target(stmts[m_index]) or "model")
+        class_name = base
+        k = 2
+        while class_name in self.taken:
+            class_name = f"{base}{k}"
+            k += 1
+        self.taken.add(class_name)
+        keep_names = set()
+        for i, r in roles.items():
+            if r == "keep":
+                keep_names |= _names_in(stmts[i])
+        keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
+        plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
+                     self._model_target(stmts[m_index]), keep_copies)
+        ctx.settled.add(id(model_call))
+        self._info(plan, model_call, out_tensors)
+        return plan
+
+    def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
+        """The model is left as written: every call of its statements settled (no half translation)."""
+        ctx = self.ctx
+        if model_call is not None:
+            ctx.report(Severity.ERROR, "unsupported-construct", "this functional model is left as written: fwport "
+                       "cannot follow all of it (the errors above say where); translate it by hand as an nn.Module "
+                       "whose forward calls the layers in order", model_call)
+
+        class _V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                q = ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
+                if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
+                    ctx.settled.add(id(n))
+
+        for s in stmts:
+            if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
+                scan(s, _V())
+        return None
+
+    def _graph_stmt(self, stmt) -> bool:
+        names = _names_in(stmt)
+        return bool(names & (set(self.env) | set(self.inputs))) or any(
+            isinstance(n, cst.Call) and (self.ctx.imports.resolve(n.func) in (MODEL, INPUT)) for n in _calls(stmt))
+
+    def _model_target(self, stmt) -> str | None:
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+            t = stmt.body[0].targets
+            if len(t) == 1 and isinstance(t[0].target, cst.Name):
+                return t[0].target.value
+        return None
+
+    def _layout(self, stmts: list) -> str:
+        self.base_counts: dict[str, int] = {}
+        for s in stmts:
+            for c in _calls(s):
+                if isinstance(c.func, cst.Call):  # an inline layer: its attribute's name
+                    inner = c.func
+                    rule = self._layer_rule(self.ctx.imports.resolve(inner.func))
+                    if rule not in (None, "norule", "model"):
+                        base = self._attr_base(inner, rule)
+                        self.base_counts[base] = self.base_counts.get(base, 0) + 1
+                    continue
+        layout = "keep"
+        for s in stmts:
+            for c in _calls(s):
+                q = self.ctx.imports.resolve(c.func)
+                rule = self.ctx.pack.by_name.get(q) if q else None
+                if rule is not None and rule.kind == "layer" and rule.emit.get("layout") == "channels-first":
+                    fmt = next((literal_value(a.value, None) for a in c.args
+                                if a.keyword and a.keyword.value == "data_format"), None)
+                    if fmt != "channels_first":
+                        layout = "nchw"
+        return layout
+
+    # --- statements -------------------------------------------------------------------------------------
+    def _statement(self, stmt, first: bool) -> str:
+        if first and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
+                and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            return "keep"  # the builder's docstring
+        names = _names_in(stmt)
+        graph_names = {n for n in names if n in self.env}
+        calls = _calls(stmt)
+        graph_calls = [c for c in calls if self._is_graph_call(c)]
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            if graph_names or graph_calls:
+                self.error(stmt, "a functional-model statement inside a compound statement (if/for/while/with/try) "
+                                 "or several on one line is not followed yet: write the graph as plain assignments, "
+                                 "or translate this model by hand")
+                return "forward"
+            return self._config(stmt)
+        small = stmt.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            target = small.targets[0].target.value
+            value = small.value
+            q = self.ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
+            if q == INPUT:
+                self._input(target, value)
+                return "input"
+            if isinstance(value, cst.Call) and q is not None and self._layer_rule(q) is not None:
+                self._layer_object(target, value, q)
+                return "layer"
+        if not graph_names and not graph_calls:
+            return self._config(stmt)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            try:
+                t = self._tensor(value)
+            except _Refused as r:
+                self._refused(r)
+                t = None
+            if t is None and not self.errors:
+                self.error(value, f"{code(value)} is not a tensor of the functional model fwport can follow")
+            self.env[target] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
+            self.forward_defined.add(target)
+            return "forward"
+        if isinstance(small, cst.Expr):
+            try:
+                self._tensor(small.value, allow_other=True)
+            except _Refused as r:
+                self._refused(r)
+            return "forward"
+        self.error(stmt, f"{code(stmt).strip()}: fwport follows a functional model written as `name = expression` "
+                         "assignments; this statement is not one")
+        return "forward"
+
+    def _config(self, stmt) -> str:
+        if self.fn is None:
+            return "keep"  # module level: the class's methods read module names as they are
+        self.local.update(_assigned(stmt))
+        return "config"
+
+    def _is_graph_call(self, c: cst.Call) -> bool:
+        if isinstance(c.func, cst.Call):
+            return self._is_graph_call(c.func) or self._layer_rule(self.ctx.imports.resolve(c.func.func)) is not None
+        q = self.ctx.imports.resolve(c.func)
+        return q in (INPUT,) or q in MERGE_FNS
+
+    def _layer_rule(self, q: str | None):
+        if q is None:
+            return None
+        if q in MERGE_LAYERS:
+            return "merge"
+        rule = self.ctx.pack.by_name.get(q)
+        if rule is not None and rule.kind == "layer":
+            return rule
+        if q.startswith("keras.layers.") and q[len("keras.layers."):][:1].isupper():
+            return "norule"
+        if q in ("keras.Sequential", "keras.Model"):
+            return "model"
+        return None
+
+    def _input(self, target: str, call: cst.Call) -> None:
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("shape" if i == 0 else None)
+            if kw not in _INPUT_KWARGS or a.star:
+                self.error(a, f"keras.Input argument {code(a).strip().rstrip(',')} is not followed (shape, name, dtype, "
+                              "batch_size only)", "unsupported-argument")
+        shape, _ = _input_spec_shape(call, self.sizes)
+        if shape is None:
+            self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
+                             "builder parameters): the layer sizes cannot be propagated", "shape-unknown")
+        op = _Op("input", True)
+        self.input_ops.append(op)
+        t = _Tensor(shape, self._node(op, []))
+        self.inputs[target] = t
+        self.env[target] = t
+        self.forward_defined.add(target)
+        self.ctx.settled.add(id(call))
+
+    def _layer_object(self, target: str, call: cst.Call, q: str) -> None:
+        rule = self._layer_rule(q)
+        if rule in ("norule", "model"):
+            self.error(call, f"{code(call.func)} has no tf2torch rule yet, or is a model used as a layer, which a "
+                             "functional model does not follow yet: translate it by hand", "no-rule")
+            return
+        if rule == "merge":
+            layer = _Layer(call, q, var=target)
+        else:
+            layer = _Layer(call, rule, var=target)
+        self.layers.append(layer)
+        self.env[target] = layer
+        self.ctx.settled.add(id(call))
+
+    # --- expressions ----------------------------------------------------------------------------------------
+    def _node(self, op: _Op, parents: list[_Node]) -> _Node:
+        n = _Node(op, parents)
+        self.nodes.append(n)
+        return n
+
+    def _tensor(self, node: cst.BaseExpression, allow_other: bool = False) -> _Tensor | None:
+        """The tensor an expression computes, its replacement recorded; None: not a tensor."""
+        if isinstance(node, cst.Name):
+            v = self.env.get(node.value)
+            if isinstance(v, _Tensor):
+                return v
+            if isinstance(v, _Layer):
+                raise _Refused(node, f"the layer {node.value} used as a value: fwport follows layers that are called")
+            if node.value in self.local and self.fn is not None:
+                raise _Refused(node, f"{node.value} is a value of the builder that the forward pass reads: fwport "
+                                     "does not carry builder values into forward yet; use it where the layers are "
+                                     "built, or translate this model by hand")
+            return None
+        if isinstance(node, cst.Call):
+            return self._call(node, allow_other)
+        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _ARITH:
+            a, b = self._tensor(node.left), self._tensor(node.right)
+            if a is None and b is None:
+                return None
+            return self._arith(node, a, b)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            t = self._tensor(node.expression)
+            if t is None:
+                return None
+            return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node]), t.flat)
+        names = _names_in(node) & set(self.env)
+        if not names:
+            return None
+        raise _Refused(node, f"{code(node)}: this operation on tensors of the functional model is not followed "
+                             "(fwport follows layer calls, merges and + - * / between tensors)")
+
+    def _arith(self, node: cst.BinaryOperation, a: _Tensor | None, b: _Tensor | None) -> _Tensor:
+        for side, t in ((node.left, a), (node.right, b)):
+            if t is None and not isinstance(side, (cst.Integer, cst.Float)) and _names_in(side) & (self.local | set(self.env)):
+                raise _Refused(side, f"{code(side)}: arithmetic between a tensor and a builder value is not followed yet")
+        ts = [t for t in (a, b) if t is not None]
+        if len(ts) == 2:
+            if self.layout == "nchw" and (a.shape is None or a.shape != b.shape or None in a.shape):
+                raise _Refused(node, f"{code(node)}: tensors of unknown or different shapes in a model converted "
+                                     "to channels-first: broadcasting would pair other axes than in Keras")
+            if a.flat != b.flat:
+                raise _Refused(node, f"{code(node)}: one operand is a flattened channels-first map and the other "
+                                     "is not: their features are in different orders")
+        t = ts[0]
+        return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [x.node for x in ts]), t.flat)
+
+    def _call(self, node: cst.Call, allow_other: bool) -> _Tensor | None:
+        func = node.func
+        if isinstance(func, cst.Call):  # layers.Dense(4)(x)
+            q = self.ctx.imports.resolve(func.func)
+            rule = self._layer_rule(q)
+            if rule is None:
+                raise _Refused(node, f"{code(func.func)}(...)(...): a call of something fwport does not know as a "
+                                     "Keras layer")
+            if rule in ("norule", "model"):
+                raise _Refused(func, f"{q} has no tf2torch rule yet (or is a model used as a layer, which a "
+                                     "functional model does not follow yet): translate it by hand", "no-rule")
+            layer = _Layer(func, q if rule == "merge" else rule)
+            self.layers.append(layer)
+            self.ctx.settled.add(id(func))
+            return self._apply(layer, node)
+        if isinstance(func, cst.Name) and isinstance(self.env.get(func.value), _Layer):
+            return self._apply(self.env[func.value], node)
+        q = self.ctx.imports.resolve(func)
+        if q in MERGE_FNS:
+            return self._merge(node, MERGE_FNS[q], node.args, q.rsplit(".", 1)[-1])
+        if q == INPUT:
+            raise _Refused(node, "keras.Input inside an expression: assign it to a name of its own")
+        tensors = _names_in(node) & set(self.env)
+        if not tensors:
+            return None
+        if isinstance(func, cst.Name) and func.value not in self.env and q is None:
+            raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: helper "
+                                 "functions that build blocks are not followed yet; inline the block or translate "
+                                 "this model by hand")
+        raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
+                             "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
+                             "or translate this model by hand")
+
+    def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
+        """A layer called on its input(s)."""
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        if len(args) != 1 or len(call.args) != 1:
+            raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
+                                 "(training=, mask=, ...) is not followed yet")
+        arg = args[0].value
+        if isinstance(layer.rule, str):  # a merge layer
+            merge_q = layer.rule
+            op = MERGE_LAYERS[merge_q]
+            for a in layer.call.args:
+                kw = a.keyword.value if a.keyword else None
+                if kw not in (("axis", "name") if op == "cat" else ("name",)):
+                    raise _Refused(a, f"{merge_q.rsplit('.', 1)[-1]} argument {code(a).strip().rstrip(',')} is not "
+                                      "followed", "unsupported-argument")
+            return self._merge(call, op, [args[0]] + [a for a in layer.call.args if a.keyword
+                                                      and a.keyword.value == "axis"],
+                               merge_q.rsplit(".", 1)[-1], layer)
+        t = self._tensor(arg)
+        if t is None:
+            raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
+                                "model (a list of tensors feeds only merge layers here)")
+        rule = layer.rule
+        if t.flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
+            raise _Refused(call, f"{code(layer.call.func)} after the Flatten of a feature map converted to "
+                                 "channels-first sees the features in (c, h, w) order instead of Keras's (h, w, c): "
+                                 "only elementwise layers, BatchNormalization and Dense can follow it exactly")
+        key = (t.shape, t.flat)
+        if layer.module is None:
+            self._translate(layer, t)
+        elif layer.in_key != key:
+            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
+                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
+        if layer.op is None:
+            layer.op = _Op("layer", True, layer.record)
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node]), layer.out[1])
+        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
+                                          [cst.Arg(self._out_expr(arg))])
+        return out
+
+    def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
+        """The output for an input expression, with the replacements made inside it."""
+        if not self.replace:
+            return node
+        return node.visit(_Replace(self.replace))
+
+    def _translate(self, layer: _Layer, t: _Tensor) -> None:
+        rule = layer.rule
+        if not layer.attr:
+            layer.attr = self._attr_name(layer)
+        layout = self.layout
+        if layout == "nchw" and rule.emit.get("shape") == "reshape":
+            em = translate_layer(layer.call, rule, self.ctx, SizedContext(t.shape, "keep", self.scope, "", None,
+                                                                          self.sizes), layer.call)
+            if not em.failed and not (t.shape is not None and len(t.shape) == 1 and em.out_shape is not None
+                                      and len(em.out_shape) == 1):
+                raise _Refused(layer.call, f"{code(layer.call.func)} in a functional model converted to "
+                                           "channels-first: Keras reshapes in channels-last order, so the result "
+                                           "would be silently permuted; reshape explicitly with permutes, or keep "
+                                           "this model channels-last")
+        else:
+            em = translate_layer(layer.call, rule, self.ctx, SizedContext(t.shape, layout, self.scope, "", t.flat,
+                                                                          self.sizes), layer.call)
+        if em.failed:
+            self.errors += 1  # the rule reported why
+            raise _Refused(layer.call, "", "")
+        if em.functional is not None or not em.modules:
+            raise _Refused(layer.call, f"{rule.names[0]} has no torch module to call in a functional model")
+        if len(em.modules) == 1:
+            module = em.modules[0]
+            target = layer.attr
+        else:
+            seq = self.ctx.spell_text("torch.nn.Sequential")
+            module = expr(f"{seq}({', '.join(code(m) for m in em.modules)})")
+            target = f"{layer.attr}.{em.weight_module}"
+        layer.module = module
+        layer.in_key = (t.shape, t.flat)
+        carried = t.flat if rule.id in _CARRIES_FLATTEN else None
+        layer.out = (em.out_shape, em.flatten_of or carried)
+        if rule.weights:
+            layer.record = LayerRecord(self.scope, "", target, rule.id, em.variant, dict(em.symbols))
+        self.pending_init.append(f"self.{layer.attr} = {code(module)}")
+
+    def _attr_base(self, call: cst.Call, rule) -> str:
+        name = next((literal_value(a.value, None) for a in call.args if a.keyword and a.keyword.value == "name"), None)
+        if isinstance(name, str) and name:
+            base = _snake(name)
+        else:
+            rid = rule.id if not isinstance(rule, str) else ""
+            base = _ATTR.get(rid) or _snake(dotted_text(call.func).rsplit(".", 1)[-1])
+        return f"{base}_layer" if base in _RESERVED or not base.isidentifier() else base
+
+    def _attr_name(self, layer: _Layer) -> str:
+        used = {x.attr for x in self.layers if x.attr}
+        if layer.var:
+            base = layer.var if layer.var not in _RESERVED else f"{layer.var}_layer"
+            numbered = False
+        else:
+            base = self._attr_base(layer.call, layer.rule)
+            numbered = self.base_counts.get(base, 0) > 1  # conv1, conv2, ... as a torch engineer writes them
+        if not numbered and base not in used:
+            return base
+        k = 1
+        while f"{base}{k}" in used:
+            k += 1
+        return f"{base}{k}"
+
+    def _merge(self, call: cst.Call, op: str, args, label: str, layer: _Layer | None = None) -> _Tensor:
+        lst = None
+        axis_node = None
+        for i, a in enumerate(args):
+            kw = a.keyword.value if a.keyword else ("inputs" if i == 0 else ("axis" if op == "cat" and i == 1 else None))
+            if kw == "inputs" and not a.star:
+                lst = a.value
+            elif kw == "axis" and op == "cat":
+                axis_node = a.value
+            elif kw != "name":
+                raise _Refused(a, f"{label} argument {code(a).strip().rstrip(',')} is not followed",
+                               "unsupported-argument")
+        if not isinstance(lst, (cst.List, cst.Tuple)) or any(isinstance(e, cst.StarredElement) for e in lst.elements):
+            raise _Refused(call, f"{label}: fwport follows merges of a literal list of tensors")
+        items = [e.value for e in lst.elements]
+        ts = []
+        for it in items:
+            t = self._tensor(it)
+            if t is None:
+                raise _Refused(it, f"{code(it)}: an input of {label} that is not a tensor of the model")
+            ts.append(t)
+        if len(ts) < 2 or (op == "sub" and len(ts) != 2):
+            raise _Refused(call, f"{label} takes {'two' if op == 'sub' else 'at least two'} tensors")
+        flats = {t.flat for t in ts}
+        outs = [self._out_expr(it) for it in items]
+        texts = [code(o) for o in outs]
+        if op == "cat":
+            axis = literal_value(axis_node, None) if axis_node is not None else -1
+            if not isinstance(axis, int) or isinstance(axis, bool):
+                raise _Refused(axis_node, f"{label}: the axis must be a literal int", "unsupported-argument")
+            ranks = {len(t.shape) if t.shape is not None else None for t in ts}
+            rank = ranks.pop() if len(ranks) == 1 else None
+            if rank is None:
+                if self.layout == "nchw" or axis >= 0:
+                    raise _Refused(call, f"{label} of tensors whose ranks are unknown or differ: cannot tell which "
+                                         "torch dim the axis is", "shape-unknown")
+                dim = axis
+            else:
+                pos = axis if axis >= 0 else rank + 1 + axis  # with the batch axis
+                if not 1 <= pos <= rank:
+                    raise _Refused(call, f"{label} over the batch axis or out of range", "unsupported-argument")
+                if self.layout == "nchw" and rank > 1:
+                    dim = 1 if pos == rank else pos + 1
+                else:
+                    dim = pos if axis >= 0 else axis
+            if self.layout == "nchw" and any(f is not None for f in flats):
+                raise _Refused(call, f"{label} of flattened channels-first maps: the features would be in another "
+                                     "order than in Keras")
+            shape = None
+            if rank is not None and all(t.shape is not None for t in ts):
+                pos = axis if axis >= 0 else rank + 1 + axis
+                others = {tuple(d for j, d in enumerate(t.shape) if j != pos - 1) for t in ts}
+                sizes = [t.shape[pos - 1] for t in ts]
+                if len(others) == 1 and all(isinstance(s, int) for s in sizes):
+                    shape = list(ts[0].shape)
+                    shape[pos - 1] = sum(sizes)
+                    shape = tuple(shape)
+                elif len(others) == 1:
+                    shape = list(ts[0].shape)
+                    shape[pos - 1] = None
+                    shape = tuple(shape)
+            new = expr(f"{self.ctx.spell_text('torch.cat')}([{', '.join(texts)}], dim={dim})")
+            flat = None
+        else:
+            if len(flats) > 1:
+                raise _Refused(call, f"{label} of a flattened channels-first map with a tensor that is not one: "
+                                     "their features are in different orders")
+            shapes = {t.shape for t in ts}
+            if self.layout == "nchw" and (len(shapes) > 1 or None in shapes or None in next(iter(shapes))):
+                raise _Refused(call, f"{label} of tensors of unknown or different shapes in a model converted to "
+                                     "channels-first: broadcasting would pair other axes than in Keras")
+            par = [f"({t})" if isinstance(o, (cst.BinaryOperation, cst.IfExp, cst.Lambda, cst.BooleanOperation))
+                   else t for t, o in zip(texts, outs)]
+            if op in ("add", "mul", "sub"):
+                text = {"add": " + ", "mul": " * ", "sub": " - "}[op].join(par)
+            elif op == "avg":
+                text = f"({' + '.join(par)}) / {len(par)}"
+            else:
+                fn = self.ctx.spell_text("torch.maximum" if op == "max" else "torch.minimum")
+                text = par[0]
+                for p in par[1:]:
+                    text = f"{fn}({text}, {p})"
+            new = expr(text)
+            shape, flat = ts[0].shape, ts[0].flat
+        self.replace[id(call)] = new
+        if layer is not None:
+            if layer.op is None:
+                layer.op = _Op("merge", True)
+            op_ = layer.op
+        else:
+            op_ = _Op("merge", True)
+        return _Tensor(shape, self._node(op_, [t.node for t in ts]), flat)
+
+    # --- the keras.Model(...) call ---------------------------------------------------------------------
+    def _model_args(self, call: cst.Call) -> tuple[list[str], list[_Tensor]] | None:
+        ins = outs = None
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("inputs" if i == 0 else "outputs" if i == 1 else None)
+            if a.star or kw not in ("inputs", "outputs", "name"):
+                self.error(a, f"keras.Model argument {code(a).strip().rstrip(',')} is not followed (inputs, outputs, "
+                              "name only)", "unsupported-argument")
+            elif kw == "inputs":
+                ins = a.value
+            elif kw == "outputs":
+                outs = a.value
+        if ins is None or outs is None:
+            self.error(call, "keras.Model(...) without inputs and outputs is not a functional model fwport can follow")
+            return None
+        in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
+        order = []
+        for it in in_items:
+            if not isinstance(it, cst.Name) or it.value not in self.inputs:
+                self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...) "
+                               "(a dict of inputs is not followed yet)")
+                return None
+            order.append(it.value)
+        if set(order) != set(self.inputs):
+            self.error(ins, "keras.Input tensors that are not inputs of the model")
+            return None
+        self.inputs = {n: self.inputs[n] for n in order}
+        if isinstance(outs, cst.Dict):
+            self.error(outs, "a dict of outputs is not followed yet: list them")
+            return None
+        out_items = [e.value for e in outs.elements] if isinstance(outs, (cst.List, cst.Tuple)) else [outs]
+        returns, tensors = [], []
+        for it in out_items:
+            try:
+                t = self._tensor(it)
+            except _Refused as r:
+                self._refused(r)
+                return None
+            if t is None:
+                self.error(it, f"{code(it)}: an output of keras.Model that is not a tensor of the model")
+                return None
+            if self.pending_init:
+                self.error(it, "layers called inside keras.Model(...) are not followed: assign the output first")
+                return None
+            returns.append(code(self._out_expr(it)))
+            tensors.append(t)
+        return returns, tensors
+
+    def _check_reachable(self, outs: list[_Tensor], call: cst.Call) -> None:
+        seen: set[int] = set()
+        stack = [t.node for t in outs]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            stack.extend(n.parents)
+        for n in self.nodes:
+            if id(n) not in seen and n.op.kind in ("layer", "merge"):
+                name = next((x.var or x.attr for x in self.layers if x.op is n.op), "a layer")
+                self.error(call, f"{name}: a layer called in the builder whose result does not reach the model's "
+                                 "outputs (Keras leaves it out of the model, a torch forward would run it)")
+                return
+        for layer in self.layers:
+            if layer.op is None:
+                self.error(layer.call, f"{layer.var or code(layer.call.func)}: a layer created but never called "
+                                       "on a tensor of the model")
+
+    # --- weight records: Keras's model.layers order ------------------------------------------------------
+    def _records(self, outs: list[_Tensor]) -> None:
+        order = _layer_order([t.node for t in outs], self.input_ops)
+        index = {id(op): i for i, op in enumerate(o for o in order if o.is_layer)}
+        for layer in self.layers:
+            if layer.record is not None and layer.op is not None:
+                layer.record.source = f"layers[{index[id(layer.op)]}]"
+                self.ctx.layers.append(layer.record)
+
+    def _info(self, plan: _Plan, call: cst.Call, outs: list[_Tensor]) -> None:
+        nchw = self.layout == "nchw"
+        shapes = [t.shape for t in self.inputs.values()]
+        in_layout = "nchw" if nchw and any(s is None or len(s) > 1 for s in shapes) else "same"
+        out_layout = "nchw" if nchw and any(t.shape is None or len(t.shape) > 1 for t in outs) else "same"
+        if in_layout == "nchw":
+            shown = [f"(batch, {', '.join(str(d) for d in (s[-1], *s[:-1]))})" for s in shapes if s and len(s) > 1]
+            plan.input_note = f"inputs: {', '.join(shown)} channels-first" if shown else ""
+            self.ctx.report(Severity.INFO, "layout-changed", "this functional model takes channels-last inputs; the "
+                            "translation is channels-first (NCHW): move the channel axis of each input to dim 1 "
+                            "(x.permute(0, 3, 1, 2) for images)", call)
+        if out_layout == "nchw":
+            self.ctx.report(Severity.INFO, "layout-changed", "this functional model's outputs are channels-first "
+                            "feature maps in the translation (y.movedim(1, -1) gives Keras's layout)", call)
+        declared = shapes[0] if len(shapes) == 1 and shapes[0] is not None else None
+        key = self.scope or plan.model_target or plan.class_name
+        self.ctx.models[key] = ModelInfo(key, "functional", tuple(plain(d) for d in declared) if declared else None,
+                                         in_layout, out_layout)
+
+    # --- the rewrite that keeps lines ---------------------------------------------------------------------
+    def _rewrite(self, stmts: list, plan: _Plan) -> list:
+        out = []
+        pad = 0
+        for i, stmt in enumerate(stmts):
+            if pad:
+                marks = [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(LINE_MARK))
+                         for _ in range(pad)]
+                stmt = stmt.with_changes(leading_lines=[*stmt.leading_lines, *marks])
+                pad = 0
+            if plan.roles.get(i) == "forward":
+                new = stmt.visit(_Replace(self.replace))
+                before, after = _line_count(stmt), _line_count(new)
+                pad = max(0, before - after)
+                stmt = new
+            out.append(stmt)
+        return out
+
+
+def _calls(stmt) -> list[cst.Call]:
+    out: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            out.append(n)
+
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    scan(stmt, _V())
+    return out
+
+
+def _line_count(stmt) -> int:
+    return cst.Module([]).code_for_node(stmt.with_changes(leading_lines=[])).count("\n")
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replace: dict[int, cst.BaseExpression]):
+        self.replace = replace
+
+    def on_leave(self, original_node, updated_node):
+        new = self.replace.get(id(original_node))
+        if new is None:
+            return updated_node
+        if isinstance(original_node, cst.BaseExpression) and (original_node.lpar or original_node.rpar):
+            new = new.with_changes(lpar=original_node.lpar, rpar=original_node.rpar)
+        return new
+
+
+def _layer_order(outputs: list[_Node], inputs: list[_Op]) -> list[_Op]:
+    """The operations in Keras's order (``map_graph``: by decreasing depth, then first traversal)."""
+    finished: set[int] = set()
+    ordered: list[_Node] = []
+    op_index: dict[int, int] = {}
+
+    def visit(n: _Node) -> None:
+        if id(n) in finished:
+            return
+        if id(n.op) not in op_index:
+            op_index[id(n.op)] = len(op_index)
+        for p in n.parents:
+            visit(p)
+        finished.add(id(n))
+        ordered.append(n)
+
+    for o in outputs:
+        visit(o)
+    node_depth: dict[int, int] = {}
+    op_depth: dict[int, int] = {}
+    ops: dict[int, _Op] = {}
+    in_graph = {id(n) for n in ordered}
+    for n in reversed(ordered):
+        depth = node_depth.setdefault(id(n), 0)
+        depth = max(depth, op_depth.get(id(n.op), 0))
+        op_depth[id(n.op)] = depth
+        ops[id(n.op)] = n.op
+        node_depth[id(n)] = depth
+        for p in n.parents:
+            if id(p) in in_graph:
+                node_depth[id(p)] = max(depth + 1, node_depth.get(id(p), 0))
+    for op in inputs:  # an input that reaches no output is still one of the model's layers
+        if id(op) not in op_depth:
+            op_depth[id(op)], op_index[id(op)], ops[id(op)] = 0, -1, op
+    return [ops[k] for k in sorted(op_depth, key=lambda k: (-op_depth[k], op_index[k]))]
+
+
+# --- finish: the class, once every finding is located -----------------------------------------------------
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    plans = ctx.analyses.get("functional")
+    if not plans:
+        return module
+    body = list(module.body)
+    builders: dict[int, list] = {}
+    for plan in plans:
+        if plan.path:
+            i = plan.path[0]
+            fn = body[i]
+            cls, builder = _build(plan, list(fn.body.body), fn, ctx)
+            builders[i] = [cls.with_changes(leading_lines=fn.leading_lines),
+                           builder.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
+    top = next((p for p in plans if not p.path), None)
+    if top is not None:
+        body = _build_module(top, body, ctx, builders)
+    else:
+        out = []
+        for i, s in enumerate(body):
+            out += builders.get(i, [s])
+        body = out
+    return module.with_changes(body=body)
+
+
+def _clean(stmt):
+    lines = [ln for ln in stmt.leading_lines if not (ln.comment is not None and ln.comment.value == LINE_MARK)]
+    return stmt.with_changes(leading_lines=lines)
+
+
+def _parts(plan: _Plan, stmts: list):
+    init, forward, carried = [], [], []
+    for i, stmt in enumerate(stmts):
+        role = plan.roles.get(i, "keep")
+        stmt = _clean(stmt)
+        for line in plan.init_lines.get(i, []):
+            init.append(cst.parse_statement(line + "\n"))
+        if role == "config":
+            init.append(stmt)
+        elif role == "input":
+            carried += [ln for ln in stmt.leading_lines if ln.comment is not None]
+        elif role == "layer":
+            carried += [ln for ln in stmt.leading_lines if ln.comment is not None]
+        elif role == "forward":
+            if carried:
+                stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
+                carried = []
+            forward.append(stmt)
+    if plan.input_note and forward:
+        note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
+        forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
+    ret = plan.returns[0] if len(plan.returns) == 1 else ", ".join(plan.returns)
+    forward.append(cst.parse_statement(f"return {ret}\n"))
+    return init, forward
+
+
+def _class(plan: _Plan, params: cst.Parameters | None, init: list, forward: list, ctx: FileContext) -> cst.ClassDef:
+    module_name = ctx.spell_text("torch.nn.Module")
+    fwd_params = ", ".join(["self", *plan.forward_params])
+    cls = cst.parse_statement(f"class {plan.class_name}({module_name}):\n"
+                              f"    def __init__(self):\n        super().__init__()\n\n"
+                              f"    def forward({fwd_params}):\n        pass\n")
+    init_fn, fwd_fn = cls.body.body
+    if params is not None:
+        self_param = cst.Param(cst.Name("self"))
+        if params.posonly_params:
+            params = params.with_changes(posonly_params=[self_param, *params.posonly_params])
+        else:
+            params = params.with_changes(params=[self_param, *params.params])
+        init_fn = init_fn.with_changes(params=params)
+    init_fn = init_fn.with_changes(body=init_fn.body.with_changes(body=[*init_fn.body.body, *init]))
+    fwd_fn = fwd_fn.with_changes(body=fwd_fn.body.with_changes(body=forward))
+    return cls.with_changes(body=cls.body.with_changes(body=[init_fn, fwd_fn]))
+
+
+def _call_args(params: cst.Parameters) -> str:
+    out = [p.name.value for p in [*params.posonly_params, *params.params]]
+    if isinstance(params.star_arg, cst.Param):
+        out.append(f"*{params.star_arg.name.value}")
+    out += [f"{p.name.value}={p.name.value}" for p in params.kwonly_params]
+    if isinstance(params.star_kwarg, cst.Param):
+        out.append(f"**{params.star_kwarg.name.value}")
+    return ", ".join(out)
+
+
+def _build(plan: _Plan, stmts: list, fn: cst.FunctionDef, ctx: FileContext):
+    init, forward = _parts(plan, stmts)
+    cls = _class(plan, fn.params, init, forward, ctx)
+    new_call = f"{plan.class_name}({_call_args(fn.params)})"
+    kept = []
+    for i, stmt in enumerate(stmts):
+        role = plan.roles.get(i, "keep")
+        if role == "keep" or i in plan.keep_copies:
+            kept.append(_clean(stmt))
+        elif role == "model":
+            kept.append(_model_statement(_clean(stmt), plan, new_call))
+    return cls, fn.with_changes(body=fn.body.with_changes(body=kept))
+
+
+def _model_statement(stmt, plan: _Plan, new_call: str):
+    small = stmt.body[0]
+    text = f"{plan.model_target} = {new_call}\n" if plan.model_target else None
+    if isinstance(small, cst.Return):
+        text = f"return {new_call}\n"
+    if text is None:
+        text = f"{new_call}\n"
+    new = cst.parse_statement(text)
+    return new.with_changes(leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace)
+
+
+def _build_module(plan: _Plan, body: list, ctx: FileContext, builders: dict[int, list]) -> list:
+    init, forward = _parts(plan, body)
+    cls = _class(plan, None, init, forward, ctx)
+    out = []
+    placed = False
+    for i, stmt in enumerate(body):
+        role = plan.roles.get(i, "keep")
+        if role in ("input", "layer", "forward"):
+            if not placed:
+                out.append(cls.with_changes(leading_lines=_clean(stmt).leading_lines))
+                placed = True
+            continue
+        if role == "model":
+            out.append(_model_statement(_clean(stmt), plan, f"{plan.class_name}()"))
+            continue
+        out += builders.get(i, [_clean(stmt)])
+    return out
