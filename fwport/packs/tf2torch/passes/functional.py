@@ -37,10 +37,10 @@ import libcst as cst
 
 from fwport.core.bind import literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.core.engine import code, expr, translate_layer
+from fwport.core.engine import code, drop_undone_findings, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
-from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, is_int, known, module_scope, plain
 from fwport.packs.tf2torch.passes.sequential import _CARRIES_FLATTEN, _READS_FLATTEN, _input_spec_shape
 
 MODEL = "keras.Model"
@@ -113,6 +113,7 @@ class _Layer:
     in_key: tuple | None = None
     out: tuple | None = None  # (shape, flat) of its output
     record: LayerRecord | None = None
+    movedim: bool = False  # its channels-last output is moved to channels-first at each call
 
 
 @dataclass
@@ -351,6 +352,7 @@ class _Builder:
                   for c in _model_calls([s], ctx)]
         if not models:
             return None
+        self.mark = len(ctx.pending)
         model_call = models[0][1]
         if len(models) > 1:
             for _, c in models:
@@ -418,6 +420,7 @@ class _Builder:
     def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
         """The model is left as written: every call of its statements settled (no half translation)."""
         ctx = self.ctx
+        drop_undone_findings(ctx, getattr(self, "mark", len(ctx.pending)))  # its pinned defaults, lazy sizes...
         if model_call is not None:
             ctx.report(Severity.ERROR, "unsupported-construct", "this functional model is left as written: fwport "
                        "cannot follow all of it (the errors above say where); translate it by hand as an nn.Module "
@@ -698,8 +701,11 @@ class _Builder:
         if layer.op is None:
             layer.op = _Op("layer", True, layer.record)
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node]), layer.out[1])
-        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
-                                          [cst.Arg(self._out_expr(arg))])
+        new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
+                                           [cst.Arg(self._out_expr(arg))])
+        if layer.movedim:
+            new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
+        self.replace[id(call)] = new
         return out
 
     def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
@@ -713,7 +719,16 @@ class _Builder:
         if not layer.attr:
             layer.attr = self._attr_name(layer)
         layout = self.layout
-        if layout == "nchw" and rule.emit.get("shape") == "reshape":
+        if layout == "nchw" and rule.emit.get("shape") == "embedding":
+            # its output is channels-last (batch, T, D): moved to channels-first where it is called
+            em = translate_layer(layer.call, rule, self.ctx, SizedContext(t.shape, "keep", self.scope, "", None,
+                                                                          self.sizes), layer.call)
+            if not em.failed and (em.out_shape is None or len(em.out_shape) < 2):
+                raise _Refused(layer.call, f"{code(layer.call.func)} in a functional model converted to "
+                                           "channels-first, on an input of unknown rank: cannot tell where its "
+                                           "channels go", "shape-unknown")
+            layer.movedim = True
+        elif layout == "nchw" and rule.emit.get("shape") == "reshape":
             em = translate_layer(layer.call, rule, self.ctx, SizedContext(t.shape, "keep", self.scope, "", None,
                                                                           self.sizes), layer.call)
             if not em.failed and not (t.shape is not None and len(t.shape) == 1 and em.out_shape is not None
@@ -822,13 +837,12 @@ class _Builder:
                 pos = axis if axis >= 0 else rank + 1 + axis
                 others = {tuple(d for j, d in enumerate(t.shape) if j != pos - 1) for t in ts}
                 sizes = [t.shape[pos - 1] for t in ts]
-                if len(others) == 1 and all(isinstance(s, int) for s in sizes):
+                if len(others) == 1 and all(known(d) for d in sizes):
                     shape = list(ts[0].shape)
-                    shape[pos - 1] = sum(sizes)
-                    shape = tuple(shape)
-                elif len(others) == 1:
-                    shape = list(ts[0].shape)
-                    shape[pos - 1] = None
+                    terms = [f"({d})" if isinstance(d, str) and " " in d else str(d) for d in sizes]
+                    shape[pos - 1] = (sum(int(d) for d in sizes) if all(is_int(d) for d in sizes)
+                                      else f"{len(terms)} * {terms[0]}" if len(set(terms)) == 1
+                                      else " + ".join(terms))
                     shape = tuple(shape)
             new = expr(f"{self.ctx.spell_text('torch.cat')}([{', '.join(texts)}], dim={dim})")
             flat = None
@@ -948,8 +962,8 @@ class _Builder:
             shown = [f"(batch, {', '.join(str(d) for d in (s[-1], *s[:-1]))})" for s in shapes if s and len(s) > 1]
             plan.input_note = f"inputs: {', '.join(shown)} channels-first" if shown else ""
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model takes channels-last inputs; the "
-                            "translation is channels-first (NCHW): move the channel axis of each input to dim 1 "
-                            "(x.permute(0, 3, 1, 2) for images)", call)
+                            "translation is channels-first (NCHW): move the channel axis of each input of rank > 2 "
+                            "to dim 1 (x.movedim(-1, 1))", call)
         if out_layout == "nchw":
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model's outputs are channels-first "
                             "feature maps in the translation (y.movedim(1, -1) gives Keras's layout)", call)
@@ -1079,6 +1093,13 @@ def _clean(stmt):
     return stmt.with_changes(leading_lines=lines)
 
 
+def _strip_blank(lines) -> list:
+    lines = list(lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    return lines
+
+
 def _parts(plan: _Plan, stmts: list):
     init, forward, carried = [], [], []
     for i, stmt in enumerate(stmts):
@@ -1097,6 +1118,9 @@ def _parts(plan: _Plan, stmts: list):
                 stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
                 carried = []
             forward.append(stmt)
+    for part in (init, forward):  # no blank line at the top of a method
+        if part:
+            part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
     if plan.input_note and forward:
         note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
         forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
@@ -1168,11 +1192,14 @@ def _build_module(plan: _Plan, body: list, ctx: FileContext, builders: dict[int,
         role = plan.roles.get(i, "keep")
         if role in ("input", "layer", "forward"):
             if not placed:
-                out.append(cls.with_changes(leading_lines=_clean(stmt).leading_lines))
+                comments = [ln for ln in _clean(stmt).leading_lines if ln.comment is not None]
+                out.append(cls.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *comments]))
                 placed = True
             continue
         if role == "model":
-            out.append(_model_statement(_clean(stmt), plan, f"{plan.class_name}()"))
+            new = _model_statement(_clean(stmt), plan, f"{plan.class_name}()")
+            out.append(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
+                                                       *_strip_blank(new.leading_lines)]))
             continue
         out += builders.get(i, [_clean(stmt)])
     return out
