@@ -91,6 +91,7 @@ class _Op:
 class _Node:
     op: _Op
     parents: list["_Node"]
+    where: cst.CSTNode | None = None  # the call that made it
 
 
 @dataclass(eq=False)
@@ -391,6 +392,9 @@ class _Builder:
         if outputs is None or self.errors:
             return self._give_up(stmts, model_call)
         returns, out_tensors = outputs
+        if self.pending_init:  # layers first called in keras.Model(...) itself
+            init_lines[m_index] = self.pending_init
+            self.pending_init = []
         self._check_reachable(out_tensors, model_call)
         if self.errors:
             return self._give_up(stmts, model_call)
@@ -581,8 +585,8 @@ class _Builder:
         self.ctx.settled.add(id(call))
 
     # --- expressions ----------------------------------------------------------------------------------------
-    def _node(self, op: _Op, parents: list[_Node]) -> _Node:
-        n = _Node(op, parents)
+    def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None) -> _Node:
+        n = _Node(op, parents, where)
         self.nodes.append(n)
         return n
 
@@ -700,7 +704,7 @@ class _Builder:
                                  f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
         if layer.op is None:
             layer.op = _Op("layer", True, layer.record)
-        out = _Tensor(layer.out[0], self._node(layer.op, [t.node]), layer.out[1])
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1])
         new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
                                            [cst.Arg(self._out_expr(arg))])
         if layer.movedim:
@@ -874,7 +878,7 @@ class _Builder:
             op_ = layer.op
         else:
             op_ = _Op("merge", True)
-        return _Tensor(shape, self._node(op_, [t.node for t in ts]), flat)
+        return _Tensor(shape, self._node(op_, [t.node for t in ts], call), flat)
 
     # --- the keras.Model(...) call ---------------------------------------------------------------------
     def _model_args(self, call: cst.Call) -> tuple[list[str], list[_Tensor]] | None:
@@ -917,9 +921,6 @@ class _Builder:
             if t is None:
                 self.error(it, f"{code(it)}: an output of keras.Model that is not a tensor of the model")
                 return None
-            if self.pending_init:
-                self.error(it, "layers called inside keras.Model(...) are not followed: assign the output first")
-                return None
             returns.append(code(self._out_expr(it)))
             tensors.append(t)
         return returns, tensors
@@ -935,9 +936,9 @@ class _Builder:
             stack.extend(n.parents)
         for n in self.nodes:
             if id(n) not in seen and n.op.kind in ("layer", "merge"):
-                name = next((x.var or x.attr for x in self.layers if x.op is n.op), "a layer")
-                self.error(call, f"{name}: a layer called in the builder whose result does not reach the model's "
-                                 "outputs (Keras leaves it out of the model, a torch forward would run it)")
+                self.error(n.where or call, f"{code(n.where) if n.where is not None else 'a layer'}: a layer "
+                           "called in the builder whose result does not reach the model's outputs (Keras leaves it "
+                           "out of the model, a torch forward would run it); remove it or make it an output")
                 return
         for layer in self.layers:
             if layer.op is None:

@@ -1,0 +1,235 @@
+"""The functional-API pass: keras.Input → layers on tensors → keras.Model(inputs, outputs) → an
+nn.Module class. Numerical checks are the fixtures (fixtures/tf2torch/functional_*, run by
+tests/test_fixtures.py and verified against Keras by tests/test_verify.py); here: the shape of the
+output, the weight records, and every refusal (an error on its line, the model left as written)."""
+from __future__ import annotations
+
+import ast
+import textwrap
+from collections import Counter
+
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str, keras: int | None = None):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK, {"keras": keras} if keras else None)
+
+
+def errors(r) -> Counter:
+    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+
+
+HEAD = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+'''
+
+
+def test_builder_becomes_a_class_and_an_instance():
+    r = tx(HEAD + '''
+def build_model(units=8):
+    """Docstring stays with the builder."""
+    inputs = keras.Input(shape=(4,))
+    hidden = layers.Dense(units, activation="relu")(inputs)
+    outputs = layers.Dense(2)(hidden)
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    return model
+''')
+    assert not errors(r)
+    tree = ast.parse(r.output)
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
+    assert cls.name == "Model" and ast.unparse(cls.bases[0]) == "nn.Module"
+    assert "def __init__(self, units=8):" in r.output
+    assert "self.fc1 = nn.Sequential(nn.Linear(4, units), nn.ReLU())" in r.output
+    assert "self.fc2 = nn.Linear(units, 2)" in r.output
+    assert "def forward(self, inputs):" in r.output
+    assert "hidden = self.fc1(inputs)" in r.output and "return outputs" in r.output
+    builder = next(n for n in tree.body if isinstance(n, ast.FunctionDef))
+    assert ast.get_docstring(builder) == "Docstring stays with the builder."
+    assert "model = Model(units)" in r.output
+    assert "keras" not in r.output
+    # the builder's order of definition: the class comes first
+    assert tree.body.index(cls) < tree.body.index(builder)
+    # weight records by Keras's model.layers order (layers[0] is the InputLayer)
+    recs = {(x.source, x.target, x.rule) for x in r.layers}
+    assert recs == {("layers[1]", "fc1.0", "dense"), ("layers[2]", "fc2", "dense")}
+    assert r.models[0].scope == "build_model" and r.models[0].kind == "functional"
+
+
+def test_translation_is_a_fixpoint_and_keeps_finding_lines():
+    src = HEAD + '''
+def build():
+    inputs = keras.Input(shape=(6,))
+    x = layers.Dense(
+        5,
+        activation="relu",
+    )(inputs)
+    return keras.Model(inputs, x)
+
+
+y = tf_unknown_thing = keras.layers.Lambda
+'''
+    r = tx(src)
+    assert "self.fc = nn.Sequential(nn.Linear(6, 5), nn.ReLU())" in r.output
+    assert "x = self.fc(inputs)" in r.output
+    # the finding after the shortened statement is on its source line
+    src_lines = textwrap.dedent(src).lstrip("\n").splitlines()
+    after = [f for f in r.findings if f.severity.value == "error"]
+    assert after and all("Lambda" in src_lines[f.line - 1] for f in after)
+    again = translate_source(r.output, "m.py", PACK)
+    assert again.output == r.output
+
+
+def test_merges_and_concatenate_axis_in_channels_first():
+    r = tx(HEAD + '''
+def build():
+    inputs = keras.Input(shape=(8, 8, 3))
+    a = layers.Conv2D(4, 1)(inputs)
+    b = layers.Conv2D(4, 1)(inputs)
+    c = layers.concatenate([a, b])
+    d = layers.Concatenate(axis=1)([a, b])
+    s = layers.Add()([a, b]) - layers.average([a, b])
+    m = layers.maximum([a, b])
+    out = layers.Flatten()(layers.Conv2D(2, 1)(c) + layers.Conv2D(2, 1)(s + m) + layers.Conv2D(2, 1)(d)[:, :8])
+    return keras.Model(inputs, out)
+''')
+    # the slice is not followed: an error on its line, and the model is left as written
+    assert errors(r)[("unsupported-construct", 12)] == 1
+    assert "keras.Model(inputs, out)" in r.output and "class " not in r.output
+    r = tx(HEAD + '''
+def build():
+    inputs = keras.Input(shape=(8, 8, 3))
+    a = layers.Conv2D(4, 1)(inputs)
+    b = layers.Conv2D(4, 1)(inputs)
+    c = layers.concatenate([a, b])
+    d = layers.Concatenate(axis=1)([a, b])
+    s = layers.Add()([a, b]) - layers.average([a, b])
+    return keras.Model(inputs, [c, d, s])
+''')
+    assert not errors(r)
+    assert "c = torch.cat([a, b], dim=1)" in r.output  # channels: dim 1 in NCHW
+    assert "d = torch.cat([a, b], dim=2)" in r.output  # Keras axis 1 (height) is torch dim 2
+    assert "s = a + b - (a + b) / 2" in r.output
+    assert "return c, d, s" in r.output
+    assert r.models[0].layout == "nchw" and r.models[0].output_layout == "nchw"
+
+
+def test_shared_layer_is_one_module():
+    r = tx(HEAD + '''
+def build():
+    left = keras.Input(shape=(3,))
+    right = keras.Input(shape=(3,))
+    shared = layers.Dense(2)
+    return keras.Model([left, right], shared(left) + shared(right))
+''')
+    assert not errors(r)
+    assert r.output.count("nn.Linear(3, 2)") == 1
+    assert "return self.shared(left) + self.shared(right)" in r.output
+    assert "def forward(self, left, right):" in r.output
+    # one Dense, after both InputLayers in model.layers
+    assert [(x.source, x.target) for x in r.layers] == [("layers[2]", "shared")]
+
+
+def test_keras2_counts_tensor_arithmetic_as_layers():
+    src = HEAD + '''
+def build():
+    inputs = keras.Input(shape=(3,))
+    x = inputs * 2.0
+    return keras.Model(inputs, layers.Dense(2)(x) if False else x)
+'''
+    # (the conditional output is not followed)
+    assert errors(tx(src))
+    src = HEAD + '''
+def build():
+    inputs = keras.Input(shape=(3,))
+    x = inputs * 2.0
+    y = layers.Dense(2)(x)
+    return keras.Model(inputs, y)
+'''
+    # Keras 3: `inputs * 2.0` is an operation, not a layer; tf.keras: a TFOpLambda layer
+    assert [x.source for x in tx(src, keras=3).layers] == ["layers[1]"]
+    assert [x.source for x in tx(src, keras=2).layers] == ["layers[2]"]
+
+
+def test_refusals_are_precise_and_leave_the_model_as_written():
+    cases = {
+        # a call of something that is not a known Keras layer
+        '''
+def build():
+    inputs = keras.Input(shape=(3,))
+    x = MyBlock()(inputs)
+    return keras.Model(inputs, x)
+''': 6,
+        # graph statements inside a loop
+        '''
+def build():
+    inputs = keras.Input(shape=(3,))
+    x = inputs
+    for units in (4, 5):
+        x = layers.Dense(units)(x)
+    return keras.Model(inputs, x)
+''': 7,
+        # a layer whose result does not reach the outputs (Keras leaves it out of the model)
+        '''
+def build():
+    inputs = keras.Input(shape=(3,))
+    x = layers.Dense(4)(inputs)
+    unused = layers.Dense(5)(x)
+    return keras.Model(inputs, x)
+''': 8,
+        # the forward pass would read a value of the builder
+        '''
+def build(scale):
+    inputs = keras.Input(shape=(3,))
+    x = layers.Dense(4)(inputs)
+    y = x * scale
+    return keras.Model(inputs, y)
+''': 7,
+        # broadcasting between feature maps of different shapes in a channels-first model
+        '''
+def build():
+    inputs = keras.Input(shape=(8, 8, 3))
+    a = layers.Conv2D(4, 1)(inputs)
+    b = layers.GlobalAveragePooling2D()(a)
+    c = a + b
+    return keras.Model(inputs, c)
+''': 8,
+        # a layer called with training=
+        '''
+def build():
+    inputs = keras.Input(shape=(3,))
+    x = layers.Dropout(0.5)(inputs, training=True)
+    return keras.Model(inputs, x)
+''': 6,
+    }
+    for body, line in cases.items():
+        r = tx(HEAD + body)
+        errs = errors(r)
+        assert errs[("unsupported-construct", line)] >= 1, (body, errs)
+        model_line = len((HEAD + body).strip("\n").splitlines())
+        assert errs[("unsupported-construct", model_line)] == 1, (body, errs)  # "left as written"
+        assert "class " not in r.output and "keras.Model(" in r.output, r.output
+        assert "nn.Linear" not in r.output and "self." not in r.output  # no half translation: no layer was translated out of context
+        assert not r.layers and not r.models
+
+
+def test_model_built_in_a_method_is_refused():
+    r = tx(HEAD + '''
+class Factory:
+    def build(self):
+        inputs = keras.Input(shape=(3,))
+        return keras.Model(inputs, layers.Dense(2)(inputs))
+''')
+    assert errors(r)[("unsupported-construct", 7)] == 1
+    assert "keras.Model(" in r.output
+
+
+def test_no_functional_model_means_no_change():
+    src = textwrap.dedent(HEAD + '''
+model = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(2)])
+''').lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert "nn.Sequential(" in r.output and "class " not in r.output
