@@ -60,7 +60,7 @@ _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
          "max-pooling2d": "pool", "average-pooling1d": "pool", "average-pooling2d": "pool",
          "global-average-pooling1d": "gap", "global-average-pooling2d": "gap", "global-max-pooling1d": "gmp",
-         "global-max-pooling2d": "gmp", "activation": "act", "relu": "relu", "softmax": "softmax"}
+         "global-max-pooling2d": "gmp", "activation": "act", "relu": "relu", "softmax": "softmax", "seq": "block"}
 # attribute names an nn.Module already has
 _RESERVED = {"forward", "training", "parameters", "modules", "children", "state_dict", "eval", "train", "to",
              "apply", "cuda", "cpu", "float", "double", "half", "type", "add_module", "register_buffer",
@@ -99,6 +99,7 @@ class _Tensor:
     shape: tuple | None  # source layout, without batch; None: unknown
     node: _Node
     flat: tuple | None = None  # (h, w, c) when a channels-first map was flattened into it
+    last: bool = False  # the output of a layer class of this file: channels-last, whatever the model's layout
 
 
 @dataclass(eq=False)
@@ -106,14 +107,15 @@ class _Layer:
     """A Keras layer object: ``dense = layers.Dense(4)`` or an inline ``layers.Dense(4)(x)``."""
 
     call: cst.Call  # the constructor call (input tree)
-    rule: object
+    rule: object  # the rule; for kind "merge" the Keras name
+    kind: str = "rule"  # rule | merge | seq (a nested keras.Sequential) | user (a layer class of this file)
     attr: str = ""
     var: str | None = None  # the variable it is bound to, if any
     op: _Op | None = None
     module: cst.BaseExpression | None = None  # the torch module (set at the first call)
     in_key: tuple | None = None
     out: tuple | None = None  # (shape, flat) of its output
-    record: LayerRecord | None = None
+    records: list[tuple[str, LayerRecord]] = field(default_factory=list)  # (path below it, record)
     movedim: bool = False  # its channels-last output is moved to channels-first at each call
 
 
@@ -130,6 +132,8 @@ class _Plan:
     model_target: str | None  # `model = keras.Model(...)`: "model"; returned directly: None
     keep_copies: set[int] = field(default_factory=set)  # config statements the builder also needs
     input_note: str = ""
+    scope: str = ""
+    user_layers: list[tuple[str, int, str]] = field(default_factory=list)  # (class, index, attribute)
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -137,10 +141,11 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     changed = False
     taken = _module_names(module)
     constants = module_scope(module, ctx)
+    users = _layer_classes(module, ctx)
     for i, stmt in enumerate(module.body):
         if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
             if _model_calls(stmt.body.body, ctx):
-                new = _Builder(ctx, constants, stmt, [i], taken).run()
+                new = _Builder(ctx, constants, stmt, [i], taken, users).run()
                 if new is not None:
                     body[i] = new
                     changed = True
@@ -151,12 +156,31 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
                             "function, or write the nn.Module by hand")
     # module level
     if _model_calls(module.body, ctx):
-        b = _Builder(ctx, constants, None, [], taken)
+        b = _Builder(ctx, constants, None, [], taken, users)
         out = b.run_module(body)
         if out is not None:
             body = out
             changed = True
     return module.with_changes(body=body) if changed else module
+
+
+def _layer_classes(module: cst.Module, ctx: FileContext) -> set[str]:
+    """Top-level classes that derive from keras.Model / keras.layers.Layer (directly or through
+    another such class of the file): the subclass pass makes them nn.Modules."""
+    classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for c in classes:
+            if c.name.value in found:
+                continue
+            if any(b.keyword is None and (ctx.imports.resolve(b.value) in ("keras.Model", "keras.layers.Layer")
+                                          or (isinstance(b.value, cst.Name) and b.value.value in found))
+                   for b in c.bases):
+                found.add(c.name.value)
+                changed = True
+    return found
 
 
 def _is_model_call(node: cst.CSTNode, ctx: FileContext) -> bool:
@@ -295,7 +319,8 @@ def _snake(name: str) -> str:
 # --- following one model -----------------------------------------------------------------------------
 
 class _Builder:
-    def __init__(self, ctx: FileContext, constants, fn: cst.FunctionDef | None, path: list[int], taken: set[str]):
+    def __init__(self, ctx: FileContext, constants, fn: cst.FunctionDef | None, path: list[int], taken: set[str],
+                 user_classes: set[str]):
         self.ctx = ctx
         self.fn = fn
         self.path = path
@@ -313,6 +338,8 @@ class _Builder:
         self.pending_init: list[str] = []  # init lines created while following the current statement
         self.forward_defined: set[str] = set()
         self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
+        self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
+        self.user_layers: list[tuple[str, int, str]] = []  # (class, index in model.layers, attribute)
 
     # --- reporting ----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
@@ -416,7 +443,7 @@ class _Builder:
                 keep_names |= _names_in(stmts[i])
         keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
         plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
-                     self._model_target(stmts[m_index]), keep_copies)
+                     self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers)
         ctx.settled.add(id(model_call))
         self._info(plan, model_call, out_tensors)
         return plan
@@ -459,9 +486,9 @@ class _Builder:
             for c in _calls(s):
                 if isinstance(c.func, cst.Call):  # an inline layer: its attribute's name
                     inner = c.func
-                    rule = self._layer_rule(self.ctx.imports.resolve(inner.func))
-                    if rule not in (None, "norule", "model"):
-                        base = self._attr_base(inner, rule)
+                    kind, rule = self._layer_kind(inner.func)
+                    if kind in ("rule", "merge", "seq", "user"):
+                        base = self._attr_base(inner, rule if kind == "rule" else kind)
                         self.base_counts[base] = self.base_counts.get(base, 0) + 1
                     continue
         layout = "keep"
@@ -500,8 +527,11 @@ class _Builder:
             if q == INPUT:
                 self._input(target, value)
                 return "input"
-            if isinstance(value, cst.Call) and q is not None and self._layer_rule(q) is not None:
-                self._layer_object(target, value, q)
+            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] is not None:
+                try:
+                    self.env[target] = self._new_layer(value, target)
+                except _Refused as r:
+                    self._refused(r)
                 return "layer"
         if not graph_names and not graph_calls:
             return self._config(stmt)
@@ -534,23 +564,45 @@ class _Builder:
 
     def _is_graph_call(self, c: cst.Call) -> bool:
         if isinstance(c.func, cst.Call):
-            return self._is_graph_call(c.func) or self._layer_rule(self.ctx.imports.resolve(c.func.func)) is not None
+            return self._is_graph_call(c.func) or self._layer_kind(c.func.func)[0] is not None
         q = self.ctx.imports.resolve(c.func)
         return q in (INPUT,) or q in MERGE_FNS
 
-    def _layer_rule(self, q: str | None):
+    def _layer_kind(self, func: cst.BaseExpression) -> tuple[str | None, object]:
+        """What a constructor makes: ("rule", rule), ("merge", name), ("seq", None), ("user", class
+        name), ("norule", name), ("model", name) or (None, None) when it is not a layer."""
+        if isinstance(func, cst.Name) and func.value in self.user_classes and func.value not in self.local:
+            return "user", func.value
+        q = self.ctx.imports.resolve(func)
         if q is None:
-            return None
+            return None, None
         if q in MERGE_LAYERS:
-            return "merge"
+            return "merge", q
         rule = self.ctx.pack.by_name.get(q)
         if rule is not None and rule.kind == "layer":
-            return rule
+            return "rule", rule
+        if q == "keras.Sequential":
+            return "seq", None
         if q.startswith("keras.layers.") and q[len("keras.layers."):][:1].isupper():
-            return "norule"
-        if q in ("keras.Sequential", "keras.Model"):
-            return "model"
-        return None
+            return "norule", q
+        if q == "keras.Model":
+            return "model", q
+        return None, None
+
+    def _new_layer(self, call: cst.Call, var: str | None = None) -> _Layer:
+        kind, what = self._layer_kind(call.func)
+        if kind in ("norule", "model"):
+            raise _Refused(call, f"{what} has no tf2torch rule yet, or is a functional model used as a layer, which "
+                                 "fwport does not follow yet: translate it by hand", "no-rule")
+        if kind == "user":
+            inside = [c for c in _calls(call) if c is not call and self.ctx.imports.resolve(c.func)]
+            if inside or _names_in(call) & set(self.env):
+                raise _Refused(call, f"{code(call)}: a layer of this file built from Keras values or tensors: its "
+                                     "arguments would not be translated where the module is built")
+        layer = _Layer(call, what, kind, var=var)
+        self.layers.append(layer)
+        self.ctx.settled.add(id(call))
+        return layer
 
     def _input(self, target: str, call: cst.Call) -> None:
         for i, a in enumerate(call.args):
@@ -568,20 +620,6 @@ class _Builder:
         self.inputs[target] = t
         self.env[target] = t
         self.forward_defined.add(target)
-        self.ctx.settled.add(id(call))
-
-    def _layer_object(self, target: str, call: cst.Call, q: str) -> None:
-        rule = self._layer_rule(q)
-        if rule in ("norule", "model"):
-            self.error(call, f"{code(call.func)} has no tf2torch rule yet, or is a model used as a layer, which a "
-                             "functional model does not follow yet: translate it by hand", "no-rule")
-            return
-        if rule == "merge":
-            layer = _Layer(call, q, var=target)
-        else:
-            layer = _Layer(call, rule, var=target)
-        self.layers.append(layer)
-        self.env[target] = layer
         self.ctx.settled.add(id(call))
 
     # --- expressions ----------------------------------------------------------------------------------------
@@ -639,18 +677,10 @@ class _Builder:
     def _call(self, node: cst.Call, allow_other: bool) -> _Tensor | None:
         func = node.func
         if isinstance(func, cst.Call):  # layers.Dense(4)(x)
-            q = self.ctx.imports.resolve(func.func)
-            rule = self._layer_rule(q)
-            if rule is None:
+            if self._layer_kind(func.func)[0] is None:
                 raise _Refused(node, f"{code(func.func)}(...)(...): a call of something fwport does not know as a "
                                      "Keras layer")
-            if rule in ("norule", "model"):
-                raise _Refused(func, f"{q} has no tf2torch rule yet (or is a model used as a layer, which a "
-                                     "functional model does not follow yet): translate it by hand", "no-rule")
-            layer = _Layer(func, q if rule == "merge" else rule)
-            self.layers.append(layer)
-            self.ctx.settled.add(id(func))
-            return self._apply(layer, node)
+            return self._apply(self._new_layer(func), node)
         if isinstance(func, cst.Name) and isinstance(self.env.get(func.value), _Layer):
             return self._apply(self.env[func.value], node)
         q = self.ctx.imports.resolve(func)
@@ -676,7 +706,7 @@ class _Builder:
             raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
                                  "(training=, mask=, ...) is not followed yet")
         arg = args[0].value
-        if isinstance(layer.rule, str):  # a merge layer
+        if layer.kind == "merge":
             merge_q = layer.rule
             op = MERGE_LAYERS[merge_q]
             for a in layer.call.args:
@@ -691,11 +721,6 @@ class _Builder:
         if t is None:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
                                 "model (a list of tensors feeds only merge layers here)")
-        rule = layer.rule
-        if t.flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
-            raise _Refused(call, f"{code(layer.call.func)} after the Flatten of a feature map converted to "
-                                 "channels-first sees the features in (c, h, w) order instead of Keras's (h, w, c): "
-                                 "only elementwise layers, BatchNormalization and Dense can follow it exactly")
         key = (t.shape, t.flat)
         if layer.module is None:
             self._translate(layer, t)
@@ -703,8 +728,8 @@ class _Builder:
             raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
                                  f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
         if layer.op is None:
-            layer.op = _Op("layer", True, layer.record)
-        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1])
+            layer.op = _Op("layer", True)
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
         new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
                                            [cst.Arg(self._out_expr(arg))])
         if layer.movedim:
@@ -718,58 +743,119 @@ class _Builder:
             return node
         return node.visit(_Replace(self.replace))
 
-    def _translate(self, layer: _Layer, t: _Tensor) -> None:
-        rule = layer.rule
-        if not layer.attr:
-            layer.attr = self._attr_name(layer)
+    def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None):
+        """One rule layer translated for an input: (emission, whether its channels-last output must be
+        moved to channels-first where it is called)."""
         layout = self.layout
+        movedim = False
+        if flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
+            raise _Refused(call, f"{code(call.func)} after the Flatten of a feature map converted to channels-first "
+                                 "sees the features in (c, h, w) order instead of Keras's (h, w, c): only "
+                                 "elementwise layers, BatchNormalization and Dense can follow it exactly")
         if layout == "nchw" and rule.emit.get("shape") == "embedding":
             # its output is channels-last (batch, T, D): moved to channels-first where it is called
-            em = translate_layer(layer.call, rule, self.ctx, SizedContext(t.shape, "keep", self.scope, "", None,
-                                                                          self.sizes), layer.call)
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
+                                 call)
             if not em.failed and (em.out_shape is None or len(em.out_shape) < 2):
-                raise _Refused(layer.call, f"{code(layer.call.func)} in a functional model converted to "
-                                           "channels-first, on an input of unknown rank: cannot tell where its "
-                                           "channels go", "shape-unknown")
-            layer.movedim = True
+                raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first, on an "
+                                     "input of unknown rank: cannot tell where its channels go", "shape-unknown")
+            movedim = True
         elif layout == "nchw" and rule.emit.get("shape") == "reshape":
-            em = translate_layer(layer.call, rule, self.ctx, SizedContext(t.shape, "keep", self.scope, "", None,
-                                                                          self.sizes), layer.call)
-            if not em.failed and not (t.shape is not None and len(t.shape) == 1 and em.out_shape is not None
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
+                                 call)
+            if not em.failed and not (shape is not None and len(shape) == 1 and em.out_shape is not None
                                       and len(em.out_shape) == 1):
-                raise _Refused(layer.call, f"{code(layer.call.func)} in a functional model converted to "
-                                           "channels-first: Keras reshapes in channels-last order, so the result "
-                                           "would be silently permuted; reshape explicitly with permutes, or keep "
-                                           "this model channels-last")
+                raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first: Keras "
+                                     "reshapes in channels-last order, so the result would be silently permuted; "
+                                     "reshape explicitly with permutes, or keep this model channels-last")
         else:
-            em = translate_layer(layer.call, rule, self.ctx, SizedContext(t.shape, layout, self.scope, "", t.flat,
-                                                                          self.sizes), layer.call)
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes),
+                                 call)
         if em.failed:
             self.errors += 1  # the rule reported why
-            raise _Refused(layer.call, "", "")
+            raise _Refused(call, "", "")
         if em.functional is not None or not em.modules:
-            raise _Refused(layer.call, f"{rule.names[0]} has no torch module to call in a functional model")
-        if len(em.modules) == 1:
-            module = em.modules[0]
-            target = layer.attr
-        else:
-            seq = self.ctx.spell_text("torch.nn.Sequential")
-            module = expr(f"{seq}({', '.join(code(m) for m in em.modules)})")
-            target = f"{layer.attr}.{em.weight_module}"
-        layer.module = module
+            raise _Refused(call, f"{rule.names[0]} has no torch module to call in a functional model")
+        return em, movedim
+
+    def _translate(self, layer: _Layer, t: _Tensor) -> None:
+        if not layer.attr:
+            layer.attr = self._attr_name(layer)
         layer.in_key = (t.shape, t.flat)
-        carried = t.flat if rule.id in _CARRIES_FLATTEN else None
-        layer.out = (em.out_shape, em.flatten_of or carried)
-        if rule.weights:
-            layer.record = LayerRecord(self.scope, "", target, rule.id, em.variant, dict(em.symbols))
+        if layer.kind == "user":
+            if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
+                raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
+                                           "channels-last layout, on a channels-first feature map: call it before "
+                                           "the convolutions, or translate this model by hand")
+            module = layer.call
+            layer.out = (None, None)
+        elif layer.kind == "seq":
+            module = self._translate_seq(layer, t)
+        else:
+            rule = layer.rule
+            em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat)
+            if len(em.modules) == 1:
+                module = em.modules[0]
+                target = layer.attr
+            else:
+                seq = self.ctx.spell_text("torch.nn.Sequential")
+                module = expr(f"{seq}({', '.join(code(m) for m in em.modules)})")
+                target = f"{layer.attr}.{em.weight_module}"
+            carried = t.flat if rule.id in _CARRIES_FLATTEN else None
+            layer.out = (em.out_shape, em.flatten_of or carried)
+            if rule.weights:
+                layer.records.append(("", LayerRecord(self.scope, "", target, rule.id, em.variant, dict(em.symbols))))
+        layer.module = module
         self.pending_init.append(f"self.{layer.attr} = {code(module)}")
+
+    def _translate_seq(self, layer: _Layer, t: _Tensor) -> cst.BaseExpression:
+        """A keras.Sequential used as a layer: its layers in one nn.Sequential, shapes followed."""
+        call = layer.call
+        elements = None
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("layers" if i == 0 else None)
+            if kw == "layers" and not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and not any(
+                    isinstance(e, cst.StarredElement) for e in a.value.elements):
+                elements = [e.value for e in a.value.elements]
+            elif kw != "name":
+                raise _Refused(a, f"keras.Sequential argument {code(a).strip().rstrip(',')} is not followed inside a "
+                                  "functional model (a literal list of layers and name= only)")
+        if not elements:
+            raise _Refused(call, "a keras.Sequential used as a layer must list its layers")
+        shape, flat = t.shape, t.flat
+        modules: list[cst.BaseExpression] = []
+        k = 0
+        for el in elements:
+            if isinstance(el, cst.Call) and self.ctx.imports.resolve(el.func) in (INPUT, "keras.layers.InputLayer"):
+                if k:
+                    raise _Refused(el, "an input specification must come first in a Sequential model")
+                continue
+            kind, rule = self._layer_kind(el.func) if isinstance(el, cst.Call) else (None, None)
+            if kind != "rule":
+                raise _Refused(el, f"{code(el)}: fwport follows a Sequential used as a layer when each of its "
+                                   "members is a Keras layer with a rule")
+            em, movedim = self._emit(el, rule, shape, flat)
+            if movedim:
+                raise _Refused(el, f"{code(el.func)} inside a Sequential of a functional model converted to "
+                                   "channels-first: its output is channels-last")
+            if rule.weights:
+                layer.records.append((f".layers[{k}]", LayerRecord(self.scope, "", f"{layer.attr}.{len(modules) + em.weight_module}",
+                                                                  rule.id, em.variant, dict(em.symbols))))
+            modules += em.modules
+            carried = flat if rule.id in _CARRIES_FLATTEN else None
+            shape, flat = em.out_shape, em.flatten_of or carried
+            self.ctx.settled.add(id(el))
+            k += 1
+        layer.out = (shape, flat)
+        seq = self.ctx.spell_text("torch.nn.Sequential")
+        return expr(f"{seq}({', '.join(code(m) for m in modules)})")
 
     def _attr_base(self, call: cst.Call, rule) -> str:
         name = next((literal_value(a.value, None) for a in call.args if a.keyword and a.keyword.value == "name"), None)
         if isinstance(name, str) and name:
             base = _snake(name)
         else:
-            rid = rule.id if not isinstance(rule, str) else ""
+            rid = rule.id if not isinstance(rule, str) else rule
             base = _ATTR.get(rid) or _snake(dotted_text(call.func).rsplit(".", 1)[-1])
         return f"{base}_layer" if base in _RESERVED or not base.isidentifier() else base
 
@@ -779,7 +865,7 @@ class _Builder:
             base = layer.var if layer.var not in _RESERVED else f"{layer.var}_layer"
             numbered = False
         else:
-            base = self._attr_base(layer.call, layer.rule)
+            base = self._attr_base(layer.call, layer.rule if layer.kind == "rule" else layer.kind)
             numbered = self.base_counts.get(base, 0) > 1  # conv1, conv2, ... as a torch engineer writes them
         if not numbered and base not in used:
             return base
@@ -950,15 +1036,20 @@ class _Builder:
         order = _layer_order([t.node for t in outs], self.input_ops)
         index = {id(op): i for i, op in enumerate(o for o in order if o.is_layer)}
         for layer in self.layers:
-            if layer.record is not None and layer.op is not None:
-                layer.record.source = f"layers[{index[id(layer.op)]}]"
-                self.ctx.layers.append(layer.record)
+            if layer.op is None:
+                continue
+            for suffix, record in layer.records:
+                record.source = f"layers[{index[id(layer.op)]}]{suffix}"
+                self.ctx.layers.append(record)
+            if layer.kind == "user":  # its class's records, once the subclass pass has made them
+                self.user_layers.append((layer.rule, index[id(layer.op)], layer.attr))
 
     def _info(self, plan: _Plan, call: cst.Call, outs: list[_Tensor]) -> None:
         nchw = self.layout == "nchw"
         shapes = [t.shape for t in self.inputs.values()]
         in_layout = "nchw" if nchw and any(s is None or len(s) > 1 for s in shapes) else "same"
-        out_layout = "nchw" if nchw and any(t.shape is None or len(t.shape) > 1 for t in outs) else "same"
+        out_layout = "nchw" if nchw and any(not t.last and (t.shape is None or len(t.shape) > 1) for t in outs) \
+            else "same"
         if in_layout == "nchw":
             shown = [f"(batch, {', '.join(str(d) for d in (s[-1], *s[:-1]))})" for s in shapes if s and len(s) > 1]
             plan.input_note = f"inputs: {', '.join(shown)} channels-first" if shown else ""
@@ -983,8 +1074,12 @@ class _Builder:
                          for _ in range(pad)]
                 stmt = stmt.with_changes(leading_lines=[*stmt.leading_lines, *marks])
                 pad = 0
-            if plan.roles.get(i) == "forward":
-                new = stmt.visit(_Replace(self.replace))
+            role = plan.roles.get(i)
+            if role in ("forward", "input", "layer"):
+                if role == "forward":
+                    new = stmt.visit(_Replace(self.replace))
+                else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
+                    new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
                 before, after = _line_count(stmt), _line_count(new)
                 pad = max(0, before - after)
                 stmt = new
@@ -1069,6 +1164,11 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     plans = ctx.analyses.get("functional")
     if not plans:
         return module
+    for plan in plans:  # layers of this file's classes: their records, below the model's path
+        for cls, index, attr in plan.user_layers:
+            for r in [r for r in ctx.layers if r.scope == cls]:
+                ctx.layers.append(LayerRecord(plan.scope, f"layers[{index}].{r.source}", f"{attr}.{r.target}", r.rule,
+                                              r.variant, dict(r.symbols)))
     body = list(module.body)
     builders: dict[int, list] = {}
     for plan in plans:
