@@ -35,12 +35,12 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.core.bind import literal_value
+from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import code, drop_undone_findings, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
-from fwport.packs.tf2torch.dims import Sizes, SizedContext, is_int, known, module_scope, plain
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
 from fwport.packs.tf2torch.passes.sequential import _CARRIES_FLATTEN, _READS_FLATTEN, _input_spec_shape
 
 MODEL = "keras.Model"
@@ -55,6 +55,8 @@ MERGE_FNS = {"keras.layers.add": "add", "keras.layers.subtract": "sub", "keras.l
              "keras.layers.average": "avg", "keras.layers.maximum": "max", "keras.layers.minimum": "min",
              "keras.layers.concatenate": "cat"}
 _ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
+_STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
+               cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b}
 # readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
 _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
@@ -117,6 +119,7 @@ class _Layer:
     out: tuple | None = None  # (shape, flat) of its output
     records: list[tuple[str, LayerRecord]] = field(default_factory=list)  # (path below it, record)
     movedim: bool = False  # its channels-last output is moved to channels-first at each call
+    prefix: str = ""  # "block1." for a layer of a helper's module
 
 
 @dataclass
@@ -134,6 +137,8 @@ class _Plan:
     input_note: str = ""
     scope: str = ""
     user_layers: list[tuple[str, int, str]] = field(default_factory=list)  # (class, index, attribute)
+    class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
+    helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -142,13 +147,17 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     taken = _module_names(module)
     constants = module_scope(module, ctx)
     users = _layer_classes(module, ctx)
+    builders = {i for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
+                and isinstance(stmt.body, cst.IndentedBlock) and _model_calls(stmt.body.body, ctx)}
+    # functions of the file that may build blocks (called on tensors by a builder)
+    helpers = {stmt.name.value: stmt for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
+               and i not in builders and isinstance(stmt.body, cst.IndentedBlock)}
     for i, stmt in enumerate(module.body):
-        if isinstance(stmt, cst.FunctionDef) and isinstance(stmt.body, cst.IndentedBlock):
-            if _model_calls(stmt.body.body, ctx):
-                new = _Builder(ctx, constants, stmt, [i], taken, users).run()
-                if new is not None:
-                    body[i] = new
-                    changed = True
+        if i in builders:
+            new = _Builder(ctx, constants, stmt, [i], taken, users, helpers).run()
+            if new is not None:
+                body[i] = new
+                changed = True
         elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
             if _has_model_call(stmt, ctx):
                 _refuse_all(ctx, stmt, "a functional model (keras.Model(inputs, outputs)) built inside a class or a "
@@ -156,12 +165,42 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
                             "function, or write the nn.Module by hand")
     # module level
     if _model_calls(module.body, ctx):
-        b = _Builder(ctx, constants, None, [], taken, users)
+        b = _Builder(ctx, constants, None, [], taken, users, helpers)
         out = b.run_module(body)
         if out is not None:
             body = out
             changed = True
+    _settle_replaced_helpers(module, ctx, helpers)
     return module.with_changes(body=body) if changed else module
+
+
+def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict[str, cst.FunctionDef]) -> None:
+    """A helper whose every call was followed becomes its classes: nothing in its body is translated."""
+    uses: dict[str, int] = {}
+    for plan in ctx.analyses.get("functional", []):
+        for k, n in plan.helper_uses.items():
+            uses[k] = uses.get(k, 0) + n
+    if not uses:
+        return
+    refs: dict[str, int] = {}
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value in uses:
+                refs[n.value] = refs.get(n.value, 0) + 1
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
+            scan(n.body, self)  # its own name is not a use
+            return False
+
+    for stmt in module.body:
+        scan(stmt, _V())
+    replaced = ctx.analyses.setdefault("functional_replaced", set())
+    for name, n in uses.items():
+        if refs.get(name, 0) == n:
+            replaced.add(name)
+            for c in _calls(helpers[name].body):
+                ctx.settled.add(id(c))
 
 
 def _layer_classes(module: cst.Module, ctx: FileContext) -> set[str]:
@@ -319,8 +358,8 @@ def _snake(name: str) -> str:
 # --- following one model -----------------------------------------------------------------------------
 
 class _Builder:
-    def __init__(self, ctx: FileContext, constants, fn: cst.FunctionDef | None, path: list[int], taken: set[str],
-                 user_classes: set[str]):
+    def __init__(self, ctx: FileContext, constants, fn: cst.FunctionDef | None, path: list[int] | None,
+                 taken: set[str], user_classes: set[str], helpers: dict[str, cst.FunctionDef] | None = None):
         self.ctx = ctx
         self.fn = fn
         self.path = path
@@ -340,11 +379,254 @@ class _Builder:
         self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
         self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
         self.user_layers: list[tuple[str, int, str]] = []  # (class, index in model.layers, attribute)
+        self.sub_layers: list[_Layer] = []  # the layers of helpers' modules (flat in Keras's model.layers)
+        self.helper_classes: dict[str, list[str]] = {}  # helper name → its classes' code, by variant
+        self.helper_call: cst.Call | None = None  # where a helper's findings go (its body is a copy)
+        self.class_code: dict[str, list[str]] = {}  # helper name → the code of its classes
+        self.helper_uses: dict[str, int] = {}  # helper name → calls followed
+        self.helpers: dict[str, cst.FunctionDef] = helpers or {}
+        self.constants = constants
+        self.depth = 0
 
     # --- reporting ----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
         self.errors += 1
+        if self.helper_call is not None:  # inside a helper's body (a copy): said at the call site
+            message = f"in {code(self.helper_call.func)}(...): {message}"
+            node = self.helper_call
         self.ctx.report(Severity.ERROR, code_, message, node)
+
+    # --- helper functions that build blocks -----------------------------------------------------------
+    def _helper(self, call: cst.Call, fn: cst.FunctionDef) -> _Tensor:
+        """``x = block(x, 64, stride=2)`` with ``block`` a function of this file that calls layers on
+        its tensor arguments: one nn.Module class per helper (one per variant of its literal
+        arguments, which decide its ``if`` statements here), instantiated at each call site."""
+        name = fn.name.value
+        if self.depth > 4:
+            raise _Refused(call, f"{name}(...): helpers calling helpers this deep are not followed")
+        params = fn.params
+        if params.posonly_params or isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param) \
+                or any(a.star for a in call.args):
+            raise _Refused(call, f"{name}(...): a helper with *args/**kwargs or positional-only parameters is not "
+                                 "followed")
+        plist = [*params.params, *params.kwonly_params]
+        pnames = [p.name.value for p in plist]
+        values: dict[str, tuple[cst.BaseExpression, bool]] = {}  # name → (value, given at the call)
+        positional = [a for a in call.args if a.keyword is None]
+        if len(positional) > len(params.params):
+            raise _Refused(call, f"{name}(...): more arguments than the helper takes")
+        for p, a in zip(params.params, positional):
+            values[p.name.value] = (a.value, True)
+        for a in call.args:
+            if a.keyword is not None:
+                if a.keyword.value not in pnames:
+                    raise _Refused(a, f"{name}(...) has no parameter {a.keyword.value}")
+                values[a.keyword.value] = (a.value, True)
+        for p in plist:
+            if p.name.value not in values:
+                if p.default is None:
+                    raise _Refused(call, f"{name}(...): no value for {p.name.value}")
+                values[p.name.value] = (p.default, False)
+        stable = function_stable(fn)[0]
+        tensors: dict[str, tuple[_Tensor, cst.BaseExpression]] = {}
+        literals: dict[str, object] = {}
+        symbolic: dict[str, cst.BaseExpression] = {}
+        for pname in pnames:
+            v, given = values[pname]
+            t = self._tensor(v) if given else None
+            if t is not None:
+                tensors[pname] = (t, v)
+                continue
+            lit = literal_value(v, NOT_LITERAL)
+            if lit is NOT_LITERAL and not given:
+                lit = self.sizes.constant(v) if self.sizes.constant(v) is not None else NOT_LITERAL
+            if lit is not NOT_LITERAL:
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                literals[pname] = lit
+            elif given:
+                symbolic[pname] = v
+            else:
+                raise _Refused(call, f"{name}(...): the default of {pname} is not a literal")
+        if not tensors:
+            raise _Refused(call, f"{name}(...) takes no tensor of the model")
+        mark = len(self.ctx.pending)
+        child = _Builder(self.ctx, self.constants, fn, None, self.taken, self.user_classes)
+        child.depth, child.layout, child.scope, child.nodes, child.helpers = (self.depth + 1, self.layout, self.scope,
+                                                                               self.nodes, self.helpers)
+        child.helper_call = self.helper_call or call
+        child.local = set(symbolic)
+        for pname, (t, _) in tensors.items():
+            child.env[pname] = t
+        body = [st.visit(_Substitute({k: _literal_node(v) for k, v in literals.items()})) for st in fn.body.body]
+        child._layout(body)  # attribute names
+        child.layout = self.layout
+        forward: list = []
+        ret = child._helper_body(body, forward, tensors, name)
+        for p in self.ctx.pending[mark:]:  # the body is a copy: its findings go to the call site
+            p.node = call
+        if child.errors or ret is None:
+            self.errors += child.errors
+            if ret is None and not child.errors:
+                raise _Refused(call, f"{name}(...): a helper must end with `return <tensor>`")
+            raise _Refused(call, "", "")
+        out_tensor, ret_expr = ret
+        for layer in child.layers:
+            if layer.op is None and layer.kind != "helper":
+                raise _Refused(call, f"{name}(...): {layer.var or code(layer.call.func)} is created but never called")
+        # the class, shared by the call sites that give the same code
+        module_name = self.ctx.spell_text("torch.nn.Module")
+        init_params = "".join(f", {p}" for p in pnames if p in symbolic)
+        lines = [f"    def __init__(self{init_params}):", "        super().__init__()"]
+        lines += [f"        {ln}" for ln in child.pending_init]
+        lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
+        for st in forward:
+            text = cst.Module([]).code_for_node(_clean(st.visit(_Replace(child.replace)))).rstrip("\n")
+            lines += [f"        {ln}" if ln.strip() else "" for ln in text.split("\n")]
+        lines.append(f"        return {code(child._out_expr(ret_expr))}")
+        body_text = "\n".join(lines) + "\n"
+        variants = self.helper_classes.setdefault(name, [])
+        cls_name = next((n for n, t in variants if t == body_text), None)
+        if cls_name is None:
+            base = _camel(name)
+            cls_name = base
+            k = 2
+            while cls_name in self.taken:
+                cls_name = f"{base}{k}"
+                k += 1
+            self.taken.add(cls_name)
+            variants.append((cls_name, body_text))
+            self.class_code.setdefault(name, []).append(f"class {cls_name}({module_name}):\n{body_text}")
+        for k, v in child.helper_classes.items():  # helpers its body called
+            for n, t in v:
+                if (n, t) not in self.helper_classes.setdefault(k, []):
+                    self.helper_classes[k].append((n, t))
+        for k, v in child.class_code.items():
+            for c in v:
+                if c not in self.class_code.setdefault(k, []):
+                    self.class_code[k].append(c)
+        self.helper_uses[name] = self.helper_uses.get(name, 0) + 1
+        for k, n in child.helper_uses.items():
+            self.helper_uses[k] = self.helper_uses.get(k, 0) + n
+        # the instance
+        inst = _Layer(call, name, "helper")
+        inst.op = _Op("helper", False)
+        inst.attr = self._helper_attr(name)
+        self.layers.append(inst)
+        for layer in [*child.layers, *child.sub_layers]:
+            if layer.kind == "helper":
+                continue
+            layer.prefix = f"{inst.attr}.{layer.prefix}"
+            self.sub_layers.append(layer)
+        args = ", ".join(code(symbolic[p]) for p in pnames if p in symbolic)
+        self.pending_init.append(f"self.{inst.attr} = {cls_name}({args})")
+        self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
+        return out_tensor
+
+    def _helper_attr(self, name: str) -> str:
+        base = _snake(_VERBS.sub("", name) or name)
+        used = {x.attr for x in self.layers if x.attr}
+        if self.base_counts.get(f"helper:{name}", 0) <= 1 and base not in used:
+            return base
+        k = 1
+        while f"{base}{k}" in used:
+            k += 1
+        return f"{base}{k}"
+
+    def _helper_body(self, body: list, forward: list, tensors, name: str):
+        """Follows a helper's statements (``if`` decided here); (output tensor, returned expression) or None."""
+        for st in body:
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
+                    st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
+                    st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+                continue
+            if isinstance(st, cst.If):
+                branch = st
+                while True:
+                    try:
+                        taken = bool(self._static(branch.test, tensors))
+                    except _Refused as r:
+                        self._refused(r)
+                        return None
+                    if taken:
+                        chosen = branch.body.body
+                        break
+                    if isinstance(branch.orelse, cst.If):
+                        branch = branch.orelse
+                        continue
+                    chosen = branch.orelse.body.body if isinstance(branch.orelse, cst.Else) else []
+                    break
+                out = self._helper_body(list(chosen), forward, tensors, name)
+                if out is not None or self.errors:
+                    return out
+                continue
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Return):
+                value = st.body[0].value
+                try:
+                    t = self._tensor(value) if value is not None else None
+                except _Refused as r:
+                    self._refused(r)
+                    return None
+                if t is None:
+                    self.error(st, f"{name}(...) must return one tensor")
+                    return None
+                return t, value
+            role = self._statement(st, False)
+            if role == "forward":
+                forward.append(st)
+            elif role != "layer":
+                self.error(st, f"{name}(...): `{code(st).strip()}` is not followed inside a helper (only layer calls "
+                               "on tensors, and if statements decided by literal arguments)")
+            if self.errors:
+                return None
+        return None
+
+    def _static(self, node: cst.BaseExpression, tensors):
+        """The value of a helper's ``if`` test where the model is built, or a refusal."""
+        lit = literal_value(node, NOT_LITERAL)
+        if lit is not NOT_LITERAL:
+            return lit
+        if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        if isinstance(node, cst.UnaryOperation):
+            v = self._static(node.expression, tensors)
+            if isinstance(node.operator, cst.Not):
+                return not v
+            if isinstance(node.operator, cst.Minus):
+                return -v
+        if isinstance(node, cst.BooleanOperation):
+            a = self._static(node.left, tensors)
+            if isinstance(node.operator, cst.And):
+                return a and self._static(node.right, tensors)
+            return a or self._static(node.right, tensors)
+        if isinstance(node, cst.Comparison):
+            left = self._static(node.left, tensors)
+            for c in node.comparisons:
+                right = self._static(c.comparator, tensors)
+                op = type(c.operator)
+                ok = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+                      cst.LessThan: lambda a, b: a < b, cst.GreaterThan: lambda a, b: a > b,
+                      cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThanEqual: lambda a, b: a >= b,
+                      cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+                      cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}.get(op)
+                if ok is None or not ok(left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _STATIC_OPS:
+            return _STATIC_OPS[type(node.operator)](self._static(node.left, tensors), self._static(node.right, tensors))
+        if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
+                and node.value.attr.value == "shape" and isinstance(node.value.value, cst.Name)
+                and isinstance(self.env.get(node.value.value.value), _Tensor) and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index)):
+            t = self.env[node.value.value.value]
+            i = literal_value(node.slice[0].slice.value, None)
+            if is_int(i) and t.shape is not None and i != 0 and -len(t.shape) <= (i - 1 if i > 0 else i) < len(t.shape):
+                d = t.shape[i - 1] if i > 0 else t.shape[i]
+                if is_int(d):
+                    return int(d)
+        raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
+                             "if statements on literal arguments and known sizes (x.shape[-1])")
 
     def _refused(self, r: _Refused) -> None:
         if r.message:  # else the layer's rule reported why
@@ -443,7 +725,8 @@ class _Builder:
                 keep_names |= _names_in(stmts[i])
         keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
         plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
-                     self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers)
+                     self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
+                     class_code=self.class_code, helper_uses=self.helper_uses)
         ctx.settled.add(id(model_call))
         self._info(plan, model_call, out_tensors)
         return plan
@@ -491,6 +774,11 @@ class _Builder:
                         base = self._attr_base(inner, rule if kind == "rule" else kind)
                         self.base_counts[base] = self.base_counts.get(base, 0) + 1
                     continue
+        for s in stmts:
+            for c in _calls(s):
+                if isinstance(c.func, cst.Name) and c.func.value in self.helpers:
+                    key = f"helper:{c.func.value}"
+                    self.base_counts[key] = self.base_counts.get(key, 0) + 1
         layout = "keep"
         for s in stmts:
             for c in _calls(s):
@@ -691,10 +979,12 @@ class _Builder:
         tensors = _names_in(node) & set(self.env)
         if not tensors:
             return None
+        if isinstance(func, cst.Name) and func.value in self.helpers and func.value not in self.local:
+            return self._helper(node, self.helpers[func.value])
         if isinstance(func, cst.Name) and func.value not in self.env and q is None:
-            raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: helper "
-                                 "functions that build blocks are not followed yet; inline the block or translate "
-                                 "this model by hand")
+            raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
+                                 "functions defined at the top of this file are followed; inline the block or "
+                                 "translate this model by hand")
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
                              "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
                              "or translate this model by hand")
@@ -1030,19 +1320,21 @@ class _Builder:
             if layer.op is None:
                 self.error(layer.call, f"{layer.var or code(layer.call.func)}: a layer created but never called "
                                        "on a tensor of the model")
+                return
 
     # --- weight records: Keras's model.layers order ------------------------------------------------------
     def _records(self, outs: list[_Tensor]) -> None:
         order = _layer_order([t.node for t in outs], self.input_ops)
         index = {id(op): i for i, op in enumerate(o for o in order if o.is_layer)}
-        for layer in self.layers:
+        for layer in [*self.layers, *self.sub_layers]:
             if layer.op is None:
                 continue
             for suffix, record in layer.records:
                 record.source = f"layers[{index[id(layer.op)]}]{suffix}"
+                record.target = layer.prefix + record.target
                 self.ctx.layers.append(record)
             if layer.kind == "user":  # its class's records, once the subclass pass has made them
-                self.user_layers.append((layer.rule, index[id(layer.op)], layer.attr))
+                self.user_layers.append((layer.rule, index[id(layer.op)], layer.prefix + layer.attr))
 
     def _info(self, plan: _Plan, call: cst.Call, outs: list[_Tensor]) -> None:
         nchw = self.layout == "nchw"
@@ -1106,6 +1398,35 @@ def _calls(stmt) -> list[cst.Call]:
 
 def _line_count(stmt) -> int:
     return cst.Module([]).code_for_node(stmt.with_changes(leading_lines=[])).count("\n")
+
+
+def _literal_node(value) -> cst.BaseExpression:
+    return expr(repr(value))
+
+
+class _Substitute(cst.CSTTransformer):
+    """A helper's body with its literal arguments written in place of the parameters."""
+
+    def __init__(self, values: dict[str, cst.BaseExpression]):
+        self.values = values
+
+    def leave_Name(self, original_node, updated_node):
+        return self.values.get(original_node.value, updated_node)
+
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_AssignTarget(self, original_node, updated_node):
+        return original_node if isinstance(original_node.target, cst.Name) else updated_node
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
 
 
 class _Replace(cst.CSTTransformer):
@@ -1178,6 +1499,18 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             cls, builder = _build(plan, list(fn.body.body), fn, ctx)
             builders[i] = [cls.with_changes(leading_lines=fn.leading_lines),
                            builder.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
+    replaced = ctx.analyses.get("functional_replaced", set())
+    code_by_helper: dict[str, list[str]] = {}
+    for plan in plans:
+        for k, v in plan.class_code.items():
+            code_by_helper.setdefault(k, []).extend(c for c in v if c not in code_by_helper.get(k, []))
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in code_by_helper and i not in builders:
+            classes = [cst.parse_statement(c) for c in code_by_helper[stmt.name.value]]
+            classes = [c.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]) for c in classes]
+            classes[0] = classes[0].with_changes(leading_lines=stmt.leading_lines)
+            builders[i] = classes if stmt.name.value in replaced else [*classes, stmt.with_changes(
+                leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
     top = next((p for p in plans if not p.path), None)
     if top is not None:
         body = _build_module(top, body, ctx, builders)
