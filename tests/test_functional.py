@@ -233,3 +233,81 @@ model = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(2)])
 ''').lstrip("\n")
     r = translate_source(src, "m.py", PACK)
     assert "nn.Sequential(" in r.output and "class " not in r.output
+
+
+def test_helper_blocks_one_class_per_variant_and_records_below_the_instance():
+    r = tx(HEAD + '''
+def block(x, units, norm=False):
+    y = layers.Dense(units)(x)
+    if norm:
+        y = layers.LayerNormalization()(y)
+    return layers.ReLU()(y)
+
+
+def build(width):
+    inputs = keras.Input(shape=(4,))
+    x = block(inputs, 8)
+    x = block(x, 8)
+    x = block(x, 8, norm=True)
+    return keras.Model(inputs, block(x, width))
+''')
+    assert not errors(r), r.findings
+    assert "def block" not in r.output  # every call followed: the helper became its classes
+    assert "class Block(nn.Module):" in r.output and "class Block3(nn.Module):" in r.output
+    assert "self.block1 = Block()" in r.output and "self.block2 = Block2()" in r.output  # in 4 → 8, then 8 → 8
+    assert "self.block3 = Block3()" in r.output and "self.block4 = Block4(width)" in r.output
+    assert "def __init__(self, units):" in r.output  # a size the caller gives: a parameter of the class
+    assert "x = self.block1(inputs)" in r.output and "return self.block4(x)" in r.output
+    # Keras's model.layers is flat: InputLayer, then Dense/ReLU pairs (LayerNormalization in the third)
+    recs = [(x.source, x.target) for x in r.layers if x.rule == "dense"]
+    assert recs == [("layers[1]", "block1.fc"), ("layers[3]", "block2.fc"), ("layers[5]", "block3.fc"),
+                    ("layers[8]", "block4.fc")]
+
+
+def test_helper_refusals_are_reported_at_the_call_site():
+    cases = {
+        '''
+def block(x, units, flag):
+    if flag:
+        x = layers.Dense(units)(x)
+    return x
+
+
+def build(flag):
+    inputs = keras.Input(shape=(4,))
+    return keras.Model(inputs, block(inputs, 3, flag))
+''': "cannot be decided where the model is built",
+        '''
+def block(x, n):
+    for _ in range(n):
+        x = layers.Dense(3)(x)
+    return x
+
+
+def build():
+    inputs = keras.Input(shape=(4,))
+    return keras.Model(inputs, block(inputs, 2))
+''': "inside a compound statement",
+    }
+    for src, why in cases.items():
+        r = tx(HEAD + src)
+        line = len((HEAD + src).strip("\n").splitlines())
+        errs = [f for f in r.findings if f.severity.value == "error" and f.line == line]
+        assert any(why in f.message and "in block(...)" in f.message for f in errs), [f.message for f in errs]
+        assert "def block" in r.output and "class " not in r.output
+
+
+def test_a_helper_used_elsewhere_stays_beside_its_classes():
+    r = tx(HEAD + '''
+def block(x):
+    return layers.Dense(2)(x)
+
+
+def build():
+    inputs = keras.Input(shape=(4,))
+    return keras.Model(inputs, block(inputs))
+
+
+other = block
+''')
+    assert "class Block(nn.Module):" in r.output and "def block(x):" in r.output

@@ -180,13 +180,13 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
     for plan in ctx.analyses.get("functional", []):
         for k, n in plan.helper_uses.items():
             uses[k] = uses.get(k, 0) + n
-    if not uses:
+    if not uses and not ctx.analyses.get("functional_calls"):
         return
     refs: dict[str, int] = {}
 
     class _V(cst.CSTVisitor):
         def visit_Name(self, n: cst.Name) -> None:
-            if n.value in uses:
+            if n.value in uses or n.value in ctx.analyses.get("functional_calls", {}):
                 refs[n.value] = refs.get(n.value, 0) + 1
 
         def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
@@ -196,9 +196,12 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
     for stmt in module.body:
         scan(stmt, _V())
     replaced = ctx.analyses.setdefault("functional_replaced", set())
-    for name, n in uses.items():
-        if refs.get(name, 0) == n:
+    touched = ctx.analyses.get("functional_calls", {})
+    for name in set(uses) | set(touched):
+        if refs.get(name, 0) == uses.get(name, 0):
             replaced.add(name)
+        # a helper only functional models call is theirs: translated with them or left with them
+        if refs.get(name, 0) in (uses.get(name, 0), touched.get(name, 0)):
             for c in _calls(helpers[name].body):
                 ctx.settled.add(id(c))
 
@@ -402,6 +405,8 @@ class _Builder:
         its tensor arguments: one nn.Module class per helper (one per variant of its literal
         arguments, which decide its ``if`` statements here), instantiated at each call site."""
         name = fn.name.value
+        calls = self.ctx.analyses.setdefault("functional_calls", {})
+        calls[name] = calls.get(name, 0) + 1
         if self.depth > 4:
             raise _Refused(call, f"{name}(...): helpers calling helpers this deep are not followed")
         params = fn.params
@@ -433,7 +438,7 @@ class _Builder:
         symbolic: dict[str, cst.BaseExpression] = {}
         for pname in pnames:
             v, given = values[pname]
-            t = self._tensor(v) if given else None
+            t = self._tensor(v) if given and _names_in(v) & set(self.env) else None
             if t is not None:
                 tensors[pname] = (t, v)
                 continue
