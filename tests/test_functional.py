@@ -163,12 +163,12 @@ def build():
     x = MyBlock()(inputs)
     return keras.Model(inputs, x)
 ''': 6,
-        # graph statements inside a loop
+        # graph statements inside a loop whose values are not known where the model is built
         '''
-def build():
+def build(widths):
     inputs = keras.Input(shape=(3,))
     x = inputs
-    for units in (4, 5):
+    for units in widths:
         x = layers.Dense(units)(x)
     return keras.Model(inputs, x)
 ''': 7,
@@ -279,15 +279,14 @@ def build(flag):
 ''': "cannot be decided where the model is built",
         '''
 def block(x, n):
-    for _ in range(n):
-        x = layers.Dense(3)(x)
-    return x
+    units = n + 1
+    return layers.Dense(units)(x)
 
 
 def build():
     inputs = keras.Input(shape=(4,))
     return keras.Model(inputs, block(inputs, 2))
-''': "inside a compound statement",
+''': "not followed inside a helper",
     }
     for src, why in cases.items():
         r = tx(HEAD + src)
@@ -311,3 +310,31 @@ def build():
 other = block
 ''')
     assert "class Block(nn.Module):" in r.output and "def block(x):" in r.output
+
+
+def test_loops_over_known_values_are_written_out():
+    r = tx(HEAD + '''
+def stage(x, filters, repeats=2):
+    for _ in range(repeats):
+        x = layers.Conv2D(filters, 3, padding="same")(x)
+    return x
+
+
+def build():
+    inputs = keras.Input(shape=(8, 8, 3))
+    x = inputs
+    for filters in [4, 6]:
+        x = stage(x, filters)
+    for width in (2, 3):
+        x = layers.Conv2D(width, 1)(x)
+    return keras.Model(inputs, x)
+''')
+    assert not errors(r), r.findings
+    assert "self.stage1 = Stage()" in r.output and "self.stage2 = Stage2()" in r.output
+    assert "self.conv1 = nn.Conv2d(6, 2, 1)" in r.output and "self.conv2 = nn.Conv2d(2, 3, 1)" in r.output
+    assert "x = self.stage1(x)\n        x = self.stage2(x)\n        x = self.conv1(x)\n        x = self.conv2(x)" in r.output
+    assert "for " not in r.output and "def stage" not in r.output
+    # Keras: InputLayer, stage 1's two Conv2D, stage 2's, then the two 1x1
+    assert sorted((x.source, x.target) for x in r.layers) == [
+        ("layers[1]", "stage1.conv1"), ("layers[2]", "stage1.conv2"), ("layers[3]", "stage2.conv1"),
+        ("layers[4]", "stage2.conv2"), ("layers[5]", "conv1"), ("layers[6]", "conv2")]

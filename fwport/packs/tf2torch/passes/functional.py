@@ -137,6 +137,7 @@ class _Plan:
     input_note: str = ""
     scope: str = ""
     user_layers: list[tuple[str, int, str]] = field(default_factory=list)  # (class, index, attribute)
+    generated: dict[int, list] = field(default_factory=dict)  # statement index → its unrolled statements
     class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
     helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
 
@@ -170,38 +171,38 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         if out is not None:
             body = out
             changed = True
-    _settle_replaced_helpers(module, ctx, helpers)
+    _settle_replaced_helpers(module, ctx, helpers, builders)
     return module.with_changes(body=body) if changed else module
 
 
-def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict[str, cst.FunctionDef]) -> None:
-    """A helper whose every call was followed becomes its classes: nothing in its body is translated."""
-    uses: dict[str, int] = {}
-    for plan in ctx.analyses.get("functional", []):
-        for k, n in plan.helper_uses.items():
-            uses[k] = uses.get(k, 0) + n
-    if not uses and not ctx.analyses.get("functional_calls"):
+def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict[str, cst.FunctionDef],
+                             builders: set[int]) -> None:
+    """A helper that only followed models call becomes its classes (``functional_replaced``); one
+    that only functional builders call is theirs: nothing in its body is translated out of context."""
+    plans = ctx.analyses.get("functional", [])
+    followed = {k for plan in plans for k in plan.helper_uses}
+    touched = set(ctx.analyses.get("functional_calls", {}))
+    if not touched:
         return
-    refs: dict[str, int] = {}
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value in uses or n.value in ctx.analyses.get("functional_calls", {}):
-                refs[n.value] = refs.get(n.value, 0) + 1
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
-            scan(n.body, self)  # its own name is not a use
-            return False
-
-    for stmt in module.body:
-        scan(stmt, _V())
+    where = {name: i for i, stmt in enumerate(module.body) for name in [getattr(stmt, "name", None)]
+             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in helpers}
+    translated = {plan.path[0] for plan in plans if plan.path}
+    top = next((plan for plan in plans if not plan.path), None)
+    if top is not None:
+        translated |= {i for i, r in top.roles.items() if r != "keep"}
+    refs: dict[str, set[int]] = {}
+    for i, stmt in enumerate(module.body):
+        names = _names_in(stmt.body) if isinstance(stmt, cst.FunctionDef) else _names_in(stmt)
+        for name in names & touched:
+            if where.get(name) != i:
+                refs.setdefault(name, set()).add(i)
     replaced = ctx.analyses.setdefault("functional_replaced", set())
-    touched = ctx.analyses.get("functional_calls", {})
-    for name in set(uses) | set(touched):
-        if refs.get(name, 0) == uses.get(name, 0):
+    helper_rows = {where[h] for h in followed if h in where}
+    for name in touched:
+        rows = refs.get(name, set())
+        if name in followed and rows <= translated | helper_rows:
             replaced.add(name)
-        # a helper only functional models call is theirs: translated with them or left with them
-        if refs.get(name, 0) in (uses.get(name, 0), touched.get(name, 0)):
+        if rows <= builders | translated | {where[h] for h in touched if h in where}:
             for c in _calls(helpers[name].body):
                 ctx.settled.add(id(c))
 
@@ -390,6 +391,7 @@ class _Builder:
         self.helpers: dict[str, cst.FunctionDef] = helpers or {}
         self.constants = constants
         self.depth = 0
+        self.generated: dict[int, list] = {}  # id(for statement) → the statements it unrolls to
 
     # --- reporting ----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
@@ -579,6 +581,8 @@ class _Builder:
             role = self._statement(st, False)
             if role == "forward":
                 forward.append(st)
+            elif role == "unrolled":
+                forward += self.generated.pop(id(st), [])
             elif role != "layer":
                 self.error(st, f"{name}(...): `{code(st).strip()}` is not followed inside a helper (only layer calls "
                                "on tensors, and if statements decided by literal arguments)")
@@ -679,6 +683,7 @@ class _Builder:
             self.scope = self._model_target(stmts[m_index]) or "model"
         self.layout = self._layout(stmts[:m_index + 1])
         roles: dict[int, str] = {}
+        generated: dict[int, list] = {}
         init_lines: dict[int, list[str]] = {}
         first_graph = None
         for i, stmt in enumerate(stmts):
@@ -697,6 +702,8 @@ class _Builder:
                 continue
             role = self._statement(stmt, i == 0 and builder)
             roles[i] = role
+            if role == "unrolled" and id(stmt) in self.generated:
+                generated[i] = self.generated.pop(id(stmt))
             if role in ("input", "layer", "forward") and first_graph is None:
                 first_graph = i
             if self.pending_init:
@@ -731,7 +738,7 @@ class _Builder:
         keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
         plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
-                     class_code=self.class_code, helper_uses=self.helper_uses)
+                     class_code=self.class_code, helper_uses=self.helper_uses, generated=generated)
         ctx.settled.add(id(model_call))
         self._info(plan, model_call, out_tensors)
         return plan
@@ -768,22 +775,82 @@ class _Builder:
                 return t[0].target.value
         return None
 
-    def _layout(self, stmts: list) -> str:
-        self.base_counts: dict[str, int] = {}
+    def _count(self, stmts: list, times: int) -> None:
+        """How many attributes each name base will have (a loop that is unrolled counts its iterations)."""
         for s in stmts:
+            if isinstance(s, cst.For):
+                values = self._loop_values(s)
+                self._count(list(s.body.body), times * (len(values) if values is not None else 1))
+                continue
             for c in _calls(s):
                 if isinstance(c.func, cst.Call):  # an inline layer: its attribute's name
                     inner = c.func
                     kind, rule = self._layer_kind(inner.func)
                     if kind in ("rule", "merge", "seq", "user"):
                         base = self._attr_base(inner, rule if kind == "rule" else kind)
-                        self.base_counts[base] = self.base_counts.get(base, 0) + 1
-                    continue
-        for s in stmts:
-            for c in _calls(s):
-                if isinstance(c.func, cst.Name) and c.func.value in self.helpers:
+                        self.base_counts[base] = self.base_counts.get(base, 0) + times
+                elif isinstance(c.func, cst.Name) and c.func.value in self.helpers:
                     key = f"helper:{c.func.value}"
-                    self.base_counts[key] = self.base_counts.get(key, 0) + 1
+                    self.base_counts[key] = self.base_counts.get(key, 0) + times
+
+    def _loop_values(self, loop: cst.For) -> list | None:
+        """The values a ``for`` statement iterates over where the model is built, or None."""
+        it = loop.iter
+        lit = literal_value(it, NOT_LITERAL)
+        if isinstance(lit, (list, tuple)):
+            return list(lit)
+        if isinstance(it, cst.Call) and dotted_text(it.func) == "range" and 1 <= len(it.args) <= 3 \
+                and "range" not in self.local and all(a.keyword is None and not a.star for a in it.args):
+            bounds = [self.sizes.dim(a.value) for a in it.args]
+            if all(is_int(b) for b in bounds):
+                return list(range(*(int(b) for b in bounds)))
+        return None
+
+    def _unroll(self, loop: cst.For) -> list | None:
+        """A ``for`` statement over values known here, written out once per value: its statements
+        (copies, with the loop variable's value in place), followed; None when it cannot be."""
+        values = self._loop_values(loop)
+        target = loop.target
+        names = [target.value] if isinstance(target, cst.Name) else [e.value.value for e in target.elements
+                                                                     if isinstance(e.value, cst.Name)] \
+            if isinstance(target, (cst.Tuple, cst.List)) else []
+        if values is None or not names or loop.orelse is not None or not isinstance(loop.body, cst.IndentedBlock):
+            self.error(loop, "a for statement of a functional model is followed when it runs over a literal list or "
+                             "range(...) of known ints (it is written out once per value); this one is not")
+            return None
+        out: list = []
+        for v in values:
+            if len(names) == 1:
+                subst = {names[0]: _literal_node(v)}
+            elif isinstance(v, (list, tuple)) and len(v) == len(names):
+                subst = {n: _literal_node(x) for n, x in zip(names, v)}
+            else:
+                self.error(loop, "the loop's values do not unpack into its targets")
+                return None
+            for st in loop.body.body:
+                st = st.visit(_Substitute(subst))
+                if isinstance(st, cst.For):
+                    inner = self._unroll(st)
+                    if inner is None:
+                        return None
+                    out += inner
+                    continue
+                role = self._statement(st, False)
+                if role == "forward":
+                    out.append(_clean(st.visit(_Replace(self.replace))).with_changes(leading_lines=[]))
+                elif role == "unrolled":
+                    out += self.generated.pop(id(st))
+                elif role != "layer":
+                    self.error(loop, f"`{code(st).strip()}` inside a for statement of a functional model is not "
+                                     "followed (only layer calls on tensors)")
+                    return None
+                if self.errors:
+                    return None
+        return out
+
+    def _layout(self, stmts: list) -> str:
+        self.base_counts: dict[str, int] = {}
+        self._count(stmts, 1)
         layout = "keep"
         for s in stmts:
             for c in _calls(s):
@@ -805,6 +872,11 @@ class _Builder:
         graph_names = {n for n in names if n in self.env}
         calls = _calls(stmt)
         graph_calls = [c for c in calls if self._is_graph_call(c)]
+        if isinstance(stmt, cst.For) and (graph_names or graph_calls):
+            generated = self._unroll(stmt)
+            if generated is not None:
+                self.generated[id(stmt)] = generated
+            return "unrolled"
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             if graph_names or graph_calls:
                 self.error(stmt, "a functional-model statement inside a compound statement (if/for/while/with/try) "
@@ -1372,7 +1444,7 @@ class _Builder:
                 stmt = stmt.with_changes(leading_lines=[*stmt.leading_lines, *marks])
                 pad = 0
             role = plan.roles.get(i)
-            if role in ("forward", "input", "layer"):
+            if role in ("forward", "input", "layer", "unrolled"):
                 if role == "forward":
                     new = stmt.visit(_Replace(self.replace))
                 else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
@@ -1552,6 +1624,13 @@ def _parts(plan: _Plan, stmts: list):
             carried += [ln for ln in stmt.leading_lines if ln.comment is not None]
         elif role == "layer":
             carried += [ln for ln in stmt.leading_lines if ln.comment is not None]
+        elif role == "unrolled":
+            new = list(plan.generated.get(i, []))
+            if new:
+                lead = [*carried, *[ln for ln in stmt.leading_lines if ln.comment is not None]]
+                new[0] = new[0].with_changes(leading_lines=lead)
+                carried = []
+            forward += new
         elif role == "forward":
             if carried:
                 stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
@@ -1629,7 +1708,7 @@ def _build_module(plan: _Plan, body: list, ctx: FileContext, builders: dict[int,
     placed = False
     for i, stmt in enumerate(body):
         role = plan.roles.get(i, "keep")
-        if role in ("input", "layer", "forward"):
+        if role in ("input", "layer", "forward", "unrolled"):
             if not placed:
                 comments = [ln for ln in _clean(stmt).leading_lines if ln.comment is not None]
                 out.append(cls.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *comments]))
