@@ -37,7 +37,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.core.engine import code, drop_undone_findings, expr, translate_layer
+from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
@@ -62,7 +62,8 @@ _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
          "max-pooling2d": "pool", "average-pooling1d": "pool", "average-pooling2d": "pool",
          "global-average-pooling1d": "gap", "global-average-pooling2d": "gap", "global-max-pooling1d": "gmp",
-         "global-max-pooling2d": "gmp", "activation": "act", "relu": "relu", "softmax": "softmax", "seq": "block"}
+         "global-max-pooling2d": "gmp", "activation": "act", "relu": "relu", "softmax": "softmax", "seq": "block",
+         "up-sampling2d": "up", "zero-padding2d": "pad", "reshape": "reshape"}
 # attribute names an nn.Module already has
 _RESERVED = {"forward", "training", "parameters", "modules", "children", "state_dict", "eval", "train", "to",
              "apply", "cuda", "cpu", "float", "double", "half", "type", "add_module", "register_buffer",
@@ -164,13 +165,18 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
                 _refuse_all(ctx, stmt, "a functional model (keras.Model(inputs, outputs)) built inside a class or a "
                             "nested function is not translated yet: move its construction into a top-level builder "
                             "function, or write the nn.Module by hand")
-    # module level
-    if _model_calls(module.body, ctx):
+    # module level: one model after the other (encoder, then decoder), each from the statements
+    # after the previous one
+    rows = [i for i, s in enumerate(module.body) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+            and _model_calls([s], ctx)]
+    lo = 0
+    for hi in rows:
         b = _Builder(ctx, constants, None, [], taken, users, helpers)
-        out = b.run_module(body)
+        out = b.run_module(body, lo, hi)
         if out is not None:
             body = out
             changed = True
+        lo = hi + 1
     _settle_replaced_helpers(module, ctx, helpers, builders)
     return module.with_changes(body=body) if changed else module
 
@@ -187,9 +193,9 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
     where = {name: i for i, stmt in enumerate(module.body) for name in [getattr(stmt, "name", None)]
              if isinstance(stmt, cst.FunctionDef) and stmt.name.value in helpers}
     translated = {plan.path[0] for plan in plans if plan.path}
-    top = next((plan for plan in plans if not plan.path), None)
-    if top is not None:
-        translated |= {i for i, r in top.roles.items() if r != "keep"}
+    for plan in plans:
+        if not plan.path:
+            translated |= {i for i, r in plan.roles.items() if r != "keep"}
     refs: dict[str, set[int]] = {}
     for i, stmt in enumerate(module.body):
         names = _names_in(stmt.body) if isinstance(stmt, cst.FunctionDef) else _names_in(stmt)
@@ -314,6 +320,14 @@ def _names_in(node: cst.CSTNode) -> set[str]:
     return out
 
 
+def _reads(stmt: cst.CSTNode) -> set[str]:
+    """The names a statement reads (an assignment's plain targets are not read)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+            and all(isinstance(t.target, cst.Name) for t in stmt.body[0].targets):
+        return _names_in(stmt.body[0].value)
+    return _names_in(stmt)
+
+
 def _assigned(stmt: cst.CSTNode) -> list[str]:
     out: list[str] = []
     if isinstance(stmt, cst.SimpleStatementLine):
@@ -354,7 +368,7 @@ def _camel(name: str) -> str:
 
 
 def _snake(name: str) -> str:
-    s = re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name).lower()
+    s = re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower()
     s = re.sub(r"\W+", "_", s).strip("_")
     return s if s.isidentifier() else f"layer_{s}"
 
@@ -392,6 +406,8 @@ class _Builder:
         self.constants = constants
         self.depth = 0
         self.generated: dict[int, list] = {}  # id(for statement) → the statements it unrolls to
+        self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
+        self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
 
     # --- reporting ----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
@@ -657,18 +673,19 @@ class _Builder:
         self.ctx.analyses.setdefault("functional", []).append(plan)
         return fn.with_changes(body=fn.body.with_changes(body=new_body))
 
-    def run_module(self, body: list) -> list | None:
+    def run_module(self, body: list, lo: int, hi: int) -> list | None:
         stmts = list(body)
-        plan = self._follow(stmts, builder=False)
+        plan = self._follow(stmts, builder=False, lo=lo, hi=hi)
         if plan is None:
             return None
         self.ctx.analyses.setdefault("functional", []).append(plan)
         return self._rewrite(stmts, plan)
 
-    def _follow(self, stmts: list, builder: bool) -> _Plan | None:
+    def _follow(self, stmts: list, builder: bool, lo: int = 0, hi: int | None = None) -> _Plan | None:
         ctx = self.ctx
+        hi = len(stmts) - 1 if hi is None else hi
         models = [(i, c) for i, s in enumerate(stmts) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
-                  for c in _model_calls([s], ctx)]
+                  and lo <= i <= hi for c in _model_calls([s], ctx)]
         if not models:
             return None
         self.mark = len(ctx.pending)
@@ -686,13 +703,23 @@ class _Builder:
         generated: dict[int, list] = {}
         init_lines: dict[int, list[str]] = {}
         first_graph = None
+        gone: set[str] | None = None  # graph names: none of them exists after the model in the translation
         for i, stmt in enumerate(stmts):
+            if i < lo:
+                roles[i] = "keep"
+                continue
             if i > m_index:
                 roles[i] = "keep"
-                used = _names_in(stmt) & (set(self.env) | set(self.inputs))
-                if used and (builder or any(isinstance(self.env.get(n), _Tensor) for n in used)):
+                if gone is None:
+                    gone = set(self.env) | set(self.inputs)
+                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    continue  # their names are their own
+                used = _reads(stmt) & gone
+                if used and (builder or any(isinstance(self.env.get(n), (_Tensor, _Layer)) for n in used)):
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
                                      "after keras.Model(...): only the model is available there in the translation")
+                    break
+                gone -= set(_assigned(stmt))
                 continue
             if i == m_index:
                 roles[i] = "model"
@@ -1084,6 +1111,8 @@ class _Builder:
             return self._merge(call, op, [args[0]] + [a for a in layer.call.args if a.keyword
                                                       and a.keyword.value == "axis"],
                                merge_q.rsplit(".", 1)[-1], layer)
+        if layer.kind == "user" and isinstance(arg, (cst.List, cst.Tuple)):
+            return self._apply_user_list(layer, call, arg)
         t = self._tensor(arg)
         if t is None:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
@@ -1096,6 +1125,7 @@ class _Builder:
                                  f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
         if layer.op is None:
             layer.op = _Op("layer", True)
+            self.layer_of[id(layer.op)] = layer
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
         new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
                                            [cst.Arg(self._out_expr(arg))])
@@ -1104,13 +1134,35 @@ class _Builder:
         self.replace[id(call)] = new
         return out
 
+    def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
+        """A layer class of this file called on a list of tensors (``Sampling()([z_mean, z_log_var])``)."""
+        ts = []
+        for e in arg.elements:
+            t = self._tensor(e.value) if not isinstance(e, cst.StarredElement) else None
+            if t is None:
+                raise _Refused(e, f"{code(e.value)}: not a tensor of the functional model")
+            if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
+                raise _Refused(e, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
+                                  "channels-last layout, on a channels-first feature map")
+            ts.append(t)
+        key = tuple((t.shape, t.flat) for t in ts)
+        if layer.module is None:
+            layer.attr = layer.attr or self._attr_name(layer)
+            layer.in_key, layer.module, layer.out = key, layer.call, (None, None)
+            self.pending_init.append(f"self.{layer.attr} = {code(layer.call)}")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
+                                          [cst.Arg(self._out_expr(arg))])
+        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None, True)
+
     def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
         """The output for an input expression, with the replacements made inside it."""
         if not self.replace:
             return node
         return node.visit(_Replace(self.replace))
 
-    def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None):
+    def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None, t: _Tensor | None = None):
         """One rule layer translated for an input: (emission, whether its channels-last output must be
         moved to channels-first where it is called)."""
         layout = self.layout
@@ -1130,6 +1182,9 @@ class _Builder:
         elif layout == "nchw" and rule.emit.get("shape") == "reshape":
             em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
                                  call)
+            unflatten = None if em.failed else self._unflatten(call, shape, em.out_shape, t)
+            if unflatten is not None:
+                return unflatten, False
             if not em.failed and not (shape is not None and len(shape) == 1 and em.out_shape is not None
                                       and len(em.out_shape) == 1):
                 raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first: Keras "
@@ -1144,6 +1199,31 @@ class _Builder:
         if em.functional is not None or not em.modules:
             raise _Refused(call, f"{rule.names[0]} has no torch module to call in a functional model")
         return em, movedim
+
+    def _unflatten(self, call: cst.Call, shape, out, t: _Tensor | None) -> LayerEmission | None:
+        """Dense → Reshape to a feature map in a channels-first model (a generator's ``Dense(7*7*64)``
+        then ``Reshape((7, 7, 64))``): exact as ``nn.Unflatten(1, (64, 7, 7))`` once the Dense computes
+        its outputs in (c, h, w) order, which its weight map's ``before-unflatten`` variant does. Only
+        when that Dense is called once and feeds nothing else (checked when the graph is complete)."""
+        if t is None or shape is None or out is None or len(shape) != 1 or len(out) not in (2, 3) \
+                or not all(is_int(d) for d in (*shape, *out)) or not t.node.parents:
+            return None
+        layer = self.layer_of.get(id(t.node.op))
+        if layer is None or layer.kind != "rule" or layer.rule.id != "dense" or len(layer.records) != 1:
+            return None
+        record = layer.records[0][1]
+        if record.variant is not None:
+            return None
+        *sp, c = out
+        h, w = (sp[0], 1) if len(sp) == 1 else sp
+        record.variant = "before-unflatten"
+        in_dim = layer.in_key[0][-1]
+        if not is_int(in_dim):  # the weight map needs it
+            return None
+        record.symbols = {"I": in_dim, "H": h, "W": w, "C": c}
+        record.__post_init__()
+        self.unflattens.append((t.node, call))
+        return LayerEmission([expr(f"{self.ctx.spell_text('torch.nn.Unflatten')}(1, {(c, *sp)})")], out)
 
     def _translate(self, layer: _Layer, t: _Tensor) -> None:
         if not layer.attr:
@@ -1160,7 +1240,7 @@ class _Builder:
             module = self._translate_seq(layer, t)
         else:
             rule = layer.rule
-            em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat)
+            em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
             if len(em.modules) == 1:
                 module = em.modules[0]
                 target = layer.attr
@@ -1378,7 +1458,17 @@ class _Builder:
             tensors.append(t)
         return returns, tensors
 
+    def _check_unflattens(self) -> None:
+        for dense, reshape in self.unflattens:
+            consumers = [n for n in self.nodes if any(p is dense for p in n.parents)]
+            calls = [n for n in self.nodes if n.op is dense.op]
+            if len(consumers) != 1 or len(calls) != 1:
+                self.error(reshape, f"{code(reshape.func)} after a Dense whose output also feeds other layers (or "
+                                    "that is called twice), in a model converted to channels-first: the Dense cannot "
+                                    "compute its outputs in channels-first order for the reshape alone")
+
     def _check_reachable(self, outs: list[_Tensor], call: cst.Call) -> None:
+        self._check_unflattens()
         seen: set[int] = set()
         stack = [t.node for t in outs]
         while stack:
@@ -1588,9 +1678,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             classes[0] = classes[0].with_changes(leading_lines=stmt.leading_lines)
             builders[i] = classes if stmt.name.value in replaced else [*classes, stmt.with_changes(
                 leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
-    top = next((p for p in plans if not p.path), None)
-    if top is not None:
-        body = _build_module(top, body, ctx, builders)
+    tops = [p for p in plans if not p.path]
+    if tops:
+        body = _build_module(tops, body, ctx, builders)
     else:
         out = []
         for i, s in enumerate(body):
@@ -1701,18 +1791,21 @@ def _model_statement(stmt, plan: _Plan, new_call: str):
     return new.with_changes(leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace)
 
 
-def _build_module(plan: _Plan, body: list, ctx: FileContext, builders: dict[int, list]) -> list:
-    init, forward = _parts(plan, body)
-    cls = _class(plan, None, init, forward, ctx)
+def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: dict[int, list]) -> list:
+    classes = {}
+    for plan in plans:
+        init, forward = _parts(plan, body)
+        classes[id(plan)] = _class(plan, None, init, forward, ctx)
     out = []
-    placed = False
+    placed: set[int] = set()
     for i, stmt in enumerate(body):
-        role = plan.roles.get(i, "keep")
+        plan = next((p for p in plans if p.roles.get(i, "keep") != "keep"), None)
+        role = plan.roles[i] if plan is not None else "keep"
         if role in ("input", "layer", "forward", "unrolled"):
-            if not placed:
+            if id(plan) not in placed:
                 comments = [ln for ln in _clean(stmt).leading_lines if ln.comment is not None]
-                out.append(cls.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *comments]))
-                placed = True
+                out.append(classes[id(plan)].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *comments]))
+                placed.add(id(plan))
             continue
         if role == "model":
             new = _model_statement(_clean(stmt), plan, f"{plan.class_name}()")
