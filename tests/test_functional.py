@@ -180,12 +180,20 @@ def build():
     unused = layers.Dense(5)(x)
     return keras.Model(inputs, x)
 ''': 8,
-        # the forward pass would read a value of the builder
+        # the forward pass would read a value of the builder in a channels-first model (not a scalar?)
         '''
 def build(scale):
-    inputs = keras.Input(shape=(3,))
-    x = layers.Dense(4)(inputs)
+    inputs = keras.Input(shape=(4, 4, 3))
+    x = layers.Conv2D(4, 1)(inputs)
     y = x * scale
+    return keras.Model(inputs, y)
+''': 7,
+        # a tf op on a feature map of a channels-first model
+        '''
+def build():
+    inputs = keras.Input(shape=(4, 4, 3))
+    x = layers.Conv2D(4, 1)(inputs)
+    y = keras.ops.mean(x, axis=-1)
     return keras.Model(inputs, y)
 ''': 7,
         # broadcasting between feature maps of different shapes in a channels-first model
@@ -338,3 +346,50 @@ def build():
     assert sorted((x.source, x.target) for x in r.layers) == [
         ("layers[1]", "stage1.conv1"), ("layers[2]", "stage1.conv2"), ("layers[3]", "stage2.conv1"),
         ("layers[4]", "stage2.conv2"), ("layers[5]", "conv1"), ("layers[6]", "conv2")]
+
+
+def test_builder_values_and_ops_in_forward():
+    r = tx(HEAD + '''
+def build(scale=0.5):
+    inputs = keras.Input(shape=(3,))
+    x = layers.Dense(4)(inputs)
+    y = keras.ops.relu(x) * scale
+    z = keras.ops.sum(y, axis=-1, keepdims=True)
+    return keras.Model(inputs, [y, z])
+''')
+    assert not errors(r), r.findings
+    assert "self.scale = scale" in r.output
+    assert "y = torch.relu(x) * self.scale" in r.output or "y = F.relu(x) * self.scale" in r.output
+    assert "z = torch.sum(y, dim=-1, keepdim=True)" in r.output
+    assert "keras" not in r.output
+
+
+def test_several_models_at_module_level():
+    r = tx(HEAD + '''
+enc_in = keras.Input(shape=(5,))
+x = layers.Dense(2)(enc_in)
+encoder = keras.Model(enc_in, x, name="encoder")
+
+dec_in = keras.Input(shape=(2,))
+x = layers.Dense(5)(dec_in)
+decoder = keras.Model(dec_in, x)
+''')
+    assert not errors(r), r.findings
+    assert "class Encoder(nn.Module):" in r.output and "encoder = Encoder()" in r.output
+    assert "class Decoder(nn.Module):" in r.output and "decoder = Decoder()" in r.output
+    assert {(x.scope, x.source, x.target) for x in r.layers} == {("encoder", "layers[1]", "fc"),
+                                                                ("decoder", "layers[1]", "fc")}
+    assert {m.scope for m in r.models} == {"encoder", "decoder"}
+
+
+def test_dense_before_a_reshape_feeding_something_else_is_refused():
+    r = tx(HEAD + '''
+def build():
+    z = keras.Input(shape=(4,))
+    d = layers.Dense(2 * 2 * 3)(z)
+    x = layers.Reshape((2, 2, 3))(d)
+    x = layers.Conv2D(1, 1)(x)
+    return keras.Model(z, [x, d])
+''')
+    assert errors(r)[("unsupported-construct", 8)] == 1
+    assert "class " not in r.output

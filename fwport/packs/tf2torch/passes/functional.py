@@ -42,6 +42,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
 from fwport.packs.tf2torch.passes.sequential import _CARRIES_FLATTEN, _READS_FLATTEN, _input_spec_shape
+from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
 
 MODEL = "keras.Model"
 INPUT = "keras.Input"
@@ -139,6 +140,7 @@ class _Plan:
     scope: str = ""
     user_layers: list[tuple[str, int, str]] = field(default_factory=list)  # (class, index, attribute)
     generated: dict[int, list] = field(default_factory=dict)  # statement index → its unrolled statements
+    carried: dict[str, str] = field(default_factory=dict)  # builder value read in forward → attribute
     class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
     helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
 
@@ -406,6 +408,8 @@ class _Builder:
         self.constants = constants
         self.depth = 0
         self.generated: dict[int, list] = {}  # id(for statement) → the statements it unrolls to
+        self.carried: dict[str, str] = {}  # builder value read in forward → its attribute
+        self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
 
@@ -545,6 +549,11 @@ class _Builder:
         self.pending_init.append(f"self.{inst.attr} = {cls_name}({args})")
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
+
+    def _value_attr(self, name: str) -> str:
+        taken = {x.attr for x in self.layers} | set(self.carried.values())
+        attr = name if name not in _RESERVED and name not in taken else f"{name}_value"
+        return attr
 
     def _helper_attr(self, name: str) -> str:
         base = _snake(_VERBS.sub("", name) or name)
@@ -765,7 +774,8 @@ class _Builder:
         keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
         plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
-                     class_code=self.class_code, helper_uses=self.helper_uses, generated=generated)
+                     class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
+                     carried=self.carried)
         ctx.settled.add(id(model_call))
         self._info(plan, model_call, out_tensors)
         return plan
@@ -837,6 +847,13 @@ class _Builder:
         """A ``for`` statement over values known here, written out once per value: its statements
         (copies, with the loop variable's value in place), followed; None when it cannot be."""
         values = self._loop_values(loop)
+        self.generating = True
+        try:
+            return self._unroll_values(loop, values)
+        finally:
+            self.generating = False
+
+    def _unroll_values(self, loop: cst.For, values: list | None) -> list | None:
         target = loop.target
         names = [target.value] if isinstance(target, cst.Name) else [e.value.value for e in target.elements
                                                                      if isinstance(e.value, cst.Name)] \
@@ -1029,9 +1046,13 @@ class _Builder:
             if isinstance(v, _Layer):
                 raise _Refused(node, f"the layer {node.value} used as a value: fwport follows layers that are called")
             if node.value in self.local and self.fn is not None:
-                raise _Refused(node, f"{node.value} is a value of the builder that the forward pass reads: fwport "
-                                     "does not carry builder values into forward yet; use it where the layers are "
-                                     "built, or translate this model by hand")
+                if self.helper_call is not None or self.generating:
+                    raise _Refused(node, f"{node.value} is a value of the builder that the forward pass reads: not "
+                                         "followed in a helper, a loop or keras.Model(...) itself; use it where the "
+                                         "layers are built, or translate this model by hand")
+                # kept on the module: `self.<name> = <name>` at the end of __init__
+                self.carried.setdefault(node.value, self._value_attr(node.value))
+                self.replace[id(node)] = expr(f"self.{self.carried[node.value]}")
             return None
         if isinstance(node, cst.Call):
             return self._call(node, allow_other)
@@ -1054,7 +1075,13 @@ class _Builder:
     def _arith(self, node: cst.BinaryOperation, a: _Tensor | None, b: _Tensor | None) -> _Tensor:
         for side, t in ((node.left, a), (node.right, b)):
             if t is None and not isinstance(side, (cst.Integer, cst.Float)) and _names_in(side) & (self.local | set(self.env)):
-                raise _Refused(side, f"{code(side)}: arithmetic between a tensor and a builder value is not followed yet")
+                if not isinstance(side, cst.Name) or side.value not in self.carried:
+                    raise _Refused(side, f"{code(side)}: arithmetic between a tensor and this builder expression is "
+                                         "not followed yet")
+                if self.layout == "nchw":
+                    raise _Refused(side, f"{code(side)}: a builder value in arithmetic with a feature map of a model "
+                                         "converted to channels-first: if it is not a scalar, it would broadcast over "
+                                         "other axes than in Keras")
         ts = [t for t in (a, b) if t is not None]
         if len(ts) == 2:
             if self.layout == "nchw" and (a.shape is None or a.shape != b.shape or None in a.shape):
@@ -1089,9 +1116,41 @@ class _Builder:
             raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
                                  "functions defined at the top of this file are followed; inline the block or "
                                  "translate this model by hand")
+        if q is not None and self.ctx.imports.is_source(q):
+            return self._op(node, q)
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
                              "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
                              "or translate this model by hand")
+
+    def _op(self, node: cst.Call, q: str) -> _Tensor:
+        """``tf.nn.relu(x)`` / ``keras.ops.mean(x, axis=1)`` on tensors of the model: left to the rule
+        pass, which translates it where it stands. Only where the layout cannot change its meaning: an
+        elementwise function anywhere, other functions on tensors without channels (rank 1) or in a
+        model that keeps its layout."""
+        if self.helper_call is not None or self.generating:
+            raise _Refused(node, f"{code(node.func)}(...) on tensors inside a helper, a loop or keras.Model(...) "
+                                 "itself is not followed (fwport writes that code out itself); assign it to a name "
+                                 "in the builder, or wrap it in a layer")
+        ts = []
+        for a in node.args:
+            t = self._tensor(a.value) if _names_in(a.value) & set(self.env) else None
+            if t is None and _names_in(a.value) & set(self.env):
+                raise _Refused(a, f"{code(a.value)}: not followed as an argument of {code(node.func)}")
+            if t is not None:
+                ts.append(t)
+        if not ts:
+            return None
+        if any(t.flat is not None for t in ts):
+            raise _Refused(node, f"{code(node.func)}(...) on a flattened channels-first map: its features are in "
+                                 "(c, h, w) order in the translation")
+        elementwise = q in _ELEMENTWISE_FNS and len(ts) == 1 and len(node.args) == 1
+        if self.layout == "nchw" and not elementwise and any(t.shape is None or len(t.shape) > 1 or t.last
+                                                              for t in ts):
+            raise _Refused(node, f"{code(node.func)}(...) on a feature map of a model converted to channels-first: "
+                                 "its axes are not Keras's there; wrap it in a layer, or translate this model by hand")
+        shape = ts[0].shape if elementwise else None
+        return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node for t in ts], node), None,
+                       ts[0].last if elementwise else False)
 
     def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
         """A layer called on its input(s)."""
@@ -1445,6 +1504,7 @@ class _Builder:
             return None
         out_items = [e.value for e in outs.elements] if isinstance(outs, (cst.List, cst.Tuple)) else [outs]
         returns, tensors = [], []
+        self.generating = True
         for it in out_items:
             try:
                 t = self._tensor(it)
@@ -1456,11 +1516,13 @@ class _Builder:
                 return None
             returns.append(code(self._out_expr(it)))
             tensors.append(t)
+        self.generating = False
         return returns, tensors
 
-    def _check_unflattens(self) -> None:
+    def _check_unflattens(self, outs: list[_Tensor]) -> None:
         for dense, reshape in self.unflattens:
             consumers = [n for n in self.nodes if any(p is dense for p in n.parents)]
+            consumers += [t for t in outs if t.node is dense]  # an output of the model reads it too
             calls = [n for n in self.nodes if n.op is dense.op]
             if len(consumers) != 1 or len(calls) != 1:
                 self.error(reshape, f"{code(reshape.func)} after a Dense whose output also feeds other layers (or "
@@ -1468,7 +1530,7 @@ class _Builder:
                                     "compute its outputs in channels-first order for the reshape alone")
 
     def _check_reachable(self, outs: list[_Tensor], call: cst.Call) -> None:
-        self._check_unflattens()
+        self._check_unflattens(outs)
         seen: set[int] = set()
         stack = [t.node for t in outs]
         while stack:
@@ -1726,6 +1788,7 @@ def _parts(plan: _Plan, stmts: list):
                 stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
                 carried = []
             forward.append(stmt)
+    init += [cst.parse_statement(f"self.{attr} = {name}\n") for name, attr in plan.carried.items()]
     for part in (init, forward):  # no blank line at the top of a method
         if part:
             part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
