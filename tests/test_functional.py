@@ -391,5 +391,5 @@ def build():
     x = layers.Conv2D(1, 1)(x)
     return keras.Model(z, [x, d])
 ''')
-    assert errors(r)[("unsupported-construct", 8)] == 1
+    assert errors(r)[("unsupported-construct", 7)] == 1
     assert "class " not in r.output
