@@ -795,9 +795,12 @@ class _Builder:
                 if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
                     ctx.settled.add(id(n))
 
+        calls = ctx.analyses.setdefault("functional_calls", {})
         for s in stmts:
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _V())
+                for name in _names_in(s) & set(self.helpers):  # its helpers are left with it
+                    calls.setdefault(name, 0)
         return None
 
     def _graph_stmt(self, stmt) -> bool:
