@@ -172,12 +172,16 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     rows = [i for i, s in enumerate(module.body) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
             and _model_calls([s], ctx)]
     lo = 0
+    prior: dict[str, dict] = {}  # models built above: usable as layers of the next ones
     for hi in rows:
         b = _Builder(ctx, constants, None, [], taken, users, helpers)
+        b.prior_models = dict(prior)
         out = b.run_module(body, lo, hi)
         if out is not None:
             body = out
             changed = True
+            if b.model_summary is not None:
+                prior[b.scope] = b.model_summary
         lo = hi + 1
     _settle_replaced_helpers(module, ctx, helpers, builders)
     return module.with_changes(body=body) if changed else module
@@ -409,6 +413,9 @@ class _Builder:
         self.depth = 0
         self.generated: dict[int, list] = {}  # id(for statement) → the statements it unrolls to
         self.carried: dict[str, str] = {}  # builder value read in forward → its attribute
+        self.prior_models: dict[str, dict] = {}  # module-level models built above this one
+        self.model_summary: dict | None = None  # this model, for the ones below it
+        self.submodels: dict[str, _Layer] = {}
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
@@ -778,6 +785,8 @@ class _Builder:
                      carried=self.carried)
         ctx.settled.add(id(model_call))
         self._info(plan, model_call, out_tensors)
+        self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
+                              "outputs": [t.shape for t in out_tensors], "layout": self.layout}
         return plan
 
     def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
@@ -985,6 +994,8 @@ class _Builder:
         name), ("norule", name), ("model", name) or (None, None) when it is not a layer."""
         if isinstance(func, cst.Name) and func.value in self.user_classes and func.value not in self.local:
             return "user", func.value
+        if isinstance(func, cst.Name) and func.value in self.prior_models and func.value not in self.env:
+            return "submodel", func.value
         q = self.ctx.imports.resolve(func)
         if q is None:
             return None, None
@@ -1105,6 +1116,12 @@ class _Builder:
             return self._apply(self._new_layer(func), node)
         if isinstance(func, cst.Name) and isinstance(self.env.get(func.value), _Layer):
             return self._apply(self.env[func.value], node)
+        if isinstance(func, cst.Name) and self._layer_kind(func)[0] == "submodel":
+            layer = self.submodels.get(func.value)
+            if layer is None:
+                layer = self.submodels[func.value] = _Layer(node, func.value, "submodel", var=func.value)
+                self.layers.append(layer)
+            return self._apply(layer, node)
         q = self.ctx.imports.resolve(func)
         if q in MERGE_FNS:
             return self._merge(node, MERGE_FNS[q], node.args, q.rsplit(".", 1)[-1])
@@ -1291,7 +1308,20 @@ class _Builder:
         if not layer.attr:
             layer.attr = self._attr_name(layer)
         layer.in_key = (t.shape, t.flat)
-        if layer.kind == "user":
+        if layer.kind == "submodel":
+            info = self.prior_models[layer.rule]
+            if info["inputs"] != [t.shape] or t.flat is not None:
+                raise _Refused(layer.call, f"the model {layer.rule} called on a tensor of shape {t.shape}: fwport "
+                                           f"follows a model used as a layer on one input of its own shape "
+                                           f"{info['inputs'][0] if info['inputs'] else None}")
+            if (info["layout"] != self.layout) and any(s is None or len(s) > 1 for s in [t.shape, *info["outputs"]]):
+                raise _Refused(layer.call, f"the model {layer.rule} keeps another layout than this one "
+                                           "(channels-first where convolutions are): not followed as a layer here")
+            if len(info["outputs"]) != 1:
+                raise _Refused(layer.call, f"the model {layer.rule} has several outputs: not followed as a layer")
+            module = cst.Name(layer.rule)  # the very instance: Keras shares its weights too
+            layer.out = (info["outputs"][0], None)
+        elif layer.kind == "user":
             if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
                 raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
                                            "channels-last layout, on a channels-first feature map: call it before "
@@ -1567,6 +1597,11 @@ class _Builder:
                 self.ctx.layers.append(record)
             if layer.kind == "user":  # its class's records, once the subclass pass has made them
                 self.user_layers.append((layer.rule, index[id(layer.op)], layer.prefix + layer.attr))
+            if layer.kind == "submodel":
+                for r in [r for r in self.ctx.layers if r.scope == layer.rule]:
+                    self.ctx.layers.append(LayerRecord(self.scope, f"layers[{index[id(layer.op)]}].{r.source}",
+                                                       f"{layer.prefix}{layer.attr}.{r.target}", r.rule, r.variant,
+                                                       dict(r.symbols)))
 
     def _info(self, plan: _Plan, call: cst.Call, outs: list[_Tensor]) -> None:
         nchw = self.layout == "nchw"
