@@ -393,3 +393,17 @@ def build():
 ''')
     assert errors(r)[("unsupported-construct", 7)] == 1
     assert "class " not in r.output
+
+
+def test_a_name_for_the_list_of_inputs():
+    r = tx(HEAD + '''
+def build():
+    a = keras.Input(shape=(3,))
+    b = keras.Input(shape=(2,))
+    inputs = [a, b]
+    out = layers.Dense(1)(layers.concatenate(inputs))
+    return keras.Model(inputs=inputs, outputs=out)
+''')
+    assert not errors(r), r.findings
+    assert "def forward(self, a, b):" in r.output
+    assert "self.fc = nn.Linear(5, 1)" in r.output and "out = self.fc(torch.cat([a, b], dim=-1))" in r.output

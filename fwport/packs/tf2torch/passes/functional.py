@@ -416,6 +416,7 @@ class _Builder:
         self.prior_models: dict[str, dict] = {}  # module-level models built above this one
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
+        self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
@@ -948,6 +949,14 @@ class _Builder:
             if q == INPUT:
                 self._input(target, value)
                 return "input"
+            if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
+                    isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
+                    and isinstance(self.env.get(e.value.value), _Tensor) for e in value.elements):
+                # `inputs = [a, b]`: a name for a list of tensors (for keras.Model(...) and merges)
+                self.lists[target] = value
+                self.env[target] = _Layer(value, None, "list", var=target)  # not a tensor: refused elsewhere
+                self.env[target].op = _Op("list", False)
+                return "layer"
             if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] is not None:
                 try:
                     self.env[target] = self._new_layer(value, target)
@@ -1425,6 +1434,8 @@ class _Builder:
             elif kw != "name":
                 raise _Refused(a, f"{label} argument {code(a).strip().rstrip(',')} is not followed",
                                "unsupported-argument")
+        if isinstance(lst, cst.Name) and lst.value in self.lists:
+            lst = self.lists[lst.value]
         if not isinstance(lst, (cst.List, cst.Tuple)) or any(isinstance(e, cst.StarredElement) for e in lst.elements):
             raise _Refused(call, f"{label}: fwport follows merges of a literal list of tensors")
         items = [e.value for e in lst.elements]
@@ -1520,6 +1531,10 @@ class _Builder:
         if ins is None or outs is None:
             self.error(call, "keras.Model(...) without inputs and outputs is not a functional model fwport can follow")
             return None
+        if isinstance(ins, cst.Name) and ins.value in self.lists:
+            ins = self.lists[ins.value]
+        if isinstance(outs, cst.Name) and outs.value in self.lists:
+            outs = self.lists[outs.value]
         in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
         order = []
         for it in in_items:
@@ -1764,7 +1779,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             i = plan.path[0]
             fn = body[i]
             cls, builder = _build(plan, list(fn.body.body), fn, ctx)
-            builders[i] = [cls.with_changes(leading_lines=fn.leading_lines),
+            builders[i] = [cls.with_changes(leading_lines=_two_blank(fn.leading_lines) if i else fn.leading_lines),
                            builder.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
     replaced = ctx.analyses.get("functional_replaced", set())
     code_by_helper: dict[str, list[str]] = {}
@@ -1775,7 +1790,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in code_by_helper and i not in builders:
             classes = [cst.parse_statement(c) for c in code_by_helper[stmt.name.value]]
             classes = [c.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]) for c in classes]
-            classes[0] = classes[0].with_changes(leading_lines=stmt.leading_lines)
+            classes[0] = classes[0].with_changes(leading_lines=_two_blank(stmt.leading_lines) if i else stmt.leading_lines)
             builders[i] = classes if stmt.name.value in replaced else [*classes, stmt.with_changes(
                 leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
     tops = [p for p in plans if not p.path]
@@ -1792,6 +1807,15 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
 def _clean(stmt):
     lines = [ln for ln in stmt.leading_lines if not (ln.comment is not None and ln.comment.value == LINE_MARK)]
     return stmt.with_changes(leading_lines=lines)
+
+
+def _two_blank(lines) -> list:
+    """Leading lines of a top-level class: at least two blank lines before it (PEP 8)."""
+    lines = list(lines)
+    blank = 0
+    while blank < len(lines) and lines[blank].comment is None:
+        blank += 1
+    return [cst.EmptyLine()] * max(0, 2 - blank) + lines
 
 
 def _strip_blank(lines) -> list:
