@@ -407,3 +407,16 @@ def build():
     assert not errors(r), r.findings
     assert "def forward(self, a, b):" in r.output
     assert "self.fc = nn.Linear(5, 1)" in r.output and "out = self.fc(torch.cat([a, b], dim=-1))" in r.output
+
+
+def test_input_shape_given_as_a_parameter_takes_its_rank_from_the_first_layer():
+    r = tx(HEAD + '''
+def build(input_shape, num_classes):
+    inputs = keras.Input(shape=input_shape)
+    x = layers.Conv2D(4, 3, padding="same", activation="relu")(inputs)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(num_classes)(x))
+''')
+    assert not errors(r), r.findings
+    assert "nn.Conv2d(input_shape[-1], 4, 3, padding=\\"same\\")" in r.output
+    assert r.models[0].layout == "nchw"

@@ -40,8 +40,10 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
-from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
-from fwport.packs.tf2torch.passes.sequential import _CARRIES_FLATTEN, _READS_FLATTEN, _input_spec_shape
+from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
+                                        symbolic_shape)
+from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
+                                                      _input_spec_shape, _shape_name)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
 
 MODEL = "keras.Model"
@@ -104,6 +106,7 @@ class _Tensor:
     node: _Node
     flat: tuple | None = None  # (h, w, c) when a channels-first map was flattened into it
     last: bool = False  # the output of a layer class of this file: channels-last, whatever the model's layout
+    shape_name: str | None = None  # keras.Input(shape=<a parameter>): its rank comes from the first layer
 
 
 @dataclass(eq=False)
@@ -1043,12 +1046,13 @@ class _Builder:
                 self.error(a, f"keras.Input argument {code(a).strip().rstrip(',')} is not followed (shape, name, dtype, "
                               "batch_size only)", "unsupported-argument")
         shape, _ = _input_spec_shape(call, self.sizes)
-        if shape is None:
+        name = _shape_name(call, self.sizes) if shape is None else None
+        if shape is None and name is None:
             self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
                              "builder parameters): the layer sizes cannot be propagated", "shape-unknown")
         op = _Op("input", True)
         self.input_ops.append(op)
-        t = _Tensor(shape, self._node(op, []))
+        t = _Tensor(shape, self._node(op, []), shape_name=name)
         self.inputs[target] = t
         self.env[target] = t
         self.forward_defined.add(target)
@@ -1341,6 +1345,10 @@ class _Builder:
             module = self._translate_seq(layer, t)
         else:
             rule = layer.rule
+            if t.shape is None and t.shape_name is not None and _implied_rank(rule) is not None:
+                # keras.Input(shape=input_shape) then a Conv2D: (input_shape[0], input_shape[1], input_shape[-1])
+                t.shape = symbolic_shape(t.shape_name, _implied_rank(rule))
+                layer.in_key = (t.shape, t.flat)
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
             if len(em.modules) == 1:
                 module = em.modules[0]
