@@ -418,5 +418,5 @@ def build(input_shape, num_classes):
     return keras.Model(inputs, layers.Dense(num_classes)(x))
 ''')
     assert not errors(r), r.findings
-    assert "nn.Conv2d(input_shape[-1], 4, 3, padding=\\"same\\")" in r.output
+    assert 'nn.Conv2d(input_shape[-1], 4, 3, padding="same")' in r.output
     assert r.models[0].layout == "nchw"
