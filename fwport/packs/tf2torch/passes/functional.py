@@ -110,6 +110,13 @@ class _Tensor:
 
 
 @dataclass(eq=False)
+class _Multi:
+    """What a helper that returns several tensors (``return x, skip``) gives: unpacked at the call."""
+
+    tensors: list[_Tensor]
+
+
+@dataclass(eq=False)
 class _Layer:
     """A Keras layer object: ``dense = layers.Dense(4)`` or an inline ``layers.Dense(4)(x)``."""
 
@@ -420,6 +427,7 @@ class _Builder:
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
+        self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
@@ -508,7 +516,7 @@ class _Builder:
             if ret is None and not child.errors:
                 raise _Refused(call, f"{name}(...): a helper must end with `return <tensor>`")
             raise _Refused(call, "", "")
-        out_tensor, ret_expr = ret
+        out_tensor, ret_expr = ret  # a _Tensor, or a _Multi for `return x, skip`
         for layer in child.layers:
             if layer.op is None and layer.kind != "helper":
                 raise _Refused(call, f"{name}(...): {layer.var or code(layer.call.func)} is created but never called")
@@ -577,8 +585,26 @@ class _Builder:
         return f"{base}{k}"
 
     def _helper_body(self, body: list, forward: list, tensors, name: str):
-        """Follows a helper's statements (``if`` decided here); (output tensor, returned expression) or None."""
-        for st in body:
+        """Follows a helper's statements (``if`` decided here, ``channels = x.shape[-1]`` computed
+        here); (output tensor, returned expression) or None."""
+        body = list(body)
+        k = 0
+        while k < len(body):
+            st = body[k]
+            k += 1
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
+                                                                                          cst.Name) \
+                    and small.targets[0].target.value not in self.env and not _calls(small.value):
+                try:
+                    value = self._static(small.value, tensors)
+                except _Refused:
+                    value = NOT_LITERAL
+                if value is not NOT_LITERAL and isinstance(value, (int, float, str, bool, tuple, type(None))):
+                    # a value known where the model is built: written in place in what follows
+                    subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
+                    body[k:] = [b.visit(subst) for b in body[k:]]
+                    continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
                     st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
@@ -606,12 +632,16 @@ class _Builder:
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Return):
                 value = st.body[0].value
                 try:
-                    t = self._tensor(value) if value is not None else None
+                    if isinstance(value, cst.Tuple) and value.elements:  # return x, skip
+                        parts = [self._tensor(e.value) for e in value.elements]
+                        t = _Multi(parts) if all(isinstance(x, _Tensor) for x in parts) else None
+                    else:
+                        t = self._tensor(value) if value is not None else None
                 except _Refused as r:
                     self._refused(r)
                     return None
                 if t is None:
-                    self.error(st, f"{name}(...) must return one tensor")
+                    self.error(st, f"{name}(...) must return tensors of the model")
                     return None
                 return t, value
             role = self._statement(st, False)
@@ -979,6 +1009,27 @@ class _Builder:
             self.env[target] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
             self.forward_defined.add(target)
             return "forward"
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                small.targets[0].target, (cst.Tuple, cst.List)) and isinstance(small.value, cst.Call) and all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in small.targets[0].target.elements):
+            names = [e.value.value for e in small.targets[0].target.elements]
+            self.unpacking = True
+            try:
+                out = self._tensor(small.value)
+            except _Refused as r:
+                self._refused(r)
+                out = None
+            finally:
+                self.unpacking = False
+            if not isinstance(out, _Multi) or len(out.tensors) != len(names):
+                if not self.errors:
+                    self.error(small.value, f"{code(small.value)}: fwport unpacks the tensors a helper returns "
+                                            "(return a, b); this value is not that")
+                return "forward"
+            for n, t in zip(names, out.tensors):
+                self.env[n] = t
+                self.forward_defined.add(n)
+            return "forward"
         if isinstance(small, cst.Expr):
             try:
                 self._tensor(small.value, allow_other=True)
@@ -1082,7 +1133,11 @@ class _Builder:
                 self.replace[id(node)] = expr(f"self.{self.carried[node.value]}")
             return None
         if isinstance(node, cst.Call):
-            return self._call(node, allow_other)
+            out = self._call(node, allow_other)
+            if isinstance(out, _Multi) and not self.unpacking:
+                raise _Refused(node, f"{code(node.func)}(...) returns several tensors: unpack them where it is "
+                                     "called (a, b = ...)")
+            return out
         if isinstance(node, cst.BinaryOperation) and type(node.operator) in _ARITH:
             a, b = self._tensor(node.left), self._tensor(node.right)
             if a is None and b is None:
