@@ -287,7 +287,7 @@ def build(flag):
 ''': "cannot be decided where the model is built",
         '''
 def block(x, n):
-    units = n + 1
+    units = max(n, 3)
     return layers.Dense(units)(x)
 
 
@@ -420,3 +420,34 @@ def build(input_shape, num_classes):
     assert not errors(r), r.findings
     assert 'nn.Conv2d(input_shape[-1], 4, 3, padding="same")' in r.output
     assert r.models[0].layout == "nchw"
+
+
+def test_helper_returning_two_tensors_and_computing_a_value():
+    r = tx(HEAD + '''
+def down(x, filters):
+    channels = x.shape[-1]
+    if channels != filters:
+        x = layers.Dense(filters)(x)
+    return layers.ReLU()(x), x
+
+
+def build():
+    inputs = keras.Input(shape=(4,))
+    x, skip = down(inputs, 4)
+    y, skip2 = down(x, 6)
+    return keras.Model(inputs, [y, skip, skip2])
+''')
+    assert not errors(r), r.findings
+    assert "x, skip = self.down1(inputs)" in r.output and "y, skip2 = self.down2(x)" in r.output
+    assert "return self.relu(x), x" in r.output
+    assert "nn.Linear(4, 6)" in r.output and "nn.Linear(4, 4)" not in r.output  # 4 == 4: no Dense
+    r = tx(HEAD + '''
+def down(x):
+    return layers.ReLU()(x), x
+
+
+def build():
+    inputs = keras.Input(shape=(4,))
+    return keras.Model(inputs, down(inputs))
+''')
+    assert any("unpack" in f.message for f in r.findings if f.severity.value == "error")
