@@ -1,32 +1,40 @@
 """Structural pass: the Keras functional API (``keras.Input`` → layers called on tensors →
 ``keras.Model(inputs, outputs)``) → a generated ``nn.Module`` class.
 
-A builder function (``def build_model(...): ... return keras.Model(inputs, outputs)``) becomes a
-class named after it (``BuildModel``... without the verb: ``Model``), defined just above it, whose
-``__init__`` takes the builder's parameters and creates one module per Keras layer object (sizes
-propagated from the ``Input`` shapes through the graph, as in a Sequential chain), and whose
-``forward`` replays the graph in source order with the source's variable names; the builder
-returns an instance. A model built at module level becomes a class and one instance.
+A builder function (``def build_resnet(...): ... return keras.Model(inputs, outputs)``) becomes a
+class named after it without its verb (``Resnet``; ``keras.Model(name=)`` wins), defined just above
+it, whose ``__init__`` takes the builder's parameters and creates one module per Keras layer object
+(sizes propagated from the ``Input`` shapes through the graph, as in a Sequential chain), and whose
+``forward`` replays the graph in source order with the source's variable names; the builder returns
+an instance. Models built at module level, one after the other, become a class and an instance
+each (and a model built above can be a layer of one built below). Also followed: merges (function
+and layer forms), tensor arithmetic, ``tf`` / ``keras.ops`` calls where the layout does not change
+their meaning, shared layers, a nested ``keras.Sequential``, layer classes of the file, ``for``
+statements over known values (written out), and helper functions that build blocks: one class per
+helper and variant of its literal arguments (which decide its ``if`` statements), an instance per
+call site.
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout: its inputs are taken channels-first (``ModelInfo.layout``), every
 axis-dependent operation is remapped (``concatenate(axis=-1)`` → ``torch.cat(..., dim=1)``) or
-refused, a Dense after a Flatten reorders its rows through its weight map.
+refused, a Dense after a Flatten reorders its rows through its weight map, a Dense → Reshape to a
+map becomes ``nn.Unflatten`` with the Dense's ``before-unflatten`` map.
 
 Weights: each layer with variables gets a ``LayerRecord`` whose source path is its index in
 Keras's ``model.layers`` (the order ``keras.src.ops.function.map_graph`` gives: by depth from the
-outputs, then by first traversal), so that ``fwport verify`` and ``fwport weights`` move variables
-by name.
+outputs, then by first traversal; tensor arithmetic is a layer in tf.keras), so that ``fwport
+verify`` and ``fwport weights`` move variables by name.
 
 Line structure: passes keep it (findings are located by line). So :func:`run` rewrites the graph
-statements where they stand (layer calls → ``self.<attr>(x)``, merges → expressions; lines a
-shortened statement loses are kept as marked blank lines), records the plan, and :func:`finish`
-builds the class once every finding is located and every comment placed (as the decorators
-pass removes its lines).
+statements where they stand (layer calls → ``self.<attr>(x)``, merges → expressions, the other
+graph statements → ``pass``; lines a shortened statement loses are kept as marked blank lines),
+records the plan, and :func:`finish` builds the classes once every finding is located and every
+comment placed (as the decorators pass removes its lines).
 
-What is not followed (a layer without a rule, a graph statement inside ``if``/``for``, a helper
-function called on tensors, a nested model used as a layer, ...) is an error finding on its line,
-and the whole model is left as written: never a half-translated graph.
+What is not followed (a layer without a rule, a graph statement inside ``if``/``while``, a loop over
+values known only at run time, an ``if`` on such a value in a helper, ...) is an error finding on
+its line (a helper's at its call site), and the whole model is left as written, its calls settled:
+never a half-translated graph.
 """
 from __future__ import annotations
 
@@ -90,7 +98,6 @@ class _Op:
 
     kind: str  # input | layer | merge | op
     is_layer: bool
-    weights: LayerRecord | None = None
 
 
 @dataclass(eq=False)
@@ -409,7 +416,6 @@ class _Builder:
         self.errors = 0
         self.layout = "keep"
         self.pending_init: list[str] = []  # init lines created while following the current statement
-        self.forward_defined: set[str] = set()
         self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
         self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
         self.user_layers: list[tuple[str, int, str]] = []  # (class, index in model.layers, attribute)
@@ -752,7 +758,6 @@ class _Builder:
         roles: dict[int, str] = {}
         generated: dict[int, list] = {}
         init_lines: dict[int, list[str]] = {}
-        first_graph = None
         gone: set[str] | None = None  # graph names: none of them exists after the model in the translation
         for i, stmt in enumerate(stmts):
             if i < lo:
@@ -781,8 +786,6 @@ class _Builder:
             roles[i] = role
             if role == "unrolled" and id(stmt) in self.generated:
                 generated[i] = self.generated.pop(id(stmt))
-            if role in ("input", "layer", "forward") and first_graph is None:
-                first_graph = i
             if self.pending_init:
                 init_lines[i] = self.pending_init
                 self.pending_init = []
@@ -1007,7 +1010,6 @@ class _Builder:
             if t is None and not self.errors:
                 self.error(value, f"{code(value)} is not a tensor of the functional model fwport can follow")
             self.env[target] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
-            self.forward_defined.add(target)
             return "forward"
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
                 small.targets[0].target, (cst.Tuple, cst.List)) and isinstance(small.value, cst.Call) and all(
@@ -1028,11 +1030,10 @@ class _Builder:
                 return "forward"
             for n, t in zip(names, out.tensors):
                 self.env[n] = t
-                self.forward_defined.add(n)
             return "forward"
         if isinstance(small, cst.Expr):
             try:
-                self._tensor(small.value, allow_other=True)
+                self._tensor(small.value)
             except _Refused as r:
                 self._refused(r)
             return "forward"
@@ -1106,7 +1107,6 @@ class _Builder:
         t = _Tensor(shape, self._node(op, []), shape_name=name)
         self.inputs[target] = t
         self.env[target] = t
-        self.forward_defined.add(target)
         self.ctx.settled.add(id(call))
 
     # --- expressions ----------------------------------------------------------------------------------------
@@ -1115,7 +1115,7 @@ class _Builder:
         self.nodes.append(n)
         return n
 
-    def _tensor(self, node: cst.BaseExpression, allow_other: bool = False) -> _Tensor | None:
+    def _tensor(self, node: cst.BaseExpression) -> _Tensor | None:
         """The tensor an expression computes, its replacement recorded; None: not a tensor."""
         if isinstance(node, cst.Name):
             v = self.env.get(node.value)
@@ -1133,7 +1133,7 @@ class _Builder:
                 self.replace[id(node)] = expr(f"self.{self.carried[node.value]}")
             return None
         if isinstance(node, cst.Call):
-            out = self._call(node, allow_other)
+            out = self._call(node)
             if isinstance(out, _Multi) and not self.unpacking:
                 raise _Refused(node, f"{code(node.func)}(...) returns several tensors: unpack them where it is "
                                      "called (a, b = ...)")
@@ -1175,7 +1175,7 @@ class _Builder:
         t = ts[0]
         return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [x.node for x in ts]), t.flat)
 
-    def _call(self, node: cst.Call, allow_other: bool) -> _Tensor | None:
+    def _call(self, node: cst.Call) -> _Tensor | None:
         func = node.func
         if isinstance(func, cst.Call):  # layers.Dense(4)(x)
             if self._layer_kind(func.func)[0] is None:
