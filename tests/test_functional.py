@@ -451,3 +451,25 @@ def build():
     return keras.Model(inputs, down(inputs))
 ''')
     assert any("unpack" in f.message for f in r.findings if f.severity.value == "error")
+
+
+def test_a_model_of_another_builder_used_as_a_layer():
+    r = tx(HEAD + '''
+def get_encoder(latent_dim=4):
+    inputs = keras.Input(shape=(8, 8, 1))
+    x = layers.Conv2D(latent_dim, 3, padding="same")(inputs)
+    return keras.Model(inputs, x, name="encoder")
+
+
+def get_model(latent_dim=4):
+    encoder = get_encoder(latent_dim)
+    inputs = keras.Input(shape=(8, 8, 1))
+    out = layers.Conv2D(1, 1)(encoder(inputs))
+    return keras.Model(inputs, out, name="wrapper")
+''')
+    assert not errors(r), r.findings
+    assert "self.encoder = get_encoder(latent_dim)" in r.output
+    assert "out = self.conv(self.encoder(inputs))" in r.output
+    recs = {(x.scope, x.source, x.target) for x in r.layers}
+    assert ("get_model", "layers[1].layers[1]", "encoder.conv") in recs  # Keras: model.layers[1] is the encoder
+    assert ("get_model", "layers[2]", "conv") in recs

@@ -173,12 +173,17 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     # functions of the file that may build blocks (called on tensors by a builder)
     helpers = {stmt.name.value: stmt for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
                and i not in builders and isinstance(stmt.body, cst.IndentedBlock)}
+    built: dict[str, dict] = {}  # builders translated above: their models can be layers of the next ones
     for i, stmt in enumerate(module.body):
         if i in builders:
-            new = _Builder(ctx, constants, stmt, [i], taken, users, helpers).run()
+            b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
+            b.builder_models = dict(built)
+            new = b.run()
             if new is not None:
                 body[i] = new
                 changed = True
+                if b.model_summary is not None:
+                    built[b.scope] = b.model_summary
         elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
             if _has_model_call(stmt, ctx):
                 _refuse_all(ctx, stmt, "a functional model (keras.Model(inputs, outputs)) built inside a class or a "
@@ -430,6 +435,7 @@ class _Builder:
         self.generated: dict[int, list] = {}  # id(for statement) → the statements it unrolls to
         self.carried: dict[str, str] = {}  # builder value read in forward → its attribute
         self.prior_models: dict[str, dict] = {}  # module-level models built above this one
+        self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
@@ -1060,6 +1066,8 @@ class _Builder:
             return "user", func.value
         if isinstance(func, cst.Name) and func.value in self.prior_models and func.value not in self.env:
             return "submodel", func.value
+        if isinstance(func, cst.Name) and func.value in self.builder_models and func.value not in self.local:
+            return "builder", func.value  # encoder = build_encoder(...): the instance it returns
         q = self.ctx.imports.resolve(func)
         if q is None:
             return None, None
@@ -1081,7 +1089,7 @@ class _Builder:
         if kind in ("norule", "model"):
             raise _Refused(call, f"{what} has no tf2torch rule yet, or is a functional model used as a layer, which "
                                  "fwport does not follow yet: translate it by hand", "no-rule")
-        if kind == "user":
+        if kind in ("user", "builder"):
             inside = [c for c in _calls(call) if c is not call and self.ctx.imports.resolve(c.func)]
             if inside or _names_in(call) & set(self.env):
                 raise _Refused(call, f"{code(call)}: a layer of this file built from Keras values or tensors: its "
@@ -1376,9 +1384,10 @@ class _Builder:
         if not layer.attr:
             layer.attr = self._attr_name(layer)
         layer.in_key = (t.shape, t.flat)
-        if layer.kind == "submodel":
-            info = self.prior_models[layer.rule]
-            if info["inputs"] != [t.shape] or t.flat is not None:
+        if layer.kind in ("submodel", "builder"):
+            info = self.prior_models[layer.rule] if layer.kind == "submodel" else self.builder_models[layer.rule]
+            if len(info["inputs"]) != 1 or not _fits(info["inputs"][0], t.shape, layer.kind == "builder") \
+                    or t.flat is not None:
                 raise _Refused(layer.call, f"the model {layer.rule} called on a tensor of shape {t.shape}: fwport "
                                            f"follows a model used as a layer on one input of its own shape "
                                            f"{info['inputs'][0] if info['inputs'] else None}")
@@ -1387,8 +1396,13 @@ class _Builder:
                                            "(channels-first where convolutions are): not followed as a layer here")
             if len(info["outputs"]) != 1:
                 raise _Refused(layer.call, f"the model {layer.rule} has several outputs: not followed as a layer")
-            module = cst.Name(layer.rule)  # the very instance: Keras shares its weights too
-            layer.out = (info["outputs"][0], None)
+            # a module-level model: the very instance (Keras shares its weights too); a builder's: the
+            # instance the translated builder returns, called as written
+            module = cst.Name(layer.rule) if layer.kind == "submodel" else layer.call
+            out = info["outputs"][0]
+            if layer.kind == "builder" and out is not None:  # sizes named by the builder's own parameters
+                out = tuple(d if is_int(d) else None for d in out)
+            layer.out = (out, None)
         elif layer.kind == "user":
             if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
                 raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
@@ -1675,7 +1689,7 @@ class _Builder:
                 self.ctx.layers.append(record)
             if layer.kind == "user":  # its class's records, once the subclass pass has made them
                 self.user_layers.append((layer.rule, index[id(layer.op)], layer.prefix + layer.attr))
-            if layer.kind == "submodel":
+            if layer.kind in ("submodel", "builder"):
                 for r in [r for r in self.ctx.layers if r.scope == layer.rule]:
                     self.ctx.layers.append(LayerRecord(self.scope, f"layers[{index[id(layer.op)]}].{r.source}",
                                                        f"{layer.prefix}{layer.attr}.{r.target}", r.rule, r.variant,
@@ -1722,6 +1736,14 @@ class _Builder:
                 stmt = new
             out.append(stmt)
         return out
+
+
+def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
+    """Whether a tensor of ``shape`` is what a model declared for its input; ``loose``: sizes the
+    model names with its own parameters match any size."""
+    if declared is None or shape is None or len(declared) != len(shape):
+        return False
+    return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
 
 
 def _calls(stmt) -> list[cst.Call]:
