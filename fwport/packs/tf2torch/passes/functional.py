@@ -138,6 +138,7 @@ class _Layer:
     out: tuple | None = None  # (shape, flat) of its output
     records: list[tuple[str, LayerRecord]] = field(default_factory=list)  # (path below it, record)
     movedim: bool = False  # its channels-last output is moved to channels-first at each call
+    activation: str | None = None  # "torch.relu({})": its activation, applied where it is called
     prefix: str = ""  # "block1." for a layer of a helper's module
 
 
@@ -1284,6 +1285,8 @@ class _Builder:
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
         new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
                                            [cst.Arg(self._out_expr(arg))])
+        if layer.activation is not None:
+            new = expr(layer.activation.format(code(new)))
         if layer.movedim:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
         self.replace[id(call)] = new
@@ -1419,6 +1422,10 @@ class _Builder:
                 t.shape = symbolic_shape(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
+            act = _activation_fn(em.modules[1], self.ctx) if len(em.modules) == 2 and em.weight_module == 0 else None
+            if act is not None:  # Dense(64, activation="relu") → self.fc = nn.Linear(...); torch.relu(self.fc(x))
+                em.modules = em.modules[:1]
+                layer.activation = act
             if len(em.modules) == 1:
                 module = em.modules[0]
                 target = layer.attr
@@ -1736,6 +1743,22 @@ class _Builder:
                 stmt = new
             out.append(stmt)
         return out
+
+
+_ACTIVATION_FNS = {"torch.nn.ReLU()": "torch.relu", "torch.nn.Sigmoid()": "torch.sigmoid", "torch.nn.Tanh()": "torch.tanh"}
+
+
+def _activation_fn(module: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """The function form of a parameterless activation module a layer emitted after its weights
+    (``nn.ReLU()`` → ``torch.relu({})``), as a PyTorch engineer writes it in forward; else None."""
+    text = code(module)
+    for target, fn in _ACTIVATION_FNS.items():
+        if text == ctx.spell_text(target.rsplit("(", 1)[0]) + "()":
+            return ctx.spell_text(fn) + "({})"
+    m = re.fullmatch(re.escape(ctx.spell_text("torch.nn.Softmax")) + r"\(dim=(-?\d+)\)", text)
+    if m:
+        return ctx.spell_text("torch.softmax") + "({}, dim=" + m.group(1) + ")"
+    return None
 
 
 def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
