@@ -298,6 +298,14 @@ def test_residue_check(tmp_path):
     assert f"{dyn}:2:6: error: residue" in r.stderr
     assert str(done) not in r.stderr.replace("files checked", "")
     assert invoke("residue", str(done)).exit_code == 0
+
+
+def test_residue_looks_for_the_named_directions_source(tmp_path):
+    tf = write(tmp_path / "a.py", "import tensorflow as tf\n")
+    r = invoke("residue", "--direction", "tf2torch", str(tf))
+    assert r.exit_code == 1 and "1 still use TensorFlow/Keras" in r.stderr
+    r = invoke("residue", "--direction", "tf2jax-nope", str(tf))
+    assert r.exit_code == 2 and "no translation direction 'tf2jax-nope'" in r.stderr and "tf2torch" in r.stderr
     bad = write(tmp_path / "d.py", "x = (\n")
     assert invoke("residue", str(bad)).exit_code == 2
 

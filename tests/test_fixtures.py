@@ -43,7 +43,7 @@ VERIFY = {d.name: json.loads((d / "verify.json").read_text()) for d in DIRS}
 # "xfail": why the translated program cannot run (an honest refusal); "refusals": why error findings
 # that stay in a correct translation do not stop the model (model.fit outside the model code).
 VERIFY_KEYS = {"model", "kind", "args", "inputs", "int_high", "keras", "checks", "extra", "xfail", "refusals",
-               "known_bugs"}
+               "known_bugs", "train"}
 KNOWN_BUG_PARTS = {"expected", "fixpoint", "verify"}
 
 

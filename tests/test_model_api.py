@@ -71,16 +71,17 @@ def build_functional():
 @pytest.mark.parametrize("receiver", ["build_model()", "Net()", "Deeper()", "build_functional()",
                                       "keras.Sequential([layers.Dense(2, input_shape=(3,))])"])
 def test_every_kind_of_translated_model_is_recognised(receiver):
+    # metrics=["mae"]: a compile the training pass's written-out loop does not reproduce, left to model_api
     r = tr(MODELS + f'''
 model = {receiver}
-model.compile(optimizer="adam", loss="mse")
+model.compile(optimizer="adam", loss="mse", metrics=["mae"])
 history = model.fit(x, y, epochs=2)
 model.save_weights("model.weights.h5")
 ''')
     assert flagged(r) == [(line_of(r, "model.compile("), "compile"), (line_of(r, "model.fit("), "fit"),
                           (line_of(r, "model.save_weights("), "save_weights")]
     # each call is left as written, with the advice above it; no other line changes
-    assert code_lines(r.output)[-3:] == ['model.compile(optimizer="adam", loss="mse")',
+    assert code_lines(r.output)[-3:] == ['model.compile(optimizer="adam", loss="mse", metrics=["mae"])',
                                         "history = model.fit(x, y, epochs=2)",
                                         'model.save_weights("model.weights.h5")']
     assert "# fwport: unsupported-construct: model.save_weights(...) is a Keras model method" in r.output

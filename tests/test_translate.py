@@ -202,3 +202,36 @@ def test_model_api_errors_survive_a_second_translation():
     second = translate_source(first.output, "m.py")
     assert second.output == first.output
     assert sorted(c for c, _ in errors(second)) == sorted(c for c, _ in errors(first))
+
+
+def test_a_message_about_a_value_known_only_at_run_time_quotes_it_and_is_the_same_every_run():
+    # data_format is a variable: the error quotes what was written, never a Python object's repr
+    # (which holds a memory address and made the output differ from run to run)
+    src = textwrap.dedent("""\
+        import tensorflow as tf
+
+        def f(x, b, data_format):
+            return tf.nn.bias_add(x, b, data_format=data_format)
+        """)
+    first = translate_source(src, "m.py", "tf2torch")
+    errors = [f for f in first.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["unsupported-argument"]
+    assert "data_format=data_format:" in errors[0].message and " at 0x" not in errors[0].message
+    assert translate_source(src, "m.py", "tf2torch").output == first.output
+
+
+def test_the_cheap_unused_import_check_never_calls_a_reference_unused():
+    from fwport.core.imports import _may_reference
+
+    names = {"tf", "layers"}
+    # only imports and comments mention them: known unused without tokenizing
+    assert not _may_reference("import tensorflow as tf\nfrom keras import layers  # layers\n\nx = 1  # tf\n", names)
+    # a reference, or anything the cheap test cannot vouch for, sends to the exact test
+    for text in ["import tensorflow as tf\ny = tf.abs(x)\n",
+                 "s = '#'; tf.abs(x)\n",
+                 "from keras import (\n    layers,\n)\n",
+                 "def g():\n    yield \\\n        from tf_gen()\n    return layers\n",
+                 "z = (yield\n     from tf.data)\n"]:
+        assert _may_reference(text, names), text
+    # attribute names and longer words are not the names
+    assert not _may_reference("x = m.tf + tf_x + layers_2\n", names)

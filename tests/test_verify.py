@@ -67,7 +67,9 @@ def _pair(tmp_path, src, translated=None):
 @pytest.mark.parametrize("case", [_fixture_param(c) for c in FIXTURES])
 def test_fixture_verifies(session, case):
     spec = json.loads((case / "verify.json").read_text())
-    checks = tuple(c for c in spec.get("checks", ["forward", "grad"]) if c in ("forward", "grad", "step")) or ("forward", "grad")
+    checks = tuple(c for c in spec.get("checks", ["forward", "grad"]) if c in ("forward", "grad", "step", "train")) \
+        or ("forward", "grad")
+    train = spec.get("train", {})
     for entry in [spec, *spec.get("extra", [])]:  # a fixture may name several models / functions
         inputs = entry.get("inputs") or []
         high = entry.get("int_high") or spec.get("int_high")
@@ -75,13 +77,20 @@ def test_fixture_verifies(session, case):
             inputs = [i if i.startswith("float") or ":" in i else f"{i}:{high}" for i in inputs]
         cert = verify(Options(str(case / "model.py"), str(case / "expected.py"), entry["model"],
                               entry.get("translated_model"), entry.get("args") or {}, inputs,
-                              checks, keras=spec.get("keras"), device="cpu",
-                              kind=entry.get("kind", spec.get("kind", "model"))),
+                              checks if entry is spec else tuple(c for c in checks if c != "train"),
+                              keras=spec.get("keras"), device="cpu",
+                              kind=entry.get("kind", spec.get("kind", "model")),
+                              train_step=train.get("step", "train_step"), batch=train.get("batch", []),
+                              steps=train.get("steps", 3)),
                       session)
         assert cert["verdict"] == "pass", (entry["model"], cert.get("problems"), cert.get("first_diverging"))
         assert cert["results"]["outputs"] and all(e["ok"] for e in cert["results"]["outputs"])
         if "grad" in checks:
             assert all(e["ok"] for e in cert["results"]["gradients"] + cert["results"]["input_gradients"])
+        if "train" in checks and entry is spec:  # the loss of every step and every trained parameter
+            names = {e["name"] for e in cert["results"]["train"]}
+            assert {f"loss at step {i + 1}" for i in range(train["steps"])} <= names, names
+            assert all(e["ok"] for e in cert["results"]["train"])
 
 
 # --- own cases ------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The cheap walks and renders the pipeline relies on give what libcst's own would.
 
 ``names.scan`` must call a visitor's hooks on the same nodes in the same order as ``node.visit``
-(trivia aside), and ``position.Layout`` must give the same text, positions and statement spans as
+(trivia aside), ``rewrite.rewrite`` must give what ``node.visit(transformer)`` gives while keeping
+every untouched node, and ``position.Layout`` must give the same text, positions and statement spans as
 rendering the whole module, however many modules share its statements.
 """
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pytest
 
 from fwport.core.names import scan
 from fwport.core.position import Layout, node_positions, statement_spans
+from fwport.core.rewrite import rewrite
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = sorted((ROOT / "fixtures" / "tf2torch").glob("*/model.py"))
@@ -100,3 +102,81 @@ def test_layout_gives_the_text_positions_and_spans_of_a_whole_render(text):
     changed = module.with_changes(body=[*module.body[:-1], module.body[-1].deep_clone()])
     assert layout.text(changed) == changed.code
     assert node_positions(changed, [changed.body[-1]], layout) == node_positions(changed, [changed.body[-1]])
+
+
+class _Edit(cst.CSTTransformer):
+    """A transformer exercising every answer a leave hook can give: a replacement (``abs`` → ``neg``,
+    an integer doubled), a removal from a sequence (a ``del`` argument), a removal of an optional
+    child (a return value), a flattening (``pass`` → two statements), and a hook on an attribute."""
+
+    def __init__(self) -> None:
+        self.attributes: list[str] = []
+
+    def on_visit_attribute(self, node, attribute) -> None:
+        if isinstance(node, cst.Call):
+            self.attributes.append(attribute)
+
+    def leave_Name(self, original_node, updated_node):
+        return updated_node.with_changes(value="neg") if updated_node.value == "abs" else updated_node
+
+    def leave_Integer(self, original_node, updated_node):
+        return cst.Integer(str(2 * int(updated_node.value)))
+
+    def leave_Arg(self, original_node, updated_node):
+        if isinstance(updated_node.value, cst.Name) and updated_node.value.value == "drop_me":
+            return cst.RemovalSentinel.REMOVE
+        return updated_node
+
+    def leave_Return(self, original_node, updated_node):
+        return updated_node.with_changes(value=None) if isinstance(updated_node.value, cst.Name) else updated_node
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        if isinstance(updated_node.body[0], cst.Pass):
+            return cst.FlattenSentinel([cst.parse_statement("a = 1\n"), cst.parse_statement("b = 2\n")])
+        return updated_node
+
+
+REWRITE = '''import tensorflow as tf
+
+
+def f(x, drop_me):
+    y = tf.abs(x, drop_me) + 3  # keep me
+    if y:
+        pass
+    return y
+
+
+def untouched(a, b):
+    return a + b
+'''
+
+
+@pytest.mark.parametrize("text", [REWRITE, *_texts()])
+def test_rewrite_gives_what_visit_gives_and_keeps_untouched_nodes(text):
+    module = cst.parse_module(text)
+    by_libcst, ours = _Edit(), _Edit()
+    expected = module.visit(by_libcst)
+    got = rewrite(module, ours)
+    assert got.code == expected.code
+    assert ours.attributes == [a for a in by_libcst.attributes if a in ("func", "args")]
+    for old, new in zip(module.body, got.body):  # a statement with no edit inside is the input node
+        if old.deep_equals(new):
+            assert new is old
+    assert rewrite(module, cst.CSTTransformer()) is module
+
+
+def test_rewrite_edits_and_removes_as_libcst_does():
+    got = rewrite(cst.parse_module(REWRITE), _Edit()).code
+    assert "y = tf.neg(x, ) + 6  # keep me" in got  # the comma stays, as libcst leaves it
+    assert "        a = 1\n        b = 2\n" in got and "pass" not in got
+    assert "    return \n" in got
+    assert "def untouched(a, b):\n    return a + b\n" in got
+
+
+def test_rewrite_refuses_to_remove_a_required_child():
+    class _Bad(cst.CSTTransformer):
+        def leave_Name(self, original_node, updated_node):
+            return cst.RemovalSentinel.REMOVE
+
+    with pytest.raises(TypeError, match="required child"):
+        rewrite(cst.parse_module("x + y\n"), _Bad())

@@ -9,7 +9,18 @@ import libcst as cst
 from fwport.core.position import render
 from fwport.core.rule import Rule
 
-_NOT_LITERAL = object()
+class _NotLiteral:
+    """The answer "not a literal": one object, with a fixed repr (a message that quotes it by
+    mistake must not print a memory address, which changes from run to run)."""
+
+    def __repr__(self) -> str:
+        return "<not a literal>"
+
+    def __reduce__(self) -> str:
+        return "_NOT_LITERAL"  # unpickles as this very object
+
+
+_NOT_LITERAL = _NotLiteral()
 
 
 @dataclass

@@ -364,8 +364,11 @@ def report(report_file: str, fmt: str, quiet: bool) -> None:
 @main.command("residue")
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 @click.option("--exclude", multiple=True, metavar="GLOB", help="Leave matching files and folders alone.")
-def residue(paths: tuple[str, ...], exclude: tuple[str, ...]) -> None:
-    """Exit 1 while any file still imports TensorFlow or Keras (for a migrated tree).
+@click.option("--direction", "direction_name", metavar="NAME", default=None,
+              help="Whose source framework to look for: a direction (tf2torch, ...); default: the default one.")
+def residue(paths: tuple[str, ...], exclude: tuple[str, ...], direction_name: str | None) -> None:
+    """Exit 1 while any file still imports the source framework (TensorFlow or Keras by default),
+    for a migrated tree.
 
     Folders are walked for .py files like tf2torch does. Unreadable or unparsable files exit 2.
     """
@@ -375,7 +378,12 @@ def residue(paths: tuple[str, ...], exclude: tuple[str, ...]) -> None:
 
     cfg = _config(paths, None)
     excludes = (*cfg.exclude, *exclude)
-    roots = get_direction(default_direction()).source.roots
+    try:
+        direction = get_direction(direction_name or default_direction())
+    except KeyError as e:
+        _fail(e.args[0])
+    roots = direction.source.roots
+    title = direction.source_title or "/".join(roots)
     summary, dirty = Summary(), 0
     for path, _, excluded in iter_files(paths, excludes, cfg.root):
         if excluded:
@@ -386,7 +394,7 @@ def residue(paths: tuple[str, ...], exclude: tuple[str, ...]) -> None:
         for f in r.findings:
             click.echo(f.render(), err=True)
     n = summary.files
-    click.echo(f"fwport residue: {n} file{'s' if n != 1 else ''} checked, {dirty} still use TensorFlow/Keras"
+    click.echo(f"fwport residue: {n} file{'s' if n != 1 else ''} checked, {dirty} still use {title}"
                + (f", {summary.failed} could not be read" if summary.failed else ""), err=True)
     sys.exit(EXIT_ERROR if summary.failed else EXIT_ATTENTION if dirty else EXIT_CLEAN)
 
@@ -404,13 +412,20 @@ def _packs() -> list[str]:
 def rules(args: tuple[str, ...]) -> None:
     """The rule catalogue: `fwport rules [PACK]` lists rules; `fwport rules show ID` shows one
     (arguments, defaults, weight maps, notes and its examples as diffs)."""
+    from fwport.core.direction import default_direction
     from fwport.core.report import render_rule_list, render_rule_text
     from fwport.core.rule import RuleError, load_pack
 
     cfg = _config((), None)
     packs = _packs()
     try:
-        loaded = {p: load_pack(p, cfg.rules, cfg.disable) for p in packs}  # the pack as tf2torch would use it
+        default = default_direction()
+
+        def user_dirs(p: str) -> tuple[str, ...]:  # <dir>/<pack>/ is that pack's; a flat folder the default's
+            return tuple(d for d in cfg.rules if (Path(d) / p).is_dir()
+                         or p == default and not any((Path(d) / q).is_dir() for q in packs))
+
+        loaded = {p: load_pack(p, user_dirs(p), cfg.disable) for p in packs}  # each pack as its command uses it
     except RuleError as e:
         _fail(str(e))
     if not args:

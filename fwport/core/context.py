@@ -10,6 +10,7 @@ import libcst as cst
 from fwport.core.direction import Direction
 from fwport.core.finding import UNTRANSLATED_CODES, Finding, Severity
 from fwport.core.names import ImportTable
+from fwport.core.plan import Plans
 from fwport.core.result import LayerRecord, ModelInfo  # noqa: F401  (the records the passes fill)
 from fwport.core.rule import Pack, Rule
 
@@ -43,6 +44,8 @@ class FileContext:
     # per-file analyses that several passes share and that the passes do not change (e.g.
     # dims.module_scope: the module's constants), computed once by whoever needs them first
     analyses: dict[str, Any] = field(default_factory=dict)
+    # what read-only planners decided, by node: applied by the rule pass (fwport/core/plan.py)
+    plans: Plans = field(default_factory=Plans)
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,

@@ -74,6 +74,8 @@ class Direction:
     source: SourceNames
     #: a cheap text test: can the file concern the source framework at all? (else: unchanged, unparsed)
     mentions: re.Pattern
+    #: how people name the source framework in messages (`fwport residue`): "TensorFlow/Keras"
+    source_title: str = ""
     #: the structural passes, in order, run before the rule pass
     planners: tuple[Planner, ...] = ()
     #: steps that remove lines, run once every finding is located: ``fn(module, ctx) -> module``

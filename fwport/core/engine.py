@@ -339,6 +339,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self._statement_nodes: list[cst.CSTNode] = []
         self._members: set[int] = set()
         self._containers: set[str] = set()  # dotted names bound to a torch container
+        # the edits read-only planners recorded (fwport/core/plan.py): applied here, on leaving
+        self._plans = ctx.plans
+        self._planned = ctx.plans.ids()
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._first_statement = id(node.body[0]) if node.body else None
@@ -395,7 +398,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     # --- statements: where `# fwport:` comments go ----------------------------------------------
     def _mark_hot(self, node: cst.CSTNode) -> bool:
         """Adds to ``_hot`` the nodes below ``node`` (itself included) with work inside."""
-        hot = type(node) is cst.Name and node.value in self.imports.aliases
+        hot = (type(node) is cst.Name and node.value in self.imports.aliases) or id(node) in self._planned
         for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, (tuple, list)):
@@ -412,6 +415,11 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         return hot
 
     def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._planned and id(node) in self._planned:
+            edit = self._plans.get(node)
+            if edit is not None and not edit.descend:  # the planner's alone: its hooks, not its children
+                super().on_visit(node)
+                return False
         if self._hot is not None and id(node) not in self._hot and type(node) not in _STATEMENT_TYPES \
                 and isinstance(node, _SKIPPABLE):
             super().on_visit(node)  # its own hooks run (and their leave_ counterparts): not its children
@@ -439,7 +447,17 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         return super().on_visit(node)
 
     def on_leave(self, original_node, updated_node):
+        planned = False
+        if self._planned and id(original_node) in self._planned and type(original_node) is not cst.Call:
+            edit = self._plans.get(original_node)
+            if edit is not None:  # (a call's edit takes the place of its rule: _translate_call)
+                edit.applied = True
+                new = edit.apply(original_node, updated_node)
+                planned = new is not updated_node
+                updated_node = new
         out = super().on_leave(original_node, updated_node)
+        if planned:
+            self._changes += 1
         if type(original_node) in _STATEMENT_TYPES:
             self._element_notes.clear()  # elements left unplaced: their statement takes the comments
             mark = self._statements.pop()
@@ -584,12 +602,17 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         when its rule refused it."""
         if id(original_node) in self.ctx.settled:
             return updated_node
+        if self._planned and id(original_node) in self._planned:
+            edit = self._plans.get(original_node)
+            if edit is not None:
+                edit.applied = True
+                return edit.apply(original_node, updated_node)
         q = self.qualname(updated_node.func)
         if q is None or not self.imports.is_source(q):
             return updated_node
         rule = self.ctx.pack.by_name.get(q)
         if rule is None or rule.kind == "constant":
-            self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no tf2torch rule yet; translate it by hand",
+            self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no {self.ctx.direction.name} rule yet; translate it by hand",
                             original_node, api=q)
             return updated_node
         if rule.kind == "layer" and id(original_node) in self._members:

@@ -3,6 +3,7 @@ target imports the emitted code needs (where the first source import stood)."""
 from __future__ import annotations
 
 import io
+import re
 import tokenize
 
 import libcst as cst
@@ -153,6 +154,36 @@ def used_names_in(text: str) -> set[str] | None:
     return used
 
 
+class _AllBut:
+    """The names used by a text where only ``unused`` are known unused: every other name counts as
+    used (an import the check did not look at is kept)."""
+
+    def __init__(self, unused: set[str]):
+        self.unused = unused
+
+    def __contains__(self, name: object) -> bool:
+        return name not in self.unused
+
+
+_IMPORT_LINE = re.compile(r"\s*(?:import\s|from\s+\.*[\w.]*\s+import\s)")
+
+
+def _may_reference(text: str, names: set[str]) -> bool:
+    """Whether ``text`` may refer to one of ``names``: False only when every occurrence of each as
+    a word (not after a dot) is on a line that starts an import or in a comment after code with no
+    quote (the cheap test; True sends the caller to the exact one, :func:`used_names_in`)."""
+    pattern = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b")
+    for m in pattern.finditer(text):
+        line = text[text.rfind("\n", 0, m.start()) + 1:m.start()]
+        if _IMPORT_LINE.match(line) and "(" not in line and "\\" not in line:
+            continue
+        hash_at = line.find("#")
+        if hash_at >= 0 and "'" not in line[:hash_at] and '"' not in line[:hash_at]:
+            continue
+        return True
+    return False
+
+
 def _prune_body(body, used: set[str], is_source: IsSource) -> list:
     out = []
     changed = False
@@ -242,10 +273,15 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
         def render(m: cst.Module) -> str:
             return m.code
     text = render(module)
-    used = used_names_in(text)
-    if used is None:
-        used = used_names(module)
-    if source_aliases - used:
+    if source_aliases and not _may_reference(text, source_aliases):
+        # every mention of a source name is in an import line or a comment: all of them unused,
+        # known without tokenizing the output (the common case once a file is translated)
+        used: set[str] | _AllBut = _AllBut(source_aliases)
+    else:
+        used = used_names_in(text)
+        if used is None:
+            used = used_names(module)
+    if any(a not in used for a in source_aliases):
         module = module.with_changes(body=_prune_body(module.body, used, is_source))
         text = render(module)
     return module, text

@@ -19,6 +19,7 @@ from fwport.core.imports import add_imports, prune_imports
 from fwport.core.names import collect_imports
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.result import FileResult, Status
+from fwport.core.rewrite import rewrite
 from fwport.core.rule import Pack, load_pack
 
 
@@ -101,17 +102,19 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
         module = new
     # the rule pass translates calls, reports what it leaves (no rule, refused, residue) and leaves
     # every error as a `# fwport:` comment above its statement, the earlier passes' ones included
-    relevant: list[int] | None = _lines_mentioning(source, imports)
-    if not comments and len(relevant) * 4 > _count_lines(source) * 3:
-        # nearly every line has work to do and no comment waits for a line: statement spans (a
-        # render of the tree) would cost more than the few statements they let the pass skip
+    if not comments:
+        # no comment waits for a line: the rule pass finds the statements with work inside by their
+        # names (RuleTransformer._mark_hot), a walk several times cheaper than the render that
+        # statement spans (lines) would cost
         spans: dict = {}
-        relevant = None
+        relevant: list[int] | None = None
     else:
         spans, lines = statement_spans(module, layout)
-        relevant = relevant if lines == _count_lines(source) else None
+        # (a statement holding a planned edit may mention no imported name: none is skipped then)
+        relevant = _lines_mentioning(source, imports) if lines == _count_lines(source) and not ctx.plans else None
     rules = RuleTransformer(ctx, comments, spans, relevant)
-    new = module.visit(rules)
+    new = rewrite(module, rules)
+    ctx.plans.check_applied()
     _locate(module, ctx, None, layout)
     module = new
 

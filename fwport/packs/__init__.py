@@ -7,11 +7,13 @@ loads packs by these names and never imports a pack module itself.
 #: direction name → the module that defines its DIRECTION
 PACKS = {
     "tf2torch": "fwport.packs.tf2torch",
+    "torch2jax": "fwport.packs.torch2jax",
 }
 
 #: the one-line help of `fwport <name>` in `fwport --help` (listing commands imports no pack)
 HELP = {
     "tf2torch": "Translate TensorFlow/Keras source to PyTorch.",
+    "torch2jax": "Translate PyTorch source to JAX/Equinox (+ optax).",
 }
 
 #: the direction used when none is named (``fwport.translate_source(text)``)

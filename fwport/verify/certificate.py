@@ -36,10 +36,7 @@ def _row(e: dict, name_key: str = "name") -> str:
     return f"  {mark} {str(e.get(name_key)):<34} abs {_num(e.get('max_abs'))}  rel {_num(e.get('max_rel'))}{src}{shape}{detail}{note}"
 
 
-def render(cert: dict, verbose: bool = False) -> str:
-    lines = []
-    v = cert.get("versions", {})
-    dev = cert.get("device", {})
+def _keras_header(cert: dict, lines: list, v: dict, dev: dict) -> None:
     lines.append(f"fwport verify: {cert.get('original')} ({cert.get('model')}) vs {cert.get('translated')} "
                  f"({cert.get('translated_model')})")
     lines.append(f"  Keras {cert['keras']['major']} ({v.get('keras', '?')}, TensorFlow {v.get('tensorflow', '?')}) on "
@@ -48,15 +45,33 @@ def render(cert: dict, verbose: bool = False) -> str:
     lines.append(f"  inputs {', '.join(cert.get('inputs', []))} (seed {cert.get('seed')}, {cert.get('dtype')}, "
                  f"layout {cert.get('layout', {}).get('inputs')}); tolerance rtol {tol.get('rtol')} atol {tol.get('atol')} "
                  "× max|keras|")
+
+
+def render(cert: dict, verbose: bool = False) -> str:
+    lines = []
+    v = cert.get("versions", {})
+    dev = cert.get("device", {})
+    if cert.get("direction") == "torch2jax":
+        from fwport.verify.torch2jax import render_header
+        lines += render_header(cert)
+    else:
+        _keras_header(cert, lines, v, dev)
     res = cert.get("results", {})
     for group, title in (("outputs", "forward (inference mode)"), ("input_gradients", "gradients w.r.t. inputs"),
-                         ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)")):
+                         ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)"),
+                         ("train", "training (the files' own step function)"),
+                         ("losses", "losses the training function returns"), ("trained", "parameters after training")):
         es = res.get(group) or []
         if not es:
             continue
+        if group == "train":
+            tr = cert.get("train", {})
+            lines.append(f"  {tr.get('steps')} steps of {tr.get('step')}({', '.join(tr.get('batch', []))}); optimizer "
+                         f"{tr.get('optimizer')}; tolerance rtol {tr.get('rtol')} atol {tr.get('atol')} × max|keras|"
+                         + (f"; {tr['note']}" if tr.get("note") else ""))
         bad = [e for e in es if not e.get("ok")]
         lines.append(f"{title}: {len(es) - len(bad)}/{len(es)} within tolerance")
-        for e in es if (verbose or group in ("outputs", "input_gradients")) else bad:
+        for e in es if (verbose or group in ("outputs", "input_gradients")) else bad or es[:0]:
             lines.append(_row(e))
     layers = res.get("layers") or []
     if layers and (verbose or cert.get("verdict") != "pass"):

@@ -9,7 +9,7 @@ import sys
 
 import click
 
-CHECKS = ("forward", "grad", "step")
+CHECKS = ("forward", "grad", "step", "train")
 
 
 def _json_arg(text: str | None, what: str) -> dict:
@@ -47,7 +47,7 @@ def _fail(e) -> None:
 @click.option("--translated-model", help="Its name in TRANSLATED when it differs.")
 @click.option("--args", "args", help="Constructor/builder keyword arguments as a JSON object.")
 @click.option("--input", "inputs", multiple=True, help="dtype[d0,d1,...][:high], in the original's layout; repeatable.")
-@click.option("--check", "check", default="forward,grad", show_default=True, help="forward,grad,step")
+@click.option("--check", "check", default="forward,grad", show_default=True, help="forward,grad,step,train")
 @click.option("--dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True)
 @click.option("--device", type=click.Choice(["auto", "cpu", "cuda"]), default="auto", show_default=True)
 @click.option("--rtol", type=float, help="Relative tolerance (default: 1e-5 for float32, 1e-10 for float64).")
@@ -57,17 +57,22 @@ def _fail(e) -> None:
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--lr", type=float, default=0.1, show_default=True, help="Learning rate of the --check step SGD step.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per framework request.")
+@click.option("--train-step", "train_step", help="--check train: the training-step function of both files, "
+              "called once per batch (default: train_step).")
+@click.option("--batch", "batch", multiple=True, help="--check train: one argument of the step function per "
+              "option, as dtype[d0,...][:high] (labels: int64[8]:10); repeatable.")
+@click.option("--steps", type=int, default=3, show_default=True, help="--check train: optimizer steps (one batch each).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the certificate here.")
 @click.option("-v", "--verbose", is_flag=True, help="List every tensor, not only the failing ones.")
 def verify_command(original, translated, model, translated_model, args, inputs, check, dtype, device, rtol, atol,
-                   keras, direction, seed, lr, timeout, json_path, verbose) -> None:
+                   keras, direction, seed, lr, timeout, train_step, batch, steps, json_path, verbose) -> None:
     """Prove TRANSLATED computes the same model as ORIGINAL: exit 0 pass, 1 mismatch, 2 error."""
     from fwport.verify.certificate import render, write_json
     from fwport.verify.run import Options, VerifyError, verify
 
     opts = Options(original, translated, model, translated_model, _json_arg(args, "--args"), list(inputs),
                    _checks(check), dtype, device, rtol, atol, int(keras) if keras else None, direction, seed,
-                   timeout, lr)
+                   timeout, lr, train_step=train_step or "train_step", batch=list(batch), steps=steps)
     try:
         cert = verify(opts)
     except VerifyError as e:

@@ -302,8 +302,55 @@ def run(req: dict) -> dict:
         for k, v in variables.items():  # leave the model as the forward check saw it
             v.assign(initial[k])
 
+    if "train" in checks:
+        _train(req, ns, moves, variables, arrays)
+
     np.savez(req["out"], **arrays)
     return resp
+
+
+def _train(req: dict, ns: dict, moves: list, variables: dict, arrays: dict) -> None:
+    """--check train: the file's own step function, once per batch; its losses and the variables after."""
+    fn = ns.get(req["train_step"])
+    if not callable(fn):
+        raise UserError(f"no training-step function {req['train_step']!r} in the original (--train-step)")
+    adams = _torch_epsilon(ns)
+    losses = []
+    with np.load(req["batches"]) as z:
+        for step in range(req["steps"]):
+            for opt, eps, var in adams:
+                t = int(_np(opt.iterations)) + 1
+                var.assign(eps * (1.0 - float(opt.beta_2) ** t) ** 0.5)
+            out = fn(*[tf.constant(z[f"b{step}_{i}"]) for i in range(req["n_args"])])
+            out = _flatten(out)[0] if out is not None else None
+            losses.append(float(_np(out).mean()) if out is not None else float("nan"))
+    arrays["train_loss"] = np.asarray(losses, dtype=np.float64)
+    for k, v in _state(moves, variables).items():
+        arrays[f"t:{k}"] = v
+
+
+def _torch_epsilon(ns: dict) -> list:
+    """Keras Adam/AdamW add epsilon to sqrt(v) before the bias correction, torch after it: a torch eps
+    acts like a Keras epsilon of eps·sqrt(1 - beta_2**t) at step t. Keras RMSprop/Adagrad add it inside
+    the square root, torch outside. The translation keeps the value and says so (an `approximate`
+    warning); here the Keras optimizers get torch's placement (Adam: that per-step epsilon, returned
+    as (optimizer, epsilon, variable) to set before each step; RMSprop/Adagrad: epsilon**2), so that
+    --check train measures the translation, not this known placement (docs/verify.md)."""
+    out = []
+    found = list(ns.values())
+    found += [getattr(v, "optimizer", None) for v in found if isinstance(v, keras.Model)]  # compile's
+    for v in found:
+        if type(v).__name__ in ("RMSprop", "Adagrad") and hasattr(v, "epsilon"):
+            # epsilon inside the square root in Keras, outside in torch: sqrt(v + eps**2) is
+            # sqrt(v) + eps to within (sqrt(2) - 1) eps, i.e. torch's placement (set before tracing)
+            object.__setattr__(v, "epsilon", float(v.epsilon) ** 2)
+            continue
+        if isinstance(v, keras.optimizers.Adam) or type(v).__name__ in ("Adam", "AdamW"):
+            eps = float(v.epsilon)
+            var = tf.Variable(eps, trainable=False, dtype="float32")
+            object.__setattr__(v, "epsilon", var)
+            out.append((v, eps, var))
+    return out
 
 
 def _all_layers(model):

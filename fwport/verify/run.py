@@ -25,6 +25,11 @@ HERE = Path(__file__).resolve().parent
 TOLERANCES = {"float32": (1e-5, 1e-5), "float64": (1e-10, 1e-10)}
 DEFAULT_TIMEOUT = 600.0
 DEFAULT_LR = 0.1
+# --check train: the trained parameters and the losses, per optimizer the user code creates (found in
+# the translation); measured on the fixtures, see docs/verify.md. Keras Adam's epsilon sits outside
+# the bias correction and RMSprop's/Adagrad's inside the square root: torch cannot place them alike.
+TRAIN_TOLERANCES = {"default": (1e-5, 1e-5), "torch.optim.Adam": (1e-5, 3e-5), "torch.optim.AdamW": (1e-5, 3e-5),
+                    "torch.optim.RMSprop": (1e-5, 1e-4), "torch.optim.Adagrad": (1e-5, 1e-4)}
 
 
 class VerifyError(Exception):
@@ -225,6 +230,9 @@ class Options:
     weights_file: str | None = None  # load this Keras checkpoint instead of random values
     kind: str = "model"  # "function": NAME is a plain tensor function (no weights), called with the inputs
     torch_state_file: str | None = None  # (fwport weights --check) torch loads this checkpoint, not the transfer
+    train_step: str = "train_step"  # --check train: the step function of both files, called once per batch
+    batch: list[str] = field(default_factory=list)  # --check train: the step function's arguments (specs)
+    steps: int = 3  # --check train: optimizer steps, one batch each
 
 
 def detect_direction(original: str, translated: str) -> str:
@@ -232,7 +240,7 @@ def detect_direction(original: str, translated: str) -> str:
     if mentions_source(original) and "torch" in translated:
         return "tf2torch"
     if "torch" in original and ("jax" in translated or "equinox" in translated):
-        raise VerifyError("PyTorch → JAX verification needs the torch2jax pack, which does not exist yet", kind="user")
+        return "torch2jax"
     raise VerifyError("cannot tell the direction from the two files (the original should use TensorFlow/Keras, "
                       "the translation PyTorch): give --direction tf2torch", kind="user")
 
@@ -343,6 +351,9 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
     original = _read(opts.original, "original")
     translated = _read(opts.translated, "translation")
     direction = opts.direction or detect_direction(original, translated)
+    if direction == "torch2jax":
+        from fwport.verify import torch2jax
+        return torch2jax.verify(opts, session)
     if direction != "tf2torch":
         raise VerifyError(f"direction {direction!r} is not supported yet (tf2torch is)", kind="user")
     keras_major, keras_why = detect_keras_version(original, opts.keras)
@@ -371,6 +382,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
     specs = [s.with_dtype(opts.dtype) for s in specs]
     xs = make_inputs(specs, opts.seed)
     points = _capture_plan(original, translated, name, records, info)
+    train_tol = _train_tolerance(translated, opts) if "train" in opts.checks else None
     times["translate"] = time.perf_counter() - t0
 
     tmp = tempfile.TemporaryDirectory(prefix="fwport-verify-")
@@ -378,6 +390,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
     try:
         np.savez(d / "x_keras.npz", **{f"x{i}": x for i, x in enumerate(xs)})
         np.savez(d / "x_torch.npz", **{f"x{i}": to_target_layout(x, layout) for i, x in enumerate(xs)})
+        train = _train_batches(opts, d, layout) if "train" in opts.checks else {}
         kw = session.worker("keras", keras_major, opts.device)
         tw = session.worker("torch", 0, opts.device)
         t_start = time.perf_counter()
@@ -390,7 +403,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
                     inputs=str(d / "x_keras.npz"), out=str(d / "keras.npz"),
                     moves=[{"key": m.key, "layer": m.layer, "var": m.var, "rule": m.rule} for m in moves],
                     capture=sorted({p["layer"] for p in points}), checks=list(opts.checks), lr=opts.lr,
-                    weights_file=opts.weights_file)
+                    weights_file=opts.weights_file, **train)
         kresp = _ask(session, kw, kreq, opts.timeout)
         times["keras"] = time.perf_counter() - t_start
         tbuild = _receive(session, tw, opts.timeout)
@@ -429,6 +442,13 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
                                  "max_abs": None, "max_rel": None}
         cert = _certificate_base(opts, direction, keras_major, keras_why, specs, rtol, atol, kresp, tbuild,
                                  records, layout, out_layout)
+        if train_tol is not None:
+            cert["train"] = {"step": opts.train_step, "steps": opts.steps, "batch": list(opts.batch),
+                             "optimizer": train_tol[0], "rtol": train_tol[1], "atol": train_tol[2]}
+            if any(n in train_tol[0] for n in ("Adam", "RMSprop", "Adagrad")):
+                cert["train"]["note"] = ("Keras ran with torch's epsilon placement (Adam: epsilon·sqrt(1-beta_2**t) per "
+                                         "step; RMSprop/Adagrad: epsilon**2 inside the root); the translation's "
+                                         "approximate warning states that difference")
         if problems:
             cert.update(verdict="mismatch", problems=problems, first_diverging=first_bad)
             times["transfer"] = time.perf_counter() - t1
@@ -445,7 +465,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
         t2 = time.perf_counter()
         tresp = _ask(session, tw, {"op": "run", "weights": opts.torch_state_file or str(d / "state.npz"), "R": str(d / "R.npz"),
                                    "out": str(d / "torch.npz"), "checks": list(opts.checks), "lr": opts.lr,
-                                   "capture": sorted({p["torch"] for p in points})}, opts.timeout)
+                                   "capture": sorted({p["torch"] for p in points}),
+                                   **({**train, "batches": train["batches_torch"]} if train else {})}, opts.timeout)
         times["torch_run"] = time.perf_counter() - t2
         if "load_error" in tresp:
             cert.update(verdict="mismatch", problems=[f"loading the transferred state: {tresp['load_error']}"])
@@ -499,7 +520,8 @@ def _certificate_base(opts, direction, keras_major, keras_why, specs, rtol, atol
 
 
 def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, layout, xs, rtol, atol, opts) -> None:
-    results: dict[str, list] = {"outputs": [], "gradients": [], "input_gradients": [], "step": [], "layers": []}
+    results: dict[str, list] = {"outputs": [], "gradients": [], "input_gradients": [], "step": [], "train": [],
+                                "layers": []}
     for i in range(n_out):
         k = K[f"out{i}"]
         t = to_source_layout(T[f"out{i}"], out_layout) if f"out{i}" in T else np.zeros(0)
@@ -540,6 +562,8 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
                 note = "torch running_var = unbiased (n/(n-1))" if f"bvar:{m.key}" in K else ""
                 results["step"].append({"name": m.target, "source": m.source_name, "rule": m.rule, **r,
                                         **({"note": note} if note else {})})
+    if "train" in opts.checks:
+        _compare_train(results["train"], K, T, moves, kresp, cert["train"])
     first = None
     prev_t = None  # the torch activation before this point (to undo a channels-first Flatten's order)
     flat_map = None
@@ -588,6 +612,58 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
                 break
     cert["problems"] = [f"{g}: {e.get('name')}" + (f" (from {e['source']})" if e.get("source") else "") +
                         (f": {e['detail']}" if e.get("detail") else "") for g, e in failed]
+
+
+# --- --check train ------------------------------------------------------------------------------------
+
+def _train_tolerance(translated: str, opts: Options) -> tuple[str, float, float]:
+    """(optimizer, rtol, atol) for --check train: the loosest of the optimizers the translation creates,
+    unless --rtol/--atol say otherwise."""
+    import re as _re
+    found = sorted(set(_re.findall(r"\b(?:torch\.)?optim\.(\w+)\(", translated)))
+    names = [f"torch.optim.{n}" for n in found]
+    tol = max((TRAIN_TOLERANCES.get(n, TRAIN_TOLERANCES["default"]) for n in names), default=TRAIN_TOLERANCES["default"])
+    return (", ".join(names) or "none found", opts.rtol if opts.rtol is not None else tol[0],
+            opts.atol if opts.atol is not None else tol[1])
+
+
+def _train_batches(opts: Options, d: Path, layout: str) -> dict:
+    """The batches of --check train, one .npz per side (float inputs of an NCHW model channels-first)."""
+    if not opts.batch:
+        raise VerifyError("--check train needs the step function's arguments: --batch 'float32[8,20]' "
+                          "--batch 'int64[8]:10' (one per argument)", kind="user")
+    if opts.steps < 1:
+        raise VerifyError("--steps must be at least 1", kind="user")
+    try:
+        specs = [InputSpec.parse(s).with_dtype(opts.dtype) for s in opts.batch]
+    except SpecError as e:
+        raise VerifyError(str(e), kind="user") from None
+    keras_b, torch_b = {}, {}
+    for step in range(opts.steps):
+        for i, x in enumerate(make_inputs(specs, opts.seed + 1000 + step)):
+            keras_b[f"b{step}_{i}"] = x
+            torch_b[f"b{step}_{i}"] = to_target_layout(x, layout) if x.dtype.kind == "f" else x
+    np.savez(d / "batches_keras.npz", **keras_b)
+    np.savez(d / "batches_torch.npz", **torch_b)
+    return {"train_step": opts.train_step, "steps": opts.steps, "n_args": len(specs),
+            "batches": str(d / "batches_keras.npz"), "batches_torch": str(d / "batches_torch.npz")}
+
+
+def _compare_train(out: list, K: dict, T: dict, moves, kresp, train: dict) -> None:
+    """The loss of every step, then every trainable parameter after the last step."""
+    rtol, atol = train["rtol"], train["atol"]
+    k_loss, t_loss = K.get("train_loss"), T.get("train_loss")
+    if k_loss is not None and t_loss is not None and k_loss.size and not np.isnan(k_loss).all():
+        for i, (a, b) in enumerate(zip(k_loss, t_loss)):
+            out.append({"name": f"loss at step {i + 1}", **compare(np.asarray(a), np.asarray(b), rtol, atol)})
+    trainable = set(kresp.get("trainable", []))
+    P = transfer(K, [m for m in moves if m.key in trainable], "t:")
+    for m in moves:
+        if m.target in P:
+            r = compare(P[m.target], T.get(f"t:{m.target}", np.zeros(0)), rtol, atol)
+            out.append({"name": m.target, "source": m.source_name, "rule": m.rule, **r})
+    if not out:
+        out.append({"name": "train", "ok": False, "detail": "no trainable parameter was compared"})
 
 
 # --- fwport weights --------------------------------------------------------------------------------------

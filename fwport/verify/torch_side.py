@@ -39,6 +39,10 @@ class _BlockSourceFrameworks:
         return None
 
 
+# torch.optim imports torch._dynamo on first use, which probes for tensorflow with find_spec: import
+# it before the block (a probe must find nothing, not fail)
+import torch._dynamo  # noqa: E402,F401
+
 sys.meta_path.insert(0, _BlockSourceFrameworks())
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -121,7 +125,7 @@ def build(req: dict) -> dict:
         _call(model, xs)  # materialises lazy modules
     model = model.to(dtype=dtype)
     _STATE.clear()
-    _STATE.update(model=model, xs=xs, xs_np=xs_np, device=dev, dtype=dtype)
+    _STATE.update(model=model, xs=xs, xs_np=xs_np, device=dev, dtype=dtype, ns=ns)
     return {"versions": versions(), "device": str(dev) + (f" ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else ""),
             "state": {n: list(t.shape) for n, t in _state_items(model)}}
 
@@ -245,8 +249,33 @@ def run(req: dict) -> dict:
         model.zero_grad(set_to_none=True)
         model.eval()
         _load(model, state)
+    if "train" in checks:
+        _train(req, model, arrays)
+        _load(model, state)
     np.savez(req["out"], **arrays)
     return resp
+
+
+def _train(req: dict, model, arrays: dict) -> None:
+    """--check train: the translation's own step function, once per batch; its losses and the parameters after."""
+    fn = _STATE["ns"].get(req["train_step"])
+    if not callable(fn):
+        raise UserError(f"no training-step function {req['train_step']!r} in the translation (--train-step)")
+    dev = _STATE["device"]
+    losses = []
+    with np.load(req["batches"]) as z:
+        for step in range(req["steps"]):
+            args = []
+            for i in range(req["n_args"]):
+                a = torch.from_numpy(z[f"b{step}_{i}"]).to(dev)
+                args.append(a.to(_STATE["dtype"]) if a.is_floating_point() else a)
+            out = fn(*args)
+            out = _flatten(out)[0] if out is not None else None
+            losses.append(float(out.detach().double().mean()) if isinstance(out, torch.Tensor) else
+                          float("nan") if out is None else float(out))
+    arrays["train_loss"] = np.asarray(losses, dtype=np.float64)
+    for name, p in model.named_parameters():
+        arrays[f"t:{name}"] = _np(p)
 
 
 def save(req: dict) -> dict:

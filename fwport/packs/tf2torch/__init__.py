@@ -16,7 +16,7 @@ import re
 
 from fwport.core.direction import CliOption, Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
-from fwport.packs.tf2torch import layer, ops, values  # noqa: F401  (they register the named transforms)
+from fwport.packs.tf2torch import layer, ops, optim, values  # noqa: F401  (they register the named transforms)
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
 from fwport.packs.tf2torch.registry import TRANSFORMS
 
@@ -108,6 +108,7 @@ DIRECTION = Direction(
     summary="TensorFlow 2 / Keras (tf.keras, Keras 3, tf_keras) → PyTorch",
     source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT),
     mentions=re.compile(r"\b(tensorflow|keras|tf_keras)\b"),
+    source_title="TensorFlow/Keras",
     planners=PLANNERS,
     finish=FINISH,
     spellings=(

@@ -215,8 +215,25 @@ def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> list[tuple[
     return []
 
 
+_FUNCTION_STABLE: dict[int, tuple[cst.FunctionDef, tuple[set[str], set[str]]]] = {}
+
+
 def function_stable(fn: cst.FunctionDef) -> tuple[set[str], set[str]]:
-    """(stable names, all names bound) of a function: its parameters that it never rebinds."""
+    """(stable names, all names bound) of a function: its parameters that it never rebinds.
+
+    Kept by the function node's identity (nodes never change; the node is held so that its id is
+    not reused): every layer built in one function asks about the same function."""
+    hit = _FUNCTION_STABLE.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    if len(_FUNCTION_STABLE) > 256:
+        _FUNCTION_STABLE.clear()
+    result = _function_stable(fn)
+    _FUNCTION_STABLE[id(fn)] = (fn, result)
+    return result
+
+
+def _function_stable(fn: cst.FunctionDef) -> tuple[set[str], set[str]]:
     counts = bindings(fn.body)
     params = fn.params
     names = [p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]]

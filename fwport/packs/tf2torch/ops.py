@@ -623,7 +623,8 @@ def bias_add(m, ctx):
     spatial = {None: 0, "NHWC": 0, "NWC": 0, "NDHWC": 0, "N...C": 0, "channels_last": 0,
                "NCW": 1, "NCHW": 2, "NCDHW": 3}.get(fmt, -1)
     if spatial < 0:
-        m.fail(ctx, "unsupported-argument", f"data_format={fmt!r}: write one of NHWC, NCHW, NCW, NCDHW "
+        written = repr(fmt) if fmt is not NOT_LITERAL else _code(m.extras["data_format"])
+        m.fail(ctx, "unsupported-argument", f"data_format={written}: write one of NHWC, NCHW, NCW, NCDHW "
                "(channels_first needs the input rank, which is not known here)")
         return None
     bias = _code(_atom(b)) + ("" if not spatial else "[:" + ", None" * spatial + "]")

@@ -10,13 +10,19 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
-from fwport.packs.tf2torch.passes import decorators, functional, model_api, sequential, subclass
+from fwport.packs.tf2torch.passes import decorators, functional, model_api, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
                   "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states")
 
 PLANNERS: tuple[Planner, ...] = (
+    # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
+    # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
+    # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
+    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|\.\s*(?:compile|fit|evaluate|predict)"
+                                   r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
+                                   r"MeanAbsoluteError|Huber)\b"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
     # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
@@ -30,4 +36,6 @@ PLANNERS: tuple[Planner, ...] = (
             decorators.run),
 )
 # steps that remove lines, once every finding is located
-FINISH = (decorators.finish, functional.finish)
+# (functional.finish before training.finish: it finds its builders by the places they had in the
+# module, and training.finish inserts the fit helpers after the imports)
+FINISH = (decorators.finish, functional.finish, training.finish)

@@ -1,15 +1,19 @@
-"""Structural pass: ``@tf.function`` (and autograph's ``do_not_convert``) removed, or
-``@torch.compile`` with the ``compile`` option.
+"""Planner: ``@tf.function`` (and autograph's ``do_not_convert``) removed, or ``@torch.compile``
+with the ``compile`` option.
 
 Every spelling is resolved through the file's imports with local shadowing respected
 (``@tf.function``, ``@tf.function(jit_compile=True)``, ``from tensorflow import function``;
 ``tf.function(fn)`` as a call becomes ``fn``).
 
-Passes must keep line structure (findings are located by line on each pass's input, and the
-``# fwport:`` comments are inserted by line at the end), but removing a decorator removes a line.
-So this pass only *marks* a decorator for removal (it becomes ``@__fwport_drop__`` on the same
-line) and :func:`finish` deletes the marked lines once every finding is located and every comment
-is inserted (``translate_source`` calls it last, before the imports are fixed).
+A read-only planner (fwport/core/plan.py): it walks only the top-level statements that mention a
+removable decorator, reports, and records an edit per decorator (the rule pass does not look
+inside it) and per ``tf.function(fn)`` call (the rule pass translates ``fn`` first, then the call
+becomes it). The rule pass applies them in its one walk over the tree.
+
+Removing a decorator removes a line, and findings and ``# fwport:`` comments are placed by line,
+so the edit only *marks* a decorator for removal (it becomes ``@__fwport_drop__`` on the same line)
+and :func:`finish` deletes the marked lines once every finding is located and every comment is
+inserted (``translate_source`` calls it last, before the imports are fixed).
 """
 from __future__ import annotations
 
@@ -20,6 +24,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
+from fwport.core.rewrite import rewrite
 
 #: Decorators that only matter to TensorFlow's graph tracing; eager PyTorch needs none of them.
 REMOVED = {
@@ -31,24 +36,15 @@ COMPILABLE = {"tensorflow.function"}
 MARK = "__fwport_drop__"
 
 
-class _Decorators(ScopedResolver, cst.CSTTransformer):
+class _Decorators(ScopedResolver, cst.CSTVisitor):
+    """Walks a statement (read-only) and plans an edit for each removable decorator and each
+    ``tf.function(fn)`` call."""
+
     def __init__(self, ctx: FileContext):
         super().__init__()
         self.ctx = ctx
         self._init_scopes(ctx.imports)
-        self.decisions: dict[int, tuple[str, str]] = {}  # id(decorator) -> (qualified name, spelling)
         self.compile = bool(ctx.options.get("compile"))
-        self.settled: set[int] = set()  # settled nodes of the rebuilt statements, by their new ids
-        self.rebuilt: set[int] = set()  # ... by their old ids
-
-    def on_leave(self, original_node, updated_node):
-        out = super().on_leave(original_node, updated_node)
-        # nodes an earlier pass settled keep that status in the rebuilt tree
-        if id(original_node) in self.ctx.settled:
-            self.rebuilt.add(id(original_node))
-            if isinstance(out, cst.CSTNode):
-                self.settled.add(id(out))
-        return out
 
     def _decorated(self, node: cst.FunctionDef | cst.ClassDef) -> None:
         # decorators are evaluated in the enclosing scope: resolve them before the function's
@@ -57,7 +53,7 @@ class _Decorators(ScopedResolver, cst.CSTTransformer):
             target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             q = self.qualname(target)
             if q in REMOVED:
-                self.decisions[id(d)] = (q, cst.Module([]).code_for_node(target))
+                self._plan_decorator(d, q, cst.Module([]).code_for_node(target))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         self._decorated(node)
@@ -67,37 +63,38 @@ class _Decorators(ScopedResolver, cst.CSTTransformer):
         self._decorated(node)
         return None
 
-    def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
-        decision = self.decisions.get(id(original_node))
-        if decision is None:
-            return updated_node
-        q, spelled = decision
-        args = isinstance(original_node.decorator, cst.Call) and original_node.decorator.args
+    def _plan_decorator(self, d: cst.Decorator, q: str, spelled: str) -> None:
+        args = isinstance(d.decorator, cst.Call) and d.decorator.args
         dropped = " (its arguments have no PyTorch meaning and were dropped)" if args else ""
+        ctx = self.ctx
         if self.compile and q in COMPILABLE:
-            self.ctx.report(Severity.INFO, "decorator-removed",
-                            f"@{spelled} replaced by @torch.compile{dropped}", original_node)
-            return updated_node.with_changes(decorator=self.ctx.spell("torch.compile"))
-        self.ctx.report(Severity.INFO, "decorator-removed", f"@{spelled} removed: {REMOVED[q]}{dropped}", original_node)
-        self.ctx.options["_drop_decorators"] = True
-        return updated_node.with_changes(decorator=cst.Name(MARK))
+            ctx.report(Severity.INFO, "decorator-removed", f"@{spelled} replaced by @torch.compile{dropped}", d)
+            ctx.plans.add(d, lambda orig, upd: upd.with_changes(decorator=ctx.spell("torch.compile")),
+                          descend=False, by="decorators")
+            return
+        ctx.report(Severity.INFO, "decorator-removed", f"@{spelled} removed: {REMOVED[q]}{dropped}", d)
+        ctx.options["_drop_decorators"] = True
+        ctx.plans.add(d, lambda orig, upd: upd.with_changes(decorator=cst.Name(MARK)), descend=False, by="decorators")
 
-    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+    def leave_Call(self, node: cst.Call) -> None:
         # tf.function(fn, ...) used as a function: the wrapped callable itself (or torch.compile(fn))
-        if self.qualname(original_node.func) not in COMPILABLE:
-            return updated_node
-        positional = [a for a in updated_node.args if a.keyword is None and not a.star]
-        if len(positional) != 1 or any(a.star for a in updated_node.args):
-            return updated_node  # tf.function(**kw) / tf.function() factories: the rule pass reports them
-        fn = positional[0].value
-        dropped = " (its other arguments were dropped)" if len(updated_node.args) > 1 else ""
+        if self.qualname(node.func) not in COMPILABLE:
+            return
+        positional = [i for i, a in enumerate(node.args) if a.keyword is None and not a.star]
+        if len(positional) != 1 or any(a.star for a in node.args):
+            return  # tf.function(**kw) / tf.function() factories: the rule pass reports them
+        i = positional[0]
+        dropped = " (its other arguments were dropped)" if len(node.args) > 1 else ""
+        ctx = self.ctx
         if self.compile:
-            self.ctx.report(Severity.INFO, "decorator-removed",
-                            f"tf.function(...) replaced by torch.compile(...){dropped}", original_node)
-            return cst.Call(self.ctx.spell("torch.compile"), [cst.Arg(fn)])
-        self.ctx.report(Severity.INFO, "decorator-removed",
-                        f"tf.function(...) removed around the function: PyTorch runs eagerly{dropped}", original_node)
-        return fn
+            ctx.report(Severity.INFO, "decorator-removed",
+                       f"tf.function(...) replaced by torch.compile(...){dropped}", node)
+            ctx.plans.add(node, lambda orig, upd: cst.Call(ctx.spell("torch.compile"), [cst.Arg(upd.args[i].value)]),
+                          by="decorators")
+            return
+        ctx.report(Severity.INFO, "decorator-removed",
+                   f"tf.function(...) removed around the function: PyTorch runs eagerly{dropped}", node)
+        ctx.plans.add(node, lambda orig, upd: upd.args[i].value, by="decorators")
 
 
 class _Candidates(cst.CSTVisitor):
@@ -119,28 +116,18 @@ class _Candidates(cst.CSTVisitor):
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """Plans the edits (see the module docstring) and returns ``module`` itself: nothing is rewritten here."""
     parsed = ctx.analyses.get("parsed")
     if parsed is not None and not _may_mention(parsed[1], ctx):
         # no spelling in the source can resolve to a removable decorator (and the passes before
         # this one write torch, never one)
         return module
-    # only the top-level statements that mention a removable decorator are rewritten; the others
-    # stay the very same nodes (a transformer rebuilds every node it visits)
-    relevant = []
-    for i, stmt in enumerate(module.body):
+    for stmt in module.body:
         guard = _Candidates(ctx)
         scan(stmt, guard)
         if guard.found:
-            relevant.append(i)
-    if not relevant:
-        return module  # untouched: node identities (ctx.settled) stay valid
-    t = _Decorators(ctx)
-    body = list(module.body)
-    for i in relevant:
-        body[i] = body[i].visit(t)
-    # settled nodes of the statements left alone keep their identity; the old ids of rebuilt ones go
-    ctx.settled = (ctx.settled - t.rebuilt) | t.settled
-    return module.with_changes(body=body)
+            scan(stmt, _Decorators(ctx))
+    return module
 
 
 _LAST_PARTS = re.compile(r"\b(?:function|do_not_convert)\b")
@@ -181,4 +168,4 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Remove the decorators :func:`run` marked; call after findings and comments are placed."""
     if not ctx.options.pop("_drop_decorators", False):
         return module
-    return module.visit(_Drop())
+    return rewrite(module, _Drop())

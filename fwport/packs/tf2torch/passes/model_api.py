@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.rewrite import rewrite
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
 from fwport.core.engine import code, comment_error
@@ -86,7 +87,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         v = _MethodCalls()
         scan(stmt, v)
         if v.found:
-            body[i] = stmt.visit(p)
+            body[i] = rewrite(stmt, p)
             changed = True
     return module.with_changes(body=body) if changed else module
 

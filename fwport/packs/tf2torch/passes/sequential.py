@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.rewrite import rewrite
 from fwport.core.bind import literal_value
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
@@ -46,7 +47,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     settled = ctx.settled
     for i in relevant:
         p.hot = marked(body[i], lambda n: type(n) is cst.Call or id(n) in settled)
-        body[i] = body[i].visit(p)
+        body[i] = rewrite(body[i], p)
     return module.with_changes(body=p._drop_input_adds(module.body, body))
 
 

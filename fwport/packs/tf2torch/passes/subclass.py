@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.rewrite import rewrite
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, expr, map_call, translate_layer
@@ -73,7 +74,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     body = list(module.body)
     for i in sorted(p.relevant):
         p.mark(body[i])
-        body[i] = body[i].visit(p)
+        body[i] = rewrite(body[i], p)
     p.expand_nested()
     return module.with_changes(body=body) if p.relevant else module
 

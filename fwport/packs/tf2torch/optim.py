@@ -1,0 +1,134 @@
+"""Call transforms for Keras optimizers and losses (rules/tf2torch/adam.toml, sparse-categorical-crossentropy.toml...).
+
+Both need what only the training pass (passes/training.py) knows, handed over in ``m.extras``:
+an optimizer the parameters it updates (``params``), a loss object that its calls were given torch's
+argument order (``calls_adapted``). Met anywhere else (passed to ``compile``, a loss called in a
+way the pass does not follow), the call is refused with an error saying what to write.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import _with_commas
+from fwport.packs.tf2torch.registry import call_transform
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
+    return cst.Arg(value, keyword=cst.Name(name), equal=_EQ)
+
+
+@call_transform("optimizer")
+def optimizer(m, ctx):
+    """``torch.optim.X(params, lr=..., ...)``: ``beta1``/``beta2`` (renamed ``beta_1``/``beta_2``)
+    become torch's ``betas`` tuple."""
+    target = m.rule.emit["target"]
+    params = m.extras.get("params")
+    if params is None:
+        m.fail(ctx, "unsupported-construct",
+               f"{m.rule.names[0].rsplit('.', 1)[-1]}(...): a torch optimizer takes the parameters it updates when "
+               f"it is created, and fwport cannot tell which here; write {target}(model.parameters(), ...) once the "
+               "model exists (fwport does it for `opt = ...` used by `opt.apply_gradients(zip(grads, "
+               "model.trainable_variables))`)")
+        return None
+    kwargs = dict(m.kwargs)
+    clipping = {k: kwargs.pop(k) for k in ("global_clipnorm", "clipvalue") if k in kwargs}
+    clipping = {k: v for k, v in clipping.items() if literal_value(v, NOT_LITERAL) is not None}
+    if clipping and not m.extras.get("clipping_handled"):
+        m.fail(ctx, "unsupported-argument",
+               f"{', '.join(clipping)}: torch optimizers do not clip; fwport writes the clip before step() in the "
+               "GradientTape steps it translates, and cannot here: call torch.nn.utils.clip_grad_norm_(params, c) "
+               "(global_clipnorm) or clip_grad_value_(params, c) (clipvalue) between backward() and step()")
+        return None
+    if "lr" in kwargs:  # the learning rate first, as torch code writes it
+        kwargs = {"lr": kwargs.pop("lr"), **kwargs}
+    b1, b2 = kwargs.pop("beta1", None), kwargs.pop("beta2", None)
+    args = [cst.Arg(params)]
+    for k, v in kwargs.items():
+        args.append(_kw(k, v))
+        if k == "lr" and (b1 is not None or b2 is not None):
+            args.append(_kw("betas", cst.Tuple([cst.Element(b1 or cst.Float("0.9")),
+                                                 cst.Element(b2 or cst.Float("0.999"))])))
+    if (b1 is not None or b2 is not None) and "lr" not in kwargs:
+        args.insert(1, _kw("betas", cst.Tuple([cst.Element(b1 or cst.Float("0.9")),
+                                                cst.Element(b2 or cst.Float("0.999"))])))
+    return cst.Call(ctx.spell(target), _with_commas(args))
+
+
+@call_transform("loss")
+def loss(m, ctx):
+    """A loss module: ``emit.target`` for logits (``from_logits=True``, or a loss without the flag),
+    ``emit.options.probabilities`` for probabilities; its calls are adapted by the training pass."""
+    kwargs = dict(m.kwargs)
+    logits = kwargs.pop("from_logits", None)
+    flag = False if logits is None else literal_value(logits, NOT_LITERAL)
+    if flag not in (True, False):
+        m.fail(ctx, "unsupported-argument", f"from_logits={m.written('from_logits')}: write True or False "
+               "(the torch loss and how its input is prepared depend on it)")
+        return None
+    if not m.extras.get("calls_adapted"):
+        m.fail(ctx, "unsupported-construct",
+               f"{m.rule.names[0].rsplit('.', 1)[-1]}(...): torch losses take (input, target), Keras (y_true, y_pred), "
+               "and fwport cannot follow this loss object's calls (bind it once to a name, "
+               "`loss_fn = ...`, and call it as loss_fn(y_true, y_pred))")
+        return None
+    opts = m.rule.emit.get("options", {})
+    target = m.rule.emit["target"] if flag is True or "probabilities" not in opts else opts["probabilities"]
+    return cst.Call(ctx.spell(target), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
+
+
+@call_transform("metric")
+def metric(m, ctx):
+    """A Keras metric object → an instance of a small class with the same interface (``m(...)``,
+    ``update_state``, ``result``, ``reset_state``), written into the file once (passes/fitloop.py)."""
+    cls = m.rule.emit["options"]["class"]
+    ctx.spell_text("torch.as_tensor")  # the written-out class uses torch
+    ctx.options.setdefault("_metric_classes", set()).add(cls)
+    return cst.Call(cst.Name(cls), [])
+
+
+def _atom_text(node: cst.BaseExpression) -> str:
+    from fwport.core.position import render
+    text = render(node)
+    return text if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({text})"
+
+
+@call_transform("loss-function")
+def loss_function(m, ctx):
+    """``keras.losses.<name>(y_true, y_pred, ...)``: the per-sample loss (Keras reduces over the last
+    axis only), from torch's functional loss with ``reduction='none'``. ``emit.options``: ``logits`` /
+    ``probabilities`` (the F. function for each), ``target`` (long / float), ``input`` for
+    probabilities (log-clip / clip), ``classes_first`` (move the class axis to 1), ``mean_last``."""
+    from fwport.core.position import render
+
+    opts = m.rule.emit.get("options", {})
+    kwargs = dict(m.kwargs)
+    logits = kwargs.pop("from_logits", None)
+    flag = False if logits is None else literal_value(logits, NOT_LITERAL)
+    if flag not in (True, False):
+        m.fail(ctx, "unsupported-argument", f"from_logits={m.written('from_logits')}: write True or False")
+        return None
+    y_true, y_pred = kwargs.pop("target", None), kwargs.pop("input", None)
+    if y_true is None or y_pred is None:
+        return None
+    p, t = _atom_text(y_pred), _atom_text(y_true)
+    fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]
+    if not flag and opts.get("input") == "log-clip":
+        p = f"{ctx.spell_text('torch.log')}({p}.clamp(1e-7, 1 - 1e-7))"
+    elif not flag and opts.get("input") == "clip":
+        p = f"{p}.clamp(1e-7, 1 - 1e-7)"
+    if opts.get("target") == "long":
+        t = f"{t}.long()"
+    elif opts.get("target") == "float":
+        t = f"{t}.float()"
+    if opts.get("classes_first"):
+        p = f"{p}.movedim(-1, 1)"
+        if opts.get("target") != "long":
+            t = f"{t}.movedim(-1, 1)"
+    extra = "".join(f", {k}={render(v)}" for k, v in kwargs.items())
+    out = f"{ctx.spell_text(fn)}({p}, {t}, reduction='none'{extra})"
+    if opts.get("mean_last"):
+        out += ".mean(-1)"
+    return cst.parse_expression(out)

@@ -1,0 +1,283 @@
+"""``model.compile`` / ``fit`` / ``evaluate`` / ``predict`` → an optimizer, a loss and a written-out
+training loop (for passes/training.py).
+
+``model.compile(optimizer, loss, metrics)`` becomes ``optimizer = torch.optim...(model.parameters(), ...)``
+and ``loss_fn = nn...Loss()`` (by the same rules as written-out optimizers and losses; Keras's
+compile strings are those classes with their defaults, ``rmsprop`` when no optimizer is given);
+``model.fit(x, y, ...)`` becomes ``fit(model, optimizer, loss_fn, x, y, ...)``, a function written
+into the file once, that keeps Keras's semantics: batch size 32 by default, the last
+``validation_split`` of the samples held out *before* shuffling, the rest shuffled every epoch, one
+progress line per epoch, a History-like dict of per-epoch averages (``history.history[...]`` becomes
+``history[...]``). ``evaluate`` / ``predict`` likewise. Only what the loop reproduces is translated:
+callbacks, sample or class weights, several losses, metrics other than accuracy are left to model_api's
+errors (the whole compile then stays Keras).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+
+OPTIMIZERS = {"adam": "keras.optimizers.Adam", "adamw": "keras.optimizers.AdamW", "sgd": "keras.optimizers.SGD",
+              "rmsprop": "keras.optimizers.RMSprop", "adagrad": "keras.optimizers.Adagrad"}
+LOSSES = {"sparse_categorical_crossentropy": "keras.losses.SparseCategoricalCrossentropy",
+          "categorical_crossentropy": "keras.losses.CategoricalCrossentropy",
+          "binary_crossentropy": "keras.losses.BinaryCrossentropy",
+          "mse": "keras.losses.MeanSquaredError", "mean_squared_error": "keras.losses.MeanSquaredError",
+          "mae": "keras.losses.MeanAbsoluteError", "mean_absolute_error": "keras.losses.MeanAbsoluteError",
+          "huber": "keras.losses.Huber"}
+ACCURACY = {"accuracy", "acc"}
+
+COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "run_eagerly", "steps_per_execution",
+           "jit_compile", "auto_scale_loss")
+COMPILE_IGNORED = {"run_eagerly": "PyTorch runs eagerly", "jit_compile": "no XLA in eager PyTorch",
+                   "steps_per_execution": "a graph-execution setting"}
+# method → (its parameters in order, those the loop takes, those dropped)
+METHODS = {
+    "fit": (("x", "y", "batch_size", "epochs", "verbose", "callbacks", "validation_split", "validation_data",
+             "shuffle", "class_weight", "sample_weight", "initial_epoch", "steps_per_epoch", "validation_steps",
+             "validation_batch_size", "validation_freq"),
+            ("x", "y", "batch_size", "epochs", "verbose", "validation_split", "validation_data", "shuffle")),
+    "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict"),
+                 ("x", "y", "batch_size", "verbose")),
+    "predict": (("x", "batch_size", "verbose", "steps", "callbacks"), ("x", "batch_size", "verbose")),
+}
+
+
+@dataclass
+class Compiled:
+    """One model's compile, planned: what its optimizer and loss are, under which names."""
+
+    model: str
+    call: cst.Call
+    optimizer: tuple  # ("string", rule, node) | ("call", rule, node)
+    loss: tuple  # likewise, with from_logits
+    from_logits: bool = False
+    accuracy: bool = False
+    names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
+
+
+def bind(call: cst.Call, params: tuple) -> dict | None:
+    """Arguments by parameter name, or None for *args/**kwargs or an unknown keyword."""
+    out = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(params):
+                return None
+            out[params[i]] = a.value
+        elif a.keyword.value in params:
+            out[a.keyword.value] = a.value
+        else:
+            return None
+    return out
+
+
+def plan_compile(call: cst.Call, model: str, rule_of) -> Compiled | str:
+    """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
+    a call's callee (or None)."""
+    args = bind(call, COMPILE)
+    if args is None:
+        return "its arguments cannot be bound statically"
+    for k in ("loss_weights", "weighted_metrics"):
+        if k in args and literal_value(args[k], NOT_LITERAL) is not None:
+            return f"{k} is not translated"
+    if "auto_scale_loss" in args and literal_value(args["auto_scale_loss"], NOT_LITERAL) is not True:
+        return "auto_scale_loss is not translated"
+    plans = {}
+    for kind, table, default in (("optimizer", OPTIMIZERS, "rmsprop"), ("loss", LOSSES, None)):
+        node = args.get(kind)
+        if node is None:
+            if default is None:
+                return "no loss is given"
+            plans[kind] = ("string", table[default], call)
+            continue
+        lit = literal_value(node, NOT_LITERAL)
+        if isinstance(lit, str):
+            if lit.lower() not in table:
+                return f"{kind}={lit!r} is not one of {', '.join(sorted(table))}"
+            plans[kind] = ("string", table[lit.lower()], node)
+        elif isinstance(node, cst.Call) and rule_of(node) is not None and rule_of(node).emit.get("transform") == kind:
+            plans[kind] = ("call", rule_of(node), node)
+        else:
+            return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
+    metrics = literal_value(args["metrics"], NOT_LITERAL) if "metrics" in args else None
+    if metrics is NOT_LITERAL or (metrics and (not isinstance(metrics, (list, tuple))
+                                               or any(not isinstance(m, str) or m not in ACCURACY for m in metrics))):
+        return "metrics other than 'accuracy' are not translated (compute them in the loop)"
+    return Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=bool(metrics))
+
+
+# --- the written-out loop -----------------------------------------------------------------------------
+
+def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False) -> str:
+    """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
+    ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it."""
+    target = {"long": "yb.long()", "float": "yb.float().view_as(pred)", "same": "yb.view_as(pred)"}.get(
+        loss_options.get("target", ""), "yb")
+    prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
+    log, clamp = spell("torch.log"), ".clamp(1e-7, 1 - 1e-7)"
+    inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "pred")
+    if loss_options.get("target") == "long":
+        correct = "(pred.argmax(-1) == yb).sum().item()"
+    elif loss_options.get("target") == "float":  # Keras's binary accuracy: 0.5, on logits too
+        correct = "(yb.float().view_as(pred) == (pred > 0.5).float()).float().mean(-1).sum().item()"
+    else:
+        correct = "(pred.argmax(-1) == yb.argmax(-1)).sum().item()"
+    n = c.names
+    t = spell("torch.as_tensor")
+    no_grad = spell("torch.no_grad")
+    randperm = spell("torch.randperm")
+    arange = spell("torch.arange")
+    cat = spell("torch.cat")
+    acc = c.accuracy
+    lines = [
+        f"def {n['tensor']}(a):",
+        '    """An array as Keras feeds it: floats in float32."""',
+        f"    a = {t}(a)",
+        "    return a.float() if a.is_floating_point() else a",
+        "",
+        "",
+    ]
+    if channels_first:
+        lines += [
+            f"def {n['inputs']}(x):",
+            '    """Images as the translated model takes them: channels-first, (N, H, W, C) → (N, C, H, W)."""',
+            f"    x = {n['tensor']}(x)",
+            "    return x.movedim(-1, 1) if x.dim() >= 3 else x",
+            "",
+            "",
+        ]
+    x_of = n["inputs"] if channels_first else n["tensor"]
+    lines += [
+        f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+        "        validation_data=None, shuffle=True):",
+        '    """model.fit as Keras runs it: the last validation_split of the samples held out before shuffling,',
+        "    the rest shuffled every epoch, batches of 32 by default; returns the per-epoch averages",
+        '    (Keras\'s History.history)."""',
+        "    if validation_split and validation_data is None:",
+        "        split = int(len(x) * (1 - validation_split))",
+        "        x, y, validation_data = x[:split], y[:split], (x[split:], y[split:])",
+        f"    x, y = {x_of}(x), {n['tensor']}(y)",
+        "    batch_size = batch_size or 32",
+        "    history = {" + ", ".join(
+            f'"{k}": []' for k in ["loss", *(["accuracy"] if acc else [])]) + "}",
+        "    for epoch in range(epochs):",
+        "        model.train()",
+        f"        order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
+        "        total = correct = 0.0",
+        "        for start in range(0, len(x), batch_size):",
+        "            batch = order[start:start + batch_size]",
+        "            xb, yb = x[batch], y[batch]",
+        "            optimizer.zero_grad()",
+        "            pred = model(xb)",
+        f"            loss = loss_fn({inp}, {target})",
+        "            loss.backward()",
+        "            optimizer.step()",
+        "            total += loss.item() * len(batch)",
+    ]
+    if acc:
+        lines.append(f"            correct += {correct}")
+    lines.append('        history["loss"].append(total / len(x))')
+    if acc:
+        lines.append('        history["accuracy"].append(correct / len(x))')
+    lines += [
+        "        if validation_data is not None:",
+        f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)",
+    ]
+    if acc:
+        lines += ['            history.setdefault("val_loss", []).append(val[0])',
+                  '            history.setdefault("val_accuracy", []).append(val[1])']
+    else:
+        lines += ['            history.setdefault("val_loss", []).append(val)']
+    lines += [
+        "        if verbose:",
+        '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
+        "    return history",
+        "",
+        "",
+        f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1):",
+        '    """model.evaluate: the mean loss' + (" and accuracy" if acc else "") + ' over the samples, in inference mode."""',
+        f"    x, y = {x_of}(x), {n['tensor']}(y)",
+        "    batch_size = batch_size or 32",
+        "    model.eval()",
+        "    total = correct = 0.0",
+        f"    with {no_grad}():",
+        "        for start in range(0, len(x), batch_size):",
+        "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
+        "            pred = model(xb)",
+        f"            total += loss_fn({inp}, {target}).item() * len(xb)",
+    ]
+    if acc:
+        lines += [f"            correct += {correct}"]
+        result = "[total / len(x), correct / len(x)]"
+    else:
+        result = "total / len(x)"
+    lines += [
+        f"    result = {result}",
+        "    if verbose:",
+        '        print(f"evaluate - {result}")',
+        "    return result",
+        "",
+        "",
+        f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
+        '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array."""',
+        f"    x = {x_of}(x)",
+        "    batch_size = batch_size or 32",
+        "    model.eval()",
+        f"    with {no_grad}():",
+        f"        return {cat}([model(x[start:start + batch_size]) for start in range(0, len(x), batch_size)]).numpy()",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+# --- metrics: plain running sums (no extra dependency; torchmetrics' accuracy needs num_classes) --------
+
+METRIC_CLASSES = {
+    "Mean": '''class Mean:
+    """keras.metrics.Mean: the running mean of every value it is given; reset_state() starts over."""
+
+    def __init__(self):
+        self.reset_state()
+
+    def reset_state(self):
+        self.total, self.count = 0.0, 0
+
+    def update_state(self, values):
+        values = torch.as_tensor(values).detach()
+        self.total += values.sum().item()
+        self.count += values.numel()
+
+    def result(self):
+        return torch.tensor(self.total / self.count if self.count else 0.0)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
+    "SparseCategoricalAccuracy": '''class SparseCategoricalAccuracy(Mean):
+    """keras.metrics.SparseCategoricalAccuracy: the running fraction of argmax(y_pred) == y_true."""
+
+    def update_state(self, y_true, y_pred):
+        y_pred = torch.as_tensor(y_pred).detach()
+        y_true = torch.as_tensor(y_true).reshape(y_pred.shape[:-1])
+        super().update_state((y_pred.argmax(-1) == y_true).float())
+''',
+    "CategoricalAccuracy": '''class CategoricalAccuracy(Mean):
+    """keras.metrics.CategoricalAccuracy: the running fraction of argmax(y_pred) == argmax(y_true)."""
+
+    def update_state(self, y_true, y_pred):
+        y_pred = torch.as_tensor(y_pred).detach()
+        super().update_state((y_pred.argmax(-1) == torch.as_tensor(y_true).argmax(-1)).float())
+''',
+}
+
+
+def metric_classes(names: set[str], spell) -> str:
+    """The metric classes a file uses (Mean first: the accuracies derive from it)."""
+    needed = ["Mean", *sorted(n for n in names if n != "Mean")]
+    spell("torch.as_tensor")  # noting the import
+    return "\n\n".join(METRIC_CLASSES[n] for n in needed)

@@ -1,0 +1,823 @@
+"""Structural pass: training code — the GradientTape step, optimizers, losses, the training flag.
+
+    with tf.GradientTape() as tape:                 optimizer.zero_grad()
+        logits = model(x, training=True)      →     model.train()
+        loss = loss_fn(y, logits)                   logits = model(x)
+    grads = tape.gradient(loss, model.trainable_variables)          loss = loss_fn(logits, y.long())
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))   loss.backward()
+                                                    optimizer.step()
+
+- A tape block followed, in the same block, by ``g = tape.gradient(loss, V)`` and
+  ``opt.apply_gradients(zip(g, V))`` (``g`` used nowhere else) becomes ``opt.zero_grad()`` on the
+  ``with`` line, the body one level out, ``loss.backward()`` and ``opt.step()``. Anything else
+  (persistent tapes, gradients used otherwise, two tapes) is an error finding, left as written.
+- ``M(..., training=T)`` on a model ``M`` of the file: the argument goes and ``M.train()`` /
+  ``M.eval()`` / ``M.train(T)`` is put on a line of its own before the statement (torch keeps the
+  mode on the module; Keras takes it per call).
+- ``opt = keras.optimizers.X(...)``: a torch optimizer over the parameters of the variables
+  ``opt.apply_gradients`` is given (``model.trainable_variables`` → ``model.parameters()``),
+  translated by the optimizer's rule (rules/tf2torch/, call transform ``optimizer``). The model must
+  be bound before the optimizer (torch takes the parameters at creation): an optimizer created
+  first is an error finding that says to move it.
+- ``loss_fn = keras.losses.X(...)``: the loss module by its rule (call transform ``loss``), and each
+  call ``loss_fn(y_true, y_pred)`` gets torch's order and the argument types torch needs
+  (``loss_fn(y_pred, y_true.long())``; probabilities clipped as Keras clips them).
+
+The pass runs right after model_api, on the source as written (the Keras model classes are still
+Keras classes). Lines a statement gains (``model.train()``) are written as
+``__fwport_line__(model.train()); statement`` and split by :func:`finish`, once every finding is
+located: passes keep line structure.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
+from fwport.core.context import FileContext
+from fwport.core.engine import build_call, code, map_call
+from fwport.core.finding import Severity
+from fwport.core.names import ScopedResolver, scan
+from fwport.core.rewrite import rewrite
+from fwport.packs.tf2torch.passes import fitloop
+from fwport.packs.tf2torch.passes.model_api import _Models
+
+MARK = "__fwport_line__"
+TAPE = "tensorflow.GradientTape"
+_VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
+
+
+def _transform(ctx: FileContext, q: str | None) -> str | None:
+    rule = ctx.pack.by_name.get(q) if q else None
+    return rule.emit.get("transform") if rule is not None else None
+
+
+def _params_of(variables: cst.BaseExpression) -> str | None:
+    """``model.trainable_variables`` → ``model.parameters()``; a sum of such lists → one list."""
+    if isinstance(variables, cst.Attribute) and variables.attr.value in _VARIABLE_LISTS:
+        return f"{code(variables.value)}.parameters()"
+    if isinstance(variables, cst.BinaryOperation) and isinstance(variables.operator, cst.Add):
+        left, right = _params_of(variables.left), _params_of(variables.right)
+        if left and right:
+            parts = [p[1:-1] if p.startswith("[") else f"*{p}" for p in (left, right)]
+            return "[" + ", ".join(parts) + "]"
+    return None
+
+
+def _zip_of(call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression] | None:
+    """``zip(grads, variables)`` → (grads, variables)."""
+    if (isinstance(call.func, cst.Name) and call.func.value == "zip" and len(call.args) == 2
+            and not any(a.keyword or a.star for a in call.args)):
+        return call.args[0].value, call.args[1].value
+    return None
+
+
+def _apply_gradients(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+    """``opt.apply_gradients(zip(g, V))`` as a statement → (opt, g, V)."""
+    if not (isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Expr)):
+        return None
+    call = node.body[0].value
+    if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+            and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
+            and len(call.args) == 1 and not call.args[0].keyword and isinstance(call.args[0].value, cst.Call)):
+        return None
+    pair = _zip_of(call.args[0].value)
+    return (call.func.value.value, *pair) if pair else None
+
+
+def _gradient(node: cst.CSTNode, tape: str) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
+    """``g = tape.gradient(loss, V)`` → (g, loss, V)."""
+    if not (isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 and isinstance(node.body[0], cst.Assign)):
+        return None
+    a = node.body[0]
+    call = a.value
+    if not (len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(call, cst.Call)
+            and isinstance(call.func, cst.Attribute) and call.func.attr.value == "gradient"
+            and isinstance(call.func.value, cst.Name) and call.func.value.value == tape
+            and len(call.args) == 2 and not any(a.keyword or a.star for a in call.args)):
+        return None
+    return a.targets[0].target.value, call.args[0].value, call.args[1].value
+
+
+def _method_of(call: cst.Call) -> str | None:
+    """``M.fit(...)`` → "fit" for a plain name M."""
+    f = call.func
+    return f.attr.value if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) else None
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _names_in(nodes) -> set[str]:
+    v = _Names()
+    for n in nodes:
+        scan(n, v)
+    return v.names
+
+
+# --- analysis: optimizers and the variables they update -------------------------------------------
+
+class _Plan(ScopedResolver, cst.CSTVisitor):
+    """Which names hold optimizers (and over which parameters) and losses; where names are bound."""
+
+    def __init__(self, ctx: FileContext):
+        super().__init__()
+        self.ctx = ctx
+        self._init_scopes(ctx.imports)
+        self.order = 0
+        self.bound_at: dict[str, list[tuple[int, int]]] = {}  # name → (order, scope depth) of each binding
+        self.optimizers: dict[str, list[tuple[int, int]]] = {}  # name → (order, depth) of its creation
+        self.variables: dict[str, list[cst.BaseExpression]] = {}  # optimizer name → variables given to it
+        self.clips: dict[str, dict] = {}  # optimizer name → its global_clipnorm / clipvalue
+        self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
+
+        self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
+        self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
+        self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.order += 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+        return super().visit_FunctionDef(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
+            self.fit_results |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                name = t.target.value
+                self.bound_at.setdefault(name, []).append((self.order, len(self._scopes)))
+                if isinstance(node.value, cst.Call):
+                    q = self.qualname(node.value.func)
+                    kind = _transform(self.ctx, q)
+                    if kind == "optimizer":
+                        self.optimizers.setdefault(name, []).append((self.order, len(self._scopes)))
+                        values = bind_call(node.value, self.ctx.pack.by_name[q]).values
+                        clips = {k: values[k] for k in ("global_clipnorm", "clipvalue")
+                                 if k in values and literal_value(values[k], NOT_LITERAL) is not None}
+                        if clips:
+                            self.clips[name] = clips
+                    elif kind == "loss":
+                        rule = self.ctx.pack.by_name[q]
+                        bound = bind_call(node.value, rule)
+                        value = bound.values.get("from_logits")
+                        logits = False if value is None else literal_value(value, NOT_LITERAL)
+                        self.loss_rules.setdefault(name, []).append((rule, logits) if logits in (True, False) else None)
+
+    def _scope_id(self) -> int:
+        return id(self._scopes[-1]) if self._scopes else 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _method_of(node) in ("fit", "evaluate", "predict"):
+            self.uses.add((node.func.value.value, self._scope_id()))
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        call = node.value
+        if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
+            self.compiles.append((call.func.value.value, call, self._scope_id()))
+        if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
+                and call.args and isinstance(call.args[0].value, cst.Call)):
+            pair = _zip_of(call.args[0].value)
+            if pair:
+                self.variables.setdefault(call.func.value.value, []).append(pair[1])
+
+
+# --- rewriting ---------------------------------------------------------------------------------------
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+class _Training(ScopedResolver, cst.CSTTransformer):
+    def __init__(self, ctx: FileContext, plan: _Plan, models: _Models, compiled: fitloop.Compiled | None = None):
+        super().__init__()
+        self.compiled = compiled
+        self.ctx = ctx
+        self.plan = plan
+        self.models = models
+        self._init_scopes(ctx.imports)
+        self.order = 0
+        self.prefixes: list[list[cst.BaseExpression]] = []  # per open simple statement: lines to put before it
+        # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
+        self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
+                           if len(b) == 1 and b[0] is not None and len(plan.bound_at.get(n, [])) == 1}
+
+    def on_leave(self, original_node, updated_node):
+        # nodes an earlier pass settled keep their identity for the passes after this one
+        out = super().on_leave(original_node, updated_node)
+        return original_node if id(original_node) in self.ctx.settled else out
+
+    # -- scopes of the model analysis
+    def _chain(self):
+        top = self.models.scopes.get(id(self.module))
+        chain = [top] if top is not None else []
+        for fn in self._scopes:
+            s = self.models.scopes.get(id(fn))
+            if s is not None:
+                chain.append(s)
+        return chain
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        self.order += 1
+        self.prefixes.append([])
+
+    def leave_SimpleStatementLine(self, original_node, updated_node):
+        compiled = self._compile_statement(original_node, updated_node)
+        if compiled is not None:
+            self.prefixes.pop()
+            return compiled
+        before = self.prefixes.pop()
+        if not before:
+            return updated_node
+        marked = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(b)])) for b in before]
+        self.ctx.options["_split_lines"] = True
+        return updated_node.with_changes(body=[*marked, *updated_node.body])
+
+    # -- compile / fit / evaluate / predict
+    def _compiled(self, call: cst.Call, method: str) -> fitloop.Compiled | None:
+        c = self.compiled
+        if c is None or _method_of(call) != method or call.func.value.value != c.model:
+            return None
+        # a model of the file, or a name the file never binds (a snippet, a model made elsewhere)
+        if not self.models.is_model_expr(call.func.value, self._chain()) and c.model in self.plan.bound_at:
+            return None
+        return c
+
+    def _compile_statement(self, original_node, updated_node):
+        """The statement line holding the planned ``M.compile(...)``, with the optimizer and the loss in its place."""
+        c = self.compiled
+        if c is None:
+            return None
+        at = next((i for i, b in enumerate(original_node.body)
+                   if isinstance(b, cst.Expr) and b.value is c.call), None)
+        if at is None or self._compiled(c.call, "compile") is None:
+            return None
+        call = c.call
+        opt_kind, opt_rule, opt_node = c.optimizer
+        loss_kind, loss_rule, loss_node = c.loss
+        by_name = self.ctx.pack.by_name
+        opt_rule = by_name[opt_rule] if isinstance(opt_rule, str) else opt_rule
+        loss_rule = by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
+        params = cst.parse_expression(f"{c.model}.parameters()")
+        m = map_call(opt_node if opt_kind == "call" else cst.Call(cst.Name("optimizer")), opt_rule, self.ctx,
+                     opt_node)
+        m.extras["params"] = params
+        opt = build_call(m, self.ctx)
+        m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
+        m.extras["calls_adapted"] = True
+        loss = build_call(m, self.ctx)
+        if opt is None or loss is None:  # refused by a rule (its error says why): compile stays
+            self.ctx.settled.add(id(call))
+            self.ctx.settled.add(id(updated_node.body[at].value))
+            return updated_node
+        self.ctx.settled |= {id(opt), id(loss)}
+        n = c.names
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{c.model}.compile(...) → {n['optimizer']} = ..., {n['loss_fn']} = ... (used by the generated "
+                        f"{n['fit']} / {n['evaluate']} / {n['predict']} functions)", call)
+        self.ctx.options["_split_lines"] = True
+        body = list(updated_node.body)
+        body[at:at + 1] = [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
+                           cst.Expr(cst.Call(cst.Name(MARK))),
+                           cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss)]
+        if at + 1 < len(body) - 2:  # what followed compile on its line goes on with the loss's line
+            body.insert(at + 3, cst.Expr(cst.Call(cst.Name(MARK))))
+        return updated_node.with_changes(body=body)
+
+    def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        method = _method_of(original_node)
+        if method not in fitloop.METHODS:
+            return None
+        c = self._compiled(original_node, method)
+        if c is None:
+            return None
+        params, taken = fitloop.METHODS[method]
+        args = fitloop.bind(updated_node, params)
+        bad = None if args is not None else "its arguments cannot be bound statically"
+        for k, v in (args or {}).items():
+            if k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False):
+                bad = f"{k}= is not translated"
+        if bad is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {bad}; the generated {c.names[method]}() takes "
+                            f"{', '.join(taken)}", original_node)
+            self.ctx.settled.add(id(original_node))
+            return updated_node
+        head = {"fit": [c.model, c.names["optimizer"], c.names["loss_fn"]],
+                "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
+        out = [cst.Arg(cst.Name(h)) for h in head]
+        for k in taken:
+            if k in args:
+                out.append(cst.Arg(args[k]) if k in ("x", "y") else
+                           cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
+        self.ctx.options["_fit_helpers"] = True
+        return cst.Call(cst.Name(c.names[method]), out)
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        # history.history[...] of a translated fit: the dict fit returns is the history itself
+        if self.compiled is not None and original_node.attr.value == "history":
+            value = original_node.value
+            if isinstance(value, cst.Name) and value.value in self.plan.fit_results:
+                return updated_node.value
+            if isinstance(value, cst.Call) and self._compiled(value, "fit") is not None:
+                return updated_node.value
+        return updated_node
+
+    # -- the training flag of a model call
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.ctx.settled:
+            return updated_node
+        fitted = self._fit_call(original_node, updated_node)
+        if fitted is not None:
+            return fitted
+        training = next((a for a in updated_node.args if a.keyword is not None and a.keyword.value == "training"), None)
+        if training is not None and self.models.is_model_expr(original_node.func, self._chain()):
+            return self._training_flag(original_node, updated_node, training)
+        loss = self._loss_of(original_node)
+        if loss is not None:
+            return self._loss_call(original_node, updated_node, *loss)
+        return updated_node
+
+    def _training_flag(self, original_node, updated_node, training: cst.Arg) -> cst.BaseExpression:
+        receiver = updated_node.func
+        if not isinstance(receiver, cst.Name) or not self.prefixes:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: the training flag of a model call outside a simple statement "
+                            "cannot be moved; call model.train() / model.eval() before it", original_node)
+            self.ctx.settled.add(id(original_node))
+            return updated_node
+        flag = literal_value(training.value, NOT_LITERAL)
+        if flag is True:
+            mode = f"{receiver.value}.train()"
+        elif flag is False:
+            mode = f"{receiver.value}.eval()"
+        else:
+            mode = f"{receiver.value}.train({code(training.value)})"
+        self.prefixes[-1].append(cst.parse_expression(mode))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"training={code(training.value)} → {mode} before the call: a torch module keeps its mode",
+                        original_node)
+        args = [a for a in updated_node.args if a is not training]
+        if args:
+            args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(args=args)
+
+    # -- losses: creation and calls
+    def _loss_of(self, call: cst.Call):
+        if isinstance(call.func, cst.Name) and call.func.value in self.loss_names:
+            return self.loss_names[call.func.value]
+        return None
+
+    def _loss_call(self, original_node, updated_node, rule, from_logits) -> cst.BaseExpression:
+        args = updated_node.args
+        if len(args) != 2 or any(a.keyword or a.star for a in args):
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: only loss(y_true, y_pred) is translated (sample_weight: "
+                            "multiply the per-sample loss, reduction='none', and divide by the batch size)",
+                            original_node, rule)
+            return updated_node
+        y_true, y_pred = args[0].value, args[1].value
+        opts = rule.emit.get("options", {})
+        target = opts.get("target", "")
+        t = code(y_true)
+        p = code(y_pred)
+        atom = lambda s, n: s if isinstance(n, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({s})"  # noqa: E731
+        t_atom = atom(t, y_true)
+        if target == "long":
+            t_out = f"{t_atom}.long()"
+        elif target == "float":
+            t_out = f"{t_atom}.float()"
+        else:
+            t_out = t
+        if target in ("float", "same") and isinstance(y_pred, (cst.Name, cst.Attribute)):
+            t_out = f"{t_out if t_out != t else t_atom}.view_as({p})"
+        prob = opts.get("probabilities_input", "") if not from_logits else ""
+        p_atom = atom(p, y_pred)
+        if prob == "log-clip":
+            p_out = f"{self.ctx.spell_text('torch.log')}({p_atom}.clamp(1e-7, 1 - 1e-7))"
+        elif prob == "clip":
+            p_out = f"{p_atom}.clamp(1e-7, 1 - 1e-7)"
+        else:
+            p_out = p
+        return updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
+                                               cst.Arg(cst.parse_expression(t_out))])
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        value = original_node.value
+        if not (isinstance(value, cst.Call) and len(original_node.targets) == 1
+                and isinstance(original_node.targets[0].target, cst.Name)):
+            return updated_node
+        name = original_node.targets[0].target.value
+        q = self.qualname(value.func)
+        kind = _transform(self.ctx, q)
+        if kind == "optimizer":
+            return self._optimizer(original_node, updated_node, name, q)
+        if kind == "loss":
+            return self._loss(original_node, updated_node, name, q)
+        return updated_node
+
+    def _settle(self, call: cst.Call, updated_node: cst.Assign) -> cst.Assign:
+        """A refused call: the rule pass (which sees the rebuilt node) must not report it again."""
+        self.ctx.settled.add(id(call))
+        self.ctx.settled.add(id(updated_node.value))
+        return updated_node
+
+    def _optimizer(self, original_node, updated_node, name: str, q: str) -> cst.Assign:
+        rule = self.ctx.pack.by_name[q]
+        call = original_node.value
+        variables = self.plan.variables.get(name, [])
+        texts = {code(v) for v in variables}
+        params = _params_of(variables[0]) if len(texts) == 1 else None
+        if params is None:
+            why = ("it is not used with apply_gradients(zip(grads, model.trainable_variables)) in this file"
+                   if not variables else f"it updates {' and '.join(sorted(texts))}")
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{name} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                            f"created, and fwport cannot tell which ({why}); write "
+                            f"{rule.emit.get('options', {}).get('target', 'torch.optim...')}(model.parameters(), ...)",
+                            call, rule)
+            return self._settle(call, updated_node)
+        owners = _names_in([variables[0]])
+        late = [o for o in owners if o in self.plan.bound_at and not any(
+            order < self.order or depth < len(self._scopes) for order, depth in self.plan.bound_at[o])]
+        if late:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{name} = {code(call)} is created before {', '.join(sorted(late))}: a torch optimizer "
+                            "takes the parameters when it is created; move this line after the model is built",
+                            call, rule)
+            return self._settle(call, updated_node)
+        m = map_call(updated_node.value, rule, self.ctx, call)
+        m.extras["params"] = cst.parse_expression(params)
+        m.extras["clipping_handled"] = True  # written before each step() of its tape steps
+        out = build_call(m, self.ctx)
+        if out is None:
+            return self._settle(call, updated_node)
+        self.ctx.settled.add(id(out))
+        return updated_node.with_changes(value=out)
+
+    def _loss(self, original_node, updated_node, name: str, q: str) -> cst.Assign:
+        rule = self.ctx.pack.by_name[q]
+        call = original_node.value
+        m = map_call(updated_node.value, rule, self.ctx, call)
+        if name in self.loss_names:  # its calls are adapted to torch's argument order
+            m.extras["calls_adapted"] = True
+        out = build_call(m, self.ctx)
+        if out is None:
+            return self._settle(call, updated_node)
+        self.ctx.settled.add(id(out))
+        return updated_node.with_changes(value=out)
+
+    # -- tape blocks
+    def leave_IndentedBlock(self, original_node, updated_node):
+        body = self._tapes(list(updated_node.body), list(original_node.body))
+        return updated_node.with_changes(body=body) if body is not None else updated_node
+
+    def _tapes(self, body: list, originals: list) -> list | None:
+        """The tape steps of one block rewritten; ``originals``: the same statements in the input
+        tree (findings point there)."""
+        out: list = []
+        changed = False
+        self._originals = originals
+        i = 0
+        while i < len(body):
+            stmt = body[i]
+            tape = self._tape_of(stmt)
+            if tape is None:
+                out.append(stmt)
+                i += 1
+                continue
+            source = self._tape_of(originals[i]) if i < len(originals) else None
+            done = self._tape_step(stmt, tape, body, i, source[1] if source else tape[1])
+            if done is None:
+                out.append(stmt)
+                i += 1
+                continue
+            new, consumed = done
+            out += new
+            i = consumed
+            changed = True
+        return out if changed else None
+
+    def _tape_of(self, stmt) -> tuple[str, cst.Call] | None:
+        if not isinstance(stmt, cst.With) or len(stmt.items) != 1:
+            return None
+        item = stmt.items[0]
+        call = item.item
+        if (isinstance(call, cst.Call) and self.qualname(call.func) == TAPE and item.asname is not None
+                and isinstance(item.asname.name, cst.Name)):
+            return item.asname.name.value, call
+        return None
+
+    def _tape_step(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
+        name = tape[0]
+        refuse = None
+        if call.args:
+            refuse = "a tape with arguments (persistent=..., watch_accessed_variables=...)"
+        grad = apply = None
+        j = i + 1
+        if refuse is None:
+            while j < len(body):
+                grad = _gradient(body[j], name)
+                if grad is not None:
+                    break
+                if name in _names_in([body[j]]):
+                    refuse = f"{name} is used otherwise than by one {name}.gradient(loss, variables)"
+                    break
+                j += 1
+            if grad is None and refuse is None:
+                refuse = f"no `grads = {name}.gradient(loss, variables)` follows in the same block"
+        k = j + 1
+        grads = grad[0] if grad else None
+        clip = None  # (index, norm name, clip_norm) of `grads, norm = tf.clip_by_global_norm(grads, c)`
+        if refuse is None:
+            while k < len(body):
+                apply = _apply_gradients(body[k])
+                if apply is not None:
+                    break
+                clipped = self._global_clip(body[k], grads)
+                if clipped is not None and clip is None:
+                    grads, norm, max_norm = clipped
+                    clip = (k, norm, max_norm)
+                elif grads in _names_in([body[k]]):
+                    refuse = (f"the gradients {grads} are used before apply_gradients (only "
+                              f"`{grads}, _ = tf.clip_by_global_norm({grads}, c)` is translated there)")
+                    break
+                k += 1
+            if apply is None and refuse is None:
+                refuse = "no `optimizer.apply_gradients(zip(grads, variables))` follows in the same block"
+        if refuse is None:
+            if code(apply[1]) != grads or code(apply[2]) != code(grad[2]):
+                refuse = f"apply_gradients does not take zip({grads}, {code(grad[2])})"
+            elif {grad[0], grads} & _names_in(body[k + 1:]) or name in _names_in(body[j + 1:]):
+                refuse = f"{grads} or {name} is used after the step"
+            elif clip is not None and _params_of(grad[2]) is None:
+                refuse = f"the parameters of {code(grad[2])} are not known (clip_grad_norm_ needs them)"
+        if refuse is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"tf.GradientTape: {refuse}; only `with tf.GradientTape() as tape: ...` + "
+                            "`grads = tape.gradient(loss, model.trainable_variables)` + "
+                            "`optimizer.apply_gradients(zip(grads, model.trainable_variables))` is translated "
+                            "(to optimizer.zero_grad(), loss.backward(), optimizer.step())", call)
+            self.ctx.settled.add(id(call))
+            self.ctx.settled.add(id(tape[1]))  # the node the rule pass will see: no second error there
+            return None
+        opt = apply[0]
+        loss = grad[1]
+        loss_text = code(loss) if isinstance(loss, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(loss)})"
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"tf.GradientTape step → {opt}.zero_grad(), {loss_text}.backward(), {opt}.step()", call)
+        inner = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
+        zero = cst.SimpleStatementLine([cst.Expr(cst.parse_expression(f"{opt}.zero_grad()"))],
+                                       leading_lines=stmt.leading_lines)
+        new = [zero, *inner, *body[i + 1:j]]
+        new.append(body[j].with_changes(body=[cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))]))
+        between = list(body[j + 1:k])
+        if clip is not None:
+            at, norm, max_norm = clip
+            clip_call = (f"{self.ctx.spell_text('torch.nn.utils.clip_grad_norm_')}({_params_of(grad[2])}, "
+                         f"{code(max_norm)})")
+            stmt_clip = cst.Expr(cst.parse_expression(clip_call)) if norm is None else cst.Assign(
+                [cst.AssignTarget(cst.Name(norm))], cst.parse_expression(clip_call))
+            between[at - j - 1] = body[at].with_changes(body=[stmt_clip])
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"tf.clip_by_global_norm → {clip_call} after backward(): the same global norm "
+                            "(returned before clipping, like TensorFlow's); torch divides by norm + 1e-6, "
+                            "a relative difference under 1e-6 / clip_norm", self._source_of(at, self._global_clip_node))
+        new += between
+        step = [cst.Expr(cst.parse_expression(f"{opt}.step()"))]
+        clips = self.plan.clips.get(opt, {})
+        params = _params_of(grad[2])
+        for kind, value in clips.items():
+            fn = {"global_clipnorm": "clip_grad_norm_", "clipvalue": "clip_grad_value_"}[kind]
+            clip_call = f"{self.ctx.spell_text('torch.nn.utils.' + fn)}({params}, {code(value)})"
+            step.insert(0, cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(clip_call))])))
+            self.ctx.options["_split_lines"] = True
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{opt}'s {kind}={code(value)} → {clip_call} before {opt}.step()", call)
+        new.append(body[k].with_changes(body=step))
+        return new, k + 1
+
+    def _source_of(self, at: int, node: cst.CSTNode) -> cst.CSTNode:
+        """The input tree's value of the one-assignment statement ``at`` of this block (findings point there)."""
+        orig = self._originals[at] if at < len(self._originals) else None
+        if isinstance(orig, cst.SimpleStatementLine) and len(orig.body) == 1 and isinstance(orig.body[0], cst.Assign):
+            return orig.body[0].value
+        return node
+
+    def _global_clip(self, stmt, grads: str | None):
+        """``g2, norm = tf.clip_by_global_norm(g, c)`` on the gradients → (g2, norm or None for ``_``, c)."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+            return None
+        a = stmt.body[0]
+        target, call = a.targets[0].target, a.value
+        if not (isinstance(target, cst.Tuple) and len(target.elements) == 2
+                and all(isinstance(e.value, cst.Name) for e in target.elements) and isinstance(call, cst.Call)
+                and self.qualname(call.func) == "tensorflow.clip_by_global_norm" and len(call.args) == 2
+                and not any(x.star for x in call.args) and code(call.args[0].value) == grads
+                and (call.args[1].keyword is None or call.args[1].keyword.value == "clip_norm")):
+            return None
+        self._global_clip_node = call
+        new_grads, norm = (e.value.value for e in target.elements)
+        return new_grads, None if norm == "_" else norm, call.args[1].value
+
+
+class _Mentions(cst.CSTVisitor):
+    """Whether a statement holds something this pass rewrites (cheap, shadowing ignored)."""
+
+    def __init__(self, ctx: FileContext, losses: set[str]):
+        self.ctx = ctx
+        self.losses = losses
+        self.found = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return not self.found and super().on_visit(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "history":
+            self.found = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if _method_of(node) in ("compile", "fit", "evaluate", "predict"):
+            self.found = True
+        elif isinstance(node.func, cst.Name) and any(a.keyword is not None and a.keyword.value == "training"
+                                                    for a in node.args):
+            self.found = True
+        elif isinstance(node.func, cst.Name) and node.func.value in self.losses:
+            self.found = True
+        elif _transform(self.ctx, self.ctx.imports.resolve(node.func)) in ("optimizer", "loss"):
+            self.found = True
+        elif self.ctx.imports.resolve(node.func) == TAPE:
+            self.found = True
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    plan = _Plan(ctx)
+    scan(module, plan)
+    relevant = []
+    for i, stmt in enumerate(module.body):
+        v = _Mentions(ctx, set(plan.loss_rules))
+        scan(stmt, v)
+        if v.found:
+            relevant.append(i)
+    if not relevant:
+        return module
+    models = ctx.analyses.get("models")
+    if models is None:
+        models = _Models(ctx)
+        models.analyse(module)
+    t = _Training(ctx, plan, models, _plan_compile(plan, ctx))
+    t.module = module
+    body = list(module.body)
+    # statements are visited in order (an optimizer's position decides whether its model exists)
+    order = 0
+    for i, stmt in enumerate(body):
+        if i in relevant:
+            t.order = order
+            body[i] = rewrite(stmt, t)
+            order = t.order
+        else:
+            counter = _Count()
+            scan(stmt, counter)
+            order += counter.n
+    tapes = t._tapes(body, list(module.body))
+    return module.with_changes(body=tapes if tapes is not None else body)
+
+
+def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
+    """The file's one compile, when the written-out loop reproduces it (else model_api reports it)."""
+    if len(plan.compiles) != 1:
+        return None
+    model, call, scope = plan.compiles[0]
+    if scope and (model, scope) not in plan.uses:
+        # compiled inside a function that does not train it there: the optimizer and loss live on the
+        # Keras model object, which a torch module cannot carry out of the function
+        return None
+    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""))
+    if isinstance(c, str):
+        return None
+    if c.loss[0] == "call":
+        value = bind_call(c.loss[2], c.loss[1]).values.get("from_logits")
+        flag = False if value is None else literal_value(value, NOT_LITERAL)
+        if flag not in (True, False):
+            return None
+        c.from_logits = flag
+    if not _builds(c, ctx):
+        return None
+    taken = set(plan.bound_at)
+
+    def free(name: str) -> str:
+        return name if name not in taken else f"{model}_{name}"
+    c.names = {"optimizer": free("optimizer"), "loss_fn": free("loss_fn"), "fit": free("fit"),
+               "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
+               "inputs": free("channels_first")}
+    ctx.analyses["compiled"] = c
+    return c
+
+
+def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
+    """Whether the compile's optimizer and loss translate (a dry run whose findings are dropped): a
+    refused one leaves the whole compile / fit to model_api, never fit calls without their optimizer."""
+    mark, imports = len(ctx.pending), set(ctx.needed_imports)
+    ok = True
+    for kind, rule, node in (c.optimizer, c.loss):
+        rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
+        m = map_call(node if kind == "call" else cst.Call(cst.Name("x")), rule, ctx, node)
+        m.extras.update(params=cst.Name("params"), calls_adapted=True)
+        ok = ok and build_call(m, ctx) is not None
+    del ctx.pending[mark:]
+    ctx.needed_imports = imports
+    return ok
+
+
+class _Count(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.n = 0
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.n += 1
+
+
+# --- finish: the lines statements gained ----------------------------------------------------------------
+
+class _Split(cst.CSTTransformer):
+    def _split(self, body) -> list:
+        out = []
+        for stmt in body:
+            if not isinstance(stmt, cst.SimpleStatementLine):
+                out.append(stmt)
+                continue
+            if not any(_marked(b) for b in stmt.body):
+                out.append(stmt)
+                continue
+            lines: list[list] = [[]]
+            for small in stmt.body:
+                if _marked(small) and small.value.args:  # a statement of its own before the rest
+                    lines[-1].append(cst.Expr(small.value.args[0].value))
+                    lines.append([])
+                elif _marked(small):  # a line break
+                    lines.append([])
+                else:
+                    lines[-1].append(small)
+            lines = [line for line in lines if line]
+            for i, line in enumerate(lines):
+                line[-1] = line[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+                out.append(stmt.with_changes(body=line, leading_lines=stmt.leading_lines if i == 0 else []))
+        return out
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        return updated_node.with_changes(body=self._split(updated_node.body))
+
+    def leave_Module(self, original_node, updated_node):
+        return updated_node.with_changes(body=self._split(updated_node.body))
+
+
+def _marked(small) -> bool:
+    return (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)
+            and isinstance(small.value.func, cst.Name) and small.value.func.value == MARK)
+
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """Put the statements :func:`run` added before a statement on lines of their own; write the
+    metric classes the rule pass used and the fit / evaluate / predict functions a translated
+    compile needs after the imports."""
+    if ctx.options.pop("_split_lines", False):
+        module = rewrite(module, _Split())
+    texts = []
+    metrics = ctx.options.pop("_metric_classes", None)
+    if metrics:
+        texts.append(fitloop.metric_classes(metrics, ctx.spell_text))
+    c = ctx.analyses.get("compiled")
+    if c is not None and ctx.options.pop("_fit_helpers", False):
+        kind, rule, _ = c.loss
+        if kind == "string":
+            rule = ctx.pack.by_name[rule]
+        # a model the passes made channels-first takes its images so (fwport verify permutes the same way)
+        nchw = any(m.layout == "nchw" for m in ctx.models.values())
+        texts.append(fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw))
+    if texts:
+        new = list(cst.parse_module("\n\n".join(texts)).body)
+        body = list(module.body)
+        at = 0
+        for i, stmt in enumerate(body):  # after the docstring and the imports at the top
+            if isinstance(stmt, cst.SimpleStatementLine) and all(
+                    isinstance(b, (cst.Import, cst.ImportFrom)) or (isinstance(b, cst.Expr) and isinstance(
+                        b.value, (cst.SimpleString, cst.ConcatenatedString))) for b in stmt.body):
+                at = i + 1
+                continue
+            break
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+        if at < len(body):
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *[
+                ln for ln in body[at].leading_lines if ln.comment is not None]])
+        module = module.with_changes(body=[*body[:at], *new, *body[at:]])
+    return module

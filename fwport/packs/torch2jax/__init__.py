@@ -1,0 +1,73 @@
+"""The PyTorch → JAX/Equinox (+ optax) pack: ``fwport torch2jax``.
+
+Where things are:
+  __init__.py     DIRECTION: what the core asks of this pack (names, planners, spellings, codes...)
+  passes/         the structural passes, in order: modules (nn.Module → eqx.Module, per-example
+                  forward), training (torch.optim loops → optax); their finishing steps add the
+                  lines an Equinox module needs (fields, key splits)
+  batch.py        per-example shape code: the batch axis dropped from dims, views and sizes
+  ops.py          call transforms of the rules (nn.Sequential, activations as modules, losses...)
+  registry.py     this pack's table of named transforms
+  ../../../rules/torch2jax/   the data rules, one per file
+"""
+from __future__ import annotations
+
+import re
+
+from fwport.core.direction import Direction, Requirements, Spelling
+from fwport.core.names import SourceNames
+from fwport.packs.torch2jax import ops  # noqa: F401  (registers the named transforms)
+from fwport.packs.torch2jax.passes import FINISH, PLANNERS
+from fwport.packs.torch2jax.registry import TRANSFORMS
+
+#: Top-level packages that make a file a PyTorch source.
+SOURCE_ROOTS = ("torch",)
+
+# Longest prefix first: the canonical spelling of each source namespace.
+_CANON_PREFIXES: tuple[tuple[str, str], ...] = (
+    ("torch.nn.modules.module.", "torch.nn."),
+    ("torch.nn.modules.linear.", "torch.nn."),
+    ("torch.nn.modules.conv.", "torch.nn."),
+    ("torch.nn.modules.", "torch.nn."),
+    ("torch.optim.sgd.", "torch.optim."),
+    ("torch.optim.adam.", "torch.optim."),
+    ("torch.optim.adamw.", "torch.optim."),
+)
+
+CODES = {
+    "batch-axis": "per-example code: a dimension, size or view that involves the batch axis, which an "
+                  "Equinox module (one example at a time) does not have",
+    "key-added": "an explicit PRNG key was threaded where the source used PyTorch's global random state",
+}
+
+CODE_ADVICE = {
+    "batch-axis": ("error", "Write the shape code for one example (drop the batch axis), or keep the function "
+                   "batched and call it outside the module; an assumed batch axis (`view(-1, n)`) is a warning: "
+                   "check that `n` is the size of one example."),
+    "key-added": ("info", "Pass a key (`jax.random.key(seed)`, split per use) where the translated code asks for one."),
+}
+
+DIRECTION = Direction(
+    name="torch2jax",
+    summary="PyTorch (nn.Module, torch.optim) → JAX / Equinox / optax",
+    source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, {}),
+    mentions=re.compile(r"\btorch\b"),
+    source_title="PyTorch",
+    planners=PLANNERS,
+    finish=FINISH,
+    spellings=(
+        Spelling("jax.numpy.", "jnp.", "import jax.numpy as jnp"),
+        Spelling("jax.", "jax.", "import jax"),
+        Spelling("equinox.", "eqx.", "import equinox as eqx"),
+        Spelling("optax.", "optax.", "import optax"),
+        Spelling("math.", "math.", "import math"),
+    ),
+    import_order=("import math", "import equinox as eqx", "import jax", "import jax.numpy as jnp", "import optax"),
+    source_label=lambda name, v: "PyTorch",
+    codes=CODES,
+    code_advice=CODE_ADVICE,
+    transforms=TRANSFORMS,
+    requirements=Requirements(source=frozenset({"torch", "torchvision", "torchaudio", "pytorch"}),
+                              target="jax", conda={}, label="PyTorch"),
+    command_help="Translate PyTorch source (nn.Module, torch.optim) to JAX with Equinox and optax.",
+)

@@ -1,0 +1,582 @@
+"""Per-example shape code: a translated module sees one example, so every dimension a batched
+PyTorch tensor op names loses the batch axis (``dim=1`` → ``axis=0``), views and sizes drop it
+(``x.view(x.size(0), -1)`` → ``x.reshape(-1)``), and whatever needs the batch axis itself is an
+error finding (``batch-axis``), never a silent shift.
+
+:class:`Forward` rewrites one ``forward`` body. It knows which names hold batched tensors (the
+parameters, and whatever is computed from them) and translates the calls whose meaning depends on
+the batch axis; elementwise functions (``F.relu``) are left to the rules.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.engine import code, expr
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text
+
+F = "torch.nn.functional."
+
+#: per-example rank each layer takes (Equinox layers take exactly one example; more leading axes: vmap)
+LAYER_RANK = {"torch.nn.Linear": 1, "torch.nn.LayerNorm": 1, "torch.nn.Embedding": 0, "torch.nn.Conv1d": 2, "torch.nn.Conv2d": 3,
+              "torch.nn.Conv3d": 4}
+#: layers whose output rank is their input's; and those that change it
+SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid",
+                       "torch.nn.Dropout", "torch.nn.LayerNorm", "torch.nn.Conv1d", "torch.nn.Conv2d",
+                       "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
+                       "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax"})
+RANK_CHANGE = {"torch.nn.Embedding": 1}
+#: source functions whose result has their first argument's rank
+ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
+                         "silu", "leaky_relu", "elu", "dropout"})
+
+
+def int_literal(node: cst.BaseExpression | None) -> int | None:
+    """An integer written as a literal (``1``, ``-1``), else None."""
+    if isinstance(node, cst.Integer):
+        return int(node.value)
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) and isinstance(node.expression, cst.Integer):
+        return -int(node.expression.value)
+    return None
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            n.value.visit(self)  # `x.shape`: x, not `shape`
+            return False
+
+    node.visit(V())
+    return out
+
+
+def _args(call: cst.Call, names: tuple[str, ...]) -> tuple[dict[str, cst.BaseExpression], list[str]]:
+    """Bind a call's arguments to ``names`` (positional in order, then keywords); unknown keywords listed."""
+    out: dict[str, cst.BaseExpression] = {}
+    unknown: list[str] = []
+    i = 0
+    for a in call.args:
+        if a.star:
+            unknown.append("*")
+        elif a.keyword is None:
+            if i < len(names):
+                out[names[i]] = a.value
+            else:
+                unknown.append(f"#{i}")
+            i += 1
+        elif a.keyword.value in names:
+            out[a.keyword.value] = a.value
+        else:
+            unknown.append(a.keyword.value)
+    return out, unknown
+
+
+class Forward(cst.CSTTransformer):
+    """Rewrites one ``forward`` body for one example (see the module docstring).
+
+    ``modules``: attribute → the qualified source class of each submodule (``torch.nn.Dropout``);
+    ``keyed``: the attributes whose call takes a key (dropout, a Sequential holding one)."""
+
+    def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None,
+                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset()):
+        super().__init__()
+        self.buffers = buffers  # registered buffers: read through jax.lax.stop_gradient
+        self.stateful = stateful  # attributes whose call takes and returns the state (BatchNorm)
+        self.state_sites: list[cst.Call] = []
+        self.ctx = ctx
+        self.batched = set(batched)
+        self.keyed = keyed
+        self.modules = modules or {}
+        self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
+        self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
+        self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
+        self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
+
+    # --- what holds a batched tensor ---------------------------------------------------------------
+    def is_batched(self, node: cst.BaseExpression) -> bool:
+        return bool(names_in(node) & self.batched)
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
+        unpacked = self.unpack_shape(original, updated)
+        if unpacked is not None:
+            return unpacked
+        hit = self.is_batched(original.value)
+        r = self.rank_of(updated.value)
+        for t in original.targets:
+            for n in _target_names(t.target):
+                (self.batched.add if hit else self.batched.discard)(n)
+                self.batch_sizes.discard(n)
+                if r is not None and isinstance(t.target, cst.Name):
+                    self.rank[n] = r
+                else:
+                    self.rank.pop(n, None)
+        return updated
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        v = node.value
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
+                and isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" \
+                and not v.args:
+            self.kept.add(id(v))  # `B, T, C = x.size()`: unpacked by leave_Assign
+
+    def unpack_shape(self, original: cst.Assign, updated: cst.Assign):
+        """``B, T, C = x.shape`` (or ``x.size()``) → ``T, C = x.shape``: B names the batch size (dropped
+        where it sizes a view), and x has rank 2 per example."""
+        v = original.value
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" and not v.args:
+            x = v.func.value
+        elif isinstance(v, cst.Attribute) and v.attr.value == "shape":
+            x = v.value
+        else:
+            return None
+        if len(original.targets) != 1 or not isinstance(original.targets[0].target, (cst.Tuple, cst.List)) \
+                or not self.is_batched(x):
+            return None
+        elts = original.targets[0].target.elements
+        if not elts or not isinstance(elts[0].value, cst.Name) or any(e.value.__class__ is cst.StarredElement for e in elts):
+            return None
+        self.batch_sizes.add(elts[0].value.value)
+        if isinstance(x, cst.Name):
+            self.rank[x.value] = len(elts) - 1
+        rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in elts[1:]]
+        if not rest:
+            return cst.RemoveFromParent()
+        target = cst.Tuple(rest, lpar=[], rpar=[]) if len(rest) > 1 else cst.Tuple(
+            [rest[0].with_changes(comma=cst.Comma())], lpar=[], rpar=[])
+        value = cst.Attribute(x, cst.Name("shape"))
+        return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
+
+    # --- per-example ranks -------------------------------------------------------------------------
+    def rank_of(self, node: cst.BaseExpression) -> int | None:
+        """The per-example rank of a translated expression, where it follows from known ranks."""
+        if isinstance(node, cst.Name):
+            return self.rank.get(node.value)
+        if isinstance(node, cst.BinaryOperation):
+            a, b = self.rank_of(node.left), self.rank_of(node.right)
+            if isinstance(node.operator, cst.MatrixMultiply):
+                return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
+            if a is None or b is None:  # a number, or an array without the batch axis, broadcasts into the other
+                known = a if b is None else b
+                other = node.right if b is None else node.left
+                return known if known is not None and not self.is_batched(other) else None
+            return max(a, b)
+        if isinstance(node, cst.Subscript):  # slices keep the rank, an integer index drops an axis
+            r = self.rank_of(node.value)
+            if r is None or not all(isinstance(e.slice, (cst.Slice,)) or isinstance(e.slice, cst.Index)
+                                    and isinstance(e.slice.value, cst.Ellipsis) for e in node.slice):
+                return None
+            return r
+        if not isinstance(node, cst.Call):
+            return None
+        f = node.func
+        text = dotted_text(f) or ""
+        args = [a.value for a in node.args if a.keyword is None and not a.star]
+        q = self.ctx.imports.resolve(f)
+        if q is not None:  # a source call the rules translate later
+            if q == "torch.matmul" and len(args) == 2:
+                text = "jnp.matmul"
+            elif q.rsplit(".", 1)[-1] in ELEMENTWISE and args:
+                return self.rank_of(args[0])
+            else:
+                return None
+        if isinstance(f, cst.Attribute) and f.attr.value == "reshape":
+            if len(args) == 1 and isinstance(args[0], (cst.Tuple, cst.List)):
+                return len(args[0].elements)
+            return len(args) if not any(a.star for a in node.args) else None
+        if isinstance(f, cst.Call) and dotted_text(f.func) == "jax.vmap" and f.args:
+            inner = dotted_text(f.args[0].value) or ""
+            sub = self.modules.get(inner[5:]) if inner.startswith("self.") else None
+            r = self.rank_of(args[0]) if args else None
+            if r is None and sub == "torch.nn.Embedding":
+                r = 1
+            if sub in RANK_CHANGE and r is not None:
+                return r + RANK_CHANGE[sub]
+            return r
+        if text.startswith("self.") and text.count(".") == 1 and args:
+            sub = self.modules.get(text[5:])
+            if sub in SAME_RANK or sub in RANK_CHANGE:
+                r = self.rank_of(args[0])
+                return None if r is None else r + RANK_CHANGE.get(sub, 0)
+            return None
+        if text.startswith(("jax.nn.", "jnp.")) and args and text not in ("jnp.sum", "jnp.mean", "jnp.max", "jnp.min"):
+            if text in ("jnp.concatenate", "jnp.stack"):
+                first = args[0].elements[0].value if isinstance(args[0], (cst.List, cst.Tuple)) and args[0].elements else None
+                r = self.rank_of(first) if first is not None else None
+                return None if r is None else r + (text == "jnp.stack")
+            if text == "jnp.matmul" and len(args) == 2:
+                a, b = self.rank_of(args[0]), self.rank_of(args[1])
+                return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
+            if text == "jnp.swapaxes":
+                return self.rank_of(args[0])
+            if text == "jnp.expand_dims":
+                r = self.rank_of(args[0])
+                return None if r is None else r + 1
+            return self.rank_of(args[0]) if text.startswith("jax.nn.") or text == "jnp.transpose" else None
+        return None
+
+    def vmapped(self, name: str, updated: cst.Call) -> cst.BaseExpression:
+        """``self.fc(h)`` on an example of higher rank than the layer takes → ``jax.vmap(self.fc)(h)``."""
+        sub = self.modules.get(name)
+        want = LAYER_RANK.get(sub)
+        args = [a for a in updated.args if a.keyword is None]
+        if want is None or len(args) != 1:
+            return updated
+        r = self.rank_of(args[0].value)
+        if r is None and sub == "torch.nn.Embedding":
+            r = 1  # token ids: PyTorch looks up arrays of them, Equinox one id at a time (vmap of a scalar fails loudly)
+        if r is None or r <= want:
+            return updated
+        func = updated.func
+        for _ in range(r - want):
+            func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
+        return updated.with_changes(func=func)
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
+        if isinstance(original.target, cst.Name) and self.is_batched(original.value):
+            self.batched.add(original.target.value)
+        return updated
+
+    # --- reporting -----------------------------------------------------------------------------------
+    def error(self, node: cst.CSTNode, message: str, code_: str = "batch-axis") -> None:
+        self.ctx.report(Severity.ERROR, code_, message, node)
+
+    def shift(self, node: cst.CSTNode, dim: cst.BaseExpression | None, what: str) -> cst.BaseExpression | None:
+        """The per-example axis for a batched ``dim``; None (and an error) when it cannot be one."""
+        if isinstance(dim, (cst.Tuple, cst.List)) and dim.elements:  # several dims: each shifted
+            out = [self.shift(node, e.value, what) for e in dim.elements]
+            return None if any(o is None for o in out) else cst.Tuple([cst.Element(o) for o in out])
+        d = int_literal(dim) if dim is not None else None
+        if dim is None or d is None:
+            self.error(node, f"{what}: the dimension {code(dim) if dim is not None else '(none: all of them)'} "
+                       "of a batched tensor is not a literal; write it for one example (without the batch axis)")
+            return None
+        if d == 0:
+            self.error(node, f"{what}: dimension 0 is the batch axis, which a per-example module does not have; "
+                       "do this outside the module, over the vmapped outputs")
+            return None
+        return cst.Integer(str(d - 1)) if d > 0 else dim
+
+    # --- calls -------------------------------------------------------------------------------------
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
+                and self.is_batch_size(node.args[0].value, f.value):
+            self.kept.add(id(node.args[0].value))
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        before = len(self.ctx.pending)
+        out = self._call(original, updated)
+        if out is updated and any(p.node is original and p.finding.severity is Severity.ERROR
+                                  for p in self.ctx.pending[before:]):
+            self.ctx.settled.add(id(out))  # refused here: the rule pass must not translate it out of context
+        return out
+
+    def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if id(original) in self.kept:
+            return updated
+        q = self.ctx.imports.resolve(original.func)
+        if q is not None:
+            return self.function(q, original, updated)
+        func = original.func
+        if isinstance(func, cst.Attribute):
+            recv = dotted_text(func.value)
+            if recv is not None and recv.startswith("self.") and recv.count(".") == 1 and func.attr.value == "__call__":
+                return updated
+            if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.stateful:
+                site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("state"))])
+                self.state_sites.append(site)
+                return site
+            if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.modules \
+                    and func.attr.value not in self.keyed:
+                return self.vmapped(func.attr.value, updated)
+            if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.keyed:
+                site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
+                                                                              equal=_EQ)])
+                self.key_sites.append(site)
+                return site
+            if self.is_batched(func.value):
+                return self.method(func.attr.value, original, updated)
+        return updated
+
+    def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        short = q.rsplit(".", 1)[-1]
+        if q in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
+            a, unknown = _args(updated, ("tensors", "dim"))
+            if "tensors" not in a or unknown or not self.is_batched(original):
+                return updated
+            axis = self.shift(original, a.get("dim", cst.Integer("0")), f"torch.{short}")
+            if axis is None:
+                return updated
+            target = "jax.numpy.stack" if short == "stack" else "jax.numpy.concatenate"
+            return _call(self.ctx.spell(target), [a["tensors"]], axis=axis)
+        if q in ("torch.flatten",):
+            a, unknown = _args(updated, ("input", "start_dim", "end_dim"))
+            if unknown or "input" not in a or not self.is_batched(original):
+                return updated
+            out = self.flatten(original, a["input"], a.get("start_dim", cst.Integer("0")), a.get("end_dim"))
+            return updated if out is None else out
+        if q in (F + "softmax", F + "log_softmax", "torch.softmax", "torch.log_softmax"):
+            a, unknown = _args(updated, ("input", "dim"))
+            if unknown or "input" not in a or not self.is_batched(original):
+                return updated
+            axis = self.shift(original, a.get("dim"), q.replace("torch.nn.functional.", "F."))
+            return updated if axis is None else _call(self.ctx.spell(f"jax.nn.{short}"), [a["input"]], axis=axis)
+        if q in ("torch.sum", "torch.mean", "torch.amax", "torch.amin"):
+            a, unknown = _args(updated, ("input", "dim", "keepdim"))
+            if unknown or "input" not in a or not self.is_batched(original):
+                return updated
+            axis = self.shift(original, a.get("dim"), f"torch.{short}")
+            if axis is None:
+                return updated
+            kw = {"axis": axis}
+            if "keepdim" in a:
+                kw["keepdims"] = a["keepdim"]
+            return _call(self.ctx.spell(f"jax.numpy.{ {'amax': 'max', 'amin': 'min'}.get(short, short)}"), [a["input"]], **kw)
+        if q in (F + "max_pool2d", F + "avg_pool2d", F + "max_pool1d", F + "avg_pool1d"):
+            return self.pool(q, original, updated)
+        if q == F + "dropout":
+            self.error(original, "F.dropout draws from PyTorch's global random state: use an eqx.nn.Dropout "
+                       "submodule (nn.Dropout in __init__), which takes an explicit key", "unsupported-construct")
+            return updated
+        return updated  # elementwise functions: the rules translate them
+
+    def pool(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        kind = q.rsplit(".", 1)[-1]  # max_pool2d
+        names = ("input", "kernel_size", "stride", "padding", "dilation", "ceil_mode", "return_indices") \
+            if kind.startswith("max") else ("input", "kernel_size", "stride", "padding", "ceil_mode", "count_include_pad")
+        a, unknown = _args(updated, names)
+        if unknown or "input" not in a or "kernel_size" not in a:
+            self.error(original, f"F.{kind}: arguments {', '.join(unknown) or 'input, kernel_size'} not understood",
+                       "unsupported-construct")
+            return updated
+        for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)), ("padding", ("0",)),
+                           ("ceil_mode", ("False",)), ("count_include_pad", ("True",))):
+            if name in a and code(a[name]) not in fine:
+                self.error(original, f"F.{kind}: {name}={code(a[name])} is not translated; keep the default or use an "
+                           "eqx.nn pooling module", "unsupported-argument")
+                return updated
+        stride = a.get("stride")
+        if stride is None or code(stride) == "None":
+            stride = a["kernel_size"]  # torch's default; Equinox's is 1
+        cls = {"max_pool2d": "MaxPool2d", "avg_pool2d": "AvgPool2d", "max_pool1d": "MaxPool1d",
+               "avg_pool1d": "AvgPool1d"}[kind]
+        module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride)
+        return cst.Call(module, [cst.Arg(a["input"])])
+
+    def flatten(self, node, x, start, end) -> cst.BaseExpression | None:
+        s = int_literal(start)
+        if end is not None and int_literal(end) != -1:
+            self.error(node, "flatten with end_dim: not translated yet; write the reshape for one example",
+                       "unsupported-construct")
+            return None
+        if s is None or s == 0:
+            self.error(node, "flatten from dimension 0 merges the batch axis; a per-example module flattens from "
+                       "dimension 1 (the example's first axis)")
+            return None
+        if s == 1:
+            return _method(x, "reshape", [cst.UnaryOperation(cst.Minus(), cst.Integer("1"))])
+        return _method(x, "reshape", [expr(f"*{_atom_code(x)}.shape[:{s - 1}]"), expr("-1")])
+
+    # --- tensor methods ------------------------------------------------------------------------------
+    def method(self, name: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        recv = updated.func.value
+        args = updated.args
+        if name == "contiguous" and not args:
+            return recv
+        if name in ("view", "reshape"):
+            dims = [a.value for a in args]
+            if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+                dims = [e.value for e in dims[0].elements]
+            if any(a.star or a.keyword for a in args) or not dims:
+                return updated
+            first = dims[0]
+            if self.is_batch_size(first, original.func.value):
+                rest = dims[1:]
+            elif int_literal(first) == -1 and len(dims) > 1 and all(int_literal(d) != -1 for d in dims[1:]):
+                self.ctx.report(Severity.WARNING, "batch-axis",
+                                f".{name}(-1, ...) read as (batch, ...): the batch axis is dropped, so "
+                                f"{', '.join(code(d) for d in dims[1:])} must be the shape of one example", original)
+                rest = dims[1:]
+            else:
+                self.error(original, f".{name}({', '.join(code(d) for d in dims)}): the batch axis cannot be told "
+                           "apart; write the first size as x.size(0) (or -1) and the rest for one example")
+                return updated
+            if not rest:
+                self.error(original, f".{name} to the batch axis alone: a per-example module has a scalar here")
+                return updated
+            return _method(recv, "reshape", rest)
+        if name == "flatten":
+            a, unknown = _args(updated, ("start_dim", "end_dim"))
+            if unknown:
+                return updated
+            out = self.flatten(original, recv, a.get("start_dim", cst.Integer("0")), a.get("end_dim"))
+            return updated if out is None else out
+        if name == "size":
+            if not args:
+                self.error(original, ".size() includes the batch size, which a per-example module does not have; "
+                           "unpack it as B, ... = x.size() (B is then dropped) or use x.shape[1:]")
+                return updated
+            axis = self.shift(original, args[0].value, ".size")
+            return updated if axis is None else cst.Subscript(
+                cst.Attribute(recv, cst.Name("shape")), [cst.SubscriptElement(cst.Index(axis))])
+        if name in ("chunk", "split"):
+            return self.split(name, original, updated, recv)
+        if name in ("sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose",
+                    "permute", "argmax"):
+            return self.axis_method(name, original, updated, recv)
+        if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "float", "detach", "clone"):
+            return self.elementwise(name, recv, updated)
+        self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
+        return updated
+
+    def is_batch_size(self, node: cst.BaseExpression, recv: cst.BaseExpression) -> bool:
+        """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
+        if isinstance(node, cst.Name) and node.value in self.batch_sizes:
+            return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
+                and len(node.args) == 1 and int_literal(node.args[0].value) == 0:
+            return self.is_batched(node.func.value)
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
+                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and int_literal(node.slice[0].slice.value) == 0:
+            return self.is_batched(node.value.value)
+        return False
+
+    def axis_method(self, name, original, updated, recv) -> cst.BaseExpression:
+        a, unknown = _args(updated, ("dim", "keepdim") if name not in ("transpose", "permute") else ("dim0", "dim1"))
+        if unknown and name != "permute":
+            self.error(original, f".{name}: arguments {', '.join(unknown)} not understood", "unsupported-construct")
+            return updated
+        if name == "permute":
+            dims = [x.value for x in updated.args]
+            if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+                dims = [e.value for e in dims[0].elements]
+            ints = [int_literal(d) for d in dims]
+            if not ints or ints[0] != 0 or any(i is None or i <= 0 for i in ints[1:]):
+                self.error(original, f".permute({', '.join(code(d) for d in dims)}): the batch axis must stay first "
+                           "(dimension 0) with the others written as non-negative literals")
+                return updated
+            perm = cst.Tuple([cst.Element(cst.Integer(str(i - 1))) for i in ints[1:]])
+            return _call(self.ctx.spell("jax.numpy.transpose"), [recv, perm])
+        if name == "transpose":
+            d0 = self.shift(original, a.get("dim0"), ".transpose")
+            d1 = self.shift(original, a.get("dim1"), ".transpose") if d0 is not None else None
+            return updated if d1 is None else _call(self.ctx.spell("jax.numpy.swapaxes"), [recv, d0, d1])
+        axis = self.shift(original, a.get("dim"), f".{name}")
+        if axis is None:
+            return updated
+        if name in ("softmax", "log_softmax"):
+            return _call(self.ctx.spell(f"jax.nn.{name}"), [recv], axis=axis)
+        if name == "unsqueeze":
+            return _call(self.ctx.spell("jax.numpy.expand_dims"), [recv, axis])
+        if name == "squeeze":
+            return _call(self.ctx.spell("jax.numpy.squeeze"), [recv], axis=axis)
+        if name in ("max", "min") and "keepdim" not in a:
+            self.error(original, f".{name}(dim) returns (values, indices) in PyTorch: write .amax/.amin or "
+                       "argmax for one of them", "unsupported-construct")
+            return updated
+        kw = {"axis": axis}
+        if "keepdim" in a:
+            kw["keepdims"] = a["keepdim"]
+        return _method(recv, name, [], **kw)
+
+    def split(self, name, original, updated, recv) -> cst.BaseExpression:
+        """``x.chunk(3, dim=-1)`` → ``jnp.split(x, 3, axis=-1)`` (equal parts, an error where they are not);
+        ``x.split(n, dim=2)`` → ``jnp.split(x, range(n, x.shape[1], n), axis=1)`` (parts of n, the last one
+        shorter, as in PyTorch)."""
+        a, unknown = _args(updated, ("chunks" if name == "chunk" else "split_size", "dim"))
+        count = a.get("chunks" if name == "chunk" else "split_size")
+        if unknown or count is None:
+            self.error(original, f".{name}: arguments {', '.join(unknown) or '(none)'} not understood", "unsupported-construct")
+            return updated
+        axis = self.shift(original, a.get("dim", cst.Integer("0")), f".{name}")
+        if axis is None:
+            return updated
+        if name == "split":
+            if isinstance(count, (cst.List, cst.Tuple)):
+                self.error(original, ".split with a list of sizes: write jnp.split with the cumulative indices",
+                           "unsupported-construct")
+                return updated
+            if dotted_text(recv) is None:  # its length is needed too: name it rather than compute it twice
+                self.error(original, ".split(size) of an expression: assign the expression to a name first (its "
+                           "length gives the split points)", "unsupported-construct")
+                return updated
+            count = expr(f"range({code(count)}, {_atom_code(recv)}.shape[{code(axis)}], {code(count)})")
+        return _call(self.ctx.spell("jax.numpy.split"), [recv, count], axis=axis)
+
+    def elementwise(self, name, recv, updated) -> cst.BaseExpression:
+        if name in ("detach",):
+            return _call(self.ctx.spell("jax.lax.stop_gradient"), [recv])
+        if name == "clone":
+            return recv
+        if name == "float":
+            return _method(recv, "astype", [self.ctx.spell("jax.numpy.float32")])
+        target = {"relu": "jax.nn.relu", "sigmoid": "jax.nn.sigmoid"}.get(name, f"jax.numpy.{name}")
+        return _call(self.ctx.spell(target), [recv])
+
+    def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
+        if not self.state_sites or updated.value is None:
+            return updated
+        value = updated.value
+        if isinstance(value, cst.Tuple) and not value.lpar:
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return updated.with_changes(value=cst.Tuple([cst.Element(value), cst.Element(cst.Name("state"))], lpar=[], rpar=[]))
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        if isinstance(original.value, cst.Name) and original.value.value == "self" and original.attr.value in self.buffers:
+            return cst.Call(self.ctx.spell("jax.lax.stop_gradient"), [cst.Arg(updated)])
+        return updated
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return False  # `self.mask = ...` is no read
+
+    # --- `x.shape[i]` ----------------------------------------------------------------------------------
+    def leave_Subscript(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        if id(original) in self.kept:
+            return updated
+        v = original.value
+        if isinstance(v, cst.Attribute) and v.attr.value == "shape" and self.is_batched(v.value) \
+                and len(original.slice) == 1 and isinstance(original.slice[0].slice, cst.Index):
+            axis = self.shift(original, original.slice[0].slice.value, ".shape[...]")
+            if axis is not None:
+                return updated.with_changes(slice=[cst.SubscriptElement(cst.Index(axis))])
+        return updated
+
+
+def _target_names(t: cst.BaseExpression) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _target_names(e.value)]
+    return []
+
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
+def _commas(args) -> list[cst.Arg]:
+    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
+
+
+def _call(func: cst.BaseExpression, positional: list, **kw) -> cst.Call:
+    args = [cst.Arg(p) for p in positional] + [cst.Arg(v, keyword=cst.Name(k), equal=_EQ) for k, v in kw.items()]
+    return cst.Call(func, args)
+
+
+def _atom(node: cst.BaseExpression) -> cst.BaseExpression:
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar:
+        return node
+    return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def _atom_code(node: cst.BaseExpression) -> str:
+    return code(_atom(node))
+
+
+def _method(recv: cst.BaseExpression, name: str, positional: list, **kw) -> cst.Call:
+    return _call(cst.Attribute(_atom(recv), cst.Name(name)), positional, **kw)

@@ -1,0 +1,17 @@
+"""Structural passes, run in this order before the rule pass (see fwport/core/direction.py), each
+only where its trigger appears in the source text; FINISH steps add and remove lines at the very end."""
+from __future__ import annotations
+
+import re
+
+from fwport.core.direction import Planner
+from fwport.packs.torch2jax.passes import modules, training
+
+PLANNERS: tuple[Planner, ...] = (
+    # nn.Module subclasses → eqx.Module, forward → a per-example __call__
+    Planner("modules", re.compile(r"\bModule\b"), modules.run),
+    # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
+    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\.(?:train|eval|backward|to|cuda|cpu|parameters)\s*\(|\bModule\b"), training.run),
+)
+# fields, key splits and super().__init__() removal: they add and remove lines
+FINISH = (modules.finish, training.finish)

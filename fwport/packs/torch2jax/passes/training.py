@@ -1,0 +1,421 @@
+"""Training code: ``torch.optim`` loops → optax with an ``@eqx.filter_jit`` step.
+
+The pass (before the rule pass, keeping line structure): ``torch.manual_seed(s)`` → ``key =
+jax.random.key(s)`` (a root key instead of global state); ``model.train()`` / ``model.eval()`` on
+a model an optimizer trains → ``model = eqx.nn.inference_mode(model, False / True)``; and an error
+for a ``loss.backward()`` whose loop has not the shape the finishing step rewrites.
+
+The rules translate the optimizer (``optax.sgd(...)``, ops.optimizer). The finishing step (it adds
+and removes lines) then writes, after the optimizer, ``opt_state = optim.init(eqx.filter(model,
+eqx.is_array))``; before the loop, a ``train_step(model, opt_state, <the loss's inputs>)`` with the
+loss statements inside ``loss_fn`` (the model called through ``jax.vmap``), ``eqx.filter_value_and_grad``,
+``optim.update`` and ``eqx.apply_updates``; and in the loop, ``zero_grad()`` / ``backward()`` /
+``step()`` become one call of it.
+"""
+from __future__ import annotations
+
+import builtins
+import re
+
+import libcst as cst
+
+from fwport.core.engine import code
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text
+from fwport.packs.torch2jax.ops import OPTIMIZERS
+from fwport.packs.torch2jax.passes.modules import PLANS
+
+_PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
+
+
+def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
+    """``X.method()`` as a whole statement → X's text."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
+        call = stmt.body[0].value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == method \
+                and not call.args:
+            return dotted_text(call.func.value)
+    return None
+
+
+# --- the pass ----------------------------------------------------------------------------------------
+
+class _Pass(cst.CSTTransformer):
+    def __init__(self, ctx, models: set[str], stateful: set[str] = frozenset()):
+        super().__init__()
+        self.ctx = ctx
+        self.models = models
+        self.stateful = stateful  # models whose layers keep a state (BatchNorm)
+        self.in_class = 0
+        self.assigned: set[int] = set()
+
+    def on_leave(self, original_node, updated_node):
+        out = super().on_leave(original_node, updated_node)
+        if id(original_node) in self.ctx.settled and isinstance(out, cst.CSTNode):
+            self.ctx.settled.add(id(out))  # refused by the modules pass: still refused in this pass's output
+        return out
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.assigned.add(id(node.value))
+
+    def leave_Assign(self, original, updated):
+        v = original.value
+        if id(v) in self.assigned and isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.stateful:
+            vmap = self.ctx.spell_text("jax.vmap")
+            call = cst.parse_expression(f'{vmap}({v.func.value}, axis_name="batch", in_axes=(0, None), out_axes=(0, None))')
+            value = updated.value.with_changes(func=call, args=[*[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                                                                  for a in updated.value.args], cst.Arg(cst.Name("state"))])
+            target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name("state"))], lpar=[], rpar=[])
+            return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
+        return updated
+
+    def visit_ClassDef(self, node) -> None:
+        self.in_class += 1
+
+    def leave_ClassDef(self, original, updated):
+        self.in_class -= 1
+        return updated
+
+    def leave_Call(self, original, updated):
+        if isinstance(original.func, cst.Name) and original.func.value in self.stateful and not self.in_class:
+            if id(original) not in self.assigned:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{original.func.value} keeps a layer state "
+                                "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
+                                "out_axes=(0, None))(x, state)`", original)
+            return updated
+        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
+            # a translated module takes one example: a batch goes through jax.vmap
+            return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        q = self.ctx.imports.resolve(original.func)
+        if q in NO_GRAD:
+            self.ctx.settled.add(id(updated))  # removed by the finishing step
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}() removed: JAX differentiates only what jax.grad "
+                            "(eqx.filter_grad) is given, so there is no gradient recording to switch off", original)
+            return updated
+        f = original.func
+        if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not original.args
+                                             or f.attr.value == "to" and len(original.args) == 1
+                                             and _is_device(original.args[0].value, self.ctx)):
+            return updated.func.value  # JAX places arrays itself (jax.device_put where it matters)
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
+            return updated
+        call = original.body[0].value
+        if not isinstance(call, cst.Call):
+            return updated
+        if self.ctx.imports.resolve(call.func) == "torch.manual_seed" and len(call.args) == 1:
+            seed = call.args[0].value
+            self.ctx.report(Severity.INFO, "key-added", "torch.manual_seed(...) → a root key: split it for every "
+                            "random draw (model initialisation, dropout) in place of PyTorch's global state", original)
+            return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name("key"))],
+                                                         cst.Call(self.ctx.spell("jax.random.key"), [cst.Arg(seed)]))])
+        for method, value in (("train", "False"), ("eval", "True")):
+            target = _method_stmt(original, method)
+            if target is not None and target in self.models:
+                mode = self.ctx.spell_text("equinox.nn.inference_mode")
+                return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
+        return updated
+
+    def visit_For(self, node: cst.For) -> None:
+        self.check_loop(node)
+
+    def visit_While(self, node: cst.While) -> None:
+        self.check_loop(node)
+
+    def check_loop(self, loop) -> None:
+        body = list(loop.body.body)
+        if not any(_backward(s) for s in body):
+            return
+        if _loop_plan(body) is None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
+                            "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
+                            "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
+                            "eqx.apply_updates)", loop)
+
+
+NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
+
+
+def _is_device(node, ctx) -> bool:
+    """A device argument of ``.to(...)``: a device name (``device``, ``args.device``), a device string
+    or ``torch.device(...)``."""
+    text = dotted_text(node)
+    if text is not None:
+        return "device" in text.rsplit(".", 1)[-1]
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value.split(":")[0] in ("cuda", "cpu", "mps")
+    return isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == "torch.device"
+
+
+def run(module: cst.Module, ctx) -> cst.Module:
+    text = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code
+    models = set(_PARAMS.findall(text))
+    plans = ctx.analyses.get(PLANS, {})
+    stateful: set[str] = set()
+    if plans:  # `model = Net(...)`: an instance of a translated module
+        for stmt in module.body:
+            if isinstance(stmt, cst.ClassDef):
+                continue
+            for a in _walk_assigns(stmt):
+                if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in plans:
+                    names = [n for t in a.targets for n in _target_names(t.target)]
+                    models.update(names)
+                    if plans[a.value.func.value]["stateful"]:
+                        stateful.update(names)
+    return module.visit(_Pass(ctx, models, stateful))
+
+
+def _backward(stmt) -> str | None:
+    return _method_stmt(stmt, "backward")
+
+
+def _loop_plan(body: list) -> tuple[str, str, int, int, int] | None:
+    """(optimizer, loss, first loss statement, backward, step) of a loop body of the supported shape."""
+    back = next((i for i, s in enumerate(body) if _backward(s)), None)
+    step = next((i for i, s in enumerate(body) if _method_stmt(s, "step")), None)
+    if back is None or step is None or step < back:
+        return None
+    opt = _method_stmt(body[step], "step")
+    loss = _backward(body[back])
+    zero = [i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt]
+    if len(zero) != 1 or zero[0] > back:
+        return None
+    start = back
+    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1])):
+        start -= 1
+    block = [s for i, s in enumerate(body[start:back], start) if i != zero[0]]
+    if not block or not _assigns(block[-1], loss):
+        return None
+    return opt, loss, start, back, step
+
+
+def _is_assign(stmt) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign)
+
+
+def _assigns(stmt, name: str) -> bool:
+    return _is_assign(stmt) and any(isinstance(t.target, cst.Name) and t.target.value == name for t in stmt.body[0].targets)
+
+
+# --- finish ------------------------------------------------------------------------------------------
+
+def finish(module: cst.Module, ctx) -> cst.Module:
+    module = module.visit(_NoGrad(ctx))
+    optimizers = ctx.analyses.get(OPTIMIZERS)
+    if not optimizers:
+        return module
+    return module.visit(_Finish(ctx, optimizers))
+
+
+class _NoGrad(cst.CSTTransformer):
+    """``with torch.no_grad():`` → its body; ``@torch.no_grad()`` → removed."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def _no_grad(self, node) -> bool:
+        return isinstance(node, cst.Call) and self.ctx.imports.resolve(node.func) in NO_GRAD
+
+    def leave_With(self, original, updated):
+        if not all(self._no_grad(i.item) and i.asname is None for i in original.items) \
+                or not isinstance(updated.body, cst.IndentedBlock):
+            return updated
+        body = list(updated.body.body)
+        if body:
+            body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
+        return cst.FlattenSentinel(body)
+
+    def leave_FunctionDef(self, original, updated):
+        decorators = [d for d in updated.decorators if not self._no_grad(d.decorator)]
+        if len(decorators) == len(updated.decorators):
+            return updated
+        return updated.with_changes(decorators=decorators)
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self):
+        self.loaded: list[str] = []
+        self.stored: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value not in self.loaded:
+            self.loaded.append(node.value)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        for n in _target_names(node.target):
+            self.stored.add(n)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)  # not the keyword
+        return False
+
+
+def _walk_assigns(node):
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
+def _target_names(t) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _target_names(e.value)]
+    return []
+
+
+class _VmapModel(cst.CSTTransformer):
+    def __init__(self, model: str, vmap: str):
+        super().__init__()
+        self.model, self.vmap = model, vmap
+
+    def leave_Call(self, original, updated):
+        if isinstance(original.func, cst.Name) and original.func.value == self.model:
+            return updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model})"))
+        return updated
+
+
+class _Finish(cst.CSTTransformer):
+    def __init__(self, ctx, optimizers: dict):
+        super().__init__()
+        self.ctx = ctx
+        self.optimizers = optimizers
+        self.module_names: set[str] = set()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        for s in node.body:
+            if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+                self.module_names.add(s.name.value)
+            elif isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if isinstance(small, (cst.Import, cst.ImportFrom)):
+                        for a in small.names if not isinstance(small.names, cst.ImportStar) else ():
+                            self.module_names.add((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0])
+                    elif isinstance(small, cst.Assign):
+                        for t in small.targets:
+                            self.module_names.update(_target_names(t.target))
+        self.module_names |= {"jax", "jnp", "eqx", "optax", "math"}
+
+        # every optimizer the rules translated, by the name it is assigned to (loops are rewritten
+        # bottom-up, before the block that assigns their optimizer is seen)
+        self.trained: dict[str, str] = {}
+        self.pending: dict[str, list] = {}  # optimizer → its train_step definitions, placed by rewrite()
+        for s in _walk_assigns(node):
+            text = code(s.value)
+            if text in self.optimizers and self.optimizers[text] and len(s.targets) == 1 \
+                    and isinstance(s.targets[0].target, cst.Name):
+                self.trained[s.targets[0].target.value] = self.optimizers[text]
+
+    def leave_For(self, original, updated):
+        return self.loop(updated)
+
+    def leave_While(self, original, updated):
+        return self.loop(updated)
+
+    def leave_IndentedBlock(self, original, updated):
+        return updated.with_changes(body=self.rewrite(list(updated.body)))
+
+    def leave_Module(self, original, updated):
+        return updated.with_changes(body=self.rewrite(list(updated.body)))
+
+    def rewrite(self, body: list) -> list:
+        """After each optimizer: its state's initialisation; before the first loop that follows it:
+        the train_step its loops call."""
+        out = []
+        waiting: list = []
+        for s in body:
+            if waiting and isinstance(s, (cst.For, cst.While)):
+                out += waiting
+                waiting = []
+                if not s.leading_lines:
+                    s = s.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            out.append(s)
+            if _is_assign(s) and code(s.body[0].value) in self.optimizers and len(s.body[0].targets) == 1 \
+                    and isinstance(s.body[0].targets[0].target, cst.Name):
+                opt = s.body[0].targets[0].target.value
+                model = self.trained.get(opt)
+                if model:
+                    out.append(cst.parse_statement(
+                        f"opt_state = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
+                    waiting += self.pending.pop(opt, [])
+        return out + waiting
+
+    def spell(self, name: str) -> str:
+        return self.ctx.spell_text(name)
+
+    def loop(self, loop):
+        body = list(loop.body.body)
+        plan = _loop_plan(body)
+        if plan is None or plan[0] not in self.trained:
+            return loop
+        opt, loss, start, back, step = plan
+        model = self.trained[opt]
+        zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
+        block, before = [], []  # the loss statements; those that do not depend on the model stay in the loop
+        tainted = {model}
+        for i, s in enumerate(body[start:back], start):
+            if i == zero:
+                continue
+            n = _Names()
+            s.visit(n)
+            if tainted & set(n.loaded):
+                block.append(s)
+                tainted |= n.stored
+            else:
+                before.append(s)
+        if not block:
+            return loop
+        names = _Names()
+        for s in block:
+            s.visit(names)
+        later = _Names()
+        for s in body[step + 1:]:
+            s.visit(later)
+        leaked = (names.stored - {loss}) & set(later.loaded)
+        if leaked or not isinstance(cst.parse_expression(model), cst.Name) or self.pending.get(opt):
+            return loop  # values of the loss block used after the step: has_aux, by hand
+        inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
+                  and not hasattr(builtins, n)]
+        vmap = self.spell("jax.vmap")
+        moved = [s.visit(_VmapModel(model, vmap)) for s in block]
+        last = moved[-1].body[0]
+        if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
+            moved[-1] = cst.parse_statement(f"return {code(last.value)}\n")
+        else:
+            moved.append(cst.parse_statement(f"return {loss}\n"))
+
+        params = ", ".join([model, "opt_state", *inputs])
+        f = self.spell
+        text = (f"@{f('equinox.filter_jit')}\n"
+                f"def train_step({params}):\n"
+                f"    def loss_fn({model}):\n"
+                f"        pass\n\n"
+                f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n"
+                f"    updates, opt_state = {opt}.update(grads, opt_state, {f('equinox.filter')}({model}, {f('equinox.is_array')}))\n"
+                f"    {model} = {f('equinox.apply_updates')}({model}, updates)\n"
+                f"    return {model}, opt_state, {loss}\n")
+        step_fn = cst.parse_statement(text)
+        inner = step_fn.body.body[0]  # loss_fn: its body is the loss statements, as written (comments kept)
+        inner = inner.with_changes(body=inner.body.with_changes(body=moved))
+        step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
+                                       leading_lines=[cst.EmptyLine(indent=False)])
+        call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params})\n")
+        keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
+        at = len([i for i in range(start) if i != zero])
+        new_body = keep[:at] + before + [call] + keep[at:]
+        self.pending[opt] = [step_fn]
+        return loop.with_changes(body=loop.body.with_changes(body=new_body))

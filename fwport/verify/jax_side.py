@@ -1,0 +1,260 @@
+"""The JAX subprocess of ``fwport verify`` for torch → JAX: the *translated* program. Imports JAX
+and Equinox; importing torch fails (a translation must run without PyTorch).
+
+``run`` executes the translated file, builds the Equinox model with a key, writes the original's
+state_dict into it by name (``fc1.weight`` → ``model.fc1.weight``, ``net.0.bias`` →
+``model.net.layers[0].bias``; ``eqx.tree_at``), and writes outputs of ``jax.vmap(model)`` in
+inference mode and the gradients of ``sum(out * R)`` with the original's names, to an ``.npz``.
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+
+class _BlockTorch:
+    """The translated program must run without PyTorch (and this process must never hold both)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "torchvision", "torchaudio", "tensorflow", "keras"):
+            raise ImportError(f"the translation imports {name}: a translated program must not need PyTorch")
+        return None
+
+
+sys.meta_path.insert(0, _BlockTorch())
+
+import inspect  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from _worker_io import UserError, build_object, serve  # noqa: E402
+
+
+def _setup(dtype: str, device: str) -> None:
+    if device == "cpu":
+        os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    import jax
+    jax.config.update("jax_default_matmul_precision", "highest")
+    jax.config.update("jax_enable_x64", dtype == "float64")
+
+
+def locate(model, name: str, eqx):
+    """A state_dict name → (the getter of that array in the Equinox model, its key path), or None."""
+    steps = []
+    obj = model
+    for part in name.split("."):
+        if part.isdigit():
+            if isinstance(obj, eqx.nn.Sequential):
+                steps.append(("attr", "layers"))
+                obj = obj.layers
+            try:
+                obj = obj[int(part)]
+            except (TypeError, IndexError, KeyError):
+                return None
+            steps.append(("item", int(part)))
+        else:
+            if not hasattr(obj, part):
+                return None
+            obj = getattr(obj, part)
+            steps.append(("attr", part))
+
+    def get(m):
+        for kind, v in steps:
+            m = getattr(m, v) if kind == "attr" else m[v]
+        return m
+
+    return get, "".join(f".{v}" if k == "attr" else f"[{v}]" for k, v in steps), obj
+
+
+RUNNING = ("running_mean", "running_var")
+
+
+def load_running_stats(model, layer_state, state: dict, eqx, jnp):
+    """BatchNorm buffers (``bn.running_mean`` / ``bn.running_var``) → the layer's entry of the
+    eqx.nn.State (mode "batch": the average itself while its counter is 0). Returns the state and problems."""
+    problems = []
+    for prefix in sorted({n.rsplit(".", 1)[0] for n in state if n.rsplit(".", 1)[-1] in RUNNING}):
+        found = locate(model, prefix, eqx)
+        bn = found[2] if found else None
+        if not isinstance(bn, eqx.nn.BatchNorm) or getattr(bn, "batch_state_index", None) is None:
+            problems.append(f"{prefix}.running_mean/var: no eqx.nn.BatchNorm(mode='batch') at {prefix}")
+            continue
+        if layer_state is None:
+            problems.append(f"{prefix}: the translated model keeps no state (build it with eqx.nn.make_with_state)")
+            continue
+        mean, var = (jnp.asarray(state[f"{prefix}.{k}"]) for k in RUNNING)
+        layer_state = layer_state.set(bn.batch_state_index, (mean, var))
+    return layer_state, problems
+
+
+def load_state(model, state: dict, eqx, jnp):
+    """Write each torch array into the model by name: the same shape, or Equinox's shape for the same
+    values (a conv bias (O,) is (O, 1, 1)). Returns the model and the problems."""
+    import jax
+    getters, values, problems, written = [], [], [], set()
+    for name, value in state.items():
+        if name.rsplit(".", 1)[-1] in RUNNING:
+            continue  # layer state, not a parameter: load_running_stats
+        found = locate(model, name, eqx)
+        if found is None:
+            problems.append(f"{name}: the translated model has no such array")
+            continue
+        get, path, target = found
+        if not hasattr(target, "shape"):
+            problems.append(f"{name}: {path} is a {type(target).__name__}, not an array")
+            continue
+        if tuple(target.shape) != tuple(value.shape):
+            if int(np.prod(target.shape)) == value.size and [d for d in target.shape if d != 1] == [d for d in value.shape if d != 1]:
+                value = value.reshape(target.shape)
+            else:
+                problems.append(f"{name}: shape {tuple(value.shape)} in PyTorch, {tuple(target.shape)} at {path}")
+                continue
+        getters.append(get)
+        values.append(jnp.asarray(value, dtype=target.dtype))
+        written.add(path)
+    if getters:
+        model = eqx.tree_at(lambda m: tuple(g(m) for g in getters), model, tuple(values))
+    leaves = jax.tree_util.tree_flatten_with_path(eqx.filter(model, eqx.is_inexact_array))[0]
+    for path, _ in leaves:
+        p = jax.tree_util.keystr(path)
+        if p not in written:
+            problems.append(f"{p}: an array of the translated model that no PyTorch state entry writes")
+    return model, problems
+
+
+def run(req: dict) -> dict:
+    _setup(req["dtype"], req["device"])
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
+    key = jax.random.key(req["seed"])
+
+    model, layer_state = _build(ns, req, key, eqx)
+    with np.load(req["torch"]) as z:
+        T = {k: z[k] for k in z.files}
+    state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
+    model, problems = load_state(model, state, eqx, jnp)
+    layer_state, more = load_running_stats(model, layer_state, state, eqx, jnp)
+    problems += more
+    if problems:
+        return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
+    model = eqx.nn.inference_mode(model)
+    with np.load(req["inputs"]) as z:
+        xs = [jnp.asarray(z[f"x{i}"]) for i in range(len(z.files))]
+    n_out = len([k for k in T if k.startswith("out")])
+    R = [jnp.asarray(T[f"R{i}"], dtype=jnp.float64 if req["dtype"] == "float64" else jnp.float32) for i in range(n_out)]
+
+    def forward(m, *inputs):
+        if layer_state is None:
+            out = jax.vmap(m)(*inputs)
+        else:  # the state is shared by the batch: in_axes None for it, and it comes back once
+            out, _ = jax.vmap(m, axis_name="batch", in_axes=(0,) * len(inputs) + (None,),
+                              out_axes=(0, None))(*inputs, layer_state)
+        return list(out) if isinstance(out, (tuple, list)) else [out]
+
+    out = forward(model, *xs)
+    save = {f"out{i}": np.asarray(o) for i, o in enumerate(out)}
+    if "grad" in req["checks"]:
+        floats = [i for i, x in enumerate(xs) if jnp.issubdtype(x.dtype, jnp.floating)]
+
+        def loss(params, static, fx):
+            inputs = list(xs)
+            for i, x in zip(floats, fx):
+                inputs[i] = x
+            outs = forward(eqx.combine(params, static), *inputs)
+            return sum(jnp.sum(o * r) for o, r in zip(outs, R) if jnp.issubdtype(o.dtype, jnp.floating))
+
+        params, static = eqx.partition(model, eqx.is_inexact_array)
+        g_params, g_x = jax.grad(loss, argnums=(0, 2))(params, static, [xs[i] for i in floats])
+        for name in state:
+            found = locate(model, name, eqx)
+            if found is None:  # a buffer kept in the layer state (running statistics)
+                continue
+            g = found[0](g_params)
+            if g is not None:
+                save[f"g:{name}"] = np.asarray(g).reshape(T[f"w:{name}"].shape)
+        for i, g in zip(floats, g_x):
+            save[f"gx{i}"] = np.asarray(g)
+    np.savez(req["out"], **save)
+    return {"outputs": len(out), "versions": _versions(), "device": str(jax.devices()[0]), "problems": []}
+
+
+def _build(ns: dict, req: dict, key, eqx):
+    """The translated model (a class called with ``key=`` when it takes one; through
+    eqx.nn.make_with_state when its ``__call__`` takes a state) and its state (or None)."""
+    obj = ns.get(req["model"])
+    if isinstance(obj, eqx.Module):
+        return obj, None
+    if obj is None or not callable(obj):
+        build_object(ns, req["model"], req["args"], lambda o: isinstance(o, eqx.Module))  # raises the usage error
+    params = inspect.signature(obj).parameters
+    call = getattr(obj, "__call__", None)
+    stateful = isinstance(obj, type) and call is not None and "state" in inspect.signature(call).parameters
+    make = eqx.nn.make_with_state(obj) if stateful else obj
+    built = make(**req["args"], key=key) if "key" in params else make(**req["args"])
+    model, layer_state = built if stateful else (built, None)
+    if not isinstance(model, eqx.Module):
+        raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not an eqx.Module")
+    return model, layer_state
+
+
+def train(req: dict) -> dict:
+    """The translated training function on the model holding the original's initial state; writes
+    the trained parameters under the original's names (``s:``) and the losses it returns."""
+    _setup(req["dtype"], req["device"])
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
+    cls = ns.get(req["model"])
+    if cls is None or req["train"] not in ns:
+        raise UserError(f"{req['model']!r} or {req['train']!r} is missing from {req['source']}")
+    model = cls(**req["args"], key=jax.random.key(req["seed"])) if "key" in inspect.signature(cls).parameters \
+        else cls(**req["args"])
+    with np.load(req["torch"]) as z:
+        T = {k: z[k] for k in z.files}
+    state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
+    model, problems = load_state(model, state, eqx, jnp)
+    if problems:
+        return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
+    with np.load(req["inputs"]) as z:
+        xs = [jnp.asarray(z[f"x{i}"]) for i in range(len(z.files))]
+    result = ns[req["train"]](model, *xs, **req.get("train_args", {}))
+    items = result if isinstance(result, (tuple, list)) else [result]
+    trained = next((o for o in items if isinstance(o, eqx.Module)), None)
+    if trained is None:
+        raise UserError(f"{req['train']} returns no eqx.Module: a JAX training function must return the trained model")
+    save = {}
+    for name in state:
+        found = locate(trained, name, eqx)
+        if found is not None and f"s:{name}" in T:
+            save[f"s:{name}"] = np.asarray(found[2]).reshape(T[f"s:{name}"].shape)
+    losses = [o for o in items if isinstance(o, list)]
+    if losses:
+        save["losses"] = np.asarray([float(v) for v in losses[0]], dtype=np.float64)
+    np.savez(req["out"], **save)
+    return {"versions": _versions(), "device": str(jax.devices()[0]), "problems": []}
+
+
+def _versions() -> dict:
+    import equinox
+    import jax
+    return {"jax": jax.__version__, "equinox": equinox.__version__}
+
+
+def handle(req: dict) -> dict:
+    if req["op"] == "run":
+        return run(req)
+    if req["op"] == "train":
+        return train(req)
+    raise UserError(f"unknown request {req['op']!r}")
+
+
+if __name__ == "__main__":
+    serve(handle)

@@ -1,0 +1,156 @@
+"""``fwport verify`` for PyTorch → JAX/Equinox: the original in a torch subprocess
+(torch_source_side.py), the translation in a JAX one (jax_side.py), the same inputs, the torch
+state_dict moved into the Equinox model by name, outputs compared in eval / inference mode
+(``jax.vmap`` over the batch) and gradients of one scalar loss with respect to every parameter and
+input. Imports no framework.
+"""
+from __future__ import annotations
+
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def verify(opts, session) -> dict:
+    from fwport.verify.run import TOLERANCES, VerifyError, _ask, compare
+    from fwport.verify.spec import InputSpec, SpecError, make_inputs
+
+    if "step" in opts.checks:
+        raise VerifyError("--check step is not implemented for torch2jax yet (forward and grad are)", kind="user")
+    if not opts.inputs:
+        raise VerifyError("give the input shape with --input, e.g. --input 'float32[4,20]' (batch axis first, "
+                          "in the PyTorch layout)", kind="user")
+    try:
+        specs = [InputSpec.parse(s).with_dtype(opts.dtype) for s in opts.inputs]
+    except SpecError as e:
+        raise VerifyError(str(e), kind="user") from None
+    rtol, atol = TOLERANCES[opts.dtype]
+    rtol = opts.rtol if opts.rtol is not None else rtol
+    atol = opts.atol if opts.atol is not None else atol
+    t0 = time.perf_counter()
+    times: dict[str, float] = {}
+    xs = make_inputs(specs, opts.seed)
+    with tempfile.TemporaryDirectory(prefix="fwport-verify-") as tmp:
+        d = Path(tmp)
+        np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
+        tw = session.worker("torch_source", 0, opts.device)
+        jw = session.worker("jax", 0, opts.device)
+        common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
+                  "checks": list(opts.checks), "inputs": str(d / "x.npz")}
+        tresp = _ask(session, tw, dict(common, op="run", source=str(Path(opts.original).resolve()), model=opts.model,
+                                       out=str(d / "torch.npz")), opts.timeout)
+        times["torch"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        jresp = _ask(session, jw, dict(common, op="run", source=str(Path(opts.translated).resolve()),
+                                       model=opts.translated_model or opts.model, torch=str(d / "torch.npz"),
+                                       out=str(d / "jax.npz")), opts.timeout)
+        times["jax"] = time.perf_counter() - t1
+        cert = _base(opts, specs, rtol, atol, tresp, jresp)
+        if jresp["problems"]:
+            cert.update(verdict="mismatch", problems=jresp["problems"], results={})
+            cert["timing"] = times
+            return cert
+        with np.load(d / "torch.npz") as z:
+            T = {k: z[k] for k in z.files}
+        with np.load(d / "jax.npz") as z:
+            J = {k: z[k] for k in z.files}
+    results: dict[str, list] = {"outputs": [], "gradients": [], "input_gradients": []}
+    for i in range(tresp["outputs"]):
+        results["outputs"].append({"name": f"output {i}", **compare(T[f"out{i}"], J.get(f"out{i}", np.zeros(0)), rtol, atol)})
+    if tresp["outputs"] != jresp["outputs"]:
+        results["outputs"].append({"name": "output count", "ok": False,
+                                   "detail": f"PyTorch returns {tresp['outputs']} outputs, the translation {jresp['outputs']}"})
+    if "grad" in opts.checks:
+        grads = {k[2:]: v for k, v in T.items() if k.startswith("g:")}
+        scale = max([float(np.abs(v).max()) for v in grads.values() if v.size] + [0.0])
+        for name, g in grads.items():
+            r = compare(g, J.get(f"g:{name}", np.zeros(0)), rtol, atol, 1e-3 * scale)
+            results["gradients"].append({"name": name, **r})
+        for i in range(len(xs)):
+            if f"gx{i}" in T:
+                results["input_gradients"].append({"name": f"input {i}", **compare(T[f"gx{i}"], J.get(f"gx{i}", np.zeros(0)),
+                                                                                  rtol, atol)})
+    ok = all(e["ok"] for es in results.values() for e in es)
+    bad_grads = [e for e in results["gradients"] if not e["ok"]]
+    cert.update(results=results, verdict="pass" if ok else "mismatch")
+    if bad_grads:  # the module whose parameters diverge first, in the original's registration order
+        cert["first_diverging"] = {"layer": bad_grads[0]["name"].rsplit(".", 1)[0], "point": "gradient",
+                                   "torch": bad_grads[0]["name"], "max_abs": bad_grads[0]["max_abs"],
+                                   "max_rel": bad_grads[0]["max_rel"]}
+    times["total"] = time.perf_counter() - t0
+    cert["timing"] = times
+    return cert
+
+
+def verify_training(opts, session, function: str, train_args: dict | None = None) -> dict:
+    """Both training functions, ``function(model, *inputs, **train_args)``, from the same initial
+    parameters (the original's, moved by name): the trained parameters and the returned losses
+    compared. Inputs are drawn from ``opts.inputs`` (integer labels as ``int64[8]:3``)."""
+    from fwport.verify.run import TOLERANCES, VerifyError, _ask, compare
+    from fwport.verify.spec import InputSpec, SpecError, make_inputs
+
+    try:
+        specs = [InputSpec.parse(s).with_dtype(opts.dtype) for s in opts.inputs]
+    except SpecError as e:
+        raise VerifyError(str(e), kind="user") from None
+    rtol, atol = TOLERANCES[opts.dtype]
+    rtol = opts.rtol if opts.rtol is not None else rtol
+    atol = opts.atol if opts.atol is not None else atol
+    t0 = time.perf_counter()
+    xs = make_inputs(specs, opts.seed)
+    with tempfile.TemporaryDirectory(prefix="fwport-verify-") as tmp:
+        d = Path(tmp)
+        np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
+        common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args, "op": "train",
+                  "train": function, "train_args": train_args or {}, "inputs": str(d / "x.npz"), "model": opts.model}
+        tresp = _ask(session, session.worker("torch_source", 0, opts.device),
+                     dict(common, source=str(Path(opts.original).resolve()), out=str(d / "torch.npz")), opts.timeout)
+        jresp = _ask(session, session.worker("jax", 0, opts.device),
+                     dict(common, source=str(Path(opts.translated).resolve()), torch=str(d / "torch.npz"),
+                          out=str(d / "jax.npz")), opts.timeout)
+        cert = _base(opts, specs, rtol, atol, tresp, jresp)
+        cert["training"] = {"function": function, "args": train_args or {}}
+        if jresp["problems"]:
+            cert.update(verdict="mismatch", problems=jresp["problems"], results={})
+            return cert
+        with np.load(d / "torch.npz") as z:
+            T = {k: z[k] for k in z.files}
+        with np.load(d / "jax.npz") as z:
+            J = {k: z[k] for k in z.files}
+    results: dict[str, list] = {"trained": [], "losses": []}
+    for k in sorted(k for k in T if k.startswith("s:")):
+        results["trained"].append({"name": k[2:], **compare(T[k], J.get(k, np.zeros(0)), rtol, atol)})
+    if "losses" in T:
+        results["losses"].append({"name": "losses", **compare(T["losses"], J.get("losses", np.zeros(0)), rtol, atol)})
+    ok = bool(results["trained"]) and all(e["ok"] for es in results.values() for e in es)
+    cert.update(results=results, verdict="pass" if ok else "mismatch", timing={"total": time.perf_counter() - t0})
+    return cert
+
+
+def _base(opts, specs, rtol, atol, tresp, jresp) -> dict:
+    import platform
+    return {
+        "fwport_verify": 1, "direction": "torch2jax",
+        "original": opts.original, "translated": opts.translated,
+        "model": opts.model, "translated_model": opts.translated_model or opts.model, "args": opts.args,
+        "versions": {**tresp["versions"], **jresp["versions"], "python": platform.python_version(),
+                     "numpy": np.__version__},
+        "device": {"torch": tresp["device"], "jax": jresp["device"], "tf32": "off",
+                   "jax_default_matmul_precision": "highest"},
+        "dtype": opts.dtype, "seed": opts.seed, "inputs": [s.render() for s in specs],
+        "checks": list(opts.checks),
+        "tolerance": {"rtol": rtol, "atol": atol,
+                      "rule": "|torch - jax| <= atol * max|torch| + rtol * |torch|, per tensor"},
+    }
+
+
+def render_header(cert: dict) -> list[str]:
+    v, dev, tol = cert.get("versions", {}), cert.get("device", {}), cert.get("tolerance", {})
+    return [f"fwport verify: {cert.get('original')} ({cert.get('model')}) vs {cert.get('translated')} "
+            f"({cert.get('translated_model')})",
+            f"  torch {v.get('torch', '?')} on {dev.get('torch', '?')}; JAX {v.get('jax', '?')} (Equinox "
+            f"{v.get('equinox', '?')}) on {dev.get('jax', '?')}; TF32 off, matmul precision highest",
+            f"  inputs {', '.join(cert.get('inputs', []))} (seed {cert.get('seed')}, {cert.get('dtype')}); tolerance "
+            f"rtol {tol.get('rtol')} atol {tol.get('atol')} × max|torch|; the JAX model is vmapped over the batch"]

@@ -1,0 +1,132 @@
+"""The PyTorch subprocess of ``fwport verify`` for torch → JAX: the *original* program. Imports
+torch, never JAX.
+
+``run`` executes the original file, builds the model (seeded), and writes to an ``.npz``: its
+state (``w:NAME``, the state_dict the JAX side loads by name), outputs in eval mode (``outN``),
+the cotangents of the scalar loss ``sum(out * R)`` (``RN``, drawn here once the output shapes are
+known), and the gradients of that loss with respect to every parameter (``g:NAME``) and float input
+(``gxN``).
+"""
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+from _worker_io import UserError, build_object, serve  # noqa: E402
+
+try:  # reduced-precision float32 matmuls/convolutions off
+    torch.backends.cuda.matmul.fp32_precision = "ieee"
+    torch.backends.cudnn.conv.fp32_precision = "ieee"
+except AttributeError:  # torch < 2.9
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+SKIP_BUFFERS = ("num_batches_tracked",)
+
+
+def _flatten(out) -> list:
+    if isinstance(out, dict):
+        return [x for k in sorted(out) for x in _flatten(out[k])]
+    if isinstance(out, (list, tuple)):
+        return [x for o in out for x in _flatten(o)]
+    return [out]
+
+
+def _np(t: torch.Tensor) -> np.ndarray:
+    return t.detach().cpu().numpy().copy()
+
+
+def _expose_norm_statistics(model, seed: int) -> None:
+    """Normalisation layers start as the identity (mean 0, var 1, scale 1, shift 0), which hides a
+    statistic or an affine parameter that is not carried over: give them seeded non-trivial values."""
+    g = torch.Generator().manual_seed(seed + 7)
+    with torch.no_grad():
+        for m in model.modules():
+            if isinstance(getattr(m, "running_mean", None), torch.Tensor) and isinstance(getattr(m, "running_var", None), torch.Tensor):
+                m.running_mean.copy_(0.5 * torch.randn(m.running_mean.shape, generator=g))
+                m.running_var.copy_(0.5 + 1.5 * torch.rand(m.running_var.shape, generator=g))
+                if getattr(m, "weight", None) is not None:
+                    m.weight.copy_(0.5 + torch.rand(m.weight.shape, generator=g))
+                if getattr(m, "bias", None) is not None:
+                    m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
+
+
+def run(req: dict) -> dict:
+    dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
+    device = torch.device("cuda" if req["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
+    torch.manual_seed(req["seed"])
+    ns = runpy.run_path(req["source"], run_name="__fwport_original__")
+    model = build_object(ns, req["model"], req["args"], lambda o: isinstance(o, torch.nn.Module))
+    if not isinstance(model, torch.nn.Module):
+        raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not a torch.nn.Module")
+    model = model.to(device=device, dtype=dtype).eval()
+    _expose_norm_statistics(model, req["seed"])
+    with np.load(req["inputs"]) as z:
+        arrays = [z[f"x{i}"] for i in range(len(z.files))]
+    xs = []
+    for a in arrays:
+        t = torch.from_numpy(a).to(device)
+        xs.append(t.to(dtype).requires_grad_(True) if t.is_floating_point() else t)
+    out = [o for o in _flatten(model(*xs)) if torch.is_tensor(o)]
+    rng = np.random.default_rng(req["seed"] + 1)
+    R = [rng.standard_normal(tuple(o.shape)) for o in out]
+    save = {f"out{i}": _np(o) for i, o in enumerate(out)}
+    save.update({f"R{i}": r for i, r in enumerate(R)})
+    state = model.state_dict()
+    save.update({f"w:{k}": _np(v) for k, v in state.items() if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS})
+    if "grad" in req["checks"]:
+        loss = sum((o.to(dtype) * torch.as_tensor(r, dtype=dtype, device=device)).sum()
+                   for o, r in zip(out, R) if o.is_floating_point())
+        loss.backward()
+        for name, p in model.named_parameters():
+            if p.grad is not None:
+                save[f"g:{name}"] = _np(p.grad)
+        for i, x in enumerate(xs):
+            if x.is_floating_point() and x.grad is not None:
+                save[f"gx{i}"] = _np(x.grad)
+    np.savez(req["out"], **save)
+    return {"outputs": len(out), "versions": {"torch": torch.__version__}, "device": str(device),
+            "trainable": [n for n, p in model.named_parameters() if p.requires_grad]}
+
+
+def train(req: dict) -> dict:
+    """Run the original's training function on the built model: ``fn(model, *inputs, **train_args)``;
+    writes the initial state (``w:``), the trained parameters (``s:``) and the losses it returns."""
+    torch.manual_seed(req["seed"])
+    ns = runpy.run_path(req["source"], run_name="__fwport_original__")
+    model = build_object(ns, req["model"], req["args"], lambda o: isinstance(o, torch.nn.Module))
+    if req["train"] not in ns:
+        raise UserError(f"no training function {req['train']!r} in {req['source']}")
+    dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
+    model = model.to(dtype=dtype)
+    save = {f"w:{k}": _np(v) for k, v in model.state_dict().items() if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS}
+    with np.load(req["inputs"]) as z:
+        xs = [torch.from_numpy(z[f"x{i}"]) for i in range(len(z.files))]
+    xs = [x.to(dtype) if x.is_floating_point() else x for x in xs]
+    result = ns[req["train"]](model, *xs, **req.get("train_args", {}))
+    trained = next((o for o in (result if isinstance(result, (tuple, list)) else [result])
+                    if isinstance(o, torch.nn.Module)), model)
+    save.update({f"s:{n}": _np(p) for n, p in trained.named_parameters()})
+    losses = [o for o in (result if isinstance(result, (tuple, list)) else [result]) if isinstance(o, list)]
+    if losses:
+        save["losses"] = np.asarray(losses[0], dtype=np.float64)
+    np.savez(req["out"], **save)
+    return {"versions": {"torch": torch.__version__}, "device": "cpu"}
+
+
+def handle(req: dict) -> dict:
+    if req["op"] == "run":
+        return run(req)
+    if req["op"] == "train":
+        return train(req)
+    raise UserError(f"unknown request {req['op']!r}")
+
+
+if __name__ == "__main__":
+    serve(handle)

@@ -1,0 +1,380 @@
+"""fwport torch2jax: PyTorch → JAX/Equinox.
+
+- every rule example of rules/torch2jax/ (translate, compare, fixpoint);
+- per-example semantics: the batch axis dropped where it is proven, an error finding where not;
+- every fixtures/torch2jax/<name>/: model.py translates to exactly expected.py with the expected
+  findings and is a fixpoint; expected.py runs with torch unimportable and `fwport verify` (torch in
+  one subprocess, JAX in another) proves it computes the original's outputs and gradients;
+- planted bugs (a trap translated wrongly on purpose) make the verifier fail.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+
+import regen_torch2jax_fixtures as regen  # noqa: E402
+
+PACK = load_pack("torch2jax")
+RULES = sorted(PACK.rules.values(), key=lambda r: r.id)
+DIRS = regen.fixture_dirs()
+VERIFY = {d.name: json.loads((d / "verify.json").read_text()) for d in DIRS}
+MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
+needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"verification needs {', '.join(MISSING)} installed")
+
+
+def t2j(text: str):
+    return translate_source(text, "example.py", PACK)
+
+
+# --- the rules' examples -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("rule,ex", [pytest.param(r, e, id=f"{r.id}/{e.name}") for r in RULES for e in r.examples])
+def test_rule_example(rule, ex):
+    r = t2j(ex.before)
+    assert r.output == ex.after, f"{rule.path}: example {ex.name!r}"
+    assert Counter(f.code for f in r.findings) == Counter(ex.findings), f"{rule.path}: example {ex.name!r} findings"
+    assert t2j(r.output).output == r.output, "translating the output again must change nothing"
+
+
+def test_every_rule_has_an_example():
+    assert RULES and not [r.id for r in RULES if not r.examples]
+
+
+# --- per-example semantics ----------------------------------------------------------------------------
+
+HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n" \
+       "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 4)\n\n" \
+       "    def forward(self, x):\n"
+
+
+def _forward(body: str):
+    r = t2j(HEAD + "".join(f"        {line}\n" for line in body.splitlines()))
+    return r, r.output.split("def __call__", 1)[1]
+
+
+@pytest.mark.parametrize("torch_code,jax_code", [
+    ("return x.view(x.size(0), -1)", "return x.reshape(-1)"),
+    ("return torch.flatten(x, 1)", "return x.reshape(-1)"),
+    ("return x.flatten(2)", "return x.reshape(*x.shape[:1], -1)"),
+    ("return torch.cat([x, x], dim=1)", "return jnp.concatenate([x, x], axis=0)"),
+    ("return F.softmax(x, dim=-1)", "return jax.nn.softmax(x, axis=-1)"),
+    ("return x.sum(dim=2, keepdim=True)", "return x.sum(axis=1, keepdims=True)"),
+    ("return x.permute(0, 2, 3, 1)", "return jnp.transpose(x, (1, 2, 0))"),
+    ("return x.transpose(1, 2).contiguous()", "return jnp.swapaxes(x, 0, 1)"),
+    ("return x.size(1) * x.shape[2]", "return x.shape[0] * x.shape[1]"),
+    ("B, T, C = x.size()\nreturn self.fc(x).view(B, T * 4)", "T, C = x.shape\n        return jax.vmap(self.fc)(x).reshape(T * 4)"),
+    ("return F.max_pool2d(x, 2)", "return eqx.nn.MaxPool2d(2, stride=2)(x)"),
+    ("return x.chunk(3, dim=-1)", "return jnp.split(x, 3, axis=-1)"),
+    ("return x.split(4, dim=2)", "return jnp.split(x, range(4, x.shape[1], 4), axis=1)"),
+    ("return x.mean(dim=(2, 3))", "return x.mean(axis=(1, 2))"),
+])
+def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
+    r, call = _forward(torch_code)
+    assert jax_code in call, call
+    assert not [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+@pytest.mark.parametrize("torch_code", [
+    "return x.sum(dim=0)",
+    "return torch.cat([x, x], dim=0)",
+    "return x.view(4, -1)",
+    "return torch.flatten(x)",
+    "n = x.size(0)\nreturn x * n",
+    "return x.permute(1, 0, 2)",
+])
+def test_code_that_needs_the_batch_axis_is_an_error(torch_code):
+    r, _ = _forward(torch_code)
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["batch-axis"], r.findings
+    assert errors[0].line >= 12 and f"# fwport: batch-axis:" in r.output
+
+
+def test_a_multi_line_buffer_keeps_its_parentheses():
+    r = t2j(HEAD.replace("        self.fc = nn.Linear(8, 4)\n",
+                         "        self.register_buffer(\"m\", torch.ones(4, 4)\n                             * 2.0)\n")
+            + "        return x * self.m\n")
+    compile(r.output, "out.py", "exec")
+    assert "self.m = (jnp.ones((4, 4))\n" in r.output and "return x * jax.lax.stop_gradient(self.m)" in r.output
+
+
+def test_an_assumed_batch_axis_is_a_warning():
+    r, call = _forward("return x.view(-1, 400)")
+    assert "return x.reshape(400)" in call
+    assert [(f.severity, f.code) for f in r.findings] == [(Severity.WARNING, "batch-axis")]
+
+
+def test_functional_dropout_is_refused_not_given_a_global_rng():
+    r, call = _forward("return F.dropout(x, 0.5, self.training)")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+
+
+def test_no_module_is_left_without_a_key_where_it_draws_values():
+    r = t2j(HEAD + "        return self.fc(x)\n")
+    assert "def __init__(self, *, key):" in r.output and "eqx.nn.Linear(8, 4, key=key)" in r.output
+    assert "super().__init__()" not in r.output and "fc: eqx.nn.Linear" in r.output
+    assert "torch" not in r.output
+
+
+def test_a_translated_class_used_as_a_submodule_or_in_a_script_gets_a_key():
+    r = t2j(HEAD + "        return self.fc(x)\n\n\nclass Outer(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.inner = Net()\n        self.head = nn.Linear(4, 2)\n\n"
+            "    def forward(self, x):\n        return self.head(self.inner(x))\n\n\nmodel = Outer()\n")
+    assert "self.inner = Net(key=key1)" in r.output and "self.head = eqx.nn.Linear(4, 2, key=key2)" in r.output
+    assert "model = Outer(key=jax.random.key(0))" in r.output
+    assert [f.code for f in r.findings] == ["key-added"]
+
+
+def test_a_script_calls_its_model_over_the_batch_and_threads_the_state():
+    bn = ("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+          "        super().__init__()\n        self.bn = nn.BatchNorm1d(4)\n\n    def forward(self, x):\n"
+          "        return self.bn(x)\n\n\nmodel = Net()\nmodel.eval()\ny = model(torch.zeros(2, 4))\n")
+    r = t2j(bn)
+    assert "    def __call__(self, x, state):\n        return self.bn(x, state)\n" in r.output
+    assert "model, state = eqx.nn.make_with_state(Net)()\nmodel = eqx.nn.inference_mode(model, True)\n" in r.output
+    assert 'y, state = jax.vmap(model, axis_name="batch", in_axes=(0, None), out_axes=(0, None))' \
+           '(jnp.zeros((2, 4)), state)' in r.output
+    plain = t2j(HEAD + "        return self.fc(x)\n\n\nnet = Net()\nout = net(torch.ones(3, 8))\n")
+    assert "net = Net(key=jax.random.key(0))\nout = jax.vmap(net)(jnp.ones((3, 8)))" in plain.output
+
+
+@needs_frameworks
+def test_the_translated_script_runs_without_torch(tmp_path):
+    import subprocess
+    src = ("import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+           "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 3)\n"
+           "        self.bn = nn.BatchNorm1d(3)\n\n    def forward(self, x):\n        return F.relu(self.bn(self.fc(x)))\n\n\n"
+           "torch.manual_seed(0)\nmodel = Net()\nmodel.eval()\nwith torch.no_grad():\n    y = model(torch.ones(5, 8))\n"
+           "print(tuple(y.shape))\n")
+    out = tmp_path / "script.py"
+    out.write_text(t2j(src).output)
+    code = "import sys\nsys.modules['torch'] = None\nimport runpy\nrunpy.run_path(sys.argv[1])\n"
+    p = subprocess.run([sys.executable, "-c", code, str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, out.read_text() + p.stderr[-2000:]
+    assert p.stdout.strip() == "(5, 3)"
+
+
+def test_no_grad_and_device_moves_are_removed():
+    r = t2j("import torch\n\n\n@torch.no_grad()\ndef evaluate(model, x, device):\n    x = x.to(device)\n"
+            "    with torch.no_grad():\n        y = model(x)\n    return y.cpu()\n")
+    assert r.output == ("\n\ndef evaluate(model, x, device):\n    x = x\n    y = model(x)\n    return y\n")
+    assert {f.code for f in r.findings} == {"idiom-replaced"}
+
+
+def test_a_training_loop_of_another_shape_is_refused():
+    r = t2j("import torch\n\n\ndef fit(model, x, y):\n    opt = torch.optim.SGD(model.parameters(), lr=0.1)\n"
+            "    for _ in range(3):\n        loss = ((model(x) - y) ** 2).mean()\n        loss.backward()\n"
+            "        opt.step()\n")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+    assert "loss.backward()" in r.output and "train_step" not in r.output
+
+
+# --- fixtures -----------------------------------------------------------------------------------------
+
+def test_enough_fixtures():
+    assert len(DIRS) >= 7
+    for d in DIRS:
+        for f in ("model.py", "expected.py", "expected_findings.json", "verify.json"):
+            assert (d / f).is_file(), f"{d.name}: {f} missing (run scripts/regen_torch2jax_fixtures.py)"
+
+
+_done: dict[str, object] = {}
+
+
+def translated(name: str):
+    if name not in _done:
+        _done[name] = regen.translate_fixture(regen.FIXTURES / name)
+    return _done[name]
+
+
+@pytest.mark.parametrize("name", [d.name for d in DIRS])
+def test_fixture_translation_is_expected(name):
+    r = translated(name)
+    d = regen.FIXTURES / name
+    assert r.output == (d / "expected.py").read_text(), "differs from expected.py (scripts/regen_torch2jax_fixtures.py --check)"
+    assert regen.findings_data(r) == json.loads((d / "expected_findings.json").read_text())
+    assert "torch" not in r.output.replace("torch2jax", "")
+    assert translate_source(r.output, "again.py", PACK).output == r.output, "not a fixpoint"
+
+
+@pytest.fixture(scope="module")
+def session():
+    from fwport.verify.run import Session
+    with Session() as s:
+        yield s
+
+
+def _verify(session, name: str, translated_file: Path | None = None) -> dict:
+    from fwport.verify.run import Options, verify
+    d = regen.FIXTURES / name
+    v = VERIFY[name]
+    opts = Options(str(d / "model.py"), str(translated_file or d / "expected.py"), v["model"], args=v.get("args", {}),
+                   inputs=v["inputs"], checks=tuple(v.get("checks", ("forward", "grad"))), device="cpu",
+                   direction="torch2jax")
+    return verify(opts, session)
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name", [d.name for d in DIRS if VERIFY[d.name].get("kind", "model") == "model"])
+def test_fixture_verifies_against_pytorch(name, session):
+    cert = _verify(session, name)
+    res = cert.get("results", {})
+    assert cert["verdict"] == "pass", json.dumps(cert, indent=1, default=str)[:4000]
+    assert res["outputs"] and res["gradients"], "forward and gradients were both compared"
+    assert all(e["ok"] for es in res.values() for e in es)
+
+
+def _verify_training(session, name: str, translated_file: Path | None = None) -> dict:
+    from fwport.verify.run import Options
+    from fwport.verify.torch2jax import verify_training
+    d = regen.FIXTURES / name
+    v = VERIFY[name]
+    opts = Options(str(d / "model.py"), str(translated_file or d / "expected.py"), v["model"], args=v.get("args", {}),
+                   inputs=v["inputs"], device="cpu", direction="torch2jax", dtype=v.get("dtype", "float32"))
+    # float64: Adam divides by sqrt(v) + eps, which magnifies float32 rounding of tiny gradients
+    return verify_training(opts, session, v["train"], v.get("train_args", {}))
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name", [d.name for d in DIRS if VERIFY[d.name].get("kind") == "training"])
+def test_training_fixture_trains_like_pytorch(name, session):
+    """The same initial parameters, the same data: after the training function, every parameter and
+    every returned loss agree."""
+    cert = _verify_training(session, name)
+    assert cert["verdict"] == "pass", json.dumps(cert, indent=1, default=str)[:4000]
+    assert len(cert["results"]["trained"]) >= 4 and cert["results"]["losses"]
+
+
+# --- planted bugs: a trap translated wrongly must not verify ------------------------------------------
+
+PLANTED = [
+    # jax.nn.gelu is the tanh approximation unless told otherwise; PyTorch's GELU is exact (a mismatch)
+    ("seq_pool", "jax.nn.gelu(x, approximate=False)", "jax.nn.gelu(x)"),
+    # dim=1 kept as written: the batch axis not dropped (sums over the features, not the positions)
+    ("seq_pool", "(jnp.expand_dims(w, -1) * h).sum(axis=0)", "(jnp.expand_dims(w, -1) * h).sum(axis=1)"),
+    ("lenet", "jax.nn.log_softmax(self.fc3(x), axis=0)", "jax.nn.log_softmax(self.fc3(x), axis=1)"),
+    # Equinox's pooling stride defaults to 1, PyTorch's to the window
+    ("lenet", "eqx.nn.MaxPool2d(2, stride=2)(jax.nn.relu(self.conv1(x)))", "eqx.nn.MaxPool2d(2)(jax.nn.relu(self.conv1(x)))"),
+    # BatchNorm's eps left at another value, and its state kept in the normalising-with-the-average mode
+    ("conv_bn", 'self.bn0 = eqx.nn.BatchNorm(channels, axis_name="batch", momentum=0.9, mode="batch")',
+     'self.bn0 = eqx.nn.BatchNorm(channels, axis_name="batch", eps=1e-3, momentum=0.9, mode="batch")'),
+    ("conv_bn", 'momentum=0.95, mode="batch")', 'momentum=0.95, mode="ema")'),
+    # the skip connection concatenated in the other order (a weight layout the transfer cannot see)
+    ("mlp", "h = jnp.concatenate([h, x], axis=0)", "h = jnp.concatenate([x, h], axis=0)"),
+]
+
+
+TRAINING_PLANTED = [
+    # coupled L2 decay applied after the momentum instead of to the gradient
+    ("sgd_loop", "optax.chain(optax.add_decayed_weights(1e-3), optax.sgd(learning_rate=lr, momentum=0.9))",
+     "optax.chain(optax.sgd(learning_rate=lr, momentum=0.9), optax.add_decayed_weights(1e-3))"),
+    # Nesterov momentum where PyTorch has the heavy ball
+    ("sgd_loop", "optax.sgd(learning_rate=lr, momentum=0.9)", "optax.sgd(learning_rate=lr, momentum=0.9, nesterov=True)"),
+    # Adam's eps left at optax's default 1e-8 (the source says 1e-6)
+    ("adam_minibatch", "b2=0.98, eps=1e-6)", "b2=0.98)"),
+    # eps inside the square root (optax's eps_root) instead of outside
+    ("adam_minibatch", "b2=0.98, eps=1e-6)", "b2=0.98, eps=0.0, eps_root=1e-6)"),
+    # PyTorch's coupled Adam decay translated as AdamW's decoupled one
+    ("adam_minibatch", "optax.chain(optax.add_decayed_weights(1e-4), optax.adam(learning_rate=1e-2, b1=0.9, b2=0.98, eps=1e-6))",
+     "optax.adamw(learning_rate=1e-2, b1=0.9, b2=0.98, eps=1e-6, weight_decay=1e-4)"),
+]
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name,right,wrong", TRAINING_PLANTED, ids=[f"{p[0]}:{p[2][-40:]}" for p in TRAINING_PLANTED])
+def test_a_planted_optimizer_bug_fails_verification(name, right, wrong, session, tmp_path):
+    text = (regen.FIXTURES / name / "expected.py").read_text()
+    assert right in text, "the planted bug must replace code the translation really has"
+    bad = tmp_path / "translated.py"
+    bad.write_text(text.replace(right, wrong))
+    cert = _verify_training(session, name, bad)
+    assert cert["verdict"] == "mismatch"
+    assert not all(e["ok"] for e in cert["results"]["trained"])
+
+
+@needs_frameworks
+@pytest.mark.parametrize("name,right,wrong", PLANTED, ids=[f"{p[0]}:{p[2][:40]}" for p in PLANTED])
+def test_a_planted_bug_fails_verification(name, right, wrong, session, tmp_path):
+    """Numerically wrong code is a mismatch (exit 1); code that cannot run at those shapes is an error
+    of the JAX side (exit 2): never a pass."""
+    from fwport.verify.run import VerifyError
+    text = (regen.FIXTURES / name / "expected.py").read_text()
+    assert right in text, "the planted bug must replace code the translation really has"
+    bad = tmp_path / "translated.py"
+    bad.write_text(text.replace(right, wrong))
+    try:
+        cert = _verify(session, name, bad)
+    except VerifyError as e:
+        assert e.side == "jax", e
+        return
+    assert cert["verdict"] == "mismatch"
+    assert cert.get("problems") or not all(e["ok"] for e in cert["results"]["outputs"])
+
+
+@needs_frameworks
+def test_fwport_verify_command_detects_the_direction_and_passes(tmp_path):
+    """The command line: exit 0 and a certificate naming both frameworks."""
+    import subprocess
+    d = regen.FIXTURES / "mlp"
+    cert_path = tmp_path / "cert.json"
+    p = subprocess.run([sys.executable, "-m", "fwport", "verify", str(d / "model.py"), str(d / "expected.py"), "--model",
+                        "MLP", "--input", "float32[3,20]", "--device", "cpu", "--json", str(cert_path)],
+                       capture_output=True, text=True, cwd=ROOT, timeout=600)
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "JAX" in p.stdout and "verdict: PASS" in p.stdout
+    cert = json.loads(cert_path.read_text())
+    assert cert["direction"] == "torch2jax" and cert["versions"]["jax"] and cert["versions"]["torch"]
+
+
+FUNCTIONS = ROOT / "tests" / "data" / "torch_functions.py"
+_RUN = """
+import sys, numpy as np, runpy
+if sys.argv[1] == "jax":
+    sys.modules["torch"] = None  # the translation must not need it
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(sys.argv[2])
+rng = np.random.default_rng(0)
+args = [rng.standard_normal((6, 5)), rng.integers(0, 5, 6), rng.standard_normal((6, 3)), rng.standard_normal((6, 3))]
+if sys.argv[1] == "torch":
+    import torch
+    args = [torch.from_numpy(a) for a in args]
+else:
+    import jax.numpy as jnp
+    args = [jnp.asarray(a) for a in args]
+np.savez(sys.argv[3], *[np.asarray(o) for o in ns["losses"](*args)])
+"""
+
+
+@needs_frameworks
+def test_translated_functions_compute_what_pytorch_computes(tmp_path):
+    """Losses with their reductions, reductions over dims, softmax, matmul, exact GELU, cat: the
+    translated file (torch unimportable) against the original, in float64."""
+    import subprocess
+    import numpy as np
+    r = translate_source(FUNCTIONS.read_text(), str(FUNCTIONS), PACK)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    translated_file = tmp_path / "functions_jax.py"
+    translated_file.write_text(r.output)
+    outs = {}
+    for side, path in (("torch", FUNCTIONS), ("jax", translated_file)):
+        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-2000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    assert len(outs["torch"]) == len(outs["jax"]) == 12
+    for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
+        assert t.shape == j.shape, f"output {i}"
+        np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-12, err_msg=f"output {i}")

@@ -1,0 +1,278 @@
+"""The training pass (fwport/packs/tf2torch/passes/training.py): GradientTape steps, the training flag,
+optimizers over the model's parameters, loss calls in torch's order; and what it refuses, once,
+with a message saying what to write. Numbers are checked by tests/test_verify_train.py and the
+fixtures tape_classifier, tape_regression_rmsprop and loss_values."""
+from __future__ import annotations
+
+from collections import Counter
+
+from fwport.core.pipeline import translate_source
+
+HEAD = '''import tensorflow as tf
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
+'''
+
+STEP = '''
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+def _t(src: str):
+    return translate_source(src, "t.py")
+
+
+def _errors(r) -> Counter:
+    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+
+
+def test_tape_step_becomes_zero_grad_backward_step():
+    r = _t(HEAD + "loss_fn = keras.losses.MeanSquaredError()\noptimizer = keras.optimizers.SGD(0.1)\n" + STEP)
+    assert not _errors(r), r.findings
+    assert '''def train_step(x, y):
+    optimizer.zero_grad()
+    model.train()
+    loss = loss_fn(model(x), y)
+    loss.backward()
+    optimizer.step()
+    return loss
+''' in r.output
+    assert "optimizer = torch.optim.SGD(model.parameters(), lr=0.1)" in r.output
+    assert "tensorflow" not in r.output and "keras" not in r.output
+
+
+def test_translation_is_a_fixpoint_and_keeps_lines():
+    src = HEAD + "loss_fn = keras.losses.Huber()\noptimizer = keras.optimizers.Adam()\n" + STEP
+    r = _t(src)
+    again = translate_source(r.output, "t.py")
+    assert again.output == r.output
+    # findings point at the source's lines: the tape line and the model call
+    lines = {f.message.split(" ")[0]: f.line for f in r.findings if f.code == "idiom-replaced"}
+    assert lines == {"tf.GradientTape": 10, "training=True": 11}
+
+
+def test_training_flag_variable_and_false():
+    src = HEAD + '''
+
+def run(x, flag):
+    a = model(x, training=flag)
+    b = model(x, training=False)
+    return a, b
+'''
+    out = _t(src).output
+    assert "    model.train(flag)\n    a = model(x)\n    model.eval()\n    b = model(x)\n" in out
+
+
+def test_a_name_that_is_not_a_model_keeps_its_training_argument():
+    src = HEAD + '''
+
+def run(layer, x):
+    return layer(x, training=True)
+'''
+    assert "layer(x, training=True)" in _t(src).output
+
+
+def test_optimizer_created_before_the_model_is_one_error():
+    src = '''import tensorflow as tf
+from tensorflow import keras
+
+optimizer = keras.optimizers.Adam()
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
+loss_fn = keras.losses.MeanSquaredError()
+''' + STEP
+    r = _t(src)
+    assert _errors(r) == Counter({("unsupported-construct", 4): 1}), r.findings
+    msg = next(f.message for f in r.findings if f.line == 4 and f.severity.value == "error")
+    assert "created before model" in msg and "move this line after" in msg
+    assert "optimizer = keras.optimizers.Adam()" in r.output
+
+
+def test_optimizer_in_a_function_over_a_module_model():
+    src = HEAD + "loss_fn = keras.losses.MeanSquaredError()\n" + '''
+
+def fit(xs, ys):
+    optimizer = keras.optimizers.RMSprop(learning_rate=0.01)
+    for x, y in zip(xs, ys):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(y, model(x))
+        grads = tape.gradient(loss, model.trainable_variables)
+        optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+    r = _t(src)
+    assert not _errors(r), r.findings
+    assert "optimizer = torch.optim.RMSprop(model.parameters(), lr=0.01, alpha=0.9, eps=1e-07)" in r.output
+    assert "        loss.backward()\n        optimizer.step()\n" in r.output
+
+
+def test_optimizer_without_apply_gradients_is_an_error():
+    r = _t(HEAD + "\nopt = keras.optimizers.Adam()\n")
+    msgs = [f.message for f in r.findings if f.severity.value == "error"]
+    assert any("cannot tell which" in m and "opt = keras.optimizers.Adam()" in m for m in msgs), msgs
+
+
+def test_compile_fit_evaluate_predict_become_the_written_out_loop():
+    src = HEAD + '''model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse")
+
+
+def run(x, y):
+    h = model.fit(x, y, epochs=2, validation_split=0.25, verbose=0)
+    return h.history["val_loss"], model.evaluate(x, y), model.predict(x, batch_size=8)
+'''
+    r = _t(src)
+    assert not _errors(r), r.findings
+    out = r.output
+    assert "optimizer = torch.optim.SGD(model.parameters(), lr=0.05)\nloss_fn = nn.MSELoss()\n" in out
+    assert "h = fit(model, optimizer, loss_fn, x, y, epochs=2, verbose=0, validation_split=0.25)" in out
+    assert 'return h["val_loss"], evaluate(model, loss_fn, x, y), predict(model, x, batch_size=8)' in out
+    assert translate_source(out, "t.py").output == out  # a fixpoint
+
+
+def test_generated_fit_keeps_keras_semantics(tmp_path):
+    """Run the written-out loop (torch only): the validation samples are the last ones, taken before
+    shuffling; the history holds per-epoch averages; evaluate and predict run in inference mode."""
+    import subprocess
+    import sys
+
+    src = HEAD + '''model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+
+def train(x, y):
+    return model.fit(x, y), model.evaluate(x, y), model.predict(x)
+'''
+    out = _t(src).output
+    assert "keras" not in out
+    script = out + '''
+import numpy as np
+torch.manual_seed(0)
+x = np.random.default_rng(0).normal(size=(40, 4)).astype("float64")
+y = np.arange(40) % 2
+h = fit(model, optimizer, loss_fn, x, y, epochs=3, batch_size=7, validation_split=0.25, verbose=0)
+assert sorted(h) == ["accuracy", "loss", "val_accuracy", "val_loss"], sorted(h)
+assert all(len(v) == 3 for v in h.values())
+last = evaluate(model, loss_fn, x[30:], y[30:], verbose=0)
+assert abs(last[0] - h["val_loss"][-1]) < 1e-6 and abs(last[1] - h["val_accuracy"][-1]) < 1e-9
+assert evaluate(model, loss_fn, x[:10], y[:10], verbose=0) != last
+p = predict(model, x, batch_size=7)
+assert isinstance(p, np.ndarray) and p.shape == (40, 2) and p.dtype == np.float32
+print("ok")
+'''
+    (tmp_path / "run.py").write_text(script)
+    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
+def test_compile_the_loop_cannot_reproduce_stays_a_model_api_error():
+    r = _t(HEAD + 'model.compile(optimizer="adam", loss="mse", metrics=["mae"])\nmodel.fit(x, y)\n')
+    msgs = [f.message for f in r.findings if f.severity.value == "error"]
+    assert any(m.startswith("model.compile(...) is a Keras model method") for m in msgs), msgs
+    assert any(m.startswith("model.fit(...) is a Keras model method") for m in msgs), msgs
+
+
+def test_tapes_it_does_not_translate_are_one_error_each():
+    src = HEAD + '''loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.SGD(0.1)
+
+
+def persistent(x, y):
+    with tf.GradientTape(persistent=True) as tape:
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+
+
+def scaled(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    grads = [g * 0.5 for g in grads]
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+    r = _t(src)
+    errors = [f for f in r.findings if f.severity.value == "error"]
+    tape_errors = [f for f in errors if f.message.startswith("tf.GradientTape")]
+    assert [f.line for f in tape_errors] == [10, 17], errors
+    assert "persistent" in tape_errors[0].message and "used before apply_gradients" in tape_errors[1].message
+    # the rule pass does not report the same tape again as no-rule
+    assert not [f for f in errors if f.code == "no-rule" and "GradientTape" in f.message]
+    assert r.output.count("# fwport: unsupported-construct: tf.GradientTape") == 2
+
+
+def test_loss_calls_follow_torch_order_and_a_loss_whose_calls_are_unknown_is_refused():
+    src = HEAD + '''ce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+bce = keras.losses.BinaryCrossentropy()
+
+
+def losses(x, y):
+    logits = model(x)
+    direct = keras.losses.MeanSquaredError()(y, logits)
+    return ce(y, logits) + bce(y, tf.sigmoid(logits)), direct
+'''
+    r = _t(src)
+    assert "ce(logits, y.long()) + bce(torch.sigmoid(logits).clamp(1e-7, 1 - 1e-7), y.float())" in r.output
+    msgs = [f.message for f in r.findings if f.severity.value == "error"]
+    assert any(m.startswith("MeanSquaredError(...): torch losses take (input, target)") for m in msgs), msgs
+
+
+def test_loss_with_sample_weight_is_refused():
+    src = HEAD + "loss_fn = keras.losses.MeanSquaredError()\nv = loss_fn(y, p, sample_weight=w)\n"
+    r = _t(src)
+    assert any("sample_weight" in f.message for f in r.findings if f.severity.value == "error")
+    assert "loss_fn(y, p, sample_weight=w)" in r.output
+
+
+def test_seeds():
+    src = "import tensorflow as tf\nimport keras\n\ntf.random.set_seed(1)\nkeras.utils.set_random_seed(2)\n"
+    out = _t(src).output
+    assert out == "import torch\n\ntorch.manual_seed(1)\ntorch.manual_seed(2)\n"
+
+
+def test_compile_of_a_model_made_elsewhere():
+    """A name the file never binds (a model from another module, a snippet) is compiled and fitted
+    at module level: translated; a model compiled inside a function that does not train it there
+    keeps Keras's compile (the optimizer would be a local a torch module cannot carry)."""
+    snippet = ("import tensorflow as tf\nmodel.compile(optimizer='adam', loss='binary_crossentropy'); "
+               "result = model.fit(x, tf.constant([0., 1.]), epochs=1, verbose=0).history\n")
+    out = _t(snippet).output
+    assert out.endswith("optimizer = torch.optim.Adam(model.parameters(), eps=1e-07)\nloss_fn = nn.BCELoss()\n"
+                        "result = fit(model, optimizer, loss_fn, x, torch.tensor([0., 1.]), epochs=1, verbose=0)\n")
+    assert "\ndef fit(model, optimizer, loss_fn" in out
+    inside = ('import tensorflow as tf\n\n\ndef compile_model(model):\n'
+              '    model.compile(optimizer="adam", loss="mse")\n    return model\n')
+    assert 'model.compile(optimizer="adam", loss="mse")' in _t(inside).output
+
+
+def test_global_norm_clipping_in_a_tape_step():
+    src = HEAD + '''loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.SGD(0.1)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x))
+    grads = tape.gradient(loss, model.trainable_variables)
+    grads, _ = tf.clip_by_global_norm(grads, 1.0)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+    r = _t(src)
+    assert not _errors(r), r.findings
+    assert ("    loss.backward()\n    nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n    optimizer.step()\n"
+            in r.output)
+    assert [f.line for f in r.findings if "clip_by_global_norm" in f.message] == [13]
+
+
+def test_optimizer_clipping_outside_a_tape_step_is_an_error():
+    """compile cannot carry the clip into the written-out loop: compile and fit stay model_api's errors
+    (never a fit call without its optimizer)."""
+    r = _t(HEAD + 'model.compile(optimizer=keras.optimizers.Adam(global_clipnorm=1.0), loss="mse")\n'
+           "model.fit(x, y)\n")
+    msgs = [f.message for f in r.findings if f.severity.value == "error"]
+    assert any(m.startswith("model.compile(...) is a Keras model method") for m in msgs), msgs
+    assert any(m.startswith("model.fit(...) is a Keras model method") for m in msgs), msgs
+    assert "fit(model, optimizer" not in r.output

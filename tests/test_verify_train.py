@@ -1,0 +1,246 @@
+"""``fwport verify --check train`` can fail: plant each known training-code bug (an optimizer default
+left at torch's, a probability loss given logits, a missing clip, a momentum dropped) in a correct
+translation and check that the trained parameters or the losses no longer match. One warm pair of
+framework subprocesses serves every case."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+from fwport.verify import Options, Session, verify
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures" / "tf2torch"
+
+# a softmax classifier trained on probabilities (Keras's default from_logits=False) with SGD + momentum
+SOFTMAX_SGD = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([
+    keras.Input(shape=(10,)),
+    layers.Dense(16, activation="tanh"),
+    layers.Dense(4, activation="softmax"),
+])
+loss_fn = keras.losses.SparseCategoricalCrossentropy()
+optimizer = keras.optimizers.SGD(learning_rate=0.1, momentum=0.9)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        probs = model(x, training=True)
+        loss = loss_fn(y, probs)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+@pytest.fixture(scope="module")
+def session():
+    with Session() as s:
+        yield s
+
+
+def _train(session, original: Path, translated: Path, batch: list[str], steps: int = 4) -> dict:
+    return verify(Options(str(original), str(translated), "model", checks=("train",), device="cpu",
+                          batch=batch, steps=steps), session)
+
+
+def _planted(tmp_path: Path, good: str, old: str, new: str) -> Path:
+    assert old in good, f"the translation changed: {old!r} not found; update the planted bug"
+    path = tmp_path / "planted.py"
+    path.write_text(good.replace(old, new))
+    return path
+
+
+def _failed(cert: dict) -> set[str]:
+    return {e["name"] for e in cert["results"]["train"] if not e["ok"]}
+
+
+# --- Adam (tape_classifier: SparseCategoricalCrossentropy(from_logits=True) + Adam) ------------------
+
+CLASSIFIER = FIXTURES / "tape_classifier"
+CLASSIFIER_BATCH = ["float32[16,20]", "int64[16]:5"]
+
+
+def test_adam_translation_trains_like_keras(session):
+    cert = _train(session, CLASSIFIER / "model.py", CLASSIFIER / "expected.py", CLASSIFIER_BATCH)
+    assert cert["verdict"] == "pass", cert["problems"]
+    assert cert["train"]["optimizer"] == "torch.optim.Adam"
+    names = {e["name"] for e in cert["results"]["train"]}
+    assert {"loss at step 1", "loss at step 4", "0.weight", "4.bias"} <= names
+
+
+def test_adam_epsilon_left_at_torch_default_is_caught(session, tmp_path):
+    good = (CLASSIFIER / "expected.py").read_text()
+    cert = _train(session, CLASSIFIER / "model.py", _planted(tmp_path, good, ", eps=1e-07", ""), CLASSIFIER_BATCH)
+    assert cert["verdict"] == "mismatch"
+    # tiny gradients are where epsilon matters: some trained parameter, not only a loss, differs
+    assert any(not n.startswith("loss") for n in _failed(cert)), _failed(cert)
+
+
+# --- RMSprop (tape_regression_rmsprop: MSE + RMSprop with momentum) -----------------------------------
+
+REGRESSION = FIXTURES / "tape_regression_rmsprop"
+REGRESSION_BATCH = ["float32[32,12]", "float32[32]"]
+
+
+@pytest.mark.parametrize("old, new", [
+    # epsilon "moved inside the root" by hand: sqrt(1e-7) outside is not Keras's epsilon inside
+    ("eps=1e-07", "eps=0.000316"),
+    # rho not carried over: torch's alpha default 0.99
+    ("alpha=0.9, ", ""),
+    # the learning rate dropped: torch's RMSprop default 0.01
+    ("lr=0.005, ", ""),
+], ids=["epsilon-moved-inside", "rho-left-at-torch-default", "lr-left-at-torch-default"])
+def test_rmsprop_bugs_are_caught(session, tmp_path, old, new):
+    good = (REGRESSION / "expected.py").read_text()
+    cert = _train(session, REGRESSION / "model.py", _planted(tmp_path, good, old, new), REGRESSION_BATCH)
+    assert cert["verdict"] == "mismatch"
+    assert {"0.weight", "0.bias"} & _failed(cert)
+
+
+def test_mse_target_shape_bug_is_caught(session, tmp_path):
+    """(N,) targets against (N, 1) predictions: without view_as torch broadcasts to (N, N)."""
+    good = (REGRESSION / "expected.py").read_text()
+    cert = _train(session, REGRESSION / "model.py", _planted(tmp_path, good, "y.view_as(pred)", "y"),
+                  REGRESSION_BATCH)
+    assert cert["verdict"] == "mismatch"
+    assert "loss at step 1" in _failed(cert)
+
+
+# --- probabilities (softmax model, from_logits=False) and SGD momentum ------------------------------
+
+@pytest.fixture(scope="module")
+def softmax_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("softmax")
+    (d / "model.py").write_text(SOFTMAX_SGD)
+    r = translate_source(SOFTMAX_SGD, "model.py")
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    (d / "good.py").write_text(r.output)
+    return d, r.output
+
+
+def test_probability_loss_and_sgd_momentum_train_like_keras(session, softmax_files):
+    d, good = softmax_files
+    assert "nn.NLLLoss()" in good and "torch.log(probs.clamp(1e-7, 1 - 1e-7))" in good
+    assert "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)" in good
+    cert = _train(session, d / "model.py", d / "good.py", ["float32[8,10]", "int64[8]:4"])
+    assert cert["verdict"] == "pass", cert["problems"]
+
+
+@pytest.mark.parametrize("old, new", [
+    # from_logits ignored: torch's CrossEntropyLoss applies a second softmax to the probabilities
+    ("loss_fn = nn.NLLLoss()", "loss_fn = nn.CrossEntropyLoss()"),
+    # the momentum dropped (plain SGD)
+    (", momentum=0.9)", ")"),
+], ids=["probabilities-fed-to-a-logits-loss", "momentum-dropped"])
+def test_softmax_sgd_bugs_are_caught(session, softmax_files, tmp_path, old, new):
+    d, good = softmax_files
+    text = good.replace(old, new)
+    if "CrossEntropyLoss" in new:
+        text = text.replace("torch.log(probs.clamp(1e-7, 1 - 1e-7))", "probs")
+    assert old in good, f"the translation changed: {old!r} not found; update the planted bug"
+    cert = _train(session, d / "model.py", _write(tmp_path, text), ["float32[8,10]", "int64[8]:4"])
+    assert cert["verdict"] == "mismatch"
+    assert _failed(cert)
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "planted.py"
+    path.write_text(text)
+    return path
+
+
+CLIPPED_SGD = '''
+import tensorflow as tf
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(6,)), keras.layers.Dense(3)])
+loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.SGD(learning_rate=0.5)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    grads, norm = tf.clip_by_global_norm(grads, 0.05)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+def test_global_norm_clipping_trains_like_keras_and_a_dropped_clip_is_caught(session, tmp_path):
+    (tmp_path / "model.py").write_text(CLIPPED_SGD)
+    good = translate_source(CLIPPED_SGD, "model.py").output
+    (tmp_path / "good.py").write_text(good)
+    batch = ["float32[8,6]", "float32[8,3]"]
+    assert _train(session, tmp_path / "model.py", tmp_path / "good.py", batch)["verdict"] == "pass"
+    line = "    norm = nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n"
+    cert = _train(session, tmp_path / "model.py", _planted(tmp_path, good, line, ""), batch)
+    assert cert["verdict"] == "mismatch" and {"0.weight", "0.bias"} <= _failed(cert)
+
+
+OPTIMIZER_CLIPPING = '''
+import tensorflow as tf
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(6,)), keras.layers.Dense(3)])
+loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.SGD(learning_rate=0.5, {clip})
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+@pytest.mark.parametrize("clip, line", [
+    ("global_clipnorm=0.05", "    nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n"),
+    ("clipvalue=0.01", "    nn.utils.clip_grad_value_(model.parameters(), 0.01)\n"),
+])
+def test_optimizer_clipping_trains_like_keras_and_a_dropped_clip_is_caught(session, tmp_path, clip, line):
+    src = OPTIMIZER_CLIPPING.replace("{clip}", clip)
+    (tmp_path / "model.py").write_text(src)
+    good = translate_source(src, "model.py").output
+    (tmp_path / "good.py").write_text(good)
+    batch = ["float32[8,6]", "float32[8,3]"]
+    assert _train(session, tmp_path / "model.py", tmp_path / "good.py", batch)["verdict"] == "pass"
+    cert = _train(session, tmp_path / "model.py", _planted(tmp_path, good, line, ""), batch)
+    assert cert["verdict"] == "mismatch" and "0.weight" in _failed(cert)
+
+
+# --- Keras's clipping of probabilities (loss_values: a plain loss function, forward check) ------------
+
+def test_missing_probability_clip_is_caught(session, tmp_path):
+    case = FIXTURES / "loss_values"
+    good = (case / "expected.py").read_text()
+    opts = dict(checks=("forward",), device="cpu", kind="function")
+    name = "sparse_from_saturated_probabilities"
+    inputs = ["float32[6,5]", "int64[6]:5"]
+    ok = verify(Options(str(case / "model.py"), str(case / "expected.py"), name, inputs=inputs, **opts), session)
+    assert ok["verdict"] == "pass", ok["problems"]
+    bad = _planted(tmp_path, good, "torch.log(p.clamp(1e-7, 1 - 1e-7))", "torch.log(p)")
+    cert = verify(Options(str(case / "model.py"), str(bad), name, inputs=inputs, **opts), session)
+    assert cert["verdict"] == "mismatch"
+
+
+def test_cli_train_check_needs_the_step_arguments(tmp_path):
+    """`fwport verify --check train` without --batch is a usage error (exit 2) that says what to give."""
+    from click.testing import CliRunner
+
+    from fwport.verify.cli import verify_command
+
+    r = CliRunner().invoke(verify_command, [str(CLASSIFIER / "model.py"), str(CLASSIFIER / "expected.py"),
+                                            "--model", "model", "--check", "train"])
+    assert r.exit_code == 2, r.output
+    assert "--batch 'float32[8,20]'" in r.output
