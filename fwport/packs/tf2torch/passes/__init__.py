@@ -11,7 +11,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.tf2torch import helpers
-from fwport.packs.tf2torch.passes import decorators, model_api, sequential, subclass, training
+from fwport.packs.tf2torch.passes import decorators, functional, model_api, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -26,6 +26,8 @@ PLANNERS: tuple[Planner, ...] = (
                                    r"MeanAbsoluteError|Huber)\b"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
+    # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
+    Planner("functional", re.compile(r"\bInput\s*\("), functional.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
@@ -34,6 +36,8 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
 )
-# steps that remove or add lines, once every finding is located: decorators removed, the training
-# pass's finish, helper modules the output calls written out after the imports
-FINISH = (decorators.finish, training.finish, helpers.finish)
+# steps that remove or add lines, once every finding is located: decorators removed, the functional
+# pass's classes assembled (before anything inserts top-level statements: it finds its builders by
+# the places they had in the module), the training pass's finish, and the helper modules the output
+# calls written out after the imports
+FINISH = (decorators.finish, functional.finish, training.finish, helpers.finish)

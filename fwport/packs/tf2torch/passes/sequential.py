@@ -146,7 +146,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         started: list[_Chain] = []
         for stmt in body:
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and self._is_sequential(small.value):
+            if (isinstance(small, cst.Assign) and len(small.targets) == 1 and self._is_sequential(small.value)
+                    and id(small.value) not in self.ctx.settled):  # settled: an earlier pass said why not
                 target = dotted_text(small.targets[0].target) or ""
                 _follow_uses(cst.SimpleStatementLine([cst.Expr(small.value)]), open_chains)
                 chain = self._start(small.value, target)
@@ -423,7 +424,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if _add_receiver(original_node) and id(original_node) not in self.followed:
             self._stray_add(original_node)
         chain = self.chains.get(id(original_node))
-        if chain is None and self._is_sequential(original_node):
+        if chain is None and self._is_sequential(original_node) and id(original_node) not in self.ctx.settled:
             # not assigned in a statement of its own (returned, passed, nested): a chain of its own
             chain = self._start(original_node, "")
             self._translate(chain)

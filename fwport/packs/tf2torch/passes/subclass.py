@@ -277,6 +277,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     # --- calls ---------------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         q = self.qualname(original_node.func)
+        if q == FUNCTIONAL and id(original_node) in self.ctx.settled:
+            return original_node  # the functional pass translated it, or said why not
         if q == FUNCTIONAL:
             self.ctx.report(Severity.ERROR, "unsupported-construct", "the functional API (keras.Model(inputs, "
                             "outputs)) is not translated yet: write an nn.Module subclass whose forward calls the "

@@ -1,0 +1,2049 @@
+"""Structural pass: the Keras functional API (``keras.Input`` → layers called on tensors →
+``keras.Model(inputs, outputs)``) → a generated ``nn.Module`` class.
+
+A builder function (``def build_resnet(...): ... return keras.Model(inputs, outputs)``) becomes a
+class named after it without its verb (``Resnet``; ``keras.Model(name=)`` wins), defined just above
+it, whose ``__init__`` takes the builder's parameters and creates one module per Keras layer object
+(sizes propagated from the ``Input`` shapes through the graph, as in a Sequential chain), and whose
+``forward`` replays the graph in source order with the source's variable names; the builder returns
+an instance. Models built at module level, one after the other, become a class and an instance
+each (and a model built above can be a layer of one built below). Also followed: merges (function
+and layer forms), tensor arithmetic, ``tf`` / ``keras.ops`` calls where the layout does not change
+their meaning, shared layers, a nested ``keras.Sequential``, layer classes of the file, ``for``
+statements over known values (written out), and helper functions that build blocks: one class per
+helper and variant of its literal arguments (which decide its ``if`` statements), an instance per
+call site.
+
+Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
+is channels-first throughout: its inputs are taken channels-first (``ModelInfo.layout``), every
+axis-dependent operation is remapped (``concatenate(axis=-1)`` → ``torch.cat(..., dim=1)``) or
+refused, a Dense after a Flatten reorders its rows through its weight map, a Dense → Reshape to a
+map becomes ``nn.Unflatten`` with the Dense's ``before-unflatten`` map.
+
+Weights: each layer with variables gets a ``LayerRecord`` whose source path is its index in
+Keras's ``model.layers`` (the order ``keras.src.ops.function.map_graph`` gives: by depth from the
+outputs, then by first traversal; tensor arithmetic is a layer in tf.keras), so that ``fwport
+verify`` and ``fwport weights`` move variables by name.
+
+Line structure: passes keep it (findings are located by line). So :func:`run` rewrites the graph
+statements where they stand (layer calls → ``self.<attr>(x)``, merges → expressions, the other
+graph statements → ``pass``; lines a shortened statement loses are kept as marked blank lines),
+records the plan, and :func:`finish` builds the classes once every finding is located and every
+comment placed (as the decorators pass removes its lines).
+
+What is not followed (a layer without a rule, a graph statement inside ``if``/``while``, a loop over
+values known only at run time, an ``if`` on such a value in a helper, ...) is an error finding on
+its line (a helper's at its call site), and the whole model is left as written, its calls settled:
+never a half-translated graph.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.context import FileContext, LayerRecord, ModelInfo
+from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text, scan
+from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
+                                        symbolic_shape)
+from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
+                                                      _input_spec_shape, _shape_name)
+from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
+
+MODEL = "keras.Model"
+INPUT = "keras.Input"
+LINE_MARK = "# __fwport_functional_line__"
+_INPUT_KWARGS = {"shape", "name", "dtype", "batch_size", "batch_shape"}
+# merge layers and their function forms: no torch module, an expression at the call site
+MERGE_LAYERS = {"keras.layers.Add": "add", "keras.layers.Subtract": "sub", "keras.layers.Multiply": "mul",
+                "keras.layers.Average": "avg", "keras.layers.Maximum": "max", "keras.layers.Minimum": "min",
+                "keras.layers.Concatenate": "cat"}
+MERGE_FNS = {"keras.layers.add": "add", "keras.layers.subtract": "sub", "keras.layers.multiply": "mul",
+             "keras.layers.average": "avg", "keras.layers.maximum": "max", "keras.layers.minimum": "min",
+             "keras.layers.concatenate": "cat"}
+_ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
+_STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
+               cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b}
+# readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
+_ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
+         "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
+         "max-pooling2d": "pool", "average-pooling1d": "pool", "average-pooling2d": "pool",
+         "global-average-pooling1d": "gap", "global-average-pooling2d": "gap", "global-max-pooling1d": "gmp",
+         "global-max-pooling2d": "gmp", "activation": "act", "relu": "relu", "softmax": "softmax", "seq": "block",
+         "up-sampling2d": "up", "zero-padding2d": "pad", "reshape": "reshape"}
+# attribute names an nn.Module already has
+_RESERVED = {"forward", "training", "parameters", "modules", "children", "state_dict", "eval", "train", "to",
+             "apply", "cuda", "cpu", "float", "double", "half", "type", "add_module", "register_buffer",
+             "register_parameter", "buffers", "named_modules", "zero_grad", "requires_grad_", "extra_repr"}
+_VERBS = re.compile(r"^(?:build|create|make|get|define|construct|new)_+")
+
+
+class _Refused(Exception):
+    """The model cannot be followed: reported at ``node`` with ``message``."""
+
+    def __init__(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct"):
+        super().__init__(message)
+        self.node, self.message, self.code = node, message, code_
+
+
+# --- the graph ---------------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class _Op:
+    """A Keras operation: an InputLayer, a layer object (called once or more), a merge, an op."""
+
+    kind: str  # input | layer | merge | op
+    is_layer: bool
+
+
+@dataclass(eq=False)
+class _Node:
+    op: _Op
+    parents: list["_Node"]
+    where: cst.CSTNode | None = None  # the call that made it
+
+
+@dataclass(eq=False)
+class _Tensor:
+    shape: tuple | None  # source layout, without batch; None: unknown
+    node: _Node
+    flat: tuple | None = None  # (h, w, c) when a channels-first map was flattened into it
+    last: bool = False  # the output of a layer class of this file: channels-last, whatever the model's layout
+    shape_name: str | None = None  # keras.Input(shape=<a parameter>): its rank comes from the first layer
+
+
+@dataclass(eq=False)
+class _Multi:
+    """What a helper that returns several tensors (``return x, skip``) gives: unpacked at the call."""
+
+    tensors: list[_Tensor]
+
+
+@dataclass(eq=False)
+class _Layer:
+    """A Keras layer object: ``dense = layers.Dense(4)`` or an inline ``layers.Dense(4)(x)``."""
+
+    call: cst.Call  # the constructor call (input tree)
+    rule: object  # the rule; for kind "merge" the Keras name
+    kind: str = "rule"  # rule | merge | seq (a nested keras.Sequential) | user (a layer class of this file)
+    attr: str = ""
+    var: str | None = None  # the variable it is bound to, if any
+    op: _Op | None = None
+    module: cst.BaseExpression | None = None  # the torch module (set at the first call)
+    in_key: tuple | None = None
+    out: tuple | None = None  # (shape, flat) of its output
+    records: list[tuple[str, LayerRecord]] = field(default_factory=list)  # (path below it, record)
+    movedim: bool = False  # its channels-last output is moved to channels-first at each call
+    activation: str | None = None  # "torch.relu({})": its activation, applied where it is called
+    prefix: str = ""  # "block1." for a layer of a helper's module
+
+
+@dataclass
+class _Plan:
+    """What :func:`finish` turns into a class: statement roles by index in the scope's body."""
+
+    path: list[int]  # index of the builder in module.body; [] for a module-level model
+    class_name: str
+    roles: dict[int, str]  # input | layer | forward | model | config | keep
+    init_lines: dict[int, list[str]]  # statement index → `self.<attr> = <module>` lines before it
+    forward_params: list[str]
+    returns: list[str]  # the forward's return expression(s), as code
+    model_target: str | None  # `model = keras.Model(...)`: "model"; returned directly: None
+    keep_copies: set[int] = field(default_factory=set)  # config statements the builder also needs
+    input_note: str = ""
+    scope: str = ""
+    user_layers: list[tuple[str, int, str]] = field(default_factory=list)  # (class, index, attribute)
+    generated: dict[int, list] = field(default_factory=dict)  # statement index → its unrolled statements
+    carried: dict[str, str] = field(default_factory=dict)  # builder value read in forward → attribute
+    class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
+    helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    body = list(module.body)
+    changed = False
+    taken = _module_names(module)
+    constants = module_scope(module, ctx)
+    users = _layer_classes(module, ctx)
+    builders = {i for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
+                and isinstance(stmt.body, cst.IndentedBlock) and _model_calls(stmt.body.body, ctx)}
+    # functions of the file that may build blocks (called on tensors by a builder)
+    helpers = {stmt.name.value: stmt for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
+               and i not in builders and isinstance(stmt.body, cst.IndentedBlock)}
+    built: dict[str, dict] = {}  # builders translated above: their models can be layers of the next ones
+    for i, stmt in enumerate(module.body):
+        if i in builders:
+            b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
+            b.builder_models = dict(built)
+            new = b.run()
+            if new is not None:
+                body[i] = new
+                changed = True
+                if b.model_summary is not None:
+                    built[b.scope] = b.model_summary
+        elif isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+            if _has_model_call(stmt, ctx):
+                _refuse_all(ctx, stmt, "a functional model (keras.Model(inputs, outputs)) built inside a class or a "
+                            "nested function is not translated yet: move its construction into a top-level builder "
+                            "function, or write the nn.Module by hand")
+    # module level: one model after the other (encoder, then decoder), each from the statements
+    # after the previous one
+    rows = [i for i, s in enumerate(module.body) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+            and _model_calls([s], ctx)]
+    lo = 0
+    prior: dict[str, dict] = {}  # models built above: usable as layers of the next ones
+    for hi in rows:
+        b = _Builder(ctx, constants, None, [], taken, users, helpers)
+        b.prior_models = dict(prior)
+        out = b.run_module(body, lo, hi)
+        if out is not None:
+            body = out
+            changed = True
+            if b.model_summary is not None:
+                prior[b.scope] = b.model_summary
+        lo = hi + 1
+    _settle_replaced_helpers(module, ctx, helpers, builders)
+    return module.with_changes(body=body) if changed else module
+
+
+def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict[str, cst.FunctionDef],
+                             builders: set[int]) -> None:
+    """A helper that only followed models call becomes its classes (``functional_replaced``); one
+    that only functional builders call is theirs: nothing in its body is translated out of context."""
+    plans = ctx.analyses.get("functional", [])
+    followed = {k for plan in plans for k in plan.helper_uses}
+    touched = set(ctx.analyses.get("functional_calls", {}))
+    if not touched:
+        return
+    where = {name: i for i, stmt in enumerate(module.body) for name in [getattr(stmt, "name", None)]
+             if isinstance(stmt, cst.FunctionDef) and stmt.name.value in helpers}
+    translated = {plan.path[0] for plan in plans if plan.path}
+    for plan in plans:
+        if not plan.path:
+            translated |= {i for i, r in plan.roles.items() if r != "keep"}
+    refs: dict[str, set[int]] = {}
+    for i, stmt in enumerate(module.body):
+        names = _names_in(stmt.body) if isinstance(stmt, cst.FunctionDef) else _names_in(stmt)
+        for name in names & touched:
+            if where.get(name) != i:
+                refs.setdefault(name, set()).add(i)
+    replaced = ctx.analyses.setdefault("functional_replaced", set())
+    helper_rows = {where[h] for h in followed if h in where}
+    for name in touched:
+        rows = refs.get(name, set())
+        if name in followed and rows <= translated | helper_rows:
+            replaced.add(name)
+        if rows <= builders | translated | {where[h] for h in touched if h in where}:
+            for c in _calls(helpers[name].body):
+                ctx.settled.add(id(c))
+
+
+def _layer_classes(module: cst.Module, ctx: FileContext) -> set[str]:
+    """Top-level classes that derive from keras.Model / keras.layers.Layer (directly or through
+    another such class of the file): the subclass pass makes them nn.Modules."""
+    classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for c in classes:
+            if c.name.value in found:
+                continue
+            if any(b.keyword is None and (ctx.imports.resolve(b.value) in ("keras.Model", "keras.layers.Layer")
+                                          or (isinstance(b.value, cst.Name) and b.value.value in found))
+                   for b in c.bases):
+                found.add(c.name.value)
+                changed = True
+    return found
+
+
+def _is_model_call(node: cst.CSTNode, ctx: FileContext) -> bool:
+    """``keras.Model(inputs, outputs)``: the functional form (not ``class M(keras.Model)``)."""
+    return (isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == MODEL
+            and any(a.keyword is None or a.keyword.value in ("inputs", "outputs") for a in node.args))
+
+
+def _model_calls(body, ctx: FileContext) -> list[cst.Call]:
+    """The functional keras.Model(...) calls in the statements (not inside nested defs/classes)."""
+    found: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Call(self, n: cst.Call) -> None:
+            if _is_model_call(n, ctx):
+                found.append(n)
+
+    for s in body:
+        if not isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+            scan(s, _V())
+    return found
+
+
+def _has_model_call(stmt: cst.CSTNode, ctx: FileContext) -> bool:
+    hit = False
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            nonlocal hit
+            hit = hit or _is_model_call(n, ctx)
+
+    scan(stmt, _V())
+    return hit
+
+
+def _refuse_all(ctx: FileContext, stmt: cst.CSTNode, message: str) -> None:
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            if _is_model_call(n, ctx):
+                ctx.report(Severity.ERROR, "unsupported-construct", message, n)
+                ctx.settled.add(id(n))
+
+    scan(stmt, _V())
+
+
+def _module_names(module: cst.Module) -> set[str]:
+    names: set[str] = set()
+    for s in module.body:
+        if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+            names.add(s.name.value)
+        elif isinstance(s, cst.SimpleStatementLine):
+            for small in s.body:
+                if isinstance(small, cst.Assign):
+                    for t in small.targets:
+                        if isinstance(t.target, cst.Name):
+                            names.add(t.target.value)
+                elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    for a in small.names:
+                        names.add((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0])
+    return names
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            scan(n.value, self)
+            return False
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            scan(n.value, self)
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    scan(node, _V())
+    return out
+
+
+def _reads(stmt: cst.CSTNode) -> set[str]:
+    """The names a statement reads (an assignment's plain targets are not read)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+            and all(isinstance(t.target, cst.Name) for t in stmt.body[0].targets):
+        return _names_in(stmt.body[0].value)
+    return _names_in(stmt)
+
+
+def _assigned(stmt: cst.CSTNode) -> list[str]:
+    out: list[str] = []
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else \
+                [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else []
+            for t in targets:
+                if isinstance(t, cst.Name):
+                    out.append(t.value)
+                elif isinstance(t, (cst.Tuple, cst.List)):
+                    out += [e.value.value for e in t.elements if isinstance(e.value, cst.Name)]
+    else:
+        out += [n for n in _names_bound_in(stmt)]
+    return out
+
+
+def _names_bound_in(stmt: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            out.update(_names_in(n.target))
+
+        def visit_For(self, n: cst.For) -> None:
+            out.update(_names_in(n.target))
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            out.add(n.name.value)
+            return False
+
+    scan(stmt, _V())
+    return out
+
+
+def _camel(name: str) -> str:
+    name = _VERBS.sub("", name.strip("_")) or name
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[_\W]+", name) if p) or "Model"
+
+
+def _snake(name: str) -> str:
+    s = re.sub(r"(?<=[a-z])([A-Z])", r"_\1", name).lower()
+    s = re.sub(r"\W+", "_", s).strip("_")
+    return s if s.isidentifier() else f"layer_{s}"
+
+
+# --- following one model -----------------------------------------------------------------------------
+
+class _Builder:
+    def __init__(self, ctx: FileContext, constants, fn: cst.FunctionDef | None, path: list[int] | None,
+                 taken: set[str], user_classes: set[str], helpers: dict[str, cst.FunctionDef] | None = None):
+        self.ctx = ctx
+        self.fn = fn
+        self.path = path
+        self.taken = taken
+        self.sizes = Sizes.at(*constants, [fn] if fn is not None else [])
+        self.scope = fn.name.value if fn is not None else ""
+        self.env: dict[str, object] = {}  # name → _Tensor | _Layer
+        self.layers: list[_Layer] = []
+        self.inputs: dict[str, _Tensor] = {}
+        self.input_ops: list[_Op] = []
+        self.nodes: list[_Node] = []
+        self.replace: dict[int, cst.BaseExpression] = {}  # id(input expr) → output expr
+        self.errors = 0
+        self.layout = "keep"
+        self.pending_init: list[str] = []  # init lines created while following the current statement
+        self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
+        self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
+        self.user_layers: list[tuple[str, int, str]] = []  # (class, index in model.layers, attribute)
+        self.sub_layers: list[_Layer] = []  # the layers of helpers' modules (flat in Keras's model.layers)
+        self.helper_classes: dict[str, list[str]] = {}  # helper name → its classes' code, by variant
+        self.helper_call: cst.Call | None = None  # where a helper's findings go (its body is a copy)
+        self.class_code: dict[str, list[str]] = {}  # helper name → the code of its classes
+        self.helper_uses: dict[str, int] = {}  # helper name → calls followed
+        self.helpers: dict[str, cst.FunctionDef] = helpers or {}
+        self.constants = constants
+        self.depth = 0
+        self.generated: dict[int, list] = {}  # id(for statement) → the statements it unrolls to
+        self.carried: dict[str, str] = {}  # builder value read in forward → its attribute
+        self.prior_models: dict[str, dict] = {}  # module-level models built above this one
+        self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
+        self.model_summary: dict | None = None  # this model, for the ones below it
+        self.submodels: dict[str, _Layer] = {}
+        self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
+        self.unpacking = False  # following the value of `a, b = helper(...)`
+        self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
+        self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
+        self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
+
+    # --- reporting ----------------------------------------------------------------------------------
+    def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
+        self.errors += 1
+        if self.helper_call is not None:  # inside a helper's body (a copy): said at the call site
+            message = f"in {code(self.helper_call.func)}(...): {message}"
+            node = self.helper_call
+        self.ctx.report(Severity.ERROR, code_, message, node)
+
+    # --- helper functions that build blocks -----------------------------------------------------------
+    def _helper(self, call: cst.Call, fn: cst.FunctionDef) -> _Tensor:
+        """``x = block(x, 64, stride=2)`` with ``block`` a function of this file that calls layers on
+        its tensor arguments: one nn.Module class per helper (one per variant of its literal
+        arguments, which decide its ``if`` statements here), instantiated at each call site."""
+        name = fn.name.value
+        calls = self.ctx.analyses.setdefault("functional_calls", {})
+        calls[name] = calls.get(name, 0) + 1
+        if self.depth > 4:
+            raise _Refused(call, f"{name}(...): helpers calling helpers this deep are not followed")
+        params = fn.params
+        if params.posonly_params or isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param) \
+                or any(a.star for a in call.args):
+            raise _Refused(call, f"{name}(...): a helper with *args/**kwargs or positional-only parameters is not "
+                                 "followed")
+        plist = [*params.params, *params.kwonly_params]
+        pnames = [p.name.value for p in plist]
+        values: dict[str, tuple[cst.BaseExpression, bool]] = {}  # name → (value, given at the call)
+        positional = [a for a in call.args if a.keyword is None]
+        if len(positional) > len(params.params):
+            raise _Refused(call, f"{name}(...): more arguments than the helper takes")
+        for p, a in zip(params.params, positional):
+            values[p.name.value] = (a.value, True)
+        for a in call.args:
+            if a.keyword is not None:
+                if a.keyword.value not in pnames:
+                    raise _Refused(a, f"{name}(...) has no parameter {a.keyword.value}")
+                values[a.keyword.value] = (a.value, True)
+        for p in plist:
+            if p.name.value not in values:
+                if p.default is None:
+                    raise _Refused(call, f"{name}(...): no value for {p.name.value}")
+                values[p.name.value] = (p.default, False)
+        stable = function_stable(fn)[0]
+        tensors: dict[str, tuple[_Tensor, cst.BaseExpression]] = {}
+        literals: dict[str, object] = {}
+        symbolic: dict[str, cst.BaseExpression] = {}
+        for pname in pnames:
+            v, given = values[pname]
+            t = self._tensor(v) if given and _names_in(v) & set(self.env) else None
+            if t is not None:
+                tensors[pname] = (t, v)
+                continue
+            lit = literal_value(v, NOT_LITERAL)
+            if lit is NOT_LITERAL and not given:
+                lit = self.sizes.constant(v) if self.sizes.constant(v) is not None else NOT_LITERAL
+            if lit is not NOT_LITERAL:
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                literals[pname] = lit
+            elif given:
+                symbolic[pname] = v
+            else:
+                raise _Refused(call, f"{name}(...): the default of {pname} is not a literal")
+        if not tensors:
+            raise _Refused(call, f"{name}(...) takes no tensor of the model")
+        mark = len(self.ctx.pending)
+        child = _Builder(self.ctx, self.constants, fn, None, self.taken, self.user_classes)
+        child.depth, child.layout, child.scope, child.nodes, child.helpers = (self.depth + 1, self.layout, self.scope,
+                                                                               self.nodes, self.helpers)
+        child.helper_call = self.helper_call or call
+        child.local = set(symbolic)
+        for pname, (t, _) in tensors.items():
+            child.env[pname] = t
+        body = [st.visit(_Substitute({k: _literal_node(v) for k, v in literals.items()})) for st in fn.body.body]
+        child._layout(body)  # attribute names
+        child.layout = self.layout
+        forward: list = []
+        ret = child._helper_body(body, forward, tensors, name)
+        for p in self.ctx.pending[mark:]:  # the body is a copy: its findings go to the call site
+            p.node = call
+        if child.errors or ret is None:
+            self.errors += child.errors
+            if ret is None and not child.errors:
+                raise _Refused(call, f"{name}(...): a helper must end with `return <tensor>`")
+            raise _Refused(call, "", "")
+        out_tensor, ret_expr = ret  # a _Tensor, or a _Multi for `return x, skip`
+        for layer in child.layers:
+            if layer.op is None and layer.kind != "helper":
+                raise _Refused(call, f"{name}(...): {layer.var or code(layer.call.func)} is created but never called")
+        # the class, shared by the call sites that give the same code
+        module_name = self.ctx.spell_text("torch.nn.Module")
+        init_params = "".join(f", {p}" for p in pnames if p in symbolic)
+        lines = [f"    def __init__(self{init_params}):", "        super().__init__()"]
+        lines += [f"        {ln}" for ln in child.pending_init]
+        lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
+        for st in forward:
+            text = cst.Module([]).code_for_node(_clean(st.visit(_Replace(child.replace)))).rstrip("\n")
+            lines += [f"        {ln}" if ln.strip() else "" for ln in text.split("\n")]
+        lines.append(f"        return {code(child._out_expr(ret_expr))}")
+        body_text = "\n".join(lines) + "\n"
+        variants = self.helper_classes.setdefault(name, [])
+        cls_name = next((n for n, t in variants if t == body_text), None)
+        if cls_name is None:
+            base = _camel(name)
+            cls_name = base
+            k = 2
+            while cls_name in self.taken:
+                cls_name = f"{base}{k}"
+                k += 1
+            self.taken.add(cls_name)
+            variants.append((cls_name, body_text))
+            self.class_code.setdefault(name, []).append(f"class {cls_name}({module_name}):\n{body_text}")
+        for k, v in child.helper_classes.items():  # helpers its body called
+            for n, t in v:
+                if (n, t) not in self.helper_classes.setdefault(k, []):
+                    self.helper_classes[k].append((n, t))
+        for k, v in child.class_code.items():
+            for c in v:
+                if c not in self.class_code.setdefault(k, []):
+                    self.class_code[k].append(c)
+        self.helper_uses[name] = self.helper_uses.get(name, 0) + 1
+        for k, n in child.helper_uses.items():
+            self.helper_uses[k] = self.helper_uses.get(k, 0) + n
+        # the instance
+        inst = _Layer(call, name, "helper")
+        inst.op = _Op("helper", False)
+        inst.attr = self._helper_attr(name)
+        self.layers.append(inst)
+        for layer in [*child.layers, *child.sub_layers]:
+            if layer.kind == "helper":
+                continue
+            layer.prefix = f"{inst.attr}.{layer.prefix}"
+            self.sub_layers.append(layer)
+        args = ", ".join(code(symbolic[p]) for p in pnames if p in symbolic)
+        self.pending_init.append(f"self.{inst.attr} = {cls_name}({args})")
+        self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
+        return out_tensor
+
+    def _value_attr(self, name: str) -> str:
+        taken = {x.attr for x in self.layers} | set(self.carried.values())
+        attr = name if name not in _RESERVED and name not in taken else f"{name}_value"
+        return attr
+
+    def _helper_attr(self, name: str) -> str:
+        base = _snake(_VERBS.sub("", name) or name)
+        used = {x.attr for x in self.layers if x.attr}
+        if self.base_counts.get(f"helper:{name}", 0) <= 1 and base not in used:
+            return base
+        k = 1
+        while f"{base}{k}" in used:
+            k += 1
+        return f"{base}{k}"
+
+    def _helper_body(self, body: list, forward: list, tensors, name: str):
+        """Follows a helper's statements (``if`` decided here, ``channels = x.shape[-1]`` computed
+        here); (output tensor, returned expression) or None."""
+        body = list(body)
+        k = 0
+        while k < len(body):
+            st = body[k]
+            k += 1
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
+                                                                                          cst.Name) \
+                    and small.targets[0].target.value not in self.env and not _calls(small.value):
+                try:
+                    value = self._static(small.value, tensors)
+                except _Refused:
+                    value = NOT_LITERAL
+                if value is not NOT_LITERAL and isinstance(value, (int, float, str, bool, tuple, type(None))):
+                    # a value known where the model is built: written in place in what follows
+                    subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
+                    body[k:] = [b.visit(subst) for b in body[k:]]
+                    continue
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
+                    st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
+                    st.body[0].value, (cst.SimpleString, cst.ConcatenatedString))):
+                continue
+            if isinstance(st, cst.If):
+                branch = st
+                while True:
+                    try:
+                        taken = bool(self._static(branch.test, tensors))
+                    except _Refused as r:
+                        self._refused(r)
+                        return None
+                    if taken:
+                        chosen = branch.body.body
+                        break
+                    if isinstance(branch.orelse, cst.If):
+                        branch = branch.orelse
+                        continue
+                    chosen = branch.orelse.body.body if isinstance(branch.orelse, cst.Else) else []
+                    break
+                out = self._helper_body(list(chosen), forward, tensors, name)
+                if out is not None or self.errors:
+                    return out
+                continue
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Return):
+                value = st.body[0].value
+                try:
+                    if isinstance(value, cst.Tuple) and value.elements:  # return x, skip
+                        parts = [self._tensor(e.value) for e in value.elements]
+                        t = _Multi(parts) if all(isinstance(x, _Tensor) for x in parts) else None
+                    else:
+                        t = self._tensor(value) if value is not None else None
+                except _Refused as r:
+                    self._refused(r)
+                    return None
+                if t is None:
+                    self.error(st, f"{name}(...) must return tensors of the model")
+                    return None
+                return t, value
+            role = self._statement(st, False)
+            if role == "forward":
+                forward.append(st)
+            elif role == "unrolled":
+                forward += self.generated.pop(id(st), [])
+            elif role != "layer":
+                self.error(st, f"{name}(...): `{code(st).strip()}` is not followed inside a helper (only layer calls "
+                               "on tensors, and if statements decided by literal arguments)")
+            if self.errors:
+                return None
+        return None
+
+    def _static(self, node: cst.BaseExpression, tensors):
+        """The value of a helper's ``if`` test where the model is built, or a refusal."""
+        lit = literal_value(node, NOT_LITERAL)
+        if lit is not NOT_LITERAL:
+            return lit
+        if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[node.value]
+        if isinstance(node, cst.UnaryOperation):
+            v = self._static(node.expression, tensors)
+            if isinstance(node.operator, cst.Not):
+                return not v
+            if isinstance(node.operator, cst.Minus):
+                return -v
+        if isinstance(node, cst.BooleanOperation):
+            a = self._static(node.left, tensors)
+            if isinstance(node.operator, cst.And):
+                return a and self._static(node.right, tensors)
+            return a or self._static(node.right, tensors)
+        if isinstance(node, cst.Comparison):
+            left = self._static(node.left, tensors)
+            for c in node.comparisons:
+                right = self._static(c.comparator, tensors)
+                op = type(c.operator)
+                ok = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b,
+                      cst.LessThan: lambda a, b: a < b, cst.GreaterThan: lambda a, b: a > b,
+                      cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThanEqual: lambda a, b: a >= b,
+                      cst.Is: lambda a, b: a is b, cst.IsNot: lambda a, b: a is not b,
+                      cst.In: lambda a, b: a in b, cst.NotIn: lambda a, b: a not in b}.get(op)
+                if ok is None or not ok(left, right):
+                    return False
+                left = right
+            return True
+        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _STATIC_OPS:
+            return _STATIC_OPS[type(node.operator)](self._static(node.left, tensors), self._static(node.right, tensors))
+        if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
+                and node.value.attr.value == "shape" and isinstance(node.value.value, cst.Name)
+                and isinstance(self.env.get(node.value.value.value), _Tensor) and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index)):
+            t = self.env[node.value.value.value]
+            i = literal_value(node.slice[0].slice.value, None)
+            if is_int(i) and t.shape is not None and i != 0 and -len(t.shape) <= (i - 1 if i > 0 else i) < len(t.shape):
+                d = t.shape[i - 1] if i > 0 else t.shape[i]
+                if is_int(d):
+                    return int(d)
+        raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
+                             "if statements on literal arguments and known sizes (x.shape[-1])")
+
+    def _refused(self, r: _Refused) -> None:
+        if r.message:  # else the layer's rule reported why
+            self.error(r.node, r.message, r.code)
+
+    # --- the builder function ---------------------------------------------------------------------------
+    def run(self) -> cst.FunctionDef | None:
+        fn = self.fn
+        stmts = list(fn.body.body)
+        params = fn.params
+        self.local = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
+        for star in (params.star_arg, params.star_kwarg):
+            if isinstance(star, cst.Param):
+                self.local.add(star.name.value)
+        plan = self._follow(stmts, builder=True)
+        if plan is None:
+            return None
+        new_body = self._rewrite(stmts, plan)
+        self.ctx.analyses.setdefault("functional", []).append(plan)
+        return fn.with_changes(body=fn.body.with_changes(body=new_body))
+
+    def run_module(self, body: list, lo: int, hi: int) -> list | None:
+        stmts = list(body)
+        plan = self._follow(stmts, builder=False, lo=lo, hi=hi)
+        if plan is None:
+            return None
+        self.ctx.analyses.setdefault("functional", []).append(plan)
+        return self._rewrite(stmts, plan)
+
+    def _follow(self, stmts: list, builder: bool, lo: int = 0, hi: int | None = None) -> _Plan | None:
+        ctx = self.ctx
+        hi = len(stmts) - 1 if hi is None else hi
+        models = [(i, c) for i, s in enumerate(stmts) if not isinstance(s, (cst.FunctionDef, cst.ClassDef))
+                  and lo <= i <= hi for c in _model_calls([s], ctx)]
+        if not models:
+            return None
+        self.mark = len(ctx.pending)
+        model_call = models[0][1]
+        if len(models) > 1:
+            for _, c in models:
+                self.error(c, "several keras.Model(inputs, outputs) calls in one function: fwport follows one "
+                              "functional model per builder function; split them into several builders")
+            return self._give_up(stmts, None)
+        m_index = models[0][0]
+        if self.fn is None:
+            self.scope = self._model_target(stmts[m_index]) or "model"
+        self.layout = self._layout(stmts[:m_index + 1])
+        roles: dict[int, str] = {}
+        generated: dict[int, list] = {}
+        init_lines: dict[int, list[str]] = {}
+        gone: set[str] | None = None  # graph names: none of them exists after the model in the translation
+        for i, stmt in enumerate(stmts):
+            if i < lo:
+                roles[i] = "keep"
+                continue
+            if i > m_index:
+                roles[i] = "keep"
+                if gone is None:
+                    gone = set(self.env) | set(self.inputs)
+                if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                    continue  # their names are their own
+                used = _reads(stmt) & gone
+                if used and (builder or any(isinstance(self.env.get(n), (_Tensor, _Layer)) for n in used)):
+                    self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
+                                     "after keras.Model(...): only the model is available there in the translation")
+                    break
+                gone -= set(_assigned(stmt))
+                continue
+            if i == m_index:
+                roles[i] = "model"
+                continue
+            if not builder and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                roles[i] = "keep"
+                continue
+            role = self._statement(stmt, i == 0 and builder)
+            roles[i] = role
+            if role == "unrolled" and id(stmt) in self.generated:
+                generated[i] = self.generated.pop(id(stmt))
+            if self.pending_init:
+                init_lines[i] = self.pending_init
+                self.pending_init = []
+        outputs = self._model_args(model_call)
+        if outputs is None or self.errors:
+            return self._give_up(stmts, model_call)
+        returns, out_tensors = outputs
+        if self.pending_init:  # layers first called in keras.Model(...) itself
+            init_lines[m_index] = self.pending_init
+            self.pending_init = []
+        self._check_reachable(out_tensors, model_call)
+        if self.errors:
+            return self._give_up(stmts, model_call)
+        self._records(out_tensors)
+        # names and the forward's parameters
+        name_arg = next((a.value for a in model_call.args if a.keyword and a.keyword.value == "name"), None)
+        given = literal_value(name_arg, None) if name_arg is not None else None
+        base = _camel(given) if isinstance(given, str) and given else _camel(self.scope or
+                                                                             self._model_target(stmts[m_index]) or "model")
+        class_name = base
+        k = 2
+        while class_name in self.taken:
+            class_name = f"{base}{k}"
+            k += 1
+        self.taken.add(class_name)
+        keep_names = set()
+        for i, r in roles.items():
+            if r == "keep":
+                keep_names |= _names_in(stmts[i])
+        keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
+        plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
+                     self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
+                     class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
+                     carried=self.carried)
+        ctx.settled.add(id(model_call))
+        self._info(plan, model_call, out_tensors)
+        self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
+                              "outputs": [t.shape for t in out_tensors], "layout": self.layout}
+        return plan
+
+    def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
+        """The model is left as written: every call of its statements settled (no half translation)."""
+        ctx = self.ctx
+        drop_undone_findings(ctx, getattr(self, "mark", len(ctx.pending)))  # its pinned defaults, lazy sizes...
+        if model_call is not None:
+            ctx.report(Severity.ERROR, "unsupported-construct", "this functional model is left as written: fwport "
+                       "cannot follow all of it (the errors above say where); translate it by hand as an nn.Module "
+                       "whose forward calls the layers in order", model_call)
+
+        class _V(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                q = ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
+                if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
+                    ctx.settled.add(id(n))
+
+        calls = ctx.analyses.setdefault("functional_calls", {})
+        for s in stmts:
+            if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
+                scan(s, _V())
+                for name in _names_in(s) & set(self.helpers):  # its helpers are left with it
+                    calls.setdefault(name, 0)
+        return None
+
+    def _graph_stmt(self, stmt) -> bool:
+        names = _names_in(stmt)
+        return bool(names & (set(self.env) | set(self.inputs))) or any(
+            isinstance(n, cst.Call) and (self.ctx.imports.resolve(n.func) in (MODEL, INPUT)) for n in _calls(stmt))
+
+    def _model_target(self, stmt) -> str | None:
+        if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
+            t = stmt.body[0].targets
+            if len(t) == 1 and isinstance(t[0].target, cst.Name):
+                return t[0].target.value
+        return None
+
+    def _count(self, stmts: list, times: int) -> None:
+        """How many attributes each name base will have (a loop that is unrolled counts its iterations)."""
+        for s in stmts:
+            if isinstance(s, cst.For):
+                values = self._loop_values(s)
+                self._count(list(s.body.body), times * (len(values) if values is not None else 1))
+                continue
+            for c in _calls(s):
+                if isinstance(c.func, cst.Call):  # an inline layer: its attribute's name
+                    inner = c.func
+                    kind, rule = self._layer_kind(inner.func)
+                    if kind in ("rule", "merge", "seq", "user"):
+                        base = self._attr_base(inner, rule if kind == "rule" else kind)
+                        self.base_counts[base] = self.base_counts.get(base, 0) + times
+                elif isinstance(c.func, cst.Name) and c.func.value in self.helpers:
+                    key = f"helper:{c.func.value}"
+                    self.base_counts[key] = self.base_counts.get(key, 0) + times
+
+    def _loop_values(self, loop: cst.For) -> list | None:
+        """The values a ``for`` statement iterates over where the model is built, or None."""
+        it = loop.iter
+        lit = literal_value(it, NOT_LITERAL)
+        if isinstance(lit, (list, tuple)):
+            return list(lit)
+        if isinstance(it, cst.Call) and dotted_text(it.func) == "range" and 1 <= len(it.args) <= 3 \
+                and "range" not in self.local and all(a.keyword is None and not a.star for a in it.args):
+            bounds = [self.sizes.dim(a.value) for a in it.args]
+            if all(is_int(b) for b in bounds):
+                return list(range(*(int(b) for b in bounds)))
+        return None
+
+    def _unroll(self, loop: cst.For) -> list | None:
+        """A ``for`` statement over values known here, written out once per value: its statements
+        (copies, with the loop variable's value in place), followed; None when it cannot be."""
+        values = self._loop_values(loop)
+        self.generating = True
+        try:
+            return self._unroll_values(loop, values)
+        finally:
+            self.generating = False
+
+    def _unroll_values(self, loop: cst.For, values: list | None) -> list | None:
+        target = loop.target
+        names = [target.value] if isinstance(target, cst.Name) else [e.value.value for e in target.elements
+                                                                     if isinstance(e.value, cst.Name)] \
+            if isinstance(target, (cst.Tuple, cst.List)) else []
+        if values is None or not names or loop.orelse is not None or not isinstance(loop.body, cst.IndentedBlock):
+            self.error(loop, "a for statement of a functional model is followed when it runs over a literal list or "
+                             "range(...) of known ints (it is written out once per value); this one is not")
+            return None
+        out: list = []
+        for v in values:
+            if len(names) == 1:
+                subst = {names[0]: _literal_node(v)}
+            elif isinstance(v, (list, tuple)) and len(v) == len(names):
+                subst = {n: _literal_node(x) for n, x in zip(names, v)}
+            else:
+                self.error(loop, "the loop's values do not unpack into its targets")
+                return None
+            for st in loop.body.body:
+                st = st.visit(_Substitute(subst))
+                if isinstance(st, cst.For):
+                    inner = self._unroll(st)
+                    if inner is None:
+                        return None
+                    out += inner
+                    continue
+                role = self._statement(st, False)
+                if role == "forward":
+                    out.append(_clean(st.visit(_Replace(self.replace))).with_changes(leading_lines=[]))
+                elif role == "unrolled":
+                    out += self.generated.pop(id(st))
+                elif role != "layer":
+                    self.error(loop, f"`{code(st).strip()}` inside a for statement of a functional model is not "
+                                     "followed (only layer calls on tensors)")
+                    return None
+                if self.errors:
+                    return None
+        return out
+
+    def _layout(self, stmts: list) -> str:
+        self.base_counts: dict[str, int] = {}
+        self._count(stmts, 1)
+        layout = "keep"
+        for s in stmts:
+            for c in _calls(s):
+                q = self.ctx.imports.resolve(c.func)
+                rule = self.ctx.pack.by_name.get(q) if q else None
+                if rule is not None and rule.kind == "layer" and rule.emit.get("layout") == "channels-first":
+                    fmt = next((literal_value(a.value, None) for a in c.args
+                                if a.keyword and a.keyword.value == "data_format"), None)
+                    if fmt != "channels_first":
+                        layout = "nchw"
+        return layout
+
+    # --- statements -------------------------------------------------------------------------------------
+    def _statement(self, stmt, first: bool) -> str:
+        if first and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
+                and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            return "keep"  # the builder's docstring
+        names = _names_in(stmt)
+        graph_names = {n for n in names if n in self.env}
+        calls = _calls(stmt)
+        graph_calls = [c for c in calls if self._is_graph_call(c)]
+        if isinstance(stmt, cst.For) and (graph_names or graph_calls):
+            generated = self._unroll(stmt)
+            if generated is not None:
+                self.generated[id(stmt)] = generated
+            return "unrolled"
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+            if graph_names or graph_calls:
+                self.error(stmt, "a functional-model statement inside a compound statement (if/for/while/with/try) "
+                                 "or several on one line is not followed yet: write the graph as plain assignments, "
+                                 "or translate this model by hand")
+                return "forward"
+            return self._config(stmt)
+        small = stmt.body[0]
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            target = small.targets[0].target.value
+            value = small.value
+            q = self.ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
+            if q == INPUT:
+                self._input(target, value)
+                return "input"
+            if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
+                    isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
+                    and isinstance(self.env.get(e.value.value), _Tensor) for e in value.elements):
+                # `inputs = [a, b]`: a name for a list of tensors (for keras.Model(...) and merges)
+                self.lists[target] = value
+                self.env[target] = _Layer(value, None, "list", var=target)  # not a tensor: refused elsewhere
+                self.env[target].op = _Op("list", False)
+                return "layer"
+            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] is not None:
+                try:
+                    self.env[target] = self._new_layer(value, target)
+                except _Refused as r:
+                    self._refused(r)
+                return "layer"
+        if not graph_names and not graph_calls:
+            return self._config(stmt)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            try:
+                t = self._tensor(value)
+            except _Refused as r:
+                self._refused(r)
+                t = None
+            if t is None and not self.errors:
+                self.error(value, f"{code(value)} is not a tensor of the functional model fwport can follow")
+            self.env[target] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
+            return "forward"
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(
+                small.targets[0].target, (cst.Tuple, cst.List)) and isinstance(small.value, cst.Call) and all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in small.targets[0].target.elements):
+            names = [e.value.value for e in small.targets[0].target.elements]
+            self.unpacking = True
+            try:
+                out = self._tensor(small.value)
+            except _Refused as r:
+                self._refused(r)
+                out = None
+            finally:
+                self.unpacking = False
+            if not isinstance(out, _Multi) or len(out.tensors) != len(names):
+                if not self.errors:
+                    self.error(small.value, f"{code(small.value)}: fwport unpacks the tensors a helper returns "
+                                            "(return a, b); this value is not that")
+                return "forward"
+            for n, t in zip(names, out.tensors):
+                self.env[n] = t
+            return "forward"
+        if isinstance(small, cst.Expr):
+            try:
+                self._tensor(small.value)
+            except _Refused as r:
+                self._refused(r)
+            return "forward"
+        self.error(stmt, f"{code(stmt).strip()}: fwport follows a functional model written as `name = expression` "
+                         "assignments; this statement is not one")
+        return "forward"
+
+    def _config(self, stmt) -> str:
+        if self.fn is None:
+            return "keep"  # module level: the class's methods read module names as they are
+        self.local.update(_assigned(stmt))
+        return "config"
+
+    def _is_graph_call(self, c: cst.Call) -> bool:
+        if isinstance(c.func, cst.Call):
+            return self._is_graph_call(c.func) or self._layer_kind(c.func.func)[0] is not None
+        q = self.ctx.imports.resolve(c.func)
+        return q in (INPUT,) or q in MERGE_FNS
+
+    def _layer_kind(self, func: cst.BaseExpression) -> tuple[str | None, object]:
+        """What a constructor makes: ("rule", rule), ("merge", name), ("seq", None), ("user", class
+        name), ("norule", name), ("model", name) or (None, None) when it is not a layer."""
+        if isinstance(func, cst.Name) and func.value in self.user_classes and func.value not in self.local:
+            return "user", func.value
+        if isinstance(func, cst.Name) and func.value in self.prior_models and func.value not in self.env:
+            return "submodel", func.value
+        if isinstance(func, cst.Name) and func.value in self.builder_models and func.value not in self.local:
+            return "builder", func.value  # encoder = build_encoder(...): the instance it returns
+        q = self.ctx.imports.resolve(func)
+        if q is None:
+            return None, None
+        if q in MERGE_LAYERS:
+            return "merge", q
+        rule = self.ctx.pack.by_name.get(q)
+        if rule is not None and rule.kind == "layer":
+            return "rule", rule
+        if q == "keras.Sequential":
+            return "seq", None
+        if q.startswith("keras.layers.") and q[len("keras.layers."):][:1].isupper():
+            return "norule", q
+        if q == "keras.Model":
+            return "model", q
+        return None, None
+
+    def _new_layer(self, call: cst.Call, var: str | None = None) -> _Layer:
+        kind, what = self._layer_kind(call.func)
+        if kind in ("norule", "model"):
+            raise _Refused(call, f"{what} has no tf2torch rule yet, or is a functional model used as a layer, which "
+                                 "fwport does not follow yet: translate it by hand", "no-rule")
+        if kind in ("user", "builder"):
+            inside = [c for c in _calls(call) if c is not call and self.ctx.imports.resolve(c.func)]
+            if inside or _names_in(call) & set(self.env):
+                raise _Refused(call, f"{code(call)}: a layer of this file built from Keras values or tensors: its "
+                                     "arguments would not be translated where the module is built")
+        layer = _Layer(call, what, kind, var=var)
+        self.layers.append(layer)
+        self.ctx.settled.add(id(call))
+        return layer
+
+    def _input(self, target: str, call: cst.Call) -> None:
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("shape" if i == 0 else None)
+            if kw not in _INPUT_KWARGS or a.star:
+                self.error(a, f"keras.Input argument {code(a).strip().rstrip(',')} is not followed (shape, name, dtype, "
+                              "batch_size only)", "unsupported-argument")
+        shape, _ = _input_spec_shape(call, self.sizes)
+        name = _shape_name(call, self.sizes) if shape is None else None
+        if shape is None and name is None:
+            self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
+                             "builder parameters): the layer sizes cannot be propagated", "shape-unknown")
+        op = _Op("input", True)
+        self.input_ops.append(op)
+        t = _Tensor(shape, self._node(op, []), shape_name=name)
+        self.inputs[target] = t
+        self.env[target] = t
+        self.ctx.settled.add(id(call))
+
+    # --- expressions ----------------------------------------------------------------------------------------
+    def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None) -> _Node:
+        n = _Node(op, parents, where)
+        self.nodes.append(n)
+        return n
+
+    def _tensor(self, node: cst.BaseExpression) -> _Tensor | None:
+        """The tensor an expression computes, its replacement recorded; None: not a tensor."""
+        if isinstance(node, cst.Name):
+            v = self.env.get(node.value)
+            if isinstance(v, _Tensor):
+                return v
+            if isinstance(v, _Layer):
+                raise _Refused(node, f"the layer {node.value} used as a value: fwport follows layers that are called")
+            if node.value in self.local and self.fn is not None:
+                if self.helper_call is not None or self.generating:
+                    raise _Refused(node, f"{node.value} is a value of the builder that the forward pass reads: not "
+                                         "followed in a helper, a loop or keras.Model(...) itself; use it where the "
+                                         "layers are built, or translate this model by hand")
+                # kept on the module: `self.<name> = <name>` at the end of __init__
+                self.carried.setdefault(node.value, self._value_attr(node.value))
+                self.replace[id(node)] = expr(f"self.{self.carried[node.value]}")
+            return None
+        if isinstance(node, cst.Call):
+            out = self._call(node)
+            if isinstance(out, _Multi) and not self.unpacking:
+                raise _Refused(node, f"{code(node.func)}(...) returns several tensors: unpack them where it is "
+                                     "called (a, b = ...)")
+            return out
+        if isinstance(node, cst.BinaryOperation) and type(node.operator) in _ARITH:
+            a, b = self._tensor(node.left), self._tensor(node.right)
+            if a is None and b is None:
+                return None
+            return self._arith(node, a, b)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+            t = self._tensor(node.expression)
+            if t is None:
+                return None
+            return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node]), t.flat)
+        names = _names_in(node) & set(self.env)
+        if not names:
+            return None
+        raise _Refused(node, f"{code(node)}: this operation on tensors of the functional model is not followed "
+                             "(fwport follows layer calls, merges and + - * / between tensors)")
+
+    def _arith(self, node: cst.BinaryOperation, a: _Tensor | None, b: _Tensor | None) -> _Tensor:
+        for side, t in ((node.left, a), (node.right, b)):
+            if t is None and not isinstance(side, (cst.Integer, cst.Float)) and _names_in(side) & (self.local | set(self.env)):
+                if not isinstance(side, cst.Name) or side.value not in self.carried:
+                    raise _Refused(side, f"{code(side)}: arithmetic between a tensor and this builder expression is "
+                                         "not followed yet")
+                if self.layout == "nchw":
+                    raise _Refused(side, f"{code(side)}: a builder value in arithmetic with a feature map of a model "
+                                         "converted to channels-first: if it is not a scalar, it would broadcast over "
+                                         "other axes than in Keras")
+        ts = [t for t in (a, b) if t is not None]
+        if len(ts) == 2:
+            if self.layout == "nchw" and (a.shape is None or a.shape != b.shape or None in a.shape):
+                raise _Refused(node, f"{code(node)}: tensors of unknown or different shapes in a model converted "
+                                     "to channels-first: broadcasting would pair other axes than in Keras")
+            if a.flat != b.flat:
+                raise _Refused(node, f"{code(node)}: one operand is a flattened channels-first map and the other "
+                                     "is not: their features are in different orders")
+        t = ts[0]
+        return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [x.node for x in ts]), t.flat)
+
+    def _call(self, node: cst.Call) -> _Tensor | None:
+        func = node.func
+        if isinstance(func, cst.Call):  # layers.Dense(4)(x)
+            if self._layer_kind(func.func)[0] is None:
+                raise _Refused(node, f"{code(func.func)}(...)(...): a call of something fwport does not know as a "
+                                     "Keras layer")
+            return self._apply(self._new_layer(func), node)
+        if isinstance(func, cst.Name) and isinstance(self.env.get(func.value), _Layer):
+            return self._apply(self.env[func.value], node)
+        if isinstance(func, cst.Name) and self._layer_kind(func)[0] == "submodel":
+            layer = self.submodels.get(func.value)
+            if layer is None:
+                layer = self.submodels[func.value] = _Layer(node, func.value, "submodel", var=func.value)
+                self.layers.append(layer)
+            return self._apply(layer, node)
+        q = self.ctx.imports.resolve(func)
+        if q in MERGE_FNS:
+            return self._merge(node, MERGE_FNS[q], node.args, q.rsplit(".", 1)[-1])
+        if q == INPUT:
+            raise _Refused(node, "keras.Input inside an expression: assign it to a name of its own")
+        tensors = _names_in(node) & set(self.env)
+        if not tensors:
+            return None
+        if isinstance(func, cst.Name) and func.value in self.helpers and func.value not in self.local:
+            return self._helper(node, self.helpers[func.value])
+        if isinstance(func, cst.Name) and func.value not in self.env and q is None:
+            raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
+                                 "functions defined at the top of this file are followed; inline the block or "
+                                 "translate this model by hand")
+        if q is not None and self.ctx.imports.is_source(q):
+            return self._op(node, q)
+        raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
+                             "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
+                             "or translate this model by hand")
+
+    def _op(self, node: cst.Call, q: str) -> _Tensor:
+        """``tf.nn.relu(x)`` / ``keras.ops.mean(x, axis=1)`` on tensors of the model: left to the rule
+        pass, which translates it where it stands. Only where the layout cannot change its meaning: an
+        elementwise function anywhere, other functions on tensors without channels (rank 1) or in a
+        model that keeps its layout."""
+        if self.helper_call is not None or self.generating:
+            raise _Refused(node, f"{code(node.func)}(...) on tensors inside a helper, a loop or keras.Model(...) "
+                                 "itself is not followed (fwport writes that code out itself); assign it to a name "
+                                 "in the builder, or wrap it in a layer")
+        ts = []
+        for a in node.args:
+            t = self._tensor(a.value) if _names_in(a.value) & set(self.env) else None
+            if t is None and _names_in(a.value) & set(self.env):
+                raise _Refused(a, f"{code(a.value)}: not followed as an argument of {code(node.func)}")
+            if t is not None:
+                ts.append(t)
+        if not ts:
+            return None
+        if any(t.flat is not None for t in ts):
+            raise _Refused(node, f"{code(node.func)}(...) on a flattened channels-first map: its features are in "
+                                 "(c, h, w) order in the translation")
+        elementwise = q in _ELEMENTWISE_FNS and len(ts) == 1 and len(node.args) == 1
+        if self.layout == "nchw" and not elementwise and any(t.shape is None or len(t.shape) > 1 or t.last
+                                                              for t in ts):
+            raise _Refused(node, f"{code(node.func)}(...) on a feature map of a model converted to channels-first: "
+                                 "its axes are not Keras's there; wrap it in a layer, or translate this model by hand")
+        shape = ts[0].shape if elementwise else None
+        return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node for t in ts], node), None,
+                       ts[0].last if elementwise else False)
+
+    def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
+        """A layer called on its input(s)."""
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        if len(args) != 1 or len(call.args) != 1:
+            raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
+                                 "(training=, mask=, ...) is not followed yet")
+        arg = args[0].value
+        if layer.kind == "merge":
+            merge_q = layer.rule
+            op = MERGE_LAYERS[merge_q]
+            for a in layer.call.args:
+                kw = a.keyword.value if a.keyword else None
+                if kw not in (("axis", "name") if op == "cat" else ("name",)):
+                    raise _Refused(a, f"{merge_q.rsplit('.', 1)[-1]} argument {code(a).strip().rstrip(',')} is not "
+                                      "followed", "unsupported-argument")
+            return self._merge(call, op, [args[0]] + [a for a in layer.call.args if a.keyword
+                                                      and a.keyword.value == "axis"],
+                               merge_q.rsplit(".", 1)[-1], layer)
+        if layer.kind == "user" and isinstance(arg, (cst.List, cst.Tuple)):
+            return self._apply_user_list(layer, call, arg)
+        t = self._tensor(arg)
+        if t is None:
+            raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
+                                "model (a list of tensors feeds only merge layers here)")
+        key = (t.shape, t.flat)
+        if layer.module is None:
+            self._translate(layer, t)
+        elif layer.in_key != key:
+            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
+                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+            self.layer_of[id(layer.op)] = layer
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
+        new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
+                                           [cst.Arg(self._out_expr(arg))])
+        if layer.activation is not None:
+            new = expr(layer.activation.format(code(new)))
+        if layer.movedim:
+            new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
+        self.replace[id(call)] = new
+        return out
+
+    def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
+        """A layer class of this file called on a list of tensors (``Sampling()([z_mean, z_log_var])``)."""
+        ts = []
+        for e in arg.elements:
+            t = self._tensor(e.value) if not isinstance(e, cst.StarredElement) else None
+            if t is None:
+                raise _Refused(e, f"{code(e.value)}: not a tensor of the functional model")
+            if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
+                raise _Refused(e, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
+                                  "channels-last layout, on a channels-first feature map")
+            ts.append(t)
+        key = tuple((t.shape, t.flat) for t in ts)
+        if layer.module is None:
+            layer.attr = layer.attr or self._attr_name(layer)
+            layer.in_key, layer.module, layer.out = key, layer.call, (None, None)
+            self.pending_init.append(f"self.{layer.attr} = {code(layer.call)}")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
+                                          [cst.Arg(self._out_expr(arg))])
+        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None, True)
+
+    def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
+        """The output for an input expression, with the replacements made inside it."""
+        if not self.replace:
+            return node
+        return node.visit(_Replace(self.replace))
+
+    def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None, t: _Tensor | None = None):
+        """One rule layer translated for an input: (emission, whether its channels-last output must be
+        moved to channels-first where it is called)."""
+        layout = self.layout
+        movedim = False
+        if flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
+            raise _Refused(call, f"{code(call.func)} after the Flatten of a feature map converted to channels-first "
+                                 "sees the features in (c, h, w) order instead of Keras's (h, w, c): only "
+                                 "elementwise layers, BatchNormalization and Dense can follow it exactly")
+        if layout == "nchw" and rule.emit.get("shape") == "embedding":
+            # its output is channels-last (batch, T, D): moved to channels-first where it is called
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
+                                 call)
+            if not em.failed and (em.out_shape is None or len(em.out_shape) < 2):
+                raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first, on an "
+                                     "input of unknown rank: cannot tell where its channels go", "shape-unknown")
+            movedim = True
+        elif layout == "nchw" and rule.emit.get("shape") == "reshape":
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
+                                 call)
+            unflatten = None if em.failed else self._unflatten(call, shape, em.out_shape, t)
+            if unflatten is not None:
+                return unflatten, False
+            if not em.failed and not (shape is not None and len(shape) == 1 and em.out_shape is not None
+                                      and len(em.out_shape) == 1):
+                raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first: Keras "
+                                     "reshapes in channels-last order, so the result would be silently permuted; "
+                                     "reshape explicitly with permutes, or keep this model channels-last")
+        else:
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes),
+                                 call)
+        if em.failed:
+            self.errors += 1  # the rule reported why
+            raise _Refused(call, "", "")
+        if em.functional is not None or not em.modules:
+            raise _Refused(call, f"{rule.names[0]} has no torch module to call in a functional model")
+        return em, movedim
+
+    def _unflatten(self, call: cst.Call, shape, out, t: _Tensor | None) -> LayerEmission | None:
+        """Dense → Reshape to a feature map in a channels-first model (a generator's ``Dense(7*7*64)``
+        then ``Reshape((7, 7, 64))``): exact as ``nn.Unflatten(1, (64, 7, 7))`` once the Dense computes
+        its outputs in (c, h, w) order, which its weight map's ``before-unflatten`` variant does. Only
+        when that Dense is called once and feeds nothing else (checked when the graph is complete)."""
+        if t is None or shape is None or out is None or len(shape) != 1 or len(out) not in (2, 3) \
+                or not all(is_int(d) for d in (*shape, *out)) or not t.node.parents:
+            return None
+        layer = self.layer_of.get(id(t.node.op))
+        if layer is None or layer.kind != "rule" or layer.rule.id != "dense" or len(layer.records) != 1:
+            return None
+        record = layer.records[0][1]
+        if record.variant is not None:
+            return None
+        *sp, c = out
+        h, w = (sp[0], 1) if len(sp) == 1 else sp
+        record.variant = "before-unflatten"
+        in_dim = layer.in_key[0][-1]
+        if not is_int(in_dim):  # the weight map needs it
+            return None
+        record.symbols = {"I": in_dim, "H": h, "W": w, "C": c}
+        record.__post_init__()
+        self.unflattens.append((t.node, call))
+        return LayerEmission([expr(f"{self.ctx.spell_text('torch.nn.Unflatten')}(1, {(c, *sp)})")], out)
+
+    def _translate(self, layer: _Layer, t: _Tensor) -> None:
+        if not layer.attr:
+            layer.attr = self._attr_name(layer)
+        layer.in_key = (t.shape, t.flat)
+        if layer.kind in ("submodel", "builder"):
+            info = self.prior_models[layer.rule] if layer.kind == "submodel" else self.builder_models[layer.rule]
+            if len(info["inputs"]) != 1 or not _fits(info["inputs"][0], t.shape, layer.kind == "builder") \
+                    or t.flat is not None:
+                raise _Refused(layer.call, f"the model {layer.rule} called on a tensor of shape {t.shape}: fwport "
+                                           f"follows a model used as a layer on one input of its own shape "
+                                           f"{info['inputs'][0] if info['inputs'] else None}")
+            if (info["layout"] != self.layout) and any(s is None or len(s) > 1 for s in [t.shape, *info["outputs"]]):
+                raise _Refused(layer.call, f"the model {layer.rule} keeps another layout than this one "
+                                           "(channels-first where convolutions are): not followed as a layer here")
+            if len(info["outputs"]) != 1:
+                raise _Refused(layer.call, f"the model {layer.rule} has several outputs: not followed as a layer")
+            # a module-level model: the very instance (Keras shares its weights too); a builder's: the
+            # instance the translated builder returns, called as written
+            module = cst.Name(layer.rule) if layer.kind == "submodel" else layer.call
+            out = info["outputs"][0]
+            if layer.kind == "builder" and out is not None:  # sizes named by the builder's own parameters
+                out = tuple(d if is_int(d) else None for d in out)
+            layer.out = (out, None)
+        elif layer.kind == "user":
+            if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
+                raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
+                                           "channels-last layout, on a channels-first feature map: call it before "
+                                           "the convolutions, or translate this model by hand")
+            module = layer.call
+            layer.out = (None, None)
+        elif layer.kind == "seq":
+            module = self._translate_seq(layer, t)
+        else:
+            rule = layer.rule
+            if t.shape is None and t.shape_name is not None and _implied_rank(rule) is not None:
+                # keras.Input(shape=input_shape) then a Conv2D: (input_shape[0], input_shape[1], input_shape[-1])
+                t.shape = symbolic_shape(t.shape_name, _implied_rank(rule))
+                layer.in_key = (t.shape, t.flat)
+            em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
+            act = _activation_fn(em.modules[1], self.ctx) if len(em.modules) == 2 and em.weight_module == 0 else None
+            if act is not None:  # Dense(64, activation="relu") → self.fc = nn.Linear(...); torch.relu(self.fc(x))
+                em.modules = em.modules[:1]
+                layer.activation = act
+            if len(em.modules) == 1:
+                module = em.modules[0]
+                target = layer.attr
+            else:
+                seq = self.ctx.spell_text("torch.nn.Sequential")
+                module = expr(f"{seq}({', '.join(code(m) for m in em.modules)})")
+                target = f"{layer.attr}.{em.weight_module}"
+            carried = t.flat if rule.id in _CARRIES_FLATTEN else None
+            layer.out = (em.out_shape, em.flatten_of or carried)
+            if rule.weights:
+                layer.records.append(("", LayerRecord(self.scope, "", target, rule.id, em.variant, dict(em.symbols))))
+        layer.module = module
+        self.pending_init.append(f"self.{layer.attr} = {code(module)}")
+
+    def _translate_seq(self, layer: _Layer, t: _Tensor) -> cst.BaseExpression:
+        """A keras.Sequential used as a layer: its layers in one nn.Sequential, shapes followed."""
+        call = layer.call
+        elements = None
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("layers" if i == 0 else None)
+            if kw == "layers" and not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and not any(
+                    isinstance(e, cst.StarredElement) for e in a.value.elements):
+                elements = [e.value for e in a.value.elements]
+            elif kw != "name":
+                raise _Refused(a, f"keras.Sequential argument {code(a).strip().rstrip(',')} is not followed inside a "
+                                  "functional model (a literal list of layers and name= only)")
+        if not elements:
+            raise _Refused(call, "a keras.Sequential used as a layer must list its layers")
+        shape, flat = t.shape, t.flat
+        modules: list[cst.BaseExpression] = []
+        k = 0
+        for el in elements:
+            if isinstance(el, cst.Call) and self.ctx.imports.resolve(el.func) in (INPUT, "keras.layers.InputLayer"):
+                if k:
+                    raise _Refused(el, "an input specification must come first in a Sequential model")
+                continue
+            kind, rule = self._layer_kind(el.func) if isinstance(el, cst.Call) else (None, None)
+            if kind != "rule":
+                raise _Refused(el, f"{code(el)}: fwport follows a Sequential used as a layer when each of its "
+                                   "members is a Keras layer with a rule")
+            em, movedim = self._emit(el, rule, shape, flat)
+            if movedim:
+                raise _Refused(el, f"{code(el.func)} inside a Sequential of a functional model converted to "
+                                   "channels-first: its output is channels-last")
+            if rule.weights:
+                layer.records.append((f".layers[{k}]", LayerRecord(self.scope, "", f"{layer.attr}.{len(modules) + em.weight_module}",
+                                                                  rule.id, em.variant, dict(em.symbols))))
+            modules += em.modules
+            carried = flat if rule.id in _CARRIES_FLATTEN else None
+            shape, flat = em.out_shape, em.flatten_of or carried
+            self.ctx.settled.add(id(el))
+            k += 1
+        layer.out = (shape, flat)
+        seq = self.ctx.spell_text("torch.nn.Sequential")
+        return expr(f"{seq}({', '.join(code(m) for m in modules)})")
+
+    def _attr_base(self, call: cst.Call, rule) -> str:
+        name = next((literal_value(a.value, None) for a in call.args if a.keyword and a.keyword.value == "name"), None)
+        if isinstance(name, str) and name:
+            base = _snake(name)
+        else:
+            rid = rule.id if not isinstance(rule, str) else rule
+            base = _ATTR.get(rid) or _snake(dotted_text(call.func).rsplit(".", 1)[-1])
+        return f"{base}_layer" if base in _RESERVED or not base.isidentifier() else base
+
+    def _attr_name(self, layer: _Layer) -> str:
+        used = {x.attr for x in self.layers if x.attr}
+        if layer.var:
+            base = layer.var if layer.var not in _RESERVED else f"{layer.var}_layer"
+            numbered = False
+        else:
+            base = self._attr_base(layer.call, layer.rule if layer.kind == "rule" else layer.kind)
+            numbered = self.base_counts.get(base, 0) > 1  # conv1, conv2, ... as a torch engineer writes them
+        if not numbered and base not in used:
+            return base
+        k = 1
+        while f"{base}{k}" in used:
+            k += 1
+        return f"{base}{k}"
+
+    def _merge(self, call: cst.Call, op: str, args, label: str, layer: _Layer | None = None) -> _Tensor:
+        lst = None
+        axis_node = None
+        for i, a in enumerate(args):
+            kw = a.keyword.value if a.keyword else ("inputs" if i == 0 else ("axis" if op == "cat" and i == 1 else None))
+            if kw == "inputs" and not a.star:
+                lst = a.value
+            elif kw == "axis" and op == "cat":
+                axis_node = a.value
+            elif kw != "name":
+                raise _Refused(a, f"{label} argument {code(a).strip().rstrip(',')} is not followed",
+                               "unsupported-argument")
+        if isinstance(lst, cst.Name) and lst.value in self.lists:
+            lst = self.lists[lst.value]
+        if not isinstance(lst, (cst.List, cst.Tuple)) or any(isinstance(e, cst.StarredElement) for e in lst.elements):
+            raise _Refused(call, f"{label}: fwport follows merges of a literal list of tensors")
+        items = [e.value for e in lst.elements]
+        ts = []
+        for it in items:
+            t = self._tensor(it)
+            if t is None:
+                raise _Refused(it, f"{code(it)}: an input of {label} that is not a tensor of the model")
+            ts.append(t)
+        if len(ts) < 2 or (op == "sub" and len(ts) != 2):
+            raise _Refused(call, f"{label} takes {'two' if op == 'sub' else 'at least two'} tensors")
+        flats = {t.flat for t in ts}
+        outs = [self._out_expr(it) for it in items]
+        texts = [code(o) for o in outs]
+        if op == "cat":
+            axis = literal_value(axis_node, None) if axis_node is not None else -1
+            if not isinstance(axis, int) or isinstance(axis, bool):
+                raise _Refused(axis_node, f"{label}: the axis must be a literal int", "unsupported-argument")
+            ranks = {len(t.shape) if t.shape is not None else None for t in ts}
+            rank = ranks.pop() if len(ranks) == 1 else None
+            if rank is None:
+                if self.layout == "nchw" or axis >= 0:
+                    raise _Refused(call, f"{label} of tensors whose ranks are unknown or differ: cannot tell which "
+                                         "torch dim the axis is", "shape-unknown")
+                dim = axis
+            else:
+                pos = axis if axis >= 0 else rank + 1 + axis  # with the batch axis
+                if not 1 <= pos <= rank:
+                    raise _Refused(call, f"{label} over the batch axis or out of range", "unsupported-argument")
+                if self.layout == "nchw" and rank > 1:
+                    dim = 1 if pos == rank else pos + 1
+                else:
+                    dim = pos if axis >= 0 else axis
+            if self.layout == "nchw" and any(f is not None for f in flats):
+                raise _Refused(call, f"{label} of flattened channels-first maps: the features would be in another "
+                                     "order than in Keras")
+            shape = None
+            if rank is not None and all(t.shape is not None for t in ts):
+                pos = axis if axis >= 0 else rank + 1 + axis
+                others = {tuple(d for j, d in enumerate(t.shape) if j != pos - 1) for t in ts}
+                sizes = [t.shape[pos - 1] for t in ts]
+                if len(others) == 1 and all(known(d) for d in sizes):
+                    shape = list(ts[0].shape)
+                    terms = [f"({d})" if isinstance(d, str) and " " in d else str(d) for d in sizes]
+                    shape[pos - 1] = (sum(int(d) for d in sizes) if all(is_int(d) for d in sizes)
+                                      else f"{len(terms)} * {terms[0]}" if len(set(terms)) == 1
+                                      else " + ".join(terms))
+                    shape = tuple(shape)
+            new = expr(f"{self.ctx.spell_text('torch.cat')}([{', '.join(texts)}], dim={dim})")
+            flat = None
+        else:
+            if len(flats) > 1:
+                raise _Refused(call, f"{label} of a flattened channels-first map with a tensor that is not one: "
+                                     "their features are in different orders")
+            shapes = {t.shape for t in ts}
+            if self.layout == "nchw" and (len(shapes) > 1 or None in shapes or None in next(iter(shapes))):
+                raise _Refused(call, f"{label} of tensors of unknown or different shapes in a model converted to "
+                                     "channels-first: broadcasting would pair other axes than in Keras")
+            par = [f"({t})" if isinstance(o, (cst.BinaryOperation, cst.IfExp, cst.Lambda, cst.BooleanOperation))
+                   else t for t, o in zip(texts, outs)]
+            if op in ("add", "mul", "sub"):
+                text = {"add": " + ", "mul": " * ", "sub": " - "}[op].join(par)
+            elif op == "avg":
+                text = f"({' + '.join(par)}) / {len(par)}"
+            else:
+                fn = self.ctx.spell_text("torch.maximum" if op == "max" else "torch.minimum")
+                text = par[0]
+                for p in par[1:]:
+                    text = f"{fn}({text}, {p})"
+            new = expr(text)
+            shape, flat = ts[0].shape, ts[0].flat
+        self.replace[id(call)] = new
+        if layer is not None:
+            if layer.op is None:
+                layer.op = _Op("merge", True)
+            op_ = layer.op
+        else:
+            op_ = _Op("merge", True)
+        return _Tensor(shape, self._node(op_, [t.node for t in ts], call), flat)
+
+    # --- the keras.Model(...) call ---------------------------------------------------------------------
+    def _model_args(self, call: cst.Call) -> tuple[list[str], list[_Tensor]] | None:
+        ins = outs = None
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("inputs" if i == 0 else "outputs" if i == 1 else None)
+            if a.star or kw not in ("inputs", "outputs", "name"):
+                self.error(a, f"keras.Model argument {code(a).strip().rstrip(',')} is not followed (inputs, outputs, "
+                              "name only)", "unsupported-argument")
+            elif kw == "inputs":
+                ins = a.value
+            elif kw == "outputs":
+                outs = a.value
+        if ins is None or outs is None:
+            self.error(call, "keras.Model(...) without inputs and outputs is not a functional model fwport can follow")
+            return None
+        if isinstance(ins, cst.Name) and ins.value in self.lists:
+            ins = self.lists[ins.value]
+        if isinstance(outs, cst.Name) and outs.value in self.lists:
+            outs = self.lists[outs.value]
+        in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
+        order = []
+        for it in in_items:
+            if not isinstance(it, cst.Name) or it.value not in self.inputs:
+                self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...) "
+                               "(a dict of inputs is not followed yet)")
+                return None
+            order.append(it.value)
+        if set(order) != set(self.inputs):
+            self.error(ins, "keras.Input tensors that are not inputs of the model")
+            return None
+        self.inputs = {n: self.inputs[n] for n in order}
+        if isinstance(outs, cst.Dict):
+            self.error(outs, "a dict of outputs is not followed yet: list them")
+            return None
+        out_items = [e.value for e in outs.elements] if isinstance(outs, (cst.List, cst.Tuple)) else [outs]
+        returns, tensors = [], []
+        self.generating = True
+        for it in out_items:
+            try:
+                t = self._tensor(it)
+            except _Refused as r:
+                self._refused(r)
+                return None
+            if t is None:
+                self.error(it, f"{code(it)}: an output of keras.Model that is not a tensor of the model")
+                return None
+            returns.append(code(self._out_expr(it)))
+            tensors.append(t)
+        self.generating = False
+        return returns, tensors
+
+    def _check_unflattens(self, outs: list[_Tensor]) -> None:
+        for dense, reshape in self.unflattens:
+            consumers = [n for n in self.nodes if any(p is dense for p in n.parents)]
+            consumers += [t for t in outs if t.node is dense]  # an output of the model reads it too
+            calls = [n for n in self.nodes if n.op is dense.op]
+            if len(consumers) != 1 or len(calls) != 1:
+                self.error(reshape, f"{code(reshape.func)} after a Dense whose output also feeds other layers (or "
+                                    "that is called twice), in a model converted to channels-first: the Dense cannot "
+                                    "compute its outputs in channels-first order for the reshape alone")
+
+    def _check_reachable(self, outs: list[_Tensor], call: cst.Call) -> None:
+        self._check_unflattens(outs)
+        seen: set[int] = set()
+        stack = [t.node for t in outs]
+        while stack:
+            n = stack.pop()
+            if id(n) in seen:
+                continue
+            seen.add(id(n))
+            stack.extend(n.parents)
+        for n in self.nodes:
+            if id(n) not in seen and n.op.kind in ("layer", "merge"):
+                self.error(n.where or call, f"{code(n.where) if n.where is not None else 'a layer'}: a layer "
+                           "called in the builder whose result does not reach the model's outputs (Keras leaves it "
+                           "out of the model, a torch forward would run it); remove it or make it an output")
+                return
+        for layer in self.layers:
+            if layer.op is None:
+                self.error(layer.call, f"{layer.var or code(layer.call.func)}: a layer created but never called "
+                                       "on a tensor of the model")
+                return
+
+    # --- weight records: Keras's model.layers order ------------------------------------------------------
+    def _records(self, outs: list[_Tensor]) -> None:
+        order = _layer_order([t.node for t in outs], self.input_ops)
+        index = {id(op): i for i, op in enumerate(o for o in order if o.is_layer)}
+        for layer in [*self.layers, *self.sub_layers]:
+            if layer.op is None:
+                continue
+            for suffix, record in layer.records:
+                record.source = f"layers[{index[id(layer.op)]}]{suffix}"
+                record.target = layer.prefix + record.target
+                self.ctx.layers.append(record)
+            if layer.kind == "user":  # its class's records, once the subclass pass has made them
+                self.user_layers.append((layer.rule, index[id(layer.op)], layer.prefix + layer.attr))
+            if layer.kind in ("submodel", "builder"):
+                for r in [r for r in self.ctx.layers if r.scope == layer.rule]:
+                    self.ctx.layers.append(LayerRecord(self.scope, f"layers[{index[id(layer.op)]}].{r.source}",
+                                                       f"{layer.prefix}{layer.attr}.{r.target}", r.rule, r.variant,
+                                                       dict(r.symbols)))
+
+    def _info(self, plan: _Plan, call: cst.Call, outs: list[_Tensor]) -> None:
+        nchw = self.layout == "nchw"
+        shapes = [t.shape for t in self.inputs.values()]
+        in_layout = "nchw" if nchw and any(s is None or len(s) > 1 for s in shapes) else "same"
+        out_layout = "nchw" if nchw and any(not t.last and (t.shape is None or len(t.shape) > 1) for t in outs) \
+            else "same"
+        if in_layout == "nchw":
+            shown = [f"(batch, {', '.join(str(d) for d in (s[-1], *s[:-1]))})" for s in shapes if s and len(s) > 1]
+            plan.input_note = f"inputs: {', '.join(shown)} channels-first" if shown else ""
+            self.ctx.report(Severity.INFO, "layout-changed", "this functional model takes channels-last inputs; the "
+                            "translation is channels-first (NCHW): move the channel axis of each input of rank > 2 "
+                            "to dim 1 (x.movedim(-1, 1))", call)
+        if out_layout == "nchw":
+            self.ctx.report(Severity.INFO, "layout-changed", "this functional model's outputs are channels-first "
+                            "feature maps in the translation (y.movedim(1, -1) gives Keras's layout)", call)
+        declared = shapes[0] if len(shapes) == 1 and shapes[0] is not None else None
+        key = self.scope or plan.model_target or plan.class_name
+        self.ctx.models[key] = ModelInfo(key, "functional", tuple(plain(d) for d in declared) if declared else None,
+                                         in_layout, out_layout)
+
+    # --- the rewrite that keeps lines ---------------------------------------------------------------------
+    def _rewrite(self, stmts: list, plan: _Plan) -> list:
+        out = []
+        pad = 0
+        for i, stmt in enumerate(stmts):
+            if pad:
+                marks = [cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(LINE_MARK))
+                         for _ in range(pad)]
+                stmt = stmt.with_changes(leading_lines=[*stmt.leading_lines, *marks])
+                pad = 0
+            role = plan.roles.get(i)
+            if role in ("forward", "input", "layer", "unrolled"):
+                if role == "forward":
+                    new = stmt.visit(_Replace(self.replace))
+                else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
+                    new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
+                before, after = _line_count(stmt), _line_count(new)
+                pad = max(0, before - after)
+                stmt = new
+            out.append(stmt)
+        return out
+
+
+_ACTIVATION_FNS = {"torch.nn.ReLU()": "torch.relu", "torch.nn.Sigmoid()": "torch.sigmoid", "torch.nn.Tanh()": "torch.tanh"}
+
+
+def _activation_fn(module: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """The function form of a parameterless activation module a layer emitted after its weights
+    (``nn.ReLU()`` → ``torch.relu({})``), as a PyTorch engineer writes it in forward; else None."""
+    text = code(module)
+    for target, fn in _ACTIVATION_FNS.items():
+        if text == ctx.spell_text(target.rsplit("(", 1)[0]) + "()":
+            return ctx.spell_text(fn) + "({})"
+    m = re.fullmatch(re.escape(ctx.spell_text("torch.nn.Softmax")) + r"\(dim=(-?\d+)\)", text)
+    if m:
+        return ctx.spell_text("torch.softmax") + "({}, dim=" + m.group(1) + ")"
+    return None
+
+
+def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
+    """Whether a tensor of ``shape`` is what a model declared for its input; ``loose``: sizes the
+    model names with its own parameters match any size."""
+    if declared is None or shape is None or len(declared) != len(shape):
+        return False
+    return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
+
+
+def _calls(stmt) -> list[cst.Call]:
+    out: list[cst.Call] = []
+
+    class _V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            out.append(n)
+
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    scan(stmt, _V())
+    return out
+
+
+def _line_count(stmt) -> int:
+    return cst.Module([]).code_for_node(stmt.with_changes(leading_lines=[])).count("\n")
+
+
+def _literal_node(value) -> cst.BaseExpression:
+    return expr(repr(value))
+
+
+class _Substitute(cst.CSTTransformer):
+    """A helper's body with its literal arguments written in place of the parameters."""
+
+    def __init__(self, values: dict[str, cst.BaseExpression]):
+        self.values = values
+
+    def leave_Name(self, original_node, updated_node):
+        return self.values.get(original_node.value, updated_node)
+
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_AssignTarget(self, original_node, updated_node):
+        return original_node if isinstance(original_node.target, cst.Name) else updated_node
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+
+class _Replace(cst.CSTTransformer):
+    def __init__(self, replace: dict[int, cst.BaseExpression]):
+        self.replace = replace
+
+    def on_leave(self, original_node, updated_node):
+        new = self.replace.get(id(original_node))
+        if new is None:
+            return updated_node
+        if isinstance(original_node, cst.BaseExpression) and (original_node.lpar or original_node.rpar):
+            new = new.with_changes(lpar=original_node.lpar, rpar=original_node.rpar)
+        return new
+
+
+def _layer_order(outputs: list[_Node], inputs: list[_Op]) -> list[_Op]:
+    """The operations in Keras's order (``map_graph``: by decreasing depth, then first traversal)."""
+    finished: set[int] = set()
+    ordered: list[_Node] = []
+    op_index: dict[int, int] = {}
+
+    def visit(n: _Node) -> None:
+        if id(n) in finished:
+            return
+        if id(n.op) not in op_index:
+            op_index[id(n.op)] = len(op_index)
+        for p in n.parents:
+            visit(p)
+        finished.add(id(n))
+        ordered.append(n)
+
+    for o in outputs:
+        visit(o)
+    node_depth: dict[int, int] = {}
+    op_depth: dict[int, int] = {}
+    ops: dict[int, _Op] = {}
+    in_graph = {id(n) for n in ordered}
+    for n in reversed(ordered):
+        depth = node_depth.setdefault(id(n), 0)
+        depth = max(depth, op_depth.get(id(n.op), 0))
+        op_depth[id(n.op)] = depth
+        ops[id(n.op)] = n.op
+        node_depth[id(n)] = depth
+        for p in n.parents:
+            if id(p) in in_graph:
+                node_depth[id(p)] = max(depth + 1, node_depth.get(id(p), 0))
+    for op in inputs:  # an input that reaches no output is still one of the model's layers
+        if id(op) not in op_depth:
+            op_depth[id(op)], op_index[id(op)], ops[id(op)] = 0, -1, op
+    return [ops[k] for k in sorted(op_depth, key=lambda k: (-op_depth[k], op_index[k]))]
+
+
+# --- finish: the class, once every finding is located -----------------------------------------------------
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    plans = ctx.analyses.get("functional")
+    if not plans:
+        return module
+    for plan in plans:  # layers of this file's classes: their records, below the model's path
+        for cls, index, attr in plan.user_layers:
+            for r in [r for r in ctx.layers if r.scope == cls]:
+                ctx.layers.append(LayerRecord(plan.scope, f"layers[{index}].{r.source}", f"{attr}.{r.target}", r.rule,
+                                              r.variant, dict(r.symbols)))
+    body = list(module.body)
+    builders: dict[int, list] = {}
+    for plan in plans:
+        if plan.path:
+            i = plan.path[0]
+            fn = body[i]
+            cls, builder = _build(plan, list(fn.body.body), fn, ctx)
+            builders[i] = [cls.with_changes(leading_lines=_two_blank(fn.leading_lines) if i else fn.leading_lines),
+                           builder.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
+    replaced = ctx.analyses.get("functional_replaced", set())
+    code_by_helper: dict[str, list[str]] = {}
+    for plan in plans:
+        for k, v in plan.class_code.items():
+            code_by_helper.setdefault(k, []).extend(c for c in v if c not in code_by_helper.get(k, []))
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in code_by_helper and i not in builders:
+            classes = [cst.parse_statement(c) for c in code_by_helper[stmt.name.value]]
+            classes = [c.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]) for c in classes]
+            classes[0] = classes[0].with_changes(leading_lines=_two_blank(stmt.leading_lines) if i else stmt.leading_lines)
+            builders[i] = classes if stmt.name.value in replaced else [*classes, stmt.with_changes(
+                leading_lines=[cst.EmptyLine(), cst.EmptyLine()])]
+    tops = [p for p in plans if not p.path]
+    if tops:
+        body = _build_module(tops, body, ctx, builders)
+    else:
+        out = []
+        for i, s in enumerate(body):
+            out += builders.get(i, [s])
+        body = out
+    return module.with_changes(body=body)
+
+
+def _clean(stmt):
+    lines = [ln for ln in stmt.leading_lines if not (ln.comment is not None and ln.comment.value == LINE_MARK)]
+    return stmt.with_changes(leading_lines=lines)
+
+
+def _two_blank(lines) -> list:
+    """Leading lines of a top-level class: at least two blank lines before it (PEP 8)."""
+    lines = list(lines)
+    blank = 0
+    while blank < len(lines) and lines[blank].comment is None:
+        blank += 1
+    return [cst.EmptyLine()] * max(0, 2 - blank) + lines
+
+
+def _strip_blank(lines) -> list:
+    lines = list(lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    return lines
+
+
+def _parts(plan: _Plan, stmts: list):
+    init, forward, carried = [], [], []
+    for i, stmt in enumerate(stmts):
+        role = plan.roles.get(i, "keep")
+        stmt = _clean(stmt)
+        for line in plan.init_lines.get(i, []):
+            init.append(cst.parse_statement(line + "\n"))
+        if role == "config":
+            init.append(stmt)
+        elif role == "input":
+            carried += [ln for ln in stmt.leading_lines if ln.comment is not None]
+        elif role == "layer":
+            carried += [ln for ln in stmt.leading_lines if ln.comment is not None]
+        elif role == "unrolled":
+            new = list(plan.generated.get(i, []))
+            if new:
+                lead = [*carried, *[ln for ln in stmt.leading_lines if ln.comment is not None]]
+                new[0] = new[0].with_changes(leading_lines=lead)
+                carried = []
+            forward += new
+        elif role == "forward":
+            if carried:
+                stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
+                carried = []
+            forward.append(stmt)
+    init += [cst.parse_statement(f"self.{attr} = {name}\n") for name, attr in plan.carried.items()]
+    for part in (init, forward):  # no blank line at the top of a method
+        if part:
+            part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
+    if plan.input_note and forward:
+        note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
+        forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
+    ret = plan.returns[0] if len(plan.returns) == 1 else ", ".join(plan.returns)
+    forward.append(cst.parse_statement(f"return {ret}\n"))
+    return init, forward
+
+
+def _class(plan: _Plan, params: cst.Parameters | None, init: list, forward: list, ctx: FileContext) -> cst.ClassDef:
+    module_name = ctx.spell_text("torch.nn.Module")
+    fwd_params = ", ".join(["self", *plan.forward_params])
+    cls = cst.parse_statement(f"class {plan.class_name}({module_name}):\n"
+                              f"    def __init__(self):\n        super().__init__()\n\n"
+                              f"    def forward({fwd_params}):\n        pass\n")
+    init_fn, fwd_fn = cls.body.body
+    if params is not None:
+        self_param = cst.Param(cst.Name("self"))
+        if params.posonly_params:
+            params = params.with_changes(posonly_params=[self_param, *params.posonly_params])
+        else:
+            params = params.with_changes(params=[self_param, *params.params])
+        init_fn = init_fn.with_changes(params=params)
+    init_fn = init_fn.with_changes(body=init_fn.body.with_changes(body=[*init_fn.body.body, *init]))
+    fwd_fn = fwd_fn.with_changes(body=fwd_fn.body.with_changes(body=forward))
+    return cls.with_changes(body=cls.body.with_changes(body=[init_fn, fwd_fn]))
+
+
+def _call_args(params: cst.Parameters) -> str:
+    out = [p.name.value for p in [*params.posonly_params, *params.params]]
+    if isinstance(params.star_arg, cst.Param):
+        out.append(f"*{params.star_arg.name.value}")
+    out += [f"{p.name.value}={p.name.value}" for p in params.kwonly_params]
+    if isinstance(params.star_kwarg, cst.Param):
+        out.append(f"**{params.star_kwarg.name.value}")
+    return ", ".join(out)
+
+
+def _build(plan: _Plan, stmts: list, fn: cst.FunctionDef, ctx: FileContext):
+    init, forward = _parts(plan, stmts)
+    cls = _class(plan, fn.params, init, forward, ctx)
+    new_call = f"{plan.class_name}({_call_args(fn.params)})"
+    kept = []
+    for i, stmt in enumerate(stmts):
+        role = plan.roles.get(i, "keep")
+        if role == "keep" or i in plan.keep_copies:
+            kept.append(_clean(stmt))
+        elif role == "model":
+            kept.append(_model_statement(_clean(stmt), plan, new_call))
+    return cls, fn.with_changes(body=fn.body.with_changes(body=kept))
+
+
+def _model_statement(stmt, plan: _Plan, new_call: str):
+    small = stmt.body[0]
+    text = f"{plan.model_target} = {new_call}\n" if plan.model_target else None
+    if isinstance(small, cst.Return):
+        text = f"return {new_call}\n"
+    if text is None:
+        text = f"{new_call}\n"
+    new = cst.parse_statement(text)
+    return new.with_changes(leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace)
+
+
+def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: dict[int, list]) -> list:
+    classes = {}
+    for plan in plans:
+        init, forward = _parts(plan, body)
+        classes[id(plan)] = _class(plan, None, init, forward, ctx)
+    out = []
+    placed: set[int] = set()
+    for i, stmt in enumerate(body):
+        plan = next((p for p in plans if p.roles.get(i, "keep") != "keep"), None)
+        role = plan.roles[i] if plan is not None else "keep"
+        if role in ("input", "layer", "forward", "unrolled"):
+            if id(plan) not in placed:
+                comments = [ln for ln in _clean(stmt).leading_lines if ln.comment is not None]
+                out.append(classes[id(plan)].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *comments]))
+                placed.add(id(plan))
+            continue
+        if role == "model":
+            new = _model_statement(_clean(stmt), plan, f"{plan.class_name}()")
+            out.append(new.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(),
+                                                       *_strip_blank(new.leading_lines)]))
+            continue
+        out += builders.get(i, [_clean(stmt)])
+    return out
