@@ -101,7 +101,7 @@ def _existing_imports(module: cst.Module) -> set[str]:
     return have
 
 
-def _is_source_import_line(stmt: cst.CSTNode, is_source: IsSource) -> bool:
+def is_source_import_line(stmt: cst.CSTNode, is_source: IsSource) -> bool:
     if not isinstance(stmt, cst.SimpleStatementLine):
         return False
     for s in stmt.body:
@@ -114,7 +114,7 @@ def _is_source_import_line(stmt: cst.CSTNode, is_source: IsSource) -> bool:
 
 def _insert_index(module: cst.Module, is_source: IsSource) -> int:
     for i, stmt in enumerate(module.body):
-        if _is_source_import_line(stmt, is_source):
+        if is_source_import_line(stmt, is_source):
             return i
     i = 0
     body = module.body

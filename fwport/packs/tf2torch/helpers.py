@@ -10,6 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.context import FileContext
+from fwport.core.imports import is_source_import_line
 from fwport.core.names import scan
 
 _KEY = "tf2torch-helpers"
@@ -143,13 +144,32 @@ class _Refs(cst.CSTVisitor):
             self.defined.add(node.name.value)
 
 
-def _is_import_block(stmt: cst.CSTNode, first: bool) -> bool:
-    if not isinstance(stmt, cst.SimpleStatementLine):
-        return False
-    small = stmt.body[0]
-    if isinstance(small, (cst.Import, cst.ImportFrom)):
-        return True
-    return first and isinstance(small, cst.Expr) and isinstance(small.value, (cst.SimpleString, cst.ConcatenatedString))
+def _imports_or_strings(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(b, (cst.Import, cst.ImportFrom)) or (isinstance(b, cst.Expr) and isinstance(
+            b.value, (cst.SimpleString, cst.ConcatenatedString))) for b in stmt.body)
+
+
+def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst.Module:
+    """``text`` (definitions) written into the module after its docstring and the imports at its top
+    (string statements between them, as notebooks have, included), and never above the place where
+    the import pass writes the torch imports the definitions use (the first source import)."""
+    new = list(cst.parse_module(text.lstrip("\n")).body)
+    body = list(module.body)
+    at = 0
+    while at < len(body) and _imports_or_strings(body[at]):
+        at += 1
+    while at > 0 and not isinstance(body[at - 1].body[0], (cst.Import, cst.ImportFrom)) and at - 1 > 0:
+        at -= 1  # the strings after the last import stay with the code they introduce
+    first_source = next((i for i, st in enumerate(body) if is_source_import_line(st, ctx.imports.is_source)), None)
+    if first_source is not None:
+        at = max(at, first_source + 1)
+    blank = [cst.EmptyLine(), cst.EmptyLine()]
+    new[0] = new[0].with_changes(leading_lines=blank)
+    if at < len(body):  # the statement after keeps two blank lines above it
+        body[at] = body[at].with_changes(leading_lines=[*blank, *[ln for ln in body[at].leading_lines
+                                                                   if ln.comment is not None]])
+    return module.with_changes(body=[*body[:at], *new, *body[at:]])
 
 
 def _spelled(template: str, ctx: FileContext) -> str:
@@ -173,15 +193,4 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     todo = sorted(refs.called - refs.defined)
     if not todo:
         return module
-    text = "".join(_spelled(HELPERS[n], ctx) for n in todo)
-    helpers = list(cst.parse_module(text.lstrip("\n")).body)
-    body = list(module.body)
-    at = 0
-    while at < len(body) and _is_import_block(body[at], at == 0):
-        at += 1
-    blank = [cst.EmptyLine(), cst.EmptyLine()]
-    helpers[0] = helpers[0].with_changes(leading_lines=blank)
-    if at < len(body):  # the statement after keeps two blank lines above it
-        body[at] = body[at].with_changes(leading_lines=[*blank, *[ln for ln in body[at].leading_lines
-                                                                   if ln.comment is not None]])
-    return module.with_changes(body=[*body[:at], *helpers, *body[at:]])
+    return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)

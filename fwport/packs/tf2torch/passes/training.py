@@ -38,6 +38,7 @@ from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.tf2torch.helpers import insert_after_imports
 from fwport.packs.tf2torch.passes import fitloop
 from fwport.packs.tf2torch.passes.model_api import _Models
 
@@ -805,19 +806,5 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         nchw = any(m.layout == "nchw" for m in ctx.models.values())
         texts.append(fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw))
     if texts:
-        new = list(cst.parse_module("\n\n".join(texts)).body)
-        body = list(module.body)
-        at = 0
-        for i, stmt in enumerate(body):  # after the docstring and the imports at the top
-            if isinstance(stmt, cst.SimpleStatementLine) and all(
-                    isinstance(b, (cst.Import, cst.ImportFrom)) or (isinstance(b, cst.Expr) and isinstance(
-                        b.value, (cst.SimpleString, cst.ConcatenatedString))) for b in stmt.body):
-                at = i + 1
-                continue
-            break
-        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-        if at < len(body):
-            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine(), *[
-                ln for ln in body[at].leading_lines if ln.comment is not None]])
-        module = module.with_changes(body=[*body[:at], *new, *body[at:]])
+        module = insert_after_imports(module, "\n\n".join(texts), ctx)
     return module
