@@ -27,7 +27,10 @@ PLANNERS: tuple[Planner, ...] = (
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
     # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
-    Planner("functional", re.compile(r"\bInput\s*\("), functional.run),
+    # (both an Input( and a Model( call or alias: a Sequential with keras.Input has nothing for it;
+    # anchored lookaheads, each a single linear scan)
+    Planner("functional", re.compile(r"\A(?=[\s\S]*\bInput\s*\()(?=[\s\S]*(?:\bModel\s*\(|\bModel\s+as\b))"),
+            functional.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)

@@ -1,0 +1,50 @@
+"""A structural pass runs only when its trigger (a cheap text pattern) matches the file: the trigger
+must never skip a pass that had something to do. Proof on every fixture: the translation with every
+pass forced to run equals the translation with the triggers."""
+from __future__ import annotations
+
+import dataclasses
+import re
+from pathlib import Path
+
+import pytest
+
+from fwport.core import pipeline
+from fwport.core.direction import get_direction
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+ROOT = Path(__file__).resolve().parent.parent
+ALWAYS = re.compile("")
+
+
+def sources(direction: str) -> list[Path]:
+    return sorted((ROOT / "fixtures" / direction).glob("*/model.py"))
+
+
+@pytest.mark.parametrize("direction", ["tf2torch", "torch2jax"])
+def test_triggers_skip_only_passes_with_nothing_to_do(direction, monkeypatch):
+    pack = load_pack(direction)
+    d = get_direction(direction)
+    files = sources(direction)
+    assert files
+    with_triggers = {p: translate_source(p.read_text(), str(p), pack) for p in files}
+    skipped = {p: [pl.name for pl in d.planners if not pl.trigger.search(p.read_text())] for p in files}
+    if direction == "tf2torch":
+        assert any(skipped.values()), "no fixture skips a pass: the comparison proves nothing"
+    forced = dataclasses.replace(d, planners=tuple(dataclasses.replace(pl, trigger=ALWAYS) for pl in d.planners))
+    monkeypatch.setattr(pipeline, "get_direction", lambda name: forced if name == direction else get_direction(name))
+    for p in files:
+        r = translate_source(p.read_text(), str(p), pack)
+        w = with_triggers[p]
+        assert r.output == w.output, f"{p.parent.name}: a skipped pass ({skipped[p]}) had work to do"
+        assert [(f.code, f.line, f.message) for f in r.findings] == \
+            [(f.code, f.line, f.message) for f in w.findings], p.parent.name
+
+
+def test_functional_trigger_needs_a_model_call():
+    t = next(pl.trigger for pl in get_direction("tf2torch").planners if pl.name == "functional")
+    assert t.search("x = keras.Input(shape=(3,))\nm = keras.Model(x, y)\n")
+    assert t.search("from keras import Model as KModel\ni = Input((3,))\n")
+    assert not t.search("m = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(2)])\n")
+    assert not t.search("class M(keras.Model):\n    def call(self, x):\n        return keras.Input(x)\n")
