@@ -378,3 +378,25 @@ def test_translated_functions_compute_what_pytorch_computes(tmp_path):
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape, f"output {i}"
         np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-12, err_msg=f"output {i}")
+
+
+@needs_frameworks
+def test_an_empty_sequential_shortcut_threads_the_state_too(session):
+    """resnet_block with stride 1 and as many planes in as out: the shortcut is the empty Sequential,
+    called with the state like the one holding a BatchNorm."""
+    from fwport.verify.run import Options, verify
+    d = regen.FIXTURES / "resnet_block"
+    opts = Options(str(d / "model.py"), str(d / "expected.py"), "BasicBlock",
+                   args={"in_planes": 8, "planes": 8, "stride": 1}, inputs=["float32[2,8,6,6]"],
+                   checks=("forward", "grad"), device="cpu", direction="torch2jax")
+    cert = verify(opts, session)
+    assert cert["verdict"] == "pass", json.dumps(cert, indent=1, default=str)[:3000]
+
+
+def test_a_module_list_holding_batch_norm_is_still_refused():
+    src = ("import torch\nfrom torch import nn\n\n\nclass M(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.blocks = nn.ModuleList([nn.Linear(3, 3), nn.BatchNorm1d(3)])\n\n"
+           "    def forward(self, x):\n        for b in self.blocks:\n            x = b(x)\n        return x\n")
+    r = translate_source(src, "m.py", PACK)
+    errs = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errs] == ["unsupported-construct"] and "ModuleList holding BatchNorm" in errs[0].message

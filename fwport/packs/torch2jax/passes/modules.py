@@ -16,7 +16,7 @@ import libcst as cst
 
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.batch import Forward
 
@@ -128,22 +128,39 @@ DRAWING = frozenset({"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "t
 STATEFUL = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d"})
 
 
-def _stateful_members(init: cst.FunctionDef | None, ctx) -> bool:
-    """Whether a Sequential/ModuleList in ``__init__`` holds a stateful layer (not threaded yet)."""
+def _stateful_containers(init: cst.FunctionDef | None, ctx) -> tuple[set[str], list[cst.Call]]:
+    """The ``self.NAME = nn.Sequential(...)`` attributes of ``__init__`` (any branch) holding a stateful
+    layer: ``eqx.nn.Sequential`` threads the state through its members, so a call of one takes and
+    returns it like a BatchNorm's. And the other containers holding one (a ModuleList, a Sequential
+    not kept in an attribute): not threaded yet."""
     if init is None:
-        return False
-    found = []
+        return set(), []
+    names: set[str] = set()
+    refused: list[cst.Call] = []
+
+    def holds_stateful(call: cst.Call) -> bool:
+        return any(isinstance(n, cst.Call) and ctx.imports.resolve(n.func) in STATEFUL
+                   for a in call.args
+                   for n in ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple))
+                             else [a.value]))
 
     class V(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if ctx.imports.resolve(node.func) in ("torch.nn.Sequential", "torch.nn.ModuleList"):
-                for a in node.args:
-                    for n in ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]):
-                        if isinstance(n, cst.Call) and ctx.imports.resolve(n.func) in STATEFUL:
-                            found.append(n)
+        def visit_Assign(self, node: cst.Assign) -> None:
+            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+            v = node.value
+            if t and t.startswith("self.") and t.count(".") == 1 and isinstance(v, cst.Call) \
+                    and ctx.imports.resolve(v.func) == "torch.nn.Sequential" and holds_stateful(v):
+                names.add(t[5:])
+                kept.add(id(v))
 
-    init.visit(V())
-    return bool(found)
+        def visit_Call(self, node: cst.Call) -> None:
+            if id(node) not in kept and ctx.imports.resolve(node.func) in ("torch.nn.Sequential", "torch.nn.ModuleList") \
+                    and holds_stateful(node):
+                refused.append(node)
+
+    kept: set[int] = set()
+    scan(init, V())
+    return names, refused
 
 
 def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
@@ -153,10 +170,13 @@ def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
         if q not in STATEFUL and isinstance(q, str) and q.split(".")[-1] in plans and plans[q.split(".")[-1]].get("stateful"):
             subs[name] = "stateful-class"
     stateful = {n for n, q in subs.items() if q in STATEFUL or q == "stateful-class"}
-    if _stateful_members(methods.get("__init__"), ctx):
-        ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}: a Sequential or ModuleList holding "
-                   "BatchNorm is not translated yet (its state must be threaded through each member); call the "
-                   "members one by one in forward", cls)
+    threaded, refused = _stateful_containers(methods.get("__init__"), ctx)
+    stateful |= threaded
+    if refused:
+        ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}: a ModuleList holding BatchNorm (or a "
+                   "Sequential holding one that is not an attribute) is not translated yet: its state must be "
+                   "threaded through each member; keep it in a `self.name = nn.Sequential(...)` or call the members "
+                   "one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
     bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
              for b in cls.bases]
