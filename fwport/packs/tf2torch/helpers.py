@@ -194,3 +194,92 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not todo:
         return module
     return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)
+
+
+# --- recurrent layers and cells that take and return what Keras's do, sized on their first call ------
+# (a subclass of the torch module keeps its parameter names, so the rules' weight maps hold)
+
+_LAZY_RNN = '''
+
+class Lazy{kind}({nn}modules.lazy.LazyModuleMixin, {nn}{kind}):
+    """keras.layers.{keras} as an {nn}{kind} (batch_first): called as Keras calls it (initial_state= one
+    (batch, units) tensor per state), it returns what Keras returns: the whole sequence or its last step
+    (return_sequences), then the final state{states} (return_state). Without input_size, the input weights
+    are made on the first call from the input's last size, as Keras builds the layer then."""
+
+    def __init__(self, hidden_size, input_size=None, return_sequences=False, return_state=False, **kwargs):
+        super().__init__(input_size or 1, hidden_size, batch_first=True, **kwargs)
+        self.return_sequences, self.return_state = return_sequences, return_state
+        if input_size is None:
+            self.input_size = 0
+            for name in self._flat_weights_names:
+                if name.startswith("weight_ih_l0"):
+                    setattr(self, name, {nn}UninitializedParameter())
+
+    def initialize_parameters(self, x, *args, **kwargs):
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                for name in self._flat_weights_names:
+                    if name.startswith("weight_ih_l0"):
+                        getattr(self, name).materialize((self.weight_hh_l0.shape[0], x.shape[-1]))
+                self.reset_parameters()
+        self.input_size = self.weight_ih_l0.shape[1]
+
+    def forward(self, x, initial_state=None):
+        state = initial_state
+        if state is not None:
+{to_torch}
+        output, state = super().forward(x, state)
+        y = output if self.return_sequences else output[:, -1]
+        if not self.return_state:
+            return y
+{from_torch}
+'''
+
+_LAZY_CELL = '''
+
+class Lazy{kind}Cell({nn}modules.lazy.LazyModuleMixin, {nn}{kind}Cell):
+    """keras.layers.{keras}Cell as an {nn}{kind}Cell: called as Keras calls it, cell(x, states) with
+    states {states_doc}, it returns (output, new states) as Keras does. Without input_size, the input
+    weights are made on the first call from the input's last size, as Keras builds the cell then."""
+
+    def __init__(self, hidden_size, input_size=None, **kwargs):
+        super().__init__(input_size or 1, hidden_size, **kwargs)
+        if input_size is None:
+            self.input_size = 0
+            self.weight_ih = {nn}UninitializedParameter()
+
+    def initialize_parameters(self, x, *args, **kwargs):
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                self.weight_ih.materialize((self.weight_hh.shape[0], x.shape[-1]))
+                self.reset_parameters()
+        self.input_size = self.weight_ih.shape[1]
+
+    def forward(self, x, states=None):
+{cell_body}
+'''
+
+_RNN_KINDS = {  # torch kind → (Keras name, states in the docstring, Keras states → torch's, torch's → Keras's)
+    "GRU": ("GRU", "", "            state = (state[0] if isinstance(state, (list, tuple)) else state).unsqueeze(0)",
+            "        return y, state[0]"),
+    "RNN": ("SimpleRNN", "", "            state = (state[0] if isinstance(state, (list, tuple)) else state).unsqueeze(0)",
+            "        return y, state[0]"),
+    "LSTM": ("LSTM", "s h and c", "            state = tuple(s.unsqueeze(0) for s in state)",
+             "        return y, state[0][0], state[1][0]"),
+}
+_ONE_STATE_CELL = '''        nested = isinstance(states, (list, tuple))
+        h = super().forward(x, states[0] if nested else states)
+        return h, [h] if nested else h'''
+_CELL_KINDS = {  # torch kind → (Keras name, states, the body of forward)
+    "GRU": ("GRU", "[h] (or h)", _ONE_STATE_CELL),
+    "RNN": ("SimpleRNN", "[h] (or h)", _ONE_STATE_CELL),
+    "LSTM": ("LSTM", "[h, c]", '''        h, c = super().forward(x, None if states is None else (states[0], states[1]))
+        return h, [h, c]'''),
+}
+for _kind, (_keras, _states, _to, _from) in _RNN_KINDS.items():
+    HELPERS[f"Lazy{_kind}"] = (_LAZY_RNN.replace("{kind}", _kind).replace("{keras}", _keras)
+                               .replace("{states}", _states).replace("{to_torch}", _to).replace("{from_torch}", _from))
+for _kind, (_keras, _states, _body) in _CELL_KINDS.items():
+    HELPERS[f"Lazy{_kind}Cell"] = (_LAZY_CELL.replace("{kind}", _kind).replace("{keras}", _keras)
+                                   .replace("{states_doc}", _states).replace("{cell_body}", _body))
