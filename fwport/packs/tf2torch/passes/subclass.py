@@ -44,6 +44,7 @@ from fwport.core.engine import LayerEmission, code, expr, map_call, translate_la
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
+from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
@@ -478,6 +479,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                            by_name[name])
         if plan.init_fn is not None:
             self._plan_init(plan, plan.init_fn)
+        self._plan_recurrent_calls(plan)
         self._plan_training(plan, methods)
         for m in methods:  # add_weight anywhere (Keras 3 allows it in __init__)
             self._plan_add_weights(plan, m)
@@ -490,6 +492,38 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self._translate_attr(plan, a, None)
         self._check_alternatives(plan)
         ctx.models[plan.name] = ModelInfo(plan.name, "subclass", None, "same")
+
+    # --- recurrent layers called as Keras calls them ---------------------------------------------------------
+    def _plan_recurrent_calls(self, plan: _Plan) -> None:
+        """A recurrent layer attribute whose calls pass initial_state= (or a second positional argument),
+        or which returns its states (return_state=True), is translated as the Lazy<kind> helper, which
+        takes and returns what Keras's layer does (see layer.rnn). mask= is an error: torch's RNNs have
+        no mask."""
+        rnn_attrs = {n: a for n, a in plan.attrs.items() if a.kind == "layer" and a.rule.emit.get("shape") == "rnn"}
+        if not rnn_attrs:
+            return
+        marked = self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set())
+        for name, a in rnn_attrs.items():
+            rs = _kwarg(a.call, "return_state", -1)
+            if rs is not None and literal_value(rs, NOT_LITERAL) is True:
+                marked.add(id(a.call))
+        ctx = self.ctx
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                p = dotted(n.func)
+                if not p or len(p) != 2 or p[0] != "self" or p[1] not in rnn_attrs:
+                    return
+                a = rnn_attrs[p[1]]
+                kws = {x.keyword.value for x in n.args if x.keyword is not None}
+                if "mask" in kws:
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"self.{p[1]}(..., mask=...): torch's "
+                               "recurrent modules take no mask; pack the sequences (pack_padded_sequence) or pick "
+                               "each sequence's last valid step by hand", n)
+                if "initial_state" in kws or len([x for x in n.args if x.keyword is None]) > 1:
+                    marked.add(id(a.call))
+
+        scan(plan.node, _Calls())
 
     # --- the `training` argument of calls to attributes: dropped only where the callee is a module --------
     def _assigned(self, cls: cst.ClassDef, seen: frozenset = frozenset()) -> dict[str, list]:
@@ -758,7 +792,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if a.done:
             if a.emission is None or a.in_shape != in_shape:
                 return None
-            return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape)
+            return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape, plan)
         tail = in_shape if isinstance(in_shape, _Tail) else None
         if tail is None and in_shape is None and a.rule.emit.get("shape") in ("dense", "embedding"):
             tail = _Tail(None)  # nothing known, but its output has `units` (the embedding dim) last
@@ -784,7 +818,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return em.out_shape
         plan.replace[id(a.call)] = a.out
         if isinstance(a.in_shape, _Tail):
-            return self._tail_out(a, a.in_shape)
+            return self._tail_out(a, a.in_shape, plan)
         return em.out_shape
 
     def _tail_in(self, plan: _Plan, a: _Attr, tail: _Tail | None) -> tuple | None:
@@ -810,7 +844,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return (last,)
         return None
 
-    def _tail_out(self, a: _Attr, tail: _Tail):
+    def _tail_out(self, a: _Attr, tail: _Tail, plan: _Plan | None = None):
         """The output of a layer translated for an input of unknown rank."""
         em = a.emission
         shape_fn = a.rule.emit.get("shape")
@@ -818,9 +852,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return None
         if shape_fn == "dense":
             return _Tail(em.out_shape[-1]) if em.out_shape else _Tail(None)
-        if shape_fn == "embedding":
-            dim = literal_value(_kwarg(a.call, "output_dim", 1), None)
-            return _Tail(dim if isinstance(dim, int) and not isinstance(dim, bool) else None)
+        if shape_fn == "embedding":  # output_dim: a literal, or a size written with names (__init__'s parameter)
+            init = [plan.init_fn] if plan is not None and plan.init_fn is not None else []
+            dim = Sizes.at(*self.module_sizes, init).dim(_kwarg(a.call, "output_dim", 1))
+            return _Tail(dim if known(dim) else None)
         if shape_fn in ("rnn", "bidirectional"):
             return em.out_shape  # its rank is known whatever came in
         if shape_fn in ("batch-norm", "layer-norm") or a.rule.id in _SHAPE_KEEPING:
