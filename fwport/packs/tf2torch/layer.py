@@ -19,7 +19,7 @@ from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
-from fwport.packs.tf2torch.registry import shape, value_transform
+from fwport.packs.tf2torch.registry import call_transform, shape, value_transform
 
 # Keras activation name → (torch module, keyword arguments as text). Slopes and approximations are
 # those of the *string / function* form, which differ from the layer defaults (LeakyReLU 0.2 vs 0.3).
@@ -1385,3 +1385,22 @@ def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     sp = tuple(D.mul(n, f) if known(n) else None for n, f in zip(fm.spatial, size))
     em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
     return _check_context(m, ctx, lctx, em)
+
+
+# --- Keras initializers held as values (custom layers) -----------------------------------------------------
+
+@call_transform("keras-initializer")
+def keras_initializer(m: MappedCall, ctx) -> cst.BaseExpression | None:
+    """``keras.initializers.get(identifier)`` → ``KerasInitializer(identifier)``: the helper (written into
+    the file) that draws from Keras's distribution when called with a shape; ``serialize(init)`` →
+    ``KerasInitializer(init).get_config()`` (a config the helper reads back)."""
+    value = m.kwargs.get("identifier")
+    if value is None:
+        return None
+    call = expr(f"{helpers.use(ctx, 'KerasInitializer')}({code(value)})")
+    if _option(m, "method") == "get_config":
+        ctx.report(Severity.INFO, "unsupported-construct", "keras.initializers.serialize → KerasInitializer(...)."
+                   "get_config(): {'class_name': ..., 'config': {}}, which KerasInitializer reads back (not Keras's "
+                   "full config: torch saves weights, not layer configs)", m.node, m.rule)
+        return cst.Call(cst.Attribute(call, cst.Name("get_config")))
+    return call

@@ -44,6 +44,7 @@ from fwport.core.engine import LayerEmission, code, expr, map_call, translate_la
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
@@ -139,6 +140,7 @@ class _Plan:
     init_fn: cst.FunctionDef | None = None
     build_fn: cst.FunctionDef | None = None
     build_static: bool = False  # build() to be called at the end of __init__
+    lazy_build: list | None = None  # build(input_shape) run on the first call (LazyBuild): the weights it makes
     drop_params: set[str] = field(default_factory=set)  # forward parameters removed
     loop_vars: set[str] = field(default_factory=set)  # `for blk in self.blocks:` names: modules too
     # attr → what its calls do with a `training` argument: "drop" (every value it may hold is a torch
@@ -243,7 +245,26 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         updated_node = updated_node.with_changes(bases=bases)
         if plan.build_static:
             updated_node = self._call_build_from_init(plan, original_node, updated_node)
+        if plan.lazy_build is not None:
+            updated_node = self._lazy_build(plan, original_node, updated_node)
         return updated_node
+
+    def _lazy_build(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        """``class L(LazyBuild, nn.Module)``, and the weights build() makes declared at the end of
+        ``__init__`` as uninitialised parameters (filled in place on the first call)."""
+        name = helpers.use(self.ctx, "LazyBuild")
+        bases = [cst.Arg(cst.Name(name), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                 *updated.bases]
+        updated = updated.with_changes(bases=bases)
+        idx = next((i for i, s in enumerate(original.body.body) if s is plan.init_fn), None)
+        if idx is None or not plan.lazy_build:
+            return updated
+        body = list(updated.body.body)
+        init = body[idx]
+        spelled = self.ctx.spell_text("torch.nn.UninitializedParameter")
+        lines = [cst.parse_statement(f"self.{w} = {spelled}()\n") for w in plan.lazy_build]
+        body[idx] = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *lines]))
+        return updated.with_changes(body=updated.body.with_changes(body=body))
 
     # --- functions -----------------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -1042,6 +1063,20 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if not uses and plan.init_fn is not None and len(params) <= 2:
             plan.build_static = True
             return
+        keras_base = any(b.keyword is None and self.ctx.imports.resolve(b.value) in BASES for b in plan.node.bases)
+        if uses and len(params) == 2 and plan.call_fn is not None and keras_base:
+            plan.lazy_build = [dotted(st.targets[0].target)[1] for st, _ in _add_weight_calls(fn)
+                               if isinstance(st, cst.Assign) and len(st.targets) == 1
+                               and (dotted(st.targets[0].target) or [None])[0] == "self"
+                               and len(dotted(st.targets[0].target)) == 2]
+            declared = ", ".join(plan.lazy_build)
+            ctx.report(Severity.INFO, "shape-unknown", "build(input_shape) runs on the first call with the input's "
+                       "shape, as Keras builds the layer (the LazyBuild helper: torch's lazy modules)" + (
+                           f"; the weights it creates ({declared}) are declared in __init__ as "
+                           "nn.UninitializedParameter, so an optimizer created before that call holds them"
+                           if declared and plan.init_fn is not None else
+                           ": create the optimizer after a first call"), fn)
+            return
         why = ("it creates the weights from the input shape, which a torch module knows only when it is called"
                if uses else "the class has no __init__ to call it from")
         ctx.report(Severity.ERROR, "shape-unknown", f"build() is kept, but torch never calls it: {why}. Call "
@@ -1143,6 +1178,12 @@ def _initializer(p: _SubclassPass, node, shape, tdtype: str, is_float: bool, m) 
                            "translated")
                     return None
                 kwargs[key] = float(v)
+        elif isinstance(node, (cst.Name, cst.Attribute)) and shape is not None:
+            # a value known at run time (a constructor parameter, keras.initializers.get(...)): the
+            # KerasInitializer helper draws from the distribution it names when called
+            shape_code = code(shape) if not isinstance(shape, cst.Integer) else f"({code(shape)},)"
+            dtype_arg = "" if tdtype == "float32" else f", {ctx.spell_text('torch.' + tdtype)}"
+            return f"{helpers.use(ctx, 'KerasInitializer')}({code(node)})({shape_code}{dtype_arg})"
         else:
             m.fail(ctx, "unsupported-argument", f"initializer={code(node)}: give a Keras initializer name or "
                    "keras.initializers object; initialise the parameter by hand otherwise")
