@@ -336,6 +336,8 @@ class KerasInitializer:
         return super().__new__(cls)
 
     def __init__(self, identifier):
+        if identifier is self:  # __new__ returned it as it was
+            return
         if isinstance(identifier, dict):
             identifier = identifier["class_name"]
         name = "".join("_" + c.lower() if c.isupper() else c for c in identifier).lstrip("_")

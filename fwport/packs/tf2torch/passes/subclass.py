@@ -54,6 +54,9 @@ _WRITTEN_OUT = "tf2torch-merge-written-out"  # ctx.analyses: ids of the expressi
 _PRECEDENCE = {cst.Power: 7, cst.Multiply: 5, cst.Divide: 5, cst.FloorDivide: 5, cst.Modulo: 5,
                cst.MatrixMultiply: 5, cst.Add: 4, cst.Subtract: 4, cst.LeftShift: 3, cst.RightShift: 3,
                cst.BitAnd: 2, cst.BitXor: 1, cst.BitOr: 0}
+_AUG_OPS = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+            cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
+            cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply}
 FUNCTIONAL = "keras.Model"
 SEQUENTIAL = "keras.Sequential"
 INPUT = "keras.Input"
@@ -173,7 +176,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     def mark(self, stmt: cst.CSTNode) -> None:
         settled = self.ctx.settled
-        self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled
+        self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled or type(n) is cst.AugAssign
                           or (type(n) is cst.Name and n.value == "training"))
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
@@ -457,6 +460,28 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             if new is not None:
                 return updated_node.with_changes(value=new)
         return updated_node
+
+    def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign):
+        """``x -= m`` in call() rebinds x in TensorFlow (tensors are immutable) but writes into the tensor in
+        torch, which may be the caller's input or a tensor autograd saved: ``x = x - m``. ``+=`` only on a
+        parameter of call() (a list built with += stays as it is)."""
+        plan = self.plan
+        if (plan is None or plan.call_fn is None or plan.call_fn not in self.fn_stack
+                or not isinstance(updated_node.target, cst.Name)):
+            return updated_node
+        name = updated_node.target.value
+        if isinstance(updated_node.operator, cst.AddAssign) and name not in {
+                p.name.value for p in plan.call_fn.params.params[1:]}:
+            return updated_node
+        op = _AUG_OPS.get(type(updated_node.operator))
+        if op is None:
+            return updated_node
+        value = updated_node.value
+        if isinstance(value, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda,
+                              cst.UnaryOperation)) and not value.lpar:
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.Assign([cst.AssignTarget(updated_node.target)],
+                          cst.BinaryOperation(cst.Name(name), op(), value), semicolon=updated_node.semicolon)
 
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock):
         plan = self.plan
