@@ -381,4 +381,5 @@ def test_keras_initializer_draws_from_keras_distributions(tmp_path: Path):
         if n != "random_normal":  # unbounded: its extremes are noise
             np.testing.assert_allclose(t[n][0], k[n][0], rtol=0.01, err_msg=n)
             np.testing.assert_allclose(t[n][-1], k[n][-1], rtol=0.01, err_msg=n)
-        np.testing.assert_allclose(t[n], k[n], atol=0.02 * scale, err_msg=n)
+        inner = slice(0, None) if n != "random_normal" else slice(1, -1)
+        np.testing.assert_allclose(t[n][inner], k[n][inner], atol=0.02 * scale, err_msg=n)
