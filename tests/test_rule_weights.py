@@ -103,6 +103,41 @@ def prelu():
     return keras.Sequential([keras.Input(shape=(4, 5)), layers.PReLU(shared_axes=[1])])
 
 
+class LSTMCellNet(keras.Model):  # a cell unrolled by hand, its input size known at the first call
+    def __init__(self):
+        super().__init__()
+        self.cell = layers.LSTMCell(5)
+
+    def call(self, x, h, c):
+        state = [h, c]
+        for t in range(x.shape[1]):
+            out, state = self.cell(x[:, t], state)
+        return out + state[1]
+
+
+class GRUCellNet(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.cell = layers.GRUCell(5)
+
+    def call(self, x, h):
+        for t in range(x.shape[1]):
+            out, h = self.cell(x[:, t], h)
+        return out
+
+
+class SimpleRNNCellNet(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.cell = layers.SimpleRNNCell(5)
+
+    def call(self, x, h):
+        state = [h]
+        for t in range(x.shape[1]):
+            out, state = self.cell(x[:, t], state)
+        return out
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -139,6 +174,9 @@ CASES = {
     ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
     ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
+    ("lstm-cell", None): ("LSTMCellNet", ["float32[3,4,2]", "float32[3,5]", "float32[3,5]"], ("forward", "grad")),
+    ("gru-cell", None): ("GRUCellNet", ["float32[3,4,2]", "float32[3,5]"], ("forward", "grad", "step")),
+    ("simple-rnn-cell", None): ("SimpleRNNCellNet", ["float32[3,4,2]", "float32[3,5]"], ("forward", "grad")),
 }
 
 
