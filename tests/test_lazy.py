@@ -135,6 +135,22 @@ class Net(keras.Model):
         return self.out(self.anti(x))
 '''
 
+BIDIRECTIONAL = '''
+import tensorflow as tf
+from tensorflow.keras import layers
+
+
+class Tagger(tf.keras.Model):
+    def __init__(self, units):
+        super().__init__()
+        self.bi = layers.Bidirectional(layers.GRU(units, return_sequences=True), merge_mode="sum")
+        self.bi2 = layers.Bidirectional(layers.LSTM(units))
+
+    def call(self, x):
+        y = tf.concat([x, x * 2.0], axis=-1)
+        return self.bi2(self.bi(y))
+'''
+
 SEQUENTIAL = '''
 from tensorflow import keras
 from tensorflow.keras import layers
@@ -228,6 +244,15 @@ def test_rnn_with_a_mask_argument_is_an_error():
     assert "unsupported-construct" in errors(r)
 
 
+def test_bidirectional_of_unknown_input_size():
+    r = tx(BIDIRECTIONAL)
+    assert errors(r) == []
+    assert 'self.bi = LazyGRU(units, return_sequences=True, merge_mode="sum", bidirectional=True)' in r.output
+    # the sum of the two directions has `units` features: the next layer's size is known
+    assert "nn.LSTM(units, units, batch_first=True, bidirectional=True), BidirectionalOutput()" in r.output
+    assert {(x.source, x.variant) for x in r.layers} == {("bi", "gru"), ("bi2", "lstm")}
+
+
 def test_sequential_without_an_input_shape_is_built_on_the_first_call():
     r = tx(SEQUENTIAL)
     assert errors(r) == []
@@ -247,6 +272,8 @@ CASES = {
                                        "c": rng.standard_normal((2, 4)).astype(np.float32)}, "model(x, h, c)"),
     "cells": (CELLS, "Bot([6, 4])", {"x": rng.standard_normal((2, 5, 3)).astype(np.float32)}, "model(x)"),
     "antirectifier": (ANTIRECTIFIER, "Net()", {"x": rng.standard_normal((4, 8)).astype(np.float32)}, "model(x)"),
+    "bidirectional": (BIDIRECTIONAL, "Tagger(4)", {"x": rng.standard_normal((2, 5, 3)).astype(np.float32)},
+                      "model(x)"),
     "sequential": (SEQUENTIAL, "build()", {"x": rng.standard_normal((2, 5, 3)).astype(np.float32)}, "model(x)"),
 }
 

@@ -208,11 +208,14 @@ class Lazy{kind}({nn}modules.lazy.LazyModuleMixin, {nn}{kind}):
     """keras.layers.{keras} as an {nn}{kind} (batch_first): called as Keras calls it (initial_state= one
     (batch, units) tensor per state), it returns what Keras returns: the whole sequence or its last step
     (return_sequences), then the final state{states} (return_state). Without input_size, the input weights
-    are made on the first call from the input's last size, as Keras builds the layer then."""
+    are made on the first call from the input's last size, as Keras builds the layer then. With
+    bidirectional=True, the two directions merged as keras.layers.Bidirectional does (merge_mode; the
+    backward direction's last step is its first)."""
 
-    def __init__(self, hidden_size, input_size=None, return_sequences=False, return_state=False, **kwargs):
+    def __init__(self, hidden_size, input_size=None, return_sequences=False, return_state=False,
+                 merge_mode="concat", **kwargs):
         super().__init__(input_size or 1, hidden_size, batch_first=True, **kwargs)
-        self.return_sequences, self.return_state = return_sequences, return_state
+        self.return_sequences, self.return_state, self.merge_mode = return_sequences, return_state, merge_mode
         if input_size is None:
             self.input_size = 0
             for name in self._flat_weights_names:
@@ -233,10 +236,24 @@ class Lazy{kind}({nn}modules.lazy.LazyModuleMixin, {nn}{kind}):
         if state is not None:
 {to_torch}
         output, state = super().forward(x, state)
+        if self.bidirectional:
+            return self.merged(output)
         y = output if self.return_sequences else output[:, -1]
         if not self.return_state:
             return y
 {from_torch}
+
+    def merged(self, output):
+        forward, backward = output.chunk(2, dim=-1)
+        if not self.return_sequences:
+            forward, backward = forward[:, -1], backward[:, 0]
+        if self.merge_mode == "concat":
+            return {torch}cat([forward, backward], dim=-1)
+        if self.merge_mode == "sum":
+            return forward + backward
+        if self.merge_mode == "mul":
+            return forward * backward
+        return (forward + backward) / 2
 '''
 
 _LAZY_CELL = '''

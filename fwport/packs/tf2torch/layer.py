@@ -642,7 +642,7 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     # the Lazy{kind} helper: where the input size is known only at the first call (Keras builds the layer
     # then), and where a subclass's call() passes initial_state= or unpacks the states (return_state)
     called_as_keras = id(m.node) in ctx.analyses.get(RNN_CALLED_AS_KERAS, ())
-    helper = merge_mode is None and (called_as_keras or not known(features))
+    helper = (merge_mode is None and called_as_keras) or not known(features)
     if not known(features) and not helper:
         return _failed(m, ctx, "shape-unknown", f"{name} needs the number of input features (torch has no lazy "
                        f"{_RNN_TARGETS[kind].rsplit('.', 1)[-1]}): give the model its input shape, e.g. "
@@ -685,7 +685,7 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
                            f"computes {default} there")
     if helper:
-        return _lazy_rnn(m, ctx, lctx, kind, features, in_shape)
+        return _lazy_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     m.kwargs = {"input_size": expr(str(features)), **m.kwargs}
     m.kwargs["batch_first"] = expr("True")
     units = _dim(lctx, m.kwargs.get("hidden_size"))
@@ -719,7 +719,8 @@ def _true(m: MappedCall, key: str) -> bool:
     return node is not None and literal_value(node, NOT_LITERAL) is True
 
 
-def _lazy_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape) -> LayerEmission:
+def _lazy_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape,
+              merge_mode: str | None = None) -> LayerEmission:
     """``Lazy<kind>(units, [input_size], return_sequences=..., return_state=...)``: the helper module (a
     subclass of torch's, so the weight maps hold) that is called and returns as Keras's layer, and makes
     its input weights on the first call where the input size is not known here."""
@@ -730,11 +731,16 @@ def _lazy_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_sh
     for key in ("return_sequences", "return_state"):
         if _true(m, key):
             kwargs[key] = expr("True")
+    if merge_mode is not None:  # the layer wrapped by Bidirectional
+        if merge_mode != "concat":
+            kwargs["merge_mode"] = expr(f'"{merge_mode}"')
+        m.kwargs["bidirectional"] = expr("True")
     m.kwargs = {**kwargs, **m.kwargs}
     layer = build_call(m, ctx, positional=["hidden_size", "input_size"])
     if layer is None:
         return LayerEmission([m.call], failed=True)
     layer = layer.with_changes(func=cst.Name(name))
+    variant = kind if merge_mode is not None else None
     if not known(features):
         ctx.report(Severity.INFO, "shape-unknown", f"input size unknown here: emitted {name} (written into the file), "
                    "which makes its input weights on the first call, as Keras builds the layer", m.node, m.rule)
@@ -742,9 +748,11 @@ def _lazy_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_sh
         return LayerEmission([layer], None, 0)  # a tuple: what comes out is followed no further
     u = _dim(lctx, kwargs["hidden_size"])
     u = u if known(u) else None
+    if merge_mode == "concat" and u is not None:
+        u = D.mul(u, 2)
     seq = _true(m, "return_sequences")
     out = ((in_shape[0] if in_shape is not None else None), u) if seq else (u,)
-    return LayerEmission([layer], out, 0)
+    return LayerEmission([layer], out, 0, variant=variant)
 
 
 @shape("rnn-cell")

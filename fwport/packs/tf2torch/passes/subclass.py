@@ -545,7 +545,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         or which returns its states (return_state=True), is translated as the Lazy<kind> helper, which
         takes and returns what Keras's layer does (see layer.rnn). mask= is an error: torch's RNNs have
         no mask."""
-        rnn_attrs = {n: a for n, a in plan.attrs.items() if a.kind == "layer" and a.rule.emit.get("shape") == "rnn"}
+        rnn_attrs = {n: a for n, a in plan.attrs.items() if a.kind == "layer"
+                     and a.rule.emit.get("shape") in ("rnn", "bidirectional")}
         if not rnn_attrs:
             return
         marked = self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set())
@@ -567,7 +568,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                                "recurrent modules take no mask; pack the sequences (pack_padded_sequence) or pick "
                                "each sequence's last valid step by hand", n)
                 if "initial_state" in kws or len([x for x in n.args if x.keyword is None]) > 1:
-                    marked.add(id(a.call))
+                    if a.rule.emit.get("shape") == "bidirectional":
+                        ctx.report(Severity.ERROR, "unsupported-construct", f"self.{p[1]}(..., initial_state=...): "
+                                   "the states of a Bidirectional layer are not translated; call the two directions' "
+                                   "torch RNNs by hand", n)
+                    else:
+                        marked.add(id(a.call))
 
         scan(plan.node, _Calls())
 
