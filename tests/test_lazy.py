@@ -151,6 +151,32 @@ class Tagger(tf.keras.Model):
         return self.bi2(self.bi(y))
 '''
 
+FUNCTIONAL = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+hidden_dim = 8
+
+
+def generator(vocab=30):
+    inputs = keras.Input(shape=(1,), dtype="int32")
+    input_state = keras.Input(shape=(hidden_dim,))
+    x = layers.Embedding(vocab, 4)(inputs)
+    x, output_state = layers.GRU(hidden_dim, return_state=True)(x, initial_state=input_state)
+    outputs = layers.Dense(vocab, activation="softmax")(x)
+    return keras.Model(inputs=(inputs, input_state), outputs=(outputs, output_state))
+
+
+def seq2seq(vocab=30, units=6):
+    enc_in = keras.Input(shape=(None,), dtype="int32")
+    dec_in = keras.Input(shape=(None,), dtype="int32")
+    e = layers.Embedding(vocab, 5)(enc_in)
+    _, h, c = layers.LSTM(units, return_state=True)(e)
+    d = layers.Embedding(vocab, 5)(dec_in)
+    d = layers.LSTM(units, return_sequences=True)(d, initial_state=[h, c])
+    return keras.Model([enc_in, dec_in], layers.Dense(vocab)(d))
+'''
+
 SEQUENTIAL = '''
 from tensorflow import keras
 from tensorflow.keras import layers
@@ -253,6 +279,29 @@ def test_bidirectional_of_unknown_input_size():
     assert {(x.source, x.variant) for x in r.layers} == {("bi", "gru"), ("bi2", "lstm")}
 
 
+def test_functional_recurrent_layers_with_states():
+    r = tx(FUNCTIONAL)
+    assert errors(r) == []
+    out = r.output
+    assert "self.gru = LazyGRU(hidden_dim, 4, return_state=True)" in out
+    assert "x, output_state = self.gru(x, initial_state=input_state)" in out
+    assert "return outputs, output_state" in out
+    assert "_, h, c = self.lstm1(e)" in out and "d = self.lstm2(d, initial_state=[h, c])" in out
+
+
+def test_functional_recurrent_call_with_a_mask_is_still_refused():
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        def build():
+            x = keras.Input(shape=(5, 3))
+            m = keras.Input(shape=(5,), dtype="bool")
+            return keras.Model([x, m], layers.GRU(4)(x, mask=m))
+    ''')
+    assert "unsupported-construct" in errors(r)
+
+
 def test_sequential_without_an_input_shape_is_built_on_the_first_call():
     r = tx(SEQUENTIAL)
     assert errors(r) == []
@@ -274,6 +323,12 @@ CASES = {
     "antirectifier": (ANTIRECTIFIER, "Net()", {"x": rng.standard_normal((4, 8)).astype(np.float32)}, "model(x)"),
     "bidirectional": (BIDIRECTIONAL, "Tagger(4)", {"x": rng.standard_normal((2, 5, 3)).astype(np.float32)},
                       "model(x)"),
+    "generator": (FUNCTIONAL, "generator()", {"x": rng.integers(0, 30, (2, 1)).astype(np.int32),
+                                              "s": rng.standard_normal((2, 8)).astype(np.float32)},
+                  {"keras": "model([x, s])", "torch": "model(x, s)"}),
+    "seq2seq": (FUNCTIONAL, "seq2seq()", {"a": rng.integers(0, 30, (2, 6)).astype(np.int32),
+                                          "b": rng.integers(0, 30, (2, 4)).astype(np.int32)},
+                {"keras": "model([a, b])", "torch": "model(a, b)"}),
     "sequential": (SEQUENTIAL, "build()", {"x": rng.standard_normal((2, 5, 3)).astype(np.float32)}, "model(x)"),
 }
 
@@ -348,9 +403,10 @@ def test_translations_compute_what_keras_computes(tmp_path: Path):
             files[k] = str(d / f"{k}.npy")
         moves = plan([x for x in r.layers if x.scope == build.split("(")[0]], PACK)
         assert moves, name
-        req_tf[name] = {"src": src, "build": build, "inputs": files, "call": call, "dir": str(d),
+        calls = call if isinstance(call, dict) else {"keras": call, "torch": call}
+        req_tf[name] = {"src": src, "build": build, "inputs": files, "call": calls["keras"], "dir": str(d),
                         "moves": {m.key: (m.layer, m.var) for m in moves}}
-        req_torch[name] = {"out": r.output, "build": build, "inputs": files, "call": call, "dir": str(d)}
+        req_torch[name] = {"out": r.output, "build": build, "inputs": files, "call": calls["torch"], "dir": str(d)}
         req_torch[name]["moves"] = moves
     (tmp_path / "tf.json").write_text(json.dumps(req_tf))
     (tmp_path / "tf_side.py").write_text(TF_SIDE)
