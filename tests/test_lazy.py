@@ -151,6 +151,21 @@ class Tagger(tf.keras.Model):
         return self.bi2(self.bi(y))
 '''
 
+WRAPPED_CELL = '''
+import tensorflow as tf
+from tensorflow.keras import layers
+
+
+class Wrapped(tf.keras.Model):
+    def __init__(self, units):
+        super().__init__()
+        self.rnn = layers.RNN(layers.LSTMCell(units), return_sequences=True, return_state=True)
+
+    def call(self, x, h, c):
+        seq, h2, c2 = self.rnn(x, initial_state=[h, c])
+        return seq, h2 * c2
+'''
+
 FUNCTIONAL = '''
 from tensorflow import keras
 from tensorflow.keras import layers
@@ -279,6 +294,18 @@ def test_bidirectional_of_unknown_input_size():
     assert {(x.source, x.variant) for x in r.layers} == {("bi", "gru"), ("bi2", "lstm")}
 
 
+def test_rnn_of_a_cell_is_the_layer_of_its_kind():
+    r = tx(WRAPPED_CELL)
+    assert errors(r) == []
+    assert "self.rnn = LazyLSTM(units, return_sequences=True, return_state=True)" in r.output
+    assert [(x.source, x.rule, x.variant) for x in r.layers] == [("rnn", "rnn-layer", "lstm")]
+    refused = tx('''
+        from tensorflow.keras import layers
+        a = layers.RNN([layers.LSTMCell(4), layers.LSTMCell(3)])
+    ''')
+    assert errors(refused) == ["unsupported-argument"]
+
+
 def test_functional_recurrent_layers_with_states():
     r = tx(FUNCTIONAL)
     assert errors(r) == []
@@ -329,6 +356,10 @@ CASES = {
     "seq2seq": (FUNCTIONAL, "seq2seq()", {"a": rng.integers(0, 30, (2, 6)).astype(np.int32),
                                           "b": rng.integers(0, 30, (2, 4)).astype(np.int32)},
                 {"keras": "model([a, b])", "torch": "model(a, b)"}),
+    "wrapped-cell": (WRAPPED_CELL, "Wrapped(4)", {"x": rng.standard_normal((2, 5, 3)).astype(np.float32),
+                                                 "h": rng.standard_normal((2, 4)).astype(np.float32),
+                                                 "c": rng.standard_normal((2, 4)).astype(np.float32)},
+                     "model(x, h, c)"),
     "sequential": (SEQUENTIAL, "build()", {"x": rng.standard_normal((2, 5, 3)).astype(np.float32)}, "model(x)"),
 }
 

@@ -800,6 +800,60 @@ def rnn_cell(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([layer.with_changes(func=cst.Name(helper))], None, 0)
 
 
+_LAYER_OF_CELL = {"lstm": "keras.layers.LSTM", "gru": "keras.layers.GRU", "rnn": "keras.layers.SimpleRNN"}
+
+
+def _cell_of(m_or_call, ctx):
+    """(the cell call, its rule) of ``keras.layers.RNN(<a cell written in the call>)``, else (node, None)."""
+    inner = m_or_call.extras.get("cell") if isinstance(m_or_call, MappedCall) else next(
+        (a.value for i, a in enumerate(m_or_call.args) if (a.keyword is None and i == 0)
+         or (a.keyword is not None and a.keyword.value == "cell")), None)
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    return inner, (rule if rule is not None and rule.emit.get("shape") == "rnn-cell" else None)
+
+
+def recurrent_kind(call: cst.Call, rule, ctx) -> str | None:
+    """"lstm", "gru" or "rnn" for a recurrent layer's constructor call (LSTM, GRU, SimpleRNN, RNN(cell))."""
+    if rule.emit.get("shape") == "rnn":
+        return _option_of(rule, "kind")
+    if rule.emit.get("shape") == "rnn-layer":
+        _, cell = _cell_of(call, ctx)
+        return _option_of(cell, "kind") if cell is not None else None
+    return None
+
+
+def _option_of(rule, key: str):
+    return rule.emit.get("options", {}).get(key)
+
+
+@shape("rnn-layer")
+def rnn_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """keras.layers.RNN(LSTMCell/GRUCell/SimpleRNNCell(...)) → what the LSTM / GRU / SimpleRNN layer with the
+    cell's arguments and the wrapper's flags becomes (their refusals apply); its weights move by the
+    variant of the cell's kind (``cell.kernel`` as for those layers)."""
+    inner, cell_rule = _cell_of(m, ctx)
+    if cell_rule is None:
+        shown = code(inner) if inner is not None else "?"
+        return _failed(m, ctx, "unsupported-argument", f"cell={shown}: only a keras.layers.LSTMCell, GRUCell or "
+                       "SimpleRNNCell written in the call is translated (a list of cells or a custom cell is not)")
+    kind = _option_of(cell_rule, "kind")
+    rule = ctx.pack.by_name.get(_LAYER_OF_CELL[kind])
+    mi = map_call(inner, rule, ctx, inner)
+    if mi.failed:
+        return LayerEmission([m.call], failed=True)
+    for key, value in m.extras.items():
+        if key != "cell":
+            mi.extras[key] = value
+    if id(m.node) in ctx.analyses.get(RNN_CALLED_AS_KERAS, ()):
+        ctx.analyses[RNN_CALLED_AS_KERAS].add(id(inner))
+    em = rnn(mi, ctx, lctx)
+    if em.failed:
+        return LayerEmission([m.call], failed=True)
+    em.variant = kind
+    return em
+
+
 @shape("bidirectional")
 def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """Bidirectional(LSTM/GRU/SimpleRNN) → the torch RNN with bidirectional=True and the

@@ -53,7 +53,7 @@ from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
                                                       _input_spec_shape, _shape_name)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
-from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
+from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, recurrent_kind
 
 
 def _kwarg_of(call: cst.Call, name: str, position: int = -1) -> cst.BaseExpression | None:
@@ -1276,7 +1276,8 @@ class _Builder:
     def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
         """A layer called on its input(s)."""
         args = [a for a in call.args if a.keyword is None and not a.star]
-        if layer.kind == "rule" and layer.rule.emit.get("shape") == "rnn" and _rnn_call_args(call) is not None:
+        if layer.kind == "rule" and layer.rule.emit.get("shape") in ("rnn", "rnn-layer") and \
+                _rnn_call_args(call) is not None:
             return self._apply_rnn(layer, call)
         if len(args) != 1 or len(call.args) != 1:
             raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
@@ -1359,7 +1360,7 @@ class _Builder:
         units = units if is_int(units) else None
         sequences = _lit_of(layer.call, "return_sequences") is True
         y = ((t.shape[0] if t.shape else None), units) if sequences else (units,)
-        n_states = 2 if layer.rule.emit.get("options", {}).get("kind") == "lstm" else 1
+        n_states = 2 if recurrent_kind(layer.call, layer.rule, self.ctx) == "lstm" else 1
         return _Multi([_Tensor(y, node), *(_Tensor((units,), node) for _ in range(n_states))])
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:

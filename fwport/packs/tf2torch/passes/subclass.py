@@ -546,7 +546,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         takes and returns what Keras's layer does (see layer.rnn). mask= is an error: torch's RNNs have
         no mask."""
         rnn_attrs = {n: a for n, a in plan.attrs.items() if a.kind == "layer"
-                     and a.rule.emit.get("shape") in ("rnn", "bidirectional")}
+                     and a.rule.emit.get("shape") in ("rnn", "rnn-layer", "bidirectional")}
         if not rnn_attrs:
             return
         marked = self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set())
