@@ -103,6 +103,53 @@ def prelu():
     return keras.Sequential([keras.Input(shape=(4, 5)), layers.PReLU(shared_axes=[1])])
 
 
+def rnn_of_lstm_cell():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.RNN(layers.LSTMCell(5), return_sequences=True)])
+
+
+def rnn_of_gru_cell():
+    return keras.Sequential([keras.Input(shape=(6, 3)), layers.RNN(layers.GRUCell(5))])
+
+
+def rnn_of_simple_rnn_cell():
+    return keras.Sequential([layers.RNN(layers.SimpleRNNCell(4, activation="relu"))])  # built on the first call
+
+
+class LSTMCellNet(keras.Model):  # a cell unrolled by hand, its input size known at the first call
+    def __init__(self):
+        super().__init__()
+        self.cell = layers.LSTMCell(5)
+
+    def call(self, x, h, c):
+        state = [h, c]
+        for t in range(x.shape[1]):
+            out, state = self.cell(x[:, t], state)
+        return out + state[1]
+
+
+class GRUCellNet(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.cell = layers.GRUCell(5)
+
+    def call(self, x, h):
+        for t in range(x.shape[1]):
+            out, h = self.cell(x[:, t], h)
+        return out
+
+
+class SimpleRNNCellNet(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.cell = layers.SimpleRNNCell(5)
+
+    def call(self, x, h):
+        state = [h]
+        for t in range(x.shape[1]):
+            out, state = self.cell(x[:, t], state)
+        return out
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -139,6 +186,12 @@ CASES = {
     ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
     ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
+    ("rnn-layer", "lstm"): ("rnn_of_lstm_cell", None, ("forward", "grad")),
+    ("rnn-layer", "gru"): ("rnn_of_gru_cell", None, ("forward", "grad", "step")),
+    ("rnn-layer", "rnn"): ("rnn_of_simple_rnn_cell", ["float32[3,6,3]"], ("forward", "grad")),
+    ("lstm-cell", None): ("LSTMCellNet", ["float32[3,4,2]", "float32[3,5]", "float32[3,5]"], ("forward", "grad")),
+    ("gru-cell", None): ("GRUCellNet", ["float32[3,4,2]", "float32[3,5]"], ("forward", "grad", "step")),
+    ("simple-rnn-cell", None): ("SimpleRNNCellNet", ["float32[3,4,2]", "float32[3,5]"], ("forward", "grad")),
 }
 
 

@@ -142,6 +142,9 @@ class _Refs(cst.CSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value in self.names:
             self.defined.add(node.name.value)
+        for b in node.bases:  # a helper used as a base class (LazyBuild)
+            if isinstance(b.value, cst.Name) and b.value.value in self.names:
+                self.called.add(b.value.value)
 
 
 def _imports_or_strings(stmt: cst.CSTNode) -> bool:
@@ -194,3 +197,215 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not todo:
         return module
     return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)
+
+
+# --- recurrent layers and cells that take and return what Keras's do, sized on their first call ------
+# (a subclass of the torch module keeps its parameter names, so the rules' weight maps hold)
+
+_LAZY_RNN = '''
+
+class Lazy{kind}({nn}modules.lazy.LazyModuleMixin, {nn}{kind}):
+    """keras.layers.{keras} as an {nn}{kind} (batch_first): called as Keras calls it (initial_state= one
+    (batch, units) tensor per state), it returns what Keras returns: the whole sequence or its last step
+    (return_sequences), then the final state{states} (return_state). Without input_size, the input weights
+    are made on the first call from the input's last size, as Keras builds the layer then. With
+    bidirectional=True, the two directions merged as keras.layers.Bidirectional does (merge_mode; the
+    backward direction's last step is its first)."""
+
+    def __init__(self, hidden_size, input_size=None, return_sequences=False, return_state=False,
+                 merge_mode="concat", **kwargs):
+        super().__init__(input_size or 1, hidden_size, batch_first=True, **kwargs)
+        self.return_sequences, self.return_state, self.merge_mode = return_sequences, return_state, merge_mode
+        if input_size is None:
+            self.input_size = 0
+            for name in self._flat_weights_names:
+                if name.startswith("weight_ih_l0"):
+                    setattr(self, name, {nn}UninitializedParameter())
+
+    def initialize_parameters(self, x, *args, **kwargs):
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                for name in self._flat_weights_names:
+                    if name.startswith("weight_ih_l0"):
+                        getattr(self, name).materialize((self.weight_hh_l0.shape[0], x.shape[-1]))
+                self.reset_parameters()
+        self.input_size = self.weight_ih_l0.shape[1]
+
+    def forward(self, x, initial_state=None):
+        state = initial_state
+        if state is not None:
+{to_torch}
+        output, state = super().forward(x, state)
+        if self.bidirectional:
+            return self.merged(output)
+        y = output if self.return_sequences else output[:, -1]
+        if not self.return_state:
+            return y
+{from_torch}
+
+    def merged(self, output):
+        forward, backward = output.chunk(2, dim=-1)
+        if not self.return_sequences:
+            forward, backward = forward[:, -1], backward[:, 0]
+        if self.merge_mode == "concat":
+            return {torch}cat([forward, backward], dim=-1)
+        if self.merge_mode == "sum":
+            return forward + backward
+        if self.merge_mode == "mul":
+            return forward * backward
+        return (forward + backward) / 2
+'''
+
+_LAZY_CELL = '''
+
+class Lazy{kind}Cell({nn}modules.lazy.LazyModuleMixin, {nn}{kind}Cell):
+    """keras.layers.{keras}Cell as an {nn}{kind}Cell: called as Keras calls it, cell(x, states) with
+    states {states_doc}, it returns (output, new states) as Keras does. Without input_size, the input
+    weights are made on the first call from the input's last size, as Keras builds the cell then."""
+
+    def __init__(self, hidden_size, input_size=None, **kwargs):
+        super().__init__(input_size or 1, hidden_size, **kwargs)
+        if input_size is None:
+            self.input_size = 0
+            self.weight_ih = {nn}UninitializedParameter()
+
+    def initialize_parameters(self, x, *args, **kwargs):
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                self.weight_ih.materialize((self.weight_hh.shape[0], x.shape[-1]))
+                self.reset_parameters()
+        self.input_size = self.weight_ih.shape[1]
+
+    def forward(self, x, states=None):
+{cell_body}
+'''
+
+_RNN_KINDS = {  # torch kind → (Keras name, states in the docstring, Keras states → torch's, torch's → Keras's)
+    "GRU": ("GRU", "", "            state = (state[0] if isinstance(state, (list, tuple)) else state).unsqueeze(0)",
+            "        return y, state[0]"),
+    "RNN": ("SimpleRNN", "", "            state = (state[0] if isinstance(state, (list, tuple)) else state).unsqueeze(0)",
+            "        return y, state[0]"),
+    "LSTM": ("LSTM", "s h and c", "            state = tuple(s.unsqueeze(0) for s in state)",
+             "        return y, state[0][0], state[1][0]"),
+}
+_ONE_STATE_CELL = '''        nested = isinstance(states, (list, tuple))
+        h = super().forward(x, states[0] if nested else states)
+        return h, [h] if nested else h'''
+_CELL_KINDS = {  # torch kind → (Keras name, states, the body of forward)
+    "GRU": ("GRU", "[h] (or h)", _ONE_STATE_CELL),
+    "RNN": ("SimpleRNN", "[h] (or h)", _ONE_STATE_CELL),
+    "LSTM": ("LSTM", "[h, c]", '''        h, c = super().forward(x, None if states is None else (states[0], states[1]))
+        return h, [h, c]'''),
+}
+for _kind, (_keras, _states, _to, _from) in _RNN_KINDS.items():
+    HELPERS[f"Lazy{_kind}"] = (_LAZY_RNN.replace("{kind}", _kind).replace("{keras}", _keras)
+                               .replace("{states}", _states).replace("{to_torch}", _to).replace("{from_torch}", _from))
+for _kind, (_keras, _states, _body) in _CELL_KINDS.items():
+    HELPERS[f"Lazy{_kind}Cell"] = (_LAZY_CELL.replace("{kind}", _kind).replace("{keras}", _keras)
+                                   .replace("{states_doc}", _states).replace("{cell_body}", _body))
+
+
+# --- custom layers built on their first call, and Keras's initializers by name ----------------------------
+
+_LAZY_BUILD = '''
+
+class LazyBuild({nn}modules.lazy.LazyModuleMixin):
+    """Keras's deferred build for a custom layer (torch's lazy modules): build(input_shape) runs on the
+    first call with the input's shape (a list of shapes for a list of inputs), as Keras calls it. The
+    weights that __init__ declares as {nn}UninitializedParameter are filled in place by what build()
+    creates, so an optimizer created before the first call holds them; weights loaded before it
+    (load_state_dict) are kept."""
+
+    def initialize_parameters(self, inputs, *args, **kwargs):
+        shape = [tuple(t.shape) for t in inputs] if isinstance(inputs, (list, tuple)) else tuple(inputs.shape)
+        declared = dict(self._parameters)
+        self.build(shape)
+        with {torch}no_grad():
+            for name, old in declared.items():
+                new = self._parameters.get(name)
+                if new is old or old is None or new is None:
+                    continue
+                if isinstance(old, {nn}UninitializedParameter):
+                    old.materialize(new.shape, dtype=new.dtype)
+                    old.copy_(new)
+                elif old.shape != new.shape:
+                    raise ValueError(f"{name}: loaded with shape {tuple(old.shape)}, built as {tuple(new.shape)}")
+                old.requires_grad_(new.requires_grad)
+                self._parameters[name] = old
+'''
+
+_KERAS_INITIALIZER = '''
+
+class KerasInitializer:
+    """A Keras initializer given by name ("he_normal", "HeNormal"), by {"class_name": ...} config or as an
+    object that already is one (returned as it is): called with a shape, it draws a tensor from the
+    distribution Keras draws from (variance scaling with Keras's fans, truncated normals cut at two
+    standard deviations). get_config() gives {"class_name": ..., "config": {}}, which it reads back."""
+
+    _VARIANCE = {"glorot_uniform": ("uniform", 1.0, "fan_avg"), "glorot_normal": ("truncated_normal", 1.0, "fan_avg"),
+                 "he_normal": ("truncated_normal", 2.0, "fan_in"), "he_uniform": ("uniform", 2.0, "fan_in"),
+                 "lecun_normal": ("truncated_normal", 1.0, "fan_in"), "lecun_uniform": ("uniform", 1.0, "fan_in")}
+    _OTHERS = ("zeros", "ones", "random_normal", "random_uniform", "truncated_normal", "orthogonal", "identity")
+
+    def __new__(cls, identifier):
+        if identifier is None or callable(identifier):
+            return identifier
+        return super().__new__(cls)
+
+    def __init__(self, identifier):
+        if identifier is self:  # __new__ returned it as it was
+            return
+        if isinstance(identifier, dict):
+            identifier = identifier["class_name"]
+        name = "".join("_" + c.lower() if c.isupper() else c for c in identifier).lstrip("_")
+        if name not in self._VARIANCE and name not in self._OTHERS:
+            raise ValueError(f"unknown Keras initializer: {identifier!r}")
+        self.name = name
+
+    def get_config(self):
+        return {"class_name": "".join(w.capitalize() for w in self.name.split("_")), "config": {}}
+
+    @staticmethod
+    def fans(shape):
+        if len(shape) == 0:
+            return 1, 1
+        if len(shape) == 1:
+            return shape[0], shape[0]
+        if len(shape) == 2:
+            return shape[0], shape[1]
+        receptive = 1
+        for d in shape[:-2]:
+            receptive *= d
+        return shape[-2] * receptive, shape[-1] * receptive
+
+    @{torch}no_grad()
+    def __call__(self, shape, dtype=None):
+        shape = tuple(int(d) for d in shape)
+        t = {torch}empty(shape, dtype=dtype or {torch}float32)
+        if self.name == "zeros":
+            return t.zero_()
+        if self.name == "ones":
+            return t.fill_(1.0)
+        if self.name == "random_normal":
+            return {nn}init.normal_(t, 0.0, 0.05)
+        if self.name == "random_uniform":
+            return {nn}init.uniform_(t, -0.05, 0.05)
+        if self.name == "truncated_normal":
+            return {nn}init.trunc_normal_(t, std=0.05, a=-0.1, b=0.1)
+        if self.name == "orthogonal":
+            return {nn}init.orthogonal_(t)
+        if self.name == "identity":
+            return {nn}init.eye_(t)
+        distribution, scale, mode = self._VARIANCE[self.name]
+        fan_in, fan_out = self.fans(shape)
+        fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]
+        variance = scale / max(1.0, fan)
+        if distribution == "uniform":
+            limit = (3.0 * variance) ** 0.5
+            return {nn}init.uniform_(t, -limit, limit)
+        std = variance ** 0.5 / 0.87962566103423978  # the std of a standard normal cut at two std
+        return {nn}init.trunc_normal_(t, std=std, a=-2.0 * std, b=2.0 * std)
+'''
+
+HELPERS["LazyBuild"] = _LAZY_BUILD
+HELPERS["KerasInitializer"] = _KERAS_INITIALIZER

@@ -19,7 +19,7 @@ from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
-from fwport.packs.tf2torch.registry import shape, value_transform
+from fwport.packs.tf2torch.registry import call_transform, shape, value_transform
 
 # Keras activation name → (torch module, keyword arguments as text). Slopes and approximations are
 # those of the *string / function* form, which differ from the layer defaults (LeakyReLU 0.2 vs 0.3).
@@ -639,7 +639,11 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
         return _failed(m, ctx, "unsupported-construct", f"{name} in a model converted to channels-first would see "
                        "(batch, features, steps): keep this model channels-last or permute before it by hand")
     features = in_shape[-1] if in_shape is not None else None
-    if not known(features):
+    # the Lazy{kind} helper: where the input size is known only at the first call (Keras builds the layer
+    # then), and where a subclass's call() passes initial_state= or unpacks the states (return_state)
+    called_as_keras = id(m.node) in ctx.analyses.get(RNN_CALLED_AS_KERAS, ())
+    helper = (merge_mode is None and called_as_keras) or not known(features)
+    if not known(features) and not helper:
         return _failed(m, ctx, "shape-unknown", f"{name} needs the number of input features (torch has no lazy "
                        f"{_RNN_TARGETS[kind].rsplit('.', 1)[-1]}): give the model its input shape, e.g. "
                        "keras.Input(shape=(steps, features))")
@@ -651,6 +655,8 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
         if v not in (True, False):
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)} must be a literal True/False")
         flags[key] = v
+    if called_as_keras and merge_mode is None:
+        flags["return_state"] = False  # the helper returns them as Keras does
     for key, why in (("return_state", "the final states come back as extra outputs in Keras; unpack torch's "
                       "(output, h_n) by hand"),
                      ("go_backwards", "Keras returns the reversed sequence; flip the input and the output by hand"),
@@ -678,6 +684,8 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
         if act != default:
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
                            f"computes {default} there")
+    if helper:
+        return _lazy_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     m.kwargs = {"input_size": expr(str(features)), **m.kwargs}
     m.kwargs["batch_first"] = expr("True")
     units = _dim(lctx, m.kwargs.get("hidden_size"))
@@ -698,6 +706,152 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
         return LayerEmission([m.call], failed=True)
     out = (in_shape[0], units) if flags["return_sequences"] else (units,)
     return LayerEmission([layer, out_mod], out, 0, variant=kind if merge_mode is not None else None)
+
+
+#: ctx.analyses: ids of the recurrent layer calls whose module is called as Keras calls it (initial_state=,
+#: states returned): the subclass pass marks them, the rnn shape function emits the Lazy<kind> helper
+RNN_CALLED_AS_KERAS = "tf2torch-rnn-called-as-keras"
+_HELPER_KINDS = {"lstm": "LSTM", "gru": "GRU", "rnn": "RNN"}
+
+
+def _true(m: MappedCall, key: str) -> bool:
+    node = m.extras.get(key)
+    return node is not None and literal_value(node, NOT_LITERAL) is True
+
+
+def _lazy_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape,
+              merge_mode: str | None = None) -> LayerEmission:
+    """``Lazy<kind>(units, [input_size], return_sequences=..., return_state=...)``: the helper module (a
+    subclass of torch's, so the weight maps hold) that is called and returns as Keras's layer, and makes
+    its input weights on the first call where the input size is not known here."""
+    name = helpers.use(ctx, f"Lazy{_HELPER_KINDS[kind]}")
+    kwargs = {"hidden_size": m.kwargs.pop("hidden_size")}
+    if known(features):
+        kwargs["input_size"] = expr(str(features))
+    for key in ("return_sequences", "return_state"):
+        if _true(m, key):
+            kwargs[key] = expr("True")
+    if merge_mode is not None:  # the layer wrapped by Bidirectional
+        if merge_mode != "concat":
+            kwargs["merge_mode"] = expr(f'"{merge_mode}"')
+        m.kwargs["bidirectional"] = expr("True")
+    m.kwargs = {**kwargs, **m.kwargs}
+    layer = build_call(m, ctx, positional=["hidden_size", "input_size"])
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    layer = layer.with_changes(func=cst.Name(name))
+    variant = kind if merge_mode is not None else None
+    if not known(features):
+        ctx.report(Severity.INFO, "shape-unknown", f"input size unknown here: emitted {name} (written into the file), "
+                   "which makes its input weights on the first call, as Keras builds the layer", m.node, m.rule)
+    if _true(m, "return_state"):
+        return LayerEmission([layer], None, 0)  # a tuple: what comes out is followed no further
+    u = _dim(lctx, kwargs["hidden_size"])
+    u = u if known(u) else None
+    if merge_mode == "concat" and u is not None:
+        u = D.mul(u, 2)
+    seq = _true(m, "return_sequences")
+    out = ((in_shape[0] if in_shape is not None else None), u) if seq else (u,)
+    return LayerEmission([layer], out, 0, variant=variant)
+
+
+@shape("rnn-cell")
+def rnn_cell(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """LSTMCell / GRUCell / SimpleRNNCell → the LazyLSTMCell / LazyGRUCell / LazyRNNCell helper: torch's
+    cell, called as Keras calls a cell (``cell(x, states)`` → ``(output, new_states)``), its input weights
+    made on the first call where the input size is not known here. Refused as for the layers: other
+    activations, dropout inside the cell, GRU's reset_after=False."""
+    kind = _option(m, "kind")
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    in_shape = input_shape_from_kwargs(m, lctx, 1) or lctx.in_shape
+    features = in_shape[-1] if in_shape is not None and len(in_shape) == 1 else None
+    node = m.extras.get("reset_after")
+    if kind == "gru" and node is not None and literal_value(node, NOT_LITERAL) is not True:
+        return _failed(m, ctx, "unsupported-argument", f"reset_after={code(node)}: only reset_after=True (the reset gate "
+                       "after the recurrent matrix) is torch's GRUCell; write the cell by hand")
+    for key in ("dropout", "recurrent_dropout"):
+        node = m.extras.get(key)
+        if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras's cell drops its inputs (or "
+                           "states) with masks it keeps for the sequence, which torch's cells do not; apply "
+                           "nn.Dropout by hand")
+    for key, default in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
+        node = m.extras.get(key)
+        if node is None or (kind == "rnn" and key == "recurrent_activation"):
+            continue
+        act = activation_name(node, ctx)
+        if kind == "rnn" and key == "activation" and act == "relu":
+            m.kwargs["nonlinearity"] = expr('"relu"')
+            continue
+        if act != default:
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's "
+                           f"{name.replace('SimpleRNN', 'RNN')} computes {default} there")
+    helper = helpers.use(ctx, f"Lazy{_HELPER_KINDS[kind]}Cell")
+    kwargs = {"hidden_size": m.kwargs.pop("hidden_size")}
+    if known(features):
+        kwargs["input_size"] = expr(str(features))
+    m.kwargs = {**kwargs, **m.kwargs}
+    layer = build_call(m, ctx, positional=["hidden_size", "input_size"])
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    if not known(features):
+        ctx.report(Severity.INFO, "shape-unknown", f"input size unknown here: emitted {helper} (written into the "
+                   "file), which makes its input weights on the first call, as Keras builds the cell", m.node, m.rule)
+    return LayerEmission([layer.with_changes(func=cst.Name(helper))], None, 0)
+
+
+_LAYER_OF_CELL = {"lstm": "keras.layers.LSTM", "gru": "keras.layers.GRU", "rnn": "keras.layers.SimpleRNN"}
+
+
+def _cell_of(m_or_call, ctx):
+    """(the cell call, its rule) of ``keras.layers.RNN(<a cell written in the call>)``, else (node, None)."""
+    inner = m_or_call.extras.get("cell") if isinstance(m_or_call, MappedCall) else next(
+        (a.value for i, a in enumerate(m_or_call.args) if (a.keyword is None and i == 0)
+         or (a.keyword is not None and a.keyword.value == "cell")), None)
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    return inner, (rule if rule is not None and rule.emit.get("shape") == "rnn-cell" else None)
+
+
+def recurrent_kind(call: cst.Call, rule, ctx) -> str | None:
+    """"lstm", "gru" or "rnn" for a recurrent layer's constructor call (LSTM, GRU, SimpleRNN, RNN(cell))."""
+    if rule.emit.get("shape") == "rnn":
+        return _option_of(rule, "kind")
+    if rule.emit.get("shape") == "rnn-layer":
+        _, cell = _cell_of(call, ctx)
+        return _option_of(cell, "kind") if cell is not None else None
+    return None
+
+
+def _option_of(rule, key: str):
+    return rule.emit.get("options", {}).get(key)
+
+
+@shape("rnn-layer")
+def rnn_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """keras.layers.RNN(LSTMCell/GRUCell/SimpleRNNCell(...)) → what the LSTM / GRU / SimpleRNN layer with the
+    cell's arguments and the wrapper's flags becomes (their refusals apply); its weights move by the
+    variant of the cell's kind (``cell.kernel`` as for those layers)."""
+    inner, cell_rule = _cell_of(m, ctx)
+    if cell_rule is None:
+        shown = code(inner) if inner is not None else "?"
+        return _failed(m, ctx, "unsupported-argument", f"cell={shown}: only a keras.layers.LSTMCell, GRUCell or "
+                       "SimpleRNNCell written in the call is translated (a list of cells or a custom cell is not)")
+    kind = _option_of(cell_rule, "kind")
+    rule = ctx.pack.by_name.get(_LAYER_OF_CELL[kind])
+    mi = map_call(inner, rule, ctx, inner)
+    if mi.failed:
+        return LayerEmission([m.call], failed=True)
+    for key, value in m.extras.items():
+        if key != "cell":
+            mi.extras[key] = value
+    if id(m.node) in ctx.analyses.get(RNN_CALLED_AS_KERAS, ()):
+        ctx.analyses[RNN_CALLED_AS_KERAS].add(id(inner))
+    em = rnn(mi, ctx, lctx)
+    if em.failed:
+        return LayerEmission([m.call], failed=True)
+    em.variant = kind
+    return em
 
 
 @shape("bidirectional")
@@ -1293,3 +1447,22 @@ def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     sp = tuple(D.mul(n, f) if known(n) else None for n, f in zip(fm.spatial, size))
     em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
     return _check_context(m, ctx, lctx, em)
+
+
+# --- Keras initializers held as values (custom layers) -----------------------------------------------------
+
+@call_transform("keras-initializer")
+def keras_initializer(m: MappedCall, ctx) -> cst.BaseExpression | None:
+    """``keras.initializers.get(identifier)`` → ``KerasInitializer(identifier)``: the helper (written into
+    the file) that draws from Keras's distribution when called with a shape; ``serialize(init)`` →
+    ``KerasInitializer(init).get_config()`` (a config the helper reads back)."""
+    value = m.kwargs.get("identifier")
+    if value is None:
+        return None
+    call = expr(f"{helpers.use(ctx, 'KerasInitializer')}({code(value)})")
+    if _option(m, "method") == "get_config":
+        ctx.report(Severity.INFO, "unsupported-construct", "keras.initializers.serialize → KerasInitializer(...)."
+                   "get_config(): {'class_name': ..., 'config': {}}, which KerasInitializer reads back (not Keras's "
+                   "full config: torch saves weights, not layer configs)", m.node, m.rule)
+        return cst.Call(cst.Attribute(call, cst.Name("get_config")))
+    return call

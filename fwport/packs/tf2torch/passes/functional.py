@@ -53,6 +53,30 @@ from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
                                                       _input_spec_shape, _shape_name)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
+from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, recurrent_kind
+
+
+def _kwarg_of(call: cst.Call, name: str, position: int = -1) -> cst.BaseExpression | None:
+    for i, a in enumerate(call.args):
+        if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and not a.star and i == position):
+            return a.value
+    return None
+
+
+def _lit_of(call: cst.Call, name: str, position: int = -1):
+    node = _kwarg_of(call, name, position)
+    return NOT_LITERAL if node is None else literal_value(node, NOT_LITERAL)
+
+
+def _rnn_call_args(call: cst.Call) -> tuple | None:
+    """(input, initial state or None) of a recurrent layer's call written ``layer(x)``, ``layer(x, s)`` or
+    ``layer(x, initial_state=s)``; None for any other argument (mask=, training=, constants=)."""
+    pos = [a.value for a in call.args if a.keyword is None and not a.star]
+    kws = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    if any(a.star for a in call.args) or not pos or len(pos) > 2 or set(kws) - {"initial_state"} or (
+            len(pos) == 2 and kws):
+        return None
+    return pos[0], (pos[1] if len(pos) == 2 else kws.get("initial_state"))
 
 MODEL = "keras.Model"
 INPUT = "keras.Input"
@@ -1252,6 +1276,9 @@ class _Builder:
     def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
         """A layer called on its input(s)."""
         args = [a for a in call.args if a.keyword is None and not a.star]
+        if layer.kind == "rule" and layer.rule.emit.get("shape") in ("rnn", "rnn-layer") and \
+                _rnn_call_args(call) is not None:
+            return self._apply_rnn(layer, call)
         if len(args) != 1 or len(call.args) != 1:
             raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
                                  "(training=, mask=, ...) is not followed yet")
@@ -1291,6 +1318,50 @@ class _Builder:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
         self.replace[id(call)] = new
         return out
+
+    def _apply_rnn(self, layer: _Layer, call: cst.Call) -> _Tensor | _Multi:
+        """A recurrent layer called as Keras calls it: ``layer(x, initial_state=s)`` (s a tensor, or a list of
+        them for an LSTM), or one that returns its final states (return_state=True, unpacked where it is
+        called): the Lazy<kind> helper, which takes and returns what Keras's layer does."""
+        x, state = _rnn_call_args(call)
+        returns_state = _lit_of(layer.call, "return_state") is True
+        states = list(state.elements) if isinstance(state, (cst.List, cst.Tuple)) else ([state] if state else [])
+        state_ts = []
+        for e in states:
+            v = e.value if isinstance(e, cst.Element) else e
+            st = self._tensor(v) if not isinstance(e, cst.StarredElement) else None
+            if st is None:
+                raise _Refused(v, f"{code(v)}: the initial state of {code(layer.call.func)} must be a tensor of the "
+                                  "functional model")
+            state_ts.append(st)
+        t = self._tensor(x)
+        if t is None:
+            raise _Refused(x, f"{code(x)}: the input of a layer of the functional model must be a tensor of the model")
+        if state or returns_state:
+            self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set()).add(id(layer.call))
+        key = (t.shape, t.flat)
+        if layer.module is None:
+            self._translate(layer, t)
+        elif layer.in_key != key:
+            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
+                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+            self.layer_of[id(layer.op)] = layer
+        node = self._node(layer.op, [t.node, *(st.node for st in state_ts)], call)
+        new_args = [cst.Arg(self._out_expr(x))]
+        if state is not None:
+            new_args.append(cst.Arg(self._out_expr(state), keyword=cst.Name("initial_state"),
+                                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), new_args)
+        if not returns_state:
+            return _Tensor(layer.out[0], node, layer.out[1])
+        units = _lit_of(layer.call, "units", 0)
+        units = units if is_int(units) else None
+        sequences = _lit_of(layer.call, "return_sequences") is True
+        y = ((t.shape[0] if t.shape else None), units) if sequences else (units,)
+        n_states = 2 if recurrent_kind(layer.call, layer.rule, self.ctx) == "lstm" else 1
+        return _Multi([_Tensor(y, node), *(_Tensor((units,), node) for _ in range(n_states))])
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
         """A layer class of this file called on a list of tensors (``Sampling()([z_mean, z_log_var])``)."""

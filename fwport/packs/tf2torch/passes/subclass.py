@@ -44,6 +44,8 @@ from fwport.core.engine import LayerEmission, code, expr, map_call, translate_la
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
+from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
@@ -52,6 +54,9 @@ _WRITTEN_OUT = "tf2torch-merge-written-out"  # ctx.analyses: ids of the expressi
 _PRECEDENCE = {cst.Power: 7, cst.Multiply: 5, cst.Divide: 5, cst.FloorDivide: 5, cst.Modulo: 5,
                cst.MatrixMultiply: 5, cst.Add: 4, cst.Subtract: 4, cst.LeftShift: 3, cst.RightShift: 3,
                cst.BitAnd: 2, cst.BitXor: 1, cst.BitOr: 0}
+_AUG_OPS = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+            cst.DivideAssign: cst.Divide, cst.FloorDivideAssign: cst.FloorDivide, cst.ModuloAssign: cst.Modulo,
+            cst.PowerAssign: cst.Power, cst.MatrixMultiplyAssign: cst.MatrixMultiply}
 FUNCTIONAL = "keras.Model"
 SEQUENTIAL = "keras.Sequential"
 INPUT = "keras.Input"
@@ -138,6 +143,7 @@ class _Plan:
     init_fn: cst.FunctionDef | None = None
     build_fn: cst.FunctionDef | None = None
     build_static: bool = False  # build() to be called at the end of __init__
+    lazy_build: list | None = None  # build(input_shape) run on the first call (LazyBuild): the weights it makes
     drop_params: set[str] = field(default_factory=set)  # forward parameters removed
     loop_vars: set[str] = field(default_factory=set)  # `for blk in self.blocks:` names: modules too
     # attr → what its calls do with a `training` argument: "drop" (every value it may hold is a torch
@@ -170,7 +176,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     def mark(self, stmt: cst.CSTNode) -> None:
         settled = self.ctx.settled
-        self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled
+        self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled or type(n) is cst.AugAssign
                           or (type(n) is cst.Name and n.value == "training"))
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
@@ -242,7 +248,26 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         updated_node = updated_node.with_changes(bases=bases)
         if plan.build_static:
             updated_node = self._call_build_from_init(plan, original_node, updated_node)
+        if plan.lazy_build is not None:
+            updated_node = self._lazy_build(plan, original_node, updated_node)
         return updated_node
+
+    def _lazy_build(self, plan: _Plan, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        """``class L(LazyBuild, nn.Module)``, and the weights build() makes declared at the end of
+        ``__init__`` as uninitialised parameters (filled in place on the first call)."""
+        name = helpers.use(self.ctx, "LazyBuild")
+        bases = [cst.Arg(cst.Name(name), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                 *updated.bases]
+        updated = updated.with_changes(bases=bases)
+        idx = next((i for i, s in enumerate(original.body.body) if s is plan.init_fn), None)
+        if idx is None or not plan.lazy_build:
+            return updated
+        body = list(updated.body.body)
+        init = body[idx]
+        spelled = self.ctx.spell_text("torch.nn.UninitializedParameter")
+        lines = [cst.parse_statement(f"self.{w} = {spelled}()\n") for w in plan.lazy_build]
+        body[idx] = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *lines]))
+        return updated.with_changes(body=updated.body.with_changes(body=body))
 
     # --- functions -----------------------------------------------------------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -436,6 +461,28 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 return updated_node.with_changes(value=new)
         return updated_node
 
+    def leave_AugAssign(self, original_node: cst.AugAssign, updated_node: cst.AugAssign):
+        """``x -= m`` in call() rebinds x in TensorFlow (tensors are immutable) but writes into the tensor in
+        torch, which may be the caller's input or a tensor autograd saved: ``x = x - m``. ``+=`` only on a
+        parameter of call() (a list built with += stays as it is)."""
+        plan = self.plan
+        if (plan is None or plan.call_fn is None or plan.call_fn not in self.fn_stack
+                or not isinstance(updated_node.target, cst.Name)):
+            return updated_node
+        name = updated_node.target.value
+        if isinstance(updated_node.operator, cst.AddAssign) and name not in {
+                p.name.value for p in plan.call_fn.params.params[1:]}:
+            return updated_node
+        op = _AUG_OPS.get(type(updated_node.operator))
+        if op is None:
+            return updated_node
+        value = updated_node.value
+        if isinstance(value, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda,
+                              cst.UnaryOperation)) and not value.lpar:
+            value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        return cst.Assign([cst.AssignTarget(updated_node.target)],
+                          cst.BinaryOperation(cst.Name(name), op(), value), semicolon=updated_node.semicolon)
+
     def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock):
         plan = self.plan
         if plan is None or not plan.comment_out:
@@ -478,6 +525,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                            by_name[name])
         if plan.init_fn is not None:
             self._plan_init(plan, plan.init_fn)
+        self._plan_recurrent_calls(plan)
         self._plan_training(plan, methods)
         for m in methods:  # add_weight anywhere (Keras 3 allows it in __init__)
             self._plan_add_weights(plan, m)
@@ -490,6 +538,44 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self._translate_attr(plan, a, None)
         self._check_alternatives(plan)
         ctx.models[plan.name] = ModelInfo(plan.name, "subclass", None, "same")
+
+    # --- recurrent layers called as Keras calls them ---------------------------------------------------------
+    def _plan_recurrent_calls(self, plan: _Plan) -> None:
+        """A recurrent layer attribute whose calls pass initial_state= (or a second positional argument),
+        or which returns its states (return_state=True), is translated as the Lazy<kind> helper, which
+        takes and returns what Keras's layer does (see layer.rnn). mask= is an error: torch's RNNs have
+        no mask."""
+        rnn_attrs = {n: a for n, a in plan.attrs.items() if a.kind == "layer"
+                     and a.rule.emit.get("shape") in ("rnn", "rnn-layer", "bidirectional")}
+        if not rnn_attrs:
+            return
+        marked = self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set())
+        for name, a in rnn_attrs.items():
+            rs = _kwarg(a.call, "return_state", -1)
+            if rs is not None and literal_value(rs, NOT_LITERAL) is True:
+                marked.add(id(a.call))
+        ctx = self.ctx
+
+        class _Calls(cst.CSTVisitor):
+            def visit_Call(self, n: cst.Call) -> None:
+                p = dotted(n.func)
+                if not p or len(p) != 2 or p[0] != "self" or p[1] not in rnn_attrs:
+                    return
+                a = rnn_attrs[p[1]]
+                kws = {x.keyword.value for x in n.args if x.keyword is not None}
+                if "mask" in kws:
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"self.{p[1]}(..., mask=...): torch's "
+                               "recurrent modules take no mask; pack the sequences (pack_padded_sequence) or pick "
+                               "each sequence's last valid step by hand", n)
+                if "initial_state" in kws or len([x for x in n.args if x.keyword is None]) > 1:
+                    if a.rule.emit.get("shape") == "bidirectional":
+                        ctx.report(Severity.ERROR, "unsupported-construct", f"self.{p[1]}(..., initial_state=...): "
+                                   "the states of a Bidirectional layer are not translated; call the two directions' "
+                                   "torch RNNs by hand", n)
+                    else:
+                        marked.add(id(a.call))
+
+        scan(plan.node, _Calls())
 
     # --- the `training` argument of calls to attributes: dropped only where the callee is a module --------
     def _assigned(self, cls: cst.ClassDef, seen: frozenset = frozenset()) -> dict[str, list]:
@@ -758,7 +844,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if a.done:
             if a.emission is None or a.in_shape != in_shape:
                 return None
-            return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape)
+            return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape, plan)
         tail = in_shape if isinstance(in_shape, _Tail) else None
         if tail is None and in_shape is None and a.rule.emit.get("shape") in ("dense", "embedding"):
             tail = _Tail(None)  # nothing known, but its output has `units` (the embedding dim) last
@@ -784,7 +870,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return em.out_shape
         plan.replace[id(a.call)] = a.out
         if isinstance(a.in_shape, _Tail):
-            return self._tail_out(a, a.in_shape)
+            return self._tail_out(a, a.in_shape, plan)
         return em.out_shape
 
     def _tail_in(self, plan: _Plan, a: _Attr, tail: _Tail | None) -> tuple | None:
@@ -810,7 +896,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return (last,)
         return None
 
-    def _tail_out(self, a: _Attr, tail: _Tail):
+    def _tail_out(self, a: _Attr, tail: _Tail, plan: _Plan | None = None):
         """The output of a layer translated for an input of unknown rank."""
         em = a.emission
         shape_fn = a.rule.emit.get("shape")
@@ -818,9 +904,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return None
         if shape_fn == "dense":
             return _Tail(em.out_shape[-1]) if em.out_shape else _Tail(None)
-        if shape_fn == "embedding":
-            dim = literal_value(_kwarg(a.call, "output_dim", 1), None)
-            return _Tail(dim if isinstance(dim, int) and not isinstance(dim, bool) else None)
+        if shape_fn == "embedding":  # output_dim: a literal, or a size written with names (__init__'s parameter)
+            init = [plan.init_fn] if plan is not None and plan.init_fn is not None else []
+            dim = Sizes.at(*self.module_sizes, init).dim(_kwarg(a.call, "output_dim", 1))
+            return _Tail(dim if known(dim) else None)
         if shape_fn in ("rnn", "bidirectional"):
             return em.out_shape  # its rank is known whatever came in
         if shape_fn in ("batch-norm", "layer-norm") or a.rule.id in _SHAPE_KEEPING:
@@ -1007,6 +1094,20 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if not uses and plan.init_fn is not None and len(params) <= 2:
             plan.build_static = True
             return
+        keras_base = any(b.keyword is None and self.ctx.imports.resolve(b.value) in BASES for b in plan.node.bases)
+        if uses and len(params) == 2 and plan.call_fn is not None and keras_base:
+            plan.lazy_build = [dotted(st.targets[0].target)[1] for st, _ in _add_weight_calls(fn)
+                               if isinstance(st, cst.Assign) and len(st.targets) == 1
+                               and (dotted(st.targets[0].target) or [None])[0] == "self"
+                               and len(dotted(st.targets[0].target)) == 2]
+            declared = ", ".join(plan.lazy_build)
+            ctx.report(Severity.INFO, "shape-unknown", "build(input_shape) runs on the first call with the input's "
+                       "shape, as Keras builds the layer (the LazyBuild helper: torch's lazy modules)" + (
+                           f"; the weights it creates ({declared}) are declared in __init__ as "
+                           "nn.UninitializedParameter, so an optimizer created before that call holds them"
+                           if declared and plan.init_fn is not None else
+                           ": create the optimizer after a first call"), fn)
+            return
         why = ("it creates the weights from the input shape, which a torch module knows only when it is called"
                if uses else "the class has no __init__ to call it from")
         ctx.report(Severity.ERROR, "shape-unknown", f"build() is kept, but torch never calls it: {why}. Call "
@@ -1108,6 +1209,12 @@ def _initializer(p: _SubclassPass, node, shape, tdtype: str, is_float: bool, m) 
                            "translated")
                     return None
                 kwargs[key] = float(v)
+        elif isinstance(node, (cst.Name, cst.Attribute)) and shape is not None:
+            # a value known at run time (a constructor parameter, keras.initializers.get(...)): the
+            # KerasInitializer helper draws from the distribution it names when called
+            shape_code = code(shape) if not isinstance(shape, cst.Integer) else f"({code(shape)},)"
+            dtype_arg = "" if tdtype == "float32" else f", {ctx.spell_text('torch.' + tdtype)}"
+            return f"{helpers.use(ctx, 'KerasInitializer')}({code(node)})({shape_code}{dtype_arg})"
         else:
             m.fail(ctx, "unsupported-argument", f"initializer={code(node)}: give a Keras initializer name or "
                    "keras.initializers object; initialise the parameter by hand otherwise")
