@@ -26,6 +26,9 @@ def optimizer(m, ctx):
     become torch's ``betas`` tuple."""
     target = m.rule.emit["target"]
     params = m.extras.get("params")
+    factory = m.extras.get("factory")  # given to a compile that creates it over the parameters it updates
+    if factory:
+        params = ctx.spell(target)
     if params is None:
         m.fail(ctx, "unsupported-construct",
                f"{m.rule.names[0].rsplit('.', 1)[-1]}(...): a torch optimizer takes the parameters it updates when "
@@ -54,6 +57,8 @@ def optimizer(m, ctx):
     if (b1 is not None or b2 is not None) and "lr" not in kwargs:
         args.insert(1, _kw("betas", cst.Tuple([cst.Element(b1 or cst.Float("0.9")),
                                                 cst.Element(b2 or cst.Float("0.999"))])))
+    if factory:  # functools.partial(torch.optim.X, lr=...): called with the parameters later
+        return cst.Call(ctx.spell("functools.partial"), _with_commas(args))
     return cst.Call(ctx.spell(target), _with_commas(args))
 
 

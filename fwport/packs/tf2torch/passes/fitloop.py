@@ -281,3 +281,79 @@ def metric_classes(names: set[str], spell) -> str:
     needed = ["Mean", *sorted(n for n in names if n != "Mean")]
     spell("torch.as_tensor")  # noting the import
     return "\n\n".join(METRIC_CLASSES[n] for n in needed)
+
+
+# --- a model with its own train_step: keras.Model's compile / fit kept as methods ----------------------
+
+TRAIN_STEP_MODULE = "TrainStepModule"
+
+
+def train_step_module(spell) -> str:
+    """The base class written once into a file whose Keras models define their own ``train_step``:
+    the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
+    fit calls train_step per batch), with Keras's semantics."""
+    module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
+    as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
+    islice = spell("itertools.islice")
+    return f'''class History:
+    """keras.callbacks.History: .history maps each value train_step returns to its per-epoch values."""
+
+    def __init__(self, history):
+        self.history = history
+
+
+class {TRAIN_STEP_MODULE}({module}):
+    """What keras.Model gives a model that defines its own train_step, as Keras runs it.
+
+    compile(optimizer=...) takes the optimizer as a factory, functools.partial(torch.optim.X, ...),
+    and creates it over the model's parameters (a torch optimizer needs them when it is created).
+    fit(x, y=None, ...) calls self.train_step(batch) on each batch: x[i:i + batch_size] (or the
+    pair (x, y) with targets), batches of 32 by default, shuffled every epoch; or the batches of an
+    iterable x (a DataLoader), one iterator running on across epochs when steps_per_epoch is given.
+    The model's metrics are reset at the start of each epoch; History holds the values the epoch's
+    last train_step returned (Keras's logs); callbacks get .model and on_epoch_end(epoch, logs).
+    """
+
+    def compile(self, optimizer=None, loss=None, metrics=None):
+        if optimizer is not None and not isinstance(optimizer, {optimizer}):
+            optimizer = optimizer(self.parameters())
+        self.optimizer, self.loss = optimizer, loss
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, shuffle=True,
+            steps_per_epoch=None):
+        callbacks = list(callbacks or [])
+        for callback in callbacks:
+            callback.model = self
+        history, stream = {{}}, None
+        for epoch in range(epochs):
+            self.train()
+            for metric in getattr(self, "metrics", []):
+                metric.reset_state()
+            if hasattr(x, "shape"):  # arrays: batches of samples
+                xs = {as_tensor}(x)
+                xs = xs.float() if xs.is_floating_point() else xs
+                ys = None if y is None else {as_tensor}(y)
+                ys = ys.float() if ys is not None and ys.is_floating_point() else ys
+                order = {randperm}(len(xs)) if shuffle else {arange}(len(xs))
+                size = batch_size or 32
+                batches = (order[i:i + size] for i in range(0, len(xs), size))
+                batches = (xs[b] if ys is None else (xs[b], ys[b]) for b in batches)
+            elif steps_per_epoch is None:  # an iterable of batches, from its start every epoch
+                batches = iter(x)
+            else:
+                stream = stream or iter(x)
+                batches = stream
+            if steps_per_epoch is not None:
+                batches = {islice}(batches, steps_per_epoch)
+            logs = {{}}
+            for batch in batches:
+                logs = {{k: float(v) for k, v in self.train_step(batch).items()}}
+            for k, v in logs.items():
+                history.setdefault(k, []).append(v)
+            if verbose:
+                print(f"Epoch {{epoch + 1}}/{{epochs}} - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
+            for callback in callbacks:
+                if hasattr(callback, "on_epoch_end"):
+                    callback.on_epoch_end(epoch, logs)
+        return History(history)
+'''

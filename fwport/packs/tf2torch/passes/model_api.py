@@ -338,6 +338,8 @@ class _ModelApiPass(cst.CSTTransformer):
         return updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.ctx.analyses.get("train_step_calls", ()):
+            return updated_node  # compile / fit of a model with its own train_step: methods it keeps
         method = self._model_method(original_node) or self._said_before(original_node)
         if method is None:
             return updated_node

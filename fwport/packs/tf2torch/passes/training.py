@@ -78,11 +78,18 @@ def _apply_gradients(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, cst.Ba
         return None
     call = node.body[0].value
     if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
+            and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
             and len(call.args) == 1 and not call.args[0].keyword and isinstance(call.args[0].value, cst.Call)):
         return None
     pair = _zip_of(call.args[0].value)
-    return (call.func.value.value, *pair) if pair else None
+    return (code(call.func.value), *pair) if pair else None
+
+
+def _dotted_name(node: cst.BaseExpression) -> bool:
+    """``opt`` or ``self.d_optimizer``: a name or attributes of a name."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
 
 
 def _gradient(node: cst.CSTNode, tape: str) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
@@ -139,6 +146,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
+        self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
+        self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
+        self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
+        self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
@@ -149,6 +160,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+        methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
+        if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
+                                           for b in node.bases):
+            self.train_step_classes.add(node.name.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
@@ -157,6 +172,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             if isinstance(t.target, cst.Name):
                 name = t.target.value
                 self.bound_at.setdefault(name, []).append((self.order, len(self._scopes)))
+                if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name):
+                    self.instances.setdefault(name, set()).add(node.value.func.value)
+                else:
+                    self.instances.setdefault(name, set()).add("")
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
                     kind = _transform(self.ctx, q)
@@ -180,17 +199,19 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if _method_of(node) in ("fit", "evaluate", "predict"):
             self.uses.add((node.func.value.value, self._scope_id()))
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
+            self.compile_args |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
         if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
             self.compiles.append((call.func.value.value, call, self._scope_id()))
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
+                and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
                 and call.args and isinstance(call.args[0].value, cst.Call)):
             pair = _zip_of(call.args[0].value)
-            if pair:
-                self.variables.setdefault(call.func.value.value, []).append(pair[1])
+            if pair:  # keyed by the optimizer's name, or `self.d_optimizer` for an attribute
+                self.variables.setdefault(code(call.func.value), []).append(pair[1])
 
 
 # --- rewriting ---------------------------------------------------------------------------------------
@@ -323,6 +344,51 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.options["_fit_helpers"] = True
         return cst.Call(cst.Name(c.names[method]), out)
 
+    # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
+    def _train_step_model(self, name: str) -> bool:
+        classes = self.plan.instances.get(name)
+        return bool(classes) and classes <= self.plan.train_step_classes
+
+    def _train_step_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """``M.compile(...)`` / ``M.fit(...)`` of a model whose class defines train_step (or, for a model
+        the file does not build, a compile without a loss, which only such a model can train with): kept
+        as the methods TrainStepModule gives the class; the optimizers compile is given become
+        factories (functools.partial), created by compile over the parameters they update."""
+        method = _method_of(original_node)
+        if method not in ("compile", "fit"):
+            return None
+        name = original_node.func.value.value
+        if not self._train_step_model(name):
+            if method != "compile" or name in self.plan.bound_at or name in self.plan.train_step_classes:
+                return None
+            if self.compiled is not None and self.compiled.call is original_node:
+                return None  # a compile with a loss: the written-out loop
+            keys = {a.keyword.value for a in original_node.args if a.keyword is not None}
+            if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
+                return None
+        out = updated_node
+        if method == "compile":
+            args = []
+            for o, a in zip(original_node.args, updated_node.args):
+                q = self.qualname(o.value.func) if isinstance(o.value, cst.Call) else None
+                if _transform(self.ctx, q) == "optimizer":
+                    m = map_call(a.value, self.ctx.pack.by_name[q], self.ctx, o.value)
+                    m.extras["factory"] = True
+                    made = build_call(m, self.ctx)
+                    if made is None:
+                        self.ctx.settled |= {id(o.value), id(a.value)}
+                    else:
+                        self.ctx.settled.add(id(made))
+                        self.ctx.report(Severity.INFO, "idiom-replaced",
+                                        f"{code(o.value)} given to compile → {code(made)}: compile creates it over "
+                                        "the parameters it updates (a torch optimizer needs them when created)",
+                                        o.value)
+                        a = a.with_changes(value=made)
+                args.append(a)
+            out = updated_node.with_changes(args=args)
+        self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
+        return out
+
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         # history.history[...] of a translated fit: the dict fit returns is the history itself
         if self.compiled is not None and original_node.attr.value == "history":
@@ -337,6 +403,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self.ctx.settled:
             return updated_node
+        kept = self._train_step_call(original_node, updated_node)
+        if kept is not None:
+            return kept
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
@@ -438,6 +507,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         variables = self.plan.variables.get(name, [])
         texts = {code(v) for v in variables}
         params = _params_of(variables[0]) if len(texts) == 1 else None
+        if params is None and not variables and name in self.plan.compile_args:
+            return self._optimizer_factory(original_node, updated_node, name, rule)
         if params is None:
             why = ("it is not used with apply_gradients(zip(grads, model.trainable_variables)) in this file"
                    if not variables else f"it updates {' and '.join(sorted(texts))}")
@@ -463,6 +534,22 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if out is None:
             return self._settle(call, updated_node)
         self.ctx.settled.add(id(out))
+        return updated_node.with_changes(value=out)
+
+    def _optimizer_factory(self, original_node, updated_node, name: str, rule) -> cst.Assign:
+        """``opt = keras.optimizers.X(...)`` given only to compile calls: ``functools.partial(torch.optim.X,
+        ...)``, which the compile calls with the parameters the optimizer updates."""
+        call = original_node.value
+        m = map_call(updated_node.value, rule, self.ctx, call)
+        m.extras["factory"] = True
+        out = build_call(m, self.ctx)
+        if out is None:
+            return self._settle(call, updated_node)
+        self.ctx.settled.add(id(out))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{name} = {code(call)} is given to compile: {name} becomes a factory, "
+                        f"{code(out)}, which compile calls with the parameters it updates (a torch "
+                        "optimizer takes them when it is created)", call, rule)
         return updated_node.with_changes(value=out)
 
     def _loss(self, original_node, updated_node, name: str, q: str) -> cst.Assign:
@@ -699,6 +786,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
     if len(plan.compiles) != 1:
         return None
     model, call, scope = plan.compiles[0]
+    classes = plan.instances.get(model)
+    if classes and classes <= plan.train_step_classes:
+        return None  # its compile / fit are TrainStepModule's methods
     if scope and (model, scope) not in plan.uses:
         # compiled inside a function that does not train it there: the optimizer and loss live on the
         # Keras model object, which a torch module cannot carry out of the function
@@ -797,6 +887,8 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     metrics = ctx.options.pop("_metric_classes", None)
     if metrics:
         texts.append(fitloop.metric_classes(metrics, ctx.spell_text))
+    if ctx.options.pop("_train_step_module", False):
+        texts.append(fitloop.train_step_module(ctx.spell_text))
     c = ctx.analyses.get("compiled")
     if c is not None and ctx.options.pop("_fit_helpers", False):
         kind, rule, _ = c.loss
