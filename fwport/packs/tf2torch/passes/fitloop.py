@@ -347,7 +347,7 @@ class {TRAIN_STEP_MODULE}({module}):
                 batches = {islice}(batches, steps_per_epoch)
             logs = {{}}
             for batch in batches:
-                logs = {{k: float(v) for k, v in self.train_step(batch).items()}}
+                logs = {{k: float({as_tensor}(v).detach()) for k, v in self.train_step(batch).items()}}
             for k, v in logs.items():
                 history.setdefault(k, []).append(v)
             if verbose:

@@ -44,6 +44,7 @@ from fwport.packs.tf2torch.passes.model_api import _Models
 
 MARK = "__fwport_line__"
 TAPE = "tensorflow.GradientTape"
+CALLBACK = "keras.callbacks.Callback"
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
 
 
@@ -229,6 +230,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._init_scopes(ctx.imports)
         self.order = 0
         self.prefixes: list[list[cst.BaseExpression]] = []  # per open simple statement: lines to put before it
+        self.classes: list[str] = []  # the enclosing class definitions
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
                            if len(b) == 1 and b[0] is not None and len(plan.bound_at.get(n, [])) == 1}
@@ -251,6 +253,66 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
         self.prefixes.append([])
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        self.classes.pop()
+        callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
+        if not callback:
+            return updated_node
+        # a keras.callbacks.Callback subclass: a plain class, which TrainStepModule.fit (and the generated
+        # fit) give .model and call on_epoch_end(epoch, logs) as Keras does
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{original_node.name.value}(keras.callbacks.Callback) → a plain class: fit sets its .model "
+                        "and calls its on_epoch_end(epoch, logs) after each epoch", callback[0].value)
+        bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in callback]
+        if bases:
+            bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated_node.with_changes(bases=bases)
+        return updated_node.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        updated_node = super().leave_FunctionDef(original_node, updated_node)
+        if (original_node.name.value == "compile" and self.classes and self.classes[-1] in self.plan.train_step_classes
+                and len(self._scopes) == 0):
+            return self._custom_compile(updated_node)
+        return updated_node
+
+    def _custom_compile(self, fn: cst.FunctionDef) -> cst.FunctionDef:
+        """A train_step model's own ``compile(self, d_optimizer, ...)``: ``self.d_optimizer = d_optimizer``
+        → ``self.d_optimizer = d_optimizer(<the parameters self.d_optimizer.apply_gradients updates>)``
+        (the optimizers given to compile are factories, see _train_step_call)."""
+        params = {p.name.value for p in fn.params.params}
+        body = list(fn.body.body)
+        changed = False
+        for i, stmt in enumerate(body):
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+                continue
+            a = stmt.body[0]
+            target, value = a.targets[0].target, a.value
+            if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                    and target.value.value == "self" and isinstance(value, cst.Name) and value.value in params):
+                continue
+            variables = self.plan.variables.get(code(target), [])
+            texts = {code(v) for v in variables}
+            if not texts:
+                continue
+            made = _params_of(variables[0]) if len(texts) == 1 else None
+            if made is None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{code(target)} = {value.value}: this optimizer updates {' and '.join(sorted(texts))}; "
+                                "fwport creates a torch optimizer given to compile over the parameters of one "
+                                "model's trainable_variables: create it by hand over the parameters it updates", a)
+                continue
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{code(target)} = {value.value} → {value.value}({made}): the optimizer given to compile "
+                            f"is created over the parameters {code(target)}.apply_gradients updates", a)
+            body[i] = stmt.with_changes(body=[a.with_changes(value=cst.parse_expression(f"{value.value}({made})"))])
+            changed = True
+        return fn.with_changes(body=fn.body.with_changes(body=body)) if changed else fn
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         compiled = self._compile_statement(original_node, updated_node)
@@ -410,28 +472,36 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if fitted is not None:
             return fitted
         training = next((a for a in updated_node.args if a.keyword is not None and a.keyword.value == "training"), None)
-        if training is not None and self.models.is_model_expr(original_node.func, self._chain()):
+        if training is not None and (self.models.is_model_expr(original_node.func, self._chain())
+                                     or self._train_step_attr(original_node.func)):
             return self._training_flag(original_node, updated_node, training)
         loss = self._loss_of(original_node)
         if loss is not None:
             return self._loss_call(original_node, updated_node, *loss)
         return updated_node
 
+    def _train_step_attr(self, func: cst.BaseExpression) -> bool:
+        """``self.generator`` in a method of a model with its own train_step: its sub-models (Keras
+        layers and models, which take ``training=``), nn.Modules once translated."""
+        return (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and bool(self.classes) and self.classes[-1] in self.plan.train_step_classes)
+
     def _training_flag(self, original_node, updated_node, training: cst.Arg) -> cst.BaseExpression:
         receiver = updated_node.func
-        if not isinstance(receiver, cst.Name) or not self.prefixes:
+        if not (isinstance(receiver, cst.Name) or self._train_step_attr(receiver)) or not self.prefixes:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: the training flag of a model call outside a simple statement "
                             "cannot be moved; call model.train() / model.eval() before it", original_node)
             self.ctx.settled.add(id(original_node))
             return updated_node
         flag = literal_value(training.value, NOT_LITERAL)
+        who = code(receiver)
         if flag is True:
-            mode = f"{receiver.value}.train()"
+            mode = f"{who}.train()"
         elif flag is False:
-            mode = f"{receiver.value}.eval()"
+            mode = f"{who}.eval()"
         else:
-            mode = f"{receiver.value}.train({code(training.value)})"
+            mode = f"{who}.train({code(training.value)})"
         self.prefixes[-1].append(cst.parse_expression(mode))
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"training={code(training.value)} → {mode} before the call: a torch module keeps its mode",
@@ -584,7 +654,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 i += 1
                 continue
             source = self._tape_of(originals[i]) if i < len(originals) else None
-            done = self._tape_step(stmt, tape, body, i, source[1] if source else tape[1])
+            done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
+            if done is None:
+                done = self._tape_step(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 out.append(stmt)
                 i += 1
@@ -645,7 +717,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if refuse is None:
             if code(apply[1]) != grads or code(apply[2]) != code(grad[2]):
                 refuse = f"apply_gradients does not take zip({grads}, {code(grad[2])})"
-            elif {grad[0], grads} & _names_in(body[k + 1:]) or name in _names_in(body[j + 1:]):
+            elif {grad[0], grads} & _names_in(self._until_rebound(body, k + 1, name)) or name in _names_in(
+                    self._until_rebound(body, j + 1, name)):
                 refuse = f"{grads} or {name} is used after the step"
             elif clip is not None and _params_of(grad[2]) is None:
                 refuse = f"the parameters of {code(grad[2])} are not known (clip_grad_norm_ needs them)"
@@ -694,6 +767,85 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         new.append(body[k].with_changes(body=step))
         return new, k + 1
 
+    def _until_rebound(self, body: list, start: int, name: str) -> list:
+        """The statements from ``start`` up to a later ``with tf.GradientTape() as <name>:`` (a new tape
+        under the same name: what follows is about that one)."""
+        for at in range(start, len(body)):
+            tape = self._tape_of(body[at])
+            if tape is not None and tape[0] == name:
+                return body[start:at]
+        return body[start:]
+
+    def _watch_tape(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
+        """A tape that differentiates with respect to tensors it watches (a gradient penalty):
+
+            with tf.GradientTape() as t:            x.requires_grad_(True)
+                t.watch(x)                     →    pred = critic(x)
+                pred = critic(x)                    g = torch.autograd.grad(pred.sum(), [x], create_graph=True)[0]
+            g = t.gradient(pred, [x])[0]
+
+        TensorFlow sums a non-scalar target (``.sum()``) and lets an enclosing tape differentiate the
+        gradient itself (``create_graph=True``). Returns (statements, next index) or None."""
+        name = tape[0]
+        if tape[1].args or not isinstance(stmt.body, cst.IndentedBlock):
+            return None
+        inner = list(stmt.body.body)
+        watched: list[str] = []
+        for at, small in enumerate(inner):
+            w = self._watch_of(small, name)
+            if w is not None:
+                watched.append(w)
+                inner[at] = small.with_changes(body=[cst.Expr(cst.parse_expression(f"{w}.requires_grad_(True)"))])
+            elif name in _names_in([small]):
+                return None
+        if not watched:
+            return None
+        j = i + 1
+        while j < len(body) and name not in _names_in([body[j]]):
+            j += 1
+        if j == len(body) or not (isinstance(body[j], cst.SimpleStatementLine) and len(body[j].body) == 1
+                                  and isinstance(body[j].body[0], cst.Assign)):
+            return None
+        assign = body[j].body[0]
+        value, index = assign.value, None
+        if isinstance(value, cst.Subscript):
+            value, index = value.value, value
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and code(value.func) == f"{name}.gradient" and len(value.args) == 2
+                and not any(a.keyword or a.star for a in value.args)):
+            return None
+        target, sources = value.args[0].value, value.args[1].value
+        single = isinstance(sources, cst.Name)
+        names = [sources] if single else (
+            [e.value for e in sources.elements] if isinstance(sources, (cst.List, cst.Tuple)) else [])
+        if not names or any(not isinstance(n, cst.Name) or n.value not in watched for n in names):
+            return None
+        if name in _names_in(self._until_rebound(body, j + 1, name)):
+            return None
+        t = code(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(target)})"
+        grad = (f"{self.ctx.spell_text('torch.autograd.grad')}({t}.sum(), {code(sources)}, create_graph=True)"
+                + ("[0]" if single else ""))
+        new_value = cst.parse_expression(grad)
+        if index is not None:
+            new_value = index.with_changes(value=new_value)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"tf.GradientTape watching {', '.join(watched)} → requires_grad_(True) and {grad}: the sum "
+                        "of a non-scalar target as TensorFlow takes it, create_graph=True so that a loss built on "
+                        "the gradient (a gradient penalty) can be differentiated in turn", call)
+        first = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
+        out = [first, *inner[1:], *body[i + 1:j], body[j].with_changes(body=[assign.with_changes(value=new_value)])]
+        return out, j + 1
+
+    def _watch_of(self, stmt, name: str) -> str | None:
+        """``<name>.watch(x)`` as a statement → x."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+            return None
+        c = stmt.body[0].value
+        if (isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and code(c.func) == f"{name}.watch"
+                and len(c.args) == 1 and isinstance(c.args[0].value, cst.Name) and not c.args[0].keyword):
+            return c.args[0].value.value
+        return None
+
     def _source_of(self, at: int, node: cst.CSTNode) -> cst.CSTNode:
         """The input tree's value of the one-assignment statement ``at`` of this block (findings point there)."""
         orig = self._originals[at] if at < len(self._originals) else None
@@ -732,6 +884,10 @@ class _Mentions(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "history":
+            self.found = True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if any(self.ctx.imports.resolve(b.value) == CALLBACK for b in node.bases):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
