@@ -94,6 +94,18 @@ def metric(m, ctx):
     return cst.Call(cst.Name(cls), [])
 
 
+@call_transform("callback")
+def callback(m, ctx):
+    """A Keras callback → an instance of a small class with Keras's semantics, written into the file
+    once (passes/fitloop.py); the generated fit (and TrainStepModule.fit) call it as Keras does."""
+    cls = m.rule.emit["options"]["class"]
+    ctx.options.setdefault("_callback_classes", set()).add(cls)
+    first = m.rule.emit["options"].get("positional")
+    args = [cst.Arg(v) if k == first else _kw(k, v) for k, v in m.kwargs.items()]
+    args.sort(key=lambda a: a.keyword is not None)
+    return cst.Call(cst.Name(cls), _with_commas(args))
+
+
 def _atom_text(node: cst.BaseExpression) -> str:
     from fwport.core.position import render
     text = render(node)

@@ -396,6 +396,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{', '.join(taken)}", original_node)
             self.ctx.settled.add(id(original_node))
             return updated_node
+        if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
+                k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
+            c.batches = True  # an iterable of batches, or steps counted: the general loop
+        if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
+            c.callbacks = True
         head = {"fit": [c.model, c.names["optimizer"], c.names["loss_fn"]],
                 "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
@@ -958,6 +963,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
         if flag not in (True, False):
             return None
         c.from_logits = flag
+    if c.accuracy_kind:  # a named accuracy computes what the loss's labels say (else it is another metric)
+        rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
+        if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
+            return None
     if not _builds(c, ctx):
         return None
     taken = set(plan.bound_at)
@@ -1043,6 +1052,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     metrics = ctx.options.pop("_metric_classes", None)
     if metrics:
         texts.append(fitloop.metric_classes(metrics, ctx.spell_text))
+    callbacks = ctx.options.pop("_callback_classes", None)
+    if callbacks:
+        texts.append(fitloop.callback_classes(callbacks, ctx.spell_text))
     if ctx.options.pop("_train_step_module", False):
         texts.append(fitloop.train_step_module(ctx.spell_text))
     c = ctx.analyses.get("compiled")
