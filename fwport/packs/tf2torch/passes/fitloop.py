@@ -576,5 +576,6 @@ CALLBACK_CLASSES = {
 def callback_classes(names: set[str], spell) -> str:
     """The callback classes a file uses."""
     spell("math.inf")
-    spell("torch.save")
+    if "ModelCheckpoint" in names:
+        spell("torch.save")
     return "\n\n".join(CALLBACK_CLASSES[n] for n in sorted(names))
