@@ -104,7 +104,9 @@ model = build_model()
 model.summary()
 build_model().summary()
 ''')
-    assert code_lines(r.output)[-2:] == ["print(model)", "print(build_model())"]
+    assert code_lines(r.output)[-2:] == [
+        'print(model, "\\nTrainable params:", sum(p.numel() for p in model.parameters() if p.requires_grad))',
+        "print(build_model())"]
     infos = [f for f in r.findings if f.code == "idiom-replaced"]
     assert len(infos) == 2 and all(f.severity is Severity.INFO for f in infos)
     assert flagged(r) == []

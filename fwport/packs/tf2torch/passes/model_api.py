@@ -331,6 +331,14 @@ class _ModelApiPass(cst.CSTTransformer):
         if (isinstance(call, cst.Call) and not call.args and id(call) not in self.ctx.settled
                 and self._model_method(call) == "summary"):
             receiver = call.func.value  # type: ignore[union-attr]
+            if isinstance(receiver, cst.Name):  # with Keras's count of trainable parameters
+                name = receiver.value
+                out = cst.parse_expression(
+                    f'print({name}, "\\nTrainable params:", sum(p.numel() for p in {name}.parameters() if p.requires_grad))')
+                self.ctx.report(Severity.INFO, "idiom-replaced",
+                                f"{code(call)} → print({name}) and its count of trainable parameters (no output "
+                                "shapes)", call)
+                return updated_node.with_changes(value=out)
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{code(call)} → print({code(receiver)}): prints the modules (no output shapes; "
                             "count parameters with sum(p.numel() for p in model.parameters()))", call)
