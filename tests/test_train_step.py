@@ -19,8 +19,13 @@ import textwrap
 
 import numpy as np
 
+from pathlib import Path
+
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tf2torch"
 
 
 def tx(src: str):
@@ -34,81 +39,7 @@ def errors(r) -> list:
     return [(f.line, f.message) for f in r.findings if f.severity is Severity.ERROR]
 
 
-WGAN = '''
-import tensorflow as tf
-from tensorflow import keras
-from tensorflow.keras import layers
-
-d_model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(8, activation="tanh"), layers.Dense(1)])
-g_model = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(4)])
-
-
-class WGAN(keras.Model):
-    def __init__(self, discriminator, generator, gp_weight=10.0):
-        super().__init__()
-        self.discriminator = discriminator
-        self.generator = generator
-        self.gp_weight = gp_weight
-
-    def compile(self, d_optimizer, g_optimizer, d_loss_fn, g_loss_fn):
-        super().compile()
-        self.d_optimizer = d_optimizer
-        self.g_optimizer = g_optimizer
-        self.d_loss_fn = d_loss_fn
-        self.g_loss_fn = g_loss_fn
-
-    def gradient_penalty(self, real, fake):
-        interpolated = real + 0.3 * (fake - real)
-        with tf.GradientTape() as gp_tape:
-            gp_tape.watch(interpolated)
-            pred = self.discriminator(interpolated, training=True)
-        grads = gp_tape.gradient(pred, [interpolated])[0]
-        norm = tf.sqrt(tf.reduce_sum(tf.square(grads), axis=[1]))
-        return tf.reduce_mean((norm - 1.0) ** 2)
-
-    def train_step(self, real):
-        z = real[:, :3] * 0.5
-        with tf.GradientTape() as tape:
-            fake = self.generator(z, training=True)
-            fake_logits = self.discriminator(fake, training=True)
-            real_logits = self.discriminator(real, training=True)
-            d_cost = self.d_loss_fn(real_img=real_logits, fake_img=fake_logits)
-            gp = self.gradient_penalty(real, fake)
-            d_loss = d_cost + gp * self.gp_weight
-        d_gradient = tape.gradient(d_loss, self.discriminator.trainable_variables)
-        self.d_optimizer.apply_gradients(zip(d_gradient, self.discriminator.trainable_variables))
-
-        with tf.GradientTape() as tape:
-            generated = self.generator(z - 0.1, training=True)
-            g_loss = self.g_loss_fn(self.discriminator(generated, training=True))
-        gen_gradient = tape.gradient(g_loss, self.generator.trainable_variables)
-        self.g_optimizer.apply_gradients(zip(gen_gradient, self.generator.trainable_variables))
-        return {"d_loss": d_loss, "g_loss": g_loss}
-
-
-class Recorder(keras.callbacks.Callback):
-    def __init__(self):
-        self.epochs = []
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.epochs.append((epoch, sorted(logs), self.model.gp_weight))
-
-
-d_opt = keras.optimizers.SGD(learning_rate=0.05)
-g_opt = keras.optimizers.SGD(learning_rate=0.05, momentum=0.5)
-
-
-def d_loss_fn(real_img, fake_img):
-    return tf.reduce_mean(fake_img) - tf.reduce_mean(real_img)
-
-
-def g_loss_fn(fake_img):
-    return -tf.reduce_mean(fake_img)
-
-
-gan = WGAN(d_model, g_model)
-gan.compile(d_optimizer=d_opt, g_optimizer=g_opt, d_loss_fn=d_loss_fn, g_loss_fn=g_loss_fn)
-'''
+WGAN = (FIXTURES / "wgan_gradient_penalty" / "model.py").read_text()
 
 AUTOENCODER = '''
 import tensorflow as tf
