@@ -221,3 +221,24 @@ print("ok")
 '''
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+
+
+def test_gan_with_two_tapes_in_one_with_trains_as_keras_trains_it(tmp_path):
+    """fixtures/tf2torch/gan_two_optimizers: `with tf.GradientTape() as gen_tape, tf.GradientTape() as
+    disc_tape:` → backward(inputs=...) per loss; three steps compared (losses and both models' weights)."""
+    src = (FIXTURES / "gan_two_optimizers" / "model.py").read_text()
+    out = tx(src).output
+    assert ("    gen_loss.backward(inputs=list(generator.parameters()), retain_graph=True)\n"
+            "    disc_loss.backward(inputs=list(discriminator.parameters()))\n") in out
+    assert "    generator_optimizer.zero_grad()\n    discriminator_optimizer.zero_grad()\n" in out
+    keras_out, torch_out = _run(tmp_path, src, {
+        "shapes": [("k0", (3, 4)), ("b0", (4,)), ("k1", (4, 8)), ("b1", (8,)), ("k2", (8, 1)), ("b2", (1,))],
+        "n": 6, "width": 4, "x_map": "", "models": "(generator, discriminator)",
+        "fit": "noise = (rng.normal(size=(6, 3)) * 0.5).astype('float32')\n"
+               "arr = (lambda a: __import__('torch').as_tensor(a)) if 'torch' in sys.argv[2] else (lambda a: a)\n"
+               "losses = [[float(v) for v in train_step(arr(x), arr(noise))] for _ in range(3)]\n"
+               "h = type('H', (), {'history': {'losses': losses}})\nextra = None"})
+    np.testing.assert_allclose(torch_out["history"]["losses"], keras_out["history"]["losses"], rtol=1e-5, atol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    assert keras_out["history"]["losses"][0] != keras_out["history"]["losses"][2]  # it trained

@@ -655,6 +655,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             stmt = body[i]
             tape = self._tape_of(stmt)
             if tape is None:
+                done = self._tapes_step(stmt, body, i)
+                if done is not None:
+                    out += done[0]
+                    i = done[1]
+                    changed = True
+                    continue
                 out.append(stmt)
                 i += 1
                 continue
@@ -771,6 +777,80 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{opt}'s {kind}={code(value)} → {clip_call} before {opt}.step()", call)
         new.append(body[k].with_changes(body=step))
         return new, k + 1
+
+    def _tapes_step(self, stmt, body: list, i: int):
+        """``with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:`` (a GAN step): each tape's
+        ``grads = tape.gradient(loss, V)`` and ``opt.apply_gradients(zip(grads, V))`` right after the
+        block become ``loss.backward(inputs=list(V's parameters), retain_graph=True)`` and
+        ``opt.step()``, every optimizer's zero_grad() on the ``with`` line: each loss reaches only the
+        parameters its tape differentiated, as in TensorFlow, and every step comes after every
+        gradient. Returns (statements, next index) or None (left to the single-tape forms and errors)."""
+        if not isinstance(stmt, cst.With) or len(stmt.items) < 2 or not isinstance(stmt.body, cst.IndentedBlock):
+            return None
+        tapes = []
+        for item in stmt.items:
+            call = item.item
+            if not (isinstance(call, cst.Call) and self.qualname(call.func) == TAPE and not call.args
+                    and item.asname is not None and isinstance(item.asname.name, cst.Name)):
+                return None
+            tapes.append(item.asname.name.value)
+        n = len(tapes)
+        after = body[i + 1:i + 1 + 2 * n]
+        if len(after) < 2 * n or set(tapes) & _names_in(stmt.body.body):
+            return None
+        grads: dict[str, tuple] = {}  # tape → (grads name, loss, V, position)
+        applies: dict[str, tuple] = {}  # grads name → (optimizer, position)
+        for at, small in enumerate(after):
+            for t in tapes:
+                g = _gradient(small, t)
+                if g is not None and t not in grads:
+                    grads[t] = (*g, at)
+                    break
+            else:
+                a = _apply_gradients(small)
+                if a is None or not isinstance(a[1], cst.Name) or a[1].value in applies:
+                    return None
+                applies[a[1].value] = (a[0], a[2], at)
+        if len(grads) != n or len(applies) != n:
+            return None
+        plan = []
+        for t in tapes:
+            g, loss, variables, at = grads[t]
+            if g not in applies or applies[g][2] < at or code(applies[g][1]) != code(variables):
+                return None
+            params = _params_of(variables)
+            if params is None:
+                return None
+            plan.append((t, g, loss, params, at, applies[g][0], applies[g][2]))
+        rest = body[i + 1 + 2 * n:]
+        if (set(tapes) | {p[1] for p in plan}) & _names_in(self._until_rebound(body, i + 1 + 2 * n, tapes[0])):
+            return None
+        new_after = list(after)
+        last = max(p[4] for p in plan)
+        for t, g, loss, params, at, opt, apply_at in plan:
+            text = code(loss) if isinstance(loss, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(loss)})"
+            inputs = params if params.startswith("[") else f"list({params})"
+            retain = "" if at == last else ", retain_graph=True"
+            new_after[at] = after[at].with_changes(
+                body=[cst.Expr(cst.parse_expression(f"{text}.backward(inputs={inputs}{retain})"))])
+            new_after[apply_at] = after[apply_at].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.step()"))])
+        # the steps after every backward (a step changes the parameters the next backward differentiates at)
+        steps = sorted(p[6] for p in plan)
+        if steps[0] < last:
+            return None
+        zeros = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(f"{p[5]}.zero_grad()"))]))
+                 for p in plan[:-1]]
+        zeros.append(cst.Expr(cst.parse_expression(f"{plan[-1][5]}.zero_grad()")))
+        self.ctx.options["_split_lines"] = True
+        first = cst.SimpleStatementLine(zeros, leading_lines=stmt.leading_lines)
+        inner = list(stmt.body.body)
+        source = self._originals[i] if i < len(self._originals) else stmt
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{n} GradientTapes → " + "; ".join(
+                            f"{p[5]}.zero_grad(), backward(inputs=<{p[3]}>), {p[5]}.step()" for p in plan)
+                        + ": each loss reaches only the parameters of its tape's variables, every step after every "
+                        "backward", source.items[0].item if isinstance(source, cst.With) else stmt.items[0].item)
+        return [first, *inner, *new_after], i + 1 + 2 * n
 
     def _until_rebound(self, body: list, start: int, name: str) -> list:
         """The statements from ``start`` up to a later ``with tf.GradientTape() as <name>:`` (a new tape
