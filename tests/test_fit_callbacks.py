@@ -198,3 +198,34 @@ def test_fit_over_batches_with_steps():
     ''')
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+
+
+SCHEDULED = EARLY.replace(
+    "callbacks = [keras.callbacks.EarlyStopping(patience=2, restore_best_weights=True)]",
+    '''callbacks = [
+    keras.callbacks.CSVLogger(os.path.join(os.path.dirname(__file__), "log.csv")),
+    keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.5 if epoch == 3 else lr),
+    keras.callbacks.ReduceLROnPlateau(factor=0.2, patience=1, min_lr=0.01),
+]''').replace("import numpy as np\n", "import os\n\nimport numpy as np\n").replace("epochs=40", "epochs=9")
+
+
+def test_learning_rate_callbacks_and_csv_logger_match_keras(tmp_path):
+    """LearningRateScheduler (epoch 3 halves the rate), ReduceLROnPlateau (patience 1 on the noisy
+    validation loss, floor 0.01) and CSVLogger: the same history, weights and CSV rows as Keras (which
+    also puts the learning rate into History; the translation does not)."""
+    keras_out, torch_out = _run(tmp_path, SCHEDULED, DRIVER)
+    kh, th = keras_out["history"], torch_out["history"]
+    lr_keys = {"lr", "learning_rate"} & set(kh)
+    assert lr_keys and sorted(set(kh) - lr_keys) == sorted(th)
+    lrs = kh[lr_keys.pop()]
+    assert len(set(np.round(lrs, 6))) >= 3, lrs  # both callbacks changed the rate
+    for k in th:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
+    rows = {side: (tmp_path / side / "log.csv").read_text().splitlines() for side in ("keras", "torch")}
+    assert rows["torch"][0] == rows["keras"][0] == "epoch," + ",".join(sorted(th))
+    assert len(rows["torch"]) == len(rows["keras"]) == 10
+    k_vals = np.array([[float(v) for v in r.split(",")] for r in rows["keras"][1:]])
+    t_vals = np.array([[float(v) for v in r.split(",")] for r in rows["torch"][1:]])
+    np.testing.assert_allclose(t_vals, k_vals, rtol=2e-4, atol=1e-5)

@@ -220,8 +220,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         ]
     if cbs:
         lines += [
-            "    Callbacks get .model and on_train_begin(), on_epoch_end(epoch, logs), on_train_end();",
-            '    one that sets model.stop_training = True ends the training after that epoch."""',
+            "    Callbacks get .model (whose .optimizer is the optimizer) and on_train_begin(), on_epoch_begin(epoch),",
+            "    on_epoch_end(epoch, logs), on_train_end(); one that sets model.stop_training = True ends the",
+            '    training after that epoch."""',
         ]
     lines += [
         "    if validation_split and validation_data is None:",
@@ -239,7 +240,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if cbs:
         lines += [
             "    callbacks = list(callbacks or [])",
-            "    model.stop_training = False",
+            "    model.stop_training, model.optimizer = False, optimizer",
             "    for callback in callbacks:",
             "        callback.model = model",
             '        if hasattr(callback, "on_train_begin"):',
@@ -251,6 +252,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    for epoch in range(epochs):",
         "        model.train()",
     ]
+    if cbs:
+        lines += [
+            "        for callback in callbacks:",
+            '            if hasattr(callback, "on_epoch_begin"):',
+            "                callback.on_epoch_begin(epoch)",
+        ]
     if general:
         lines += [
             "        if y is not None:  # arrays: batches of samples",
@@ -462,7 +469,8 @@ class {TRAIN_STEP_MODULE}({module}):
     iterable x (a DataLoader), one iterator running on across epochs when steps_per_epoch is given.
     The model's metrics are reset at the start of each epoch; History holds the values the epoch's
     last train_step returned (Keras's logs); callbacks get .model and on_train_begin(),
-    on_epoch_end(epoch, logs), on_train_end(); model.stop_training = True ends the training.
+    on_epoch_begin(epoch), on_epoch_end(epoch, logs), on_train_end(); model.stop_training = True ends
+    the training.
     """
 
     def compile(self, optimizer=None, loss=None, metrics=None):
@@ -483,6 +491,9 @@ class {TRAIN_STEP_MODULE}({module}):
             self.train()
             for metric in getattr(self, "metrics", []):
                 metric.reset_state()
+            for callback in callbacks:
+                if hasattr(callback, "on_epoch_begin"):
+                    callback.on_epoch_begin(epoch)
             if hasattr(x, "shape"):  # arrays: batches of samples
                 xs = {as_tensor}(x)
                 xs = xs.float() if xs.is_floating_point() else xs
@@ -570,12 +581,82 @@ CALLBACK_CLASSES = {
             self.best = current
         torch.save(self.model.state_dict(), self.filepath.format(epoch=epoch + 1, **logs))
 ''',
+    "ReduceLROnPlateau": '''class ReduceLROnPlateau:
+    """keras.callbacks.ReduceLROnPlateau: multiplies the optimizer's learning rate by `factor` (not below
+    min_lr) once `monitor` has not improved by more than min_delta for `patience` epochs, then waits
+    `cooldown` epochs before counting again."""
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, mode="auto", min_delta=1e-4, cooldown=0,
+                 min_lr=0.0):
+        self.monitor, self.factor, self.patience, self.min_delta = monitor, factor, patience, min_delta
+        self.cooldown, self.min_lr = cooldown, min_lr
+        self.higher = mode == "max" or (mode == "auto" and "acc" in monitor)
+
+    def on_train_begin(self):
+        self.wait = self.cooldown_counter = 0
+        self.best = -math.inf if self.higher else math.inf
+
+    def on_epoch_end(self, epoch, logs):
+        current = logs.get(self.monitor)
+        if current is None:
+            return
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if current > self.best + self.min_delta if self.higher else current < self.best - self.min_delta:
+            self.best, self.wait = current, 0
+        elif self.cooldown_counter <= 0:
+            self.wait += 1
+            if self.wait >= self.patience:
+                for group in self.model.optimizer.param_groups:
+                    if group["lr"] > self.min_lr:
+                        group["lr"] = max(group["lr"] * self.factor, self.min_lr)
+                        self.cooldown_counter, self.wait = self.cooldown, 0
+''',
+    "LearningRateScheduler": '''class LearningRateScheduler:
+    """keras.callbacks.LearningRateScheduler: before each epoch, sets the optimizer's learning rate to
+    schedule(epoch, lr) (or schedule(epoch) for a one-argument schedule)."""
+
+    def __init__(self, schedule):
+        self.schedule = schedule
+
+    def on_epoch_begin(self, epoch):
+        for group in self.model.optimizer.param_groups:
+            try:
+                group["lr"] = float(self.schedule(epoch, group["lr"]))
+            except TypeError:
+                group["lr"] = float(self.schedule(epoch))
+''',
+    "CSVLogger": '''class CSVLogger:
+    """keras.callbacks.CSVLogger: one row per epoch, the epoch (from 0) and the logs by sorted name."""
+
+    def __init__(self, filename, separator=",", append=False):
+        self.filename, self.separator, self.append = filename, separator, append
+
+    def on_train_begin(self):
+        self.file, self.writer = open(self.filename, "a" if self.append else "w", newline=""), None
+
+    def on_epoch_end(self, epoch, logs):
+        if self.writer is None:
+            self.keys = sorted(logs)
+            self.writer = csv.writer(self.file, delimiter=self.separator)
+            if not self.append:
+                self.writer.writerow(["epoch", *self.keys])
+        self.writer.writerow([epoch, *(logs[k] for k in self.keys)])
+        self.file.flush()
+
+    def on_train_end(self):
+        self.file.close()
+''',
 }
 
 
 def callback_classes(names: set[str], spell) -> str:
     """The callback classes a file uses."""
-    spell("math.inf")
+    if names & {"EarlyStopping", "ModelCheckpoint", "ReduceLROnPlateau"}:
+        spell("math.inf")
     if "ModelCheckpoint" in names:
         spell("torch.save")
+    if "CSVLogger" in names:
+        spell("csv.writer")
     return "\n\n".join(CALLBACK_CLASSES[n] for n in sorted(names))
