@@ -242,3 +242,11 @@ def test_gan_with_two_tapes_in_one_with_trains_as_keras_trains_it(tmp_path):
     for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
     assert keras_out["history"]["losses"][0] != keras_out["history"]["losses"][2]  # it trained
+
+
+def test_a_callback_hook_no_fit_calls_is_an_error():
+    r = tx(WGAN.replace("    def on_epoch_end(self, epoch, logs=None):",
+                        "    def on_train_batch_end(self, batch, logs=None):\n        pass\n\n"
+                        "    def on_epoch_end(self, epoch, logs=None):"))
+    msgs = [m for _, m in errors(r)]
+    assert len(msgs) == 1 and msgs[0].startswith("Recorder.on_train_batch_end: the translated fit calls only"), msgs

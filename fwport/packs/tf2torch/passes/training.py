@@ -45,6 +45,7 @@ from fwport.packs.tf2torch.passes.model_api import _Models
 MARK = "__fwport_line__"
 TAPE = "tensorflow.GradientTape"
 CALLBACK = "keras.callbacks.Callback"
+CALLBACK_HOOKS = ("on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end")  # what the fits call
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
 
 
@@ -266,7 +267,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         # fit) give .model and call on_epoch_end(epoch, logs) as Keras does
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{original_node.name.value}(keras.callbacks.Callback) → a plain class: fit sets its .model "
-                        "and calls its on_epoch_end(epoch, logs) after each epoch", callback[0].value)
+                        "and calls its on_train_begin(), on_epoch_begin(epoch), on_epoch_end(epoch, logs) and "
+                        "on_train_end() as Keras does", callback[0].value)
+        for stmt in original_node.body.body:  # hooks no translated fit calls would silently never run
+            if (isinstance(stmt, cst.FunctionDef) and stmt.name.value.startswith("on_")
+                    and stmt.name.value not in CALLBACK_HOOKS):
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{original_node.name.value}.{stmt.name.value}: the translated fit calls only "
+                                f"{', '.join(CALLBACK_HOOKS)}; call this hook from your training loop (per batch: "
+                                "inside it) or move its work to one of those", stmt)
         bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in callback]
         if bases:
             bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
