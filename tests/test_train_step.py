@@ -250,3 +250,41 @@ def test_a_callback_hook_no_fit_calls_is_an_error():
                         "    def on_epoch_end(self, epoch, logs=None):"))
     msgs = [m for _, m in errors(r)]
     assert len(msgs) == 1 and msgs[0].startswith("Recorder.on_train_batch_end: the translated fit calls only"), msgs
+
+
+SCALED = '''
+import tensorflow as tf
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3, activation="tanh"), keras.layers.Dense(2)])
+loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.SGD(0.2, momentum=0.5)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    scaled = [g * 0.5 for g in grads]
+    scaled[-1] = scaled[-1] + 0.01
+    optimizer.apply_gradients(zip(scaled, model.trainable_variables))
+    return loss
+'''
+
+
+def test_gradients_changed_before_apply_gradients_train_as_keras_trains_them(tmp_path):
+    """grads = tape.gradient(...) used by other code before apply_gradients: read from p.grad after
+    backward(), written back before step(); elementwise changes keep their meaning."""
+    out = tx(SCALED).output
+    assert ("    loss.backward()\n    grads = [p.grad for p in model.parameters()]\n"
+            "    scaled = [g * 0.5 for g in grads]\n") in out
+    assert "    for param, grad in zip(model.parameters(), scaled):\n        param.grad = grad\n    optimizer.step()\n" in out
+    keras_out, torch_out = _run(tmp_path, SCALED, {
+        "shapes": [("k0", (4, 3)), ("b0", (3,)), ("k1", (3, 2)), ("b1", (2,))],
+        "n": 6, "width": 4, "x_map": "", "models": "(model,)",
+        "fit": "arr = (lambda a: __import__('torch').as_tensor(a)) if 'torch' in sys.argv[2] else (lambda a: a)\n"
+               "losses = [float(train_step(arr(x), arr(x[:, :2] * 2))) for _ in range(4)]\n"
+               "h = type('H', (), {'history': {'losses': losses}})\nextra = None"})
+    np.testing.assert_allclose(torch_out["history"]["losses"], keras_out["history"]["losses"], rtol=1e-5, atol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)

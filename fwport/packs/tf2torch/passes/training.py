@@ -717,6 +717,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 refuse = f"no `grads = {name}.gradient(loss, variables)` follows in the same block"
         k = j + 1
         grads = grad[0] if grad else None
+        used = False  # the gradients go through other code before apply_gradients
         clip = None  # (index, norm name, clip_norm) of `grads, norm = tf.clip_by_global_norm(grads, c)`
         if refuse is None:
             while k < len(body):
@@ -728,14 +729,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     grads, norm, max_norm = clipped
                     clip = (k, norm, max_norm)
                 elif grads in _names_in([body[k]]):
-                    refuse = (f"the gradients {grads} are used before apply_gradients (only "
-                              f"`{grads}, _ = tf.clip_by_global_norm({grads}, c)` is translated there)")
-                    break
+                    if clip is not None or _params_of(grad[2]) is None:
+                        refuse = (f"the gradients {grads} are used before apply_gradients, together with a global "
+                                  f"norm clip or on variables whose parameters are not known")
+                        break
+                    used = True  # read from param.grad after backward(), written back before step()
                 k += 1
             if apply is None and refuse is None:
                 refuse = "no `optimizer.apply_gradients(zip(grads, variables))` follows in the same block"
         if refuse is None:
-            if code(apply[1]) != grads or code(apply[2]) != code(grad[2]):
+            if (code(apply[1]) != grads and not used) or code(apply[2]) != code(grad[2]):
                 refuse = f"apply_gradients does not take zip({grads}, {code(grad[2])})"
             elif {grad[0], grads} & _names_in(self._until_rebound(body, k + 1, name)) or name in _names_in(
                     self._until_rebound(body, j + 1, name)):
@@ -760,7 +763,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         zero = cst.SimpleStatementLine([cst.Expr(cst.parse_expression(f"{opt}.zero_grad()"))],
                                        leading_lines=stmt.leading_lines)
         new = [zero, *inner, *body[i + 1:j]]
-        new.append(body[j].with_changes(body=[cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))]))
+        backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))
+        if used:  # the gradients as a list, shaped as torch's parameters
+            params = _params_of(grad[2])
+            self.ctx.options["_split_lines"] = True
+            backward = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(backward.value)])),
+                        cst.Assign([cst.AssignTarget(cst.Name(grad[0]))],
+                                   cst.parse_expression(f"[p.grad for p in {params}]"))]
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{grad[0]} = {name}.gradient(...) → {grad[0]} = [p.grad for p in {params}] after "
+                            f"backward(), written back to the parameters' .grad before {opt}.step(): each "
+                            "gradient is shaped as its torch parameter (a Dense kernel's is transposed)", call)
+        new.append(body[j].with_changes(body=backward if isinstance(backward, list) else [backward]))
         between = list(body[j + 1:k])
         if clip is not None:
             at, norm, max_norm = clip
@@ -784,7 +798,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.options["_split_lines"] = True
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{opt}'s {kind}={code(value)} → {clip_call} before {opt}.step()", call)
-        new.append(body[k].with_changes(body=step))
+        if used:
+            taken = _names_in(body)
+            p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
+            g_name = next(n for n in ("grad", "grad_", "fwport_grad") if n not in taken)
+            write = cst.parse_statement(f"for {p_name}, {g_name} in zip({_params_of(grad[2])}, {code(apply[1])}):\n"
+                                        f"    {p_name}.grad = {g_name}\n")
+            new.append(write.with_changes(leading_lines=body[k].leading_lines))
+            new.append(body[k].with_changes(body=step, leading_lines=[]))
+        else:
+            new.append(body[k].with_changes(body=step))
         return new, k + 1
 
     def _tapes_step(self, stmt, body: list, i: int):
