@@ -23,8 +23,10 @@ What changes, each on the line it was written on:
   shape is called at the end of ``__init__`` (``self.build()`` takes the blank line after
   ``__init__``); one that does is kept and reported (``shape-unknown``): torch modules know their
   input only when called, so the user calls ``build`` once with the shape;
-- ``get_config``/``from_config`` are kept (info: unused by torch); ``train_step``/``test_step``,
-  ``add_loss``/``add_metric``, and the functional API (``keras.Model(inputs, outputs)``) are errors.
+- ``get_config``/``from_config`` are kept (info: unused by torch); a ``keras.Model`` with its own
+  ``train_step`` derives from the written ``TrainStepModule`` (passes/fitloop.py), whose compile / fit
+  drive it; ``test_step``/``predict_step``, ``add_loss``/``add_metric``, and the functional API
+  (``keras.Model(inputs, outputs)``) are errors.
 
 Shapes are followed through straight-line ``x = self.layer(x)`` code in ``call`` so that a BatchNorm
 after a convolution knows its rank and channels; the model's own input shape is unknown (None).
