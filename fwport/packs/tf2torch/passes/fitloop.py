@@ -8,9 +8,14 @@ compile strings are those classes with their defaults, ``rmsprop`` when no optim
 into the file once, that keeps Keras's semantics: batch size 32 by default, the last
 ``validation_split`` of the samples held out *before* shuffling, the rest shuffled every epoch, one
 progress line per epoch, a History-like dict of per-epoch averages (``history.history[...]`` becomes
-``history[...]``). ``evaluate`` / ``predict`` likewise. Only what the loop reproduces is translated:
-callbacks, sample or class weights, several losses, metrics other than accuracy are left to model_api's
-errors (the whole compile then stays Keras).
+``history[...]``). ``evaluate`` / ``predict`` likewise; where the file needs them the loop also
+takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
+below). Only what the loop reproduces is translated: sample or class weights, several losses,
+metrics other than one accuracy are left to model_api's errors (the whole compile then stays Keras).
+
+Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
+compile / fit), the metric classes, and the callback classes (EarlyStopping, ModelCheckpoint,
+ReduceLROnPlateau, LearningRateScheduler, CSVLogger), each with Keras's semantics.
 """
 from __future__ import annotations
 
