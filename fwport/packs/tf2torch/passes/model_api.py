@@ -98,6 +98,15 @@ def _text(module: cst.Module, ctx: FileContext) -> str:
     return parsed[1] if parsed is not None and parsed[0] is module else module.code
 
 
+#: summary() arguments that only lay out Keras's table (print(model) has none to honour)
+_SUMMARY_LAYOUT = {"line_length", "positions", "expand_nested", "show_trainable"}
+
+
+def _layout_only(call: cst.Call) -> bool:
+    """A summary call without arguments, or with keyword arguments that only shape its table."""
+    return all(a.keyword is not None and a.keyword.value in _SUMMARY_LAYOUT and not a.star for a in call.args)
+
+
 class _MethodCalls(cst.CSTVisitor):
     """Whether a statement holds a call of a method named as a Keras model method (on anything)."""
 
@@ -328,7 +337,7 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
         call = original_node.value
-        if (isinstance(call, cst.Call) and not call.args and id(call) not in self.ctx.settled
+        if (isinstance(call, cst.Call) and _layout_only(call) and id(call) not in self.ctx.settled
                 and self._model_method(call) == "summary"):
             receiver = call.func.value  # type: ignore[union-attr]
             if isinstance(receiver, cst.Name):  # with Keras's count of trainable parameters
@@ -351,7 +360,7 @@ class _ModelApiPass(cst.CSTTransformer):
         method = self._model_method(original_node) or self._said_before(original_node)
         if method is None:
             return updated_node
-        if method == "summary" and not original_node.args and self._is_statement(original_node):
+        if method == "summary" and _layout_only(original_node) and self._is_statement(original_node):
             return updated_node  # translated by leave_Expr
         receiver = code(original_node.func.value)  # type: ignore[union-attr]
         self.ctx.report(Severity.ERROR, "unsupported-construct",
