@@ -288,3 +288,16 @@ def test_gradients_changed_before_apply_gradients_train_as_keras_trains_them(tmp
     np.testing.assert_allclose(torch_out["history"]["losses"], keras_out["history"]["losses"], rtol=1e-5, atol=1e-6)
     for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_file_with_only_a_callback_class():
+    """The training pass's trigger: a Callback subclass alone is translated (no residue left)."""
+    r = tx('''
+        from keras.callbacks import Callback
+
+
+        class Rec(Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                print(epoch, logs)
+        ''')
+    assert errors(r) == [] and "class Rec:\n" in r.output and "keras" not in r.output
