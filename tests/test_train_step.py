@@ -301,3 +301,24 @@ def test_a_file_with_only_a_callback_class():
                 print(epoch, logs)
         ''')
     assert errors(r) == [] and "class Rec:\n" in r.output and "keras" not in r.output
+
+
+def test_the_default_optimizer_of_a_train_step_model_moves_only_what_apply_gradients_gets():
+    """compile(optimizer) gives self.optimizer all the parameters; a train_step that applies it to a
+    sub-model's variables gets backward(inputs=...) so that step() moves only those."""
+    src = AUTOENCODER.replace("grads = tape.gradient(total_loss, self.trainable_weights)",
+                              "grads = tape.gradient(total_loss, self.decoder.trainable_weights)").replace(
+        "self.optimizer.apply_gradients(zip(grads, self.trainable_weights))",
+        "self.optimizer.apply_gradients(zip(grads, self.decoder.trainable_weights))")
+    r = tx(src)
+    assert errors(r) == []
+    assert "        total_loss.backward(inputs=list(self.decoder.parameters()))\n" in r.output
+    script = r.output + '''
+enc = [p.detach().clone() for p in encoder.parameters()]
+ae.fit(torch.rand(8, 6), batch_size=4, epochs=1, verbose=0)
+assert all(torch.equal(a, b) for a, b in zip(enc, encoder.parameters()))
+assert all(p.grad is None for p in encoder.parameters())
+print("ok")
+'''
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]

@@ -764,6 +764,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                        leading_lines=stmt.leading_lines)
         new = [zero, *inner, *body[i + 1:j]]
         backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))
+        if (opt == "self.optimizer" and self.classes and self.classes[-1] in self.plan.train_step_classes
+                and code(grad[2]) not in ("self.trainable_weights", "self.trainable_variables")):
+            # TrainStepModule.compile creates self.optimizer over all the parameters: only those of
+            # the variables apply_gradients gets may receive gradients (step() moves any that has one)
+            params = _params_of(grad[2])
+            if params is None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"self.optimizer updates {code(grad[2])}, whose parameters fwport cannot name; "
+                                "the translated self.optimizer holds all the model's parameters: call "
+                                "loss.backward(inputs=<those parameters>) so that step() moves only them", call)
+            else:
+                inputs = params if params.startswith("[") else f"list({params})"
+                backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward(inputs={inputs})"))
         if used:  # the gradients as a list, shaped as torch's parameters
             params = _params_of(grad[2])
             self.ctx.options["_split_lines"] = True
