@@ -322,3 +322,10 @@ print("ok")
 '''
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+
+
+def test_a_keras_optimizer_name_given_to_the_default_compile():
+    r = tx(AUTOENCODER.replace("ae.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5))",
+                               'ae.compile(optimizer="rmsprop")'))
+    assert errors(r) == []
+    assert "ae.compile(optimizer=functools.partial(torch.optim.RMSprop, lr=0.001, alpha=0.9, eps=1e-07))" in r.output

@@ -151,6 +151,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
+        self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -166,6 +167,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
+            if "compile" in methods:
+                self.custom_compiles.add(node.name.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
@@ -425,6 +428,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         classes = self.plan.instances.get(name)
         return bool(classes) and classes <= self.plan.train_step_classes
 
+    def _custom_compile_of(self, name: str) -> bool:
+        """Whether the model's class defines its own compile (whose parameters mean what it says)."""
+        return any(c in self.plan.custom_compiles for c in self.plan.instances.get(name, ()))
+
     def _train_step_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """``M.compile(...)`` / ``M.fit(...)`` of a model whose class defines train_step (or, for a model
         the file does not build, a compile without a loss, which only such a model can train with): kept
@@ -445,10 +452,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         out = updated_node
         if method == "compile":
             args = []
-            for o, a in zip(original_node.args, updated_node.args):
+            for at, (o, a) in enumerate(zip(original_node.args, updated_node.args)):
                 q = self.qualname(o.value.func) if isinstance(o.value, cst.Call) else None
-                if _transform(self.ctx, q) == "optimizer":
+                lit = literal_value(o.value, NOT_LITERAL)
+                is_optimizer = (o.keyword.value == "optimizer") if o.keyword is not None else at == 0
+                if (is_optimizer and isinstance(lit, str) and lit.lower() in fitloop.OPTIMIZERS
+                        and not self._custom_compile_of(name)):  # Keras's name: the class with its defaults
+                    q = fitloop.OPTIMIZERS[lit.lower()]
+                    m = map_call(cst.Call(cst.Name("optimizer")), self.ctx.pack.by_name[q], self.ctx, o.value)
+                elif _transform(self.ctx, q) == "optimizer":
                     m = map_call(a.value, self.ctx.pack.by_name[q], self.ctx, o.value)
+                else:
+                    m = None
+                if m is not None:
                     m.extras["factory"] = True
                     made = build_call(m, self.ctx)
                     if made is None:
