@@ -187,18 +187,18 @@ def persistent(x, y):
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
 
 
-def scaled(x, y):
+def returned(x, y):
     with tf.GradientTape() as tape:
         loss = loss_fn(y, model(x))
     grads = tape.gradient(loss, model.trainable_variables)
-    grads = [g * 0.5 for g in grads]
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return grads
 '''
     r = _t(src)
     errors = [f for f in r.findings if f.severity.value == "error"]
     tape_errors = [f for f in errors if f.message.startswith("tf.GradientTape")]
     assert [f.line for f in tape_errors] == [10, 17], errors
-    assert "persistent" in tape_errors[0].message and "used before apply_gradients" in tape_errors[1].message
+    assert "persistent" in tape_errors[0].message and "used after the step" in tape_errors[1].message
     # the rule pass does not report the same tape again as no-rule
     assert not [f for f in errors if f.code == "no-rule" and "GradientTape" in f.message]
     assert r.output.count("# fwport: unsupported-construct: tf.GradientTape") == 2

@@ -26,6 +26,9 @@ def optimizer(m, ctx):
     become torch's ``betas`` tuple."""
     target = m.rule.emit["target"]
     params = m.extras.get("params")
+    factory = m.extras.get("factory")  # given to a compile that creates it over the parameters it updates
+    if factory:
+        params = ctx.spell(target)
     if params is None:
         m.fail(ctx, "unsupported-construct",
                f"{m.rule.names[0].rsplit('.', 1)[-1]}(...): a torch optimizer takes the parameters it updates when "
@@ -54,6 +57,8 @@ def optimizer(m, ctx):
     if (b1 is not None or b2 is not None) and "lr" not in kwargs:
         args.insert(1, _kw("betas", cst.Tuple([cst.Element(b1 or cst.Float("0.9")),
                                                 cst.Element(b2 or cst.Float("0.999"))])))
+    if factory:  # functools.partial(torch.optim.X, lr=...): called with the parameters later
+        return cst.Call(ctx.spell("functools.partial"), _with_commas(args))
     return cst.Call(ctx.spell(target), _with_commas(args))
 
 
@@ -87,6 +92,18 @@ def metric(m, ctx):
     ctx.spell_text("torch.as_tensor")  # the written-out class uses torch
     ctx.options.setdefault("_metric_classes", set()).add(cls)
     return cst.Call(cst.Name(cls), [])
+
+
+@call_transform("callback")
+def callback(m, ctx):
+    """A Keras callback → an instance of a small class with Keras's semantics, written into the file
+    once (passes/fitloop.py); the generated fit (and TrainStepModule.fit) call it as Keras does."""
+    cls = m.rule.emit["options"]["class"]
+    ctx.options.setdefault("_callback_classes", set()).add(cls)
+    first = m.rule.emit["options"].get("positional")
+    args = [cst.Arg(v) if k == first else _kw(k, v) for k, v in m.kwargs.items()]
+    args.sort(key=lambda a: a.keyword is not None)
+    return cst.Call(cst.Name(cls), _with_commas(args))
 
 
 def _atom_text(node: cst.BaseExpression) -> str:

@@ -21,7 +21,8 @@ PLANNERS: tuple[Planner, ...] = (
     # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
     # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
-    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|\.\s*(?:compile|fit|evaluate|predict)"
+    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|callbacks|"
+                                   r"\.\s*(?:compile|fit|evaluate|predict)"
                                    r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
                                    r"MeanAbsoluteError|Huber)\b"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write

@@ -8,9 +8,14 @@ compile strings are those classes with their defaults, ``rmsprop`` when no optim
 into the file once, that keeps Keras's semantics: batch size 32 by default, the last
 ``validation_split`` of the samples held out *before* shuffling, the rest shuffled every epoch, one
 progress line per epoch, a History-like dict of per-epoch averages (``history.history[...]`` becomes
-``history[...]``). ``evaluate`` / ``predict`` likewise. Only what the loop reproduces is translated:
-callbacks, sample or class weights, several losses, metrics other than accuracy are left to model_api's
-errors (the whole compile then stays Keras).
+``history[...]``). ``evaluate`` / ``predict`` likewise; where the file needs them the loop also
+takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
+below). Only what the loop reproduces is translated: sample or class weights, several losses,
+metrics other than one accuracy are left to model_api's errors (the whole compile then stays Keras).
+
+Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
+compile / fit), the metric classes, and the callback classes (EarlyStopping, ModelCheckpoint,
+ReduceLROnPlateau, LearningRateScheduler, CSVLogger), each with Keras's semantics.
 """
 from __future__ import annotations
 
@@ -29,6 +34,8 @@ LOSSES = {"sparse_categorical_crossentropy": "keras.losses.SparseCategoricalCros
           "mae": "keras.losses.MeanAbsoluteError", "mean_absolute_error": "keras.losses.MeanAbsoluteError",
           "huber": "keras.losses.Huber"}
 ACCURACY = {"accuracy", "acc"}
+# accuracies named for the labels they take → the loss target (rule option) they agree with
+NAMED_ACCURACIES = {"sparse_categorical_accuracy": "long", "categorical_accuracy": "same", "binary_accuracy": "float"}
 
 COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "run_eagerly", "steps_per_execution",
            "jit_compile", "auto_scale_loss")
@@ -39,9 +46,10 @@ METHODS = {
     "fit": (("x", "y", "batch_size", "epochs", "verbose", "callbacks", "validation_split", "validation_data",
              "shuffle", "class_weight", "sample_weight", "initial_epoch", "steps_per_epoch", "validation_steps",
              "validation_batch_size", "validation_freq"),
-            ("x", "y", "batch_size", "epochs", "verbose", "validation_split", "validation_data", "shuffle")),
+            ("x", "y", "batch_size", "epochs", "verbose", "validation_split", "validation_data", "shuffle",
+             "callbacks", "steps_per_epoch", "validation_steps")),
     "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict"),
-                 ("x", "y", "batch_size", "verbose")),
+                 ("x", "y", "batch_size", "verbose", "steps")),
     "predict": (("x", "batch_size", "verbose", "steps", "callbacks"), ("x", "batch_size", "verbose")),
 }
 
@@ -56,6 +64,10 @@ class Compiled:
     loss: tuple  # likewise, with from_logits
     from_logits: bool = False
     accuracy: bool = False
+    accuracy_name: str = "accuracy"  # the history key: the metric's name as compile was given it
+    accuracy_kind: str = ""  # a named accuracy (its labels must be the loss's), "" for Keras's pick
+    batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
+    callbacks: bool = False  # a fit takes callbacks
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
 
 
@@ -104,18 +116,50 @@ def plan_compile(call: cst.Call, model: str, rule_of) -> Compiled | str:
             plans[kind] = ("call", rule_of(node), node)
         else:
             return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
-    metrics = literal_value(args["metrics"], NOT_LITERAL) if "metrics" in args else None
-    if metrics is NOT_LITERAL or (metrics and (not isinstance(metrics, (list, tuple))
-                                               or any(not isinstance(m, str) or m not in ACCURACY for m in metrics))):
-        return "metrics other than 'accuracy' are not translated (compute them in the loop)"
-    return Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=bool(metrics))
+    metric = _accuracy_metric(args.get("metrics"), rule_of)
+    if metric is NOT_LITERAL:
+        return ("metrics other than one accuracy ('accuracy', 'sparse_categorical_accuracy', "
+                "keras.metrics.SparseCategoricalAccuracy(), ...) are not translated (compute them in the loop)")
+    c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None)
+    if metric is not None:
+        c.accuracy_name, c.accuracy_kind = metric
+    return c
+
+
+def _accuracy_metric(node, rule_of):
+    """compile's metrics= → (history name, kind) of its one accuracy, None without metrics, NOT_LITERAL
+    for what the loop does not compute. kind: "" (Keras picks it from the loss), or the accuracy named."""
+    if node is None:
+        return None
+    lit = literal_value(node, NOT_LITERAL)
+    if lit is not NOT_LITERAL and not lit:
+        return None
+    if not isinstance(node, (cst.List, cst.Tuple)) or len(node.elements) != 1:
+        return NOT_LITERAL
+    m = node.elements[0].value
+    name = literal_value(m, NOT_LITERAL)
+    if isinstance(name, str):
+        if name in ACCURACY:
+            return name, ""
+        return (name, name) if name in NAMED_ACCURACIES else NOT_LITERAL
+    rule = rule_of(m) if isinstance(m, cst.Call) else None
+    kind = {"SparseCategoricalAccuracy": "sparse_categorical_accuracy",
+            "CategoricalAccuracy": "categorical_accuracy"}.get(
+        rule.emit.get("options", {}).get("class", "") if rule is not None and rule.emit.get("transform") == "metric"
+        else "")
+    if not kind or any(a.keyword is None or a.keyword.value != "name" for a in m.args):
+        return NOT_LITERAL
+    given = next((literal_value(a.value, NOT_LITERAL) for a in m.args), kind)
+    return (given, kind) if isinstance(given, str) else NOT_LITERAL
 
 
 # --- the written-out loop -----------------------------------------------------------------------------
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
-    ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it."""
+    ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it.
+    ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
+    counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one."""
     target = {"long": "yb.long()", "float": "yb.float().view_as(pred)", "same": "yb.view_as(pred)"}.get(
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
@@ -134,6 +178,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     arange = spell("torch.arange")
     cat = spell("torch.cat")
     acc = c.accuracy
+    name = c.accuracy_name
+    general, cbs = c.batches, c.callbacks
+    islice = spell("itertools.islice") if general else ""
     lines = [
         f"def {n['tensor']}(a):",
         '    """An array as Keras feeds it: floats in float32."""',
@@ -152,70 +199,185 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "",
         ]
     x_of = n["inputs"] if channels_first else n["tensor"]
+    if not general and not cbs:
+        lines += [
+            f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+            "        validation_data=None, shuffle=True):",
+        ]
+    else:
+        extra = (", callbacks=None" if cbs else "") + (", steps_per_epoch=None,\n        validation_steps=None"
+                                                        if general else "")
+        lines += [
+            f"def {n['fit']}(model, optimizer, loss_fn, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
+            "verbose=1, validation_split=0.0,",
+            f"        validation_data=None, shuffle=True{extra}):",
+        ]
     lines += [
-        f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
-        "        validation_data=None, shuffle=True):",
         '    """model.fit as Keras runs it: the last validation_split of the samples held out before shuffling,',
         "    the rest shuffled every epoch, batches of 32 by default; returns the per-epoch averages",
-        '    (Keras\'s History.history)."""',
+        "    (Keras's History.history)." + ('"""' if not general and not cbs else ""),
+    ]
+    if general:
+        lines += [
+            "    x may also be an iterable of (x, y) batches (y None), a DataLoader: read from its start every",
+            "    epoch, or steps_per_epoch batches of one iterator that runs on across epochs (an endless one);",
+            "    validation_data likewise, validation_steps batches of it from its start." + ('"""' if not cbs else ""),
+        ]
+    if cbs:
+        lines += [
+            "    Callbacks get .model (whose .optimizer is the optimizer) and on_train_begin(), on_epoch_begin(epoch),",
+            "    on_epoch_end(epoch, logs), on_train_end(); one that sets model.stop_training = True ends the",
+            '    training after that epoch."""',
+        ]
+    lines += [
         "    if validation_split and validation_data is None:",
         "        split = int(len(x) * (1 - validation_split))",
         "        x, y, validation_data = x[:split], y[:split], (x[split:], y[split:])",
-        f"    x, y = {x_of}(x), {n['tensor']}(y)",
+    ]
+    if general:
+        lines += ["    if y is not None:", f"        x, y = {x_of}(x), {n['tensor']}(y)"]
+    else:
+        lines += [f"    x, y = {x_of}(x), {n['tensor']}(y)"]
+    lines += [
         "    batch_size = batch_size or 32",
-        "    history = {" + ", ".join(
-            f'"{k}": []' for k in ["loss", *(["accuracy"] if acc else [])]) + "}",
+        "    history = {" + ", ".join(f'"{k}": []' for k in ["loss", *([name] if acc else [])]) + "}",
+    ]
+    if cbs:
+        lines += [
+            "    callbacks = list(callbacks or [])",
+            "    model.stop_training, model.optimizer = False, optimizer",
+            "    for callback in callbacks:",
+            "        callback.model = model",
+            '        if hasattr(callback, "on_train_begin"):',
+            "            callback.on_train_begin()",
+        ]
+    if general:
+        lines += ["    stream = None"]
+    lines += [
         "    for epoch in range(epochs):",
         "        model.train()",
-        f"        order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
-        "        total = correct = 0.0",
-        "        for start in range(0, len(x), batch_size):",
-        "            batch = order[start:start + batch_size]",
-        "            xb, yb = x[batch], y[batch]",
+    ]
+    if cbs:
+        lines += [
+            "        for callback in callbacks:",
+            '            if hasattr(callback, "on_epoch_begin"):',
+            "                callback.on_epoch_begin(epoch)",
+        ]
+    if general:
+        lines += [
+            "        if y is not None:  # arrays: batches of samples",
+            f"            order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
+            "            batches = ((x[b], y[b]) for b in (order[i:i + batch_size] for i in range(0, len(x), batch_size)))",
+            "        elif steps_per_epoch is None:",
+            "            batches = iter(x)",
+            "        else:",
+            "            stream = stream or iter(x)",
+            f"            batches = {islice}(stream, steps_per_epoch)",
+            "        total = correct = seen = 0.0",
+            "        for xb, yb in batches:",
+            f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
+        ]
+        count = "len(xb)"
+    else:
+        lines += [
+            f"        order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
+            "        total = correct = 0.0",
+            "        for start in range(0, len(x), batch_size):",
+            "            batch = order[start:start + batch_size]",
+            "            xb, yb = x[batch], y[batch]",
+        ]
+        count = "len(batch)"
+    lines += [
         "            optimizer.zero_grad()",
         "            pred = model(xb)",
         f"            loss = loss_fn({inp}, {target})",
         "            loss.backward()",
         "            optimizer.step()",
-        "            total += loss.item() * len(batch)",
+        f"            total += loss.item() * {count}",
     ]
+    if general:
+        lines.append("            seen += len(xb)")
     if acc:
         lines.append(f"            correct += {correct}")
-    lines.append('        history["loss"].append(total / len(x))')
+    size = "seen" if general else "len(x)"
+    lines.append(f'        history["loss"].append(total / {size})')
     if acc:
-        lines.append('        history["accuracy"].append(correct / len(x))')
-    lines += [
-        "        if validation_data is not None:",
-        f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)",
-    ]
+        lines.append(f'        history["{name}"].append(correct / {size})')
+    lines += ["        if validation_data is not None:"]
+    if general:
+        lines += [
+            "            data = validation_data if isinstance(validation_data, tuple) else (validation_data, None)",
+            f"            val = {n['evaluate']}(model, loss_fn, *data, batch_size=batch_size, verbose=0, "
+            "steps=validation_steps)",
+        ]
+    else:
+        lines += [f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)"]
     if acc:
         lines += ['            history.setdefault("val_loss", []).append(val[0])',
-                  '            history.setdefault("val_accuracy", []).append(val[1])']
+                  f'            history.setdefault("val_{name}", []).append(val[1])']
     else:
         lines += ['            history.setdefault("val_loss", []).append(val)']
     lines += [
         "        if verbose:",
         '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
+    ]
+    if cbs:
+        lines += [
+            "        logs = {k: v[-1] for k, v in history.items()}",
+            "        for callback in callbacks:",
+            '            if hasattr(callback, "on_epoch_end"):',
+            "                callback.on_epoch_end(epoch, logs)",
+            "        if model.stop_training:",
+            "            break",
+            "    for callback in callbacks:",
+            '        if hasattr(callback, "on_train_end"):',
+            "            callback.on_train_end()",
+        ]
+    lines += [
         "    return history",
         "",
         "",
-        f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1):",
-        '    """model.evaluate: the mean loss' + (" and accuracy" if acc else "") + ' over the samples, in inference mode."""',
-        f"    x, y = {x_of}(x), {n['tensor']}(y)",
-        "    batch_size = batch_size or 32",
-        "    model.eval()",
-        "    total = correct = 0.0",
-        f"    with {no_grad}():",
-        "        for start in range(0, len(x), batch_size):",
-        "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
-        "            pred = model(xb)",
-        f"            total += loss_fn({inp}, {target}).item() * len(xb)",
     ]
+    what = "the mean loss" + (" and accuracy" if acc else "")
+    if general:
+        lines += [
+            f"def {n['evaluate']}(model, loss_fn, x, y=None, batch_size=None, verbose=1, steps=None):",
+            f'    """model.evaluate: {what} over the samples, in inference mode; x may be an iterable of',
+            '    (x, y) batches (y None), read from its start, steps batches of it when steps is given."""',
+            "    batch_size = batch_size or 32",
+            "    if y is not None:",
+            f"        x, y = {x_of}(x), {n['tensor']}(y)",
+            "        batches = ((x[i:i + batch_size], y[i:i + batch_size]) for i in range(0, len(x), batch_size))",
+            "    else:",
+            f"        batches = {islice}(iter(x), steps)",
+            "    model.eval()",
+            "    total = correct = seen = 0.0",
+            f"    with {no_grad}():",
+            "        for xb, yb in batches:",
+            f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
+            "            pred = model(xb)",
+            f"            total += loss_fn({inp}, {target}).item() * len(xb)",
+            "            seen += len(xb)",
+        ]
+    else:
+        lines += [
+            f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1):",
+            f'    """model.evaluate: {what} over the samples, in inference mode."""',
+            f"    x, y = {x_of}(x), {n['tensor']}(y)",
+            "    batch_size = batch_size or 32",
+            "    model.eval()",
+            "    total = correct = 0.0",
+            f"    with {no_grad}():",
+            "        for start in range(0, len(x), batch_size):",
+            "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
+            "            pred = model(xb)",
+            f"            total += loss_fn({inp}, {target}).item() * len(xb)",
+        ]
     if acc:
         lines += [f"            correct += {correct}"]
-        result = "[total / len(x), correct / len(x)]"
+        result = f"[total / {size}, correct / {size}]"
     else:
-        result = "total / len(x)"
+        result = f"total / {size}"
     lines += [
         f"    result = {result}",
         "    if verbose:",
@@ -281,3 +443,225 @@ def metric_classes(names: set[str], spell) -> str:
     needed = ["Mean", *sorted(n for n in names if n != "Mean")]
     spell("torch.as_tensor")  # noting the import
     return "\n\n".join(METRIC_CLASSES[n] for n in needed)
+
+
+# --- a model with its own train_step: keras.Model's compile / fit kept as methods ----------------------
+
+TRAIN_STEP_MODULE = "TrainStepModule"
+
+
+def train_step_module(spell) -> str:
+    """The base class written once into a file whose Keras models define their own ``train_step``:
+    the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
+    fit calls train_step per batch), with Keras's semantics."""
+    module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
+    as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
+    islice = spell("itertools.islice")
+    return f'''class History:
+    """keras.callbacks.History: .history maps each value train_step returns to its per-epoch values."""
+
+    def __init__(self, history):
+        self.history = history
+
+
+class {TRAIN_STEP_MODULE}({module}):
+    """What keras.Model gives a model that defines its own train_step, as Keras runs it.
+
+    compile(optimizer=...) takes the optimizer as a factory, functools.partial(torch.optim.X, ...),
+    and creates it over the model's parameters (a torch optimizer needs them when it is created).
+    fit(x, y=None, ...) calls self.train_step(batch) on each batch: x[i:i + batch_size] (or the
+    pair (x, y) with targets), batches of 32 by default, shuffled every epoch; or the batches of an
+    iterable x (a DataLoader), one iterator running on across epochs when steps_per_epoch is given.
+    The model's metrics are reset at the start of each epoch; History holds the values the epoch's
+    last train_step returned (Keras's logs); callbacks get .model and on_train_begin(),
+    on_epoch_begin(epoch), on_epoch_end(epoch, logs), on_train_end(); model.stop_training = True ends
+    the training.
+    """
+
+    def compile(self, optimizer=None, loss=None, metrics=None):
+        if optimizer is not None and not isinstance(optimizer, {optimizer}):
+            optimizer = optimizer(self.parameters())
+        self.optimizer, self.loss = optimizer, loss
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, shuffle=True,
+            steps_per_epoch=None):
+        callbacks = list(callbacks or [])
+        self.stop_training = False
+        for callback in callbacks:
+            callback.model = self
+            if hasattr(callback, "on_train_begin"):
+                callback.on_train_begin()
+        history, stream = {{}}, None
+        for epoch in range(epochs):
+            self.train()
+            for metric in getattr(self, "metrics", []):
+                metric.reset_state()
+            for callback in callbacks:
+                if hasattr(callback, "on_epoch_begin"):
+                    callback.on_epoch_begin(epoch)
+            if hasattr(x, "shape"):  # arrays: batches of samples
+                xs = {as_tensor}(x)
+                xs = xs.float() if xs.is_floating_point() else xs
+                ys = None if y is None else {as_tensor}(y)
+                ys = ys.float() if ys is not None and ys.is_floating_point() else ys
+                order = {randperm}(len(xs)) if shuffle else {arange}(len(xs))
+                size = batch_size or 32
+                batches = (order[i:i + size] for i in range(0, len(xs), size))
+                batches = (xs[b] if ys is None else (xs[b], ys[b]) for b in batches)
+            elif steps_per_epoch is None:  # an iterable of batches, from its start every epoch
+                batches = iter(x)
+            else:
+                stream = stream or iter(x)
+                batches = stream
+            if steps_per_epoch is not None:
+                batches = {islice}(batches, steps_per_epoch)
+            logs = {{}}
+            for batch in batches:
+                logs = {{k: float({as_tensor}(v).detach()) for k, v in self.train_step(batch).items()}}
+            for k, v in logs.items():
+                history.setdefault(k, []).append(v)
+            if verbose:
+                print(f"Epoch {{epoch + 1}}/{{epochs}} - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
+            for callback in callbacks:
+                if hasattr(callback, "on_epoch_end"):
+                    callback.on_epoch_end(epoch, logs)
+            if self.stop_training:
+                break
+        for callback in callbacks:
+            if hasattr(callback, "on_train_end"):
+                callback.on_train_end()
+        return History(history)
+'''
+
+
+# --- callbacks: small classes with Keras's semantics, called by the generated fit and TrainStepModule.fit ---
+
+CALLBACK_CLASSES = {
+    "EarlyStopping": '''class EarlyStopping:
+    """keras.callbacks.EarlyStopping: stops fit once `monitor` has not improved by more than min_delta
+    for `patience` epochs (mode "auto": higher is better for accuracies); with restore_best_weights, the
+    weights of the best epoch are put back when fit ends."""
+
+    def __init__(self, monitor="val_loss", min_delta=0, patience=0, mode="auto", restore_best_weights=False):
+        self.monitor, self.min_delta, self.patience = monitor, abs(min_delta), patience
+        self.higher = mode == "max" or (mode == "auto" and "acc" in monitor)
+        self.restore_best_weights = restore_best_weights
+
+    def on_train_begin(self):
+        self.wait, self.best_weights = 0, None
+        self.best = -math.inf if self.higher else math.inf
+
+    def on_epoch_end(self, epoch, logs):
+        current = logs.get(self.monitor)
+        if current is None:
+            return
+        if self.restore_best_weights and self.best_weights is None:
+            self.best_weights = {k: v.clone() for k, v in self.model.state_dict().items()}
+        self.wait += 1
+        if current - self.min_delta > self.best if self.higher else current + self.min_delta < self.best:
+            self.best, self.wait = current, 0
+            if self.restore_best_weights:
+                self.best_weights = {k: v.clone() for k, v in self.model.state_dict().items()}
+        elif self.wait >= self.patience and epoch > 0:
+            self.model.stop_training = True
+
+    def on_train_end(self):
+        if self.restore_best_weights and self.best_weights is not None:
+            self.model.load_state_dict(self.best_weights)
+''',
+    "ModelCheckpoint": '''class ModelCheckpoint:
+    """keras.callbacks.ModelCheckpoint: torch.save(model.state_dict(), filepath) after each epoch, or
+    only when `monitor` improved (save_best_only); filepath may hold {epoch} and the logs' names."""
+
+    def __init__(self, filepath, monitor="val_loss", save_best_only=False, mode="auto"):
+        self.filepath, self.monitor, self.save_best_only = filepath, monitor, save_best_only
+        self.higher = mode == "max" or (mode == "auto" and "acc" in monitor)
+        self.best = -math.inf if self.higher else math.inf
+
+    def on_epoch_end(self, epoch, logs):
+        if self.save_best_only:
+            current = logs.get(self.monitor)
+            if current is None or not (current > self.best if self.higher else current < self.best):
+                return
+            self.best = current
+        torch.save(self.model.state_dict(), self.filepath.format(epoch=epoch + 1, **logs))
+''',
+    "ReduceLROnPlateau": '''class ReduceLROnPlateau:
+    """keras.callbacks.ReduceLROnPlateau: multiplies the optimizer's learning rate by `factor` (not below
+    min_lr) once `monitor` has not improved by more than min_delta for `patience` epochs, then waits
+    `cooldown` epochs before counting again."""
+
+    def __init__(self, monitor="val_loss", factor=0.1, patience=10, mode="auto", min_delta=1e-4, cooldown=0,
+                 min_lr=0.0):
+        self.monitor, self.factor, self.patience, self.min_delta = monitor, factor, patience, min_delta
+        self.cooldown, self.min_lr = cooldown, min_lr
+        self.higher = mode == "max" or (mode == "auto" and "acc" in monitor)
+
+    def on_train_begin(self):
+        self.wait = self.cooldown_counter = 0
+        self.best = -math.inf if self.higher else math.inf
+
+    def on_epoch_end(self, epoch, logs):
+        current = logs.get(self.monitor)
+        if current is None:
+            return
+        if self.cooldown_counter > 0:
+            self.cooldown_counter -= 1
+            self.wait = 0
+        if current > self.best + self.min_delta if self.higher else current < self.best - self.min_delta:
+            self.best, self.wait = current, 0
+        elif self.cooldown_counter <= 0:
+            self.wait += 1
+            if self.wait >= self.patience:
+                for group in self.model.optimizer.param_groups:
+                    if group["lr"] > self.min_lr:
+                        group["lr"] = max(group["lr"] * self.factor, self.min_lr)
+                        self.cooldown_counter, self.wait = self.cooldown, 0
+''',
+    "LearningRateScheduler": '''class LearningRateScheduler:
+    """keras.callbacks.LearningRateScheduler: before each epoch, sets the optimizer's learning rate to
+    schedule(epoch, lr) (or schedule(epoch) for a one-argument schedule)."""
+
+    def __init__(self, schedule):
+        self.schedule = schedule
+
+    def on_epoch_begin(self, epoch):
+        for group in self.model.optimizer.param_groups:
+            try:
+                group["lr"] = float(self.schedule(epoch, group["lr"]))
+            except TypeError:
+                group["lr"] = float(self.schedule(epoch))
+''',
+    "CSVLogger": '''class CSVLogger:
+    """keras.callbacks.CSVLogger: one row per epoch, the epoch (from 0) and the logs by sorted name."""
+
+    def __init__(self, filename, separator=",", append=False):
+        self.filename, self.separator, self.append = filename, separator, append
+
+    def on_train_begin(self):
+        self.file, self.writer = open(self.filename, "a" if self.append else "w", newline=""), None
+
+    def on_epoch_end(self, epoch, logs):
+        if self.writer is None:
+            self.keys = sorted(logs)
+            self.writer = csv.writer(self.file, delimiter=self.separator)
+            if not self.append:
+                self.writer.writerow(["epoch", *self.keys])
+        self.writer.writerow([epoch, *(logs[k] for k in self.keys)])
+        self.file.flush()
+
+    def on_train_end(self):
+        self.file.close()
+''',
+}
+
+
+def callback_classes(names: set[str], spell) -> str:
+    """The callback classes a file uses."""
+    if names & {"EarlyStopping", "ModelCheckpoint", "ReduceLROnPlateau"}:
+        spell("math.inf")
+    if "ModelCheckpoint" in names:
+        spell("torch.save")
+    if "CSVLogger" in names:
+        spell("csv.writer")
+    return "\n\n".join(CALLBACK_CLASSES[n] for n in sorted(names))

@@ -98,6 +98,15 @@ def _text(module: cst.Module, ctx: FileContext) -> str:
     return parsed[1] if parsed is not None and parsed[0] is module else module.code
 
 
+#: summary() arguments that only lay out Keras's table (print(model) has none to honour)
+_SUMMARY_LAYOUT = {"line_length", "positions", "expand_nested", "show_trainable"}
+
+
+def _layout_only(call: cst.Call) -> bool:
+    """A summary call without arguments, or with keyword arguments that only shape its table."""
+    return all(a.keyword is not None and a.keyword.value in _SUMMARY_LAYOUT and not a.star for a in call.args)
+
+
 class _MethodCalls(cst.CSTVisitor):
     """Whether a statement holds a call of a method named as a Keras model method (on anything)."""
 
@@ -328,9 +337,17 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
         call = original_node.value
-        if (isinstance(call, cst.Call) and not call.args and id(call) not in self.ctx.settled
+        if (isinstance(call, cst.Call) and _layout_only(call) and id(call) not in self.ctx.settled
                 and self._model_method(call) == "summary"):
             receiver = call.func.value  # type: ignore[union-attr]
+            if isinstance(receiver, cst.Name):  # with Keras's count of trainable parameters
+                name = receiver.value
+                out = cst.parse_expression(
+                    f'print({name}, "\\nTrainable params:", sum(p.numel() for p in {name}.parameters() if p.requires_grad))')
+                self.ctx.report(Severity.INFO, "idiom-replaced",
+                                f"{code(call)} → print({name}) and its count of trainable parameters (no output "
+                                "shapes)", call)
+                return updated_node.with_changes(value=out)
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{code(call)} → print({code(receiver)}): prints the modules (no output shapes; "
                             "count parameters with sum(p.numel() for p in model.parameters()))", call)
@@ -338,10 +355,12 @@ class _ModelApiPass(cst.CSTTransformer):
         return updated_node
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        if id(original_node) in self.ctx.analyses.get("train_step_calls", ()):
+            return updated_node  # compile / fit of a model with its own train_step: methods it keeps
         method = self._model_method(original_node) or self._said_before(original_node)
         if method is None:
             return updated_node
-        if method == "summary" and not original_node.args and self._is_statement(original_node):
+        if method == "summary" and _layout_only(original_node) and self._is_statement(original_node):
             return updated_node  # translated by leave_Expr
         receiver = code(original_node.func.value)  # type: ignore[union-attr]
         self.ctx.report(Severity.ERROR, "unsupported-construct",

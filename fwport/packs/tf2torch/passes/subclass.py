@@ -23,8 +23,10 @@ What changes, each on the line it was written on:
   shape is called at the end of ``__init__`` (``self.build()`` takes the blank line after
   ``__init__``); one that does is kept and reported (``shape-unknown``): torch modules know their
   input only when called, so the user calls ``build`` once with the shape;
-- ``get_config``/``from_config`` are kept (info: unused by torch); ``train_step``/``test_step``,
-  ``add_loss``/``add_metric``, and the functional API (``keras.Model(inputs, outputs)``) are errors.
+- ``get_config``/``from_config`` are kept (info: unused by torch); a ``keras.Model`` with its own
+  ``train_step`` derives from the written ``TrainStepModule`` (passes/fitloop.py), whose compile / fit
+  drive it; ``test_step``/``predict_step``, ``add_loss``/``add_metric``, and the functional API
+  (``keras.Model(inputs, outputs)``) are errors.
 
 Shapes are followed through straight-line ``x = self.layer(x)`` code in ``call`` so that a BatchNorm
 after a convolution knows its rank and channels; the model's own input shape is unknown (None).
@@ -46,6 +48,7 @@ from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, 
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
+from fwport.packs.tf2torch.passes.fitloop import TRAIN_STEP_MODULE
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
@@ -144,6 +147,7 @@ class _Plan:
     build_fn: cst.FunctionDef | None = None
     build_static: bool = False  # build() to be called at the end of __init__
     lazy_build: list | None = None  # build(input_shape) run on the first call (LazyBuild): the weights it makes
+    train_step: bool = False  # a keras.Model with its own train_step: derives from TrainStepModule
     drop_params: set[str] = field(default_factory=set)  # forward parameters removed
     loop_vars: set[str] = field(default_factory=set)  # `for blk in self.blocks:` names: modules too
     # attr → what its calls do with a `training` argument: "drop" (every value it may hold is a torch
@@ -243,7 +247,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         bases = []
         for o, b in zip(original_node.bases, updated_node.bases):
             if b.keyword is None and self.ctx.imports.resolve(o.value) in BASES:
-                b = b.with_changes(value=self.ctx.spell("torch.nn.Module"))
+                if plan.train_step:  # keras.Model's compile / fit, driving train_step
+                    b = b.with_changes(value=cst.Name(TRAIN_STEP_MODULE))
+                    self.ctx.options["_train_step_module"] = True
+                else:
+                    b = b.with_changes(value=self.ctx.spell("torch.nn.Module"))
             bases.append(b)
         updated_node = updated_node.with_changes(bases=bases)
         if plan.build_static:
@@ -507,6 +515,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                                                                cst.Comment(f"# {src_lines[0].strip()}  ({note})")))
         return updated_node.with_changes(body=body)
 
+    def _is_model_class(self, node: cst.ClassDef) -> bool:
+        """A direct subclass of keras.Model (train_step is a Model method, not a Layer's)."""
+        return any(b.keyword is None and self.ctx.imports.resolve(b.value) == FUNCTIONAL for b in node.bases)
+
     # --- planning one class --------------------------------------------------------------------------------
     def _plan_class(self, plan: _Plan) -> None:
         ctx = self.ctx
@@ -515,8 +527,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         plan.init_fn = by_name.get("__init__")
         plan.call_fn = by_name.get("call")
         plan.build_fn = by_name.get("build")
+        plan.train_step = "train_step" in by_name and self._is_model_class(plan.node)
         for name, why in _ERROR_METHODS.items():
-            if name in by_name:
+            if name == "train_step" and plan.train_step:
+                ctx.report(Severity.INFO, "idiom-replaced",
+                           f"{plan.name} defines its own train_step: it derives from {TRAIN_STEP_MODULE}, written "
+                           "into the file, whose compile(optimizer) and fit(x, y=None, ...) drive train_step as "
+                           "Keras does", by_name[name])
+            elif name in by_name:
                 ctx.report(Severity.ERROR, "unsupported-construct", why, by_name[name])
         for name in ("get_config", "from_config"):
             if name in by_name:

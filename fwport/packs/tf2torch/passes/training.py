@@ -44,6 +44,8 @@ from fwport.packs.tf2torch.passes.model_api import _Models
 
 MARK = "__fwport_line__"
 TAPE = "tensorflow.GradientTape"
+CALLBACK = "keras.callbacks.Callback"
+CALLBACK_HOOKS = ("on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end")  # what the fits call
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
 
 
@@ -78,11 +80,18 @@ def _apply_gradients(node: cst.CSTNode) -> tuple[str, cst.BaseExpression, cst.Ba
         return None
     call = node.body[0].value
     if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-            and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
+            and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
             and len(call.args) == 1 and not call.args[0].keyword and isinstance(call.args[0].value, cst.Call)):
         return None
     pair = _zip_of(call.args[0].value)
-    return (call.func.value.value, *pair) if pair else None
+    return (code(call.func.value), *pair) if pair else None
+
+
+def _dotted_name(node: cst.BaseExpression) -> bool:
+    """``opt`` or ``self.d_optimizer``: a name or attributes of a name."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
 
 
 def _gradient(node: cst.CSTNode, tape: str) -> tuple[str, cst.BaseExpression, cst.BaseExpression] | None:
@@ -139,6 +148,11 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
+        self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
+        self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
+        self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
+        self.custom_compiles: set[str] = set()  # train_step classes that define compile
+        self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
@@ -149,6 +163,12 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+        methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
+        if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
+                                           for b in node.bases):
+            self.train_step_classes.add(node.name.value)
+            if "compile" in methods:
+                self.custom_compiles.add(node.name.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
@@ -157,6 +177,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             if isinstance(t.target, cst.Name):
                 name = t.target.value
                 self.bound_at.setdefault(name, []).append((self.order, len(self._scopes)))
+                if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name):
+                    self.instances.setdefault(name, set()).add(node.value.func.value)
+                else:
+                    self.instances.setdefault(name, set()).add("")
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
                     kind = _transform(self.ctx, q)
@@ -180,17 +204,19 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if _method_of(node) in ("fit", "evaluate", "predict"):
             self.uses.add((node.func.value.value, self._scope_id()))
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
+            self.compile_args |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
 
     def visit_Expr(self, node: cst.Expr) -> None:
         call = node.value
         if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
             self.compiles.append((call.func.value.value, call, self._scope_id()))
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                and call.func.attr.value == "apply_gradients" and isinstance(call.func.value, cst.Name)
+                and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
                 and call.args and isinstance(call.args[0].value, cst.Call)):
             pair = _zip_of(call.args[0].value)
-            if pair:
-                self.variables.setdefault(call.func.value.value, []).append(pair[1])
+            if pair:  # keyed by the optimizer's name, or `self.d_optimizer` for an attribute
+                self.variables.setdefault(code(call.func.value), []).append(pair[1])
 
 
 # --- rewriting ---------------------------------------------------------------------------------------
@@ -208,6 +234,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._init_scopes(ctx.imports)
         self.order = 0
         self.prefixes: list[list[cst.BaseExpression]] = []  # per open simple statement: lines to put before it
+        self.classes: list[str] = []  # the enclosing class definitions
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
                            if len(b) == 1 and b[0] is not None and len(plan.bound_at.get(n, [])) == 1}
@@ -230,6 +257,74 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
         self.prefixes.append([])
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        self.classes.pop()
+        callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
+        if not callback:
+            return updated_node
+        # a keras.callbacks.Callback subclass: a plain class, which TrainStepModule.fit (and the generated
+        # fit) give .model and call on_epoch_end(epoch, logs) as Keras does
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{original_node.name.value}(keras.callbacks.Callback) → a plain class: fit sets its .model "
+                        "and calls its on_train_begin(), on_epoch_begin(epoch), on_epoch_end(epoch, logs) and "
+                        "on_train_end() as Keras does", callback[0].value)
+        for stmt in original_node.body.body:  # hooks no translated fit calls would silently never run
+            if (isinstance(stmt, cst.FunctionDef) and stmt.name.value.startswith("on_")
+                    and stmt.name.value not in CALLBACK_HOOKS):
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{original_node.name.value}.{stmt.name.value}: the translated fit calls only "
+                                f"{', '.join(CALLBACK_HOOKS)}; call this hook from your training loop (per batch: "
+                                "inside it) or move its work to one of those", stmt)
+        bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in callback]
+        if bases:
+            bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated_node.with_changes(bases=bases)
+        return updated_node.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        updated_node = super().leave_FunctionDef(original_node, updated_node)
+        if (original_node.name.value == "compile" and self.classes and self.classes[-1] in self.plan.train_step_classes
+                and len(self._scopes) == 0):
+            return self._custom_compile(updated_node)
+        return updated_node
+
+    def _custom_compile(self, fn: cst.FunctionDef) -> cst.FunctionDef:
+        """A train_step model's own ``compile(self, d_optimizer, ...)``: ``self.d_optimizer = d_optimizer``
+        → ``self.d_optimizer = d_optimizer(<the parameters self.d_optimizer.apply_gradients updates>)``
+        (the optimizers given to compile are factories, see _train_step_call)."""
+        params = {p.name.value for p in fn.params.params}
+        body = list(fn.body.body)
+        changed = False
+        for i, stmt in enumerate(body):
+            if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                    and isinstance(stmt.body[0], cst.Assign) and len(stmt.body[0].targets) == 1):
+                continue
+            a = stmt.body[0]
+            target, value = a.targets[0].target, a.value
+            if not (isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name)
+                    and target.value.value == "self" and isinstance(value, cst.Name) and value.value in params):
+                continue
+            variables = self.plan.variables.get(code(target), [])
+            texts = {code(v) for v in variables}
+            if not texts:
+                continue
+            made = _params_of(variables[0]) if len(texts) == 1 else None
+            if made is None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{code(target)} = {value.value}: this optimizer updates {' and '.join(sorted(texts))}; "
+                                "fwport creates a torch optimizer given to compile over the parameters of one "
+                                "model's trainable_variables: create it by hand over the parameters it updates", a)
+                continue
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{code(target)} = {value.value} → {value.value}({made}): the optimizer given to compile "
+                            f"is created over the parameters {code(target)}.apply_gradients updates", a)
+            body[i] = stmt.with_changes(body=[a.with_changes(value=cst.parse_expression(f"{value.value}({made})"))])
+            changed = True
+        return fn.with_changes(body=fn.body.with_changes(body=body)) if changed else fn
 
     def leave_SimpleStatementLine(self, original_node, updated_node):
         compiled = self._compile_statement(original_node, updated_node)
@@ -313,6 +408,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{', '.join(taken)}", original_node)
             self.ctx.settled.add(id(original_node))
             return updated_node
+        if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
+                k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
+            c.batches = True  # an iterable of batches, or steps counted: the general loop
+        if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
+            c.callbacks = True
         head = {"fit": [c.model, c.names["optimizer"], c.names["loss_fn"]],
                 "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
@@ -322,6 +422,64 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options["_fit_helpers"] = True
         return cst.Call(cst.Name(c.names[method]), out)
+
+    # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
+    def _train_step_model(self, name: str) -> bool:
+        classes = self.plan.instances.get(name)
+        return bool(classes) and classes <= self.plan.train_step_classes
+
+    def _custom_compile_of(self, name: str) -> bool:
+        """Whether the model's class defines its own compile (whose parameters mean what it says)."""
+        return any(c in self.plan.custom_compiles for c in self.plan.instances.get(name, ()))
+
+    def _train_step_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """``M.compile(...)`` / ``M.fit(...)`` of a model whose class defines train_step (or, for a model
+        the file does not build, a compile without a loss, which only such a model can train with): kept
+        as the methods TrainStepModule gives the class; the optimizers compile is given become
+        factories (functools.partial), created by compile over the parameters they update."""
+        method = _method_of(original_node)
+        if method not in ("compile", "fit"):
+            return None
+        name = original_node.func.value.value
+        if not self._train_step_model(name):
+            if method != "compile" or name in self.plan.bound_at or name in self.plan.train_step_classes:
+                return None
+            if self.compiled is not None and self.compiled.call is original_node:
+                return None  # a compile with a loss: the written-out loop
+            keys = {a.keyword.value for a in original_node.args if a.keyword is not None}
+            if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
+                return None
+        out = updated_node
+        if method == "compile":
+            args = []
+            for at, (o, a) in enumerate(zip(original_node.args, updated_node.args)):
+                q = self.qualname(o.value.func) if isinstance(o.value, cst.Call) else None
+                lit = literal_value(o.value, NOT_LITERAL)
+                is_optimizer = (o.keyword.value == "optimizer") if o.keyword is not None else at == 0
+                if (is_optimizer and isinstance(lit, str) and lit.lower() in fitloop.OPTIMIZERS
+                        and not self._custom_compile_of(name)):  # Keras's name: the class with its defaults
+                    q = fitloop.OPTIMIZERS[lit.lower()]
+                    m = map_call(cst.Call(cst.Name("optimizer")), self.ctx.pack.by_name[q], self.ctx, o.value)
+                elif _transform(self.ctx, q) == "optimizer":
+                    m = map_call(a.value, self.ctx.pack.by_name[q], self.ctx, o.value)
+                else:
+                    m = None
+                if m is not None:
+                    m.extras["factory"] = True
+                    made = build_call(m, self.ctx)
+                    if made is None:
+                        self.ctx.settled |= {id(o.value), id(a.value)}
+                    else:
+                        self.ctx.settled.add(id(made))
+                        self.ctx.report(Severity.INFO, "idiom-replaced",
+                                        f"{code(o.value)} given to compile → {code(made)}: compile creates it over "
+                                        "the parameters it updates (a torch optimizer needs them when created)",
+                                        o.value)
+                        a = a.with_changes(value=made)
+                args.append(a)
+            out = updated_node.with_changes(args=args)
+        self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
+        return out
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         # history.history[...] of a translated fit: the dict fit returns is the history itself
@@ -337,32 +495,43 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self.ctx.settled:
             return updated_node
+        kept = self._train_step_call(original_node, updated_node)
+        if kept is not None:
+            return kept
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
         training = next((a for a in updated_node.args if a.keyword is not None and a.keyword.value == "training"), None)
-        if training is not None and self.models.is_model_expr(original_node.func, self._chain()):
+        if training is not None and (self.models.is_model_expr(original_node.func, self._chain())
+                                     or self._train_step_attr(original_node.func)):
             return self._training_flag(original_node, updated_node, training)
         loss = self._loss_of(original_node)
         if loss is not None:
             return self._loss_call(original_node, updated_node, *loss)
         return updated_node
 
+    def _train_step_attr(self, func: cst.BaseExpression) -> bool:
+        """``self.generator`` in a method of a model with its own train_step: its sub-models (Keras
+        layers and models, which take ``training=``), nn.Modules once translated."""
+        return (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and bool(self.classes) and self.classes[-1] in self.plan.train_step_classes)
+
     def _training_flag(self, original_node, updated_node, training: cst.Arg) -> cst.BaseExpression:
         receiver = updated_node.func
-        if not isinstance(receiver, cst.Name) or not self.prefixes:
+        if not (isinstance(receiver, cst.Name) or self._train_step_attr(receiver)) or not self.prefixes:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: the training flag of a model call outside a simple statement "
                             "cannot be moved; call model.train() / model.eval() before it", original_node)
             self.ctx.settled.add(id(original_node))
             return updated_node
         flag = literal_value(training.value, NOT_LITERAL)
+        who = code(receiver)
         if flag is True:
-            mode = f"{receiver.value}.train()"
+            mode = f"{who}.train()"
         elif flag is False:
-            mode = f"{receiver.value}.eval()"
+            mode = f"{who}.eval()"
         else:
-            mode = f"{receiver.value}.train({code(training.value)})"
+            mode = f"{who}.train({code(training.value)})"
         self.prefixes[-1].append(cst.parse_expression(mode))
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"training={code(training.value)} → {mode} before the call: a torch module keeps its mode",
@@ -438,6 +607,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         variables = self.plan.variables.get(name, [])
         texts = {code(v) for v in variables}
         params = _params_of(variables[0]) if len(texts) == 1 else None
+        if params is None and not variables and name in self.plan.compile_args:
+            return self._optimizer_factory(original_node, updated_node, name, rule)
         if params is None:
             why = ("it is not used with apply_gradients(zip(grads, model.trainable_variables)) in this file"
                    if not variables else f"it updates {' and '.join(sorted(texts))}")
@@ -463,6 +634,22 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if out is None:
             return self._settle(call, updated_node)
         self.ctx.settled.add(id(out))
+        return updated_node.with_changes(value=out)
+
+    def _optimizer_factory(self, original_node, updated_node, name: str, rule) -> cst.Assign:
+        """``opt = keras.optimizers.X(...)`` given only to compile calls: ``functools.partial(torch.optim.X,
+        ...)``, which the compile calls with the parameters the optimizer updates."""
+        call = original_node.value
+        m = map_call(updated_node.value, rule, self.ctx, call)
+        m.extras["factory"] = True
+        out = build_call(m, self.ctx)
+        if out is None:
+            return self._settle(call, updated_node)
+        self.ctx.settled.add(id(out))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{name} = {code(call)} is given to compile: {name} becomes a factory, "
+                        f"{code(out)}, which compile calls with the parameters it updates (a torch "
+                        "optimizer takes them when it is created)", call, rule)
         return updated_node.with_changes(value=out)
 
     def _loss(self, original_node, updated_node, name: str, q: str) -> cst.Assign:
@@ -493,11 +680,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             stmt = body[i]
             tape = self._tape_of(stmt)
             if tape is None:
+                done = self._tapes_step(stmt, body, i)
+                if done is not None:
+                    out += done[0]
+                    i = done[1]
+                    changed = True
+                    continue
                 out.append(stmt)
                 i += 1
                 continue
             source = self._tape_of(originals[i]) if i < len(originals) else None
-            done = self._tape_step(stmt, tape, body, i, source[1] if source else tape[1])
+            done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
+            if done is None:
+                done = self._tape_step(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 out.append(stmt)
                 i += 1
@@ -538,6 +733,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 refuse = f"no `grads = {name}.gradient(loss, variables)` follows in the same block"
         k = j + 1
         grads = grad[0] if grad else None
+        used = False  # the gradients go through other code before apply_gradients
         clip = None  # (index, norm name, clip_norm) of `grads, norm = tf.clip_by_global_norm(grads, c)`
         if refuse is None:
             while k < len(body):
@@ -549,16 +745,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     grads, norm, max_norm = clipped
                     clip = (k, norm, max_norm)
                 elif grads in _names_in([body[k]]):
-                    refuse = (f"the gradients {grads} are used before apply_gradients (only "
-                              f"`{grads}, _ = tf.clip_by_global_norm({grads}, c)` is translated there)")
-                    break
+                    if clip is not None or _params_of(grad[2]) is None:
+                        refuse = (f"the gradients {grads} are used before apply_gradients, together with a global "
+                                  f"norm clip or on variables whose parameters are not known")
+                        break
+                    used = True  # read from param.grad after backward(), written back before step()
                 k += 1
             if apply is None and refuse is None:
                 refuse = "no `optimizer.apply_gradients(zip(grads, variables))` follows in the same block"
         if refuse is None:
-            if code(apply[1]) != grads or code(apply[2]) != code(grad[2]):
+            if (code(apply[1]) != grads and not used) or code(apply[2]) != code(grad[2]):
                 refuse = f"apply_gradients does not take zip({grads}, {code(grad[2])})"
-            elif {grad[0], grads} & _names_in(body[k + 1:]) or name in _names_in(body[j + 1:]):
+            elif {grad[0], grads} & _names_in(self._until_rebound(body, k + 1, name)) or name in _names_in(
+                    self._until_rebound(body, j + 1, name)):
                 refuse = f"{grads} or {name} is used after the step"
             elif clip is not None and _params_of(grad[2]) is None:
                 refuse = f"the parameters of {code(grad[2])} are not known (clip_grad_norm_ needs them)"
@@ -580,7 +779,31 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         zero = cst.SimpleStatementLine([cst.Expr(cst.parse_expression(f"{opt}.zero_grad()"))],
                                        leading_lines=stmt.leading_lines)
         new = [zero, *inner, *body[i + 1:j]]
-        new.append(body[j].with_changes(body=[cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))]))
+        backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))
+        if (opt == "self.optimizer" and self.classes and self.classes[-1] in self.plan.train_step_classes
+                and code(grad[2]) not in ("self.trainable_weights", "self.trainable_variables")):
+            # TrainStepModule.compile creates self.optimizer over all the parameters: only those of
+            # the variables apply_gradients gets may receive gradients (step() moves any that has one)
+            params = _params_of(grad[2])
+            if params is None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"self.optimizer updates {code(grad[2])}, whose parameters fwport cannot name; "
+                                "the translated self.optimizer holds all the model's parameters: call "
+                                "loss.backward(inputs=<those parameters>) so that step() moves only them", call)
+            else:
+                inputs = params if params.startswith("[") else f"list({params})"
+                backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward(inputs={inputs})"))
+        if used:  # the gradients as a list, shaped as torch's parameters
+            params = _params_of(grad[2])
+            self.ctx.options["_split_lines"] = True
+            backward = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(backward.value)])),
+                        cst.Assign([cst.AssignTarget(cst.Name(grad[0]))],
+                                   cst.parse_expression(f"[p.grad for p in {params}]"))]
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{grad[0]} = {name}.gradient(...) → {grad[0]} = [p.grad for p in {params}] after "
+                            f"backward(), written back to the parameters' .grad before {opt}.step(): each "
+                            "gradient is shaped as its torch parameter (a Dense kernel's is transposed)", call)
+        new.append(body[j].with_changes(body=backward if isinstance(backward, list) else [backward]))
         between = list(body[j + 1:k])
         if clip is not None:
             at, norm, max_norm = clip
@@ -604,8 +827,170 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.options["_split_lines"] = True
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{opt}'s {kind}={code(value)} → {clip_call} before {opt}.step()", call)
-        new.append(body[k].with_changes(body=step))
+        if used:
+            taken = _names_in(body)
+            p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
+            g_name = next(n for n in ("grad", "grad_", "fwport_grad") if n not in taken)
+            write = cst.parse_statement(f"for {p_name}, {g_name} in zip({_params_of(grad[2])}, {code(apply[1])}):\n"
+                                        f"    {p_name}.grad = {g_name}\n")
+            new.append(write.with_changes(leading_lines=body[k].leading_lines))
+            new.append(body[k].with_changes(body=step, leading_lines=[]))
+        else:
+            new.append(body[k].with_changes(body=step))
         return new, k + 1
+
+    def _tapes_step(self, stmt, body: list, i: int):
+        """``with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:`` (a GAN step): each tape's
+        ``grads = tape.gradient(loss, V)`` and ``opt.apply_gradients(zip(grads, V))`` right after the
+        block become ``loss.backward(inputs=list(V's parameters), retain_graph=True)`` and
+        ``opt.step()``, every optimizer's zero_grad() on the ``with`` line: each loss reaches only the
+        parameters its tape differentiated, as in TensorFlow, and every step comes after every
+        gradient. Returns (statements, next index) or None (left to the single-tape forms and errors)."""
+        if not isinstance(stmt, cst.With) or len(stmt.items) < 2 or not isinstance(stmt.body, cst.IndentedBlock):
+            return None
+        tapes = []
+        for item in stmt.items:
+            call = item.item
+            if not (isinstance(call, cst.Call) and self.qualname(call.func) == TAPE and not call.args
+                    and item.asname is not None and isinstance(item.asname.name, cst.Name)):
+                return None
+            tapes.append(item.asname.name.value)
+        n = len(tapes)
+        after = body[i + 1:i + 1 + 2 * n]
+        if len(after) < 2 * n or set(tapes) & _names_in(stmt.body.body):
+            return None
+        grads: dict[str, tuple] = {}  # tape → (grads name, loss, V, position)
+        applies: dict[str, tuple] = {}  # grads name → (optimizer, position)
+        for at, small in enumerate(after):
+            for t in tapes:
+                g = _gradient(small, t)
+                if g is not None and t not in grads:
+                    grads[t] = (*g, at)
+                    break
+            else:
+                a = _apply_gradients(small)
+                if a is None or not isinstance(a[1], cst.Name) or a[1].value in applies:
+                    return None
+                applies[a[1].value] = (a[0], a[2], at)
+        if len(grads) != n or len(applies) != n:
+            return None
+        plan = []
+        for t in tapes:
+            g, loss, variables, at = grads[t]
+            if g not in applies or applies[g][2] < at or code(applies[g][1]) != code(variables):
+                return None
+            params = _params_of(variables)
+            if params is None:
+                return None
+            plan.append((t, g, loss, params, at, applies[g][0], applies[g][2]))
+        rest = body[i + 1 + 2 * n:]
+        if (set(tapes) | {p[1] for p in plan}) & _names_in(self._until_rebound(body, i + 1 + 2 * n, tapes[0])):
+            return None
+        new_after = list(after)
+        last = max(p[4] for p in plan)
+        for t, g, loss, params, at, opt, apply_at in plan:
+            text = code(loss) if isinstance(loss, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(loss)})"
+            inputs = params if params.startswith("[") else f"list({params})"
+            retain = "" if at == last else ", retain_graph=True"
+            new_after[at] = after[at].with_changes(
+                body=[cst.Expr(cst.parse_expression(f"{text}.backward(inputs={inputs}{retain})"))])
+            new_after[apply_at] = after[apply_at].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.step()"))])
+        # the steps after every backward (a step changes the parameters the next backward differentiates at)
+        steps = sorted(p[6] for p in plan)
+        if steps[0] < last:
+            return None
+        zeros = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(f"{p[5]}.zero_grad()"))]))
+                 for p in plan[:-1]]
+        zeros.append(cst.Expr(cst.parse_expression(f"{plan[-1][5]}.zero_grad()")))
+        self.ctx.options["_split_lines"] = True
+        first = cst.SimpleStatementLine(zeros, leading_lines=stmt.leading_lines)
+        inner = list(stmt.body.body)
+        source = self._originals[i] if i < len(self._originals) else stmt
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{n} GradientTapes → " + "; ".join(
+                            f"{p[5]}.zero_grad(), backward(inputs=<{p[3]}>), {p[5]}.step()" for p in plan)
+                        + ": each loss reaches only the parameters of its tape's variables, every step after every "
+                        "backward", source.items[0].item if isinstance(source, cst.With) else stmt.items[0].item)
+        return [first, *inner, *new_after], i + 1 + 2 * n
+
+    def _until_rebound(self, body: list, start: int, name: str) -> list:
+        """The statements from ``start`` up to a later ``with tf.GradientTape() as <name>:`` (a new tape
+        under the same name: what follows is about that one)."""
+        for at in range(start, len(body)):
+            tape = self._tape_of(body[at])
+            if tape is not None and tape[0] == name:
+                return body[start:at]
+        return body[start:]
+
+    def _watch_tape(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
+        """A tape that differentiates with respect to tensors it watches (a gradient penalty):
+
+            with tf.GradientTape() as t:            x.requires_grad_(True)
+                t.watch(x)                     →    pred = critic(x)
+                pred = critic(x)                    g = torch.autograd.grad(pred.sum(), [x], create_graph=True)[0]
+            g = t.gradient(pred, [x])[0]
+
+        TensorFlow sums a non-scalar target (``.sum()``) and lets an enclosing tape differentiate the
+        gradient itself (``create_graph=True``). Returns (statements, next index) or None."""
+        name = tape[0]
+        if tape[1].args or not isinstance(stmt.body, cst.IndentedBlock):
+            return None
+        inner = list(stmt.body.body)
+        watched: list[str] = []
+        for at, small in enumerate(inner):
+            w = self._watch_of(small, name)
+            if w is not None:
+                watched.append(w)
+                inner[at] = small.with_changes(body=[cst.Expr(cst.parse_expression(f"{w}.requires_grad_(True)"))])
+            elif name in _names_in([small]):
+                return None
+        if not watched:
+            return None
+        j = i + 1
+        while j < len(body) and name not in _names_in([body[j]]):
+            j += 1
+        if j == len(body) or not (isinstance(body[j], cst.SimpleStatementLine) and len(body[j].body) == 1
+                                  and isinstance(body[j].body[0], cst.Assign)):
+            return None
+        assign = body[j].body[0]
+        value, index = assign.value, None
+        if isinstance(value, cst.Subscript):
+            value, index = value.value, value
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+                and code(value.func) == f"{name}.gradient" and len(value.args) == 2
+                and not any(a.keyword or a.star for a in value.args)):
+            return None
+        target, sources = value.args[0].value, value.args[1].value
+        single = isinstance(sources, cst.Name)
+        names = [sources] if single else (
+            [e.value for e in sources.elements] if isinstance(sources, (cst.List, cst.Tuple)) else [])
+        if not names or any(not isinstance(n, cst.Name) or n.value not in watched for n in names):
+            return None
+        if name in _names_in(self._until_rebound(body, j + 1, name)):
+            return None
+        t = code(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(target)})"
+        grad = (f"{self.ctx.spell_text('torch.autograd.grad')}({t}.sum(), {code(sources)}, create_graph=True)"
+                + ("[0]" if single else ""))
+        new_value = cst.parse_expression(grad)
+        if index is not None:
+            new_value = index.with_changes(value=new_value)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"tf.GradientTape watching {', '.join(watched)} → requires_grad_(True) and {grad}: the sum "
+                        "of a non-scalar target as TensorFlow takes it, create_graph=True so that a loss built on "
+                        "the gradient (a gradient penalty) can be differentiated in turn", call)
+        first = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
+        out = [first, *inner[1:], *body[i + 1:j], body[j].with_changes(body=[assign.with_changes(value=new_value)])]
+        return out, j + 1
+
+    def _watch_of(self, stmt, name: str) -> str | None:
+        """``<name>.watch(x)`` as a statement → x."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+            return None
+        c = stmt.body[0].value
+        if (isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and code(c.func) == f"{name}.watch"
+                and len(c.args) == 1 and isinstance(c.args[0].value, cst.Name) and not c.args[0].keyword):
+            return c.args[0].value.value
+        return None
 
     def _source_of(self, at: int, node: cst.CSTNode) -> cst.CSTNode:
         """The input tree's value of the one-assignment statement ``at`` of this block (findings point there)."""
@@ -645,6 +1030,10 @@ class _Mentions(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value == "history":
+            self.found = True
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if any(self.ctx.imports.resolve(b.value) == CALLBACK for b in node.bases):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -699,6 +1088,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
     if len(plan.compiles) != 1:
         return None
     model, call, scope = plan.compiles[0]
+    classes = plan.instances.get(model)
+    if classes and classes <= plan.train_step_classes:
+        return None  # its compile / fit are TrainStepModule's methods
     if scope and (model, scope) not in plan.uses:
         # compiled inside a function that does not train it there: the optimizer and loss live on the
         # Keras model object, which a torch module cannot carry out of the function
@@ -712,6 +1104,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
         if flag not in (True, False):
             return None
         c.from_logits = flag
+    if c.accuracy_kind:  # a named accuracy computes what the loss's labels say (else it is another metric)
+        rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
+        if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
+            return None
     if not _builds(c, ctx):
         return None
     taken = set(plan.bound_at)
@@ -797,6 +1193,11 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     metrics = ctx.options.pop("_metric_classes", None)
     if metrics:
         texts.append(fitloop.metric_classes(metrics, ctx.spell_text))
+    callbacks = ctx.options.pop("_callback_classes", None)
+    if callbacks:
+        texts.append(fitloop.callback_classes(callbacks, ctx.spell_text))
+    if ctx.options.pop("_train_step_module", False):
+        texts.append(fitloop.train_step_module(ctx.spell_text))
     c = ctx.analyses.get("compiled")
     if c is not None and ctx.options.pop("_fit_helpers", False):
         kind, rule, _ = c.loss

@@ -1,0 +1,231 @@
+"""The generated fit with what real Keras scripts give it (issue 9): callbacks (EarlyStopping,
+ModelCheckpoint, a keras.callbacks.Callback subclass), named accuracies and metric objects,
+iterables of batches with steps_per_epoch / validation_steps.
+
+Numbers: a classifier with validation_split and EarlyStopping(restore_best_weights) is trained by
+Keras and by its translation from the same weights (subprocesses; TensorFlow unimportable in the
+torch one): the same epochs run, the same history, the same restored weights.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+
+def tx(src: str):
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    again = translate_source(r.output, "model.py")
+    assert again.output == r.output, "translating the output again must change nothing"
+    return r
+
+
+def errors(r) -> list:
+    return [(f.line, f.message) for f in r.findings if f.severity is Severity.ERROR]
+
+
+EARLY = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+model.compile(
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    optimizer=keras.optimizers.SGD(learning_rate=0.5),
+    metrics=[keras.metrics.SparseCategoricalAccuracy()],
+)
+callbacks = [keras.callbacks.EarlyStopping(patience=2, restore_best_weights=True)]
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_split=0.25, epochs=40, batch_size=16, callbacks=callbacks, shuffle=False,
+                        verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(1)
+W = [(rng.normal(size=(10, 16)) * 0.5).astype("float32"), np.zeros(16, "float32"),
+     (rng.normal(size=(16, 3)) * 0.5).astype("float32"), np.zeros(3, "float32")]
+x = rng.normal(size=(64, 10)).astype("float32")
+y = ((x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5)).astype("int64")
+y[48:] = rng.integers(0, 3, 16)  # noisy validation labels: the validation loss turns up, fit stops early
+if sys.argv[2] == "torch":
+    import torch
+    linears = [m for m in model if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for m, (k, b) in zip(linears, (W[:2], W[2:])):
+            m.weight.copy_(torch.tensor(k).T)
+            m.bias.copy_(torch.tensor(b))
+    kernels = lambda: [m.weight.detach().numpy().T.tolist() for m in linears]
+else:
+    model.set_weights(W)
+    kernels = lambda: [l.get_weights()[0].tolist() for l in model.layers]
+h, ev = train(x, y)
+print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels()}))
+'''
+
+
+def _run(tmp_path, src: str, driver: str) -> tuple[dict, dict]:
+    out = {}
+    trans = tx(src)
+    assert errors(trans) == [], errors(trans)
+    for side, code in (("keras", textwrap.dedent(src)), ("torch", trans.output)):
+        d = tmp_path / side
+        d.mkdir()
+        (d / "model.py").write_text(code)
+        (d / "drive.py").write_text(driver)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+        pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
+                                           "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
+        p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
+                           timeout=600, env=env)
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert line, p.stderr[-3000:]
+        out[side] = json.loads(line[-1][7:])
+    return out["keras"], out["torch"]
+
+
+def test_early_stopping_with_restored_weights_matches_keras(tmp_path):
+    keras_out, torch_out = _run(tmp_path, EARLY, DRIVER)
+    kh, th = keras_out["history"], torch_out["history"]
+    assert sorted(th) == sorted(kh) == ["loss", "sparse_categorical_accuracy", "val_loss",
+                                        "val_sparse_categorical_accuracy"]
+    assert 2 < len(kh["loss"]) < 40, "the case must stop early"
+    assert len(th["loss"]) == len(kh["loss"])  # stopped at the same epoch
+    for k in kh:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5)
+    # the best epoch's weights are back, on both sides
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
+    best = int(np.argmin(kh["val_loss"]))
+    assert best < len(kh["loss"]) - 1  # restoring changed something
+
+
+def test_callbacks_and_named_accuracy_in_the_translation():
+    out = tx(EARLY).output
+    assert "callbacks = [EarlyStopping(patience=2, restore_best_weights=True)]" in out
+    assert out.count("class EarlyStopping:") == 1 and "import math" in out
+    assert "callbacks=callbacks)" in out and "callback.on_epoch_end(epoch, logs)" in out
+    assert 'history = {"loss": [], "sparse_categorical_accuracy": []}' in out
+    assert 'history.setdefault("val_sparse_categorical_accuracy", [])' in out
+
+
+def test_a_named_accuracy_that_disagrees_with_the_loss_is_not_computed():
+    src = EARLY.replace("metrics=[keras.metrics.SparseCategoricalAccuracy()]", 'metrics=["categorical_accuracy"]')
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    assert any(m.startswith("model.compile(...) is a Keras model method") for _, m in errors(r)), errors(r)
+
+
+def test_model_checkpoint_saves_the_state_dict_of_the_best_epoch(tmp_path):
+    src = EARLY.replace("keras.callbacks.EarlyStopping(patience=2, restore_best_weights=True)",
+                        'keras.callbacks.ModelCheckpoint("best-{epoch:02d}.h5", save_best_only=True, verbose=1)')
+    r = tx(src)
+    assert errors(r) == []
+    assert 'callbacks = [ModelCheckpoint("best-{epoch:02d}.h5", save_best_only=True)]' in r.output
+    script = r.output + textwrap.dedent('''
+        import os
+        os.makedirs(sys.argv[1] + "/out")
+        os.chdir(sys.argv[1] + "/out")
+        torch.manual_seed(0)
+        rng = np.random.default_rng(1)
+        x = rng.normal(size=(64, 10)).astype("float32")
+        y = (x[:, 0] > 0).astype("int64")
+        y[48:] = rng.integers(0, 3, 16)
+        h = fit(model, optimizer, loss_fn, x, y, epochs=12, validation_split=0.25, callbacks=callbacks, verbose=0)
+        best = [i + 1 for i, v in enumerate(h["val_loss"]) if v == min(h["val_loss"][:i + 1])]
+        assert 0 < len(best) < 12, h["val_loss"]  # some epochs did not improve: not saved
+        assert sorted(os.listdir(".")) == [f"best-{e:02d}.h5" for e in best], (os.listdir("."), h["val_loss"])
+        state = torch.load(f"best-{best[-1]:02d}.h5")
+        assert set(state) == set(model.state_dict())
+        print("ok")
+    ''')
+    (tmp_path / "run.py").write_text("import sys\n" + script)
+    p = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+
+
+def test_fit_over_batches_with_steps():
+    """fit(dataset, steps_per_epoch=, validation_data=dataset, validation_steps=): the general loop;
+    one training iterator across epochs, a fresh validation iterator each epoch."""
+    src = '''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)])
+        model.compile(optimizer="sgd", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+
+        def train(train_batches, val_batches):
+            return model.fit(train_batches, epochs=3, steps_per_epoch=2, validation_data=val_batches,
+                             validation_steps=1, verbose=0)
+        '''
+    r = tx(src)
+    assert errors(r) == []
+    out = r.output
+    assert "fit(model, optimizer, loss_fn, train_batches, epochs=3, verbose=0, validation_data=val_batches, " \
+           "steps_per_epoch=2, validation_steps=1)" in out
+    script = out + textwrap.dedent('''
+        import itertools
+        used = []
+
+
+        def stream(tag):
+            for i in itertools.count():
+                used.append((tag, i))
+                yield torch.full((3, 4), float(i)), torch.tensor([0, 1, 0])
+
+
+        h = train(stream("train"), [(torch.zeros(2, 4), torch.tensor([0, 1]))] * 5)
+        assert [u for u in used if u[0] == "train"] == [("train", i) for i in range(6)], used
+        assert sorted(h) == ["accuracy", "loss", "val_accuracy", "val_loss"] and len(h["val_loss"]) == 3
+        assert h["val_accuracy"] == [0.5, 0.5, 0.5], h
+        print("ok")
+    ''')
+    p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+
+
+SCHEDULED = EARLY.replace(
+    "callbacks = [keras.callbacks.EarlyStopping(patience=2, restore_best_weights=True)]",
+    '''callbacks = [
+    keras.callbacks.CSVLogger(os.path.join(os.path.dirname(__file__), "log.csv")),
+    keras.callbacks.LearningRateScheduler(lambda epoch, lr: lr * 0.5 if epoch == 3 else lr),
+    keras.callbacks.ReduceLROnPlateau(factor=0.2, patience=1, min_lr=0.01),
+]''').replace("import numpy as np\n", "import os\n\nimport numpy as np\n").replace("epochs=40", "epochs=9")
+
+
+def test_learning_rate_callbacks_and_csv_logger_match_keras(tmp_path):
+    """LearningRateScheduler (epoch 3 halves the rate), ReduceLROnPlateau (patience 1 on the noisy
+    validation loss, floor 0.01) and CSVLogger: the same history, weights and CSV rows as Keras (which
+    also puts the learning rate into History; the translation does not)."""
+    keras_out, torch_out = _run(tmp_path, SCHEDULED, DRIVER)
+    kh, th = keras_out["history"], torch_out["history"]
+    lr_keys = {"lr", "learning_rate"} & set(kh)
+    assert lr_keys and sorted(set(kh) - lr_keys) == sorted(th)
+    lrs = kh[lr_keys.pop()]
+    assert len(set(np.round(lrs, 6))) >= 3, lrs  # both callbacks changed the rate
+    for k in th:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
+    rows = {side: (tmp_path / side / "log.csv").read_text().splitlines() for side in ("keras", "torch")}
+    assert rows["torch"][0] == rows["keras"][0] == "epoch," + ",".join(sorted(th))
+    assert len(rows["torch"]) == len(rows["keras"]) == 10
+    k_vals = np.array([[float(v) for v in r.split(",")] for r in rows["keras"][1:]])
+    t_vals = np.array([[float(v) for v in r.split(",")] for r in rows["torch"][1:]])
+    np.testing.assert_allclose(t_vals, k_vals, rtol=2e-4, atol=1e-5)
