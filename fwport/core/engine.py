@@ -380,6 +380,15 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def visit_Assign(self, node: cst.Assign) -> bool:
         if isinstance(node.value, cst.Call) and self.qualname(node.value.func) in self._CONTAINERS:
             self._containers.update(t for t in (dotted_text(a.target) for a in node.targets) if t)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and isinstance(node.value, (cst.Name, cst.Attribute)):
+            alias = self.imports.aliases.get(node.targets[0].target.value)
+            if alias is not None and self.imports.is_source(alias) and self.qualname(node.value) == alias:
+                # `mnist = tf.keras.datasets.mnist`: an import in disguise, not a reference; its uses
+                # are translated (or reported) where they stand, and a direction's finishing step
+                # may remove the statement once nothing uses the name
+                self._not_refs.add(id(node.targets[0].target))
+                self._funcs.add(id(node.value))
         return True
 
     def _refuse_member(self, node: cst.Call, q: str, rule) -> None:

@@ -12,6 +12,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.imports import is_source_import_line
 from fwport.core.names import scan
+from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS
 
 _KEY = "tf2torch-helpers"
 
@@ -121,6 +122,7 @@ HELPERS["Rescaling"] = _RESCALING
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
+HELPERS.update(DATA_HELPERS)
 
 
 def use(ctx: FileContext, name: str) -> str:
@@ -136,10 +138,17 @@ class _Refs(cst.CSTVisitor):
         self.defined: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in self.names:
-            self.called.add(node.func.value)
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            func = func.value  # DataPipeline.from_tensor_slices(...)
+        if isinstance(func, cst.Name) and func.value in self.names:
+            self.called.add(func.value)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.name.value in self.names:
+            self.defined.add(node.name.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value in self.names:
             self.defined.add(node.name.value)
 
@@ -180,7 +189,16 @@ def _spelled(template: str, ctx: FileContext) -> str:
         template = template.replace("{torch}", ctx.spell_text("torch.cat")[: -len("cat")])
     if "{F}" in template:
         template = template.replace("{F}", ctx.spell_text("torch.nn.functional.pad")[: -len("pad")])
+    for key, (prefix, line) in _MODULES.items():
+        if "{" + key + "}" in template:
+            template = template.replace("{" + key + "}", prefix)
+            ctx.needed_imports.add(line)
     return template
+
+
+#: other modules a helper uses: placeholder → (its spelling, the import line)
+_MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"),
+            "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
 
 
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -190,7 +208,16 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         return module
     refs = _Refs(set(wanted))
     scan(module, refs)
-    todo = sorted(refs.called - refs.defined)
+    todo = refs.called - refs.defined
+    for name in list(todo):
+        todo |= {dep for dep in DATA_DEPS.get(name, ()) if dep not in refs.defined}
+    todo = sorted(todo)
     if not todo:
         return module
-    return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)
+    texts = []
+    for n in todo:
+        text = _spelled(HELPERS[n], ctx)
+        if n in DATA_HELPERS:  # written with str.format's escaped braces
+            text = text.replace("{{", "{").replace("}}", "}")
+        texts.append(text)
+    return insert_after_imports(module, "".join(texts), ctx)
