@@ -523,7 +523,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             return True
         if id(node) not in self._funcs:
             rule = self.ctx.pack.by_name.get(q)
-            if rule is None or rule.kind != "constant":
+            if (rule is None or rule.kind != "constant") and self._constant_prefix(node) is None:
                 self._residue(node, q)
         return False  # one finding for the whole chain; the rest of it is not a reference
 
@@ -620,6 +620,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if q is None or not self.imports.is_source(q):
             return updated_node
         rule = self.ctx.pack.by_name.get(q)
+        if rule is None and isinstance(original_node.func, cst.Attribute) \
+                and self._constant_prefix(original_node.func) is not None:
+            return updated_node  # a method of a translated constant (tf.__version__.startswith)
         if rule is None or rule.kind == "constant":
             self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no {self.ctx.direction.name} rule yet; translate it by hand",
                             original_node, api=q)
@@ -755,7 +758,30 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         rule = self.ctx.pack.by_name.get(q)
         if rule is not None and rule.kind == "constant":
             return self.ctx.spell(rule.emit["target"])
+        prefix = self._constant_prefix(original_node)
+        if prefix is not None:  # tf.__version__.startswith → torch.__version__.startswith
+            rule, attrs = prefix
+            out = self.ctx.spell(rule.emit["target"])
+            for a in attrs:
+                out = cst.Attribute(out, cst.Name(a))
+            return out
         return updated_node
+
+    def _constant_prefix(self, node: cst.Attribute):
+        """(rule, the attribute names after it) when a proper prefix of the chain ``node`` is a source
+        constant with a rule (an attribute or method of the constant, e.g. ``tf.__version__.split``)."""
+        attrs: list[str] = []
+        head: cst.BaseExpression = node
+        while isinstance(head, cst.Attribute):
+            attrs.insert(0, head.attr.value)
+            head = head.value
+            q = self.qualname(head) if isinstance(head, (cst.Attribute, cst.Name)) else None
+            if q is None:
+                return None
+            rule = self.ctx.pack.by_name.get(q)
+            if rule is not None and rule.kind == "constant":
+                return rule, attrs
+        return None
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
         # a call transform may ask to see how its result is indexed (tf.shape(x)[0] -> x.shape[0])

@@ -27,8 +27,10 @@ def helper(m, ctx):
     if ctx.version == 2:
         for k, v in opts.get("keras2_kwargs", {}).items():
             m.kwargs.setdefault(k, cst.parse_expression(v))
-    target = name + ("." + opts["method"] if opts.get("method") else "")
-    return build_call(m, ctx, target=target)
+    out = build_call(m, ctx, target=name)
+    if out is not None and opts.get("method"):  # a static method of the helper class (no import to add)
+        out = out.with_changes(func=cst.Attribute(cst.Name(name), cst.Name(opts["method"])))
+    return out
 
 
 @call_transform("get-file")

@@ -15,7 +15,11 @@ def get_file(fname=None, origin=None, untar=False, extract=False, cache_dir=None
     folder; Keras 2 (keras2=True) extracts next to the archive and returns the archive's path."""
     import tarfile
     import zipfile
-    datadir = {os}path.join({os}path.expanduser(cache_dir or {os}path.join("~", ".keras")), cache_subdir)
+    import tempfile
+    base = {os}path.expanduser(cache_dir or {os}path.join("~", ".keras"))
+    if not {os}access(base, {os}W_OK):  # as Keras does: a cache folder that is not writable (or absent)
+        base = {os}path.join("/tmp" if {os}path.isdir("/tmp") else tempfile.gettempdir(), ".keras")
+    datadir = {os}path.join(base, cache_subdir)
     {os}makedirs(datadir, exist_ok=True)
     given = fname
     if not fname:

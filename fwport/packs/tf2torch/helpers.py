@@ -214,6 +214,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     todo = sorted(todo)
     if not todo:
         return module
+    module = _without_source_imports_of(module, set(todo), ctx)
     texts = []
     for n in todo:
         text = _spelled(HELPERS[n], ctx)
@@ -221,3 +222,43 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             text = text.replace("{{", "{").replace("}}", "}")
         texts.append(text)
     return insert_after_imports(module, "".join(texts), ctx)
+
+
+def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileContext) -> cst.Module:
+    """``from tensorflow.keras.preprocessing.image import load_img``: the helper written out has the
+    name of the source function its calls replaced, so the import (which would rebind the name to the
+    source function) goes."""
+    body = list(module.body)
+    changed = False
+    for i, st in enumerate(body):
+        if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1 or not isinstance(st.body[0], cst.ImportFrom):
+            continue
+        imp = st.body[0]
+        if imp.relative or isinstance(imp.names, cst.ImportStar) or imp.module is None:
+            continue
+        mod = cst.Module([]).code_for_node(imp.module)
+        if not ctx.imports.is_source(mod):
+            continue
+        keep = [a for a in imp.names if (a.asname.name.value if a.asname else cst.Module([]).code_for_node(a.name))
+                not in names]
+        if len(keep) == len(imp.names):
+            continue
+        changed = True
+        if keep:
+            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            body[i] = st.with_changes(body=[imp.with_changes(names=keep)])
+        else:
+            body[i] = None
+    if not changed:
+        return module
+    out = []
+    carried = []
+    for st, orig in zip(body, module.body):
+        if st is None:
+            carried += [ln for ln in orig.leading_lines if ln.comment is not None]
+            continue
+        if carried:
+            st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
+            carried = []
+        out.append(st)
+    return module.with_changes(body=out)
