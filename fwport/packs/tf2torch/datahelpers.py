@@ -64,9 +64,11 @@ def load_{name}({params}root={os}path.join({os}path.expanduser("~"), ".cache", "
     """keras.datasets.{name}.load_data(): (x_train, y_train), (x_test, y_test), numpy arrays with Keras's
     shapes and dtypes, read from torchvision's copy (downloaded once into root):
     {shapes}."""
+    import torchvision  # needed only here: a program that never loads the dataset runs without it
+
     splits = []
     for train in (True, False):
-        data = {torchvision}datasets.{cls}(root, train=train, download=True)
+        data = torchvision.datasets.{cls}(root, train=train, download=True)
         x = {np}asarray(data.data, dtype={np}uint8)
         y = {np}asarray(data.targets, dtype={np}uint8){y_shape}
         splits.append((x, y))
