@@ -13,9 +13,6 @@ def get_file(fname=None, origin=None, untar=False, extract=False, cache_dir=None
     """keras.utils.get_file: download `origin` once into ~/.keras/<cache_subdir> (torch.hub's downloader),
     extract it when asked, and return the path. Keras 3 extracts into its own folder and returns that
     folder; Keras 2 (keras2=True) extracts next to the archive and returns the archive's path."""
-    import tarfile
-    import zipfile
-    import tempfile
     base = {os}path.expanduser(cache_dir or {os}path.join("~", ".keras"))
     if not {os}access(base, {os}W_OK):  # as Keras does: a cache folder that is not writable (or absent)
         base = {os}path.join("/tmp" if {os}path.isdir("/tmp") else tempfile.gettempdir(), ".keras")
@@ -60,15 +57,13 @@ def get_file(fname=None, origin=None, untar=False, extract=False, cache_dir=None
 # torchvision's copies of Keras's image datasets: the same images in the same order
 _TORCHVISION = '''
 
-def load_{name}({params}root={os}path.join({os}path.expanduser("~"), ".cache", "torchvision")):
+def load_{name}({params}root="~/.cache/torchvision"):
     """keras.datasets.{name}.load_data(): (x_train, y_train), (x_test, y_test), numpy arrays with Keras's
     shapes and dtypes, read from torchvision's copy (downloaded once into root):
     {shapes}."""
-    import torchvision  # needed only here: a program that never loads the dataset runs without it
-
     splits = []
     for train in (True, False):
-        data = torchvision.datasets.{cls}(root, train=train, download=True)
+        data = torchvision.datasets.{cls}(os.path.expanduser(root), train=train, download=True)
         x = {np}asarray(data.data, dtype={np}uint8)
         y = {np}asarray(data.targets, dtype={np}uint8){y_shape}
         splits.append((x, y))
@@ -486,6 +481,32 @@ for _name, (_cls, _params, _y_shape, _shapes) in _TV.items():
     DATA_HELPERS[f"load_{_name}"] = (_TORCHVISION.replace("{name}", _name).replace("{cls}", _cls)
                                      .replace("{params}", _params).replace("{y_shape}", _y_shape)
                                      .replace("{shapes}", _shapes))
+
+_IMPORTS = {
+    "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
+    "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"),
+    "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
+    "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
+    **{f"load_{name}": ("os", "numpy as np", "torchvision") for name in _TV},
+}
+
+
+def _with_local_imports(text: str, modules: tuple[str, ...]) -> str:
+    """A function helper imports what it uses in its body: it can be defined anywhere in the file
+    (above the first statement that calls it, in a notebook) and needs nothing imported before."""
+    text = (text.replace("{np}", "np.").replace("{os}", "os.").replace("{torch}", "torch.")
+            .replace("{Image}", "PIL.Image.").replace("{torchvision}", "torchvision."))
+    end = text.index('"""', text.index('"""') + 3)
+    end = text.index("\n", end) + 1
+    lines = "".join(f"    import {m}\n" for m in modules) + "\n"
+    return text[:end] + lines + text[end:]
+
+
+for _name, _modules in _IMPORTS.items():
+    DATA_HELPERS[_name] = _with_local_imports(DATA_HELPERS[_name], _modules)
+
+#: the helpers that are functions importing what they use (written above their first use)
+LOCAL_HELPERS = frozenset(_IMPORTS)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {

@@ -12,7 +12,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.imports import is_source_import_line
 from fwport.core.names import scan
-from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS
+from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS, LOCAL_HELPERS
 
 _KEY = "tf2torch-helpers"
 
@@ -163,7 +163,10 @@ def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst
     """``text`` (definitions) written into the module after its docstring and the imports at its top
     (string statements between them, as notebooks have, included), and never above the place where
     the import pass writes the torch imports the definitions use (the first source import)."""
-    new = list(cst.parse_module(text.lstrip("\n")).body)
+    return _insert_at(module, text, _insertion_index(module, ctx))
+
+
+def _insertion_index(module: cst.Module, ctx: FileContext) -> int:
     body = list(module.body)
     at = 0
     while at < len(body) and _imports_or_strings(body[at]):
@@ -173,6 +176,12 @@ def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst
     first_source = next((i for i, st in enumerate(body) if is_source_import_line(st, ctx.imports.is_source)), None)
     if first_source is not None:
         at = max(at, first_source + 1)
+    return at
+
+
+def _insert_at(module: cst.Module, text: str, at: int) -> cst.Module:
+    new = list(cst.parse_module(text.lstrip("\n")).body)
+    body = list(module.body)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     new[0] = new[0].with_changes(leading_lines=blank)
     if at < len(body):  # the statement after keeps two blank lines above it
@@ -215,13 +224,24 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not todo:
         return module
     module = _without_source_imports_of(module, set(todo), ctx)
-    texts = []
+    texts, local = [], []
     for n in todo:
         text = _spelled(HELPERS[n], ctx)
         if n in DATA_HELPERS:  # written with str.format's escaped braces
             text = text.replace("{{", "{").replace("}}", "}")
-        texts.append(text)
-    return insert_after_imports(module, "".join(texts), ctx)
+        (local if n in LOCAL_HELPERS else texts).append(text)
+    if local:
+        # functions that import what they use: above the first top-level statement that calls one
+        # (a notebook may call load_img in a cell above its first TensorFlow import)
+        at = _insertion_index(module, ctx)
+        refs = _Refs({n for n in todo if n in LOCAL_HELPERS})
+        for i, st in enumerate(module.body[:at]):
+            scan(st, refs)
+            if refs.called:
+                at = i
+                break
+        module = _insert_at(module, "".join(local), at)
+    return insert_after_imports(module, "".join(texts), ctx) if texts else module
 
 
 def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileContext) -> cst.Module:
