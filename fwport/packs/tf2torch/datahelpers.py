@@ -63,9 +63,9 @@ def load_{name}({params}root="~/.cache/torchvision"):
     {shapes}."""
     splits = []
     for train in (True, False):
-        data = torchvision.datasets.{cls}(os.path.expanduser(root), train=train, download=True)
-        x = {np}asarray(data.data, dtype={np}uint8)
-        y = {np}asarray(data.targets, dtype={np}uint8){y_shape}
+        source = torchvision.datasets.{cls}(os.path.expanduser(root), train=train, download=True)
+        x = {np}asarray(source.data, dtype={np}uint8)
+        y = {np}asarray(source.targets, dtype={np}uint8){y_shape}
         splits.append((x, y))
     return splits[0], splits[1]
 '''
@@ -321,12 +321,13 @@ class DataPipeline({torch}utils.data.IterableDataset):
         return DataPipeline(lambda: ({torch}tensor(v, dtype=dtype or {torch}int64) for v in values), len(values))
 
     @staticmethod
-    def zip(*datasets, name=None):
-        if len(datasets) == 1 and isinstance(datasets[0], (tuple, list)):
-            datasets = tuple(datasets[0])
-        lengths = [d.length for d in datasets]
+    def zip(*args, **kwargs):
+        """zip((a, b)), zip(a, b) or zip(datasets=(a, b)): tuples of their elements, as long as the shortest."""
+        parts = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else (
+            args or tuple(kwargs["datasets"]))
+        lengths = [p.length for p in parts]
         length = None if None in lengths else min(lengths)
-        return DataPipeline(lambda: zip(*datasets), length)
+        return DataPipeline(lambda: zip(*parts), length)
 
     def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
         def run():
