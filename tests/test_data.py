@@ -351,6 +351,13 @@ def test_sequence_becomes_a_dataset_of_batches():
     np.testing.assert_array_equal(batches[1][1].numpy(), y[3:6])
 
 
+def test_sequence_on_epoch_end_is_a_warning():
+    r = translate_source("from tensorflow import keras\n\nclass S(keras.utils.Sequence):\n"
+                         "    def on_epoch_end(self):\n        pass\n", "s.py")
+    [w] = [f for f in r.findings if f.severity is Severity.WARNING]
+    assert w.line == 4 and "on_epoch_end" in w.message and "torch.utils.data.Dataset" in r.output
+
+
 # --- tf.data ----------------------------------------------------------------------------------
 
 def _as_lists(value):

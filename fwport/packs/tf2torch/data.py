@@ -103,3 +103,24 @@ def finish_aliases(module: cst.Module, ctx) -> cst.Module:
             carried = []
         out.append(st)
     return module.with_changes(body=out) if len(out) != len(body) else module
+
+
+_SEQUENCES = ("keras.utils.Sequence", "keras.utils.PyDataset")
+
+
+def run_sequences(module: cst.Module, ctx) -> cst.Module:
+    """Read-only: a keras.utils.Sequence subclass becomes a torch Dataset by its rule (keras-sequence);
+    what torch does not do with it is said here. Keras calls on_epoch_end() after every epoch (to
+    reshuffle, typically); a DataLoader never does."""
+    for st in module.body:
+        if not isinstance(st, cst.ClassDef):
+            continue
+        bases = [ctx.imports.resolve_parts(parts) for a in st.bases if (parts := dotted(a.value))]
+        if not any(b in _SEQUENCES for b in bases):
+            continue
+        for item in st.body.body:
+            if isinstance(item, cst.FunctionDef) and item.name.value == "on_epoch_end":
+                ctx.report("warning", "approximate", f"{st.name.value}.on_epoch_end(): Keras calls it after "
+                           "every epoch; a torch DataLoader never does: call it at the end of each epoch of the "
+                           "training loop, or the batches keep their first order", item)
+    return module

@@ -32,6 +32,8 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
     Planner("subclass", re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
+    # keras.utils.Sequence subclasses: what a torch Dataset does not do (on_epoch_end)
+    Planner("sequences", re.compile(r"\b(?:Sequence|PyDataset)\b"), data.run_sequences),
     # @tf.function removed (or torch.compile)
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
