@@ -262,6 +262,44 @@ def test_get_file_is_keras3(kwargs, tmp_path, monkeypatch):
     assert listing(tmp_path / "mine") == listing(tmp_path / "keras")
 
 
+@pytest.mark.parametrize("kwargs", [
+    {"fname": "flowers.tgz", "extract": True}, {"fname": "flowers", "untar": True},
+    {"fname": "flowers.tar.gz", "untar": True}, {"fname": "notes.txt"},
+])
+def test_get_file_is_keras2(kwargs, tmp_path, monkeypatch):
+    """Keras 2 (tf_keras) extracts into the cache folder and returns the archive's path (untar: the
+    extracted folder's): the same as the translation of Keras 2 code."""
+    import shutil
+    import tarfile
+
+    pytest.importorskip("torch")
+    tf_keras = pytest.importorskip("tf_keras")
+    import tf_keras.src.utils.data_utils as kd
+    import torch
+
+    src = tmp_path / "src" / "flowers"
+    src.mkdir(parents=True)
+    (src / "a.txt").write_text("petal")
+    archive = tmp_path / "a.tar.gz"
+    with tarfile.open(archive, "w:gz") as t:
+        t.add(src, arcname="flowers")
+    monkeypatch.setattr(torch.hub, "download_url_to_file", lambda url, dst, *a, **k: shutil.copy(archive, dst))
+    monkeypatch.setattr(kd, "urlretrieve", lambda url, dst, *a, **k: shutil.copy(archive, dst))
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "keras").mkdir()
+    args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
+    ns = _run(f"""
+        import tensorflow as tf
+        path = tf.keras.utils.get_file(origin="https://example.org/f.tar.gz", cache_dir=mine{args})
+    """, keras=2, mine=str(tmp_path / "mine"))
+    want = tf_keras.utils.get_file(origin="https://example.org/f.tar.gz", cache_dir=str(tmp_path / "keras"), **kwargs)
+    assert os.path.relpath(ns["path"], tmp_path / "mine") == os.path.relpath(want, tmp_path / "keras")
+
+    def listing(root):
+        return sorted(os.path.relpath(os.path.join(d, f), root) for d, _, fs in os.walk(root) for f in fs)
+    assert listing(tmp_path / "mine") == listing(tmp_path / "keras")
+
+
 def test_get_file_keras2_extracts_next_to_the_archive():
     out = _translate("""
         import tensorflow as tf

@@ -23,6 +23,8 @@ def get_file(fname=None, origin=None, untar=False, extract=False, cache_dir=None
         fname = {os}path.basename(origin.split("?")[0].split("#")[0])
     extraction_dir = None
     if keras2:
+        if untar and fname.endswith(".tar.gz"):
+            fname = fname[: -len(".tar.gz")]
         target = {os}path.join(datadir, fname + (".tar.gz" if untar else ""))
         if untar or extract:
             extraction_dir = datadir
@@ -37,6 +39,8 @@ def get_file(fname=None, origin=None, untar=False, extract=False, cache_dir=None
         target = {os}path.join(datadir, fname)
     if force_download or not {os}path.exists(target):
         {torch}hub.download_url_to_file(origin, target)
+    if keras2 and untar and {os}path.exists({os}path.join(datadir, fname)):
+        return {os}path.join(datadir, fname)  # Keras 2 extracts a tar only once
     if extraction_dir is not None:
         kinds = {"tar": ["tar"], "zip": ["zip"], "auto": ["tar", "zip"]}[archive_format if not untar else "tar"]
         for kind in kinds:
