@@ -445,6 +445,36 @@ def test_tf_data_pipeline_is_tf(name):
     assert ns["n"] == ns_tf["n"]
 
 
+def test_tf_data_from_generator_is_tf():
+    """The generator is called on each pass and its elements cast to output_types, as in TensorFlow."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+
+    def samples(n):
+        for i in range(int(n)):
+            yield [i, i + 0.5], i % 3
+
+    src = """
+        import tensorflow as tf
+        ds = tf.data.Dataset.from_generator(samples, output_types=(tf.float32, tf.int64), args=(5,)).batch(2)
+        out = list(ds) + list(ds)
+    """
+    ns_tf = {"samples": samples}
+    exec(textwrap.dedent(src), ns_tf)
+    ns = _run(src, samples=samples)
+    assert len(ns["out"]) == len(ns_tf["out"]) == 6
+    for g, w in zip(ns["out"], ns_tf["out"]):
+        assert _as_lists(g) == _as_lists(w)
+        assert [str(t.dtype).split(".")[-1] for t in g] == [t.dtype.name for t in w]
+
+
+def test_tf_data_from_generator_with_output_signature_is_refused():
+    r = translate_source("import tensorflow as tf\nds = tf.data.Dataset.from_generator(g, output_signature=("
+                         "tf.TensorSpec(shape=(), dtype=tf.int32),))\n", "g.py")
+    assert "unsupported-argument" in [f.code for f in r.findings if f.severity is Severity.ERROR]
+    assert "output_types=" in r.output and "DataPipeline" not in r.output
+
+
 def test_tf_data_shuffle():
     """shuffle keeps every element once per pass, reshuffles each pass; a buffer of 1 keeps the order;
     a seed without reshuffling gives the same order every pass."""

@@ -315,6 +315,24 @@ class DataPipeline({torch}utils.data.IterableDataset):
         return DataPipeline(lambda: (DataPipeline._item(data, i) for i in range(n)), n)
 
     @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None, name=None):
+        """Each pass calls generator(*args); its elements become tensors of output_types (torch dtypes,
+        in the element's structure), as TensorFlow converts them."""
+        def convert(value, dtype):
+            if isinstance(dtype, (tuple, list)):
+                return tuple(convert(v, d) for v, d in zip(value, dtype))
+            if isinstance(dtype, dict):
+                return {{k: convert(value[k], d) for k, d in dtype.items()}}
+            if dtype is None or isinstance(value, (str, bytes)):
+                return DataPipeline._tensors(value)
+            return {torch}as_tensor({np}asarray(value)).to(dtype)
+
+        def run():
+            for element in generator(*(args or ())):
+                yield convert(element, output_types)
+        return DataPipeline(run)
+
+    @staticmethod
     def from_tensors(tensors, name=None):
         data = DataPipeline._tensors(tensors)
         return DataPipeline(lambda: iter([data]), 1)
