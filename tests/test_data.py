@@ -416,6 +416,9 @@ PIPELINES = {
     "zip-range": "ds = tf.data.Dataset.zip((tf.data.Dataset.range(5), tf.data.Dataset.from_tensor_slices(y))).batch(2)",
     "cache-prefetch-filter": "ds = tf.data.Dataset.from_tensor_slices(y).filter(lambda v: v > 3).cache().batch(2).prefetch(tf.data.AUTOTUNE)",
     "python-lists": "ds = tf.data.Dataset.from_tensor_slices(([1, 2, 3], [0.5, 1.5, 2.5])).batch(2)",
+    "list-of-arrays": "ds = tf.data.Dataset.from_tensor_slices([y[:2], y[2:4]]).batch(2)",
+    "numpy-scalar": "ds = tf.data.Dataset.from_tensors(x[0, 0]).repeat(2)",
+    "float64-scalars": "ds = tf.data.Dataset.from_tensor_slices([np.float64(1.5), np.float64(2.5)])",
     "from-tensors-enumerate": "ds = tf.data.Dataset.from_tensors(x[:2]).repeat(3).enumerate()",
     "concatenate": "ds = tf.data.Dataset.from_tensor_slices(y[:3]).concatenate(tf.data.Dataset.from_tensor_slices(y[5:]))",
 }
@@ -429,7 +432,7 @@ def test_tf_data_pipeline_is_tf(name):
     pytest.importorskip("torch")
     rng = np.random.default_rng(5)
     x, y = rng.standard_normal((10, 3)).astype("float32"), rng.integers(0, 9, 10).astype("int64")
-    src = "import tensorflow as tf\n" + PIPELINES[name] + "\nout = list(ds)\nn = len(ds) if name not in ('cache-prefetch-filter', 'unbatch') else None\n"
+    src = "import numpy as np\nimport tensorflow as tf\n" + PIPELINES[name] + "\nout = list(ds)\nn = len(ds) if name not in ('cache-prefetch-filter', 'unbatch') else None\n"
     ns_tf = {"x": x, "y": y, "name": name}
     exec(src, ns_tf)
     ns = _run(src, x=x, y=y, name=name)

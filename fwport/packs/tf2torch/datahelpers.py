@@ -282,7 +282,10 @@ class DataPipeline({torch}utils.data.IterableDataset):
         if isinstance(value, {torch}Tensor):
             return value
         array = {np}asarray(value)
-        if not isinstance(value, {np}ndarray):
+        leaf = value
+        while isinstance(leaf, list) and leaf:
+            leaf = leaf[0]
+        if isinstance(leaf, (int, float)) and not isinstance(leaf, (bool, {np}generic)):  # Python numbers
             array = array.astype({{"int64": "int32", "float64": "float32"}}.get(array.dtype.name, array.dtype))
         return {torch}as_tensor(array)
 
