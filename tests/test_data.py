@@ -359,6 +359,75 @@ def test_array_to_img_is_keras(shape, scale):
     np.testing.assert_array_equal(np.asarray(ns["img"]), np.asarray(want))
 
 
+@pytest.fixture
+def image_folder(tmp_path):
+    """Two classes of PNG images of different sizes and modes (RGB, grayscale, RGBA, palette)."""
+    from PIL import Image
+    rng = np.random.default_rng(6)
+    for c, cls in enumerate(("cats", "dogs")):
+        (tmp_path / "images" / cls).mkdir(parents=True)
+        for i in range(5):
+            size, mode = [(9, 7), (12, 12), (5, 8)][i % 3], ["RGB", "L", "RGBA", "P", "RGB"][(i + c) % 5]
+            shape = (size[1], size[0]) + ({"RGB": (3,), "RGBA": (4,)}.get(mode, ()))
+            img = Image.fromarray(rng.integers(0, 256, shape, dtype=np.uint8)).convert(mode)
+            img.save(tmp_path / "images" / cls / f"{i}.png")
+    (tmp_path / "images" / "dogs" / "notes.txt").write_text("not an image")
+    return tmp_path / "images"
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"shuffle": False, "image_size": (6, 10)},
+    {"shuffle": False, "image_size": (16, 14), "color_mode": "grayscale", "label_mode": "categorical", "batch_size": 3},
+    {"shuffle": False, "image_size": (8, 8), "interpolation": "nearest", "label_mode": "binary", "batch_size": None},
+    {"shuffle": False, "image_size": (7, 9), "validation_split": 0.3, "subset": "validation", "seed": 3, "color_mode": "rgba"},
+    {"shuffle": False, "image_size": (7, 9), "label_mode": None, "data_format": "channels_first"},
+])
+def test_image_dataset_from_directory_is_keras(kwargs, image_folder):
+    """Same images (pixels within 5e-4 of tf.image.resize), labels, dtypes and batches as Keras 3."""
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("torch")
+    args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
+    ns = _run(f"""
+        import keras
+        ds = keras.utils.image_dataset_from_directory(folder{args}, verbose=False)
+    """, folder=str(image_folder))
+    want = keras.utils.image_dataset_from_directory(str(image_folder), verbose=False, **kwargs)
+    got_batches, want_batches = list(ns["ds"]), list(want)
+    assert len(got_batches) == len(want_batches) > 0
+    assert ns["ds"].class_names == want.class_names
+    for g, w in zip(got_batches, want_batches):
+        gs, ws = (g, w) if isinstance(w, tuple) else ((g,), (w,))
+        for gt, wt in zip(gs, ws):
+            assert tuple(gt.shape) == tuple(wt.shape) and str(gt.dtype).split(".")[-1] == wt.dtype.name
+            # color images read as grayscale: PIL's luma rounds differently from libpng's (1 level)
+            atol = 1.0 + 1e-3 if kwargs.get("color_mode") == "grayscale" else 5e-4
+            np.testing.assert_allclose(gt.numpy().astype("float64"), wt.numpy().astype("float64"), atol=atol, rtol=0)
+
+
+def test_image_dataset_shuffles_files_as_keras(image_folder):
+    """With shuffle and a seed, the file order is Keras's (RandomState(seed)); the batches are then
+    shuffled in a buffer each pass: the same samples per epoch."""
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("torch")
+    ns = _run("""
+        import keras
+        ds = keras.utils.image_dataset_from_directory(folder, seed=11, image_size=(5, 5), batch_size=4, verbose=False)
+    """, folder=str(image_folder))
+    want = keras.utils.image_dataset_from_directory(str(image_folder), seed=11, image_size=(5, 5), batch_size=4,
+                                                    verbose=False)
+    def samples(batches):
+        return sorted((float(x.numpy().sum()), int(y)) for xs, ys in batches for x, y in zip(xs, ys))
+    got, ref = samples(ns["ds"]), samples(want)
+    assert [y for _, y in got] == [y for _, y in ref]
+    np.testing.assert_allclose([x for x, _ in got], [x for x, _ in ref], rtol=1e-5)
+
+
+def test_image_dataset_from_directory_refuses_what_it_cannot_do():
+    r = translate_source("import keras\nds = keras.utils.image_dataset_from_directory('d', interpolation='bicubic')\n"
+                         "ds2 = keras.utils.image_dataset_from_directory('d', crop_to_aspect_ratio=True)\n", "i.py")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-argument"] * 2
+
+
 # --- keras.utils.Sequence -------------------------------------------------------------------------
 
 def test_sequence_becomes_a_dataset_of_batches():

@@ -491,7 +491,99 @@ class DataPipeline({torch}utils.data.IterableDataset):
         return -1 if self.length == float("inf") else (-2 if self.length is None else self.length)
 '''
 
+_IMAGE_DATASET = '''
+
+def image_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, color_mode="rgb",
+                                 batch_size=32, image_size=(256, 256), shuffle=True, seed=None, validation_split=None,
+                                 subset=None, interpolation="bilinear", follow_links=False, data_format=None,
+                                 verbose=True):
+    """keras.utils.image_dataset_from_directory as a DataPipeline: the files of each class folder (sorted;
+    classes in alphabetical order) shuffled with RandomState(seed), split off by validation_split, then
+    each image decoded with PIL (color_mode), resized to image_size (height, width) as tf.image.resize
+    does (bilinear without antialiasing: float32; nearest: uint8), channels-last (or channels-first), with
+    int32 labels (categorical: float32 one-hot; binary: float32 (1,)); shuffled each pass in a buffer of
+    8 batches and batched like Keras."""
+    if seed is None:
+        seed = int(np.random.randint(1e6))
+    if isinstance(image_size, int):
+        image_size = (image_size, image_size)
+    channels = {{"grayscale": 1, "rgb": 3, "rgba": 4}}[color_mode]
+    formats = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+    if labels is None or label_mode is None:  # images only: every image under the folder
+        labels, label_mode = None, None
+    if labels == "inferred":
+        folders = sorted(d for d in os.listdir(directory)
+                         if os.path.isdir(os.path.join(directory, d)) and not d.startswith("."))
+        class_names = list(class_names) if class_names is not None else folders
+    else:
+        class_names = [""]
+    paths, found = [], []
+    for index, folder in enumerate(class_names):
+        root = os.path.join(directory, folder)
+        for here, _, files in sorted(os.walk(root, followlinks=follow_links), key=lambda w: w[0]):
+            for name in sorted(files):
+                if name.lower().endswith(formats):
+                    paths.append(os.path.join(root, os.path.relpath(os.path.join(here, name), root)))
+                    found.append(index)
+    if labels == "inferred":
+        labels = np.asarray(found, dtype="int32")
+    elif labels is not None:
+        class_names = [str(c) for c in sorted(set(labels))]
+        labels = np.asarray(labels)
+    if labels is None:
+        class_names = None
+    if shuffle:
+        np.random.RandomState(seed).shuffle(paths)
+        if labels is not None:
+            np.random.RandomState(seed).shuffle(labels)
+    if verbose:
+        print(f"Found {{len(paths)}} files" + (f" belonging to {{len(class_names)}} classes." if labels is not None else "."))
+
+    def load(path):
+        img = PIL.Image.open(path)
+        img = img.convert({{1: "L", 3: "RGB", 4: "RGBA"}}[channels])
+        x = torch.from_numpy(np.asarray(img, dtype="float32").reshape(img.size[1], img.size[0], channels))
+        if tuple(x.shape[:2]) != tuple(image_size):
+            mode = {{"bilinear": "bilinear", "nearest": "nearest-exact"}}[interpolation]
+            options = {{"align_corners": False, "antialias": False}} if mode == "bilinear" else {{}}
+            x = torch.nn.functional.interpolate(x.permute(2, 0, 1)[None], size=tuple(image_size), mode=mode,
+                                                **options)[0].permute(1, 2, 0)
+        if interpolation == "nearest":  # tf.image.resize keeps the decoded uint8 for nearest
+            x = x.to(torch.uint8)
+        return x.permute(2, 0, 1).contiguous() if data_format == "channels_first" else x
+
+    def label(value):
+        if label_mode == "categorical":
+            return torch.nn.functional.one_hot(torch.tensor(int(value)), len(class_names)).float()
+        if label_mode == "binary":
+            return torch.tensor([float(value)])
+        return torch.tensor(int(value), dtype=torch.int32)
+
+    def pipeline(part_paths, part_labels, shuffled):
+        n = len(part_paths)
+        if part_labels is None:
+            ds = DataPipeline(lambda: (load(p) for p in part_paths), n)
+        else:
+            ds = DataPipeline(lambda: ((load(p), label(v)) for p, v in zip(part_paths, part_labels)), n)
+        if shuffled:
+            ds = ds.shuffle(batch_size * 8 if batch_size is not None else 1024, seed=seed)
+        if batch_size is not None:
+            ds = ds.batch(batch_size)
+        ds.class_names = class_names
+        return ds
+
+    n_val = int(validation_split * len(paths)) if validation_split else 0
+    splits = {{"training": (paths[: len(paths) - n_val], None if labels is None else labels[: len(paths) - n_val]),
+              "validation": (paths[len(paths) - n_val:], None if labels is None else labels[len(paths) - n_val:])}}
+    if not validation_split:
+        return pipeline(paths, labels, shuffle)
+    if subset == "both":
+        return [pipeline(*splits["training"], shuffle), pipeline(*splits["validation"], False)]
+    return pipeline(*splits[subset], shuffle)
+'''
+
 DATA_HELPERS: dict[str, str] = {
+    "image_dataset_from_directory": _IMAGE_DATASET,
     "get_file": _GET_FILE,
     "pad_sequences": _PAD_SEQUENCES,
     "to_categorical": _TO_CATEGORICAL,
@@ -513,6 +605,7 @@ _IMPORTS = {
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
+    "image_dataset_from_directory": ("os", "numpy as np", "PIL.Image", "torch"),
     **{f"load_{name}": ("os", "numpy as np", "torchvision") for name in _TV},
 }
 
@@ -536,5 +629,5 @@ LOCAL_HELPERS = frozenset(_IMPORTS)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {
-    "load_imdb": ("get_file",), "load_boston_housing": ("get_file",),
+    "load_imdb": ("get_file",), "image_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
 }
