@@ -428,6 +428,43 @@ def test_image_dataset_from_directory_refuses_what_it_cannot_do():
     assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-argument"] * 2
 
 
+@pytest.mark.parametrize("kwargs", [
+    {"shuffle": False}, {"shuffle": False, "max_length": 4, "label_mode": "categorical", "batch_size": 2},
+    {"shuffle": False, "validation_split": 0.5, "subset": "training", "seed": 1, "label_mode": "binary"},
+    {"shuffle": False, "label_mode": None, "batch_size": None},
+])
+def test_text_dataset_from_directory_is_keras(kwargs, tmp_path):
+    keras = pytest.importorskip("keras")
+    pytest.importorskip("torch")
+    for cls, texts in (("neg", ["bad film", "dull", "meh ü"]), ("pos", ["great", "loved it", "fine"])):
+        (tmp_path / "reviews" / cls).mkdir(parents=True)
+        for i, t in enumerate(texts):
+            (tmp_path / "reviews" / cls / f"{i}.txt").write_text(t, encoding="utf-8")
+    args = "".join(f", {k}={v!r}" for k, v in kwargs.items())
+    ns = _run(f"""
+        from keras.utils import text_dataset_from_directory
+        ds = text_dataset_from_directory(folder{args}, verbose=False)
+    """, folder=str(tmp_path / "reviews"))
+    want = keras.utils.text_dataset_from_directory(str(tmp_path / "reviews"), verbose=False, **kwargs)
+    def plain(value):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        a = np.asarray(value)
+        if a.dtype == object:
+            out = [v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v for v in a.ravel()]
+            return out if a.ndim else out[0]
+        return a.tolist()
+    got, ref = list(ns["ds"]), list(want)
+    assert len(got) == len(ref) > 0 and ns["ds"].class_names == want.class_names
+    for g, w in zip(got, ref):
+        gs, ws = (g, w) if isinstance(w, tuple) else ((g,), (w,))
+        assert [plain(x) for x in gs] == [plain(x) for x in ws]
+        for gt, wt in zip(gs[1:], ws[1:]):
+            assert str(gt.dtype).split(".")[-1] == wt.dtype.name
+
+
 # --- keras.utils.Sequence -------------------------------------------------------------------------
 
 def test_sequence_becomes_a_dataset_of_batches():

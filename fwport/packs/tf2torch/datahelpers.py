@@ -582,7 +582,85 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
     return pipeline(*splits[subset], shuffle)
 '''
 
+_TEXT_DATASET = '''
+
+def text_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, batch_size=32,
+                                max_length=None, shuffle=True, seed=None, validation_split=None, subset=None,
+                                follow_links=False, verbose=True):
+    """keras.utils.text_dataset_from_directory as a DataPipeline: the .txt files of each class folder
+    (sorted; classes in alphabetical order) shuffled with RandomState(seed), split off by
+    validation_split, each read as text (its first max_length bytes), with int32 labels (categorical:
+    float32 one-hot; binary: float32 (1,)); shuffled each pass in a buffer of 8 batches and batched like
+    Keras. A batch of texts is a list of Python strings (TensorFlow gives a tensor of bytes)."""
+    if seed is None:
+        seed = int(np.random.randint(1e6))
+    if labels is None or label_mode is None:  # texts only: every file under the folder
+        labels, label_mode = None, None
+    if labels == "inferred":
+        folders = sorted(d for d in os.listdir(directory)
+                         if os.path.isdir(os.path.join(directory, d)) and not d.startswith("."))
+        class_names = list(class_names) if class_names is not None else folders
+    else:
+        class_names = [""]
+    paths, found = [], []
+    for index, folder in enumerate(class_names):
+        root = os.path.join(directory, folder)
+        for here, _, files in sorted(os.walk(root, followlinks=follow_links), key=lambda w: w[0]):
+            for name in sorted(files):
+                if name.lower().endswith(".txt"):
+                    paths.append(os.path.join(root, os.path.relpath(os.path.join(here, name), root)))
+                    found.append(index)
+    if labels == "inferred":
+        labels = np.asarray(found, dtype="int32")
+    elif labels is not None:
+        class_names = [str(c) for c in sorted(set(labels))]
+        labels = np.asarray(labels)
+    if labels is None:
+        class_names = None
+    if shuffle:
+        np.random.RandomState(seed).shuffle(paths)
+        if labels is not None:
+            np.random.RandomState(seed).shuffle(labels)
+    if verbose:
+        print(f"Found {{len(paths)}} files" + (f" belonging to {{len(class_names)}} classes." if labels is not None else "."))
+
+    def load(path):
+        with open(path, "rb") as f:
+            data = f.read()
+        return (data if max_length is None else data[:max_length]).decode("utf-8", errors="replace")
+
+    def label(value):
+        if label_mode == "categorical":
+            return torch.nn.functional.one_hot(torch.tensor(int(value)), len(class_names)).float()
+        if label_mode == "binary":
+            return torch.tensor([float(value)])
+        return torch.tensor(int(value), dtype=torch.int32)
+
+    def pipeline(part_paths, part_labels, shuffled):
+        n = len(part_paths)
+        if part_labels is None:
+            ds = DataPipeline(lambda: (load(p) for p in part_paths), n)
+        else:
+            ds = DataPipeline(lambda: ((load(p), label(v)) for p, v in zip(part_paths, part_labels)), n)
+        if shuffled:
+            ds = ds.shuffle(batch_size * 8 if batch_size is not None else 1024, seed=seed)
+        if batch_size is not None:
+            ds = ds.batch(batch_size)
+        ds.class_names = class_names
+        return ds
+
+    n_val = int(validation_split * len(paths)) if validation_split else 0
+    splits = {{"training": (paths[: len(paths) - n_val], None if labels is None else labels[: len(paths) - n_val]),
+              "validation": (paths[len(paths) - n_val:], None if labels is None else labels[len(paths) - n_val:])}}
+    if not validation_split:
+        return pipeline(paths, labels, shuffle)
+    if subset == "both":
+        return [pipeline(*splits["training"], shuffle), pipeline(*splits["validation"], False)]
+    return pipeline(*splits[subset], shuffle)
+'''
+
 DATA_HELPERS: dict[str, str] = {
+    "text_dataset_from_directory": _TEXT_DATASET,
     "image_dataset_from_directory": _IMAGE_DATASET,
     "get_file": _GET_FILE,
     "pad_sequences": _PAD_SEQUENCES,
@@ -606,6 +684,7 @@ _IMPORTS = {
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
     "image_dataset_from_directory": ("os", "numpy as np", "PIL.Image", "torch"),
+    "text_dataset_from_directory": ("os", "numpy as np", "torch"),
     **{f"load_{name}": ("os", "numpy as np", "torchvision") for name in _TV},
 }
 
@@ -629,5 +708,6 @@ LOCAL_HELPERS = frozenset(_IMPORTS)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {
-    "load_imdb": ("get_file",), "image_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
+    "load_imdb": ("get_file",), "image_dataset_from_directory": ("DataPipeline",),
+    "text_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
 }
