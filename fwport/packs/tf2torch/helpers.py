@@ -144,11 +144,11 @@ class _Refs(cst.CSTVisitor):
         if isinstance(func, cst.Name) and func.value in self.names:
             self.called.add(func.value)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value in self.names:
             self.defined.add(node.name.value)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value in self.names:
             self.defined.add(node.name.value)
 
@@ -202,46 +202,14 @@ def _spelled(template: str, ctx: FileContext) -> str:
         if "{" + key + "}" in template:
             template = template.replace("{" + key + "}", prefix)
             ctx.needed_imports.add(line)
+    if "{{" in template or "}}" in template:  # the data helpers are written with str.format's escapes
+        template = template.replace("{{", "{").replace("}}", "}")
     return template
 
 
 #: other modules a helper uses: placeholder → (its spelling, the import line)
 _MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"),
             "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
-
-
-def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
-    """Write out the helpers the output calls, after the file's imports."""
-    wanted = ctx.analyses.get(_KEY)
-    if not wanted:
-        return module
-    refs = _Refs(set(wanted))
-    scan(module, refs)
-    todo = refs.called - refs.defined
-    for name in list(todo):
-        todo |= {dep for dep in DATA_DEPS.get(name, ()) if dep not in refs.defined}
-    todo = sorted(todo)
-    if not todo:
-        return module
-    module = _without_source_imports_of(module, set(todo), ctx)
-    texts, local = [], []
-    for n in todo:
-        text = _spelled(HELPERS[n], ctx)
-        if n in DATA_HELPERS:  # written with str.format's escaped braces
-            text = text.replace("{{", "{").replace("}}", "}")
-        (local if n in LOCAL_HELPERS else texts).append(text)
-    if local:
-        # functions that import what they use: above the first top-level statement that calls one
-        # (a notebook may call load_img in a cell above its first TensorFlow import)
-        at = _insertion_index(module, ctx)
-        refs = _Refs({n for n in todo if n in LOCAL_HELPERS})
-        for i, st in enumerate(module.body[:at]):
-            scan(st, refs)
-            if refs.called:
-                at = i
-                break
-        module = _insert_at(module, "".join(local), at)
-    return insert_after_imports(module, "".join(texts), ctx) if texts else module
 
 
 def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileContext) -> cst.Module:
@@ -282,3 +250,41 @@ def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileCon
             carried = []
         out.append(st)
     return module.with_changes(body=out)
+
+
+def _data_helpers_first(module: cst.Module, todo: list[str], ctx: FileContext) -> tuple[cst.Module, list[str]]:
+    """The data helpers among ``todo`` (datahelpers.py): a source import of the same name goes, and the
+    functions that import what they use are written above the first top-level statement that calls one
+    (a notebook may call load_img in a cell above its first TensorFlow import); the other helpers to
+    write after the imports."""
+    module = _without_source_imports_of(module, set(todo), ctx)
+    local = [n for n in todo if n in LOCAL_HELPERS]
+    if local:
+        at = _insertion_index(module, ctx)
+        refs = _Refs(set(local))
+        for i, st in enumerate(module.body[:at]):
+            scan(st, refs)
+            if refs.called:
+                at = i
+                break
+        module = _insert_at(module, "".join(_spelled(HELPERS[n], ctx) for n in local), at)
+    return module, [n for n in todo if n not in LOCAL_HELPERS]
+
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """Write out the helpers the output calls, after the file's imports."""
+    wanted = ctx.analyses.get(_KEY)
+    if not wanted:
+        return module
+    refs = _Refs(set(wanted))
+    scan(module, refs)
+    todo = refs.called - refs.defined
+    for name in list(todo):
+        todo |= {dep for dep in DATA_DEPS.get(name, ()) if dep not in refs.defined}
+    todo = sorted(todo)
+    if not todo:
+        return module
+    module, todo = _data_helpers_first(module, todo, ctx)
+    if not todo:
+        return module
+    return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)
