@@ -85,12 +85,12 @@ def test_residue_is_every_reference_left_but_not_what_a_translation_consumed():
         import keras
 
         act = keras.layers.Activation(keras.ops.gelu)
-        n = tf.data.AUTOTUNE
+        n = tf.data.experimental.INFINITE_CARDINALITY
         ok = isinstance(x, tf.Tensor)
     ''')
     assert 'nn.GELU(approximate="tanh")' in r.output
     assert [(c, l) for c, l in errors(r)] == [("residue", 5), ("residue", 6)]
-    assert "# fwport: residue: still references the source framework: tf.data.AUTOTUNE" in r.output
+    assert "# fwport: residue: still references the source framework: tf.data.experimental.INFINITE_CARDINALITY" in r.output
     assert "import tensorflow as tf" in r.output and "import keras\n" not in r.output  # keras no longer used
 
 
@@ -158,12 +158,12 @@ def test_a_message_quoting_multi_line_code_gives_a_one_line_comment():
         import tensorflow as tf
 
         policy = (
-            tf.data.experimental.AUTOTUNE
+            tf.data.experimental.INFINITE_CARDINALITY
         )
     ''')
     comment = next(l for l in r.output.splitlines() if l.startswith("# fwport: residue"))
     assert comment == ("# fwport: residue: still references the source framework: ( "
-                       "tf.data.experimental.AUTOTUNE ) (tensorflow.data.experimental.AUTOTUNE)")
+                       "tf.data.experimental.INFINITE_CARDINALITY ) (tensorflow.data.experimental.INFINITE_CARDINALITY)")
     assert translate_source(r.output, "m.py").output == r.output
 
 

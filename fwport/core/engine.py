@@ -380,6 +380,15 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def visit_Assign(self, node: cst.Assign) -> bool:
         if isinstance(node.value, cst.Call) and self.qualname(node.value.func) in self._CONTAINERS:
             self._containers.update(t for t in (dotted_text(a.target) for a in node.targets) if t)
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and isinstance(node.value, (cst.Name, cst.Attribute)):
+            alias = self.imports.aliases.get(node.targets[0].target.value)
+            if alias is not None and self.imports.is_source(alias) and self.qualname(node.value) == alias:
+                # `mnist = tf.keras.datasets.mnist`: an import in disguise, not a reference; its uses
+                # are translated (or reported) where they stand, and a direction's finishing step
+                # may remove the statement once nothing uses the name
+                self._not_refs.add(id(node.targets[0].target))
+                self._funcs.add(id(node.value))
         return True
 
     def _refuse_member(self, node: cst.Call, q: str, rule) -> None:
@@ -514,7 +523,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             return True
         if id(node) not in self._funcs:
             rule = self.ctx.pack.by_name.get(q)
-            if rule is None or rule.kind != "constant":
+            if (rule is None or rule.kind != "constant") and self._constant_prefix(node) is None:
                 self._residue(node, q)
         return False  # one finding for the whole chain; the rest of it is not a reference
 
@@ -611,6 +620,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if q is None or not self.imports.is_source(q):
             return updated_node
         rule = self.ctx.pack.by_name.get(q)
+        if rule is None and isinstance(original_node.func, cst.Attribute) \
+                and self._constant_prefix(original_node.func) is not None:
+            return updated_node  # a method of a translated constant (tf.__version__.startswith)
         if rule is None or rule.kind == "constant":
             self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no {self.ctx.direction.name} rule yet; translate it by hand",
                             original_node, api=q)
@@ -746,7 +758,30 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         rule = self.ctx.pack.by_name.get(q)
         if rule is not None and rule.kind == "constant":
             return self.ctx.spell(rule.emit["target"])
+        prefix = self._constant_prefix(original_node)
+        if prefix is not None:  # tf.__version__.startswith → torch.__version__.startswith
+            rule, attrs = prefix
+            out = self.ctx.spell(rule.emit["target"])
+            for a in attrs:
+                out = cst.Attribute(out, cst.Name(a))
+            return out
         return updated_node
+
+    def _constant_prefix(self, node: cst.Attribute):
+        """(rule, the attribute names after it) when a proper prefix of the chain ``node`` is a source
+        constant with a rule (an attribute or method of the constant, e.g. ``tf.__version__.split``)."""
+        attrs: list[str] = []
+        head: cst.BaseExpression = node
+        while isinstance(head, cst.Attribute):
+            attrs.insert(0, head.attr.value)
+            head = head.value
+            q = self.qualname(head) if isinstance(head, (cst.Attribute, cst.Name)) else None
+            if q is None:
+                return None
+            rule = self.ctx.pack.by_name.get(q)
+            if rule is not None and rule.kind == "constant":
+                return rule, attrs
+        return None
 
     def leave_Subscript(self, original_node: cst.Subscript, updated_node: cst.Subscript) -> cst.BaseExpression:
         # a call transform may ask to see how its result is indexed (tf.shape(x)[0] -> x.shape[0])

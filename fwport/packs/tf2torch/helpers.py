@@ -12,6 +12,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.imports import is_source_import_line
 from fwport.core.names import scan
+from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS, LOCAL_HELPERS
 
 _KEY = "tf2torch-helpers"
 
@@ -121,6 +122,7 @@ HELPERS["Rescaling"] = _RESCALING
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
+HELPERS.update(DATA_HELPERS)
 
 
 def use(ctx: FileContext, name: str) -> str:
@@ -136,8 +138,15 @@ class _Refs(cst.CSTVisitor):
         self.defined: set[str] = set()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in self.names:
-            self.called.add(node.func.value)
+        func = node.func
+        if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name):
+            func = func.value  # DataPipeline.from_tensor_slices(...)
+        if isinstance(func, cst.Name) and func.value in self.names:
+            self.called.add(func.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value in self.names:
+            self.defined.add(node.name.value)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value in self.names:
@@ -157,7 +166,10 @@ def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst
     """``text`` (definitions) written into the module after its docstring and the imports at its top
     (string statements between them, as notebooks have, included), and never above the place where
     the import pass writes the torch imports the definitions use (the first source import)."""
-    new = list(cst.parse_module(text.lstrip("\n")).body)
+    return _insert_at(module, text, _insertion_index(module, ctx))
+
+
+def _insertion_index(module: cst.Module, ctx: FileContext) -> int:
     body = list(module.body)
     at = 0
     while at < len(body) and _imports_or_strings(body[at]):
@@ -167,6 +179,12 @@ def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst
     first_source = next((i for i, st in enumerate(body) if is_source_import_line(st, ctx.imports.is_source)), None)
     if first_source is not None:
         at = max(at, first_source + 1)
+    return at
+
+
+def _insert_at(module: cst.Module, text: str, at: int) -> cst.Module:
+    new = list(cst.parse_module(text.lstrip("\n")).body)
+    body = list(module.body)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     new[0] = new[0].with_changes(leading_lines=blank)
     if at < len(body):  # the statement after keeps two blank lines above it
@@ -183,7 +201,77 @@ def _spelled(template: str, ctx: FileContext) -> str:
         template = template.replace("{torch}", ctx.spell_text("torch.cat")[: -len("cat")])
     if "{F}" in template:
         template = template.replace("{F}", ctx.spell_text("torch.nn.functional.pad")[: -len("pad")])
+    for key, (prefix, line) in _MODULES.items():
+        if "{" + key + "}" in template:
+            template = template.replace("{" + key + "}", prefix)
+            ctx.needed_imports.add(line)
+    if "{{" in template or "}}" in template:  # the data helpers are written with str.format's escapes
+        template = template.replace("{{", "{").replace("}}", "}")
     return template
+
+
+#: other modules a helper uses: placeholder → (its spelling, the import line)
+_MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"),
+            "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
+
+
+def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileContext) -> cst.Module:
+    """``from tensorflow.keras.preprocessing.image import load_img``: the helper written out has the
+    name of the source function its calls replaced, so the import (which would rebind the name to the
+    source function) goes."""
+    body = list(module.body)
+    changed = False
+    for i, st in enumerate(body):
+        if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1 or not isinstance(st.body[0], cst.ImportFrom):
+            continue
+        imp = st.body[0]
+        if imp.relative or isinstance(imp.names, cst.ImportStar) or imp.module is None:
+            continue
+        mod = cst.Module([]).code_for_node(imp.module)
+        if not ctx.imports.is_source(mod):
+            continue
+        keep = [a for a in imp.names if (a.asname.name.value if a.asname else cst.Module([]).code_for_node(a.name))
+                not in names]
+        if len(keep) == len(imp.names):
+            continue
+        changed = True
+        if keep:
+            keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            body[i] = st.with_changes(body=[imp.with_changes(names=keep)])
+        else:
+            body[i] = None
+    if not changed:
+        return module
+    out = []
+    carried = []
+    for st, orig in zip(body, module.body):
+        if st is None:
+            carried += [ln for ln in orig.leading_lines if ln.comment is not None]
+            continue
+        if carried:
+            st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
+            carried = []
+        out.append(st)
+    return module.with_changes(body=out)
+
+
+def _data_helpers_first(module: cst.Module, todo: list[str], ctx: FileContext) -> tuple[cst.Module, list[str]]:
+    """The data helpers among ``todo`` (datahelpers.py): a source import of the same name goes, and the
+    functions that import what they use are written above the first top-level statement that calls one
+    (a notebook may call load_img in a cell above its first TensorFlow import); the other helpers to
+    write after the imports."""
+    module = _without_source_imports_of(module, set(todo), ctx)
+    local = [n for n in todo if n in LOCAL_HELPERS]
+    if local:
+        at = _insertion_index(module, ctx)
+        refs = _Refs(set(local))
+        for i, st in enumerate(module.body[:at]):
+            scan(st, refs)
+            if refs.called:
+                at = i
+                break
+        module = _insert_at(module, "".join(_spelled(HELPERS[n], ctx) for n in local), at)
+    return module, [n for n in todo if n not in LOCAL_HELPERS]
 
 
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -193,7 +281,13 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         return module
     refs = _Refs(set(wanted))
     scan(module, refs)
-    todo = sorted(refs.called - refs.defined)
+    todo = refs.called - refs.defined
+    for name in list(todo):
+        todo |= {dep for dep in DATA_DEPS.get(name, ()) if dep not in refs.defined}
+    todo = sorted(todo)
+    if not todo:
+        return module
+    module, todo = _data_helpers_first(module, todo, ctx)
     if not todo:
         return module
     return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)

@@ -1,0 +1,137 @@
+"""Call transforms for Keras's data utilities and tf.data (keras.datasets, pad_sequences, get_file,
+to_categorical, image loading, tf.data.Dataset): each becomes a call of a helper written into the
+output file (datahelpers.py), which keeps the Keras / TensorFlow semantics in numpy / torch code."""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import build_call
+from fwport.core.names import dotted, scan
+from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch.registry import call_transform
+
+
+def _options(m) -> dict:
+    return m.rule.emit.get("options", {})
+
+
+@call_transform("helper")
+def helper(m, ctx):
+    """``<helper>(arguments...)``: a helper of datahelpers.py named by the rule's target, written into
+    the file. Options: ``keras2_kwargs``, keywords (Python text) added for Keras 2 code when the call
+    does not give them (a Keras 2 default the helper does not have); ``method``, the helper's static
+    method to call (``DataPipeline.from_tensor_slices``)."""
+    opts = _options(m)
+    name = helpers.use(ctx, m.rule.emit["target"])
+    if ctx.version == 2:
+        for k, v in opts.get("keras2_kwargs", {}).items():
+            m.kwargs.setdefault(k, cst.parse_expression(v))
+    out = build_call(m, ctx, target=name)
+    if out is not None and opts.get("method"):  # a static method of the helper class (no import to add)
+        out = out.with_changes(func=cst.Attribute(cst.Name(name), cst.Name(opts["method"])))
+    return out
+
+
+@call_transform("get-file")
+def get_file(m, ctx):
+    """keras.utils.get_file → the ``get_file`` helper (torch.hub's downloader); Keras 2 extracts next to
+    the archive and returns the archive's path, Keras 3 returns the folder it extracted into, so a Keras 2
+    call that extracts passes ``keras2=True``."""
+    if ctx.version == 2 and any(literal_value(m.kwargs[k], NOT_LITERAL) is not False
+                                for k in ("untar", "extract") if k in m.kwargs):
+        m.kwargs["keras2"] = cst.Name("True")
+    return helper(m, ctx)
+
+
+@call_transform("image-dataset")
+def image_dataset(m, ctx):
+    """image_dataset_from_directory → its helper; a warning states that JPEG files decode a few levels
+    apart from TensorFlow's decoder (PNG, BMP and GIF give the same pixels)."""
+    ctx.report("warning", "approximate", "images decode with PIL: JPEG files up to a few levels apart from "
+               "TensorFlow's decoder (4 of 255 measured), color images read as grayscale up to 1 level apart (a "
+               "rounded luma formula); PNG, BMP and GIF in their own mode decode to the same pixels, and the "
+               "bilinear resize agrees within 5e-4", m.node, m.rule)
+    return helper(m, ctx)
+
+
+@call_transform("clear-session")
+def clear_session(m, ctx):
+    """keras.backend.clear_session() resets Keras's global state (the graph, layer name counters) and
+    frees memory; torch keeps no global model state, so what is left is freeing memory: gc.collect()."""
+    ctx.report("info", "idiom-replaced", f"{m.rule.names[0]}() resets Keras's global state; torch has none: "
+               "gc.collect() frees the memory of objects no longer referenced", m.node, m.rule)
+    return cst.parse_expression(ctx.spell_text("gc.collect") + "()")
+
+
+class _NameUses(cst.CSTVisitor):
+    def __init__(self, names: set[str]):
+        self.names = names
+        self.count: dict[str, int] = {}
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names:
+            self.count[node.value] = self.count.get(node.value, 0) + 1
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        scan(node.value, self)  # `x.mnist` does not use the name mnist
+        return False
+
+
+def _alias_target(stmt: cst.CSTNode, ctx) -> str | None:
+    """``X`` when ``stmt`` is a module-level ``X = <source module>`` alias (``mnist = tf.keras.datasets.mnist``)."""
+    if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+        return None
+    node = stmt.body[0]
+    if len(node.targets) != 1 or not isinstance(node.targets[0].target, cst.Name):
+        return None
+    name = node.targets[0].target.value
+    alias = ctx.imports.aliases.get(name)
+    parts = dotted(node.value)
+    if alias is None or not parts or not ctx.imports.is_source(alias) or ctx.imports.resolve_parts(parts) != alias:
+        return None
+    return name
+
+
+def finish_aliases(module: cst.Module, ctx) -> cst.Module:
+    """Module-level aliases of source modules (``mnist = tf.keras.datasets.mnist``, ``L = keras.layers``)
+    that nothing uses any more once their uses were translated are removed, like an unused import."""
+    found = {id(st): name for st in module.body if (name := _alias_target(st, ctx)) is not None}
+    if not found:
+        return module
+    uses = _NameUses(set(found.values()))
+    scan(module, uses)
+    body = list(module.body)
+    out: list[cst.CSTNode] = []
+    carried: list[cst.EmptyLine] = []
+    for st in body:
+        name = found.get(id(st))
+        if name is not None and uses.count.get(name, 0) <= 1:  # only its own target
+            carried += [ln for ln in st.leading_lines if ln.comment is not None]
+            continue
+        if carried:
+            st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
+            carried = []
+        out.append(st)
+    return module.with_changes(body=out) if len(out) != len(body) else module
+
+
+_SEQUENCES = ("keras.utils.Sequence", "keras.utils.PyDataset")
+
+
+def run_sequences(module: cst.Module, ctx) -> cst.Module:
+    """Read-only: a keras.utils.Sequence subclass becomes a torch Dataset by its rule (keras-sequence);
+    what torch does not do with it is said here. Keras calls on_epoch_end() after every epoch (to
+    reshuffle, typically); a DataLoader never does."""
+    for st in module.body:
+        if not isinstance(st, cst.ClassDef):
+            continue
+        bases = [ctx.imports.resolve_parts(parts) for a in st.bases if (parts := dotted(a.value))]
+        if not any(b in _SEQUENCES for b in bases):
+            continue
+        for item in st.body.body:
+            if isinstance(item, cst.FunctionDef) and item.name.value == "on_epoch_end":
+                ctx.report("warning", "approximate", f"{st.name.value}.on_epoch_end(): Keras calls it after "
+                           "every epoch; a torch DataLoader never does: call it at the end of each epoch of the "
+                           "training loop, or the batches keep their first order", item)
+    return module

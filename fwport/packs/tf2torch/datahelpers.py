@@ -1,0 +1,713 @@
+"""Helpers written into a translated file for Keras's data utilities and tf.data (see helpers.py).
+
+Each keeps the semantics of the Keras / TensorFlow function it replaces (shapes, dtypes, argument
+meanings), in plain numpy / torch / torchvision / PIL code. Placeholders: ``{torch}``, ``{np}``,
+``{os}``, ``{torchvision}``, ``{Image}`` (helpers.py spells them and records the imports).
+"""
+from __future__ import annotations
+
+_GET_FILE = '''
+
+def get_file(fname=None, origin=None, untar=False, extract=False, cache_dir=None, cache_subdir="datasets",
+             archive_format="auto", force_download=False, keras2=False):
+    """keras.utils.get_file: download `origin` once into ~/.keras/<cache_subdir> (torch.hub's downloader),
+    extract it when asked, and return the path. Keras 3 extracts into its own folder and returns that
+    folder; Keras 2 (keras2=True) extracts next to the archive and returns the archive's path."""
+    base = {os}path.expanduser(cache_dir or {os}path.join("~", ".keras"))
+    if not {os}access(base, {os}W_OK):  # as Keras does: a cache folder that is not writable (or absent)
+        base = {os}path.join("/tmp" if {os}path.isdir("/tmp") else tempfile.gettempdir(), ".keras")
+    datadir = {os}path.join(base, cache_subdir)
+    {os}makedirs(datadir, exist_ok=True)
+    given = fname
+    if not fname:
+        fname = {os}path.basename(origin.split("?")[0].split("#")[0])
+    extraction_dir = None
+    if keras2:
+        if untar and fname.endswith(".tar.gz"):
+            fname = fname[: -len(".tar.gz")]
+        target = {os}path.join(datadir, fname + (".tar.gz" if untar else ""))
+        if untar or extract:
+            extraction_dir = datadir
+    elif untar or extract:
+        if given and "." in fname:
+            target = {os}path.join(datadir, fname)
+            extraction_dir = {os}path.join(datadir, fname[: fname.find(".")] + "_extracted")
+        else:
+            target = {os}path.join(datadir, fname + "_archive")
+            extraction_dir = {os}path.join(datadir, fname)
+    else:
+        target = {os}path.join(datadir, fname)
+    if force_download or not {os}path.exists(target):
+        {torch}hub.download_url_to_file(origin, target)
+    if keras2 and untar and {os}path.exists({os}path.join(datadir, fname)):
+        return {os}path.join(datadir, fname)  # Keras 2 extracts a tar only once
+    if extraction_dir is not None:
+        kinds = {"tar": ["tar"], "zip": ["zip"], "auto": ["tar", "zip"]}[archive_format if not untar else "tar"]
+        for kind in kinds:
+            if kind == "tar" and tarfile.is_tarfile(target):
+                with tarfile.open(target) as archive:
+                    archive.extractall(extraction_dir)
+                break
+            if kind == "zip" and zipfile.is_zipfile(target):
+                with zipfile.ZipFile(target) as archive:
+                    archive.extractall(extraction_dir)
+                break
+        if keras2:
+            return {os}path.join(datadir, fname) if untar else target
+        return extraction_dir
+    return target
+'''
+
+# torchvision's copies of Keras's image datasets: the same images in the same order
+_TORCHVISION = '''
+
+def load_{name}({params}root="~/.cache/torchvision"):
+    """keras.datasets.{name}.load_data(): (x_train, y_train), (x_test, y_test), numpy arrays with Keras's
+    shapes and dtypes, read from torchvision's copy (downloaded once into root):
+    {shapes}."""
+    splits = []
+    for train in (True, False):
+        source = torchvision.datasets.{cls}(os.path.expanduser(root), train=train, download=True)
+        x = {np}asarray(source.data, dtype={np}uint8)
+        y = {np}asarray(source.targets, dtype={np}uint8){y_shape}
+        splits.append((x, y))
+    return splits[0], splits[1]
+'''
+
+_TV = {
+    "mnist": ("MNIST", "", "", "x uint8 (N, 28, 28), y uint8 (N,)"),
+    "fashion_mnist": ("FashionMNIST", "", "", "x uint8 (N, 28, 28), y uint8 (N,)"),
+    "cifar10": ("CIFAR10", "", ".reshape(-1, 1)", "x uint8 (N, 32, 32, 3), y uint8 (N, 1)"),
+    "cifar100": ("CIFAR100", 'label_mode="fine", ', ".reshape(-1, 1)",
+                 "x uint8 (N, 32, 32, 3), y uint8 (N, 1); torchvision has the fine labels only"),
+}
+
+_KERAS_NPZ = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/"
+
+_WORD_SEQUENCES = '''
+
+def {fn}(path="{name}.npz", num_words=None, skip_top=0, maxlen=None, {extra}seed=113, start_char=1, oov_char=2,
+         index_from=3):
+    """keras.datasets.{name}.load_data: Keras's own file of word-index sequences (downloaded once), with
+    Keras's arguments: shuffled with RandomState(seed), start_char first, words shifted by index_from,
+    sequences of maxlen words or more dropped, words outside [skip_top, num_words) replaced by oov_char
+    (or removed when it is None). Sequences are an object array of lists, labels int64."""
+    with {np}load(get_file(path, origin="{url}{name}.npz"), allow_pickle=True) as f:
+        {load}
+    rng = {np}random.RandomState(seed)
+    {split}
+    def marked(sequences):
+        head = [] if start_char is None else [start_char]
+        return [head + [w + index_from for w in s] for s in sequences]
+
+    x_train, x_test = marked(x_train), marked(x_test)
+    if maxlen:
+        keep = [i for i, s in enumerate(x_train) if len(s) < maxlen]
+        x_train, y_train = [x_train[i] for i in keep], y_train[keep]
+        keep = [i for i, s in enumerate(x_test) if len(s) < maxlen]
+        x_test, y_test = [x_test[i] for i in keep], y_test[keep]
+        if not x_train or not x_test:
+            raise ValueError(f"no sequence is shorter than maxlen={{maxlen}}")
+    sequences = x_train + x_test
+    if not num_words:
+        num_words = max(max(s) for s in sequences)
+    if oov_char is None:
+        sequences = [[w for w in s if skip_top <= w < num_words] for s in sequences]
+    else:
+        sequences = [[w if skip_top <= w < num_words else oov_char for w in s] for s in sequences]
+    n = len(x_train)
+    return ({np}array(sequences[:n], dtype="object"), y_train), ({np}array(sequences[n:], dtype="object"), y_test)
+'''
+
+_IMDB_LOAD = 'x_train, y_train, x_test, y_test = f["x_train"], f["y_train"], f["x_test"], f["y_test"]'
+_IMDB_SPLIT = '''order = rng.permutation(len(x_train))
+    x_train, y_train = x_train[order], y_train[order]
+    order = rng.permutation(len(x_test))
+    x_test, y_test = x_test[order], y_test[order]
+'''
+_BOSTON = '''
+
+def load_boston_housing(path="boston_housing.npz", test_split=0.2, seed=113):
+    """keras.datasets.boston_housing.load_data: Keras's own file (downloaded once), shuffled with
+    RandomState(seed) and split as Keras splits it: float64 x (N, 13), y (N,)."""
+    with {np}load(get_file(path, origin="%sboston_housing.npz"), allow_pickle=True) as f:
+        x, y = f["x"], f["y"]
+    order = {np}random.RandomState(seed).permutation(len(x))
+    x, y = x[order], y[order]
+    n_train = int(len(x) * (1 - test_split))
+    return (x[:n_train], y[:n_train]), (x[n_train:], y[n_train:])
+''' % _KERAS_NPZ
+
+_PAD_SEQUENCES = '''
+
+def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncating="pre", value=0.0):
+    """keras.utils.pad_sequences: a numpy array (len(sequences), maxlen, ...) of `dtype`; longer sequences
+    lose their start (truncating="pre") or end ("post"), shorter ones are filled with `value` before
+    ("pre") or after ("post"); maxlen defaults to the longest sequence."""
+    lengths = [len(s) for s in sequences]
+    item_shape = next(({np}asarray(s).shape[1:] for s in sequences if len(s)), ())
+    if maxlen is None:
+        maxlen = max(lengths) if lengths else 0
+    out = {np}full((len(sequences), maxlen) + tuple(item_shape), value, dtype=dtype)
+    for i, s in enumerate(sequences):
+        if not len(s) or not maxlen:
+            continue
+        kept = {np}asarray(s[-maxlen:] if truncating == "pre" else s[:maxlen], dtype=dtype)
+        if padding == "post":
+            out[i, : len(kept)] = kept
+        else:
+            out[i, -len(kept):] = kept
+    return out
+'''
+
+_TO_CATEGORICAL = '''
+
+def to_categorical(y, num_classes=None, dtype=None):
+    """keras.utils.to_categorical: one-hot rows along a new last axis (a trailing axis of size 1 is
+    replaced); num_classes defaults to max(y) + 1. Tensors give a float32 tensor; arrays a numpy array
+    of `dtype` (Keras 3: float64; Keras 2 passes float32)."""
+    if isinstance(y, {torch}Tensor):
+        if y.dim() > 1 and y.shape[-1] == 1:
+            y = y.squeeze(-1)
+        return {torch}nn.functional.one_hot(y.long(), num_classes or int(y.max()) + 1).to(dtype or {torch}float32)
+    y = {np}asarray(y, dtype="int64")
+    shape = y.shape[:-1] if y.ndim > 1 and y.shape[-1] == 1 else y.shape
+    y = y.reshape(-1)
+    num_classes = num_classes or int(y.max()) + 1
+    out = {np}zeros((len(y), num_classes), dtype=dtype or "float64")
+    out[{np}arange(len(y)), y] = 1
+    return out.reshape(tuple(shape) + (num_classes,))
+'''
+
+_LOAD_IMG = '''
+
+def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", keep_aspect_ratio=False):
+    """keras.utils.load_img: a PIL image in "L" (grayscale; 16/32-bit grayscale kept), "RGB" or "RGBA"
+    mode, resized to target_size=(height, width) with PIL's `interpolation` filter (after a centred crop
+    to the target's aspect ratio with keep_aspect_ratio)."""
+    img = {Image}open(path)
+    img.load()
+    if color_mode == "grayscale":
+        if img.mode not in ("L", "I;16", "I"):
+            img = img.convert("L")
+    elif color_mode in ("rgb", "rgba"):
+        if img.mode != color_mode.upper():
+            img = img.convert(color_mode.upper())
+    else:
+        raise ValueError('color_mode must be "grayscale", "rgb", or "rgba"')
+    if target_size is not None and img.size != (target_size[1], target_size[0]):
+        filters = {{"nearest": {Image}NEAREST, "bilinear": {Image}BILINEAR, "bicubic": {Image}BICUBIC,
+                   "hamming": {Image}HAMMING, "box": {Image}BOX, "lanczos": {Image}LANCZOS}}
+        box = None
+        if keep_aspect_ratio:
+            width, height = img.size
+            crop_h = min(height, (width * target_size[0]) // target_size[1])
+            crop_w = min(width, (height * target_size[1]) // target_size[0])
+            left, top = (width - crop_w) // 2, (height - crop_h) // 2
+            box = (left, top, left + crop_w, top + crop_h)
+        img = img.resize((target_size[1], target_size[0]), resample=filters[interpolation], box=box)
+    return img
+'''
+
+_IMG_TO_ARRAY = '''
+
+def img_to_array(img, data_format=None, dtype=None):
+    """keras.utils.img_to_array: a PIL image as a (height, width, channels) array of `dtype`
+    (grayscale gets a channel axis; channels_first puts it first)."""
+    x = {np}asarray(img, dtype=dtype or "float32")
+    if x.ndim == 2:
+        x = x[:, :, None]
+    elif x.ndim != 3:
+        raise ValueError(f"unsupported image shape: {{x.shape}}")
+    return x.transpose(2, 0, 1) if data_format == "channels_first" else x
+'''
+
+_ARRAY_TO_IMG = '''
+
+def array_to_img(x, data_format=None, scale=True, dtype=None):
+    """keras.utils.array_to_img: a (height, width, channels) array (channels 1, 3 or 4) as a PIL image;
+    with scale, shifted and scaled to [0, 255] first (x - min, then * 255 / max)."""
+    x = {np}asarray(x, dtype=dtype or "float32")
+    if x.ndim != 3:
+        raise ValueError(f"expected an image array of rank 3, got shape {{x.shape}}")
+    if data_format == "channels_first":
+        x = x.transpose(1, 2, 0)
+    if scale:
+        x = x - {np}min(x)
+        top = {np}max(x)
+        if top != 0:
+            x = x / top
+        x = x * 255
+    channels = x.shape[2]
+    if channels == 4:
+        return {Image}fromarray(x.astype("uint8"), "RGBA")
+    if channels == 3:
+        return {Image}fromarray(x.astype("uint8"), "RGB")
+    if channels == 1:
+        if {np}max(x) > 255:
+            return {Image}fromarray(x[:, :, 0].astype("int32"), "I")
+        return {Image}fromarray(x[:, :, 0].astype("uint8"), "L")
+    raise ValueError(f"unsupported number of channels: {{channels}}")
+'''
+
+_DATA_PIPELINE = '''
+
+class DataPipeline({torch}utils.data.IterableDataset):
+    """tf.data.Dataset over torch: the same chainable methods (map, shuffle, batch, repeat, take, ...),
+    run lazily each time the pipeline is iterated. An element is a tensor, or a tuple / dict of them
+    (strings stay Python strings); batch() stacks elements along a new first axis. Iterate it, pass it
+    to fit(), or wrap it in torch.utils.data.DataLoader(pipeline, batch_size=None)."""
+
+    def __init__(self, make_iterator, length=None):
+        super().__init__()
+        self.make_iterator, self.length = make_iterator, length
+
+    def __iter__(self):
+        return iter(self.make_iterator())
+
+    def __len__(self):
+        if self.length is None or self.length == float("inf"):
+            raise TypeError("the length of this dataset is unknown or infinite")
+        return self.length
+
+    @staticmethod
+    def _tensors(value):
+        """Arrays and lists as tensors (Python ints → int32 and floats → float32, as TensorFlow converts them)."""
+        if isinstance(value, tuple):
+            return tuple(DataPipeline._tensors(v) for v in value)
+        if isinstance(value, dict):
+            return {{k: DataPipeline._tensors(v) for k, v in value.items()}}
+        if isinstance(value, list) and value and all(isinstance(v, (str, bytes)) for v in value):
+            return list(value)
+        if isinstance(value, {torch}Tensor):
+            return value
+        array = {np}asarray(value)
+        leaf = value
+        while isinstance(leaf, list) and leaf:
+            leaf = leaf[0]
+        if isinstance(leaf, (int, float)) and not isinstance(leaf, (bool, {np}generic)):  # Python numbers
+            array = array.astype({{"int64": "int32", "float64": "float32"}}.get(array.dtype.name, array.dtype))
+        return {torch}as_tensor(array)
+
+    @staticmethod
+    def _item(value, i):
+        if isinstance(value, tuple):
+            return tuple(DataPipeline._item(v, i) for v in value)
+        if isinstance(value, dict):
+            return {{k: DataPipeline._item(v, i) for k, v in value.items()}}
+        return value[i]
+
+    @staticmethod
+    def _stack(items):
+        first = items[0]
+        if isinstance(first, tuple):
+            return tuple(DataPipeline._stack(list(parts)) for parts in zip(*items))
+        if isinstance(first, dict):
+            return {{k: DataPipeline._stack([item[k] for item in items]) for k in first}}
+        if isinstance(first, (str, bytes)):
+            return list(items)
+        return {torch}stack([{torch}as_tensor(item) for item in items])
+
+    @staticmethod
+    def from_tensor_slices(tensors, name=None):
+        data = DataPipeline._tensors(tensors)
+        first = data
+        while isinstance(first, (tuple, dict)):
+            first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+        n = len(first)
+        return DataPipeline(lambda: (DataPipeline._item(data, i) for i in range(n)), n)
+
+    @staticmethod
+    def from_generator(generator, output_types=None, output_shapes=None, args=None, name=None):
+        """Each pass calls generator(*args); its elements become tensors of output_types (torch dtypes,
+        in the element's structure), as TensorFlow converts them."""
+        def convert(value, dtype):
+            if isinstance(dtype, (tuple, list)):
+                return tuple(convert(v, d) for v, d in zip(value, dtype))
+            if isinstance(dtype, dict):
+                return {{k: convert(value[k], d) for k, d in dtype.items()}}
+            if dtype is None or isinstance(value, (str, bytes)):
+                return DataPipeline._tensors(value)
+            return {torch}as_tensor({np}asarray(value)).to(dtype)
+
+        def run():
+            for element in generator(*(args or ())):
+                yield convert(element, output_types)
+        return DataPipeline(run)
+
+    @staticmethod
+    def from_tensors(tensors, name=None):
+        data = DataPipeline._tensors(tensors)
+        return DataPipeline(lambda: iter([data]), 1)
+
+    @staticmethod
+    def range(*args, dtype=None, name=None):
+        values = range(*args)
+        return DataPipeline(lambda: ({torch}tensor(v, dtype=dtype or {torch}int64) for v in values), len(values))
+
+    @staticmethod
+    def zip(*args, **kwargs):
+        """zip((a, b)), zip(a, b) or zip(datasets=(a, b)): tuples of their elements, as long as the shortest."""
+        parts = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) else (
+            args or tuple(kwargs["datasets"]))
+        lengths = [p.length for p in parts]
+        length = None if None in lengths else min(lengths)
+        return DataPipeline(lambda: zip(*parts), length)
+
+    def map(self, map_func, num_parallel_calls=None, deterministic=None, name=None):
+        def run():
+            for element in self:
+                yield map_func(*element) if isinstance(element, tuple) else map_func(element)
+        return DataPipeline(run, self.length)
+
+    def filter(self, predicate, name=None):
+        def run():
+            for element in self:
+                if bool(predicate(*element) if isinstance(element, tuple) else predicate(element)):
+                    yield element
+        return DataPipeline(run)
+
+    def batch(self, batch_size, drop_remainder=False, num_parallel_calls=None, deterministic=None, name=None):
+        def run():
+            items = []
+            for element in self:
+                items.append(element)
+                if len(items) == batch_size:
+                    yield DataPipeline._stack(items)
+                    items = []
+            if items and not drop_remainder:
+                yield DataPipeline._stack(items)
+        n = self.length
+        if n is not None and n != float("inf"):
+            n = n // batch_size if drop_remainder else -(-n // batch_size)
+        return DataPipeline(run, n)
+
+    def unbatch(self, name=None):
+        def run():
+            for element in self:
+                first = element
+                while isinstance(first, (tuple, dict)):
+                    first = next(iter(first.values())) if isinstance(first, dict) else first[0]
+                for i in range(len(first)):
+                    yield DataPipeline._item(element, i)
+        return DataPipeline(run)
+
+    def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=True, name=None):
+        """TensorFlow's shuffle: a buffer of buffer_size elements, each output drawn uniformly from it
+        and replaced by the next input (a full shuffle when the buffer holds the whole dataset)."""
+        fixed = None if reshuffle_each_iteration else (
+            seed if seed is not None else int({torch}randint(2 ** 62, ())))
+        def run():
+            generator = {torch}Generator()
+            generator.manual_seed(fixed if fixed is not None else (
+                seed if seed is not None and not reshuffle_each_iteration else int({torch}randint(2 ** 62, ()))))
+            buffer = []
+            for element in self:
+                buffer.append(element)
+                if len(buffer) >= buffer_size:
+                    i = int({torch}randint(len(buffer), (), generator=generator))
+                    buffer[i], buffer[-1] = buffer[-1], buffer[i]
+                    yield buffer.pop()
+            while buffer:
+                i = int({torch}randint(len(buffer), (), generator=generator))
+                buffer[i], buffer[-1] = buffer[-1], buffer[i]
+                yield buffer.pop()
+        return DataPipeline(run, self.length)
+
+    def repeat(self, count=None, name=None):
+        def run():
+            done = 0
+            while count is None or count < 0 or done < count:
+                yield from self
+                done += 1
+        n = self.length
+        if count is None or count < 0:
+            n = float("inf") if n != 0 else 0
+        elif n is not None:
+            n = n * count
+        return DataPipeline(run, n)
+
+    def take(self, count, name=None):
+        def run():
+            for i, element in enumerate(self):
+                if 0 <= count <= i:
+                    return
+                yield element
+        n = self.length if count < 0 or self.length is None else min(self.length, count)
+        return DataPipeline(run, n)
+
+    def skip(self, count, name=None):
+        def run():
+            for i, element in enumerate(self):
+                if i >= count:
+                    yield element
+        n = None if self.length is None else max(self.length - count, 0)
+        return DataPipeline(run, n)
+
+    def enumerate(self, start=0, name=None):
+        def run():
+            for i, element in enumerate(self, start):
+                yield {torch}tensor(i), element
+        return DataPipeline(run, self.length)
+
+    def concatenate(self, dataset, name=None):
+        def run():
+            yield from self
+            yield from dataset
+        n = None if self.length is None or dataset.length is None else self.length + dataset.length
+        return DataPipeline(run, n)
+
+    def cache(self, filename="", name=None):
+        """Elements kept in memory from the first complete pass; later passes replay them."""
+        kept = []
+        def run():
+            if kept:
+                yield from kept[0]
+                return
+            seen = []
+            for element in self:
+                seen.append(element)
+                yield element
+            kept.append(seen)
+        return DataPipeline(run, self.length)
+
+    def prefetch(self, buffer_size, name=None):
+        return self
+
+    def as_numpy_iterator(self):
+        def numpy(value):
+            if isinstance(value, tuple):
+                return tuple(numpy(v) for v in value)
+            if isinstance(value, dict):
+                return {{k: numpy(v) for k, v in value.items()}}
+            if isinstance(value, list):
+                return {np}array([v.encode() if isinstance(v, str) else v for v in value], dtype=object)
+            if isinstance(value, str):
+                return value.encode()
+            return value.numpy()
+        return (numpy(element) for element in self)
+
+    def cardinality(self):
+        return -1 if self.length == float("inf") else (-2 if self.length is None else self.length)
+'''
+
+_IMAGE_DATASET = '''
+
+def image_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, color_mode="rgb",
+                                 batch_size=32, image_size=(256, 256), shuffle=True, seed=None, validation_split=None,
+                                 subset=None, interpolation="bilinear", follow_links=False, data_format=None,
+                                 verbose=True):
+    """keras.utils.image_dataset_from_directory as a DataPipeline: the files of each class folder (sorted;
+    classes in alphabetical order) shuffled with RandomState(seed), split off by validation_split, then
+    each image decoded with PIL (color_mode), resized to image_size (height, width) as tf.image.resize
+    does (bilinear without antialiasing: float32; nearest: uint8), channels-last (or channels-first), with
+    int32 labels (categorical: float32 one-hot; binary: float32 (1,)); shuffled each pass in a buffer of
+    8 batches and batched like Keras."""
+    if seed is None:
+        seed = int(np.random.randint(1e6))
+    if isinstance(image_size, int):
+        image_size = (image_size, image_size)
+    channels = {{"grayscale": 1, "rgb": 3, "rgba": 4}}[color_mode]
+    formats = (".bmp", ".gif", ".jpeg", ".jpg", ".png")
+    if labels is None or label_mode is None:  # images only: every image under the folder
+        labels, label_mode = None, None
+    if labels == "inferred":
+        folders = sorted(d for d in os.listdir(directory)
+                         if os.path.isdir(os.path.join(directory, d)) and not d.startswith("."))
+        class_names = list(class_names) if class_names is not None else folders
+    else:
+        class_names = [""]
+    paths, found = [], []
+    for index, folder in enumerate(class_names):
+        root = os.path.join(directory, folder)
+        for here, _, files in sorted(os.walk(root, followlinks=follow_links), key=lambda w: w[0]):
+            for name in sorted(files):
+                if name.lower().endswith(formats):
+                    paths.append(os.path.join(root, os.path.relpath(os.path.join(here, name), root)))
+                    found.append(index)
+    if labels == "inferred":
+        labels = np.asarray(found, dtype="int32")
+    elif labels is not None:
+        class_names = [str(c) for c in sorted(set(labels))]
+        labels = np.asarray(labels)
+    if labels is None:
+        class_names = None
+    if shuffle:
+        np.random.RandomState(seed).shuffle(paths)
+        if labels is not None:
+            np.random.RandomState(seed).shuffle(labels)
+    if verbose:
+        print(f"Found {{len(paths)}} files" + (f" belonging to {{len(class_names)}} classes." if labels is not None else "."))
+
+    def load(path):
+        img = PIL.Image.open(path)
+        img = img.convert({{1: "L", 3: "RGB", 4: "RGBA"}}[channels])
+        x = torch.from_numpy(np.asarray(img, dtype="float32").reshape(img.size[1], img.size[0], channels))
+        if tuple(x.shape[:2]) != tuple(image_size):
+            mode = {{"bilinear": "bilinear", "nearest": "nearest-exact"}}[interpolation]
+            options = {{"align_corners": False, "antialias": False}} if mode == "bilinear" else {{}}
+            x = torch.nn.functional.interpolate(x.permute(2, 0, 1)[None], size=tuple(image_size), mode=mode,
+                                                **options)[0].permute(1, 2, 0)
+        if interpolation == "nearest":  # tf.image.resize keeps the decoded uint8 for nearest
+            x = x.to(torch.uint8)
+        return x.permute(2, 0, 1).contiguous() if data_format == "channels_first" else x
+
+    def label(value):
+        if label_mode == "categorical":
+            return torch.nn.functional.one_hot(torch.tensor(int(value)), len(class_names)).float()
+        if label_mode == "binary":
+            return torch.tensor([float(value)])
+        return torch.tensor(int(value), dtype=torch.int32)
+
+    def pipeline(part_paths, part_labels, shuffled):
+        n = len(part_paths)
+        if part_labels is None:
+            ds = DataPipeline(lambda: (load(p) for p in part_paths), n)
+        else:
+            ds = DataPipeline(lambda: ((load(p), label(v)) for p, v in zip(part_paths, part_labels)), n)
+        if shuffled:
+            ds = ds.shuffle(batch_size * 8 if batch_size is not None else 1024, seed=seed)
+        if batch_size is not None:
+            ds = ds.batch(batch_size)
+        ds.class_names = class_names
+        return ds
+
+    n_val = int(validation_split * len(paths)) if validation_split else 0
+    splits = {{"training": (paths[: len(paths) - n_val], None if labels is None else labels[: len(paths) - n_val]),
+              "validation": (paths[len(paths) - n_val:], None if labels is None else labels[len(paths) - n_val:])}}
+    if not validation_split:
+        return pipeline(paths, labels, shuffle)
+    if subset == "both":
+        return [pipeline(*splits["training"], shuffle), pipeline(*splits["validation"], False)]
+    return pipeline(*splits[subset], shuffle)
+'''
+
+_TEXT_DATASET = '''
+
+def text_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, batch_size=32,
+                                max_length=None, shuffle=True, seed=None, validation_split=None, subset=None,
+                                follow_links=False, verbose=True):
+    """keras.utils.text_dataset_from_directory as a DataPipeline: the .txt files of each class folder
+    (sorted; classes in alphabetical order) shuffled with RandomState(seed), split off by
+    validation_split, each read as text (its first max_length bytes), with int32 labels (categorical:
+    float32 one-hot; binary: float32 (1,)); shuffled each pass in a buffer of 8 batches and batched like
+    Keras. A batch of texts is a list of Python strings (TensorFlow gives a tensor of bytes)."""
+    if seed is None:
+        seed = int(np.random.randint(1e6))
+    if labels is None or label_mode is None:  # texts only: every file under the folder
+        labels, label_mode = None, None
+    if labels == "inferred":
+        folders = sorted(d for d in os.listdir(directory)
+                         if os.path.isdir(os.path.join(directory, d)) and not d.startswith("."))
+        class_names = list(class_names) if class_names is not None else folders
+    else:
+        class_names = [""]
+    paths, found = [], []
+    for index, folder in enumerate(class_names):
+        root = os.path.join(directory, folder)
+        for here, _, files in sorted(os.walk(root, followlinks=follow_links), key=lambda w: w[0]):
+            for name in sorted(files):
+                if name.lower().endswith(".txt"):
+                    paths.append(os.path.join(root, os.path.relpath(os.path.join(here, name), root)))
+                    found.append(index)
+    if labels == "inferred":
+        labels = np.asarray(found, dtype="int32")
+    elif labels is not None:
+        class_names = [str(c) for c in sorted(set(labels))]
+        labels = np.asarray(labels)
+    if labels is None:
+        class_names = None
+    if shuffle:
+        np.random.RandomState(seed).shuffle(paths)
+        if labels is not None:
+            np.random.RandomState(seed).shuffle(labels)
+    if verbose:
+        print(f"Found {{len(paths)}} files" + (f" belonging to {{len(class_names)}} classes." if labels is not None else "."))
+
+    def load(path):
+        with open(path, "rb") as f:
+            data = f.read()
+        return (data if max_length is None else data[:max_length]).decode("utf-8", errors="replace")
+
+    def label(value):
+        if label_mode == "categorical":
+            return torch.nn.functional.one_hot(torch.tensor(int(value)), len(class_names)).float()
+        if label_mode == "binary":
+            return torch.tensor([float(value)])
+        return torch.tensor(int(value), dtype=torch.int32)
+
+    def pipeline(part_paths, part_labels, shuffled):
+        n = len(part_paths)
+        if part_labels is None:
+            ds = DataPipeline(lambda: (load(p) for p in part_paths), n)
+        else:
+            ds = DataPipeline(lambda: ((load(p), label(v)) for p, v in zip(part_paths, part_labels)), n)
+        if shuffled:
+            ds = ds.shuffle(batch_size * 8 if batch_size is not None else 1024, seed=seed)
+        if batch_size is not None:
+            ds = ds.batch(batch_size)
+        ds.class_names = class_names
+        return ds
+
+    n_val = int(validation_split * len(paths)) if validation_split else 0
+    splits = {{"training": (paths[: len(paths) - n_val], None if labels is None else labels[: len(paths) - n_val]),
+              "validation": (paths[len(paths) - n_val:], None if labels is None else labels[len(paths) - n_val:])}}
+    if not validation_split:
+        return pipeline(paths, labels, shuffle)
+    if subset == "both":
+        return [pipeline(*splits["training"], shuffle), pipeline(*splits["validation"], False)]
+    return pipeline(*splits[subset], shuffle)
+'''
+
+DATA_HELPERS: dict[str, str] = {
+    "text_dataset_from_directory": _TEXT_DATASET,
+    "image_dataset_from_directory": _IMAGE_DATASET,
+    "get_file": _GET_FILE,
+    "pad_sequences": _PAD_SEQUENCES,
+    "to_categorical": _TO_CATEGORICAL,
+    "load_img": _LOAD_IMG,
+    "img_to_array": _IMG_TO_ARRAY,
+    "array_to_img": _ARRAY_TO_IMG,
+    "DataPipeline": _DATA_PIPELINE,
+    "load_boston_housing": _BOSTON,
+    "load_imdb": _WORD_SEQUENCES.format(fn="load_imdb", name="imdb", extra="", url=_KERAS_NPZ, load=_IMDB_LOAD,
+                                        split=_IMDB_SPLIT, np="{np}"),
+}
+for _name, (_cls, _params, _y_shape, _shapes) in _TV.items():
+    DATA_HELPERS[f"load_{_name}"] = (_TORCHVISION.replace("{name}", _name).replace("{cls}", _cls)
+                                     .replace("{params}", _params).replace("{y_shape}", _y_shape)
+                                     .replace("{shapes}", _shapes))
+
+_IMPORTS = {
+    "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
+    "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"),
+    "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
+    "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
+    "image_dataset_from_directory": ("os", "numpy as np", "PIL.Image", "torch"),
+    "text_dataset_from_directory": ("os", "numpy as np", "torch"),
+    **{f"load_{name}": ("os", "numpy as np", "torchvision") for name in _TV},
+}
+
+
+def _with_local_imports(text: str, modules: tuple[str, ...]) -> str:
+    """A function helper imports what it uses in its body: it can be defined anywhere in the file
+    (above the first statement that calls it, in a notebook) and needs nothing imported before."""
+    text = (text.replace("{np}", "np.").replace("{os}", "os.").replace("{torch}", "torch.")
+            .replace("{Image}", "PIL.Image.").replace("{torchvision}", "torchvision."))
+    end = text.index('"""', text.index('"""') + 3)
+    end = text.index("\n", end) + 1
+    lines = "".join(f"    import {m}\n" for m in modules) + "\n"
+    return text[:end] + lines + text[end:]
+
+
+for _name, _modules in _IMPORTS.items():
+    DATA_HELPERS[_name] = _with_local_imports(DATA_HELPERS[_name], _modules)
+
+#: the helpers that are functions importing what they use (written above their first use)
+LOCAL_HELPERS = frozenset(_IMPORTS)
+
+#: helpers that call other helpers
+DATA_DEPS: dict[str, tuple[str, ...]] = {
+    "load_imdb": ("get_file",), "image_dataset_from_directory": ("DataPipeline",),
+    "text_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
+}
