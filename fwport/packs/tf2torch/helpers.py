@@ -194,3 +194,114 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not todo:
         return module
     return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)
+
+
+# --- attention and transformer layers (rules multi-head-attention, layer-normalization) ---------------
+
+_KERAS_MHA = '''
+
+class KerasMultiHeadAttention({nn}modules.lazy.LazyModuleMixin, {nn}Module):
+    """keras.layers.MultiHeadAttention, computed as Keras computes it: called as Keras calls it
+    (query, value, key=None, attention_mask=None, ...; key defaults to value), with Keras's variables
+    (the query/key/value kernels (features, heads, size) with biases (heads, size), the output kernel
+    (heads, value size, features) with its bias) and its einsums. The input sizes come from the first
+    call, as Keras builds the layer (torch's lazy modules). attention_mask: True (or 1) attends."""
+
+    def __init__(self, num_heads, key_dim, value_dim=None, dropout=0.0, use_bias=True, output_shape=None):
+        super().__init__()
+        self.num_heads, self.key_dim, self.value_dim = num_heads, key_dim, value_dim or key_dim
+        self.use_bias = use_bias
+        self.output_shape = output_shape[0] if isinstance(output_shape, (tuple, list)) else output_shape
+        self.dropout = {nn}Dropout(dropout)
+        for name in ("query", "key", "value", "output"):
+            self.register_parameter(name + "_kernel", {nn}UninitializedParameter())
+            self.register_parameter(name + "_bias", {nn}UninitializedParameter() if use_bias else None)
+
+    def initialize_parameters(self, query, value, key=None, *args, **kwargs):
+        if not self.has_uninitialized_params():
+            return
+        key = value if key is None else key
+        h, dk, dv = self.num_heads, self.key_dim, self.value_dim
+        out = self.output_shape or query.shape[-1]
+        shapes = {"query": (query.shape[-1], h, dk), "key": (key.shape[-1], h, dk),
+                  "value": (value.shape[-1], h, dv), "output": (h, dv, out)}
+        with {torch}no_grad():
+            for name, shape in shapes.items():
+                kernel = getattr(self, name + "_kernel")
+                kernel.materialize(shape)
+                fan_in, fan_out = shape[0] * shape[1], shape[0] * shape[2]  # Keras's glorot_uniform fans
+                limit = (6.0 / (fan_in + fan_out)) ** 0.5
+                kernel.uniform_(-limit, limit)
+                if self.use_bias:
+                    bias = getattr(self, name + "_bias")
+                    bias.materialize(shape[1:] if name != "output" else shape[2:])
+                    bias.zero_()
+
+    def _project(self, x, name):
+        y = {torch}einsum("bte,ehd->bthd", x, getattr(self, name + "_kernel"))
+        return y + getattr(self, name + "_bias") if self.use_bias else y
+
+    def forward(self, query, value, key=None, attention_mask=None, return_attention_scores=False,
+                use_causal_mask=False, value_mask=None, key_mask=None):
+        if query.dim() != 3 or value.dim() != 3:
+            raise ValueError("KerasMultiHeadAttention takes (batch, steps, features) inputs")
+        key = value if key is None else key
+        masks = [] if attention_mask is None else [attention_mask.bool()]
+        if value_mask is not None:
+            masks.append(value_mask.bool()[:, None, :])
+        if key_mask is not None:
+            masks.append(key_mask.bool()[:, None, :])
+        if use_causal_mask:
+            steps = {torch}ones(query.shape[1], value.shape[1], dtype={torch}bool, device=query.device)
+            masks.append(steps.tril()[None])
+        q = self._project(query, "query") * (1.0 / self.key_dim ** 0.5)
+        k, v = self._project(key, "key"), self._project(value, "value")
+        scores = {torch}einsum("bshd,bthd->bhts", k, q)
+        if masks:
+            mask = masks[0]
+            for m in masks[1:]:
+                mask = mask & m
+            while mask.dim() < 4:
+                mask = mask.unsqueeze(-3)
+            # Keras's masked softmax: -1e9 where not attended, and 0 there after (a row attending nothing is 0)
+            scores = {torch}softmax(scores.masked_fill(~mask, -1e9), dim=-1).masked_fill(~mask, 0.0)
+        else:
+            scores = {torch}softmax(scores, dim=-1)
+        out = {torch}einsum("bhts,bshd->bthd", self.dropout(scores), v)
+        out = {torch}einsum("bthd,hdo->bto", out, self.output_kernel)
+        if self.use_bias:
+            out = out + self.output_bias
+        return (out, scores) if return_attention_scores else out
+'''
+
+_LAZY_LAYER_NORM = '''
+
+class LazyLayerNorm({nn}modules.lazy.LazyModuleMixin, {nn}LayerNorm):
+    """keras.layers.LayerNormalization over the last axes whose sizes are known only at the first call
+    (Keras builds the layer then): an nn.LayerNorm over the last `axes` axes, sized by that call."""
+
+    cls_to_become = {nn}LayerNorm
+
+    def __init__(self, eps=1e-3, elementwise_affine=True, bias=True, axes=1):
+        super().__init__(0, eps, elementwise_affine=False)
+        self.elementwise_affine, self.axes = elementwise_affine, axes
+        if elementwise_affine:
+            self.weight = {nn}UninitializedParameter()
+            self.bias = {nn}UninitializedParameter() if bias else None
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.normalized_shape != (0,):
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        self.normalized_shape = tuple(input.shape[-self.axes:])
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                for p in (self.weight, self.bias):
+                    if p is not None:
+                        p.materialize(self.normalized_shape)
+                self.reset_parameters()
+'''
+
+HELPERS["KerasMultiHeadAttention"] = _KERAS_MHA
+HELPERS["LazyLayerNorm"] = _LAZY_LAYER_NORM

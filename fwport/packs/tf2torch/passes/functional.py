@@ -138,6 +138,10 @@ class _Layer:
     out: tuple | None = None  # (shape, flat) of its output
     records: list[tuple[str, LayerRecord]] = field(default_factory=list)  # (path below it, record)
     movedim: bool = False  # its channels-last output is moved to channels-first at each call
+    # in a graph that keeps Keras's layout, a channels-first module (a global pooling, a BatchNorm on
+    # sequences): its input moved to channels-first at each call, and its output back when it is a map
+    permute_in: bool = False
+    permute_back: bool = False
     activation: str | None = None  # "torch.relu({})": its activation, applied where it is called
     prefix: str = ""  # "block1." for a layer of a helper's module
 
@@ -956,7 +960,7 @@ class _Builder:
             for c in _calls(s):
                 q = self.ctx.imports.resolve(c.func)
                 rule = self.ctx.pack.by_name.get(q) if q else None
-                if rule is not None and rule.kind == "layer" and rule.emit.get("layout") == "channels-first":
+                if _drives_nchw(rule):
                     fmt = next((literal_value(a.value, None) for a in c.args
                                 if a.keyword and a.keyword.value == "data_format"), None)
                     if fmt != "channels_first":
@@ -1287,8 +1291,12 @@ class _Builder:
                                            [cst.Arg(self._out_expr(arg))])
         if layer.activation is not None:
             new = expr(layer.activation.format(code(new)))
+        if layer.permute_in:
+            new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(-1, 1)"))])
         if layer.movedim:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
+        if layer.permute_back:
+            new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
         return out
 
@@ -1422,6 +1430,13 @@ class _Builder:
                 t.shape = symbolic_shape(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
+            if self.layout == "keep" and em.layout_bound:
+                if em.out_shape is None or t.shape is None:
+                    raise _Refused(layer.call, f"{code(layer.call.func)} takes channels-first inputs in torch, in a "
+                                               "model that keeps Keras's channels-last layout, on an input of unknown "
+                                               "rank: give the model its input shape", "shape-unknown")
+                layer.permute_in = True
+                layer.permute_back = len(em.out_shape) + 1 == em.layout_bound
             act = _activation_fn(em.modules[1], self.ctx) if len(em.modules) == 2 and em.weight_module == 0 else None
             if act is not None:  # Dense(64, activation="relu") → self.fc = nn.Linear(...); torch.relu(self.fc(x))
                 em.modules = em.modules[:1]
@@ -1467,6 +1482,10 @@ class _Builder:
                 raise _Refused(el, f"{code(el)}: fwport follows a Sequential used as a layer when each of its "
                                    "members is a Keras layer with a rule")
             em, movedim = self._emit(el, rule, shape, flat)
+            if self.layout == "keep" and em.layout_bound:
+                raise _Refused(el, f"{code(el.func)} takes channels-first inputs in torch, inside a Sequential of a "
+                                   "functional model that keeps Keras's channels-last layout: call it as a layer of "
+                                   "the model, or translate this model by hand")
             if movedim:
                 raise _Refused(el, f"{code(el.func)} inside a Sequential of a functional model converted to "
                                    "channels-first: its output is channels-last")
@@ -1746,6 +1765,24 @@ class _Builder:
 
 
 _ACTIVATION_FNS = {"torch.nn.ReLU()": "torch.relu", "torch.nn.Sigmoid()": "torch.sigmoid", "torch.nn.Tanh()": "torch.tanh"}
+
+
+# channels-first torch layers that do not make a model channels-first on their own: they reduce the
+# feature map away or act per channel, so where no convolution or pooling window needs NCHW they are
+# called on a permuted input (x.movedim(-1, 1)) and the model keeps Keras's layout (an Embedding →
+# transformer → GlobalAveragePooling1D text classifier)
+_LAYOUT_NEUTRAL = {"global-pool", "batch-norm"}
+
+
+def _drives_nchw(rule) -> bool:
+    return (rule is not None and rule.kind == "layer" and rule.emit.get("layout") == "channels-first"
+            and rule.emit.get("shape") not in _LAYOUT_NEUTRAL)
+
+
+def _paren(node: cst.BaseExpression) -> str:
+    text = code(node)
+    return f"({text})" if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp, cst.Lambda,
+                                            cst.UnaryOperation)) else text
 
 
 def _activation_fn(module: cst.BaseExpression, ctx: FileContext) -> str | None:
