@@ -53,6 +53,7 @@ from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
                                                       _input_spec_shape, _shape_name)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
+from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
 
 MODEL = "keras.Model"
 INPUT = "keras.Input"
@@ -960,6 +961,8 @@ class _Builder:
             for c in _calls(s):
                 q = self.ctx.imports.resolve(c.func)
                 rule = self.ctx.pack.by_name.get(q) if q else None
+                if rule is not None and rule.kind == "layer" and rule.emit.get("shape") in _NEEDS_LAST:
+                    return "keep"  # a sequence model: its convolutions are called on permuted inputs
                 if _drives_nchw(rule):
                     fmt = next((literal_value(a.value, None) for a in c.args
                                 if a.keyword and a.keyword.value == "data_format"), None)
@@ -1255,6 +1258,8 @@ class _Builder:
 
     def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
         """A layer called on its input(s)."""
+        if layer.kind == "rule" and layer.rule.emit.get("shape") in MULTI_INPUT:
+            return self._apply_multi(layer, call)
         args = [a for a in call.args if a.keyword is None and not a.star]
         if len(args) != 1 or len(call.args) != 1:
             raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
@@ -1289,15 +1294,57 @@ class _Builder:
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
         new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
                                            [cst.Arg(self._out_expr(arg))])
-        if layer.activation is not None:
-            new = expr(layer.activation.format(code(new)))
         if layer.permute_in:
             new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(-1, 1)"))])
+        if layer.activation is not None:
+            new = expr(layer.activation.format(code(new)))
         if layer.movedim:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
         if layer.permute_back:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
+        return out
+
+    def _apply_multi(self, layer: _Layer, call: cst.Call) -> _Tensor:
+        """A layer called on several tensors (MultiHeadAttention's query, value, key, attention_mask):
+        its torch module takes Keras's call signature, so the call stays as written, its tensors replaced
+        and training= dropped (torch takes the mode from .train()/.eval()). Its input shape is the first
+        tensor's (the query's)."""
+        shape_fn = layer.rule.emit.get("shape")
+        bound = bind_call(call, shape_fn)
+        if bound is None or "query" not in bound or "value" not in bound:
+            raise _Refused(call, f"{code(call).strip()}: the call's arguments do not bind to "
+                                 f"({', '.join(MULTI_INPUT[shape_fn])})")
+        tensors: list[_Tensor] = []
+        new_args = []
+        for name, a in bound.items():
+            if name == "training":
+                continue
+            if name in TENSOR_PARAMS:
+                t = self._tensor(a.value)
+                if t is None:
+                    raise _Refused(a, f"{code(a.value)}: the {name} of {code(layer.call.func)} must be a tensor of "
+                                      "the model")
+                if t.flat is not None:
+                    raise _Refused(a, f"{code(a.value)}: a flattened channels-first map as the {name}")
+                tensors.append(t)
+            elif literal_value(a.value, NOT_LITERAL) not in (False, True) or (
+                    name == "return_attention_scores" and literal_value(a.value, None) is True):
+                raise _Refused(a, f"{name}={code(a.value)}: fwport follows a literal True/False here, and "
+                                  "return_attention_scores=False only (one output)", "unsupported-argument")
+            new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
+        t = tensors[0]
+        key = (t.shape, t.flat)
+        if layer.module is None:
+            self._translate(layer, t)
+        elif layer.in_key != key:
+            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
+                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+            self.layer_of[id(layer.op)] = layer
+        out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call), layer.out[1], False)
+        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), new_args)
         return out
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
@@ -1772,6 +1819,10 @@ _ACTIVATION_FNS = {"torch.nn.ReLU()": "torch.relu", "torch.nn.Sigmoid()": "torch
 # called on a permuted input (x.movedim(-1, 1)) and the model keeps Keras's layout (an Embedding →
 # transformer → GlobalAveragePooling1D text classifier)
 _LAYOUT_NEUTRAL = {"global-pool", "batch-norm"}
+# layers that act on the last axis of a sequence and have no channels-first form: a model holding one
+# keeps Keras's layout, and its convolutions (a transformer's Conv1D(kernel_size=1) feed-forward) are
+# called on permuted inputs
+_NEEDS_LAST = {"multi-head-attention", "layer-norm", "rnn", "bidirectional"}
 
 
 def _drives_nchw(rule) -> bool:

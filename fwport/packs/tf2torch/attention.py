@@ -1,0 +1,82 @@
+"""Shape functions for attention layers: keras.layers.MultiHeadAttention → the KerasMultiHeadAttention
+helper module (helpers.py), which keeps Keras's call signature, variables and einsums, so that its call
+sites stay as written; and what the structural passes need to know about such multi-input layers."""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import LayerContext, LayerEmission, MappedCall, code, expr
+from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch.dims import known, sizes_of
+from fwport.packs.tf2torch.layer import _failed
+from fwport.packs.tf2torch.registry import shape
+
+# shape functions of layers called on several tensors (query, value, key, attention_mask ...): the
+# call's parameters in Keras's order, and the ones that take tensors
+MULTI_INPUT = {"multi-head-attention": ("query", "value", "key", "query_mask", "value_mask", "key_mask",
+                                        "attention_mask", "return_attention_scores", "training",
+                                        "use_causal_mask")}
+TENSOR_PARAMS = {"query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask"}
+
+
+@shape("multi-head-attention")
+def multi_head_attention(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """MultiHeadAttention → ``KerasMultiHeadAttention(num_heads, key_dim, ...)`` (written out in the
+    file). Its parameters take Keras's shapes and are created at the first call, so no size needs to be
+    known here; the output has the query's shape with the last size ``output_shape`` (else the query's)."""
+    in_shape = lctx.in_shape
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "MultiHeadAttention in a model converted to channels-first "
+                       "would see (batch, features, steps): keep this model channels-last")
+    if in_shape is not None and len(in_shape) != 2:
+        return _failed(m, ctx, "unsupported-construct", "MultiHeadAttention on a query of shape (batch, "
+                       f"{', '.join(map(str, in_shape))}): only (batch, steps, features) inputs are translated; "
+                       "reshape to that first")
+    out_node = m.extras.get("output_shape")
+    out_dim = None
+    if out_node is not None:
+        lit = literal_value(out_node, NOT_LITERAL)
+        if isinstance(lit, (tuple, list)):
+            if len(lit) != 1:
+                return _failed(m, ctx, "unsupported-argument", f"output_shape={code(out_node)}: only one output "
+                               "size (an int) is translated")
+            out_dim = lit[0]
+        elif lit is None:
+            out_node = None
+        else:
+            out_dim = sizes_of(lctx).dim(out_node)
+    args = [code(m.extras[k]) for k in ("num_heads", "key_dim") if k in m.extras]
+    if len(args) != 2:
+        return _failed(m, ctx, "unsupported-argument", "MultiHeadAttention needs num_heads and key_dim")
+    for key in ("value_dim", "dropout", "use_bias", "output_shape"):
+        node = m.extras.get(key)
+        if node is not None and not (key == "output_shape" and out_node is None):
+            args.append(f"{key}={code(node)}")
+    module = expr(f"{helpers.use(ctx, 'KerasMultiHeadAttention')}({', '.join(args)})")
+    out = None
+    if in_shape is not None:
+        last = out_dim if out_node is not None else in_shape[-1]
+        out = (in_shape[0], last if known(last) else None)
+    return LayerEmission([module], out, 0)
+
+
+def bind_call(call: cst.Call, shape_fn: str) -> dict[str, cst.Arg] | None:
+    """The arguments of a call of a multi-input layer by Keras's parameter name; None when they do not
+    bind (a star argument, an unknown keyword, too many)."""
+    params = MULTI_INPUT[shape_fn]
+    out: dict[str, cst.Arg] = {}
+    pos = 0
+    for a in call.args:
+        if a.star:
+            return None
+        if a.keyword is None:
+            if pos >= len(params):
+                return None
+            out[params[pos]] = a
+            pos += 1
+        elif a.keyword.value in params and a.keyword.value not in out:
+            out[a.keyword.value] = a
+        else:
+            return None
+    return out
