@@ -80,3 +80,27 @@ def bind_call(call: cst.Call, shape_fn: str) -> dict[str, cst.Arg] | None:
         else:
             return None
     return out
+
+
+def lazy_layer_norm(m: MappedCall, ctx, lctx: LayerContext, axes: list, out_shape) -> LayerEmission:
+    """LayerNormalization whose normalised sizes are known only at the first call (a custom layer's
+    ``LayerNormalization()`` on an input of unknown size): the LazyLayerNorm helper (written out in the
+    file), an ``nn.LayerNorm`` sized by its first input as Keras builds the layer then. Exact over the
+    last axes: ``axis`` must name them with negative indices (-1, or [-2, -1]) where the rank is unknown."""
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "shape-unknown", "LayerNorm of unknown size on a feature map converted to "
+                       "channels-first: give the model its input shape")
+    n = len(axes)
+    if sorted(axes) != list(range(-n, 0)):
+        return _failed(m, ctx, "shape-unknown", f"LayerNormalization over axis {_axis_text(m)} of an input whose "
+                       "rank is unknown here: torch normalises the last axes only; write axis=-1 (or [-2, -1]), "
+                       "or give the model its input shape")
+    args = [f"{k}={code(v)}" for k, v in m.kwargs.items() if k in ("eps", "elementwise_affine", "bias")]
+    if n != 1:
+        args.append(f"axes={n}")
+    module = expr(f"{helpers.use(ctx, 'LazyLayerNorm')}({', '.join(args)})")
+    return LayerEmission([module], out_shape, variant=None if n == 1 else "multi-axis")
+
+
+def _axis_text(m: MappedCall) -> str:
+    return code(m.extras["axis"]) if "axis" in m.extras else "-1"

@@ -1478,7 +1478,7 @@ class _Builder:
                 layer.in_key = (t.shape, t.flat)
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
             if self.layout == "keep" and em.layout_bound:
-                if em.out_shape is None or t.shape is None:
+                if em.out_shape is None:
                     raise _Refused(layer.call, f"{code(layer.call.func)} takes channels-first inputs in torch, in a "
                                                "model that keeps Keras's channels-last layout, on an input of unknown "
                                                "rank: give the model its input shape", "shape-unknown")
