@@ -7,6 +7,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import LayerContext, LayerEmission, MappedCall, code, expr
+from fwport.core.finding import Severity
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.packs.tf2torch.layer import _failed
@@ -99,6 +100,8 @@ def lazy_layer_norm(m: MappedCall, ctx, lctx: LayerContext, axes: list, out_shap
     if n != 1:
         args.append(f"axes={n}")
     module = expr(f"{helpers.use(ctx, 'LazyLayerNorm')}({', '.join(args)})")
+    ctx.report(Severity.INFO, "shape-unknown", "normalised size unknown here: emitted LazyLayerNorm (written out in "
+               "the file), an nn.LayerNorm sized by its first input as Keras builds the layer", m.node, m.rule)
     return LayerEmission([module], out_shape, variant=None if n == 1 else "multi-axis")
 
 
