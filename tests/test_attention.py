@@ -1,0 +1,253 @@
+"""Attention and transformer models: keras.layers.MultiHeadAttention → the KerasMultiHeadAttention helper
+(Keras's call, variables and einsums), LayerNormalization of unknown size → the LazyLayerNorm helper, and
+sequence models that keep Keras's channels-last layout (a global pooling or a Conv1D feed-forward called on
+a permuted input). Each translation is checked numerically against Keras."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.packs.tf2torch.helpers import HELPERS
+from fwport.verify import Options, Session, verify
+
+
+def tx(src: str):
+    return translate_source(src, "model.py")
+
+
+def errors(r) -> list[str]:
+    return [f"L{f.line} {f.code}: {f.message}" for f in r.findings if f.severity == Severity.ERROR]
+
+
+@pytest.fixture(scope="module")
+def session():
+    with Session() as s:
+        yield s
+
+
+def _verify(session, tmp_path, src: str, model: str, inputs: list[str], checks=("forward", "grad"), args=None):
+    r = tx(src)
+    assert not errors(r), errors(r)
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "m_torch.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=inputs,
+                          args=args or {}, checks=checks, device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return r, cert
+
+
+# --- the helpers against Keras, directly ------------------------------------------------------------------
+
+def _helpers():
+    import torch
+    from torch import nn
+    ns = {"torch": torch, "nn": nn}
+    text = "".join(HELPERS[n].replace("{nn}", "nn.").replace("{torch}", "torch.")
+                   for n in ("KerasMultiHeadAttention", "LazyLayerNorm"))
+    exec(compile(text, "<helpers>", "exec"), ns)
+    return ns
+
+
+@pytest.mark.parametrize("kw,q_shape,v_shape,k_shape,call", [
+    (dict(num_heads=2, key_dim=4), (2, 5, 6), (2, 7, 6), None, {}),
+    # key_dim × num_heads ≠ the query's size, value_dim, output_shape, no biases, a key of its own size
+    (dict(num_heads=3, key_dim=4, value_dim=5, output_shape=9, use_bias=False), (2, 5, 6), (2, 7, 8), (2, 7, 3), {}),
+    (dict(num_heads=2, key_dim=3), (2, 5, 6), (2, 5, 6), None, {"use_causal_mask": True}),
+    # a mask with a query that attends nothing (Keras 3: a row of zeros), as 0/1 integers
+    (dict(num_heads=2, key_dim=4), (2, 5, 6), (2, 7, 6), None, {"mask": True}),
+])
+def test_keras_multi_head_attention_helper_equals_keras(kw, q_shape, v_shape, k_shape, call):
+    keras = pytest.importorskip("keras")
+    import torch
+    ns = _helpers()
+    rng = np.random.default_rng(0)
+    q, v = rng.normal(size=q_shape).astype("float32"), rng.normal(size=v_shape).astype("float32")
+    k = rng.normal(size=k_shape).astype("float32") if k_shape else None
+    call = dict(call)
+    mask = None
+    if call.pop("mask", False):
+        mask = (rng.random((q_shape[0], q_shape[1], v_shape[1])) > 0.3).astype("int32")
+        mask[0, 1] = 0
+    layer = keras.layers.MultiHeadAttention(**kw)
+    out, scores = layer(q, v, key=k, attention_mask=mask, return_attention_scores=True, **call)
+    mod = ns["KerasMultiHeadAttention"](**kw)
+    t = lambda a: None if a is None else torch.tensor(a)  # noqa: E731
+    mod(t(q), t(v), t(k))  # parameters created by the first call, as Keras builds the layer
+    state = {}
+    for name, sub in (("query", layer._query_dense), ("key", layer._key_dense), ("value", layer._value_dense),
+                      ("output", layer._output_dense)):
+        state[f"{name}_kernel"] = torch.tensor(np.array(sub.kernel))
+        if kw.get("use_bias", True):
+            state[f"{name}_bias"] = torch.tensor(np.array(sub.bias))
+    assert set(state) == {n for n, _ in mod.named_parameters()}
+    mod.load_state_dict(state)
+    mod.eval()
+    t_out, t_scores = mod(t(q), t(v), t(k), attention_mask=t(mask), return_attention_scores=True, **call)
+    assert np.abs(t_out.detach().numpy() - np.array(out)).max() < 1e-5
+    assert np.abs(t_scores.detach().numpy() - np.array(scores)).max() < 1e-6
+    if mask is not None:  # the polarity: Keras attends where the mask is 1; inverting it is far off
+        wrong = mod(t(q), t(v), attention_mask=t(1 - mask))
+        assert np.abs(wrong.detach().numpy() - np.array(out)).max() > 1e-2
+
+
+def test_lazy_layer_norm_sizes_itself_and_loads_before_its_first_call():
+    keras = pytest.importorskip("keras")
+    import torch
+    ns = _helpers()
+    x = np.random.default_rng(1).normal(size=(2, 3, 5)).astype("float32")
+    ln = keras.layers.LayerNormalization(axis=[-2, -1], epsilon=1e-6)
+    y = np.array(ln(x))
+    mod = ns["LazyLayerNorm"](eps=1e-6, axes=2)
+    opt = torch.optim.SGD(mod.parameters(), lr=0.1)  # created before the first call, as users write it
+    mod.load_state_dict({"weight": torch.tensor(np.array(ln.gamma)), "bias": torch.tensor(np.array(ln.beta))})
+    got = mod(torch.tensor(x))
+    assert type(mod).__name__ == "LayerNorm" and mod.normalized_shape == (3, 5)
+    assert np.abs(got.detach().numpy() - y).max() < 1e-5
+    got.sum().backward()
+    opt.step()  # the optimizer holds the materialised parameters
+
+
+# --- translations ---------------------------------------------------------------------------------------
+
+TEXT_CLASSIFIER = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class TransformerBlock(layers.Layer):
+    def __init__(self, embed_dim, num_heads, ff_dim, rate=0.1):
+        super().__init__()
+        self.att = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+        self.ffn = keras.Sequential([layers.Dense(ff_dim, activation="relu"), layers.Dense(embed_dim)])
+        self.layernorm1 = layers.LayerNormalization(epsilon=1e-6)
+        self.layernorm2 = layers.LayerNormalization(epsilon=1e-6)
+        self.dropout1 = layers.Dropout(rate)
+        self.dropout2 = layers.Dropout(rate)
+
+    def call(self, inputs, training=False):
+        attn_output = self.att(inputs, inputs)
+        attn_output = self.dropout1(attn_output, training=training)
+        out1 = self.layernorm1(inputs + attn_output)
+        ffn_output = self.ffn(out1)
+        ffn_output = self.dropout2(ffn_output, training=training)
+        return self.layernorm2(out1 + ffn_output)
+
+
+class TokenAndPositionEmbedding(layers.Layer):
+    def __init__(self, maxlen, vocab_size, embed_dim):
+        super().__init__()
+        self.token_emb = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+        self.pos_emb = layers.Embedding(input_dim=maxlen, output_dim=embed_dim)
+
+    def call(self, x):
+        positions = tf.range(start=0, limit=tf.shape(x)[-1], delta=1)
+        return self.token_emb(x) + self.pos_emb(positions)
+
+
+def build_model(maxlen=12, vocab_size=50, embed_dim=8):
+    inputs = layers.Input(shape=(maxlen,))
+    x = TokenAndPositionEmbedding(maxlen, vocab_size, embed_dim)(inputs)
+    x = TransformerBlock(embed_dim, 2, 16)(x)
+    x = layers.GlobalAveragePooling1D()(x)
+    x = layers.Dropout(0.1)(x)
+    outputs = layers.Dense(2, activation="softmax")(x)
+    return keras.Model(inputs=inputs, outputs=outputs)
+'''
+
+
+def test_transformer_text_classifier_translates_keeps_its_layout_and_verifies(session, tmp_path):
+    r, cert = _verify(session, tmp_path, TEXT_CLASSIFIER, "build_model", ["int64[2,12]:50"])
+    out = r.output
+    # key_dim × num_heads (16) is not the embedding size (8): Keras's projections, not nn.MultiheadAttention's
+    assert "self.att = KerasMultiHeadAttention(num_heads, embed_dim)" in out
+    assert "self.layernorm1 = LazyLayerNorm(eps=1e-6)" in out
+    # no convolution: the model keeps (batch, steps, features); only the pooling sees a permuted input
+    assert "x = self.gap(x.movedim(-1, 1))" in out
+    assert "movedim(-1, 1)" not in out.split("x = self.gap")[0].split("class BuildModel")[-1]
+    assert "attn_output = self.att(inputs, inputs)" in out
+    assert "tensorflow" not in out and "import keras" not in out and "tf." not in out
+
+
+ENCODER = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def transformer_encoder(inputs, head_size, num_heads, ff_dim):
+    x = layers.MultiHeadAttention(key_dim=head_size, num_heads=num_heads, dropout=0.1)(inputs, inputs)
+    x = layers.Dropout(0.1)(x)
+    x = layers.LayerNormalization(epsilon=1e-6)(x)
+    res = x + inputs
+    x = layers.Conv1D(filters=ff_dim, kernel_size=1, activation="relu")(res)
+    x = layers.Conv1D(filters=inputs.shape[-1], kernel_size=1)(x)
+    x = layers.LayerNormalization(epsilon=1e-6)(x)
+    return x + res
+
+
+def build_model(steps=9, features=4):
+    inputs = keras.Input(shape=(steps, features))
+    mask = keras.Input(shape=(steps, steps))
+    x = transformer_encoder(inputs, 8, 2, 6)
+    x = layers.MultiHeadAttention(num_heads=2, key_dim=2, value_dim=3, output_shape=5)(
+        x, x, attention_mask=mask, use_causal_mask=True, training=False)
+    x = layers.GlobalAveragePooling1D(data_format="channels_last")(x)
+    return keras.Model([inputs, mask], layers.Dense(3)(x))
+'''
+
+
+def test_encoder_block_with_conv1d_feed_forward_and_masks_verifies(session, tmp_path):
+    """A Conv1D(kernel_size=1) feed-forward in a transformer: the model keeps Keras's layout (attention
+    and LayerNorm act on the last axis) and the convolutions are called on permuted inputs."""
+    r, cert = _verify(session, tmp_path, ENCODER, "build_model", ["float32[2,9,4]", "int64[2,9,9]:2"])
+    out = r.output
+    assert "self.conv1(res.movedim(-1, 1))" in out and ".movedim(1, -1)" in out
+    assert "attention_mask=mask, use_causal_mask=True)" in out and "training" not in out
+    assert "KerasMultiHeadAttention(2, 2, value_dim=3, output_shape=5)" in out
+
+
+def test_model_without_convolutions_is_not_made_channels_first(session, tmp_path):
+    src = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    inputs = keras.Input((10,))
+    x = layers.Embedding(30, 6)(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.GlobalMaxPooling1D()(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+    r, _ = _verify(session, tmp_path, src, "build_model", ["int64[3,10]:30"], checks=("forward",))
+    assert "x = self.embedding(inputs)\n" in r.output  # not moved to channels-first after the embedding
+    assert "self.bn(x.movedim(-1, 1)).movedim(1, -1)" in r.output
+
+
+def test_attention_refusals_name_the_argument():
+    r = tx('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    inputs = keras.Input((10, 4))
+    x, scores = layers.MultiHeadAttention(2, 4)(inputs, inputs, return_attention_scores=True)
+    return keras.Model(inputs, x)
+''')
+    errs = errors(r)
+    assert any("return_attention_scores=True" in e for e in errs), errs
+    r = tx('''
+from tensorflow.keras import layers
+
+att = layers.MultiHeadAttention(2, 4, output_shape=(3, 5))
+''')
+    assert any("output_shape=(3, 5)" in e for e in errors(r)), errors(r)
+    r = tx('''
+from tensorflow.keras import layers
+
+norm = layers.LayerNormalization(axis=1)
+''')
+    assert any("axis 1" in e for e in errors(r)), errors(r)
