@@ -6,12 +6,12 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
-from fwport.core.engine import LayerContext, LayerEmission, MappedCall, code, expr
+from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr
 from fwport.core.finding import Severity
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.packs.tf2torch.layer import _failed
-from fwport.packs.tf2torch.registry import shape
+from fwport.packs.tf2torch.registry import call_transform, shape
 
 # shape functions of layers called on several tensors (query, value, key, attention_mask ...): the
 # call's parameters in Keras's order, and the ones that take tensors
@@ -107,3 +107,33 @@ def lazy_layer_norm(m: MappedCall, ctx, lctx: LayerContext, axes: list, out_shap
 
 def _axis_text(m: MappedCall) -> str:
     return code(m.extras["axis"]) if "axis" in m.extras else "-1"
+
+
+# --- what hand-written transformers (a GPT as Model subclasses) use besides layers ------------------------
+
+@call_transform("initializer-object")
+def initializer_object(m: MappedCall, ctx):
+    """``keras.initializers.Zeros()`` / ``Ones()`` as an object (``zeros_init = keras.initializers.Zeros()``)
+    → torch's in-place initializer function ``nn.init.zeros_`` / ``nn.init.ones_``, torch's form of an
+    initializer. Passed to ``add_weight(initializer=...)`` the subclass pass reads the Keras call itself;
+    elsewhere the object becomes the function, which a torch user applies to a tensor (calling it with
+    a shape, as Keras allows, raises in torch)."""
+    return expr(ctx.spell_text(m.rule.emit["target"]))
+
+
+@shape("dropout")
+def dropout(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Dropout → nn.Dropout; with a ``noise_shape`` (one mask shared along the axes where it is 1, as a
+    GPT's classifier head or SpatialDropout write it) → the SharedDropout helper written out in the file:
+    a mask of that shape (None: the input's size there) drawn each training call and scaled by
+    1 / (1 - rate), Keras's computation at any rank and in either layout of the axes."""
+    node = m.extras.get("noise_shape")
+    if node is None or literal_value(node, NOT_LITERAL) is None:
+        built = build_call(m, ctx)
+        return LayerEmission([built] if built is not None else [m.call], lctx.in_shape, failed=built is None)
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-argument", f"noise_shape={code(node)} in a model converted to "
+                       "channels-first: its axes are Keras's channels-last ones; keep this model channels-last")
+    rate = m.kwargs.get("p")
+    name = helpers.use(ctx, "SharedDropout")
+    return LayerEmission([expr(f"{name}({code(rate) if rate is not None else '0.5'}, {code(node)})")], lctx.in_shape)

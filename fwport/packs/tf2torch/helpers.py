@@ -303,5 +303,24 @@ class LazyLayerNorm({nn}modules.lazy.LazyModuleMixin, {nn}LayerNorm):
                 self.reset_parameters()
 '''
 
+_SHARED_DROPOUT = '''
+
+class SharedDropout({nn}Module):
+    """keras.layers.Dropout(rate, noise_shape): one mask of shape noise_shape (None: the input's size
+    on that axis) shared along the axes where it is 1, scaled by 1 / (1 - rate); identity in eval mode."""
+
+    def __init__(self, p, noise_shape):
+        super().__init__()
+        self.p, self.noise_shape = p, tuple(noise_shape)
+
+    def forward(self, x):
+        if not self.training or self.p == 0:
+            return x
+        shape = [x.shape[i] if n is None else n for i, n in enumerate(self.noise_shape)]
+        keep = {torch}empty(shape, dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
+        return x * keep / (1 - self.p)
+'''
+
+HELPERS["SharedDropout"] = _SHARED_DROPOUT
 HELPERS["KerasMultiHeadAttention"] = _KERAS_MHA
 HELPERS["LazyLayerNorm"] = _LAZY_LAYER_NORM
