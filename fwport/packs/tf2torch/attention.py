@@ -10,7 +10,9 @@ from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_ca
 from fwport.core.finding import Severity
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
+from fwport.core.names import dotted_text
 from fwport.packs.tf2torch.layer import _failed
+from fwport.packs.tf2torch.ops import _atom_code
 from fwport.packs.tf2torch.registry import call_transform, shape
 
 # shape functions of layers called on several tensors (query, value, key, attention_mask ...): the
@@ -137,3 +139,31 @@ def dropout(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     rate = m.kwargs.get("p")
     name = helpers.use(ctx, "SharedDropout")
     return LayerEmission([expr(f"{name}({code(rate) if rate is not None else '0.5'}, {code(node)})")], lctx.in_shape)
+
+
+def _python_number(node: cst.BaseExpression) -> bool:
+    """An expression that is a Python number in the translation: a literal, a size (``x.shape[-1]``,
+    ``tf.shape(x)[0]``, ``len(x)``), or arithmetic on those. ``.to(dtype)`` does not exist on it."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _python_number(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _python_number(node.left) and _python_number(node.right)
+    if isinstance(node, cst.Subscript):
+        v = node.value
+        return ((isinstance(v, cst.Attribute) and v.attr.value == "shape")
+                or (isinstance(v, cst.Call) and (dotted_text(v.func) or "").rsplit(".", 1)[-1] == "shape"))
+    return isinstance(node, cst.Call) and dotted_text(node.func) == "len"
+
+
+@call_transform("cast")
+def cast(m: MappedCall, ctx):
+    """``tf.cast(x, dtype)`` → ``x.to(dtype)``; on a Python number (a size such as ``v.shape[-1]``, which
+    TensorFlow turns into a tensor) → ``torch.tensor(x).to(dtype)``."""
+    x, dtype = m.extras.get("x"), m.kwargs.get("dtype")
+    if x is None or dtype is None:
+        return None
+    if _python_number(x):
+        return expr(f"{ctx.spell_text('torch.tensor')}({code(x)}).to({code(dtype)})")
+    return expr(f"{_atom_code(x)}.to({code(dtype)})")

@@ -495,6 +495,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for a in plan.attrs.values():  # layers never called in call(): translated without a known input
             if not a.done:
                 self._translate_attr(plan, a, None)
+        if plan.init_fn is not None:
+            self._plan_layer_builds(plan, plan.init_fn)
         self._check_alternatives(plan)
         ctx.models[plan.name] = ModelInfo(plan.name, "subclass", None, "same")
 
@@ -644,6 +646,40 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return lam.with_changes(params=lam.params.with_changes(params=kept))
+
+    def _plan_layer_builds(self, plan: _Plan, fn: cst.FunctionDef) -> None:
+        """``self.embed.build([1])`` in ``__init__`` on a Keras layer of the class: Keras creates its
+        variables there; the torch module has them from its creation (its sizes are written out), so the
+        line becomes a comment. On a module torch creates lazily it is an error saying what to do."""
+        for blk in _blocks(fn):
+            for stmt in blk.body:
+                if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                        and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
+                    continue
+                parts = dotted(stmt.body[0].value.func)
+                if not (parts and len(parts) == 3 and parts[0] == "self" and parts[2] == "build"):
+                    continue
+                a = plan.attrs.get(parts[1])
+                if a is None or a.kind != "layer" or a.emission is None or a.emission.failed or a.out is None:
+                    continue
+                shape = stmt.body[0].value.args[0].value if len(stmt.body[0].value.args) == 1 else None
+                last = (shape.elements[-1].value if isinstance(shape, (cst.List, cst.Tuple)) and shape.elements
+                        and not isinstance(shape.elements[-1], cst.StarredElement) else None)
+                lazy_linear = self.ctx.spell_text("torch.nn.LazyLinear")
+                if (a.rule.emit.get("shape") == "dense" and isinstance(a.out, cst.Call) and code(a.out.func) == lazy_linear
+                        and last is not None and literal_value(last, NOT_LITERAL) is not None):
+                    # Dense.build(shape) sizes the kernel by shape[-1]: nn.Linear(shape[-1], units)
+                    a.out = a.out.with_changes(func=expr(self.ctx.spell_text("torch.nn.Linear")),
+                                               args=[cst.Arg(last), *a.out.args])
+                    plan.replace[id(a.call)] = a.out
+                    plan.comment_out[id(stmt)] = "the input size is given to nn.Linear"
+                    continue
+                if "Lazy" in code(a.out):
+                    self.ctx.report(Severity.ERROR, "shape-unknown", f"self.{a.name}.build(...): torch creates this "
+                                    "module's parameters at its first call; give the layer its input size "
+                                    "(input_shape=) or call it once on a tensor of that shape", stmt)
+                    continue
+                plan.comment_out[id(stmt)] = "the torch module has its parameters from its creation"
 
     def _resolve_in(self, node: cst.BaseExpression, fn: cst.FunctionDef) -> str | None:
         parts = dotted(node)
