@@ -251,3 +251,67 @@ from tensorflow.keras import layers
 norm = layers.LayerNormalization(axis=1)
 ''')
     assert any("axis 1" in e for e in errors(r)), errors(r)
+
+
+GPT_STYLE = '''
+import tensorflow as tf
+from tensorflow import keras
+
+zeros_init = keras.initializers.Zeros()
+ones_init = keras.initializers.Ones()
+
+
+class LayerNorm(keras.layers.Layer):
+    def __init__(self, n_state, e=1e-5):
+        super().__init__()
+        self.g = self.add_weight(shape=[n_state], initializer=ones_init)
+        self.b = self.add_weight(shape=[n_state], initializer=zeros_init)
+        self.e = e
+
+    def call(self, x):
+        u = tf.reduce_mean(x, -1, keepdims=True)
+        s = tf.reduce_mean(tf.pow(x - u, 2), -1, keepdims=True)
+        return self.g * (x - u) / tf.sqrt(s + self.e) + self.b
+
+
+class Block(keras.layers.Layer):
+    def __init__(self, n_ctx=6, n_embd=8):
+        super().__init__()
+        self.mask = self.add_weight(shape=[1, n_ctx, n_ctx], initializer=ones_init, trainable=False)
+        self.mask.assign(tf.linalg.LinearOperatorLowerTriangular(self.mask).to_dense())
+        self.embed = keras.layers.Embedding(50, n_embd)
+        self.embed.build([1])
+        self.ln = LayerNorm(n_embd)
+        self.head = keras.layers.Dense(3, input_shape=[n_embd])
+        self.head.build([n_embd])
+        self.drop = keras.layers.Dropout(0.3, noise_shape=[1, n_ctx, 1])
+
+    def call(self, x):
+        h = self.ln(self.embed(x))
+        w = tf.matmul(h, h, transpose_b=True) / tf.sqrt(tf.cast(h.shape[-1], tf.float32))
+        w = w * self.mask + -1e9 * (1 - self.mask)
+        h = tf.matmul(tf.nn.softmax(w, -1), h)
+        return self.head(self.drop(h))
+'''
+
+
+def test_gpt_style_subclass_pieces_translate_and_verify(session, tmp_path):
+    r, _ = _verify(session, tmp_path, GPT_STYLE, "Block", ["int64[2,6]:50"])
+    out = r.output
+    assert "zeros_init = nn.init.zeros_" in out and "nn.Parameter(torch.ones(1, n_ctx, n_ctx)" in out
+    assert "self.mask.data.copy_(torch.tril(self.mask).to_dense())" in out
+    assert "# self.embed.build([1])" in out and "self.head = nn.Linear(n_embd, 3)" in out
+    assert "self.drop = SharedDropout(0.3, [1, n_ctx, 1])" in out
+    assert "torch.tensor(h.shape[-1]).to(torch.float32)" in out
+
+
+def test_shared_dropout_mask_is_shared_along_the_axes_of_size_one():
+    import torch
+    ns = {"torch": torch, "nn": torch.nn}
+    exec(HELPERS["SharedDropout"].replace("{nn}", "nn.").replace("{torch}", "torch."), ns)
+    drop = ns["SharedDropout"](0.5, (None, 1, 4))
+    y = drop(torch.ones(3, 7, 4))
+    assert set(torch.unique(y).tolist()) <= {0.0, 2.0}
+    assert torch.equal(y, y[:, :1].expand(3, 7, 4))  # the same mask at every step
+    drop.eval()
+    assert torch.equal(drop(torch.ones(3, 7, 4)), torch.ones(3, 7, 4))
