@@ -87,6 +87,10 @@ def test_keras_multi_head_attention_helper_equals_keras(kw, q_shape, v_shape, k_
     t_out, t_scores = mod(t(q), t(v), t(k), attention_mask=t(mask), return_attention_scores=True, **call)
     assert np.abs(t_out.detach().numpy() - np.array(out)).max() < 1e-5
     assert np.abs(t_scores.detach().numpy() - np.array(scores)).max() < 1e-6
+    # without scores or dropout Keras 3 takes its fused attention, which treats a query attending nothing
+    # differently (the mean of the values, not 0)
+    fast = np.array(layer(q, v, key=k, attention_mask=mask, **call))
+    assert np.abs(mod(t(q), t(v), t(k), attention_mask=t(mask), **call).detach().numpy() - fast).max() < 1e-5
     if mask is not None:  # the polarity: Keras attends where the mask is 1; inverting it is far off
         wrong = mod(t(q), t(v), attention_mask=t(1 - mask))
         assert np.abs(wrong.detach().numpy() - np.array(out)).max() > 1e-2
@@ -191,7 +195,7 @@ def build_model(steps=9, features=4):
     inputs = keras.Input(shape=(steps, features))
     mask = keras.Input(shape=(steps, steps))
     x = transformer_encoder(inputs, 8, 2, 6)
-    x = layers.MultiHeadAttention(num_heads=2, key_dim=2, value_dim=3, output_shape=5)(
+    x = layers.MultiHeadAttention(num_heads=2, key_dim=2, value_dim=3, output_shape=5, use_bias=False)(
         x, x, attention_mask=mask, use_causal_mask=True, training=False)
     x = layers.GlobalAveragePooling1D(data_format="channels_last")(x)
     return keras.Model([inputs, mask], layers.Dense(3)(x))
@@ -205,7 +209,10 @@ def test_encoder_block_with_conv1d_feed_forward_and_masks_verifies(session, tmp_
     out = r.output
     assert "self.conv1(res.movedim(-1, 1))" in out and ".movedim(1, -1)" in out
     assert "attention_mask=mask, use_causal_mask=True)" in out and "training" not in out
-    assert "KerasMultiHeadAttention(2, 2, value_dim=3, output_shape=5)" in out
+    assert "KerasMultiHeadAttention(2, 2, value_dim=3, use_bias=False, output_shape=5)" in out
+    # the feature size of the helper's input is a parameter of its class, given by the builder
+    assert "self.transformer_encoder = TransformerEncoder(features)" in out
+    assert "self.conv2 = nn.Conv1d(6, features, 1)" in out
 
 
 def test_model_without_convolutions_is_not_made_channels_first(session, tmp_path):

@@ -263,8 +263,11 @@ class KerasMultiHeadAttention({nn}modules.lazy.LazyModuleMixin, {nn}Module):
                 mask = mask & m
             while mask.dim() < 4:
                 mask = mask.unsqueeze(-3)
-            # Keras's masked softmax: -1e9 where not attended, and 0 there after (a row attending nothing is 0)
-            scores = {torch}softmax(scores.masked_fill(~mask, -1e9), dim=-1).masked_fill(~mask, 0.0)
+            scores = {torch}softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+            if self.dropout.p > 0 or return_attention_scores:
+                # Keras 3 computes these with its masked softmax, which gives a query that attends nothing 0
+                # (its fused attention, used otherwise, gives it the mean of the values, as above)
+                scores = scores.masked_fill(~mask, 0.0)
         else:
             scores = {torch}softmax(scores, dim=-1)
         out = {torch}einsum("bhts,bshd->bthd", self.dropout(scores), v)

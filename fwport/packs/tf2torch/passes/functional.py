@@ -514,15 +514,39 @@ class _Builder:
                 raise _Refused(call, f"{name}(...): the default of {pname} is not a literal")
         if not tensors:
             raise _Refused(call, f"{name}(...) takes no tensor of the model")
+        # sizes of the tensors that the caller knows by name (a builder parameter, input_shape[-1]) are
+        # parameters of the helper's class, given at each call site
+        extra: dict[str, str] = {}  # helper parameter → the caller's size expression
+        inner: dict[str, _Tensor] = {}
+        for pname, (t, _) in tensors.items():
+            if t.shape is None and t.shape_name is not None:
+                rank = self._implied_rank_in(fn, pname)
+                if rank is not None:
+                    t.shape = symbolic_shape(t.shape_name, rank)
+            if t.shape is None or not any(isinstance(d, str) for d in t.shape):
+                inner[pname] = t
+                continue
+            dims = []
+            for i, d in enumerate(t.shape):
+                if isinstance(d, str):
+                    pn = d if d.isidentifier() and d not in pnames else f"{pname}_size{i + 1}"
+                    while pn in extra and extra[pn] != d:
+                        pn += "_"
+                    extra[pn] = d
+                    d = pn
+                dims.append(d)
+            inner[pname] = _Tensor(tuple(dims), t.node, t.flat, t.last, t.shape_name)
         mark = len(self.ctx.pending)
         child = _Builder(self.ctx, self.constants, fn, None, self.taken, self.user_classes)
         child.depth, child.layout, child.scope, child.nodes, child.helpers = (self.depth + 1, self.layout, self.scope,
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
         child.local = set(symbolic)
-        for pname, (t, _) in tensors.items():
-            child.env[pname] = t
+        for pname in tensors:
+            child.env[pname] = inner[pname]
         body = [st.visit(_Substitute({k: _literal_node(v) for k, v in literals.items()})) for st in fn.body.body]
+        body = [st.visit(_ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}))
+                for st in body]
         child._layout(body)  # attribute names
         child.layout = self.layout
         forward: list = []
@@ -540,7 +564,9 @@ class _Builder:
                 raise _Refused(call, f"{name}(...): {layer.var or code(layer.call.func)} is created but never called")
         # the class, shared by the call sites that give the same code
         module_name = self.ctx.spell_text("torch.nn.Module")
-        init_params = "".join(f", {p}" for p in pnames if p in symbolic)
+        init_text = "\n".join(child.pending_init)
+        sizes_given = [p for p in extra if re.search(rf"\b{re.escape(p)}\b", init_text)]
+        init_params = "".join(f", {p}" for p in pnames if p in symbolic) + "".join(f", {p}" for p in sizes_given)
         lines = [f"    def __init__(self{init_params}):", "        super().__init__()"]
         lines += [f"        {ln}" for ln in child.pending_init]
         lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
@@ -582,10 +608,26 @@ class _Builder:
                 continue
             layer.prefix = f"{inst.attr}.{layer.prefix}"
             self.sub_layers.append(layer)
-        args = ", ".join(code(symbolic[p]) for p in pnames if p in symbolic)
+        args = ", ".join([*(code(symbolic[p]) for p in pnames if p in symbolic), *(extra[p] for p in sizes_given)])
         self.pending_init.append(f"self.{inst.attr} = {cls_name}({args})")
+        if isinstance(out_tensor, _Tensor) and out_tensor.shape is not None and extra:
+            # the output's sizes named as the caller names them
+            back = {**extra, **{p: code(v) for p, v in symbolic.items()}}
+            out_tensor = _Tensor(tuple(back.get(d, d) if isinstance(d, str) else d for d in out_tensor.shape),
+                                 out_tensor.node, out_tensor.flat, out_tensor.last, out_tensor.shape_name)
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
+
+    def _implied_rank_in(self, fn: cst.FunctionDef, pname: str) -> int | None:
+        """The rank a helper's tensor argument of unknown shape must have: that of the first layer the
+        helper calls on it (a Conv2D sees (h, w, c), MultiHeadAttention (steps, features))."""
+        for c in _calls(fn.body):
+            if isinstance(c.func, cst.Call) and c.args and isinstance(c.args[0].value, cst.Name) \
+                    and c.args[0].value.value == pname and c.args[0].keyword is None:
+                kind, rule = self._layer_kind(c.func.func)
+                if kind == "rule" and rule is not None:
+                    return _implied_rank(rule)
+        return None
 
     def _value_attr(self, name: str) -> str:
         taken = {x.attr for x in self.layers} | set(self.carried.values())
@@ -1880,6 +1922,29 @@ def _line_count(stmt) -> int:
 
 def _literal_node(value) -> cst.BaseExpression:
     return expr(repr(value))
+
+
+class _ShapeSubstitute(cst.CSTTransformer):
+    """A helper's body with ``x.shape[i]`` of its tensor arguments written as the size it is there (a
+    literal int, or the name of the class parameter that carries it)."""
+
+    def __init__(self, shapes: dict[str, tuple]):
+        self.shapes = shapes
+
+    def leave_Subscript(self, original_node, updated_node):
+        v = original_node.value
+        if not (isinstance(v, cst.Attribute) and v.attr.value == "shape" and isinstance(v.value, cst.Name)
+                and v.value.value in self.shapes and len(original_node.slice) == 1
+                and isinstance(original_node.slice[0].slice, cst.Index)):
+            return updated_node
+        i = literal_value(original_node.slice[0].slice.value, None)
+        shape = self.shapes[v.value.value]
+        if not is_int(i) or i == 0 or not -len(shape) <= (i - 1 if i > 0 else i) < len(shape):
+            return updated_node
+        d = shape[i - 1] if i > 0 else shape[i]
+        if is_int(d):
+            return cst.Integer(str(int(d)))
+        return cst.Name(d) if isinstance(d, str) and d.isidentifier() else updated_node
 
 
 class _Substitute(cst.CSTTransformer):
