@@ -52,7 +52,7 @@ from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is
                                         symbolic_shape)
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
                                                       _input_spec_shape, _shape_name)
-from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
+from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
 
 MODEL = "keras.Model"
@@ -145,6 +145,7 @@ class _Layer:
     permute_back: bool = False
     activation: str | None = None  # "torch.relu({})": its activation, applied where it is called
     prefix: str = ""  # "block1." for a layer of a helper's module
+    in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
 
 
 @dataclass
@@ -447,6 +448,8 @@ class _Builder:
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
+        self.runtime_loop = False  # following the body of a for statement over a run-time value
+        self.unmapped_loops = False  # a model with such a loop: its weights are not mapped
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
 
@@ -542,6 +545,7 @@ class _Builder:
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
         child.local = set(symbolic)
+        child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
             child.env[pname] = inner[pname]
         body = [st.visit(_Substitute({k: _literal_node(v) for k, v in literals.items()})) for st in fn.body.body]
@@ -568,7 +572,7 @@ class _Builder:
         sizes_given = [p for p in extra if re.search(rf"\b{re.escape(p)}\b", init_text)]
         init_params = "".join(f", {p}" for p in pnames if p in symbolic) + "".join(f", {p}" for p in sizes_given)
         lines = [f"    def __init__(self{init_params}):", "        super().__init__()"]
-        lines += [f"        {ln}" for ln in child.pending_init]
+        lines += [f"        {ln}" for entry in child.pending_init for ln in entry.split("\n")]
         lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
         for st in forward:
             text = cst.Module([]).code_for_node(_clean(st.visit(_Replace(child.replace)))).rstrip("\n")
@@ -952,9 +956,89 @@ class _Builder:
         values = self._loop_values(loop)
         self.generating = True
         try:
+            if values is None and self.helper_call is None and loop.orelse is None \
+                    and isinstance(loop.body, cst.IndentedBlock) and not self.runtime_loop:
+                return self._runtime_loop(loop)
             return self._unroll_values(loop, values)
         finally:
             self.generating = False
+
+    def _runtime_loop(self, loop: cst.For) -> list | None:
+        """A ``for`` statement over a value known only when the model is built (a builder parameter:
+        ``for _ in range(num_blocks)``, ``for units in mlp_units``): the same loop builds an
+        ``nn.ModuleList`` per layer of its body in ``__init__``, and forward runs over the modules. Its body
+        is followed once; a tensor the loop carries keeps its shape from one pass to the next, or, where
+        the loop variable sizes the layers, only its rank (the layers after it are then lazy)."""
+        targets = {n.value for n in _name_nodes(loop.target)}
+        body_names = set().union(*(_names_in(st) for st in loop.body.body))
+        carried = {n for st in loop.body.body for n in _assigned(st)
+                   if isinstance(self.env.get(n), _Tensor)}
+        entry = {n: self.env[n] for n in carried}
+        sized_by_loop = bool(targets & body_names)
+        if sized_by_loop:  # other sizes each pass: only the rank is known
+            for n, t in entry.items():
+                self.env[n] = _Tensor(tuple(None for _ in t.shape) if t.shape is not None else None, t.node, t.flat,
+                                      t.last)
+        self.runtime_loop = True
+        mark_layers, mark_init = len(self.layers), len(self.pending_init)
+        try:
+            out = self._unroll_values(loop, [_AS_WRITTEN])
+        finally:
+            self.runtime_loop = False
+        if out is None:
+            return None
+        for n, t in entry.items():
+            after = self.env.get(n)
+            if not isinstance(after, _Tensor) or (after.flat or t.flat) is not None:
+                self.error(loop, f"{n}: a tensor a for statement over a run-time value carries must stay a tensor")
+                return None
+            if (not sized_by_loop and after.shape != t.shape) or (sized_by_loop and (
+                    (after.shape is None) != (t.shape is None) or (t.shape is not None and len(after.shape) != len(t.shape)))):
+                self.error(loop, f"{n} changes shape in this for statement over a value known only at run time "
+                                 f"({t.shape} → {after.shape}): fwport builds one module per pass from the same code, "
+                                 "so the tensors the loop carries must keep their shape (or their rank, where the "
+                                 "loop variable sizes the layers)")
+                return None
+            if sized_by_loop:  # after no pass or several: the rank
+                self.env[n] = _Tensor(after.shape, after.node, None, after.last)
+        used = set().union(*(_names_in(st) for st in out)) if out else set()
+        if targets & used:
+            self.error(loop, f"the loop variable {', '.join(sorted(targets & used))} is read by the model's forward "
+                             "pass inside a for statement over a run-time value: not followed")
+            return None
+        layers = [x for x in self.layers[mark_layers:] if x.attr]
+        inits = self.pending_init[mark_init:]
+        del self.pending_init[mark_init:]
+        if not layers or len(inits) != len(layers):
+            self.error(loop, "a for statement over a run-time value is followed when it creates a layer at each "
+                             "statement that calls one")
+            return None
+        modlist = self.ctx.spell_text("torch.nn.ModuleList")
+        taken = set().union(*(_names_in(st) for st in self.fn.body.body)) if self.fn is not None else set()
+        names = {}
+        for x in layers:
+            v = x.attr if x.attr not in taken and x.attr not in targets else f"{x.attr}_"
+            names[x.attr] = v
+        head = [f"self.{x.attr} = {modlist}()" for x in layers]
+        appends = []
+        for line in inits:
+            attr, _, value = line.partition(" = ")
+            appends.append(f"    {attr}.append({value})")
+        self.pending_init += [*head, "\n".join([f"for {code(loop.target)} in {code(loop.iter)}:", *appends])]
+        for x in layers:
+            x.in_loop = True
+        sub = _LoopModules({x.attr: names[x.attr] for x in layers})
+        body = [st.visit(sub) for st in out]
+        mods = [f"self.{x.attr}" for x in layers]
+        header = (f"for {names[layers[0].attr]} in {mods[0]}:" if len(layers) == 1 else
+                  f"for {', '.join(names[x.attr] for x in layers)} in zip({', '.join(mods)}):")
+        text = header + "\n" + "".join("    " + ln + "\n" for st in body
+                                        for ln in cst.Module([]).code_for_node(st).rstrip("\n").split("\n"))
+        self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the model is "
+                        "built: its layers are nn.ModuleLists built by the same loop in __init__; fwport verify and "
+                        "fwport weights do not map their weights (their number is known only at run time)", loop)
+        self.unmapped_loops = True
+        return [cst.parse_statement(text)]
 
     def _unroll_values(self, loop: cst.For, values: list | None) -> list | None:
         target = loop.target
@@ -967,7 +1051,9 @@ class _Builder:
             return None
         out: list = []
         for v in values:
-            if len(names) == 1:
+            if v is _AS_WRITTEN:  # the body once, its loop variable as written (a loop over a run-time value)
+                subst = {}
+            elif len(names) == 1:
                 subst = {names[0]: _literal_node(v)}
             elif isinstance(v, (list, tuple)) and len(v) == len(names):
                 subst = {n: _literal_node(x) for n, x in zip(names, v)}
@@ -1793,6 +1879,8 @@ class _Builder:
 
     # --- weight records: Keras's model.layers order ------------------------------------------------------
     def _records(self, outs: list[_Tensor]) -> None:
+        if self.unmapped_loops:
+            return
         order = _layer_order([t.node for t in outs], self.input_ops)
         index = {id(op): i for i, op in enumerate(o for o in order if o.is_layer)}
         for layer in [*self.layers, *self.sub_layers]:
@@ -1922,6 +2010,22 @@ def _line_count(stmt) -> int:
 
 def _literal_node(value) -> cst.BaseExpression:
     return expr(repr(value))
+
+
+_AS_WRITTEN = object()
+
+
+class _LoopModules(cst.CSTTransformer):
+    """The forward statements of a loop over a run-time value: ``self.<attr>`` → the loop's module."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def leave_Attribute(self, original_node, updated_node):
+        if isinstance(original_node.value, cst.Name) and original_node.value.value == "self" \
+                and original_node.attr.value in self.names:
+            return cst.Name(self.names[original_node.attr.value])
+        return updated_node
 
 
 class _ShapeSubstitute(cst.CSTTransformer):
