@@ -322,3 +322,71 @@ def test_shared_dropout_mask_is_shared_along_the_axes_of_size_one():
     assert torch.equal(y, y[:, :1].expand(3, 7, 4))  # the same mask at every step
     drop.eval()
     assert torch.equal(drop(torch.ones(3, 7, 4)), torch.ones(3, 7, 4))
+
+
+TS_TRANSFORMER = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+n_classes = 2
+
+
+def transformer_encoder(inputs, head_size, num_heads, ff_dim, dropout=0):
+    x = layers.MultiHeadAttention(key_dim=head_size, num_heads=num_heads, dropout=dropout)(inputs, inputs)
+    x = layers.Dropout(dropout)(x)
+    x = layers.LayerNormalization(epsilon=1e-6)(x)
+    res = x + inputs
+    x = layers.Conv1D(filters=ff_dim, kernel_size=1, activation="relu")(res)
+    x = layers.Dropout(dropout)(x)
+    x = layers.Conv1D(filters=inputs.shape[-1], kernel_size=1)(x)
+    x = layers.LayerNormalization(epsilon=1e-6)(x)
+    return x + res
+
+
+def build_model(input_shape, head_size, num_heads, ff_dim, num_transformer_blocks, mlp_units, dropout=0,
+                mlp_dropout=0):
+    inputs = keras.Input(shape=input_shape)
+    x = inputs
+    for _ in range(num_transformer_blocks):
+        x = transformer_encoder(x, head_size, num_heads, ff_dim, dropout)
+    x = layers.GlobalAveragePooling1D(data_format="channels_first")(x)
+    for dim in mlp_units:
+        x = layers.Dense(dim, activation="relu")(x)
+        x = layers.Dropout(mlp_dropout)(x)
+    outputs = layers.Dense(n_classes, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_loops_over_builder_parameters_become_module_lists_and_compute_like_keras():
+    """The keras.io time-series transformer: ``for _ in range(num_transformer_blocks)`` and ``for dim in
+    mlp_units`` over the builder's parameters. The layers' weights are moved by hand here (in creation order:
+    fwport's maps cannot name layers whose number is known only at run time)."""
+    keras = pytest.importorskip("keras")
+    import torch
+    r = tx(TS_TRANSFORMER)
+    assert not errors(r), errors(r)
+    out = r.output
+    assert "for _ in range(num_transformer_blocks):\n            self.transformer_encoder.append(" in out
+    assert "TransformerEncoder(head_size, num_heads, ff_dim, dropout, inputs_size2)" not in out
+    assert "for fc1, dropout_ in zip(self.fc1, self.dropout):" in out and "self.fc1.append(nn.LazyLinear(dim))" in out
+    assert "x = self.gap(x)" in out  # channels_first pooling: over the last axis, no permute
+    ns_k, ns_t = {}, {}
+    exec(compile(TS_TRANSFORMER, "ts.py", "exec"), ns_k)
+    exec(compile(out, "ts_torch.py", "exec"), ns_t)
+    args = dict(input_shape=(7, 3), head_size=4, num_heads=2, ff_dim=5, num_transformer_blocks=2, mlp_units=[6, 4],
+                dropout=0.1, mlp_dropout=0.2)
+    km, tm = ns_k["build_model"](**args), ns_t["build_model"](**args)
+    x = np.random.default_rng(3).normal(size=(2, 7, 3)).astype("float32")
+    tm.eval()
+    tm(torch.tensor(x))  # the lazy layers take their sizes
+    kw, tp = list(km.weights), list(tm.parameters())
+    assert len(kw) == len(tp)
+    with torch.no_grad():
+        for k, p in zip(kw, tp):
+            a = np.array(k)
+            if a.shape != tuple(p.shape):
+                a = a.transpose(2, 1, 0) if a.ndim == 3 else a.T  # Conv1D (1, in, out), Dense (in, out)
+            p.copy_(torch.tensor(a))
+    got = tm(torch.tensor(x)).detach().numpy()
+    assert np.abs(got - np.array(km(x, training=False))).max() < 1e-5
