@@ -390,3 +390,43 @@ def test_loops_over_builder_parameters_become_module_lists_and_compute_like_kera
             p.copy_(torch.tensor(a))
     got = tm(torch.tensor(x)).detach().numpy()
     assert np.abs(got - np.array(km(x, training=False))).max() < 1e-5
+
+
+KERAS3_DECODER = '''
+import keras
+from keras import layers
+
+
+class TransformerDecoder(keras.Layer):
+    def __init__(self, hidden_dim, intermediate_dim, num_heads):
+        super().__init__()
+        key_dim = hidden_dim // num_heads
+        self.self_attention = layers.MultiHeadAttention(num_heads, key_dim)
+        self.self_attention_layernorm = layers.LayerNormalization()
+        self.cross_attention = layers.MultiHeadAttention(num_heads, key_dim)
+        self.cross_attention_layernorm = layers.LayerNormalization()
+        self.feed_forward_1 = layers.Dense(intermediate_dim, activation="relu")
+        self.feed_forward_2 = layers.Dense(hidden_dim)
+        self.feed_forward_layernorm = layers.LayerNormalization()
+
+    def call(self, target, source, source_mask):
+        residual = x = target
+        x = self.self_attention(query=x, key=x, value=x, use_causal_mask=True)
+        x = self.self_attention_layernorm(x + residual)
+        residual = x
+        mask = source_mask[:, None, :]
+        x = self.cross_attention(query=x, key=source, value=source, attention_mask=mask)
+        x = self.cross_attention_layernorm(x + residual)
+        residual = x
+        x = self.feed_forward_2(self.feed_forward_1(x))
+        return self.feed_forward_layernorm(x + residual)
+'''
+
+
+def test_keras3_decoder_with_keyword_calls_causal_and_padding_masks_verifies(session, tmp_path):
+    """Keras 3 code (keras.Layer, keyword query/key/value, a padding mask broadcast over the queries): the
+    forward pass, the gradients and one optimizer step equal Keras's."""
+    r, _ = _verify(session, tmp_path, KERAS3_DECODER, "TransformerDecoder",
+                   ["float32[2,7,16]", "float32[2,5,16]", "int64[2,5]:2"], checks=("forward", "grad", "step"),
+                   args={"hidden_dim": 16, "intermediate_dim": 24, "num_heads": 2})
+    assert "x = self.cross_attention(query=x, key=source, value=source, attention_mask=mask)" in r.output
