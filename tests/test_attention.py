@@ -430,3 +430,26 @@ def test_keras3_decoder_with_keyword_calls_causal_and_padding_masks_verifies(ses
                    ["float32[2,7,16]", "float32[2,5,16]", "int64[2,5]:2"], checks=("forward", "grad", "step"),
                    args={"hidden_dim": 16, "intermediate_dim": 24, "num_heads": 2})
     assert "x = self.cross_attention(query=x, key=source, value=source, attention_mask=mask)" in r.output
+
+
+DOT_ATTENTION = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    query = keras.Input(shape=(5, 6))
+    value = keras.Input(shape=(7, 6))
+    value_mask = keras.Input(shape=(7,))
+    x = layers.Attention(use_scale=True)([query, value], mask=[None, value_mask], use_causal_mask=True)
+    y = layers.Attention()([query, value, value])
+    return keras.Model([query, value, value_mask], layers.Dense(3)(x + y))
+'''
+
+
+def test_dot_product_attention_layer_verifies(session, tmp_path):
+    """keras.layers.Attention: no 1/sqrt(d), a learned scale, a value mask and a causal mask."""
+    r, _ = _verify(session, tmp_path, DOT_ATTENTION, "build_model",
+                   ["float32[2,5,6]", "float32[2,7,6]", "int64[2,7]:2"], checks=("forward", "grad"))
+    assert "self.attention1([query, value], mask=[None, value_mask], use_causal_mask=True)" in r.output
+    assert "KerasAttention(use_scale=True)" in r.output

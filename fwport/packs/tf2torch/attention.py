@@ -19,8 +19,9 @@ from fwport.packs.tf2torch.registry import call_transform, shape
 # call's parameters in Keras's order, and the ones that take tensors
 MULTI_INPUT = {"multi-head-attention": ("query", "value", "key", "query_mask", "value_mask", "key_mask",
                                         "attention_mask", "return_attention_scores", "training",
-                                        "use_causal_mask")}
-TENSOR_PARAMS = {"query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask"}
+                                        "use_causal_mask"),
+               "keras-attention": ("inputs", "mask", "training", "return_attention_scores", "use_causal_mask")}
+TENSOR_PARAMS = {"query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask", "inputs", "mask"}
 
 
 @shape("multi-head-attention")
@@ -167,3 +168,20 @@ def cast(m: MappedCall, ctx):
     if _python_number(x):
         return expr(f"{ctx.spell_text('torch.tensor')}({code(x)}).to({code(dtype)})")
     return expr(f"{_atom_code(x)}.to({code(dtype)})")
+
+
+@shape("keras-attention")
+def keras_attention(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """keras.layers.Attention (score_mode="dot") → the KerasAttention helper written out in the file: Keras's
+    call ([query, value, key], mask=[query_mask, value_mask]), scores without 1/sqrt(d) (times a learned
+    scalar when use_scale), Keras's masking. Its output has the query's steps and the value's features."""
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "Attention in a model converted to channels-first would see "
+                       "(batch, features, steps): keep this model channels-last")
+    mode = literal_value(m.extras["score_mode"], NOT_LITERAL) if "score_mode" in m.extras else "dot"
+    if mode != "dot":
+        return _failed(m, ctx, "unsupported-argument", f"score_mode={code(m.extras['score_mode'])}: only the "
+                       "dot-product scores are translated")
+    args = [f"{k}={code(m.extras[k])}" for k in ("use_scale", "dropout") if k in m.extras]
+    module = expr(f"{helpers.use(ctx, 'KerasAttention')}({', '.join(args)})")
+    return LayerEmission([module], None, 0)

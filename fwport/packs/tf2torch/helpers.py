@@ -324,6 +324,41 @@ class SharedDropout({nn}Module):
         return x * keep / (1 - self.p)
 '''
 
+_KERAS_ATTENTION = '''
+
+class KerasAttention({nn}Module):
+    """keras.layers.Attention with dot-product scores (times a learned scalar when use_scale), called as
+    Keras calls it: [query, value] or [query, value, key], mask=[query_mask, value_mask]; a value position
+    whose mask is False gets its score lowered by 1e9 before the softmax, a query whose mask is False gets 0."""
+
+    def __init__(self, use_scale=False, dropout=0.0):
+        super().__init__()
+        self.scale = {nn}Parameter({torch}ones(())) if use_scale else None
+        self.dropout = dropout
+
+    def forward(self, inputs, mask=None, return_attention_scores=False, use_causal_mask=False):
+        q, v = inputs[0], inputs[1]
+        k = inputs[2] if len(inputs) > 2 else v
+        scores = {torch}matmul(q, k.transpose(-2, -1))
+        if self.scale is not None:
+            scores = scores * self.scale
+        q_mask, v_mask = (mask[0], mask[1]) if mask else (None, None)
+        keep = v_mask.bool().unsqueeze(-2) if v_mask is not None else None
+        if use_causal_mask:
+            causal = {torch}ones(scores.shape[-2], scores.shape[-1], dtype={torch}bool, device=scores.device).tril()
+            keep = causal if keep is None else keep & causal
+        if keep is not None:
+            scores = {torch}where(keep, scores, scores - 1e9)
+        weights = {torch}softmax(scores, dim=-1)
+        if self.training and self.dropout > 0:
+            weights = {F}dropout(weights, self.dropout)
+        out = {torch}matmul(weights, v)
+        if q_mask is not None:
+            out = {torch}where(q_mask.bool().unsqueeze(-1), out, {torch}zeros_like(out))
+        return (out, weights) if return_attention_scores else out
+'''
+
+HELPERS["KerasAttention"] = _KERAS_ATTENTION
 HELPERS["SharedDropout"] = _SHARED_DROPOUT
 HELPERS["KerasMultiHeadAttention"] = _KERAS_MHA
 HELPERS["LazyLayerNorm"] = _LAZY_LAYER_NORM

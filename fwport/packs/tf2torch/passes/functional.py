@@ -1440,7 +1440,7 @@ class _Builder:
         tensor's (the query's)."""
         shape_fn = layer.rule.emit.get("shape")
         bound = bind_call(call, shape_fn)
-        if bound is None or "query" not in bound or "value" not in bound:
+        if bound is None or not ({"query", "value"} <= set(bound) or "inputs" in bound):
             raise _Refused(call, f"{code(call).strip()}: the call's arguments do not bind to "
                                  f"({', '.join(MULTI_INPUT[shape_fn])})")
         tensors: list[_Tensor] = []
@@ -1449,13 +1449,18 @@ class _Builder:
             if name == "training":
                 continue
             if name in TENSOR_PARAMS:
-                t = self._tensor(a.value)
-                if t is None:
-                    raise _Refused(a, f"{code(a.value)}: the {name} of {code(layer.call.func)} must be a tensor of "
-                                      "the model")
-                if t.flat is not None:
-                    raise _Refused(a, f"{code(a.value)}: a flattened channels-first map as the {name}")
-                tensors.append(t)
+                items = ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple))
+                         and name in ("inputs", "mask") else [a.value])
+                for item in items:
+                    if name == "mask" and literal_value(item, NOT_LITERAL) is None:
+                        continue  # mask=[None, value_mask]
+                    t = self._tensor(item)
+                    if t is None:
+                        raise _Refused(a, f"{code(item)}: the {name} of {code(layer.call.func)} must be a tensor of "
+                                          "the model")
+                    if t.flat is not None:
+                        raise _Refused(a, f"{code(item)}: a flattened channels-first map as the {name}")
+                    tensors.append(t)
             elif literal_value(a.value, NOT_LITERAL) not in (False, True) or (
                     name == "return_attention_scores" and literal_value(a.value, None) is True):
                 raise _Refused(a, f"{name}={code(a.value)}: fwport follows a literal True/False here, and "
