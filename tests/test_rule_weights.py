@@ -103,6 +103,19 @@ def prelu():
     return keras.Sequential([keras.Input(shape=(4, 5)), layers.PReLU(shared_axes=[1])])
 
 
+def multi_head_attention():
+    query = keras.Input(shape=(5, 6))
+    context = keras.Input(shape=(4, 3))
+    x = layers.MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4)(query, context)
+    return keras.Model([query, context], x)
+
+
+def dot_attention():
+    query = keras.Input(shape=(5, 6))
+    value = keras.Input(shape=(4, 6))
+    return keras.Model([query, value], layers.Attention(use_scale=True)([query, value]))
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -139,6 +152,9 @@ CASES = {
     ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
     ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
+    ("multi-head-attention", None): ("multi_head_attention", ["float32[2,5,6]", "float32[2,4,3]"],
+                                     ("forward", "grad", "step")),
+    ("attention", None): ("dot_attention", ["float32[2,5,6]", "float32[2,4,6]"], ("forward", "grad", "step")),
 }
 
 
