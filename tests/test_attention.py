@@ -442,14 +442,15 @@ def build_model():
     value = keras.Input(shape=(7, 6))
     value_mask = keras.Input(shape=(7,))
     x = layers.Attention(use_scale=True)([query, value], mask=[None, value_mask], use_causal_mask=True)
-    y = layers.Attention()([query, value, value])
+    y = layers.AdditiveAttention()([query, value, value], mask=[None, value_mask])
     return keras.Model([query, value, value_mask], layers.Dense(3)(x + y))
 '''
 
 
 def test_dot_product_attention_layer_verifies(session, tmp_path):
-    """keras.layers.Attention: no 1/sqrt(d), a learned scale, a value mask and a causal mask."""
+    """keras.layers.Attention: no 1/sqrt(d), a learned scale, a value mask and a causal mask; AdditiveAttention's
+    scale vector sized by its first call."""
     r, _ = _verify(session, tmp_path, DOT_ATTENTION, "build_model",
                    ["float32[2,5,6]", "float32[2,7,6]", "int64[2,7]:2"], checks=("forward", "grad"))
-    assert "self.attention1([query, value], mask=[None, value_mask], use_causal_mask=True)" in r.output
-    assert "KerasAttention(use_scale=True)" in r.output
+    assert "([query, value], mask=[None, value_mask], use_causal_mask=True)" in r.output
+    assert "KerasAttention(use_scale=True)" in r.output and "KerasAttention(use_scale=True, additive=True)" in r.output

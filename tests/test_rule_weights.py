@@ -116,6 +116,12 @@ def dot_attention():
     return keras.Model([query, value], layers.Attention(use_scale=True)([query, value]))
 
 
+def additive_attention():
+    query = keras.Input(shape=(5, 6))
+    value = keras.Input(shape=(4, 6))
+    return keras.Model([query, value], layers.AdditiveAttention()([query, value]))
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -155,6 +161,8 @@ CASES = {
     ("multi-head-attention", None): ("multi_head_attention", ["float32[2,5,6]", "float32[2,4,3]"],
                                      ("forward", "grad", "step")),
     ("attention", None): ("dot_attention", ["float32[2,5,6]", "float32[2,4,6]"], ("forward", "grad", "step")),
+    ("additive-attention", None): ("additive_attention", ["float32[2,5,6]", "float32[2,4,6]"],
+                                   ("forward", "grad", "step")),
 }
 
 

@@ -11,7 +11,7 @@ from fwport.core.finding import Severity
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
 from fwport.core.names import dotted_text
-from fwport.packs.tf2torch.layer import _failed
+from fwport.packs.tf2torch.layer import _failed, _option
 from fwport.packs.tf2torch.ops import _atom_code
 from fwport.packs.tf2torch.registry import call_transform, shape
 
@@ -182,6 +182,9 @@ def keras_attention(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if mode != "dot":
         return _failed(m, ctx, "unsupported-argument", f"score_mode={code(m.extras['score_mode'])}: only the "
                        "dot-product scores are translated")
+    additive = bool(_option(m, "additive"))
     args = [f"{k}={code(m.extras[k])}" for k in ("use_scale", "dropout") if k in m.extras]
+    if additive:  # AdditiveAttention's use_scale defaults to True
+        args = [*(["use_scale=True"] if "use_scale" not in m.extras else []), *args, "additive=True"]
     module = expr(f"{helpers.use(ctx, 'KerasAttention')}({', '.join(args)})")
     return LayerEmission([module], None, 0)

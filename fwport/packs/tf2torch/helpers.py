@@ -326,22 +326,41 @@ class SharedDropout({nn}Module):
 
 _KERAS_ATTENTION = '''
 
-class KerasAttention({nn}Module):
-    """keras.layers.Attention with dot-product scores (times a learned scalar when use_scale), called as
-    Keras calls it: [query, value] or [query, value, key], mask=[query_mask, value_mask]; a value position
-    whose mask is False gets its score lowered by 1e9 before the softmax, a query whose mask is False gets 0."""
+class KerasAttention({nn}modules.lazy.LazyModuleMixin, {nn}Module):
+    """keras.layers.Attention (dot-product scores, times a learned scalar when use_scale) and, with
+    additive=True, keras.layers.AdditiveAttention (sum(scale * tanh(q + k)) over the features, its scale
+    sized by the first call as Keras builds the layer). Called as Keras calls them: [query, value] or
+    [query, value, key], mask=[query_mask, value_mask]; a value position whose mask is False gets its score
+    lowered by 1e9 before the softmax, a query whose mask is False gets 0."""
 
-    def __init__(self, use_scale=False, dropout=0.0):
+    def __init__(self, use_scale=False, dropout=0.0, additive=False):
         super().__init__()
-        self.scale = {nn}Parameter({torch}ones(())) if use_scale else None
-        self.dropout = dropout
+        self.dropout, self.additive = dropout, additive
+        if not use_scale:
+            self.scale = None
+        elif additive:
+            self.scale = {nn}UninitializedParameter()
+        else:
+            self.scale = {nn}Parameter({torch}ones(()))
+
+    def initialize_parameters(self, inputs, *args, **kwargs):
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                dim = inputs[0].shape[-1]
+                self.scale.materialize((dim,))
+                self.scale.uniform_(-(6.0 / (1 + dim)) ** 0.5, (6.0 / (1 + dim)) ** 0.5)  # Keras's glorot_uniform
+
+    def _scores(self, q, k):
+        if self.additive:
+            t = {torch}tanh(q.unsqueeze(-2) + k.unsqueeze(-3))
+            return (t * self.scale if self.scale is not None else t).sum(dim=-1)
+        scores = {torch}matmul(q, k.transpose(-2, -1))
+        return scores * self.scale if self.scale is not None else scores
 
     def forward(self, inputs, mask=None, return_attention_scores=False, use_causal_mask=False):
         q, v = inputs[0], inputs[1]
         k = inputs[2] if len(inputs) > 2 else v
-        scores = {torch}matmul(q, k.transpose(-2, -1))
-        if self.scale is not None:
-            scores = scores * self.scale
+        scores = self._scores(q, k)
         q_mask, v_mask = (mask[0], mask[1]) if mask else (None, None)
         keep = v_mask.bool().unsqueeze(-2) if v_mask is not None else None
         if use_causal_mask:
