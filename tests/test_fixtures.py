@@ -187,8 +187,12 @@ def _held_at_zero(job) -> set[str]:
     for rec in translated(job["fixture"]).layers:
         if rec.scope != job["model"] or rec.rule not in pack.rules:
             continue
-        for w in pack.rules[rec.rule].weights_for(rec.variant):
-            if any(o.op == "zeros" for o in w.ops):
+        maps = pack.rules[rec.rule].weights_for(rec.variant)
+        for w in maps:
+            # a torch parameter Keras lacks (an LSTM's bias_hh: its source also feeds another map); a Keras
+            # variable mapped to zeros alone (MultiHeadAttention's key bias, which changes nothing) counts in both
+            if any(o.op == "zeros" for o in w.ops) and any(
+                    x.source == w.source and not any(o.op == "zeros" for o in x.ops) for x in maps):
                 out.add(f"{rec.target}.{w.target}" if rec.target not in ("", ".") else w.target)
     return out
 

@@ -163,13 +163,13 @@ def build():
     x = MyBlock()(inputs)
     return keras.Model(inputs, x)
 ''': 6,
-        # graph statements inside a loop whose values are not known where the model is built
+        # a loop over a value known only at run time whose tensor changes shape from one pass to the next
         '''
-def build(widths):
+def build(n):
     inputs = keras.Input(shape=(3,))
     x = inputs
-    for units in widths:
-        x = layers.Dense(units)(x)
+    for _ in range(n):
+        x = layers.Dense(4)(x)
     return keras.Model(inputs, x)
 ''': 7,
         # a layer whose result does not reach the outputs (Keras leaves it out of the model)

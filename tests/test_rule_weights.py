@@ -150,6 +150,25 @@ class SimpleRNNCellNet(keras.Model):
         return out
 
 
+def multi_head_attention():
+    query = keras.Input(shape=(5, 6))
+    context = keras.Input(shape=(4, 3))
+    x = layers.MultiHeadAttention(num_heads=2, key_dim=3, value_dim=4)(query, context)
+    return keras.Model([query, context], x)
+
+
+def dot_attention():
+    query = keras.Input(shape=(5, 6))
+    value = keras.Input(shape=(4, 6))
+    return keras.Model([query, value], layers.Attention(use_scale=True)([query, value]))
+
+
+def additive_attention():
+    query = keras.Input(shape=(5, 6))
+    value = keras.Input(shape=(4, 6))
+    return keras.Model([query, value], layers.AdditiveAttention()([query, value]))
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -192,6 +211,11 @@ CASES = {
     ("lstm-cell", None): ("LSTMCellNet", ["float32[3,4,2]", "float32[3,5]", "float32[3,5]"], ("forward", "grad")),
     ("gru-cell", None): ("GRUCellNet", ["float32[3,4,2]", "float32[3,5]"], ("forward", "grad", "step")),
     ("simple-rnn-cell", None): ("SimpleRNNCellNet", ["float32[3,4,2]", "float32[3,5]"], ("forward", "grad")),
+    ("multi-head-attention", None): ("multi_head_attention", ["float32[2,5,6]", "float32[2,4,3]"],
+                                     ("forward", "grad", "step")),
+    ("attention", None): ("dot_attention", ["float32[2,5,6]", "float32[2,4,6]"], ("forward", "grad", "step")),
+    ("additive-attention", None): ("additive_attention", ["float32[2,5,6]", "float32[2,4,6]"],
+                                   ("forward", "grad", "step")),
 }
 
 

@@ -310,3 +310,64 @@ def test_planted_bug_in_a_new_weight_map_is_caught(session, new_layer_files, nam
     cert = _run(session, new_layer_files, pack=_mutated_pack(rule, None, ops, source), checks=("forward",))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- attention: MultiHeadAttention's mask polarity and its weight maps ------------------------------------
+
+ATTENTION = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    inputs = keras.Input(shape=(6, 8))
+    x = layers.MultiHeadAttention(num_heads=4, key_dim=4)(inputs, inputs, use_causal_mask=True)
+    x = layers.LayerNormalization()(x + inputs)
+    return keras.Model(inputs, layers.Dense(3)(x))
+'''
+MHA = "layers[1]"
+ATTENTION_TEXT_MUTATIONS = {
+    # torch's nn.MultiheadAttention takes True where a query must NOT attend: Keras's mask passed unchanged
+    "attention-mask-polarity-inverted": ("scores.masked_fill(~mask, -1e9)", "scores.masked_fill(mask, -1e9)", MHA),
+    # torch's scaled_dot_product_attention scales by 1/sqrt(head size) too, but of the value size here
+    "attention-scaled-by-the-model-size": ("(1.0 / self.key_dim ** 0.5)", "(1.0 / query.shape[-1] ** 0.5)", MHA),
+}
+ATTENTION_MAP_MUTATIONS = {
+    # the heads and the head size of a (features, heads, size) kernel swapped: same shape when heads == size
+    "query-kernel-heads-and-size-swapped": ("multi-head-attention", "_query_dense.kernel", ["permute(0, 2, 1)"], MHA),
+    # the output kernel (heads, value size, features) read as (value size, heads, features)
+    "output-kernel-heads-and-size-swapped": ("multi-head-attention", "_output_dense.kernel", ["permute(1, 0, 2)"], MHA),
+}
+
+
+@pytest.fixture(scope="module")
+def attention_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-attn")
+    (d / "model.py").write_text(ATTENTION)
+    out = translate_source(ATTENTION, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def test_attention_correct_translation_passes(session, attention_files):
+    cert = _run(session, attention_files, checks=("forward", "grad", "step"))
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_TEXT_MUTATIONS))
+def test_planted_bug_in_attention_is_caught(session, attention_files, name):
+    old, new, layer = ATTENTION_TEXT_MUTATIONS[name]
+    _, good = attention_files
+    assert old in good, f"the translation changed: {old!r} not found; update the mutation"
+    cert = _run(session, attention_files, good.replace(old, new), checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+@pytest.mark.parametrize("name", sorted(ATTENTION_MAP_MUTATIONS))
+def test_planted_bug_in_attention_weight_map_is_caught(session, attention_files, name):
+    rule, source, ops, layer = ATTENTION_MAP_MUTATIONS[name]
+    pack = _mutated_pack(rule, None, ops, source)
+    cert = _run(session, attention_files, pack=pack, checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]

@@ -1203,8 +1203,8 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if not _affine_flags(m, ctx, "elementwise_affine"):
         return LayerEmission([m.call], failed=True)
     if in_shape is None:
-        return _failed(m, ctx, "shape-unknown", "LayerNorm needs the normalised sizes and torch has no lazy "
-                       "LayerNorm: give the model its input shape")
+        from fwport.packs.tf2torch.attention import lazy_layer_norm
+        return lazy_layer_norm(m, ctx, lctx, axes, None)
     rank = len(in_shape) + 1
     norm = sorted({a % rank for a in axes if -rank <= a < rank})
     if len(norm) != len(axes) or 0 in norm or norm != list(range(rank - len(norm), rank)):
@@ -1216,8 +1216,8 @@ def layer_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "LayerNorm cannot express it; keep this model channels-last")
     sizes = tuple(in_shape[a - 1] for a in norm)
     if not all(known(n) for n in sizes):
-        return _failed(m, ctx, "shape-unknown", "LayerNorm needs the normalised sizes, unknown here, and torch has "
-                       "no lazy LayerNorm: give the model its input shape")
+        from fwport.packs.tf2torch.attention import lazy_layer_norm
+        return lazy_layer_norm(m, ctx, lctx, [a - rank for a in norm], tuple(in_shape))
     m.kwargs = {"normalized_shape": expr(str(sizes[0]) if len(sizes) == 1 else str(sizes)), **m.kwargs}
     layer = build_call(m, ctx)
     if layer is None:

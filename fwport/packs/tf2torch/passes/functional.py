@@ -52,7 +52,8 @@ from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is
                                         symbolic_shape)
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
                                                       _input_spec_shape, _shape_name)
-from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
+from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
+from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, recurrent_kind
 
 
@@ -162,8 +163,13 @@ class _Layer:
     out: tuple | None = None  # (shape, flat) of its output
     records: list[tuple[str, LayerRecord]] = field(default_factory=list)  # (path below it, record)
     movedim: bool = False  # its channels-last output is moved to channels-first at each call
+    # in a graph that keeps Keras's layout, a channels-first module (a global pooling, a BatchNorm on
+    # sequences): its input moved to channels-first at each call, and its output back when it is a map
+    permute_in: bool = False
+    permute_back: bool = False
     activation: str | None = None  # "torch.relu({})": its activation, applied where it is called
     prefix: str = ""  # "block1." for a layer of a helper's module
+    in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
 
 
 @dataclass
@@ -466,6 +472,8 @@ class _Builder:
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
+        self.runtime_loop = False  # following the body of a for statement over a run-time value
+        self.unmapped_loops = False  # a model with such a loop: its weights are not mapped
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
 
@@ -533,15 +541,40 @@ class _Builder:
                 raise _Refused(call, f"{name}(...): the default of {pname} is not a literal")
         if not tensors:
             raise _Refused(call, f"{name}(...) takes no tensor of the model")
+        # sizes of the tensors that the caller knows by name (a builder parameter, input_shape[-1]) are
+        # parameters of the helper's class, given at each call site
+        extra: dict[str, str] = {}  # helper parameter → the caller's size expression
+        inner: dict[str, _Tensor] = {}
+        for pname, (t, _) in tensors.items():
+            if t.shape is None and t.shape_name is not None:
+                rank = self._implied_rank_in(fn, pname)
+                if rank is not None:
+                    t.shape = symbolic_shape(t.shape_name, rank)
+            if t.shape is None or not any(isinstance(d, str) for d in t.shape):
+                inner[pname] = t
+                continue
+            dims = []
+            for i, d in enumerate(t.shape):
+                if isinstance(d, str):
+                    pn = d if d.isidentifier() and d not in pnames else f"{pname}_size{i + 1}"
+                    while pn in extra and extra[pn] != d:
+                        pn += "_"
+                    extra[pn] = d
+                    d = pn
+                dims.append(d)
+            inner[pname] = _Tensor(tuple(dims), t.node, t.flat, t.last, t.shape_name)
         mark = len(self.ctx.pending)
         child = _Builder(self.ctx, self.constants, fn, None, self.taken, self.user_classes)
         child.depth, child.layout, child.scope, child.nodes, child.helpers = (self.depth + 1, self.layout, self.scope,
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
         child.local = set(symbolic)
-        for pname, (t, _) in tensors.items():
-            child.env[pname] = t
+        child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
+        for pname in tensors:
+            child.env[pname] = inner[pname]
         body = [st.visit(_Substitute({k: _literal_node(v) for k, v in literals.items()})) for st in fn.body.body]
+        body = [st.visit(_ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}))
+                for st in body]
         child._layout(body)  # attribute names
         child.layout = self.layout
         forward: list = []
@@ -559,9 +592,11 @@ class _Builder:
                 raise _Refused(call, f"{name}(...): {layer.var or code(layer.call.func)} is created but never called")
         # the class, shared by the call sites that give the same code
         module_name = self.ctx.spell_text("torch.nn.Module")
-        init_params = "".join(f", {p}" for p in pnames if p in symbolic)
+        init_text = "\n".join(child.pending_init)
+        sizes_given = [p for p in extra if re.search(rf"\b{re.escape(p)}\b", init_text)]
+        init_params = "".join(f", {p}" for p in pnames if p in symbolic) + "".join(f", {p}" for p in sizes_given)
         lines = [f"    def __init__(self{init_params}):", "        super().__init__()"]
-        lines += [f"        {ln}" for ln in child.pending_init]
+        lines += [f"        {ln}" for entry in child.pending_init for ln in entry.split("\n")]
         lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
         for st in forward:
             text = cst.Module([]).code_for_node(_clean(st.visit(_Replace(child.replace)))).rstrip("\n")
@@ -601,10 +636,26 @@ class _Builder:
                 continue
             layer.prefix = f"{inst.attr}.{layer.prefix}"
             self.sub_layers.append(layer)
-        args = ", ".join(code(symbolic[p]) for p in pnames if p in symbolic)
+        args = ", ".join([*(code(symbolic[p]) for p in pnames if p in symbolic), *(extra[p] for p in sizes_given)])
         self.pending_init.append(f"self.{inst.attr} = {cls_name}({args})")
+        if isinstance(out_tensor, _Tensor) and out_tensor.shape is not None and extra:
+            # the output's sizes named as the caller names them
+            back = {**extra, **{p: code(v) for p, v in symbolic.items()}}
+            out_tensor = _Tensor(tuple(back.get(d, d) if isinstance(d, str) else d for d in out_tensor.shape),
+                                 out_tensor.node, out_tensor.flat, out_tensor.last, out_tensor.shape_name)
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
+
+    def _implied_rank_in(self, fn: cst.FunctionDef, pname: str) -> int | None:
+        """The rank a helper's tensor argument of unknown shape must have: that of the first layer the
+        helper calls on it (a Conv2D sees (h, w, c), MultiHeadAttention (steps, features))."""
+        for c in _calls(fn.body):
+            if isinstance(c.func, cst.Call) and c.args and isinstance(c.args[0].value, cst.Name) \
+                    and c.args[0].value.value == pname and c.args[0].keyword is None:
+                kind, rule = self._layer_kind(c.func.func)
+                if kind == "rule" and rule is not None:
+                    return _implied_rank(rule)
+        return None
 
     def _value_attr(self, name: str) -> str:
         taken = {x.attr for x in self.layers} | set(self.carried.values())
@@ -929,9 +980,89 @@ class _Builder:
         values = self._loop_values(loop)
         self.generating = True
         try:
+            if values is None and self.helper_call is None and loop.orelse is None \
+                    and isinstance(loop.body, cst.IndentedBlock) and not self.runtime_loop:
+                return self._runtime_loop(loop)
             return self._unroll_values(loop, values)
         finally:
             self.generating = False
+
+    def _runtime_loop(self, loop: cst.For) -> list | None:
+        """A ``for`` statement over a value known only when the model is built (a builder parameter:
+        ``for _ in range(num_blocks)``, ``for units in mlp_units``): the same loop builds an
+        ``nn.ModuleList`` per layer of its body in ``__init__``, and forward runs over the modules. Its body
+        is followed once; a tensor the loop carries keeps its shape from one pass to the next, or, where
+        the loop variable sizes the layers, only its rank (the layers after it are then lazy)."""
+        targets = {n.value for n in _name_nodes(loop.target)}
+        body_names = set().union(*(_names_in(st) for st in loop.body.body))
+        carried = {n for st in loop.body.body for n in _assigned(st)
+                   if isinstance(self.env.get(n), _Tensor)}
+        entry = {n: self.env[n] for n in carried}
+        sized_by_loop = bool(targets & body_names)
+        if sized_by_loop:  # other sizes each pass: only the rank is known
+            for n, t in entry.items():
+                self.env[n] = _Tensor(tuple(None for _ in t.shape) if t.shape is not None else None, t.node, t.flat,
+                                      t.last)
+        self.runtime_loop = True
+        mark_layers, mark_init = len(self.layers), len(self.pending_init)
+        try:
+            out = self._unroll_values(loop, [_AS_WRITTEN])
+        finally:
+            self.runtime_loop = False
+        if out is None:
+            return None
+        for n, t in entry.items():
+            after = self.env.get(n)
+            if not isinstance(after, _Tensor) or (after.flat or t.flat) is not None:
+                self.error(loop, f"{n}: a tensor a for statement over a run-time value carries must stay a tensor")
+                return None
+            if (not sized_by_loop and after.shape != t.shape) or (sized_by_loop and (
+                    (after.shape is None) != (t.shape is None) or (t.shape is not None and len(after.shape) != len(t.shape)))):
+                self.error(loop, f"{n} changes shape in this for statement over a value known only at run time "
+                                 f"({t.shape} → {after.shape}): fwport builds one module per pass from the same code, "
+                                 "so the tensors the loop carries must keep their shape (or their rank, where the "
+                                 "loop variable sizes the layers)")
+                return None
+            if sized_by_loop:  # after no pass or several: the rank
+                self.env[n] = _Tensor(after.shape, after.node, None, after.last)
+        used = set().union(*(_names_in(st) for st in out)) if out else set()
+        if targets & used:
+            self.error(loop, f"the loop variable {', '.join(sorted(targets & used))} is read by the model's forward "
+                             "pass inside a for statement over a run-time value: not followed")
+            return None
+        layers = [x for x in self.layers[mark_layers:] if x.attr]
+        inits = self.pending_init[mark_init:]
+        del self.pending_init[mark_init:]
+        if not layers or len(inits) != len(layers):
+            self.error(loop, "a for statement over a run-time value is followed when it creates a layer at each "
+                             "statement that calls one")
+            return None
+        modlist = self.ctx.spell_text("torch.nn.ModuleList")
+        taken = set().union(*(_names_in(st) for st in self.fn.body.body)) if self.fn is not None else set()
+        names = {}
+        for x in layers:
+            v = x.attr if x.attr not in taken and x.attr not in targets else f"{x.attr}_"
+            names[x.attr] = v
+        head = [f"self.{x.attr} = {modlist}()" for x in layers]
+        appends = []
+        for line in inits:
+            attr, _, value = line.partition(" = ")
+            appends.append(f"    {attr}.append({value})")
+        self.pending_init += [*head, "\n".join([f"for {code(loop.target)} in {code(loop.iter)}:", *appends])]
+        for x in layers:
+            x.in_loop = True
+        sub = _LoopModules({x.attr: names[x.attr] for x in layers})
+        body = [st.visit(sub) for st in out]
+        mods = [f"self.{x.attr}" for x in layers]
+        header = (f"for {names[layers[0].attr]} in {mods[0]}:" if len(layers) == 1 else
+                  f"for {', '.join(names[x.attr] for x in layers)} in zip({', '.join(mods)}):")
+        text = header + "\n" + "".join("    " + ln + "\n" for st in body
+                                        for ln in cst.Module([]).code_for_node(st).rstrip("\n").split("\n"))
+        self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the model is "
+                        "built: its layers are nn.ModuleLists built by the same loop in __init__; fwport verify and "
+                        "fwport weights do not map their weights (their number is known only at run time)", loop)
+        self.unmapped_loops = True
+        return [cst.parse_statement(text)]
 
     def _unroll_values(self, loop: cst.For, values: list | None) -> list | None:
         target = loop.target
@@ -944,7 +1075,9 @@ class _Builder:
             return None
         out: list = []
         for v in values:
-            if len(names) == 1:
+            if v is _AS_WRITTEN:  # the body once, its loop variable as written (a loop over a run-time value)
+                subst = {}
+            elif len(names) == 1:
                 subst = {names[0]: _literal_node(v)}
             elif isinstance(v, (list, tuple)) and len(v) == len(names):
                 subst = {n: _literal_node(x) for n, x in zip(names, v)}
@@ -980,7 +1113,9 @@ class _Builder:
             for c in _calls(s):
                 q = self.ctx.imports.resolve(c.func)
                 rule = self.ctx.pack.by_name.get(q) if q else None
-                if rule is not None and rule.kind == "layer" and rule.emit.get("layout") == "channels-first":
+                if rule is not None and rule.kind == "layer" and rule.emit.get("shape") in _NEEDS_LAST:
+                    return "keep"  # a sequence model: its convolutions are called on permuted inputs
+                if _drives_nchw(rule):
                     fmt = next((literal_value(a.value, None) for a in c.args
                                 if a.keyword and a.keyword.value == "data_format"), None)
                     if fmt != "channels_first":
@@ -1275,6 +1410,8 @@ class _Builder:
 
     def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
         """A layer called on its input(s)."""
+        if layer.kind == "rule" and layer.rule.emit.get("shape") in MULTI_INPUT:
+            return self._apply_multi(layer, call)
         args = [a for a in call.args if a.keyword is None and not a.star]
         if layer.kind == "rule" and layer.rule.emit.get("shape") in ("rnn", "rnn-layer") and \
                 _rnn_call_args(call) is not None:
@@ -1312,10 +1449,14 @@ class _Builder:
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
         new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
                                            [cst.Arg(self._out_expr(arg))])
+        if layer.permute_in:
+            new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(-1, 1)"))])
         if layer.activation is not None:
             new = expr(layer.activation.format(code(new)))
         if layer.movedim:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
+        if layer.permute_back:
+            new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
         return out
 
@@ -1362,6 +1503,53 @@ class _Builder:
         y = ((t.shape[0] if t.shape else None), units) if sequences else (units,)
         n_states = 2 if recurrent_kind(layer.call, layer.rule, self.ctx) == "lstm" else 1
         return _Multi([_Tensor(y, node), *(_Tensor((units,), node) for _ in range(n_states))])
+
+    def _apply_multi(self, layer: _Layer, call: cst.Call) -> _Tensor:
+        """A layer called on several tensors (MultiHeadAttention's query, value, key, attention_mask):
+        its torch module takes Keras's call signature, so the call stays as written, its tensors replaced
+        and training= dropped (torch takes the mode from .train()/.eval()). Its input shape is the first
+        tensor's (the query's)."""
+        shape_fn = layer.rule.emit.get("shape")
+        bound = bind_call(call, shape_fn)
+        if bound is None or not ({"query", "value"} <= set(bound) or "inputs" in bound):
+            raise _Refused(call, f"{code(call).strip()}: the call's arguments do not bind to "
+                                 f"({', '.join(MULTI_INPUT[shape_fn])})")
+        tensors: list[_Tensor] = []
+        new_args = []
+        for name, a in bound.items():
+            if name == "training":
+                continue
+            if name in TENSOR_PARAMS:
+                items = ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple))
+                         and name in ("inputs", "mask") else [a.value])
+                for item in items:
+                    if name == "mask" and literal_value(item, NOT_LITERAL) is None:
+                        continue  # mask=[None, value_mask]
+                    t = self._tensor(item)
+                    if t is None:
+                        raise _Refused(a, f"{code(item)}: the {name} of {code(layer.call.func)} must be a tensor of "
+                                          "the model")
+                    if t.flat is not None:
+                        raise _Refused(a, f"{code(item)}: a flattened channels-first map as the {name}")
+                    tensors.append(t)
+            elif literal_value(a.value, NOT_LITERAL) not in (False, True) or (
+                    name == "return_attention_scores" and literal_value(a.value, None) is True):
+                raise _Refused(a, f"{name}={code(a.value)}: fwport follows a literal True/False here, and "
+                                  "return_attention_scores=False only (one output)", "unsupported-argument")
+            new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
+        t = tensors[0]
+        key = (t.shape, t.flat)
+        if layer.module is None:
+            self._translate(layer, t)
+        elif layer.in_key != key:
+            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
+                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+            self.layer_of[id(layer.op)] = layer
+        out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call), layer.out[1], False)
+        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), new_args)
+        return out
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
         """A layer class of this file called on a list of tensors (``Sampling()([z_mean, z_log_var])``)."""
@@ -1493,6 +1681,13 @@ class _Builder:
                 t.shape = symbolic_shape(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
+            if self.layout == "keep" and em.layout_bound:
+                if em.out_shape is None:
+                    raise _Refused(layer.call, f"{code(layer.call.func)} takes channels-first inputs in torch, in a "
+                                               "model that keeps Keras's channels-last layout, on an input of unknown "
+                                               "rank: give the model its input shape", "shape-unknown")
+                layer.permute_in = True
+                layer.permute_back = len(em.out_shape) + 1 == em.layout_bound
             act = _activation_fn(em.modules[1], self.ctx) if len(em.modules) == 2 and em.weight_module == 0 else None
             if act is not None:  # Dense(64, activation="relu") → self.fc = nn.Linear(...); torch.relu(self.fc(x))
                 em.modules = em.modules[:1]
@@ -1538,6 +1733,10 @@ class _Builder:
                 raise _Refused(el, f"{code(el)}: fwport follows a Sequential used as a layer when each of its "
                                    "members is a Keras layer with a rule")
             em, movedim = self._emit(el, rule, shape, flat)
+            if self.layout == "keep" and em.layout_bound:
+                raise _Refused(el, f"{code(el.func)} takes channels-first inputs in torch, inside a Sequential of a "
+                                   "functional model that keeps Keras's channels-last layout: call it as a layer of "
+                                   "the model, or translate this model by hand")
             if movedim:
                 raise _Refused(el, f"{code(el.func)} inside a Sequential of a functional model converted to "
                                    "channels-first: its output is channels-last")
@@ -1756,6 +1955,8 @@ class _Builder:
 
     # --- weight records: Keras's model.layers order ------------------------------------------------------
     def _records(self, outs: list[_Tensor]) -> None:
+        if self.unmapped_loops:
+            return
         order = _layer_order([t.node for t in outs], self.input_ops)
         index = {id(op): i for i, op in enumerate(o for o in order if o.is_layer)}
         for layer in [*self.layers, *self.sub_layers]:
@@ -1819,6 +2020,28 @@ class _Builder:
 _ACTIVATION_FNS = {"torch.nn.ReLU()": "torch.relu", "torch.nn.Sigmoid()": "torch.sigmoid", "torch.nn.Tanh()": "torch.tanh"}
 
 
+# channels-first torch layers that do not make a model channels-first on their own: they reduce the
+# feature map away or act per channel, so where no convolution or pooling window needs NCHW they are
+# called on a permuted input (x.movedim(-1, 1)) and the model keeps Keras's layout (an Embedding →
+# transformer → GlobalAveragePooling1D text classifier)
+_LAYOUT_NEUTRAL = {"global-pool", "batch-norm"}
+# layers that act on the last axis of a sequence and have no channels-first form: a model holding one
+# keeps Keras's layout, and its convolutions (a transformer's Conv1D(kernel_size=1) feed-forward) are
+# called on permuted inputs
+_NEEDS_LAST = {"multi-head-attention", "layer-norm", "rnn", "bidirectional"}
+
+
+def _drives_nchw(rule) -> bool:
+    return (rule is not None and rule.kind == "layer" and rule.emit.get("layout") == "channels-first"
+            and rule.emit.get("shape") not in _LAYOUT_NEUTRAL)
+
+
+def _paren(node: cst.BaseExpression) -> str:
+    text = code(node)
+    return f"({text})" if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp, cst.Lambda,
+                                            cst.UnaryOperation)) else text
+
+
 def _activation_fn(module: cst.BaseExpression, ctx: FileContext) -> str | None:
     """The function form of a parameterless activation module a layer emitted after its weights
     (``nn.ReLU()`` → ``torch.relu({})``), as a PyTorch engineer writes it in forward; else None."""
@@ -1863,6 +2086,45 @@ def _line_count(stmt) -> int:
 
 def _literal_node(value) -> cst.BaseExpression:
     return expr(repr(value))
+
+
+_AS_WRITTEN = object()
+
+
+class _LoopModules(cst.CSTTransformer):
+    """The forward statements of a loop over a run-time value: ``self.<attr>`` → the loop's module."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def leave_Attribute(self, original_node, updated_node):
+        if isinstance(original_node.value, cst.Name) and original_node.value.value == "self" \
+                and original_node.attr.value in self.names:
+            return cst.Name(self.names[original_node.attr.value])
+        return updated_node
+
+
+class _ShapeSubstitute(cst.CSTTransformer):
+    """A helper's body with ``x.shape[i]`` of its tensor arguments written as the size it is there (a
+    literal int, or the name of the class parameter that carries it)."""
+
+    def __init__(self, shapes: dict[str, tuple]):
+        self.shapes = shapes
+
+    def leave_Subscript(self, original_node, updated_node):
+        v = original_node.value
+        if not (isinstance(v, cst.Attribute) and v.attr.value == "shape" and isinstance(v.value, cst.Name)
+                and v.value.value in self.shapes and len(original_node.slice) == 1
+                and isinstance(original_node.slice[0].slice, cst.Index)):
+            return updated_node
+        i = literal_value(original_node.slice[0].slice.value, None)
+        shape = self.shapes[v.value.value]
+        if not is_int(i) or i == 0 or not -len(shape) <= (i - 1 if i > 0 else i) < len(shape):
+            return updated_node
+        d = shape[i - 1] if i > 0 else shape[i]
+        if is_int(d):
+            return cst.Integer(str(int(d)))
+        return cst.Name(d) if isinstance(d, str) and d.isidentifier() else updated_node
 
 
 class _Substitute(cst.CSTTransformer):

@@ -670,7 +670,7 @@ def _shape_name(call: cst.Call, sizes: Sizes, first: str | None = "shape") -> st
 
 
 # shape functions whose layers take an input of one rank (without the batch axis)
-_RANKS = {"zero-padding": 3, "upsampling": 3}
+_RANKS = {"zero-padding": 3, "upsampling": 3, "multi-head-attention": 2}
 
 
 def _implied_rank(rule) -> int | None:

@@ -154,6 +154,7 @@ class _Plan:
     # module), "keep" (a plain callable, or not known: the argument stays, as self.training)
     training: dict[str, str] = field(default_factory=dict)
     layout_reported: bool = False
+    weight_attrs: set[str] = field(default_factory=set)  # self.<attr> = self.add_weight(...)
 
 
 class _SubclassPass(ScopedResolver, cst.CSTTransformer):
@@ -198,6 +199,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         statements this pass may change (those holding a translated class, or a call that may be
         ``keras.Model(...)`` / ``keras.Input(...)``, shadowing ignored)."""
         self.module_sizes = module_scope(node, self.ctx)
+        self.module_values = _module_values(node)
         classes: list[cst.ClassDef] = []
         where: dict[int, int] = {}  # id(class) → index of the top-level statement holding it
         relevant = self.relevant = set()
@@ -331,6 +333,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         parts = dotted(func)
         if parts and len(parts) == 1 and parts[0] in plan.loop_vars:
             return _drop_training(original_node, updated_node)
+        if (parts and len(parts) == 3 and parts[0] == "self" and parts[1] in plan.weight_attrs
+                and parts[2] in _ASSIGNS and len(updated_node.args) == 1 and updated_node.args[0].keyword is None
+                and not updated_node.args[0].star):
+            # a variable's assign / assign_add / assign_sub: the parameter's values, in place, outside autograd
+            return expr(f"self.{parts[1]}.data.{_ASSIGNS[parts[2]]}({code(updated_node.args[0].value)})")
         # self.<attr>(...) and self(...) / self.call(...): torch modules take no training=; a callee
         # that may be a plain callable (a lambda, a function) keeps it
         if parts and parts[0] == "self" and len(parts) <= 2:
@@ -554,6 +561,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for a in plan.attrs.values():  # layers never called in call(): translated without a known input
             if not a.done:
                 self._translate_attr(plan, a, None)
+        if plan.init_fn is not None:
+            self._plan_layer_builds(plan, plan.init_fn)
         self._check_alternatives(plan)
         ctx.models[plan.name] = ModelInfo(plan.name, "subclass", None, "same")
 
@@ -741,6 +750,40 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if kept:
             kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
         return lam.with_changes(params=lam.params.with_changes(params=kept))
+
+    def _plan_layer_builds(self, plan: _Plan, fn: cst.FunctionDef) -> None:
+        """``self.embed.build([1])`` in ``__init__`` on a Keras layer of the class: Keras creates its
+        variables there; the torch module has them from its creation (its sizes are written out), so the
+        line becomes a comment. On a module torch creates lazily it is an error saying what to do."""
+        for blk in _blocks(fn):
+            for stmt in blk.body:
+                if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+                        and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
+                    continue
+                parts = dotted(stmt.body[0].value.func)
+                if not (parts and len(parts) == 3 and parts[0] == "self" and parts[2] == "build"):
+                    continue
+                a = plan.attrs.get(parts[1])
+                if a is None or a.kind != "layer" or a.emission is None or a.emission.failed or a.out is None:
+                    continue
+                shape = stmt.body[0].value.args[0].value if len(stmt.body[0].value.args) == 1 else None
+                last = (shape.elements[-1].value if isinstance(shape, (cst.List, cst.Tuple)) and shape.elements
+                        and not isinstance(shape.elements[-1], cst.StarredElement) else None)
+                lazy_linear = self.ctx.spell_text("torch.nn.LazyLinear")
+                if (a.rule.emit.get("shape") == "dense" and isinstance(a.out, cst.Call) and code(a.out.func) == lazy_linear
+                        and last is not None and literal_value(last, NOT_LITERAL) is not None):
+                    # Dense.build(shape) sizes the kernel by shape[-1]: nn.Linear(shape[-1], units)
+                    a.out = a.out.with_changes(func=expr(self.ctx.spell_text("torch.nn.Linear")),
+                                               args=[cst.Arg(last), *a.out.args])
+                    plan.replace[id(a.call)] = a.out
+                    plan.comment_out[id(stmt)] = "the input size is given to nn.Linear"
+                    continue
+                if "Lazy" in code(a.out):
+                    self.ctx.report(Severity.ERROR, "shape-unknown", f"self.{a.name}.build(...): torch creates this "
+                                    "module's parameters at its first call; give the layer its input size "
+                                    "(input_shape=) or call it once on a tensor of that shape", stmt)
+                    continue
+                plan.comment_out[id(stmt)] = "the torch module has its parameters from its creation"
 
     def _resolve_in(self, node: cst.BaseExpression, fn: cst.FunctionDef) -> str | None:
         parts = dotted(node)
@@ -1061,6 +1104,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 t = dotted(stmt.targets[0].target)
                 if t and len(t) == 2 and t[0] == "self":
                     self.ctx.layers.append(LayerRecord(plan.name, t[1], t[1], rule.id))
+                    plan.weight_attrs.add(t[1])
 
     def _add_weight(self, plan: _Plan, call: cst.Call, rule) -> cst.BaseExpression | None:
         ctx = self.ctx
@@ -1194,6 +1238,45 @@ _PARAMS = {"zeros": (), "ones": (), "constant": (("value", 0.0),),
 _TRUNC = 0.87962566103423978  # std of a standard normal truncated at ±2
 
 
+_ASSIGNS = {"assign": "copy_", "assign_add": "add_", "assign_sub": "sub_"}
+
+
+def _module_values(module: cst.Module) -> dict[str, cst.BaseExpression]:
+    """``NAME = value`` statements at the top of the module whose name is bound nowhere else in the file
+    (no other assignment, parameter, loop or import): the value every use of the name reads."""
+    counts: dict[str, int] = {}
+    values: dict[str, cst.BaseExpression] = {}
+
+    class _Bound(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            for x in _name_nodes(n.target):
+                counts[x.value] = counts.get(x.value, 0) + 1
+
+        def visit_Param(self, n: cst.Param) -> None:
+            counts[n.name.value] = counts.get(n.name.value, 0) + 1
+
+        def visit_For(self, n: cst.For) -> None:
+            for x in _name_nodes(n.target):
+                counts[x.value] = counts.get(x.value, 0) + 1
+
+        def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
+            name = n.asname.name if n.asname is not None else n.name
+            if isinstance(name, cst.Name):
+                counts[name.value] = counts.get(name.value, 0) + 1
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Name):
+                counts[n.target.value] = counts.get(n.target.value, 0) + 2
+
+    scan(module, _Bound())
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+            a = stmt.body[0]
+            if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name):
+                values[a.targets[0].target.value] = a.value
+    return {k: v for k, v in values.items() if counts.get(k) == 1}
+
+
 def _snake(name: str) -> str:
     name = name[:-len("_initializer")] if name.endswith("_initializer") else name
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
@@ -1203,6 +1286,8 @@ def _initializer(p: _SubclassPass, node, shape, tdtype: str, is_float: bool, m) 
     ctx = p.ctx
     S = _shape_text(shape)
     dt = "" if tdtype == "float32" else f", dtype=torch.{tdtype}"
+    if isinstance(node, cst.Name) and isinstance(p.module_values.get(node.value), cst.Call):
+        node = p.module_values[node.value]  # `ones_init = keras.initializers.Ones()` at the top of the file
     if node is None:
         name, kwargs = ("glorot_uniform" if is_float else "zeros"), {}
     else:
