@@ -122,7 +122,8 @@ HELPERS["Rescaling"] = _RESCALING
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
-HELPERS.update(DATA_HELPERS)
+# (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
+HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 
 
 def use(ctx: FileContext, name: str) -> str:
@@ -205,8 +206,6 @@ def _spelled(template: str, ctx: FileContext) -> str:
         if "{" + key + "}" in template:
             template = template.replace("{" + key + "}", prefix)
             ctx.needed_imports.add(line)
-    if "{{" in template or "}}" in template:  # the data helpers are written with str.format's escapes
-        template = template.replace("{{", "{").replace("}}", "}")
     return template
 
 
