@@ -504,17 +504,41 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 out.setdefault(assign.targets[0].target.attr.value, []).append((assign.value, fn))
         return out
 
-    def _value_kind(self, value: cst.BaseExpression, fn: cst.FunctionDef) -> str:
-        """"module" (a Keras layer, a Sequential or a translated class: a torch module), "lambda", or "other"."""
+    def _value_kind(self, value: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> str:
+        """"module" (a Keras layer, a Sequential or a translated class: a torch module), "lambda", or "other".
+        A call of a method of the same class (``self._make_layer(...)``) is what that method returns."""
         if isinstance(value, cst.Lambda):
             return "lambda"
         if isinstance(value, cst.Call):
+            p = dotted(value.func)
+            if p and len(p) == 2 and p[0] == "self" and depth < 3:
+                method = self._sibling_method(fn, p[1])
+                returned = _returned_values(method) if method is not None else []
+                if returned and all(self._value_kind(r, method, depth + 1) == "module" for r in returned):
+                    return "module"
             if (isinstance(value.func, cst.Name) and value.func.value in self.translated
                     or id(value) in self.ctx.analyses.get(NODES, ())):
                 return "module"
             if self._layer_rule(value, fn) is not None or self._resolve_in(value.func, fn) == SEQUENTIAL:
                 return "module"
         return "other"
+
+    def _sibling_method(self, fn: cst.FunctionDef, name: str) -> cst.FunctionDef | None:
+        """The method ``name`` of the translated class that defines ``fn`` (or of its translated bases)."""
+        for cls in self.translated.values():
+            methods = _methods(cls)
+            if any(m is fn for m in methods):
+                found = [m for m in methods if m.name.value == name]
+                if found:
+                    return found[-1]
+                for b in cls.bases:
+                    base = self.translated.get(b.value.value) if isinstance(b.value, cst.Name) else None
+                    if base is not None:
+                        found = [m for m in _methods(base) if m.name.value == name]
+                        if found:
+                            return found[-1]
+                return None
+        return None
 
     def _plan_training(self, plan: _Plan, methods: list[cst.FunctionDef]) -> None:
         """Which ``self.<attr>(x, training)`` calls lose their ``training`` argument. A torch module takes
@@ -1207,6 +1231,25 @@ def _fans(dims: list[str]) -> tuple[str, str]:
 
 
 # --- small syntax helpers ---------------------------------------------------------------------------------
+
+def _returned_values(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """The values of the function's own return statements (not those of nested functions); a bare
+    ``return`` counts as a value that is not a module."""
+    out: list[cst.BaseExpression] = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            out.append(node.value if node.value is not None else cst.Name("None"))
+
+    scan(fn, _Returns())
+    return out
+
 
 def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     return [s for s in cls.body.body if isinstance(s, cst.FunctionDef)] if isinstance(cls.body, cst.IndentedBlock) else []

@@ -1,0 +1,95 @@
+"""Numerical check of a whole translated model against Keras, for tests/test_conv_models.py.
+
+The original runs under TensorFlow in one subprocess, the translation under torch in another
+(this process imports neither). Weights move by order: Keras's ``model.weights`` (a layer's own
+variables, then its sub-layers' in tracking order) against torch's ``state_dict`` (registration
+order, ``num_batches_tracked`` skipped), each kernel put into torch's layout by its rank (a Dense
+kernel transposed, a conv kernel's (k..., in, out) → (out, in, k...)). The test names the layout
+of the translation's input and output.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+_TF = r'''
+import json, sys, types
+import numpy as np
+src, build, inp, out, training = sys.argv[1:6]
+mod = types.ModuleType("orig"); mod.__file__ = src
+exec(compile(open(src).read(), src, "exec"), mod.__dict__)
+x = np.load(inp)["x"]
+model = eval(build, mod.__dict__)
+y = model(x, training=training == "1")
+ws = [np.asarray(w.numpy() if hasattr(w, "numpy") else w) for w in model.weights]
+np.savez(out, y=np.asarray(y), **{f"w{i}": w for i, w in enumerate(ws)})
+'''
+
+_TORCH = r'''
+import sys, types
+import numpy as np, torch
+src, build, inp, wts, out, layout_in, layout_out, training = sys.argv[1:9]
+sys.modules["tensorflow"] = None; sys.modules["keras"] = None  # the translation must not need them
+mod = types.ModuleType("tr"); mod.__file__ = src
+exec(compile(open(src).read(), src, "exec"), mod.__dict__)
+x = torch.from_numpy(np.load(inp)["x"])
+if layout_in == "nchw":
+    x = x.movedim(-1, 1)
+model = eval(build, mod.__dict__)
+with torch.no_grad():
+    model.eval(); model(x)  # lazy modules take their sizes
+src_w = np.load(wts)
+keras = [src_w[f"w{i}"] for i in range(len([k for k in src_w.files if k.startswith("w")]))]
+sd = [(k, v) for k, v in model.state_dict().items() if not k.endswith("num_batches_tracked")]
+assert len(sd) == len(keras), (len(sd), len(keras), [k for k, _ in sd], [w.shape for w in keras])
+new = {}
+for (k, v), w in zip(sd, keras):
+    if w.ndim == 2 and "weight" in k and v.ndim == 2:
+        w = w.T
+    elif w.ndim >= 3 and v.ndim == w.ndim:
+        w = np.transpose(w, (w.ndim - 1, w.ndim - 2, *range(w.ndim - 2)))
+    assert tuple(v.shape) == w.shape, (k, tuple(v.shape), w.shape)
+    new[k] = torch.from_numpy(np.ascontiguousarray(w))
+model.load_state_dict(new, strict=False)
+model.train(training == "1")
+with torch.no_grad():
+    y = model(x)
+if layout_out == "nchw":
+    y = y.movedim(1, -1)
+np.save(out, y.numpy())
+'''
+
+
+def compare_model(original: str, translated: str, build: str, shape: tuple, *, layout_in: str = "same",
+                  layout_out: str = "same", training: bool = False, seed: int = 0,
+                  translated_build: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(Keras output, torch output in Keras's layout) for the same input and weights."""
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        (d / "orig.py").write_text(original)
+        (d / "tr.py").write_text(translated)
+        x = np.random.default_rng(seed).standard_normal(shape).astype("float32")
+        np.savez(d / "x.npz", x=x)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+        flag = "1" if training else "0"
+        p = subprocess.run([sys.executable, "-c", _TF, str(d / "orig.py"), build, str(d / "x.npz"),
+                            str(d / "k.npz"), flag], capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        p = subprocess.run([sys.executable, "-c", _TORCH, str(d / "tr.py"), translated_build or build,
+                            str(d / "x.npz"), str(d / "k.npz"), str(d / "t.npy"), layout_in, layout_out, flag],
+                           capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return np.load(d / "k.npz")["y"], np.load(d / "t.npy")
+
+
+def assert_close(k: np.ndarray, t: np.ndarray, rtol: float = 1e-4) -> None:
+    assert k.shape == t.shape, (k.shape, t.shape)
+    scale = max(float(np.abs(k).max()), 1e-6)
+    err = float(np.abs(k - t).max()) / scale
+    assert err < rtol, f"max relative difference {err:.3g}"

@@ -1,0 +1,96 @@
+"""Convolutional models of issue 8 that fwport used to refuse: a Sequential of blocks collected in
+a list, and the layers and patterns around them. Each translation is checked numerically against
+Keras (tests/conv_numerics.py: one TensorFlow and one torch subprocess per model)."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+from conv_numerics import assert_close, compare_model
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str):
+    src = textwrap.dedent(src).lstrip("\n")
+    r = translate_source(src, "model.py", PACK)
+    again = translate_source(r.output, "model.py", PACK)
+    assert again.output == r.output, "translating the output again must change nothing"
+    return src, r
+
+
+def errors(r) -> list[str]:
+    return [f"{f.code}: {f.message}" for f in r.findings if f.severity is Severity.ERROR]
+
+
+STAGES = '''
+import tensorflow as tf
+
+class Block(tf.keras.Model):
+    def __init__(self, c, strides=1):
+        super().__init__()
+        self.conv = tf.keras.layers.Conv2D(c, 3, strides=strides, padding="same")
+        self.bn = tf.keras.layers.BatchNormalization()
+
+    def call(self, x, training=False):
+        return tf.nn.relu(self.bn(self.conv(x), training=training))
+
+
+class Net(tf.keras.Model):
+    def __init__(self, block, n):
+        super().__init__()
+        self.stage = self._make(block, 8, n)
+        self.head = tf.keras.layers.Dense(3)
+
+    def _make(self, block, c, n):
+        layers = []
+        for s in [2] + [1] * (n - 1):
+            layers.append(block(c, s))
+        return tf.keras.Sequential(layers)
+
+    def call(self, x, training=False):
+        out = self.stage(x, training=training)
+        out = tf.reduce_mean(out, axis=[1, 2])
+        return self.head(out)
+
+
+def build():
+    return Net(Block, 3)
+'''
+
+
+def test_sequential_of_blocks_collected_in_a_loop():
+    src, r = tx(STAGES)
+    assert errors(r) == []
+    assert "return nn.Sequential(*layers)" in r.output
+    # a method that returns a Sequential holds a torch module: its calls lose training=
+    assert "out = self.stage(x)" in r.output
+    info = [f.message for f in r.findings if "nn.Sequential(*layers)" in f.message]
+    assert info and "block is passed in" in info[0]
+    k, t = compare_model(src, r.output, "build()", (2, 9, 10, 3))
+    assert_close(k, t)
+
+
+@pytest.mark.parametrize("body, why", [
+    ("layers = []\n        layers.append(tf.keras.layers.Conv2D(4, 3))\n        return tf.keras.Sequential(layers)",
+     "is a Keras layer built by a rule"),
+    ("return tf.keras.Sequential(layers)", "is passed in"),
+    ("layers = []\n        layers.append(Block(4))\n        self.keep = layers\n        return tf.keras.Sequential(layers)",
+     "used otherwise than"),
+])
+def test_lists_that_cannot_be_followed_are_refused_precisely(body, why):
+    src = STAGES.replace('''layers = []
+        for s in [2] + [1] * (n - 1):
+            layers.append(block(c, s))
+        return tf.keras.Sequential(layers)''', body)
+    if "is passed in" in why:
+        src = src.replace("def _make(self, block, c, n):", "def _make(self, layers, c, n):")
+    _, r = tx(src)
+    errs = errors(r)
+    assert any("keras.Sequential(layers)" in e and why in e for e in errs), errs
+    assert "tf.keras.Sequential(layers)" in r.output  # left as written
