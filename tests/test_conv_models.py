@@ -94,3 +94,41 @@ def test_lists_that_cannot_be_followed_are_refused_precisely(body, why):
     errs = errors(r)
     assert any("keras.Sequential(layers)" in e and why in e for e in errs), errs
     assert "tf.keras.Sequential(layers)" in r.output  # left as written
+
+
+UNET_INPUT = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+img_size = (12, 10)
+
+
+def get_model(img_size, num_classes):
+    inputs = keras.Input(shape=img_size + (3,))
+    x = layers.Conv2D(8, 3, strides=2, padding="same")(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.Activation("relu")(x)
+    x = layers.MaxPooling2D(3, strides=2, padding="same")(x)
+    x = layers.Conv2DTranspose(8, 3, padding="same")(x)
+    x = layers.UpSampling2D(2)(x)
+    outputs = layers.Conv2D(num_classes, 3, activation="softmax", padding="same")(x)
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_input_shape_joined_from_a_parameter_and_literal_sizes():
+    # the rank comes from the first Conv2D, the channel count from the literal part; the max pooling's
+    # 'same' padding depends on the parity of sizes known only at run time: computed at each call
+    src, r = tx(UNET_INPUT)
+    assert errors(r) == []
+    assert "class Model(nn.Module):" in r.output and "nn.Conv2d(3, 8, 3, stride=2)" in r.output
+    assert "# inputs: (batch, 3, img_size[0], img_size[-1]) channels-first" in r.output
+    assert "nn.Sequential(MaxPoolSamePad2d(3, 2), nn.MaxPool2d(3, stride=2))" in r.output
+    assert 'return F.pad(x, pads, value=float("-inf"))' in r.output
+    # the parameter first: its last size is the channel count
+    _, r2 = tx(UNET_INPUT.replace("img_size + (3,)", "(3,) + img_size"))
+    assert errors(r2) == [] and "nn.LazyConv2d(8, 3, stride=2)" not in r2.output
+    assert "nn.Conv2d(img_size[-1], 8, 3, stride=2)" in r2.output
+    k, t = compare_model(src, r.output, "get_model(img_size, 4)", (2, 12, 10, 3), layout_in="nchw",
+                         layout_out="nchw")
+    assert_close(k, t)

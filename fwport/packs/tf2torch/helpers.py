@@ -35,6 +35,25 @@ class SamePad{nd}d({nn}Module):
         return {F}pad(x, pads)
 '''
 
+_MAX_POOL_PAD = '''
+
+class MaxPoolSamePad{nd}d({nn}Module):
+    """TensorFlow's padding="same" before a max pooling window of this size and stride, computed at
+    each call (the odd pixel goes after); the padding is -inf, so no window ever takes it."""
+
+    def __init__(self, pool_size, stride):
+        super().__init__()
+        self.pool_size, self.stride = (
+            tuple(v) if isinstance(v, (tuple, list)) else (v,) * {nd} for v in (pool_size, stride))
+
+    def forward(self, x):
+        pads = []
+        for n, k, s in zip(x.shape[:-{nd1}:-1], self.pool_size[::-1], self.stride[::-1]):
+            total = max((-(-n // s) - 1) * s + k - n, 0)
+            pads += [total // 2, total - total // 2]
+        return {F}pad(x, pads, value=float("-inf"))
+'''
+
 _RESCALING = '''
 
 class Rescaling({nn}Module):
@@ -117,6 +136,8 @@ class Normalization({nn}Module):
 
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
+HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
+                for nd in (1, 2, 3)})
 HELPERS["Rescaling"] = _RESCALING
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION

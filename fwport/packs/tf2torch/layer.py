@@ -816,7 +816,21 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         if k is None or s is None:
             return _failed(m, ctx, "unsupported-argument", "padding='same' needs literal pool_size and strides")
         samples = [_pad_samples(n, kk, ss) for n, kk, ss in zip(fm.spatial, k, s)]
-        if any(smp is None for smp in samples):
+        unknown = any(smp is None for smp in samples)
+        uniform = not unknown and all(len({p for _, p in smp}) == 1 for smp in samples)
+        after = not unknown and all(lo == 0 and _ceil_mode_out(n, kk, ss) == -(-n // ss)
+                                    for smp, kk, ss in zip(samples, k, s) for n, (lo, _) in smp)
+        if kind == "max" and (unknown or (not uniform and not after)):
+            # the padding depends on a size unknown here, or on its parity: computed at each call
+            why = ("the input size, which is not known statically here" if unknown
+                   else "whether the input size (" + ", ".join(str(n) for n in fm.spatial) + ") is even or odd")
+            ctx.report(Severity.INFO, "shape-unknown", f"padding='same' pads by an amount that depends on {why}: "
+                       f"MaxPoolSamePad{nd}d (written out in this file) computes TensorFlow's padding at each call, "
+                       "with -inf", m.node, m.rule)
+            helper = helpers.use(ctx, f"MaxPoolSamePad{nd}d")
+            pre.append(expr(f"{helper}({code(m.kwargs['kernel_size'])}, {_compact(s)})"))
+            samples = [[(None, (0, 0))]] * nd  # the pooling itself pads nothing
+        elif unknown:
             return _failed(m, ctx, "shape-unknown", "padding='same' pads by an amount that depends on the input "
                            "size, which is unknown here: give the model its input shape (keras.Input(shape=...))")
         uniform = all(len({p for _, p in smp}) == 1 for smp in samples)

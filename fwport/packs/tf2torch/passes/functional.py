@@ -51,7 +51,7 @@ from fwport.core.names import dotted_text, scan
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
                                         symbolic_shape)
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
-                                                      _input_spec_shape, _shape_name)
+                                                      _input_spec_shape, _shape_parts, symbolic_parts)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS
 
 MODEL = "keras.Model"
@@ -113,7 +113,9 @@ class _Tensor:
     node: _Node
     flat: tuple | None = None  # (h, w, c) when a channels-first map was flattened into it
     last: bool = False  # the output of a layer class of this file: channels-last, whatever the model's layout
-    shape_name: str | None = None  # keras.Input(shape=<a parameter>): its rank comes from the first layer
+    # keras.Input(shape=<a parameter>), or one joined to literal sizes (img_size + (3,)): (name, head,
+    # tail); its rank comes from the first layer
+    shape_name: tuple | None = None
 
 
 @dataclass(eq=False)
@@ -1107,7 +1109,7 @@ class _Builder:
                 self.error(a, f"keras.Input argument {code(a).strip().rstrip(',')} is not followed (shape, name, dtype, "
                               "batch_size only)", "unsupported-argument")
         shape, _ = _input_spec_shape(call, self.sizes)
-        name = _shape_name(call, self.sizes) if shape is None else None
+        name = _shape_parts(call, self.sizes) if shape is None else None
         if shape is None and name is None:
             self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
                              "builder parameters): the layer sizes cannot be propagated", "shape-unknown")
@@ -1418,8 +1420,9 @@ class _Builder:
         else:
             rule = layer.rule
             if t.shape is None and t.shape_name is not None and _implied_rank(rule) is not None:
-                # keras.Input(shape=input_shape) then a Conv2D: (input_shape[0], input_shape[1], input_shape[-1])
-                t.shape = symbolic_shape(t.shape_name, _implied_rank(rule))
+                # keras.Input(shape=input_shape) then a Conv2D: (input_shape[0], input_shape[1], input_shape[-1]);
+                # shape=img_size + (3,): (img_size[0], img_size[-1], 3)
+                t.shape = symbolic_parts(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
             act = _activation_fn(em.modules[1], self.ctx) if len(em.modules) == 2 and em.weight_module == 0 else None

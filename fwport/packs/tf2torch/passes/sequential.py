@@ -269,10 +269,16 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if in_shape is None and layers and layers[0][1] is not None:
             in_shape = _input_spec_shape(layers[0][0], sizes, None)[0]
             shape_name = shape_name or _shape_name(layers[0][0], sizes, None)
-        if in_shape is None and shape_name is not None and layers and layers[0][1] is not None:
+        parts = None
+        if in_shape is None and shape_name is None:
+            spec = next((el for el in elements if isinstance(el, cst.Call) and self.qualname(el.func) in INPUTS), None)
+            parts = _shape_parts(spec, sizes) if spec is not None else None
+        elif shape_name is not None:
+            parts = (shape_name, (), ())
+        if in_shape is None and parts is not None and layers and layers[0][1] is not None:
             rank = _implied_rank(layers[0][1])  # a Conv2D sees (h, w, c) whatever the caller passes
             if rank is not None:
-                in_shape = symbolic_shape(shape_name, rank)
+                in_shape = symbolic_parts(parts, rank)
 
         nchw = any(rule is not None and rule.emit.get("layout") == "channels-first"
                    and _literal_kw(el, "data_format") != "channels_first" for el, rule in layers)
@@ -810,6 +816,37 @@ def _shape_name(call: cst.Call, sizes: Sizes, first: str | None = "shape") -> st
     if found is None or found[0] not in ("shape", "input_shape"):
         return None
     return sizes.shape_name(found[1])
+
+
+def _shape_parts(call: cst.Call, sizes: Sizes, first: str | None = "shape") -> tuple | None:
+    """``shape=`` a parameter of unknown rank, alone or joined to literal sizes (``img_size + (3,)``,
+    ``(1,) + spatial``): (name, sizes before it, sizes after it); None for anything else."""
+    found = _shape_arg(call, first)
+    if found is None or found[0] not in ("shape", "input_shape"):
+        return None
+    node = found[1]
+    name = sizes.shape_name(node)
+    if name is not None:
+        return name, (), ()
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        left, right = node.left, node.right
+        lname, rname = sizes.shape_name(left), sizes.shape_name(right)
+        if lname is not None and isinstance(right, (cst.Tuple, cst.List)):
+            tail = sizes.shape(right)
+            return (lname, (), tail) if tail is not None else None
+        if rname is not None and isinstance(left, (cst.Tuple, cst.List)):
+            head = sizes.shape(left)
+            return (rname, head, ()) if head is not None else None
+    return None
+
+
+def symbolic_parts(parts: tuple, rank: int) -> tuple | None:
+    """The shape of ``rank`` sizes that ``_shape_parts`` describes; None if the rank cannot hold it."""
+    name, head, tail = parts
+    inner = rank - len(head) - len(tail)
+    if inner < 1:
+        return None
+    return (*head, *symbolic_shape(name, inner), *tail)
 
 
 # shape functions whose layers take an input of one rank (without the batch axis)
