@@ -54,6 +54,24 @@ class MaxPoolSamePad{nd}d({nn}Module):
         return {F}pad(x, pads, value=float("-inf"))
 '''
 
+_CHANNELS_LAST_RESHAPE = '''
+
+class ChannelsLastReshape({nn}Module):
+    """keras.layers.Reshape in a model converted to channels-first: a feature map is put back in
+    Keras's channels-last order, reshaped as Keras reshapes it (row-major, batch axis kept), and a
+    feature map that comes out is made channels-first again."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        if x.dim() > 2:
+            x = x.movedim(1, -1)
+        x = x.reshape(x.shape[0], *self.shape)
+        return x.movedim(-1, 1) if x.dim() > 2 else x
+'''
+
 _RESCALING = '''
 
 class Rescaling({nn}Module):
@@ -139,6 +157,7 @@ HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).r
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                 for nd in (1, 2, 3)})
 HELPERS["Rescaling"] = _RESCALING
+HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT

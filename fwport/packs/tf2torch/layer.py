@@ -1290,6 +1290,53 @@ def zero_padding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
+def _pairs(value, nd: int) -> list[tuple[int, int]] | None:
+    """Keras's padding / cropping argument for ``nd`` spatial axes → (before, after) per axis: an int
+    (all sides), one int per axis (both sides), or one (before, after) pair per axis; for one axis
+    also a bare (before, after) pair."""
+    if _int(value):
+        return [(value, value)] * nd
+    if not isinstance(value, (list, tuple)):
+        return None
+    if nd == 1 and len(value) == 2 and all(_int(x) for x in value):
+        return [(value[0], value[1])]
+    if len(value) != nd:
+        return None
+    if all(_int(x) for x in value):
+        return [(x, x) for x in value]
+    if all(isinstance(x, (list, tuple)) and len(x) == 2 and all(_int(y) for y in x) for x in value):
+        return [tuple(x) for x in value]
+    return None
+
+
+@shape("pad-crop")
+def pad_crop(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """ZeroPadding1D/3D and Cropping1D/2D/3D → nn.ZeroPad{1,2,3}d: torch pads with negative amounts by
+    cropping, so a crop is a ZeroPad of the negated amounts (exact: a slice)."""
+    nd, kind = _option(m, "nd"), _option(m, "kind")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    arg = "padding" if kind == "pad" else "cropping"
+    default = next(p.default for p in m.rule.params if p.name == arg)
+    node = m.extras.get(arg)
+    value = literal_value(node, NOT_LITERAL) if node is not None else literal_value(expr(default), NOT_LITERAL)
+    pairs = _pairs(value, nd)
+    if pairs is None:
+        forms = "an int, (before, after)" if nd == 1 else f"an int, {nd} ints, or {nd} (before, after) pairs"
+        return _failed(m, ctx, "unsupported-argument", f"{arg} must be a literal: {forms}")
+    sign = 1 if kind == "pad" else -1
+    pads = [(sign * lo, sign * hi) for lo, hi in pairs]
+    order = _torch_pad_order(pads)
+    text = str(order[0]) if len(set(order)) == 1 else str(order)
+    layer = expr(f"{ctx.spell_text(f'torch.nn.ZeroPad{nd}d')}({text})")
+    sp = tuple(D.add(n, lo + hi) if known(n) else None for n, (lo, hi) in zip(fm.spatial, pads))
+    if any(_int(n) and n <= 0 for n in sp):
+        return _failed(m, ctx, "unsupported-argument", f"the crop leaves nothing of the input ({', '.join(map(str, fm.spatial))})")
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
+
+
 @shape("upsampling")
 def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, 2)
