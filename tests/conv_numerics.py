@@ -93,3 +93,59 @@ def assert_close(k: np.ndarray, t: np.ndarray, rtol: float = 1e-4) -> None:
     scale = max(float(np.abs(k).max()), 1e-6)
     err = float(np.abs(k - t).max()) / scale
     assert err < rtol, f"max relative difference {err:.3g}"
+
+
+_TF_MANY = r'''
+import json, sys, types
+import numpy as np
+cases = json.load(open(sys.argv[1]))
+out = {}
+for i, c in enumerate(cases):
+    mod = types.ModuleType(f"orig{i}")
+    exec(compile(c["original"], f"orig{i}.py", "exec"), mod.__dict__)
+    x = np.random.default_rng(i).standard_normal(c["shape"]).astype("float32")
+    out[f"x{i}"] = x
+    out[f"y{i}"] = np.asarray(eval(c["build"], mod.__dict__)(x, training=False))
+np.savez(sys.argv[2], **out)
+'''
+
+_TORCH_MANY = r'''
+import json, sys, types
+import numpy as np, torch
+sys.modules["tensorflow"] = None; sys.modules["keras"] = None
+cases = json.load(open(sys.argv[1]))
+data = np.load(sys.argv[2])
+out = {}
+for i, c in enumerate(cases):
+    mod = types.ModuleType(f"tr{i}")
+    exec(compile(c["translated"], f"tr{i}.py", "exec"), mod.__dict__)
+    x = torch.from_numpy(data[f"x{i}"])
+    if c["layout_in"] == "nchw":
+        x = x.movedim(-1, 1)
+    model = eval(c["build"], mod.__dict__)
+    model.eval()
+    with torch.no_grad():
+        y = model(x)
+    if c["layout_out"] == "nchw":
+        y = y.movedim(1, -1)
+    out[f"y{i}"] = y.numpy()
+np.savez(sys.argv[3], **out)
+'''
+
+
+def compare_weightless(cases: list[dict]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Models without variables, all in one TensorFlow and one torch process: each case has
+    original, translated, build, shape, layout_in, layout_out."""
+    import json
+    with tempfile.TemporaryDirectory() as d:
+        d = Path(d)
+        (d / "cases.json").write_text(json.dumps(cases))
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+        p = subprocess.run([sys.executable, "-c", _TF_MANY, str(d / "cases.json"), str(d / "k.npz")],
+                           capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        p = subprocess.run([sys.executable, "-c", _TORCH_MANY, str(d / "cases.json"), str(d / "k.npz"),
+                            str(d / "t.npz")], capture_output=True, text=True, env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        k, t = np.load(d / "k.npz"), np.load(d / "t.npz")
+        return [(k[f"y{i}"], t[f"y{i}"]) for i in range(len(cases))]

@@ -11,7 +11,7 @@ from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 
-from conv_numerics import assert_close, compare_model
+from conv_numerics import assert_close, compare_model, compare_weightless
 
 PACK = load_pack("tf2torch")
 
@@ -132,3 +132,67 @@ def test_input_shape_joined_from_a_parameter_and_literal_sizes():
     k, t = compare_model(src, r.output, "get_model(img_size, 4)", (2, 12, 10, 3), layout_in="nchw",
                          layout_out="nchw")
     assert_close(k, t)
+
+
+# --- padding and cropping layers: each against Keras, channels-first in the translation ------------------
+
+PAD_CROP = [
+    ("layers.ZeroPadding1D((1, 2))", (2, 5, 3), "nn.ZeroPad1d((1, 2))"),
+    ("layers.ZeroPadding1D(2)", (2, 5, 3), "nn.ZeroPad1d(2)"),
+    ("layers.ZeroPadding3D((1, 2, 3))", (2, 4, 5, 6, 2), "nn.ZeroPad3d((3, 3, 2, 2, 1, 1))"),
+    ("layers.ZeroPadding3D(((1, 0), (0, 2), (3, 1)))", (2, 4, 5, 6, 2), "nn.ZeroPad3d((3, 1, 0, 2, 1, 0))"),
+    ("layers.Cropping1D((2, 1))", (2, 7, 3), "nn.ZeroPad1d((-2, -1))"),
+    ("layers.Cropping2D(((1, 0), (2, 3)))", (2, 8, 9, 4), "nn.ZeroPad2d((-2, -3, -1, 0))"),
+    ("layers.Cropping2D(2)", (2, 8, 9, 4), "nn.ZeroPad2d(-2)"),
+    ("layers.Cropping3D(((1, 1), (0, 2), (2, 0)))", (2, 5, 6, 7, 2), "nn.ZeroPad3d((-2, 0, 0, -2, -1, -1))"),
+]
+
+
+def test_padding_and_cropping_layers_match_keras():
+    cases, expected = [], []
+    for layer, shape, module in PAD_CROP:
+        src, r = tx(f'''
+            from tensorflow import keras
+            from tensorflow.keras import layers
+
+            def build():
+                return keras.Sequential([keras.Input(shape={shape[1:]}), {layer}])
+        ''')
+        assert errors(r) == [], (layer, errors(r))
+        assert module in r.output, (layer, r.output)
+        cases.append(dict(original=src, translated=r.output, build="build()", shape=list(shape),
+                          layout_in="nchw", layout_out="nchw"))
+    for (layer, _, _), (k, t) in zip(PAD_CROP, compare_weightless(cases)):
+        assert k.shape == t.shape and abs(k - t).max() == 0, layer
+
+
+def test_cropping_everything_is_refused():
+    _, r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        m = keras.Sequential([keras.Input(shape=(4, 4, 1)), layers.Cropping2D(2)])
+    ''')
+    assert any("leaves nothing" in e for e in errors(r)), errors(r)
+
+
+def test_reshape_between_feature_maps_in_a_channels_first_functional_model():
+    # Keras reshapes in (h, w, c) order: the helper puts the map back channels-last around its reshape
+    src, r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        def build():
+            inputs = keras.Input(shape=(8, 6, 4))
+            x = layers.MaxPooling2D(2)(inputs)
+            x = layers.Reshape((6, 2, 4))(x)
+            x = layers.ZeroPadding2D(1)(x)
+            y = layers.Reshape((-1, 8))(x)
+            return keras.Model(inputs, y)
+    ''')
+    assert errors(r) == []
+    assert "ChannelsLastReshape((6, 2, 4))" in r.output and "ChannelsLastReshape((-1, 8))" in r.output
+    assert "class ChannelsLastReshape(nn.Module):" in r.output
+    [(k, t)] = compare_weightless([dict(original=src, translated=r.output, build="build()", shape=[2, 8, 6, 4],
+                                        layout_in="nchw", layout_out="nchw")])
+    assert k.shape == t.shape == (2, 16, 8) and abs(k - t).max() == 0
