@@ -21,20 +21,21 @@ import numpy as np
 _TF = r'''
 import json, sys, types
 import numpy as np
-src, build, inp, out, training = sys.argv[1:6]
+src, build, inp, out, training, value = sys.argv[1:7]
 mod = types.ModuleType("orig"); mod.__file__ = src
 exec(compile(open(src).read(), src, "exec"), mod.__dict__)
 x = np.load(inp)["x"]
 model = eval(build, mod.__dict__)
 y = model(x, training=training == "1")
 ws = [np.asarray(w.numpy() if hasattr(w, "numpy") else w) for w in model.weights]
-np.savez(out, y=np.asarray(y), **{f"w{i}": w for i, w in enumerate(ws)})
+v = np.asarray(eval(value) if value else 0.0, dtype="float64")
+np.savez(out, y=np.asarray(y), v=v, **{f"w{i}": w for i, w in enumerate(ws)})
 '''
 
 _TORCH = r'''
 import sys, types
 import numpy as np, torch
-src, build, inp, wts, out, layout_in, layout_out, training = sys.argv[1:9]
+src, build, inp, wts, out, layout_in, layout_out, training, value = sys.argv[1:10]
 sys.modules["tensorflow"] = None; sys.modules["keras"] = None  # the translation must not need them
 mod = types.ModuleType("tr"); mod.__file__ = src
 exec(compile(open(src).read(), src, "exec"), mod.__dict__)
@@ -62,14 +63,17 @@ with torch.no_grad():
     y = model(x)
 if layout_out == "nchw":
     y = y.movedim(1, -1)
-np.save(out, y.numpy())
+with torch.no_grad():
+    v = np.asarray(float(eval(value)) if value else 0.0, dtype="float64")
+np.savez(out, y=y.numpy(), v=v)
 '''
 
 
 def compare_model(original: str, translated: str, build: str, shape: tuple, *, layout_in: str = "same",
                   layout_out: str = "same", training: bool = False, seed: int = 0,
-                  translated_build: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(Keras output, torch output in Keras's layout) for the same input and weights."""
+                  translated_build: str | None = None, keras_value: str = "", torch_value: str = ""):
+    """(Keras output, torch output in Keras's layout) for the same input and weights; with
+    ``keras_value`` / ``torch_value`` (expressions of ``model``), also their two values."""
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         (d / "orig.py").write_text(original)
@@ -79,13 +83,17 @@ def compare_model(original: str, translated: str, build: str, shape: tuple, *, l
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
         flag = "1" if training else "0"
         p = subprocess.run([sys.executable, "-c", _TF, str(d / "orig.py"), build, str(d / "x.npz"),
-                            str(d / "k.npz"), flag], capture_output=True, text=True, env=env, timeout=600)
+                            str(d / "k.npz"), flag, keras_value], capture_output=True, text=True, env=env, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
         p = subprocess.run([sys.executable, "-c", _TORCH, str(d / "tr.py"), translated_build or build,
-                            str(d / "x.npz"), str(d / "k.npz"), str(d / "t.npy"), layout_in, layout_out, flag],
+                            str(d / "x.npz"), str(d / "k.npz"), str(d / "t.npz"), layout_in, layout_out, flag,
+                            torch_value],
                            capture_output=True, text=True, env=env, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
-        return np.load(d / "k.npz")["y"], np.load(d / "t.npy")
+        k, t = np.load(d / "k.npz"), np.load(d / "t.npz")
+        if keras_value or torch_value:
+            return k["y"], t["y"], float(k["v"]), float(t["v"])
+        return k["y"], t["y"]
 
 
 def assert_close(k: np.ndarray, t: np.ndarray, rtol: float = 1e-4) -> None:

@@ -44,6 +44,7 @@ from fwport.core.engine import LayerEmission, code, expr, map_call, translate_la
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
+from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
@@ -83,6 +84,8 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         p.mark(body[i])
         body[i] = rewrite(body[i], p)
     p.expand_nested()
+    if ctx.analyses.get(regularizers.KEY):
+        body = regularizers.drop_unused_aliases(body, ctx)
     return module.with_changes(body=body) if p.relevant else module
 
 
@@ -749,7 +752,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         ctx = self.ctx
         n_records = len(ctx.layers)
         sizes = Sizes.at(*self.module_sizes, [plan.init_fn] if plan.init_fn is not None else [])
-        em = translate_layer(a.call, a.rule, ctx, SizedContext(in_shape, "keep", plan.name, source, sizes=sizes),
+        stmt = self._stmt_of.get(id(a.call))
+        guarded = plan.init_fn is None or not any(s is stmt for s in plan.init_fn.body.body)
+        call, record_penalty = regularizers.strip(
+            a.call, a.rule, lambda f: self._resolve_in(f, plan.init_fn), plan.init_fn, plan.name, a.name,
+            None, guarded, ctx)
+        em = translate_layer(call, a.rule, ctx, SizedContext(in_shape, "keep", plan.name, source, sizes=sizes),
                              a.call)
         a.emission, a.in_shape, a.done = em, in_shape, True
         if em.failed:
@@ -768,6 +776,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             weight_target = f"{target}.{em.weight_module}"
         a.bound = em.layout_bound
         a.keeps_rank = em.out_shape is None or len(em.out_shape) + 1 == em.layout_bound
+        if record_penalty is not None and source == a.name:
+            record_penalty(weight_target)
         if len(ctx.layers) > n_records:  # translate_layer records the index; here the attribute path counts
             rec = ctx.layers[-1]
             rec.target = weight_target
