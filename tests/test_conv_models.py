@@ -243,6 +243,7 @@ def test_regularizers_become_a_penalty_method_equal_to_keras_losses():
     assert "tensorflow" not in out and "# l2 = tf.keras.regularizers.l2" in out
     assert "kernel_regularizer" not in out and "self.weight_decay = weight_decay" in out
     assert "loss = self.weight_decay * self.conv[1].weight.square().sum()" in out
+    assert '"""Keras\'s kernel/bias regularizer penalties of this module\'s own layers (add to the loss)."""' in out
     assert "loss = loss + 0.01 * self.conv[1].bias.abs().sum()" in out  # "l1": Keras's default factor
     assert 'if hasattr(self, "proj"):' in out and "loss = loss + WD * self.proj.weight.square().sum()" in out
     said = [f.message for f in r.findings if f.code == "idiom-replaced"]
@@ -274,3 +275,56 @@ def test_regularizers_fwport_cannot_translate_stay_errors():
     errs = errors(r)
     assert len([e for e in errs if "regularizer" in e]) == 3, errs
     assert "regularization_loss" not in r.output
+
+
+# --- data_format given as a constructor parameter ----------------------------------------------------------
+
+DATA_FORMAT = '''
+import tensorflow as tf
+
+
+class Unit(tf.keras.Model):
+    def __init__(self, filters, data_format):
+        super().__init__()
+        axis = -1 if data_format == "channels_last" else 1
+        self.bn = tf.keras.layers.BatchNormalization(axis=axis)
+        self.conv = tf.keras.layers.Conv2D(filters, 3, padding="same", data_format=data_format)
+        self.pool = tf.keras.layers.AveragePooling2D(2, data_format=data_format)
+
+    def call(self, x, training=False):
+        return self.pool(self.conv(tf.nn.relu(self.bn(x, training=training))))
+
+
+class Net(tf.keras.Model):
+    def __init__(self, classes=3, data_format="channels_last"):
+        super().__init__()
+        self.data_format = data_format
+        self.units = [Unit(4, data_format), Unit(6, self.data_format)]
+        self.gap = tf.keras.layers.GlobalAveragePooling2D(data_format=self.data_format)
+        self.fc = tf.keras.layers.Dense(classes)
+
+    def call(self, x, training=False):
+        for u in self.units:
+            x = u(x, training=training)
+        return self.fc(self.gap(x))
+'''
+
+
+def test_data_format_parameter_resolved_where_the_classes_are_built():
+    src, r = tx(DATA_FORMAT)
+    assert errors(r) == []
+    out = r.output
+    # translated for the default the top class has and hands on; any other value raises
+    assert out.count('if data_format != "channels_last":') == 2
+    assert "raise ValueError(f\"translated for data_format='channels_last' only, got {data_format!r}\")" in out
+    assert "self.bn = nn.LazyBatchNorm1d(momentum=0.01, eps=0.001)" in out  # axis -1 of any rank: on the rows
+    assert "self.bn(x.reshape(-1, x.shape[-1])).reshape(x.shape)" in out
+    k, t = compare_model(src, out, "Net()", (2, 8, 8, 3))
+    assert_close(k, t)
+
+
+def test_data_format_that_cannot_be_resolved_stays_refused():
+    # no default, and not built in the file: the value is not known
+    _, r = tx(DATA_FORMAT.replace('classes=3, data_format="channels_last"', "data_format, classes=3"))
+    assert any("data_format=data_format is not a literal" in e for e in errors(r)), errors(r)
+    assert "raise ValueError" not in r.output

@@ -256,7 +256,9 @@ def _data_format(m: MappedCall, ctx) -> str | None:
     if lit == "channels_first":
         return "channels_first"
     m.fail(ctx, "unsupported-argument", f"data_format={code(node)} is not a literal: the channel axis "
-           "must be known to translate the layer")
+           "must be known to translate the layer; fwport reads a literal, or, for a parameter of a class's "
+           "__init__, its literal default or the one literal every instantiation in this file passes "
+           "(the class then checks it): give one of those")
     return None
 
 

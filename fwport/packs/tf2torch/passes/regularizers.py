@@ -25,6 +25,7 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import code
 from fwport.core.finding import Severity
+from fwport.packs.tf2torch.passes import data_format
 
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias"}
@@ -144,14 +145,30 @@ _PENALTY = {"l2": "{w}.square().sum()", "l1": "{w}.abs().sum()"}
 
 
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
-    found = ctx.analyses.get(KEY)
-    if not found:
+    """The lines the subclass pass asked for at the end of a class: the regularization_loss() method
+    (and the factors it keeps), and the data_format checks at the end of __init__ (data_format.py)."""
+    found = ctx.analyses.get(KEY) or {}
+    guards = ctx.analyses.get(data_format.KEY) or {}
+    if not found and not guards:
         return module
     body = list(module.body)
     for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value in guards:
+            stmt = body[i] = _with_init_lines(stmt, data_format.guard_lines(guards[stmt.name.value]))
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in found:
             body[i] = _with_method(stmt, found[stmt.name.value])
     return module.with_changes(body=body)
+
+
+def _with_init_lines(cls: cst.ClassDef, texts: list[str]) -> cst.ClassDef:
+    members = list(cls.body.body)
+    i = next((i for i, s in enumerate(members) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if i is None:
+        return cls
+    init = members[i]
+    members[i] = init.with_changes(body=init.body.with_changes(
+        body=[*init.body.body, *(cst.parse_statement(t) for t in texts)]))
+    return cls.with_changes(body=cls.body.with_changes(body=members))
 
 
 def _with_method(cls: cst.ClassDef, entry: dict) -> cst.ClassDef:
@@ -175,8 +192,7 @@ def _with_method(cls: cst.ClassDef, entry: dict) -> cst.ClassDef:
             factor = _rename(factor, n, f"self.{attr}")
         terms.append((f"{factor} * {_PENALTY[kind].format(w=weight)}", guard))
     lines = ['def regularization_loss(self):',
-             '    """The penalties of Keras\'s kernel/bias regularizers on this module\'s own layers: Keras adds',
-             '        them to the loss; in torch, add this, summed over model.modules(), to the loss."""']
+             '    """Keras\'s kernel/bias regularizer penalties of this module\'s own layers (add to the loss)."""']
     plain = [t for t, g in terms if g is None]
     lines.append(f"    loss = {plain[0] if plain else '0.0'}")
     lines += [f"    loss = loss + {t}" for t in plain[1:]]

@@ -44,7 +44,7 @@ from fwport.core.engine import LayerEmission, code, expr, map_call, translate_la
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
-from fwport.packs.tf2torch.passes import regularizers
+from fwport.packs.tf2torch.passes import data_format, regularizers
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
@@ -223,6 +223,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                         break
         self.relevant |= {where[id(c)] for c in classes if id(c) in self.translated_ids}
         self.functional_scopes.append(_has_functional(node.body, self))
+        # data_format=<a constructor parameter>: the value each class is built with in this file
+        self.formats = data_format.resolve(self.translated, node, self.ctx)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if id(node) not in self.translated_ids:
@@ -301,6 +303,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         parts = dotted(func)
         if parts and len(parts) == 1 and parts[0] in plan.loop_vars:
             return _drop_training(original_node, updated_node)
+        if isinstance(func, cst.Subscript) and self._modules_only(plan, func.value):
+            return _drop_training(original_node, updated_node)  # self.blocks[i](x, training=training)
         # self.<attr>(...) and self(...) / self.call(...): torch modules take no training=; a callee
         # that may be a plain callable (a lambda, a function) keeps it
         if parts and parts[0] == "self" and len(parts) <= 2:
@@ -715,6 +719,19 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             n = None
         calls = [e for e in elts if isinstance(e, cst.Call) and self._layer_rule(e, fn) is not None]
         if not calls:
+            # blocks of this file's translated classes (listed, or appended to an empty list): torch
+            # registers their parameters only inside an nn.ModuleList
+            starred = any(isinstance(e, cst.StarredElement) for e in getattr(value, "elements", []))
+            if isinstance(value, cst.ListComp) or starred:
+                return
+            blocks = [e for e in elts if isinstance(e, cst.Call) and isinstance(e.func, cst.Name)
+                      and e.func.value in self.translated]
+            if elts and len(blocks) == len(elts):
+                new_value = cst.List(list(value.elements), lbracket=cst.LeftSquareBracket(whitespace_after=_ws(
+                    value, "after")), rbracket=cst.RightSquareBracket(whitespace_before=_ws(value, "before")))
+                plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(new_value)])
+            elif not elts and self._modules_only(plan, cst.Attribute(cst.Name("self"), cst.Name(attr))):
+                plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [])
             return
         if len(calls) != len(elts) or any(isinstance(e, cst.StarredElement) for e in getattr(value, "elements", [])):
             ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} mixes Keras layers with other "
@@ -746,6 +763,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                                  rbracket=cst.RightSquareBracket(whitespace_before=_ws(value, "before")))
         plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(new_value)])
 
+    def _assumed_call(self, plan: _Plan, a: _Attr) -> cst.Call:
+        """The layer call with ``data_format=`` and what is computed from it (``axis``) written as the
+        value the class is built with in this file (data_format.py); the call itself otherwise."""
+        values = self.formats.get(plan.name) if plan.init_fn is not None else None
+        if not values or a.call is None:
+            return a.call
+        return data_format.Assumed(plan.init_fn, values).substitute(a.call)
+
     def _emit(self, plan: _Plan, a: _Attr, in_shape, source: str, target: str,
               extra_indices: list[tuple[str, str]] = ()) -> LayerEmission | None:
         """Translate one layer call; the module expression goes to ``a.out``."""
@@ -754,8 +779,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         sizes = Sizes.at(*self.module_sizes, [plan.init_fn] if plan.init_fn is not None else [])
         stmt = self._stmt_of.get(id(a.call))
         guarded = plan.init_fn is None or not any(s is stmt for s in plan.init_fn.body.body)
+        call = self._assumed_call(plan, a)
+        if call is not a.call:
+            data_format.record_guard(ctx, plan.name, self.formats[plan.name], plan.init_fn)
         call, record_penalty = regularizers.strip(
-            a.call, a.rule, lambda f: self._resolve_in(f, plan.init_fn), plan.init_fn, plan.name, a.name,
+            call, a.rule, lambda f: self._resolve_in(f, plan.init_fn), plan.init_fn, plan.name, a.name,
             None, guarded, ctx)
         em = translate_layer(call, a.rule, ctx, SizedContext(in_shape, "keep", plan.name, source, sizes=sizes),
                              a.call)
@@ -796,6 +824,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         tail = in_shape if isinstance(in_shape, _Tail) else None
         if tail is None and in_shape is None and a.rule.emit.get("shape") in ("dense", "embedding"):
             tail = _Tail(None)  # nothing known, but its output has `units` (the embedding dim) last
+        elif tail is None and in_shape is None and a.rule.emit.get("shape") == "batch-norm" \
+                and _axis_is_last(self._assumed_call(plan, a)):
+            tail = _Tail(None)  # a BatchNorm over the last axis of any rank: BatchNorm1d on the rows
         if tail is not None:
             in_shape = self._tail_in(plan, a, tail)
             if in_shape is None and a.rule.id not in _SHAPE_KEEPING and a.rule.emit.get("shape") not in (
@@ -834,7 +865,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return None  # it adds an axis to any input: only its last size is known after it
         if shape_fn in ("rnn", "bidirectional") and tail is not None and known(last):
             return (None, last)  # an RNN takes (batch, steps, features) only
-        if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(a.call):
+        if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(self._assumed_call(plan, a)):
             if shape_fn == "batch-norm":
                 a.flat = True
                 self.ctx.report(Severity.INFO, "shape-unknown", f"self.{a.name} normalises the last axis of an "
