@@ -328,3 +328,78 @@ def test_data_format_that_cannot_be_resolved_stays_refused():
     _, r = tx(DATA_FORMAT.replace('classes=3, data_format="channels_last"', "data_format, classes=3"))
     assert any("data_format=data_format is not a literal" in e for e in errors(r)), errors(r)
     assert "raise ValueError" not in r.output
+
+
+# --- the other layers of the issue's list: each against Keras ------------------------------------------------
+
+LAYERS = [
+    # (model body after keras.Input, input shape, expected text, layout of input / output)
+    ("layers.UpSampling1D(3)", (2, 5, 3), "nn.Upsample(scale_factor=3)", "nchw"),
+    ("layers.UpSampling3D((1, 2, 3))", (2, 2, 3, 4, 2), "nn.Upsample(scale_factor=(1, 2, 3))", "nchw"),
+    ("layers.SpatialDropout1D(0.5)", (2, 6, 4), "nn.Dropout1d(0.5)", "nchw"),
+    ("layers.SpatialDropout2D(0.5)", (2, 5, 6, 4), "nn.Dropout2d(0.5)", "nchw"),
+    ("layers.GaussianNoise(0.3)", (2, 7), "GaussianNoise(0.3)", "same"),
+    ("layers.GaussianDropout(0.4)", (2, 7), "GaussianDropout(0.4)", "same"),
+    ("layers.UnitNormalization()", (2, 3, 7), "UnitNormalization()", "same"),
+    ("layers.UnitNormalization(axis=1)", (2, 3, 7), "UnitNormalization(1)", "same"),
+    ("layers.Conv2D(4, 3), layers.UnitNormalization()", (2, 6, 6, 2), "UnitNormalization(1)", "nchw"),
+]
+
+
+def _layer_model(body: str, shape: tuple) -> str:
+    return textwrap.dedent(f'''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        def build():
+            return keras.Sequential([keras.Input(shape={shape[1:]}), {body}])
+    ''')
+
+
+def test_more_layers_match_keras_in_inference():
+    cases = []
+    for body, shape, text, layout in LAYERS:
+        src, r = tx(_layer_model(body, shape))
+        assert errors(r) == [], (body, errors(r))
+        assert text in r.output, (body, r.output)
+        cases.append(dict(original=src, translated=r.output, build="build()", shape=list(shape),
+                          layout_in=layout, layout_out=layout))
+    weightless = [c for c, (body, *_) in zip(cases, LAYERS) if "Conv2D" not in body]
+    for c, (k, t) in zip(weightless, compare_weightless(weightless)):
+        assert k.shape == t.shape and abs(k - t).max() <= 1e-6 * max(1.0, abs(k).max()), c["original"]
+    conv = next(c for c, (body, *_) in zip(cases, LAYERS) if "Conv2D" in body)
+    k, t = compare_model(conv["original"], conv["translated"], "build()", tuple(conv["shape"]),
+                         layout_in="nchw", layout_out="nchw")
+    assert_close(k, t)
+
+
+def test_noise_layers_in_training_have_keras_statistics():
+    # the noise itself is drawn by each framework: its distribution is what must agree
+    src, r = tx(_layer_model("layers.GaussianNoise(0.3), layers.GaussianDropout(0.2)", (4000, 50)))
+    assert errors(r) == []
+    k, t = compare_model(src, r.output, "build()", (4000, 50), training=True)
+    for y in (k, t):
+        assert y.shape == (4000, 50)
+    # same input in both: the added noise has the same spread (GaussianNoise then a multiplicative
+    # N(1, 0.2 / 0.8) noise)
+    assert abs(k.std() - t.std()) < 0.02 * k.std(), (k.std(), t.std())
+
+
+def test_spatial_dropout_drops_whole_channels_in_training():
+    src, r = tx(_layer_model("layers.SpatialDropout2D(0.5)", (8, 4, 4, 16)))
+    k, t = compare_model(src, r.output, "build()", (8, 4, 4, 16), training=True, layout_in="nchw",
+                         layout_out="nchw")
+    for y in (k, t):
+        zero = (y == 0).all(axis=(1, 2))  # (batch, channels): a channel is all zero or kept
+        kept = (y != 0).all(axis=(1, 2))
+        assert (zero | kept).all() and zero.any() and kept.any()
+
+
+def test_group_normalization_matches_keras_with_its_weights():
+    src, r = tx(_layer_model("layers.Conv2D(8, 3), layers.GroupNormalization(4, epsilon=0.01)", (2, 7, 6, 3)))
+    assert errors(r) == []
+    assert "nn.GroupNorm(4, 8, eps=0.01)" in r.output
+    k, t = compare_model(src, r.output, "build()", (2, 7, 6, 3), layout_in="nchw", layout_out="nchw")
+    assert_close(k, t)
+    _, bad = tx(_layer_model("layers.GroupNormalization(3)", (2, 5, 8)))
+    assert any("8 channels cannot be split into 3 groups" in e for e in errors(bad)), errors(bad)

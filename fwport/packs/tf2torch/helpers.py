@@ -72,6 +72,48 @@ class ChannelsLastReshape({nn}Module):
         return x.movedim(-1, 1) if x.dim() > 2 else x
 '''
 
+_GAUSSIAN_NOISE = '''
+
+class GaussianNoise({nn}Module):
+    """keras.layers.GaussianNoise: adds N(0, stddev) noise in training, the identity in eval()."""
+
+    def __init__(self, stddev):
+        super().__init__()
+        self.stddev = stddev
+
+    def forward(self, x):
+        return x + {torch}randn_like(x) * self.stddev if self.training else x
+'''
+
+_GAUSSIAN_DROPOUT = '''
+
+class GaussianDropout({nn}Module):
+    """keras.layers.GaussianDropout: multiplies by N(1, rate / (1 - rate)) noise in training, the
+    identity in eval()."""
+
+    def __init__(self, rate):
+        super().__init__()
+        self.rate = rate
+
+    def forward(self, x):
+        if not self.training or not 0 < self.rate < 1:
+            return x
+        return x * (1 + {torch}randn_like(x) * (self.rate / (1 - self.rate)) ** 0.5)
+'''
+
+_UNIT_NORMALIZATION = '''
+
+class UnitNormalization({nn}Module):
+    """keras.layers.UnitNormalization: x / ||x|| along dim, with Keras's floor of 1e-12 on the squared norm."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return x * {torch}rsqrt({torch}clamp(x.square().sum(dim=self.dim, keepdim=True), min=1e-12))
+'''
+
 _RESCALING = '''
 
 class Rescaling({nn}Module):
@@ -157,6 +199,9 @@ HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).r
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                 for nd in (1, 2, 3)})
 HELPERS["Rescaling"] = _RESCALING
+HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
+HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
+HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION

@@ -1339,20 +1339,100 @@ def pad_crop(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
-@shape("upsampling")
-def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    fm = _feature_map(m, ctx, lctx, 2)
+@shape("spatial-dropout")
+def spatial_dropout(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """SpatialDropout1D/2D → nn.Dropout1d/2d: both zero whole channels (Keras's noise shape is
+    (batch, 1, ..., channels)); torch's take the channels at dim 1."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    size = _ntuple(literal_value(m.extras["size"], None) if "size" in m.extras else (2, 2), 2)
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    em = LayerEmission([layer], _Map(fm.spatial, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("noise")
+def noise(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """GaussianNoise / GaussianDropout → the helper of that name written out in the file (elementwise:
+    any layout; the identity in eval())."""
+    name = helpers.use(ctx, _option(m, "helper"))
+    arg = "stddev" if name == "GaussianNoise" else "rate"
+    value = m.extras.get(arg)
+    if value is None:
+        return _failed(m, ctx, "unsupported-argument", f"{arg} is required")
+    return LayerEmission([expr(f"{name}({code(value)})")], lctx.in_shape)
+
+
+@shape("unit-norm")
+def unit_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """UnitNormalization → the UnitNormalization helper (written out in the file) on the same axis,
+    remapped where the model is channels-first."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = _axis(m)
+    if not _int(axis):
+        return _failed(m, ctx, "unsupported-argument", "axis must be a literal int")
+    dim = remap_axis(axis, in_shape, lctx)
+    if dim is None:
+        return _failed(m, ctx, "shape-unknown", f"axis={axis} in a model converted to channels-first, on an input "
+                       "of unknown rank: cannot tell where that axis is")
+    name = helpers.use(ctx, "UnitNormalization")
+    return LayerEmission([expr(f"{name}({'' if dim == -1 else dim})")], in_shape)
+
+
+@shape("group-norm")
+def group_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """GroupNormalization over the channel axis → nn.GroupNorm(groups, channels, eps) on channels at dim 1."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = _axis(m)
+    if in_shape is None:
+        return _failed(m, ctx, "shape-unknown", "GroupNorm needs the channel count, unknown here, and torch has no "
+                       "lazy GroupNorm: give the model its input shape")
+    rank = len(in_shape) + 1
+    if not _int(axis) or axis % rank != rank - 1:
+        return _failed(m, ctx, "unsupported-argument", f"axis={axis}: only the channel axis (-1) is translated")
+    center = literal_value(m.extras["center"], NOT_LITERAL) if "center" in m.extras else True
+    scale_ = literal_value(m.extras["scale"], NOT_LITERAL) if "scale" in m.extras else True
+    if center not in (True, False) or scale_ not in (True, False) or center != scale_:
+        return _failed(m, ctx, "unsupported-argument", "center and scale must both be literal True or both False: "
+                       "torch's GroupNorm has one affine switch for its weight and bias")
+    if not center:
+        m.kwargs["affine"] = expr("False")
+    channels = in_shape[-1]
+    if not known(channels):
+        return _failed(m, ctx, "shape-unknown", "GroupNorm needs the channel count, unknown here, and torch has no "
+                       "lazy GroupNorm: give the model its input shape")
+    groups = m.literal("num_groups", 32)
+    if _int(groups) and _int(channels) and channels % groups:
+        return _failed(m, ctx, "unsupported-argument", f"{channels} channels cannot be split into {groups} groups")
+    m.kwargs = {"num_groups": m.kwargs.get("num_groups", expr("32")), "num_channels": expr(str(channels)),
+                **{k: v for k, v in m.kwargs.items() if k != "num_groups"}}
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    bound = rank if rank > 2 else 0
+    em = LayerEmission([layer], tuple(in_shape), layout_bound=bound)
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("upsampling")
+def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    nd = _option(m, "nd") or 2  # UpSampling1D/3D repeat each step / voxel: nearest, exactly
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    size = _ntuple(literal_value(m.extras["size"], None) if "size" in m.extras else (2,) * nd, nd)
     mode = literal_value(m.extras["interpolation"], None) if "interpolation" in m.extras else "nearest"
     if size is None:
-        return _failed(m, ctx, "unsupported-argument", "size must be a literal int or (h, w)")
+        return _failed(m, ctx, "unsupported-argument", "size must be a literal int" + (
+            "" if nd == 1 else f" or a tuple of {nd} ints"))
     if mode not in ("nearest", "bilinear"):
         return _failed(m, ctx, "unsupported-argument", f"interpolation={mode!r}: torch's kernels for it differ "
                        "from TensorFlow's (only 'nearest' and 'bilinear' are exact)")
     extra = ", mode=\"bilinear\"" if mode == "bilinear" else ""
     layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(scale_factor={_compact(size)}{extra})")
     sp = tuple(D.mul(n, f) if known(n) else None for n, f in zip(fm.spatial, size))
-    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, nd))
     return _check_context(m, ctx, lctx, em)

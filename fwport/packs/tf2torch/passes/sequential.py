@@ -855,6 +855,8 @@ _RANKS = {"zero-padding": 3, "upsampling": 3}
 
 def _implied_rank(rule) -> int | None:
     shape_fn = rule.emit.get("shape")
+    if shape_fn in ("upsampling", "pad-crop") and rule.emit.get("options", {}).get("nd"):
+        return rule.emit["options"]["nd"] + 1
     if shape_fn in ("conv", "pool", "global-pool"):
         return rule.emit.get("options", {}).get("nd", 0) + 1 or None
     return _RANKS.get(shape_fn)
