@@ -403,3 +403,28 @@ def test_group_normalization_matches_keras_with_its_weights():
     assert_close(k, t)
     _, bad = tx(_layer_model("layers.GroupNormalization(3)", (2, 5, 8)))
     assert any("8 channels cannot be split into 3 groups" in e for e in errors(bad)), errors(bad)
+
+
+def test_permute_and_repeat_vector_match_keras_in_both_layouts():
+    bodies = [
+        ("layers.Permute((2, 1))", (2, 3, 5), "Permute((2, 1))", "same"),
+        ("layers.Permute((3, 1, 2))", (2, 3, 4, 5), "Permute((3, 1, 2))", "same"),
+        # after a convolution the model is channels-first: the permutation is composed with the layouts
+        ("layers.Conv2D(3, 1), layers.Permute((2, 3, 1)), layers.MaxPooling2D(1)", (2, 4, 5, 2), "Permute(", "nchw"),
+        ("layers.Conv2D(3, 1), layers.Permute((3, 1, 2)), layers.MaxPooling2D(1)", (2, 4, 5, 2), "Permute(", "nchw"),
+        ("layers.RepeatVector(4)", (2, 3), "RepeatVector(4)", "same"),
+        # a Conv1D after it makes the model channels-first: the copies go to dim 2
+        ("layers.Dense(3), layers.RepeatVector(4), layers.Conv1D(2, 1)", (2, 5), "RepeatVector(4, dim=2)", "nchw"),
+    ]
+    for body, shape, text, layout in bodies:
+        src, r = tx(_layer_model(body, shape))
+        assert errors(r) == [], (body, errors(r))
+        assert text in r.output, r.output
+        if "Conv" in body:
+            k, t = compare_model(src, r.output, "build()", shape, layout_in=layout if len(shape) > 2 else "same",
+                                 layout_out=layout)
+            assert_close(k, t)
+        else:
+            [(k, t)] = compare_weightless([dict(original=src, translated=r.output, build="build()",
+                                                shape=list(shape), layout_in=layout, layout_out=layout)])
+            assert k.shape == t.shape and abs(k - t).max() == 0, body

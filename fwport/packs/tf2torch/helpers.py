@@ -114,6 +114,34 @@ class UnitNormalization({nn}Module):
         return x * {torch}rsqrt({torch}clamp(x.square().sum(dim=self.dim, keepdim=True), min=1e-12))
 '''
 
+_PERMUTE = '''
+
+class Permute({nn}Module):
+    """keras.layers.Permute: reorders the axes after the batch axis (dims count from 1)."""
+
+    def __init__(self, dims):
+        super().__init__()
+        self.dims = tuple(dims)
+
+    def forward(self, x):
+        return x.permute(0, *self.dims)
+'''
+
+_REPEAT_VECTOR = '''
+
+class RepeatVector({nn}Module):
+    """keras.layers.RepeatVector: (batch, features) → n copies along a new axis at dim (1 in Keras's
+    layout, 2 where the model is channels-first)."""
+
+    def __init__(self, n, dim=1):
+        super().__init__()
+        self.n, self.dim = n, dim
+
+    def forward(self, x):
+        x = x.unsqueeze(self.dim)
+        return x.repeat(*(self.n if d == self.dim else 1 for d in range(x.dim())))
+'''
+
 _RESCALING = '''
 
 class Rescaling({nn}Module):
@@ -199,6 +227,8 @@ HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).r
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                 for nd in (1, 2, 3)})
 HELPERS["Rescaling"] = _RESCALING
+HELPERS["Permute"] = _PERMUTE
+HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION

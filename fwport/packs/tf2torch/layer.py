@@ -1366,6 +1366,44 @@ def noise(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([expr(f"{name}({code(value)})")], lctx.in_shape)
 
 
+@shape("permute")
+def permute(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Permute(dims) → the Permute helper; in a model converted to channels-first the permutation is
+    composed with the layouts (channels-first in, the channels-first form of Keras's result out)."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    dims = literal_value(m.extras["dims"], NOT_LITERAL) if "dims" in m.extras else NOT_LITERAL
+    if not isinstance(dims, (tuple, list)) or sorted(dims) != list(range(1, len(dims) + 1)):
+        return _failed(m, ctx, "unsupported-argument", "dims must be a literal permutation of 1..rank-1")
+    r = len(dims) + 1
+    if in_shape is not None and len(in_shape) + 1 != r:
+        return _failed(m, ctx, "unsupported-construct", f"Permute{tuple(dims)} on an input of rank {len(in_shape) + 1}")
+    perm = tuple(dims)
+    if lctx.layout == "nchw" and r > 2:
+        # torch dim i of a channels-first tensor holds Keras axis held[i]
+        held = [0, r - 1, *range(1, r - 1)]
+        out_axes = [r - 1 if d == 1 else d - 1 for d in range(1, r)]  # Keras output axis at torch dim d
+        perm = tuple(held.index(dims[a - 1]) for a in out_axes)
+    out = tuple(in_shape[d - 1] for d in dims) if in_shape is not None else None
+    name = helpers.use(ctx, "Permute")
+    return LayerEmission([expr(f"{name}({perm})")], out)
+
+
+@shape("repeat-vector")
+def repeat_vector(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RepeatVector(n) → the RepeatVector helper: the new axis at dim 1 (2 where the model is
+    channels-first, whose rank-3 tensors hold their features at dim 1)."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    n = m.extras.get("n")
+    if n is None:
+        return _failed(m, ctx, "unsupported-argument", "n is required")
+    if in_shape is not None and len(in_shape) != 1:
+        return _failed(m, ctx, "unsupported-construct", "RepeatVector takes (batch, features)")
+    name = helpers.use(ctx, "RepeatVector")
+    dim = ", dim=2" if lctx.layout == "nchw" else ""
+    out = (_dim(lctx, n) if known(_dim(lctx, n)) else None, in_shape[0]) if in_shape is not None else None
+    return LayerEmission([expr(f"{name}({code(n)}{dim})")], out)
+
+
 @shape("unit-norm")
 def unit_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """UnitNormalization → the UnitNormalization helper (written out in the file) on the same axis,
