@@ -428,3 +428,25 @@ def test_permute_and_repeat_vector_match_keras_in_both_layouts():
             [(k, t)] = compare_weightless([dict(original=src, translated=r.output, build="build()",
                                                 shape=list(shape), layout_in=layout, layout_out=layout)])
             assert k.shape == t.shape and abs(k - t).max() == 0, body
+
+
+def test_sequential_reshapes_no_weight_order_can_absorb():
+    # to a map after a BatchNormalization (not a Dense), and from one map to another
+    src, r = tx(_layer_model("layers.BatchNormalization(), layers.Reshape((3, 4, 2)), layers.Conv2D(2, 1), "
+                             "layers.Reshape((4, 3, 2)), layers.MaxPooling2D(1)", (2, 24)))
+    assert errors(r) == []
+    assert "ChannelsLastReshape((3, 4, 2))" in r.output and "ChannelsLastReshape((4, 3, 2))" in r.output
+    k, t = compare_model(src, r.output, "build()", (2, 24), layout_out="nchw")
+    assert_close(k, t)
+
+
+def test_sequential_input_joined_from_a_parameter():
+    _, r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        def build(img_size):
+            return keras.Sequential([keras.Input(shape=img_size + (3,)), layers.Conv2D(4, 3), layers.BatchNormalization()])
+    ''')
+    assert errors(r) == []
+    assert "nn.Conv2d(3, 4, 3)" in r.output and "nn.BatchNorm2d(4," in r.output

@@ -28,6 +28,7 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, marked, scan, skip_unmarked
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 
 SEQUENTIAL = "keras.Sequential"
@@ -448,8 +449,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Flatten')}()")], out, flatten_of=(h, w, c))
         if len(shape) == 1 and len(out) in (2, 3):
             if producer is None:
-                return refuse(" to a feature map in a model converted to channels-first, after a layer that is "
-                              "not a Dense (whose output rows fwport would reorder to channels-first order)")
+                return self._channels_last_reshape(el, out)
             record, dense_in = producer
             *sp, c = out
             h, w = (sp[0], 1) if len(sp) == 1 else sp
@@ -458,7 +458,19 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             record.__post_init__()  # plain ints
             sizes = (c, *sp)
             return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {sizes})")], out)
-        return refuse(" from one feature map to another in a model converted to channels-first")
+        return self._channels_last_reshape(el, out)
+
+    def _channels_last_reshape(self, el: cst.Call, out: tuple) -> LayerEmission:
+        """A Reshape no weight order can absorb (to a map after a layer that is not a Dense, or from one
+        map to another): the ChannelsLastReshape helper, written out in the file, reshapes in Keras's
+        channels-last order between permutes, exactly."""
+        target = next((a.value for i, a in enumerate(el.args) if (a.keyword is None and i == 0)
+                       or (a.keyword is not None and a.keyword.value == "target_shape")), None)
+        name = helpers.use(self.ctx, "ChannelsLastReshape")
+        self.ctx.report(Severity.INFO, "layout-kept", f"{code(el.func)} in a model converted to channels-first: "
+                        f"{name} (written out in this file) reshapes in Keras's channels-last order and gives "
+                        "feature maps back channels-first", el)
+        return LayerEmission([expr(f"{name}({code(target)})")], out)
 
     def _stray_add(self, call: cst.Call) -> None:
         """``x.add(keras layer)`` on a model no chain followed (built elsewhere, passed to a helper):
