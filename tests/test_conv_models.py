@@ -268,12 +268,13 @@ def test_regularizers_fwport_cannot_translate_stay_errors():
                 self.a = tf.keras.layers.Dense(3, kernel_regularizer=reg)
                 self.b = tf.keras.layers.Dense(3, kernel_regularizer=tf.keras.regularizers.l2(wd))
                 self.c = tf.keras.layers.Dense(3, activity_regularizer="l2")
+                self.d = [tf.keras.layers.Dense(3, kernel_regularizer="l2")]  # a list element: not followed
 
             def call(self, x):
                 return self.c(self.b(self.a(x)))
     '''), "model.py", PACK)
     errs = errors(r)
-    assert len([e for e in errs if "regularizer" in e]) == 3, errs
+    assert len([e for e in errs if "regularizer" in e]) == 4, errs
     assert "regularization_loss" not in r.output
 
 

@@ -37,7 +37,7 @@ _RULES = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-tra
 
 
 def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: str, attr: str,
-          weight_path: callable, guarded: bool, ctx: FileContext) -> tuple[cst.Call, callable | None]:
+          guarded: bool, ctx: FileContext) -> tuple[cst.Call, callable | None]:
     """The layer call without the regularizer arguments this module translates, and a function to call
     with the translated module's weight path once the layer is translated (None: nothing taken)."""
     if rule.id not in _RULES or init_fn is None:

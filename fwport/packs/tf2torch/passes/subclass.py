@@ -782,9 +782,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         call = self._assumed_call(plan, a)
         if call is not a.call:
             data_format.record_guard(ctx, plan.name, self.formats[plan.name], plan.init_fn)
-        call, record_penalty = regularizers.strip(
-            call, a.rule, lambda f: self._resolve_in(f, plan.init_fn), plan.init_fn, plan.name, a.name,
-            None, guarded, ctx)
+        record_penalty = None
+        if a.kind == "layer" and source == a.name:  # a layer in an attribute of its own (not a list element)
+            call, record_penalty = regularizers.strip(
+                call, a.rule, lambda f: self._resolve_in(f, plan.init_fn), plan.init_fn, plan.name, a.name,
+                guarded, ctx)
         em = translate_layer(call, a.rule, ctx, SizedContext(in_shape, "keep", plan.name, source, sizes=sizes),
                              a.call)
         a.emission, a.in_shape, a.done = em, in_shape, True
@@ -804,7 +806,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             weight_target = f"{target}.{em.weight_module}"
         a.bound = em.layout_bound
         a.keeps_rank = em.out_shape is None or len(em.out_shape) + 1 == em.layout_bound
-        if record_penalty is not None and source == a.name:
+        if record_penalty is not None:
             record_penalty(weight_target)
         if len(ctx.layers) > n_records:  # translate_layer records the index; here the attribute path counts
             rec = ctx.layers[-1]
