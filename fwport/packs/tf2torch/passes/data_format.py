@@ -22,6 +22,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
+from fwport.core.names import scan
 
 KEY = "tf2torch-data-format"  # ctx.analyses: class name → (parameter, value) guarded at the end of __init__
 _VALUES = ("channels_last", "channels_first")
@@ -54,7 +55,7 @@ def _format_params(cls: cst.ClassDef) -> list[str]:
             if name in params and name not in out:
                 out.append(name)
 
-    init.body.visit(_V())
+    scan(init.body, _V())
     if "data_format" in params and "data_format" not in out:
         out.append("data_format")  # handed on to the classes it builds (ConvBlock(n, data_format))
     return out
@@ -71,7 +72,7 @@ def _self_params(init: cst.FunctionDef) -> dict[str, str]:
                 if isinstance(tg, cst.Attribute) and isinstance(tg.value, cst.Name) and tg.value.value == "self":
                     seen.setdefault(tg.attr.value, []).append(n.value)
 
-    init.body.visit(_V())
+    scan(init.body, _V())
     return {a: vs[0].value for a, vs in seen.items() if len(vs) == 1 and isinstance(vs[0], cst.Name)}
 
 
@@ -155,7 +156,7 @@ def _instantiations(module: cst.Module, names: set[str]) -> dict[str, list[tuple
             if isinstance(n.func, cst.Name) and n.func.value in names:
                 out.setdefault(n.func.value, []).append((n, owner[-1] if owner else None))
 
-    module.visit(_V())
+    scan(module, _V())
     return out
 
 
@@ -181,7 +182,7 @@ class Assumed:
                 if isinstance(n.target, cst.Name):
                     locals_.setdefault(n.target.value, []).extend([None, None])
 
-        init.body.visit(_V())
+        scan(init.body, _V())
 
     def value(self, node: cst.BaseExpression, depth: int = 0):
         """(value, whether it depends on a resolved parameter)."""

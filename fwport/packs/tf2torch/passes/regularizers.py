@@ -25,6 +25,7 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import code
 from fwport.core.finding import Severity
+from fwport.core.names import scan
 from fwport.packs.tf2torch.passes import data_format
 
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
@@ -118,10 +119,10 @@ def _free_names(node: cst.CSTNode) -> set[str]:
             out.add(n.value)
 
         def visit_Arg(self, n: cst.Arg) -> bool:
-            n.value.visit(self)
+            scan(n.value, self)
             return False
 
-    node.visit(_V())
+    scan(node, _V())
     return out
 
 
@@ -137,7 +138,7 @@ def _assigned_names(fn: cst.FunctionDef) -> set[str]:
             if isinstance(n.target, cst.Name):
                 out.add(n.target.value)
 
-    fn.body.visit(_V())
+    scan(fn.body, _V())
     return out
 
 
@@ -219,7 +220,7 @@ def _self_assigned(cls: cst.ClassDef) -> dict[str, str | None]:
                     prev = out.get(tg.attr.value, v)
                     out[tg.attr.value] = v if prev == v else None
 
-    cls.visit(_V())
+    scan(cls, _V())
     return out
 
 
