@@ -306,7 +306,8 @@ def test_reshape_to_a_feature_map_in_a_channels_first_chain():
     assert codes(r, Severity.ERROR) == []
 
 
-def test_reshape_in_a_channels_first_chain_is_refused_where_it_cannot_be_exact():
+def test_reshape_no_weight_order_can_absorb_reshapes_in_channels_last_order():
+    # once refused; now the ChannelsLastReshape helper (numerics: tests/test_conv_models.py)
     r = tr('''
         from tensorflow import keras
         from tensorflow.keras import layers
@@ -316,9 +317,10 @@ def test_reshape_in_a_channels_first_chain_is_refused_where_it_cannot_be_exact()
         b = keras.Sequential([keras.Input((4, 4, 2)), layers.Conv2D(2, 1), layers.Reshape((2, 16))])
         c = keras.Sequential([keras.Input((6,)), layers.Flatten(), layers.Reshape((2, 3)), layers.Conv1D(2, 1)])
     ''')
-    assert _errors_at(r, "layers.Reshape((3, 2)),") == ["unsupported-construct"]  # after BatchNormalization
-    assert _errors_at(r, "layers.Reshape((2, 16))") == ["unsupported-construct"]  # map to map
-    assert _errors_at(r, "c = keras") == ["unsupported-construct"]  # not after a Dense
+    assert codes(r, Severity.ERROR) == []
+    assert "ChannelsLastReshape((3, 2))," in r.output  # after BatchNormalization
+    assert "ChannelsLastReshape((2, 16))" in r.output  # map to map
+    assert "ChannelsLastReshape((2, 3))," in r.output  # not after a Dense
     assert "nn.Unflatten" not in r.output
 
 

@@ -36,6 +36,113 @@ class SamePad{nd}d({nn}Module):
         return {F}pad(x, pads)
 '''
 
+_MAX_POOL_PAD = '''
+
+class MaxPoolSamePad{nd}d({nn}Module):
+    """TensorFlow's padding="same" before a max pooling window of this size and stride, computed at
+    each call (the odd pixel goes after); the padding is -inf, so no window ever takes it."""
+
+    def __init__(self, pool_size, stride):
+        super().__init__()
+        self.pool_size, self.stride = (
+            tuple(v) if isinstance(v, (tuple, list)) else (v,) * {nd} for v in (pool_size, stride))
+
+    def forward(self, x):
+        pads = []
+        for n, k, s in zip(x.shape[:-{nd1}:-1], self.pool_size[::-1], self.stride[::-1]):
+            total = max((-(-n // s) - 1) * s + k - n, 0)
+            pads += [total // 2, total - total // 2]
+        return {F}pad(x, pads, value=float("-inf"))
+'''
+
+_CHANNELS_LAST_RESHAPE = '''
+
+class ChannelsLastReshape({nn}Module):
+    """keras.layers.Reshape in a model converted to channels-first: a feature map is put back in
+    Keras's channels-last order, reshaped as Keras reshapes it (row-major, batch axis kept), and a
+    feature map that comes out is made channels-first again."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = tuple(shape)
+
+    def forward(self, x):
+        if x.dim() > 2:
+            x = x.movedim(1, -1)
+        x = x.reshape(x.shape[0], *self.shape)
+        return x.movedim(-1, 1) if x.dim() > 2 else x
+'''
+
+_GAUSSIAN_NOISE = '''
+
+class GaussianNoise({nn}Module):
+    """keras.layers.GaussianNoise: adds N(0, stddev) noise in training, the identity in eval()."""
+
+    def __init__(self, stddev):
+        super().__init__()
+        self.stddev = stddev
+
+    def forward(self, x):
+        return x + {torch}randn_like(x) * self.stddev if self.training else x
+'''
+
+_GAUSSIAN_DROPOUT = '''
+
+class GaussianDropout({nn}Module):
+    """keras.layers.GaussianDropout: multiplies by N(1, rate / (1 - rate)) noise in training, the
+    identity in eval()."""
+
+    def __init__(self, rate):
+        super().__init__()
+        self.rate = rate
+
+    def forward(self, x):
+        if not self.training or not 0 < self.rate < 1:
+            return x
+        return x * (1 + {torch}randn_like(x) * (self.rate / (1 - self.rate)) ** 0.5)
+'''
+
+_UNIT_NORMALIZATION = '''
+
+class UnitNormalization({nn}Module):
+    """keras.layers.UnitNormalization: x / ||x|| along dim, with Keras's floor of 1e-12 on the squared norm."""
+
+    def __init__(self, dim=-1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x):
+        return x * {torch}rsqrt({torch}clamp(x.square().sum(dim=self.dim, keepdim=True), min=1e-12))
+'''
+
+_PERMUTE = '''
+
+class Permute({nn}Module):
+    """keras.layers.Permute: reorders the axes after the batch axis (dims count from 1)."""
+
+    def __init__(self, dims):
+        super().__init__()
+        self.dims = tuple(dims)
+
+    def forward(self, x):
+        return x.permute(0, *self.dims)
+'''
+
+_REPEAT_VECTOR = '''
+
+class RepeatVector({nn}Module):
+    """keras.layers.RepeatVector: (batch, features) → n copies along a new axis at dim (1 in Keras's
+    layout, 2 where the model is channels-first)."""
+
+    def __init__(self, n, dim=1):
+        super().__init__()
+        self.n, self.dim = n, dim
+
+    def forward(self, x):
+        x = x.unsqueeze(self.dim)
+        return x.repeat(*(self.n if d == self.dim else 1 for d in range(x.dim())))
+'''
+
 _RESCALING = '''
 
 class Rescaling({nn}Module):
@@ -118,7 +225,15 @@ class Normalization({nn}Module):
 
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
+HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
+                for nd in (1, 2, 3)})
 HELPERS["Rescaling"] = _RESCALING
+HELPERS["Permute"] = _PERMUTE
+HELPERS["RepeatVector"] = _REPEAT_VECTOR
+HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
+HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
+HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
+HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT

@@ -256,7 +256,9 @@ def _data_format(m: MappedCall, ctx) -> str | None:
     if lit == "channels_first":
         return "channels_first"
     m.fail(ctx, "unsupported-argument", f"data_format={code(node)} is not a literal: the channel axis "
-           "must be known to translate the layer")
+           "must be known to translate the layer; fwport reads a literal, or, for a parameter of a class's "
+           "__init__, its literal default or the one literal every instantiation in this file passes "
+           "(the class then checks it): give one of those")
     return None
 
 
@@ -970,7 +972,21 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         if k is None or s is None:
             return _failed(m, ctx, "unsupported-argument", "padding='same' needs literal pool_size and strides")
         samples = [_pad_samples(n, kk, ss) for n, kk, ss in zip(fm.spatial, k, s)]
-        if any(smp is None for smp in samples):
+        unknown = any(smp is None for smp in samples)
+        uniform = not unknown and all(len({p for _, p in smp}) == 1 for smp in samples)
+        after = not unknown and all(lo == 0 and _ceil_mode_out(n, kk, ss) == -(-n // ss)
+                                    for smp, kk, ss in zip(samples, k, s) for n, (lo, _) in smp)
+        if kind == "max" and (unknown or (not uniform and not after)):
+            # the padding depends on a size unknown here, or on its parity: computed at each call
+            why = ("the input size, which is not known statically here" if unknown
+                   else "whether the input size (" + ", ".join(str(n) for n in fm.spatial) + ") is even or odd")
+            ctx.report(Severity.INFO, "shape-unknown", f"padding='same' pads by an amount that depends on {why}: "
+                       f"MaxPoolSamePad{nd}d (written out in this file) computes TensorFlow's padding at each call, "
+                       "with -inf", m.node, m.rule)
+            helper = helpers.use(ctx, f"MaxPoolSamePad{nd}d")
+            pre.append(expr(f"{helper}({code(m.kwargs['kernel_size'])}, {_compact(s)})"))
+            samples = [[(None, (0, 0))]] * nd  # the pooling itself pads nothing
+        elif unknown:
             return _failed(m, ctx, "shape-unknown", "padding='same' pads by an amount that depends on the input "
                            "size, which is unknown here: give the model its input shape (keras.Input(shape=...))")
         uniform = all(len({p for _, p in smp}) == 1 for smp in samples)
@@ -1430,22 +1446,187 @@ def zero_padding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
-@shape("upsampling")
-def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    fm = _feature_map(m, ctx, lctx, 2)
+def _pairs(value, nd: int) -> list[tuple[int, int]] | None:
+    """Keras's padding / cropping argument for ``nd`` spatial axes → (before, after) per axis: an int
+    (all sides), one int per axis (both sides), or one (before, after) pair per axis; for one axis
+    also a bare (before, after) pair."""
+    if _int(value):
+        return [(value, value)] * nd
+    if not isinstance(value, (list, tuple)):
+        return None
+    if nd == 1 and len(value) == 2 and all(_int(x) for x in value):
+        return [(value[0], value[1])]
+    if len(value) != nd:
+        return None
+    if all(_int(x) for x in value):
+        return [(x, x) for x in value]
+    if all(isinstance(x, (list, tuple)) and len(x) == 2 and all(_int(y) for y in x) for x in value):
+        return [tuple(x) for x in value]
+    return None
+
+
+@shape("pad-crop")
+def pad_crop(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """ZeroPadding1D/3D and Cropping1D/2D/3D → nn.ZeroPad{1,2,3}d: torch pads with negative amounts by
+    cropping, so a crop is a ZeroPad of the negated amounts (exact: a slice)."""
+    nd, kind = _option(m, "nd"), _option(m, "kind")
+    fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    size = _ntuple(literal_value(m.extras["size"], None) if "size" in m.extras else (2, 2), 2)
+    arg = "padding" if kind == "pad" else "cropping"
+    default = next(p.default for p in m.rule.params if p.name == arg)
+    node = m.extras.get(arg)
+    value = literal_value(node, NOT_LITERAL) if node is not None else literal_value(expr(default), NOT_LITERAL)
+    pairs = _pairs(value, nd)
+    if pairs is None:
+        forms = "an int, (before, after)" if nd == 1 else f"an int, {nd} ints, or {nd} (before, after) pairs"
+        return _failed(m, ctx, "unsupported-argument", f"{arg} must be a literal: {forms}")
+    sign = 1 if kind == "pad" else -1
+    pads = [(sign * lo, sign * hi) for lo, hi in pairs]
+    order = _torch_pad_order(pads)
+    text = str(order[0]) if len(set(order)) == 1 else str(order)
+    layer = expr(f"{ctx.spell_text(f'torch.nn.ZeroPad{nd}d')}({text})")
+    sp = tuple(D.add(n, lo + hi) if known(n) else None for n, (lo, hi) in zip(fm.spatial, pads))
+    if any(_int(n) and n <= 0 for n in sp):
+        return _failed(m, ctx, "unsupported-argument", f"the crop leaves nothing of the input ({', '.join(map(str, fm.spatial))})")
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("spatial-dropout")
+def spatial_dropout(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """SpatialDropout1D/2D → nn.Dropout1d/2d: both zero whole channels (Keras's noise shape is
+    (batch, 1, ..., channels)); torch's take the channels at dim 1."""
+    nd = _option(m, "nd")
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    em = LayerEmission([layer], _Map(fm.spatial, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, nd))
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("noise")
+def noise(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """GaussianNoise / GaussianDropout → the helper of that name written out in the file (elementwise:
+    any layout; the identity in eval())."""
+    name = helpers.use(ctx, _option(m, "helper"))
+    arg = "stddev" if name == "GaussianNoise" else "rate"
+    value = m.extras.get(arg)
+    if value is None:
+        return _failed(m, ctx, "unsupported-argument", f"{arg} is required")
+    return LayerEmission([expr(f"{name}({code(value)})")], lctx.in_shape)
+
+
+@shape("permute")
+def permute(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Permute(dims) → the Permute helper; in a model converted to channels-first the permutation is
+    composed with the layouts (channels-first in, the channels-first form of Keras's result out)."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    dims = literal_value(m.extras["dims"], NOT_LITERAL) if "dims" in m.extras else NOT_LITERAL
+    if not isinstance(dims, (tuple, list)) or sorted(dims) != list(range(1, len(dims) + 1)):
+        return _failed(m, ctx, "unsupported-argument", "dims must be a literal permutation of 1..rank-1")
+    r = len(dims) + 1
+    if in_shape is not None and len(in_shape) + 1 != r:
+        return _failed(m, ctx, "unsupported-construct", f"Permute{tuple(dims)} on an input of rank {len(in_shape) + 1}")
+    perm = tuple(dims)
+    if lctx.layout == "nchw" and r > 2:
+        # torch dim i of a channels-first tensor holds Keras axis held[i]
+        held = [0, r - 1, *range(1, r - 1)]
+        out_axes = [r - 1 if d == 1 else d - 1 for d in range(1, r)]  # Keras output axis at torch dim d
+        perm = tuple(held.index(dims[a - 1]) for a in out_axes)
+    out = tuple(in_shape[d - 1] for d in dims) if in_shape is not None else None
+    name = helpers.use(ctx, "Permute")
+    return LayerEmission([expr(f"{name}({perm})")], out)
+
+
+@shape("repeat-vector")
+def repeat_vector(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RepeatVector(n) → the RepeatVector helper: the new axis at dim 1 (2 where the model is
+    channels-first, whose rank-3 tensors hold their features at dim 1)."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    n = m.extras.get("n")
+    if n is None:
+        return _failed(m, ctx, "unsupported-argument", "n is required")
+    if in_shape is not None and len(in_shape) != 1:
+        return _failed(m, ctx, "unsupported-construct", "RepeatVector takes (batch, features)")
+    name = helpers.use(ctx, "RepeatVector")
+    dim = ", dim=2" if lctx.layout == "nchw" else ""
+    out = (_dim(lctx, n) if known(_dim(lctx, n)) else None, in_shape[0]) if in_shape is not None else None
+    return LayerEmission([expr(f"{name}({code(n)}{dim})")], out)
+
+
+@shape("unit-norm")
+def unit_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """UnitNormalization → the UnitNormalization helper (written out in the file) on the same axis,
+    remapped where the model is channels-first."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = _axis(m)
+    if not _int(axis):
+        return _failed(m, ctx, "unsupported-argument", "axis must be a literal int")
+    dim = remap_axis(axis, in_shape, lctx)
+    if dim is None:
+        return _failed(m, ctx, "shape-unknown", f"axis={axis} in a model converted to channels-first, on an input "
+                       "of unknown rank: cannot tell where that axis is")
+    name = helpers.use(ctx, "UnitNormalization")
+    return LayerEmission([expr(f"{name}({'' if dim == -1 else dim})")], in_shape)
+
+
+@shape("group-norm")
+def group_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """GroupNormalization over the channel axis → nn.GroupNorm(groups, channels, eps) on channels at dim 1."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = _axis(m)
+    if in_shape is None:
+        return _failed(m, ctx, "shape-unknown", "GroupNorm needs the channel count, unknown here, and torch has no "
+                       "lazy GroupNorm: give the model its input shape")
+    rank = len(in_shape) + 1
+    if not _int(axis) or axis % rank != rank - 1:
+        return _failed(m, ctx, "unsupported-argument", f"axis={axis}: only the channel axis (-1) is translated")
+    center = literal_value(m.extras["center"], NOT_LITERAL) if "center" in m.extras else True
+    scale_ = literal_value(m.extras["scale"], NOT_LITERAL) if "scale" in m.extras else True
+    if center not in (True, False) or scale_ not in (True, False) or center != scale_:
+        return _failed(m, ctx, "unsupported-argument", "center and scale must both be literal True or both False: "
+                       "torch's GroupNorm has one affine switch for its weight and bias")
+    if not center:
+        m.kwargs["affine"] = expr("False")
+    channels = in_shape[-1]
+    if not known(channels):
+        return _failed(m, ctx, "shape-unknown", "GroupNorm needs the channel count, unknown here, and torch has no "
+                       "lazy GroupNorm: give the model its input shape")
+    groups = m.literal("num_groups", 32)
+    if _int(groups) and _int(channels) and channels % groups:
+        return _failed(m, ctx, "unsupported-argument", f"{channels} channels cannot be split into {groups} groups")
+    m.kwargs = {"num_groups": m.kwargs.get("num_groups", expr("32")), "num_channels": expr(str(channels)),
+                **{k: v for k, v in m.kwargs.items() if k != "num_groups"}}
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    bound = rank if rank > 2 else 0
+    em = LayerEmission([layer], tuple(in_shape), layout_bound=bound)
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("upsampling")
+def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    nd = _option(m, "nd") or 2  # UpSampling1D/3D repeat each step / voxel: nearest, exactly
+    fm = _feature_map(m, ctx, lctx, nd)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    size = _ntuple(literal_value(m.extras["size"], None) if "size" in m.extras else (2,) * nd, nd)
     mode = literal_value(m.extras["interpolation"], None) if "interpolation" in m.extras else "nearest"
     if size is None:
-        return _failed(m, ctx, "unsupported-argument", "size must be a literal int or (h, w)")
+        return _failed(m, ctx, "unsupported-argument", "size must be a literal int" + (
+            "" if nd == 1 else f" or a tuple of {nd} ints"))
     if mode not in ("nearest", "bilinear"):
         return _failed(m, ctx, "unsupported-argument", f"interpolation={mode!r}: torch's kernels for it differ "
                        "from TensorFlow's (only 'nearest' and 'bilinear' are exact)")
     extra = ", mode=\"bilinear\"" if mode == "bilinear" else ""
     layer = expr(f"{ctx.spell_text('torch.nn.Upsample')}(scale_factor={_compact(size)}{extra})")
     sp = tuple(D.mul(n, f) if known(n) else None for n, f in zip(fm.spatial, size))
-    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, nd))
     return _check_context(m, ctx, lctx, em)
 
 

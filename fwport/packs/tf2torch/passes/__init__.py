@@ -11,7 +11,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.tf2torch import data, helpers
-from fwport.packs.tf2torch.passes import decorators, functional, model_api, sequential, subclass, training
+from fwport.packs.tf2torch.passes import decorators, functional, model_api, regularizers, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -46,4 +46,5 @@ PLANNERS: tuple[Planner, ...] = (
 # pass's classes assembled (before anything inserts top-level statements: it finds its builders by
 # the places they had in the module), the training pass's finish, and the helper modules the output
 # calls written out after the imports
-FINISH = (decorators.finish, functional.finish, training.finish, data.finish_aliases, helpers.finish)
+FINISH = (decorators.finish, functional.finish, regularizers.finish, training.finish, data.finish_aliases,
+          helpers.finish)

@@ -48,10 +48,11 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
+from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
                                         symbolic_shape)
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
-                                                      _input_spec_shape, _shape_name)
+                                                      _input_spec_shape, _shape_name, _shape_parts, symbolic_parts)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, recurrent_kind
@@ -138,7 +139,9 @@ class _Tensor:
     node: _Node
     flat: tuple | None = None  # (h, w, c) when a channels-first map was flattened into it
     last: bool = False  # the output of a layer class of this file: channels-last, whatever the model's layout
-    shape_name: str | None = None  # keras.Input(shape=<a parameter>): its rank comes from the first layer
+    # keras.Input(shape=<a parameter>), or one joined to literal sizes (img_size + (3,)): (name, head,
+    # tail); its rank comes from the first layer
+    shape_name: tuple | None = None
 
 
 @dataclass(eq=False)
@@ -522,11 +525,19 @@ class _Builder:
         tensors: dict[str, tuple[_Tensor, cst.BaseExpression]] = {}
         literals: dict[str, object] = {}
         symbolic: dict[str, cst.BaseExpression] = {}
+        layer_args: dict[str, cst.Call] = {}  # parameters given a layer built at the call site
         for pname in pnames:
             v, given = values[pname]
             t = self._tensor(v) if given and _names_in(v) & set(self.env) else None
             if t is not None:
                 tensors[pname] = (t, v)
+                continue
+            if given and self._literal_layer(v):
+                # conv_block(x, 64, activation=layers.LeakyReLU(0.2)): the body's activation(x) is
+                # that layer's call (one layer object, as in Keras), its `if activation:` true
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                layer_args[pname] = v
                 continue
             lit = literal_value(v, NOT_LITERAL)
             if lit is NOT_LITERAL and not given:
@@ -572,7 +583,8 @@ class _Builder:
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
             child.env[pname] = inner[pname]
-        body = [st.visit(_Substitute({k: _literal_node(v) for k, v in literals.items()})) for st in fn.body.body]
+        body = [st.visit(_Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}))
+                for st in fn.body.body]
         body = [st.visit(_ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}))
                 for st in body]
         child._layout(body)  # attribute names
@@ -656,6 +668,13 @@ class _Builder:
                 if kind == "rule" and rule is not None:
                     return _implied_rank(rule)
         return None
+
+    def _literal_layer(self, v: cst.BaseExpression) -> bool:
+        """A Keras layer with a rule built from literal arguments only (``layers.LeakyReLU(0.2)``,
+        ``layers.Activation("tanh")``): the same wherever a helper's body calls it."""
+        if not isinstance(v, cst.Call) or self._layer_kind(v.func)[0] != "rule":
+            return False
+        return all(not a.star and literal_value(a.value, NOT_LITERAL) is not NOT_LITERAL for a in v.args)
 
     def _value_attr(self, name: str) -> str:
         taken = {x.attr for x in self.layers} | set(self.carried.values())
@@ -749,6 +768,8 @@ class _Builder:
         lit = literal_value(node, NOT_LITERAL)
         if lit is not NOT_LITERAL:
             return lit
+        if self._literal_layer(node):
+            return _LAYER_OBJECT  # a parameter given a layer: `if activation:` holds
         if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.value]
         if isinstance(node, cst.UnaryOperation):
@@ -1266,7 +1287,7 @@ class _Builder:
                 self.error(a, f"keras.Input argument {code(a).strip().rstrip(',')} is not followed (shape, name, dtype, "
                               "batch_size only)", "unsupported-argument")
         shape, _ = _input_spec_shape(call, self.sizes)
-        name = _shape_name(call, self.sizes) if shape is None else None
+        name = _shape_parts(call, self.sizes) if shape is None else None
         if shape is None and name is None:
             self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
                              "builder parameters): the layer sizes cannot be propagated", "shape-unknown")
@@ -1604,9 +1625,7 @@ class _Builder:
                 return unflatten, False
             if not em.failed and not (shape is not None and len(shape) == 1 and em.out_shape is not None
                                       and len(em.out_shape) == 1):
-                raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first: Keras "
-                                     "reshapes in channels-last order, so the result would be silently permuted; "
-                                     "reshape explicitly with permutes, or keep this model channels-last")
+                em = self._channels_last_reshape(call, em)
         else:
             em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes),
                                  call)
@@ -1616,6 +1635,23 @@ class _Builder:
         if em.functional is not None or not em.modules:
             raise _Refused(call, f"{rule.names[0]} has no torch module to call in a functional model")
         return em, movedim
+
+    def _channels_last_reshape(self, call: cst.Call, em: LayerEmission) -> LayerEmission:
+        """A Reshape to or from a feature map in a channels-first model, other than a Dense's outputs
+        unflattened: the ChannelsLastReshape helper (written out in the file) reshapes in Keras's
+        channels-last order between permutes, exactly."""
+        target = next((a.value for i, a in enumerate(call.args)
+                       if (a.keyword is None and i == 0) or (a.keyword is not None and a.keyword.value == "target_shape")),
+                      None)
+        if target is None or em.out_shape is None:
+            raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first, to a shape "
+                                 "fwport cannot read: Keras reshapes in channels-last order; reshape explicitly "
+                                 "with permutes, or keep this model channels-last")
+        name = written_helpers.use(self.ctx, "ChannelsLastReshape")
+        self.ctx.report(Severity.INFO, "layout-kept", f"{code(call.func)} in a model converted to channels-first: "
+                        f"{name} (written out in this file) reshapes in Keras's channels-last order and gives "
+                        "feature maps back channels-first", call)
+        return LayerEmission([expr(f"{name}({code(target)})")], em.out_shape)
 
     def _unflatten(self, call: cst.Call, shape, out, t: _Tensor | None) -> LayerEmission | None:
         """Dense → Reshape to a feature map in a channels-first model (a generator's ``Dense(7*7*64)``
@@ -1677,8 +1713,9 @@ class _Builder:
         else:
             rule = layer.rule
             if t.shape is None and t.shape_name is not None and _implied_rank(rule) is not None:
-                # keras.Input(shape=input_shape) then a Conv2D: (input_shape[0], input_shape[1], input_shape[-1])
-                t.shape = symbolic_shape(t.shape_name, _implied_rank(rule))
+                # keras.Input(shape=input_shape) then a Conv2D: (input_shape[0], input_shape[1], input_shape[-1]);
+                # shape=img_size + (3,): (img_size[0], img_size[-1], 3)
+                t.shape = symbolic_parts(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
             if self.layout == "keep" and em.layout_bound:
@@ -2082,6 +2119,17 @@ def _calls(stmt) -> list[cst.Call]:
 
 def _line_count(stmt) -> int:
     return cst.Module([]).code_for_node(stmt.with_changes(leading_lines=[])).count("\n")
+
+
+class _LayerObject:
+    """What ``if activation:`` sees where a helper's parameter was given a layer: a Keras layer object
+    (true, and not None)."""
+
+    def __bool__(self) -> bool:
+        return True
+
+
+_LAYER_OBJECT = _LayerObject()
 
 
 def _literal_node(value) -> cst.BaseExpression:

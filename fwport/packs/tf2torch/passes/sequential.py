@@ -28,6 +28,7 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, marked, scan, skip_unmarked
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 
 SEQUENTIAL = "keras.Sequential"
@@ -93,6 +94,8 @@ class _Chain:
     # (node, why) when an .add on this model cannot be followed: the whole model is left as written
     refused: tuple[cst.CSTNode, str] | None = None
     escaped: cst.CSTNode | None = None  # a call the model was passed to while layers were still added
+    list_name: str = ""  # keras.Sequential(layers): the local list its layers were collected in
+    from_list: bool = False  # that list was followed: the call becomes nn.Sequential(*layers)
 
 
 class _SequentialPass(ScopedResolver, cst.CSTTransformer):
@@ -136,6 +139,15 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
     # --- finding the chains (top-down, so that a model's .add statements are known first) ----------
     def visit_Module(self, node: cst.Module) -> None:
         self.module_sizes = module_scope(node, self.ctx)
+        # the file's Keras subclasses (translated to nn.Modules that keep Keras's layout at their
+        # boundary): what a list of layers built in a loop may hold
+        self.keras_classes: set[str] = set()
+        for stmt in node.body:
+            if isinstance(stmt, cst.ClassDef) and any(
+                    self.qualname(b.value) in _KERAS_BASES or (isinstance(b.value, cst.Name)
+                                                             and b.value.value in self.keras_classes)
+                    for b in stmt.bases):
+                self.keras_classes.add(stmt.name.value)
         self._plan_block(node.body)
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
@@ -186,6 +198,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if isinstance(layers, (cst.List, cst.Tuple)) and not any(isinstance(e, cst.StarredElement)
                                                                  for e in layers.elements):
             chain.elements = [e.value for e in layers.elements]
+        elif isinstance(layers, cst.Name) and not chain.bad_args:
+            chain.list_name = layers.value  # followed (or refused with the reason) by _translate_list
         elif layers is not None:
             chain.bad_args = True
         return chain
@@ -212,6 +226,9 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                        chain.call)
             ctx.settled.add(id(chain.call))
             self._settle_adds(chain)
+            return
+        if chain.list_name:
+            self._translate_list(chain)
             return
         if chain.refused is not None:
             node, why = chain.refused
@@ -253,10 +270,16 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if in_shape is None and layers and layers[0][1] is not None:
             in_shape = _input_spec_shape(layers[0][0], sizes, None)[0]
             shape_name = shape_name or _shape_name(layers[0][0], sizes, None)
-        if in_shape is None and shape_name is not None and layers and layers[0][1] is not None:
+        parts = None
+        if in_shape is None and shape_name is None:
+            spec = next((el for el in elements if isinstance(el, cst.Call) and self.qualname(el.func) in INPUTS), None)
+            parts = _shape_parts(spec, sizes) if spec is not None else None
+        elif shape_name is not None:
+            parts = (shape_name, (), ())
+        if in_shape is None and parts is not None and layers and layers[0][1] is not None:
             rank = _implied_rank(layers[0][1])  # a Conv2D sees (h, w, c) whatever the caller passes
             if rank is not None:
-                in_shape = symbolic_shape(shape_name, rank)
+                in_shape = symbolic_parts(parts, rank)
 
         nchw = any(rule is not None and rule.emit.get("layout") == "channels-first"
                    and _literal_kw(el, "data_format") != "channels_first" for el, rule in layers)
@@ -338,6 +361,62 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             in_rank = _implied_rank(layers[0][1]) + 1
         ctx.analyses.setdefault(RANKS, {})[key] = (in_rank, len(shape) + 1 if shape is not None else None)
 
+    def _translate_list(self, chain: _Chain) -> None:
+        """``keras.Sequential(layers)`` with ``layers`` a list built in the same function
+        (``layers = []`` then ``layers.append(block(...))``, in loops too) → ``nn.Sequential(*layers)``.
+
+        Followed where every element is built by a class of this file that is translated to an
+        nn.Module (a Keras subclass: it takes and returns Keras's layout, so the chain needs no
+        permute), or by a callable passed in as a parameter of the function (the caller's class; a
+        Keras layer class passed there would stay in the output as a residue error). Keras layers
+        built by the rules are refused: their sizes and layout inside the list are not followed."""
+        ctx = self.ctx
+        name = chain.list_name
+
+        def refuse(why: str, node: cst.CSTNode = chain.call) -> None:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"keras.Sequential({name}): {why}; list the "
+                       "layers (keras.Sequential([...])) or translate it by hand as nn.Sequential(*layers) of "
+                       "torch modules", node)
+            ctx.settled.add(id(chain.call))
+
+        fn = self.fn_nodes[-1] if self.fn_nodes else None
+        if fn is None:
+            return refuse(f"the list {name} is built at module level, which fwport does not follow")
+        params = {p.name.value for p in (*fn.params.params, *fn.params.posonly_params, *fn.params.kwonly_params)}
+        if name in params:
+            return refuse(f"the list {name} is passed in, so its elements are not known here")
+        found = _ListBuild(name, chain.call)
+        scan(fn.body, found)
+        if found.other is not None:
+            return refuse(f"{name} is used otherwise than assigned once as a list and grown with "
+                          f".append/.extend ({code(found.other)})", found.other)
+        if found.assigns != 1:
+            return refuse(f"{name} is not assigned exactly once as a list literal in {fn.name.value}()")
+        passed_in = []
+        for el in found.elements:
+            func = el.func if isinstance(el, cst.Call) else None
+            if isinstance(func, cst.Name) and func.value in self.keras_classes:
+                continue
+            if isinstance(func, cst.Name) and func.value in params:
+                passed_in.append(func.value)
+                continue
+            q = self.qualname(func) if func is not None else None
+            what = f"{code(el)} is a Keras layer built by a rule" if q and q.startswith("keras.") else \
+                f"{code(el)} is not built by a Keras subclass of this file (or a class passed in)"
+            return refuse(f"{what}: fwport follows lists of blocks whose classes it translates", el)
+        if not found.elements:
+            return refuse(f"nothing is appended to {name}")
+        chain.from_list = True
+        note = ""
+        if passed_in:
+            names = ", ".join(sorted(set(passed_in)))
+            note = (f"; {names} is passed in to {fn.name.value}(): a class of this file translated to an "
+                    "nn.Module is assumed (a Keras layer class passed there stays Keras in the output and is "
+                    "reported where it is passed)")
+        ctx.report(Severity.INFO, "layout-kept", f"keras.Sequential({name}) → "
+                   f"nn.Sequential(*{name}): the blocks appended to {name} keep Keras's layout at their "
+                   f"boundaries and are called in order with one argument{note}", chain.call)
+
     def _reshape_nchw(self, el: cst.Call, rule, shape: tuple, scope: str,
                       producer: tuple[LayerRecord, tuple] | None) -> LayerEmission:
         """Reshape in a chain converted to channels-first, where its input size is known.
@@ -370,8 +449,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Flatten')}()")], out, flatten_of=(h, w, c))
         if len(shape) == 1 and len(out) in (2, 3):
             if producer is None:
-                return refuse(" to a feature map in a model converted to channels-first, after a layer that is "
-                              "not a Dense (whose output rows fwport would reorder to channels-first order)")
+                return self._channels_last_reshape(el, out)
             record, dense_in = producer
             *sp, c = out
             h, w = (sp[0], 1) if len(sp) == 1 else sp
@@ -380,7 +458,19 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             record.__post_init__()  # plain ints
             sizes = (c, *sp)
             return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {sizes})")], out)
-        return refuse(" from one feature map to another in a model converted to channels-first")
+        return self._channels_last_reshape(el, out)
+
+    def _channels_last_reshape(self, el: cst.Call, out: tuple) -> LayerEmission:
+        """A Reshape no weight order can absorb (to a map after a layer that is not a Dense, or from one
+        map to another): the ChannelsLastReshape helper, written out in the file, reshapes in Keras's
+        channels-last order between permutes, exactly."""
+        target = next((a.value for i, a in enumerate(el.args) if (a.keyword is None and i == 0)
+                       or (a.keyword is not None and a.keyword.value == "target_shape")), None)
+        name = helpers.use(self.ctx, "ChannelsLastReshape")
+        self.ctx.report(Severity.INFO, "layout-kept", f"{code(el.func)} in a model converted to channels-first: "
+                        f"{name} (written out in this file) reshapes in Keras's channels-last order and gives "
+                        "feature maps back channels-first", el)
+        return LayerEmission([expr(f"{name}({code(target)})")], out)
 
     def _stray_add(self, call: cst.Call) -> None:
         """``x.add(keras layer)`` on a model no chain followed (built elsewhere, passed to a helper):
@@ -441,6 +531,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
     def _rewrite_sequential(self, chain: _Chain, original: cst.Call, updated: cst.Call) -> cst.Call:
         seq = self.ctx.spell("torch.nn.Sequential")
+        if chain.from_list:
+            return cst.Call(seq, [cst.Arg(cst.Name(chain.list_name), star="*")])
         orig_list = next((a.value for a in original.args if (a.keyword is None or a.keyword.value == "layers")
                           and isinstance(a.value, (cst.List, cst.Tuple))), None)
         if orig_list is None:
@@ -523,6 +615,75 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
     def leave_Module(self, original_node, updated_node):
         return updated_node.with_changes(body=self._drop_input_adds(original_node.body, updated_node.body))
+
+
+_KERAS_BASES = ("keras.Model", "keras.layers.Layer")
+
+
+class _ListBuild(cst.CSTVisitor):
+    """How a function builds the list ``name`` that it passes to ``keras.Sequential`` (``call``): its
+    list-literal assignments, the elements appended (``.append(x)``, ``.extend([...])``, ``+= [...]``),
+    and the first use of another kind (``other``)."""
+
+    def __init__(self, name: str, call: cst.Call):
+        self.name, self.call = name, call
+        self.assigns = 0
+        self.elements: list[cst.BaseExpression] = []
+        self.other: cst.CSTNode | None = None
+        self._seen: set[int] = set()  # the Name nodes accounted for
+
+    def _is(self, node) -> bool:
+        return isinstance(node, cst.Name) and node.value == self.name
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(self._is(t.target) for t in node.targets):
+            if len(node.targets) == 1 and isinstance(node.value, cst.List) and not any(
+                    isinstance(e, cst.StarredElement) for e in node.value.elements):
+                self.assigns += 1
+                self.elements += [e.value for e in node.value.elements]
+                self._seen.add(id(node.targets[0].target))
+            else:
+                self.other = self.other or node
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if self._is(node.target):
+            if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.List):
+                self.elements += [e.value for e in node.value.elements]
+                self._seen.add(id(node.target))
+            else:
+                self.other = self.other or node
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if node is self.call:
+            self._seen.add(id(node.args[0].value))
+        elif isinstance(f, cst.Attribute) and self._is(f.value) and len(node.args) == 1 and not node.args[0].star:
+            arg = node.args[0].value
+            if f.attr.value == "append":
+                self.elements.append(arg)
+            elif f.attr.value == "extend" and isinstance(arg, (cst.List, cst.Tuple)):
+                self.elements += [e.value for e in arg.elements]
+            else:
+                return
+            self._seen.add(id(f.value))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name and id(node) not in self._seen:
+            self.other = self.other or node
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self._seen.add(id(node.attr))  # tf.keras.layers: an attribute, not the list
+        return True
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._seen.add(id(node.keyword))
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False  # a nested function's names are its own
+
+    def visit_Lambda(self, node) -> bool:
+        return False
 
 
 class _ReturnedNames(cst.CSTVisitor):
@@ -669,12 +830,45 @@ def _shape_name(call: cst.Call, sizes: Sizes, first: str | None = "shape") -> st
     return sizes.shape_name(found[1])
 
 
+def _shape_parts(call: cst.Call, sizes: Sizes, first: str | None = "shape") -> tuple | None:
+    """``shape=`` a parameter of unknown rank, alone or joined to literal sizes (``img_size + (3,)``,
+    ``(1,) + spatial``): (name, sizes before it, sizes after it); None for anything else."""
+    found = _shape_arg(call, first)
+    if found is None or found[0] not in ("shape", "input_shape"):
+        return None
+    node = found[1]
+    name = sizes.shape_name(node)
+    if name is not None:
+        return name, (), ()
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        left, right = node.left, node.right
+        lname, rname = sizes.shape_name(left), sizes.shape_name(right)
+        if lname is not None and isinstance(right, (cst.Tuple, cst.List)):
+            tail = sizes.shape(right)
+            return (lname, (), tail) if tail is not None else None
+        if rname is not None and isinstance(left, (cst.Tuple, cst.List)):
+            head = sizes.shape(left)
+            return (rname, head, ()) if head is not None else None
+    return None
+
+
+def symbolic_parts(parts: tuple, rank: int) -> tuple | None:
+    """The shape of ``rank`` sizes that ``_shape_parts`` describes; None if the rank cannot hold it."""
+    name, head, tail = parts
+    inner = rank - len(head) - len(tail)
+    if inner < 1:
+        return None
+    return (*head, *symbolic_shape(name, inner), *tail)
+
+
 # shape functions whose layers take an input of one rank (without the batch axis)
 _RANKS = {"zero-padding": 3, "upsampling": 3, "multi-head-attention": 2}
 
 
 def _implied_rank(rule) -> int | None:
     shape_fn = rule.emit.get("shape")
+    if shape_fn in ("upsampling", "pad-crop") and rule.emit.get("options", {}).get("nd"):
+        return rule.emit["options"]["nd"] + 1
     if shape_fn in ("conv", "pool", "global-pool"):
         return rule.emit.get("options", {}).get("nd", 0) + 1 or None
     return _RANKS.get(shape_fn)

@@ -49,6 +49,7 @@ from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
 from fwport.packs.tf2torch.passes.fitloop import TRAIN_STEP_MODULE
+from fwport.packs.tf2torch.passes import data_format, regularizers
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
@@ -91,6 +92,8 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         p.mark(body[i])
         body[i] = rewrite(body[i], p)
     p.expand_nested()
+    if ctx.analyses.get(regularizers.KEY):
+        body = regularizers.drop_unused_aliases(body, ctx)
     return module.with_changes(body=body) if p.relevant else module
 
 
@@ -232,6 +235,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                         break
         self.relevant |= {where[id(c)] for c in classes if id(c) in self.translated_ids}
         self.functional_scopes.append(_has_functional(node.body, self))
+        # data_format=<a constructor parameter>: the value each class is built with in this file
+        self.formats = data_format.resolve(self.translated, node, self.ctx)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if id(node) not in self.translated_ids:
@@ -338,6 +343,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 and not updated_node.args[0].star):
             # a variable's assign / assign_add / assign_sub: the parameter's values, in place, outside autograd
             return expr(f"self.{parts[1]}.data.{_ASSIGNS[parts[2]]}({code(updated_node.args[0].value)})")
+        if isinstance(func, cst.Subscript) and self._modules_only(plan, func.value):
+            return _drop_training(original_node, updated_node)  # self.blocks[i](x, training=training)
         # self.<attr>(...) and self(...) / self.call(...): torch modules take no training=; a callee
         # that may be a plain callable (a lambda, a function) keeps it
         if parts and parts[0] == "self" and len(parts) <= 2:
@@ -617,17 +624,41 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 out.setdefault(assign.targets[0].target.attr.value, []).append((assign.value, fn))
         return out
 
-    def _value_kind(self, value: cst.BaseExpression, fn: cst.FunctionDef) -> str:
-        """"module" (a Keras layer, a Sequential or a translated class: a torch module), "lambda", or "other"."""
+    def _value_kind(self, value: cst.BaseExpression, fn: cst.FunctionDef, depth: int = 0) -> str:
+        """"module" (a Keras layer, a Sequential or a translated class: a torch module), "lambda", or "other".
+        A call of a method of the same class (``self._make_layer(...)``) is what that method returns."""
         if isinstance(value, cst.Lambda):
             return "lambda"
         if isinstance(value, cst.Call):
+            p = dotted(value.func)
+            if p and len(p) == 2 and p[0] == "self" and depth < 3:
+                method = self._sibling_method(fn, p[1])
+                returned = _returned_values(method) if method is not None else []
+                if returned and all(self._value_kind(r, method, depth + 1) == "module" for r in returned):
+                    return "module"
             if (isinstance(value.func, cst.Name) and value.func.value in self.translated
                     or id(value) in self.ctx.analyses.get(NODES, ())):
                 return "module"
             if self._layer_rule(value, fn) is not None or self._resolve_in(value.func, fn) == SEQUENTIAL:
                 return "module"
         return "other"
+
+    def _sibling_method(self, fn: cst.FunctionDef, name: str) -> cst.FunctionDef | None:
+        """The method ``name`` of the translated class that defines ``fn`` (or of its translated bases)."""
+        for cls in self.translated.values():
+            methods = _methods(cls)
+            if any(m is fn for m in methods):
+                found = [m for m in methods if m.name.value == name]
+                if found:
+                    return found[-1]
+                for b in cls.bases:
+                    base = self.translated.get(b.value.value) if isinstance(b.value, cst.Name) else None
+                    if base is not None:
+                        found = [m for m in _methods(base) if m.name.value == name]
+                        if found:
+                            return found[-1]
+                return None
+        return None
 
     def _plan_training(self, plan: _Plan, methods: list[cst.FunctionDef]) -> None:
         """Which ``self.<attr>(x, training)`` calls lose their ``training`` argument. A torch module takes
@@ -835,6 +866,19 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             n = None
         calls = [e for e in elts if isinstance(e, cst.Call) and self._layer_rule(e, fn) is not None]
         if not calls:
+            # blocks of this file's translated classes (listed, or appended to an empty list): torch
+            # registers their parameters only inside an nn.ModuleList
+            starred = any(isinstance(e, cst.StarredElement) for e in getattr(value, "elements", []))
+            if isinstance(value, cst.ListComp) or starred:
+                return
+            blocks = [e for e in elts if isinstance(e, cst.Call) and isinstance(e.func, cst.Name)
+                      and e.func.value in self.translated]
+            if elts and len(blocks) == len(elts):
+                new_value = cst.List(list(value.elements), lbracket=cst.LeftSquareBracket(whitespace_after=_ws(
+                    value, "after")), rbracket=cst.RightSquareBracket(whitespace_before=_ws(value, "before")))
+                plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(new_value)])
+            elif not elts and self._modules_only(plan, cst.Attribute(cst.Name("self"), cst.Name(attr))):
+                plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [])
             return
         if len(calls) != len(elts) or any(isinstance(e, cst.StarredElement) for e in getattr(value, "elements", [])):
             ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} mixes Keras layers with other "
@@ -866,13 +910,31 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                                  rbracket=cst.RightSquareBracket(whitespace_before=_ws(value, "before")))
         plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(new_value)])
 
+    def _assumed_call(self, plan: _Plan, a: _Attr) -> cst.Call:
+        """The layer call with ``data_format=`` and what is computed from it (``axis``) written as the
+        value the class is built with in this file (data_format.py); the call itself otherwise."""
+        values = self.formats.get(plan.name) if plan.init_fn is not None else None
+        if not values or a.call is None:
+            return a.call
+        return data_format.Assumed(plan.init_fn, values).substitute(a.call)
+
     def _emit(self, plan: _Plan, a: _Attr, in_shape, source: str, target: str,
               extra_indices: list[tuple[str, str]] = ()) -> LayerEmission | None:
         """Translate one layer call; the module expression goes to ``a.out``."""
         ctx = self.ctx
         n_records = len(ctx.layers)
         sizes = Sizes.at(*self.module_sizes, [plan.init_fn] if plan.init_fn is not None else [])
-        em = translate_layer(a.call, a.rule, ctx, SizedContext(in_shape, "keep", plan.name, source, sizes=sizes),
+        stmt = self._stmt_of.get(id(a.call))
+        guarded = plan.init_fn is None or not any(s is stmt for s in plan.init_fn.body.body)
+        call = self._assumed_call(plan, a)
+        if call is not a.call:
+            data_format.record_guard(ctx, plan.name, self.formats[plan.name], plan.init_fn)
+        record_penalty = None
+        if a.kind == "layer" and source == a.name:  # a layer in an attribute of its own (not a list element)
+            call, record_penalty = regularizers.strip(
+                call, a.rule, lambda f: self._resolve_in(f, plan.init_fn), plan.init_fn, plan.name, a.name,
+                guarded, ctx)
+        em = translate_layer(call, a.rule, ctx, SizedContext(in_shape, "keep", plan.name, source, sizes=sizes),
                              a.call)
         a.emission, a.in_shape, a.done = em, in_shape, True
         if em.failed:
@@ -891,6 +953,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             weight_target = f"{target}.{em.weight_module}"
         a.bound = em.layout_bound
         a.keeps_rank = em.out_shape is None or len(em.out_shape) + 1 == em.layout_bound
+        if record_penalty is not None:
+            record_penalty(weight_target)
         if len(ctx.layers) > n_records:  # translate_layer records the index; here the attribute path counts
             rec = ctx.layers[-1]
             rec.target = weight_target
@@ -909,6 +973,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         tail = in_shape if isinstance(in_shape, _Tail) else None
         if tail is None and in_shape is None and a.rule.emit.get("shape") in ("dense", "embedding"):
             tail = _Tail(None)  # nothing known, but its output has `units` (the embedding dim) last
+        elif tail is None and in_shape is None and a.rule.emit.get("shape") == "batch-norm" \
+                and _axis_is_last(self._assumed_call(plan, a)):
+            tail = _Tail(None)  # a BatchNorm over the last axis of any rank: BatchNorm1d on the rows
         if tail is not None:
             in_shape = self._tail_in(plan, a, tail)
             if in_shape is None and a.rule.id not in _SHAPE_KEEPING and a.rule.emit.get("shape") not in (
@@ -947,7 +1014,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return None  # it adds an axis to any input: only its last size is known after it
         if shape_fn in ("rnn", "bidirectional") and tail is not None and known(last):
             return (None, last)  # an RNN takes (batch, steps, features) only
-        if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(a.call):
+        if shape_fn in ("batch-norm", "layer-norm") and tail is not None and _axis_is_last(self._assumed_call(plan, a)):
             if shape_fn == "batch-norm":
                 a.flat = True
                 self.ctx.report(Severity.INFO, "shape-unknown", f"self.{a.name} normalises the last axis of an "
@@ -1417,6 +1484,25 @@ def _fans(dims: list[str]) -> tuple[str, str]:
 
 
 # --- small syntax helpers ---------------------------------------------------------------------------------
+
+def _returned_values(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    """The values of the function's own return statements (not those of nested functions); a bare
+    ``return`` counts as a value that is not a module."""
+    out: list[cst.BaseExpression] = []
+
+    class _Returns(cst.CSTVisitor):
+        def visit_FunctionDef(self, node) -> bool:
+            return node is fn
+
+        def visit_Lambda(self, node) -> bool:
+            return False
+
+        def visit_Return(self, node: cst.Return) -> None:
+            out.append(node.value if node.value is not None else cst.Name("None"))
+
+    scan(fn, _Returns())
+    return out
+
 
 def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     return [s for s in cls.body.body if isinstance(s, cst.FunctionDef)] if isinstance(cls.body, cst.IndentedBlock) else []

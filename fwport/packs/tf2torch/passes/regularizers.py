@@ -1,0 +1,261 @@
+"""Keras weight regularizers on the layers of a translated subclass → a ``regularization_loss()``
+method on the torch module.
+
+``self.conv = Conv2D(..., kernel_regularizer=l2(wd), bias_regularizer=l1(0.01))`` in ``__init__``:
+the arguments are taken off the layer (torch layers have no regularizers) and the class gets
+
+    def regularization_loss(self):
+        return wd * self.conv.weight.square().sum() + 0.01 * self.conv.bias.abs().sum()
+
+exactly Keras's penalties (``l2(λ)`` adds λ·Σw², with no ½; ``l1(λ)`` λ·Σ|w|; the strings "l2" and
+"l1" mean λ = 0.01). A factor that is a parameter of ``__init__`` is kept on the module at the end of
+``__init__`` (``self.wd = wd``); a layer created under an ``if`` counts where it exists. Keras adds
+these penalties to the loss itself (``model.losses``); torch does not: an info finding says to add
+the sum over ``model.modules()``. Anything else (activity regularizers, a regularizer object built
+elsewhere, a factor computed in ``__init__``) stays an error of the layer's rule.
+
+The subclass pass calls :func:`strip` when it translates a layer; :func:`finish` writes the methods
+once every finding is located (it adds lines).
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.context import FileContext
+from fwport.core.engine import code
+from fwport.core.finding import Severity
+from fwport.core.names import scan
+from fwport.packs.tf2torch.passes import data_format
+
+KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
+_ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias"}
+_KINDS = {"keras.regularizers.l2": "l2", "keras.regularizers.L2": "l2", "keras.regularizers.l1": "l1",
+          "keras.regularizers.L1": "l1"}
+# rules whose torch module holds the kernel as .weight and the bias as .bias (the penalty is a sum:
+# the kernel's layout does not change it)
+_RULES = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-transpose"}
+
+
+def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: str, attr: str,
+          guarded: bool, ctx: FileContext) -> tuple[cst.Call, callable | None]:
+    """The layer call without the regularizer arguments this module translates, and a function to call
+    with the translated module's weight path once the layer is translated (None: nothing taken)."""
+    if rule.id not in _RULES or init_fn is None:
+        return call, None
+    params = {p.name.value for p in (*init_fn.params.params, *init_fn.params.kwonly_params)}
+    reassigned = _assigned_names(init_fn)
+    taken: list[tuple[str, str, str, set[str]]] = []  # (param, kind, factor code, init names it needs)
+    kept: list[cst.Arg] = []
+    for a in call.args:
+        kw = a.keyword.value if a.keyword is not None else None
+        if kw not in _ARGS:
+            kept.append(a)
+            continue
+        term = _term(a.value, resolve, params, reassigned)
+        if term is None:
+            kept.append(a)  # the rule says why
+            continue
+        if term != "none":
+            taken.append((_ARGS[kw], *term))
+    if len(kept) == len(call.args):
+        return call, None
+    if kept:
+        last = kept[-1]
+        kept[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    new_call = call.with_changes(args=kept)
+
+    def record(target: str) -> None:
+        entry = ctx.analyses.setdefault(KEY, {}).setdefault(cls, {"terms": [], "store": []})
+        module = "self." + ".".join(f"{p}" for p in target.split(".") if not p.isdigit())
+        module += "".join(f"[{p}]" for p in target.split(".") if p.isdigit())
+        for param, kind, factor, names in taken:
+            entry["terms"].append((f"{factor}", kind, f"{module}.{param}", attr if guarded else None))
+            entry["store"] += [n for n in sorted(names) if n not in entry["store"]]
+        said = ", ".join(f"{'kernel' if p == 'weight' else 'bias'}: {k}({f})" for p, k, f, _ in taken)
+        ctx.report(Severity.INFO, "idiom-replaced", f"regularizers ({said}) → {cls}.regularization_loss(): "
+                   "Keras adds the penalty to the loss itself (model.losses), torch does not: add "
+                   "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) "
+                   "to the loss where the model is trained", call)
+
+    return new_call, record
+
+
+def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[str]):
+    """(kind, factor code, __init__ parameters it reads) for a regularizer fwport translates; "none"
+    for None; None for anything else."""
+    lit = literal_value(value, NOT_LITERAL)
+    if lit is None:
+        return "none"
+    if lit in ("l2", "l1"):
+        return lit, "0.01", set()
+    if not isinstance(value, cst.Call):
+        return None
+    kind = _KINDS.get(resolve(value.func) or "")
+    if kind is None or len(value.args) != 1 or value.args[0].star:
+        return None
+    arg = value.args[0]
+    if arg.keyword is not None and arg.keyword.value != kind:
+        return None
+    factor = arg.value
+    names = {n for n in _free_names(factor) if not n.startswith("self.")}
+    if names & reassigned:
+        return None  # computed in __init__: the method cannot read it
+    needs = names & params  # kept on the module; other names are module-level, readable anywhere
+    return kind, code(factor), needs
+
+
+def _free_names(node: cst.CSTNode) -> set[str]:
+    out: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> bool:
+            if isinstance(n.value, cst.Name) and n.value.value == "self":
+                out.add(f"self.{n.attr.value}")
+                return False
+            return True
+
+        def visit_Name(self, n: cst.Name) -> None:
+            out.add(n.value)
+
+        def visit_Arg(self, n: cst.Arg) -> bool:
+            scan(n.value, self)
+            return False
+
+    scan(node, _V())
+    return out
+
+
+def _assigned_names(fn: cst.FunctionDef) -> set[str]:
+    out: set[str] = set()
+
+    class _V(cst.CSTVisitor):
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            if isinstance(n.target, cst.Name):
+                out.add(n.target.value)
+
+        def visit_AugAssign(self, n: cst.AugAssign) -> None:
+            if isinstance(n.target, cst.Name):
+                out.add(n.target.value)
+
+    scan(fn.body, _V())
+    return out
+
+
+_PENALTY = {"l2": "{w}.square().sum()", "l1": "{w}.abs().sum()"}
+
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """The lines the subclass pass asked for at the end of a class: the regularization_loss() method
+    (and the factors it keeps), and the data_format checks at the end of __init__ (data_format.py)."""
+    found = ctx.analyses.get(KEY) or {}
+    guards = ctx.analyses.get(data_format.KEY) or {}
+    if not found and not guards:
+        return module
+    body = list(module.body)
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value in guards:
+            stmt = body[i] = _with_init_lines(stmt, data_format.guard_lines(guards[stmt.name.value]))
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value in found:
+            body[i] = _with_method(stmt, found[stmt.name.value])
+    return module.with_changes(body=body)
+
+
+def _with_init_lines(cls: cst.ClassDef, texts: list[str]) -> cst.ClassDef:
+    members = list(cls.body.body)
+    i = next((i for i, s in enumerate(members) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if i is None:
+        return cls
+    init = members[i]
+    members[i] = init.with_changes(body=init.body.with_changes(
+        body=[*init.body.body, *(cst.parse_statement(t) for t in texts)]))
+    return cls.with_changes(body=cls.body.with_changes(body=members))
+
+
+def _with_method(cls: cst.ClassDef, entry: dict) -> cst.ClassDef:
+    members = list(cls.body.body)
+    init_i = next((i for i, s in enumerate(members) if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"),
+                  None)
+    stored: dict[str, str] = {}
+    if entry["store"] and init_i is not None:
+        init = members[init_i]
+        have = _self_assigned(cls)
+        lines = []
+        for n in entry["store"]:
+            attr = n if have.get(n) in (None, n) else f"{n}_regularizer"
+            stored[n] = attr
+            if have.get(attr) != n:
+                lines.append(cst.parse_statement(f"self.{attr} = {n}\n"))
+        members[init_i] = init.with_changes(body=init.body.with_changes(body=[*init.body.body, *lines]))
+    terms = []
+    for factor, kind, weight, guard in entry["terms"]:
+        for n, attr in stored.items():
+            factor = _rename(factor, n, f"self.{attr}")
+        terms.append((f"{factor} * {_PENALTY[kind].format(w=weight)}", guard))
+    lines = ['def regularization_loss(self):',
+             '    """Keras\'s kernel/bias regularizer penalties of this module\'s own layers (add to the loss)."""']
+    plain = [t for t, g in terms if g is None]
+    lines.append(f"    loss = {plain[0] if plain else '0.0'}")
+    lines += [f"    loss = loss + {t}" for t in plain[1:]]
+    for t, g in terms:
+        if g is not None:
+            lines.append(f'    if hasattr(self, "{g}"):')
+            lines.append(f"        loss = loss + {t}")
+    lines.append("    return loss")
+    method = cst.parse_statement("\n".join(lines) + "\n")
+    method = method.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+    return cls.with_changes(body=cls.body.with_changes(body=[*members, method]))
+
+
+def _self_assigned(cls: cst.ClassDef) -> dict[str, str | None]:
+    """self.<attr> → the name assigned to it (``self.wd = wd``), None for another value."""
+    out: dict[str, str | None] = {}
+
+    class _V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                tg = t.target
+                if isinstance(tg, cst.Attribute) and isinstance(tg.value, cst.Name) and tg.value.value == "self":
+                    v = n.value.value if isinstance(n.value, cst.Name) else None
+                    prev = out.get(tg.attr.value, v)
+                    out[tg.attr.value] = v if prev == v else None
+
+    scan(cls, _V())
+    return out
+
+
+def _rename(text: str, name: str, new: str) -> str:
+    node = cst.parse_expression(text)
+
+    class _T(cst.CSTTransformer):
+        def leave_Name(self, o, u):
+            return cst.parse_expression(new) if o.value == name else u
+
+        def leave_Attribute(self, o, u):
+            return u.with_changes(attr=o.attr)
+
+    return code(node.visit(_T()))
+
+
+def drop_unused_aliases(body: list, ctx: FileContext) -> list:
+    """``l2 = tf.keras.regularizers.l2`` at module level, once no use of ``l2`` is left: the line
+    becomes a comment (the line count stays)."""
+    out = list(body)
+    for i, stmt in enumerate(body):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
+                                                                                          cst.Name)):
+            continue
+        q = ctx.imports.resolve(small.value)
+        if not q or not q.startswith("keras.regularizers."):
+            continue
+        name = small.targets[0].target.value
+        if any(name in _free_names(other) for j, other in enumerate(out) if j != i):
+            continue
+        note = cst.EmptyLine(comment=cst.Comment(f"# {code(stmt).strip()}  (regularizers became "
+                                                 "regularization_loss() methods)"))
+        if i + 1 < len(out):
+            nxt = out[i + 1]
+            out[i + 1] = nxt.with_changes(leading_lines=[*stmt.leading_lines, note, *nxt.leading_lines])
+            out[i] = None
+    return [s for s in out if s is not None]
