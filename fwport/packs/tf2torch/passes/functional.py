@@ -560,7 +560,7 @@ class _Builder:
             if t.shape is None and t.shape_name is not None:
                 rank = self._implied_rank_in(fn, pname)
                 if rank is not None:
-                    t.shape = symbolic_shape(t.shape_name, rank)
+                    t.shape = symbolic_parts(t.shape_name, rank)
             if t.shape is None or not any(isinstance(d, str) for d in t.shape):
                 inner[pname] = t
                 continue
