@@ -99,6 +99,10 @@ def layer_normalization():
     return keras.Sequential([keras.Input(shape=(5, 6)), layers.LayerNormalization()])
 
 
+def group_norm():
+    return keras.Sequential([keras.Input(shape=(6, 5, 4)), layers.GroupNormalization(groups=2, epsilon=1e-3)])
+
+
 def prelu():
     return keras.Sequential([keras.Input(shape=(4, 5)), layers.PReLU(shared_axes=[1])])
 
@@ -205,6 +209,7 @@ CASES = {
     ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
     ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
+    ("group-normalization", None): ("group_norm", None, ("forward", "grad", "step")),
     ("rnn-layer", "lstm"): ("rnn_of_lstm_cell", None, ("forward", "grad")),
     ("rnn-layer", "gru"): ("rnn_of_gru_cell", None, ("forward", "grad", "step")),
     ("rnn-layer", "rnn"): ("rnn_of_simple_rnn_cell", ["float32[3,6,3]"], ("forward", "grad")),

@@ -53,6 +53,7 @@ from fwport.packs.tf2torch.passes import data_format, regularizers
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer")
+_VARIABLE_LISTS = ("trainable_variables", "trainable_weights")  # self.<these> → list(self.parameters())
 _WRITTEN_OUT = "tf2torch-merge-written-out"  # ctx.analyses: ids of the expressions merge calls became
 # how tightly each binary operator binds (a written-out merge operand below a tighter one is parenthesised)
 _PRECEDENCE = {cst.Power: 7, cst.Multiply: 5, cst.Divide: 5, cst.FloorDivide: 5, cst.Modulo: 5,
@@ -168,6 +169,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         self.translated: dict[str, cst.ClassDef] = {}  # class name → node, for every translated class
         self.translated_ids: set[int] = set()  # every translated class node (two may share a name)
         self.plans: list[_Plan | None] = []  # enclosing classes (None: not translated)
+        self._targets: set[int] = set()
         self.all_plans: list[_Plan] = []
         self.functional_scopes: list[bool] = []  # per function: holds a functional keras.Model call
         self.fn_stack: list[cst.FunctionDef] = []
@@ -185,7 +187,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     def mark(self, stmt: cst.CSTNode) -> None:
         settled = self.ctx.settled
         self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled or type(n) is cst.AugAssign
-                          or (type(n) is cst.Name and n.value == "training"))
+                          or (type(n) is cst.Name and n.value == "training")
+                          or (type(n) is cst.Attribute and n.attr.value in _VARIABLE_LISTS))
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
     def on_leave(self, original_node, updated_node):
@@ -445,6 +448,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     # a Name in these slots is not a variable use: restore it
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if (self.plan is not None and original_node.attr.value in _VARIABLE_LISTS
+                and isinstance(original_node.value, cst.Name) and original_node.value.value == "self"
+                and id(original_node) not in self._targets):
+            # the layer's own trainable variables, in creation order: torch registers parameters in the
+            # order they are assigned, its own before its submodules' (Keras lists them the same way)
+            return expr("list(self.parameters())")
         return updated_node.with_changes(attr=original_node.attr, value=self._operand(updated_node.value, 99))
 
     # a merge layer's call written out (`self.diff([a, b])` → `a - b`) keeps its meaning where it lands
@@ -474,6 +483,9 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
         return updated_node.with_changes(name=original_node.name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets.add(id(node.target))  # (an attribute assigned to is not read: left as it is)
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         plan = self.plan
@@ -1163,9 +1175,30 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for stmt, node in _add_weight_calls(fn):
             if rule is None:
                 return
+            if stmt is None:
+                # inside another expression (`self.ws.append(self.add_weight(...))`): torch registers a
+                # parameter only when it is assigned to an attribute of the module
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(node.func)}(...) inside another "
+                                "expression: the nn.Parameter would not be registered with the module (torch registers "
+                                "the parameters assigned to self.<name>, or held by an nn.ParameterList); assign it to "
+                                "an attribute", node, rule)
+                self.ctx.settled.add(id(node))
+                continue
+            name = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "name"), None)
+            if isinstance(stmt, cst.Expr) and name is None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(node.func)}(...) whose result is "
+                                "not kept and has no name=: torch registers a parameter under a name; assign it to "
+                                "self.<name> or give it name=", node, rule)
+                self.ctx.settled.add(id(node))
+                continue
             new = self._add_weight(plan, node, rule)
             if new is None:
                 continue
+            if isinstance(stmt, cst.Expr):
+                # Keras keeps the weight (self.weights lists it) although the statement drops the result:
+                # registered under its name, in the same order
+                new = cst.Call(cst.Attribute(cst.Name("self"), cst.Name("register_parameter")),
+                               [cst.Arg(name), cst.Arg(new)])
             plan.replace[id(node)] = new
             if isinstance(stmt, cst.Assign) and len(stmt.targets) == 1:
                 t = dotted(stmt.targets[0].target)
@@ -1634,6 +1667,12 @@ def _add_weight_calls(fn: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, cst
             self.stmt = n
 
         def leave_Assign(self, n: cst.Assign) -> None:
+            self.stmt = None
+
+        def visit_Expr(self, n: cst.Expr) -> None:
+            self.stmt = n
+
+        def leave_Expr(self, n: cst.Expr) -> None:
             self.stmt = None
 
         def visit_Call(self, n: cst.Call) -> None:
