@@ -209,3 +209,31 @@ def test_a_translation_says_again_only_what_its_comment_is_about():
     msgs = [f.message.split(" is ")[0] for f in first.findings if f.code == "unsupported-construct"]
     assert msgs == ["model.predict(...)"]
     assert [f.message.split(" is ")[0] for f in second.findings if f.code == "unsupported-construct"] == msgs
+
+
+def test_model_build_is_flagged_and_a_layers_own_build_is_not():
+    """`model.build(shape)` was left as written without a finding (AttributeError when it ran)."""
+    r = tr('''
+import tensorflow as tf
+
+class Scale(tf.keras.layers.Layer):
+    def build(self, input_shape):
+        self.w = self.add_weight(name="w", shape=(input_shape[-1],))
+        super().build(input_shape)
+
+    def call(self, x):
+        return x * self.w
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.fc = tf.keras.layers.Dense(4)
+
+    def call(self, x):
+        return self.fc(x)
+
+model = Net()
+model.build((None, 8))
+''')
+    assert flagged(r) == [(line_of(r, "model.build("), "build")]
+    assert "model(torch.zeros(1, ...))" in r.output

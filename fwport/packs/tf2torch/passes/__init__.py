@@ -15,7 +15,7 @@ from fwport.packs.tf2torch.passes import decorators, functional, model_api, regu
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
-                  "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states")
+                  "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states|build")
 
 PLANNERS: tuple[Planner, ...] = (
     # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;

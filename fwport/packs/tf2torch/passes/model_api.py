@@ -68,6 +68,9 @@ METHODS: dict[str, str] = {
     "to_json": "a PyTorch model is its source code: there is no architecture serialisation (torch.export for a graph)",
     "to_yaml": "a PyTorch model is its source code: there is no architecture serialisation (torch.export for a graph)",
     "get_config": "a PyTorch model is its source code: there is no config; keep the constructor arguments yourself",
+    "build": ("a torch module has its sizes from its constructor, or takes them on its first call (Lazy "
+              "modules): run one forward pass on a dummy batch, `with torch.no_grad(): model(torch.zeros(1, ...))` "
+              "(channels-first if fwport reported a layout change), before creating the optimizer"),
     "reset_states": "pass and carry the recurrent state explicitly (nn.LSTM takes and returns (h, c))",
 }
 
