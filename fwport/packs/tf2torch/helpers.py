@@ -7,6 +7,8 @@ the file (one the file already defines is not written twice: translating again c
 """
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from fwport.core.context import FileContext
@@ -278,6 +280,13 @@ def _imports_or_strings(stmt: cst.CSTNode) -> bool:
             b.value, (cst.SimpleString, cst.ConcatenatedString))) for b in stmt.body)
 
 
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> tuple[cst.BaseStatement, ...]:
+    """The statements of a helper text, parsed once per process: the same helpers, spelled the same
+    way, are written into many files (libcst nodes are immutable, so sharing them is safe)."""
+    return tuple(cst.parse_module(text).body)
+
+
 def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst.Module:
     """``text`` (definitions) written into the module after its docstring and the imports at its top
     (string statements between them, as notebooks have, included), and never above the place where
@@ -299,7 +308,7 @@ def _insertion_index(module: cst.Module, ctx: FileContext) -> int:
 
 
 def _insert_at(module: cst.Module, text: str, at: int) -> cst.Module:
-    new = list(cst.parse_module(text.lstrip("\n")).body)
+    new = list(_parsed(text.lstrip("\n")))
     body = list(module.body)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
     new[0] = new[0].with_changes(leading_lines=blank)
