@@ -1458,15 +1458,7 @@ class _Builder:
         if t is None:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
                                 "model (a list of tensors feeds only merge layers here)")
-        key = (t.shape, t.flat)
-        if layer.module is None:
-            self._translate(layer, t)
-        elif layer.in_key != key:
-            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
-                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
-        if layer.op is None:
-            layer.op = _Op("layer", True)
-            self.layer_of[id(layer.op)] = layer
+        self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
         new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
                                            [cst.Arg(self._out_expr(arg))])
@@ -1480,6 +1472,19 @@ class _Builder:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
         return out
+
+    def _built_for(self, layer: _Layer, t: _Tensor, call: cst.Call) -> None:
+        """The layer's torch module, built for the input ``t`` at its first call; a later call must see an
+        input of the same shape (one torch module cannot serve two)."""
+        key = (t.shape, t.flat)
+        if layer.module is None:
+            self._translate(layer, t)
+        elif layer.in_key != key:
+            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
+                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
+        if layer.op is None:
+            layer.op = _Op("layer", True)
+            self.layer_of[id(layer.op)] = layer
 
     def _apply_rnn(self, layer: _Layer, call: cst.Call) -> _Tensor | _Multi:
         """A recurrent layer called as Keras calls it: ``layer(x, initial_state=s)`` (s a tensor, or a list of
@@ -1501,15 +1506,7 @@ class _Builder:
             raise _Refused(x, f"{code(x)}: the input of a layer of the functional model must be a tensor of the model")
         if state or returns_state:
             self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set()).add(id(layer.call))
-        key = (t.shape, t.flat)
-        if layer.module is None:
-            self._translate(layer, t)
-        elif layer.in_key != key:
-            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
-                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
-        if layer.op is None:
-            layer.op = _Op("layer", True)
-            self.layer_of[id(layer.op)] = layer
+        self._built_for(layer, t, call)
         node = self._node(layer.op, [t.node, *(st.node for st in state_ts)], call)
         new_args = [cst.Arg(self._out_expr(x))]
         if state is not None:
@@ -1559,15 +1556,7 @@ class _Builder:
                                   "return_attention_scores=False only (one output)", "unsupported-argument")
             new_args.append(a.with_changes(value=self._out_expr(a.value), comma=cst.MaybeSentinel.DEFAULT))
         t = tensors[0]
-        key = (t.shape, t.flat)
-        if layer.module is None:
-            self._translate(layer, t)
-        elif layer.in_key != key:
-            raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
-                                 f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
-        if layer.op is None:
-            layer.op = _Op("layer", True)
-            self.layer_of[id(layer.op)] = layer
+        self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call), layer.out[1], False)
         self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), new_args)
         return out
