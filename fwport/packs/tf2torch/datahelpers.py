@@ -491,6 +491,37 @@ class DataPipeline({torch}utils.data.IterableDataset):
         return -1 if self.length == float("inf") else (-2 if self.length is None else self.length)
 '''
 
+# the end both *_dataset_from_directory helpers share: labels, the pipeline of one split, validation_split
+_FROM_DIRECTORY_TAIL = '''    def label(value):
+        if label_mode == "categorical":
+            return torch.nn.functional.one_hot(torch.tensor(int(value)), len(class_names)).float()
+        if label_mode == "binary":
+            return torch.tensor([float(value)])
+        return torch.tensor(int(value), dtype=torch.int32)
+
+    def pipeline(part_paths, part_labels, shuffled):
+        n = len(part_paths)
+        if part_labels is None:
+            ds = DataPipeline(lambda: (load(p) for p in part_paths), n)
+        else:
+            ds = DataPipeline(lambda: ((load(p), label(v)) for p, v in zip(part_paths, part_labels)), n)
+        if shuffled:
+            ds = ds.shuffle(batch_size * 8 if batch_size is not None else 1024, seed=seed)
+        if batch_size is not None:
+            ds = ds.batch(batch_size)
+        ds.class_names = class_names
+        return ds
+
+    n_val = int(validation_split * len(paths)) if validation_split else 0
+    splits = {{"training": (paths[: len(paths) - n_val], None if labels is None else labels[: len(paths) - n_val]),
+              "validation": (paths[len(paths) - n_val:], None if labels is None else labels[len(paths) - n_val:])}}
+    if not validation_split:
+        return pipeline(paths, labels, shuffle)
+    if subset == "both":
+        return [pipeline(*splits["training"], shuffle), pipeline(*splits["validation"], False)]
+    return pipeline(*splits[subset], shuffle)
+'''
+
 _IMAGE_DATASET = '''
 
 def image_dataset_from_directory(directory, labels="inferred", label_mode="int", class_names=None, color_mode="rgb",
@@ -552,35 +583,7 @@ def image_dataset_from_directory(directory, labels="inferred", label_mode="int",
             x = x.to(torch.uint8)
         return x.permute(2, 0, 1).contiguous() if data_format == "channels_first" else x
 
-    def label(value):
-        if label_mode == "categorical":
-            return torch.nn.functional.one_hot(torch.tensor(int(value)), len(class_names)).float()
-        if label_mode == "binary":
-            return torch.tensor([float(value)])
-        return torch.tensor(int(value), dtype=torch.int32)
-
-    def pipeline(part_paths, part_labels, shuffled):
-        n = len(part_paths)
-        if part_labels is None:
-            ds = DataPipeline(lambda: (load(p) for p in part_paths), n)
-        else:
-            ds = DataPipeline(lambda: ((load(p), label(v)) for p, v in zip(part_paths, part_labels)), n)
-        if shuffled:
-            ds = ds.shuffle(batch_size * 8 if batch_size is not None else 1024, seed=seed)
-        if batch_size is not None:
-            ds = ds.batch(batch_size)
-        ds.class_names = class_names
-        return ds
-
-    n_val = int(validation_split * len(paths)) if validation_split else 0
-    splits = {{"training": (paths[: len(paths) - n_val], None if labels is None else labels[: len(paths) - n_val]),
-              "validation": (paths[len(paths) - n_val:], None if labels is None else labels[len(paths) - n_val:])}}
-    if not validation_split:
-        return pipeline(paths, labels, shuffle)
-    if subset == "both":
-        return [pipeline(*splits["training"], shuffle), pipeline(*splits["validation"], False)]
-    return pipeline(*splits[subset], shuffle)
-'''
+''' + _FROM_DIRECTORY_TAIL
 
 _TEXT_DATASET = '''
 
@@ -629,35 +632,7 @@ def text_dataset_from_directory(directory, labels="inferred", label_mode="int", 
             data = f.read()
         return (data if max_length is None else data[:max_length]).decode("utf-8", errors="replace")
 
-    def label(value):
-        if label_mode == "categorical":
-            return torch.nn.functional.one_hot(torch.tensor(int(value)), len(class_names)).float()
-        if label_mode == "binary":
-            return torch.tensor([float(value)])
-        return torch.tensor(int(value), dtype=torch.int32)
-
-    def pipeline(part_paths, part_labels, shuffled):
-        n = len(part_paths)
-        if part_labels is None:
-            ds = DataPipeline(lambda: (load(p) for p in part_paths), n)
-        else:
-            ds = DataPipeline(lambda: ((load(p), label(v)) for p, v in zip(part_paths, part_labels)), n)
-        if shuffled:
-            ds = ds.shuffle(batch_size * 8 if batch_size is not None else 1024, seed=seed)
-        if batch_size is not None:
-            ds = ds.batch(batch_size)
-        ds.class_names = class_names
-        return ds
-
-    n_val = int(validation_split * len(paths)) if validation_split else 0
-    splits = {{"training": (paths[: len(paths) - n_val], None if labels is None else labels[: len(paths) - n_val]),
-              "validation": (paths[len(paths) - n_val:], None if labels is None else labels[len(paths) - n_val:])}}
-    if not validation_split:
-        return pipeline(paths, labels, shuffle)
-    if subset == "both":
-        return [pipeline(*splits["training"], shuffle), pipeline(*splits["validation"], False)]
-    return pipeline(*splits[subset], shuffle)
-'''
+''' + _FROM_DIRECTORY_TAIL
 
 DATA_HELPERS: dict[str, str] = {
     "text_dataset_from_directory": _TEXT_DATASET,
