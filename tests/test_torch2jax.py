@@ -400,3 +400,18 @@ def test_a_module_list_holding_batch_norm_is_still_refused():
     r = translate_source(src, "m.py", PACK)
     errs = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [f.code for f in errs] == ["unsupported-construct"] and "ModuleList holding BatchNorm" in errs[0].message
+
+
+def test_a_module_built_in_another_method_than_init_is_an_error_not_left_without_a_key():
+    """`self._make(...)` building blocks (the CIFAR ResNets' `_make_layer`): keys are handed out in
+    __init__ only, so the block would have been made without one, silently."""
+    src = ("import torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, n):\n"
+           "        super().__init__()\n        self.fc = nn.Linear(n, n)\n\n    def forward(self, x):\n"
+           "        return self.fc(x)\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.blocks = self._make(3)\n\n    def _make(self, k):\n        return [Block(4) for _ in range(k)]\n\n"
+           "    def forward(self, x):\n        for b in self.blocks:\n            x = b(x)\n        return x\n")
+    r = translate_source(src, "m.py", PACK)
+    errs = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 20)]  # the `return [Block(4) ...]` line
+    assert "built in _make(), not in __init__" in errs[0].message
+    assert "# fwport: unsupported-construct: Block(...) built in _make()" in r.output

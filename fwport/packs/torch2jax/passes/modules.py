@@ -49,6 +49,25 @@ def run(module: cst.Module, ctx) -> cst.Module:
     return module.with_changes(body=body)
 
 
+class _DrawsOutsideInit(cst.CSTVisitor):
+    """A module that draws its initial values, built in another method of the class (``self._make_layer``):
+    keys are split and handed out in ``__init__`` only, so this one would get none."""
+
+    def __init__(self, ctx, classes: set[str], method: str):
+        super().__init__()
+        self.ctx, self.classes, self.method = ctx, classes, method
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.ctx.imports.resolve(node.func)
+        own = isinstance(node.func, cst.Name) and node.func.value in self.classes
+        if (q in DRAWING or own) and not any(a.keyword and a.keyword.value == "key" for a in node.args):
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(node.func)}(...) built in "
+                            f"{self.method}(), not in __init__: Equinox modules take their initial values from a "
+                            "key, which fwport splits and hands out in __init__ only; build it in __init__, or give "
+                            f"{self.method} a `key` argument and pass a split of __init__'s key", node)
+            self.ctx.settled.add(id(node))
+
+
 class _Instances(cst.CSTVisitor):
     def __init__(self, ctx, classes: set[str]):
         super().__init__()
@@ -185,6 +204,10 @@ def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
     plan = {"key_sites": 0, "draws": draws, "stateful": []}
     body = []
     buffers: set[str] = set()
+    drawing = {n for n, p in plans.items() if p["draws"]}
+    for s in cls.body.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward"):
+            scan(s, _DrawsOutsideInit(ctx, drawing, s.name.value))
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
