@@ -122,15 +122,17 @@ def test_input_shape_joined_from_a_parameter_and_literal_sizes():
     src, r = tx(UNET_INPUT)
     assert errors(r) == []
     assert "class Model(nn.Module):" in r.output and "nn.Conv2d(3, 8, 3, stride=2)" in r.output
-    assert "# inputs: (batch, 3, img_size[0], img_size[-1]) channels-first" in r.output
+    assert "# inputs: (batch, img_size[0], img_size[-1], 3) channels-last as in Keras, made channels-first once " \
+        "here" in r.output
+    assert "inputs = inputs.permute(0, 3, 1, 2)" in r.output and "return outputs.permute(0, 2, 3, 1)" in r.output
     assert "nn.Sequential(MaxPoolSamePad2d(3, 2), nn.MaxPool2d(3, stride=2))" in r.output
     assert 'return F.pad(x, pads, value=float("-inf"))' in r.output
     # the parameter first: its last size is the channel count
     _, r2 = tx(UNET_INPUT.replace("img_size + (3,)", "(3,) + img_size"))
     assert errors(r2) == [] and "nn.LazyConv2d(8, 3, stride=2)" not in r2.output
     assert "nn.Conv2d(img_size[-1], 8, 3, stride=2)" in r2.output
-    k, t = compare_model(src, r.output, "get_model(img_size, 4)", (2, 12, 10, 3), layout_in="nchw",
-                         layout_out="nchw")
+    # the translated model takes and returns Keras's channels-last tensors
+    k, t = compare_model(src, r.output, "get_model(img_size, 4)", (2, 12, 10, 3))
     assert_close(k, t)
 
 
@@ -194,7 +196,7 @@ def test_reshape_between_feature_maps_in_a_channels_first_functional_model():
     assert "ChannelsLastReshape((6, 2, 4))" in r.output and "ChannelsLastReshape((-1, 8))" in r.output
     assert "class ChannelsLastReshape(nn.Module):" in r.output
     [(k, t)] = compare_weightless([dict(original=src, translated=r.output, build="build()", shape=[2, 8, 6, 4],
-                                        layout_in="nchw", layout_out="nchw")])
+                                        layout_in="same", layout_out="same")])
     assert k.shape == t.shape == (2, 16, 8) and abs(k - t).max() == 0
 
 

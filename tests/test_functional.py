@@ -8,6 +8,8 @@ import ast
 import textwrap
 from collections import Counter
 
+import pytest
+
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 
@@ -113,8 +115,10 @@ def build():
     assert "c = torch.cat([a, b], dim=1)" in r.output  # channels: dim 1 in NCHW
     assert "d = torch.cat([a, b], dim=2)" in r.output  # Keras axis 1 (height) is torch dim 2
     assert "s = a + b - (a + b) / 2" in r.output
-    assert "return c, d, s" in r.output
-    assert r.models[0].layout == "nchw" and r.models[0].output_layout == "nchw"
+    # channels-first inside; Keras's channels-last interface: inputs moved once, feature maps moved back
+    assert "inputs = inputs.permute(0, 3, 1, 2)" in r.output
+    assert "return c.permute(0, 2, 3, 1), d.permute(0, 2, 3, 1), s.permute(0, 2, 3, 1)" in r.output
+    assert r.models[0].layout == "same" and r.models[0].output_layout == "same"
 
 
 def test_shared_layer_is_one_module():
@@ -419,7 +423,8 @@ def build(input_shape, num_classes):
 ''')
     assert not errors(r), r.findings
     assert 'nn.Conv2d(input_shape[-1], 4, 3, padding="same")' in r.output
-    assert r.models[0].layout == "nchw"
+    assert "inputs = inputs.permute(0, 3, 1, 2)" in r.output  # the rank comes from the first Conv2D
+    assert r.models[0].layout == "same"
 
 
 def test_helper_returning_two_tensors_and_computing_a_value():
@@ -469,7 +474,47 @@ def get_model(latent_dim=4):
 ''')
     assert not errors(r), r.findings
     assert "self.encoder = get_encoder(latent_dim)" in r.output
-    assert "out = self.conv(self.encoder(inputs))" in r.output
+    # every translated model takes Keras's channels-last layout: in this channels-first graph, the
+    # encoder's input is moved back to channels-last and its output to channels-first again
+    assert "out = self.conv(self.encoder(inputs.movedim(1, -1)).movedim(-1, 1))" in r.output
     recs = {(x.scope, x.source, x.target) for x in r.layers}
     assert ("get_model", "layers[1].layers[1]", "encoder.conv") in recs  # Keras: model.layers[1] is the encoder
     assert ("get_model", "layers[2]", "conv") in recs
+
+
+NESTED_IN_NCHW = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+inner_in = keras.Input(shape=(8, 8, 4))
+y = layers.Conv2D(4, 3, padding="same", activation="relu")(inner_in)
+inner = keras.Model(inner_in, y)
+
+inputs = keras.Input(shape=(8, 8, 3))
+x = layers.Conv2D(4, 3, padding="same")(inputs)
+z = inner(x)
+x = layers.Conv2D(2, 1)(z)
+x = layers.Flatten()(x)
+outputs = layers.Dense(3)(x)
+model = keras.Model(inputs, outputs)
+'''
+
+
+def test_a_channels_first_model_keeps_keras_interface_and_a_nested_model_is_called_in_it(tmp_path):
+    # inside: channels-first; outside: Keras's channels-last tensors, so data code, fit and the loops
+    # that feed the model work unchanged. `z = inner(x)` applies a model of the file (not a new layer).
+    r = translate_source(NESTED_IN_NCHW, "m.py")
+    assert not errors(r), r.findings
+    assert "inner_in = inner_in.permute(0, 3, 1, 2)" in r.output and "return y.permute(0, 2, 3, 1)" in r.output
+    assert "z = self.inner(x.movedim(1, -1)).movedim(-1, 1)" in r.output
+    assert all(m.layout == "same" and m.output_layout == "same" for m in r.models)
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, Session, verify
+    (tmp_path / "m.py").write_text(NESTED_IN_NCHW)
+    (tmp_path / "m_torch.py").write_text(r.output)
+    with Session() as session:
+        for model, shape in (("model", "float32[2,8,8,3]"), ("inner", "float32[2,8,8,4]")):
+            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
+                                  checks=("forward", "grad"), device="cpu"), session)
+            assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

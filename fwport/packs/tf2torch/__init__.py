@@ -91,15 +91,17 @@ LAYER_BASE_KWARGS = {
 
 CODES = {
     "keras-version": "the Keras generation (2 or 3) the file was written for, which decides some defaults",
-    "layout-changed": "channels-last code became channels-first (NCHW); inputs must be permuted accordingly",
+    "layout-changed": "channels-last code became channels-first (NCHW): a Sequential takes NCHW inputs; a "
+                      "functional model moves its inputs once at entry (and its feature-map outputs back)",
     "layout-kept": "a region kept the channels-last layout; permutes were emitted around layout-bound layers",
     "decorator-removed": "a TensorFlow-only decorator (e.g. @tf.function) was removed",
 }
 
 # severity and what to do, for docs/findings.md
 CODE_ADVICE = {
-    "layout-changed": ("info", "Feed the translated model NCHW tensors (`x.permute(0, 3, 1, 2)`); `fwport verify` "
-                       "does this for you."),
+    "layout-changed": ("info", "A translated Sequential takes NCHW tensors: feed it `x.permute(0, 3, 1, 2)` "
+                       "(the written fit loop and `fwport verify` do); a functional model takes Keras's layout as "
+                       "it is."),
     "layout-kept": ("info", "Correct as is; for idiomatic NCHW code, make the shapes in that region inferable "
                     "and translate again."),
     "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),

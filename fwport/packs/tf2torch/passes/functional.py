@@ -15,7 +15,10 @@ helper and variant of its literal arguments (which decide its ``if`` statements)
 call site.
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
-is channels-first throughout: its inputs are taken channels-first (``ModelInfo.layout``), every
+is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
+moves them channels-first once, at its top, and moves the feature maps it returns back (so the data
+code, ``fit`` and loops that feed the model need no change; a model of the file called on a map of
+such a graph gets it channels-last). Every
 axis-dependent operation is remapped (``concatenate(axis=-1)`` → ``torch.cat(..., dim=1)``) or
 refused, a Dense after a Flatten reorders its rows through its weight map, a Dense → Reshape to a
 map becomes ``nn.Unflatten`` with the Dense's ``before-unflatten`` map.
@@ -170,6 +173,10 @@ class _Layer:
     # sequences): its input moved to channels-first at each call, and its output back when it is a map
     permute_in: bool = False
     permute_back: bool = False
+    # a model of the file (it takes Keras's layout) called on a map of a channels-first graph: its input
+    # moved channels-last, its output back when it is a map
+    keras_in: bool = False
+    keras_back: bool = False
     activation: str | None = None  # "torch.relu({})": its activation, applied where it is called
     prefix: str = ""  # "block1." for a layer of a helper's module
     in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
@@ -188,6 +195,9 @@ class _Plan:
     model_target: str | None  # `model = keras.Model(...)`: "model"; returned directly: None
     keep_copies: set[int] = field(default_factory=set)  # config statements the builder also needs
     input_note: str = ""
+    # channels-first graphs keep Keras's interface: these statements open the forward (inputs moved
+    # channels-first once), and the feature maps it returns are moved back (Keras's layout)
+    entry_lines: list[str] = field(default_factory=list)
     scope: str = ""
     user_layers: list[tuple[str, int, str]] = field(default_factory=list)  # (class, index, attribute)
     generated: dict[int, list] = field(default_factory=dict)  # statement index → its unrolled statements
@@ -926,7 +936,7 @@ class _Builder:
         ctx.settled.add(id(model_call))
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
-                              "outputs": [t.shape for t in out_tensors], "layout": self.layout}
+                              "outputs": [t.shape for t in out_tensors]}
         return plan
 
     def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
@@ -1180,7 +1190,7 @@ class _Builder:
                 self.env[target] = _Layer(value, None, "list", var=target)  # not a tensor: refused elsewhere
                 self.env[target].op = _Op("list", False)
                 return "layer"
-            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] is not None:
+            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] not in (None, "submodel"):
                 try:
                     self.env[target] = self._new_layer(value, target)
                 except _Refused as r:
@@ -1464,6 +1474,10 @@ class _Builder:
                                            [cst.Arg(self._out_expr(arg))])
         if layer.permute_in:
             new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(-1, 1)"))])
+        if layer.keras_in:
+            new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(1, -1)"))])
+        if layer.keras_back:
+            new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(expr("-1")), cst.Arg(cst.Integer("1"))])
         if layer.activation is not None:
             new = expr(layer.activation.format(code(new)))
         if layer.movedim:
@@ -1678,11 +1692,12 @@ class _Builder:
                 raise _Refused(layer.call, f"the model {layer.rule} called on a tensor of shape {t.shape}: fwport "
                                            f"follows a model used as a layer on one input of its own shape "
                                            f"{info['inputs'][0] if info['inputs'] else None}")
-            if (info["layout"] != self.layout) and any(s is None or len(s) > 1 for s in [t.shape, *info["outputs"]]):
-                raise _Refused(layer.call, f"the model {layer.rule} keeps another layout than this one "
-                                           "(channels-first where convolutions are): not followed as a layer here")
             if len(info["outputs"]) != 1:
                 raise _Refused(layer.call, f"the model {layer.rule} has several outputs: not followed as a layer")
+            # every translated model takes and returns Keras's layout: in a channels-first graph, a map
+            # goes in channels-last and comes out channels-first again
+            layer.keras_in = self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)
+            layer.keras_back = self.layout == "nchw" and (info["outputs"][0] is None or len(info["outputs"][0]) > 1)
             # a module-level model: the very instance (Keras shares its weights too); a builder's: the
             # instance the translated builder returns, called as written
             module = cst.Name(layer.rule) if layer.kind == "submodel" else layer.call
@@ -2001,24 +2016,30 @@ class _Builder:
                                                        dict(r.symbols)))
 
     def _info(self, plan: _Plan, call: cst.Call, outs: list[_Tensor]) -> None:
+        """The model's interface. A graph converted to channels-first still takes and returns Keras's
+        channels-last tensors: its inputs of rank > 2 are moved channels-first once, at the top of
+        ``forward``, and the feature maps it returns are moved back, so that data code, ``fit`` and the
+        loops that feed it keep working unchanged (DESIGN: one permute at the model's entry)."""
         nchw = self.layout == "nchw"
+        moved = [(name, t.shape) for name, t in self.inputs.items() if nchw and (t.shape is None or len(t.shape) > 1)]
+        if moved:
+            shown = [f"{name}: (batch, {', '.join(str(d) for d in s)})" if s else name for name, s in moved]
+            plan.input_note = f"{', '.join(shown)} channels-last as in Keras, made channels-first once here"
+            plan.entry_lines = [f"{name} = {name}{_to_first(s)}" for name, s in moved]
+            self.ctx.report(Severity.INFO, "layout-changed", "this functional model runs channels-first (NCHW) "
+                            "inside; its forward takes Keras's channels-last inputs and moves them once at entry",
+                            call)
+        back = [i for i, t in enumerate(outs) if nchw and not t.last and (t.shape is None or len(t.shape) > 1)]
+        for i in back:
+            plan.returns[i] = f"{_paren_text(plan.returns[i])}{_to_last(outs[i].shape)}"
+        if back:
+            self.ctx.report(Severity.INFO, "layout-changed", "this functional model's feature-map outputs are "
+                            "moved back to Keras's channels-last layout at the end of forward", call)
         shapes = [t.shape for t in self.inputs.values()]
-        in_layout = "nchw" if nchw and any(s is None or len(s) > 1 for s in shapes) else "same"
-        out_layout = "nchw" if nchw and any(not t.last and (t.shape is None or len(t.shape) > 1) for t in outs) \
-            else "same"
-        if in_layout == "nchw":
-            shown = [f"(batch, {', '.join(str(d) for d in (s[-1], *s[:-1]))})" for s in shapes if s and len(s) > 1]
-            plan.input_note = f"inputs: {', '.join(shown)} channels-first" if shown else ""
-            self.ctx.report(Severity.INFO, "layout-changed", "this functional model takes channels-last inputs; the "
-                            "translation is channels-first (NCHW): move the channel axis of each input of rank > 2 "
-                            "to dim 1 (x.movedim(-1, 1))", call)
-        if out_layout == "nchw":
-            self.ctx.report(Severity.INFO, "layout-changed", "this functional model's outputs are channels-first "
-                            "feature maps in the translation (y.movedim(1, -1) gives Keras's layout)", call)
         declared = shapes[0] if len(shapes) == 1 and shapes[0] is not None else None
         key = self.scope or plan.model_target or plan.class_name
         self.ctx.models[key] = ModelInfo(key, "functional", tuple(plain(d) for d in declared) if declared else None,
-                                         in_layout, out_layout)
+                                         "same", "same")
 
     # --- the rewrite that keeps lines ---------------------------------------------------------------------
     def _rewrite(self, stmts: list, plan: _Plan) -> list:
@@ -2055,6 +2076,26 @@ _LAYOUT_NEUTRAL = {"global-pool", "batch-norm"}
 # keeps Keras's layout, and its convolutions (a transformer's Conv1D(kernel_size=1) feed-forward) are
 # called on permuted inputs
 _NEEDS_LAST = {"multi-head-attention", "layer-norm", "rnn", "bidirectional"}
+
+
+def _to_first(shape: tuple | None) -> str:
+    """``.permute(0, 3, 1, 2)`` for a channels-last map of known rank, ``.movedim(-1, 1)`` otherwise."""
+    if shape is None:
+        return ".movedim(-1, 1)"
+    n = len(shape) + 1
+    return f".permute(0, {n - 1}, {', '.join(str(i) for i in range(1, n - 1))})"
+
+
+def _to_last(shape: tuple | None) -> str:
+    if shape is None:
+        return ".movedim(1, -1)"
+    n = len(shape) + 1
+    return f".permute(0, {', '.join(str(i) for i in range(2, n))}, 1)"
+
+
+def _paren_text(text: str) -> str:
+    """``text`` ready to take a method call: parenthesised unless it is a name, attribute, call or subscript."""
+    return text if isinstance(expr(text), (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({text})"
 
 
 def _drives_nchw(rule) -> bool:
@@ -2332,6 +2373,8 @@ def _parts(plan: _Plan, stmts: list):
     for part in (init, forward):  # no blank line at the top of a method
         if part:
             part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
+    if plan.entry_lines:
+        forward = [cst.parse_statement(line + "\n") for line in plan.entry_lines] + forward
     if plan.input_note and forward:
         note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
         forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
