@@ -134,13 +134,47 @@ def unwrap(m, ctx):
 
 @call_transform("shape-args")
 def shape_args(m, ctx):
-    """``torch.zeros(2, 3)`` / ``torch.zeros((2, 3))`` → ``jnp.zeros((2, 3))``."""
+    """``torch.zeros(2, 3)`` / ``torch.zeros((2, 3))`` → ``jnp.zeros((2, 3))``; the mapped keywords
+    (``dtype=``) follow."""
     sizes = list(m.bound.varargs)
     if len(sizes) == 1:
         shape = sizes[0]
     else:
         shape = cst.Tuple([cst.Element(v) for v in sizes]) if sizes else cst.Tuple([])
-    return cst.Call(ctx.spell(m.rule.emit["target"]), [cst.Arg(shape)])
+    return _call(ctx.spell(m.rule.emit["target"]), [shape], m.kwargs)
+
+
+def _call(func, positional, keywords=None) -> cst.Call:
+    args = [cst.Arg(v) for v in positional]
+    args += [cst.Arg(v, keyword=cst.Name(k), equal=_EQ) for k, v in (keywords or {}).items()]
+    return cst.Call(func, args)
+
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+#: torch dtypes → their jnp names. 64-bit types are JAX's only under ``jax_enable_x64``; without it JAX
+#: itself makes them 32-bit (with its own warning), as it does for every array.
+DTYPES = {
+    "float32": "float32", "float": "float32", "float64": "float64", "double": "float64", "float16": "float16",
+    "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64", "int32": "int32", "int": "int32",
+    "int16": "int16", "short": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool_",
+    "complex64": "complex64", "cfloat": "complex64", "complex128": "complex128", "cdouble": "complex128",
+}
+
+
+@value_transform("torch-dtype")
+def torch_dtype(value, spec, m, ctx):
+    """``dtype=torch.float`` → ``dtype=jnp.float32`` (``DTYPES``); ``None`` is left out (each side's default);
+    any other value (a variable) is refused."""
+    if isinstance(value, cst.Name) and value.value == "None":
+        return
+    q = ctx.imports.resolve(value)
+    name = q[len("torch."):] if q and q.startswith("torch.") else None
+    if name not in DTYPES:
+        m.fail(ctx, "unsupported-argument", f"{spec.name}={m.written(spec.name) or code(value)}: only a torch dtype "
+               f"written out (torch.float32, torch.long, ...) is translated; write the jnp dtype by hand")
+        return
+    m.kwargs[spec.to or spec.name] = ctx.spell(f"jax.numpy.{DTYPES[name]}")
 
 
 @call_transform("random")
