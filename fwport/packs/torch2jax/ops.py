@@ -407,7 +407,8 @@ def max_min(m, ctx):
             return None
         return _call(ctx.spell(f"jax.numpy.{fn}"), [x])
     d = literal_value(dim, None)
-    if "dim" not in m.bound.spelled and not (isinstance(d, int) and not isinstance(d, bool)):
+    by_keyword = any(a.keyword is not None and a.keyword.value == "dim" for a in m.call.args)
+    if not by_keyword and not (isinstance(d, int) and not isinstance(d, bool)):
         m.fail(ctx, "unsupported-construct", f"torch.{fn}(x, {m.written('dim')}): a tensor (elementwise "
                f"{fn}imum) or a dimension? write dim= or torch.{fn}imum")
         return None
