@@ -108,3 +108,63 @@ def test_what_has_no_exact_translation_is_an_error(src, message):
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert len(errors) == 1 and message in errors[0].message, r.findings
     assert src in r.output  # left as written
+
+
+# --- in a module's __call__: one example, the batch axis dropped -------------------------------------------
+
+HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n" \
+       "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 12)\n\n" \
+       "    def forward(self, x, y):\n"
+
+
+def _forward(body: str):
+    r = translate_source(HEAD + "".join(f"        {line}\n" for line in body.splitlines()), "net.py", PACK)
+    return r, r.output.split("def __call__", 1)[1]
+
+
+@pytest.mark.parametrize("torch_code,jax_code", [
+    ("return torch.max(x, 1)", "return (jnp.max(x, axis=0), jnp.argmax(x, axis=0))"),
+    ("v, i = x.min(dim=-1, keepdim=True)", "v, i = (jnp.min(x, axis=-1, keepdims=True), jnp.argmin(x, axis=-1, keepdims=True))"),
+    ("return torch.topk(x, 3, dim=2)", "return jax.lax.top_k(x, 3, axis=1)"),
+    ("return torch.topk(x, 3)", "return jax.lax.top_k(x, 3)"),
+    ("return torch.bmm(x, y)", "return jnp.matmul(x, y)"),
+    ("return x.bmm(y.transpose(1, 2))", "return jnp.matmul(x, jnp.swapaxes(y, 0, 1))"),
+    ("return torch.mm(x, self.w)", "return jnp.matmul(x, self.w)"),
+    ("return F.glu(x)", "return jax.nn.glu(x, axis=-1)"),
+    ("return F.glu(x, dim=1)", "return jax.nn.glu(x, axis=0)"),
+    ("return x.masked_fill(y == 0, float('-inf'))", "return jnp.where(y == 0, float('-inf'), x)"),
+    ("B, T, C = x.shape\nreturn x.repeat(1, 2, 3)", "return jnp.tile(x, (2, 3))"),
+    ("q, k, v = self.fc(x).split(4, dim=2)\nreturn q", "q, k, v = jnp.split(self.fc(x), [4, 2 * 4], axis=1)"),
+    ("a, b = self.fc(x).split(n, dim=-1)\nreturn a", "a, b = jnp.split(self.fc(x), [n], axis=-1)"),
+    ("return torch.sin(x) * torch.cos(x)", "return jnp.sin(x) * jnp.cos(x)"),
+    ("return torch.zeros_like(x) + torch.randn_like(x)", "return jnp.zeros_like(x) + jax.random.normal(key, x.shape, x.dtype)"),
+    ("outs = []\nfor i in range(2):\n    outs.append(x)\nreturn torch.stack(outs, dim=1)", "return jnp.stack(outs, axis=0)"),
+])
+def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
+    r, call = _forward(torch_code)
+    assert jax_code in call, call
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+
+
+@pytest.mark.parametrize("torch_code", [
+    "return torch.max(x)",
+    "return torch.max(x, 0)",
+    "return torch.topk(x, 2, dim=0)",
+    "return torch.bmm(x, self.w)",
+    "return torch.mm(x, y)",
+    "return torch.dot(x, y)",
+    "return torch.diag(x)",
+    "return x.masked_fill(self.bias[:, :, :4, :4] == 0, 0.0)",
+    "return x.repeat(2, 1, 1)",
+    "return x.repeat(1, 2)",
+    "outs = [x]\nouts.append(x)\nreturn torch.stack(outs)",
+])
+def test_what_needs_the_batch_axis_is_an_error(torch_code):
+    r, _ = _forward(torch_code)
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["batch-axis"], r.findings
+
+
+def test_max_of_a_dim_that_may_be_a_tensor_is_refused_in_a_module_too():
+    r, _ = _forward("return torch.max(x, y)")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
