@@ -168,3 +168,9 @@ def test_what_needs_the_batch_axis_is_an_error(torch_code):
 def test_max_of_a_dim_that_may_be_a_tensor_is_refused_in_a_module_too():
     r, _ = _forward("return torch.max(x, y)")
     assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+
+
+def test_a_host_value_inside_the_module_is_refused_with_what_to_do():
+    r, _ = _forward("return x.numpy()")
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["unsupported-construct"] and "convert it outside the module" in errors[0].message

@@ -305,9 +305,10 @@ class Forward(cst.CSTTransformer):
                                                                               equal=_EQ)])
                 self.key_sites.append(site)
                 return site
-            if isinstance(func.value, cst.Name) and func.attr.value in ("append", "extend", "insert"):
-                if any(self.is_batched(a.value) for a in original.args):  # a list of batched tensors
-                    self.batched.add(func.value.value)
+            if isinstance(func.value, cst.Name) and func.attr.value in ("append", "extend", "insert", "pop", "remove",
+                                                                           "clear"):  # list methods (no tensor has them)
+                if func.attr.value != "pop" and any(self.is_batched(a.value) for a in original.args):
+                    self.batched.add(func.value.value)  # a list of batched tensors
                 return updated
             if self.is_batched(func.value):
                 return self.method(func.attr.value, original, updated)
@@ -478,6 +479,10 @@ class Forward(cst.CSTTransformer):
                            "its own batch, which one example cannot pick; compute it outside the module")
                 return updated
             return _call(self.ctx.spell("jax.numpy.matmul"), [recv, args[0].value])
+        if name in ("numpy", "item", "tolist"):
+            self.error(original, f".{name}() inside the module: one example is traced (jax.vmap, jit), it has no host "
+                       "value; return the array and convert it outside the module (np.asarray(y))", "unsupported-construct")
+            return updated
         if name == "masked_fill":
             return self.masked_fill(original, updated, recv)
         if name == "repeat":
