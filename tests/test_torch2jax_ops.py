@@ -63,11 +63,11 @@ def test_translated_tensor_functions_compute_what_pytorch_computes(tmp_path):
     import numpy as np
     r = translate_source(OPS.read_text(), str(OPS), PACK)
     assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
-    assert [f.code for f in r.findings] == ["key-added"] * 3
+    assert [f.code for f in r.findings] == ["key-added"] * 7
     translated = tmp_path / "ops_jax.py"
     translated.write_text(r.output)
     torch_out, jax_out = _outputs("torch", OPS, tmp_path), _outputs("jax", translated, tmp_path)
-    assert len(torch_out) == len(jax_out) == 48
+    assert len(torch_out) == len(jax_out) == 65
     perm, drawn = len(torch_out) - 3, len(torch_out) - 1
     for i, (t, j) in enumerate(zip(torch_out, jax_out)):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
@@ -139,6 +139,10 @@ def _forward(body: str):
     ("return torch.sin(x) * torch.cos(x)", "return jnp.sin(x) * jnp.cos(x)"),
     ("return torch.zeros_like(x) + torch.randn_like(x)", "return jnp.zeros_like(x) + jax.random.normal(key, x.shape, x.dtype)"),
     ("outs = []\nfor i in range(2):\n    outs.append(x)\nreturn torch.stack(outs, dim=1)", "return jnp.stack(outs, axis=0)"),
+    ("return torch.einsum('bhid,bhjd->bhij', x, y)", "return jnp.einsum('hid,hjd->hij', x, y)"),
+    ("return torch.einsum('b i d, d j -> b i j', x, self.w)", "return jnp.einsum('id,dj->ij', x, self.w)"),
+    ("return torch.einsum('...ij,...jk->...ik', [x, y])", "return jnp.einsum('...ij,...jk->...ik', x, y)"),
+    ("return torch.clamp(x, min=0.0) + torch.where(x > 0, x, y)", "return jnp.clip(x, min=0.0) + jnp.where(x > 0, x, y)"),
 ])
 def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     r, call = _forward(torch_code)
@@ -158,6 +162,10 @@ def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     "return x.repeat(2, 1, 1)",
     "return x.repeat(1, 2)",
     "outs = [x]\nouts.append(x)\nreturn torch.stack(outs)",
+    "return torch.einsum('bij,bjk->ik', x, y)",
+    "return torch.einsum('ij,jk->ik', x, y)",
+    "return torch.einsum(eq, x, y)",
+    "return torch.einsum('...ij,...jk->...ik', x, self.w)",
 ])
 def test_what_needs_the_batch_axis_is_an_error(torch_code):
     r, _ = _forward(torch_code)

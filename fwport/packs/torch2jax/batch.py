@@ -29,7 +29,7 @@ RANK_CHANGE = {"torch.nn.Embedding": 1}
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
                          "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
-                         "ones_like", "randn_like"})
+                         "ones_like", "randn_like", "clamp", "clip", "pow"})
 
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:
@@ -348,6 +348,8 @@ class Forward(cst.CSTTransformer):
             if "keepdim" in a:
                 kw["keepdims"] = a["keepdim"]
             return _call(self.ctx.spell(f"jax.numpy.{ {'amax': 'max', 'amin': 'min'}.get(short, short)}"), [a["input"]], **kw)
+        if q == "torch.einsum":
+            return self.einsum(original, updated)
         if q == F + "glu":
             a, unknown = _args(updated, ("input", "dim"))
             if unknown or "input" not in a or not self.is_batched(original):
@@ -563,6 +565,56 @@ class Forward(cst.CSTTransformer):
         kw = {"axis": axis} if keepdim is None else {"axis": axis, "keepdims": keepdim}
         pair = [_call(self.ctx.spell(f"jax.numpy.{fn}"), [x], **kw), _call(self.ctx.spell(f"jax.numpy.arg{fn}"), [x], **kw)]
         return cst.Tuple([cst.Element(v) for v in pair])
+
+    def einsum(self, original, updated) -> cst.BaseExpression:
+        """``torch.einsum('bhid,bhjd->bhij', q, k)`` with batched q, k → ``jnp.einsum('hid,hjd->hij', q, k)``: the
+        batch letter (the first of every batched operand, in no other operand, first in the output) is dropped.
+        Batched operands that all start with '...' (as does the output, and no other operand has '...') keep the
+        equation. Anything else is refused."""
+        from fwport.core.engine import literal_value
+        args = [a.value for a in updated.args]
+        if not args or any(a.star or a.keyword for a in updated.args):
+            return updated
+        ops = args[1:]
+        if len(ops) == 1 and isinstance(ops[0], (cst.List, cst.Tuple)):
+            ops = [e.value for e in ops[0].elements]
+        originals = [a.value for a in original.args[1:]]
+        if len(originals) == 1 and isinstance(originals[0], (cst.List, cst.Tuple)):
+            originals = [e.value for e in originals[0].elements]
+        batched = [self.is_batched(o) for o in originals]
+        if not any(batched):
+            return updated
+        eq = literal_value(args[0], None)
+
+        def refuse(why: str) -> cst.BaseExpression:
+            self.error(original, f"torch.einsum of batched tensors: {why}; write the equation for one example "
+                       "(without the batch axis)")
+            return updated
+        if not isinstance(eq, str):
+            return refuse("the equation is not a string literal")
+        eq = eq.replace(" ", "")
+        if "->" not in eq:
+            return refuse("the output is implicit (no '->')")
+        ins, out = eq.split("->")
+        subs = ins.split(",")
+        if len(subs) != len(ops):
+            return refuse("the equation does not name every operand")
+        mine = [sub for sub, b in zip(subs, batched) if b]
+        if all(sub.startswith("...") for sub in mine) and out.startswith("..."):
+            if any("..." in sub for sub, bb in zip(subs, batched) if not bb):
+                return refuse("an operand not computed from the input has '...' axes, which may hold the batch's")
+            new_eq = eq
+        else:
+            b = mine[0][:1]
+            if not b.isalpha() or any(sub[:1] != b or sub.count(b) != 1 for sub in mine) \
+                    or any(b in sub for sub, bb in zip(subs, batched) if not bb):
+                return refuse(f"the batch axis is not the first letter of every batched operand ({', '.join(mine)}) "
+                              "alone")
+            if out[:1] != b or out.count(b) != 1:
+                return refuse(f"the batch letter {b} is not the output's first")
+            new_eq = ",".join(sub[1:] if bb else sub for sub, bb in zip(subs, batched)) + "->" + out[1:]
+        quote = "'" if "'" not in new_eq else '"'
+        return _call(self.ctx.spell("jax.numpy.einsum"), [cst.SimpleString(f"{quote}{new_eq}{quote}"), *ops])
 
     def masked_fill(self, original, updated, recv) -> cst.BaseExpression:
         """``x.masked_fill(mask, value)`` → ``jnp.where(mask, value, x)`` when the mask has no more axes than one

@@ -508,3 +508,38 @@ def attention(m, ctx):
 def _paren(node: cst.BaseExpression) -> str:
     return code(node) if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)) \
         else f"({code(node)})"
+
+
+@call_transform("einsum")
+def einsum(m, ctx):
+    """``torch.einsum(eq, a, b)`` → ``jnp.einsum(eq, a, b)`` (the same subscript language); PyTorch's list form
+    ``torch.einsum(eq, [a, b])`` has its operands spread."""
+    ops = list(m.bound.varargs)
+    if len(ops) == 1 and isinstance(ops[0], (cst.List, cst.Tuple)):
+        ops = [e.value for e in ops[0].elements]
+    return _call(ctx.spell(m.rule.emit["target"]), [m.kwargs["subscripts"], *ops])
+
+
+@call_transform("randint")
+def randint(m, ctx):
+    """``torch.randint(high, size)`` / ``(low, high, size)`` (size also by keyword) → ``jax.random.randint(key, size,
+    low, high)``: integers in [low, high) from the key in scope."""
+    pos = list(m.bound.varargs)
+    size = m.kwargs.pop("size", None)
+    if size is None and pos:
+        size = pos.pop()
+    low, high = m.kwargs.pop("low", None), m.kwargs.pop("high", None)
+    if len(pos) == 2 and low is None and high is None:
+        low, high = pos
+    elif len(pos) == 1 and high is None:
+        high = pos[0]
+    elif len(pos) == 1 and low is None:
+        low = pos[0]
+    elif pos:
+        m.fail(ctx, "unsupported-construct", "torch.randint: arguments not understood (low, high, size)")
+        return None
+    if size is None or high is None:
+        m.fail(ctx, "unsupported-construct", "torch.randint needs high and size")
+        return None
+    _key_added(m, ctx)
+    return _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), size, low or cst.Integer("0"), high], m.kwargs)
