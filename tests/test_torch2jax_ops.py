@@ -182,3 +182,43 @@ def test_a_host_value_inside_the_module_is_refused_with_what_to_do():
     r, _ = _forward("return x.numpy()")
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [f.code for f in errors] == ["unsupported-construct"] and "convert it outside the module" in errors[0].message
+
+
+PER_EXAMPLE = ROOT / "tests" / "data" / "torch_per_example.py"
+_RUN_MODULE = """
+import sys, numpy as np, runpy
+side = sys.argv[1]
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(sys.argv[2])
+rng = np.random.default_rng(1)
+x, y = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 7, 6))
+if side == "torch":
+    import torch
+    outs = ns["PerExample"]()(torch.from_numpy(x), torch.from_numpy(y))
+else:
+    import jax.numpy as jnp
+    outs = jax.vmap(ns["PerExample"]())(jnp.asarray(x), jnp.asarray(y))
+np.savez(sys.argv[3], *[np.asarray(o) for o in outs])
+"""
+
+
+def test_per_example_rewrites_under_vmap_compute_what_pytorch_computes_on_the_batch(tmp_path):
+    import numpy as np
+    r = translate_source(PER_EXAMPLE.read_text(), str(PER_EXAMPLE), PACK)
+    assert not r.findings, r.findings
+    translated = tmp_path / "per_example_jax.py"
+    translated.write_text(r.output)
+    outs = {}
+    for side, path in (("torch", PER_EXAMPLE), ("jax", translated)):
+        p = subprocess.run([sys.executable, "-c", _RUN_MODULE, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    assert len(outs["torch"]) == len(outs["jax"]) == 12
+    for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
+        assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
+        np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-12, err_msg=f"output {i}")
