@@ -143,6 +143,7 @@ def _forward(body: str):
     ("return torch.einsum('b i d, d j -> b i j', x, self.w)", "return jnp.einsum('id,dj->ij', x, self.w)"),
     ("return torch.einsum('...ij,...jk->...ik', [x, y])", "return jnp.einsum('...ij,...jk->...ik', x, y)"),
     ("return torch.clamp(x, min=0.0) + torch.where(x > 0, x, y)", "return jnp.clip(x, min=0.0) + jnp.where(x > 0, x, y)"),
+    ("return x @ torch.eye(x.size(2))", "return x @ jnp.eye(x.shape[1])"),
 ])
 def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     r, call = _forward(torch_code)

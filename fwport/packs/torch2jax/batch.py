@@ -369,7 +369,7 @@ class Forward(cst.CSTTransformer):
             if axis is None:
                 return updated
             return updated.with_changes(args=[x.with_changes(value=axis) if x.value is a["dim"] else x for x in updated.args])
-        if q in ("torch.bmm", "torch.mm") and len(updated.args) == 2 and self.is_batched(original):
+        if q in ("torch.bmm", "torch.mm") and len(updated.args) == 2 and any(self.is_batched(a.value) for a in original.args):
             if short == "bmm" and not all(self.is_batched(x.value) for x in updated.args):
                 self.error(original, "torch.bmm of a batched tensor with one that is not: the second one's first axis "
                            "is its own batch, which one example cannot pick; compute it outside the module")
@@ -379,7 +379,7 @@ class Forward(cst.CSTTransformer):
                            "per-example module does not have; compute it outside the module")
                 return updated
             return _call(self.ctx.spell("jax.numpy.matmul"), [x.value for x in updated.args])
-        if q in ("torch.dot", "torch.diag", "torch.eye") and self.is_batched(original):
+        if q in ("torch.dot", "torch.diag") and any(self.is_batched(a.value) for a in original.args[:2] if not a.keyword):
             self.error(original, f"torch.{short} of a batched tensor involves the batch axis, which a per-example "
                        "module does not have; do this outside the module, over the vmapped outputs")
             return updated
