@@ -28,7 +28,8 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
 RANK_CHANGE = {"torch.nn.Embedding": 1}
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
-                         "silu", "leaky_relu", "elu", "dropout"})
+                         "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
+                         "ones_like", "randn_like", "clamp", "clip", "pow"})
 
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:
@@ -96,6 +97,7 @@ class Forward(cst.CSTTransformer):
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
+        self.parts: dict[int, int] = {}  # `.split` calls unpacked into that many names
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -119,6 +121,10 @@ class Forward(cst.CSTTransformer):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         v = node.value
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
+                and isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "split" \
+                and not any(isinstance(e, cst.StarredElement) for e in node.targets[0].target.elements):
+            self.parts[id(v)] = len(node.targets[0].target.elements)  # `q, k, v = e.split(n, dim=2)`: 3 parts
         if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
                 and isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "size" \
                 and not v.args:
@@ -299,6 +305,11 @@ class Forward(cst.CSTTransformer):
                                                                               equal=_EQ)])
                 self.key_sites.append(site)
                 return site
+            if isinstance(func.value, cst.Name) and func.attr.value in ("append", "extend", "insert", "pop", "remove",
+                                                                           "clear"):  # list methods (no tensor has them)
+                if func.attr.value != "pop" and any(self.is_batched(a.value) for a in original.args):
+                    self.batched.add(func.value.value)  # a list of batched tensors
+                return updated
             if self.is_batched(func.value):
                 return self.method(func.attr.value, original, updated)
         return updated
@@ -337,6 +348,41 @@ class Forward(cst.CSTTransformer):
             if "keepdim" in a:
                 kw["keepdims"] = a["keepdim"]
             return _call(self.ctx.spell(f"jax.numpy.{ {'amax': 'max', 'amin': 'min'}.get(short, short)}"), [a["input"]], **kw)
+        if q == "torch.einsum":
+            return self.einsum(original, updated)
+        if q == F + "glu":
+            a, unknown = _args(updated, ("input", "dim"))
+            if unknown or "input" not in a or not self.is_batched(original):
+                return updated
+            axis = self.shift(original, a.get("dim", expr("-1")), "F.glu")
+            return updated if axis is None else _call(self.ctx.spell("jax.nn.glu"), [a["input"]], axis=axis)
+        if q in ("torch.max", "torch.min"):
+            a, unknown = _args(updated, ("input", "dim", "keepdim"))
+            if unknown or "input" not in a or not self.is_batched(a["input"]):
+                return updated
+            return self.extreme(short, original, updated, a["input"], a.get("dim"), a.get("keepdim"))
+        if q == "torch.topk":
+            a, unknown = _args(updated, ("input", "k", "dim"))
+            if "input" not in a or not self.is_batched(a["input"]) or "dim" not in a:
+                return updated  # the last axis by default: the same for one example
+            axis = self.shift(original, a["dim"], "torch.topk")
+            if axis is None:
+                return updated
+            return updated.with_changes(args=[x.with_changes(value=axis) if x.value is a["dim"] else x for x in updated.args])
+        if q in ("torch.bmm", "torch.mm") and len(updated.args) == 2 and any(self.is_batched(a.value) for a in original.args):
+            if short == "bmm" and not all(self.is_batched(x.value) for x in updated.args):
+                self.error(original, "torch.bmm of a batched tensor with one that is not: the second one's first axis "
+                           "is its own batch, which one example cannot pick; compute it outside the module")
+                return updated
+            if short == "mm" and self.is_batched(original.args[1].value):
+                self.error(original, "torch.mm with a batched second matrix: its rows are the batch axis, which a "
+                           "per-example module does not have; compute it outside the module")
+                return updated
+            return _call(self.ctx.spell("jax.numpy.matmul"), [x.value for x in updated.args])
+        if q in ("torch.dot", "torch.diag") and any(self.is_batched(a.value) for a in original.args[:2] if not a.keyword):
+            self.error(original, f"torch.{short} of a batched tensor involves the batch axis, which a per-example "
+                       "module does not have; do this outside the module, over the vmapped outputs")
+            return updated
         if q in (F + "max_pool2d", F + "avg_pool2d", F + "max_pool1d", F + "avg_pool1d"):
             return self.pool(q, original, updated)
         if q == F + "dropout":
@@ -429,7 +475,21 @@ class Forward(cst.CSTTransformer):
         if name in ("sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose",
                     "permute", "argmax"):
             return self.axis_method(name, original, updated, recv)
-        if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "float", "detach", "clone"):
+        if name == "bmm" and len(args) == 1 and not args[0].keyword:
+            if not self.is_batched(original.args[0].value):
+                self.error(original, ".bmm of a batched tensor with one that is not: the second one's first axis is "
+                           "its own batch, which one example cannot pick; compute it outside the module")
+                return updated
+            return _call(self.ctx.spell("jax.numpy.matmul"), [recv, args[0].value])
+        if name in ("numpy", "item", "tolist"):
+            self.error(original, f".{name}() inside the module: one example is traced (jax.vmap, jit), it has no host "
+                       "value; return the array and convert it outside the module (np.asarray(y))", "unsupported-construct")
+            return updated
+        if name == "masked_fill":
+            return self.masked_fill(original, updated, recv)
+        if name == "repeat":
+            return self.repeat(original, updated, recv)
+        if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
             return self.elementwise(name, recv, updated)
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
@@ -476,14 +536,127 @@ class Forward(cst.CSTTransformer):
             return _call(self.ctx.spell("jax.numpy.expand_dims"), [recv, axis])
         if name == "squeeze":
             return _call(self.ctx.spell("jax.numpy.squeeze"), [recv], axis=axis)
-        if name in ("max", "min") and "keepdim" not in a:
-            self.error(original, f".{name}(dim) returns (values, indices) in PyTorch: write .amax/.amin or "
-                       "argmax for one of them", "unsupported-construct")
-            return updated
+        if name in ("max", "min"):
+            return self.extreme(name, original, updated, recv, a.get("dim"), a.get("keepdim"), axis)
         kw = {"axis": axis}
         if "keepdim" in a:
             kw["keepdims"] = a["keepdim"]
         return _method(recv, name, [], **kw)
+
+    def extreme(self, fn: str, original, updated, x, dim, keepdim, axis=None) -> cst.BaseExpression:
+        """``torch.max(x, dim)`` / ``x.max(dim)`` of a batched x → ``(jnp.max(x, axis=d), jnp.argmax(x, axis=d))``
+        with d for one example; over all axes (the batch's too) or with a tensor (other) it is refused here."""
+        if dim is None:
+            self.error(original, f"{fn} over every axis of a batched tensor includes the batch axis; do this outside "
+                       "the module, over the vmapped outputs")
+            return updated
+        if axis is None:
+            if int_literal(dim) is None:
+                self.error(original, f"torch.{fn}(x, {code(dim)}): a tensor (elementwise {fn}imum) or a dimension? "
+                           f"write dim= as an integer literal, or torch.{fn}imum", "unsupported-construct")
+                return updated
+            axis = self.shift(original, dim, f"torch.{fn}")
+            if axis is None:
+                return updated
+        if not isinstance(x, (cst.Name, cst.Attribute, cst.Subscript)) or "(" in code(x):
+            self.error(original, f"{fn} with a dim gives (values, indices), computed here from the input twice: "
+                       f"assign {code(x)} to a name first", "unsupported-construct")
+            return updated
+        kw = {"axis": axis} if keepdim is None else {"axis": axis, "keepdims": keepdim}
+        pair = [_call(self.ctx.spell(f"jax.numpy.{fn}"), [x], **kw), _call(self.ctx.spell(f"jax.numpy.arg{fn}"), [x], **kw)]
+        return cst.Tuple([cst.Element(v) for v in pair])
+
+    def einsum(self, original, updated) -> cst.BaseExpression:
+        """``torch.einsum('bhid,bhjd->bhij', q, k)`` with batched q, k → ``jnp.einsum('hid,hjd->hij', q, k)``: the
+        batch letter (the first of every batched operand, in no other operand, first in the output) is dropped.
+        Batched operands that all start with '...' (as does the output, and no other operand has '...') keep the
+        equation. Anything else is refused."""
+        from fwport.core.engine import literal_value
+        args = [a.value for a in updated.args]
+        if not args or any(a.star or a.keyword for a in updated.args):
+            return updated
+        ops = args[1:]
+        if len(ops) == 1 and isinstance(ops[0], (cst.List, cst.Tuple)):
+            ops = [e.value for e in ops[0].elements]
+        originals = [a.value for a in original.args[1:]]
+        if len(originals) == 1 and isinstance(originals[0], (cst.List, cst.Tuple)):
+            originals = [e.value for e in originals[0].elements]
+        batched = [self.is_batched(o) for o in originals]
+        if not any(batched):
+            return updated
+        eq = literal_value(args[0], None)
+
+        def refuse(why: str) -> cst.BaseExpression:
+            self.error(original, f"torch.einsum of batched tensors: {why}; write the equation for one example "
+                       "(without the batch axis)")
+            return updated
+        if not isinstance(eq, str):
+            return refuse("the equation is not a string literal")
+        eq = eq.replace(" ", "")
+        if "->" not in eq:
+            return refuse("the output is implicit (no '->')")
+        ins, out = eq.split("->")
+        subs = ins.split(",")
+        if len(subs) != len(ops):
+            return refuse("the equation does not name every operand")
+        mine = [sub for sub, b in zip(subs, batched) if b]
+        if all(sub.startswith("...") for sub in mine) and out.startswith("..."):
+            if any("..." in sub for sub, bb in zip(subs, batched) if not bb):
+                return refuse("an operand not computed from the input has '...' axes, which may hold the batch's")
+            new_eq = eq
+        else:
+            b = mine[0][:1]
+            if not b.isalpha() or any(sub[:1] != b or sub.count(b) != 1 for sub in mine) \
+                    or any(b in sub for sub, bb in zip(subs, batched) if not bb):
+                return refuse(f"the batch axis is not the first letter of every batched operand ({', '.join(mine)}) "
+                              "alone")
+            if out[:1] != b or out.count(b) != 1:
+                return refuse(f"the batch letter {b} is not the output's first")
+            new_eq = ",".join(sub[1:] if bb else sub for sub, bb in zip(subs, batched)) + "->" + out[1:]
+        quote = "'" if "'" not in new_eq else '"'
+        return _call(self.ctx.spell("jax.numpy.einsum"), [cst.SimpleString(f"{quote}{new_eq}{quote}"), *ops])
+
+    def masked_fill(self, original, updated, recv) -> cst.BaseExpression:
+        """``x.masked_fill(mask, value)`` → ``jnp.where(mask, value, x)`` when the mask has no more axes than one
+        example of x: a batched mask, or one whose rank is known and not above x's. PyTorch aligns an unbatched
+        mask with the batched x from the right, so a mask with an axis for the batch (a (1, 1, T, T) causal mask)
+        would give one example an extra axis: refused."""
+        a, unknown = _args(updated, ("mask", "value"))
+        if unknown or "mask" not in a or "value" not in a:
+            self.error(original, ".masked_fill: arguments not understood", "unsupported-construct")
+            return updated
+        mask = a["mask"]
+        if not self.is_batched(original.args[0].value):
+            rm, rx = self.mask_rank(mask), self.rank_of(recv)
+            if rm is None or rx is None or rm > rx:
+                self.error(original, f".masked_fill with the mask {code(original.args[0].value)}, which is not computed "
+                           "from the module's input: one example cannot tell whether an axis of it is the batch's; "
+                           "index the mask down to the example's axes (mask[0, :, :T, :T]) or compute it from the input")
+                return updated
+        return _call(self.ctx.spell("jax.numpy.where"), [mask, a["value"], recv])
+
+    def mask_rank(self, node: cst.BaseExpression) -> int | None:
+        """The rank of a mask expression where it follows from known ranks (a comparison keeps its operands')."""
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1:
+            left, right = self.mask_rank(node.left), self.mask_rank(node.comparisons[0].comparator)
+            if isinstance(node.comparisons[0].comparator, (cst.Integer, cst.Float)):
+                return left
+            return None if left is None or right is None else max(left, right)
+        return self.rank_of(node)
+
+    def repeat(self, original, updated, recv) -> cst.BaseExpression:
+        """``x.repeat(1, a, b)`` of a batched x with as many sizes as x has axes → ``jnp.tile(x, (a, b))``: the batch
+        axis is repeated once. Other counts, or a batch repeat other than 1, are refused."""
+        sizes = [x.value for x in updated.args]
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [e.value for e in sizes[0].elements]
+        r = self.rank_of(recv)
+        if any(x.keyword or x.star for x in updated.args) or not sizes or int_literal(sizes[0]) != 1 \
+                or r is None or len(sizes) != r + 1:
+            self.error(original, f".repeat({', '.join(code(x) for x in sizes)}) of a batched tensor: translated when "
+                       "the sizes are one per axis of the batched tensor (its rank known) and the first, the batch's, is 1")
+            return updated
+        return _call(self.ctx.spell("jax.numpy.tile"), [recv, cst.Tuple([cst.Element(x) for x in sizes[1:]])])
 
     def split(self, name, original, updated, recv) -> cst.BaseExpression:
         """``x.chunk(3, dim=-1)`` → ``jnp.split(x, 3, axis=-1)`` (equal parts, an error where they are not);
@@ -502,6 +675,11 @@ class Forward(cst.CSTTransformer):
                 self.error(original, ".split with a list of sizes: write jnp.split with the cumulative indices",
                            "unsupported-construct")
                 return updated
+            if dotted_text(recv) is None and id(original) in self.parts:  # unpacked into k names: k - 1 points
+                n = code(count) if isinstance(count, (cst.Integer, cst.Name, cst.Attribute)) else _atom_code(count)
+                points = [count] + [expr(f"{i} * {n}") for i in range(2, self.parts[id(original)])]
+                return _call(self.ctx.spell("jax.numpy.split"), [recv, cst.List([cst.Element(x) for x in points])],
+                             axis=axis)
             if dotted_text(recv) is None:  # its length is needed too: name it rather than compute it twice
                 self.error(original, ".split(size) of an expression: assign the expression to a name first (its "
                            "length gives the split points)", "unsupported-construct")

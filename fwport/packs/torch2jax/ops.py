@@ -134,13 +134,47 @@ def unwrap(m, ctx):
 
 @call_transform("shape-args")
 def shape_args(m, ctx):
-    """``torch.zeros(2, 3)`` / ``torch.zeros((2, 3))`` → ``jnp.zeros((2, 3))``."""
+    """``torch.zeros(2, 3)`` / ``torch.zeros((2, 3))`` → ``jnp.zeros((2, 3))``; the mapped keywords
+    (``dtype=``) follow."""
     sizes = list(m.bound.varargs)
     if len(sizes) == 1:
         shape = sizes[0]
     else:
         shape = cst.Tuple([cst.Element(v) for v in sizes]) if sizes else cst.Tuple([])
-    return cst.Call(ctx.spell(m.rule.emit["target"]), [cst.Arg(shape)])
+    return _call(ctx.spell(m.rule.emit["target"]), [shape], m.kwargs)
+
+
+def _call(func, positional, keywords=None) -> cst.Call:
+    args = [cst.Arg(v) for v in positional]
+    args += [cst.Arg(v, keyword=cst.Name(k), equal=_EQ) for k, v in (keywords or {}).items()]
+    return cst.Call(func, args)
+
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+#: torch dtypes → their jnp names. 64-bit types are JAX's only under ``jax_enable_x64``; without it JAX
+#: itself makes them 32-bit (with its own warning), as it does for every array.
+DTYPES = {
+    "float32": "float32", "float": "float32", "float64": "float64", "double": "float64", "float16": "float16",
+    "half": "float16", "bfloat16": "bfloat16", "int64": "int64", "long": "int64", "int32": "int32", "int": "int32",
+    "int16": "int16", "short": "int16", "int8": "int8", "uint8": "uint8", "bool": "bool_",
+    "complex64": "complex64", "cfloat": "complex64", "complex128": "complex128", "cdouble": "complex128",
+}
+
+
+@value_transform("torch-dtype")
+def torch_dtype(value, spec, m, ctx):
+    """``dtype=torch.float`` → ``dtype=jnp.float32`` (``DTYPES``); ``None`` is left out (each side's default);
+    any other value (a variable) is refused."""
+    if isinstance(value, cst.Name) and value.value == "None":
+        return
+    q = ctx.imports.resolve(value)
+    name = q[len("torch."):] if q and q.startswith("torch.") else None
+    if name not in DTYPES:
+        m.fail(ctx, "unsupported-argument", f"{spec.name}={m.written(spec.name) or code(value)}: only a torch dtype "
+               f"written out (torch.float32, torch.long, ...) is translated; write the jnp dtype by hand")
+        return
+    m.kwargs[spec.to or spec.name] = ctx.spell(f"jax.numpy.{DTYPES[name]}")
 
 
 @call_transform("random")
@@ -231,3 +265,281 @@ def adaptive_pool(m, ctx):
     if size in ((1, 1), [1, 1]):
         m.kwargs["target_shape"] = cst.Integer("1")
     return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+@call_transform("arange")
+def arange(m, ctx):
+    """``torch.arange(end)`` / ``(start, end[, step])``, positional or by keyword → ``jnp.arange(start, stop,
+    step)``. Integer arguments give JAX's default integer (int32 unless ``jax_enable_x64``; PyTorch: int64),
+    the same values below 2**31."""
+    pos = list(m.bound.varargs)
+    kw = dict(m.kwargs)
+    given = {k: kw.pop(k) for k in ("start", "end", "step") if k in kw}
+    if len(pos) == 1 and not given:
+        return _call(ctx.spell(m.rule.emit["target"]), pos, kw)
+    if len(pos) > 3:
+        m.fail(ctx, "unsupported-construct", "torch.arange takes at most start, end and step")
+        return None
+    values = dict(zip(("start", "end", "step"), pos))
+    for k, v in given.items():
+        if k in values:
+            m.fail(ctx, "unsupported-construct", f"torch.arange: {k} given twice")
+            return None
+        values[k] = v
+    if "end" not in values:
+        m.fail(ctx, "unsupported-construct", "torch.arange without an end")
+        return None
+    if set(values) == {"end"}:
+        return _call(ctx.spell(m.rule.emit["target"]), [values["end"]], kw)
+    args = [values.get("start", cst.Integer("0")), values["end"]] + ([values["step"]] if "step" in values else [])
+    return _call(ctx.spell(m.rule.emit["target"]), args, kw)
+
+
+# --- calls that draw from PyTorch's global generator: an explicit key ------------------------------------
+
+def _key_added(m, ctx) -> None:
+    from fwport.core.finding import Severity
+    ctx.report(Severity.INFO, "key-added", f"{m.rule.names[0]} draws from PyTorch's global generator: here from "
+               "`key`, which must be a jax.random key in scope (in __init__ it is the module's own)", m.node, m.rule)
+
+
+def _simple(node: cst.BaseExpression) -> bool:
+    """A name, attribute or subscript with no call inside: written twice, it is computed twice to the same value."""
+    class Calls(cst.CSTVisitor):
+        found = False
+
+        def visit_Call(self, n) -> bool:
+            Calls.found = True
+            return False
+    if not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
+        return False
+    node.visit(Calls())
+    return not Calls.found
+
+
+def _once(m, ctx, name: str, what: str) -> cst.BaseExpression | None:
+    """The argument ``name``, which the translation writes more than once: refused unless it is _simple."""
+    value = m.kwargs[name]
+    if _simple(value):
+        return value
+    m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]}: {what} {m.written(name) or code(value)} is used twice in "
+           "the translation; assign it to a name first")
+    return None
+
+
+@call_transform("random-like")
+def random_like(m, ctx):
+    """``torch.randn_like(x)`` → ``jax.random.normal(key, x.shape, x.dtype)`` (the dtype given, else x's)."""
+    x = _once(m, ctx, "input", "the input")
+    if x is None:
+        return None
+    dtype = m.kwargs.get("dtype", cst.Attribute(x, cst.Name("dtype")))
+    _key_added(m, ctx)
+    return _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), cst.Attribute(x, cst.Name("shape")), dtype])
+
+
+@call_transform("keyed")
+def keyed(m, ctx):
+    """A sampling function whose JAX counterpart takes the key first: ``torch.randperm(n)`` →
+    ``jax.random.permutation(key, n)``."""
+    _key_added(m, ctx)
+    args = [cst.Name("key")] + [m.kwargs.pop(p) for p in m.rule.emit.get("positional", []) if p in m.kwargs]
+    return _call(ctx.spell(m.rule.emit["target"]), args, m.kwargs)
+
+
+@call_transform("multinomial")
+def multinomial(m, ctx):
+    """``torch.multinomial(probs, 1)`` → ``jax.random.categorical(key, jnp.log(probs), axis=-1)[..., None]``: one
+    index per row drawn with the rows' (unnormalised) weights, PyTorch's trailing sample axis kept. More samples
+    are refused (PyTorch draws them without replacement by default)."""
+    from fwport.core.engine import literal_value
+    if literal_value(m.kwargs["num_samples"], None) != 1:
+        m.fail(ctx, "unsupported-argument", f"num_samples={m.written('num_samples')}: only one sample per row is "
+               "translated (jax.random.categorical with shape= draws more, with replacement; jax.random.choice "
+               "without)")
+        return None
+    _key_added(m, ctx)
+    logits = _call(ctx.spell("jax.numpy.log"), [m.kwargs["input"]])
+    draw = _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), logits], {"axis": expr("-1")})
+    return expr(f"{code(draw)}[..., None]")
+
+
+# --- functions with more than one result --------------------------------------------------------------
+
+@call_transform("top-k")
+def top_k(m, ctx):
+    """``torch.topk(x, k, dim=-1)`` → ``jax.lax.top_k(x, k)``: (values, indices), largest first, both sides.
+    A dim other than the last is passed as ``axis``; ``largest=False`` is refused."""
+    from fwport.core.engine import literal_value
+    largest = m.kwargs.pop("largest", None)
+    if largest is not None and literal_value(largest, None) is not True:
+        m.fail(ctx, "unsupported-argument", f"largest={m.written('largest')}: jax.lax.top_k gives the largest only; "
+               "take the top k of -x and negate the values")
+        return None
+    m.kwargs.pop("sorted", None)  # JAX always sorts (an unsorted PyTorch result has no promised order)
+    dim = m.kwargs.pop("axis", None)
+    kw = {}
+    if dim is not None and literal_value(dim, None) != -1 and code(dim) != "None":
+        kw["axis"] = dim
+    return _call(ctx.spell(m.rule.emit["target"]), [m.kwargs["operand"], m.kwargs["k"]], kw)
+
+
+@call_transform("max-min")
+def max_min(m, ctx):
+    """``torch.max(x)`` → ``jnp.max(x)``; ``torch.max(x, dim)`` → ``(jnp.max(x, axis=dim), jnp.argmax(x, axis=dim))``
+    (PyTorch's (values, indices); the first index of the extreme in both); ``torch.max(x, other=y)`` →
+    ``jnp.maximum(x, y)``. A second positional argument that is not an integer literal could be either: refused.
+    ``x.data`` (PyTorch's detached view) → ``jax.lax.stop_gradient(x)``."""
+    from fwport.core.engine import literal_value
+    fn = m.rule.emit["options"]["fn"]  # max / min
+    x = m.kwargs["input"]
+    dim, other, keepdim = m.kwargs.get("dim"), m.kwargs.get("other"), m.kwargs.get("keepdim")
+    if isinstance(x, cst.Attribute) and x.attr.value == "data":
+        x = _call(ctx.spell("jax.lax.stop_gradient"), [x.value])
+    if other is not None:
+        if dim is not None or keepdim is not None:
+            m.fail(ctx, "unsupported-construct", f"torch.{fn}: other= with a dim")
+            return None
+        return _call(ctx.spell(f"jax.numpy.{fn}imum"), [x, other])
+    if dim is None:
+        if keepdim is not None:
+            m.fail(ctx, "unsupported-construct", f"torch.{fn}: keepdim without a dim")
+            return None
+        return _call(ctx.spell(f"jax.numpy.{fn}"), [x])
+    d = literal_value(dim, None)
+    by_keyword = any(a.keyword is not None and a.keyword.value == "dim" for a in m.call.args)
+    if not by_keyword and not (isinstance(d, int) and not isinstance(d, bool)):
+        m.fail(ctx, "unsupported-construct", f"torch.{fn}(x, {m.written('dim')}): a tensor (elementwise "
+               f"{fn}imum) or a dimension? write dim= or torch.{fn}imum")
+        return None
+    if not _simple(m.kwargs["input"]):
+        m.fail(ctx, "unsupported-construct", f"torch.{fn} with a dim gives (values, indices), computed here from the "
+               f"input twice: assign {m.written('input')} to a name first")
+        return None
+    kw = {"axis": dim} if keepdim is None else {"axis": dim, "keepdims": keepdim}
+    pair = [_call(ctx.spell(f"jax.numpy.{fn}"), [x], kw), _call(ctx.spell(f"jax.numpy.arg{fn}"), [x], kw)]
+    return cst.Tuple([cst.Element(v) for v in pair])
+
+
+# --- tensors from data ------------------------------------------------------------------------------------
+
+def _is_size(node: cst.BaseExpression) -> bool:
+    """An argument that is a size, not data: an int literal, len(...), x.size(i), x.shape[i]."""
+    from fwport.core.engine import literal_value
+    v = literal_value(node, None)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return True
+    if isinstance(node, cst.Call):
+        f = node.func
+        return (isinstance(f, cst.Name) and f.value == "len") or (isinstance(f, cst.Attribute) and f.attr.value in ("size", "numel"))
+    return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape"
+
+
+@call_transform("legacy-tensor")
+def legacy_tensor(m, ctx):
+    """``torch.FloatTensor(data)`` → ``jnp.asarray(data, dtype=jnp.float32)``; ``torch.FloatTensor(2, 3)`` (sizes:
+    int literals, len(), .size(), .shape[i], or more than one argument) → ``jnp.empty((2, 3), dtype=...)``
+    (zeros: PyTorch leaves the memory uninitialised). ``emit.options.dtype`` names the jnp dtype."""
+    args = list(m.bound.varargs)
+    dtype = {"dtype": ctx.spell(f"jax.numpy.{m.rule.emit['options']['dtype']}")}
+    if not args:
+        return _call(ctx.spell("jax.numpy.empty"), [cst.Tuple([])], dtype)
+    if len(args) == 1 and not _is_size(args[0]):
+        return _call(ctx.spell("jax.numpy.asarray"), args, dtype)
+    if len(args) > 1 and not all(_is_size(a) or isinstance(a, cst.Name) for a in args):
+        m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]} with several arguments that are not sizes")
+        return None
+    shape = cst.Tuple([cst.Element(a) for a in args])
+    return _call(ctx.spell("jax.numpy.empty"), [shape], dtype)
+
+
+# --- torch.nn.functional ------------------------------------------------------------------------------------
+
+@call_transform("layer-norm-fn")
+def layer_norm_fn(m, ctx):
+    """``F.layer_norm(x, shape, w, b, eps)`` → ``jax.nn.standardize(x, axis=<the trailing len(shape) axes>,
+    epsilon=eps, algorithm="stable") * w + b``: the biased variance of the two-pass formula, as PyTorch."""
+    from fwport.core.engine import literal_value
+    shape = m.kwargs["normalized_shape"]
+    v = literal_value(shape, None)
+    if isinstance(v, int) and not isinstance(v, bool):
+        axis = expr("-1")
+    elif isinstance(v, (tuple, list)) and v:
+        axis = expr("-1") if len(v) == 1 else expr("(" + ", ".join(str(i) for i in range(-len(v), 0)) + ")")
+    else:
+        axis = expr(f"tuple(range(-len({code(shape)}), 0))")
+    kw = {"axis": axis}
+    if "eps" in m.kwargs:
+        kw["epsilon"] = m.kwargs["eps"]
+    kw["algorithm"] = cst.SimpleString('"stable"')
+    text = code(_call(ctx.spell("jax.nn.standardize"), [m.kwargs["input"]], kw))
+    for name, op in (("weight", "*"), ("bias", "+")):
+        w = m.kwargs.get(name)
+        if w is not None and code(w) != "None":
+            text = f"{text} {op} {code(w) if _simple(w) or isinstance(w, cst.Call) else '(' + code(w) + ')'}"
+    return expr(text)
+
+
+@call_transform("attention")
+def attention(m, ctx):
+    """``F.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...)`` written out:
+    ``softmax(q @ kᵀ * scale [causal: -inf above the diagonal]) @ v`` over the last two axes (any leading axes,
+    as in PyTorch); scale defaults to 1/sqrt(q.shape[-1]). Dropout, masks and grouped-query heads are refused."""
+    from fwport.core.engine import literal_value
+    q = _once(m, ctx, "query", "the query")
+    k = _once(m, ctx, "key", "the key") if q is not None else None
+    if k is None:
+        return None
+    causal = m.kwargs.get("is_causal")
+    c = literal_value(causal, None) if causal is not None else False
+    if c not in (True, False):
+        m.fail(ctx, "unsupported-argument", f"is_causal={m.written('is_causal')}: write True or False")
+        return None
+    sp = ctx.spell_text
+    scale = m.kwargs.get("scale")
+    scale_text = f"{_paren(q)}.shape[-1] ** -0.5" if scale is None or code(scale) == "None" else _paren(scale)
+    scores = f"{sp('jax.numpy.matmul')}({code(q)}, {sp('jax.numpy.swapaxes')}({code(k)}, -2, -1)) * {scale_text}"
+    if c:
+        mask = f"{sp('jax.numpy.tril')}({sp('jax.numpy.ones')}(({_paren(q)}.shape[-2], {_paren(k)}.shape[-2]), dtype=bool))"
+        scores = f"{sp('jax.numpy.where')}({mask}, {scores}, -{sp('jax.numpy.inf')})"
+    return expr(f"{sp('jax.numpy.matmul')}({sp('jax.nn.softmax')}({scores}, axis=-1), {code(m.kwargs['value'])})")
+
+
+def _paren(node: cst.BaseExpression) -> str:
+    return code(node) if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)) \
+        else f"({code(node)})"
+
+
+@call_transform("einsum")
+def einsum(m, ctx):
+    """``torch.einsum(eq, a, b)`` → ``jnp.einsum(eq, a, b)`` (the same subscript language); PyTorch's list form
+    ``torch.einsum(eq, [a, b])`` has its operands spread."""
+    ops = list(m.bound.varargs)
+    if len(ops) == 1 and isinstance(ops[0], (cst.List, cst.Tuple)):
+        ops = [e.value for e in ops[0].elements]
+    return _call(ctx.spell(m.rule.emit["target"]), [m.kwargs["subscripts"], *ops])
+
+
+@call_transform("randint")
+def randint(m, ctx):
+    """``torch.randint(high, size)`` / ``(low, high, size)`` (size also by keyword) → ``jax.random.randint(key, size,
+    low, high)``: integers in [low, high) from the key in scope."""
+    pos = list(m.bound.varargs)
+    size = m.kwargs.pop("size", None)
+    if size is None and pos:
+        size = pos.pop()
+    low, high = m.kwargs.pop("low", None), m.kwargs.pop("high", None)
+    if len(pos) == 2 and low is None and high is None:
+        low, high = pos
+    elif len(pos) == 1 and high is None:
+        high = pos[0]
+    elif len(pos) == 1 and low is None:
+        low = pos[0]
+    elif pos:
+        m.fail(ctx, "unsupported-construct", "torch.randint: arguments not understood (low, high, size)")
+        return None
+    if size is None or high is None:
+        m.fail(ctx, "unsupported-construct", "torch.randint needs high and size")
+        return None
+    _key_added(m, ctx)
+    return _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), size, low or cst.Integer("0"), high], m.kwargs)

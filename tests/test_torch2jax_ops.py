@@ -1,0 +1,225 @@
+"""torch2jax tensor functions computed as PyTorch computes them: tests/data/torch_ops.py (arange, elementwise
+functions, matrix products, constructors, max/min/topk with their indices, the legacy typed constructors,
+F.layer_norm, F.scaled_dot_product_attention, F.binary_cross_entropy with its clamped logs, F.glu, and the
+sampling functions) translated, run with torch unimportable, and compared in float64 with the original."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+pytest.importorskip("torch")
+pytest.importorskip("jax")
+
+ROOT = Path(__file__).resolve().parent.parent
+OPS = ROOT / "tests" / "data" / "torch_ops.py"
+PACK = load_pack("torch2jax")
+
+_RUN = """
+import sys, numpy as np, runpy
+side = sys.argv[1]
+init = {}
+if side == "jax":
+    sys.modules["torch"] = None  # the translation must not need it
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    init["key"] = jax.random.key(0)
+ns = runpy.run_path(sys.argv[2], init_globals=init)
+rng = np.random.default_rng(0)
+p = 1 / (1 + np.exp(-rng.standard_normal((6, 5))))
+p[0, 0], p[0, 1] = 0.0, 1.0  # PyTorch's log clamp at -100 in binary_cross_entropy
+onehot = np.eye(4)[rng.integers(0, 4, 6)]
+args = [rng.standard_normal((6, 5)), p, rng.uniform(size=(6, 5)), rng.standard_normal((3, 4, 5)),
+        rng.standard_normal((3, 5, 2)), rng.standard_normal((2, 3, 4, 6)), rng.standard_normal((2, 3, 5, 6)),
+        rng.standard_normal((2, 3, 5, 6)), onehot, rng.standard_normal(5), rng.standard_normal(5)]
+if side == "torch":
+    import torch
+    args = [torch.from_numpy(a) for a in args]
+else:
+    import jax.numpy as jnp
+    args = [jnp.asarray(a) for a in args]
+np.savez(sys.argv[3], *[np.asarray(tuple(o)) if type(o).__name__ in ("Size", "tuple") else np.asarray(o)
+                        for o in ns["ops"](*args)])
+"""
+
+
+def _outputs(side: str, path: Path, tmp_path: Path) -> list:
+    import numpy as np
+    out = tmp_path / f"{side}.npz"
+    p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(out)], capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    with np.load(out) as z:
+        return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+
+
+def test_translated_tensor_functions_compute_what_pytorch_computes(tmp_path):
+    import numpy as np
+    r = translate_source(OPS.read_text(), str(OPS), PACK)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert [f.code for f in r.findings] == ["key-added"] * 7
+    translated = tmp_path / "ops_jax.py"
+    translated.write_text(r.output)
+    torch_out, jax_out = _outputs("torch", OPS, tmp_path), _outputs("jax", translated, tmp_path)
+    assert len(torch_out) == len(jax_out) == 65
+    perm, drawn = len(torch_out) - 3, len(torch_out) - 1
+    for i, (t, j) in enumerate(zip(torch_out, jax_out)):
+        assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
+        assert t.dtype.kind == j.dtype.kind, f"output {i}: {t.dtype} vs {j.dtype}"
+        if i == perm:  # a random permutation: the same set of indices
+            np.testing.assert_array_equal(np.sort(j), np.arange(7))
+            continue
+        np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-12, err_msg=f"output {i}")
+    assert (torch_out[drawn] == jax_out[drawn]).all()  # one-hot rows: the one possible draw
+
+
+def test_bce_clamps_the_log_as_pytorch_does():
+    """p = 0 and 1 give a loss of 100 per element in PyTorch (its logs are clamped at -100), not inf."""
+    torch = pytest.importorskip("torch")
+    import jax.numpy as jnp
+    import torch.nn.functional as F
+    src = "import torch.nn.functional as F\n\n\ndef f(p, t):\n    return F.binary_cross_entropy(p, t, reduction='none')\n"
+    ns: dict = {}
+    exec(translate_source(src, "f.py", PACK).output, ns)
+    p, t = [0.0, 1.0, 0.3], [1.0, 0.0, 0.5]
+    want = F.binary_cross_entropy(torch.tensor(p), torch.tensor(t), reduction="none").numpy()
+    got = ns["f"](jnp.asarray(p), jnp.asarray(t))
+    assert want[0] == want[1] == 100.0
+    assert jnp.allclose(got, want, rtol=1e-6)
+
+
+@pytest.mark.parametrize("src,message", [
+    ("y = torch.max(a, b)", "write dim= or torch.maximum"),
+    ("y = torch.max(f(x), 1)", "assign f(x) to a name first"),
+    ("y = torch.multinomial(p, 2)", "num_samples=2"),
+    ("y = torch.topk(x, 2, largest=False)", "largest=False"),
+    ("y = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1)", "dropout"),
+    ("y = F.scaled_dot_product_attention(q, k, v, attn_mask=m)", "masks are not translated"),
+    ("y = torch.zeros(3, dtype=dt)", "only a torch dtype written out"),
+])
+def test_what_has_no_exact_translation_is_an_error(src, message):
+    r = translate_source(f"import torch\nimport torch.nn.functional as F\n\n{src}\n", "e.py", PACK)
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert len(errors) == 1 and message in errors[0].message, r.findings
+    assert src in r.output  # left as written
+
+
+# --- in a module's __call__: one example, the batch axis dropped -------------------------------------------
+
+HEAD = "import torch\nimport torch.nn.functional as F\nfrom torch import nn\n\n\nclass Net(nn.Module):\n" \
+       "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(8, 12)\n\n" \
+       "    def forward(self, x, y):\n"
+
+
+def _forward(body: str):
+    r = translate_source(HEAD + "".join(f"        {line}\n" for line in body.splitlines()), "net.py", PACK)
+    return r, r.output.split("def __call__", 1)[1]
+
+
+@pytest.mark.parametrize("torch_code,jax_code", [
+    ("return torch.max(x, 1)", "return (jnp.max(x, axis=0), jnp.argmax(x, axis=0))"),
+    ("v, i = x.min(dim=-1, keepdim=True)", "v, i = (jnp.min(x, axis=-1, keepdims=True), jnp.argmin(x, axis=-1, keepdims=True))"),
+    ("return torch.topk(x, 3, dim=2)", "return jax.lax.top_k(x, 3, axis=1)"),
+    ("return torch.topk(x, 3)", "return jax.lax.top_k(x, 3)"),
+    ("return torch.bmm(x, y)", "return jnp.matmul(x, y)"),
+    ("return x.bmm(y.transpose(1, 2))", "return jnp.matmul(x, jnp.swapaxes(y, 0, 1))"),
+    ("return torch.mm(x, self.w)", "return jnp.matmul(x, self.w)"),
+    ("return F.glu(x)", "return jax.nn.glu(x, axis=-1)"),
+    ("return F.glu(x, dim=1)", "return jax.nn.glu(x, axis=0)"),
+    ("return x.masked_fill(y == 0, float('-inf'))", "return jnp.where(y == 0, float('-inf'), x)"),
+    ("B, T, C = x.shape\nreturn x.repeat(1, 2, 3)", "return jnp.tile(x, (2, 3))"),
+    ("q, k, v = self.fc(x).split(4, dim=2)\nreturn q", "q, k, v = jnp.split(self.fc(x), [4, 2 * 4], axis=1)"),
+    ("a, b = self.fc(x).split(n, dim=-1)\nreturn a", "a, b = jnp.split(self.fc(x), [n], axis=-1)"),
+    ("return torch.sin(x) * torch.cos(x)", "return jnp.sin(x) * jnp.cos(x)"),
+    ("return torch.zeros_like(x) + torch.randn_like(x)", "return jnp.zeros_like(x) + jax.random.normal(key, x.shape, x.dtype)"),
+    ("outs = []\nfor i in range(2):\n    outs.append(x)\nreturn torch.stack(outs, dim=1)", "return jnp.stack(outs, axis=0)"),
+    ("return torch.einsum('bhid,bhjd->bhij', x, y)", "return jnp.einsum('hid,hjd->hij', x, y)"),
+    ("return torch.einsum('b i d, d j -> b i j', x, self.w)", "return jnp.einsum('id,dj->ij', x, self.w)"),
+    ("return torch.einsum('...ij,...jk->...ik', [x, y])", "return jnp.einsum('...ij,...jk->...ik', x, y)"),
+    ("return torch.clamp(x, min=0.0) + torch.where(x > 0, x, y)", "return jnp.clip(x, min=0.0) + jnp.where(x > 0, x, y)"),
+    ("return x @ torch.eye(x.size(2))", "return x @ jnp.eye(x.shape[1])"),
+])
+def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
+    r, call = _forward(torch_code)
+    assert jax_code in call, call
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+
+
+@pytest.mark.parametrize("torch_code", [
+    "return torch.max(x)",
+    "return torch.max(x, 0)",
+    "return torch.topk(x, 2, dim=0)",
+    "return torch.bmm(x, self.w)",
+    "return torch.mm(x, y)",
+    "return torch.dot(x, y)",
+    "return torch.diag(x)",
+    "return x.masked_fill(self.bias[:, :, :4, :4] == 0, 0.0)",
+    "return x.repeat(2, 1, 1)",
+    "return x.repeat(1, 2)",
+    "outs = [x]\nouts.append(x)\nreturn torch.stack(outs)",
+    "return torch.einsum('bij,bjk->ik', x, y)",
+    "return torch.einsum('ij,jk->ik', x, y)",
+    "return torch.einsum(eq, x, y)",
+    "return torch.einsum('...ij,...jk->...ik', x, self.w)",
+])
+def test_what_needs_the_batch_axis_is_an_error(torch_code):
+    r, _ = _forward(torch_code)
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["batch-axis"], r.findings
+
+
+def test_max_of_a_dim_that_may_be_a_tensor_is_refused_in_a_module_too():
+    r, _ = _forward("return torch.max(x, y)")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+
+
+def test_a_host_value_inside_the_module_is_refused_with_what_to_do():
+    r, _ = _forward("return x.numpy()")
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["unsupported-construct"] and "convert it outside the module" in errors[0].message
+
+
+PER_EXAMPLE = ROOT / "tests" / "data" / "torch_per_example.py"
+_RUN_MODULE = """
+import sys, numpy as np, runpy
+side = sys.argv[1]
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(sys.argv[2])
+rng = np.random.default_rng(1)
+x, y = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 7, 6))
+if side == "torch":
+    import torch
+    outs = ns["PerExample"]()(torch.from_numpy(x), torch.from_numpy(y))
+else:
+    import jax.numpy as jnp
+    outs = jax.vmap(ns["PerExample"]())(jnp.asarray(x), jnp.asarray(y))
+np.savez(sys.argv[3], *[np.asarray(o) for o in outs])
+"""
+
+
+def test_per_example_rewrites_under_vmap_compute_what_pytorch_computes_on_the_batch(tmp_path):
+    import numpy as np
+    r = translate_source(PER_EXAMPLE.read_text(), str(PER_EXAMPLE), PACK)
+    assert not r.findings, r.findings
+    translated = tmp_path / "per_example_jax.py"
+    translated.write_text(r.output)
+    outs = {}
+    for side, path in (("torch", PER_EXAMPLE), ("jax", translated)):
+        p = subprocess.run([sys.executable, "-c", _RUN_MODULE, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    assert len(outs["torch"]) == len(outs["jax"]) == 12
+    for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
+        assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
+        np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-12, err_msg=f"output {i}")
