@@ -2,6 +2,11 @@
 
     python bench/findings_by_category.py FILE_OR_DIR...                 # any files
     python bench/findings_by_category.py --dev CACHE [--direction tf2torch]   # the real-world dev set
+    python bench/findings_by_category.py --report R.json [--summary]   # a saved `fwport ... --report`
+
+``--report`` reads what a run over any tree wrote (notebooks included), e.g. over a folder of public
+code: ``fwport tf2torch DIR --check --report R.json -q``; ``--summary`` prints only the totals and the
+top categories (for hundreds of files).
 
 ``--dev`` reads the dev set's specs (``../shared/realworld/specs_<tf|torch>.py``) and the files that
 ``extract.py`` wrote to CACHE. A category is the finding code, with the API family the finding is
@@ -11,6 +16,7 @@ about where it names one (``no-rule: keras.layers``, ``unsupported-construct``..
 from __future__ import annotations
 
 import argparse
+import json
 import importlib.util
 import sys
 from collections import Counter
@@ -19,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fwport.core.finding import Severity  # noqa: E402
+from fwport.core.finding import Finding, Severity  # noqa: E402
 from fwport.core.pipeline import translate_source  # noqa: E402
 from fwport.core.runner import InputError, read_source_encoded  # noqa: E402
 
@@ -47,13 +53,19 @@ def main() -> None:
     ap.add_argument("--dev", type=Path, metavar="CACHE", help="the real-world dev set extracted to CACHE")
     ap.add_argument("--direction", default="tf2torch")
     ap.add_argument("--top", type=int, default=8, help="categories shown as columns (default 8)")
+    ap.add_argument("--report", type=Path, help="a JSON report written by `fwport <direction> --report`")
+    ap.add_argument("--summary", action="store_true", help="only the totals and the top categories")
     a = ap.parse_args()
     files: list[tuple[str, Path]] = dev_files(a.dev, a.direction) if a.dev else []
     for p in a.paths:
         files += [(str(f), f) for f in sorted(p.rglob("*.py"))] if p.is_dir() else [(str(p), p)]
-    if not files:
-        ap.error("no input: give files, folders or --dev CACHE")
     per_file: dict[str, Counter] = {}
+    if a.report:
+        for r in json.loads(a.report.read_text(encoding="utf-8"))["files"]:
+            per_file[r["path"]] = Counter(category(Finding.from_dict(f)) for f in r["findings"]
+                                          if f["severity"] == Severity.ERROR.value)
+    elif not files:
+        ap.error("no input: give files, folders, --dev CACHE or --report R.json")
     for name, path in files:
         try:
             text = read_source_encoded(str(path))[0]
@@ -66,7 +78,7 @@ def main() -> None:
     top = [c for c, _ in total.most_common(a.top)]
     width = max(len(n) for n in per_file) if per_file else 10
     print(f"{'file':<{width}} {'errors':>6}  " + "  ".join(f"[{i + 1}]" for i in range(len(top))) + "  other")
-    for name, counts in per_file.items():
+    for name, counts in ([] if a.summary else per_file.items()):
         other = sum(counts.values()) - sum(counts[c] for c in top)
         print(f"{name:<{width}} {sum(counts.values()):>6}  " + "  ".join(f"{counts[c]:>3}" for c in top) + f"  {other:>5}")
     print(f"{'total':<{width}} {sum(total.values()):>6}  " + "  ".join(f"{total[c]:>3}" for c in top)
