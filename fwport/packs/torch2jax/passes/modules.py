@@ -40,6 +40,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
     builders = _builders(module, ctx)
     outside["builders"] = builders
+    outside["state"] = "BatchNorm" in code(module) and any(ctx.imports.resolve(c.func) in STATEFUL for c in _calls(module))
     body = []
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
@@ -153,6 +154,11 @@ class _Callers:
                 if t.startswith("self.") and t[5:] in self.methods and t[5:] != "__init__":
                     self.calls[t[5:]].append((m, c))
 
+    def _bound(self, call: cst.Call, param: str) -> cst.BaseExpression | None:
+        """The argument ``param`` of ``__init__`` gets at ``call`` (a call of the class)."""
+        b = _bind(call, self.methods["__init__"], method=True)
+        return None if b is None else b.get(param)
+
     def params(self, method: str | None) -> set[str]:
         fn = self.methods.get(method) if method else None
         if fn is None:
@@ -227,6 +233,37 @@ class _Comprehensions(cst.CSTVisitor):
         return False
 
     visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _comp
+
+
+def _given_modules(init: cst.FunctionDef, forward: cst.FunctionDef, ctx, callers: _Callers, plans: dict,
+                   stateful: set[str]) -> None:
+    """``self.downsample = downsample`` (a module given to ``__init__``), called in ``forward``, in a file with
+    BatchNorm: Equinox threads the state through each layer that has one, so whether it holds one must be
+    proven from every caller's argument; where it cannot, the call is an error."""
+    given: dict[str, str] = {}
+    own = callers.params("__init__")
+    for stmt in init.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name) \
+                    and small.value.value in own:
+                t = dotted_text(small.targets[0].target) or ""
+                if t.startswith("self.") and t.count(".") == 1 and t[5:] not in stateful:
+                    given[t[5:]] = small.value.value
+    if not given:
+        return
+    for c in _calls(forward):
+        t = dotted_text(c.func) or ""
+        if not (t.startswith("self.") and t[5:] in given):
+            continue
+        p = given[t[5:]]
+        bound = [callers._bound(call, p) for _, call in callers.calls.get("__init__", [])]
+        cands = set().union(*(callers.classes_of(b, None) if b is not None else {UNKNOWN} for b in bound)) \
+            if bound else {UNKNOWN}
+        if UNKNOWN in cands or any(k in STATEFUL or k in plans and plans[k].get("stateful") for k in cands):
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{t}(...): `{t[5:]}` is the module given to "
+                       f"__init__ as `{p}`, and fwport cannot prove it holds no BatchNorm: Equinox threads a state "
+                       "through each layer that has one, so a call of it without the state fails when it does; pass "
+                       "the state through it yourself (`y, state = ...(x, state)`) or build it inside __init__", c)
 
 
 def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builders: set[str], stateful_attrs: set[str]):
@@ -489,6 +526,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                    "threaded through each member; keep it in a `self.name = nn.Sequential(...)` or call the members "
                    "one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
+    if outside.get("state") and "forward" in methods and "__init__" in methods:
+        _given_modules(methods["__init__"], methods["forward"], ctx, callers, plans, stateful)
     bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
              for b in cls.bases]
     draws = any(q in DRAWING or q.rsplit(".", 1)[-1] in plans and plans[q.rsplit(".", 1)[-1]]["draws"]
