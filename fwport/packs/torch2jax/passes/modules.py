@@ -257,7 +257,8 @@ def _given_modules(init: cst.FunctionDef, forward: cst.FunctionDef, ctx, callers
             continue
         p = given[t[5:]]
         bound = [callers._bound(call, p) for _, call in callers.calls.get("__init__", [])]
-        cands = set().union(*(callers.classes_of(b, None) if b is not None else {UNKNOWN} for b in bound)) \
+        cands = set().union(*(callers.classes_of(b.func if isinstance(b, cst.Call) else b, None) if b is not None
+                              else {UNKNOWN} for b in bound)) \
             if bound else {UNKNOWN}
         if UNKNOWN in cands or any(k in STATEFUL or k in plans and plans[k].get("stateful") for k in cands):
             ctx.report(Severity.ERROR, "unsupported-construct", f"{t}(...): `{t[5:]}` is the module given to "
