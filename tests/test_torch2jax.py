@@ -508,3 +508,69 @@ def test_a_module_given_to_init_is_an_error_where_it_may_hold_batch_norm():
     assert "fwport cannot prove it holds no BatchNorm" in errs[0].message
     r, errs = _errors(src + "\n\nb = Block(3, nn.Linear(3, 3))\n")  # every caller's argument is known stateless
     assert errs == []
+
+
+# --- nn.init -------------------------------------------------------------------------------------------
+
+INITS = [  # (layer, init call on its weight, bounded): drawn from torch and from the translation, compared
+    ("nn.Linear(400, 300)", "nn.init.uniform_({w}, -0.3, 0.2)", True),
+    ("nn.Linear(400, 300)", "nn.init.normal_({w}, mean=0.5, std=0.1)", False),
+    ("nn.Conv2d(32, 64, 3)", "nn.init.xavier_uniform_({w}, gain=2.0)", True),
+    ("nn.Conv2d(32, 64, 3)", "nn.init.xavier_normal_({w}, init.calculate_gain('tanh'))", False),
+    ("nn.Conv2d(32, 64, 3)", "nn.init.kaiming_uniform_({w}, a=math.sqrt(5))", True),
+    ("nn.Conv2d(64, 32, 3)", "nn.init.kaiming_normal_({w}, mode='fan_out', nonlinearity='relu')", False),
+    ("nn.Linear(300, 200)", "nn.init.kaiming_uniform_({w}, a=0.2, mode='fan_in')", True),
+    ("nn.Linear(400, 300)", "nn.init.trunc_normal_({w}, std=0.5, a=-1.0, b=1.0)", True),
+    ("nn.Conv1d(16, 64, 5)", "nn.init.orthogonal_({w}, init.calculate_gain('leaky_relu', 0.2))", False),
+    ("nn.Linear(50, 400)", "nn.init.orthogonal_({w})", False),
+]
+
+
+@needs_frameworks
+def test_nn_init_draws_from_pytorchs_distributions():
+    """Each initialiser's translation draws from the distribution PyTorch's does (gain, fan mode, bounds):
+    means, standard deviations and bounds of large tensors agree; orthogonal ones are orthogonal with the gain."""
+    import jax
+    import numpy as np
+    import torch
+    lines = "".join(f"        self.l{i} = {layer}\n        {call.format(w=f'self.l{i}.weight')}\n"
+                    for i, (layer, call, _) in enumerate(INITS))
+    src = ("import math\nimport torch\nimport torch.nn.init as init\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+           f"    def __init__(self):\n        super().__init__()\n{lines}\n    def forward(self, x):\n        return x\n")
+    r = t2j(src)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "torch" not in r.output
+    ns: dict = {}
+    exec(compile(r.output, "m.py", "exec"), ns)
+    jnet = ns["Net"](key=jax.random.key(1))
+    torch.manual_seed(0)
+    tns: dict = {}
+    exec(compile(src, "t.py", "exec"), tns)
+    tnet = tns["Net"]()
+    for i, (layer, call, bounded) in enumerate(INITS):
+        j = np.asarray(getattr(jnet, f"l{i}").weight, dtype=np.float64)
+        t = getattr(tnet, f"l{i}").weight.detach().numpy().astype(np.float64)
+        assert j.shape == t.shape, call
+        if "orthogonal" in call:
+            jm, tm = j.reshape(j.shape[0], -1), t.reshape(t.shape[0], -1)
+            gram = (lambda m: m @ m.T) if jm.shape[0] <= jm.shape[1] else (lambda m: m.T @ m)
+            np.testing.assert_allclose(gram(jm), gram(tm), atol=1e-4, err_msg=call)  # both g² I
+            continue
+        assert abs(j.mean() - t.mean()) < 0.02 * t.std() + 1e-6, (call, j.mean(), t.mean())
+        assert abs(j.std() / t.std() - 1) < 0.02, (call, j.std(), t.std())
+        if bounded:
+            span = t.max() - t.min()
+            assert abs(j.min() - t.min()) < 0.01 * span and abs(j.max() - t.max()) < 0.01 * span, (call, j.min(), t.min())
+
+
+def test_nn_init_in_place_forms_not_translated_keep_their_finding_and_apply_is_refused():
+    src = ("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.fc = nn.Linear(4, 4)\n        self.apply(self._init)\n"
+           "        for p in self.parameters():\n            nn.init.zeros_(p)\n\n    def _init(self, m):\n"
+           "        nn.init.eye_(m.weight)\n\n    def forward(self, x):\n        return self.fc(x)\n")
+    r, errs = _errors(src)
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 9), ("no-rule", 11), ("no-rule", 14)]
+    assert "self.apply(fn) runs fn on every submodule" in errs[0].message
+    r, errs = _errors(src.replace("self.apply(self._init)", "nn.init.kaiming_uniform_(self.fc.weight, mode='fan_avg')"))
+    assert [(f.code, f.line) for f in errs][:1] == [("unsupported-construct", 9)]
+    assert "mode='fan_avg' is not 'fan_in' or 'fan_out'" in errs[0].message

@@ -18,6 +18,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax.batch import Forward
 
 PLANS = "torch2jax.modules"
@@ -199,7 +200,8 @@ def _source_site(ctx, plans: dict, builders: set[str], helpers: set[str], params
     """Whether a source call builds something that takes a key: a layer that draws, a drawing module class
     of the file, a builder function, a helper method that builds such, a parameter holding a drawing class."""
     def site(call: cst.Call) -> bool:
-        if ctx.imports.resolve(call.func) in LAYERS:
+        q = ctx.imports.resolve(call.func) or ""
+        if q in LAYERS or q.startswith("torch.nn.init.") and q[14:] in inits.DRAWS:
             return True
         t = dotted_text(call.func) or ""
         if isinstance(call.func, cst.Name):
@@ -368,7 +370,7 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
                         and ctx.imports.resolve(small.value.func) == "torch.nn.Sequential" \
                         and any(a.star for a in small.value.args):  # nn.Sequential(*blocks) of blocks with state
                     stateful_attrs.add(t[5:])
-    return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences
+    return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences, called
 
 
 class _DrawsOutsideInit(cst.CSTVisitor):
@@ -421,6 +423,51 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
                             for a in s.value.args):
                         out[t[5:]] = "torch.nn.Sequential+random"
     return out
+
+
+class _Inits(cst.CSTTransformer):
+    """``init.X_(self.conv1.weight, ...)`` in ``__init__`` (or a method it calls) → ``self.conv1 =
+    eqx.tree_at(lambda m: m.weight, self.conv1, <value>)``; ``init.X_(self.kernel)`` → ``self.kernel = <value>``
+    (the values: init.py). ``self.apply(fn)`` (fn run on every submodule) is an error: an Equinox module is
+    not changed in place."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def _gain_call(self, call: cst.Call) -> bool:
+        return self.ctx.imports.resolve(call.func) == "torch.nn.init.calculate_gain"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted_text(node.func) == "self.apply":
+            self.ctx.report(Severity.ERROR, "unsupported-construct", "self.apply(fn) runs fn on every submodule to "
+                            "re-initialise it in place; an Equinox module is immutable: re-initialise each layer "
+                            "where __init__ builds it (`init.normal_(self.fc.weight, std=0.02)` is translated to "
+                            "`self.fc = eqx.tree_at(lambda m: m.weight, self.fc, ...)`), or map over the built "
+                            "model with jax.tree_util and eqx.tree_at", node)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr) \
+                or not isinstance(updated.body[0].value, cst.Call):
+            return updated
+        call = updated.body[0].value
+        q = self.ctx.imports.resolve(call.func) or ""
+        if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or not call.args:
+            return updated
+        target = dotted_text(call.args[0].value) or ""
+        parts = target.split(".")
+        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != "self":
+            return updated  # a tensor not held by a field: its no-rule finding stays
+        try:
+            value = inits.value(q[14:], call, f"{target}.shape", self.ctx, self._gain_call)
+        except inits.Unsupported as e:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) is not translated: {e}", call)
+            self.ctx.settled.add(id(call))
+            return updated
+        field = f"self.{parts[1]}"
+        if len(parts) > 2:
+            value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(parts[2:])}, {field}, {value})")
+        return updated.with_changes(body=[cst.parse_statement(f"{field} = {value}\n").body[0]])
 
 
 class _Buffers(cst.CSTTransformer):
@@ -519,7 +566,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     threaded, refused = _stateful_containers(methods.get("__init__"), ctx,
                                              frozenset(n for n, p in plans.items() if p.get("stateful")))
     stateful |= threaded
-    helpers, keyed_params, members, sequences = _outside_init(cls, ctx, plans, callers, outside["builders"], stateful)
+    helpers, keyed_params, members, sequences, called = _outside_init(cls, ctx, plans, callers, outside["builders"],
+                                                                      stateful)
     outside["members"] |= members
     if refused:
         ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}: a ModuleList holding BatchNorm (or a "
@@ -544,6 +592,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
             scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value))
     for s in cls.body.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value in ("__init__", *called):
+            s = rewrite(s, _Inits(ctx))
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
             s = rewrite(s, _Buffers(ctx, buffers))
@@ -632,11 +682,19 @@ def _site(classes: frozenset[str], helpers: frozenset[str], params: frozenset[st
         if any(a.keyword and a.keyword.value == "key" for a in call.args):
             return False
         func = dotted_text(call.func) or ""
-        if func.startswith("jax.random."):
+        if _draw(call):
             return bool(call.args) and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "key" \
                 and call.args[0].keyword is None
         return func in KEYED or func in classes or func in params or func.startswith("self.") and func[5:] in helpers
     return site
+
+
+def _draw(call: cst.Call) -> bool:
+    """A draw whose key is its first argument: ``jax.random.normal(key, ...)``,
+    ``jax.nn.initializers.orthogonal(...)(key, shape)``."""
+    if isinstance(call.func, cst.Call):
+        return (dotted_text(call.func.func) or "").startswith("jax.nn.initializers.")
+    return (dotted_text(call.func) or "").startswith("jax.random.")
 
 
 def _holds_site(node: cst.CSTNode, site) -> bool:
@@ -687,8 +745,7 @@ def _units(stmts, site) -> list[cst.CSTNode]:
 
 
 def _with_key(call: cst.Call, name: str) -> cst.Call:
-    func = dotted_text(call.func) or ""
-    if func.startswith("jax.random."):  # the draw's own key argument
+    if _draw(call):  # the draw's own key argument
         return call.with_changes(args=[call.args[0].with_changes(value=cst.Name(name)), *call.args[1:]])
     arg = cst.Arg(cst.Name(name), keyword=cst.Name("key"),
                   equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
@@ -913,14 +970,25 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
     body = []
     helpers = frozenset(plan.get("helpers", ()))
     params = plan.get("keyed_params", {})
+    done: dict[str, cst.FunctionDef] = {}
+    keyed_helpers: frozenset[str] = frozenset()
+    originals = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value in helpers}
+    for _ in range(len(originals)):  # a helper takes a key when something in it draws, perhaps another helper
+        done = {n: _keyed_function(fn, ctx, _site(frozenset(keyed), keyed_helpers, frozenset(params.get(n, ()))))
+                for n, fn in originals.items()}
+        now = frozenset(n for n, fn in done.items() if any(p.name.value == "key" for p in fn.params.kwonly_params))
+        if now == keyed_helpers:
+            break
+        keyed_helpers = now
+    helpers = keyed_helpers
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             site = _site(frozenset(keyed), helpers, frozenset(params.get("__init__", ())))
             s = _finish_init(s, ctx, fields, site, frozenset(plan.get("sequences", ())))
             if any(p.name.value == "key" for p in s.params.kwonly_params):
                 keyed.add(cls.name.value)
-        elif isinstance(s, cst.FunctionDef) and s.name.value in helpers:
-            s = _keyed_function(s, ctx, _site(frozenset(keyed), helpers, frozenset(params.get(s.name.value, ()))))
+        elif isinstance(s, cst.FunctionDef) and s.name.value in done:
+            s = done[s.name.value]
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
