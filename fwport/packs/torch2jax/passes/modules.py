@@ -41,11 +41,21 @@ def run(module: cst.Module, ctx) -> cst.Module:
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
     builders = _builders(module, ctx)
     outside["builders"] = builders
-    outside["state"] = "BatchNorm" in code(module) and any(ctx.imports.resolve(c.func) in STATEFUL for c in _calls(module))
+    calls = [_calls(s) for s in module.body]  # every call, by top-level statement
+    qualified = [[ctx.imports.resolve(c.func) for c in cs] for cs in calls]
+    outside["state"] = any(q in STATEFUL for qs in qualified for q in qs)
+    starred = {i for i, (cs, qs) in enumerate(zip(calls, qualified))
+               if any(q == "torch.nn.Sequential" and any(a.star for a in c.args) for c, q in zip(cs, qs))}
+    of_class: dict[str, list[tuple[int, cst.Call]]] = {}  # the calls of each module class, by statement
+    for i, cs in enumerate(calls):
+        for c in cs:
+            if isinstance(c.func, cst.Name) and c.func.value in classes:
+                of_class.setdefault(c.func.value, []).append((i, c))
     body = []
-    for stmt in module.body:
+    for i, stmt in enumerate(module.body):
         if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
-            stmt = _class(stmt, ctx, plans, _Callers(module, ctx, classes, stmt), outside)
+            others = [c for j, c in of_class.get(stmt.name.value, []) if j != i]
+            stmt = _class(stmt, ctx, plans, _Callers(others, ctx, classes, stmt), outside)
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
@@ -54,7 +64,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
         for stmt in module.body:
             if not isinstance(stmt, cst.ClassDef) and not (isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders):
                 stmt.visit(_Instances(ctx, drawing))
-    body = [rewrite(s, _StarredSequential(ctx)) if "Sequential" in code(s) else s for s in body]
+    body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
     return module.with_changes(body=body)
 
 
@@ -142,13 +152,13 @@ class _Callers:
     """Who calls the methods of one class, so that a parameter's possible values can be followed: the
     class's own calls anywhere in the file (for ``__init__``), ``self.m(...)`` inside the class (for m)."""
 
-    def __init__(self, module: cst.Module, ctx, classes: set[str], cls: cst.ClassDef):
+    def __init__(self, others: list[cst.Call], ctx, classes: set[str], cls: cst.ClassDef):
+        """``others``: the calls of the class outside it."""
         self.ctx, self.classes = ctx, classes
         self.methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
         name = cls.name.value
         self.calls: dict[str, list[tuple[str | None, cst.Call]]] = {m: [] for m in self.methods}
-        self.calls["__init__"] = [(None, c) for s in module.body if s is not cls for c in _calls(s)
-                                  if isinstance(c.func, cst.Name) and c.func.value == name]
+        self.calls["__init__"] = [(None, c) for c in others if isinstance(c.func, cst.Name) and c.func.value == name]
         for m, fn in self.methods.items():
             for c in _calls(fn):
                 t = dotted_text(c.func) or ""
@@ -790,7 +800,7 @@ class _AssignKeys(cst.CSTTransformer):
         else:
             subs = [self._sub(i) for i in range(1, len(units) + 1)]
             names, line = dict(zip(map(id, units), subs)), f"{k}, {', '.join(subs)} = {split}({k}, {len(units) + 1})\n"
-        new = rewrite(body, _AssignKeys(names, self.site, self.ctx, self.depth + 1))
+        new = rewrite(body, _AssignKeys(names, self.site, self.ctx, self.depth + (line is not None)))
         if line:
             new = new.with_changes(body=[cst.parse_statement(line), *new.body])
         return updated.with_changes(body=new)
