@@ -634,11 +634,15 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     body = []
     # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
     keyed: set[str] = set(outside["builders"])
+    returns = ctx.analyses.setdefault(OUTSIDE + ".returns", {})  # builder function → the Equinox class it returns
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in plans:
             stmt = _finish_class(stmt, ctx, plans[stmt.name.value], keyed, stmt.name.value in outside["members"])
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in outside["builders"]:
             stmt = _keyed_function(stmt, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
+            kinds = {dotted_text(r.func) if isinstance(r, cst.Call) else None for r in _returns(stmt)}
+            if len(kinds) == 1 and (next(iter(kinds)) or "").startswith(ctx.spell_text("equinox.nn.")):
+                returns[stmt.name.value] = next(iter(kinds))  # `def conv3x3(...): return eqx.nn.Conv2d(...)`
         body.append(stmt)
     stateful = frozenset(n for n, p in plans.items() if p["stateful"])
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
@@ -1046,6 +1050,8 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, se
             return ctx.spell_text("jax.Array")
         if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(PLANS, {}):
             return value.func.value  # a translated module of this file
+        if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(OUTSIDE + ".returns", {}):
+            return ctx.analyses[OUTSIDE + ".returns"][value.func.value]  # a builder function's layer
         if f.startswith("self.") and f[5:] in sequences:  # a helper method returning a Sequential
             return ctx.spell_text("equinox.nn.Sequential")
         return "object"
