@@ -457,6 +457,7 @@ def test_modules_built_in_loops_get_different_initial_values():
     net = ns["Net"](key=jax.random.key(0))
     weights = [tuple(b.fc.weight.ravel().tolist()) for b in net.seq.layers]
     assert len(weights) == 6 and len(set(weights)) == 6
+    assert net(jax.numpy.ones(4)).shape == (4,)  # eqx.nn.Sequential calls each member with key=
 
 
 def test_a_class_given_as_a_parameter_gets_a_key_only_where_every_caller_is_known():

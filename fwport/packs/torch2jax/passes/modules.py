@@ -5,10 +5,19 @@ The pass (before the rule pass, keeping line structure): the base becomes ``eqx.
 (batch.Forward), taking ``key`` where a dropout submodule needs one. The layer constructors in
 ``__init__`` are left to the rules (``nn.Linear`` → ``eqx.nn.Linear``).
 
+Modules built outside ``__init__`` get keys too: a method ``__init__`` calls (``self._make_layer(...)``)
+and a module-level builder function (``def conv3x3(...): return nn.Conv2d(...)``) take ``*, key``; a class
+given as a parameter (``block(...)``) gets ``key=`` where every caller's argument is followed to a class of
+the file, else the call is an error. ``nn.Sequential(*layers)`` → ``eqx.nn.Sequential(layers)``; a block
+with BatchNorm inside a Sequential derives from ``eqx.nn.StatefulLayer`` so the Sequential threads the
+state. ``nn.init.X_(self.fc.weight, ...)`` in ``__init__`` or a method it calls becomes
+``self.fc = eqx.tree_at(lambda m: m.weight, self.fc, <value drawn from a key>)`` (init.py).
+
 The finishing step (after every finding is placed, so it may add and remove lines): the fields an
 Equinox module declares, one per attribute ``__init__`` assigns; ``super().__init__()`` removed;
-the key split per submodule that needs one (``key1, key2 = jax.random.split(key)``) and, where a
-``__call__`` feeds several dropouts, the same split of its call-time key.
+the key split per submodule that needs one (``key1, key2 = jax.random.split(key)``; in a loop, one
+split per iteration; in ``[M(...) for _ in range(n)]``, one key per element) and, where a ``__call__`` feeds
+several dropouts, the same split of its call-time key.
 """
 from __future__ import annotations
 
@@ -384,8 +393,8 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
 
 
 class _DrawsOutsideInit(cst.CSTVisitor):
-    """A module that draws its initial values, built in another method of the class (``self._make_layer``):
-    keys are split and handed out in ``__init__`` only, so this one would get none."""
+    """A module that draws its initial values, built in a method ``__init__`` does not call: keys are split and
+    handed out in ``__init__`` and the methods it calls (``self._make_layer``) only, so this one would get none."""
 
     def __init__(self, ctx, classes: set[str], method: str):
         super().__init__()
@@ -397,8 +406,8 @@ class _DrawsOutsideInit(cst.CSTVisitor):
         if (q in DRAWING or own) and not any(a.keyword and a.keyword.value == "key" for a in node.args):
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(node.func)}(...) built in "
                             f"{self.method}(), not in __init__: Equinox modules take their initial values from a "
-                            "key, which fwport splits and hands out in __init__ only; build it in __init__, or give "
-                            f"{self.method} a `key` argument and pass a split of __init__'s key", node)
+                            "key, which fwport splits and hands out in __init__ and the methods __init__ calls only; "
+                            f"build it there, or give {self.method} a `key` argument and pass it a key", node)
             self.ctx.settled.add(id(node))
 
 
