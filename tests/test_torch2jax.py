@@ -429,6 +429,27 @@ def test_a_module_built_in_a_helper_method_of_init_gets_a_key_per_element():
            "enumerate(jax.random.split(key, k))]\n" in r.output
 
 
+def test_a_helper_of_init_called_from_another_method_is_an_error_there():
+    r, errs = _errors(BLOCK + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        self.reset()\n\n    def reset(self):\n        self.fc = nn.Linear(4, 4)\n\n"
+                      "    def forward(self, x):\n        self.reset()\n        return self.fc(x)\n")
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 23)]
+    assert "self.reset(...) in forward(): reset() builds modules" in errs[0].message
+    assert "        self.reset(key=key)\n" in r.output and "    def reset(self, *, key):\n" in r.output
+
+
+def test_the_fields_a_helper_of_init_sets_are_declared():
+    r, errs = _errors("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+                      "        super().__init__()\n        self.n = 4\n        self._build()\n\n    def _build(self):\n"
+                      "        self.fc = nn.Linear(self.n, 2)\n        self.k = 3\n\n    def forward(self, x):\n"
+                      "        return self.fc(x)\n")
+    assert errs == []
+    assert ("    n: int = eqx.field(static=True)\n    fc: eqx.nn.Linear\n    k: int = eqx.field(static=True)\n"
+            in r.output)
+    assert "        self._build(key=key)\n\n    def _build(self, *, key):\n        self.fc = eqx.nn.Linear(self.n, 2, key=key)\n" \
+        in r.output
+
+
 def test_a_loop_building_modules_splits_its_key_each_iteration():
     """The same key for every iteration would give every layer the same initial values."""
     r, errs = _errors("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"

@@ -359,6 +359,15 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
             if any(site(c) for c in _calls(methods[m])):
                 helpers.add(m)
                 changed = True
+    for m, fn in methods.items():  # the helpers take a key now: a call from elsewhere would give none
+        if m in called or m == "__init__":
+            continue
+        for c in _calls(fn):
+            t = dotted_text(c.func) or ""
+            if t.startswith("self.") and t[5:] in helpers:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{t}(...) in {m}(): {t[5:]}() builds modules "
+                           "that draw their initial values, so it takes a key in Equinox (__init__ gives it a split "
+                           "of its own); pass one here, and keep what it returns (the module is immutable)", c)
     sequences: set[str] = set()  # helpers that return an nn.Sequential
     for m in helpers:
         rets = _returns(methods[m])
@@ -603,7 +612,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         or any(isinstance(c.func, cst.Name) and c.func.value in outside["builders"]
                for c in (_calls(methods["__init__"]) if "__init__" in methods else []))
     plan = {"key_sites": 0, "draws": draws, "stateful": [], "helpers": sorted(helpers),
-            "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences)}
+            "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
+            "called": sorted(called)}
     body = []
     buffers: set[str] = set()
     drawing = {n for n, p in plans.items() if p["draws"]}
@@ -1010,8 +1020,9 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             s = _finish_init(s, ctx, fields, site, frozenset(plan.get("sequences", ())))
             if any(p.name.value == "key" for p in s.params.kwonly_params):
                 keyed.add(cls.name.value)
-        elif isinstance(s, cst.FunctionDef) and s.name.value in done:
-            s = done[s.name.value]
+        elif isinstance(s, cst.FunctionDef) and s.name.value in plan.get("called", ()):
+            _collect_fields(s, ctx, fields, frozenset(plan.get("sequences", ())))
+            s = done.get(s.name.value, s)
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
@@ -1088,10 +1099,10 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, se
     return "object"
 
 
-def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
+def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences: frozenset[str]) -> None:
+    """The fields a method of construction (``__init__``, a method it calls) sets: ``self.NAME = value``."""
     params = {p.name.value: p for p in (*fn.params.params, *fn.params.kwonly_params)}
-    stmts = [s for s in fn.body.body if not _is_super_init(s)]
-    for s in stmts:
+    for s in fn.body.body:
         if not isinstance(s, cst.SimpleStatementLine):
             continue
         for small in s.body:
@@ -1099,6 +1110,11 @@ def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequenc
                 t = dotted_text(small.targets[0].target)
                 if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
                     fields[t[5:]] = _annotation(small.value, params, ctx, sequences)
+
+
+def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
+    stmts = [s for s in fn.body.body if not _is_super_init(s)]
+    _collect_fields(fn.with_changes(body=fn.body.with_changes(body=stmts)), ctx, fields, sequences)
     block, n = _thread_keys(fn, fn.body.with_changes(body=stmts), ctx, site)
     if n == 0:  # nothing draws initial values: no key parameter
         kw = [p for p in fn.params.kwonly_params if p.name.value != "key"]
