@@ -527,9 +527,13 @@ def test_a_module_given_to_init_is_an_error_where_it_may_hold_batch_norm():
            "        return self.bn(x)\n")
     r, errs = _errors(src)
     assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 13)]
-    assert "fwport cannot prove it holds no BatchNorm" in errs[0].message
+    assert "fwport cannot prove whether it holds BatchNorm" in errs[0].message
     r, errs = _errors(src + "\n\nb = Block(3, nn.Linear(3, 3))\n")  # every caller's argument is known stateless
-    assert errs == []
+    assert errs == [] and "            x = self.downsample(x)\n" in r.output
+    r, errs = _errors(src + "\n\nb = Block(3, nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3)))\nc = Block(3)\n")
+    assert errs == [] and "            x, state = self.downsample(x, state)\n" in r.output  # None or with state: threaded
+    r, errs = _errors(src + "\n\nb = Block(3, nn.BatchNorm1d(3))\nc = Block(3, nn.Linear(3, 3))\n")
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 13)]  # with state at one call, not another
 
 
 # --- nn.init -------------------------------------------------------------------------------------------

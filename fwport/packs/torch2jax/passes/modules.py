@@ -60,11 +60,21 @@ def run(module: cst.Module, ctx) -> cst.Module:
         for c in cs:
             if isinstance(c.func, cst.Name) and c.func.value in classes:
                 of_class.setdefault(c.func.value, []).append((i, c))
+    callers = {stmt.name.value: _Callers([c for j, c in of_class.get(stmt.name.value, []) if j != i], ctx, classes, stmt)
+               for i, stmt in enumerate(module.body) if isinstance(stmt, cst.ClassDef) and stmt.name.value in classes}
+    if outside["state"]:  # `block(...)` of a parameter that holds a class: a call of that class's __init__ too
+        indirect: dict[str, list] = outside.setdefault("indirect", {})
+        for cl in callers.values():
+            for m, fn in cl.methods.items():
+                own = cl.params(m)
+                for c in _calls(fn):
+                    if isinstance(c.func, cst.Name) and c.func.value in own:
+                        for k in cl.classes_of(c.func, m) & classes:
+                            indirect.setdefault(k, []).append((cl, m, c))
     body = []
     for i, stmt in enumerate(module.body):
         if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
-            others = [c for j, c in of_class.get(stmt.name.value, []) if j != i]
-            stmt = _class(stmt, ctx, plans, _Callers(others, ctx, classes, stmt), outside)
+            stmt = _class(stmt, ctx, plans, callers[stmt.name.value], outside)
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
@@ -257,10 +267,12 @@ class _Comprehensions(cst.CSTVisitor):
 
 
 def _given_modules(init: cst.FunctionDef, forward: cst.FunctionDef, ctx, callers: _Callers, plans: dict,
-                   stateful: set[str]) -> None:
+                   stateful: set[str], indirect: list[tuple[_Callers, str, cst.Call]]) -> None:
     """``self.downsample = downsample`` (a module given to ``__init__``), called in ``forward``, in a file with
-    BatchNorm: Equinox threads the state through each layer that has one, so whether it holds one must be
-    proven from every caller's argument; where it cannot, the call is an error."""
+    BatchNorm: Equinox threads the state through each layer that has one, so what every caller passes is
+    followed (the class's own calls, and ``block(...)`` calls of a parameter that holds the class): None or
+    modules without state: called as written; None or a Sequential holding BatchNorm: the state is threaded
+    through it (the attribute joins ``stateful``); anything else is an error."""
     given: dict[str, str] = {}
     own = callers.params("__init__")
     for stmt in init.body.body:
@@ -272,20 +284,69 @@ def _given_modules(init: cst.FunctionDef, forward: cst.FunctionDef, ctx, callers
                     given[t[5:]] = small.value.value
     if not given:
         return
-    for c in _calls(forward):
-        t = dotted_text(c.func) or ""
-        if not (t.startswith("self.") and t[5:] in given):
+    sites = [(callers, None, call) for _, call in callers.calls.get("__init__", [])] + list(indirect)
+    for attr, p in given.items():
+        calls = [c for c in _calls(forward) if dotted_text(c.func) == f"self.{attr}"]
+        if not calls:
             continue
-        p = given[t[5:]]
-        bound = [callers._bound(call, p) for _, call in callers.calls.get("__init__", [])]
-        cands = set().union(*(callers.classes_of(b.func if isinstance(b, cst.Call) else b, None) if b is not None
-                              else {UNKNOWN} for b in bound)) \
-            if bound else {UNKNOWN}
-        if UNKNOWN in cands or any(k in STATEFUL or k in plans and plans[k].get("stateful") for k in cands):
-            ctx.report(Severity.ERROR, "unsupported-construct", f"{t}(...): `{t[5:]}` is the module given to "
-                       f"__init__ as `{p}`, and fwport cannot prove it holds no BatchNorm: Equinox threads a state "
-                       "through each layer that has one, so a call of it without the state fails when it does; pass "
-                       "the state through it yourself (`y, state = ...(x, state)`) or build it inside __init__", c)
+        kinds: set[str] = set() if sites else {UNKNOWN}
+        for owner, method, call in sites:
+            bound = _bind(call, init, method=True)
+            kinds |= _module_kinds(bound.get(p) if bound is not None else None, owner, method, ctx, plans)
+        if kinds <= {"none", "stateless"}:
+            continue
+        if kinds <= {"none", "stateful"}:
+            stateful.add(attr)
+            continue
+        for c in calls:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr}(...): `{attr}` is the module given to "
+                       f"__init__ as `{p}`, and fwport cannot prove whether it holds BatchNorm: Equinox threads a "
+                       "state through each layer that has one, so a call of it without the state fails when it "
+                       "does; pass the state through it yourself (`y, state = ...(x, state)`) or build it inside "
+                       "__init__", c)
+
+
+def _module_kinds(value: cst.BaseExpression | None, owner: _Callers, method: str | None, ctx, plans: dict,
+                  depth: int = 0) -> set[str]:
+    """What a module argument may be: "none", "stateful" (a BatchNorm, a Sequential holding one), "stateless"
+    (another torch layer, a class of the file without state), UNKNOWN; a local variable of the calling
+    method by every value assigned to it there."""
+    if value is None or depth > 3:
+        return {UNKNOWN}
+    if isinstance(value, cst.Name) and value.value == "None":
+        return {"none"}
+    if isinstance(value, cst.Call):
+        q = ctx.imports.resolve(value.func) or ""
+        if q in STATEFUL:
+            return {"stateful"}
+        if q in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+            inner = set().union(set(), *(_module_kinds(a.value, owner, method, ctx, plans, depth + 1)
+                                         for a in value.args if not a.star))
+            if any(a.star for a in value.args) or UNKNOWN in inner:
+                return {UNKNOWN}
+            return {"stateful"} if "stateful" in inner else {"stateless"}
+        if q.startswith("torch.nn.") and q not in ("torch.nn.Parameter",):
+            return {"stateless"}
+        if isinstance(value.func, cst.Name) and value.func.value in plans:
+            return {"stateful"} if plans[value.func.value].get("stateful") else {"stateless"}
+        if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(OUTSIDE, {}).get("builders", ()):
+            return {"stateless"}  # a builder function returns one layer that draws (a convolution, a linear map)
+        return {UNKNOWN}
+    if isinstance(value, cst.Name) and method is not None and method in owner.methods \
+            and value.value not in owner.params(method):
+        values: list[cst.BaseExpression] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, node):
+                if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                        and node.targets[0].target.value == value.value:
+                    values.append(node.value)
+
+        scan(owner.methods[method], V())
+        if not values:
+            return {UNKNOWN}
+        return set().union(*(_module_kinds(v, owner, method, ctx, plans, depth + 1) for v in values))
+    return {UNKNOWN}
 
 
 def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builders: set[str], stateful_attrs: set[str]):
@@ -604,7 +665,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                    "one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
     if outside.get("state") and "forward" in methods and "__init__" in methods:
-        _given_modules(methods["__init__"], methods["forward"], ctx, callers, plans, stateful)
+        _given_modules(methods["__init__"], methods["forward"], ctx, callers, plans, stateful,
+                       outside.get("indirect", {}).get(cls.name.value, []))
     bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
              for b in cls.bases]
     draws = any(q in DRAWING or q.rsplit(".", 1)[-1] in plans and plans[q.rsplit(".", 1)[-1]]["draws"]
@@ -1092,8 +1154,9 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, se
         if p.annotation is not None:
             ann = code(p.annotation.annotation)
             return ann + (static if ann in ("int", "float", "bool", "str", "tuple", "tuple[int, ...]") else "")
-        if p.default is not None:
-            return _annotation(p.default, {}, ctx)
+        if p.default is not None:  # None tells nothing of what a caller gives (a module, an array)
+            kind = _annotation(p.default, {}, ctx)
+            return "object" if kind == "None" else kind
     if isinstance(value, cst.BinaryOperation) and all(isinstance(n, cst.Integer) for n in (value.left, value.right)):
         return "int" + static
     return "object"
