@@ -402,16 +402,201 @@ def test_a_module_list_holding_batch_norm_is_still_refused():
     assert [f.code for f in errs] == ["unsupported-construct"] and "ModuleList holding BatchNorm" in errs[0].message
 
 
-def test_a_module_built_in_another_method_than_init_is_an_error_not_left_without_a_key():
-    """`self._make(...)` building blocks (the CIFAR ResNets' `_make_layer`): keys are handed out in
-    __init__ only, so the block would have been made without one, silently."""
-    src = ("import torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, n):\n"
-           "        super().__init__()\n        self.fc = nn.Linear(n, n)\n\n    def forward(self, x):\n"
-           "        return self.fc(x)\n\n\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
-           "        self.blocks = self._make(3)\n\n    def _make(self, k):\n        return [Block(4) for _ in range(k)]\n\n"
-           "    def forward(self, x):\n        for b in self.blocks:\n            x = b(x)\n        return x\n")
+BLOCK = ("import torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, n):\n"
+         "        super().__init__()\n        self.fc = nn.Linear(n, n)\n\n    def forward(self, x):\n"
+         "        return self.fc(x)\n\n\n")
+
+
+def src_line(r, n: int) -> str:
+    return r.source.splitlines()[n - 1]
+
+
+def _errors(src: str):
     r = translate_source(src, "m.py", PACK)
-    errs = [f for f in r.findings if f.severity is Severity.ERROR]
-    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 20)]  # the `return [Block(4) ...]` line
-    assert "built in _make(), not in __init__" in errs[0].message
-    assert "# fwport: unsupported-construct: Block(...) built in _make()" in r.output
+    return r, [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+def test_a_module_built_in_a_helper_method_of_init_gets_a_key_per_element():
+    """`self._make(...)` called from __init__ (the CIFAR ResNets' `_make_layer`): the helper takes `*, key`,
+    __init__ hands it a split, and each element of `[Block(4) for _ in range(k)]` gets its own key."""
+    r, errs = _errors(BLOCK + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        self.blocks = self._make(3)\n        self.head = nn.Linear(4, 2)\n\n"
+                      "    def _make(self, k):\n        return [Block(4 * i + 4) for i in range(k)]\n\n"
+                      "    def forward(self, x):\n        for b in self.blocks:\n            x = b(x)\n        return self.head(x)\n")
+    assert errs == []
+    assert "        self.blocks = self._make(3, key=key1)\n        self.head = eqx.nn.Linear(4, 2, key=key2)\n" in r.output
+    assert "    def _make(self, k, *, key):\n        return [Block(4 * i + 4, key=subkey) for i, subkey in " \
+           "enumerate(jax.random.split(key, k))]\n" in r.output
+
+
+def test_a_helper_of_init_called_from_another_method_is_an_error_there():
+    r, errs = _errors(BLOCK + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        self.reset()\n\n    def reset(self):\n        self.fc = nn.Linear(4, 4)\n\n"
+                      "    def forward(self, x):\n        self.reset()\n        return self.fc(x)\n")
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 23)]
+    assert "self.reset(...) in forward(): reset() builds modules" in errs[0].message
+    assert "        self.reset(key=key)\n" in r.output and "    def reset(self, *, key):\n" in r.output
+
+
+def test_the_fields_a_helper_of_init_sets_are_declared():
+    r, errs = _errors("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+                      "        super().__init__()\n        self.n = 4\n        self._build()\n\n    def _build(self):\n"
+                      "        self.fc = nn.Linear(self.n, 2)\n        self.k = 3\n\n    def forward(self, x):\n"
+                      "        return self.fc(x)\n")
+    assert errs == []
+    assert ("    n: int = eqx.field(static=True)\n    fc: eqx.nn.Linear\n    k: int = eqx.field(static=True)\n"
+            in r.output)
+    assert "        self._build(key=key)\n\n    def _build(self, *, key):\n        self.fc = eqx.nn.Linear(self.n, 2, key=key)\n" \
+        in r.output
+
+
+def test_a_loop_building_modules_splits_its_key_each_iteration():
+    """The same key for every iteration would give every layer the same initial values."""
+    r, errs = _errors("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+                      "        super().__init__()\n        layers = []\n        for _ in range(3):\n"
+                      "            layers.append(nn.Linear(4, 4))\n            layers.append(nn.ReLU())\n"
+                      "        self.net = nn.Sequential(*layers)\n        self.out = nn.Linear(4, 1)\n\n"
+                      "    def forward(self, x):\n        return self.out(self.net(x))\n")
+    assert errs == []
+    assert ("        key1, key2 = jax.random.split(key)\n        layers = []\n        for _ in range(3):\n"
+            "            key1, subkey = jax.random.split(key1)\n            layers.append(eqx.nn.Linear(4, 4, key=subkey))\n"
+            "            layers.append(eqx.nn.Lambda(jax.nn.relu))\n        self.net = eqx.nn.Sequential(layers)\n"
+            "        self.out = eqx.nn.Linear(4, 1, key=key2)\n") in r.output
+    assert "net: eqx.nn.Sequential" in r.output
+
+
+@needs_frameworks
+def test_modules_built_in_loops_get_different_initial_values():
+    import jax
+    r, errs = _errors(BLOCK + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        self.seq = self._make(3)\n\n    def _make(self, k):\n        layers = []\n"
+                      "        for i in range(k):\n            for j in range(2):\n                layers.append(Block(4))\n"
+                      "        return nn.Sequential(*layers)\n\n    def forward(self, x):\n        return self.seq(x)\n")
+    assert errs == []
+    ns: dict = {}
+    exec(compile(r.output, "m.py", "exec"), ns)
+    net = ns["Net"](key=jax.random.key(0))
+    weights = [tuple(b.fc.weight.ravel().tolist()) for b in net.seq.layers]
+    assert len(weights) == 6 and len(set(weights)) == 6
+    assert net(jax.numpy.ones(4)).shape == (4,)  # eqx.nn.Sequential calls each member with key=
+
+
+def test_a_class_given_as_a_parameter_gets_a_key_only_where_every_caller_is_known():
+    helper = ("class Net(nn.Module):\n    def __init__(self, block):\n        super().__init__()\n"
+              "        self.a = self._make(block)\n\n    def _make(self, block):\n        return block(4)\n\n"
+              "    def forward(self, x):\n        return self.a(x)\n\n\n")
+    r, errs = _errors(BLOCK + helper + "net = Net(Block)\n")
+    assert errs == [] and "        return block(4, key=key)\n" in r.output
+    r, errs = _errors(BLOCK + helper + "def make(cls):\n    return Net(cls)\n")  # the class is not known
+    assert [f.code for f in errs] == ["unsupported-construct"] and "`block` is a parameter" in errs[0].message
+    assert "        return block(4)\n" in r.output
+
+
+def test_a_module_built_in_a_method_init_does_not_call_is_still_an_error():
+    r, errs = _errors(BLOCK + "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                      "        self.fc = nn.Linear(4, 4)\n\n    def grow(self):\n        return Block(4)\n\n"
+                      "    def forward(self, x):\n        return self.fc(x)\n")
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 20)]  # `return Block(4)`
+    assert "built in grow(), not in __init__" in errs[0].message and "return Block(4)" in src_line(r, 20)
+
+
+def test_a_comprehension_of_another_shape_building_modules_is_an_error():
+    r, errs = _errors("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self, sizes):\n"
+                      "        super().__init__()\n        self.fcs = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])\n\n"
+                      "    def forward(self, x):\n        for f in self.fcs:\n            x = f(x)\n        return x\n")
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 8)]
+    assert "a comprehension in __init__()" in errs[0].message
+
+
+def test_a_builder_function_takes_a_key_and_its_calls_get_splits():
+    r, errs = _errors("import torch\nfrom torch import nn\n\n\ndef conv3x3(a, b):\n    return nn.Conv2d(a, b, 3, padding=1)\n\n\n"
+                      "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        self.c1 = conv3x3(3, 4)\n"
+                      "        self.c2 = conv3x3(4, 4)\n\n    def forward(self, x):\n        return self.c2(self.c1(x))\n\n\n"
+                      "c = conv3x3(1, 1)\n")
+    assert errs == []
+    assert "def conv3x3(a, b, *, key):\n    return eqx.nn.Conv2d(a, b, 3, padding=1, key=key)\n" in r.output
+    assert "        self.c1 = conv3x3(3, 4, key=key1)\n        self.c2 = conv3x3(4, 4, key=key2)\n" in r.output
+    assert "c = conv3x3(1, 1, key=jax.random.key(0))" in r.output
+
+
+def test_a_module_given_to_init_is_an_error_where_it_may_hold_batch_norm():
+    """yunjey's ResidualBlock: `self.downsample = downsample`, called without the state in forward."""
+    src = ("import torch\nfrom torch import nn\n\n\nclass Block(nn.Module):\n    def __init__(self, n, downsample=None):\n"
+           "        super().__init__()\n        self.bn = nn.BatchNorm1d(n)\n        self.downsample = downsample\n\n"
+           "    def forward(self, x):\n        if self.downsample:\n            x = self.downsample(x)\n"
+           "        return self.bn(x)\n")
+    r, errs = _errors(src)
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 13)]
+    assert "fwport cannot prove whether it holds BatchNorm" in errs[0].message
+    r, errs = _errors(src + "\n\nb = Block(3, nn.Linear(3, 3))\n")  # every caller's argument is known stateless
+    assert errs == [] and "            x = self.downsample(x)\n" in r.output
+    r, errs = _errors(src + "\n\nb = Block(3, nn.Sequential(nn.Linear(3, 3), nn.BatchNorm1d(3)))\nc = Block(3)\n")
+    assert errs == [] and "            x, state = self.downsample(x, state)\n" in r.output  # None or with state: threaded
+    r, errs = _errors(src + "\n\nb = Block(3, nn.BatchNorm1d(3))\nc = Block(3, nn.Linear(3, 3))\n")
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 13)]  # with state at one call, not another
+
+
+# --- nn.init -------------------------------------------------------------------------------------------
+
+INITS = [  # (layer, init call on its weight, bounded): drawn from torch and from the translation, compared
+    ("nn.Linear(400, 300)", "nn.init.uniform_({w}, -0.3, 0.2)", True),
+    ("nn.Linear(400, 300)", "nn.init.normal_({w}, mean=0.5, std=0.1)", False),
+    ("nn.Conv2d(32, 64, 3)", "nn.init.xavier_uniform_({w}, gain=2.0)", True),
+    ("nn.Conv2d(32, 64, 3)", "nn.init.xavier_normal_({w}, init.calculate_gain('tanh'))", False),
+    ("nn.Conv2d(32, 64, 3)", "nn.init.kaiming_uniform_({w}, a=math.sqrt(5))", True),
+    ("nn.Conv2d(64, 32, 3)", "nn.init.kaiming_normal_({w}, mode='fan_out', nonlinearity='relu')", False),
+    ("nn.Linear(300, 200)", "nn.init.kaiming_uniform_({w}, a=0.2, mode='fan_in')", True),
+    ("nn.Linear(400, 300)", "nn.init.trunc_normal_({w}, std=0.5, a=-1.0, b=1.0)", True),
+    ("nn.Conv1d(16, 64, 5)", "nn.init.orthogonal_({w}, init.calculate_gain('leaky_relu', 0.2))", False),
+    ("nn.Linear(50, 400)", "nn.init.orthogonal_({w})", False),
+]
+
+
+@needs_frameworks
+def test_nn_init_draws_from_pytorchs_distributions():
+    """Each initialiser's translation draws from the distribution PyTorch's does (gain, fan mode, bounds):
+    means, standard deviations and bounds of large tensors agree; orthogonal ones are orthogonal with the gain."""
+    import jax
+    import numpy as np
+    import torch
+    lines = "".join(f"        self.l{i} = {layer}\n        {call.format(w=f'self.l{i}.weight')}\n"
+                    for i, (layer, call, _) in enumerate(INITS))
+    src = ("import math\nimport torch\nimport torch.nn.init as init\nfrom torch import nn\n\n\nclass Net(nn.Module):\n"
+           f"    def __init__(self):\n        super().__init__()\n{lines}\n    def forward(self, x):\n        return x\n")
+    r = t2j(src)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "torch" not in r.output
+    ns: dict = {}
+    exec(compile(r.output, "m.py", "exec"), ns)
+    jnet = ns["Net"](key=jax.random.key(1))
+    torch.manual_seed(0)
+    tns: dict = {}
+    exec(compile(src, "t.py", "exec"), tns)
+    tnet = tns["Net"]()
+    for i, (layer, call, bounded) in enumerate(INITS):
+        j = np.asarray(getattr(jnet, f"l{i}").weight, dtype=np.float64)
+        t = getattr(tnet, f"l{i}").weight.detach().numpy().astype(np.float64)
+        assert j.shape == t.shape, call
+        if "orthogonal" in call:
+            jm, tm = j.reshape(j.shape[0], -1), t.reshape(t.shape[0], -1)
+            gram = (lambda m: m @ m.T) if jm.shape[0] <= jm.shape[1] else (lambda m: m.T @ m)
+            np.testing.assert_allclose(gram(jm), gram(tm), atol=1e-4, err_msg=call)  # both g² I
+            continue
+        assert abs(j.mean() - t.mean()) < 0.02 * t.std() + 1e-6, (call, j.mean(), t.mean())
+        assert abs(j.std() / t.std() - 1) < 0.02, (call, j.std(), t.std())
+        if bounded:
+            span = t.max() - t.min()
+            assert abs(j.min() - t.min()) < 0.01 * span and abs(j.max() - t.max()) < 0.01 * span, (call, j.min(), t.min())
+
+
+def test_nn_init_in_place_forms_not_translated_keep_their_finding_and_apply_is_refused():
+    src = ("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.fc = nn.Linear(4, 4)\n        self.apply(self._init)\n"
+           "        for p in self.parameters():\n            nn.init.zeros_(p)\n\n    def _init(self, m):\n"
+           "        nn.init.eye_(m.weight)\n\n    def forward(self, x):\n        return self.fc(x)\n")
+    r, errs = _errors(src)
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 9), ("no-rule", 11), ("no-rule", 14)]
+    assert "self.apply(fn) runs fn on every submodule" in errs[0].message
+    r, errs = _errors(src.replace("self.apply(self._init)", "nn.init.kaiming_uniform_(self.fc.weight, mode='fan_avg')"))
+    assert [(f.code, f.line) for f in errs][:1] == [("unsupported-construct", 9)]
+    assert "mode='fan_avg' is not 'fan_in' or 'fan_out'" in errs[0].message

@@ -5,10 +5,19 @@ The pass (before the rule pass, keeping line structure): the base becomes ``eqx.
 (batch.Forward), taking ``key`` where a dropout submodule needs one. The layer constructors in
 ``__init__`` are left to the rules (``nn.Linear`` → ``eqx.nn.Linear``).
 
+Modules built outside ``__init__`` get keys too: a method ``__init__`` calls (``self._make_layer(...)``)
+and a module-level builder function (``def conv3x3(...): return nn.Conv2d(...)``) take ``*, key``; a class
+given as a parameter (``block(...)``) gets ``key=`` where every caller's argument is followed to a class of
+the file, else the call is an error. ``nn.Sequential(*layers)`` → ``eqx.nn.Sequential(layers)``; a block
+with BatchNorm inside a Sequential derives from ``eqx.nn.StatefulLayer`` so the Sequential threads the
+state. ``nn.init.X_(self.fc.weight, ...)`` in ``__init__`` or a method it calls becomes
+``self.fc = eqx.tree_at(lambda m: m.weight, self.fc, <value drawn from a key>)`` (init.py).
+
 The finishing step (after every finding is placed, so it may add and remove lines): the fields an
 Equinox module declares, one per attribute ``__init__`` assigns; ``super().__init__()`` removed;
-the key split per submodule that needs one (``key1, key2 = jax.random.split(key)``) and, where a
-``__call__`` feeds several dropouts, the same split of its call-time key.
+the key split per submodule that needs one (``key1, key2 = jax.random.split(key)``; in a loop, one
+split per iteration; in ``[M(...) for _ in range(n)]``, one key per element) and, where a ``__call__`` feeds
+several dropouts, the same split of its call-time key.
 """
 from __future__ import annotations
 
@@ -18,6 +27,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax.batch import Forward
 
 PLANS = "torch2jax.modules"
@@ -36,22 +46,425 @@ def is_module_class(cls: cst.ClassDef, ctx) -> bool:
 
 def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.setdefault(PLANS, {})
+    outside = ctx.analyses.setdefault(OUTSIDE, {"builders": set(), "members": set()})
+    classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
+    builders = _builders(module, ctx)
+    outside["builders"] = builders
+    calls = [_calls(s) for s in module.body]  # every call, by top-level statement
+    qualified = [[ctx.imports.resolve(c.func) for c in cs] for cs in calls]
+    outside["state"] = any(q in STATEFUL for qs in qualified for q in qs)
+    starred = {i for i, (cs, qs) in enumerate(zip(calls, qualified))
+               if any(q == "torch.nn.Sequential" and any(a.star for a in c.args) for c, q in zip(cs, qs))}
+    of_class: dict[str, list[tuple[int, cst.Call]]] = {}  # the calls of each module class, by statement
+    for i, cs in enumerate(calls):
+        for c in cs:
+            if isinstance(c.func, cst.Name) and c.func.value in classes:
+                of_class.setdefault(c.func.value, []).append((i, c))
+    callers = {stmt.name.value: _Callers([c for j, c in of_class.get(stmt.name.value, []) if j != i], ctx, classes, stmt)
+               for i, stmt in enumerate(module.body) if isinstance(stmt, cst.ClassDef) and stmt.name.value in classes}
+    if outside["state"]:  # `block(...)` of a parameter that holds a class: a call of that class's __init__ too
+        indirect: dict[str, list] = outside.setdefault("indirect", {})
+        for cl in callers.values():
+            for m, fn in cl.methods.items():
+                own = cl.params(m)
+                for c in _calls(fn):
+                    if isinstance(c.func, cst.Name) and c.func.value in own:
+                        for k in cl.classes_of(c.func, m) & classes:
+                            indirect.setdefault(k, []).append((cl, m, c))
     body = []
-    for stmt in module.body:
+    for i, stmt in enumerate(module.body):
         if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
-            stmt = _class(stmt, ctx, plans)
+            stmt = _class(stmt, ctx, plans, callers[stmt.name.value], outside)
+        elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
+            scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
     drawing = {name for name, plan in plans.items() if plan["draws"]}
     if drawing:  # instances made outside the classes: the finishing step gives them a key
         for stmt in module.body:
-            if not isinstance(stmt, cst.ClassDef):
+            if not isinstance(stmt, cst.ClassDef) and not (isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders):
                 stmt.visit(_Instances(ctx, drawing))
+    body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
     return module.with_changes(body=body)
 
 
+# --- modules built outside __init__: helper methods, builder functions, classes given as parameters -----
+
+#: analyses key: {"builders": module-level functions returning a module that draws, "members": classes of
+#: the file that are members of an eqx.nn.Sequential (their __call__ takes the Sequential's `key=`)}
+OUTSIDE = "torch2jax.modules.outside"
+UNKNOWN = "?"
+
+
+class _StarredSequential(cst.CSTTransformer):
+    """``nn.Sequential(*layers)`` → ``eqx.nn.Sequential(layers)`` (Equinox takes the sequence itself)."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def leave_Call(self, original, updated):
+        if len(original.args) == 1 and original.args[0].star == "*" \
+                and self.ctx.imports.resolve(original.func) == "torch.nn.Sequential":
+            return updated.with_changes(func=self.ctx.spell("equinox.nn.Sequential"),
+                                        args=[updated.args[0].with_changes(star="")])
+        return updated
+
+
+def _calls(node: cst.CSTNode) -> list[cst.Call]:
+    out: list[cst.Call] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n):
+            out.append(n)
+
+    scan(node, V())
+    return out
+
+
+def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
+    out: list[cst.BaseExpression] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, n):
+            if n.value is not None:
+                out.append(n.value)
+
+        def visit_FunctionDef(self, n):
+            return n is fn
+
+    scan(fn, V())
+    return out
+
+
+def _builders(module: cst.Module, ctx) -> set[str]:
+    """Module-level functions that return a layer which draws its initial values (``def conv3x3(...): return
+    nn.Conv2d(...)``): they take a key like a module's ``__init__``, and each call of one is given a split."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    returned = {n: [c for r in _returns(f) for c in _calls(r)] for n, f in funcs.items()}
+    out: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n, cs in returned.items():
+            if n not in out and any(ctx.imports.resolve(c.func) in LAYERS
+                                    or isinstance(c.func, cst.Name) and c.func.value in out for c in cs):
+                out.add(n)
+                changed = True
+    return out
+
+
+def _bind(call: cst.Call, fn: cst.FunctionDef, method: bool) -> dict[str, cst.BaseExpression] | None:
+    """The argument each parameter of ``fn`` gets at ``call`` (defaults included); None where a starred
+    argument hides it."""
+    if any(a.star for a in call.args):
+        return None
+    ps = list(fn.params.params)[1 if method else 0:]
+    out = {p.name.value: a.value for p, a in zip(ps, [a for a in call.args if a.keyword is None])}
+    out.update({a.keyword.value: a.value for a in call.args if a.keyword is not None})
+    for p in (*ps, *fn.params.kwonly_params):
+        if p.name.value not in out and p.default is not None:
+            out[p.name.value] = p.default
+    return out
+
+
+class _Callers:
+    """Who calls the methods of one class, so that a parameter's possible values can be followed: the
+    class's own calls anywhere in the file (for ``__init__``), ``self.m(...)`` inside the class (for m)."""
+
+    def __init__(self, others: list[cst.Call], ctx, classes: set[str], cls: cst.ClassDef):
+        """``others``: the calls of the class outside it."""
+        self.ctx, self.classes = ctx, classes
+        self.methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+        name = cls.name.value
+        self.calls: dict[str, list[tuple[str | None, cst.Call]]] = {m: [] for m in self.methods}
+        self.calls["__init__"] = [(None, c) for c in others if isinstance(c.func, cst.Name) and c.func.value == name]
+        for m, fn in self.methods.items():
+            for c in _calls(fn):
+                t = dotted_text(c.func) or ""
+                if t.startswith("self.") and t[5:] in self.methods and t[5:] != "__init__":
+                    self.calls[t[5:]].append((m, c))
+
+    def _bound(self, call: cst.Call, param: str) -> cst.BaseExpression | None:
+        """The argument ``param`` of ``__init__`` gets at ``call`` (a call of the class)."""
+        b = _bind(call, self.methods["__init__"], method=True)
+        return None if b is None else b.get(param)
+
+    def params(self, method: str | None) -> set[str]:
+        fn = self.methods.get(method) if method else None
+        if fn is None:
+            return set()
+        return {p.name.value for p in (*fn.params.params[1:], *fn.params.kwonly_params)}
+
+    def classes_of(self, value: cst.BaseExpression, method: str | None, seen=None) -> set[str]:
+        """The classes ``value`` may be, as names of this file's module classes or qualified torch names;
+        UNKNOWN among them where one cannot be followed."""
+        seen = set() if seen is None else seen
+        if isinstance(value, cst.Name):
+            if value.value in self.params(method):
+                if (method, value.value) in seen:
+                    return set()
+                seen.add((method, value.value))
+                out: set[str] = set()
+                for caller, call in self.calls.get(method, []):
+                    bound = _bind(call, self.methods[method], method=True)
+                    if bound is None or value.value not in bound:
+                        out.add(UNKNOWN)
+                    else:
+                        out |= self.classes_of(bound[value.value], caller, seen)
+                fn = self.methods[method]
+                default = next((p.default for p in (*fn.params.params, *fn.params.kwonly_params)
+                                if p.name.value == value.value), None)
+                if not self.calls.get(method):
+                    out |= self.classes_of(default, None, seen) if default is not None else {UNKNOWN}
+                return out
+            if value.value in self.classes:
+                return {value.value}
+            if value.value == "None":
+                return set()
+        q = self.ctx.imports.resolve(value)
+        return {q} if q and q.startswith("torch.") else {UNKNOWN}
+
+
+def _source_site(ctx, plans: dict, builders: set[str], helpers: set[str], params: set[str]):
+    """Whether a source call builds something that takes a key: a layer that draws, a drawing module class
+    of the file, a builder function, a helper method that builds such, a parameter holding a drawing class."""
+    def site(call: cst.Call) -> bool:
+        q = ctx.imports.resolve(call.func) or ""
+        if q in LAYERS or q.startswith("torch.nn.init.") and q[14:] in inits.DRAWS:
+            return True
+        t = dotted_text(call.func) or ""
+        if isinstance(call.func, cst.Name):
+            return t in builders or t in params or t in plans and plans[t]["draws"]
+        return t.startswith("self.") and t[5:] in helpers
+    return site
+
+
+class _Comprehensions(cst.CSTVisitor):
+    """A comprehension building modules that take a key: one split per element is written for
+    ``[Block(...) for _ in range(n)]`` only; any other shape is an error."""
+
+    def __init__(self, ctx, site, where: str):
+        super().__init__()
+        self.ctx, self.site, self.where = ctx, site, where
+
+    def _comp(self, node) -> bool:
+        sites = [c for c in _calls(node) if self.site(c)]
+        if not sites:
+            return True
+        f = node.for_in
+        it = f.iter
+        simple = f.inner_for_in is None and not f.ifs and isinstance(it, cst.Call) and dotted_text(it.func) == "range" \
+            and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star \
+            and not isinstance(node, cst.DictComp) and len(sites) == 1
+        if not simple:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"a comprehension in {self.where}() builds "
+                            "modules that draw their initial values: fwport splits a key per element only for "
+                            "`[Module(...) for _ in range(n)]` (one module per element); write a loop that "
+                            "splits the key for each module", node)
+        return False
+
+    visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _comp
+
+
+def _given_modules(init: cst.FunctionDef, forward: cst.FunctionDef, ctx, callers: _Callers, plans: dict,
+                   stateful: set[str], indirect: list[tuple[_Callers, str, cst.Call]]) -> None:
+    """``self.downsample = downsample`` (a module given to ``__init__``), called in ``forward``, in a file with
+    BatchNorm: Equinox threads the state through each layer that has one, so what every caller passes is
+    followed (the class's own calls, and ``block(...)`` calls of a parameter that holds the class): None or
+    modules without state: called as written; None or a Sequential holding BatchNorm: the state is threaded
+    through it (the attribute joins ``stateful``); anything else is an error."""
+    given: dict[str, str] = {}
+    own = callers.params("__init__")
+    for stmt in init.body.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Name) \
+                    and small.value.value in own:
+                t = dotted_text(small.targets[0].target) or ""
+                if t.startswith("self.") and t.count(".") == 1 and t[5:] not in stateful:
+                    given[t[5:]] = small.value.value
+    if not given:
+        return
+    sites = [(callers, None, call) for _, call in callers.calls.get("__init__", [])] + list(indirect)
+    for attr, p in given.items():
+        calls = [c for c in _calls(forward) if dotted_text(c.func) == f"self.{attr}"]
+        if not calls:
+            continue
+        kinds: set[str] = set() if sites else {UNKNOWN}
+        for owner, method, call in sites:
+            bound = _bind(call, init, method=True)
+            kinds |= _module_kinds(bound.get(p) if bound is not None else None, owner, method, ctx, plans)
+        if kinds <= {"none", "stateless"}:
+            continue
+        if kinds <= {"none", "stateful"}:
+            stateful.add(attr)
+            continue
+        for c in calls:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr}(...): `{attr}` is the module given to "
+                       f"__init__ as `{p}`, and fwport cannot prove whether it holds BatchNorm: Equinox threads a "
+                       "state through each layer that has one, so a call of it without the state fails when it "
+                       "does; pass the state through it yourself (`y, state = ...(x, state)`) or build it inside "
+                       "__init__", c)
+
+
+def _module_kinds(value: cst.BaseExpression | None, owner: _Callers, method: str | None, ctx, plans: dict,
+                  depth: int = 0) -> set[str]:
+    """What a module argument may be: "none", "stateful" (a BatchNorm, a Sequential holding one), "stateless"
+    (another torch layer, a class of the file without state), UNKNOWN; a local variable of the calling
+    method by every value assigned to it there."""
+    if value is None or depth > 3:
+        return {UNKNOWN}
+    if isinstance(value, cst.Name) and value.value == "None":
+        return {"none"}
+    if isinstance(value, cst.Call):
+        q = ctx.imports.resolve(value.func) or ""
+        if q in STATEFUL:
+            return {"stateful"}
+        if q in ("torch.nn.Sequential", "torch.nn.ModuleList"):
+            inner = set().union(set(), *(_module_kinds(a.value, owner, method, ctx, plans, depth + 1)
+                                         for a in value.args if not a.star))
+            if any(a.star for a in value.args) or UNKNOWN in inner:
+                return {UNKNOWN}
+            return {"stateful"} if "stateful" in inner else {"stateless"}
+        if q.startswith("torch.nn.") and q not in ("torch.nn.Parameter",):
+            return {"stateless"}
+        if isinstance(value.func, cst.Name) and value.func.value in plans:
+            return {"stateful"} if plans[value.func.value].get("stateful") else {"stateless"}
+        if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(OUTSIDE, {}).get("builders", ()):
+            return {"stateless"}  # a builder function returns one layer that draws (a convolution, a linear map)
+        return {UNKNOWN}
+    if isinstance(value, cst.Name) and method is not None and method in owner.methods \
+            and value.value not in owner.params(method):
+        values: list[cst.BaseExpression] = []
+
+        class V(cst.CSTVisitor):
+            def visit_Assign(self, node):
+                if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                        and node.targets[0].target.value == value.value:
+                    values.append(node.value)
+
+        scan(owner.methods[method], V())
+        if not values:
+            return {UNKNOWN}
+        return set().union(*(_module_kinds(v, owner, method, ctx, plans, depth + 1) for v in values))
+    return {UNKNOWN}
+
+
+def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builders: set[str], stateful_attrs: set[str]):
+    """The methods called from ``__init__`` (``self._make_layer(...)``) that build modules drawing initial
+    values (they get a key like ``__init__``), each method's parameters that hold a drawing class
+    (``block(...)``: given ``key=``), the classes they put in an ``eqx.nn.Sequential``, and whether what
+    each returns holds a layer with state. A parameter called to build a module whose class cannot be
+    followed is an error."""
+    methods = callers.methods
+    called: set[str] = set()
+    todo = ["__init__"]
+    while todo:
+        m = todo.pop()
+        for c in _calls(methods[m]) if m in methods else []:
+            t = dotted_text(c.func) or ""
+            if t.startswith("self.") and t[5:] in methods and t[5:] not in ("__init__", "forward") and t[5:] not in called:
+                called.add(t[5:])
+                todo.append(t[5:])
+    # the parameters called in __init__ and those methods: which classes may they hold?
+    params: dict[str, set[str]] = {}
+    members: set[str] = set()
+    classes_in: dict[str, set[str]] = {}  # the file's classes each method builds
+    starred: set[str] = set()  # methods that build an nn.Sequential(*list)
+    holds_state: dict[str, bool] = {}
+    for m in ["__init__", *sorted(called)]:
+        if m not in methods:
+            continue
+        own = callers.params(m)
+        keyed: set[str] = set()
+        state = False
+        classes_in[m] = set()
+        for c in _calls(methods[m]):
+            if ctx.imports.resolve(c.func) == "torch.nn.Sequential":
+                if any(a.star for a in c.args):
+                    starred.add(m)
+                members |= {k for a in c.args if isinstance(a.value, cst.Call)
+                            for k in callers.classes_of(a.value.func, m) if k in plans}
+            if ctx.imports.resolve(c.func) in STATEFUL:
+                state = True
+            if not isinstance(c.func, cst.Name):
+                continue
+            n = c.func.value
+            cands = callers.classes_of(c.func, m) if n in own else ({n} if n in callers.classes else set())
+            if not cands:
+                continue
+            mine = {k for k in cands if k in plans}
+            unknown = UNKNOWN in cands or any(k not in plans and not k.startswith("torch.") for k in cands)
+            draws = {k for k in cands if k in plans and plans[k]["draws"] or k in LAYERS}
+            if any(plans[k].get("stateful") for k in mine) or cands & STATEFUL:
+                state = True
+            classes_in[m] |= mine
+            if n not in own:
+                continue
+            if unknown or draws and draws != cands:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{n}(...) in {m}(): `{n}` is a parameter, and "
+                           "fwport cannot prove which module class it holds at every call (a class of this file "
+                           "whose initial values are drawn takes `key=`, other callables do not); call the class "
+                           f"by its name, or pass `key=` yourself", c)
+                ctx.settled.add(id(c))
+            elif draws:
+                keyed.add(n)
+        params[m] = keyed
+        holds_state[m] = state
+    site = _source_site(ctx, plans, builders, set(), params.get("__init__", set()))
+    helpers: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for m in sorted(called - helpers):
+            site = _source_site(ctx, plans, builders, helpers, params.get(m, set()))
+            if any(site(c) for c in _calls(methods[m])):
+                helpers.add(m)
+                changed = True
+    for m, fn in methods.items():  # the helpers take a key now: a call from elsewhere would give none
+        if m in called or m == "__init__":
+            continue
+        for c in _calls(fn):
+            t = dotted_text(c.func) or ""
+            if t.startswith("self.") and t[5:] in helpers:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{t}(...) in {m}(): {t[5:]}() builds modules "
+                           "that draw their initial values, so it takes a key in Equinox (__init__ gives it a split "
+                           "of its own); pass one here, and keep what it returns (the module is immutable)", c)
+    sequences: set[str] = set()  # helpers that return an nn.Sequential
+    for m in helpers:
+        rets = _returns(methods[m])
+        if rets and all(isinstance(r, cst.Call) and ctx.imports.resolve(r.func) == "torch.nn.Sequential" for r in rets):
+            sequences.add(m)
+    for m in sequences | starred:
+        members |= classes_in.get(m, set())
+    for m in ["__init__", *sorted(helpers)]:
+        if m in methods:
+            scan(methods[m], _Comprehensions(ctx, _source_site(ctx, plans, builders, helpers, params.get(m, set())), m))
+    # attributes assigned what a helper returns: a Sequential holding state threads it like a BatchNorm
+    init = methods.get("__init__")
+    for c in _calls(init) if init else []:
+        t = dotted_text(c.func) or ""
+        if t.startswith("self.") and t[5:] in helpers and holds_state.get(t[5:]):
+            if t[5:] not in sequences:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{t}(...) returns modules holding BatchNorm in "
+                           "something other than an nn.Sequential: their state must be threaded through each member; "
+                           "return an nn.Sequential", c)
+    for stmt in init.body.body if init else []:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call):
+                t, f = dotted_text(small.targets[0].target) or "", dotted_text(small.value.func) or ""
+                if t.startswith("self.") and t.count(".") == 1 and f.startswith("self.") and f[5:] in sequences \
+                        and holds_state.get(f[5:]):
+                    stateful_attrs.add(t[5:])
+                if t.startswith("self.") and t.count(".") == 1 and holds_state.get("__init__") \
+                        and ctx.imports.resolve(small.value.func) == "torch.nn.Sequential" \
+                        and any(a.star for a in small.value.args):  # nn.Sequential(*blocks) of blocks with state
+                    stateful_attrs.add(t[5:])
+    return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences, called
+
+
 class _DrawsOutsideInit(cst.CSTVisitor):
-    """A module that draws its initial values, built in another method of the class (``self._make_layer``):
-    keys are split and handed out in ``__init__`` only, so this one would get none."""
+    """A module that draws its initial values, built in a method ``__init__`` does not call: keys are split and
+    handed out in ``__init__`` and the methods it calls (``self._make_layer``) only, so this one would get none."""
 
     def __init__(self, ctx, classes: set[str], method: str):
         super().__init__()
@@ -63,8 +476,8 @@ class _DrawsOutsideInit(cst.CSTVisitor):
         if (q in DRAWING or own) and not any(a.keyword and a.keyword.value == "key" for a in node.args):
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(node.func)}(...) built in "
                             f"{self.method}(), not in __init__: Equinox modules take their initial values from a "
-                            "key, which fwport splits and hands out in __init__ only; build it in __init__, or give "
-                            f"{self.method} a `key` argument and pass a split of __init__'s key", node)
+                            "key, which fwport splits and hands out in __init__ and the methods __init__ calls only; "
+                            f"build it there, or give {self.method} a `key` argument and pass it a key", node)
             self.ctx.settled.add(id(node))
 
 
@@ -99,6 +512,51 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
                             for a in s.value.args):
                         out[t[5:]] = "torch.nn.Sequential+random"
     return out
+
+
+class _Inits(cst.CSTTransformer):
+    """``init.X_(self.conv1.weight, ...)`` in ``__init__`` (or a method it calls) → ``self.conv1 =
+    eqx.tree_at(lambda m: m.weight, self.conv1, <value>)``; ``init.X_(self.kernel)`` → ``self.kernel = <value>``
+    (the values: init.py). ``self.apply(fn)`` (fn run on every submodule) is an error: an Equinox module is
+    not changed in place."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def _gain_call(self, call: cst.Call) -> bool:
+        return self.ctx.imports.resolve(call.func) == "torch.nn.init.calculate_gain"
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted_text(node.func) == "self.apply":
+            self.ctx.report(Severity.ERROR, "unsupported-construct", "self.apply(fn) runs fn on every submodule to "
+                            "re-initialise it in place; an Equinox module is immutable: re-initialise each layer "
+                            "where __init__ builds it (`init.normal_(self.fc.weight, std=0.02)` is translated to "
+                            "`self.fc = eqx.tree_at(lambda m: m.weight, self.fc, ...)`), or map over the built "
+                            "model with jax.tree_util and eqx.tree_at", node)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr) \
+                or not isinstance(updated.body[0].value, cst.Call):
+            return updated
+        call = updated.body[0].value
+        q = self.ctx.imports.resolve(call.func) or ""
+        if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or not call.args:
+            return updated
+        target = dotted_text(call.args[0].value) or ""
+        parts = target.split(".")
+        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != "self":
+            return updated  # a tensor not held by a field: its no-rule finding stays
+        try:
+            value = inits.value(q[14:], call, f"{target}.shape", self.ctx, self._gain_call)
+        except inits.Unsupported as e:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) is not translated: {e}", call)
+            self.ctx.settled.add(id(call))
+            return updated
+        field = f"self.{parts[1]}"
+        if len(parts) > 2:
+            value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(parts[2:])}, {field}, {value})")
+        return updated.with_changes(body=[cst.parse_statement(f"{field} = {value}\n").body[0]])
 
 
 class _Buffers(cst.CSTTransformer):
@@ -143,11 +601,15 @@ DRAWING = frozenset({"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "t
                      "torch.nn.Embedding", "torch.nn.Sequential", "torch.nn.Sequential+random", "torch.nn.ModuleList",
                      "torch.nn.MultiheadAttention", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.Parameter"})
 
+#: source layers whose construction itself takes a key (DRAWING less the containers and parameters)
+LAYERS = DRAWING - {"torch.nn.Sequential", "torch.nn.Sequential+random", "torch.nn.ModuleList", "torch.nn.Parameter"}
+
 #: source layers that keep a state beside their parameters (eqx.nn.State)
 STATEFUL = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d"})
 
 
-def _stateful_containers(init: cst.FunctionDef | None, ctx) -> tuple[set[str], list[cst.Call]]:
+def _stateful_containers(init: cst.FunctionDef | None, ctx, classes: frozenset[str] = frozenset()) \
+        -> tuple[set[str], list[cst.Call]]:
     """The ``self.NAME = nn.Sequential(...)`` attributes of ``__init__`` (any branch) holding a stateful
     layer: ``eqx.nn.Sequential`` threads the state through its members, so a call of one takes and
     returns it like a BatchNorm's. And the other containers holding one (a ModuleList, a Sequential
@@ -158,7 +620,8 @@ def _stateful_containers(init: cst.FunctionDef | None, ctx) -> tuple[set[str], l
     refused: list[cst.Call] = []
 
     def holds_stateful(call: cst.Call) -> bool:
-        return any(isinstance(n, cst.Call) and ctx.imports.resolve(n.func) in STATEFUL
+        return any(isinstance(n, cst.Call) and (ctx.imports.resolve(n.func) in STATEFUL
+                                                 or isinstance(n.func, cst.Name) and n.func.value in classes)
                    for a in call.args
                    for n in ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple))
                              else [a.value]))
@@ -182,33 +645,46 @@ def _stateful_containers(init: cst.FunctionDef | None, ctx) -> tuple[set[str], l
     return names, refused
 
 
-def _class(cls: cst.ClassDef, ctx, plans: dict) -> cst.ClassDef:
+def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict) -> cst.ClassDef:
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     subs = _submodules(methods.get("__init__"), ctx)
     for name, q in list(subs.items()):  # instances of this file's translated classes
         if q not in STATEFUL and isinstance(q, str) and q.split(".")[-1] in plans and plans[q.split(".")[-1]].get("stateful"):
             subs[name] = "stateful-class"
     stateful = {n for n, q in subs.items() if q in STATEFUL or q == "stateful-class"}
-    threaded, refused = _stateful_containers(methods.get("__init__"), ctx)
+    threaded, refused = _stateful_containers(methods.get("__init__"), ctx,
+                                             frozenset(n for n, p in plans.items() if p.get("stateful")))
     stateful |= threaded
+    helpers, keyed_params, members, sequences, called = _outside_init(cls, ctx, plans, callers, outside["builders"],
+                                                                      stateful)
+    outside["members"] |= members
     if refused:
         ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}: a ModuleList holding BatchNorm (or a "
                    "Sequential holding one that is not an attribute) is not translated yet: its state must be "
                    "threaded through each member; keep it in a `self.name = nn.Sequential(...)` or call the members "
                    "one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
+    if outside.get("state") and "forward" in methods and "__init__" in methods:
+        _given_modules(methods["__init__"], methods["forward"], ctx, callers, plans, stateful,
+                       outside.get("indirect", {}).get(cls.name.value, []))
     bases = [b.with_changes(value=ctx.spell("equinox.Module")) if ctx.imports.resolve(b.value) == "torch.nn.Module" else b
              for b in cls.bases]
     draws = any(q in DRAWING or q.rsplit(".", 1)[-1] in plans and plans[q.rsplit(".", 1)[-1]]["draws"]
-                for q in subs.values())
-    plan = {"key_sites": 0, "draws": draws, "stateful": []}
+                for q in subs.values()) or bool(helpers) or bool(keyed_params.get("__init__")) \
+        or any(isinstance(c.func, cst.Name) and c.func.value in outside["builders"]
+               for c in (_calls(methods["__init__"]) if "__init__" in methods else []))
+    plan = {"key_sites": 0, "draws": draws, "stateful": [], "helpers": sorted(helpers),
+            "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
+            "called": sorted(called)}
     body = []
     buffers: set[str] = set()
     drawing = {n for n, p in plans.items() if p["draws"]}
     for s in cls.body.body:
-        if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward"):
-            scan(s, _DrawsOutsideInit(ctx, drawing, s.name.value))
+        if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
+            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value))
     for s in cls.body.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value in ("__init__", *called):
+            s = rewrite(s, _Inits(ctx))
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
             s = rewrite(s, _Buffers(ctx, buffers))
@@ -235,17 +711,26 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.get(PLANS)
     if not plans:
         return module
+    outside = ctx.analyses.get(OUTSIDE, {"builders": set(), "members": set()})
     body = []
-    keyed: set[str] = set()  # classes (in file order) whose __init__ takes a key: their instances get one
+    # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
+    keyed: set[str] = set(outside["builders"])
+    returns = ctx.analyses.setdefault(OUTSIDE + ".returns", {})  # builder function → the Equinox class it returns
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef) and stmt.name.value in plans:
-            stmt = _finish_class(stmt, ctx, plans[stmt.name.value], keyed)
+            stmt = _finish_class(stmt, ctx, plans[stmt.name.value], keyed, stmt.name.value in outside["members"])
+        elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in outside["builders"]:
+            stmt = _keyed_function(stmt, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
+            kinds = {dotted_text(r.func) if isinstance(r, cst.Call) else None for r in _returns(stmt)}
+            if len(kinds) == 1 and (next(iter(kinds)) or "").startswith(ctx.spell_text("equinox.nn.")):
+                returns[stmt.name.value] = next(iter(kinds))  # `def conv3x3(...): return eqx.nn.Conv2d(...)`
         body.append(stmt)
     stateful = frozenset(n for n, p in plans.items() if p["stateful"])
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
         root = f"{ctx.spell_text('jax.random.key')}(0)"
         adder = _RootKey(frozenset(keyed), root, stateful, ctx.spell_text("equinox.nn.make_with_state"))
-        body = [s if isinstance(s, cst.ClassDef) else rewrite(s, adder) for s in body]
+        body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in outside["builders"]
+                else rewrite(s, adder) for s in body]
     return module.with_changes(body=body)
 
 
@@ -283,33 +768,187 @@ def _is_super_init(stmt: cst.CSTNode) -> bool:
         and isinstance(call.func.value, cst.Call) and dotted_text(call.func.value.func) == "super"
 
 
-class _Keys(cst.CSTTransformer):
-    """Numbers the constructors that need a key: ``eqx.nn.Linear(...)`` → ``eqx.nn.Linear(..., key=keyN)``."""
+def _site(classes: frozenset[str], helpers: frozenset[str], params: frozenset[str]):
+    """Whether a translated call takes a key: an Equinox constructor that draws (``eqx.nn.Linear``), a
+    class of the file whose ``__init__`` takes one, a builder function, a helper method building modules
+    (``self._make_layer``), a parameter holding a drawing class (``block``), or a draw the rules wrote from
+    ``key`` (``torch.randn`` → ``jax.random.normal(key, ...)``)."""
+    def site(call: cst.Call) -> bool:
+        if any(a.keyword and a.keyword.value == "key" for a in call.args):
+            return False
+        func = dotted_text(call.func) or ""
+        if _draw(call):
+            return bool(call.args) and isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "key" \
+                and call.args[0].keyword is None
+        return func in KEYED or func in classes or func in params or func.startswith("self.") and func[5:] in helpers
+    return site
 
-    def __init__(self, names: list[str] | None, classes: frozenset[str] = frozenset()):
+
+def _draw(call: cst.Call) -> bool:
+    """A draw whose key is its first argument: ``jax.random.normal(key, ...)``,
+    ``jax.nn.initializers.orthogonal(...)(key, shape)``."""
+    if isinstance(call.func, cst.Call):
+        return (dotted_text(call.func.func) or "").startswith("jax.nn.initializers.")
+    return (dotted_text(call.func) or "").startswith("jax.random.")
+
+
+def _holds_site(node: cst.CSTNode, site) -> bool:
+    return any(site(c) for c in _calls(node))
+
+
+COMPREHENSIONS = (cst.ListComp, cst.GeneratorExp, cst.SetComp)
+
+
+class _Units(cst.CSTVisitor):
+    """The places of one block that take a key, in order: a call that takes one, and each loop or
+    comprehension holding such calls (they split their own key per iteration)."""
+
+    def __init__(self, site):
         super().__init__()
-        self.names = names  # None: count only
-        self.classes = classes  # translated module classes of this file whose __init__ takes a key
-        self.count = 0
+        self.site = site
+        self.units: list[cst.CSTNode] = []
 
-    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        func = dotted_text(original.func) or ""
-        if func.startswith("jax.random.") and original.args and isinstance(original.args[0].value, cst.Name) \
-                and original.args[0].value.value == "key" and original.args[0].keyword is None:
-            self.count += 1  # a draw the rules wrote from `key` (torch.randn → jax.random.normal(key, ...))
-            if self.names is None:
-                return updated
-            first = updated.args[0].with_changes(value=cst.Name(self.names[self.count - 1]))
-            return updated.with_changes(args=[first, *updated.args[1:]])
-        if func not in KEYED and func not in self.classes or any(a.keyword and a.keyword.value == "key" for a in original.args):
+    def visit_For(self, node) -> bool:
+        if _holds_site(node.body, self.site):
+            self.units.append(node)
+        return False
+
+    visit_While = visit_For
+
+    def visit_ListComp(self, node) -> bool:
+        if _holds_site(node, self.site):
+            self.units.append(node)
+        return False
+
+    visit_GeneratorExp = visit_SetComp = visit_DictComp = visit_ListComp
+
+    def visit_Call(self, node) -> None:
+        if self.site(node):
+            self.units.append(node)
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False
+
+    visit_Lambda = visit_ClassDef = visit_FunctionDef
+
+
+def _units(stmts, site) -> list[cst.CSTNode]:
+    u = _Units(site)
+    for s in stmts:
+        scan(s, u)
+    return u.units
+
+
+def _with_key(call: cst.Call, name: str) -> cst.Call:
+    if _draw(call):  # the draw's own key argument
+        return call.with_changes(args=[call.args[0].with_changes(value=cst.Name(name)), *call.args[1:]])
+    arg = cst.Arg(cst.Name(name), keyword=cst.Name("key"),
+                  equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+    args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
+    return call.with_changes(args=[*args, arg])
+
+
+class _AssignKeys(cst.CSTTransformer):
+    """Gives each unit of a block its key (``names``: unit → name): a call gets ``key=name``; a loop
+    splits its key at the top of each iteration (``key, subkey = jax.random.split(key)``) and hands the
+    splits to the units of its body; ``[Block(...) for _ in range(n)]`` takes one key per element
+    (``for subkey in jax.random.split(key, n)``)."""
+
+    def __init__(self, names: dict[int, str], site, ctx, depth: int):
+        super().__init__()
+        self.names, self.site, self.ctx, self.depth = names, site, ctx, depth
+
+    def _mine(self, node) -> bool:
+        return id(node) not in self.names
+
+    visit_For = visit_While = visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _mine
+
+    def leave_Call(self, original, updated):
+        return _with_key(updated, self.names[id(original)]) if id(original) in self.names else updated
+
+    def _sub(self, i: int | None = None) -> str:
+        return "sub" * self.depth + "key" + ("" if i is None else str(i))
+
+    def _loop(self, original, updated):
+        if id(original) not in self.names:
             return updated
-        self.count += 1
-        if self.names is None:
+        k = self.names[id(original)]
+        body = original.body
+        if isinstance(body, cst.SimpleStatementSuite):
+            body = cst.IndentedBlock([cst.SimpleStatementLine(list(body.body))])
+        units = _units(body.body, self.site)
+        split = self.ctx.spell_text("jax.random.split")
+        if len(units) == 1 and isinstance(units[0], (cst.For, cst.While)):
+            names, line = {id(units[0]): k}, None  # the inner loop splits the same key on
+        elif len(units) == 1:
+            names, line = {id(units[0]): self._sub()}, f"{k}, {self._sub()} = {split}({k})\n"
+        else:
+            subs = [self._sub(i) for i in range(1, len(units) + 1)]
+            names, line = dict(zip(map(id, units), subs)), f"{k}, {', '.join(subs)} = {split}({k}, {len(units) + 1})\n"
+        new = rewrite(body, _AssignKeys(names, self.site, self.ctx, self.depth + (line is not None)))
+        if line:
+            new = new.with_changes(body=[cst.parse_statement(line), *new.body])
+        return updated.with_changes(body=new)
+
+    leave_For = leave_While = _loop
+
+    def _comp(self, original, updated):
+        if id(original) not in self.names:
             return updated
-        arg = cst.Arg(cst.Name(self.names[self.count - 1]), keyword=cst.Name("key"),
-                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
-        args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
-        return updated.with_changes(args=[*args, arg])
+        f, it = original.for_in, original.for_in.iter
+        units = _units([original.elt], self.site)
+        if f.inner_for_in is not None or f.ifs or not (isinstance(it, cst.Call) and dotted_text(it.func) == "range"
+                                                       and len(it.args) == 1) or len(units) != 1:
+            return updated  # an error of the pass (_Comprehensions)
+        sub = self._sub()
+        elt = rewrite(original.elt, _AssignKeys({id(units[0]): sub}, self.site, self.ctx, self.depth + 1))
+        keys = cst.parse_expression(f"{self.ctx.spell_text('jax.random.split')}({self.names[id(original)]}, "
+                                    f"{code(it.args[0].value)})")
+        t = f.target
+        used = isinstance(t, cst.Name) and t.value != "_" and t.value in {n.value for n in _names(original.elt)}
+        if used or not isinstance(t, cst.Name):
+            for_in = f.with_changes(target=cst.Tuple([cst.Element(t, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                                                      cst.Element(cst.Name(sub))], lpar=[], rpar=[]),
+                                    iter=cst.Call(cst.Name("enumerate"), [cst.Arg(keys)]))
+        else:
+            for_in = f.with_changes(target=cst.Name(sub), iter=keys)
+        return updated.with_changes(elt=elt, for_in=for_in)
+
+    leave_ListComp = leave_GeneratorExp = leave_SetComp = _comp
+
+
+def _names(node) -> list[cst.Name]:
+    out: list[cst.Name] = []
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            out.append(n)
+
+    scan(node, V())
+    return out
+
+
+def _thread_keys(fn: cst.FunctionDef, block: cst.IndentedBlock, ctx, site) -> tuple[cst.IndentedBlock, int]:
+    """Hands out ``key`` to the units of a function's body (one: ``key`` itself; several: a split at the
+    top, ``key1, key2 = jax.random.split(key)``); the number of units."""
+    units = _units(block.body, site)
+    n = len(units)
+    if n == 0:
+        return block, 0
+    block = rewrite(block, _AssignKeys(dict(zip(map(id, units), _key_names(n))), site, ctx, 1))
+    if n > 1:
+        stmts = list(block.body)
+        stmts.insert(_docstring_end(stmts), _split_line(n, ctx, optional=False))
+        block = block.with_changes(body=stmts)
+    return block, n
+
+
+def _keyed_function(fn: cst.FunctionDef, ctx, site) -> cst.FunctionDef:
+    """A helper method or builder function that builds modules drawing initial values: it takes ``*, key``."""
+    block, n = _thread_keys(fn, fn.body, ctx, site)
+    if n == 0:
+        return fn
+    return fn.with_changes(params=_kwonly(fn.params, "key", None), body=block)
 
 
 class _HoistState(cst.CSTTransformer):
@@ -421,16 +1060,35 @@ def _docstring_end(body) -> int:
     return 0
 
 
-def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str]) -> cst.ClassDef:
+def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
     fields: dict[str, str] = {}
     body = []
+    helpers = frozenset(plan.get("helpers", ()))
+    params = plan.get("keyed_params", {})
+    done: dict[str, cst.FunctionDef] = {}
+    keyed_helpers: frozenset[str] = frozenset()
+    originals = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value in helpers}
+    for _ in range(len(originals)):  # a helper takes a key when something in it draws, perhaps another helper
+        done = {n: _keyed_function(fn, ctx, _site(frozenset(keyed), keyed_helpers, frozenset(params.get(n, ()))))
+                for n, fn in originals.items()}
+        now = frozenset(n for n, fn in done.items() if any(p.name.value == "key" for p in fn.params.kwonly_params))
+        if now == keyed_helpers:
+            break
+        keyed_helpers = now
+    helpers = keyed_helpers
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
-            s = _finish_init(s, ctx, fields, frozenset(keyed))
+            site = _site(frozenset(keyed), helpers, frozenset(params.get("__init__", ())))
+            s = _finish_init(s, ctx, fields, site, frozenset(plan.get("sequences", ())))
             if any(p.name.value == "key" for p in s.params.kwonly_params):
                 keyed.add(cls.name.value)
+        elif isinstance(s, cst.FunctionDef) and s.name.value in plan.get("called", ()):
+            _collect_fields(s, ctx, fields, frozenset(plan.get("sequences", ())))
+            s = done.get(s.name.value, s)
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
+        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
+            s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))  # eqx.nn.Sequential passes key=
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
             t = _CallKeys()
             fb = rewrite(s.body, t)
@@ -446,10 +1104,15 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str]) -> cst.Cl
         if rest:  # one blank line between the fields and what follows
             rest[0] = rest[0].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
         body = [*body[:at], *lines, *rest]
-    return cls.with_changes(body=cls.body.with_changes(body=body))
+    bases = cls.bases
+    if member and plan["stateful"]:  # eqx.nn.Sequential threads the state through a StatefulLayer only
+        eqx_module = ctx.spell_text("equinox.Module")
+        bases = [b.with_changes(value=ctx.spell("equinox.nn.StatefulLayer")) if code(b.value) == eqx_module else b
+                 for b in bases]
+    return cls.with_changes(bases=bases, body=cls.body.with_changes(body=body))
 
 
-def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) -> str:
+def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, sequences: frozenset[str] = frozenset()) -> str:
     """The field declaration of an attribute from the value ``__init__`` gives it: static only where
     the value is proven not to be an array or a module (a static field is neither trained nor traced)."""
     static = f" = {ctx.spell_text('equinox.field')}(static=True)"
@@ -469,6 +1132,10 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) ->
             return ctx.spell_text("jax.Array")
         if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(PLANS, {}):
             return value.func.value  # a translated module of this file
+        if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(OUTSIDE + ".returns", {}):
+            return ctx.analyses[OUTSIDE + ".returns"][value.func.value]  # a builder function's layer
+        if f.startswith("self.") and f[5:] in sequences:  # a helper method returning a Sequential
+            return ctx.spell_text("equinox.nn.Sequential")
         return "object"
     if isinstance(value, (cst.List, cst.Tuple)):
         kind = "list" if isinstance(value, cst.List) else "tuple"
@@ -487,37 +1154,33 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) ->
         if p.annotation is not None:
             ann = code(p.annotation.annotation)
             return ann + (static if ann in ("int", "float", "bool", "str", "tuple", "tuple[int, ...]") else "")
-        if p.default is not None:
-            return _annotation(p.default, {}, ctx)
+        if p.default is not None:  # None tells nothing of what a caller gives (a module, an array)
+            kind = _annotation(p.default, {}, ctx)
+            return "object" if kind == "None" else kind
     if isinstance(value, cst.BinaryOperation) and all(isinstance(n, cst.Integer) for n in (value.left, value.right)):
         return "int" + static
     return "object"
 
 
-def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], classes: frozenset[str]) -> cst.FunctionDef:
+def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences: frozenset[str]) -> None:
+    """The fields a method of construction (``__init__``, a method it calls) sets: ``self.NAME = value``."""
     params = {p.name.value: p for p in (*fn.params.params, *fn.params.kwonly_params)}
-    stmts = [s for s in fn.body.body if not _is_super_init(s)]
-    for s in stmts:
+    for s in fn.body.body:
         if not isinstance(s, cst.SimpleStatementLine):
             continue
         for small in s.body:
             if isinstance(small, cst.Assign) and len(small.targets) == 1:
                 t = dotted_text(small.targets[0].target)
                 if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
-                    fields[t[5:]] = _annotation(small.value, params, ctx)
-    block = fn.body.with_changes(body=stmts)
-    counter = _Keys(None, classes)
-    block.visit(counter)
-    n = counter.count
+                    fields[t[5:]] = _annotation(small.value, params, ctx, sequences)
+
+
+def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
+    stmts = [s for s in fn.body.body if not _is_super_init(s)]
+    _collect_fields(fn.with_changes(body=fn.body.with_changes(body=stmts)), ctx, fields, sequences)
+    block, n = _thread_keys(fn, fn.body.with_changes(body=stmts), ctx, site)
     if n == 0:  # nothing draws initial values: no key parameter
         kw = [p for p in fn.params.kwonly_params if p.name.value != "key"]
         star = fn.params.star_arg if kw or isinstance(fn.params.star_arg, cst.Param) else cst.MaybeSentinel.DEFAULT
         return fn.with_changes(params=fn.params.with_changes(kwonly_params=kw, star_arg=star), body=block)
-    block = block.visit(_Keys(_key_names(n), classes))
-    if n > 1:
-        stmts = list(block.body)
-        stmts.insert(_docstring_end(stmts), _split_line(n, ctx, optional=False))
-        block = block.with_changes(body=stmts)
     return fn.with_changes(body=block)
-
-

@@ -1,0 +1,159 @@
+"""``torch.nn.init.*`` → the value an Equinox user draws for the parameter (used by passes/modules.py).
+
+``init.orthogonal_(self.conv1.weight, init.calculate_gain('relu'))`` re-initialises a tensor in place; an
+Equinox module is immutable, so the pass replaces the layer inside ``__init__``:
+``self.conv1 = eqx.tree_at(lambda m: m.weight, self.conv1, <value>)``, the value drawn from ``key`` (the
+finishing step hands it a split of ``__init__``'s key, like a layer's constructor).
+
+The fans are PyTorch's: a weight is laid out (out, in, *kernel) in both frameworks, fan_in = in x kernel,
+fan_out = out x kernel, so every variance-scaling initialiser is written with ``in_axis=1, out_axis=0``.
+PyTorch's normal initialisers draw from a plain normal (JAX's glorot/he_normal truncate it), so they are
+written as ``variance_scaling(..., "normal")``.
+"""
+from __future__ import annotations
+
+import ast
+
+import libcst as cst
+
+from fwport.core.engine import code
+
+#: initialisers that draw (take a key); the others are constants
+DRAWS = frozenset({"uniform_", "normal_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+                   "orthogonal_", "trunc_normal_"})
+#: their PyTorch signatures (the tensor first), for binding the call's arguments
+SIGNATURES = {
+    "uniform_": ("tensor", ("a", "0.0"), ("b", "1.0")),
+    "normal_": ("tensor", ("mean", "0.0"), ("std", "1.0")),
+    "trunc_normal_": ("tensor", ("mean", "0.0"), ("std", "1.0"), ("a", "-2.0"), ("b", "2.0")),
+    "constant_": ("tensor", "val"),
+    "zeros_": ("tensor",),
+    "ones_": ("tensor",),
+    "xavier_uniform_": ("tensor", ("gain", "1.0")),
+    "xavier_normal_": ("tensor", ("gain", "1.0")),
+    "kaiming_uniform_": ("tensor", ("a", "0"), ("mode", "'fan_in'"), ("nonlinearity", "'leaky_relu'")),
+    "kaiming_normal_": ("tensor", ("a", "0"), ("mode", "'fan_in'"), ("nonlinearity", "'leaky_relu'")),
+    "orthogonal_": ("tensor", ("gain", "1")),
+}
+TRANSLATED = frozenset(SIGNATURES)
+
+#: calculate_gain(nonlinearity): the gain and its square, as Python expressions
+_GAINS = {"linear": ("1.0", "1.0"), "identity": ("1.0", "1.0"), "sigmoid": ("1.0", "1.0"), "conv1d": ("1.0", "1.0"),
+          "conv2d": ("1.0", "1.0"), "conv3d": ("1.0", "1.0"), "conv_transpose1d": ("1.0", "1.0"),
+          "conv_transpose2d": ("1.0", "1.0"), "conv_transpose3d": ("1.0", "1.0"), "tanh": ("5 / 3", "25 / 9"),
+          "relu": ("2 ** 0.5", "2.0"), "selu": ("3 / 4", "9 / 16")}
+
+
+def _literal(node: cst.BaseExpression):
+    try:
+        return ast.literal_eval(code(node))
+    except (ValueError, SyntaxError, TypeError):
+        return None
+
+
+class Unsupported(Exception):
+    """The call cannot be written exactly; the message says why."""
+
+
+def _bind(name: str, call: cst.Call) -> dict[str, cst.BaseExpression]:
+    sig = SIGNATURES[name]
+    names = [p if isinstance(p, str) else p[0] for p in sig]
+    if any(a.star for a in call.args):
+        raise Unsupported("its arguments are starred")
+    out: dict[str, cst.BaseExpression] = {}
+    pos = [a for a in call.args if a.keyword is None]
+    if len(pos) > len(names):
+        raise Unsupported("it has more arguments than PyTorch's signature")
+    for n, a in zip(names, pos):
+        out[n] = a.value
+    for a in call.args:
+        if a.keyword is not None:
+            if a.keyword.value not in names:
+                raise Unsupported(f"it has an argument `{a.keyword.value}` fwport does not know")
+            out[a.keyword.value] = a.value
+    for p in sig:
+        if not isinstance(p, str) and p[0] not in out:
+            out[p[0]] = cst.parse_expression(p[1])
+    if "tensor" not in out or any(isinstance(p, str) and p not in out for p in sig):
+        raise Unsupported("a required argument is missing")
+    return out
+
+
+def gain(node: cst.BaseExpression, is_gain_call) -> tuple[str, str]:
+    """A gain argument: ``calculate_gain('relu')`` (a literal nonlinearity) or any expression → (gain, gain²)."""
+    if isinstance(node, cst.Call) and is_gain_call(node):
+        args = [a for a in node.args if not a.star]
+        nl = _literal(args[0].value) if args else None
+        param = args[1].value if len(args) > 1 else None
+        if nl == "leaky_relu":
+            s = "0.01" if param is None or code(param) == "None" else code(param)
+            v = _literal(cst.parse_expression(s))
+            square = repr(2.0 / (1 + v ** 2)) if isinstance(v, (int, float)) else f"2 / (1 + {s} ** 2)"
+            return f"({square}) ** 0.5", square
+        if isinstance(nl, str) and nl in _GAINS and param is None:
+            return _GAINS[nl]
+        raise Unsupported(f"calculate_gain({', '.join(code(a.value) for a in args)}) is not a gain fwport knows")
+    v = _literal(node)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        return code(node), repr(float(v) ** 2)
+    text = code(node)
+    return text, f"({text}) ** 2" if not isinstance(node, (cst.Name, cst.Attribute)) else f"{text} ** 2"
+
+
+def _leaky_square(a: cst.BaseExpression, nonlinearity: cst.BaseExpression) -> str:
+    """kaiming's gain² from ``a`` and ``nonlinearity`` (PyTorch's calculate_gain)."""
+    nl = _literal(nonlinearity)
+    if nl == "relu":
+        return "2.0"
+    if nl == "leaky_relu":
+        v = _literal(a)
+        if isinstance(v, (int, float)):
+            return repr(2.0 / (1 + v ** 2))
+        return f"2 / (1 + ({code(a)}) ** 2)"
+    if isinstance(nl, str) and nl in _GAINS:
+        return _GAINS[nl][1]
+    raise Unsupported(f"nonlinearity={code(nonlinearity)} is not one fwport knows")
+
+
+def value(name: str, call: cst.Call, shape: str, ctx, is_gain_call) -> str:
+    """The expression that draws (from ``key``) or builds the new value of the tensor, of shape ``shape``."""
+    b = _bind(name, call)
+    spell = ctx.spell_text
+    vs = f"{spell('jax.nn.initializers.variance_scaling')}"
+    if name == "zeros_":
+        return f"{spell('jax.numpy.zeros')}({shape})"
+    if name == "ones_":
+        return f"{spell('jax.numpy.ones')}({shape})"
+    if name == "constant_":
+        return f"{spell('jax.numpy.full')}({shape}, {code(b['val'])})"
+    if name == "uniform_":
+        return f"{spell('jax.random.uniform')}(key, {shape}, minval={code(b['a'])}, maxval={code(b['b'])})"
+    if name == "normal_":
+        draw = f"{spell('jax.random.normal')}(key, {shape})"
+        std, mean = code(b["std"]), code(b["mean"])
+        if _literal(b["std"]) != 1:
+            draw = f"{std if isinstance(b['std'], (cst.Name, cst.Attribute, cst.Integer, cst.Float)) else f'({std})'} * {draw}"
+        if _literal(b["mean"]) != 0:
+            draw = f"{draw} + {mean if isinstance(b['mean'], (cst.Name, cst.Attribute, cst.Integer, cst.Float)) else f'({mean})'}"
+        return draw
+    if name == "trunc_normal_":
+        m, s, lo, hi = (code(b[k]) for k in ("mean", "std", "a", "b"))
+        return (f"({m}) + ({s}) * {spell('jax.random.truncated_normal')}(key, (({lo}) - ({m})) / ({s}), "
+                f"(({hi}) - ({m})) / ({s}), {shape})")
+    if name in ("xavier_uniform_", "xavier_normal_"):
+        _, square = gain(b["gain"], is_gain_call)
+        dist = "uniform" if name == "xavier_uniform_" else "normal"
+        return f'{vs}({square}, "fan_avg", "{dist}", in_axis=1, out_axis=0)(key, {shape})'
+    if name in ("kaiming_uniform_", "kaiming_normal_"):
+        square = _leaky_square(b["a"], b["nonlinearity"])
+        mode = _literal(b["mode"])
+        if mode not in ("fan_in", "fan_out"):
+            raise Unsupported(f"mode={code(b['mode'])} is not 'fan_in' or 'fan_out'")
+        dist = "uniform" if name == "kaiming_uniform_" else "normal"
+        return f'{vs}({square}, "{mode}", "{dist}", in_axis=1, out_axis=0)(key, {shape})'
+    if name == "orthogonal_":
+        g, _ = gain(b["gain"], is_gain_call)
+        scale = "" if _literal(cst.parse_expression(g)) == 1 else f"scale={g}, "
+        return f"{spell('jax.nn.initializers.orthogonal')}({scale}column_axis=0)(key, {shape})"
+    raise Unsupported(f"{name} is not translated")
+
