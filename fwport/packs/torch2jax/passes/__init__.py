@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
+from fwport.packs.torch2jax import layers
 from fwport.packs.torch2jax.passes import modules, training
 
 PLANNERS: tuple[Planner, ...] = (
@@ -13,5 +14,6 @@ PLANNERS: tuple[Planner, ...] = (
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
     Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\.(?:train|eval|backward|to|cuda|cpu|parameters)\s*\(|\bModule\b"), training.run),
 )
-# fields, key splits and super().__init__() removal: they add and remove lines
-FINISH = (modules.finish, training.finish)
+# fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
+# the output calls (layers.py)
+FINISH = (modules.finish, training.finish, layers.finish)

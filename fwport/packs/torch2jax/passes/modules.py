@@ -18,6 +18,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.torch2jax import layers
 from fwport.packs.torch2jax.batch import Forward
 
 PLANS = "torch2jax.modules"
@@ -27,7 +28,7 @@ RANDOM = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2
 #: Equinox constructors that draw their initial parameters (take ``key=``)
 KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
                    "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
-                   "eqx.nn.MultiheadAttention", "eqx.nn.LSTMCell", "eqx.nn.GRUCell"})
+                   "eqx.nn.MultiheadAttention", "eqx.nn.LSTMCell", "eqx.nn.GRUCell"}) | layers.KEYED
 
 
 def is_module_class(cls: cst.ClassDef, ctx) -> bool:
@@ -141,7 +142,8 @@ def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | Non
 DRAWING = frozenset({"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d",
                      "torch.nn.ConvTranspose1d", "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d",
                      "torch.nn.Embedding", "torch.nn.Sequential", "torch.nn.Sequential+random", "torch.nn.ModuleList",
-                     "torch.nn.MultiheadAttention", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.Parameter"})
+                     "torch.nn.MultiheadAttention", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.Parameter",
+                     "torch.nn.RNN", "torch.nn.LSTMCell", "torch.nn.GRUCell", "torch.nn.RNNCell", "torch.nn.ModuleDict"})
 
 #: source layers that keep a state beside their parameters (eqx.nn.State)
 STATEFUL = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d"})
@@ -467,8 +469,9 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) ->
             return f
         if f.startswith(("jnp.", "jax.")):
             return ctx.spell_text("jax.Array")
-        if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(PLANS, {}):
-            return value.func.value  # a translated module of this file
+        if isinstance(value.func, cst.Name) and (value.func.value in ctx.analyses.get(PLANS, {})
+                                                 or value.func.value in layers.HELPERS):
+            return value.func.value  # a translated module of this file, or a helper layer written into it
         return "object"
     if isinstance(value, (cst.List, cst.Tuple)):
         kind = "list" if isinstance(value, cst.List) else "tuple"
