@@ -314,7 +314,7 @@ def multihead_attention(m, ctx):
 @call_transform("module-dict")
 def module_dict(m, ctx):
     """nn.ModuleDict({...}) / nn.ModuleDict(dict(a=...)) → the dict (an eqx.Module field holds it as a
-    pytree); attribute reads ``self.d.a`` become ``self.d["a"]`` (``ModuleDictReads``)."""
+    pytree). Reads written as attributes (``self.d.a``) are not rewritten yet (they fail loudly on a dict)."""
     value = m.kwargs.get("modules")
     if value is None:
         return cst.Dict([])
