@@ -344,7 +344,13 @@ def test_the_state_dict_of_layers_with_another_layout_is_mapped_both_ways():
              "attn.out_proj.weight": rng.normal(size=(4, 4)), "gru.weight_ih_l0_reverse": rng.normal(size=(3 * h, 5)),
              "gru.bias_ih_l1": rng.normal(size=3 * h), "gru.bias_hh_l1": rng.normal(size=3 * h),
              "fc.weight": rng.normal(size=(3, 4))}
-    values, grads, exact = plan(state, {"attn": "torch.nn.MultiheadAttention", "gru": "torch.nn.GRU"})
+    state["up.weight"] = rng.normal(size=(4, 3, 2, 5))  # (in, out / groups, kH, kW), groups 2
+    values, grads, exact = plan(state, {"attn": {"class": "torch.nn.MultiheadAttention"}, "gru": {"class": "torch.nn.GRU"},
+                                        "up": {"class": "torch.nn.ConvTranspose2d", "groups": 2}})
+    w = values["up.weight"]  # (out, in / groups, kH, kW): group 1's output 2 from its input 0, flipped
+    assert w.shape == (6, 2, 2, 5) and w[3 + 2, 0, 0, 0] == state["up.weight"][2 + 0, 2, 1, 4]
+    names, combine = grads["up.weight"]
+    assert np.array_equal(combine([w]), state["up.weight"]) and "up.weight" in exact
     assert np.array_equal(values["attn.key_proj.weight"], state["attn.in_proj_weight"][4:8])
     assert np.array_equal(values["attn.value_proj.bias"], state["attn.in_proj_bias"][8:])
     assert np.array_equal(values["attn.output_proj.weight"], state["attn.out_proj.weight"])

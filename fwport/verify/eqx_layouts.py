@@ -15,6 +15,8 @@ The maps:
                               bias_ih + bias_hh → cells.k.d.bias; GRU: bias = b_ih + (b_hr, b_hz, 0),
                               bias_n = b_hn (Equinox keeps it inside the reset gate as PyTorch does)
   nn.LSTMCell / GRUCell / RNNCell   the same for one cell, without the layer suffix
+  nn.ConvTranspose1d/2d/3d    weight (in, out/g, k...) → (out, in/g, k...) per group, flipped along
+                              every spatial axis (Equinox's kernel is the forward convolution's)
   nn.MultiheadAttention       in_proj_weight (3E, E) → query_proj / key_proj / value_proj .weight
                               (q/k/v_proj_weight when kdim/vdim differ); in_proj_bias likewise;
                               out_proj.weight / .bias → output_proj.weight / .bias
@@ -28,19 +30,23 @@ import numpy as np
 RECURRENT = {"torch.nn.LSTM": "lstm", "torch.nn.GRU": "gru", "torch.nn.RNN": "rnn"}
 CELLS = {"torch.nn.LSTMCell": "lstm", "torch.nn.GRUCell": "gru", "torch.nn.RNNCell": "rnn"}
 ATTENTION = "torch.nn.MultiheadAttention"
-#: the module classes whose parameters need a map (the torch side reports where they are)
-MAPPED = frozenset({*RECURRENT, *CELLS, ATTENTION})
+TRANSPOSED = frozenset({"torch.nn.ConvTranspose1d", "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d"})
+#: the module classes whose parameters need a map (the torch side reports where they are, with the
+#: attributes the map needs: ``{"class": ..., "groups": ...}``)
+MAPPED = frozenset({*RECURRENT, *CELLS, ATTENTION, *TRANSPOSED})
 
 _LAYER = re.compile(r"^(weight|bias)_(ih|hh)_l(\d+)(_reverse)?$")
 
 
-def plan(state: dict[str, np.ndarray], modules: dict[str, str]):
-    """(values, grads, exact) for ``state`` given the classes of its mapped modules (see the module docstring)."""
+def plan(state: dict[str, np.ndarray], modules: dict[str, dict]):
+    """(values, grads, exact) for ``state`` given its mapped modules (``{"lstm": {"class": "torch.nn.LSTM"}}``,
+    see the module docstring)."""
     values: dict[str, np.ndarray] = {}
     grads: dict[str, tuple[tuple[str, ...], object]] = {}
     exact: set[str] = set()
     done: set[str] = set()
-    for prefix, cls in sorted(modules.items(), key=lambda kv: -len(kv[0])):
+    for prefix, info in sorted(modules.items(), key=lambda kv: -len(kv[0])):
+        cls = info["class"]
         p = f"{prefix}." if prefix else ""
         mine = {n[len(p):]: n for n in state if n.startswith(p) and "." not in n[len(p):] and n not in done}
         if cls in RECURRENT or cls in CELLS:
@@ -58,6 +64,13 @@ def plan(state: dict[str, np.ndarray], modules: dict[str, str]):
             for cell, names in groups.items():
                 _cell(state, kind, f"{cell}." if cell else "", names, values, grads, exact)
                 done.update(names.values())
+        elif cls in TRANSPOSED and "weight" in mine:
+            groups = int(info.get("groups", 1))
+            full = mine["weight"]
+            values[f"{p}weight"] = _transposed_kernel(state[full], groups)
+            grads[full] = ((f"{p}weight",), lambda g, groups=groups: _transposed_kernel_back(g[0], groups))
+            exact.add(full)
+            done.add(full)
         elif cls == ATTENTION:
             _attention(state, p, mine, values, grads, exact)
             done.update(mine.values())
@@ -76,6 +89,20 @@ def _copy(state, src: str, dst: str, values, grads, exact) -> None:
     values[dst] = state[src]
     grads[src] = ((dst,), lambda g: g[0])
     exact.add(src)
+
+
+def _transposed_kernel(w: np.ndarray, groups: int) -> np.ndarray:
+    """PyTorch's (in, out/g, k...) → Equinox's (out, in/g, k...) with the window flipped."""
+    cin, og, *k = w.shape
+    w = w.reshape(groups, cin // groups, og, *k).swapaxes(1, 2).reshape(groups * og, cin // groups, *k)
+    return np.ascontiguousarray(np.flip(w, axis=tuple(range(2, w.ndim))))
+
+
+def _transposed_kernel_back(w: np.ndarray, groups: int) -> np.ndarray:
+    """The inverse of :func:`_transposed_kernel` (a permutation: values and gradients alike)."""
+    out, ig, *k = w.shape
+    w = np.flip(np.asarray(w), axis=tuple(range(2, w.ndim)))
+    return np.ascontiguousarray(w.reshape(groups, out // groups, ig, *k).swapaxes(1, 2).reshape(groups * ig, out // groups, *k))
 
 
 def _cell(state, kind: str, p: str, names: dict[str, str], values, grads, exact) -> None:

@@ -58,14 +58,15 @@ def _expose_norm_statistics(model, seed: int) -> None:
 
 
 def _mapped_modules(model) -> dict:
-    """The modules whose parameters the JAX side moves by a map (eqx_layouts.MAPPED): name → class."""
+    """The modules whose parameters the JAX side moves by a map (eqx_layouts.MAPPED): name → their class
+    and the attributes the map needs."""
     from eqx_layouts import MAPPED
     out = {}
     for name, m in model.named_modules():
         cls = type(m)
         q = f"torch.nn.{cls.__name__}"
         if q in MAPPED and getattr(torch.nn, cls.__name__, None) is cls:
-            out[name] = q
+            out[name] = {"class": q, **({"groups": int(m.groups)} if hasattr(m, "groups") else {})}
     return out
 
 

@@ -91,6 +91,8 @@ class ElmanRNNCell(eqx.Module):
         self.weight_ih = jax.random.uniform(ikey, (hidden_size, input_size), minval=-bound, maxval=bound)
         self.weight_hh = jax.random.uniform(hkey, (hidden_size, hidden_size), minval=-bound, maxval=bound)
         self.bias = jax.random.uniform(bkey, (hidden_size,), minval=-bound, maxval=bound) if use_bias else None
+        if nonlinearity not in ("tanh", "relu"):
+            raise ValueError(f"unknown nonlinearity {nonlinearity!r}: 'tanh' or 'relu'")
         self.nonlinearity = nonlinearity
 
     def __call__(self, x, hidden, *, key=None):
@@ -260,8 +262,8 @@ def recurrent(m, ctx):
     output): the eqx cells per layer and direction over jax.lax.scan, on one sequence (L, features)."""
     name = m.rule.emit["options"]["helper"]
     _batch_first(m, ctx, m.rule.names[0].rsplit(".", 1)[-1])
-    nl = m.kwargs.get("nonlinearity")
-    if nl is not None and literal_value(nl, None) not in ("tanh", "relu"):
+    nl = m.kwargs.get("nonlinearity")  # a name is checked by the helper when it is built, as PyTorch does
+    if isinstance(nl, (cst.SimpleString, cst.ConcatenatedString)) and literal_value(nl, None) not in ("tanh", "relu"):
         m.fail(ctx, "unsupported-argument", f"nonlinearity={m.written('nonlinearity')}: write 'tanh' or 'relu'")
         return None
     if name == "StackedRNN":
