@@ -316,11 +316,57 @@ def multihead_attention(m, ctx):
 @call_transform("module-dict")
 def module_dict(m, ctx):
     """nn.ModuleDict({...}) / nn.ModuleDict(dict(a=...)) → the dict (an eqx.Module field holds it as a
-    pytree). Reads written as attributes (``self.d.a``) are not rewritten yet (they fail loudly on a dict)."""
+    pytree); reads written as attributes (``self.d.a``) become ``self.d["a"]`` (:func:`module_dict_reads`)."""
     value = m.kwargs.get("modules")
     if value is None:
         return cst.Dict([])
     return value
+
+
+# --- the planner: nn.ModuleDict attributes read as a dict -------------------------------------------
+
+#: what a ModuleDict and a dict both have: ``self.d.items()`` stays
+_DICT_METHODS = frozenset({"items", "keys", "values", "get", "update", "pop", "clear", "copy", "setdefault"})
+
+
+def module_dict_reads(module: cst.Module, ctx) -> cst.Module:
+    """In a module class whose ``__init__`` sets ``self.d = nn.ModuleDict(...)``, every ``self.d.name`` →
+    ``self.d["name"]`` (the dict it becomes has no attributes). Runs before the modules pass."""
+    from fwport.core.names import dotted_text
+    from fwport.core.rewrite import rewrite
+
+    class Dicts(cst.CSTVisitor):
+        def __init__(self):
+            self.names: set[str] = set()
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+            if t and t.startswith("self.") and t.count(".") == 1 and isinstance(node.value, cst.Call) \
+                    and ctx.imports.resolve(node.value.func) == "torch.nn.ModuleDict":
+                self.names.add(t[5:])
+
+    class Reads(cst.CSTTransformer):
+        def __init__(self, names: set[str]):
+            super().__init__()
+            self.names = names
+
+        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+            inner = original.value
+            if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self" \
+                    and inner.attr.value in self.names and original.attr.value not in _DICT_METHODS:
+                key = cst.SimpleString(f'"{original.attr.value}"')
+                return cst.Subscript(updated.value, [cst.SubscriptElement(cst.Index(key))])
+            return updated
+
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef):
+            found = Dicts()
+            stmt.visit(found)
+            if found.names:
+                stmt = rewrite(stmt, Reads(found.names))
+        body.append(stmt)
+    return module.with_changes(body=body)
 
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))

@@ -9,6 +9,8 @@ from fwport.packs.torch2jax import layers
 from fwport.packs.torch2jax.passes import modules, training
 
 PLANNERS: tuple[Planner, ...] = (
+    # self.d.name → self.d["name"] where self.d is an nn.ModuleDict (it becomes a dict): before modules
+    Planner("module-dict", re.compile(r"\bModuleDict\b"), layers.module_dict_reads),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     Planner("modules", re.compile(r"\bModule\b"), modules.run),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked

@@ -463,6 +463,8 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx) ->
         return "object"
     if isinstance(value, cst.Name) and value.value == "None":
         return "None"
+    if isinstance(value, cst.Dict) or isinstance(value, cst.Call) and dotted_text(value.func) == "dict":
+        return "dict"  # an nn.ModuleDict
     if isinstance(value, cst.Call):
         f = dotted_text(value.func) or ""
         if f.startswith("eqx."):
