@@ -280,6 +280,8 @@ PLANTED = [
     ("lstm_classifier", "return state, state[0]", "return state, state[1]"),
     # the two sub-pixel offsets swapped (channel c r² + i r + j is pixel (h r + i, w r + j))
     ("super_res", "x.transpose(0, 3, 1, 4, 2)", "x.transpose(0, 3, 2, 4, 1)"),
+    # resizing with the step n / out (jax.image.resize's) where PyTorch uses 1 / scale_factor
+    ("conv_decoder", "step = n / out if sizes else 1 / scales[axis - 1]", "step = n / out"),
 ]
 
 

@@ -159,6 +159,49 @@ class PixelShuffle(eqx.Module):
         return x.transpose(0, 3, 1, 4, 2).reshape(c // (r * r), h * r, w * r)
 '''
 
+_UPSAMPLE = '''
+
+class Upsample(eqx.Module):
+    """PyTorch's nn.Upsample for one example (C, *spatial): the output size is size, or floor(n *
+    scale_factor) per axis; mode "nearest" takes pixel floor(i * step), the linear modes ("linear",
+    "bilinear", "trilinear") interpolate axis by axis between the two pixels around PyTorch's source
+    position, (i + 0.5) * step - 0.5 (i * (n - 1) / (out - 1) with align_corners), where step is
+    1 / scale_factor, or n / out when size is given, as PyTorch computes it."""
+
+    size: object = eqx.field(static=True)
+    scale_factor: object = eqx.field(static=True)
+    mode: str = eqx.field(static=True)
+    align_corners: bool = eqx.field(static=True)
+
+    def __init__(self, size=None, scale_factor=None, mode="nearest", align_corners=None):
+        if mode not in ("nearest", "linear", "bilinear", "trilinear"):
+            raise ValueError(f"mode {mode!r} is not translated: 'nearest' or a linear mode")
+        self.size, self.scale_factor, self.mode, self.align_corners = size, scale_factor, mode, bool(align_corners)
+
+    def __call__(self, x, *, key=None):
+        spatial = x.ndim - 1
+        sizes = None if self.size is None else tuple(self.size) if isinstance(self.size, (tuple, list)) else (self.size,) * spatial
+        scales = None if self.scale_factor is None else tuple(self.scale_factor) \\
+            if isinstance(self.scale_factor, (tuple, list)) else (self.scale_factor,) * spatial
+        for axis in range(1, x.ndim):
+            n = x.shape[axis]
+            out = sizes[axis - 1] if sizes else math.floor(n * scales[axis - 1])
+            step = n / out if sizes else 1 / scales[axis - 1]
+            i = jnp.arange(out, dtype=jnp.float32)
+            if self.mode == "nearest":
+                x = jnp.take(x, jnp.minimum(jnp.floor(i * step).astype(jnp.int32), n - 1), axis=axis)
+                continue
+            if self.align_corners:
+                src = i * ((n - 1) / (out - 1) if out > 1 else 0.0)
+            else:
+                src = jnp.maximum((i + 0.5) * step - 0.5, 0.0)
+            lo = jnp.floor(src).astype(jnp.int32)
+            hi = jnp.minimum(lo + 1, n - 1)
+            w = (src - lo).reshape((out,) + (1,) * (x.ndim - axis - 1)).astype(x.dtype)
+            x = jnp.take(x, lo, axis=axis) * (1 - w) + jnp.take(x, hi, axis=axis) * w
+        return x
+'''
+
 HELPERS: dict[str, str] = {
     "StackedLSTM": _RECURRENT.format(kind="LSTM", cell="eqx.nn.LSTMCell", params="", cell_args="", **_TUPLE_STATE),
     "StackedGRU": _RECURRENT.format(kind="GRU", cell="eqx.nn.GRUCell", params="", cell_args="", **_ONE_STATE),
@@ -168,6 +211,7 @@ HELPERS: dict[str, str] = {
     "ElmanRNNCell": _ELMAN_CELL,
     "MultiheadAttentionWithWeights": _ATTENTION,
     "PixelShuffle": _PIXEL_SHUFFLE,
+    "Upsample": _UPSAMPLE,
 }
 #: helpers another helper uses (written before it)
 DEPS = {"StackedRNN": ("ElmanRNNCell",)}
@@ -178,7 +222,7 @@ KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "M
 #: final state (layers * D, H)); attention gives (output, weights); PixelShuffle keeps (C, H, W)
 OUTPUT_RANKS = {"torch.nn.LSTM": (2, (2, 2)), "torch.nn.GRU": (2, 2), "torch.nn.RNN": (2, 2),
                 "torch.nn.MultiheadAttention": (2, 2)}
-SAME_RANK = frozenset({"torch.nn.PixelShuffle"})
+SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample"})
 _IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.zeros", "math.": "math.sqrt"}
 
 
