@@ -369,6 +369,19 @@ def test_the_state_dict_of_layers_with_another_layout_is_mapped_both_ways():
     assert "attn.in_proj_weight" in exact and "gru.bias_hh_l1" not in exact and "gru.bias_ih_l1" not in exact
 
 
+def test_a_layer_after_a_recurrent_one_is_vmapped_over_the_steps():
+    """`out, (h, c) = self.lstm(x)`: out is (L, D * H) per example, so a Linear on it is vmapped; h[-1] is
+    one vector, so a Linear on it is not; PixelShuffle keeps the rank of an image."""
+    src = ("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+           "        super().__init__()\n        self.emb = nn.Embedding(10, 4)\n"
+           "        self.lstm = nn.LSTM(4, 8, batch_first=True)\n        self.fc = nn.Linear(8, 2)\n"
+           "        self.head = nn.Linear(8, 2)\n\n    def forward(self, tokens):\n"
+           "        out, (h, c) = self.lstm(self.emb(tokens))\n        return self.fc(out), self.head(h[-1])\n")
+    r = translate_source(src, "m.py", PACK)
+    assert "return jax.vmap(self.fc)(out), self.head(h[-1])" in r.output
+    assert not [f for f in r.findings if f.severity is Severity.ERROR]
+
+
 def test_sequence_first_recurrent_and_attention_layers_are_errors_but_translated():
     """batch_first=False: PyTorch feeds (L, N, features), the batch axis second, which the per-example code
     around the layer does not know: an error at the layer, which is translated all the same."""

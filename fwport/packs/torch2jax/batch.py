@@ -316,6 +316,7 @@ class Forward(cst.CSTTransformer):
                 return site
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.modules \
                     and func.attr.value not in self.keyed:
+                updated = layers.initial_state(self.modules[func.attr.value], updated, self.ctx)  # cell(x): zeros
                 return self.vmapped(func.attr.value, updated)
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.keyed:
                 site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),

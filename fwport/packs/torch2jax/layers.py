@@ -83,6 +83,7 @@ class ElmanRNNCell(eqx.Module):
     weight_ih: jax.Array
     weight_hh: jax.Array
     bias: jax.Array | None
+    hidden_size: int = eqx.field(static=True)
     nonlinearity: str = eqx.field(static=True)
 
     def __init__(self, input_size, hidden_size, use_bias=True, nonlinearity="tanh", *, key):
@@ -93,6 +94,7 @@ class ElmanRNNCell(eqx.Module):
         self.bias = jax.random.uniform(bkey, (hidden_size,), minval=-bound, maxval=bound) if use_bias else None
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"unknown nonlinearity {nonlinearity!r}: 'tanh' or 'relu'")
+        self.hidden_size = hidden_size
         self.nonlinearity = nonlinearity
 
     def __call__(self, x, hidden, *, key=None):
@@ -365,6 +367,23 @@ def module_dict(m, ctx):
     if value is None:
         return cst.Dict([])
     return value
+
+
+#: cells PyTorch calls without a state (it starts from zeros): how many arrays their state is
+CELL_STATES = {"torch.nn.LSTMCell": 2, "torch.nn.GRUCell": 1, "torch.nn.RNNCell": 1}
+
+
+def initial_state(source_class: str | None, call: cst.Call, ctx) -> cst.Call:
+    """``self.cell(x)`` of a PyTorch cell (zeros as the state) → ``self.cell(x, (jnp.zeros(self.cell.hidden_size,
+    x.dtype), ...))``: Equinox's cells take the state (batch.py calls this at each submodule call)."""
+    n = CELL_STATES.get(source_class)
+    if n is None or len(call.args) != 1 or call.args[0].keyword is not None or call.args[0].star:
+        return call
+    x = call.args[0].value
+    dtype = f", {code(x)}.dtype" if isinstance(x, cst.Name) else ""
+    zeros = f"{ctx.spell_text('jax.numpy.zeros')}({code(call.func)}.hidden_size{dtype})"
+    state = expr(zeros if n == 1 else f"({zeros}, {zeros})")
+    return call.with_changes(args=_commas([call.args[0], cst.Arg(state)]))
 
 
 # --- the planner: nn.ModuleDict attributes read as a dict -------------------------------------------
