@@ -221,7 +221,9 @@ def _verify(session, name: str, translated_file: Path | None = None) -> dict:
     v = VERIFY[name]
     opts = Options(str(d / "model.py"), str(translated_file or d / "expected.py"), v["model"], args=v.get("args", {}),
                    inputs=v["inputs"], checks=tuple(v.get("checks", ("forward", "grad"))), device="cpu",
-                   direction="torch2jax")
+                   direction="torch2jax", dtype=v.get("dtype", "float32"))
+    # float64 where float32 rounding alone exceeds the tolerance (attention_block: the gradients of the
+    # cross-attention projections through per-head weights differ by 1e-4 relative in float32, 1e-13 in float64)
     return verify(opts, session)
 
 
