@@ -31,6 +31,7 @@ import inspect  # noqa: E402
 import numpy as np  # noqa: E402
 
 from _worker_io import UserError, build_object, serve  # noqa: E402
+from eqx_layouts import plan  # noqa: E402
 
 
 def _setup(dtype: str, device: str) -> None:
@@ -55,6 +56,11 @@ def locate(model, name: str, eqx):
             except (TypeError, IndexError, KeyError):
                 return None
             steps.append(("item", int(part)))
+        elif isinstance(obj, dict):  # an nn.ModuleDict is a dict
+            if part not in obj:
+                return None
+            obj = obj[part]
+            steps.append(("item", part))
         else:
             if not hasattr(obj, part):
                 return None
@@ -66,7 +72,7 @@ def locate(model, name: str, eqx):
             m = getattr(m, v) if kind == "attr" else m[v]
         return m
 
-    return get, "".join(f".{v}" if k == "attr" else f"[{v}]" for k, v in steps), obj
+    return get, "".join(f".{v}" if k == "attr" else f"[{v!r}]" for k, v in steps), obj
 
 
 RUNNING = ("running_mean", "running_var")
@@ -90,14 +96,14 @@ def load_running_stats(model, layer_state, state: dict, eqx, jnp):
     return layer_state, problems
 
 
-def load_state(model, state: dict, eqx, jnp):
+def load_state(model, state: dict, eqx, jnp, modules: dict | None = None):
     """Write each torch array into the model by name: the same shape, or Equinox's shape for the same
-    values (a conv bias (O,) is (O, 1, 1)). Returns the model and the problems."""
+    values (a conv bias (O,) is (O, 1, 1)); the layers whose layout differs (``modules``: their classes by
+    name) through eqx_layouts.plan. Returns the model and the problems."""
     import jax
     getters, values, problems, written = [], [], [], set()
-    for name, value in state.items():
-        if name.rsplit(".", 1)[-1] in RUNNING:
-            continue  # layer state, not a parameter: load_running_stats
+    arrays = plan({k: v for k, v in state.items() if k.rsplit(".", 1)[-1] not in RUNNING}, modules or {})[0]
+    for name, value in arrays.items():
         found = locate(model, name, eqx)
         if found is None:
             problems.append(f"{name}: the translated model has no such array")
@@ -138,7 +144,8 @@ def run(req: dict) -> dict:
     with np.load(req["torch"]) as z:
         T = {k: z[k] for k in z.files}
     state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
-    model, problems = load_state(model, state, eqx, jnp)
+    modules = req.get("modules", {})
+    model, problems = load_state(model, state, eqx, jnp, modules)
     layer_state, more = load_running_stats(model, layer_state, state, eqx, jnp)
     problems += more
     if problems:
@@ -171,13 +178,17 @@ def run(req: dict) -> dict:
 
         params, static = eqx.partition(model, eqx.is_inexact_array)
         g_params, g_x = jax.grad(loss, argnums=(0, 2))(params, static, [xs[i] for i in floats])
+        grads = plan(state, modules)[1]
         for name in state:
-            found = locate(model, name, eqx)
-            if found is None:  # a buffer kept in the layer state (running statistics)
+            if name not in grads:
                 continue
-            g = found[0](g_params)
-            if g is not None:
-                save[f"g:{name}"] = np.asarray(g).reshape(T[f"w:{name}"].shape)
+            targets, combine = grads[name]
+            found = [locate(model, t, eqx) for t in targets]
+            if any(f is None for f in found):  # a buffer kept in the layer state (running statistics)
+                continue
+            gs = [f[0](g_params) for f in found]
+            if all(g is not None for g in gs):
+                save[f"g:{name}"] = np.asarray(combine([np.asarray(g) for g in gs])).reshape(T[f"w:{name}"].shape)
         for i, g in zip(floats, g_x):
             save[f"gx{i}"] = np.asarray(g)
     np.savez(req["out"], **save)
@@ -220,7 +231,7 @@ def train(req: dict) -> dict:
     with np.load(req["torch"]) as z:
         T = {k: z[k] for k in z.files}
     state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
-    model, problems = load_state(model, state, eqx, jnp)
+    model, problems = load_state(model, state, eqx, jnp, req.get("modules", {}))
     if problems:
         return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
     with np.load(req["inputs"]) as z:
@@ -231,10 +242,14 @@ def train(req: dict) -> dict:
     if trained is None:
         raise UserError(f"{req['train']} returns no eqx.Module: a JAX training function must return the trained model")
     save = {}
-    for name in state:
-        found = locate(trained, name, eqx)
-        if found is not None and f"s:{name}" in T:
-            save[f"s:{name}"] = np.asarray(found[2]).reshape(T[f"s:{name}"].shape)
+    _, maps, exact = plan(state, req.get("modules", {}))
+    for name in state:  # a bias that is the sum of PyTorch's two has no trained value of its own to compare
+        if name not in exact or f"s:{name}" not in T:
+            continue
+        targets, combine = maps[name]
+        found = [locate(trained, t, eqx) for t in targets]
+        if all(f is not None for f in found):
+            save[f"s:{name}"] = np.asarray(combine([np.asarray(f[2]) for f in found])).reshape(T[f"s:{name}"].shape)
     losses = [o for o in items if isinstance(o, list)]
     if losses:
         save["losses"] = np.asarray([float(v) for v in losses[0]], dtype=np.float64)

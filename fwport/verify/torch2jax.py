@@ -45,7 +45,7 @@ def verify(opts, session) -> dict:
         t1 = time.perf_counter()
         jresp = _ask(session, jw, dict(common, op="run", source=str(Path(opts.translated).resolve()),
                                        model=opts.translated_model or opts.model, torch=str(d / "torch.npz"),
-                                       out=str(d / "jax.npz")), opts.timeout)
+                                       out=str(d / "jax.npz"), modules=tresp.get("modules", {})), opts.timeout)
         times["jax"] = time.perf_counter() - t1
         cert = _base(opts, specs, rtol, atol, tresp, jresp)
         if jresp["problems"]:
@@ -109,7 +109,7 @@ def verify_training(opts, session, function: str, train_args: dict | None = None
                      dict(common, source=str(Path(opts.original).resolve()), out=str(d / "torch.npz")), opts.timeout)
         jresp = _ask(session, session.worker("jax", 0, opts.device),
                      dict(common, source=str(Path(opts.translated).resolve()), torch=str(d / "torch.npz"),
-                          out=str(d / "jax.npz")), opts.timeout)
+                          out=str(d / "jax.npz"), modules=tresp.get("modules", {})), opts.timeout)
         cert = _base(opts, specs, rtol, atol, tresp, jresp)
         cert["training"] = {"function": function, "args": train_args or {}}
         if jresp["problems"]:

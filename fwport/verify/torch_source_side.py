@@ -57,6 +57,19 @@ def _expose_norm_statistics(model, seed: int) -> None:
                     m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
 
 
+def _mapped_modules(model) -> dict:
+    """The modules whose parameters the JAX side moves by a map (eqx_layouts.MAPPED): name → their class
+    and the attributes the map needs."""
+    from eqx_layouts import MAPPED
+    out = {}
+    for name, m in model.named_modules():
+        cls = type(m)
+        q = f"torch.nn.{cls.__name__}"
+        if q in MAPPED and getattr(torch.nn, cls.__name__, None) is cls:
+            out[name] = {"class": q, **({"groups": int(m.groups)} if hasattr(m, "groups") else {})}
+    return out
+
+
 def run(req: dict) -> dict:
     dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
     device = torch.device("cuda" if req["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
@@ -92,7 +105,7 @@ def run(req: dict) -> dict:
                 save[f"gx{i}"] = _np(x.grad)
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": {"torch": torch.__version__}, "device": str(device),
-            "trainable": [n for n, p in model.named_parameters() if p.requires_grad]}
+            "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model)}
 
 
 def train(req: dict) -> dict:
@@ -117,7 +130,7 @@ def train(req: dict) -> dict:
     if losses:
         save["losses"] = np.asarray(losses[0], dtype=np.float64)
     np.savez(req["out"], **save)
-    return {"versions": {"torch": torch.__version__}, "device": "cpu"}
+    return {"versions": {"torch": torch.__version__}, "device": "cpu", "modules": _mapped_modules(model)}
 
 
 def handle(req: dict) -> dict:

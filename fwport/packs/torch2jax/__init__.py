@@ -7,6 +7,8 @@ Where things are:
                   lines an Equinox module needs (fields, key splits)
   batch.py        per-example shape code: the batch axis dropped from dims, views and sizes
   ops.py          call transforms of the rules (nn.Sequential, activations as modules, losses...)
+  layers.py       layers Equinox lacks 1:1 (LSTM/GRU/RNN, MultiheadAttention, PixelShuffle): helpers written
+                  into the output and their call transforms
   registry.py     this pack's table of named transforms
   ../../../rules/torch2jax/   the data rules, one per file
 """
@@ -16,7 +18,7 @@ import re
 
 from fwport.core.direction import Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
-from fwport.packs.torch2jax import ops  # noqa: F401  (registers the named transforms)
+from fwport.packs.torch2jax import layers, ops  # noqa: F401  (registers the named transforms)
 from fwport.packs.torch2jax.passes import FINISH, PLANNERS
 from fwport.packs.torch2jax.registry import TRANSFORMS
 

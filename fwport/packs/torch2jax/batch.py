@@ -14,6 +14,7 @@ import libcst as cst
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
+from fwport.packs.torch2jax import layers
 
 F = "torch.nn.functional."
 
@@ -24,7 +25,7 @@ LAYER_RANK = {"torch.nn.Linear": 1, "torch.nn.LayerNorm": 1, "torch.nn.Embedding
 SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid",
                        "torch.nn.Dropout", "torch.nn.LayerNorm", "torch.nn.Conv1d", "torch.nn.Conv2d",
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
-                       "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax"})
+                       "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax"}) | layers.SAME_RANK
 RANK_CHANGE = {"torch.nn.Embedding": 1}
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
@@ -98,6 +99,7 @@ class Forward(cst.CSTTransformer):
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
         self.parts: dict[int, int] = {}  # `.split` calls unpacked into that many names
+        self.unpacked: dict[str, int] = {}  # ranks of the names the statement being left unpacks
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -109,15 +111,36 @@ class Forward(cst.CSTTransformer):
             return unpacked
         hit = self.is_batched(original.value)
         r = self.rank_of(updated.value)
+        self.unpack_ranks(original, updated)
         for t in original.targets:
             for n in _target_names(t.target):
                 (self.batched.add if hit else self.batched.discard)(n)
                 self.batch_sizes.discard(n)
                 if r is not None and isinstance(t.target, cst.Name):
                     self.rank[n] = r
-                else:
+                elif n not in self.unpacked:
                     self.rank.pop(n, None)
+        self.unpacked = {}
         return updated
+
+    def unpack_ranks(self, original: cst.Assign, updated: cst.Assign) -> None:
+        """``out, (h, c) = self.lstm(x)``: the ranks of a layer's several results (layers.OUTPUT_RANKS)."""
+        v = updated.value
+        text = dotted_text(v.func) if isinstance(v, cst.Call) else None
+        ranks = layers.OUTPUT_RANKS.get(self.modules.get(text[5:])) if text and text.startswith("self.") else None
+        self.unpacked = {}
+        if ranks is None or len(original.targets) != 1:
+            return
+
+        def bind(target, r):
+            if isinstance(target, cst.Name) and isinstance(r, int):
+                self.unpacked[target.value] = r
+            elif isinstance(target, (cst.Tuple, cst.List)) and isinstance(r, tuple) and len(target.elements) == len(r):
+                for e, ri in zip(target.elements, r):
+                    bind(e.value, ri)
+
+        bind(original.targets[0].target, ranks)
+        self.rank.update(self.unpacked)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         v = node.value
@@ -299,6 +322,7 @@ class Forward(cst.CSTTransformer):
                 return site
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.modules \
                     and func.attr.value not in self.keyed:
+                updated = layers.initial_state(self.modules[func.attr.value], updated, self.ctx)  # cell(x): zeros
                 return self.vmapped(func.attr.value, updated)
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.keyed:
                 site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),

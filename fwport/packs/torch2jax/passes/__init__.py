@@ -5,13 +5,17 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
+from fwport.packs.torch2jax import layers
 from fwport.packs.torch2jax.passes import modules, training
 
 PLANNERS: tuple[Planner, ...] = (
+    # self.d.name → self.d["name"] where self.d is an nn.ModuleDict (it becomes a dict): before modules
+    Planner("module-dict", re.compile(r"\bModuleDict\b"), layers.module_dict_reads),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     Planner("modules", re.compile(r"\bModule\b"), modules.run),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
     Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\.(?:train|eval|backward|to|cuda|cpu|parameters)\s*\(|\bModule\b"), training.run),
 )
-# fields, key splits and super().__init__() removal: they add and remove lines
-FINISH = (modules.finish, training.finish)
+# fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
+# the output calls (layers.py)
+FINISH = (modules.finish, training.finish, layers.finish)

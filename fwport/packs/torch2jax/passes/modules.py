@@ -28,6 +28,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
+from fwport.packs.torch2jax import layers
 from fwport.packs.torch2jax.batch import Forward
 
 PLANS = "torch2jax.modules"
@@ -37,7 +38,7 @@ RANDOM = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2
 #: Equinox constructors that draw their initial parameters (take ``key=``)
 KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
                    "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
-                   "eqx.nn.MultiheadAttention", "eqx.nn.LSTMCell", "eqx.nn.GRUCell"})
+                   "eqx.nn.MultiheadAttention", "eqx.nn.LSTMCell", "eqx.nn.GRUCell"}) | layers.KEYED
 
 
 def is_module_class(cls: cst.ClassDef, ctx) -> bool:
@@ -599,7 +600,8 @@ def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | Non
 DRAWING = frozenset({"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "torch.nn.Conv3d",
                      "torch.nn.ConvTranspose1d", "torch.nn.ConvTranspose2d", "torch.nn.ConvTranspose3d",
                      "torch.nn.Embedding", "torch.nn.Sequential", "torch.nn.Sequential+random", "torch.nn.ModuleList",
-                     "torch.nn.MultiheadAttention", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.Parameter"})
+                     "torch.nn.MultiheadAttention", "torch.nn.LSTM", "torch.nn.GRU", "torch.nn.Parameter",
+                     "torch.nn.RNN", "torch.nn.LSTMCell", "torch.nn.GRUCell", "torch.nn.RNNCell", "torch.nn.ModuleDict"})
 
 #: source layers whose construction itself takes a key (DRAWING less the containers and parameters)
 LAYERS = DRAWING - {"torch.nn.Sequential", "torch.nn.Sequential+random", "torch.nn.ModuleList", "torch.nn.Parameter"}
@@ -1124,14 +1126,17 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, se
         return "object"
     if isinstance(value, cst.Name) and value.value == "None":
         return "None"
+    if isinstance(value, cst.Dict) or isinstance(value, cst.Call) and dotted_text(value.func) == "dict":
+        return "dict"  # an nn.ModuleDict
     if isinstance(value, cst.Call):
         f = dotted_text(value.func) or ""
         if f.startswith("eqx."):
             return f
         if f.startswith(("jnp.", "jax.")):
             return ctx.spell_text("jax.Array")
-        if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(PLANS, {}):
-            return value.func.value  # a translated module of this file
+        if isinstance(value.func, cst.Name) and (value.func.value in ctx.analyses.get(PLANS, {})
+                                                 or value.func.value in layers.HELPERS):
+            return value.func.value  # a translated module of this file, or a helper layer written into it
         if isinstance(value.func, cst.Name) and value.func.value in ctx.analyses.get(OUTSIDE + ".returns", {}):
             return ctx.analyses[OUTSIDE + ".returns"][value.func.value]  # a builder function's layer
         if f.startswith("self.") and f[5:] in sequences:  # a helper method returning a Sequential
