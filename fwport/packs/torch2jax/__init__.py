@@ -7,6 +7,7 @@ Where things are:
                   lines an Equinox module needs (fields, key splits)
   batch.py        per-example shape code: the batch axis dropped from dims, views and sizes
   ops.py          call transforms of the rules (nn.Sequential, activations as modules, losses...)
+  data.py         the helpers written into a file that loads data (DataLoader → NumpyLoader)
   registry.py     this pack's table of named transforms
   ../../../rules/torch2jax/   the data rules, one per file
 """
@@ -61,8 +62,10 @@ DIRECTION = Direction(
         Spelling("equinox.", "eqx.", "import equinox as eqx"),
         Spelling("optax.", "optax.", "import optax"),
         Spelling("math.", "math.", "import math"),
+        Spelling("numpy.", "np.", "import numpy as np"),
     ),
-    import_order=("import math", "import equinox as eqx", "import jax", "import jax.numpy as jnp", "import optax"),
+    import_order=("import math", "import equinox as eqx", "import jax", "import jax.numpy as jnp", "import numpy as np",
+                  "import optax"),
     source_label=lambda name, v: "PyTorch",
     codes=CODES,
     code_advice=CODE_ADVICE,

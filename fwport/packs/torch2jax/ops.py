@@ -96,7 +96,8 @@ def optimizer(m, ctx):
     """torch.optim.X(model.parameters(), ...) → the optax transformation with every hyperparameter
     mapped; PyTorch's coupled ``weight_decay`` (added to the gradient before the step) becomes
     ``optax.add_decayed_weights`` chained *before* it. ``emit.options.decoupled``: the transformation
-    takes ``weight_decay`` itself (AdamW)."""
+    takes ``weight_decay`` itself (AdamW); ``emit.options.kwargs``: fixed keywords (Python text) where
+    optax's parametrisation differs from PyTorch's (RMSprop's eps outside the root: eps_in_sqrt=False)."""
     opts = _options(m)
     kw = dict(m.kwargs)
     betas = kw.pop("betas", None)
@@ -109,7 +110,10 @@ def optimizer(m, ctx):
     if momentum is not None and code(momentum) in ("0", "0.0"):
         del kw["momentum"]  # optax: momentum=None is plain SGD
     wd = kw.pop("weight_decay", None) if not opts.get("decoupled") else None
-    order = ("learning_rate", "b1", "b2", "eps", "momentum", "nesterov", "weight_decay")
+    for k, v in opts.get("kwargs", {}).items():  # fixed keywords where optax's default differs (eps placement)
+        kw[k] = expr(v)
+    order = ("learning_rate", "b1", "b2", "rho", "decay", "initial_accumulator_value", "eps", "eps_in_sqrt",
+             "centered", "momentum", "nesterov", "weight_decay")
     args = ", ".join(f"{k}={code(kw[k])}" for k in order if k in kw)
     text = f"{ctx.spell_text(m.rule.emit['target'])}({args})"
     if wd is not None and code(wd) not in ("0", "0.0"):
@@ -231,3 +235,110 @@ def adaptive_pool(m, ctx):
     if size in ((1, 1), [1, 1]):
         m.kwargs["target_shape"] = cst.Integer("1")
     return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+# --- scripts around the model: devices, data loading, checkpoints, eval -------------------------------
+# (the training pass, passes/training.py, rewrites the statements these transforms cannot see whole:
+# model.load_state_dict(torch.load(p)), .size()/.data on arrays outside modules)
+
+HELPERS = "torch2jax.helpers"  # ctx.analyses: names of the helpers (data.py) the output calls
+STATEFUL = "torch2jax.stateful"  # ctx.analyses: model names whose layers keep a state (set by the training pass)
+
+
+@call_transform("expression")
+def expression(m, ctx):
+    """A call → a fixed expression (``emit.options.text``, with ``{name}`` placeholders spelled from
+    ``emit.options.names``); ``emit.options.note``: an info finding saying what was replaced."""
+    from fwport.core.finding import Severity
+
+    opts = _options(m)
+    names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
+    if opts.get("note"):
+        ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)
+    return expr(opts["text"].format(**names))
+
+
+@call_transform("helper")
+def helper(m, ctx):
+    """A call of a helper written into the output (``emit.target``, defined in data.py): the mapped
+    arguments as keywords, the source's ``*args`` positionally; ``emit.options.note`` an info finding."""
+    from fwport.core.finding import Severity
+
+    name = m.rule.emit["target"]
+    ctx.analyses.setdefault(HELPERS, set()).add(name)
+    opts = _options(m)
+    if opts.get("note"):
+        ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)
+    args = [cst.Arg(v) for v in m.bound.varargs]
+    positional = opts.get("positional", [])
+    for p in positional:
+        if p in m.kwargs:
+            args.append(cst.Arg(m.kwargs[p]))
+    args += [cst.Arg(v, keyword=cst.Name(k), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+             for k, v in m.kwargs.items() if k not in positional]
+    return cst.Call(cst.Name(name), args)
+
+
+def _state_dict_of(node) -> str | None:
+    """``X.state_dict()`` → X's text."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "state_dict" \
+            and not node.args:
+        return code(node.func.value)
+    return None
+
+
+@call_transform("save")
+def save(m, ctx):
+    """``torch.save(model.state_dict(), f)`` → ``eqx.tree_serialise_leaves(f, model)`` (with the layer
+    state of a model that keeps one: ``(model, state)``, as the state_dict holds BatchNorm's running
+    statistics). Any other object is refused: a checkpoint dict mixes arrays, optimizer state and
+    Python values that each need their own format."""
+    from fwport.core.finding import Severity
+
+    model = _state_dict_of(m.kwargs.get("obj"))
+    if model is None:
+        m.fail(ctx, "unsupported-construct", f"torch.save({m.written('obj')}, ...): only model.state_dict() is "
+               "translated (eqx.tree_serialise_leaves(path, model)); save other objects with numpy/pickle by hand "
+               "(optimizer state: eqx.tree_serialise_leaves(path, opt_state))")
+        return None
+    if model in ctx.analyses.get(STATEFUL, ()):
+        model = f"({model}, state)"
+    ctx.report(Severity.INFO, "idiom-replaced", "torch.save(model.state_dict(), f) → eqx.tree_serialise_leaves: the "
+               "file holds Equinox's leaves, not a PyTorch checkpoint; read it back with "
+               "eqx.tree_deserialise_leaves(f, <a model of the same structure>)", m.node, m.rule)
+    return expr(f"{ctx.spell_text('equinox.tree_serialise_leaves')}({code(m.kwargs['f'])}, {model})")
+
+
+@call_transform("load")
+def load(m, ctx):
+    """``torch.load`` outside ``model.load_state_dict(torch.load(f))`` (which the training pass
+    rewrites): a pickle of torch objects, refused with what to write."""
+    m.fail(ctx, "unsupported-construct", "torch.load(...) reads a pickle of PyTorch objects: a model saved by the "
+           "translation is read with `model = eqx.tree_deserialise_leaves(f, model)` (written for "
+           "model.load_state_dict(torch.load(f))); other data: convert it once to .npy/.npz and load with numpy")
+    return None
+
+
+@call_transform("max-dim")
+def max_dim(m, ctx):
+    """``torch.max(x)`` → ``jnp.max(x)``; ``torch.max(x, d)`` (an int literal, or ``dim=``) → the
+    (values, indices) pair as a tuple: ``(jnp.max(x, axis=d), jnp.argmax(x, axis=d))``. A second
+    positional argument that is not an int literal may be a tensor (``torch.max(a, b)``, the
+    elementwise maximum): refused. ``emit.options.reduce`` / ``emit.options.arg``: max/argmax or min/argmin."""
+    from fwport.core.engine import literal_value
+
+    opts = _options(m)
+    x = code(m.kwargs["input"])
+    dim = m.kwargs.get("dim")
+    reduce, arg = ctx.spell_text(opts["reduce"]), ctx.spell_text(opts["arg"])
+    if dim is None:
+        return expr(f"{reduce}({x})")
+    d = literal_value(dim, None)
+    if not isinstance(d, int) or isinstance(d, bool):
+        m.fail(ctx, "unsupported-argument", f"{m.rule.names[0]}(x, {m.written('dim')}): a second argument that is not "
+               f"an int literal may be a tensor (the elementwise {'maximum' if 'max' in reduce else 'minimum'}); write "
+               "jnp.maximum/jnp.minimum, or dim=<int>")
+        return None
+    keep = m.kwargs.get("keepdim")
+    kd = f", keepdims={code(keep)}" if keep is not None and code(keep) != "False" else ""
+    return expr(f"({reduce}({x}, axis={d}{kd}), {arg}({x}, axis={d}{kd}))")

@@ -23,7 +23,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.core.rewrite import rewrite
-from fwport.packs.torch2jax.ops import OPTIMIZERS
+from fwport.packs.torch2jax.ops import OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes.modules import PLANS
 
 _PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
@@ -42,11 +42,14 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
 # --- the pass ----------------------------------------------------------------------------------------
 
 class _Pass(cst.CSTTransformer):
-    def __init__(self, ctx, models: set[str], stateful: set[str] = frozenset()):
+    def __init__(self, ctx, models: set[str], stateful: set[str] = frozenset(), optimizers: set[str] = frozenset(),
+                 outputs: set[str] = frozenset()):
         super().__init__()
         self.ctx = ctx
         self.models = models
         self.stateful = stateful  # models whose layers keep a state (BatchNorm)
+        self.optimizers = optimizers  # names a torch.optim optimizer is assigned to in this file
+        self.outputs = outputs  # names assigned a model's output outside classes (`outputs = model(x)`)
         self.in_class = 0
         self.assigned: set[int] = set()
 
@@ -95,6 +98,10 @@ class _Pass(cst.CSTTransformer):
                             "(eqx.filter_grad) is given, so there is no gradient recording to switch off", original)
             return updated
         f = original.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "size" and not self.in_class:
+            shape = _size_call(original, updated)
+            if shape is not None:
+                return shape
         if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not original.args
                                              or f.attr.value == "to" and len(original.args) == 1
                                              and _is_device(original.args[0].value, self.ctx)):
@@ -113,11 +120,41 @@ class _Pass(cst.CSTTransformer):
                             "random draw (model initialisation, dropout) in place of PyTorch's global state", original)
             return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name("key"))],
                                                          cst.Call(self.ctx.spell("jax.random.key"), [cst.Arg(seed)]))])
+        loaded = self.load_state_dict(call, original)
+        if loaded is not None:
+            return updated.with_changes(body=[loaded])
         for method, value in (("train", "False"), ("eval", "True")):
             target = _method_stmt(original, method)
             if target is not None and target in self.models:
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
+        return updated
+
+    def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
+        """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
+        (``model, state`` for a model with a layer state): the file the translated torch.save wrote."""
+        f = call.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value == "load_state_dict" and isinstance(f.value, cst.Name)
+                and len(call.args) == 1 and call.args[0].keyword is None):
+            return None
+        inner = call.args[0].value
+        if not (isinstance(inner, cst.Call) and self.ctx.imports.resolve(inner.func) in ("torch.load", "torch.serialization.load")
+                and inner.args and inner.args[0].keyword is None
+                and all(a.keyword is not None and a.keyword.value in ("map_location", "weights_only") for a in inner.args[1:])):
+            return None
+        model = f.value.value
+        like = f"{model}, state" if model in self.stateful else model
+        self.ctx.report(Severity.INFO, "idiom-replaced", "model.load_state_dict(torch.load(f)) → "
+                        "eqx.tree_deserialise_leaves(f, model): it reads the leaves the translated torch.save wrote "
+                        "(eqx.tree_serialise_leaves), not a PyTorch checkpoint", stmt)
+        load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
+        return cst.parse_statement(f"{like} = {load}({code(inner.args[0].value)}, {'(' + like + ')' if model in self.stateful else like})\n").body[0]
+
+    def leave_Attribute(self, original, updated):
+        # `outputs.data` of a model's output (a JAX array has no .data; the values are the same)
+        if original.attr.value == "data" and isinstance(original.value, cst.Name) and original.value.value in self.outputs \
+                and not self.in_class:
+            return updated.value
         return updated
 
     def visit_For(self, node: cst.For) -> None:
@@ -130,12 +167,19 @@ class _Pass(cst.CSTTransformer):
         body = list(loop.body.body)
         if not any(_backward(s) for s in body):
             return
-        if _loop_plan(body) is None:
+        plan = _loop_plan(body)
+        if plan is None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
+        elif plan[0] not in self.optimizers:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{plan[0]}.step(): {plan[0]} is not created in this file by torch.optim.X(model.parameters(), "
+                            "...) (a function's parameter, an attribute): an optax optimizer keeps its state outside, so "
+                            "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
+                            "model and opt_state from this function, or create the optimizer here", loop)
 
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
@@ -167,7 +211,32 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     models.update(names)
                     if plans[a.value.func.value]["stateful"]:
                         stateful.update(names)
-    return rewrite(module, _Pass(ctx, models, stateful))
+    ctx.analyses[STATEFUL] = stateful
+    optimizers, outputs = set(), set()
+    for stmt in module.body:
+        for a in _walk_assigns(stmt):
+            if not isinstance(a.value, cst.Call):
+                continue
+            q = ctx.imports.resolve(a.value.func) or ""
+            names = [n for t in a.targets for n in _target_names(t.target)]
+            if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+                optimizers.update(names)
+            elif isinstance(a.value.func, cst.Name) and a.value.func.value in models and not isinstance(stmt, cst.ClassDef):
+                outputs.update(names)
+    return rewrite(module, _Pass(ctx, models, stateful, optimizers, outputs))
+
+
+def _size_call(original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+    """``x.size()`` → ``x.shape``; ``x.size(i)`` (an int literal) → ``x.shape[i]`` (outside modules: a JAX
+    array's ``size`` is its element count, not a method)."""
+    receiver = updated.func.value
+    if not original.args:
+        return cst.Attribute(receiver, cst.Name("shape"))
+    if len(original.args) == 1 and original.args[0].keyword in (None,) and isinstance(
+            original.args[0].value, (cst.Integer, cst.UnaryOperation)):
+        index = updated.args[0].value
+        return cst.Subscript(cst.Attribute(receiver, cst.Name("shape")), [cst.SubscriptElement(cst.Index(index))])
+    return None
 
 
 def _backward(stmt) -> str | None:
