@@ -42,13 +42,15 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
 # --- the pass ----------------------------------------------------------------------------------------
 
 class _Pass(cst.CSTTransformer):
-    def __init__(self, ctx, models: set[str], stateful: set[str] = frozenset(), optimizers: set[str] = frozenset(),
+    def __init__(self, ctx, module: cst.Module, models: set[str], stateful: set[str] = frozenset(),
                  outputs: set[str] = frozenset()):
         super().__init__()
         self.ctx = ctx
         self.models = models
         self.stateful = stateful  # models whose layers keep a state (BatchNorm)
-        self.optimizers = optimizers  # names a torch.optim optimizer is assigned to in this file
+        self.module = module
+        self.scopes: list[cst.FunctionDef] = []
+        self.optimizers: dict[int, set[str]] = {}  # scope → the names a torch.optim optimizer is assigned to there
         self.outputs = outputs  # names assigned a model's output outside classes (`outputs = model(x)`)
         self.in_class = 0
         self.assigned: set[int] = set()
@@ -80,6 +82,25 @@ class _Pass(cst.CSTTransformer):
     def leave_ClassDef(self, original, updated):
         self.in_class -= 1
         return updated
+
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.append(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def scope_optimizers(self) -> set[str]:
+        """Names a torch.optim optimizer is assigned to in the scope being visited."""
+        scope = self.scopes[-1] if self.scopes else self.module
+        if id(scope) not in self.optimizers:
+            names = set()
+            for a in _scope_assigns(scope):
+                q = self.ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
+                if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+                    names.update(n for t in a.targets for n in _target_names(t.target))
+            self.optimizers[id(scope)] = names
+        return self.optimizers[id(scope)]
 
     def leave_Call(self, original, updated):
         if isinstance(original.func, cst.Name) and original.func.value in self.stateful and not self.in_class:
@@ -174,9 +195,9 @@ class _Pass(cst.CSTTransformer):
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
-        elif plan[0] not in self.optimizers:
+        elif plan[0] not in self.scope_optimizers():
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{plan[0]}.step(): {plan[0]} is not created in this file by torch.optim.X(model.parameters(), "
+                            f"{plan[0]}.step(): {plan[0]} is not created in this function by torch.optim.X(model.parameters(), "
                             "...) (a function's parameter, an attribute): an optax optimizer keeps its state outside, so "
                             "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
                             "model and opt_state from this function, or create the optimizer here", loop)
@@ -212,18 +233,13 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     if plans[a.value.func.value]["stateful"]:
                         stateful.update(names)
     ctx.analyses[STATEFUL] = stateful
-    optimizers, outputs = set(), set()
+    outputs = set()
     for stmt in module.body:
         for a in _walk_assigns(stmt):
-            if not isinstance(a.value, cst.Call):
-                continue
-            q = ctx.imports.resolve(a.value.func) or ""
-            names = [n for t in a.targets for n in _target_names(t.target)]
-            if q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
-                optimizers.update(names)
-            elif isinstance(a.value.func, cst.Name) and a.value.func.value in models and not isinstance(stmt, cst.ClassDef):
-                outputs.update(names)
-    return rewrite(module, _Pass(ctx, models, stateful, optimizers, outputs))
+            if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in models \
+                    and not isinstance(stmt, cst.ClassDef):
+                outputs.update(n for t in a.targets for n in _target_names(t.target))
+    return rewrite(module, _Pass(ctx, module, models, stateful, outputs))
 
 
 def _size_call(original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -340,6 +356,27 @@ def _walk_assigns(node):
     return found
 
 
+def _scope_assigns(scope) -> list[cst.Assign]:
+    """The assignments of one scope (a function's body, or a module outside its functions and classes)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            found.append(n)
+
+        def visit_FunctionDef(self, n) -> bool:
+            return n is scope
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    scope.visit(V())
+    return found
+
+
 def _target_names(t) -> list[str]:
     if isinstance(t, cst.Name):
         return [t.value]
@@ -365,8 +402,10 @@ class _Finish(cst.CSTTransformer):
         self.ctx = ctx
         self.optimizers = optimizers
         self.module_names: set[str] = set()
+        self.scopes: list[cst.FunctionDef] = []
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.module = node
         for s in node.body:
             if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
                 self.module_names.add(s.name.value)
@@ -389,6 +428,19 @@ class _Finish(cst.CSTTransformer):
             if text in self.optimizers and self.optimizers[text] and len(s.targets) == 1 \
                     and isinstance(s.targets[0].target, cst.Name):
                 self.trained[s.targets[0].target.value] = self.optimizers[text]
+
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.append(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def in_scope(self, opt: str) -> bool:
+        """Whether the scope being visited assigns the optimizer ``opt`` itself (its opt_state is there)."""
+        scope = self.scopes[-1] if self.scopes else self.module
+        return any(code(a.value) in self.optimizers and any(opt in _target_names(t.target) for t in a.targets)
+                   for a in _scope_assigns(scope))
 
     def leave_For(self, original, updated):
         return self.loop(updated)
@@ -430,7 +482,7 @@ class _Finish(cst.CSTTransformer):
     def loop(self, loop):
         body = list(loop.body.body)
         plan = _loop_plan(body)
-        if plan is None or plan[0] not in self.trained:
+        if plan is None or plan[0] not in self.trained or not self.in_scope(plan[0]):
             return loop
         opt, loss, start, back, step = plan
         model = self.trained[opt]
