@@ -22,7 +22,7 @@ from fwport.packs.torch2jax.ops import HELPERS
 
 _ARRAY_DATASET = '''
 class ArrayDataset:
-    """torch.utils.data.TensorDataset: example i is the tuple of the i-th rows of arrays of one length."""
+    """PyTorch's TensorDataset: example i is the tuple of the i-th rows of arrays of one length."""
 
     def __init__(self, *arrays):
         assert all(len(a) == len(arrays[0]) for a in arrays), "arrays of different lengths"
@@ -37,7 +37,7 @@ class ArrayDataset:
 
 _NUMPY_LOADER = '''
 class NumpyLoader:
-    """torch.utils.data.DataLoader's batching: batch_size examples at a time, the last batch smaller
+    """PyTorch's DataLoader batching: batch_size examples at a time, the last batch smaller
     unless drop_last; with shuffle=True a new permutation each pass, drawn from a numpy Generator
     seeded with `seed` (not PyTorch's order). Each batch is a tuple of JAX arrays, one per field of
     the examples (an ArrayDataset is sliced, another dataset read example by example and stacked)."""

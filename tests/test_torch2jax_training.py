@@ -1,0 +1,349 @@
+"""fwport torch2jax: the scripts and training code around a model.
+
+- every optimizer rule against torch.optim, numerically: the translated optax transformation and the
+  PyTorch optimizer take the same steps from the same parameters and gradients (float64), and a
+  planted mistake in the parametrisation (eps placement, a default left at optax's) does not;
+- devices: torch.device / is_available / current_accelerator become JAX's default device;
+- DataLoader / TensorDataset → the NumpyLoader / ArrayDataset helpers written into the file: the
+  batches PyTorch's loader makes (in order), a permutation per pass when shuffled, no torch needed;
+- torch.save(model.state_dict()) / model.load_state_dict(torch.load()) → Equinox's serialisation,
+  round-tripped;
+- a training loop is rewritten only in the scope that creates its optimizer;
+- eval code: torch.max(x, 1), .size(0), .data outside modules.
+
+The whole-script fixture (fixtures/torch2jax/mnist_script) is checked in tests/test_torch2jax.py with
+the other fixtures (translation, verification); here it is also run as a script without torch.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+ROOT = Path(__file__).resolve().parent.parent
+PACK = load_pack("torch2jax")
+MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
+needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+NO_TORCH = "import sys\nsys.modules['torch'] = None\nimport runpy\nrunpy.run_path(sys.argv[1], run_name='__main__')\n"
+
+
+def t2j(text: str):
+    return translate_source(text, "example.py", PACK)
+
+
+def errors(r) -> list:
+    return [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+# --- optimizers against torch.optim --------------------------------------------------------------------
+
+OPTIMIZERS = [
+    "torch.optim.Adadelta(model.parameters())",
+    "torch.optim.Adadelta(model.parameters(), lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.01)",
+    "torch.optim.RMSprop(model.parameters())",
+    "torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-3)",
+    "torch.optim.RMSprop(model.parameters(), lr=1e-2, momentum=0.9, centered=True, eps=1e-3, weight_decay=0.05)",
+    "torch.optim.Adagrad(model.parameters())",
+    "torch.optim.Adagrad(model.parameters(), lr=0.1, initial_accumulator_value=0.5, weight_decay=0.01)",
+    "torch.optim.Adam(model.parameters(), lr=1e-2, betas=(0.8, 0.95), weight_decay=0.01)",
+    "torch.optim.AdamW(model.parameters(), lr=1e-2)",
+    "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)",
+]
+
+_STEPS = """
+import json, sys
+import numpy as np
+spec = json.loads(sys.argv[1])
+rng = np.random.default_rng(0)
+shapes = [(3, 4), (5,)]
+p0 = [rng.standard_normal(s) for s in shapes]
+grads = [[rng.standard_normal(s) * 10.0 ** rng.integers(-3, 2) for s in shapes] for _ in range(6)]
+results = []
+if spec["side"] == "torch":
+    import torch
+    for make in spec["makes"]:
+        params = [torch.tensor(p, requires_grad=True) for p in p0]
+        model = type("M", (), {"parameters": lambda self: iter(params)})()
+        opt = eval(make, {"torch": torch, "model": model})
+        for g in grads:
+            for p, gi in zip(params, g):
+                p.grad = torch.tensor(gi)
+            opt.step()
+        results.append([p.detach().numpy().tolist() for p in params])
+else:
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import optax
+    for make in spec["makes"]:
+        ns = {}
+        exec(make, ns)
+        tx = ns["make"](None)
+        params = [jnp.asarray(p) for p in p0]
+        state = tx.init(params)
+        for g in grads:
+            updates, state = tx.update([jnp.asarray(gi) for gi in g], state, params)
+            params = optax.apply_updates(params, updates)
+        results.append([np.asarray(p).tolist() for p in params])
+print(json.dumps(results))
+"""
+
+
+_cache: dict = {}
+
+
+def _steps(side: str, make: str) -> list:
+    """Every case of one side in one subprocess (the first call computes all of them)."""
+    if (side, make) not in _cache:
+        cases = [("torch", c) for c in OPTIMIZERS] + [("jax", _translated_make(c)) for c in OPTIMIZERS] + \
+            [("jax", _translated_make(c).replace(right, wrong)) for c, right, wrong in PLANTED]
+        todo = [m for sd, m in cases if sd == side and (side, m) not in _cache]
+        if make not in todo:
+            todo.append(make)
+        p = subprocess.run([sys.executable, "-c", _STEPS, json.dumps({"side": side, "makes": todo})],
+                           capture_output=True, text=True, timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        for m, out in zip(todo, json.loads(p.stdout.strip().splitlines()[-1])):
+            _cache[(side, m)] = out
+    return _cache[(side, make)]
+
+
+def _translated_make(ctor: str) -> str:
+    r = t2j(f"import torch\n\n\ndef make(model):\n    return {ctor}\n")
+    assert not errors(r), r.findings
+    assert "torch" not in r.output
+    return r.output
+
+
+def _assert_close(torch_params, jax_params, rtol=1e-9, atol=1e-12):
+    import numpy as np
+    for t, j in zip(torch_params, jax_params):
+        np.testing.assert_allclose(np.asarray(j), np.asarray(t), rtol=rtol, atol=atol)
+
+
+@needs_frameworks
+@pytest.mark.parametrize("ctor", OPTIMIZERS)
+def test_the_optax_translation_steps_as_torch_optim(ctor):
+    """Six steps with gradients spanning 1e-3..10, float64: the parameters agree to 1e-9 (Adagrad's eps
+    placement, 1e-10 outside the root in PyTorch and 0 inside in optax, is far below that)."""
+    make = _translated_make(ctor)
+    _assert_close(_steps("torch", ctor), _steps("jax", make))
+
+
+PLANTED = [
+    # optax's default: eps inside the root
+    ("torch.optim.RMSprop(model.parameters(), lr=1e-3, alpha=0.9, eps=1e-3)", "eps_in_sqrt=False", "eps_in_sqrt=True"),
+    # optax's default decay 0.9 where PyTorch's alpha is 0.99
+    ("torch.optim.RMSprop(model.parameters())", "decay=0.99, ", ""),
+    # optax's default initial accumulator 0.1 where PyTorch starts at 0
+    ("torch.optim.Adagrad(model.parameters())", "initial_accumulator_value=0, ", ""),
+    # coupled decay translated as decoupled (after the adaptive scaling)
+    ("torch.optim.Adadelta(model.parameters(), lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.01)",
+     "optax.chain(optax.add_decayed_weights(0.01), optax.adadelta(learning_rate=0.5, rho=0.8, eps=1e-4))",
+     "optax.chain(optax.adadelta(learning_rate=0.5, rho=0.8, eps=1e-4), optax.add_decayed_weights(0.01))"),
+]
+
+
+@needs_frameworks
+@pytest.mark.parametrize("ctor,right,wrong", PLANTED, ids=[p[2] or p[1] for p in PLANTED])
+def test_a_planted_parametrisation_mistake_is_caught(ctor, right, wrong):
+    make = _translated_make(ctor)
+    assert right in make, make
+    with pytest.raises(AssertionError):
+        _assert_close(_steps("torch", ctor), _steps("jax", make.replace(right, wrong)))
+
+
+def test_optimizer_rules_pin_what_differs():
+    out = t2j("import torch\n\n\ndef make(model):\n    return torch.optim.RMSprop(model.parameters(), momentum=0)\n").output
+    assert "optax.rmsprop(learning_rate=0.01, decay=0.99, eps_in_sqrt=False)" in out  # momentum 0: none
+    r = t2j("import torch\n\n\ndef make(model):\n    return torch.optim.Adagrad(model.parameters(), eps=1e-6)\n")
+    assert "eps=0.0" in r.output and [f.code for f in r.findings if f.severity is Severity.WARNING] == ["approximate"]
+    r = t2j("import torch\n\n\ndef make(model):\n    return torch.optim.Adagrad(model.parameters(), lr_decay=0.1)\n")
+    assert [f.code for f in errors(r)] == ["unsupported-argument"]
+
+
+# --- devices ---------------------------------------------------------------------------------------------
+
+def test_devices_become_the_default_device_and_moves_go():
+    r = t2j("import torch\n\nuse_accel = torch.accelerator.is_available()\n"
+            "device = torch.accelerator.current_accelerator() if use_accel else torch.device('cpu')\n"
+            "cuda = torch.cuda.is_available()\nx = torch.ones(3).to(device)\n")
+    assert not errors(r), r.findings
+    assert r.output == ('import jax\nimport jax.numpy as jnp\n\nuse_accel = jax.default_backend() != "cpu"\n'
+                        "device = jax.devices()[0] if use_accel else jax.devices()[0]\n"
+                        'cuda = jax.default_backend() == "gpu"\nx = jnp.ones(3)\n')
+    assert any("default device" in f.message for f in r.findings)  # what was dropped is said
+
+
+# --- data loading ------------------------------------------------------------------------------------------
+
+_LOADERS = """
+import numpy as np
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+
+x = torch.from_numpy(np.arange(30.0).reshape(10, 3))
+y = torch.from_numpy(np.arange(10))
+pairs = [(np.arange(3.0) + i, i) for i in range(10)]
+loaders = {"tensors": DataLoader(TensorDataset(x, y), batch_size=4),
+           "dropped": DataLoader(TensorDataset(x, y), batch_size=4, drop_last=True),
+           "pairs": DataLoader(pairs, batch_size=3, shuffle=False),
+           "one": DataLoader(TensorDataset(x), 5)}
+runs = {k: [len(v), [[b.tolist() for b in batch] for batch in v]] for k, v in loaders.items()}
+shuffled = DataLoader(TensorDataset(x, y), batch_size=4, shuffle=True)
+epochs = [[b[1].tolist() for b in shuffled] for _ in range(2)]
+print(runs, epochs)
+"""
+
+
+@needs_frameworks
+def test_the_numpy_loader_batches_as_the_data_loader(tmp_path):
+    """In order, the same batches as PyTorch's DataLoader (tensors, drop_last, a list of pairs, one
+    tensor); shuffled, every pass is a permutation of the whole set, and passes differ."""
+    r = t2j(_LOADERS)
+    assert not errors(r), r.findings
+    assert "class NumpyLoader" in r.output and "torch" not in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_LOADERS.replace("print(runs, epochs)", "import json; print(json.dumps([runs, epochs]))"))
+    out.write_text(r.output.replace("print(runs, epochs)", "import json; print(json.dumps([runs, epochs]))"))
+    results = []
+    for path, code in ((src, "import runpy, sys; runpy.run_path(sys.argv[1])"), (out, NO_TORCH)):
+        p = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    (t_runs, _), (j_runs, j_epochs) = results
+    assert j_runs == t_runs
+    assert t_runs["dropped"][0] == 2 and t_runs["tensors"][0] == 3
+    for epoch in j_epochs:
+        assert sorted(v for batch in epoch for v in batch) == list(range(10))
+    assert j_epochs[0] != j_epochs[1]
+
+
+def test_data_loader_options_that_change_the_batches_are_refused():
+    r = t2j("import torch\n\nloader = torch.utils.data.DataLoader(ds, batch_size=8, collate_fn=pad)\n")
+    assert [f.code for f in errors(r)] == ["unsupported-argument"] and "NumpyLoader" not in r.output
+
+
+# --- checkpoints -------------------------------------------------------------------------------------------
+
+_SAVE = """
+import sys
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+        self.bn = nn.BatchNorm1d(2)
+
+    def forward(self, x):
+        return self.bn(self.fc(x))
+
+
+torch.manual_seed(0)
+model = Net()
+model.train()
+y = model(torch.randn(8, 3) * 3.0 + 1.0)  # moves the running statistics
+model.eval()
+a = model(torch.ones(2, 3))
+torch.save(model.state_dict(), sys.argv[2])
+other = Net()
+other.load_state_dict(torch.load(sys.argv[2], map_location="cpu"))
+other.eval()
+b = other(torch.ones(2, 3))
+fresh = Net()
+fresh.eval()
+c = fresh(torch.ones(2, 3))
+print(float(((a - b) ** 2).sum()), float(((a - c) ** 2).sum()))
+"""
+
+
+@needs_frameworks
+def test_a_saved_state_dict_loads_back_with_its_layer_state(tmp_path):
+    r = t2j(_SAVE)
+    assert not errors(r), r.findings
+    assert "eqx.tree_serialise_leaves(sys.argv[2], (model, state))" in r.output
+    assert "other, state = eqx.tree_deserialise_leaves(sys.argv[2], (other, state))" in r.output
+    out = tmp_path / "out.py"
+    out.write_text(r.output)
+    code = "import sys\nsys.modules['torch'] = None\nimport runpy\nsys.argv = sys.argv[:1] + sys.argv[1:]\n" \
+           "runpy.run_path(sys.argv[1], run_name='__main__')\n"
+    p = subprocess.run([sys.executable, "-c", code, str(out), str(tmp_path / "ckpt.eqx")], capture_output=True,
+                       text=True, timeout=300)
+    assert p.returncode == 0, r.output + p.stderr[-3000:]
+    loaded, fresh = map(float, p.stdout.split())
+    assert loaded == 0.0 and fresh > 1e-3  # the running statistics came back with the weights
+    assert (tmp_path / "ckpt.eqx").stat().st_size > 0
+
+
+def test_other_saves_and_loads_are_refused():
+    r = t2j("import torch\n\ntorch.save({'model': model.state_dict(), 'epoch': 3}, 'ckpt.pt')\n"
+            "data = torch.load('traindata.pt')\n")
+    assert [(f.code, f.line) for f in errors(r)] == [("unsupported-construct", 3), ("unsupported-construct", 4)]
+
+
+# --- training loops and eval code ---------------------------------------------------------------------------
+
+_TWO_FUNCTIONS = """
+import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer):
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+
+
+def main(model, loader):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    train(model, loader, optimizer)
+"""
+
+
+def test_a_loop_is_rewritten_only_where_its_optimizer_is_created():
+    """The step of a function that receives the optimizer has no opt_state there: an error at the
+    loop, and no train_step written into another function."""
+    r = t2j(_TWO_FUNCTIONS)
+    errs = errors(r)
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 7)], r.findings
+    assert "optimizer is not created in this function" in errs[0].message
+    assert "train_step" not in r.output and "loss.backward()" in r.output
+
+
+def test_eval_code_outside_modules():
+    r = t2j("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self):\n"
+            "        super().__init__()\n        self.fc = nn.Linear(4, 3)\n\n    def forward(self, x):\n"
+            "        return self.fc(x)\n\n\nmodel = Net()\nwith torch.no_grad():\n    outputs = model(images)\n"
+            "    _, predicted = torch.max(outputs.data, 1)\n    total = labels.size(0)\n    shape = labels.size()\n"
+            "    best = torch.argmax(outputs, dim=1)\n")
+    assert not errors(r), r.findings
+    assert "_, predicted = (jnp.max(outputs, axis=1), jnp.argmax(outputs, axis=1))" in r.output
+    assert "total = labels.shape[0]" in r.output and "shape = labels.shape\n" in r.output
+    assert "best = jnp.argmax(outputs, axis=1)" in r.output
+
+
+def test_torch_max_of_two_tensors_is_refused():
+    r = t2j("import torch\n\nm = torch.max(a, b)\n")
+    assert [f.code for f in errors(r)] == ["unsupported-argument"]
+
+
+def test_nll_loss_module_and_variable():
+    r = t2j("import torch\nfrom torch import nn\nfrom torch.autograd import Variable\n\n"
+            "criterion = nn.NLLLoss(reduction='sum')\nx = Variable(data, requires_grad=False)\n")
+    assert not errors(r), r.findings
+    assert "criterion = lambda input, target: jnp.sum(-jnp.take_along_axis(input, target[:, None], axis=1)[:, 0])" \
+           in r.output and "x = data\n" in r.output
