@@ -347,3 +347,59 @@ def test_nll_loss_module_and_variable():
     assert not errors(r), r.findings
     assert "criterion = lambda input, target: jnp.sum(-jnp.take_along_axis(input, target[:, None], axis=1)[:, 0])" \
            in r.output and "x = data\n" in r.output
+
+
+# --- the whole-script fixture, run as a script -------------------------------------------------------------
+
+@needs_frameworks
+def test_the_mnist_like_script_runs_without_torch_and_learns_as_pytorch_does(tmp_path):
+    """fixtures/torch2jax/mnist_script: the original with torch, the translation with torch unimportable,
+    each as `python script.py CKPT` (shuffled batches: each side its own order): both learn the task
+    (held-out accuracy well above chance, 0.25) to within a few points, and both write their checkpoint.
+    Training step for step from the same state is verified in tests/test_torch2jax.py (verify.json)."""
+    d = ROOT / "fixtures" / "torch2jax" / "mnist_script"
+    accuracies = []
+    for side, path, code in (("torch", d / "model.py", "import runpy, sys; sys.argv = sys.argv[1:]; "
+                                                        "runpy.run_path(sys.argv[0], run_name='__main__')"),
+                             ("jax", d / "expected.py", NO_TORCH.replace("runpy.run_path(sys.argv[1]",
+                                                                         "sys.argv = sys.argv[1:]\nrunpy.run_path(sys.argv[0]"))):
+        ckpt = tmp_path / f"{side}.ckpt"
+        p = subprocess.run([sys.executable, "-c", code, str(path), str(ckpt)], capture_output=True, text=True,
+                           timeout=300, cwd=tmp_path)
+        assert p.returncode == 0, p.stderr[-3000:]
+        assert ckpt.stat().st_size > 0
+        lines = p.stdout.strip().splitlines()
+        assert len([ln for ln in lines if ln.startswith("epoch ")]) == 20
+        accuracies.append(float(lines[-1].split()[-1]))
+    t_acc, j_acc = accuracies
+    assert t_acc > 0.85 and j_acc > 0.85, accuracies
+    assert abs(t_acc - j_acc) <= 0.06, accuracies
+
+
+MNIST_PLANTED = [
+    # Adadelta's rho left at another value
+    ("optax.adadelta(learning_rate=lr)", "optax.adadelta(learning_rate=lr, rho=0.95)"),
+    # the loader's batches in another order than PyTorch's (shuffle=False keeps the dataset's order)
+    ("order = self.rng.permutation(n) if self.shuffle else np.arange(n)",
+     "order = self.rng.permutation(n) if self.shuffle else np.arange(n)[::-1]"),
+    # NLLLoss summed where PyTorch averages
+    ("criterion = lambda input, target: jnp.mean(", "criterion = lambda input, target: jnp.sum("),
+]
+
+
+@needs_frameworks
+@pytest.mark.parametrize("right,wrong", MNIST_PLANTED, ids=[w[-30:] for _, w in MNIST_PLANTED])
+def test_a_planted_bug_in_the_script_fails_training_verification(right, wrong, tmp_path):
+    from fwport.verify.run import Options, Session
+    from fwport.verify.torch2jax import verify_training
+    d = ROOT / "fixtures" / "torch2jax" / "mnist_script"
+    v = json.loads((d / "verify.json").read_text())
+    text = (d / "expected.py").read_text()
+    assert right in text
+    bad = tmp_path / "translated.py"
+    bad.write_text(text.replace(right, wrong))
+    opts = Options(str(d / "model.py"), str(bad), v["model"], args=v["args"], inputs=v["inputs"], device="cpu",
+                   direction="torch2jax", dtype=v["dtype"])
+    with Session() as session:
+        cert = verify_training(opts, session, v["train"], v["train_args"])
+    assert cert["verdict"] == "mismatch"
