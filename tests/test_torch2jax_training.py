@@ -403,3 +403,63 @@ def test_a_planted_bug_in_the_script_fails_training_verification(right, wrong, t
     with Session() as session:
         cert = verify_training(opts, session, v["train"], v["train_args"])
     assert cert["verdict"] == "mismatch"
+
+
+# --- learning-rate schedulers: refused with the exact optax schedule --------------------------------------
+
+SCHEDULERS = [
+    "StepLR(optimizer, step_size=3, gamma=0.7)",
+    "StepLR(optimizer, 2)",
+    "ExponentialLR(optimizer, gamma=0.9)",
+    "MultiStepLR(optimizer, milestones=[2, 5], gamma=0.5)",
+    "CosineAnnealingLR(optimizer, T_max=10, eta_min=0.01)",
+    "CosineAnnealingLR(optimizer, 10)",  # up to T_max: PyTorch then rises again (see the rule)
+]
+
+_SCHEDULES = """
+import json, sys
+import torch
+import jax
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp
+import optax
+from torch.optim import lr_scheduler
+out = []
+for make, schedule in json.loads(sys.argv[1]):
+    p = torch.zeros(2, requires_grad=True)
+    optimizer = torch.optim.SGD([p], lr=0.5)
+    sched = eval("lr_scheduler." + make)
+    torch_lrs = []
+    for k in range(11):
+        torch_lrs.append(optimizer.param_groups[0]["lr"])
+        optimizer.step()
+        sched.step()
+    steps_per_epoch = 3
+    lr = 0.5
+    f = eval("lambda count: " + schedule + "(count // steps_per_epoch)")
+    optax_lrs = [float(f(jnp.asarray(u))) for u in range(33)]
+    out.append([torch_lrs, optax_lrs])
+print(json.dumps(out))
+"""
+
+
+@needs_frameworks
+def test_a_scheduler_error_gives_the_exact_optax_schedule():
+    """The schedule the error message gives, evaluated at each optimizer update with 3 updates per
+    scheduler.step(), is PyTorch's learning rate of that epoch (float64)."""
+    from fwport.packs.torch2jax.ops import SCHEDULE_MARK
+    import numpy as np
+    cases = []
+    for make in SCHEDULERS:
+        r = t2j(f"import torch\nfrom torch.optim import lr_scheduler\n\nscheduler = lr_scheduler.{make}\n")
+        errs = errors(r)
+        assert [f.code for f in errs] == ["unsupported-construct"], r.findings
+        msg = errs[0].message
+        schedule = msg.split(SCHEDULE_MARK, 1)[1].split("(count // steps_per_epoch)", 1)[0]
+        cases.append([make, schedule])
+    p = subprocess.run([sys.executable, "-c", _SCHEDULES, json.dumps(cases)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    for (make, schedule), (torch_lrs, optax_lrs) in zip(cases, json.loads(p.stdout.strip().splitlines()[-1])):
+        expected = [torch_lrs[u // 3] for u in range(33)]
+        np.testing.assert_allclose(optax_lrs, expected, rtol=1e-12, atol=1e-15, err_msg=f"{make}: {schedule}")
+        assert len(set(np.round(torch_lrs, 12))) > 2, make  # the schedule really changes over these steps

@@ -342,3 +342,36 @@ def max_dim(m, ctx):
     keep = m.kwargs.get("keepdim")
     kd = f", keepdims={code(keep)}" if keep is not None and code(keep) != "False" else ""
     return expr(f"({reduce}({x}, axis={d}{kd}), {arg}({x}, axis={d}{kd}))")
+
+
+SCHEDULE_MARK = "learning_rate=lambda count: "  # the schedule in a scheduler's error message follows this
+
+
+@call_transform("scheduler")
+def scheduler(m, ctx):
+    """A ``torch.optim.lr_scheduler`` scheduler: refused, with the exact optax schedule to write.
+
+    PyTorch changes the optimizer's learning rate at each ``scheduler.step()`` (per epoch, usually);
+    optax takes the schedule when the optimizer is created, as a function of its update count, so
+    the translation depends on how many updates one ``scheduler.step()`` spans, which the code does
+    not say statically. The message gives ``learning_rate=lambda count: <schedule>(count //
+    steps_per_epoch)`` with the schedule in scheduler steps (``emit.options.schedule``, a template
+    over the arguments, PyTorch's defaults filled in): exact for any steps_per_epoch (checked
+    against torch in tests/test_torch2jax_training.py)."""
+    from fwport.core.engine import literal_value
+
+    opts = _options(m)
+    values = {p.name: expr(p.default) for p in m.rule.params if p.default is not None and p.name != "last_epoch"}
+    values.update(m.kwargs)
+    if literal_value(values.get("last_epoch", expr("-1")), None) != -1:
+        m.fail(ctx, "unsupported-argument", "last_epoch: a resumed schedule is not translated")
+        return None
+    names = dict(opts.get("names", {}))  # in a message: no import to add
+    schedule = opts["schedule"].format(**names, **{k: code(v) for k, v in values.items()})
+    opt = code(values["optimizer"]) if "optimizer" in values else "the optimizer"
+    m.fail(ctx, "unsupported-construct", f"{m.rule.names[0].rsplit('.', 1)[-1]} sets the learning rate at each "
+           f"scheduler.step(); optax takes the schedule when the optimizer is created, as a function of its update "
+           f"count: create {opt} with {SCHEDULE_MARK}{schedule}(count // steps_per_epoch) (lr: its learning rate; "
+           "steps_per_epoch: the updates between two scheduler.step() calls, e.g. len(train_loader); without "
+           f"`// steps_per_epoch` for a step per batch) and remove scheduler.step(){opts.get('caveat', '')}")
+    return None
