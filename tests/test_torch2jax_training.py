@@ -463,3 +463,49 @@ def test_a_scheduler_error_gives_the_exact_optax_schedule():
         expected = [torch_lrs[u // 3] for u in range(33)]
         np.testing.assert_allclose(optax_lrs, expected, rtol=1e-12, atol=1e-15, err_msg=f"{make}: {schedule}")
         assert len(set(np.round(torch_lrs, 12))) > 2, make  # the schedule really changes over these steps
+
+
+_DROPOUT = """
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.fc(x))
+
+
+def fit(model, x, y):
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(3):
+        opt.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+    return model
+
+
+net = Net()
+opt2 = torch.optim.SGD(net.parameters(), lr=0.1)
+for _ in range(3):
+    opt2.zero_grad()
+    loss = F.cross_entropy(net(x), y)
+    loss.backward()
+    opt2.step()
+"""
+
+
+def test_a_model_with_dropout_trained_by_the_written_step_is_flagged():
+    """The train_step calls the model without a key, which Equinox's Dropout needs in training: an error
+    where the model is known to be such a class, a warning where the trained model's class is unknown."""
+    r = t2j(_DROPOUT)
+    found = [(f.severity, f.line) for f in r.findings if f.code == "unsupported-construct"]
+    assert found == [(Severity.WARNING, 19), (Severity.ERROR, 29)], r.findings
+    plain = t2j(_DROPOUT.replace("        self.drop = nn.Dropout(0.5)\n", "").replace("self.drop(self.fc(x))", "self.fc(x)"))
+    assert not [f for f in plain.findings if f.code == "unsupported-construct"]

@@ -54,6 +54,8 @@ class _Pass(cst.CSTTransformer):
         self.outputs = outputs  # names assigned a model's output outside classes (`outputs = model(x)`)
         self.in_class = 0
         self.assigned: set[int] = set()
+        self.instances: dict[str, str] = {}  # model name → its translated class
+        self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -151,6 +153,27 @@ class _Pass(cst.CSTTransformer):
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
         return updated
 
+    def check_keys(self, loop, body, plan) -> None:
+        """A model whose layers draw random numbers in training (dropout) needs a key per step, which the
+        written train_step does not thread yet: an error where the model's class is known, a warning
+        where the trained model is a name of unknown class and the file has such classes."""
+        n = _Names()
+        for stmt in body[:plan[3]]:
+            stmt.visit(n)
+        called = [m for m in n.loaded if m in self.models]
+        known = [m for m in called if self.instances.get(m) in self.keyed_classes]
+        if known:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout): the "
+                            "train_step written here calls it without a key; give train_step a `key`, split it per "
+                            "step (key, step_key = jax.random.split(key)) and call the model as jax.vmap(model)(x, "
+                            "key=jax.random.split(step_key, x.shape[0]))", loop)
+        elif self.keyed_classes and any(m not in self.instances for m in called):
+            self.ctx.report(Severity.WARNING, "unsupported-construct",
+                            f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
+                            "in training (dropout) and needs key= in train_step (split per step; jax.vmap(model)(x, "
+                            "key=jax.random.split(step_key, x.shape[0]))): the train_step written here passes none", loop)
+
     def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
         """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
         (``model, state`` for a model with a layer state): the file the translated torch.save wrote."""
@@ -195,10 +218,12 @@ class _Pass(cst.CSTTransformer):
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
-        elif plan[0] not in self.scope_optimizers():
+        elif plan[0] in self.scope_optimizers():
+            self.check_keys(loop, body, plan)
+        else:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{plan[0]}.step(): {plan[0]} is not created in this function by torch.optim.X(model.parameters(), "
-                            "...) (a function's parameter, an attribute): an optax optimizer keeps its state outside, so "
+                            "...) (a parameter, a global, an attribute): an optax optimizer keeps its state outside, so "
                             "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
                             "model and opt_state from this function, or create the optimizer here", loop)
 
@@ -222,6 +247,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     models = set(_PARAMS.findall(text))
     plans = ctx.analyses.get(PLANS, {})
     stateful: set[str] = set()
+    instances: dict[str, str] = {}  # model name → its translated class
     if plans:  # `model = Net(...)`: an instance of a translated module
         for stmt in module.body:
             if isinstance(stmt, cst.ClassDef):
@@ -232,6 +258,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     models.update(names)
                     if plans[a.value.func.value]["stateful"]:
                         stateful.update(names)
+                    instances.update((n, a.value.func.value) for n in names)
     ctx.analyses[STATEFUL] = stateful
     outputs = set()
     for stmt in module.body:
@@ -239,7 +266,10 @@ def run(module: cst.Module, ctx) -> cst.Module:
             if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in models \
                     and not isinstance(stmt, cst.ClassDef):
                 outputs.update(n for t in a.targets for n in _target_names(t.target))
-    return rewrite(module, _Pass(ctx, module, models, stateful, outputs))
+    p = _Pass(ctx, module, models, stateful, outputs)
+    p.instances = instances
+    p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
+    return rewrite(module, p)
 
 
 def _size_call(original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
