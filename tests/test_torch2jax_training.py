@@ -509,3 +509,59 @@ def test_a_model_with_dropout_trained_by_the_written_step_is_flagged():
     assert found == [(Severity.WARNING, 19), (Severity.ERROR, 29)], r.findings
     plain = t2j(_DROPOUT.replace("        self.drop = nn.Dropout(0.5)\n", "").replace("self.drop(self.fc(x))", "self.fc(x)"))
     assert not [f for f in plain.findings if f.code == "unsupported-construct"]
+
+
+_BETWEEN = """
+import torch
+import torch.nn.functional as F
+
+
+def fit(model, x, y):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    total = 0.0
+    for step in range(5):
+        loss = F.mse_loss(model(x), y)
+        if step % 2 == 0:
+            print(step, loss.item())
+        optimizer.zero_grad()
+        loss.backward()
+        total += loss.item()
+        optimizer.step()
+    return model, total
+"""
+
+
+def test_statements_between_the_loss_and_the_step_follow_the_step_call():
+    """Logging between the loss and backward() and a running total between backward() and step() (the
+    VAE example's) read the loss only: they run after the train_step call, in order (they were dropped
+    before: a silent loss of the total)."""
+    r = t2j(_BETWEEN)
+    assert not errors(r), r.findings
+    loop = r.output.split("for step in range(5):\n", 1)[1]
+    assert loop.startswith("        model, opt_state, loss = train_step(model, opt_state, x, y)\n"
+                           "        if step % 2 == 0:\n            print(step, loss.item())\n"
+                           "        total += loss.item()\n    return model, total\n"), loop
+
+
+@pytest.mark.parametrize("inserted,why", [
+    ("        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "uses the model"),
+    ("        print(model.fc.weight.grad)\n", "uses the model"),
+    ("        print(optimizer.param_groups[0]['lr'])\n", "uses the optimizer"),
+])
+def test_a_statement_between_backward_and_step_that_needs_the_model_is_refused(inserted, why):
+    src = _BETWEEN.replace("        total += loss.item()\n", inserted)
+    r = t2j(src)
+    errs = [f for f in errors(r) if f.code == "unsupported-construct"]
+    assert len(errs) == 1 and why in errs[0].message and errs[0].line == 9, r.findings
+    assert "loss.backward()" in r.output and "def train_step" not in r.output
+
+
+def test_a_value_of_the_step_used_after_it_is_refused():
+    src = _BETWEEN.replace("        loss = F.mse_loss(model(x), y)\n",
+                           "        out = model(x)\n        loss = F.mse_loss(out, y)\n").replace(
+        "        total += loss.item()\n", "").replace("        optimizer.step()\n",
+                                                   "        optimizer.step()\n        print(out.mean())\n")
+    r = t2j(src)
+    errs = errors(r)
+    assert [f.code for f in errs] == ["unsupported-construct"] and "out (computed with the model" in errs[0].message
+    assert "def train_step" not in r.output

@@ -50,7 +50,7 @@ class _Pass(cst.CSTTransformer):
         self.stateful = stateful  # models whose layers keep a state (BatchNorm)
         self.module = module
         self.scopes: list[cst.FunctionDef] = []
-        self.optimizers: dict[int, set[str]] = {}  # scope → the names a torch.optim optimizer is assigned to there
+        self.optimizers: dict[int, dict] = {}  # scope → the names a torch.optim optimizer is assigned to there → model
         self.outputs = outputs  # names assigned a model's output outside classes (`outputs = model(x)`)
         self.in_class = 0
         self.assigned: set[int] = set()
@@ -92,15 +92,19 @@ class _Pass(cst.CSTTransformer):
         self.scopes.pop()
         return updated
 
-    def scope_optimizers(self) -> set[str]:
-        """Names a torch.optim optimizer is assigned to in the scope being visited."""
+    def scope_optimizers(self) -> dict[str, str | None]:
+        """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
+        parameters it takes (None when not ``model.parameters()``)."""
         scope = self.scopes[-1] if self.scopes else self.module
         if id(scope) not in self.optimizers:
-            names = set()
+            names = {}
             for a in _scope_assigns(scope):
                 q = self.ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
                 if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
-                    names.update(n for t in a.targets for n in _target_names(t.target))
+                    first = a.value.args[0].value if a.value.args else None
+                    model = code(first.func.value) if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
+                        and first.func.attr.value == "parameters" else None
+                    names.update((n, model) for t in a.targets for n in _target_names(t.target))
             self.optimizers[id(scope)] = names
         return self.optimizers[id(scope)]
 
@@ -219,7 +223,12 @@ class _Pass(cst.CSTTransformer):
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
         elif plan[0] in self.scope_optimizers():
-            self.check_keys(loop, body, plan)
+            problem = _loop_problem(body, plan, self.scope_optimizers()[plan[0]])
+            if problem:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: {problem}",
+                                loop)
+            else:
+                self.check_keys(loop, body, plan)
         else:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{plan[0]}.step(): {plan[0]} is not created in this function by torch.optim.X(model.parameters(), "
@@ -289,8 +298,11 @@ def _backward(stmt) -> str | None:
     return _method_stmt(stmt, "backward")
 
 
-def _loop_plan(body: list) -> tuple[str, str, int, int, int] | None:
-    """(optimizer, loss, first loss statement, backward, step) of a loop body of the supported shape."""
+def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
+    """(optimizer, loss, first loss statement, backward, step, the statements between the loss's
+    assignment and the step) of a loop body of the supported shape: optimizer.zero_grad() before
+    loss.backward(), the loss computed by assignments just before (zero_grad may sit among them),
+    optimizer.step() after."""
     back = next((i for i, s in enumerate(body) if _backward(s)), None)
     step = next((i for i, s in enumerate(body) if _method_stmt(s, "step")), None)
     if back is None or step is None or step < back:
@@ -300,13 +312,74 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int] | None:
     zero = [i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt]
     if len(zero) != 1 or zero[0] > back:
         return None
-    start = back
+    last = next((i for i in range(back - 1, -1, -1) if _assigns(body[i], loss)), None)
+    if last is None:
+        return None
+    start = last
     while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1])):
         start -= 1
-    block = [s for i, s in enumerate(body[start:back], start) if i != zero[0]]
-    if not block or not _assigns(block[-1], loss):
+    between = [i for i in range(last + 1, step) if i not in (back, zero[0])]
+    return opt, loss, start, back, step, between
+
+
+def _split_block(body: list, plan, model: str) -> tuple[list, list]:
+    """The loss statements of a planned loop: (those that depend on the model, which go into loss_fn;
+    those that do not, which stay in the loop before the step)."""
+    opt, loss, start, back, step, between = plan
+    last = max(i for i in range(start, back) if _assigns(body[i], loss))
+    block, before = [], []
+    tainted = {model}
+    for i, s in enumerate(body[start:last + 1], start):
+        if _method_stmt(s, "zero_grad") == opt:
+            continue
+        n = _Names()
+        s.visit(n)
+        if tainted & set(n.loaded):
+            block.append(s)
+            tainted |= n.stored
+        else:
+            before.append(s)
+    return block, before
+
+
+def _loop_problem(body: list, plan, model: str | None) -> str | None:
+    """Why the planned loop cannot become one train_step call, or None: statements between the loss
+    and the step (moved after the call) that use the model, the optimizer, gradients or values
+    computed inside the step; values computed inside the step used after it."""
+    opt, loss, start, back, step, between = plan
+    if model is None:
         return None
-    return opt, loss, start, back, step
+    block, _ = _split_block(body, plan, model)
+    stored = set()
+    for s in block:
+        n = _Names()
+        s.visit(n)
+        stored |= n.stored
+    inner = stored - {loss}
+    for i in between:
+        n = _Names()
+        body[i].visit(n)
+        loaded = set(n.loaded)
+        if model in loaded or opt in loaded or "grad" in loaded:
+            what = "the model" if model in loaded else "the optimizer" if opt in loaded else "gradients"
+            return (f"line {_first_line(body[i])}: a statement between the loss and {opt}.step() uses {what}; the "
+                    "step is one call of the written train_step (write gradient clipping as an optax transformation: "
+                    "optax.chain(optax.clip_by_global_norm(max_norm), <the optimizer>))")
+        if loaded & inner:
+            return (f"a statement between the loss and {opt}.step() uses {', '.join(sorted(loaded & inner))}, computed "
+                    "inside the step: return it from loss_fn (has_aux=True) by hand")
+    later = _Names()
+    for s in body[step + 1:]:
+        s.visit(later)
+    leaked = inner & set(later.loaded)
+    if leaked:
+        return (f"{', '.join(sorted(leaked))} (computed with the model inside the step) used after {opt}.step(): "
+                "return it from loss_fn (eqx.filter_value_and_grad(loss_fn, has_aux=True)) by hand")
+    return None
+
+
+def _first_line(stmt) -> str:
+    return code(stmt).strip().splitlines()[0][:60]
 
 
 def _is_assign(stmt) -> bool:
@@ -368,6 +441,8 @@ class _Names(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         node.value.visit(self)
+        if node.attr.value == "grad" and "grad" not in self.loaded:  # p.grad: the gradients PyTorch keeps
+            self.loaded.append("grad")
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
@@ -514,32 +589,18 @@ class _Finish(cst.CSTTransformer):
         plan = _loop_plan(body)
         if plan is None or plan[0] not in self.trained or not self.in_scope(plan[0]):
             return loop
-        opt, loss, start, back, step = plan
+        opt, loss, start, back, step, between = plan
         model = self.trained[opt]
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
-        block, before = [], []  # the loss statements; those that do not depend on the model stay in the loop
-        tainted = {model}
-        for i, s in enumerate(body[start:back], start):
-            if i == zero:
-                continue
-            n = _Names()
-            s.visit(n)
-            if tainted & set(n.loaded):
-                block.append(s)
-                tainted |= n.stored
-            else:
-                before.append(s)
+        if not isinstance(cst.parse_expression(model), cst.Name) or self.pending.get(opt) \
+                or _loop_problem(body, plan, model) is not None:
+            return loop  # the training pass reported why
+        block, before = _split_block(body, plan, model)  # the loss statements; those without the model stay
         if not block:
             return loop
         names = _Names()
         for s in block:
             s.visit(names)
-        later = _Names()
-        for s in body[step + 1:]:
-            s.visit(later)
-        leaked = (names.stored - {loss}) & set(later.loaded)
-        if leaked or not isinstance(cst.parse_expression(model), cst.Name) or self.pending.get(opt):
-            return loop  # values of the loss block used after the step: has_aux, by hand
         inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
                   and not hasattr(builtins, n)]
         vmap = self.spell("jax.vmap")
@@ -568,6 +629,6 @@ class _Finish(cst.CSTTransformer):
         call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params})\n")
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
-        new_body = keep[:at] + before + [call] + keep[at:]
+        new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
         self.pending[opt] = [step_fn]
         return loop.with_changes(body=loop.body.with_changes(body=new_body))
