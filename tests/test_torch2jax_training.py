@@ -565,3 +565,16 @@ def test_a_value_of_the_step_used_after_it_is_refused():
     errs = errors(r)
     assert [f.code for f in errs] == ["unsupported-construct"] and "out (computed with the model" in errs[0].message
     assert "def train_step" not in r.output
+
+
+def test_a_backward_inside_an_if_block_is_an_error_not_left_silently():
+    """The GAN pattern: the generator's backward()/step() inside `if i % n_critic == 0:` is not a loop
+    body of its own; it was left as written without a finding."""
+    src = _BETWEEN.replace("        total += loss.item()\n        optimizer.step()\n",
+                           "        optimizer.step()\n        if step % 2 == 0:\n            other = F.mse_loss(model(x), y)\n"
+                           "            other.backward()\n")
+    r = t2j(src)
+    errs = errors(r)
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 18)], r.findings
+    assert "other.backward() is not at the level of a loop's body" in errs[0].message
+    assert "def train_step" in r.output  # the loop's own step is still rewritten

@@ -55,6 +55,7 @@ class _Pass(cst.CSTTransformer):
         self.in_class = 0
         self.assigned: set[int] = set()
         self.instances: dict[str, str] = {}  # model name → its translated class
+        self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
 
     def on_leave(self, original_node, updated_node):
@@ -138,6 +139,13 @@ class _Pass(cst.CSTTransformer):
     def leave_SimpleStatementLine(self, original, updated):
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
             return updated
+        if _backward(original) and id(original) not in self.planned and not self.in_class:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{_backward(original)}.backward() is not at the level of a loop's body (inside an if or "
+                            "with block, or outside a loop): only a loop holding zero_grad(), the loss, backward() and "
+                            "step() at its own level becomes a train_step; write this step with "
+                            "eqx.filter_value_and_grad, optim.update and eqx.apply_updates by hand", original)
+            return updated
         call = original.body[0].value
         if not isinstance(call, cst.Call):
             return updated
@@ -216,6 +224,7 @@ class _Pass(cst.CSTTransformer):
         if not any(_backward(s) for s in body):
             return
         plan = _loop_plan(body)
+        self.planned.update(id(st) for st in body if _backward(st))
         if plan is None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
@@ -368,14 +377,52 @@ def _loop_problem(body: list, plan, model: str | None) -> str | None:
         if loaded & inner:
             return (f"a statement between the loss and {opt}.step() uses {', '.join(sorted(loaded & inner))}, computed "
                     "inside the step: return it from loss_fn (has_aux=True) by hand")
-    later = _Names()
+    first: dict[str, str] = {}
     for s in body[step + 1:]:
-        s.visit(later)
-    leaked = inner & set(later.loaded)
+        _first_uses(s, first)
+    leaked = {n for n in inner if first.get(n) == "load"}  # not those assigned again before any use
     if leaked:
         return (f"{', '.join(sorted(leaked))} (computed with the model inside the step) used after {opt}.step(): "
                 "return it from loss_fn (eqx.filter_value_and_grad(loss_fn, has_aux=True)) by hand")
     return None
+
+
+def _first_uses(node, first: dict[str, str]) -> None:
+    """Record, for each name, whether its first use in execution order is a load or a store (an
+    assignment's value runs before its targets; a loop's iterable before its target)."""
+    def store(target):
+        for n in _target_names(target):
+            first.setdefault(n, "store")
+        if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
+            _first_uses(target, first)  # x[i] = ..., obj.attr = ...: loads
+
+    if isinstance(node, cst.Name):
+        first.setdefault(node.value, "load")
+    elif isinstance(node, cst.Assign):
+        _first_uses(node.value, first)
+        for t in node.targets:
+            store(t.target)
+    elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        if node.value is not None:
+            _first_uses(node.value, first)
+        if isinstance(node, cst.AugAssign):
+            _first_uses(node.target, first)
+        store(node.target)
+    elif isinstance(node, cst.For):
+        _first_uses(node.iter, first)
+        store(node.target)
+        _first_uses(node.body, first)
+        if node.orelse is not None:
+            _first_uses(node.orelse, first)
+    elif isinstance(node, cst.Attribute):
+        _first_uses(node.value, first)
+    elif isinstance(node, cst.Arg):
+        _first_uses(node.value, first)
+    elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return
+    else:
+        for child in node.children:
+            _first_uses(child, first)
 
 
 def _first_line(stmt) -> str:
