@@ -375,3 +375,11 @@ def scheduler(m, ctx):
            "steps_per_epoch: the updates between two scheduler.step() calls, e.g. len(train_loader); without "
            f"`// steps_per_epoch` for a step per batch) and remove scheduler.step(){opts.get('caveat', '')}")
     return None
+
+
+@call_transform("refuse")
+def refuse(m, ctx):
+    """An API with no one-call JAX counterpart: an error whose message (``emit.options.message``)
+    says what to write instead."""
+    m.fail(ctx, "unsupported-construct", _options(m)["message"])
+    return None
