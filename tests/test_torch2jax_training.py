@@ -308,15 +308,14 @@ def train(model, loader, optimizer):
         optimizer.step()
 
 
-def main(model, loader):
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+def main(model, loader, optimizer):
     train(model, loader, optimizer)
 """
 
 
 def test_a_loop_is_rewritten_only_where_its_optimizer_is_created():
-    """The step of a function that receives the optimizer has no opt_state there: an error at the
-    loop, and no train_step written into another function."""
+    """The step of a function that receives the optimizer from a caller that does not create it either
+    has no opt_state to thread: an error at the loop, and no train_step written anywhere."""
     r = t2j(_TWO_FUNCTIONS)
     errs = errors(r)
     assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 7)], r.findings
@@ -578,3 +577,51 @@ def test_a_backward_inside_an_if_block_is_an_error_not_left_silently():
     assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 18)], r.findings
     assert "other.backward() is not at the level of a loop's body" in errs[0].message
     assert "def train_step" in r.output  # the loop's own step is still rewritten
+
+
+_THREADED = """
+import torch
+import torch.nn.functional as F
+
+
+def train(model, loader, optimizer, epoch):
+    model.train()
+    for x, y in loader:
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        optimizer.step()
+    print(epoch, loss.item())
+
+
+def main(net, loader):
+    opt = torch.optim.SGD(net.parameters(), lr=0.1)
+    for epoch in range(3):
+        train(net, loader, opt, epoch)
+    return net
+"""
+
+
+def test_a_function_stepping_the_optimizer_it_receives_threads_its_state():
+    """PyTorch's examples' layout, train(args, model, device, loader, optimizer, epoch) called once per
+    epoch: the function takes opt_state after the optimizer and returns (model, opt_state); each call
+    rebinds both (run as a whole in the mnist_script fixture, verified against PyTorch)."""
+    r = t2j(_THREADED)
+    assert not errors(r), r.findings
+    assert "def train(model, loader, optimizer, opt_state, epoch):\n" in r.output
+    assert "    print(epoch, loss.item())\n    return model, opt_state\n" in r.output
+    assert "        net, opt_state = train(net, loader, opt, opt_state, epoch)\n" in r.output
+    assert "opt_state = opt.init(eqx.filter(net, eqx.is_array))" in r.output
+
+
+@pytest.mark.parametrize("change", [
+    ("    print(epoch, loss.item())\n", "    return loss.item()\n"),  # it returns a value
+    ("        train(net, loader, opt, epoch)\n", "        last = train(net, loader, opt, epoch)\n"),  # a value used
+    ("    opt = torch.optim.SGD(net.parameters(), lr=0.1)\n",
+     "    opt = torch.optim.SGD(other.parameters(), lr=0.1)\n"),  # an optimizer over another model
+    ("    return net\n", "    return net, train\n"),  # the function used as a value
+])
+def test_a_threaded_function_must_be_only_called_and_return_nothing(change):
+    r = t2j(_THREADED.replace(*change))
+    assert any("optimizer is not created in this function" in f.message for f in errors(r)), r.findings
+    assert "def train_step" not in r.output

@@ -56,6 +56,7 @@ class _Pass(cst.CSTTransformer):
         self.assigned: set[int] = set()
         self.instances: dict[str, str] = {}  # model name → its translated class
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
+        self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
 
     def on_leave(self, original_node, updated_node):
@@ -93,20 +94,18 @@ class _Pass(cst.CSTTransformer):
         self.scopes.pop()
         return updated
 
+    def threaded_here(self, opt: str) -> str | None:
+        """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded."""
+        f = self.scopes[-1] if self.scopes else None
+        info = self.threaded.get(f.name.value) if f is not None and len(self.scopes) == 1 else None
+        return info["model"] if info and info["opt"] == opt else None
+
     def scope_optimizers(self) -> dict[str, str | None]:
         """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
         parameters it takes (None when not ``model.parameters()``)."""
         scope = self.scopes[-1] if self.scopes else self.module
         if id(scope) not in self.optimizers:
-            names = {}
-            for a in _scope_assigns(scope):
-                q = self.ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
-                if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
-                    first = a.value.args[0].value if a.value.args else None
-                    model = code(first.func.value) if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
-                        and first.func.attr.value == "parameters" else None
-                    names.update((n, model) for t in a.targets for n in _target_names(t.target))
-            self.optimizers[id(scope)] = names
+            self.optimizers[id(scope)] = _optimizer_models(self.ctx, scope)
         return self.optimizers[id(scope)]
 
     def leave_Call(self, original, updated):
@@ -173,6 +172,10 @@ class _Pass(cst.CSTTransformer):
         for stmt in body[:plan[3]]:
             stmt.visit(n)
         called = [m for m in n.loaded if m in self.models]
+        f = self.scopes[-1] if len(self.scopes) == 1 else None
+        info = self.threaded.get(f.name.value) if f is not None else None
+        if info and info["model"] in n.loaded:  # a threaded function's model: what its callers pass
+            called = [m for m in called if m != info["model"]] + info["callers"]
         known = [m for m in called if self.instances.get(m) in self.keyed_classes]
         if known:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
@@ -231,8 +234,9 @@ class _Pass(cst.CSTTransformer):
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
-        elif plan[0] in self.scope_optimizers():
-            problem = _loop_problem(body, plan, self.scope_optimizers()[plan[0]])
+        elif plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
+            model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
+            problem = _loop_problem(body, plan, model)
             if problem:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: {problem}",
                                 loop)
@@ -271,12 +275,16 @@ def run(module: cst.Module, ctx) -> cst.Module:
             if isinstance(stmt, cst.ClassDef):
                 continue
             for a in _walk_assigns(stmt):
-                if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in plans:
+                value = a.value
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                        and value.func.attr.value in ("to", "cuda", "cpu"):
+                    value = value.func.value  # Net().to(device): the moves are removed
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
                     names = [n for t in a.targets for n in _target_names(t.target)]
                     models.update(names)
-                    if plans[a.value.func.value]["stateful"]:
+                    if plans[value.func.value]["stateful"]:
                         stateful.update(names)
-                    instances.update((n, a.value.func.value) for n in names)
+                    instances.update((n, value.func.value) for n in names)
     ctx.analyses[STATEFUL] = stateful
     outputs = set()
     for stmt in module.body:
@@ -285,9 +293,149 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     and not isinstance(stmt, cst.ClassDef):
                 outputs.update(n for t in a.targets for n in _target_names(t.target))
     p = _Pass(ctx, module, models, stateful, outputs)
+    p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
     return rewrite(module, p)
+
+
+THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
+
+
+def _optimizer_models(ctx, scope) -> dict[str, str | None]:
+    """The names a torch.optim optimizer is assigned to in one scope → the model whose parameters it
+    takes (None when not ``model.parameters()``)."""
+    names = {}
+    for a in _scope_assigns(scope):
+        q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
+        if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+            first = a.value.args[0].value if a.value.args else None
+            model = code(first.func.value) if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
+                and first.func.attr.value == "parameters" else None
+            names.update((n, model) for t in a.targets for n in _target_names(t.target))
+    return names
+
+
+def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
+    """Top-level functions that train a model they receive with an optimizer they receive
+    (``def train(args, model, device, loader, optimizer, epoch)``, PyTorch's examples): optax keeps the
+    optimizer's state outside, so such a function gets an ``opt_state`` parameter after the optimizer's
+    and returns ``model, opt_state``, and each call, a statement of its own in a scope that creates
+    the optimizer over that model, becomes ``model, opt_state = train(..., optimizer, opt_state, ...)``.
+    Only where every use of the function is such a call and it returns nothing."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    found: dict[str, dict] = {}
+    for name, f in funcs.items():
+        params = [p.name.value for p in f.params.params]
+        if f.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or f.params.kwonly_params or f.asynchronous:
+            continue
+        loops = [s for s in f.body.body if isinstance(s, (cst.For, cst.While))]
+        plans = [(lp, _loop_plan(list(lp.body.body))) for lp in loops]
+        plans = [(lp, pl) for lp, pl in plans if pl is not None and pl[0] in params]
+        if len(plans) != 1 or plans[0][1][0] in _optimizer_models(ctx, f):
+            continue
+        loop, plan = plans[0]
+        body = list(loop.body.body)
+        last = max(i for i in range(plan[2], plan[3]) if _assigns(body[i], plan[1]))
+        called = set()
+        for st in body[plan[2]:last + 1]:
+            for c in _calls(st):
+                if isinstance(c.func, cst.Name) and c.func.value in params:
+                    called.add(c.func.value)
+        if len(called) != 1 or _returns_or_yields(f):
+            continue
+        info = {"opt": plan[0], "model": called.pop(), "params": params, "calls": []}
+        if _uses_ok(module, name, info, ctx):
+            found[name] = info
+    return found
+
+
+def _calls(node) -> list[cst.Call]:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            out.append(n)
+
+    node.visit(V())
+    return out
+
+
+def _returns_or_yields(f: cst.FunctionDef) -> bool:
+    hit = []
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, n) -> None:
+            hit.append(n)
+
+        def visit_Yield(self, n) -> None:
+            hit.append(n)
+
+        def visit_FunctionDef(self, n) -> bool:
+            return n is f
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    f.visit(V())
+    return bool(hit)
+
+
+def _bound(call: cst.Call, params: list[str], name: str) -> cst.BaseExpression | None:
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if a.keyword is None and i < len(params) and params[i] == name or a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
+    """Every use of function ``name``: a call, a statement of its own, binding the optimizer and the
+    model to names that its scope creates (the optimizer over that model's parameters)."""
+    uses: list[tuple] = []
+
+    class V(cst.CSTVisitor):
+        def __init__(self):
+            self.scopes = [module]
+
+        def visit_FunctionDef(self, n) -> None:
+            self.scopes.append(n)
+
+        def leave_FunctionDef(self, n) -> None:
+            self.scopes.pop()
+
+        def visit_SimpleStatementLine(self, n) -> None:
+            if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Call) \
+                    and isinstance(n.body[0].value.func, cst.Name) and n.body[0].value.func.value == name:
+                uses.append((n.body[0].value, self.scopes[-1]))
+
+        def visit_Name(self, n) -> None:
+            if n.value == name:
+                uses.append((n, None))
+
+        def visit_Attribute(self, n) -> bool:
+            n.value.visit(self)  # not the attribute's name (model.train())
+            return False
+
+        def visit_Arg(self, n) -> bool:
+            n.value.visit(self)  # not the keyword
+            return False
+
+    module.visit(V())
+    calls = [(c, sc) for c, sc in uses if isinstance(c, cst.Call)]
+    names = [n for n, sc in uses if isinstance(n, cst.Name)]
+    # each call's func Name is also counted once; the def's own name is a Name too
+    if not calls or len(names) != len(calls) + 1:
+        return False
+    for c, scope in calls:
+        opt, model = _bound(c, info["params"], info["opt"]), _bound(c, info["params"], info["model"])
+        if not isinstance(opt, cst.Name) or not isinstance(model, cst.Name):
+            return False
+        if _optimizer_models(ctx, scope).get(opt.value) != model.value:
+            return False
+    info["callers"] = sorted({_bound(c, info["params"], info["model"]).value for c, _ in calls})
+    return True
 
 
 def _size_call(original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -444,7 +592,39 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     optimizers = ctx.analyses.get(OPTIMIZERS)
     if not optimizers:
         return module
-    return rewrite(module, _Finish(ctx, optimizers))
+    f = _Finish(ctx, optimizers)
+    module = rewrite(module, f)
+    if f.threaded_done:
+        module = rewrite(module, _ThreadCalls(f.threaded_done))
+    return module
+
+
+class _ThreadCalls(cst.CSTTransformer):
+    """``train(..., optimizer, ...)`` of a function whose optimizer's state is now threaded →
+    ``model, opt_state = train(..., optimizer, opt_state, ...)``."""
+
+    def __init__(self, done: dict[str, dict]):
+        super().__init__()
+        self.done = done
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
+            return updated
+        call = updated.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in self.done):
+            return updated
+        info = self.done[call.func.value]
+        model = _bound(call, info["params"], info["model"])
+        args = list(call.args)
+        at = next(i for i, a in enumerate(args) if a.keyword is None and i < len(info["params"])
+                  and info["params"][i] == info["opt"] or a.keyword is not None and a.keyword.value == info["opt"])
+        new = cst.Arg(cst.Name("opt_state"), keyword=cst.Name("opt_state") if args[at].keyword is not None else None,
+                      equal=args[at].equal if args[at].keyword is not None else cst.MaybeSentinel.DEFAULT,
+                      comma=args[at].comma)
+        args[at] = args[at].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.insert(at + 1, new)
+        target = cst.Tuple([cst.Element(cst.Name(model.value)), cst.Element(cst.Name("opt_state"))], lpar=[], rpar=[])
+        return updated.with_changes(body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))])
 
 
 class _NoGrad(cst.CSTTransformer):
@@ -555,6 +735,9 @@ class _Finish(cst.CSTTransformer):
         self.optimizers = optimizers
         self.module_names: set[str] = set()
         self.scopes: list[cst.FunctionDef] = []
+        self.threaded: dict[str, dict] = ctx.analyses.get(THREADED, {})
+        self.threaded_done: dict[str, dict] = {}  # those whose loop became a train_step call
+        self.pending_fn: dict[str, list] = {}  # function → its train_step definition, placed by leave_FunctionDef
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
@@ -586,7 +769,22 @@ class _Finish(cst.CSTTransformer):
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
-        return updated
+        name = updated.name.value
+        if name not in self.pending_fn or self.scopes:
+            return updated
+        info = self.threaded_done[name]
+        body = list(updated.body.body)
+        at = next(i for i, st in enumerate(body) if isinstance(st, (cst.For, cst.While)))
+        if not body[at].leading_lines:
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        body[at:at] = self.pending_fn.pop(name)
+        body.append(cst.parse_statement(f"return {info['model']}, opt_state\n"))
+        params = list(updated.params.params)
+        i = next(k for k, p in enumerate(params) if p.name.value == info["opt"])
+        params.insert(i + 1, cst.Param(cst.Name("opt_state"), comma=params[i].comma))
+        params[i] = params[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return updated.with_changes(body=updated.body.with_changes(body=body),
+                                    params=updated.params.with_changes(params=params))
 
     def in_scope(self, opt: str) -> bool:
         """Whether the scope being visited assigns the optimizer ``opt`` itself (its opt_state is there)."""
@@ -634,12 +832,21 @@ class _Finish(cst.CSTTransformer):
     def loop(self, loop):
         body = list(loop.body.body)
         plan = _loop_plan(body)
-        if plan is None or plan[0] not in self.trained or not self.in_scope(plan[0]):
+        if plan is None:
+            return loop
+        fn = self.scopes[-1] if len(self.scopes) == 1 else None
+        info = self.threaded.get(fn.name.value) if fn is not None else None
+        if info is not None and info["opt"] == plan[0] and fn.name.value not in self.pending_fn:
+            model = info["model"]
+            threaded = True
+        elif plan[0] in self.trained and self.in_scope(plan[0]):
+            model = self.trained[plan[0]]
+            threaded = False
+        else:
             return loop
         opt, loss, start, back, step, between = plan
-        model = self.trained[opt]
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
-        if not isinstance(cst.parse_expression(model), cst.Name) or self.pending.get(opt) \
+        if not isinstance(cst.parse_expression(model), cst.Name) or (not threaded and self.pending.get(opt)) \
                 or _loop_problem(body, plan, model) is not None:
             return loop  # the training pass reported why
         block, before = _split_block(body, plan, model)  # the loss statements; those without the model stay
@@ -677,5 +884,9 @@ class _Finish(cst.CSTTransformer):
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
         new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
-        self.pending[opt] = [step_fn]
+        if threaded:
+            self.pending_fn[fn.name.value] = [step_fn]
+            self.threaded_done[fn.name.value] = info
+        else:
+            self.pending[opt] = [step_fn]
         return loop.with_changes(body=loop.body.with_changes(body=new_body))
