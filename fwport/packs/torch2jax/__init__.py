@@ -9,6 +9,7 @@ Where things are:
   ops.py          call transforms of the rules (nn.Sequential, activations as modules, losses...)
   layers.py       layers Equinox lacks 1:1 (LSTM/GRU/RNN, MultiheadAttention, PixelShuffle): helpers written
                   into the output and their call transforms
+  data.py         the helpers written into a file that loads data (DataLoader → NumpyLoader)
   registry.py     this pack's table of named transforms
   ../../../rules/torch2jax/   the data rules, one per file
 """
@@ -63,8 +64,10 @@ DIRECTION = Direction(
         Spelling("equinox.", "eqx.", "import equinox as eqx"),
         Spelling("optax.", "optax.", "import optax"),
         Spelling("math.", "math.", "import math"),
+        Spelling("numpy.", "np.", "import numpy as np"),
     ),
-    import_order=("import math", "import equinox as eqx", "import jax", "import jax.numpy as jnp", "import optax"),
+    import_order=("import math", "import equinox as eqx", "import jax", "import jax.numpy as jnp", "import numpy as np",
+                  "import optax"),
     source_label=lambda name, v: "PyTorch",
     codes=CODES,
     code_advice=CODE_ADVICE,

@@ -96,7 +96,8 @@ def optimizer(m, ctx):
     """torch.optim.X(model.parameters(), ...) → the optax transformation with every hyperparameter
     mapped; PyTorch's coupled ``weight_decay`` (added to the gradient before the step) becomes
     ``optax.add_decayed_weights`` chained *before* it. ``emit.options.decoupled``: the transformation
-    takes ``weight_decay`` itself (AdamW)."""
+    takes ``weight_decay`` itself (AdamW); ``emit.options.kwargs``: fixed keywords (Python text) where
+    optax's parametrisation differs from PyTorch's (RMSprop's eps outside the root: eps_in_sqrt=False)."""
     opts = _options(m)
     kw = dict(m.kwargs)
     betas = kw.pop("betas", None)
@@ -109,7 +110,10 @@ def optimizer(m, ctx):
     if momentum is not None and code(momentum) in ("0", "0.0"):
         del kw["momentum"]  # optax: momentum=None is plain SGD
     wd = kw.pop("weight_decay", None) if not opts.get("decoupled") else None
-    order = ("learning_rate", "b1", "b2", "eps", "momentum", "nesterov", "weight_decay")
+    for k, v in opts.get("kwargs", {}).items():  # fixed keywords where optax's default differs (eps placement)
+        kw[k] = expr(v)
+    order = ("learning_rate", "b1", "b2", "rho", "decay", "initial_accumulator_value", "eps", "eps_in_sqrt",
+             "centered", "momentum", "nesterov", "weight_decay")
     args = ", ".join(f"{k}={code(kw[k])}" for k in order if k in kw)
     text = f"{ctx.spell_text(m.rule.emit['target'])}({args})"
     if wd is not None and code(wd) not in ("0", "0.0"):
@@ -543,3 +547,124 @@ def randint(m, ctx):
         return None
     _key_added(m, ctx)
     return _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), size, low or cst.Integer("0"), high], m.kwargs)
+# --- scripts around the model: devices, data loading, checkpoints, eval -------------------------------
+# (the training pass, passes/training.py, rewrites the statements these transforms cannot see whole:
+# model.load_state_dict(torch.load(p)), .size()/.data on arrays outside modules)
+
+HELPERS = "torch2jax.helpers"  # ctx.analyses: names of the helpers (data.py) the output calls
+STATEFUL = "torch2jax.stateful"  # ctx.analyses: model names whose layers keep a state (set by the training pass)
+
+
+@call_transform("expression")
+def expression(m, ctx):
+    """A call → a fixed expression (``emit.options.text``, with ``{name}`` placeholders spelled from
+    ``emit.options.names``); ``emit.options.note``: an info finding saying what was replaced."""
+    from fwport.core.finding import Severity
+
+    opts = _options(m)
+    names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
+    if opts.get("note"):
+        ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)
+    return expr(opts["text"].format(**names))
+
+
+@call_transform("data-helper")
+def data_helper(m, ctx):
+    """A call of a helper written into the output (``emit.target``, defined in data.py): the mapped
+    arguments as keywords, the source's ``*args`` positionally; ``emit.options.note`` an info finding."""
+    from fwport.core.finding import Severity
+
+    name = m.rule.emit["target"]
+    ctx.analyses.setdefault(HELPERS, set()).add(name)
+    opts = _options(m)
+    if opts.get("note"):
+        ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)
+    args = [cst.Arg(v) for v in m.bound.varargs]
+    positional = opts.get("positional", [])
+    for p in positional:
+        if p in m.kwargs:
+            args.append(cst.Arg(m.kwargs[p]))
+    args += [cst.Arg(v, keyword=cst.Name(k), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
+             for k, v in m.kwargs.items() if k not in positional]
+    return cst.Call(cst.Name(name), args)
+
+
+def _state_dict_of(node) -> str | None:
+    """``X.state_dict()`` → X's text."""
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "state_dict" \
+            and not node.args:
+        return code(node.func.value)
+    return None
+
+
+@call_transform("save")
+def save(m, ctx):
+    """``torch.save(model.state_dict(), f)`` → ``eqx.tree_serialise_leaves(f, model)`` (with the layer
+    state of a model that keeps one: ``(model, state)``, as the state_dict holds BatchNorm's running
+    statistics). Any other object is refused: a checkpoint dict mixes arrays, optimizer state and
+    Python values that each need their own format."""
+    from fwport.core.finding import Severity
+
+    model = _state_dict_of(m.kwargs.get("obj"))
+    if model is None:
+        m.fail(ctx, "unsupported-construct", f"torch.save({m.written('obj')}, ...): only model.state_dict() is "
+               "translated (eqx.tree_serialise_leaves(path, model)); save other objects with numpy/pickle by hand "
+               "(optimizer state: eqx.tree_serialise_leaves(path, opt_state))")
+        return None
+    if model in ctx.analyses.get(STATEFUL, ()):
+        model = f"({model}, state)"
+    ctx.report(Severity.INFO, "idiom-replaced", "torch.save(model.state_dict(), f) → eqx.tree_serialise_leaves: the "
+               "file holds Equinox's leaves, not a PyTorch checkpoint; read it back with "
+               "eqx.tree_deserialise_leaves(f, <a model of the same structure>)", m.node, m.rule)
+    return expr(f"{ctx.spell_text('equinox.tree_serialise_leaves')}({code(m.kwargs['f'])}, {model})")
+
+
+@call_transform("load")
+def load(m, ctx):
+    """``torch.load`` outside ``model.load_state_dict(torch.load(f))`` (which the training pass
+    rewrites): a pickle of torch objects, refused with what to write."""
+    m.fail(ctx, "unsupported-construct", "torch.load(...) reads a pickle of PyTorch objects: a model saved by the "
+           "translation is read with `model = eqx.tree_deserialise_leaves(f, model)` (written for "
+           "model.load_state_dict(torch.load(f))); other data: convert it once to .npy/.npz and load with numpy")
+    return None
+
+
+SCHEDULE_MARK = "learning_rate=lambda count: "  # the schedule in a scheduler's error message follows this
+
+
+@call_transform("scheduler")
+def scheduler(m, ctx):
+    """A ``torch.optim.lr_scheduler`` scheduler: refused, with the exact optax schedule to write.
+
+    PyTorch changes the optimizer's learning rate at each ``scheduler.step()`` (per epoch, usually);
+    optax takes the schedule when the optimizer is created, as a function of its update count, so
+    the translation depends on how many updates one ``scheduler.step()`` spans, which the code does
+    not say statically. The message gives ``learning_rate=lambda count: <schedule>(count //
+    steps_per_epoch)`` with the schedule in scheduler steps (``emit.options.schedule``, a template
+    over the arguments, PyTorch's defaults filled in): exact for any steps_per_epoch (checked
+    against torch in tests/test_torch2jax_training.py)."""
+    from fwport.core.engine import literal_value
+
+    opts = _options(m)
+    values = {p.name: expr(p.default) for p in m.rule.params if p.default is not None and p.name != "last_epoch"}
+    values.update(m.kwargs)
+    if literal_value(values.get("last_epoch", expr("-1")), None) != -1:
+        m.fail(ctx, "unsupported-argument", "last_epoch: a resumed schedule is not translated")
+        return None
+    names = dict(opts.get("names", {}))  # in a message: no import to add
+    schedule = opts["schedule"].format(**names, **{k: code(v) for k, v in values.items()})
+    opt = code(values["optimizer"]) if "optimizer" in values else "the optimizer"
+    m.fail(ctx, "unsupported-construct", f"{m.rule.names[0].rsplit('.', 1)[-1]} sets the learning rate at each "
+           f"scheduler.step(); optax takes the schedule when the optimizer is created, as a function of its update "
+           f"count: create {opt} with {SCHEDULE_MARK}{schedule}(count // steps_per_epoch) (lr: its learning rate; "
+           "steps_per_epoch: the updates between two scheduler.step() calls, e.g. len(train_loader); without "
+           f"`// steps_per_epoch` for a step per batch) and remove scheduler.step(){opts.get('caveat', '')}")
+    return None
+
+
+@call_transform("refuse")
+def refuse(m, ctx):
+    """An API with no one-call JAX counterpart: an error whose message (``emit.options.message``)
+    says what to write instead."""
+    m.fail(ctx, "unsupported-construct", _options(m)["message"])
+    return None

@@ -23,7 +23,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.core.rewrite import rewrite
-from fwport.packs.torch2jax.ops import OPTIMIZERS
+from fwport.packs.torch2jax.ops import OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes.modules import PLANS
 
 _PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
@@ -42,13 +42,22 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
 # --- the pass ----------------------------------------------------------------------------------------
 
 class _Pass(cst.CSTTransformer):
-    def __init__(self, ctx, models: set[str], stateful: set[str] = frozenset()):
+    def __init__(self, ctx, module: cst.Module, models: set[str], stateful: set[str] = frozenset(),
+                 outputs: set[str] = frozenset()):
         super().__init__()
         self.ctx = ctx
         self.models = models
         self.stateful = stateful  # models whose layers keep a state (BatchNorm)
+        self.module = module
+        self.scopes: list[cst.FunctionDef] = []
+        self.optimizers: dict[int, dict] = {}  # scope → the names a torch.optim optimizer is assigned to there → model
+        self.outputs = outputs  # names assigned a model's output outside classes (`outputs = model(x)`)
         self.in_class = 0
         self.assigned: set[int] = set()
+        self.instances: dict[str, str] = {}  # model name → its translated class
+        self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
+        self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
+        self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -78,6 +87,27 @@ class _Pass(cst.CSTTransformer):
         self.in_class -= 1
         return updated
 
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.append(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def threaded_here(self, opt: str) -> str | None:
+        """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded."""
+        f = self.scopes[-1] if self.scopes else None
+        info = self.threaded.get(f.name.value) if f is not None and len(self.scopes) == 1 else None
+        return info["model"] if info and info["opt"] == opt else None
+
+    def scope_optimizers(self) -> dict[str, str | None]:
+        """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
+        parameters it takes (None when not ``model.parameters()``)."""
+        scope = self.scopes[-1] if self.scopes else self.module
+        if id(scope) not in self.optimizers:
+            self.optimizers[id(scope)] = _optimizer_models(self.ctx, scope)
+        return self.optimizers[id(scope)]
+
     def leave_Call(self, original, updated):
         if isinstance(original.func, cst.Name) and original.func.value in self.stateful and not self.in_class:
             if id(original) not in self.assigned:
@@ -95,6 +125,10 @@ class _Pass(cst.CSTTransformer):
                             "(eqx.filter_grad) is given, so there is no gradient recording to switch off", original)
             return updated
         f = original.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "size" and not self.in_class:
+            shape = _size_call(original, updated)
+            if shape is not None:
+                return shape
         if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not original.args
                                              or f.attr.value == "to" and len(original.args) == 1
                                              and _is_device(original.args[0].value, self.ctx)):
@@ -103,6 +137,13 @@ class _Pass(cst.CSTTransformer):
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
+            return updated
+        if _backward(original) and id(original) not in self.planned and not self.in_class:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{_backward(original)}.backward() is not at the level of a loop's body (inside an if or "
+                            "with block, or outside a loop): only a loop holding zero_grad(), the loss, backward() and "
+                            "step() at its own level becomes a train_step; write this step with "
+                            "eqx.filter_value_and_grad, optim.update and eqx.apply_updates by hand", original)
             return updated
         call = original.body[0].value
         if not isinstance(call, cst.Call):
@@ -113,11 +154,66 @@ class _Pass(cst.CSTTransformer):
                             "random draw (model initialisation, dropout) in place of PyTorch's global state", original)
             return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name("key"))],
                                                          cst.Call(self.ctx.spell("jax.random.key"), [cst.Arg(seed)]))])
+        loaded = self.load_state_dict(call, original)
+        if loaded is not None:
+            return updated.with_changes(body=[loaded])
         for method, value in (("train", "False"), ("eval", "True")):
             target = _method_stmt(original, method)
             if target is not None and target in self.models:
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
+        return updated
+
+    def check_keys(self, loop, body, plan) -> None:
+        """A model whose layers draw random numbers in training (dropout) needs a key per step, which the
+        written train_step does not thread yet: an error where the model's class is known, a warning
+        where the trained model is a name of unknown class and the file has such classes."""
+        n = _Names()
+        for stmt in body[:plan[3]]:
+            stmt.visit(n)
+        called = [m for m in n.loaded if m in self.models]
+        f = self.scopes[-1] if len(self.scopes) == 1 else None
+        info = self.threaded.get(f.name.value) if f is not None else None
+        if info and info["model"] in n.loaded:  # a threaded function's model: what its callers pass
+            called = [m for m in called if m != info["model"]] + info["callers"]
+        known = [m for m in called if self.instances.get(m) in self.keyed_classes]
+        if known:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout): the "
+                            "train_step written here calls it without a key; give train_step a `key`, split it per "
+                            "step (key, step_key = jax.random.split(key)) and call the model as jax.vmap(model)(x, "
+                            "key=jax.random.split(step_key, x.shape[0]))", loop)
+        elif self.keyed_classes and any(m not in self.instances for m in called):
+            self.ctx.report(Severity.WARNING, "unsupported-construct",
+                            f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
+                            "in training (dropout) and needs key= in train_step (split per step; jax.vmap(model)(x, "
+                            "key=jax.random.split(step_key, x.shape[0]))): the train_step written here passes none", loop)
+
+    def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
+        """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
+        (``model, state`` for a model with a layer state): the file the translated torch.save wrote."""
+        f = call.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value == "load_state_dict" and isinstance(f.value, cst.Name)
+                and len(call.args) == 1 and call.args[0].keyword is None):
+            return None
+        inner = call.args[0].value
+        if not (isinstance(inner, cst.Call) and self.ctx.imports.resolve(inner.func) in ("torch.load", "torch.serialization.load")
+                and inner.args and inner.args[0].keyword is None
+                and all(a.keyword is not None and a.keyword.value in ("map_location", "weights_only") for a in inner.args[1:])):
+            return None
+        model = f.value.value
+        like = f"{model}, state" if model in self.stateful else model
+        self.ctx.report(Severity.INFO, "idiom-replaced", "model.load_state_dict(torch.load(f)) → "
+                        "eqx.tree_deserialise_leaves(f, model): it reads the leaves the translated torch.save wrote "
+                        "(eqx.tree_serialise_leaves), not a PyTorch checkpoint", stmt)
+        load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
+        return cst.parse_statement(f"{like} = {load}({code(inner.args[0].value)}, {'(' + like + ')' if model in self.stateful else like})\n").body[0]
+
+    def leave_Attribute(self, original, updated):
+        # `outputs.data` of a model's output (a JAX array has no .data; the values are the same)
+        if original.attr.value == "data" and isinstance(original.value, cst.Name) and original.value.value in self.outputs \
+                and not self.in_class:
+            return updated.value
         return updated
 
     def visit_For(self, node: cst.For) -> None:
@@ -130,12 +226,28 @@ class _Pass(cst.CSTTransformer):
         body = list(loop.body.body)
         if not any(_backward(s) for s in body):
             return
-        if _loop_plan(body) is None:
+        plan = _loop_plan(body)
+        self.planned.update(id(st) for st in body if _backward(st))
+        if plan is None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
+        elif plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
+            model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
+            problem = _loop_problem(body, plan, model)
+            if problem:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: {problem}",
+                                loop)
+            else:
+                self.check_keys(loop, body, plan)
+        else:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{plan[0]}.step(): {plan[0]} is not created in this function by torch.optim.X(model.parameters(), "
+                            "...) (a parameter, a global, an attribute): an optax optimizer keeps its state outside, so "
+                            "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
+                            "model and opt_state from this function, or create the optimizer here", loop)
 
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
@@ -157,25 +269,197 @@ def run(module: cst.Module, ctx) -> cst.Module:
     models = set(_PARAMS.findall(text))
     plans = ctx.analyses.get(PLANS, {})
     stateful: set[str] = set()
+    instances: dict[str, str] = {}  # model name → its translated class
     if plans:  # `model = Net(...)`: an instance of a translated module
         for stmt in module.body:
             if isinstance(stmt, cst.ClassDef):
                 continue
             for a in _walk_assigns(stmt):
-                if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in plans:
+                value = a.value
+                while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                        and value.func.attr.value in ("to", "cuda", "cpu"):
+                    value = value.func.value  # Net().to(device): the moves are removed
+                if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
                     names = [n for t in a.targets for n in _target_names(t.target)]
                     models.update(names)
-                    if plans[a.value.func.value]["stateful"]:
+                    if plans[value.func.value]["stateful"]:
                         stateful.update(names)
-    return rewrite(module, _Pass(ctx, models, stateful))
+                    instances.update((n, value.func.value) for n in names)
+    ctx.analyses[STATEFUL] = stateful
+    outputs = set()
+    for stmt in module.body:
+        for a in _walk_assigns(stmt):
+            if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in models \
+                    and not isinstance(stmt, cst.ClassDef):
+                outputs.update(n for t in a.targets for n in _target_names(t.target))
+    p = _Pass(ctx, module, models, stateful, outputs)
+    p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
+    p.instances = instances
+    p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
+    return rewrite(module, p)
+
+
+THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
+
+
+def _optimizer_models(ctx, scope) -> dict[str, str | None]:
+    """The names a torch.optim optimizer is assigned to in one scope → the model whose parameters it
+    takes (None when not ``model.parameters()``)."""
+    names = {}
+    for a in _scope_assigns(scope):
+        q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
+        if q and q.startswith("torch.optim.") and not q.startswith("torch.optim.lr_scheduler"):
+            first = a.value.args[0].value if a.value.args else None
+            model = code(first.func.value) if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
+                and first.func.attr.value == "parameters" else None
+            names.update((n, model) for t in a.targets for n in _target_names(t.target))
+    return names
+
+
+def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
+    """Top-level functions that train a model they receive with an optimizer they receive
+    (``def train(args, model, device, loader, optimizer, epoch)``, PyTorch's examples): optax keeps the
+    optimizer's state outside, so such a function gets an ``opt_state`` parameter after the optimizer's
+    and returns ``model, opt_state``, and each call, a statement of its own in a scope that creates
+    the optimizer over that model, becomes ``model, opt_state = train(..., optimizer, opt_state, ...)``.
+    Only where every use of the function is such a call and it returns nothing."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    found: dict[str, dict] = {}
+    for name, f in funcs.items():
+        params = [p.name.value for p in f.params.params]
+        if f.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or f.params.kwonly_params or f.asynchronous:
+            continue
+        loops = [s for s in f.body.body if isinstance(s, (cst.For, cst.While))]
+        plans = [(lp, _loop_plan(list(lp.body.body))) for lp in loops]
+        plans = [(lp, pl) for lp, pl in plans if pl is not None and pl[0] in params]
+        if len(plans) != 1 or plans[0][1][0] in _optimizer_models(ctx, f):
+            continue
+        loop, plan = plans[0]
+        body = list(loop.body.body)
+        last = max(i for i in range(plan[2], plan[3]) if _assigns(body[i], plan[1]))
+        called = set()
+        for st in body[plan[2]:last + 1]:
+            for c in _calls(st):
+                if isinstance(c.func, cst.Name) and c.func.value in params:
+                    called.add(c.func.value)
+        if len(called) != 1 or _returns_or_yields(f):
+            continue
+        info = {"opt": plan[0], "model": called.pop(), "params": params, "calls": []}
+        if _uses_ok(module, name, info, ctx):
+            found[name] = info
+    return found
+
+
+def _calls(node) -> list[cst.Call]:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            out.append(n)
+
+    node.visit(V())
+    return out
+
+
+def _returns_or_yields(f: cst.FunctionDef) -> bool:
+    hit = []
+
+    class V(cst.CSTVisitor):
+        def visit_Return(self, n) -> None:
+            hit.append(n)
+
+        def visit_Yield(self, n) -> None:
+            hit.append(n)
+
+        def visit_FunctionDef(self, n) -> bool:
+            return n is f
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    f.visit(V())
+    return bool(hit)
+
+
+def _bound(call: cst.Call, params: list[str], name: str) -> cst.BaseExpression | None:
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if a.keyword is None and i < len(params) and params[i] == name or a.keyword is not None and a.keyword.value == name:
+            return a.value
+    return None
+
+
+def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
+    """Every use of function ``name``: a call, a statement of its own, binding the optimizer and the
+    model to names that its scope creates (the optimizer over that model's parameters)."""
+    uses: list[tuple] = []
+
+    class V(cst.CSTVisitor):
+        def __init__(self):
+            self.scopes = [module]
+
+        def visit_FunctionDef(self, n) -> None:
+            self.scopes.append(n)
+
+        def leave_FunctionDef(self, n) -> None:
+            self.scopes.pop()
+
+        def visit_SimpleStatementLine(self, n) -> None:
+            if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Call) \
+                    and isinstance(n.body[0].value.func, cst.Name) and n.body[0].value.func.value == name:
+                uses.append((n.body[0].value, self.scopes[-1]))
+
+        def visit_Name(self, n) -> None:
+            if n.value == name:
+                uses.append((n, None))
+
+        def visit_Attribute(self, n) -> bool:
+            n.value.visit(self)  # not the attribute's name (model.train())
+            return False
+
+        def visit_Arg(self, n) -> bool:
+            n.value.visit(self)  # not the keyword
+            return False
+
+    module.visit(V())
+    calls = [(c, sc) for c, sc in uses if isinstance(c, cst.Call)]
+    names = [n for n, sc in uses if isinstance(n, cst.Name)]
+    # each call's func Name is also counted once; the def's own name is a Name too
+    if not calls or len(names) != len(calls) + 1:
+        return False
+    for c, scope in calls:
+        opt, model = _bound(c, info["params"], info["opt"]), _bound(c, info["params"], info["model"])
+        if not isinstance(opt, cst.Name) or not isinstance(model, cst.Name):
+            return False
+        if _optimizer_models(ctx, scope).get(opt.value) != model.value:
+            return False
+    info["callers"] = sorted({_bound(c, info["params"], info["model"]).value for c, _ in calls})
+    return True
+
+
+def _size_call(original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+    """``x.size()`` → ``x.shape``; ``x.size(i)`` (an int literal) → ``x.shape[i]`` (outside modules: a JAX
+    array's ``size`` is its element count, not a method)."""
+    receiver = updated.func.value
+    if not original.args:
+        return cst.Attribute(receiver, cst.Name("shape"))
+    if len(original.args) == 1 and original.args[0].keyword in (None,) and isinstance(
+            original.args[0].value, (cst.Integer, cst.UnaryOperation)):
+        index = updated.args[0].value
+        return cst.Subscript(cst.Attribute(receiver, cst.Name("shape")), [cst.SubscriptElement(cst.Index(index))])
+    return None
 
 
 def _backward(stmt) -> str | None:
     return _method_stmt(stmt, "backward")
 
 
-def _loop_plan(body: list) -> tuple[str, str, int, int, int] | None:
-    """(optimizer, loss, first loss statement, backward, step) of a loop body of the supported shape."""
+def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
+    """(optimizer, loss, first loss statement, backward, step, the statements between the loss's
+    assignment and the step) of a loop body of the supported shape: optimizer.zero_grad() before
+    loss.backward(), the loss computed by assignments just before (zero_grad may sit among them),
+    optimizer.step() after."""
     back = next((i for i, s in enumerate(body) if _backward(s)), None)
     step = next((i for i, s in enumerate(body) if _method_stmt(s, "step")), None)
     if back is None or step is None or step < back:
@@ -185,13 +469,112 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int] | None:
     zero = [i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt]
     if len(zero) != 1 or zero[0] > back:
         return None
-    start = back
+    last = next((i for i in range(back - 1, -1, -1) if _assigns(body[i], loss)), None)
+    if last is None:
+        return None
+    start = last
     while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1])):
         start -= 1
-    block = [s for i, s in enumerate(body[start:back], start) if i != zero[0]]
-    if not block or not _assigns(block[-1], loss):
+    between = [i for i in range(last + 1, step) if i not in (back, zero[0])]
+    return opt, loss, start, back, step, between
+
+
+def _split_block(body: list, plan, model: str) -> tuple[list, list]:
+    """The loss statements of a planned loop: (those that depend on the model, which go into loss_fn;
+    those that do not, which stay in the loop before the step)."""
+    opt, loss, start, back, step, between = plan
+    last = max(i for i in range(start, back) if _assigns(body[i], loss))
+    block, before = [], []
+    tainted = {model}
+    for i, s in enumerate(body[start:last + 1], start):
+        if _method_stmt(s, "zero_grad") == opt:
+            continue
+        n = _Names()
+        s.visit(n)
+        if tainted & set(n.loaded):
+            block.append(s)
+            tainted |= n.stored
+        else:
+            before.append(s)
+    return block, before
+
+
+def _loop_problem(body: list, plan, model: str | None) -> str | None:
+    """Why the planned loop cannot become one train_step call, or None: statements between the loss
+    and the step (moved after the call) that use the model, the optimizer, gradients or values
+    computed inside the step; values computed inside the step used after it."""
+    opt, loss, start, back, step, between = plan
+    if model is None:
         return None
-    return opt, loss, start, back, step
+    block, _ = _split_block(body, plan, model)
+    stored = set()
+    for s in block:
+        n = _Names()
+        s.visit(n)
+        stored |= n.stored
+    inner = stored - {loss}
+    for i in between:
+        n = _Names()
+        body[i].visit(n)
+        loaded = set(n.loaded)
+        if model in loaded or opt in loaded or "grad" in loaded:
+            what = "the model" if model in loaded else "the optimizer" if opt in loaded else "gradients"
+            return (f"line {_first_line(body[i])}: a statement between the loss and {opt}.step() uses {what}; the "
+                    "step is one call of the written train_step (write gradient clipping as an optax transformation: "
+                    "optax.chain(optax.clip_by_global_norm(max_norm), <the optimizer>))")
+        if loaded & inner:
+            return (f"a statement between the loss and {opt}.step() uses {', '.join(sorted(loaded & inner))}, computed "
+                    "inside the step: return it from loss_fn (has_aux=True) by hand")
+    first: dict[str, str] = {}
+    for s in body[step + 1:]:
+        _first_uses(s, first)
+    leaked = {n for n in inner if first.get(n) == "load"}  # not those assigned again before any use
+    if leaked:
+        return (f"{', '.join(sorted(leaked))} (computed with the model inside the step) used after {opt}.step(): "
+                "return it from loss_fn (eqx.filter_value_and_grad(loss_fn, has_aux=True)) by hand")
+    return None
+
+
+def _first_uses(node, first: dict[str, str]) -> None:
+    """Record, for each name, whether its first use in execution order is a load or a store (an
+    assignment's value runs before its targets; a loop's iterable before its target)."""
+    def store(target):
+        for n in _target_names(target):
+            first.setdefault(n, "store")
+        if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
+            _first_uses(target, first)  # x[i] = ..., obj.attr = ...: loads
+
+    if isinstance(node, cst.Name):
+        first.setdefault(node.value, "load")
+    elif isinstance(node, cst.Assign):
+        _first_uses(node.value, first)
+        for t in node.targets:
+            store(t.target)
+    elif isinstance(node, (cst.AnnAssign, cst.AugAssign)):
+        if node.value is not None:
+            _first_uses(node.value, first)
+        if isinstance(node, cst.AugAssign):
+            _first_uses(node.target, first)
+        store(node.target)
+    elif isinstance(node, cst.For):
+        _first_uses(node.iter, first)
+        store(node.target)
+        _first_uses(node.body, first)
+        if node.orelse is not None:
+            _first_uses(node.orelse, first)
+    elif isinstance(node, cst.Attribute):
+        _first_uses(node.value, first)
+    elif isinstance(node, cst.Arg):
+        _first_uses(node.value, first)
+    elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+        return
+    else:
+        for child in node.children:
+            _first_uses(child, first)
+
+
+def _first_line(stmt) -> str:
+    return code(stmt).strip().splitlines()[0][:60]
 
 
 def _is_assign(stmt) -> bool:
@@ -209,7 +592,39 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     optimizers = ctx.analyses.get(OPTIMIZERS)
     if not optimizers:
         return module
-    return rewrite(module, _Finish(ctx, optimizers))
+    f = _Finish(ctx, optimizers)
+    module = rewrite(module, f)
+    if f.threaded_done:
+        module = rewrite(module, _ThreadCalls(f.threaded_done))
+    return module
+
+
+class _ThreadCalls(cst.CSTTransformer):
+    """``train(..., optimizer, ...)`` of a function whose optimizer's state is now threaded →
+    ``model, opt_state = train(..., optimizer, opt_state, ...)``."""
+
+    def __init__(self, done: dict[str, dict]):
+        super().__init__()
+        self.done = done
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
+            return updated
+        call = updated.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in self.done):
+            return updated
+        info = self.done[call.func.value]
+        model = _bound(call, info["params"], info["model"])
+        args = list(call.args)
+        at = next(i for i, a in enumerate(args) if a.keyword is None and i < len(info["params"])
+                  and info["params"][i] == info["opt"] or a.keyword is not None and a.keyword.value == info["opt"])
+        new = cst.Arg(cst.Name("opt_state"), keyword=cst.Name("opt_state") if args[at].keyword is not None else None,
+                      equal=args[at].equal if args[at].keyword is not None else cst.MaybeSentinel.DEFAULT,
+                      comma=args[at].comma)
+        args[at] = args[at].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        args.insert(at + 1, new)
+        target = cst.Tuple([cst.Element(cst.Name(model.value)), cst.Element(cst.Name("opt_state"))], lpar=[], rpar=[])
+        return updated.with_changes(body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))])
 
 
 class _NoGrad(cst.CSTTransformer):
@@ -253,6 +668,8 @@ class _Names(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         node.value.visit(self)
+        if node.attr.value == "grad" and "grad" not in self.loaded:  # p.grad: the gradients PyTorch keeps
+            self.loaded.append("grad")
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
@@ -268,6 +685,27 @@ def _walk_assigns(node):
             found.append(n)
 
     node.visit(V())
+    return found
+
+
+def _scope_assigns(scope) -> list[cst.Assign]:
+    """The assignments of one scope (a function's body, or a module outside its functions and classes)."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            found.append(n)
+
+        def visit_FunctionDef(self, n) -> bool:
+            return n is scope
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+    scope.visit(V())
     return found
 
 
@@ -296,8 +734,13 @@ class _Finish(cst.CSTTransformer):
         self.ctx = ctx
         self.optimizers = optimizers
         self.module_names: set[str] = set()
+        self.scopes: list[cst.FunctionDef] = []
+        self.threaded: dict[str, dict] = ctx.analyses.get(THREADED, {})
+        self.threaded_done: dict[str, dict] = {}  # those whose loop became a train_step call
+        self.pending_fn: dict[str, list] = {}  # function → its train_step definition, placed by leave_FunctionDef
 
     def visit_Module(self, node: cst.Module) -> None:
+        self.module = node
         for s in node.body:
             if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
                 self.module_names.add(s.name.value)
@@ -320,6 +763,34 @@ class _Finish(cst.CSTTransformer):
             if text in self.optimizers and self.optimizers[text] and len(s.targets) == 1 \
                     and isinstance(s.targets[0].target, cst.Name):
                 self.trained[s.targets[0].target.value] = self.optimizers[text]
+
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.append(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        name = updated.name.value
+        if name not in self.pending_fn or self.scopes:
+            return updated
+        info = self.threaded_done[name]
+        body = list(updated.body.body)
+        at = next(i for i, st in enumerate(body) if isinstance(st, (cst.For, cst.While)))
+        if not body[at].leading_lines:
+            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+        body[at:at] = self.pending_fn.pop(name)
+        body.append(cst.parse_statement(f"return {info['model']}, opt_state\n"))
+        params = list(updated.params.params)
+        i = next(k for k, p in enumerate(params) if p.name.value == info["opt"])
+        params.insert(i + 1, cst.Param(cst.Name("opt_state"), comma=params[i].comma))
+        params[i] = params[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return updated.with_changes(body=updated.body.with_changes(body=body),
+                                    params=updated.params.with_changes(params=params))
+
+    def in_scope(self, opt: str) -> bool:
+        """Whether the scope being visited assigns the optimizer ``opt`` itself (its opt_state is there)."""
+        scope = self.scopes[-1] if self.scopes else self.module
+        return any(code(a.value) in self.optimizers and any(opt in _target_names(t.target) for t in a.targets)
+                   for a in _scope_assigns(scope))
 
     def leave_For(self, original, updated):
         return self.loop(updated)
@@ -361,34 +832,29 @@ class _Finish(cst.CSTTransformer):
     def loop(self, loop):
         body = list(loop.body.body)
         plan = _loop_plan(body)
-        if plan is None or plan[0] not in self.trained:
+        if plan is None:
             return loop
-        opt, loss, start, back, step = plan
-        model = self.trained[opt]
+        fn = self.scopes[-1] if len(self.scopes) == 1 else None
+        info = self.threaded.get(fn.name.value) if fn is not None else None
+        if info is not None and info["opt"] == plan[0] and fn.name.value not in self.pending_fn:
+            model = info["model"]
+            threaded = True
+        elif plan[0] in self.trained and self.in_scope(plan[0]):
+            model = self.trained[plan[0]]
+            threaded = False
+        else:
+            return loop
+        opt, loss, start, back, step, between = plan
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
-        block, before = [], []  # the loss statements; those that do not depend on the model stay in the loop
-        tainted = {model}
-        for i, s in enumerate(body[start:back], start):
-            if i == zero:
-                continue
-            n = _Names()
-            s.visit(n)
-            if tainted & set(n.loaded):
-                block.append(s)
-                tainted |= n.stored
-            else:
-                before.append(s)
+        if not isinstance(cst.parse_expression(model), cst.Name) or (not threaded and self.pending.get(opt)) \
+                or _loop_problem(body, plan, model) is not None:
+            return loop  # the training pass reported why
+        block, before = _split_block(body, plan, model)  # the loss statements; those without the model stay
         if not block:
             return loop
         names = _Names()
         for s in block:
             s.visit(names)
-        later = _Names()
-        for s in body[step + 1:]:
-            s.visit(later)
-        leaked = (names.stored - {loss}) & set(later.loaded)
-        if leaked or not isinstance(cst.parse_expression(model), cst.Name) or self.pending.get(opt):
-            return loop  # values of the loss block used after the step: has_aux, by hand
         inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
                   and not hasattr(builtins, n)]
         vmap = self.spell("jax.vmap")
@@ -417,6 +883,10 @@ class _Finish(cst.CSTTransformer):
         call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params})\n")
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
-        new_body = keep[:at] + before + [call] + keep[at:]
-        self.pending[opt] = [step_fn]
+        new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
+        if threaded:
+            self.pending_fn[fn.name.value] = [step_fn]
+            self.threaded_done[fn.name.value] = info
+        else:
+            self.pending[opt] = [step_fn]
         return loop.with_changes(body=loop.body.with_changes(body=new_body))
