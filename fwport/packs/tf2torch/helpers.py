@@ -225,6 +225,27 @@ class Normalization({nn}Module):
         return (x - self.mean) / {torch}clamp(self.variance.sqrt(), min=1e-7)
 '''
 
+_ACTIVITY_REGULARIZATION = '''
+
+class ActivityRegularization({nn}Module):
+    """keras.layers.ActivityRegularization: the identity, which keeps Keras's penalty on its last
+    output (l1 * sum|x| + l2 * sum x**2, divided by the batch size) for the loss: add
+    regularization_loss() to it as Keras adds model.losses."""
+
+    def __init__(self, l1=0.0, l2=0.0):
+        super().__init__()
+        self.l1, self.l2 = l1, l2
+        self.penalty = None
+
+    def forward(self, x):
+        penalty = self.l1 * x.abs().sum() + self.l2 * x.square().sum()
+        self.penalty = penalty / x.shape[0] if x.dim() > 0 and x.shape[0] else penalty
+        return x
+
+    def regularization_loss(self):
+        return self.penalty if self.penalty is not None else 0.0
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -239,6 +260,7 @@ HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
+HELPERS["ActivityRegularization"] = _ACTIVITY_REGULARIZATION
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 

@@ -1574,6 +1574,57 @@ def unit_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([expr(f"{name}({'' if dim == -1 else dim})")], in_shape)
 
 
+@shape("rms-norm")
+def rms_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RMSNormalization over trailing axes → nn.RMSNorm(normalized_shape, eps): x * rsqrt(mean(x²) +
+    eps) * scale in both, the scale of the normalised axes' shape."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = _axis(m)
+    axes = [axis] if _int(axis) else axis
+    if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
+        return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
+    if in_shape is None:
+        return _failed(m, ctx, "shape-unknown", "RMSNormalization on an input of unknown shape: nn.RMSNorm needs "
+                       "the normalised size; give the model its input shape (keras.Input(shape=...))")
+    rank = len(in_shape) + 1
+    norm = sorted({a % rank for a in axes if -rank <= a < rank})
+    if len(norm) != len(axes) or 0 in norm or norm != list(range(rank - len(norm), rank)):
+        return _failed(m, ctx, "unsupported-construct", f"RMSNormalization over axis {axis}: torch's RMSNorm "
+                       "normalises the trailing axes only")
+    if lctx.layout == "nchw" and rank > 2:
+        return _failed(m, ctx, "unsupported-construct", "RMSNormalization on a feature map converted to "
+                       "channels-first normalises over the channel axis, which is no longer last: torch's "
+                       "RMSNorm cannot express it; keep this model channels-last")
+    sizes = tuple(in_shape[a - 1] for a in norm)
+    if not all(known(n) for n in sizes):
+        return _failed(m, ctx, "shape-unknown", "RMSNormalization over a size unknown here: nn.RMSNorm needs it; "
+                       "give the model its input shape (keras.Input(shape=...))")
+    m.kwargs = {"normalized_shape": expr(str(sizes[0]) if len(sizes) == 1 else str(sizes)), **m.kwargs}
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    return LayerEmission([layer], tuple(in_shape))
+
+
+@shape("activity-regularization")
+def activity_regularization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """ActivityRegularization: the identity on the values. With both factors 0 (Keras's defaults)
+    nn.Identity; else the ActivityRegularization helper, which keeps Keras's penalty of its last call
+    (l1·Σ|x| + l2·Σx², divided by the batch size) for a regularization_loss() the training code adds."""
+    lits = {k: literal_value(m.extras[k], NOT_LITERAL) if k in m.extras else 0.0 for k in ("l1", "l2")}
+    if all(v == 0 for v in lits.values() if not isinstance(v, bool)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in lits.values()):
+        return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Identity')}()")], lctx.in_shape)
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "ActivityRegularization")
+    args = ", ".join(f"{k}={code(m.extras[k])}" for k in ("l1", "l2") if k in m.extras)
+    ctx.report(Severity.INFO, "idiom-replaced", "ActivityRegularization → the ActivityRegularization module written "
+               "out in this file: Keras adds its penalty to the loss itself (model.losses), torch does not: add "
+               "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) to the "
+               "loss where the model is trained", m.node, m.rule)
+    return LayerEmission([expr(f"{name}({args})")], lctx.in_shape)
+
+
 @shape("group-norm")
 def group_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """GroupNormalization over the channel axis → nn.GroupNorm(groups, channels, eps) on channels at dim 1."""
