@@ -173,6 +173,15 @@ def additive_attention():
     return keras.Model([query, value], layers.AdditiveAttention()([query, value]))
 
 
+def einsum_dense():
+    return keras.Sequential([keras.Input(shape=(5, 6)),
+                             layers.EinsumDense("abc,cde->abde", output_shape=(None, 2, 4), bias_axes="de")])
+
+
+def rms_normalization():
+    return keras.Sequential([keras.Input(shape=(5, 8)), layers.RMSNormalization(epsilon=1e-3)])
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -208,6 +217,8 @@ CASES = {
     ("bidirectional", "lstm"): ("bidirectional_lstm", None, ("forward", "grad")),
     ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
     ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
+    ("einsum-dense", None): ("einsum_dense", None, ("forward", "grad", "step")),
+    ("rms-normalization", None): ("rms_normalization", None, ("forward", "grad", "step")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
     ("group-normalization", None): ("group_norm", None, ("forward", "grad", "step")),
     ("rnn-layer", "lstm"): ("rnn_of_lstm_cell", None, ("forward", "grad")),

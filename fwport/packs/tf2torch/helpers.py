@@ -246,6 +246,119 @@ class ActivityRegularization({nn}Module):
         return self.penalty if self.penalty is not None else 0.0
 '''
 
+_EINSUM_DENSE = '''
+
+class EinsumDense({nn}modules.lazy.LazyModuleMixin, {nn}Module):
+    """keras.layers.EinsumDense: einsum(equation, x, weight) + bias. The weight's and the bias's shapes are
+    read from the equation as Keras reads them: a letter of the weight takes its size from the input
+    (input_shape without the batch axis, else the first call) or from output_shape (None: the input's
+    size); the bias spans the output axes from the first of bias_axes on, 1 where an axis is not one."""
+
+    def __init__(self, equation, output_shape, bias_axes=None, input_shape=None):
+        super().__init__()
+        self.equation, self.bias_axes = equation, bias_axes
+        self.output_shape = tuple(output_shape) if isinstance(output_shape, (list, tuple)) else (output_shape,)
+        self.weight = {nn}UninitializedParameter()
+        self.bias = {nn}UninitializedParameter() if bias_axes else None
+        if input_shape is not None:
+            self._build((None, *input_shape))
+
+    def _shapes(self, shape):
+        inputs, rest = self.equation.split(",")
+        kernel, outputs = rest.split("->")
+        left = inputs.startswith("...")
+        inputs, outputs = inputs.replace("...", ""), outputs.replace("...", "")
+        elided = len(shape) - len(inputs)
+        out = [shape[0], *self.output_shape]
+        if elided > 0 and left:
+            out[1:1] = shape[1:elided]
+        elif elided > 0:
+            out += shape[len(shape) - elided:]
+        shift_in, shift_out = (elided - len(shape), elided - len(out)) if left else (0, 0)
+        size = {c: shape[i + shift_in] for i, c in enumerate(inputs)}
+        for i, c in enumerate(outputs):
+            if c not in size:
+                size[c] = out[i + shift_out]
+        weight = tuple(size[c] for c in kernel)
+        bias = None
+        if self.bias_axes:
+            first = min(outputs.index(c) for c in self.bias_axes)
+            bias = tuple(size[c] if c in self.bias_axes else 1 for c in outputs[first:])
+            if not left:
+                bias += (1,) * max(elided, 0)
+        fan_in = 1
+        for c in kernel:
+            fan_in *= size[c] if c in inputs else 1
+        return weight, bias, fan_in
+
+    def _build(self, shape):
+        weight, bias, fan_in = self._shapes(tuple(shape))
+        fan_out = 1
+        for n in weight:
+            fan_out *= n
+        fan_out //= fan_in
+        limit = (6.0 / (fan_in + fan_out)) ** 0.5  # Keras's glorot_uniform over the input and output axes
+        with {torch}no_grad():
+            self.weight = {nn}Parameter({torch}empty(weight).uniform_(-limit, limit))
+            if bias is not None:
+                self.bias = {nn}Parameter({torch}zeros(bias))
+
+    def initialize_parameters(self, x):
+        if self.has_uninitialized_params():
+            self._build(x.shape)
+
+    def forward(self, x):
+        y = {torch}einsum(self.equation, x, self.weight)
+        return y + self.bias if self.bias is not None else y
+'''
+
+_CENTER_CROP = '''
+
+class CenterCrop({nn}Module):
+    """keras.layers.CenterCrop on channels-first images: the central height x width window (the odd
+    pixel of a margin after, as Keras takes it), as floats. Keras resizes an image smaller than the
+    window (smart_resize) instead: not translated, an error here."""
+
+    def __init__(self, height, width):
+        super().__init__()
+        self.height, self.width = height, width
+
+    def forward(self, x):
+        h, w = x.shape[-2], x.shape[-1]
+        if h < self.height or w < self.width:
+            raise ValueError(f"CenterCrop({self.height}, {self.width}) of {h} x {w} images: Keras resizes "
+                             "images smaller than the crop (smart_resize), which this translation does not do")
+        top, left = (h - self.height) // 2, (w - self.width) // 2
+        x = x[..., top:top + self.height, left:left + self.width]
+        return x if x.is_floating_point() else x.to({torch}get_default_dtype())
+'''
+
+_DOT = '''
+
+class Dot({nn}Module):
+    """keras.layers.Dot: called on [x, y], the dot products over axes (one per input; a negative one
+    counts from each input's end) per sample, the other axes of x then those of y (a rank-2 pair gives
+    (batch, 1)). normalize: each input L2-normalised along its axis first, as Keras 3 does it
+    (x * min(rsqrt(sum x**2), 1e7))."""
+
+    def __init__(self, axes, normalize=False):
+        super().__init__()
+        self.axes = tuple(axes) if isinstance(axes, (list, tuple)) else (axes, axes)
+        self.normalize = normalize
+
+    def forward(self, inputs):
+        x, y = inputs
+        ax, ay = (a % t.dim() for a, t in zip(self.axes, (x, y)))
+        if self.normalize:
+            x = x * {torch}clamp(x.square().sum(dim=ax, keepdim=True).rsqrt(), max=1e7)
+            y = y * {torch}clamp(y.square().sum(dim=ay, keepdim=True).rsqrt(), max=1e7)
+        x, y = x.movedim(ax, -1), y.movedim(ay, 1)
+        rest_x, rest_y = x.shape[1:-1], y.shape[2:]
+        out = {torch}bmm(x.reshape(x.shape[0], -1, x.shape[-1]), y.reshape(y.shape[0], y.shape[1], -1))
+        out = out.reshape(x.shape[0], *rest_x, *rest_y)
+        return out.unsqueeze(-1) if out.dim() == 1 else out
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -261,6 +374,9 @@ HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
 HELPERS["ActivityRegularization"] = _ACTIVITY_REGULARIZATION
+HELPERS["EinsumDense"] = _EINSUM_DENSE
+HELPERS["CenterCrop"] = _CENTER_CROP
+HELPERS["Dot"] = _DOT
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 

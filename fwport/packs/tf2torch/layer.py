@@ -918,6 +918,62 @@ def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
+@shape("center-crop")
+def center_crop(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """CenterCrop → the CenterCrop helper (written out in the file) on channels-first images: the central
+    height × width window, the odd pixel of a margin after, as Keras takes it. Keras resizes an image
+    smaller than that (smart_resize) instead: refused where the size is known here, an error raised by
+    the helper where it is not."""
+    fm = _feature_map(m, ctx, lctx, 2)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    if "height" not in m.extras or "width" not in m.extras:
+        return _failed(m, ctx, "unsupported-argument", "height and width are required")
+    h, w = (literal_value(m.extras[k], NOT_LITERAL) for k in ("height", "width"))
+    for n, want in zip(fm.spatial, (h, w)):
+        if _int(n) and _int(want) and n < want:
+            return _failed(m, ctx, "unsupported-construct", f"CenterCrop({code(m.extras['height'])}, "
+                           f"{code(m.extras['width'])}) of {fm.spatial[0]} × {fm.spatial[1]} images: Keras resizes "
+                           "an image smaller than the crop (smart_resize: a crop to the aspect ratio, then a "
+                           "bilinear resize) instead of cropping it; use Resizing, or crop by hand")
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "CenterCrop")
+    layer = expr(f"{name}({code(m.extras['height'])}, {code(m.extras['width'])})")
+    sp = tuple(v if _int(v) else None for v in (h, w))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("dot")
+def dot(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Dot(axes, normalize) → the Dot helper (written out in the file), called on [x, y] as Keras calls the
+    layer: Keras's batch_dot over one axis of each input. Its output shape is known here for the usual
+    pair of (batch, n) vectors only."""
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "Dot in a model converted to channels-first: its axes are "
+                       "Keras's channels-last ones; keep this model channels-last")
+    axes_node = m.extras.get("axes")
+    if axes_node is None:
+        return _failed(m, ctx, "unsupported-argument", "axes is required")
+    axes = literal_value(axes_node, NOT_LITERAL)
+    pair = (axes, axes) if _int(axes) else tuple(axes) if isinstance(axes, (list, tuple)) else None
+    if pair is None or len(pair) != 2 or not all(_int(a) for a in pair):
+        return _failed(m, ctx, "unsupported-argument", f"axes={code(axes_node)}: a literal int or pair of ints")
+    norm = m.extras.get("normalize")
+    if norm is not None and literal_value(norm, NOT_LITERAL) not in (True, False):
+        return _failed(m, ctx, "unsupported-argument", f"normalize={code(norm)} must be a literal True/False")
+    if ctx.version == 2 and norm is not None and literal_value(norm, NOT_LITERAL) is True:
+        ctx.report(Severity.WARNING, "approximate", "normalize=True: Keras 2 normalises with tf.nn.l2_normalize "
+                   "(a floor of 1e-12 on the squared norm), the module as Keras 3 does (a floor of 1e-7 on the "
+                   "norm): the two differ only for vectors of norm below 1e-6", m.node, m.rule)
+    in_shape = lctx.in_shape
+    out = (1,) if in_shape is not None and len(in_shape) == 1 and all(a in (1, -1) for a in pair) else None
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "Dot")
+    args = code(axes_node) + (f", normalize={code(norm)}" if norm is not None and literal_value(norm, None) else "")
+    return LayerEmission([expr(f"{name}({args})")], out)
+
+
 @shape("normalization")
 def normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """Normalization over the last axis → the Normalization helper written out in the file (buffers
@@ -1623,6 +1679,96 @@ def activity_regularization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmis
                "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) to the "
                "loss where the model is trained", m.node, m.rule)
     return LayerEmission([expr(f"{name}({args})")], lctx.in_shape)
+
+
+def einsum_dense_shapes(equation: str, output_shape, bias_axes, shape: tuple):
+    """(kernel shape, bias shape or None, output shape) of a Keras EinsumDense on an input of ``shape``
+    (batch axis first, None where unknown), as Keras's build reads the equation; None if the equation
+    is not one Keras accepts (``ab,bc->ac``, ``...b,bc->...c``, ``ab...,bc->ac...``)."""
+    import re
+    forms = [(r"([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]+)$", None), (r"\.\.\.([a-zA-Z]+),([a-zA-Z]+)->\.\.\.([a-zA-Z]+)$", "left"),
+             (r"([a-zA-Z]{2,})\.\.\.,([a-zA-Z]+)->([a-zA-Z]{2,})\.\.\.$", "right")]
+    match = next(((mm, side) for rx, side in forms if (mm := re.match(rx, equation.replace(" ", "")))), None)
+    if match is None:
+        return None
+    (inputs, kernel, outputs), side = match[0].groups(), match[1]
+    given = list(output_shape) if isinstance(output_shape, (list, tuple)) else [output_shape]
+    elided = len(shape) - len(inputs)
+    if elided < 0 or (side is None and elided) or len(outputs) + (0 if side is None else 0) > len(given) + 1:
+        return None
+    out = [shape[0], *given]
+    if elided > 0 and side == "left":
+        out[1:1] = shape[1:elided]
+    elif elided > 0:
+        out += shape[len(shape) - elided:]
+    shift_in, shift_out = (elided - len(shape), elided - len(out)) if side == "left" else (0, 0)
+    if len(outputs) > len(out):
+        return None
+    size = {c: shape[i + shift_in] for i, c in enumerate(inputs)}
+    for i, c in enumerate(outputs):
+        if c in size and out[i + shift_out] is not None and size[c] is not None and out[i + shift_out] != size[c]:
+            return None
+        if c in size:
+            out[i + shift_out] = size[c]
+        else:
+            size[c] = out[i + shift_out]
+    if any(c not in size for c in kernel) or any(c not in inputs and c not in kernel for c in outputs):
+        return None
+    bias = None
+    if bias_axes:
+        if any(c not in outputs for c in bias_axes):
+            return None
+        first = min(outputs.index(c) for c in bias_axes)
+        bias = tuple(size[c] if c in bias_axes else 1 for c in outputs[first:])
+        if side != "left":
+            bias += (1,) * elided
+    return tuple(size[c] for c in kernel), bias, tuple(out)
+
+
+@shape("einsum-dense")
+def einsum_dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """EinsumDense → the EinsumDense helper (written out in the file): torch.einsum on the same equation,
+    its weight in Keras's kernel layout (the weight map copies it), built from the input shape where it is
+    known here, else at the first call (torch's lazy modules, as Keras builds the layer)."""
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "EinsumDense in a model converted to channels-first: its "
+                       "equation names Keras's channels-last axes; keep this model channels-last")
+    eq_node, out_node = m.extras.get("equation"), m.extras.get("output_shape")
+    if eq_node is None or out_node is None:
+        return _failed(m, ctx, "unsupported-argument", "equation and output_shape are required")
+    equation = literal_value(eq_node, NOT_LITERAL)
+    bias_node = m.extras.get("bias_axes")
+    bias_axes = literal_value(bias_node, NOT_LITERAL) if bias_node is not None else None
+    if not isinstance(equation, str):
+        return _failed(m, ctx, "unsupported-argument", f"equation={code(eq_node)} is not a literal string: the "
+                       "weight's shape is read from it")
+    if bias_axes is not None and not isinstance(bias_axes, str):
+        return _failed(m, ctx, "unsupported-argument", f"bias_axes={code(bias_node)} is not a literal string")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    out_lit = literal_value(out_node, NOT_LITERAL)
+    out_shape = None
+    args = [code(eq_node), code(out_node)] + ([f"bias_axes={code(bias_node)}"] if bias_axes else [])
+    static = in_shape is not None and all(_int(n) for n in in_shape)
+    if in_shape is not None and out_lit is not NOT_LITERAL:
+        shapes = einsum_dense_shapes(equation, out_lit, bias_axes, (None, *in_shape))
+        if shapes is None:
+            return _failed(m, ctx, "unsupported-argument", f"EinsumDense({code(eq_node)}, {code(out_node)}"
+                           f"{', bias_axes=' + code(bias_node) if bias_axes else ''}) on an input of shape "
+                           f"{(None, *in_shape)}: Keras refuses this equation or shape")
+        out_shape = tuple(shapes[2][1:])
+        if static and all(_int(n) for n in shapes[0]):
+            args.append(f"input_shape={tuple(in_shape)}")
+    else:
+        static = False
+    if not static:
+        ctx.report(Severity.INFO, "shape-unknown", "input shape unknown here: the EinsumDense module (written out in "
+                   "the file) creates its weight at the first call, as Keras builds the layer", m.node, m.rule)
+    acts = activation_modules(m, ctx)
+    if acts is None:
+        return LayerEmission([m.call], failed=True)
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "EinsumDense")
+    return LayerEmission([expr(f"{name}({', '.join(args)})"), *acts], out_shape)
 
 
 @shape("group-norm")
