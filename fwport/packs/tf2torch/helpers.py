@@ -359,6 +359,29 @@ class Dot({nn}Module):
         return out.unsqueeze(-1) if out.dim() == 1 else out
 '''
 
+_TIME_DISTRIBUTED = '''
+
+class TimeDistributed({nn}Module):
+    """keras.layers.TimeDistributed: the layer applied to every time step, the time axis folded into the
+    batch ((batch, T, ...) → (batch * T, ...)) and back; modules `before` and `after` run inside the fold
+    too, and channels_first gives the layer each step's feature map channels-first."""
+
+    def __init__(self, layer, before=(), after=(), channels_first=False):
+        super().__init__()
+        self.layer, self.channels_first = layer, channels_first
+        self.before, self.after = {nn}Sequential(*before), {nn}Sequential(*after)
+
+    def forward(self, x):
+        b, t = x.shape[:2]
+        y = x.reshape(b * t, *x.shape[2:])
+        if self.channels_first:
+            y = y.movedim(-1, 1)
+        y = self.after(self.layer(self.before(y)))
+        if self.channels_first and y.dim() > 2:
+            y = y.movedim(1, -1)
+        return y.reshape(b, t, *y.shape[1:])
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -377,6 +400,7 @@ HELPERS["ActivityRegularization"] = _ACTIVITY_REGULARIZATION
 HELPERS["EinsumDense"] = _EINSUM_DENSE
 HELPERS["CenterCrop"] = _CENTER_CROP
 HELPERS["Dot"] = _DOT
+HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 

@@ -16,7 +16,8 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.packs.tf2torch import dims as D
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
-from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call
+from fwport.core.engine import (LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call,
+                                 translate_layer)
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.tf2torch.registry import call_transform, shape, value_transform
@@ -883,6 +884,73 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             mi.extras[key] = m.extras[key]
     em = rnn(mi, ctx, lctx, merge_mode=mode)
     return LayerEmission([m.call], failed=True) if em.failed else em
+
+
+# inner layers TimeDistributed cannot fold into the batch: they mix samples (BatchNormalization's
+# statistics, which Keras 3 takes per time step), take several inputs, or are themselves sequence layers
+_NOT_TIME_DISTRIBUTED = {"batch-norm": "BatchNormalization normalises over the batch, which Keras 3 takes per time "
+                                       "step (its statistics and moving averages) and the folded batch would "
+                                       "take over all steps at once",
+                         "rnn": "a recurrent layer", "rnn-layer": "a recurrent layer", "bidirectional": "a recurrent layer",
+                         "multi-head-attention": "a layer of several inputs", "keras-attention": "a layer of several inputs",
+                         "merge": "a layer of several inputs", "dot": "a layer of several inputs",
+                         "time-distributed": "a TimeDistributed layer"}
+
+
+@shape("time-distributed")
+def time_distributed(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """TimeDistributed(layer) → the TimeDistributed helper (written out in the file) around the wrapped layer's
+    torch module(s): the time axis folded into the batch ((batch, T, ...) → (batch·T, ...)), the layer, and
+    the time axis back. Exact for the layers that treat samples independently (Keras 3 calls the layer once
+    per step); a convolution or pooling inside gets its steps channels-first and back. The weight-map
+    variant is the wrapped layer's rule (its variables are Keras's ``layer.*``, torch's ``layer.*``)."""
+    from dataclasses import replace
+    inner = m.extras.get("layer")
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    shown = code(inner) if inner is not None else "?"
+    if rule is None or rule.kind != "layer":
+        return _failed(m, ctx, "unsupported-argument", f"layer={shown}: only a Keras layer written in the call is "
+                       "translated (its torch module is built here)")
+    why = _NOT_TIME_DISTRIBUTED.get(rule.emit.get("shape"))
+    if why:
+        return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({shown}): {why}; folding the time axis "
+                       "into the batch would not compute what Keras does: apply the layer per step by hand")
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "TimeDistributed in a model converted to channels-first: its "
+                       "input's axes are Keras's (batch, time, ...) channels-last ones; keep the layers around it "
+                       "channels-last (each convolution inside a TimeDistributed)")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    if in_shape is not None and len(in_shape) < 2:
+        return _failed(m, ctx, "unsupported-construct", "TimeDistributed needs an input of at least 3 dimensions "
+                       "(batch, time, ...)")
+    step = tuple(in_shape[1:]) if in_shape is not None else None
+    first = rule.emit.get("layout") == "channels-first" and (step is None or len(step) > 1)
+    inner_ctx = replace(lctx, in_shape=step, layout="nchw" if first else "keep",
+                        scope=lctx.scope or "TimeDistributed", source_path="", flatten_of=None)
+    em = translate_layer(inner, rule, ctx, inner_ctx, inner)
+    if em.failed or em.functional is not None or not em.modules:
+        if not em.failed:
+            return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({shown}): a layer of several inputs")
+        return LayerEmission([m.call], failed=True)
+    if rule.weights and (em.variant is not None or not any(w.when == rule.id for w in m.rule.weights)):
+        return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({shown}): the weights of "
+                       f"{rule.names[0].rsplit('.', 1)[-1]} inside it have no weight map here yet; apply the layer "
+                       "to x.reshape(-1, *x.shape[2:]) by hand")
+    mods = em.modules
+    w = em.weight_module
+    args = [code(mods[w])]
+    if w:
+        args.append(f"before=[{', '.join(code(x) for x in mods[:w])}]")
+    if mods[w + 1:]:
+        args.append(f"after=[{', '.join(code(x) for x in mods[w + 1:])}]")
+    if first:
+        args.append("channels_first=True")
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "TimeDistributed")
+    t = in_shape[0] if in_shape is not None else None
+    out = (t, *em.out_shape) if em.out_shape is not None else None
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], out, variant=rule.id if rule.weights else None)
 
 
 @shape("refuse")
