@@ -382,6 +382,102 @@ class TimeDistributed({nn}Module):
         return y.reshape(b, t, *y.shape[1:])
 '''
 
+_PACK_STEPS = """
+def _packed_steps(x, keep):
+    \"\"\"The steps of x where keep is True, as a PackedSequence: Keras's mask, for a recurrent layer that skips
+    the masked steps as torch's do a packed sequence's padding. Exact where every sequence keeps its first
+    steps and masks the rest (right padding, at least one step kept).\"\"\"
+    lengths = keep.sum(dim=1)
+    if not bool((keep == ({torch}arange(keep.shape[1], device=keep.device) < lengths[:, None])).all()):
+        raise ValueError("a mask with gaps or left padding: Keras skips masked steps anywhere, the translation "
+                         "only padding at the end of each sequence")
+    if not bool((lengths > 0).all()):
+        raise ValueError("a sequence whose steps are all masked: Keras returns the initial state for it, "
+                         "a packed sequence cannot hold it")
+    return {nn}utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+"""
+
+_MASKED_EMBEDDING = '''
+
+class MaskedEmbedding({nn}Embedding):
+    """keras.layers.Embedding(mask_zero=True) before a recurrent layer: the embeddings of the steps before
+    the first 0 of each sequence, as a PackedSequence (the recurrent layer skips the rest, as Keras's
+    skips the masked steps)."""
+
+    def forward(self, ids):
+        return _packed_steps(super().forward(ids), ids != 0)
+'''
+
+_MASKING = '''
+
+class Masking({nn}Module):
+    """keras.layers.Masking before a recurrent layer: the steps before the first one all of whose features
+    equal mask_value, as a PackedSequence (the recurrent layer skips the rest, as Keras's skips them)."""
+
+    def __init__(self, mask_value=0.0):
+        super().__init__()
+        self.mask_value = mask_value
+
+    def forward(self, x):
+        return _packed_steps(x, (x != self.mask_value).any(dim=-1))
+'''
+
+_MASKED_RNN_OUTPUT = '''
+
+class MaskedRNNOutput({nn}Module):
+    """The output of a torch RNN run on a PackedSequence as Keras's masked layer gives it: still packed
+    for a recurrent layer after it (packed=True), the output of each sequence's last kept step, or the
+    whole sequence of total_length steps, a masked step repeating the output before it (Keras carries it)."""
+
+    def __init__(self, return_sequences=False, packed=False, total_length=None):
+        super().__init__()
+        self.return_sequences, self.packed, self.total_length = return_sequences, packed, total_length
+
+    def forward(self, output):
+        sequence, state = output
+        if self.packed and self.return_sequences:
+            return sequence
+        if not self.return_sequences:
+            return (state[0] if isinstance(state, tuple) else state)[-1]
+        padded, lengths = {nn}utils.rnn.pad_packed_sequence(sequence, batch_first=True, total_length=self.total_length)
+        steps = {torch}arange(padded.shape[1])
+        last = {torch}minimum(steps[None, :], (lengths - 1)[:, None]).to(padded.device)
+        return padded.gather(1, last[..., None].expand(-1, -1, padded.shape[-1]))
+'''
+
+_MASKED_BIDIRECTIONAL_OUTPUT = '''
+
+class MaskedBidirectionalOutput({nn}Module):
+    """The output of a bidirectional torch RNN run on a PackedSequence as Keras's masked Bidirectional gives
+    it: the two directions merged (concat, sum, mul or ave), still packed for a recurrent layer after it
+    (packed=True), at each direction's last kept step, or over total_length steps with zeros at the
+    masked ones (as Keras's Bidirectional returns them)."""
+
+    def __init__(self, return_sequences=False, merge_mode="concat", packed=False, total_length=None):
+        super().__init__()
+        self.return_sequences, self.merge_mode = return_sequences, merge_mode
+        self.packed, self.total_length = packed, total_length
+
+    def _merge(self, forward, backward):
+        if self.merge_mode == "concat":
+            return {torch}cat([forward, backward], dim=-1)
+        if self.merge_mode == "sum":
+            return forward + backward
+        if self.merge_mode == "mul":
+            return forward * backward
+        return (forward + backward) / 2
+
+    def forward(self, output):
+        sequence, state = output
+        if self.packed and self.return_sequences:
+            return sequence._replace(data=self._merge(*sequence.data.chunk(2, dim=-1)))
+        if not self.return_sequences:
+            h = state[0] if isinstance(state, tuple) else state
+            return self._merge(h[-2], h[-1])
+        padded, _ = {nn}utils.rnn.pad_packed_sequence(sequence, batch_first=True, total_length=self.total_length)
+        return self._merge(*padded.chunk(2, dim=-1))
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -401,6 +497,10 @@ HELPERS["EinsumDense"] = _EINSUM_DENSE
 HELPERS["CenterCrop"] = _CENTER_CROP
 HELPERS["Dot"] = _DOT
 HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
+HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
+HELPERS["Masking"] = _PACK_STEPS + _MASKING
+HELPERS["MaskedRNNOutput"] = _MASKED_RNN_OUTPUT
+HELPERS["MaskedBidirectionalOutput"] = _MASKED_BIDIRECTIONAL_OUTPUT
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 

@@ -688,22 +688,39 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
                            f"computes {default} there")
     if helper:
+        if getattr(lctx, "mask_in", False):
+            return _failed(m, ctx, "shape-unknown", f"{name} after a mask, on inputs whose feature size is unknown "
+                           "here: give the model its input shape")
         return _lazy_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     m.kwargs = {"input_size": expr(str(features)), **m.kwargs}
     m.kwargs["batch_first"] = expr("True")
     units = _dim(lctx, m.kwargs.get("hidden_size"))
     units = units if known(units) else None
+    masked: list[str] | None = None  # Keras's mask reaches it as a PackedSequence (passes/sequential.py)
+    if getattr(lctx, "mask_in", False):
+        masked = []
+        if getattr(lctx, "mask_out", False) and flags["return_sequences"]:
+            masked = ["packed=True"]  # the next recurrent layer takes the sequence still packed
+        elif flags["return_sequences"]:
+            steps = in_shape[0] if in_shape is not None else None
+            if not _int(steps):
+                return _failed(m, ctx, "shape-unknown", f"{name}(return_sequences=True) after a mask, on sequences "
+                               "of a length unknown here: Keras returns every step (the padded ones too), which the "
+                               "packed output must be padded back to; give the model its input shape "
+                               "(keras.Input(shape=(steps,)))")
+            masked = [f"total_length={steps}"]
     if merge_mode is not None:  # the layer wrapped by Bidirectional
         m.kwargs["bidirectional"] = expr("True")
         args = ["return_sequences=True"] if flags["return_sequences"] else []
         if merge_mode != "concat":
             args.append(f'merge_mode="{merge_mode}"')
-        out_mod = expr(f"{helpers.use(ctx, 'BidirectionalOutput')}({', '.join(args)})")
+        out_mod = expr(f"{helpers.use(ctx, 'MaskedBidirectionalOutput' if masked is not None else 'BidirectionalOutput')}"
+                       f"({', '.join(args + (masked or []))})")
         if merge_mode == "concat":
             units = D.mul(units, 2) if units is not None else None
     else:
-        out_mod = expr(f"{helpers.use(ctx, 'RNNOutput')}(" + ("return_sequences=True" if flags["return_sequences"]
-                                                              else "") + ")")
+        args = (["return_sequences=True"] if flags["return_sequences"] else []) + (masked or [])
+        out_mod = expr(f"{helpers.use(ctx, 'MaskedRNNOutput' if masked is not None else 'RNNOutput')}({', '.join(args)})")
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
@@ -1377,12 +1394,48 @@ def embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if in_shape is None and "input_length" in m.extras:
         n = _dim(lctx, m.extras["input_length"])
         in_shape = (n,) if known(n) else None
-    layer = build_call(m, ctx)
+    mask = literal_value(m.extras["mask_zero"], NOT_LITERAL) if "mask_zero" in m.extras else False
+    if mask is not False:
+        if mask is not True or not getattr(lctx, "mask_out", False):
+            return _failed(m, ctx, "unsupported-argument", f"mask_zero={code(m.extras['mask_zero'])}: Keras propagates "
+                           "the mask to later layers and losses; torch's padding_idx does not: pack the sequences "
+                           "(pack_padded_sequence) and mask the loss by hand")
+        _report_mask(m, ctx, "the steps from the first 0 on")
+        layer = build_call(m, ctx, target="torch.nn.Module")
+        if layer is None:
+            return LayerEmission([m.call], failed=True)
+        layer = layer.with_changes(func=cst.Name(helpers.use(ctx, "MaskedEmbedding")))
+    else:
+        layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
     dim = _dim(lctx, m.kwargs.get("embedding_dim"))
     out = (*in_shape, dim if known(dim) else None) if in_shape is not None else None
     return LayerEmission([layer], out)
+
+
+def _report_mask(m: MappedCall, ctx, what: str) -> None:
+    ctx.report(Severity.INFO, "idiom-replaced", f"Keras's mask → a PackedSequence for the recurrent layer after it "
+               f"(torch's RNNs skip {what}, as Keras's do): exact for right-padded sequences, a ValueError at run "
+               "time for others; Keras also leaves the padded steps out of the loss, which the torch loss must "
+               "do by hand", m.node, m.rule)
+
+
+@shape("masking")
+def masking(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Masking(mask_value) before a recurrent layer of a Sequential → the Masking helper (written out in the
+    file): a PackedSequence of the steps before the first step all of whose features equal mask_value."""
+    if not getattr(lctx, "mask_out", False):
+        return _failed(m, ctx, "unsupported-construct", "Masking: Keras propagates its mask to the layers after it "
+                       "(recurrent layers skip the masked steps, losses and some layers ignore them); fwport "
+                       "translates it only right before an LSTM, GRU or SimpleRNN of a Sequential (a PackedSequence): "
+                       "pack the sequences (pack_padded_sequence) by hand")
+    value = m.extras.get("mask_value")
+    if value is not None and not isinstance(literal_value(value, NOT_LITERAL), (int, float)):
+        return _failed(m, ctx, "unsupported-argument", f"mask_value={code(value)} must be a literal number")
+    _report_mask(m, ctx, "the masked steps")
+    name = helpers.use(ctx, "Masking")
+    return LayerEmission([expr(f"{name}({code(value) if value is not None else ''})")], lctx.in_shape)
 
 
 # --- activation layers --------------------------------------------------------------------------------
