@@ -478,6 +478,20 @@ class MaskedBidirectionalOutput({nn}Module):
         return self._merge(*padded.chunk(2, dim=-1))
 '''
 
+_LAMBDA = '''
+
+class Lambda({nn}Module):
+    """keras.layers.Lambda: a module calling a function on its input (the function translated where it
+    is written)."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, x):
+        return self.function(x)
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -497,6 +511,7 @@ HELPERS["EinsumDense"] = _EINSUM_DENSE
 HELPERS["CenterCrop"] = _CENTER_CROP
 HELPERS["Dot"] = _DOT
 HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
+HELPERS["Lambda"] = _LAMBDA
 HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
 HELPERS["Masking"] = _PACK_STEPS + _MASKING
 HELPERS["MaskedRNNOutput"] = _MASKED_RNN_OUTPUT

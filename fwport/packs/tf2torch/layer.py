@@ -970,6 +970,132 @@ def time_distributed(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([expr(f"{name}({', '.join(args)})")], out, variant=rule.id if rule.weights else None)
 
 
+class _FreeNames(cst.CSTVisitor):
+    """The names a function body reads (not attribute names, keywords, or its own parameters and locals)."""
+
+    def __init__(self):
+        self.read: list[cst.Name] = []
+        self.bound: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        self.bound.add(node.name.value)
+        if node.default is not None:
+            node.default.visit(self)
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        for n in _target_names(node.target):
+            self.bound.add(n)
+        return True
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        for n in _target_names(node.target):
+            self.bound.add(n)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.read.append(node)
+
+
+def _target_names(t: cst.BaseExpression) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _target_names(e.value)]
+    return []
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _lambda_function(node: cst.BaseExpression, ctx, lctx: LayerContext):
+    """(the function's text in the call, why not) for Lambda's function: a lambda, or a function defined at the
+    top of this file, whose body reads only its parameters and locals, imported names (their calls are
+    translated by the rules where they stand), builtins and the module's constants: anything else is state
+    fwport cannot follow."""
+    if isinstance(node, cst.Lambda):
+        body: cst.CSTNode = node
+        what = "the lambda"
+    elif isinstance(node, cst.Name):
+        parsed = ctx.analyses.get("parsed")
+        body = next((st for st in (parsed[0].body if parsed else ()) if isinstance(st, cst.FunctionDef)
+                     and st.name.value == node.value), None)
+        if body is None:
+            return None, f"{node.value} is not a function defined at the top of this file"
+        if body.decorators:
+            return None, f"{node.value} is decorated"
+        what = node.value
+    else:
+        return None, f"{code(node)} is not a lambda or a function of this file"
+    v = _FreeNames()
+    if isinstance(body, cst.Lambda):
+        body.params.visit(v)
+        body.body.visit(v)
+    else:
+        body.params.visit(v)
+        body.body.visit(v)
+    sizes = sizes_of(lctx)
+    for n in v.read:
+        name = n.value
+        if name in v.bound or name in ctx.imports.aliases or name in _BUILTINS or name in sizes.constants:
+            continue
+        return None, f"{what} reads {name}, which is not one of its parameters or locals, an import, a builtin or " \
+                     "an int module constant: state fwport cannot follow"
+    return code(node), None
+
+
+def _elementwise_of(node: cst.BaseExpression, param: str) -> bool:
+    """The lambda body is arithmetic between its one parameter and numbers (x / 255.0, 2 * x - 1)."""
+    if isinstance(node, cst.Name):
+        return node.value == param
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _elementwise_of(node.expression, param)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply,
+                                                                          cst.Divide, cst.Power)):
+        return _elementwise_of(node.left, param) and _elementwise_of(node.right, param)
+    return False
+
+
+def mentions_source_alias(node: cst.CSTNode, ctx) -> bool:
+    """``node`` reads a name the file imports from the source framework (tf, keras, K, layers...)."""
+    aliases = ctx.imports.source_aliases()
+    v = _FreeNames()
+    node.visit(v)
+    return any(n.value in aliases for n in v.read)
+
+
+@shape("lambda")
+def lambda_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Lambda(function) → the Lambda helper (written out in the file) calling the same function: a lambda or a
+    function of this file whose tf / keras.ops calls the rules translate where they stand (an error there for
+    one without a rule). Refused where the function reads state fwport cannot follow, and in a model converted
+    to channels-first (its axes are Keras's)."""
+    fn = m.extras.get("function")
+    if fn is None:
+        return _failed(m, ctx, "unsupported-argument", "function is required")
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", f"Lambda({code(fn)}) in a model converted to channels-first: "
+                       "its function sees Keras's channels-last axes; keep this model channels-last")
+    text, why = _lambda_function(fn, ctx, lctx)
+    if text is None:
+        return _failed(m, ctx, "unsupported-construct", f"Lambda: {why}; write the computation as an nn.Module by hand")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    out = None
+    if isinstance(fn, cst.Lambda) and len(fn.params.params) == 1 and _elementwise_of(fn.body, fn.params.params[0].name.value):
+        out = in_shape
+    name = helpers.use(ctx, "Lambda")
+    return LayerEmission([expr(f"{name}({text})")], out)
+
+
 @shape("refuse")
 def refuse(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """A Keras layer that has no place in a torch model (text preprocessing, random augmentation): an
