@@ -47,10 +47,10 @@ mod = types.ModuleType("orig"); exec(compile(open(src).read(), src, "exec"), mod
 xs = [v for _, v in sorted(np.load(data).items(), key=lambda kv: int(kv[0][1:]))]
 model = eval(build, mod.__dict__)
 keras.utils.set_random_seed(0)
-model(*xs) if len(xs) > 1 else model(xs[0])
+model(list(xs) if len(xs) > 1 else xs[0])
 for w in model.weights:  # away from the initial zeros and ones, so that every map matters
     w.assign(np.random.default_rng(len(w.path)).uniform(-0.5, 0.5, w.shape).astype("float32"))
-y = model(*xs, training=False) if len(xs) > 1 else model(xs[0], training=False)
+y = model(list(xs) if len(xs) > 1 else xs[0], training=False)
 arrays = {}
 for m in json.loads(moves):
     obj = eval("model." + m["layer"] + ("" if m["var"] in (".", "") else "." + m["var"]))
@@ -79,14 +79,17 @@ np.savez(out, y=y.numpy())
 '''
 
 
-def compare(original: str, translated: str, records, build: str, xs: list[np.ndarray]):
-    """(Keras output, torch output) for the same inputs, the weights moved by the rules' maps."""
+def compare(original: str, translated: str, records, build: str, xs: list[np.ndarray],
+            torch_xs: list[np.ndarray] | None = None):
+    """(Keras output, torch output) for the same inputs (``torch_xs``: the same in the translation's layout),
+    the weights moved by the rules' maps."""
     moves = plan(records, PACK)
     with tempfile.TemporaryDirectory() as d:
         d = Path(d)
         (d / "orig.py").write_text(original)
         (d / "tr.py").write_text(translated)
         np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
+        np.savez(d / "tx.npz", **{f"x{i}": x for i, x in enumerate(torch_xs if torch_xs is not None else xs)})
         env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
         spec = json.dumps([{"key": m.key, "layer": m.layer, "var": m.var} for m in moves])
         p = subprocess.run([sys.executable, "-c", _KERAS, str(d / "orig.py"), build, str(d / "x.npz"),
@@ -95,7 +98,7 @@ def compare(original: str, translated: str, records, build: str, xs: list[np.nda
         k = np.load(d / "k.npz")
         moved = transfer({n[2:]: k[n] for n in k.files if n.startswith("w:")}, moves)
         np.savez(d / "w.npz", **moved)
-        p = subprocess.run([sys.executable, "-c", _TORCH, str(d / "tr.py"), build, str(d / "x.npz"),
+        p = subprocess.run([sys.executable, "-c", _TORCH, str(d / "tr.py"), build, str(d / "tx.npz"),
                             str(d / "w.npz"), str(d / "t.npz")], capture_output=True, text=True, env=env, timeout=600)
         assert p.returncode == 0, p.stderr[-3000:]
         return k["y"], np.load(d / "t.npz")["y"]
@@ -218,3 +221,190 @@ def test_masks_fwport_cannot_follow_stay_refused():
         model = keras.Model(ids, layers.LSTM(3)(x))
     ''')
     assert any("mask_zero=True: Keras propagates the mask" in e for e in errors(r)), errors(r)
+
+
+# --- layers with weights: EinsumDense (lazy, both elisions), TimeDistributed around a CNN ------------------
+
+WEIGHTED = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Projections(keras.Model):  # built at the first call: the module creates its weight then
+    def __init__(self):
+        super().__init__()
+        self.left = layers.EinsumDense("...b,bc->...c", output_shape=4, bias_axes="c")
+        self.right = layers.EinsumDense("ab...,bc->ac...", output_shape=(3, None), bias_axes="c", activation="tanh")
+        self.heads = layers.EinsumDense("abc,cde->abde", output_shape=(None, 2, 3), bias_axes="de")
+
+    def call(self, x):
+        return self.heads(self.right(self.left(x)))
+
+
+def cnn_per_frame():
+    return keras.Sequential([
+        keras.Input(shape=(3, 9, 8, 2)),
+        layers.TimeDistributed(layers.Conv2D(4, 3, strides=2, padding="same", activation="relu")),
+        layers.TimeDistributed(layers.MaxPooling2D(2)),
+        layers.TimeDistributed(layers.Flatten()),
+        layers.TimeDistributed(layers.Dense(5)),
+        layers.GRU(3),
+    ])
+
+
+def similarity():
+    a = keras.Input(shape=(4, 6))
+    b = keras.Input(shape=(5, 6))
+    scores = layers.Dot(axes=(2, 2), normalize=True)([layers.Dense(6)(a), b])
+    return keras.Model([a, b], layers.Dense(3)(scores))
+
+
+def volumes():
+    return keras.Sequential([keras.Input(shape=(6, 7, 5, 2)), layers.Conv3D(3, 2), layers.MaxPooling3D(2, padding="same"),
+                             layers.AveragePooling3D((1, 2, 1)), layers.GlobalMaxPooling3D()])
+
+
+def lambdas():
+    return keras.Sequential([keras.Input(shape=(6,)), layers.Lambda(lambda x: x / 4.0), layers.Dense(3),
+                             layers.Lambda(lambda t: tf.nn.relu(t) - 0.1), layers.Identity(),
+                             layers.Lambda(lambda t: tf.expand_dims(t, -1))])
+'''
+
+
+@pytest.fixture(scope="module")
+def weighted():
+    return tx(WEIGHTED)
+
+
+def test_weighted_layers_translate_without_errors(weighted):
+    _, r = weighted
+    assert errors(r) == [], errors(r)
+    out = r.output
+    assert 'self.left = EinsumDense("...b,bc->...c", 4, bias_axes="c")' in out
+    assert 'TimeDistributed(nn.Conv2d(2, 4, 3, stride=2' in out and "channels_first=True" in out
+    assert "TimeDistributed(nn.Linear(" in out
+    assert "Dot((2, 2), normalize=True)" in out
+    assert "nn.MaxPool3d(2, ceil_mode=True)" in out and "nn.AvgPool3d((1, 2, 1))" in out
+    assert "nn.AdaptiveMaxPool3d(1)" in out
+    assert "Lambda(lambda t: F.relu(t) - 0.1)" in out and "nn.Identity()" in out
+
+
+@pytest.mark.parametrize("model,shapes", [
+    ("Projections()", [(2, 5, 6)]),
+    ("cnn_per_frame()", [(2, 3, 9, 8, 2)]),
+    ("similarity()", [(2, 4, 6), (2, 5, 6)]),
+    ("volumes()", [(2, 6, 7, 5, 2)]),
+    ("lambdas()", [(3, 6)]),
+])
+def test_weighted_layers_match_keras(weighted, model, shapes):
+    src, r = weighted
+    scope = model.rstrip("()")
+    xs = [np.random.default_rng(i).standard_normal(s).astype("float32") for i, s in enumerate(shapes)]
+    info = next((m for m in r.models if m.scope == scope), None)
+    nchw = info is not None and info.layout == "nchw"
+    k, t = compare(src, r.output, _records(r, scope), model, xs,
+                   [np.ascontiguousarray(np.moveaxis(x, -1, 1)) for x in xs] if nchw else None)
+    assert_close(k, t, rtol=1e-5)
+
+
+# --- weightless: CenterCrop, AlphaDropout, ActivityRegularization ---------------------------------------------
+
+def test_center_crop_alpha_dropout_and_activity_regularization_match_keras_in_inference():
+    bodies = [
+        ("layers.CenterCrop(5, 4)", (2, 8, 7, 3), "CenterCrop(5, 4)", "nchw"),
+        ("layers.AlphaDropout(0.3)", (2, 7), "nn.AlphaDropout(0.3)", "same"),
+        ("layers.ActivityRegularization(l1=0.01, l2=0.1)", (2, 7), "ActivityRegularization(l1=0.01, l2=0.1)", "same"),
+    ]
+    cases = []
+    for body, shape, text, layout in bodies:
+        src, r = tx(f'''
+            from tensorflow import keras
+            from tensorflow.keras import layers
+
+            def build():
+                return keras.Sequential([keras.Input(shape={shape[1:]}), {body}])
+        ''')
+        assert errors(r) == [], (body, errors(r))
+        assert text in r.output, (body, r.output)
+        cases.append(dict(original=src, translated=r.output, build="build()", shape=list(shape),
+                          layout_in=layout, layout_out=layout))
+    for c, (k, t) in zip(cases, compare_weightless(cases)):
+        assert k.shape == t.shape and np.abs(k - t).max() <= 1e-6 * max(1.0, np.abs(k).max()), c["original"]
+
+
+_PENALTY = r'''
+import sys, types, numpy as np
+x = np.random.default_rng(0).standard_normal((4, 7)).astype("float32")
+src, side = sys.argv[1:3]
+if side == "torch":
+    sys.modules["tensorflow"] = None
+mod = types.ModuleType("m"); exec(compile(open(src).read(), src, "exec"), mod.__dict__)
+model = mod.build()
+if side == "keras":
+    model(x)
+    print(float(sum(float(l) for l in model.losses)))
+else:
+    import torch
+    model(torch.from_numpy(x))
+    print(float(sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))))
+'''
+
+
+def test_activity_regularization_penalty_is_keras_model_losses(tmp_path):
+    src, r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        def build():
+            return keras.Sequential([keras.Input(shape=(7,)), layers.ActivityRegularization(l1=0.01, l2=0.1)])
+    ''')
+    assert any("regularization_loss()" in f.message for f in r.findings if f.code == "idiom-replaced")
+    (tmp_path / "k.py").write_text(src)
+    (tmp_path / "t.py").write_text(r.output)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    got = []
+    for side, f in (("keras", "k.py"), ("torch", "t.py")):
+        p = subprocess.run([sys.executable, "-c", _PENALTY, str(tmp_path / f), side], capture_output=True, text=True,
+                           env=env, timeout=600)
+        assert p.returncode == 0, p.stderr[-2000:]
+        got.append(float(p.stdout.split()[-1]))
+    assert got[0] > 0 and abs(got[0] - got[1]) <= 1e-5 * got[0], got
+
+
+def test_alpha_dropout_in_training_keeps_keras_statistics():
+    src, r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        def build():
+            return keras.Sequential([keras.Input(shape=(50,)), layers.AlphaDropout(0.2)])
+    ''')
+    from conv_numerics import compare_model
+    k, t = compare_model(src, r.output, "build()", (4000, 50), training=True)
+    # the masks differ; the SELU-preserving affine map gives the same distribution (mean 0, variance 1 kept)
+    for y in (k, t):
+        assert abs(y.mean()) < 0.02 and abs(y.std() - 1.0) < 0.02, (y.mean(), y.std())
+    dropped = -1.7580993408473766 * ((0.8 * (1 + 0.2 * 1.7580993408473766 ** 2)) ** -0.5) * 0.8
+    for y in (k, t):  # the value a dropped element takes, and how often
+        share = float(np.isclose(y, dropped, atol=1e-5).mean())
+        assert abs(share - 0.2) < 0.01, share
+
+
+def test_refusals_say_why():
+    cases = [
+        ("layers.TimeDistributed(layers.BatchNormalization())", "(4, 6)", "Keras 3 takes per time step"),
+        ("layers.Conv2D(3, 1), layers.Lambda(lambda x: x * 2.0)", "(5, 5, 2)", "in a model converted to channels-first"),
+        ("layers.EinsumDense(\"abc,cd->abd\", output_shape=(None, 4), bias_axes=\"e\")", "(5, 6)",
+         "Keras refuses this equation or shape"),
+        ("layers.CenterCrop(8, 8)", "(6, 9, 3)", "Keras resizes an image smaller than the crop"),
+        ("layers.AlphaDropout(0.1, noise_shape=(None, 1))", "(6,)", "noise_shape=(None, 1)"),
+    ]
+    for body, shape, said in cases:
+        r = translate_source(textwrap.dedent(f'''
+            from tensorflow import keras
+            from tensorflow.keras import layers
+
+            model = keras.Sequential([keras.Input(shape={shape}), {body}])
+        ''').lstrip("\n"), "model.py", PACK)
+        assert any(said in e for e in errors(r)), (body, errors(r))
