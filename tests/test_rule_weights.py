@@ -203,6 +203,15 @@ def td_embedding():
     return keras.Sequential([keras.Input(shape=(3, 7), dtype="int32"), layers.TimeDistributed(layers.Embedding(20, 4))])
 
 
+class UntiedLM(keras.Model):  # both tables: the embeddings and the reverse projection
+    def __init__(self):
+        super().__init__()
+        self.embed = layers.ReversibleEmbedding(30, 8, tie_weights=False, logit_soft_cap=5.0)
+
+    def call(self, ids):
+        return self.embed(self.embed(ids), reverse=True)
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -245,6 +254,7 @@ CASES = {
     ("time-distributed", "conv2d"): ("td_conv2d", None, ("forward", "grad", "step")),
     ("time-distributed", "layer-normalization"): ("td_layer_norm", None, ("forward", "grad", "step")),
     ("time-distributed", "embedding"): ("td_embedding", ["int32[2,3,7]:20"], ("forward", "grad", "step")),
+    ("reversible-embedding", None): ("UntiedLM", ["int32[2,5]:30"], ("forward", "grad", "step")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
     ("group-normalization", None): ("group_norm", None, ("forward", "grad", "step")),
     ("rnn-layer", "lstm"): ("rnn_of_lstm_cell", None, ("forward", "grad")),

@@ -492,6 +492,28 @@ class Lambda({nn}Module):
         return self.function(x)
 '''
 
+_REVERSIBLE_EMBEDDING = '''
+
+class ReversibleEmbedding({nn}Embedding):
+    """keras.layers.ReversibleEmbedding: an embedding table, which module(x, reverse=True) uses backwards
+    (logits x @ weight.T, or reverse_weight when the weights are not tied), soft-capped as
+    tanh(logits / cap) * cap when logit_soft_cap is given."""
+
+    def __init__(self, num_embeddings, embedding_dim, tie_weights=True, logit_soft_cap=None):
+        super().__init__(num_embeddings, embedding_dim)
+        self.tie_weights, self.logit_soft_cap = tie_weights, logit_soft_cap
+        if not tie_weights:  # Keras's default initializer: uniform in [-0.05, 0.05]
+            self.reverse_weight = {nn}Parameter({torch}empty(embedding_dim, num_embeddings).uniform_(-0.05, 0.05))
+
+    def forward(self, x, reverse=False):
+        if not reverse:
+            return super().forward(x)
+        logits = x @ (self.weight.t() if self.tie_weights else self.reverse_weight)
+        if self.logit_soft_cap is not None:
+            logits = {torch}tanh(logits / self.logit_soft_cap) * self.logit_soft_cap
+        return logits
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -512,6 +534,7 @@ HELPERS["CenterCrop"] = _CENTER_CROP
 HELPERS["Dot"] = _DOT
 HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
 HELPERS["Lambda"] = _LAMBDA
+HELPERS["ReversibleEmbedding"] = _REVERSIBLE_EMBEDDING
 HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
 HELPERS["Masking"] = _PACK_STEPS + _MASKING
 HELPERS["MaskedRNNOutput"] = _MASKED_RNN_OUTPUT

@@ -1564,6 +1564,29 @@ def masking(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([expr(f"{name}({code(value) if value is not None else ''})")], lctx.in_shape)
 
 
+@shape("reversible-embedding")
+def reversible_embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """ReversibleEmbedding → the ReversibleEmbedding helper (written out in the file): an nn.Embedding whose
+    call with reverse=True gives the logits x @ weight.T (or a reverse_weight of its own when
+    tie_weights=False), soft-capped as Keras caps them."""
+    for key, ok in (("mask_zero", (False,)), ("reverse_dtype", (None,))):
+        node = m.extras.get(key)
+        if node is not None and literal_value(node, NOT_LITERAL) not in ok:
+            why = ("Keras propagates the mask to later layers and losses: pack the sequences by hand"
+                   if key == "mask_zero" else "the reverse projection computed in another dtype: cast by hand")
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: {why}")
+    if "num_embeddings" not in m.kwargs or "embedding_dim" not in m.kwargs:
+        return _failed(m, ctx, "unsupported-argument", "input_dim and output_dim are required")
+    args = [code(m.kwargs["num_embeddings"]), code(m.kwargs["embedding_dim"])]
+    args += [f"{k}={code(m.extras[k])}" for k in ("tie_weights", "logit_soft_cap") if k in m.extras]
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "ReversibleEmbedding")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    dim = _dim(lctx, m.kwargs.get("embedding_dim"))
+    out = (*in_shape, dim if known(dim) else None) if in_shape is not None else None
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], out)
+
+
 # --- activation layers --------------------------------------------------------------------------------
 
 @shape("activation")
