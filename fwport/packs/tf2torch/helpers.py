@@ -514,6 +514,31 @@ class ReversibleEmbedding({nn}Embedding):
         return logits
 '''
 
+_LAZY_RMS_NORM = '''
+
+class LazyRMSNorm({nn}modules.lazy.LazyModuleMixin, {nn}RMSNorm):
+    """keras.layers.RMSNormalization over the last axes whose sizes are known only at the first call
+    (Keras builds the layer then): an nn.RMSNorm over the last `axes` axes, sized by that call."""
+
+    cls_to_become = {nn}RMSNorm
+
+    def __init__(self, eps=1e-6, axes=1):
+        super().__init__(0, eps, elementwise_affine=False)
+        self.elementwise_affine, self.axes = True, axes
+        self.weight = {nn}UninitializedParameter()
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.normalized_shape != (0,):
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        self.normalized_shape = tuple(input.shape[-self.axes:])
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                self.weight.materialize(self.normalized_shape)
+                self.reset_parameters()
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -534,6 +559,7 @@ HELPERS["CenterCrop"] = _CENTER_CROP
 HELPERS["Dot"] = _DOT
 HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
 HELPERS["Lambda"] = _LAMBDA
+HELPERS["LazyRMSNorm"] = _LAZY_RMS_NORM
 HELPERS["ReversibleEmbedding"] = _REVERSIBLE_EMBEDDING
 HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
 HELPERS["Masking"] = _PACK_STEPS + _MASKING

@@ -1910,8 +1910,7 @@ def rms_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
         return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
     if in_shape is None:
-        return _failed(m, ctx, "shape-unknown", "RMSNormalization on an input of unknown shape: nn.RMSNorm needs "
-                       "the normalised size; give the model its input shape (keras.Input(shape=...))")
+        return _lazy_rms_norm(m, ctx, lctx, axes)
     rank = len(in_shape) + 1
     norm = sorted({a % rank for a in axes if -rank <= a < rank})
     if len(norm) != len(axes) or 0 in norm or norm != list(range(rank - len(norm), rank)):
@@ -1923,13 +1922,29 @@ def rms_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "RMSNorm cannot express it; keep this model channels-last")
     sizes = tuple(in_shape[a - 1] for a in norm)
     if not all(known(n) for n in sizes):
-        return _failed(m, ctx, "shape-unknown", "RMSNormalization over a size unknown here: nn.RMSNorm needs it; "
-                       "give the model its input shape (keras.Input(shape=...))")
+        return _lazy_rms_norm(m, ctx, lctx, [a - rank for a in norm])
     m.kwargs = {"normalized_shape": expr(str(sizes[0]) if len(sizes) == 1 else str(sizes)), **m.kwargs}
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
     return LayerEmission([layer], tuple(in_shape))
+
+
+def _lazy_rms_norm(m: MappedCall, ctx, lctx: LayerContext, axes: list) -> LayerEmission:
+    """RMSNormalization whose normalised sizes are known only at the first call: the LazyRMSNorm helper
+    (written out in the file), an nn.RMSNorm sized by its first input as Keras builds the layer then.
+    Exact over the last axes, named with negative indices where the rank is unknown."""
+    n = len(axes)
+    if lctx.layout == "nchw" or sorted(axes) != list(range(-n, 0)):
+        return _failed(m, ctx, "shape-unknown", f"RMSNormalization over axis {code(m.extras['axis']) if 'axis' in m.extras else -1} "
+                       "of an input whose shape is unknown here: torch normalises the last axes only; write axis=-1 "
+                       "(or [-2, -1]), or give the model its input shape")
+    args = [f"eps={code(m.kwargs['eps'])}"] if "eps" in m.kwargs else []
+    if n != 1:
+        args.append(f"axes={n}")
+    ctx.report(Severity.INFO, "shape-unknown", "normalised size unknown here: emitted LazyRMSNorm (written out in the "
+               "file), an nn.RMSNorm sized by its first input as Keras builds the layer", m.node, m.rule)
+    return LayerEmission([expr(f"{helpers.use(ctx, 'LazyRMSNorm')}({', '.join(args)})")], lctx.in_shape)
 
 
 @shape("activity-regularization")
