@@ -173,6 +173,45 @@ def additive_attention():
     return keras.Model([query, value], layers.AdditiveAttention()([query, value]))
 
 
+def einsum_dense():
+    return keras.Sequential([keras.Input(shape=(5, 6)),
+                             layers.EinsumDense("abc,cde->abde", output_shape=(None, 2, 4), bias_axes="de")])
+
+
+def rms_normalization():
+    return keras.Sequential([keras.Input(shape=(5, 8)), layers.RMSNormalization(epsilon=1e-3)])
+
+
+def td_dense():
+    return keras.Sequential([keras.Input(shape=(4, 6)), layers.TimeDistributed(layers.Dense(3, activation="tanh"))])
+
+
+def td_conv1d():
+    return keras.Sequential([keras.Input(shape=(3, 7, 2)), layers.TimeDistributed(layers.Conv1D(4, 3))])
+
+
+def td_conv2d():
+    return keras.Sequential([keras.Input(shape=(3, 6, 5, 2)),
+                             layers.TimeDistributed(layers.Conv2D(4, 3, strides=2, padding="same"))])
+
+
+def td_layer_norm():
+    return keras.Sequential([keras.Input(shape=(3, 5)), layers.TimeDistributed(layers.LayerNormalization())])
+
+
+def td_embedding():
+    return keras.Sequential([keras.Input(shape=(3, 7), dtype="int32"), layers.TimeDistributed(layers.Embedding(20, 4))])
+
+
+class UntiedLM(keras.Model):  # both tables: the embeddings and the reverse projection
+    def __init__(self):
+        super().__init__()
+        self.embed = layers.ReversibleEmbedding(30, 8, tie_weights=False, logit_soft_cap=5.0)
+
+    def call(self, ids):
+        return self.embed(self.embed(ids), reverse=True)
+
+
 class Scale(keras.Model):
     def __init__(self, n=5):
         super().__init__()
@@ -208,6 +247,14 @@ CASES = {
     ("bidirectional", "lstm"): ("bidirectional_lstm", None, ("forward", "grad")),
     ("bidirectional", "gru"): ("bidirectional_gru", None, ("forward", "grad", "step")),
     ("bidirectional", "rnn"): ("bidirectional_rnn", None, ("forward", "grad")),
+    ("einsum-dense", None): ("einsum_dense", None, ("forward", "grad", "step")),
+    ("rms-normalization", None): ("rms_normalization", None, ("forward", "grad", "step")),
+    ("time-distributed", "dense"): ("td_dense", None, ("forward", "grad", "step")),
+    ("time-distributed", "conv1d"): ("td_conv1d", None, ("forward", "grad", "step")),
+    ("time-distributed", "conv2d"): ("td_conv2d", None, ("forward", "grad", "step")),
+    ("time-distributed", "layer-normalization"): ("td_layer_norm", None, ("forward", "grad", "step")),
+    ("time-distributed", "embedding"): ("td_embedding", ["int32[2,3,7]:20"], ("forward", "grad", "step")),
+    ("reversible-embedding", None): ("UntiedLM", ["int32[2,5]:30"], ("forward", "grad", "step")),
     ("add-weight", None): ("Scale", ["float32[3,4,5]"], ("forward", "grad", "step")),
     ("group-normalization", None): ("group_norm", None, ("forward", "grad", "step")),
     ("rnn-layer", "lstm"): ("rnn_of_lstm_cell", None, ("forward", "grad")),

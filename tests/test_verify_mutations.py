@@ -371,3 +371,67 @@ def test_planted_bug_in_attention_weight_map_is_caught(session, attention_files,
     cert = _run(session, attention_files, pack=pack, checks=("forward",))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- the layers added for issue 8's coverage: TimeDistributed, EinsumDense, RMSNormalization, Lambda --------
+
+MORE_LAYERS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    return keras.Sequential([
+        keras.Input(shape=(4, 6)),
+        layers.TimeDistributed(layers.Dense(6)),
+        layers.EinsumDense("abc,cd->abd", output_shape=(None, 6), bias_axes="d"),
+        layers.RMSNormalization(epsilon=0.1),
+        layers.Lambda(lambda x: x * 0.5 + 1.0),
+        layers.Dense(3),
+    ])
+'''
+TIME_DISTRIBUTED, EINSUM, RMS, LAMBDA = "layers[0]", "layers[1]", "layers[2]", "layers[3]"
+
+MORE_TEXT_MUTATIONS = {
+    "rms-epsilon-not-pinned": ("nn.RMSNorm(6, eps=0.1)", "nn.RMSNorm(6)", RMS),
+    "lambda-body-changed": ("Lambda(lambda x: x * 0.5 + 1.0)", "Lambda(lambda x: x * 0.5 - 1.0)", LAMBDA),
+    # the kernel read the other way round: a square kernel keeps the shapes
+    "einsum-kernel-letters-swapped": ('EinsumDense("abc,cd->abd"', 'EinsumDense("abc,dc->abd"', EINSUM),
+}
+MORE_MAP_MUTATIONS = {  # square kernels: a transpose keeps the shapes
+    "time-distributed-dense-kernel-not-transposed": ("time-distributed", "dense", "layer.kernel", ["copy"],
+                                                     TIME_DISTRIBUTED),
+    "einsum-kernel-transposed": ("einsum-dense", None, "kernel", ["transpose(1, 0)"], EINSUM),
+}
+
+
+@pytest.fixture(scope="module")
+def more_layer_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-more")
+    (d / "model.py").write_text(MORE_LAYERS)
+    out = translate_source(MORE_LAYERS, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def test_more_layers_correct_translation_passes(session, more_layer_files):
+    cert = _run(session, more_layer_files, checks=("forward", "grad", "step"))
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(MORE_TEXT_MUTATIONS))
+def test_planted_bug_in_a_more_layer_is_caught(session, more_layer_files, name):
+    old, new, layer = MORE_TEXT_MUTATIONS[name]
+    _, good = more_layer_files
+    assert old in good, f"the translation changed: {old!r} not found; update the mutation"
+    cert = _run(session, more_layer_files, good.replace(old, new), checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+@pytest.mark.parametrize("name", sorted(MORE_MAP_MUTATIONS))
+def test_planted_bug_in_a_more_weight_map_is_caught(session, more_layer_files, name):
+    rule, variant, source, ops, layer = MORE_MAP_MUTATIONS[name]
+    cert = _run(session, more_layer_files, pack=_mutated_pack(rule, variant, ops, source), checks=("forward",))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]

@@ -20,7 +20,8 @@ from fwport.packs.tf2torch.registry import call_transform, shape
 MULTI_INPUT = {"multi-head-attention": ("query", "value", "key", "query_mask", "value_mask", "key_mask",
                                         "attention_mask", "return_attention_scores", "training",
                                         "use_causal_mask"),
-               "keras-attention": ("inputs", "mask", "training", "return_attention_scores", "use_causal_mask")}
+               "keras-attention": ("inputs", "mask", "training", "return_attention_scores", "use_causal_mask"),
+               "dot": ("inputs",)}
 TENSOR_PARAMS = {"query", "value", "key", "query_mask", "value_mask", "key_mask", "attention_mask", "inputs", "mask"}
 
 

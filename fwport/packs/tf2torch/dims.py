@@ -360,6 +360,10 @@ class SizedContext(LayerContext):
     """A :class:`LayerContext` that also knows how to read size expressions where the layer is built."""
 
     sizes: Sizes | None = None
+    # Keras's mask along a Sequential chain (passes/sequential.py): mask_in, the layer's input is a
+    # PackedSequence of the unmasked steps; mask_out, the next layer is a recurrent one that takes it
+    mask_in: bool = False
+    mask_out: bool = False
 
 
 def sizes_of(lctx: LayerContext) -> Sizes:

@@ -225,6 +225,320 @@ class Normalization({nn}Module):
         return (x - self.mean) / {torch}clamp(self.variance.sqrt(), min=1e-7)
 '''
 
+_ACTIVITY_REGULARIZATION = '''
+
+class ActivityRegularization({nn}Module):
+    """keras.layers.ActivityRegularization: the identity, which keeps Keras's penalty on its last
+    output (l1 * sum|x| + l2 * sum x**2, divided by the batch size) for the loss: add
+    regularization_loss() to it as Keras adds model.losses."""
+
+    def __init__(self, l1=0.0, l2=0.0):
+        super().__init__()
+        self.l1, self.l2 = l1, l2
+        self.penalty = None
+
+    def forward(self, x):
+        penalty = self.l1 * x.abs().sum() + self.l2 * x.square().sum()
+        self.penalty = penalty / x.shape[0] if x.dim() > 0 and x.shape[0] else penalty
+        return x
+
+    def regularization_loss(self):
+        return self.penalty if self.penalty is not None else 0.0
+'''
+
+_EINSUM_DENSE = '''
+
+class EinsumDense({nn}modules.lazy.LazyModuleMixin, {nn}Module):
+    """keras.layers.EinsumDense: einsum(equation, x, weight) + bias. The weight's and the bias's shapes are
+    read from the equation as Keras reads them: a letter of the weight takes its size from the input
+    (input_shape without the batch axis, else the first call) or from output_shape (None: the input's
+    size); the bias spans the output axes from the first of bias_axes on, 1 where an axis is not one."""
+
+    def __init__(self, equation, output_shape, bias_axes=None, input_shape=None):
+        super().__init__()
+        self.equation, self.bias_axes = equation, bias_axes
+        self.output_shape = tuple(output_shape) if isinstance(output_shape, (list, tuple)) else (output_shape,)
+        self.weight = {nn}UninitializedParameter()
+        self.bias = {nn}UninitializedParameter() if bias_axes else None
+        if input_shape is not None:
+            self._build((None, *input_shape))
+
+    def _shapes(self, shape):
+        inputs, rest = self.equation.split(",")
+        kernel, outputs = rest.split("->")
+        left = inputs.startswith("...")
+        inputs, outputs = inputs.replace("...", ""), outputs.replace("...", "")
+        elided = len(shape) - len(inputs)
+        out = [shape[0], *self.output_shape]
+        if elided > 0 and left:
+            out[1:1] = shape[1:elided]
+        elif elided > 0:
+            out += shape[len(shape) - elided:]
+        shift_in, shift_out = (elided - len(shape), elided - len(out)) if left else (0, 0)
+        size = {c: shape[i + shift_in] for i, c in enumerate(inputs)}
+        for i, c in enumerate(outputs):
+            if c not in size:
+                size[c] = out[i + shift_out]
+        weight = tuple(size[c] for c in kernel)
+        bias = None
+        if self.bias_axes:
+            first = min(outputs.index(c) for c in self.bias_axes)
+            bias = tuple(size[c] if c in self.bias_axes else 1 for c in outputs[first:])
+            if not left:
+                bias += (1,) * max(elided, 0)
+        fan_in = 1
+        for c in kernel:
+            fan_in *= size[c] if c in inputs else 1
+        return weight, bias, fan_in
+
+    def _build(self, shape):
+        weight, bias, fan_in = self._shapes(tuple(shape))
+        fan_out = 1
+        for n in weight:
+            fan_out *= n
+        fan_out //= fan_in
+        limit = (6.0 / (fan_in + fan_out)) ** 0.5  # Keras's glorot_uniform over the input and output axes
+        with {torch}no_grad():
+            self.weight = {nn}Parameter({torch}empty(weight).uniform_(-limit, limit))
+            if bias is not None:
+                self.bias = {nn}Parameter({torch}zeros(bias))
+
+    def initialize_parameters(self, x):
+        if self.has_uninitialized_params():
+            self._build(x.shape)
+
+    def forward(self, x):
+        y = {torch}einsum(self.equation, x, self.weight)
+        return y + self.bias if self.bias is not None else y
+'''
+
+_CENTER_CROP = '''
+
+class CenterCrop({nn}Module):
+    """keras.layers.CenterCrop on channels-first images: the central height x width window (the odd
+    pixel of a margin after, as Keras takes it), as floats. Keras resizes an image smaller than the
+    window (smart_resize) instead: not translated, an error here."""
+
+    def __init__(self, height, width):
+        super().__init__()
+        self.height, self.width = height, width
+
+    def forward(self, x):
+        h, w = x.shape[-2], x.shape[-1]
+        if h < self.height or w < self.width:
+            raise ValueError(f"CenterCrop({self.height}, {self.width}) of {h} x {w} images: Keras resizes "
+                             "images smaller than the crop (smart_resize), which this translation does not do")
+        top, left = (h - self.height) // 2, (w - self.width) // 2
+        x = x[..., top:top + self.height, left:left + self.width]
+        return x if x.is_floating_point() else x.to({torch}get_default_dtype())
+'''
+
+_DOT = '''
+
+class Dot({nn}Module):
+    """keras.layers.Dot: called on [x, y], the dot products over axes (one per input; a negative one
+    counts from each input's end) per sample, the other axes of x then those of y (a rank-2 pair gives
+    (batch, 1)). normalize: each input L2-normalised along its axis first, as Keras 3 does it
+    (x * min(rsqrt(sum x**2), 1e7))."""
+
+    def __init__(self, axes, normalize=False):
+        super().__init__()
+        self.axes = tuple(axes) if isinstance(axes, (list, tuple)) else (axes, axes)
+        self.normalize = normalize
+
+    def forward(self, inputs):
+        x, y = inputs
+        ax, ay = (a % t.dim() for a, t in zip(self.axes, (x, y)))
+        if self.normalize:
+            x = x * {torch}clamp(x.square().sum(dim=ax, keepdim=True).rsqrt(), max=1e7)
+            y = y * {torch}clamp(y.square().sum(dim=ay, keepdim=True).rsqrt(), max=1e7)
+        x, y = x.movedim(ax, -1), y.movedim(ay, 1)
+        rest_x, rest_y = x.shape[1:-1], y.shape[2:]
+        out = {torch}bmm(x.reshape(x.shape[0], -1, x.shape[-1]), y.reshape(y.shape[0], y.shape[1], -1))
+        out = out.reshape(x.shape[0], *rest_x, *rest_y)
+        return out.unsqueeze(-1) if out.dim() == 1 else out
+'''
+
+_TIME_DISTRIBUTED = '''
+
+class TimeDistributed({nn}Module):
+    """keras.layers.TimeDistributed: the layer applied to every time step, the time axis folded into the
+    batch ((batch, T, ...) → (batch * T, ...)) and back; modules `before` and `after` run inside the fold
+    too, and channels_first gives the layer each step's feature map channels-first."""
+
+    def __init__(self, layer, before=(), after=(), channels_first=False):
+        super().__init__()
+        self.layer, self.channels_first = layer, channels_first
+        self.before, self.after = {nn}Sequential(*before), {nn}Sequential(*after)
+
+    def forward(self, x):
+        b, t = x.shape[:2]
+        y = x.reshape(b * t, *x.shape[2:])
+        if self.channels_first:
+            y = y.movedim(-1, 1)
+        y = self.after(self.layer(self.before(y)))
+        if self.channels_first and y.dim() > 2:
+            y = y.movedim(1, -1)
+        return y.reshape(b, t, *y.shape[1:])
+'''
+
+_PACK_STEPS = """
+def _packed_steps(x, keep):
+    \"\"\"The steps of x where keep is True, as a PackedSequence: Keras's mask, for a recurrent layer that skips
+    the masked steps as torch's do a packed sequence's padding. Exact where every sequence keeps its first
+    steps and masks the rest (right padding, at least one step kept).\"\"\"
+    lengths = keep.sum(dim=1)
+    if not bool((keep == ({torch}arange(keep.shape[1], device=keep.device) < lengths[:, None])).all()):
+        raise ValueError("a mask with gaps or left padding: Keras skips masked steps anywhere, the translation "
+                         "only padding at the end of each sequence")
+    if not bool((lengths > 0).all()):
+        raise ValueError("a sequence whose steps are all masked: Keras returns the initial state for it, "
+                         "a packed sequence cannot hold it")
+    return {nn}utils.rnn.pack_padded_sequence(x, lengths.cpu(), batch_first=True, enforce_sorted=False)
+"""
+
+_MASKED_EMBEDDING = '''
+
+class MaskedEmbedding({nn}Embedding):
+    """keras.layers.Embedding(mask_zero=True) before a recurrent layer: the embeddings of the steps before
+    the first 0 of each sequence, as a PackedSequence (the recurrent layer skips the rest, as Keras's
+    skips the masked steps)."""
+
+    def forward(self, ids):
+        return _packed_steps(super().forward(ids), ids != 0)
+'''
+
+_MASKING = '''
+
+class Masking({nn}Module):
+    """keras.layers.Masking before a recurrent layer: the steps before the first one all of whose features
+    equal mask_value, as a PackedSequence (the recurrent layer skips the rest, as Keras's skips them)."""
+
+    def __init__(self, mask_value=0.0):
+        super().__init__()
+        self.mask_value = mask_value
+
+    def forward(self, x):
+        return _packed_steps(x, (x != self.mask_value).any(dim=-1))
+'''
+
+_MASKED_RNN_OUTPUT = '''
+
+class MaskedRNNOutput({nn}Module):
+    """The output of a torch RNN run on a PackedSequence as Keras's masked layer gives it: still packed
+    for a recurrent layer after it (packed=True), the output of each sequence's last kept step, or the
+    whole sequence of total_length steps, a masked step repeating the output before it (Keras carries it)."""
+
+    def __init__(self, return_sequences=False, packed=False, total_length=None):
+        super().__init__()
+        self.return_sequences, self.packed, self.total_length = return_sequences, packed, total_length
+
+    def forward(self, output):
+        sequence, state = output
+        if self.packed and self.return_sequences:
+            return sequence
+        if not self.return_sequences:
+            return (state[0] if isinstance(state, tuple) else state)[-1]
+        padded, lengths = {nn}utils.rnn.pad_packed_sequence(sequence, batch_first=True, total_length=self.total_length)
+        steps = {torch}arange(padded.shape[1])
+        last = {torch}minimum(steps[None, :], (lengths - 1)[:, None]).to(padded.device)
+        return padded.gather(1, last[..., None].expand(-1, -1, padded.shape[-1]))
+'''
+
+_MASKED_BIDIRECTIONAL_OUTPUT = '''
+
+class MaskedBidirectionalOutput({nn}Module):
+    """The output of a bidirectional torch RNN run on a PackedSequence as Keras's masked Bidirectional gives
+    it: the two directions merged (concat, sum, mul or ave), still packed for a recurrent layer after it
+    (packed=True), at each direction's last kept step, or over total_length steps with zeros at the
+    masked ones (as Keras's Bidirectional returns them)."""
+
+    def __init__(self, return_sequences=False, merge_mode="concat", packed=False, total_length=None):
+        super().__init__()
+        self.return_sequences, self.merge_mode = return_sequences, merge_mode
+        self.packed, self.total_length = packed, total_length
+
+    def _merge(self, forward, backward):
+        if self.merge_mode == "concat":
+            return {torch}cat([forward, backward], dim=-1)
+        if self.merge_mode == "sum":
+            return forward + backward
+        if self.merge_mode == "mul":
+            return forward * backward
+        return (forward + backward) / 2
+
+    def forward(self, output):
+        sequence, state = output
+        if self.packed and self.return_sequences:
+            return sequence._replace(data=self._merge(*sequence.data.chunk(2, dim=-1)))
+        if not self.return_sequences:
+            h = state[0] if isinstance(state, tuple) else state
+            return self._merge(h[-2], h[-1])
+        padded, _ = {nn}utils.rnn.pad_packed_sequence(sequence, batch_first=True, total_length=self.total_length)
+        return self._merge(*padded.chunk(2, dim=-1))
+'''
+
+_LAMBDA = '''
+
+class Lambda({nn}Module):
+    """keras.layers.Lambda: a module calling a function on its input (the function translated where it
+    is written)."""
+
+    def __init__(self, function):
+        super().__init__()
+        self.function = function
+
+    def forward(self, x):
+        return self.function(x)
+'''
+
+_REVERSIBLE_EMBEDDING = '''
+
+class ReversibleEmbedding({nn}Embedding):
+    """keras.layers.ReversibleEmbedding: an embedding table, which module(x, reverse=True) uses backwards
+    (logits x @ weight.T, or reverse_weight when the weights are not tied), soft-capped as
+    tanh(logits / cap) * cap when logit_soft_cap is given."""
+
+    def __init__(self, num_embeddings, embedding_dim, tie_weights=True, logit_soft_cap=None):
+        super().__init__(num_embeddings, embedding_dim)
+        self.tie_weights, self.logit_soft_cap = tie_weights, logit_soft_cap
+        if not tie_weights:  # Keras's default initializer: uniform in [-0.05, 0.05]
+            self.reverse_weight = {nn}Parameter({torch}empty(embedding_dim, num_embeddings).uniform_(-0.05, 0.05))
+
+    def forward(self, x, reverse=False):
+        if not reverse:
+            return super().forward(x)
+        logits = x @ (self.weight.t() if self.tie_weights else self.reverse_weight)
+        if self.logit_soft_cap is not None:
+            logits = {torch}tanh(logits / self.logit_soft_cap) * self.logit_soft_cap
+        return logits
+'''
+
+_LAZY_RMS_NORM = '''
+
+class LazyRMSNorm({nn}modules.lazy.LazyModuleMixin, {nn}RMSNorm):
+    """keras.layers.RMSNormalization over the last axes whose sizes are known only at the first call
+    (Keras builds the layer then): an nn.RMSNorm over the last `axes` axes, sized by that call."""
+
+    cls_to_become = {nn}RMSNorm
+
+    def __init__(self, eps=1e-6, axes=1):
+        super().__init__(0, eps, elementwise_affine=False)
+        self.elementwise_affine, self.axes = True, axes
+        self.weight = {nn}UninitializedParameter()
+
+    def reset_parameters(self):
+        if not self.has_uninitialized_params() and self.normalized_shape != (0,):
+            super().reset_parameters()
+
+    def initialize_parameters(self, input):
+        self.normalized_shape = tuple(input.shape[-self.axes:])
+        if self.has_uninitialized_params():
+            with {torch}no_grad():
+                self.weight.materialize(self.normalized_shape)
+                self.reset_parameters()
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -239,6 +553,18 @@ HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
+HELPERS["ActivityRegularization"] = _ACTIVITY_REGULARIZATION
+HELPERS["EinsumDense"] = _EINSUM_DENSE
+HELPERS["CenterCrop"] = _CENTER_CROP
+HELPERS["Dot"] = _DOT
+HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
+HELPERS["Lambda"] = _LAMBDA
+HELPERS["LazyRMSNorm"] = _LAZY_RMS_NORM
+HELPERS["ReversibleEmbedding"] = _REVERSIBLE_EMBEDDING
+HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
+HELPERS["Masking"] = _PACK_STEPS + _MASKING
+HELPERS["MaskedRNNOutput"] = _MASKED_RNN_OUTPUT
+HELPERS["MaskedBidirectionalOutput"] = _MASKED_BIDIRECTIONAL_OUTPUT
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 

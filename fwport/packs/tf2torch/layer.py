@@ -16,7 +16,8 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.packs.tf2torch import dims as D
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
-from fwport.core.engine import LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call
+from fwport.core.engine import (LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call,
+                                 translate_layer)
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.tf2torch.registry import call_transform, shape, value_transform
@@ -687,22 +688,39 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
                            f"computes {default} there")
     if helper:
+        if getattr(lctx, "mask_in", False):
+            return _failed(m, ctx, "shape-unknown", f"{name} after a mask, on inputs whose feature size is unknown "
+                           "here: give the model its input shape")
         return _lazy_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     m.kwargs = {"input_size": expr(str(features)), **m.kwargs}
     m.kwargs["batch_first"] = expr("True")
     units = _dim(lctx, m.kwargs.get("hidden_size"))
     units = units if known(units) else None
+    masked: list[str] | None = None  # Keras's mask reaches it as a PackedSequence (passes/sequential.py)
+    if getattr(lctx, "mask_in", False):
+        masked = []
+        if getattr(lctx, "mask_out", False) and flags["return_sequences"]:
+            masked = ["packed=True"]  # the next recurrent layer takes the sequence still packed
+        elif flags["return_sequences"]:
+            steps = in_shape[0] if in_shape is not None else None
+            if not _int(steps):
+                return _failed(m, ctx, "shape-unknown", f"{name}(return_sequences=True) after a mask, on sequences "
+                               "of a length unknown here: Keras returns every step (the padded ones too), which the "
+                               "packed output must be padded back to; give the model its input shape "
+                               "(keras.Input(shape=(steps,)))")
+            masked = [f"total_length={steps}"]
     if merge_mode is not None:  # the layer wrapped by Bidirectional
         m.kwargs["bidirectional"] = expr("True")
         args = ["return_sequences=True"] if flags["return_sequences"] else []
         if merge_mode != "concat":
             args.append(f'merge_mode="{merge_mode}"')
-        out_mod = expr(f"{helpers.use(ctx, 'BidirectionalOutput')}({', '.join(args)})")
+        out_mod = expr(f"{helpers.use(ctx, 'MaskedBidirectionalOutput' if masked is not None else 'BidirectionalOutput')}"
+                       f"({', '.join(args + (masked or []))})")
         if merge_mode == "concat":
             units = D.mul(units, 2) if units is not None else None
     else:
-        out_mod = expr(f"{helpers.use(ctx, 'RNNOutput')}(" + ("return_sequences=True" if flags["return_sequences"]
-                                                              else "") + ")")
+        args = (["return_sequences=True"] if flags["return_sequences"] else []) + (masked or [])
+        out_mod = expr(f"{helpers.use(ctx, 'MaskedRNNOutput' if masked is not None else 'RNNOutput')}({', '.join(args)})")
     layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
@@ -885,6 +903,199 @@ def bidirectional(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([m.call], failed=True) if em.failed else em
 
 
+# inner layers TimeDistributed cannot fold into the batch: they mix samples (BatchNormalization's
+# statistics, which Keras 3 takes per time step), take several inputs, or are themselves sequence layers
+_NOT_TIME_DISTRIBUTED = {"batch-norm": "BatchNormalization normalises over the batch, which Keras 3 takes per time "
+                                       "step (its statistics and moving averages) and the folded batch would "
+                                       "take over all steps at once",
+                         "rnn": "a recurrent layer", "rnn-layer": "a recurrent layer", "bidirectional": "a recurrent layer",
+                         "multi-head-attention": "a layer of several inputs", "keras-attention": "a layer of several inputs",
+                         "merge": "a layer of several inputs", "dot": "a layer of several inputs",
+                         "time-distributed": "a TimeDistributed layer"}
+
+
+@shape("time-distributed")
+def time_distributed(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """TimeDistributed(layer) → the TimeDistributed helper (written out in the file) around the wrapped layer's
+    torch module(s): the time axis folded into the batch ((batch, T, ...) → (batch·T, ...)), the layer, and
+    the time axis back. Exact for the layers that treat samples independently (Keras 3 calls the layer once
+    per step); a convolution or pooling inside gets its steps channels-first and back. The weight-map
+    variant is the wrapped layer's rule (its variables are Keras's ``layer.*``, torch's ``layer.*``)."""
+    from dataclasses import replace
+    inner = m.extras.get("layer")
+    q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
+    rule = ctx.pack.by_name.get(q) if q else None
+    shown = code(inner) if inner is not None else "?"
+    if rule is None or rule.kind != "layer":
+        return _failed(m, ctx, "unsupported-argument", f"layer={shown}: only a Keras layer written in the call is "
+                       "translated (its torch module is built here)")
+    why = _NOT_TIME_DISTRIBUTED.get(rule.emit.get("shape"))
+    if why:
+        return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({shown}): {why}; folding the time axis "
+                       "into the batch would not compute what Keras does: apply the layer per step by hand")
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "TimeDistributed in a model converted to channels-first: its "
+                       "input's axes are Keras's (batch, time, ...) channels-last ones; keep the layers around it "
+                       "channels-last (each convolution inside a TimeDistributed)")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    if in_shape is not None and len(in_shape) < 2:
+        return _failed(m, ctx, "unsupported-construct", "TimeDistributed needs an input of at least 3 dimensions "
+                       "(batch, time, ...)")
+    step = tuple(in_shape[1:]) if in_shape is not None else None
+    first = rule.emit.get("layout") == "channels-first" and (step is None or len(step) > 1)
+    inner_ctx = replace(lctx, in_shape=step, layout="nchw" if first else "keep",
+                        scope=lctx.scope or "TimeDistributed", source_path="", flatten_of=None)
+    em = translate_layer(inner, rule, ctx, inner_ctx, inner)
+    if em.failed or em.functional is not None or not em.modules:
+        if not em.failed:
+            return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({shown}): a layer of several inputs")
+        return LayerEmission([m.call], failed=True)
+    if rule.weights and (em.variant is not None or not any(w.when == rule.id for w in m.rule.weights)):
+        return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({shown}): the weights of "
+                       f"{rule.names[0].rsplit('.', 1)[-1]} inside it have no weight map here yet; apply the layer "
+                       "to x.reshape(-1, *x.shape[2:]) by hand")
+    mods = em.modules
+    w = em.weight_module
+    args = [code(mods[w])]
+    if w:
+        args.append(f"before=[{', '.join(code(x) for x in mods[:w])}]")
+    if mods[w + 1:]:
+        args.append(f"after=[{', '.join(code(x) for x in mods[w + 1:])}]")
+    if first:
+        args.append("channels_first=True")
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "TimeDistributed")
+    t = in_shape[0] if in_shape is not None else None
+    out = (t, *em.out_shape) if em.out_shape is not None else None
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], out, variant=rule.id if rule.weights else None)
+
+
+class _FreeNames(cst.CSTVisitor):
+    """The names a function body reads (not attribute names, keywords, or its own parameters and locals)."""
+
+    def __init__(self):
+        self.read: list[cst.Name] = []
+        self.bound: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        node.value.visit(self)
+        return False
+
+    def visit_Param(self, node: cst.Param) -> bool:
+        self.bound.add(node.name.value)
+        if node.default is not None:
+            node.default.visit(self)
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        for n in _target_names(node.target):
+            self.bound.add(n)
+        return True
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        for n in _target_names(node.target):
+            self.bound.add(n)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.read.append(node)
+
+
+def _target_names(t: cst.BaseExpression) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _target_names(e.value)]
+    return []
+
+
+_BUILTINS = frozenset(dir(__import__("builtins")))
+
+
+def _lambda_function(node: cst.BaseExpression, ctx, lctx: LayerContext):
+    """(the function's text in the call, why not) for Lambda's function: a lambda, or a function defined at the
+    top of this file, whose body reads only its parameters and locals, imported names (their calls are
+    translated by the rules where they stand), builtins and the module's constants: anything else is state
+    fwport cannot follow."""
+    if isinstance(node, cst.Lambda):
+        body: cst.CSTNode = node
+        what = "the lambda"
+    elif isinstance(node, cst.Name):
+        parsed = ctx.analyses.get("parsed")
+        body = next((st for st in (parsed[0].body if parsed else ()) if isinstance(st, cst.FunctionDef)
+                     and st.name.value == node.value), None)
+        if body is None:
+            return None, f"{node.value} is not a function defined at the top of this file"
+        if body.decorators:
+            return None, f"{node.value} is decorated"
+        what = node.value
+    else:
+        return None, f"{code(node)} is not a lambda or a function of this file"
+    v = _FreeNames()
+    if isinstance(body, cst.Lambda):
+        body.params.visit(v)
+        body.body.visit(v)
+    else:
+        body.params.visit(v)
+        body.body.visit(v)
+    sizes = sizes_of(lctx)
+    for n in v.read:
+        name = n.value
+        if name in v.bound or name in ctx.imports.aliases or name in _BUILTINS or name in sizes.constants:
+            continue
+        return None, f"{what} reads {name}, which is not one of its parameters or locals, an import, a builtin or " \
+                     "an int module constant: state fwport cannot follow"
+    return code(node), None
+
+
+def _elementwise_of(node: cst.BaseExpression, param: str) -> bool:
+    """The lambda body is arithmetic between its one parameter and numbers (x / 255.0, 2 * x - 1)."""
+    if isinstance(node, cst.Name):
+        return node.value == param
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _elementwise_of(node.expression, param)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, (cst.Add, cst.Subtract, cst.Multiply,
+                                                                          cst.Divide, cst.Power)):
+        return _elementwise_of(node.left, param) and _elementwise_of(node.right, param)
+    return False
+
+
+def mentions_source_alias(node: cst.CSTNode, ctx) -> bool:
+    """``node`` reads a name the file imports from the source framework (tf, keras, K, layers...)."""
+    aliases = ctx.imports.source_aliases()
+    v = _FreeNames()
+    node.visit(v)
+    return any(n.value in aliases for n in v.read)
+
+
+@shape("lambda")
+def lambda_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Lambda(function) → the Lambda helper (written out in the file) calling the same function: a lambda or a
+    function of this file whose tf / keras.ops calls the rules translate where they stand (an error there for
+    one without a rule). Refused where the function reads state fwport cannot follow, and in a model converted
+    to channels-first (its axes are Keras's)."""
+    fn = m.extras.get("function")
+    if fn is None:
+        return _failed(m, ctx, "unsupported-argument", "function is required")
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", f"Lambda({code(fn)}) in a model converted to channels-first: "
+                       "its function sees Keras's channels-last axes; keep this model channels-last")
+    text, why = _lambda_function(fn, ctx, lctx)
+    if text is None:
+        return _failed(m, ctx, "unsupported-construct", f"Lambda: {why}; write the computation as an nn.Module by hand")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    out = None
+    if isinstance(fn, cst.Lambda) and len(fn.params.params) == 1 and _elementwise_of(fn.body, fn.params.params[0].name.value):
+        out = in_shape
+    name = helpers.use(ctx, "Lambda")
+    return LayerEmission([expr(f"{name}({text})")], out)
+
+
 @shape("refuse")
 def refuse(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """A Keras layer that has no place in a torch model (text preprocessing, random augmentation): an
@@ -916,6 +1127,62 @@ def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     sp = tuple(v if _int(v) else None for v in (h, w))
     em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
     return _check_context(m, ctx, lctx, em)
+
+
+@shape("center-crop")
+def center_crop(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """CenterCrop → the CenterCrop helper (written out in the file) on channels-first images: the central
+    height × width window, the odd pixel of a margin after, as Keras takes it. Keras resizes an image
+    smaller than that (smart_resize) instead: refused where the size is known here, an error raised by
+    the helper where it is not."""
+    fm = _feature_map(m, ctx, lctx, 2)
+    if fm is None:
+        return LayerEmission([m.call], failed=True)
+    if "height" not in m.extras or "width" not in m.extras:
+        return _failed(m, ctx, "unsupported-argument", "height and width are required")
+    h, w = (literal_value(m.extras[k], NOT_LITERAL) for k in ("height", "width"))
+    for n, want in zip(fm.spatial, (h, w)):
+        if _int(n) and _int(want) and n < want:
+            return _failed(m, ctx, "unsupported-construct", f"CenterCrop({code(m.extras['height'])}, "
+                           f"{code(m.extras['width'])}) of {fm.spatial[0]} × {fm.spatial[1]} images: Keras resizes "
+                           "an image smaller than the crop (smart_resize: a crop to the aspect ratio, then a "
+                           "bilinear resize) instead of cropping it; use Resizing, or crop by hand")
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "CenterCrop")
+    layer = expr(f"{name}({code(m.extras['height'])}, {code(m.extras['width'])})")
+    sp = tuple(v if _int(v) else None for v in (h, w))
+    em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
+    return _check_context(m, ctx, lctx, em)
+
+
+@shape("dot")
+def dot(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Dot(axes, normalize) → the Dot helper (written out in the file), called on [x, y] as Keras calls the
+    layer: Keras's batch_dot over one axis of each input. Its output shape is known here for the usual
+    pair of (batch, n) vectors only."""
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "Dot in a model converted to channels-first: its axes are "
+                       "Keras's channels-last ones; keep this model channels-last")
+    axes_node = m.extras.get("axes")
+    if axes_node is None:
+        return _failed(m, ctx, "unsupported-argument", "axes is required")
+    axes = literal_value(axes_node, NOT_LITERAL)
+    pair = (axes, axes) if _int(axes) else tuple(axes) if isinstance(axes, (list, tuple)) else None
+    if pair is None or len(pair) != 2 or not all(_int(a) for a in pair):
+        return _failed(m, ctx, "unsupported-argument", f"axes={code(axes_node)}: a literal int or pair of ints")
+    norm = m.extras.get("normalize")
+    if norm is not None and literal_value(norm, NOT_LITERAL) not in (True, False):
+        return _failed(m, ctx, "unsupported-argument", f"normalize={code(norm)} must be a literal True/False")
+    if ctx.version == 2 and norm is not None and literal_value(norm, NOT_LITERAL) is True:
+        ctx.report(Severity.WARNING, "approximate", "normalize=True: Keras 2 normalises with tf.nn.l2_normalize "
+                   "(a floor of 1e-12 on the squared norm), the module as Keras 3 does (a floor of 1e-7 on the "
+                   "norm): the two differ only for vectors of norm below 1e-6", m.node, m.rule)
+    in_shape = lctx.in_shape
+    out = (1,) if in_shape is not None and len(in_shape) == 1 and all(a in (1, -1) for a in pair) else None
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "Dot")
+    args = code(axes_node) + (f", normalize={code(norm)}" if norm is not None and literal_value(norm, None) else "")
+    return LayerEmission([expr(f"{name}({args})")], out)
 
 
 @shape("normalization")
@@ -1253,12 +1520,71 @@ def embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if in_shape is None and "input_length" in m.extras:
         n = _dim(lctx, m.extras["input_length"])
         in_shape = (n,) if known(n) else None
-    layer = build_call(m, ctx)
+    mask = literal_value(m.extras["mask_zero"], NOT_LITERAL) if "mask_zero" in m.extras else False
+    if mask is not False:
+        if mask is not True or not getattr(lctx, "mask_out", False):
+            return _failed(m, ctx, "unsupported-argument", f"mask_zero={code(m.extras['mask_zero'])}: Keras propagates "
+                           "the mask to later layers and losses; torch's padding_idx does not: pack the sequences "
+                           "(pack_padded_sequence) and mask the loss by hand")
+        _report_mask(m, ctx, "the steps from the first 0 on")
+        layer = build_call(m, ctx, target="torch.nn.Module")
+        if layer is None:
+            return LayerEmission([m.call], failed=True)
+        layer = layer.with_changes(func=cst.Name(helpers.use(ctx, "MaskedEmbedding")))
+    else:
+        layer = build_call(m, ctx)
     if layer is None:
         return LayerEmission([m.call], failed=True)
     dim = _dim(lctx, m.kwargs.get("embedding_dim"))
     out = (*in_shape, dim if known(dim) else None) if in_shape is not None else None
     return LayerEmission([layer], out)
+
+
+def _report_mask(m: MappedCall, ctx, what: str) -> None:
+    ctx.report(Severity.INFO, "idiom-replaced", f"Keras's mask → a PackedSequence for the recurrent layer after it "
+               f"(torch's RNNs skip {what}, as Keras's do): exact for right-padded sequences, a ValueError at run "
+               "time for others; Keras also leaves the padded steps out of the loss, which the torch loss must "
+               "do by hand", m.node, m.rule)
+
+
+@shape("masking")
+def masking(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """Masking(mask_value) before a recurrent layer of a Sequential → the Masking helper (written out in the
+    file): a PackedSequence of the steps before the first step all of whose features equal mask_value."""
+    if not getattr(lctx, "mask_out", False):
+        return _failed(m, ctx, "unsupported-construct", "Masking: Keras propagates its mask to the layers after it "
+                       "(recurrent layers skip the masked steps, losses and some layers ignore them); fwport "
+                       "translates it only right before an LSTM, GRU or SimpleRNN of a Sequential (a PackedSequence): "
+                       "pack the sequences (pack_padded_sequence) by hand")
+    value = m.extras.get("mask_value")
+    if value is not None and not isinstance(literal_value(value, NOT_LITERAL), (int, float)):
+        return _failed(m, ctx, "unsupported-argument", f"mask_value={code(value)} must be a literal number")
+    _report_mask(m, ctx, "the masked steps")
+    name = helpers.use(ctx, "Masking")
+    return LayerEmission([expr(f"{name}({code(value) if value is not None else ''})")], lctx.in_shape)
+
+
+@shape("reversible-embedding")
+def reversible_embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """ReversibleEmbedding → the ReversibleEmbedding helper (written out in the file): an nn.Embedding whose
+    call with reverse=True gives the logits x @ weight.T (or a reverse_weight of its own when
+    tie_weights=False), soft-capped as Keras caps them."""
+    for key, ok in (("mask_zero", (False,)), ("reverse_dtype", (None,))):
+        node = m.extras.get(key)
+        if node is not None and literal_value(node, NOT_LITERAL) not in ok:
+            why = ("Keras propagates the mask to later layers and losses: pack the sequences by hand"
+                   if key == "mask_zero" else "the reverse projection computed in another dtype: cast by hand")
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: {why}")
+    if "num_embeddings" not in m.kwargs or "embedding_dim" not in m.kwargs:
+        return _failed(m, ctx, "unsupported-argument", "input_dim and output_dim are required")
+    args = [code(m.kwargs["num_embeddings"]), code(m.kwargs["embedding_dim"])]
+    args += [f"{k}={code(m.extras[k])}" for k in ("tie_weights", "logit_soft_cap") if k in m.extras]
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "ReversibleEmbedding")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    dim = _dim(lctx, m.kwargs.get("embedding_dim"))
+    out = (*in_shape, dim if known(dim) else None) if in_shape is not None else None
+    return LayerEmission([expr(f"{name}({', '.join(args)})")], out)
 
 
 # --- activation layers --------------------------------------------------------------------------------
@@ -1572,6 +1898,162 @@ def unit_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "of unknown rank: cannot tell where that axis is")
     name = helpers.use(ctx, "UnitNormalization")
     return LayerEmission([expr(f"{name}({'' if dim == -1 else dim})")], in_shape)
+
+
+@shape("rms-norm")
+def rms_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RMSNormalization over trailing axes → nn.RMSNorm(normalized_shape, eps): x * rsqrt(mean(x²) +
+    eps) * scale in both, the scale of the normalised axes' shape."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    axis = _axis(m)
+    axes = [axis] if _int(axis) else axis
+    if not isinstance(axes, (list, tuple)) or not axes or not all(_int(a) for a in axes):
+        return _failed(m, ctx, "unsupported-argument", "axis must be a literal int or list of ints")
+    if in_shape is None:
+        return _lazy_rms_norm(m, ctx, lctx, axes)
+    rank = len(in_shape) + 1
+    norm = sorted({a % rank for a in axes if -rank <= a < rank})
+    if len(norm) != len(axes) or 0 in norm or norm != list(range(rank - len(norm), rank)):
+        return _failed(m, ctx, "unsupported-construct", f"RMSNormalization over axis {axis}: torch's RMSNorm "
+                       "normalises the trailing axes only")
+    if lctx.layout == "nchw" and rank > 2:
+        return _failed(m, ctx, "unsupported-construct", "RMSNormalization on a feature map converted to "
+                       "channels-first normalises over the channel axis, which is no longer last: torch's "
+                       "RMSNorm cannot express it; keep this model channels-last")
+    sizes = tuple(in_shape[a - 1] for a in norm)
+    if not all(known(n) for n in sizes):
+        return _lazy_rms_norm(m, ctx, lctx, [a - rank for a in norm])
+    m.kwargs = {"normalized_shape": expr(str(sizes[0]) if len(sizes) == 1 else str(sizes)), **m.kwargs}
+    layer = build_call(m, ctx)
+    if layer is None:
+        return LayerEmission([m.call], failed=True)
+    return LayerEmission([layer], tuple(in_shape))
+
+
+def _lazy_rms_norm(m: MappedCall, ctx, lctx: LayerContext, axes: list) -> LayerEmission:
+    """RMSNormalization whose normalised sizes are known only at the first call: the LazyRMSNorm helper
+    (written out in the file), an nn.RMSNorm sized by its first input as Keras builds the layer then.
+    Exact over the last axes, named with negative indices where the rank is unknown."""
+    n = len(axes)
+    if lctx.layout == "nchw" or sorted(axes) != list(range(-n, 0)):
+        return _failed(m, ctx, "shape-unknown", f"RMSNormalization over axis {code(m.extras['axis']) if 'axis' in m.extras else -1} "
+                       "of an input whose shape is unknown here: torch normalises the last axes only; write axis=-1 "
+                       "(or [-2, -1]), or give the model its input shape")
+    args = [f"eps={code(m.kwargs['eps'])}"] if "eps" in m.kwargs else []
+    if n != 1:
+        args.append(f"axes={n}")
+    ctx.report(Severity.INFO, "shape-unknown", "normalised size unknown here: emitted LazyRMSNorm (written out in the "
+               "file), an nn.RMSNorm sized by its first input as Keras builds the layer", m.node, m.rule)
+    return LayerEmission([expr(f"{helpers.use(ctx, 'LazyRMSNorm')}({', '.join(args)})")], lctx.in_shape)
+
+
+@shape("activity-regularization")
+def activity_regularization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """ActivityRegularization: the identity on the values. With both factors 0 (Keras's defaults)
+    nn.Identity; else the ActivityRegularization helper, which keeps Keras's penalty of its last call
+    (l1·Σ|x| + l2·Σx², divided by the batch size) for a regularization_loss() the training code adds."""
+    lits = {k: literal_value(m.extras[k], NOT_LITERAL) if k in m.extras else 0.0 for k in ("l1", "l2")}
+    if all(v == 0 for v in lits.values() if not isinstance(v, bool)) and all(
+            isinstance(v, (int, float)) and not isinstance(v, bool) for v in lits.values()):
+        return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Identity')}()")], lctx.in_shape)
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "ActivityRegularization")
+    args = ", ".join(f"{k}={code(m.extras[k])}" for k in ("l1", "l2") if k in m.extras)
+    ctx.report(Severity.INFO, "idiom-replaced", "ActivityRegularization → the ActivityRegularization module written "
+               "out in this file: Keras adds its penalty to the loss itself (model.losses), torch does not: add "
+               "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) to the "
+               "loss where the model is trained", m.node, m.rule)
+    return LayerEmission([expr(f"{name}({args})")], lctx.in_shape)
+
+
+def einsum_dense_shapes(equation: str, output_shape, bias_axes, shape: tuple):
+    """(kernel shape, bias shape or None, output shape) of a Keras EinsumDense on an input of ``shape``
+    (batch axis first, None where unknown), as Keras's build reads the equation; None if the equation
+    is not one Keras accepts (``ab,bc->ac``, ``...b,bc->...c``, ``ab...,bc->ac...``)."""
+    import re
+    forms = [(r"([a-zA-Z]+),([a-zA-Z]+)->([a-zA-Z]+)$", None), (r"\.\.\.([a-zA-Z]+),([a-zA-Z]+)->\.\.\.([a-zA-Z]+)$", "left"),
+             (r"([a-zA-Z]{2,})\.\.\.,([a-zA-Z]+)->([a-zA-Z]{2,})\.\.\.$", "right")]
+    match = next(((mm, side) for rx, side in forms if (mm := re.match(rx, equation.replace(" ", "")))), None)
+    if match is None:
+        return None
+    (inputs, kernel, outputs), side = match[0].groups(), match[1]
+    given = list(output_shape) if isinstance(output_shape, (list, tuple)) else [output_shape]
+    elided = len(shape) - len(inputs)
+    if elided < 0 or (side is None and elided) or len(outputs) + (0 if side is None else 0) > len(given) + 1:
+        return None
+    out = [shape[0], *given]
+    if elided > 0 and side == "left":
+        out[1:1] = shape[1:elided]
+    elif elided > 0:
+        out += shape[len(shape) - elided:]
+    shift_in, shift_out = (elided - len(shape), elided - len(out)) if side == "left" else (0, 0)
+    if len(outputs) > len(out):
+        return None
+    size = {c: shape[i + shift_in] for i, c in enumerate(inputs)}
+    for i, c in enumerate(outputs):
+        if c in size and out[i + shift_out] is not None and size[c] is not None and out[i + shift_out] != size[c]:
+            return None
+        if c in size:
+            out[i + shift_out] = size[c]
+        else:
+            size[c] = out[i + shift_out]
+    if any(c not in size for c in kernel) or any(c not in inputs and c not in kernel for c in outputs):
+        return None
+    bias = None
+    if bias_axes:
+        if any(c not in outputs for c in bias_axes):
+            return None
+        first = min(outputs.index(c) for c in bias_axes)
+        bias = tuple(size[c] if c in bias_axes else 1 for c in outputs[first:])
+        if side != "left":
+            bias += (1,) * elided
+    return tuple(size[c] for c in kernel), bias, tuple(out)
+
+
+@shape("einsum-dense")
+def einsum_dense(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """EinsumDense → the EinsumDense helper (written out in the file): torch.einsum on the same equation,
+    its weight in Keras's kernel layout (the weight map copies it), built from the input shape where it is
+    known here, else at the first call (torch's lazy modules, as Keras builds the layer)."""
+    if lctx.layout == "nchw":
+        return _failed(m, ctx, "unsupported-construct", "EinsumDense in a model converted to channels-first: its "
+                       "equation names Keras's channels-last axes; keep this model channels-last")
+    eq_node, out_node = m.extras.get("equation"), m.extras.get("output_shape")
+    if eq_node is None or out_node is None:
+        return _failed(m, ctx, "unsupported-argument", "equation and output_shape are required")
+    equation = literal_value(eq_node, NOT_LITERAL)
+    bias_node = m.extras.get("bias_axes")
+    bias_axes = literal_value(bias_node, NOT_LITERAL) if bias_node is not None else None
+    if not isinstance(equation, str):
+        return _failed(m, ctx, "unsupported-argument", f"equation={code(eq_node)} is not a literal string: the "
+                       "weight's shape is read from it")
+    if bias_axes is not None and not isinstance(bias_axes, str):
+        return _failed(m, ctx, "unsupported-argument", f"bias_axes={code(bias_node)} is not a literal string")
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    out_lit = literal_value(out_node, NOT_LITERAL)
+    out_shape = None
+    args = [code(eq_node), code(out_node)] + ([f"bias_axes={code(bias_node)}"] if bias_axes else [])
+    static = in_shape is not None and all(_int(n) for n in in_shape)
+    if in_shape is not None and out_lit is not NOT_LITERAL:
+        shapes = einsum_dense_shapes(equation, out_lit, bias_axes, (None, *in_shape))
+        if shapes is None:
+            return _failed(m, ctx, "unsupported-argument", f"EinsumDense({code(eq_node)}, {code(out_node)}"
+                           f"{', bias_axes=' + code(bias_node) if bias_axes else ''}) on an input of shape "
+                           f"{(None, *in_shape)}: Keras refuses this equation or shape")
+        out_shape = tuple(shapes[2][1:])
+        if static and all(_int(n) for n in shapes[0]):
+            args.append(f"input_shape={tuple(in_shape)}")
+    else:
+        static = False
+    if not static:
+        ctx.report(Severity.INFO, "shape-unknown", "input shape unknown here: the EinsumDense module (written out in "
+                   "the file) creates its weight at the first call, as Keras builds the layer", m.node, m.rule)
+    acts = activation_modules(m, ctx)
+    if acts is None:
+        return LayerEmission([m.call], failed=True)
+    ctx.spell_text("torch.nn.Module")
+    name = helpers.use(ctx, "EinsumDense")
+    return LayerEmission([expr(f"{name}({', '.join(args)})"), *acts], out_shape)
 
 
 @shape("group-norm")

@@ -58,7 +58,7 @@ from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FL
                                                       _input_spec_shape, _shape_name, _shape_parts, symbolic_parts)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
-from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, recurrent_kind
+from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, mentions_source_alias, recurrent_kind
 
 
 def _kwarg_of(call: cst.Call, name: str, position: int = -1) -> cst.BaseExpression | None:
@@ -103,7 +103,7 @@ _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization
          "max-pooling2d": "pool", "average-pooling1d": "pool", "average-pooling2d": "pool",
          "global-average-pooling1d": "gap", "global-average-pooling2d": "gap", "global-max-pooling1d": "gmp",
          "global-max-pooling2d": "gmp", "activation": "act", "relu": "relu", "softmax": "softmax", "seq": "block",
-         "up-sampling2d": "up", "zero-padding2d": "pad", "reshape": "reshape"}
+         "up-sampling2d": "up", "zero-padding2d": "pad", "reshape": "reshape", "lambda-layer": "fn"}
 # attribute names an nn.Module already has
 _RESERVED = {"forward", "training", "parameters", "modules", "children", "state_dict", "eval", "train", "to",
              "apply", "cuda", "cpu", "float", "double", "half", "type", "add_module", "register_buffer",
@@ -1637,6 +1637,11 @@ class _Builder:
             raise _Refused(call, "", "")
         if em.functional is not None or not em.modules:
             raise _Refused(call, f"{rule.names[0]} has no torch module to call in a functional model")
+        if rule.id == "lambda-layer" and mentions_source_alias(em.modules[0], self.ctx):
+            # the module is written into __init__ by the finish step, after the rule pass: its calls would stay
+            raise _Refused(call, f"{code(call.func)} whose lambda calls TensorFlow / Keras, in a functional model: "
+                                 "not translated yet; define the function at the top of the file (the rules "
+                                 "translate it there) and pass its name")
         return em, movedim
 
     def _channels_last_reshape(self, call: cst.Call, em: LayerEmission) -> LayerEmission:

@@ -299,7 +299,20 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         flatten_of = None
         producer: tuple[LayerRecord, tuple] | None = None  # the Dense that computed the current features
         index = 0  # position in the nn.Sequential
+        masked = mask_live = False  # Keras's mask: packed for the next layer / left on an unpacked sequence
         for k, (el, rule) in enumerate(layers):
+            mask_in, mask_out = masked, _mask_out(el, rule, layers[k + 1][1] if k + 1 < len(layers) else None,
+                                                  masked, ctx)
+            if mask_live and rule is not None and rule.emit.get("shape") in _MASK_CONSUMERS and (
+                    rule.emit.get("shape") != "global-pool" or rule.id.endswith("1d")):
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{code(el.func) if isinstance(el, cst.Call) else code(el)} "
+                           "receives the mask Keras carries from an Embedding(mask_zero=True) or Masking through the "
+                           "recurrent layer before it, and leaves the masked steps out: not translated; pool or "
+                           "attend over the unmasked steps by hand", el)
+                ctx.settled.add(id(el))
+                shape, flatten_of, producer, mask_live = None, None, None, False
+                index += 1
+                continue
             if rule is None:
                 producer = None
                 if layout == "nchw" and (shape is None or len(shape) > 1):
@@ -326,7 +339,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             if layout == "nchw" and rule.emit.get("shape") == "reshape" and shape is not None:
                 em = self._reshape_nchw(el, rule, shape, scope, producer)
             else:
-                em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes), el)
+                em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
+                                                                 mask_in, mask_out), el)
+            masked = mask_out and not em.failed
+            if mask_in and not mask_out and not em.failed and _returns_sequences(el):
+                mask_live = True
             if em.failed or em.functional is not None:
                 if em.functional is not None:
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{rule.names[0]} merges several inputs "
@@ -615,6 +632,31 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
     def leave_Module(self, original_node, updated_node):
         return updated_node.with_changes(body=self._drop_input_adds(original_node.body, updated_node.body))
+
+
+#: layers that read Keras's mask (a masked average, attention over the unmasked steps)
+_MASK_CONSUMERS = {"global-pool", "keras-attention", "multi-head-attention"}
+_RECURRENT = ("rnn", "bidirectional")
+
+
+def _returns_sequences(el) -> bool:
+    """return_sequences=True written on a recurrent layer, or on the one a Bidirectional wraps."""
+    if _literal_kw(el, "return_sequences") is True:
+        return True
+    inner = next((a.value for i, a in enumerate(el.args) if (a.keyword is None and i == 0)
+                  or (a.keyword is not None and a.keyword.value == "layer")), None) if isinstance(el, cst.Call) else None
+    return _literal_kw(inner, "return_sequences") is True
+
+
+def _mask_out(el, rule, following, masked: bool, ctx) -> bool:
+    """Whether this layer of a Sequential hands Keras's mask, as a PackedSequence, to the recurrent layer
+    after it: an Embedding(mask_zero=True) or a Masking, or a recurrent layer that received it and returns
+    its sequences."""
+    if rule is None or following is None or following.emit.get("shape") not in _RECURRENT:
+        return False
+    if rule.id == "masking" or (rule.id == "embedding" and _literal_kw(el, "mask_zero") is True):
+        return True
+    return masked and rule.emit.get("shape") in _RECURRENT
 
 
 _KERAS_BASES = ("keras.Model", "keras.layers.Layer")
