@@ -68,6 +68,8 @@ class Compiled:
     accuracy_kind: str = ""  # a named accuracy (its labels must be the loss's), "" for Keras's pick
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
+    schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
+    clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
 
 
@@ -199,24 +201,28 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "",
         ]
     x_of = n["inputs"] if channels_first else n["tensor"]
+    head = "model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn"
     if not general and not cbs:
         lines += [
-            f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+            f"def {n['fit']}({head}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
             "        validation_data=None, shuffle=True):",
         ]
     else:
         extra = (", callbacks=None" if cbs else "") + (", steps_per_epoch=None,\n        validation_steps=None"
                                                         if general else "")
         lines += [
-            f"def {n['fit']}(model, optimizer, loss_fn, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
+            f"def {n['fit']}({head}, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
             "verbose=1, validation_split=0.0,",
             f"        validation_data=None, shuffle=True{extra}):",
         ]
     lines += [
         '    """model.fit as Keras runs it: the last validation_split of the samples held out before shuffling,',
         "    the rest shuffled every epoch, batches of 32 by default; returns the per-epoch averages",
-        "    (Keras's History.history)." + ('"""' if not general and not cbs else ""),
+        "    (Keras's History.history)." + ('"""' if not general and not cbs and not c.schedule else ""),
     ]
+    if c.schedule:
+        lines += ["    scheduler: the optimizer's learning-rate schedule, stepped after every update as Keras steps it."
+                  + ('"""' if not general and not cbs else "")]
     if general:
         lines += [
             "    x may also be an iterable of (x, y) batches (y None), a DataLoader: read from its start every",
@@ -292,7 +298,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "            pred = model(xb)",
         f"            loss = loss_fn({inp}, {target})",
         "            loss.backward()",
+        *_clip_lines(c.clips, spell),
         "            optimizer.step()",
+        *(["            scheduler.step()"] if c.schedule else []),
         f"            total += loss.item() * {count}",
     ]
     if general:
@@ -394,6 +402,21 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         f"        return {cat}([model(x[start:start + batch_size]) for start in range(0, len(x), batch_size)]).numpy()",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _clip_lines(clips: dict, spell) -> list[str]:
+    """The optimizer's clipping, between backward() and step() (Keras clips in apply_gradients):
+    clipnorm each parameter's gradient on its own, global_clipnorm all of them together."""
+    out = []
+    for kind, value in clips.items():
+        if kind == "clipnorm":
+            out += ["            for param in model.parameters():",
+                    f"                {spell('torch.nn.utils.clip_grad_norm_')}(param, {value})"]
+        elif kind == "global_clipnorm":
+            out.append(f"            {spell('torch.nn.utils.clip_grad_norm_')}(model.parameters(), {value})")
+        else:
+            out.append(f"            {spell('torch.nn.utils.clip_grad_value_')}(model.parameters(), {value})")
+    return out
 
 
 # --- metrics: plain running sums (no extra dependency; torchmetrics' accuracy needs num_classes) --------

@@ -30,14 +30,17 @@ located: passes keep line structure.
 """
 from __future__ import annotations
 
+from ast import literal_eval
+
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, scan
+from fwport.core.names import ScopedResolver, bound_names, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
 from fwport.packs.tf2torch.passes import fitloop
 from fwport.packs.tf2torch.passes.model_api import _Models
@@ -45,6 +48,8 @@ from fwport.packs.tf2torch.passes.model_api import _Models
 MARK = "__fwport_line__"
 TAPE = "tensorflow.GradientTape"
 CALLBACK = "keras.callbacks.Callback"
+SCHEDULE = "keras.optimizers.schedules.LearningRateSchedule"
+LAMBDA_LR = "torch.optim.lr_scheduler.LambdaLR"
 CALLBACK_HOOKS = ("on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end")  # what the fits call
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
 
@@ -142,7 +147,13 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.bound_at: dict[str, list[tuple[int, int]]] = {}  # name → (order, scope depth) of each binding
         self.optimizers: dict[str, list[tuple[int, int]]] = {}  # name → (order, depth) of its creation
         self.variables: dict[str, list[cst.BaseExpression]] = {}  # optimizer name → variables given to it
-        self.clips: dict[str, dict] = {}  # optimizer name → its global_clipnorm / clipvalue
+        self.clips: dict[str, dict] = {}  # optimizer name → its clipnorm / global_clipnorm / clipvalue
+        # learning-rate schedules: names bound to one (a keras.optimizers.schedules object, or an instance
+        # of a LearningRateSchedule subclass of the file), those classes, and the optimizers given one
+        # (name → the scope they are bound in); shared with the optimizer transform (optim.is_schedule)
+        self.schedules: set[str] = ctx.analyses.setdefault("schedules", set())
+        self.schedule_classes: set[str] = ctx.analyses.setdefault("schedule_classes", set())
+        self.scheduled: dict[str, int] = {}
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
@@ -163,6 +174,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+        if any(b.keyword is None and self.qualname(b.value) == SCHEDULE for b in node.bases):
+            self.schedule_classes.add(node.name.value)
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
@@ -179,6 +192,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.bound_at.setdefault(name, []).append((self.order, len(self._scopes)))
                 if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name):
                     self.instances.setdefault(name, set()).add(node.value.func.value)
+                    if node.value.func.value in self.schedule_classes:
+                        self.schedules.add(name)
                 else:
                     self.instances.setdefault(name, set()).add("")
                 if isinstance(node.value, cst.Call):
@@ -187,10 +202,14 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                     if kind == "optimizer":
                         self.optimizers.setdefault(name, []).append((self.order, len(self._scopes)))
                         values = bind_call(node.value, self.ctx.pack.by_name[q]).values
-                        clips = {k: values[k] for k in ("global_clipnorm", "clipvalue")
+                        clips = {k: values[k] for k in optim.CLIPS
                                  if k in values and literal_value(values[k], NOT_LITERAL) is not None}
                         if clips:
                             self.clips[name] = clips
+                        if optim.is_schedule(values.get("learning_rate"), self.ctx):
+                            self.scheduled[name] = self._scope_id()
+                    elif kind == "schedule":
+                        self.schedules.add(name)
                     elif kind == "loss":
                         rule = self.ctx.pack.by_name[q]
                         bound = bind_call(node.value, rule)
@@ -219,6 +238,14 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.variables.setdefault(code(call.func.value), []).append(pair[1])
 
 
+def _without_bases(original_node: cst.ClassDef, updated_node: cst.ClassDef, removed: list) -> cst.ClassDef:
+    bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in removed]
+    if bases:
+        bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(bases=bases)
+    return updated_node.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
+
+
 # --- rewriting ---------------------------------------------------------------------------------------
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
@@ -234,6 +261,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._init_scopes(ctx.imports)
         self.order = 0
         self.prefixes: list[list[cst.BaseExpression]] = []  # per open simple statement: lines to put before it
+        self.suffixes: list[list[cst.BaseSmallStatement]] = []  # ... and statements to put on a line after it
+        self.schedulers: dict[str, str] = {}  # optimizer name → the name of its LambdaLR
         self.classes: list[str] = []  # the enclosing class definitions
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
@@ -257,6 +286,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
         self.prefixes.append([])
+        self.suffixes.append([])
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
@@ -264,6 +294,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
         callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
+        schedule = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == SCHEDULE]
+        if schedule:  # a plain class: its __call__(step) is what LambdaLR calls (see _scheduler)
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{original_node.name.value}(LearningRateSchedule) → a plain class: an optimizer given "
+                            "an instance gets a torch.optim.lr_scheduler.LambdaLR that calls it with the step, as a "
+                            "tensor, before each update, as Keras does", schedule[0].value)
+            return _without_bases(original_node, updated_node, schedule)
         if not callback:
             return updated_node
         # a keras.callbacks.Callback subclass: a plain class, which TrainStepModule.fit (and the generated
@@ -279,11 +316,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                 f"{original_node.name.value}.{stmt.name.value}: the translated fit calls only "
                                 f"{', '.join(CALLBACK_HOOKS)}; call this hook from your training loop (per batch: "
                                 "inside it) or move its work to one of those", stmt)
-        bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in callback]
-        if bases:
-            bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated_node.with_changes(bases=bases)
-        return updated_node.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
+        return _without_bases(original_node, updated_node, callback)
 
     def leave_FunctionDef(self, original_node, updated_node):
         updated_node = super().leave_FunctionDef(original_node, updated_node)
@@ -330,13 +363,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         compiled = self._compile_statement(original_node, updated_node)
         if compiled is not None:
             self.prefixes.pop()
+            self.suffixes.pop()
             return compiled
-        before = self.prefixes.pop()
-        if not before:
+        before, after = self.prefixes.pop(), self.suffixes.pop()
+        if not before and not after:
             return updated_node
         marked = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(b)])) for b in before]
+        if after:
+            after = [cst.Expr(cst.Call(cst.Name(MARK))), *after]  # a line break, then those statements
         self.ctx.options["_split_lines"] = True
-        return updated_node.with_changes(body=[*marked, *updated_node.body])
+        return updated_node.with_changes(body=[*marked, *updated_node.body, *after])
 
     # -- compile / fit / evaluate / predict
     def _compiled(self, call: cst.Call, method: str) -> fitloop.Compiled | None:
@@ -366,8 +402,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         params = cst.parse_expression(f"{c.model}.parameters()")
         m = map_call(opt_node if opt_kind == "call" else cst.Call(cst.Name("optimizer")), opt_rule, self.ctx,
                      opt_node)
-        m.extras["params"] = params
+        m.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the written fit does both
         opt = build_call(m, self.ctx)
+        m_opt = m
         m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
         m.extras["calls_adapted"] = True
         loss = build_call(m, self.ctx)
@@ -382,11 +419,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"{n['fit']} / {n['evaluate']} / {n['predict']} functions)", call)
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
-        body[at:at + 1] = [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
-                           cst.Expr(cst.Call(cst.Name(MARK))),
-                           cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss)]
-        if at + 1 < len(body) - 2:  # what followed compile on its line goes on with the loss's line
-            body.insert(at + 3, cst.Expr(cst.Call(cst.Name(MARK))))
+        made = [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt), cst.Expr(cst.Call(cst.Name(MARK)))]
+        if "schedule_expr" in m_opt.extras:
+            made += [self._scheduler(n["optimizer"], m_opt, opt_node, opt_rule), cst.Expr(cst.Call(cst.Name(MARK)))]
+        made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
+        body[at:at + 1] = made
+        if at + 1 < len(body) - len(made) + 1:  # what followed compile on its line goes on with the loss's line
+            body.insert(at + len(made), cst.Expr(cst.Call(cst.Name(MARK))))
         return updated_node.with_changes(body=body)
 
     def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
@@ -413,7 +452,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.callbacks = True
-        head = {"fit": [c.model, c.names["optimizer"], c.names["loss_fn"]],
+        head = {"fit": [c.model, c.names["optimizer"], *([self._scheduler_name(c.names["optimizer"])] if c.schedule
+                                                         else []), c.names["loss_fn"]],
                 "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
         for k in taken:
@@ -630,11 +670,69 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         m = map_call(updated_node.value, rule, self.ctx, call)
         m.extras["params"] = cst.parse_expression(params)
         m.extras["clipping_handled"] = True  # written before each step() of its tape steps
+        scheduled = name in self.plan.scheduled
+        if scheduled:
+            why = self._unscheduled(name)
+            if why:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{name} = {code(call)}: its learning rate is a schedule, {why}; create "
+                                "torch.optim.lr_scheduler.LambdaLR(optimizer, schedule) (the optimizer with lr=1.0) "
+                                "and call its step() after each optimizer.step()", call, rule)
+                return self._settle(call, updated_node)
+            m.extras["schedule_handled"] = True
         out = build_call(m, self.ctx)
         if out is None:
             return self._settle(call, updated_node)
         self.ctx.settled.add(id(out))
+        if scheduled:
+            self.suffixes[-1].append(self._scheduler(name, m, call, rule))
         return updated_node.with_changes(value=out)
+
+    def _unscheduled(self, name: str) -> str | None:
+        """Why the optimizer ``name`` given a schedule cannot get a LambdaLR stepped by its tape steps."""
+        if len(self.plan.optimizers.get(name, [])) != 1 or len(self.plan.bound_at.get(name, [])) != 1:
+            return f"and {name} is bound more than once (its scheduler would not follow it)"
+        if not self.prefixes:
+            return "and it is not created by a statement of its own"
+        return None
+
+    def _scheduler_name(self, opt: str) -> str:
+        if opt not in self.schedulers:
+            base = opt[:-len("optimizer")] + "scheduler" if opt.endswith("optimizer") else f"{opt}_scheduler"
+            name, n = base, 1
+            while name in self.plan.bound_at or name in self.schedulers.values():
+                n += 1
+                name = f"{base}{n}"
+            self.schedulers[opt] = name
+        return self.schedulers[opt]
+
+    def _scheduler(self, opt: str, m, call: cst.Call, rule) -> cst.Assign:
+        """``<opt>_scheduler = LambdaLR(opt, schedule)`` for an optimizer created with ``lr=1.0`` whose
+        learning_rate was a schedule (the value LambdaLR multiplies 1.0 by at each step)."""
+        expr = m.extras["schedule_expr"]
+        classes = self.plan.schedule_classes
+        if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in classes) or (
+                isinstance(expr, cst.Name) and self.plan.instances.get(expr.value, set()) & classes):
+            # a LearningRateSchedule of the file: Keras calls it with the step as a tensor
+            tensor = self.ctx.spell_text("torch.tensor")
+            expr = cst.parse_expression(f"lambda step: float({code(expr)}({tensor}(step)))")
+        name = self._scheduler_name(opt)
+        lambda_lr = self.ctx.spell_text(LAMBDA_LR)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"learning_rate={m.written('learning_rate')} → lr=1.0 and {name} = {lambda_lr}({opt}, ...), "
+                        f"stepped after each {opt}.step(): Keras evaluates the schedule at every update, at the "
+                        "number of updates done so far", call, rule)
+        momentum = literal_value(m.bound.values.get("momentum", cst.Integer("0")), NOT_LITERAL)
+        if rule.emit.get("target") in ("torch.optim.SGD", "torch.optim.RMSprop") and momentum != 0:
+            self.ctx.report(Severity.WARNING, "approximate",
+                            f"{code(call.func)}(momentum=...) under a learning-rate schedule: Keras scales each "
+                            "gradient by the rate of its own step inside the momentum buffer, torch scales the whole "
+                            "buffer by the current rate; the updates differ by the relative change of the rate "
+                            "over the buffer's memory (about 1 / (1 - momentum) steps): 0.1% for a rate decaying "
+                            "by 1e-4 per step with momentum 0.9, up to the ratio of two values for a few steps "
+                            "after a PiecewiseConstantDecay boundary", call, rule)
+        return cst.Assign([cst.AssignTarget(cst.Name(name))],
+                          cst.Call(cst.parse_expression(lambda_lr), [cst.Arg(cst.Name(opt)), cst.Arg(expr)]))
 
     def _optimizer_factory(self, original_node, updated_node, name: str, rule) -> cst.Assign:
         """``opt = keras.optimizers.X(...)`` given only to compile calls: ``functools.partial(torch.optim.X,
@@ -759,8 +857,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif {grad[0], grads} & _names_in(self._until_rebound(body, k + 1, name)) or name in _names_in(
                     self._until_rebound(body, j + 1, name)):
                 refuse = f"{grads} or {name} is used after the step"
-            elif clip is not None and _params_of(grad[2]) is None:
-                refuse = f"the parameters of {code(grad[2])} are not known (clip_grad_norm_ needs them)"
+            elif (clip is not None or self.plan.clips.get(apply[0])) and _params_of(grad[2]) is None:
+                refuse = f"the parameters of {code(grad[2])} are not known (clipping needs them)"
+            else:
+                refuse = self._schedule_refusal(apply[0])
         if refuse is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"tf.GradientTape: {refuse}; only `with tf.GradientTape() as tape: ...` + "
@@ -817,16 +917,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "(returned before clipping, like TensorFlow's); torch divides by norm + 1e-6, "
                             "a relative difference under 1e-6 / clip_norm", self._source_of(at, self._global_clip_node))
         new += between
-        step = [cst.Expr(cst.parse_expression(f"{opt}.step()"))]
-        clips = self.plan.clips.get(opt, {})
-        params = _params_of(grad[2])
-        for kind, value in clips.items():
-            fn = {"global_clipnorm": "clip_grad_norm_", "clipvalue": "clip_grad_value_"}[kind]
-            clip_call = f"{self.ctx.spell_text('torch.nn.utils.' + fn)}({params}, {code(value)})"
-            step.insert(0, cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(clip_call))])))
-            self.ctx.options["_split_lines"] = True
-            self.ctx.report(Severity.INFO, "idiom-replaced",
-                            f"{opt}'s {kind}={code(value)} → {clip_call} before {opt}.step()", call)
+        step = self._step(opt, _params_of(grad[2]), call, _names_in(body))
         if used:
             taken = _names_in(body)
             p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
@@ -838,6 +929,48 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         else:
             new.append(body[k].with_changes(body=step))
         return new, k + 1
+
+    def _schedule_refusal(self, opt: str) -> str | None:
+        """Why a step of ``opt``, whose learning rate is a schedule, cannot step its LambdaLR here (created
+        next to the optimizer: this step must see that name)."""
+        if opt not in self.plan.scheduled:
+            return None
+        here = self._scopes[-1] if self._scopes else None
+        bound = self.plan.scheduled[opt]
+        if bound == 0 and (here is None or opt not in bound_names(here)):
+            return None
+        if here is not None and bound == id(here):
+            return None
+        return (f"{opt}'s learning rate is a schedule, whose torch scheduler is created next to {opt}, out of "
+                "this step's reach (step it here by hand after each step())")
+
+    def _step(self, opt: str, params: str | None, call: cst.CSTNode, taken: set[str]) -> list:
+        """What the line of ``opt.apply_gradients(...)`` becomes: the optimizer's clipping (Keras clips in
+        apply_gradients), ``opt.step()``, and its scheduler's step (Keras steps a schedule with every update)."""
+        out: list = []
+        for kind, value in self.plan.clips.get(opt, {}).items():
+            fn = self.ctx.spell_text("torch.nn.utils." + ("clip_grad_value_" if kind == "clipvalue" else "clip_grad_norm_"))
+            if kind == "clipnorm":  # per variable: the norm of each parameter's gradient
+                p = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
+                text = f"for {p} in {params}:\n    {fn}({p}, {code(value)})\n"
+                out.append(cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.SimpleString(repr(text)))])))
+                done = f"{fn}({p}, {code(value)}) for each parameter {p}"
+            else:
+                done = f"{fn}({params}, {code(value)})"
+                out.append(cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(done))])))
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{opt}'s {kind}={code(value)} → {done} before {opt}.step()"
+                            + ("; torch divides by the norm + 1e-6, a relative difference under 1e-6 / "
+                               f"{code(value)}" if kind != "clipvalue" else ""), call)
+        step = cst.parse_expression(f"{opt}.step()")
+        if opt in self.plan.scheduled:
+            out += [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(step)])),
+                    cst.Expr(cst.parse_expression(f"{self._scheduler_name(opt)}.step()"))]
+        else:
+            out.append(cst.Expr(step))
+        if len(out) > 1:
+            self.ctx.options["_split_lines"] = True
+        return out
 
     def _tapes_step(self, stmt, body: list, i: int):
         """``with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:`` (a GAN step): each tape's
@@ -880,7 +1013,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if g not in applies or applies[g][2] < at or code(applies[g][1]) != code(variables):
                 return None
             params = _params_of(variables)
-            if params is None:
+            if params is None or self._schedule_refusal(applies[g][0]) is not None:
                 return None
             plan.append((t, g, loss, params, at, applies[g][0], applies[g][2]))
         rest = body[i + 1 + 2 * n:]
@@ -894,7 +1027,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             retain = "" if at == last else ", retain_graph=True"
             new_after[at] = after[at].with_changes(
                 body=[cst.Expr(cst.parse_expression(f"{text}.backward(inputs={inputs}{retain})"))])
-            new_after[apply_at] = after[apply_at].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.step()"))])
+            new_after[apply_at] = after[apply_at].with_changes(
+                body=self._step(opt, params, stmt.items[0].item, _names_in(body)))
         # the steps after every backward (a step changes the parameters the next backward differentiates at)
         steps = sorted(p[6] for p in plan)
         if steps[0] < last:
@@ -1033,7 +1167,7 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if any(self.ctx.imports.resolve(b.value) == CALLBACK for b in node.bases):
+        if any(self.ctx.imports.resolve(b.value) in (CALLBACK, SCHEDULE) for b in node.bases):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1110,6 +1244,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
             return None
     if not _builds(c, ctx):
         return None
+    if c.optimizer[0] == "call":  # what the written fit does besides step(): clipping, a schedule
+        values = bind_call(c.optimizer[2], c.optimizer[1]).values
+        c.clips = {k: code(values[k]) for k in optim.CLIPS
+                   if k in values and literal_value(values[k], NOT_LITERAL) is not None}
+        c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     taken = set(plan.bound_at)
 
     def free(name: str) -> str:
@@ -1129,7 +1268,7 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     for kind, rule, node in (c.optimizer, c.loss):
         rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
         m = map_call(node if kind == "call" else cst.Call(cst.Name("x")), rule, ctx, node)
-        m.extras.update(params=cst.Name("params"), calls_adapted=True)
+        m.extras.update(params=cst.Name("params"), calls_adapted=True, clipping_handled=True, schedule_handled=True)
         ok = ok and build_call(m, ctx) is not None
     del ctx.pending[mark:]
     ctx.needed_imports = imports
@@ -1156,9 +1295,12 @@ class _Split(cst.CSTTransformer):
             if not any(_marked(b) for b in stmt.body):
                 out.append(stmt)
                 continue
-            lines: list[list] = [[]]
+            lines: list = [[]]
             for small in stmt.body:
-                if _marked(small) and small.value.args:  # a statement of its own before the rest
+                if _marked(small) and small.value.args and isinstance(small.value.args[0].value, cst.SimpleString):
+                    # a compound statement of its own (a for loop), carried as its text
+                    lines += [cst.parse_statement(literal_eval(small.value.args[0].value.value)), []]
+                elif _marked(small) and small.value.args:  # a statement of its own before the rest
                     lines[-1].append(cst.Expr(small.value.args[0].value))
                     lines.append([])
                 elif _marked(small):  # a line break
@@ -1167,8 +1309,12 @@ class _Split(cst.CSTTransformer):
                     lines[-1].append(small)
             lines = [line for line in lines if line]
             for i, line in enumerate(lines):
+                leading = stmt.leading_lines if i == 0 else []
+                if not isinstance(line, list):
+                    out.append(line.with_changes(leading_lines=leading))
+                    continue
                 line[-1] = line[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-                out.append(stmt.with_changes(body=line, leading_lines=stmt.leading_lines if i == 0 else []))
+                out.append(stmt.with_changes(body=line, leading_lines=leading))
         return out
 
     def leave_IndentedBlock(self, original_node, updated_node):
@@ -1193,6 +1339,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     metrics = ctx.options.pop("_metric_classes", None)
     if metrics:
         texts.append(fitloop.metric_classes(metrics, ctx.spell_text))
+    schedules = ctx.options.pop("_schedule_classes", None)
+    if schedules:
+        texts.append(optim.schedule_classes(schedules, ctx.spell_text))
     callbacks = ctx.options.pop("_callback_classes", None)
     if callbacks:
         texts.append(fitloop.callback_classes(callbacks, ctx.spell_text))

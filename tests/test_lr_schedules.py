@@ -1,0 +1,173 @@
+"""Learning-rate schedules and optimizer clipping (passes/training.py, optim.py, fitloop.py).
+
+A Keras optimizer given a schedule evaluates it at ``optimizer.iterations`` before every update; the
+translation creates the torch optimizer with ``lr=1.0`` and a ``LambdaLR`` over the written-out
+schedule class, stepped after every ``optimizer.step()``. The rates are compared numerically: the
+rate each of the first steps of Keras's optimizer uses (read from the update of a variable with a
+gradient of one under plain SGD) against the rate of the translated optimizer at the same step.
+"""
+from __future__ import annotations
+
+import os
+import textwrap
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+PROGRAM = '''import tensorflow as tf
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(2)])
+{prelude}lr_schedule = {schedule}
+optimizer = keras.optimizers.SGD(learning_rate=lr_schedule)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+CUSTOM = '''
+
+class CustomSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    def __init__(self, d_model, warmup_steps=4000):
+        super().__init__()
+        self.d_model = tf.constant(d_model, tf.float32)
+        self.warmup_steps = warmup_steps
+
+    def __call__(self, step):
+        step = tf.cast(step, dtype=tf.float32)
+        arg1 = tf.math.rsqrt(step + 1)
+        arg2 = (step + 1) * (self.warmup_steps ** -1.5)
+        return tf.math.rsqrt(self.d_model) * tf.math.minimum(arg1, arg2)
+
+
+'''
+
+S = "keras.optimizers.schedules."
+SCHEDULES = {
+    "exponential": f"{S}ExponentialDecay(0.1, decay_steps=3, decay_rate=0.5)",
+    "exponential-staircase": f"{S}ExponentialDecay(0.1, decay_steps=3, decay_rate=0.5, staircase=True)",
+    "piecewise": f"{S}PiecewiseConstantDecay([2, 5], [0.1, 0.05, 0.01])",
+    "cosine": f"{S}CosineDecay(0.1, decay_steps=6, alpha=0.2)",
+    "cosine-warmup": f"{S}CosineDecay(0.0, decay_steps=5, alpha=0.1, warmup_target=0.1, warmup_steps=4)",
+    "inverse-time": f"{S}InverseTimeDecay(0.1, decay_steps=2, decay_rate=0.5)",
+    "inverse-time-staircase": f"{S}InverseTimeDecay(0.1, decay_steps=2, decay_rate=0.5, staircase=True)",
+    "polynomial": f"{S}PolynomialDecay(0.1, decay_steps=5, end_learning_rate=0.01, power=2.0)",
+    "polynomial-cycle": f"{S}PolynomialDecay(0.1, decay_steps=4, end_learning_rate=0.01, power=0.5, cycle=True)",
+    "custom": "CustomSchedule(64, warmup_steps=4)",
+}
+STEPS = 12
+
+
+def _program(name: str) -> str:
+    return PROGRAM.format(prelude=CUSTOM if name == "custom" else "", schedule=SCHEDULES[name])
+
+
+def _keras_rates(source: str) -> list[float]:
+    keras = pytest.importorskip("keras")
+    ns: dict = {}
+    exec(compile(source, "<keras>", "exec"), ns)
+    opt = ns["optimizer"]
+    var = keras.Variable(np.zeros(1, dtype="float64"), dtype="float64")
+    rates = []
+    for _ in range(STEPS):  # var starts at 0 and the gradient is 1: SGD leaves var = -lr
+        var.assign(np.zeros(1))
+        opt.apply_gradients([(keras.ops.ones((1,), dtype="float64"), var)])
+        rates.append(-float(var.numpy()[0]))
+    return rates
+
+
+def _torch_rates(translated: str) -> list[float]:
+    torch = pytest.importorskip("torch")
+    ns: dict = {}
+    exec(compile(translated, "<torch>", "exec"), ns)
+    opt, scheduler = ns["optimizer"], ns["scheduler"]
+    param = opt.param_groups[0]["params"][0]
+    rates = []
+    for _ in range(STEPS):  # one SGD step with a gradient of ones, as the translated train_step takes it
+        with torch.no_grad():
+            param.zero_()
+        param.grad = torch.ones_like(param)
+        opt.step()
+        scheduler.step()
+        rates.append(-float(param.detach().flatten()[0]))
+    return rates
+
+
+@pytest.mark.parametrize("name", list(SCHEDULES))
+def test_translated_schedule_gives_the_rates_keras_uses(name):
+    source = _program(name)
+    r = translate_source(source, "sched.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "tensorflow" not in r.output and "keras" not in r.output.replace("keras.optimizers.schedules", "")
+    assert "scheduler.step()" in r.output and "lr=1.0" in r.output
+    keras_rates = _keras_rates(source)
+    torch_rates = _torch_rates(r.output)
+    assert len(set(np.round(keras_rates, 9))) > 1, "the schedule must change the rate within the steps compared"
+    # Keras computes the schedule and casts the rate in float32
+    np.testing.assert_allclose(torch_rates, keras_rates, rtol=1e-6, atol=1e-9)
+
+
+def test_a_rate_one_step_off_is_caught():
+    """The comparison can fail: evaluating the schedule after incrementing the step (a scheduler stepped
+    before optimizer.step()) is one step off."""
+    source = _program("exponential-staircase")
+    r = translate_source(source, "sched.py")
+    shifted = r.output.replace("scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule)",
+                               "scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: lr_schedule(s + 1))")
+    assert shifted != r.output
+    with pytest.raises(AssertionError):
+        np.testing.assert_allclose(_torch_rates(shifted), _keras_rates(source), rtol=1e-6, atol=1e-9)
+
+
+def test_tape_step_steps_the_scheduler_after_the_optimizer_and_clips_before():
+    source = PROGRAM.format(prelude="", schedule=SCHEDULES["exponential"]).replace(
+        "SGD(learning_rate=lr_schedule)", "Adam(learning_rate=lr_schedule, clipnorm=0.5)")
+    out = translate_source(source, "s.py").output
+    body = out[out.index("def train_step"):]
+    lines = [ln.strip() for ln in body.splitlines()]
+    at = lines.index("loss.backward()")
+    assert lines[at + 1:at + 5] == ["for param in model.parameters():", "nn.utils.clip_grad_norm_(param, 0.5)",
+                                    "optimizer.step()", "scheduler.step()"]
+    assert "scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule)" in out
+    assert "torch.optim.Adam(model.parameters(), lr=1.0, eps=1e-07)" in out
+
+
+@pytest.mark.parametrize("kind", ["clipnorm", "global_clipnorm", "clipvalue"])
+def test_clipping_lines_clip_as_keras_clips(kind):
+    """Keras's clipnorm clips each variable's gradient on its own (norms 3 and 4 with clipnorm 1 → 1 and
+    1; a global clip gives 0.6 and 0.8): the lines the translated step runs between backward() and
+    step() give Keras's clipped gradients (Keras's own clipping, as its optimizer applies it)."""
+    torch = pytest.importorskip("torch")
+    keras = pytest.importorskip("keras")
+    source = PROGRAM.format(prelude="", schedule="0.1").replace(
+        "SGD(learning_rate=lr_schedule)", f"SGD(learning_rate=lr_schedule, {kind}=1.0)")
+    out = translate_source(source, "c.py").output
+    body = out[out.index("def train_step"):].splitlines()
+    start = next(i for i, ln in enumerate(body) if ln.strip() == "loss.backward()")
+    end = next(i for i, ln in enumerate(body) if ln.strip() == "optimizer.step()")
+    clip = textwrap.dedent("\n".join(body[start + 1:end]))
+    assert clip.strip(), out
+    ns: dict = {}
+    exec(compile(out, "<torch>", "exec"), ns)
+    model = ns["model"]
+    weight_grad = np.zeros((2, 3), "float32")
+    weight_grad[0, 0] = 4.0
+    bias_grad = np.array([3.0, 0.0], "float32")
+    model[0].weight.grad = torch.tensor(weight_grad)
+    model[0].bias.grad = torch.tensor(bias_grad)
+    exec(compile(clip, "<clip>", "exec"), ns)
+    opt = getattr(keras.optimizers, "SGD")(**{kind: 1.0})
+    want = [np.asarray(g) for g in opt._clip_gradients([keras.ops.convert_to_tensor(weight_grad.T),
+                                                        keras.ops.convert_to_tensor(bias_grad)])]
+    np.testing.assert_allclose(model[0].weight.grad.numpy().T, want[0], rtol=2e-6, atol=1e-7)
+    np.testing.assert_allclose(model[0].bias.grad.numpy(), want[1], rtol=2e-6, atol=1e-7)
