@@ -266,3 +266,20 @@ def test_schedule_and_clipping_bugs_are_caught(session, tmp_path, old, new, why)
     cert = _train(session, SCHEDULED / "model.py", _planted(tmp_path, good, old, new), SCHEDULED_BATCH, steps=3)
     assert cert["verdict"] == "mismatch", why
     assert _failed(cert), why
+
+
+# --- a Model subclass with train_step / test_step, fit with validation_data (train_step_evaluate) -------
+
+EVALUATED = FIXTURES / "train_step_evaluate"
+
+
+def test_validation_without_metric_reset_is_caught(session, tmp_path):
+    """TrainStepModule.evaluate resets the metrics before calling test_step, as Keras does: without the
+    reset the validation loss averages in the epoch's training losses."""
+    good = (EVALUATED / "expected.py").read_text()
+    old = "        for metric in getattr(self, \"metrics\", []):\n            metric.reset_state()\n        if hasattr(x, \"shape\"):  # arrays: batches of samples\n            xs = torch.as_tensor(x)\n            xs = xs.float() if xs.is_floating_point() else xs\n            ys"
+    new = "        if hasattr(x, \"shape\"):  # arrays: batches of samples\n            xs = torch.as_tensor(x)\n            xs = xs.float() if xs.is_floating_point() else xs\n            ys"
+    cert = verify(Options(str(EVALUATED / "model.py"), str(_planted(tmp_path, good, old, new)), "net",
+                          checks=("train",), device="cpu", batch=["float32[16,6]", "float32[16,1]"], steps=3), session)
+    assert cert["verdict"] == "mismatch"
+    assert {"loss at step 1", "loss at step 2", "loss at step 3"} & _failed(cert)

@@ -473,14 +473,16 @@ def metric_classes(names: set[str], spell) -> str:
 TRAIN_STEP_MODULE = "TrainStepModule"
 
 
-def train_step_module(spell) -> str:
+def train_step_module(spell, evaluate: bool = False, predict: bool = False) -> str:
     """The base class written once into a file whose Keras models define their own ``train_step``:
     the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
-    fit calls train_step per batch), with Keras's semantics."""
+    fit calls train_step per batch), with Keras's semantics. ``evaluate``: the file evaluates such a
+    model (or fits it with validation_data), whose class defines test_step: evaluate() calls it;
+    ``predict``: the file predicts with one: predict() calls predict_step (by default the model on x)."""
     module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
     as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
     islice = spell("itertools.islice")
-    return f'''class History:
+    text = f'''class History:
     """keras.callbacks.History: .history maps each value train_step returns to its per-epoch values."""
 
     def __init__(self, history):
@@ -507,7 +509,7 @@ class {TRAIN_STEP_MODULE}({module}):
         self.optimizer, self.loss = optimizer, loss
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, shuffle=True,
-            steps_per_epoch=None):
+            steps_per_epoch=None{{VALIDATION_ARG}}):
         callbacks = list(callbacks or [])
         self.stop_training = False
         for callback in callbacks:
@@ -541,7 +543,7 @@ class {TRAIN_STEP_MODULE}({module}):
             logs = {{}}
             for batch in batches:
                 logs = {{k: float({as_tensor}(v).detach()) for k, v in self.train_step(batch).items()}}
-            for k, v in logs.items():
+{{VALIDATION}}            for k, v in logs.items():
                 history.setdefault(k, []).append(v)
             if verbose:
                 print(f"Epoch {{epoch + 1}}/{{epochs}} - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
@@ -554,6 +556,78 @@ class {TRAIN_STEP_MODULE}({module}):
             if hasattr(callback, "on_train_end"):
                 callback.on_train_end()
         return History(history)
+'''
+    text = text.replace("{VALIDATION_ARG}", ", validation_data=None" if evaluate else "")
+    text = text.replace("{VALIDATION}", VALIDATION if evaluate else "")
+    no_grad, cat = spell("torch.no_grad"), spell("torch.cat")
+    if evaluate:
+        text += EVALUATE.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad)
+    if predict:
+        text += PREDICT.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad, cat=cat)
+    return text
+
+
+# what TrainStepModule.fit does with validation_data: Keras's evaluate (test_step) after each epoch
+VALIDATION = '''            if validation_data is not None:
+                data = validation_data if isinstance(validation_data, tuple) else (validation_data,)
+                val_logs = self.evaluate(*data, batch_size=batch_size, verbose=0, return_dict=True)
+                logs.update({f"val_{k}": v for k, v in val_logs.items()})
+'''
+
+EVALUATE = '''
+    def evaluate(self, x=None, y=None, batch_size=None, verbose=1, steps=None, return_dict=False):
+        """keras.Model.evaluate: self.test_step(batch) on each batch in inference mode (batches of 32 by
+        default, in order, or those of an iterable x), the metrics reset first; returns what the last
+        test_step returned: a dict with return_dict, else its values (one value alone)."""
+        self.eval()
+        for metric in getattr(self, "metrics", []):
+            metric.reset_state()
+        if hasattr(x, "shape"):  # arrays: batches of samples
+            xs = {as_tensor}(x)
+            xs = xs.float() if xs.is_floating_point() else xs
+            ys = None if y is None else {as_tensor}(y)
+            ys = ys.float() if ys is not None and ys.is_floating_point() else ys
+            size = batch_size or 32
+            batches = (xs[i:i + size] if ys is None else (xs[i:i + size], ys[i:i + size])
+                       for i in range(0, len(xs), size))
+        else:
+            batches = iter(x)
+        if steps is not None:
+            batches = {islice}(batches, steps)
+        logs = {{}}
+        with {no_grad}():
+            for batch in batches:
+                logs = {{k: float({as_tensor}(v).detach()) for k, v in self.test_step(batch).items()}}
+        if verbose:
+            print("evaluate - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+'''
+
+PREDICT = '''
+    def predict(self, x, batch_size=None, verbose=0, steps=None):
+        """keras.Model.predict: self.predict_step(batch) on batches of x (32 by default, or those of an
+        iterable x) in inference mode, the outputs concatenated into a NumPy array."""
+        self.eval()
+        if hasattr(x, "shape"):  # arrays: batches of samples
+            xs = {as_tensor}(x)
+            xs = xs.float() if xs.is_floating_point() else xs
+            size = batch_size or 32
+            batches = (xs[i:i + size] for i in range(0, len(xs), size))
+        else:
+            batches = iter(x)
+        if steps is not None:
+            batches = {islice}(batches, steps)
+        with {no_grad}():
+            outputs = [self.predict_step(batch) for batch in batches]
+        return {cat}(outputs).numpy()
+
+    def predict_step(self, data):
+        """keras.Model.predict_step: the model on the batch's inputs (a class may define its own)."""
+        x = data[0] if isinstance(data, (tuple, list)) else data
+        return self(x)
 '''
 
 

@@ -52,6 +52,13 @@ SCHEDULE = "keras.optimizers.schedules.LearningRateSchedule"
 LAMBDA_LR = "torch.optim.lr_scheduler.LambdaLR"
 CALLBACK_HOOKS = ("on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end")  # what the fits call
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
+# what keras.Model gives a train_step from its compile, which TrainStepModule does not carry
+COMPILED = {
+    "compiled_loss": "the loss compile was given (Keras 2)",
+    "compute_loss": "the loss compile was given",
+    "compiled_metrics": "the metrics compile was given (Keras 2)",
+    "compute_metrics": "the metrics compile was given",
+}
 
 
 def _transform(ctx: FileContext, q: str | None) -> str | None:
@@ -160,6 +167,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
+        self.test_step_classes: set[str] = set()  # ... that also define test_step
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
@@ -180,6 +188,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
+            if "test_step" in methods:
+                self.test_step_classes.add(node.name.value)
             if "compile" in methods:
                 self.custom_compiles.add(node.name.value)
 
@@ -478,7 +488,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         as the methods TrainStepModule gives the class; the optimizers compile is given become
         factories (functools.partial), created by compile over the parameters they update."""
         method = _method_of(original_node)
-        if method not in ("compile", "fit"):
+        if method not in ("compile", "fit", "evaluate", "predict"):
             return None
         name = original_node.func.value.value
         if not self._train_step_model(name):
@@ -490,6 +500,24 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
                 return None
         out = updated_node
+        tested = self.plan.instances.get(name, set()) <= self.plan.test_step_classes
+        if method == "evaluate" and not tested:
+            return None  # Keras's own test_step (the compiled loss and metrics): model_api's error
+        if method == "fit":
+            why = self._train_step_fit_refusal(original_node, tested)
+            if why is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{code(original_node)}: {why}; TrainStepModule.fit takes x, y, batch_size, epochs, "
+                                "verbose, callbacks, shuffle, steps_per_epoch"
+                                + (", validation_data (evaluated by test_step)" if tested else ""), original_node)
+                self.ctx.settled.add(id(original_node))
+                return updated_node
+            if any(a.keyword is not None and a.keyword.value == "validation_data" for a in original_node.args):
+                self.ctx.options["_train_step_evaluate"] = True
+        elif method == "evaluate":
+            self.ctx.options["_train_step_evaluate"] = True
+        elif method == "predict":
+            self.ctx.options["_train_step_predict"] = True
         if method == "compile":
             args = []
             for at, (o, a) in enumerate(zip(original_node.args, updated_node.args)):
@@ -521,7 +549,35 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
         return out
 
+    @staticmethod
+    def _train_step_fit_refusal(call: cst.Call, tested: bool) -> str | None:
+        """Why TrainStepModule.fit cannot take this fit call's arguments as Keras does."""
+        taken = {"x", "y", "batch_size", "epochs", "verbose", "callbacks", "shuffle", "steps_per_epoch"}
+        for at, a in enumerate(call.args):
+            if a.star:
+                return "its arguments cannot be bound statically"
+            if a.keyword is None and at >= 6:
+                return "arguments after callbacks are taken by name only"
+            k = a.keyword.value if a.keyword is not None else None
+            if k == "validation_data" and not tested:
+                return ("validation_data is evaluated by Keras's own test_step (the compiled loss and metrics); "
+                        "define test_step in the model's class")
+            if k is not None and k not in taken | {"validation_data"} and literal_value(a.value, NOT_LITERAL) not in (
+                    None, 0, 0.0, False):
+                return f"{k}= is not translated"
+        return None
+
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
+                and original_node.value.value == "self" and self.classes
+                and self.classes[-1] in self.plan.train_step_classes and id(original_node) not in self.ctx.settled):
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"self.{original_node.attr.value}: {COMPILED[original_node.attr.value]}, kept by a Keras "
+                            "model; the translated TrainStepModule keeps only the optimizer: compute the loss with a "
+                            "torch loss (loss_fn(y_pred, y)) and the metrics with metric objects of the class "
+                            "(self.loss_tracker = keras.metrics.Mean() ... → the written Mean)", original_node)
+            return updated_node
         # history.history[...] of a translated fit: the dict fit returns is the history itself
         if self.compiled is not None and original_node.attr.value == "history":
             value = original_node.value
@@ -1163,7 +1219,7 @@ class _Mentions(cst.CSTVisitor):
         return not self.found and super().on_visit(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "history":
+        if node.attr.value == "history" or node.attr.value in COMPILED:
             self.found = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -1346,7 +1402,8 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if callbacks:
         texts.append(fitloop.callback_classes(callbacks, ctx.spell_text))
     if ctx.options.pop("_train_step_module", False):
-        texts.append(fitloop.train_step_module(ctx.spell_text))
+        texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
+                                               ctx.options.pop("_train_step_predict", False)))
     c = ctx.analyses.get("compiled")
     if c is not None and ctx.options.pop("_fit_helpers", False):
         kind, rule, _ = c.loss
