@@ -171,3 +171,64 @@ def test_clipping_lines_clip_as_keras_clips(kind):
                                                         keras.ops.convert_to_tensor(bias_grad)])]
     np.testing.assert_allclose(model[0].weight.grad.numpy().T, want[0], rtol=2e-6, atol=1e-7)
     np.testing.assert_allclose(model[0].bias.grad.numpy(), want[1], rtol=2e-6, atol=1e-7)
+
+
+GAN = '''import tensorflow as tf
+from tensorflow import keras
+
+gen = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(4)])
+disc = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+sched = keras.optimizers.schedules.InverseTimeDecay(1e-3, decay_steps=10, decay_rate=0.5)
+g_optimizer = keras.optimizers.Adam(sched, global_clipnorm=1.0)
+d_optimizer = keras.optimizers.Adam(1e-3, clipvalue=0.1)
+
+
+def train_step(real, noise):
+    with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:
+        fake = gen(noise, training=True)
+        d_loss = tf.reduce_mean(disc(fake, training=True)) - tf.reduce_mean(disc(real, training=True))
+        g_loss = -tf.reduce_mean(disc(fake, training=True))
+    g_grads = g_tape.gradient(g_loss, gen.trainable_variables)
+    d_grads = d_tape.gradient(d_loss, disc.trainable_variables)
+    g_optimizer.apply_gradients(zip(g_grads, gen.trainable_variables))
+    d_optimizer.apply_gradients(zip(d_grads, disc.trainable_variables))
+    return d_loss, g_loss
+'''
+
+
+def test_two_tapes_clip_and_schedule_each_optimizer_before_and_after_its_step():
+    """In a GAN step (two tapes in one with), each optimizer's clipping comes before its step() and its
+    scheduler's step() after (the clipping was dropped there before)."""
+    out = translate_source(GAN, "gan.py").output
+    lines = [ln.strip() for ln in out[out.index("def train_step"):].splitlines()]
+    at = lines.index("d_loss.backward(inputs=list(disc.parameters()))")
+    assert lines[at + 1:at + 6] == ["nn.utils.clip_grad_norm_(gen.parameters(), 1.0)", "g_optimizer.step()",
+                                    "g_scheduler.step()", "nn.utils.clip_grad_value_(disc.parameters(), 0.1)",
+                                    "d_optimizer.step()"]
+    assert "g_scheduler = torch.optim.lr_scheduler.LambdaLR(g_optimizer, sched)" in out
+
+
+def test_what_cannot_follow_a_schedule_is_an_error_and_momentum_a_warning():
+    # the optimizer made in one function, stepped in another: its scheduler is out of reach
+    src = PROGRAM.format(prelude="", schedule=SCHEDULES["piecewise"]).replace(
+        "optimizer = keras.optimizers.SGD(learning_rate=lr_schedule)\n",
+        "\n\ndef make():\n    optimizer = keras.optimizers.SGD(learning_rate=lr_schedule)\n    return optimizer\n")
+    r = translate_source(src, "s.py")
+    assert any(f.severity is Severity.ERROR and "learning rate is a schedule" in f.message for f in r.findings), \
+        r.findings
+    # SGD with momentum: Keras keeps the rate inside the velocity
+    src = PROGRAM.format(prelude="", schedule=SCHEDULES["piecewise"]).replace(
+        "SGD(learning_rate=lr_schedule)", "SGD(learning_rate=lr_schedule, momentum=0.9)")
+    r = translate_source(src, "s.py")
+    warned = [f for f in r.findings if f.severity is Severity.WARNING and f.code == "approximate"]
+    assert warned and "inside the momentum buffer" in warned[0].message
+    assert not [f for f in r.findings if f.severity is Severity.ERROR]
+    # a schedule given to the compile of a model with its own train_step (made elsewhere: a factory)
+    src = """import tensorflow as tf
+from tensorflow import keras
+
+gan.compile(optimizer=keras.optimizers.Adam(keras.optimizers.schedules.ExponentialDecay(0.1, 10, 0.5)))
+"""
+    r = translate_source(src, "s.py")
+    assert any(f.severity is Severity.ERROR and f.code == "unsupported-argument" and "LambdaLR" in f.message
+               for f in r.findings), r.findings

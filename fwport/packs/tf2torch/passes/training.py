@@ -430,6 +430,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
         made = [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt), cst.Expr(cst.Call(cst.Name(MARK)))]
+        for kind, value in c.clips.items():
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{kind}={value} → " + {"clipnorm": f"clip_grad_norm_(param, {value}) for each parameter",
+                                                    "global_clipnorm": f"clip_grad_norm_(model.parameters(), {value})",
+                                                    "clipvalue": f"clip_grad_value_(model.parameters(), {value})"}[kind]
+                            + f" in the generated {n['fit']}, before each optimizer.step()", opt_node)
         if "schedule_expr" in m_opt.extras:
             made += [self._scheduler(n["optimizer"], m_opt, opt_node, opt_rule), cst.Expr(cst.Call(cst.Name(MARK)))]
         made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
