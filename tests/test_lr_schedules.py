@@ -35,18 +35,20 @@ def train_step(x, y):
     return loss
 '''
 
+# the TensorFlow Transformer tutorial's schedule (rate 0 at step 0: rsqrt(0) is inf, the minimum 0)
 CUSTOM = '''
 
 class CustomSchedule(keras.optimizers.schedules.LearningRateSchedule):
     def __init__(self, d_model, warmup_steps=4000):
         super().__init__()
-        self.d_model = tf.constant(d_model, tf.float32)
+        self.d_model = d_model
+        self.d_model = tf.cast(self.d_model, tf.float32)
         self.warmup_steps = warmup_steps
 
     def __call__(self, step):
         step = tf.cast(step, dtype=tf.float32)
-        arg1 = tf.math.rsqrt(step + 1)
-        arg2 = (step + 1) * (self.warmup_steps ** -1.5)
+        arg1 = tf.math.rsqrt(step)
+        arg2 = step * (self.warmup_steps ** -1.5)
         return tf.math.rsqrt(self.d_model) * tf.math.minimum(arg1, arg2)
 
 

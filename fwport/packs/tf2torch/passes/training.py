@@ -600,6 +600,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         kept = self._train_step_call(original_node, updated_node)
         if kept is not None:
             return kept
+        if (self.classes and self.classes[-1] in self.plan.schedule_classes and self._scopes
+                and getattr(self._scopes[-1], "name", None) is not None and self._scopes[-1].name.value == "__init__"
+                and isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "cast"
+                and self.qualname(original_node.func) in ("tensorflow.cast", "keras.ops.cast")):
+            # a schedule is built from Python numbers, which torch's x.to(dtype) does not take: the
+            # conversion (tf.convert_to_tensor → torch.as_tensor) casts numbers and tensors alike
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{code(original_node)} in {self.classes[-1]}.__init__ → a conversion to a tensor of that "
+                            "dtype (torch.as_tensor): a schedule is built from Python numbers, which x.to(dtype) "
+                            "does not take", original_node)
+            return updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("convert_to_tensor")))
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
