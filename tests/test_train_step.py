@@ -377,3 +377,33 @@ def test_what_a_train_step_model_without_test_step_or_with_compiled_loss_gets():
     assert [m.split(":")[0] for _, m in errors(r)] == ["self.compiled_loss"], errors(r)
     plain = tx(AUTOENCODER + "out = ae.predict(x)\n")
     assert errors(plain) == [] and "def predict_step(self, data):" in plain.output
+
+
+KERAS3_GUIDE = '''
+import tensorflow as tf
+from tensorflow import keras
+
+
+class CustomModel(keras.Model):
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+'''
+
+
+def test_keras_own_metrics_and_compute_loss_in_a_train_step_are_errors():
+    """Keras 3's recipe (compute_loss, the built-in self.metrics with its "loss" tracker): neither is
+    carried by TrainStepModule, so each use is an error on its line, never an empty History."""
+    r = tx(KERAS3_GUIDE)
+    found = sorted((line, m.split(":")[0]) for line, m in errors(r))
+    assert found == [(10, "self.compute_loss"), (13, "self.metrics"), (18, "self.metrics")], found

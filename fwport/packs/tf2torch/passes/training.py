@@ -168,6 +168,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
         self.test_step_classes: set[str] = set()  # ... that also define test_step
+        self.own_metrics: set[str] = set()  # ... that define their metrics property
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
@@ -190,6 +191,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.train_step_classes.add(node.name.value)
             if "test_step" in methods:
                 self.test_step_classes.add(node.name.value)
+            if "metrics" in methods:
+                self.own_metrics.add(node.name.value)
             if "compile" in methods:
                 self.custom_compiles.add(node.name.value)
 
@@ -574,6 +577,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return None
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if (original_node.attr.value == "metrics" and isinstance(original_node.value, cst.Name)
+                and original_node.value.value == "self" and self.classes
+                and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
+                and id(original_node) not in self.ctx.settled):
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            "self.metrics: Keras's own list (a loss tracker named \"loss\" and the metrics compile was "
+                            "given), which the translated TrainStepModule does not keep (it resets the metrics a "
+                            "class lists itself): define `metrics` as a property returning the class's metric "
+                            "objects (self.loss_tracker = keras.metrics.Mean() ...)", original_node)
+            return updated_node
         if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
                 and self.classes[-1] in self.plan.train_step_classes and id(original_node) not in self.ctx.settled):
@@ -1236,7 +1250,7 @@ class _Mentions(cst.CSTVisitor):
         return not self.found and super().on_visit(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "history" or node.attr.value in COMPILED:
+        if node.attr.value in ("history", "metrics") or node.attr.value in COMPILED:
             self.found = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
