@@ -234,3 +234,30 @@ gan.compile(optimizer=keras.optimizers.Adam(keras.optimizers.schedules.Exponenti
     r = translate_source(src, "s.py")
     assert any(f.severity is Severity.ERROR and f.code == "unsupported-argument" and "LambdaLR" in f.message
                for f in r.findings), r.findings
+
+
+def test_reading_the_rate_gives_the_rate_of_the_next_update():
+    """``optimizer.learning_rate`` (``.numpy()``) → ``optimizer.param_groups[0]["lr"]``: after 5 updates
+    both give the schedule at step 5; writing it or reading ``iterations`` is an error."""
+    keras = pytest.importorskip("keras")
+    torch = pytest.importorskip("torch")
+    source = _program("inverse-time") + "\n\ndef current_rate():\n    return float(optimizer.learning_rate.numpy())\n"
+    out = translate_source(source, "r.py").output
+    assert 'return float(optimizer.param_groups[0]["lr"])' in out
+    ns: dict = {}
+    exec(compile(source, "<keras>", "exec"), ns)
+    var = keras.Variable(np.zeros(1, dtype="float32"))
+    for _ in range(5):
+        ns["optimizer"].apply_gradients([(keras.ops.ones((1,)), var)])
+    t_ns: dict = {}
+    exec(compile(out, "<torch>", "exec"), t_ns)
+    for p in t_ns["model"].parameters():
+        p.grad = torch.zeros_like(p)
+    for _ in range(5):
+        t_ns["optimizer"].step()
+        t_ns["scheduler"].step()
+    np.testing.assert_allclose(t_ns["current_rate"](), ns["current_rate"](), rtol=1e-6)
+    np.testing.assert_allclose(ns["current_rate"](), 0.1 / (1 + 0.5 * 5 / 2), rtol=1e-6)
+    r = translate_source(_program("inverse-time") + "optimizer.learning_rate = 0.5\nn = optimizer.iterations\n", "w.py")
+    errs = [f.message.split(":")[0] for f in r.findings if f.severity is Severity.ERROR]
+    assert errs == ["optimizer.learning_rate set", "optimizer.iterations"], errs

@@ -161,6 +161,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.schedules: set[str] = ctx.analyses.setdefault("schedules", set())
         self.schedule_classes: set[str] = ctx.analyses.setdefault("schedule_classes", set())
         self.scheduled: dict[str, int] = {}
+        self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
@@ -233,7 +234,15 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def _scope_id(self) -> int:
         return id(self._scopes[-1]) if self._scopes else 0
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.rate_writes.add(id(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.rate_writes.add(id(node.target))
+
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "assign":
+            self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
         if _method_of(node) in ("fit", "evaluate", "predict"):
             self.uses.add((node.func.value.value, self._scope_id()))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
@@ -577,6 +586,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return None
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if original_node.attr.value in ("learning_rate", "lr", "iterations") and self._rate_of(original_node):
+            return self._rate(original_node, updated_node)
         if (original_node.attr.value == "metrics" and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
                 and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
@@ -607,10 +618,49 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 return updated_node.value
         return updated_node
 
+    # -- an optimizer's learning rate read or written
+    def _rate_of(self, node: cst.BaseExpression) -> str | None:
+        """``opt.learning_rate`` / ``opt.lr`` on an optimizer this pass creates (bound once) → opt."""
+        if (isinstance(node, cst.Attribute) and node.attr.value in ("learning_rate", "lr", "iterations")
+                and isinstance(node.value, cst.Name) and len(self.plan.optimizers.get(node.value.value, [])) == 1
+                and len(self.plan.bound_at.get(node.value.value, [])) == 1 and not self.shadowed(node.value.value)):
+            return node.value.value
+        return None
+
+    def _rate(self, original_node: cst.Attribute, updated_node) -> cst.BaseExpression:
+        opt = self._rate_of(original_node)
+        if opt is None or id(original_node) in self.ctx.settled:
+            return updated_node
+        if original_node.attr.value == "iterations":
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: a torch optimizer does not count its updates in one place; count "
+                            "them in the training loop" + (f" (or read {self._scheduler_name(opt)}.last_epoch, which "
+                                                          "counts the same steps)" if opt in self.plan.scheduled
+                                                          else ""), original_node)
+            return updated_node
+        if id(original_node) in self.plan.rate_writes:
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)} set: a torch optimizer keeps its rate in each parameter group: "
+                            f"`for group in {opt}.param_groups: group[\"lr\"] = value`"
+                            + (" (its LambdaLR would overwrite it at the next step: change the schedule)"
+                               if opt in self.plan.scheduled else ""), original_node)
+            return updated_node
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} → {opt}.param_groups[0][\"lr\"] (a float: the rate of the next "
+                        "update" + (", which the LambdaLR set from the schedule" if opt in self.plan.scheduled else "")
+                        + ")", original_node)
+        return cst.parse_expression(f'{opt}.param_groups[0]["lr"]')
+
     # -- the training flag of a model call
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self.ctx.settled:
             return updated_node
+        if (isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "numpy"
+                and not original_node.args and self._rate_of(original_node.func.value) is not None
+                and id(original_node.func.value) not in self.plan.rate_writes):
+            return updated_node.func.value  # the rate is already a float
         kept = self._train_step_call(original_node, updated_node)
         if kept is not None:
             return kept
@@ -1250,7 +1300,7 @@ class _Mentions(cst.CSTVisitor):
         return not self.found and super().on_visit(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value in ("history", "metrics") or node.attr.value in COMPILED:
+        if node.attr.value in ("history", "metrics", "learning_rate", "lr", "iterations") or node.attr.value in COMPILED:
             self.found = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
