@@ -261,3 +261,37 @@ def test_reading_the_rate_gives_the_rate_of_the_next_update():
     r = translate_source(_program("inverse-time") + "optimizer.learning_rate = 0.5\nn = optimizer.iterations\n", "w.py")
     errs = [f.message.split(":")[0] for f in r.findings if f.severity is Severity.ERROR]
     assert errs == ["optimizer.learning_rate set", "optimizer.iterations"], errs
+
+
+INLINE_COMPILE = '''import numpy as np
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(10,)), keras.layers.Dense(16, activation="tanh"), keras.layers.Dense(3)])
+model.compile(
+    optimizer=keras.optimizers.SGD(
+        learning_rate=keras.optimizers.schedules.PiecewiseConstantDecay([2, 4], [0.1, 0.05, 0.01]), global_clipnorm=1.0),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+
+def train_step(x, y):
+    history = model.fit(x, y, batch_size=8, epochs=1, shuffle=False, verbose=0)
+    return history.history["loss"][-1]
+'''
+
+
+def test_a_schedule_and_a_clip_written_in_the_compile_go_into_the_written_fit():
+    """compile(optimizer=keras.optimizers.SGD(learning_rate=<schedule>, global_clipnorm=1.0)): the
+    optimizer and its LambdaLR made at the compile, the fit taking the scheduler, clipping before
+    step() and stepping the scheduler after it (the named form is the schedule_clipping fixture)."""
+    r = translate_source(INLINE_COMPILE, "c.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    out = r.output
+    assert "optimizer = torch.optim.SGD(model.parameters(), lr=1.0)" in out
+    assert ("scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, PiecewiseConstantDecay(boundaries=[2, 4], "
+            "values=[0.1, 0.05, 0.01]))") in out
+    assert "history = fit(model, optimizer, scheduler, loss_fn, x, y, batch_size=8" in out
+    lines = [ln.strip() for ln in out.splitlines()]
+    at = lines.index("loss.backward()")
+    assert lines[at + 1:at + 4] == ["nn.utils.clip_grad_norm_(model.parameters(), 1.0)", "optimizer.step()",
+                                    "scheduler.step()"]
+    assert translate_source(out, "c.py").output == out  # a fixpoint

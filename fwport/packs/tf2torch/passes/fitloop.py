@@ -90,9 +90,10 @@ def bind(call: cst.Call, params: tuple) -> dict | None:
     return out
 
 
-def plan_compile(call: cst.Call, model: str, rule_of) -> Compiled | str:
+def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | str:
     """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
-    a call's callee (or None)."""
+    a call's callee (or None); ``named(name)``: the Keras optimizer call a name given as the optimizer
+    is bound to, when the training pass creates it over the model's parameters (or None)."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
@@ -116,6 +117,8 @@ def plan_compile(call: cst.Call, model: str, rule_of) -> Compiled | str:
             plans[kind] = ("string", table[lit.lower()], node)
         elif isinstance(node, cst.Call) and rule_of(node) is not None and rule_of(node).emit.get("transform") == kind:
             plans[kind] = ("call", rule_of(node), node)
+        elif kind == "optimizer" and isinstance(node, cst.Name) and named is not None and named(node) is not None:
+            plans[kind] = ("name", rule_of(named(node)), named(node), node.value)
         else:
             return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
     metric = _accuracy_metric(args.get("metrics"), rule_of)

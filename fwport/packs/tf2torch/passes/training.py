@@ -163,6 +163,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.scheduled: dict[str, int] = {}
         self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
+        self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
+        self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
@@ -215,6 +217,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                     kind = _transform(self.ctx, q)
                     if kind == "optimizer":
                         self.optimizers.setdefault(name, []).append((self.order, len(self._scopes)))
+                        self.optimizer_calls[name] = node.value
+                        self.optimizer_scopes[name] = self._scope_id()
                         values = bind_call(node.value, self.ctx.pack.by_name[q]).values
                         clips = {k: values[k] for k in optim.CLIPS
                                  if k in values and literal_value(values[k], NOT_LITERAL) is not None}
@@ -416,17 +420,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if at is None or self._compiled(c.call, "compile") is None:
             return None
         call = c.call
-        opt_kind, opt_rule, opt_node = c.optimizer
+        opt_kind, opt_rule, opt_node, *_ = c.optimizer
         loss_kind, loss_rule, loss_node = c.loss
         by_name = self.ctx.pack.by_name
         opt_rule = by_name[opt_rule] if isinstance(opt_rule, str) else opt_rule
         loss_rule = by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
         params = cst.parse_expression(f"{c.model}.parameters()")
-        m = map_call(opt_node if opt_kind == "call" else cst.Call(cst.Name("optimizer")), opt_rule, self.ctx,
-                     opt_node)
-        m.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the written fit does both
-        opt = build_call(m, self.ctx)
-        m_opt = m
+        if opt_kind == "name":  # created where it is bound (_optimizer, over the model's parameters)
+            opt, m_opt = cst.Name(c.names["optimizer"]), None
+        else:
+            m_opt = map_call(opt_node if opt_kind == "call" else cst.Call(cst.Name("optimizer")), opt_rule, self.ctx,
+                             opt_node)
+            m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
+            opt = build_call(m_opt, self.ctx)
         m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
         m.extras["calls_adapted"] = True
         loss = build_call(m, self.ctx)
@@ -437,18 +443,21 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.settled |= {id(opt), id(loss)}
         n = c.names
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{c.model}.compile(...) → {n['optimizer']} = ..., {n['loss_fn']} = ... (used by the generated "
-                        f"{n['fit']} / {n['evaluate']} / {n['predict']} functions)", call)
+                        f"{c.model}.compile(...) → " + (f"{n['optimizer']} = ..., " if opt_kind != "name" else "")
+                        + f"{n['loss_fn']} = ... (used by the generated {n['fit']} / {n['evaluate']} / "
+                        f"{n['predict']} functions" + (f", with {n['optimizer']}" if opt_kind == "name" else "") + ")",
+                        call)
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
-        made = [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt), cst.Expr(cst.Call(cst.Name(MARK)))]
+        made = [] if opt_kind == "name" else [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
+                                              cst.Expr(cst.Call(cst.Name(MARK)))]
         for kind, value in c.clips.items():
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{kind}={value} → " + {"clipnorm": f"clip_grad_norm_(param, {value}) for each parameter",
                                                     "global_clipnorm": f"clip_grad_norm_(model.parameters(), {value})",
                                                     "clipvalue": f"clip_grad_value_(model.parameters(), {value})"}[kind]
                             + f" in the generated {n['fit']}, before each optimizer.step()", opt_node)
-        if "schedule_expr" in m_opt.extras:
+        if m_opt is not None and "schedule_expr" in m_opt.extras:  # (a named one's: next to it)
             made += [self._scheduler(n["optimizer"], m_opt, opt_node, opt_rule), cst.Expr(cst.Call(cst.Name(MARK)))]
         made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
         body[at:at + 1] = made
@@ -1366,7 +1375,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
         # compiled inside a function that does not train it there: the optimizer and loss live on the
         # Keras model object, which a torch module cannot carry out of the function
         return None
-    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""))
+    def named(n: cst.Name) -> cst.Call | None:
+        """An optimizer bound once, by a statement of the compile's scope or the module's, used by no
+        apply_gradients: the training pass creates it over the compiled model's parameters."""
+        o = n.value
+        if (len(plan.optimizers.get(o, [])) != 1 or len(plan.bound_at.get(o, [])) != 1 or o in plan.variables
+                or plan.optimizer_scopes[o] not in (0, scope)):
+            return None
+        return plan.optimizer_calls[o]
+
+    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named)
     if isinstance(c, str):
         return None
     if c.loss[0] == "call":
@@ -1381,7 +1399,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
             return None
     if not _builds(c, ctx):
         return None
-    if c.optimizer[0] == "call":  # what the written fit does besides step(): clipping, a schedule
+    if c.optimizer[0] in ("call", "name"):  # what the written fit does besides step(): clipping, a schedule
         values = bind_call(c.optimizer[2], c.optimizer[1]).values
         c.clips = {k: code(values[k]) for k in optim.CLIPS
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
@@ -1390,7 +1408,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
 
     def free(name: str) -> str:
         return name if name not in taken else f"{model}_{name}"
-    c.names = {"optimizer": free("optimizer"), "loss_fn": free("loss_fn"), "fit": free("fit"),
+    if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
+        plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
+    named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
+    c.names = {"optimizer": named_optimizer or free("optimizer"), "loss_fn": free("loss_fn"), "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
                "inputs": free("channels_first")}
     ctx.analyses["compiled"] = c
@@ -1402,9 +1423,9 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     refused one leaves the whole compile / fit to model_api, never fit calls without their optimizer."""
     mark, imports = len(ctx.pending), set(ctx.needed_imports)
     ok = True
-    for kind, rule, node in (c.optimizer, c.loss):
+    for kind, rule, node, *_ in (c.optimizer, c.loss):
         rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
-        m = map_call(node if kind == "call" else cst.Call(cst.Name("x")), rule, ctx, node)
+        m = map_call(node if kind in ("call", "name") else cst.Call(cst.Name("x")), rule, ctx, node)
         m.extras.update(params=cst.Name("params"), calls_adapted=True, clipping_handled=True, schedule_handled=True)
         ok = ok and build_call(m, ctx) is not None
     del ctx.pending[mark:]
