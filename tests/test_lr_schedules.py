@@ -295,3 +295,37 @@ def test_a_schedule_and_a_clip_written_in_the_compile_go_into_the_written_fit():
     assert lines[at + 1:at + 4] == ["nn.utils.clip_grad_norm_(model.parameters(), 1.0)", "optimizer.step()",
                                     "scheduler.step()"]
     assert translate_source(out, "c.py").output == out  # a fixpoint
+
+
+SELF_OPTIMIZER = '''import tensorflow as tf
+from tensorflow import keras
+
+
+class M(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.d = keras.layers.Dense(1)
+        self.tracker = keras.metrics.Mean()
+
+    def call(self, x):
+        return self.d(x)
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(self(x, training=True) - y))
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        self.tracker.update_state(loss)
+        return {"loss": self.tracker.result(), "lr": self.optimizer.learning_rate}
+
+    @property
+    def metrics(self):
+        return [self.tracker]
+'''
+
+
+def test_the_rate_of_a_train_step_models_optimizer_is_read_from_its_param_groups():
+    r = translate_source(SELF_OPTIMIZER, "m.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert '"lr": self.optimizer.param_groups[0]["lr"]}' in r.output

@@ -630,10 +630,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     # -- an optimizer's learning rate read or written
     def _rate_of(self, node: cst.BaseExpression) -> str | None:
         """``opt.learning_rate`` / ``opt.lr`` on an optimizer this pass creates (bound once) → opt."""
-        if (isinstance(node, cst.Attribute) and node.attr.value in ("learning_rate", "lr", "iterations")
-                and isinstance(node.value, cst.Name) and len(self.plan.optimizers.get(node.value.value, [])) == 1
-                and len(self.plan.bound_at.get(node.value.value, [])) == 1 and not self.shadowed(node.value.value)):
-            return node.value.value
+        if not (isinstance(node, cst.Attribute) and node.attr.value in ("learning_rate", "lr", "iterations")):
+            return None
+        v = node.value
+        if (isinstance(v, cst.Name) and len(self.plan.optimizers.get(v.value, [])) == 1
+                and len(self.plan.bound_at.get(v.value, [])) == 1 and not self.shadowed(v.value)):
+            return v.value
+        if (isinstance(v, cst.Attribute) and v.attr.value.endswith("optimizer") and isinstance(v.value, cst.Name)
+                and v.value.value == "self" and self.classes and self.classes[-1] in self.plan.train_step_classes):
+            return code(v)  # a torch optimizer TrainStepModule.compile (or the class's compile) created
         return None
 
     def _rate(self, original_node: cst.Attribute, updated_node) -> cst.BaseExpression:
