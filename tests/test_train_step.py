@@ -329,3 +329,81 @@ def test_a_keras_optimizer_name_given_to_the_default_compile():
                                'ae.compile(optimizer="rmsprop")'))
     assert errors(r) == []
     assert "ae.compile(optimizer=functools.partial(torch.optim.RMSprop, lr=0.001, alpha=0.9, eps=1e-07))" in r.output
+
+
+EVALUATED = (FIXTURES / "train_step_evaluate" / "model.py").read_text()
+
+
+def test_test_step_and_predict_step_run_as_keras_runs_them(tmp_path):
+    """fit(validation_data=...) calls test_step after each epoch (metrics reset first: the val_loss is
+    the mean over the validation batches only), evaluate returns the one value (a dict with
+    return_dict), predict concatenates predict_step's outputs over the batches."""
+    keras_out, torch_out = _run(tmp_path, EVALUATED, {
+        "shapes": [("k0", (6, 8)), ("b0", (8,)), ("k1", (8, 1)), ("b1", (1,))],
+        "n": 10, "width": 6, "x_map": "\ny = np.sin(x[:, :1]).astype('float32')", "models": "(net,)",
+        "fit": "h = regressor.fit(x, y, batch_size=4, epochs=2, shuffle=False, verbose=0, "
+               "validation_data=(x[:6], y[:6]))\n"
+               "extra = [regressor.evaluate(x, y, batch_size=3, verbose=0), "
+               "regressor.evaluate(x, y, verbose=0, return_dict=True), regressor.predict(x[:7], batch_size=3).tolist()]"})
+    assert sorted(torch_out["history"]) == sorted(keras_out["history"]) == ["loss", "val_loss"]
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-6)
+    k_eval, k_dict, k_pred = keras_out["extra"]
+    t_eval, t_dict, t_pred = torch_out["extra"]
+    assert isinstance(t_eval, float) and isinstance(k_eval, float)
+    np.testing.assert_allclose(t_eval, k_eval, rtol=1e-5)
+    assert list(t_dict) == list(k_dict) == ["loss"]
+    np.testing.assert_allclose(t_dict["loss"], k_dict["loss"], rtol=1e-5)
+    assert np.shape(t_pred) == np.shape(k_pred) == (7, 1)
+    np.testing.assert_allclose(t_pred, k_pred, rtol=1e-5, atol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_what_a_train_step_model_without_test_step_or_with_compiled_loss_gets():
+    """Keras's own test_step uses the compiled loss and metrics, which TrainStepModule does not carry:
+    validation_data or evaluate on such a model, and self.compiled_loss / compiled_metrics /
+    compute_loss in its methods, are errors (never left to fail at run time)."""
+    src = AUTOENCODER + "ae.fit(x, epochs=2, validation_data=(x, x))\nae.evaluate(x)\n"
+    r = tx(src)
+    msgs = [m for _, m in errors(r)]
+    assert any("validation_data is evaluated by Keras's own test_step" in m for m in msgs), msgs
+    assert any(m.startswith("ae.evaluate(...) is a Keras model method") for m in msgs), msgs
+    assert "class TrainStepModule(nn.Module):" in r.output and "def evaluate(" not in r.output
+    compiled = AUTOENCODER.replace(
+        "total_loss = tf.reduce_mean(tf.reduce_sum(tf.square(data - reconstruction), axis=1))",
+        "total_loss = self.compiled_loss(data, reconstruction)")
+    r = tx(compiled)
+    assert [m.split(":")[0] for _, m in errors(r)] == ["self.compiled_loss"], errors(r)
+    plain = tx(AUTOENCODER + "out = ae.predict(x)\n")
+    assert errors(plain) == [] and "def predict_step(self, data):" in plain.output
+
+
+KERAS3_GUIDE = '''
+import tensorflow as tf
+from tensorflow import keras
+
+
+class CustomModel(keras.Model):
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+'''
+
+
+def test_keras_own_metrics_and_compute_loss_in_a_train_step_are_errors():
+    """Keras 3's recipe (compute_loss, the built-in self.metrics with its "loss" tracker): neither is
+    carried by TrainStepModule, so each use is an error on its line, never an empty History."""
+    r = tx(KERAS3_GUIDE)
+    found = sorted((line, m.split(":")[0]) for line, m in errors(r))
+    assert found == [(10, "self.compute_loss"), (13, "self.metrics"), (18, "self.metrics")], found

@@ -244,3 +244,42 @@ def test_cli_train_check_needs_the_step_arguments(tmp_path):
                                             "--model", "model", "--check", "train"])
     assert r.exit_code == 2, r.output
     assert "--batch 'float32[8,20]'" in r.output
+
+
+# --- a learning-rate schedule with per-variable clipping (schedule_clipping: compile/fit, Adam) --------
+
+SCHEDULED = FIXTURES / "schedule_clipping"
+SCHEDULED_BATCH = ["float32[16,10]", "int64[16]:3"]
+
+
+@pytest.mark.parametrize("old, new, why", [
+    ("            scheduler.step()\n", "", "the schedule never stepped: the first rate throughout"),
+    ("scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_schedule)",
+     "scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: lr_schedule(step + 1))",
+     "the schedule evaluated one step late (stepped before optimizer.step())"),
+    ("            for param in model.parameters():\n                nn.utils.clip_grad_norm_(param, 0.05)\n",
+     "            nn.utils.clip_grad_norm_(model.parameters(), 0.05)\n",
+     "clipnorm read as a global clip"),
+])
+def test_schedule_and_clipping_bugs_are_caught(session, tmp_path, old, new, why):
+    good = (SCHEDULED / "expected.py").read_text()
+    cert = _train(session, SCHEDULED / "model.py", _planted(tmp_path, good, old, new), SCHEDULED_BATCH, steps=3)
+    assert cert["verdict"] == "mismatch", why
+    assert _failed(cert), why
+
+
+# --- a Model subclass with train_step / test_step, fit with validation_data (train_step_evaluate) -------
+
+EVALUATED = FIXTURES / "train_step_evaluate"
+
+
+def test_validation_without_metric_reset_is_caught(session, tmp_path):
+    """TrainStepModule.evaluate resets the metrics before calling test_step, as Keras does: without the
+    reset the validation loss averages in the epoch's training losses."""
+    good = (EVALUATED / "expected.py").read_text()
+    old = "        for metric in getattr(self, \"metrics\", []):\n            metric.reset_state()\n        if hasattr(x, \"shape\"):  # arrays: batches of samples\n            xs = torch.as_tensor(x)\n            xs = xs.float() if xs.is_floating_point() else xs\n            ys"
+    new = "        if hasattr(x, \"shape\"):  # arrays: batches of samples\n            xs = torch.as_tensor(x)\n            xs = xs.float() if xs.is_floating_point() else xs\n            ys"
+    cert = verify(Options(str(EVALUATED / "model.py"), str(_planted(tmp_path, good, old, new)), "net",
+                          checks=("train",), device="cpu", batch=["float32[16,6]", "float32[16,1]"], steps=3), session)
+    assert cert["verdict"] == "mismatch"
+    assert {"loss at step 1", "loss at step 2", "loss at step 3"} & _failed(cert)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.engine import _with_commas
 from fwport.packs.tf2torch.registry import call_transform
 
@@ -18,6 +18,23 @@ _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
     return cst.Arg(value, keyword=cst.Name(name), equal=_EQ)
+
+
+CLIPS = ("clipnorm", "global_clipnorm", "clipvalue")  # Keras allows one of them
+
+
+def is_schedule(node, ctx) -> bool:
+    """Whether an optimizer's learning_rate (as written) is a learning-rate schedule: a call of a
+    keras.optimizers.schedules class, or a name the training pass found bound to one (or to an
+    instance of a LearningRateSchedule subclass of the file)."""
+    if isinstance(node, cst.Call):
+        q = ctx.imports.resolve(node.func)
+        rule = ctx.pack.by_name.get(q) if q else None
+        if rule is not None and rule.emit.get("transform") == "schedule":
+            return True
+        return isinstance(node.func, cst.Name) and (node.func.value in ctx.analyses.get("schedule_classes", ())
+                                                    or node.func.value in SCHEDULE_CLASSES)
+    return isinstance(node, cst.Name) and node.value in ctx.analyses.get("schedules", ())
 
 
 @call_transform("optimizer")
@@ -37,14 +54,27 @@ def optimizer(m, ctx):
                "model.trainable_variables))`)")
         return None
     kwargs = dict(m.kwargs)
-    clipping = {k: kwargs.pop(k) for k in ("global_clipnorm", "clipvalue") if k in kwargs}
+    clipping = {k: kwargs.pop(k) for k in CLIPS if k in kwargs}
     clipping = {k: v for k, v in clipping.items() if literal_value(v, NOT_LITERAL) is not None}
     if clipping and not m.extras.get("clipping_handled"):
         m.fail(ctx, "unsupported-argument",
                f"{', '.join(clipping)}: torch optimizers do not clip; fwport writes the clip before step() in the "
-               "GradientTape steps it translates, and cannot here: call torch.nn.utils.clip_grad_norm_(params, c) "
+               "GradientTape steps and the fit loops it translates, and cannot here: call "
+               "torch.nn.utils.clip_grad_norm_(p, c) for each parameter p (clipnorm), clip_grad_norm_(params, c) "
                "(global_clipnorm) or clip_grad_value_(params, c) (clipvalue) between backward() and step()")
         return None
+    source = m.node if isinstance(m.node, cst.Call) else m.call  # the call as written
+    if "lr" in kwargs and is_schedule(bind_call(source, m.rule).values.get("learning_rate"), ctx):
+        if not m.extras.get("schedule_handled"):
+            m.fail(ctx, "unsupported-argument",
+                   f"learning_rate={m.written('learning_rate')}: a schedule, which Keras evaluates at every step of "
+                   "the optimizer; fwport creates its torch scheduler for optimizers bound to a name and stepped by "
+                   "the GradientTape steps or the fit loop it translates, and cannot here: create the optimizer "
+                   "with lr=1.0 and torch.optim.lr_scheduler.LambdaLR(optimizer, schedule), and call its step() "
+                   "after each optimizer.step()")
+            return None
+        m.extras["schedule_expr"] = kwargs["lr"]  # the pass writes LambdaLR(optimizer, <it>)
+        kwargs["lr"] = cst.Float("1.0")  # LambdaLR multiplies this by the schedule's value
     if "lr" in kwargs:  # the learning rate first, as torch code writes it
         kwargs = {"lr": kwargs.pop("lr"), **kwargs}
     b1, b2 = kwargs.pop("beta1", None), kwargs.pop("beta2", None)
@@ -149,3 +179,108 @@ def loss_function(m, ctx):
     if opts.get("mean_last"):
         out += ".mean(-1)"
     return cst.parse_expression(out)
+
+
+# --- learning-rate schedules: written-out classes, called with the optimizer's step as Keras calls them ---
+
+@call_transform("schedule")
+def schedule(m, ctx):
+    """A keras.optimizers.schedules object → an instance of a small class written into the file once
+    (its value at an optimizer step, by Keras's formula); an optimizer given it gets a LambdaLR
+    (passes/training.py)."""
+    cls = m.rule.emit["options"]["class"]
+    ctx.options.setdefault("_schedule_classes", set()).add(cls)
+    return cst.Call(cst.Name(cls), _with_commas([_kw(k, v) for k, v in m.kwargs.items()]))
+
+
+SCHEDULE_CLASSES = {
+    "ExponentialDecay": '''class ExponentialDecay:
+    """keras.optimizers.schedules.ExponentialDecay: the learning rate at optimizer step `step` (from 0)
+    is initial_learning_rate * decay_rate ** (step / decay_steps), the exponent floored with staircase."""
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.decay_rate, self.staircase = decay_rate, staircase
+
+    def __call__(self, step):
+        p = float(step) / self.decay_steps
+        if self.staircase:
+            p = math.floor(p)
+        return self.initial_learning_rate * self.decay_rate ** p
+''',
+    "InverseTimeDecay": '''class InverseTimeDecay:
+    """keras.optimizers.schedules.InverseTimeDecay: the learning rate at optimizer step `step` (from 0)
+    is initial_learning_rate / (1 + decay_rate * step / decay_steps), the ratio floored with staircase."""
+
+    def __init__(self, initial_learning_rate, decay_steps, decay_rate, staircase=False):
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.decay_rate, self.staircase = decay_rate, staircase
+
+    def __call__(self, step):
+        p = float(step) / self.decay_steps
+        if self.staircase:
+            p = math.floor(p)
+        return self.initial_learning_rate / (1 + self.decay_rate * p)
+''',
+    "PiecewiseConstantDecay": '''class PiecewiseConstantDecay:
+    """keras.optimizers.schedules.PiecewiseConstantDecay: values[0] up to and including step
+    boundaries[0], values[i] after boundaries[i - 1] up to boundaries[i], values[-1] after the last."""
+
+    def __init__(self, boundaries, values):
+        self.boundaries, self.values = list(boundaries), list(values)
+
+    def __call__(self, step):
+        for boundary, value in zip(self.boundaries, self.values):
+            if step <= boundary:
+                return value
+        return self.values[-1]
+''',
+    "PolynomialDecay": '''class PolynomialDecay:
+    """keras.optimizers.schedules.PolynomialDecay: from initial_learning_rate to end_learning_rate over
+    decay_steps as (1 - step / decay_steps) ** power, then constant; with cycle, decay_steps grows to the
+    first multiple of itself at or past the step."""
+
+    def __init__(self, initial_learning_rate, decay_steps, end_learning_rate=0.0001, power=1.0, cycle=False):
+        self.initial_learning_rate, self.decay_steps = initial_learning_rate, decay_steps
+        self.end_learning_rate, self.power, self.cycle = end_learning_rate, power, cycle
+
+    def __call__(self, step):
+        step, decay_steps = float(step), self.decay_steps
+        if self.cycle:
+            decay_steps *= max(math.ceil(step / decay_steps), 1)
+        else:
+            step = min(step, decay_steps)
+        fraction = (1 - step / decay_steps) ** self.power
+        return (self.initial_learning_rate - self.end_learning_rate) * fraction + self.end_learning_rate
+''',
+    "CosineDecay": '''class CosineDecay:
+    """keras.optimizers.schedules.CosineDecay: with a warmup_target, a linear warmup from
+    initial_learning_rate to it over warmup_steps; then a cosine from there (initial_learning_rate
+    without warmup) down to alpha times it over decay_steps, constant after."""
+
+    def __init__(self, initial_learning_rate, decay_steps, alpha=0.0, warmup_target=None, warmup_steps=0):
+        self.initial_learning_rate, self.decay_steps, self.alpha = initial_learning_rate, decay_steps, alpha
+        self.warmup_target, self.warmup_steps = warmup_target, warmup_steps
+
+    def __call__(self, step):
+        step = float(step)
+        if self.warmup_target is None:
+            return self.decayed(min(step, self.decay_steps), self.initial_learning_rate)
+        step = min(step, self.decay_steps + self.warmup_steps)
+        if step < self.warmup_steps:
+            rise = self.warmup_target - self.initial_learning_rate
+            return self.initial_learning_rate + rise * step / self.warmup_steps
+        return self.decayed(step - self.warmup_steps, self.warmup_target)
+
+    def decayed(self, step, start):
+        cosine = 0.5 * (1 + math.cos(math.pi * step / self.decay_steps))
+        return start * ((1 - self.alpha) * cosine + self.alpha)
+''',
+}
+
+
+def schedule_classes(names: set[str], spell) -> str:
+    """The schedule classes a file uses."""
+    if names - {"PiecewiseConstantDecay"}:
+        spell("math.floor")  # noting the import
+    return "\n\n".join(SCHEDULE_CLASSES[n] for n in sorted(names))

@@ -68,6 +68,8 @@ class Compiled:
     accuracy_kind: str = ""  # a named accuracy (its labels must be the loss's), "" for Keras's pick
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
+    schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
+    clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
 
 
@@ -88,9 +90,10 @@ def bind(call: cst.Call, params: tuple) -> dict | None:
     return out
 
 
-def plan_compile(call: cst.Call, model: str, rule_of) -> Compiled | str:
+def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | str:
     """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
-    a call's callee (or None)."""
+    a call's callee (or None); ``named(name)``: the Keras optimizer call a name given as the optimizer
+    is bound to, when the training pass creates it over the model's parameters (or None)."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
@@ -114,6 +117,8 @@ def plan_compile(call: cst.Call, model: str, rule_of) -> Compiled | str:
             plans[kind] = ("string", table[lit.lower()], node)
         elif isinstance(node, cst.Call) and rule_of(node) is not None and rule_of(node).emit.get("transform") == kind:
             plans[kind] = ("call", rule_of(node), node)
+        elif kind == "optimizer" and isinstance(node, cst.Name) and named is not None and named(node) is not None:
+            plans[kind] = ("name", rule_of(named(node)), named(node), node.value)
         else:
             return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
     metric = _accuracy_metric(args.get("metrics"), rule_of)
@@ -199,24 +204,28 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "",
         ]
     x_of = n["inputs"] if channels_first else n["tensor"]
+    head = "model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn"
     if not general and not cbs:
         lines += [
-            f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+            f"def {n['fit']}({head}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
             "        validation_data=None, shuffle=True):",
         ]
     else:
         extra = (", callbacks=None" if cbs else "") + (", steps_per_epoch=None,\n        validation_steps=None"
                                                         if general else "")
         lines += [
-            f"def {n['fit']}(model, optimizer, loss_fn, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
+            f"def {n['fit']}({head}, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
             "verbose=1, validation_split=0.0,",
             f"        validation_data=None, shuffle=True{extra}):",
         ]
     lines += [
         '    """model.fit as Keras runs it: the last validation_split of the samples held out before shuffling,',
         "    the rest shuffled every epoch, batches of 32 by default; returns the per-epoch averages",
-        "    (Keras's History.history)." + ('"""' if not general and not cbs else ""),
+        "    (Keras's History.history)." + ('"""' if not general and not cbs and not c.schedule else ""),
     ]
+    if c.schedule:
+        lines += ["    scheduler: the optimizer's learning-rate schedule, stepped after every update as Keras steps it."
+                  + ('"""' if not general and not cbs else "")]
     if general:
         lines += [
             "    x may also be an iterable of (x, y) batches (y None), a DataLoader: read from its start every",
@@ -292,7 +301,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "            pred = model(xb)",
         f"            loss = loss_fn({inp}, {target})",
         "            loss.backward()",
+        *_clip_lines(c.clips, spell),
         "            optimizer.step()",
+        *(["            scheduler.step()"] if c.schedule else []),
         f"            total += loss.item() * {count}",
     ]
     if general:
@@ -396,6 +407,21 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     return "\n".join(lines) + "\n"
 
 
+def _clip_lines(clips: dict, spell) -> list[str]:
+    """The optimizer's clipping, between backward() and step() (Keras clips in apply_gradients):
+    clipnorm each parameter's gradient on its own, global_clipnorm all of them together."""
+    out = []
+    for kind, value in clips.items():
+        if kind == "clipnorm":
+            out += ["            for param in model.parameters():",
+                    f"                {spell('torch.nn.utils.clip_grad_norm_')}(param, {value})"]
+        elif kind == "global_clipnorm":
+            out.append(f"            {spell('torch.nn.utils.clip_grad_norm_')}(model.parameters(), {value})")
+        else:
+            out.append(f"            {spell('torch.nn.utils.clip_grad_value_')}(model.parameters(), {value})")
+    return out
+
+
 # --- metrics: plain running sums (no extra dependency; torchmetrics' accuracy needs num_classes) --------
 
 METRIC_CLASSES = {
@@ -450,14 +476,16 @@ def metric_classes(names: set[str], spell) -> str:
 TRAIN_STEP_MODULE = "TrainStepModule"
 
 
-def train_step_module(spell) -> str:
+def train_step_module(spell, evaluate: bool = False, predict: bool = False) -> str:
     """The base class written once into a file whose Keras models define their own ``train_step``:
     the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
-    fit calls train_step per batch), with Keras's semantics."""
+    fit calls train_step per batch), with Keras's semantics. ``evaluate``: the file evaluates such a
+    model (or fits it with validation_data), whose class defines test_step: evaluate() calls it;
+    ``predict``: the file predicts with one: predict() calls predict_step (by default the model on x)."""
     module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
     as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
     islice = spell("itertools.islice")
-    return f'''class History:
+    text = f'''class History:
     """keras.callbacks.History: .history maps each value train_step returns to its per-epoch values."""
 
     def __init__(self, history):
@@ -484,7 +512,7 @@ class {TRAIN_STEP_MODULE}({module}):
         self.optimizer, self.loss = optimizer, loss
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, shuffle=True,
-            steps_per_epoch=None):
+            steps_per_epoch=None{{VALIDATION_ARG}}):
         callbacks = list(callbacks or [])
         self.stop_training = False
         for callback in callbacks:
@@ -518,7 +546,7 @@ class {TRAIN_STEP_MODULE}({module}):
             logs = {{}}
             for batch in batches:
                 logs = {{k: float({as_tensor}(v).detach()) for k, v in self.train_step(batch).items()}}
-            for k, v in logs.items():
+{{VALIDATION}}            for k, v in logs.items():
                 history.setdefault(k, []).append(v)
             if verbose:
                 print(f"Epoch {{epoch + 1}}/{{epochs}} - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
@@ -531,6 +559,78 @@ class {TRAIN_STEP_MODULE}({module}):
             if hasattr(callback, "on_train_end"):
                 callback.on_train_end()
         return History(history)
+'''
+    text = text.replace("{VALIDATION_ARG}", ", validation_data=None" if evaluate else "")
+    text = text.replace("{VALIDATION}", VALIDATION if evaluate else "")
+    no_grad, cat = spell("torch.no_grad"), spell("torch.cat")
+    if evaluate:
+        text += EVALUATE.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad)
+    if predict:
+        text += PREDICT.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad, cat=cat)
+    return text
+
+
+# what TrainStepModule.fit does with validation_data: Keras's evaluate (test_step) after each epoch
+VALIDATION = '''            if validation_data is not None:
+                data = validation_data if isinstance(validation_data, tuple) else (validation_data,)
+                val_logs = self.evaluate(*data, batch_size=batch_size, verbose=0, return_dict=True)
+                logs.update({f"val_{k}": v for k, v in val_logs.items()})
+'''
+
+EVALUATE = '''
+    def evaluate(self, x=None, y=None, batch_size=None, verbose=1, steps=None, return_dict=False):
+        """keras.Model.evaluate: self.test_step(batch) on each batch in inference mode (batches of 32 by
+        default, in order, or those of an iterable x), the metrics reset first; returns what the last
+        test_step returned: a dict with return_dict, else its values (one value alone)."""
+        self.eval()
+        for metric in getattr(self, "metrics", []):
+            metric.reset_state()
+        if hasattr(x, "shape"):  # arrays: batches of samples
+            xs = {as_tensor}(x)
+            xs = xs.float() if xs.is_floating_point() else xs
+            ys = None if y is None else {as_tensor}(y)
+            ys = ys.float() if ys is not None and ys.is_floating_point() else ys
+            size = batch_size or 32
+            batches = (xs[i:i + size] if ys is None else (xs[i:i + size], ys[i:i + size])
+                       for i in range(0, len(xs), size))
+        else:
+            batches = iter(x)
+        if steps is not None:
+            batches = {islice}(batches, steps)
+        logs = {{}}
+        with {no_grad}():
+            for batch in batches:
+                logs = {{k: float({as_tensor}(v).detach()) for k, v in self.test_step(batch).items()}}
+        if verbose:
+            print("evaluate - " + " - ".join(f"{{k}}: {{v:.4f}}" for k, v in logs.items()))
+        if return_dict:
+            return logs
+        values = list(logs.values())
+        return values[0] if len(values) == 1 else values
+'''
+
+PREDICT = '''
+    def predict(self, x, batch_size=None, verbose=0, steps=None):
+        """keras.Model.predict: self.predict_step(batch) on batches of x (32 by default, or those of an
+        iterable x) in inference mode, the outputs concatenated into a NumPy array."""
+        self.eval()
+        if hasattr(x, "shape"):  # arrays: batches of samples
+            xs = {as_tensor}(x)
+            xs = xs.float() if xs.is_floating_point() else xs
+            size = batch_size or 32
+            batches = (xs[i:i + size] for i in range(0, len(xs), size))
+        else:
+            batches = iter(x)
+        if steps is not None:
+            batches = {islice}(batches, steps)
+        with {no_grad}():
+            outputs = [self.predict_step(batch) for batch in batches]
+        return {cat}(outputs).numpy()
+
+    def predict_step(self, data):
+        """keras.Model.predict_step: the model on the batch's inputs (a class may define its own)."""
+        x = data[0] if isinstance(data, (tuple, list)) else data
+        return self(x)
 '''
 
 

@@ -25,7 +25,8 @@ What changes, each on the line it was written on:
   input only when called, so the user calls ``build`` once with the shape;
 - ``get_config``/``from_config`` are kept (info: unused by torch); a ``keras.Model`` with its own
   ``train_step`` derives from the written ``TrainStepModule`` (passes/fitloop.py), whose compile / fit
-  drive it; ``test_step``/``predict_step``, ``add_loss``/``add_metric``, and the functional API
+  drive it (its ``test_step`` / ``predict_step`` too, through TrainStepModule's evaluate / predict);
+  ``test_step``/``predict_step`` elsewhere, ``add_loss``/``add_metric``, and the functional API
   (``keras.Model(inputs, outputs)``) are errors.
 
 Shapes are followed through straight-line ``x = self.layer(x)`` code in ``call`` so that a BatchNorm
@@ -560,6 +561,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                            f"{plan.name} defines its own train_step: it derives from {TRAIN_STEP_MODULE}, written "
                            "into the file, whose compile(optimizer) and fit(x, y=None, ...) drive train_step as "
                            "Keras does", by_name[name])
+            elif name in by_name and plan.train_step:  # TrainStepModule's evaluate / predict call it
+                ctx.report(Severity.INFO, "idiom-replaced",
+                           f"{plan.name}.{name}: {TRAIN_STEP_MODULE}'s "
+                           f"{'evaluate (and fit with validation_data) call' if name == 'test_step' else 'predict calls'}"
+                           " it per batch in inference mode, as Keras does", by_name[name])
             elif name in by_name:
                 ctx.report(Severity.ERROR, "unsupported-construct", why, by_name[name])
         for name in ("get_config", "from_config"):

@@ -30,14 +30,17 @@ located: passes keep line structure.
 """
 from __future__ import annotations
 
+from ast import literal_eval
+
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, scan
+from fwport.core.names import ScopedResolver, bound_names, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
 from fwport.packs.tf2torch.passes import fitloop
 from fwport.packs.tf2torch.passes.model_api import _Models
@@ -45,8 +48,17 @@ from fwport.packs.tf2torch.passes.model_api import _Models
 MARK = "__fwport_line__"
 TAPE = "tensorflow.GradientTape"
 CALLBACK = "keras.callbacks.Callback"
+SCHEDULE = "keras.optimizers.schedules.LearningRateSchedule"
+LAMBDA_LR = "torch.optim.lr_scheduler.LambdaLR"
 CALLBACK_HOOKS = ("on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end")  # what the fits call
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
+# what keras.Model gives a train_step from its compile, which TrainStepModule does not carry
+COMPILED = {
+    "compiled_loss": "the loss compile was given (Keras 2)",
+    "compute_loss": "the loss compile was given",
+    "compiled_metrics": "the metrics compile was given (Keras 2)",
+    "compute_metrics": "the metrics compile was given",
+}
 
 
 def _transform(ctx: FileContext, q: str | None) -> str | None:
@@ -142,13 +154,24 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.bound_at: dict[str, list[tuple[int, int]]] = {}  # name → (order, scope depth) of each binding
         self.optimizers: dict[str, list[tuple[int, int]]] = {}  # name → (order, depth) of its creation
         self.variables: dict[str, list[cst.BaseExpression]] = {}  # optimizer name → variables given to it
-        self.clips: dict[str, dict] = {}  # optimizer name → its global_clipnorm / clipvalue
+        self.clips: dict[str, dict] = {}  # optimizer name → its clipnorm / global_clipnorm / clipvalue
+        # learning-rate schedules: names bound to one (a keras.optimizers.schedules object, or an instance
+        # of a LearningRateSchedule subclass of the file), those classes, and the optimizers given one
+        # (name → the scope they are bound in); shared with the optimizer transform (optim.is_schedule)
+        self.schedules: set[str] = ctx.analyses.setdefault("schedules", set())
+        self.schedule_classes: set[str] = ctx.analyses.setdefault("schedule_classes", set())
+        self.scheduled: dict[str, int] = {}
+        self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
+        self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
+        self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
+        self.test_step_classes: set[str] = set()  # ... that also define test_step
+        self.own_metrics: set[str] = set()  # ... that define their metrics property
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
@@ -163,10 +186,16 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
+        if any(b.keyword is None and self.qualname(b.value) == SCHEDULE for b in node.bases):
+            self.schedule_classes.add(node.name.value)
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
+            if "test_step" in methods:
+                self.test_step_classes.add(node.name.value)
+            if "metrics" in methods:
+                self.own_metrics.add(node.name.value)
             if "compile" in methods:
                 self.custom_compiles.add(node.name.value)
 
@@ -179,6 +208,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.bound_at.setdefault(name, []).append((self.order, len(self._scopes)))
                 if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name):
                     self.instances.setdefault(name, set()).add(node.value.func.value)
+                    if node.value.func.value in self.schedule_classes:
+                        self.schedules.add(name)
                 else:
                     self.instances.setdefault(name, set()).add("")
                 if isinstance(node.value, cst.Call):
@@ -186,11 +217,17 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                     kind = _transform(self.ctx, q)
                     if kind == "optimizer":
                         self.optimizers.setdefault(name, []).append((self.order, len(self._scopes)))
+                        self.optimizer_calls[name] = node.value
+                        self.optimizer_scopes[name] = self._scope_id()
                         values = bind_call(node.value, self.ctx.pack.by_name[q]).values
-                        clips = {k: values[k] for k in ("global_clipnorm", "clipvalue")
+                        clips = {k: values[k] for k in optim.CLIPS
                                  if k in values and literal_value(values[k], NOT_LITERAL) is not None}
                         if clips:
                             self.clips[name] = clips
+                        if optim.is_schedule(values.get("learning_rate"), self.ctx):
+                            self.scheduled[name] = self._scope_id()
+                    elif kind == "schedule":
+                        self.schedules.add(name)
                     elif kind == "loss":
                         rule = self.ctx.pack.by_name[q]
                         bound = bind_call(node.value, rule)
@@ -201,7 +238,15 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def _scope_id(self) -> int:
         return id(self._scopes[-1]) if self._scopes else 0
 
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.rate_writes.add(id(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.rate_writes.add(id(node.target))
+
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "assign":
+            self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
         if _method_of(node) in ("fit", "evaluate", "predict"):
             self.uses.add((node.func.value.value, self._scope_id()))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
@@ -219,6 +264,14 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.variables.setdefault(code(call.func.value), []).append(pair[1])
 
 
+def _without_bases(original_node: cst.ClassDef, updated_node: cst.ClassDef, removed: list) -> cst.ClassDef:
+    bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in removed]
+    if bases:
+        bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return updated_node.with_changes(bases=bases)
+    return updated_node.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
+
+
 # --- rewriting ---------------------------------------------------------------------------------------
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
@@ -234,6 +287,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._init_scopes(ctx.imports)
         self.order = 0
         self.prefixes: list[list[cst.BaseExpression]] = []  # per open simple statement: lines to put before it
+        self.suffixes: list[list[cst.BaseSmallStatement]] = []  # ... and statements to put on a line after it
+        self.schedulers: dict[str, str] = {}  # optimizer name → the name of its LambdaLR
         self.classes: list[str] = []  # the enclosing class definitions
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
@@ -257,6 +312,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
         self.prefixes.append([])
+        self.suffixes.append([])
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
@@ -264,6 +320,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
         callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
+        schedule = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == SCHEDULE]
+        if schedule:  # a plain class: its __call__(step) is what LambdaLR calls (see _scheduler)
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{original_node.name.value}(LearningRateSchedule) → a plain class: an optimizer given "
+                            "an instance gets a torch.optim.lr_scheduler.LambdaLR that calls it with the step, as a "
+                            "tensor, before each update, as Keras does", schedule[0].value)
+            return _without_bases(original_node, updated_node, schedule)
         if not callback:
             return updated_node
         # a keras.callbacks.Callback subclass: a plain class, which TrainStepModule.fit (and the generated
@@ -279,11 +342,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                 f"{original_node.name.value}.{stmt.name.value}: the translated fit calls only "
                                 f"{', '.join(CALLBACK_HOOKS)}; call this hook from your training loop (per batch: "
                                 "inside it) or move its work to one of those", stmt)
-        bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in callback]
-        if bases:
-            bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated_node.with_changes(bases=bases)
-        return updated_node.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
+        return _without_bases(original_node, updated_node, callback)
 
     def leave_FunctionDef(self, original_node, updated_node):
         updated_node = super().leave_FunctionDef(original_node, updated_node)
@@ -330,13 +389,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         compiled = self._compile_statement(original_node, updated_node)
         if compiled is not None:
             self.prefixes.pop()
+            self.suffixes.pop()
             return compiled
-        before = self.prefixes.pop()
-        if not before:
+        before, after = self.prefixes.pop(), self.suffixes.pop()
+        if not before and not after:
             return updated_node
         marked = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(b)])) for b in before]
+        if after:
+            after = [cst.Expr(cst.Call(cst.Name(MARK))), *after]  # a line break, then those statements
         self.ctx.options["_split_lines"] = True
-        return updated_node.with_changes(body=[*marked, *updated_node.body])
+        return updated_node.with_changes(body=[*marked, *updated_node.body, *after])
 
     # -- compile / fit / evaluate / predict
     def _compiled(self, call: cst.Call, method: str) -> fitloop.Compiled | None:
@@ -358,16 +420,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if at is None or self._compiled(c.call, "compile") is None:
             return None
         call = c.call
-        opt_kind, opt_rule, opt_node = c.optimizer
+        opt_kind, opt_rule, opt_node, *_ = c.optimizer
         loss_kind, loss_rule, loss_node = c.loss
         by_name = self.ctx.pack.by_name
         opt_rule = by_name[opt_rule] if isinstance(opt_rule, str) else opt_rule
         loss_rule = by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
         params = cst.parse_expression(f"{c.model}.parameters()")
-        m = map_call(opt_node if opt_kind == "call" else cst.Call(cst.Name("optimizer")), opt_rule, self.ctx,
-                     opt_node)
-        m.extras["params"] = params
-        opt = build_call(m, self.ctx)
+        if opt_kind == "name":  # created where it is bound (_optimizer, over the model's parameters)
+            opt, m_opt = cst.Name(c.names["optimizer"]), None
+        else:
+            m_opt = map_call(opt_node if opt_kind == "call" else cst.Call(cst.Name("optimizer")), opt_rule, self.ctx,
+                             opt_node)
+            m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
+            opt = build_call(m_opt, self.ctx)
         m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
         m.extras["calls_adapted"] = True
         loss = build_call(m, self.ctx)
@@ -378,15 +443,26 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.settled |= {id(opt), id(loss)}
         n = c.names
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{c.model}.compile(...) → {n['optimizer']} = ..., {n['loss_fn']} = ... (used by the generated "
-                        f"{n['fit']} / {n['evaluate']} / {n['predict']} functions)", call)
+                        f"{c.model}.compile(...) → " + (f"{n['optimizer']} = ..., " if opt_kind != "name" else "")
+                        + f"{n['loss_fn']} = ... (used by the generated {n['fit']} / {n['evaluate']} / "
+                        f"{n['predict']} functions" + (f", with {n['optimizer']}" if opt_kind == "name" else "") + ")",
+                        call)
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
-        body[at:at + 1] = [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
-                           cst.Expr(cst.Call(cst.Name(MARK))),
-                           cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss)]
-        if at + 1 < len(body) - 2:  # what followed compile on its line goes on with the loss's line
-            body.insert(at + 3, cst.Expr(cst.Call(cst.Name(MARK))))
+        made = [] if opt_kind == "name" else [cst.Assign([cst.AssignTarget(cst.Name(n["optimizer"]))], opt),
+                                              cst.Expr(cst.Call(cst.Name(MARK)))]
+        for kind, value in c.clips.items():
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{kind}={value} → " + {"clipnorm": f"clip_grad_norm_(param, {value}) for each parameter",
+                                                    "global_clipnorm": f"clip_grad_norm_(model.parameters(), {value})",
+                                                    "clipvalue": f"clip_grad_value_(model.parameters(), {value})"}[kind]
+                            + f" in the generated {n['fit']}, before each optimizer.step()", opt_node)
+        if m_opt is not None and "schedule_expr" in m_opt.extras:  # (a named one's: next to it)
+            made += [self._scheduler(n["optimizer"], m_opt, opt_node, opt_rule), cst.Expr(cst.Call(cst.Name(MARK)))]
+        made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
+        body[at:at + 1] = made
+        if at + 1 < len(body) - len(made) + 1:  # what followed compile on its line goes on with the loss's line
+            body.insert(at + len(made), cst.Expr(cst.Call(cst.Name(MARK))))
         return updated_node.with_changes(body=body)
 
     def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
@@ -413,7 +489,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.callbacks = True
-        head = {"fit": [c.model, c.names["optimizer"], c.names["loss_fn"]],
+        head = {"fit": [c.model, c.names["optimizer"], *([self._scheduler_name(c.names["optimizer"])] if c.schedule
+                                                         else []), c.names["loss_fn"]],
                 "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
         for k in taken:
@@ -438,7 +515,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         as the methods TrainStepModule gives the class; the optimizers compile is given become
         factories (functools.partial), created by compile over the parameters they update."""
         method = _method_of(original_node)
-        if method not in ("compile", "fit"):
+        if method not in ("compile", "fit", "evaluate", "predict"):
             return None
         name = original_node.func.value.value
         if not self._train_step_model(name):
@@ -450,6 +527,24 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
                 return None
         out = updated_node
+        tested = self.plan.instances.get(name, set()) <= self.plan.test_step_classes
+        if method == "evaluate" and not tested:
+            return None  # Keras's own test_step (the compiled loss and metrics): model_api's error
+        if method == "fit":
+            why = self._train_step_fit_refusal(original_node, tested)
+            if why is not None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{code(original_node)}: {why}; TrainStepModule.fit takes x, y, batch_size, epochs, "
+                                "verbose, callbacks, shuffle, steps_per_epoch"
+                                + (", validation_data (evaluated by test_step)" if tested else ""), original_node)
+                self.ctx.settled.add(id(original_node))
+                return updated_node
+            if any(a.keyword is not None and a.keyword.value == "validation_data" for a in original_node.args):
+                self.ctx.options["_train_step_evaluate"] = True
+        elif method == "evaluate":
+            self.ctx.options["_train_step_evaluate"] = True
+        elif method == "predict":
+            self.ctx.options["_train_step_predict"] = True
         if method == "compile":
             args = []
             for at, (o, a) in enumerate(zip(original_node.args, updated_node.args)):
@@ -481,7 +576,48 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
         return out
 
+    @staticmethod
+    def _train_step_fit_refusal(call: cst.Call, tested: bool) -> str | None:
+        """Why TrainStepModule.fit cannot take this fit call's arguments as Keras does."""
+        taken = {"x", "y", "batch_size", "epochs", "verbose", "callbacks", "shuffle", "steps_per_epoch"}
+        for at, a in enumerate(call.args):
+            if a.star:
+                return "its arguments cannot be bound statically"
+            if a.keyword is None and at >= 6:
+                return "arguments after callbacks are taken by name only"
+            k = a.keyword.value if a.keyword is not None else None
+            if k == "validation_data" and not tested:
+                return ("validation_data is evaluated by Keras's own test_step (the compiled loss and metrics); "
+                        "define test_step in the model's class")
+            if k is not None and k not in taken | {"validation_data"} and literal_value(a.value, NOT_LITERAL) not in (
+                    None, 0, 0.0, False):
+                return f"{k}= is not translated"
+        return None
+
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        if original_node.attr.value in ("learning_rate", "lr", "iterations") and self._rate_of(original_node):
+            return self._rate(original_node, updated_node)
+        if (original_node.attr.value == "metrics" and isinstance(original_node.value, cst.Name)
+                and original_node.value.value == "self" and self.classes
+                and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
+                and id(original_node) not in self.ctx.settled):
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            "self.metrics: Keras's own list (a loss tracker named \"loss\" and the metrics compile was "
+                            "given), which the translated TrainStepModule does not keep (it resets the metrics a "
+                            "class lists itself): define `metrics` as a property returning the class's metric "
+                            "objects (self.loss_tracker = keras.metrics.Mean() ...)", original_node)
+            return updated_node
+        if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
+                and original_node.value.value == "self" and self.classes
+                and self.classes[-1] in self.plan.train_step_classes and id(original_node) not in self.ctx.settled):
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"self.{original_node.attr.value}: {COMPILED[original_node.attr.value]}, kept by a Keras "
+                            "model; the translated TrainStepModule keeps only the optimizer: compute the loss with a "
+                            "torch loss (loss_fn(y_pred, y)) and the metrics with metric objects of the class "
+                            "(self.loss_tracker = keras.metrics.Mean() ... → the written Mean)", original_node)
+            return updated_node
         # history.history[...] of a translated fit: the dict fit returns is the history itself
         if self.compiled is not None and original_node.attr.value == "history":
             value = original_node.value
@@ -491,13 +627,68 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 return updated_node.value
         return updated_node
 
+    # -- an optimizer's learning rate read or written
+    def _rate_of(self, node: cst.BaseExpression) -> str | None:
+        """``opt.learning_rate`` / ``opt.lr`` on an optimizer this pass creates (bound once) → opt."""
+        if not (isinstance(node, cst.Attribute) and node.attr.value in ("learning_rate", "lr", "iterations")):
+            return None
+        v = node.value
+        if (isinstance(v, cst.Name) and len(self.plan.optimizers.get(v.value, [])) == 1
+                and len(self.plan.bound_at.get(v.value, [])) == 1 and not self.shadowed(v.value)):
+            return v.value
+        if (isinstance(v, cst.Attribute) and v.attr.value.endswith("optimizer") and isinstance(v.value, cst.Name)
+                and v.value.value == "self" and self.classes and self.classes[-1] in self.plan.train_step_classes):
+            return code(v)  # a torch optimizer TrainStepModule.compile (or the class's compile) created
+        return None
+
+    def _rate(self, original_node: cst.Attribute, updated_node) -> cst.BaseExpression:
+        opt = self._rate_of(original_node)
+        if opt is None or id(original_node) in self.ctx.settled:
+            return updated_node
+        if original_node.attr.value == "iterations":
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: a torch optimizer does not count its updates in one place; count "
+                            "them in the training loop" + (f" (or read {self._scheduler_name(opt)}.last_epoch, which "
+                                                          "counts the same steps)" if opt in self.plan.scheduled
+                                                          else ""), original_node)
+            return updated_node
+        if id(original_node) in self.plan.rate_writes:
+            self.ctx.settled.add(id(original_node))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)} set: a torch optimizer keeps its rate in each parameter group: "
+                            f"`for group in {opt}.param_groups: group[\"lr\"] = value`"
+                            + (" (its LambdaLR would overwrite it at the next step: change the schedule)"
+                               if opt in self.plan.scheduled else ""), original_node)
+            return updated_node
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} → {opt}.param_groups[0][\"lr\"] (a float: the rate of the next "
+                        "update" + (", which the LambdaLR set from the schedule" if opt in self.plan.scheduled else "")
+                        + ")", original_node)
+        return cst.parse_expression(f'{opt}.param_groups[0]["lr"]')
+
     # -- the training flag of a model call
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self.ctx.settled:
             return updated_node
+        if (isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "numpy"
+                and not original_node.args and self._rate_of(original_node.func.value) is not None
+                and id(original_node.func.value) not in self.plan.rate_writes):
+            return updated_node.func.value  # the rate is already a float
         kept = self._train_step_call(original_node, updated_node)
         if kept is not None:
             return kept
+        if (self.classes and self.classes[-1] in self.plan.schedule_classes and self._scopes
+                and getattr(self._scopes[-1], "name", None) is not None and self._scopes[-1].name.value == "__init__"
+                and isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "cast"
+                and self.qualname(original_node.func) in ("tensorflow.cast", "keras.ops.cast")):
+            # a schedule is built from Python numbers, which torch's x.to(dtype) does not take: the
+            # conversion (tf.convert_to_tensor → torch.as_tensor) casts numbers and tensors alike
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{code(original_node)} in {self.classes[-1]}.__init__ → a conversion to a tensor of that "
+                            "dtype (torch.as_tensor): a schedule is built from Python numbers, which x.to(dtype) "
+                            "does not take", original_node)
+            return updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("convert_to_tensor")))
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
@@ -630,11 +821,69 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         m = map_call(updated_node.value, rule, self.ctx, call)
         m.extras["params"] = cst.parse_expression(params)
         m.extras["clipping_handled"] = True  # written before each step() of its tape steps
+        scheduled = name in self.plan.scheduled
+        if scheduled:
+            why = self._unscheduled(name)
+            if why:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{name} = {code(call)}: its learning rate is a schedule, {why}; create "
+                                "torch.optim.lr_scheduler.LambdaLR(optimizer, schedule) (the optimizer with lr=1.0) "
+                                "and call its step() after each optimizer.step()", call, rule)
+                return self._settle(call, updated_node)
+            m.extras["schedule_handled"] = True
         out = build_call(m, self.ctx)
         if out is None:
             return self._settle(call, updated_node)
         self.ctx.settled.add(id(out))
+        if scheduled:
+            self.suffixes[-1].append(self._scheduler(name, m, call, rule))
         return updated_node.with_changes(value=out)
+
+    def _unscheduled(self, name: str) -> str | None:
+        """Why the optimizer ``name`` given a schedule cannot get a LambdaLR stepped by its tape steps."""
+        if len(self.plan.optimizers.get(name, [])) != 1 or len(self.plan.bound_at.get(name, [])) != 1:
+            return f"and {name} is bound more than once (its scheduler would not follow it)"
+        if not self.prefixes:
+            return "and it is not created by a statement of its own"
+        return None
+
+    def _scheduler_name(self, opt: str) -> str:
+        if opt not in self.schedulers:
+            base = opt[:-len("optimizer")] + "scheduler" if opt.endswith("optimizer") else f"{opt}_scheduler"
+            name, n = base, 1
+            while name in self.plan.bound_at or name in self.schedulers.values():
+                n += 1
+                name = f"{base}{n}"
+            self.schedulers[opt] = name
+        return self.schedulers[opt]
+
+    def _scheduler(self, opt: str, m, call: cst.Call, rule) -> cst.Assign:
+        """``<opt>_scheduler = LambdaLR(opt, schedule)`` for an optimizer created with ``lr=1.0`` whose
+        learning_rate was a schedule (the value LambdaLR multiplies 1.0 by at each step)."""
+        expr = m.extras["schedule_expr"]
+        classes = self.plan.schedule_classes
+        if (isinstance(expr, cst.Call) and isinstance(expr.func, cst.Name) and expr.func.value in classes) or (
+                isinstance(expr, cst.Name) and self.plan.instances.get(expr.value, set()) & classes):
+            # a LearningRateSchedule of the file: Keras calls it with the step as a tensor
+            tensor = self.ctx.spell_text("torch.tensor")
+            expr = cst.parse_expression(f"lambda step: float({code(expr)}({tensor}(step)))")
+        name = self._scheduler_name(opt)
+        lambda_lr = self.ctx.spell_text(LAMBDA_LR)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"learning_rate={m.written('learning_rate')} → lr=1.0 and {name} = {lambda_lr}({opt}, ...), "
+                        f"stepped after each {opt}.step(): Keras evaluates the schedule at every update, at the "
+                        "number of updates done so far", call, rule)
+        momentum = literal_value(m.bound.values.get("momentum", cst.Integer("0")), NOT_LITERAL)
+        if rule.emit.get("target") in ("torch.optim.SGD", "torch.optim.RMSprop") and momentum != 0:
+            self.ctx.report(Severity.WARNING, "approximate",
+                            f"{code(call.func)}(momentum=...) under a learning-rate schedule: Keras scales each "
+                            "gradient by the rate of its own step inside the momentum buffer, torch scales the whole "
+                            "buffer by the current rate; the updates differ by the relative change of the rate "
+                            "over the buffer's memory (about 1 / (1 - momentum) steps): 0.1% for a rate decaying "
+                            "by 1e-4 per step with momentum 0.9, up to the ratio of two values for a few steps "
+                            "after a PiecewiseConstantDecay boundary", call, rule)
+        return cst.Assign([cst.AssignTarget(cst.Name(name))],
+                          cst.Call(cst.parse_expression(lambda_lr), [cst.Arg(cst.Name(opt)), cst.Arg(expr)]))
 
     def _optimizer_factory(self, original_node, updated_node, name: str, rule) -> cst.Assign:
         """``opt = keras.optimizers.X(...)`` given only to compile calls: ``functools.partial(torch.optim.X,
@@ -759,8 +1008,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif {grad[0], grads} & _names_in(self._until_rebound(body, k + 1, name)) or name in _names_in(
                     self._until_rebound(body, j + 1, name)):
                 refuse = f"{grads} or {name} is used after the step"
-            elif clip is not None and _params_of(grad[2]) is None:
-                refuse = f"the parameters of {code(grad[2])} are not known (clip_grad_norm_ needs them)"
+            elif (clip is not None or self.plan.clips.get(apply[0])) and _params_of(grad[2]) is None:
+                refuse = f"the parameters of {code(grad[2])} are not known (clipping needs them)"
+            else:
+                refuse = self._schedule_refusal(apply[0])
         if refuse is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"tf.GradientTape: {refuse}; only `with tf.GradientTape() as tape: ...` + "
@@ -817,16 +1068,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "(returned before clipping, like TensorFlow's); torch divides by norm + 1e-6, "
                             "a relative difference under 1e-6 / clip_norm", self._source_of(at, self._global_clip_node))
         new += between
-        step = [cst.Expr(cst.parse_expression(f"{opt}.step()"))]
-        clips = self.plan.clips.get(opt, {})
-        params = _params_of(grad[2])
-        for kind, value in clips.items():
-            fn = {"global_clipnorm": "clip_grad_norm_", "clipvalue": "clip_grad_value_"}[kind]
-            clip_call = f"{self.ctx.spell_text('torch.nn.utils.' + fn)}({params}, {code(value)})"
-            step.insert(0, cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(clip_call))])))
-            self.ctx.options["_split_lines"] = True
-            self.ctx.report(Severity.INFO, "idiom-replaced",
-                            f"{opt}'s {kind}={code(value)} → {clip_call} before {opt}.step()", call)
+        step = self._step(opt, _params_of(grad[2]), call, _names_in(body))
         if used:
             taken = _names_in(body)
             p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
@@ -838,6 +1080,48 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         else:
             new.append(body[k].with_changes(body=step))
         return new, k + 1
+
+    def _schedule_refusal(self, opt: str) -> str | None:
+        """Why a step of ``opt``, whose learning rate is a schedule, cannot step its LambdaLR here (created
+        next to the optimizer: this step must see that name)."""
+        if opt not in self.plan.scheduled:
+            return None
+        here = self._scopes[-1] if self._scopes else None
+        bound = self.plan.scheduled[opt]
+        if bound == 0 and (here is None or opt not in bound_names(here)):
+            return None
+        if here is not None and bound == id(here):
+            return None
+        return (f"{opt}'s learning rate is a schedule, whose torch scheduler is created next to {opt}, out of "
+                "this step's reach (step it here by hand after each step())")
+
+    def _step(self, opt: str, params: str | None, call: cst.CSTNode, taken: set[str]) -> list:
+        """What the line of ``opt.apply_gradients(...)`` becomes: the optimizer's clipping (Keras clips in
+        apply_gradients), ``opt.step()``, and its scheduler's step (Keras steps a schedule with every update)."""
+        out: list = []
+        for kind, value in self.plan.clips.get(opt, {}).items():
+            fn = self.ctx.spell_text("torch.nn.utils." + ("clip_grad_value_" if kind == "clipvalue" else "clip_grad_norm_"))
+            if kind == "clipnorm":  # per variable: the norm of each parameter's gradient
+                p = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
+                text = f"for {p} in {params}:\n    {fn}({p}, {code(value)})\n"
+                out.append(cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.SimpleString(repr(text)))])))
+                done = f"{fn}({p}, {code(value)}) for each parameter {p}"
+            else:
+                done = f"{fn}({params}, {code(value)})"
+                out.append(cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(done))])))
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{opt}'s {kind}={code(value)} → {done} before {opt}.step()"
+                            + ("; torch divides by the norm + 1e-6, a relative difference under 1e-6 / "
+                               f"{code(value)}" if kind != "clipvalue" else ""), call)
+        step = cst.parse_expression(f"{opt}.step()")
+        if opt in self.plan.scheduled:
+            out += [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(step)])),
+                    cst.Expr(cst.parse_expression(f"{self._scheduler_name(opt)}.step()"))]
+        else:
+            out.append(cst.Expr(step))
+        if len(out) > 1:
+            self.ctx.options["_split_lines"] = True
+        return out
 
     def _tapes_step(self, stmt, body: list, i: int):
         """``with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:`` (a GAN step): each tape's
@@ -880,7 +1164,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if g not in applies or applies[g][2] < at or code(applies[g][1]) != code(variables):
                 return None
             params = _params_of(variables)
-            if params is None:
+            if params is None or self._schedule_refusal(applies[g][0]) is not None:
                 return None
             plan.append((t, g, loss, params, at, applies[g][0], applies[g][2]))
         rest = body[i + 1 + 2 * n:]
@@ -894,7 +1178,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             retain = "" if at == last else ", retain_graph=True"
             new_after[at] = after[at].with_changes(
                 body=[cst.Expr(cst.parse_expression(f"{text}.backward(inputs={inputs}{retain})"))])
-            new_after[apply_at] = after[apply_at].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.step()"))])
+            new_after[apply_at] = after[apply_at].with_changes(
+                body=self._step(opt, params, stmt.items[0].item, _names_in(body)))
         # the steps after every backward (a step changes the parameters the next backward differentiates at)
         steps = sorted(p[6] for p in plan)
         if steps[0] < last:
@@ -1029,11 +1314,11 @@ class _Mentions(cst.CSTVisitor):
         return not self.found and super().on_visit(node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value == "history":
+        if node.attr.value in ("history", "metrics", "learning_rate", "lr", "iterations") or node.attr.value in COMPILED:
             self.found = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        if any(self.ctx.imports.resolve(b.value) == CALLBACK for b in node.bases):
+        if any(self.ctx.imports.resolve(b.value) in (CALLBACK, SCHEDULE) for b in node.bases):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1095,7 +1380,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
         # compiled inside a function that does not train it there: the optimizer and loss live on the
         # Keras model object, which a torch module cannot carry out of the function
         return None
-    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""))
+    def named(n: cst.Name) -> cst.Call | None:
+        """An optimizer bound once, by a statement of the compile's scope or the module's, used by no
+        apply_gradients: the training pass creates it over the compiled model's parameters."""
+        o = n.value
+        if (len(plan.optimizers.get(o, [])) != 1 or len(plan.bound_at.get(o, [])) != 1 or o in plan.variables
+                or plan.optimizer_scopes[o] not in (0, scope)):
+            return None
+        return plan.optimizer_calls[o]
+
+    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named)
     if isinstance(c, str):
         return None
     if c.loss[0] == "call":
@@ -1110,11 +1404,19 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
             return None
     if not _builds(c, ctx):
         return None
+    if c.optimizer[0] in ("call", "name"):  # what the written fit does besides step(): clipping, a schedule
+        values = bind_call(c.optimizer[2], c.optimizer[1]).values
+        c.clips = {k: code(values[k]) for k in optim.CLIPS
+                   if k in values and literal_value(values[k], NOT_LITERAL) is not None}
+        c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     taken = set(plan.bound_at)
 
     def free(name: str) -> str:
         return name if name not in taken else f"{model}_{name}"
-    c.names = {"optimizer": free("optimizer"), "loss_fn": free("loss_fn"), "fit": free("fit"),
+    if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
+        plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
+    named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
+    c.names = {"optimizer": named_optimizer or free("optimizer"), "loss_fn": free("loss_fn"), "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
                "inputs": free("channels_first")}
     ctx.analyses["compiled"] = c
@@ -1126,10 +1428,10 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     refused one leaves the whole compile / fit to model_api, never fit calls without their optimizer."""
     mark, imports = len(ctx.pending), set(ctx.needed_imports)
     ok = True
-    for kind, rule, node in (c.optimizer, c.loss):
+    for kind, rule, node, *_ in (c.optimizer, c.loss):
         rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
-        m = map_call(node if kind == "call" else cst.Call(cst.Name("x")), rule, ctx, node)
-        m.extras.update(params=cst.Name("params"), calls_adapted=True)
+        m = map_call(node if kind in ("call", "name") else cst.Call(cst.Name("x")), rule, ctx, node)
+        m.extras.update(params=cst.Name("params"), calls_adapted=True, clipping_handled=True, schedule_handled=True)
         ok = ok and build_call(m, ctx) is not None
     del ctx.pending[mark:]
     ctx.needed_imports = imports
@@ -1156,9 +1458,12 @@ class _Split(cst.CSTTransformer):
             if not any(_marked(b) for b in stmt.body):
                 out.append(stmt)
                 continue
-            lines: list[list] = [[]]
+            lines: list = [[]]
             for small in stmt.body:
-                if _marked(small) and small.value.args:  # a statement of its own before the rest
+                if _marked(small) and small.value.args and isinstance(small.value.args[0].value, cst.SimpleString):
+                    # a compound statement of its own (a for loop), carried as its text
+                    lines += [cst.parse_statement(literal_eval(small.value.args[0].value.value)), []]
+                elif _marked(small) and small.value.args:  # a statement of its own before the rest
                     lines[-1].append(cst.Expr(small.value.args[0].value))
                     lines.append([])
                 elif _marked(small):  # a line break
@@ -1167,8 +1472,12 @@ class _Split(cst.CSTTransformer):
                     lines[-1].append(small)
             lines = [line for line in lines if line]
             for i, line in enumerate(lines):
+                leading = stmt.leading_lines if i == 0 else []
+                if not isinstance(line, list):
+                    out.append(line.with_changes(leading_lines=leading))
+                    continue
                 line[-1] = line[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
-                out.append(stmt.with_changes(body=line, leading_lines=stmt.leading_lines if i == 0 else []))
+                out.append(stmt.with_changes(body=line, leading_lines=leading))
         return out
 
     def leave_IndentedBlock(self, original_node, updated_node):
@@ -1193,11 +1502,15 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     metrics = ctx.options.pop("_metric_classes", None)
     if metrics:
         texts.append(fitloop.metric_classes(metrics, ctx.spell_text))
+    schedules = ctx.options.pop("_schedule_classes", None)
+    if schedules:
+        texts.append(optim.schedule_classes(schedules, ctx.spell_text))
     callbacks = ctx.options.pop("_callback_classes", None)
     if callbacks:
         texts.append(fitloop.callback_classes(callbacks, ctx.spell_text))
     if ctx.options.pop("_train_step_module", False):
-        texts.append(fitloop.train_step_module(ctx.spell_text))
+        texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
+                                               ctx.options.pop("_train_step_predict", False)))
     c = ctx.analyses.get("compiled")
     if c is not None and ctx.options.pop("_fit_helpers", False):
         kind, rule, _ = c.loss
