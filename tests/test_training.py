@@ -173,6 +173,67 @@ def test_compile_the_loop_cannot_reproduce_stays_a_model_api_error():
     msgs = [f.message for f in r.findings if f.severity.value == "error"]
     assert any(m.startswith("model.compile(...) is a Keras model method") for m in msgs), msgs
     assert any(m.startswith("model.fit(...) is a Keras model method") for m in msgs), msgs
+    # the compile's error says why the written-out loop does not reproduce it
+    assert any("but not this one: metrics other than one accuracy" in m for m in msgs), msgs
+
+
+SEVERAL_COMPILES = """import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(32, 4)).astype("float32")
+y = (np.arange(32) % 3).astype("int64")
+t = x @ np.array([1.0, -2.0, 0.5, 3.0], dtype="float32")
+
+model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(3)])
+model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+h1 = model.fit(x, y, epochs=2, batch_size=8, verbose=0)
+
+model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(3)])
+model.compile(optimizer="rmsprop", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+h2 = model.fit(x, y, epochs=1, batch_size=8, verbose=0)
+
+reg = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(1, kernel_initializer="zeros")])
+reg.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+h3 = reg.fit(x, t, epochs=1, batch_size=32, shuffle=False, verbose=0)
+"""
+
+CHECK_SEVERAL = """
+with torch.no_grad():  # torch initialises its own way: from zeros, one more epoch of the regression's fit
+    reg[0].weight.zero_()
+    reg[0].bias.zero_()
+fit_2(reg, reg_optimizer, reg_loss_fn, x, t, epochs=1, batch_size=32, shuffle=False, verbose=0)
+w = reg[0].weight.detach().numpy().ravel()
+# one step of full-batch SGD from zero weights on mean((x @ w + b - t)^2): w = 0.1 * 2 * x.T @ t / N
+want = 0.1 * 2 * x.T @ t / len(x)
+assert np.allclose(w, want, rtol=1e-5, atol=1e-6), (w, want)
+assert len(h1["loss"]) == 2 and len(h2["loss"]) == 1 and "accuracy" in h2 and list(h3) == ["loss"]
+print("ok")
+"""
+
+
+def test_several_compiles_each_fit_uses_the_last_compile_of_its_model(tmp_path):
+    """A notebook compiles one model after another: each compile becomes its optimizer and loss (a
+    second model's under its own names), each fit calls the functions written for its loss (compiles
+    whose loops are the same text share them), and the regression's one full-batch SGD step is the
+    one Keras takes (checked against the formula)."""
+    import subprocess
+    import sys
+
+    r = _t(SEVERAL_COMPILES)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    out = r.output
+    assert out.count("\ndef fit(") == 1 and out.count("\ndef fit_2(") == 1 and "def fit_3" not in out
+    assert out.count("\ndef as_float32(") == 1  # the array conversion is written once
+    assert "optimizer = torch.optim.Adam(model.parameters()" in out
+    assert "optimizer = torch.optim.RMSprop(model.parameters()" in out
+    assert "reg_optimizer = torch.optim.SGD(reg.parameters(), lr=0.1)" in out
+    assert "h2 = fit(model, optimizer, loss_fn, x, y" in out
+    assert "h3 = fit_2(reg, reg_optimizer, reg_loss_fn, x, t" in out
+    (tmp_path / "run.py").write_text("import sys\nsys.modules['tensorflow'] = None\n" + out + CHECK_SEVERAL)
+    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
 def test_tapes_it_does_not_translate_are_one_error_each():

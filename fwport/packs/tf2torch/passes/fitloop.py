@@ -71,6 +71,11 @@ class Compiled:
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
     clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
+    order: int = 0  # the compile statement's position in the file (a fit uses the last compile before it)
+    scope: int = 0  # the scope it is in (0: the module)
+    # the compile whose written fit / evaluate / predict this one calls: compiles whose loops would be the
+    # same text share one set of functions (what fit calls add, batches and callbacks, goes on it)
+    group: "Compiled | None" = None
 
 
 def bind(call: cst.Call, params: tuple) -> dict | None:
@@ -160,11 +165,12 @@ def _accuracy_metric(node, rule_of):
 
 # --- the written-out loop -----------------------------------------------------------------------------
 
-def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False) -> str:
+def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
-    counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one."""
+    counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one.
+    ``shared``: with the array conversions every set of these functions calls (written once a file)."""
     target = {"long": "yb.long()", "float": "yb.float().view_as(pred)", "same": "yb.view_as(pred)"}.get(
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
@@ -193,8 +199,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    return a.float() if a.is_floating_point() else a",
         "",
         "",
-    ]
-    if channels_first:
+    ] if shared else []
+    if channels_first and shared:
         lines += [
             f"def {n['inputs']}(x):",
             '    """Images as the translated model takes them: channels-first, (N, H, W, C) → (N, C, H, W)."""',

@@ -366,9 +366,11 @@ class _ModelApiPass(cst.CSTTransformer):
         if method == "summary" and _layout_only(original_node) and self._is_statement(original_node):
             return updated_node  # translated by leave_Expr
         receiver = code(original_node.func.value)  # type: ignore[union-attr]
+        why = self.ctx.analyses.get("compile_refusals", {}).get(id(original_node))
+        why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
-                        f"nn.Module, which has none: {METHODS[method]}", original_node)
+                        f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
         self.ctx.settled.add(id(original_node))
         return original_node
 

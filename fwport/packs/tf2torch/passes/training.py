@@ -168,6 +168,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
+        self.call_order: dict[int, int] = {}  # id of each compile / fit / evaluate / predict call → its statement
+        self.call_scope: dict[int, int] = {}  # id of each fit / evaluate / predict call → its scope
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
         self.test_step_classes: set[str] = set()  # ... that also define test_step
@@ -249,6 +251,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
         if _method_of(node) in ("fit", "evaluate", "predict"):
             self.uses.add((node.func.value.value, self._scope_id()))
+            self.call_order[id(node)] = self.order
+            self.call_scope[id(node)] = self._scope_id()
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
             self.compile_args |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
 
@@ -256,6 +260,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         call = node.value
         if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
             self.compiles.append((call.func.value.value, call, self._scope_id()))
+            self.call_order[id(call)] = self.order
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
                 and call.args and isinstance(call.args[0].value, cst.Call)):
@@ -278,9 +283,9 @@ _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
 
 
 class _Training(ScopedResolver, cst.CSTTransformer):
-    def __init__(self, ctx: FileContext, plan: _Plan, models: _Models, compiled: fitloop.Compiled | None = None):
+    def __init__(self, ctx: FileContext, plan: _Plan, models: _Models, compiled: list[fitloop.Compiled] = ()):
         super().__init__()
-        self.compiled = compiled
+        self.compiled = list(compiled)  # the file's compiles the written-out loop reproduces
         self.ctx = ctx
         self.plan = plan
         self.models = models
@@ -402,8 +407,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     # -- compile / fit / evaluate / predict
     def _compiled(self, call: cst.Call, method: str) -> fitloop.Compiled | None:
-        c = self.compiled
-        if c is None or _method_of(call) != method or call.func.value.value != c.model:
+        """The planned compile a ``M.compile/fit/evaluate/predict(...)`` call belongs to: the compile itself;
+        for the others, the model's only compile, or (several) the last one before the call in its scope,
+        else in the module."""
+        if _method_of(call) != method or not self.compiled:
+            return None
+        name = call.func.value.value
+        if method == "compile":
+            c = next((c for c in self.compiled if c.call is call), None)
+        else:
+            mine = [c for c in self.compiled if c.model == name]
+            if len(mine) > 1:
+                at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+                before = [c for c in mine if c.scope == scope and c.order < at] or \
+                         [c for c in mine if c.scope == 0 and (c.order < at or scope != 0)]
+                mine = before[-1:]
+            c = mine[0] if mine else None
+        if c is None:
             return None
         # a model of the file, or a name the file never binds (a snippet, a model made elsewhere)
         if not self.models.is_model_expr(call.func.value, self._chain()) and c.model in self.plan.bound_at:
@@ -411,8 +431,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return c
 
     def _compile_statement(self, original_node, updated_node):
-        """The statement line holding the planned ``M.compile(...)``, with the optimizer and the loss in its place."""
-        c = self.compiled
+        """The statement line holding a planned ``M.compile(...)``, with the optimizer and the loss in its place."""
+        c = next((c for c in self.compiled for b in original_node.body
+                  if isinstance(b, cst.Expr) and b.value is c.call), None)
         if c is None:
             return None
         at = next((i for i, b in enumerate(original_node.body)
@@ -486,9 +507,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return updated_node
         if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
                 k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
-            c.batches = True  # an iterable of batches, or steps counted: the general loop
+            c.group.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
-            c.callbacks = True
+            c.group.callbacks = True
         head = {"fit": [c.model, c.names["optimizer"], *([self._scheduler_name(c.names["optimizer"])] if c.schedule
                                                          else []), c.names["loss_fn"]],
                 "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
@@ -497,7 +518,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if k in args:
                 out.append(cst.Arg(args[k]) if k in ("x", "y") else
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
-        self.ctx.options["_fit_helpers"] = True
+        self.ctx.options.setdefault("_fit_helpers", set()).add(id(c.group))
         return cst.Call(cst.Name(c.names[method]), out)
 
     # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
@@ -521,7 +542,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if not self._train_step_model(name):
             if method != "compile" or name in self.plan.bound_at or name in self.plan.train_step_classes:
                 return None
-            if self.compiled is not None and self.compiled.call is original_node:
+            if any(c.call is original_node for c in self.compiled):
                 return None  # a compile with a loss: the written-out loop
             keys = {a.keyword.value for a in original_node.args if a.keyword is not None}
             if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
@@ -619,7 +640,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "(self.loss_tracker = keras.metrics.Mean() ... → the written Mean)", original_node)
             return updated_node
         # history.history[...] of a translated fit: the dict fit returns is the history itself
-        if self.compiled is not None and original_node.attr.value == "history":
+        if self.compiled and original_node.attr.value == "history":
             value = original_node.value
             if isinstance(value, cst.Name) and value.value in self.plan.fit_results:
                 return updated_node.value
@@ -1350,7 +1371,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if models is None:
         models = _Models(ctx)
         models.analyse(module)
-    t = _Training(ctx, plan, models, _plan_compile(plan, ctx))
+    t = _Training(ctx, plan, models, _plan_compiles(plan, ctx))
     t.module = module
     body = list(module.body)
     # statements are visited in order (an optimizer's position decides whether its model exists)
@@ -1368,18 +1389,53 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
-def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
-    """The file's one compile, when the written-out loop reproduces it (else model_api reports it)."""
-    if len(plan.compiles) != 1:
+def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
+    """The file's compiles the written-out loop reproduces (the others stay with model_api's errors).
+    A notebook compiles one model after another: each fit / evaluate / predict uses the last compile of
+    its model before it (:meth:`_Training._compiled`). The optimizer and loss names are the model's (a
+    second model's are prefixed with its name); compiles whose loops would be the same text share one
+    set of fit / evaluate / predict functions, the others get theirs (``fit_2``, ...)."""
+    out: list[fitloop.Compiled] = []
+    owner: dict[str, str] = {}  # optimizer / loss_fn name → the model it belongs to
+    groups: dict[tuple, fitloop.Compiled] = {}
+    for model, call, scope in plan.compiles:
+        c = _plan_compile(plan, ctx, model, call, scope, owner)
+        if c is None:
+            continue
+        c.order, c.scope = plan.call_order.get(id(call), 0), scope
+        loss_rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
+        key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, bool(c.schedule), tuple(sorted(c.clips.items())))
+        c.group = groups.setdefault(key, c)
+        if c.group is not c:
+            for k in ("fit", "evaluate", "predict", "tensor", "inputs"):
+                c.names[k] = c.group.names[k]
+        elif len(groups) > 1:
+            for k in ("fit", "evaluate", "predict"):
+                c.names[k] = f"{c.names[k]}_{len(groups)}"
+            for k in ("tensor", "inputs"):  # one set of array conversions for the file
+                c.names[k] = out[0].names[k]
+        out.append(c)
+    ctx.analyses["compiled"] = out
+    return out
+
+
+def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, scope: int,
+                  owner: dict[str, str]) -> fitloop.Compiled | None:
+    """One compile, when the written-out loop reproduces it; else why not, for model_api's error on it
+    (``ctx.analyses["compile_refusals"]``: id of the call → the reason)."""
+    refusals = ctx.analyses.setdefault("compile_refusals", {})
+
+    def refuse(why: str) -> None:
+        refusals[id(call)] = why
         return None
-    model, call, scope = plan.compiles[0]
     classes = plan.instances.get(model)
     if classes and classes <= plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
     if scope and (model, scope) not in plan.uses:
         # compiled inside a function that does not train it there: the optimizer and loss live on the
         # Keras model object, which a torch module cannot carry out of the function
-        return None
+        return refuse("it is compiled inside a function that does not fit it there (an nn.Module carries no "
+                      "optimizer or loss out of it): create them where the model is trained")
     def named(n: cst.Name) -> cst.Call | None:
         """An optimizer bound once, by a statement of the compile's scope or the module's, used by no
         apply_gradients: the training pass creates it over the compiled model's parameters."""
@@ -1391,19 +1447,20 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
 
     c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named)
     if isinstance(c, str):
-        return None
+        return refuse(c)
     if c.loss[0] == "call":
         value = bind_call(c.loss[2], c.loss[1]).values.get("from_logits")
         flag = False if value is None else literal_value(value, NOT_LITERAL)
         if flag not in (True, False):
-            return None
+            return refuse("the loss's from_logits is not a literal True/False")
         c.from_logits = flag
     if c.accuracy_kind:  # a named accuracy computes what the loss's labels say (else it is another metric)
         rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
-            return None
+            return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
     if not _builds(c, ctx):
-        return None
+        return refuse("its optimizer or loss is refused where it stands (see the finding on it, once written "
+                      "as a torch.optim / torch.nn object)")
     if c.optimizer[0] in ("call", "name"):  # what the written fit does besides step(): clipping, a schedule
         values = bind_call(c.optimizer[2], c.optimizer[1]).values
         c.clips = {k: code(values[k]) for k in optim.CLIPS
@@ -1411,15 +1468,20 @@ def _plan_compile(plan: _Plan, ctx: FileContext) -> fitloop.Compiled | None:
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     taken = set(plan.bound_at)
 
-    def free(name: str) -> str:
-        return name if name not in taken else f"{model}_{name}"
+    def free(name: str, owned: bool = False) -> str:
+        """``name``, or ``<model>_name`` where the file binds it (or, ``owned``: another model's compile has it)."""
+        if name in taken or (owned and owner.get(name, model) != model):
+            name = f"{model}_{name}"
+        if owned:
+            owner[name] = model
+        return name
     if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
         plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
     named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
-    c.names = {"optimizer": named_optimizer or free("optimizer"), "loss_fn": free("loss_fn"), "fit": free("fit"),
+    c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": free("loss_fn", True),
+               "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
                "inputs": free("channels_first")}
-    ctx.analyses["compiled"] = c
     return c
 
 
@@ -1511,14 +1573,15 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if ctx.options.pop("_train_step_module", False):
         texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
                                                ctx.options.pop("_train_step_predict", False)))
-    c = ctx.analyses.get("compiled")
-    if c is not None and ctx.options.pop("_fit_helpers", False):
+    used = ctx.options.pop("_fit_helpers", set())
+    groups = [c for c in ctx.analyses.get("compiled", []) if c.group is c and id(c) in used]
+    for i, c in enumerate(groups):  # one set of fit / evaluate / predict functions per loop text
         kind, rule, _ = c.loss
         if kind == "string":
             rule = ctx.pack.by_name[rule]
         # a model the passes made channels-first takes its images so (fwport verify permutes the same way)
         nchw = any(m.layout == "nchw" for m in ctx.models.values())
-        texts.append(fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw))
+        texts.append(fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw, shared=i == 0))
     if texts:
         module = insert_after_imports(module, "\n\n".join(texts), ctx)
     return module
