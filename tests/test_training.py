@@ -236,6 +236,58 @@ def test_several_compiles_each_fit_uses_the_last_compile_of_its_model(tmp_path):
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
 
 
+FACTORY = """import numpy as np
+import keras
+from keras import layers
+
+rng = np.random.default_rng(0)
+x = rng.normal(size=(40, 6)).astype("float32")
+y = (np.arange(40) % 4).astype("int64")
+
+
+def get_model(units=8):
+    model = keras.Sequential([keras.Input(shape=(6,)), layers.Dense(units, activation="relu"), layers.Dense(4)])
+    model.compile(optimizer="rmsprop", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+                  metrics=["accuracy"])
+    return model
+
+
+model = get_model()
+h = model.fit(x, y, epochs=2, batch_size=8, validation_split=0.25, verbose=0)
+small = get_model(4)
+score = small.evaluate(x, y, verbose=0)
+"""
+
+
+def test_a_model_factory_returns_its_optimizer_and_loss_beside_the_model(tmp_path):
+    """`def get_model(): ... model.compile(...); return model` (Chollet's and the TF tutorials' way): the
+    factory returns (model, optimizer, loss_fn) and each `m = get_model()` binds the three, m's fits
+    use them; run without TensorFlow, each model trains with its own optimizer."""
+    import subprocess
+    import sys
+
+    r = _t(FACTORY)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    out = r.output
+    assert "    return model, optimizer, loss_fn\n" in out
+    assert "model, optimizer, loss_fn = get_model()" in out
+    assert "small, small_optimizer, small_loss_fn = get_model(4)" in out
+    assert "h = fit(model, optimizer, loss_fn, x, y" in out and "score = evaluate(small, small_loss_fn, x, y" in out
+    check = """
+assert small_optimizer is not optimizer and small_optimizer.param_groups[0]["params"][0] is small[0].weight
+assert len(h["loss"]) == 2 and len(h["val_accuracy"]) == 2 and len(score) == 2
+print("ok")
+"""
+    (tmp_path / "run.py").write_text("import sys\nsys.modules['tensorflow'] = sys.modules['keras'] = None\n"
+                                     + out + check)
+    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+    # a factory whose model is also used otherwise is not one: the compile's error says why
+    r = _t(FACTORY + "get_model().fit(x, y)\n")
+    msgs = [f.message for f in r.findings if f.severity.value == "error"]
+    assert any("is not always called as `name = get_model(...)`" in m for m in msgs), msgs
+
+
 def test_tapes_it_does_not_translate_are_one_error_each():
     src = HEAD + '''loss_fn = keras.losses.MeanSquaredError()
 optimizer = keras.optimizers.SGD(0.1)

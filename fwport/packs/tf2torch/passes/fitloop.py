@@ -76,6 +76,8 @@ class Compiled:
     # the compile whose written fit / evaluate / predict this one calls: compiles whose loops would be the
     # same text share one set of functions (what fit calls add, batches and callbacks, goes on it)
     group: "Compiled | None" = None
+    factory: str = ""  # compiled in a model factory (`def get_model(): ... return model`): its name
+    factory_return: cst.Return | None = None  # ... and its return, which gives the optimizer and loss too
 
 
 def bind(call: cst.Call, params: tuple) -> dict | None:

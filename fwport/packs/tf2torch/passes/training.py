@@ -170,6 +170,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
         self.call_order: dict[int, int] = {}  # id of each compile / fit / evaluate / predict call → its statement
         self.call_scope: dict[int, int] = {}  # id of each fit / evaluate / predict call → its scope
+        self.calls_of: dict[str, list[cst.Call]] = {}  # name → the calls of it (`get_model()`)
+        self.assigned_call: dict[int, str] = {}  # id of a call of a name that is `target = <call>` → target
+        self.top_functions: dict[int, cst.FunctionDef] = {}  # id → the module's own functions (run sets it)
         self.fit_results: set[str] = set()  # names bound to `M.fit(...)` (their .history is the dict itself)
         self.train_step_classes: set[str] = set()  # keras.Model subclasses with their own train_step
         self.test_step_classes: set[str] = set()  # ... that also define test_step
@@ -202,6 +205,11 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.custom_compiles.add(node.name.value)
 
     def visit_Assign(self, node: cst.Assign) -> None:
+        if (isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) and len(node.targets) == 1
+                and isinstance(node.targets[0].target, cst.Name)):
+            self.assigned_call[id(node.value)] = node.targets[0].target.value
+            self.call_order[id(node.value)] = self.order
+            self.call_scope[id(node.value)] = self._scope_id()
         if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
             self.fit_results |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
         for t in node.targets:
@@ -247,6 +255,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.rate_writes.add(id(node.target))
 
     def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name):
+            self.calls_of.setdefault(node.func.value, []).append(node)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "assign":
             self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
         if _method_of(node) in ("fit", "evaluate", "predict"):
@@ -416,19 +426,51 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method == "compile":
             c = next((c for c in self.compiled if c.call is call), None)
         else:
-            mine = [c for c in self.compiled if c.model == name]
-            if len(mine) > 1:
+            # (order, scope, compile) of each compile of `name`, and of each `name = <factory>(...)`
+            events = []
+            for c in self.compiled:
+                if c.factory:
+                    events += [(self.plan.call_order.get(id(k), 0), self.plan.call_scope.get(id(k), 0), c)
+                               for k in self.plan.calls_of.get(c.factory, [])
+                               if self.plan.assigned_call.get(id(k)) == name]
+                elif c.model == name:
+                    events.append((c.order, c.scope, c))
+            if len(events) > 1:
                 at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
-                before = [c for c in mine if c.scope == scope and c.order < at] or \
-                         [c for c in mine if c.scope == 0 and (c.order < at or scope != 0)]
-                mine = before[-1:]
-            c = mine[0] if mine else None
+                events.sort(key=lambda e: e[0])
+                before = [e for e in events if e[1] == scope and e[0] < at] or \
+                         [e for e in events if e[1] == 0 and (e[0] < at or scope != 0)]
+                events = before[-1:]
+            c = events[0][2] if events else None
         if c is None:
             return None
         # a model of the file, or a name the file never binds (a snippet, a model made elsewhere)
         if not self.models.is_model_expr(call.func.value, self._chain()) and c.model in self.plan.bound_at:
             return None
         return c
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        """A model factory's `return model` → `return model, optimizer, loss_fn`."""
+        c = next((c for c in self.compiled if c.factory and c.factory_return is original_node), None)
+        if c is None:
+            return updated_node
+        return updated_node.with_changes(value=cst.parse_expression(
+            f"{c.model}, {c.names['optimizer']}, {c.names['loss_fn']}"))
+
+    def _factory_call(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign | None:
+        """`m = get_model()` of a model factory → `m, optimizer, loss_fn = get_model()`."""
+        value = original_node.value
+        if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name)):
+            return None
+        c = next((c for c in self.compiled if c.factory == value.func.value), None)
+        if c is None or id(value) not in self.plan.assigned_call:
+            return None
+        receiver = self.plan.assigned_call[id(value)]
+        opt, loss = factory_names(c, receiver)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver} = {c.factory}(...) → {receiver}, {opt}, {loss} = "
+                        f"{c.factory}(...): the factory compiles its model; torch keeps the optimizer and the loss "
+                        "beside it", original_node)
+        return updated_node.with_changes(targets=[cst.AssignTarget(cst.parse_expression(f"{receiver}, {opt}, {loss}"))])
 
     def _compile_statement(self, original_node, updated_node):
         """The statement line holding a planned ``M.compile(...)``, with the optimizer and the loss in its place."""
@@ -492,6 +534,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return None
         c = self._compiled(original_node, method)
         if c is None:
+            name = original_node.func.value.value
+            made = [k for c in self.compiled if c.factory for k in self.plan.calls_of.get(c.factory, [])
+                    if self.plan.assigned_call.get(id(k)) == name]
+            if made:  # its binding became `name, optimizer, loss_fn = factory()`: never left silently
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{code(original_node)}: {name} comes from a model factory, but fwport cannot tell "
+                                "which of its bindings this call sees: call the written "
+                                f"{method}({name}, ...) by hand", original_node)
+                self.ctx.settled.add(id(original_node))
             return None
         params, taken = fitloop.METHODS[method]
         args = fitloop.bind(updated_node, params)
@@ -510,9 +561,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.group.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.group.callbacks = True
-        head = {"fit": [c.model, c.names["optimizer"], *([self._scheduler_name(c.names["optimizer"])] if c.schedule
-                                                         else []), c.names["loss_fn"]],
-                "evaluate": [c.model, c.names["loss_fn"]], "predict": [c.model]}[method]
+        model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
+        if c.factory:  # `m = get_model()`: m's own optimizer and loss, bound beside it
+            model = original_node.func.value.value
+            opt, loss = factory_names(c, model)
+        head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss],
+                "evaluate": [model, loss], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
         for k in taken:
             if k in args:
@@ -794,6 +848,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                                cst.Arg(cst.parse_expression(t_out))])
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        made = self._factory_call(original_node, updated_node)
+        if made is not None:
+            return made
         value = original_node.value
         if not (isinstance(value, cst.Call) and len(original_node.targets) == 1
                 and isinstance(original_node.targets[0].target, cst.Name)):
@@ -1349,7 +1406,7 @@ class _Mentions(cst.CSTVisitor):
                                                     for a in node.args):
             self.found = True
         elif isinstance(node.func, cst.Name) and node.func.value in self.losses:
-            self.found = True
+            self.found = True  # a loss object's call; also a model factory's (model = get_model())
         elif _transform(self.ctx, self.ctx.imports.resolve(node.func)) in ("optimizer", "loss"):
             self.found = True
         elif self.ctx.imports.resolve(node.func) == TAPE:
@@ -1359,9 +1416,12 @@ class _Mentions(cst.CSTVisitor):
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     plan = _Plan(ctx)
     scan(module, plan)
+    plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
+    compiled = _plan_compiles(plan, ctx)
+    factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
-        v = _Mentions(ctx, set(plan.loss_rules))
+        v = _Mentions(ctx, set(plan.loss_rules) | factories)
         scan(stmt, v)
         if v.found:
             relevant.append(i)
@@ -1371,7 +1431,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if models is None:
         models = _Models(ctx)
         models.analyse(module)
-    t = _Training(ctx, plan, models, _plan_compiles(plan, ctx))
+    t = _Training(ctx, plan, models, compiled)
     t.module = module
     body = list(module.body)
     # statements are visited in order (an optimizer's position decides whether its model exists)
@@ -1431,11 +1491,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     classes = plan.instances.get(model)
     if classes and classes <= plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
+    factory = None
     if scope and (model, scope) not in plan.uses:
         # compiled inside a function that does not train it there: the optimizer and loss live on the
-        # Keras model object, which a torch module cannot carry out of the function
-        return refuse("it is compiled inside a function that does not fit it there (an nn.Module carries no "
-                      "optimizer or loss out of it): create them where the model is trained")
+        # Keras model object, which a torch module cannot carry. A model factory (`def get_model(): ...
+        # model.compile(...); return model`, every call `m = get_model()`) returns them beside the model.
+        factory = _factory(plan, scope, model)
+        if isinstance(factory, str):
+            return refuse(f"it is compiled inside a function that does not fit it there, and {factory} (an "
+                          "nn.Module carries no optimizer or loss out of it): create them where the model is "
+                          "trained")
     def named(n: cst.Name) -> cst.Call | None:
         """An optimizer bound once, by a statement of the compile's scope or the module's, used by no
         apply_gradients: the training pass creates it over the compiled model's parameters."""
@@ -1466,6 +1531,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         c.clips = {k: code(values[k]) for k in optim.CLIPS
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
+    if factory is not None:
+        if c.schedule or c.optimizer[0] == "name":
+            return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
+                          "bound elsewhere, which the factory's return does not carry yet")
+        c.factory, c.factory_return = factory
     taken = set(plan.bound_at)
 
     def free(name: str, owned: bool = False) -> str:
@@ -1483,6 +1553,42 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
                "inputs": free("channels_first")}
     return c
+
+
+def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.Return] | str:
+    """(the function's name, its return) when the compile's scope is a model factory: a function of
+    the module whose one return gives the compiled model and every call of which is `m = F(...)`;
+    else what stops it."""
+    fn = plan.top_functions.get(scope)
+    if fn is None:
+        return "that function is not one of the module's own"
+    returns: list[cst.Return] = []
+
+    class Returns(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            returns.append(node)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False  # a nested function's returns are its own
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+    for stmt in fn.body.body:
+        stmt.visit(Returns())
+    if len(returns) != 1 or not (isinstance(returns[0].value, cst.Name) and returns[0].value.value == model):
+        return f"{fn.name.value}() does not end in one `return {model}`"
+    calls = plan.calls_of.get(fn.name.value, [])
+    if not calls or any(id(k) not in plan.assigned_call for k in calls):
+        return f"{fn.name.value}() is not always called as `name = {fn.name.value}(...)`"
+    return fn.name.value, returns[0]
+
+
+def factory_names(c: fitloop.Compiled, receiver: str) -> tuple[str, str]:
+    """The optimizer and loss a factory's caller binds beside ``receiver``: the factory's own names for a
+    receiver named like its model, else prefixed with the receiver's name."""
+    if receiver == c.model:
+        return c.names["optimizer"], c.names["loss_fn"]
+    return f"{receiver}_optimizer", f"{receiver}_loss_fn"
 
 
 def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
