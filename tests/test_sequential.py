@@ -123,9 +123,12 @@ def test_dropped_list_brackets_leave_no_trailing_whitespace():
             )
     """
     r = tr(src)
-    assert r.output.count("\n") == textwrap.dedent(src).lstrip("\n").count("\n")
-    assert "nn.Linear(4, 2)," in r.output
+    # the brackets' lines go and the layers move out one level, as a PyTorch engineer writes it
+    assert "    return nn.Sequential(\n        # input: (batch, 4)\n        nn.Linear(4, 2),\n    )\n" in r.output
     assert [line for line in r.output.splitlines() if line != line.rstrip()] == []
+    # findings stay on the source's lines (the bracket lines are removed after they are located)
+    r = tr(src.replace("keras.layers.Dense(2)", "keras.layers.Dense(2, kernel_regularizer=foo)"))
+    assert [f.line for f in r.findings if f.severity.value == "error"] == [8]
 
 
 def test_sequential_in_class_prefixes_paths():

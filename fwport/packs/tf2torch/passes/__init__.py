@@ -42,9 +42,10 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
 )
-# steps that remove or add lines, once every finding is located: decorators removed, the functional
+# steps that remove or add lines, once every finding is located: decorators removed, the lines of a
+# Sequential's list brackets removed, the functional
 # pass's classes assembled (before anything inserts top-level statements: it finds its builders by
 # the places they had in the module), the training pass's finish, and the helper modules the output
 # calls written out after the imports
-FINISH = (decorators.finish, functional.finish, regularizers.finish, training.finish, data.finish_aliases,
-          helpers.finish)
+FINISH = (decorators.finish, sequential.finish, functional.finish, regularizers.finish, training.finish,
+          data.finish_aliases, helpers.finish)

@@ -571,12 +571,23 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             parts = [cst.Element(m, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for m in mods[:-1]]
             parts.append(cst.Element(mods[-1], comma=comma))
             elements += parts
+        # `Sequential(\n    [\n        a,\n    ]\n)` (Black's layout): the elements move out one level with
+        # the brackets, whose lines are left marked and removed by finish (passes keep line numbers)
+        outer = updated.whitespace_before_args
+        delta = 0
+        if isinstance(outer, cst.ParenthesizedWhitespace) and isinstance(lead, cst.ParenthesizedWhitespace):
+            delta = max(0, len(lead.last_line.value) - len(outer.last_line.value))
+            lead = _dedent(lead, delta)
+            elements = [_with_ws_after(e, _dedent(_ws_after(e), delta))
+                        if isinstance(_ws_after(e), cst.ParenthesizedWhitespace) else e for e in elements]
         args: list[cst.Arg] = [cst.Arg(e.value, comma=e.comma) for e in elements]
         if args:
             last = args[-1]
             tail = _bracket_ws(new_list, "before")
-            args[-1] = last.with_changes(whitespace_after_arg=_join_ws(tail, list_arg.whitespace_after_arg))
-        return cst.Call(seq, args, whitespace_before_args=_join_ws(updated.whitespace_before_args, lead))
+            args[-1] = last.with_changes(whitespace_after_arg=_join_ws(tail, list_arg.whitespace_after_arg, delta > 0))
+        if delta:
+            self.ctx.options["_sequential_lines"] = True
+        return cst.Call(seq, args, whitespace_before_args=_join_ws(outer, lead, delta > 0))
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self._statement = node
@@ -962,17 +973,46 @@ def _fold_comment(before, after, note: str):
     return cst.ParenthesizedWhitespace(first, list(after.empty_lines), after.indent, after.last_line)
 
 
-def _join_ws(a, b):
-    """Two whitespaces that become adjacent when list brackets go away, with no line lost."""
+LINE_MARK = "# __fwport_sequential_line__"  # a bracket's line, removed by finish
+
+
+def _dedent(ws: cst.ParenthesizedWhitespace, n: int) -> cst.ParenthesizedWhitespace:
+    """The line break ``ws`` with ``n`` fewer spaces before what follows it (and its comment lines)."""
+    def cut(w: cst.SimpleWhitespace) -> cst.SimpleWhitespace:
+        return w.with_changes(value=w.value[n:]) if w.value.startswith(" " * n) else w
+    return ws.with_changes(last_line=cut(ws.last_line),
+                           empty_lines=[ln.with_changes(whitespace=cut(ln.whitespace)) for ln in ws.empty_lines])
+
+
+def _join_ws(a, b, drop: bool = False):
+    """Two whitespaces that become adjacent when list brackets go away, with no line lost (``drop``:
+    the bracket's line is marked, for :func:`finish` to remove)."""
     a_nl = isinstance(a, cst.ParenthesizedWhitespace)
     b_nl = isinstance(b, cst.ParenthesizedWhitespace)
     if a_nl and b_nl:
         # the line the bracket stood on: blank (no indentation left behind) unless it held a comment
         comment = b.first_line.comment
-        extra = cst.EmptyLine(indent=b.indent and comment is not None, whitespace=cst.SimpleWhitespace(""), comment=comment)
+        if comment is None and drop:
+            comment = cst.Comment(LINE_MARK)
+        extra = cst.EmptyLine(indent=b.indent and comment is not None and comment.value != LINE_MARK,
+                              whitespace=cst.SimpleWhitespace(""), comment=comment)
         return cst.ParenthesizedWhitespace(a.first_line, [*a.empty_lines, extra, *b.empty_lines], b.indent, b.last_line)
     if a_nl:
         return a
     if b_nl:
         return b
     return a if getattr(a, "value", "") else b
+
+
+class _DropMarked(cst.CSTTransformer):
+    def leave_ParenthesizedWhitespace(self, original_node, updated_node):
+        lines = [ln for ln in updated_node.empty_lines if ln.comment is None or ln.comment.value != LINE_MARK]
+        return updated_node.with_changes(empty_lines=lines) if len(lines) != len(updated_node.empty_lines) \
+            else updated_node
+
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """The lines the brackets of ``Sequential([...])`` stood on, removed once every finding is located."""
+    if not ctx.options.pop("_sequential_lines", False):
+        return module
+    return module.visit(_DropMarked())
