@@ -179,6 +179,27 @@ def to_categorical(y, num_classes=None, dtype=None):
     return out.reshape(tuple(shape) + (num_classes,))
 '''
 
+_RESIZE_IMAGES = '''
+
+def resize_images(images, size, method="bilinear", antialias=False):
+    """tf.image.resize on channels-last images, (height, width, channels) or (batch, height, width,
+    channels): bilinear samples at half-pixel centres (torch's align_corners=False) and gives float32,
+    whatever the input's dtype; "nearest" rounds half-pixel centres (torch's nearest-exact) and keeps
+    the input's dtype."""
+    x = {torch}as_tensor(images)
+    one = x.dim() == 3
+    y = (x[None] if one else x).permute(0, 3, 1, 2)
+    size = tuple(int(s) for s in size)
+    if method == "nearest":
+        y = {torch}nn.functional.interpolate(y if y.is_floating_point() else y.float(), size=size,
+                                            mode="nearest-exact").to(x.dtype)
+    else:
+        y = {torch}nn.functional.interpolate(y.float(), size=size, mode="bilinear", align_corners=False,
+                                            antialias=antialias)
+    y = y.permute(0, 2, 3, 1)
+    return y[0] if one else y
+'''
+
 _LOAD_IMG = '''
 
 def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", keep_aspect_ratio=False):
@@ -640,6 +661,7 @@ DATA_HELPERS: dict[str, str] = {
     "get_file": _GET_FILE,
     "pad_sequences": _PAD_SEQUENCES,
     "to_categorical": _TO_CATEGORICAL,
+    "resize_images": _RESIZE_IMAGES,
     "load_img": _LOAD_IMG,
     "img_to_array": _IMG_TO_ARRAY,
     "array_to_img": _ARRAY_TO_IMG,
@@ -655,7 +677,7 @@ for _name, (_cls, _params, _y_shape, _shapes) in _TV.items():
 
 _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
-    "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"),
+    "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
     "image_dataset_from_directory": ("os", "numpy as np", "PIL.Image", "torch"),

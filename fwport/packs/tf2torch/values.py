@@ -133,3 +133,17 @@ def sort_direction(value, spec, m, ctx):
         m.kwargs[spec.to or "descending"] = cst.parse_expression("True")
         return
     m.fail(ctx, "unsupported-argument", f"direction={_code(value)}: write 'ASCENDING' or 'DESCENDING' literally")
+
+
+@value_transform("resize-method")
+def resize_method(value, spec, m, ctx):
+    """tf.image.resize's ``method``: "bilinear" / "nearest" (strings, or ResizeMethod.BILINEAR /
+    NEAREST_NEIGHBOR, which their constant rules make the strings) — the two torch computes exactly."""
+    lit = literal_value(value, NOT_LITERAL)
+    if lit in ("bilinear", "nearest"):
+        if lit == "nearest":
+            m.kwargs[spec.to or "method"] = value
+        return
+    m.fail(ctx, "unsupported-argument", f"method={_code(value)}: only bilinear and nearest are translated (torch's "
+           "bicubic uses another kernel (a=-0.75 against TensorFlow's -0.5); area, lanczos, gaussian and "
+           "mitchellcubic have no exact torch counterpart)")

@@ -1,0 +1,52 @@
+"""tf.image.resize → the resize_images helper: values, shapes and dtypes against TensorFlow, for one
+image and a batch, up and down, bilinear (with and without antialias) and nearest; the methods torch
+cannot match are refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+SRC = '''import tensorflow as tf
+
+
+def run(images, size, antialias):
+    return (tf.image.resize(images, size),
+            tf.image.resize(images, size, method=tf.image.ResizeMethod.NEAREST_NEIGHBOR),
+            tf.image.resize(images, size, antialias=antialias))
+'''
+
+
+@pytest.mark.parametrize("shape,dtype,size", [
+    ((5, 7, 3), "uint8", (3, 4)),  # one image, shrunk
+    ((2, 5, 7, 3), "uint8", (10, 14)),  # a batch, doubled
+    ((2, 6, 6, 1), "float64", (4, 9)),  # floats: bilinear gives float32 all the same
+])
+def test_resize_matches_tensorflow(shape, dtype, size):
+    tf = pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    r = translate_source(SRC, "m.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "tensorflow" not in r.output and "resize_images(images, size, method=\"nearest\")" in r.output
+    ns: dict = {}
+    exec(compile(r.output, "translated.py", "exec"), ns)
+    images = np.random.default_rng(0).integers(0, 255, size=shape).astype(dtype)
+    for antialias in (False, True):
+        want = [t.numpy() for t in (tf.image.resize(images, size),
+                                    tf.image.resize(images, size, method="nearest"),
+                                    tf.image.resize(images, size, antialias=antialias))]
+        got = [t.numpy() for t in ns["run"](images, size, antialias)]
+        for w, g in zip(want, got):
+            assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+            np.testing.assert_allclose(g.astype("float64"), w.astype("float64"), rtol=0, atol=1e-4)
+
+
+def test_methods_torch_does_not_compute_alike_are_refused():
+    r = translate_source("import tensorflow as tf\n\na = tf.image.resize(x, (8, 8), method='bicubic')\n"
+                         "b = tf.image.resize(x, (8, 8), method=tf.image.ResizeMethod.AREA)\n"
+                         "c = tf.image.resize(x, (8, 8), preserve_aspect_ratio=True)\n", "m.py")
+    errors = [(f.line, f.code) for f in r.findings if f.severity == Severity.ERROR]
+    assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument")]
+    assert r.output.count("tf.image.resize(") == 3  # left as written, with the comment saying why
