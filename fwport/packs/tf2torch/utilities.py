@@ -1,0 +1,85 @@
+"""Call transforms for TensorFlow's Python utilities that have standard-library counterparts:
+``tf.io.gfile`` (local paths: ``open``, ``os``, ``shutil``, ``glob``) and TensorFlow's logger
+(``tf.get_logger()``, ``tf.compat.v1.logging``), which is the standard library's ``logging`` logger
+named "tensorflow". The plain one-to-one mappings are data rules (rules/tf2torch/gfile-*.toml,
+logging-*.toml); what needs a decision per call is here. The ``tf.test`` base class is testcase.py.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import build_call
+from fwport.packs.tf2torch.registry import call_transform
+
+#: TensorFlow's logger is logging.getLogger("tensorflow") (tf_logging.get_logger)
+_LOGGER = 'logging.getLogger("tensorflow")'
+
+
+def _logger(ctx) -> cst.BaseExpression:
+    ctx.spell_text("logging.getLogger")  # records `import logging`
+    return cst.parse_expression(_LOGGER)
+
+
+@call_transform("tf-logger")
+def tf_logger(m, ctx):
+    """``tf.get_logger()`` → ``logging.getLogger("tensorflow")``; with the rule's option ``method``,
+    ``tf.compat.v1.logging.<f>(...)`` → ``logging.getLogger("tensorflow").<method>(...)`` (TensorFlow's
+    module-level functions call that method of that logger, arguments as given)."""
+    method = m.rule.emit.get("options", {}).get("method")
+    if not method:
+        return _logger(ctx)
+    out = build_call(m, ctx, target="__fwport_logger__")
+    if out is None:
+        return None
+    return out.with_changes(func=cst.Attribute(_logger(ctx), cst.Name(method)))
+
+
+@call_transform("gfile-open")
+def gfile_open(m, ctx):
+    """``tf.io.gfile.GFile(name, mode)`` → ``open(name, mode)``. GFile reads and writes text as UTF-8
+    with no newline translation, so a text mode gets ``encoding="utf-8", newline="\\n"`` (lines end at
+    "\\n" only, "\\r\\n" is kept as written); a binary mode is ``open``'s own. A mode that is not a
+    literal is refused (text and binary need different arguments). TensorFlow's line reads drop every
+"\\r" (even in binary mode), open's keep them: a mode that reads gets a warning saying so."""
+    mode = m.bound.values.get("mode")
+    lit = "r" if mode is None else literal_value(mode, NOT_LITERAL)
+    if not isinstance(lit, str):
+        m.fail(ctx, "unsupported-argument", f"mode={m.written('mode')}: GFile's mode must be a literal to choose "
+               "between open(name, mode) (binary) and open(name, mode, encoding=\"utf-8\", newline=\"\\n\") (text)")
+        return None
+    if "r" in lit or "+" in lit:
+        ctx.report("warning", "approximate", "GFile's line reads (readline, readlines, iterating the file) drop "
+                   "every \"\\r\" of the file; open's keep them: the same lines for files without \"\\r\" "
+                   "(read() returns the bytes as they are in both)", m.node, m.rule)
+    if "b" not in lit:
+        m.kwargs["encoding"] = cst.SimpleString('"utf-8"')
+        m.kwargs["newline"] = cst.SimpleString('"\\n"')
+    return build_call(m, ctx, target="open")
+
+
+@call_transform("gfile-overwrite")
+def gfile_overwrite(m, ctx):
+    """``tf.io.gfile.copy / rename(src, dst, overwrite=True)`` → ``shutil.copy(src, dst)`` /
+    ``os.replace(src, dst)`` (both replace an existing destination). TensorFlow raises when the
+    destination exists and ``overwrite`` is False (the default), which neither does: such a call is
+    refused unless the program states ``overwrite=True``."""
+    over = m.bound.values.get("overwrite")
+    lit = False if over is None else literal_value(over, NOT_LITERAL)
+    if lit is not True:
+        shown = "overwrite omitted" if over is None else f"overwrite={m.written('overwrite')}"
+        m.fail(ctx, "unsupported-argument", f"{shown}: {m.rule.names[0]} raises if the destination exists, "
+               f"{m.rule.emit['target']} replaces it; check os.path.exists(dst) first, or pass overwrite=True")
+        return None
+    m.kwargs.pop("overwrite", None)
+    return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+@call_transform("with-keywords")
+def with_keywords(m, ctx):
+    """The rule's target with the keywords of its option ``keywords`` (name → Python text) added:
+    ``tf.io.gfile.makedirs(p)`` → ``os.makedirs(p, exist_ok=True)`` (TensorFlow's makedirs does not
+    fail on a folder that exists)."""
+    for k, v in m.rule.emit.get("options", {}).get("keywords", {}).items():
+        m.kwargs.setdefault(k, cst.parse_expression(v))
+    return build_call(m, ctx, target=m.rule.emit["target"])
