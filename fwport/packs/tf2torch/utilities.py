@@ -83,3 +83,22 @@ def with_keywords(m, ctx):
     for k, v in m.rule.emit.get("options", {}).get("keywords", {}).items():
         m.kwargs.setdefault(k, cst.parse_expression(v))
     return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+# helpers written into the output (fwport/packs/tf2torch/helpers.py writes those the output calls)
+from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
+
+_helpers.HELPERS["gfile_mkdir"] = '''
+def gfile_mkdir(path):
+    """tf.io.gfile.mkdir: create the folder (its parent must exist) unless the path exists."""
+    if not {os}path.exists(path):
+        {os}mkdir(path)
+'''
+
+
+@call_transform("gpu-device-name")
+def gpu_device_name(m, ctx):
+    """``tf.test.gpu_device_name()`` → ``("/device:GPU:0" if torch.cuda.is_available() else "")``: the
+    name TensorFlow gives its first GPU, or "" without one."""
+    avail = ctx.spell_text("torch.cuda.is_available")
+    return cst.parse_expression(f'("/device:GPU:0" if {avail}() else "")')
