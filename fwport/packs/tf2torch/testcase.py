@@ -21,6 +21,8 @@ from fwport.core.names import scan
 
 BASES = {"tensorflow.test.TestCase"}
 HELPER = "TFTestCase"
+BENCHMARK_BASES = {"tensorflow.test.Benchmark"}
+BENCHMARK = "TFBenchmark"
 _KEY = "tf2torch-testcase"
 
 # --- the helper's methods: name → (text, the methods it calls, the imports it needs) --------------
@@ -269,6 +271,29 @@ _FAIL = '''
         super().fail(self._formatMessage(user_msg, msg))
 '''
 
+BENCHMARK_TEXT = '''
+class TFBenchmark:
+    """tf.test.Benchmark's report_benchmark: the entry logged as TensorFlow logs it."""
+
+    def report_benchmark(self, iters=None, cpu_time=None, wall_time=None, throughput=None, extras=None,
+                         name=None, metrics=None):
+        caller = None
+        for frame in reversed(inspect.stack()):  # the outermost method of a benchmark object
+            if isinstance(frame.frame.f_locals.get("self"), TFBenchmark):
+                caller = frame.frame.f_locals["self"], frame.function
+                break
+        if caller is None:
+            raise ValueError("Unable to determine calling Benchmark class.")
+        name = "%s.%s" % (type(caller[0]).__name__, name or caller[1])
+        if extras is not None and not isinstance(extras, dict):
+            raise TypeError("extras must be a dict")
+        logging.getLogger("tensorflow").info(
+            "Benchmark [%s] iters: %d, wall_time: %g, cpu_time: %g,throughput: %g, extras: %s, metrics: %s", name,
+            iters if iters is not None else -1, wall_time if wall_time is not None else -1,
+            cpu_time if cpu_time is not None else -1, throughput if throughput is not None else -1,
+            str(extras) if extras else "None", str(metrics) if metrics else "None")
+'''
+
 #: name → (text, methods it calls, modules it needs)
 METHODS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "_tf_numpy": (_TO_NUMPY, (), ("numpy", "torch")),
@@ -372,9 +397,11 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     ``module`` itself."""
     local: dict[str, set[str]] = {}  # test classes of the file → the names they and their bases define
     wanted: set[str] = set()
+    benchmarks = False
     for st in module.body:
         if not isinstance(st, cst.ClassDef):
             continue
+        benchmarks = _plan_benchmark(st, ctx) or benchmarks
         bases = [a for a in st.bases if a.keyword is None and _is_tf_base(a.value, ctx, set(local))]
         if not bases:
             continue
@@ -398,7 +425,38 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
                            f"self.{name} (tf.test.TestCase) {NOT_PROVIDED[name]}", node, api=f"tensorflow.test.TestCase.{name}")
     if local:
         ctx.analyses[_KEY] = wanted
+    if benchmarks:
+        ctx.analyses[_KEY + "-benchmark"] = True
     return module
+
+
+_BENCHMARK_NOT_PROVIDED = {
+    "run_op_benchmark": "runs an op in a TensorFlow 1 session: time the code with time.perf_counter() and pass "
+                        "the time to self.report_benchmark(wall_time=...)",
+    "evaluate": "evaluates TensorFlow tensors: use the torch values (x.detach().cpu().numpy())",
+}
+
+
+def _plan_benchmark(st: cst.ClassDef, ctx: FileContext) -> bool:
+    """``class B(tf.test.Benchmark)`` → ``class B(TFBenchmark)``, with a warning: TensorFlow's runner
+    (``tf.test.main()`` with ``--benchmarks=REGEX``) is not reproduced."""
+    bases = [a for a in st.bases if a.keyword is None and isinstance(a.value, (cst.Name, cst.Attribute))
+             and ctx.imports.resolve(a.value) in BENCHMARK_BASES]
+    if not bases:
+        return False
+    for a in bases:
+        ctx.plans.add(a, lambda orig, upd: upd.with_changes(value=cst.Name(BENCHMARK)), descend=False, by="testcase")
+    ctx.report(Severity.WARNING, "idiom-replaced", f"{st.name.value} derives from TFBenchmark (report_benchmark logs "
+               "as TensorFlow's does); unittest.main() does not run benchmark methods, which tf.test.main() ran only "
+               "with --benchmarks=REGEX: call them yourself", bases[0])
+    uses = _SelfUses()
+    scan(st.body, uses)
+    for name, node in uses.used:
+        if name in _BENCHMARK_NOT_PROVIDED and name not in uses.defined:
+            ctx.report(Severity.ERROR, "unsupported-construct",
+                       f"self.{name} (tf.test.Benchmark) {_BENCHMARK_NOT_PROVIDED[name]}", node,
+                       api=f"tensorflow.test.Benchmark.{name}")
+    return True
 
 
 def helper_text(names: set[str]) -> tuple[str, set[str]]:
@@ -423,12 +481,14 @@ def helper_text(names: set[str]) -> tuple[str, set[str]]:
 
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Writes TFTestCase after the imports (unless the file defines it already)."""
-    wanted = ctx.analyses.get(_KEY)
-    if wanted is None:
-        return module
-    if any(isinstance(st, cst.ClassDef) and st.name.value == HELPER for st in module.body):
-        return module
     from fwport.packs.tf2torch.helpers import insert_after_imports
+    defined = {st.name.value for st in module.body if isinstance(st, cst.ClassDef)}
+    if ctx.analyses.get(_KEY + "-benchmark") and BENCHMARK not in defined:
+        ctx.needed_imports |= {"import inspect", "import logging"}
+        module = insert_after_imports(module, BENCHMARK_TEXT, ctx)
+    wanted = ctx.analyses.get(_KEY)
+    if wanted is None or HELPER in defined:
+        return module
     text, imports = helper_text(wanted)
     ctx.needed_imports |= imports
     return insert_after_imports(module, text, ctx)

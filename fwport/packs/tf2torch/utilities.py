@@ -49,7 +49,7 @@ def gfile_open(m, ctx):
                "between open(name, mode) (binary) and open(name, mode, encoding=\"utf-8\", newline=\"\\n\") (text)")
         return None
     if "r" in lit or "+" in lit:
-        ctx.report("warning", "approximate", "GFile's line reads (readline, readlines, iterating the file) drop "
+        ctx.report("warning", "idiom-replaced", "GFile's line reads (readline, readlines, iterating the file) drop "
                    "every \"\\r\" of the file; open's keep them: the same lines for files without \"\\r\" "
                    "(read() returns the bytes as they are in both)", m.node, m.rule)
     if "b" not in lit:

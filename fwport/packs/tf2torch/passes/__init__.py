@@ -38,8 +38,9 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("subclass", re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
     # keras.utils.Sequence subclasses: what a torch Dataset does not do (on_epoch_end)
     Planner("sequences", re.compile(r"\b(?:Sequence|PyDataset)\b"), data.run_sequences),
-    # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py)
-    Planner("testcase", re.compile(r"\bTestCase\b"), testcase.run),
+    # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py),
+    # tf.test.Benchmark → TFBenchmark
+    Planner("testcase", re.compile(r"\b(?:TestCase|Benchmark)\b"), testcase.run),
     # @tf.function removed (or torch.compile)
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
