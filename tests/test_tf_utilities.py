@@ -480,3 +480,30 @@ def test_benchmark_reports_as_tensorflow(caplog):
                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
         line = next(ln for ln in p.stdout.splitlines() if ln.startswith("SEEN"))
         assert json.loads(line[4:]) == got
+
+
+def test_name_scope_as_a_context_is_a_null_context():
+    r = _translate('''
+        import tensorflow as tf
+
+        def f(x):
+            with tf.name_scope("block"):
+                y = tf.add(x, 1.0)
+            with tf.compat.v1.name_scope("v1"), open(p) as fh:
+                pass
+            return y
+        ''')
+    assert "with contextlib.nullcontext():\n        y = torch.add(x, 1.0)" in r.output
+    assert "with contextlib.nullcontext(), open(p) as fh:" in r.output and "import contextlib" in r.output
+    assert [f.code for f in r.findings if f.code == "idiom-replaced"] == ["idiom-replaced"] * 2
+
+
+def test_name_scope_bound_with_as_stays_an_error():
+    r = _translate('''
+        import tensorflow as tf
+
+        with tf.name_scope("outer") as scope:
+            print(scope)
+        ''', errors_ok=True)
+    assert [(f.line, f.code) for f in r.findings if f.severity is Severity.ERROR] == [(3, "no-rule")]
+    assert 'with tf.name_scope("outer") as scope:' in r.output

@@ -10,6 +10,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import build_call
+from fwport.core.names import scan
 from fwport.packs.tf2torch.registry import call_transform
 
 #: TensorFlow's logger is logging.getLogger("tensorflow") (tf_logging.get_logger)
@@ -102,3 +103,32 @@ def gpu_device_name(m, ctx):
     name TensorFlow gives its first GPU, or "" without one."""
     avail = ctx.spell_text("torch.cuda.is_available")
     return cst.parse_expression(f'("/device:GPU:0" if {avail}() else "")')
+
+
+# --- `with tf.name_scope(...):` -----------------------------------------------------------------------
+NAME_SCOPES = {"tensorflow.name_scope", "tensorflow.compat.v1.name_scope"}
+
+
+class _NameScopes(cst.CSTVisitor):
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        call = node.item
+        if not isinstance(call, cst.Call) or self.ctx.imports.resolve(call.func) not in NAME_SCOPES:
+            return
+        if node.asname is not None:
+            return  # `as scope` binds the scope's name ("outer/inner/"): the call's no-rule error stays
+        ctx = self.ctx
+        ctx.report("info", "idiom-replaced", "tf.name_scope only prefixes the names of TensorFlow operations, "
+                   "which torch does not have: contextlib.nullcontext()", call)
+        ctx.plans.add(call, lambda orig, upd: cst.Call(ctx.spell("contextlib.nullcontext"), []),
+                      descend=False, by="name_scopes")
+
+
+def run_name_scopes(module: cst.Module, ctx) -> cst.Module:
+    """Planner: ``with tf.name_scope("block"):`` → ``with contextlib.nullcontext():`` (the body keeps its
+    place and indentation). A name scope only names TensorFlow operations; torch has no op names. A
+    scope bound with ``as`` (its name string is used) stays, with the call's error."""
+    scan(module, _NameScopes(ctx))
+    return module

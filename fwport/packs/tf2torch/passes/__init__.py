@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
-from fwport.packs.tf2torch import data, helpers, testcase
+from fwport.packs.tf2torch import data, helpers, testcase, utilities
 from fwport.packs.tf2torch.passes import decorators, functional, model_api, regularizers, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
@@ -41,6 +41,8 @@ PLANNERS: tuple[Planner, ...] = (
     # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py),
     # tf.test.Benchmark → TFBenchmark
     Planner("testcase", re.compile(r"\b(?:TestCase|Benchmark)\b"), testcase.run),
+    # with tf.name_scope(...): → with contextlib.nullcontext(): (utilities.py)
+    Planner("name_scopes", re.compile(r"\bname_scope\b"), utilities.run_name_scopes),
     # @tf.function removed (or torch.compile)
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
