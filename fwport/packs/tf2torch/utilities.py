@@ -132,3 +132,27 @@ def run_name_scopes(module: cst.Module, ctx) -> cst.Module:
     scope bound with ``as`` (its name string is used) stays, with the call's error."""
     scan(module, _NameScopes(ctx))
     return module
+
+
+@call_transform("list-devices")
+def list_devices(m, ctx):
+    """``tf.config.list_physical_devices("GPU")`` → ``[torch.device("cuda", i) for i in
+    range(torch.cuda.device_count())]``, ``("CPU")`` → ``[torch.device("cpu")]``: as many devices, in
+    the same order, so its length and truthiness (what programs test) are TensorFlow's; the elements
+    are torch devices (an idiom-replaced finding says so). Another device type is refused."""
+    kind = m.bound.values.get("device_type")
+    lit = literal_value(kind, NOT_LITERAL) if kind is not None else NOT_LITERAL
+    dev = ctx.spell_text("torch.device")
+    if lit == "GPU":
+        text = f'[{dev}("cuda", i) for i in range({ctx.spell_text("torch.cuda.device_count")}())]'
+    elif lit == "CPU":
+        text = f'[{dev}("cpu")]'
+    else:
+        shown = m.written("device_type") or "no device type"
+        m.fail(ctx, "unsupported-argument", f"device_type={shown}: only the literal 'GPU' (→ the CUDA devices) and "
+               "'CPU' (→ [torch.device('cpu')]) are translated")
+        return None
+    ctx.report("info", "idiom-replaced", f"{m.rule.names[0]}: a list of torch.device in place of TensorFlow's "
+               "PhysicalDevice objects (the same number of devices: len() and truth tests agree; the elements print "
+               "differently and have no .device_type)", m.node, m.rule)
+    return cst.parse_expression(text)
