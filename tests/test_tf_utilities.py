@@ -507,3 +507,58 @@ def test_name_scope_bound_with_as_stays_an_error():
         ''', errors_ok=True)
     assert [(f.line, f.code) for f in r.findings if f.severity is Severity.ERROR] == [(3, "no-rule")]
     assert 'with tf.name_scope("outer") as scope:' in r.output
+
+
+LOG_N = '''
+import tensorflow as tf
+
+
+def run():
+    tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.INFO)
+    for i in range(10):
+        tf.compat.v1.logging.log_every_n(tf.compat.v1.logging.INFO, "every %d", 3, i)
+        tf.compat.v1.logging.log_first_n(tf.compat.v1.logging.WARN, "first %d", 2, i)
+    for i in range(4):
+        tf.compat.v1.logging.log_every_n(tf.compat.v1.logging.INFO, "other place %d", 2, i)
+'''
+
+
+def test_log_every_n_and_first_n_count_per_place_as_tensorflow(caplog):
+    # TensorFlow counts per place of the first frame outside the calling file: all of run()'s calls
+    # share one count (20 calls in the first loop: "first 1" is the 4th call, not logged)
+    want = ["every 0", "first 0", "every 3", "every 6", "every 9", "other place 0", "other place 2"]
+    with caplog.at_level(logging.INFO, logger="tensorflow"):
+        ns = {}
+        exec(compile(_translate(LOG_N).output, "translated.py", "exec"), ns)
+        ns["run"]()
+    assert [r.getMessage() for r in caplog.records if r.name == "tensorflow"] == want
+    logging.getLogger("tensorflow").setLevel(logging.NOTSET)
+    if HAS_TF:
+        code = LOG_N + textwrap.dedent('''
+            import json, logging
+            seen = []
+            class H(logging.Handler):
+                def emit(self, rec):
+                    seen.append(rec.getMessage())
+            logging.getLogger("tensorflow").addHandler(H())
+            run()
+            print("SEEN" + json.dumps(seen))
+            ''')
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"), timeout=300)
+        line = next(ln for ln in p.stdout.splitlines() if ln.startswith("SEEN"))
+        assert json.loads(line[4:]) == want
+
+
+@pytest.mark.skipif(not HAS_TORCH, reason="needs torch")
+def test_listed_devices_count_as_the_machine_has():
+    import torch
+    ns = _run('''
+        import tensorflow as tf
+
+        gpus = tf.config.list_physical_devices('GPU')
+        cpus = tf.config.experimental.list_physical_devices('CPU')
+        has_gpu = bool(tf.config.list_physical_devices('GPU'))
+        ''')
+    assert len(ns["gpus"]) == torch.cuda.device_count() and ns["has_gpu"] == torch.cuda.is_available()
+    assert ns["cpus"] == [torch.device("cpu")]  # TensorFlow lists one CPU device
