@@ -562,3 +562,14 @@ def test_listed_devices_count_as_the_machine_has():
         ''')
     assert len(ns["gpus"]) == torch.cuda.device_count() and ns["has_gpu"] == torch.cuda.is_available()
     assert ns["cpus"] == [torch.device("cpu")]  # TensorFlow lists one CPU device
+
+
+def test_a_users_own_tftestcase_is_not_overwritten():
+    r = _translate('''
+        import tensorflow as tf
+
+        class TFTestCase(tf.test.TestCase):
+            pass
+        ''', errors_ok=True)
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+    assert "class TFTestCase(tf.test.TestCase):" in r.output

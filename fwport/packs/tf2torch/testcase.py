@@ -398,13 +398,19 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     local: dict[str, set[str]] = {}  # test classes of the file → the names they and their bases define
     wanted: set[str] = set()
     benchmarks = False
+    taken = {st.name.value for st in module.body if isinstance(st, (cst.ClassDef, cst.FunctionDef))}
     for st in module.body:
         if not isinstance(st, cst.ClassDef):
             continue
-        benchmarks = _plan_benchmark(st, ctx) or benchmarks
+        if BENCHMARK not in taken:
+            benchmarks = _plan_benchmark(st, ctx) or benchmarks
         bases = [a for a in st.bases if a.keyword is None and _is_tf_base(a.value, ctx, set(local))]
         if not bases:
             continue
+        if HELPER in taken and not local:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"the file defines its own {HELPER}, the name of the "
+                       "unittest.TestCase fwport writes for tf.test.TestCase: rename it and translate again", bases[0])
+            return module
         uses = _SelfUses()
         scan(st.body, uses)
         defined = set(uses.defined)
