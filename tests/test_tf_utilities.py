@@ -573,3 +573,30 @@ def test_a_users_own_tftestcase_is_not_overwritten():
         ''', errors_ok=True)
     assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
     assert "class TFTestCase(tf.test.TestCase):" in r.output
+
+
+@pytest.mark.skipif(not (HAS_TORCH and find_spec("absl") is not None), reason="needs torch and absl")
+def test_test_main_parses_absl_flags_as_tf_test_main(tmp_path):
+    """tf.test.main() parses absl flags; in a file using them the translation runs absltest.main(),
+    which does too (unittest.main() would leave FLAGS unparsed: an error reading FLAGS.n)."""
+    r = _translate('''
+        from absl import flags
+        import tensorflow as tf
+
+        flags.DEFINE_integer("n", 2, "a size")
+        FLAGS = flags.FLAGS
+
+        class T(tf.test.TestCase):
+            def test_n(self):
+                self.assertAllEqual(tf.zeros(FLAGS.n), [0.0] * 3)
+
+        if __name__ == "__main__":
+            tf.test.main()
+        ''')
+    assert "absltest.main()" in r.output and "unittest.main()" not in r.output
+    f = tmp_path / "flags_test.py"
+    f.write_text(r.output)
+    ok = subprocess.run([sys.executable, str(f), "--n=3"], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run([sys.executable, str(f), "--n=2"], capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0 and "OK" in ok.stderr, ok.stderr
+    assert bad.returncode != 0 and "FAILED" in bad.stderr, bad.stderr

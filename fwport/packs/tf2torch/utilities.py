@@ -192,3 +192,14 @@ def tf_log_first_n(level, msg, n, *args):
     if counts[key] < n:
         logger.log(level, msg, *args)
 '''
+
+
+@call_transform("test-main")
+def test_main(m, ctx):
+    """``tf.test.main()`` → ``unittest.main()``; in a file that imports absl (its flags are parsed by
+    tf.test.main, which runs absl's app) → ``absltest.main()``, which parses them the same way."""
+    if not any(q == "absl" or q.startswith("absl.") for q in ctx.imports.aliases.values()):
+        return build_call(m, ctx, target="unittest.main")
+    ctx.needed_imports.add("from absl.testing import absltest")
+    out = build_call(m, ctx, target="__fwport_main__")
+    return None if out is None else out.with_changes(func=cst.Attribute(cst.Name("absltest"), cst.Name("main")))
