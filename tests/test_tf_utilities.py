@@ -204,6 +204,15 @@ class UtilTest(Base):
         self.assertTrue(os.path.isdir(d))
         self.assertEqual(d, self.get_temp_dir())
 
+    def test_tempdir(self):
+        d = self.create_tempdir()
+        with open(os.path.join(d, "f.txt"), "w") as fh:
+            fh.write("x")
+        self.assertTrue(os.path.isfile(os.path.join(d.full_path, "f.txt")))
+        inner = self.create_tempdir("sub/inner")
+        self.assertTrue(inner.full_path.endswith(os.path.join("sub", "inner")))
+        self.assertEqual(os.listdir(inner), [])
+
     def test_seeded(self):
         self.assertEqual(np.random.randint(1000000), {_SEED_DRAW})
 
@@ -217,6 +226,11 @@ import importlib.util, json, sys, unittest
 spec = importlib.util.spec_from_file_location("under_test", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
+try:  # as tf.test.main does (absltest reads its flags, e.g. the temp folder's)
+    from absl import flags
+    flags.FLAGS(sys.argv[:1])
+except ImportError:
+    pass
 result = unittest.TestResult()
 unittest.defaultTestLoader.loadTestsFromModule(mod).run(result)
 def flat(s):
@@ -600,3 +614,17 @@ def test_test_main_parses_absl_flags_as_tf_test_main(tmp_path):
     bad = subprocess.run([sys.executable, str(f), "--n=2"], capture_output=True, text=True, timeout=300)
     assert ok.returncode == 0 and "OK" in ok.stderr, ok.stderr
     assert bad.returncode != 0 and "FAILED" in bad.stderr, bad.stderr
+
+
+def test_create_tempdir_with_absl_folder_methods_is_refused():
+    r = _translate('''
+        import tensorflow as tf
+
+        class T(tf.test.TestCase):
+            def test_a(self):
+                d = self.create_tempdir()
+                f = d.create_file("a.txt", content="x")
+        ''', errors_ok=True)
+    errors = [(f.line, f.code, f.message.split(":")[0]) for f in r.findings if f.severity is Severity.ERROR]
+    assert errors == [(5, "unsupported-construct", "self.create_tempdir (absltest) is written into TFTestCase as a path only (.full_path, os.PathLike)")]
+    assert "def create_tempdir" not in r.output

@@ -294,6 +294,26 @@ class TFBenchmark:
             str(extras) if extras else "None", str(metrics) if metrics else "None")
 '''
 
+_CREATE_TEMPDIR = '''
+    def create_tempdir(self, name=None, cleanup=None):
+        # absltest's create_tempdir: a new, empty folder, removed after the test: an os.PathLike
+        # (os.path.join(d, "f")) with .full_path
+        if cleanup is not None:
+            raise NotImplementedError("create_tempdir(cleanup=...) is not written into TFTestCase")
+        base = tempfile.mkdtemp()
+        self.addCleanup(shutil.rmtree, base, ignore_errors=True)
+        path = os.path.join(base, name) if name else base
+        os.makedirs(path, exist_ok=True)
+
+        class TempDir(os.PathLike):
+            full_path = path
+
+            def __fspath__(self):
+                return self.full_path
+
+        return TempDir()
+'''
+
 #: name → (text, methods it calls, modules it needs)
 METHODS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "_tf_numpy": (_TO_NUMPY, (), ("numpy", "torch")),
@@ -319,11 +339,13 @@ METHODS: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {
     "assertNotEmpty": (_NOT_EMPTY, ("fail",), ()),
     "assertBetween": (_BETWEEN, ("fail",), ()),
     "assertItemsEqual": (_ITEMS_EQUAL, (), ()),
+    "create_tempdir": (_CREATE_TEMPDIR, (), ("tempfile", "shutil", "os")),
     "fail": (_FAIL, (), ()),
 }
 _ORDER = list(METHODS)
 
 _IMPORTS = {"numpy": "import numpy as np", "torch": "import torch", "random": "import random",
+            "shutil": "import shutil", "os": "import os",
             "tempfile": "import tempfile", "math": "import math", "Mapping": "from collections.abc import Mapping"}
 
 #: tf.test.TestCase's and absltest.TestCase's own methods (beyond unittest.TestCase's) that the helper
@@ -343,8 +365,6 @@ NOT_PROVIDED: dict[str, str] = {
     "evaluate_if_both_tensors": "is a TensorFlow graph-mode utility",
     "captureWritesToStream": "is not written into TFTestCase: use contextlib.redirect_stdout / redirect_stderr",
     "checkedThread": "is not written into TFTestCase: use threading.Thread and join it",
-    "create_tempdir": "(absltest) is not written into TFTestCase: use tempfile.mkdtemp(dir=self.get_temp_dir()) "
-                      "(it returns a path string, not absltest's object with .full_path)",
     "create_tempfile": "(absltest) is not written into TFTestCase: write a file under self.get_temp_dir()",
     "enter_context": "(absltest) is not written into TFTestCase: use contextlib.ExitStack with addCleanup",
 }
@@ -366,6 +386,7 @@ class _SelfUses(cst.CSTVisitor):
     def __init__(self) -> None:
         self.used: list[tuple[str, cst.Attribute]] = []
         self.defined: set[str] = set()
+        self.tempdir_methods: set[str] = set()  # .create_file / .mkdir calls (absltest's _TempDir methods)
         self._depth = 0
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -379,6 +400,9 @@ class _SelfUses(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if isinstance(node.value, cst.Name) and node.value.value == "self":
             self.used.append((node.attr.value, node))
+        elif node.attr.value in ("create_file", "mkdir") and not (
+                isinstance(node.value, cst.Name) and node.value.value in ("os", "pathlib")):
+            self.tempdir_methods.add(f".{node.attr.value}()")
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         t = node.target
@@ -423,6 +447,12 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         local[st.name.value] = defined
         for name, node in uses.used:
             if name in defined:
+                continue
+            if name == "create_tempdir" and uses.tempdir_methods:
+                ctx.report(Severity.ERROR, "unsupported-construct", "self.create_tempdir (absltest) is written into "
+                           "TFTestCase as a path only (.full_path, os.PathLike): the class calls "
+                           f"{', '.join(sorted(uses.tempdir_methods))} (absltest's folder methods): write the files "
+                           "with open() under the folder", node, api="tensorflow.test.TestCase.create_tempdir")
                 continue
             if name in PROVIDED:
                 wanted.add(name)
