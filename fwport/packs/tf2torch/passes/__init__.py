@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner
-from fwport.packs.tf2torch import data, helpers
+from fwport.packs.tf2torch import data, helpers, testcase, utilities
 from fwport.packs.tf2torch.passes import decorators, functional, model_api, regularizers, sequential, subclass, training
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
@@ -38,6 +38,11 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("subclass", re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
     # keras.utils.Sequence subclasses: what a torch Dataset does not do (on_epoch_end)
     Planner("sequences", re.compile(r"\b(?:Sequence|PyDataset)\b"), data.run_sequences),
+    # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py),
+    # tf.test.Benchmark → TFBenchmark
+    Planner("testcase", re.compile(r"\b(?:TestCase|Benchmark)\b"), testcase.run),
+    # with tf.name_scope(...): → with contextlib.nullcontext(): (utilities.py)
+    Planner("name_scopes", re.compile(r"\bname_scope\b"), utilities.run_name_scopes),
     # @tf.function removed (or torch.compile)
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
@@ -48,4 +53,4 @@ PLANNERS: tuple[Planner, ...] = (
 # the places they had in the module), the training pass's finish, and the helper modules the output
 # calls written out after the imports
 FINISH = (decorators.finish, sequential.finish, functional.finish, regularizers.finish, training.finish,
-          data.finish_aliases, helpers.finish)
+          data.finish_aliases, helpers.finish, testcase.finish)

@@ -1,0 +1,205 @@
+"""Call transforms for TensorFlow's Python utilities that have standard-library counterparts:
+``tf.io.gfile`` (local paths: ``open``, ``os``, ``shutil``, ``glob``) and TensorFlow's logger
+(``tf.get_logger()``, ``tf.compat.v1.logging``), which is the standard library's ``logging`` logger
+named "tensorflow". The plain one-to-one mappings are data rules (rules/tf2torch/gfile-*.toml,
+logging-*.toml); what needs a decision per call is here. The ``tf.test`` base class is testcase.py.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import build_call
+from fwport.core.names import scan
+from fwport.packs.tf2torch.registry import call_transform
+
+#: TensorFlow's logger is logging.getLogger("tensorflow") (tf_logging.get_logger)
+_LOGGER = 'logging.getLogger("tensorflow")'
+
+
+def _logger(ctx) -> cst.BaseExpression:
+    ctx.spell_text("logging.getLogger")  # records `import logging`
+    return cst.parse_expression(_LOGGER)
+
+
+@call_transform("tf-logger")
+def tf_logger(m, ctx):
+    """``tf.get_logger()`` → ``logging.getLogger("tensorflow")``; with the rule's option ``method``,
+    ``tf.compat.v1.logging.<f>(...)`` → ``logging.getLogger("tensorflow").<method>(...)`` (TensorFlow's
+    module-level functions call that method of that logger, arguments as given)."""
+    method = m.rule.emit.get("options", {}).get("method")
+    if not method:
+        return _logger(ctx)
+    out = build_call(m, ctx, target="__fwport_logger__")
+    if out is None:
+        return None
+    return out.with_changes(func=cst.Attribute(_logger(ctx), cst.Name(method)))
+
+
+@call_transform("gfile-open")
+def gfile_open(m, ctx):
+    """``tf.io.gfile.GFile(name, mode)`` → ``open(name, mode)``. GFile reads and writes text as UTF-8
+    with no newline translation, so a text mode gets ``encoding="utf-8", newline="\\n"`` (lines end at
+    "\\n" only, "\\r\\n" is kept as written); a binary mode is ``open``'s own. A mode that is not a
+    literal is refused (text and binary need different arguments). TensorFlow's line reads drop every
+"\\r" (even in binary mode), open's keep them: a mode that reads gets a warning saying so."""
+    mode = m.bound.values.get("mode")
+    lit = "r" if mode is None else literal_value(mode, NOT_LITERAL)
+    if not isinstance(lit, str):
+        m.fail(ctx, "unsupported-argument", f"mode={m.written('mode')}: GFile's mode must be a literal to choose "
+               "between open(name, mode) (binary) and open(name, mode, encoding=\"utf-8\", newline=\"\\n\") (text)")
+        return None
+    if "r" in lit or "+" in lit:
+        ctx.report("warning", "idiom-replaced", "GFile's line reads (readline, readlines, iterating the file) drop "
+                   "every \"\\r\" of the file; open's keep them: the same lines for files without \"\\r\" "
+                   "(read() returns the bytes as they are in both)", m.node, m.rule)
+    if "b" not in lit:
+        m.kwargs["encoding"] = cst.SimpleString('"utf-8"')
+        m.kwargs["newline"] = cst.SimpleString('"\\n"')
+    return build_call(m, ctx, target="open")
+
+
+@call_transform("gfile-overwrite")
+def gfile_overwrite(m, ctx):
+    """``tf.io.gfile.copy / rename(src, dst, overwrite=True)`` → ``shutil.copy(src, dst)`` /
+    ``os.replace(src, dst)`` (both replace an existing destination). TensorFlow raises when the
+    destination exists and ``overwrite`` is False (the default), which neither does: such a call is
+    refused unless the program states ``overwrite=True``."""
+    over = m.bound.values.get("overwrite")
+    lit = False if over is None else literal_value(over, NOT_LITERAL)
+    if lit is not True:
+        shown = "overwrite omitted" if over is None else f"overwrite={m.written('overwrite')}"
+        m.fail(ctx, "unsupported-argument", f"{shown}: {m.rule.names[0]} raises if the destination exists, "
+               f"{m.rule.emit['target']} replaces it; check os.path.exists(dst) first, or pass overwrite=True")
+        return None
+    m.kwargs.pop("overwrite", None)
+    return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+@call_transform("with-keywords")
+def with_keywords(m, ctx):
+    """The rule's target with the keywords of its option ``keywords`` (name → Python text) added:
+    ``tf.io.gfile.makedirs(p)`` → ``os.makedirs(p, exist_ok=True)`` (TensorFlow's makedirs does not
+    fail on a folder that exists)."""
+    for k, v in m.rule.emit.get("options", {}).get("keywords", {}).items():
+        m.kwargs.setdefault(k, cst.parse_expression(v))
+    return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+# helpers written into the output (fwport/packs/tf2torch/helpers.py writes those the output calls)
+from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
+
+_helpers.HELPERS["gfile_mkdir"] = '''
+def gfile_mkdir(path):
+    """tf.io.gfile.mkdir: create the folder (its parent must exist) unless the path exists."""
+    if not {os}path.exists(path):
+        {os}mkdir(path)
+'''
+
+
+@call_transform("gpu-device-name")
+def gpu_device_name(m, ctx):
+    """``tf.test.gpu_device_name()`` → ``("/device:GPU:0" if torch.cuda.is_available() else "")``: the
+    name TensorFlow gives its first GPU, or "" without one."""
+    avail = ctx.spell_text("torch.cuda.is_available")
+    return cst.parse_expression(f'("/device:GPU:0" if {avail}() else "")')
+
+
+# --- `with tf.name_scope(...):` -----------------------------------------------------------------------
+NAME_SCOPES = {"tensorflow.name_scope", "tensorflow.compat.v1.name_scope"}
+
+
+class _NameScopes(cst.CSTVisitor):
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        call = node.item
+        if not isinstance(call, cst.Call) or self.ctx.imports.resolve(call.func) not in NAME_SCOPES:
+            return
+        if node.asname is not None:
+            return  # `as scope` binds the scope's name ("outer/inner/"): the call's no-rule error stays
+        ctx = self.ctx
+        ctx.report("info", "idiom-replaced", "tf.name_scope only prefixes the names of TensorFlow operations, "
+                   "which torch does not have: contextlib.nullcontext()", call)
+        ctx.plans.add(call, lambda orig, upd: cst.Call(ctx.spell("contextlib.nullcontext"), []),
+                      descend=False, by="name_scopes")
+
+
+def run_name_scopes(module: cst.Module, ctx) -> cst.Module:
+    """Planner: ``with tf.name_scope("block"):`` → ``with contextlib.nullcontext():`` (the body keeps its
+    place and indentation). A name scope only names TensorFlow operations; torch has no op names. A
+    scope bound with ``as`` (its name string is used) stays, with the call's error."""
+    scan(module, _NameScopes(ctx))
+    return module
+
+
+@call_transform("list-devices")
+def list_devices(m, ctx):
+    """``tf.config.list_physical_devices("GPU")`` → ``[torch.device("cuda", i) for i in
+    range(torch.cuda.device_count())]``, ``("CPU")`` → ``[torch.device("cpu")]``: as many devices, in
+    the same order, so its length and truthiness (what programs test) are TensorFlow's; the elements
+    are torch devices (an idiom-replaced finding says so). Another device type is refused."""
+    kind = m.bound.values.get("device_type")
+    lit = literal_value(kind, NOT_LITERAL) if kind is not None else NOT_LITERAL
+    dev = ctx.spell_text("torch.device")
+    if lit == "GPU":
+        text = f'[{dev}("cuda", i) for i in range({ctx.spell_text("torch.cuda.device_count")}())]'
+    elif lit == "CPU":
+        text = f'[{dev}("cpu")]'
+    else:
+        shown = m.written("device_type") or "no device type"
+        m.fail(ctx, "unsupported-argument", f"device_type={shown}: only the literal 'GPU' (→ the CUDA devices) and "
+               "'CPU' (→ [torch.device('cpu')]) are translated")
+        return None
+    ctx.report("info", "idiom-replaced", f"{m.rule.names[0]}: a list of torch.device in place of TensorFlow's "
+               "PhysicalDevice objects (the same number of devices: len() and truth tests agree; the elements print "
+               "differently and have no .device_type)", m.node, m.rule)
+    return cst.parse_expression(text)
+
+_helpers.HELPERS["tf_log_every_n"] = '''
+def tf_log_every_n(level, msg, n, *args):
+    """tf.compat.v1.logging.log_every_n: log the 1st, (n+1)st, (2n+1)st... call to TensorFlow's logger,
+    counted as TensorFlow counts: per place (file, line) of the first caller outside the calling file."""
+    import logging
+    import sys
+    here = sys._getframe(1)  # TensorFlow's key: the first frame outside the calling file
+    outside = here.f_back
+    while outside is not None and outside.f_code.co_filename == here.f_code.co_filename:
+        outside = outside.f_back
+    key = ("<unknown>", 0) if outside is None else (outside.f_code.co_filename, outside.f_lineno)
+    logger = logging.getLogger("tensorflow")
+    counts = logger.__dict__.setdefault("tf_log_counts", dict())  # one count per key in the process, as TensorFlow's
+    counts[key] = counts.get(key, -1) + 1
+    if not counts[key] % n:
+        logger.log(level, msg, *args)
+'''
+
+_helpers.HELPERS["tf_log_first_n"] = '''
+def tf_log_first_n(level, msg, n, *args):
+    """tf.compat.v1.logging.log_first_n: log the first n calls to TensorFlow's logger, counted as
+    TensorFlow counts: per place (file, line) of the first caller outside the calling file."""
+    import logging
+    import sys
+    here = sys._getframe(1)  # TensorFlow's key: the first frame outside the calling file
+    outside = here.f_back
+    while outside is not None and outside.f_code.co_filename == here.f_code.co_filename:
+        outside = outside.f_back
+    key = ("<unknown>", 0) if outside is None else (outside.f_code.co_filename, outside.f_lineno)
+    logger = logging.getLogger("tensorflow")
+    counts = logger.__dict__.setdefault("tf_log_counts", dict())  # one count per key in the process, as TensorFlow's
+    counts[key] = counts.get(key, -1) + 1
+    if counts[key] < n:
+        logger.log(level, msg, *args)
+'''
+
+
+@call_transform("test-main")
+def test_main(m, ctx):
+    """``tf.test.main()`` → ``unittest.main()``; in a file that imports absl (its flags are parsed by
+    tf.test.main, which runs absl's app) → ``absltest.main()``, which parses them the same way."""
+    if not any(q == "absl" or q.startswith("absl.") for q in ctx.imports.aliases.values()):
+        return build_call(m, ctx, target="unittest.main")
+    ctx.needed_imports.add("from absl.testing import absltest")
+    out = build_call(m, ctx, target="__fwport_main__")
+    return None if out is None else out.with_changes(func=cst.Attribute(cst.Name("absltest"), cst.Name("main")))
