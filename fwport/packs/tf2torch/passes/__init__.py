@@ -11,7 +11,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.tf2torch import data, helpers
-from fwport.packs.tf2torch.passes import decorators, functional, model_api, regularizers, sequential, subclass, training
+from fwport.packs.tf2torch.passes import decorators, functional, model_api, regularizers, sequential, subclass, training, variables
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -41,6 +41,9 @@ PLANNERS: tuple[Planner, ...] = (
     # @tf.function removed (or torch.compile)
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
+    # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/... (last:
+    # it reads the bases the subclass pass wrote)
+    Planner("variables", re.compile(r"\bVariable\b"), variables.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the functional
 # pass's classes assembled (before anything inserts top-level statements: it finds its builders by
