@@ -18,7 +18,8 @@ when trainable and floating; see rules/tf2torch/variable.toml). This read-only p
       v.value()         → v.clone()             it, and gradients still flow to v, as in TensorFlow)
       v.trainable       → v.requires_grad
 
-  ``.shape``, ``.dtype``, ``.ndim`` and arithmetic need nothing. Any other method or attribute of a
+  ``.shape``, ``.dtype``, ``.ndim`` and arithmetic need nothing. In a file with variables, every other
+  ``x.numpy()`` becomes ``x.detach().numpy()`` too: a loss computed from a variable requires grad. Any other method or attribute of a
   name or attribute bound only to variables is an error (``unsupported-construct``): left as
   written, never silently kept. Names and attributes are matched by spelling across the file (a
   receiver also bound to something else gets its known methods translated and no error for the
@@ -34,6 +35,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
+from fwport.core.engine import _atom
 from fwport.core.position import render
 from fwport.packs.tf2torch.ops import IN_MODULE
 
@@ -110,6 +112,7 @@ class _Methods(cst.CSTVisitor):
         self.ctx = ctx
         self.b = b
         self.called: set[int] = set()  # the Attribute nodes that are a call's func
+        self.detach_reported = False
 
     def _receiver(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
         """(spelling, bound only to variables) when ``node`` reads a variable."""
@@ -125,6 +128,8 @@ class _Methods(cst.CSTVisitor):
             return
         recv = self._receiver(func.value)
         if recv is None:
+            if func.attr.value == "numpy" and not node.args:
+                self._detached(node)
             return
         self.called.add(id(func))
         method = func.attr.value
@@ -160,6 +165,18 @@ class _Methods(cst.CSTVisitor):
                     f"{self.ctx.spell_text('torch.as_tensor')}({render(args[0].value)})"))]
             return cst.Call(cst.parse_expression(f"{receiver}{chain}"), args)
         self.ctx.plans.add(node, apply, by="variables")
+
+    def _detached(self, node: cst.Call) -> None:
+        """``x.numpy()`` on any other receiver of a file with variables: ``x.detach().numpy()`` (x may be
+        computed from a variable that requires grad, as a loss is; detach() changes nothing else)."""
+        if not self.detach_reported:
+            self.detach_reported = True
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            "x.numpy() → x.detach().numpy() in a file with tf.Variables: a torch tensor computed "
+                            "from a variable that requires grad has no numpy() (detach() changes nothing else)",
+                            node)
+        self.ctx.plans.add(node, lambda orig, upd: cst.parse_expression(
+            f"{render(_atom(upd.func.value))}.detach().numpy()"), by="variables")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if id(node) in self.called:
