@@ -82,6 +82,25 @@ def test_variable_in_a_layer_is_a_parameter():
     assert "self.c.data.add_(1.0)" in out
 
 
+def test_tf_module_subclass_is_an_nn_module_with_parameters():
+    out, errors = _translate("""
+        import tensorflow as tf
+
+        class Affine(tf.Module):
+            def __init__(self, n, name=None):
+                super().__init__(name=name)
+                self.w = tf.Variable(tf.random.normal([n, n]), name="w")
+                self.steps = tf.Variable(0, trainable=False)
+
+            def __call__(self, x):
+                return tf.matmul(x, self.w)
+        """)
+    assert not errors, [f.message for f in errors]
+    assert "class Affine(nn.Module):" in out and "super().__init__()" in out
+    assert "self.w = nn.Parameter(torch.randn([n, n]))" in out
+    assert "self.steps = nn.Parameter(torch.tensor(0, dtype=torch.int32), requires_grad=False)" in out
+
+
 def test_refused_arguments_and_tape_sources():
     out, errors = _translate("""
         import tensorflow as tf

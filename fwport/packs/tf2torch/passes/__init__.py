@@ -35,7 +35,7 @@ PLANNERS: tuple[Planner, ...] = (
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
-    Planner("subclass", re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
+    Planner("subclass", re.compile(r"\b(?:Model|Layer|Module)\b|\badd_(?:weight|variable)\b"), subclass.run),
     # keras.utils.Sequence subclasses: what a torch Dataset does not do (on_epoch_end)
     Planner("sequences", re.compile(r"\b(?:Sequence|PyDataset)\b"), data.run_sequences),
     # @tf.function removed (or torch.compile)
