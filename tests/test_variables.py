@@ -185,12 +185,20 @@ with tf.GradientTape() as tape:
 du = tape.gradient(u, w)
 snapshot = w.read_value()
 w.assign([0.5, 0.25])
+c = tf.constant([1.0, 3.0])
+with tf.GradientTape(persistent=True) as tape:
+    tape.watch(c)
+    c2 = c * c
+    c4 = c2 * c2
+dc4 = tape.gradient(c4, c)
+dc2 = tape.gradient(c2, [c])
 print(json.dumps({
     "slope": float(line.slope.numpy()), "offset": float(line.offset.numpy()), "losses": losses,
     "steps": int(steps.numpy()), "steps_dtype": str(steps.numpy().dtype),
     "slope_dtype": str(line.slope.numpy().dtype),
     "dy": dy.numpy().tolist(), "dz": dz[0].numpy().tolist(), "du": du.numpy().tolist(),
     "snapshot": snapshot.numpy().tolist(), "w": w.numpy().tolist(),
+    "dc4": dc4.numpy().tolist(), "dc2": dc2[0].numpy().tolist(),
 }))
 '''
 
@@ -219,7 +227,7 @@ def test_manual_gradient_descent_runs_like_tensorflow(tmp_path):
     r = translate_source(PROGRAM.lstrip(), "line.py")
     assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
     assert "tensorflow" not in r.output and "GradientTape" not in r.output
-    assert r.output.count("\n") == PROGRAM.lstrip().count("\n") - 3  # the three `with` lines go
+    assert r.output.count("\n") == PROGRAM.lstrip().count("\n") - 4  # the four `with` lines go
     src, out = tmp_path / "tf_program.py", tmp_path / "torch_program.py"
     src.write_text(PROGRAM)
     out.write_text(r.output)
@@ -231,6 +239,7 @@ def test_manual_gradient_descent_runs_like_tensorflow(tmp_path):
         assert torch_result[key] == pytest.approx(tf_result[key], rel=1e-5, abs=1e-6), key
     assert torch_result["slope"] == pytest.approx(1.7, abs=0.1)  # it did train
     assert torch_result["losses"] == pytest.approx(tf_result["losses"], rel=1e-5, abs=1e-6)
-    for key in ("dy", "dz", "du", "snapshot", "w"):
+    for key in ("dy", "dz", "du", "snapshot", "w", "dc4", "dc2"):
         assert torch_result[key] == pytest.approx(tf_result[key], rel=1e-6), key
     assert tf_result["du"] == [3.0, 3.0] and tf_result["snapshot"] == [1.0, -2.0]
+    assert tf_result["dc4"] == [4.0, 108.0] and tf_result["dc2"] == [2.0, 6.0]

@@ -1033,7 +1033,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         The body one level out; each ``tape.gradient(target, sources)`` → ``torch.autograd.grad``,
         the sum of a non-scalar target as TensorFlow takes it; a list / tuple of sources gives a tuple,
         a single source ``[0]``. Every source must be a name or attribute bound to ``tf.Variable(...)``
-        in the file (a leaf that requires grad in the translation); a persistent tape's gradient
+        in the file (a leaf that requires grad in the translation) or a name the tape watches
+        (``tape.watch(x)`` → ``x.requires_grad_(True)``, as in ``_watch_tape``); a persistent tape's gradient
         calls keep the graph (``retain_graph=True``) but for the last. Returns (statements, next index)
         or None (left to the optimizer forms and their errors)."""
         name = tape[0]
@@ -1044,8 +1045,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     and isinstance(a[0].value, cst.Name) and a[0].value.value == "True"):
                 return None
             persistent = True
-        if not isinstance(stmt.body, cst.IndentedBlock) or name in _names_in(stmt.body.body):
+        if not isinstance(stmt.body, cst.IndentedBlock):
             return None
+        inner = list(stmt.body.body)
+        watched: set[str] = set()  # tape.watch(x) → x.requires_grad_(True), x then a valid source
+        for at, small in enumerate(inner):
+            w = self._watch_of(small, name)
+            if w is not None:
+                watched.add(w)
+                inner[at] = small.with_changes(body=[cst.Expr(cst.parse_expression(f"{w}.requires_grad_(True)"))])
+            elif name in _names_in([small]):
+                return None
         after = self._until_rebound(body, i + 1, name)
         if "apply_gradients" in _attrs_in(after):
             return None
@@ -1073,7 +1083,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if isinstance(sources, (cst.List, cst.Tuple)) and len(items) != len(sources.elements) or not items:
                 return None
             for s in items:
-                if not (isinstance(s, cst.Name) and s.value in names
+                if not (isinstance(s, cst.Name) and (s.value in names or s.value in watched)
                         or isinstance(s, cst.Attribute) and s.attr.value in attrs):
                     return None
         grad = self.ctx.spell_text("torch.autograd.grad")
@@ -1089,7 +1099,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"applies → the body one level out and {grad}(target.sum(), sources): the sum of a "
                         "non-scalar target as TensorFlow takes it; a list of sources gives a tuple of gradients"
                         + ("; retain_graph=True on all but the last gradient" if persistent else ""), call)
-        inner = list(stmt.body.body)
         first = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
         last = max(at for at, _ in calls)
         out = [first, *inner[1:]]
