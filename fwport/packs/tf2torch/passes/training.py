@@ -58,6 +58,10 @@ def _params_of(variables: cst.BaseExpression) -> str | None:
     """``model.trainable_variables`` → ``model.parameters()``; a sum of such lists → one list."""
     if isinstance(variables, cst.Attribute) and variables.attr.value in _VARIABLE_LISTS:
         return f"{code(variables.value)}.parameters()"
+    if isinstance(variables, (cst.List, cst.Tuple)) and variables.elements and all(
+            isinstance(e, cst.Element) and isinstance(e.value, (cst.Name, cst.Attribute)) for e in variables.elements):
+        return code(variables.with_changes(lpar=[], rpar=[])) if isinstance(variables, cst.List) else \
+            "[" + ", ".join(code(e.value) for e in variables.elements) + "]"  # tf.Variables: torch leaf tensors
     if isinstance(variables, cst.BinaryOperation) and isinstance(variables.operator, cst.Add):
         left, right = _params_of(variables.left), _params_of(variables.right)
         if left and right:
