@@ -122,10 +122,12 @@ class _Methods(cst.CSTVisitor):
             return render(node), node.attr.value not in self.b.other_attrs
         return None
 
-    def visit_Call(self, node: cst.Call) -> None:
+    def visit_Call(self, node: cst.Call) -> bool | None:
+        if id(node) in self.ctx.settled:
+            return False  # the rule pass does not look inside: an edit there would never be applied
         func = node.func
         if not isinstance(func, cst.Attribute):
-            return
+            return None
         recv = self._receiver(func.value)
         if recv is None:
             if func.attr.value == "numpy" and not node.args:
@@ -141,7 +143,8 @@ class _Methods(cst.CSTVisitor):
                                 f"translation) and fwport does not translate its method {method}; write it by hand",
                                 node)
                 self.ctx.settled.add(id(node))
-            return
+                return False
+            return None
         positional = [a for a in node.args if a.keyword is None and not a.star]
         takes = 1 if method.startswith("assign") else 0
         if len(positional) != takes or len(node.args) != takes:
@@ -149,7 +152,7 @@ class _Methods(cst.CSTVisitor):
                             f"{recv[0]}.{method}(...) with these arguments: only {recv[0]}.{method}("
                             f"{'value' if takes else ''}) is translated (to {recv[0]}{chain}(...))", node)
             self.ctx.settled.add(id(node))
-            return
+            return False
         why = {"assign": "in place, outside autograd", "numpy": "a tensor that requires grad has no numpy()",
                "read_value": "a snapshot that later in-place updates do not change; gradients still reach the variable"}
         self.ctx.report(Severity.INFO, "idiom-replaced",
