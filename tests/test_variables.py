@@ -127,11 +127,17 @@ def test_persistent_tape_and_single_source():
             z = y * 2.0
         dy = tape.gradient(y, w)
         dz, = tape.gradient(z, [w])
+        del tape
+        q = tf.Variable(1.0, constraint=abs)
         """)
-    assert not errors
+    assert [f.line for f in errors] == [10]  # located on the input: the lines that went are counted
     assert "dy = torch.autograd.grad(y.sum(), w, retain_graph=True)[0]" in out
     assert "dz, = torch.autograd.grad(z.sum(), [w])" in out
-    assert "GradientTape" not in out
+    assert "GradientTape" not in out and "del tape" not in out
+    lines = out.splitlines()
+    # the error's comment sits right above its statement although the `with` and `del` lines went
+    at = next(i for i, t in enumerate(lines) if t.startswith("q = "))
+    assert lines[at - 1].startswith("# fwport: unsupported-argument: constraint=abs")
 
 
 # --- the same program run by TensorFlow and by its translation ------------------------------------

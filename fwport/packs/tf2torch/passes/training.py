@@ -161,6 +161,19 @@ class _Replace(cst.CSTTransformer):
         return self.by_id.get(id(original_node), updated_node)
 
 
+def _dropped_line(ctx: FileContext) -> cst.SimpleStatementLine:
+    """A statement holding the line of one that goes (a tape's ``with``): findings are located by
+    line until :func:`finish` removes it."""
+    ctx.options["_split_lines"] = True
+    return cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(MARK), []))])
+
+
+def _deletes(stmt, name: str) -> bool:
+    """``del <name>`` as a statement."""
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Del)
+            and isinstance(stmt.body[0].target, cst.Name) and stmt.body[0].target.value == name)
+
+
 def _attrs_in(nodes) -> set[str]:
     found: set[str] = set()
 
@@ -1024,7 +1037,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         "of a non-scalar target as TensorFlow takes it, create_graph=True so that a loss built on "
                         "the gradient (a gradient penalty) can be differentiated in turn", call)
         first = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
-        out = [first, *inner[1:], *body[i + 1:j], body[j].with_changes(body=[assign.with_changes(value=new_value)])]
+        out = [_dropped_line(self.ctx), first, *inner[1:], *body[i + 1:j],
+               body[j].with_changes(body=[assign.with_changes(value=new_value)])]
         return out, j + 1
 
     def _plain_tape(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
@@ -1068,8 +1082,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self._variable_bindings = variable_bindings(self.module, self.ctx)
         names, attrs = self._variable_bindings
         calls: list[tuple[int, cst.Call]] = []  # (statement index in body, the gradient call)
+        deleted: list[int] = []  # `del tape` statements (their lines go)
         for at, small in enumerate(after, start=i + 1):
             if name not in _names_in([small]):
+                continue
+            if _deletes(small, name):
+                deleted.append(at)
                 continue
             found = _TapeCalls(name)
             scan(small, found)
@@ -1104,10 +1122,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         "non-scalar target as TensorFlow takes it; a list of sources gives a tuple of gradients"
                         + ("; retain_graph=True on all but the last gradient" if persistent else ""), call)
         first = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
-        last = max(at for at, _ in calls)
-        out = [first, *inner[1:]]
+        last = max(at for at, _ in calls + [(d, None) for d in deleted])
+        out = [_dropped_line(self.ctx), first, *inner[1:]]
         for at in range(i + 1, last + 1):
-            out.append(rewrite(body[at], _Replace(replaced)) if any(a == at for a, _ in calls) else body[at])
+            if at in deleted:
+                out.append(_dropped_line(self.ctx).with_changes(leading_lines=body[at].leading_lines))
+            else:
+                out.append(rewrite(body[at], _Replace(replaced)) if any(a == at for a, _ in calls) else body[at])
         return out, last + 1
 
     def _watch_of(self, stmt, name: str) -> str | None:
