@@ -723,3 +723,74 @@ def cumsum_flat(m, ctx):
         m.kwargs["dim"] = _e("0")
     m.kwargs = {k: m.kwargs[k] for k in ("input", "dim") if k in m.kwargs} | m.kwargs
     return _plain(m, ctx)
+
+
+# --- tf.Variable ---------------------------------------------------------------------------------
+
+_FLOAT_DTYPES = {"float16", "float32", "float64", "bfloat16", "half", "float", "double", "complex64", "complex128"}
+#: the ids of the tf.Variable calls passes/variables.py found inside nn.Module classes (→ nn.Parameter)
+IN_MODULE = "variables_in_modules"
+
+
+def _floating(value, dtype: cst.BaseExpression | None, translated: cst.BaseExpression) -> bool | None:
+    """Whether the variable is floating: from its dtype, its literal, or the dtype keyword of the
+    call that makes it; None when unknown."""
+    if dtype is not None:
+        return _code(dtype).rsplit(".", 1)[-1] in _FLOAT_DTYPES
+    if value is not NOT_LITERAL:
+        if _all_ints(value) or isinstance(value, bool) or (isinstance(value, (list, tuple)) and value
+                                                           and all(isinstance(v, bool) for v in value)):
+            return False
+        return True if _all_numbers(value) else None
+    if isinstance(translated, cst.Call):
+        for a in translated.args:
+            if a.keyword is not None and a.keyword.value == "dtype":
+                return _code(a.value).rsplit(".", 1)[-1] in _FLOAT_DTYPES
+    return None
+
+
+@call_transform("variable")
+def variable(m, ctx):
+    """``tf.Variable(value, trainable=..., dtype=...)`` → a leaf tensor (see rules/tf2torch/variable.toml):
+    requires_grad when trainable and floating; ``nn.Parameter`` inside a module class."""
+    value = m.extras.get("initial_value")
+    if value is None:
+        m.fail(ctx, "unsupported-construct", "tf.Variable without an initial value")
+        return None
+    trainable = True
+    if "trainable" in m.extras:
+        t = _lit(m.extras["trainable"])
+        if t is None or isinstance(t, bool):
+            trainable = t is not False
+        else:
+            m.fail(ctx, "unsupported-argument", f"trainable={m.written('trainable')}: not a literal; fwport "
+                   "needs to know whether the tensor requires grad")
+            return None
+    dtype = m.kwargs.get("dtype")
+    lit = _lit(value)
+    floating = _floating(lit, dtype, value)
+    grad = trainable and floating is not False
+    in_module = id(m.node) in ctx.analyses.get(IN_MODULE, ())
+    original = m.node.args[0].value if isinstance(m.node, cst.Call) and m.node.args and not m.node.args[0].keyword \
+        else None
+    q = ctx.imports.resolve(original.func) if isinstance(original, cst.Call) else None
+    fresh = q is not None and q.split(".")[0] in ("tensorflow", "keras", "tf_keras") and isinstance(value, cst.Call)
+    d = f", dtype={_code(dtype)}" if dtype is not None else ""
+    if lit is not NOT_LITERAL and _all_numbers(lit) or isinstance(lit, bool):
+        if dtype is None and _all_ints(lit):
+            d = f", dtype={_spell(ctx, INT32)}"
+        req = ", requires_grad=True" if grad and not in_module else ""
+        base = f"{_spell(ctx, 'torch.tensor')}({_code(value)}{d}{req})"
+        done = True
+    elif fresh:
+        base = _atom_code(value) + (f".to({_code(dtype)})" if dtype is not None else "")
+        done = False
+    else:
+        base = f"{_spell(ctx, 'torch.as_tensor')}({_code(value)}{d}).detach().clone()"
+        done = False
+    if in_module:
+        frozen = "" if grad else ", requires_grad=False"
+        return _e(f"{_spell(ctx, 'torch.nn.Parameter')}({base}{frozen})")
+    if grad and not done:
+        base += ".requires_grad_()"
+    return _e(base)

@@ -11,7 +11,8 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.tf2torch import data, helpers, testcase, utilities
-from fwport.packs.tf2torch.passes import decorators, functional, model_api, regularizers, sequential, subclass, training
+from fwport.packs.tf2torch.passes import (decorators, functional, model_api, regularizers, sequential, subclass, training,
+                                          variables)
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -35,7 +36,7 @@ PLANNERS: tuple[Planner, ...] = (
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
-    Planner("subclass", re.compile(r"\b(?:Model|Layer)\b|\badd_(?:weight|variable)\b"), subclass.run),
+    Planner("subclass", re.compile(r"\b(?:Model|Layer|Module)\b|\badd_(?:weight|variable)\b"), subclass.run),
     # keras.utils.Sequence subclasses: what a torch Dataset does not do (on_epoch_end)
     Planner("sequences", re.compile(r"\b(?:Sequence|PyDataset)\b"), data.run_sequences),
     # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py),
@@ -46,6 +47,9 @@ PLANNERS: tuple[Planner, ...] = (
     # @tf.function removed (or torch.compile)
     Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
             decorators.run),
+    # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/... (last:
+    # it reads the bases the subclass pass wrote)
+    Planner("variables", re.compile(r"\bVariable\b"), variables.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a
 # Sequential's list brackets removed, the functional

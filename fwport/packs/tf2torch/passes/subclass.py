@@ -53,7 +53,7 @@ from fwport.packs.tf2torch.passes.fitloop import TRAIN_STEP_MODULE
 from fwport.packs.tf2torch.passes import data_format, regularizers
 from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
 
-BASES = ("keras.Model", "keras.layers.Layer")
+BASES = ("keras.Model", "keras.layers.Layer", "tensorflow.Module")
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")  # self.<these> → list(self.parameters())
 _WRITTEN_OUT = "tf2torch-merge-written-out"  # ctx.analyses: ids of the expressions merge calls became
 # how tightly each binary operator binds (a written-out merge operand below a tighter one is parenthesised)

@@ -70,6 +70,10 @@ def _params_of(variables: cst.BaseExpression) -> str | None:
     """``model.trainable_variables`` → ``model.parameters()``; a sum of such lists → one list."""
     if isinstance(variables, cst.Attribute) and variables.attr.value in _VARIABLE_LISTS:
         return f"{code(variables.value)}.parameters()"
+    if isinstance(variables, (cst.List, cst.Tuple)) and variables.elements and all(
+            isinstance(e, cst.Element) and isinstance(e.value, (cst.Name, cst.Attribute)) for e in variables.elements):
+        return code(variables.with_changes(lpar=[], rpar=[])) if isinstance(variables, cst.List) else \
+            "[" + ", ".join(code(e.value) for e in variables.elements) + "]"  # tf.Variables: torch leaf tensors
     if isinstance(variables, cst.BinaryOperation) and isinstance(variables.operator, cst.Add):
         left, right = _params_of(variables.left), _params_of(variables.right)
         if left and right:
@@ -139,6 +143,58 @@ def _names_in(nodes) -> set[str]:
     for n in nodes:
         scan(n, v)
     return v.names
+
+
+class _TapeCalls(cst.CSTVisitor):
+    """The ``<tape>.gradient(...)`` calls in a statement; ``other``: the tape is used otherwise."""
+
+    def __init__(self, tape: str) -> None:
+        self.tape, self.calls, self.other, self._seen = tape, [], False, set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == self.tape
+                and f.attr.value == "gradient"):
+            self.calls.append(node)
+            self._seen.add(id(f.value))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.tape and id(node) not in self._seen:
+            self.other = True
+
+
+class _Replace(cst.CSTTransformer):
+    """Replaces the calls given by identity."""
+
+    def __init__(self, by_id: dict) -> None:
+        self.by_id = by_id
+
+    def leave_Call(self, original_node, updated_node):
+        return self.by_id.get(id(original_node), updated_node)
+
+
+def _dropped_line(ctx: FileContext) -> cst.SimpleStatementLine:
+    """A statement holding the line of one that goes (a tape's ``with``): findings are located by
+    line until :func:`finish` removes it."""
+    ctx.options["_split_lines"] = True
+    return cst.SimpleStatementLine([cst.Expr(cst.Call(cst.Name(MARK), []))])
+
+
+def _deletes(stmt, name: str) -> bool:
+    """``del <name>`` as a statement."""
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Del)
+            and isinstance(stmt.body[0].target, cst.Name) and stmt.body[0].target.value == name)
+
+
+def _attrs_in(nodes) -> set[str]:
+    found: set[str] = set()
+
+    class _A(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            found.add(node.attr.value)
+    for n in nodes:
+        scan(n, _A())
+    return found
 
 
 # --- analysis: optimizers and the variables they update -------------------------------------------
@@ -1019,6 +1075,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             source = self._tape_of(originals[i]) if i < len(originals) else None
             done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
+                done = self._plain_tape(stmt, tape, body, i, source[1] if source else tape[1])
+            if done is None:
                 done = self._tape_step(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 out.append(stmt)
@@ -1342,8 +1400,99 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         "of a non-scalar target as TensorFlow takes it, create_graph=True so that a loss built on "
                         "the gradient (a gradient penalty) can be differentiated in turn", call)
         first = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
-        out = [first, *inner[1:], *body[i + 1:j], body[j].with_changes(body=[assign.with_changes(value=new_value)])]
+        out = [_dropped_line(self.ctx), first, *inner[1:], *body[i + 1:j],
+               body[j].with_changes(body=[assign.with_changes(value=new_value)])]
         return out, j + 1
+
+    def _plain_tape(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
+        """A tape whose gradients no optimizer applies (manual SGD on tf.Variables, gradients printed):
+
+            with tf.GradientTape() as tape:              loss = f(w, b)
+                loss = f(w, b)                     →     dw, db = torch.autograd.grad(loss.sum(), [w, b])
+            dw, db = tape.gradient(loss, [w, b])
+
+        The body one level out; each ``tape.gradient(target, sources)`` → ``torch.autograd.grad``,
+        the sum of a non-scalar target as TensorFlow takes it; a list / tuple of sources gives a tuple,
+        a single source ``[0]``. Every source must be a name or attribute bound to ``tf.Variable(...)``
+        in the file (a leaf that requires grad in the translation) or a name the tape watches
+        (``tape.watch(x)`` → ``x.requires_grad_(True)``, as in ``_watch_tape``); a persistent tape's gradient
+        calls keep the graph (``retain_graph=True``) but for the last. Returns (statements, next index)
+        or None (left to the optimizer forms and their errors)."""
+        name = tape[0]
+        persistent = False
+        if tape[1].args:
+            a = tape[1].args
+            if not (len(a) == 1 and a[0].keyword is not None and a[0].keyword.value == "persistent"
+                    and isinstance(a[0].value, cst.Name) and a[0].value.value == "True"):
+                return None
+            persistent = True
+        if not isinstance(stmt.body, cst.IndentedBlock):
+            return None
+        inner = list(stmt.body.body)
+        watched: set[str] = set()  # tape.watch(x) → x.requires_grad_(True), x then a valid source
+        for at, small in enumerate(inner):
+            w = self._watch_of(small, name)
+            if w is not None:
+                watched.add(w)
+                inner[at] = small.with_changes(body=[cst.Expr(cst.parse_expression(f"{w}.requires_grad_(True)"))])
+            elif name in _names_in([small]):
+                return None
+        after = self._until_rebound(body, i + 1, name)
+        if "apply_gradients" in _attrs_in(after):
+            return None
+        from fwport.packs.tf2torch.passes.variables import variable_bindings  # the sources' bindings
+        if not hasattr(self, "_variable_bindings"):
+            self._variable_bindings = variable_bindings(self.module, self.ctx)
+        names, attrs = self._variable_bindings
+        calls: list[tuple[int, cst.Call]] = []  # (statement index in body, the gradient call)
+        deleted: list[int] = []  # `del tape` statements (their lines go)
+        for at, small in enumerate(after, start=i + 1):
+            if name not in _names_in([small]):
+                continue
+            if _deletes(small, name):
+                deleted.append(at)
+                continue
+            found = _TapeCalls(name)
+            scan(small, found)
+            if not isinstance(small, cst.SimpleStatementLine) or found.other or not found.calls:
+                return None
+            calls += [(at, c) for c in found.calls]
+        if not calls or (len(calls) > 1 and not persistent):
+            return None
+        for _, c in calls:
+            if len(c.args) != 2 or any(a.keyword or a.star for a in c.args):
+                return None
+            sources = c.args[1].value
+            items = [e.value for e in sources.elements if not isinstance(e, cst.StarredElement)] if isinstance(
+                sources, (cst.List, cst.Tuple)) else [sources]
+            if isinstance(sources, (cst.List, cst.Tuple)) and len(items) != len(sources.elements) or not items:
+                return None
+            for s in items:
+                if not (isinstance(s, cst.Name) and (s.value in names or s.value in watched)
+                        or isinstance(s, cst.Attribute) and s.attr.value in attrs):
+                    return None
+        grad = self.ctx.spell_text("torch.autograd.grad")
+        replaced: dict[int, cst.Call] = {}
+        for n, (_, c) in enumerate(calls):
+            target, sources = c.args[0].value, c.args[1].value
+            t = code(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(target)})"
+            retain = ", retain_graph=True" if n < len(calls) - 1 else ""
+            single = not isinstance(sources, (cst.List, cst.Tuple))
+            replaced[id(c)] = cst.parse_expression(f"{grad}({t}.sum(), {code(sources)}{retain})" + ("[0]" if single else ""))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"tf.GradientTape{' (persistent)' if persistent else ''} whose gradients no optimizer "
+                        f"applies → the body one level out and {grad}(target.sum(), sources): the sum of a "
+                        "non-scalar target as TensorFlow takes it; a list of sources gives a tuple of gradients"
+                        + ("; retain_graph=True on all but the last gradient" if persistent else ""), call)
+        first = inner[0].with_changes(leading_lines=[*stmt.leading_lines, *inner[0].leading_lines])
+        last = max(at for at, _ in calls + [(d, None) for d in deleted])
+        out = [_dropped_line(self.ctx), first, *inner[1:]]
+        for at in range(i + 1, last + 1):
+            if at in deleted:
+                out.append(_dropped_line(self.ctx).with_changes(leading_lines=body[at].leading_lines))
+            else:
+                out.append(rewrite(body[at], _Replace(replaced)) if any(a == at for a, _ in calls) else body[at])
+        return out, last + 1
 
     def _watch_of(self, stmt, name: str) -> str | None:
         """``<name>.watch(x)`` as a statement → x."""

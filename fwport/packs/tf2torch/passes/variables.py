@@ -1,0 +1,219 @@
+"""Planner: ``tf.Variable`` objects and their methods.
+
+The call ``tf.Variable(...)`` itself is the rule ``variable`` (a leaf tensor that requires grad
+when trainable and floating; see rules/tf2torch/variable.toml). This read-only planner
+(fwport/core/plan.py) does what the rule cannot see:
+
+- a ``tf.Variable(...)`` inside an ``nn.Module`` class (a Layer/Model the subclass pass
+  translated) is marked for the rule's transform, which then writes ``nn.Parameter(...)`` so that
+  ``parameters()`` and the state_dict hold it;
+- the methods of a variable bound to a name (``v = tf.Variable(...)``) or to an attribute
+  (``self.W = tf.Variable(...)``, read anywhere as ``<obj>.W``) are translated:
+
+      v.assign(x)       → v.data.copy_(torch.as_tensor(x))   (in place, outside autograd, like TensorFlow's assign;
+      v.assign_add(x)   → v.data.add_(x)        ``with torch.no_grad():`` is a statement, and the
+      v.assign_sub(x)   → v.data.sub_(x)        call may be an expression)
+      v.numpy()         → v.detach().numpy()   (a tensor that requires grad has no numpy())
+      v.read_value()    → v.clone()            (a snapshot: a later in-place assign does not change
+      v.value()         → v.clone()             it, and gradients still flow to v, as in TensorFlow)
+      v.trainable       → v.requires_grad
+
+  ``.shape``, ``.dtype``, ``.ndim`` and arithmetic need nothing. In a file with variables, every other
+  ``x.numpy()`` becomes ``x.detach().numpy()`` too: a loss computed from a variable requires grad. Any other method or attribute of a
+  name or attribute bound only to variables is an error (``unsupported-construct``): left as
+  written, never silently kept. Names and attributes are matched by spelling across the file (a
+  receiver also bound to something else gets its known methods translated and no error for the
+  others, which may be tensor methods).
+
+Runs last among the planners: it reads the class bases the subclass pass wrote, and no pass after
+it rebuilds the nodes whose edits it records.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.context import FileContext
+from fwport.core.finding import Severity
+from fwport.core.names import ScopedResolver, scan
+from fwport.core.engine import _atom
+from fwport.core.position import render
+from fwport.packs.tf2torch.ops import IN_MODULE
+
+VARIABLE = "tensorflow.Variable"
+#: variable methods → (the torch method chain on the receiver, what it means); None: the receiver itself copied
+METHODS = {
+    "assign": ".data.copy_",
+    "assign_add": ".data.add_",
+    "assign_sub": ".data.sub_",
+    "numpy": ".detach().numpy",
+    "read_value": ".clone",
+    "value": ".clone",
+}
+#: attributes a torch tensor has with TensorFlow's meaning (or close enough: device is a torch.device)
+SAME_ATTRIBUTES = {"shape", "dtype", "ndim", "device"}
+RENAMED_ATTRIBUTES = {"trainable": "requires_grad"}
+
+
+class _Bindings(ScopedResolver, cst.CSTVisitor):
+    """First walk: the names and attributes bound to ``tf.Variable(...)`` (and to anything else),
+    and the variable calls inside nn.Module classes."""
+
+    def __init__(self, ctx: FileContext):
+        super().__init__()
+        self._init_scopes(ctx.imports)
+        self.ctx = ctx
+        self.module_spellings = {"nn.Module", "torch.nn.Module"}  # as the subclass pass writes the base
+        self.classes: list[bool] = []  # per enclosing class: is it an nn.Module
+        self.names: set[str] = set()
+        self.attrs: set[str] = set()
+        self.other_names: set[str] = set()
+        self.other_attrs: set[str] = set()
+        self.in_module: set[int] = set()
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(any(render(b.value) in self.module_spellings for b in node.bases))
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def _is_variable(self, value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.Call) and self.qualname(value.func) == VARIABLE
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.classes and self.classes[-1] and self.qualname(node.func) == VARIABLE:
+            self.in_module.add(id(node))
+
+    def _bind(self, target: cst.BaseExpression, is_var: bool) -> None:
+        if isinstance(target, cst.Name):
+            (self.names if is_var else self.other_names).add(target.value)
+        elif isinstance(target, cst.Attribute):
+            (self.attrs if is_var else self.other_attrs).add(target.attr.value)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            for e in target.elements:
+                self._bind(e.value, False)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        is_var = self._is_variable(node.value)
+        for t in node.targets:
+            self._bind(t.target, is_var)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self._bind(node.target, self._is_variable(node.value))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._bind(node.target, False)
+
+
+class _Methods(cst.CSTVisitor):
+    """Second walk: plans the edit of each variable method call and attribute, reports the rest."""
+
+    def __init__(self, ctx: FileContext, b: _Bindings):
+        self.ctx = ctx
+        self.b = b
+        self.called: set[int] = set()  # the Attribute nodes that are a call's func
+        self.detach_reported = False
+
+    def _receiver(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
+        """(spelling, bound only to variables) when ``node`` reads a variable."""
+        if isinstance(node, cst.Name) and node.value in self.b.names:
+            return node.value, node.value not in self.b.other_names
+        if isinstance(node, cst.Attribute) and node.attr.value in self.b.attrs:
+            return render(node), node.attr.value not in self.b.other_attrs
+        return None
+
+    def visit_Call(self, node: cst.Call) -> bool | None:
+        if id(node) in self.ctx.settled:
+            return False  # the rule pass does not look inside: an edit there would never be applied
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return None
+        recv = self._receiver(func.value)
+        if recv is None:
+            if func.attr.value == "numpy" and not node.args:
+                self._detached(node)
+            return
+        self.called.add(id(func))
+        method = func.attr.value
+        chain = METHODS.get(method)
+        if chain is None:
+            if recv[1] and method not in SAME_ATTRIBUTES:
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"{recv[0]}.{method}(...): {recv[0]} is a tf.Variable (a torch tensor in the "
+                                f"translation) and fwport does not translate its method {method}; write it by hand",
+                                node)
+                self.ctx.settled.add(id(node))
+                return False
+            return None
+        positional = [a for a in node.args if a.keyword is None and not a.star]
+        takes = 1 if method.startswith("assign") else 0
+        if len(positional) != takes or len(node.args) != takes:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{recv[0]}.{method}(...) with these arguments: only {recv[0]}.{method}("
+                            f"{'value' if takes else ''}) is translated (to {recv[0]}{chain}(...))", node)
+            self.ctx.settled.add(id(node))
+            return False
+        why = {"assign": "in place, outside autograd", "numpy": "a tensor that requires grad has no numpy()",
+               "read_value": "a snapshot that later in-place updates do not change; gradients still reach the variable"}
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{recv[0]}.{method}() on a tf.Variable → {recv[0]}{chain}(): "
+                        f"{why.get(method, why.get(method.split('_')[0], why['read_value']))}", node)
+
+        def apply(orig: cst.Call, upd: cst.Call, chain: str = chain) -> cst.BaseExpression:
+            receiver = render(upd.func.value)
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in upd.args]
+            if chain == ".data.copy_" and not isinstance(args[0].value, (cst.Integer, cst.Float, cst.UnaryOperation)):
+                # copy_ takes a tensor (or a number): a list or an array is made one first
+                args = [args[0].with_changes(value=cst.parse_expression(
+                    f"{self.ctx.spell_text('torch.as_tensor')}({render(args[0].value)})"))]
+            return cst.Call(cst.parse_expression(f"{receiver}{chain}"), args)
+        self.ctx.plans.add(node, apply, by="variables")
+
+    def _detached(self, node: cst.Call) -> None:
+        """``x.numpy()`` on any other receiver of a file with variables: ``x.detach().numpy()`` (x may be
+        computed from a variable that requires grad, as a loss is; detach() changes nothing else)."""
+        if not self.detach_reported:
+            self.detach_reported = True
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            "x.numpy() → x.detach().numpy() in a file with tf.Variables: a torch tensor computed "
+                            "from a variable that requires grad has no numpy() (detach() changes nothing else)",
+                            node)
+        self.ctx.plans.add(node, lambda orig, upd: cst.parse_expression(
+            f"{render(_atom(upd.func.value))}.detach().numpy()"), by="variables")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if id(node) in self.called:
+            return
+        recv = self._receiver(node.value)
+        if recv is None:
+            return
+        attr = node.attr.value
+        if attr in SAME_ATTRIBUTES:
+            return
+        if attr in RENAMED_ATTRIBUTES:
+            new = RENAMED_ATTRIBUTES[attr]
+            self.ctx.plans.add(node, lambda orig, upd: upd.with_changes(attr=cst.Name(new)), by="variables")
+            return
+        if recv[1]:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{recv[0]}.{attr}: {recv[0]} is a tf.Variable (a torch tensor in the translation) "
+                            f"and fwport does not translate its attribute {attr}; write it by hand", node)
+
+
+def variable_bindings(module: cst.Module, ctx: FileContext) -> tuple[set[str], set[str]]:
+    """The names and the attribute names bound to ``tf.Variable(...)`` in ``module`` (the training
+    pass asks which tape sources are variables)."""
+    b = _Bindings(ctx)
+    scan(module, b)
+    return b.names, b.attrs
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """Plans the edits (see the module docstring) and returns ``module`` itself."""
+    b = _Bindings(ctx)
+    scan(module, b)
+    if b.in_module:
+        ctx.analyses[IN_MODULE] = b.in_module
+    if b.names or b.attrs:
+        scan(module, _Methods(ctx, b))
+    return module
