@@ -5,6 +5,7 @@ rule (or a structural pass) for, weighted by how often each name is used.
     python bench/coverage.py --top 80              # a longer list
     python bench/coverage.py --prefix tensorflow.nn.   # one namespace
     python bench/coverage.py --tsv other-frequencies.tsv
+    python bench/coverage.py --direction torch2jax      # torch.* names, api-frequency-torch.tsv
 
 The frequencies come from ``api-frequency-tf.tsv`` (a census of public Keras/TensorFlow code: one
 row per canonical name, ``total`` = calls + references + decorators + bases + annotations). The
@@ -30,13 +31,23 @@ from fwport.packs.tf2torch import DIRECTION  # noqa: E402
 from fwport.packs.tf2torch.passes.decorators import REMOVED  # noqa: E402
 from fwport.packs.tf2torch.passes.sequential import INPUTS  # noqa: E402
 from fwport.packs.tf2torch.passes.subclass import BASES  # noqa: E402
+from fwport.core.direction import get_direction  # noqa: E402
 from fwport.core.rule import load_pack  # noqa: E402
 
-DEFAULT_TSV = Path(__file__).resolve().parents[2] / "shared" / "reference" / "api-frequency-tf.tsv"
+REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+DEFAULT_TSV = REFERENCE / "api-frequency-tf.tsv"
 NAMESPACES = ("tensorflow.", "keras.ops.", "keras.activations.", "keras.backend.")
 
 
-def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...]) -> tuple[int, int, list[tuple[int, str]]]:
+def _torch2jax_structural() -> set[str]:
+    """The torch names torch2jax's passes handle without a rule: the Module base, no_grad (removed),
+    manual_seed (a root key)."""
+    from fwport.packs.torch2jax.passes.training import NO_GRAD
+    return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD}
+
+
+def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...],
+             canonical=DIRECTION.source.canonical) -> tuple[int, int, list[tuple[int, str]]]:
     """(covered call sites, all call sites, uncovered (total, name) most used first)."""
     hit = total = 0
     missing = []
@@ -46,7 +57,7 @@ def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...]) -> 
             continue
         n = int(r["total"] or 0)
         total += n
-        if name in covered or DIRECTION.source.canonical(name) in covered:
+        if name in covered or canonical(name) in covered:
             hit += n
         else:
             missing.append((n, name))
@@ -55,22 +66,28 @@ def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...]) -> 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tsv", type=Path, default=DEFAULT_TSV, help="frequency table (name, total columns)")
+    ap.add_argument("--direction", default="tf2torch", choices=("tf2torch", "torch2jax"))
+    ap.add_argument("--tsv", type=Path, help="frequency table (name, total columns); default: the direction's")
     ap.add_argument("--top", type=int, default=30, help="how many uncovered names to list")
     ap.add_argument("--prefix", action="append", help="count only names with this prefix (repeatable)")
     ap.add_argument("--rules-only", action="store_true", help="count only the names rules match (no structural pass)")
     args = ap.parse_args(argv)
+    torch = args.direction == "torch2jax"
+    args.tsv = args.tsv or (REFERENCE / "api-frequency-torch.tsv" if torch else DEFAULT_TSV)
+    namespaces = ("torch.",) if torch else NAMESPACES
     if not args.tsv.exists():
         print(f"no frequency table at {args.tsv}: pass --tsv", file=sys.stderr)
         return 2
     with args.tsv.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    pack = load_pack("tf2torch")
-    covered = set(pack.by_name) | (set() if args.rules_only else set(REMOVED) | set(BASES) | set(INPUTS))
-    hit, total, missing = coverage(rows, covered, tuple(args.prefix or NAMESPACES))
-    names_total = sum(1 for r in rows if r["name"].startswith(tuple(args.prefix or NAMESPACES)))
+    pack = load_pack(args.direction)
+    structural = _torch2jax_structural() if torch else set(REMOVED) | set(BASES) | set(INPUTS)
+    covered = set(pack.by_name) | (set() if args.rules_only else structural)
+    prefixes = tuple(args.prefix or namespaces)
+    hit, total, missing = coverage(rows, covered, prefixes, get_direction(args.direction).source.canonical)
+    names_total = sum(1 for r in rows if r["name"].startswith(prefixes))
     print(f"covered: {hit} of {total} call sites ({100 * hit / max(total, 1):.1f}%), "
-          f"{names_total - len(missing)} of {names_total} names; namespaces: {', '.join(args.prefix or NAMESPACES)}")
+          f"{names_total - len(missing)} of {names_total} names; namespaces: {', '.join(prefixes)}")
     print(f"most used uncovered names (total uses):")
     for n, name in missing[:args.top]:
         print(f"  {n:6d}  {name}")
