@@ -288,6 +288,50 @@ print("ok")
     assert any("is not always called as `name = get_model(...)`" in m for m in msgs), msgs
 
 
+MIXED_LAYOUTS = """import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+x = np.random.default_rng(0).normal(size=(8, 6, 6, 1)).astype("float32")
+y = np.arange(8) % 3
+
+
+def build():
+    inp = keras.Input((6, 6, 1))
+    h = layers.Conv2D(2, 3)(inp)
+    return keras.Model(inp, layers.Dense(3)(layers.Flatten()(h)))
+
+
+fm = build()
+fm.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+fm.fit(x, y, epochs=1, verbose=0)
+cnn = keras.Sequential([keras.Input((6, 6, 1)), layers.Conv2D(2, 3), layers.Flatten(), layers.Dense(3)])
+cnn.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+cnn.fit(x, y, epochs=1, verbose=0)
+scores = fm.evaluate(x, y, verbose=0), cnn.evaluate(x, y, verbose=0)
+"""
+
+
+def test_a_functional_model_and_a_channels_first_sequential_get_their_own_fit(tmp_path):
+    """A functional model keeps Keras's layout and a Sequential CNN takes NCHW: the same loss, but the
+    Sequential's fit moves the images channels-first and the functional model's does not."""
+    import subprocess
+    import sys
+
+    r = _t(MIXED_LAYOUTS)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    out = r.output
+    assert "fit(fm, optimizer, loss_fn, x, y" in out and "fit_2(cnn, cnn_optimizer, cnn_loss_fn, x, y" in out
+    assert out.count("\ndef channels_first(") == 1 and "__fwport" not in out
+    fit_1 = out[out.index("\ndef fit("):out.index("\ndef evaluate(")]
+    fit_2 = out[out.index("\ndef fit_2("):out.index("\ndef evaluate_2(")]
+    assert "channels_first(x)" not in fit_1 and "channels_first(x)" in fit_2
+    (tmp_path / "run.py").write_text("import sys\nsys.modules['tensorflow'] = None\n" + out
+                                     + "\nassert all(isinstance(s, float) for s in scores), scores\nprint('ok')\n")
+    proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
+
+
 def test_tapes_it_does_not_translate_are_one_error_each():
     src = HEAD + '''loss_fn = keras.losses.MeanSquaredError()
 optimizer = keras.optimizers.SGD(0.1)

@@ -78,6 +78,10 @@ class Compiled:
     group: "Compiled | None" = None
     factory: str = ""  # compiled in a model factory (`def get_model(): ... return model`): its name
     factory_return: cst.Return | None = None  # ... and its return, which gives the optimizer and loss too
+    key: tuple = ()  # what its written loop depends on besides the layout (the loss, metric, schedule, clips)
+    sources: set = field(default_factory=set)  # its model's name and builders (ctx.models keys)
+    base_names: dict = field(default_factory=dict)  # fit / evaluate / predict before a suffix
+    placeholders: dict = field(default_factory=dict)  # ... and the names calls get until finish names them
 
 
 def bind(call: cst.Call, params: tuple) -> dict | None:
@@ -167,12 +171,14 @@ def _accuracy_metric(node, rule_of):
 
 # --- the written-out loop -----------------------------------------------------------------------------
 
-def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True) -> str:
+def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
+            inputs_written: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one.
-    ``shared``: with the array conversions every set of these functions calls (written once a file)."""
+    ``shared``: with the array conversion every set of these functions calls (written once a file);
+    ``inputs_written``: the channels-first conversion is already written (by another set)."""
     target = {"long": "yb.long()", "float": "yb.float().view_as(pred)", "same": "yb.view_as(pred)"}.get(
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
@@ -202,7 +208,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "",
         "",
     ] if shared else []
-    if channels_first and shared:
+    if channels_first and not inputs_written:
         lines += [
             f"def {n['inputs']}(x):",
             '    """Images as the translated model takes them: channels-first, (N, H, W, C) → (N, C, H, W)."""',

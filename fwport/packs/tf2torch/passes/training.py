@@ -563,8 +563,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         n = c.names
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{c.model}.compile(...) → " + (f"{n['optimizer']} = ..., " if opt_kind != "name" else "")
-                        + f"{n['loss_fn']} = ... (used by the generated {n['fit']} / {n['evaluate']} / "
-                        f"{n['predict']} functions" + (f", with {n['optimizer']}" if opt_kind == "name" else "") + ")",
+                        + f"{n['loss_fn']} = ... (used by the generated fit / evaluate / predict functions"
+                        + (f", with {n['optimizer']}" if opt_kind == "name" else "") + ")",
                         call)
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
@@ -575,7 +575,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{kind}={value} → " + {"clipnorm": f"clip_grad_norm_(param, {value}) for each parameter",
                                                     "global_clipnorm": f"clip_grad_norm_(model.parameters(), {value})",
                                                     "clipvalue": f"clip_grad_value_(model.parameters(), {value})"}[kind]
-                            + f" in the generated {n['fit']}, before each optimizer.step()", opt_node)
+                            + " in the generated fit, before each optimizer.step()", opt_node)
         if m_opt is not None and "schedule_expr" in m_opt.extras:  # (a named one's: next to it)
             made += [self._scheduler(n["optimizer"], m_opt, opt_node, opt_rule), cst.Expr(cst.Call(cst.Name(MARK)))]
         made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
@@ -608,15 +608,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 bad = f"{k}= is not translated"
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{code(original_node)}: {bad}; the generated {c.names[method]}() takes "
+                            f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
                             f"{', '.join(taken)}", original_node)
             self.ctx.settled.add(id(original_node))
             return updated_node
         if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
                 k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
-            c.group.batches = True  # an iterable of batches, or steps counted: the general loop
+            c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
-            c.group.callbacks = True
+            c.callbacks = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
         if c.factory:  # `m = get_model()`: m's own optimizer and loss, bound beside it
             model = original_node.func.value.value
@@ -628,7 +628,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if k in args:
                 out.append(cst.Arg(args[k]) if k in ("x", "y") else
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
-        self.ctx.options.setdefault("_fit_helpers", set()).add(id(c.group))
+        self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
 
     # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
@@ -1606,23 +1606,24 @@ def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
     set of fit / evaluate / predict functions, the others get theirs (``fit_2``, ...)."""
     out: list[fitloop.Compiled] = []
     owner: dict[str, str] = {}  # optimizer / loss_fn name → the model it belongs to
-    groups: dict[tuple, fitloop.Compiled] = {}
     for model, call, scope in plan.compiles:
         c = _plan_compile(plan, ctx, model, call, scope, owner)
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
         loss_rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
-        key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, bool(c.schedule), tuple(sorted(c.clips.items())))
-        c.group = groups.setdefault(key, c)
-        if c.group is not c:
-            for k in ("fit", "evaluate", "predict", "tensor", "inputs"):
-                c.names[k] = c.group.names[k]
-        elif len(groups) > 1:
-            for k in ("fit", "evaluate", "predict"):
-                c.names[k] = f"{c.names[k]}_{len(groups)}"
-            for k in ("tensor", "inputs"):  # one set of array conversions for the file
-                c.names[k] = out[0].names[k]
+        c.key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, bool(c.schedule),
+                 tuple(sorted(c.clips.items())))
+        # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
+        c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
+        # the functions are named by finish, once the models' layouts are known (a channels-first
+        # Sequential's fit moves the images, a functional model's does not): placeholders until then
+        c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
+        c.placeholders = {k: f"__fwport_{k}_{len(out)}__" for k in ("fit", "evaluate", "predict")}
+        c.names.update(c.placeholders)
+        for k in ("tensor", "inputs"):  # one set of array conversions for the file
+            c.names[k] = out[0].names[k] if out else c.names[k]
+        c.group = c
         out.append(c)
     ctx.analyses["compiled"] = out
     return out
@@ -1740,6 +1741,49 @@ def factory_names(c: fitloop.Compiled, receiver: str) -> tuple[str, str]:
     return f"{receiver}_optimizer", f"{receiver}_loss_fn"
 
 
+def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[str]:
+    """One set of fit / evaluate / predict functions per distinct loop: the compile's loss, metric,
+    schedule and clipping, and whether its model takes channels-first images (a Sequential the passes
+    made NCHW; a functional model keeps Keras's layout). The first set gets the plain names, the
+    others ``fit_2``, ...; each compile's ``group`` is the compile whose names it calls."""
+    file_nchw = any(m.layout == "nchw" for m in ctx.models.values())
+
+    def nchw(c: fitloop.Compiled) -> bool:
+        infos = [ctx.models[k] for k in c.sources if k in ctx.models]
+        return any(i.layout == "nchw" for i in infos) if infos else file_nchw
+    groups: dict[tuple, list[fitloop.Compiled]] = {}
+    for c in compiled:
+        groups.setdefault((c.key, nchw(c)), []).append(c)
+    texts = []
+    inputs_written = False
+    for i, ((_, channels_first), members) in enumerate(groups.items()):
+        rep = members[0]
+        suffix = f"_{i + 1}" if i else ""
+        rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
+        rep.batches = any(c.batches for c in members)
+        rep.callbacks = any(c.callbacks for c in members)
+        for c in members:
+            c.group = rep
+        kind, rule, _ = rep.loss
+        if kind == "string":
+            rule = ctx.pack.by_name[rule]
+        texts.append(fitloop.helpers(rep, rule.emit.get("options", {}), ctx.spell_text, channels_first,
+                                     shared=i == 0, inputs_written=inputs_written))
+        inputs_written = inputs_written or channels_first
+    return texts
+
+
+class _Rename(cst.CSTTransformer):
+    """The placeholder names of the written functions → their names (:func:`_fit_functions`)."""
+
+    def __init__(self, names: dict[str, str]):
+        self.names = names
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        new = self.names.get(updated_node.value)
+        return updated_node if new is None else updated_node.with_changes(value=new)
+
+
 def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     """Whether the compile's optimizer and loss translate (a dry run whose findings are dropped): a
     refused one leaves the whole compile / fit to model_api, never fit calls without their optimizer."""
@@ -1829,14 +1873,11 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
                                                ctx.options.pop("_train_step_predict", False)))
     used = ctx.options.pop("_fit_helpers", set())
-    groups = [c for c in ctx.analyses.get("compiled", []) if c.group is c and id(c) in used]
-    for i, c in enumerate(groups):  # one set of fit / evaluate / predict functions per loop text
-        kind, rule, _ = c.loss
-        if kind == "string":
-            rule = ctx.pack.by_name[rule]
-        # a model the passes made channels-first takes its images so (fwport verify permutes the same way)
-        nchw = any(m.layout == "nchw" for m in ctx.models.values())
-        texts.append(fitloop.helpers(c, rule.emit.get("options", {}), ctx.spell_text, nchw, shared=i == 0))
+    compiled = [c for c in ctx.analyses.get("compiled", []) if id(c) in used]
+    if compiled:
+        texts += _fit_functions(compiled, ctx)
+        renames = {c.placeholders[k]: c.group.names[k] for c in compiled for k in ("fit", "evaluate", "predict")}
+        module = module.visit(_Rename(renames))
     if texts:
         module = insert_after_imports(module, "\n\n".join(texts), ctx)
     return module
