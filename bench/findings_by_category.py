@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from types import SimpleNamespace
 import importlib.util
 import sys
 from collections import Counter
@@ -25,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from fwport.core.finding import Finding, Severity  # noqa: E402
+from fwport.core.finding import Severity  # noqa: E402
 from fwport.core.pipeline import translate_source  # noqa: E402
 from fwport.core.runner import InputError, read_source_encoded  # noqa: E402
 
@@ -62,8 +63,8 @@ def main() -> None:
     per_file: dict[str, Counter] = {}
     if a.report:
         for r in json.loads(a.report.read_text(encoding="utf-8"))["files"]:
-            per_file[r["path"]] = Counter(category(Finding.from_dict(f)) for f in r["findings"]
-                                          if f["severity"] == Severity.ERROR.value)
+            per_file[r["path"]] = Counter(category(SimpleNamespace(code=f["code"], api=f.get("api", "")))
+                                          for f in r["findings"] if f["severity"] == Severity.ERROR.value)
     elif not files:
         ap.error("no input: give files, folders, --dev CACHE or --report R.json")
     for name, path in files:
