@@ -77,7 +77,7 @@ class Compiled:
     # same text share one set of functions (what fit calls add, batches and callbacks, goes on it)
     group: "Compiled | None" = None
     factory: str = ""  # compiled in a model factory (`def get_model(): ... return model`): its name
-    factory_return: cst.Return | None = None  # ... and its return, which gives the optimizer and loss too
+    factory_return: cst.BaseExpression | None = None  # ... and the value it returns (the optimizer and loss join it)
     key: tuple = ()  # what its written loop depends on besides the layout (the loss, metric, schedule, clips)
     sources: set = field(default_factory=set)  # its model's name and builders (ctx.models keys)
     base_names: dict = field(default_factory=dict)  # fit / evaluate / predict before a suffix

@@ -2036,7 +2036,7 @@ class _Builder:
                             call)
         back = [i for i, t in enumerate(outs) if nchw and not t.last and (t.shape is None or len(t.shape) > 1)]
         for i in back:
-            plan.returns[i] = f"{_paren_text(plan.returns[i])}{_to_last(outs[i].shape)}"
+            plan.returns[i] = f"{_paren(expr(plan.returns[i]))}{_to_last(outs[i].shape)}"
         if back:
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model's feature-map outputs are "
                             "moved back to Keras's channels-last layout at the end of forward", call)
@@ -2098,20 +2098,16 @@ def _to_last(shape: tuple | None) -> str:
     return f".permute(0, {', '.join(str(i) for i in range(2, n))}, 1)"
 
 
-def _paren_text(text: str) -> str:
-    """``text`` ready to take a method call: parenthesised unless it is a name, attribute, call or subscript."""
-    return text if isinstance(expr(text), (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({text})"
-
-
 def _drives_nchw(rule) -> bool:
     return (rule is not None and rule.kind == "layer" and rule.emit.get("layout") == "channels-first"
             and rule.emit.get("shape") not in _LAYOUT_NEUTRAL)
 
 
 def _paren(node: cst.BaseExpression) -> str:
+    """``node``'s code, ready to take a method call or a subscript: parenthesised where it is an operation."""
     text = code(node)
-    return f"({text})" if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.IfExp, cst.Lambda,
-                                            cst.UnaryOperation)) else text
+    return f"({text})" if isinstance(node, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp,
+                                            cst.Lambda, cst.UnaryOperation, cst.NamedExpr)) else text
 
 
 def _activation_fn(module: cst.BaseExpression, ctx: FileContext) -> str | None:

@@ -44,6 +44,7 @@ from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
 from fwport.packs.tf2torch.passes import fitloop
 from fwport.packs.tf2torch.passes.model_api import _Models
+from fwport.packs.tf2torch.passes.subclass import _returned_values
 
 MARK = "__fwport_line__"
 TAPE = "tensorflow.GradientTape"
@@ -507,7 +508,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
         """A model factory's `return model` → `return model, optimizer, loss_fn`."""
-        c = next((c for c in self.compiled if c.factory and c.factory_return is original_node), None)
+        c = next((c for c in self.compiled if c.factory and c.factory_return is original_node.value), None)
         if c is None:
             return updated_node
         return updated_node.with_changes(value=cst.parse_expression(
@@ -1705,27 +1706,15 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     return c
 
 
-def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.Return] | str:
-    """(the function's name, its return) when the compile's scope is a model factory: a function of
-    the module whose one return gives the compiled model and every call of which is `m = F(...)`;
-    else what stops it."""
+def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpression] | str:
+    """(the function's name, the value its return gives) when the compile's scope is a model factory:
+    a function of the module whose one return gives the compiled model and every call of which is
+    `m = F(...)`; else what stops it."""
     fn = plan.top_functions.get(scope)
     if fn is None:
         return "that function is not one of the module's own"
-    returns: list[cst.Return] = []
-
-    class Returns(cst.CSTVisitor):
-        def visit_Return(self, node: cst.Return) -> None:
-            returns.append(node)
-
-        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-            return False  # a nested function's returns are its own
-
-        def visit_Lambda(self, node: cst.Lambda) -> bool:
-            return False
-    for stmt in fn.body.body:
-        stmt.visit(Returns())
-    if len(returns) != 1 or not (isinstance(returns[0].value, cst.Name) and returns[0].value.value == model):
+    returns = _returned_values(fn)
+    if len(returns) != 1 or not (isinstance(returns[0], cst.Name) and returns[0].value == model):
         return f"{fn.name.value}() does not end in one `return {model}`"
     calls = plan.calls_of.get(fn.name.value, [])
     if not calls or any(id(k) not in plan.assigned_call for k in calls):
