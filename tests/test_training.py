@@ -437,3 +437,12 @@ def test_optimizer_clipping_of_a_compile_goes_into_the_written_fit():
            "gan.compile(optimizer=keras.optimizers.Adam(global_clipnorm=1.0))\n")
     assert any(f.severity.value == "error" and f.message.startswith("global_clipnorm: torch optimizers do not clip")
                for f in r.findings), r.findings
+
+
+def test_a_fit_on_a_factory_model_fwport_cannot_match_is_an_error():
+    # the fit comes before both bindings of `model`: no compile to use, and its binding is rewritten
+    # (`model, optimizer, loss_fn = get_model()`), so it must not be left silently
+    r = _t(FACTORY.replace("model = get_model()\n", "model.fit(x, y)\nmodel = get_model()\nmodel = get_model()\n", 1))
+    errs = [(f.line, f.message) for f in r.findings if f.severity.value == "error"]
+    assert any("model.fit(x, y): model comes from a model factory" in m for _, m in errs), errs
+    assert "# fwport: unsupported-construct: model.fit(x, y): model comes from a model factory" in r.output
