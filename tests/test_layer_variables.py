@@ -63,12 +63,16 @@ def test_unkept_add_weight_is_registered_and_trainable_variables_are_the_paramet
     want = np.maximum(np.maximum(x @ w1 + b1, 0) @ w2 + b2, 0)
     got = layer(torch.tensor(x)).detach().numpy()
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
-    # and the optimizer sees them: one step changes every parameter that has a gradient
+    # and the optimizer sees them: one step changes every parameter. Positive weights keep some ReLU
+    # units open, so every parameter gets a gradient whatever the random initial values were.
+    with torch.no_grad():
+        for p in layer.parameters():
+            p.abs_().add_(0.1)
     opt = torch.optim.SGD(layer.parameters(), lr=0.1)
     before = [p.detach().clone() for p in layer.parameters()]
     layer(torch.tensor(x)).sum().backward()
     opt.step()
-    assert any(not torch.equal(a, b) for a, b in zip(before, layer.parameters()))
+    assert all(not torch.equal(a, b) for a, b in zip(before, layer.parameters()))
 
 
 def test_an_unkept_add_weight_without_a_name_is_an_error():

@@ -157,7 +157,9 @@ h = fit(model, optimizer, loss_fn, x, y, epochs=3, batch_size=7, validation_spli
 assert sorted(h) == ["accuracy", "loss", "val_accuracy", "val_loss"], sorted(h)
 assert all(len(v) == 3 for v in h.values())
 last = evaluate(model, loss_fn, x[30:], y[30:], verbose=0)
-assert abs(last[0] - h["val_loss"][-1]) < 1e-6 and abs(last[1] - h["val_accuracy"][-1]) < 1e-9
+# the same numbers, up to float32 rounding of a summed loss (the model's initial weights are random)
+assert abs(last[0] - h["val_loss"][-1]) <= 1e-6 * max(1.0, abs(last[0])), (last, h["val_loss"])
+assert abs(last[1] - h["val_accuracy"][-1]) < 1e-6, (last, h["val_accuracy"])
 assert evaluate(model, loss_fn, x[:10], y[:10], verbose=0) != last
 p = predict(model, x, batch_size=7)
 assert isinstance(p, np.ndarray) and p.shape == (40, 2) and p.dtype == np.float32
