@@ -13,7 +13,10 @@
   (persistent tapes, gradients used otherwise, two tapes) is an error finding, left as written.
 - ``M(..., training=T)`` on a model ``M`` of the file: the argument goes and ``M.train()`` /
   ``M.eval()`` / ``M.train(T)`` is put on a line of its own before the statement (torch keeps the
-  mode on the module; Keras takes it per call).
+  mode on the module; Keras takes it per call). A callee fwport cannot resolve (a parameter, ``self.model``
+  of a trainer class, ``models[0]``) is taken for a Keras model or layer, since only they take
+  ``training=``; where a comprehension or lambda binds it, ``m.eval()(x)`` (train()/eval() return the
+  module). Functions, classes and imports of the file keep the argument.
 - ``opt = keras.optimizers.X(...)``: a torch optimizer over the parameters of the variables
   ``opt.apply_gradients`` is given (``model.trainable_variables`` → ``model.parameters()``),
   translated by the optimizer's rule (rules/tf2torch/, call transform ``optimizer``). The model must
