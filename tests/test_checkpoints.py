@@ -297,3 +297,17 @@ def test_compat_v1_names_of_tf2_functions_and_a_config_session_keep_translating(
     assert r.status is Status.CONVERTED
     assert all(f.code != "tf1-graph-code" for f in r.findings)
     assert "nn.Linear(4, 3)" in r.output and 'logging.getLogger("tensorflow").setLevel' in r.output
+
+
+def test_a_loaded_model_is_a_model():
+    """keras.models.load_model gives a model back (torch.load: an nn.Module): its Keras methods are the
+    model_api pass's errors, its save a torch.save."""
+    r = tx('''
+        import tensorflow as tf
+
+        model = tf.keras.models.load_model("m.keras")
+        y = model.predict(x)
+        model.save("again.keras")
+    ''')
+    assert [(line, m.split(" is ")[0]) for line, _, m in errors(r)] == [(4, "model.predict(...)")]
+    assert 'torch.save(model, "again.keras")' in r.output

@@ -29,7 +29,8 @@ from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
 from fwport.core.names import dotted, scan
 
-MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model"}
+#: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
+MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model", "keras.models.load_model", "keras.saving.load_model"}
 MODEL_BASES = {"keras.Model", "keras.Sequential"}
 
 _LOOP = ("write the training loop: model.train(); for x, y in loader: optimizer.zero_grad(); "
