@@ -1,7 +1,7 @@
 """Saving and checkpoints (issue 9): tf.train.Checkpoint / CheckpointManager / latest_checkpoint become
 helpers written into the output (saving.py), Keras's model.save_weights / load_weights / save and
 keras.models.load_model / save_model become torch.save / torch.load, tf.saved_model is refused with
-guidance, and a TensorFlow 1 graph-mode file gets one file-level error (tf1.py).
+guidance (TensorFlow 1 graph-mode files: tests/test_tf1.py).
 
 Numbers and files: a tape-step training script that checkpoints with a manager runs under TensorFlow and,
 translated, under torch (subprocesses; TensorFlow unimportable in the torch one): both write the same
@@ -20,7 +20,6 @@ import numpy as np
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-from fwport.core.result import Status
 
 
 def tx(src: str):
@@ -256,47 +255,6 @@ def test_saved_model_is_refused_with_guidance():
     assert [line for line, _, _ in found] == [3, 4]
     assert "torch.export" in found[0][2] and "torch.export.load" in found[1][2]
     assert 'tf.saved_model.save(model, "export")' in r.output  # left as written
-
-
-TF1 = '''
-import tensorflow as tf
-
-x = tf.placeholder(tf.float32, [None, 784])
-W = tf.Variable(tf.zeros([784, 10]))
-y = tf.nn.softmax(tf.matmul(x, W))
-with tf.Session() as sess:
-    sess.run(tf.global_variables_initializer())
-    print(sess.run(y, feed_dict={x: data}))
-'''
-
-
-def test_tf1_graph_code_is_one_file_level_error():
-    src = textwrap.dedent(TF1).lstrip("\n")
-    r = translate_source(src, "old.py")
-    assert r.status is Status.FAILED and r.output == src
-    assert [(f.severity, f.code, f.line) for f in r.findings] == [(Severity.ERROR, "tf1-graph-code", 3)]
-    message = r.findings[0].message
-    assert "tf.placeholder, tf.Session, tf.global_variables_initializer" in message and "tf_upgrade_v2" in message
-    # the same through tf.compat.v1, and through `import tensorflow.compat.v1 as tf`
-    v1 = src.replace("tf.placeholder", "tf.compat.v1.placeholder")
-    assert translate_source(v1, "old.py").findings[0].code == "tf1-graph-code"
-    aliased = src.replace("import tensorflow as tf", "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()")
-    assert [f.line for f in translate_source(aliased, "old.py").findings] == [2]
-
-
-def test_compat_v1_names_of_tf2_functions_and_a_config_session_keep_translating():
-    r = tx('''
-        import tensorflow as tf
-        from tensorflow import keras
-
-        tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
-        config = tf.compat.v1.ConfigProto()
-        sess = tf.compat.v1.Session(config=config)
-        model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3)])
-    ''')
-    assert r.status is Status.CONVERTED
-    assert all(f.code != "tf1-graph-code" for f in r.findings)
-    assert "nn.Linear(4, 3)" in r.output and 'logging.getLogger("tensorflow").setLevel' in r.output
 
 
 def test_a_loaded_model_is_a_model():

@@ -52,7 +52,11 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.backend.", "keras.backend."),
 )
 _CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
-_CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+# tf.compat.v1's dtypes are TensorFlow 2's (the ops under compat.v1 names TF 2 keeps with the same
+# signature are listed in their rules' names: rules/tf2torch/cast.toml ...)
+_CANON_EXACT.update({f"tensorflow.compat.v1.{d}": f"tensorflow.{d}" for d in (
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "bool", "complex64", "complex128", "string")})
 
 _KERAS2_HINTS = re.compile(r"\btf_keras\b|\bexperimental\.preprocessing\b|\blr\s*=|\.fit_generator\(|"
                            r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b")
