@@ -60,6 +60,8 @@ def test_compat_v1_names_of_tf2_functions_and_a_config_session_keep_translating(
         tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
         config = tf.compat.v1.ConfigProto()
         sess = tf.compat.v1.Session(config=config)
+        tf.compat.v1.reset_default_graph()
+        name = tf.compat.v1.get_default_graph().unique_name("ema")
         model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3)])
     ''')
     assert r.status is Status.CONVERTED

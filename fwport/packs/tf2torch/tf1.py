@@ -11,7 +11,9 @@ and is left as written (status failed: nothing was translated).
 ``tf.compat.v1`` names that are TensorFlow 2 functions under their old name (``tf.compat.v1.logging``,
 ``tf.compat.v1.gfile``, the ops) do not make a file TF1 graph code: they keep translating by their rules.
 A session alone (``tf.compat.v1.Session(config=...)`` handed to Keras's ``set_session`` to let the GPU
-memory grow) does not either, unless the file also runs something in it (``.run(``).
+memory grow) does not either, unless the file also runs something in it (``.run(``), and neither does
+the default graph alone (``tf.compat.v1.get_default_graph().unique_name(...)`` in TF 2 Keras code,
+``reset_default_graph()`` at the top of a notebook): graph code uses other APIs as well.
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ from fwport.core.position import node_positions
 GRAPH_APIS = frozenset({
     "placeholder", "placeholder_with_default", "sparse_placeholder", "global_variables_initializer",
     "local_variables_initializer", "initialize_all_variables", "variables_initializer", "tables_initializer",
-    "get_variable", "variable_scope", "get_default_graph", "reset_default_graph", "disable_eager_execution",
+    "get_variable", "variable_scope", "disable_eager_execution",
     "disable_v2_behavior", "get_collection", "add_to_collection", "trainable_variables", "global_variables",
     "train.Saver", "train.MonitoredTrainingSession", "train.Supervisor", "train.get_or_create_global_step",
     "train.get_global_step", "train.GradientDescentOptimizer", "train.AdamOptimizer", "train.MomentumOptimizer",
@@ -42,7 +44,7 @@ SESSIONS = frozenset({"Session", "InteractiveSession"})
 
 #: a cheap text test before any walk: one of the names above, or tf.contrib
 TRIGGER = re.compile(r"\b(?:placeholder\w*|\w+_initializer|initialize_all_variables|get_variable|variable_scope|"
-                     r"get_default_graph|reset_default_graph|disable_eager_execution|disable_v2_behavior|"
+                     r"disable_eager_execution|disable_v2_behavior|"
                      r"get_collection|add_to_collection|Saver|MonitoredTrainingSession|Supervisor|\w*global_step|"
                      r"\w+Optimizer|exponential_decay|FileWriter|merge_all|layers\.\w+|rnn_cell|dynamic_rnn|"
                      r"Session|InteractiveSession|contrib|trainable_variables|global_variables)\b")
