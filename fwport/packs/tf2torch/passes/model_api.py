@@ -407,7 +407,7 @@ class _ModelApiPass(cst.CSTTransformer):
         path = args[0] if args and args[0].keyword is None and not args[0].star else None
         path = next((a for a in args if a.keyword is not None and a.keyword.value == "filepath"), path)
         rest = [a for a in args if a is not path]
-        allowed = {"overwrite": True, "save_format": None} if method != "load_weights" else {}
+        allowed = {"overwrite", "save_format"} if method != "load_weights" else set()  # (one format: torch's)
         if path is None or any(a.keyword is None or a.keyword.value not in allowed or a.star for a in rest):
             return None  # other arguments: the error below says what to write
         if any(a.keyword.value == "overwrite" and literal_value(a.value, None) is not True for a in rest):
