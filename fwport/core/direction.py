@@ -76,6 +76,9 @@ class Direction:
     mentions: re.Pattern
     #: how people name the source framework in messages (`fwport residue`): "TensorFlow/Keras"
     source_title: str = ""
+    #: files the direction does not translate at all: ``fn(module, imports, source, path)`` → the one
+    #: error finding that says why and what to do (the file is left as written), or None
+    out_of_scope: Callable[[Any, Any, str, str], Any] | None = None
     #: the structural passes, in order, run before the rule pass
     planners: tuple[Planner, ...] = ()
     #: steps that remove lines, run once every finding is located: ``fn(module, ctx) -> module``
