@@ -86,8 +86,8 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
         return FileResult(path, Status.UNCHANGED, source, source)
     if direction.out_of_scope is not None:
         refused = direction.out_of_scope(module, imports, source, path)
-        if refused is not None:  # one finding for the whole file, which stays as written
-            return FileResult(path, Status.FAILED, source, source, [refused])
+        if refused is not None:  # one error for the whole file, which stays as written (needs attention, exit 1)
+            return FileResult(path, Status.UNCHANGED, source, source, [refused])
     ctx = FileContext(path, pack, imports, direction, None, options)
     ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
     if direction.detect_version is not None:
