@@ -230,6 +230,7 @@ class Options:
     weights_file: str | None = None  # load this Keras checkpoint instead of random values
     kind: str = "model"  # "function": NAME is a plain tensor function (no weights), called with the inputs
     torch_state_file: str | None = None  # (fwport weights --check) torch loads this checkpoint, not the transfer
+    eqx_file: str | None = None  # (fwport weights --to .eqx --check) JAX reads its model from this file
     train_step: str = "train_step"  # --check train: the step function of both files, called once per batch
     batch: list[str] = field(default_factory=list)  # --check train: the step function's arguments (specs)
     steps: int = 3  # --check train: optimizer steps, one batch each
