@@ -33,8 +33,8 @@ def _checks(text: str) -> tuple[str, ...]:
     return items
 
 
-def _fail(e) -> None:
-    click.echo(f"fwport verify: error: {e}", err=True)
+def _fail(e, command: str = "verify") -> None:
+    click.echo(f"fwport {command}: error: {e}", err=True)
     if getattr(e, "detail", "") and getattr(e, "kind", "") in ("crash", "exception", "timeout"):
         click.echo(f"--- {e.side} side output (last lines) ---\n{e.detail.rstrip()}", err=True)
     sys.exit(2)
@@ -156,7 +156,7 @@ def weights_command(checkpoint, source, model, to, translated, translated_model,
                 click.echo(render(cert))
                 sys.exit(0 if cert["verdict"] == "pass" else 1)
     except VerifyError as e:
-        _fail(e)
+        _fail(e, "weights")
 
 
 def _weights_to_eqx(checkpoint, source, model, to, translated, translated_model, args, inputs, check, timeout) -> None:
@@ -196,4 +196,4 @@ def _weights_to_eqx(checkpoint, source, model, to, translated, translated_model,
                 click.echo(render(cert))
                 sys.exit(0 if cert["verdict"] == "pass" else 1)
     except VerifyError as e:
-        _fail(e)
+        _fail(e, "weights")
