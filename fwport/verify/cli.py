@@ -53,7 +53,7 @@ def _fail(e, command: str = "verify") -> None:
 @click.option("--rtol", type=float, help="Relative tolerance (default: 1e-5 for float32, 1e-10 for float64).")
 @click.option("--atol", type=float, help="Absolute tolerance as a fraction of each tensor's max |value|.")
 @click.option("--keras", "keras", type=click.Choice(["2", "3"]), help="Keras the original targets (default: detected).")
-@click.option("--direction", type=click.Choice(["tf2torch", "torch2jax"]))
+@click.option("--direction", type=click.Choice(["tf2torch", "torch2jax", "tf2jax"]))
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--lr", type=float, default=0.1, show_default=True, help="Learning rate of the --check step SGD step.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per framework request.")
