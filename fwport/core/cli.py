@@ -28,7 +28,7 @@ _LAZY_COMMANDS = {
     "verify": ("fwport.verify.cli", "verify_command",
                "Prove a translation computes the same model (runs both frameworks)."),
     "weights": ("fwport.verify.cli", "weights_command",
-                "Convert a Keras checkpoint to a PyTorch state dict through the rules' weight maps."),
+                "Convert a checkpoint for the translated model: Keras → PyTorch state dict, PyTorch → Equinox."),
 }
 
 
