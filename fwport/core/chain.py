@@ -40,8 +40,24 @@ class LineMap:
 
     def __init__(self, before: str, after: str):
         a, b = before.splitlines(), after.splitlines()
-        self.n_before = len(a)
+        self.n_before, self.after = len(a), b
         self.blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+
+    def forward(self, line: int, like: str = "") -> int:
+        """The output line an input line became (1-based): itself when kept; else, of the lines that
+        replaced it, the one holding ``like`` (the code it stood above), or most like it; the line after,
+        where it was removed."""
+        k = line - 1
+        for tag, i1, i2, j1, j2 in self.blocks:
+            if i1 <= k < i2:
+                if tag == "equal":
+                    return j1 + (k - i1) + 1
+                if tag == "replace" and like and j2 > j1 + 1:
+                    needle = like.strip().rstrip(",")
+                    return max(range(j1, j2), key=lambda j: (needle in self.after[j], difflib.SequenceMatcher(
+                        None, needle, self.after[j].strip()).ratio(), -j)) + 1
+                return j1 + 1
+        return max(self.blocks[-1][4], 1) if self.blocks else 1
 
     def back(self, line: int) -> tuple[int, bool]:
         """(the input line, whether the output line is that line unchanged)."""
@@ -78,12 +94,50 @@ def translate_chain(text: str, path: str, stages: list[tuple[str, object, dict]]
                                         f"read by {name}; the file was left as it was; please report it with this file", path))
             return FileResult(path, Status.FAILED, text, text, findings, first.layers, first.version,
                               first.version_name, first.models)
-        maps.append(LineMap(texts[-1], r.output))
-        texts.append(r.output)
+        output = _keep_comments(texts[-1], r.output) if k > 0 else r.output
+        maps.append(LineMap(texts[-1], output))
+        texts.append(output)
     findings.sort(key=lambda f: (f.line, f.column))
     status = Status.CONVERTED if texts[-1] != text else Status.UNCHANGED
     return FileResult(path, status, text, texts[-1], findings, first.layers, first.version, first.version_name,
                       first.models)
+
+
+_MARK = "# fwport:"
+
+
+def _keep_comments(before: str, after: str) -> str:
+    """An earlier stage's ``# fwport:`` comments that this stage dropped (a multi-line call it wrote on
+    one line loses the comments inside) put back above the line their code became, with its indent:
+    the output must say what was left untranslated. Not where it would land inside a string (the
+    program's syntax tree must stay the same)."""
+    import ast
+
+    lost = [i for i, line in enumerate(before.splitlines(), 1) if line.lstrip().startswith(_MARK)]
+    kept = {line.strip() for line in after.splitlines() if line.lstrip().startswith(_MARK)}
+    lines = before.splitlines()
+    lost = [i for i in lost if lines[i - 1].strip() not in kept]
+    if not lost:
+        return after
+    m = LineMap(before, after)
+    out = after.splitlines(keepends=True)
+    newline = "\r\n" if after.endswith("\r\n") else "\n"
+
+    def code_below(i: int) -> str:  # the line of code the comment stands above
+        return next((ln for ln in lines[i:] if ln.strip() and not ln.lstrip().startswith("#")), "")
+
+    places = {i: m.forward(i, code_below(i)) for i in lost}
+    for i in sorted(lost, key=lambda i: (-places[i], -i)):  # bottom up: earlier insertions keep their lines
+        j = min(places[i], len(out) + 1)
+        target = out[j - 1] if j <= len(out) else ""
+        indent = target[: len(target) - len(target.lstrip())] if target.strip() else ""
+        out.insert(j - 1, indent + lines[i - 1].strip() + newline)
+    new = "".join(out)
+    try:
+        same = ast.dump(ast.parse(new)) == ast.dump(ast.parse(after))
+    except (SyntaxError, ValueError, RecursionError):
+        same = False
+    return new if same else after
 
 
 def _located(f: Finding, stage: str, maps: list[LineMap], earlier: list[str]) -> Finding:
