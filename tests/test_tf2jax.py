@@ -36,6 +36,7 @@ def test_the_output_is_torch2jax_of_tf2torch(tmp_path):
     assert r.exit_code == 0, r.output
     torch_text = translate_source(src.read_text(), str(src), "tf2torch").output
     assert (tmp_path / "out.py").read_text() == translate_source(torch_text, str(src), "torch2jax").output
+    assert translate_source(src.read_text(), str(src), "tf2jax").output == (tmp_path / "out.py").read_text()
     assert "import equinox as eqx" in (tmp_path / "out.py").read_text()
 
 
