@@ -13,7 +13,8 @@ PLANNERS: tuple[Planner, ...] = (
     # self.d.name → self.d["name"] where self.d is an nn.ModuleDict (it becomes a dict): before modules
     Planner("module-dict", re.compile(r"\bModuleDict\b"), layers.module_dict_reads),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
-    Planner("modules", re.compile(r"\bModule\b"), modules.run),
+    # (Sequential: a builder function that returns one, in a file with no module class)
+    Planner("modules", re.compile(r"\bModule\b|\bSequential\b"), modules.run),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
     Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size)\s*\(|\bModule\b"), training.run),
 )

@@ -137,11 +137,22 @@ def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
     return out
 
 
+def _bound_value(fn: cst.FunctionDef, value: cst.BaseExpression) -> cst.BaseExpression:
+    """A returned name bound once in the function's own body (``model = nn.Sequential(...)`` then
+    ``return model``, the usual builder) stands for the value it was bound to."""
+    if not isinstance(value, cst.Name) or not isinstance(fn.body, cst.IndentedBlock):
+        return value
+    bound = [s.body[0].value for s in fn.body.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+             and isinstance(s.body[0], cst.Assign) and len(s.body[0].targets) == 1
+             and isinstance(s.body[0].targets[0].target, cst.Name) and s.body[0].targets[0].target.value == value.value]
+    return bound[0] if len(bound) == 1 else value
+
+
 def _builders(module: cst.Module, ctx) -> set[str]:
     """Module-level functions that return a layer which draws its initial values (``def conv3x3(...): return
     nn.Conv2d(...)``): they take a key like a module's ``__init__``, and each call of one is given a split."""
     funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-    returned = {n: [c for r in _returns(f) for c in _calls(r)] for n, f in funcs.items()}
+    returned = {n: [c for r in _returns(f) for c in _calls(_bound_value(f, r))] for n, f in funcs.items()}
     out: set[str] = set()
     changed = True
     while changed:
@@ -711,9 +722,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
 
 def finish(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.get(PLANS)
-    if not plans:
-        return module
     outside = ctx.analyses.get(OUTSIDE, {"builders": set(), "members": set()})
+    if not plans and not outside["builders"]:  # (builders alone: a file of functions returning layers)
+        return module
     body = []
     # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
     keyed: set[str] = set(outside["builders"])
