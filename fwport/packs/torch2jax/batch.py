@@ -17,6 +17,8 @@ from fwport.core.names import dotted_text
 from fwport.packs.torch2jax import layers
 
 F = "torch.nn.functional."
+#: a statement the rewrite removes (`batch = x.shape[0]`), removed with its line by the modules pass's finish
+DROP = "__fwport_drop__"
 
 #: per-example rank each layer takes (Equinox layers take exactly one example; more leading axes: vmap)
 LAYER_RANK = {"torch.nn.Linear": 1, "torch.nn.LayerNorm": 1, "torch.nn.Embedding": 0, "torch.nn.Conv1d": 2, "torch.nn.Conv2d": 3,
@@ -100,7 +102,10 @@ class Forward(cst.CSTTransformer):
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
         self.parts: dict[int, int] = {}  # `.split` calls unpacked into that many names
         self.unpacked: dict[str, int] = {}  # ranks of the names the statement being left unpacks
-        self.not_read: set[int] = set()  # Name nodes that are no read of a variable (keywords, attributes, parameters)
+        self.not_read: set[int] = set()
+        self.dropped = False  # a statement became DROP
+        self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
+        self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -109,7 +114,7 @@ class Forward(cst.CSTTransformer):
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
-            return cst.RemoveFromParent()
+            return self.drop()
         unpacked = self.unpack_shape(original, updated)
         if unpacked is not None:
             return unpacked
@@ -126,6 +131,12 @@ class Forward(cst.CSTTransformer):
                     self.rank.pop(n, None)
         self.unpacked = {}
         return updated
+
+    def drop(self) -> cst.Expr:
+        """A statement that goes: marked here (lines cannot go before every finding is located), its line
+        removed by the modules pass's finish (:data:`DROP`)."""
+        self.dropped = True
+        return cst.Expr(cst.Call(cst.Name(DROP)))
 
     def batch_size_binding(self, node: cst.Assign) -> bool:
         """``batch = x.shape[0]`` (``x.size(0)``, or another name for the batch size) of a batched x: the name
@@ -187,7 +198,7 @@ class Forward(cst.CSTTransformer):
             self.rank[x.value] = len(elts) - 1
         rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in elts[1:]]
         if not rest:
-            return cst.RemoveFromParent()
+            return self.drop()
         target = cst.Tuple(rest, lpar=[], rpar=[]) if len(rest) > 1 else cst.Tuple(
             [rest[0].with_changes(comma=cst.Comma())], lpar=[], rpar=[])
         value = cst.Attribute(x, cst.Name("shape"))
@@ -305,6 +316,7 @@ class Forward(cst.CSTTransformer):
 
     # --- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        self.size_marks.append(len(self.size_uses))
         f = node.func
         if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
                 and self.is_batch_size(node.args[0].value, f.value):
@@ -374,15 +386,23 @@ class Forward(cst.CSTTransformer):
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
         if original.value in self.batch_sizes and id(original) not in self.kept and id(original) not in self.not_read:
-            self.error(original, f"{original.value} is the batch size, which a per-example module does not have: it is "
-                       "translated where it sizes a view (x.view(B, -1)) or a per-batch copy of what is the same for "
-                       "every example (torch.zeros(B, H), t.expand(B, -1, -1), einops.repeat(t, '... -> b ...', b=B)); "
-                       "do this outside the module, over the vmapped outputs")
+            self.size_uses.append(original)  # refused when its statement is left, unless a call around it was
         return updated
 
+    def refuse_size_uses(self) -> None:
+        for n in self.size_uses:
+            self.error(n, f"{n.value} is the batch size, which a per-example module does not have: it is translated "
+                       "where it sizes a view (x.view(B, -1)) or a per-batch copy of what is the same for every example "
+                       "(torch.zeros(B, H), t.expand(B, -1, -1), einops.repeat(t, '... -> b ...', b=B)); do this "
+                       "outside the module, over the vmapped outputs")
+        self.size_uses = []
+
     def leave_SimpleStatementLine(self, original, updated):
-        if original.body and not updated.body and not any(line.comment for line in updated.leading_lines):
-            return cst.RemoveFromParent()  # `batch = x.shape[0]` alone on its line: the line goes
+        self.refuse_size_uses()
+        return updated
+
+    def leave_IndentedBlock(self, original, updated):
+        self.refuse_size_uses()
         return updated
 
     def visit_Arg(self, node: cst.Arg) -> None:
@@ -397,10 +417,12 @@ class Forward(cst.CSTTransformer):
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         before = len(self.ctx.pending)
+        mark = self.size_marks.pop()
         out = self._call(original, updated)
-        if out is updated and any(p.node is original and p.finding.severity is Severity.ERROR
-                                  for p in self.ctx.pending[before:]):
-            self.ctx.settled.add(id(out))  # refused here: the rule pass must not translate it out of context
+        if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
+            del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
+            if out is updated:
+                self.ctx.settled.add(id(out))  # refused here: the rule pass must not translate it out of context
         return out
 
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -847,6 +869,23 @@ class Forward(cst.CSTTransformer):
             axis = self.shift(original, original.slice[0].slice.value, ".shape[...]")
             if axis is not None:
                 return updated.with_changes(slice=[cst.SubscriptElement(cst.Index(axis))])
+            return updated
+        if len(original.slice) >= 2 and self.is_batched(v):
+            return self.index(original, updated)
+        return updated
+
+    def index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """``x[:, 0]`` of a batched x (two indices or more: a tensor's, no list's) → ``x[0]``: the batch axis's
+        ``:`` goes. ``x[..., 0]`` is the same for one example; another first index picks examples: refused."""
+        first = original.slice[0].slice
+        if isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis):
+            return updated
+        if isinstance(first, cst.Slice) and first.lower is None and first.upper is None and first.step is None:
+            rest = list(updated.slice[1:])
+            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(slice=rest)
+        self.error(original, f"{code(original)}: the first index is the batch axis's, which a per-example module does "
+                   "not have; write ':' there (every example) or do this outside the module, over the vmapped outputs")
         return updated
 
 
