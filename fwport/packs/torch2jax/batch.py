@@ -806,7 +806,7 @@ class Forward(cst.CSTTransformer):
 
     def split(self, name, original, updated, recv) -> cst.BaseExpression:
         """``x.chunk(3, dim=-1)`` → ``jnp.split(x, 3, axis=-1)`` (equal parts, an error where they are not);
-        ``x.split(n, dim=2)`` → ``jnp.split(x, range(n, x.shape[1], n), axis=1)`` (parts of n, the last one
+        ``x.split(n, dim=2)`` → ``jnp.split(x, list(range(n, x.shape[1], n)), axis=1)`` (parts of n, the last one
         shorter, as in PyTorch)."""
         a, unknown = _args(updated, ("chunks" if name == "chunk" else "split_size", "dim"))
         count = a.get("chunks" if name == "chunk" else "split_size")
@@ -830,7 +830,8 @@ class Forward(cst.CSTTransformer):
                 self.error(original, ".split(size) of an expression: assign the expression to a name first (its "
                            "length gives the split points)", "unsupported-construct")
                 return updated
-            count = expr(f"range({code(count)}, {_atom_code(recv)}.shape[{code(axis)}], {code(count)})")
+            # (a list: jnp.split reads anything but a sequence of indices as a number of sections)
+            count = expr(f"list(range({code(count)}, {_atom_code(recv)}.shape[{code(axis)}], {code(count)}))")
         return _call(self.ctx.spell("jax.numpy.split"), [recv, count], axis=axis)
 
     def elementwise(self, name, recv, updated) -> cst.BaseExpression:
