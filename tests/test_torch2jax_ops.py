@@ -151,6 +151,8 @@ def _forward(body: str):
     ("n = x.size(0)\nreturn self.w.expand(n, -1, 5)",
      "return jnp.broadcast_to(self.w, (1, self.w.shape[-2], 5))[0]"),
     ("batch = x.shape[0]; h = x * 2\nreturn h.view(batch, -1)", "h = x * 2\n        return h.reshape(-1)"),
+    ("r, b = x, x.size(0)\nreturn r.view(b, -1)", "r = x\n        return r.reshape(-1)"),
+    ("r, b, k = x, x.size(0), 2\nreturn r.view(b, -1) * k", "r, k = x, 2\n        return r.reshape(-1) * k"),
     ("return x[:, 0] + y[:, 1:, ::2]", "return x[0] + y[1:, ::2]"),
     ("return x[..., 0]", "return x[..., 0]"),
 ])

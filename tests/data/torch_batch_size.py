@@ -14,7 +14,7 @@ class BatchSize(nn.Module):
 
     def forward(self, x):
         b, n, _ = x.shape
-        batch = x.shape[0]
+        same, batch = x, x.shape[0]
         c1 = repeat(self.cls_token, '1 1 d -> b 1 d', b=b)
         c2 = repeat(self.tok, '... d -> b ... d', b=batch)
         c3 = self.cls_token.expand(batch, -1, -1)
@@ -22,6 +22,6 @@ class BatchSize(nn.Module):
         h = torch.zeros(x.size(0), 6, dtype=torch.double) + x[:, 0]
         o = torch.ones((batch, 1, 6), dtype=torch.double)
         f = torch.full((b, 2), 3.0, dtype=torch.double)
-        y = torch.cat((c1, x), dim=1) + c3
+        y = torch.cat((c1, same), dim=1) + c3
         z = x[:, 1:, ::2] * 2 + x[..., 0:1][:, 1:]
         return y, c2, c4, h, o, f, x.view(batch, -1), z

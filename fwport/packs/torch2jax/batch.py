@@ -115,6 +115,9 @@ class Forward(cst.CSTTransformer):
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
+        sizes = self.batch_size_elements(original)
+        if sizes:
+            return self.without_batch_sizes(original, updated, sizes)
         unpacked = self.unpack_shape(original, updated)
         if unpacked is not None:
             return unpacked
@@ -131,6 +134,35 @@ class Forward(cst.CSTTransformer):
                     self.rank.pop(n, None)
         self.unpacked = {}
         return updated
+
+    def batch_size_elements(self, node: cst.Assign) -> list[int]:
+        """``residual, batch_size = q, q.size(0)``: the positions of the names bound to the batch size."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
+                or not isinstance(node.value, (cst.Tuple, cst.List)) \
+                or len(node.targets[0].target.elements) != len(node.value.elements) \
+                or any(isinstance(e, cst.StarredElement) for e in (*node.targets[0].target.elements, *node.value.elements)):
+            return []
+        return [i for i, (t, v) in enumerate(zip(node.targets[0].target.elements, node.value.elements))
+                if isinstance(t.value, cst.Name) and self.is_batch_size(v.value, None)]
+
+    def without_batch_sizes(self, original: cst.Assign, updated: cst.Assign, sizes: list[int]):
+        """The assignment of :meth:`batch_size_elements` without them (their names hold the batch size)."""
+        def parts(a: cst.Assign):
+            ts = [e for i, e in enumerate(a.targets[0].target.elements) if i not in sizes]
+            vs = [e for i, e in enumerate(a.value.elements) if i not in sizes]
+            if len(ts) == 1:
+                return ts[0].value, vs[0].value
+            ts[-1], vs[-1] = (e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in (ts[-1], vs[-1]))
+            return a.targets[0].target.with_changes(elements=ts), a.value.with_changes(elements=vs)
+        names = [original.targets[0].target.elements[i].value.value for i in sizes]
+        if len(sizes) == len(original.value.elements):
+            out = self.drop()
+        else:
+            (ot, ov), (ut, uv) = parts(original), parts(updated)
+            out = self.leave_Assign(original.with_changes(targets=[original.targets[0].with_changes(target=ot)], value=ov),
+                                    updated.with_changes(targets=[updated.targets[0].with_changes(target=ut)], value=uv))
+        self.batch_sizes.update(names)
+        return out
 
     def drop(self) -> cst.Expr:
         """A statement that goes: marked here (lines cannot go before every finding is located), its line
@@ -168,6 +200,8 @@ class Forward(cst.CSTTransformer):
         v = node.value
         if self.batch_size_binding(node):
             self.kept.add(id(v))  # `batch = x.shape[0]`: removed by leave_Assign
+        for i in self.batch_size_elements(node):
+            self.kept.add(id(v.elements[i].value))  # `r, batch = x, x.size(0)`: removed by leave_Assign
         if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
                 and isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "split" \
                 and not any(isinstance(e, cst.StarredElement) for e in node.targets[0].target.elements):
