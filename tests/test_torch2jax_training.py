@@ -626,3 +626,49 @@ def test_a_threaded_function_must_be_only_called_and_return_nothing(change):
     r = t2j(_THREADED.replace(*change))
     assert any("optimizer is not created in this function" in f.message for f in errors(r)), r.findings
     assert "def train_step" not in r.output
+
+
+LOAD_DATA = """import numpy as np
+import torch
+
+data = torch.load("series.pt")
+train = torch.from_numpy(data[1:, :-1])
+np.save("out.npy", np.asarray(train) * 2)
+"""
+
+
+def test_a_torch_load_of_numpy_data_is_read_without_torch():
+    r = t2j(LOAD_DATA)
+    assert [(f.severity, f.code) for f in r.findings] == [(Severity.WARNING, "unsupported-construct")], r.findings
+    assert "data = load_pickled_arrays(\"series.pt\")" in r.output and "def load_pickled_arrays(path):" in r.output
+    assert "import torch" not in r.output and "torch.from_numpy" not in r.output, r.output
+
+
+@pytest.mark.parametrize("text", [
+    "import torch\nckpt = torch.load('m.pt')\nmodel.load_state_dict(ckpt['model'])\n",
+    "import torch\ndata = torch.load('d.pt')\nx = torch.from_numpy(data)\ny = data + 1\n",
+])
+def test_a_torch_load_of_anything_else_is_still_an_error(text):
+    r = t2j(text)
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"], r.findings
+    assert "load_pickled_arrays" not in r.output
+
+
+@needs_frameworks
+def test_the_numpy_data_torch_saved_is_read_by_the_translation(tmp_path):
+    """The file torch.save wrote (numpy arrays inside its zip archive) read with PyTorch blocked; a file holding a
+    tensor fails loudly."""
+    import numpy as np
+    import torch
+    series = np.random.default_rng(3).standard_normal((4, 9))
+    torch.save(series, tmp_path / "series.pt")
+    (tmp_path / "jax_side.py").write_text(t2j(LOAD_DATA).output)
+    p = subprocess.run([sys.executable, "-c", NO_TORCH, "jax_side.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    # (jnp.asarray keeps float32 unless jax_enable_x64: the values agree to float32's precision)
+    np.testing.assert_allclose(np.load(tmp_path / "out.npy"), series[1:, :-1] * 2, rtol=1e-6)
+    torch.save(torch.ones(3), tmp_path / "series.pt")
+    p = subprocess.run([sys.executable, "-c", NO_TORCH, "jax_side.py"], cwd=tmp_path, capture_output=True, text=True,
+                       timeout=300)
+    assert p.returncode != 0 and "holds a PyTorch tensor" in p.stderr, p.stderr[-3000:]

@@ -1,5 +1,6 @@
 """Helpers the translation writes into a file that loads data (the output never depends on fwport or
-PyTorch): ``torch.utils.data.TensorDataset`` → ``ArrayDataset``, ``DataLoader`` → ``NumpyLoader``.
+PyTorch): ``torch.utils.data.TensorDataset`` → ``ArrayDataset``, ``DataLoader`` → ``NumpyLoader``, and
+``torch.load`` of a file of numpy data → ``load_pickled_arrays`` (the training pass decides which loads).
 
 Why a loader written into the file rather than a library: a JAX user batches numpy arrays by hand or
 with a small generator; ``NumpyLoader`` is that generator with DataLoader's interface (``len``,
@@ -66,8 +67,30 @@ class NumpyLoader:
                 yield {jnp}asarray({np}stack([{np}asarray(e) for e in examples]))
 '''
 
+_LOAD_PICKLED_ARRAYS = '''
+def load_pickled_arrays(path):
+    """What torch.save wrote when it saved no tensor (numpy arrays, numbers, lists, dicts of them): the pickle
+    in its zip archive, read without PyTorch. A tensor inside is an error (reading it needs PyTorch)."""
+    import pickle
+    import zipfile
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module, name):
+            if module == "torch" or module.startswith("torch."):
+                self.persistent_load(None)
+            return super().find_class(module, name)
+
+        def persistent_load(self, pid):
+            raise ValueError(f"{{path}} holds a PyTorch tensor: save it as numpy (tensor.numpy()) and load that")
+
+    with zipfile.ZipFile(path) as archive:
+        name = next(n for n in archive.namelist() if n.endswith("data.pkl"))
+        with archive.open(name) as f:
+            return Unpickler(f).load()
+'''
+
 # name → its text; a helper's dependencies are written with it
-TEXTS = {"ArrayDataset": _ARRAY_DATASET, "NumpyLoader": _NUMPY_LOADER}
+TEXTS = {"ArrayDataset": _ARRAY_DATASET, "NumpyLoader": _NUMPY_LOADER, "load_pickled_arrays": _LOAD_PICKLED_ARRAYS}
 DEPS = {"NumpyLoader": ("ArrayDataset",)}  # NumpyLoader tests isinstance(dataset, ArrayDataset)
 
 
@@ -81,6 +104,10 @@ class _Refs(cst.CSTVisitor):
             self.names.add(node.value)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if node.name.value in TEXTS:
+            self.defined.add(node.name.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if node.name.value in TEXTS:
             self.defined.add(node.name.value)
 

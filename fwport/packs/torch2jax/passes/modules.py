@@ -29,7 +29,7 @@ from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax.batch import Forward
+from fwport.packs.torch2jax.batch import DROP, Forward
 
 PLANS = "torch2jax.modules"
 
@@ -710,6 +710,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 ps = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in s.params.params]
                 s = s.with_changes(params=s.params.with_changes(params=[*ps, cst.Param(cst.Name("state"))]))
                 plan["stateful"] = sorted(stateful)
+            if fwd.dropped:
+                plan["dropped"] = True
             if fwd.key_sites:
                 s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))
                 plan["key_sites"] = len(fwd.key_sites)
@@ -1073,6 +1075,23 @@ def _docstring_end(body) -> int:
     return 0
 
 
+class _Dropped(cst.CSTTransformer):
+    """The lines batch.py marked for removal (``__fwport_drop__()``, what was ``batch = x.shape[0]``) go; a
+    block left empty gets ``pass``."""
+
+    def leave_SimpleStatementLine(self, original, updated):
+        kept = [b for b in updated.body if not (isinstance(b, cst.Expr) and isinstance(b.value, cst.Call)
+                                                 and dotted_text(b.value.func) == DROP)]
+        if len(kept) == len(updated.body):
+            return updated
+        if not kept:
+            return cst.RemoveFromParent()
+        return updated.with_changes(body=[*kept[:-1], kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+
+    def leave_IndentedBlock(self, original, updated):
+        return updated if updated.body else updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+
+
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
     fields: dict[str, str] = {}
     body = []
@@ -1100,6 +1119,8 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             s = done.get(s.name.value, s)
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
+        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan.get("dropped"):
+            s = rewrite(s, _Dropped())
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
             s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))  # eqx.nn.Sequential passes key=
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:

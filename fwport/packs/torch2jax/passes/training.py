@@ -39,6 +39,37 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
     return None
 
 
+class _FromNumpyUses(cst.CSTVisitor):
+    """Counts the reads of ``name`` inside the arguments of ``torch.from_numpy`` and elsewhere."""
+
+    def __init__(self, name: str, ctx):
+        self.name, self.ctx = name, ctx
+        self.depth = 0
+        self.inside = self.outside = 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.imports.resolve(node.func) == "torch.from_numpy":
+            self.depth += 1
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if self.ctx.imports.resolve(node.func) == "torch.from_numpy":
+            self.depth -= 1
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return not (isinstance(node.target, cst.Name) and node.target.value == self.name)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `x.data`: not a read of a name `data`
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            if self.depth:
+                self.inside += 1
+            else:
+                self.outside += 1
+
+
 # --- the pass ----------------------------------------------------------------------------------------
 
 class _Pass(cst.CSTTransformer):
@@ -136,6 +167,9 @@ class _Pass(cst.CSTTransformer):
         return updated
 
     def leave_SimpleStatementLine(self, original, updated):
+        data = self.load_data(original)
+        if data is not None:
+            return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
             return updated
         if _backward(original) and id(original) not in self.planned and not self.in_class:
@@ -188,6 +222,34 @@ class _Pass(cst.CSTTransformer):
                             f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
                             "in training (dropout) and needs key= in train_step (split per step; jax.vmap(model)(x, "
                             "key=jax.random.split(step_key, x.shape[0]))): the train_step written here passes none", loop)
+
+    def load_data(self, stmt) -> cst.BaseSmallStatement | None:
+        """``data = torch.load(f)`` where every use of ``data`` goes through ``torch.from_numpy``: the file holds
+        numpy arrays, not tensors → ``data = load_pickled_arrays(f)`` (data.py, written into the output), which
+        reads torch.save's archive without PyTorch and fails on a tensor inside; a warning says so."""
+        if self.in_class or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+            return None
+        a = stmt.body[0]
+        call = a.value
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name) or not isinstance(call, cst.Call) \
+                or self.ctx.imports.resolve(call.func) not in ("torch.load", "torch.serialization.load") \
+                or not call.args or call.args[0].keyword is not None or call.args[0].star \
+                or not all(x.keyword is not None and x.keyword.value in ("map_location", "weights_only")
+                           for x in call.args[1:]):
+            return None
+        name = a.targets[0].target.value
+        uses = _FromNumpyUses(name, self.ctx)
+        self.module.visit(uses)
+        if not uses.inside or uses.outside:
+            return None
+        from fwport.packs.torch2jax.ops import HELPERS
+        self.ctx.analyses.setdefault(HELPERS, set()).add("load_pickled_arrays")
+        self.ctx.report(Severity.WARNING, "unsupported-construct",
+                        f"torch.load of numpy data ({name} is only read through torch.from_numpy) → load_pickled_arrays, "
+                        "written into this file: it reads torch.save's archive without PyTorch and fails if the file "
+                        "holds a tensor; better, convert the file once (np.save) and read it with np.load", stmt)
+        return a.with_changes(value=cst.Call(cst.Name("load_pickled_arrays"), [call.args[0].with_changes(
+            comma=cst.MaybeSentinel.DEFAULT)]))
 
     def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
         """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
