@@ -58,6 +58,8 @@ class _Pass(cst.CSTTransformer):
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
+        self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
+        self.module_names = _local_names(module)  # names the module binds at its own level
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -95,10 +97,23 @@ class _Pass(cst.CSTTransformer):
         return updated
 
     def threaded_here(self, opt: str) -> str | None:
-        """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded."""
+        """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded,
+        or the module-level model of a function stepping the module-level optimizer ``opt`` (_global_trained)."""
         f = self.scopes[-1] if self.scopes else None
-        info = self.threaded.get(f.name.value) if f is not None and len(self.scopes) == 1 else None
-        return info["model"] if info and info["opt"] == opt else None
+        for table in (self.threaded, self.global_trained):
+            info = table.get(f.name.value) if f is not None and len(self.scopes) == 1 else None
+            if info and info["opt"] == opt:
+                return info["model"]
+        return None
+
+    def note_global(self, name: str) -> None:
+        """``name = ...`` written into the top-level function being visited for a module-level model that the
+        function does not bind itself (``model.train()`` → ``model = eqx.nn.inference_mode(model, False)``):
+        the function declares it ``global`` (finish), as PyTorch's call changed the module's model in place."""
+        f = self.scopes[-1] if len(self.scopes) == 1 else None
+        if f is None or name not in self.module_names or name in _local_names(f):
+            return
+        self.ctx.analyses.setdefault(GLOBALS, {}).setdefault(f.name.value, set()).add(name)
 
     def scope_optimizers(self) -> dict[str, str | None]:
         """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
@@ -161,6 +176,7 @@ class _Pass(cst.CSTTransformer):
             target = _method_stmt(original, method)
             if target is not None and target in self.models:
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
+                self.note_global(target)
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
         return updated
 
@@ -294,12 +310,96 @@ def run(module: cst.Module, ctx) -> cst.Module:
                 outputs.update(n for t in a.targets for n in _target_names(t.target))
     p = _Pass(ctx, module, models, stateful, outputs)
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
+    p.global_trained = ctx.analyses[GLOBAL_TRAINED] = _global_trained(module, ctx)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
     return rewrite(module, p)
 
 
 THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
+GLOBAL_TRAINED = "torch2jax.global-trained"  # ctx.analyses: function → the module-level optimizer and model it steps
+GLOBALS = "torch2jax.globals"  # ctx.analyses: top-level function → the module-level names it rebinds (`global`)
+
+
+def _local_names(scope) -> set[str]:
+    """The names a function binds (its parameters, assignment and loop targets, with / import names), or
+    those a module binds at its own level (functions and classes included)."""
+    names: set[str] = set()
+    if isinstance(scope, cst.FunctionDef):
+        p = scope.params
+        names.update(x.name.value for x in [*p.params, *p.kwonly_params, *p.posonly_params])
+        for star in (p.star_arg, p.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            if n is scope:
+                return True
+            names.add(n.name.value)
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            names.add(n.name.value)
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+        def visit_AssignTarget(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_AugAssign(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_AnnAssign(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_For(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_AsName(self, n) -> None:
+            names.update(_target_names(n.name))
+
+        def visit_Global(self, n) -> None:
+            names.difference_update(x.name.value for x in n.names)
+
+    scope.visit(V())
+    if isinstance(scope, cst.Module):
+        for s in scope.body:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if isinstance(small, cst.Import):
+                        names.update((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0]
+                                     for a in small.names)
+    return names
+
+
+def _global_trained(module: cst.Module, ctx) -> dict[str, dict]:
+    """Top-level functions whose one training loop steps an optimizer the module creates over a model the
+    module creates, neither bound in the function (``def train(epoch)`` of PyTorch's VAE example): the
+    module keeps the optax state next to the optimizer (``opt_state = optimizer.init(...)``) and such a
+    function declares ``global model, opt_state`` and rebinds both, as PyTorch's step changed the
+    module's model and optimizer in place. Chosen over returning them: the function keeps its signature
+    and its callers stay as written (docs/usage.md)."""
+    optimizers = {o: m for o, m in _optimizer_models(ctx, module).items() if m and isinstance(cst.parse_expression(m), cst.Name)}
+    if not optimizers:
+        return {}
+    found: dict[str, dict] = {}
+    for f in module.body:
+        if not isinstance(f, cst.FunctionDef) or f.asynchronous:
+            continue
+        local = _local_names(f)
+        plans = [_loop_plan(list(s.body.body)) for s in f.body.body if isinstance(s, (cst.For, cst.While))]
+        plans = [pl for pl in plans if pl is not None and pl[0] in optimizers]
+        if len(plans) != 1:
+            continue
+        opt = plans[0][0]
+        model = optimizers[opt]
+        if opt in local or model in local or "opt_state" in local:
+            continue
+        found[f.name.value] = {"opt": opt, "model": model}
+    return found
 
 
 def _optimizer_models(ctx, scope) -> dict[str, str | None]:
@@ -590,13 +690,32 @@ def _assigns(stmt, name: str) -> bool:
 def finish(module: cst.Module, ctx) -> cst.Module:
     module = rewrite(module, _NoGrad(ctx))
     optimizers = ctx.analyses.get(OPTIMIZERS)
-    if not optimizers:
-        return module
-    f = _Finish(ctx, optimizers)
-    module = rewrite(module, f)
-    if f.threaded_done:
-        module = rewrite(module, _ThreadCalls(f.threaded_done))
+    globals_left = ctx.analyses.get(GLOBALS, {})
+    if optimizers:
+        f = _Finish(ctx, optimizers)
+        module = rewrite(module, f)
+        if f.threaded_done:
+            module = rewrite(module, _ThreadCalls(f.threaded_done))
+        globals_left = f.globals
+    if globals_left:  # functions without a training loop that rebind the module's model (model.eval())
+        module = module.with_changes(body=[
+            _declare_global(s, globals_left[s.name.value]) if isinstance(s, cst.FunctionDef) and s.name.value in globals_left
+            else s for s in module.body])
     return module
+
+
+def _declare_global(f: cst.FunctionDef, names: set) -> cst.FunctionDef:
+    """``global a, b`` as the function's first statement (after its docstring)."""
+    body = list(f.body.body)
+    at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+        and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
+    order = sorted(names, key=lambda n: (n == "opt_state", n))
+    decl = cst.parse_statement(f"global {', '.join(order)}\n")
+    if at < len(body):
+        decl = decl.with_changes(leading_lines=body[at].leading_lines)
+        body[at] = body[at].with_changes(leading_lines=[])
+    body.insert(at, decl)
+    return f.with_changes(body=f.body.with_changes(body=body))
 
 
 class _ThreadCalls(cst.CSTTransformer):
@@ -738,6 +857,9 @@ class _Finish(cst.CSTTransformer):
         self.threaded: dict[str, dict] = ctx.analyses.get(THREADED, {})
         self.threaded_done: dict[str, dict] = {}  # those whose loop became a train_step call
         self.pending_fn: dict[str, list] = {}  # function → its train_step definition, placed by leave_FunctionDef
+        self.global_trained: dict[str, dict] = ctx.analyses.get(GLOBAL_TRAINED, {})
+        self.after_init: dict[str, list] = {}  # module-level optimizer → the train_step written after its opt_state
+        self.globals: dict[str, set] = {k: set(v) for k, v in ctx.analyses.get(GLOBALS, {}).items()}
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
@@ -770,6 +892,8 @@ class _Finish(cst.CSTTransformer):
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
         name = updated.name.value
+        if name in self.globals and not self.scopes:
+            updated = _declare_global(updated, self.globals.pop(name))
         if name not in self.pending_fn or self.scopes:
             return updated
         info = self.threaded_done[name]
@@ -823,6 +947,7 @@ class _Finish(cst.CSTTransformer):
                 if model:
                     out.append(cst.parse_statement(
                         f"opt_state = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
+                    out += self.after_init.pop(opt, [])
                     waiting += self.pending.pop(opt, [])
         return out + waiting
 
@@ -836,9 +961,13 @@ class _Finish(cst.CSTTransformer):
             return loop
         fn = self.scopes[-1] if len(self.scopes) == 1 else None
         info = self.threaded.get(fn.name.value) if fn is not None else None
+        glob = self.global_trained.get(fn.name.value) if fn is not None else None
         if info is not None and info["opt"] == plan[0] and fn.name.value not in self.pending_fn:
             model = info["model"]
             threaded = True
+        elif glob is not None and glob["opt"] == plan[0] and plan[0] not in self.after_init:
+            model = glob["model"]
+            threaded = "global"
         elif plan[0] in self.trained and self.in_scope(plan[0]):
             model = self.trained[plan[0]]
             threaded = False
@@ -884,7 +1013,10 @@ class _Finish(cst.CSTTransformer):
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
         new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
-        if threaded:
+        if threaded == "global":  # at module level, after the optimizer's state; the function rebinds both
+            self.after_init[opt] = [step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)]
+            self.globals.setdefault(fn.name.value, set()).update((model, "opt_state"))
+        elif threaded:
             self.pending_fn[fn.name.value] = [step_fn]
             self.threaded_done[fn.name.value] = info
         else:
