@@ -181,9 +181,13 @@ class _Pass(cst.CSTTransformer):
         return updated
 
     def check_keys(self, loop, body, plan) -> None:
-        """A model whose layers draw random numbers in training (dropout) needs a key per step, which the
-        written train_step does not thread yet: an error where the model's class is known, a warning
-        where the trained model is a name of unknown class and the file has such classes."""
+        """A model whose layers draw random numbers in training (dropout) needs a key per step: where the
+        model's class is known to be one, the written train_step takes a ``key`` and the loop splits one per
+        step (``key, step_key = jax.random.split(key)``; the model called as ``jax.vmap(model)(x,
+        key=jax.random.split(key, x.shape[0]))``), recorded here for the finishing step (KEYED); an error
+        where that cannot be written (the model called more than once in the loss, a threaded function's
+        caller without its own key); a warning where the trained model is a name of unknown class and the
+        file has such classes."""
         n = _Names()
         for stmt in body[:plan[3]]:
             stmt.visit(n)
@@ -194,11 +198,31 @@ class _Pass(cst.CSTTransformer):
             called = [m for m in called if m != info["model"]] + info["callers"]
         known = [m for m in called if self.instances.get(m) in self.keyed_classes]
         if known:
+            model = self.threaded_here(plan[0]) or self.scope_optimizers().get(plan[0])
+            why = _unkeyable(body, plan, model)
+            if why is None and info is not None and info["opt"] == plan[0] and not all(
+                    _binds_key(sc, self.ctx) for sc in info["caller_scopes"]):
+                why = (f"{f.name.value}() would take a key from each caller, and a caller has none of its own "
+                       "(torch.manual_seed in the calling function)")
+            glob = self.global_trained.get(f.name.value) if f is not None else None
+            if why is None and glob is not None and glob["opt"] == plan[0] and not _binds_key(self.module, self.ctx):
+                why = "the module has no key of its own (torch.manual_seed at module level) for the step to split"
+            if why is None:
+                self.ctx.analyses.setdefault(KEYED, set()).add((f.name.value if f is not None else "", plan[0]))
+                if (info is None or info["opt"] != plan[0]) and (glob is None or glob["opt"] != plan[0]) \
+                        and not _binds_key(self.scopes[-1] if self.scopes else self.module, self.ctx):
+                    self.ctx.report(Severity.INFO, "key-added", "train_step takes a key: a root key `key = "
+                                    "jax.random.key(0)` is created before this loop (seed it as you like)", loop)
+                self.ctx.report(Severity.INFO, "key-added", f"{known[0]} ({self.instances[known[0]]}) draws random "
+                                "numbers in training (dropout): train_step takes a key, split from `key` at each step "
+                                "(key, step_key = jax.random.split(key)), one per example (jax.vmap(model)(x, "
+                                "key=jax.random.split(key, x.shape[0])))", loop)
+                return
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout): the "
-                            "train_step written here calls it without a key; give train_step a `key`, split it per "
-                            "step (key, step_key = jax.random.split(key)) and call the model as jax.vmap(model)(x, "
-                            "key=jax.random.split(step_key, x.shape[0]))", loop)
+                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout) and "
+                            f"the train_step written here calls it without a key: {why}; give train_step a `key`, "
+                            "split it per step (key, step_key = jax.random.split(key)) and call the model as "
+                            "jax.vmap(model)(x, key=jax.random.split(step_key, x.shape[0]))", loop)
         elif self.keyed_classes and any(m not in self.instances for m in called):
             self.ctx.report(Severity.WARNING, "unsupported-construct",
                             f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
@@ -318,6 +342,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
 
 THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
 GLOBAL_TRAINED = "torch2jax.global-trained"  # ctx.analyses: function → the module-level optimizer and model it steps
+KEYED = "torch2jax.keyed-steps"  # ctx.analyses: (function or "", optimizer) of the loops whose train_step takes a key
 GLOBALS = "torch2jax.globals"  # ctx.analyses: top-level function → the module-level names it rebinds (`global`)
 
 
@@ -373,6 +398,32 @@ def _local_names(scope) -> set[str]:
                         names.update((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0]
                                      for a in small.names)
     return names
+
+
+def _unkeyable(body: list, plan, model: str | None) -> str | None:
+    """Why the loop's train_step cannot hand the model its key per example, or None: the model is called
+    once in the loss, its first argument a name (the batch whose size the keys take)."""
+    if model is None:
+        return "the trained model is not known"
+    block, _ = _split_block(body, plan, model)
+    calls = [c for st in block for c in _calls(st) if isinstance(c.func, cst.Name) and c.func.value == model]
+    if len(calls) != 1:
+        return f"{model} is called {len(calls)} times in the loss (one key each is not written)"
+    if not calls[0].args or calls[0].args[0].keyword is not None or calls[0].args[0].star \
+            or not isinstance(calls[0].args[0].value, cst.Name):
+        return f"{model}'s first argument is not a name (the batch whose size gives the number of keys)"
+    return None
+
+
+def _binds_key(scope, ctx) -> bool:
+    """Whether a scope (function or module) has a root key at its own level: ``torch.manual_seed(...)``
+    (which becomes ``key = jax.random.key(...)``) or ``key`` bound."""
+    if "key" in _local_names(scope):
+        return True
+    body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
+    return any(isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr)
+               and isinstance(st.body[0].value, cst.Call)
+               and ctx.imports.resolve(st.body[0].value.func) == "torch.manual_seed" for st in body)
 
 
 def _global_trained(module: cst.Module, ctx) -> dict[str, dict]:
@@ -535,6 +586,7 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
         if _optimizer_models(ctx, scope).get(opt.value) != model.value:
             return False
     info["callers"] = sorted({_bound(c, info["params"], info["model"]).value for c, _ in calls})
+    info["caller_scopes"] = [sc for _, sc in calls]
     return True
 
 
@@ -695,7 +747,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         f = _Finish(ctx, optimizers)
         module = rewrite(module, f)
         if f.threaded_done:
-            module = rewrite(module, _ThreadCalls(f.threaded_done))
+            module = rewrite(module, _ThreadCalls(f.threaded_done, ctx.spell_text("jax.random.split")))
         globals_left = f.globals
     if globals_left:  # functions without a training loop that rebind the module's model (model.eval())
         module = module.with_changes(body=[
@@ -722,9 +774,9 @@ class _ThreadCalls(cst.CSTTransformer):
     """``train(..., optimizer, ...)`` of a function whose optimizer's state is now threaded →
     ``model, opt_state = train(..., optimizer, opt_state, ...)``."""
 
-    def __init__(self, done: dict[str, dict]):
+    def __init__(self, done: dict[str, dict], split: str = "jax.random.split"):
         super().__init__()
-        self.done = done
+        self.done, self.split = done, split
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
@@ -743,6 +795,14 @@ class _ThreadCalls(cst.CSTTransformer):
         args[at] = args[at].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.insert(at + 1, new)
         target = cst.Tuple([cst.Element(cst.Name(model.value)), cst.Element(cst.Name("opt_state"))], lpar=[], rpar=[])
+        if info.get("keyed"):  # its own key for the call, split from the caller's
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(cst.Name("train_key"), keyword=cst.Name("key"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            split = cst.parse_statement(f"key, train_key = {self.split}(key)\n").with_changes(
+                leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel([split, updated.with_changes(
+                body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))], leading_lines=[])])
         return updated.with_changes(body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))])
 
 
@@ -837,13 +897,26 @@ def _target_names(t) -> list[str]:
 
 
 class _VmapModel(cst.CSTTransformer):
-    def __init__(self, model: str, vmap: str):
+    """``model(x, ...)`` → ``jax.vmap(model)(x, ...)``; with ``split`` (a model drawing random numbers):
+    ``jax.vmap(model)(x, ..., key=jax.random.split(key, x.shape[0]))``, one key per example."""
+
+    def __init__(self, model: str, vmap: str, split: str | None = None):
         super().__init__()
-        self.model, self.vmap = model, vmap
+        self.model, self.vmap, self.split = model, vmap, split
 
     def leave_Call(self, original, updated):
-        if isinstance(original.func, cst.Name) and original.func.value == self.model:
-            return updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model})"))
+        f = original.func
+        vmapped = isinstance(f, cst.Call) and dotted_text(f.func) == self.vmap and len(f.args) == 1 \
+            and isinstance(f.args[0].value, cst.Name) and f.args[0].value.value == self.model  # (the pass's)
+        if isinstance(f, cst.Name) and f.value == self.model or vmapped:
+            out = updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model})"))
+            if self.split is not None and original.args:
+                keys = cst.parse_expression(f"{self.split}(key, {code(original.args[0].value)}.shape[0])")
+                args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in out.args]
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                out = out.with_changes(args=[*args, cst.Arg(keys, keyword=cst.Name("key"), equal=cst.AssignEqual(
+                    cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+            return out
         return updated
 
 
@@ -907,6 +980,9 @@ class _Finish(cst.CSTTransformer):
         i = next(k for k, p in enumerate(params) if p.name.value == info["opt"])
         params.insert(i + 1, cst.Param(cst.Name("opt_state"), comma=params[i].comma))
         params[i] = params[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        if info.get("keyed"):  # the key its train_step splits per step, given by each caller
+            params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            params.append(cst.Param(cst.Name("key")))
         return updated.with_changes(body=updated.body.with_changes(body=body),
                                     params=updated.params.with_changes(params=params))
 
@@ -987,14 +1063,16 @@ class _Finish(cst.CSTTransformer):
         inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
                   and not hasattr(builtins, n)]
         vmap = self.spell("jax.vmap")
-        moved = [s.visit(_VmapModel(model, vmap)) for s in block]
+        keyed = (fn.name.value if fn is not None else "", opt) in self.ctx.analyses.get(KEYED, ())
+        split = self.spell("jax.random.split")
+        moved = [s.visit(_VmapModel(model, vmap, split if keyed else None)) for s in block]
         last = moved[-1].body[0]
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
             moved[-1] = cst.parse_statement(f"return {code(last.value)}\n")
         else:
             moved.append(cst.parse_statement(f"return {loss}\n"))
 
-        params = ", ".join([model, "opt_state", *inputs])
+        params = ", ".join([model, "opt_state", *inputs, *(["key"] if keyed else [])])
         f = self.spell
         text = (f"@{f('equinox.filter_jit')}\n"
                 f"def train_step({params}):\n"
@@ -1009,10 +1087,19 @@ class _Finish(cst.CSTTransformer):
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
-        call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params})\n")
+        call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params.replace(', key', ', step_key') if keyed else params})\n")
+        if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
+            call = [cst.parse_statement(f"key, step_key = {split}(key)\n"), call]
+        else:
+            call = [call]
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
-        new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
+        new_body = keep[:at] + before + call + [body[i] for i in between] + keep[at:]
+        if keyed and threaded == "global":
+            self.globals.setdefault(fn.name.value, set()).add("key")
+        elif keyed and threaded:
+            info = dict(info, keyed=True)
+        rooted = keyed and not threaded and "key" not in _local_names(self.scopes[-1] if self.scopes else self.module)
         if threaded == "global":  # at module level, after the optimizer's state; the function rebinds both
             self.after_init[opt] = [step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)]
             self.globals.setdefault(fn.name.value, set()).update((model, "opt_state"))
@@ -1021,4 +1108,9 @@ class _Finish(cst.CSTTransformer):
             self.threaded_done[fn.name.value] = info
         else:
             self.pending[opt] = [step_fn]
-        return loop.with_changes(body=loop.body.with_changes(body=new_body))
+        new_loop = loop.with_changes(body=loop.body.with_changes(body=new_body))
+        if rooted:  # a root key of its own, before the loop (the training pass reported it)
+            root = cst.parse_statement(f"key = {self.spell('jax.random.key')}(0)\n").with_changes(
+                leading_lines=loop.leading_lines)
+            return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
+        return new_loop
