@@ -335,6 +335,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     p = _Pass(ctx, module, models, stateful, outputs)
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
     p.global_trained = ctx.analyses[GLOBAL_TRAINED] = _global_trained(module, ctx)
+    ctx.analyses[SCHEDULES] = _schedules(module, ctx, p.threaded, p.global_trained)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
     return rewrite(module, p)
@@ -398,6 +399,200 @@ def _local_names(scope) -> set[str]:
                         names.update((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0]
                                      for a in small.names)
     return names
+
+
+SCHEDULES = "torch2jax.schedules"  # ctx.analyses: (function or "", optimizer) → its schedule (_schedules)
+
+# the schedulers an epoch loop's scheduler.step() can become: the optax schedule over the update count,
+# ({lr}, {steps}: the optimizer's learning rate, the updates between two scheduler.step() calls)
+EPOCH_SCHEDULES = {
+    "torch.optim.lr_scheduler.StepLR": ("optimizer, step_size, gamma=0.1, last_epoch=-1",
+                                        "{decay}({lr}, transition_steps={step_size}{steps}, decay_rate={gamma}, "
+                                        "staircase=True)"),
+    "torch.optim.lr_scheduler.ExponentialLR": ("optimizer, gamma, last_epoch=-1",
+                                               "{decay}({lr}, transition_steps={steps}, decay_rate={gamma}, "
+                                               "staircase=True)"),
+}
+
+
+def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) -> dict:
+    """``scheduler = StepLR(optimizer, step_size, gamma)`` stepped once per epoch (``scheduler.step()`` in the
+    body of an epoch loop, after the epoch's training: a loop over ``train_loader`` stepping that optimizer,
+    or a call of a function that runs one: _threaded / _global_trained) → the optimizer created with
+    ``learning_rate=optax.exponential_decay(lr, transition_steps=step_size * len(train_loader),
+    decay_rate=gamma, staircase=True)``: optax evaluates it at the update count, which gives each batch
+    PyTorch's rate of its epoch (tests/test_torch2jax_training.py checks the rates against torch). The
+    scheduler call is settled here (no rule refuses it) and the finishing step rewrites the optimizer and
+    removes the scheduler's statements. Anything else (the loader created after the optimizer, a
+    scheduler used otherwise, stepped per batch) is left to the rule, whose error gives the schedule."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    found: dict = {}
+    for scope in [module, *funcs.values()]:
+        body = scope.body if isinstance(scope, cst.Module) else scope.body.body
+        optimizers = _optimizer_models(ctx, scope)
+        for a in _scope_assigns(scope):
+            q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
+            if q not in EPOCH_SCHEDULES or len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
+                continue
+            sched = a.targets[0].target.value
+            args = _bind_text(a.value, EPOCH_SCHEDULES[q][0])
+            if args is None or args.get("last_epoch", "-1") != "-1" or args.get("optimizer") not in optimizers \
+                    or not optimizers[args["optimizer"]]:
+                continue
+            opt = args["optimizer"]
+            epoch = _epoch_loop(module, scope, sched)
+            if epoch is None:
+                continue
+            loop, at = epoch
+            epoch = _epoch_loader(loop.body.body[:at], opt, scope, funcs, threaded, global_trained)
+            if epoch is None or not _bound_before(body, epoch[0], opt):
+                continue
+            loader, batch_loop = epoch
+            steps = f"len({loader})"
+            size = args.get("step_size")
+            text = EPOCH_SCHEDULES[q][1].format(
+                decay=ctx.spell_text("optax.exponential_decay"), lr="{lr}", gamma=args.get("gamma", "0.1"),
+                step_size="" if size in (None, "1") else f"{size} * ", steps=steps)
+            name = q.rsplit(".", 1)[-1]
+            found[(scope.name.value if isinstance(scope, cst.FunctionDef) else "", opt)] = {
+                "sched": sched, "schedule": text}
+            ctx.settled.add(id(a.value))
+            ctx.report(Severity.INFO, "idiom-replaced", f"{name} stepped once per epoch → {opt}'s learning rate is "
+                       f"the optax schedule {text.format(lr='lr')} of its update count ({steps} updates per epoch): "
+                       "each batch gets PyTorch's rate of its epoch; scheduler.step() removed", a.value)
+            if _breaks(batch_loop):
+                ctx.report(Severity.WARNING, "approximate", f"the training loop over {loader} can stop early (break): "
+                           f"the schedule counts {steps} updates per epoch, PyTorch's scheduler one epoch per "
+                           "scheduler.step(), so an epoch cut short shifts the rates after it", a.value)
+    return found
+
+
+def _bind_text(call: cst.Call, signature: str) -> dict[str, str] | None:
+    """The arguments of ``call`` by parameter name (their source text), bound to a ``signature`` of plain
+    parameters; None when it does not bind (a star argument, an unknown keyword, a missing one)."""
+    params = [(p.split("=")[0].strip(), p.split("=")[1].strip() if "=" in p else None) for p in signature.split(",")]
+    out: dict[str, str] = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(params):
+                return None
+            out[params[i][0]] = code(a.value)
+        elif a.keyword.value in dict(params) and a.keyword.value not in out:
+            out[a.keyword.value] = code(a.value)
+        else:
+            return None
+    for name, default in params:
+        if name not in out:
+            if default is None:
+                return None
+            out[name] = default
+    return out
+
+
+def _epoch_loop(module, scope, sched: str) -> tuple[cst.For, int] | None:
+    """The loop whose body holds the only ``sched.step()`` at its own level, when every other use of
+    ``sched`` in the module is its assignment; with that statement's index."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return n is scope
+
+        def visit_For(self, n: cst.For) -> None:
+            for i, st in enumerate(n.body.body):
+                if _method_stmt(st, "step") == sched and not st.body[0].value.args:
+                    found.append((n, i))
+
+    class Count(cst.CSTVisitor):
+        def __init__(self):
+            self.names = 0
+
+        def visit_Name(self, n) -> None:
+            if n.value == sched:
+                self.names += 1
+
+    v = Count()
+    scope.visit(V())
+    module.visit(v)
+    # the uses: the assignment's target and the step's receiver
+    return found[0] if len(found) == 1 and v.names == 2 else None
+
+
+def _loop_over(loop) -> str | None:
+    """``for ... in X`` / ``for ... in enumerate(X)`` (X a name) → X."""
+    it = loop.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args \
+            and it.args[0].keyword is None and all(a.keyword is not None for a in it.args[1:]):
+        it = it.args[0].value
+    return it.value if isinstance(it, cst.Name) else None
+
+
+def _epoch_loader(stmts: list, opt: str, scope, funcs: dict, threaded: dict, global_trained: dict):
+    """(the loader one epoch goes through, the training loop over it) when the statements before the
+    scheduler's step run exactly one epoch of ``opt``'s training: a loop over a loader stepping ``opt`` at
+    its own level, or a call of a function whose loop does (threaded: the loader is the argument given
+    for the parameter it loops over; global-trained: the module's loader); else None."""
+    epochs = []
+    for st in stmts:
+        if isinstance(st, cst.For):
+            plan = _loop_plan(list(st.body.body))
+            if plan is not None and plan[0] == opt and _loop_over(st):
+                epochs.append((_loop_over(st), st))
+            elif plan is not None:
+                return None
+        elif isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr) \
+                and isinstance(st.body[0].value, cst.Call) and isinstance(st.body[0].value.func, cst.Name) \
+                and st.body[0].value.func.value in funcs:
+            call = st.body[0].value
+            name = call.func.value
+            inner = [lp for lp in funcs[name].body.body if isinstance(lp, (cst.For, cst.While))
+                     and _loop_plan(list(lp.body.body)) is not None]
+            if len(inner) != 1 or not isinstance(inner[0], cst.For) or _loop_over(inner[0]) is None:
+                continue
+            over = _loop_over(inner[0])
+            info = threaded.get(name)
+            if info is not None:
+                bound = _bound(call, info["params"], info["opt"])
+                if isinstance(bound, cst.Name) and bound.value == opt and over in info["params"]:
+                    arg = _bound(call, info["params"], over)
+                    if isinstance(arg, cst.Name):
+                        epochs.append((arg.value, inner[0]))
+                        continue
+                return None
+            glob = global_trained.get(name)
+            if glob is not None and glob["opt"] == opt and isinstance(scope, cst.Module) \
+                    and over not in _local_names(funcs[name]):
+                epochs.append((over, inner[0]))
+    return epochs[0] if len(epochs) == 1 else None
+
+
+def _bound_before(body: list, loader: str, opt: str) -> bool:
+    """Whether ``loader`` is assigned at the scope's own level before the statement creating ``opt``."""
+    first_loader = next((i for i, st in enumerate(body) if _assigns(st, loader)), None)
+    first_opt = next((i for i, st in enumerate(body) if _assigns(st, opt)), None)
+    return first_loader is not None and first_opt is not None and first_loader < first_opt
+
+
+def _breaks(loop) -> bool:
+    hit = []
+
+    class V(cst.CSTVisitor):
+        def visit_Break(self, n) -> None:
+            hit.append(n)
+
+        def visit_For(self, n) -> bool:
+            return n is loop
+
+        def visit_While(self, n) -> bool:
+            return False
+
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+    loop.visit(V())
+    return bool(hit)
 
 
 def _unkeyable(body: list, plan, model: str | None) -> str | None:
@@ -756,6 +951,17 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     return module
 
 
+def _with_schedule(stmt, schedule: str):
+    """``opt = optax.X(learning_rate=lr, ...)`` → ``learning_rate=<schedule of lr>``."""
+    call = stmt.body[0].value
+    args = list(call.args)
+    at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "learning_rate"), None)
+    if at is None:
+        return stmt
+    args[at] = args[at].with_changes(value=cst.parse_expression(schedule.format(lr=code(args[at].value))))
+    return stmt.with_changes(body=[stmt.body[0].with_changes(value=call.with_changes(args=args))])
+
+
 def _declare_global(f: cst.FunctionDef, names: set) -> cst.FunctionDef:
     """``global a, b`` as the function's first statement (after its docstring)."""
     body = list(f.body.body)
@@ -1006,17 +1212,32 @@ class _Finish(cst.CSTTransformer):
 
     def rewrite(self, body: list) -> list:
         """After each optimizer: its state's initialisation; before the first loop that follows it:
-        the train_step its loops call."""
+        the train_step its loops call. An epoch scheduler's statements go (_schedules), its schedule
+        becoming the optimizer's learning rate."""
         out = []
         waiting: list = []
+        scope = self.scopes[-1].name.value if len(self.scopes) == 1 else "" if not self.scopes else None
+        schedules = {opt: v for (sc, opt), v in self.ctx.analyses.get(SCHEDULES, {}).items() if sc == scope}
+        scheds = {v["sched"] for v in schedules.values()}
+        carried: list = []  # the leading lines (comments) of a removed statement, for the next one
         for s in body:
+            if scheds and (_method_stmt(s, "step") in scheds or any(_assigns(s, n) for n in scheds)):
+                carried += list(s.leading_lines)
+                continue
+            if carried:
+                s = s.with_changes(leading_lines=[*carried, *s.leading_lines])
+                carried = []
+            written = s  # (the optimizer as the rules wrote it: self.optimizers)
+            if _is_assign(s) and len(s.body[0].targets) == 1 and isinstance(s.body[0].targets[0].target, cst.Name) \
+                    and s.body[0].targets[0].target.value in schedules and isinstance(s.body[0].value, cst.Call):
+                s = _with_schedule(s, schedules[s.body[0].targets[0].target.value]["schedule"])
             if waiting and isinstance(s, (cst.For, cst.While)):
                 out += waiting
                 waiting = []
                 if not s.leading_lines:
                     s = s.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
             out.append(s)
-            if _is_assign(s) and code(s.body[0].value) in self.optimizers and len(s.body[0].targets) == 1 \
+            if _is_assign(written) and code(written.body[0].value) in self.optimizers and len(s.body[0].targets) == 1 \
                     and isinstance(s.body[0].targets[0].target, cst.Name):
                 opt = s.body[0].targets[0].target.value
                 model = self.trained.get(opt)
