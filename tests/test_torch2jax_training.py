@@ -233,6 +233,68 @@ def test_data_loader_options_that_change_the_batches_are_refused():
     assert [f.code for f in errors(r)] == ["unsupported-argument"] and "NumpyLoader" not in r.output
 
 
+_KWARGS = """
+import torch
+
+
+def main(args, dataset1, dataset2, use_accel):
+    train_kwargs = {'batch_size': args.batch_size}
+    test_kwargs = {'batch_size': args.test_batch_size}
+    if use_accel:
+        accel_kwargs = {'num_workers': 1,
+                        'persistent_workers': True,
+                        'pin_memory': True,
+                        'shuffle': True}
+        train_kwargs.update(accel_kwargs)
+        test_kwargs.update(accel_kwargs)
+    train_loader = torch.utils.data.DataLoader(dataset1, **train_kwargs)
+    test_loader = torch.utils.data.DataLoader(dataset2, **test_kwargs)
+    return train_loader, test_loader
+"""
+
+_KWARGS_EMPTIED = """
+import torch
+
+kwargs = {'num_workers': 1, 'pin_memory': True} if use_accel else {}
+train_loader = torch.utils.data.DataLoader(ds, batch_size=args.batch_size, shuffle=True, **kwargs)
+"""
+
+
+def test_data_loader_kwargs_built_in_the_file_are_bound_by_their_keys():
+    """PyTorch's examples' `DataLoader(dataset, **train_kwargs)`: the keys the dict can hold (over both
+    branches) are bound like written arguments: batch_size/shuffle stay in the dict, the worker and
+    pinned-memory keys leave it (an info each); a dict left empty in every branch leaves the file."""
+    r = t2j(_KWARGS)
+    assert not errors(r), r.findings
+    assert "        accel_kwargs = {'shuffle': True}\n" in r.output
+    assert "    train_loader = NumpyLoader(dataset1, **train_kwargs)\n" in r.output
+    assert "    test_loader = NumpyLoader(dataset2, **test_kwargs)\n" in r.output
+    dropped = sorted(f.message.split()[0] for f in r.findings if f.code == "dropped-argument")
+    assert dropped == ["num_workers", "persistent_workers", "pin_memory"], r.findings
+    r = t2j(_KWARGS_EMPTIED)
+    assert not errors(r), r.findings
+    assert "kwargs" not in r.output
+    assert "train_loader = NumpyLoader(ds, batch_size=args.batch_size, shuffle=True)\n" in r.output
+
+
+@pytest.mark.parametrize("change,why", [
+    # the dict is read elsewhere: dropping its keys would change that use
+    (("    return train_loader, test_loader\n", "    print(train_kwargs)\n    return train_loader, test_loader\n"),
+     "cannot be bound statically"),
+    # a key the loader refuses, with its reason
+    (("'shuffle': True}", "'shuffle': True, 'sampler': sampler}"), "a sampler is not translated"),
+    # not an argument of DataLoader
+    (("'shuffle': True}", "'shuffle': True, 'bacth_size': 3}"), "'bacth_size' is not an argument"),
+    # bound twice: which dict a use sees is not followed
+    (("    if use_accel:\n", "    train_kwargs = {}\n    if use_accel:\n"), "cannot be bound statically"),
+])
+def test_data_loader_kwargs_not_followed_are_refused(change, why):
+    r = t2j(_KWARGS.replace(*change))
+    errs = [f for f in errors(r) if f.line in (15, 16)]  # (16: after the inserted line)
+    assert errs and why in errs[0].message, r.findings
+    assert "DataLoader(dataset1, **train_kwargs)" in r.output and "accel_kwargs = {'num_workers': 1," in r.output
+
+
 # --- checkpoints -------------------------------------------------------------------------------------------
 
 _SAVE = """
@@ -501,14 +563,45 @@ for _ in range(3):
 """
 
 
-def test_a_model_with_dropout_trained_by_the_written_step_is_flagged():
-    """The train_step calls the model without a key, which Equinox's Dropout needs in training: an error
-    where the model is known to be such a class, a warning where the trained model's class is unknown."""
+def test_a_model_with_dropout_trained_by_the_written_step_gets_a_key_per_step():
+    """Equinox's Dropout needs a key in training: where the trained model is known to be such a class, the
+    written train_step takes `key` and the loop splits one per step (a root key before the loop when the
+    scope has none), handed to the model one per example; a warning where the trained model's class is
+    unknown (fit's `model`)."""
     r = t2j(_DROPOUT)
     found = [(f.severity, f.line) for f in r.findings if f.code == "unsupported-construct"]
-    assert found == [(Severity.WARNING, 19), (Severity.ERROR, 29)], r.findings
+    assert found == [(Severity.WARNING, 19)], r.findings
+    assert [f.line for f in r.findings if f.code == "key-added" and "train_step takes a key" in f.message] == [29, 29]
+    assert "def train_step(net, opt_state, x, y, key):\n" in r.output
+    assert "jax.vmap(net)(x, key=jax.random.split(key, x.shape[0]))" in r.output
+    assert ("key = jax.random.key(0)\n\n@eqx.filter_jit\ndef train_step" in r.output
+            and "for _ in range(3):\n    key, step_key = jax.random.split(key)\n"
+            "    net, opt_state, loss = train_step(net, opt_state, x, y, step_key)\n" in r.output), r.output
+    seeded = t2j(_DROPOUT.replace("net = Net()\n", "torch.manual_seed(3)\nnet = Net()\n"))
+    assert seeded.output.count("jax.random.key(") == 2  # the seeded root key and Net's; none added for the loop
     plain = t2j(_DROPOUT.replace("        self.drop = nn.Dropout(0.5)\n", "").replace("self.drop(self.fc(x))", "self.fc(x)"))
     assert not [f for f in plain.findings if f.code == "unsupported-construct"]
+    assert "def train_step(net, opt_state, x, y):\n" in plain.output
+
+
+def test_a_threaded_function_training_a_dropout_model_takes_a_key_from_its_caller():
+    """train(model, loader, optimizer, epoch) on a model with dropout: the function takes `key` last, its
+    caller splits its own per call (torch.manual_seed there); a caller without a key of its own is an error."""
+    src = _THREADED.replace("import torch.nn.functional as F\n", "import torch.nn.functional as F\nfrom torch import nn\n\n\n"
+                            "class Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+                            "        self.fc = nn.Linear(4, 3)\n        self.drop = nn.Dropout(0.5)\n\n"
+                            "    def forward(self, x):\n        return self.drop(self.fc(x))\n")
+    src = src.replace("def main(net, loader):\n", "def main(loader):\n    torch.manual_seed(0)\n    net = Net()\n")
+    r = t2j(src)
+    assert not errors(r), r.findings
+    assert "def train(model, loader, optimizer, opt_state, epoch, key):\n" in r.output
+    assert ("        key, train_key = jax.random.split(key)\n"
+            "        net, opt_state = train(net, loader, opt, opt_state, epoch, key=train_key)\n") in r.output, r.output
+    assert "            key, step_key = jax.random.split(key)\n" not in r.output  # (the function's loop is one level in)
+    assert "        key, step_key = jax.random.split(key)\n        model, opt_state, loss = train_step(model, opt_state, x, y, step_key)\n" in r.output
+    r = t2j(src.replace("    torch.manual_seed(0)\n", ""))
+    errs = errors(r)
+    assert len(errs) == 1 and "a caller has none of its own" in errs[0].message, r.findings
 
 
 _BETWEEN = """
