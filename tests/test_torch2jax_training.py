@@ -527,6 +527,178 @@ def test_a_scheduler_error_gives_the_exact_optax_schedule():
         assert len(set(np.round(torch_lrs, 12))) > 2, make  # the schedule really changes over these steps
 
 
+# the layout of PyTorch's mnist example, small: a dict of loader arguments, a model with dropout, a train()
+# function per epoch, StepLR stepped once per epoch (synthetic data: nothing to download)
+_EPOCH_SCRIPT = """
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.optim as optim
+from torch.optim.lr_scheduler import StepLR
+from torch.utils.data import DataLoader, TensorDataset
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 32)
+        self.dropout = nn.Dropout(0.2)
+        self.fc2 = nn.Linear(32, 3)
+
+    def forward(self, x):
+        x = F.relu(self.fc1(x))
+        x = self.dropout(x)
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def train(model, device, train_loader, optimizer, epoch):
+    model.train()
+    total = 0.0
+    for data, target in train_loader:
+        data, target = data.to(device), target.to(device)
+        optimizer.zero_grad()
+        output = model(data)
+        loss = F.nll_loss(output, target)
+        loss.backward()
+        total += loss.item()
+        optimizer.step()
+    print("epoch", epoch, total / len(train_loader))
+
+
+def main():
+    torch.manual_seed(0)
+    use_accel = torch.cuda.is_available()
+    device = torch.device("cuda" if use_accel else "cpu")
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((256, 8)).astype(np.float32)
+    y = ((x[:, 0] > 0).astype(np.int64) + (x[:, 1] > 0.5).astype(np.int64))
+    dataset = TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+    train_kwargs = {'batch_size': 32}
+    if use_accel:
+        accel_kwargs = {'num_workers': 1, 'pin_memory': True, 'shuffle': True}
+        train_kwargs.update(accel_kwargs)
+    train_loader = DataLoader(dataset, **train_kwargs)
+    model = Net().to(device)
+    optimizer = optim.Adadelta(model.parameters(), lr=1.0)
+    scheduler = StepLR(optimizer, step_size=2, gamma=0.7)
+    for epoch in range(1, 7):
+        train(model, device, train_loader, optimizer, epoch)
+        scheduler.step()
+
+
+if __name__ == '__main__':
+    main()
+"""
+
+
+def test_an_epoch_scheduler_becomes_the_optimizers_schedule():
+    """StepLR stepped once per epoch after train(...): the optimizer is created with the optax schedule
+    over its update count (step_size * len(train_loader) updates per decay), the scheduler's lines go."""
+    r = t2j(_EPOCH_SCRIPT)
+    assert not errors(r), r.findings
+    assert ("    optimizer = optax.adadelta(learning_rate=optax.exponential_decay(1.0, transition_steps=2 * "
+            "len(train_loader), decay_rate=0.7, staircase=True))\n") in r.output, r.output
+    assert "scheduler" not in r.output and "StepLR" not in r.output
+    # stepped inside the batch loop (per update), or before the epoch's training: left to the rule's error
+    for change in (("        optimizer.step()\n", "        optimizer.step()\n        scheduler.step()\n"),
+                   ("        train(model, device, train_loader, optimizer, epoch)\n        scheduler.step()\n",
+                    "        scheduler.step()\n        train(model, device, train_loader, optimizer, epoch)\n")):
+        other = t2j(_EPOCH_SCRIPT.replace("    scheduler = StepLR", "    scheduler = StepLR").replace(*change))
+        assert any("StepLR sets the learning rate" in f.message for f in errors(other)), change
+
+
+_EPOCH_STEPS = """
+import json, sys
+import numpy as np
+spec = json.loads(sys.argv[1])
+rng = np.random.default_rng(0)
+p0 = rng.standard_normal(5)
+epochs, batches = 6, 3
+grads = [rng.standard_normal(5) for _ in range(epochs * batches)]
+if spec["side"] == "torch":
+    import torch
+    p = torch.tensor(p0, requires_grad=True)
+    optimizer = torch.optim.Adadelta([p], lr=1.0)
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.7)
+    out, lrs = [], []
+    for e in range(epochs):
+        for b in range(batches):
+            lrs.append(optimizer.param_groups[0]["lr"])
+            p.grad = torch.tensor(grads[e * batches + b])
+            optimizer.step()
+            out.append(p.detach().numpy().tolist())
+        scheduler.step()
+else:
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import optax
+    train_loader = range(batches)
+    optimizer = eval(spec["optimizer"], {"optax": optax, "train_loader": train_loader})
+    params = jnp.asarray(p0)
+    state = optimizer.init(params)
+    out, lrs = [], []
+    schedule = eval(spec["schedule"], {"optax": optax, "train_loader": train_loader})
+    for u, g in enumerate(grads):
+        lrs.append(float(schedule(u)))
+        updates, state = optimizer.update(jnp.asarray(g), state, params)
+        params = optax.apply_updates(params, updates)
+        out.append(np.asarray(params).tolist())
+print(json.dumps([out, lrs]))
+"""
+
+
+@needs_frameworks
+@pytest.mark.parametrize("planted", [None, ("transition_steps=2 * len(train_loader)", "transition_steps=len(train_loader)")])
+def test_the_epoch_schedule_steps_as_torch_steplr(planted):
+    """The translated optimizer (Adadelta under StepLR(step_size=2, gamma=0.7), 3 batches per epoch, 6
+    epochs) takes PyTorch's steps from the same parameters and gradients, each update at the rate of its
+    epoch (float64); a schedule decaying every epoch instead (planted) does not."""
+    r = t2j(_EPOCH_SCRIPT)
+    line = next(ln for ln in r.output.splitlines() if ln.strip().startswith("optimizer = optax."))
+    optimizer = line.split("=", 1)[1].strip()
+    schedule = optimizer.split("learning_rate=", 1)[1][:-1]
+    if planted:
+        assert planted[0] in optimizer
+        optimizer, schedule = optimizer.replace(*planted), schedule.replace(*planted)
+    results = []
+    for side in ("torch", "jax"):
+        p = subprocess.run([sys.executable, "-c", _EPOCH_STEPS, json.dumps({"side": side, "optimizer": optimizer,
+                                                                            "schedule": schedule})],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    import numpy as np
+    (t_out, t_lrs), (j_out, j_lrs) = results
+    assert len(set(t_lrs)) == 3  # 1.0, 0.7, 0.49: the rate really changes over these epochs
+    if planted:
+        assert not np.allclose(j_lrs, t_lrs)
+        assert not np.allclose(j_out, t_out, rtol=1e-7, atol=1e-10)
+    else:
+        np.testing.assert_allclose(j_lrs, t_lrs, rtol=1e-12)
+        # (float64: Adadelta's square roots, taken in another order, differ by ~1e-9 after 18 steps)
+        np.testing.assert_allclose(j_out, t_out, rtol=1e-7, atol=1e-10)
+
+
+@needs_frameworks
+def test_the_epoch_script_runs_without_torch_and_learns(tmp_path):
+    """The translated script (loader dict, dropout with its key per step, threaded train(), the epoch
+    schedule) runs with torch unimportable and its mean training loss falls over the epochs, as PyTorch's does."""
+    r = t2j(_EPOCH_SCRIPT)
+    assert not errors(r), r.findings
+    losses = []
+    for name, text, runner in (("src.py", _EPOCH_SCRIPT, "import runpy, sys; runpy.run_path(sys.argv[1], run_name='__main__')"),
+                               ("out.py", r.output, NO_TORCH)):
+        path = tmp_path / name
+        path.write_text(text)
+        p = subprocess.run([sys.executable, "-c", runner, str(path)], capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        losses.append([float(ln.split()[-1]) for ln in p.stdout.splitlines() if ln.startswith("epoch ")])
+    for side in losses:
+        assert len(side) == 6 and side[-1] < 0.9 * side[0], losses
+
+
 _DROPOUT = """
 import torch
 import torch.nn.functional as F
