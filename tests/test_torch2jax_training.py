@@ -699,6 +699,138 @@ def test_the_epoch_script_runs_without_torch_and_learns(tmp_path):
         assert len(side) == 6 and side[-1] < 0.9 * side[0], losses
 
 
+# the layout of PyTorch's VAE example: loader, model and optimizer at module level, def train(epoch) / test(epoch)
+_GLOBAL_SCRIPT = """
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn, optim
+from torch.utils.data import DataLoader, TensorDataset
+
+rng = np.random.default_rng(0)
+x = rng.standard_normal((64, 6)).astype(np.float32)
+y = (x @ rng.standard_normal((6, 2))).astype(np.float32)
+use_accel = torch.cuda.is_available()
+kwargs = {'num_workers': 1, 'pin_memory': True} if use_accel else {}
+train_loader = DataLoader(TensorDataset(torch.from_numpy(x), torch.from_numpy(y)), batch_size=16, shuffle=False, **kwargs)
+
+
+class Reg(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 16)
+        self.fc2 = nn.Linear(16, 2)
+
+    def forward(self, x):
+        return self.fc2(torch.tanh(self.fc1(x)))
+
+
+model = Reg()
+optimizer = optim.Adam(model.parameters(), lr=1e-2)
+
+
+def train(epoch):
+    model.train()
+    train_loss = 0
+    for batch_idx, (data, target) in enumerate(train_loader):
+        optimizer.zero_grad()
+        out = model(data)
+        loss = F.mse_loss(out, target)
+        loss.backward()
+        train_loss += loss.item()
+        optimizer.step()
+    print('epoch', epoch, train_loss / len(train_loader))
+
+
+def test(epoch):
+    model.eval()
+    out = model(torch.from_numpy(x))
+    print('test', epoch, float(F.mse_loss(out, torch.from_numpy(y))))
+
+
+if __name__ == "__main__":
+    for epoch in range(1, 9):
+        train(epoch)
+        test(epoch)
+"""
+
+
+def test_a_function_stepping_the_modules_optimizer_rebinds_the_modules_state():
+    """def train(epoch) over the module's model and optimizer (PyTorch's VAE example): the train_step is
+    written at module level after opt_state, the function declares `global model, opt_state`; test(epoch),
+    which switches the module's model to inference mode, declares `global model` (it raised
+    UnboundLocalError: the assignment made `model` local)."""
+    r = t2j(_GLOBAL_SCRIPT)
+    assert not errors(r), r.findings
+    assert ("opt_state = optimizer.init(eqx.filter(model, eqx.is_array))\n\n\n@eqx.filter_jit\n"
+            "def train_step(model, opt_state, data, target):\n") in r.output, r.output
+    assert "def train(epoch):\n    global model, opt_state\n    model = eqx.nn.inference_mode(model, False)\n" in r.output
+    assert "def test(epoch):\n    global model\n    model = eqx.nn.inference_mode(model, True)\n" in r.output
+    assert "        model, opt_state, loss = train_step(model, opt_state, data, target)\n        train_loss += loss.item()\n" in r.output
+    assert "kwargs" not in r.output
+    # a function that binds the model itself is not one of these: refused as before
+    other = t2j(_GLOBAL_SCRIPT.replace("    train_loss = 0\n", "    train_loss = 0\n    model = Reg()\n"))
+    assert any("optimizer is not created in this function" in f.message for f in errors(other)), other.findings
+
+
+_GLOBAL_RUN = """
+import json, runpy, sys
+if sys.argv[2] == "jax":
+    sys.modules["torch"] = None
+import numpy as np
+ns = runpy.run_path(sys.argv[1], run_name="script")
+g = ns["train"].__globals__  # the module's own globals, which train() rebinds
+rng = np.random.default_rng(1)
+w1, b1 = rng.standard_normal((16, 6)) * 0.4, rng.standard_normal(16) * 0.1
+w2, b2 = rng.standard_normal((2, 16)) * 0.4, rng.standard_normal(2) * 0.1
+if sys.argv[2] == "torch":
+    import torch
+    with torch.no_grad():
+        for p, v in ((g["model"].fc1.weight, w1), (g["model"].fc1.bias, b1), (g["model"].fc2.weight, w2), (g["model"].fc2.bias, b2)):
+            p.copy_(torch.tensor(v))
+    read = lambda: [g["model"].fc1.weight.detach().numpy().tolist(), g["model"].fc2.bias.detach().numpy().tolist()]
+else:
+    import equinox as eqx, jax.numpy as jnp
+    m = g["model"]
+    m = eqx.tree_at(lambda m: (m.fc1.weight, m.fc1.bias, m.fc2.weight, m.fc2.bias), m,
+                    tuple(jnp.asarray(v, jnp.float32) for v in (w1, b1, w2, b2)))
+    g["model"] = m
+    g["opt_state"] = g["optimizer"].init(eqx.filter(m, eqx.is_array))
+    read = lambda: [np.asarray(g["model"].fc1.weight).tolist(), np.asarray(g["model"].fc2.bias).tolist()]
+steps = []
+for epoch in range(1, 4):
+    g["train"](epoch)
+    steps.append(read())
+print(json.dumps(steps))
+"""
+
+
+@needs_frameworks
+def test_the_module_level_training_steps_as_pytorch_does(tmp_path):
+    """From the same weights, three epochs of train(epoch) (4 batches in order, Adam at module level) give
+    PyTorch's weights after each epoch in the translation (float32), which runs with torch unimportable;
+    and the whole translated script learns (its test loss falls)."""
+    r = t2j(_GLOBAL_SCRIPT)
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_GLOBAL_SCRIPT)
+    out.write_text(r.output)
+    results = []
+    for path, side in ((src, "torch"), (out, "jax")):
+        p = subprocess.run([sys.executable, "-c", _GLOBAL_RUN, str(path), side], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    import numpy as np
+    for t, j in zip(*results):
+        for a, b in zip(t, j):
+            np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+    assert not np.allclose(results[0][0][0], results[0][2][0])  # the weights moved
+    p = subprocess.run([sys.executable, "-c", NO_TORCH, str(out)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    tests = [float(ln.split()[-1]) for ln in p.stdout.splitlines() if ln.startswith("test ")]
+    assert len(tests) == 8 and tests[-1] < 0.5 * tests[0], tests
+
+
 _DROPOUT = """
 import torch
 import torch.nn.functional as F
