@@ -10,7 +10,10 @@ and removes lines) then writes, after the optimizer, ``opt_state = optim.init(eq
 eqx.is_array))``; before the loop, a ``train_step(model, opt_state, <the loss's inputs>)`` with the
 loss statements inside ``loss_fn`` (the model called through ``jax.vmap``), ``eqx.filter_value_and_grad``,
 ``optim.update`` and ``eqx.apply_updates``; and in the loop, ``zero_grad()`` / ``backward()`` /
-``step()`` become one call of it.
+``step()`` become one call of it. A model with dropout gets a key per step (``train_step(..., key)``,
+split in the loop); a function stepping an optimizer it receives threads ``opt_state`` through its
+signature, one stepping the module's optimizer declares ``global model, opt_state``; a StepLR /
+ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``).
 """
 from __future__ import annotations
 
