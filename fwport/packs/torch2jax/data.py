@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fwport.core.finding import Severity
 from fwport.packs.torch2jax.ops import HELPERS
 
 _ARRAY_DATASET = '''
@@ -120,15 +121,15 @@ LOADERS = "torch2jax.loader-kwargs"  # ctx.analyses: ids of the DataLoader calls
 
 def loader_kwargs(module: cst.Module, ctx) -> cst.Module:
     """A read-only planner: ``DataLoader(dataset, **train_kwargs)`` where ``train_kwargs`` is a dict the
-    file builds from dict displays (``{'batch_size': 64}``, ``{...} if c else {...}``), ``.update(...)``
-    with such displays, keywords or another such dict, and ``d['key'] = v``. The keys the dict can
+    file builds from dict displays (``{'batch_size': 64}``, ``{...} if c else {...}``) and ``.update(...)``
+    with such a display or another such dict (not keywords, not ``d['key'] = v``). The keys the dict can
     hold (their union over the branches) are bound to DataLoader's signature as written arguments would
     be: those the loader keeps (batch_size, shuffle, drop_last) stay in the dict and the call becomes
     ``NumpyLoader(dataset, **train_kwargs)``; those the rule drops (num_workers, pin_memory, ...) leave
     the dict displays (an info finding each), and a dict left with no key in any branch leaves the file
     with its statements (``**kwargs`` removed from the calls). Values may be any expression; a key the
     rule refuses (sampler=...) refuses the call with its reason. A dict whose every use is not one of
-    these (passed to a function, read, shared with another scope that binds the name) is not followed:
+    these (passed to a function, read, assigned twice, shared with another scope that binds the name) is not followed:
     the call is refused as before (*args/**kwargs cannot be bound statically)."""
     from fwport.core.engine import build_call, map_call
 
@@ -143,7 +144,7 @@ def loader_kwargs(module: cst.Module, ctx) -> cst.Module:
             continue
         decisions, refused = _decide(group, rule)
         if refused:
-            message = (f"{rule.names[0].rsplit('.', 1)[-1]}(..., **{star}): {refused}")
+            message = f"{rule.names[0].rsplit('.', 1)[-1]}(..., **{star}): {refused}"
             ctx.plans.add(call, _refuse(ctx, rule, message), by="loader-kwargs")
             continue
         empty = all(decisions[k] is None for k in group["keys"])
@@ -167,9 +168,6 @@ def loader_kwargs(module: cst.Module, ctx) -> cst.Module:
                     uses.planned.add(id(block))
                     ctx.plans.add(block, lambda o, u: cst.RemovalSentinel.REMOVE, by="loader-kwargs")
     return module
-
-
-from fwport.core.finding import Severity  # noqa: E402  (with the planner that reports)
 
 
 def _refuse(ctx, rule, message):
