@@ -19,6 +19,7 @@ import re
 
 import libcst as cst
 
+from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
@@ -60,7 +61,7 @@ class _Pass(cst.CSTTransformer):
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
 
     def on_leave(self, original_node, updated_node):
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)
         if id(original_node) in self.ctx.settled and isinstance(out, cst.CSTNode):
             self.ctx.settled.add(id(out))  # refused by the modules pass: still refused in this pass's output
         return out
