@@ -173,20 +173,27 @@ def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     cls = type(visitor)
     if plain_visitor(cls):  # libcst's on_visit / on_leave: the hooks looked up once per node type
         _scan_hooks(node, visitor, table(cls))
+    elif cls.on_leave is cst.CSTVisitor.on_leave:  # its own on_visit, libcst's on_leave
+        _scan(node, visitor, table(cls))
     else:
-        _scan(node, visitor)
+        _scan(node, visitor, None)
 
 
-def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, leaves: dict | None) -> None:
     if visitor.on_visit(node):
         for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, (tuple, list)):
                 for child in value:
-                    _scan(child, visitor)
+                    _scan(child, visitor, leaves)
             elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
-                _scan(value, visitor)
-    visitor.on_leave(node)
+                _scan(value, visitor, leaves)
+    if leaves is None:
+        visitor.on_leave(node)
+    else:
+        leave = leaves.get(type(node).__name__, _NO_HOOKS)[1]
+        if leave is not None:
+            leave(visitor, node)
 
 
 def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict) -> None:
