@@ -12,7 +12,8 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
-from fwport.core.names import scan
+from fwport.core.hooks import default_leave_transform, default_visit
+from fwport.core.names import ScopedResolver, scan
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.rewrite import rewrite
 
@@ -182,3 +183,111 @@ def test_rewrite_refuses_to_remove_a_required_child():
 
     with pytest.raises(TypeError, match="required child"):
         rewrite(cst.parse_module("x + y\n"), _Bad())
+
+
+# --- the visitors that keep libcst's on_visit / on_leave: their hooks come from fwport.core.hooks -------
+class _Mixin:
+    def visit_Name(self, node):
+        self.log.append(("mixin visit_Name", id(node)))
+
+
+class _Hooks(_Mixin, cst.CSTVisitor):
+    """Hooks of every kind libcst finds by name: one that prunes (returns False), one inherited from a
+    mixin, a static method, leave hooks; libcst's on_visit / on_leave kept."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, int]] = []
+
+    def visit_Call(self, node):
+        self.log.append(("visit_Call", id(node)))
+        return not (isinstance(node.func, cst.Name) and node.func.value == "range")  # not into range(...)
+
+    def leave_Call(self, node):
+        self.log.append(("leave_Call", id(node)))
+
+    @staticmethod
+    def visit_Integer(node):
+        _STATIC.append(node.value)
+
+    def leave_FunctionDef(self, node):
+        self.log.append(("leave_FunctionDef", id(node)))
+
+
+class _Override(_Hooks):
+    def visit_Name(self, node):  # overrides the mixin's
+        self.log.append(("own visit_Name", id(node)))
+        return False
+
+
+class _Guarded(_Hooks):
+    """A visitor with its own on_visit that calls hooks.default_visit in place of super().on_visit."""
+
+    def on_visit(self, node):
+        return not isinstance(node, cst.Lambda) and default_visit(self, node)
+
+
+_STATIC: list[str] = []
+
+
+@pytest.mark.parametrize("cls", [_Hooks, _Override, _Guarded])
+@pytest.mark.parametrize("text", _texts()[:6])
+def test_scan_calls_a_visitors_own_hooks_as_visit_does(text, cls):
+    module = cst.parse_module(text)
+    a, b = cls(), cls()
+    _STATIC.clear()
+    module.visit(a)
+    by_libcst = list(_STATIC)
+    _STATIC.clear()
+    scan(module, b)
+    assert b.log == a.log and _STATIC == by_libcst
+    assert any(k == "visit_Call" for k, _ in a.log)  # the hooks ran at all
+
+
+def test_default_hooks_answer_as_libcst_does():
+    call = cst.parse_expression("range(3)")
+    v = _Hooks()
+    assert default_visit(v, call) is cst.CSTVisitor.on_visit(v, call) is False
+    assert default_visit(v, call.func) is cst.CSTVisitor.on_visit(v, call.func) is True
+    t = _Edit()
+    name = cst.Name("abs")
+    assert default_leave_transform(t, name, name).value == cst.CSTTransformer.on_leave(t, name, name).value == "neg"
+    assert default_leave_transform(cst.CSTTransformer(), name, name) is name
+
+
+class _AttributeHooks(cst.CSTTransformer):
+    """A transformer with an attribute hook by name (libcst's on_visit_attribute calls it)."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    def visit_Call_func(self, node) -> None:
+        self.seen.append(cst.Module([]).code_for_node(node.func))
+
+    def leave_Integer(self, original_node, updated_node):
+        return updated_node.with_changes(value=str(int(updated_node.value, 0) + 1))
+
+
+class _Resolving(ScopedResolver, cst.CSTTransformer):
+    """The passes' kind: ScopedResolver's empty attribute hooks, libcst's on_visit / on_leave."""
+
+    def __init__(self) -> None:
+        self._scopes, self._bound = [], {}
+        self.depths: list[int] = []
+
+    def visit_FunctionDef(self, node):
+        self.depths.append(len(self._scopes))
+        return super().visit_FunctionDef(node)
+
+    def leave_Name(self, original_node, updated_node):
+        return updated_node.with_changes(value="neg") if updated_node.value == "abs" else updated_node
+
+
+@pytest.mark.parametrize("cls", [_AttributeHooks, _Resolving])
+@pytest.mark.parametrize("text", [REWRITE, *_texts()[:6]])
+def test_rewrite_calls_hooks_by_name_as_visit_does(text, cls):
+    module = cst.parse_module(text)
+    a, b = cls(), cls()
+    expected = module.visit(a)
+    got = rewrite(module, b)
+    assert got.code == expected.code
+    assert vars(b) == vars(a)

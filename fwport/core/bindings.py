@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fwport.core.hooks import default_visit
+
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
 
 
@@ -54,7 +56,7 @@ class BindingWalker(cst.CSTVisitor):
                 return False
             if isinstance(node, _COMPREHENSIONS) and not self.comprehensions:
                 return False
-        return super().on_visit(node)
+        return default_visit(self, node)  # CSTVisitor.on_visit, its hooks looked up once per node type
 
     def _targets(self, t: cst.BaseExpression, how: str, value: cst.BaseExpression | None = None) -> None:
         if isinstance(t, (cst.Tuple, cst.List)):

@@ -13,6 +13,7 @@ from typing import Any, Callable
 
 import libcst as cst
 
+from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
@@ -429,18 +430,18 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if self._planned and id(node) in self._planned:
             edit = self._plans.get(node)
             if edit is not None and not edit.descend:  # the planner's alone: its hooks, not its children
-                super().on_visit(node)
+                default_visit(self, node)
                 return False
         if self._hot is not None and id(node) not in self._hot and type(node) not in _STATEMENT_TYPES \
                 and isinstance(node, _SKIPPABLE):
-            super().on_visit(node)  # its own hooks run (and their leave_ counterparts): not its children
+            default_visit(self, node)  # its own hooks run (and their leave_ counterparts): not its children
             return False
         if type(node) in _STATEMENT_TYPES:
             top = not self._statement_nodes
             self._statements.append(len(self.ctx.pending))
             self._statement_nodes.append(node)
             self._change_marks.append(self._changes)
-            descend = super().on_visit(node)  # always: scopes are pushed here and popped on leave
+            descend = default_visit(self, node)  # always: scopes are pushed here and popped on leave
             # (a span starts at the `def`/`class` line: decorators above it are always looked at)
             # (and `from <source> import *`, which mentions no imported name, is always looked at)
             if descend and self._relevant is not None and not getattr(node, "decorators", None) \
@@ -455,7 +456,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
                 self._hot = set()
                 self._mark_hot(node)
             return descend
-        return super().on_visit(node)
+        return default_visit(self, node)
 
     def on_leave(self, original_node, updated_node):
         planned = False
@@ -466,7 +467,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
                 new = edit.apply(original_node, updated_node)
                 planned = new is not updated_node
                 updated_node = new
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)
         if planned:
             self._changes += 1
         if type(original_node) in _STATEMENT_TYPES:

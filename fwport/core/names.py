@@ -19,6 +19,7 @@ from dataclasses import fields as dataclass_fields
 import libcst as cst
 
 from fwport.core.bindings import BindingWalker
+from fwport.core.hooks import default_visit, plain_visitor, table
 
 
 class SourceNames:
@@ -126,7 +127,7 @@ def skip_unmarked(transformer, node: cst.CSTNode, hot: set[int] | None) -> bool 
     ``hot``; None otherwise (visit as usual). A subtree left unvisited comes back as the very input
     node, which is what visiting it would have rebuilt when no hook inside changes anything."""
     if hot is not None and id(node) not in hot and isinstance(node, SKIPPABLE):
-        cst.CSTTransformer.on_visit(transformer, node)
+        default_visit(transformer, node)
         return False
     return None
 
@@ -169,15 +170,48 @@ def _is_node(value) -> bool:
 
 def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``node.visit(visitor)`` for a read-only visitor, at a fraction of the cost (see above)."""
+    cls = type(visitor)
+    if plain_visitor(cls):  # libcst's on_visit / on_leave: the hooks looked up once per node type
+        _scan_hooks(node, visitor, table(cls))
+    elif cls.on_leave is cst.CSTVisitor.on_leave:  # its own on_visit, libcst's on_leave
+        _scan(node, visitor, table(cls))
+    else:
+        _scan(node, visitor, None)
+
+
+def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, leaves: dict | None) -> None:
     if visitor.on_visit(node):
         for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, (tuple, list)):
                 for child in value:
-                    scan(child, visitor)
+                    _scan(child, visitor, leaves)
             elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
-                scan(value, visitor)
-    visitor.on_leave(node)
+                _scan(value, visitor, leaves)
+    if leaves is None:
+        visitor.on_leave(node)
+    else:
+        leave = leaves.get(type(node).__name__, _NO_HOOKS)[1]
+        if leave is not None:
+            leave(visitor, node)
+
+
+def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict) -> None:
+    t = type(node)
+    visit, leave = tab.get(t.__name__, _NO_HOOKS)
+    if visit is None or visit(visitor, node) is not False:
+        for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+            value = getattr(node, name)
+            if isinstance(value, (tuple, list)):
+                for child in value:
+                    _scan_hooks(child, visitor, tab)
+            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+                _scan_hooks(value, visitor, tab)
+    if leave is not None:
+        leave(visitor, node)
+
+
+_NO_HOOKS = (None, None)
 
 
 @dataclass

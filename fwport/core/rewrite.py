@@ -20,22 +20,53 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.names import _CHILD_FIELDS, _IS_NODE, _child_fields, _is_node
+from fwport.core.hooks import attribute_hooks, table
+from fwport.core.names import _CHILD_FIELDS, _IS_NODE, ScopedResolver, _child_fields, _is_node
 
 _REMOVE = cst.RemovalSentinel.REMOVE
+_NO_HOOKS = (None, None)
+#: attribute hooks that do nothing (a transformer with these is not asked about each field)
+_NO_ATTRIBUTE_HOOKS = (ScopedResolver.on_visit_attribute, ScopedResolver.on_leave_attribute)
 
 
 def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer):
     """``node.visit(transformer)`` (see the module docstring for what differs)."""
-    if transformer.on_visit(node):
+    return _rewrite(node, transformer, _mode(type(transformer)))
+
+
+def _mode(cls: type) -> tuple:
+    """How to call a transformer class's hooks: (its ``hooks.table``, whether its on_visit is libcst's,
+    whether its on_leave is libcst's, whether on_visit_attribute / on_leave_attribute must be
+    called). libcst's own on_visit / on_leave are answered from ``hooks`` (each hook looked up once
+    per node type), and its attribute hooks are not called for a class without any."""
+    T = cst.CSTTransformer
+    visit_attr, leave_attr = cls.on_visit_attribute, cls.on_leave_attribute
+    if visit_attr in _NO_ATTRIBUTE_HOOKS and leave_attr in _NO_ATTRIBUTE_HOOKS:
+        attrs = False
+    elif visit_attr is T.on_visit_attribute and leave_attr is T.on_leave_attribute:
+        attrs = attribute_hooks(cls)
+    else:
+        attrs = True
+    return table(cls), cls.on_visit is T.on_visit, cls.on_leave is T.on_leave, attrs
+
+
+def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
+    tab, libcst_visit, libcst_leave, attrs = mode
+    if libcst_visit:
+        visit = tab.get(type(node).__name__, _NO_HOOKS)[0]
+        descend = visit is None or visit(transformer, node) is not False
+    else:
+        descend = transformer.on_visit(node)
+    if descend:
         changes = None
         for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, (tuple, list)):
-                transformer.on_visit_attribute(node, name)
+                if attrs:
+                    transformer.on_visit_attribute(node, name)
                 items = None
                 for i, child in enumerate(value):
-                    new = rewrite(child, transformer)
+                    new = _rewrite(child, transformer, mode)
                     if new is not child and items is None:
                         items = list(value[:i])
                     if items is not None:
@@ -43,13 +74,16 @@ def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer):
                             items.extend(new.nodes)
                         elif new is not _REMOVE:
                             items.append(new)
-                transformer.on_leave_attribute(node, name)
+                if attrs:
+                    transformer.on_leave_attribute(node, name)
                 if items is not None:
                     (changes := changes if changes is not None else {})[name] = tuple(items)
             elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
-                transformer.on_visit_attribute(node, name)
-                new = rewrite(value, transformer)
-                transformer.on_leave_attribute(node, name)
+                if attrs:
+                    transformer.on_visit_attribute(node, name)
+                new = _rewrite(value, transformer, mode)
+                if attrs:
+                    transformer.on_leave_attribute(node, name)
                 if new is not value:
                     if new is _REMOVE:
                         new = _removed(node, name)
@@ -57,6 +91,9 @@ def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer):
         updated = node.with_changes(**changes) if changes else node
     else:
         updated = node
+    if libcst_leave:
+        leave = tab.get(type(node).__name__, _NO_HOOKS)[1]
+        return updated if leave is None else leave(transformer, node, updated)
     return transformer.on_leave(node, updated)
 
 

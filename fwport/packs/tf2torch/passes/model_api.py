@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
@@ -137,7 +138,7 @@ class _MethodCalls(cst.CSTVisitor):
         self.found = False
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return not self.found and super().on_visit(node)
+        return not self.found and default_visit(self, node)
 
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
@@ -184,7 +185,7 @@ class _Returns(cst.CSTVisitor):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         # a return is a statement: expressions (most of the tree) cannot hold one
-        return not isinstance(node, cst.BaseExpression) and super().on_visit(node)
+        return not isinstance(node, cst.BaseExpression) and default_visit(self, node)
 
     def visit_FunctionDef(self, node) -> bool:
         return False
@@ -336,7 +337,7 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)
         return original_node if id(original_node) in self.ctx.settled else out
 
     def visit_Module(self, node: cst.Module) -> None:

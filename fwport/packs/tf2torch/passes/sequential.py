@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
 from fwport.core.bind import literal_value
 from fwport.core.bindings import BindingWalker
@@ -76,7 +77,7 @@ class _Concerns(cst.CSTVisitor):
         return not self.found
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return not self.found and super().on_visit(node)
+        return not self.found and default_visit(self, node)
 
 
 @dataclass
@@ -520,11 +521,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
     def on_visit(self, node: cst.CSTNode) -> bool:
         # only subtrees with a call or a settled node inside: every hook that changes anything is on one
         skip = skip_unmarked(self, node, self.hot)
-        return super().on_visit(node) if skip is None else skip
+        return default_visit(self, node) if skip is None else skip
 
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)
         return original_node if id(original_node) in self.ctx.settled else out
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:

@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
@@ -183,7 +184,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     # (every hook that changes anything is on one of those; the rest come back as the input nodes)
     def on_visit(self, node: cst.CSTNode) -> bool:
         skip = skip_unmarked(self, node, self.hot)
-        return super().on_visit(node) if skip is None else skip
+        return default_visit(self, node) if skip is None else skip
 
     def mark(self, stmt: cst.CSTNode) -> None:
         settled = self.ctx.settled
@@ -193,7 +194,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
     def on_leave(self, original_node, updated_node):
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)
         return original_node if id(original_node) in self.ctx.settled else out
 
     @property

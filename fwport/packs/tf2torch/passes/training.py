@@ -37,6 +37,7 @@ from ast import literal_eval
 
 import libcst as cst
 
+from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
@@ -400,7 +401,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         # nodes an earlier pass settled keep their identity for the passes after this one
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)
         return original_node if id(original_node) in self.ctx.settled else out
 
     # -- scopes of the model analysis
@@ -1653,7 +1654,7 @@ class _Mentions(cst.CSTVisitor):
         self.found = False
 
     def on_visit(self, node: cst.CSTNode) -> bool:
-        return not self.found and super().on_visit(node)
+        return not self.found and default_visit(self, node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ("history", "metrics", "learning_rate", "lr", "iterations") or node.attr.value in COMPILED:

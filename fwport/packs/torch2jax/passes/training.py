@@ -22,6 +22,7 @@ import re
 
 import libcst as cst
 
+from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
@@ -96,7 +97,7 @@ class _Pass(cst.CSTTransformer):
         self.module_names = _local_names(module)  # names the module binds at its own level
 
     def on_leave(self, original_node, updated_node):
-        out = super().on_leave(original_node, updated_node)
+        out = default_leave_transform(self, original_node, updated_node)
         if id(original_node) in self.ctx.settled and isinstance(out, cst.CSTNode):
             self.ctx.settled.add(id(out))  # refused by the modules pass: still refused in this pass's output
         return out
