@@ -58,6 +58,8 @@ class _Pass(cst.CSTTransformer):
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
+        self.given_models: dict[str, set[str]] = {}  # top-level function → its parameters every call gives a model
+        self.whole: set[str] = set()  # model names of classes that take a whole graph (called without jax.vmap)
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -89,10 +91,17 @@ class _Pass(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
+        if len(self.scopes) == 1 and self.threaded.get(node.name.value, {}).get("step"):
+            self.check_loop(node)  # a function that is one step: its body is checked as a loop's
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
         return updated
+
+    def model_params(self) -> set[str]:
+        """The parameters of the top-level function being visited that every call of it gives a model."""
+        f = self.scopes[0] if self.scopes and not self.in_class else None
+        return self.given_models.get(f.name.value, set()) if f is not None else set()
 
     def threaded_here(self, opt: str) -> str | None:
         """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded."""
@@ -115,7 +124,8 @@ class _Pass(cst.CSTTransformer):
                                 "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
                                 "out_axes=(0, None))(x, state)`", original)
             return updated
-        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
+        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class \
+                and original.func.value not in self.whole:
             # a translated module takes one example: a batch goes through jax.vmap
             return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
         q = self.ctx.imports.resolve(original.func)
@@ -129,6 +139,9 @@ class _Pass(cst.CSTTransformer):
             shape = _size_call(original, updated)
             if shape is not None:
                 return shape
+        if isinstance(f, cst.Attribute) and f.attr.value == "to_sparse" and not original.args and not self.in_class:
+            # a dense matrix → its sparse (BCOO) form, what torch.spmm's JAX counterpart (a @ b) takes
+            return cst.Call(self.ctx.spell("jax.experimental.sparse.BCOO.fromdense"), [cst.Arg(updated.func.value)])
         if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not original.args
                                              or f.attr.value == "to" and len(original.args) == 1
                                              and _is_device(original.args[0].value, self.ctx)):
@@ -159,7 +172,7 @@ class _Pass(cst.CSTTransformer):
             return updated.with_changes(body=[loaded])
         for method, value in (("train", "False"), ("eval", "True")):
             target = _method_stmt(original, method)
-            if target is not None and target in self.models:
+            if target is not None and (target in self.models or target in self.model_params()):
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
         return updated
@@ -176,6 +189,8 @@ class _Pass(cst.CSTTransformer):
         info = self.threaded.get(f.name.value) if f is not None else None
         if info and info["model"] in n.loaded:  # a threaded function's model: what its callers pass
             called = [m for m in called if m != info["model"]] + info["callers"]
+            if info.get("key"):  # a step function of a whole-graph model: its key is threaded (_Finish)
+                return
         known = [m for m in called if self.instances.get(m) in self.keyed_classes]
         if known:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
@@ -296,6 +311,46 @@ def run(module: cst.Module, ctx) -> cst.Module:
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
+    p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
+    p.given_models = _given_models(module, models)
+    for name, info in p.threaded.items():
+        classes = {instances.get(c) for c in info["callers"]}
+        if info["step"] and classes and all(plans.get(c, {}).get("whole") for c in classes):
+            info["whole"] = True
+            info["key"] = any(plans[c].get("key_sites") for c in classes)  # dropout: the step takes a key
+            if info["key"] and not info["keyed_calls"]:
+                info["whole"] = info["key"] = False  # no key to give it: the loop check reports it
+        else:
+            info["whole"] = info["key"] = False
+    return rewrite(module, p)
+
+
+WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
+
+
+def _given_models(module: cst.Module, models: set[str]) -> dict[str, set[str]]:
+    """Top-level functions → their parameters that every call of the function gives a model: a name of
+    ``models``, or a parameter of the calling function found so (``def test(model, ...)`` called as
+    ``test(gcn, ...)`` and from ``train_iter(model, ...)``). Their ``model.eval()`` is an ``inference_mode``
+    too."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    calls: dict[str, list[tuple[cst.Call, str | None]]] = {}  # function → (its call, the calling top-level function)
+    for s in module.body:
+        for c in _calls(s):
+            if isinstance(c.func, cst.Name) and c.func.value in funcs:
+                calls.setdefault(c.func.value, []).append((c, s.name.value if isinstance(s, cst.FunctionDef) else None))
+    out: dict[str, set[str]] = {}
+    for _ in range(2):  # a function called from one found in the first round
+        for name, sites in calls.items():
+            params = [p.name.value for p in funcs[name].params.params]
+            if any(a.star for c, _ in sites for a in c.args):
+                continue
+            found = {p for p in params if all(
+                isinstance(b, cst.Name) and (b.value in models or b.value in out.get(caller, ()))
+                for b, caller in ((_bound(c, params, p), caller) for c, caller in sites))}
+            if found:
+                out[name] = found
+    return out
     return rewrite(module, p)
 
 
@@ -332,6 +387,9 @@ def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
         loops = [s for s in f.body.body if isinstance(s, (cst.For, cst.While))]
         plans = [(lp, _loop_plan(list(lp.body.body))) for lp in loops]
         plans = [(lp, pl) for lp, pl in plans if pl is not None and pl[0] in params]
+        own = _loop_plan(list(f.body.body))  # the function itself is one step (called once per epoch)
+        if not plans and own is not None and own[0] in params:
+            plans = [(f, own)]
         if len(plans) != 1 or plans[0][1][0] in _optimizer_models(ctx, f):
             continue
         loop, plan = plans[0]
@@ -342,11 +400,13 @@ def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
             for c in _calls(st):
                 if isinstance(c.func, cst.Name) and c.func.value in params:
                     called.add(c.func.value)
-        if len(called) != 1 or _returns_or_yields(f):
+        if not called or _returns_or_yields(f):
             continue
-        info = {"opt": plan[0], "model": called.pop(), "params": params, "calls": []}
-        if _uses_ok(module, name, info, ctx):
-            found[name] = info
+        for model in sorted(called):  # the one every caller trains with the optimizer (not a loss given as a parameter)
+            info = {"opt": plan[0], "model": model, "params": params, "calls": [], "step": loop is f}
+            if _uses_ok(module, name, info, ctx):
+                found[name] = info
+                break
     return found
 
 
@@ -394,10 +454,12 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
     """Every use of function ``name``: a call, a statement of its own, binding the optimizer and the
     model to names that its scope creates (the optimizer over that model's parameters)."""
     uses: list[tuple] = []
+    loop_vars: list = []  # the innermost loop's variable at each call
 
     class V(cst.CSTVisitor):
         def __init__(self):
             self.scopes = [module]
+            self.loops: list = []
 
         def visit_FunctionDef(self, n) -> None:
             self.scopes.append(n)
@@ -405,10 +467,17 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
         def leave_FunctionDef(self, n) -> None:
             self.scopes.pop()
 
+        def visit_For(self, n) -> None:
+            self.loops.append(n.target)
+
+        def leave_For(self, n) -> None:
+            self.loops.pop()
+
         def visit_SimpleStatementLine(self, n) -> None:
             if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Call) \
                     and isinstance(n.body[0].value.func, cst.Name) and n.body[0].value.func.value == name:
                 uses.append((n.body[0].value, self.scopes[-1]))
+                loop_vars.append(self.loops[-1] if self.loops else None)
 
         def visit_Name(self, n) -> None:
             if n.value == name:
@@ -435,6 +504,9 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
         if _optimizer_models(ctx, scope).get(opt.value) != model.value:
             return False
     info["callers"] = sorted({_bound(c, info["params"], info["model"]).value for c, _ in calls})
+    # a step that needs a key folds the loop variable of each call into the key of its scope
+    info["keyed_calls"] = all(isinstance(t, cst.Name) and "torch.manual_seed" in code(sc) and "jax.random.key" not in code(sc)
+                              for t, (_, sc) in zip(loop_vars, calls))
     return True
 
 
@@ -473,10 +545,16 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     if last is None:
         return None
     start = last
-    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1])):
+    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1]) and not _mode_switch(body[start - 1])):
         start -= 1
     between = [i for i in range(last + 1, step) if i not in (back, zero[0])]
     return opt, loss, start, back, step, between
+
+
+def _mode_switch(stmt) -> bool:
+    """``model = eqx.nn.inference_mode(model, ...)``: what ``model.train()`` became (not a loss statement)."""
+    v = stmt.body[0].value
+    return isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "inference_mode"
 
 
 def _split_block(body: list, plan, model: str) -> tuple[list, list]:
@@ -595,7 +673,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     f = _Finish(ctx, optimizers)
     module = rewrite(module, f)
     if f.threaded_done:
-        module = rewrite(module, _ThreadCalls(f.threaded_done))
+        fold_in = ctx.spell_text("jax.random.fold_in") if any(i.get("key") for i in f.threaded_done.values()) else ""
+        module = rewrite(module, _ThreadCalls(f.threaded_done, fold_in))
     return module
 
 
@@ -603,9 +682,18 @@ class _ThreadCalls(cst.CSTTransformer):
     """``train(..., optimizer, ...)`` of a function whose optimizer's state is now threaded →
     ``model, opt_state = train(..., optimizer, opt_state, ...)``."""
 
-    def __init__(self, done: dict[str, dict]):
+    def __init__(self, done: dict[str, dict], fold_in: str = "jax.random.fold_in"):
         super().__init__()
         self.done = done
+        self.fold_in = fold_in
+        self.loops: list = []
+
+    def visit_For(self, node) -> None:
+        self.loops.append(node.target)
+
+    def leave_For(self, original, updated):
+        self.loops.pop()
+        return updated
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
@@ -623,6 +711,10 @@ class _ThreadCalls(cst.CSTTransformer):
                       comma=args[at].comma)
         args[at] = args[at].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.insert(at + 1, new)
+        if info.get("key") and self.loops and isinstance(self.loops[-1], cst.Name):  # a new key per step
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(cst.parse_expression(f"{self.fold_in}(key, {self.loops[-1].value})"), keyword=cst.Name("key"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         target = cst.Tuple([cst.Element(cst.Name(model.value)), cst.Element(cst.Name("opt_state"))], lpar=[], rpar=[])
         return updated.with_changes(body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))])
 
@@ -728,6 +820,20 @@ class _VmapModel(cst.CSTTransformer):
         return updated
 
 
+class _KeyModel(cst.CSTTransformer):
+    """``model(...)`` → ``model(..., key=key)``: the step's key for the model's dropout."""
+
+    def __init__(self, model: str):
+        super().__init__()
+        self.model = model
+
+    def leave_Call(self, original, updated):
+        if isinstance(original.func, cst.Name) and original.func.value == self.model:
+            return updated.with_changes(args=[*updated.args, cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
+                                                                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        return updated
+
+
 class _Finish(cst.CSTTransformer):
     def __init__(self, ctx, optimizers: dict):
         super().__init__()
@@ -738,6 +844,8 @@ class _Finish(cst.CSTTransformer):
         self.threaded: dict[str, dict] = ctx.analyses.get(THREADED, {})
         self.threaded_done: dict[str, dict] = {}  # those whose loop became a train_step call
         self.pending_fn: dict[str, list] = {}  # function → its train_step definition, placed by leave_FunctionDef
+        self.before_fn: dict[str, list] = {}  # step function → its train_step definition, placed above it
+        self.whole: set[str] = ctx.analyses.get(WHOLE, set())  # models called without jax.vmap
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
@@ -768,23 +876,31 @@ class _Finish(cst.CSTTransformer):
         self.scopes.append(node)
 
     def leave_FunctionDef(self, original, updated):
-        self.scopes.pop()
         name = updated.name.value
+        if len(self.scopes) == 1 and self.threaded.get(name, {}).get("step"):
+            updated = self.loop(updated)  # a function that is one step: its body is rewritten as a loop's
+        self.scopes.pop()
         if name not in self.pending_fn or self.scopes:
             return updated
         info = self.threaded_done[name]
         body = list(updated.body.body)
-        at = next(i for i, st in enumerate(body) if isinstance(st, (cst.For, cst.While)))
-        if not body[at].leading_lines:
-            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-        body[at:at] = self.pending_fn.pop(name)
+        if info["step"]:  # the train_step goes above the function (one jit for every call)
+            self.before_fn[name] = self.pending_fn.pop(name)
+        else:
+            at = next(i for i, st in enumerate(body) if isinstance(st, (cst.For, cst.While)))
+            if not body[at].leading_lines:
+                body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            body[at:at] = self.pending_fn.pop(name)
         body.append(cst.parse_statement(f"return {info['model']}, opt_state\n"))
         params = list(updated.params.params)
         i = next(k for k, p in enumerate(params) if p.name.value == info["opt"])
         params.insert(i + 1, cst.Param(cst.Name("opt_state"), comma=params[i].comma))
         params[i] = params[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        return updated.with_changes(body=updated.body.with_changes(body=body),
-                                    params=updated.params.with_changes(params=params))
+        new_params = updated.params.with_changes(params=params)
+        if info.get("key"):
+            new_params = new_params.with_changes(kwonly_params=[*new_params.kwonly_params, cst.Param(cst.Name("key"))],
+                                                 star_arg=cst.ParamStar())
+        return updated.with_changes(body=updated.body.with_changes(body=body), params=new_params)
 
     def in_scope(self, opt: str) -> bool:
         """Whether the scope being visited assigns the optimizer ``opt`` itself (its opt_state is there)."""
@@ -802,7 +918,13 @@ class _Finish(cst.CSTTransformer):
         return updated.with_changes(body=self.rewrite(list(updated.body)))
 
     def leave_Module(self, original, updated):
-        return updated.with_changes(body=self.rewrite(list(updated.body)))
+        body = []
+        for s in self.rewrite(list(updated.body)):
+            if isinstance(s, cst.FunctionDef) and s.name.value in self.before_fn:
+                body += self.before_fn.pop(s.name.value)
+                s = s.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
+            body.append(s)
+        return updated.with_changes(body=body)
 
     def rewrite(self, body: list) -> list:
         """After each optimizer: its state's initialisation; before the first loop that follows it:
@@ -855,10 +977,20 @@ class _Finish(cst.CSTTransformer):
         names = _Names()
         for s in block:
             s.visit(names)
+        own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
-                  and not hasattr(builtins, n)]
-        vmap = self.spell("jax.vmap")
-        moved = [s.visit(_VmapModel(model, vmap)) for s in block]
+                  and (not hasattr(builtins, n) or n in own)]
+        step_fn_level = threaded and info.get("step")
+        if step_fn_level:  # train_step is defined above the function: it takes the optimizer (static under jit)
+            inputs = [opt, *[n for n in inputs if n != opt]]
+        keyed = threaded and info.get("key")
+        if threaded and info.get("whole") or not threaded and model in self.whole:
+            moved = [s.visit(_KeyModel(model)) if keyed else s for s in block]  # a whole graph: no jax.vmap
+            if keyed:
+                inputs.append("key")
+        else:
+            vmap = self.spell("jax.vmap")
+            moved = [s.visit(_VmapModel(model, vmap)) for s in block]
         last = moved[-1].body[0]
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
             moved[-1] = cst.parse_statement(f"return {code(last.value)}\n")
@@ -884,6 +1016,8 @@ class _Finish(cst.CSTTransformer):
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
         new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
+        if step_fn_level:
+            step_fn = step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
         if threaded:
             self.pending_fn[fn.name.value] = [step_fn]
             self.threaded_done[fn.name.value] = info
