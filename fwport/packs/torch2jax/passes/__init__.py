@@ -15,7 +15,7 @@ PLANNERS: tuple[Planner, ...] = (
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     Planner("modules", re.compile(r"\bModule\b"), modules.run),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
-    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size)\s*\(|\bModule\b"), training.run),
+    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
 # the output calls (layers.py) and the DataLoader helpers (data.py), after the imports

@@ -694,7 +694,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
             fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed, subs, stateful, buffers)
-            new_body = rewrite(s.body, fwd)
+            new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
                 ps = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in s.params.params]
@@ -724,6 +724,30 @@ def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict,
                    "sparse product, so they are no batch): its __call__ keeps every axis and is called without "
                    "jax.vmap", cls)
     return bool(own or held)
+
+
+class _SparseProducts(cst.CSTTransformer):
+    """In a whole-graph module, ``y = torch.mm(a, b)`` (a statement's whole value) → ``y = a @ b``: PyTorch's
+    torch.mm takes a sparse first operand (node features kept sparse), and so does ``@`` with a BCOO matrix,
+    not jnp.matmul."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def _product(self, value):
+        if isinstance(value, cst.Call) and self.ctx.imports.resolve(value.func) == "torch.mm" and len(value.args) == 2 \
+                and all(a.keyword is None and not a.star for a in value.args):
+            return cst.BinaryOperation(value.args[0].value, cst.MatrixMultiply(), value.args[1].value)
+        return None
+
+    def leave_Assign(self, original, updated):
+        product = self._product(updated.value)
+        return updated.with_changes(value=product) if product is not None else updated
+
+    def leave_Return(self, original, updated):
+        product = self._product(updated.value)
+        return updated.with_changes(value=product) if product is not None else updated
 
 
 def _class_attributes(cls: cst.ClassDef | None, plans: dict) -> list[str]:

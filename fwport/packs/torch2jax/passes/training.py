@@ -129,6 +129,9 @@ class _Pass(cst.CSTTransformer):
             # a translated module takes one example: a batch goes through jax.vmap
             return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
         q = self.ctx.imports.resolve(original.func)
+        if q == "torch.Tensor" and isinstance(updated.func, cst.Attribute):
+            # the legacy constructor called (nn.Parameter(torch.Tensor(n, m))): torch.FloatTensor's rule translates it
+            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("FloatTensor")))
         if q in NO_GRAD:
             self.ctx.settled.add(id(updated))  # removed by the finishing step
             self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}() removed: JAX differentiates only what jax.grad "
