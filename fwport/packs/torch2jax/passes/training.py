@@ -60,6 +60,9 @@ class _Pass(cst.CSTTransformer):
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
         self.given_models: dict[str, set[str]] = {}  # top-level function → its parameters every call gives a model
         self.whole: set[str] = set()  # model names of classes that take a whole graph (called without jax.vmap)
+        self.aliases: dict[str, cst.Attribute] = {}  # module-level names of a legacy tensor type → torch.XTensor
+        self.input_grads: dict[int, str] = {}  # id of a torch.autograd.grad(...)[0] → its JAX text (_input_grads)
+        self.gradient_names: set[str] = set()  # the names assigned such a gradient (arrays: their methods translated)
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -91,6 +94,12 @@ class _Pass(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
+        if len(self.scopes) == 1:
+            found = _input_grads(node, self.ctx, self.models | self.model_params(), self.whole,
+                                 self.ctx.analyses.setdefault(DROPPED, set()))
+            self.input_grads.update(found)
+            self.gradient_names = {t.target.value for a in _scope_assigns(node) for t in a.targets
+                                   if isinstance(t.target, cst.Name) and any(id(sub) in found for sub in _subscripts(a.value))}
         if len(self.scopes) == 1 and self.threaded.get(node.name.value, {}).get("step"):
             self.check_loop(node)  # a function that is one step: its body is checked as a loop's
 
@@ -128,6 +137,14 @@ class _Pass(cst.CSTTransformer):
                 and original.func.value not in self.whole:
             # a translated module takes one example: a batch goes through jax.vmap
             return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        alias = self.alias_call(original, updated)
+        if alias is not None:
+            return alias
+        tensor_method = self.tensor_method(original, updated)
+        if tensor_method is not None:
+            return tensor_method
+        if isinstance(original.func, cst.Attribute) and original.func.attr.value == "requires_grad_" and len(original.args) <= 1:
+            return updated.func.value  # JAX differentiates with respect to what jax.grad is given
         q = self.ctx.imports.resolve(original.func)
         if q == "torch.Tensor" and isinstance(updated.func, cst.Attribute):
             # the legacy constructor called (nn.Parameter(torch.Tensor(n, m))): torch.FloatTensor's rule translates it
@@ -151,7 +168,72 @@ class _Pass(cst.CSTTransformer):
             return updated.func.value  # JAX places arrays itself (jax.device_put where it matters)
         return updated
 
+    def leave_Subscript(self, original, updated):
+        text = self.input_grads.get(id(original))
+        if text is None:
+            return updated
+        self.ctx.settled.add(id(original.value))  # not the rule's refusal: the call is gone
+        self.ctx.report(Severity.INFO, "idiom-replaced", "torch.autograd.grad(outputs=D(x), inputs=x, grad_outputs=ones) "
+                        "→ the gradient of D's output with respect to each example, jax.vmap(jax.grad(...)); it is "
+                        "differentiable again where a loss uses it (create_graph is implicit in JAX)", original)
+        return cst.parse_expression(text.format(vmap=self.ctx.spell_text("jax.vmap"), grad=self.ctx.spell_text("jax.grad"),
+                                                sum=self.ctx.spell_text("jax.numpy.sum")))
+
+    def tensor_method(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """Outside modules, in a function that computes a gradient penalty (whose names hold arrays):
+        ``g.view(n, -1)`` → ``g.reshape(n, -1)``; ``g.norm(p, dim=d)`` → ``jnp.linalg.norm(g, ord=p, axis=d)``."""
+        f = original.func
+        if self.in_class or not self.scopes or not isinstance(f, cst.Attribute) or not isinstance(f.value, cst.Name) \
+                or f.value.value not in self.gradient_names:
+            return None
+        if f.attr.value == "view" and original.args and all(a.keyword is None and not a.star for a in original.args):
+            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("reshape")))
+        if f.attr.value == "norm" and len(original.args) == 2 and original.args[0].keyword is None \
+                and original.args[1].keyword is not None and original.args[1].keyword.value == "dim":
+            eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+            return cst.Call(self.ctx.spell("jax.numpy.linalg.norm"),
+                            [cst.Arg(updated.func.value), cst.Arg(updated.args[0].value, keyword=cst.Name("ord"), equal=eq),
+                             cst.Arg(updated.args[1].value, keyword=cst.Name("axis"), equal=eq)])
+        return None
+
+    def alias_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """Calls through a type alias (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``):
+        ``Tensor(data)`` / ``Tensor(n, m)`` → ``torch.FloatTensor(...)`` (its rule writes jnp.asarray / jnp.empty),
+        ``Tensor(n, m).fill_(v)`` → ``torch.full((n, m), v, dtype=torch.float32)``, ``x.type(Tensor)`` →
+        ``x.astype(jnp.float32)``."""
+        f = original.func
+        if isinstance(f, cst.Name) and f.value in self.aliases:
+            return updated.with_changes(func=self.aliases[f.value])
+        if not isinstance(f, cst.Attribute):
+            return None
+        if f.attr.value == "fill_" and len(original.args) == 1 and isinstance(f.value, cst.Call) \
+                and isinstance(f.value.func, cst.Name) and f.value.func.value in self.aliases and f.value.args \
+                and all(a.keyword is None and not a.star for a in f.value.args):
+            cpu = self.aliases[f.value.func.value]
+            inner = updated.func.value
+            size = cst.Tuple([cst.Element(a.value) for a in inner.args])
+            dtype = cpu.with_changes(attr=cst.Name(LEGACY_TYPES[cpu.attr.value]))
+            return cst.Call(cpu.with_changes(attr=cst.Name("full")),
+                            [cst.Arg(size), cst.Arg(updated.args[0].value),
+                             cst.Arg(dtype, keyword=cst.Name("dtype"), equal=cst.AssignEqual(
+                                 cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        if f.attr.value == "type" and len(original.args) == 1 and isinstance(original.args[0].value, cst.Name) \
+                and original.args[0].value.value in self.aliases:
+            dtype = LEGACY_TYPES[self.aliases[original.args[0].value.value].attr.value]
+            return cst.Call(cst.Attribute(updated.func.value, cst.Name("astype")),
+                            [cst.Arg(self.ctx.spell(f"jax.numpy.{dtype}"))])
+        return None
+
     def leave_SimpleStatementLine(self, original, updated):
+        if self.aliases and not self.scopes and not self.in_class and _is_assign(original) \
+                and len(original.body[0].targets) == 1 and isinstance(original.body[0].targets[0].target, cst.Name) \
+                and original.body[0].targets[0].target.value in self.aliases:
+            name = original.body[0].targets[0].target.value
+            dtype = LEGACY_TYPES[self.aliases[name].attr.value]
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} (a legacy tensor type on the CPU or CUDA): its "
+                            f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
+                            "else reads it", original)
+            return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
             return updated
         if _backward(original) and id(original) not in self.planned and not self.in_class:
@@ -311,6 +393,9 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     and not isinstance(stmt, cst.ClassDef):
                 outputs.update(n for t in a.targets for n in _target_names(t.target))
     p = _Pass(ctx, module, models, stateful, outputs)
+    p.aliases = _type_aliases(module, ctx)
+    if p.aliases:
+        ctx.analyses[DROPPED] = {(None, n) for n in p.aliases}
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
@@ -326,6 +411,119 @@ def run(module: cst.Module, ctx) -> cst.Module:
         else:
             info["whole"] = info["key"] = False
     return rewrite(module, p)
+
+
+#: ctx.analyses: (top-level function or None for the module, name) whose assignments the finishing step removes
+#: when nothing reads the name any more (a type alias, a gradient penalty's outputs and grad_outputs)
+DROPPED = "torch2jax.dropped"
+#: the legacy typed constructors an alias may name (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``)
+LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "LongTensor": "int64", "IntTensor": "int32"}
+
+
+def _last_value(body: list, name: str, before) -> cst.BaseExpression | None:
+    """The value of the last ``name = ...`` among the top-level statements of ``body`` before ``before``."""
+    value = None
+    for st in body:
+        if st is before:
+            return value
+        if _assigns(st, name):
+            value = st.body[0].value
+    return None
+
+
+def _ones(node: cst.BaseExpression, ctx) -> bool:
+    """An array of ones: ``X(...).fill_(1.0)``, ``torch.ones(...)`` / ``ones_like``, under ``Variable(...)``."""
+    while isinstance(node, cst.Call) and ctx.imports.resolve(node.func) in ("torch.autograd.Variable",
+                                                                            "torch.autograd.variable.Variable"):
+        node = node.args[0].value
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "fill_" and len(node.args) == 1:
+        v = node.args[0].value
+        return isinstance(v, (cst.Integer, cst.Float)) and float(v.value) == 1.0
+    return ctx.imports.resolve(node.func) in ("torch.ones", "torch.ones_like")
+
+
+def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dropped: set) -> dict[int, str]:
+    """The gradient penalty's ``torch.autograd.grad(outputs=o, inputs=x, grad_outputs=ones, ...)[0]`` in a
+    top-level function, where ``o = D(x)`` is assigned before it and ``D`` is a model (of the file's calls or a
+    parameter every call gives one): → ``jax.vmap(jax.grad(lambda x: jnp.sum(D(x))))(x)``, the gradient of each
+    example's output (a translated module takes one example; a whole-graph model without vmap). Torch's sum over
+    the batch weighted by ones is that per example gradient when the examples do not mix (no BatchNorm in D).
+    ``o = D(x)`` and the ones are removed when nothing else reads them (DROPPED)."""
+    out: dict[int, str] = {}
+    body = list(fn.body.body)
+    for st in body:
+        for sub in _subscripts(st):
+            call = sub.value
+            if not (isinstance(call, cst.Call) and ctx.imports.resolve(call.func) == "torch.autograd.grad"
+                    and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+                    and isinstance(sub.slice[0].slice.value, cst.Integer) and sub.slice[0].slice.value.value == "0"):
+                continue
+            named = {}
+            for i, a in enumerate(call.args):
+                if a.star:
+                    break
+                named[a.keyword.value if a.keyword else ("outputs", "inputs", "grad_outputs")[min(i, 2)]] = a.value
+            else:
+                if set(named) - {"outputs", "inputs", "grad_outputs", "create_graph", "retain_graph", "only_inputs"}:
+                    continue
+                o, x, g = named.get("outputs"), named.get("inputs"), named.get("grad_outputs")
+                if isinstance(x, (cst.List, cst.Tuple)) and len(x.elements) == 1:
+                    x = x.elements[0].value
+                if not (isinstance(o, cst.Name) and isinstance(x, cst.Name) and isinstance(g, cst.Name)):
+                    continue
+                value = _last_value(body, o.value, st)
+                if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in models
+                        and len(value.args) == 1 and isinstance(value.args[0].value, cst.Name)
+                        and value.args[0].value.value == x.value and not value.args[0].keyword):
+                    continue
+                ones = _last_value(body, g.value, st)
+                if ones is None or not _ones(ones, ctx):
+                    continue
+                d = value.func.value
+                v = "xi" if d == "x" else "x"
+                grad = f"{{grad}}(lambda {v}: {{sum}}({d}({v})))"
+                out[id(sub)] = f"{grad}({x.value})" if d in whole else f"{{vmap}}({grad})({x.value})"
+                dropped.update({(fn.name.value, o.value), (fn.name.value, g.value)})
+    return out
+
+
+def _subscripts(node) -> list[cst.Subscript]:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Subscript(self, n) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
+def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
+    """Module-level names bound to one legacy tensor type, on the CPU or CUDA (``Tensor = torch.cuda.FloatTensor
+    if cuda else torch.FloatTensor``) → the ``torch.XTensor`` expression of the CPU one (its calls become that
+    constructor's; JAX places arrays itself)."""
+    out: dict[str, cst.Attribute] = {}
+    for stmt in module.body:
+        if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):
+            continue
+        v = stmt.body[0].value
+        branches = [v.body, v.orelse] if isinstance(v, cst.IfExp) else [v]
+        kinds = set()
+        cpu = None
+        for b in branches:
+            q = ctx.imports.resolve(b) if isinstance(b, cst.Attribute) else None
+            t = q.rsplit(".", 1)[-1] if q else None
+            if q not in (f"torch.{t}", f"torch.cuda.{t}") or t not in LEGACY_TYPES:
+                kinds.add(None)
+                continue
+            kinds.add(t)
+            if q == f"torch.{t}":
+                cpu = b
+        if len(kinds) == 1 and None not in kinds and cpu is not None:
+            out[stmt.body[0].targets[0].target.value] = cpu
+    return out
 
 
 WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
@@ -668,8 +866,41 @@ def _assigns(stmt, name: str) -> bool:
 
 # --- finish ------------------------------------------------------------------------------------------
 
+def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
+    """The assignments recorded in DROPPED whose name nothing reads any more, removed (a module-level one
+    when the module reads it nowhere, a function's when that function does not)."""
+    def reads(node, name: str) -> bool:
+        n = _Names()
+        node.visit(n)
+        return name in n.loaded
+
+    def keep(stmt, scope_names: set, scope) -> bool:
+        if not _is_assign(stmt) or len(stmt.body[0].targets) != 1 or not isinstance(stmt.body[0].targets[0].target, cst.Name):
+            return True
+        name = stmt.body[0].targets[0].target.value
+        if name not in scope_names:
+            return True
+        others = [s for s in scope if s is not stmt]
+        return any(reads(s, name) for s in others) or reads(stmt.body[0].value, name)
+
+    top = {n for fn, n in dropped if fn is None}
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            names = {n for fn, n in dropped if fn == stmt.name.value}
+            if names:
+                inner = [s for s in stmt.body.body if keep(s, names, stmt.body.body)]
+                stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+        if top and not keep(stmt, top, module.body):
+            continue
+        body.append(stmt)
+    return module.with_changes(body=body)
+
+
 def finish(module: cst.Module, ctx) -> cst.Module:
     module = rewrite(module, _NoGrad(ctx))
+    if ctx.analyses.get(DROPPED):
+        module = _drop_unread(module, ctx.analyses[DROPPED])
     optimizers = ctx.analyses.get(OPTIMIZERS)
     if not optimizers:
         return module
