@@ -119,3 +119,37 @@ def test_gradient_penalty_and_its_gradient_equal_pytorch(tmp_path):
     assert float(outs["torch"]["gp"]) > 1e-3 and np.abs(outs["torch"]["gw1"]).max() > 1e-4  # not a vacuous zero
     for name in ("gp", "gw1", "gw2"):
         np.testing.assert_allclose(outs["jax"][name], outs["torch"][name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+_TWO = """import numpy as np
+import torch
+from torch import nn
+from torch.autograd import Variable
+
+G = nn.Linear(4, 6)
+D = nn.Linear(6, 1)
+optimizer_G = torch.optim.Adam(G.parameters(), lr=0.001)
+optimizer_D = torch.optim.Adam(D.parameters(), lr=0.001)
+for x in batches:
+    real = Variable(x)
+    optimizer_D.zero_grad()
+    d_loss = -torch.mean(D(real.data)) + noise_term(x)
+    d_loss.backward()
+    optimizer_D.step()
+
+
+def noise_term(x):
+    return float(np.random.random()) * 0.0
+"""
+
+
+def test_two_optimizers_in_one_scope_get_a_state_and_a_step_each():
+    text, findings = _translate(_TWO)
+    # written alike, each optimizer still initialises its own model's state, under its own name
+    assert "opt_state_G = optimizer_G.init(eqx.filter(G, eqx.is_array))" in text
+    assert "opt_state_D = optimizer_D.init(eqx.filter(D, eqx.is_array))" in text
+    assert "D, opt_state_D, d_loss = train_step_D(D, opt_state_D, real" in text
+    assert "def train_step_D(D, opt_state, real" in text
+    assert "real.data" not in text and "jax.vmap(D)(real)" in text  # a Variable's .data is the array itself
+    # numpy's random numbers inside the jitted step are drawn once when it is traced: a warning says so
+    assert any(f.severity == Severity.WARNING and "drawn once" in f.message for f in findings), findings

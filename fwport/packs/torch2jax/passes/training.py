@@ -262,6 +262,23 @@ class _Pass(cst.CSTTransformer):
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
         return updated
 
+    def check_host_random(self, loop, body, plan, model) -> None:
+        """numpy's (or Python's) random numbers drawn inside the loss, or in a function of the file it calls, are
+        drawn once when eqx.filter_jit traces the train_step: every step would reuse them. A warning naming the
+        fix (a key per step, jax.random)."""
+        if model is None:
+            return
+        block, _ = _split_block(body, plan, model)
+        funcs = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        seen = [code(s) for s in block]
+        for s in block:
+            seen += [code(funcs[c.func.value]) for c in _calls(s) if isinstance(c.func, cst.Name) and c.func.value in funcs]
+        if any(re.search(r"\b(np|numpy|random)\.random\b|\brandom\.(random|uniform|gauss)\(", t) for t in seen):
+            self.ctx.report(Severity.WARNING, "unsupported-construct",
+                            "the loss draws numpy random numbers (here or in a function it calls): inside the "
+                            "@eqx.filter_jit train_step they are drawn once, when it is traced, and reused at every step; "
+                            "give train_step a key (split per step) and draw them with jax.random", loop)
+
     def check_keys(self, loop, body, plan) -> None:
         """A model whose layers draw random numbers in training (dropout) needs a key per step, which the
         written train_step does not thread yet: an error where the model's class is known, a warning
@@ -342,6 +359,7 @@ class _Pass(cst.CSTTransformer):
                                 loop)
             else:
                 self.check_keys(loop, body, plan)
+                self.check_host_random(loop, body, plan, model)
         else:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{plan[0]}.step(): {plan[0]} is not created in this function by torch.optim.X(model.parameters(), "
@@ -389,11 +407,17 @@ def run(module: cst.Module, ctx) -> cst.Module:
     outputs = set()
     for stmt in module.body:
         for a in _walk_assigns(stmt):
-            if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in models \
-                    and not isinstance(stmt, cst.ClassDef):
-                outputs.update(n for t in a.targets for n in _target_names(t.target))
+            if isinstance(a.value, cst.Call) and not isinstance(stmt, cst.ClassDef) and (
+                    isinstance(a.value.func, cst.Name) and a.value.func.value in models
+                    or ctx.imports.resolve(a.value.func) in ("torch.autograd.Variable", "torch.autograd.variable.Variable")):
+                outputs.update(n for t in a.targets for n in _target_names(t.target))  # arrays: x.data is x
     p = _Pass(ctx, module, models, stateful, outputs)
     p.aliases = _type_aliases(module, ctx)
+    opt_models: dict[str, str | None] = {}  # optimizer name → the model it trains, from the source (any scope)
+    scopes: list = [module, *(f for s in module.body for f in ([s] if isinstance(s, cst.FunctionDef) else []))]
+    for scope in scopes:
+        opt_models.update(_optimizer_models(ctx, scope))
+    ctx.analyses[OPT_MODELS] = opt_models
     if p.aliases:
         ctx.analyses[DROPPED] = {(None, n) for n in p.aliases}
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
@@ -489,6 +513,17 @@ def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dr
     return out
 
 
+def _functions(node) -> list[cst.FunctionDef]:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
 def _subscripts(node) -> list[cst.Subscript]:
     found = []
 
@@ -526,6 +561,7 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
     return out
 
 
+OPT_MODELS = "torch2jax.optimizer_models"  # ctx.analyses: optimizer name → the model whose parameters it takes
 WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
 
 
@@ -1100,11 +1136,21 @@ class _Finish(cst.CSTTransformer):
         # bottom-up, before the block that assigns their optimizer is seen)
         self.trained: dict[str, str] = {}
         self.pending: dict[str, list] = {}  # optimizer → its train_step definitions, placed by rewrite()
+        source = self.ctx.analyses.get(OPT_MODELS, {})
         for s in _walk_assigns(node):
             text = code(s.value)
             if text in self.optimizers and self.optimizers[text] and len(s.targets) == 1 \
                     and isinstance(s.targets[0].target, cst.Name):
-                self.trained[s.targets[0].target.value] = self.optimizers[text]
+                name = s.targets[0].target.value  # two optimizers written alike: the model each one's source names
+                self.trained[name] = source.get(name) or self.optimizers[text]
+        # several optimizers trained in one scope (a GAN's generator and critic): a state and a step each
+        self.suffix: dict[str, str] = {}
+        for scope in [node, *(f for f in _functions(node))]:
+            names = [t for a in _scope_assigns(scope) if code(a.value) in self.optimizers
+                     for t in (n.target.value for n in a.targets if isinstance(n.target, cst.Name)) if t in self.trained]
+            if len(set(names)) > 1:
+                for n in names:
+                    self.suffix[n] = re.sub(r"_?optim(izer)?_?", "", n) or n
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
@@ -1178,12 +1224,19 @@ class _Finish(cst.CSTTransformer):
                 model = self.trained.get(opt)
                 if model:
                     out.append(cst.parse_statement(
-                        f"opt_state = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
+                        f"{self.state(opt)} = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
                     waiting += self.pending.pop(opt, [])
         return out + waiting
 
     def spell(self, name: str) -> str:
         return self.ctx.spell_text(name)
+
+    def state(self, opt: str) -> str:
+        """The optimizer state's name: opt_state, or opt_state_D beside another optimizer's in one scope."""
+        return f"opt_state_{self.suffix[opt]}" if opt in self.suffix else "opt_state"
+
+    def step_name(self, opt: str) -> str:
+        return f"train_step_{self.suffix[opt]}" if opt in self.suffix else "train_step"
 
     def loop(self, loop):
         body = list(loop.body.body)
@@ -1231,10 +1284,12 @@ class _Finish(cst.CSTTransformer):
         else:
             moved.append(cst.parse_statement(f"return {loss}\n"))
 
+        state, step_name = ("opt_state", "train_step") if threaded else (self.state(opt), self.step_name(opt))
         params = ", ".join([model, "opt_state", *inputs])
+        call_args = ", ".join([model, state, *inputs])
         f = self.spell
         text = (f"@{f('equinox.filter_jit')}\n"
-                f"def train_step({params}):\n"
+                f"def {step_name}({params}):\n"
                 f"    def loss_fn({model}):\n"
                 f"        pass\n\n"
                 f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n"
@@ -1246,7 +1301,7 @@ class _Finish(cst.CSTTransformer):
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
-        call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params})\n")
+        call = cst.parse_statement(f"{model}, {state}, {loss} = {step_name}({call_args})\n")
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
         new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
