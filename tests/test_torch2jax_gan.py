@@ -153,3 +153,40 @@ def test_two_optimizers_in_one_scope_get_a_state_and_a_step_each():
     assert "real.data" not in text and "jax.vmap(D)(real)" in text  # a Variable's .data is the array itself
     # numpy's random numbers inside the jitted step are drawn once when it is traced: a warning says so
     assert any(f.severity == Severity.WARNING and "drawn once" in f.message for f in findings), findings
+
+
+_BLOCKS = """import torch.nn as nn
+
+
+def block(i, o, normalize=True):
+    layers = [nn.Linear(i, o)]
+    if normalize:
+        layers.append(nn.LayerNorm(o))
+    layers += [nn.ReLU()]
+    return layers
+
+
+class Net(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.a = nn.Sequential(*block(4, 8, normalize=False), *block(8, 2))
+        self.b = nn.Sequential(*block(4, 8, normalize=flag), nn.ReLU())
+
+    def forward(self, x):
+        return self.a(x)
+"""
+
+
+def test_a_layer_list_helper_is_written_out_where_its_ifs_are_decided():
+    text, findings = _translate(_BLOCKS)
+    # literal arguments: one flat Sequential, the normalize=False call without its LayerNorm
+    assert ("self.a = eqx.nn.Sequential([eqx.nn.Linear(4, 8, key=key1), eqx.nn.Lambda(jax.nn.relu), "
+            "eqx.nn.Linear(8, 2, key=key2), eqx.nn.LayerNorm(2), eqx.nn.Lambda(jax.nn.relu)])") in text, text
+    # a condition not known where the model is built: the starred call stays an error, the helper stays
+    assert any(f.severity == Severity.ERROR and "*args" in f.message for f in findings), findings
+    assert "def block(" in text
+
+
+def test_an_unrolled_helper_that_nothing_else_calls_goes():
+    text, findings = _translate(_BLOCKS.replace("        self.b = nn.Sequential(*block(4, 8, normalize=flag), nn.ReLU())\n", ""))
+    assert "def block(" not in text and not [f for f in findings if f.severity == Severity.ERROR], findings
