@@ -261,7 +261,7 @@ def test_rules_lists_the_pack():
     r = invoke("rules", "tf2torch")
     assert r.exit_code == 0
     assert "keras.layers.Dense → torch.nn.Linear" in r.stdout
-    assert "tensorflow.reduce_sum, tensorflow.math.reduce_sum → torch.sum" in r.stdout
+    assert "tensorflow.reduce_sum, tensorflow.math.reduce_sum, tensorflow.compat.v1.reduce_sum → torch.sum" in r.stdout
 
 
 @pytest.mark.parametrize("rid", ["dense", "tf2torch/dense"])

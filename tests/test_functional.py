@@ -518,3 +518,43 @@ def test_a_channels_first_model_keeps_keras_interface_and_a_nested_model_is_call
             cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
                                   checks=("forward", "grad"), device="cpu"), session)
             assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+FACTORY_INSTANCE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def make_encoder():
+    inp = keras.Input(shape=(8, 8, 3))
+    x = layers.Conv2D(4, 3, padding="same", activation="relu")(inp)
+    return keras.Model(inp, x)
+
+
+encoder = make_encoder()
+inputs = keras.Input(shape=(8, 8, 3))
+h = encoder(inputs)
+h = layers.Conv2D(2, 1)(h)
+out = layers.GlobalAveragePooling2D()(h)
+model = keras.Model(inputs, out)
+encoder.summary()
+'''
+
+
+def test_a_module_level_instance_of_a_builder_is_that_layer_of_the_next_model(tmp_path):
+    # encoder = make_encoder() stays: the model holds that very instance (Keras shares its weights),
+    # and the name still means it after keras.Model(...)
+    r = translate_source(FACTORY_INSTANCE, "m.py")
+    assert not errors(r), r.findings
+    assert "\nencoder = make_encoder()\n" in r.output
+    assert "        self.encoder = encoder\n" in r.output
+    assert "h = self.encoder(inputs.movedim(1, -1)).movedim(-1, 1)" in r.output
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, Session, verify
+    (tmp_path / "m.py").write_text(FACTORY_INSTANCE.replace("encoder.summary()\n", ""))
+    (tmp_path / "m_torch.py").write_text(r.output.replace("print(encoder", "(encoder"))
+    with Session() as session:
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "model",
+                              inputs=["float32[2,8,8,3]"], checks=("forward", "grad"), device="cpu"), session)
+        assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

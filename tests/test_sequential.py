@@ -131,6 +131,15 @@ def test_dropped_list_brackets_leave_no_trailing_whitespace():
     assert [f.line for f in r.findings if f.severity.value == "error"] == [8]
 
 
+@pytest.mark.parametrize("end", ["],\n)", "],\nname=\"mlp\",\n)", "], name=\"mlp\"\n)"])
+def test_the_closing_parenthesis_keeps_its_column_whatever_followed_the_list(end):
+    # `],` or `], name=...` (which torch's Sequential does not take) before the `)` of Black's layout
+    src = ("import keras\n\nmodel = keras.Sequential(\n    [\n        keras.Input((4,)),\n        keras.layers.Dense(2),\n    "
+           + end.replace("\nname", "\n    name") + "\n")
+    r = tr(src)
+    assert "model = nn.Sequential(\n    # input: (batch, 4)\n    nn.Linear(4, 2),\n)\n" in r.output, r.output
+
+
 def test_sequential_in_class_prefixes_paths():
     r = tr('''
         import tensorflow as tf

@@ -77,7 +77,7 @@ def _forward(body: str):
     ("B, T, C = x.size()\nreturn self.fc(x).view(B, T * 4)", "T, C = x.shape\n        return jax.vmap(self.fc)(x).reshape(T * 4)"),
     ("return F.max_pool2d(x, 2)", "return eqx.nn.MaxPool2d(2, stride=2)(x)"),
     ("return x.chunk(3, dim=-1)", "return jnp.split(x, 3, axis=-1)"),
-    ("return x.split(4, dim=2)", "return jnp.split(x, range(4, x.shape[1], 4), axis=1)"),
+    ("return x.split(4, dim=2)", "return jnp.split(x, list(range(4, x.shape[1], 4)), axis=1)"),
     ("return x.mean(dim=(2, 3))", "return x.mean(axis=(1, 2))"),
 ])
 def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):

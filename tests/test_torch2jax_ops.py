@@ -144,6 +144,17 @@ def _forward(body: str):
     ("return torch.einsum('...ij,...jk->...ik', [x, y])", "return jnp.einsum('...ij,...jk->...ik', x, y)"),
     ("return torch.clamp(x, min=0.0) + torch.where(x > 0, x, y)", "return jnp.clip(x, min=0.0) + jnp.where(x > 0, x, y)"),
     ("return x @ torch.eye(x.size(2))", "return x @ jnp.eye(x.shape[1])"),
+    # the batch size read from the input, sizing a per-batch copy of what every example shares: not built
+    ("b = x.shape[0]\nreturn torch.zeros(b, 4) + x", "(self, x, y):\n        return jnp.zeros(4) + x"),
+    ("return torch.ones((x.size(0), 3, 4), dtype=torch.double)", "return jnp.ones((3, 4), dtype=jnp.float64)"),
+    ("B, T, C = x.shape\nreturn torch.full((B, T), 2.0)", "return jnp.full((T,), 2.0)"),
+    ("n = x.size(0)\nreturn self.w.expand(n, -1, 5)",
+     "return jnp.broadcast_to(self.w, (1, self.w.shape[-2], 5))[0]"),
+    ("batch = x.shape[0]; h = x * 2\nreturn h.view(batch, -1)", "h = x * 2\n        return h.reshape(-1)"),
+    ("r, b = x, x.size(0)\nreturn r.view(b, -1)", "r = x\n        return r.reshape(-1)"),
+    ("r, b, k = x, x.size(0), 2\nreturn r.view(b, -1) * k", "r, k = x, 2\n        return r.reshape(-1) * k"),
+    ("return x[:, 0] + y[:, 1:, ::2]", "return x[0] + y[1:, ::2]"),
+    ("return x[..., 0]", "return x[..., 0]"),
 ])
 def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     r, call = _forward(torch_code)
@@ -167,6 +178,11 @@ def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     "return torch.einsum('ij,jk->ik', x, y)",
     "return torch.einsum(eq, x, y)",
     "return torch.einsum('...ij,...jk->...ik', x, self.w)",
+    "b = x.shape[0]\nreturn x * b",
+    "b, n, _ = x.shape\nreturn x.reshape(b * n, -1)",
+    "return torch.randn(x.size(0), 4)",
+    "return torch.zeros(x.size(0) + 1, 4)",
+    "return x[0, :]",
 ])
 def test_what_needs_the_batch_axis_is_an_error(torch_code):
     r, _ = _forward(torch_code)
@@ -223,3 +239,47 @@ def test_per_example_rewrites_under_vmap_compute_what_pytorch_computes_on_the_ba
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
         np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-12, err_msg=f"output {i}")
+
+
+BATCH_SIZE = ROOT / "tests" / "data" / "torch_batch_size.py"
+_RUN_BATCH_SIZE = """
+import sys, numpy as np, runpy
+side = sys.argv[1]
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(sys.argv[2])
+x = np.random.default_rng(2).standard_normal((3, 4, 6))
+if side == "torch":
+    import torch
+    torch.manual_seed(0)
+    with torch.no_grad():
+        outs = ns["BatchSize"]()(torch.from_numpy(x))
+else:
+    import jax.numpy as jnp
+    outs = jax.vmap(ns["BatchSize"]())(jnp.asarray(x))
+np.savez(sys.argv[3], *[np.asarray(o.detach() if side == 'torch' else o) for o in outs])
+"""
+
+
+def test_batch_size_copies_of_per_example_constants_compute_what_pytorch_computes(tmp_path):
+    """`batch = x.shape[0]` and `b, n, _ = x.shape` sizing zeros/ones/full, expand and einops.repeat of parameters,
+    a view, and `x[:, i]` indexing: one example's value under jax.vmap is PyTorch's on the batch."""
+    import numpy as np
+    r = translate_source(BATCH_SIZE.read_text(), str(BATCH_SIZE), PACK)
+    assert not r.findings, r.findings
+    assert "batch" not in r.output.split("def __call__", 1)[1], r.output
+    translated = tmp_path / "batch_size_jax.py"
+    translated.write_text(r.output)
+    outs = {}
+    for side, path in (("torch", BATCH_SIZE), ("jax", translated)):
+        p = subprocess.run([sys.executable, "-c", _RUN_BATCH_SIZE, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    assert len(outs["torch"]) == len(outs["jax"]) == 8
+    for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
+        assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
+        np.testing.assert_allclose(j, t, rtol=1e-12, atol=1e-12, err_msg=f"output {i}")

@@ -95,9 +95,11 @@ def test_a_graph_network_translates_to_whole_graph_modules_and_a_threaded_step(t
     # the function that is one step: a jitted train_step above it, opt_state and a key per call threaded
     assert "@eqx.filter_jit\ndef train_step(model, opt_state, optimizer, input, criterion, mask, target, key):" in text
     assert "output = model(*input, key=key)" in text
-    assert "def train_iter(epoch, model, optimizer, opt_state, criterion, input, target, mask, *, key):" in text
-    assert "gcn, opt_state = train_iter(epoch, gcn, optimizer, opt_state, criterion, (jsparse.BCOO.fromdense(features), " \
-           "adj), labels, mask, key=jax.random.fold_in(key, epoch))" in text
+    assert "def train_iter(epoch, model, optimizer, opt_state, criterion, input, target, mask, key):" in text
+    assert "key, step_key = jax.random.split(key)\n    model, opt_state, loss = train_step(model, opt_state, optimizer, " \
+           "input, criterion, mask, target, step_key)" in text
+    assert "key, train_key = jax.random.split(key)\n        gcn, opt_state = train_iter(epoch, gcn, optimizer, opt_state, " \
+           "criterion, (jsparse.BCOO.fromdense(features), adj), labels, mask, key=train_key)" in text
     assert "optimizer.zero_grad()" not in text and "backward" not in text
 
 
@@ -121,3 +123,15 @@ def test_sparse_product_forward_and_steps_compute_what_pytorch_computes(tmp_path
 def test_a_sparse_matrix_without_its_size_is_refused(src, message):
     r = translate_source(src, "x.py", pack="torch2jax")
     assert any(f.severity == Severity.ERROR and message in f.message for f in r.findings), r.findings
+
+
+def test_a_step_function_with_a_defaulted_parameter_takes_its_key_by_keyword_from_a_seeded_main_block():
+    # gcn/main.py: train_iter(..., print_every=10) called under `if __name__ == "__main__":` after torch.manual_seed
+    src = GCN.read_text().replace("target, mask):\n    model.train()", "target, mask, print_every=10):\n    model.train()")
+    src = src.replace("def fit(features, adj, labels, mask, epochs):\n    torch.manual_seed(0)\n",
+                      "def fit(features, adj, labels, mask, epochs):\n    if True:\n        torch.manual_seed(0)\n")
+    r = translate_source(src, "gcn.py", pack="torch2jax")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "def train_iter(epoch, model, optimizer, opt_state, criterion, input, target, mask, print_every=10, *, key):" \
+        in r.output
+    assert "labels, mask, key=train_key)" in r.output

@@ -70,13 +70,63 @@ def run(x, flag):
     assert "    model.train(flag)\n    a = model(x)\n    model.eval()\n    b = model(x)\n" in out
 
 
-def test_a_name_that_is_not_a_model_keeps_its_training_argument():
+def test_an_unresolved_callee_called_with_training_is_taken_for_a_model():
+    """``training=`` is the call-mode argument of Keras models and layers, which a translated module
+    does not take: a parameter, an attribute or a subscript called with it gets train()/eval(), on a
+    line before the statement or (in a comprehension or lambda binding it) on the spot."""
     src = HEAD + '''
 
 def run(layer, x):
     return layer(x, training=True)
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+
+    def step(self, x, models):
+        a = self.model(x, training=False)
+        b = [m(x, training=False) for m in models]
+        c = models[0](x, training=self.flag)
+        return a, b, c
 '''
-    assert "layer(x, training=True)" in _t(src).output
+    r = _t(src)
+    assert not _errors(r), r.findings
+    out = r.output
+    assert "    layer.train()\n    return layer(x)\n" in out
+    assert "        self.model.eval()\n        a = self.model(x)\n" in out
+    assert "        b = [m.eval()(x) for m in models]\n" in out
+    assert "        models[0].train(self.flag)\n        c = models[0](x)\n" in out
+    notes = [f.message for f in r.findings if f.code == "idiom-replaced" and "taken for a Keras model" in f.message]
+    assert len(notes) == 4
+    # and the output runs: train()/eval() return the module, the mode is set on each
+    import torch
+    from torch import nn
+
+    ns: dict = {}
+    exec(compile(out, "t_torch.py", "exec"), ns)
+    nets = [nn.Dropout(0.5), nn.Dropout(0.5)]
+    t = ns["Trainer"](nn.Dropout(0.5))
+    t.flag = True
+    x = torch.ones(1000)
+    a, b, c = t.step(x, nets)
+    assert torch.equal(a, x) and torch.equal(b[0], x) and not torch.equal(c, x)
+    assert nets[0].training and not nets[1].training and not t.model.training
+
+
+def test_a_function_or_import_of_the_file_keeps_its_training_argument():
+    src = HEAD + '''from mylib import run
+
+
+def forward(x, training):
+    return x
+
+
+def go(x):
+    return forward(x, training=True), run(x, training=True)
+'''
+    out = _t(src).output
+    assert "return forward(x, training=True), run(x, training=True)" in out
 
 
 def test_optimizer_created_before_the_model_is_one_error():

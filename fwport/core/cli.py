@@ -28,14 +28,15 @@ _LAZY_COMMANDS = {
     "verify": ("fwport.verify.cli", "verify_command",
                "Prove a translation computes the same model (runs both frameworks)."),
     "weights": ("fwport.verify.cli", "weights_command",
-                "Convert a Keras checkpoint to a PyTorch state dict through the rules' weight maps."),
+                "Convert a checkpoint for the translated model: Keras → PyTorch state dict, PyTorch → Equinox."),
 }
 
 
 def _directions() -> dict[str, str]:
     """Direction name → its one-line help, from the pack registry (no pack is imported)."""
     packs = importlib.import_module("fwport.packs")
-    return {name: packs.HELP.get(name, f"Translate source code ({name}).") for name in packs.PACKS}
+    return {name: packs.HELP.get(name, f"Translate source code ({name}).")
+            for name in [*packs.PACKS, *getattr(packs, "CHAINS", {})]}
 
 
 class _Group(click.Group):
@@ -140,9 +141,16 @@ def _load_pack(pack: str, cfg: Config, extra: tuple[str, ...], disabled: tuple[s
         if not Path(d).is_dir():
             _fail(f"--rules {d}: no such folder of rule files")
     disabled = tuple(dict.fromkeys([*cfg.disable, *disabled]))
+    from fwport.core.chain import stage_rule_dirs
+    from fwport.core.direction import get_direction
+
+    stages = get_direction(pack).stages  # a chain (tf2jax) loads each of its stages' packs
+    dirs = {s: stage_rule_dirs(s, extra_dirs, stages) for s in stages} if stages else {pack: extra_dirs}
     try:
-        check_disabled(Config(cfg.path, cfg.root, disable=disabled), pack, _known_rule_ids(pack, extra_dirs))
-        load_pack(pack, extra_dirs, disabled)
+        check_disabled(Config(cfg.path, cfg.root, disable=disabled), pack,
+                       set().union(*(_known_rule_ids(s, d) for s, d in dirs.items())))
+        for s, d in dirs.items():
+            load_pack(s, d, disabled)
     except (ConfigError, RuleError) as e:
         _fail(str(e))
     return extra_dirs, disabled

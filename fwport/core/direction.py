@@ -76,6 +76,9 @@ class Direction:
     mentions: re.Pattern
     #: how people name the source framework in messages (`fwport residue`): "TensorFlow/Keras"
     source_title: str = ""
+    #: files the direction does not translate at all: ``fn(module, imports, source, path)`` → the one
+    #: error finding that says why and what to do (the file is left as written), or None
+    out_of_scope: Callable[[Any, Any, str, str], Any] | None = None
     #: the structural passes, in order, run before the rule pass
     planners: tuple[Planner, ...] = ()
     #: steps that remove lines, run once every finding is located: ``fn(module, ctx) -> module``
@@ -108,6 +111,8 @@ class Direction:
     cli_options: tuple[CliOption, ...] = ()
     #: how a tree's dependency files change (None: they are copied as they are)
     requirements: Requirements | None = None
+    #: a chained direction: the directions it runs one after the other (fwport/core/chain.py); empty for a pack
+    stages: tuple[str, ...] = ()
 
 
 def registered() -> dict[str, str]:
@@ -120,14 +125,46 @@ def default_direction() -> str:
     return importlib.import_module(PACK_REGISTRY).DEFAULT
 
 
+def chains() -> dict[str, tuple[str, ...]]:
+    """Chained direction name → the directions it runs in order (the registry's ``CHAINS``)."""
+    return dict(getattr(importlib.import_module(PACK_REGISTRY), "CHAINS", {}))
+
+
 @lru_cache(maxsize=None)
 def get_direction(name: str) -> Direction:
-    """The direction called ``name``; importing its pack registers its transforms and codes."""
+    """The direction called ``name``; importing its pack registers its transforms and codes. A chained
+    direction is composed from its stages (:func:`chained`)."""
     packs = registered()
+    chained_names = chains()
+    if name in chained_names:
+        return chained(name, tuple(get_direction(s) for s in chained_names[name]))
     if name not in packs:
-        raise KeyError(f"no translation direction {name!r}; the packs are: {', '.join(sorted(packs))}")
+        raise KeyError(f"no translation direction {name!r}; the directions are: "
+                       f"{', '.join(sorted([*packs, *chained_names]))}")
     direction = importlib.import_module(packs[name]).DIRECTION
     from fwport.core.finding import register_codes
 
     register_codes(direction.codes, name)
     return direction
+
+
+def chained(name: str, stages: tuple[Direction, ...]) -> Direction:
+    """The direction of a chain: the first stage's source (what makes a file a source file, its version
+    facts), the last stage's target (spellings, imports), dependency files from the first source to the
+    last target, every stage's command-line flags. Translating runs the stages (fwport/core/chain.py)."""
+    first, last = stages[0], stages[-1]
+    options = {o.key: o for s in stages for o in s.cli_options}
+    requirements = None
+    if first.requirements and last.requirements:
+        requirements = Requirements(first.requirements.source, last.requirements.target, dict(last.requirements.conda),
+                                    first.requirements.label)
+    return Direction(
+        name=name, summary=f"{first.summary.split(' → ')[0]} → {last.summary.split(' → ')[-1]}, through "
+                           + ", ".join(s.summary.split(" → ")[-1] for s in stages[:-1]),
+        source=first.source, mentions=first.mentions, source_title=first.source_title,
+        spellings=last.spellings, import_order=last.import_order,
+        detect_version=first.detect_version, version_name=first.version_name, version_option=first.version_option,
+        version_code=first.version_code, version_label=first.version_label, source_label=first.source_label,
+        command_help=f"Translate {first.source_title or first.name} source in {len(stages)} steps: "
+                     + ", then ".join(s.name for s in stages) + " (each step's findings located in the original file).",
+        cli_options=tuple(options.values()), requirements=requirements, stages=tuple(s.name for s in stages))

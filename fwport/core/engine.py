@@ -72,7 +72,9 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
 
     for kw, value in bound.extra.items():
         what = ctx.direction.layer_base_kwargs.get(kw) if rule.kind == "layer" else None
-        if what == "shape":
+        if rule.emit.get("kwargs") == "keep":  # the target takes them as they are (Checkpoint(model=...))
+            m.kwargs[kw] = value
+        elif what == "shape":
             m.extras[kw] = value
         elif what == "drop":
             pass

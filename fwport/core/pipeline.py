@@ -68,9 +68,14 @@ def mentions_source(text: str, direction: Direction | None = None) -> bool:
 def translate_source(source: str, path: str = "<string>", pack: Pack | str | None = None,
                      options: dict | None = None) -> FileResult:
     """Translate one source text in the direction of ``pack`` (a loaded rule pack or a direction
-    name; by default the registry's default direction). Never raises on user input."""
+    name, a chained one included: ``"tf2jax"``; by default the registry's default direction). Never
+    raises on user input."""
     options = dict(options or {})
     if not isinstance(pack, Pack):
+        stages = get_direction(pack or default_direction()).stages
+        if stages:  # a chained direction (tf2jax): each stage on the previous one's output
+            from fwport.core.chain import translate_chain
+            return translate_chain(source, path, [(s, load_pack(s), options) for s in stages])
         pack = load_pack(pack or default_direction())
     direction = get_direction(pack.name)
     if not direction.mentions.search(source):
@@ -84,6 +89,10 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
     imports = collect_imports(module, direction.source, source)
     if not imports.source_imports:
         return FileResult(path, Status.UNCHANGED, source, source)
+    if direction.out_of_scope is not None:
+        refused = direction.out_of_scope(module, imports, source, path)
+        if refused is not None:  # one error for the whole file, which stays as written (needs attention, exit 1)
+            return FileResult(path, Status.UNCHANGED, source, source, [refused])
     ctx = FileContext(path, pack, imports, direction, None, options)
     ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
     if direction.detect_version is not None:

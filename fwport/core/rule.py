@@ -22,7 +22,7 @@ _TOP_KEYS = {"summary", "kind", "match", "emit", "args", "defaults", "weights", 
              "unchanged", "xfail", "notes"}
 _MATCH_KEYS = {"names", "signature", "keras"}
 _EMIT_KEYS = {"target", "method", "self_arg", "positional", "transform", "lazy", "in_arg", "shape",
-              "layout", "options"}
+              "layout", "options", "kwargs"}
 _ARG_KEYS = {"rename", "transform", "drop", "unsupported", "approximate", "to", "aliases",
              "unsupported_values", "supported_values", "positional_only"}
 _DEFAULT_KEYS = {"source", "target", "pin", "keras2"}

@@ -375,6 +375,7 @@ class Outcome:
 
 def translate_text(text: str, path: str, settings: Settings) -> FileResult:
     """Translate one text: a BOM is kept, a parse error is explained, a crash becomes a finding."""
+    from fwport.core.direction import get_direction
     from fwport.core.rule import load_pack
     from fwport.core.pipeline import translate_source
 
@@ -385,8 +386,15 @@ def translate_text(text: str, path: str, settings: Settings) -> FileResult:
                                                     f"nested more than {_MAX_DEPTH} deep", path))
         return FileResult(path, Status.FAILED, text, text, [f])
     try:
-        pack = load_pack(settings.pack, settings.extra_dirs, settings.disabled)
-        result = translate_source(body, path, pack, dict(settings.options))
+        stages = get_direction(settings.pack).stages
+        if stages:  # a chain (fwport tf2jax): each stage on the previous one's output
+            from fwport.core.chain import stage_rule_dirs, translate_chain
+            result = translate_chain(body, path, [
+                (s, load_pack(s, stage_rule_dirs(s, settings.extra_dirs, stages), settings.disabled),
+                 dict(settings.options)) for s in stages])
+        else:
+            pack = load_pack(settings.pack, settings.extra_dirs, settings.disabled)
+            result = translate_source(body, path, pack, dict(settings.options))
     except RecursionError:
         f = Finding(Severity.ERROR, "internal-error", "the code is nested too deeply for the parser "
                     "(Python's recursion limit); split the deepest expression", path)
@@ -531,8 +539,12 @@ _WORKER_SETTINGS: Settings | None = None
 def _init_worker(settings: Settings) -> None:
     global _WORKER_SETTINGS
     _WORKER_SETTINGS = settings
+    from fwport.core.chain import stage_rule_dirs
+    from fwport.core.direction import get_direction
     from fwport.core.rule import load_pack
-    load_pack(settings.pack, settings.extra_dirs, settings.disabled)
+    stages = get_direction(settings.pack).stages
+    for s in stages or (settings.pack,):
+        load_pack(s, stage_rule_dirs(s, settings.extra_dirs, stages) if stages else settings.extra_dirs, settings.disabled)
 
 
 def _worker(job: Job) -> bytes:

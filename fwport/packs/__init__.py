@@ -10,10 +10,17 @@ PACKS = {
     "torch2jax": "fwport.packs.torch2jax",
 }
 
+#: chained directions: name → the directions run one after the other, each on the previous one's output
+#: (`fwport tf2jax` is tf2torch, then torch2jax; fwport/core/chain.py)
+CHAINS = {
+    "tf2jax": ("tf2torch", "torch2jax"),
+}
+
 #: the one-line help of `fwport <name>` in `fwport --help` (listing commands imports no pack)
 HELP = {
     "tf2torch": "Translate TensorFlow/Keras source to PyTorch.",
     "torch2jax": "Translate PyTorch source to JAX/Equinox (+ optax).",
+    "tf2jax": "Translate TensorFlow/Keras source to JAX/Equinox (+ optax): tf2torch, then torch2jax.",
 }
 
 #: the direction used when none is named (``fwport.translate_source(text)``)

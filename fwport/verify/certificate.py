@@ -48,6 +48,9 @@ def _keras_header(cert: dict, lines: list, v: dict, dev: dict) -> None:
 
 
 def render(cert: dict, verbose: bool = False) -> str:
+    if cert.get("direction") == "tf2jax":  # two stages and the end-to-end comparison
+        from fwport.verify.tf2jax import render as render_chain
+        return render_chain(cert, verbose)
     lines = []
     v = cert.get("versions", {})
     dev = cert.get("device", {})

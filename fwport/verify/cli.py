@@ -33,8 +33,8 @@ def _checks(text: str) -> tuple[str, ...]:
     return items
 
 
-def _fail(e) -> None:
-    click.echo(f"fwport verify: error: {e}", err=True)
+def _fail(e, command: str = "verify") -> None:
+    click.echo(f"fwport {command}: error: {e}", err=True)
     if getattr(e, "detail", "") and getattr(e, "kind", "") in ("crash", "exception", "timeout"):
         click.echo(f"--- {e.side} side output (last lines) ---\n{e.detail.rstrip()}", err=True)
     sys.exit(2)
@@ -53,7 +53,7 @@ def _fail(e) -> None:
 @click.option("--rtol", type=float, help="Relative tolerance (default: 1e-5 for float32, 1e-10 for float64).")
 @click.option("--atol", type=float, help="Absolute tolerance as a fraction of each tensor's max |value|.")
 @click.option("--keras", "keras", type=click.Choice(["2", "3"]), help="Keras the original targets (default: detected).")
-@click.option("--direction", type=click.Choice(["tf2torch", "torch2jax"]))
+@click.option("--direction", type=click.Choice(["tf2torch", "torch2jax", "tf2jax"]))
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--lr", type=float, default=0.1, show_default=True, help="Learning rate of the --check step SGD step.")
 @click.option("--timeout", type=float, default=600.0, show_default=True, help="Seconds per framework request.")
@@ -90,24 +90,45 @@ def verify_command(original, translated, model, translated_model, args, inputs, 
 @click.command("weights")
 @click.argument("checkpoint", type=click.Path(exists=True, dir_okay=False))
 @click.option("--source", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="The original Keras source that defines the model.")
+              help="The original source that defines the model (Keras for --to .pt, PyTorch for --to .eqx).")
 @click.option("--model", "model", required=True, help="Class, builder function or model object in --source.")
-@click.option("--to", "to", required=True, multiple=True, help="model.pt and/or model.safetensors; repeatable.")
+@click.option("--to", "to", required=True, multiple=True,
+              help="model.pt and/or model.safetensors (from Keras), or model.eqx (from PyTorch); repeatable.")
 @click.option("--translated", type=click.Path(exists=True, dir_okay=False),
               help="The translated file (default: translate --source now).")
+@click.option("--translated-model", help="The model's name in the translated file when it differs.")
 @click.option("--args", "args", help="Constructor/builder keyword arguments as a JSON object.")
-@click.option("--input", "inputs", multiple=True, help="Input spec, when the model does not declare its input shape.")
+@click.option("--input", "inputs", multiple=True, help="Input spec, when the model does not declare its input shape "
+              "(--to .eqx --check: always, in PyTorch's layout).")
 @click.option("--keras", "keras", type=click.Choice(["2", "3"]))
 @click.option("--check", is_flag=True, help="Load both checkpoints and compare their forward outputs.")
 @click.option("--timeout", type=float, default=600.0, show_default=True)
-def weights_command(checkpoint, source, model, to, translated, args, inputs, keras, check, timeout) -> None:
-    """Convert a Keras checkpoint (.weights.h5, .keras) into a PyTorch state_dict by the rules' weight maps."""
+def weights_command(checkpoint, source, model, to, translated, translated_model, args, inputs, keras, check,
+                    timeout) -> None:
+    """Convert a checkpoint for the translated model, by the same maps as verify, matched by name.
+
+    A Keras checkpoint (.weights.h5, .keras) → a PyTorch state_dict (--to .pt/.pth/.safetensors), by the
+    rules' weight maps. A PyTorch state_dict (torch.save(model.state_dict(), f); .pt/.pth/.safetensors) →
+    the translated Equinox model's leaves (--to model.eqx), read back with
+    `model = eqx.tree_deserialise_leaves("model.eqx", model)` (`model, state = ...(f, (model, state))` for a
+    model with BatchNorm), as the translation of model.load_state_dict(torch.load(f)) does."""
     from fwport.verify.certificate import render
     from fwport.verify.run import Options, Session, VerifyError, _verify, convert
 
+    eqx_to = [t for t in to if t.endswith(".eqx")]
+    if eqx_to:
+        if len(to) > 1:
+            raise click.BadParameter("--to model.eqx is one file, written alone", param_hint="--to")
+        if not checkpoint.endswith((".pt", ".pth", ".safetensors")):
+            raise click.BadParameter(f"{checkpoint}: --to .eqx converts a PyTorch state_dict (.pt, .pth or "
+                                     ".safetensors)", param_hint="CHECKPOINT")
+        _weights_to_eqx(checkpoint, source, model, eqx_to[0], translated, translated_model, _json_arg(args, "--args"),
+                        list(inputs), check, timeout)
+        return
     for t in to:
         if not (t.endswith(".pt") or t.endswith(".pth") or t.endswith(".safetensors")):
-            raise click.BadParameter(f"{t}: write .pt, .pth or .safetensors", param_hint="--to")
+            raise click.BadParameter(f"{t}: write .pt, .pth or .safetensors (or .eqx from a PyTorch state_dict)",
+                                     param_hint="--to")
     kv = int(keras) if keras else None
     try:
         with Session() as session:
@@ -135,4 +156,44 @@ def weights_command(checkpoint, source, model, to, translated, args, inputs, ker
                 click.echo(render(cert))
                 sys.exit(0 if cert["verdict"] == "pass" else 1)
     except VerifyError as e:
-        _fail(e)
+        _fail(e, "weights")
+
+
+def _weights_to_eqx(checkpoint, source, model, to, translated, translated_model, args, inputs, check, timeout) -> None:
+    """``fwport weights model.pt --source model.py --model Net --to model.eqx [--check --input ...]``."""
+    import tempfile
+    from pathlib import Path
+
+    from fwport.verify import torch2jax
+    from fwport.verify.certificate import render
+    from fwport.verify.run import Options, Session, VerifyError
+
+    if check and not inputs:
+        raise click.BadParameter("--check needs the input shape: --input 'float32[4,20]' (PyTorch's layout)",
+                                 param_hint="--input")
+    try:
+        with Session() as session, tempfile.TemporaryDirectory(prefix="fwport-weights-") as d:
+            if translated is None:
+                from fwport.core.pipeline import translate_source
+                from fwport.verify.run import _read
+                translated = str(Path(d) / "translated.py")
+                Path(translated).write_text(translate_source(_read(source, "original"), source, "torch2jax").output,
+                                            encoding="utf-8")
+            rep = torch2jax.convert(checkpoint, source, model, to, translated, args, timeout, session, translated_model)
+            if not rep["ok"]:
+                for p in rep["problems"]:
+                    click.echo(f"fwport weights: {p}", err=True)
+                click.echo(f"fwport weights: {to} not written", err=True)
+                sys.exit(1)
+            click.echo(f"wrote {to}: {rep['arrays']} arrays from {checkpoint}"
+                       + (" (model, state): read it with eqx.tree_deserialise_leaves(f, (model, state))"
+                          if rep["stateful"] else ""))
+            if check:
+                opts = Options(source, translated, model, translated_model, args, inputs, ("forward",), device="cpu",
+                               direction="torch2jax", timeout=timeout,
+                               torch_state_file=str(Path(checkpoint).resolve()), eqx_file=str(Path(to).resolve()))
+                cert = torch2jax.verify(opts, session)
+                click.echo(render(cert))
+                sys.exit(0 if cert["verdict"] == "pass" else 1)
+    except VerifyError as e:
+        _fail(e, "weights")

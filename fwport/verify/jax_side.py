@@ -131,6 +131,66 @@ def load_state(model, state: dict, eqx, jnp, modules: dict | None = None):
     return model, problems
 
 
+def load_all(model, layer_state, state: dict, modules: dict, eqx, jnp):
+    """A torch state_dict (numpy arrays by name) into the model and its layer state: (model, state, problems)."""
+    model, problems = load_state(model, state, eqx, jnp, modules)
+    layer_state, more = load_running_stats(model, layer_state, state, eqx, jnp)
+    return model, layer_state, problems + more
+
+
+def leaves_of(model, layer_state):
+    """What a translated program serialises and reads back: ``(model, state)`` for a model that keeps a
+    layer state (the translation of torch.save(model.state_dict(), f)), else the model."""
+    return model if layer_state is None else (model, layer_state)
+
+
+def read_leaves(path: str, model, layer_state, eqx):
+    try:
+        got = eqx.tree_deserialise_leaves(path, leaves_of(model, layer_state))
+    except Exception as e:
+        raise UserError(f"{path}: cannot be read into the translated model ({type(e).__name__}: {str(e)[:300]})") from None
+    return (got, None) if layer_state is None else got
+
+
+def save(req: dict) -> dict:
+    """``fwport weights model.pt --to model.eqx``: the translated model built, the torch state_dict moved
+    into it by name (Equinox's layouts), then eqx.tree_serialise_leaves to a temporary file beside the
+    destination, renamed over it only once complete."""
+    _setup(req["dtype"], req["device"])
+    import tempfile
+
+    import equinox as eqx
+    import jax
+    import jax.numpy as jnp
+
+    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
+    model, layer_state = _build(ns, req, jax.random.key(req["seed"]), eqx)
+    with np.load(req["torch"]) as z:
+        state = {k[2:]: z[k] for k in z.files if k.startswith("w:")}
+    model, layer_state, problems = load_all(model, layer_state, state, req.get("modules", {}), eqx, jnp)
+    if problems:
+        return {"problems": problems, "versions": _versions()}
+    dest = os.path.realpath(req["to"])
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(dest), prefix=f".{os.path.basename(dest)}.", suffix=".fwport-tmp")
+    os.close(fd)
+    try:
+        eqx.tree_serialise_leaves(tmp, leaves_of(model, layer_state))
+        os.chmod(tmp, 0o666 & ~_umask())
+        os.replace(tmp, dest)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    n = len(jax.tree_util.tree_leaves(eqx.filter(leaves_of(model, layer_state), eqx.is_array)))
+    return {"problems": [], "arrays": n, "stateful": layer_state is not None, "versions": _versions()}
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def run(req: dict) -> dict:
     _setup(req["dtype"], req["device"])
     import equinox as eqx
@@ -145,9 +205,11 @@ def run(req: dict) -> dict:
         T = {k: z[k] for k in z.files}
     state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
     modules = req.get("modules", {})
-    model, problems = load_state(model, state, eqx, jnp, modules)
-    layer_state, more = load_running_stats(model, layer_state, state, eqx, jnp)
-    problems += more
+    if req.get("eqx"):  # the file `fwport weights --to model.eqx` wrote, read as a translated program reads it
+        model, layer_state = read_leaves(req["eqx"], model, layer_state, eqx)
+        problems = []
+    else:
+        model, layer_state, problems = load_all(model, layer_state, state, modules, eqx, jnp)
     if problems:
         return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
     model = eqx.nn.inference_mode(model)
@@ -268,6 +330,8 @@ def handle(req: dict) -> dict:
         return run(req)
     if req["op"] == "train":
         return train(req)
+    if req["op"] == "save":
+        return save(req)
     raise UserError(f"unknown request {req['op']!r}")
 
 

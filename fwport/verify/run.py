@@ -230,6 +230,7 @@ class Options:
     weights_file: str | None = None  # load this Keras checkpoint instead of random values
     kind: str = "model"  # "function": NAME is a plain tensor function (no weights), called with the inputs
     torch_state_file: str | None = None  # (fwport weights --check) torch loads this checkpoint, not the transfer
+    eqx_file: str | None = None  # (fwport weights --to .eqx --check) JAX reads its model from this file
     train_step: str = "train_step"  # --check train: the step function of both files, called once per batch
     batch: list[str] = field(default_factory=list)  # --check train: the step function's arguments (specs)
     steps: int = 3  # --check train: optimizer steps, one batch each
@@ -237,12 +238,16 @@ class Options:
 
 def detect_direction(original: str, translated: str) -> str:
     from fwport.core.pipeline import mentions_source
+    import re as _re
+    jax_imports = _re.search(r"^\s*(?:import|from)\s+(?:jax|equinox)\b", translated, _re.M) is not None
+    if mentions_source(original) and jax_imports:  # (a JAX translation's docstrings may name PyTorch)
+        return "tf2jax"
     if mentions_source(original) and "torch" in translated:
         return "tf2torch"
     if "torch" in original and ("jax" in translated or "equinox" in translated):
         return "torch2jax"
     raise VerifyError("cannot tell the direction from the two files (the original should use TensorFlow/Keras, "
-                      "the translation PyTorch): give --direction tf2torch", kind="user")
+                      "the translation PyTorch, JAX or Equinox): give --direction", kind="user")
 
 
 # --- comparing ---------------------------------------------------------------------------------------
@@ -346,7 +351,9 @@ def _read(path: str, what: str) -> str:
         raise VerifyError(f"cannot read the {what} {path}: {e}", kind="user") from None
 
 
-def _verify(opts: Options, session: Session, keep_state: str | None = None) -> dict:
+def _verify(opts: Options, session: Session, keep_state: str | None = None, keep: dict | None = None) -> dict:
+    """``keep_state``: copy the torch state the Keras weights became there; ``keep``: receives the inputs in
+    torch's layout (``xs_target``), Keras's outputs and their layout (tf2jax verifies on from them)."""
     from fwport.core.rule import load_pack
     from fwport.core.pipeline import translate_source
     from fwport.packs.tf2torch import detect_keras_version
@@ -359,6 +366,9 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
     if direction == "torch2jax":
         from fwport.verify import torch2jax
         return torch2jax.verify(opts, session)
+    if direction == "tf2jax":
+        from fwport.verify import tf2jax
+        return tf2jax.verify(opts, session)
     if direction != "tf2torch":
         raise VerifyError(f"direction {direction!r} is not supported yet (tf2torch is)", kind="user")
     keras_major, keras_why = detect_keras_version(original, opts.keras)
@@ -415,6 +425,9 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None) -> d
         times["torch_build"] = time.perf_counter() - t_start
         with np.load(d / "keras.npz") as z:
             K = {k: z[k] for k in z.files}
+        if keep is not None:
+            keep.update(xs_target=[to_target_layout(x, layout) for x in xs], out_layout=out_layout,
+                        outputs=[K[f"out{i}"] for i in range(kresp["outputs"])])
         moves = [m for m in moves if m.key not in set(kresp.get("absent", []))]
 
         t1 = time.perf_counter()

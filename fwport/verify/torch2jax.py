@@ -13,7 +13,11 @@ from pathlib import Path
 import numpy as np
 
 
-def verify(opts, session) -> dict:
+def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> dict:
+    """``xs``: the inputs (PyTorch's layout) when the caller draws them (tf2jax: Keras's, moved); ``keep``
+    receives the JAX outputs (``out0``...). ``opts.torch_state_file``: a checkpoint both sides start from
+    (else the original's seeded initial values); ``opts.eqx_file``: the JAX side reads its model from
+    this file (eqx.tree_deserialise_leaves) instead of being given the torch state."""
     from fwport.verify.run import TOLERANCES, VerifyError, _ask, compare
     from fwport.verify.spec import InputSpec, SpecError, make_inputs
 
@@ -31,7 +35,7 @@ def verify(opts, session) -> dict:
     atol = opts.atol if opts.atol is not None else atol
     t0 = time.perf_counter()
     times: dict[str, float] = {}
-    xs = make_inputs(specs, opts.seed)
+    xs = make_inputs(specs, opts.seed) if xs is None else xs
     with tempfile.TemporaryDirectory(prefix="fwport-verify-") as tmp:
         d = Path(tmp)
         np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
@@ -40,12 +44,13 @@ def verify(opts, session) -> dict:
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
                   "checks": list(opts.checks), "inputs": str(d / "x.npz")}
         tresp = _ask(session, tw, dict(common, op="run", source=str(Path(opts.original).resolve()), model=opts.model,
-                                       out=str(d / "torch.npz")), opts.timeout)
+                                       out=str(d / "torch.npz"), weights=opts.torch_state_file), opts.timeout)
         times["torch"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         jresp = _ask(session, jw, dict(common, op="run", source=str(Path(opts.translated).resolve()),
                                        model=opts.translated_model or opts.model, torch=str(d / "torch.npz"),
-                                       out=str(d / "jax.npz"), modules=tresp.get("modules", {})), opts.timeout)
+                                       out=str(d / "jax.npz"), modules=tresp.get("modules", {}),
+                                       eqx=getattr(opts, "eqx_file", None)), opts.timeout)
         times["jax"] = time.perf_counter() - t1
         cert = _base(opts, specs, rtol, atol, tresp, jresp)
         if jresp["problems"]:
@@ -56,6 +61,8 @@ def verify(opts, session) -> dict:
             T = {k: z[k] for k in z.files}
         with np.load(d / "jax.npz") as z:
             J = {k: z[k] for k in z.files}
+    if keep is not None:
+        keep.update({k: v for k, v in J.items() if k.startswith("out")})
     results: dict[str, list] = {"outputs": [], "gradients": [], "input_gradients": []}
     for i in range(tresp["outputs"]):
         results["outputs"].append({"name": f"output {i}", **compare(T[f"out{i}"], J.get(f"out{i}", np.zeros(0)), rtol, atol)})
@@ -127,6 +134,45 @@ def verify_training(opts, session, function: str, train_args: dict | None = None
     ok = bool(results["trained"]) and all(e["ok"] for es in results.values() for e in es)
     cert.update(results=results, verdict="pass" if ok else "mismatch", timing={"total": time.perf_counter() - t0})
     return cert
+
+
+def convert(checkpoint: str, source: str, model: str, to: str, translated: str | None = None, args: dict | None = None,
+            timeout: float = 600.0, session=None, translated_model: str | None = None) -> dict:
+    """``fwport weights model.pt --to model.eqx``: a PyTorch state_dict → the translated Equinox model's
+    leaves (eqx.tree_serialise_leaves; ``(model, state)`` for a model with BatchNorm), moved by name
+    through the verifier's maps (eqx_layouts.py, jax_side.load_state). The torch side builds the original
+    model (``--model``/``--args``, as verify does) and loads the checkpoint strictly; the JAX side builds
+    the translation and writes the file atomically. Returns a report; raises VerifyError when it cannot."""
+    from fwport.verify.run import Session, VerifyError, _ask, _read
+
+    own = session is None
+    session = session or Session()
+    tmp = tempfile.TemporaryDirectory(prefix="fwport-weights-")
+    try:
+        d = Path(tmp.name)
+        if translated is None:
+            from fwport.core.pipeline import translate_source
+            translated = str(d / "translated.py")
+            Path(translated).write_text(translate_source(_read(source, "original"), source, "torch2jax").output,
+                                        encoding="utf-8")
+        dest = Path(to)
+        if not dest.parent.is_dir():
+            raise VerifyError(f"--to {to}: no folder {dest.parent}", kind="user")
+        common = {"dtype": "float32", "device": "cpu", "seed": 0, "args": args or {}}
+        tresp = _ask(session, session.worker("torch_source", 0, "cpu"),
+                     dict(common, op="state", source=str(Path(source).resolve()), model=model,
+                          weights=str(Path(checkpoint).resolve()), out=str(d / "torch.npz")), timeout)
+        jresp = _ask(session, session.worker("jax", 0, "cpu"),
+                     dict(common, op="save", source=str(Path(translated).resolve()), model=translated_model or model,
+                          torch=str(d / "torch.npz"), modules=tresp.get("modules", {}), to=str(dest.resolve())),
+                     timeout)
+        if jresp["problems"]:
+            return {"ok": False, "problems": jresp["problems"]}
+        return {"ok": True, "arrays": jresp["arrays"], "stateful": jresp["stateful"], "translated": translated}
+    finally:
+        if own:
+            session.close()
+        tmp.cleanup()
 
 
 def _base(opts, specs, rtol, atol, tresp, jresp) -> dict:

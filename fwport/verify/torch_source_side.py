@@ -70,7 +70,49 @@ def _mapped_modules(model) -> dict:
     return out
 
 
-def run(req: dict) -> dict:
+def read_checkpoint(path: str) -> dict:
+    """A state_dict saved with ``torch.save(model.state_dict(), path)`` (or a .safetensors file, or the
+    verifier's .npz of arrays): name → array."""
+    if path.endswith(".npz"):
+        with np.load(path) as z:
+            return {k: z[k] for k in z.files}
+    if path.endswith(".safetensors"):
+        from safetensors.numpy import load_file
+        return dict(load_file(path))
+    try:
+        sd = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:
+        raise UserError(f"{path}: not a PyTorch checkpoint torch.load can read with weights_only=True "
+                        f"({type(e).__name__}: {str(e)[:200]})") from None
+    if not isinstance(sd, dict) or not all(isinstance(v, torch.Tensor) for v in sd.values()):
+        nested = [k for k, v in sd.items() if isinstance(v, dict)] if isinstance(sd, dict) else []
+        hint = f" (it holds {', '.join(map(repr, nested[:4]))}: save checkpoint[{nested[0]!r}] alone)" if nested else ""
+        raise UserError(f"{path}: not a state_dict (a dict of tensors, what torch.save(model.state_dict(), f) "
+                        f"writes){hint}")
+    return {k: _np(v) for k, v in sd.items()}
+
+
+def load_checkpoint(model, state: dict, path: str) -> None:
+    """Write ``state`` into the built model, by name: every parameter and buffer named once, with the
+    module's shape (BatchNorm's num_batches_tracked may be absent). Raises UserError naming what differs."""
+    own = model.state_dict()
+    missing = [k for k in own if k not in state and k.rsplit(".", 1)[-1] not in SKIP_BUFFERS]
+    extra = [k for k in state if k not in own]
+    shapes = [f"{k}: {tuple(state[k].shape)} in the checkpoint, {tuple(own[k].shape)} in the model"
+              for k in own if k in state and tuple(state[k].shape) != tuple(own[k].shape)]
+    if missing or extra or shapes:
+        parts = ([f"missing from the checkpoint: {', '.join(missing)}"] if missing else []) + \
+                ([f"not in the model: {', '.join(extra)}"] if extra else []) + \
+                ([f"shape mismatch: {'; '.join(shapes)}"] if shapes else [])
+        raise UserError(f"{path} does not fit the model built from the source: " + " | ".join(parts)
+                        + " (check --model and --args)")
+    with torch.no_grad():
+        for k, t in own.items():
+            if k in state:
+                t.copy_(torch.from_numpy(np.asarray(state[k])).to(t.device, t.dtype))
+
+
+def _built(req: dict):
     dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
     device = torch.device("cuda" if req["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
     torch.manual_seed(req["seed"])
@@ -79,7 +121,23 @@ def run(req: dict) -> dict:
     if not isinstance(model, torch.nn.Module):
         raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not a torch.nn.Module")
     model = model.to(device=device, dtype=dtype).eval()
-    _expose_norm_statistics(model, req["seed"])
+    if req.get("weights"):  # a checkpoint (fwport weights), or the state Keras's weights became (tf2jax)
+        load_checkpoint(model, read_checkpoint(req["weights"]), req["weights"])
+    else:
+        _expose_norm_statistics(model, req["seed"])
+    return model, dtype, device
+
+
+def state(req: dict) -> dict:
+    """The built model holding a checkpoint: its state (``w:NAME``) and mapped modules, for the JAX side."""
+    model, _, _ = _built(req)
+    np.savez(req["out"], **{f"w:{k}": _np(v) for k, v in model.state_dict().items()
+                            if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS})
+    return {"versions": {"torch": torch.__version__}, "modules": _mapped_modules(model)}
+
+
+def run(req: dict) -> dict:
+    model, dtype, device = _built(req)
     with np.load(req["inputs"]) as z:
         arrays = [z[f"x{i}"] for i in range(len(z.files))]
     xs = []
@@ -138,6 +196,8 @@ def handle(req: dict) -> dict:
         return run(req)
     if req["op"] == "train":
         return train(req)
+    if req["op"] == "state":
+        return state(req)
     raise UserError(f"unknown request {req['op']!r}")
 
 

@@ -17,6 +17,7 @@ import re
 from fwport.core.direction import CliOption, Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
 from fwport.packs.tf2torch import attention, data, layer, ops, optim, utilities, values  # noqa: F401  (they register the named transforms)
+from fwport.packs.tf2torch.tf1 import refuse_graph_code
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
 from fwport.packs.tf2torch.registry import TRANSFORMS
 
@@ -51,7 +52,11 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.backend.", "keras.backend."),
 )
 _CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
-_CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+# tf.compat.v1's dtypes are TensorFlow 2's (the ops under compat.v1 names TF 2 keeps with the same
+# signature are listed in their rules' names: rules/tf2torch/cast.toml ...)
+_CANON_EXACT.update({f"tensorflow.compat.v1.{d}": f"tensorflow.{d}" for d in (
+    "float16", "bfloat16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32",
+    "uint64", "bool", "complex64", "complex128", "string")})
 
 _KERAS2_HINTS = re.compile(r"\btf_keras\b|\bexperimental\.preprocessing\b|\blr\s*=|\.fit_generator\(|"
                            r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b")
@@ -95,6 +100,8 @@ CODES = {
                       "functional model moves its inputs once at entry (and its feature-map outputs back)",
     "layout-kept": "a region kept the channels-last layout; permutes were emitted around layout-bound layers",
     "decorator-removed": "a TensorFlow-only decorator (e.g. @tf.function) was removed",
+    "tf1-graph-code": "the file is TensorFlow 1 graph-mode code (placeholders, sessions, variable scopes): out of "
+                      "scope, left as written (one finding for the file)",
 }
 
 # severity and what to do, for docs/findings.md
@@ -105,6 +112,9 @@ CODE_ADVICE = {
     "layout-kept": ("info", "Correct as is; for idiomatic NCHW code, make the shapes in that region inferable "
                     "and translate again."),
     "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
+    "tf1-graph-code": ("error", "Migrate the file to TensorFlow 2 first (`tf_upgrade_v2`, then eager code: functions "
+                       "called on tensors instead of placeholders and sess.run, tf.Variable / Keras layers, "
+                       "keras.optimizers with a tf.GradientTape step), then translate it again."),
     "keras-version": ("info", "Check the detected Keras generation; force it with `--keras 2|3`, `keras = 2` under "
                       "[tool.fwport], or a `# fwport: keras=2` comment in the file."),
 }
@@ -115,6 +125,7 @@ DIRECTION = Direction(
     source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT),
     mentions=re.compile(r"\b(tensorflow|keras|tf_keras)\b"),
     source_title="TensorFlow/Keras",
+    out_of_scope=refuse_graph_code,
     planners=PLANNERS,
     finish=FINISH,
     spellings=(

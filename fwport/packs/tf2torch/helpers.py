@@ -15,6 +15,7 @@ from fwport.core.context import FileContext
 from fwport.core.imports import is_source_import_line
 from fwport.core.names import scan
 from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS, LOCAL_HELPERS
+from fwport.packs.tf2torch.saving import SAVING_DEPS, SAVING_HELPERS
 
 _KEY = "tf2torch-helpers"
 
@@ -567,6 +568,9 @@ HELPERS["MaskedRNNOutput"] = _MASKED_RNN_OUTPUT
 HELPERS["MaskedBidirectionalOutput"] = _MASKED_BIDIRECTIONAL_OUTPUT
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
+# tf.train.Checkpoint / CheckpointManager / latest_checkpoint (saving.py)
+HELPERS.update(SAVING_HELPERS)
+DATA_DEPS.update(SAVING_DEPS)
 
 
 def use(ctx: FileContext, name: str) -> str:

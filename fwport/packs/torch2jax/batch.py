@@ -1,7 +1,10 @@
 """Per-example shape code: a translated module sees one example, so every dimension a batched
 PyTorch tensor op names loses the batch axis (``dim=1`` → ``axis=0``), views and sizes drop it
 (``x.view(x.size(0), -1)`` → ``x.reshape(-1)``), and whatever needs the batch axis itself is an
-error finding (``batch-axis``), never a silent shift.
+error finding (``batch-axis``), never a silent shift. A batch size read into a name (``batch = x.shape[0]``)
+is tracked: where it only sizes a view or a per-batch copy of a tensor every example shares
+(``torch.zeros(batch, H)``, ``t.expand(batch, -1, -1)``, ``einops.repeat(t, '... d -> b ... d', b=batch)``) one
+example's form leaves the batch axis out; any other read of the name is refused.
 
 :class:`Forward` rewrites one ``forward`` body. It knows which names hold batched tensors (the
 parameters, and whatever is computed from them) and translates the calls whose meaning depends on
@@ -11,12 +14,14 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.engine import code, expr
+from fwport.core.engine import code, expr, literal_value
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.packs.torch2jax import layers
 
 F = "torch.nn.functional."
+#: a statement the rewrite removes (`batch = x.shape[0]`), removed with its line by the modules pass's finish
+DROP = "__fwport_drop__"
 
 #: per-example rank each layer takes (Equinox layers take exactly one example; more leading axes: vmap)
 LAYER_RANK = {"torch.nn.Linear": 1, "torch.nn.LayerNorm": 1, "torch.nn.Embedding": 0, "torch.nn.Conv1d": 2, "torch.nn.Conv2d": 3,
@@ -100,12 +105,22 @@ class Forward(cst.CSTTransformer):
         self.kept: set[int] = set()  # `x.size(0)` inside `x.view(x.size(0), -1)`: dropped with the view
         self.parts: dict[int, int] = {}  # `.split` calls unpacked into that many names
         self.unpacked: dict[str, int] = {}  # ranks of the names the statement being left unpacks
+        self.not_read: set[int] = set()
+        self.dropped = False  # a statement became DROP
+        self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
+        self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
         return bool(names_in(node) & self.batched)
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
+        if id(original.value) in self.kept and self.batch_size_binding(original):
+            self.batch_sizes.add(original.targets[0].target.value)
+            return self.drop()
+        sizes = self.batch_size_elements(original)
+        if sizes:
+            return self.without_batch_sizes(original, updated, sizes)
         unpacked = self.unpack_shape(original, updated)
         if unpacked is not None:
             return unpacked
@@ -122,6 +137,48 @@ class Forward(cst.CSTTransformer):
                     self.rank.pop(n, None)
         self.unpacked = {}
         return updated
+
+    def batch_size_elements(self, node: cst.Assign) -> list[int]:
+        """``residual, batch_size = q, q.size(0)``: the positions of the names bound to the batch size."""
+        if len(node.targets) != 1 or not isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
+                or not isinstance(node.value, (cst.Tuple, cst.List)) \
+                or len(node.targets[0].target.elements) != len(node.value.elements) \
+                or any(isinstance(e, cst.StarredElement) for e in (*node.targets[0].target.elements, *node.value.elements)):
+            return []
+        return [i for i, (t, v) in enumerate(zip(node.targets[0].target.elements, node.value.elements))
+                if isinstance(t.value, cst.Name) and self.is_batch_size(v.value, None)]
+
+    def without_batch_sizes(self, original: cst.Assign, updated: cst.Assign, sizes: list[int]):
+        """The assignment of :meth:`batch_size_elements` without them (their names hold the batch size)."""
+        def parts(a: cst.Assign):
+            ts = [e for i, e in enumerate(a.targets[0].target.elements) if i not in sizes]
+            vs = [e for i, e in enumerate(a.value.elements) if i not in sizes]
+            if len(ts) == 1:
+                return ts[0].value, vs[0].value
+            ts[-1], vs[-1] = (e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in (ts[-1], vs[-1]))
+            return a.targets[0].target.with_changes(elements=ts), a.value.with_changes(elements=vs)
+        names = [original.targets[0].target.elements[i].value.value for i in sizes]
+        if len(sizes) == len(original.value.elements):
+            out = self.drop()
+        else:
+            (ot, ov), (ut, uv) = parts(original), parts(updated)
+            out = self.leave_Assign(original.with_changes(targets=[original.targets[0].with_changes(target=ot)], value=ov),
+                                    updated.with_changes(targets=[updated.targets[0].with_changes(target=ut)], value=uv))
+        self.batch_sizes.update(names)
+        return out
+
+    def drop(self) -> cst.Expr:
+        """A statement that goes: marked here (lines cannot go before every finding is located), its line
+        removed by the modules pass's finish (:data:`DROP`)."""
+        self.dropped = True
+        return cst.Expr(cst.Call(cst.Name(DROP)))
+
+    def batch_size_binding(self, node: cst.Assign) -> bool:
+        """``batch = x.shape[0]`` (``x.size(0)``, or another name for the batch size) of a batched x: the name
+        holds the batch size, which one example does not have; the statement goes, and each use of the name is
+        translated where its per-example form is exact (:meth:`uses_batch_size`), else refused."""
+        return len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+            and self.is_batch_size(node.value, None)
 
     def unpack_ranks(self, original: cst.Assign, updated: cst.Assign) -> None:
         """``out, (h, c) = self.lstm(x)``: the ranks of a layer's several results (layers.OUTPUT_RANKS)."""
@@ -144,6 +201,10 @@ class Forward(cst.CSTTransformer):
 
     def visit_Assign(self, node: cst.Assign) -> None:
         v = node.value
+        if self.batch_size_binding(node):
+            self.kept.add(id(v))  # `batch = x.shape[0]`: removed by leave_Assign
+        for i in self.batch_size_elements(node):
+            self.kept.add(id(v.elements[i].value))  # `r, batch = x, x.size(0)`: removed by leave_Assign
         if len(node.targets) == 1 and isinstance(node.targets[0].target, (cst.Tuple, cst.List)) \
                 and isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "split" \
                 and not any(isinstance(e, cst.StarredElement) for e in node.targets[0].target.elements):
@@ -174,7 +235,7 @@ class Forward(cst.CSTTransformer):
             self.rank[x.value] = len(elts) - 1
         rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in elts[1:]]
         if not rest:
-            return cst.RemoveFromParent()
+            return self.drop()
         target = cst.Tuple(rest, lpar=[], rpar=[]) if len(rest) > 1 else cst.Tuple(
             [rest[0].with_changes(comma=cst.Comma())], lpar=[], rpar=[])
         value = cst.Attribute(x, cst.Name("shape"))
@@ -292,23 +353,121 @@ class Forward(cst.CSTTransformer):
 
     # --- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
+        self.size_marks.append(len(self.size_uses))
         f = node.func
         if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
+        size = self.batch_size_argument(node)
+        if size is not None:
+            self.kept.add(id(size))
+
+    # --- the batch size sizing a tensor that is the same for every example ----------------------------
+    def batch_size_argument(self, node: cst.Call) -> cst.BaseExpression | None:
+        """The batch size (``x.size(0)``, ``x.shape[0]``, a name bound to it) where it only makes per-batch copies of
+        something the same for every example, so that one example's copy is exact without it:
+        ``torch.zeros(B, H)`` (ones, empty, full), ``t.expand(B, -1, -1)`` and ``einops.repeat(t, '... -> b ...', b=B)``
+        of a tensor not computed from the input. None for any other call."""
+        q = self.ctx.imports.resolve(node.func)
+        if q in FILLS:
+            sizes = _fill_sizes(q, node)
+            return sizes[0] if sizes and self.is_batch_size(sizes[0], None) else None
+        if q == "einops.repeat":
+            a, _ = _args(node, ("tensor", "pattern"))
+            axis = _repeat_axis(a.get("pattern"))
+            if axis is None or "tensor" not in a or self.is_batched(a["tensor"]):
+                return None
+            size = next((x.value for x in node.args if x.keyword is not None and x.keyword.value == axis), None)
+            return size if size is not None and self.is_batch_size(size, None) else None
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value == "expand" and node.args and not self.is_batched(f.value) \
+                and not any(x.keyword or x.star for x in node.args) and self.is_batch_size(node.args[0].value, None) \
+                and not isinstance(node.args[0].value, (cst.Tuple, cst.List)):
+            return node.args[0].value
+        return None
+
+    def per_example_copy(self, q: str | None, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """The call :meth:`batch_size_argument` accepted, for one example: the batch axis not built."""
+        if q in FILLS:  # torch.zeros(B, H) → torch.zeros(H); the rules translate the rest
+            positional = [x for x in updated.args if x.keyword is None]
+            if len(positional) >= 1 and isinstance(positional[0].value, (cst.Tuple, cst.List)) \
+                    and (q != "torch.full" or len(positional) == 2):
+                t = positional[0].value
+                rest = list(t.elements[1:])
+                if len(rest) == 1:
+                    rest = [rest[0].with_changes(comma=cst.Comma())]
+                elif rest:
+                    rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                new = cst.Tuple(rest) if rest or isinstance(t, cst.Tuple) else cst.List([])
+                return updated.with_changes(args=[x.with_changes(value=new) if x is positional[0] else x
+                                                  for x in updated.args])
+            first = positional[0]
+            args = [x for x in updated.args if x is not first]
+            if not any(x.keyword is None for x in args):  # torch.zeros(B) → one example's scalar
+                args = [cst.Arg(cst.Tuple([])), *args]
+            return updated.with_changes(args=_commas(args[:-1]) + args[-1:])
+        if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row
+            a, _ = _args(updated, ("tensor", "pattern"))
+            left = literal_value(a["pattern"], None).split("->")[0].split()
+            t = a["tensor"]
+            return t if left[:1] != ["1"] else cst.Subscript(_atom(t), [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+        # t.expand(B, s2, ..., sk) → jnp.broadcast_to(t, (1, s2, ..., sk))[0], each -1 read from t's aligned axis
+        recv = updated.func.value
+        sizes = [x.value for x in updated.args]
+        k = len(sizes)
+        rest = [expr(f"{_atom_code(recv)}.shape[{i - k}]") if int_literal(sz) == -1 else sz
+                for i, sz in enumerate(sizes) if i > 0]
+        shape = cst.Tuple([cst.Element(cst.Integer("1")), *(cst.Element(x) for x in rest)])
+        return cst.Subscript(_call(self.ctx.spell("jax.numpy.broadcast_to"), [recv, shape]),
+                             [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        if original.value in self.batch_sizes and id(original) not in self.kept and id(original) not in self.not_read:
+            self.size_uses.append(original)  # refused when its statement is left, unless a call around it was
+        return updated
+
+    def refuse_size_uses(self) -> None:
+        for n in self.size_uses:
+            self.error(n, f"{n.value} is the batch size, which a per-example module does not have: it is translated "
+                       "where it sizes a view (x.view(B, -1)) or a per-batch copy of what is the same for every example "
+                       "(torch.zeros(B, H), t.expand(B, -1, -1), einops.repeat(t, '... -> b ...', b=B)); do this "
+                       "outside the module, over the vmapped outputs")
+        self.size_uses = []
+
+    def leave_SimpleStatementLine(self, original, updated):
+        self.refuse_size_uses()
+        return updated
+
+    def leave_IndentedBlock(self, original, updated):
+        self.refuse_size_uses()
+        return updated
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.not_read.add(id(node.keyword))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.not_read.add(id(node.attr))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.not_read.add(id(node.name))
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         before = len(self.ctx.pending)
+        mark = self.size_marks.pop()
         out = self._call(original, updated)
-        if out is updated and any(p.node is original and p.finding.severity is Severity.ERROR
-                                  for p in self.ctx.pending[before:]):
-            self.ctx.settled.add(id(out))  # refused here: the rule pass must not translate it out of context
+        if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
+            del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
+            if out is updated:
+                self.ctx.settled.add(id(out))  # refused here: the rule pass must not translate it out of context
         return out
 
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) in self.kept:
             return updated
         q = self.ctx.imports.resolve(original.func)
+        if self.batch_size_argument(original) is not None:
+            return self.per_example_copy(q, original, updated)
         if q is not None:
             return self.function(q, original, updated)
         func = original.func
@@ -693,7 +852,7 @@ class Forward(cst.CSTTransformer):
 
     def split(self, name, original, updated, recv) -> cst.BaseExpression:
         """``x.chunk(3, dim=-1)`` → ``jnp.split(x, 3, axis=-1)`` (equal parts, an error where they are not);
-        ``x.split(n, dim=2)`` → ``jnp.split(x, range(n, x.shape[1], n), axis=1)`` (parts of n, the last one
+        ``x.split(n, dim=2)`` → ``jnp.split(x, list(range(n, x.shape[1], n)), axis=1)`` (parts of n, the last one
         shorter, as in PyTorch)."""
         a, unknown = _args(updated, ("chunks" if name == "chunk" else "split_size", "dim"))
         count = a.get("chunks" if name == "chunk" else "split_size")
@@ -717,7 +876,8 @@ class Forward(cst.CSTTransformer):
                 self.error(original, ".split(size) of an expression: assign the expression to a name first (its "
                            "length gives the split points)", "unsupported-construct")
                 return updated
-            count = expr(f"range({code(count)}, {_atom_code(recv)}.shape[{code(axis)}], {code(count)})")
+            # (a list: jnp.split reads anything but a sequence of indices as a number of sections)
+            count = expr(f"list(range({code(count)}, {_atom_code(recv)}.shape[{code(axis)}], {code(count)}))")
         return _call(self.ctx.spell("jax.numpy.split"), [recv, count], axis=axis)
 
     def elementwise(self, name, recv, updated) -> cst.BaseExpression:
@@ -756,7 +916,52 @@ class Forward(cst.CSTTransformer):
             axis = self.shift(original, original.slice[0].slice.value, ".shape[...]")
             if axis is not None:
                 return updated.with_changes(slice=[cst.SubscriptElement(cst.Index(axis))])
+            return updated
+        if len(original.slice) >= 2 and self.is_batched(v):
+            return self.index(original, updated)
         return updated
+
+    def index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """``x[:, 0]`` of a batched x (two indices or more: a tensor's, no list's) → ``x[0]``: the batch axis's
+        ``:`` goes. ``x[..., 0]`` is the same for one example; another first index picks examples: refused."""
+        first = original.slice[0].slice
+        if isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis):
+            return updated
+        if isinstance(first, cst.Slice) and first.lower is None and first.upper is None and first.step is None:
+            rest = list(updated.slice[1:])
+            rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(slice=rest)
+        self.error(original, f"{code(original)}: the first index is the batch axis's, which a per-example module does "
+                   "not have; write ':' there (every example) or do this outside the module, over the vmapped outputs")
+        return updated
+
+
+#: the functions that build a tensor of given sizes filled with one value
+FILLS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
+
+
+def _fill_sizes(q: str, call: cst.Call) -> list[cst.BaseExpression]:
+    """The sizes ``torch.zeros(B, H)`` / ``torch.zeros((B, H))`` / ``torch.full((B, H), v)`` builds (none if unclear)."""
+    positional = [x for x in call.args if x.keyword is None]
+    if any(x.star for x in call.args) or not positional:
+        return []
+    if isinstance(positional[0].value, (cst.Tuple, cst.List)):
+        return [e.value for e in positional[0].value.elements] if q != "torch.full" or len(positional) == 2 else []
+    return [] if q == "torch.full" else [x.value for x in positional]
+
+
+def _repeat_axis(pattern: cst.BaseExpression | None) -> str | None:
+    """The new first axis of an ``einops.repeat`` pattern that prepends one (``'... d -> b ... d'``) or repeats a
+    leading unit axis (``'1 n d -> b n d'``), the rest as it was; None for any other pattern."""
+    from fwport.core.engine import literal_value
+    text = literal_value(pattern, None) if pattern is not None else None
+    if not isinstance(text, str) or text.count("->") != 1:
+        return None
+    left, right = (side.split() for side in text.split("->"))
+    if not right or not right[0].isidentifier() or right[0] in left or right.count(right[0]) != 1 \
+            or right[1:] not in (left, left[1:]) or right[1:] == left[1:] and left[:1] != ["1"]:
+        return None
+    return right[0]
 
 
 def _target_names(t: cst.BaseExpression) -> list[str]:

@@ -242,6 +242,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     for hi in rows:
         b = _Builder(ctx, constants, None, [], taken, users, helpers)
         b.prior_models = dict(prior)
+        b.builder_models = dict(built)  # encoder = make_encoder() at module level: the instance it returns
         out = b.run_module(body, lo, hi)
         if out is not None:
             body = out
@@ -1190,6 +1191,17 @@ class _Builder:
                 self.env[target] = _Layer(value, None, "list", var=target)  # not a tensor: refused elsewhere
                 self.env[target].op = _Op("list", False)
                 return "layer"
+            if (self.fn is None and isinstance(value, cst.Call) and self._layer_kind(value.func)[0] == "builder"
+                    and not value.args):
+                # encoder = make_encoder() at module level: that very instance is the layer (as a model
+                # built above is), so the name still holds it after keras.Model(...)
+                info = dict(self.builder_models[value.func.value])
+                info["outputs"] = [None if o is None else tuple(d if is_int(d) else None for d in o)
+                                   for o in info["outputs"]]
+                info["from_builder"] = True
+                info["records_scope"] = value.func.value  # its weight records are the builder's
+                self.prior_models[target] = info
+                return "keep"
             if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] not in (None, "submodel"):
                 try:
                     self.env[target] = self._new_layer(value, target)
@@ -1692,7 +1704,7 @@ class _Builder:
         layer.in_key = (t.shape, t.flat)
         if layer.kind in ("submodel", "builder"):
             info = self.prior_models[layer.rule] if layer.kind == "submodel" else self.builder_models[layer.rule]
-            if len(info["inputs"]) != 1 or not _fits(info["inputs"][0], t.shape, layer.kind == "builder") \
+            if len(info["inputs"]) != 1 or not _fits(info["inputs"][0], t.shape, layer.kind == "builder" or info.get("from_builder", False)) \
                     or t.flat is not None:
                 raise _Refused(layer.call, f"the model {layer.rule} called on a tensor of shape {t.shape}: fwport "
                                            f"follows a model used as a layer on one input of its own shape "
@@ -2015,7 +2027,9 @@ class _Builder:
             if layer.kind == "user":  # its class's records, once the subclass pass has made them
                 self.user_layers.append((layer.rule, index[id(layer.op)], layer.prefix + layer.attr))
             if layer.kind in ("submodel", "builder"):
-                for r in [r for r in self.ctx.layers if r.scope == layer.rule]:
+                scope = self.prior_models.get(layer.rule, {}).get("records_scope", layer.rule) \
+                    if layer.kind == "submodel" else layer.rule
+                for r in [r for r in self.ctx.layers if r.scope == scope]:
                     self.ctx.layers.append(LayerRecord(self.scope, f"layers[{index[id(layer.op)]}].{r.source}",
                                                        f"{layer.prefix}{layer.attr}.{r.target}", r.rule, r.variant,
                                                        dict(r.symbols)))

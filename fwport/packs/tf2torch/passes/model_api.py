@@ -24,11 +24,13 @@ import libcst as cst
 from fwport.core.rewrite import rewrite
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
+from fwport.core.bind import literal_value
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
 from fwport.core.names import dotted, scan
 
-MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model"}
+#: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
+MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model", "keras.models.load_model", "keras.saving.load_model"}
 MODEL_BASES = {"keras.Model", "keras.Sequential"}
 
 _LOOP = ("write the training loop: model.train(); for x, y in loader: optimizer.zero_grad(); "
@@ -53,10 +55,14 @@ METHODS: dict[str, str] = {
     "predict_generator": _PREDICT,
     "predict_on_batch": "model.eval(); with torch.no_grad(): y = model(x)",
     "summary": "print(model) shows the modules; sum(p.numel() for p in model.parameters()) counts parameters",
-    "save": ("torch.save(model.state_dict(), path), and rebuild the model in code to load it; a PyTorch model "
-             "is its source code plus its state_dict"),
-    "save_weights": "torch.save(model.state_dict(), path)",
-    "load_weights": ("model.load_state_dict(torch.load(path)); convert a Keras weights file first with "
+    "save": ("torch.save(model, path) (what fwport writes for a plain `model.save(path)` statement; torch.save "
+             "replaces an existing file, so test os.path.exists(path) yourself for overwrite=False), or "
+             "torch.save(model.state_dict(), path) and rebuild the model in code to load it"),
+    "save_weights": ("torch.save(model.state_dict(), path) (what fwport writes for a plain "
+                     "`model.save_weights(path)` statement)"),
+    "load_weights": ("model.load_state_dict(torch.load(path)) (what fwport writes for a plain "
+                     "`model.load_weights(path)` statement; Keras's by_name / skip_mismatch: load_state_dict(..., "
+                     "strict=False) matches by name, not by layer); convert a Keras weights file first with "
                      "`fwport weights model.weights.h5 --to model.pt`"),
     "get_weights": "model.state_dict() (tensors by name, not a list of arrays by position)",
     "set_weights": "model.load_state_dict(state_dict) (tensors by name, not a list of arrays by position)",
@@ -72,6 +78,20 @@ METHODS: dict[str, str] = {
               "modules): run one forward pass on a dummy batch, `with torch.no_grad(): model(torch.zeros(1, ...))` "
               "(channels-first if fwport reported a layout change), before creating the optimizer"),
     "reset_states": "pass and carry the recurrent state explicitly (nn.LSTM takes and returns (h, c))",
+}
+
+
+#: model methods translated where they are a statement: the PyTorch text, and what the info finding says
+SAVING: dict[str, tuple[str, str]] = {
+    "save_weights": ("{torch}save({model}.state_dict(), {path})",
+                     "the parameters and buffers by name, in one torch file (not Keras's .h5 layout)"),
+    "load_weights": ("{model}.load_state_dict({torch}load({path}))",
+                     "reads a file the translated code saved (torch.save of the state_dict); a file written by "
+                     "Keras must be converted first: `fwport weights model.weights.h5 --to model.pt`"),
+    "save": ("{torch}save({model}, {path})",
+             "the whole module pickled with its parameters, which keras.models.load_model(path) (→ "
+             "torch.load(path, weights_only=False)) gives back; pickle stores the class by its import path, so "
+             "the code that loads it must define or import the same class; the optimizer is not saved with it"),
 }
 
 
@@ -312,6 +332,7 @@ class _ModelApiPass(cst.CSTTransformer):
         self.models = models
         self.chain: list[_Scope] = []
         self.summaries: set[int] = set()  # id(summary call) translated by its statement
+        self.saved: dict[int, cst.BaseExpression] = {}  # id(Expr) → its save / load translated (SAVING)
 
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
@@ -338,7 +359,17 @@ class _ModelApiPass(cst.CSTTransformer):
     def visit_Call(self, node: cst.Call) -> bool:
         return id(node) not in self.ctx.settled
 
+    def visit_Expr(self, node: cst.Expr) -> bool:
+        saved = self._saving(node.value)
+        if saved is not None:
+            self.saved[id(node)] = saved
+            return False  # translated whole: nothing inside to refuse
+        return True
+
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
+        saved = self.saved.get(id(original_node))
+        if saved is not None:
+            return updated_node.with_changes(value=saved)
         call = original_node.value
         if (isinstance(call, cst.Call) and _layout_only(call) and id(call) not in self.ctx.settled
                 and self._model_method(call) == "summary"):
@@ -356,6 +387,37 @@ class _ModelApiPass(cst.CSTTransformer):
                             "count parameters with sum(p.numel() for p in model.parameters()))", call)
             return updated_node.with_changes(value=cst.Call(cst.Name("print"), [cst.Arg(updated_node.value.func.value)]))
         return updated_node
+
+    def _saving(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``model.save_weights(path)`` / ``model.load_weights(path)`` (``.expect_partial()`` after it
+        too) / ``model.save(path)`` as a statement → torch.save / load_state_dict (see SAVING)."""
+        if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args
+                and value.func.attr.value in ("expect_partial", "assert_consumed")
+                and isinstance(value.func.value, cst.Call)):
+            inner = value.func.value  # model.load_weights(path).expect_partial()
+            if self._model_method(inner) != "load_weights":
+                return None
+            value = inner
+        if not isinstance(value, cst.Call) or id(value) in self.ctx.settled:
+            return None
+        method = self._model_method(value)
+        if method not in SAVING:
+            return None
+        args = value.args
+        path = args[0] if args and args[0].keyword is None and not args[0].star else None
+        path = next((a for a in args if a.keyword is not None and a.keyword.value == "filepath"), path)
+        rest = [a for a in args if a is not path]
+        allowed = {"overwrite", "save_format"} if method != "load_weights" else set()  # (one format: torch's)
+        if path is None or any(a.keyword is None or a.keyword.value not in allowed or a.star for a in rest):
+            return None  # other arguments: the error below says what to write
+        if any(a.keyword.value == "overwrite" and literal_value(a.value, None) is not True for a in rest):
+            return None  # overwrite=False asks before replacing a file: torch.save replaces it
+        receiver = code(value.func.value)  # type: ignore[union-attr]
+        text, why = SAVING[method]
+        out = text.format(torch=self.ctx.spell_text("torch.save")[: -len("save")], model=receiver,
+                          path=code(path.value))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{method}(...) → {out}: {why}", value)
+        return cst.parse_expression(out)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if id(original_node) in self.ctx.analyses.get("train_step_calls", ()):

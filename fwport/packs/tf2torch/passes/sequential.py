@@ -584,7 +584,11 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if args:
             last = args[-1]
             tail = _bracket_ws(new_list, "before")
-            args[-1] = last.with_changes(whitespace_after_arg=_join_ws(tail, list_arg.whitespace_after_arg, delta > 0))
+            # what stood before `)`: after the list, or after the arguments that follow it (name=...),
+            # which torch's Sequential does not take
+            end = updated.args[-1]
+            closing = end.comma.whitespace_after if isinstance(end.comma, cst.Comma) else end.whitespace_after_arg
+            args[-1] = last.with_changes(whitespace_after_arg=_join_ws(tail, closing, delta > 0))
         if delta:
             self.ctx.options["_sequential_lines"] = True
         return cst.Call(seq, args, whitespace_before_args=_join_ws(outer, lead, delta > 0))

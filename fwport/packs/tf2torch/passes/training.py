@@ -13,7 +13,10 @@
   (persistent tapes, gradients used otherwise, two tapes) is an error finding, left as written.
 - ``M(..., training=T)`` on a model ``M`` of the file: the argument goes and ``M.train()`` /
   ``M.eval()`` / ``M.train(T)`` is put on a line of its own before the statement (torch keeps the
-  mode on the module; Keras takes it per call).
+  mode on the module; Keras takes it per call). A callee fwport cannot resolve (a parameter, ``self.model``
+  of a trainer class, ``models[0]``) is taken for a Keras model or layer, since only they take
+  ``training=``; where a comprehension or lambda binds it, ``m.eval()(x)`` (train()/eval() return the
+  module). Functions, classes and imports of the file keep the argument.
 - ``opt = keras.optimizers.X(...)``: a torch optimizer over the parameters of the variables
   ``opt.apply_gradients`` is given (``model.trainable_variables`` → ``model.parameters()``),
   translated by the optimizer's rule (rules/tf2torch/, call transform ``optimizer``). The model must
@@ -336,6 +339,31 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.variables.setdefault(code(call.func.value), []).append(pair[1])
 
 
+def _receiver_root(func: cst.BaseExpression) -> cst.Name | None:
+    """The name under ``a.b[0].c`` (subscripts by a name or a literal only: the receiver is written
+    twice, once in its train()/eval() line); None for anything else."""
+    while True:
+        if isinstance(func, cst.Attribute):
+            func = func.value
+        elif (isinstance(func, cst.Subscript) and len(func.slice) == 1
+              and isinstance(func.slice[0].slice, cst.Index)
+              and isinstance(func.slice[0].slice.value, (cst.Name, cst.Integer, cst.SimpleString))):
+            func = func.value
+        else:
+            return func if isinstance(func, cst.Name) else None
+
+
+def _target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names a for-target binds (``x``, ``(i, (a, b))``, ``[*rest]``)."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [n for e in target.elements for n in _target_names(e.value)]
+    if isinstance(target, cst.StarredElement):
+        return _target_names(target.value)
+    return []
+
+
 def _without_bases(original_node: cst.ClassDef, updated_node: cst.ClassDef, removed: list) -> cst.ClassDef:
     bases = [b for o, b in zip(original_node.bases, updated_node.bases) if o not in removed]
     if bases:
@@ -362,6 +390,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.suffixes: list[list[cst.BaseSmallStatement]] = []  # ... and statements to put on a line after it
         self.schedulers: dict[str, str] = {}  # optimizer name → the name of its LambdaLR
         self.classes: list[str] = []  # the enclosing class definitions
+        self._keras_class: list[bool] = []  # per enclosing class: a Keras model or layer (the subclass pass's)
+        self._keras_classes: set[str] = set()
+        self._comprehensions: list[cst.CSTNode] = []
+        self._defined_names: set[str] | None = None
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
                            if len(b) == 1 and b[0] is not None and len(plan.bound_at.get(n, [])) == 1}
@@ -388,9 +420,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self.classes.append(node.name.value)
+        keras = any((self.qualname(b.value) or "").startswith(("keras.", "tensorflow."))
+                    or (isinstance(b.value, cst.Name) and b.value.value in self._keras_classes) for b in node.bases)
+        if keras:
+            self._keras_classes.add(node.name.value)
+        self._keras_class.append(keras)
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
+        self._keras_class.pop()
         callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
         schedule = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == SCHEDULE]
         if schedule:  # a plain class: its __call__(step) is what LambdaLR calls (see _scheduler)
@@ -828,6 +866,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if training is not None and (self.models.is_model_expr(original_node.func, self._chain())
                                      or self._train_step_attr(original_node.func)):
             return self._training_flag(original_node, updated_node, training)
+        if training is not None and self._unresolved_callee(original_node.func):
+            return self._training_flag(original_node, updated_node, training, assumed=True)
         loss = self._loss_of(original_node)
         if loss is not None:
             return self._loss_call(original_node, updated_node, *loss)
@@ -839,14 +879,73 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
                 and bool(self.classes) and self.classes[-1] in self.plan.train_step_classes)
 
-    def _training_flag(self, original_node, updated_node, training: cst.Arg) -> cst.BaseExpression:
+    # -- callees a ``training=`` argument marks as Keras models or layers
+    def visit_ListComp(self, node) -> None:
+        self._comprehensions.append(node)
+
+    def leave_ListComp(self, original_node, updated_node):
+        self._comprehensions.pop()
+        return updated_node
+
+    visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp
+    leave_SetComp = leave_GeneratorExp = leave_DictComp = leave_ListComp
+
+    def _unresolved_callee(self, func: cst.BaseExpression) -> bool:
+        """``model(x, training=True)`` where ``model`` is none of the file's models but no function,
+        class or import of the file either: a parameter (``def step(model, x)``), an attribute
+        (``self.model`` of a trainer class), a name bound to what fwport cannot follow. ``training=``
+        is Keras's call-mode argument, which a translated module does not take: it is a model or a
+        layer. Calls inside Keras classes are the subclass pass's."""
+        if any(self._keras_class):
+            return False
+        head = _receiver_root(func)
+        if head is None or self.qualname(func) is not None:
+            return False  # a framework API, a call's result
+        if isinstance(func, cst.Name) and func.value in self._defined():
+            return False  # a function or (plain) class of this file: it takes training= as written
+        return True
+
+    def _defined(self) -> set[str]:
+        """The names the file binds with def or class, or imports (which may be functions taking
+        ``training=``)."""
+        if self._defined_names is None:
+            names: set[str] = set()
+
+            class _Defs(cst.CSTVisitor):
+                def visit_FunctionDef(self, node):
+                    names.add(node.name.value)
+
+                def visit_ClassDef(self, node):
+                    names.add(node.name.value)
+
+                def visit_ImportAlias(self, node):
+                    alias = node.asname.name if node.asname else node.name
+                    if isinstance(alias, cst.Name):
+                        names.add(alias.value)
+
+            scan(self.module, _Defs())
+            self._defined_names = names
+        return self._defined_names
+
+    def _comprehension_bound(self, receiver: cst.BaseExpression) -> bool:
+        """The receiver's root name is bound by an enclosing comprehension or lambda of the statement
+        (a line put before the statement could not name it)."""
+        head = _receiver_root(receiver)
+        if head is None:
+            return True
+        if self._scopes and isinstance(self._scopes[-1], cst.Lambda):
+            return True
+        for comp in self._comprehensions:
+            for_in = comp.for_in
+            while for_in is not None:
+                if head.value in {n.value for n in _target_names(for_in.target)}:
+                    return True
+                for_in = for_in.inner_for_in
+        return False
+
+    def _training_flag(self, original_node, updated_node, training: cst.Arg, assumed: bool = False) -> cst.BaseExpression:
         receiver = updated_node.func
-        if not (isinstance(receiver, cst.Name) or self._train_step_attr(receiver)) or not self.prefixes:
-            self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{code(original_node)}: the training flag of a model call outside a simple statement "
-                            "cannot be moved; call model.train() / model.eval() before it", original_node)
-            self.ctx.settled.add(id(original_node))
-            return updated_node
+        simple = isinstance(receiver, cst.Name) or self._train_step_attr(receiver) or assumed
         flag = literal_value(training.value, NOT_LITERAL)
         who = code(receiver)
         if flag is True:
@@ -855,13 +954,28 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             mode = f"{who}.eval()"
         else:
             mode = f"{who}.train({code(training.value)})"
-        self.prefixes[-1].append(cst.parse_expression(mode))
-        self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"training={code(training.value)} → {mode} before the call: a torch module keeps its mode",
-                        original_node)
         args = [a for a in updated_node.args if a is not training]
         if args:
             args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        why = (f" ({who} is taken for a Keras model or layer: it is called with training=, which only they take)"
+               if assumed else "")
+        if simple and self.prefixes and (isinstance(receiver, cst.Name) or assumed) \
+                and self._comprehension_bound(receiver):
+            # inside a comprehension or lambda that binds the receiver: train()/eval() return the module
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"training={code(training.value)} → {mode} called on the spot (it returns the "
+                            f"module): a torch module keeps its mode{why}", original_node)
+            return updated_node.with_changes(func=cst.parse_expression(mode), args=args)
+        if not simple or not self.prefixes:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: the training flag of a model call outside a simple statement "
+                            "cannot be moved; call model.train() / model.eval() before it", original_node)
+            self.ctx.settled.add(id(original_node))
+            return updated_node
+        self.prefixes[-1].append(cst.parse_expression(mode))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"training={code(training.value)} → {mode} before the call: a torch module keeps its mode{why}",
+                        original_node)
         return updated_node.with_changes(args=args)
 
     # -- losses: creation and calls
@@ -1552,8 +1666,8 @@ class _Mentions(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if _method_of(node) in ("compile", "fit", "evaluate", "predict"):
             self.found = True
-        elif isinstance(node.func, cst.Name) and any(a.keyword is not None and a.keyword.value == "training"
-                                                    for a in node.args):
+        elif isinstance(node.func, (cst.Name, cst.Attribute)) and any(
+                a.keyword is not None and a.keyword.value == "training" for a in node.args):
             self.found = True
         elif isinstance(node.func, cst.Name) and node.func.value in self.losses:
             self.found = True  # a loss object's call; also a model factory's (model = get_model())

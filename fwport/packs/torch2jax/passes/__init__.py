@@ -15,9 +15,12 @@ PLANNERS: tuple[Planner, ...] = (
     # nn.Sequential(*block(...)) with a helper returning a list of layers: written out per call (before modules)
     Planner("unroll", re.compile(r"Sequential\(\s*\*"), unroll.run),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
-    Planner("modules", re.compile(r"\bModule\b"), modules.run),
+    # (Sequential: a builder function that returns one, in a file with no module class)
+    Planner("modules", re.compile(r"\bModule\b|\bSequential\b"), modules.run),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
-    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
+    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
+    # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
+    Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
 # the output calls (layers.py) and the DataLoader helpers (data.py), after the imports

@@ -29,7 +29,7 @@ from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax.batch import Forward
+from fwport.packs.torch2jax.batch import DROP, Forward
 
 PLANS = "torch2jax.modules"
 
@@ -137,11 +137,22 @@ def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
     return out
 
 
+def _bound_value(fn: cst.FunctionDef, value: cst.BaseExpression) -> cst.BaseExpression:
+    """A returned name bound once in the function's own body (``model = nn.Sequential(...)`` then
+    ``return model``, the usual builder) stands for the value it was bound to."""
+    if not isinstance(value, cst.Name) or not isinstance(fn.body, cst.IndentedBlock):
+        return value
+    bound = [s.body[0].value for s in fn.body.body if isinstance(s, cst.SimpleStatementLine) and len(s.body) == 1
+             and isinstance(s.body[0], cst.Assign) and len(s.body[0].targets) == 1
+             and isinstance(s.body[0].targets[0].target, cst.Name) and s.body[0].targets[0].target.value == value.value]
+    return bound[0] if len(bound) == 1 else value
+
+
 def _builders(module: cst.Module, ctx) -> set[str]:
     """Module-level functions that return a layer which draws its initial values (``def conv3x3(...): return
     nn.Conv2d(...)``): they take a key like a module's ``__init__``, and each call of one is given a split."""
     funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
-    returned = {n: [c for r in _returns(f) for c in _calls(r)] for n, f in funcs.items()}
+    returned = {n: [c for r in _returns(f) for c in _calls(_bound_value(f, r))] for n, f in funcs.items()}
     out: set[str] = set()
     changed = True
     while changed:
@@ -700,6 +711,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 ps = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in s.params.params]
                 s = s.with_changes(params=s.params.with_changes(params=[*ps, cst.Param(cst.Name("state"))]))
                 plan["stateful"] = sorted(stateful)
+            if fwd.dropped:
+                plan["dropped"] = True
             if fwd.key_sites:
                 s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))
                 plan["key_sites"] = len(fwd.key_sites)
@@ -767,9 +780,9 @@ def _class_attributes(cls: cst.ClassDef | None, plans: dict) -> list[str]:
 
 def finish(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.get(PLANS)
-    if not plans:
-        return module
     outside = ctx.analyses.get(OUTSIDE, {"builders": set(), "members": set()})
+    if not plans and not outside["builders"]:  # (builders alone: a file of functions returning layers)
+        return module
     body = []
     # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
     keyed: set[str] = set(outside["builders"])
@@ -1118,6 +1131,23 @@ def _docstring_end(body) -> int:
     return 0
 
 
+class _Dropped(cst.CSTTransformer):
+    """The lines batch.py marked for removal (``__fwport_drop__()``, what was ``batch = x.shape[0]``) go; a
+    block left empty gets ``pass``."""
+
+    def leave_SimpleStatementLine(self, original, updated):
+        kept = [b for b in updated.body if not (isinstance(b, cst.Expr) and isinstance(b.value, cst.Call)
+                                                 and dotted_text(b.value.func) == DROP)]
+        if len(kept) == len(updated.body):
+            return updated
+        if not kept:
+            return cst.RemoveFromParent()
+        return updated.with_changes(body=[*kept[:-1], kept[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+
+    def leave_IndentedBlock(self, original, updated):
+        return updated if updated.body else updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+
+
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
     fields: dict[str, str] = {}
     body = []
@@ -1145,6 +1175,8 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             s = done.get(s.name.value, s)
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
+        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan.get("dropped"):
+            s = rewrite(s, _Dropped())
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
             s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))  # eqx.nn.Sequential passes key=
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:

@@ -10,7 +10,10 @@ and removes lines) then writes, after the optimizer, ``opt_state = optim.init(eq
 eqx.is_array))``; before the loop, a ``train_step(model, opt_state, <the loss's inputs>)`` with the
 loss statements inside ``loss_fn`` (the model called through ``jax.vmap``), ``eqx.filter_value_and_grad``,
 ``optim.update`` and ``eqx.apply_updates``; and in the loop, ``zero_grad()`` / ``backward()`` /
-``step()`` become one call of it.
+``step()`` become one call of it. A model with dropout gets a key per step (``train_step(..., key)``,
+split in the loop); a function stepping an optimizer it receives threads ``opt_state`` through its
+signature, one stepping the module's optimizer declares ``global model, opt_state``; a StepLR /
+ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``).
 """
 from __future__ import annotations
 
@@ -39,6 +42,37 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
     return None
 
 
+class _FromNumpyUses(cst.CSTVisitor):
+    """Counts the reads of ``name`` inside the arguments of ``torch.from_numpy`` and elsewhere."""
+
+    def __init__(self, name: str, ctx):
+        self.name, self.ctx = name, ctx
+        self.depth = 0
+        self.inside = self.outside = 0
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.imports.resolve(node.func) == "torch.from_numpy":
+            self.depth += 1
+
+    def leave_Call(self, node: cst.Call) -> None:
+        if self.ctx.imports.resolve(node.func) == "torch.from_numpy":
+            self.depth -= 1
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return not (isinstance(node.target, cst.Name) and node.target.value == self.name)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        node.value.visit(self)  # `x.data`: not a read of a name `data`
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            if self.depth:
+                self.inside += 1
+            else:
+                self.outside += 1
+
+
 # --- the pass ----------------------------------------------------------------------------------------
 
 class _Pass(cst.CSTTransformer):
@@ -63,6 +97,8 @@ class _Pass(cst.CSTTransformer):
         self.aliases: dict[str, cst.Attribute] = {}  # module-level names of a legacy tensor type → torch.XTensor
         self.input_grads: dict[int, str] = {}  # id of a torch.autograd.grad(...)[0] → its JAX text (_input_grads)
         self.gradient_names: set[str] = set()  # the names assigned such a gradient (arrays: their methods translated)
+        self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
+        self.module_names = _local_names(module)  # names the module binds at its own level
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -113,10 +149,23 @@ class _Pass(cst.CSTTransformer):
         return self.given_models.get(f.name.value, set()) if f is not None else set()
 
     def threaded_here(self, opt: str) -> str | None:
-        """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded."""
+        """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded,
+        or the module-level model of a function stepping the module-level optimizer ``opt`` (_global_trained)."""
         f = self.scopes[-1] if self.scopes else None
-        info = self.threaded.get(f.name.value) if f is not None and len(self.scopes) == 1 else None
-        return info["model"] if info and info["opt"] == opt else None
+        for table in (self.threaded, self.global_trained):
+            info = table.get(f.name.value) if f is not None and len(self.scopes) == 1 else None
+            if info and info["opt"] == opt:
+                return info["model"]
+        return None
+
+    def note_global(self, name: str) -> None:
+        """``name = ...`` written into the top-level function being visited for a module-level model that the
+        function does not bind itself (``model.train()`` → ``model = eqx.nn.inference_mode(model, False)``):
+        the function declares it ``global`` (finish), as PyTorch's call changed the module's model in place."""
+        f = self.scopes[-1] if len(self.scopes) == 1 else None
+        if f is None or name not in self.module_names or name in _local_names(f):
+            return
+        self.ctx.analyses.setdefault(GLOBALS, {}).setdefault(f.name.value, set()).add(name)
 
     def scope_optimizers(self) -> dict[str, str | None]:
         """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
@@ -234,6 +283,9 @@ class _Pass(cst.CSTTransformer):
                             f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
                             "else reads it", original)
             return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
+        data = self.load_data(original)
+        if data is not None:
+            return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
             return updated
         if _backward(original) and id(original) not in self.planned and not self.in_class:
@@ -259,6 +311,7 @@ class _Pass(cst.CSTTransformer):
             target = _method_stmt(original, method)
             if target is not None and (target in self.models or target in self.model_params()):
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
+                self.note_global(target)
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
         return updated
 
@@ -280,9 +333,13 @@ class _Pass(cst.CSTTransformer):
                             "give train_step a key (split per step) and draw them with jax.random", loop)
 
     def check_keys(self, loop, body, plan) -> None:
-        """A model whose layers draw random numbers in training (dropout) needs a key per step, which the
-        written train_step does not thread yet: an error where the model's class is known, a warning
-        where the trained model is a name of unknown class and the file has such classes."""
+        """A model whose layers draw random numbers in training (dropout) needs a key per step: where the
+        model's class is known to be one, the written train_step takes a ``key`` and the loop splits one per
+        step (``key, step_key = jax.random.split(key)``; the model called as ``jax.vmap(model)(x,
+        key=jax.random.split(key, x.shape[0]))``), recorded here for the finishing step (KEYED); an error
+        where that cannot be written (the model called more than once in the loss, a threaded function's
+        caller without its own key); a warning where the trained model is a name of unknown class and the
+        file has such classes."""
         n = _Names()
         for stmt in body[:plan[3]]:
             stmt.visit(n)
@@ -291,20 +348,68 @@ class _Pass(cst.CSTTransformer):
         info = self.threaded.get(f.name.value) if f is not None else None
         if info and info["model"] in n.loaded:  # a threaded function's model: what its callers pass
             called = [m for m in called if m != info["model"]] + info["callers"]
-            if info.get("key"):  # a step function of a whole-graph model: its key is threaded (_Finish)
-                return
         known = [m for m in called if self.instances.get(m) in self.keyed_classes]
         if known:
+            model = self.threaded_here(plan[0]) or self.scope_optimizers().get(plan[0])
+            whole = info["whole"] if info is not None and info["opt"] == plan[0] else model in self.whole
+            why = _unkeyable(body, plan, model, whole)
+            if why is None and info is not None and info["opt"] == plan[0] and not all(
+                    _binds_key(sc, self.ctx) for sc in info["caller_scopes"]):
+                why = (f"{f.name.value}() would take a key from each caller, and a caller has none of its own "
+                       "(torch.manual_seed in the calling function)")
+            glob = self.global_trained.get(f.name.value) if f is not None else None
+            if why is None and glob is not None and glob["opt"] == plan[0] and not _binds_key(self.module, self.ctx):
+                why = "the module has no key of its own (torch.manual_seed at module level) for the step to split"
+            if why is None:
+                self.ctx.analyses.setdefault(KEYED, set()).add((f.name.value if f is not None else "", plan[0]))
+                if (info is None or info["opt"] != plan[0]) and (glob is None or glob["opt"] != plan[0]) \
+                        and not _binds_key(self.scopes[-1] if self.scopes else self.module, self.ctx):
+                    self.ctx.report(Severity.INFO, "key-added", "train_step takes a key: a root key `key = "
+                                    "jax.random.key(0)` is created before this loop (seed it as you like)", loop)
+                self.ctx.report(Severity.INFO, "key-added", f"{known[0]} ({self.instances[known[0]]}) draws random "
+                                "numbers in training (dropout): train_step takes a key, split from `key` at each step "
+                                "(key, step_key = jax.random.split(key)), " + (
+                                    "given to the whole-graph model (model(..., key=key))" if whole else
+                                    "one per example (jax.vmap(model)(x, key=jax.random.split(key, x.shape[0])))"), loop)
+                return
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout): the "
-                            "train_step written here calls it without a key; give train_step a `key`, split it per "
-                            "step (key, step_key = jax.random.split(key)) and call the model as jax.vmap(model)(x, "
-                            "key=jax.random.split(step_key, x.shape[0]))", loop)
+                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout) and "
+                            f"the train_step written here calls it without a key: {why}; give train_step a `key`, "
+                            "split it per step (key, step_key = jax.random.split(key)) and call the model as "
+                            "jax.vmap(model)(x, key=jax.random.split(step_key, x.shape[0]))", loop)
         elif self.keyed_classes and any(m not in self.instances for m in called):
             self.ctx.report(Severity.WARNING, "unsupported-construct",
                             f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
                             "in training (dropout) and needs key= in train_step (split per step; jax.vmap(model)(x, "
                             "key=jax.random.split(step_key, x.shape[0]))): the train_step written here passes none", loop)
+
+    def load_data(self, stmt) -> cst.BaseSmallStatement | None:
+        """``data = torch.load(f)`` where every use of ``data`` goes through ``torch.from_numpy``: the file holds
+        numpy arrays, not tensors → ``data = load_pickled_arrays(f)`` (data.py, written into the output), which
+        reads torch.save's archive without PyTorch and fails on a tensor inside; a warning says so."""
+        if self.in_class or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+            return None
+        a = stmt.body[0]
+        call = a.value
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name) or not isinstance(call, cst.Call) \
+                or self.ctx.imports.resolve(call.func) not in ("torch.load", "torch.serialization.load") \
+                or not call.args or call.args[0].keyword is not None or call.args[0].star \
+                or not all(x.keyword is not None and x.keyword.value in ("map_location", "weights_only")
+                           for x in call.args[1:]):
+            return None
+        name = a.targets[0].target.value
+        uses = _FromNumpyUses(name, self.ctx)
+        self.module.visit(uses)
+        if not uses.inside or uses.outside:
+            return None
+        from fwport.packs.torch2jax.ops import HELPERS
+        self.ctx.analyses.setdefault(HELPERS, set()).add("load_pickled_arrays")
+        self.ctx.report(Severity.WARNING, "unsupported-construct",
+                        f"torch.load of numpy data ({name} is only read through torch.from_numpy) → load_pickled_arrays, "
+                        "written into this file: it reads torch.save's archive without PyTorch and fails if the file "
+                        "holds a tensor; better, convert the file once (np.save) and read it with np.load", stmt)
+        return a.with_changes(value=cst.Call(cst.Name("load_pickled_arrays"), [call.args[0].with_changes(
+            comma=cst.MaybeSentinel.DEFAULT)]))
 
     def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
         """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
@@ -421,19 +526,16 @@ def run(module: cst.Module, ctx) -> cst.Module:
     if p.aliases:
         ctx.analyses[DROPPED] = {(None, n) for n in p.aliases}
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
+    p.global_trained = ctx.analyses[GLOBAL_TRAINED] = _global_trained(module, ctx)
+    ctx.analyses[SCHEDULES] = _schedules(module, ctx, p.threaded, p.global_trained)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
     p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
     p.given_models = _given_models(module, models)
     for name, info in p.threaded.items():
         classes = {instances.get(c) for c in info["callers"]}
-        if info["step"] and classes and all(plans.get(c, {}).get("whole") for c in classes):
-            info["whole"] = True
-            info["key"] = any(plans[c].get("key_sites") for c in classes)  # dropout: the step takes a key
-            if info["key"] and not info["keyed_calls"]:
-                info["whole"] = info["key"] = False  # no key to give it: the loop check reports it
-        else:
-            info["whole"] = info["key"] = False
+        # a step function of whole-graph models: no jax.vmap (a key, if dropout, is threaded as any: KEYED)
+        info["whole"] = bool(info["step"] and classes and all(plans.get(c, {}).get("whole") for c in classes))
     return rewrite(module, p)
 
 
@@ -592,6 +694,325 @@ def _given_models(module: cst.Module, models: set[str]) -> dict[str, set[str]]:
 
 
 THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
+GLOBAL_TRAINED = "torch2jax.global-trained"  # ctx.analyses: function → the module-level optimizer and model it steps
+KEYED = "torch2jax.keyed-steps"  # ctx.analyses: (function or "", optimizer) of the loops whose train_step takes a key
+GLOBALS = "torch2jax.globals"  # ctx.analyses: top-level function → the module-level names it rebinds (`global`)
+
+
+def _local_names(scope) -> set[str]:
+    """The names a function binds (its parameters, assignment and loop targets, with / import names), or
+    those a module binds at its own level (functions and classes included)."""
+    names: set[str] = set()
+    if isinstance(scope, cst.FunctionDef):
+        p = scope.params
+        names.update(x.name.value for x in [*p.params, *p.kwonly_params, *p.posonly_params])
+        for star in (p.star_arg, p.star_kwarg):
+            if isinstance(star, cst.Param):
+                names.add(star.name.value)
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            if n is scope:
+                return True
+            names.add(n.name.value)
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            names.add(n.name.value)
+            return False
+
+        def visit_Lambda(self, n) -> bool:
+            return False
+
+        def visit_AssignTarget(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_AugAssign(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_AnnAssign(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_For(self, n) -> None:
+            names.update(_target_names(n.target))
+
+        def visit_AsName(self, n) -> None:
+            names.update(_target_names(n.name))
+
+        def visit_Global(self, n) -> None:
+            names.difference_update(x.name.value for x in n.names)
+
+    scope.visit(V())
+    if isinstance(scope, cst.Module):
+        for s in scope.body:
+            if isinstance(s, cst.SimpleStatementLine):
+                for small in s.body:
+                    if isinstance(small, cst.Import):
+                        names.update((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0]
+                                     for a in small.names)
+    return names
+
+
+SCHEDULES = "torch2jax.schedules"  # ctx.analyses: (function or "", optimizer) → its schedule (_schedules)
+
+# the schedulers an epoch loop's scheduler.step() can become: the optax schedule over the update count,
+# ({lr}, {steps}: the optimizer's learning rate, the updates between two scheduler.step() calls)
+EPOCH_SCHEDULES = {
+    "torch.optim.lr_scheduler.StepLR": ("optimizer, step_size, gamma=0.1, last_epoch=-1",
+                                        "{decay}({lr}, transition_steps={step_size}{steps}, decay_rate={gamma}, "
+                                        "staircase=True)"),
+    "torch.optim.lr_scheduler.ExponentialLR": ("optimizer, gamma, last_epoch=-1",
+                                               "{decay}({lr}, transition_steps={steps}, decay_rate={gamma}, "
+                                               "staircase=True)"),
+}
+
+
+def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) -> dict:
+    """``scheduler = StepLR(optimizer, step_size, gamma)`` stepped once per epoch (``scheduler.step()`` in the
+    body of an epoch loop, after the epoch's training: a loop over ``train_loader`` stepping that optimizer,
+    or a call of a function that runs one: _threaded / _global_trained) → the optimizer created with
+    ``learning_rate=optax.exponential_decay(lr, transition_steps=step_size * len(train_loader),
+    decay_rate=gamma, staircase=True)``: optax evaluates it at the update count, which gives each batch
+    PyTorch's rate of its epoch (tests/test_torch2jax_training.py checks the rates against torch). The
+    scheduler call is settled here (no rule refuses it) and the finishing step rewrites the optimizer and
+    removes the scheduler's statements. Anything else (the loader created after the optimizer, a
+    scheduler used otherwise, stepped per batch) is left to the rule, whose error gives the schedule."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    found: dict = {}
+    for scope in [module, *funcs.values()]:
+        body = scope.body if isinstance(scope, cst.Module) else scope.body.body
+        optimizers = _optimizer_models(ctx, scope)
+        for a in _scope_assigns(scope):
+            q = ctx.imports.resolve(a.value.func) if isinstance(a.value, cst.Call) else None
+            if q not in EPOCH_SCHEDULES or len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name):
+                continue
+            sched = a.targets[0].target.value
+            args = _bind_text(a.value, EPOCH_SCHEDULES[q][0])
+            if args is None or args.get("last_epoch", "-1") != "-1" or args.get("optimizer") not in optimizers \
+                    or not optimizers[args["optimizer"]]:
+                continue
+            opt = args["optimizer"]
+            epoch = _epoch_loop(module, scope, sched)
+            if epoch is None:
+                continue
+            loop, at = epoch
+            epoch = _epoch_loader(loop.body.body[:at], opt, scope, funcs, threaded, global_trained)
+            if epoch is None or not _bound_before(body, epoch[0], opt):
+                continue
+            loader, batch_loop = epoch
+            steps = f"len({loader})"
+            size = args.get("step_size")
+            text = EPOCH_SCHEDULES[q][1].format(
+                decay=ctx.spell_text("optax.exponential_decay"), lr="{lr}", gamma=args.get("gamma", "0.1"),
+                step_size="" if size in (None, "1") else f"{size} * ", steps=steps)
+            name = q.rsplit(".", 1)[-1]
+            found[(scope.name.value if isinstance(scope, cst.FunctionDef) else "", opt)] = {
+                "sched": sched, "schedule": text}
+            ctx.settled.add(id(a.value))
+            ctx.report(Severity.INFO, "idiom-replaced", f"{name} stepped once per epoch → {opt}'s learning rate is "
+                       f"the optax schedule {text.format(lr='lr')} of its update count ({steps} updates per epoch): "
+                       "each batch gets PyTorch's rate of its epoch; scheduler.step() removed", a.value)
+            if _breaks(batch_loop):
+                ctx.report(Severity.WARNING, "approximate", f"the training loop over {loader} can stop early (break): "
+                           f"the schedule counts {steps} updates per epoch, PyTorch's scheduler one epoch per "
+                           "scheduler.step(), so an epoch cut short shifts the rates after it", a.value)
+    return found
+
+
+def _bind_text(call: cst.Call, signature: str) -> dict[str, str] | None:
+    """The arguments of ``call`` by parameter name (their source text), bound to a ``signature`` of plain
+    parameters; None when it does not bind (a star argument, an unknown keyword, a missing one)."""
+    params = [(p.split("=")[0].strip(), p.split("=")[1].strip() if "=" in p else None) for p in signature.split(",")]
+    out: dict[str, str] = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if a.keyword is None:
+            if i >= len(params):
+                return None
+            out[params[i][0]] = code(a.value)
+        elif a.keyword.value in dict(params) and a.keyword.value not in out:
+            out[a.keyword.value] = code(a.value)
+        else:
+            return None
+    for name, default in params:
+        if name not in out:
+            if default is None:
+                return None
+            out[name] = default
+    return out
+
+
+def _epoch_loop(module, scope, sched: str) -> tuple[cst.For, int] | None:
+    """The loop whose body holds the only ``sched.step()`` at its own level, when every other use of
+    ``sched`` in the module is its assignment; with that statement's index."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return n is scope
+
+        def visit_For(self, n: cst.For) -> None:
+            for i, st in enumerate(n.body.body):
+                if _method_stmt(st, "step") == sched and not st.body[0].value.args:
+                    found.append((n, i))
+
+    class Count(cst.CSTVisitor):
+        def __init__(self):
+            self.names = 0
+
+        def visit_Name(self, n) -> None:
+            if n.value == sched:
+                self.names += 1
+
+    v = Count()
+    scope.visit(V())
+    module.visit(v)
+    # the uses: the assignment's target and the step's receiver
+    return found[0] if len(found) == 1 and v.names == 2 else None
+
+
+def _loop_over(loop) -> str | None:
+    """``for ... in X`` / ``for ... in enumerate(X)`` (X a name) → X."""
+    it = loop.iter
+    if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value == "enumerate" and it.args \
+            and it.args[0].keyword is None and all(a.keyword is not None for a in it.args[1:]):
+        it = it.args[0].value
+    return it.value if isinstance(it, cst.Name) else None
+
+
+def _epoch_loader(stmts: list, opt: str, scope, funcs: dict, threaded: dict, global_trained: dict):
+    """(the loader one epoch goes through, the training loop over it) when the statements before the
+    scheduler's step run exactly one epoch of ``opt``'s training: a loop over a loader stepping ``opt`` at
+    its own level, or a call of a function whose loop does (threaded: the loader is the argument given
+    for the parameter it loops over; global-trained: the module's loader); else None."""
+    epochs = []
+    for st in stmts:
+        if isinstance(st, cst.For):
+            plan = _loop_plan(list(st.body.body))
+            if plan is not None and plan[0] == opt and _loop_over(st):
+                epochs.append((_loop_over(st), st))
+            elif plan is not None:
+                return None
+        elif isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr) \
+                and isinstance(st.body[0].value, cst.Call) and isinstance(st.body[0].value.func, cst.Name) \
+                and st.body[0].value.func.value in funcs:
+            call = st.body[0].value
+            name = call.func.value
+            inner = [lp for lp in funcs[name].body.body if isinstance(lp, (cst.For, cst.While))
+                     and _loop_plan(list(lp.body.body)) is not None]
+            if len(inner) != 1 or not isinstance(inner[0], cst.For) or _loop_over(inner[0]) is None:
+                continue
+            over = _loop_over(inner[0])
+            info = threaded.get(name)
+            if info is not None:
+                bound = _bound(call, info["params"], info["opt"])
+                if isinstance(bound, cst.Name) and bound.value == opt and over in info["params"]:
+                    arg = _bound(call, info["params"], over)
+                    if isinstance(arg, cst.Name):
+                        epochs.append((arg.value, inner[0]))
+                        continue
+                return None
+            glob = global_trained.get(name)
+            if glob is not None and glob["opt"] == opt and isinstance(scope, cst.Module) \
+                    and over not in _local_names(funcs[name]):
+                epochs.append((over, inner[0]))
+    return epochs[0] if len(epochs) == 1 else None
+
+
+def _bound_before(body: list, loader: str, opt: str) -> bool:
+    """Whether ``loader`` is assigned at the scope's own level before the statement creating ``opt``."""
+    first_loader = next((i for i, st in enumerate(body) if _assigns(st, loader)), None)
+    first_opt = next((i for i, st in enumerate(body) if _assigns(st, opt)), None)
+    return first_loader is not None and first_opt is not None and first_loader < first_opt
+
+
+def _breaks(loop) -> bool:
+    hit = []
+
+    class V(cst.CSTVisitor):
+        def visit_Break(self, n) -> None:
+            hit.append(n)
+
+        def visit_For(self, n) -> bool:
+            return n is loop
+
+        def visit_While(self, n) -> bool:
+            return False
+
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+    loop.visit(V())
+    return bool(hit)
+
+
+def _unkeyable(body: list, plan, model: str | None, whole: bool = False) -> str | None:
+    """Why the loop's train_step cannot hand the model its key per example, or None: the model is called
+    once in the loss, its first argument a name (the batch whose size the keys take; a whole-graph model,
+    called without jax.vmap, takes the step's key as it is)."""
+    if model is None:
+        return "the trained model is not known"
+    block, _ = _split_block(body, plan, model)
+    calls = [c for st in block for c in _calls(st) if isinstance(c.func, cst.Name) and c.func.value == model]
+    if len(calls) != 1:
+        return f"{model} is called {len(calls)} times in the loss (one key each is not written)"
+    if whole:
+        return None
+    if not calls[0].args or calls[0].args[0].keyword is not None or calls[0].args[0].star \
+            or not isinstance(calls[0].args[0].value, cst.Name):
+        return f"{model}'s first argument is not a name (the batch whose size gives the number of keys)"
+    return None
+
+
+def _binds_key(scope, ctx) -> bool:
+    """Whether a scope (function or module) has a root key of its own: ``torch.manual_seed(...)`` (which
+    becomes ``key = jax.random.key(...)``) or ``key`` bound, at its level or in its blocks (``if __name__ ==
+    "__main__":``), not in a nested function or class."""
+    if "key" in _local_names(scope):
+        return True
+    seeded = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return n is scope
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Expr(self, n) -> None:
+            if isinstance(n.value, cst.Call) and ctx.imports.resolve(n.value.func) == "torch.manual_seed":
+                seeded.append(n)
+
+    scope.visit(V())
+    return bool(seeded)
+
+
+def _global_trained(module: cst.Module, ctx) -> dict[str, dict]:
+    """Top-level functions whose one training loop steps an optimizer the module creates over a model the
+    module creates, neither bound in the function (``def train(epoch)`` of PyTorch's VAE example): the
+    module keeps the optax state next to the optimizer (``opt_state = optimizer.init(...)``) and such a
+    function declares ``global model, opt_state`` and rebinds both, as PyTorch's step changed the
+    module's model and optimizer in place. Chosen over returning them: the function keeps its signature
+    and its callers stay as written (docs/usage.md)."""
+    optimizers = {o: m for o, m in _optimizer_models(ctx, module).items() if m and isinstance(cst.parse_expression(m), cst.Name)}
+    if not optimizers:
+        return {}
+    found: dict[str, dict] = {}
+    for f in module.body:
+        if not isinstance(f, cst.FunctionDef) or f.asynchronous:
+            continue
+        local = _local_names(f)
+        plans = [_loop_plan(list(s.body.body)) for s in f.body.body if isinstance(s, (cst.For, cst.While))]
+        plans = [pl for pl in plans if pl is not None and pl[0] in optimizers]
+        if len(plans) != 1:
+            continue
+        opt = plans[0][0]
+        model = optimizers[opt]
+        if opt in local or model in local or "opt_state" in local:
+            continue
+        found[f.name.value] = {"opt": opt, "model": model}
+    return found
 
 
 def _optimizer_models(ctx, scope) -> dict[str, str | None]:
@@ -691,12 +1112,10 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
     """Every use of function ``name``: a call, a statement of its own, binding the optimizer and the
     model to names that its scope creates (the optimizer over that model's parameters)."""
     uses: list[tuple] = []
-    loop_vars: list = []  # the innermost loop's variable at each call
 
     class V(cst.CSTVisitor):
         def __init__(self):
             self.scopes = [module]
-            self.loops: list = []
 
         def visit_FunctionDef(self, n) -> None:
             self.scopes.append(n)
@@ -704,17 +1123,10 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
         def leave_FunctionDef(self, n) -> None:
             self.scopes.pop()
 
-        def visit_For(self, n) -> None:
-            self.loops.append(n.target)
-
-        def leave_For(self, n) -> None:
-            self.loops.pop()
-
         def visit_SimpleStatementLine(self, n) -> None:
             if len(n.body) == 1 and isinstance(n.body[0], cst.Expr) and isinstance(n.body[0].value, cst.Call) \
                     and isinstance(n.body[0].value.func, cst.Name) and n.body[0].value.func.value == name:
                 uses.append((n.body[0].value, self.scopes[-1]))
-                loop_vars.append(self.loops[-1] if self.loops else None)
 
         def visit_Name(self, n) -> None:
             if n.value == name:
@@ -741,9 +1153,7 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
         if _optimizer_models(ctx, scope).get(opt.value) != model.value:
             return False
     info["callers"] = sorted({_bound(c, info["params"], info["model"]).value for c, _ in calls})
-    # a step that needs a key folds the loop variable of each call into the key of its scope
-    info["keyed_calls"] = all(isinstance(t, cst.Name) and "torch.manual_seed" in code(sc) and "jax.random.key" not in code(sc)
-                              for t, (_, sc) in zip(loop_vars, calls))
+    info["caller_scopes"] = [sc for _, sc in calls]
     return True
 
 
@@ -938,32 +1348,52 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     if ctx.analyses.get(DROPPED):
         module = _drop_unread(module, ctx.analyses[DROPPED])
     optimizers = ctx.analyses.get(OPTIMIZERS)
-    if not optimizers:
-        return module
-    f = _Finish(ctx, optimizers)
-    module = rewrite(module, f)
-    if f.threaded_done:
-        fold_in = ctx.spell_text("jax.random.fold_in") if any(i.get("key") for i in f.threaded_done.values()) else ""
-        module = rewrite(module, _ThreadCalls(f.threaded_done, fold_in))
+    globals_left = ctx.analyses.get(GLOBALS, {})
+    if optimizers:
+        f = _Finish(ctx, optimizers)
+        module = rewrite(module, f)
+        if f.threaded_done:
+            module = rewrite(module, _ThreadCalls(f.threaded_done, ctx.spell_text("jax.random.split")))
+        globals_left = f.globals
+    if globals_left:  # functions without a training loop that rebind the module's model (model.eval())
+        module = module.with_changes(body=[
+            _declare_global(s, globals_left[s.name.value]) if isinstance(s, cst.FunctionDef) and s.name.value in globals_left
+            else s for s in module.body])
     return module
+
+
+def _with_schedule(stmt, schedule: str):
+    """``opt = optax.X(learning_rate=lr, ...)`` → ``learning_rate=<schedule of lr>``."""
+    call = stmt.body[0].value
+    args = list(call.args)
+    at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "learning_rate"), None)
+    if at is None:
+        return stmt
+    args[at] = args[at].with_changes(value=cst.parse_expression(schedule.format(lr=code(args[at].value))))
+    return stmt.with_changes(body=[stmt.body[0].with_changes(value=call.with_changes(args=args))])
+
+
+def _declare_global(f: cst.FunctionDef, names: set) -> cst.FunctionDef:
+    """``global a, b`` as the function's first statement (after its docstring)."""
+    body = list(f.body.body)
+    at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+        and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
+    order = sorted(names, key=lambda n: (n == "opt_state", n))
+    decl = cst.parse_statement(f"global {', '.join(order)}\n")
+    if at < len(body):
+        decl = decl.with_changes(leading_lines=body[at].leading_lines)
+        body[at] = body[at].with_changes(leading_lines=[])
+    body.insert(at, decl)
+    return f.with_changes(body=f.body.with_changes(body=body))
 
 
 class _ThreadCalls(cst.CSTTransformer):
     """``train(..., optimizer, ...)`` of a function whose optimizer's state is now threaded →
     ``model, opt_state = train(..., optimizer, opt_state, ...)``."""
 
-    def __init__(self, done: dict[str, dict], fold_in: str = "jax.random.fold_in"):
+    def __init__(self, done: dict[str, dict], split: str = "jax.random.split"):
         super().__init__()
-        self.done = done
-        self.fold_in = fold_in
-        self.loops: list = []
-
-    def visit_For(self, node) -> None:
-        self.loops.append(node.target)
-
-    def leave_For(self, original, updated):
-        self.loops.pop()
-        return updated
+        self.done, self.split = done, split
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
@@ -981,11 +1411,15 @@ class _ThreadCalls(cst.CSTTransformer):
                       comma=args[at].comma)
         args[at] = args[at].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         args.insert(at + 1, new)
-        if info.get("key") and self.loops and isinstance(self.loops[-1], cst.Name):  # a new key per step
-            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            args.append(cst.Arg(cst.parse_expression(f"{self.fold_in}(key, {self.loops[-1].value})"), keyword=cst.Name("key"),
-                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
         target = cst.Tuple([cst.Element(cst.Name(model.value)), cst.Element(cst.Name("opt_state"))], lpar=[], rpar=[])
+        if info.get("keyed"):  # its own key for the call, split from the caller's
+            args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            args.append(cst.Arg(cst.Name("train_key"), keyword=cst.Name("key"),
+                                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+            split = cst.parse_statement(f"key, train_key = {self.split}(key)\n").with_changes(
+                leading_lines=updated.leading_lines)
+            return cst.FlattenSentinel([split, updated.with_changes(
+                body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))], leading_lines=[])])
         return updated.with_changes(body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))])
 
 
@@ -1080,13 +1514,26 @@ def _target_names(t) -> list[str]:
 
 
 class _VmapModel(cst.CSTTransformer):
-    def __init__(self, model: str, vmap: str):
+    """``model(x, ...)`` → ``jax.vmap(model)(x, ...)``; with ``split`` (a model drawing random numbers):
+    ``jax.vmap(model)(x, ..., key=jax.random.split(key, x.shape[0]))``, one key per example."""
+
+    def __init__(self, model: str, vmap: str, split: str | None = None):
         super().__init__()
-        self.model, self.vmap = model, vmap
+        self.model, self.vmap, self.split = model, vmap, split
 
     def leave_Call(self, original, updated):
-        if isinstance(original.func, cst.Name) and original.func.value == self.model:
-            return updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model})"))
+        f = original.func
+        vmapped = isinstance(f, cst.Call) and dotted_text(f.func) == self.vmap and len(f.args) == 1 \
+            and isinstance(f.args[0].value, cst.Name) and f.args[0].value.value == self.model  # (the pass's)
+        if isinstance(f, cst.Name) and f.value == self.model or vmapped:
+            out = updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model})"))
+            if self.split is not None and original.args:
+                keys = cst.parse_expression(f"{self.split}(key, {code(original.args[0].value)}.shape[0])")
+                args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in out.args]
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                out = out.with_changes(args=[*args, cst.Arg(keys, keyword=cst.Name("key"), equal=cst.AssignEqual(
+                    cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+            return out
         return updated
 
 
@@ -1116,6 +1563,9 @@ class _Finish(cst.CSTTransformer):
         self.pending_fn: dict[str, list] = {}  # function → its train_step definition, placed by leave_FunctionDef
         self.before_fn: dict[str, list] = {}  # step function → its train_step definition, placed above it
         self.whole: set[str] = ctx.analyses.get(WHOLE, set())  # models called without jax.vmap
+        self.global_trained: dict[str, dict] = ctx.analyses.get(GLOBAL_TRAINED, {})
+        self.after_init: dict[str, list] = {}  # module-level optimizer → the train_step written after its opt_state
+        self.globals: dict[str, set] = {k: set(v) for k, v in ctx.analyses.get(GLOBALS, {}).items()}
 
     def visit_Module(self, node: cst.Module) -> None:
         self.module = node
@@ -1160,6 +1610,8 @@ class _Finish(cst.CSTTransformer):
         if len(self.scopes) == 1 and self.threaded.get(name, {}).get("step"):
             updated = self.loop(updated)  # a function that is one step: its body is rewritten as a loop's
         self.scopes.pop()
+        if name in self.globals and not self.scopes:
+            updated = _declare_global(updated, self.globals.pop(name))
         if name not in self.pending_fn or self.scopes:
             return updated
         info = self.threaded_done[name]
@@ -1177,9 +1629,15 @@ class _Finish(cst.CSTTransformer):
         params.insert(i + 1, cst.Param(cst.Name("opt_state"), comma=params[i].comma))
         params[i] = params[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         new_params = updated.params.with_changes(params=params)
-        if info.get("key"):
-            new_params = new_params.with_changes(kwonly_params=[*new_params.kwonly_params, cst.Param(cst.Name("key"))],
-                                                 star_arg=cst.ParamStar())
+        if info.get("keyed"):  # the key its train_step splits per step, given by each caller (key=...)
+            if any(p.default is not None for p in params) or isinstance(new_params.star_arg, cst.Param):
+                # after a parameter with a default (print_every=10): keyword-only
+                star = new_params.star_arg if isinstance(new_params.star_arg, cst.Param) else cst.ParamStar()
+                new_params = new_params.with_changes(star_arg=star, kwonly_params=[*new_params.kwonly_params,
+                                                                                  cst.Param(cst.Name("key"))])
+            else:
+                params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                new_params = new_params.with_changes(params=[*params, cst.Param(cst.Name("key"))])
         return updated.with_changes(body=updated.body.with_changes(body=body), params=new_params)
 
     def in_scope(self, opt: str) -> bool:
@@ -1208,23 +1666,39 @@ class _Finish(cst.CSTTransformer):
 
     def rewrite(self, body: list) -> list:
         """After each optimizer: its state's initialisation; before the first loop that follows it:
-        the train_step its loops call."""
+        the train_step its loops call. An epoch scheduler's statements go (_schedules), its schedule
+        becoming the optimizer's learning rate."""
         out = []
         waiting: list = []
+        scope = self.scopes[-1].name.value if len(self.scopes) == 1 else "" if not self.scopes else None
+        schedules = {opt: v for (sc, opt), v in self.ctx.analyses.get(SCHEDULES, {}).items() if sc == scope}
+        scheds = {v["sched"] for v in schedules.values()}
+        carried: list = []  # the leading lines (comments) of a removed statement, for the next one
         for s in body:
+            if scheds and (_method_stmt(s, "step") in scheds or any(_assigns(s, n) for n in scheds)):
+                carried += list(s.leading_lines)
+                continue
+            if carried:
+                s = s.with_changes(leading_lines=[*carried, *s.leading_lines])
+                carried = []
+            written = s  # (the optimizer as the rules wrote it: self.optimizers)
+            if _is_assign(s) and len(s.body[0].targets) == 1 and isinstance(s.body[0].targets[0].target, cst.Name) \
+                    and s.body[0].targets[0].target.value in schedules and isinstance(s.body[0].value, cst.Call):
+                s = _with_schedule(s, schedules[s.body[0].targets[0].target.value]["schedule"])
             if waiting and isinstance(s, (cst.For, cst.While)):
                 out += waiting
                 waiting = []
                 if not s.leading_lines:
                     s = s.with_changes(leading_lines=[cst.EmptyLine(indent=False)])
             out.append(s)
-            if _is_assign(s) and code(s.body[0].value) in self.optimizers and len(s.body[0].targets) == 1 \
+            if _is_assign(written) and code(written.body[0].value) in self.optimizers and len(s.body[0].targets) == 1 \
                     and isinstance(s.body[0].targets[0].target, cst.Name):
                 opt = s.body[0].targets[0].target.value
                 model = self.trained.get(opt)
                 if model:
                     out.append(cst.parse_statement(
                         f"{self.state(opt)} = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
+                    out += self.after_init.pop(opt, [])
                     waiting += self.pending.pop(opt, [])
         return out + waiting
 
@@ -1245,9 +1719,13 @@ class _Finish(cst.CSTTransformer):
             return loop
         fn = self.scopes[-1] if len(self.scopes) == 1 else None
         info = self.threaded.get(fn.name.value) if fn is not None else None
+        glob = self.global_trained.get(fn.name.value) if fn is not None else None
         if info is not None and info["opt"] == plan[0] and fn.name.value not in self.pending_fn:
             model = info["model"]
             threaded = True
+        elif glob is not None and glob["opt"] == plan[0] and plan[0] not in self.after_init:
+            model = glob["model"]
+            threaded = "global"
         elif plan[0] in self.trained and self.in_scope(plan[0]):
             model = self.trained[plan[0]]
             threaded = False
@@ -1267,26 +1745,25 @@ class _Finish(cst.CSTTransformer):
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
                   and (not hasattr(builtins, n) or n in own)]
-        step_fn_level = threaded and info.get("step")
+        step_fn_level = threaded is True and info.get("step")
         if step_fn_level:  # train_step is defined above the function: it takes the optimizer (static under jit)
             inputs = [opt, *[n for n in inputs if n != opt]]
-        keyed = threaded and info.get("key")
-        if threaded and info.get("whole") or not threaded and model in self.whole:
+        keyed = (fn.name.value if fn is not None else "", opt) in self.ctx.analyses.get(KEYED, ())
+        split = self.spell("jax.random.split")
+        if threaded is True and info.get("whole") or threaded is not True and model in self.whole:
             moved = [s.visit(_KeyModel(model)) if keyed else s for s in block]  # a whole graph: no jax.vmap
-            if keyed:
-                inputs.append("key")
         else:
             vmap = self.spell("jax.vmap")
-            moved = [s.visit(_VmapModel(model, vmap)) for s in block]
+            moved = [s.visit(_VmapModel(model, vmap, split if keyed else None)) for s in block]
         last = moved[-1].body[0]
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
             moved[-1] = cst.parse_statement(f"return {code(last.value)}\n")
         else:
             moved.append(cst.parse_statement(f"return {loss}\n"))
 
-        state, step_name = ("opt_state", "train_step") if threaded else (self.state(opt), self.step_name(opt))
-        params = ", ".join([model, "opt_state", *inputs])
-        call_args = ", ".join([model, state, *inputs])
+        state, step_name = ("opt_state", "train_step") if threaded is True else (self.state(opt), self.step_name(opt))
+        params = ", ".join([model, "opt_state", *inputs, *(["key"] if keyed else [])])
+        call_args = ", ".join([model, state, *inputs, *(["step_key"] if keyed else [])])
         f = self.spell
         text = (f"@{f('equinox.filter_jit')}\n"
                 f"def {step_name}({params}):\n"
@@ -1301,15 +1778,30 @@ class _Finish(cst.CSTTransformer):
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
-        call = cst.parse_statement(f"{model}, {state}, {loss} = {step_name}({call_args})\n")
+        call = [cst.parse_statement(f"{model}, {state}, {loss} = {step_name}({call_args})\n")]
+        if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
+            call.insert(0, cst.parse_statement(f"key, step_key = {split}(key)\n"))
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
-        new_body = keep[:at] + before + [call] + [body[i] for i in between] + keep[at:]
+        new_body = keep[:at] + before + call + [body[i] for i in between] + keep[at:]
         if step_fn_level:
             step_fn = step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
-        if threaded:
+        if keyed and threaded == "global":
+            self.globals.setdefault(fn.name.value, set()).add("key")
+        elif keyed and threaded:
+            info = dict(info, keyed=True)
+        rooted = keyed and not threaded and "key" not in _local_names(self.scopes[-1] if self.scopes else self.module)
+        if threaded == "global":  # at module level, after the optimizer's state; the function rebinds both
+            self.after_init[opt] = [step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)]
+            self.globals.setdefault(fn.name.value, set()).update((model, state))
+        elif threaded:
             self.pending_fn[fn.name.value] = [step_fn]
             self.threaded_done[fn.name.value] = info
         else:
             self.pending[opt] = [step_fn]
-        return loop.with_changes(body=loop.body.with_changes(body=new_body))
+        new_loop = loop.with_changes(body=loop.body.with_changes(body=new_body))
+        if rooted:  # a root key of its own, before the loop (the training pass reported it)
+            root = cst.parse_statement(f"key = {self.spell('jax.random.key')}(0)\n").with_changes(
+                leading_lines=loop.leading_lines)
+            return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
+        return new_loop

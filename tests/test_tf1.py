@@ -1,0 +1,121 @@
+"""TensorFlow 1 code (issue 9): a graph-mode file gets one file-level error, tf1-graph-code, and is left as
+written (fwport/packs/tf2torch/tf1.py); tf.compat.v1 names of TensorFlow 2 ops keep translating, by the
+TF 2 op's rule (its names list the compat.v1 spelling where TensorFlow gives both the same signature,
+which the last test checks against the installed TensorFlow).
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.result import Status
+from fwport.core.rule import load_pack
+
+
+def tx(src: str):
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    again = translate_source(r.output, "model.py")
+    assert again.output == r.output, "translating the output again must change nothing"
+    return r
+
+
+TF1 = '''
+import tensorflow as tf
+
+x = tf.placeholder(tf.float32, [None, 784])
+W = tf.Variable(tf.zeros([784, 10]))
+y = tf.nn.softmax(tf.matmul(x, W))
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(sess.run(y, feed_dict={x: data}))
+'''
+
+
+def test_tf1_graph_code_is_one_file_level_error():
+    src = textwrap.dedent(TF1).lstrip("\n")
+    r = translate_source(src, "old.py")
+    assert r.status is Status.UNCHANGED and r.output == src  # needs attention (an error), not a failure
+    assert [(f.severity, f.code, f.line) for f in r.findings] == [(Severity.ERROR, "tf1-graph-code", 3)]
+    message = r.findings[0].message
+    assert "tf.placeholder, tf.Session, tf.global_variables_initializer" in message and "tf_upgrade_v2" in message
+    # the same through tf.compat.v1, and through `import tensorflow.compat.v1 as tf`
+    v1 = src.replace("tf.placeholder", "tf.compat.v1.placeholder")
+    assert translate_source(v1, "old.py").findings[0].code == "tf1-graph-code"
+    aliased = src.replace("import tensorflow as tf", "import tensorflow.compat.v1 as tf\ntf.disable_v2_behavior()")
+    assert [f.line for f in translate_source(aliased, "old.py").findings] == [2]
+
+
+def test_compat_v1_names_of_tf2_functions_and_a_config_session_keep_translating():
+    r = tx('''
+        import tensorflow as tf
+        from tensorflow import keras
+
+        tf.compat.v1.logging.set_verbosity(tf.compat.v1.logging.ERROR)
+        config = tf.compat.v1.ConfigProto()
+        sess = tf.compat.v1.Session(config=config)
+        tf.compat.v1.reset_default_graph()
+        name = tf.compat.v1.get_default_graph().unique_name("ema")
+        model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(3)])
+    ''')
+    assert r.status is Status.CONVERTED
+    assert all(f.code != "tf1-graph-code" for f in r.findings)
+    assert "nn.Linear(4, 3)" in r.output and 'logging.getLogger("tensorflow").setLevel' in r.output
+
+
+def test_compat_v1_ops_translate_as_their_tf2_names():
+    body = '''
+        def f(x, y):
+            z = tf.concat([tf.cast(x, tf.float32), y], axis=1)
+            return tf.reduce_sum(tf.maximum(z, 0.0), axis=1, keepdims=True), tf.expand_dims(tf.sqrt(z), -1)
+    '''
+    v1 = tx("import tensorflow.compat.v1 as tf\n" + textwrap.dedent(body))
+    v2 = tx("import tensorflow as tf\n" + textwrap.dedent(body))
+    assert [f for f in v1.findings if f.severity is Severity.ERROR] == []
+    assert v1.output.split("\n", 2)[2] == v2.output.split("\n", 2)[2]  # the same code below the imports
+    # a compat.v1-only argument is refused, never bound to another parameter
+    r = tx("import tensorflow.compat.v1 as tf\ny = tf.reduce_mean(x, reduction_indices=[1])\n")
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
+
+
+_SIGNATURES = """
+import inspect, json, sys
+import tensorflow as tf
+out = {}
+for name in json.loads(sys.argv[1]):
+    v1 = tf.compat.v1
+    for part in name.split("."):
+        v1 = getattr(v1, part)
+    v2 = tf
+    for part in name.split("."):
+        v2 = getattr(v2, part)
+    out[name] = [[(p.name, p.kind.name, repr(p.default)) for p in inspect.signature(f).parameters.values()]
+                 for f in (v1, v2)]
+print(json.dumps(out))
+"""
+
+
+def test_compat_v1_names_in_rules_have_the_tf2_signature():
+    """A rule lists tensorflow.compat.v1.X only where TF 2's parameters come first in X's, in the same order
+    and with the same defaults (keepdims: None, which is False): a call binds the same under both."""
+    pytest.importorskip("tensorflow")
+    pack = load_pack("tf2torch")
+    names = sorted({n[len("tensorflow.compat.v1."):] for r in pack.rules.values() for n in r.names
+                    if n.startswith("tensorflow.compat.v1.") and not n.startswith("tensorflow.compat.v1.logging")
+                    and "gfile" not in n and "name_scope" not in n})
+    assert len(names) >= 40
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([sys.executable, "-c", _SIGNATURES, json.dumps(names)], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    for name, (v1, v2) in json.loads(p.stdout.strip().splitlines()[-1]).items():
+        assert [q[0] for q in v1[:len(v2)]] == [q[0] for q in v2], name
+        for (n1, _, d1), (_, _, d2) in zip(v1, v2):
+            assert d1 == d2 or (n1 == "keepdims" and (d1, d2) == ("None", "False")) or (n1, d1) == ("axis", "None"), (
+                name, n1, d1, d2)
