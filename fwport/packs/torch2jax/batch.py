@@ -621,6 +621,15 @@ class Forward(cst.CSTTransformer):
             dims = [a.value for a in args]
             if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
                 dims = [e.value for e in dims[0].elements]
+            if args and not args[0].star and not args[0].keyword and len(args) > 1 \
+                    and all(not a.keyword for a in args) and any(a.star == "*" for a in args[1:]) \
+                    and self.is_batch_size(dims[0], original.func.value):
+                # x.view(x.shape[0], *img_shape): one example's shape is the rest, spread
+                rest = args[1:]
+                if len(rest) == 1:
+                    return _method(recv, "reshape", [rest[0].value])
+                return _method(recv, "reshape", [cst.Tuple([cst.StarredElement(a.value) if a.star else cst.Element(a.value)
+                                                             for a in rest])])
             if any(a.star or a.keyword for a in args) or not dims:
                 return updated
             first = dims[0]

@@ -668,3 +668,34 @@ def refuse(m, ctx):
     says what to write instead."""
     m.fail(ctx, "unsupported-construct", _options(m)["message"])
     return None
+
+
+# --- sparse matrices ----------------------------------------------------------------------------------------
+
+@call_transform("sparse-matmul")
+def sparse_matmul(m, ctx):
+    """``torch.spmm(a, b)`` / ``torch.sparse.mm(a, b)`` → ``a @ b``: a ``jax.experimental.sparse.BCOO`` matrix
+    times a dense one gives the dense product (the rule pass adds parentheses where the parent needs them)."""
+    return cst.BinaryOperation(m.kwargs["a"], cst.MatrixMultiply(), m.kwargs["b"])
+
+
+@call_transform("sparse-coo")
+def sparse_coo(m, ctx):
+    """``torch.sparse_coo_tensor(indices, values, size, dtype=d)`` → ``jsparse.BCOO((values, indices.T),
+    shape=size)``: BCOO takes one row of coordinates per stored value (the transpose of PyTorch's ``(ndim,
+    nnz)`` indices; ``x.T`` written as ``x``); a dtype casts the values. Duplicate coordinates are summed by
+    both (BCOO when it is used, PyTorch when it coalesces). Without a size PyTorch infers it from the largest
+    index: refused (BCOO needs the shape)."""
+    if "shape" not in m.kwargs:
+        m.fail(ctx, "unsupported-construct", "torch.sparse_coo_tensor without a size: BCOO needs the shape; "
+               "pass size=(rows, cols)")
+        return None
+    indices, values = m.kwargs["indices"], m.kwargs["data"]
+    if isinstance(indices, cst.Attribute) and indices.attr.value == "T":
+        rows = indices.value
+    else:
+        rows = cst.Attribute(expr(_paren(indices)), cst.Name("T"))
+    if "dtype" in m.kwargs:
+        values = _call(ctx.spell("jax.numpy.asarray"), [values], {"dtype": m.kwargs["dtype"]})
+    return _call(ctx.spell("jax.experimental.sparse.BCOO"), [cst.Tuple([cst.Element(values), cst.Element(rows)])],
+                 {"shape": m.kwargs["shape"]})

@@ -7,19 +7,21 @@ import re
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
 from fwport.packs.torch2jax import data
-from fwport.packs.torch2jax.passes import modules, training
+from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
     # self.d.name → self.d["name"] where self.d is an nn.ModuleDict (it becomes a dict): before modules
     Planner("module-dict", re.compile(r"\bModuleDict\b"), layers.module_dict_reads),
+    # nn.Sequential(*block(...)) with a helper returning a list of layers: written out per call (before modules)
+    Planner("unroll", re.compile(r"Sequential\(\s*\*"), unroll.run),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     # (Sequential: a builder function that returns one, in a file with no module class)
     Planner("modules", re.compile(r"\bModule\b|\bSequential\b"), modules.run),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
-    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size)\s*\(|\bModule\b"), training.run),
+    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
 # the output calls (layers.py) and the DataLoader helpers (data.py), after the imports
-FINISH = (modules.finish, training.finish, layers.finish, data.finish)
+FINISH = (unroll.finish, modules.finish, training.finish, layers.finish, data.finish)

@@ -689,6 +689,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan = {"key_sites": 0, "draws": draws, "stateful": [], "helpers": sorted(helpers),
             "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
             "called": sorted(called)}
+    plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
     body = []
     buffers: set[str] = set()
     drawing = {n for n, p in plans.items() if p["draws"]}
@@ -703,8 +704,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             s = rewrite(s, _Buffers(ctx, buffers))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set(params), keyed, subs, stateful, buffers)
-            new_body = rewrite(s.body, fwd)
+            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed, subs, stateful, buffers)
+            new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
                 ps = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT) for p in s.params.params]
@@ -718,6 +719,61 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         body.append(s)
     plans[cls.name.value] = plan
     return cls.with_changes(bases=bases, body=cls.body.with_changes(body=body))
+
+
+#: products that mix the rows of their dense operand (a graph's nodes): a module using one is not per example
+ROW_MIXING = frozenset({"torch.spmm", "torch.sparse.mm"})
+
+
+def _whole_graph(cls: cst.ClassDef, forward: cst.FunctionDef | None, subs: dict, plans: dict, ctx) -> bool:
+    """Whether the module takes a whole graph rather than one example: its forward multiplies by a sparse
+    (adjacency) matrix (``torch.spmm(adj, h)`` mixes the rows of ``h``, the graph's nodes, which are no
+    batch), or it holds a module of this file that does. Its ``__call__`` then keeps every axis (no dim is
+    shifted) and its callers call it without ``jax.vmap``."""
+    own = forward is not None and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(forward))
+    held = [n for n in _class_attributes(forward and cls, plans) if plans[n].get("whole")]
+    if own or held:
+        ctx.report(Severity.INFO, "idiom-replaced", f"{cls.name.value} takes a whole graph (its nodes mix through a "
+                   "sparse product, so they are no batch): its __call__ keeps every axis and is called without "
+                   "jax.vmap", cls)
+    return bool(own or held)
+
+
+class _SparseProducts(cst.CSTTransformer):
+    """In a whole-graph module, ``y = torch.mm(a, b)`` (a statement's whole value) → ``y = a @ b``: PyTorch's
+    torch.mm takes a sparse first operand (node features kept sparse), and so does ``@`` with a BCOO matrix,
+    not jnp.matmul."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def _product(self, value):
+        if isinstance(value, cst.Call) and self.ctx.imports.resolve(value.func) == "torch.mm" and len(value.args) == 2 \
+                and all(a.keyword is None and not a.star for a in value.args):
+            return cst.BinaryOperation(value.args[0].value, cst.MatrixMultiply(), value.args[1].value)
+        return None
+
+    def leave_Assign(self, original, updated):
+        product = self._product(updated.value)
+        return updated.with_changes(value=product) if product is not None else updated
+
+    def leave_Return(self, original, updated):
+        product = self._product(updated.value)
+        return updated.with_changes(value=product) if product is not None else updated
+
+
+def _class_attributes(cls: cst.ClassDef | None, plans: dict) -> list[str]:
+    """The classes of this file already translated that ``cls.__init__`` assigns to ``self.NAME``."""
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None) \
+        if cls is not None else None
+    found = []
+    for stmt in init.body.body if init is not None else ():
+        for s in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(s, cst.Assign) and isinstance(s.value, cst.Call) and isinstance(s.value.func, cst.Name) \
+                    and s.value.func.value in plans:
+                found.append(s.value.func.value)
+    return found
 
 
 # --- finish: the lines an Equinox module adds ---------------------------------------------------------

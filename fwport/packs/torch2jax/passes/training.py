@@ -93,6 +93,11 @@ class _Pass(cst.CSTTransformer):
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
+        self.given_models: dict[str, set[str]] = {}  # top-level function → its parameters every call gives a model
+        self.whole: set[str] = set()  # model names of classes that take a whole graph (called without jax.vmap)
+        self.aliases: dict[str, cst.Attribute] = {}  # module-level names of a legacy tensor type → torch.XTensor
+        self.input_grads: dict[int, str] = {}  # id of a torch.autograd.grad(...)[0] → its JAX text (_input_grads)
+        self.gradient_names: set[str] = set()  # the names assigned such a gradient (arrays: their methods translated)
         self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
         self.module_names = _local_names(module)  # names the module binds at its own level
 
@@ -126,10 +131,23 @@ class _Pass(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
+        if len(self.scopes) == 1:
+            found = _input_grads(node, self.ctx, self.models | self.model_params(), self.whole,
+                                 self.ctx.analyses.setdefault(DROPPED, set()))
+            self.input_grads.update(found)
+            self.gradient_names = {t.target.value for a in _scope_assigns(node) for t in a.targets
+                                   if isinstance(t.target, cst.Name) and any(id(sub) in found for sub in _subscripts(a.value))}
+        if len(self.scopes) == 1 and self.threaded.get(node.name.value, {}).get("step"):
+            self.check_loop(node)  # a function that is one step: its body is checked as a loop's
 
     def leave_FunctionDef(self, original, updated):
         self.scopes.pop()
         return updated
+
+    def model_params(self) -> set[str]:
+        """The parameters of the top-level function being visited that every call of it gives a model."""
+        f = self.scopes[0] if self.scopes and not self.in_class else None
+        return self.given_models.get(f.name.value, set()) if f is not None else set()
 
     def threaded_here(self, opt: str) -> str | None:
         """The model parameter of the function being visited when its optimizer parameter ``opt`` is threaded,
@@ -165,10 +183,22 @@ class _Pass(cst.CSTTransformer):
                                 "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
                                 "out_axes=(0, None))(x, state)`", original)
             return updated
-        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
+        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class \
+                and original.func.value not in self.whole:
             # a translated module takes one example: a batch goes through jax.vmap
             return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        alias = self.alias_call(original, updated)
+        if alias is not None:
+            return alias
+        tensor_method = self.tensor_method(original, updated)
+        if tensor_method is not None:
+            return tensor_method
+        if isinstance(original.func, cst.Attribute) and original.func.attr.value == "requires_grad_" and len(original.args) <= 1:
+            return updated.func.value  # JAX differentiates with respect to what jax.grad is given
         q = self.ctx.imports.resolve(original.func)
+        if q == "torch.Tensor" and isinstance(updated.func, cst.Attribute):
+            # the legacy constructor called (nn.Parameter(torch.Tensor(n, m))): torch.FloatTensor's rule translates it
+            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("FloatTensor")))
         if q in NO_GRAD:
             self.ctx.settled.add(id(updated))  # removed by the finishing step
             self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}() removed: JAX differentiates only what jax.grad "
@@ -179,13 +209,81 @@ class _Pass(cst.CSTTransformer):
             shape = _size_call(original, updated)
             if shape is not None:
                 return shape
+        if isinstance(f, cst.Attribute) and f.attr.value == "to_sparse" and not original.args and not self.in_class:
+            # a dense matrix → its sparse (BCOO) form, what torch.spmm's JAX counterpart (a @ b) takes
+            return cst.Call(self.ctx.spell("jax.experimental.sparse.BCOO.fromdense"), [cst.Arg(updated.func.value)])
         if isinstance(f, cst.Attribute) and (f.attr.value in ("cuda", "cpu") and not original.args
                                              or f.attr.value == "to" and len(original.args) == 1
                                              and _is_device(original.args[0].value, self.ctx)):
             return updated.func.value  # JAX places arrays itself (jax.device_put where it matters)
         return updated
 
+    def leave_Subscript(self, original, updated):
+        text = self.input_grads.get(id(original))
+        if text is None:
+            return updated
+        self.ctx.settled.add(id(original.value))  # not the rule's refusal: the call is gone
+        self.ctx.report(Severity.INFO, "idiom-replaced", "torch.autograd.grad(outputs=D(x), inputs=x, grad_outputs=ones) "
+                        "→ the gradient of D's output with respect to each example, jax.vmap(jax.grad(...)); it is "
+                        "differentiable again where a loss uses it (create_graph is implicit in JAX)", original)
+        return cst.parse_expression(text.format(vmap=self.ctx.spell_text("jax.vmap"), grad=self.ctx.spell_text("jax.grad"),
+                                                sum=self.ctx.spell_text("jax.numpy.sum")))
+
+    def tensor_method(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """Outside modules, in a function that computes a gradient penalty (whose names hold arrays):
+        ``g.view(n, -1)`` → ``g.reshape(n, -1)``; ``g.norm(p, dim=d)`` → ``jnp.linalg.norm(g, ord=p, axis=d)``."""
+        f = original.func
+        if self.in_class or not self.scopes or not isinstance(f, cst.Attribute) or not isinstance(f.value, cst.Name) \
+                or f.value.value not in self.gradient_names:
+            return None
+        if f.attr.value == "view" and original.args and all(a.keyword is None and not a.star for a in original.args):
+            return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("reshape")))
+        if f.attr.value == "norm" and len(original.args) == 2 and original.args[0].keyword is None \
+                and original.args[1].keyword is not None and original.args[1].keyword.value == "dim":
+            eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+            return cst.Call(self.ctx.spell("jax.numpy.linalg.norm"),
+                            [cst.Arg(updated.func.value), cst.Arg(updated.args[0].value, keyword=cst.Name("ord"), equal=eq),
+                             cst.Arg(updated.args[1].value, keyword=cst.Name("axis"), equal=eq)])
+        return None
+
+    def alias_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """Calls through a type alias (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``):
+        ``Tensor(data)`` / ``Tensor(n, m)`` → ``torch.FloatTensor(...)`` (its rule writes jnp.asarray / jnp.empty),
+        ``Tensor(n, m).fill_(v)`` → ``torch.full((n, m), v, dtype=torch.float32)``, ``x.type(Tensor)`` →
+        ``x.astype(jnp.float32)``."""
+        f = original.func
+        if isinstance(f, cst.Name) and f.value in self.aliases:
+            return updated.with_changes(func=self.aliases[f.value])
+        if not isinstance(f, cst.Attribute):
+            return None
+        if f.attr.value == "fill_" and len(original.args) == 1 and isinstance(f.value, cst.Call) \
+                and isinstance(f.value.func, cst.Name) and f.value.func.value in self.aliases and f.value.args \
+                and all(a.keyword is None and not a.star for a in f.value.args):
+            cpu = self.aliases[f.value.func.value]
+            inner = updated.func.value
+            size = cst.Tuple([cst.Element(a.value) for a in inner.args])
+            dtype = cpu.with_changes(attr=cst.Name(LEGACY_TYPES[cpu.attr.value]))
+            return cst.Call(cpu.with_changes(attr=cst.Name("full")),
+                            [cst.Arg(size), cst.Arg(updated.args[0].value),
+                             cst.Arg(dtype, keyword=cst.Name("dtype"), equal=cst.AssignEqual(
+                                 cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        if f.attr.value == "type" and len(original.args) == 1 and isinstance(original.args[0].value, cst.Name) \
+                and original.args[0].value.value in self.aliases:
+            dtype = LEGACY_TYPES[self.aliases[original.args[0].value.value].attr.value]
+            return cst.Call(cst.Attribute(updated.func.value, cst.Name("astype")),
+                            [cst.Arg(self.ctx.spell(f"jax.numpy.{dtype}"))])
+        return None
+
     def leave_SimpleStatementLine(self, original, updated):
+        if self.aliases and not self.scopes and not self.in_class and _is_assign(original) \
+                and len(original.body[0].targets) == 1 and isinstance(original.body[0].targets[0].target, cst.Name) \
+                and original.body[0].targets[0].target.value in self.aliases:
+            name = original.body[0].targets[0].target.value
+            dtype = LEGACY_TYPES[self.aliases[name].attr.value]
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} (a legacy tensor type on the CPU or CUDA): its "
+                            f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
+                            "else reads it", original)
+            return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
         data = self.load_data(original)
         if data is not None:
             return updated.with_changes(body=[data])
@@ -212,11 +310,28 @@ class _Pass(cst.CSTTransformer):
             return updated.with_changes(body=[loaded])
         for method, value in (("train", "False"), ("eval", "True")):
             target = _method_stmt(original, method)
-            if target is not None and target in self.models:
+            if target is not None and (target in self.models or target in self.model_params()):
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 self.note_global(target)
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
         return updated
+
+    def check_host_random(self, loop, body, plan, model) -> None:
+        """numpy's (or Python's) random numbers drawn inside the loss, or in a function of the file it calls, are
+        drawn once when eqx.filter_jit traces the train_step: every step would reuse them. A warning naming the
+        fix (a key per step, jax.random)."""
+        if model is None:
+            return
+        block, _ = _split_block(body, plan, model)
+        funcs = {s.name.value: s for s in self.module.body if isinstance(s, cst.FunctionDef)}
+        seen = [code(s) for s in block]
+        for s in block:
+            seen += [code(funcs[c.func.value]) for c in _calls(s) if isinstance(c.func, cst.Name) and c.func.value in funcs]
+        if any(re.search(r"\b(np|numpy|random)\.random\b|\brandom\.(random|uniform|gauss)\(", t) for t in seen):
+            self.ctx.report(Severity.WARNING, "unsupported-construct",
+                            "the loss draws numpy random numbers (here or in a function it calls): inside the "
+                            "@eqx.filter_jit train_step they are drawn once, when it is traced, and reused at every step; "
+                            "give train_step a key (split per step) and draw them with jax.random", loop)
 
     def check_keys(self, loop, body, plan) -> None:
         """A model whose layers draw random numbers in training (dropout) needs a key per step: where the
@@ -237,7 +352,8 @@ class _Pass(cst.CSTTransformer):
         known = [m for m in called if self.instances.get(m) in self.keyed_classes]
         if known:
             model = self.threaded_here(plan[0]) or self.scope_optimizers().get(plan[0])
-            why = _unkeyable(body, plan, model)
+            whole = info["whole"] if info is not None and info["opt"] == plan[0] else model in self.whole
+            why = _unkeyable(body, plan, model, whole)
             if why is None and info is not None and info["opt"] == plan[0] and not all(
                     _binds_key(sc, self.ctx) for sc in info["caller_scopes"]):
                 why = (f"{f.name.value}() would take a key from each caller, and a caller has none of its own "
@@ -253,8 +369,9 @@ class _Pass(cst.CSTTransformer):
                                     "jax.random.key(0)` is created before this loop (seed it as you like)", loop)
                 self.ctx.report(Severity.INFO, "key-added", f"{known[0]} ({self.instances[known[0]]}) draws random "
                                 "numbers in training (dropout): train_step takes a key, split from `key` at each step "
-                                "(key, step_key = jax.random.split(key)), one per example (jax.vmap(model)(x, "
-                                "key=jax.random.split(key, x.shape[0])))", loop)
+                                "(key, step_key = jax.random.split(key)), " + (
+                                    "given to the whole-graph model (model(..., key=key))" if whole else
+                                    "one per example (jax.vmap(model)(x, key=jax.random.split(key, x.shape[0])))"), loop)
                 return
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout) and "
@@ -348,6 +465,7 @@ class _Pass(cst.CSTTransformer):
                                 loop)
             else:
                 self.check_keys(loop, body, plan)
+                self.check_host_random(loop, body, plan, model)
         else:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{plan[0]}.step(): {plan[0]} is not created in this function by torch.optim.X(model.parameters(), "
@@ -395,15 +513,184 @@ def run(module: cst.Module, ctx) -> cst.Module:
     outputs = set()
     for stmt in module.body:
         for a in _walk_assigns(stmt):
-            if isinstance(a.value, cst.Call) and isinstance(a.value.func, cst.Name) and a.value.func.value in models \
-                    and not isinstance(stmt, cst.ClassDef):
-                outputs.update(n for t in a.targets for n in _target_names(t.target))
+            if isinstance(a.value, cst.Call) and not isinstance(stmt, cst.ClassDef) and (
+                    isinstance(a.value.func, cst.Name) and a.value.func.value in models
+                    or ctx.imports.resolve(a.value.func) in ("torch.autograd.Variable", "torch.autograd.variable.Variable")):
+                outputs.update(n for t in a.targets for n in _target_names(t.target))  # arrays: x.data is x
     p = _Pass(ctx, module, models, stateful, outputs)
+    p.aliases = _type_aliases(module, ctx)
+    opt_models: dict[str, str | None] = {}  # optimizer name → the model it trains, from the source (any scope)
+    scopes: list = [module, *(f for s in module.body for f in ([s] if isinstance(s, cst.FunctionDef) else []))]
+    for scope in scopes:
+        opt_models.update(_optimizer_models(ctx, scope))
+    ctx.analyses[OPT_MODELS] = opt_models
+    if p.aliases:
+        ctx.analyses[DROPPED] = {(None, n) for n in p.aliases}
     p.threaded = ctx.analyses[THREADED] = _threaded(module, ctx)
     p.global_trained = ctx.analyses[GLOBAL_TRAINED] = _global_trained(module, ctx)
     ctx.analyses[SCHEDULES] = _schedules(module, ctx, p.threaded, p.global_trained)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
+    p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
+    p.given_models = _given_models(module, models)
+    for name, info in p.threaded.items():
+        classes = {instances.get(c) for c in info["callers"]}
+        # a step function of whole-graph models: no jax.vmap (a key, if dropout, is threaded as any: KEYED)
+        info["whole"] = bool(info["step"] and classes and all(plans.get(c, {}).get("whole") for c in classes))
+    return rewrite(module, p)
+
+
+#: ctx.analyses: (top-level function or None for the module, name) whose assignments the finishing step removes
+#: when nothing reads the name any more (a type alias, a gradient penalty's outputs and grad_outputs)
+DROPPED = "torch2jax.dropped"
+#: the legacy typed constructors an alias may name (``Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor``)
+LEGACY_TYPES = {"FloatTensor": "float32", "DoubleTensor": "float64", "LongTensor": "int64", "IntTensor": "int32"}
+
+
+def _last_value(body: list, name: str, before) -> cst.BaseExpression | None:
+    """The value of the last ``name = ...`` among the top-level statements of ``body`` before ``before``."""
+    value = None
+    for st in body:
+        if st is before:
+            return value
+        if _assigns(st, name):
+            value = st.body[0].value
+    return None
+
+
+def _ones(node: cst.BaseExpression, ctx) -> bool:
+    """An array of ones: ``X(...).fill_(1.0)``, ``torch.ones(...)`` / ``ones_like``, under ``Variable(...)``."""
+    while isinstance(node, cst.Call) and ctx.imports.resolve(node.func) in ("torch.autograd.Variable",
+                                                                            "torch.autograd.variable.Variable"):
+        node = node.args[0].value
+    if not isinstance(node, cst.Call):
+        return False
+    if isinstance(node.func, cst.Attribute) and node.func.attr.value == "fill_" and len(node.args) == 1:
+        v = node.args[0].value
+        return isinstance(v, (cst.Integer, cst.Float)) and float(v.value) == 1.0
+    return ctx.imports.resolve(node.func) in ("torch.ones", "torch.ones_like")
+
+
+def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dropped: set) -> dict[int, str]:
+    """The gradient penalty's ``torch.autograd.grad(outputs=o, inputs=x, grad_outputs=ones, ...)[0]`` in a
+    top-level function, where ``o = D(x)`` is assigned before it and ``D`` is a model (of the file's calls or a
+    parameter every call gives one): → ``jax.vmap(jax.grad(lambda x: jnp.sum(D(x))))(x)``, the gradient of each
+    example's output (a translated module takes one example; a whole-graph model without vmap). Torch's sum over
+    the batch weighted by ones is that per example gradient when the examples do not mix (no BatchNorm in D).
+    ``o = D(x)`` and the ones are removed when nothing else reads them (DROPPED)."""
+    out: dict[int, str] = {}
+    body = list(fn.body.body)
+    for st in body:
+        for sub in _subscripts(st):
+            call = sub.value
+            if not (isinstance(call, cst.Call) and ctx.imports.resolve(call.func) == "torch.autograd.grad"
+                    and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Index)
+                    and isinstance(sub.slice[0].slice.value, cst.Integer) and sub.slice[0].slice.value.value == "0"):
+                continue
+            named = {}
+            for i, a in enumerate(call.args):
+                if a.star:
+                    break
+                named[a.keyword.value if a.keyword else ("outputs", "inputs", "grad_outputs")[min(i, 2)]] = a.value
+            else:
+                if set(named) - {"outputs", "inputs", "grad_outputs", "create_graph", "retain_graph", "only_inputs"}:
+                    continue
+                o, x, g = named.get("outputs"), named.get("inputs"), named.get("grad_outputs")
+                if isinstance(x, (cst.List, cst.Tuple)) and len(x.elements) == 1:
+                    x = x.elements[0].value
+                if not (isinstance(o, cst.Name) and isinstance(x, cst.Name) and isinstance(g, cst.Name)):
+                    continue
+                value = _last_value(body, o.value, st)
+                if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in models
+                        and len(value.args) == 1 and isinstance(value.args[0].value, cst.Name)
+                        and value.args[0].value.value == x.value and not value.args[0].keyword):
+                    continue
+                ones = _last_value(body, g.value, st)
+                if ones is None or not _ones(ones, ctx):
+                    continue
+                d = value.func.value
+                v = "xi" if d == "x" else "x"
+                grad = f"{{grad}}(lambda {v}: {{sum}}({d}({v})))"
+                out[id(sub)] = f"{grad}({x.value})" if d in whole else f"{{vmap}}({grad})({x.value})"
+                dropped.update({(fn.name.value, o.value), (fn.name.value, g.value)})
+    return out
+
+
+def _functions(node) -> list[cst.FunctionDef]:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
+def _subscripts(node) -> list[cst.Subscript]:
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Subscript(self, n) -> None:
+            found.append(n)
+
+    node.visit(V())
+    return found
+
+
+def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
+    """Module-level names bound to one legacy tensor type, on the CPU or CUDA (``Tensor = torch.cuda.FloatTensor
+    if cuda else torch.FloatTensor``) → the ``torch.XTensor`` expression of the CPU one (its calls become that
+    constructor's; JAX places arrays itself)."""
+    out: dict[str, cst.Attribute] = {}
+    for stmt in module.body:
+        if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):
+            continue
+        v = stmt.body[0].value
+        branches = [v.body, v.orelse] if isinstance(v, cst.IfExp) else [v]
+        kinds = set()
+        cpu = None
+        for b in branches:
+            q = ctx.imports.resolve(b) if isinstance(b, cst.Attribute) else None
+            t = q.rsplit(".", 1)[-1] if q else None
+            if q not in (f"torch.{t}", f"torch.cuda.{t}") or t not in LEGACY_TYPES:
+                kinds.add(None)
+                continue
+            kinds.add(t)
+            if q == f"torch.{t}":
+                cpu = b
+        if len(kinds) == 1 and None not in kinds and cpu is not None:
+            out[stmt.body[0].targets[0].target.value] = cpu
+    return out
+
+
+OPT_MODELS = "torch2jax.optimizer_models"  # ctx.analyses: optimizer name → the model whose parameters it takes
+WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
+
+
+def _given_models(module: cst.Module, models: set[str]) -> dict[str, set[str]]:
+    """Top-level functions → their parameters that every call of the function gives a model: a name of
+    ``models``, or a parameter of the calling function found so (``def test(model, ...)`` called as
+    ``test(gcn, ...)`` and from ``train_iter(model, ...)``). Their ``model.eval()`` is an ``inference_mode``
+    too."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
+    calls: dict[str, list[tuple[cst.Call, str | None]]] = {}  # function → (its call, the calling top-level function)
+    for s in module.body:
+        for c in _calls(s):
+            if isinstance(c.func, cst.Name) and c.func.value in funcs:
+                calls.setdefault(c.func.value, []).append((c, s.name.value if isinstance(s, cst.FunctionDef) else None))
+    out: dict[str, set[str]] = {}
+    for _ in range(2):  # a function called from one found in the first round
+        for name, sites in calls.items():
+            params = [p.name.value for p in funcs[name].params.params]
+            if any(a.star for c, _ in sites for a in c.args):
+                continue
+            found = {p for p in params if all(
+                isinstance(b, cst.Name) and (b.value in models or b.value in out.get(caller, ()))
+                for b, caller in ((_bound(c, params, p), caller) for c, caller in sites))}
+            if found:
+                out[name] = found
+    return out
     return rewrite(module, p)
 
 
@@ -661,15 +948,18 @@ def _breaks(loop) -> bool:
     return bool(hit)
 
 
-def _unkeyable(body: list, plan, model: str | None) -> str | None:
+def _unkeyable(body: list, plan, model: str | None, whole: bool = False) -> str | None:
     """Why the loop's train_step cannot hand the model its key per example, or None: the model is called
-    once in the loss, its first argument a name (the batch whose size the keys take)."""
+    once in the loss, its first argument a name (the batch whose size the keys take; a whole-graph model,
+    called without jax.vmap, takes the step's key as it is)."""
     if model is None:
         return "the trained model is not known"
     block, _ = _split_block(body, plan, model)
     calls = [c for st in block for c in _calls(st) if isinstance(c.func, cst.Name) and c.func.value == model]
     if len(calls) != 1:
         return f"{model} is called {len(calls)} times in the loss (one key each is not written)"
+    if whole:
+        return None
     if not calls[0].args or calls[0].args[0].keyword is not None or calls[0].args[0].star \
             or not isinstance(calls[0].args[0].value, cst.Name):
         return f"{model}'s first argument is not a name (the batch whose size gives the number of keys)"
@@ -677,14 +967,26 @@ def _unkeyable(body: list, plan, model: str | None) -> str | None:
 
 
 def _binds_key(scope, ctx) -> bool:
-    """Whether a scope (function or module) has a root key at its own level: ``torch.manual_seed(...)``
-    (which becomes ``key = jax.random.key(...)``) or ``key`` bound."""
+    """Whether a scope (function or module) has a root key of its own: ``torch.manual_seed(...)`` (which
+    becomes ``key = jax.random.key(...)``) or ``key`` bound, at its level or in its blocks (``if __name__ ==
+    "__main__":``), not in a nested function or class."""
     if "key" in _local_names(scope):
         return True
-    body = scope.body.body if isinstance(scope, cst.FunctionDef) else scope.body
-    return any(isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr)
-               and isinstance(st.body[0].value, cst.Call)
-               and ctx.imports.resolve(st.body[0].value.func) == "torch.manual_seed" for st in body)
+    seeded = []
+
+    class V(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return n is scope
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Expr(self, n) -> None:
+            if isinstance(n.value, cst.Call) and ctx.imports.resolve(n.value.func) == "torch.manual_seed":
+                seeded.append(n)
+
+    scope.visit(V())
+    return bool(seeded)
 
 
 def _global_trained(module: cst.Module, ctx) -> dict[str, dict]:
@@ -744,6 +1046,9 @@ def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
         loops = [s for s in f.body.body if isinstance(s, (cst.For, cst.While))]
         plans = [(lp, _loop_plan(list(lp.body.body))) for lp in loops]
         plans = [(lp, pl) for lp, pl in plans if pl is not None and pl[0] in params]
+        own = _loop_plan(list(f.body.body))  # the function itself is one step (called once per epoch)
+        if not plans and own is not None and own[0] in params:
+            plans = [(f, own)]
         if len(plans) != 1 or plans[0][1][0] in _optimizer_models(ctx, f):
             continue
         loop, plan = plans[0]
@@ -754,11 +1059,13 @@ def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
             for c in _calls(st):
                 if isinstance(c.func, cst.Name) and c.func.value in params:
                     called.add(c.func.value)
-        if len(called) != 1 or _returns_or_yields(f):
+        if not called or _returns_or_yields(f):
             continue
-        info = {"opt": plan[0], "model": called.pop(), "params": params, "calls": []}
-        if _uses_ok(module, name, info, ctx):
-            found[name] = info
+        for model in sorted(called):  # the one every caller trains with the optimizer (not a loss given as a parameter)
+            info = {"opt": plan[0], "model": model, "params": params, "calls": [], "step": loop is f}
+            if _uses_ok(module, name, info, ctx):
+                found[name] = info
+                break
     return found
 
 
@@ -886,10 +1193,16 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     if last is None:
         return None
     start = last
-    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1])):
+    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1]) and not _mode_switch(body[start - 1])):
         start -= 1
     between = [i for i in range(last + 1, step) if i not in (back, zero[0])]
     return opt, loss, start, back, step, between
+
+
+def _mode_switch(stmt) -> bool:
+    """``model = eqx.nn.inference_mode(model, ...)``: what ``model.train()`` became (not a loss statement)."""
+    v = stmt.body[0].value
+    return isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "inference_mode"
 
 
 def _split_block(body: list, plan, model: str) -> tuple[list, list]:
@@ -1000,8 +1313,41 @@ def _assigns(stmt, name: str) -> bool:
 
 # --- finish ------------------------------------------------------------------------------------------
 
+def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
+    """The assignments recorded in DROPPED whose name nothing reads any more, removed (a module-level one
+    when the module reads it nowhere, a function's when that function does not)."""
+    def reads(node, name: str) -> bool:
+        n = _Names()
+        node.visit(n)
+        return name in n.loaded
+
+    def keep(stmt, scope_names: set, scope) -> bool:
+        if not _is_assign(stmt) or len(stmt.body[0].targets) != 1 or not isinstance(stmt.body[0].targets[0].target, cst.Name):
+            return True
+        name = stmt.body[0].targets[0].target.value
+        if name not in scope_names:
+            return True
+        others = [s for s in scope if s is not stmt]
+        return any(reads(s, name) for s in others) or reads(stmt.body[0].value, name)
+
+    top = {n for fn, n in dropped if fn is None}
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.FunctionDef):
+            names = {n for fn, n in dropped if fn == stmt.name.value}
+            if names:
+                inner = [s for s in stmt.body.body if keep(s, names, stmt.body.body)]
+                stmt = stmt.with_changes(body=stmt.body.with_changes(body=inner))
+        if top and not keep(stmt, top, module.body):
+            continue
+        body.append(stmt)
+    return module.with_changes(body=body)
+
+
 def finish(module: cst.Module, ctx) -> cst.Module:
     module = rewrite(module, _NoGrad(ctx))
+    if ctx.analyses.get(DROPPED):
+        module = _drop_unread(module, ctx.analyses[DROPPED])
     optimizers = ctx.analyses.get(OPTIMIZERS)
     globals_left = ctx.analyses.get(GLOBALS, {})
     if optimizers:
@@ -1192,6 +1538,20 @@ class _VmapModel(cst.CSTTransformer):
         return updated
 
 
+class _KeyModel(cst.CSTTransformer):
+    """``model(...)`` → ``model(..., key=key)``: the step's key for the model's dropout."""
+
+    def __init__(self, model: str):
+        super().__init__()
+        self.model = model
+
+    def leave_Call(self, original, updated):
+        if isinstance(original.func, cst.Name) and original.func.value == self.model:
+            return updated.with_changes(args=[*updated.args, cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
+                                                                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        return updated
+
+
 class _Finish(cst.CSTTransformer):
     def __init__(self, ctx, optimizers: dict):
         super().__init__()
@@ -1202,6 +1562,8 @@ class _Finish(cst.CSTTransformer):
         self.threaded: dict[str, dict] = ctx.analyses.get(THREADED, {})
         self.threaded_done: dict[str, dict] = {}  # those whose loop became a train_step call
         self.pending_fn: dict[str, list] = {}  # function → its train_step definition, placed by leave_FunctionDef
+        self.before_fn: dict[str, list] = {}  # step function → its train_step definition, placed above it
+        self.whole: set[str] = ctx.analyses.get(WHOLE, set())  # models called without jax.vmap
         self.global_trained: dict[str, dict] = ctx.analyses.get(GLOBAL_TRAINED, {})
         self.after_init: dict[str, list] = {}  # module-level optimizer → the train_step written after its opt_state
         self.globals: dict[str, set] = {k: set(v) for k, v in ctx.analyses.get(GLOBALS, {}).items()}
@@ -1225,38 +1587,59 @@ class _Finish(cst.CSTTransformer):
         # bottom-up, before the block that assigns their optimizer is seen)
         self.trained: dict[str, str] = {}
         self.pending: dict[str, list] = {}  # optimizer → its train_step definitions, placed by rewrite()
+        source = self.ctx.analyses.get(OPT_MODELS, {})
         for s in _walk_assigns(node):
             text = code(s.value)
             if text in self.optimizers and self.optimizers[text] and len(s.targets) == 1 \
                     and isinstance(s.targets[0].target, cst.Name):
-                self.trained[s.targets[0].target.value] = self.optimizers[text]
+                name = s.targets[0].target.value  # two optimizers written alike: the model each one's source names
+                self.trained[name] = source.get(name) or self.optimizers[text]
+        # several optimizers trained in one scope (a GAN's generator and critic): a state and a step each
+        self.suffix: dict[str, str] = {}
+        for scope in [node, *(f for f in _functions(node))]:
+            names = [t for a in _scope_assigns(scope) if code(a.value) in self.optimizers
+                     for t in (n.target.value for n in a.targets if isinstance(n.target, cst.Name)) if t in self.trained]
+            if len(set(names)) > 1:
+                for n in names:
+                    self.suffix[n] = re.sub(r"_?optim(izer)?_?", "", n) or n
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
 
     def leave_FunctionDef(self, original, updated):
-        self.scopes.pop()
         name = updated.name.value
+        if len(self.scopes) == 1 and self.threaded.get(name, {}).get("step"):
+            updated = self.loop(updated)  # a function that is one step: its body is rewritten as a loop's
+        self.scopes.pop()
         if name in self.globals and not self.scopes:
             updated = _declare_global(updated, self.globals.pop(name))
         if name not in self.pending_fn or self.scopes:
             return updated
         info = self.threaded_done[name]
         body = list(updated.body.body)
-        at = next(i for i, st in enumerate(body) if isinstance(st, (cst.For, cst.While)))
-        if not body[at].leading_lines:
-            body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
-        body[at:at] = self.pending_fn.pop(name)
+        if info["step"]:  # the train_step goes above the function (one jit for every call)
+            self.before_fn[name] = self.pending_fn.pop(name)
+        else:
+            at = next(i for i, st in enumerate(body) if isinstance(st, (cst.For, cst.While)))
+            if not body[at].leading_lines:
+                body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
+            body[at:at] = self.pending_fn.pop(name)
         body.append(cst.parse_statement(f"return {info['model']}, opt_state\n"))
         params = list(updated.params.params)
         i = next(k for k, p in enumerate(params) if p.name.value == info["opt"])
         params.insert(i + 1, cst.Param(cst.Name("opt_state"), comma=params[i].comma))
         params[i] = params[i].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        if info.get("keyed"):  # the key its train_step splits per step, given by each caller
-            params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-            params.append(cst.Param(cst.Name("key")))
-        return updated.with_changes(body=updated.body.with_changes(body=body),
-                                    params=updated.params.with_changes(params=params))
+        new_params = updated.params.with_changes(params=params)
+        if info.get("keyed"):  # the key its train_step splits per step, given by each caller (key=...)
+            if any(p.default is not None for p in params) or isinstance(new_params.star_arg, cst.Param):
+                # after a parameter with a default (print_every=10): keyword-only
+                star = new_params.star_arg if isinstance(new_params.star_arg, cst.Param) else cst.ParamStar()
+                new_params = new_params.with_changes(star_arg=star, kwonly_params=[*new_params.kwonly_params,
+                                                                                  cst.Param(cst.Name("key"))])
+            else:
+                params[-1] = params[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                new_params = new_params.with_changes(params=[*params, cst.Param(cst.Name("key"))])
+        return updated.with_changes(body=updated.body.with_changes(body=body), params=new_params)
 
     def in_scope(self, opt: str) -> bool:
         """Whether the scope being visited assigns the optimizer ``opt`` itself (its opt_state is there)."""
@@ -1274,7 +1657,13 @@ class _Finish(cst.CSTTransformer):
         return updated.with_changes(body=self.rewrite(list(updated.body)))
 
     def leave_Module(self, original, updated):
-        return updated.with_changes(body=self.rewrite(list(updated.body)))
+        body = []
+        for s in self.rewrite(list(updated.body)):
+            if isinstance(s, cst.FunctionDef) and s.name.value in self.before_fn:
+                body += self.before_fn.pop(s.name.value)
+                s = s.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
+            body.append(s)
+        return updated.with_changes(body=body)
 
     def rewrite(self, body: list) -> list:
         """After each optimizer: its state's initialisation; before the first loop that follows it:
@@ -1309,13 +1698,20 @@ class _Finish(cst.CSTTransformer):
                 model = self.trained.get(opt)
                 if model:
                     out.append(cst.parse_statement(
-                        f"opt_state = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
+                        f"{self.state(opt)} = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
                     out += self.after_init.pop(opt, [])
                     waiting += self.pending.pop(opt, [])
         return out + waiting
 
     def spell(self, name: str) -> str:
         return self.ctx.spell_text(name)
+
+    def state(self, opt: str) -> str:
+        """The optimizer state's name: opt_state, or opt_state_D beside another optimizer's in one scope."""
+        return f"opt_state_{self.suffix[opt]}" if opt in self.suffix else "opt_state"
+
+    def step_name(self, opt: str) -> str:
+        return f"train_step_{self.suffix[opt]}" if opt in self.suffix else "train_step"
 
     def loop(self, loop):
         body = list(loop.body.body)
@@ -1347,22 +1743,31 @@ class _Finish(cst.CSTTransformer):
         names = _Names()
         for s in block:
             s.visit(names)
+        own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
-                  and not hasattr(builtins, n)]
-        vmap = self.spell("jax.vmap")
+                  and (not hasattr(builtins, n) or n in own)]
+        step_fn_level = threaded is True and info.get("step")
+        if step_fn_level:  # train_step is defined above the function: it takes the optimizer (static under jit)
+            inputs = [opt, *[n for n in inputs if n != opt]]
         keyed = (fn.name.value if fn is not None else "", opt) in self.ctx.analyses.get(KEYED, ())
         split = self.spell("jax.random.split")
-        moved = [s.visit(_VmapModel(model, vmap, split if keyed else None)) for s in block]
+        if threaded is True and info.get("whole") or threaded is not True and model in self.whole:
+            moved = [s.visit(_KeyModel(model)) if keyed else s for s in block]  # a whole graph: no jax.vmap
+        else:
+            vmap = self.spell("jax.vmap")
+            moved = [s.visit(_VmapModel(model, vmap, split if keyed else None)) for s in block]
         last = moved[-1].body[0]
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
             moved[-1] = cst.parse_statement(f"return {code(last.value)}\n")
         else:
             moved.append(cst.parse_statement(f"return {loss}\n"))
 
+        state, step_name = ("opt_state", "train_step") if threaded is True else (self.state(opt), self.step_name(opt))
         params = ", ".join([model, "opt_state", *inputs, *(["key"] if keyed else [])])
+        call_args = ", ".join([model, state, *inputs, *(["step_key"] if keyed else [])])
         f = self.spell
         text = (f"@{f('equinox.filter_jit')}\n"
-                f"def train_step({params}):\n"
+                f"def {step_name}({params}):\n"
                 f"    def loss_fn({model}):\n"
                 f"        pass\n\n"
                 f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n"
@@ -1374,14 +1779,14 @@ class _Finish(cst.CSTTransformer):
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
-        call = cst.parse_statement(f"{model}, opt_state, {loss} = train_step({params.replace(', key', ', step_key') if keyed else params})\n")
+        call = [cst.parse_statement(f"{model}, {state}, {loss} = {step_name}({call_args})\n")]
         if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
-            call = [cst.parse_statement(f"key, step_key = {split}(key)\n"), call]
-        else:
-            call = [call]
+            call.insert(0, cst.parse_statement(f"key, step_key = {split}(key)\n"))
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
         at = len([i for i in range(start) if i != zero])
         new_body = keep[:at] + before + call + [body[i] for i in between] + keep[at:]
+        if step_fn_level:
+            step_fn = step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
         if keyed and threaded == "global":
             self.globals.setdefault(fn.name.value, set()).add("key")
         elif keyed and threaded:
@@ -1389,7 +1794,7 @@ class _Finish(cst.CSTTransformer):
         rooted = keyed and not threaded and "key" not in _local_names(self.scopes[-1] if self.scopes else self.module)
         if threaded == "global":  # at module level, after the optimizer's state; the function rebinds both
             self.after_init[opt] = [step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False)] * 2)]
-            self.globals.setdefault(fn.name.value, set()).update((model, "opt_state"))
+            self.globals.setdefault(fn.name.value, set()).update((model, state))
         elif threaded:
             self.pending_fn[fn.name.value] = [step_fn]
             self.threaded_done[fn.name.value] = info

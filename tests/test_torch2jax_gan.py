@@ -1,0 +1,192 @@
+"""torch2jax GAN code (eriklindernoren PyTorch-GAN wgan_gp.py): a legacy tensor type alias (``Tensor =
+torch.cuda.FloatTensor if cuda else torch.FloatTensor``) and the gradient penalty's torch.autograd.grad of the
+critic with respect to its input. tests/data/torch_wgan_gp.py is translated, run with torch unimportable from
+the same critic weights and inputs, and compared with PyTorch: the penalty and its gradient with respect to the
+critic's weights (the double backward that create_graph=True asks for)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+pytest.importorskip("torch")
+pytest.importorskip("jax")
+
+ROOT = Path(__file__).resolve().parent.parent
+GP = ROOT / "tests" / "data" / "torch_wgan_gp.py"
+
+_RUN = """
+import importlib.util, sys
+import numpy as np
+side, path, out = sys.argv[1:4]
+if side == "jax":
+    sys.modules["torch"] = None  # the translation must not need it
+spec = importlib.util.spec_from_file_location("gp", path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+rng = np.random.default_rng(0)
+w1, b1 = rng.standard_normal((8, 16)).astype(np.float32), rng.standard_normal(8).astype(np.float32)
+w2, b2 = rng.standard_normal((1, 8)).astype(np.float32), rng.standard_normal(1).astype(np.float32)
+real = rng.standard_normal((5, 1, 4, 4)).astype(np.float32)
+fake = rng.standard_normal((5, 1, 4, 4)).astype(np.float32)
+if side == "torch":
+    import torch
+    D = mod.discriminator
+    with torch.no_grad():
+        for layer, w, b in ((D.model[0], w1, b1), (D.model[2], w2, b2)):
+            layer.weight.copy_(torch.from_numpy(w))
+            layer.bias.copy_(torch.from_numpy(b))
+    np.random.seed(0)
+    gp = mod.critic_step(torch.from_numpy(real), torch.from_numpy(fake))
+    gp.backward()
+    res = dict(gp=gp.detach().numpy(), gw1=D.model[0].weight.grad.numpy(), gw2=D.model[2].weight.grad.numpy())
+else:
+    import equinox as eqx
+    import jax.numpy as jnp
+    D = mod.discriminator
+    for i, w, b in ((0, w1, b1), (2, w2, b2)):
+        D = eqx.tree_at(lambda m: (m.model.layers[i].weight, m.model.layers[i].bias), D, (jnp.asarray(w), jnp.asarray(b)))
+    mod.discriminator = D
+    np.random.seed(0)
+    gp = mod.critic_step(jnp.asarray(real), jnp.asarray(fake))
+    np.random.seed(0)
+    g = eqx.filter_grad(lambda d: mod.compute_gradient_penalty(d, jnp.asarray(real), jnp.asarray(fake)))(D)
+    res = dict(gp=np.asarray(gp), gw1=np.asarray(g.model.layers[0].weight), gw2=np.asarray(g.model.layers[2].weight))
+np.savez(out, **res)
+"""
+
+
+def _translate(src: str) -> tuple[str, list]:
+    r = translate_source(src, "x.py", pack="torch2jax")
+    return r.output, r.findings
+
+
+def test_gradient_penalty_and_type_alias_translate_to_what_a_jax_user_writes():
+    text, findings = _translate(GP.read_text())
+    assert not [f for f in findings if f.severity >= Severity.WARNING], findings
+    assert "gradients = jax.vmap(jax.grad(lambda x: jnp.sum(D(x))))(interpolates)" in text
+    assert "interpolates = (alpha * real_samples + ((1 - alpha) * fake_samples))\n" in text  # requires_grad_ gone
+    assert "d_interpolates" not in text and "fake =" not in text  # D(x) and the ones: nothing reads them
+    assert "gradients = gradients.reshape(gradients.shape[0], -1)" in text
+    assert "jnp.linalg.norm(gradients, ord=2, axis=1)" in text
+    assert "alpha = jnp.asarray(np.random.random((real_samples.shape[0], 1, 1, 1)), dtype=jnp.float32)" in text
+    assert "real = real_imgs.astype(jnp.float32)" in text
+    assert "Tensor =" not in text and "import torch" not in text  # the alias goes with its last use
+
+
+def test_type_alias_calls():
+    src = ("import torch\nimport numpy as np\ncuda = torch.cuda.is_available()\n"
+           "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
+           "def f(n, imgs):\n    z = Tensor(np.random.normal(0, 1, (n, 8)))\n    ones = Tensor(n, 1).fill_(1.0)\n"
+           "    e = Tensor(n, 2)\n    return z, ones, e, imgs.type(Tensor)\n")
+    text, findings = _translate(src)
+    assert not [f for f in findings if f.severity >= Severity.WARNING], findings
+    assert "z = jnp.asarray(np.random.normal(0, 1, (n, 8)), dtype=jnp.float32)" in text
+    assert "ones = jnp.full((n, 1), 1.0, dtype=jnp.float32)" in text
+    assert "e = jnp.empty((n, 2), dtype=jnp.float32)" in text
+    assert "imgs.astype(jnp.float32)" in text and "Tensor" not in text
+
+
+@pytest.mark.parametrize("body", [
+    # the outputs are not a model's output: no function to differentiate
+    "    o = x * 2\n    g = torch.autograd.grad(outputs=o, inputs=x, grad_outputs=torch.ones_like(o))[0]\n",
+    # grad_outputs that are not ones: a weighted vector-Jacobian product
+    "    o = D(x)\n    w = torch.randn_like(o)\n    g = torch.autograd.grad(outputs=o, inputs=x, grad_outputs=w)[0]\n",
+])
+def test_other_autograd_grad_calls_stay_errors(body):
+    src = ("import torch\nfrom torch import nn\nD = nn.Linear(3, 1)\nopt = torch.optim.SGD(D.parameters(), lr=0.1)\n"
+           f"def f(x):\n{body}    return g\n")
+    text, findings = _translate(src)
+    assert any(f.severity == Severity.ERROR and "torch.autograd.grad" in f.message for f in findings), findings
+
+
+def test_gradient_penalty_and_its_gradient_equal_pytorch(tmp_path):
+    import numpy as np
+    text, _ = _translate(GP.read_text())
+    jax_file = tmp_path / "gp_jax.py"
+    jax_file.write_text(text)
+    outs = {}
+    for side, path in (("torch", GP), ("jax", jax_file)):
+        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        outs[side] = dict(np.load(tmp_path / f"{side}.npz"))
+    assert float(outs["torch"]["gp"]) > 1e-3 and np.abs(outs["torch"]["gw1"]).max() > 1e-4  # not a vacuous zero
+    for name in ("gp", "gw1", "gw2"):
+        np.testing.assert_allclose(outs["jax"][name], outs["torch"][name], rtol=1e-5, atol=1e-6, err_msg=name)
+
+
+_TWO = """import numpy as np
+import torch
+from torch import nn
+from torch.autograd import Variable
+
+G = nn.Linear(4, 6)
+D = nn.Linear(6, 1)
+optimizer_G = torch.optim.Adam(G.parameters(), lr=0.001)
+optimizer_D = torch.optim.Adam(D.parameters(), lr=0.001)
+for x in batches:
+    real = Variable(x)
+    optimizer_D.zero_grad()
+    d_loss = -torch.mean(D(real.data)) + noise_term(x)
+    d_loss.backward()
+    optimizer_D.step()
+
+
+def noise_term(x):
+    return float(np.random.random()) * 0.0
+"""
+
+
+def test_two_optimizers_in_one_scope_get_a_state_and_a_step_each():
+    text, findings = _translate(_TWO)
+    # written alike, each optimizer still initialises its own model's state, under its own name
+    assert "opt_state_G = optimizer_G.init(eqx.filter(G, eqx.is_array))" in text
+    assert "opt_state_D = optimizer_D.init(eqx.filter(D, eqx.is_array))" in text
+    assert "D, opt_state_D, d_loss = train_step_D(D, opt_state_D, real" in text
+    assert "def train_step_D(D, opt_state, real" in text
+    assert "real.data" not in text and "jax.vmap(D)(real)" in text  # a Variable's .data is the array itself
+    # numpy's random numbers inside the jitted step are drawn once when it is traced: a warning says so
+    assert any(f.severity == Severity.WARNING and "drawn once" in f.message for f in findings), findings
+
+
+_BLOCKS = """import torch.nn as nn
+
+
+def block(i, o, normalize=True):
+    layers = [nn.Linear(i, o)]
+    if normalize:
+        layers.append(nn.LayerNorm(o))
+    layers += [nn.ReLU()]
+    return layers
+
+
+class Net(nn.Module):
+    def __init__(self, flag):
+        super().__init__()
+        self.a = nn.Sequential(*block(4, 8, normalize=False), *block(8, 2))
+        self.b = nn.Sequential(*block(4, 8, normalize=flag), nn.ReLU())
+
+    def forward(self, x):
+        return self.a(x)
+"""
+
+
+def test_a_layer_list_helper_is_written_out_where_its_ifs_are_decided():
+    text, findings = _translate(_BLOCKS)
+    # literal arguments: one flat Sequential, the normalize=False call without its LayerNorm
+    assert ("self.a = eqx.nn.Sequential([eqx.nn.Linear(4, 8, key=key1), eqx.nn.Lambda(jax.nn.relu), "
+            "eqx.nn.Linear(8, 2, key=key2), eqx.nn.LayerNorm(2), eqx.nn.Lambda(jax.nn.relu)])") in text, text
+    # a condition not known where the model is built: the starred call stays an error, the helper stays
+    assert any(f.severity == Severity.ERROR and "*args" in f.message for f in findings), findings
+    assert "def block(" in text
+
+
+def test_an_unrolled_helper_that_nothing_else_calls_goes():
+    text, findings = _translate(_BLOCKS.replace("        self.b = nn.Sequential(*block(4, 8, normalize=flag), nn.ReLU())\n", ""))
+    assert "def block(" not in text and not [f for f in findings if f.severity == Severity.ERROR], findings
