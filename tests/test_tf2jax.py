@@ -95,8 +95,9 @@ def test_options_of_the_stages_are_accepted(tmp_path):
 
 
 def test_a_comment_of_the_first_stage_survives_the_second(tmp_path):
-    """torch2jax writes a multi-line nn.Sequential on one line, dropping the comments inside it: the
-    chain puts tf2torch's `# fwport:` comment back above the line its code became."""
+    """tf2torch's `# fwport:` comment inside a multi-line Sequential stays above its layer's line
+    through torch2jax (which keeps the layers one per line; where a stage drops a comment, the chain
+    puts it back above the line its code became)."""
     src = tmp_path / "m.py"
     src.write_text("from tensorflow import keras\nfrom tensorflow.keras import layers\n\n\ndef build():\n"
                    "    model = keras.Sequential([\n        keras.Input(shape=(4,)),\n        layers.Dense(3),\n"
@@ -106,7 +107,8 @@ def test_a_comment_of_the_first_stage_survives_the_second(tmp_path):
     out = (tmp_path / "out.py").read_text().splitlines()
     i = next(k for k, line in enumerate(out) if "layers.LSTM(2)" in line)
     assert out[i - 1].strip().startswith("# fwport: unsupported-construct: LSTM expects a 3-D input"), out
-    assert out[i - 1].startswith(" " * 4) and out[i].strip().startswith("model = eqx.nn.Sequential(")
+    assert out[i - 1].startswith(" " * 8) and out[i].strip() == "layers.LSTM(2),"
+    assert any(line.strip() == "model = eqx.nn.Sequential([" for line in out[:i])
     assert sum("# fwport:" in line for line in out) == 1
 
 

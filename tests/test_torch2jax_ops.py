@@ -283,3 +283,19 @@ def test_batch_size_copies_of_per_example_constants_compute_what_pytorch_compute
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
         np.testing.assert_allclose(j, t, rtol=1e-12, atol=1e-12, err_msg=f"output {i}")
+
+
+def test_a_sequential_written_one_layer_per_line_stays_so_with_its_comments():
+    src = ("import torch.nn as nn\n\n\nclass N(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.net = nn.Sequential(\n            nn.Linear(4, 8),  # first\n            # then\n"
+           "            nn.ReLU(),\n            nn.Linear(8, 2),\n        )\n\n    def forward(self, x):\n"
+           "        return self.net(x)\n")
+    out = translate_source(src, "m.py", "torch2jax").output
+    assert ("        self.net = eqx.nn.Sequential([\n            eqx.nn.Linear(4, 8, key=key1),  # first\n"
+            "            # then\n            eqx.nn.Lambda(jax.nn.relu),\n            eqx.nn.Linear(8, 2, key=key2),\n"
+            "        ])\n") in out, out
+    # one line in, one line out
+    one = src.replace("nn.Sequential(\n            nn.Linear(4, 8),  # first\n            # then\n            nn.ReLU(),\n"
+                      "            nn.Linear(8, 2),\n        )", "nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))")
+    assert ("self.net = eqx.nn.Sequential([eqx.nn.Linear(4, 8, key=key1), eqx.nn.Lambda(jax.nn.relu), "
+            "eqx.nn.Linear(8, 2, key=key2)])") in translate_source(one, "m.py", "torch2jax").output

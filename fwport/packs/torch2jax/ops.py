@@ -29,9 +29,22 @@ def as_lambda(m, ctx):
 
 @call_transform("sequential")
 def sequential(m, ctx):
-    """``nn.Sequential(a, b)`` → ``eqx.nn.Sequential([a, b])``."""
-    items = [cst.Element(v) for v in m.bound.varargs]
-    return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(cst.List(items))])
+    """``nn.Sequential(a, b)`` → ``eqx.nn.Sequential([a, b])``. Layers written one per line stay one per
+    line: ``Sequential(\n    a,\n    b,\n)`` → ``Sequential([\n    a,\n    b,\n])``."""
+    args = m.call.args
+    values = list(m.bound.varargs)
+    if len(args) != len(values) or not args or any(a.keyword is not None or a.star for a in args) \
+            or not isinstance(m.call.whitespace_before_args, cst.ParenthesizedWhitespace):
+        items = [cst.Element(v) for v in values]
+        return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(cst.List(items))])
+    items = [cst.Element(v, comma=a.comma) for v, a in zip(values, args)]
+    last = args[-1]
+    closing = last.comma.whitespace_after if isinstance(last.comma, cst.Comma) else last.whitespace_after_arg
+    if isinstance(last.comma, cst.Comma):
+        items[-1] = items[-1].with_changes(comma=last.comma.with_changes(whitespace_after=cst.SimpleWhitespace("")))
+    listed = cst.List(items, lbracket=cst.LeftSquareBracket(whitespace_after=m.call.whitespace_before_args),
+                      rbracket=cst.RightSquareBracket(whitespace_before=closing))
+    return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(listed)])
 
 
 @call_transform("pool")
