@@ -221,8 +221,8 @@ def _calls(node) -> list[cst.Call]:
     return found
 
 
-def _named(method: cst.FunctionDef, name: str) -> bool:
-    """Whether ``name`` is read in ``method`` outside its own definition of that helper."""
+def _named(node: cst.CSTNode, name: str) -> bool:
+    """Whether ``name`` is read in ``node`` outside a definition of that helper."""
     found = []
 
     class V(cst.CSTVisitor):
@@ -233,7 +233,7 @@ def _named(method: cst.FunctionDef, name: str) -> bool:
         def visit_FunctionDef(self, n) -> bool:
             return n.name.value != name
 
-    method.body.visit(V())
+    node.visit(V())
     return bool(found)
 
 
@@ -265,7 +265,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
                         done |= u.done
                         for s in m.body.body:  # the helper's own layers are not translated (it goes, unused)
                             if isinstance(s, cst.FunctionDef) and s.name.value in u.done \
-                                    and not _named(m, s.name.value):
+                                    and not _named(m.body, s.name.value):
                                 ctx.settled.update(id(c) for c in _calls(s))
                 members.append(m)
             stmt = stmt.with_changes(body=stmt.body.with_changes(body=members))
@@ -282,23 +282,9 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     if not names:
         return module
 
-    def called(node, name: str) -> bool:
-        found = []
-
-        class V(cst.CSTVisitor):
-            def visit_Name(self, n) -> None:
-                if n.value == name:
-                    found.append(n)
-
-            def visit_FunctionDef(self, n) -> bool:
-                return n.name.value != name  # not the helper's own body
-
-        node.visit(V())
-        return bool(found)
-
     def prune(stmts, scope) -> list:
         return [s for s in stmts if not (isinstance(s, cst.FunctionDef) and s.name.value in names
-                                         and not called(scope, s.name.value))]
+                                         and not _named(scope, s.name.value))]
 
     body = []
     for stmt in prune(list(module.body), module):
