@@ -34,10 +34,12 @@ class FileContext:
     needed_imports: set[str] = field(default_factory=set)
     layers: list[LayerRecord] = field(default_factory=list)
     models: dict[str, ModelInfo] = field(default_factory=dict)
-    # ids of source nodes a structural pass left as they were after reporting why: later passes
-    # must not translate them out of context (a Dense refused in a channels-first chain would
-    # otherwise come back as a context-free nn.LazyLinear)
-    settled: set[int] = field(default_factory=set)
+    # source nodes a structural pass left as they were after reporting why: later passes must not
+    # translate them out of context (a Dense refused in a channels-first chain would otherwise come
+    # back as a context-free nn.LazyLinear). Keyed by id, the node kept as the value: a node a pass
+    # dropped stays alive, so its id is never reused by a node made later (which would then be
+    # skipped at random). Use settle() and is_settled().
+    settled: dict[int, cst.CSTNode] = field(default_factory=dict)
     # id(original source call) -> fn(updated Subscript) -> expression: lets a call transform rewrite
     # `call(...)[i]` as a whole (tf.shape(x)[0] -> x.shape[0]); consumed by RuleTransformer
     subscript_hooks: dict[int, Any] = field(default_factory=dict)
@@ -46,6 +48,15 @@ class FileContext:
     analyses: dict[str, Any] = field(default_factory=dict)
     # what read-only planners decided, by node: applied by the rule pass (fwport/core/plan.py)
     plans: Plans = field(default_factory=Plans)
+
+    # --- settled nodes ---------------------------------------------------------------------------
+    def settle(self, *nodes: cst.CSTNode) -> None:
+        """Mark ``nodes`` as left as they are: later passes do not translate them."""
+        for n in nodes:
+            self.settled[id(n)] = n
+
+    def is_settled(self, node: cst.CSTNode) -> bool:
+        return self.settled.get(id(node)) is node
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,

@@ -370,7 +370,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             for a in node.args:
                 values = [e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
                 self._members.update(id(v) for v in values)
-        return id(node) not in self.ctx.settled
+        return not self.ctx.is_settled(node)
 
     _CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList")
 
@@ -612,7 +612,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def _translate_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """The call's translation; ``updated_node`` when it is not this pass's to translate; None
         when its rule refused it."""
-        if id(original_node) in self.ctx.settled:
+        if self.ctx.is_settled(original_node):
             return updated_node
         if self._planned and id(original_node) in self._planned:
             edit = self._plans.get(original_node)

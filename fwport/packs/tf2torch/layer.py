@@ -644,7 +644,7 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     features = in_shape[-1] if in_shape is not None else None
     # the Lazy{kind} helper: where the input size is known only at the first call (Keras builds the layer
     # then), and where a subclass's call() passes initial_state= or unpacks the states (return_state)
-    called_as_keras = id(m.node) in ctx.analyses.get(RNN_CALLED_AS_KERAS, ())
+    called_as_keras = ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is m.node
     helper = (merge_mode is None and called_as_keras) or not known(features)
     if not known(features) and not helper:
         return _failed(m, ctx, "shape-unknown", f"{name} needs the number of input features (torch has no lazy "
@@ -865,8 +865,8 @@ def rnn_layer(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     for key, value in m.extras.items():
         if key != "cell":
             mi.extras[key] = value
-    if id(m.node) in ctx.analyses.get(RNN_CALLED_AS_KERAS, ()):
-        ctx.analyses[RNN_CALLED_AS_KERAS].add(id(inner))
+    if ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is m.node:
+        ctx.analyses[RNN_CALLED_AS_KERAS][id(inner)] = inner
     em = rnn(mi, ctx, lctx)
     if em.failed:
         return LayerEmission([m.call], failed=True)

@@ -459,7 +459,7 @@ class Forward(cst.CSTTransformer):
         if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
             del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
             if out is updated:
-                self.ctx.settled.add(id(out))  # refused here: the rule pass must not translate it out of context
+                self.ctx.settle(out)  # refused here: the rule pass must not translate it out of context
         return out
 
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

@@ -283,7 +283,7 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
             replaced.add(name)
         if rows <= builders | translated | {where[h] for h in touched if h in where}:
             for c in _calls(helpers[name].body):
-                ctx.settled.add(id(c))
+                ctx.settle(c)
 
 
 def _layer_classes(module: cst.Module, ctx: FileContext) -> set[str]:
@@ -349,7 +349,7 @@ def _refuse_all(ctx: FileContext, stmt: cst.CSTNode, message: str) -> None:
         def visit_Call(self, n: cst.Call) -> None:
             if _is_model_call(n, ctx):
                 ctx.report(Severity.ERROR, "unsupported-construct", message, n)
-                ctx.settled.add(id(n))
+                ctx.settle(n)
 
     scan(stmt, _V())
 
@@ -934,7 +934,7 @@ class _Builder:
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
                      carried=self.carried)
-        ctx.settled.add(id(model_call))
+        ctx.settle(model_call)
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
                               "outputs": [t.shape for t in out_tensors]}
@@ -953,7 +953,7 @@ class _Builder:
             def visit_Call(self, n: cst.Call) -> None:
                 q = ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
                 if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
-                    ctx.settled.add(id(n))
+                    ctx.settle(n)
 
         calls = ctx.analyses.setdefault("functional_calls", {})
         for s in stmts:
@@ -1299,7 +1299,7 @@ class _Builder:
                                      "arguments would not be translated where the module is built")
         layer = _Layer(call, what, kind, var=var)
         self.layers.append(layer)
-        self.ctx.settled.add(id(call))
+        self.ctx.settle(call)
         return layer
 
     def _input(self, target: str, call: cst.Call) -> None:
@@ -1318,7 +1318,7 @@ class _Builder:
         t = _Tensor(shape, self._node(op, []), shape_name=name)
         self.inputs[target] = t
         self.env[target] = t
-        self.ctx.settled.add(id(call))
+        self.ctx.settle(call)
 
     # --- expressions ----------------------------------------------------------------------------------------
     def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None) -> _Node:
@@ -1531,7 +1531,7 @@ class _Builder:
         if t is None:
             raise _Refused(x, f"{code(x)}: the input of a layer of the functional model must be a tensor of the model")
         if state or returns_state:
-            self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set()).add(id(layer.call))
+            self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, {})[id(layer.call)] = layer.call
         self._built_for(layer, t, call)
         node = self._node(layer.op, [t.node, *(st.node for st in state_ts)], call)
         new_args = [cst.Arg(self._out_expr(x))]
@@ -1804,7 +1804,7 @@ class _Builder:
             modules += em.modules
             carried = flat if rule.id in _CARRIES_FLATTEN else None
             shape, flat = em.out_shape, em.flatten_of or carried
-            self.ctx.settled.add(id(el))
+            self.ctx.settle(el)
             k += 1
         layer.out = (shape, flat)
         seq = self.ctx.spell_text("torch.nn.Sequential")

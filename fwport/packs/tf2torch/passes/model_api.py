@@ -338,7 +338,7 @@ class _ModelApiPass(cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
         out = default_leave_transform(self, original_node, updated_node)
-        return original_node if id(original_node) in self.ctx.settled else out
+        return original_node if self.ctx.is_settled(original_node) else out
 
     def visit_Module(self, node: cst.Module) -> None:
         self.chain = [self.models.scopes[id(node)]]
@@ -358,7 +358,7 @@ class _ModelApiPass(cst.CSTTransformer):
         return func.attr.value if self.models.is_model_expr(func.value, self.chain) else None
 
     def visit_Call(self, node: cst.Call) -> bool:
-        return id(node) not in self.ctx.settled
+        return not self.ctx.is_settled(node)
 
     def visit_Expr(self, node: cst.Expr) -> bool:
         saved = self._saving(node.value)
@@ -372,7 +372,7 @@ class _ModelApiPass(cst.CSTTransformer):
         if saved is not None:
             return updated_node.with_changes(value=saved)
         call = original_node.value
-        if (isinstance(call, cst.Call) and _layout_only(call) and id(call) not in self.ctx.settled
+        if (isinstance(call, cst.Call) and _layout_only(call) and not self.ctx.is_settled(call)
                 and self._model_method(call) == "summary"):
             receiver = call.func.value  # type: ignore[union-attr]
             if isinstance(receiver, cst.Name):  # with Keras's count of trainable parameters
@@ -399,7 +399,7 @@ class _ModelApiPass(cst.CSTTransformer):
             if self._model_method(inner) != "load_weights":
                 return None
             value = inner
-        if not isinstance(value, cst.Call) or id(value) in self.ctx.settled:
+        if not isinstance(value, cst.Call) or self.ctx.is_settled(value):
             return None
         method = self._model_method(value)
         if method not in SAVING:
@@ -434,7 +434,7 @@ class _ModelApiPass(cst.CSTTransformer):
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
                         f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
-        self.ctx.settled.add(id(original_node))
+        self.ctx.settle(original_node)
         return original_node
 
     def _said_before(self, call: cst.Call) -> str | None:

@@ -52,7 +52,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     body = list(module.body)
     settled = ctx.settled
     for i in relevant:
-        p.hot = marked(body[i], lambda n: type(n) is cst.Call or id(n) in settled)
+        p.hot = marked(body[i], lambda n: type(n) is cst.Call or settled.get(id(n)) is n)
         body[i] = rewrite(body[i], p)
     return module.with_changes(body=p._drop_input_adds(module.body, body))
 
@@ -160,7 +160,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         for stmt in body:
             small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
             if (isinstance(small, cst.Assign) and len(small.targets) == 1 and self._is_sequential(small.value)
-                    and id(small.value) not in self.ctx.settled):  # settled: an earlier pass said why not
+                    and not self.ctx.is_settled(small.value)):  # settled: an earlier pass said why not
                 target = dotted_text(small.targets[0].target) or ""
                 _follow_uses(cst.SimpleStatementLine([cst.Expr(small.value)]), open_chains)
                 chain = self._start(small.value, target)
@@ -225,7 +225,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             ctx.report(Severity.ERROR, "unsupported-construct", "keras.Sequential with arguments other than a "
                        "literal list of layers (and name=) cannot be followed statically; list the layers",
                        chain.call)
-            ctx.settled.add(id(chain.call))
+            ctx.settle(chain.call)
             self._settle_adds(chain)
             return
         if chain.list_name:
@@ -240,10 +240,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             if node is not chain.call:
                 ctx.report(Severity.ERROR, "unsupported-construct", f"{why}: this Sequential model was left "
                            "untranslated", node)
-            ctx.settled.add(id(chain.call))
+            ctx.settle(chain.call)
             self._settle_adds(chain)
             if isinstance(node, cst.Call):
-                ctx.settled.add(id(node))
+                ctx.settle(node)
             return
         scope, prefix, key = self._scope(chain.target)
         sizes = Sizes.at(*self.module_sizes, self.fn_nodes)
@@ -258,7 +258,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 if layers:
                     ctx.report(Severity.ERROR, "unsupported-construct", "an input specification must come first "
                                "in a Sequential model", el)
-                    ctx.settled.add(id(el))
+                    ctx.settle(el)
                     continue
                 # only a declaration of the input: removed, its shape feeds the layers
                 in_shape, input_text = _input_spec_shape(el, sizes)
@@ -310,7 +310,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                            "receives the mask Keras carries from an Embedding(mask_zero=True) or Masking through the "
                            "recurrent layer before it, and leaves the masked steps out: not translated; pool or "
                            "attend over the unmasked steps by hand", el)
-                ctx.settled.add(id(el))
+                ctx.settle(el)
                 shape, flatten_of, producer, mask_live = None, None, None, False
                 index += 1
                 continue
@@ -320,7 +320,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{code(el.func) if isinstance(el, cst.Call) else code(el)} "
                                "inside a Sequential converted to channels-first would receive NCHW instead of "
                                "NHWC tensors; translate it by hand or make it layout-aware", el)
-                    ctx.settled.add(id(el))
+                    ctx.settle(el)
                 shape, flatten_of = None, None
                 index += 1
                 continue
@@ -333,7 +333,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                            "(c, h, w) order instead of Keras's (h, w, c): only elementwise layers (Dropout, "
                            "activations), BatchNormalization and Dense can follow it exactly; keep this model "
                            "channels-last or permute before flattening", el)
-                ctx.settled.add(id(el))
+                ctx.settle(el)
                 shape, flatten_of, producer = None, None, None
                 index += 1
                 continue
@@ -349,7 +349,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 if em.functional is not None:
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{rule.names[0]} merges several inputs "
                                "and cannot be a member of a Sequential model", el, rule)
-                ctx.settled.add(id(el))
+                ctx.settle(el)
                 shape, flatten_of, producer = None, None, None
                 index += 1
                 continue
@@ -395,7 +395,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             ctx.report(Severity.ERROR, "unsupported-construct", f"keras.Sequential({name}): {why}; list the "
                        "layers (keras.Sequential([...])) or translate it by hand as nn.Sequential(*layers) of "
                        "torch modules", node)
-            ctx.settled.add(id(chain.call))
+            ctx.settle(chain.call)
 
         fn = self.fn_nodes[-1] if self.fn_nodes else None
         if fn is None:
@@ -493,7 +493,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
     def _stray_add(self, call: cst.Call) -> None:
         """``x.add(keras layer)`` on a model no chain followed (built elsewhere, passed to a helper):
         the layer must not be translated out of context, leaving an ``.add`` nn.Sequential lacks."""
-        if id(call) in self.ctx.settled or not call.args:
+        if self.ctx.is_settled(call) or not call.args:
             return
         if isinstance(call.func, cst.Attribute) and self.qualname(call.func) is not None:
             return  # keras.ops.add(a, b) and the like: a function of an imported module, not a model's .add
@@ -502,7 +502,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         rule = self.ctx.pack.by_name.get(q) if q else None
         if q is None or not (q.startswith("keras.layers.") or (rule is not None and rule.kind == "layer")):
             return
-        self.ctx.settled.add(id(call))
+        self.ctx.settle(call)
         if self._statement is not None and (said := comment_error(self._statement, q.rsplit(".", 1)[-1])):
             # a translation left it with its reason: the same error again (the comment is not repeated)
             self.ctx.report(Severity.ERROR, said[0], said[1], call)
@@ -515,7 +515,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
     def _settle_adds(self, chain: _Chain) -> None:
         for call in chain.add_calls:
-            self.ctx.settled.add(id(call))
+            self.ctx.settle(call)
 
     # --- rewriting (bottom-up) -------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -526,13 +526,13 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
         out = default_leave_transform(self, original_node, updated_node)
-        return original_node if id(original_node) in self.ctx.settled else out
+        return original_node if self.ctx.is_settled(original_node) else out
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         if _add_receiver(original_node) and id(original_node) not in self.followed:
             self._stray_add(original_node)
         chain = self.chains.get(id(original_node))
-        if chain is None and self._is_sequential(original_node) and id(original_node) not in self.ctx.settled:
+        if chain is None and self._is_sequential(original_node) and not self.ctx.is_settled(original_node):
             # not assigned in a statement of its own (returned, passed, nested): a chain of its own
             chain = self._start(original_node, "")
             self._translate(chain)
@@ -543,7 +543,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         return out
 
     def _module_args(self, chain: _Chain, orig: cst.BaseExpression, new: cst.BaseExpression) -> list[cst.BaseExpression]:
-        if id(orig) in self.ctx.settled:
+        if self.ctx.is_settled(orig):
             return [orig]  # the very node that was reported, so that later passes leave it alone
         return chain.out.get(id(orig), [new])
 
@@ -604,7 +604,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         chain, el = item
         expr_stmt = updated_node.body[0]
         call = expr_stmt.value
-        if chain.bad_args or chain.refused is not None or id(el) in self.ctx.settled:
+        if chain.bad_args or chain.refused is not None or self.ctx.is_settled(el):
             return updated_node  # left as written; the chain or the layer reported why
         if id(el) not in chain.out:  # not a layer with a rule (a user's block): appended as it is
             return updated_node.with_changes(body=[expr_stmt.with_changes(

@@ -188,14 +188,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
 
     def mark(self, stmt: cst.CSTNode) -> None:
         settled = self.ctx.settled
-        self.hot = marked(stmt, lambda n: type(n) is cst.Call or id(n) in settled or type(n) is cst.AugAssign
+        self.hot = marked(stmt, lambda n: type(n) is cst.Call or settled.get(id(n)) is n or type(n) is cst.AugAssign
                           or (type(n) is cst.Name and n.value == "training")
                           or (type(n) is cst.Attribute and n.attr.value in _VARIABLE_LISTS))
 
     # --- settled nodes keep their identity for the passes after this one -------------------------------
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
-        return original_node if id(original_node) in self.ctx.settled else out
+        return original_node if self.ctx.is_settled(original_node) else out
 
     @property
     def plan(self) -> _Plan | None:
@@ -322,16 +322,16 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     # --- calls ---------------------------------------------------------------------------------------------
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         q = self.qualname(original_node.func)
-        if q == FUNCTIONAL and id(original_node) in self.ctx.settled:
+        if q == FUNCTIONAL and self.ctx.is_settled(original_node):
             return original_node  # the functional pass translated it, or said why not
         if q == FUNCTIONAL:
             self.ctx.report(Severity.ERROR, "unsupported-construct", "the functional API (keras.Model(inputs, "
                             "outputs)) is not translated yet: write an nn.Module subclass whose forward calls the "
                             "layers in order", original_node)
-            self.ctx.settled.add(id(original_node))
+            self.ctx.settle(original_node)
             return original_node
         if q == INPUT and self.functional_scopes and self.functional_scopes[-1]:
-            self.ctx.settled.add(id(original_node))  # reported with its keras.Model(...) call
+            self.ctx.settle(original_node)  # reported with its keras.Model(...) call
             return original_node
         plan = self.plan
         if plan is None or self._in_method() is None:
@@ -602,11 +602,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                      and a.rule.emit.get("shape") in ("rnn", "rnn-layer", "bidirectional")}
         if not rnn_attrs:
             return
-        marked = self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, set())
+        marked = self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, {})  # id -> the call (kept alive)
         for name, a in rnn_attrs.items():
             rs = _kwarg(a.call, "return_state", -1)
             if rs is not None and literal_value(rs, NOT_LITERAL) is True:
-                marked.add(id(a.call))
+                marked[id(a.call)] = a.call
         ctx = self.ctx
 
         class _Calls(cst.CSTVisitor):
@@ -626,7 +626,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                                    "the states of a Bidirectional layer are not translated; call the two directions' "
                                    "torch RNNs by hand", n)
                     else:
-                        marked.add(id(a.call))
+                        marked[id(a.call)] = a.call
 
         scan(plan.node, _Calls())
 
@@ -903,7 +903,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             ctx.report(Severity.ERROR, "unsupported-construct", f"self.{attr} mixes Keras layers with other "
                        "values: torch needs an nn.ModuleList of modules; build the list by hand", value)
             for c in calls:
-                ctx.settled.add(id(c))
+                ctx.settle(c)
             return
         new_elts = []
         for i, c in enumerate(elts):
@@ -957,7 +957,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                              a.call)
         a.emission, a.in_shape, a.done = em, in_shape, True
         if em.failed:
-            ctx.settled.add(id(a.call))
+            ctx.settle(a.call)
             return None
         if em.functional is not None:
             a.functional = em.functional
@@ -1013,7 +1013,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"self.{a.name} has no torch module and is "
                                 "used other than by calling it: write the operation out by hand", a.call, a.rule)
                 a.functional = None
-                self.ctx.settled.add(id(a.call))
+                self.ctx.settle(a.call)
             return em.out_shape
         plan.replace[id(a.call)] = a.out
         if isinstance(a.in_shape, _Tail):
@@ -1189,14 +1189,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                                 "expression: the nn.Parameter would not be registered with the module (torch registers "
                                 "the parameters assigned to self.<name>, or held by an nn.ParameterList); assign it to "
                                 "an attribute", node, rule)
-                self.ctx.settled.add(id(node))
+                self.ctx.settle(node)
                 continue
             name = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "name"), None)
             if isinstance(stmt, cst.Expr) and name is None:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(node.func)}(...) whose result is "
                                 "not kept and has no name=: torch registers a parameter under a name; assign it to "
                                 "self.<name> or give it name=", node, rule)
-                self.ctx.settled.add(id(node))
+                self.ctx.settle(node)
                 continue
             new = self._add_weight(plan, node, rule)
             if new is None:

@@ -402,7 +402,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def on_leave(self, original_node, updated_node):
         # nodes an earlier pass settled keep their identity for the passes after this one
         out = default_leave_transform(self, original_node, updated_node)
-        return original_node if id(original_node) in self.ctx.settled else out
+        return original_node if self.ctx.is_settled(original_node) else out
 
     # -- scopes of the model analysis
     def _chain(self):
@@ -596,10 +596,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         m.extras["calls_adapted"] = True
         loss = build_call(m, self.ctx)
         if opt is None or loss is None:  # refused by a rule (its error says why): compile stays
-            self.ctx.settled.add(id(call))
-            self.ctx.settled.add(id(updated_node.body[at].value))
+            self.ctx.settle(call)
+            self.ctx.settle(updated_node.body[at].value)
             return updated_node
-        self.ctx.settled |= {id(opt), id(loss)}
+        self.ctx.settle(opt, loss)
         n = c.names
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{c.model}.compile(...) → " + (f"{n['optimizer']} = ..., " if opt_kind != "name" else "")
@@ -638,7 +638,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                 f"{code(original_node)}: {name} comes from a model factory, but fwport cannot tell "
                                 "which of its bindings this call sees: call the written "
                                 f"{method}({name}, ...) by hand", original_node)
-                self.ctx.settled.add(id(original_node))
+                self.ctx.settle(original_node)
             return None
         params, taken = fitloop.METHODS[method]
         args = fitloop.bind(updated_node, params)
@@ -650,7 +650,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
                             f"{', '.join(taken)}", original_node)
-            self.ctx.settled.add(id(original_node))
+            self.ctx.settle(original_node)
             return updated_node
         if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
                 k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
@@ -708,7 +708,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                 f"{code(original_node)}: {why}; TrainStepModule.fit takes x, y, batch_size, epochs, "
                                 "verbose, callbacks, shuffle, steps_per_epoch"
                                 + (", validation_data (evaluated by test_step)" if tested else ""), original_node)
-                self.ctx.settled.add(id(original_node))
+                self.ctx.settle(original_node)
                 return updated_node
             if any(a.keyword is not None and a.keyword.value == "validation_data" for a in original_node.args):
                 self.ctx.options["_train_step_evaluate"] = True
@@ -734,9 +734,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     m.extras["factory"] = True
                     made = build_call(m, self.ctx)
                     if made is None:
-                        self.ctx.settled |= {id(o.value), id(a.value)}
+                        self.ctx.settle(o.value, a.value)
                     else:
-                        self.ctx.settled.add(id(made))
+                        self.ctx.settle(made)
                         self.ctx.report(Severity.INFO, "idiom-replaced",
                                         f"{code(o.value)} given to compile → {code(made)}: compile creates it over "
                                         "the parameters it updates (a torch optimizer needs them when created)",
@@ -771,8 +771,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if (original_node.attr.value == "metrics" and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
                 and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
-                and id(original_node) not in self.ctx.settled):
-            self.ctx.settled.add(id(original_node))
+                and not self.ctx.is_settled(original_node)):
+            self.ctx.settle(original_node)
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "self.metrics: Keras's own list (a loss tracker named \"loss\" and the metrics compile was "
                             "given), which the translated TrainStepModule does not keep (it resets the metrics a "
@@ -781,8 +781,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return updated_node
         if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
-                and self.classes[-1] in self.plan.train_step_classes and id(original_node) not in self.ctx.settled):
-            self.ctx.settled.add(id(original_node))
+                and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)):
+            self.ctx.settle(original_node)
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"self.{original_node.attr.value}: {COMPILED[original_node.attr.value]}, kept by a Keras "
                             "model; the translated TrainStepModule keeps only the optimizer: compute the loss with a "
@@ -814,10 +814,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def _rate(self, original_node: cst.Attribute, updated_node) -> cst.BaseExpression:
         opt = self._rate_of(original_node)
-        if opt is None or id(original_node) in self.ctx.settled:
+        if opt is None or self.ctx.is_settled(original_node):
             return updated_node
         if original_node.attr.value == "iterations":
-            self.ctx.settled.add(id(original_node))
+            self.ctx.settle(original_node)
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: a torch optimizer does not count its updates in one place; count "
                             "them in the training loop" + (f" (or read {self._scheduler_name(opt)}.last_epoch, which "
@@ -825,7 +825,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                                           else ""), original_node)
             return updated_node
         if id(original_node) in self.plan.rate_writes:
-            self.ctx.settled.add(id(original_node))
+            self.ctx.settle(original_node)
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)} set: a torch optimizer keeps its rate in each parameter group: "
                             f"`for group in {opt}.param_groups: group[\"lr\"] = value`"
@@ -840,7 +840,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     # -- the training flag of a model call
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
-        if id(original_node) in self.ctx.settled:
+        if self.ctx.is_settled(original_node):
             return updated_node
         if (isinstance(original_node.func, cst.Attribute) and original_node.func.attr.value == "numpy"
                 and not original_node.args and self._rate_of(original_node.func.value) is not None
@@ -971,7 +971,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: the training flag of a model call outside a simple statement "
                             "cannot be moved; call model.train() / model.eval() before it", original_node)
-            self.ctx.settled.add(id(original_node))
+            self.ctx.settle(original_node)
             return updated_node
         self.prefixes[-1].append(cst.parse_expression(mode))
         self.ctx.report(Severity.INFO, "idiom-replaced",
@@ -1038,8 +1038,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def _settle(self, call: cst.Call, updated_node: cst.Assign) -> cst.Assign:
         """A refused call: the rule pass (which sees the rebuilt node) must not report it again."""
-        self.ctx.settled.add(id(call))
-        self.ctx.settled.add(id(updated_node.value))
+        self.ctx.settle(call)
+        self.ctx.settle(updated_node.value)
         return updated_node
 
     def _optimizer(self, original_node, updated_node, name: str, q: str) -> cst.Assign:
@@ -1084,7 +1084,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         out = build_call(m, self.ctx)
         if out is None:
             return self._settle(call, updated_node)
-        self.ctx.settled.add(id(out))
+        self.ctx.settle(out)
         if scheduled:
             self.suffixes[-1].append(self._scheduler(name, m, call, rule))
         return updated_node.with_changes(value=out)
@@ -1144,7 +1144,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         out = build_call(m, self.ctx)
         if out is None:
             return self._settle(call, updated_node)
-        self.ctx.settled.add(id(out))
+        self.ctx.settle(out)
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{name} = {code(call)} is given to compile: {name} becomes a factory, "
                         f"{code(out)}, which compile calls with the parameters it updates (a torch "
@@ -1160,7 +1160,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         out = build_call(m, self.ctx)
         if out is None:
             return self._settle(call, updated_node)
-        self.ctx.settled.add(id(out))
+        self.ctx.settle(out)
         return updated_node.with_changes(value=out)
 
     # -- tape blocks
@@ -1270,8 +1270,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "`grads = tape.gradient(loss, model.trainable_variables)` + "
                             "`optimizer.apply_gradients(zip(grads, model.trainable_variables))` is translated "
                             "(to optimizer.zero_grad(), loss.backward(), optimizer.step())", call)
-            self.ctx.settled.add(id(call))
-            self.ctx.settled.add(id(tape[1]))  # the node the rule pass will see: no second error there
+            self.ctx.settle(call)
+            self.ctx.settle(tape[1])  # the node the rule pass will see: no second error there
             return None
         opt = apply[0]
         loss = grad[1]

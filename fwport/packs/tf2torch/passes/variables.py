@@ -123,7 +123,7 @@ class _Methods(cst.CSTVisitor):
         return None
 
     def visit_Call(self, node: cst.Call) -> bool | None:
-        if id(node) in self.ctx.settled:
+        if self.ctx.is_settled(node):
             return False  # the rule pass does not look inside: an edit there would never be applied
         func = node.func
         if not isinstance(func, cst.Attribute):
@@ -142,7 +142,7 @@ class _Methods(cst.CSTVisitor):
                                 f"{recv[0]}.{method}(...): {recv[0]} is a tf.Variable (a torch tensor in the "
                                 f"translation) and fwport does not translate its method {method}; write it by hand",
                                 node)
-                self.ctx.settled.add(id(node))
+                self.ctx.settle(node)
                 return False
             return None
         positional = [a for a in node.args if a.keyword is None and not a.star]
@@ -151,7 +151,7 @@ class _Methods(cst.CSTVisitor):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{recv[0]}.{method}(...) with these arguments: only {recv[0]}.{method}("
                             f"{'value' if takes else ''}) is translated (to {recv[0]}{chain}(...))", node)
-            self.ctx.settled.add(id(node))
+            self.ctx.settle(node)
             return False
         why = {"assign": "in place, outside autograd", "numpy": "a tensor that requires grad has no numpy()",
                "read_value": "a snapshot that later in-place updates do not change; gradients still reach the variable"}

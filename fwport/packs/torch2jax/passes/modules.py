@@ -417,7 +417,7 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
                            "fwport cannot prove which module class it holds at every call (a class of this file "
                            "whose initial values are drawn takes `key=`, other callables do not); call the class "
                            f"by its name, or pass `key=` yourself", c)
-                ctx.settled.add(id(c))
+                ctx.settle(c)
             elif draws:
                 keyed.add(n)
         params[m] = keyed
@@ -490,7 +490,7 @@ class _DrawsOutsideInit(cst.CSTVisitor):
                             f"{self.method}(), not in __init__: Equinox modules take their initial values from a "
                             "key, which fwport splits and hands out in __init__ and the methods __init__ calls only; "
                             f"build it there, or give {self.method} a `key` argument and pass it a key", node)
-            self.ctx.settled.add(id(node))
+            self.ctx.settle(node)
 
 
 class _Instances(cst.CSTVisitor):
@@ -563,7 +563,7 @@ class _Inits(cst.CSTTransformer):
             value = inits.value(q[14:], call, f"{target}.shape", self.ctx, self._gain_call)
         except inits.Unsupported as e:
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) is not translated: {e}", call)
-            self.ctx.settled.add(id(call))
+            self.ctx.settle(call)
             return updated
         field = f"self.{parts[1]}"
         if len(parts) > 2:

@@ -103,8 +103,8 @@ class _Pass(cst.CSTTransformer):
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
-        if id(original_node) in self.ctx.settled and isinstance(out, cst.CSTNode):
-            self.ctx.settled.add(id(out))  # refused by the modules pass: still refused in this pass's output
+        if self.ctx.is_settled(original_node) and isinstance(out, cst.CSTNode):
+            self.ctx.settle(out)  # refused by the modules pass: still refused in this pass's output
         return out
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -200,7 +200,7 @@ class _Pass(cst.CSTTransformer):
             # the legacy constructor called (nn.Parameter(torch.Tensor(n, m))): torch.FloatTensor's rule translates it
             return updated.with_changes(func=updated.func.with_changes(attr=cst.Name("FloatTensor")))
         if q in NO_GRAD:
-            self.ctx.settled.add(id(updated))  # removed by the finishing step
+            self.ctx.settle(updated)  # removed by the finishing step
             self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}() removed: JAX differentiates only what jax.grad "
                             "(eqx.filter_grad) is given, so there is no gradient recording to switch off", original)
             return updated
@@ -222,7 +222,7 @@ class _Pass(cst.CSTTransformer):
         text = self.input_grads.get(id(original))
         if text is None:
             return updated
-        self.ctx.settled.add(id(original.value))  # not the rule's refusal: the call is gone
+        self.ctx.settle(original.value)  # not the rule's refusal: the call is gone
         self.ctx.report(Severity.INFO, "idiom-replaced", "torch.autograd.grad(outputs=D(x), inputs=x, grad_outputs=ones) "
                         "→ the gradient of D's output with respect to each example, jax.vmap(jax.grad(...)); it is "
                         "differentiable again where a loss uses it (create_graph is implicit in JAX)", original)
@@ -809,7 +809,7 @@ def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) ->
             name = q.rsplit(".", 1)[-1]
             found[(scope.name.value if isinstance(scope, cst.FunctionDef) else "", opt)] = {
                 "sched": sched, "schedule": text}
-            ctx.settled.add(id(a.value))
+            ctx.settle(a.value)
             ctx.report(Severity.INFO, "idiom-replaced", f"{name} stepped once per epoch → {opt}'s learning rate is "
                        f"the optax schedule {text.format(lr='lr')} of its update count ({steps} updates per epoch): "
                        "each batch gets PyTorch's rate of its epoch; scheduler.step() removed", a.value)

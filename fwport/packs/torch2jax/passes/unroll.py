@@ -266,7 +266,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
                         for s in m.body.body:  # the helper's own layers are not translated (it goes, unused)
                             if isinstance(s, cst.FunctionDef) and s.name.value in u.done \
                                     and not _named(m.body, s.name.value):
-                                ctx.settled.update(id(c) for c in _calls(s))
+                                ctx.settle(*_calls(s))
                 members.append(m)
             stmt = stmt.with_changes(body=stmt.body.with_changes(body=members))
         body.append(stmt)
