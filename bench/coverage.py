@@ -6,6 +6,8 @@ rule (or a structural pass) for, weighted by how often each name is used.
     python bench/coverage.py --prefix tensorflow.nn.   # one namespace
     python bench/coverage.py --tsv other-frequencies.tsv
     python bench/coverage.py --direction torch2jax      # torch.* names, api-frequency-torch.tsv
+    python bench/coverage.py --scope models        # issue 8's measure: model-building APIs
+    python bench/coverage.py --scope training      # issue 9's: training, data and I/O APIs
 
 The frequencies come from ``api-frequency-tf.tsv`` (a census of public Keras/TensorFlow code: one
 row per canonical name, ``total`` = calls + references + decorators + bases + annotations). The
@@ -17,6 +19,16 @@ Sequential and functional passes); names are compared in their canonical spellin
 ``keras.layers.experimental.preprocessing.Rescaling`` is ``keras.layers.Rescaling``). ``--rules-only``
 leaves the structural passes out. "covered" means fwport translates it or refuses it with a reason, not
 that every argument maps.
+
+``--scope`` picks another set of names, public API only (the table's ``core`` group, ``api`` kind; no
+methods, no ``tensorflow.python.*`` internals, no third-party ecosystem):
+
+- ``models``: what builds and runs a model: ``keras.layers.*``, ``keras.ops.*``,
+  ``keras.activations.*``, ``keras.initializers.*``, ``keras.regularizers.*``, ``keras.constraints.*``
+  and ``tensorflow.*`` outside the data, training and I/O namespaces listed in ``TRAINING_IO``
+  (``tensorflow.nn``, ``tensorflow.math``, ``tensorflow.image`` included);
+- ``training``: those namespaces, plus ``keras.optimizers/losses/metrics/callbacks/datasets/utils/
+  preprocessing/models/saving``.
 """
 from __future__ import annotations
 
@@ -37,6 +49,31 @@ from fwport.core.rule import load_pack  # noqa: E402
 REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
 DEFAULT_TSV = REFERENCE / "api-frequency-tf.tsv"
 NAMESPACES = ("tensorflow.", "keras.ops.", "keras.activations.", "keras.backend.")
+MODELS = ("keras.layers.", "keras.ops.", "keras.activations.", "keras.initializers.", "keras.regularizers.",
+          "keras.constraints.", "tensorflow.")
+# tensorflow.* namespaces that hold data, training, I/O and runtime configuration, not model code
+TRAINING_IO = tuple("tensorflow." + n for n in (
+    "data.", "io.", "train.", "saved_model.", "summary.", "distribute.", "config.", "GradientTape",
+    "keras.", "lite.", "estimator.", "feature_column.", "experimental.dtensor.", "debugging.",
+    "profiler.", "tpu.", "test.", "errors.", "sysconfig.", "autograph.", "compat.", "function",
+    "random.set_seed", "optimizers.", "losses.", "metrics."))
+TRAINING = TRAINING_IO + tuple("keras." + n for n in (
+    "optimizers.", "losses.", "metrics.", "callbacks.", "datasets.", "utils.", "preprocessing.",
+    "models.", "saving."))
+SCOPES = {"ops": NAMESPACES, "models": MODELS, "training": TRAINING}
+
+
+def _tf2torch_structural() -> set[str]:
+    """The Keras/TF names tf2torch's passes handle without a rule of their own: decorators removed,
+    the Layer/Model bases, Input/InputLayer, Sequential, the functional keras.Model(inputs, outputs),
+    regularizer factories (the regularizers pass), the tape and the Callback base (the training pass),
+    the merge functions (the functional pass)."""
+    from fwport.packs.tf2torch.passes.functional import MERGE_FNS, MERGE_LAYERS, MODEL
+    from fwport.packs.tf2torch.passes.regularizers import _KINDS
+    from fwport.packs.tf2torch.passes.sequential import SEQUENTIAL
+    from fwport.packs.tf2torch.passes.training import CALLBACK, TAPE
+    return (set(REMOVED) | set(BASES) | set(INPUTS) | set(_KINDS) | set(MERGE_FNS) | set(MERGE_LAYERS)
+            | {TAPE, CALLBACK, SEQUENTIAL, MODEL})
 
 
 def _torch2jax_structural() -> set[str]:
@@ -47,13 +84,15 @@ def _torch2jax_structural() -> set[str]:
 
 
 def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...],
-             canonical=DIRECTION.source.canonical) -> tuple[int, int, list[tuple[int, str]]]:
-    """(covered call sites, all call sites, uncovered (total, name) most used first)."""
+             canonical=DIRECTION.source.canonical, exclude: tuple[str, ...] = ()
+             ) -> tuple[int, int, list[tuple[int, str]]]:
+    """(covered call sites, all call sites, uncovered (total, name) most used first) over the names
+    that start with one of ``prefixes`` and none of ``exclude``."""
     hit = total = 0
     missing = []
     for r in rows:
         name = r["name"]
-        if not name.startswith(prefixes):
+        if not name.startswith(prefixes) or (exclude and name.startswith(exclude)):
             continue
         n = int(r["total"] or 0)
         total += n
@@ -71,23 +110,29 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--top", type=int, default=30, help="how many uncovered names to list")
     ap.add_argument("--prefix", action="append", help="count only names with this prefix (repeatable)")
     ap.add_argument("--rules-only", action="store_true", help="count only the names rules match (no structural pass)")
+    ap.add_argument("--scope", choices=sorted(SCOPES), default="ops",
+                    help="tf2torch: which names: ops (default), models (issue 8), training (issue 9)")
     args = ap.parse_args(argv)
     torch = args.direction == "torch2jax"
     args.tsv = args.tsv or (REFERENCE / "api-frequency-torch.tsv" if torch else DEFAULT_TSV)
-    namespaces = ("torch.",) if torch else NAMESPACES
+    namespaces = ("torch.",) if torch else SCOPES[args.scope]
+    exclude = TRAINING_IO if args.scope == "models" and not torch else ()
     if not args.tsv.exists():
         print(f"no frequency table at {args.tsv}: pass --tsv", file=sys.stderr)
         return 2
     with args.tsv.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
+    if args.scope != "ops" and not torch:  # public API only: no methods, internals or third-party code
+        rows = [r for r in rows if r.get("group", "core") == "core" and r.get("kind", "api") == "api"]
     pack = load_pack(args.direction)
-    structural = _torch2jax_structural() if torch else set(REMOVED) | set(BASES) | set(INPUTS)
+    structural = _torch2jax_structural() if torch else _tf2torch_structural()
     covered = set(pack.by_name) | (set() if args.rules_only else structural)
     prefixes = tuple(args.prefix or namespaces)
-    hit, total, missing = coverage(rows, covered, prefixes, get_direction(args.direction).source.canonical)
-    names_total = sum(1 for r in rows if r["name"].startswith(prefixes))
+    hit, total, missing = coverage(rows, covered, prefixes, get_direction(args.direction).source.canonical, exclude)
+    names_total = sum(1 for r in rows if r["name"].startswith(prefixes) and not (exclude and r["name"].startswith(exclude)))
     print(f"covered: {hit} of {total} call sites ({100 * hit / max(total, 1):.1f}%), "
-          f"{names_total - len(missing)} of {names_total} names; namespaces: {', '.join(prefixes)}")
+          f"{names_total - len(missing)} of {names_total} names; namespaces: {', '.join(prefixes)}"
+          + (f"; not counted: {', '.join(exclude)}" if exclude else ""))
     print(f"most used uncovered names (total uses):")
     for n, name in missing[:args.top]:
         print(f"  {n:6d}  {name}")
