@@ -283,3 +283,45 @@ def test_validation_without_metric_reset_is_caught(session, tmp_path):
                           checks=("train",), device="cpu", batch=["float32[16,6]", "float32[16,1]"], steps=3), session)
     assert cert["verdict"] == "mismatch"
     assert {"loss at step 1", "loss at step 2", "loss at step 3"} & _failed(cert)
+
+
+# --- Nadam and Adamax: the momentum schedule and the defaults -----------------------------------------
+
+NADAM_ADAMAX = '''
+import tensorflow as tf
+from tensorflow import keras
+
+model = keras.Sequential([keras.Input(shape=(6,)), keras.layers.Dense(8, activation="tanh"), keras.layers.Dense(3)])
+loss_fn = keras.losses.MeanSquaredError()
+optimizer = keras.optimizers.{opt}
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+@pytest.mark.parametrize("opt, torch_opt, old, new", [
+    # torch's momentum schedule 0.96 ** (0.004 t) instead of Keras's 0.96 ** t
+    ("Nadam(learning_rate=0.05)", "torch.optim.NAdam", ", momentum_decay=1.0", ""),
+    # the learning rate left at torch's default 2e-3
+    ("Nadam()", "torch.optim.NAdam", "lr=0.001, ", ""),
+    ("Adamax(learning_rate=0.05)", "torch.optim.Adamax", "lr=0.05", "lr=0.045"),
+    ("Adamax()", "torch.optim.Adamax", "lr=0.001, ", ""),
+], ids=["nadam-momentum-decay", "nadam-lr-default", "adamax-lr", "adamax-lr-default"])
+def test_nadam_and_adamax_train_like_keras_and_their_bugs_are_caught(session, tmp_path, opt, torch_opt, old, new):
+    src = NADAM_ADAMAX.replace("{opt}", opt)
+    (tmp_path / "model.py").write_text(src)
+    good = translate_source(src, "model.py").output
+    assert f"{torch_opt}(model.parameters()" in good
+    (tmp_path / "good.py").write_text(good)
+    batch = ["float32[8,6]", "float32[8,3]"]
+    cert = _train(session, tmp_path / "model.py", tmp_path / "good.py", batch, steps=5)
+    assert cert["verdict"] == "pass", cert["problems"]
+    assert cert["train"]["optimizer"] == torch_opt
+    cert = _train(session, tmp_path / "model.py", _planted(tmp_path, good, old, new), batch, steps=5)
+    assert cert["verdict"] == "mismatch" and {"0.weight", "2.weight"} & _failed(cert)

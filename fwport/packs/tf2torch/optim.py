@@ -40,7 +40,8 @@ def is_schedule(node, ctx) -> bool:
 @call_transform("optimizer")
 def optimizer(m, ctx):
     """``torch.optim.X(params, lr=..., ...)``: ``beta1``/``beta2`` (renamed ``beta_1``/``beta_2``)
-    become torch's ``betas`` tuple."""
+    become torch's ``betas`` tuple; ``emit.options.set`` holds arguments always written (name →
+    expression), e.g. Nadam's ``momentum_decay``."""
     target = m.rule.emit["target"]
     params = m.extras.get("params")
     factory = m.extras.get("factory")  # given to a compile that creates it over the parameters it updates
@@ -87,6 +88,8 @@ def optimizer(m, ctx):
     if (b1 is not None or b2 is not None) and "lr" not in kwargs:
         args.insert(1, _kw("betas", cst.Tuple([cst.Element(b1 or cst.Float("0.9")),
                                                 cst.Element(b2 or cst.Float("0.999"))])))
+    for k, v in m.rule.emit.get("options", {}).get("set", {}).items():  # constants the rule always writes
+        args.append(_kw(k, cst.parse_expression(v)))
     if factory:  # functools.partial(torch.optim.X, lr=...): called with the parameters later
         return cst.Call(ctx.spell("functools.partial"), _with_commas(args))
     return cst.Call(ctx.spell(target), _with_commas(args))

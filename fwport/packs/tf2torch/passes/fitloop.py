@@ -26,7 +26,8 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 
 OPTIMIZERS = {"adam": "keras.optimizers.Adam", "adamw": "keras.optimizers.AdamW", "sgd": "keras.optimizers.SGD",
-              "rmsprop": "keras.optimizers.RMSprop", "adagrad": "keras.optimizers.Adagrad"}
+              "rmsprop": "keras.optimizers.RMSprop", "adagrad": "keras.optimizers.Adagrad",
+              "nadam": "keras.optimizers.Nadam", "adamax": "keras.optimizers.Adamax"}
 LOSSES = {"sparse_categorical_crossentropy": "keras.losses.SparseCategoricalCrossentropy",
           "categorical_crossentropy": "keras.losses.CategoricalCrossentropy",
           "binary_crossentropy": "keras.losses.BinaryCrossentropy",
