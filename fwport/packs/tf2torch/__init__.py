@@ -43,6 +43,13 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.layers.convolutional.", "keras.layers."),
     ("keras.layers.pooling.", "keras.layers."),
     ("keras.layers.normalization.", "keras.layers."),
+    # Keras 2's keras.utils submodules: the public names are keras.utils.X
+    ("keras.utils.data_utils.", "keras.utils."),
+    ("keras.utils.file_utils.", "keras.utils."),
+    ("keras.utils.np_utils.", "keras.utils."),
+    ("keras.utils.vis_utils.", "keras.utils."),
+    ("keras.utils.layer_utils.", "keras.utils."),
+    ("keras.utils.generic_utils.", "keras.utils."),
     ("keras.models.Sequential", "keras.Sequential"),
     ("keras.models.Model", "keras.Model"),
     ("keras.engine.training.Model", "keras.Model"),
