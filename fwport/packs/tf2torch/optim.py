@@ -122,9 +122,14 @@ def metric(m, ctx):
     """A Keras metric object → an instance of a small class with the same interface (``m(...)``,
     ``update_state``, ``result``, ``reset_state``), written into the file once (passes/fitloop.py)."""
     cls = m.rule.emit["options"]["class"]
+    for k in m.rule.emit["options"].get("scalars", ()):  # one value only (Keras also takes a list)
+        if isinstance(m.kwargs.get(k), (cst.List, cst.Tuple)):
+            m.fail(ctx, "unsupported-argument", f"{k}={m.written(k)}: the written-out {cls} takes one threshold; "
+                   f"create one {cls}(thresholds=t) per threshold")
+            return None
     ctx.spell_text("torch.as_tensor")  # the written-out class uses torch
     ctx.options.setdefault("_metric_classes", set()).add(cls)
-    return cst.Call(cst.Name(cls), [])
+    return cst.Call(cst.Name(cls), _with_commas([_kw(k, v) for k, v in m.kwargs.items()]))
 
 
 @call_transform("callback")

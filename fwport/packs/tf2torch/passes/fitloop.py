@@ -469,6 +469,122 @@ METRIC_CLASSES = {
         y_true = torch.as_tensor(y_true).reshape(y_pred.shape[:-1])
         super().update_state((y_pred.argmax(-1) == y_true).float())
 ''',
+    "BinaryAccuracy": '''class BinaryAccuracy(Mean):
+    """keras.metrics.BinaryAccuracy: the running fraction of (y_pred > threshold) == y_true."""
+
+    def __init__(self, threshold=0.5):
+        self.threshold = threshold
+        super().__init__()
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        super().update_state((y_true == (y_pred > self.threshold).to(y_true.dtype)).float())
+''',
+    "Accuracy": '''class Accuracy(Mean):
+    """keras.metrics.Accuracy: the running fraction of y_pred == y_true (values, not argmax)."""
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        super().update_state((y_true.to(y_pred.dtype) == y_pred).float())
+''',
+    "MeanAbsoluteError": '''class MeanAbsoluteError(Mean):
+    """keras.metrics.MeanAbsoluteError: the running mean of |y_true - y_pred|."""
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        super().update_state((y_true - y_pred).abs())
+''',
+    "MeanSquaredError": '''class MeanSquaredError(Mean):
+    """keras.metrics.MeanSquaredError: the running mean of (y_true - y_pred) ** 2."""
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        super().update_state((y_true - y_pred).square())
+''',
+    "MeanAbsolutePercentageError": '''class MeanAbsolutePercentageError(Mean):
+    """keras.metrics.MeanAbsolutePercentageError: the running mean of 100 |y_true - y_pred| / |y_true|
+    (|y_true| at least 1e-7, Keras's epsilon)."""
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        super().update_state(100.0 * ((y_true - y_pred) / y_true.abs().clamp_min(1e-7)).abs())
+''',
+    "TopKCategoricalAccuracy": '''class TopKCategoricalAccuracy(Mean):
+    """keras.metrics.TopKCategoricalAccuracy: the running fraction of rows whose true class (the argmax
+    of the one-hot y_true) is among the k largest of y_pred; a tie at the k-th place counts as in."""
+
+    def __init__(self, k=5):
+        self.k = k
+        super().__init__()
+
+    def update_state(self, y_true, y_pred):
+        y_pred = torch.as_tensor(y_pred).detach()
+        label = torch.as_tensor(y_true).argmax(-1, keepdim=True)
+        super().update_state(((y_pred > y_pred.gather(-1, label)).sum(-1) < self.k).float())
+''',
+    "SparseTopKCategoricalAccuracy": '''class SparseTopKCategoricalAccuracy(Mean):
+    """keras.metrics.SparseTopKCategoricalAccuracy: the running fraction of rows whose class y_true is
+    among the k largest of y_pred; a tie at the k-th place counts as in."""
+
+    def __init__(self, k=5):
+        self.k = k
+        super().__init__()
+
+    def update_state(self, y_true, y_pred):
+        y_pred = torch.as_tensor(y_pred).detach()
+        label = torch.as_tensor(y_true).long().reshape(*y_pred.shape[:-1], 1)
+        super().update_state(((y_pred > y_pred.gather(-1, label)).sum(-1) < self.k).float())
+''',
+    "Precision": '''class Precision:
+    """keras.metrics.Precision: true positives / predicted positives so far, a prediction being
+    positive above the threshold; reset_state() starts over."""
+
+    def __init__(self, thresholds=None):
+        self.threshold = 0.5 if thresholds is None else thresholds
+        self.reset_state()
+
+    def reset_state(self):
+        self.true_positives, self.false_positives = 0.0, 0.0
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        positive, actual = y_pred > self.threshold, y_true.bool()
+        self.true_positives += (positive & actual).sum().item()
+        self.false_positives += (positive & ~actual).sum().item()
+
+    def result(self):
+        predicted = self.true_positives + self.false_positives
+        return torch.tensor(self.true_positives / predicted if predicted else 0.0)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
+    "Recall": '''class Recall:
+    """keras.metrics.Recall: true positives / actual positives so far, a prediction being positive
+    above the threshold; reset_state() starts over."""
+
+    def __init__(self, thresholds=None):
+        self.threshold = 0.5 if thresholds is None else thresholds
+        self.reset_state()
+
+    def reset_state(self):
+        self.true_positives, self.false_negatives = 0.0, 0.0
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        positive, actual = y_pred > self.threshold, y_true.bool()
+        self.true_positives += (positive & actual).sum().item()
+        self.false_negatives += (~positive & actual).sum().item()
+
+    def result(self):
+        actual = self.true_positives + self.false_negatives
+        return torch.tensor(self.true_positives / actual if actual else 0.0)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
     "CategoricalAccuracy": '''class CategoricalAccuracy(Mean):
     """keras.metrics.CategoricalAccuracy: the running fraction of argmax(y_pred) == argmax(y_true)."""
 
@@ -479,11 +595,33 @@ METRIC_CLASSES = {
 }
 
 
+# the metrics comparing y_true with y_pred elementwise bring them to one rank first, as Keras does
+SAME_RANK = '''def _same_rank(y_true, y_pred):
+    """y_true and y_pred as tensors of one rank: a trailing axis of size 1 on one of them is dropped
+    (Keras's squeeze_or_expand_to_same_rank)."""
+    y_true, y_pred = torch.as_tensor(y_true), torch.as_tensor(y_pred).detach()
+    if y_true.dim() == y_pred.dim() + 1 and y_true.shape[-1] == 1:
+        y_true = y_true.squeeze(-1)
+    elif y_pred.dim() == y_true.dim() + 1 and y_pred.shape[-1] == 1:
+        y_pred = y_pred.squeeze(-1)
+    return y_true, y_pred
+'''
+_ELEMENTWISE_METRICS = {"BinaryAccuracy", "Accuracy", "MeanAbsoluteError", "MeanSquaredError",
+                        "MeanAbsolutePercentageError", "Precision", "Recall"}
+_STANDALONE_METRICS = {"Precision", "Recall"}  # not derived from Mean
+
+
 def metric_classes(names: set[str], spell) -> str:
-    """The metric classes a file uses (Mean first: the accuracies derive from it)."""
-    needed = ["Mean", *sorted(n for n in names if n != "Mean")]
+    """The metric classes a file uses (Mean first: the accuracies derive from it; the rank helper
+    before the metrics that call it)."""
+    needed = sorted(names - {"Mean"})
+    if any(n not in _STANDALONE_METRICS for n in needed) or "Mean" in names:
+        needed = ["Mean", *needed]
     spell("torch.as_tensor")  # noting the import
-    return "\n\n".join(METRIC_CLASSES[n] for n in needed)
+    texts = [METRIC_CLASSES[n] for n in needed]
+    if _ELEMENTWISE_METRICS & set(needed):
+        texts.insert(0, SAME_RANK)
+    return "\n\n".join(texts)
 
 
 # --- a model with its own train_step: keras.Model's compile / fit kept as methods ----------------------
