@@ -15,6 +15,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
@@ -229,3 +230,62 @@ def test_learning_rate_callbacks_and_csv_logger_match_keras(tmp_path):
     k_vals = np.array([[float(v) for v in r.split(",")] for r in rows["keras"][1:]])
     t_vals = np.array([[float(v) for v in r.split(",")] for r in rows["torch"][1:]])
     np.testing.assert_allclose(t_vals, k_vals, rtol=2e-4, atol=1e-5)
+
+
+TENSORBOARD = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse")
+
+
+def train(x, y, log_dir):
+    return model.fit(x, y, epochs=3, batch_size=8, validation_split=0.25, shuffle=False,
+                     callbacks=[keras.callbacks.TensorBoard(log_dir=log_dir)], verbose=0)
+'''
+
+TB_DRIVER = '''
+import json, os, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(2)
+x = rng.normal(size=(32, 4)).astype("float32")
+y = rng.normal(size=(32, 2)).astype("float32")
+w = (rng.normal(size=(4, 2)) * 0.5).astype("float32")
+if sys.argv[2] == "torch":
+    import torch
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor(w).T)
+        model[0].bias.zero_()
+else:
+    model.layers[0].set_weights([w, np.zeros(2, "float32")])
+train(x, y, os.path.join(sys.argv[1], "logs"))
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+out = {}
+for part in ("train", "validation"):
+    ea = EventAccumulator(os.path.join(sys.argv[1], "logs", part))
+    ea.Reload()
+    for tag in ea.Tags()["scalars"]:
+        out[part + "/" + tag] = [(e.step, e.value) for e in ea.Scalars(tag)]
+    for tag in ea.Tags()["tensors"]:
+        if tag.startswith("epoch_"):
+            out[part + "/" + tag] = [(e.step, float(np.frombuffer(e.tensor_proto.tensor_content, "float32")[0]))
+                                     for e in ea.Tensors(tag)]
+print("RESULT " + json.dumps(out))
+'''
+
+
+def test_tensorboard_writes_the_scalars_keras_writes(tmp_path):
+    pytest.importorskip("tensorboard")
+    r = tx(TENSORBOARD)
+    assert errors(r) == [], errors(r)
+    assert "callbacks=[TensorBoard(log_dir)]" in r.output
+    keras_out, torch_out = _run(tmp_path, TENSORBOARD, TB_DRIVER)
+    assert sorted(torch_out) == sorted(keras_out) == ["train/epoch_learning_rate", "train/epoch_loss",
+                                                      "validation/epoch_loss"]
+    for tag, series in keras_out.items():
+        assert [s for s, _ in torch_out[tag]] == [s for s, _ in series] == [0, 1, 2]
+        np.testing.assert_allclose([v for _, v in torch_out[tag]], [v for _, v in series], rtol=1e-5, err_msg=tag)

@@ -885,6 +885,32 @@ CALLBACK_CLASSES = {
             except TypeError:
                 group["lr"] = float(self.schedule(epoch))
 ''',
+    "TensorBoard": '''class TensorBoard:
+    """keras.callbacks.TensorBoard: each epoch's logs as scalars epoch_<name> at step epoch (from 0), the
+    training logs and the learning rate in log_dir/train, the val_ logs in log_dir/validation, as Keras
+    writes them (view with `tensorboard --logdir <log_dir>`)."""
+
+    def __init__(self, log_dir="logs"):
+        self.log_dir, self.writers = log_dir, {}
+
+    def _writer(self, part):
+        if part not in self.writers:
+            from torch.utils.tensorboard import SummaryWriter  # needs the tensorboard package
+
+            self.writers[part] = SummaryWriter(os.path.join(self.log_dir, part))
+        return self.writers[part]
+
+    def on_epoch_end(self, epoch, logs):
+        for name, value in logs.items():
+            part, name = ("validation", name[4:]) if name.startswith("val_") else ("train", name)
+            self._writer(part).add_scalar(f"epoch_{name}", value, epoch)
+        self._writer("train").add_scalar("epoch_learning_rate", self.model.optimizer.param_groups[0]["lr"], epoch)
+
+    def on_train_end(self):
+        for writer in self.writers.values():
+            writer.close()
+        self.writers = {}
+''',
     "CSVLogger": '''class CSVLogger:
     """keras.callbacks.CSVLogger: one row per epoch, the epoch (from 0) and the logs by sorted name."""
 
@@ -917,4 +943,6 @@ def callback_classes(names: set[str], spell) -> str:
         spell("torch.save")
     if "CSVLogger" in names:
         spell("csv.writer")
+    if "TensorBoard" in names:
+        spell("os.path.join")
     return "\n\n".join(CALLBACK_CLASSES[n] for n in sorted(names))
