@@ -289,3 +289,51 @@ def test_tensorboard_writes_the_scalars_keras_writes(tmp_path):
     for tag, series in keras_out.items():
         assert [s for s, _ in torch_out[tag]] == [s for s, _ in series] == [0, 1, 2]
         np.testing.assert_allclose([v for _, v in torch_out[tag]], [v for _, v in series], rtol=1e-5, err_msg=tag)
+
+
+ERROR_METRIC = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(2)])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05), loss="mse", metrics=[{metric}])
+
+
+def train(x, y):
+    history = model.fit(x, y, epochs=3, batch_size=8, validation_split=0.25, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+ERROR_DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(4)
+x = rng.normal(size=(40, 4)).astype("float32")
+y = (x[:, :2] * 2.0 + 1.0 + rng.normal(size=(40, 2)) * 0.1).astype("float32")
+y[0, 0] = 0.0  # MAPE's epsilon
+w = (rng.normal(size=(4, 2)) * 0.5).astype("float32")
+if sys.argv[2] == "torch":
+    import torch
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor(w).T)
+        model[0].bias.zero_()
+else:
+    model.layers[0].set_weights([w, np.zeros(2, "float32")])
+h, ev = train(x, y)
+print("RESULT " + json.dumps({"history": h, "evaluate": ev}))
+'''
+
+
+@pytest.mark.parametrize("metric, key", [('"mae"', "mae"), ('"mse"', "mse"),
+                                         ("keras.metrics.MeanAbsolutePercentageError()", "mean_absolute_percentage_error")])
+def test_fit_with_an_error_metric_matches_keras(tmp_path, metric, key):
+    src = ERROR_METRIC.replace("{metric}", metric)
+    keras_out, torch_out = _run(tmp_path, src, ERROR_DRIVER)
+    kh, th = keras_out["history"], torch_out["history"]
+    assert sorted(th) == sorted(kh) == sorted(["loss", key, "val_loss", "val_" + key])
+    for k in kh:
+        np.testing.assert_allclose(th[k], kh[k], rtol=1e-5, err_msg=k)
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=1e-5)

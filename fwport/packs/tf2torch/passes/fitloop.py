@@ -11,7 +11,8 @@ progress line per epoch, a History-like dict of per-epoch averages (``history.hi
 ``history[...]``). ``evaluate`` / ``predict`` likewise; where the file needs them the loop also
 takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
 below). Only what the loop reproduces is translated: sample or class weights, several losses,
-metrics other than one accuracy are left to model_api's errors (the whole compile then stays Keras).
+metrics other than one accuracy or one error metric (mae, mse, mape) are left to model_api's errors (the
+whole compile then stays Keras).
 
 Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
 compile / fit), the metric classes, and the callback classes (EarlyStopping, ModelCheckpoint,
@@ -37,6 +38,13 @@ LOSSES = {"sparse_categorical_crossentropy": "keras.losses.SparseCategoricalCros
 ACCURACY = {"accuracy", "acc"}
 # accuracies named for the labels they take → the loss target (rule option) they agree with
 NAMED_ACCURACIES = {"sparse_categorical_accuracy": "long", "categorical_accuracy": "same", "binary_accuracy": "float"}
+# error metrics by compile string → their kind (Keras keeps the string as the history name)
+ERROR_METRICS = {"mae": "mae", "mean_absolute_error": "mae", "mse": "mse", "mean_squared_error": "mse",
+                 "mape": "mape", "mean_absolute_percentage_error": "mape"}
+# per-sample values of an error metric summed over the batch (Keras: the mean over each sample's values)
+_ERROR_SUMS = {"mae": "(pred - yb.float().view_as(pred)).abs()",
+               "mse": "(pred - yb.float().view_as(pred)).square()",
+               "mape": "100.0 * ((yb.float().view_as(pred) - pred) / yb.float().view_as(pred).abs().clamp_min(1e-7)).abs()"}
 
 COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "run_eagerly", "steps_per_execution",
            "jit_compile", "auto_scale_loss")
@@ -136,7 +144,8 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | 
     metric = _accuracy_metric(args.get("metrics"), rule_of)
     if metric is NOT_LITERAL:
         return ("metrics other than one accuracy ('accuracy', 'sparse_categorical_accuracy', "
-                "keras.metrics.SparseCategoricalAccuracy(), ...) are not translated (compute them in the loop)")
+                "keras.metrics.SparseCategoricalAccuracy(), ...) or one error ('mae', 'mse', 'mape', "
+                "keras.metrics.MeanAbsoluteError(), ...) are not translated (compute them in the loop)")
     c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None)
     if metric is not None:
         c.accuracy_name, c.accuracy_kind = metric
@@ -144,8 +153,9 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | 
 
 
 def _accuracy_metric(node, rule_of):
-    """compile's metrics= → (history name, kind) of its one accuracy, None without metrics, NOT_LITERAL
-    for what the loop does not compute. kind: "" (Keras picks it from the loss), or the accuracy named."""
+    """compile's metrics= → (history name, kind) of its one metric, None without metrics, NOT_LITERAL
+    for what the loop does not compute. kind: "" (Keras picks the accuracy from the loss), the accuracy
+    named, or an error metric's kind ("mae", "mse", "mape")."""
     if node is None:
         return None
     lit = literal_value(node, NOT_LITERAL)
@@ -158,15 +168,20 @@ def _accuracy_metric(node, rule_of):
     if isinstance(name, str):
         if name in ACCURACY:
             return name, ""
+        if name in ERROR_METRICS:
+            return name, ERROR_METRICS[name]
         return (name, name) if name in NAMED_ACCURACIES else NOT_LITERAL
     rule = rule_of(m) if isinstance(m, cst.Call) else None
-    kind = {"SparseCategoricalAccuracy": "sparse_categorical_accuracy",
-            "CategoricalAccuracy": "categorical_accuracy"}.get(
-        rule.emit.get("options", {}).get("class", "") if rule is not None and rule.emit.get("transform") == "metric"
-        else "")
+    cls = rule.emit.get("options", {}).get("class", "") if rule is not None and rule.emit.get("transform") == "metric" \
+        else ""
+    default, kind = {"SparseCategoricalAccuracy": ("sparse_categorical_accuracy", "sparse_categorical_accuracy"),
+                     "CategoricalAccuracy": ("categorical_accuracy", "categorical_accuracy"),
+                     "MeanAbsoluteError": ("mean_absolute_error", "mae"),
+                     "MeanSquaredError": ("mean_squared_error", "mse"),
+                     "MeanAbsolutePercentageError": ("mean_absolute_percentage_error", "mape")}.get(cls, ("", ""))
     if not kind or any(a.keyword is None or a.keyword.value != "name" for a in m.args):
         return NOT_LITERAL
-    given = next((literal_value(a.value, NOT_LITERAL) for a in m.args), kind)
+    given = next((literal_value(a.value, NOT_LITERAL) for a in m.args), default)
     return (given, kind) if isinstance(given, str) else NOT_LITERAL
 
 
@@ -185,7 +200,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
     log, clamp = spell("torch.log"), ".clamp(1e-7, 1 - 1e-7)"
     inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "pred")
-    if loss_options.get("target") == "long":
+    if c.accuracy_kind in _ERROR_SUMS:  # per sample: the mean of its values; summed over the batch
+        correct = f"{_ERROR_SUMS[c.accuracy_kind]}.reshape(len(pred), -1).mean(1).sum().item()"
+    elif loss_options.get("target") == "long":
         correct = "(pred.argmax(-1) == yb).sum().item()"
     elif loss_options.get("target") == "float":  # Keras's binary accuracy: 0.5, on logits too
         correct = "(yb.float().view_as(pred) == (pred > 0.5).float()).float().mean(-1).sum().item()"
@@ -364,7 +381,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "",
         "",
     ]
-    what = "the mean loss" + (" and accuracy" if acc else "")
+    what = "the mean loss" + ((" and " + ("accuracy" if c.accuracy_kind not in _ERROR_SUMS else name)) if acc else "")
     if general:
         lines += [
             f"def {n['evaluate']}(model, loss_fn, x, y=None, batch_size=None, verbose=1, steps=None):",

@@ -1728,7 +1728,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
         loss_rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
-        c.key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, bool(c.schedule),
+        c.key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
@@ -1785,7 +1785,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         if flag not in (True, False):
             return refuse("the loss's from_logits is not a literal True/False")
         c.from_logits = flag
-    if c.accuracy_kind:  # a named accuracy computes what the loss's labels say (else it is another metric)
+    if c.accuracy_kind in fitloop.NAMED_ACCURACIES:  # a named accuracy computes what the loss's labels say
         rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
