@@ -647,3 +647,26 @@ def test_keras2_utils_submodule_spellings_are_the_public_names():
     imported = [n.names[0].name if isinstance(n, ast.Import) else n.module for n in ast.walk(ast.parse(r.output))
                 if isinstance(n, (ast.Import, ast.ImportFrom))]
     assert not [m for m in imported if m.split(".")[0] in ("tensorflow", "keras")], imported
+
+
+def test_legacy_and_experimental_optimizer_spellings_are_the_optimizers():
+    src = (
+        "import tensorflow as tf\n"
+        "model = tf.keras.Sequential([tf.keras.Input(shape=(4,)), tf.keras.layers.Dense(1)])\n"
+        "opt = tf.keras.optimizers.legacy.Adam(learning_rate=0.01)\n"
+        "opt2 = tf.keras.optimizers.experimental.SGD(learning_rate=0.1, momentum=0.9)\n"
+        "def step(x, y):\n"
+        "    with tf.GradientTape() as tape:\n"
+        "        loss = tf.reduce_mean(tf.square(model(x) - y))\n"
+        "    grads = tape.gradient(loss, model.trainable_variables)\n"
+        "    opt.apply_gradients(zip(grads, model.trainable_variables))\n"
+        "def step2(x, y):\n"
+        "    with tf.GradientTape() as tape:\n"
+        "        loss = tf.reduce_mean(tf.square(model(x) - y))\n"
+        "    grads = tape.gradient(loss, model.trainable_variables)\n"
+        "    opt2.apply_gradients(zip(grads, model.trainable_variables))\n"
+    )
+    r = translate_source(src, "opt.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "opt = torch.optim.Adam(model.parameters(), lr=0.01, eps=1e-07)" in r.output
+    assert "opt2 = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)" in r.output

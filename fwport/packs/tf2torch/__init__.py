@@ -43,6 +43,10 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.layers.convolutional.", "keras.layers."),
     ("keras.layers.pooling.", "keras.layers."),
     ("keras.layers.normalization.", "keras.layers."),
+    # Keras 2.9-2.10's new optimizers (keras.optimizers.experimental) are Keras 3's; the 2.11+ legacy
+    # ones compute the same updates (Adagrad's epsilon outside the root aside, torch's placement)
+    ("keras.optimizers.experimental.", "keras.optimizers."),
+    ("keras.optimizers.legacy.", "keras.optimizers."),
     # Keras 2's keras.utils submodules: the public names are keras.utils.X
     ("keras.utils.data_utils.", "keras.utils."),
     ("keras.utils.file_utils.", "keras.utils."),
