@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import data
+from fwport.packs.torch2jax import data, tensor_methods
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -21,6 +21,9 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
+    # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)
+    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS)) + r")\s*\("),
+            tensor_methods.plan),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
 # the output calls (layers.py) and the DataLoader helpers (data.py), after the imports

@@ -1,0 +1,156 @@
+"""PyTorch tensor methods in the code outside the module classes → their jnp spelling (a read-only
+planner; the rule pass applies the edits).
+
+Outside an ``nn.Module`` the arrays keep PyTorch's shapes (the batch axis included: no per-example
+rewriting, which is batch.py's job inside the modules), so a tensor method becomes the jnp function
+that computes the same thing, as PyTorch defines it: ``output.argmax(dim=1, keepdim=True)`` →
+``jnp.argmax(output, axis=1, keepdims=True)``, ``pred.eq(t.view_as(pred))`` →
+``pred == t.reshape(pred.shape)``, ``mu.pow(2)`` → ``mu ** 2``, ``logvar.exp()`` → ``jnp.exp(logvar)``,
+``x.std(dim=0)`` → ``jnp.std(x, axis=0, ddof=1)`` (PyTorch's is unbiased). Left as written, each of
+these would fail on a jax array (it has no ``eq``, ``pow``, ``view_as`` ...), or compute something else
+(``x.view(-1, 784)`` is a dtype view in jax).
+
+The methods are chosen by name: the names below are PyTorch tensor methods that no Python
+container, string or jax array has with the same meaning, so a receiver that calls one is a tensor.
+A call whose arguments do not fit the table (unknown keywords, ``*args``) is left for the residue
+scan and the reader.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.engine import code, expr
+
+# method → jnp function applied to the receiver, no argument
+_UNARY = {"exp": "jax.numpy.exp", "log": "jax.numpy.log", "sqrt": "jax.numpy.sqrt", "abs": "jax.numpy.abs",
+          "tanh": "jax.numpy.tanh", "sigmoid": "jax.nn.sigmoid", "relu": "jax.nn.relu", "neg": "jax.numpy.negative",
+          "log1p": "jax.numpy.log1p", "sin": "jax.numpy.sin", "cos": "jax.numpy.cos", "floor": "jax.numpy.floor",
+          "ceil": "jax.numpy.ceil", "sign": "jax.numpy.sign"}
+# method → Python operator with one operand
+_BINARY = {"eq": "==", "ne": "!=", "gt": ">", "lt": "<", "ge": ">=", "le": "<=", "pow": "**", "mul": "*",
+           "sub": "-", "div": "/", "matmul": "@"}  # not add: a set's add
+# reductions taking dim / keepdim → jnp function (axis / keepdims), std and var unbiased as in PyTorch
+_REDUCE = {"sum": "jax.numpy.sum", "mean": "jax.numpy.mean", "prod": "jax.numpy.prod",
+           "argmax": "jax.numpy.argmax", "argmin": "jax.numpy.argmin", "std": "jax.numpy.std",
+           "var": "jax.numpy.var", "logsumexp": "jax.scipy.special.logsumexp", "all": "jax.numpy.all",
+           "any": "jax.numpy.any"}
+_CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_"}
+METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
+                     "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as"})
+# not repeat (numpy's repeats elements, PyTorch's tiles) nor an argument-less std/var (numpy's are
+# biased, PyTorch's not): a receiver that may be a numpy array keeps them
+# reductions jax arrays already have with numpy's meaning when called without dim/keepdim
+_SAME_WITHOUT_DIM = {"sum", "mean", "prod", "argmax", "argmin", "all", "any"}
+
+
+def _atom(node: cst.BaseExpression) -> str:
+    text = code(node)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar:
+        return text
+    return f"({text})"
+
+
+def _operand(node: cst.BaseExpression) -> str:
+    text = code(node)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float,
+                         cst.SimpleString)) or node.lpar:
+        return text
+    return f"({text})"
+
+
+def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
+    """The jnp spelling of ``recv.name(args)`` (``call`` with its arguments translated), or None when
+    the arguments do not fit."""
+    recv = call.func.value
+    args = call.args
+    if any(a.star for a in args):
+        return None
+    pos = [a.value for a in args if a.keyword is None]
+    kw = {a.keyword.value: a.value for a in args if a.keyword is not None}
+    r = _atom(recv)
+    if name in _UNARY and not args:
+        return expr(f"{spell(_UNARY[name])}({code(recv)})")
+    if name in _BINARY and len(pos) == 1 and not kw:
+        return cst.parse_expression(f"({r} {_BINARY[name]} {_operand(pos[0])})")
+    if name in _CASTS and not args:
+        return expr(f"{r}.astype({spell(_CASTS[name])})")
+    if name in _REDUCE:
+        dim = kw.pop("dim", pos[0] if pos else None)
+        keep = kw.pop("keepdim", pos[1] if len(pos) > 1 else None)
+        unbiased = kw.pop("unbiased", None)
+        if kw or len(pos) > 2 or (unbiased is not None and name not in ("std", "var")):
+            return None
+        if name in _SAME_WITHOUT_DIM and dim is None and keep is None:
+            return None  # the jax array's own method computes the same
+        if name in ("std", "var") and not ({"dim", "keepdim", "unbiased"} & {a.keyword.value for a in args if a.keyword}):
+            return None  # x.std() / x.std(0) is numpy's too, biased: only PyTorch's keywords tell
+        parts = [code(recv)]
+        if dim is not None:
+            parts.append(f"axis={code(dim)}")
+        if keep is not None:
+            parts.append(f"keepdims={code(keep)}")
+        if name in ("std", "var"):
+            flag = code(unbiased) if unbiased is not None else "True"
+            ddof = {"True": "1", "False": "0"}.get(flag, f"int({flag})")
+            parts.append(f"ddof={ddof}")
+        return expr(f"{spell(_REDUCE[name])}({', '.join(parts)})")
+    if name == "view":
+        if kw or not pos or (len(pos) == 1 and isinstance(pos[0], cst.Attribute) and code(pos[0]).startswith("torch.")):
+            return None  # a dtype view, x.view(torch.int32)
+        return expr(f"{r}.reshape({', '.join(code(p) for p in pos)})")
+    if name == "view_as" and len(pos) == 1 and not kw:
+        return expr(f"{r}.reshape({_atom(pos[0])}.shape)")
+    if name == "type_as" and len(pos) == 1 and not kw:
+        return expr(f"{r}.astype({_atom(pos[0])}.dtype)")
+    if name == "size" and not kw and len(pos) <= 1:
+        return expr(f"{r}.shape[{code(pos[0])}]" if pos else f"{r}.shape")
+    if name == "dim" and not args:
+        return expr(f"{r}.ndim")
+    if name == "numel" and not args:
+        return expr(f"{r}.size")
+    if name == "unsqueeze" and len(pos) + len(kw) == 1 and set(kw) <= {"dim"}:
+        return expr(f"{spell('jax.numpy.expand_dims')}({code(recv)}, {code(pos[0] if pos else kw['dim'])})")
+    if name == "permute" and pos and not kw:
+        dims = pos[0] if len(pos) == 1 and isinstance(pos[0], (cst.Tuple, cst.List)) else None
+        axes = code(dims) if dims is not None else "(" + ", ".join(code(p) for p in pos) + ("," if len(pos) == 1 else "") + ")"
+        return expr(f"{spell('jax.numpy.transpose')}({code(recv)}, {axes})")
+    if name == "transpose" and len(pos) == 2 and not kw:
+        return expr(f"{spell('jax.numpy.swapaxes')}({code(recv)}, {code(pos[0])}, {code(pos[1])})")
+    if name == "t" and not args:
+        return expr(f"{r}.T")
+    if name == "clamp" and len(pos) + len(kw) >= 1 and set(kw) <= {"min", "max"} and len(pos) <= 2:
+        lo = pos[0] if pos else kw.get("min")
+        hi = pos[1] if len(pos) > 1 else kw.get("max")
+        return expr(f"{spell('jax.numpy.clip')}({code(recv)}, {code(lo) if lo is not None else 'None'}, "
+                    f"{code(hi) if hi is not None else 'None'})")
+    if name == "masked_fill" and len(pos) == 2 and not kw:
+        return expr(f"{spell('jax.numpy.where')}({code(pos[0])}, {code(pos[1])}, {code(recv)})")
+    if name == "contiguous" and not args:
+        return recv
+    return None
+
+
+def plan(module: cst.Module, ctx) -> cst.Module:
+    """Record an edit for every tensor method call in the statements outside the classes (the module
+    classes are batch.py's; other classes keep their code)."""
+
+    class Calls(cst.CSTVisitor):
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            f = node.func
+            if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS or ctx.plans.get(node) is not None:
+                return
+            if ctx.imports.resolve(f) is not None or ctx.imports.resolve(f.value) is not None:
+                return  # torch.exp(...), np.exp(...), a module's function: the rules' business
+            name = f.attr.value
+
+            def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:
+                out = translate(name, updated, ctx.spell_text)
+                return updated if out is None else out
+
+            ctx.plans.add(node, apply, by="tensor-methods")
+
+    module.visit(Calls())
+    return module

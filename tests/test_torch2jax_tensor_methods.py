@@ -1,0 +1,99 @@
+"""PyTorch tensor methods outside the module classes (a loss function, an evaluation helper) → jnp, as
+PyTorch computes them: translated, run with torch unimportable, compared in float64 with the original.
+Left as written they fail on jax arrays (no eq, pow, view_as) or compute something else (view is a
+dtype view in jax, std is biased)."""
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+pytest.importorskip("torch")
+pytest.importorskip("jax")
+
+SOURCE = '''
+import torch
+import torch.nn.functional as F
+
+
+def loss_function(recon_x, x, mu, logvar):
+    bce = F.binary_cross_entropy(recon_x, x.view(-1, 12), reduction="sum")
+    kld = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+    return bce + kld
+
+
+def scores(output, target):
+    pred = output.argmax(dim=1, keepdim=True)
+    correct = pred.eq(target.view_as(pred)).sum()
+    spread = output.std(dim=0).mean() + output.var(0, keepdim=True).sum() + output.std(unbiased=False)
+    shape = output.t().permute(1, 0).unsqueeze(0).transpose(0, 2)
+    masked = output.masked_fill(output.gt(0.5), 0.0).clamp(min=-1.0).sum(dim=1)
+    tiled = output.mul(2).sub(1).abs().sigmoid()
+    return [correct, spread, shape, masked, tiled, output.size(0), output.dim(), output.numel(),
+            output.sum(1), output.mean(), output.float()]
+'''
+
+RUN = """
+import sys, numpy as np, runpy
+side = sys.argv[1]
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(sys.argv[2])
+rng = np.random.default_rng(0)
+recon = 1 / (1 + np.exp(-rng.standard_normal((4, 12))))
+x = rng.uniform(size=(4, 3, 4))
+mu, logvar = rng.standard_normal((4, 5)), rng.standard_normal((4, 5)) * 0.1
+output, target = rng.uniform(size=(6, 5)), rng.integers(0, 5, 6)
+if side == "torch":
+    import torch
+    conv = torch.from_numpy
+else:
+    import jax.numpy as jnp
+    conv = jnp.asarray
+out = [ns["loss_function"](conv(recon), conv(x), conv(mu), conv(logvar))]
+out += ns["scores"](conv(output), conv(target))
+np.savez(sys.argv[3], *[np.asarray(o) for o in out])
+"""
+
+
+def test_tensor_methods_outside_modules_compute_as_in_pytorch(tmp_path):
+    src = textwrap.dedent(SOURCE).lstrip("\n")
+    r = translate_source(src, "f.py", "torch2jax")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    for torch_only in (".eq(", ".pow(", ".view_as(", ".view(", "dim=", "keepdim=", ".exp()", ".permute(", ".t()"):
+        assert torch_only not in r.output, torch_only
+    assert "jnp.std(output, axis=0, ddof=1)" in r.output  # unbiased, as PyTorch's
+    (tmp_path / "orig.py").write_text(src)
+    (tmp_path / "jax.py").write_text(r.output)
+    res = {}
+    for side, path in (("torch", "orig.py"), ("jax", "jax.py")):
+        p = subprocess.run([sys.executable, "-c", RUN, side, str(tmp_path / path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            res[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    assert len(res["torch"]) == len(res["jax"]) == 12
+    for i, (t, j) in enumerate(zip(res["torch"], res["jax"])):
+        assert t.shape == j.shape, (i, t.shape, j.shape)
+        np.testing.assert_allclose(j, t, rtol=1e-12, atol=1e-12, err_msg=str(i))
+
+
+def test_what_numpy_or_a_container_also_has_is_left_alone():
+    """A dtype view, numpy's own methods (repeat, an argument-less std: biased in numpy), a set's add,
+    module functions (the rules' business) keep their spelling."""
+    src = ("import torch\nimport numpy as np\n\ndef f(x, a, seen):\n"
+           "    seen.add(1)\n"
+           "    return x.view(torch.int32), np.exp(x), torch.exp(x), a.repeat(2, 1), a.std(), a.std(0)\n")
+    r = translate_source(src, "f.py", "torch2jax")
+    body = r.output.split("def f")[1]
+    assert "x.view(" in body and "seen.add(1)" in body and "a.repeat(2, 1)" in body
+    assert "a.std(), a.std(0)" in body
+    assert "jnp.exp(x)" in body and "np.exp(x)" in body
