@@ -134,6 +134,9 @@ def plan(module: cst.Module, ctx) -> cst.Module:
     """Record an edit for every tensor method call in the statements outside the classes (the module
     classes are batch.py's; other classes keep their code)."""
 
+    # modules the output spells (jnp.sum(...) written by an earlier pass is not a method of a tensor)
+    modules = {sp.short.split(".")[0] for sp in ctx.direction.spellings} | {"jax", "jnp", "np", "numpy", "math"}
+
     class Calls(cst.CSTVisitor):
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
             return False
@@ -144,6 +147,11 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 return
             if ctx.imports.resolve(f) is not None or ctx.imports.resolve(f.value) is not None:
                 return  # torch.exp(...), np.exp(...), a module's function: the rules' business
+            root = f.value
+            while isinstance(root, cst.Attribute):
+                root = root.value
+            if isinstance(root, cst.Name) and root.value in modules:
+                return
             name = f.attr.value
 
             def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:
