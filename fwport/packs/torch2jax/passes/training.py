@@ -27,7 +27,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.core.rewrite import rewrite
-from fwport.packs.torch2jax.ops import OPTIMIZERS, STATEFUL
+from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes.modules import PLANS
 
 _PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
@@ -100,6 +100,7 @@ class _Pass(cst.CSTTransformer):
         self.gradient_names: set[str] = set()  # the names assigned such a gradient (arrays: their methods translated)
         self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
         self.module_names = _local_names(module)  # names the module binds at its own level
+        self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -445,9 +446,63 @@ class _Pass(cst.CSTTransformer):
     def visit_While(self, node: cst.While) -> None:
         self.check_loop(node)
 
+    def leave_For(self, original, updated):
+        return self.write_closures(original, updated)
+
+    def leave_While(self, original, updated):
+        return self.write_closures(original, updated)
+
+    def write_closures(self, original, updated):
+        """``def closure(): ...`` and ``optimizer.step(closure)`` (checked by check_closures) → ``for _ in
+        range(max_iter):`` holding the closure's statements and ``optimizer.step()``: a loop the finishing step
+        writes as train_step calls."""
+        found = self.closures.get(id(original))
+        if not found:
+            return updated
+        body = list(updated.body.body)
+        for def_i, step_i, opt, max_iter in found:
+            fn = body[def_i]
+            stmts = list(fn.body.body)[:-1] + [cst.parse_statement(f"{opt}.step()\n")]
+            loop = cst.parse_statement(f"for _ in range({max_iter}):  # torch.optim.LBFGS's max_iter: "
+                                       "its iterations in one step(closure)\n    pass\n")
+            loop = loop.with_changes(body=loop.body.with_changes(body=stmts), leading_lines=fn.leading_lines)
+            body[step_i] = loop
+        drop = {d for d, *_ in found}
+        return updated.with_changes(body=updated.body.with_changes(body=[st for i, st in enumerate(body) if i not in drop]))
+
+    def check_closures(self, loop, body: list) -> None:
+        """The LBFGS steps of the loop body (_closure_steps) whose optimizer this scope creates with line_search_fn
+        None and a literal max_iter: checked as a loop's, recorded for write_closures and the rule (LBFGS_STEPS),
+        and an approximate warning saying where optax.lbfgs's iterations differ from PyTorch's."""
+        scope = self.scopes[-1] if self.scopes else self.module
+        for def_i, step_i, opt, inner in _closure_steps(body):
+            call = next((a.value for a in _scope_assigns(scope) if isinstance(a.value, cst.Call)
+                         and self.ctx.imports.resolve(a.value.func) in ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
+                         and any(opt in _target_names(t.target) for t in a.targets)), None)
+            bound = _bind_text(call, LBFGS_SIGNATURE) if call is not None else None
+            if bound is None or bound["line_search_fn"] != "None" or not bound["max_iter"].isdigit() \
+                    or bound["max_eval"] != "None" or opt not in self.scope_optimizers():
+                continue
+            plan = _loop_plan(inner)
+            if plan is None or plan[0] != opt:
+                continue
+            self.planned.update(id(st) for st in inner if _backward(st))
+            model = self.scope_optimizers()[opt]
+            problem = _loop_problem(inner, plan, model)
+            if problem:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training step stays as written: {problem}",
+                                body[step_i])
+                continue
+            self.check_keys(loop, inner, plan)
+            self.check_host_random(loop, inner, plan, model)
+            self.closures.setdefault(id(loop), []).append((def_i, step_i, opt, bound["max_iter"]))
+            self.ctx.analyses.setdefault(LBFGS_STEPS, set()).add(code(call))
+            self.ctx.report(Severity.WARNING, "approximate", LBFGS_DIFFERS.format(opt=opt, n=bound["max_iter"]), body[step_i])
+
     def check_loop(self, loop) -> None:
         body = list(loop.body.body)
         self.check_block_steps(body)
+        self.check_closures(loop, body)
         if not any(_backward(s) for s in body):
             return
         plan = _loop_plan(body)
@@ -1253,6 +1308,54 @@ def _block_plan(body: list, i: int) -> tuple[list, int | None, tuple] | None:
     return inner, outer_zero, plan
 
 
+LBFGS_SIGNATURE = ("params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-07, tolerance_change=1e-09, "
+                   "history_size=100, line_search_fn=None")
+LBFGS_DIFFERS = ("{opt}.step(closure) → {n} updates of optax.lbfgs(linesearch=None), one per iteration of PyTorch's "
+                 "LBFGS: from its second iteration on they are PyTorch's, but PyTorch scales its first iteration ever "
+                 "by min(1, 1/sum(|grad|)) (optax takes lr * grad), stops a step early once tolerance_grad or "
+                 "tolerance_change is reached and skips curvature pairs with y.s <= 1e-10, which these updates do "
+                 "not: the parameters agree where the first gradient's L1 norm is at most 1 and until PyTorch stops "
+                 "early")
+
+
+def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
+    """``def closure(): opt.zero_grad(); <loss>; loss.backward(); return loss`` and ``opt.step(closure)`` as a
+    statement later in the same body (PyTorch's LBFGS): (the def's index, the step's index, the optimizer, the
+    closure's statements with ``return loss`` replaced by ``opt.step()``, a loop body _loop_plan reads). Only
+    where nothing else in the body names the closure."""
+    out = []
+    defs = {s.name.value: i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)}
+    for k, st in enumerate(body):
+        if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr)):
+            continue
+        call = st.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
+                and len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name)):
+            continue
+        name, opt = call.args[0].value.value, dotted_text(call.func.value)
+        i = defs.get(name)
+        if i is None or i > k or opt is None:
+            continue
+        fn = body[i]
+        stmts = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+        if fn.params.params or fn.params.star_arg is not cst.MaybeSentinel.DEFAULT and fn.params.star_arg is not None \
+                or fn.params.kwonly_params or fn.params.star_kwarg or fn.decorators or not stmts:
+            continue
+        ret = stmts[-1]
+        loss = next((_backward(s) for s in stmts if _backward(s)), None)
+        if not (isinstance(ret, cst.SimpleStatementLine) and len(ret.body) == 1 and isinstance(ret.body[0], cst.Return)
+                and isinstance(ret.body[0].value, cst.Name) and ret.body[0].value.value == loss):
+            continue
+        n = _Names()
+        for j, other in enumerate(body):
+            if j not in (i, k):
+                other.visit(n)
+        if name in n.loaded:
+            continue
+        out.append((i, k, opt, stmts[:-1] + [cst.parse_statement(f"{opt}.step()\n")]))
+    return out
+
+
 def _mode_switch(stmt) -> bool:
     """``model = eqx.nn.inference_mode(model, ...)``: what ``model.train()`` became (not a loss statement)."""
     v = stmt.body[0].value
@@ -1865,6 +1968,8 @@ class _Finish(cst.CSTTransformer):
             s.visit(names)
             _first_uses(s, first)
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
+        own |= {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
+                for n in _target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
         trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
         # argument, not a global the jit would keep as it was when traced
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
