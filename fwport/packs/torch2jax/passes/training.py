@@ -1976,6 +1976,9 @@ class _Finish(cst.CSTTransformer):
                   and (n not in self.module_names or n in trained or n in names.stored) and (not hasattr(builtins, n) or n in own)]
         aux = _step_outputs(body, plan, model)
         aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
+        # values the loss reads and assigns again (BatchNorm's state): loss_fn's parameters after the model (a name
+        # it assigns is its own local), not differentiated (eqx.filter_value_and_grad: the first argument only)
+        carried = "".join(f", {n}" for n in aux if first.get(n) == "load")
         step_fn_level = threaded is True and info.get("step")
         if step_fn_level:  # train_step is defined above the function: it takes the optimizer (static under jit)
             inputs = [opt, *[n for n in inputs if n != opt]]
@@ -1999,9 +2002,9 @@ class _Finish(cst.CSTTransformer):
         f = self.spell
         text = (f"@{f('equinox.filter_jit')}\n"
                 f"def {step_name}({params}):\n"
-                f"    def loss_fn({model}):\n"
+                f"    def loss_fn({model}{carried}):\n"
                 f"        pass\n\n"
-                + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model})\n"
+                + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model}{carried})\n"
                    if aux else f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n") +
                 f"    updates, opt_state = {opt}.update(grads, opt_state, {f('equinox.filter')}({model}, {f('equinox.is_array')}))\n"
                 f"    {model} = {f('equinox.apply_updates')}({model}, updates)\n"
