@@ -190,3 +190,79 @@ def test_a_layer_list_helper_is_written_out_where_its_ifs_are_decided():
 def test_an_unrolled_helper_that_nothing_else_calls_goes():
     text, findings = _translate(_BLOCKS.replace("        self.b = nn.Sequential(*block(4, 8, normalize=flag), nn.ReLU())\n", ""))
     assert "def block(" not in text and not [f for f in findings if f.severity == Severity.ERROR], findings
+
+
+N_CRITIC = ROOT / "tests" / "data" / "torch_gan_n_critic.py"
+
+_RUN_N_CRITIC = """import json, os, runpy, sys
+import numpy as np
+path, side = sys.argv[1:3]
+rng = np.random.default_rng(0)
+shapes = {"g0": (8, 4), "g3": (3, 8), "d0": (8, 3), "d2": (1, 8)}
+init = {k: (rng.standard_normal(s) * 0.5, rng.standard_normal(s[0]) * 0.1) for k, s in shapes.items()}
+data = [(rng.standard_normal((6, 3)), rng.standard_normal((6, 4))) for _ in range(5)]
+prep = type(sys)("gan_prep")
+if side == "torch":
+    import torch
+    def prepare(g, d):
+        with torch.no_grad():
+            for layer, k in ((g.model[0], "g0"), (g.model[3], "g3"), (d.model[0], "d0"), (d.model[2], "d2")):
+                layer.weight.copy_(torch.tensor(init[k][0])); layer.bias.copy_(torch.tensor(init[k][1]))
+        return g, d
+    prep.batches = [(torch.tensor(r, dtype=torch.float32), torch.tensor(z, dtype=torch.float32)) for r, z in data]
+    read = lambda m, i: m.model[i].weight.detach().numpy().tolist()
+else:
+    sys.modules["torch"] = None
+    import equinox as eqx, jax.numpy as jnp
+    def prepare(g, d):
+        for m, i, k in ((0, 0, "g0"), (0, 3, "g3"), (1, 0, "d0"), (1, 2, "d2")):
+            w, b = (jnp.asarray(v, jnp.float32) for v in init[k])
+            if m == 0:
+                g = eqx.tree_at(lambda t: (t.model.layers[i].weight, t.model.layers[i].bias), g, (w, b))
+            else:
+                d = eqx.tree_at(lambda t: (t.model.layers[i].weight, t.model.layers[i].bias), d, (w, b))
+        return g, d
+    prep.batches = [(jnp.asarray(r, jnp.float32), jnp.asarray(z, jnp.float32)) for r, z in data]
+    read = lambda m, i: np.asarray(m.model.layers[i].weight).tolist()
+prep.prepare = prepare
+sys.modules["gan_prep"] = prep
+g = runpy.run_path(path, run_name="__main__")
+print(json.dumps(dict(g0=read(g["generator"], 0), g3=read(g["generator"], 3), d0=read(g["discriminator"], 0),
+                      g_losses=g["g_losses"], last_fake=g["last_fake"])))
+"""
+
+
+def test_a_generator_step_inside_an_if_becomes_its_own_train_step():
+    """The generator's zero_grad() before `if i % n_critic == 0:` and its loss, backward() and step() inside it:
+    a train_step_G called in the if (zero_grad gone), the critic's train_step_D at the loop's level, BatchNorm's
+    state threaded through the generator's step (a loss_fn parameter, returned), the critic an argument (not a
+    global the jit keeps as traced), the generator's output read after the step returned (has_aux)."""
+    text, findings = _translate(N_CRITIC.read_text())
+    assert not [f for f in findings if f.severity is Severity.ERROR], findings
+    assert ".zero_grad()\n" not in text and ".backward()" not in text and ".step()" not in text
+    assert "def train_step_G(generator, opt_state, state, z, discriminator):\n    def loss_fn(generator, state):\n" in text
+    assert "    (g_loss, (fake, state)), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(generator, state)\n" in text
+    assert ("    if i % n_critic == 0:\n        generator, opt_state_G, g_loss, fake, state = "
+            "train_step_G(generator, opt_state_G, state, z, discriminator)\n") in text, text
+    assert "discriminator, opt_state_D, d_loss = train_step_D(discriminator, opt_state_D, real, fake)\n" in text
+
+
+def test_the_generator_step_inside_an_if_trains_as_pytorch_does(tmp_path):
+    """Five batches, the critic stepped at each and the generator at every second one (Adam both, BatchNorm in the
+    generator), from the same weights: the translation (run with torch unimportable) gives PyTorch's weights, its
+    generator losses and the generator output read after the last step."""
+    import json
+    import numpy as np
+    text, _ = _translate(N_CRITIC.read_text())
+    out = tmp_path / "out.py"
+    out.write_text(text)
+    results = []
+    for path, side in ((N_CRITIC, "torch"), (out, "jax")):
+        p = subprocess.run([sys.executable, "-c", _RUN_N_CRITIC, str(path), side], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    t, j = results
+    assert len(t["g_losses"]) == 3 and len(j["g_losses"]) == 3  # i = 0, 2, 4
+    for k in ("g0", "g3", "d0", "g_losses", "last_fake"):
+        np.testing.assert_allclose(j[k], t[k], rtol=1e-4, atol=1e-5, err_msg=k)

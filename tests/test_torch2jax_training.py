@@ -953,15 +953,19 @@ def test_a_statement_between_backward_and_step_that_needs_the_model_is_refused(i
     assert "loss.backward()" in r.output and "def train_step" not in r.output
 
 
-def test_a_value_of_the_step_used_after_it_is_refused():
+def test_a_value_of_the_step_used_after_it_is_returned_from_it():
+    """A value computed with the model inside the step and read after step() (it was refused): loss_fn returns
+    it beside the loss (has_aux) and train_step after the loss."""
     src = _BETWEEN.replace("        loss = F.mse_loss(model(x), y)\n",
                            "        out = model(x)\n        loss = F.mse_loss(out, y)\n").replace(
         "        total += loss.item()\n", "").replace("        optimizer.step()\n",
                                                    "        optimizer.step()\n        print(out.mean())\n")
     r = t2j(src)
-    errs = errors(r)
-    assert [f.code for f in errs] == ["unsupported-construct"] and "out (computed with the model" in errs[0].message
-    assert "def train_step" not in r.output
+    assert not errors(r), r.findings
+    assert "        return jnp.mean((out - y) ** 2), out\n" in r.output, r.output
+    assert "    (loss, out), grads = eqx.filter_value_and_grad(loss_fn, has_aux=True)(model)\n" in r.output
+    assert "    return model, opt_state, loss, out\n" in r.output
+    assert "        model, opt_state, loss, out = train_step(model, opt_state, x, y)\n" in r.output
 
 
 def test_a_backward_inside_an_if_block_is_an_error_not_left_silently():
@@ -1069,3 +1073,101 @@ def test_the_numpy_data_torch_saved_is_read_by_the_translation(tmp_path):
     p = subprocess.run([sys.executable, "-c", NO_TORCH, "jax_side.py"], cwd=tmp_path, capture_output=True, text=True,
                        timeout=300)
     assert p.returncode != 0 and "holds a PyTorch tensor" in p.stderr, p.stderr[-3000:]
+
+
+# --- LBFGS: step(closure) ----------------------------------------------------------------------------------
+
+LBFGS_SRC = ROOT / "tests" / "data" / "torch_lbfgs_closure.py"
+
+_LBFGS_RUN = """
+import json, runpy, sys
+import numpy as np
+path, side, scale, spread = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+rng = np.random.default_rng(0)
+x = rng.standard_normal((20, 3)) * spread
+y = scale * np.sin(x @ rng.standard_normal(3))[:, None]
+w, b = rng.standard_normal((8, 3)) * 0.3, rng.standard_normal(8) * 0.1
+w2, b2 = rng.standard_normal((1, 8)) * 0.1, rng.standard_normal(1) * 0.1
+prep = type(sys)("lbfgs_prep")
+g0 = None
+if side == "torch":
+    import torch
+    torch.set_default_dtype(torch.float64)
+    def prepare(net):
+        global g0
+        with torch.no_grad():
+            for p, v in ((net.fc.weight, w), (net.fc.bias, b), (net.out.weight, w2), (net.out.bias, b2)):
+                p.copy_(torch.tensor(v))
+        loss = torch.nn.functional.mse_loss(net(prep.x), prep.y)
+        g0 = sum(float(g.abs().sum()) for g in torch.autograd.grad(loss, list(net.parameters())))
+        return net
+    prep.x, prep.y = torch.tensor(x), torch.tensor(y)
+else:
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import equinox as eqx, jax.numpy as jnp
+    def prepare(net):
+        return eqx.tree_at(lambda m: (m.fc.weight, m.fc.bias, m.out.weight, m.out.bias), net,
+                           tuple(jnp.asarray(v) for v in (w, b, w2, b2)))
+    prep.x, prep.y = jnp.asarray(x), jnp.asarray(y)
+prep.prepare = prepare
+sys.modules["lbfgs_prep"] = prep
+g = runpy.run_path(path, run_name="__main__")
+print(json.dumps(dict(losses=g["losses"], g0=g0)))
+"""
+
+
+def test_an_lbfgs_closure_step_becomes_max_iter_train_step_calls():
+    """`def closure(): zero_grad; loss; backward; return loss` + `optimizer.step(closure)` → a loop of max_iter
+    calls of the written train_step over optax.lbfgs(linesearch=None) (PyTorch's default has no line search;
+    history_size → memory_size), the closure's logging after each call; an approximate warning at the step says
+    what differs from PyTorch's iterations."""
+    r = t2j(LBFGS_SRC.read_text())
+    assert not errors(r), r.findings
+    assert "optimizer = optax.lbfgs(learning_rate=0.8, memory_size=100, linesearch=None)\n" in r.output
+    assert ("for i in range(2):\n    for _ in range(20):  # torch.optim.LBFGS's max_iter: its iterations in one "
+            "step(closure)\n        net, opt_state, loss = train_step(net, opt_state)\n        losses.append(loss.item())\n") \
+        in r.output, r.output
+    assert "def closure" not in r.output and "    optimizer.step(" not in r.output
+    warned = [f for f in r.findings if f.code == "approximate" and "optax.lbfgs" in f.message]
+    assert len(warned) == 1 and warned[0].line == 31 and "min(1, 1/sum(|grad|))" in warned[0].message
+    fewer = t2j(LBFGS_SRC.read_text().replace("lr=0.8)", "lr=0.8, max_iter=5, history_size=7)"))
+    assert "for _ in range(5):" in fewer.output and "memory_size=7, linesearch=None" in fewer.output
+
+
+@pytest.mark.parametrize("change", [
+    ("lr=0.8)", "lr=0.8, line_search_fn='strong_wolfe')"),  # a line search: not optax's
+    ("    optimizer.step(closure)\n", "    optimizer.step(closure)\n    print(closure)\n"),  # the closure used again
+    ("        return loss\n", "        return loss.item()\n"),
+])
+def test_other_lbfgs_steps_stay_refused(change):
+    r = t2j(LBFGS_SRC.read_text().replace(*change))
+    assert any(f.rule == "lbfgs" for f in errors(r)), r.findings  # the optimizer's refusal
+    assert any("loss.backward() is not at the level" in f.message for f in errors(r)), r.findings
+    assert "torch.optim.LBFGS(" in r.output and "optax.lbfgs(learning_rate" not in r.output
+
+
+@needs_frameworks
+def test_the_lbfgs_steps_are_pytorchs_until_pytorch_stops_early(tmp_path):
+    """Float64, two step(closure) calls of 20 iterations each: where the first gradient's L1 norm is at most 1,
+    every loss PyTorch's closure computed (across both steps: the memory carries over) is the translation's, to
+    1e-9; where it is above 1, PyTorch's first iteration is scaled by 1/sum(|grad|) and the second loss differs,
+    as the warning says."""
+    import numpy as np
+    out = tmp_path / "out.py"
+    out.write_text(t2j(LBFGS_SRC.read_text()).output)
+    runs = {}
+    for case, args in (("exact", ("0.1", "0.2")), ("scaled", ("1", "0.5"))):
+        for path, side in ((LBFGS_SRC, "torch"), (out, "jax")):
+            p = subprocess.run([sys.executable, "-c", _LBFGS_RUN, str(path), side, *args], capture_output=True,
+                               text=True, timeout=300)
+            assert p.returncode == 0, p.stderr[-3000:]
+            runs[case, side] = json.loads(p.stdout.strip().splitlines()[-1])
+    t, j = runs["exact", "torch"], runs["exact", "jax"]
+    assert t["g0"] <= 1 and 20 < len(t["losses"]) <= 40 and len(j["losses"]) == 40
+    np.testing.assert_allclose(j["losses"][:len(t["losses"])], t["losses"], rtol=1e-9)
+    t, j = runs["scaled", "torch"], runs["scaled", "jax"]
+    assert t["g0"] > 1
+    np.testing.assert_allclose(j["losses"][0], t["losses"][0], rtol=1e-12)
+    assert abs(j["losses"][1] - t["losses"][1]) > 1e-3 * t["losses"][1]

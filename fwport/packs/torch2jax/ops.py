@@ -136,6 +136,24 @@ def optimizer(m, ctx):
     return out
 
 
+LBFGS_STEPS = "torch2jax.lbfgs-steps"  # ctx.analyses: source texts of the LBFGS optimizers the training pass steps
+
+
+@call_transform("lbfgs")
+def lbfgs(m, ctx):
+    """torch.optim.LBFGS(model.parameters(), ...) whose ``step(closure)`` the training pass writes as max_iter
+    updates (LBFGS_STEPS) → ``optax.lbfgs(learning_rate=lr, memory_size=history_size, linesearch=None)``
+    (PyTorch's default takes no line search; optax's default would take a zoom line search); elsewhere refused."""
+    if code(m.node) not in ctx.analyses.get(LBFGS_STEPS, ()):
+        m.fail(ctx, "unsupported-construct", _options(m)["message"])
+        return None
+    lr = code(m.kwargs["lr"]) if "lr" in m.kwargs else "1.0"
+    memory = code(m.kwargs["history_size"]) if "history_size" in m.kwargs else "100"
+    text = f"{ctx.spell_text(m.rule.emit['target'])}(learning_rate={lr}, memory_size={memory}, linesearch=None)"
+    ctx.analyses.setdefault(OPTIMIZERS, {})[text] = m.extras.get("model")
+    return expr(text)
+
+
 @call_transform("unwrap")
 def unwrap(m, ctx):
     """A PyTorch wrapper with no JAX counterpart → what it wraps (nn.Parameter(data) → data,

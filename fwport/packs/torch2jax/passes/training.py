@@ -27,7 +27,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.core.rewrite import rewrite
-from fwport.packs.torch2jax.ops import OPTIMIZERS, STATEFUL
+from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes.modules import PLANS
 
 _PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
@@ -100,6 +100,7 @@ class _Pass(cst.CSTTransformer):
         self.gradient_names: set[str] = set()  # the names assigned such a gradient (arrays: their methods translated)
         self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
         self.module_names = _local_names(module)  # names the module binds at its own level
+        self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -445,8 +446,63 @@ class _Pass(cst.CSTTransformer):
     def visit_While(self, node: cst.While) -> None:
         self.check_loop(node)
 
+    def leave_For(self, original, updated):
+        return self.write_closures(original, updated)
+
+    def leave_While(self, original, updated):
+        return self.write_closures(original, updated)
+
+    def write_closures(self, original, updated):
+        """``def closure(): ...`` and ``optimizer.step(closure)`` (checked by check_closures) → ``for _ in
+        range(max_iter):`` holding the closure's statements and ``optimizer.step()``: a loop the finishing step
+        writes as train_step calls."""
+        found = self.closures.get(id(original))
+        if not found:
+            return updated
+        body = list(updated.body.body)
+        for def_i, step_i, opt, max_iter in found:
+            fn = body[def_i]
+            stmts = list(fn.body.body)[:-1] + [cst.parse_statement(f"{opt}.step()\n")]
+            loop = cst.parse_statement(f"for _ in range({max_iter}):  # torch.optim.LBFGS's max_iter: "
+                                       "its iterations in one step(closure)\n    pass\n")
+            loop = loop.with_changes(body=loop.body.with_changes(body=stmts), leading_lines=fn.leading_lines)
+            body[step_i] = loop
+        drop = {d for d, *_ in found}
+        return updated.with_changes(body=updated.body.with_changes(body=[st for i, st in enumerate(body) if i not in drop]))
+
+    def check_closures(self, loop, body: list) -> None:
+        """The LBFGS steps of the loop body (_closure_steps) whose optimizer this scope creates with line_search_fn
+        None and a literal max_iter: checked as a loop's, recorded for write_closures and the rule (LBFGS_STEPS),
+        and an approximate warning saying where optax.lbfgs's iterations differ from PyTorch's."""
+        scope = self.scopes[-1] if self.scopes else self.module
+        for def_i, step_i, opt, inner in _closure_steps(body):
+            call = next((a.value for a in _scope_assigns(scope) if isinstance(a.value, cst.Call)
+                         and self.ctx.imports.resolve(a.value.func) in ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
+                         and any(opt in _target_names(t.target) for t in a.targets)), None)
+            bound = _bind_text(call, LBFGS_SIGNATURE) if call is not None else None
+            if bound is None or bound["line_search_fn"] != "None" or not bound["max_iter"].isdigit() \
+                    or bound["max_eval"] != "None" or opt not in self.scope_optimizers():
+                continue
+            plan = _loop_plan(inner)
+            if plan is None or plan[0] != opt:
+                continue
+            self.planned.update(id(st) for st in inner if _backward(st))
+            model = self.scope_optimizers()[opt]
+            problem = _loop_problem(inner, plan, model)
+            if problem:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training step stays as written: {problem}",
+                                body[step_i])
+                continue
+            self.check_keys(loop, inner, plan)
+            self.check_host_random(loop, inner, plan, model)
+            self.closures.setdefault(id(loop), []).append((def_i, step_i, opt, bound["max_iter"]))
+            self.ctx.analyses.setdefault(LBFGS_STEPS, set()).add(code(call))
+            self.ctx.report(Severity.WARNING, "approximate", LBFGS_DIFFERS.format(opt=opt, n=bound["max_iter"]), body[step_i])
+
     def check_loop(self, loop) -> None:
         body = list(loop.body.body)
+        self.check_block_steps(body)
+        self.check_closures(loop, body)
         if not any(_backward(s) for s in body):
             return
         plan = _loop_plan(body)
@@ -472,6 +528,26 @@ class _Pass(cst.CSTTransformer):
                             "...) (a parameter, a global, an attribute): an optax optimizer keeps its state outside, so "
                             "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
                             "model and opt_state from this function, or create the optimizer here", loop)
+
+
+    def check_block_steps(self, body: list) -> None:
+        """The steps inside ``if`` / ``with`` blocks at the loop's level (_block_plan) whose optimizer this scope
+        creates: checked as a loop's (the finishing step writes each its train_step); others keep the error of a
+        backward() not at a loop's level."""
+        for i in range(len(body)):
+            found = _block_plan(body, i)
+            if found is None or found[2][0] not in self.scope_optimizers():
+                continue
+            inner, _, plan = found
+            self.planned.update(id(st) for st in inner if _backward(st))
+            model = self.scope_optimizers()[plan[0]]
+            problem = _loop_problem(inner, plan, model)
+            if problem:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training step stays as written: {problem}",
+                                body[i])
+            else:
+                self.check_keys(body[i], inner, plan)
+                self.check_host_random(body[i], inner, plan, model)
 
 
 NO_GRAD = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"})
@@ -1199,6 +1275,87 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     return opt, loss, start, back, step, between
 
 
+def _block_plan(body: list, i: int) -> tuple[list, int | None, tuple] | None:
+    """The step inside the ``if`` / ``with`` block ``body[i]`` at a loop's level, where its own body holds
+    loss.backward() and optimizer.step() (a GAN's generator step under ``if i % n_critic == 0:``): (the block's
+    statements, with the optimizer's zero_grad() in front when it sits before the block at the loop's level;
+    that zero_grad's index in ``body`` or None; _loop_plan of those statements). None where the block holds no
+    such step, or the optimizer also steps at the loop's level, or its zero_grad is not found once (in the block,
+    or before it with no backward() between them)."""
+    block = body[i]
+    if not isinstance(block, (cst.If, cst.With)) or not isinstance(block.body, cst.IndentedBlock):
+        return None
+    inner = list(block.body.body)
+    if not any(_backward(s) for s in inner):
+        return None
+    step = next((s for s in inner if _method_stmt(s, "step")), None)
+    if step is None:
+        return None
+    opt = _method_stmt(step, "step")
+    if any(_method_stmt(s, "step") == opt or _method_stmt(s, "zero_grad") == opt for s in body[i + 1:]) \
+            or any(_method_stmt(s, "step") == opt for s in body[:i]):
+        return None
+    outer_zero = None
+    if not any(_method_stmt(s, "zero_grad") == opt for s in inner):
+        zeros = [k for k in range(i) if _method_stmt(body[k], "zero_grad") == opt]
+        if len(zeros) != 1 or any(_backward(body[k]) for k in range(zeros[0] + 1, i)):
+            return None
+        outer_zero = zeros[0]
+        inner = [body[outer_zero], *inner]
+    plan = _loop_plan(inner)
+    if plan is None or plan[0] != opt:
+        return None
+    return inner, outer_zero, plan
+
+
+LBFGS_SIGNATURE = ("params, lr=1, max_iter=20, max_eval=None, tolerance_grad=1e-07, tolerance_change=1e-09, "
+                   "history_size=100, line_search_fn=None")
+LBFGS_DIFFERS = ("{opt}.step(closure) → {n} updates of optax.lbfgs(linesearch=None), one per iteration of PyTorch's "
+                 "LBFGS: from its second iteration on they are PyTorch's, but PyTorch scales its first iteration ever "
+                 "by min(1, 1/sum(|grad|)) (optax takes lr * grad), stops a step early once tolerance_grad or "
+                 "tolerance_change is reached and skips curvature pairs with y.s <= 1e-10, which these updates do "
+                 "not: the parameters agree where the first gradient's L1 norm is at most 1 and until PyTorch stops "
+                 "early")
+
+
+def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
+    """``def closure(): opt.zero_grad(); <loss>; loss.backward(); return loss`` and ``opt.step(closure)`` as a
+    statement later in the same body (PyTorch's LBFGS): (the def's index, the step's index, the optimizer, the
+    closure's statements with ``return loss`` replaced by ``opt.step()``, a loop body _loop_plan reads). Only
+    where nothing else in the body names the closure."""
+    out = []
+    defs = {s.name.value: i for i, s in enumerate(body) if isinstance(s, cst.FunctionDef)}
+    for k, st in enumerate(body):
+        if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr)):
+            continue
+        call = st.body[0].value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "step"
+                and len(call.args) == 1 and call.args[0].keyword is None and isinstance(call.args[0].value, cst.Name)):
+            continue
+        name, opt = call.args[0].value.value, dotted_text(call.func.value)
+        i = defs.get(name)
+        if i is None or i > k or opt is None:
+            continue
+        fn = body[i]
+        stmts = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+        if fn.params.params or fn.params.star_arg is not cst.MaybeSentinel.DEFAULT and fn.params.star_arg is not None \
+                or fn.params.kwonly_params or fn.params.star_kwarg or fn.decorators or not stmts:
+            continue
+        ret = stmts[-1]
+        loss = next((_backward(s) for s in stmts if _backward(s)), None)
+        if not (isinstance(ret, cst.SimpleStatementLine) and len(ret.body) == 1 and isinstance(ret.body[0], cst.Return)
+                and isinstance(ret.body[0].value, cst.Name) and ret.body[0].value.value == loss):
+            continue
+        n = _Names()
+        for j, other in enumerate(body):
+            if j not in (i, k):
+                other.visit(n)
+        if name in n.loaded:
+            continue
+        out.append((i, k, opt, stmts[:-1] + [cst.parse_statement(f"{opt}.step()\n")]))
+    return out
+
+
 def _mode_switch(stmt) -> bool:
     """``model = eqx.nn.inference_mode(model, ...)``: what ``model.train()`` became (not a loss statement)."""
     v = stmt.body[0].value
@@ -1227,18 +1384,11 @@ def _split_block(body: list, plan, model: str) -> tuple[list, list]:
 
 def _loop_problem(body: list, plan, model: str | None) -> str | None:
     """Why the planned loop cannot become one train_step call, or None: statements between the loss
-    and the step (moved after the call) that use the model, the optimizer, gradients or values
-    computed inside the step; values computed inside the step used after it."""
+    and the step (moved after the call) that use the model, the optimizer or gradients. (Values computed
+    inside the step that the code around it reads are returned from it: _step_outputs.)"""
     opt, loss, start, back, step, between = plan
     if model is None:
         return None
-    block, _ = _split_block(body, plan, model)
-    stored = set()
-    for s in block:
-        n = _Names()
-        s.visit(n)
-        stored |= n.stored
-    inner = stored - {loss}
     for i in between:
         n = _Names()
         body[i].visit(n)
@@ -1248,17 +1398,35 @@ def _loop_problem(body: list, plan, model: str | None) -> str | None:
             return (f"line {_first_line(body[i])}: a statement between the loss and {opt}.step() uses {what}; the "
                     "step is one call of the written train_step (write gradient clipping as an optax transformation: "
                     "optax.chain(optax.clip_by_global_norm(max_norm), <the optimizer>))")
-        if loaded & inner:
-            return (f"a statement between the loss and {opt}.step() uses {', '.join(sorted(loaded & inner))}, computed "
-                    "inside the step: return it from loss_fn (has_aux=True) by hand")
-    first: dict[str, str] = {}
-    for s in body[step + 1:]:
-        _first_uses(s, first)
-    leaked = {n for n in inner if first.get(n) == "load"}  # not those assigned again before any use
-    if leaked:
-        return (f"{', '.join(sorted(leaked))} (computed with the model inside the step) used after {opt}.step(): "
-                "return it from loss_fn (eqx.filter_value_and_grad(loss_fn, has_aux=True)) by hand")
     return None
+
+
+def _step_outputs(body: list, plan, model: str) -> list[str]:
+    """The values computed with the model inside the step that the code around it reads: read between the
+    loss and step() (those statements follow the train_step call), first read after step() (not assigned
+    again before), or read in the step before it assigns them (a value threaded through each step: BatchNorm's
+    ``state``). loss_fn returns them beside the loss (eqx.filter_value_and_grad(..., has_aux=True)) and
+    train_step after it."""
+    opt, loss, start, back, step, between = plan
+    block, _ = _split_block(body, plan, model)
+    stored: set[str] = set()
+    first: dict[str, str] = {}
+    for s in block:
+        n = _Names()
+        s.visit(n)
+        stored |= n.stored
+        _first_uses(s, first)
+    inner = stored - {loss, model}
+    out = {n for n in inner if first.get(n) == "load"}
+    for i in between:
+        n = _Names()
+        body[i].visit(n)
+        out |= set(n.loaded) & inner
+    after: dict[str, str] = {}
+    for s in body[step + 1:]:
+        _first_uses(s, after)
+    out |= {n for n in inner if after.get(n) == "load"}  # not those assigned again before any use
+    return sorted(out)
 
 
 def _first_uses(node, first: dict[str, str]) -> None:
@@ -1714,13 +1882,67 @@ class _Finish(cst.CSTTransformer):
         return f"train_step_{self.suffix[opt]}" if opt in self.suffix else "train_step"
 
     def loop(self, loop):
+        """The loop's own step (zero_grad, the loss, backward and step at its level) and the steps of the ``if`` /
+        ``with`` blocks at its level (_block_plan), each one call of its train_step."""
         body = list(loop.body.body)
-        plan = _loop_plan(body)
-        if plan is None:
+        done = self.step(body)
+        rooted = False
+        if done is not None:
+            body, rooted = done
+        body, nested_rooted, changed = self.block_steps(body)
+        if done is None and not changed:
             return loop
+        new_loop = loop.with_changes(body=loop.body.with_changes(body=body))
+        if rooted or nested_rooted:  # a root key of its own, before the loop (the training pass reported it)
+            root = cst.parse_statement(f"key = {self.spell('jax.random.key')}(0)\n").with_changes(
+                leading_lines=loop.leading_lines)
+            return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
+        return new_loop
+
+    def block_steps(self, body: list) -> tuple[list, bool, bool]:
+        """A step inside an ``if`` / ``with`` block at the loop's level (a GAN's generator step under ``if i %
+        n_critic == 0:``) → its own train_step, called in the block; the optimizer's zero_grad() may sit before the
+        block at the loop's level (it is removed). Only for an optimizer created in the scope being visited."""
+        rooted = changed = False
+        drop: set[int] = set()
+        for i, s in enumerate(body):
+            found = _block_plan(body, i)
+            if found is None:
+                continue
+            inner, outer_zero, plan = found
+            if not (plan[0] in self.trained and self.in_scope(plan[0])):
+                continue
+            done = self.step(inner, plan, nested=True)
+            if done is None:
+                continue
+            new_inner, r = done
+            rooted, changed = rooted or r, True
+            body[i] = s.with_changes(body=s.body.with_changes(body=new_inner))
+            if outer_zero is not None:
+                drop.add(outer_zero)
+        if drop:
+            out, carried = [], []
+            for i, s in enumerate(body):
+                if i in drop:
+                    carried += [ln for ln in s.leading_lines if ln.comment is not None]
+                    continue
+                if carried:
+                    s = s.with_changes(leading_lines=[*carried, *s.leading_lines])
+                    carried = []
+                out.append(s)
+            body = out
+        return body, rooted, changed
+
+    def step(self, body: list, plan=None, nested: bool = False) -> tuple[list, bool] | None:
+        """The statements of ``body`` (a loop's, or an if / with block's with the zero_grad before it in front)
+        with its step written as one train_step call, and whether a root key goes before the loop; None where
+        it stays as written (the training pass reported why)."""
+        plan = plan or _loop_plan(body)
+        if plan is None:
+            return None
         fn = self.scopes[-1] if len(self.scopes) == 1 else None
-        info = self.threaded.get(fn.name.value) if fn is not None else None
-        glob = self.global_trained.get(fn.name.value) if fn is not None else None
+        info = self.threaded.get(fn.name.value) if fn is not None and not nested else None
+        glob = self.global_trained.get(fn.name.value) if fn is not None and not nested else None
         if info is not None and info["opt"] == plan[0] and fn.name.value not in self.pending_fn:
             model = info["model"]
             threaded = True
@@ -1731,21 +1953,32 @@ class _Finish(cst.CSTTransformer):
             model = self.trained[plan[0]]
             threaded = False
         else:
-            return loop
+            return None
         opt, loss, start, back, step, between = plan
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
         if not isinstance(cst.parse_expression(model), cst.Name) or (not threaded and self.pending.get(opt)) \
                 or _loop_problem(body, plan, model) is not None:
-            return loop  # the training pass reported why
+            return None  # the training pass reported why
         block, before = _split_block(body, plan, model)  # the loss statements; those without the model stay
         if not block:
-            return loop
+            return None
         names = _Names()
+        first: dict[str, str] = {}
         for s in block:
             s.visit(names)
+            _first_uses(s, first)
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
-        inputs = [n for n in names.loaded if n not in names.stored and n != model and n not in self.module_names
-                  and (not hasattr(builtins, n) or n in own)]
+        own |= {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
+                for n in _target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
+        trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
+        # argument, not a global the jit would keep as it was when traced
+        inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
+                  and (n not in self.module_names or n in trained or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+        aux = _step_outputs(body, plan, model)
+        aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
+        # values the loss reads and assigns again (BatchNorm's state): loss_fn's parameters after the model (a name
+        # it assigns is its own local), not differentiated (eqx.filter_value_and_grad: the first argument only)
+        carried = "".join(f", {n}" for n in aux if first.get(n) == "load")
         step_fn_level = threaded is True and info.get("step")
         if step_fn_level:  # train_step is defined above the function: it takes the optimizer (static under jit)
             inputs = [opt, *[n for n in inputs if n != opt]]
@@ -1757,10 +1990,11 @@ class _Finish(cst.CSTTransformer):
             vmap = self.spell("jax.vmap")
             moved = [s.visit(_VmapModel(model, vmap, split if keyed else None)) for s in block]
         last = moved[-1].body[0]
+        returned = f", {aux_text}" if aux else ""  # the values the code after the step reads (has_aux)
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
-            moved[-1] = cst.parse_statement(f"return {code(last.value)}\n")
+            moved[-1] = cst.parse_statement(f"return {code(last.value)}{returned}\n")
         else:
-            moved.append(cst.parse_statement(f"return {loss}\n"))
+            moved.append(cst.parse_statement(f"return {loss}{returned}\n"))
 
         state, step_name = ("opt_state", "train_step") if threaded is True else (self.state(opt), self.step_name(opt))
         params = ", ".join([model, "opt_state", *inputs, *(["key"] if keyed else [])])
@@ -1768,18 +2002,19 @@ class _Finish(cst.CSTTransformer):
         f = self.spell
         text = (f"@{f('equinox.filter_jit')}\n"
                 f"def {step_name}({params}):\n"
-                f"    def loss_fn({model}):\n"
+                f"    def loss_fn({model}{carried}):\n"
                 f"        pass\n\n"
-                f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n"
+                + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model}{carried})\n"
+                   if aux else f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n") +
                 f"    updates, opt_state = {opt}.update(grads, opt_state, {f('equinox.filter')}({model}, {f('equinox.is_array')}))\n"
                 f"    {model} = {f('equinox.apply_updates')}({model}, updates)\n"
-                f"    return {model}, opt_state, {loss}\n")
+                f"    return {', '.join([model, 'opt_state', loss, *aux])}\n")
         step_fn = cst.parse_statement(text)
         inner = step_fn.body.body[0]  # loss_fn: its body is the loss statements, as written (comments kept)
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
-        call = [cst.parse_statement(f"{model}, {state}, {loss} = {step_name}({call_args})\n")]
+        call = [cst.parse_statement(f"{', '.join([model, state, loss, *aux])} = {step_name}({call_args})\n")]
         if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
             call.insert(0, cst.parse_statement(f"key, step_key = {split}(key)\n"))
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
@@ -1800,9 +2035,4 @@ class _Finish(cst.CSTTransformer):
             self.threaded_done[fn.name.value] = info
         else:
             self.pending[opt] = [step_fn]
-        new_loop = loop.with_changes(body=loop.body.with_changes(body=new_body))
-        if rooted:  # a root key of its own, before the loop (the training pass reported it)
-            root = cst.parse_statement(f"key = {self.spell('jax.random.key')}(0)\n").with_changes(
-                leading_lines=loop.leading_lines)
-            return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
-        return new_loop
+        return new_body, rooted
