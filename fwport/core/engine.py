@@ -535,6 +535,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             head = head.value
         if not isinstance(head, cst.Name) or head.value not in self.imports.aliases:
             return True
+        if self.ctx.is_settled(node):  # a pass reported what is left here (a base class it cannot translate)
+            return False
         q = self.qualname(node)
         if q is None or not self.imports.is_source(q):
             return True
@@ -547,7 +549,8 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
 
     def visit_Name(self, node: cst.Name) -> bool:
         key = id(node)
-        if node.value in self.imports.aliases and key not in self._not_refs and key not in self._funcs:
+        if node.value in self.imports.aliases and key not in self._not_refs and key not in self._funcs \
+                and not self.ctx.is_settled(node):
             q = self.qualname(node)
             if q is not None and self.imports.is_source(q):
                 rule = self.ctx.pack.by_name.get(q)

@@ -49,6 +49,9 @@ def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.setdefault(PLANS, {})
     outside = ctx.analyses.setdefault(OUTSIDE, {"builders": set(), "members": set()})
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
+    for s in module.body:
+        if isinstance(s, cst.ClassDef) and s.name.value not in classes:
+            _layer_subclass(s, ctx)
     builders = _builders(module, ctx)
     outside["builders"] = builders
     calls = [_calls(s) for s in module.body]  # every call, by top-level statement
@@ -236,6 +239,26 @@ class _Callers:
                 return set()
         q = self.ctx.imports.resolve(value)
         return {q} if q and q.startswith("torch.") else {UNKNOWN}
+
+
+#: PyTorch's containers: a subclass of one is left to the structural passes as it is today
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+
+
+def _layer_subclass(cls: cst.ClassDef, ctx) -> None:
+    """``class TransformerModel(nn.Transformer)``: a subclass of a PyTorch layer other than nn.Module inherits
+    the layer's parameters and forward, which no Equinox class provides to derive from. One error naming the
+    class; it is left as written (its base and its in-place initialisers settled: the error covers them)."""
+    for b in cls.bases:
+        q = ctx.imports.resolve(b.value) or ""
+        if q.startswith("torch.nn.") and q.count(".") == 2 and q[9:][:1].isupper() and q != "torch.nn.Module" \
+                and q not in _CONTAINERS:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"class {cls.name.value}({code(b.value)}): it derives "
+                       f"from the PyTorch layer {q}, whose parameters and forward it inherits; Equinox has no such "
+                       f"class to derive from, so {cls.name.value} is left as PyTorch: derive from nn.Module and hold "
+                       f"the layer as a field built in __init__ (or write its computation out)", cls)
+            ctx.settle(b.value, *[c for c in _calls(cls) if (ctx.imports.resolve(c.func) or "").startswith("torch.nn.init.")])
+            return
 
 
 def _source_site(ctx, plans: dict, builders: set[str], helpers: set[str], params: set[str]):
@@ -926,7 +949,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     appliers = {m: k for m in applied if m in methods and m not in ("__init__", "forward", *called)
                 for k in [_applier_kinds(methods[m], ctx)] if k}
     plan["appliers"] = sorted(appliers)
-    before = {id(st): names for st, names in (_module_fields(methods["__init__"], ctx, set(plans) | outside["builders"])
+    before = {id(st): names for st, names in (_module_fields(methods["__init__"], ctx, set(plans) | set(callers.classes) | outside["builders"])
                                               if "__init__" in methods else [])}
     calls_at = {}  # a method __init__ calls → the fields built before the call
     for st in methods["__init__"].body.body if "__init__" in methods else []:
