@@ -781,13 +781,28 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
                 kinds.append(code(e.value))
     if not kinds:
         return None
-    for c in _calls(fn):
+    for c in _calls(fn):  # only the tests and torch.nn.init calls on the module's arrays (not `w.data.normal_()`)
         q = ctx.imports.resolve(c.func) or ""
         if q.startswith("torch.nn.init.") and q[14:] in inits.TRANSLATED:
             t = dotted_text(c.args[0].value) if c.args else None
             if not t or not t.startswith(arg + "."):
                 return None
-    return list(dict.fromkeys(kinds))
+        elif not (dotted_text(c.func) in ("isinstance", "len", "float", "int") or q.startswith("math.")
+                  or q == "torch.nn.init.calculate_gain"):
+            return None
+
+    class Writes(cst.CSTVisitor):  # `module.weight = ...`: an assignment fwport does not rebuild
+        found = False
+
+        def visit_AssignTarget(self, node):
+            if not isinstance(node.target, cst.Name):
+                Writes.found = True
+
+        def visit_AugAssign(self, node):
+            Writes.found = True
+
+    scan(fn, Writes())
+    return None if Writes.found else list(dict.fromkeys(kinds))
 
 
 def _applied_method(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
@@ -810,11 +825,18 @@ def _module_fields(init: cst.FunctionDef, ctx, classes: set[str]) -> list[tuple[
                 t = dotted_text(small.targets[0].target) or ""
                 q = ctx.imports.resolve(small.value.func) or ""
                 f = dotted_text(small.value.func) or ""
+                # layers, containers, parameters, modules of the file, what helpers build; not torch tensors
+                # (buffers, no parameters) nor builtins' values
                 module = q.startswith("torch.nn.") and not q.startswith(("torch.nn.init.", "torch.nn.functional.")) \
-                    or f in classes
+                    or f in classes or not q.startswith("torch") and f not in _NOT_MODULES
                 if t.startswith("self.") and t.count(".") == 1 and module and t[5:] not in names:
                     names.append(t[5:])
     return out
+
+
+#: calls whose value holds no parameter (a field assigned one is not re-initialised)
+_NOT_MODULES = frozenset({"int", "float", "str", "bool", "len", "tuple", "dict", "set", "getattr", "range", "max",
+                          "min", "sum", "abs", "round", "math.sqrt", "math.log", "math.ceil", "math.floor"})
 
 
 class _Buffers(cst.CSTTransformer):
