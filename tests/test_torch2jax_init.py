@@ -209,3 +209,14 @@ def test_apply_of_a_method_changing_tensors_in_place_stays_an_error():
     r = translate_source(src, "m.py", pack="torch2jax")
     assert any("self.apply(fn)" in f.message for f in r.findings if f.severity == Severity.ERROR)
     assert "reinit_layers" not in r.output
+
+
+@pytest.mark.parametrize("test, expected", [
+    ("p.dim() > 1", "p.ndim > 1"), ("p.numel() > 10", "p.size > 10"),
+    ("pn.endswith('c_proj.weight') and p.ndim == 2", "pn.endswith('c_proj.weight') and p.ndim == 2"),
+    ("p.size(0) > 1", None), ("p.requires_grad", None), ("self.flag(p)", None)])
+def test_parameter_tests_are_read_for_jax_arrays_or_refused(test, expected):
+    import libcst as cst
+
+    from fwport.packs.torch2jax.passes.modules import _parameter_test
+    assert _parameter_test(cst.parse_expression(test), "p", "pn") == expected

@@ -727,7 +727,6 @@ def _statements(block) -> list:
 def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
     """The test of a parameter (and its name) for a JAX array: ``p.dim()`` → ``p.ndim``, ``p.numel()`` →
     ``p.size``; None when it reads anything but the two, literals and their attributes."""
-    text = code(test)
     allowed = {p, pname, "True", "False", "None", "len", "any", "all", "isinstance", "str"}
 
     class V(cst.CSTTransformer):
@@ -742,9 +741,14 @@ def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
                     return cst.Attribute(f.value, cst.Name("size"))
                 if f.attr.value == "size":
                     return cst.Attribute(f.value, cst.Name("shape"))
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == p:
+                V.ok = False  # p.size(0), p.norm(): not read the same from a JAX array
             return updated
 
         def visit_Attribute(self, node):
+            if isinstance(node.value, cst.Name) and node.value.value == p \
+                    and node.attr.value not in ("ndim", "shape", "dtype", "dim", "numel", "size"):
+                V.ok = False  # p.requires_grad, p.data: no JAX array reads
             node.value.visit(self)
             return False
 
@@ -757,10 +761,7 @@ def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
 
     v = V()
     out = test.visit(v)
-    if not V.ok:
-        return None
-    del text
-    return code(out)
+    return code(out) if V.ok else None
 
 
 def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
