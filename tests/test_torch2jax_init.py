@@ -220,3 +220,14 @@ def test_parameter_tests_are_read_for_jax_arrays_or_refused(test, expected):
 
     from fwport.packs.torch2jax.passes.modules import _parameter_test
     assert _parameter_test(cst.parse_expression(test), "p", "pn") == expected
+
+
+def test_a_fan_based_redraw_next_to_multihead_attention_warns_of_its_packed_projections():
+    src = ("import torch.nn as nn\n\n\nclass N(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+           "        self.att = nn.MultiheadAttention(8, 2, batch_first=True)\n        self._reset()\n\n"
+           "    def _reset(self):\n        for p in self.parameters():\n            if p.dim() > 1:\n"
+           "                nn.init.xavier_uniform_(p)\n")
+    r = translate_source(src, "m.py", pack="torch2jax")
+    assert "reinit_arrays(" in r.output
+    assert any(f.code == "approximate" and "in_proj_weight" in f.message for f in r.findings
+               if f.severity == Severity.WARNING)

@@ -694,6 +694,11 @@ class _Inits(cst.CSTTransformer):
                     f"lambda m: isinstance(m, {kinds}), self.{applier})\n")
             self.ctx.report(Severity.INFO, "idiom-replaced", f"self.apply(self.{applier}) → reinit_layers: each layer "
                             f"{applier} re-initialises is replaced by what it returns (a key per layer)", call)
+            if self.ctx.analyses.get(OUTSIDE, {}).get("attention") and "Linear" in kinds:
+                self.ctx.report(Severity.WARNING, "approximate", f"self.apply(self.{applier}): Equinox's "
+                                "MultiheadAttention holds its query, key and value projections as eqx.nn.Linear "
+                                "layers, which this re-initialises too; PyTorch's holds them as one packed "
+                                "in_proj_weight, which isinstance(m, nn.Linear) does not select", call)
             return updated.with_changes(body=cst.parse_statement(line).body)
         found = self._init_call(updated)
         if found is None:
