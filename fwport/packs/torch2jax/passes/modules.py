@@ -665,8 +665,16 @@ class _Inits(cst.CSTTransformer):
             self.ctx.settle(*_calls(original))
             return updated
         helper = layers.use(self.ctx, "reinit_arrays")
-        line = (f"{self._targets(fields)} = {helper}({fields}, lambda {pname if named else '_'}, {p}: {cond}, "
-                f"lambda key, {p}: {value})\n")
+        # as many lines as the loop (the passes keep line structure: later findings keep their lines)
+        n = max(2, code(original.with_changes(leading_lines=[])).strip("\n").count("\n") + 1)
+        # (the breaks inside the call's and the last lambda's parentheses: the key added later resets the commas)
+        ind = " " * 4  # (under the statement's own indentation)
+        head, select, draw = (f"{self._targets(fields)} = {helper}(", f"lambda {pname if named else '_'}, {p}: {cond}",
+                              f"lambda key, {p}: {value}))")
+        if n == 2:
+            line = f"{head}{fields}, {select}, (\n{ind}{draw}\n"
+        else:
+            line = f"{head}\n{ind}{fields}, {select}, (\n" + "\n" * (n - 3) + f"{ind}{draw}\n"
         stmt = cst.parse_statement(line)
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(it)} re-initialised in place → {helper}: the fields "
                         "built so far rebuilt with each selected array drawn anew (a key per array)" +
