@@ -345,6 +345,11 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         # the edits read-only planners recorded (fwport/core/plan.py): applied here, on leaving
         self._plans = ctx.plans
         self._planned = ctx.plans.ids()
+        # source functions and classes used as values, not called (``return F.relu``,
+        # ``isinstance(m, nn.Linear)``): their translation by id of the reference (_as_value)
+        self._values: dict[int, cst.BaseExpression] = {}
+        self._source_args: set[int] = set()  # arguments of source calls: their rule decides what they become
+        self._class_checks: set[int] = set()  # the classes isinstance / issubclass test against
 
     def visit_Module(self, node: cst.Module) -> bool:
         self._first_statement = id(node.body[0]) if node.body else None
@@ -366,6 +371,15 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def visit_Call(self, node: cst.Call) -> bool:
         self._marks.append((len(self.ctx.pending), frozenset(self.ctx.needed_imports)))
         self._funcs.add(id(node.func))
+        if isinstance(node.func, (cst.Name, cst.Attribute)):
+            q = self.qualname(node.func)
+            if q is not None and self.imports.is_source(q):
+                self._source_args.update(id(a.value) for a in node.args)
+            elif isinstance(node.func, cst.Name) and node.func.value in ("isinstance", "issubclass") \
+                    and len(node.args) == 2:
+                kinds = node.args[1].value
+                self._class_checks.update(id(e.value) for e in kinds.elements) if isinstance(kinds, cst.Tuple) \
+                    else self._class_checks.add(id(kinds))
         if self._is_container(node):
             for a in node.args:
                 values = [e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
@@ -521,24 +535,78 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             head = head.value
         if not isinstance(head, cst.Name) or head.value not in self.imports.aliases:
             return True
+        if self.ctx.is_settled(node):  # a pass reported what is left here (a base class it cannot translate)
+            return False
         q = self.qualname(node)
         if q is None or not self.imports.is_source(q):
             return True
         if id(node) not in self._funcs:
             rule = self.ctx.pack.by_name.get(q)
-            if (rule is None or rule.kind != "constant") and self._constant_prefix(node) is None:
+            if (rule is None or rule.kind != "constant") and self._constant_prefix(node) is None \
+                    and not self._as_value(node, q, rule):
                 self._residue(node, q)
         return False  # one finding for the whole chain; the rest of it is not a reference
 
     def visit_Name(self, node: cst.Name) -> bool:
         key = id(node)
-        if node.value in self.imports.aliases and key not in self._not_refs and key not in self._funcs:
+        if node.value in self.imports.aliases and key not in self._not_refs and key not in self._funcs \
+                and not self.ctx.is_settled(node):
             q = self.qualname(node)
             if q is not None and self.imports.is_source(q):
                 rule = self.ctx.pack.by_name.get(q)
-                if rule is None or rule.kind != "constant":
+                if (rule is None or rule.kind != "constant") and not self._as_value(node, q, rule):
                     self._residue(node, q)
         return False
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.BaseExpression:
+        return self._values.pop(id(original_node), updated_node)
+
+    _VALUE = "__fwport_value__"
+
+    def _as_value(self, node: cst.CSTNode, q: str, rule: Rule | None) -> bool:
+        """A source function or class used as a value, not called: its translation, kept for the leave_
+        hook, where one exists that is exact for every call of the value.
+
+        A function (``return F.gelu``): the rule's translation of a call with the first argument alone,
+        when that is the target called with it first and fixed keywords after (``jax.nn.relu``;
+        ``functools.partial(jax.nn.gelu, approximate=False)``). A class tested by isinstance / issubclass
+        (``isinstance(m, nn.Linear)``): its rule's target, when the rule builds it directly (no transform).
+        An argument of a source call is left to that call's rule."""
+        if rule is None or rule.kind != "function" or id(node) in self._source_args:
+            return False
+        emit = rule.emit
+        if q.rsplit(".", 1)[-1][:1].isupper():  # a class
+            if id(node) not in self._class_checks or "transform" in emit or "method" in emit or "target" not in emit:
+                return False
+            self._values[id(node)] = self.ctx.spell(emit["target"])
+            return True
+        if id(node) in self._class_checks:
+            return False
+        mark, imports = len(self.ctx.pending), set(self.ctx.needed_imports)
+        probe = cst.Call(node, [cst.Arg(cst.Name(self._VALUE))])
+        try:
+            m = map_call(probe, rule, self.ctx)
+            out = build_call(m, self.ctx)
+        except Exception:  # a transform that expects more of its call than a bare first argument
+            out = None
+        new_findings = len(self.ctx.pending) > mark
+        del self.ctx.pending[mark:]
+        rest = out.args[1:] if isinstance(out, cst.Call) and out.args else ()
+        plain = isinstance(out, cst.Call) and not new_findings and isinstance(out.func, (cst.Name, cst.Attribute)) \
+            and dotted_text(out.func) is not None and bool(out.args) and out.args[0].keyword is None \
+            and not out.args[0].star and isinstance(out.args[0].value, cst.Name) \
+            and out.args[0].value.value == self._VALUE and all(a.keyword is not None and not a.star for a in rest) \
+            and not any(self._VALUE in code(a.value) for a in rest)
+        if not plain:
+            self.ctx.needed_imports.clear()
+            self.ctx.needed_imports.update(imports)
+            return False
+        if not rest:
+            self._values[id(node)] = out.func
+        else:
+            partial = self.ctx.spell("functools.partial")
+            self._values[id(node)] = cst.Call(partial, _with_commas([cst.Arg(out.func), *rest]))
+        return True
 
     def _forget_consumed_residue(self, mark: int, out: cst.CSTNode) -> None:
         """A reference inside a call that was translated may have been consumed by the translation
@@ -755,6 +823,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             out = hook(updated_node)
             if out is not updated_node:
                 return out
+        value = self._values.pop(id(original_node), None)
+        if value is not None:
+            return value
         q = self.qualname(original_node)
         if q is None:
             return updated_node

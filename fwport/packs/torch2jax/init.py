@@ -157,3 +157,62 @@ def value(name: str, call: cst.Call, shape: str, ctx, is_gain_call) -> str:
         return f"{spell('jax.nn.initializers.orthogonal')}({scale}column_axis=0)(key, {shape})"
     raise Unsupported(f"{name} is not translated")
 
+
+
+# --- re-initialising what a loop or module.apply selects -------------------------------------------------
+#
+# ``for name, p in self.named_parameters(): if <test>: init.X_(p, ...)`` and ``self.apply(self._init_weights)``
+# change parameters in place across the whole module. In Equinox the fields built so far are rebuilt
+# instead: a helper (written into the output once) finds the arrays (or layers) the test selects, draws
+# each anew with a key of its own, and puts them in place with eqx.tree_at.
+
+_PATHS = '''
+
+def _torch_name(path):
+    """A pytree path as PyTorch names the parameter there ("encoder.layers.0.linear1.weight")."""
+    return ".".join(str(getattr(k, "name", getattr(k, "key", getattr(k, "idx", k)))) for k in path)
+
+
+def _at(tree, path):
+    """The node of ``tree`` at ``path`` (a pytree path of attribute, dict and sequence keys)."""
+    for k in path:
+        tree = getattr(tree, k.name) if hasattr(k, "name") else tree[k.key if hasattr(k, "key") else k.idx]
+    return tree
+'''
+
+_REINIT_ARRAYS = '''
+
+def reinit_arrays(fields, select, draw, *, key=None):
+    """PyTorch's in-place re-initialisation of parameters (``for name, p in self.named_parameters()``):
+    each array of ``fields`` (name -> module) for which ``select(name, p)`` holds, the name spelled as
+    PyTorch does, is replaced by ``draw(key, p)``, a key per array. Returns the fields' new values in their order."""
+    paths = [path for path, p in jax.tree_util.tree_leaves_with_path(fields)
+             if eqx.is_array(p) and select(_torch_name(path), p)]
+    if not paths:
+        return tuple(fields.values())
+    keys = jax.random.split(key, len(paths)) if key is not None else [None] * len(paths)
+    new = eqx.tree_at(lambda t: [_at(t, path) for path in paths], fields,
+                      [draw(k, _at(fields, path)) for k, path in zip(keys, paths)])
+    return tuple(new[name] for name in fields)
+'''
+
+_REINIT_LAYERS = '''
+
+def reinit_layers(fields, select, fn, *, key):
+    """PyTorch's ``module.apply(fn)`` re-initialising layers: each layer of ``fields`` (name -> module) that
+    ``select`` picks is replaced by ``fn(layer, key=...)``, a key per layer. Returns the fields' new values
+    in order."""
+    paths = [path for path, x in jax.tree_util.tree_leaves_with_path(fields, is_leaf=select) if select(x)]
+    if not paths:
+        return tuple(fields.values())
+    keys = jax.random.split(key, len(paths))
+    new = eqx.tree_at(lambda t: [_at(t, path) for path in paths], fields,
+                      [fn(_at(fields, path), key=k) for k, path in zip(keys, paths)])
+    return tuple(new[name] for name in fields)
+'''
+
+#: the helpers above, by name (layers.finish writes the ones a file calls), and what each needs
+HELPERS = {"_torch_name": _PATHS, "reinit_arrays": _REINIT_ARRAYS, "reinit_layers": _REINIT_LAYERS}
+DEPS = {"reinit_arrays": ("_torch_name",), "reinit_layers": ("_torch_name",)}
+#: the helpers whose call takes a key from the module's split
+KEYED = frozenset({"reinit_layers", "reinit_arrays"})

@@ -18,6 +18,7 @@ import libcst as cst
 from fwport.core.engine import build_call, code, expr, literal_value
 from fwport.core.finding import Severity
 from fwport.packs.torch2jax.registry import call_transform
+from fwport.packs.torch2jax import init as inits
 
 _KEY = "torch2jax-layers"
 
@@ -214,11 +215,13 @@ HELPERS: dict[str, str] = {
     "MultiheadAttentionWithWeights": _ATTENTION,
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
+    **inits.HELPERS,  # re-initialising parameters a loop or module.apply selects (init.py)
 }
 #: helpers another helper uses (written before it)
-DEPS = {"StackedRNN": ("ElmanRNNCell",)}
+DEPS = {"StackedRNN": ("ElmanRNNCell",), **inits.DEPS}
 #: helpers whose constructor draws initial values (the modules pass gives them ``key=``)
-KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "MultiheadAttentionWithWeights"})
+KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "MultiheadAttentionWithWeights"}) \
+    | inits.KEYED
 #: the prefixes the helpers' text uses → a name of that module (spelled once to record its import)
 #: per-example ranks of what these layers return (batch.py): a sequence layer gives (outputs (L, D*H),
 #: final state (layers * D, H)); attention gives (output, weights); PixelShuffle keeps (C, H, W)
@@ -246,6 +249,8 @@ class _Refs(cst.CSTVisitor):
         if node.name.value in self.names:
             self.defined.add(node.name.value)
 
+    visit_FunctionDef = visit_ClassDef
+
 
 def finish(module: cst.Module, ctx) -> cst.Module:
     """Write the helpers the output still uses after the file's imports (one the file already defines
@@ -260,7 +265,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     refs = _Refs(names)
     scan(module, refs)
     todo = [n for n in HELPERS if n in refs.called and n not in refs.defined]
-    todo += [d for n in todo for d in DEPS.get(n, ()) if d not in todo and d not in refs.defined]
+    todo = list(dict.fromkeys([*todo, *(d for n in todo for d in DEPS.get(n, ()) if d not in refs.defined)]))
     if not todo:
         return module
     todo.sort(key=lambda n: (n not in {d for v in DEPS.values() for d in v}, list(HELPERS).index(n)))

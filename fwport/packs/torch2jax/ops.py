@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.engine import build_call, code, expr
+from fwport.core.engine import build_call, code, expr, literal_value
 from fwport.packs.torch2jax.registry import call_transform, value_transform
 
 
@@ -62,11 +62,26 @@ def loss(m, ctx):
     """A loss function with PyTorch's ``reduction``: the per-element loss (``emit.options.elementwise``,
     a template over the mapped arguments), then ``.mean()`` / ``.sum()`` / nothing."""
     opts = _options(m)
-    values = {k: code(v) for k, v in m.kwargs.items() if k != "reduction"}
+    ignore = m.kwargs.get("ignore_index")
+    values = {k: code(v) for k, v in m.kwargs.items() if k not in ("reduction", "ignore_index")}
     names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
-    text = opts["elementwise"].format(**names, **values)
+    keep = None
+    if ignore is not None and literal_value(ignore, None) != -100:
+        # PyTorch's ignore_index: those targets add nothing (0 under 'none') and the mean is over the kept ones;
+        # the ignored labels are replaced by class 0 before the lookup (a label outside the classes is no index)
+        label = m.kwargs[opts["ignore"]]
+        atom = isinstance(label, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not label.lpar
+        keep = f"{code(label) if atom else f'({code(label)})'} != {code(ignore)}"
+        where = ctx.spell_text("jax.numpy.where")
+        values[opts["ignore"]] = f"{where}({keep}, {code(label)}, 0)"
+        text = f"{where}({keep}, {opts['elementwise'].format(**names, **values)}, 0.0)"
+    else:
+        text = opts["elementwise"].format(**names, **values)
     reduction = m.kwargs.get("reduction")
     how = "'mean'" if reduction is None else code(reduction).replace('"', "'")
+    if how == "'mean'" and keep is not None:
+        total = ctx.spell_text("jax.numpy.sum")
+        return expr(f"{total}({text}) / {total}({keep})")
     if how == "'mean'":
         return expr(f"{ctx.spell_text('jax.numpy.mean')}({text})")
     if how == "'sum'":

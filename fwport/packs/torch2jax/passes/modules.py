@@ -49,11 +49,15 @@ def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.setdefault(PLANS, {})
     outside = ctx.analyses.setdefault(OUTSIDE, {"builders": set(), "members": set()})
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
+    for s in module.body:
+        if isinstance(s, cst.ClassDef) and s.name.value not in classes:
+            _layer_subclass(s, ctx)
     builders = _builders(module, ctx)
     outside["builders"] = builders
     calls = [_calls(s) for s in module.body]  # every call, by top-level statement
     qualified = [[ctx.imports.resolve(c.func) for c in cs] for cs in calls]
     outside["state"] = any(q in STATEFUL for qs in qualified for q in qs)
+    outside["attention"] = any(q == "torch.nn.MultiheadAttention" for qs in qualified for q in qs)
     starred = {i for i, (cs, qs) in enumerate(zip(calls, qualified))
                if any(q == "torch.nn.Sequential" and any(a.star for a in c.args) for c, q in zip(cs, qs))}
     of_class: dict[str, list[tuple[int, cst.Call]]] = {}  # the calls of each module class, by statement
@@ -235,6 +239,26 @@ class _Callers:
                 return set()
         q = self.ctx.imports.resolve(value)
         return {q} if q and q.startswith("torch.") else {UNKNOWN}
+
+
+#: PyTorch's containers: a subclass of one is left to the structural passes as it is today
+_CONTAINERS = frozenset({"torch.nn.Sequential", "torch.nn.ModuleList", "torch.nn.ModuleDict"})
+
+
+def _layer_subclass(cls: cst.ClassDef, ctx) -> None:
+    """``class TransformerModel(nn.Transformer)``: a subclass of a PyTorch layer other than nn.Module inherits
+    the layer's parameters and forward, which no Equinox class provides to derive from. One error naming the
+    class; it is left as written (its base and its in-place initialisers settled: the error covers them)."""
+    for b in cls.bases:
+        q = ctx.imports.resolve(b.value) or ""
+        if q.startswith("torch.nn.") and q.count(".") == 2 and q[9:][:1].isupper() and q != "torch.nn.Module" \
+                and q not in _CONTAINERS:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"class {cls.name.value}({code(b.value)}): it derives "
+                       f"from the PyTorch layer {q}, whose parameters and forward it inherits; Equinox has no such "
+                       f"class to derive from, so {cls.name.value} is left as PyTorch: derive from nn.Module and hold "
+                       f"the layer as a field built in __init__ (or write its computation out)", cls)
+            ctx.settle(b.value, *[c for c in _calls(cls) if (ctx.imports.resolve(c.func) or "").startswith("torch.nn.init.")])
+            return
 
 
 def _source_site(ctx, plans: dict, builders: set[str], helpers: set[str], params: set[str]):
@@ -529,46 +553,304 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
 class _Inits(cst.CSTTransformer):
     """``init.X_(self.conv1.weight, ...)`` in ``__init__`` (or a method it calls) → ``self.conv1 =
     eqx.tree_at(lambda m: m.weight, self.conv1, <value>)``; ``init.X_(self.kernel)`` → ``self.kernel = <value>``
-    (the values: init.py). ``self.apply(fn)`` (fn run on every submodule) is an error: an Equinox module is
-    not changed in place."""
+    (the values: init.py). Across the fields built so far (``fields``: the statement → their names):
+    ``for p in self.parameters(): if <test of p>: init.X_(p, ...)`` (or ``for name, p in
+    self.named_parameters()``) → ``self.a, self.b = reinit_arrays({...}, lambda name, p: <test>, lambda key, p:
+    <value>)``; ``self.apply(self.M)``, M a method testing ``isinstance(module, nn.Linear)`` and re-initialising
+    ``module.weight`` (``appliers``: M's name → the classes it tests) → ``self.a, self.b =
+    reinit_layers({...}, lambda m: isinstance(m, (nn.Linear, ...)), self.M)``; other ``self.apply(fn)`` is an
+    error: an Equinox module is not changed in place."""
 
-    def __init__(self, ctx):
+    def __init__(self, ctx, fields=None, appliers=None, root: str = "self"):
         super().__init__()
-        self.ctx = ctx
+        self.ctx, self.fields, self.appliers, self.root = ctx, fields or (lambda node: []), appliers or {}, root
 
     def _gain_call(self, call: cst.Call) -> bool:
         return self.ctx.imports.resolve(call.func) == "torch.nn.init.calculate_gain"
 
     def visit_Call(self, node: cst.Call) -> None:
-        if dotted_text(node.func) == "self.apply":
+        if dotted_text(node.func) == "self.apply" and not self._applier(node):
             self.ctx.report(Severity.ERROR, "unsupported-construct", "self.apply(fn) runs fn on every submodule to "
                             "re-initialise it in place; an Equinox module is immutable: re-initialise each layer "
                             "where __init__ builds it (`init.normal_(self.fc.weight, std=0.02)` is translated to "
                             "`self.fc = eqx.tree_at(lambda m: m.weight, self.fc, ...)`), or map over the built "
-                            "model with jax.tree_util and eqx.tree_at", node)
+                            "model with jax.tree_util and eqx.tree_at (fwport translates `self.apply(self.method)` "
+                            "where the method tests isinstance(module, <layer>) and re-initialises module.<array>)",
+                            node)
+
+    def _applier(self, call: cst.Call) -> str | None:
+        if len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+            t = dotted_text(call.args[0].value) or ""
+            if t.startswith("self.") and t[5:] in self.appliers:
+                return t[5:]
+        return None
+
+    def _init_call(self, stmt) -> tuple[cst.Call, str] | None:
+        """``init.X_(...)`` as a whole statement (X translated) → (the call, X)."""
+        if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Expr) \
+                or not isinstance(stmt.body[0].value, cst.Call):
+            return None
+        call = stmt.body[0].value
+        q = self.ctx.imports.resolve(call.func) or ""
+        if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or not call.args:
+            return None
+        return call, q[14:]
+
+    def _value(self, call: cst.Call, name: str, shape: str) -> str | None:
+        try:
+            return inits.value(name, call, shape, self.ctx, self._gain_call)
+        except inits.Unsupported as e:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) is not translated: {e}", call)
+            self.ctx.settle(call)
+            return None
+
+    def _fields(self, original, what: str, node) -> str | None:
+        names = self.fields(original)
+        if not names:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{what}: fwport found no submodule built before "
+                            "it in __init__ (`self.name = <layer or module>(...)`) to re-initialise", node)
+            return None
+        return "{" + ", ".join(f'"{n}": self.{n}' for n in names) + "}"
+
+    @staticmethod
+    def _targets(fields: str) -> str:
+        names = [f.split(":")[0].strip().strip('"') for f in fields[1:-1].split(", ")]
+        return ", ".join(f"self.{n}" for n in names) + ("," if len(names) == 1 else "")
+
+    def leave_For(self, original, updated):
+        """``for [name, ]p in self[.named]_parameters(): [if <test>:] init.X_(p, ...)``."""
+        it = original.iter
+        if not (isinstance(it, cst.Call) and not it.args and dotted_text(it.func) in ("self.parameters",
+                                                                                      "self.named_parameters")):
+            return updated
+        named = dotted_text(it.func) == "self.named_parameters"
+        t = original.target
+        if named and isinstance(t, cst.Tuple) and len(t.elements) == 2 \
+                and all(isinstance(e.value, cst.Name) for e in t.elements):
+            pname, p = t.elements[0].value.value, t.elements[1].value.value
+        elif not named and isinstance(t, cst.Name):
+            pname, p = "_", t.value
+        else:
+            return updated
+        body = list(original.body.body) if isinstance(original.body, cst.IndentedBlock) else None
+        test = None
+        if body and len(body) == 1 and isinstance(body[0], cst.If) and body[0].orelse is None \
+                and isinstance(body[0].body, cst.IndentedBlock):
+            test, body = body[0].test, list(body[0].body.body)
+        found = self._init_call(body[0]) if body and len(body) == 1 and original.orelse is None else None
+        if found is None:
+            if any(self._init_call(s) for s in _statements(original.body)):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", "a loop over the parameters re-initialising "
+                                "them is translated when its body is one `init.X_(p, ...)`, under at most one `if` "
+                                "testing the parameter (and its name)", original)
+                self.ctx.settle(*[c for c in _calls(original)])
+            return updated
+        call, name = found
+        if dotted_text(call.args[0].value) != p or call.args[0].keyword is not None:
+            return updated
+        cond = "True"
+        if test is not None:
+            cond = _parameter_test(test, p, pname)
+            if cond is None:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"the test `{code(test)}` of the parameters "
+                                "to re-initialise is not one fwport translates (comparisons of p.dim(), p.ndim, "
+                                "p.shape, p.numel() and string tests of the name, with literals)", test)
+                self.ctx.settle(*_calls(original))
+                return updated
+        value = self._value(call, name, f"{p}.shape")
+        if value is None:
+            return updated
+        fields = self._fields(original, f"{code(it)} re-initialised", original)
+        if fields is None:
+            self.ctx.settle(*_calls(original))
+            return updated
+        helper = layers.use(self.ctx, "reinit_arrays")
+        # as many lines as the loop (the passes keep line structure: later findings keep their lines)
+        n = max(2, code(original.with_changes(leading_lines=[])).strip("\n").count("\n") + 1)
+        # (the breaks inside the call's and the last lambda's parentheses: the key added later resets the commas)
+        ind = " " * 4  # (under the statement's own indentation)
+        head, select, draw = (f"{self._targets(fields)} = {helper}(", f"lambda {pname if named else '_'}, {p}: {cond}",
+                              f"lambda key, {p}: {value}))")
+        if n == 2:
+            line = f"{head}{fields}, {select}, (\n{ind}{draw}\n"
+        else:
+            line = f"{head}\n{ind}{fields}, {select}, (\n" + "\n" * (n - 3) + f"{ind}{draw}\n"
+        stmt = cst.parse_statement(line)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(it)} re-initialised in place → {helper}: the fields "
+                        "built so far rebuilt with each selected array drawn anew (a key per array)" +
+                        ("; the names are PyTorch's where the Equinox tree mirrors the module" if named else ""), original)
+        if self.ctx.analyses.get(OUTSIDE, {}).get("attention"):
+            self.ctx.report(Severity.WARNING, "approximate", f"{code(it)}: MultiheadAttention's packed in_proj_weight "
+                            "(3E, E) is three (E, E) projections in Equinox, named differently: a draw that depends on "
+                            "the shape (xavier, kaiming: the fans) or on the name differs for them", original)
+        return stmt.with_changes(leading_lines=updated.leading_lines)
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr) \
                 or not isinstance(updated.body[0].value, cst.Call):
             return updated
         call = updated.body[0].value
-        q = self.ctx.imports.resolve(call.func) or ""
-        if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or not call.args:
+        applier = self._applier(call) if dotted_text(call.func) == "self.apply" else None
+        if applier is not None:
+            fields = self._fields(original, "self.apply(...)", call)
+            if fields is None:
+                return updated
+            kinds = ", ".join(self.appliers[applier])
+            if len(self.appliers[applier]) > 1:
+                kinds = f"({kinds})"
+            line = (f"{self._targets(fields)} = {layers.use(self.ctx, 'reinit_layers')}({fields}, "
+                    f"lambda m: isinstance(m, {kinds}), self.{applier})\n")
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"self.apply(self.{applier}) → reinit_layers: each layer "
+                            f"{applier} re-initialises is replaced by what it returns (a key per layer)", call)
+            if self.ctx.analyses.get(OUTSIDE, {}).get("attention") and "Linear" in kinds:
+                self.ctx.report(Severity.WARNING, "approximate", f"self.apply(self.{applier}): Equinox's "
+                                "MultiheadAttention holds its query, key and value projections as eqx.nn.Linear "
+                                "layers, which this re-initialises too; PyTorch's holds them as one packed "
+                                "in_proj_weight, which isinstance(m, nn.Linear) does not select", call)
+            return updated.with_changes(body=cst.parse_statement(line).body)
+        found = self._init_call(updated)
+        if found is None:
             return updated
+        call, name = found
         target = dotted_text(call.args[0].value) or ""
         parts = target.split(".")
-        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != "self":
+        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != self.root:
             return updated  # a tensor not held by a field: its no-rule finding stays
-        try:
-            value = inits.value(q[14:], call, f"{target}.shape", self.ctx, self._gain_call)
-        except inits.Unsupported as e:
-            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) is not translated: {e}", call)
-            self.ctx.settle(call)
+        value = self._value(call, name, f"{target}.shape")
+        if value is None:
             return updated
-        field = f"self.{parts[1]}"
-        if len(parts) > 2:
-            value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(parts[2:])}, {field}, {value})")
+        field = f"{self.root}.{parts[1]}" if self.root == "self" else self.root
+        rest = parts[2:] if self.root == "self" else parts[1:]
+        if rest:
+            value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(rest)}, {field}, {value})")
         return updated.with_changes(body=[cst.parse_statement(f"{field} = {value}\n").body[0]])
+
+
+def _statements(block) -> list:
+    out = []
+
+    class V(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, n):
+            out.append(n)
+
+    scan(block, V())
+    return out
+
+
+def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
+    """The test of a parameter (and its name) for a JAX array: ``p.dim()`` → ``p.ndim``, ``p.numel()`` →
+    ``p.size``; None when it reads anything but the two, literals and their attributes."""
+    allowed = {p, pname, "True", "False", "None", "len", "any", "all", "isinstance", "str"}
+
+    class V(cst.CSTTransformer):
+        ok = True
+
+        def leave_Call(self, original, updated):
+            f = updated.func
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == p and not updated.args:
+                if f.attr.value == "dim":
+                    return cst.Attribute(f.value, cst.Name("ndim"))
+                if f.attr.value == "numel":
+                    return cst.Attribute(f.value, cst.Name("size"))
+                if f.attr.value == "size":
+                    return cst.Attribute(f.value, cst.Name("shape"))
+            if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.value.value == p:
+                V.ok = False  # p.size(0), p.norm(): not read the same from a JAX array
+            return updated
+
+        def visit_Attribute(self, node):
+            if isinstance(node.value, cst.Name) and node.value.value == p \
+                    and node.attr.value not in ("ndim", "shape", "dtype", "dim", "numel", "size"):
+                V.ok = False  # p.requires_grad, p.data: no JAX array reads
+            node.value.visit(self)
+            return False
+
+        def visit_Name(self, node):
+            if node.value not in allowed:
+                V.ok = False
+
+        def visit_Lambda(self, node):
+            V.ok = False
+
+    v = V()
+    out = test.visit(v)
+    return code(out) if V.ok else None
+
+
+def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
+    """The layer classes a method given to ``self.apply`` tests (``isinstance(module, nn.Linear)``), when it is
+    ``def M(self, module)`` re-initialising ``module``'s arrays only under such tests; else None."""
+    ps = fn.params.params
+    if len(ps) != 2 or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.kwonly_params:
+        return None
+    arg = ps[1].name.value
+    kinds: list[str] = []
+    for c in _calls(fn):
+        if dotted_text(c.func) == "isinstance" and len(c.args) == 2 and dotted_text(c.args[0].value) == arg:
+            k = c.args[1].value
+            for e in (k.elements if isinstance(k, cst.Tuple) else [cst.Element(k)]):
+                q = ctx.imports.resolve(e.value) or ""
+                if not q.startswith("torch.nn."):
+                    return None
+                kinds.append(code(e.value))
+    if not kinds:
+        return None
+    for c in _calls(fn):  # only the tests and torch.nn.init calls on the module's arrays (not `w.data.normal_()`)
+        q = ctx.imports.resolve(c.func) or ""
+        if q.startswith("torch.nn.init.") and q[14:] in inits.TRANSLATED:
+            t = dotted_text(c.args[0].value) if c.args else None
+            if not t or not t.startswith(arg + "."):
+                return None
+        elif not (dotted_text(c.func) in ("isinstance", "len", "float", "int") or q.startswith("math.")
+                  or q == "torch.nn.init.calculate_gain"):
+            return None
+
+    class Writes(cst.CSTVisitor):  # `module.weight = ...`: an assignment fwport does not rebuild
+        found = False
+
+        def visit_AssignTarget(self, node):
+            if not isinstance(node.target, cst.Name):
+                Writes.found = True
+
+        def visit_AugAssign(self, node):
+            Writes.found = True
+
+    scan(fn, Writes())
+    return None if Writes.found else list(dict.fromkeys(kinds))
+
+
+def _applied_method(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
+    """``def M(self, module)`` → ``def M(self, module, *, key)``, its inits rebuilding ``module``, returned."""
+    arg = fn.params.params[1].name.value
+    fn = rewrite(fn, _Inits(ctx, root=arg))
+    body = list(fn.body.body)
+    body.append(cst.parse_statement(f"return {arg}\n"))
+    return fn.with_changes(params=_kwonly(fn.params, "key", None), body=fn.body.with_changes(body=body))
+
+
+def _module_fields(init: cst.FunctionDef, ctx, classes: set[str]) -> list[tuple[cst.CSTNode, list[str]]]:
+    """Each top-level statement of ``__init__`` with the submodule fields assigned before it
+    (``self.name = <torch.nn layer or container, or a module class of the file>(...)``)."""
+    out, names = [], []
+    for stmt in init.body.body:
+        out.append((stmt, list(names)))
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call):
+                t = dotted_text(small.targets[0].target) or ""
+                q = ctx.imports.resolve(small.value.func) or ""
+                f = dotted_text(small.value.func) or ""
+                # layers, containers, parameters, modules of the file, what helpers build; not torch tensors
+                # (buffers, no parameters) nor builtins' values
+                module = q.startswith("torch.nn.") and not q.startswith(("torch.nn.init.", "torch.nn.functional.")) \
+                    or f in classes or not q.startswith("torch") and f not in _NOT_MODULES
+                if t.startswith("self.") and t.count(".") == 1 and module and t[5:] not in names:
+                    names.append(t[5:])
+    return out
+
+
+#: calls whose value holds no parameter (a field assigned one is not re-initialised)
+_NOT_MODULES = frozenset({"int", "float", "str", "bool", "len", "tuple", "dict", "set", "getattr", "range", "max",
+                          "min", "sum", "abs", "round", "math.sqrt", "math.log", "math.ceil", "math.floor"})
 
 
 class _Buffers(cst.CSTTransformer):
@@ -696,9 +978,31 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
             scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value))
+    # self.apply(self.M) with M re-initialising layers it tests by class; the fields each statement sees
+    applied = {c.args[0].value.attr.value for m in ("__init__", *called) if m in methods for c in _calls(methods[m])
+               if dotted_text(c.func) == "self.apply" and len(c.args) == 1
+               and (dotted_text(c.args[0].value) or "").startswith("self.") and (dotted_text(c.args[0].value) or "").count(".") == 1}
+    appliers = {m: k for m in applied if m in methods and m not in ("__init__", "forward", *called)
+                for k in [_applier_kinds(methods[m], ctx)] if k}
+    plan["appliers"] = sorted(appliers)
+    before = {id(st): names for st, names in (_module_fields(methods["__init__"], ctx, set(plans) | set(callers.classes) | outside["builders"])
+                                              if "__init__" in methods else [])}
+    calls_at = {}  # a method __init__ calls → the fields built before the call
+    for st in methods["__init__"].body.body if "__init__" in methods else []:
+        for c in _calls(st):
+            t = dotted_text(c.func) or ""
+            if t.startswith("self.") and t[5:] in called:
+                calls_at.setdefault(t[5:], before[id(st)])
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value in ("__init__", *called):
-            s = rewrite(s, _Inits(ctx))
+            if s.name.value == "__init__":
+                tops = {id(st): before[id(st)] for st in s.body.body}
+                fields = lambda node, tops=tops: tops.get(id(node), [])
+            else:
+                fields = lambda node, n=calls_at.get(s.name.value, []): n
+            s = rewrite(s, _Inits(ctx, fields, appliers))
+        elif isinstance(s, cst.FunctionDef) and s.name.value in appliers:
+            s = _applied_method(s, ctx)
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
             s = rewrite(s, _Buffers(ctx, buffers))
@@ -1173,6 +1477,8 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
         elif isinstance(s, cst.FunctionDef) and s.name.value in plan.get("called", ()):
             _collect_fields(s, ctx, fields, frozenset(plan.get("sequences", ())))
             s = done.get(s.name.value, s)
+        elif isinstance(s, cst.FunctionDef) and s.name.value in plan.get("appliers", ()):
+            s = _keyed_function(s, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan.get("dropped"):
