@@ -16,6 +16,8 @@ from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
 INT32 = "torch.int32"
+#: ids of the elements of tf.stack / tf.concat lists that are Python numbers (passes/pyvalues.py)
+PY_NUMBERS = "python_number_elements"
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -103,6 +105,23 @@ def call(m, ctx):
     if "result_dtype" in m.extras:
         out = _e(f"{_atom_code(out)}.to({_code(m.extras['result_dtype'])})")
     return out
+
+
+@call_transform("tensors")
+def tensors(m, ctx):
+    """``torch.stack`` / ``torch.cat`` of a list: the elements that are Python numbers (the planner
+    passes/pyvalues.py found them: ``[i for i in range(n)]``, a name bound only to such values) become
+    ``torch.as_tensor(element)``, as TensorFlow converts them (torch takes tensors only). With
+    tensors of a narrower integer type, torch promotes to the element's int64 (TensorFlow keeps the
+    tensors' dtype)."""
+    found = ctx.analyses.get(PY_NUMBERS)
+    values = m.kwargs.get("tensors")
+    if found and isinstance(values, (cst.List, cst.Tuple)) and any(id(e.value) in found for e in values.elements):
+        as_tensor = ctx.spell("torch.as_tensor")
+        m.kwargs["tensors"] = values.with_changes(elements=[
+            e.with_changes(value=cst.Call(as_tensor, [cst.Arg(e.value)])) if id(e.value) in found else e
+            for e in values.elements])
+    return _plain(m, ctx)
 
 
 @call_transform("reduce")
