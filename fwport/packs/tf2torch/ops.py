@@ -111,16 +111,20 @@ def call(m, ctx):
 def tensors(m, ctx):
     """``torch.stack`` / ``torch.cat`` of a list: the elements that are Python numbers (the planner
     passes/pyvalues.py found them: ``[i for i in range(n)]``, a name bound only to such values) become
-    ``torch.as_tensor(element)``, as TensorFlow converts them (torch takes tensors only). With
-    tensors of a narrower integer type, torch promotes to the element's int64 (TensorFlow keeps the
-    tensors' dtype)."""
+    tensors, as TensorFlow converts them (torch takes tensors only): ``torch.as_tensor(element)``,
+    with ``dtype=torch.int32`` for ints (TensorFlow's int32; stacked with int64 or floating tensors,
+    torch's promotion gives their dtype, as TensorFlow's conversion does)."""
     found = ctx.analyses.get(PY_NUMBERS)
     values = m.kwargs.get("tensors")
     if found and isinstance(values, (cst.List, cst.Tuple)) and any(id(e.value) in found for e in values.elements):
-        as_tensor = ctx.spell("torch.as_tensor")
-        m.kwargs["tensors"] = values.with_changes(elements=[
-            e.with_changes(value=cst.Call(as_tensor, [cst.Arg(e.value)])) if id(e.value) in found else e
-            for e in values.elements])
+        as_tensor = _spell(ctx, "torch.as_tensor")
+        elements = []
+        for e in values.elements:
+            if id(e.value) in found:
+                dtype = f", dtype={_spell(ctx, INT32)}" if found[id(e.value)] else ""
+                e = e.with_changes(value=_e(f"{as_tensor}({_code(e.value)}{dtype})"))
+            elements.append(e)
+        m.kwargs["tensors"] = values.with_changes(elements=elements)
     return _plain(m, ctx)
 
 

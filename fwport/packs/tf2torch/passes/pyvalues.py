@@ -27,50 +27,57 @@ from fwport.core.names import scan
 from fwport.packs.tf2torch.ops import PY_NUMBERS
 #: the calls whose first argument is a list of tensors (resolved by the rule: the transform decides)
 _LISTS_OF = frozenset({"stack", "concat", "concatenate"})
-_NUMBER_CALLS = frozenset({"len", "int", "float"})
+_NUMBER_CALLS = frozenset({"len", "int", "float", "range"})
 _CONTAINER_CALLS = frozenset({"list", "tuple"})
 
 
-def python_number(node: cst.BaseExpression, known: set[str], loop_vars: frozenset[str] = frozenset()) -> bool:
+def python_number(node: cst.BaseExpression, known: set[str], loop_vars: frozenset[str] = frozenset(),
+                  ints: bool = False) -> bool:
     """``node`` is certainly a Python number, or a (nested) sequence of them, whatever the names in
-    ``known`` (names bound only to such values) and ``loop_vars`` (comprehension variables over them)."""
-    if isinstance(node, (cst.Integer, cst.Float)):
+    ``known`` (names bound only to such values) and ``loop_vars`` (comprehension variables over them).
+    ``ints``: Python ints only (no float literal, ``float()``, ``/`` or ``**``)."""
+    def again(n: cst.BaseExpression, loops: frozenset[str] = loop_vars) -> bool:
+        return python_number(n, known, loops, ints)
+
+    if isinstance(node, cst.Integer):
         return True
+    if isinstance(node, cst.Float):
+        return not ints
     if isinstance(node, cst.Name):
         return node.value in known or node.value in loop_vars
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
-        return python_number(node.expression, known, loop_vars)
+        return again(node.expression)
     if isinstance(node, cst.BinaryOperation):
-        return (not isinstance(node.operator, cst.MatrixMultiply)
-                and _scalar(node.left, known, loop_vars) and _scalar(node.right, known, loop_vars))
+        if isinstance(node.operator, cst.MatrixMultiply) or ints and isinstance(node.operator, (cst.Divide, cst.Power)):
+            return False
+        return _scalar(node.left) and _scalar(node.right) and again(node.left) and again(node.right)
     if isinstance(node, (cst.List, cst.Tuple)):
-        return bool(node.elements) and all(
-            isinstance(e, cst.Element) and python_number(e.value, known, loop_vars) for e in node.elements)
+        return bool(node.elements) and all(isinstance(e, cst.Element) and again(e.value) for e in node.elements)
     if isinstance(node, (cst.ListComp, cst.GeneratorExp)):
         names = set(loop_vars)
         comp = node.for_in
         while comp is not None:
-            if comp.asynchronous is not None or not isinstance(comp.target, cst.Name) or not python_number(comp.iter, known, frozenset(names)):
+            if comp.asynchronous is not None or not isinstance(comp.target, cst.Name) \
+                    or not again(comp.iter, frozenset(names)):
                 return False
             names.add(comp.target.value)
             comp = comp.inner_for_in
-        return python_number(node.elt, known, frozenset(names))
+        return again(node.elt, frozenset(names))
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and not any(a.star for a in node.args):
         name = node.func.value
-        if name in _NUMBER_CALLS or name == "range":  # whatever their arguments
-            return True
+        if name in _NUMBER_CALLS:  # whatever their arguments
+            return not (ints and name == "float")
         if name in _CONTAINER_CALLS and len(node.args) == 1:
-            return python_number(node.args[0].value, known, loop_vars)
+            return again(node.args[0].value)
     return False
 
 
-def _scalar(node: cst.BaseExpression, known: set[str], loop_vars: frozenset[str]) -> bool:
-    """An operand of arithmetic: a number (a display would make ``+`` a concatenation)."""
+def _scalar(node: cst.BaseExpression) -> bool:
+    """An operand of arithmetic that is not a sequence (``+`` of displays is a concatenation)."""
     if isinstance(node, (cst.List, cst.Tuple, cst.ListComp, cst.GeneratorExp)):
         return False
-    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in (*_CONTAINER_CALLS, "range"):
-        return False
-    return python_number(node, known, loop_vars)
+    return not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name)
+                and node.func.value in (*_CONTAINER_CALLS, "range"))
 
 
 class _Scope(BindingWalker):
@@ -85,22 +92,28 @@ class _Scope(BindingWalker):
             self.values.setdefault(target.value, []).append(value if how in ("assign", "annassign") else None)
 
 
-def _known(body: cst.CSTNode, params: set[str], outer: set[str]) -> tuple[set[str], set[str]]:
-    """(names bound in this scope, those bound only to Python numbers); a name read but not bound
-    here is looked up in ``outer`` (the enclosing scopes' known names)."""
+Known = tuple[set[str], set[str]]  # names bound only to Python numbers, and those only to ints
+
+
+def _known(body: cst.CSTNode, params: set[str], outer: Known) -> Known:
+    """The names of this scope bound only to Python numbers (and only to ints); a name read but
+    not bound here is looked up in ``outer`` (the enclosing scopes')."""
     s = _Scope()
     scan(body, s)
     bound = set(s.values) | params
     candidates = {n: vs for n, vs in s.values.items() if n not in params and all(v is not None for v in vs)}
-    known = (outer - bound) | set(candidates)
-    changed = True
-    while changed:  # drop names with a binding that is not a Python number, until nothing changes
-        changed = False
-        for n in list(known & set(candidates)):
-            if not all(python_number(v, known) for v in candidates[n]):
-                known.discard(n)
-                changed = True
-    return bound, known
+    result = []
+    for ints, outer_known in ((False, outer[0]), (True, outer[1])):
+        known = (outer_known - bound) | set(candidates)
+        changed = True
+        while changed:  # drop names with a binding that is not a Python number, until nothing changes
+            changed = False
+            for n in list(known & set(candidates)):
+                if not all(python_number(v, known, ints=ints) for v in candidates[n]):
+                    known.discard(n)
+                    changed = True
+        result.append(known)
+    return result[0], result[1]
 
 
 def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
@@ -113,25 +126,29 @@ def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
 
 
 class _Elements(cst.CSTVisitor):
-    def __init__(self, found: set[int], known: set[str]) -> None:
+    def __init__(self, found: dict[int, bool], known: Known) -> None:
         super().__init__()
         self.found = found
         self.known = [known]
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.known.append(_known(node.body, _params(node), self.known[-1])[1])
+        self.known.append(_known(node.body, _params(node), self.known[-1]))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.known.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        self.known.append(self.known[-1] - _params(node))
+        params = _params(node)
+        self.known.append((self.known[-1][0] - params, self.known[-1][1] - params))
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.known.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.known.append(set())  # a class body's names are not seen from its methods: nothing assumed
+        # its methods see the enclosing scope's names, not the class body's: nothing assumed of those
+        s = _Scope()
+        scan(node.body, s)
+        self.known.append((self.known[-1][0] - set(s.values), self.known[-1][1] - set(s.values)))
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.known.pop()
@@ -147,15 +164,17 @@ class _Elements(cst.CSTVisitor):
         values = node.args[0].value
         if not isinstance(values, (cst.List, cst.Tuple)):
             return
-        known = self.known[-1]
-        self.found.update(id(e.value) for e in values.elements
-                          if isinstance(e, cst.Element) and python_number(e.value, known))
+        numbers, ints = self.known[-1]
+        for e in values.elements:
+            if isinstance(e, cst.Element) and python_number(e.value, numbers):
+                self.found[id(e.value)] = python_number(e.value, ints, ints=True)
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
-    """Records the Python-number elements (module docstring) and returns ``module`` itself."""
-    found: set[int] = set()
-    scan(module, _Elements(found, _known(module, set(), set())[1]))
+    """Records the Python-number elements (module docstring) and returns ``module`` itself: element
+    id → whether it holds ints only (TensorFlow makes int32 of those where no tensor sets the dtype)."""
+    found: dict[int, bool] = {}
+    scan(module, _Elements(found, _known(module, set(), (set(), set()))))
     if found:
         ctx.analyses[PY_NUMBERS] = found
     return module
