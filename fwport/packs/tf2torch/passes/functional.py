@@ -137,6 +137,27 @@ class _Node:
     where: cst.CSTNode | None = None  # the call that made it
 
 
+def _call_params(ctx, class_name: str) -> tuple[list[str], set[str] | None] | None:
+    """The parameters of ``call`` (after self) of the module-level layer class ``class_name`` as
+    written: (positional ones, every name a keyword may have or None with ``**kwargs``); None when
+    there is no such method or it takes ``*args``."""
+    cache = ctx.analyses.setdefault("functional_call_params", {})
+    if class_name not in cache:
+        module = ctx.analyses.get("parsed", (None,))[0]
+        found = None
+        for stmt in module.body if module is not None else ():
+            if isinstance(stmt, cst.ClassDef) and stmt.name.value == class_name \
+                    and isinstance(stmt.body, cst.IndentedBlock):
+                fn = next((f for f in stmt.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "call"), None)
+                if fn is not None and not isinstance(fn.params.star_arg, cst.Param):
+                    positional = [p.name.value for p in [*fn.params.posonly_params, *fn.params.params]][1:]
+                    keywords = None if fn.params.star_kwarg is not None else \
+                        {*positional, *(p.name.value for p in fn.params.kwonly_params)}
+                    found = (positional, keywords)
+        cache[class_name] = found
+    return cache[class_name]
+
+
 @dataclass(eq=False)
 class _Tensor:
     shape: tuple | None  # source layout, without batch; None: unknown
@@ -1613,9 +1634,20 @@ class _Builder:
         list of them, or a value that holds none (``training=False``, a literal); its translated
         forward takes them as its call did, so the call stays as written with its tensors replaced."""
         ts: list[_Tensor] = []
-        for a in call.args:
+        params = _call_params(self.ctx, layer.rule)
+        for i, a in enumerate(call.args):
             if a.star:
                 raise _Refused(a, f"{code(a).strip().rstrip(',')}: a starred argument of a layer call is not followed")
+            if a.keyword is not None:
+                name = a.keyword.value if params is None or params[1] is None or a.keyword.value in params[1] else None
+            else:
+                name = params[0][i] if params is not None and i < len(params[0]) else None
+            if name is None or name in ("training", "mask"):
+                # the subclass pass drops call()'s training and mask parameters (torch: .train()/.eval(), no mask)
+                written, cls = code(a).strip().rstrip(","), code(layer.call.func)
+                raise _Refused(a, f"{written}: the translated {cls}.forward takes no {name} (torch modules take the "
+                                  "mode from .train()/.eval() and propagate no mask): not followed yet" if name else
+                                  f"{written}: does not bind to the parameters of {cls}.call: not followed")
             items = [e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
             for item in items:
                 t = self._tensor(item)

@@ -125,30 +125,50 @@ def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
     return names
 
 
+class _Lazy:
+    """A scope's known names, computed the first time a stack / concat call in it asks."""
+
+    def __init__(self, make) -> None:
+        self.make, self.value = make, None
+
+    def get(self) -> Known:
+        if self.value is None:
+            self.value = self.make()
+        return self.value
+
+
 class _Elements(cst.CSTVisitor):
-    def __init__(self, found: dict[int, bool], known: Known) -> None:
+    def __init__(self, found: dict[int, bool], module: cst.Module) -> None:
         super().__init__()
         self.found = found
-        self.known = [known]
+        self.known = [_Lazy(lambda: _known(module, set(), (set(), set())))]
+
+    def _push(self, make) -> None:
+        self.known.append(_Lazy(make))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.known.append(_known(node.body, _params(node), self.known[-1]))
+        outer = self.known[-1]
+        self._push(lambda: _known(node.body, _params(node), outer.get()))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.known.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
-        params = _params(node)
-        self.known.append((self.known[-1][0] - params, self.known[-1][1] - params))
+        outer = self.known[-1]
+        self._push(lambda: (outer.get()[0] - _params(node), outer.get()[1] - _params(node)))
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.known.pop()
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         # its methods see the enclosing scope's names, not the class body's: nothing assumed of those
-        s = _Scope()
-        scan(node.body, s)
-        self.known.append((self.known[-1][0] - set(s.values), self.known[-1][1] - set(s.values)))
+        outer = self.known[-1]
+
+        def make() -> Known:
+            s = _Scope()
+            scan(node.body, s)
+            return outer.get()[0] - set(s.values), outer.get()[1] - set(s.values)
+        self._push(make)
 
     def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
         self.known.pop()
@@ -164,7 +184,7 @@ class _Elements(cst.CSTVisitor):
         values = node.args[0].value
         if not isinstance(values, (cst.List, cst.Tuple)):
             return
-        numbers, ints = self.known[-1]
+        numbers, ints = self.known[-1].get()
         for e in values.elements:
             if isinstance(e, cst.Element) and python_number(e.value, numbers):
                 self.found[id(e.value)] = python_number(e.value, ints, ints=True)
@@ -174,7 +194,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     """Records the Python-number elements (module docstring) and returns ``module`` itself: element
     id → whether it holds ints only (TensorFlow makes int32 of those where no tensor sets the dtype)."""
     found: dict[int, bool] = {}
-    scan(module, _Elements(found, _known(module, set(), (set(), set()))))
+    scan(module, _Elements(found, module))
     if found:
         ctx.analyses[PY_NUMBERS] = found
     return module
