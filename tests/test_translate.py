@@ -308,3 +308,15 @@ def test_a_tf_bound_anywhere_or_in_a_file_without_source_imports_is_not_assumed(
         y = tf.ones(2)
     """)
     assert plain.output == plain.source and not plain.findings
+
+
+def test_a_free_tf_in_tensorflow_1_graph_code_is_refused_as_such_not_left_silently():
+    r = tr("""
+        from tensorflow import keras
+
+        x = tf.placeholder(tf.float32, [None, 3])
+        with tf.Session() as sess:
+            sess.run(x)
+    """)
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["tf1-graph-code"]
+    assert r.output == r.source

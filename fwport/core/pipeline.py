@@ -89,12 +89,12 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
     imports = collect_imports(module, direction.source, source)
     if not imports.source_imports:
         return FileResult(path, Status.UNCHANGED, source, source)
+    assumed = free_conventional_aliases(module, imports, source, direction.conventional_aliases) \
+        if direction.conventional_aliases else {}
     if direction.out_of_scope is not None:
         refused = direction.out_of_scope(module, imports, source, path)
         if refused is not None:  # one error for the whole file, which stays as written (needs attention, exit 1)
             return FileResult(path, Status.UNCHANGED, source, source, [refused])
-    assumed = free_conventional_aliases(module, imports, source, direction.conventional_aliases) \
-        if direction.conventional_aliases else {}
     ctx = FileContext(path, pack, imports, direction, None, options)
     ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
     for alias, first in assumed.items():
