@@ -4,7 +4,8 @@ TensorFlow converts every element of the list it stacks or concatenates: ``tf.st
 batch_range], axis=1)`` with ``batch_range = [i for i in range(batch_size)]`` is fine in TensorFlow,
 while ``torch.stack`` / ``torch.cat`` take tensors only (a list element is a TypeError). This
 analysis finds the elements that are certainly Python numbers (not tensors), for the ``tensors``
-call transform (ops.py), which writes each as ``torch.as_tensor(element)``:
+call transform (ops.py), which writes each as ``torch.as_tensor(element)`` (with
+``dtype=torch.int32`` where it holds ints only: TensorFlow's dtype for them):
 
 - number literals, and list / tuple displays of them;
 - ``range(...)``, ``len(...)``, ``int(...)``, ``float(...)`` (whatever their arguments), and
@@ -15,7 +16,7 @@ call transform (ops.py), which writes each as ``torch.as_tensor(element)``:
   is an assignment of one of these (not a parameter, not a loop variable, not a global).
 
 Anything else is left as written: it may be a tensor, or a list of tensors, which ``as_tensor``
-would not take. The elements' ids go to ``ctx.analyses[PY_NUMBERS]``. Runs after the rewriting
+would not take. ``ctx.analyses[PY_NUMBERS]``: element id → whether it holds ints only. Runs after the rewriting
 passes (the rule pass walks the very nodes it recorded).
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ import libcst as cst
 from fwport.core.bindings import BindingWalker
 from fwport.core.names import scan
 from fwport.packs.tf2torch.ops import PY_NUMBERS
+
 #: the calls whose first argument is a list of tensors (resolved by the rule: the transform decides)
 _LISTS_OF = frozenset({"stack", "concat", "concatenate"})
 _NUMBER_CALLS = frozenset({"len", "int", "float", "range"})
