@@ -558,3 +558,22 @@ def test_a_module_level_instance_of_a_builder_is_that_layer_of_the_next_model(tm
         cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "model",
                               inputs=["float32[2,8,8,3]"], checks=("forward", "grad"), device="cpu"), session)
         assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def test_a_layer_of_the_file_called_with_what_its_forward_does_not_take_is_refused():
+    cls = '''
+class Block(keras.layers.Layer):
+    def call(self, x, mask=None, training=None):
+        return x * 2.0
+'''
+    for call, said in [("Block()(inp, training=False)", "takes no training"),
+                       ("Block()(inp, mask=inp > 0)", "takes no mask"),
+                       ("Block()(inp, None, True)", "takes no mask"),
+                       ("Block()(inp, extra=inp)", "does not bind to the parameters of Block.call")]:
+        r = tx(HEAD + cls + f'''
+inp = keras.Input(shape=(4,))
+model = keras.Model(inp, {call})
+''')
+        messages = [f.message for f in r.findings if f.severity.value == "error"]
+        assert any(said in m for m in messages), (call, messages)
+        assert "class Model(nn.Module)" not in r.output

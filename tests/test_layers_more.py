@@ -408,3 +408,35 @@ def test_refusals_say_why():
             model = keras.Sequential([keras.Input(shape={shape}), {body}])
         ''').lstrip("\n"), "model.py", PACK)
         assert any(said in e for e in errors(r)), (body, errors(r))
+
+
+# --- a layer class of this file called on keyword tensors in a functional model ----------------------------------
+
+KEYWORD_CALLS = '''
+import keras
+from keras import layers, ops
+
+
+class MaskedMean(keras.Layer):
+    def call(self, values, keep, scale=1.0):
+        weights = ops.cast(keep, "float32")[:, :, None]
+        return scale * ops.sum(values * weights, axis=1) / ops.maximum(ops.sum(weights, axis=1), 1.0)
+
+
+def pooled():
+    ids = keras.Input(shape=(6,), dtype="int32")
+    x = layers.Embedding(20, 4)(ids)
+    mean = MaskedMean()(values=x, keep=ids != 0, scale=2.0)
+    both = MaskedMean()(x, ids > 2)
+    return keras.Model(ids, layers.Dense(3)(mean + both))
+'''
+
+
+def test_a_layer_of_the_file_called_on_keyword_tensors_matches_keras():
+    src, r = tx(KEYWORD_CALLS)
+    assert errors(r) == [], errors(r)
+    assert "self.masked_mean1(values=x, keep=ids != 0, scale=2.0)" in r.output
+    assert "self.masked_mean2(x, ids > 2)" in r.output
+    k, t = compare(src, r.output, _records(r, "pooled"), "pooled()", [IDS])
+    assert_close(k, t, rtol=1e-5)
+    assert np.abs(k).max() > 1e-3

@@ -182,6 +182,14 @@ CASES = [
     ("backend-shapes", KB, "return K.concatenate([a, b]), K.expand_dims(a), K.int_shape(a), K.reshape(a, [K.shape(a)[0], -1]), K.shape(a), K.reshape(a, (-1, 2)), K.tile(a, [2, 1]), K.stack([a, b], axis=1), K.batch_flatten(a), K.cast(a * 3, 'int32')", [X, X]),
     ("backend-permute", KB, "return K.permute_dimensions(x, (0, 2, 1)), K.transpose(x), K.softmax(x), K.bias_add(x, b)", [X3, f32(5)]),
     ("backend-dot-arange", KB, "return K.dot(x, y), K.dot(a, b), K.arange(5), K.arange(0, 1, 0.25, dtype='float32')", [f32(2, 3, 4), f32(5, 4, 6), X, f32(4, 2)]),
+    # --- Python numbers among the tensors of stack / concat (TensorFlow converts them; torch.as_tensor) ---
+    ("stack-python-int-list-with-int32-tensor", TF,
+     "n = int(i.shape[0]); rows = [k for k in range(n)]; return tf.stack([i - 1, rows], axis=1)", [i32(5, 4)]),
+    ("stack-python-ints-with-int64-tensor", TF, "return tf.stack([tf.cast(i, tf.int64), [2 * k + 1 for k in range(4)]])",
+     [i32(5, 4)]),
+    ("concat-python-floats-with-float-tensor", TF,
+     "row = [[0.5, 1.5, -2.0, 3.0]]; return tf.concat([x, row, [[float(k) / 4 for k in range(4)]]], axis=0)", [X]),
+    ("stack-python-numbers-only", TF, "return tf.stack([1, 2, 3]), tf.stack([len(x.shape), 7])", [X]),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),

@@ -235,3 +235,88 @@ def test_the_cheap_unused_import_check_never_calls_a_reference_unused():
         assert _may_reference(text, names), text
     # attribute names and longer words are not the names
     assert not _may_reference("x = m.tf + tf_x + layers_2\n", names)
+
+
+def test_only_python_numbers_among_stacked_tensors_become_tensors():
+    r = tr("""
+        import tensorflow as tf
+
+        n = 4
+
+        def f(lengths, given, x):
+            outputs = []
+            for t in range(3):
+                outputs.append(x * t)
+            batch_range = [i for i in range(int(lengths.shape[0]))]
+            scaled = [i / 2 for i in range(n)]
+            a = tf.stack([lengths - 1, batch_range], axis=1)
+            b = tf.stack([given, outputs[0], tf.zeros(4)])
+            c = tf.concat([x, scaled], axis=0)
+            return a, b, c
+
+        def g(batch_range, y):
+            return tf.stack([y, batch_range])
+    """)
+    assert not errors(r)
+    assert "torch.stack([lengths - 1, torch.as_tensor(batch_range, dtype=torch.int32)], dim=1)" in r.output
+    assert "torch.stack([given, outputs[0], torch.zeros(4)])" in r.output  # maybe tensors: as written
+    assert "torch.cat([x, torch.as_tensor(scaled)], dim=0)" in r.output  # floats: the tensors' dtype decides
+    assert "torch.stack([y, batch_range])" in r.output  # a parameter: the caller may pass a tensor
+
+
+def test_a_name_bound_to_a_python_list_and_to_something_else_stays_as_written():
+    r = tr("""
+        import tensorflow as tf
+
+        def f(x, flag):
+            rows = [0, 1]
+            if flag:
+                rows = tf.range(2)
+            return tf.stack([x, rows])
+    """)
+    assert "torch.stack([x, rows])" in r.output
+
+
+def test_a_free_tf_in_a_keras_file_is_taken_as_tensorflow_with_a_warning():
+    r = tr("""
+        from tensorflow import keras
+
+        layer = keras.layers.Dense(3)
+        # tf.zeros in a comment is not a use
+        x = tf.random.normal([2, 5])
+    """)
+    assert "tf." not in r.output.replace("# tf.zeros", "") and "torch.randn([2, 5])" in r.output
+    warned = [f for f in r.findings if f.code == "assumed-import"]
+    assert len(warned) == 1 and warned[0].severity is Severity.WARNING and warned[0].line == 5
+    assert "import tensorflow as tf" in warned[0].message
+
+
+def test_a_tf_bound_anywhere_or_in_a_file_without_source_imports_is_not_assumed():
+    bound = tr("""
+        import keras
+
+        def f(tf):
+            return tf.zeros(3)
+
+        y = tf.ones(2)
+    """)
+    assert "tf.zeros(3)" in bound.output and "tf.ones(2)" in bound.output
+    assert not [f for f in bound.findings if f.code == "assumed-import"]
+    plain = tr("""
+        import numpy as np  # the tensorflow of another cell
+
+        y = tf.ones(2)
+    """)
+    assert plain.output == plain.source and not plain.findings
+
+
+def test_a_free_tf_in_tensorflow_1_graph_code_is_refused_as_such_not_left_silently():
+    r = tr("""
+        from tensorflow import keras
+
+        x = tf.placeholder(tf.float32, [None, 3])
+        with tf.Session() as sess:
+            sess.run(x)
+    """)
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["tf1-graph-code"]
+    assert r.output == r.source

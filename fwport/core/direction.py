@@ -76,6 +76,10 @@ class Direction:
     mentions: re.Pattern
     #: how people name the source framework in messages (`fwport residue`): "TensorFlow/Keras"
     source_title: str = ""
+    #: the names the source framework is conventionally imported as (``tf`` → ``tensorflow``): in a
+    #: file that imports the source, such a name read as ``tf.x`` but bound nowhere (a notebook
+    #: fragment whose import is in another cell) is taken as that import, with a warning
+    conventional_aliases: dict[str, str] = field(default_factory=dict)
     #: files the direction does not translate at all: ``fn(module, imports, source, path)`` → the one
     #: error finding that says why and what to do (the file is left as written), or None
     out_of_scope: Callable[[Any, Any, str, str], Any] | None = None

@@ -29,6 +29,8 @@ ADVICE: dict[str, tuple[str, str]] = {
                 "(docs/writing-rules.md) and add its folder to `rules` under [tool.fwport]."),
     "default-differs": ("info", "Nothing to do: the source default was written out so the result computes the same. "
                         "Remove it only if you want the PyTorch behaviour."),
+    "assumed-import": ("warning", "Check that the name means the framework where it is read (the finding points at "
+                       "its first use), and add the import to the file so that it runs on its own."),
     "approximate": ("warning", "Check that the documented small difference is acceptable for your model "
                     "(`fwport verify` measures it)."),
     "dropped-argument": ("info", "Nothing to do for inference; the message says what to re-add if you train "

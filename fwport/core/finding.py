@@ -26,6 +26,7 @@ CODES: dict[str, str] = {
     "dropped-argument": "an argument with no effect on the computed values was dropped",
     "shape-unknown": "a size the target needs could not be inferred statically; a lazy module or a placeholder was emitted",
     "idiom-replaced": "a source API with no exact target counterpart became the target's idiom for it (model.summary() → print(model)): same purpose, different output",
+    "assumed-import": "a conventional name of the source framework (tf) is read but bound nowhere in the file (a notebook fragment): it was taken as that framework's import",
     "residue": "the output still references the source framework",
     "parse-error": "the file is not valid Python 3",
     "input-error": "the file cannot be read as text (binary, not in its declared encoding or UTF-8, too large, missing)",

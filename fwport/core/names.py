@@ -359,6 +359,54 @@ def _rebindable(aliases: set[str], source: str) -> set[str]:
     return found & aliases
 
 
+class _FreeReads(BindingWalker):
+    """The first read ``alias.attr`` of each alias, and the aliases bound anywhere in the module (in
+    every scope: functions, lambdas, comprehensions, parameters)."""
+
+    def __init__(self, aliases: set[str]):
+        super().__init__(lambdas=True)
+        self.aliases = aliases
+        self.bound_anywhere: set[str] = set()
+        self.first: dict[str, cst.Attribute] = {}
+
+    def enter_scope(self, node) -> bool:
+        return True
+
+    def bound(self, target: cst.BaseExpression, how: str, value) -> None:
+        if isinstance(target, cst.Name) and target.value in self.aliases:
+            self.bound_anywhere.add(target.value)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        if node.name.value in self.aliases:
+            self.bound_anywhere.add(node.name.value)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._targets(node.target, "for")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        head = node.value
+        if isinstance(head, cst.Name) and head.value in self.aliases:
+            self.first.setdefault(head.value, node)
+
+
+def free_conventional_aliases(module: cst.Module, table: ImportTable, source: str,
+                              conventional: dict[str, str]) -> dict[str, cst.Attribute]:
+    """The conventional aliases of the source framework (``tf`` → ``tensorflow``) that the file reads
+    as ``alias.name`` but binds nowhere (no import, assignment, parameter... in any scope): a notebook
+    fragment, or a file whose ``import tensorflow as tf`` is in a cell it does not hold. Each is added
+    to ``table`` as that import; the result maps it to its first read, for the warning that says so."""
+    wanted = {a for a in conventional if a not in table.aliases
+              and re.search(rf"(?<![.\w]){re.escape(a)}\s*\.", source)}
+    if not wanted:
+        return {}
+    reads = _FreeReads(wanted)
+    scan(module, reads)
+    found = {a: node for a, node in reads.first.items() if a not in reads.bound_anywhere}
+    for alias in found:
+        table.aliases[alias] = conventional[alias]
+    return found
+
+
 def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
     """Names a function binds locally (parameters and assignment targets), which shadow imports."""
     names: set[str] = set()

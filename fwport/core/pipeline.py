@@ -16,7 +16,7 @@ from fwport.core.direction import Direction, default_direction, get_direction
 from fwport.core.engine import RuleTransformer
 from fwport.core.finding import Finding, Severity
 from fwport.core.imports import add_imports, prune_imports
-from fwport.core.names import collect_imports
+from fwport.core.names import collect_imports, free_conventional_aliases
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.result import FileResult, Status
 from fwport.core.rewrite import rewrite
@@ -89,12 +89,20 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
     imports = collect_imports(module, direction.source, source)
     if not imports.source_imports:
         return FileResult(path, Status.UNCHANGED, source, source)
+    assumed = free_conventional_aliases(module, imports, source, direction.conventional_aliases) \
+        if direction.conventional_aliases else {}
     if direction.out_of_scope is not None:
         refused = direction.out_of_scope(module, imports, source, path)
         if refused is not None:  # one error for the whole file, which stays as written (needs attention, exit 1)
             return FileResult(path, Status.UNCHANGED, source, source, [refused])
     ctx = FileContext(path, pack, imports, direction, None, options)
     ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
+    for alias, first in assumed.items():
+        module_name = imports.aliases[alias]
+        ctx.report(Severity.WARNING, "assumed-import",
+                   f"`{alias}` is read here (first) but bound nowhere in the file: taken as `import {module_name} as "
+                   f"{alias}` (its conventional name; a notebook cell or file that imports it is not part of this "
+                   "input). Add the import to the source if it is meant to be there", first)
     if direction.detect_version is not None:
         ctx.version, why = direction.detect_version(source, options.get(direction.version_option))
         ctx.findings.append(Finding(Severity.INFO, direction.version_code,

@@ -136,6 +136,8 @@ DIRECTION = Direction(
     source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT),
     mentions=re.compile(r"\b(tensorflow|keras|tf_keras)\b"),
     source_title="TensorFlow/Keras",
+    # a free `tf.` / `keras.` in a file that imports TensorFlow or Keras (a notebook fragment)
+    conventional_aliases={"tf": "tensorflow", "keras": "keras"},
     out_of_scope=refuse_graph_code,
     planners=PLANNERS,
     finish=FINISH,

@@ -16,6 +16,8 @@ from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
 INT32 = "torch.int32"
+#: ids of the elements of tf.stack / tf.concat lists that are Python numbers (passes/pyvalues.py)
+PY_NUMBERS = "python_number_elements"
 
 
 def _code(node: cst.CSTNode) -> str:
@@ -103,6 +105,27 @@ def call(m, ctx):
     if "result_dtype" in m.extras:
         out = _e(f"{_atom_code(out)}.to({_code(m.extras['result_dtype'])})")
     return out
+
+
+@call_transform("tensors")
+def tensors(m, ctx):
+    """``torch.stack`` / ``torch.cat`` of a list: the elements that are Python numbers (the planner
+    passes/pyvalues.py found them: ``[i for i in range(n)]``, a name bound only to such values) become
+    tensors, as TensorFlow converts them (torch takes tensors only): ``torch.as_tensor(element)``,
+    with ``dtype=torch.int32`` for ints (TensorFlow's int32; stacked with int64 or floating tensors,
+    torch's promotion gives their dtype, as TensorFlow's conversion does)."""
+    found = ctx.analyses.get(PY_NUMBERS)
+    values = m.kwargs.get("tensors")
+    if found and isinstance(values, (cst.List, cst.Tuple)) and any(id(e.value) in found for e in values.elements):
+        as_tensor = _spell(ctx, "torch.as_tensor")
+        elements = []
+        for e in values.elements:
+            if id(e.value) in found:
+                dtype = f", dtype={_spell(ctx, INT32)}" if found[id(e.value)] else ""
+                e = e.with_changes(value=_e(f"{as_tensor}({_code(e.value)}{dtype})"))
+            elements.append(e)
+        m.kwargs["tensors"] = values.with_changes(elements=elements)
+    return _plain(m, ctx)
 
 
 @call_transform("reduce")

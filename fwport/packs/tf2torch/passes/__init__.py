@@ -11,8 +11,8 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.tf2torch import data, helpers, testcase, utilities
-from fwport.packs.tf2torch.passes import (decorators, functional, model_api, regularizers, sequential, subclass, training,
-                                          variables)
+from fwport.packs.tf2torch.passes import (decorators, functional, model_api, pyvalues, regularizers, sequential, subclass,
+                                          training, variables)
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -50,6 +50,9 @@ PLANNERS: tuple[Planner, ...] = (
     # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/... (last:
     # it reads the bases the subclass pass wrote)
     Planner("variables", re.compile(r"\bVariable\b"), variables.run),
+    # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
+    # `tensors` transform)
+    Planner("pyvalues", re.compile(r"\b(?:stack|concat|concatenate)\s*\("), pyvalues.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a
 # Sequential's list brackets removed, the functional

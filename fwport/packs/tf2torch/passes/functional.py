@@ -95,6 +95,7 @@ MERGE_FNS = {"keras.layers.add": "add", "keras.layers.subtract": "sub", "keras.l
              "keras.layers.average": "avg", "keras.layers.maximum": "max", "keras.layers.minimum": "min",
              "keras.layers.concatenate": "cat"}
 _ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
+_COMPARE = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
                cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b}
 # readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
@@ -134,6 +135,27 @@ class _Node:
     op: _Op
     parents: list["_Node"]
     where: cst.CSTNode | None = None  # the call that made it
+
+
+def _call_params(ctx, class_name: str) -> tuple[list[str], set[str] | None] | None:
+    """The parameters of ``call`` (after self) of the module-level layer class ``class_name`` as
+    written: (positional ones, every name a keyword may have or None with ``**kwargs``); None when
+    there is no such method or it takes ``*args``."""
+    cache = ctx.analyses.setdefault("functional_call_params", {})
+    if class_name not in cache:
+        module = ctx.analyses.get("parsed", (None,))[0]
+        found = None
+        for stmt in module.body if module is not None else ():
+            if isinstance(stmt, cst.ClassDef) and stmt.name.value == class_name \
+                    and isinstance(stmt.body, cst.IndentedBlock):
+                fn = next((f for f in stmt.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "call"), None)
+                if fn is not None and not isinstance(fn.params.star_arg, cst.Param):
+                    positional = [p.name.value for p in [*fn.params.posonly_params, *fn.params.params]][1:]
+                    keywords = None if fn.params.star_kwarg is not None else \
+                        {*positional, *(p.name.value for p in fn.params.kwonly_params)}
+                    found = (positional, keywords)
+        cache[class_name] = found
+    return cache[class_name]
 
 
 @dataclass(eq=False)
@@ -1359,6 +1381,13 @@ class _Builder:
             if t is None:
                 return None
             return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node]), t.flat)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+                and type(node.comparisons[0].operator) in _COMPARE and isinstance(node.comparisons[0].comparator, (cst.Integer, cst.Float)):
+            # `source != 0` (a padding mask): elementwise against a number, the same in either layout
+            t = self._tensor(node.left)
+            if t is None:
+                return None
+            return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node]), t.flat, t.last)
         names = _names_in(node) & set(self.env)
         if not names:
             return None
@@ -1459,6 +1488,8 @@ class _Builder:
         if layer.kind == "rule" and layer.rule.emit.get("shape") in ("rnn", "rnn-layer") and \
                 _rnn_call_args(call) is not None:
             return self._apply_rnn(layer, call)
+        if layer.kind == "user" and (len(args) != 1 or len(call.args) != 1):
+            return self._apply_user_args(layer, call)
         if len(args) != 1 or len(call.args) != 1:
             raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
                                  "(training=, mask=, ...) is not followed yet")
@@ -1594,10 +1625,48 @@ class _Builder:
             t = self._tensor(e.value) if not isinstance(e, cst.StarredElement) else None
             if t is None:
                 raise _Refused(e, f"{code(e.value)}: not a tensor of the functional model")
-            if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
-                raise _Refused(e, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
+            ts.append(self._user_input(layer, e, t))
+        return self._user_call(layer, call, ts, [cst.Arg(self._out_expr(arg))])
+
+    def _apply_user_args(self, layer: _Layer, call: cst.Call) -> _Tensor:
+        """A layer class of this file called on several arguments, positional or keyword
+        (``TransformerEncoder(...)(source=x, source_mask=source != 0)``): each a tensor of the model, a
+        list of them, or a value that holds none (``training=False``, a literal); its translated
+        forward takes them as its call did, so the call stays as written with its tensors replaced."""
+        ts: list[_Tensor] = []
+        params = _call_params(self.ctx, layer.rule)
+        for i, a in enumerate(call.args):
+            if a.star:
+                raise _Refused(a, f"{code(a).strip().rstrip(',')}: a starred argument of a layer call is not followed")
+            if a.keyword is not None:
+                name = a.keyword.value if params is None or params[1] is None or a.keyword.value in params[1] else None
+            else:
+                name = params[0][i] if params is not None and i < len(params[0]) else None
+            if name is None or name in ("training", "mask"):
+                # the subclass pass drops call()'s training and mask parameters (torch: .train()/.eval(), no mask)
+                written, cls = code(a).strip().rstrip(","), code(layer.call.func)
+                raise _Refused(a, f"{written}: the translated {cls}.forward takes no {name} (torch modules take the "
+                                  "mode from .train()/.eval() and propagate no mask): not followed yet" if name else
+                                  f"{written}: does not bind to the parameters of {cls}.call: not followed")
+            items = [e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
+            for item in items:
+                t = self._tensor(item)
+                if t is not None:
+                    ts.append(self._user_input(layer, a, t))
+                elif _names_in(item) & (set(self.env) | self.local):
+                    raise _Refused(a, f"{code(item)}: an argument of {code(layer.call.func)} that is neither a tensor of "
+                                      "the functional model nor a value without one is not followed")
+        if not ts:
+            raise _Refused(call, f"{code(call).strip()}: a layer call on no tensor of the functional model")
+        return self._user_call(layer, call, ts, [a.with_changes(value=self._out_expr(a.value)) for a in call.args])
+
+    def _user_input(self, layer: _Layer, where: cst.CSTNode, t: _Tensor) -> _Tensor:
+        if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
+            raise _Refused(where, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
                                   "channels-last layout, on a channels-first feature map")
-            ts.append(t)
+        return t
+
+    def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg]) -> _Tensor:
         key = tuple((t.shape, t.flat) for t in ts)
         if layer.module is None:
             layer.attr = layer.attr or self._attr_name(layer)
@@ -1605,8 +1674,7 @@ class _Builder:
             self.pending_init.append(f"self.{layer.attr} = {code(layer.call)}")
         if layer.op is None:
             layer.op = _Op("layer", True)
-        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
-                                          [cst.Arg(self._out_expr(arg))])
+        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), args)
         return _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None, True)
 
     def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:

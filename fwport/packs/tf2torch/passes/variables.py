@@ -25,8 +25,8 @@ when trainable and floating; see rules/tf2torch/variable.toml). This read-only p
   receiver also bound to something else gets its known methods translated and no error for the
   others, which may be tensor methods).
 
-Runs last among the planners: it reads the class bases the subclass pass wrote, and no pass after
-it rebuilds the nodes whose edits it records.
+Runs after the rewriting planners (only the read-only pyvalues follows): it reads the class bases the
+subclass pass wrote, and no pass after it rebuilds the nodes whose edits it records.
 """
 from __future__ import annotations
 
