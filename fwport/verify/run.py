@@ -234,6 +234,7 @@ class Options:
     train_step: str = "train_step"  # --check train: the step function of both files, called once per batch
     batch: list[str] = field(default_factory=list)  # --check train: the step function's arguments (specs)
     steps: int = 3  # --check train: optimizer steps, one batch each
+    load: str = "auto"  # how each side loads its file: auto (whole, else definitions only), whole, defs
 
 
 def detect_direction(original: str, translated: str) -> str:
