@@ -5,7 +5,7 @@ original and its translation are compared numerically, one row per dev file.
         [--cache DIR] [--ids a,b] [--out DIR] [--json FILE] [--timeout S]
 
 The dev set's file list is /work/shared/realworld/specs_<torch|tf>.py (``--specs`` to point elsewhere);
-only its ``id`` and ``local`` are read here. How each model is built and fed to ``fwport verify``
+only its ``id``, ``local`` and ``runtime`` (the Keras major) are read here. How each model is built and fed to ``fwport verify``
 (``--model``, ``--args``, ``--input``, ``--dtype``...) is the table below, written from the spec's
 ``build`` / ``inputs``. A row whose forward call verify cannot express (extra state arguments, a model
 built by the script's own data code) says why and is counted as not passing.
@@ -73,7 +73,7 @@ TF = {
     "tf_kio_wgan_gp": dict(model="get_discriminator_model()", inputs=["float32[4,28,28,1]"]),
     "tf_kio_vae": dict(skip="encoder and decoder are module-level functional models"),
     "tf_dlwp3_transformer": dict(model="TransformerEncoder", args=dict(hidden_dim=32, intermediate_dim=64, num_heads=2),
-                                 inputs=["float32[2,10,32]"], opts=["--keras", "3"]),
+                                 inputs=["float32[2,10,32]"]),
 }
 TABLES = {"torch2jax": TORCH, "tf2torch": TF}
 SPECS = {"torch2jax": "specs_torch.py", "tf2torch": "specs_tf.py"}
@@ -109,9 +109,12 @@ def first_reason(text: str, verdict: str) -> str:
     return lines[-1] if lines else "(no output)"
 
 
-def verify_one(orig: Path, translated: Path, entry: dict, direction: str, timeout: float) -> tuple[str, str, float]:
+def verify_one(orig: Path, translated: Path, entry: dict, direction: str, timeout: float,
+               runtime: str = "") -> tuple[str, str, float]:
     cmd = [sys.executable, "-m", "fwport", "verify", str(orig), str(translated), "--model", entry["model"],
            "--direction", direction, "--device", "cpu", "--timeout", str(timeout)]
+    if runtime in ("k2", "k3") and "--keras" not in entry.get("opts", []):  # the spec's Keras
+        cmd += ["--keras", runtime[1]]
     if entry.get("args"):
         cmd += ["--args", json.dumps(entry["args"])]
     for spec in entry.get("inputs", []):
@@ -157,7 +160,8 @@ def main(argv: list[str] | None = None) -> int:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 row["errors"] = translate(src, dest, a.direction)
                 if "skip" not in entry:
-                    row["verdict"], row["reason"], row["seconds"] = verify_one(src, dest, entry, a.direction, a.timeout)
+                    row["verdict"], row["reason"], row["seconds"] = verify_one(src, dest, entry, a.direction, a.timeout,
+                                                                          s.get("runtime", ""))
             rows.append(row)
             err = "-" if row["errors"] is None else str(row["errors"])
             print(f"{row['id']:<28} {err:>3} err  {row['verdict']:<8} {row['seconds']:5.1f}s  {row['reason'][:150]}",
