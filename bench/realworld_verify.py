@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ids", help="comma-separated ids")
     ap.add_argument("--out", help="keep the translations here (default: a temporary folder)")
     ap.add_argument("--json", help="write the rows here")
-    ap.add_argument("--timeout", type=float, default=300.0)
+    ap.add_argument("--timeout", type=float, default=600.0, help="seconds per framework request")
     a = ap.parse_args(argv)
     specs = load_specs(Path(a.specs or f"/work/shared/realworld/{SPECS[a.direction]}"))
     ids = set(a.ids.split(",")) if a.ids else None

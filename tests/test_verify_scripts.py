@@ -214,3 +214,12 @@ def test_a_needed_import_that_fails_is_a_usage_error_with_the_line(tmp_path, ses
         _verify(session, tmp_path, text, "Net(4, 2)", ["float32[3,4]"])
     assert e.value.kind == "user" and "model.py:3: ModuleNotFoundError" in str(e.value)
     assert "the model's definitions need datasets (Net, line 9)" in str(e.value)
+
+
+@needs_frameworks
+def test_an_exception_in_the_model_names_the_line_of_the_file(tmp_path, session):
+    from fwport.verify.run import VerifyError
+    text = SCRIPT.replace("return self.fc2(torch.relu(self.fc1(x)))", "return self.fc2(torch.relu(self.fc1(x))) + undefined_name")
+    with pytest.raises(VerifyError) as e:
+        _verify(session, tmp_path, text, "Net(4, 2)", ["float32[3,4]"])
+    assert "NameError" in str(e.value) and f"(at {tmp_path / 'model.py'}:16)" in str(e.value)

@@ -33,7 +33,9 @@ def serve(handle) -> None:
             resp = handle(req) or {}
             resp["ok"] = True
         except BaseException as e:  # report everything, the parent decides
-            resp = {"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__,
+            line = _failing_line(e, req["source"]) if not isinstance(e, UserError) and req.get("source") else None
+            where = f" (at {req['source']}:{line})" if line else ""  # where in the user's file it raised
+            resp = {"ok": False, "error": f"{type(e).__name__}: {e}{where}", "kind": type(e).__name__,
                     "user_error": isinstance(e, UserError), "traceback": traceback.format_exc()}
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 out.write(json.dumps(resp) + "\n")
@@ -117,10 +119,10 @@ class _Stub:
 
 
 def _failing_line(e: BaseException, path: str) -> int | None:
-    import traceback as tb
+    """The last line of ``path`` the traceback of ``e`` passes through (or a SyntaxError's line)."""
     target = os.path.realpath(path)
-    lines = [f.lineno for f in tb.extract_tb(e.__traceback__) if os.path.realpath(f.filename) == target]
-    return lines[-1] if lines else getattr(e, "lineno", None)
+    lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if os.path.realpath(f.filename) == target]
+    return lines[-1] if lines else (e.lineno if isinstance(e, SyntaxError) else None)
 
 
 def _kind(stmt) -> str:
