@@ -136,6 +136,16 @@ def test_an_import_the_model_needs_is_an_error_naming_file_line_and_definition(t
         load_source(str(src), "m", "defs", "M()")
 
 
+def test_a_definition_the_model_does_not_reach_may_fail(tmp_path):
+    src = _write(tmp_path, "s.py", "def magic(f):\n    raise NameError('no get_ipython')\n\n\n@magic\ndef cell():\n"
+                                   "    pass\n\n\nclass M:\n    pass\n")
+    ns, notes = load_definitions(str(src), "m", {"M"})
+    assert "M" in ns and "cell" not in ns
+    assert any(n.startswith("line 6: NameError") and "cell left undefined" in n for n in notes), notes
+    with pytest.raises(UserError, match=r"s\.py:2: NameError: no get_ipython \(defining cell\)"):
+        load_definitions(str(src), "m", {"cell"})
+
+
 def test_auto_loads_the_whole_file_when_it_runs_and_its_definitions_when_it_fails(tmp_path):
     ok = _write(tmp_path, "ok.py", "x = [1]\nx.append(2)\n")
     ns, note = load_source(str(ok), "m", "auto")

@@ -216,6 +216,8 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
                                  "definitions)")
                 elif kind == "value":
                     skipped.append(stmt.lineno)
+                elif stmt.name not in reached:  # a definition the model does not reach (an IPython magic)
+                    notes.append(f"line {stmt.lineno}: {why}; {stmt.name} left undefined (the model does not use it)")
                 else:
                     raise UserError(f"{path}:{_failing_line(e, path) or stmt.lineno}: {why} (defining "
                                     f"{getattr(stmt, 'name', '?')})") from None
