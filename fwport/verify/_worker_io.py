@@ -33,7 +33,9 @@ def serve(handle) -> None:
             resp = handle(req) or {}
             resp["ok"] = True
         except BaseException as e:  # report everything, the parent decides
-            resp = {"ok": False, "error": f"{type(e).__name__}: {e}", "kind": type(e).__name__,
+            line = _failing_line(e, req["source"]) if not isinstance(e, UserError) and req.get("source") else None
+            where = f" (at {req['source']}:{line})" if line else ""  # where in the user's file it raised
+            resp = {"ok": False, "error": f"{type(e).__name__}: {e}{where}", "kind": type(e).__name__,
                     "user_error": isinstance(e, UserError), "traceback": traceback.format_exc()}
             if isinstance(e, (KeyboardInterrupt, SystemExit)):
                 out.write(json.dumps(resp) + "\n")
@@ -74,7 +76,12 @@ def resolve(root, path: str):
 
 
 def build_object(ns: dict, name: str, args: dict, is_model, kind: str = "model", wrap=None) -> object:
-    """NAME in a module namespace: a class (instantiated), a builder function (called) or a model object."""
+    """NAME in a module namespace: a class (instantiated), a builder function (called) or a model object;
+    or a call expression whose names resolve there (``Net(Block, [2, 2])``, ``args`` added to its keywords)."""
+    call = model_call(ns, name) if kind != "function" else None
+    if call is not None:
+        callee, pos, kw = call
+        return callee(*pos, **kw, **args)
     if name not in ns:
         candidates = [k for k, v in ns.items() if not k.startswith("_") and (isinstance(v, type) or callable(v) or is_model(v))]
         raise UserError(f"no {name!r} in the file; it defines: {', '.join(sorted(candidates)[:20]) or 'nothing usable'}")
@@ -90,3 +97,197 @@ def build_object(ns: dict, name: str, args: dict, is_model, kind: str = "model",
     if callable(obj):
         return obj(**args)
     raise UserError(f"{name!r} is a {type(obj).__name__}, not a model class, builder function or model")
+
+
+# --- loading a source file: the whole script, or only its model definitions --------------------------
+
+LOADS = ("auto", "whole", "defs")
+
+
+class _Stub:
+    """What an import that failed binds in definitions-only loading, when only the script's own top-level
+    code (not run) uses the name: touching it says so."""
+
+    def __init__(self, name: str, why: str):
+        self._name, self._why = name, why
+
+    def __getattr__(self, attr):
+        raise ImportError(f"{self._name} is a stand-in for an import that failed ({self._why})")
+
+    def __call__(self, *a, **k):
+        raise ImportError(f"{self._name} is a stand-in for an import that failed ({self._why})")
+
+
+def _failing_line(e: BaseException, path: str) -> int | None:
+    """The last line of ``path`` the traceback of ``e`` passes through (or a SyntaxError's line)."""
+    target = os.path.realpath(path)
+    lines = [f.lineno for f in traceback.extract_tb(e.__traceback__) if os.path.realpath(f.filename) == target]
+    return lines[-1] if lines else (e.lineno if isinstance(e, SyntaxError) else None)
+
+
+def _kind(stmt) -> str:
+    """import | def | value (an assignment without calls: a constant, a tuple of them, an alias) | other."""
+    import ast
+    if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+        return "import"
+    if isinstance(stmt, ast.Try) and all(isinstance(s, (ast.Import, ast.ImportFrom)) for s in stmt.body):
+        return "import"  # try: import x / except ImportError: x = None
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return "def"
+    if isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None \
+            and not any(isinstance(n, (ast.Call, ast.Lambda, ast.Await, ast.Yield, ast.YieldFrom, ast.NamedExpr))
+                        for n in ast.walk(stmt.value)):
+        return "value"
+    return "other"
+
+
+def _bound(stmt) -> list[str]:
+    import ast
+    out = []
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.alias):
+            out.append(node.asname or node.name.split(".")[0])
+    return out
+
+
+def _names(node) -> set[str]:
+    import ast
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def load_definitions(path: str, run_name: str, roots: set[str] | None = None) -> tuple[dict, list[str]]:
+    """Run only a script's definitions: imports, functions, classes and assignments without calls, each
+    top-level statement on its own (line numbers kept). An import that fails is replaced by a stand-in when
+    the model's definitions do not use the names it binds (those ``roots`` reach, following the names each
+    definition reads; all definitions when None), e.g. a dataset library only ``main()`` uses; else it is
+    an error naming the file, the line and the definition that needs it. Returns the namespace and notes."""
+    import ast
+    import builtins
+    import types
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        tree = ast.parse(text, path)
+    except SyntaxError as e:
+        raise UserError(f"{path}:{e.lineno}: not valid Python ({e.msg})") from None
+    defs = {s.name: s for s in tree.body if _kind(s) == "def"}
+    values = {t.id: s for s in tree.body if _kind(s) == "value"
+              for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+    reached = set(defs) if roots is None else set()
+    todo = list(roots or ())
+    while todo:  # the definitions the model reaches, through the names each reads
+        n = todo.pop()
+        if n in reached or (n not in defs and n not in values):
+            continue
+        reached.add(n)
+        todo += _names(defs.get(n) or values[n])
+    used: dict[str, tuple[str, int]] = {}  # name → (the definition that reads it, its line)
+    for n in sorted(reached, key=lambda n: (defs.get(n) or values[n]).lineno):
+        for m in _names(defs.get(n) or values[n]):
+            used.setdefault(m, (n, (defs.get(n) or values[n]).lineno))
+    module = types.ModuleType(run_name)  # a real module: dataclasses (eqx.Module) look their module up
+    module.__dict__.update(__file__=path, __builtins__=builtins)
+    ns = module.__dict__
+    notes: list[str] = []
+    skipped: list[int] = []
+    saved = sys.modules.get(run_name)
+    sys.modules[run_name] = module
+    try:
+        for stmt in tree.body:
+            kind = _kind(stmt)
+            if kind == "other":
+                skipped.append(stmt.lineno)
+                continue
+            code = compile(ast.Module([stmt], type_ignores=[]), path, "exec")
+            try:
+                exec(code, ns)
+            except Exception as e:
+                why = f"{type(e).__name__}: {str(e)[:200]}"
+                if kind == "import":
+                    names = _bound(stmt)
+                    needed = [(n, used[n]) for n in names if n in used]
+                    if needed:
+                        n, (d, line) = needed[0]
+                        raise UserError(f"{path}:{stmt.lineno}: {why}; the model's definitions need {n} "
+                                        f"({d}, line {line})") from None
+                    for n in names:
+                        ns[n] = _Stub(n, why)
+                    notes.append(f"line {stmt.lineno}: {why}; {', '.join(names)} stubbed (not used by the model's "
+                                 "definitions)")
+                elif kind == "value":
+                    skipped.append(stmt.lineno)
+                elif stmt.name not in reached:  # a definition the model does not reach (an IPython magic)
+                    notes.append(f"line {stmt.lineno}: {why}; {stmt.name} left undefined (the model does not use it)")
+                else:
+                    raise UserError(f"{path}:{_failing_line(e, path) or stmt.lineno}: {why} (defining "
+                                    f"{getattr(stmt, 'name', '?')})") from None
+    finally:
+        if saved is None:
+            sys.modules.pop(run_name, None)
+        else:
+            sys.modules[run_name] = saved
+    if skipped:
+        shown = ", ".join(map(str, skipped[:12])) + (", ..." if len(skipped) > 12 else "")
+        notes.append(f"{len(skipped)} top-level statements not run (lines {shown})")
+    return dict(ns), notes
+
+
+def model_roots(name: str) -> set[str] | None:
+    """The names a ``--model`` value starts from (a name, or those a call expression reads)."""
+    import ast
+    try:
+        return _names(ast.parse(name.strip(), mode="eval"))
+    except SyntaxError:
+        return None
+
+
+def load_source(path: str, run_name: str, mode: str = "auto", model: str | None = None) -> tuple[dict, str]:
+    """The namespace of a source file and a note saying how it was loaded ("" when whole). ``mode``:
+    ``whole`` runs the file as a script; ``defs`` runs only its definitions (load_definitions);
+    ``auto`` runs the whole file and, when that fails (a module it cannot import, a download, argparse
+    exiting), its definitions only. ``model``: the ``--model`` value, whose definitions decide which failed
+    imports may be stubbed. Errors name the file and line; no traceback."""
+    import runpy
+    folder = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, folder)  # the file's own sibling modules
+    try:
+        why = ""
+        if mode != "defs":
+            try:
+                return runpy.run_path(path, run_name=run_name), ""
+            except (Exception, SystemExit) as e:
+                line = _failing_line(e, path)
+                why = f"{path}:{line}: {type(e).__name__}: {str(e)[:200]}" if line else \
+                    f"{path}: {type(e).__name__}: {str(e)[:200]}"
+                if mode == "whole":
+                    raise UserError(f"running the file failed at {why} (--load defs runs only its definitions)") from None
+        ns, notes = load_definitions(path, run_name, model_roots(model) if model else None)
+        head = f"definitions only (the whole file stops at {why})" if why else "definitions only (--load defs)"
+        return ns, "; ".join([head, *notes])
+    finally:
+        if sys.path and sys.path[0] == folder:
+            sys.path.pop(0)
+
+
+def model_call(ns: dict, name: str):
+    """``--model`` as a call expression (``ResNet(ResidualBlock, [2, 2, 2])``): its names resolved in the
+    file's namespace → (callee, positional args, keyword args); None for a plain name."""
+    import ast
+    if name.isidentifier():
+        return None
+    try:
+        expr = ast.parse(name.strip(), mode="eval").body
+    except SyntaxError:
+        raise UserError(f"--model {name!r}: neither a name nor a call expression") from None
+    if not isinstance(expr, ast.Call):
+        raise UserError(f"--model {name!r}: give a name in the file or a call, e.g. 'Net(3, [2, 2])'")
+
+    def ev(node):
+        try:
+            return eval(compile(ast.Expression(node), "<--model>", "eval"), ns)
+        except NameError as e:
+            raise UserError(f"--model {name!r}: {e} in the file") from None
+
+    if any(isinstance(a, ast.Starred) for a in expr.args) or any(k.arg is None for k in expr.keywords):
+        raise UserError(f"--model {name!r}: no *args or **kwargs in the call")
+    return ev(expr.func), [ev(a) for a in expr.args], {k.arg: ev(k.value) for k in expr.keywords}

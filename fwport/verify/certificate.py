@@ -45,6 +45,7 @@ def _keras_header(cert: dict, lines: list, v: dict, dev: dict) -> None:
     lines.append(f"  inputs {', '.join(cert.get('inputs', []))} (seed {cert.get('seed')}, {cert.get('dtype')}, "
                  f"layout {cert.get('layout', {}).get('inputs')}); tolerance rtol {tol.get('rtol')} atol {tol.get('atol')} "
                  "× max|keras|")
+    lines += [f"  {side} loaded: {note}" for side, note in (cert.get("loaded") or {}).items()]
 
 
 def render(cert: dict, verbose: bool = False) -> str:

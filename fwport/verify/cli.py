@@ -43,7 +43,8 @@ def _fail(e, command: str = "verify") -> None:
 @click.command("verify")
 @click.argument("original", type=click.Path(exists=True, dir_okay=False))
 @click.argument("translated", type=click.Path(exists=True, dir_okay=False))
-@click.option("--model", "model", required=True, help="Class, builder function or model object in ORIGINAL.")
+@click.option("--model", "model", required=True, help="Class, builder function or model object in ORIGINAL, or a call "
+              "whose names resolve in each file: 'ResNet(ResidualBlock, [2, 2, 2])'.")
 @click.option("--translated-model", help="Its name in TRANSLATED when it differs.")
 @click.option("--args", "args", help="Constructor/builder keyword arguments as a JSON object.")
 @click.option("--input", "inputs", multiple=True, help="dtype[d0,d1,...][:high], in the original's layout; repeatable.")
@@ -62,17 +63,21 @@ def _fail(e, command: str = "verify") -> None:
 @click.option("--batch", "batch", multiple=True, help="--check train: one argument of the step function per "
               "option, as dtype[d0,...][:high] (labels: int64[8]:10); repeatable.")
 @click.option("--steps", type=int, default=3, show_default=True, help="--check train: optimizer steps (one batch each).")
+@click.option("--load", "load", type=click.Choice(["auto", "whole", "defs"]), default="auto", show_default=True,
+              help="How each file is loaded: whole runs it as a script; defs runs only its imports, functions, "
+              "classes and call-free assignments (a failed import the definitions do not use is stubbed); auto runs "
+              "it whole and, if that fails, its definitions only (the certificate says so).")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the certificate here.")
 @click.option("-v", "--verbose", is_flag=True, help="List every tensor, not only the failing ones.")
 def verify_command(original, translated, model, translated_model, args, inputs, check, dtype, device, rtol, atol,
-                   keras, direction, seed, lr, timeout, train_step, batch, steps, json_path, verbose) -> None:
+                   keras, direction, seed, lr, timeout, train_step, batch, steps, load, json_path, verbose) -> None:
     """Prove TRANSLATED computes the same model as ORIGINAL: exit 0 pass, 1 mismatch, 2 error."""
     from fwport.verify.certificate import render, write_json
     from fwport.verify.run import Options, VerifyError, verify
 
     opts = Options(original, translated, model, translated_model, _json_arg(args, "--args"), list(inputs),
                    _checks(check), dtype, device, rtol, atol, int(keras) if keras else None, direction, seed,
-                   timeout, lr, train_step=train_step or "train_step", batch=list(batch), steps=steps)
+                   timeout, lr, train_step=train_step or "train_step", batch=list(batch), steps=steps, load=load)
     try:
         cert = verify(opts)
     except VerifyError as e:

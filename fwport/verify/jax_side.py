@@ -9,7 +9,6 @@ inference mode and the gradients of ``sum(out * R)`` with the original's names, 
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +29,7 @@ import inspect  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from _worker_io import UserError, build_object, serve  # noqa: E402
+from _worker_io import UserError, build_object, load_source, model_call, serve  # noqa: E402
 from eqx_layouts import plan  # noqa: E402
 
 
@@ -163,7 +162,7 @@ def save(req: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
+    ns, _ = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"))
     model, layer_state = _build(ns, req, jax.random.key(req["seed"]), eqx)
     with np.load(req["torch"]) as z:
         state = {k[2:]: z[k] for k in z.files if k.startswith("w:")}
@@ -197,7 +196,7 @@ def run(req: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
+    ns, note = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"))
     key = jax.random.key(req["seed"])
 
     model, layer_state = _build(ns, req, key, eqx)
@@ -211,7 +210,7 @@ def run(req: dict) -> dict:
     else:
         model, layer_state, problems = load_all(model, layer_state, state, modules, eqx, jnp)
     if problems:
-        return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}
+        return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0]), "loaded": note}
     model = eqx.nn.inference_mode(model)
     with np.load(req["inputs"]) as z:
         xs = [jnp.asarray(z[f"x{i}"]) for i in range(len(z.files))]
@@ -254,26 +253,46 @@ def run(req: dict) -> dict:
         for i, g in zip(floats, g_x):
             save[f"gx{i}"] = np.asarray(g)
     np.savez(req["out"], **save)
-    return {"outputs": len(out), "versions": _versions(), "device": str(jax.devices()[0]), "problems": []}
+    return {"outputs": len(out), "versions": _versions(), "device": str(jax.devices()[0]), "problems": [],
+            "loaded": note}
 
 
 def _build(ns: dict, req: dict, key, eqx):
-    """The translated model (a class called with ``key=`` when it takes one; through
-    eqx.nn.make_with_state when its ``__call__`` takes a state) and its state (or None)."""
-    obj = ns.get(req["model"])
-    if isinstance(obj, eqx.Module):
-        return obj, None
-    if obj is None or not callable(obj):
-        build_object(ns, req["model"], req["args"], lambda o: isinstance(o, eqx.Module))  # raises the usage error
-    params = inspect.signature(obj).parameters
-    call = getattr(obj, "__call__", None)
-    stateful = isinstance(obj, type) and call is not None and "state" in inspect.signature(call).parameters
-    make = eqx.nn.make_with_state(obj) if stateful else obj
-    built = make(**req["args"], key=key) if "key" in params else make(**req["args"])
-    model, layer_state = built if stateful else (built, None)
-    if not isinstance(model, eqx.Module):
-        raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not an eqx.Module")
-    return model, layer_state
+    """The translated model and its layer state (or None). ``--model`` names a class (called with ``key=``
+    when it takes one), a builder function (likewise) or a model object, or is a call expression
+    (``ResNet(Block, [2, 2])``: ``key=`` added the same way). A model whose ``__call__`` takes a state gets
+    one as eqx.nn.make_with_state makes it (the built model's eqx.nn.State, its initial values then
+    deleted from the model), so a builder function stays a plain function returning the model; a builder
+    that returns ``(model, state)`` itself is taken as it is."""
+    call = model_call(ns, req["model"])
+    if call is None:
+        obj = ns.get(req["model"])
+        if isinstance(obj, eqx.Module):
+            return obj, None
+        if obj is None or not callable(obj):
+            build_object(ns, req["model"], req["args"], lambda o: isinstance(o, eqx.Module))  # raises the usage error
+        pos, kw = [], {}
+    else:
+        obj, pos, kw = call
+    kw = {**kw, **req["args"]}
+    try:
+        params = inspect.signature(obj).parameters
+    except (TypeError, ValueError):
+        params = {}
+    built = obj(*pos, **kw, key=key) if "key" in params and "key" not in kw else obj(*pos, **kw)
+    if isinstance(built, tuple) and len(built) == 2 and isinstance(built[0], eqx.Module) \
+            and isinstance(built[1], eqx.nn.State):
+        return built
+    if not isinstance(built, eqx.Module):
+        raise UserError(f"{req['model']!r} gave a {type(built).__name__}, not an eqx.Module")
+    call_fn = getattr(type(built), "__call__", None)
+    try:
+        stateful = call_fn is not None and "state" in inspect.signature(call_fn).parameters
+    except (TypeError, ValueError):
+        stateful = False
+    if not stateful:
+        return built, None
+    return eqx.nn.delete_init_state(built), eqx.nn.State(built)
 
 
 def train(req: dict) -> dict:
@@ -284,12 +303,10 @@ def train(req: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    ns = runpy.run_path(req["source"], run_name="__fwport_translated__")
-    cls = ns.get(req["model"])
-    if cls is None or req["train"] not in ns:
-        raise UserError(f"{req['model']!r} or {req['train']!r} is missing from {req['source']}")
-    model = cls(**req["args"], key=jax.random.key(req["seed"])) if "key" in inspect.signature(cls).parameters \
-        else cls(**req["args"])
+    ns, _ = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"))
+    if req["train"] not in ns:
+        raise UserError(f"{req['train']!r} is missing from {req['source']}")
+    model, _ = _build(ns, req, jax.random.key(req["seed"]), eqx)
     with np.load(req["torch"]) as z:
         T = {k: z[k] for k in z.files}
     state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}

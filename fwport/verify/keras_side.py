@@ -9,7 +9,6 @@ one plain SGD step in training mode together with each BatchNorm's batch statist
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -18,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from _worker_io import UserError, build_object, resolve, serve  # noqa: E402
+from _worker_io import UserError, build_object, load_source, resolve, serve  # noqa: E402
 
 LEGACY = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
 
@@ -198,12 +197,8 @@ def run(req: dict) -> dict:
     else:
         keras.backend.clear_session()
     keras.utils.set_random_seed(req["seed"])
-    src = req["source"]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(src)))
-    try:
-        ns = runpy.run_path(src, run_name="fwport_verify_original")
-    finally:
-        sys.path.pop(0)
+    ns, note = load_source(req["source"], "fwport_verify_original", req.get("load", "auto"), req["model"])
+    keras.utils.set_random_seed(req["seed"])
     model = build_object(ns, req["model"], req.get("args") or {},
                          lambda o: isinstance(o, keras.layers.Layer), req.get("kind", "model"), _Function)
     with np.load(req["inputs"]) as z:
@@ -345,6 +340,7 @@ def run(req: dict) -> dict:
         _train(req, ns, moves, variables, arrays)
 
     np.savez(req["out"], **arrays)
+    resp["loaded"] = note
     return resp
 
 

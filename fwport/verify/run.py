@@ -234,6 +234,7 @@ class Options:
     train_step: str = "train_step"  # --check train: the step function of both files, called once per batch
     batch: list[str] = field(default_factory=list)  # --check train: the step function's arguments (specs)
     steps: int = 3  # --check train: optimizer steps, one batch each
+    load: str = "auto"  # how each side loads its file: auto (whole, else definitions only), whole, defs
 
 
 def detect_direction(original: str, translated: str) -> str:
@@ -273,6 +274,16 @@ def _model_info(result, name: str):
         if m.scope == name:
             return m
     return None
+
+
+def _scope(model: str) -> str:
+    """The scope of ``--model``'s records: the name, or the class / builder a call expression calls."""
+    import ast
+    try:
+        e = ast.parse(model.strip(), mode="eval").body
+    except SyntaxError:
+        return model
+    return e.func.id if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) else model
 
 
 def _records(result, name: str):
@@ -375,8 +386,9 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
     pack = opts.pack or load_pack("tf2torch")
     result = translate_source(original, opts.original, pack, {"keras": keras_major})
     name, tname = opts.model, opts.translated_model or opts.model
-    records = _records(result, name)
-    info = _model_info(result, name)
+    scope = _scope(name)  # a call expression's records are those of the class or builder it calls
+    records = _records(result, scope)
+    info = _model_info(result, scope)
     try:
         moves = plan(records, pack)
     except TransferError as e:
@@ -396,7 +408,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
                           "give it with --input, e.g. --input 'float32[2,28,28,1]'", kind="user")
     specs = [s.with_dtype(opts.dtype) for s in specs]
     xs = make_inputs(specs, opts.seed)
-    points = _capture_plan(original, translated, name, records, info)
+    points = _capture_plan(original, translated, scope, records, info)
     train_tol = _train_tolerance(translated, opts) if "train" in opts.checks else None
     times["translate"] = time.perf_counter() - t0
 
@@ -410,7 +422,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
         tw = session.worker("torch", 0, opts.device)
         t_start = time.perf_counter()
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
-                  "kind": opts.kind}
+                  "kind": opts.kind, "load": opts.load}
         # both sides start at once: torch imports and builds while Keras runs
         tw.send(dict(common, op="build", source=str(Path(opts.translated).resolve()), model=tname,
                      inputs=str(d / "x_torch.npz")))
@@ -533,6 +545,7 @@ def _certificate_base(opts, direction, keras_major, keras_why, specs, rtol, atol
                       "rule": "|keras - torch| <= atol * max|keras| + rtol * |keras|, per tensor"},
         "lr": opts.lr if "step" in opts.checks else None,
         "weights": [r.to_dict() for r in records],
+        "loaded": {side: r.get("loaded") for side, r in (("original", kresp), ("translated", tbuild)) if r.get("loaded")},
         "source_weights": opts.weights_file,
     }
 

@@ -42,7 +42,7 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
         tw = session.worker("torch_source", 0, opts.device)
         jw = session.worker("jax", 0, opts.device)
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
-                  "checks": list(opts.checks), "inputs": str(d / "x.npz")}
+                  "checks": list(opts.checks), "inputs": str(d / "x.npz"), "load": opts.load}
         tresp = _ask(session, tw, dict(common, op="run", source=str(Path(opts.original).resolve()), model=opts.model,
                                        out=str(d / "torch.npz"), weights=opts.torch_state_file), opts.timeout)
         times["torch"] = time.perf_counter() - t0
@@ -111,6 +111,7 @@ def verify_training(opts, session, function: str, train_args: dict | None = None
         d = Path(tmp)
         np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args, "op": "train",
+                  "load": opts.load,
                   "train": function, "train_args": train_args or {}, "inputs": str(d / "x.npz"), "model": opts.model}
         tresp = _ask(session, session.worker("torch_source", 0, opts.device),
                      dict(common, source=str(Path(opts.original).resolve()), out=str(d / "torch.npz")), opts.timeout)
@@ -187,6 +188,7 @@ def _base(opts, specs, rtol, atol, tresp, jresp) -> dict:
                    "jax_default_matmul_precision": "highest"},
         "dtype": opts.dtype, "seed": opts.seed, "inputs": [s.render() for s in specs],
         "checks": list(opts.checks),
+        "loaded": {side: r.get("loaded") for side, r in (("original", tresp), ("translated", jresp)) if r.get("loaded")},
         "tolerance": {"rtol": rtol, "atol": atol,
                       "rule": "|torch - jax| <= atol * max|torch| + rtol * |torch|, per tensor"},
     }
@@ -199,4 +201,5 @@ def render_header(cert: dict) -> list[str]:
             f"  torch {v.get('torch', '?')} on {dev.get('torch', '?')}; JAX {v.get('jax', '?')} (Equinox "
             f"{v.get('equinox', '?')}) on {dev.get('jax', '?')}; TF32 off, matmul precision highest",
             f"  inputs {', '.join(cert.get('inputs', []))} (seed {cert.get('seed')}, {cert.get('dtype')}); tolerance "
-            f"rtol {tol.get('rtol')} atol {tol.get('atol')} × max|torch|; the JAX model is vmapped over the batch"]
+            f"rtol {tol.get('rtol')} atol {tol.get('atol')} × max|torch|; the JAX model is vmapped over the batch"] \
+        + [f"  {side} loaded: {note}" for side, note in (cert.get("loaded") or {}).items()]

@@ -8,7 +8,6 @@ the state after one plain SGD step to an ``.npz``.
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -17,7 +16,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
-from _worker_io import UserError, build_object, serve  # noqa: E402
+from _worker_io import UserError, build_object, load_source, serve  # noqa: E402
 
 # reduced-precision float32 matmuls/convolutions off (cuDNN convolutions default to TF32)
 try:
@@ -104,16 +103,14 @@ def build(req: dict) -> dict:
     dev = pick_device(req.get("device", "auto"))
     dtype = _DTYPES[req.get("dtype", "float32")]
     torch.manual_seed(req.get("seed", 0))
-    src = req["source"]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(src)))
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
-        ns = runpy.run_path(src, run_name="fwport_verify_translated")
+        ns, note = load_source(req["source"], "fwport_verify_translated", req.get("load", "auto"), req["model"])
+        torch.manual_seed(req.get("seed", 0))
         model = build_object(ns, req["model"], req.get("args") or {}, lambda o: isinstance(o, nn.Module),
                              req.get("kind", "model"), _Function)
     finally:
-        sys.path.pop(0)
         torch.set_default_dtype(prev)
     if not isinstance(model, nn.Module):
         raise UserError(f"{req['model']!r} in the translation gave a {type(model).__name__}, not an nn.Module")
@@ -128,7 +125,7 @@ def build(req: dict) -> dict:
     _STATE.clear()
     _STATE.update(model=model, xs=xs, xs_np=xs_np, device=dev, dtype=dtype, ns=ns)
     return {"versions": versions(), "device": str(dev) + (f" ({torch.cuda.get_device_name(dev)})" if dev.type == "cuda" else ""),
-            "state": {n: list(t.shape) for n, t in _state_items(model)}}
+            "state": {n: list(t.shape) for n, t in _state_items(model)}, "loaded": note}
 
 
 def _load(model, state: dict) -> None:

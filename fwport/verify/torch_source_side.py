@@ -10,7 +10,6 @@ known), and the gradients of that loss with respect to every parameter (``g:NAME
 from __future__ import annotations
 
 import os
-import runpy
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -18,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
-from _worker_io import UserError, build_object, serve  # noqa: E402
+from _worker_io import UserError, build_object, load_source, serve  # noqa: E402
 
 try:  # reduced-precision float32 matmuls/convolutions off
     torch.backends.cuda.matmul.fp32_precision = "ieee"
@@ -115,8 +114,8 @@ def load_checkpoint(model, state: dict, path: str) -> None:
 def _built(req: dict):
     dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
     device = torch.device("cuda" if req["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
+    ns, note = load_source(req["source"], "__fwport_original__", req.get("load", "auto"), req.get("model"))
     torch.manual_seed(req["seed"])
-    ns = runpy.run_path(req["source"], run_name="__fwport_original__")
     model = build_object(ns, req["model"], req["args"], lambda o: isinstance(o, torch.nn.Module))
     if not isinstance(model, torch.nn.Module):
         raise UserError(f"{req['model']!r} gave a {type(model).__name__}, not a torch.nn.Module")
@@ -125,19 +124,19 @@ def _built(req: dict):
         load_checkpoint(model, read_checkpoint(req["weights"]), req["weights"])
     else:
         _expose_norm_statistics(model, req["seed"])
-    return model, dtype, device
+    return model, dtype, device, note
 
 
 def state(req: dict) -> dict:
     """The built model holding a checkpoint: its state (``w:NAME``) and mapped modules, for the JAX side."""
-    model, _, _ = _built(req)
+    model, _, _, note = _built(req)
     np.savez(req["out"], **{f"w:{k}": _np(v) for k, v in model.state_dict().items()
                             if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS})
-    return {"versions": {"torch": torch.__version__}, "modules": _mapped_modules(model)}
+    return {"versions": {"torch": torch.__version__}, "modules": _mapped_modules(model), "loaded": note}
 
 
 def run(req: dict) -> dict:
-    model, dtype, device = _built(req)
+    model, dtype, device, note = _built(req)
     with np.load(req["inputs"]) as z:
         arrays = [z[f"x{i}"] for i in range(len(z.files))]
     xs = []
@@ -163,14 +162,15 @@ def run(req: dict) -> dict:
                 save[f"gx{i}"] = _np(x.grad)
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": {"torch": torch.__version__}, "device": str(device),
-            "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model)}
+            "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model),
+            "loaded": note}
 
 
 def train(req: dict) -> dict:
     """Run the original's training function on the built model: ``fn(model, *inputs, **train_args)``;
     writes the initial state (``w:``), the trained parameters (``s:``) and the losses it returns."""
+    ns, note = load_source(req["source"], "__fwport_original__", req.get("load", "auto"), req.get("model"))
     torch.manual_seed(req["seed"])
-    ns = runpy.run_path(req["source"], run_name="__fwport_original__")
     model = build_object(ns, req["model"], req["args"], lambda o: isinstance(o, torch.nn.Module))
     if req["train"] not in ns:
         raise UserError(f"no training function {req['train']!r} in {req['source']}")
@@ -188,7 +188,7 @@ def train(req: dict) -> dict:
     if losses:
         save["losses"] = np.asarray(losses[0], dtype=np.float64)
     np.savez(req["out"], **save)
-    return {"versions": {"torch": torch.__version__}, "device": "cpu", "modules": _mapped_modules(model)}
+    return {"versions": {"torch": torch.__version__}, "device": "cpu", "modules": _mapped_modules(model), "loaded": note}
 
 
 def handle(req: dict) -> dict:

@@ -84,9 +84,11 @@ def run(module: cst.Module, ctx) -> cst.Module:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
     drawing = {name for name, plan in plans.items() if plan["draws"]}
+    outside["models"] = _returning(module, drawing, builders)  # `def ResNet18(): return ResNet(...)`
     if drawing:  # instances made outside the classes: the finishing step gives them a key
         for stmt in module.body:
-            if not isinstance(stmt, cst.ClassDef) and not (isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders):
+            if not isinstance(stmt, cst.ClassDef) and not (isinstance(stmt, cst.FunctionDef)
+                                                           and stmt.name.value in builders | outside["models"]):
                 stmt.visit(_Instances(ctx, drawing))
     body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
     return module.with_changes(body=body)
@@ -1100,13 +1102,61 @@ def finish(module: cst.Module, ctx) -> cst.Module:
             if len(kinds) == 1 and (next(iter(kinds)) or "").startswith(ctx.spell_text("equinox.nn.")):
                 returns[stmt.name.value] = next(iter(kinds))  # `def conv3x3(...): return eqx.nn.Conv2d(...)`
         body.append(stmt)
-    stateful = frozenset(n for n, p in plans.items() if p["stateful"])
+    stateful = set(n for n, p in plans.items() if p["stateful"])
+    body, made = _model_builders(body, ctx, keyed, stateful, set(outside["builders"]))
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
         root = f"{ctx.spell_text('jax.random.key')}(0)"
-        adder = _RootKey(frozenset(keyed), root, stateful, ctx.spell_text("equinox.nn.make_with_state"))
-        body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in outside["builders"]
+        adder = _RootKey(frozenset(keyed), root, frozenset(stateful), ctx.spell_text("equinox.nn.make_with_state"))
+        body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in made
                 else rewrite(s, adder) for s in body]
     return module.with_changes(body=body)
+
+
+def _made(fn: cst.FunctionDef, classes: set[str]) -> set[str]:
+    """The classes (or builders) among ``classes`` whose instance ``fn`` returns."""
+    return {c.func.value for r in _returns(fn) for c in [_bound_value(fn, r)]
+            if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value in classes}
+
+
+def _returning(module: cst.Module, classes: set[str], builders: set[str]) -> set[str]:
+    """Module-level functions returning an instance of one of ``classes`` (or of such a function)."""
+    out: set[str] = set()
+    funcs = [s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value not in builders]
+    changed = True
+    while changed:
+        changed = False
+        for fn in funcs:
+            if fn.name.value not in out and _made(fn, classes | out):
+                out.add(fn.name.value)
+                changed = True
+    return out
+
+
+def _model_builders(body: list, ctx, keyed: set[str], stateful: set[str], builders: set[str]):
+    """Module-level functions that return a model of the file (``def ResNet18(): return ResNet(BasicBlock,
+    [2, 2, 2, 2])``, or a builder's result) take ``*, key`` and hand it on, like the layer builders: the
+    caller chooses the initialisation, as a JAX user writes it. Such a function stays a plain function
+    returning the model; where that model keeps a layer state (BatchNorm) it joins ``stateful``, so that
+    ``net = ResNet18()`` becomes ``net, state = eqx.nn.make_with_state(ResNet18)(key=...)`` (make_with_state
+    takes any callable; fwport verify builds it the same way). Returns the body and every builder's name."""
+    funcs = {i: s for i, s in enumerate(body) if isinstance(s, cst.FunctionDef) and s.name.value not in builders}
+    found: dict[int, str] = {}
+    changed = True
+    while changed:  # builders of builders
+        changed = False
+        for i, fn in funcs.items():
+            made = _made(fn, keyed)
+            if i not in found and made:
+                found[i] = fn.name.value
+                keyed.add(fn.name.value)
+                changed = True
+            if i in found and made & stateful and fn.name.value not in stateful:
+                stateful.add(fn.name.value)
+                changed = True
+    body = list(body)
+    for i in found:
+        body[i] = _keyed_function(body[i], ctx, _site(frozenset(keyed), frozenset(), frozenset()))
+    return body, builders | set(found.values())
 
 
 class _RootKey(cst.CSTTransformer):
