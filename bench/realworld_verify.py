@@ -62,7 +62,9 @@ TF = {
                                                          bottleneck=False, compression=1.0, weight_decay=1e-4,
                                                          dropout_rate=0.0, pool_initial=False, include_top=True),
                             inputs=["float32[2,32,32,3]"]),
-    "tf_kio_oxford_unet": dict(model="get_model((160, 160), 3)", inputs=["float32[1,160,160,3]"]),
+    # float32 rounding through 30 BatchNorm'd convolutions differs by 8e-4 relative; float64 by 4e-13
+    "tf_kio_oxford_unet": dict(model="get_model((160, 160), 3)", inputs=["float32[1,160,160,3]"],
+                               opts=["--dtype", "float64"]),
     "tf_dr_colorbot": dict(skip="the forward call takes (sequences, lengths) as one tuple and training=True"),
     "tf_tfe_nmt": dict(skip="the encoder's forward call takes its initial hidden state"),
     "tf_kio_bilstm": dict(skip="the model is built at module level among data-loading code"),
