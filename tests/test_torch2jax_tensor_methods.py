@@ -97,3 +97,30 @@ def test_what_numpy_or_a_container_also_has_is_left_alone():
     assert "x.view(" in body and "seen.add(1)" in body and "a.repeat(2, 1)" in body
     assert "a.std(), a.std(0)" in body
     assert "jnp.exp(x)" in body and "np.exp(x)" in body
+
+
+def test_an_einops_pattern_with_the_batch_axis_in_a_module_is_an_error():
+    """Inside a per-example __call__, 'b n (h d) -> b h n d' would fail (or split the wrong axis) on one
+    example: a batch-axis error giving the pattern for one example, not a silent pass (vit-pytorch's
+    Attention was 'error-free' and could not run). Patterns without it, and repeat's per-batch copies
+    of a parameter (batch.py's), stay as they were."""
+    src = textwrap.dedent('''
+        import torch
+        from torch import nn
+        from einops import rearrange, repeat
+
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.cls = nn.Parameter(torch.zeros(1, 1, 8))
+
+            def forward(self, x):
+                c = repeat(self.cls, '1 1 d -> b 1 d', b=x.shape[0])
+                q = rearrange(x, 'b n (h d) -> b h n d', h=2)
+                return rearrange(q, 'b h n d -> b n (h d)') + c
+    ''').lstrip("\n")
+    r = translate_source(src, "attn.py", "torch2jax")
+    errs = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [(f.code, f.line) for f in errs] == [("batch-axis", 13), ("batch-axis", 14)], errs
+    assert "'n (h d) -> h n d'" in errs[0].message and "'h n d -> n (h d)'" in errs[1].message

@@ -499,6 +499,9 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if q in ("einops.rearrange", "einops.reduce", "einops.repeat"):
+            self.einops_batch_axis(q, original)
+            return updated
         if q in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
             a, unknown = _args(updated, ("tensors", "dim"))
             if "tensors" not in a or unknown or not self.is_batched(original):
@@ -685,6 +688,23 @@ class Forward(cst.CSTTransformer):
             return self.elementwise(name, recv, updated)
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
+
+    def einops_batch_axis(self, q: str, node: cst.Call) -> None:
+        """An einops pattern that keeps a batch axis on both sides (``'b n (h d) -> b h n d'``): inside a
+        per-example module the tensor has no such axis, and the call would fail (or split the wrong axis)
+        at run time: a ``batch-axis`` error with the pattern for one example."""
+        a, _ = _args(node, ("tensor", "pattern"))
+        pattern = literal_value(a["pattern"], None) if "pattern" in a else None
+        if not isinstance(pattern, str) or "->" not in pattern:
+            return
+        left, right = (side.split() for side in pattern.split("->", 1))
+        first = left[0] if left else ""
+        if not (right and right[0] == first and first.isidentifier() and first.lower().startswith("b")):
+            return
+        one = f"{' '.join(left[1:])} -> {' '.join(right[1:])}"
+        self.error(node, f"{q}: the pattern '{pattern}' keeps the batch axis {first}, which one example does not have; "
+                   f"write it for one example ('{one}') and check the layers around it take one example (a per-token "
+                   "layer on a sequence needs jax.vmap)")
 
     def is_batch_size(self, node: cst.BaseExpression, recv: cst.BaseExpression) -> bool:
         """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
