@@ -1113,9 +1113,37 @@ def finish(module: cst.Module, ctx) -> cst.Module:
 
 
 def _made(fn: cst.FunctionDef, classes: set[str]) -> set[str]:
-    """The classes (or builders) among ``classes`` whose instance ``fn`` returns."""
+    """The classes (or builders) among ``classes`` whose instance ``fn`` returns; none for a function that
+    loops or seeds (``def fit(...): model = GCN(...); for epoch in ...: ...; return model`` trains the
+    model it returns: it is no builder, and its own key stays its own)."""
+    if _trains(fn):
+        return set()
     return {c.func.value for r in _returns(fn) for c in [_bound_value(fn, r)]
             if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value in classes}
+
+
+def _trains(fn: cst.FunctionDef) -> bool:
+    """Whether ``fn`` holds a loop or a seed (torch.manual_seed / a key of its own)."""
+    class V(cst.CSTVisitor):
+        found = False
+
+        def visit_For(self, node) -> bool:
+            self.found = True
+            return False
+
+        def visit_While(self, node) -> bool:
+            self.found = True
+            return False
+
+        def visit_Call(self, node: cst.Call) -> None:
+            f = node.func
+            name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+            if name in ("manual_seed", "key", "PRNGKey"):
+                self.found = True
+
+    v = V()
+    fn.body.visit(v)
+    return v.found
 
 
 def _returning(module: cst.Module, classes: set[str], builders: set[str]) -> set[str]:
