@@ -91,11 +91,11 @@ def test_what_numpy_or_a_container_also_has_is_left_alone():
     module functions (the rules' business) keep their spelling."""
     src = ("import torch\nimport numpy as np\n\ndef f(x, a, seen):\n"
            "    seen.add(1)\n"
-           "    return x.view(torch.int32), np.exp(x), torch.exp(x), a.repeat(2, 1), a.std(), a.std(0)\n")
+           "    return x.view(torch.int32), np.exp(x), torch.exp(x), a.repeat(2, 1), a.std(), a.std(0), a.view(np.uint8)\n")
     r = translate_source(src, "f.py", "torch2jax")
     body = r.output.split("def f")[1]
     assert "x.view(" in body and "seen.add(1)" in body and "a.repeat(2, 1)" in body
-    assert "a.std(), a.std(0)" in body
+    assert "a.std(), a.std(0), a.view(np.uint8)" in body
     assert "jnp.exp(x)" in body and "np.exp(x)" in body
 
 

@@ -58,6 +58,18 @@ def _operand(node: cst.BaseExpression) -> str:
     return f"({text})"
 
 
+def _dtype_like(node: cst.BaseExpression) -> bool:
+    """``torch.int32``, ``np.uint8``, ``jnp.float32``, ``dtype``, ``a.dtype``: an argument of a dtype view."""
+    if isinstance(node, cst.Name):
+        return node.value == "dtype"
+    if isinstance(node, cst.Attribute):
+        root = node
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        return node.attr.value == "dtype" or isinstance(root, cst.Name) and root.value in ("torch", "np", "numpy", "jnp")
+    return False
+
+
 def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
     """The jnp spelling of ``recv.name(args)`` (``call`` with its arguments translated), or None when
     the arguments do not fit."""
@@ -95,8 +107,8 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
             parts.append(f"ddof={ddof}")
         return expr(f"{spell(_REDUCE[name])}({', '.join(parts)})")
     if name == "view":
-        if kw or not pos or (len(pos) == 1 and isinstance(pos[0], cst.Attribute) and code(pos[0]).startswith("torch.")):
-            return None  # a dtype view, x.view(torch.int32)
+        if kw or not pos or (len(pos) == 1 and _dtype_like(pos[0])):
+            return None  # a dtype view: x.view(torch.int32), a numpy array's a.view(np.uint8)
         return expr(f"{r}.reshape({', '.join(code(p) for p in pos)})")
     if name == "view_as" and len(pos) == 1 and not kw:
         return expr(f"{r}.reshape({_atom(pos[0])}.shape)")
