@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import code, expr
+from fwport.packs.torch2jax.batch import _atom_code as _atom  # the receiver, parenthesised when not an atom
 
 # method → jnp function applied to the receiver, no argument
 _UNARY = {"exp": "jax.numpy.exp", "log": "jax.numpy.log", "sqrt": "jax.numpy.sqrt", "abs": "jax.numpy.abs",
@@ -41,13 +42,6 @@ METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "s
 # biased, PyTorch's not): a receiver that may be a numpy array keeps them
 # reductions jax arrays already have with numpy's meaning when called without dim/keepdim
 _SAME_WITHOUT_DIM = {"sum", "mean", "prod", "argmax", "argmin", "all", "any"}
-
-
-def _atom(node: cst.BaseExpression) -> str:
-    text = code(node)
-    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar:
-        return text
-    return f"({text})"
 
 
 def _operand(node: cst.BaseExpression) -> str:
