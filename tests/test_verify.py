@@ -239,3 +239,67 @@ def test_weight_ops_match_the_known_formulas():
         apply_ops(kernel, [("reshape", ("Q", "-1"))], {})
     with pytest.raises(TransferError, match="not a permutation"):
         apply_ops(kernel, [("transpose", ("0", "0"))], {})
+
+
+NESTED = '''
+import tensorflow as tf
+
+
+class Block(tf.keras.layers.Layer):
+    def __init__(self, units):
+        super().__init__()
+        self.fc = tf.keras.layers.Dense(units, activation="relu")
+        self.norm = tf.keras.layers.LayerNormalization()
+
+    def call(self, x):
+        return self.norm(self.fc(x)) + x
+
+
+class Net(tf.keras.Model):
+    def __init__(self, units, depth):
+        super().__init__()
+        self.inp = tf.keras.layers.Dense(units)
+        self.blocks = [Block(units) for _ in range(depth)]
+        self.stack = tf.keras.Sequential([Block(units), Block(units)])
+        more = []
+        for _ in range(depth):
+            more.append(Block(units))
+        self.more = more
+        self.out = tf.keras.layers.Dense(3)
+
+    def call(self, x):
+        x = self.inp(x)
+        for b in self.blocks:
+            x = b(x)
+        for b in self.more:
+            x = b(x)
+        return self.out(self.stack(x))
+
+
+def small_net():
+    return Net(8, 2)
+'''
+
+
+def test_blocks_of_the_files_classes_nested_in_lists_and_sequentials_verify(session, tmp_path):
+    """Blocks built at run time (a comprehension, a local list, a Sequential of them), no record names
+    them: the Keras side finds each instance and moves its class's weights under its path."""
+    o, t = _pair(tmp_path, NESTED)
+    assert "self.blocks = nn.ModuleList([Block(units) for _ in range(depth)])" in Path(t).read_text()
+    assert "self.more = nn.ModuleList(more)" in Path(t).read_text()
+    cert = verify(Options(o, t, "small_net", inputs=["float32[4,8]"], checks=("forward", "grad", "step"),
+                          device="cpu"), session)
+    assert cert["verdict"] == "pass", cert["problems"]
+    grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
+    assert len(grads) == 2 * 2 + 6 * 4  # inp and out; fc (2) and norm (2) of each of the 6 blocks
+    assert grads["blocks.1.fc.0.weight"] == "blocks[1].fc.kernel"
+    assert grads["stack.0.norm.bias"] == "stack.layers[0].norm.beta"
+    assert grads["more.1.norm.weight"] == "more[1].norm.gamma"
+    assert grads["inp.weight"] == "inp.kernel"  # the builder's class's own records
+
+    # a block's parameters left out of the module (a plain list) are named, not passed over
+    bad = Path(t).read_text().replace("nn.ModuleList(more)", "more")
+    o, t = _pair(tmp_path, NESTED, bad)
+    cert = verify(Options(o, t, "small_net", inputs=["float32[4,8]"], checks=("forward",), device="cpu"), session)
+    assert cert["verdict"] == "mismatch"
+    assert any("writes more.0.fc.0.weight, which the translated model does not have" in p for p in cert["problems"])

@@ -211,6 +211,14 @@ def run(req: dict) -> dict:
     else:
         _randomize(model, req["seed"])
 
+    # blocks of the file's own classes held by the model (in a list, a Sequential, built by a helper):
+    # each instance gets its class's moves under its path
+    nested = req.get("nested") or {}
+    instances = _instances(model, set(nested), root=not req["moves"])
+    for kpath, _, cls in instances:
+        req["moves"] = req["moves"] + [dict(m, key=f"{kpath}/{m['key']}", layer=_join(kpath, m["layer"]))
+                                       for m in nested[cls]]
+
     # the variables the maps move, by name; anything else is unmapped
     variables, trainable, absent = {}, [], []
     for m in req["moves"]:
@@ -242,7 +250,7 @@ def run(req: dict) -> dict:
     initial = {k: _np(v) for k, v in variables.items()}
     checks = req.get("checks", ["forward"])
     resp: dict = {"versions": versions(), "device": device(), "unmapped": unmapped, "trainable": trainable,
-                  "absent": absent, "layers": []}
+                  "absent": absent, "layers": [], "instances": instances}
 
     capture_paths = req.get("capture", [])
     layers = {}
@@ -385,6 +393,39 @@ def _torch_epsilon(ns: dict) -> list:
             var = tf.Variable(eps, trainable=False, dtype="float32")
             object.__setattr__(v, "epsilon", var)
             out.append((v, eps, var))
+    return out
+
+
+def _join(prefix: str, path: str) -> str:
+    """The path of a record's layer inside a nested instance (the same join as transfer.nested)."""
+    return path if not prefix else prefix if path in ("", ".") else f"{prefix}.{path}"
+
+
+def _instances(model, classes: set, root: bool) -> list:
+    """[Keras path, torch path, class] of every layer of one of ``classes`` (the file's own layer classes)
+    the model holds, at any depth: in attributes, lists and tuples, Sequentials. The model itself ("")
+    when ``root`` (its own records were not given: it was built by a builder function)."""
+    out, seen = [], set()
+
+    def visit(obj, kpath: str, tpath: str) -> None:
+        if isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                visit(v, f"{kpath}[{i}]", f"{tpath}.{i}" if tpath else str(i))
+            return
+        if not isinstance(obj, keras.layers.Layer) or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if type(obj).__name__ in classes and (kpath or root):
+            out.append([kpath, tpath, type(obj).__name__])
+        if isinstance(obj, keras.Sequential):
+            for i, v in enumerate(obj.layers):
+                visit(v, f"{kpath}.layers[{i}]" if kpath else f"layers[{i}]", f"{tpath}.{i}" if tpath else str(i))
+            return
+        for name, v in list(vars(obj).items()):
+            if not name.startswith("_"):
+                visit(v, f"{kpath}.{name}" if kpath else name, f"{tpath}.{name}" if tpath else name)
+
+    visit(model, "", "")
     return out
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from fwport.verify import align
 from fwport.verify.spec import InputSpec, SpecError, default_specs, make_inputs, to_source_layout, to_target_layout
-from fwport.verify.transfer import Move, TransferError, plan, transfer
+from fwport.verify.transfer import Move, TransferError, nested, plan, transfer
 
 HERE = Path(__file__).resolve().parent
 # default tolerances per dtype: |a - b| <= atol * scale + rtol * |b|, scale = max |b| of that tensor
@@ -276,14 +276,27 @@ def _model_info(result, name: str):
     return None
 
 
-def _scope(model: str) -> str:
-    """The scope of ``--model``'s records: the name, or the class / builder a call expression calls."""
+def _scope(model: str, source: str = "") -> str:
+    """The scope of ``--model``'s records: the name, or the class / builder a call expression calls; for a
+    builder function of the file that returns one of the file's classes (``def ResNet18(): return
+    ResNet(BasicBlock, [2, 2, 2, 2])``), that class."""
     import ast
     try:
         e = ast.parse(model.strip(), mode="eval").body
     except SyntaxError:
         return model
-    return e.func.id if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) else model
+    name = e.func.id if isinstance(e, ast.Call) and isinstance(e.func, ast.Name) else model
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return name
+    classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    for n in tree.body:
+        if isinstance(n, ast.FunctionDef) and n.name == name and n.body and isinstance(n.body[-1], ast.Return):
+            r = n.body[-1].value
+            if isinstance(r, ast.Call) and isinstance(r.func, ast.Name) and r.func.id in classes:
+                return r.func.id
+    return name
 
 
 def _records(result, name: str):
@@ -386,11 +399,14 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
     pack = opts.pack or load_pack("tf2torch")
     result = translate_source(original, opts.original, pack, {"keras": keras_major})
     name, tname = opts.model, opts.translated_model or opts.model
-    scope = _scope(name)  # a call expression's records are those of the class or builder it calls
+    scope = _scope(name, original)  # a call expression's records are those of the class or builder it calls
     records = _records(result, scope)
     info = _model_info(result, scope)
     try:
         moves = plan(records, pack)
+        # the moves of every other class of the file, for its instances nested in the model (a block
+        # built in a loop or a helper, held in a list or a Sequential): the Keras side finds them
+        class_moves = {s: plan(_records(result, s), pack) for s in {r.scope for r in result.layers} if s != scope}
     except TransferError as e:
         raise VerifyError(str(e), kind="user") from None
     layout = info.layout if info else "same"
@@ -429,6 +445,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
         kreq = dict(common, op="run", source=str(Path(opts.original).resolve()), model=name,
                     inputs=str(d / "x_keras.npz"), out=str(d / "keras.npz"),
                     moves=[{"key": m.key, "layer": m.layer, "var": m.var, "rule": m.rule} for m in moves],
+                    nested={c: [{"key": m.key, "layer": m.layer, "var": m.var, "rule": m.rule} for m in ms]
+                            for c, ms in class_moves.items() if ms},
                     capture=sorted({p["layer"] for p in points}), checks=list(opts.checks), lr=opts.lr,
                     weights_file=opts.weights_file, **train)
         kresp = _ask(session, kw, kreq, opts.timeout)
@@ -440,6 +458,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
         if keep is not None:
             keep.update(xs_target=[to_target_layout(x, layout) for x in xs], out_layout=out_layout,
                         outputs=[K[f"out{i}"] for i in range(kresp["outputs"])])
+        for kpath, tpath, cls in kresp.get("instances", []):
+            moves = moves + nested(class_moves[cls], kpath, tpath)
         moves = [m for m in moves if m.key not in set(kresp.get("absent", []))]
 
         t1 = time.perf_counter()
@@ -579,6 +599,11 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
             if f"gx{i}" in K:
                 r = compare(K[f"gx{i}"], to_source_layout(T[f"gx{i}"], layout), rtol, atol)
                 results["input_gradients"].append({"name": f"input {i}", **r})
+        if results["gradients"] and scale == 0.0:
+            cert.setdefault("warnings", []).append(
+                "every parameter gradient is exactly zero on the Keras side: the outputs saturate at these weights "
+                "and inputs (a softmax of very large logits), so the gradient checks compare zeros; the forward "
+                "check and the per-layer pre-activations still count")
     if "step" in opts.checks:
         S = dict(K)
         for key, bn in kresp.get("batchnorm", {}).items():
