@@ -54,7 +54,8 @@ TORCH = {
 TF = {
     "tf_dr_custommodel": dict(model="MyModel", inputs=["float32[4,28,28]"]),
     "tf_docs_quickstart_adv": dict(model="MyModel()", inputs=["float32[4,28,28,1]"]),
-    "tf_kio_antirectifier": dict(skip="the model is a module-level Sequential built among data-loading code"),
+    # models built by top-level statements among data code: --load defs runs the statements that build them
+    "tf_kio_antirectifier": dict(model="model", inputs=["float32[4,784]"], opts=["--load", "defs"]),
     "tf_yy_resnet": dict(model="ResNet18", inputs=["float32[2,32,32,3]"]),
     "tf_tfe_densenet": dict(model="DenseNet", args=dict(mode="from_depth", growth_rate=12, output_classes=10,
                                                          depth_of_model=40, num_of_blocks=3,
@@ -67,13 +68,14 @@ TF = {
                                opts=["--dtype", "float64"]),
     "tf_dr_colorbot": dict(skip="the forward call takes (sequences, lengths) as one tuple and training=True"),
     "tf_tfe_nmt": dict(skip="the encoder's forward call takes its initial hidden state"),
-    "tf_kio_bilstm": dict(skip="the model is built at module level among data-loading code"),
-    "tf_kio_txtcls_transformer": dict(skip="the model is built at module level among data-loading code"),
+    "tf_kio_bilstm": dict(model="model", inputs=["int32[2,200]:20000"], opts=["--load", "defs"]),
+    "tf_kio_txtcls_transformer": dict(model="model", inputs=["int32[2,200]:20000"], opts=["--load", "defs"]),
     "tf_kio_ts_transformer": dict(skip="build_model reads the global n_classes, computed from the data"),
     "tf_dr_gpt": dict(skip="119M parameters at the file's configuration, read from a module-level argparse"),
     "tf_dr_matmul": dict(model="MyLayer([28 * 28, 200, 200, 10])", inputs=["float32[4,784]"]),
     "tf_kio_wgan_gp": dict(model="get_discriminator_model()", inputs=["float32[4,28,28,1]"]),
-    "tf_kio_vae": dict(skip="encoder and decoder are module-level functional models"),
+    # the encoder's third output samples tf.random.normal (Keras side) and torch.randn: the decoder is compared
+    "tf_kio_vae": dict(model="decoder", inputs=["float32[4,2]"], opts=["--load", "defs"]),
     "tf_dlwp3_transformer": dict(model="TransformerEncoder", args=dict(hidden_dim=32, intermediate_dim=64, num_heads=2),
                                  inputs=["float32[2,10,32]"]),
 }

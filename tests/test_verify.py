@@ -303,3 +303,27 @@ def test_blocks_of_the_files_classes_nested_in_lists_and_sequentials_verify(sess
     cert = verify(Options(o, t, "small_net", inputs=["float32[4,8]"], checks=("forward",), device="cpu"), session)
     assert cert["verdict"] == "mismatch"
     assert any("writes more.0.fc.0.weight, which the translated model does not have" in p for p in cert["problems"])
+
+
+TOP_LEVEL = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+(x_train, y_train), _ = keras.datasets.mnist.load_data()  # a download: cannot run here
+inputs = keras.Input(shape=(6,))
+x = layers.Dense(5, activation="relu")(inputs)
+x = layers.Dense(5)(x) + x
+outputs = layers.Dense(2)(x)
+model = keras.Model(inputs, outputs)
+model.compile(optimizer="adam", loss="mse")
+model.fit(x_train.reshape(-1, 784)[:, :6], y_train[:, None].repeat(2, 1), epochs=1)
+'''
+
+
+def test_a_model_built_at_the_top_level_among_data_code_verifies_from_its_statements(session, tmp_path):
+    o, t = _pair(tmp_path, TOP_LEVEL)
+    cert = verify(Options(o, t, "model", checks=("forward", "grad"), device="cpu", load="defs"), session)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    assert len(cert["results"]["gradients"]) == 6
+    for side in ("original", "translated"):
+        assert "top-level statements that build model run" in cert["loaded"][side], cert["loaded"]
