@@ -67,7 +67,9 @@ TF = {
     "tf_kio_oxford_unet": dict(model="get_model((160, 160), 3)", inputs=["float32[1,160,160,3]"],
                                opts=["--dtype", "float64"]),
     "tf_dr_colorbot": dict(skip="the forward call takes (sequences, lengths) as one tuple and training=True"),
-    "tf_tfe_nmt": dict(skip="the encoder's forward call takes its initial hidden state"),
+    # the decoder (embedding, GRU, a nested Bahdanau attention block) on a token, a hidden state, the encoder's outputs
+    "tf_tfe_nmt": dict(model="Decoder", args=dict(vocab_size=120, embedding_dim=16, dec_units=32),
+                       inputs=["int32[2,1]:120", "float32[2,32]", "float32[2,7,32]"]),
     "tf_kio_bilstm": dict(model="model", inputs=["int32[2,200]:20000"], opts=["--load", "defs"]),
     "tf_kio_txtcls_transformer": dict(model="model", inputs=["int32[2,200]:20000"], opts=["--load", "defs"]),
     "tf_kio_ts_transformer": dict(skip="build_model reads the global n_classes, computed from the data"),
