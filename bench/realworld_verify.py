@@ -78,8 +78,9 @@ TF = {
     "tf_kio_wgan_gp": dict(model="get_discriminator_model()", inputs=["float32[4,28,28,1]"]),
     # the encoder's third output samples tf.random.normal (Keras side) and torch.randn: the decoder is compared
     "tf_kio_vae": dict(model="decoder", inputs=["float32[4,2]"], opts=["--load", "defs"]),
+    # the encoder block on a sequence and its padding mask; the notebook's other cells carry the errors
     "tf_dlwp3_transformer": dict(model="TransformerEncoder", args=dict(hidden_dim=32, intermediate_dim=64, num_heads=2),
-                                 inputs=["float32[2,10,32]"]),
+                                 inputs=["float32[2,10,32]", "bool[2,10]"], opts=["--load", "defs"]),
 }
 TABLES = {"torch2jax": TORCH, "tf2torch": TF}
 SPECS = {"torch2jax": "specs_torch.py", "tf2torch": "specs_tf.py"}
