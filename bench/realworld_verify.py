@@ -66,7 +66,8 @@ TF = {
     # float32 rounding through 30 BatchNorm'd convolutions differs by 8e-4 relative; float64 by 4e-13
     "tf_kio_oxford_unet": dict(model="get_model((160, 160), 3)", inputs=["float32[1,160,160,3]"],
                                opts=["--dtype", "float64"]),
-    "tf_dr_colorbot": dict(skip="the forward call takes (sequences, lengths) as one tuple and training=True"),
+    # call(inputs) takes (sequences, lengths) as one list, as Keras passes two inputs to a one-input call
+    "tf_dr_colorbot": dict(model="RNNColorbot([64, 32], 3, 0.5)", inputs=["float32[2,10,256]", "int32[2]:1..10"]),
     # the decoder (embedding, GRU, a nested Bahdanau attention block) on a token, a hidden state, the encoder's outputs
     "tf_tfe_nmt": dict(model="Decoder", args=dict(vocab_size=120, embedding_dim=16, dec_units=32),
                        inputs=["int32[2,1]:120", "float32[2,32]", "float32[2,7,32]"]),

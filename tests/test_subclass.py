@@ -719,3 +719,19 @@ def test_blocks_in_a_comprehension_or_a_local_list_become_a_module_list():
     assert "self.heads = nn.ModuleList(heads)" in out
     assert "self.names = names" in out  # strings stay a list
     assert "x = b(x)" in out and "x = h(x)" in out
+
+
+def test_a_comprehension_of_layers_over_a_run_time_value_records_every_item():
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class Net(keras.Model):
+            def __init__(self, sizes):
+                super().__init__()
+                self.cells = [layers.LSTMCell(n) for n in sizes]
+                self.heads = [layers.Dense(2) for _ in range(3)]
+        ''')
+    got = records(r)
+    assert ("Net", "cells[*]", "cells.*", "lstm-cell") in got  # expanded by fwport verify on the built model
+    assert {("Net", f"heads[{i}]", f"heads.{i}", "dense") for i in range(3)} <= got

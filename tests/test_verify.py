@@ -266,11 +266,14 @@ class Net(tf.keras.Model):
             more.append(Block(units))
         self.more = more
         self.out = tf.keras.layers.Dense(3)
+        self.extra = [tf.keras.layers.Dense(units) for _ in range(depth)]
 
     def call(self, x):
         x = self.inp(x)
         for b in self.blocks:
             x = b(x)
+        for layer in self.extra:
+            x = layer(x)
         for b in self.more:
             x = b(x)
         return self.out(self.stack(x))
@@ -291,7 +294,8 @@ def test_blocks_of_the_files_classes_nested_in_lists_and_sequentials_verify(sess
                           device="cpu"), session)
     assert cert["verdict"] == "pass", cert["problems"]
     grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
-    assert len(grads) == 2 * 2 + 6 * 4  # inp and out; fc (2) and norm (2) of each of the 6 blocks
+    assert len(grads) == 2 * 2 + 6 * 4 + 2 * 2  # inp and out; fc and norm of the 6 blocks; the 2 extra
+    assert grads["extra.1.bias"] == "extra[1].bias"  # a comprehension over range(depth): record extra[*]
     assert grads["blocks.1.fc.0.weight"] == "blocks[1].fc.kernel"
     assert grads["stack.0.norm.bias"] == "stack.layers[0].norm.beta"
     assert grads["more.1.norm.weight"] == "more[1].norm.gamma"

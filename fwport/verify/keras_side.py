@@ -219,6 +219,23 @@ def run(req: dict) -> dict:
         req["moves"] = req["moves"] + [dict(m, key=f"{kpath}/{m['key']}", layer=_join(kpath, m["layer"]))
                                        for m in nested[cls]]
 
+    # a record over a list of unknown length (cells[*]): one move per item the built model holds
+    lengths: dict = {}
+    expanded = []
+    for m in req["moves"]:
+        if "[*]" not in m["layer"]:
+            expanded.append(m)
+            continue
+        prefix = m["layer"].split("[*]", 1)[0]
+        if prefix not in lengths:
+            try:
+                lengths[prefix] = len(resolve(model, prefix))
+            except (UserError, TypeError):
+                lengths[prefix] = 0
+        expanded += [dict(m, key=f"{m['key']}#{i}", layer=m["layer"].replace("[*]", f"[{i}]", 1))
+                     for i in range(lengths[prefix])]
+    req["moves"] = expanded
+
     # the variables the maps move, by name; anything else is unmapped
     variables, trainable, absent = {}, [], []
     for m in req["moves"]:
@@ -250,7 +267,7 @@ def run(req: dict) -> dict:
     initial = {k: _np(v) for k, v in variables.items()}
     checks = req.get("checks", ["forward"])
     resp: dict = {"versions": versions(), "device": device(), "unmapped": unmapped, "trainable": trainable,
-                  "absent": absent, "layers": [], "instances": instances}
+                  "absent": absent, "layers": [], "instances": instances, "lengths": lengths}
 
     capture_paths = req.get("capture", [])
     layers = {}

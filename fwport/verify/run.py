@@ -18,7 +18,7 @@ import numpy as np
 
 from fwport.verify import align
 from fwport.verify.spec import InputSpec, SpecError, default_specs, make_inputs, to_source_layout, to_target_layout
-from fwport.verify.transfer import Move, TransferError, nested, plan, transfer
+from fwport.verify.transfer import Move, TransferError, items, nested, plan, transfer
 
 HERE = Path(__file__).resolve().parent
 # default tolerances per dtype: |a - b| <= atol * scale + rtol * |b|, scale = max |b| of that tensor
@@ -430,7 +430,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
                           "give it with --input, e.g. --input 'float32[2,28,28,1]'", kind="user")
     specs = [s.with_dtype(opts.dtype) for s in specs]
     xs = make_inputs(specs, opts.seed)
-    points = _capture_plan(original, translated, scope, records, info)
+    # (a record over a list of unknown length, cells[*], names no single layer to capture)
+    points = _capture_plan(original, translated, scope, [r for r in records if "*" not in r.source], info)
     train_tol = _train_tolerance(translated, opts) if "train" in opts.checks else None
     times["translate"] = time.perf_counter() - t0
 
@@ -468,6 +469,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
             # a block held directly (self.attention = Attention(...)) is in the model's own records already
             named = {(m.layer, m.var) for m in moves}
             moves = moves + [m for m in nested(class_moves[cls], kpath, tpath) if (m.layer, m.var) not in named]
+        moves = items(moves, kresp.get("lengths", {}))
         moves = [m for m in moves if m.key not in set(kresp.get("absent", []))]
 
         t1 = time.perf_counter()

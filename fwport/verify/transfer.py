@@ -98,10 +98,11 @@ class Move:
     symbols: dict
     rule: str
     tag: str = ""  # the instance path of a nested block of the file's own classes (see `nested`)
+    item: str = ""  # the index of a layer in a list of unknown length (``cells[*]``, see `items`)
 
     @property
     def key(self) -> str:
-        return f"{self.tag}{self.index}:{self.var}"
+        return f"{self.tag}{self.index}:{self.var}" + (f"#{self.item}" if self.item else "")
 
     @property
     def source_name(self) -> str:
@@ -130,6 +131,21 @@ def nested(moves: list[Move], source_prefix: str, target_prefix: str) -> list[Mo
         return path if not prefix else prefix if path in ("", ".") else f"{prefix}.{path}"
     return [replace(m, layer=join(source_prefix, m.layer), target=join(target_prefix, m.target),
                     tag=f"{source_prefix}/") for m in moves]
+
+
+def items(moves: list[Move], lengths: dict[str, int]) -> list[Move]:
+    """Moves of a record over a list whose length the source does not write down (``self.cells =
+    [LSTMCell(n) for n in sizes]``: record ``cells[*]`` → ``cells.*``), one per item of the list the built
+    model holds (``lengths``: list path → length, found by the source side)."""
+    out: list[Move] = []
+    for m in moves:
+        if "[*]" not in m.layer:
+            out.append(m)
+            continue
+        n = lengths.get(m.layer.split("[*]", 1)[0], 0)
+        out += [replace(m, layer=m.layer.replace("[*]", f"[{i}]", 1), target=m.target.replace(".*", f".{i}", 1),
+                        item=str(i)) for i in range(n)]
+    return out
 
 
 def transfer(arrays: dict[str, np.ndarray], moves: list[Move], prefix: str = "") -> dict[str, np.ndarray]:

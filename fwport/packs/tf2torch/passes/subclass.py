@@ -926,9 +926,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for i, c in enumerate(elts):
             rule = self._layer_rule(c, fn)
             a = _Attr(f"{attr}[{i}]", c, rule, "list")
-            indices = list(range(n)) if isinstance(value, cst.ListComp) and n is not None else [i]
-            em = self._emit(plan, a, None, source=f"{attr}[{indices[0]}]", target=f"{attr}.{indices[0]}",
-                            extra_indices=[(f"{attr}[{k}]", f"{attr}.{k}") for k in indices[1:]])
+            if isinstance(value, cst.ListComp) and n is None:
+                # a comprehension over a run-time value ([LSTMCell(n) for n in sizes]): one record for every
+                # item, which fwport verify expands over the list the built model holds
+                em = self._emit(plan, a, None, source=f"{attr}[*]", target=f"{attr}.*")
+            else:
+                indices = list(range(n)) if isinstance(value, cst.ListComp) else [i]
+                em = self._emit(plan, a, None, source=f"{attr}[{indices[0]}]", target=f"{attr}.{indices[0]}",
+                                extra_indices=[(f"{attr}[{k}]", f"{attr}.{k}") for k in indices[1:]])
             if em is None:
                 return
             if em.functional is not None or em.layout_bound:
