@@ -75,6 +75,7 @@ TF = {
     "tf_kio_txtcls_transformer": dict(model="model", inputs=["int32[2,200]:20000"], opts=["--load", "defs"]),
     "tf_kio_ts_transformer": dict(skip="build_model reads the global n_classes, computed from the data"),
     "tf_dr_gpt": dict(skip="119M parameters at the file's configuration, read from a module-level argparse"),
+    # add_variable(name="kernel%d" % i) in a loop: moved by name (the translation registers the same names)
     "tf_dr_matmul": dict(model="MyLayer([28 * 28, 200, 200, 10])", inputs=["float32[4,784]"]),
     "tf_kio_wgan_gp": dict(model="get_discriminator_model()", inputs=["float32[4,28,28,1]"]),
     # the encoder's third output samples tf.random.normal (Keras side) and torch.randn: the decoder is compared

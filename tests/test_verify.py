@@ -331,3 +331,34 @@ def test_a_model_built_at_the_top_level_among_data_code_verifies_from_its_statem
     assert len(cert["results"]["gradients"]) == 6
     for side in ("original", "translated"):
         assert "top-level statements that build model run" in cert["loaded"][side], cert["loaded"]
+
+
+BY_NAME = '''
+import tensorflow as tf
+
+
+class Stack(tf.keras.layers.Layer):
+    def __init__(self, sizes):
+        super().__init__()
+        self.n = len(sizes) - 1
+        for i in range(1, len(sizes)):
+            self.add_weight(name="kernel%d" % i, shape=[sizes[i - 1], sizes[i]])
+            self.add_weight(name="bias%d" % i, shape=[sizes[i]])
+
+    def call(self, x):
+        params = self.trainable_variables
+        for i in range(self.n):
+            x = tf.nn.relu(x @ params[2 * i] + params[2 * i + 1])
+        return x
+'''
+
+
+def test_variables_created_under_computed_names_move_by_name(session, tmp_path):
+    """add_weight(name="kernel%d" % i) in a loop: no record can name them; the Keras side offers them by
+    name and each goes to the torch parameter of that name and shape."""
+    o, t = _pair(tmp_path, BY_NAME)
+    assert 'self.register_parameter("kernel%d" % i, nn.Parameter(' in Path(t).read_text()
+    cert = verify(Options(o, t, "Stack([6, 5, 4])", inputs=["float32[3,6]"], device="cpu"), session)
+    assert cert["verdict"] == "pass", cert["problems"]
+    assert {e["name"]: e["rule"] for e in cert["results"]["gradients"]} == {
+        "kernel1": "by-name", "bias1": "by-name", "kernel2": "by-name", "bias2": "by-name"}

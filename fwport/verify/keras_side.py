@@ -260,6 +260,18 @@ def run(req: dict) -> dict:
         variables[m["key"]] = var
         if var.trainable:
             trainable.append(m["key"])
+    # variables the model creates itself under names no record can know (add_weight(name="kernel%d" % i)
+    # in a loop): offered by name; the parent moves each to the torch parameter of that name and shape
+    offered = {}
+    for v in _own_variables(model):
+        key = f"-1:{_short_name(v)}"
+        if any(v is x for x in variables.values()) or key in variables:
+            continue
+        variables[key] = v
+        offered[key] = [int(d) for d in v.shape]
+        req["moves"].append({"key": key, "layer": "", "var": _short_name(v), "rule": "by-name"})
+        if v.trainable:
+            trainable.append(key)
     mapped = {id(v) for v in variables.values()}
     unmapped = [_var_id(v) for v in model.weights if id(v) not in mapped]
     moves = [m for m in req["moves"] if m["key"] not in absent]
@@ -267,7 +279,8 @@ def run(req: dict) -> dict:
     initial = {k: _np(v) for k, v in variables.items()}
     checks = req.get("checks", ["forward"])
     resp: dict = {"versions": versions(), "device": device(), "unmapped": unmapped, "trainable": trainable,
-                  "absent": absent, "layers": [], "instances": instances, "lengths": lengths}
+                  "absent": absent, "layers": [], "instances": instances, "lengths": lengths,
+                  "offered": offered}
 
     capture_paths = req.get("capture", [])
     layers = {}
@@ -411,6 +424,18 @@ def _torch_epsilon(ns: dict) -> list:
             object.__setattr__(v, "epsilon", var)
             out.append((v, eps, var))
     return out
+
+
+def _own_variables(layer) -> list:
+    """The variables a layer created itself (add_weight), not those of its sub-layers."""
+    own = [getattr(layer, a, None) or [] for a in (("_trainable_weights", "_non_trainable_weights") if LEGACY
+                                                   else ("_trainable_variables", "_non_trainable_variables"))]
+    return [v for vs in own for v in vs]
+
+
+def _short_name(v) -> str:
+    """``kernel1`` of ``my_layer/kernel1:0`` (Keras 2) or ``my_layer/kernel1`` (Keras 3)."""
+    return _var_id(v).rsplit("/", 1)[-1].split(":")[0]
 
 
 def _join(prefix: str, path: str) -> str:

@@ -309,6 +309,19 @@ def _records(result, name: str):
     return [r for r in result.layers if r.scope == name]
 
 
+def _by_name(offered: dict[str, list], tstate: dict, moves: list[Move]) -> list[Move]:
+    """Moves for the variables a Keras model created under names no record knows (``add_weight(name=
+    "kernel%d" % i)`` in a loop; the translation registers the same names): each to the torch parameter of
+    its name and shape that no other move writes. One left unmatched stays unmapped."""
+    written = {m.target for m in moves}
+    out = []
+    for key, shape in offered.items():
+        name = key.split(":", 1)[1]
+        if name in tstate and name not in written and list(tstate[name]) == list(shape):
+            out.append(Move(-1, "", name, name, (("copy", ()),), {}, "by-name"))
+    return out
+
+
 def _held_at_zero(m) -> bool:
     """A move that writes zeros: a torch parameter with no source counterpart (see transfer.py)."""
     return any(op == "zeros" for op, _ in m.ops)
@@ -470,12 +483,16 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
             named = {(m.layer, m.var) for m in moves}
             moves = moves + [m for m in nested(class_moves[cls], kpath, tpath) if (m.layer, m.var) not in named]
         moves = items(moves, kresp.get("lengths", {}))
+        by_name = _by_name(kresp.get("offered", {}), tbuild["state"], moves)
+        moves = moves + by_name
+        unmapped = list(kresp["unmapped"]) + sorted(k.split(":", 1)[1] for k in kresp.get("offered", {})
+                                                    if k not in {m.key for m in by_name})
         moves = [m for m in moves if m.key not in set(kresp.get("absent", []))]
 
         t1 = time.perf_counter()
         problems: list[str] = []
-        if kresp["unmapped"]:
-            problems.append("Keras variables no weight map moves: " + ", ".join(kresp["unmapped"]) +
+        if unmapped:
+            problems.append("Keras variables no weight map moves: " + ", ".join(unmapped) +
                             " (a layer the translation did not record, or a rule without a [[weights]] entry)")
         try:
             state = transfer(K, moves, "w:")
