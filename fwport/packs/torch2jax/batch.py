@@ -381,7 +381,7 @@ class Forward(cst.CSTTransformer):
             return self.rank_of(args[0]) if text.startswith("jax.nn.") or text == "jnp.transpose" else None
         return None
 
-    def vmapped(self, name: str, updated: cst.Call) -> cst.BaseExpression:
+    def vmapped(self, name: str, updated: cst.Call, original: cst.Call) -> cst.BaseExpression:
         """``self.fc(h)`` on an example of higher rank than the layer takes → ``jax.vmap(self.fc)(h)``."""
         sub = self.modules.get(name)
         want = LAYER_RANK.get(sub)
@@ -391,12 +391,25 @@ class Forward(cst.CSTTransformer):
         r = self.rank_of(args[0].value)
         if r is None and sub == "torch.nn.Embedding":
             r = 1  # token ids: PyTorch looks up arrays of them, Equinox one id at a time (vmap of a scalar fails loudly)
+        if r is None and sub in ("torch.nn.Linear", "torch.nn.LayerNorm"):
+            self.rank_unknown(original, f"self.{name}", sub)
         if r is None or r <= want:
             return updated
         func = updated.func
         for _ in range(r - want):
             func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
         return updated.with_changes(func=func)
+
+    def rank_unknown(self, node: cst.Call, what: str, layer: str) -> None:
+        """A per-vector layer (Linear, LayerNorm) given a value whose per-example rank is not known, in a module
+        this file calls (ranks.py): a warning, since Equinox's layer takes one vector and tokens need jax.vmap. (In
+        a model nothing in the file calls, the input is the user's: one vector is assumed there, as everywhere.)"""
+        if self.file is None or not self.file.called:
+            return
+        self.ctx.report(Severity.WARNING, "batch-axis", f"{what} ({layer.rsplit('.', 1)[-1]}) gets "
+                        f"{code(node.args[0].value) if node.args else 'a value'}, whose per-example rank fwport "
+                        "cannot infer: it is called as written, which takes one vector; if each example holds several "
+                        f"(tokens), write jax.vmap({what})(...)", node)
 
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
@@ -547,6 +560,12 @@ class Forward(cst.CSTTransformer):
         if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
             ranks = tuple(self.rank_of(a.value) for a in updated.args if a.keyword is None and not a.star)
             (self.seen_calls if module[0] == "class" else self.seen_sequences).setdefault(module[1], []).append(ranks)
+            if module[0] == "sequence" and ranks:
+                from fwport.packs.torch2jax.ranks import through
+                blind: list = []
+                through(self.file.sequences[module[1]], ranks[0], blind)
+                if blind:
+                    self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
         q = self.ctx.imports.resolve(original.func)
         if self.batch_size_argument(original) is not None:
             return self.per_example_copy(q, original, updated)
@@ -564,7 +583,7 @@ class Forward(cst.CSTTransformer):
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.modules \
                     and func.attr.value not in self.keyed:
                 updated = layers.initial_state(self.modules[func.attr.value], updated, self.ctx)  # cell(x): zeros
-                return self.vmapped(func.attr.value, updated)
+                return self.vmapped(func.attr.value, updated, original)
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.keyed:
                 site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
                                                                               equal=_EQ)])

@@ -43,6 +43,7 @@ class ClassRanks:
     containers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # ModuleList attribute → its elements' classes
     sequences: dict[str, Sequence] = field(default_factory=dict)
     out: int | None = None  # the rank forward returns
+    called: bool = False  # another module of the file calls this one (its input ranks come from there)
     sequence_inputs: dict[str, list] = field(default_factory=dict)  # Sequential attribute → ranks it is called with
 
     def returns(self, cls: str) -> int | None:
@@ -74,8 +75,9 @@ def per_vector(q: str | None, call: cst.Call) -> bool:
     return True
 
 
-def through(seq: Sequence, rank: int | None) -> tuple[int | None, list[cst.Call]]:
-    """The rank a Sequential gives for one of ``rank``, and its per-vector layers that get more than one axis."""
+def through(seq: Sequence, rank: int | None, blind: list | None = None) -> tuple[int | None, list[cst.Call]]:
+    """The rank a Sequential gives for one of ``rank``, and its per-vector layers that get more than one axis
+    (``blind`` collects those whose input rank is not known)."""
     from fwport.packs.torch2jax.batch import SAME_RANK, pattern_rank, per_example_pattern
     wraps = []
     for q, call in seq.layers:
@@ -86,6 +88,8 @@ def through(seq: Sequence, rank: int | None) -> tuple[int | None, list[cst.Call]
         elif per_vector(q, call):
             if rank is not None and rank > 1:
                 wraps.append(call)
+            elif rank is None and blind is not None:
+                blind.append(call)
         elif q == "torch.nn.Flatten" and not call.args:
             rank = 1
         elif q not in SAME_RANK:
@@ -227,6 +231,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
         for name, (fwd, _) in forwards.items():
             params = [p.name.value for p in fwd.params.params[1:]]
             calls = seen.get(name, [])
+            table[name].called = bool(calls)
             ranks = {p: r for i, p in enumerate(params)
                      for r in [_agreed([c[i] if i < len(c) else None for c in calls])] if r is not None}
             changed |= ranks != table[name].params
