@@ -315,6 +315,15 @@ class _Pass(cst.CSTTransformer):
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 self.note_global(target)
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
+        for method, dtype in (("double", "float64"), ("float", "float32"), ("half", "float16"), ("bfloat16", "bfloat16")):
+            target = _method_stmt(original, method)
+            if target is not None and target in self.models:
+                # model.double(): every floating parameter and buffer cast; a module is a pytree of them
+                tree_map, is_float = self.ctx.spell_text("jax.tree_util.tree_map"), self.ctx.spell_text("equinox.is_inexact_array")
+                self.note_global(target)
+                return updated.with_changes(body=[cst.parse_statement(
+                    f"{target} = {tree_map}(lambda a: a.astype({self.ctx.spell_text('jax.numpy.' + dtype)}) "
+                    f"if {is_float}(a) else a, {target})\n").body[0]])
         return updated
 
     def check_host_random(self, loop, body, plan, model) -> None:
