@@ -35,6 +35,11 @@ PLANS = "torch2jax.modules"
 
 #: source module classes whose call draws random numbers (takes a key in Equinox)
 RANDOM = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.AlphaDropout"})
+#: functions drawing from PyTorch's global generator: in a module's method (not ``__init__``) the draw takes the
+#: key of the call (the method gets ``*, key``, its callers pass theirs: _drawing_methods)
+DRAWS = frozenset({"torch.randn", "torch.rand", "torch.randint", "torch.randn_like", "torch.rand_like",
+                   "torch.randint_like", "torch.randperm", "torch.multinomial", "torch.bernoulli", "torch.normal",
+                   "torch.poisson"})
 #: Equinox constructors that draw their initial parameters (take ``key=``)
 KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
                    "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
@@ -531,6 +536,46 @@ class _Instances(cst.CSTVisitor):
                             "a key: given key=jax.random.key(0); pass your own to vary the initialisation", node)
 
 
+def _drawing_methods(methods: dict[str, cst.FunctionDef], ctx, skip: set[str]) -> tuple[set[str], dict[str, int]]:
+    """The methods (``skip``: ``__init__`` and the methods building modules, which draw from the module's own
+    key) that draw random numbers at call time (``eps = torch.randn_like(std)``) or call such a method of the
+    class (``self.reparameterize(mu, logvar)``): each takes a ``key`` of its call, never a name of the script
+    around. Returns them and, per method, its direct draws."""
+    direct = {m: sum(ctx.imports.resolve(c.func) in DRAWS for c in _calls(fn)) for m, fn in methods.items()
+              if m not in skip}
+    keyed = {m for m, n in direct.items() if n}
+    changed = True
+    while changed:  # a method calling a keyed method of the class is keyed too
+        changed = False
+        for m in direct:
+            if m not in keyed and any((dotted_text(c.func) or "")[5:] in keyed and (dotted_text(c.func) or "").startswith("self.")
+                                      for c in _calls(methods[m])):
+                keyed.add(m)
+                changed = True
+    return keyed, direct
+
+
+class _MethodKeys(cst.CSTTransformer):
+    """In a keyed method other than forward: ``self.m(...)`` of a keyed method ``m`` → ``self.m(..., key=key)``."""
+
+    def __init__(self, keyed: set[str]):
+        super().__init__()
+        self.keyed = keyed
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        t = dotted_text(original.func) or ""
+        if t.startswith("self.") and t[5:] in self.keyed and not any(a.keyword and a.keyword.value == "key"
+                                                                       for a in original.args):
+            args = [*updated.args]
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            return updated.with_changes(args=[*args, cst.Arg(cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)])
+        return updated
+
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
 def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
     """``self.NAME = <call>`` in ``__init__`` → the qualified source class called."""
     out: dict[str, str] = {}
@@ -974,6 +1019,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
             "called": sorted(called)}
     plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
+    at_call, draws_in = _drawing_methods(methods, ctx, {"__init__", *helpers, *called})
+    plan["keyed_methods"] = sorted(at_call - {"forward"})
+    plan["key_required"] = "forward" in at_call
     body = []
     buffers: set[str] = set()
     drawing = {n for n, p in plans.items() if p["draws"]}
@@ -1010,7 +1058,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             s = rewrite(s, _Buffers(ctx, buffers))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed, subs, stateful, buffers)
+            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed | (at_call - {"forward"}), subs, stateful,
+                          buffers)
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -1019,9 +1068,12 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 plan["stateful"] = sorted(stateful)
             if fwd.dropped:
                 plan["dropped"] = True
-            if fwd.key_sites:
-                s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))
-                plan["key_sites"] = len(fwd.key_sites)
+            if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
+                s = s.with_changes(params=_kwonly(s.params, "key", None if plan["key_required"] else cst.Name("None")))
+                plan["key_sites"] = len(fwd.key_sites) + draws_in.get("forward", 0)
+        elif isinstance(s, cst.FunctionDef) and s.name.value in at_call:  # a method drawing at call time
+            s = rewrite(s, _MethodKeys(at_call - {"forward"}))
+            s = s.with_changes(params=_kwonly(s.params, "key", None))
         body.append(s)
     plans[cls.name.value] = plan
     return cls.with_changes(bases=bases, body=cls.body.with_changes(body=body))
@@ -1479,11 +1531,21 @@ class _HoistState(cst.CSTTransformer):
 
 
 class _CallKeys(cst.CSTTransformer):
-    """``key=key`` at the n dropout call sites of ``__call__`` → ``key=key1`` ... ``key=keyN``."""
+    """``key=key`` at the n dropout call sites of ``__call__`` (or a drawing method) and the key of each draw
+    (``jax.random.normal(key, ...)``, ``random``: how jax.random is spelled) → ``key1`` ... ``keyN``."""
 
-    def __init__(self):
+    def __init__(self, random: str = "jax.random."):
         super().__init__()
         self.n = 0
+        self.random = random
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        first = updated.args[0] if updated.args else None
+        if first is not None and first.keyword is None and isinstance(first.value, cst.Name) and first.value.value == "key" \
+                and (dotted_text(updated.func) or "").startswith(self.random):
+            self.n += 1
+            return updated.with_changes(args=[first.with_changes(value=cst.Name(f"key{self.n}")), *updated.args[1:]])
+        return updated
 
     def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
         if original.keyword and original.keyword.value == "key" and isinstance(original.value, cst.Name) \
@@ -1563,13 +1625,16 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             s = rewrite(s, _Dropped())
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
             s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))  # eqx.nn.Sequential passes key=
-        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
-            t = _CallKeys()
+        if isinstance(s, cst.FunctionDef) and (s.name.value == "__call__" and plan["key_sites"] > 1
+                                               or s.name.value in plan.get("keyed_methods", ())):
+            t = _CallKeys(ctx.spell_text("jax.random") + ".")
             fb = rewrite(s.body, t)
-            stmts = list(fb.body)
-            at = _docstring_end(stmts)
-            stmts.insert(at, _split_line(t.n, ctx, optional=True))
-            s = s.with_changes(body=fb.with_changes(body=stmts))
+            if t.n > 1:  # one key per consumer (a dropout, a drawing method, a draw)
+                stmts = list(fb.body)
+                at = _docstring_end(stmts)
+                optional = s.name.value == "__call__" and not plan.get("key_required")
+                stmts.insert(at, _split_line(t.n, ctx, optional=optional))
+                s = s.with_changes(body=fb.with_changes(body=stmts))
         body.append(s)
     lines = [cst.parse_statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:
