@@ -548,8 +548,8 @@ def _drawing_methods(methods: dict[str, cst.FunctionDef], ctx, skip: set[str]) -
     while changed:  # a method calling a keyed method of the class is keyed too
         changed = False
         for m in direct:
-            if m not in keyed and any((dotted_text(c.func) or "")[5:] in keyed and (dotted_text(c.func) or "").startswith("self.")
-                                      for c in _calls(methods[m])):
+            called = {t[5:] for c in _calls(methods[m]) for t in [dotted_text(c.func) or ""] if t.startswith("self.")}
+            if m not in keyed and called & keyed:
                 keyed.add(m)
                 changed = True
     return keyed, direct

@@ -401,15 +401,15 @@ class _Pass(cst.CSTTransformer):
                     self.ctx.report(Severity.INFO, "key-added", "train_step takes a key: a root key `key = "
                                     "jax.random.key(0)` is created before this loop (seed it as you like)", loop)
                 self.ctx.report(Severity.INFO, "key-added", f"{known[0]} ({self.instances[known[0]]}) draws random "
-                                "numbers in training (dropout): train_step takes a key, split from `key` at each step "
-                                "(key, step_key = jax.random.split(key)), " + (
+                                "numbers in training (dropout, or a draw in its forward): train_step takes a key, split "
+                                "from `key` at each step (key, step_key = jax.random.split(key)), " + (
                                     "given to the whole-graph model (model(..., key=key))" if whole else
                                     "one per example (jax.vmap(model)(x, key=jax.random.split(key, x.shape[0])))"), loop)
                 return
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout) and "
-                            f"the train_step written here calls it without a key: {why}; give train_step a `key`, "
-                            "split it per step (key, step_key = jax.random.split(key)) and call the model as "
+                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout, or a "
+                            f"draw in its forward) and the train_step written here calls it without a key: {why}; "
+                            "give train_step a `key`, split it per step (key, step_key = jax.random.split(key)) and call the model as "
                             "jax.vmap(model)(x, key=jax.random.split(step_key, x.shape[0]))", loop)
         elif self.keyed_classes and any(m not in self.instances for m in called):
             self.ctx.report(Severity.WARNING, "unsupported-construct",
