@@ -145,3 +145,35 @@ def test_the_translated_draws_use_the_keys_given_one_per_example(tmp_path):
     assert p.returncode == 0, p.stderr[-3000:]
     err, same, differ = map(float, p.stdout.split())
     assert err < 1e-6 and same == 0.0 and differ > 1e-3, p.stdout
+
+
+OTHER_DRAWS = '''\
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def noise(self, h):
+        return h + torch.rand(4) + torch.randint(0, 5, (4,)) + torch.randperm(4)
+
+    def forward(self, x):
+        h = self.noise(self.fc(x))
+        e = torch.empty(4).normal_()
+        return h + e
+'''
+
+
+def test_other_draws_take_the_same_path_and_an_in_place_fill_is_an_error():
+    r = t2j(OTHER_DRAWS)
+    assert ("    def noise(self, h, *, key):\n        key1, key2, key3 = jax.random.split(key, 3)\n"
+            "        return h + jax.random.uniform(key1, 4) + jax.random.randint(key2, (4,), 0, 5) + "
+            "jax.random.permutation(key3, 4)\n") in r.output, r.output
+    assert "        h = self.noise(self.fc(x), key=key)\n" in r.output
+    errs = errors(r)
+    assert [(f.line, f.code) for f in errs] == [(15, "unsupported-construct")], r.findings
+    assert ".normal_() fills a tensor in place" in errs[0].message
+    assert not errors(t2j(OTHER_DRAWS.replace("torch.empty(4).normal_()", "torch.randn(4)")))

@@ -40,6 +40,9 @@ RANDOM = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2
 DRAWS = frozenset({"torch.randn", "torch.rand", "torch.randint", "torch.randn_like", "torch.rand_like",
                    "torch.randint_like", "torch.randperm", "torch.multinomial", "torch.bernoulli", "torch.normal",
                    "torch.poisson"})
+#: tensor methods filling a tensor in place with random numbers (refused in a method drawing at call time)
+RANDOM_FILLS = frozenset({"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
+                          "log_normal_"})
 #: Equinox constructors that draw their initial parameters (take ``key=``)
 KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
                    "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
@@ -1020,6 +1023,13 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             "called": sorted(called)}
     plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
     at_call, draws_in = _drawing_methods(methods, ctx, {"__init__", *helpers, *called})
+    for m in draws_in:  # in-place random fills at call time: no JAX counterpart to fill in place
+        for c in _calls(methods[m]):
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in RANDOM_FILLS:
+                ctx.report(Severity.ERROR, "unsupported-construct", f".{c.func.attr.value}() fills a tensor in place "
+                           f"with random numbers at call time ({cls.name.value}.{m}): a JAX array cannot be filled; "
+                           "draw a new one from the call's key (jax.random.normal(key, shape) * std + mean)", c)
+                ctx.settle(c)
     plan["keyed_methods"] = sorted(at_call - {"forward"})
     plan["key_required"] = "forward" in at_call
     body = []
