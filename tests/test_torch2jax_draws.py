@@ -177,3 +177,37 @@ def test_other_draws_take_the_same_path_and_an_in_place_fill_is_an_error():
     assert [(f.line, f.code) for f in errs] == [(15, "unsupported-construct")], r.findings
     assert ".normal_() fills a tensor in place" in errs[0].message
     assert not errors(t2j(OTHER_DRAWS.replace("torch.empty(4).normal_()", "torch.randn(4)")))
+
+
+NESTED = '''\
+import torch
+from torch import nn
+
+
+class Sampler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) + torch.randn_like(x)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s = Sampler()
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.drop(self.s(x))
+'''
+
+
+def test_a_module_of_the_file_drawing_at_call_time_gets_a_key_from_its_holder():
+    r = t2j(NESTED)
+    assert not errors(r), r.findings
+    assert "    def __call__(self, x, *, key):\n        return self.fc(x) + jax.random.normal(key, x.shape, x.dtype)\n" \
+        in r.output
+    assert ("    def __call__(self, x, *, key):\n        key1, key2 = jax.random.split(key)\n"
+            "        return self.drop(self.s(x, key=key1), key=key2)\n") in r.output, r.output

@@ -993,6 +993,11 @@ def _stateful_containers(init: cst.FunctionDef | None, ctx, classes: frozenset[s
 def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict) -> cst.ClassDef:
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     subs = _submodules(methods.get("__init__"), ctx)
+    own = {t[5:]: a.value.func.value for st in (methods["__init__"].body.body if "__init__" in methods else [])
+           if isinstance(st, cst.SimpleStatementLine) for a in st.body
+           if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.value, cst.Call)
+           and isinstance(a.value.func, cst.Name) and a.value.func.value in plans
+           for t in [dotted_text(a.targets[0].target) or ""] if t.startswith("self.") and t.count(".") == 1}
     for name, q in list(subs.items()):  # instances of this file's translated classes
         if q not in STATEFUL and isinstance(q, str) and q.split(".")[-1] in plans and plans[q.split(".")[-1]].get("stateful"):
             subs[name] = "stateful-class"
@@ -1009,6 +1014,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                    "threaded through each member; keep it in a `self.name = nn.Sequential(...)` or call the members "
                    "one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
+    keyed |= {n for n, c in own.items() if plans[c].get("key_sites")}  # a module of the file taking a key
     if outside.get("state") and "forward" in methods and "__init__" in methods:
         _given_modules(methods["__init__"], methods["forward"], ctx, callers, plans, stateful,
                        outside.get("indirect", {}).get(cls.name.value, []))
@@ -1022,16 +1028,21 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
             "called": sorted(called)}
     plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
-    at_call, draws_in = _drawing_methods(methods, ctx, {"__init__", *helpers, *called})
+    given = {(dotted_text(c.args[0].value) or "")[5:] for fn in methods.values() for c in _calls(fn)
+             if dotted_text(c.func) == "self.apply" and c.args}  # self.apply(self._init_weights): initialisation
+    at_call, draws_in = _drawing_methods(methods, ctx, {"__init__", *helpers, *called, *given})
     for m in draws_in:  # in-place random fills at call time: no JAX counterpart to fill in place
         for c in _calls(methods[m]):
-            if isinstance(c.func, cst.Attribute) and c.func.attr.value in RANDOM_FILLS:
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in RANDOM_FILLS \
+                    and ctx.imports.resolve(c.func) is None:  # a tensor's method, not torch.nn.init.normal_
                 ctx.report(Severity.ERROR, "unsupported-construct", f".{c.func.attr.value}() fills a tensor in place "
                            f"with random numbers at call time ({cls.name.value}.{m}): a JAX array cannot be filled; "
                            "draw a new one from the call's key (jax.random.normal(key, shape) * std + mean)", c)
                 ctx.settle(c)
     plan["keyed_methods"] = sorted(at_call - {"forward"})
-    plan["key_required"] = "forward" in at_call
+    plan["key_required"] = "forward" in at_call or any(  # it calls a submodule of the file drawing at call time
+        plans[c].get("key_required") and f"self.{n}" in {dotted_text(x.func) for x in _calls(methods["forward"])}
+        for n, c in own.items()) if "forward" in methods else False
     body = []
     buffers: set[str] = set()
     drawing = {n for n, p in plans.items() if p["draws"]}
