@@ -223,11 +223,14 @@ def batch_axis(model, xs, option: str) -> tuple[int | None, str]:
     if n < 2 or any(not x.dim() or x.shape[0] != n for x in xs):
         return 0, "assumed (the inputs have no common first axis of 2 or more to split)"
     whole = _outputs(model, xs)
+    if any(not o.dim() or o.shape[0] != n for o in whole):
+        return 0, "assumed (an output has no first axis of the inputs' length to compare)"
     try:
         halves = [_outputs(model, [x[part] for x in xs]) for part in (slice(0, n // 2), slice(n // 2, n))]
-        joined = [torch.cat(parts) for parts in zip(*halves)] if all(len(h) == len(whole) for h in halves) else []
     except Exception as e:  # noqa: BLE001 (a model of the whole graph fails on part of it)
         return None, f"probe: the first half of the batch fails alone ({type(e).__name__}: {str(e)[:120]})"
+    ok = all(len(h) == len(whole) and all(o.dim() for o in h) for h in halves)
+    joined = [torch.cat(parts) for parts in zip(*halves)] if ok else []
     if not _close(whole, joined, 1e-4):
         return None, "probe: the halves of the batch give other values than the whole batch (rows mix)"
     return 0, "probe: the halves of the batch give the whole batch's rows"
