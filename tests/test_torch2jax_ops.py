@@ -68,7 +68,7 @@ def test_translated_tensor_functions_compute_what_pytorch_computes(tmp_path):
     translated = tmp_path / "ops_jax.py"
     translated.write_text(r.output)
     torch_out, jax_out = _outputs("torch", OPS, tmp_path), _outputs("jax", translated, tmp_path)
-    assert len(torch_out) == len(jax_out) == 65
+    assert len(torch_out) == len(jax_out) == 67
     perm, drawn = len(torch_out) - 3, len(torch_out) - 1
     for i, (t, j) in enumerate(zip(torch_out, jax_out)):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"

@@ -508,11 +508,19 @@ def _is_size(node: cst.BaseExpression) -> bool:
 def legacy_tensor(m, ctx):
     """``torch.FloatTensor(data)`` → ``jnp.asarray(data, dtype=jnp.float32)``; ``torch.FloatTensor(2, 3)`` (sizes:
     int literals, len(), .size(), .shape[i], or more than one argument) → ``jnp.empty((2, 3), dtype=...)``
-    (zeros: PyTorch leaves the memory uninitialised). ``emit.options.dtype`` names the jnp dtype."""
+    (zeros: PyTorch leaves the memory uninitialised); one name, ``torch.Tensor(n)``, either, decided when it
+    runs as PyTorch decides (``jnp.ndim(n) == 0``: a size). ``emit.options.dtype`` names the jnp dtype."""
     args = list(m.bound.varargs)
     dtype = {"dtype": ctx.spell(f"jax.numpy.{m.rule.emit['options']['dtype']}")}
     if not args:
         return _call(ctx.spell("jax.numpy.empty"), [cst.Tuple([])], dtype)
+    if len(args) == 1 and isinstance(args[0], (cst.Name, cst.Attribute)) and not _is_size(args[0]):
+        # a name: PyTorch reads an int as a size (torch.Tensor(output_dim)), a sequence as data; decided as it
+        # does, when it runs (a 0-d value is a size: PyTorch refuses a float)
+        x = code(args[0])
+        empty = code(_call(ctx.spell("jax.numpy.empty"), [cst.Tuple([cst.Element(args[0])])], dtype))
+        data = code(_call(ctx.spell("jax.numpy.asarray"), args, dtype))
+        return expr(f"({empty} if {ctx.spell_text('jax.numpy.ndim')}({x}) == 0 else {data})")
     if len(args) == 1 and not _is_size(args[0]):
         return _call(ctx.spell("jax.numpy.asarray"), args, dtype)
     if len(args) > 1 and not all(_is_size(a) or isinstance(a, cst.Name) for a in args):
