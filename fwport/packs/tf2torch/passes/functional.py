@@ -51,6 +51,7 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
+from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
                                         symbolic_shape)
@@ -616,10 +617,11 @@ class _Builder:
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
             child.env[pname] = inner[pname]
-        body = [st.visit(_Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}))
-                for st in fn.body.body]
-        body = [st.visit(_ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}))
-                for st in body]
+        # copies (fresh nodes): the body is followed once per call site
+        body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}),
+                        fresh=True) for st in fn.body.body]
+        body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}),
+                        fresh=True) for st in body]
         child._layout(body)  # attribute names
         child.layout = self.layout
         forward: list = []
@@ -644,7 +646,7 @@ class _Builder:
         lines += [f"        {ln}" for entry in child.pending_init for ln in entry.split("\n")]
         lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
         for st in forward:
-            text = cst.Module([]).code_for_node(_clean(st.visit(_Replace(child.replace)))).rstrip("\n")
+            text = cst.Module([]).code_for_node(_clean(rewrite(st, _Replace(child.replace), fresh=True))).rstrip("\n")
             lines += [f"        {ln}" if ln.strip() else "" for ln in text.split("\n")]
         lines.append(f"        return {code(child._out_expr(ret_expr))}")
         body_text = "\n".join(lines) + "\n"
@@ -743,7 +745,7 @@ class _Builder:
                 if value is not NOT_LITERAL and isinstance(value, (int, float, str, bool, tuple, type(None))):
                     # a value known where the model is built: written in place in what follows
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
-                    body[k:] = [b.visit(subst) for b in body[k:]]
+                    body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
                     continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
@@ -1106,7 +1108,7 @@ class _Builder:
         for x in layers:
             x.in_loop = True
         sub = _LoopModules({x.attr: names[x.attr] for x in layers})
-        body = [st.visit(sub) for st in out]
+        body = [rewrite(st, sub, fresh=True) for st in out]
         mods = [f"self.{x.attr}" for x in layers]
         header = (f"for {names[layers[0].attr]} in {mods[0]}:" if len(layers) == 1 else
                   f"for {', '.join(names[x.attr] for x in layers)} in zip({', '.join(mods)}):")
@@ -1139,7 +1141,7 @@ class _Builder:
                 self.error(loop, "the loop's values do not unpack into its targets")
                 return None
             for st in loop.body.body:
-                st = st.visit(_Substitute(subst))
+                st = rewrite(st, _Substitute(subst), fresh=True)
                 if isinstance(st, cst.For):
                     inner = self._unroll(st)
                     if inner is None:
@@ -1148,7 +1150,7 @@ class _Builder:
                     continue
                 role = self._statement(st, False)
                 if role == "forward":
-                    out.append(_clean(st.visit(_Replace(self.replace))).with_changes(leading_lines=[]))
+                    out.append(_clean(rewrite(st, _Replace(self.replace), fresh=True)).with_changes(leading_lines=[]))
                 elif role == "unrolled":
                     out += self.generated.pop(id(st))
                 elif role != "layer":
@@ -1681,7 +1683,7 @@ class _Builder:
         """The output for an input expression, with the replacements made inside it."""
         if not self.replace:
             return node
-        return node.visit(_Replace(self.replace))
+        return rewrite(node, _Replace(self.replace), fresh=True)
 
     def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None, t: _Tensor | None = None):
         """One rule layer translated for an input: (emission, whether its channels-last output must be
@@ -2141,7 +2143,7 @@ class _Builder:
             role = plan.roles.get(i)
             if role in ("forward", "input", "layer", "unrolled"):
                 if role == "forward":
-                    new = stmt.visit(_Replace(self.replace))
+                    new = rewrite(stmt, _Replace(self.replace), fresh=True)
                 else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
                     new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
                 before, after = _line_count(stmt), _line_count(new)
