@@ -334,47 +334,46 @@ def _is_model_call(node: cst.CSTNode, ctx: FileContext) -> bool:
             and any(a.keyword is None or a.keyword.value in ("inputs", "outputs") for a in node.args))
 
 
+# The visitors below are module-level classes given their state: a class statement inside a function
+# creates a class (and its hook table) on every call, which costs several times the walk itself.
+
+class _ModelCalls(cst.CSTVisitor):
+    def __init__(self, ctx: FileContext, nested: bool):
+        self.ctx, self.nested = ctx, nested
+        self.found: list[cst.Call] = []
+
+    def visit_FunctionDef(self, n) -> bool | None:
+        return None if self.nested else False
+
+    def visit_ClassDef(self, n) -> bool | None:
+        return None if self.nested else False
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if _is_model_call(n, self.ctx):
+            self.found.append(n)
+
+
 def _model_calls(body, ctx: FileContext) -> list[cst.Call]:
     """The functional keras.Model(...) calls in the statements (not inside nested defs/classes)."""
-    found: list[cst.Call] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_ClassDef(self, n) -> bool:
-            return False
-
-        def visit_Call(self, n: cst.Call) -> None:
-            if _is_model_call(n, ctx):
-                found.append(n)
-
+    v = _ModelCalls(ctx, False)
     for s in body:
         if not isinstance(s, (cst.FunctionDef, cst.ClassDef)):
-            scan(s, _V())
-    return found
+            scan(s, v)
+    return v.found
 
 
 def _has_model_call(stmt: cst.CSTNode, ctx: FileContext) -> bool:
-    hit = False
-
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            nonlocal hit
-            hit = hit or _is_model_call(n, ctx)
-
-    scan(stmt, _V())
-    return hit
+    v = _ModelCalls(ctx, True)
+    scan(stmt, v)
+    return bool(v.found)
 
 
 def _refuse_all(ctx: FileContext, stmt: cst.CSTNode, message: str) -> None:
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            if _is_model_call(n, ctx):
-                ctx.report(Severity.ERROR, "unsupported-construct", message, n)
-                ctx.settle(n)
-
-    scan(stmt, _V())
+    v = _ModelCalls(ctx, True)
+    scan(stmt, v)
+    for n in v.found:
+        ctx.report(Severity.ERROR, "unsupported-construct", message, n)
+        ctx.settle(n)
 
 
 def _module_names(module: cst.Module) -> set[str]:
@@ -394,26 +393,41 @@ def _module_names(module: cst.Module) -> set[str]:
     return names
 
 
+class _SettleGraphCalls(cst.CSTVisitor):
+    """A model left as written: its Model / Input / layer calls are settled (no rule-pass finding)."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+
+    def visit_Call(self, n: cst.Call) -> None:
+        q = self.ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
+        if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
+            self.ctx.settle(n)
+
+
+class _NamesIn(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.out.add(n.value)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return False
+
+
 def _names_in(node: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.add(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            scan(n.value, self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            scan(n.value, self)
-            return False
-
-        def visit_Lambda(self, n) -> bool:
-            return False
-
-    scan(node, _V())
-    return out
+    v = _NamesIn()
+    scan(node, v)
+    return v.out
 
 
 def _reads(stmt: cst.CSTNode) -> set[str]:
@@ -440,22 +454,25 @@ def _assigned(stmt: cst.CSTNode) -> list[str]:
     return out
 
 
+class _NamesBound(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        self.out.update(_names_in(n.target))
+
+    def visit_For(self, n: cst.For) -> None:
+        self.out.update(_names_in(n.target))
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        self.out.add(n.name.value)
+        return False
+
+
 def _names_bound_in(stmt: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            out.update(_names_in(n.target))
-
-        def visit_For(self, n: cst.For) -> None:
-            out.update(_names_in(n.target))
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            out.add(n.name.value)
-            return False
-
-    scan(stmt, _V())
-    return out
+    v = _NamesBound()
+    scan(stmt, v)
+    return v.out
 
 
 def _camel(name: str) -> str:
@@ -973,16 +990,10 @@ class _Builder:
                        "cannot follow all of it (the errors above say where); translate it by hand as an nn.Module "
                        "whose forward calls the layers in order", model_call)
 
-        class _V(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                q = ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
-                if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
-                    ctx.settle(n)
-
         calls = ctx.analyses.setdefault("functional_calls", {})
         for s in stmts:
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
-                scan(s, _V())
+                scan(s, _SettleGraphCalls(ctx))
                 for name in _names_in(s) & set(self.helpers):  # its helpers are left with it
                     calls.setdefault(name, 0)
         return None
@@ -2215,21 +2226,24 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
 
 
+class _Calls(cst.CSTVisitor):
+    def __init__(self):
+        self.out: list[cst.Call] = []
+
+    def visit_Call(self, n: cst.Call) -> None:
+        self.out.append(n)
+
+    def visit_FunctionDef(self, n) -> bool:
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return False
+
+
 def _calls(stmt) -> list[cst.Call]:
-    out: list[cst.Call] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(n)
-
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_Lambda(self, n) -> bool:
-            return False
-
-    scan(stmt, _V())
-    return out
+    v = _Calls()
+    scan(stmt, v)
+    return v.out
 
 
 def _line_count(stmt) -> int:
