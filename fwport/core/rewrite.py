@@ -40,7 +40,9 @@ _NO_ATTRIBUTE_HOOKS = (ScopedResolver.on_visit_attribute, ScopedResolver.on_leav
 
 def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, fresh: bool = False):
     """``node.visit(transformer)`` (see the module docstring for what differs; ``fresh``: a copy)."""
-    return _rewrite(node, transformer, _mode(type(transformer)) + (fresh,))
+    # fresh: the ids of the copies made so far (a parent all of whose changed children are copies is
+    # itself copied, without the validation with_changes runs: its fields are valid as they are)
+    return _rewrite(node, transformer, _mode(type(transformer)) + ({} if fresh else None,))
 
 
 def _mode(cls: type) -> tuple:
@@ -60,7 +62,7 @@ def _mode(cls: type) -> tuple:
 
 
 def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
-    tab, libcst_visit, libcst_leave, attrs, fresh = mode
+    tab, libcst_visit, libcst_leave, attrs, copies = mode
     if libcst_visit:
         visit = tab.get(type(node).__name__, _NO_HOOKS)[0]
         descend = visit is None or visit(transformer, node) is not False
@@ -68,6 +70,7 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
         descend = transformer.on_visit(node)
     if descend:
         changes = None
+        copied = copies is not None  # every change so far a fresh copy
         for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, (tuple, list)):
@@ -78,6 +81,8 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                     new = _rewrite(child, transformer, mode)
                     if new is not child and items is None:
                         items = list(value[:i])
+                    if copied and new is not child and copies.get(id(new)) is not new:
+                        copied = False
                     if items is not None:
                         if isinstance(new, cst.FlattenSentinel):
                             items.extend(new.nodes)
@@ -94,10 +99,16 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                 if attrs:
                     transformer.on_leave_attribute(node, name)
                 if new is not value:
+                    if copied and copies.get(id(new)) is not new:
+                        copied = False
                     if new is _REMOVE:
                         new = _removed(node, name)
                     (changes := changes if changes is not None else {})[name] = new
-        updated = node.with_changes(**changes) if changes else _copy(node) if fresh else node
+        if copied:
+            updated = _copy(node, changes)
+            copies[id(updated)] = updated  # (held: an id is not reused while the walk runs)
+        else:
+            updated = node.with_changes(**changes) if changes else node
     else:
         updated = node
     if libcst_leave:
@@ -109,9 +120,9 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
 _SLOTS: dict[type, tuple[str, ...]] = {}
 
 
-def _copy(node: cst.CSTNode) -> cst.CSTNode:
-    """A shallow copy of ``node`` (a new identity; the fields are the very same values, so that the
-    validation a constructor runs is not needed)."""
+def _copy(node: cst.CSTNode, changes: dict | None = None) -> cst.CSTNode:
+    """A shallow copy of ``node`` (a new identity), with ``changes`` (fresh copies of its children):
+    the fields hold what they held, so that the validation a constructor runs is not needed."""
     cls = node.__class__
     names = _SLOTS.get(cls)
     if names is None:
@@ -119,6 +130,9 @@ def _copy(node: cst.CSTNode) -> cst.CSTNode:
     new = object.__new__(cls)
     for name in names:
         _set(new, name, getattr(node, name))
+    if changes:
+        for name, value in changes.items():
+            _set(new, name, value)
     return new
 
 
