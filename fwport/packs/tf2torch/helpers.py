@@ -14,7 +14,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.imports import is_source_import_line
 from fwport.core.names import scan
-from fwport.core.position import share
+from fwport.core.position import render, share
 from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS, LOCAL_HELPERS
 from fwport.packs.tf2torch.saving import SAVING_DEPS, SAVING_HELPERS
 
@@ -684,10 +684,10 @@ def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileCon
         imp = st.body[0]
         if imp.relative or isinstance(imp.names, cst.ImportStar) or imp.module is None:
             continue
-        mod = cst.Module([]).code_for_node(imp.module)
+        mod = render(imp.module)
         if not ctx.imports.is_source(mod):
             continue
-        keep = [a for a in imp.names if (a.asname.name.value if a.asname else cst.Module([]).code_for_node(a.name))
+        keep = [a for a in imp.names if (a.asname.name.value if a.asname else render(a.name))
                 not in names]
         if len(keep) == len(imp.names):
             continue

@@ -663,7 +663,7 @@ class _Builder:
         lines += [f"        {ln}" for entry in child.pending_init for ln in entry.split("\n")]
         lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
         for st in forward:
-            text = cst.Module([]).code_for_node(_clean(rewrite(st, _Replace(child.replace), fresh=True))).rstrip("\n")
+            text = code(_clean(rewrite(st, _Replace(child.replace), fresh=True))).rstrip("\n")
             lines += [f"        {ln}" if ln.strip() else "" for ln in text.split("\n")]
         lines.append(f"        return {code(child._out_expr(ret_expr))}")
         body_text = "\n".join(lines) + "\n"
@@ -1124,7 +1124,7 @@ class _Builder:
         header = (f"for {names[layers[0].attr]} in {mods[0]}:" if len(layers) == 1 else
                   f"for {', '.join(names[x.attr] for x in layers)} in zip({', '.join(mods)}):")
         text = header + "\n" + "".join("    " + ln + "\n" for st in body
-                                        for ln in cst.Module([]).code_for_node(st).rstrip("\n").split("\n"))
+                                        for ln in code(st).rstrip("\n").split("\n"))
         self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the model is "
                         "built: its layers are nn.ModuleLists built by the same loop in __init__; fwport verify and "
                         "fwport weights do not map their weights (their number is known only at run time)", loop)
@@ -2247,7 +2247,7 @@ def _calls(stmt) -> list[cst.Call]:
 
 
 def _line_count(stmt) -> int:
-    return cst.Module([]).code_for_node(stmt.with_changes(leading_lines=[])).count("\n")
+    return code(stmt.with_changes(leading_lines=[])).count("\n")
 
 
 class _LayerObject:
