@@ -207,6 +207,22 @@ def test_a_model_built_by_top_level_statements_runs_them_and_only_them(tmp_path)
         load_definitions(str(bad), "m", {"model"})
 
 
+def test_define_sets_a_global_the_script_computes_from_its_data(tmp_path):
+    """--define n_classes=2: a builder reading a global the script computes from data it cannot load here."""
+    from click.testing import CliRunner
+    from fwport.verify.cli import _defines
+    src = _write(tmp_path, "s.py", "import json\ny = json.load(open('/nonexistent.json'))\nn_classes = len(set(y))\n\n\n"
+                                   "def build(width):\n    return [width] * n_classes\n")
+    ns, _ = load_definitions(str(src), "m", {"build"}, {"n_classes": 3})
+    assert ns["build"](4) == [4, 4, 4]
+    ns, _ = load_source(str(src), "m", "auto", "build", {"n_classes": 2})
+    assert ns["build"](1) == [1, 1]
+    assert _defines(["n_classes=2", "name=relu", "sizes=[1, 2]"]) == {"n_classes": 2, "name": "relu", "sizes": [1, 2]}
+    import click
+    with pytest.raises(click.BadParameter, match="NAME=VALUE"):
+        _defines(["2=n"])
+
+
 def test_auto_loads_the_whole_file_when_it_runs_and_its_definitions_when_it_fails(tmp_path):
     ok = _write(tmp_path, "ok.py", "x = [1]\nx.append(2)\n")
     ns, note = load_source(str(ok), "m", "auto")

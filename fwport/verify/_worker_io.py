@@ -242,7 +242,8 @@ def _model_slice(body: list, roots: set[str], defined: set[str]) -> dict[int, st
     return keep
 
 
-def load_definitions(path: str, run_name: str, roots: set[str] | None = None) -> tuple[dict, list[str]]:
+def load_definitions(path: str, run_name: str, roots: set[str] | None = None,
+                     defines: dict | None = None) -> tuple[dict, list[str]]:
     """Run only a script's definitions: imports, functions, classes, assignments without calls and the
     argparse setup (_argparse_setup: parse_args with an empty command line), each top-level statement on
     its own (line numbers kept). An import that fails is replaced by a stand-in when
@@ -262,7 +263,8 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
     values = {t.id: s for s in tree.body if _kind(s) == "value"
               for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
     # a model built by top-level statements (a Sequential, a functional graph): those statements run too
-    sliced = _model_slice(tree.body, set(roots or ()), set(defs) | set(values)) if roots else {}
+    defines = dict(defines or {})
+    sliced = _model_slice(tree.body, set(roots or ()), set(defs) | set(values) | set(defines)) if roots else {}
     slice_names = {n for s in tree.body if id(s) in sliced for n in _names(s)}
     reached = set(defs) if roots is None else set()
     todo = list(roots or ()) + sorted(slice_names)
@@ -277,7 +279,7 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
         for m in _names(defs.get(n) or values[n]):
             used.setdefault(m, (n, (defs.get(n) or values[n]).lineno))
     module = types.ModuleType(run_name)  # a real module: dataclasses (eqx.Module) look their module up
-    module.__dict__.update(__file__=path, __builtins__=builtins)
+    module.__dict__.update(__file__=path, __builtins__=builtins, **defines)
     ns = module.__dict__
     notes: list[str] = []
     skipped: list[int] = []
@@ -356,12 +358,14 @@ def model_roots(name: str) -> set[str] | None:
         return None
 
 
-def load_source(path: str, run_name: str, mode: str = "auto", model: str | None = None) -> tuple[dict, str]:
+def load_source(path: str, run_name: str, mode: str = "auto", model: str | None = None,
+                defines: dict | None = None) -> tuple[dict, str]:
     """The namespace of a source file and a note saying how it was loaded ("" when whole). ``mode``:
     ``whole`` runs the file as a script; ``defs`` runs only its definitions (load_definitions);
     ``auto`` runs the whole file and, when that fails (a module it cannot import, a download, argparse
     exiting), its definitions only. ``model``: the ``--model`` value, whose definitions decide which failed
-    imports may be stubbed. Errors name the file and line; no traceback."""
+    imports may be stubbed. ``defines``: module-level names set before the file runs (``--define n_classes=2``, a
+    value the script computes from its data). Errors name the file and line; no traceback."""
     import runpy
     folder = os.path.dirname(os.path.abspath(path))
     sys.path.insert(0, folder)  # the file's own sibling modules
@@ -369,14 +373,14 @@ def load_source(path: str, run_name: str, mode: str = "auto", model: str | None 
         why = ""
         if mode != "defs":
             try:
-                return runpy.run_path(path, run_name=run_name), ""
+                return runpy.run_path(path, init_globals=dict(defines or {}), run_name=run_name), ""
             except (Exception, SystemExit) as e:
                 line = _failing_line(e, path)
                 why = f"{path}:{line}: {type(e).__name__}: {str(e)[:200]}" if line else \
                     f"{path}: {type(e).__name__}: {str(e)[:200]}"
                 if mode == "whole":
                     raise UserError(f"running the file failed at {why} (--load defs runs only its definitions)") from None
-        ns, notes = load_definitions(path, run_name, model_roots(model) if model else None)
+        ns, notes = load_definitions(path, run_name, model_roots(model) if model else None, defines)
         head = f"definitions only (the whole file stops at {why})" if why else "definitions only (--load defs)"
         return ns, "; ".join([head, *notes])
     finally:

@@ -24,6 +24,20 @@ def _json_arg(text: str | None, what: str) -> dict:
     return v
 
 
+def _defines(items) -> dict:
+    """``--define NAME=VALUE`` options → {name: value}, the value read as JSON where it is JSON."""
+    out = {}
+    for item in items:
+        name, eq, text = item.partition("=")
+        if not eq or not name.strip().isidentifier():
+            raise click.BadParameter(f"{item!r}: expected NAME=VALUE, e.g. n_classes=2", param_hint="--define")
+        try:
+            out[name.strip()] = json.loads(text)
+        except json.JSONDecodeError:
+            out[name.strip()] = text
+    return out
+
+
 def _checks(text: str) -> tuple[str, ...]:
     items = tuple(c.strip() for c in text.split(",") if c.strip())
     bad = [c for c in items if c not in CHECKS]
@@ -71,10 +85,13 @@ def _fail(e, command: str = "verify") -> None:
               help="torch2jax: whether the model maps each example on its own (0: the JAX model is called through "
               "jax.vmap) or takes its inputs whole (none: a graph's features and adjacency); auto probes the "
               "original on the two halves of the batch.")
+@click.option("--define", "defines", multiple=True, metavar="NAME=VALUE",
+              help="A module-level name both files read, set before they load (a value the script computes from "
+              "its data: --define n_classes=2); VALUE is JSON, else a string. Repeatable.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the certificate here.")
 @click.option("-v", "--verbose", is_flag=True, help="List every tensor, not only the failing ones.")
 def verify_command(original, translated, model, translated_model, args, inputs, check, dtype, device, rtol, atol,
-                   keras, direction, seed, lr, timeout, train_step, batch, steps, load, batch_axis, json_path,
+                   keras, direction, seed, lr, timeout, train_step, batch, steps, load, batch_axis, defines, json_path,
                    verbose) -> None:
     """Prove TRANSLATED computes the same model as ORIGINAL: exit 0 pass, 1 mismatch, 2 error."""
     from fwport.verify.certificate import render, write_json
@@ -83,7 +100,7 @@ def verify_command(original, translated, model, translated_model, args, inputs, 
     opts = Options(original, translated, model, translated_model, _json_arg(args, "--args"), list(inputs),
                    _checks(check), dtype, device, rtol, atol, int(keras) if keras else None, direction, seed,
                    timeout, lr, train_step=train_step or "train_step", batch=list(batch), steps=steps, load=load,
-                   batch_axis=batch_axis)
+                   batch_axis=batch_axis, defines=_defines(defines))
     try:
         cert = verify(opts)
     except VerifyError as e:

@@ -165,7 +165,7 @@ def save(req: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    ns, _ = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"))
+    ns, _ = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"), req.get("define"))
     model, layer_state = _build(ns, req, jax.random.key(req["seed"]), eqx)
     with np.load(req["torch"]) as z:
         state = {k[2:]: z[k] for k in z.files if k.startswith("w:")}
@@ -199,7 +199,7 @@ def run(req: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    ns, note = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"))
+    ns, note = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"), req.get("define"))
     key = jax.random.key(req["seed"])
 
     model, layer_state = _build(ns, req, key, eqx)
@@ -362,7 +362,7 @@ def train(req: dict) -> dict:
     import jax
     import jax.numpy as jnp
 
-    ns, _ = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"))
+    ns, _ = load_source(req["source"], "__fwport_translated__", req.get("load", "auto"), req.get("model"), req.get("define"))
     if req["train"] not in ns:
         raise UserError(f"{req['train']!r} is missing from {req['source']}")
     model, _ = _build(ns, req, jax.random.key(req["seed"]), eqx)

@@ -197,7 +197,7 @@ def run(req: dict) -> dict:
     else:
         keras.backend.clear_session()
     keras.utils.set_random_seed(req["seed"])
-    ns, note = load_source(req["source"], "fwport_verify_original", req.get("load", "auto"), req["model"])
+    ns, note = load_source(req["source"], "fwport_verify_original", req.get("load", "auto"), req["model"], req.get("define"))
     keras.utils.set_random_seed(req["seed"])
     model = build_object(ns, req["model"], req.get("args") or {},
                          lambda o: isinstance(o, keras.layers.Layer), req.get("kind", "model"), _Function)

@@ -236,6 +236,7 @@ class Options:
     steps: int = 3  # --check train: optimizer steps, one batch each
     load: str = "auto"  # how each side loads its file: auto (whole, else definitions only), whole, defs
     batch_axis: str = "auto"  # torch2jax: "0" (jax.vmap over axis 0), "none" (inputs whole), auto (probed)
+    defines: dict = field(default_factory=dict)  # module-level names set in both files before they load (--define)
 
 
 def detect_direction(original: str, translated: str) -> str:
@@ -459,7 +460,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
         tw = session.worker("torch", 0, opts.device)
         t_start = time.perf_counter()
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
-                  "kind": opts.kind, "load": opts.load}
+                  "kind": opts.kind, "load": opts.load, "define": opts.defines}
         # both sides start at once: torch imports and builds while Keras runs
         tw.send(dict(common, op="build", source=str(Path(opts.translated).resolve()), model=tname,
                      inputs=str(d / "x_torch.npz")))

@@ -42,7 +42,8 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
         tw = session.worker("torch_source", 0, opts.device)
         jw = session.worker("jax", 0, opts.device)
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
-                  "checks": list(opts.checks), "inputs": str(d / "x.npz"), "load": opts.load}
+                  "checks": list(opts.checks), "inputs": str(d / "x.npz"), "load": opts.load,
+                  "define": getattr(opts, "defines", {})}
         tresp = _ask(session, tw, dict(common, op="run", source=str(Path(opts.original).resolve()), model=opts.model,
                                        out=str(d / "torch.npz"), weights=opts.torch_state_file,
                                        batch_axis=getattr(opts, "batch_axis", "auto")), opts.timeout)
@@ -113,7 +114,7 @@ def verify_training(opts, session, function: str, train_args: dict | None = None
         d = Path(tmp)
         np.savez(d / "x.npz", **{f"x{i}": x for i, x in enumerate(xs)})
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args, "op": "train",
-                  "load": opts.load,
+                  "load": opts.load, "define": getattr(opts, "defines", {}),
                   "train": function, "train_args": train_args or {}, "inputs": str(d / "x.npz"), "model": opts.model}
         tresp = _ask(session, session.worker("torch_source", 0, opts.device),
                      dict(common, source=str(Path(opts.original).resolve()), out=str(d / "torch.npz")), opts.timeout)

@@ -122,7 +122,7 @@ def build(req: dict) -> dict:
     prev = torch.get_default_dtype()
     torch.set_default_dtype(dtype)
     try:
-        ns, note = load_source(req["source"], "fwport_verify_translated", req.get("load", "auto"), req["model"])
+        ns, note = load_source(req["source"], "fwport_verify_translated", req.get("load", "auto"), req["model"], req.get("define"))
         torch.manual_seed(req.get("seed", 0))
         model = build_object(ns, req["model"], req.get("args") or {}, lambda o: isinstance(o, nn.Module),
                              req.get("kind", "model"), _Function)

@@ -115,7 +115,7 @@ def load_checkpoint(model, state: dict, path: str) -> None:
 def _built(req: dict):
     dtype = {"float32": torch.float32, "float64": torch.float64}[req["dtype"]]
     device = torch.device("cuda" if req["device"] in ("auto", "cuda") and torch.cuda.is_available() else "cpu")
-    ns, note = load_source(req["source"], "__fwport_original__", req.get("load", "auto"), req.get("model"))
+    ns, note = load_source(req["source"], "__fwport_original__", req.get("load", "auto"), req.get("model"), req.get("define"))
     torch.manual_seed(req["seed"])
     model = build_object(ns, req["model"], req["args"], lambda o: isinstance(o, torch.nn.Module))
     if not isinstance(model, torch.nn.Module):
@@ -283,7 +283,7 @@ def _run(req, model, dtype, device, note, xs, random, axis, why) -> dict:
 def train(req: dict) -> dict:
     """Run the original's training function on the built model: ``fn(model, *inputs, **train_args)``;
     writes the initial state (``w:``), the trained parameters (``s:``) and the losses it returns."""
-    ns, note = load_source(req["source"], "__fwport_original__", req.get("load", "auto"), req.get("model"))
+    ns, note = load_source(req["source"], "__fwport_original__", req.get("load", "auto"), req.get("model"), req.get("define"))
     torch.manual_seed(req["seed"])
     model = build_object(ns, req["model"], req["args"], lambda o: isinstance(o, torch.nn.Module))
     if req["train"] not in ns:
