@@ -17,7 +17,7 @@ import libcst as cst
 from fwport.core.engine import code, expr, literal_value
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
-from fwport.packs.torch2jax import layers
+from fwport.packs.torch2jax import layers, ops
 
 F = "torch.nn.functional."
 #: a statement the rewrite removes (`batch = x.shape[0]`), removed with its line by the modules pass's finish
@@ -499,6 +499,11 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if q == F + "scaled_dot_product_attention" and any(
+                a.keyword and a.keyword.value == "dropout_p" and ops.training_dropout(a.value) is not None
+                for a in original.args):
+            self.key_sites.append(updated)  # its dropout in training takes the call's key (ops.attention)
+            return updated
         if q in ("einops.rearrange", "einops.reduce", "einops.repeat"):
             self.einops_batch_axis(q, original)
             return updated

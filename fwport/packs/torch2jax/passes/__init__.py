@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import data, tensor_methods
+from fwport.packs.torch2jax import data, features, tensor_methods
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -25,6 +25,8 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)
     Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS)) + r")\s*\("),
             tensor_methods.plan),
+    # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name
+    Planner("feature-tests", re.compile(r"\bhasattr\s*\("), features.plan),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
 # the output calls (layers.py) and the DataLoader helpers (data.py), after the imports
