@@ -83,6 +83,22 @@ def _args(call: cst.Call, names: tuple[str, ...]) -> tuple[dict[str, cst.BaseExp
     return out, unknown
 
 
+def _scalar(node: cst.BaseExpression) -> bool:
+    """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` of them, arithmetic
+    (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without adding axes."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _scalar(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _scalar(node.left) and _scalar(node.right)
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+    if isinstance(node, cst.Call) and (dotted_text(node.func) or "").startswith("math."):
+        return all(a.keyword is None and not a.star and _scalar(a.value) for a in node.args)
+    return False
+
+
 class Forward(cst.CSTTransformer):
     """Rewrites one ``forward`` body for one example (see the module docstring).
 
@@ -90,9 +106,11 @@ class Forward(cst.CSTTransformer):
     ``keyed``: the attributes whose call takes a key (dropout, a Sequential holding one)."""
 
     def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None,
-                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset()):
+                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset(),
+                 leading_ones: dict[str, tuple[int, int]] | None = None):
         super().__init__()
         self.buffers = buffers  # registered buffers: read through jax.lax.stop_gradient
+        self.leading_ones = leading_ones or {}  # buffers built with leading axes of size 1: (how many, rank)
         self.stateful = stateful  # attributes whose call takes and returns the state (BatchNorm)
         self.state_sites: list[cst.Call] = []
         self.ctx = ctx
@@ -253,7 +271,7 @@ class Forward(cst.CSTTransformer):
             if a is None or b is None:  # a number, or an array without the batch axis, broadcasts into the other
                 known = a if b is None else b
                 other = node.right if b is None else node.left
-                return known if known is not None and not self.is_batched(other) else None
+                return known if known is not None and (not self.is_batched(other) or _scalar(other)) else None
             return max(a, b)
         if isinstance(node, cst.Subscript):  # slices keep the rank, an integer index drops an axis
             r = self.rank_of(node.value)
@@ -844,13 +862,50 @@ class Forward(cst.CSTTransformer):
             return updated
         mask = a["mask"]
         if not self.is_batched(original.args[0].value):
-            rm, rx = self.mask_rank(mask), self.rank_of(recv)
+            rx = self.rank_of(recv)
+            indexed = self.buffer_mask(original.args[0].value, mask, rx)
+            if indexed is not None:
+                return _call(self.ctx.spell("jax.numpy.where"), [indexed, a["value"], recv])
+            rm = self.mask_rank(mask)
             if rm is None or rx is None or rm > rx:
                 self.error(original, f".masked_fill with the mask {code(original.args[0].value)}, which is not computed "
                            "from the module's input: one example cannot tell whether an axis of it is the batch's; "
                            "index the mask down to the example's axes (mask[0, :, :T, :T]) or compute it from the input")
                 return updated
         return _call(self.ctx.spell("jax.numpy.where"), [mask, a["value"], recv])
+
+    def buffer_mask(self, original: cst.BaseExpression, mask: cst.BaseExpression, rx: int | None):
+        """A mask read from a buffer whose leading axes are of size 1 (``self.bias[:, :, :T, :T] == 0``, the buffer
+        built ``.view(1, 1, n, n)``), with more axes than one example of x (rank ``rx``): those size-1 axes are no
+        batch axis, and PyTorch's broadcast from the right ignores them, so they are indexed away
+        (``self.bias[0, :, :T, :T]``: still broadcast over the heads). None where that is not proven."""
+        cmp_ = mask if isinstance(mask, cst.Comparison) and len(mask.comparisons) == 1 else None
+        sub = cmp_.left if cmp_ is not None else mask
+        src = original.left if isinstance(original, cst.Comparison) else original
+        if rx is None or not isinstance(sub, cst.Subscript) or not isinstance(src, cst.Subscript):
+            return None
+        if cmp_ is not None and not isinstance(cmp_.comparisons[0].comparator, (cst.Integer, cst.Float)):
+            return None
+        base = dotted_text(src.value) or ""
+        if not base.startswith("self.") or base[5:] not in self.buffers or base[5:] not in self.leading_ones:
+            return None
+        ones, rank = self.leading_ones[base[5:]]
+        elems = list(sub.slice)
+        if len(elems) != rank or rank <= rx or rank - rx > ones:
+            return None
+        extra = rank - rx
+        if not all(isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None
+                   and e.slice.step is None for e in elems[:extra - 1]):
+            return None  # the axes dropped: whole slices of size-1 axes (the last of them kept as index 0 below)
+        if not all(isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None
+                   and e.slice.step is None for e in elems[extra - 1:extra]):
+            return None
+        # the extra leading axes become index 0: one example's mask keeps the rest (aligned from the right)
+        new = [e.with_changes(slice=cst.Index(cst.Integer("0"))) for e in elems[:extra]] + elems[extra:]
+        new = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(new) - 1 else cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))) for i, e in enumerate(new)]
+        indexed = sub.with_changes(slice=new)
+        return cmp_.with_changes(left=indexed) if cmp_ is not None else indexed
 
     def mask_rank(self, node: cst.BaseExpression) -> int | None:
         """The rank of a mask expression where it follows from known ranks (a comparison keeps its operands')."""

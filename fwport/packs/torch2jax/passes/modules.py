@@ -859,9 +859,10 @@ class _Buffers(cst.CSTTransformer):
     """``self.register_buffer("mask", value)`` → ``self.mask = value``: an array field like the parameters,
     kept out of the gradient where ``__call__`` reads it (batch.Forward)."""
 
-    def __init__(self, ctx, names: set[str]):
+    def __init__(self, ctx, names: set[str], leading: dict[str, tuple[int, int]] | None = None):
         super().__init__()
         self.ctx, self.names = ctx, names
+        self.leading = {} if leading is None else leading  # name → (its leading axes of size 1, its rank)
 
     def leave_Expr(self, original, updated):
         call = updated.value
@@ -874,9 +875,30 @@ class _Buffers(cst.CSTTransformer):
             return updated
         self.names.add(name)
         value = call.args[1].value
+        ones = _leading_ones(value)
+        if ones is not None:
+            self.leading[name] = ones
+            if value.func.attr.value == "view":  # a shape view (sizes, no dtype): a jax array's view takes a dtype
+                value = value.with_changes(func=value.func.with_changes(attr=cst.Name("reshape")))
         if "\n" in code(value) and not value.lpar:  # it spanned lines inside the call's parentheses
             value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], value)
+
+
+def _leading_ones(value: cst.BaseExpression) -> tuple[int, int] | None:
+    """(the number of leading axes of size 1, the rank) of a buffer built ``....view(1, 1, n, n)`` /
+    ``.reshape(...)`` with literal sizes of 1 first (nanoGPT's causal mask), else None."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("view", "reshape") and value.args and all(a.keyword is None and not a.star
+                                                                                  for a in value.args)):
+        return None
+    sizes = [a.value for a in value.args]
+    if len(sizes) == 1 and isinstance(sizes[0], cst.Tuple):
+        sizes = [e.value for e in sizes[0].elements]
+    ones = 0
+    while ones < len(sizes) and isinstance(sizes[ones], cst.Integer) and sizes[ones].evaluated_value == 1:
+        ones += 1
+    return (ones, len(sizes)) if ones else None
 
 
 def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | None) -> cst.Parameters:
@@ -976,6 +998,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
     body = []
     buffers: set[str] = set()
+    leading: dict[str, tuple[int, int]] = {}  # buffers with leading axes of size 1: (how many, rank)
     drawing = {n for n, p in plans.items() if p["draws"]}
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
@@ -1007,10 +1030,10 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             s = _applied_method(s, ctx)
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
-            s = rewrite(s, _Buffers(ctx, buffers))
+            s = rewrite(s, _Buffers(ctx, buffers, leading))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed, subs, stateful, buffers)
+            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed, subs, stateful, buffers, leading)
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out

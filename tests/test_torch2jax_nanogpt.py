@@ -1,0 +1,155 @@
+"""nanoGPT's idioms (issue 10) in torch2jax: a PyTorch feature test (hasattr) → True, attention dropout in
+training only (``dropout_p=p if self.training else 0``), the causal-mask buffer of shape (1, 1, n, n) indexed
+for one example. Each module is translated and checked numerically against PyTorch by ``fwport verify``."""
+from __future__ import annotations
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("torch2jax")
+
+
+def tx(src: str):
+    return translate_source(src, "model.py", PACK)
+
+
+def errors(r) -> list[str]:
+    return [f"L{f.line} {f.code}: {f.message}" for f in r.findings if f.severity is Severity.ERROR]
+
+
+@pytest.fixture(scope="module")
+def session():
+    pytest.importorskip("torch")
+    pytest.importorskip("equinox")
+    from fwport.verify.run import Session
+    with Session() as s:
+        yield s
+
+
+def _verify(session, tmp_path, src: str, model: str, inputs: list[str], args=None, checks=("forward", "grad")):
+    from fwport.verify.run import Options, verify
+    r = tx(src)
+    assert not errors(r), errors(r)
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "m_jax.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_jax.py"), model, inputs=inputs, args=args or {},
+                          checks=checks, device="cpu", direction="torch2jax"), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging") or cert
+    return r, cert
+
+
+# --- hasattr(torch.nn.functional, 'name'): a feature test of PyTorch ---------------------------------------
+
+FEATURE = """import torch
+import torch.nn.functional as F
+
+flash = hasattr(torch.nn.functional, 'scaled_dot_product_attention')
+other = hasattr(F, 'no_such_function')
+"""
+
+
+def test_a_feature_test_of_a_translated_name_is_true():
+    r = tx(FEATURE)
+    assert "flash = True" in r.output
+    assert any(f.code == "idiom-replaced" and "scaled_dot_product_attention" in f.message for f in r.findings)
+    # a name no rule translates stays, and the residue scan says so
+    assert "hasattr(F, 'no_such_function')" in r.output
+    assert any("no_such_function" in e or "torch.nn.functional" in e for e in errors(r)), r.findings
+
+
+# --- attention dropout in training only ----------------------------------------------------------------------
+
+SDPA = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class SelfAttention(nn.Module):
+    def __init__(self, n_embd=8, n_head=2, dropout=0.25):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.resid_dropout = nn.Dropout(0.0)  # no dropout of its own: what a key changes is the attention's
+        self.n_head = n_head
+        self.n_embd = n_embd
+        self.dropout = dropout
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=self.dropout if self.training else 0,
+                                           is_causal=True)
+        y = y.transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(y)
+"""
+
+
+def test_training_only_attention_dropout_takes_the_call_key(session, tmp_path):
+    # PyTorch's eval mode and Equinox's inference (no key): no dropout, the same numbers
+    r, _ = _verify(session, tmp_path, SDPA, "SelfAttention", ["float32[2,5,8]"])
+    assert "eqx.nn.Dropout(self.dropout)(jax.nn.softmax(" in r.output
+    assert "key=key1, inference=key is None" in r.output  # its own key of the split, beside resid_dropout's
+    assert "key1, key2 = jax.random.split(key) if key is not None else (None, None)" in r.output
+    assert any(f.code == "key-added" and "dropout_p" in f.message for f in r.findings)
+    # with a key the weights are dropped: the output changes, and differs per key
+    import equinox as eqx
+    import jax
+    import numpy as np
+    ns: dict = {}
+    exec(compile(r.output, "m_jax.py", "exec"), ns)
+    m = ns["SelfAttention"](key=jax.random.key(0))
+    x = jax.random.normal(jax.random.key(1), (5, 8))
+    a, b, c = eqx.nn.inference_mode(m)(x), m(x, key=jax.random.key(2)), m(x, key=jax.random.key(3))
+    assert not np.allclose(a, b) and not np.allclose(b, c)
+
+
+def test_other_attention_dropout_is_still_refused():
+    src = SDPA.replace("dropout_p=self.dropout if self.training else 0", "dropout_p=self.dropout")
+    assert any("dropout_p=self.dropout" in e for e in errors(tx(src))), errors(tx(src))
+
+
+# --- the causal-mask buffer (1, 1, n, n): its leading axes are no batch axis -----------------------------------
+
+MASK = """import math
+import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+class CausalAttention(nn.Module):
+    def __init__(self, n_embd=8, n_head=2, block_size=6):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.n_head = n_head
+        self.n_embd = n_embd
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size))
+                             .view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:,:,:T,:T] == 0, float('-inf'))
+        att = F.softmax(att, dim=-1)
+        y = att @ v
+        return y.transpose(1, 2).contiguous().view(B, T, C)
+"""
+
+
+def test_a_causal_mask_buffer_is_indexed_for_one_example(session, tmp_path):
+    r, _ = _verify(session, tmp_path, MASK, "CausalAttention", ["float32[3,4,8]"])
+    assert "jax.lax.stop_gradient(self.bias)[0, :, :T, :T] == 0" in r.output
+    assert ".reshape(1, 1, block_size, block_size)" in r.output  # a jax array's .view takes a dtype
+
+
+def test_a_mask_buffer_without_leading_ones_is_still_refused():
+    src = MASK.replace(".view(1, 1, block_size, block_size)", ".view(2, 1, block_size // 2, block_size)")
+    assert any("masked_fill" in e for e in errors(tx(src))), errors(tx(src))
