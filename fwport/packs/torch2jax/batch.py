@@ -83,6 +83,53 @@ def _args(call: cst.Call, names: tuple[str, ...]) -> tuple[dict[str, cst.BaseExp
     return out, unknown
 
 
+def _dict_entry(func: cst.BaseExpression) -> str | None:
+    """``self.d["k"]`` → ``d["k"]`` (an entry of an nn.ModuleDict, as modules.py names it), else None."""
+    if isinstance(func, cst.Subscript) and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index) \
+            and isinstance(func.slice[0].slice.value, cst.SimpleString):
+        base = dotted_text(func.value) or ""
+        if base.startswith("self.") and base.count(".") == 1:
+            return f'{base[5:]}["{func.slice[0].slice.value.evaluated_value}"]'
+    return None
+
+
+def _device_only(body: cst.CSTNode) -> set[str]:
+    """Names bound ``name = x.device`` whose every read is a ``device=`` argument (the rules drop those)."""
+    class Uses(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.bound: set[str] = set()
+            self.other: set[str] = set()
+            self.skip: set[int] = set()
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                    and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device":
+                self.bound.add(node.targets[0].target.value)
+                self.skip.add(id(node.targets[0].target))
+            else:
+                for t in node.targets:
+                    if isinstance(t.target, cst.Name):
+                        self.other.add(t.target.value)  # bound otherwise too
+
+        def visit_Arg(self, node: cst.Arg) -> None:
+            if node.keyword is not None:
+                self.skip.add(id(node.keyword))
+                if node.keyword.value == "device" and isinstance(node.value, cst.Name):
+                    self.skip.add(id(node.value))
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            self.skip.add(id(node.attr))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if id(node) not in self.skip:
+                self.other.add(node.value)
+
+    u = Uses()
+    body.visit(u)
+    return u.bound - u.other
+
+
 def _scalar(node: cst.BaseExpression) -> bool:
     """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` of them, arithmetic
     (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without adding axes."""
@@ -125,6 +172,7 @@ class Forward(cst.CSTTransformer):
         self.unpacked: dict[str, int] = {}  # ranks of the names the statement being left unpacks
         self.not_read: set[int] = set()
         self.dropped = False  # a statement became DROP
+        self.device_names: set[str] | None = None  # `device = x.device` names read only as `device=` arguments
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
         self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
 
@@ -132,7 +180,15 @@ class Forward(cst.CSTTransformer):
     def is_batched(self, node: cst.BaseExpression) -> bool:
         return bool(names_in(node) & self.batched)
 
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if self.device_names is None:  # the forward's body, the first block seen
+            self.device_names = _device_only(node)
+
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
+        if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
+                and original.targets[0].target.value in (self.device_names or ()) \
+                and isinstance(original.value, cst.Attribute) and original.value.attr.value == "device":
+            return self.drop()  # `device = idx.device` read only as device=: JAX places arrays itself
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
@@ -489,6 +545,14 @@ class Forward(cst.CSTTransformer):
         if q is not None:
             return self.function(q, original, updated)
         func = original.func
+        entry = _dict_entry(func)
+        if entry is not None and entry in self.keyed:  # a dropout in an nn.ModuleDict: self.d["drop"](x)
+            site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
+                                                                          equal=_EQ)])
+            self.key_sites.append(site)
+            return site
+        if entry is not None and entry in self.modules:  # a layer in an nn.ModuleDict: self.d["fc"](x)
+            return self.vmapped(entry, updated)
         if isinstance(func, cst.Attribute):
             recv = dotted_text(func.value)
             if recv is not None and recv.startswith("self.") and recv.count(".") == 1 and func.attr.value == "__call__":

@@ -29,6 +29,7 @@ from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers
+from fwport.packs.torch2jax import tying
 from fwport.packs.torch2jax.batch import DROP, Forward
 
 PLANS = "torch2jax.modules"
@@ -552,6 +553,29 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
     return out
 
 
+def _dict_entries(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
+    """``self.d = nn.ModuleDict(dict(k=<call>, ...))`` (or ``{"k": <call>}``) in ``__init__`` → ``d["k"]`` (as the
+    forward reads it, layers.module_dict_reads) → the qualified source class called."""
+    out: dict[str, str] = {}
+    for stmt in init.body.body if init is not None else ():
+        for s in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.value, cst.Call) and s.value.args
+                    and ctx.imports.resolve(s.value.func) == "torch.nn.ModuleDict"):
+                continue
+            t, d = dotted_text(s.targets[0].target) or "", s.value.args[0].value
+            entries = []
+            if isinstance(d, cst.Call) and dotted_text(d.func) == "dict":
+                entries = [(a.keyword.value, a.value) for a in d.args if a.keyword is not None]
+            elif isinstance(d, cst.Dict):
+                entries = [(e.key.evaluated_value, e.value) for e in d.elements
+                           if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)]
+            for k, v in entries:
+                q = ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
+                if t.startswith("self.") and t.count(".") == 1 and q:
+                    out[f'{t[5:]}["{k}"]'] = q
+    return out
+
+
 class _Inits(cst.CSTTransformer):
     """``init.X_(self.conv1.weight, ...)`` in ``__init__`` (or a method it calls) → ``self.conv1 =
     eqx.tree_at(lambda m: m.weight, self.conv1, <value>)``; ``init.X_(self.kernel)`` → ``self.kernel = <value>``
@@ -965,6 +989,7 @@ def _stateful_containers(init: cst.FunctionDef | None, ctx, classes: frozenset[s
 
 
 def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict) -> cst.ClassDef:
+    cls, tied = tying.untie(cls, ctx)  # weight tying: one array (the embedding's table) used in both places
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     subs = _submodules(methods.get("__init__"), ctx)
     for name, q in list(subs.items()):  # instances of this file's translated classes
@@ -995,6 +1020,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan = {"key_sites": 0, "draws": draws, "stateful": [], "helpers": sorted(helpers),
             "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
             "called": sorted(called)}
+    plan["tied"] = tied
     plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
     body = []
     buffers: set[str] = set()
@@ -1033,7 +1059,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             s = rewrite(s, _Buffers(ctx, buffers, leading))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed, subs, stateful, buffers, leading)
+            entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
+            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed | {n for n, q in entries.items() if q in RANDOM},
+                          {**subs, **entries}, stateful, buffers, leading)
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -1554,6 +1582,8 @@ class _Dropped(cst.CSTTransformer):
 
 
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
+    if plan.get("tied"):  # the tie and the output layer it replaced go (tying.py)
+        cls = rewrite(cls, tying.Dropped())
     fields: dict[str, str] = {}
     body = []
     helpers = frozenset(plan.get("helpers", ()))
