@@ -153,3 +153,79 @@ def test_a_causal_mask_buffer_is_indexed_for_one_example(session, tmp_path):
 def test_a_mask_buffer_without_leading_ones_is_still_refused():
     src = MASK.replace(".view(1, 1, block_size, block_size)", ".view(2, 1, block_size // 2, block_size)")
     assert any("masked_fill" in e for e in errors(tx(src))), errors(tx(src))
+
+
+# --- weight tying: one array used in both places ---------------------------------------------------------------
+
+TIED = """import torch
+import torch.nn as nn
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=11, n_embd=6):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, n_embd),
+            ln_f=nn.LayerNorm(n_embd),
+        ))
+        self.lm_head = nn.Linear(n_embd, vocab, bias=False)
+        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+
+    def get_num_params(self):
+        return sum(p.numel() for p in self.parameters())
+
+    def forward(self, idx):
+        x = self.transformer.wte(idx)
+        x = self.transformer.ln_f(x)
+        return self.lm_head(x)
+"""
+
+
+def test_weight_tying_keeps_one_array_and_verifies(session, tmp_path):
+    # the gradient of the shared table is the sum of both uses in PyTorch: compared under its first name
+    r, cert = _verify(session, tmp_path, TIED, "TinyLM", ["int64[2,5]:11"])
+    assert "self.lm_head" not in r.output and "x @ self.transformer[\"wte\"].weight.T" in r.output
+    assert any(f.code == "idiom-replaced" and "weight tying" in f.message for f in r.findings)
+    assert {e["name"] for e in cert["results"]["gradients"]} >= {"transformer.wte.weight"}
+
+
+def test_weight_tying_counts_parameters_as_pytorch(tmp_path):
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    ns_t: dict = {}
+    exec(compile(TIED, "m.py", "exec"), ns_t)
+    torch.manual_seed(0)
+    n_torch = ns_t["TinyLM"]().get_num_params()
+    ns_j: dict = {}
+    exec(compile(tx(TIED).output, "m_jax.py", "exec"), ns_j)
+    assert ns_j["TinyLM"](key=jax.random.key(0)).get_num_params() == n_torch == 11 * 6 + 2 * 6
+
+
+def test_weight_tying_the_other_way_round(session, tmp_path):
+    src = """import torch
+import torch.nn as nn
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=11, n_embd=6):
+        super().__init__()
+        self.head = nn.Linear(n_embd, vocab, bias=False)
+        self.tok_emb = nn.Embedding(vocab, n_embd)
+        self.head.weight = self.tok_emb.weight
+
+    def forward(self, idx):
+        return self.head(torch.tanh(self.tok_emb(idx)))
+"""
+    r, _ = _verify(session, tmp_path, src, "TinyLM", ["int64[3,4]:11"])
+    assert "jnp.tanh(jax.vmap(self.tok_emb)(idx)) @ self.tok_emb.weight.T" in r.output
+
+
+@pytest.mark.parametrize("change,why", [
+    ("bias=False", "has a bias"),
+    ("return self.lm_head(x)", "used otherwise"),
+])
+def test_weight_tying_that_is_not_translated_is_an_error(change, why):
+    src = TIED.replace(change, {"bias=False": "bias=True",
+                                "return self.lm_head(x)": "return self.lm_head(x) + self.lm_head.weight.sum()"}[change])
+    errs = errors(tx(src))
+    assert any("weight tying" in e and why in e for e in errs), errs

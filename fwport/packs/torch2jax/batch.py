@@ -355,14 +355,16 @@ class Forward(cst.CSTTransformer):
         if isinstance(f, cst.Call) and dotted_text(f.func) == "jax.vmap" and f.args:
             inner = dotted_text(f.args[0].value) or ""
             sub = self.modules.get(inner[5:]) if inner.startswith("self.") else None
+            if _dict_entry(f.args[0].value) is not None:  # jax.vmap(self.d["k"])
+                sub = self.modules.get(_dict_entry(f.args[0].value))
             r = self.rank_of(args[0]) if args else None
             if r is None and sub == "torch.nn.Embedding":
                 r = 1
             if sub in RANK_CHANGE and r is not None:
                 return r + RANK_CHANGE[sub]
             return r
-        if text.startswith("self.") and text.count(".") == 1 and args:
-            sub = self.modules.get(text[5:])
+        if (text.startswith("self.") and text.count(".") == 1 or _dict_entry(f) is not None) and args:
+            sub = self.modules.get(text[5:] if text else _dict_entry(f))
             if sub in SAME_RANK or sub in RANK_CHANGE:
                 r = self.rank_of(args[0])
                 return None if r is None else r + RANK_CHANGE.get(sub, 0)

@@ -23,7 +23,7 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)
-    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS)) + r")\s*\("),
+    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | {"parameters"})) + r")\s*\("),
             tensor_methods.plan),
     # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name
     Planner("feature-tests", re.compile(r"\bhasattr\s*\("), features.plan),
