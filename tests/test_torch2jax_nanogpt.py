@@ -229,3 +229,59 @@ def test_weight_tying_that_is_not_translated_is_an_error(change, why):
                                 "return self.lm_head(x)": "return self.lm_head(x) + self.lm_head.weight.sum()"}[change])
     errs = errors(tx(src))
     assert any("weight tying" in e and why in e for e in errs), errs
+
+
+# --- a language model's loss inside forward: the tokens of one example ----------------------------------------
+
+LOSS = """import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+class TinyLM(nn.Module):
+    def __init__(self, vocab=11, n_embd=6):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab)
+
+    def forward(self, idx, targets=None):
+        logits = self.lm_head(torch.tanh(self.wte(idx)))
+        loss = None
+        if targets is not None:
+            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+        return logits, loss
+"""
+
+
+def test_a_token_loss_in_forward_is_the_example_mean():
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    import equinox as eqx
+    import jax.numpy as jnp
+    import numpy as np
+    from fwport.verify.jax_side import load_state
+    r = tx(LOSS)
+    assert not errors(r), errors(r)
+    assert "logits.reshape(-1, logits.shape[-1])" in r.output and "targets.reshape(-1)" in r.output
+    assert any(f.severity is Severity.WARNING and "mean over this example's tokens" in f.message for f in r.findings)
+    ns_t: dict = {}
+    exec(compile(LOSS, "m.py", "exec"), ns_t)
+    torch.manual_seed(0)
+    tm = ns_t["TinyLM"]()
+    ns_j: dict = {}
+    exec(compile(r.output, "m_jax.py", "exec"), ns_j)
+    jm, problems = load_state(ns_j["TinyLM"](key=jax.random.key(0)),
+                              {k: v.detach().numpy() for k, v in tm.state_dict().items()}, eqx, jnp)
+    assert not problems
+    rng = np.random.default_rng(0)
+    idx, tg = rng.integers(0, 11, (3, 5)), rng.integers(0, 11, (3, 5))
+    logits_t, loss_t = tm(torch.tensor(idx), torch.tensor(tg))
+    logits_j, loss_j = jax.vmap(jm)(jnp.asarray(idx), jnp.asarray(tg))
+    np.testing.assert_allclose(np.asarray(logits_j), logits_t.detach().numpy(), rtol=1e-5, atol=1e-6)
+    assert loss_j.shape == (3,)  # one loss per example; their mean is PyTorch's (as many targets each)
+    np.testing.assert_allclose(float(jnp.mean(loss_j)), loss_t.item(), rtol=1e-5)
+    # an ignored target in one example only: the per-example means no longer average to PyTorch's (the warning)
+    tg[0, :3] = -1
+    _, loss_t = tm(torch.tensor(idx), torch.tensor(tg))
+    _, loss_j = jax.vmap(jm)(jnp.asarray(idx), jnp.asarray(tg))
+    assert abs(float(jnp.mean(loss_j)) - loss_t.item()) > 1e-4

@@ -172,6 +172,7 @@ class Forward(cst.CSTTransformer):
         self.unpacked: dict[str, int] = {}  # ranks of the names the statement being left unpacks
         self.not_read: set[int] = set()
         self.dropped = False  # a statement became DROP
+        self.token_views: set[int] = set()  # views flattening one example's tokens for a loss (token_loss)
         self.device_names: set[str] | None = None  # `device = x.device` names read only as `device=` arguments
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
         self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
@@ -431,6 +432,8 @@ class Forward(cst.CSTTransformer):
     def visit_Call(self, node: cst.Call) -> None:
         self.size_marks.append(len(self.size_uses))
         f = node.func
+        if self.ctx.imports.resolve(f) in (F + "cross_entropy", F + "nll_loss"):
+            self.token_loss(node)
         if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
@@ -689,6 +692,25 @@ class Forward(cst.CSTTransformer):
         module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride)
         return cst.Call(module, [cst.Arg(a["input"])])
 
+    def token_loss(self, node: cst.Call) -> None:
+        """``F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))`` in forward (a language model's
+        loss, nanoGPT): PyTorch flattens the batch and the tokens together and averages over all of them. Per
+        example both views flatten this example's tokens (``reshape(-1, V)``, ``reshape(-1)``) and the loss is
+        this example's mean: a warning says how the batch's mean relates to PyTorch's."""
+        pos = [a.value for a in node.args if a.keyword is None and not a.star]
+        views = [v for v in pos[:2] if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute)
+                 and v.func.attr.value in ("view", "reshape") and v.args and not v.args[0].star
+                 and int_literal(v.args[0].value) == -1 and all(int_literal(a.value) != -1 for a in v.args[1:])]
+        if len(pos) < 2 or len(views) != 2 or len(views[0].args) != 2 or len(views[1].args) != 1:
+            return
+        self.token_views |= {id(v) for v in views}
+        ignore = next((a for a in node.args if a.keyword and a.keyword.value == "ignore_index"), None)
+        self.ctx.report(Severity.WARNING, "batch-axis", "a loss over the tokens inside forward: per example it is the "
+                        "mean over this example's tokens; the mean of the vmapped losses is PyTorch's mean over the "
+                        "batch's tokens when every example counts as many targets"
+                        + (f" (ignore_index={code(ignore.value)} may make them differ)" if ignore is not None else ""),
+                        node)
+
     def flatten(self, node, x, start, end) -> cst.BaseExpression | None:
         s = int_literal(start)
         if end is not None and int_literal(end) != -1:
@@ -725,6 +747,8 @@ class Forward(cst.CSTTransformer):
             if any(a.star or a.keyword for a in args) or not dims:
                 return updated
             first = dims[0]
+            if id(original) in self.token_views:  # a loss over the tokens: this example's flattened (token_loss)
+                return _method(recv, "reshape", dims)
             if self.is_batch_size(first, original.func.value):
                 rest = dims[1:]
             elif int_literal(first) == -1 and len(dims) > 1 and all(int_literal(d) != -1 for d in dims[1:]):
