@@ -285,3 +285,33 @@ def test_a_token_loss_in_forward_is_the_example_mean():
     _, loss_t = tm(torch.tensor(idx), torch.tensor(tg))
     _, loss_j = jax.vmap(jm)(jnp.asarray(idx), jnp.asarray(tg))
     assert abs(float(jnp.mean(loss_j)) - loss_t.item()) > 1e-4
+
+
+# --- model surgery after __init__ -------------------------------------------------------------------------------
+
+SURGERY = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.wpe = nn.Embedding(8, 4)
+        self.h = nn.ModuleList([nn.Linear(4, 4) for _ in range(2)])
+        self.size = 8
+
+    def crop(self, n):
+        self.size = n
+        self.wpe.weight = nn.Parameter(self.wpe.weight[:n])
+        for block in self.h:
+            block.bias = None
+
+    def forward(self, x):
+        return self.wpe(x)
+"""
+
+
+def test_model_surgery_is_one_precise_error():
+    errs = errors(tx(SURGERY))
+    assert len(errs) == 1, errs
+    assert "crop() assigns self.size, self.wpe.weight, block.bias" in errs[0] and "eqx.tree_at" in errs[0]

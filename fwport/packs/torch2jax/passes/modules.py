@@ -505,9 +505,51 @@ class _DrawsOutsideInit(cst.CSTVisitor):
     """A module that draws its initial values, built in a method ``__init__`` does not call: keys are split and
     handed out in ``__init__`` and the methods it calls (``self._make_layer``) only, so this one would get none."""
 
-    def __init__(self, ctx, classes: set[str], method: str):
+    def __init__(self, ctx, classes: set[str], method: str, modules: frozenset[str] = frozenset()):
         super().__init__()
         self.ctx, self.classes, self.method = ctx, classes, method
+        self.modules = modules  # the submodule attributes: assigning into one of them is model surgery
+        self.members: set[str] = set()  # loop names over a submodule (`for block in self.h:`)
+        self.surgery: list[tuple[cst.Assign, str]] = []  # assignments into the module's submodules
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, cst.Name) and self._field(node.iter) in self.modules:
+            self.members.add(node.target.value)
+
+    def _field(self, node: cst.BaseExpression) -> str | None:
+        """The first attribute of ``self.<a>...`` (through attributes and subscripts), else None."""
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            if isinstance(node.value, cst.Name) and node.value.value == "self" and isinstance(node, cst.Attribute):
+                return node.attr.value
+            node = node.value
+        return None
+
+    def _surgery(self, target: cst.BaseExpression) -> bool:
+        if not isinstance(target, (cst.Attribute, cst.Subscript)):
+            return False
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            return target.value.value == "self" or target.value.value in self.members
+        root = target
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        return isinstance(root, cst.Name) and (root.value in self.members
+                                               or root.value == "self" and self._field(target) in self.modules)
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        hit = [t.target for t in node.targets if self._surgery(t.target)]
+        if not hit:
+            return True
+        self.surgery.append((node, code(hit[0])))
+        return False  # no other error inside (an nn.Parameter there wraps an existing array)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == self.method and self.surgery:  # one error for the method, at its first assignment
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{self.method}() assigns "
+                            f"{', '.join(t for _, t in self.surgery)}: an Equinox module is an immutable pytree once "
+                            "__init__ returns (model surgery); write it as a function returning a new module, e.g. "
+                            "`model = eqx.tree_at(lambda m: m.<path>, model, <new value>)` for each array it replaces, "
+                            "and rebind the model where it is called", self.surgery[0][0])
+            self.surgery = []
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.imports.resolve(node.func)
@@ -1028,7 +1070,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     drawing = {n for n, p in plans.items() if p["draws"]}
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
-            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value))
+            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value, frozenset(subs)))
     # self.apply(self.M) with M re-initialising layers it tests by class; the fields each statement sees
     applied = {c.args[0].value.attr.value for m in ("__init__", *called) if m in methods for c in _calls(methods[m])
                if dotted_text(c.func) == "self.apply" and len(c.args) == 1
