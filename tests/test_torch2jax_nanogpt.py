@@ -41,6 +41,18 @@ def _verify(session, tmp_path, src: str, model: str, inputs: list[str], args=Non
     return r, cert
 
 
+def _load(model, arrays: dict):
+    """PyTorch's arrays by name ("fc.weight") into the Equinox model at the same attribute path (not
+    fwport.verify.jax_side: importing it blocks torch in this process)."""
+    import functools
+
+    import equinox as eqx
+    import jax.numpy as jnp
+    names = list(arrays)
+    return eqx.tree_at(lambda m: [functools.reduce(getattr, n.split("."), m) for n in names], model,
+                       [jnp.asarray(arrays[n]) for n in names])
+
+
 # --- hasattr(torch.nn.functional, 'name'): a feature test of PyTorch ---------------------------------------
 
 FEATURE = """import torch
@@ -259,7 +271,6 @@ def test_a_token_loss_in_forward_is_the_example_mean():
     import equinox as eqx
     import jax.numpy as jnp
     import numpy as np
-    from fwport.verify.jax_side import load_state
     r = tx(LOSS)
     assert not errors(r), errors(r)
     assert "logits.reshape(-1, logits.shape[-1])" in r.output and "targets.reshape(-1)" in r.output
@@ -270,9 +281,7 @@ def test_a_token_loss_in_forward_is_the_example_mean():
     tm = ns_t["TinyLM"]()
     ns_j: dict = {}
     exec(compile(r.output, "m_jax.py", "exec"), ns_j)
-    jm, problems = load_state(ns_j["TinyLM"](key=jax.random.key(0)),
-                              {k: v.detach().numpy() for k, v in tm.state_dict().items()}, eqx, jnp)
-    assert not problems
+    jm = _load(ns_j["TinyLM"](key=jax.random.key(0)), {k: v.detach().numpy() for k, v in tm.state_dict().items()})
     rng = np.random.default_rng(0)
     idx, tg = rng.integers(0, 11, (3, 5)), rng.integers(0, 11, (3, 5))
     logits_t, loss_t = tm(torch.tensor(idx), torch.tensor(tg))
@@ -315,3 +324,84 @@ def test_model_surgery_is_one_precise_error():
     errs = errors(tx(SURGERY))
     assert len(errs) == 1, errs
     assert "crop() assigns self.size, self.wpe.weight, block.bias" in errs[0] and "eqx.tree_at" in errs[0]
+
+
+# --- parameter groups: decay for the matrices only -----------------------------------------------------------------
+
+GROUPS = """import inspect
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.ln = nn.LayerNorm(3)
+
+    def forward(self, x):
+        return self.ln(self.fc(x))
+
+    def configure_optimizers(self, weight_decay, learning_rate, betas, device_type):
+        param_dict = {pn: p for pn, p in self.named_parameters()}
+        param_dict = {pn: p for pn, p in param_dict.items() if p.requires_grad}
+        decay_params = [p for n, p in param_dict.items() if p.dim() >= 2]
+        nodecay_params = [p for n, p in param_dict.items() if p.dim() < 2]
+        optim_groups = [
+            {'params': decay_params, 'weight_decay': weight_decay},
+            {'params': nodecay_params, 'weight_decay': 0.0}
+        ]
+        num_decay_params = sum(p.numel() for p in decay_params)
+        print(f"num decayed parameter tensors: {len(decay_params)}, with {num_decay_params:,} parameters")
+        fused_available = 'fused' in inspect.signature(torch.optim.AdamW).parameters
+        use_fused = fused_available and device_type == 'cuda'
+        extra_args = dict(fused=True) if use_fused else dict()
+        optimizer = torch.optim.AdamW(optim_groups, lr=learning_rate, betas=betas, **extra_args)
+        return optimizer
+"""
+
+
+def test_parameter_groups_become_an_optax_mask_and_step_as_pytorch():
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    import equinox as eqx
+    import jax.numpy as jnp
+    import numpy as np
+    import optax
+    r = tx(GROUPS)
+    assert not errors(r), errors(r)
+    assert "mask=lambda params: jax.tree_util.tree_map(lambda p: p.ndim >= 2, params)" in r.output
+    assert "fused_available = False" in r.output and "import torch" not in r.output
+    ns_t: dict = {}
+    exec(compile(GROUPS, "m.py", "exec"), ns_t)
+    torch.manual_seed(0)
+    tm = ns_t["Net"]()
+    ns_j: dict = {}
+    exec(compile(r.output, "m_jax.py", "exec"), ns_j)
+    state = {k: v.detach().numpy().copy() for k, v in tm.state_dict().items()}
+    jm = _load(ns_j["Net"](key=jax.random.key(0)), state)
+    topt = tm.configure_optimizers(0.5, 0.1, (0.9, 0.95), "cpu")
+    rng = np.random.default_rng(0)
+    gs = [{k: rng.standard_normal(v.shape).astype(np.float32) for k, v in state.items()} for _ in range(3)]
+    for g in gs:
+        for k, p in tm.named_parameters():
+            p.grad = torch.tensor(g[k])
+        topt.step()
+
+    def run(opt):
+        params = eqx.filter(jm, eqx.is_array)
+        st = opt.init(params)
+        for g in gs:
+            grads = eqx.filter(_load(jm, g), eqx.is_array)
+            updates, st = opt.update(grads, st, params)
+            params = optax.apply_updates(params, updates)
+        return eqx.combine(params, jm)
+
+    got = run(jm.configure_optimizers(0.5, 0.1, (0.9, 0.95), "cpu"))
+    unmasked = run(optax.adamw(0.1, b1=0.9, b2=0.95, weight_decay=0.5))
+    have = {"fc.weight": got.fc.weight, "fc.bias": got.fc.bias, "ln.weight": got.ln.weight, "ln.bias": got.ln.bias}
+    for k, v in tm.state_dict().items():
+        np.testing.assert_allclose(np.asarray(have[k]), v.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=k)
+    # decaying every array (no groups) would differ: the mask is what matches
+    assert not np.allclose(np.asarray(unmasked.ln.weight), tm.ln.weight.detach().numpy(), rtol=1e-4)
+    np.testing.assert_allclose(np.asarray(unmasked.fc.weight), tm.fc.weight.detach().numpy(), rtol=1e-5, atol=1e-6)

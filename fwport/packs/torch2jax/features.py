@@ -1,5 +1,8 @@
 """Feature tests of PyTorch → what the translation has (a read-only planner; the rule pass applies the edits).
 
+``'fused' in inspect.signature(torch.optim.AdamW).parameters`` (nanoGPT) asks whether an argument is taken: it is
+``True`` where the rule maps that argument, ``False`` where the rule drops it (a speed option) or lacks it.
+
 A file written for several PyTorch versions asks whether a function exists before it uses it:
 ``self.flash = hasattr(torch.nn.functional, 'scaled_dot_product_attention')`` (nanoGPT). In the
 translation the question is whether the translation of that name exists: where a rule of this direction
@@ -36,6 +39,34 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                            f"test; {q} has a translation (its rule's), so the branch using it is the one kept",
                            original)
                 return cst.Name("True")
+
+            ctx.plans.add(node, apply, descend=False, by="feature-tests")
+
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            # 'fused' in inspect.signature(torch.optim.AdamW).parameters: does the translation take that argument?
+            if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, cst.In) \
+                    or not isinstance(node.left, cst.SimpleString) or ctx.plans.get(node) is not None:
+                return
+            params = node.comparisons[0].comparator
+            if not (isinstance(params, cst.Attribute) and params.attr.value == "parameters"
+                    and isinstance(params.value, cst.Call) and dotted_text(params.value.func) == "inspect.signature"
+                    and len(params.value.args) == 1):
+                return
+            q = ctx.imports.resolve(params.value.args[0].value)
+            rule = ctx.pack.by_name.get(q) if q else None
+            name = node.left.evaluated_value
+            if rule is None or not isinstance(name, str):
+                return
+            spec = rule.args.get(name)
+            taken = spec is not None and spec.verb not in ("drop", "unsupported")
+
+            def apply(original: cst.Comparison, updated: cst.Comparison, q=q, taken=taken) -> cst.BaseExpression:
+                why = "its rule maps that argument" if taken else (
+                    f"its rule drops it ({spec.value})" if spec is not None and spec.verb == "drop"
+                    else "its rule does not take it")
+                ctx.report(Severity.INFO, "idiom-replaced", f"{name!r} in inspect.signature({q}).parameters → "
+                           f"{taken}: a PyTorch feature test; {why}", original)
+                return cst.Name(str(taken))
 
             ctx.plans.add(node, apply, descend=False, by="feature-tests")
 

@@ -164,15 +164,39 @@ def plan(module: cst.Module, ctx) -> cst.Module:
     translated = set(ctx.analyses.get(PLANS, {}))  # the module classes
 
     class Calls(cst.CSTVisitor):
+        in_module = False  # inside a module class's whole-array method
+
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
             if node.name.value in translated:
+                self.in_module = True
                 for fn in _whole_methods(node):
                     fn.visit(self)
+                self.in_module = False
             return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if self.in_module and node.attr.value == "requires_grad" and ctx.plans.get(node) is None:
+                def trains(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                    ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)} → True: a JAX array has no "
+                               "requires_grad; every array of the model is trained (freeze one with a filter or "
+                               "optax.set_to_zero by hand)", original)
+                    return cst.Name("True")
+                ctx.plans.add(node, trains, descend=False, by="tensor-methods")
 
         def visit_Call(self, node: cst.Call) -> None:
             f = node.func
-            if dotted_text(f) == "self.parameters" and not node.args and ctx.plans.get(node) is None:
+            if self.in_module and dotted_text(f) == "self.named_parameters" and not node.args \
+                    and ctx.plans.get(node) is None:
+                def named(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    from fwport.packs.torch2jax import layers
+                    ctx.report(Severity.INFO, "idiom-replaced", "self.named_parameters() → (PyTorch's name, array) "
+                               "for each array of the module (_torch_name of its pytree path)", original)
+                    return expr(f"[({layers.use(ctx, '_torch_name')}(path), p) for path, p in "
+                                f"{ctx.spell_text('jax.tree_util.tree_leaves_with_path')}({ctx.spell_text('equinox.filter')}"
+                                f"(self, {ctx.spell_text('equinox.is_inexact_array')}))]")
+                ctx.plans.add(node, named, by="tensor-methods")
+                return
+            if self.in_module and dotted_text(f) == "self.parameters" and not node.args and ctx.plans.get(node) is None:
                 def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
                     ctx.report(Severity.INFO, "idiom-replaced", "self.parameters() → the module's arrays "
                                "(jax.tree_util.tree_leaves(eqx.filter(self, eqx.is_inexact_array))): a shared "
