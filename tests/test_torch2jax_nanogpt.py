@@ -405,3 +405,48 @@ def test_parameter_groups_become_an_optax_mask_and_step_as_pytorch():
     # decaying every array (no groups) would differ: the mask is what matches
     assert not np.allclose(np.asarray(unmasked.ln.weight), tm.ln.weight.detach().numpy(), rtol=1e-4)
     np.testing.assert_allclose(np.asarray(unmasked.fc.weight), tm.fc.weight.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --- a method that holds a batch (generate): the model called through jax.vmap, no assignment into arrays ------------
+
+BATCH_METHOD = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+    def clipped_last(self, x, k):
+        logits = self(x)
+        v, _ = torch.topk(logits, k)
+        logits[logits < v[:, [-1]]] = -float('Inf')
+        return logits.size(0), torch.softmax(logits, dim=-1)
+"""
+
+
+def test_a_batch_method_calls_the_model_through_vmap():
+    torch = pytest.importorskip("torch")
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+    import numpy as np
+    r = tx(BATCH_METHOD)
+    assert not errors(r), errors(r)
+    assert "logits = jax.vmap(self)(x)" in r.output
+    assert "logits = jnp.where(logits < v[:, [-1]], -float('Inf'), logits)" in r.output
+    ns_t: dict = {}
+    exec(compile(BATCH_METHOD, "m.py", "exec"), ns_t)
+    torch.manual_seed(0)
+    tm = ns_t["Net"]()
+    ns_j: dict = {}
+    exec(compile(r.output, "m_jax.py", "exec"), ns_j)
+    jm = _load(ns_j["Net"](key=jax.random.key(0)), {k: v.detach().numpy() for k, v in tm.state_dict().items()})
+    x = np.random.default_rng(0).standard_normal((5, 4)).astype(np.float32)
+    n_t, p_t = tm.clipped_last(torch.tensor(x), 2)
+    n_j, p_j = jm.clipped_last(jnp.asarray(x), 2)
+    assert n_j == n_t == 5
+    np.testing.assert_allclose(np.asarray(p_j), p_t.detach().numpy(), rtol=1e-5, atol=1e-6)

@@ -183,8 +183,33 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                     return cst.Name("True")
                 ctx.plans.add(node, trains, descend=False, by="tensor-methods")
 
+        def visit_Assign(self, node: cst.Assign) -> None:
+            # `logits[logits < v[:, [-1]]] = -inf` (generate): a jax array is not assigned into
+            t = node.targets[0].target if len(node.targets) == 1 else None
+            if not (self.in_module and isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)
+                    and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index)) or ctx.plans.get(node) is not None:
+                return
+            name = t.value.value
+
+            def assign(original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+                index, value = updated.targets[0].target.slice[0].slice.value, updated.value
+                if isinstance(index, cst.Comparison):  # a boolean mask: where it holds, the value
+                    new = f"{ctx.spell_text('jax.numpy.where')}({code(index)}, {code(value)}, {name})"
+                else:
+                    new = f"{name}.at[{code(index)}].set({code(value)})"
+                return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(new))
+
+            ctx.plans.add(node, assign, by="tensor-methods")
+
         def visit_Call(self, node: cst.Call) -> None:
             f = node.func
+            if self.in_module and isinstance(f, cst.Name) and f.value == "self" and ctx.plans.get(node) is None:
+                def batched(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)}: the module takes one example; "
+                               "the batch this method holds goes through jax.vmap(self)", original)
+                    return updated.with_changes(func=cst.Call(ctx.spell("jax.vmap"), [cst.Arg(cst.Name("self"))]))
+                ctx.plans.add(node, batched, by="tensor-methods")
+                return
             if self.in_module and dotted_text(f) == "self.named_parameters" and not node.args \
                     and ctx.plans.get(node) is None:
                 def named(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
