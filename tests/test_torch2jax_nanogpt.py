@@ -450,3 +450,31 @@ def test_a_batch_method_calls_the_model_through_vmap():
     n_j, p_j = jm.clipped_last(jnp.asarray(x), 2)
     assert n_j == n_t == 5
     np.testing.assert_allclose(np.asarray(p_j), p_t.detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
+# --- a field set only in a branch of __init__ (nanoGPT's causal-mask buffer when flash is off) ------------------------
+
+COND = """import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, scaled=False):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.scaled = scaled
+        if scaled:
+            self.register_buffer("scale", torch.full((3,), 2.0))
+
+    def forward(self, x):
+        y = self.fc(x)
+        if self.scaled:
+            y = y * self.scale
+        return y
+"""
+
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_a_field_set_in_a_branch_defaults_to_none(session, tmp_path, scaled):
+    r, _ = _verify(session, tmp_path, COND, "Net", ["float32[2,4]"], args={"scaled": scaled})
+    assert "    scale: jax.Array | None = None\n" in r.output  # else Equinox refuses the instance built without it

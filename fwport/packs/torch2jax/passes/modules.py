@@ -1737,14 +1737,42 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, se
 def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences: frozenset[str]) -> None:
     """The fields a method of construction (``__init__``, a method it calls) sets: ``self.NAME = value``."""
     params = {p.name.value: p for p in (*fn.params.params, *fn.params.kwonly_params)}
+    nested: list[cst.Assign] = []
     for s in fn.body.body:
         if not isinstance(s, cst.SimpleStatementLine):
+            nested += _nested_assigns(s)
             continue
         for small in s.body:
             if isinstance(small, cst.Assign) and len(small.targets) == 1:
                 t = dotted_text(small.targets[0].target)
                 if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
                     fields[t[5:]] = _annotation(small.value, params, ctx, sequences)
+    # set only inside a block (`if not self.flash: self.bias = ...`): perhaps never, so None unless set
+    for small in nested:
+        t = dotted_text(small.targets[0].target)
+        if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
+            ann = _annotation(small.value, params, ctx, sequences)
+            fields[t[5:]] = ann.replace("eqx.field(static=True)", "eqx.field(static=True, default=None)") \
+                if "eqx.field(" in ann else f"{ann} = None" if ann == "object" else f"{ann} | None = None"
+
+
+def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
+    """The single-target assignments inside a compound statement (not in nested functions or classes)."""
+    out: list[cst.Assign] = []
+
+    class Assigns(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if len(n.targets) == 1:
+                out.append(n)
+
+    node.visit(Assigns())
+    return out
 
 
 def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
