@@ -478,3 +478,24 @@ class Net(nn.Module):
 def test_a_field_set_in_a_branch_defaults_to_none(session, tmp_path, scaled):
     r, _ = _verify(session, tmp_path, COND, "Net", ["float32[2,4]"], args={"scaled": scaled})
     assert "    scale: jax.Array | None = None\n" in r.output  # else Equinox refuses the instance built without it
+
+
+def test_fwport_weights_moves_a_tied_parameter_once(tmp_path):
+    # a checkpoint holds the table under both names; the .eqx file has one array, read back and checked
+    torch = pytest.importorskip("torch")
+    from click.testing import CliRunner
+
+    from fwport.verify.cli import weights_command
+    (tmp_path / "m.py").write_text(TIED)
+    (tmp_path / "m_jax.py").write_text(tx(TIED).output)
+    ns: dict = {}
+    exec(compile(TIED, "m.py", "exec"), ns)
+    torch.manual_seed(0)
+    sd = ns["TinyLM"]().state_dict()
+    assert {"transformer.wte.weight", "lm_head.weight"} <= set(sd)
+    torch.save(sd, tmp_path / "model.pt")
+    r = CliRunner().invoke(weights_command, [
+        str(tmp_path / "model.pt"), "--source", str(tmp_path / "m.py"), "--translated", str(tmp_path / "m_jax.py"),
+        "--model", "TinyLM", "--to", str(tmp_path / "model.eqx"), "--check", "--input", "int64[2,5]:11"])
+    assert r.exit_code == 0, r.output
+    assert "verdict: PASS" in r.output and (tmp_path / "model.eqx").is_file()
