@@ -499,3 +499,30 @@ def test_fwport_weights_moves_a_tied_parameter_once(tmp_path):
         "--model", "TinyLM", "--to", str(tmp_path / "model.eqx"), "--check", "--input", "int64[2,5]:11"])
     assert r.exit_code == 0, r.output
     assert "verdict: PASS" in r.output and (tmp_path / "model.eqx").is_file()
+
+
+def test_a_method_of_construction_may_set_attributes():
+    # ResNet's _make_layer (self.inplanes = ...), here a base class's, called from a subclass's __init__
+    src = """import torch.nn as nn
+
+
+class Base(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inplanes = 4
+
+    def _make_layer(self, planes):
+        layer = nn.Linear(self.inplanes, planes)
+        self.inplanes = planes
+        return layer
+
+
+class Net(Base):
+    def __init__(self):
+        super().__init__()
+        self.fc = self._make_layer(3)
+
+    def forward(self, x):
+        return self.fc(x)
+"""
+    assert not [e for e in errors(tx(src)) if "immutable" in e], errors(tx(src))

@@ -77,6 +77,10 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     if isinstance(c.func, cst.Name) and c.func.value in own:
                         for k in cl.classes_of(c.func, m) & classes:
                             indirect.setdefault(k, []).append((cl, m, c))
+    # methods any class's __init__ calls (self._make_layer, perhaps a base class's): construction, not surgery
+    outside["construction"] = {m for stmt in module.body if isinstance(stmt, cst.ClassDef)
+                               for m in _reached({f.name.value: f for f in stmt.body.body
+                                                  if isinstance(f, cst.FunctionDef)}, "__init__", names=True)}
     body = []
     for i, stmt in enumerate(module.body):
         if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
@@ -501,11 +505,27 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
     return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences, called
 
 
+def _reached(methods: dict[str, cst.FunctionDef], start: str, names: bool = False) -> set[str]:
+    """``start`` and the methods it calls as ``self.m(...)``, at any depth (``names``: also the names called
+    that the class does not define, a base class's methods)."""
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in methods and not (names and m != start):
+            continue
+        seen.add(m)
+        if m not in methods:
+            continue
+        todo += [t[5:] for c in _calls(methods[m]) for t in [dotted_text(c.func) or ""]
+                 if t.startswith("self.") and t.count(".") == 1]
+    return seen
+
+
 class _DrawsOutsideInit(cst.CSTVisitor):
     """A module that draws its initial values, built in a method ``__init__`` does not call: keys are split and
     handed out in ``__init__`` and the methods it calls (``self._make_layer``) only, so this one would get none."""
 
-    def __init__(self, ctx, classes: set[str], method: str, modules: frozenset[str] = frozenset()):
+    def __init__(self, ctx, classes: set[str], method: str, modules: frozenset[str] | None = frozenset()):
         super().__init__()
         self.ctx, self.classes, self.method = ctx, classes, method
         self.modules = modules  # the submodule attributes: assigning into one of them is model surgery
@@ -513,7 +533,7 @@ class _DrawsOutsideInit(cst.CSTVisitor):
         self.surgery: list[tuple[cst.Assign, str]] = []  # assignments into the module's submodules
 
     def visit_For(self, node: cst.For) -> None:
-        if isinstance(node.target, cst.Name) and self._field(node.iter) in self.modules:
+        if isinstance(node.target, cst.Name) and self.modules is not None and self._field(node.iter) in self.modules:
             self.members.add(node.target.value)
 
     def _field(self, node: cst.BaseExpression) -> str | None:
@@ -536,6 +556,8 @@ class _DrawsOutsideInit(cst.CSTVisitor):
                                                or root.value == "self" and self._field(target) in self.modules)
 
     def visit_Assign(self, node: cst.Assign) -> bool:
+        if self.modules is None:  # a method of construction: it may set what it likes
+            return True
         hit = [t.target for t in node.targets if self._surgery(t.target)]
         if not hit:
             return True
@@ -1068,9 +1090,11 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     buffers: set[str] = set()
     leading: dict[str, tuple[int, int]] = {}  # buffers with leading axes of size 1: (how many, rank)
     drawing = {n for n, p in plans.items() if p["draws"]}
+    building = _reached(methods, "__init__") | outside.get("construction", set())  # __init__ and what it calls
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
-            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value, frozenset(subs)))
+            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value,
+                                      frozenset(subs) if s.name.value not in building else None))
     # self.apply(self.M) with M re-initialising layers it tests by class; the fields each statement sees
     applied = {c.args[0].value.attr.value for m in ("__init__", *called) if m in methods for c in _calls(methods[m])
                if dotted_text(c.func) == "self.apply" and len(c.args) == 1
