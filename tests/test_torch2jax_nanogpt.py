@@ -120,6 +120,14 @@ def test_training_only_attention_dropout_takes_the_call_key(session, tmp_path):
     assert not np.allclose(a, b) and not np.allclose(b, c)
 
 
+def test_training_only_attention_dropout_given_positionally_takes_its_own_key():
+    src = SDPA.replace("attn_mask=None, dropout_p=self.dropout if self.training else 0,",
+                       "None, self.dropout if self.training else 0,")
+    r = tx(src)
+    assert not errors(r), errors(r)
+    assert "key=key1, inference=key is None" in r.output and "key=key2" in r.output
+
+
 def test_other_attention_dropout_is_still_refused():
     src = SDPA.replace("dropout_p=self.dropout if self.training else 0", "dropout_p=self.dropout")
     assert any("dropout_p=self.dropout" in e for e in errors(tx(src))), errors(tx(src))

@@ -586,9 +586,9 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
-        if q == F + "scaled_dot_product_attention" and any(
-                a.keyword and a.keyword.value == "dropout_p" and ops.training_dropout(a.value) is not None
-                for a in original.args):
+        if q == F + "scaled_dot_product_attention" and any(  # dropout_p: by keyword or fifth
+                (a.keyword.value == "dropout_p" if a.keyword else i == 4 and not a.star)
+                and ops.training_dropout(a.value) is not None for i, a in enumerate(original.args)):
             self.key_sites.append(updated)  # its dropout in training takes the call's key (ops.attention)
             return updated
         if q in ("einops.rearrange", "einops.reduce", "einops.repeat"):
