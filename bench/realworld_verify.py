@@ -54,7 +54,8 @@ TORCH = {
 TF = {
     "tf_dr_custommodel": dict(model="MyModel", inputs=["float32[4,28,28]"]),
     "tf_docs_quickstart_adv": dict(model="MyModel()", inputs=["float32[4,28,28,1]"]),
-    "tf_kio_antirectifier": dict(skip="the model is a module-level Sequential built among data-loading code"),
+    # models built by top-level statements among data code: --load defs runs the statements that build them
+    "tf_kio_antirectifier": dict(model="model", inputs=["float32[4,784]"], opts=["--load", "defs"]),
     "tf_yy_resnet": dict(model="ResNet18", inputs=["float32[2,32,32,3]"]),
     "tf_tfe_densenet": dict(model="DenseNet", args=dict(mode="from_depth", growth_rate=12, output_classes=10,
                                                          depth_of_model=40, num_of_blocks=3,
@@ -65,17 +66,23 @@ TF = {
     # float32 rounding through 30 BatchNorm'd convolutions differs by 8e-4 relative; float64 by 4e-13
     "tf_kio_oxford_unet": dict(model="get_model((160, 160), 3)", inputs=["float32[1,160,160,3]"],
                                opts=["--dtype", "float64"]),
-    "tf_dr_colorbot": dict(skip="the forward call takes (sequences, lengths) as one tuple and training=True"),
-    "tf_tfe_nmt": dict(skip="the encoder's forward call takes its initial hidden state"),
-    "tf_kio_bilstm": dict(skip="the model is built at module level among data-loading code"),
-    "tf_kio_txtcls_transformer": dict(skip="the model is built at module level among data-loading code"),
+    # call(inputs) takes (sequences, lengths) as one list, as Keras passes two inputs to a one-input call
+    "tf_dr_colorbot": dict(model="RNNColorbot([64, 32], 3, 0.5)", inputs=["float32[2,10,256]", "int32[2]:1..10"]),
+    # the decoder (embedding, GRU, a nested Bahdanau attention block) on a token, a hidden state, the encoder's outputs
+    "tf_tfe_nmt": dict(model="Decoder", args=dict(vocab_size=120, embedding_dim=16, dec_units=32),
+                       inputs=["int32[2,1]:120", "float32[2,32]", "float32[2,7,32]"]),
+    "tf_kio_bilstm": dict(model="model", inputs=["int32[2,200]:20000"], opts=["--load", "defs"]),
+    "tf_kio_txtcls_transformer": dict(model="model", inputs=["int32[2,200]:20000"], opts=["--load", "defs"]),
     "tf_kio_ts_transformer": dict(skip="build_model reads the global n_classes, computed from the data"),
     "tf_dr_gpt": dict(skip="119M parameters at the file's configuration, read from a module-level argparse"),
+    # add_variable(name="kernel%d" % i) in a loop: moved by name (the translation registers the same names)
     "tf_dr_matmul": dict(model="MyLayer([28 * 28, 200, 200, 10])", inputs=["float32[4,784]"]),
     "tf_kio_wgan_gp": dict(model="get_discriminator_model()", inputs=["float32[4,28,28,1]"]),
-    "tf_kio_vae": dict(skip="encoder and decoder are module-level functional models"),
+    # the encoder's third output samples tf.random.normal (Keras side) and torch.randn: the decoder is compared
+    "tf_kio_vae": dict(model="decoder", inputs=["float32[4,2]"], opts=["--load", "defs"]),
+    # the encoder block on a sequence and its padding mask; the notebook's other cells carry the errors
     "tf_dlwp3_transformer": dict(model="TransformerEncoder", args=dict(hidden_dim=32, intermediate_dim=64, num_heads=2),
-                                 inputs=["float32[2,10,32]"]),
+                                 inputs=["float32[2,10,32]", "bool[2,10]"], opts=["--load", "defs"]),
 }
 TABLES = {"torch2jax": TORCH, "tf2torch": TF}
 SPECS = {"torch2jax": "specs_torch.py", "tf2torch": "specs_tf.py"}

@@ -676,3 +676,62 @@ def test_two_classes_of_one_name_in_different_functions_are_both_translated():
     assert r.output.count("class ExampleLayer(nn.Module):") == 2
     assert r.output.count("def forward(self, x):") == 2 and "layers.Layer" not in r.output
     assert codes(r) == Counter()
+
+
+def test_blocks_in_a_comprehension_or_a_local_list_become_a_module_list():
+    """A Python list of modules registers no parameter in torch: a comprehension of the file's blocks, and
+    a local list built by appends then assigned, are wrapped in nn.ModuleList; a loop over them drops
+    training= like one over any list of modules."""
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class Block(layers.Layer):
+            def __init__(self, units):
+                super().__init__()
+                self.fc = layers.Dense(units)
+
+            def call(self, x, training=False):
+                return self.fc(x)
+
+        class Net(keras.Model):
+            def __init__(self, depth):
+                super().__init__()
+                self.blocks = [Block(4) for _ in range(depth)]
+                heads = []
+                for _ in range(depth):
+                    heads.append(layers.Dense(4))
+                self.heads = heads
+                names = []
+                for i in range(depth):
+                    names.append(str(i))
+                self.names = names
+
+            def call(self, x, training=False):
+                for b in self.blocks:
+                    x = b(x, training=training)
+                for h in self.heads:
+                    x = h(x, training=training)
+                return x
+        ''')
+    out = r.output
+    assert "self.blocks = nn.ModuleList([Block(4) for _ in range(depth)])" in out
+    assert "self.heads = nn.ModuleList(heads)" in out
+    assert "self.names = names" in out  # strings stay a list
+    assert "x = b(x)" in out and "x = h(x)" in out
+
+
+def test_a_comprehension_of_layers_over_a_run_time_value_records_every_item():
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class Net(keras.Model):
+            def __init__(self, sizes):
+                super().__init__()
+                self.cells = [layers.LSTMCell(n) for n in sizes]
+                self.heads = [layers.Dense(2) for _ in range(3)]
+        ''')
+    got = records(r)
+    assert ("Net", "cells[*]", "cells.*", "lstm-cell") in got  # expanded by fwport verify on the built model
+    assert {("Net", f"heads[{i}]", f"heads.{i}", "dense") for i in range(3)} <= got

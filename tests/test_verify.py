@@ -239,3 +239,126 @@ def test_weight_ops_match_the_known_formulas():
         apply_ops(kernel, [("reshape", ("Q", "-1"))], {})
     with pytest.raises(TransferError, match="not a permutation"):
         apply_ops(kernel, [("transpose", ("0", "0"))], {})
+
+
+NESTED = '''
+import tensorflow as tf
+
+
+class Block(tf.keras.layers.Layer):
+    def __init__(self, units):
+        super().__init__()
+        self.fc = tf.keras.layers.Dense(units, activation="relu")
+        self.norm = tf.keras.layers.LayerNormalization()
+
+    def call(self, x):
+        return self.norm(self.fc(x)) + x
+
+
+class Net(tf.keras.Model):
+    def __init__(self, units, depth):
+        super().__init__()
+        self.inp = tf.keras.layers.Dense(units)
+        self.blocks = [Block(units) for _ in range(depth)]
+        self.stack = tf.keras.Sequential([Block(units), Block(units)])
+        more = []
+        for _ in range(depth):
+            more.append(Block(units))
+        self.more = more
+        self.out = tf.keras.layers.Dense(3)
+        self.extra = [tf.keras.layers.Dense(units) for _ in range(depth)]
+
+    def call(self, x):
+        x = self.inp(x)
+        for b in self.blocks:
+            x = b(x)
+        for layer in self.extra:
+            x = layer(x)
+        for b in self.more:
+            x = b(x)
+        return self.out(self.stack(x))
+
+
+def small_net():
+    return Net(8, 2)
+'''
+
+
+def test_blocks_of_the_files_classes_nested_in_lists_and_sequentials_verify(session, tmp_path):
+    """Blocks built at run time (a comprehension, a local list, a Sequential of them), no record names
+    them: the Keras side finds each instance and moves its class's weights under its path."""
+    o, t = _pair(tmp_path, NESTED)
+    assert "self.blocks = nn.ModuleList([Block(units) for _ in range(depth)])" in Path(t).read_text()
+    assert "self.more = nn.ModuleList(more)" in Path(t).read_text()
+    cert = verify(Options(o, t, "small_net", inputs=["float32[4,8]"], checks=("forward", "grad", "step"),
+                          device="cpu"), session)
+    assert cert["verdict"] == "pass", cert["problems"]
+    grads = {e["name"]: e["source"] for e in cert["results"]["gradients"]}
+    assert len(grads) == 2 * 2 + 6 * 4 + 2 * 2  # inp and out; fc and norm of the 6 blocks; the 2 extra
+    assert grads["extra.1.bias"] == "extra[1].bias"  # a comprehension over range(depth): record extra[*]
+    assert grads["blocks.1.fc.0.weight"] == "blocks[1].fc.kernel"
+    assert grads["stack.0.norm.bias"] == "stack.layers[0].norm.beta"
+    assert grads["more.1.norm.weight"] == "more[1].norm.gamma"
+    assert grads["inp.weight"] == "inp.kernel"  # the builder's class's own records
+
+    # a block's parameters left out of the module (a plain list) are named, not passed over
+    bad = Path(t).read_text().replace("nn.ModuleList(more)", "more")
+    o, t = _pair(tmp_path, NESTED, bad)
+    cert = verify(Options(o, t, "small_net", inputs=["float32[4,8]"], checks=("forward",), device="cpu"), session)
+    assert cert["verdict"] == "mismatch"
+    assert any("writes more.0.fc.0.weight, which the translated model does not have" in p for p in cert["problems"])
+
+
+TOP_LEVEL = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+(x_train, y_train), _ = keras.datasets.mnist.load_data()  # a download: cannot run here
+inputs = keras.Input(shape=(6,))
+x = layers.Dense(5, activation="relu")(inputs)
+x = layers.Dense(5)(x) + x
+outputs = layers.Dense(2)(x)
+model = keras.Model(inputs, outputs)
+model.compile(optimizer="adam", loss="mse")
+model.fit(x_train.reshape(-1, 784)[:, :6], y_train[:, None].repeat(2, 1), epochs=1)
+'''
+
+
+def test_a_model_built_at_the_top_level_among_data_code_verifies_from_its_statements(session, tmp_path):
+    o, t = _pair(tmp_path, TOP_LEVEL)
+    cert = verify(Options(o, t, "model", checks=("forward", "grad"), device="cpu", load="defs"), session)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    assert len(cert["results"]["gradients"]) == 6
+    for side in ("original", "translated"):
+        assert "top-level statements that build model run" in cert["loaded"][side], cert["loaded"]
+
+
+BY_NAME = '''
+import tensorflow as tf
+
+
+class Stack(tf.keras.layers.Layer):
+    def __init__(self, sizes):
+        super().__init__()
+        self.n = len(sizes) - 1
+        for i in range(1, len(sizes)):
+            self.add_weight(name="kernel%d" % i, shape=[sizes[i - 1], sizes[i]])
+            self.add_weight(name="bias%d" % i, shape=[sizes[i]])
+
+    def call(self, x):
+        params = self.trainable_variables
+        for i in range(self.n):
+            x = tf.nn.relu(x @ params[2 * i] + params[2 * i + 1])
+        return x
+'''
+
+
+def test_variables_created_under_computed_names_move_by_name(session, tmp_path):
+    """add_weight(name="kernel%d" % i) in a loop: no record can name them; the Keras side offers them by
+    name and each goes to the torch parameter of that name and shape."""
+    o, t = _pair(tmp_path, BY_NAME)
+    assert 'self.register_parameter("kernel%d" % i, nn.Parameter(' in Path(t).read_text()
+    cert = verify(Options(o, t, "Stack([6, 5, 4])", inputs=["float32[3,6]"], device="cpu"), session)
+    assert cert["verdict"] == "pass", cert["problems"]
+    assert {e["name"]: e["rule"] for e in cert["results"]["gradients"]} == {
+        "kernel1": "by-name", "bias1": "by-name", "kernel2": "by-name", "bias2": "by-name"}

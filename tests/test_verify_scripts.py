@@ -146,6 +146,36 @@ def test_a_definition_the_model_does_not_reach_may_fail(tmp_path):
         load_definitions(str(src), "m", {"cell"})
 
 
+def test_a_model_built_by_top_level_statements_runs_them_and_only_them(tmp_path):
+    """`inputs = ...; x = f(x); model = Seq(); model.add(...)` among data code: the backward slice of the
+    model's name runs (model.add counts as building it), the data loading and model.fit do not."""
+    src = _write(tmp_path, "s.py", textwrap.dedent('''\
+        import json
+        class Seq:
+            def __init__(self, *layers):
+                self.layers = list(layers)
+            def add(self, layer):
+                self.layers.append(layer)
+            def fit(self, data):
+                raise RuntimeError("training")
+        data = json.load(open("/nonexistent/data.json"))
+        width = len(data)
+        x = 3
+        x = x * 2
+        model = Seq(x)
+        model.add("relu")
+        model.fit(data)
+        other = Seq(width)
+        '''))
+    ns, notes = load_definitions(str(src), "m", {"model"})
+    assert ns["model"].layers == [6, "relu"]
+    assert "data" not in ns and "other" not in ns
+    assert any("2 top-level statements that build model run (lines 13, 14)" in n for n in notes), notes
+    bad = _write(tmp_path, "bad.py", src.read_text().replace("model = Seq(x)", "model = Seq(x, width)"))
+    with pytest.raises(UserError, match=r"bad\.py:9: FileNotFoundError.*a top-level statement that builds model"):
+        load_definitions(str(bad), "m", {"model"})
+
+
 def test_auto_loads_the_whole_file_when_it_runs_and_its_definitions_when_it_fails(tmp_path):
     ok = _write(tmp_path, "ok.py", "x = [1]\nx.append(2)\n")
     ns, note = load_source(str(ok), "m", "auto")

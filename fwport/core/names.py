@@ -32,14 +32,18 @@ class SourceNames:
     """
 
     def __init__(self, roots: tuple[str, ...], prefixes: tuple[tuple[str, str], ...] = (),
-                 exact: dict[str, str] | None = None):
+                 exact: dict[str, str] | None = None, modules: tuple[str, ...] = ()):
         self.roots = tuple(roots)  # top-level packages: a file importing one is a source file
         self.prefixes = tuple(prefixes)
         self.exact = dict(exact or {})
+        # modules of another package that are source-framework code too (einops.layers.torch: PyTorch layers):
+        # their names are translated by rules or reported as residue, their unused imports removed
+        self.modules = tuple(modules)
         self._canonical: dict[str, str] = {}  # names resolve again and again: remember each answer
 
     def is_source(self, qualified: str) -> bool:
-        return qualified.split(".", 1)[0] in self.roots
+        return qualified.split(".", 1)[0] in self.roots \
+            or any(qualified == m or qualified.startswith(m + ".") for m in self.modules)
 
     def canonical(self, name: str) -> str:
         """The canonical spelling of a fully qualified source name."""

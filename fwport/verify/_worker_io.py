@@ -155,6 +155,61 @@ def _names(node) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
+_BUILDING_METHODS = {"add", "build", "append", "extend", "insert", "update"}
+
+
+def _top_bound(stmt) -> set[str]:
+    """The names a top-level statement binds in the module (assignment, loop and ``with`` targets)."""
+    import ast
+    targets = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, (ast.AugAssign, ast.AnnAssign)):
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.For, ast.AsyncFor)):
+        targets = [stmt.target]
+    elif isinstance(stmt, (ast.With, ast.AsyncWith)):
+        targets = [i.optional_vars for i in stmt.items if i.optional_vars is not None]
+    out = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try)):  # assignments in a block's body
+        out |= {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    return out
+
+
+def _built(stmt) -> set[str]:
+    """``model.add(layer)`` / ``model.build(shape)``: the name a top-level call statement builds up."""
+    import ast
+    if (isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr in _BUILDING_METHODS and isinstance(stmt.value.func.value, ast.Name)):
+        return {stmt.value.func.value.id}
+    return set()
+
+
+def _model_slice(body: list, roots: set[str], defined: set[str]) -> dict[int, str]:
+    """The top-level statements beyond definitions and values that compute ``roots`` (a model built among a
+    script's statements: ``inputs = keras.Input(...)``, ``x = layers.Dense(8)(inputs)``, ``model =
+    keras.Model(inputs, x)``): a backward slice over names, with ``model.add(...)`` counting as building
+    ``model``. {id(statement): the root name it serves}."""
+    import ast
+    needed = {r: r for r in roots if r not in defined}
+    keep: dict[int, str] = {}
+    for stmt in reversed(body):
+        if _kind(stmt) != "other":
+            continue
+        binds, built = _top_bound(stmt), _built(stmt)
+        hit = (binds | built) & set(needed)
+        if not hit:
+            continue
+        root = needed[sorted(hit)[0]]
+        keep[id(stmt)] = root
+        if isinstance(stmt, ast.Assign):
+            for n in binds:
+                needed.pop(n, None)
+        for n in _names(stmt) - defined:
+            needed.setdefault(n, root)
+    return keep
+
+
 def load_definitions(path: str, run_name: str, roots: set[str] | None = None) -> tuple[dict, list[str]]:
     """Run only a script's definitions: imports, functions, classes and assignments without calls, each
     top-level statement on its own (line numbers kept). An import that fails is replaced by a stand-in when
@@ -173,8 +228,11 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
     defs = {s.name: s for s in tree.body if _kind(s) == "def"}
     values = {t.id: s for s in tree.body if _kind(s) == "value"
               for t in (s.targets if isinstance(s, ast.Assign) else [s.target]) if isinstance(t, ast.Name)}
+    # a model built by top-level statements (a Sequential, a functional graph): those statements run too
+    sliced = _model_slice(tree.body, set(roots or ()), set(defs) | set(values)) if roots else {}
+    slice_names = {n for s in tree.body if id(s) in sliced for n in _names(s)}
     reached = set(defs) if roots is None else set()
-    todo = list(roots or ())
+    todo = list(roots or ()) + sorted(slice_names)
     while todo:  # the definitions the model reaches, through the names each reads
         n = todo.pop()
         if n in reached or (n not in defs and n not in values):
@@ -195,7 +253,7 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
     try:
         for stmt in tree.body:
             kind = _kind(stmt)
-            if kind == "other":
+            if kind == "other" and id(stmt) not in sliced:
                 skipped.append(stmt.lineno)
                 continue
             code = compile(ast.Module([stmt], type_ignores=[]), path, "exec")
@@ -203,6 +261,10 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
                 exec(code, ns)
             except Exception as e:
                 why = f"{type(e).__name__}: {str(e)[:200]}"
+                if kind == "other":
+                    raise UserError(f"{path}:{_failing_line(e, path) or stmt.lineno}: {why} (a top-level statement "
+                                    f"that builds {sliced[id(stmt)]}: the model is built among code that cannot run "
+                                    "here; build it in a function and give that to --model)") from None
                 if kind == "import":
                     names = _bound(stmt)
                     needed = [(n, used[n]) for n in names if n in used]
@@ -226,6 +288,10 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
             sys.modules.pop(run_name, None)
         else:
             sys.modules[run_name] = saved
+    if sliced:
+        lines = [s.lineno for s in tree.body if id(s) in sliced]
+        notes.append(f"{len(lines)} top-level statements that build {', '.join(sorted(set(sliced.values())))} run "
+                     f"(lines {', '.join(map(str, lines[:12]))}{', ...' if len(lines) > 12 else ''})")
     if skipped:
         shown = ", ".join(map(str, skipped[:12])) + (", ..." if len(skipped) > 12 else "")
         notes.append(f"{len(skipped)} top-level statements not run (lines {shown})")

@@ -84,6 +84,8 @@ def render(cert: dict, verbose: bool = False) -> str:
             lines.append(_row(dict(e, name=f"{e['layer']} {e['point']} → {e['torch']}")))
     for p in cert.get("problems", []) if not res else []:
         lines.append(f"  problem: {p}")
+    for w in cert.get("warnings", []):
+        lines.append(f"  warning: {w}")
     fd = cert.get("first_diverging")
     if fd:
         lines.append(f"first diverging layer: {fd['layer']} ({fd.get('point')}, torch {fd.get('torch')}, "

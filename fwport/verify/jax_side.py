@@ -61,6 +61,9 @@ def locate(model, name: str, eqx):
             obj = obj[part]
             steps.append(("item", part))
         else:
+            if not hasattr(obj, part) and isinstance(getattr(obj, "layer", None), eqx.Module):
+                steps.append(("attr", "layer"))  # PerVector(layer) (a translation's helper): the layer's arrays
+                obj = obj.layer
             if not hasattr(obj, part):
                 return None
             obj = getattr(obj, part)

@@ -211,6 +211,31 @@ def run(req: dict) -> dict:
     else:
         _randomize(model, req["seed"])
 
+    # blocks of the file's own classes held by the model (in a list, a Sequential, built by a helper):
+    # each instance gets its class's moves under its path
+    nested = req.get("nested") or {}
+    instances = _instances(model, set(nested), root=not req["moves"])
+    for kpath, _, cls in instances:
+        req["moves"] = req["moves"] + [dict(m, key=f"{kpath}/{m['key']}", layer=_join(kpath, m["layer"]))
+                                       for m in nested[cls]]
+
+    # a record over a list of unknown length (cells[*]): one move per item the built model holds
+    lengths: dict = {}
+    expanded = []
+    for m in req["moves"]:
+        if "[*]" not in m["layer"]:
+            expanded.append(m)
+            continue
+        prefix = m["layer"].split("[*]", 1)[0]
+        if prefix not in lengths:
+            try:
+                lengths[prefix] = len(resolve(model, prefix))
+            except (UserError, TypeError):
+                lengths[prefix] = 0
+        expanded += [dict(m, key=f"{m['key']}#{i}", layer=m["layer"].replace("[*]", f"[{i}]", 1))
+                     for i in range(lengths[prefix])]
+    req["moves"] = expanded
+
     # the variables the maps move, by name; anything else is unmapped
     variables, trainable, absent = {}, [], []
     for m in req["moves"]:
@@ -235,6 +260,18 @@ def run(req: dict) -> dict:
         variables[m["key"]] = var
         if var.trainable:
             trainable.append(m["key"])
+    # variables the model creates itself under names no record can know (add_weight(name="kernel%d" % i)
+    # in a loop): offered by name; the parent moves each to the torch parameter of that name and shape
+    offered = {}
+    for v in _own_variables(model):
+        key = f"-1:{_short_name(v)}"
+        if any(v is x for x in variables.values()) or key in variables:
+            continue
+        variables[key] = v
+        offered[key] = [int(d) for d in v.shape]
+        req["moves"].append({"key": key, "layer": "", "var": _short_name(v), "rule": "by-name"})
+        if v.trainable:
+            trainable.append(key)
     mapped = {id(v) for v in variables.values()}
     unmapped = [_var_id(v) for v in model.weights if id(v) not in mapped]
     moves = [m for m in req["moves"] if m["key"] not in absent]
@@ -242,7 +279,8 @@ def run(req: dict) -> dict:
     initial = {k: _np(v) for k, v in variables.items()}
     checks = req.get("checks", ["forward"])
     resp: dict = {"versions": versions(), "device": device(), "unmapped": unmapped, "trainable": trainable,
-                  "absent": absent, "layers": []}
+                  "absent": absent, "layers": [], "instances": instances, "lengths": lengths,
+                  "offered": offered}
 
     capture_paths = req.get("capture", [])
     layers = {}
@@ -385,6 +423,51 @@ def _torch_epsilon(ns: dict) -> list:
             var = tf.Variable(eps, trainable=False, dtype="float32")
             object.__setattr__(v, "epsilon", var)
             out.append((v, eps, var))
+    return out
+
+
+def _own_variables(layer) -> list:
+    """The variables a layer created itself (add_weight), not those of its sub-layers."""
+    own = [getattr(layer, a, None) or [] for a in (("_trainable_weights", "_non_trainable_weights") if LEGACY
+                                                   else ("_trainable_variables", "_non_trainable_variables"))]
+    return [v for vs in own for v in vs]
+
+
+def _short_name(v) -> str:
+    """``kernel1`` of ``my_layer/kernel1:0`` (Keras 2) or ``my_layer/kernel1`` (Keras 3)."""
+    return _var_id(v).rsplit("/", 1)[-1].split(":")[0]
+
+
+def _join(prefix: str, path: str) -> str:
+    """The path of a record's layer inside a nested instance (the same join as transfer.nested)."""
+    return path if not prefix else prefix if path in ("", ".") else f"{prefix}.{path}"
+
+
+def _instances(model, classes: set, root: bool) -> list:
+    """[Keras path, torch path, class] of every layer of one of ``classes`` (the file's own layer classes)
+    the model holds, at any depth: in attributes, lists and tuples, Sequentials. The model itself ("")
+    when ``root`` (its own records were not given: it was built by a builder function)."""
+    out, seen = [], set()
+
+    def visit(obj, kpath: str, tpath: str) -> None:
+        if isinstance(obj, (list, tuple)):
+            for i, v in enumerate(obj):
+                visit(v, f"{kpath}[{i}]", f"{tpath}.{i}" if tpath else str(i))
+            return
+        if not isinstance(obj, keras.layers.Layer) or id(obj) in seen:
+            return
+        seen.add(id(obj))
+        if type(obj).__name__ in classes and (kpath or root):
+            out.append([kpath, tpath, type(obj).__name__])
+        if isinstance(obj, keras.Sequential):
+            for i, v in enumerate(obj.layers):
+                visit(v, f"{kpath}.layers[{i}]" if kpath else f"layers[{i}]", f"{tpath}.{i}" if tpath else str(i))
+            return
+        for name, v in list(vars(obj).items()):
+            if not name.startswith("_"):
+                visit(v, f"{kpath}.{name}" if kpath else name, f"{tpath}.{name}" if tpath else name)
+
+    visit(model, "", "")
     return out
 
 

@@ -96,7 +96,23 @@ class _Function(nn.Module):
 
 
 def _call(model, xs):
+    """Inputs as the Keras side passes them: positionally, or as one list to a forward that takes fewer
+    (``def forward(self, inputs): sequence, length = inputs``), as Keras passes a list to ``call``."""
+    if len(xs) > 1 and _positional_inputs(model) < len(xs):
+        return model(list(xs))
     return model(*xs)
+
+
+def _positional_inputs(model) -> int:
+    import inspect
+    try:
+        params = list(inspect.signature(model.forward).parameters.values())
+    except (TypeError, ValueError):
+        return 1 << 30
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 1 << 30
+    return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+               and p.name not in ("training", "mask") and p.default is p.empty)
 
 
 def build(req: dict) -> dict:

@@ -21,7 +21,7 @@ this to compare gradients and post-step values through the very maps that moved 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -97,10 +97,12 @@ class Move:
     ops: tuple
     symbols: dict
     rule: str
+    tag: str = ""  # the instance path of a nested block of the file's own classes (see `nested`)
+    item: str = ""  # the index of a layer in a list of unknown length (``cells[*]``, see `items`)
 
     @property
     def key(self) -> str:
-        return f"{self.index}:{self.var}"
+        return f"{self.tag}{self.index}:{self.var}" + (f"#{self.item}" if self.item else "")
 
     @property
     def source_name(self) -> str:
@@ -119,6 +121,31 @@ def plan(records, pack) -> list[Move]:
             moves.append(Move(i, rec.source, w.source, tgt, tuple((o.op, tuple(o.params)) for o in w.ops),
                               dict(rec.symbols), rec.rule))
     return moves
+
+
+def nested(moves: list[Move], source_prefix: str, target_prefix: str) -> list[Move]:
+    """The moves of a class's own records, for one instance of that class held inside the model at
+    ``source_prefix`` (a Keras path: ``layer1.layers[0]``) / ``target_prefix`` (``layer1.0``): a block of
+    the file's own classes, built at run time (in a loop, a helper, a list) where no record can name it."""
+    def join(prefix: str, path: str) -> str:
+        return path if not prefix else prefix if path in ("", ".") else f"{prefix}.{path}"
+    return [replace(m, layer=join(source_prefix, m.layer), target=join(target_prefix, m.target),
+                    tag=f"{source_prefix}/") for m in moves]
+
+
+def items(moves: list[Move], lengths: dict[str, int]) -> list[Move]:
+    """Moves of a record over a list whose length the source does not write down (``self.cells =
+    [LSTMCell(n) for n in sizes]``: record ``cells[*]`` → ``cells.*``), one per item of the list the built
+    model holds (``lengths``: list path → length, found by the source side)."""
+    out: list[Move] = []
+    for m in moves:
+        if "[*]" not in m.layer:
+            out.append(m)
+            continue
+        n = lengths.get(m.layer.split("[*]", 1)[0], 0)
+        out += [replace(m, layer=m.layer.replace("[*]", f"[{i}]", 1), target=m.target.replace(".*", f".{i}", 1),
+                        item=str(i)) for i in range(n)]
+    return out
 
 
 def transfer(arrays: dict[str, np.ndarray], moves: list[Move], prefix: str = "") -> dict[str, np.ndarray]:

@@ -25,6 +25,8 @@ from fwport.packs.torch2jax.registry import TRANSFORMS
 
 #: Top-level packages that make a file a PyTorch source.
 SOURCE_ROOTS = ("torch",)
+#: modules of other packages that hold PyTorch code (einops's layers as torch.nn.Modules)
+SOURCE_MODULES = ("einops.layers.torch",)
 
 # Longest prefix first: the canonical spelling of each source namespace.
 _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -53,7 +55,7 @@ CODE_ADVICE = {
 DIRECTION = Direction(
     name="torch2jax",
     summary="PyTorch (nn.Module, torch.optim) → JAX / Equinox / optax",
-    source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, {}),
+    source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, {}, modules=SOURCE_MODULES),
     mentions=re.compile(r"\btorch\b"),
     source_title="PyTorch",
     planners=PLANNERS,
@@ -68,7 +70,7 @@ DIRECTION = Direction(
         Spelling("functools.", "functools.", "import functools"),
         Spelling("numpy.", "np.", "import numpy as np"),
     ),
-    import_order=("import functools", "import math", "import equinox as eqx", "import jax", "import jax.numpy as jnp",
+    import_order=("import einops", "import functools", "import math", "import equinox as eqx", "import jax", "import jax.numpy as jnp",
                   "from jax.experimental import sparse as jsparse", "import numpy as np", "import optax"),
     source_label=lambda name, v: "PyTorch",
     codes=CODES,

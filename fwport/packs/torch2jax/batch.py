@@ -153,9 +153,13 @@ class Forward(cst.CSTTransformer):
     ``keyed``: the attributes whose call takes a key (dropout, a Sequential holding one)."""
 
     def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None,
-                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset(),
+                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset(), ranks=None,
                  leading_ones: dict[str, tuple[int, int]] | None = None):
         super().__init__()
+        # ranks.py's view of the file (a ranks.ClassRanks): what this module's parameters hold, which attributes and
+        # loop names are modules of this file or Sequentials, and the ranks each of those returns
+        self.file = ranks
+        self.instances: dict[str, str] = dict(ranks.instances) if ranks is not None else {}  # name → class of this file
         self.buffers = buffers  # registered buffers: read through jax.lax.stop_gradient
         self.leading_ones = leading_ones or {}  # buffers built with leading axes of size 1: (how many, rank)
         self.stateful = stateful  # attributes whose call takes and returns the state (BatchNorm)
@@ -176,6 +180,13 @@ class Forward(cst.CSTTransformer):
         self.device_names: set[str] | None = None  # `device = x.device` names read only as `device=` arguments
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
         self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
+        if ranks is not None:
+            self.rank.update(ranks.params)
+        # what ranks.py collects: the ranks of the positional arguments each module class of the file is called
+        # with, the input ranks of each Sequential attribute, and the ranks this forward returns
+        self.seen_calls: dict[str, list[tuple]] = {}
+        self.seen_sequences: dict[str, list] = {}
+        self.returns: list = []
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -206,7 +217,8 @@ class Forward(cst.CSTTransformer):
             for n in _target_names(t.target):
                 (self.batched.add if hit else self.batched.discard)(n)
                 self.batch_sizes.discard(n)
-                if r is not None and isinstance(t.target, cst.Name):
+                self.instances.pop(n, None)
+                if r is not None and (isinstance(t.target, cst.Name) or _parts(updated.value)):
                     self.rank[n] = r
                 elif n not in self.unpacked:
                     self.rank.pop(n, None)
@@ -317,6 +329,34 @@ class Forward(cst.CSTTransformer):
         return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
 
     # --- per-example ranks -------------------------------------------------------------------------
+    def module_called(self, func: cst.BaseExpression) -> tuple[str, str] | None:
+        """("class", C) for a call of an instance of this file's module class C (``self.block``, a loop name over a
+        ModuleList of them); ("sequence", attr) for a Sequential attribute ranks.py follows; else None."""
+        text = dotted_text(func) if self.file is not None else None
+        if text is None:
+            return None
+        if text in self.instances:
+            return "class", self.instances[text]
+        if text.startswith("self.") and text.count(".") == 1 and text[5:] in self.file.sequences:
+            return "sequence", text[5:]
+        return None
+
+    def visit_For(self, node: cst.For) -> None:
+        """``for attn, ff in self.layers:`` over a ModuleList of this file's modules: the loop names are instances."""
+        it = dotted_text(node.iter) or ""
+        kinds = self.file.containers.get(it[5:]) if self.file is not None and it.startswith("self.") else None
+        if kinds is None and self.file is not None and _dict_entry(node.iter) is not None:  # self.d["h"]
+            kinds = self.file.containers.get(_dict_entry(node.iter))
+        t = node.target
+        if kinds is None:
+            return
+        if isinstance(t, cst.Name) and len(kinds) == 1:
+            self.instances[t.value] = kinds[0]
+        elif isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) == len(kinds):
+            for e, k in zip(t.elements, kinds):
+                if isinstance(e.value, cst.Name):
+                    self.instances[e.value.value] = k
+
     def rank_of(self, node: cst.BaseExpression) -> int | None:
         """The per-example rank of a translated expression, where it follows from known ranks."""
         if isinstance(node, cst.Name):
@@ -328,20 +368,43 @@ class Forward(cst.CSTTransformer):
             if a is None or b is None:  # a number, or an array without the batch axis, broadcasts into the other
                 known = a if b is None else b
                 other = node.right if b is None else node.left
-                return known if known is not None and (not self.is_batched(other) or _scalar(other)) else None
+                scalar = _scalar(other)  # `1.0 / math.sqrt(k.size(-1))`: a number from sizes
+                while isinstance(other, cst.Subscript):  # `self.pos[:n]`: the array indexed, not its sizes
+                    other = other.value
+                return known if known is not None and (not self.is_batched(other) or scalar) else None
             return max(a, b)
         if isinstance(node, cst.Subscript):  # slices keep the rank, an integer index drops an axis
             r = self.rank_of(node.value)
-            if r is None or not all(isinstance(e.slice, (cst.Slice,)) or isinstance(e.slice, cst.Index)
-                                    and isinstance(e.slice.value, cst.Ellipsis) for e in node.slice):
+            if r is None:
                 return None
-            return r
+            for e in node.slice:
+                if isinstance(e.slice, cst.Index) and int_literal(e.slice.value) is not None:
+                    r -= 1
+                elif not (isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index)
+                          and isinstance(e.slice.value, cst.Ellipsis)):
+                    return None
+            return r if r >= 0 else None
+        if isinstance(node, cst.IfExp):  # `a if c else b`: the rank both branches have
+            a, b = self.rank_of(node.body), self.rank_of(node.orelse)
+            return a if a == b else None
         if not isinstance(node, cst.Call):
             return None
         f = node.func
         text = dotted_text(f) or ""
         args = [a.value for a in node.args if a.keyword is None and not a.star]
+        if text == "map" and len(args) == 2 and isinstance(args[0], cst.Lambda):  # each part: the lambda's body
+            return self.rank_of(args[0].body)
+        module = self.module_called(f)
+        if module is not None:  # a module of this file, or a Sequential attribute: what ranks.py found it returns
+            kind, name = module
+            if kind == "class":
+                return self.file.returns(name)
+            return self.file.sequence_out(name, self.rank_of(args[0]) if args else None)
         q = self.ctx.imports.resolve(f)
+        if q in ("einops.rearrange", "einops.reduce", "einops.repeat"):  # the axes its pattern's output names
+            a, _ = _args(node, ("tensor", "pattern"))
+            text = literal_value(a["pattern"], None) if "pattern" in a else None
+            return pattern_rank(text) if isinstance(text, str) else None
         if q is not None:  # a source call the rules translate later
             if q == "torch.matmul" and len(args) == 2:
                 text = "jnp.matmul"
@@ -370,11 +433,23 @@ class Forward(cst.CSTTransformer):
                 r = self.rank_of(args[0])
                 return None if r is None else r + RANK_CHANGE.get(sub, 0)
             return None
+        if isinstance(f, cst.Attribute) and f.attr.value in ("mean", "sum", "max", "min", "astype") and self.is_batched(f.value):
+            r = self.rank_of(f.value)
+            kw = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+            if r is None or f.attr.value == "astype":
+                return r
+            if "axis" not in kw or args:  # over every axis, or arguments not read here
+                return None
+            keep = code(kw["keepdims"]) == "True" if "keepdims" in kw else False
+            axes = kw["axis"].elements if isinstance(kw["axis"], cst.Tuple) else [kw["axis"]]
+            return r if keep else r - len(axes)
         if text.startswith(("jax.nn.", "jnp.")) and args and text not in ("jnp.sum", "jnp.mean", "jnp.max", "jnp.min"):
-            if text in ("jnp.concatenate", "jnp.stack"):
-                first = args[0].elements[0].value if isinstance(args[0], (cst.List, cst.Tuple)) and args[0].elements else None
-                r = self.rank_of(first) if first is not None else None
+            if text in ("jnp.concatenate", "jnp.stack"):  # the rank of any part whose rank is known
+                parts = [e.value for e in args[0].elements] if isinstance(args[0], (cst.List, cst.Tuple)) else []
+                r = next((r for r in map(self.rank_of, parts) if r is not None), None)
                 return None if r is None else r + (text == "jnp.stack")
+            if text == "jnp.split":  # a list of parts, each of the array's rank (read through unpacking, map)
+                return self.rank_of(args[0])
             if text == "jnp.matmul" and len(args) == 2:
                 a, b = self.rank_of(args[0]), self.rank_of(args[1])
                 return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
@@ -386,7 +461,7 @@ class Forward(cst.CSTTransformer):
             return self.rank_of(args[0]) if text.startswith("jax.nn.") or text == "jnp.transpose" else None
         return None
 
-    def vmapped(self, name: str, updated: cst.Call) -> cst.BaseExpression:
+    def vmapped(self, name: str, updated: cst.Call, original: cst.Call) -> cst.BaseExpression:
         """``self.fc(h)`` on an example of higher rank than the layer takes → ``jax.vmap(self.fc)(h)``."""
         sub = self.modules.get(name)
         want = LAYER_RANK.get(sub)
@@ -396,12 +471,25 @@ class Forward(cst.CSTTransformer):
         r = self.rank_of(args[0].value)
         if r is None and sub == "torch.nn.Embedding":
             r = 1  # token ids: PyTorch looks up arrays of them, Equinox one id at a time (vmap of a scalar fails loudly)
+        if r is None and sub in ("torch.nn.Linear", "torch.nn.LayerNorm"):
+            self.rank_unknown(original, f"self.{name}", sub)
         if r is None or r <= want:
             return updated
         func = updated.func
         for _ in range(r - want):
             func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
         return updated.with_changes(func=func)
+
+    def rank_unknown(self, node: cst.Call, what: str, layer: str) -> None:
+        """A per-vector layer (Linear, LayerNorm) given a value whose per-example rank is not known, in a module
+        this file calls (ranks.py): a warning, since Equinox's layer takes one vector and tokens need jax.vmap. (In
+        a model nothing in the file calls, the input is the user's: one vector is assumed there, as everywhere.)"""
+        if self.file is None or not self.file.called:
+            return
+        self.ctx.report(Severity.WARNING, "batch-axis", f"{what} ({layer.rsplit('.', 1)[-1]}) gets "
+                        f"{code(node.args[0].value) if node.args else 'a value'}, whose per-example rank fwport "
+                        "cannot infer: it is called as written, which takes one vector; if each example holds several "
+                        f"(tokens), write jax.vmap({what})(...)", node)
 
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
@@ -434,6 +522,12 @@ class Forward(cst.CSTTransformer):
         f = node.func
         if self.ctx.imports.resolve(f) in (F + "cross_entropy", F + "nll_loss"):
             self.token_loss(node)
+        if isinstance(f, cst.Name) and f.value == "map" and len(node.args) == 2 and isinstance(node.args[0].value, cst.Lambda) \
+                and len(node.args[0].value.params.params) == 1 and self.is_batched(node.args[1].value):
+            # `map(lambda t: rearrange(t, ...), qkv)` over batched parts: t is batched, with their rank
+            name, r = node.args[0].value.params.params[0].name.value, self.rank_of(node.args[1].value)
+            self.batched.add(name)
+            (self.rank.__setitem__(name, r) if r is not None else self.rank.pop(name, None))
         if isinstance(f, cst.Attribute) and f.attr.value in ("view", "reshape") and node.args \
                 and self.is_batch_size(node.args[0].value, f.value):
             self.kept.add(id(node.args[0].value))
@@ -544,6 +638,16 @@ class Forward(cst.CSTTransformer):
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) in self.kept:
             return updated
+        module = self.module_called(original.func)
+        if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
+            ranks = tuple(self.rank_of(a.value) for a in updated.args if a.keyword is None and not a.star)
+            (self.seen_calls if module[0] == "class" else self.seen_sequences).setdefault(module[1], []).append(ranks)
+            if module[0] == "sequence" and ranks:
+                from fwport.packs.torch2jax.ranks import through
+                blind: list = []
+                through(self.file.sequences[module[1]], ranks[0], blind)
+                if blind:
+                    self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
         q = self.ctx.imports.resolve(original.func)
         if self.batch_size_argument(original) is not None:
             return self.per_example_copy(q, original, updated)
@@ -557,7 +661,7 @@ class Forward(cst.CSTTransformer):
             self.key_sites.append(site)
             return site
         if entry is not None and entry in self.modules:  # a layer in an nn.ModuleDict: self.d["fc"](x)
-            return self.vmapped(entry, updated)
+            return self.vmapped(entry, updated, original)
         if isinstance(func, cst.Attribute):
             recv = dotted_text(func.value)
             if recv is not None and recv.startswith("self.") and recv.count(".") == 1 and func.attr.value == "__call__":
@@ -569,7 +673,7 @@ class Forward(cst.CSTTransformer):
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.modules \
                     and func.attr.value not in self.keyed:
                 updated = layers.initial_state(self.modules[func.attr.value], updated, self.ctx)  # cell(x): zeros
-                return self.vmapped(func.attr.value, updated)
+                return self.vmapped(func.attr.value, updated, original)
             if isinstance(func.value, cst.Name) and func.value.value == "self" and func.attr.value in self.keyed:
                 site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
                                                                               equal=_EQ)])
@@ -592,8 +696,7 @@ class Forward(cst.CSTTransformer):
             self.key_sites.append(updated)  # its dropout in training takes the call's key (ops.attention)
             return updated
         if q in ("einops.rearrange", "einops.reduce", "einops.repeat"):
-            self.einops_batch_axis(q, original)
-            return updated
+            return self.einops_batch_axis(q, original, updated)
         if q in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
             a, unknown = _args(updated, ("tensors", "dim"))
             if "tensors" not in a or unknown or not self.is_batched(original):
@@ -802,22 +905,30 @@ class Forward(cst.CSTTransformer):
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 
-    def einops_batch_axis(self, q: str, node: cst.Call) -> None:
-        """An einops pattern that keeps a batch axis on both sides (``'b n (h d) -> b h n d'``): inside a
-        per-example module the tensor has no such axis, and the call would fail (or split the wrong axis)
-        at run time: a ``batch-axis`` error with the pattern for one example."""
-        a, _ = _args(node, ("tensor", "pattern"))
+    def einops_batch_axis(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """An einops pattern whose first axis is the same on both sides (``'b n (h d) -> b h n d'``): inside a
+        per-example module the tensor has no batch axis. Where the tensor is computed from the module's input
+        (whose first axis is the batch's: what moves it is refused), the pattern for one example is written
+        (``'n (h d) -> h n d'``, an info finding); where that is not proven, and the axis is named like a batch
+        (b...), a ``batch-axis`` error gives that pattern (the call would fail, or split the wrong axis)."""
+        a, _ = _args(original, ("tensor", "pattern"))
         pattern = literal_value(a["pattern"], None) if "pattern" in a else None
-        if not isinstance(pattern, str) or "->" not in pattern:
-            return
-        left, right = (side.split() for side in pattern.split("->", 1))
-        first = left[0] if left else ""
-        if not (right and right[0] == first and first.isidentifier() and first.lower().startswith("b")):
-            return
-        one = f"{' '.join(left[1:])} -> {' '.join(right[1:])}"
-        self.error(node, f"{q}: the pattern '{pattern}' keeps the batch axis {first}, which one example does not have; "
-                   f"write it for one example ('{one}') and check the layers around it take one example (a per-token "
-                   "layer on a sequence needs jax.vmap)")
+        one = per_example_pattern(pattern) if isinstance(pattern, str) else None
+        if one is None:
+            return updated
+        first, text = one
+        if "tensor" in a and self.is_batched(a["tensor"]):
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{q}: '{pattern}' → '{text}': the first axis, {first}, "
+                            "is the batch axis of the module's input, which one example does not have", original)
+            i = next(i for i, x in enumerate(original.args) if x.value is a["pattern"])
+            args = list(updated.args)
+            args[i] = args[i].with_changes(value=_string(text, args[i].value))
+            return updated.with_changes(args=args)
+        if first.lower().startswith("b"):
+            self.error(original, f"{q}: the pattern '{pattern}' keeps the batch axis {first}, which one example does "
+                       f"not have; write it for one example ('{text}') and check the layers around it take one example "
+                       "(a per-token layer on a sequence needs jax.vmap)")
+        return updated
 
     def is_batch_size(self, node: cst.BaseExpression, recv: cst.BaseExpression) -> bool:
         """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
@@ -1061,6 +1172,7 @@ class Forward(cst.CSTTransformer):
         return _call(self.ctx.spell(target), [recv])
 
     def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
+        self.returns.append(self.rank_of(updated.value) if updated.value is not None else None)
         if not self.state_sites or updated.value is None:
             return updated
         value = updated.value
@@ -1132,6 +1244,59 @@ def _repeat_axis(pattern: cst.BaseExpression | None) -> str | None:
             or right[1:] not in (left, left[1:]) or right[1:] == left[1:] and left[:1] != ["1"]:
         return None
     return right[0]
+
+
+def _pattern_axes(side: str) -> list[str] | None:
+    """The top-level axes of one side of an einops pattern (``'n (h d)'`` → ``['n', '(h d)']``); None if unbalanced."""
+    out, depth, cur = [], 0, ""
+    for ch in side.replace("(", " ( ").replace(")", " ) ").split():
+        if ch == "(":
+            depth += 1
+            cur += "(" if depth == 1 else " ("
+        elif ch == ")":
+            depth -= 1
+            cur += ")"
+            if depth == 0:
+                out.append(cur)
+                cur = ""
+        elif depth:
+            cur += ch if cur.endswith("(") else " " + ch
+        else:
+            out.append(ch)
+        if depth < 0:
+            return None
+    return out if depth == 0 else None
+
+
+def per_example_pattern(pattern: str) -> tuple[str, str] | None:
+    """An einops pattern whose first axis is one name on both sides (``'b n (h d) -> b h n d'``) → (that name, the
+    pattern without it: ``'n (h d) -> h n d'``); None for any other pattern."""
+    if pattern.count("->") != 1:
+        return None
+    left, right = (_pattern_axes(side) for side in pattern.split("->"))
+    if not left or not right or left[0] != right[0] or not left[0].isidentifier() \
+            or left.count(left[0]) != 1 or right.count(right[0]) != 1:
+        return None
+    return left[0], f"{' '.join(left[1:])} -> {' '.join(right[1:])}"
+
+
+def pattern_rank(pattern: str) -> int | None:
+    """The rank of what an einops pattern gives: its output's top-level axes (None with '...', which can be any)."""
+    if pattern.count("->") != 1:
+        return None
+    right = _pattern_axes(pattern.split("->")[1])
+    return None if right is None or any("..." in a for a in right) else len(right)
+
+
+def _string(text: str, like: cst.BaseExpression) -> cst.SimpleString:
+    """``text`` as a string literal quoted as ``like`` is."""
+    quote = '"' if isinstance(like, cst.SimpleString) and like.value.endswith('"') and '"' not in text else "'"
+    return cst.SimpleString(f"{quote}{text}{quote}" if quote not in text else repr(text))
+
+
+def _parts(value: cst.BaseExpression) -> bool:
+    """A list of arrays unpacked into names, each of the rank rank_of gives it: ``jnp.split(...)``, ``map(...)``."""
+    return isinstance(value, cst.Call) and dotted_text(value.func) in ("jnp.split", "map")
 
 
 def _target_names(t: cst.BaseExpression) -> list[str]:

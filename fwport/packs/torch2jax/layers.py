@@ -205,6 +205,21 @@ class Upsample(eqx.Module):
         return x
 '''
 
+_PER_VECTOR = '''
+
+class PerVector(eqx.Module):
+    """A layer that takes one vector in Equinox (Linear, LayerNorm) applied to every vector along the last axis
+    of a larger example, as PyTorch's layer is: mapped with jax.vmap over each leading axis."""
+
+    layer: eqx.Module
+
+    def __call__(self, x, *, key=None):
+        f = self.layer
+        for _ in range(x.ndim - 1):
+            f = jax.vmap(f)
+        return f(x)
+'''
+
 HELPERS: dict[str, str] = {
     "StackedLSTM": _RECURRENT.format(kind="LSTM", cell="eqx.nn.LSTMCell", params="", cell_args="", **_TUPLE_STATE),
     "StackedGRU": _RECURRENT.format(kind="GRU", cell="eqx.nn.GRUCell", params="", cell_args="", **_ONE_STATE),
@@ -215,6 +230,7 @@ HELPERS: dict[str, str] = {
     "MultiheadAttentionWithWeights": _ATTENTION,
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
+    "PerVector": _PER_VECTOR,
     **inits.HELPERS,  # re-initialising parameters a loop or module.apply selects (init.py)
 }
 #: helpers another helper uses (written before it)

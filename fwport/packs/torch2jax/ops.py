@@ -47,6 +47,25 @@ def sequential(m, ctx):
     return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(listed)])
 
 
+@call_transform("rearrange-layer")
+def rearrange_layer(m, ctx):
+    """einops's ``Rearrange('b c (h p) (w q) -> b (h w) (p q c)', p=4, q=4)`` layer → ``eqx.nn.Lambda(lambda x:
+    einops.rearrange(x, 'c (h p) (w q) -> (h w) (p q c)', p=4, q=4))``: the pattern for one example, whose first
+    axis (the batch's, kept on both sides) is left out. Any other pattern is refused."""
+    from fwport.packs.torch2jax.batch import _string, per_example_pattern
+    pattern = m.kwargs.get("pattern")
+    text = literal_value(pattern, None) if pattern is not None else None
+    one = per_example_pattern(text) if isinstance(text, str) else None
+    if one is None:
+        m.fail(ctx, "batch-axis", f"einops Rearrange({m.written('pattern')}): translated when the pattern is a string "
+               "whose first axis is the batch's on both sides ('b ... -> b ...'); one example has no batch axis, so "
+               "write the layer for one example (eqx.nn.Lambda of einops.rearrange)")
+        return None
+    sizes = "".join(f", {k}={code(v)}" for k, v in m.kwargs.items() if k != "pattern")
+    fn = f"lambda x: {ctx.spell_text('einops.rearrange')}(x, {code(_string(one[1], pattern))}{sizes})"
+    return expr(f"{ctx.spell_text('equinox.nn.Lambda')}({fn})")
+
+
 @call_transform("pool")
 def pool(m, ctx):
     """Pooling modules: PyTorch's stride defaults to the window, Equinox's to 1, so the stride is

@@ -751,7 +751,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for fn in _methods(plan.node):
             scan(fn, _Appends())
         for v, fn in values:
-            if isinstance(v, cst.ListComp):
+            if isinstance(v, cst.Name):  # self.blocks = blocks, a list built by appends in the method
+                local = _local_list_elements(fn, v.value)
+                if not local:
+                    return False
+                elements.extend((e, fn) for e in local)
+            elif isinstance(v, cst.ListComp):
                 elements.append((v.elt, fn))
             elif isinstance(v, (cst.List, cst.Tuple)):
                 elements.extend((e.value, fn) for e in v.elements)
@@ -859,6 +864,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                     plan.attrs[attr] = _Attr(attr, kind="sequential", done=True, seq=self._seq_model(plan, attr))
             elif isinstance(value, (cst.List, cst.Tuple, cst.ListComp)):
                 self._plan_list(plan, attr, value, fn)
+            elif isinstance(value, cst.Name):
+                # blocks = []; for ...: blocks.append(Block(...)); self.blocks = blocks: a list of modules
+                # registers nothing in torch; nn.ModuleList(blocks) registers every one
+                elts = _local_list_elements(fn, value.value)
+                if elts and all(self._value_kind(e, fn) == "module" for e in elts):
+                    plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
 
     def _seq_model(self, plan: _Plan, attr: str) -> tuple | None:
         """Permutes around an nn.Sequential that the Sequential pass made channels-first: (rank of the
@@ -888,7 +899,13 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             # blocks of this file's translated classes (listed, or appended to an empty list): torch
             # registers their parameters only inside an nn.ModuleList
             starred = any(isinstance(e, cst.StarredElement) for e in getattr(value, "elements", []))
-            if isinstance(value, cst.ListComp) or starred:
+            if starred:
+                return
+            if isinstance(value, cst.ListComp):
+                # [Block(units) for _ in range(depth)]: blocks of this file's classes (or of a method
+                # returning modules) in a comprehension
+                if self._value_kind(value.elt, fn) == "module":
+                    plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
                 return
             blocks = [e for e in elts if isinstance(e, cst.Call) and isinstance(e.func, cst.Name)
                       and e.func.value in self.translated]
@@ -909,9 +926,14 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for i, c in enumerate(elts):
             rule = self._layer_rule(c, fn)
             a = _Attr(f"{attr}[{i}]", c, rule, "list")
-            indices = list(range(n)) if isinstance(value, cst.ListComp) and n is not None else [i]
-            em = self._emit(plan, a, None, source=f"{attr}[{indices[0]}]", target=f"{attr}.{indices[0]}",
-                            extra_indices=[(f"{attr}[{k}]", f"{attr}.{k}") for k in indices[1:]])
+            if isinstance(value, cst.ListComp) and n is None:
+                # a comprehension over a run-time value ([LSTMCell(n) for n in sizes]): one record for every
+                # item, which fwport verify expands over the list the built model holds
+                em = self._emit(plan, a, None, source=f"{attr}[*]", target=f"{attr}.*")
+            else:
+                indices = list(range(n)) if isinstance(value, cst.ListComp) else [i]
+                em = self._emit(plan, a, None, source=f"{attr}[{indices[0]}]", target=f"{attr}.{indices[0]}",
+                                extra_indices=[(f"{attr}[{k}]", f"{attr}.{k}") for k in indices[1:]])
             if em is None:
                 return
             if em.functional is not None or em.layout_bound:
@@ -1784,6 +1806,46 @@ def _optional_second_param(fn: cst.FunctionDef) -> cst.FunctionDef:
             cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
         return fn.with_changes(params=fn.params.with_changes(params=ps))
     return fn
+
+
+def _local_list_elements(fn: cst.FunctionDef, name: str) -> list | None:
+    """The elements a local list ``name`` of ``fn`` is given: ``name = [...]`` (once, a list display) and
+    ``name.append(x)`` / ``name.extend([...])``; None where it is bound any other way."""
+    found: list = []
+    bad = [False]
+    assigned = [0]
+
+    class _V(cst.CSTVisitor):
+        def visit_Assign(self, n: cst.Assign) -> None:
+            for t in n.targets:
+                if isinstance(t.target, cst.Name) and t.target.value == name:
+                    assigned[0] += 1
+                    if isinstance(n.value, (cst.List, cst.Tuple)):
+                        found.extend(e.value for e in n.value.elements)
+                    elif isinstance(n.value, cst.ListComp):
+                        found.append(n.value.elt)
+                    else:
+                        bad[0] = True
+                elif isinstance(t.target, (cst.Tuple, cst.List)) and any(
+                        isinstance(e.value, cst.Name) and e.value.value == name for e in t.target.elements):
+                    bad[0] = True
+
+        def visit_For(self, n: cst.For) -> None:
+            if isinstance(n.target, cst.Name) and n.target.value == name:
+                bad[0] = True
+
+        def visit_Call(self, n: cst.Call) -> None:
+            p = dotted(n.func)
+            if p and len(p) == 2 and p[0] == name and len(n.args) == 1:
+                if p[1] == "append":
+                    found.append(n.args[0].value)
+                elif p[1] == "extend" and isinstance(n.args[0].value, (cst.List, cst.Tuple)):
+                    found.extend(e.value for e in n.args[0].value.elements)
+
+    scan(fn, _V())
+    if bad[0] or assigned[0] != 1 or any(isinstance(e, cst.StarredElement) for e in found):
+        return None
+    return found
 
 
 def _range_count(comp: cst.ListComp) -> int | None:

@@ -28,7 +28,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
-from fwport.packs.torch2jax import layers
+from fwport.packs.torch2jax import layers, ranks
 from fwport.packs.torch2jax import tying
 from fwport.packs.torch2jax.batch import DROP, Forward
 
@@ -53,6 +53,14 @@ def run(module: cst.Module, ctx) -> cst.Module:
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
             _layer_subclass(s, ctx)
+    # per-example ranks across the classes (ranks.py); per-vector layers a Sequential gives more than one axis wrapped
+    whole = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes
+             and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(s))}
+    table = ranks.analyse(module, ctx, classes, whole)
+    outside["ranks"] = table
+    wraps = {id(c) for t in table.values() for c in t.wraps()}
+    if wraps:
+        module = rewrite(module, _PerVector(ctx, wraps))
     builders = _builders(module, ctx)
     outside["builders"] = builders
     calls = [_calls(s) for s in module.body]  # every call, by top-level statement
@@ -97,6 +105,23 @@ def run(module: cst.Module, ctx) -> cst.Module:
                 stmt.visit(_Instances(ctx, drawing))
     body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
     return module.with_changes(body=body)
+
+
+class _PerVector(cst.CSTTransformer):
+    """``nn.Linear(...)`` inside a Sequential that gives it more than one axis → ``PerVector(nn.Linear(...))``
+    (ranks.py chose the calls; layers.py writes the helper)."""
+
+    def __init__(self, ctx, calls: set[int]):
+        super().__init__()
+        self.ctx, self.calls = ctx, calls
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if id(original) not in self.calls:
+            return updated
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{dotted_text(original.func)}: Equinox's layer takes one "
+                        "vector and this one gets more axes (tokens): wrapped as PerVector(layer), which maps it over "
+                        "them as PyTorch's does", original)
+        return cst.Call(cst.Name(layers.use(self.ctx, ranks.HELPER)), [cst.Arg(updated)])
 
 
 # --- modules built outside __init__: helper methods, builder functions, classes given as parameters -----
@@ -1127,7 +1152,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             params = [p.name.value for p in s.params.params[1:]]
             entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
             fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed | {n for n, q in entries.items() if q in RANDOM},
-                          {**subs, **entries}, stateful, buffers, leading)
+                          {**subs, **entries}, stateful, buffers,
+                          None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -1767,10 +1793,11 @@ def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences:
             nested += _nested_assigns(s)
             continue
         for small in s.body:
-            if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                t = dotted_text(small.targets[0].target)
-                if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
-                    fields[t[5:]] = _annotation(small.value, params, ctx, sequences)
+            if isinstance(small, cst.Assign):  # (each target of `self.size = h, w = pair(size)`)
+                for target in small.targets:
+                    t = dotted_text(target.target)
+                    if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
+                        fields[t[5:]] = _annotation(small.value, params, ctx, sequences)
     # set only inside a block (`if not self.flash: self.bias = ...`): perhaps never, so None unless set
     for small in nested:
         t = dotted_text(small.targets[0].target)

@@ -1,0 +1,250 @@
+"""Per-example ranks across the module classes of one file, for batch.py: an Equinox Linear or LayerNorm takes one
+vector, so a module whose forward gives one a (tokens, features) example must map it over the tokens, and what a
+forward receives is known only from its callers (vit-pytorch: ViT's patch embedding makes (n, dim) tokens, which
+its Transformer hands to each Attention and FeedForward).
+
+:func:`analyse` runs batch.Forward over every forward of the file without keeping its output or findings (a probe),
+with the ranks known so far, and collects what each module class is called with (positional arguments) and what
+it returns, until nothing changes. The result, one :class:`ClassRanks` per class, is what the real rewrite starts
+from: the ranks of the forward's parameters, which attributes and loop names hold this file's modules, and the
+``nn.Sequential`` attributes, followed layer by layer (an einops ``Rearrange`` layer makes the rank its pattern
+gives; per-vector layers given more than one axis are wrapped as ``PerVector(layer)``, a helper written into the
+output, see layers.py).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from fwport.core.engine import literal_value
+from fwport.core.names import dotted_text
+
+#: layers that take one vector in Equinox and map over every leading axis in PyTorch
+PER_VECTOR = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm"})
+REARRANGE = "einops.layers.torch.Rearrange"
+HELPER = "PerVector"
+
+
+@dataclass
+class Sequence:
+    """An ``nn.Sequential`` attribute: its layers (qualified class, the source call), and the class of the other
+    branch where it is written ``nn.Sequential(...) if c else nn.Identity()``."""
+    layers: list[tuple[str | None, cst.Call]]
+    other: str | None = None
+
+
+@dataclass
+class ClassRanks:
+    """What batch.Forward knows of one module class from the rest of the file (see the module docstring)."""
+    table: dict  # class name → ClassRanks, the file's
+    params: dict[str, int] = field(default_factory=dict)  # forward parameter → its per-example rank
+    instances: dict[str, str] = field(default_factory=dict)  # `self.block` → the file's class it holds
+    containers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # ModuleList attribute → its elements' classes
+    sequences: dict[str, Sequence] = field(default_factory=dict)
+    out: int | None = None  # the rank forward returns
+    called: bool = False  # another module of the file calls this one (its input ranks come from there)
+    sequence_inputs: dict[str, list] = field(default_factory=dict)  # Sequential attribute → ranks it is called with
+
+    def returns(self, cls: str) -> int | None:
+        other = self.table.get(cls)
+        return other.out if other is not None else None
+
+    def sequence_out(self, attr: str, rank: int | None) -> int | None:
+        return through(self.sequences[attr], rank)[0]
+
+    def wraps(self) -> list[cst.Call]:
+        """The source calls of per-vector layers inside Sequentials that get more than one axis."""
+        out = []
+        for attr, seq in self.sequences.items():
+            out += through(seq, _agreed([r[0] if r else None for r in self.sequence_inputs.get(attr, [])]))[1]
+        return out
+
+
+def _agreed(values: list) -> int | None:
+    return values[0] if values and values[0] is not None and all(v == values[0] for v in values) else None
+
+
+def per_vector(q: str | None, call: cst.Call) -> bool:
+    """A Linear, or a LayerNorm over the last axis alone (its normalized_shape an integer, or one of them)."""
+    if q not in PER_VECTOR:
+        return False
+    if q == "torch.nn.LayerNorm" and call.args:
+        v = literal_value(call.args[0].value, None)
+        return not isinstance(v, (tuple, list)) or len(v) == 1
+    return True
+
+
+def through(seq: Sequence, rank: int | None, blind: list | None = None) -> tuple[int | None, list[cst.Call]]:
+    """The rank a Sequential gives for one of ``rank``, and its per-vector layers that get more than one axis
+    (``blind`` collects those whose input rank is not known)."""
+    from fwport.packs.torch2jax.batch import SAME_RANK, pattern_rank, per_example_pattern
+    wraps = []
+    for q, call in seq.layers:
+        if q == REARRANGE:
+            pattern = literal_value(call.args[0].value, None) if call.args and call.args[0].keyword is None else None
+            one = per_example_pattern(pattern) if isinstance(pattern, str) else None
+            rank = pattern_rank(one[1]) if one else None
+        elif per_vector(q, call):
+            if rank is not None and rank > 1:
+                wraps.append(call)
+            elif rank is None and blind is not None:
+                blind.append(call)
+        elif q == "torch.nn.Flatten" and not call.args:
+            rank = 1
+        elif q not in SAME_RANK:
+            rank = None
+    if seq.other is not None and seq.other not in SAME_RANK:
+        rank = None
+    return rank, wraps
+
+
+def _sequence(value: cst.BaseExpression, ctx) -> Sequence | None:
+    other = None
+    if isinstance(value, cst.IfExp):
+        for seq, alt in ((value.body, value.orelse), (value.orelse, value.body)):
+            if isinstance(seq, cst.Call) and ctx.imports.resolve(seq.func) == "torch.nn.Sequential" \
+                    and isinstance(alt, cst.Call):
+                value, other = seq, ctx.imports.resolve(alt.func) or "?"
+                break
+        else:
+            return None
+    if not isinstance(value, cst.Call) or ctx.imports.resolve(value.func) != "torch.nn.Sequential" \
+            or any(a.star or a.keyword or not isinstance(a.value, cst.Call) for a in value.args):
+        return None
+    return Sequence([(ctx.imports.resolve(a.value.func), a.value) for a in value.args], other)
+
+
+def _elements(value: cst.BaseExpression, ctx, classes: set[str]) -> tuple[str, ...] | None:
+    """What one element of a ModuleList is: ``Block(...)`` → (Block,); ``nn.ModuleList([A(...), B(...)])`` or
+    ``[A(...), B(...)]`` → (A, B)."""
+    if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in classes:
+        return (value.func.value,)
+    if isinstance(value, cst.Call) and ctx.imports.resolve(value.func) == "torch.nn.ModuleList" and len(value.args) == 1:
+        value = value.args[0].value
+    if isinstance(value, (cst.List, cst.Tuple)) and value.elements:
+        parts = [_elements(e.value, ctx, classes) for e in value.elements]
+        if all(p is not None and len(p) == 1 for p in parts):
+            return tuple(p[0] for p in parts)
+    return None
+
+
+def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict) -> ClassRanks:
+    info = ClassRanks(table)
+    init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
+    if init is None:
+        return info
+    added: dict[str, set] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+            if not t or not t.startswith("self.") or t.count(".") != 1:
+                return
+            v = node.value
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in classes:
+                info.instances[t] = v.func.value
+            elif isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.ModuleList" and len(v.args) == 1:
+                items = v.args[0].value
+                kinds = added.setdefault(t[5:], set())
+                if isinstance(items, cst.ListComp):
+                    kinds.add(_elements(items.elt, ctx, classes))
+                elif isinstance(items, (cst.List, cst.Tuple)):
+                    kinds.update(_elements(e.value, ctx, classes) for e in items.elements)
+                else:
+                    kinds.add(None)
+            seq = _sequence(v, ctx)
+            if seq is not None:
+                info.sequences[t[5:]] = seq
+            if isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.ModuleDict" and v.args \
+                    and isinstance(v.args[0].value, cst.Call) and dotted_text(v.args[0].value.func) == "dict":
+                for a in v.args[0].value.args:  # nn.ModuleDict(dict(h=nn.ModuleList([Block(...) ...]))): self.d["h"]
+                    e = a.value
+                    if a.keyword is not None and isinstance(e, cst.Call) and ctx.imports.resolve(e.func) == "torch.nn.ModuleList" \
+                            and len(e.args) == 1 and isinstance(e.args[0].value, cst.ListComp):
+                        added.setdefault(f'{t[5:]}["{a.keyword.value}"]', set()).add(
+                            _elements(e.args[0].value.elt, ctx, classes))
+
+        def visit_Call(self, node: cst.Call) -> None:
+            t = dotted_text(node.func) or ""
+            if t.startswith("self.") and t.endswith(".append") and t.count(".") == 2 and len(node.args) == 1:
+                added.setdefault(t[5:-7], set()).add(_elements(node.args[0].value, ctx, classes))
+
+    init.visit(V())
+    info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
+    return info
+
+
+class _Probe:
+    """The file's context for a run whose output is not kept: no findings, no imports recorded."""
+
+    def __init__(self, ctx):
+        self._ctx = ctx
+        self.pending: list = []
+
+    def report(self, *args, **kwargs) -> None:
+        pass
+
+    def settle(self, *args, **kwargs) -> None:
+        pass
+
+    def spell(self, target: str):
+        kept = set(self._ctx.needed_imports)
+        try:
+            return self._ctx.spell(target)
+        finally:
+            self._ctx.needed_imports.clear()
+            self._ctx.needed_imports.update(kept)
+
+    def spell_text(self, target: str) -> str:
+        kept = set(self._ctx.needed_imports)
+        try:
+            return self._ctx.spell_text(target)
+        finally:
+            self._ctx.needed_imports.clear()
+            self._ctx.needed_imports.update(kept)
+
+    def __getattr__(self, name):
+        return getattr(self._ctx, name)
+
+
+def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozenset()) -> dict[str, ClassRanks]:
+    """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis)."""
+    from fwport.core.rewrite import rewrite
+    from fwport.packs.torch2jax.batch import Forward
+    from fwport.packs.torch2jax.passes.modules import _dict_entries, _submodules
+    table: dict[str, ClassRanks] = {}
+    forwards = {}
+    for s in module.body:
+        if isinstance(s, cst.ClassDef) and s.name.value in classes:
+            table[s.name.value] = _class_info(s, ctx, classes, table)
+            methods = {m.name.value: m for m in s.body.body if isinstance(m, cst.FunctionDef)}
+            if "forward" in methods and s.name.value not in skip:
+                forwards[s.name.value] = (methods["forward"], {**_submodules(methods.get("__init__"), ctx),
+                                                               **_dict_entries(methods.get("__init__"), ctx)})
+    if not any(t.instances or t.containers or t.sequences for t in table.values()):
+        return table
+    probe = _Probe(ctx)
+    for _ in range(min(len(forwards), 8) + 1):
+        seen: dict[str, list] = {}
+        changed = False
+        for name, (fwd, subs) in forwards.items():
+            params = [p.name.value for p in fwd.params.params[1:]]
+            f = Forward(probe, set(params), set(), subs, ranks=table[name])
+            rewrite(fwd.body, f)
+            for k, v in f.seen_calls.items():
+                seen.setdefault(k, []).extend(v)
+            out = _agreed(f.returns)
+            changed |= out != table[name].out or f.seen_sequences != table[name].sequence_inputs
+            table[name].out, table[name].sequence_inputs = out, f.seen_sequences
+        for name, (fwd, _) in forwards.items():
+            params = [p.name.value for p in fwd.params.params[1:]]
+            calls = seen.get(name, [])
+            table[name].called = bool(calls)
+            ranks = {p: r for i, p in enumerate(params)
+                     for r in [_agreed([c[i] if i < len(c) else None for c in calls])] if r is not None}
+            changed |= ranks != table[name].params
+            table[name].params = ranks
+        if not changed:
+            break
+    return table
