@@ -534,3 +534,49 @@ class Net(Base):
         return self.fc(x)
 """
     assert not [e for e in errors(tx(src)) if "immutable" in e], errors(tx(src))
+
+
+# --- blocks in an nn.ModuleDict entry (nanoGPT's transformer.h): their per-token layers get the tokens' rank ----------
+
+DICT_BLOCKS = """import torch
+import torch.nn as nn
+
+
+class MLP(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.c_fc = nn.Linear(n, 2 * n)
+        self.c_proj = nn.Linear(2 * n, n)
+
+    def forward(self, x):
+        return self.c_proj(torch.tanh(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.mlp = MLP(n)
+
+    def forward(self, x):
+        return x + self.mlp(x)
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab=11, n=6, layers=2):
+        super().__init__()
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, n),
+            h=nn.ModuleList([Block(n) for _ in range(layers)]),
+        ))
+
+    def forward(self, idx):
+        x = self.transformer.wte(idx)
+        for block in self.transformer.h:
+            x = block(x)
+        return x
+"""
+
+
+def test_blocks_in_a_module_dict_entry_get_the_tokens_rank(session, tmp_path):
+    r, _ = _verify(session, tmp_path, DICT_BLOCKS, "TinyGPT", ["int64[2,5]:11"])
+    assert "jax.vmap(self.c_fc)(x)" in r.output and "jax.vmap(self.transformer[\"wte\"])(idx)" in r.output
