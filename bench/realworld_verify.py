@@ -47,9 +47,13 @@ TORCH = {
                                           mlp_dim=128), inputs=["float32[2,3,32,32]"]),
     "pt_detr_transformer": dict(skip="the forward call takes a mask, a query embedding without a batch axis "
                                      "and positions"),
+    # its forward draws noise in eval mode too: verify compares it with constant draws on both sides
     "pt_pe_vae": dict(model="VAE", inputs=["float32[4,1,28,28]"]),
-    "pt_gan_wgan_gp": dict(skip="the classes read a module-level argparse namespace `opt` the spec's prelude sets"),
-    "pt_pe_gcn": dict(skip="the forward call takes a whole graph (features, sparse adjacency), no batch axis"),
+    # the classes read the module-level argparse namespace `opt`: --load defs runs the argparse setup (defaults)
+    "pt_gan_wgan_gp": dict(model="Generator", inputs=["float32[4,100]"], opts=["--load", "defs"]),
+    # a whole graph (features (N, F), adjacency (N, N)): the probe finds no batch axis; a dense adjacency
+    # stands in for the spec's sparse one (torch.spmm and the translation's `@` take both)
+    "pt_pe_gcn": dict(model="GCN(16, 32, 4)", inputs=["float32[10,16]", "float32[10,10]"]),
 }
 TF = {
     "tf_dr_custommodel": dict(model="MyModel", inputs=["float32[4,28,28]"]),

@@ -48,3 +48,34 @@ def test_functional_trigger_needs_a_model_call():
     assert t.search("from keras import Model as KModel\ni = Input((3,))\n")
     assert not t.search("m = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(2)])\n")
     assert not t.search("class M(keras.Model):\n    def call(self, x):\n        return keras.Input(x)\n")
+
+
+def _trigger_texts() -> list[str]:
+    """Fixture sources of both directions, the rules' examples, and texts made to hold one needle."""
+    texts = [p.read_text() for d in ("tf2torch", "torch2jax") for p in sources(d)]
+    for d in ("tf2torch", "torch2jax"):
+        texts += [ex.before for r in load_pack(d).rules.values() for ex in r.examples]
+    return texts
+
+
+def test_trigger_needles_are_in_every_match():
+    """A Trigger searches its pattern only where one of its needles occurs: on every text, it answers
+    as the bare pattern does (a needle missing from some match would skip a pass with work to do)."""
+    from fwport.core.direction import Trigger
+    from fwport.packs.tf2torch import tf1
+
+    triggers = [pl.trigger for d in ("tf2torch", "torch2jax") for pl in get_direction(d).planners
+                if isinstance(pl.trigger, Trigger)] + [tf1.TRIGGER]
+    assert len(triggers) >= 10
+    texts = _trigger_texts()
+    for t in triggers:  # each needle alone, in a line the pattern may match
+        texts += [f"x = {n}\n" for n in t.needles] + [f"{n}(x)\n" for n in t.needles]
+    for t in triggers:
+        hits = 0
+        for text in texts:
+            expected = t.pattern.search(text) is not None
+            hits += expected
+            assert (t.search(text) is not None) == expected, (t, text[:200])
+        assert hits, f"{t}: no text matches, the comparison proves nothing"
+    skip = Trigger(r"\bVariable\b", "Variable")
+    assert skip.search("v = tf.Variable(1.0)\n") and not skip.search("v = tf.constant(1.0)\n")

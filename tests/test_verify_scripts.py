@@ -12,6 +12,7 @@ The loader tests are pure Python; the verify tests run PyTorch and JAX in subpro
 from __future__ import annotations
 
 import importlib.util
+import sys
 import textwrap
 from pathlib import Path
 
@@ -124,6 +125,36 @@ def test_definitions_only_skips_the_script_and_stubs_an_import_only_the_script_u
     assert any("not run (lines 5, 10)" in n for n in notes), notes
     with pytest.raises(ImportError, match="stand-in"):
         ns["nx"].load()
+
+
+def test_definitions_only_keeps_the_argparse_setup_with_an_empty_command_line(tmp_path, monkeypatch):
+    # a GAN script's classes read the module-level namespace `opt`; the data download is not run
+    src = _write(tmp_path, "s.py", textwrap.dedent('''\
+        import argparse
+        import not_installed_xyz as nx
+        parser = argparse.ArgumentParser()
+        group = parser.add_argument_group("model")
+        parser.add_argument("--latent_dim", type=int, default=100)
+        group.add_argument("--channels", type=int, default=1)
+        opt = parser.parse_args()
+        print(opt)
+        shape = (opt.channels, opt.latent_dim)
+        data = nx.download()
+        class G:
+            def __init__(self):
+                self.n = opt.latent_dim
+        '''))
+    monkeypatch.setattr(sys, "argv", ["pytest", "--unrelated-flag"])  # not the script's command line
+    ns, notes = load_definitions(str(src), "m", {"G"})
+    assert ns["G"]().n == 100 and ns["shape"] == (1, 100)
+    assert sys.argv == ["pytest", "--unrelated-flag"]
+    assert any("argparse setup run with an empty command line (lines 3-7)" in n for n in notes), notes
+    assert any("not run (lines 8, 10)" in n for n in notes), notes
+    # a required argument cannot be parsed from an empty command line: said, and the namespace is missing
+    req = _write(tmp_path, "r.py", "import argparse\np = argparse.ArgumentParser()\np.add_argument('--data', "
+                                   "required=True)\nargs = p.parse_args()\n")
+    ns, notes = load_definitions(str(req), "m", None)
+    assert "args" not in ns and any("line 4: argparse setup failed" in n and "SystemExit" in n for n in notes), notes
 
 
 def test_an_import_the_model_needs_is_an_error_naming_file_line_and_definition(tmp_path):

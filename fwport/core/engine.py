@@ -8,6 +8,7 @@ call ``translate_layer`` with what they know about the layer's input.
 from __future__ import annotations
 
 import bisect
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -19,6 +20,7 @@ from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
 from fwport.core.names import _CHILD_FIELDS, ScopedResolver, _child_fields, dotted_text
 from fwport.core.position import render
+from fwport.core.rewrite import fresh_copy
 from fwport.core.rule import Rule
 
 
@@ -52,6 +54,13 @@ class MappedCall:
 
 
 def expr(text: str) -> cst.BaseExpression:
+    """``cst.parse_expression(text)``: the same templates are parsed again and again, so each text
+    is parsed once per process and every call gets a fresh copy (nodes of its own)."""
+    return fresh_copy(_parsed_expression(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parsed_expression(text: str) -> cst.BaseExpression:
     return cst.parse_expression(text)
 
 

@@ -2,6 +2,7 @@
 target imports the emitted code needs (where the first source import stood)."""
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -12,6 +13,7 @@ from typing import Callable
 
 from fwport.core.names import scan
 from fwport.core.position import render
+from fwport.core.rewrite import fresh_copy
 
 IsSource = Callable[[str], bool]  # the direction's test for a source-framework module name
 
@@ -252,7 +254,7 @@ def add_imports(module: cst.Module, needed: set[str], order: tuple[str, ...], is
     add += sorted(imp for imp in needed if imp not in order and imp not in have)
     if add:
         idx = _insert_index(module, is_source)
-        new = [cst.parse_statement(imp + "\n") for imp in add]
+        new = [fresh_copy(_import_statement(imp)) for imp in add]
         if idx < len(module.body):
             # keep the comments/blank lines that preceded the statement we insert before
             first = module.body[idx]
@@ -263,6 +265,12 @@ def add_imports(module: cst.Module, needed: set[str], order: tuple[str, ...], is
         else:
             module = module.with_changes(body=list(module.body) + new)
     return module
+
+
+@functools.lru_cache(maxsize=1024)
+def _import_statement(line: str) -> cst.SimpleStatementLine:
+    """An import line parsed once per process (``import torch`` is added to most outputs)."""
+    return cst.parse_statement(line + "\n")
 
 
 def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSource,

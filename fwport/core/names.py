@@ -412,7 +412,24 @@ def free_conventional_aliases(module: cst.Module, table: ImportTable, source: st
 
 
 def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
-    """Names a function binds locally (parameters and assignment targets), which shadow imports."""
+    """Names a function binds locally (parameters and assignment targets), which shadow imports.
+
+    Every pass with a ScopedResolver asks again about the same (unchanged) functions: the answer is
+    kept by node identity (the node held with it, a few hundred at most), a copy returned."""
+    hit = _BOUND.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return set(hit[1])
+    names = _bound_names(fn)
+    if len(_BOUND) >= 512:
+        _BOUND.clear()
+    _BOUND[id(fn)] = (fn, frozenset(names))
+    return names
+
+
+_BOUND: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
+def _bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
     names: set[str] = set()
     params = fn.params
     for p in [*params.posonly_params, *params.params, *params.kwonly_params]:

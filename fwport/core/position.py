@@ -215,6 +215,29 @@ class _Statement:
 _NEWLINE = re.compile("\n")
 
 
+#: top-level statements that many translations insert as the very same objects (a pack's helper
+#: code, parsed once per process), registered with :func:`share`: each rendered once per process
+#: (per indentation and newline), not once per file
+_SHARED: dict[int, cst.CSTNode] = {}
+_SHARED_TEXT: dict[tuple[int, str, str], str] = {}
+
+
+def share(statements: Iterable[cst.CSTNode]) -> None:
+    """Register statements that are inserted, unchanged, into many outputs (held for the process)."""
+    for s in statements:
+        _SHARED[id(s)] = s
+
+
+def _render_statement(s: cst.CSTNode, module: cst.Module) -> str:
+    if _SHARED.get(id(s)) is not s:
+        return render(s, module)
+    key = (id(s), module.default_indent, module.default_newline)
+    text = _SHARED_TEXT.get(key)
+    if text is None:
+        text = _SHARED_TEXT[key] = render(s, module)
+    return text
+
+
 class Layout:
     """Text, positions and statement spans of the modules one translation goes through, each
     top-level statement rendered once however many modules share it.
@@ -260,7 +283,7 @@ class Layout:
             if r is None or r.node is not s:
                 t = self._texts.get(id(s))
                 if t is None or t[0] is not s:
-                    t = self._texts[id(s)] = (s, render(s, module))
+                    t = self._texts[id(s)] = (s, _render_statement(s, module))
                 parts.append(t[1])
             else:
                 parts.append(r.text)

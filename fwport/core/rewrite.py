@@ -15,8 +15,17 @@ same answers to ``RemovalSentinel``/``FlattenSentinel``/``MaybeSentinel``, but:
   statement once per identity), so an untouched subtree stays the very same object.
 
 Only the path from the root to each change is rebuilt, like a persistent data structure.
+
+``rewrite(node, transformer, fresh=True)`` keeps libcst's other promise: every node the walk enters
+comes back as a new object (a shallow copy where nothing changed), so that the result can stand
+beside its input in one tree (a helper's body copied into a class, once per call site) and what is
+keyed by identity (positions, plans, a pass's maps by ``id``) tells the copy from the original.
+Trivia is shared with the input, as above; a node whose visit hook answers False is kept as it is
+(libcst's visit keeps it too).
 """
 from __future__ import annotations
+
+from dataclasses import fields as dataclass_fields
 
 import libcst as cst
 
@@ -29,9 +38,11 @@ _NO_HOOKS = (None, None)
 _NO_ATTRIBUTE_HOOKS = (ScopedResolver.on_visit_attribute, ScopedResolver.on_leave_attribute)
 
 
-def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer):
-    """``node.visit(transformer)`` (see the module docstring for what differs)."""
-    return _rewrite(node, transformer, _mode(type(transformer)))
+def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, fresh: bool = False):
+    """``node.visit(transformer)`` (see the module docstring for what differs; ``fresh``: a copy)."""
+    # fresh: the ids of the copies made so far (a parent all of whose changed children are copies is
+    # itself copied, without the validation with_changes runs: its fields are valid as they are)
+    return _rewrite(node, transformer, _mode(type(transformer)) + ({} if fresh else None,))
 
 
 def _mode(cls: type) -> tuple:
@@ -51,7 +62,7 @@ def _mode(cls: type) -> tuple:
 
 
 def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
-    tab, libcst_visit, libcst_leave, attrs = mode
+    tab, libcst_visit, libcst_leave, attrs, copies = mode
     if libcst_visit:
         visit = tab.get(type(node).__name__, _NO_HOOKS)[0]
         descend = visit is None or visit(transformer, node) is not False
@@ -59,6 +70,7 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
         descend = transformer.on_visit(node)
     if descend:
         changes = None
+        copied = copies is not None  # every change so far a fresh copy
         for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, (tuple, list)):
@@ -69,6 +81,8 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                     new = _rewrite(child, transformer, mode)
                     if new is not child and items is None:
                         items = list(value[:i])
+                    if copied and new is not child and copies.get(id(new)) is not new:
+                        copied = False
                     if items is not None:
                         if isinstance(new, cst.FlattenSentinel):
                             items.extend(new.nodes)
@@ -85,16 +99,64 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                 if attrs:
                     transformer.on_leave_attribute(node, name)
                 if new is not value:
+                    if copied and copies.get(id(new)) is not new:
+                        copied = False
                     if new is _REMOVE:
                         new = _removed(node, name)
                     (changes := changes if changes is not None else {})[name] = new
-        updated = node.with_changes(**changes) if changes else node
+        if copied:
+            updated = _copy(node, changes)
+            copies[id(updated)] = updated  # (held: an id is not reused while the walk runs)
+        else:
+            updated = node.with_changes(**changes) if changes else node
     else:
         updated = node
     if libcst_leave:
         leave = tab.get(type(node).__name__, _NO_HOOKS)[1]
         return updated if leave is None else leave(transformer, node, updated)
     return transformer.on_leave(node, updated)
+
+
+_SLOTS: dict[type, tuple[str, ...]] = {}
+
+
+def _copy(node: cst.CSTNode, changes: dict | None = None) -> cst.CSTNode:
+    """A shallow copy of ``node`` (a new identity), with ``changes`` (fresh copies of its children):
+    the fields hold what they held, so that the validation a constructor runs is not needed."""
+    cls = node.__class__
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = _SLOTS[cls] = tuple(f.name for f in dataclass_fields(cls))
+    new = object.__new__(cls)
+    for name in names:
+        _set(new, name, getattr(node, name))
+    if changes:
+        for name, value in changes.items():
+            _set(new, name, value)
+    return new
+
+
+_set = object.__setattr__
+
+
+def fresh_copy(node: cst.CSTNode) -> cst.CSTNode:
+    """A copy of ``node`` in which every node but trivia is a new object (what parsing its text
+    again gives, without the parse): for a template parsed once and inserted in many places."""
+    cls = node.__class__
+    names = _SLOTS.get(cls)
+    if names is None:
+        names = _SLOTS[cls] = tuple(f.name for f in dataclass_fields(cls))
+    children = _CHILD_FIELDS.get(cls) or _child_fields(cls)
+    new = object.__new__(cls)
+    for name in names:
+        value = getattr(node, name)
+        if name in children:
+            if isinstance(value, (tuple, list)):
+                value = value.__class__([fresh_copy(c) for c in value])
+            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+                value = fresh_copy(value)
+        _set(new, name, value)
+    return new
 
 
 def _removed(parent: cst.CSTNode, name: str):

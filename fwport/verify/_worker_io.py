@@ -141,6 +141,38 @@ def _kind(stmt) -> str:
     return "other"
 
 
+#: the methods of an argparse parser (or of an argument group) a script's setup calls
+PARSER_METHODS = frozenset({"add_argument", "add_argument_group", "add_mutually_exclusive_group", "set_defaults",
+                            "parse_args", "parse_known_args"})
+
+
+def _argparse_setup(tree) -> set[int]:
+    """The top-level statements (by line) that set up a command line: ``p = argparse.ArgumentParser(...)``,
+    ``p.add_argument(...)`` (and groups, set_defaults), ``opt = p.parse_args()`` / ``parse_known_args()``.
+    A definitions-only load runs them (with an empty command line), so that classes reading a module-level
+    namespace (``opt.latent_dim``) find it holding the defaults."""
+    import ast
+    parsers: set[str] = set()
+    lines: set[int] = set()
+    for stmt in tree.body:
+        value = stmt.value if isinstance(stmt, (ast.Assign, ast.Expr)) else None
+        if not isinstance(value, ast.Call):
+            continue
+        f = value.func
+        name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else None
+        if name == "ArgumentParser" and (isinstance(f, ast.Name) or isinstance(f.value, ast.Name)):
+            created = True
+        elif isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and f.value.id in parsers \
+                and name in PARSER_METHODS:
+            created = name in ("add_argument_group", "add_mutually_exclusive_group")
+        else:
+            continue
+        if isinstance(stmt, ast.Assign) and created:
+            parsers.update(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        lines.add(stmt.lineno)
+    return lines
+
+
 def _bound(stmt) -> list[str]:
     import ast
     out = []
@@ -211,8 +243,9 @@ def _model_slice(body: list, roots: set[str], defined: set[str]) -> dict[int, st
 
 
 def load_definitions(path: str, run_name: str, roots: set[str] | None = None) -> tuple[dict, list[str]]:
-    """Run only a script's definitions: imports, functions, classes and assignments without calls, each
-    top-level statement on its own (line numbers kept). An import that fails is replaced by a stand-in when
+    """Run only a script's definitions: imports, functions, classes, assignments without calls and the
+    argparse setup (_argparse_setup: parse_args with an empty command line), each top-level statement on
+    its own (line numbers kept). An import that fails is replaced by a stand-in when
     the model's definitions do not use the names it binds (those ``roots`` reach, following the names each
     definition reads; all definitions when None), e.g. a dataset library only ``main()`` uses; else it is
     an error naming the file, the line and the definition that needs it. Returns the namespace and notes."""
@@ -248,15 +281,28 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
     ns = module.__dict__
     notes: list[str] = []
     skipped: list[int] = []
-    saved = sys.modules.get(run_name)
+    setup = _argparse_setup(tree)
+    ran_setup: list[int] = []
+    saved, argv = sys.modules.get(run_name), sys.argv
     sys.modules[run_name] = module
     try:
         for stmt in tree.body:
-            kind = _kind(stmt)
+            kind = "argparse" if stmt.lineno in setup else _kind(stmt)
             if kind == "other" and id(stmt) not in sliced:
                 skipped.append(stmt.lineno)
                 continue
             code = compile(ast.Module([stmt], type_ignores=[]), path, "exec")
+            if kind == "argparse":  # the command line's defaults: parse_args() reads an empty argv
+                sys.argv = [path]
+                try:
+                    exec(code, ns)
+                    ran_setup.append(stmt.lineno)
+                except (Exception, SystemExit) as e:  # a required argument: argparse exits
+                    notes.append(f"line {stmt.lineno}: argparse setup failed with an empty command line "
+                                 f"({type(e).__name__}: {str(e)[:200]})")
+                finally:
+                    sys.argv = argv
+                continue
             try:
                 exec(code, ns)
             except Exception as e:
@@ -292,6 +338,9 @@ def load_definitions(path: str, run_name: str, roots: set[str] | None = None) ->
         lines = [s.lineno for s in tree.body if id(s) in sliced]
         notes.append(f"{len(lines)} top-level statements that build {', '.join(sorted(set(sliced.values())))} run "
                      f"(lines {', '.join(map(str, lines[:12]))}{', ...' if len(lines) > 12 else ''})")
+    if ran_setup:
+        notes.append(f"argparse setup run with an empty command line (lines {ran_setup[0]}-{ran_setup[-1]}): "
+                     "the parsed namespace holds the defaults")
     if skipped:
         shown = ", ".join(map(str, skipped[:12])) + (", ..." if len(skipped) > 12 else "")
         notes.append(f"{len(skipped)} top-level statements not run (lines {shown})")

@@ -67,17 +67,23 @@ def _fail(e, command: str = "verify") -> None:
               help="How each file is loaded: whole runs it as a script; defs runs only its imports, functions, "
               "classes and call-free assignments (a failed import the definitions do not use is stubbed); auto runs "
               "it whole and, if that fails, its definitions only (the certificate says so).")
+@click.option("--batch-axis", "batch_axis", type=click.Choice(["auto", "0", "none"]), default="auto", show_default=True,
+              help="torch2jax: whether the model maps each example on its own (0: the JAX model is called through "
+              "jax.vmap) or takes its inputs whole (none: a graph's features and adjacency); auto probes the "
+              "original on the two halves of the batch.")
 @click.option("--json", "json_path", type=click.Path(dir_okay=False), help="Write the certificate here.")
 @click.option("-v", "--verbose", is_flag=True, help="List every tensor, not only the failing ones.")
 def verify_command(original, translated, model, translated_model, args, inputs, check, dtype, device, rtol, atol,
-                   keras, direction, seed, lr, timeout, train_step, batch, steps, load, json_path, verbose) -> None:
+                   keras, direction, seed, lr, timeout, train_step, batch, steps, load, batch_axis, json_path,
+                   verbose) -> None:
     """Prove TRANSLATED computes the same model as ORIGINAL: exit 0 pass, 1 mismatch, 2 error."""
     from fwport.verify.certificate import render, write_json
     from fwport.verify.run import Options, VerifyError, verify
 
     opts = Options(original, translated, model, translated_model, _json_arg(args, "--args"), list(inputs),
                    _checks(check), dtype, device, rtol, atol, int(keras) if keras else None, direction, seed,
-                   timeout, lr, train_step=train_step or "train_step", batch=list(batch), steps=steps, load=load)
+                   timeout, lr, train_step=train_step or "train_step", batch=list(batch), steps=steps, load=load,
+                   batch_axis=batch_axis)
     try:
         cert = verify(opts)
     except VerifyError as e:

@@ -235,14 +235,70 @@ def run(req: dict) -> dict:
     n_out = len([k for k in T if k.startswith("out")])
     R = [jnp.asarray(T[f"R{i}"], dtype=jnp.float64 if req["dtype"] == "float64" else jnp.float32) for i in range(n_out)]
 
+    whole = req.get("batch_axis", 0) is None  # the model takes the inputs whole (a graph): no jax.vmap
+    n = xs[0].shape[0] if xs and xs[0].ndim else 1
+    keyed = _takes_key(model)  # a forward drawing random numbers (or a dropout) takes key=: one per example
+    kw = {"key": jax.random.key(req["seed"] + 3) if whole else jax.random.split(jax.random.key(req["seed"] + 3), n)} \
+        if keyed else {}
+
     def forward(m, *inputs):
-        if layer_state is None:
-            out = jax.vmap(m)(*inputs)
+        if whole:
+            out = m(*inputs, **kw) if layer_state is None else m(*inputs, layer_state, **kw)[0]
+        elif layer_state is None:
+            out = jax.vmap(m)(*inputs, **kw)
         else:  # the state is shared by the batch: in_axes None for it, and it comes back once
             out, _ = jax.vmap(m, axis_name="batch", in_axes=(0,) * len(inputs) + (None,),
-                              out_axes=(0, None))(*inputs, layer_state)
+                              out_axes=(0, None))(*inputs, layer_state, **kw)
         return [o for o in out if o is not None] if isinstance(out, (tuple, list)) else [out]  # as torch's side
 
+    with ConstantDraws(jax, jnp) if req.get("constant_draws") else _nothing():
+        return _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax, jnp, eqx)
+
+
+def _takes_key(model) -> bool:
+    try:
+        return "key" in inspect.signature(type(model).__call__).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+class _nothing:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+class ConstantDraws:
+    """While active, jax.random.normal gives 0.5 and jax.random.uniform the middle of its range, as the
+    torch side's ConstantDraws makes torch's draws (a stochastic forward: the deterministic path and the
+    path scaling the noise compared). Attributes of jax.random (what ``jax.random.normal(key, ...)`` looks up
+    at each call), restored on exit."""
+
+    def __init__(self, jax, jnp):
+        self.jax, self.jnp = jax, jnp
+
+    def __enter__(self):
+        jnp, random = self.jnp, self.jax.random
+        self.saved = {n: getattr(random, n) for n in ("normal", "uniform")}
+
+        def normal(key, shape=(), dtype=float, *a, **k):
+            return jnp.full(shape, 0.5, dtype=dtype)
+
+        def uniform(key, shape=(), dtype=float, minval=0.0, maxval=1.0):
+            middle = jnp.asarray(minval) + 0.5 * (jnp.asarray(maxval) - jnp.asarray(minval))
+            return jnp.broadcast_to(middle, shape).astype(dtype)
+
+        random.normal, random.uniform = normal, uniform
+        return self
+
+    def __exit__(self, *exc):
+        for n, f in self.saved.items():
+            setattr(self.jax.random, n, f)
+
+
+def _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax, jnp, eqx) -> dict:
     out = forward(model, *xs)
     save = {f"out{i}": np.asarray(o) for i, o in enumerate(out)}
     if "grad" in req["checks"]:

@@ -235,6 +235,7 @@ class Options:
     batch: list[str] = field(default_factory=list)  # --check train: the step function's arguments (specs)
     steps: int = 3  # --check train: optimizer steps, one batch each
     load: str = "auto"  # how each side loads its file: auto (whole, else definitions only), whole, defs
+    batch_axis: str = "auto"  # torch2jax: "0" (jax.vmap over axis 0), "none" (inputs whole), auto (probed)
 
 
 def detect_direction(original: str, translated: str) -> str:

@@ -44,13 +44,15 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
                   "checks": list(opts.checks), "inputs": str(d / "x.npz"), "load": opts.load}
         tresp = _ask(session, tw, dict(common, op="run", source=str(Path(opts.original).resolve()), model=opts.model,
-                                       out=str(d / "torch.npz"), weights=opts.torch_state_file), opts.timeout)
+                                       out=str(d / "torch.npz"), weights=opts.torch_state_file,
+                                       batch_axis=getattr(opts, "batch_axis", "auto")), opts.timeout)
         times["torch"] = time.perf_counter() - t0
         t1 = time.perf_counter()
         jresp = _ask(session, jw, dict(common, op="run", source=str(Path(opts.translated).resolve()),
                                        model=opts.translated_model or opts.model, torch=str(d / "torch.npz"),
                                        out=str(d / "jax.npz"), modules=tresp.get("modules", {}), tied=tresp.get("tied", {}),
-                                       eqx=getattr(opts, "eqx_file", None)), opts.timeout)
+                                       eqx=getattr(opts, "eqx_file", None), batch_axis=tresp.get("batch_axis", 0),
+                                       constant_draws=bool(tresp.get("stochastic"))), opts.timeout)
         times["jax"] = time.perf_counter() - t1
         cert = _base(opts, specs, rtol, atol, tresp, jresp)
         if jresp["problems"]:
@@ -191,6 +193,13 @@ def _base(opts, specs, rtol, atol, tresp, jresp) -> dict:
         "loaded": {side: r.get("loaded") for side, r in (("original", tresp), ("translated", jresp)) if r.get("loaded")},
         "tolerance": {"rtol": rtol, "atol": atol,
                       "rule": "|torch - jax| <= atol * max|torch| + rtol * |torch|, per tensor"},
+        **({"batch_axis": {"axis": tresp.get("batch_axis", 0), "why": tresp["batch_axis_why"]}}
+           if "batch_axis_why" in tresp else {}),
+        **({"stochastic": {"detected": True, "draws": "constant on both sides: normal draws 0.5, uniform draws the "
+                           "middle of their range (torch.randn/randn_like/rand/rand_like/normal/normal_/uniform_, "
+                           "jax.random.normal/uniform)",
+                           "why": "the original's outputs differ between two seeds of PyTorch's generator"}}
+           if tresp.get("stochastic") else {}),
     }
 
 
@@ -201,5 +210,16 @@ def render_header(cert: dict) -> list[str]:
             f"  torch {v.get('torch', '?')} on {dev.get('torch', '?')}; JAX {v.get('jax', '?')} (Equinox "
             f"{v.get('equinox', '?')}) on {dev.get('jax', '?')}; TF32 off, matmul precision highest",
             f"  inputs {', '.join(cert.get('inputs', []))} (seed {cert.get('seed')}, {cert.get('dtype')}); tolerance "
-            f"rtol {tol.get('rtol')} atol {tol.get('atol')} × max|torch|; the JAX model is vmapped over the batch"] \
+            f"rtol {tol.get('rtol')} atol {tol.get('atol')} × max|torch|; " + _batch_text(cert)] \
+        + ([f"  stochastic forward ({cert['stochastic']['why']}): the draws are {cert['stochastic']['draws']}"]
+           if cert.get("stochastic") else []) \
         + [f"  {side} loaded: {note}" for side, note in (cert.get("loaded") or {}).items()]
+
+
+def _batch_text(cert: dict) -> str:
+    b = cert.get("batch_axis")
+    if b is None:
+        return "the JAX model is vmapped over the batch"
+    if b["axis"] is None:
+        return f"the JAX model takes the inputs whole, no batch axis ({b['why']})"
+    return f"the JAX model is vmapped over the batch ({b['why']})"

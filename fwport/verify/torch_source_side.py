@@ -9,6 +9,7 @@ known), and the gradients of that loss with respect to every parameter (``g:NAME
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -147,6 +148,106 @@ def state(req: dict) -> dict:
     return {"versions": {"torch": torch.__version__}, "modules": _mapped_modules(model), "tied": _tied(model), "loaded": note}
 
 
+#: what a draw gives while the draws are constant (a stochastic forward, see run): a normal draw 0.5 (not its
+#: mean 0, which would hide the path scaling the noise, eps * std), a uniform one the middle of its range
+NORMAL_DRAW = UNIFORM_DRAW = 0.5
+
+
+class ConstantDraws:
+    """While active, torch's continuous draws are constants: torch.randn / randn_like / normal / Tensor.normal_
+    give NORMAL_DRAW (times std, plus mean), torch.rand / rand_like / Tensor.uniform_ UNIFORM_DRAW of their
+    range. Patched as attributes of torch (what ``torch.randn(...)`` looks up at each call), restored on exit
+    (the worker serves more requests). Discrete draws (randint, randperm, bernoulli, multinomial) stay random."""
+
+    def __enter__(self):
+        def sized(value):
+            def draw(*size, **kw):
+                size = kw.pop("size", None) or (size[0] if len(size) == 1 and isinstance(size[0], (tuple, list)) else size)
+                t = torch.full(tuple(size), value, dtype=kw.get("dtype") or torch.get_default_dtype(),
+                               device=kw.get("device"))
+                return t.requires_grad_(bool(kw.get("requires_grad", False)))
+            return draw
+
+        def like(value):
+            return lambda x, **kw: torch.full_like(x, value, dtype=kw.get("dtype"), device=kw.get("device"))
+
+        def normal(mean=0.0, std=1.0, size=None, **kw):
+            if size is not None:
+                return sized(float(mean) + NORMAL_DRAW * float(std))(size, **kw)
+            return torch.as_tensor(mean) + NORMAL_DRAW * torch.as_tensor(std) + torch.zeros(
+                torch.broadcast_shapes(torch.as_tensor(mean).shape, torch.as_tensor(std).shape))
+
+        self.saved = [(torch, n, getattr(torch, n)) for n in ("randn", "rand", "randn_like", "rand_like", "normal")] + \
+            [(torch.Tensor, n, getattr(torch.Tensor, n)) for n in ("normal_", "uniform_")]
+        torch.randn, torch.rand = sized(NORMAL_DRAW), sized(UNIFORM_DRAW)
+        torch.randn_like, torch.rand_like, torch.normal = like(NORMAL_DRAW), like(UNIFORM_DRAW), normal
+        torch.Tensor.normal_ = lambda t, mean=0.0, std=1.0, **kw: t.fill_(mean + NORMAL_DRAW * std)
+        torch.Tensor.uniform_ = lambda t, a=0.0, b=1.0, **kw: t.fill_(a + UNIFORM_DRAW * (b - a))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, name, value in self.saved:
+            setattr(owner, name, value)
+
+
+def _outputs(model, xs) -> list:
+    with torch.no_grad():
+        return [o for o in _flatten(model(*xs)) if torch.is_tensor(o)]
+
+
+def _close(a: list, b: list, rtol: float = 1e-6) -> bool:
+    """Two lists of outputs equal up to rounding (relative to each tensor's largest value)."""
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if x.shape != y.shape:
+            return False
+        if not x.numel():
+            continue
+        if not x.is_floating_point():
+            if not torch.equal(x, y):
+                return False
+        elif not torch.allclose(x, y, rtol=0.0, atol=rtol * max(1.0, float(torch.nan_to_num(x).abs().max())),
+                                equal_nan=True):
+            return False
+    return True
+
+
+def stochastic(model, xs, seed: int) -> bool:
+    """Whether the model's forward (in eval mode) draws random numbers: two runs under different seeds of
+    PyTorch's global generator give different outputs."""
+    torch.manual_seed(seed + 101)
+    a = _outputs(model, xs)
+    torch.manual_seed(seed + 202)
+    return not _close(a, _outputs(model, xs))
+
+
+def batch_axis(model, xs, option: str) -> tuple[int | None, str]:
+    """Whether the model maps each example (row of axis 0) on its own, as the JAX side's jax.vmap assumes:
+    ``--batch-axis 0`` / ``none`` say so; ``auto`` probes the original: the two halves of the batch (every
+    input split on axis 0) give the rows of the whole batch's outputs. A model that fails on them or mixes
+    rows (a graph's nodes through its adjacency matrix) takes its inputs whole: (None, why)."""
+    if option == "0":
+        return 0, "--batch-axis 0"
+    if option == "none":
+        return None, "--batch-axis none"
+    n = xs[0].shape[0] if xs and xs[0].dim() else 0
+    if n < 2 or any(not x.dim() or x.shape[0] != n for x in xs):
+        return 0, "assumed (the inputs have no common first axis of 2 or more to split)"
+    whole = _outputs(model, xs)
+    if any(not o.dim() or o.shape[0] != n for o in whole):
+        return 0, "assumed (an output has no first axis of the inputs' length to compare)"
+    try:
+        halves = [_outputs(model, [x[part] for x in xs]) for part in (slice(0, n // 2), slice(n // 2, n))]
+    except Exception as e:  # noqa: BLE001 (a model of the whole graph fails on part of it)
+        return None, f"probe: the first half of the batch fails alone ({type(e).__name__}: {str(e)[:120]})"
+    ok = all(len(h) == len(whole) and all(o.dim() for o in h) for h in halves)
+    joined = [torch.cat(parts) for parts in zip(*halves)] if ok else []
+    if not _close(whole, joined, 1e-4):
+        return None, "probe: the halves of the batch give other values than the whole batch (rows mix)"
+    return 0, "probe: the halves of the batch give the whole batch's rows"
+
+
 def run(req: dict) -> dict:
     model, dtype, device, note = _built(req)
     with np.load(req["inputs"]) as z:
@@ -155,6 +256,19 @@ def run(req: dict) -> dict:
     for a in arrays:
         t = torch.from_numpy(a).to(device)
         xs.append(t.to(dtype).requires_grad_(True) if t.is_floating_point() else t)
+    random = stochastic(model, xs, req["seed"])
+    with contextlib.ExitStack() as stack:
+        if random:  # compare the deterministic path and the noise scale path: the draws are constants
+            stack.enter_context(ConstantDraws())
+            if stochastic(model, xs, req["seed"]):
+                raise UserError("the forward draws random numbers in eval mode, and still does with normal and "
+                                "uniform draws made constant (randint, randperm, bernoulli, multinomial, or a draw "
+                                "not through the torch module's attributes): the outputs cannot be compared")
+        axis, why = batch_axis(model, xs, req.get("batch_axis", "auto"))
+        return _run(req, model, dtype, device, note, xs, random, axis, why)
+
+
+def _run(req, model, dtype, device, note, xs, random, axis, why) -> dict:
     out = [o for o in _flatten(model(*xs)) if torch.is_tensor(o)]
     rng = np.random.default_rng(req["seed"] + 1)
     R = [rng.standard_normal(tuple(o.shape)) for o in out]
@@ -174,8 +288,8 @@ def run(req: dict) -> dict:
                 save[f"gx{i}"] = _np(x.grad)
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": {"torch": torch.__version__}, "device": str(device),
-            "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model), "tied": _tied(model),
-            "loaded": note}
+            "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model),
+            "tied": _tied(model), "loaded": note, "stochastic": random, "batch_axis": axis, "batch_axis_why": why}
 
 
 def train(req: dict) -> dict:

@@ -12,6 +12,7 @@ def ops(x, p, t, a, b, q, k, v, onehot, w, bias):
     perm = torch.randperm(7)
     noise = torch.randn_like(x)
     drawn = torch.multinomial(onehot, num_samples=1)
+    n_out, rows = 3, [[1.0, 2.0], [3.0, 4.0]]  # torch.Tensor(name): an int is a size, a sequence data
     return [
         torch.arange(5),
         torch.arange(1, 10, 3),
@@ -47,6 +48,8 @@ def ops(x, p, t, a, b, q, k, v, onehot, w, bias):
         torch.FloatTensor([[1, 2], [3, 4]]),
         torch.LongTensor([3, 1, 2]),
         torch.FloatTensor(2, 3).shape,
+        torch.Tensor(n_out).shape,
+        torch.Tensor(rows),
         F.layer_norm(x, x.shape[-1:], w, bias),
         F.layer_norm(a, (4, 5)),
         F.layer_norm(x, [5], eps=1e-3),

@@ -14,6 +14,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.imports import is_source_import_line
 from fwport.core.names import scan
+from fwport.core.position import render, share
 from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS, LOCAL_HELPERS
 from fwport.packs.tf2torch.saving import SAVING_DEPS, SAVING_HELPERS
 
@@ -612,9 +613,13 @@ def _imports_or_strings(stmt: cst.CSTNode) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _parsed(text: str) -> tuple[cst.BaseStatement, ...]:
-    """The statements of a helper text, parsed once per process: the same helpers, spelled the same
-    way, are written into many files (libcst nodes are immutable, so sharing them is safe)."""
-    return tuple(cst.parse_module(text).body)
+    """The statements of a helper text as written into a module (two blank lines above the first),
+    parsed once per process: the same helpers, spelled the same way, are written into many files
+    (libcst nodes are immutable, so sharing them is safe; their text is rendered once: ``share``)."""
+    new = list(cst.parse_module(text).body)
+    new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    share(new)
+    return tuple(new)
 
 
 def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst.Module:
@@ -641,7 +646,6 @@ def _insert_at(module: cst.Module, text: str, at: int) -> cst.Module:
     new = list(_parsed(text.lstrip("\n")))
     body = list(module.body)
     blank = [cst.EmptyLine(), cst.EmptyLine()]
-    new[0] = new[0].with_changes(leading_lines=blank)
     if at < len(body):  # the statement after keeps two blank lines above it
         body[at] = body[at].with_changes(leading_lines=[*blank, *[ln for ln in body[at].leading_lines
                                                                    if ln.comment is not None]])
@@ -680,10 +684,10 @@ def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileCon
         imp = st.body[0]
         if imp.relative or isinstance(imp.names, cst.ImportStar) or imp.module is None:
             continue
-        mod = cst.Module([]).code_for_node(imp.module)
+        mod = render(imp.module)
         if not ctx.imports.is_source(mod):
             continue
-        keep = [a for a in imp.names if (a.asname.name.value if a.asname else cst.Module([]).code_for_node(a.name))
+        keep = [a for a in imp.names if (a.asname.name.value if a.asname else render(a.name))
                 not in names]
         if len(keep) == len(imp.names):
             continue

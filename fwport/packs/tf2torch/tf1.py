@@ -21,6 +21,7 @@ import re
 
 import libcst as cst
 
+from fwport.core.direction import Trigger
 from fwport.core.finding import Finding, Severity
 from fwport.core.names import dotted, scan
 from fwport.core.position import node_positions
@@ -43,11 +44,16 @@ GRAPH_APIS = frozenset({
 SESSIONS = frozenset({"Session", "InteractiveSession"})
 
 #: a cheap text test before any walk: one of the names above, or tf.contrib
-TRIGGER = re.compile(r"\b(?:placeholder\w*|\w+_initializer|initialize_all_variables|get_variable|variable_scope|"
-                     r"disable_eager_execution|disable_v2_behavior|"
-                     r"get_collection|add_to_collection|Saver|MonitoredTrainingSession|Supervisor|\w*global_step|"
-                     r"\w+Optimizer|exponential_decay|FileWriter|merge_all|layers\.\w+|rnn_cell|dynamic_rnn|"
-                     r"Session|InteractiveSession|contrib|trainable_variables|global_variables)\b")
+TRIGGER = Trigger(r"\b(?:placeholder\w*|\w+_initializer|initialize_all_variables|get_variable|variable_scope|"
+                  r"disable_eager_execution|disable_v2_behavior|"
+                  r"get_collection|add_to_collection|Saver|MonitoredTrainingSession|Supervisor|\w*global_step|"
+                  r"\w+Optimizer|exponential_decay|FileWriter|merge_all|layers\.\w+|rnn_cell|dynamic_rnn|"
+                  r"Session|InteractiveSession|contrib|trainable_variables|global_variables)\b",
+                  "placeholder", "_initializer", "initialize_all_variables", "get_variable", "variable_scope",
+                  "disable_eager_execution", "disable_v2_behavior", "get_collection", "add_to_collection", "Saver",
+                  "MonitoredTrainingSession", "Supervisor", "global_step", "Optimizer", "exponential_decay",
+                  "FileWriter", "merge_all", "layers.", "rnn_cell", "dynamic_rnn", "Session", "contrib",
+                  "trainable_variables", "global_variables")
 _RUN = re.compile(r"\.\s*run\s*\(")
 
 

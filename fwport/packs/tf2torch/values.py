@@ -20,7 +20,7 @@ def one_minus(value, spec, m, ctx):
     if isinstance(lit, (int, float)) and not isinstance(lit, bool):
         out = _number(round(1.0 - float(lit), 12))
     else:
-        out = cst.parse_expression(f"1 - ({cst.Module([]).code_for_node(value)})")
+        out = cst.parse_expression(f"1 - ({render(value)})")
     m.kwargs[spec.to or spec.name] = out
 
 

@@ -159,6 +159,7 @@ class Forward(cst.CSTTransformer):
         # ranks.py's view of the file (a ranks.ClassRanks): what this module's parameters hold, which attributes and
         # loop names are modules of this file or Sequentials, and the ranks each of those returns
         self.file = ranks
+        self.inputs = frozenset(batched)  # the forward's own parameters
         self.instances: dict[str, str] = dict(ranks.instances) if ranks is not None else {}  # name → class of this file
         self.buffers = buffers  # registered buffers: read through jax.lax.stop_gradient
         self.leading_ones = leading_ones or {}  # buffers built with leading axes of size 1: (how many, rank)
@@ -185,6 +186,9 @@ class Forward(cst.CSTTransformer):
         # what ranks.py collects: the ranks of the positional arguments each module class of the file is called
         # with, the input ranks of each Sequential attribute, and the ranks this forward returns
         self.seen_calls: dict[str, list[tuple]] = {}
+        # per call of a module class: whether it passes a value of unknown rank that is not the user's input
+        # handed through (this forward's own parameter, in a module no other module of the file feeds blind)
+        self.seen_blind: dict[str, list[bool]] = {}
         self.seen_sequences: dict[str, list] = {}
         self.returns: list = []
 
@@ -480,11 +484,18 @@ class Forward(cst.CSTTransformer):
             func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
         return updated.with_changes(func=func)
 
+    def users_input(self, value: cst.BaseExpression) -> bool:
+        """``value`` is this forward's own parameter, in a module whose inputs are the user's (nothing in the file
+        feeds it a value of unknown rank): an Outer handing its input to an inner block passes what the user gave."""
+        return (isinstance(value, cst.Name) and value.value in self.inputs
+                and (self.file is None or not self.file.blind))
+
     def rank_unknown(self, node: cst.Call, what: str, layer: str) -> None:
         """A per-vector layer (Linear, LayerNorm) given a value whose per-example rank is not known, in a module
-        this file calls (ranks.py): a warning, since Equinox's layer takes one vector and tokens need jax.vmap. (In
-        a model nothing in the file calls, the input is the user's: one vector is assumed there, as everywhere.)"""
-        if self.file is None or not self.file.called:
+        another module of this file feeds a value of unknown rank (ranks.py): a warning, since Equinox's layer takes
+        one vector and tokens need jax.vmap. (In a model nothing in the file calls, or one handed the user's input
+        through, the input is the user's: one vector is assumed there, as everywhere.)"""
+        if self.file is None or not self.file.blind:
             return
         self.ctx.report(Severity.WARNING, "batch-axis", f"{what} ({layer.rsplit('.', 1)[-1]}) gets "
                         f"{code(node.args[0].value) if node.args else 'a value'}, whose per-example rank fwport "
@@ -642,6 +653,10 @@ class Forward(cst.CSTTransformer):
         if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
             ranks = tuple(self.rank_of(a.value) for a in updated.args if a.keyword is None and not a.star)
             (self.seen_calls if module[0] == "class" else self.seen_sequences).setdefault(module[1], []).append(ranks)
+            if module[0] == "class":
+                passed = [a.value for a in original.args if a.keyword is None and not a.star]
+                self.seen_blind.setdefault(module[1], []).append(any(
+                    r is None and not self.users_input(v) for r, v in zip(ranks, passed)))
             if module[0] == "sequence" and ranks:
                 from fwport.packs.torch2jax.ranks import through
                 blind: list = []
@@ -694,6 +709,9 @@ class Forward(cst.CSTTransformer):
                 (a.keyword.value == "dropout_p" if a.keyword else i == 4 and not a.star)
                 and ops.training_dropout(a.value) is not None for i, a in enumerate(original.args)):
             self.key_sites.append(updated)  # its dropout in training takes the call's key (ops.attention)
+            drops = sorted(a for a, q in self.modules.items() if q == "torch.nn.Dropout" and "[" not in a)
+            if drops:  # inference as the module's own dropout has it (eqx.nn.inference_mode switches that one)
+                self.ctx.analyses.setdefault(ops.ATTENTION_INFERENCE, {})[code(updated)] = f"self.{drops[0]}.inference"
             return updated
         if q in ("einops.rearrange", "einops.reduce", "einops.repeat"):
             return self.einops_batch_axis(q, original, updated)

@@ -508,11 +508,19 @@ def _is_size(node: cst.BaseExpression) -> bool:
 def legacy_tensor(m, ctx):
     """``torch.FloatTensor(data)`` → ``jnp.asarray(data, dtype=jnp.float32)``; ``torch.FloatTensor(2, 3)`` (sizes:
     int literals, len(), .size(), .shape[i], or more than one argument) → ``jnp.empty((2, 3), dtype=...)``
-    (zeros: PyTorch leaves the memory uninitialised). ``emit.options.dtype`` names the jnp dtype."""
+    (zeros: PyTorch leaves the memory uninitialised); one name, ``torch.Tensor(n)``, either, decided when it
+    runs as PyTorch decides (``jnp.ndim(n) == 0``: a size). ``emit.options.dtype`` names the jnp dtype."""
     args = list(m.bound.varargs)
     dtype = {"dtype": ctx.spell(f"jax.numpy.{m.rule.emit['options']['dtype']}")}
     if not args:
         return _call(ctx.spell("jax.numpy.empty"), [cst.Tuple([])], dtype)
+    if len(args) == 1 and isinstance(args[0], (cst.Name, cst.Attribute)) and not _is_size(args[0]):
+        # a name: PyTorch reads an int as a size (torch.Tensor(output_dim)), a sequence as data; decided as it
+        # does, when it runs (a 0-d value is a size: PyTorch refuses a float)
+        x = code(args[0])
+        empty = code(_call(ctx.spell("jax.numpy.empty"), [cst.Tuple([cst.Element(args[0])])], dtype))
+        data = code(_call(ctx.spell("jax.numpy.asarray"), args, dtype))
+        return expr(f"({empty} if {ctx.spell_text('jax.numpy.ndim')}({x}) == 0 else {data})")
     if len(args) == 1 and not _is_size(args[0]):
         return _call(ctx.spell("jax.numpy.asarray"), args, dtype)
     if len(args) > 1 and not all(_is_size(a) or isinstance(a, cst.Name) for a in args):
@@ -555,7 +563,8 @@ def attention(m, ctx):
     ``softmax(q @ kᵀ * scale [causal: -inf above the diagonal]) @ v`` over the last two axes (any leading axes,
     as in PyTorch); scale defaults to 1/sqrt(q.shape[-1]). Dropout only in training
     (``dropout_p=p if self.training else 0``, nanoGPT) is an ``eqx.nn.Dropout(p)`` on the weights, drawn from
-    ``key`` and off without one (Equinox's inference); other dropout, masks and grouped-query heads are refused."""
+    ``key``, off where the module's own dropout is (inference_mode), else without a key; other dropout, masks and
+    grouped-query heads are refused."""
     from fwport.core.engine import literal_value
     from fwport.core.finding import Severity
     p = m.kwargs.get("dropout_p")
@@ -585,11 +594,19 @@ def attention(m, ctx):
         scores = f"{sp('jax.numpy.where')}({mask}, {scores}, -{sp('jax.numpy.inf')})"
     weights = f"{sp('jax.nn.softmax')}({scores}, axis=-1)"
     if rate is not None:
+        inference = ctx.analyses.get(ATTENTION_INFERENCE, {}).get(code(m.node))
         ctx.report(Severity.INFO, "key-added", f"dropout_p={m.written('dropout_p')}: the attention weights go through "
-                   f"eqx.nn.Dropout({code(rate)}) with `key`, the key of the module's __call__: dropout where a key is "
-                   "given (training), none without one (PyTorch's eval mode)", m.node, m.rule)
-        weights = f"{sp('equinox.nn.Dropout')}({code(rate)})({weights}, key=key, inference=key is None)"
+                   f"eqx.nn.Dropout({code(rate)}) with `key`, the key of the module's __call__: dropout in training, "
+                   + (f"off in inference as {inference[:-len('.inference')]} is (eqx.nn.inference_mode)" if inference
+                      else "none without a key (PyTorch's eval mode)"), m.node, m.rule)
+        weights = (f"{sp('equinox.nn.Dropout')}({code(rate)}, inference={inference})({weights}, key=key)" if inference
+                   else f"{sp('equinox.nn.Dropout')}({code(rate)})({weights}, key=key, inference=key is None)")
     return expr(f"{sp('jax.numpy.matmul')}({weights}, {code(m.kwargs['value'])})")
+
+
+#: ctx.analyses: source text of an attention call with dropout in training → the inference flag it follows, a
+#: dropout submodule's of its module (batch.py), so that eqx.nn.inference_mode switches it off too
+ATTENTION_INFERENCE = "torch2jax.attention-inference"
 
 
 def training_dropout(node: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -44,6 +44,7 @@ class ClassRanks:
     sequences: dict[str, Sequence] = field(default_factory=dict)
     out: int | None = None  # the rank forward returns
     called: bool = False  # another module of the file calls this one (its input ranks come from there)
+    blind: bool = False  # ... with a value of unknown rank that is not the user's input handed through
     sequence_inputs: dict[str, list] = field(default_factory=dict)  # Sequential attribute → ranks it is called with
 
     def returns(self, cls: str) -> int | None:
@@ -227,6 +228,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
     probe = _Probe(ctx)
     for _ in range(min(len(forwards), 8) + 1):
         seen: dict[str, list] = {}
+        blind: dict[str, list] = {}
         changed = False
         for name, (fwd, subs) in forwards.items():
             params = [p.name.value for p in fwd.params.params[1:]]
@@ -234,6 +236,8 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             rewrite(fwd.body, f)
             for k, v in f.seen_calls.items():
                 seen.setdefault(k, []).extend(v)
+            for k, v in f.seen_blind.items():
+                blind.setdefault(k, []).extend(v)
             out = _agreed(f.returns)
             changed |= out != table[name].out or f.seen_sequences != table[name].sequence_inputs
             table[name].out, table[name].sequence_inputs = out, f.seen_sequences
@@ -241,6 +245,8 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             params = [p.name.value for p in fwd.params.params[1:]]
             calls = seen.get(name, [])
             table[name].called = bool(calls)
+            changed |= any(blind.get(name, ())) != table[name].blind
+            table[name].blind = any(blind.get(name, ()))
             ranks = {p: r for i, p in enumerate(params)
                      for r in [_agreed([c[i] if i < len(c) else None for c in calls])] if r is not None}
             changed |= ranks != table[name].params

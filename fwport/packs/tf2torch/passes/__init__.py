@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from fwport.core.direction import Planner
+from fwport.core.direction import Planner, Trigger
 from fwport.packs.tf2torch import data, helpers, testcase, utilities
 from fwport.packs.tf2torch.passes import (decorators, functional, model_api, pyvalues, regularizers, sequential, subclass,
                                           training, variables)
@@ -22,37 +22,43 @@ PLANNERS: tuple[Planner, ...] = (
     # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
     # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
-    Planner("training", re.compile(r"GradientTape|training\s*=|optimizers|losses|callbacks|"
-                                   r"\.\s*(?:compile|fit|evaluate|predict)"
-                                   r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
-                                   r"MeanAbsoluteError|Huber)\b"), training.run),
+    # (a Trigger: the pattern is searched only in a text holding one of the substrings after it, which
+    # every match contains)
+    Planner("training", Trigger(r"GradientTape|training\s*=|optimizers|losses|callbacks|"
+                                r"\.\s*(?:compile|fit|evaluate|predict)"
+                                r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
+                                r"MeanAbsoluteError|Huber)\b",
+                                "GradientTape", "training", "optimizers", "losses", "callbacks", "compile", "fit",
+                                "evaluate", "predict", "Adam", "SGD", "RMSprop", "Adagrad", "Crossentropy",
+                                "MeanSquaredError", "MeanAbsoluteError", "Huber"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
     Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
     # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
     # (both an Input( and a Model( call or alias: a Sequential with keras.Input has nothing for it;
     # anchored lookaheads, each a single linear scan)
-    Planner("functional", re.compile(r"\A(?=[\s\S]*\bInput\s*\()(?=[\s\S]*(?:\bModel\s*\(|\bModel\s+as\b))"),
+    Planner("functional", Trigger(r"\A(?=[\s\S]*\bInput\s*\()(?=[\s\S]*(?:\bModel\s*\(|\bModel\s+as\b))", "Input"),
             functional.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
-    Planner("sequential", re.compile(r"\bSequential\b|\.\s*add\s*\("), sequential.run),
+    Planner("sequential", Trigger(r"\bSequential\b|\.\s*add\s*\(", "Sequential", "add"), sequential.run),
     # keras.Model / keras.layers.Layer subclasses → nn.Module (and the functional API refused)
-    Planner("subclass", re.compile(r"\b(?:Model|Layer|Module)\b|\badd_(?:weight|variable)\b"), subclass.run),
+    Planner("subclass", Trigger(r"\b(?:Model|Layer|Module)\b|\badd_(?:weight|variable)\b", "Model", "Layer", "Module",
+                                "add_"), subclass.run),
     # keras.utils.Sequence subclasses: what a torch Dataset does not do (on_epoch_end)
-    Planner("sequences", re.compile(r"\b(?:Sequence|PyDataset)\b"), data.run_sequences),
+    Planner("sequences", Trigger(r"\b(?:Sequence|PyDataset)\b", "Sequence", "PyDataset"), data.run_sequences),
     # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py),
     # tf.test.Benchmark → TFBenchmark
-    Planner("testcase", re.compile(r"\b(?:TestCase|Benchmark)\b"), testcase.run),
+    Planner("testcase", Trigger(r"\b(?:TestCase|Benchmark)\b", "TestCase", "Benchmark"), testcase.run),
     # with tf.name_scope(...): → with contextlib.nullcontext(): (utilities.py)
-    Planner("name_scopes", re.compile(r"\bname_scope\b"), utilities.run_name_scopes),
+    Planner("name_scopes", Trigger(r"\bname_scope\b", "name_scope"), utilities.run_name_scopes),
     # @tf.function removed (or torch.compile)
-    Planner("decorators", re.compile(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b"),
-            decorators.run),
+    Planner("decorators", Trigger(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b", "@", "function",
+                                  "do_not_convert"), decorators.run),
     # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/... (last:
     # it reads the bases the subclass pass wrote)
-    Planner("variables", re.compile(r"\bVariable\b"), variables.run),
+    Planner("variables", Trigger(r"\bVariable\b", "Variable"), variables.run),
     # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
     # `tensors` transform)
-    Planner("pyvalues", re.compile(r"\b(?:stack|concat|concatenate)\s*\("), pyvalues.run),
+    Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate)\s*\(", "stack", "concat"), pyvalues.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a
 # Sequential's list brackets removed, the functional

@@ -24,6 +24,7 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
+from fwport.core.position import render
 from fwport.core.rewrite import rewrite
 
 #: Decorators that only matter to TensorFlow's graph tracing; eager PyTorch needs none of them.
@@ -53,7 +54,7 @@ class _Decorators(ScopedResolver, cst.CSTVisitor):
             target = d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator
             q = self.qualname(target)
             if q in REMOVED:
-                self._plan_decorator(d, q, cst.Module([]).code_for_node(target))
+                self._plan_decorator(d, q, render(target))
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         self._decorated(node)

@@ -51,6 +51,7 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
+from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
                                         symbolic_shape)
@@ -333,47 +334,46 @@ def _is_model_call(node: cst.CSTNode, ctx: FileContext) -> bool:
             and any(a.keyword is None or a.keyword.value in ("inputs", "outputs") for a in node.args))
 
 
+# The visitors below are module-level classes given their state: a class statement inside a function
+# creates a class (and its hook table) on every call, which costs several times the walk itself.
+
+class _ModelCalls(cst.CSTVisitor):
+    def __init__(self, ctx: FileContext, nested: bool):
+        self.ctx, self.nested = ctx, nested
+        self.found: list[cst.Call] = []
+
+    def visit_FunctionDef(self, n) -> bool | None:
+        return None if self.nested else False
+
+    def visit_ClassDef(self, n) -> bool | None:
+        return None if self.nested else False
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if _is_model_call(n, self.ctx):
+            self.found.append(n)
+
+
 def _model_calls(body, ctx: FileContext) -> list[cst.Call]:
     """The functional keras.Model(...) calls in the statements (not inside nested defs/classes)."""
-    found: list[cst.Call] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_ClassDef(self, n) -> bool:
-            return False
-
-        def visit_Call(self, n: cst.Call) -> None:
-            if _is_model_call(n, ctx):
-                found.append(n)
-
+    v = _ModelCalls(ctx, False)
     for s in body:
         if not isinstance(s, (cst.FunctionDef, cst.ClassDef)):
-            scan(s, _V())
-    return found
+            scan(s, v)
+    return v.found
 
 
 def _has_model_call(stmt: cst.CSTNode, ctx: FileContext) -> bool:
-    hit = False
-
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            nonlocal hit
-            hit = hit or _is_model_call(n, ctx)
-
-    scan(stmt, _V())
-    return hit
+    v = _ModelCalls(ctx, True)
+    scan(stmt, v)
+    return bool(v.found)
 
 
 def _refuse_all(ctx: FileContext, stmt: cst.CSTNode, message: str) -> None:
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            if _is_model_call(n, ctx):
-                ctx.report(Severity.ERROR, "unsupported-construct", message, n)
-                ctx.settle(n)
-
-    scan(stmt, _V())
+    v = _ModelCalls(ctx, True)
+    scan(stmt, v)
+    for n in v.found:
+        ctx.report(Severity.ERROR, "unsupported-construct", message, n)
+        ctx.settle(n)
 
 
 def _module_names(module: cst.Module) -> set[str]:
@@ -393,26 +393,41 @@ def _module_names(module: cst.Module) -> set[str]:
     return names
 
 
+class _SettleGraphCalls(cst.CSTVisitor):
+    """A model left as written: its Model / Input / layer calls are settled (no rule-pass finding)."""
+
+    def __init__(self, ctx: FileContext):
+        self.ctx = ctx
+
+    def visit_Call(self, n: cst.Call) -> None:
+        q = self.ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
+        if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
+            self.ctx.settle(n)
+
+
+class _NamesIn(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.out.add(n.value)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return False
+
+
 def _names_in(node: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.add(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            scan(n.value, self)
-            return False
-
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            scan(n.value, self)
-            return False
-
-        def visit_Lambda(self, n) -> bool:
-            return False
-
-    scan(node, _V())
-    return out
+    v = _NamesIn()
+    scan(node, v)
+    return v.out
 
 
 def _reads(stmt: cst.CSTNode) -> set[str]:
@@ -439,22 +454,25 @@ def _assigned(stmt: cst.CSTNode) -> list[str]:
     return out
 
 
+class _NamesBound(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        self.out.update(_names_in(n.target))
+
+    def visit_For(self, n: cst.For) -> None:
+        self.out.update(_names_in(n.target))
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        self.out.add(n.name.value)
+        return False
+
+
 def _names_bound_in(stmt: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            out.update(_names_in(n.target))
-
-        def visit_For(self, n: cst.For) -> None:
-            out.update(_names_in(n.target))
-
-        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            out.add(n.name.value)
-            return False
-
-    scan(stmt, _V())
-    return out
+    v = _NamesBound()
+    scan(stmt, v)
+    return v.out
 
 
 def _camel(name: str) -> str:
@@ -616,10 +634,11 @@ class _Builder:
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
             child.env[pname] = inner[pname]
-        body = [st.visit(_Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}))
-                for st in fn.body.body]
-        body = [st.visit(_ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}))
-                for st in body]
+        # copies (fresh nodes): the body is followed once per call site
+        body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}),
+                        fresh=True) for st in fn.body.body]
+        body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}),
+                        fresh=True) for st in body]
         child._layout(body)  # attribute names
         child.layout = self.layout
         forward: list = []
@@ -644,7 +663,7 @@ class _Builder:
         lines += [f"        {ln}" for entry in child.pending_init for ln in entry.split("\n")]
         lines += ["", f"    def forward(self, {', '.join(tensors)}):"]
         for st in forward:
-            text = cst.Module([]).code_for_node(_clean(st.visit(_Replace(child.replace)))).rstrip("\n")
+            text = code(_clean(rewrite(st, _Replace(child.replace), fresh=True))).rstrip("\n")
             lines += [f"        {ln}" if ln.strip() else "" for ln in text.split("\n")]
         lines.append(f"        return {code(child._out_expr(ret_expr))}")
         body_text = "\n".join(lines) + "\n"
@@ -743,7 +762,7 @@ class _Builder:
                 if value is not NOT_LITERAL and isinstance(value, (int, float, str, bool, tuple, type(None))):
                     # a value known where the model is built: written in place in what follows
                     subst = _Substitute({small.targets[0].target.value: _literal_node(value)})
-                    body[k:] = [b.visit(subst) for b in body[k:]]
+                    body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
                     continue
             if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(
                     st.body[0], (cst.Pass, cst.Expr)) and (isinstance(st.body[0], cst.Pass) or isinstance(
@@ -971,16 +990,10 @@ class _Builder:
                        "cannot follow all of it (the errors above say where); translate it by hand as an nn.Module "
                        "whose forward calls the layers in order", model_call)
 
-        class _V(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                q = ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
-                if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
-                    ctx.settle(n)
-
         calls = ctx.analyses.setdefault("functional_calls", {})
         for s in stmts:
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
-                scan(s, _V())
+                scan(s, _SettleGraphCalls(ctx))
                 for name in _names_in(s) & set(self.helpers):  # its helpers are left with it
                     calls.setdefault(name, 0)
         return None
@@ -1106,12 +1119,12 @@ class _Builder:
         for x in layers:
             x.in_loop = True
         sub = _LoopModules({x.attr: names[x.attr] for x in layers})
-        body = [st.visit(sub) for st in out]
+        body = [rewrite(st, sub, fresh=True) for st in out]
         mods = [f"self.{x.attr}" for x in layers]
         header = (f"for {names[layers[0].attr]} in {mods[0]}:" if len(layers) == 1 else
                   f"for {', '.join(names[x.attr] for x in layers)} in zip({', '.join(mods)}):")
         text = header + "\n" + "".join("    " + ln + "\n" for st in body
-                                        for ln in cst.Module([]).code_for_node(st).rstrip("\n").split("\n"))
+                                        for ln in code(st).rstrip("\n").split("\n"))
         self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the model is "
                         "built: its layers are nn.ModuleLists built by the same loop in __init__; fwport verify and "
                         "fwport weights do not map their weights (their number is known only at run time)", loop)
@@ -1139,7 +1152,7 @@ class _Builder:
                 self.error(loop, "the loop's values do not unpack into its targets")
                 return None
             for st in loop.body.body:
-                st = st.visit(_Substitute(subst))
+                st = rewrite(st, _Substitute(subst), fresh=True)
                 if isinstance(st, cst.For):
                     inner = self._unroll(st)
                     if inner is None:
@@ -1148,7 +1161,7 @@ class _Builder:
                     continue
                 role = self._statement(st, False)
                 if role == "forward":
-                    out.append(_clean(st.visit(_Replace(self.replace))).with_changes(leading_lines=[]))
+                    out.append(_clean(rewrite(st, _Replace(self.replace), fresh=True)).with_changes(leading_lines=[]))
                 elif role == "unrolled":
                     out += self.generated.pop(id(st))
                 elif role != "layer":
@@ -1681,7 +1694,7 @@ class _Builder:
         """The output for an input expression, with the replacements made inside it."""
         if not self.replace:
             return node
-        return node.visit(_Replace(self.replace))
+        return rewrite(node, _Replace(self.replace), fresh=True)
 
     def _emit(self, call: cst.Call, rule, shape: tuple | None, flat: tuple | None, t: _Tensor | None = None):
         """One rule layer translated for an input: (emission, whether its channels-last output must be
@@ -2141,7 +2154,7 @@ class _Builder:
             role = plan.roles.get(i)
             if role in ("forward", "input", "layer", "unrolled"):
                 if role == "forward":
-                    new = stmt.visit(_Replace(self.replace))
+                    new = rewrite(stmt, _Replace(self.replace), fresh=True)
                 else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
                     new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
                 before, after = _line_count(stmt), _line_count(new)
@@ -2213,25 +2226,28 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
 
 
+class _Calls(cst.CSTVisitor):
+    def __init__(self):
+        self.out: list[cst.Call] = []
+
+    def visit_Call(self, n: cst.Call) -> None:
+        self.out.append(n)
+
+    def visit_FunctionDef(self, n) -> bool:
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return False
+
+
 def _calls(stmt) -> list[cst.Call]:
-    out: list[cst.Call] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(n)
-
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_Lambda(self, n) -> bool:
-            return False
-
-    scan(stmt, _V())
-    return out
+    v = _Calls()
+    scan(stmt, v)
+    return v.out
 
 
 def _line_count(stmt) -> int:
-    return cst.Module([]).code_for_node(stmt.with_changes(leading_lines=[])).count("\n")
+    return code(stmt.with_changes(leading_lines=[])).count("\n")
 
 
 class _LayerObject:

@@ -29,6 +29,7 @@ from fwport.core.bind import literal_value
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
 from fwport.core.names import dotted, scan
+from fwport.core.position import render
 
 #: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
 MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model", "keras.models.load_model", "keras.saving.load_model"}
@@ -119,7 +120,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
 def _text(module: cst.Module, ctx: FileContext) -> str:
     """The module's text: the source when it is the tree parsed from it (translate_source says so)."""
     parsed = ctx.analyses.get("parsed")
-    return parsed[1] if parsed is not None and parsed[0] is module else module.code
+    return parsed[1] if parsed is not None and parsed[0] is module else render(module, module)
 
 
 #: summary() arguments that only lay out Keras's table (print(model) has none to honour)

@@ -1550,20 +1550,24 @@ def _fans(dims: list[str]) -> tuple[str, str]:
 def _returned_values(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
     """The values of the function's own return statements (not those of nested functions); a bare
     ``return`` counts as a value that is not a module."""
-    out: list[cst.BaseExpression] = []
+    v = _Returns(fn)
+    scan(fn, v)
+    return v.out
 
-    class _Returns(cst.CSTVisitor):
-        def visit_FunctionDef(self, node) -> bool:
-            return node is fn
 
-        def visit_Lambda(self, node) -> bool:
-            return False
+class _Returns(cst.CSTVisitor):
+    def __init__(self, fn: cst.FunctionDef):
+        self.fn = fn
+        self.out: list[cst.BaseExpression] = []
 
-        def visit_Return(self, node: cst.Return) -> None:
-            out.append(node.value if node.value is not None else cst.Name("None"))
+    def visit_FunctionDef(self, node) -> bool:
+        return node is self.fn
 
-    scan(fn, _Returns())
-    return out
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.out.append(node.value if node.value is not None else cst.Name("None"))
 
 
 def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
@@ -1589,40 +1593,49 @@ def _blocks(s) -> list[cst.IndentedBlock]:
     return out
 
 
+# The visitors below are module-level classes given their state: a class statement inside a function
+# creates a class (and its hook table) on every call, which costs several times the walk itself.
+
+class _SelfCalls(cst.CSTVisitor):
+    def __init__(self):
+        self.found: list[cst.Call] = []
+
+    def visit_Call(self, n: cst.Call) -> bool:
+        p = dotted(n.func)
+        if p and len(p) == 2 and p[0] == "self":
+            self.found.append(n)
+            return False
+        return True
+
+    def visit_IndentedBlock(self, n) -> bool:
+        return False
+
+
 def _self_calls(node) -> list[cst.Call]:
     """Outermost ``self.<attr>(...)`` calls in a node (compound statements: only their header)."""
-    found: list[cst.Call] = []
+    v = _SelfCalls()
+    scan(node, v)
+    return v.found
 
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> bool:
-            p = dotted(n.func)
-            if p and len(p) == 2 and p[0] == "self":
-                found.append(n)
-                return False
-            return True
 
-        def visit_IndentedBlock(self, n) -> bool:
-            return False
+class _AssignedNames(cst.CSTVisitor):
+    def __init__(self):
+        self.names: set[str] = set()
 
-    scan(node, _V())
-    return found
+    def visit_AssignTarget(self, n):
+        self.names.update(x.value for x in _name_nodes(n.target))
+
+    def visit_AugAssign(self, n):
+        self.names.update(x.value for x in _name_nodes(n.target))
+
+    def visit_For(self, n):
+        self.names.update(x.value for x in _name_nodes(n.target))
 
 
 def _assigned_names(stmt) -> set[str]:
-    names: set[str] = set()
-
-    class _V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n):
-            names.update(x.value for x in _name_nodes(n.target))
-
-        def visit_AugAssign(self, n):
-            names.update(x.value for x in _name_nodes(n.target))
-
-        def visit_For(self, n):
-            names.update(x.value for x in _name_nodes(n.target))
-
-    scan(stmt, _V())
-    return names
+    v = _AssignedNames()
+    scan(stmt, v)
+    return v.names
 
 
 def _name_nodes(t) -> list[cst.Name]:
@@ -1633,35 +1646,42 @@ def _name_nodes(t) -> list[cst.Name]:
     return []
 
 
+class _NamesUsed(cst.CSTVisitor):
+    def __init__(self):
+        self.names: set[str] = set()
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.names.add(n.value)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        scan(n.value, self)
+        return False
+
+
 def _names_used(node) -> set[str]:
-    names: set[str] = set()
+    v = _NamesUsed()
+    scan(node, v)
+    return v.names
 
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            names.add(n.value)
 
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            scan(n.value, self)
-            return False
+class _FirstUse(cst.CSTVisitor):
+    def __init__(self, name: str):
+        self.name = name
+        self.hit: list[cst.Name] = []
 
-        def visit_Arg(self, n: cst.Arg) -> bool:
-            scan(n.value, self)
-            return False
-
-    scan(node, _V())
-    return names
+    def visit_Name(self, n: cst.Name) -> None:
+        if n.value == self.name and not self.hit:
+            self.hit.append(n)
 
 
 def _first_use(node, name: str) -> cst.Name | None:
-    hit: list[cst.Name] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value == name and not hit:
-                hit.append(n)
-
-    scan(node, _V())
-    return hit[0] if hit else None
+    v = _FirstUse(name)
+    scan(node, v)
+    return v.hit[0] if v.hit else None
 
 
 def _self_assigns(fn: cst.FunctionDef) -> list[tuple[cst.SimpleStatementLine, cst.Assign]]:
@@ -1685,32 +1705,33 @@ def _self_assigns(fn: cst.FunctionDef) -> list[tuple[cst.SimpleStatementLine, cs
     return out
 
 
+class _AddWeightCalls(cst.CSTVisitor):
+    def __init__(self):
+        self.stmt = None
+        self.out: list = []
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        self.stmt = n
+
+    def leave_Assign(self, n: cst.Assign) -> None:
+        self.stmt = None
+
+    def visit_Expr(self, n: cst.Expr) -> None:
+        self.stmt = n
+
+    def leave_Expr(self, n: cst.Expr) -> None:
+        self.stmt = None
+
+    def visit_Call(self, n: cst.Call) -> None:
+        p = dotted(n.func)
+        if p and len(p) == 2 and p[0] == "self" and p[1] in _ADD_WEIGHT_METHODS:
+            self.out.append((self.stmt if self.stmt is not None and self.stmt.value is n else None, n))
+
+
 def _add_weight_calls(fn: cst.FunctionDef) -> list[tuple[cst.CSTNode | None, cst.Call]]:
-    out: list = []
-
-    class _V(cst.CSTVisitor):
-        def __init__(self):
-            self.stmt = None
-
-        def visit_Assign(self, n: cst.Assign) -> None:
-            self.stmt = n
-
-        def leave_Assign(self, n: cst.Assign) -> None:
-            self.stmt = None
-
-        def visit_Expr(self, n: cst.Expr) -> None:
-            self.stmt = n
-
-        def leave_Expr(self, n: cst.Expr) -> None:
-            self.stmt = None
-
-        def visit_Call(self, n: cst.Call) -> None:
-            p = dotted(n.func)
-            if p and len(p) == 2 and p[0] == "self" and p[1] in _ADD_WEIGHT_METHODS:
-                out.append((self.stmt if self.stmt is not None and self.stmt.value is n else None, n))
-
-    scan(fn.body, _V())
-    return out
+    v = _AddWeightCalls()
+    scan(fn.body, v)
+    return v.out
 
 
 def _is_bookkeeping(stmt) -> bool:
@@ -1725,24 +1746,27 @@ def _is_bookkeeping(stmt) -> bool:
     return (isinstance(s, cst.Assign) and len(s.targets) == 1 and dotted_text(s.targets[0].target) == "self.built")
 
 
+class _HasFunctional(cst.CSTVisitor):
+    def __init__(self, p: _SubclassPass):
+        self.p = p
+        self.hit = False
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if self.p.qualname(n.func) == FUNCTIONAL:
+            self.hit = True
+
+    def visit_FunctionDef(self, n) -> bool:
+        return False
+
+    def visit_ClassDef(self, n) -> bool:
+        return False
+
+
 def _has_functional(body, p: _SubclassPass) -> bool:
-    hit = False
-
-    class _V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            nonlocal hit
-            if p.qualname(n.func) == FUNCTIONAL:
-                hit = True
-
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_ClassDef(self, n) -> bool:
-            return False
-
+    v = _HasFunctional(p)
     for s in body:
-        scan(s, _V())
-    return hit
+        scan(s, v)
+    return v.hit
 
 
 def _drop_training(original: cst.Call, updated: cst.Call) -> cst.Call:

@@ -1981,7 +1981,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if compiled:
         texts += _fit_functions(compiled, ctx)
         renames = {c.placeholders[k]: c.group.names[k] for c in compiled for k in ("fit", "evaluate", "predict")}
-        module = module.visit(_Rename(renames))
+        module = rewrite(module, _Rename(renames))  # (libcst's visit would rebuild the whole module)
     if texts:
         module = insert_after_imports(module, "\n\n".join(texts), ctx)
     return module

@@ -36,6 +36,14 @@ PLANS = "torch2jax.modules"
 
 #: source module classes whose call draws random numbers (takes a key in Equinox)
 RANDOM = frozenset({"torch.nn.Dropout", "torch.nn.Dropout1d", "torch.nn.Dropout2d", "torch.nn.AlphaDropout"})
+#: functions drawing from PyTorch's global generator: in a module's method (not ``__init__``) the draw takes the
+#: key of the call (the method gets ``*, key``, its callers pass theirs: _drawing_methods)
+DRAWS = frozenset({"torch.randn", "torch.rand", "torch.randint", "torch.randn_like", "torch.rand_like",
+                   "torch.randint_like", "torch.randperm", "torch.multinomial", "torch.bernoulli", "torch.normal",
+                   "torch.poisson"})
+#: tensor methods filling a tensor in place with random numbers (refused in a method drawing at call time)
+RANDOM_FILLS = frozenset({"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
+                          "log_normal_"})
 #: Equinox constructors that draw their initial parameters (take ``key=``)
 KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
                    "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
@@ -621,6 +629,46 @@ class _Instances(cst.CSTVisitor):
                             "a key: given key=jax.random.key(0); pass your own to vary the initialisation", node)
 
 
+def _drawing_methods(methods: dict[str, cst.FunctionDef], ctx, skip: set[str]) -> tuple[set[str], dict[str, int]]:
+    """The methods (``skip``: ``__init__`` and the methods building modules, which draw from the module's own
+    key) that draw random numbers at call time (``eps = torch.randn_like(std)``) or call such a method of the
+    class (``self.reparameterize(mu, logvar)``): each takes a ``key`` of its call, never a name of the script
+    around. Returns them and, per method, its direct draws."""
+    direct = {m: sum(ctx.imports.resolve(c.func) in DRAWS for c in _calls(fn)) for m, fn in methods.items()
+              if m not in skip}
+    keyed = {m for m, n in direct.items() if n}
+    changed = True
+    while changed:  # a method calling a keyed method of the class is keyed too
+        changed = False
+        for m in direct:
+            called = {t[5:] for c in _calls(methods[m]) for t in [dotted_text(c.func) or ""] if t.startswith("self.")}
+            if m not in keyed and called & keyed:
+                keyed.add(m)
+                changed = True
+    return keyed, direct
+
+
+class _MethodKeys(cst.CSTTransformer):
+    """In a keyed method other than forward: ``self.m(...)`` of a keyed method ``m`` → ``self.m(..., key=key)``."""
+
+    def __init__(self, keyed: set[str]):
+        super().__init__()
+        self.keyed = keyed
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        t = dotted_text(original.func) or ""
+        if t.startswith("self.") and t[5:] in self.keyed and not any(a.keyword and a.keyword.value == "key"
+                                                                       for a in original.args):
+            args = [*updated.args]
+            if args:
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+            return updated.with_changes(args=[*args, cst.Arg(cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)])
+        return updated
+
+
+_EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+
+
 def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
     """``self.NAME = <call>`` in ``__init__`` → the qualified source class called."""
     out: dict[str, str] = {}
@@ -1081,6 +1129,11 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     cls, tied = tying.untie(cls, ctx)  # weight tying: one array (the embedding's table) used in both places
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     subs = _submodules(methods.get("__init__"), ctx)
+    own = {t[5:]: a.value.func.value for st in (methods["__init__"].body.body if "__init__" in methods else [])
+           if isinstance(st, cst.SimpleStatementLine) for a in st.body
+           if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.value, cst.Call)
+           and isinstance(a.value.func, cst.Name) and a.value.func.value in plans
+           for t in [dotted_text(a.targets[0].target) or ""] if t.startswith("self.") and t.count(".") == 1}
     for name, q in list(subs.items()):  # instances of this file's translated classes
         if q not in STATEFUL and isinstance(q, str) and q.split(".")[-1] in plans and plans[q.split(".")[-1]].get("stateful"):
             subs[name] = "stateful-class"
@@ -1097,6 +1150,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                    "threaded through each member; keep it in a `self.name = nn.Sequential(...)` or call the members "
                    "one by one in forward", cls)
     keyed = {n for n, q in subs.items() if q in RANDOM or q == "torch.nn.Sequential+random"}
+    keyed |= {n for n, c in own.items() if plans[c].get("key_sites")}  # a module of the file taking a key
     if outside.get("state") and "forward" in methods and "__init__" in methods:
         _given_modules(methods["__init__"], methods["forward"], ctx, callers, plans, stateful,
                        outside.get("indirect", {}).get(cls.name.value, []))
@@ -1111,6 +1165,21 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             "called": sorted(called)}
     plan["tied"] = tied
     plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
+    given = {(dotted_text(c.args[0].value) or "")[5:] for fn in methods.values() for c in _calls(fn)
+             if dotted_text(c.func) == "self.apply" and c.args}  # self.apply(self._init_weights): initialisation
+    at_call, draws_in = _drawing_methods(methods, ctx, {"__init__", *helpers, *called, *given})
+    for m in draws_in:  # in-place random fills at call time: no JAX counterpart to fill in place
+        for c in _calls(methods[m]):
+            if isinstance(c.func, cst.Attribute) and c.func.attr.value in RANDOM_FILLS \
+                    and ctx.imports.resolve(c.func) is None:  # a tensor's method, not torch.nn.init.normal_
+                ctx.report(Severity.ERROR, "unsupported-construct", f".{c.func.attr.value}() fills a tensor in place "
+                           f"with random numbers at call time ({cls.name.value}.{m}): a JAX array cannot be filled; "
+                           "draw a new one from the call's key (jax.random.normal(key, shape) * std + mean)", c)
+                ctx.settle(c)
+    plan["keyed_methods"] = sorted(at_call - {"forward"})
+    plan["key_required"] = "forward" in at_call or any(  # it calls a submodule of the file drawing at call time
+        plans[c].get("key_required") and f"self.{n}" in {dotted_text(x.func) for x in _calls(methods["forward"])}
+        for n, c in own.items()) if "forward" in methods else False
     body = []
     buffers: set[str] = set()
     leading: dict[str, tuple[int, int]] = {}  # buffers with leading axes of size 1: (how many, rank)
@@ -1151,7 +1220,8 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
             entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
-            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed | {n for n, q in entries.items() if q in RANDOM},
+            fwd = Forward(ctx, set() if plan["whole"] else set(params),
+                          keyed | (at_call - {"forward"}) | {n for n, q in entries.items() if q in RANDOM},
                           {**subs, **entries}, stateful, buffers,
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
@@ -1162,9 +1232,12 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 plan["stateful"] = sorted(stateful)
             if fwd.dropped:
                 plan["dropped"] = True
-            if fwd.key_sites:
-                s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))
-                plan["key_sites"] = len(fwd.key_sites)
+            if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
+                s = s.with_changes(params=_kwonly(s.params, "key", None if plan["key_required"] else cst.Name("None")))
+                plan["key_sites"] = len(fwd.key_sites) + draws_in.get("forward", 0)
+        elif isinstance(s, cst.FunctionDef) and s.name.value in at_call:  # a method drawing at call time
+            s = rewrite(s, _MethodKeys(at_call - {"forward"}))
+            s = s.with_changes(params=_kwonly(s.params, "key", None))
         body.append(s)
     plans[cls.name.value] = plan
     return cls.with_changes(bases=bases, body=cls.body.with_changes(body=body))
@@ -1622,11 +1695,21 @@ class _HoistState(cst.CSTTransformer):
 
 
 class _CallKeys(cst.CSTTransformer):
-    """``key=key`` at the n dropout call sites of ``__call__`` → ``key=key1`` ... ``key=keyN``."""
+    """``key=key`` at the n dropout call sites of ``__call__`` (or a drawing method) and the key of each draw
+    (``jax.random.normal(key, ...)``, ``random``: how jax.random is spelled) → ``key1`` ... ``keyN``."""
 
-    def __init__(self):
+    def __init__(self, random: str = "jax.random."):
         super().__init__()
         self.n = 0
+        self.random = random
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        first = updated.args[0] if updated.args else None
+        if first is not None and first.keyword is None and isinstance(first.value, cst.Name) and first.value.value == "key" \
+                and (dotted_text(updated.func) or "").startswith(self.random):
+            self.n += 1
+            return updated.with_changes(args=[first.with_changes(value=cst.Name(f"key{self.n}")), *updated.args[1:]])
+        return updated
 
     def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
         if original.keyword and original.keyword.value == "key" and isinstance(original.value, cst.Name) \
@@ -1708,13 +1791,16 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             s = rewrite(s, _Dropped())
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
             s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))  # eqx.nn.Sequential passes key=
-        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] > 1:
-            t = _CallKeys()
+        if isinstance(s, cst.FunctionDef) and (s.name.value == "__call__" and plan["key_sites"] > 1
+                                               or s.name.value in plan.get("keyed_methods", ())):
+            t = _CallKeys(ctx.spell_text("jax.random") + ".")
             fb = rewrite(s.body, t)
-            stmts = list(fb.body)
-            at = _docstring_end(stmts)
-            stmts.insert(at, _split_line(t.n, ctx, optional=True))
-            s = s.with_changes(body=fb.with_changes(body=stmts))
+            if t.n > 1:  # one key per consumer (a dropout, a drawing method, a draw)
+                stmts = list(fb.body)
+                at = _docstring_end(stmts)
+                optional = s.name.value == "__call__" and not plan.get("key_required")
+                stmts.insert(at, _split_line(t.n, ctx, optional=optional))
+                s = s.with_changes(body=fb.with_changes(body=stmts))
         body.append(s)
     lines = [cst.parse_statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:

@@ -93,6 +93,7 @@ class _Pass(cst.CSTTransformer):
         self.planned: set[int] = set()  # the loss.backward() statements of loops checked (rewritten or reported)
         self.threaded: dict[str, dict] = {}  # functions whose optimizer parameter's state is threaded (_threaded)
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
+        self.key_required: set[str] = set()  # model names whose forward draws (a key at every call, inference too)
         self.given_models: dict[str, set[str]] = {}  # top-level function → its parameters every call gives a model
         self.whole: set[str] = set()  # model names of classes that take a whole graph (called without jax.vmap)
         self.aliases: dict[str, cst.Attribute] = {}  # module-level names of a legacy tensor type → torch.XTensor
@@ -169,6 +170,34 @@ class _Pass(cst.CSTTransformer):
             return
         self.ctx.analyses.setdefault(GLOBALS, {}).setdefault(f.name.value, set()).add(name)
 
+    def call_key(self, original: cst.Call, updated: cst.Call, whole: bool) -> cst.Call:
+        """A model whose forward draws random numbers (``torch.randn_like`` in it or a method it calls) is called
+        with a key even in inference: ``jax.vmap(model)(x, key=jax.random.split(key, x.shape[0]))`` (one per
+        example; a whole-graph model ``key=key``), from the key in scope (the function's, else the module's
+        root key); with none in scope, an error (never a name the code does not bind). A call moved into a
+        train_step gets the step's key there instead (_VmapModel, _KeyModel replace this one)."""
+        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args:
+            return updated
+        name = original.func.value
+        scope = self.scopes[-1] if self.scopes else self.module
+        here = _binds_key(scope, self.ctx)
+        if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} ({self.instances.get(name)}) draws random "
+                            "numbers in its forward (torch.randn_like or the like, in inference too) and takes a key "
+                            "per call: no key is in scope here (torch.manual_seed in this function or at module "
+                            f"level makes one); pass {name}(..., key=...) one per example", original)
+            return updated
+        split = self.ctx.spell_text("jax.random.split")
+        value = "key" if whole else f"{split}(key, {code(original.args[0].value)}.shape[0])"
+        self.ctx.report(Severity.INFO, "key-added", f"{name} ({self.instances.get(name)}) draws random numbers in its "
+                        f"forward: called with key={value} from the " + ("function's key" if here else
+                        "module's root key, the same at every call (split it per call for new draws)"), original)
+        args = [*updated.args]
+        args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        return updated.with_changes(args=[*args, cst.Arg(cst.parse_expression(value), keyword=cst.Name("key"),
+                                                         equal=cst.AssignEqual(cst.SimpleWhitespace(""),
+                                                                               cst.SimpleWhitespace("")))])
+
     def scope_optimizers(self) -> dict[str, str | None]:
         """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
         parameters it takes (None when not ``model.parameters()``)."""
@@ -184,10 +213,13 @@ class _Pass(cst.CSTTransformer):
                                 "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
                                 "out_axes=(0, None))(x, state)`", original)
             return updated
-        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class \
-                and original.func.value not in self.whole:
-            # a translated module takes one example: a batch goes through jax.vmap
-            return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
+            whole = original.func.value in self.whole
+            if not whole:  # a translated module takes one example: a batch goes through jax.vmap
+                updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+            if original.func.value in self.key_required:
+                updated = self.call_key(original, updated, whole)
+            return updated
         alias = self.alias_call(original, updated)
         if alias is not None:
             return alias
@@ -315,6 +347,15 @@ class _Pass(cst.CSTTransformer):
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 self.note_global(target)
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
+        for method, dtype in (("double", "float64"), ("float", "float32"), ("half", "float16"), ("bfloat16", "bfloat16")):
+            target = _method_stmt(original, method)
+            if target is not None and target in self.models:
+                # model.double(): every floating parameter and buffer cast; a module is a pytree of them
+                tree_map, is_float = self.ctx.spell_text("jax.tree_util.tree_map"), self.ctx.spell_text("equinox.is_inexact_array")
+                self.note_global(target)
+                return updated.with_changes(body=[cst.parse_statement(
+                    f"{target} = {tree_map}(lambda a: a.astype({self.ctx.spell_text('jax.numpy.' + dtype)}) "
+                    f"if {is_float}(a) else a, {target})\n").body[0]])
         return updated
 
     def check_host_random(self, loop, body, plan, model) -> None:
@@ -369,15 +410,15 @@ class _Pass(cst.CSTTransformer):
                     self.ctx.report(Severity.INFO, "key-added", "train_step takes a key: a root key `key = "
                                     "jax.random.key(0)` is created before this loop (seed it as you like)", loop)
                 self.ctx.report(Severity.INFO, "key-added", f"{known[0]} ({self.instances[known[0]]}) draws random "
-                                "numbers in training (dropout): train_step takes a key, split from `key` at each step "
-                                "(key, step_key = jax.random.split(key)), " + (
+                                "numbers in training (dropout, or a draw in its forward): train_step takes a key, split "
+                                "from `key` at each step (key, step_key = jax.random.split(key)), " + (
                                     "given to the whole-graph model (model(..., key=key))" if whole else
                                     "one per example (jax.vmap(model)(x, key=jax.random.split(key, x.shape[0])))"), loop)
                 return
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout) and "
-                            f"the train_step written here calls it without a key: {why}; give train_step a `key`, "
-                            "split it per step (key, step_key = jax.random.split(key)) and call the model as "
+                            f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout, or a "
+                            f"draw in its forward) and the train_step written here calls it without a key: {why}; "
+                            "give train_step a `key`, split it per step (key, step_key = jax.random.split(key)) and call the model as "
                             "jax.vmap(model)(x, key=jax.random.split(step_key, x.shape[0]))", loop)
         elif self.keyed_classes and any(m not in self.instances for m in called):
             self.ctx.report(Severity.WARNING, "unsupported-construct",
@@ -607,6 +648,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     ctx.analyses[SCHEDULES] = _schedules(module, ctx, p.threaded, p.global_trained)
     p.instances = instances
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
+    p.key_required = {n for n, c in instances.items() if plans.get(c, {}).get("key_required")}
     p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
     p.given_models = _given_models(module, models)
     for name, info in p.threaded.items():
@@ -1696,7 +1738,8 @@ class _VmapModel(cst.CSTTransformer):
             and isinstance(f.args[0].value, cst.Name) and f.args[0].value.value == self.model  # (the pass's)
         if isinstance(f, cst.Name) and f.value == self.model or vmapped:
             out = updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model})"))
-            if self.split is not None and original.args:
+            if self.split is not None and original.args:  # the step's key replaces the scope's (call_key)
+                out = out.with_changes(args=[a for a in out.args if not (a.keyword and a.keyword.value == "key")])
                 keys = cst.parse_expression(f"{self.split}(key, {code(original.args[0].value)}.shape[0])")
                 args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in out.args]
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -1715,6 +1758,7 @@ class _KeyModel(cst.CSTTransformer):
 
     def leave_Call(self, original, updated):
         if isinstance(original.func, cst.Name) and original.func.value == self.model:
+            updated = updated.with_changes(args=[a for a in updated.args if not (a.keyword and a.keyword.value == "key")])
             return updated.with_changes(args=[*updated.args, cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
                                                                      equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         return updated

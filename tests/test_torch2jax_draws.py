@@ -1,0 +1,213 @@
+"""fwport torch2jax: random draws in a module's methods at call time (a VAE's ``torch.randn_like``).
+
+PyTorch draws from a global generator; the translation draws from a key of the call: the drawing method
+takes ``*, key``, ``__call__`` (required: the draw happens in inference too) splits its key for each
+consumer (a dropout, a drawing method, a draw of its own), the written train_step hands one key per example,
+and an evaluation call passes keys from the key in scope; with none in scope, an error. Never a name of the
+script around the class (the module-level root key it happened to find before).
+"""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+MISSING = [m for m in ("jax", "equinox") if importlib.util.find_spec(m) is None]
+
+VAE = '''\
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class VAE(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(6, 5)
+        self.fc21 = nn.Linear(5, 3)
+        self.fc22 = nn.Linear(5, 3)
+        self.drop = nn.Dropout(0.5)
+        self.fc3 = nn.Linear(3, 6)
+
+    def encode(self, x):
+        h = F.relu(self.fc1(x))
+        return self.fc21(h), self.fc22(h)
+
+    def reparameterize(self, mu, logvar):
+        std = torch.exp(0.5 * logvar)
+        eps = torch.randn_like(std)
+        return mu + eps * std
+
+    def forward(self, x):
+        mu, logvar = self.encode(self.drop(x))
+        z = self.reparameterize(mu, logvar) + 0.1 * torch.randn(3)
+        return self.fc3(z), mu, logvar
+
+
+torch.manual_seed(0)
+model = VAE()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+
+
+def fit(data):
+    model.train()
+    for _ in range(2):
+        optimizer.zero_grad()
+        recon, mu, logvar = model(data)
+        loss = ((recon - data) ** 2).sum() - 0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+        loss.backward()
+        optimizer.step()
+
+
+def evaluate(data):
+    model.eval()
+    with torch.no_grad():
+        recon, mu, logvar = model(data)
+    return recon
+'''
+
+
+def t2j(text: str):
+    return translate_source(text, "vae.py", "torch2jax")
+
+
+def errors(r) -> list:
+    return [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+def test_a_draw_in_a_method_takes_the_key_of_the_call_split_per_consumer():
+    r = t2j(VAE)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "    def reparameterize(self, mu, logvar, *, key):\n" in out
+    assert "    def encode(self, x):\n" in out  # draws nothing: no key
+    assert ("    def __call__(self, x, *, key):\n"  # required: the draws happen in inference too
+            "        key1, key2, key3 = jax.random.split(key, 3)\n"
+            "        mu, logvar = self.encode(self.drop(x, key=key1))\n"
+            "        z = self.reparameterize(mu, logvar, key=key2) + 0.1 * jax.random.normal(key3, 3)\n") in out, out
+    # the train step hands one key per example, split per step; evaluation passes keys from the root key
+    assert "recon, mu, logvar = jax.vmap(model)(data, key=jax.random.split(key, data.shape[0]))\n" in out
+    assert out.count("key=jax.random.split(key, data.shape[0])") == 2, out
+    assert "key, step_key = jax.random.split(key)\n" in out
+    said = [f.message for f in r.findings if f.code == "key-added" and "in its forward" in f.message]
+    assert any("the same at every call" in m for m in said), said
+
+
+def test_a_draw_whose_key_cannot_be_plumbed_is_an_error_not_an_outer_name():
+    r = t2j(VAE.replace("torch.manual_seed(0)\n", ""))  # no root key anywhere: evaluate() has none to pass
+    errs = {f.line: f.message for f in errors(r)}
+    assert sorted(errs) == [36, 38, 47], r.findings  # the loop (its train_step and the call), evaluate()'s call
+    assert "no key is in scope" in errs[47] and "no key of its own" in errs[36]
+    assert "jax.vmap(model)(data)\n" in r.output  # left without a key: an error says so
+
+
+def test_a_module_that_only_drops_out_keeps_an_optional_key():
+    r = t2j(VAE.replace("        eps = torch.randn_like(std)\n", "        eps = std\n")
+            .replace(" + 0.1 * torch.randn(3)", ""))
+    assert "    def __call__(self, x, *, key=None):\n" in r.output
+    assert "    def reparameterize(self, mu, logvar):\n" in r.output
+    assert "jax.vmap(model)(data)\n" in r.output  # inference needs no key
+
+
+_RUN = '''
+import sys
+sys.modules["torch"] = None
+import jax, jax.numpy as jnp, equinox as eqx, numpy as np
+ns = {"__name__": "vae"}
+exec(open(sys.argv[1]).read().split("\\n\\nkey = jax.random.key(")[0], ns)
+model = eqx.nn.inference_mode(ns["VAE"](key=jax.random.key(1)))
+x = jax.random.normal(jax.random.key(2), (4, 6))
+keys = jax.random.split(jax.random.key(3), 4)
+recon, mu, logvar = jax.vmap(model)(x, key=keys)
+again = jax.vmap(model)(x, key=keys)[0]
+other = jax.vmap(model)(x, key=jax.random.split(jax.random.key(4), 4))[0]
+def expected(xi, k):  # what PyTorch computes, with the draws of the split keys
+    k1, k2, k3 = jax.random.split(k, 3)
+    m, lv = model.encode(xi)
+    z = m + jax.random.normal(k2, (3,)) * jnp.exp(0.5 * lv) + 0.1 * jax.random.normal(k3, (3,))
+    return model.fc3(z)
+want = jnp.stack([expected(x[i], keys[i]) for i in range(4)])
+print(float(jnp.max(jnp.abs(recon - want))), float(jnp.max(jnp.abs(recon - again))), float(jnp.max(jnp.abs(recon - other))))
+'''
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+def test_the_translated_draws_use_the_keys_given_one_per_example(tmp_path):
+    path = tmp_path / "vae_t.py"
+    path.write_text(t2j(VAE).output, encoding="utf-8")
+    p = subprocess.run([sys.executable, "-c", _RUN, str(path)], capture_output=True, text=True, timeout=300,
+                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    assert p.returncode == 0, p.stderr[-3000:]
+    err, same, differ = map(float, p.stdout.split())
+    assert err < 1e-6 and same == 0.0 and differ > 1e-3, p.stdout
+
+
+OTHER_DRAWS = '''\
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def noise(self, h):
+        return h + torch.rand(4) + torch.randint(0, 5, (4,)) + torch.randperm(4)
+
+    def forward(self, x):
+        h = self.noise(self.fc(x))
+        e = torch.empty(4).normal_()
+        return h + e
+'''
+
+
+def test_other_draws_take_the_same_path_and_an_in_place_fill_is_an_error():
+    r = t2j(OTHER_DRAWS)
+    assert ("    def noise(self, h, *, key):\n        key1, key2, key3 = jax.random.split(key, 3)\n"
+            "        return h + jax.random.uniform(key1, 4) + jax.random.randint(key2, (4,), 0, 5) + "
+            "jax.random.permutation(key3, 4)\n") in r.output, r.output
+    assert "        h = self.noise(self.fc(x), key=key)\n" in r.output
+    errs = errors(r)
+    assert [(f.line, f.code) for f in errs] == [(15, "unsupported-construct")], r.findings
+    assert ".normal_() fills a tensor in place" in errs[0].message
+    assert not errors(t2j(OTHER_DRAWS.replace("torch.empty(4).normal_()", "torch.randn(4)")))
+
+
+NESTED = '''\
+import torch
+from torch import nn
+
+
+class Sampler(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) + torch.randn_like(x)
+
+
+class Outer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.s = Sampler()
+        self.drop = nn.Dropout(0.1)
+
+    def forward(self, x):
+        return self.drop(self.s(x))
+'''
+
+
+def test_a_module_of_the_file_drawing_at_call_time_gets_a_key_from_its_holder():
+    r = t2j(NESTED)
+    assert not errors(r), r.findings
+    assert "    def __call__(self, x, *, key):\n        return self.fc(x) + jax.random.normal(key, x.shape, x.dtype)\n" \
+        in r.output
+    assert ("    def __call__(self, x, *, key):\n        key1, key2 = jax.random.split(key)\n"
+            "        return self.drop(self.s(x, key=key1), key=key2)\n") in r.output, r.output
