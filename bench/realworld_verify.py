@@ -41,8 +41,8 @@ TORCH = {
     "pt_pe_wlm_rnn": dict(skip="the forward call needs model.init_hidden(batch) as a second argument"),
     "pt_gk_seq2seq_attn": dict(skip="the model and its inputs are built by the script's __main__ block"),
     "pt_pe_time_seq": dict(model="Sequence", inputs=["float64[3,100]"], opts=["--dtype", "float64"]),
-    "pt_nanogpt": dict(model="GPT(GPTConfig(block_size=64, vocab_size=100, n_layer=2, n_head=2, n_embd=32))",
-                       inputs=["int64[2,16]:100"]),
+    "pt_nanogpt": dict(model="GPT(GPTConfig(block_size=16, vocab_size=64, n_layer=2, n_head=2, n_embd=32, "
+                             "dropout=0.0, bias=True))", inputs=["int64[2,16]:64"]),
     "pt_vit": dict(model="ViT", args=dict(image_size=32, patch_size=4, num_classes=10, dim=64, depth=2, heads=4,
                                           mlp_dim=128), inputs=["float32[2,3,32,32]"]),
     "pt_detr_transformer": dict(skip="the forward call takes a mask, a query embedding without a batch axis "

@@ -133,6 +133,20 @@ def load_state(model, state: dict, eqx, jnp, modules: dict | None = None):
     return model, problems
 
 
+def untied(model, state: dict, tied: dict, eqx) -> dict:
+    """The state without the second name of a tied parameter (``tied``: name → the first name it shares its
+    array with, from the torch side) where the translation keeps the array at the other name only (one array
+    used in both places: torch2jax's tying.py)."""
+    drop = set()
+    for alias, first in tied.items():
+        here = locate(model, alias, eqx) is not None, locate(model, first, eqx) is not None
+        if here == (False, True):
+            drop.add(alias)
+        elif here == (True, False):
+            drop.add(first)
+    return {k: v for k, v in state.items() if k not in drop}
+
+
 def load_all(model, layer_state, state: dict, modules: dict, eqx, jnp):
     """A torch state_dict (numpy arrays by name) into the model and its layer state: (model, state, problems)."""
     model, problems = load_state(model, state, eqx, jnp, modules)
@@ -169,6 +183,7 @@ def save(req: dict) -> dict:
     model, layer_state = _build(ns, req, jax.random.key(req["seed"]), eqx)
     with np.load(req["torch"]) as z:
         state = {k[2:]: z[k] for k in z.files if k.startswith("w:")}
+    state = untied(model, state, req.get("tied", {}), eqx)
     model, layer_state, problems = load_all(model, layer_state, state, req.get("modules", {}), eqx, jnp)
     if problems:
         return {"problems": problems, "versions": _versions()}
@@ -205,7 +220,7 @@ def run(req: dict) -> dict:
     model, layer_state = _build(ns, req, key, eqx)
     with np.load(req["torch"]) as z:
         T = {k: z[k] for k in z.files}
-    state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
+    state = untied(model, {k[2:]: v for k, v in T.items() if k.startswith("w:")}, req.get("tied", {}), eqx)
     modules = req.get("modules", {})
     if req.get("eqx"):  # the file `fwport weights --to model.eqx` wrote, read as a translated program reads it
         model, layer_state = read_leaves(req["eqx"], model, layer_state, eqx)
@@ -234,7 +249,7 @@ def run(req: dict) -> dict:
         else:  # the state is shared by the batch: in_axes None for it, and it comes back once
             out, _ = jax.vmap(m, axis_name="batch", in_axes=(0,) * len(inputs) + (None,),
                               out_axes=(0, None))(*inputs, layer_state, **kw)
-        return list(out) if isinstance(out, (tuple, list)) else [out]
+        return [o for o in out if o is not None] if isinstance(out, (tuple, list)) else [out]  # as torch's side
 
     with ConstantDraws(jax, jnp) if req.get("constant_draws") else _nothing():
         return _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax, jnp, eqx)
@@ -309,6 +324,9 @@ def _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax,
             gs = [f[0](g_params) for f in found]
             if all(g is not None for g in gs):
                 save[f"g:{name}"] = np.asarray(combine([np.asarray(g) for g in gs])).reshape(T[f"w:{name}"].shape)
+        for alias, first in req.get("tied", {}).items():  # torch's gradient is under the first name
+            if f"g:{alias}" in save and f"g:{first}" not in save:
+                save[f"g:{first}"] = save[f"g:{alias}"]
         for i, g in zip(floats, g_x):
             save[f"gx{i}"] = np.asarray(g)
     np.savez(req["out"], **save)
@@ -368,7 +386,7 @@ def train(req: dict) -> dict:
     model, _ = _build(ns, req, jax.random.key(req["seed"]), eqx)
     with np.load(req["torch"]) as z:
         T = {k: z[k] for k in z.files}
-    state = {k[2:]: v for k, v in T.items() if k.startswith("w:")}
+    state = untied(model, {k[2:]: v for k, v in T.items() if k.startswith("w:")}, req.get("tied", {}), eqx)
     model, problems = load_state(model, state, eqx, jnp, req.get("modules", {}))
     if problems:
         return {"problems": problems, "versions": _versions(), "device": str(jax.devices()[0])}

@@ -51,7 +51,7 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
         t1 = time.perf_counter()
         jresp = _ask(session, jw, dict(common, op="run", source=str(Path(opts.translated).resolve()),
                                        model=opts.translated_model or opts.model, torch=str(d / "torch.npz"),
-                                       out=str(d / "jax.npz"), modules=tresp.get("modules", {}),
+                                       out=str(d / "jax.npz"), modules=tresp.get("modules", {}), tied=tresp.get("tied", {}),
                                        eqx=getattr(opts, "eqx_file", None), batch_axis=tresp.get("batch_axis", 0),
                                        constant_draws=bool(tresp.get("stochastic"))), opts.timeout)
         times["jax"] = time.perf_counter() - t1
@@ -120,7 +120,7 @@ def verify_training(opts, session, function: str, train_args: dict | None = None
                      dict(common, source=str(Path(opts.original).resolve()), out=str(d / "torch.npz")), opts.timeout)
         jresp = _ask(session, session.worker("jax", 0, opts.device),
                      dict(common, source=str(Path(opts.translated).resolve()), torch=str(d / "torch.npz"),
-                          out=str(d / "jax.npz"), modules=tresp.get("modules", {})), opts.timeout)
+                          out=str(d / "jax.npz"), modules=tresp.get("modules", {}), tied=tresp.get("tied", {})), opts.timeout)
         cert = _base(opts, specs, rtol, atol, tresp, jresp)
         cert["training"] = {"function": function, "args": train_args or {}}
         if jresp["problems"]:
@@ -168,7 +168,7 @@ def convert(checkpoint: str, source: str, model: str, to: str, translated: str |
                           weights=str(Path(checkpoint).resolve()), out=str(d / "torch.npz")), timeout)
         jresp = _ask(session, session.worker("jax", 0, "cpu"),
                      dict(common, op="save", source=str(Path(translated).resolve()), model=translated_model or model,
-                          torch=str(d / "torch.npz"), modules=tresp.get("modules", {}), to=str(dest.resolve())),
+                          torch=str(d / "torch.npz"), modules=tresp.get("modules", {}), tied=tresp.get("tied", {}), to=str(dest.resolve())),
                      timeout)
         if jresp["problems"]:
             return {"ok": False, "problems": jresp["problems"]}

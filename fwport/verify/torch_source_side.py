@@ -57,6 +57,18 @@ def _expose_norm_statistics(model, seed: int) -> None:
                     m.bias.copy_(0.1 * torch.randn(m.bias.shape, generator=g))
 
 
+def _tied(model) -> dict:
+    """state_dict names of a parameter an earlier name already holds (weight tying, ``a.weight = b.weight``):
+    that name → the first, which ``named_parameters`` (and so the gradients) use. The JAX side keeps one array."""
+    first, tied = {}, {}
+    for name, t in model.state_dict(keep_vars=True).items():
+        if id(t) in first:
+            tied[name] = first[id(t)]
+        else:
+            first[id(t)] = name
+    return tied
+
+
 def _mapped_modules(model) -> dict:
     """The modules whose parameters the JAX side moves by a map (eqx_layouts.MAPPED): name → their class
     and the attributes the map needs."""
@@ -133,7 +145,7 @@ def state(req: dict) -> dict:
     model, _, _, note = _built(req)
     np.savez(req["out"], **{f"w:{k}": _np(v) for k, v in model.state_dict().items()
                             if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS})
-    return {"versions": {"torch": torch.__version__}, "modules": _mapped_modules(model), "loaded": note}
+    return {"versions": {"torch": torch.__version__}, "modules": _mapped_modules(model), "tied": _tied(model), "loaded": note}
 
 
 #: what a draw gives while the draws are constant (a stochastic forward, see run): a normal draw 0.5 (not its
@@ -277,7 +289,7 @@ def _run(req, model, dtype, device, note, xs, random, axis, why) -> dict:
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": {"torch": torch.__version__}, "device": str(device),
             "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model),
-            "loaded": note, "stochastic": random, "batch_axis": axis, "batch_axis_why": why}
+            "tied": _tied(model), "loaded": note, "stochastic": random, "batch_axis": axis, "batch_axis_why": why}
 
 
 def train(req: dict) -> dict:
@@ -302,7 +314,7 @@ def train(req: dict) -> dict:
     if losses:
         save["losses"] = np.asarray(losses[0], dtype=np.float64)
     np.savez(req["out"], **save)
-    return {"versions": {"torch": torch.__version__}, "device": "cpu", "modules": _mapped_modules(model), "loaded": note}
+    return {"versions": {"torch": torch.__version__}, "device": "cpu", "modules": _mapped_modules(model), "tied": _tied(model), "loaded": note}
 
 
 def handle(req: dict) -> dict:

@@ -17,7 +17,7 @@ import libcst as cst
 from fwport.core.engine import code, expr, literal_value
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
-from fwport.packs.torch2jax import layers
+from fwport.packs.torch2jax import layers, ops
 
 F = "torch.nn.functional."
 #: a statement the rewrite removes (`batch = x.shape[0]`), removed with its line by the modules pass's finish
@@ -83,6 +83,69 @@ def _args(call: cst.Call, names: tuple[str, ...]) -> tuple[dict[str, cst.BaseExp
     return out, unknown
 
 
+def _dict_entry(func: cst.BaseExpression) -> str | None:
+    """``self.d["k"]`` → ``d["k"]`` (an entry of an nn.ModuleDict, as modules.py names it), else None."""
+    if isinstance(func, cst.Subscript) and len(func.slice) == 1 and isinstance(func.slice[0].slice, cst.Index) \
+            and isinstance(func.slice[0].slice.value, cst.SimpleString):
+        base = dotted_text(func.value) or ""
+        if base.startswith("self.") and base.count(".") == 1:
+            return f'{base[5:]}["{func.slice[0].slice.value.evaluated_value}"]'
+    return None
+
+
+def _device_only(body: cst.CSTNode) -> set[str]:
+    """Names bound ``name = x.device`` whose every read is a ``device=`` argument (the rules drop those)."""
+    class Uses(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.bound: set[str] = set()
+            self.other: set[str] = set()
+            self.skip: set[int] = set()
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                    and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device":
+                self.bound.add(node.targets[0].target.value)
+                self.skip.add(id(node.targets[0].target))
+            else:
+                for t in node.targets:
+                    if isinstance(t.target, cst.Name):
+                        self.other.add(t.target.value)  # bound otherwise too
+
+        def visit_Arg(self, node: cst.Arg) -> None:
+            if node.keyword is not None:
+                self.skip.add(id(node.keyword))
+                if node.keyword.value == "device" and isinstance(node.value, cst.Name):
+                    self.skip.add(id(node.value))
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            self.skip.add(id(node.attr))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if id(node) not in self.skip:
+                self.other.add(node.value)
+
+    u = Uses()
+    body.visit(u)
+    return u.bound - u.other
+
+
+def _scalar(node: cst.BaseExpression) -> bool:
+    """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` of them, arithmetic
+    (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without adding axes."""
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _scalar(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _scalar(node.left) and _scalar(node.right)
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
+        return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+    if isinstance(node, cst.Call) and (dotted_text(node.func) or "").startswith("math."):
+        return all(a.keyword is None and not a.star and _scalar(a.value) for a in node.args)
+    return False
+
+
 class Forward(cst.CSTTransformer):
     """Rewrites one ``forward`` body for one example (see the module docstring).
 
@@ -90,7 +153,8 @@ class Forward(cst.CSTTransformer):
     ``keyed``: the attributes whose call takes a key (dropout, a Sequential holding one)."""
 
     def __init__(self, ctx, batched: set[str], keyed: set[str], modules: dict[str, str] | None = None,
-                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset(), ranks=None):
+                 stateful: set[str] = frozenset(), buffers: set[str] = frozenset(), ranks=None,
+                 leading_ones: dict[str, tuple[int, int]] | None = None):
         super().__init__()
         # ranks.py's view of the file (a ranks.ClassRanks): what this module's parameters hold, which attributes and
         # loop names are modules of this file or Sequentials, and the ranks each of those returns
@@ -98,6 +162,7 @@ class Forward(cst.CSTTransformer):
         self.inputs = frozenset(batched)  # the forward's own parameters
         self.instances: dict[str, str] = dict(ranks.instances) if ranks is not None else {}  # name → class of this file
         self.buffers = buffers  # registered buffers: read through jax.lax.stop_gradient
+        self.leading_ones = leading_ones or {}  # buffers built with leading axes of size 1: (how many, rank)
         self.stateful = stateful  # attributes whose call takes and returns the state (BatchNorm)
         self.state_sites: list[cst.Call] = []
         self.ctx = ctx
@@ -112,6 +177,8 @@ class Forward(cst.CSTTransformer):
         self.unpacked: dict[str, int] = {}  # ranks of the names the statement being left unpacks
         self.not_read: set[int] = set()
         self.dropped = False  # a statement became DROP
+        self.token_views: set[int] = set()  # views flattening one example's tokens for a loss (token_loss)
+        self.device_names: set[str] | None = None  # `device = x.device` names read only as `device=` arguments
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
         self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
         if ranks is not None:
@@ -129,7 +196,15 @@ class Forward(cst.CSTTransformer):
     def is_batched(self, node: cst.BaseExpression) -> bool:
         return bool(names_in(node) & self.batched)
 
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        if self.device_names is None:  # the forward's body, the first block seen
+            self.device_names = _device_only(node)
+
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
+        if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
+                and original.targets[0].target.value in (self.device_names or ()) \
+                and isinstance(original.value, cst.Attribute) and original.value.attr.value == "device":
+            return self.drop()  # `device = idx.device` read only as device=: JAX places arrays itself
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
@@ -274,6 +349,8 @@ class Forward(cst.CSTTransformer):
         """``for attn, ff in self.layers:`` over a ModuleList of this file's modules: the loop names are instances."""
         it = dotted_text(node.iter) or ""
         kinds = self.file.containers.get(it[5:]) if self.file is not None and it.startswith("self.") else None
+        if kinds is None and self.file is not None and _dict_entry(node.iter) is not None:  # self.d["h"]
+            kinds = self.file.containers.get(_dict_entry(node.iter))
         t = node.target
         if kinds is None:
             return
@@ -295,9 +372,10 @@ class Forward(cst.CSTTransformer):
             if a is None or b is None:  # a number, or an array without the batch axis, broadcasts into the other
                 known = a if b is None else b
                 other = node.right if b is None else node.left
+                scalar = _scalar(other)  # `1.0 / math.sqrt(k.size(-1))`: a number from sizes
                 while isinstance(other, cst.Subscript):  # `self.pos[:n]`: the array indexed, not its sizes
                     other = other.value
-                return known if known is not None and not self.is_batched(other) else None
+                return known if known is not None and (not self.is_batched(other) or scalar) else None
             return max(a, b)
         if isinstance(node, cst.Subscript):  # slices keep the rank, an integer index drops an axis
             r = self.rank_of(node.value)
@@ -345,14 +423,16 @@ class Forward(cst.CSTTransformer):
         if isinstance(f, cst.Call) and dotted_text(f.func) == "jax.vmap" and f.args:
             inner = dotted_text(f.args[0].value) or ""
             sub = self.modules.get(inner[5:]) if inner.startswith("self.") else None
+            if _dict_entry(f.args[0].value) is not None:  # jax.vmap(self.d["k"])
+                sub = self.modules.get(_dict_entry(f.args[0].value))
             r = self.rank_of(args[0]) if args else None
             if r is None and sub == "torch.nn.Embedding":
                 r = 1
             if sub in RANK_CHANGE and r is not None:
                 return r + RANK_CHANGE[sub]
             return r
-        if text.startswith("self.") and text.count(".") == 1 and args:
-            sub = self.modules.get(text[5:])
+        if (text.startswith("self.") and text.count(".") == 1 or _dict_entry(f) is not None) and args:
+            sub = self.modules.get(text[5:] if text else _dict_entry(f))
             if sub in SAME_RANK or sub in RANK_CHANGE:
                 r = self.rank_of(args[0])
                 return None if r is None else r + RANK_CHANGE.get(sub, 0)
@@ -451,6 +531,8 @@ class Forward(cst.CSTTransformer):
     def visit_Call(self, node: cst.Call) -> None:
         self.size_marks.append(len(self.size_uses))
         f = node.func
+        if self.ctx.imports.resolve(f) in (F + "cross_entropy", F + "nll_loss"):
+            self.token_loss(node)
         if isinstance(f, cst.Name) and f.value == "map" and len(node.args) == 2 and isinstance(node.args[0].value, cst.Lambda) \
                 and len(node.args[0].value.params.params) == 1 and self.is_batched(node.args[1].value):
             # `map(lambda t: rearrange(t, ...), qkv)` over batched parts: t is batched, with their rank
@@ -587,6 +669,14 @@ class Forward(cst.CSTTransformer):
         if q is not None:
             return self.function(q, original, updated)
         func = original.func
+        entry = _dict_entry(func)
+        if entry is not None and entry in self.keyed:  # a dropout in an nn.ModuleDict: self.d["drop"](x)
+            site = updated.with_changes(args=[*_commas(updated.args), cst.Arg(cst.Name("key"), keyword=cst.Name("key"),
+                                                                          equal=_EQ)])
+            self.key_sites.append(site)
+            return site
+        if entry is not None and entry in self.modules:  # a layer in an nn.ModuleDict: self.d["fc"](x)
+            return self.vmapped(entry, updated, original)
         if isinstance(func, cst.Attribute):
             recv = dotted_text(func.value)
             if recv is not None and recv.startswith("self.") and recv.count(".") == 1 and func.attr.value == "__call__":
@@ -615,6 +705,14 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if q == F + "scaled_dot_product_attention" and any(  # dropout_p: by keyword or fifth
+                (a.keyword.value == "dropout_p" if a.keyword else i == 4 and not a.star)
+                and ops.training_dropout(a.value) is not None for i, a in enumerate(original.args)):
+            self.key_sites.append(updated)  # its dropout in training takes the call's key (ops.attention)
+            drops = sorted(a for a, q in self.modules.items() if q == "torch.nn.Dropout" and "[" not in a)
+            if drops:  # inference as the module's own dropout has it (eqx.nn.inference_mode switches that one)
+                self.ctx.analyses.setdefault(ops.ATTENTION_INFERENCE, {})[code(updated)] = f"self.{drops[0]}.inference"
+            return updated
         if q in ("einops.rearrange", "einops.reduce", "einops.repeat"):
             return self.einops_batch_axis(q, original, updated)
         if q in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack"):
@@ -715,6 +813,25 @@ class Forward(cst.CSTTransformer):
         module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride)
         return cst.Call(module, [cst.Arg(a["input"])])
 
+    def token_loss(self, node: cst.Call) -> None:
+        """``F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))`` in forward (a language model's
+        loss, nanoGPT): PyTorch flattens the batch and the tokens together and averages over all of them. Per
+        example both views flatten this example's tokens (``reshape(-1, V)``, ``reshape(-1)``) and the loss is
+        this example's mean: a warning says how the batch's mean relates to PyTorch's."""
+        pos = [a.value for a in node.args if a.keyword is None and not a.star]
+        views = [v for v in pos[:2] if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute)
+                 and v.func.attr.value in ("view", "reshape") and v.args and not v.args[0].star
+                 and int_literal(v.args[0].value) == -1 and all(int_literal(a.value) != -1 for a in v.args[1:])]
+        if len(pos) < 2 or len(views) != 2 or len(views[0].args) != 2 or len(views[1].args) != 1:
+            return
+        self.token_views |= {id(v) for v in views}
+        ignore = next((a for a in node.args if a.keyword and a.keyword.value == "ignore_index"), None)
+        self.ctx.report(Severity.WARNING, "batch-axis", "a loss over the tokens inside forward: per example it is the "
+                        "mean over this example's tokens; the mean of the vmapped losses is PyTorch's mean over the "
+                        "batch's tokens when every example counts as many targets"
+                        + (f" (ignore_index={code(ignore.value)} may make them differ)" if ignore is not None else ""),
+                        node)
+
     def flatten(self, node, x, start, end) -> cst.BaseExpression | None:
         s = int_literal(start)
         if end is not None and int_literal(end) != -1:
@@ -751,6 +868,8 @@ class Forward(cst.CSTTransformer):
             if any(a.star or a.keyword for a in args) or not dims:
                 return updated
             first = dims[0]
+            if id(original) in self.token_views:  # a loss over the tokens: this example's flattened (token_loss)
+                return _method(recv, "reshape", dims)
             if self.is_batch_size(first, original.func.value):
                 rest = dims[1:]
             elif int_literal(first) == -1 and len(dims) > 1 and all(int_literal(d) != -1 for d in dims[1:]):
@@ -962,13 +1081,50 @@ class Forward(cst.CSTTransformer):
             return updated
         mask = a["mask"]
         if not self.is_batched(original.args[0].value):
-            rm, rx = self.mask_rank(mask), self.rank_of(recv)
+            rx = self.rank_of(recv)
+            indexed = self.buffer_mask(original.args[0].value, mask, rx)
+            if indexed is not None:
+                return _call(self.ctx.spell("jax.numpy.where"), [indexed, a["value"], recv])
+            rm = self.mask_rank(mask)
             if rm is None or rx is None or rm > rx:
                 self.error(original, f".masked_fill with the mask {code(original.args[0].value)}, which is not computed "
                            "from the module's input: one example cannot tell whether an axis of it is the batch's; "
                            "index the mask down to the example's axes (mask[0, :, :T, :T]) or compute it from the input")
                 return updated
         return _call(self.ctx.spell("jax.numpy.where"), [mask, a["value"], recv])
+
+    def buffer_mask(self, original: cst.BaseExpression, mask: cst.BaseExpression, rx: int | None):
+        """A mask read from a buffer whose leading axes are of size 1 (``self.bias[:, :, :T, :T] == 0``, the buffer
+        built ``.view(1, 1, n, n)``), with more axes than one example of x (rank ``rx``): those size-1 axes are no
+        batch axis, and PyTorch's broadcast from the right ignores them, so they are indexed away
+        (``self.bias[0, :, :T, :T]``: still broadcast over the heads). None where that is not proven."""
+        cmp_ = mask if isinstance(mask, cst.Comparison) and len(mask.comparisons) == 1 else None
+        sub = cmp_.left if cmp_ is not None else mask
+        src = original.left if isinstance(original, cst.Comparison) else original
+        if rx is None or not isinstance(sub, cst.Subscript) or not isinstance(src, cst.Subscript):
+            return None
+        if cmp_ is not None and not isinstance(cmp_.comparisons[0].comparator, (cst.Integer, cst.Float)):
+            return None
+        base = dotted_text(src.value) or ""
+        if not base.startswith("self.") or base[5:] not in self.buffers or base[5:] not in self.leading_ones:
+            return None
+        ones, rank = self.leading_ones[base[5:]]
+        elems = list(sub.slice)
+        if len(elems) != rank or rank <= rx or rank - rx > ones:
+            return None
+        extra = rank - rx
+        if not all(isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None
+                   and e.slice.step is None for e in elems[:extra - 1]):
+            return None  # the axes dropped: whole slices of size-1 axes (the last of them kept as index 0 below)
+        if not all(isinstance(e.slice, cst.Slice) and e.slice.lower is None and e.slice.upper is None
+                   and e.slice.step is None for e in elems[extra - 1:extra]):
+            return None
+        # the extra leading axes become index 0: one example's mask keeps the rest (aligned from the right)
+        new = [e.with_changes(slice=cst.Index(cst.Integer("0"))) for e in elems[:extra]] + elems[extra:]
+        new = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(new) - 1 else cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))) for i, e in enumerate(new)]
+        indexed = sub.with_changes(slice=new)
+        return cmp_.with_changes(left=indexed) if cmp_ is not None else indexed
 
     def mask_rank(self, node: cst.BaseExpression) -> int | None:
         """The rank of a mask expression where it follows from known ranks (a comparison keeps its operands')."""

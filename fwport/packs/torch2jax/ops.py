@@ -561,8 +561,21 @@ def layer_norm_fn(m, ctx):
 def attention(m, ctx):
     """``F.scaled_dot_product_attention(q, k, v, is_causal=..., scale=...)`` written out:
     ``softmax(q @ kᵀ * scale [causal: -inf above the diagonal]) @ v`` over the last two axes (any leading axes,
-    as in PyTorch); scale defaults to 1/sqrt(q.shape[-1]). Dropout, masks and grouped-query heads are refused."""
+    as in PyTorch); scale defaults to 1/sqrt(q.shape[-1]). Dropout only in training
+    (``dropout_p=p if self.training else 0``, nanoGPT) is an ``eqx.nn.Dropout(p)`` on the weights, drawn from
+    ``key``, off where the module's own dropout is (inference_mode), else without a key; other dropout, masks and
+    grouped-query heads are refused."""
     from fwport.core.engine import literal_value
+    from fwport.core.finding import Severity
+    p = m.kwargs.get("dropout_p")
+    rate = None
+    if p is not None and literal_value(p, None) not in (0, 0.0):
+        rate = training_dropout(p)
+        if rate is None:
+            m.fail(ctx, "unsupported-argument", f"dropout_p={m.written('dropout_p')}: attention dropout draws from "
+                   "PyTorch's global generator: apply an eqx.nn.Dropout with a key to the weights by hand (only "
+                   "`p if self.training else 0` is translated)")
+            return None
     q = _once(m, ctx, "query", "the query")
     k = _once(m, ctx, "key", "the key") if q is not None else None
     if k is None:
@@ -579,7 +592,31 @@ def attention(m, ctx):
     if c:
         mask = f"{sp('jax.numpy.tril')}({sp('jax.numpy.ones')}(({_paren(q)}.shape[-2], {_paren(k)}.shape[-2]), dtype=bool))"
         scores = f"{sp('jax.numpy.where')}({mask}, {scores}, -{sp('jax.numpy.inf')})"
-    return expr(f"{sp('jax.numpy.matmul')}({sp('jax.nn.softmax')}({scores}, axis=-1), {code(m.kwargs['value'])})")
+    weights = f"{sp('jax.nn.softmax')}({scores}, axis=-1)"
+    if rate is not None:
+        inference = ctx.analyses.get(ATTENTION_INFERENCE, {}).get(code(m.node))
+        ctx.report(Severity.INFO, "key-added", f"dropout_p={m.written('dropout_p')}: the attention weights go through "
+                   f"eqx.nn.Dropout({code(rate)}) with `key`, the key of the module's __call__: dropout in training, "
+                   + (f"off in inference as {inference[:-len('.inference')]} is (eqx.nn.inference_mode)" if inference
+                      else "none without a key (PyTorch's eval mode)"), m.node, m.rule)
+        weights = (f"{sp('equinox.nn.Dropout')}({code(rate)}, inference={inference})({weights}, key=key)" if inference
+                   else f"{sp('equinox.nn.Dropout')}({code(rate)})({weights}, key=key, inference=key is None)")
+    return expr(f"{sp('jax.numpy.matmul')}({weights}, {code(m.kwargs['value'])})")
+
+
+#: ctx.analyses: source text of an attention call with dropout in training → the inference flag it follows, a
+#: dropout submodule's of its module (batch.py), so that eqx.nn.inference_mode switches it off too
+ATTENTION_INFERENCE = "torch2jax.attention-inference"
+
+
+def training_dropout(node: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``p`` of a dropout rate written ``p if self.training else 0`` (dropout in training only), else None."""
+    from fwport.core.engine import literal_value
+    from fwport.core.names import dotted_text
+    if isinstance(node, cst.IfExp) and dotted_text(node.test) == "self.training" \
+            and literal_value(node.orelse, None) in (0, 0.0):
+        return node.body
+    return None
 
 
 def _paren(node: cst.BaseExpression) -> str:

@@ -157,6 +157,14 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict) -> Class
             seq = _sequence(v, ctx)
             if seq is not None:
                 info.sequences[t[5:]] = seq
+            if isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.ModuleDict" and v.args \
+                    and isinstance(v.args[0].value, cst.Call) and dotted_text(v.args[0].value.func) == "dict":
+                for a in v.args[0].value.args:  # nn.ModuleDict(dict(h=nn.ModuleList([Block(...) ...]))): self.d["h"]
+                    e = a.value
+                    if a.keyword is not None and isinstance(e, cst.Call) and ctx.imports.resolve(e.func) == "torch.nn.ModuleList" \
+                            and len(e.args) == 1 and isinstance(e.args[0].value, cst.ListComp):
+                        added.setdefault(f'{t[5:]}["{a.keyword.value}"]', set()).add(
+                            _elements(e.args[0].value.elt, ctx, classes))
 
         def visit_Call(self, node: cst.Call) -> None:
             t = dotted_text(node.func) or ""
@@ -205,7 +213,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
     """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis)."""
     from fwport.core.rewrite import rewrite
     from fwport.packs.torch2jax.batch import Forward
-    from fwport.packs.torch2jax.passes.modules import _submodules
+    from fwport.packs.torch2jax.passes.modules import _dict_entries, _submodules
     table: dict[str, ClassRanks] = {}
     forwards = {}
     for s in module.body:
@@ -213,7 +221,8 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             table[s.name.value] = _class_info(s, ctx, classes, table)
             methods = {m.name.value: m for m in s.body.body if isinstance(m, cst.FunctionDef)}
             if "forward" in methods and s.name.value not in skip:
-                forwards[s.name.value] = (methods["forward"], _submodules(methods.get("__init__"), ctx))
+                forwards[s.name.value] = (methods["forward"], {**_submodules(methods.get("__init__"), ctx),
+                                                               **_dict_entries(methods.get("__init__"), ctx)})
     if not any(t.instances or t.containers or t.sequences for t in table.values()):
         return table
     probe = _Probe(ctx)

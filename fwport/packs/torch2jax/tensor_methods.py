@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import code, expr
+from fwport.core.names import dotted_text
 from fwport.packs.torch2jax.batch import _atom_code as _atom  # the receiver, parenthesised when not an atom
 
 # method → jnp function applied to the receiver, no argument
@@ -136,19 +137,100 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
     return None
 
 
+def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    """The methods of a translated module class that see whole arrays, not one example: neither ``__init__`` nor
+    ``__call__`` (batch.py's), nor a method ``__call__`` calls (``self.attend(x)``: per example too)."""
+    fns = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    called: set[str] = set()
+    if "__call__" in fns:
+        class Called(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                if isinstance(node.value, cst.Name) and node.value.value == "self":
+                    called.add(node.attr.value)
+        fns["__call__"].visit(Called())
+    return [fn for name, fn in fns.items() if name not in ("__init__", "__call__", "forward") and name not in called
+            and not any(dotted_text(d.decorator) in ("staticmethod", "classmethod") for d in fn.decorators)]
+
+
 def plan(module: cst.Module, ctx) -> cst.Module:
-    """Record an edit for every tensor method call in the statements outside the classes (the module
-    classes are batch.py's; other classes keep their code)."""
+    """Record an edit for every tensor method call in the statements outside the classes, and in the methods of
+    the module classes that see whole arrays (``get_num_params``: ``p.numel()``, ``self.parameters()``); the
+    rest of the module classes is batch.py's; other classes keep their code."""
+    from fwport.core.finding import Severity
+    from fwport.packs.torch2jax.passes.modules import PLANS
 
     # modules the output spells (jnp.sum(...) written by an earlier pass is not a method of a tensor)
     modules = {sp.short.split(".")[0] for sp in ctx.direction.spellings} | {"jax", "jnp", "np", "numpy", "math"}
+    translated = set(ctx.analyses.get(PLANS, {}))  # the module classes
 
     class Calls(cst.CSTVisitor):
+        in_module = False  # inside a module class's whole-array method
+
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            if node.name.value in translated:
+                self.in_module = True
+                for fn in _whole_methods(node):
+                    fn.visit(self)
+                self.in_module = False
             return False
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if self.in_module and node.attr.value == "requires_grad" and ctx.plans.get(node) is None:
+                def trains(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                    ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)} → True: a JAX array has no "
+                               "requires_grad; every array of the model is trained (freeze one with a filter or "
+                               "optax.set_to_zero by hand)", original)
+                    return cst.Name("True")
+                ctx.plans.add(node, trains, descend=False, by="tensor-methods")
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            # `logits[logits < v[:, [-1]]] = -inf` (generate): a jax array is not assigned into
+            t = node.targets[0].target if len(node.targets) == 1 else None
+            if not (self.in_module and isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)
+                    and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index)) or ctx.plans.get(node) is not None:
+                return
+            name = t.value.value
+
+            def assign(original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+                index, value = updated.targets[0].target.slice[0].slice.value, updated.value
+                if isinstance(index, cst.Comparison):  # a boolean mask: where it holds, the value
+                    new = f"{ctx.spell_text('jax.numpy.where')}({code(index)}, {code(value)}, {name})"
+                else:
+                    new = f"{name}.at[{code(index)}].set({code(value)})"
+                return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(new))
+
+            ctx.plans.add(node, assign, by="tensor-methods")
 
         def visit_Call(self, node: cst.Call) -> None:
             f = node.func
+            if self.in_module and isinstance(f, cst.Name) and f.value == "self" and ctx.plans.get(node) is None:
+                def batched(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)}: the module takes one example; "
+                               "the batch this method holds goes through jax.vmap(self)", original)
+                    return updated.with_changes(func=cst.Call(ctx.spell("jax.vmap"), [cst.Arg(cst.Name("self"))]))
+                ctx.plans.add(node, batched, by="tensor-methods")
+                return
+            if self.in_module and dotted_text(f) == "self.named_parameters" and not node.args \
+                    and ctx.plans.get(node) is None:
+                def named(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    from fwport.packs.torch2jax import layers
+                    ctx.report(Severity.INFO, "idiom-replaced", "self.named_parameters() → (PyTorch's name, array) "
+                               "for each array of the module (_torch_name of its pytree path)", original)
+                    return expr(f"[({layers.use(ctx, '_torch_name')}(path), p) for path, p in "
+                                f"{ctx.spell_text('jax.tree_util.tree_leaves_with_path')}({ctx.spell_text('equinox.filter')}"
+                                f"(self, {ctx.spell_text('equinox.is_inexact_array')}))]")
+                ctx.plans.add(node, named, by="tensor-methods")
+                return
+            if self.in_module and dotted_text(f) == "self.parameters" and not node.args and ctx.plans.get(node) is None:
+                def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    ctx.report(Severity.INFO, "idiom-replaced", "self.parameters() → the module's arrays "
+                               "(jax.tree_util.tree_leaves(eqx.filter(self, eqx.is_inexact_array))): a shared "
+                               "parameter is one array, as PyTorch counts it once; registered float buffers are "
+                               "arrays of the module too", original)
+                    return expr(f"{ctx.spell_text('jax.tree_util.tree_leaves')}({ctx.spell_text('equinox.filter')}"
+                                f"(self, {ctx.spell_text('equinox.is_inexact_array')}))")
+                ctx.plans.add(node, leaves, by="tensor-methods")
+                return
             if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS or ctx.plans.get(node) is not None:
                 return
             if ctx.imports.resolve(f) is not None or ctx.imports.resolve(f.value) is not None:

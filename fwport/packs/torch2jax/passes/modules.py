@@ -29,6 +29,7 @@ from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, ranks
+from fwport.packs.torch2jax import tying
 from fwport.packs.torch2jax.batch import DROP, Forward
 
 PLANS = "torch2jax.modules"
@@ -92,6 +93,10 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     if isinstance(c.func, cst.Name) and c.func.value in own:
                         for k in cl.classes_of(c.func, m) & classes:
                             indirect.setdefault(k, []).append((cl, m, c))
+    # methods any class's __init__ calls (self._make_layer, perhaps a base class's): construction, not surgery
+    outside["construction"] = {m for stmt in module.body if isinstance(stmt, cst.ClassDef)
+                               for m in _reached({f.name.value: f for f in stmt.body.body
+                                                  if isinstance(f, cst.FunctionDef)}, "__init__", names=True)}
     body = []
     for i, stmt in enumerate(module.body):
         if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
@@ -533,13 +538,73 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
     return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences, called
 
 
+def _reached(methods: dict[str, cst.FunctionDef], start: str, names: bool = False) -> set[str]:
+    """``start`` and the methods it calls as ``self.m(...)``, at any depth (``names``: also the names called
+    that the class does not define, a base class's methods)."""
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        if m in seen or m not in methods and not (names and m != start):
+            continue
+        seen.add(m)
+        if m not in methods:
+            continue
+        todo += [t[5:] for c in _calls(methods[m]) for t in [dotted_text(c.func) or ""]
+                 if t.startswith("self.") and t.count(".") == 1]
+    return seen
+
+
 class _DrawsOutsideInit(cst.CSTVisitor):
     """A module that draws its initial values, built in a method ``__init__`` does not call: keys are split and
     handed out in ``__init__`` and the methods it calls (``self._make_layer``) only, so this one would get none."""
 
-    def __init__(self, ctx, classes: set[str], method: str):
+    def __init__(self, ctx, classes: set[str], method: str, modules: frozenset[str] | None = frozenset()):
         super().__init__()
         self.ctx, self.classes, self.method = ctx, classes, method
+        self.modules = modules  # the submodule attributes: assigning into one of them is model surgery
+        self.members: set[str] = set()  # loop names over a submodule (`for block in self.h:`)
+        self.surgery: list[tuple[cst.Assign, str]] = []  # assignments into the module's submodules
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, cst.Name) and self.modules is not None and self._field(node.iter) in self.modules:
+            self.members.add(node.target.value)
+
+    def _field(self, node: cst.BaseExpression) -> str | None:
+        """The first attribute of ``self.<a>...`` (through attributes and subscripts), else None."""
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            if isinstance(node.value, cst.Name) and node.value.value == "self" and isinstance(node, cst.Attribute):
+                return node.attr.value
+            node = node.value
+        return None
+
+    def _surgery(self, target: cst.BaseExpression) -> bool:
+        if not isinstance(target, (cst.Attribute, cst.Subscript)):
+            return False
+        if isinstance(target, cst.Attribute) and isinstance(target.value, cst.Name):
+            return target.value.value == "self" or target.value.value in self.members
+        root = target
+        while isinstance(root, (cst.Attribute, cst.Subscript)):
+            root = root.value
+        return isinstance(root, cst.Name) and (root.value in self.members
+                                               or root.value == "self" and self._field(target) in self.modules)
+
+    def visit_Assign(self, node: cst.Assign) -> bool:
+        if self.modules is None:  # a method of construction: it may set what it likes
+            return True
+        hit = [t.target for t in node.targets if self._surgery(t.target)]
+        if not hit:
+            return True
+        self.surgery.append((node, code(hit[0])))
+        return False  # no other error inside (an nn.Parameter there wraps an existing array)
+
+    def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if node.name.value == self.method and self.surgery:  # one error for the method, at its first assignment
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{self.method}() assigns "
+                            f"{', '.join(t for _, t in self.surgery)}: an Equinox module is an immutable pytree once "
+                            "__init__ returns (model surgery); write it as a function returning a new module, e.g. "
+                            "`model = eqx.tree_at(lambda m: m.<path>, model, <new value>)` for each array it replaces, "
+                            "and rebind the model where it is called", self.surgery[0][0])
+            self.surgery = []
 
     def visit_Call(self, node: cst.Call) -> None:
         q = self.ctx.imports.resolve(node.func)
@@ -622,6 +687,29 @@ def _submodules(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
                             isinstance(a.value, cst.Call) and ctx.imports.resolve(a.value.func) in RANDOM
                             for a in s.value.args):
                         out[t[5:]] = "torch.nn.Sequential+random"
+    return out
+
+
+def _dict_entries(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
+    """``self.d = nn.ModuleDict(dict(k=<call>, ...))`` (or ``{"k": <call>}``) in ``__init__`` → ``d["k"]`` (as the
+    forward reads it, layers.module_dict_reads) → the qualified source class called."""
+    out: dict[str, str] = {}
+    for stmt in init.body.body if init is not None else ():
+        for s in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if not (isinstance(s, cst.Assign) and len(s.targets) == 1 and isinstance(s.value, cst.Call) and s.value.args
+                    and ctx.imports.resolve(s.value.func) == "torch.nn.ModuleDict"):
+                continue
+            t, d = dotted_text(s.targets[0].target) or "", s.value.args[0].value
+            entries = []
+            if isinstance(d, cst.Call) and dotted_text(d.func) == "dict":
+                entries = [(a.keyword.value, a.value) for a in d.args if a.keyword is not None]
+            elif isinstance(d, cst.Dict):
+                entries = [(e.key.evaluated_value, e.value) for e in d.elements
+                           if isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)]
+            for k, v in entries:
+                q = ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
+                if t.startswith("self.") and t.count(".") == 1 and q:
+                    out[f'{t[5:]}["{k}"]'] = q
     return out
 
 
@@ -932,9 +1020,10 @@ class _Buffers(cst.CSTTransformer):
     """``self.register_buffer("mask", value)`` → ``self.mask = value``: an array field like the parameters,
     kept out of the gradient where ``__call__`` reads it (batch.Forward)."""
 
-    def __init__(self, ctx, names: set[str]):
+    def __init__(self, ctx, names: set[str], leading: dict[str, tuple[int, int]] | None = None):
         super().__init__()
         self.ctx, self.names = ctx, names
+        self.leading = {} if leading is None else leading  # name → (its leading axes of size 1, its rank)
 
     def leave_Expr(self, original, updated):
         call = updated.value
@@ -947,9 +1036,30 @@ class _Buffers(cst.CSTTransformer):
             return updated
         self.names.add(name)
         value = call.args[1].value
+        ones = _leading_ones(value)
+        if ones is not None:
+            self.leading[name] = ones
+            if value.func.attr.value == "view":  # a shape view (sizes, no dtype): a jax array's view takes a dtype
+                value = value.with_changes(func=value.func.with_changes(attr=cst.Name("reshape")))
         if "\n" in code(value) and not value.lpar:  # it spanned lines inside the call's parentheses
             value = value.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name(name)))], value)
+
+
+def _leading_ones(value: cst.BaseExpression) -> tuple[int, int] | None:
+    """(the number of leading axes of size 1, the rank) of a buffer built ``....view(1, 1, n, n)`` /
+    ``.reshape(...)`` with literal sizes of 1 first (nanoGPT's causal mask), else None."""
+    if not (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute)
+            and value.func.attr.value in ("view", "reshape") and value.args and all(a.keyword is None and not a.star
+                                                                                  for a in value.args)):
+        return None
+    sizes = [a.value for a in value.args]
+    if len(sizes) == 1 and isinstance(sizes[0], cst.Tuple):
+        sizes = [e.value for e in sizes[0].elements]
+    ones = 0
+    while ones < len(sizes) and isinstance(sizes[ones], cst.Integer) and sizes[ones].evaluated_value == 1:
+        ones += 1
+    return (ones, len(sizes)) if ones else None
 
 
 def _kwonly(params: cst.Parameters, name: str, default: cst.BaseExpression | None) -> cst.Parameters:
@@ -1016,6 +1126,7 @@ def _stateful_containers(init: cst.FunctionDef | None, ctx, classes: frozenset[s
 
 
 def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict) -> cst.ClassDef:
+    cls, tied = tying.untie(cls, ctx)  # weight tying: one array (the embedding's table) used in both places
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     subs = _submodules(methods.get("__init__"), ctx)
     own = {t[5:]: a.value.func.value for st in (methods["__init__"].body.body if "__init__" in methods else [])
@@ -1052,6 +1163,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan = {"key_sites": 0, "draws": draws, "stateful": [], "helpers": sorted(helpers),
             "keyed_params": {m: sorted(ps) for m, ps in keyed_params.items()}, "sequences": sorted(sequences),
             "called": sorted(called)}
+    plan["tied"] = tied
     plan["whole"] = _whole_graph(cls, methods.get("forward"), subs, plans, ctx)
     given = {(dotted_text(c.args[0].value) or "")[5:] for fn in methods.values() for c in _calls(fn)
              if dotted_text(c.func) == "self.apply" and c.args}  # self.apply(self._init_weights): initialisation
@@ -1070,10 +1182,13 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         for n, c in own.items()) if "forward" in methods else False
     body = []
     buffers: set[str] = set()
+    leading: dict[str, tuple[int, int]] = {}  # buffers with leading axes of size 1: (how many, rank)
     drawing = {n for n, p in plans.items() if p["draws"]}
+    building = _reached(methods, "__init__") | outside.get("construction", set())  # __init__ and what it calls
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
-            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value))
+            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value,
+                                      frozenset(subs) if s.name.value not in building else None))
     # self.apply(self.M) with M re-initialising layers it tests by class; the fields each statement sees
     applied = {c.args[0].value.attr.value for m in ("__init__", *called) if m in methods for c in _calls(methods[m])
                if dotted_text(c.func) == "self.apply" and len(c.args) == 1
@@ -1101,11 +1216,14 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             s = _applied_method(s, ctx)
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
-            s = rewrite(s, _Buffers(ctx, buffers))
+            s = rewrite(s, _Buffers(ctx, buffers, leading))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
             params = [p.name.value for p in s.params.params[1:]]
-            fwd = Forward(ctx, set() if plan["whole"] else set(params), keyed | (at_call - {"forward"}), subs, stateful,
-                          buffers, None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value))
+            entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
+            fwd = Forward(ctx, set() if plan["whole"] else set(params),
+                          keyed | (at_call - {"forward"}) | {n for n, q in entries.items() if q in RANDOM},
+                          {**subs, **entries}, stateful, buffers,
+                          None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -1639,6 +1757,8 @@ class _Dropped(cst.CSTTransformer):
 
 
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
+    if plan.get("tied"):  # the tie and the output layer it replaced go (tying.py)
+        cls = rewrite(cls, tying.Dropped())
     fields: dict[str, str] = {}
     body = []
     helpers = frozenset(plan.get("helpers", ()))
@@ -1753,8 +1873,10 @@ def _annotation(value: cst.BaseExpression, params: dict[str, cst.Param], ctx, se
 def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences: frozenset[str]) -> None:
     """The fields a method of construction (``__init__``, a method it calls) sets: ``self.NAME = value``."""
     params = {p.name.value: p for p in (*fn.params.params, *fn.params.kwonly_params)}
+    nested: list[cst.Assign] = []
     for s in fn.body.body:
         if not isinstance(s, cst.SimpleStatementLine):
+            nested += _nested_assigns(s)
             continue
         for small in s.body:
             if isinstance(small, cst.Assign):  # (each target of `self.size = h, w = pair(size)`)
@@ -1762,6 +1884,32 @@ def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences:
                     t = dotted_text(target.target)
                     if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
                         fields[t[5:]] = _annotation(small.value, params, ctx, sequences)
+    # set only inside a block (`if not self.flash: self.bias = ...`): perhaps never, so None unless set
+    for small in nested:
+        t = dotted_text(small.targets[0].target)
+        if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
+            ann = _annotation(small.value, params, ctx, sequences)
+            fields[t[5:]] = ann.replace("eqx.field(static=True)", "eqx.field(static=True, default=None)") \
+                if "eqx.field(" in ann else f"{ann} = None" if ann == "object" else f"{ann} | None = None"
+
+
+def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
+    """The single-target assignments inside a compound statement (not in nested functions or classes)."""
+    out: list[cst.Assign] = []
+
+    class Assigns(cst.CSTVisitor):
+        def visit_FunctionDef(self, n) -> bool:
+            return False
+
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def visit_Assign(self, n: cst.Assign) -> None:
+            if len(n.targets) == 1:
+                out.append(n)
+
+    node.visit(Assigns())
+    return out
 
 
 def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
