@@ -112,7 +112,7 @@ def _positional_inputs(model) -> int:
     if any(p.kind == p.VAR_POSITIONAL for p in params):
         return 1 << 30
     return sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-               and p.name not in ("training", "mask") and p.default is p.empty)
+               and p.name != "training" and p.default is p.empty)  # (a torch forward's `mask` is an input)
 
 
 def build(req: dict) -> dict:
