@@ -95,6 +95,9 @@ CASES = [
     ("argsort-descending-int32", TF, "return tf.argsort(x, direction='DESCENDING')", [X]),
     ("shape-indexed", TF, "return tf.reshape(x, [tf.shape(x)[0], -1])", [X3]),
     ("shape-whole", TF, "return tf.shape(x)", [X3]),
+    # tf.shape(x) passed whole as a size: torch takes x.shape there and refuses the int tensor
+    ("shape-as-a-size", TF, "return tf.zeros(tf.shape(x)) + tf.fill(tf.shape(x), 2.0) + tf.ones(shape=tf.shape(x)), "
+                            "tf.reshape(x, tf.shape(x)), tf.broadcast_to(x[:1], tf.shape(x))", [X3]),
     ("softmax-default-axis", TF, "return tf.nn.softmax(x)", [X3]),
     # --- reductions ---
     ("reduce-mean-axes-keepdims", TF, "return tf.reduce_mean(x, axis=[0, 2], keepdims=True)", [X3]),

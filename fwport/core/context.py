@@ -43,6 +43,11 @@ class FileContext:
     # id(original source call) -> fn(updated Subscript) -> expression: lets a call transform rewrite
     # `call(...)[i]` as a whole (tf.shape(x)[0] -> x.shape[0]); consumed by RuleTransformer
     subscript_hooks: dict[int, Any] = field(default_factory=dict)
+    # id(translated node) -> (that node, fn(target parameter name) -> expression or None): lets a call
+    # transform's result take another form where it lands in a given parameter of an enclosing call
+    # (tf.shape(x), an int tensor, is x.shape as torch.zeros' size); consumed by map_call. Use
+    # argument_hook() and as_argument().
+    argument_hooks: dict[int, tuple] = field(default_factory=dict)
     # per-file analyses that several passes share and that the passes do not change (e.g.
     # dims.module_scope: the module's constants), computed once by whoever needs them first
     analyses: dict[str, Any] = field(default_factory=dict)
@@ -57,6 +62,19 @@ class FileContext:
 
     def is_settled(self, node: cst.CSTNode) -> bool:
         return self.settled.get(id(node)) is node
+
+    # --- argument hooks --------------------------------------------------------------------------
+    def argument_hook(self, node: cst.CSTNode, fn) -> None:
+        """Where ``node`` becomes an argument of a translated call, ``fn(target parameter name)`` may give
+        the expression to pass instead (None: ``node`` as it is)."""
+        self.argument_hooks[id(node)] = (node, fn)
+
+    def as_argument(self, value: cst.BaseExpression, target: str) -> cst.BaseExpression:
+        """``value`` as the argument ``target`` of a translated call (see argument_hook)."""
+        hook = self.argument_hooks.get(id(value))
+        if hook is None or hook[0] is not value:
+            return value
+        return hook[1](target) or value
 
     # --- findings -------------------------------------------------------------------------------
     def report(self, severity: Severity | str, code: str, message: str, node: cst.CSTNode | None = None,

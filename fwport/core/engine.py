@@ -116,7 +116,7 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
             m.fail(ctx, "unsupported-argument", f"{name}={lit!r} is not supported: {spec.value if spec.verb == 'unsupported' else 'no exact target equivalent'}")
             continue
         if spec.verb == "rename":
-            m.kwargs[spec.value] = value
+            m.kwargs[spec.value] = ctx.as_argument(value, spec.value) if ctx.argument_hooks else value
         elif spec.verb == "transform":
             ctx.direction.transforms.values[spec.value](value, spec, m, ctx)
         elif spec.verb == "drop":

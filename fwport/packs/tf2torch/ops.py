@@ -184,7 +184,15 @@ def shape(m, ctx):
         return sub
 
     ctx.subscript_hooks[id(m.node)] = indexed
-    return _e(tensor)
+    result = _e(tensor)
+    # as the size of torch.zeros/ones/full/randn/rand/normal or the shape of reshape/broadcast_to, a tensor is
+    # refused ("must be tuple of ints, not Tensor"): the torch.Size x.shape is what those take
+    ctx.argument_hook(result, lambda target: _e(f"{_atom_code(x)}.shape") if target in SIZE_PARAMETERS else None)
+    return result
+
+
+#: parameters of torch functions that take a size as a tuple of ints (torch.Size), never a tensor
+SIZE_PARAMETERS = frozenset({"size", "shape"})
 
 
 @call_transform("keras-shape")
