@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from fwport.core.rule import load_pack
 from fwport.core.pipeline import translate_source
 from fwport.verify import Options, Session, VerifyError, verify
+from fwport.verify.certificate import render
 from fwport.verify.spec import InputSpec, SpecError, make_inputs
 from fwport.verify.transfer import TransferError, apply_ops
 
@@ -362,3 +363,52 @@ def test_variables_created_under_computed_names_move_by_name(session, tmp_path):
     assert cert["verdict"] == "pass", cert["problems"]
     assert {e["name"]: e["rule"] for e in cert["results"]["gradients"]} == {
         "kernel1": "by-name", "bias1": "by-name", "kernel2": "by-name", "bias2": "by-name"}
+
+
+SAMPLING = '''
+import tensorflow as tf
+from tensorflow import keras
+
+
+class Sampling(keras.layers.Layer):
+    def call(self, inputs):
+        mean, log_var = inputs
+        eps = tf.random.normal(shape=tf.shape(mean))
+        return mean + tf.exp(0.5 * log_var) * eps
+
+
+class Encoder(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.hidden = keras.layers.Dense(8, activation="relu")
+        self.mean = keras.layers.Dense(3)
+        self.log_var = keras.layers.Dense(3)
+        self.sample = Sampling()
+
+    def call(self, x):
+        h = self.hidden(x)
+        mean, log_var = self.mean(h), self.log_var(h)
+        return mean, log_var, self.sample([mean, log_var])
+'''
+
+
+def test_a_forward_that_draws_in_inference_is_compared_with_constant_draws(session, tmp_path):
+    """A sampling layer draws in inference: two calls of the Keras model differ. Both sides then run with
+    the draws made constants (normal: mean + 0.5 stddev), which compares the path that scales the noise: a
+    translation that scales it by exp(log_var) instead of exp(0.5 * log_var) is a mismatch on that output."""
+    o, t = _pair(tmp_path, SAMPLING)
+    translated = Path(t).read_text()
+    assert "torch.randn" in translated and "torch.exp(0.5 * log_var)" in translated
+    cert = verify(Options(o, t, "Encoder", inputs=["float32[4,6]"], device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    assert cert["stochastic"]["detected"] is True
+    assert "stochastic forward" in render(cert)
+
+    Path(t).write_text(translated.replace("torch.exp(0.5 * log_var)", "torch.exp(log_var)"))
+    bad = verify(Options(o, t, "Encoder", inputs=["float32[4,6]"], device="cpu"), session)
+    assert bad["verdict"] == "mismatch"
+    assert [e["ok"] for e in bad["results"]["outputs"]] == [True, True, False]
+
+    # a deterministic model says nothing about draws
+    plain = verify(Options(*_pair(tmp_path, CNN), "build_model", device="cpu"), session)
+    assert plain["verdict"] == "pass" and "stochastic" not in plain

@@ -45,6 +45,8 @@ def _keras_header(cert: dict, lines: list, v: dict, dev: dict) -> None:
     lines.append(f"  inputs {', '.join(cert.get('inputs', []))} (seed {cert.get('seed')}, {cert.get('dtype')}, "
                  f"layout {cert.get('layout', {}).get('inputs')}); tolerance rtol {tol.get('rtol')} atol {tol.get('atol')} "
                  "× max|keras|")
+    if cert.get("stochastic"):
+        lines.append(f"  stochastic forward ({cert['stochastic']['why']}): the draws are {cert['stochastic']['draws']}")
     lines += [f"  {side} loaded: {note}" for side, note in (cert.get("loaded") or {}).items()]
 
 

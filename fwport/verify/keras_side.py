@@ -8,6 +8,8 @@ one plain SGD step in training mode together with each BatchNorm's batch statist
 """
 from __future__ import annotations
 
+import contextlib
+import inspect
 import os
 import sys
 
@@ -173,6 +175,78 @@ def _attr(obj, dotted: str, default):
     return obj
 
 
+#: what a draw gives while the draws are constant (the torch side's torch_draws uses the same values)
+NORMAL_DRAW = UNIFORM_DRAW = 0.5
+
+
+class ConstantDraws:
+    """While active, the continuous draws of TensorFlow and Keras are constants: normal and truncated-normal
+    draws give mean + NORMAL_DRAW * stddev, float uniform draws minval + UNIFORM_DRAW * (maxval - minval),
+    in the shape and dtype asked for. A model that draws in inference (a VAE's sampling layer) is then
+    compared on its deterministic path and on the path that scales the noise, with the translation's torch
+    draws made the same constants.
+
+    Each drawing function (tf.random.normal/uniform/truncated_normal, their stateless forms, keras.random.*,
+    the legacy backend's random_normal/random_uniform) is replaced wherever a loaded module holds it as an
+    attribute, so a call through any alias (``tf.random.normal``, ``K.random_normal``, TensorFlow's own
+    ``random_ops.random_normal``) is caught; restored on exit. Integer uniform draws stay random."""
+
+    def _functions(self) -> list:
+        found = []
+        for owner, names in ((tf.random, ("normal", "truncated_normal", "uniform", "stateless_normal",
+                                         "stateless_truncated_normal", "stateless_uniform")),
+                             (getattr(keras, "random", None), ("normal", "truncated_normal", "uniform")),
+                             (keras.backend, ("random_normal", "truncated_normal", "random_uniform"))):
+            for name in names:
+                fn = getattr(owner, name, None)
+                if callable(fn):
+                    found.append((fn, "uniform" if "uniform" in name else "normal"))
+        return found
+
+    @staticmethod
+    def _constant(fn, kind: str):
+        sig = inspect.signature(fn)
+
+        def draw(*a, **k):
+            args = sig.bind(*a, **k)
+            args.apply_defaults()
+            got = args.arguments
+            dtype = tf.as_dtype(got.get("dtype") or keras.backend.floatx())
+            if not dtype.is_floating:
+                return fn(*a, **k)  # an integer draw: discrete, left random
+            if kind == "uniform":
+                lo = got.get("minval", 0.0)
+                hi = 1.0 if got.get("maxval") is None else got["maxval"]
+                value = tf.cast(lo, dtype) + UNIFORM_DRAW * (tf.cast(hi, dtype) - tf.cast(lo, dtype))
+            else:
+                value = tf.cast(got.get("mean", 0.0), dtype) + NORMAL_DRAW * tf.cast(got.get("stddev", 1.0), dtype)
+            return tf.zeros(got["shape"], dtype) + value
+        return draw
+
+    def __enter__(self):
+        replace = {id(fn): self._constant(fn, kind) for fn, kind in self._functions()}
+        self.saved = []
+        for mod in list(sys.modules.values()):
+            d = getattr(mod, "__dict__", None)
+            if not isinstance(d, dict):
+                continue
+            for name, value in list(d.items()):
+                if callable(value) and id(value) in replace:
+                    self.saved.append((d, name, value))
+                    d[name] = replace[id(value)]
+        return self
+
+    def __exit__(self, *exc):
+        for d, name, value in self.saved:
+            d[name] = value
+
+
+def _stochastic(model, xs) -> bool:
+    """Whether the model's inference forward draws random numbers: two calls give different outputs."""
+    a, b = (_flatten(_call(model, xs, False)) for _ in range(2))
+    return any(not np.array_equal(_np(x), _np(y), equal_nan=True) for x, y in zip(a, b))
+
+
 def _call(model, xs, training: bool):
     if isinstance(model, _Function):
         return model(*xs)
@@ -187,7 +261,9 @@ def _state(moves, variables) -> dict:
     return {m["key"]: _np(variables[m["key"]]) for m in moves}
 
 
-def run(req: dict) -> dict:
+def run(req: dict, draws: contextlib.ExitStack) -> dict:
+    """Build, set and measure the original; ``draws`` holds the constant draws of a stochastic forward
+    until the response is written."""
     if req.get("device") == "cuda" and not tf.config.list_physical_devices("GPU"):
         raise UserError("--device cuda: TensorFlow sees no GPU")
     dtype = req.get("dtype", "float32")
@@ -281,6 +357,17 @@ def run(req: dict) -> dict:
     resp: dict = {"versions": versions(), "device": device(), "unmapped": unmapped, "trainable": trainable,
                   "absent": absent, "layers": [], "instances": instances, "lengths": lengths,
                   "offered": offered}
+
+    # a forward that draws in inference (a sampling layer) is compared with its draws made constants on both
+    # sides (the torch side is asked to by the parent)
+    resp["stochastic"] = _stochastic(model, xs)
+    if resp["stochastic"]:
+        draws.enter_context(ConstantDraws())
+        if _stochastic(model, xs):
+            raise UserError("the forward draws random numbers in inference, and still does with the normal and "
+                            "uniform draws of tf.random / keras.random / the Keras backend made constant (a "
+                            "categorical or integer draw, or a draw held where fwport cannot replace it): the "
+                            "outputs cannot be compared")
 
     capture_paths = req.get("capture", [])
     layers = {}
@@ -489,7 +576,8 @@ def handle(req: dict) -> dict:
     if op == "hello":
         return {"versions": versions(), "device": device()}
     if op == "run":
-        return run(req)
+        with contextlib.ExitStack() as draws:
+            return run(req, draws)
     raise UserError(f"unknown request {op!r}")
 
 

@@ -544,6 +544,7 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
         t2 = time.perf_counter()
         tresp = _ask(session, tw, {"op": "run", "weights": opts.torch_state_file or str(d / "state.npz"), "R": str(d / "R.npz"),
                                    "out": str(d / "torch.npz"), "checks": list(opts.checks), "lr": opts.lr,
+                                   "constant_draws": bool(kresp.get("stochastic")),
                                    "capture": sorted({p["torch"] for p in points}),
                                    **({**train, "batches": train["batches_torch"]} if train else {})}, opts.timeout)
         times["torch_run"] = time.perf_counter() - t2
@@ -596,6 +597,11 @@ def _certificate_base(opts, direction, keras_major, keras_why, specs, rtol, atol
         "weights": [r.to_dict() for r in records],
         "loaded": {side: r.get("loaded") for side, r in (("original", kresp), ("translated", tbuild)) if r.get("loaded")},
         "source_weights": opts.weights_file,
+        **({"stochastic": {"detected": True, "draws": "constant on both sides: normal draws mean + 0.5 stddev, float "
+                           "uniform draws the middle of their range (tf.random.*, keras.random.*, the Keras backend's "
+                           "random_normal/random_uniform; torch.randn/randn_like/rand/rand_like/normal/normal_/uniform_)",
+                           "why": "two inference calls of the original give different outputs"}}
+           if kresp.get("stochastic") else {}),
     }
 
 

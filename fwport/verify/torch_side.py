@@ -17,6 +17,7 @@ import torch  # noqa: E402
 from torch import nn  # noqa: E402
 
 from _worker_io import UserError, build_object, load_source, serve  # noqa: E402
+from torch_draws import ConstantDraws  # noqa: E402
 
 # reduced-precision float32 matmuls/convolutions off (cuDNN convolutions default to TF32)
 try:
@@ -178,6 +179,15 @@ def _load_checked(model, state: dict) -> dict | None:
 
 
 def run(req: dict) -> dict:
+    """Load the transferred state and measure the translation; with ``constant_draws`` (the original's
+    forward draws in inference) torch's continuous draws are the Keras side's constants meanwhile."""
+    if req.get("constant_draws"):
+        with ConstantDraws():
+            return _run(req)
+    return _run(req)
+
+
+def _run(req: dict) -> dict:
     if not _STATE:
         raise UserError("run before build")
     model, xs, xs_np, dev = _STATE["model"], _STATE["xs"], _STATE["xs_np"], _STATE["device"]
