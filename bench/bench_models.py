@@ -122,8 +122,9 @@ def cases(batch: int):
            translated("residual_block").SkipNet(10), images.permute(0, 2, 3, 1).contiguous(),
            SkipNetHand(10), images, True)
     cifar = torch.randn(batch, 3, 32, 32, generator=g)
-    yield ("functional ResNet (functional_resnet: channels-first)",
-           translated("functional_resnet").build_resnet(10), cifar, SmallResnetHand(10), cifar, False)
+    yield ("functional ResNet (functional_resnet: channels-first inside, one permute at entry)",
+           translated("functional_resnet").build_resnet(10), cifar.permute(0, 2, 3, 1).contiguous(),
+           SmallResnetHand(10), cifar, False)
     tokens = torch.randint(0, 50, (batch, 40), generator=g)
     yield ("LSTM/GRU/RNN (recurrent_text: nn.Sequential)",
            translated("recurrent_text").build_model(50, 3), tokens, RecurrentHand(50, 3), tokens, True)
