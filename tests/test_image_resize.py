@@ -50,3 +50,35 @@ def test_methods_torch_does_not_compute_alike_are_refused():
     errors = [(f.line, f.code) for f in r.findings if f.severity == Severity.ERROR]
     assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument")]
     assert r.output.count("tf.image.resize(") == 3  # left as written, with the comment saying why
+
+
+RANDOM = '''import tensorflow as tf
+
+
+def augment(images, image):
+    return (tf.image.random_flip_left_right(images), tf.image.random_flip_up_down(image),
+            tf.image.random_crop(images, size=[64, 5, 4, 3]))
+'''
+
+
+def test_random_flips_and_crops_draw_per_image_as_tensorflow_does():
+    """No two frameworks draw alike, so the random image ops are checked for what they must do: each image
+    of a batch flipped or not on its own (both happen among 64), a single image flipped as a whole, and a
+    crop that is a window of the input at some offset."""
+    torch = pytest.importorskip("torch")
+    r = translate_source(RANDOM, "m.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "tensorflow" not in r.output
+    ns: dict = {}
+    exec(compile(r.output, "translated.py", "exec"), ns)
+    torch.manual_seed(0)
+    images = torch.randn(64, 6, 5, 3)
+    image = torch.randn(6, 5, 3)
+    flipped, up_down, crop = ns["augment"](images, image)
+    as_is = (flipped == images).flatten(1).all(1)
+    mirrored = (flipped == images.flip(-2)).flatten(1).all(1)
+    assert bool((as_is | mirrored).all()) and 0 < int(mirrored.sum()) < 64
+    assert torch.equal(up_down, image) or torch.equal(up_down, image.flip(-3))
+    assert crop.shape == (64, 5, 4, 3)
+    windows = [images[:, i:i + 5, j:j + 4, :] for i in range(2) for j in range(2)]
+    assert any(torch.equal(crop, w) for w in windows)

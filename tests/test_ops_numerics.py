@@ -95,6 +95,22 @@ CASES = [
     ("argsort-descending-int32", TF, "return tf.argsort(x, direction='DESCENDING')", [X]),
     ("shape-indexed", TF, "return tf.reshape(x, [tf.shape(x)[0], -1])", [X3]),
     ("shape-whole", TF, "return tf.shape(x)", [X3]),
+    # --- tf.image on channels-last images and batches, and array ops written as torch calls or helpers ---
+    ("image-flips-rot90", TF, "return tf.image.flip_left_right(x), tf.image.flip_up_down(x), tf.image.rot90(x), "
+                              "tf.image.rot90(x, k=3), tf.image.flip_left_right(y), tf.image.rot90(y, 2)",
+     [f32(2, 3, 4, 2), f32(5, 4, 3)]),
+    ("image-boxes", TF, "return tf.image.crop_to_bounding_box(x, 1, 2, 2, 3), tf.image.pad_to_bounding_box(x, 1, 2, 6, 9), "
+                        "tf.image.central_crop(y, 0.5), tf.image.central_crop(x, 0.7), tf.image.central_crop(y, 1.0)",
+     [f32(2, 4, 6, 3), f32(10, 8, 3)]),
+    ("image-convert-dtype", TF, "return tf.image.convert_image_dtype(x, tf.float32), tf.image.convert_image_dtype(y, tf.uint8), "
+                                "tf.image.convert_image_dtype(y * 2.0, tf.uint8, saturate=True), "
+                                "tf.image.convert_image_dtype(x, tf.uint8), tf.image.convert_image_dtype(y, tf.float64)",
+     [np.array([[0, 1, 127, 128, 254, 255]], np.uint8), np.array([[0.0, 0.25, 0.5, 0.999, 1.0, 0.0039]], np.float32)]),
+    ("eye-band-part", TF, "return tf.eye(3), tf.eye(2, 4, dtype=tf.float64), tf.eye(2, batch_shape=[3]), "
+                          "tf.linalg.band_part(x, -1, 0), tf.linalg.band_part(x, 0, -1), tf.linalg.band_part(x, 1, 2), "
+                          "tf.linalg.band_part(x, 0, 0), tf.linalg.band_part(x, -1, -1)", [f32(2, 5, 5)]),
+    ("unsorted-segment-sum", TF, "return tf.math.unsorted_segment_sum(x, i, 4), tf.math.unsorted_segment_sum(y, j, 3)",
+     [f32(6, 3), np.array([0, 2, 2, -1, 0, 3], np.int32), f32(2, 3, 2), np.array([[0, 1, 1], [2, 0, -1]], np.int64)]),
     # tf.shape(x) passed whole as a size: torch takes x.shape there and refuses the int tensor
     ("shape-as-a-size", TF, "return tf.zeros(tf.shape(x)) + tf.fill(tf.shape(x), 2.0) + tf.ones(shape=tf.shape(x)), "
                             "tf.reshape(x, tf.shape(x)), tf.broadcast_to(x[:1], tf.shape(x))", [X3]),

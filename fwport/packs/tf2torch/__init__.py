@@ -16,7 +16,7 @@ import re
 
 from fwport.core.direction import CliOption, Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
-from fwport.packs.tf2torch import attention, data, layer, ops, optim, utilities, values  # noqa: F401  (they register the named transforms)
+from fwport.packs.tf2torch import attention, data, image, layer, ops, optim, utilities, values  # noqa: F401  (they register the named transforms)
 from fwport.packs.tf2torch.tf1 import refuse_graph_code
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
 from fwport.packs.tf2torch.registry import TRANSFORMS

@@ -1,0 +1,213 @@
+"""Call transforms of ``tf.image.*`` (beside resize, in layer.py) and of a few array ops that need more
+than a renamed call: ``tf.eye``, ``tf.linalg.band_part``, ``tf.math.unsorted_segment_sum``.
+
+TensorFlow's images are channels-last, (H, W, C) or a batch (N, H, W, C), and so are the tensors these
+translations take and give: flips and rotations act on axes -3 (height) and -2 (width), never on the
+channels. Where the translation is more than one torch call, a small function is written out into the
+file (``IMAGE_HELPERS``, added to helpers.HELPERS), so the output reads like what a PyTorch engineer
+would write and needs nothing of fwport.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.engine import _atom
+from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch.ops import _atom_code, _code, _e, _lit, _spell
+from fwport.packs.tf2torch.registry import call_transform
+
+_CONVERT_IMAGE_DTYPE = '''
+
+def convert_image_dtype(image, dtype, saturate=False):
+    """TensorFlow's convert_image_dtype: integer images span [0, MAX] of their dtype, floating ones [0, 1].
+    int -> float multiplies by 1 / MAX; float -> int multiplies by MAX + 0.5 and truncates (clamped first
+    with saturate=True); int -> int shifts by the ratio of the ranges; float -> float only casts."""
+    if image.dtype == dtype:
+        return image
+    if image.is_floating_point():
+        if dtype.is_floating_point:
+            return image.to(dtype)
+        info = {torch}iinfo(dtype)
+        scaled = image * (info.max + 0.5)
+        if saturate:
+            scaled = scaled.clamp(info.min, info.max)
+        return scaled.to(dtype)
+    if dtype.is_floating_point:
+        return image.to(dtype) * (1.0 / {torch}iinfo(image.dtype).max)
+    scale_in, scale_out = {torch}iinfo(image.dtype).max + 1, {torch}iinfo(dtype).max + 1
+    if scale_in > scale_out:
+        return (image // (scale_in // scale_out)).to(dtype)
+    return image.to(dtype) * (scale_out // scale_in)
+'''
+
+_RANDOM_FLIP = '''
+
+def random_flip(image, dim):
+    """TensorFlow's random_flip_left_right (dim -2) / random_flip_up_down (dim -3): flipped with probability 1/2,
+    each image of a batch (N, H, W, C) on its own."""
+    shape = (image.shape[0], 1, 1, 1) if image.dim() == 4 else ()
+    flip = {torch}rand(shape, device=image.device) < 0.5
+    return {torch}where(flip, image.flip(dim), image)
+'''
+
+_RANDOM_CROP = '''
+
+def random_crop(value, size):
+    """TensorFlow's random_crop: the slice of the given size (one entry per axis of value) at an offset drawn
+    uniformly on each axis."""
+    offsets = [int({torch}randint(0, n - s + 1, ())) for n, s in zip(value.shape, size)]
+    return value[tuple(slice(o, o + s) for o, s in zip(offsets, size))]
+'''
+
+_PAD_TO_BOUNDING_BOX = '''
+
+def pad_to_bounding_box(image, offset_height, offset_width, target_height, target_width):
+    """TensorFlow's pad_to_bounding_box: zeros above and left of a channels-last image (or batch) by the offsets,
+    then below and right up to the target size."""
+    height, width = image.shape[-3], image.shape[-2]
+    return {F}pad(image, (0, 0, offset_width, target_width - offset_width - width,
+                          offset_height, target_height - offset_height - height))
+'''
+
+_CENTRAL_CROP = '''
+
+def central_crop(image, central_fraction):
+    """TensorFlow's central_crop: the central part of a channels-last image (or batch), central_fraction of its
+    height and width, the border removed on each side rounded down as TensorFlow computes it."""
+    if central_fraction == 1.0:
+        return image
+    height, width = image.shape[-3], image.shape[-2]
+    top = int((height - height * central_fraction) / 2)
+    left = int((width - width * central_fraction) / 2)
+    return image[..., top:height - top, left:width - left, :]
+'''
+
+_UNSORTED_SEGMENT_SUM = '''
+
+def unsorted_segment_sum(data, segment_ids, num_segments):
+    """TensorFlow's unsorted_segment_sum: out[i] is the sum of the data rows whose segment id is i (zeros where
+    none is); segment_ids index the leading axes of data, and negative ids are dropped."""
+    ids = segment_ids.reshape(-1)
+    rows = data.reshape(ids.shape[0], *data.shape[segment_ids.dim():])
+    keep = ids >= 0
+    out = rows.new_zeros((int(num_segments), *rows.shape[1:]))
+    return out.index_add(0, ids[keep].long(), rows[keep])
+'''
+
+IMAGE_HELPERS = {
+    "convert_image_dtype": _CONVERT_IMAGE_DTYPE,
+    "random_flip": _RANDOM_FLIP,
+    "random_crop": _RANDOM_CROP,
+    "pad_to_bounding_box": _PAD_TO_BOUNDING_BOX,
+    "central_crop": _CENTRAL_CROP,
+    "unsorted_segment_sum": _UNSORTED_SEGMENT_SUM,
+}
+helpers.HELPERS.update(IMAGE_HELPERS)
+
+
+def _args(m, *names: str) -> str | None:
+    """The mapped arguments ``names`` as source text, in order (None when a required one is missing)."""
+    out = []
+    for n in names:
+        v = m.kwargs.get(n)
+        if v is None:
+            return None
+        out.append(_code(v))
+    return ", ".join(out)
+
+
+@call_transform("image-flip")
+def image_flip(m, ctx):
+    """``tf.image.flip_left_right(image)`` → ``torch.flip(image, dims=[-2])`` (the width of a channels-last
+    image or batch); ``flip_up_down`` → ``dims=[-3]`` (the height). The axis comes from the rule's options."""
+    image = m.kwargs.get("image")
+    return None if image is None else _e(f"{_spell(ctx, 'torch.flip')}({_code(image)}, dims=[{m.rule.emit['options']['dim']}])")
+
+
+@call_transform("image-random-flip")
+def image_random_flip(m, ctx):
+    """``tf.image.random_flip_left_right(image)`` → the ``random_flip(image, -2)`` helper (each image of a
+    batch flipped or not on its own, as TensorFlow does); ``random_flip_up_down`` → ``random_flip(image, -3)``."""
+    image = m.kwargs.get("image")
+    if image is None:
+        return None
+    return _e(f"{helpers.use(ctx, 'random_flip')}({_code(image)}, {m.rule.emit['options']['dim']})")
+
+
+@call_transform("image-rot90")
+def image_rot90(m, ctx):
+    """``tf.image.rot90(image, k)`` → ``torch.rot90(image, k, dims=(-3, -2))``: counter-clockwise from the
+    height axis toward the width axis, TensorFlow's direction (numpy's rot90 on (H, W))."""
+    image = m.kwargs.get("image")
+    if image is None:
+        return None
+    k = m.kwargs.get("k")
+    k_text = "" if k is None else f"{_code(k)}, "
+    return _e(f"{_spell(ctx, 'torch.rot90')}({_code(image)}, {k_text}dims=(-3, -2))")
+
+
+#: expressions written as they are in a slice bound and as a term of ``a + b`` (anything else is parenthesised)
+_BOUND_TERMS = (cst.Name, cst.Integer, cst.Attribute, cst.Subscript, cst.Call, cst.BinaryOperation)
+
+
+@call_transform("image-crop-to-bounding-box")
+def image_crop_to_bounding_box(m, ctx):
+    """``tf.image.crop_to_bounding_box(image, oh, ow, th, tw)`` → ``image[..., oh:oh + th, ow:ow + tw, :]``."""
+    image = m.kwargs.get("image")
+    parts = [m.kwargs.get(n) for n in ("offset_height", "offset_width", "target_height", "target_width")]
+    if image is None or any(p is None for p in parts):
+        return None
+    oh, ow, th, tw = (_code(p) if isinstance(p, _BOUND_TERMS) else f"({_code(p)})" for p in parts)
+    return _e(f"{_atom_code(image)}[..., {oh}:{oh} + {th}, {ow}:{ow} + {tw}, :]")
+
+
+@call_transform("image-helper")
+def image_helper(m, ctx):
+    """A ``tf.image`` function whose translation is a helper written out into the file, called with the
+    same arguments in the same order (the rule's ``options.helper`` names it, ``options.args`` the order)."""
+    options = m.rule.emit["options"]
+    names = options["args"]
+    required = options.get("required", len(names))
+    present = [n for n in names if n in m.kwargs]
+    if any(n not in m.kwargs for n in names[:required]):
+        return None
+    return _e(f"{helpers.use(ctx, options['helper'])}({_args(m, *present)})")
+
+
+@call_transform("eye")
+def eye(m, ctx):
+    """``tf.eye(n, m, dtype=...)`` → ``torch.eye(n, m, dtype=...)``; ``batch_shape`` (a stack of identities)
+    → ``torch.eye(...).repeat(*batch_shape, 1, 1)`` (a copy per matrix, as TensorFlow gives)."""
+    n = m.kwargs.get("n")
+    if n is None:
+        return None
+    cols = m.kwargs.get("m")
+    dtype = m.kwargs.get("dtype")
+    call = f"{_spell(ctx, 'torch.eye')}({_code(n)}" + (f", {_code(cols)}" if cols is not None else "") + \
+        (f", dtype={_code(dtype)}" if dtype is not None else "") + ")"
+    batch = m.kwargs.get("batch_shape")
+    if batch is not None and _lit(batch) is not None:
+        call += f".repeat(*{_code(batch)}, 1, 1)"
+    return _e(call)
+
+
+@call_transform("band-part")
+def band_part(m, ctx):
+    """``tf.linalg.band_part(x, num_lower, num_upper)``: the band of ``num_lower`` diagonals below and
+    ``num_upper`` above the main one, a negative count meaning all of them → ``torch.tril``/``torch.triu``
+    (``band_part(x, -1, 0)``, a causal mask, is ``torch.tril(x)``). The counts must be int literals: their
+    sign decides the form."""
+    x = m.kwargs.get("input")
+    lower, upper = _lit(m.kwargs.get("num_lower")), _lit(m.kwargs.get("num_upper"))
+    if x is None:
+        return None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (lower, upper)):
+        m.fail(ctx, "unsupported-argument", "band_part's num_lower and num_upper must be int literals here (a "
+               "negative one means the whole triangle): write torch.tril(torch.triu(x, -num_lower), num_upper) by hand")
+        return None
+    out = _code(x)
+    if lower >= 0:
+        out = f"{_spell(ctx, 'torch.triu')}({out}, diagonal={-lower})" if lower else f"{_spell(ctx, 'torch.triu')}({out})"
+    if upper >= 0:
+        out = f"{_spell(ctx, 'torch.tril')}({out}, diagonal={upper})" if upper else f"{_spell(ctx, 'torch.tril')}({out})"
+    return _e(out)
