@@ -5,6 +5,7 @@ Where things are:
   passes/         the structural passes (planners), in order: model_api, sequential, subclass, decorators
   layer.py        shape functions of Keras layers (Dense, Conv*, pooling, norms...) + keras activations
   ops.py          call transforms of tf.* / keras.ops.* (matmul flags, cast, reductions...)
+  image.py        call transforms and written-out helpers of tf.image.* (flips, crops, dtype), band_part, eye
   values.py       value transforms of single arguments (one-minus, dim, keep...)
   dims.py         sizes written with names (module constants, builder parameters)
   registry.py     this pack's table of named transforms
