@@ -497,3 +497,40 @@ def test_keras_initializer_draws_from_keras_distributions(tmp_path: Path):
             np.testing.assert_allclose(t[n][-1], k[n][-1], rtol=0.01, err_msg=n)
         inner = slice(0, None) if n != "random_normal" else slice(1, -1)
         np.testing.assert_allclose(t[n][inner], k[n][inner], atol=0.02 * scale, err_msg=n)
+
+
+def test_initializer_objects_with_parameters_draw_what_keras_draws(tmp_path: Path):
+    """Initializer objects built with parameters (tf.random_normal_initializer(0.5, 0.02), TruncatedNormal(mean,
+    stddev), RandomUniform, Constant, tf.zeros_initializer...) and called with a shape and a dtype string, as
+    TensorFlow's guide to custom layers does: the same quantiles as Keras's own draws, constants exactly."""
+    made = {"normal": "tf.random_normal_initializer(0.5, 0.02)",
+            "truncated": "keras.initializers.TruncatedNormal(mean=1.0, stddev=0.1)",
+            "uniform": "keras.initializers.RandomUniform(-0.2, 0.3)",
+            "he": "keras.initializers.HeNormal()",
+            "constant": "keras.initializers.Constant(0.7)",
+            "tf_constant": "tf.constant_initializer(2.0)",
+            "zeros": "tf.zeros_initializer()",
+            "ones": "tf.ones_initializer()"}
+    shape = (40, 5000)
+    src = "import tensorflow as tf\nfrom tensorflow import keras\n" + "".join(f"{k} = {v}\n" for k, v in made.items())
+    r = tx(src)
+    assert errors(r) == [] and "tf." not in r.output and "keras." not in r.output
+    q = [0.0, 0.01, 0.1, 0.25, 0.5, 0.75, 0.9, 0.99, 1.0]
+    tail = ("import json, numpy as np\nout = {}\n"
+            + "".join(f"out[{k!r}] = np.quantile(np.asarray({k}(shape={shape!r}, dtype='float32')).ravel(), {q!r}).tolist()\n"
+                      for k in made)
+            + "json.dump(out, open(OUT, 'w'))\n")
+    for name, code, out in (("tf_objects.py", src, "k.json"), ("torch_objects.py", r.output, "t.json")):
+        (tmp_path / name).write_text(code + f"\nOUT = {str(tmp_path / out)!r}\n" + tail)
+        p = subprocess.run([sys.executable, str(tmp_path / name)], capture_output=True, text=True, timeout=300,
+                           env=_env())
+        assert p.returncode == 0, p.stderr[-2000:]
+    k, t = json.loads((tmp_path / "k.json").read_text()), json.loads((tmp_path / "t.json").read_text())
+    for n in made:
+        if n in ("constant", "tf_constant", "zeros", "ones"):
+            assert t[n] == k[n], n
+            continue
+        spread = k[n][-2] - k[n][1]
+        np.testing.assert_allclose(t[n][1:-1], k[n][1:-1], atol=0.02 * spread, err_msg=n)
+        if n in ("truncated", "uniform"):  # hard bounds: mean ± 2 stddev, [minval, maxval)
+            np.testing.assert_allclose([t[n][0], t[n][-1]], [k[n][0], k[n][-1]], atol=0.01 * spread, err_msg=n)

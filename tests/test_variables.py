@@ -82,6 +82,36 @@ def test_variable_in_a_layer_is_a_parameter():
     assert "self.c.data.add_(1.0)" in out
 
 
+def test_the_guide_layer_initialised_by_an_initializer_object_trains():
+    """TensorFlow's guide to custom layers: tf.Variable(initial_value=w_init(shape=..., dtype="float32"),
+    trainable=True). A dtype named by a string had been read as not floating: the parameters came out frozen
+    (requires_grad=False), with no finding, and the layer could not train."""
+    out, errors = _translate("""
+        import tensorflow as tf
+
+        class Linear(tf.keras.layers.Layer):
+            def __init__(self, units=4, input_dim=3):
+                super().__init__()
+                w_init = tf.random_normal_initializer()
+                self.w = tf.Variable(initial_value=w_init(shape=(input_dim, units), dtype="float32"), trainable=True)
+                b_init = tf.zeros_initializer()
+                self.b = tf.Variable(initial_value=b_init(shape=(units,), dtype="float32"), trainable=True)
+                self.steps = tf.Variable(initial_value=0, dtype="int64", trainable=False)
+
+            def call(self, inputs):
+                return tf.matmul(inputs, self.w) + self.b
+        """)
+    assert not errors
+    assert "requires_grad=False" not in out.split("self.steps")[0]
+    torch = pytest.importorskip("torch")
+    ns: dict = {}
+    exec(compile(out, "t.py", "exec"), ns)
+    layer = ns["Linear"]()
+    assert {n for n, p in layer.named_parameters() if p.requires_grad} == {"w", "b"}
+    assert layer.w.shape == (3, 4) and torch.equal(layer.b, torch.zeros(4)) and 0 < float(layer.w.detach().std()) < 0.2
+    assert layer(torch.ones(2, 3)).shape == (2, 4)
+
+
 def test_tf_module_subclass_is_an_nn_module_with_parameters():
     out, errors = _translate("""
         import tensorflow as tf

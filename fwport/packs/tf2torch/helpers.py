@@ -888,33 +888,40 @@ class LazyBuild({nn}modules.lazy.LazyModuleMixin):
 _KERAS_INITIALIZER = '''
 
 class KerasInitializer:
-    """A Keras initializer given by name ("he_normal", "HeNormal"), by {"class_name": ...} config or as an
-    object that already is one (returned as it is): called with a shape, it draws a tensor from the
-    distribution Keras draws from (variance scaling with Keras's fans, truncated normals cut at two
-    standard deviations). get_config() gives {"class_name": ..., "config": {}}, which it reads back."""
+    """A Keras initializer given by name ("he_normal", "HeNormal") and its parameters (mean, stddev, minval,
+    maxval, value, gain, as Keras's classes take them), by {"class_name": ..., "config": ...} or as an object
+    that already is one (returned as it is): called with a shape, it draws a tensor from the distribution
+    Keras draws from (variance scaling with Keras's fans, truncated normals cut at two standard deviations).
+    get_config() gives {"class_name": ..., "config": ...}, which it reads back."""
 
     _VARIANCE = {"glorot_uniform": ("uniform", 1.0, "fan_avg"), "glorot_normal": ("truncated_normal", 1.0, "fan_avg"),
                  "he_normal": ("truncated_normal", 2.0, "fan_in"), "he_uniform": ("uniform", 2.0, "fan_in"),
                  "lecun_normal": ("truncated_normal", 1.0, "fan_in"), "lecun_uniform": ("uniform", 1.0, "fan_in")}
-    _OTHERS = ("zeros", "ones", "random_normal", "random_uniform", "truncated_normal", "orthogonal", "identity")
+    _DEFAULTS = {"zeros": {}, "ones": {}, "constant": {"value": 0.0}, "random_normal": {"mean": 0.0, "stddev": 0.05},
+                 "random_uniform": {"minval": -0.05, "maxval": 0.05}, "truncated_normal": {"mean": 0.0, "stddev": 0.05},
+                 "orthogonal": {"gain": 1.0}, "identity": {"gain": 1.0}}
 
-    def __new__(cls, identifier):
+    def __new__(cls, identifier, **config):
         if identifier is None or callable(identifier):
             return identifier
         return super().__new__(cls)
 
-    def __init__(self, identifier):
+    def __init__(self, identifier, **config):
         if identifier is self:  # __new__ returned it as it was
             return
         if isinstance(identifier, dict):
-            identifier = identifier["class_name"]
+            identifier, config = identifier["class_name"], {**identifier.get("config", {}), **config}
         name = "".join("_" + c.lower() if c.isupper() else c for c in identifier).lstrip("_")
-        if name not in self._VARIANCE and name not in self._OTHERS:
+        if name not in self._VARIANCE and name not in self._DEFAULTS:
             raise ValueError(f"unknown Keras initializer: {identifier!r}")
-        self.name = name
+        config.pop("seed", None)  # torch draws from its global generator (torch.manual_seed)
+        unknown = set(config) - set(self._DEFAULTS.get(name, {}))
+        if unknown:
+            raise TypeError(f"{identifier} takes no {sorted(unknown)}")
+        self.name, self.config = name, {**self._DEFAULTS.get(name, {}), **config}
 
     def get_config(self):
-        return {"class_name": "".join(w.capitalize() for w in self.name.split("_")), "config": {}}
+        return {"class_name": "".join(w.capitalize() for w in self.name.split("_")), "config": dict(self.config)}
 
     @staticmethod
     def fans(shape):
@@ -932,21 +939,28 @@ class KerasInitializer:
     @{torch}no_grad()
     def __call__(self, shape, dtype=None):
         shape = tuple(int(d) for d in shape)
+        if isinstance(dtype, str):  # Keras takes "float32" too
+            dtype = {"float16": {torch}float16, "bfloat16": {torch}bfloat16, "float32": {torch}float32,
+                     "float64": {torch}float64}[dtype]
         t = {torch}empty(shape, dtype=dtype or {torch}float32)
+        c = self.config
         if self.name == "zeros":
             return t.zero_()
         if self.name == "ones":
             return t.fill_(1.0)
+        if self.name == "constant":
+            return t.fill_(c["value"])
         if self.name == "random_normal":
-            return {nn}init.normal_(t, 0.0, 0.05)
+            return {nn}init.normal_(t, c["mean"], c["stddev"])
         if self.name == "random_uniform":
-            return {nn}init.uniform_(t, -0.05, 0.05)
+            return {nn}init.uniform_(t, c["minval"], c["maxval"])
         if self.name == "truncated_normal":
-            return {nn}init.trunc_normal_(t, std=0.05, a=-0.1, b=0.1)
+            return {nn}init.trunc_normal_(t, c["mean"], c["stddev"], a=c["mean"] - 2.0 * c["stddev"],
+                                          b=c["mean"] + 2.0 * c["stddev"])
         if self.name == "orthogonal":
-            return {nn}init.orthogonal_(t)
+            return {nn}init.orthogonal_(t, gain=c["gain"])
         if self.name == "identity":
-            return {nn}init.eye_(t)
+            return {nn}init.eye_(t).mul_(c["gain"])
         distribution, scale, mode = self._VARIANCE[self.name]
         fan_in, fan_out = self.fans(shape)
         fan = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2}[mode]

@@ -2114,6 +2114,21 @@ def upsampling(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 # --- Keras initializers held as values (custom layers) -----------------------------------------------------
 
+@call_transform("initializer-config")
+def initializer_config(m: MappedCall, ctx) -> cst.BaseExpression | None:
+    """An initializer object (``keras.initializers.RandomNormal(stddev=0.02)``, ``tf.random_normal_initializer()``,
+    ``tf.zeros_initializer()``, ``keras.initializers.HeNormal()``) → ``KerasInitializer("random_normal",
+    stddev=0.02)``: the helper written into the file, which a Keras program uses the ways it used the object:
+    called with a shape (``w_init(shape=(n, units), dtype="float32")``, the TensorFlow guide's custom layer) it
+    draws from Keras's distribution with these parameters; given to ``add_weight(initializer=...)`` the subclass
+    pass reads it as well. The rule's ``options.names`` gives the Keras name of each name it matches."""
+    name = _option(m, "names").get(ctx.imports.resolve(m.node.func) if isinstance(m.node, cst.Call) else None)
+    if name is None:
+        return None
+    args = "".join(f", {k}={code(v)}" for k, v in m.kwargs.items())
+    return expr(f'{helpers.use(ctx, "KerasInitializer")}("{name}"{args})')
+
+
 @call_transform("keras-initializer")
 def keras_initializer(m: MappedCall, ctx) -> cst.BaseExpression | None:
     """``keras.initializers.get(identifier)`` → ``KerasInitializer(identifier)``: the helper (written into

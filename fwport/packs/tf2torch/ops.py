@@ -767,7 +767,7 @@ def _floating(value, dtype: cst.BaseExpression | None, translated: cst.BaseExpre
     """Whether the variable is floating: from its dtype, its literal, or the dtype keyword of the
     call that makes it; None when unknown."""
     if dtype is not None:
-        return _code(dtype).rsplit(".", 1)[-1] in _FLOAT_DTYPES
+        return _dtype_name(dtype) in _FLOAT_DTYPES
     if value is not NOT_LITERAL:
         if _all_ints(value) or isinstance(value, bool) or (isinstance(value, (list, tuple)) and value
                                                            and all(isinstance(v, bool) for v in value)):
@@ -776,8 +776,15 @@ def _floating(value, dtype: cst.BaseExpression | None, translated: cst.BaseExpre
     if isinstance(translated, cst.Call):
         for a in translated.args:
             if a.keyword is not None and a.keyword.value == "dtype":
-                return _code(a.value).rsplit(".", 1)[-1] in _FLOAT_DTYPES
+                return _dtype_name(a.value) in _FLOAT_DTYPES
     return None
+
+
+def _dtype_name(node: cst.BaseExpression) -> str:
+    """``torch.float32`` / ``tf.float32`` / ``"float32"`` → ``float32`` (a dtype named by a string is read as
+    the string, not as its quoted source text)."""
+    lit = _lit(node)
+    return lit if isinstance(lit, str) else _code(node).rsplit(".", 1)[-1]
 
 
 @call_transform("variable")
