@@ -111,6 +111,10 @@ CASES = [
                           "tf.linalg.band_part(x, 0, 0), tf.linalg.band_part(x, -1, -1)", [f32(2, 5, 5)]),
     ("unsorted-segment-sum", TF, "return tf.math.unsorted_segment_sum(x, i, 4), tf.math.unsorted_segment_sum(y, j, 3)",
      [f32(6, 3), np.array([0, 2, 2, -1, 0, 3], np.int32), f32(2, 3, 2), np.array([[0, 1, 1], [2, 0, -1]], np.int64)]),
+    ("nn-conv2d-max-pool2d", TF, "return tf.nn.conv2d(x, y, strides=2, padding='SAME'), tf.nn.conv2d(x, y, 1, 'VALID', dilations=2), "
+                                 "tf.nn.conv2d(x, y, [1, 2, 1, 1], [[0, 0], [1, 2], [0, 1], [0, 0]]), tf.nn.conv2d(x, z, 1, 'SAME'), "
+                                 "tf.nn.max_pool2d(x, 3, 2, 'SAME'), tf.nn.max_pool2d(x, [2, 3], [1, 2, 2, 1], 'VALID')",
+     [f32(2, 9, 8, 4), f32(3, 2, 4, 5), f32(2, 2, 2, 6)]),
     # tf.shape(x) passed whole as a size: torch takes x.shape there and refuses the int tensor
     ("shape-as-a-size", TF, "return tf.zeros(tf.shape(x)) + tf.fill(tf.shape(x), 2.0) + tf.ones(shape=tf.shape(x)), "
                             "tf.reshape(x, tf.shape(x)), tf.broadcast_to(x[:1], tf.shape(x))", [X3]),

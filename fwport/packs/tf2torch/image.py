@@ -12,7 +12,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import _atom
-from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch import helpers  # noqa: I001 (helpers.HELPERS / DATA_DEPS get this module's helpers)
 from fwport.packs.tf2torch.ops import _atom_code, _code, _e, _lit, _spell
 from fwport.packs.tf2torch.registry import call_transform
 
@@ -94,7 +94,54 @@ def unsorted_segment_sum(data, segment_ids, num_segments):
     return out.index_add(0, ids[keep].long(), rows[keep])
 '''
 
+_WINDOW_ARGS = '''
+
+def _nhwc_window_args(x, window, strides, padding, dilations):
+    """TensorFlow's window arguments as torch takes them: strides / dilations / ksize given as one int, two
+    or four (N, H, W, C) become (H, W) pairs, and padding="SAME" (the odd pixel after), "VALID" or an explicit
+    [[0, 0], [top, bottom], [left, right], [0, 0]] becomes the pads of x (N, C, H, W) for F.pad."""
+    def pair(v):
+        v = [v] if isinstance(v, int) else list(v)
+        return v * 2 if len(v) == 1 else v[1:3] if len(v) == 4 else v
+    window, strides, dilations = pair(window), pair(strides), pair(dilations)
+    if padding == "VALID":
+        pads = [0, 0, 0, 0]
+    elif padding == "SAME":
+        pads = []
+        for n, k, s, d in zip(x.shape[:1:-1], window[::-1], strides[::-1], dilations[::-1]):
+            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)
+            pads += [total // 2, total - total // 2]
+    else:
+        (top, bottom), (left, right) = padding[1], padding[2]
+        pads = [left, right, top, bottom]
+    return window, strides, dilations, pads
+'''
+
+_CONV2D_NHWC = '''
+
+def conv2d_nhwc(x, filters, strides, padding, dilations=1):
+    """TensorFlow's nn.conv2d on channels-last tensors: x (N, H, W, C_in), filters (kh, kw, C_in / groups,
+    C_out), the output (N, H', W', C_out); TensorFlow's padding (see _nhwc_window_args)."""
+    x, filters = x.permute(0, 3, 1, 2), filters.permute(3, 2, 0, 1)
+    _, strides, dilations, pads = _nhwc_window_args(x, filters.shape[2:], strides, padding, dilations)
+    out = {F}conv2d({F}pad(x, pads), filters, stride=strides, dilation=dilations, groups=x.shape[1] // filters.shape[1])
+    return out.permute(0, 2, 3, 1)
+'''
+
+_MAX_POOL2D_NHWC = '''
+
+def max_pool2d_nhwc(x, ksize, strides, padding):
+    """TensorFlow's nn.max_pool2d on channels-last tensors (N, H, W, C); "SAME" pads with -inf, which no
+    window ever takes (see _nhwc_window_args)."""
+    x = x.permute(0, 3, 1, 2)
+    ksize, strides, _, pads = _nhwc_window_args(x, ksize, strides, padding, 1)
+    return {F}max_pool2d({F}pad(x, pads, value=float("-inf")), ksize, strides).permute(0, 2, 3, 1)
+'''
+
 IMAGE_HELPERS = {
+    "_nhwc_window_args": _WINDOW_ARGS,
+    "conv2d_nhwc": _CONV2D_NHWC,
+    "max_pool2d_nhwc": _MAX_POOL2D_NHWC,
     "convert_image_dtype": _CONVERT_IMAGE_DTYPE,
     "random_flip": _RANDOM_FLIP,
     "random_crop": _RANDOM_CROP,
@@ -103,6 +150,7 @@ IMAGE_HELPERS = {
     "unsorted_segment_sum": _UNSORTED_SEGMENT_SUM,
 }
 helpers.HELPERS.update(IMAGE_HELPERS)
+helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",)})
 
 
 def _args(m, *names: str) -> str | None:
