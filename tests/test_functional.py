@@ -61,6 +61,21 @@ def build_model(units=8):
     assert r.models[0].scope == "build_model" and r.models[0].kind == "functional"
 
 
+def test_a_model_name_that_starts_with_a_digit_makes_a_valid_class_name():
+    """keras.Model(..., name="3dcnn") (keras-io's 3D image classification) had crashed the translation: the
+    class name it gave, 3dcnn, is no identifier."""
+    r = tx(HEAD + '''
+def get_model(depth=4):
+    inputs = keras.Input((8, 8, depth, 1))
+    x = layers.Conv3D(filters=2, kernel_size=3, activation="relu")(inputs)
+    outputs = layers.Dense(units=1)(layers.GlobalAveragePooling3D()(x))
+    return keras.Model(inputs, outputs, name="3dcnn")
+''')
+    assert not errors(r) and not [f for f in r.findings if f.code == "internal-error"]
+    assert "class Model3dcnn(nn.Module):" in r.output and "return Model3dcnn(depth)" in r.output
+    ast.parse(r.output)
+
+
 def test_translation_is_a_fixpoint_and_keeps_finding_lines():
     src = HEAD + '''
 def build():

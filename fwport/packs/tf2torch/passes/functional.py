@@ -476,8 +476,11 @@ def _names_bound_in(stmt: cst.CSTNode) -> set[str]:
 
 
 def _camel(name: str) -> str:
+    """A class name from a model's or builder's name: ``get_model`` → ``Model``, ``unet`` → ``Unet``; one that
+    would start with a digit (Keras's ``name="3dcnn"``) gets ``Model`` in front (``Model3dcnn``)."""
     name = _VERBS.sub("", name.strip("_")) or name
-    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[_\W]+", name) if p) or "Model"
+    out = "".join(p[:1].upper() + p[1:] for p in re.split(r"[_\W]+", name) if p) or "Model"
+    return out if out.isidentifier() else f"Model{out}"
 
 
 def _snake(name: str) -> str:
