@@ -412,3 +412,33 @@ def test_a_forward_that_draws_in_inference_is_compared_with_constant_draws(sessi
     # a deterministic model says nothing about draws
     plain = verify(Options(*_pair(tmp_path, CNN), "build_model", device="cpu"), session)
     assert plain["verdict"] == "pass" and "stochastic" not in plain
+
+
+CONSTANT_RESHAPE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+latent_dim = 6
+num_classes = 3
+in_channels = latent_dim + num_classes
+
+generator = keras.Sequential([
+    keras.layers.InputLayer((in_channels,)),
+    layers.Dense(4 * 4 * in_channels),
+    layers.LeakyReLU(),
+    layers.Reshape((4, 4, in_channels)),
+    layers.Conv2DTranspose(5, (4, 4), strides=(2, 2), padding="same"),
+    layers.Conv2D(1, (3, 3), padding="same", activation="sigmoid"),
+])
+'''
+
+
+def test_a_reshape_sized_by_module_constants_is_unflattened_channels_first(session, tmp_path):
+    """Reshape((4, 4, in_channels)) with in_channels a module constant (keras-io's conditional GAN) had been
+    refused (target_shape not literal): it is nn.Unflatten(1, (in_channels, 4, 4)) after a Dense whose outputs
+    the weight map reorders, and the next layers are sized from it; the model verifies."""
+    o, t = _pair(tmp_path, CONSTANT_RESHAPE)
+    out = Path(t).read_text()
+    assert "nn.Unflatten(1, (in_channels, 4, 4))" in out and "nn.ConvTranspose2d(in_channels, 5, 4" in out
+    cert = verify(Options(o, t, "generator", inputs=["float32[2,9]"], device="cpu", load="defs"), session)
+    assert cert["verdict"] == "pass", cert.get("problems")

@@ -1373,10 +1373,11 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 @shape("reshape")
 def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    target = literal_value(m.extras.get("target_shape"), None) if "target_shape" in m.extras else None
-    if not isinstance(target, (list, tuple)) or not all(_int(t) for t in target) \
-            or sum(1 for t in target if t == -1) > 1:
-        return _failed(m, ctx, "unsupported-argument", "target_shape must be a literal tuple of ints (at most one -1)")
+    # ints written as literals or with module constants ((7, 7, generator_in_channels)): a constant keeps its name
+    target = sizes_of(lctx).shape(m.extras["target_shape"]) if "target_shape" in m.extras else None
+    if target is None or not all(_int(t) for t in target) or sum(1 for t in target if t == -1) > 1:
+        return _failed(m, ctx, "unsupported-argument", "target_shape must be a tuple of ints written as literals or "
+                       "module constants (at most one -1)")
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1 or len(target) > 1):
         return _failed(m, ctx, "unsupported-construct", "Reshape to or from a feature map in a model converted "

@@ -338,7 +338,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 index += 1
                 continue
             if layout == "nchw" and rule.emit.get("shape") == "reshape" and shape is not None:
-                em = self._reshape_nchw(el, rule, shape, scope, producer)
+                em = self._reshape_nchw(el, rule, shape, scope, producer, sizes)
             else:
                 em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
                                                                  mask_in, mask_out), el)
@@ -436,7 +436,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                    f"boundaries and are called in order with one argument{note}", chain.call)
 
     def _reshape_nchw(self, el: cst.Call, rule, shape: tuple, scope: str,
-                      producer: tuple[LayerRecord, tuple] | None) -> LayerEmission:
+                      producer: tuple[LayerRecord, tuple] | None, sizes) -> LayerEmission:
         """Reshape in a chain converted to channels-first, where its input size is known.
 
         Keras reshapes in channels-last order. From features to a feature map (a generator's
@@ -445,7 +445,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         variant ``before-unflatten``. From a feature map to features it is a Flatten (the next Dense
         reorders its rows). Anything else would permute the data silently and is refused."""
         ctx = self.ctx
-        em = translate_layer(el, rule, ctx, SizedContext(shape, "keep", scope, ""), el)
+        em = translate_layer(el, rule, ctx, SizedContext(shape, "keep", scope, "", sizes=sizes), el)
         if em.failed:
             return em
         out = em.out_shape
