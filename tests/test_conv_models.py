@@ -245,7 +245,7 @@ def test_regularizers_become_a_penalty_method_equal_to_keras_losses():
     assert "tensorflow" not in out and "# l2 = tf.keras.regularizers.l2" in out
     assert "kernel_regularizer" not in out and "self.weight_decay = weight_decay" in out
     assert "loss = self.weight_decay * self.conv[1].weight.square().sum()" in out
-    assert '"""Keras\'s kernel/bias regularizer penalties of this module\'s own layers (add to the loss)."""' in out
+    assert '"""Keras\'s weight regularizer penalties (kernel, bias, embeddings) of this module\'s own layers (add to the loss)."""' in out
     assert "loss = loss + 0.01 * self.conv[1].bias.abs().sum()" in out  # "l1": Keras's default factor
     assert 'if hasattr(self, "proj"):' in out and "loss = loss + WD * self.proj.weight.square().sum()" in out
     said = [f.message for f in r.findings if f.code == "idiom-replaced"]
@@ -255,6 +255,35 @@ def test_regularizers_become_a_penalty_method_equal_to_keras_losses():
         torch_value="sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss'))")
     assert_close(k, t)
     assert k_pen > 0 and abs(k_pen - t_pen) <= 1e-5 * k_pen, (k_pen, t_pen)
+
+
+def test_an_embeddings_regularizer_is_a_penalty_on_the_embedding_weight():
+    """Embedding(embeddings_regularizer=l2(1e-6)) (keras-io's collaborative filtering) had been refused: it is a
+    term of regularization_loss(), Keras's l2 (the factor times the sum of squares, no 1/2)."""
+    src, r = tx('''
+import tensorflow as tf
+from tensorflow import keras
+
+
+class Recommender(keras.Model):
+    def __init__(self, n_users, size):
+        super().__init__()
+        self.users = keras.layers.Embedding(n_users, size, embeddings_regularizer=keras.regularizers.l2(1e-2))
+        self.score = keras.layers.Dense(1)
+
+    def call(self, ids):
+        return self.score(self.users(ids))
+''')
+    assert errors(r) == []
+    assert "loss = 1e-2 * self.users.weight.square().sum()" in r.output
+    assert any("embeddings: l2(1e-2)" in f.message for f in r.findings if f.code == "idiom-replaced")
+    torch = pytest.importorskip("torch")
+    ns: dict = {}
+    exec(compile(r.output, "t.py", "exec"), ns)
+    model = ns["Recommender"](5, 3)
+    want = 1e-2 * float((model.users.weight.detach().double() ** 2).sum())
+    assert abs(float(model.regularization_loss()) - want) <= 1e-6 * want
+    assert model(torch.tensor([[1, 4]])).shape == (1, 2, 1)
 
 
 def test_regularizers_fwport_cannot_translate_stay_errors():

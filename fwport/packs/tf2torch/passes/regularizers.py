@@ -1,7 +1,8 @@
 """Keras weight regularizers on the layers of a translated subclass → a ``regularization_loss()``
 method on the torch module.
 
-``self.conv = Conv2D(..., kernel_regularizer=l2(wd), bias_regularizer=l1(0.01))`` in ``__init__``:
+``self.conv = Conv2D(..., kernel_regularizer=l2(wd), bias_regularizer=l1(0.01))`` in ``__init__`` (and an
+Embedding's ``embeddings_regularizer``, its ``.weight``):
 the arguments are taken off the layer (torch layers have no regularizers) and the class gets
 
     def regularization_loss(self):
@@ -29,12 +30,12 @@ from fwport.core.names import scan
 from fwport.packs.tf2torch.passes import data_format
 
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
-_ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias"}
+_ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
 _KINDS = {"keras.regularizers.l2": "l2", "keras.regularizers.L2": "l2", "keras.regularizers.l1": "l1",
           "keras.regularizers.L1": "l1"}
 # rules whose torch module holds the kernel as .weight and the bias as .bias (the penalty is a sum:
 # the kernel's layout does not change it)
-_RULES = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-transpose"}
+_RULES = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-transpose", "embedding"}
 
 
 def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: str, attr: str,
@@ -45,7 +46,8 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         return call, None
     params = {p.name.value for p in (*init_fn.params.params, *init_fn.params.kwonly_params)}
     reassigned = _assigned_names(init_fn)
-    taken: list[tuple[str, str, str, set[str]]] = []  # (param, kind, factor code, init names it needs)
+    # (param, kind, factor code, init names it needs, what the source calls the weight: kernel, embeddings...)
+    taken: list[tuple[str, str, str, set[str], str]] = []
     kept: list[cst.Arg] = []
     for a in call.args:
         kw = a.keyword.value if a.keyword is not None else None
@@ -57,7 +59,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
             kept.append(a)  # the rule says why
             continue
         if term != "none":
-            taken.append((_ARGS[kw], *term))
+            taken.append((_ARGS[kw], *term, kw[: -len("_regularizer")]))
     if len(kept) == len(call.args):
         return call, None
     if kept:
@@ -69,10 +71,10 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         entry = ctx.analyses.setdefault(KEY, {}).setdefault(cls, {"terms": [], "store": []})
         module = "self." + ".".join(f"{p}" for p in target.split(".") if not p.isdigit())
         module += "".join(f"[{p}]" for p in target.split(".") if p.isdigit())
-        for param, kind, factor, names in taken:
+        for param, kind, factor, names, _ in taken:
             entry["terms"].append((f"{factor}", kind, f"{module}.{param}", attr if guarded else None))
             entry["store"] += [n for n in sorted(names) if n not in entry["store"]]
-        said = ", ".join(f"{'kernel' if p == 'weight' else 'bias'}: {k}({f})" for p, k, f, _ in taken)
+        said = ", ".join(f"{label}: {k}({f})" for _, k, f, _, label in taken)
         ctx.report(Severity.INFO, "idiom-replaced", f"regularizers ({said}) → {cls}.regularization_loss(): "
                    "Keras adds the penalty to the loss itself (model.losses), torch does not: add "
                    "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) "
@@ -193,7 +195,7 @@ def _with_method(cls: cst.ClassDef, entry: dict) -> cst.ClassDef:
             factor = _rename(factor, n, f"self.{attr}")
         terms.append((f"{factor} * {_PENALTY[kind].format(w=weight)}", guard))
     lines = ['def regularization_loss(self):',
-             '    """Keras\'s kernel/bias regularizer penalties of this module\'s own layers (add to the loss)."""']
+             '    """Keras\'s weight regularizer penalties (kernel, bias, embeddings) of this module\'s own layers (add to the loss)."""']
     plain = [t for t, g in terms if g is None]
     lines.append(f"    loss = {plain[0] if plain else '0.0'}")
     lines += [f"    loss = loss + {t}" for t in plain[1:]]
