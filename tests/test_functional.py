@@ -76,6 +76,38 @@ def get_model(depth=4):
     ast.parse(r.output)
 
 
+def test_a_graph_name_bound_again_after_the_model_is_not_a_use_of_the_graph():
+    """keras-io's actor-critic: `action` is an output of the module-level functional model and, later, a new
+    variable of the episode loop (`action = rng.choice(...)`, then read). Only a read before such a rebinding
+    uses the graph's tensor (an error); the loop had made the whole model untranslated."""
+    r = tx(HEAD + '''
+import numpy as np
+
+inputs = layers.Input(shape=(4,))
+common = layers.Dense(8, activation="relu")(inputs)
+action = layers.Dense(2, activation="softmax")(common)
+critic = layers.Dense(1)(common)
+model = keras.Model(inputs=inputs, outputs=[action, critic])
+
+for step in range(3):
+    probs, value = model(np.ones((1, 4), "float32"))
+    if step > 0:
+        action = int(np.argmax(probs))
+        print(action)
+''')
+    assert not errors(r), r.findings
+    assert "class Model(nn.Module):" in r.output and "model = Model()" in r.output
+    bad = tx(HEAD + '''
+inputs = layers.Input(shape=(4,))
+action = layers.Dense(2)(inputs)
+model = keras.Model(inputs=inputs, outputs=action)
+for step in range(3):
+    print(action)
+    action = step
+''')
+    assert [m for m in (f.message for f in bad.findings) if "used after keras.Model" in m]
+
+
 def test_translation_is_a_fixpoint_and_keeps_finding_lines():
     src = HEAD + '''
 def build():

@@ -438,6 +438,70 @@ def _reads(stmt: cst.CSTNode) -> set[str]:
     return _names_in(stmt)
 
 
+def _read_before_bound(stmt: cst.CSTNode, names: set[str]) -> set[str]:
+    """The names among ``names`` that ``stmt`` reads before it binds them again, statement by statement in
+    source order (a loop's later iterations aside): after ``model = keras.Model(inputs, [action, critic])``,
+    ``action = rng.choice(n, p=probs); env.step(action)`` in a loop reads the new ``action``, not the graph's."""
+    live, hit = set(names), set()
+
+    def block(body) -> None:
+        if isinstance(body, cst.SimpleStatementSuite):
+            line(cst.SimpleStatementLine(body=body.body))
+        elif body is not None:
+            for st in body.body:
+                one(st)
+
+    def line(st: cst.SimpleStatementLine) -> None:
+        hit.update(_reads(st) & live)
+        live.difference_update(_assigned(st))
+
+    def reads(*nodes) -> None:
+        for n in nodes:
+            if n is not None:
+                hit.update(_names_in(n) & live)
+
+    def one(st) -> None:
+        if isinstance(st, cst.SimpleStatementLine):
+            line(st)
+        elif isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            live.discard(st.name.value)  # their bodies are their own
+        elif isinstance(st, cst.If):
+            reads(st.test)
+            block(st.body)
+            if st.orelse is not None:
+                one(st.orelse) if isinstance(st.orelse, cst.If) else block(st.orelse.body)
+        elif isinstance(st, cst.For):
+            reads(st.iter)
+            live.difference_update(_names_in(st.target))
+            block(st.body)
+            if st.orelse is not None:
+                block(st.orelse.body)
+        elif isinstance(st, cst.While):
+            reads(st.test)
+            block(st.body)
+            if st.orelse is not None:
+                block(st.orelse.body)
+        elif isinstance(st, cst.With):
+            for item in st.items:
+                reads(item.item)
+                if item.asname is not None:
+                    live.difference_update(_names_in(item.asname.name))
+            block(st.body)
+        elif isinstance(st, cst.Try):
+            block(st.body)
+            for h in st.handlers:
+                reads(h.type)
+                block(h.body)
+            for part in (st.orelse, st.finalbody):
+                if part is not None:
+                    block(part.body)
+        else:
+            reads(st)
+
+    one(stmt)
+    return hit
+
+
 def _assigned(stmt: cst.CSTNode) -> list[str]:
     out: list[str] = []
     if isinstance(stmt, cst.SimpleStatementLine):
@@ -927,7 +991,7 @@ class _Builder:
                     gone = set(self.env) | set(self.inputs)
                 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     continue  # their names are their own
-                used = _reads(stmt) & gone
+                used = _read_before_bound(stmt, gone)
                 if used and (builder or any(isinstance(self.env.get(n), (_Tensor, _Layer)) for n in used)):
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
                                      "after keras.Model(...): only the model is available there in the translation")
