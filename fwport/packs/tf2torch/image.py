@@ -259,3 +259,19 @@ def band_part(m, ctx):
     if upper >= 0:
         out = f"{_spell(ctx, 'torch.tril')}({out}, diagonal={upper})" if upper else f"{_spell(ctx, 'torch.tril')}({out})"
     return _e(out)
+
+
+@call_transform("random-gamma")
+def random_gamma(m, ctx):
+    """``tf.random.gamma(shape, alpha, beta)`` → ``torch.distributions.Gamma(alpha, beta).sample(shape)``: both take
+    beta as a rate (the inverse of a scale), and both give ``shape`` followed by the broadcast shape of alpha and
+    beta. Not numerically comparable with TensorFlow's draws."""
+    shape, alpha = m.kwargs.get("sample_shape"), m.kwargs.get("concentration")
+    if shape is None or alpha is None:
+        return None
+    dtype = m.kwargs.get("dtype")
+    d = f", dtype={_code(dtype)}" if dtype is not None else ""
+    tensor = _spell(ctx, "torch.as_tensor")
+    beta = m.kwargs.get("rate")
+    rate = f"{tensor}({_code(beta)}{d})" if beta is not None else f"{tensor}(1.0{d})"
+    return _e(f"{_spell(ctx, 'torch.distributions.Gamma')}({tensor}({_code(alpha)}{d}), {rate}).sample({_code(shape)})")
