@@ -442,3 +442,44 @@ def test_a_reshape_sized_by_module_constants_is_unflattened_channels_first(sessi
     assert "nn.Unflatten(1, (in_channels, 4, 4))" in out and "nn.ConvTranspose2d(in_channels, 5, 4" in out
     cert = verify(Options(o, t, "generator", inputs=["float32[2,9]"], device="cpu", load="defs"), session)
     assert cert["verdict"] == "pass", cert.get("problems")
+
+
+AUGMENTED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build():
+    return keras.Sequential([
+        keras.Input((8, 6, 3)),
+        layers.RandomFlip("horizontal"),
+        layers.Conv2D(4, 3),
+        layers.Flatten(),
+        layers.Dense(2),
+    ])
+'''
+
+
+def test_random_flip_is_a_module_active_in_training_only(session, tmp_path):
+    """RandomFlip had been refused; it is a module that flips each image on its own in training (along the
+    width of the model's channels-first maps here) and is the identity in eval(): the model verifies (Keras
+    runs it at inference), and in training every image comes out as it was or mirrored, both among 64."""
+    torch = pytest.importorskip("torch")
+    o, t = _pair(tmp_path, AUGMENTED)
+    out = Path(t).read_text()
+    assert 'RandomFlip("horizontal", height_dim=-2, width_dim=-1),' in out
+    cert = verify(Options(o, t, "build", inputs=["float32[2,8,6,3]"], device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    ns: dict = {}
+    exec(compile(out, "t.py", "exec"), ns)
+    flip = ns["build"]()[0]
+    x = torch.randn(64, 3, 8, 6)
+    assert torch.equal(flip.eval()(x), x)
+    y = flip.train()(x)
+    same = (y == x).flatten(1).all(1)
+    mirrored = (y == x.flip(-1)).flatten(1).all(1)
+    assert bool((same | mirrored).all()) and 0 < int(mirrored.sum()) < 64
+    # a planted bug: flipping at inference too is a mismatch
+    Path(t).write_text(out.replace("if not self.training:", "if False:"))
+    bad = verify(Options(o, t, "build", inputs=["float32[8,8,6,3]"], device="cpu"), session)
+    assert bad["verdict"] == "mismatch"

@@ -90,6 +90,28 @@ class GaussianNoise({nn}Module):
         return x + {torch}randn_like(x) * self.stddev if self.training else x
 '''
 
+_RANDOM_FLIP = '''
+
+class RandomFlip({nn}Module):
+    """keras.layers.RandomFlip: in training, each image of a batch (or a single image) is mirrored with
+    probability 1/2 along its width ("horizontal"), its height ("vertical"), or each of them on its own
+    ("horizontal_and_vertical"); the identity in eval(), as Keras's at inference. The axes are the
+    model's: (-3, -2) for channels-last images, (-2, -1) for channels-first ones."""
+
+    def __init__(self, mode="horizontal_and_vertical", height_dim=-3, width_dim=-2):
+        super().__init__()
+        self.mode, self.height_dim, self.width_dim = mode, height_dim, width_dim
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        shape = (x.shape[0],) + (1,) * (x.dim() - 1) if x.dim() == 4 else ()
+        for dim, on in ((self.width_dim, "horizontal" in self.mode), (self.height_dim, "vertical" in self.mode)):
+            if on:
+                x = {torch}where({torch}rand(shape, device=x.device) < 0.5, x.flip(dim), x)
+        return x
+'''
+
 _GAUSSIAN_DROPOUT = '''
 
 class GaussianDropout({nn}Module):
@@ -549,6 +571,7 @@ HELPERS["Rescaling"] = _RESCALING
 HELPERS["Permute"] = _PERMUTE
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
+HELPERS["RandomFlip"] = _RANDOM_FLIP
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE

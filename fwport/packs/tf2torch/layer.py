@@ -1104,6 +1104,28 @@ def refuse(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _failed(m, ctx, "unsupported-construct", f"{name} {_option(m, 'why')}")
 
 
+@shape("random-flip")
+def random_flip(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RandomFlip(mode) → the RandomFlip helper module (written out in the file): each image flipped on its
+    own with probability 1/2 in training, the identity in eval(), as Keras's; along the model's axes (the
+    width is -2 in channels-last images, -1 in a model converted to channels-first)."""
+    mode = literal_value(m.extras["mode"], NOT_LITERAL) if "mode" in m.extras else "horizontal_and_vertical"
+    if mode not in ("horizontal", "vertical", "horizontal_and_vertical"):
+        return _failed(m, ctx, "unsupported-argument", f"mode={code(m.extras['mode'])}: give 'horizontal', "
+                       "'vertical' or 'horizontal_and_vertical' as a literal")
+    data_format = literal_value(m.extras["data_format"], NOT_LITERAL) if "data_format" in m.extras else None
+    if data_format not in (None, "channels_last", "channels_first"):
+        return _failed(m, ctx, "unsupported-argument", f"data_format={code(m.extras['data_format'])}: not a literal")
+    first = lctx.layout == "nchw" or data_format == "channels_first"
+    if "seed" in m.extras and literal_value(m.extras["seed"], None) is not None:
+        ctx.report(Severity.INFO, "dropped-argument", "seed dropped: the flips draw from torch's global generator "
+                   "(torch.manual_seed)", m.node, m.rule)
+    args = f'"{mode}"' + (", height_dim=-2, width_dim=-1" if first else "")
+    ctx.report(Severity.INFO, "idiom-replaced", "RandomFlip → RandomFlip (written out in this file): active in "
+               "training only, as Keras's; put the model in eval() for inference", m.node, m.rule)
+    return LayerEmission([expr(f"{helpers.use(ctx, 'RandomFlip')}({args})")], lctx.in_shape)
+
+
 @shape("resizing")
 def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """Resizing → nn.Upsample(size=(h, w)) (it also shrinks): TensorFlow's bilinear resize samples at
