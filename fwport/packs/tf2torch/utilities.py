@@ -152,8 +152,10 @@ def list_devices(m, ctx):
         m.fail(ctx, "unsupported-argument", f"device_type={shown}: only the literal 'GPU' (→ the CUDA devices) and "
                "'CPU' (→ [torch.device('cpu')]) are translated")
         return None
-    ctx.report("info", "idiom-replaced", f"{m.rule.names[0]}: a list of torch.device in place of TensorFlow's "
-               "PhysicalDevice objects (the same number of devices: len() and truth tests agree; the elements print "
+    name = ctx.imports.resolve(m.call.func) or m.rule.names[0]
+    kind = "LogicalDevice" if "logical" in name else "PhysicalDevice"
+    ctx.report("info", "idiom-replaced", f"{name}: a list of torch.device in place of TensorFlow's "
+               f"{kind} objects (the same number of devices: len() and truth tests agree; the elements print "
                "differently and have no .device_type)", m.node, m.rule)
     return cst.parse_expression(text)
 

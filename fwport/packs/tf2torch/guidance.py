@@ -1,0 +1,58 @@
+"""TensorFlow APIs fwport does not translate, with what to write in PyTorch instead (Direction.guidance).
+
+A call or reference of one of these names is an error (no-rule, or residue for a name used as a value)
+whose message is the guidance here: what a PyTorch program uses for the same job. They have no rule
+because there is no faithful one-to-one translation: TFRecord files are protocol buffers read by
+TensorFlow's own reader (torch has no reader for them), and tf.data's file readers yield string tensors
+that the rest of a pipeline parses with tf.strings / tf.io ops. None of them counts as covered in
+bench/coverage.py (only rules and structural passes do).
+"""
+from __future__ import annotations
+
+_TFRECORD = ("TFRecord files hold tf.train.Example protocol buffers that only TensorFlow's reader parses: convert "
+             "the data once (with TensorFlow) to files torch reads directly (NumPy .npy/.npz, image files, "
+             "or torch.save of tensors) and write a torch.utils.data.Dataset whose __getitem__ returns one "
+             "example's tensors; or read the records in PyTorch with the `tfrecord` package "
+             "(tfrecord.torch.dataset.TFRecordDataset(path, index_path, description)), whose description "
+             "dict plays the part of the feature spec")
+
+GUIDANCE: dict[str, str] = {
+    # TFRecord: files, parsing, writing, the Example protocol buffers
+    "tensorflow.data.TFRecordDataset": _TFRECORD,
+    "tensorflow.io.TFRecordWriter": "writing TFRecord files: " + _TFRECORD,
+    "tensorflow.io.FixedLenFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.io.VarLenFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.io.FixedLenSequenceFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.io.parse_single_example": "parsing a tf.train.Example record: " + _TFRECORD,
+    "tensorflow.io.parse_example": "parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.train.Example": "a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.Features": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.Feature": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.BytesList": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.Int64List": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.FloatList": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    # text and CSV readers: string tensors parsed by tf.strings / tf.io ops downstream
+    "tensorflow.data.TextLineDataset":
+        "a dataset of the files' lines as string tensors, parsed downstream by tf.strings ops: in PyTorch read "
+        "the lines in Python (`lines = [l.rstrip('\\n') for f in files for l in open(f, encoding='utf-8')]`, "
+        "skipping header lines as the .skip() did) and write a torch.utils.data.Dataset whose __getitem__ "
+        "parses one line into tensors (what the .map() function did with tf.strings)",
+    "tensorflow.data.Dataset.list_files":
+        "the file names matching a glob as string tensors, shuffled by default (shuffle=None means True) and "
+        "opened downstream by tf.io.read_file: in PyTorch list them with sorted(glob.glob(pattern)) (or "
+        "random.shuffle the list, with seed, as list_files does) and open each file in a "
+        "torch.utils.data.Dataset's __getitem__ (torchvision.io.decode_image(torchvision.io.read_file(path)) "
+        "for images), given to a DataLoader(shuffle=True) for a new order each epoch",
+    "tensorflow.data.experimental.make_csv_dataset":
+        "batches of CSV columns as a dict of tensors: in PyTorch read the file with pandas.read_csv(path) "
+        "(column_defaults → dtype=, na_value → na_values=, select_columns → usecols=), pop the label column, "
+        "and wrap the columns' numpy arrays in torch.utils.data.TensorDataset with a "
+        "DataLoader(batch_size=..., shuffle=True) (make_csv_dataset repeats forever unless num_epochs is given)",
+    "tensorflow.data.experimental.CsvDataset":
+        "the rows of CSV files as tuples of tensors: in PyTorch read them with pandas.read_csv(path, "
+        "header=0 if header else None, usecols=select_cols) or numpy.loadtxt, and wrap the columns in "
+        "torch.utils.data.TensorDataset",
+    "tensorflow.io.decode_csv":
+        "CSV fields parsed from string tensors: parse the lines in Python (csv.reader) or read the file with "
+        "pandas.read_csv, then torch.as_tensor the columns",
+}
