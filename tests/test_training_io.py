@@ -114,3 +114,148 @@ def test_list_logical_devices_counts_the_devices():
     ns = {}
     exec(r.output, ns)
     assert len(ns["logical"]) == torch.cuda.device_count() and len(ns["cpus"]) == 1
+
+
+# --- runtime settings, plot_model ------------------------------------------------------------------------
+
+def test_settings_statements_are_removed_and_plot_model_prints(capsys):
+    import torch
+    r = _translate('''
+        import tensorflow as tf
+        from tensorflow import keras
+
+        tf.debugging.set_log_device_placement(True)
+        for gpu in tf.config.list_physical_devices("GPU"):
+            tf.config.experimental.set_memory_growth(gpu, True)
+        model = keras.Sequential([keras.layers.Dense(2, input_shape=(3,))])
+        keras.utils.plot_model(model, to_file="m.png", show_shapes=True)
+        done = True
+    ''')
+    out = r.output
+    assert "set_memory_growth" not in out and "set_log_device_placement" not in out
+    assert "    pass\n" in out and "print(model)" in out  # the loop keeps a body
+    assert {f.code for f in r.findings if f.severity is Severity.WARNING} == {"idiom-replaced"}
+    ns = {}
+    exec(out, ns)
+    assert ns["done"] and isinstance(ns["model"], torch.nn.Module)
+    assert "Linear(in_features=3, out_features=2" in capsys.readouterr().out
+
+
+def test_plot_model_as_a_value_is_an_error():
+    r = _translate('''
+        from tensorflow import keras
+
+        image = keras.utils.plot_model(model)
+    ''', errors_ok=True)
+    assert [f.line for f in r.findings if f.severity is Severity.ERROR] == [3]
+
+
+# --- tf.distribute.MirroredStrategy: one process over the global batch -------------------------------------
+
+STRATEGY = '''
+import numpy as np
+import tensorflow as tf
+
+strategy = tf.distribute.MirroredStrategy()
+print("Number of devices: {}".format(strategy.num_replicas_in_sync))
+GLOBAL_BATCH = 4 * strategy.num_replicas_in_sync
+
+with strategy.scope():
+    w = tf.Variable(np.arange(3, dtype="float32"))
+
+
+def step(x):
+    per_example = tf.reduce_sum(x * w, axis=1) ** 2
+    return tf.reduce_sum(per_example) / GLOBAL_BATCH
+
+
+def distributed_step(x):
+    per_replica = strategy.run(step, args=(x,))
+    return strategy.reduce(tf.distribute.ReduceOp.SUM, per_replica, axis=None)
+
+
+x = tf.constant(np.arange(12, dtype="float32").reshape(4, 3) / 10)
+loss = float(distributed_step(x))
+'''
+
+
+def test_mirrored_strategy_runs_in_one_process_with_tensorflows_numbers():
+    tf = pytest.importorskip("tensorflow")
+    import torch
+    r = _translate(STRATEGY)
+    assert "MirroredStrategy" not in r.output and "strategy" not in r.output.replace("distributed_step", "")
+    assert "contextlib.nullcontext()" in r.output and "per_replica = step(x)" in r.output
+    warn = [f for f in r.findings if f.severity is Severity.WARNING and "MirroredStrategy" in f.message]
+    assert len(warn) == 1 and "torchrun" in warn[0].message and "DistributedDataParallel" in warn[0].message
+    ns = {}
+    exec(r.output, ns)
+    assert ns["GLOBAL_BATCH"] == 4 * max(torch.cuda.device_count(), 1)
+    want = {}
+    exec(textwrap.dedent(STRATEGY), want)
+    assert want["GLOBAL_BATCH"] == ns["GLOBAL_BATCH"]  # one replica per GPU, one without: TensorFlow's count
+    np.testing.assert_allclose(ns["loss"], want["loss"], rtol=1e-6)
+
+
+def test_a_strategy_used_otherwise_is_left_with_its_error():
+    r = _translate('''
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy()
+        dist = strategy.distribute_datasets_from_function(make)
+    ''', errors_ok=True)
+    assert [f.line for f in r.findings if f.severity is Severity.ERROR] == [3]
+    assert "tf.distribute.MirroredStrategy()" in r.output
+
+
+# --- tf.summary: scalars into TensorBoard event files ------------------------------------------------------
+
+def _scalars(logdir) -> dict:
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    acc = EventAccumulator(str(logdir))
+    acc.Reload()
+    out = {}
+    for tag in acc.Tags().get("scalars", []):
+        out[tag] = [(e.step, e.value) for e in acc.Scalars(tag)]
+    for tag in acc.Tags().get("tensors", []):  # TensorFlow 2 writes scalars as tensor summaries
+        import tensorflow as tf
+        out[tag] = [(e.step, float(tf.make_ndarray(e.tensor_proto))) for e in acc.Tensors(tag)]
+    return out
+
+
+SUMMARY = '''
+import tensorflow as tf
+
+writer = tf.summary.create_file_writer(logdir)
+for epoch in range(3):
+    with writer.as_default():
+        tf.summary.scalar("loss", 1.0 / (epoch + 1), step=epoch)
+        tf.summary.scalar("accuracy", data=0.25 * epoch, step=epoch)
+    with writer.as_default(step=epoch + 10):
+        tf.summary.scalar("lr", 0.5 ** epoch)
+writer.flush()
+'''
+
+
+def test_summary_scalars_reach_tensorboard_as_tensorflow_writes_them(tmp_path):
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("tensorboard")
+    r = _translate(SUMMARY)
+    assert "SummaryWriter(logdir)" in r.output and 'writer.add_scalar("lr", 0.5 ** epoch, epoch + 10)' in r.output
+    exec(r.output, {"logdir": str(tmp_path / "torch")})
+    exec(textwrap.dedent(SUMMARY), {"logdir": str(tmp_path / "tf")})
+    got, want = _scalars(tmp_path / "torch"), _scalars(tmp_path / "tf")
+    assert sorted(got) == sorted(want) == ["accuracy", "loss", "lr"]
+    for tag in want:
+        assert [s for s, _ in got[tag]] == [s for s, _ in want[tag]], tag
+        np.testing.assert_allclose([v for _, v in got[tag]], [v for _, v in want[tag]], rtol=1e-6, err_msg=tag)
+
+
+def test_a_scalar_without_a_writer_block_is_left_with_its_error():
+    r = _translate('''
+        import tensorflow as tf
+
+        writer = tf.summary.create_file_writer("logs")
+        writer.set_as_default()
+        tf.summary.scalar("loss", 0.1, step=1)
+    ''', errors_ok=True)
+    assert sorted(f.line for f in r.findings if f.severity is Severity.ERROR) == [5]

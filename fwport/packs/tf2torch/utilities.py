@@ -205,3 +205,18 @@ def test_main(m, ctx):
     ctx.needed_imports.add("from absl.testing import absltest")
     out = build_call(m, ctx, target="__fwport_main__")
     return None if out is None else out.with_changes(func=cst.Attribute(cst.Name("absltest"), cst.Name("main")))
+
+
+@call_transform("summary-writer")
+def summary_writer(m, ctx):
+    """``tf.summary.create_file_writer(logdir, ...)`` → ``SummaryWriter(logdir, ...)`` from
+    torch.utils.tensorboard (a submodule ``import torch`` does not load: imported by name);
+    ``flush_millis`` → ``flush_secs`` (seconds). Both write TensorBoard event files into the folder."""
+    millis = m.kwargs.pop("flush_millis", None)
+    if millis is not None:
+        lit = literal_value(millis, NOT_LITERAL)
+        m.kwargs["flush_secs"] = (cst.parse_expression(repr(lit / 1000)) if isinstance(lit, (int, float))
+                                  and not isinstance(lit, bool) else cst.parse_expression(
+                                      f"({cst.Module([]).code_for_node(millis)}) / 1000"))
+    ctx.needed_imports.add("from torch.utils.tensorboard import SummaryWriter")
+    return build_call(m, ctx, target="SummaryWriter")
