@@ -259,3 +259,71 @@ def test_a_scalar_without_a_writer_block_is_left_with_its_error():
         tf.summary.scalar("loss", 0.1, step=1)
     ''', errors_ok=True)
     assert sorted(f.line for f in r.findings if f.severity is Severity.ERROR) == [5]
+
+
+# --- tf.io.read_file and the image decoders ------------------------------------------------------------------
+
+def _images(tmp_path) -> dict:
+    from PIL import Image
+    rng = np.random.default_rng(5)
+    rgb = rng.integers(0, 256, (7, 9, 3), dtype=np.uint8)
+    paths = {}
+    for name, img in {"rgb.png": Image.fromarray(rgb), "rgba.png": Image.fromarray(
+            np.concatenate([rgb, rng.integers(0, 256, (7, 9, 1), dtype=np.uint8)], -1)),
+            "gray.png": Image.fromarray(rgb[:, :, 0]), "palette.png": Image.fromarray(rgb).quantize(16),  # 4 bits
+            "palette8.png": Image.fromarray(rgb).quantize(200), "bits.png": Image.fromarray(rgb[:, :, 0] > 128),
+            "photo.jpg": Image.fromarray(np.repeat(np.repeat(rgb, 4, 0), 4, 1)),
+            "still.bmp": Image.fromarray(rgb)}.items():
+        paths[name] = str(tmp_path / name)
+        img.save(paths[name])
+    return paths
+
+
+DECODE = '''
+import tensorflow as tf
+
+
+def load(path, channels):
+    return tf.io.decode_png(tf.io.read_file(path), channels=channels)
+
+
+out = {}
+for name in ["rgb.png", "rgba.png", "gray.png", "palette.png", "palette8.png", "bits.png"]:
+    for channels in (0, 3, 4):
+        out[(name, channels)] = load(paths[name], channels)
+out["gray1"] = tf.io.decode_png(tf.io.read_file(paths["gray.png"]), channels=1)
+out["bmp"] = tf.io.decode_image(tf.io.read_file(paths["still.bmp"]), dtype=tf.float32)
+out["any_png"] = tf.image.decode_image(tf.io.read_file(paths["rgba.png"]), channels=3, expand_animations=False)
+out["jpeg"] = tf.io.decode_jpeg(tf.io.read_file(paths["photo.jpg"]), channels=3)
+'''
+
+
+def test_read_file_and_decoders_give_tensorflows_pixels(tmp_path):
+    pytest.importorskip("tensorflow")
+    paths = _images(tmp_path)
+    r = _translate(DECODE)
+    assert "pathlib.Path(path).read_bytes()" in r.output
+    warned = [f for f in r.findings if f.code == "approximate"]
+    # channels not a literal (may be 1), channels=1, decode_image (the format known at run time), decode_jpeg
+    assert {f.line for f in warned} == {5, 12, 13, 14, 15}
+    got, want = {"paths": paths}, {"paths": paths}
+    exec(r.output, got)
+    exec(textwrap.dedent(DECODE), want)
+    for key, value in want["out"].items():
+        value = value.numpy()
+        mine = got["out"][key].numpy()
+        assert mine.shape == value.shape and mine.dtype == value.dtype, (key, mine.shape, value.shape)
+        if key == "jpeg":
+            assert np.abs(mine.astype(int) - value.astype(int)).max() <= 6, key  # the warning's few levels
+        else:
+            np.testing.assert_array_equal(mine, value, err_msg=str(key))
+
+
+def test_a_sixteen_bit_decode_is_refused():
+    r = _translate('''
+        import tensorflow as tf
+
+        depth = tf.io.decode_png(raw, dtype=tf.uint16)
+    ''', errors_ok=True)
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert len(errors) == 1 and "dtype=tf.uint16" in errors[0].message

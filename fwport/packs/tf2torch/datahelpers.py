@@ -271,6 +271,42 @@ def array_to_img(x, data_format=None, scale=True, dtype=None):
     raise ValueError(f"unsupported number of channels: {{channels}}")
 '''
 
+_DECODE_IMAGE = '''
+
+def decode_image(contents, channels=0, float32=False, expand_animations=True):
+    """tf.io.decode_image / decode_jpeg / decode_png (TensorFlow's image decoders): the image file in `contents`
+    (bytes) as a (height, width, channels) uint8 tensor, as TensorFlow's decoders give it: channels as in
+    the file (0; a palette image as RGB, or RGBA when it has transparency) or converted to 1 (grayscale),
+    3 (RGB) or 4 (RGBA); an animated GIF's frames as (frames, height, width, 3) with expand_animations
+    (its first frame without); float32 scales to [0, 1] (TensorFlow's convert_image_dtype). Decoded by PIL."""
+    img = {Image}open(io.BytesIO(bytes(contents)))
+    frames = [img]
+    if img.format == "GIF":
+        frames = [frame.convert("RGB") for frame in PIL.ImageSequence.Iterator(img)]
+        if not expand_animations:
+            frames = frames[:1]
+        channels = channels or 3
+    # a PNG of fewer than 8 bits per pixel given an alpha channel it does not have: TensorFlow fills it with
+    # the largest value of that bit depth (1 for 1 bit, 15 for 4 bits), not 255
+    depth = contents[24] if bytes(contents[:8]) == b"\\x89PNG\\r\\n\\x1a\\n" else 8
+    arrays = []
+    for frame in frames:
+        mode = "L" if frame.mode == "1" else frame.mode
+        if mode == "P":
+            mode = "RGBA" if "transparency" in frame.info else "RGB"
+        if mode not in ("L", "LA", "RGB", "RGBA"):
+            raise ValueError(f"image mode {{mode}} (16-bit, CMYK...): decode it with PIL and convert it yourself")
+        wanted = {{0: mode, 1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}}[channels]
+        if frame.mode != wanted:
+            frame = frame.convert(wanted)
+        x = {np}array(frame, dtype="uint8")
+        if depth < 8 and wanted in ("LA", "RGBA") and mode in ("L", "RGB"):
+            x[..., -1] = (1 << depth) - 1
+        arrays.append(x[:, :, None] if x.ndim == 2 else x)
+    x = {torch}from_numpy({np}stack(arrays) if img.format == "GIF" and expand_animations else arrays[0])
+    return x.float() * (1 / 255) if float32 else x  # convert_image_dtype multiplies by 1 / 255 in float32
+'''
+
 _DATA_PIPELINE = '''
 
 class DataPipeline({torch}utils.data.IterableDataset):
@@ -666,6 +702,7 @@ DATA_HELPERS: dict[str, str] = {
     "img_to_array": _IMG_TO_ARRAY,
     "array_to_img": _ARRAY_TO_IMG,
     "DataPipeline": _DATA_PIPELINE,
+    "decode_image": _DECODE_IMAGE,
     "load_boston_housing": _BOSTON,
     "load_imdb": _WORD_SEQUENCES.format(fn="load_imdb", name="imdb", extra="", url=_KERAS_NPZ, load=_IMDB_LOAD,
                                         split=_IMDB_SPLIT, np="{np}"),
@@ -679,6 +716,7 @@ _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
+    "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
     "image_dataset_from_directory": ("os", "numpy as np", "PIL.Image", "torch"),
     "text_dataset_from_directory": ("os", "numpy as np", "torch"),

@@ -52,6 +52,17 @@ GUIDANCE: dict[str, str] = {
         "the rows of CSV files as tuples of tensors: in PyTorch read them with pandas.read_csv(path, "
         "header=0 if header else None, usecols=select_cols) or numpy.loadtxt, and wrap the columns in "
         "torch.utils.data.TensorDataset",
+    # used otherwise than the runtime pass follows (passes/runtime.py)
+    "keras.utils.plot_model":
+        "an image of the model's graph, used here as a value: torch draws no graphs itself; print(model) shows the "
+        "module's structure, torchview.draw_graph(model, input_size=...) or torchviz.make_dot(model(x)) "
+        "(third-party, need graphviz) draw it",
+    "tensorflow.distribute.MirroredStrategy":
+        "the strategy is used beyond `with strategy.scope():`, num_replicas_in_sync, run(fn, args=...), "
+        "reduce(op, value, axis=None) and experimental_distribute_dataset(ds) (which fwport translates as one "
+        "process over the global batch): distribute with torch's DistributedDataParallel under torchrun "
+        "(init_process_group, DistributedDataParallel(model), a DistributedSampler per DataLoader, see "
+        "docs/usage.md), or keep one process",
     "tensorflow.io.decode_csv":
         "CSV fields parsed from string tensors: parse the lines in Python (csv.reader) or read the file with "
         "pandas.read_csv, then torch.as_tensor the columns",
