@@ -327,3 +327,53 @@ def test_a_sixteen_bit_decode_is_refused():
     ''', errors_ok=True)
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert len(errors) == 1 and "dtype=tf.uint16" in errors[0].message
+
+
+# --- keras.losses.Loss subclasses → KerasLoss (an nn.Module) -------------------------------------------------
+
+LOSS_SUBCLASS = '''
+import tensorflow as tf
+from tensorflow import keras
+
+
+class FocalLoss(keras.losses.Loss):
+    def __init__(self, gamma=2.0, **kwargs):
+        super().__init__(**kwargs)
+        self.gamma = gamma
+
+    def call(self, y_true, y_pred):
+        p = tf.clip_by_value(y_pred, 1e-7, 1 - 1e-7)
+        return tf.reduce_sum(tf.pow(1 - p, self.gamma) * -y_true * tf.math.log(p), axis=-1)
+
+
+out = {
+    "mean": FocalLoss(gamma=1.5)(labels, probs),
+    "sum": FocalLoss(reduction="sum")(labels, probs),
+    "none": FocalLoss(reduction=None)(labels, probs),
+    "weighted": FocalLoss()(labels, probs, sample_weight=weights),
+}
+'''
+
+
+def test_a_loss_subclass_reduces_as_keras_does():
+    pytest.importorskip("tensorflow")
+    import torch
+    rng = np.random.default_rng(2)
+    labels = np.eye(4, dtype="float32")[rng.integers(0, 4, 6)]
+    probs = rng.dirichlet(np.ones(4), 6).astype("float32")
+    weights = rng.random(6).astype("float32")
+    r = _translate(LOSS_SUBCLASS)
+    assert "class FocalLoss(KerasLoss):" in r.output and "class KerasLoss(nn.Module):" in r.output
+    got = {"labels": labels.astype("float64"), "probs": torch.tensor(probs), "weights": weights}  # cast as Keras does
+    exec(r.output, got)
+    assert isinstance(got["FocalLoss"](), torch.nn.Module)
+    want = {"labels": labels, "probs": probs, "weights": weights}
+    exec(textwrap.dedent(LOSS_SUBCLASS), want)
+    for k, v in want["out"].items():
+        mine = got["out"][k]
+        assert mine.dtype == torch.float32 and tuple(mine.shape) == tuple(v.shape), k
+        np.testing.assert_allclose(mine.numpy(), np.asarray(v), rtol=1e-6, err_msg=k)
+    # it trains: the reduced loss has a gradient
+    p = torch.tensor(probs, requires_grad=True)
+    got["FocalLoss"]()(torch.tensor(labels), p).backward()
+    assert p.grad is not None and float(p.grad.abs().sum()) > 0

@@ -49,11 +49,11 @@ PLANNERS: tuple[Planner, ...] = (
     # tf.test.Benchmark → TFBenchmark
     Planner("testcase", Trigger(r"\b(?:TestCase|Benchmark)\b", "TestCase", "Benchmark"), testcase.run),
     # runtime settings removed (set_memory_growth...), plot_model → print(model), tf.distribute strategies →
-    # one process, tf.summary.scalar in `with writer.as_default():` → writer.add_scalar (passes/runtime.py)
+    # one process, tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss subclasses → KerasLoss (passes/runtime.py)
     Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
-                               r"plot_model|MirroredStrategy|get_strategy|as_default)\b",
+                               r"plot_model|MirroredStrategy|get_strategy|as_default|Loss)\b",
                                "set_memory_growth", "set_log_device_placement", "set_soft_device_placement",
-                               "plot_model", "MirroredStrategy", "get_strategy", "as_default"), runtime.run),
+                               "plot_model", "MirroredStrategy", "get_strategy", "as_default", "Loss"), runtime.run),
     # with tf.name_scope(...): → with contextlib.nullcontext(): (utilities.py)
     Planner("name_scopes", Trigger(r"\bname_scope\b", "name_scope"), utilities.run_name_scopes),
     # @tf.function removed (or torch.compile)

@@ -19,6 +19,8 @@ are applied by the rule pass, its finish step removes the lines it marked).
   value, ``experimental_distribute_dataset`` the dataset. A warning at the strategy says how to run
   it with torch's DistributedDataParallel under torchrun. Another use of the name leaves it all as
   written, with the no-rule error.
+- ``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``: an nn.Module written into the file whose forward
+  calls the subclass's ``call(y_true, y_pred)`` and reduces as Keras's ``Loss.__call__`` does.
 - ``tf.summary.scalar(name, data, step=s)`` inside ``with writer.as_default():`` (the writer a name
   bound to ``tf.summary.create_file_writer(...)``, which its rule makes a SummaryWriter) →
   ``writer.add_scalar(name, data, s)``; the ``with`` item → ``contextlib.nullcontext()``. ``step`` may
@@ -134,6 +136,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             _plot_model(ctx, stmt, call)
     _strategies(ctx, uses, name_of)
     _summaries(ctx, uses, name_of)
+    _plan_loss_bases(module, ctx)
     return module
 
 
@@ -381,3 +384,67 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not ctx.options.pop("_drop_statements", False):
         return module
     return rewrite(module, _DropMarked())
+
+
+# --- keras.losses.Loss subclasses ---------------------------------------------------------------------------
+
+LOSS_BASE = "keras.losses.Loss"
+HELPER = "KerasLoss"
+
+_KERAS_LOSS = '''
+
+class KerasLoss({nn}Module):
+    """keras.losses.Loss as an nn.Module: a subclass's call(y_true, y_pred) gives the per-sample losses;
+    calling the object (forward) converts both to float32 tensors and reduces the losses as Keras does:
+    the mean of all their elements (reduction "sum_over_batch_size", the default, or "auto"), their sum
+    ("sum"), or none (None, "none"); a sample_weight multiplies them first (trailing axes added to match).
+    The arguments keep Keras's order: y_true first."""
+
+    def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
+        super().__init__()
+        self.name, self.reduction, self.dtype = name, reduction, dtype
+
+    def forward(self, y_true, y_pred, sample_weight=None):
+        dtype = self.dtype or {torch}float32
+        losses = self.call({torch}as_tensor(y_true).to(dtype), {torch}as_tensor(y_pred).to(dtype))
+        if sample_weight is not None:
+            weight = {torch}as_tensor(sample_weight).to(losses.dtype)
+            while weight.dim() < losses.dim():
+                weight = weight.unsqueeze(-1)
+            losses = losses * weight
+        if self.reduction in (None, "none") or losses.dim() == 0:
+            return losses
+        if self.reduction == "sum":
+            return losses.sum()
+        if self.reduction in ("sum_over_batch_size", "auto", "mean"):
+            return losses.sum() / losses.numel() if losses.numel() else losses.sum()
+        raise ValueError(f"reduction {self.reduction!r}: Keras's are 'sum_over_batch_size', 'sum' and None")
+'''
+
+
+def _plan_loss_bases(module: cst.Module, ctx: FileContext) -> None:
+    """``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``, the helper above written into the file."""
+    from fwport.packs.tf2torch import helpers
+    taken = {st.name.value for st in module.body if isinstance(st, (cst.ClassDef, cst.FunctionDef))}
+    for st in module.body:
+        if not isinstance(st, cst.ClassDef):
+            continue
+        for a in st.bases:
+            if a.keyword is not None or ctx.imports.resolve(a.value) != LOSS_BASE:
+                continue
+            if HELPER in taken:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"the file defines its own {HELPER}, the name of "
+                           "the nn.Module fwport writes for keras.losses.Loss: rename it and translate again", a)
+                return
+            ctx.report(Severity.INFO, "idiom-replaced", f"{st.name.value}(keras.losses.Loss) → {st.name.value}"
+                       f"({HELPER}), an nn.Module written into the file: calling it reduces call()'s per-sample "
+                       "losses as Keras does (the mean by default); it keeps Keras's argument order, "
+                       "loss(y_true, y_pred)", a)
+            name = helpers.use(ctx, HELPER)
+            ctx.plans.add(a, lambda orig, upd: upd.with_changes(value=cst.Name(name)), descend=False, by="runtime")
+
+
+from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
+
+_helpers.HELPERS[HELPER] = _KERAS_LOSS
+NAMES.add(LOSS_BASE)
