@@ -377,3 +377,13 @@ def test_a_loss_subclass_reduces_as_keras_does():
     p = torch.tensor(probs, requires_grad=True)
     got["FocalLoss"]()(torch.tensor(labels), p).backward()
     assert p.grad is not None and float(p.grad.abs().sum()) > 0
+
+
+def test_auc_options_it_does_not_compute_are_refused():
+    r = _translate('''
+        from tensorflow import keras
+
+        per_label = keras.metrics.AUC(multi_label=True, num_labels=3)
+        fixed = keras.metrics.AUC(thresholds=[0.2, 0.5])
+    ''', errors_ok=True)
+    assert sorted(f.line for f in r.findings if f.severity is Severity.ERROR) == [3, 4]
