@@ -386,4 +386,4 @@ def test_auc_options_it_does_not_compute_are_refused():
         per_label = keras.metrics.AUC(multi_label=True, num_labels=3)
         fixed = keras.metrics.AUC(thresholds=[0.2, 0.5])
     ''', errors_ok=True)
-    assert sorted(f.line for f in r.findings if f.severity is Severity.ERROR) == [3, 4]
+    assert sorted(set(f.line for f in r.findings if f.severity is Severity.ERROR)) == [3, 4]
