@@ -387,3 +387,63 @@ def test_auc_options_it_does_not_compute_are_refused():
         fixed = keras.metrics.AUC(thresholds=[0.2, 0.5])
     ''', errors_ok=True)
     assert sorted(set(f.line for f in r.findings if f.severity is Severity.ERROR)) == [3, 4]
+
+
+# --- per-example losses of a distributed step: Reduction.NONE and compute_average_loss ---------------------
+
+PER_EXAMPLE = '''
+import tensorflow as tf
+
+strategy = tf.distribute.MirroredStrategy()
+GLOBAL_BATCH_SIZE = 6 * strategy.num_replicas_in_sync
+
+with strategy.scope():
+    sparse = tf.keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction=tf.keras.losses.Reduction.NONE)
+    dense = tf.keras.losses.CategoricalCrossentropy(reduction="sum")
+
+    def compute_loss(labels, logits):
+        per_example_loss = sparse(labels, logits)
+        return tf.nn.compute_average_loss(per_example_loss, global_batch_size=GLOBAL_BATCH_SIZE)
+
+
+def step(labels, logits, onehot, probs, weights):
+    per_example = sparse(labels, logits)
+    return {"per_example": per_example, "average": compute_loss(labels, logits),
+            "weighted": tf.nn.compute_average_loss(per_example, sample_weight=weights), "sum": dense(onehot, probs)}
+
+
+out = strategy.run(step, args=(labels, logits, onehot, probs, weights))
+'''
+
+
+def test_per_example_losses_and_their_average_are_tensorflows():
+    pytest.importorskip("tensorflow")
+    import torch
+    rng = np.random.default_rng(4)
+    labels = rng.integers(0, 3, 6)
+    logits = rng.normal(size=(6, 3)).astype("float32")
+    onehot = np.eye(3, dtype="float32")[labels]
+    probs = rng.dirichlet(np.ones(3), 6).astype("float32")
+    weights = rng.random(6).astype("float32")
+    r = _translate(PER_EXAMPLE)
+    assert 'nn.CrossEntropyLoss(reduction="none")' in r.output and "per_example_loss.sum() / GLOBAL_BATCH_SIZE" in r.output
+    got = {k: torch.tensor(v) for k, v in dict(labels=labels, logits=logits, onehot=onehot, probs=probs,
+                                                 weights=weights).items()}
+    exec(r.output, got)
+    want = dict(labels=labels, logits=logits, onehot=onehot, probs=probs, weights=weights)
+    exec(textwrap.dedent(PER_EXAMPLE), want)
+    for k, v in want["out"].items():
+        mine = got["out"][k]
+        assert tuple(mine.shape) == tuple(v.shape), k
+        np.testing.assert_allclose(mine.numpy(), v.numpy(), rtol=2e-6, atol=1e-6, err_msg=k)
+
+
+def test_a_per_example_loss_given_to_compile_is_refused():
+    r = _translate('''
+        import tensorflow as tf
+
+        model.compile(optimizer="adam", loss=tf.keras.losses.SparseCategoricalCrossentropy(reduction="none"))
+        model.fit(x, y)
+    ''', errors_ok=True)
+    assert [f.line for f in r.findings if f.severity is Severity.ERROR]
+    assert "loss=tf.keras.losses.SparseCategoricalCrossentropy" in r.output
