@@ -447,3 +447,46 @@ def test_a_per_example_loss_given_to_compile_is_refused():
     ''', errors_ok=True)
     assert [f.line for f in r.findings if f.severity is Severity.ERROR]
     assert "loss=tf.keras.losses.SparseCategoricalCrossentropy" in r.output
+
+
+# --- keras.utils.timeseries_dataset_from_array --------------------------------------------------------------
+
+TIMESERIES = '''
+from tensorflow import keras
+
+plain = keras.utils.timeseries_dataset_from_array(data, targets, sequence_length=5, batch_size=4)
+strided = keras.utils.timeseries_dataset_from_array(data, targets, 4, sequence_stride=3, sampling_rate=2,
+                                                     batch_size=3, start_index=2, end_index=27)
+unlabeled = keras.utils.timeseries_dataset_from_array(data, None, sequence_length=6, batch_size=None)
+shuffled = keras.utils.timeseries_dataset_from_array(data, targets, sequence_length=3, batch_size=5, shuffle=True, seed=7)
+'''
+
+
+def test_timeseries_windows_are_keras_batches():
+    pytest.importorskip("tensorflow")
+    rng = np.random.default_rng(8)
+    data = rng.normal(size=(30, 2))  # float64: kept, as TensorFlow keeps a numpy array's dtype
+    targets = np.arange(30)
+    r = _translate(TIMESERIES)
+    assert [f.line for f in r.findings if f.code == "approximate"] == [7]
+    got, want = {"data": data, "targets": targets}, {"data": data, "targets": targets}
+    exec(r.output, got)
+    exec(textwrap.dedent(TIMESERIES), want)
+
+    def batches(ds, torch_side):
+        out = []
+        for b in ds:
+            parts = b if isinstance(b, tuple) else (b,)
+            out.append(tuple(p.numpy() for p in parts))
+        return out
+    for name in ("plain", "strided", "unlabeled"):
+        mine, theirs = batches(got[name], True), batches(want[name], False)
+        assert len(mine) == len(theirs) > 1, name
+        for a, b in zip(mine, theirs):
+            for x, y in zip(a, b):
+                assert x.dtype == y.dtype and x.shape == y.shape, name
+                np.testing.assert_array_equal(x, y, err_msg=name)
+    # shuffled: the same windows, in another order
+    def windows(ds):
+        return sorted((tuple(x.ravel().round(12)), int(y)) for xb, yb in ds for x, y in zip(xb.numpy(), yb.numpy()))
+    assert windows(got["shuffled"]) == windows(want["shuffled"])

@@ -187,3 +187,16 @@ def decode_image(m, ctx):
         ctx.report("warning", "approximate", "; ".join(what), m.node, m.rule)
     m.kwargs = kwargs
     return build_call(m, ctx, target=helpers.use(ctx, "decode_image"))
+
+
+@call_transform("timeseries")
+def timeseries(m, ctx):
+    """keras.utils.timeseries_dataset_from_array → its helper (a DataPipeline of windows); a shuffle other
+    than the literal False gets a warning: the window starts are shuffled by numpy as Keras does, but the
+    buffer shuffle after it draws from torch's generator, not TensorFlow's."""
+    shuffle = m.kwargs.get("shuffle")
+    if shuffle is not None and literal_value(shuffle, NOT_LITERAL) is not False:
+        ctx.report("warning", "approximate", "shuffle: the same windows in another order (Keras shuffles the "
+                   "window starts with numpy, which the helper does with the same seed, then within a buffer with "
+                   "TensorFlow's generator, which the helper does with torch's)", m.node, m.rule)
+    return helper(m, ctx)
