@@ -53,7 +53,8 @@ STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distr
 SCALAR = "tensorflow.summary.scalar"
 WRITER = "tensorflow.summary.create_file_writer"
 #: every source name this planner translates (bench/coverage.py counts them)
-NAMES = {*SETTINGS, *PLOT_MODEL, *STRATEGIES, SCALAR}
+NAMES = {*SETTINGS, *PLOT_MODEL, *STRATEGIES, SCALAR,
+         "tensorflow.distribute.ReduceOp.SUM", "tensorflow.distribute.ReduceOp.MEAN"}  # (reduce's op: dropped)
 MARK = "__fwport_drop_statement__"
 
 _METHODS = {"scope", "num_replicas_in_sync", "run", "reduce", "experimental_distribute_dataset"}
