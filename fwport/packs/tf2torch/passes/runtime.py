@@ -209,7 +209,7 @@ def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> l
         if call is None:
             return None
         if method == "scope":
-            if call.args or not any(item.item is call for w in uses.withs for item in w.items):
+            if call.args or not any(item.item is call and item.asname is None for w in uses.withs for item in w.items):
                 return None
             plan.append((call, "scope"))
         elif method == "run":
