@@ -490,3 +490,22 @@ def test_timeseries_windows_are_keras_batches():
     def windows(ds):
         return sorted((tuple(x.ravel().round(12)), int(y)) for xb, yb in ds for x, y in zip(xb.numpy(), yb.numpy()))
     assert windows(got["shuffled"]) == windows(want["shuffled"])
+
+
+def test_other_untranslated_training_apis_say_what_to_write():
+    r = _translate('''
+        import tensorflow as tf
+        from tensorflow import keras
+
+        gen = keras.preprocessing.image.ImageDataGenerator(rotation_range=20)
+        try:
+            pass
+        except tf.errors.InvalidArgumentError:
+            pass
+        clone = keras.models.clone_model(model)
+        tokenizer = tf.keras.preprocessing.text.Tokenizer(num_words=100)
+    ''', errors_ok=True)
+    by_line = {f.line: f.message for f in r.findings if f.severity is Severity.ERROR}
+    assert sorted(by_line) == [4, 7, 9, 10]
+    assert "torchvision.transforms.v2" in by_line[4] and "RuntimeError" in by_line[7]
+    assert "copy.deepcopy" in by_line[9] and "collections.Counter" in by_line[10]

@@ -63,6 +63,33 @@ GUIDANCE: dict[str, str] = {
         "process over the global batch): distribute with torch's DistributedDataParallel under torchrun "
         "(init_process_group, DistributedDataParallel(model), a DistributedSampler per DataLoader, see "
         "docs/usage.md), or keep one process",
+    "tensorflow.distribute.MultiWorkerMirroredStrategy":
+        "synchronous training over several machines: torch's DistributedDataParallel under "
+        "`torchrun --nnodes=N --nproc_per_node=GPUS --rdzv_endpoint=HOST:PORT file.py` "
+        "(init_process_group('nccl'), DistributedDataParallel(model), a DistributedSampler per DataLoader)",
+    "tensorflow.distribute.TPUStrategy":
+        "TPUs: PyTorch runs on them through torch_xla (torch_xla.runtime, xla device tensors, "
+        "torch_xla.distributed.xla_multiprocessing); translate for GPUs/CPUs first, then port to torch_xla",
+    "tensorflow.distribute.cluster_resolver.TPUClusterResolver":
+        "TPUs: PyTorch runs on them through torch_xla; translate for GPUs/CPUs first, then port to torch_xla",
+    "keras.preprocessing.image.ImageDataGenerator":
+        "on-the-fly image augmentation: in PyTorch a torchvision.transforms.v2.Compose of RandomRotation, "
+        "RandomAffine (shifts, shear, zoom), RandomHorizontalFlip, ToDtype(torch.float32, scale=True) / Normalize "
+        "(rescale, featurewise centering) applied in a Dataset's __getitem__; flow_from_directory is "
+        "torchvision.datasets.ImageFolder(dir, transform=...) with a DataLoader(batch_size=..., shuffle=True), "
+        "flow(x, y) a TensorDataset whose items are transformed. The random draws differ from Keras's",
+    "keras.preprocessing.text.Tokenizer":
+        "Keras's word-index tokenizer (fit_on_texts / texts_to_sequences): count the words of the lower-cased, "
+        "punctuation-stripped texts with collections.Counter, number them from 1 by decreasing count "
+        "(num_words keeps the first num_words - 1, oov_token takes 1), and map each text's words to their "
+        "numbers; or use a tokenizer library (torchtext is retired; `tokenizers`)",
+    "tensorflow.errors.InvalidArgumentError":
+        "TensorFlow's error for invalid arguments and shapes: torch raises RuntimeError (shape mismatches), "
+        "ValueError or IndexError instead; catch those where this except clause catches InvalidArgumentError",
+    "keras.models.clone_model":
+        "a copy of the model's structure with freshly initialised weights: copy.deepcopy(model) copies the "
+        "weights too; for new ones, call reset_parameters() on each submodule that has it "
+        "(for m in clone.modules(): getattr(m, 'reset_parameters', lambda: None)())",
     "tensorflow.io.decode_csv":
         "CSV fields parsed from string tensors: parse the lines in Python (csv.reader) or read the file with "
         "pandas.read_csv, then torch.as_tensor the columns",
