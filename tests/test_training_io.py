@@ -509,3 +509,24 @@ def test_other_untranslated_training_apis_say_what_to_write():
     assert sorted(by_line) == [4, 7, 9, 10]
     assert "torchvision.transforms.v2" in by_line[4] and "RuntimeError" in by_line[7]
     assert "copy.deepcopy" in by_line[9] and "collections.Counter" in by_line[10]
+
+
+CARDINALITY = '''
+import numpy as np
+import tensorflow as tf
+
+ds = tf.data.Dataset.from_tensor_slices(np.arange(10)).batch(3)
+sizes = [int(tf.data.experimental.cardinality(d).numpy()) for d in (ds, ds.repeat(), ds.filter(lambda x: True))]
+head = ds.take(tf.data.experimental.cardinality(ds) // 2)
+first = [b.numpy().tolist() for b in head]
+'''
+
+
+def test_cardinality_is_tf_datas():
+    pytest.importorskip("tensorflow")
+    r = _translate(CARDINALITY)
+    got, want = {}, {}
+    exec(r.output, got)
+    exec(textwrap.dedent(CARDINALITY), want)
+    assert got["sizes"] == want["sizes"] == [4, -1, -2]
+    assert got["first"] == want["first"] == [[0, 1, 2], [3, 4, 5]]

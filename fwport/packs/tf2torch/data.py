@@ -200,3 +200,15 @@ def timeseries(m, ctx):
                    "window starts with numpy, which the helper does with the same seed, then within a buffer with "
                    "TensorFlow's generator, which the helper does with torch's)", m.node, m.rule)
     return helper(m, ctx)
+
+
+@call_transform("cardinality")
+def cardinality(m, ctx):
+    """``tf.data.experimental.cardinality(ds)`` → ``torch.tensor(ds.cardinality())``: the DataPipeline's
+    number of elements, -1 infinite, -2 unknown, as TensorFlow's int64 scalar tensor (``.numpy()`` and
+    arithmetic keep working)."""
+    from fwport.packs.tf2torch.optim import _atom_text
+    ds = m.kwargs.get("dataset")
+    if ds is None:
+        return None
+    return cst.parse_expression(f"{ctx.spell_text('torch.tensor')}({_atom_text(ds)}.cardinality())")
