@@ -530,3 +530,58 @@ def test_cardinality_is_tf_datas():
     exec(textwrap.dedent(CARDINALITY), want)
     assert got["sizes"] == want["sizes"] == [4, -1, -2]
     assert got["first"] == want["first"] == [[0, 1, 2], [3, 4, 5]]
+
+
+# --- keras.metrics.Metric subclasses → KerasMetric -------------------------------------------------------------
+
+METRIC_SUBCLASS = '''
+import tensorflow as tf
+from tensorflow import keras
+
+
+class F1Score(keras.metrics.Metric):
+    def __init__(self, name="f1", **kwargs):
+        super().__init__(name=name, **kwargs)
+        self.tp = self.add_weight(name="tp", initializer="zeros")
+        self.fp = self.add_weight(name="fp", initializer="zeros")
+        self.fn = self.add_weight(name="fn", initializer="zeros")
+        self.seen = self.add_variable(shape=(2,), initializer="ones", name="seen")
+
+    def update_state(self, y_true, y_pred, sample_weight=None):
+        y_pred = tf.cast(y_pred > 0.5, tf.float32)
+        y_true = tf.cast(y_true, tf.float32)
+        self.tp.assign_add(tf.reduce_sum(y_true * y_pred))
+        self.fp.assign_add(tf.reduce_sum((1 - y_true) * y_pred))
+        self.fn.assign_sub(-tf.reduce_sum(y_true * (1 - y_pred)))
+        self.seen.assign(self.seen + tf.constant([1.0, 2.0]))
+
+    def result(self):
+        p = self.tp / (self.tp + self.fp + 1e-7)
+        r = self.tp / (self.tp + self.fn + 1e-7)
+        return 2 * p * r / (p + r + 1e-7) + self.seen[1] / 1000
+
+
+def run(batches):
+    f1, out = F1Score(), []
+    for i, (y, p) in enumerate(batches):
+        if i == 2:
+            f1.reset_state()
+        out.append(float(f1(y, p)))
+    return out
+'''
+
+
+def test_a_metric_subclass_keeps_its_state_as_keras_does():
+    pytest.importorskip("tensorflow")
+    import torch
+    rng = np.random.default_rng(6)
+    batches = [((rng.random(n) > 0.5).astype("float32"), rng.random(n).astype("float32")) for n in (9, 7, 5)]
+    r = _translate(METRIC_SUBCLASS)
+    assert "class F1Score(KerasMetric):" in r.output and "self.tp.data.add_(" in r.output
+    got, want = {}, {}
+    exec(r.output, got)
+    exec(textwrap.dedent(METRIC_SUBCLASS), want)
+    mine = got["run"]([(torch.tensor(y), torch.tensor(p)) for y, p in batches])
+    theirs = want["run"](batches)
+    np.testing.assert_allclose(mine, theirs, rtol=1e-6)
+    assert len(set(theirs)) == 3  # the batches and the reset tell the states apart

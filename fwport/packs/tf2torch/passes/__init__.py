@@ -48,12 +48,6 @@ PLANNERS: tuple[Planner, ...] = (
     # class FooTest(tf.test.TestCase) → TFTestCase (a unittest.TestCase written into the file, testcase.py),
     # tf.test.Benchmark → TFBenchmark
     Planner("testcase", Trigger(r"\b(?:TestCase|Benchmark)\b", "TestCase", "Benchmark"), testcase.run),
-    # runtime settings removed (set_memory_growth...), plot_model → print(model), tf.distribute strategies →
-    # one process, tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss subclasses → KerasLoss (passes/runtime.py)
-    Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
-                               r"plot_model|MirroredStrategy|get_strategy|as_default|Loss)\b",
-                               "set_memory_growth", "set_log_device_placement", "set_soft_device_placement",
-                               "plot_model", "MirroredStrategy", "get_strategy", "as_default", "Loss"), runtime.run),
     # with tf.name_scope(...): → with contextlib.nullcontext(): (utilities.py)
     Planner("name_scopes", Trigger(r"\bname_scope\b", "name_scope"), utilities.run_name_scopes),
     # @tf.function removed (or torch.compile)
@@ -65,6 +59,15 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
     # `tensors` transform)
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate)\s*\(", "stack", "concat"), pyvalues.run),
+    # (read-only; last: calls another planner planned are left to it) runtime settings removed
+    # (set_memory_growth...), plot_model → print(model), tf.distribute strategies → one process,
+    # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and
+    # keras.metrics.Metric subclasses → KerasLoss / KerasMetric (passes/runtime.py)
+    Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
+                               r"plot_model|MirroredStrategy|get_strategy|as_default|Loss|Metric)\b",
+                               "set_memory_growth", "set_log_device_placement", "set_soft_device_placement",
+                               "plot_model", "MirroredStrategy", "get_strategy", "as_default", "Loss", "Metric"),
+            runtime.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a
 # Sequential's list brackets removed, the functional

@@ -20,7 +20,9 @@ are applied by the rule pass, its finish step removes the lines it marked).
   it with torch's DistributedDataParallel under torchrun. Another use of the name leaves it all as
   written, with the no-rule error.
 - ``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``: an nn.Module written into the file whose forward
-  calls the subclass's ``call(y_true, y_pred)`` and reduces as Keras's ``Loss.__call__`` does.
+  calls the subclass's ``call(y_true, y_pred)`` and reduces as Keras's ``Loss.__call__`` does;
+  ``class X(keras.metrics.Metric)`` → ``class X(KerasMetric)`` (add_weight's float32 state tensors, updated
+  in place: ``v.assign_add(x)`` → ``v.data.add_(x)``; ``__call__``, ``reset_state``).
 - ``tf.summary.scalar(name, data, step=s)`` inside ``with writer.as_default():`` (the writer a name
   bound to ``tf.summary.create_file_writer(...)``, which its rule makes a SummaryWriter) →
   ``writer.add_scalar(name, data, s)``; the ``with`` item → ``contextlib.nullcontext()``. ``step`` may
@@ -77,6 +79,11 @@ def _assigned_call(stmt: cst.CSTNode) -> tuple[str, cst.Call] | None:
     return None
 
 
+def _free(ctx: FileContext, *nodes: cst.CSTNode) -> bool:
+    """Whether no other planner has an edit for any of ``nodes`` (this planner runs last and leaves them)."""
+    return all(ctx.plans.get(n) is None for n in nodes)
+
+
 def _drop(ctx: FileContext, call: cst.Call) -> None:
     """Mark the statement ``call`` is (``f(...)``, ``name = f(...)``) for removal: the call becomes the mark
     (the rule pass does not look inside it), :func:`finish` removes the line."""
@@ -130,6 +137,8 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     for stmt in uses.lines:
         call = _call_of(stmt)
         q = name_of(call) if call is not None else None
+        if q is not None and not _free(ctx, call):
+            continue
         if q in SETTINGS:
             ctx.report(Severity.INFO, "idiom-replaced", f"{q}(...) removed: {SETTINGS[q]}", call)
             _drop(ctx, call)
@@ -165,6 +174,8 @@ def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
         if kind is None:
             continue
         plan = _strategy_uses(name, stmt, uses)
+        if plan is not None and not _free(ctx, call, *(node for node, _ in plan)):
+            plan = None
         if plan is None:
             continue  # a use fwport does not follow: the constructor keeps its no-rule error
         ctx.report(Severity.WARNING, "idiom-replaced", _STRATEGY_MESSAGE if kind == "max" else _DEFAULT_MESSAGE,
@@ -286,7 +297,7 @@ def _summaries(ctx: FileContext, uses: _Uses, name_of) -> None:
                         call.args[0].value if call.args and call.args[0].keyword is None else None)
             inner = _Scalars(name_of)
             scan(w.body, inner)
-            if inner.other:
+            if inner.other or not _free(ctx, call, *inner.scalars):
                 continue  # another summary call in the body: the writer's context stays TensorFlow's
             writer = call.func.value.value
             planned = [s for s in inner.scalars if _plan_scalar(ctx, s, writer, step)]
@@ -423,29 +434,105 @@ class KerasLoss({nn}Module):
 '''
 
 
+METRIC_BASE = "keras.metrics.Metric"
+METRIC_HELPER = "KerasMetric"
+
+_KERAS_METRIC = '''
+
+class KerasMetric:
+    """keras.metrics.Metric: a subclass's state is the float32 tensors add_weight makes (listed by
+    .variables, updated in place by update_state: v.data.add_(x) for assign_add); calling the metric
+    updates it and returns result(); reset_state() sets every state tensor to zero, as Keras does."""
+
+    def __init__(self, dtype=None, name=None):
+        self.name, self.dtype, self.variables = name, dtype or {torch}float32, []
+
+    def add_weight(self, shape=(), initializer=None, dtype=None, name=None):
+        return self.add_variable(shape, initializer, dtype=dtype, name=name)
+
+    def add_variable(self, shape, initializer, dtype=None, aggregation="sum", name=None):
+        if initializer not in (None, "zeros", "ones"):
+            raise ValueError(f"initializer {initializer!r}: the written-out metric makes 'zeros' and 'ones'")
+        value = ({torch}ones if initializer == "ones" else {torch}zeros)(shape, dtype=dtype or self.dtype)
+        self.variables.append(value)
+        return value
+
+    def reset_state(self):
+        for v in self.variables:
+            v.data.zero_()
+
+    def __call__(self, *args, **kwargs):
+        self.update_state(*args, **kwargs)
+        return self.result()
+'''
+#: a Keras base class → (the class written into the file, its text, what the finding says)
+HELPER_BASES = {
+    LOSS_BASE: (HELPER, "an nn.Module written into the file: calling it reduces call()'s per-sample losses as Keras "
+                        "does (the mean by default); it keeps Keras's argument order, loss(y_true, y_pred)"),
+    METRIC_BASE: (METRIC_HELPER, "a class written into the file: add_weight makes float32 state tensors, updated in "
+                                 "place (assign → .data.copy_, assign_add → .data.add_, assign_sub → .data.sub_), "
+                                 "calling the metric updates it and returns result(), reset_state() zeroes them"),
+}
+_ASSIGNS = {"assign": ".data.copy_", "assign_add": ".data.add_", "assign_sub": ".data.sub_"}
+
+
 def _plan_loss_bases(module: cst.Module, ctx: FileContext) -> None:
-    """``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``, the helper above written into the file."""
+    """``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``, ``class X(keras.metrics.Metric)`` →
+    ``class X(KerasMetric)`` (the helpers written into the file); in a metric subclass, its state's
+    ``v.assign / assign_add / assign_sub(x)`` → ``v.data.copy_ / add_ / sub_(x)``."""
     from fwport.packs.tf2torch import helpers
     taken = {st.name.value for st in module.body if isinstance(st, (cst.ClassDef, cst.FunctionDef))}
     for st in module.body:
         if not isinstance(st, cst.ClassDef):
             continue
         for a in st.bases:
-            if a.keyword is not None or ctx.imports.resolve(a.value) != LOSS_BASE:
+            base = ctx.imports.resolve(a.value) if a.keyword is None else None
+            if base not in HELPER_BASES or not _free(ctx, a):
                 continue
-            if HELPER in taken:
-                ctx.report(Severity.ERROR, "unsupported-construct", f"the file defines its own {HELPER}, the name of "
-                           "the nn.Module fwport writes for keras.losses.Loss: rename it and translate again", a)
+            helper, what = HELPER_BASES[base]
+            if helper in taken:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"the file defines its own {helper}, the name of "
+                           f"the class fwport writes for {base}: rename it and translate again", a)
                 return
-            ctx.report(Severity.INFO, "idiom-replaced", f"{st.name.value}(keras.losses.Loss) → {st.name.value}"
-                       f"({HELPER}), an nn.Module written into the file: calling it reduces call()'s per-sample "
-                       "losses as Keras does (the mean by default); it keeps Keras's argument order, "
-                       "loss(y_true, y_pred)", a)
-            name = helpers.use(ctx, HELPER)
-            ctx.plans.add(a, lambda orig, upd: upd.with_changes(value=cst.Name(name)), descend=False, by="runtime")
+            if base == METRIC_BASE and not _plan_assigns(st, ctx):
+                continue  # an assign it does not translate: the base's residue error stays
+            ctx.report(Severity.INFO, "idiom-replaced", f"{st.name.value}({base}) → {st.name.value}({helper}), {what}", a)
+            name = helpers.use(ctx, helper)
+            ctx.plans.add(a, lambda orig, upd, name=name: upd.with_changes(value=cst.Name(name)), descend=False,
+                          by="runtime")
+
+
+class _Assigns(cst.CSTVisitor):
+    def __init__(self):
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _ASSIGNS:
+            self.calls.append(node)
+
+
+def _plan_assigns(cls: cst.ClassDef, ctx: FileContext) -> bool:
+    """The assign calls of a metric class's state, planned; False (nothing planned) if one has other arguments
+    than one value or another planner's edit."""
+    found = _Assigns()
+    scan(cls.body, found)
+    if any(len(c.args) != 1 or c.args[0].keyword is not None or c.args[0].star for c in found.calls) or \
+            not _free(ctx, *found.calls):
+        return False
+    for c in found.calls:
+        chain = _ASSIGNS[c.func.attr.value]
+
+        def apply(orig, upd, chain=chain):
+            value = upd.args[0].value
+            if chain == ".data.copy_":
+                value = cst.parse_expression(f"{ctx.spell_text('torch.as_tensor')}({render(value)})")
+            return cst.Call(cst.parse_expression(f"{render(upd.func.value)}{chain}"), [cst.Arg(value)])
+        ctx.plans.add(c, apply, by="runtime")
+    return True
 
 
 from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
 
 _helpers.HELPERS[HELPER] = _KERAS_LOSS
-NAMES.add(LOSS_BASE)
+_helpers.HELPERS[METRIC_HELPER] = _KERAS_METRIC
+NAMES.update({LOSS_BASE, METRIC_BASE})
