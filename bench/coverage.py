@@ -66,14 +66,17 @@ SCOPES = {"ops": NAMESPACES, "models": MODELS, "training": TRAINING}
 def _tf2torch_structural() -> set[str]:
     """The Keras/TF names tf2torch's passes handle without a rule of their own: decorators removed,
     the Layer/Model bases, Input/InputLayer, Sequential, the functional keras.Model(inputs, outputs),
-    regularizer factories (the regularizers pass), the tape and the Callback base (the training pass),
-    the merge functions (the functional pass)."""
+    regularizer factories (the regularizers pass), the tape, the Callback and LearningRateSchedule bases (the
+    training pass),
+    the merge functions (the functional pass), runtime settings, plot_model, tf.distribute strategies and
+    tf.summary.scalar (the runtime pass)."""
     from fwport.packs.tf2torch.passes.functional import MERGE_FNS, MERGE_LAYERS, MODEL
     from fwport.packs.tf2torch.passes.regularizers import _KINDS
     from fwport.packs.tf2torch.passes.sequential import SEQUENTIAL
-    from fwport.packs.tf2torch.passes.training import CALLBACK, TAPE
+    from fwport.packs.tf2torch.passes.runtime import NAMES as RUNTIME
+    from fwport.packs.tf2torch.passes.training import CALLBACK, SCHEDULE, TAPE
     return (set(REMOVED) | set(BASES) | set(INPUTS) | set(_KINDS) | set(MERGE_FNS) | set(MERGE_LAYERS)
-            | {TAPE, CALLBACK, SEQUENTIAL, MODEL})
+            | set(RUNTIME) | {TAPE, CALLBACK, SCHEDULE, SEQUENTIAL, MODEL})
 
 
 def _torch2jax_structural() -> set[str]:

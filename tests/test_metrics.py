@@ -33,6 +33,10 @@ metrics = {
     "sparse_top5": keras.metrics.SparseTopKCategoricalAccuracy(),
     "precision": keras.metrics.Precision(),
     "recall": keras.metrics.Recall(thresholds=0.6),
+    "auc": keras.metrics.AUC(),
+    "auc_pr": keras.metrics.AUC(curve="PR", num_thresholds=50),
+    "auc_pr_minoring": keras.metrics.AUC(curve="PR", summation_method="minoring"),
+    "auc_logits_majoring": keras.metrics.AUC(num_thresholds=7, summation_method="majoring", from_logits=True),
 }
 '''
 
@@ -58,7 +62,9 @@ def batch(n):
     return {"binary": (labels01, probs), "binary_default": (labels01[:, 0], probs), "accuracy": (ints, np.round(ints * rng.random((n, 4)) * 1.5).astype("float32")),
             "mae": (reg_true, reg_pred), "mse": (reg_true, reg_pred), "mape": (reg_true, reg_pred),
             "top2": (onehot, scores), "sparse_top2": (classes, scores), "sparse_top5": (classes[:, None], scores),
-            "precision": (labels01, probs), "recall": (labels01[:, 0], probs[:, 0])}
+            "precision": (labels01, probs), "recall": (labels01[:, 0], probs[:, 0]),
+            "auc": (labels01, probs), "auc_pr": (labels01[:, 0], probs), "auc_pr_minoring": (labels01, probs[:, 0]),
+            "auc_logits_majoring": (labels01, probs * 6 - 3)}
 
 
 out = {k: [] for k in metrics}
@@ -101,7 +107,7 @@ def test_translated_metrics_give_keras_results(tmp_path):
     for k in keras_out:
         np.testing.assert_allclose(torch_out[k], keras_out[k], rtol=1e-6, atol=1e-6, err_msg=k)
     # the cases must tell the metrics apart from trivial ones: neither 0 nor 1 everywhere
-    for k in ("binary", "accuracy", "top2", "sparse_top2", "precision", "recall"):
+    for k in ("binary", "accuracy", "top2", "sparse_top2", "precision", "recall", "auc", "auc_pr"):
         assert any(0.0 < v < 1.0 for v in keras_out[k]), (k, keras_out[k])
 
 

@@ -123,6 +123,9 @@ class Direction:
     version_label: Callable[[int | None], str] = lambda v: f"version {v}"
     #: who defines a source name's defaults, for messages: ``fn(name, version)`` → ``Keras 3``
     source_label: Callable[[str, int | None], str] = lambda name, v: name.split(".")[0]
+    #: source APIs with no faithful translation: canonical name → what to write instead; a call or
+    #: reference of one is the no-rule / residue error with this guidance in its message
+    guidance: dict[str, str] = field(default_factory=dict)
     #: finding codes of this pack (code → meaning), added to the core's closed set
     codes: dict[str, str] = field(default_factory=dict)
     #: code → (usual severity, what to do), for docs/findings.md

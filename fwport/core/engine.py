@@ -631,9 +631,25 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             stack.extend(n.children)
         pending[mark:] = [p for p in pending[mark:] if p.finding.code != "residue" or id(p.node) in present]
 
+    def _guidance(self, q: str) -> str | None:
+        """What to write instead of a source API the direction does not translate (Direction.guidance),
+        by its name or the name of a class or module it belongs to (tf.train.Feature's BytesList)."""
+        table = self.ctx.direction.guidance
+        if not table:
+            return None
+        canonical = self.ctx.direction.source.canonical
+        name = canonical(q)
+        while name:
+            if name in table:
+                return table[name]
+            name = name.rpartition(".")[0]
+        return None
+
     def _residue(self, node: cst.CSTNode, q: str) -> None:
         shown = " ".join(code(node).split())
-        self.ctx.report(Severity.ERROR, "residue", f"still references the source framework: {shown} ({q})", node)
+        advice = self._guidance(q)
+        self.ctx.report(Severity.ERROR, "residue", f"still references the source framework: {shown} ({q})"
+                        + (f"; no translation: {advice}" if advice else ""), node)
 
     def visit_Arg(self, node: cst.Arg) -> bool:
         if node.keyword is not None:
@@ -704,7 +720,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
                 and self._constant_prefix(original_node.func) is not None:
             return updated_node  # a method of a translated constant (tf.__version__.startswith)
         if rule is None or rule.kind == "constant":
-            self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no {self.ctx.direction.name} rule yet; translate it by hand",
+            advice = self._guidance(q)
+            self.ctx.report(Severity.ERROR, "no-rule", f"{q} has no {self.ctx.direction.name} translation: {advice}"
+                            if advice else f"{q} has no {self.ctx.direction.name} rule yet; translate it by hand",
                             original_node, api=q)
             return updated_node
         if rule.kind == "layer" and id(original_node) in self._members:

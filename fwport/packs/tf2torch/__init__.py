@@ -19,6 +19,7 @@ from fwport.core.direction import CliOption, Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
 from fwport.packs.tf2torch import attention, data, image, layer, ops, optim, utilities, values  # noqa: F401  (they register the named transforms)
 from fwport.packs.tf2torch.tf1 import refuse_graph_code
+from fwport.packs.tf2torch.guidance import GUIDANCE
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
 from fwport.packs.tf2torch.registry import TRANSFORMS
 
@@ -155,6 +156,7 @@ DIRECTION = Direction(
     version_code="keras-version",
     version_label=lambda v: f"Keras {v}",
     source_label=_source_label,
+    guidance=GUIDANCE,
     codes=CODES,
     code_advice=CODE_ADVICE,
     layer_base_kwargs=LAYER_BASE_KWARGS,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.engine import build_call
 from fwport.core.names import dotted, scan
 from fwport.packs.tf2torch import helpers
@@ -135,3 +135,80 @@ def run_sequences(module: cst.Module, ctx) -> cst.Module:
                            "every epoch; a torch DataLoader never does: call it at the end of each epoch of the "
                            "training loop, or the batches keep their first order", item)
     return module
+
+
+@call_transform("read-file")
+def read_file(m, ctx):
+    """``tf.io.read_file(path)`` → ``pathlib.Path(path).read_bytes()``: the file's bytes, which is what
+    TensorFlow's scalar string tensor holds (its decoders, tf.io.decode_* → the decode_image helper,
+    take them as they are)."""
+    path = m.kwargs.get("filename")
+    if path is None:
+        return None
+    from fwport.core.position import render
+    return cst.parse_expression(f"{ctx.spell_text('pathlib.Path')}({render(path)}).read_bytes()")
+
+
+#: what each decoder's dtype may be: TensorFlow's name → the helper's float32 flag
+_DECODE_DTYPES = {None: False, "tensorflow.uint8": False, "tensorflow.float32": True}
+
+
+@call_transform("decode-image")
+def decode_image(m, ctx):
+    """``tf.io.decode_jpeg / decode_png / decode_image(contents, channels, ...)`` → the decode_image helper
+    (PIL; datahelpers.py): a (height, width, channels) uint8 tensor as TensorFlow's decoders give it.
+    ``emit.options.format``: "jpeg" / "png" / "any" (decode_image: the file says). JPEG files decode a few
+    levels apart from TensorFlow's libjpeg settings, and a colour image made grayscale (channels=1) may
+    be one level apart (the luma formula's rounding): an ``approximate`` warning says so where it
+    applies; PNG, BMP and GIF in their own channels decode to the same pixels."""
+    fmt = m.rule.emit["options"]["format"]
+    kwargs = dict(m.kwargs)
+    original = m.node if isinstance(m.node, cst.Call) else m.call  # the call as written (tf.float32, not torch's)
+    dtype = bind_call(original, m.rule).values.get("dtype")
+    name = None if dtype is None else (ctx.imports.resolve(dtype) or "?")
+    if name not in _DECODE_DTYPES:
+        m.fail(ctx, "unsupported-argument", f"dtype={m.written('dtype')}: the helper decodes to uint8 (the "
+               "default) or float32 scaled to [0, 1]; for 16-bit PNG files decode with PIL yourself")
+        return None
+    kwargs.pop("dtype", None)
+    if _DECODE_DTYPES[name]:
+        kwargs["float32"] = cst.Name("True")
+    if "channels" in kwargs and literal_value(kwargs["channels"], NOT_LITERAL) is None:
+        kwargs.pop("channels")  # decode_image's channels=None: as in the file
+    gray = "channels" in kwargs and literal_value(kwargs["channels"], NOT_LITERAL) in (1, NOT_LITERAL)
+    if fmt in ("jpeg", "any") or gray:
+        what = []
+        if fmt in ("jpeg", "any"):
+            what.append("JPEG files decode with PIL up to a few levels apart from TensorFlow's decoder (4 of 255 "
+                        "measured; PNG, BMP and GIF give the same pixels)")
+        if gray:
+            what.append("a colour image made grayscale (channels=1) may be 1 level apart (the luma formula's "
+                        "rounding)")
+        ctx.report("warning", "approximate", "; ".join(what), m.node, m.rule)
+    m.kwargs = kwargs
+    return build_call(m, ctx, target=helpers.use(ctx, "decode_image"))
+
+
+@call_transform("timeseries")
+def timeseries(m, ctx):
+    """keras.utils.timeseries_dataset_from_array → its helper (a DataPipeline of windows); a shuffle other
+    than the literal False gets a warning: the window starts are shuffled by numpy as Keras does, but the
+    buffer shuffle after it draws from torch's generator, not TensorFlow's."""
+    shuffle = m.kwargs.get("shuffle")
+    if shuffle is not None and literal_value(shuffle, NOT_LITERAL) is not False:
+        ctx.report("warning", "approximate", "shuffle: the same windows in another order (Keras shuffles the "
+                   "window starts with numpy, which the helper does with the same seed, then within a buffer with "
+                   "TensorFlow's generator, which the helper does with torch's)", m.node, m.rule)
+    return helper(m, ctx)
+
+
+@call_transform("cardinality")
+def cardinality(m, ctx):
+    """``tf.data.experimental.cardinality(ds)`` → ``torch.tensor(ds.cardinality())``: the DataPipeline's
+    number of elements, -1 infinite, -2 unknown, as TensorFlow's int64 scalar tensor (``.numpy()`` and
+    arithmetic keep working)."""
+    from fwport.packs.tf2torch.optim import _atom_text
+    ds = m.kwargs.get("dataset")
+    if ds is None:
+        return None
+    return cst.parse_expression(f"{ctx.spell_text('torch.tensor')}({_atom_text(ds)}.cardinality())")

@@ -271,6 +271,72 @@ def array_to_img(x, data_format=None, scale=True, dtype=None):
     raise ValueError(f"unsupported number of channels: {{channels}}")
 '''
 
+_DECODE_IMAGE = '''
+
+def decode_image(contents, channels=0, float32=False, expand_animations=True):
+    """tf.io.decode_image / decode_jpeg / decode_png (TensorFlow's image decoders): the image file in `contents`
+    (bytes) as a (height, width, channels) uint8 tensor, as TensorFlow's decoders give it: channels as in
+    the file (0; a palette image as RGB, or RGBA when it has transparency) or converted to 1 (grayscale),
+    3 (RGB) or 4 (RGBA); an animated GIF's frames as (frames, height, width, 3) with expand_animations
+    (its first frame without); float32 scales to [0, 1] (TensorFlow's convert_image_dtype). Decoded by PIL."""
+    img = {Image}open(io.BytesIO(bytes(contents)))
+    frames = [img]
+    if img.format == "GIF":
+        frames = [frame.convert("RGB") for frame in PIL.ImageSequence.Iterator(img)]
+        if not expand_animations:
+            frames = frames[:1]
+        channels = channels or 3
+    # a PNG of fewer than 8 bits per pixel given an alpha channel it does not have: TensorFlow fills it with
+    # the largest value of that bit depth (1 for 1 bit, 15 for 4 bits), not 255
+    depth = contents[24] if bytes(contents[:8]) == b"\\x89PNG\\r\\n\\x1a\\n" else 8
+    arrays = []
+    for frame in frames:
+        mode = "L" if frame.mode == "1" else frame.mode
+        if mode == "P":
+            mode = "RGBA" if "transparency" in frame.info else "RGB"
+        if mode not in ("L", "LA", "RGB", "RGBA"):
+            raise ValueError(f"image mode {{mode}} (16-bit, CMYK...): decode it with PIL and convert it yourself")
+        wanted = {{0: mode, 1: "L", 2: "LA", 3: "RGB", 4: "RGBA"}}[channels]
+        if frame.mode != wanted:
+            frame = frame.convert(wanted)
+        x = {np}array(frame, dtype="uint8")
+        if depth < 8 and wanted in ("LA", "RGBA") and mode in ("L", "RGB"):
+            x[..., -1] = (1 << depth) - 1
+        arrays.append(x[:, :, None] if x.ndim == 2 else x)
+    x = {torch}from_numpy({np}stack(arrays) if img.format == "GIF" and expand_animations else arrays[0])
+    return x.float() * (1 / 255) if float32 else x  # convert_image_dtype multiplies by 1 / 255 in float32
+'''
+
+_TIMESERIES = '''
+
+def timeseries_dataset_from_array(data, targets, sequence_length, sequence_stride=1, sampling_rate=1,
+                                  batch_size=128, shuffle=False, seed=None, start_index=None, end_index=None):
+    """keras.utils.timeseries_dataset_from_array: the windows data[s : s + sequence_length * sampling_rate :
+    sampling_rate] of data[start_index:end_index], s every sequence_stride steps, each with targets[s] when
+    targets are given, batched by batch_size, as a DataPipeline. With shuffle the window starts are shuffled
+    by numpy with seed as Keras does, then within a buffer of batch_size * 8 windows (torch's generator, not
+    TensorFlow's: the same windows, another order)."""
+    start_index = 0 if start_index is None else start_index
+    end_index = len(data) if end_index is None else end_index
+    num_seqs = end_index - start_index - (sequence_length - 1) * sampling_rate
+    if targets is not None:
+        num_seqs = min(num_seqs, len(targets))
+    starts = {np}arange(0, max(num_seqs, 0), sequence_stride)
+    if shuffle:
+        {np}random.RandomState({np}random.randint(1e6) if seed is None else seed).shuffle(starts)
+    values = DataPipeline._tensors(data)[start_index:end_index]
+    labels = None if targets is None else DataPipeline._tensors(targets)[start_index:end_index]
+
+    def windows():
+        for s in starts:
+            window = values[s:s + sequence_length * sampling_rate:sampling_rate]
+            yield window if labels is None else (window, labels[s])
+    pipeline = DataPipeline(windows, len(starts))
+    if shuffle:
+        pipeline = pipeline.shuffle(1024 if batch_size is None else batch_size * 8, seed=seed)
+    return pipeline if batch_size is None else pipeline.batch(batch_size)
+'''
+
 _DATA_PIPELINE = '''
 
 class DataPipeline({torch}utils.data.IterableDataset):
@@ -666,6 +732,8 @@ DATA_HELPERS: dict[str, str] = {
     "img_to_array": _IMG_TO_ARRAY,
     "array_to_img": _ARRAY_TO_IMG,
     "DataPipeline": _DATA_PIPELINE,
+    "decode_image": _DECODE_IMAGE,
+    "timeseries_dataset_from_array": _TIMESERIES,
     "load_boston_housing": _BOSTON,
     "load_imdb": _WORD_SEQUENCES.format(fn="load_imdb", name="imdb", extra="", url=_KERAS_NPZ, load=_IMDB_LOAD,
                                         split=_IMDB_SPLIT, np="{np}"),
@@ -679,6 +747,8 @@ _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
+    "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
+    "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
     "image_dataset_from_directory": ("os", "numpy as np", "PIL.Image", "torch"),
     "text_dataset_from_directory": ("os", "numpy as np", "torch"),
@@ -706,5 +776,6 @@ LOCAL_HELPERS = frozenset(_IMPORTS)
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {
     "load_imdb": ("get_file",), "image_dataset_from_directory": ("DataPipeline",),
+    "timeseries_dataset_from_array": ("DataPipeline",),
     "text_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
 }

@@ -623,6 +623,9 @@ class _Refs(cst.CSTVisitor):
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         if node.name.value in self.names:
             self.defined.add(node.name.value)
+        for base in node.bases:  # a helper class derived from (KerasLoss) is used too
+            if isinstance(base.value, cst.Name) and base.value.value in self.names:
+                self.called.add(base.value.value)
         for b in node.bases:  # a helper used as a base class (LazyBuild)
             if isinstance(b.value, cst.Name) and b.value.value in self.names:
                 self.called.add(b.value.value)

@@ -113,6 +113,25 @@ def loss(m, ctx):
                "`loss_fn = ...`, and call it as loss_fn(y_true, y_pred))")
         return None
     opts = m.rule.emit.get("options", {})
+    if "reduction" in m.extras:  # a rule whose per-sample loss is torch's reduction='none' (opts per_sample)
+        given = m.extras.pop("reduction")
+        lit = literal_value(given, NOT_LITERAL)
+        if lit is NOT_LITERAL:  # keras.losses.Reduction.NONE: its constant rule's value ("none")
+            q = ctx.imports.resolve(given)
+            rule = ctx.pack.by_name.get(q) if q else None
+            if rule is not None and rule.kind == "constant":
+                lit = literal_value(cst.parse_expression(rule.emit["target"]), NOT_LITERAL)
+        if lit in ("none", None, "sum") and m.extras.get("compiled"):
+            m.fail(ctx, "unsupported-argument", f"reduction={m.written('reduction')}: a compiled loss must be one "
+                   "number; the loop fwport writes for compile/fit takes the default reduction (the mean)")
+            return None
+        if lit in ("none", None, "sum"):
+            kwargs["reduction"] = cst.SimpleString('"sum"' if lit == "sum" else '"none"')
+        elif lit not in ("sum_over_batch_size", "auto"):
+            m.fail(ctx, "unsupported-argument", f"reduction={m.written('reduction')}: write one of Keras's reductions "
+                   "('sum_over_batch_size', 'sum', None / keras.losses.Reduction.NONE): the torch loss takes it when "
+                   "it is created")
+            return None
     target = m.rule.emit["target"] if flag is True or "probabilities" not in opts else opts["probabilities"]
     return cst.Call(ctx.spell(target), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
 
@@ -292,3 +311,21 @@ def schedule_classes(names: set[str], spell) -> str:
     if names - {"PiecewiseConstantDecay"}:
         spell("math.floor")  # noting the import
     return "\n\n".join(SCHEDULE_CLASSES[n] for n in sorted(names))
+
+
+@call_transform("average-loss")
+def average_loss(m, ctx):
+    """``tf.nn.compute_average_loss(per_example_loss, sample_weight, global_batch_size)`` → the weighted
+    losses' sum divided by the global batch size: ``global_batch_size`` when given, else the per-example
+    losses' first dimension (TensorFlow's per-replica batch times the replicas, which is the whole batch
+    in the one process fwport writes for a strategy)."""
+    from fwport.core.position import render
+    loss = m.kwargs.get("per_example_loss")
+    if loss is None:
+        return None
+    weighted = _atom_text(loss)
+    if "sample_weight" in m.kwargs:
+        weighted = f"({weighted} * {_atom_text(m.kwargs['sample_weight'])})"
+    size = m.kwargs.get("global_batch_size")
+    divisor = _atom_text(size) if size is not None else f"{_atom_text(loss)}.shape[0]"
+    return cst.parse_expression(f"{weighted}.sum() / {divisor}")

@@ -152,8 +152,10 @@ def list_devices(m, ctx):
         m.fail(ctx, "unsupported-argument", f"device_type={shown}: only the literal 'GPU' (→ the CUDA devices) and "
                "'CPU' (→ [torch.device('cpu')]) are translated")
         return None
-    ctx.report("info", "idiom-replaced", f"{m.rule.names[0]}: a list of torch.device in place of TensorFlow's "
-               "PhysicalDevice objects (the same number of devices: len() and truth tests agree; the elements print "
+    name = ctx.imports.resolve(m.call.func) or m.rule.names[0]
+    kind = "LogicalDevice" if "logical" in name else "PhysicalDevice"
+    ctx.report("info", "idiom-replaced", f"{name}: a list of torch.device in place of TensorFlow's "
+               f"{kind} objects (the same number of devices: len() and truth tests agree; the elements print "
                "differently and have no .device_type)", m.node, m.rule)
     return cst.parse_expression(text)
 
@@ -203,3 +205,18 @@ def test_main(m, ctx):
     ctx.needed_imports.add("from absl.testing import absltest")
     out = build_call(m, ctx, target="__fwport_main__")
     return None if out is None else out.with_changes(func=cst.Attribute(cst.Name("absltest"), cst.Name("main")))
+
+
+@call_transform("summary-writer")
+def summary_writer(m, ctx):
+    """``tf.summary.create_file_writer(logdir, ...)`` → ``SummaryWriter(logdir, ...)`` from
+    torch.utils.tensorboard (a submodule ``import torch`` does not load: imported by name);
+    ``flush_millis`` → ``flush_secs`` (seconds). Both write TensorBoard event files into the folder."""
+    millis = m.kwargs.pop("flush_millis", None)
+    if millis is not None:
+        lit = literal_value(millis, NOT_LITERAL)
+        m.kwargs["flush_secs"] = (cst.parse_expression(repr(lit / 1000)) if isinstance(lit, (int, float))
+                                  and not isinstance(lit, bool) else cst.parse_expression(
+                                      f"({cst.Module([]).code_for_node(millis)}) / 1000"))
+    ctx.needed_imports.add("from torch.utils.tensorboard import SummaryWriter")
+    return build_call(m, ctx, target="SummaryWriter")

@@ -11,8 +11,8 @@ import re
 
 from fwport.core.direction import Planner, Trigger
 from fwport.packs.tf2torch import data, helpers, testcase, utilities
-from fwport.packs.tf2torch.passes import (decorators, functional, model_api, pyvalues, regularizers, sequential, subclass,
-                                          training, variables)
+from fwport.packs.tf2torch.passes import (decorators, functional, model_api, pyvalues, regularizers, runtime, sequential,
+                                          subclass, training, variables)
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -59,11 +59,21 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
     # `tensors` transform)
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate)\s*\(", "stack", "concat"), pyvalues.run),
+    # (read-only; last: calls another planner planned are left to it) runtime settings removed
+    # (set_memory_growth...), plot_model → print(model), tf.distribute strategies → one process,
+    # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and
+    # keras.metrics.Metric subclasses → KerasLoss / KerasMetric (passes/runtime.py)
+    Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
+                               r"plot_model|MirroredStrategy|get_strategy|as_default|Loss|Metric)\b",
+                               "set_memory_growth", "set_log_device_placement", "set_soft_device_placement",
+                               "plot_model", "MirroredStrategy", "get_strategy", "as_default", "Loss", "Metric"),
+            runtime.run),
 )
 # steps that remove or add lines, once every finding is located: decorators removed, the lines of a
 # Sequential's list brackets removed, the functional
 # pass's classes assembled (before anything inserts top-level statements: it finds its builders by
 # the places they had in the module), the training pass's finish, and the helper modules the output
-# calls written out after the imports
+# calls written out after the imports; last, the statements the runtime planner marked removed (by their
+# mark, not their place)
 FINISH = (decorators.finish, sequential.finish, functional.finish, regularizers.finish, training.finish,
-          data.finish_aliases, helpers.finish, testcase.finish)
+          data.finish_aliases, helpers.finish, testcase.finish, runtime.finish)

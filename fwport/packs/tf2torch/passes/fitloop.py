@@ -577,6 +577,66 @@ METRIC_CLASSES = {
         self.update_state(*args)
         return self.result()
 ''',
+    "AUC": '''class AUC:
+    """keras.metrics.AUC: the area under the ROC (or PR) curve of the predictions so far, computed as Keras
+    does: num_thresholds evenly spaced thresholds, true / false positive and negative counts per threshold
+    (a prediction, clipped to [0, 1], is positive strictly above it), the area a Riemann sum over them
+    (interpolation, minoring or majoring; PR with interpolation by Davis & Goadrich's formula), in float32.
+    reset_state() starts over."""
+
+    def __init__(self, num_thresholds=200, curve="ROC", summation_method="interpolation", from_logits=False):
+        self.num_thresholds, self.curve = num_thresholds, curve.upper()
+        self.summation_method, self.from_logits = summation_method.lower(), from_logits
+        self.reset_state()
+
+    def reset_state(self):
+        self.true_positives = torch.zeros(self.num_thresholds)
+        self.false_positives = torch.zeros(self.num_thresholds)
+        self.true_negatives = torch.zeros(self.num_thresholds)
+        self.false_negatives = torch.zeros(self.num_thresholds)
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        y_pred = torch.sigmoid(y_pred.float()) if self.from_logits else y_pred.float()
+        y_true = y_true.float().bool().float().reshape(-1)
+        y_pred = y_pred.clamp(0.0, 1.0).reshape(-1)
+        # the last threshold each prediction lies strictly above (Keras's buckets of evenly spaced thresholds)
+        buckets = torch.relu(torch.ceil(y_pred * (self.num_thresholds - 1)) - 1).long()
+        tp = torch.zeros(self.num_thresholds).index_add_(0, buckets, y_true).flip(0).cumsum(0).flip(0)
+        fp = torch.zeros(self.num_thresholds).index_add_(0, buckets, 1.0 - y_true).flip(0).cumsum(0).flip(0)
+        self.true_positives += tp
+        self.false_positives += fp
+        self.true_negatives += (1.0 - y_true).sum() - fp
+        self.false_negatives += y_true.sum() - tp
+
+    @staticmethod
+    def _ratio(a, b):  # 0 where b is 0 (divide_no_nan)
+        return torch.where(b == 0, torch.zeros_like(a), a / torch.where(b == 0, torch.ones_like(b), b))
+
+    def result(self):
+        tp, fp, tn, fn, n = (self.true_positives, self.false_positives, self.true_negatives,
+                             self.false_negatives, self.num_thresholds)
+        if self.curve == "PR" and self.summation_method == "interpolation":
+            dtp, p = tp[:n - 1] - tp[1:], tp + fp
+            slope = self._ratio(dtp, (p[:n - 1] - p[1:]).clamp(min=0))
+            intercept = tp[1:] - slope * p[1:]
+            p_ratio = torch.where((p[:n - 1] > 0) & (p[1:] > 0), self._ratio(p[:n - 1], p[1:].clamp(min=0)),
+                                  torch.ones_like(p[1:]))
+            return self._ratio(slope * (dtp + intercept * torch.log(p_ratio)), (tp[1:] + fn[1:]).clamp(min=0)).sum()
+        recall = self._ratio(tp, tp + fn)
+        x, y = (self._ratio(fp, fp + tn), recall) if self.curve == "ROC" else (recall, self._ratio(tp, tp + fp))
+        if self.summation_method == "interpolation":
+            heights = (y[:n - 1] + y[1:]) / 2.0
+        elif self.summation_method == "minoring":
+            heights = torch.minimum(y[:n - 1], y[1:])
+        else:
+            heights = torch.maximum(y[:n - 1], y[1:])
+        return ((x[:n - 1] - x[1:]) * heights).sum()
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
     "Recall": '''class Recall:
     """keras.metrics.Recall: true positives / actual positives so far, a prediction being positive
     above the threshold; reset_state() starts over."""
@@ -624,8 +684,8 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
     return y_true, y_pred
 '''
 _ELEMENTWISE_METRICS = {"BinaryAccuracy", "Accuracy", "MeanAbsoluteError", "MeanSquaredError",
-                        "MeanAbsolutePercentageError", "Precision", "Recall"}
-_STANDALONE_METRICS = {"Precision", "Recall"}  # not derived from Mean
+                        "MeanAbsolutePercentageError", "Precision", "Recall", "AUC"}
+_STANDALONE_METRICS = {"Precision", "Recall", "AUC"}  # not derived from Mean
 
 
 def metric_classes(names: set[str], spell) -> str:

@@ -593,7 +593,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
             opt = build_call(m_opt, self.ctx)
         m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
-        m.extras["calls_adapted"] = True
+        m.extras.update(calls_adapted=True, compiled=True)
         loss = build_call(m, self.ctx)
         if opt is None or loss is None:  # refused by a rule (its error says why): compile stays
             self.ctx.settle(call)
@@ -1896,7 +1896,8 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     for kind, rule, node, *_ in (c.optimizer, c.loss):
         rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
         m = map_call(node if kind in ("call", "name") else cst.Call(cst.Name("x")), rule, ctx, node)
-        m.extras.update(params=cst.Name("params"), calls_adapted=True, clipping_handled=True, schedule_handled=True)
+        m.extras.update(params=cst.Name("params"), calls_adapted=True, clipping_handled=True, schedule_handled=True,
+                        compiled=True)
         ok = ok and build_call(m, ctx) is not None
     del ctx.pending[mark:]
     ctx.needed_imports = imports

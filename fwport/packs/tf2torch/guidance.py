@@ -1,0 +1,96 @@
+"""TensorFlow APIs fwport does not translate, with what to write in PyTorch instead (Direction.guidance).
+
+A call or reference of one of these names is an error (no-rule, or residue for a name used as a value)
+whose message is the guidance here: what a PyTorch program uses for the same job. They have no rule
+because there is no faithful one-to-one translation: TFRecord files are protocol buffers read by
+TensorFlow's own reader (torch has no reader for them), and tf.data's file readers yield string tensors
+that the rest of a pipeline parses with tf.strings / tf.io ops. None of them counts as covered in
+bench/coverage.py (only rules and structural passes do).
+"""
+from __future__ import annotations
+
+_TFRECORD = ("TFRecord files hold tf.train.Example protocol buffers that only TensorFlow's reader parses: convert "
+             "the data once (with TensorFlow) to files torch reads directly (NumPy .npy/.npz, image files, "
+             "or torch.save of tensors) and write a torch.utils.data.Dataset whose __getitem__ returns one "
+             "example's tensors; or read the records in PyTorch with the `tfrecord` package "
+             "(tfrecord.torch.dataset.TFRecordDataset(path, index_path, description)), whose description "
+             "dict plays the part of the feature spec")
+
+GUIDANCE: dict[str, str] = {
+    # TFRecord: files, parsing, writing, the Example protocol buffers
+    "tensorflow.data.TFRecordDataset": _TFRECORD,
+    "tensorflow.io.TFRecordWriter": "writing TFRecord files: " + _TFRECORD,
+    "tensorflow.io.FixedLenFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.io.VarLenFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.io.FixedLenSequenceFeature": "a feature spec for parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.io.parse_single_example": "parsing a tf.train.Example record: " + _TFRECORD,
+    "tensorflow.io.parse_example": "parsing tf.train.Example records: " + _TFRECORD,
+    "tensorflow.train.Example": "a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.Features": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.Feature": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.BytesList": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.Int64List": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    "tensorflow.train.FloatList": "part of a tf.train.Example protocol buffer (a TFRecord record): " + _TFRECORD,
+    # text and CSV readers: string tensors parsed by tf.strings / tf.io ops downstream
+    "tensorflow.data.TextLineDataset":
+        "a dataset of the files' lines as string tensors, parsed downstream by tf.strings ops: in PyTorch read "
+        "the lines in Python (`lines = [l.rstrip('\\n') for f in files for l in open(f, encoding='utf-8')]`, "
+        "skipping header lines as the .skip() did) and write a torch.utils.data.Dataset whose __getitem__ "
+        "parses one line into tensors (what the .map() function did with tf.strings)",
+    "tensorflow.data.Dataset.list_files":
+        "the file names matching a glob as string tensors, shuffled by default (shuffle=None means True) and "
+        "opened downstream by tf.io.read_file: in PyTorch list them with sorted(glob.glob(pattern)) (or "
+        "random.shuffle the list, with seed, as list_files does) and open each file in a "
+        "torch.utils.data.Dataset's __getitem__ (torchvision.io.decode_image(torchvision.io.read_file(path)) "
+        "for images), given to a DataLoader(shuffle=True) for a new order each epoch",
+    "tensorflow.data.experimental.make_csv_dataset":
+        "batches of CSV columns as a dict of tensors: in PyTorch read the file with pandas.read_csv(path) "
+        "(column_defaults → dtype=, na_value → na_values=, select_columns → usecols=), pop the label column, "
+        "and wrap the columns' numpy arrays in torch.utils.data.TensorDataset with a "
+        "DataLoader(batch_size=..., shuffle=True) (make_csv_dataset repeats forever unless num_epochs is given)",
+    "tensorflow.data.experimental.CsvDataset":
+        "the rows of CSV files as tuples of tensors: in PyTorch read them with pandas.read_csv(path, "
+        "header=0 if header else None, usecols=select_cols) or numpy.loadtxt, and wrap the columns in "
+        "torch.utils.data.TensorDataset",
+    # used otherwise than the runtime pass follows (passes/runtime.py)
+    "keras.utils.plot_model":
+        "an image of the model's graph, used here as a value: torch draws no graphs itself; print(model) shows the "
+        "module's structure, torchview.draw_graph(model, input_size=...) or torchviz.make_dot(model(x)) "
+        "(third-party, need graphviz) draw it",
+    "tensorflow.distribute.MirroredStrategy":
+        "the strategy is used beyond `with strategy.scope():`, num_replicas_in_sync, run(fn, args=...), "
+        "reduce(op, value, axis=None) and experimental_distribute_dataset(ds) (which fwport translates as one "
+        "process over the global batch): distribute with torch's DistributedDataParallel under torchrun "
+        "(init_process_group, DistributedDataParallel(model), a DistributedSampler per DataLoader, see "
+        "docs/usage.md), or keep one process",
+    "tensorflow.distribute.MultiWorkerMirroredStrategy":
+        "synchronous training over several machines: torch's DistributedDataParallel under "
+        "`torchrun --nnodes=N --nproc_per_node=GPUS --rdzv_endpoint=HOST:PORT file.py` "
+        "(init_process_group('nccl'), DistributedDataParallel(model), a DistributedSampler per DataLoader)",
+    "tensorflow.distribute.TPUStrategy":
+        "TPUs: PyTorch runs on them through torch_xla (torch_xla.runtime, xla device tensors, "
+        "torch_xla.distributed.xla_multiprocessing); translate for GPUs/CPUs first, then port to torch_xla",
+    "tensorflow.distribute.cluster_resolver.TPUClusterResolver":
+        "TPUs: PyTorch runs on them through torch_xla; translate for GPUs/CPUs first, then port to torch_xla",
+    "keras.preprocessing.image.ImageDataGenerator":
+        "on-the-fly image augmentation: in PyTorch a torchvision.transforms.v2.Compose of RandomRotation, "
+        "RandomAffine (shifts, shear, zoom), RandomHorizontalFlip, ToDtype(torch.float32, scale=True) / Normalize "
+        "(rescale, featurewise centering) applied in a Dataset's __getitem__; flow_from_directory is "
+        "torchvision.datasets.ImageFolder(dir, transform=...) with a DataLoader(batch_size=..., shuffle=True), "
+        "flow(x, y) a TensorDataset whose items are transformed. The random draws differ from Keras's",
+    "keras.preprocessing.text.Tokenizer":
+        "Keras's word-index tokenizer (fit_on_texts / texts_to_sequences): count the words of the lower-cased, "
+        "punctuation-stripped texts with collections.Counter, number them from 1 by decreasing count "
+        "(num_words keeps the first num_words - 1, oov_token takes 1), and map each text's words to their "
+        "numbers; or use a tokenizer library (torchtext is retired; `tokenizers`)",
+    "tensorflow.errors.InvalidArgumentError":
+        "TensorFlow's error for invalid arguments and shapes: torch raises RuntimeError (shape mismatches), "
+        "ValueError or IndexError instead; catch those where this except clause catches InvalidArgumentError",
+    "keras.models.clone_model":
+        "a copy of the model's structure with freshly initialised weights: copy.deepcopy(model) copies the "
+        "weights too; for new ones, call reset_parameters() on each submodule that has it "
+        "(for m in clone.modules(): getattr(m, 'reset_parameters', lambda: None)())",
+    "tensorflow.io.decode_csv":
+        "CSV fields parsed from string tensors: parse the lines in Python (csv.reader) or read the file with "
+        "pandas.read_csv, then torch.as_tensor the columns",
+}

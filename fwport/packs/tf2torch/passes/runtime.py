@@ -1,0 +1,538 @@
+"""Planner: TensorFlow's runtime configuration and run-time bookkeeping statements (read-only; its edits
+are applied by the rule pass, its finish step removes the lines it marked).
+
+- Settings with no PyTorch counterpart, as statements: ``tf.config.experimental.set_memory_growth``
+  (torch's CUDA caching allocator takes memory as tensors need it: growth is its only mode),
+  ``tf.debugging.set_log_device_placement``, ``tf.config.set_soft_device_placement`` → removed, with
+  an info finding.
+- ``keras.utils.plot_model(model, ...)`` as a statement → ``print(model)`` with a warning (no image is
+  drawn; the message names torch's drawing tools). Used as a value it is an error with guidance
+  (guidance.py).
+- ``strategy = tf.distribute.MirroredStrategy()`` (or ``tf.distribute.get_strategy()``) whose every use
+  is ``with strategy.scope():``, ``strategy.num_replicas_in_sync``, ``strategy.run(fn, args=...)``,
+  ``strategy.reduce(op, value, axis=None)`` or ``strategy.experimental_distribute_dataset(ds)``: the
+  program runs in one process over the whole global batch, which is the computation MirroredStrategy
+  distributes (its replicas' gradients are summed into one update); see docs/usage.md.
+  The assignment is removed, the scope becomes ``contextlib.nullcontext()``, the replica count
+  ``max(torch.cuda.device_count(), 1)`` (MirroredStrategy: TensorFlow's replicas, one per GPU, one on a
+  machine without) or ``1`` (get_strategy: the default strategy), ``run`` a plain call, ``reduce`` the
+  value, ``experimental_distribute_dataset`` the dataset. A warning at the strategy says how to run
+  it with torch's DistributedDataParallel under torchrun. Another use of the name leaves it all as
+  written, with the no-rule error.
+- ``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``: an nn.Module written into the file whose forward
+  calls the subclass's ``call(y_true, y_pred)`` and reduces as Keras's ``Loss.__call__`` does;
+  ``class X(keras.metrics.Metric)`` → ``class X(KerasMetric)`` (add_weight's float32 state tensors, updated
+  in place: ``v.assign_add(x)`` → ``v.data.add_(x)``; ``__call__``, ``reset_state``).
+- ``tf.summary.scalar(name, data, step=s)`` inside ``with writer.as_default():`` (the writer a name
+  bound to ``tf.summary.create_file_writer(...)``, which its rule makes a SummaryWriter) →
+  ``writer.add_scalar(name, data, s)``; the ``with`` item → ``contextlib.nullcontext()``. ``step`` may
+  come from ``as_default(step=s)``; a scalar with no step, or outside such a ``with`` (TensorFlow's
+  default writer set elsewhere), is left with the no-rule error.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.context import FileContext
+from fwport.core.finding import Severity
+from fwport.core.names import scan
+from fwport.core.position import render
+from fwport.core.rewrite import rewrite
+
+#: settings statements removed (name → why nothing replaces them)
+SETTINGS = {
+    "tensorflow.config.experimental.set_memory_growth":
+        "torch's CUDA caching allocator takes GPU memory as tensors need it (TensorFlow's memory growth is its only "
+        "mode); to cap it, call torch.cuda.set_per_process_memory_fraction(fraction, device)",
+    "tensorflow.debugging.set_log_device_placement":
+        "torch does not log where operations run; a tensor's .device says where it is",
+    "tensorflow.config.set_soft_device_placement":
+        "torch places each operation on its tensors' device; it never moves them by itself",
+}
+PLOT_MODEL = {"keras.utils.plot_model"}
+STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distribute.get_strategy": "one"}
+SCALAR = "tensorflow.summary.scalar"
+WRITER = "tensorflow.summary.create_file_writer"
+#: every source name this planner translates (bench/coverage.py counts them)
+NAMES = {*SETTINGS, *PLOT_MODEL, *STRATEGIES, SCALAR,
+         "tensorflow.distribute.ReduceOp.SUM", "tensorflow.distribute.ReduceOp.MEAN"}  # (reduce's op: dropped)
+MARK = "__fwport_drop_statement__"
+
+_METHODS = {"scope", "num_replicas_in_sync", "run", "reduce", "experimental_distribute_dataset"}
+
+
+def _call_of(stmt: cst.CSTNode) -> cst.Call | None:
+    """The call a one-statement line consists of (``f(...)`` as a statement), else None."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+            and isinstance(stmt.body[0].value, cst.Call):
+        return stmt.body[0].value
+    return None
+
+
+def _assigned_call(stmt: cst.CSTNode) -> tuple[str, cst.Call] | None:
+    """``name = f(...)`` as a one-statement line: (name, the call)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
+        a = stmt.body[0]
+        if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call):
+            return a.targets[0].target.value, a.value
+    return None
+
+
+def _free(ctx: FileContext, *nodes: cst.CSTNode) -> bool:
+    """Whether no other planner has an edit for any of ``nodes`` (this planner runs last and leaves them)."""
+    return all(ctx.plans.get(n) is None for n in nodes)
+
+
+def _drop(ctx: FileContext, call: cst.Call) -> None:
+    """Mark the statement ``call`` is (``f(...)``, ``name = f(...)``) for removal: the call becomes the mark
+    (the rule pass does not look inside it), :func:`finish` removes the line."""
+    ctx.options["_drop_statements"] = True
+    ctx.plans.add(call, lambda orig, upd: cst.Name(MARK), descend=False, by="runtime")
+
+
+class _Uses(cst.CSTVisitor):
+    """Every statement line, with-item, attribute and name of the file (one walk)."""
+
+    def __init__(self):
+        self.lines: list[cst.SimpleStatementLine] = []
+        self.withs: list[cst.With] = []
+        self.names: dict[str, list[cst.Name]] = {}
+        self.attrs: dict[int, cst.Attribute] = {}  # id(value Name) → the attribute read on it
+        self.calls: dict[int, cst.Call] = {}  # id(attribute) → the call whose func it is
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.lines.append(node)
+
+    def visit_With(self, node) -> None:
+        self.withs.append(node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.setdefault(node.value, []).append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name):
+            self.attrs[id(node.value)] = node
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute):
+            self.calls[id(node.func)] = node
+
+
+def _kw(name: str, value: cst.BaseExpression) -> cst.Arg:
+    eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+    return cst.Arg(value, keyword=cst.Name(name), equal=eq)
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    uses = _Uses()
+    scan(module, uses)
+    resolve = ctx.imports.resolve
+    canonical = ctx.imports.names.canonical
+
+    def name_of(call: cst.Call) -> str | None:
+        q = resolve(call.func)
+        return canonical(q) if q else None
+
+    for stmt in uses.lines:
+        call = _call_of(stmt)
+        q = name_of(call) if call is not None else None
+        if q is not None and not _free(ctx, call):
+            continue
+        if q in SETTINGS:
+            ctx.report(Severity.INFO, "idiom-replaced", f"{q}(...) removed: {SETTINGS[q]}", call)
+            _drop(ctx, call)
+        elif q in PLOT_MODEL and call.args and call.args[0].keyword is None:
+            _plot_model(ctx, stmt, call)
+    _strategies(ctx, uses, name_of)
+    _summaries(ctx, uses, name_of)
+    _plan_loss_bases(module, ctx)
+    return module
+
+
+def _plot_model(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call) -> None:
+    model = call.args[0].value
+    target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "to_file"),
+                  call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None)
+    where = f" into {render(target)}" if target is not None else " into model.png"
+    ctx.report(Severity.WARNING, "idiom-replaced", f"keras.utils.plot_model draws the model's graph{where}; torch "
+               "has no drawing of its own: the translation prints the module's structure (print(model)) and writes "
+               "no file. For a drawing, torchview.draw_graph(model, input_size=...) or "
+               "torchviz.make_dot(model(x)) (third-party, need graphviz)", call)
+    ctx.plans.add(call, lambda orig, upd: cst.Call(cst.Name("print"), [cst.Arg(upd.args[0].value)]), by="runtime")
+
+
+# --- tf.distribute strategies -------------------------------------------------------------------------
+
+def _strategies(ctx: FileContext, uses: _Uses, name_of) -> None:
+    for stmt in uses.lines:
+        found = _assigned_call(stmt)
+        if found is None:
+            continue
+        name, call = found
+        kind = STRATEGIES.get(name_of(call) or "")
+        if kind is None:
+            continue
+        plan = _strategy_uses(name, stmt, uses)
+        if plan is not None and not _free(ctx, call, *(node for node, _ in plan)):
+            plan = None
+        if plan is None:
+            continue  # a use fwport does not follow: the constructor keeps its no-rule error
+        ctx.report(Severity.WARNING, "idiom-replaced", _STRATEGY_MESSAGE if kind == "max" else _DEFAULT_MESSAGE,
+                   call)
+        _drop(ctx, call)
+        replicas = (f"max({ctx.spell_text('torch.cuda.device_count')}(), 1)" if kind == "max" else "1")
+        for node, what in plan:
+            _plan_use(ctx, node, what, replicas)
+
+
+_STRATEGY_MESSAGE = (
+    "tf.distribute.MirroredStrategy → one process over the whole global batch (what the strategy's replicas "
+    "compute together: their gradients are summed into one update; BatchNormalization's statistics are the "
+    "global batch's, not each replica's), num_replicas_in_sync = max(torch.cuda.device_count(), 1) as TensorFlow "
+    "counts its replicas. To spread it over the GPUs with torch's DistributedDataParallel: launch "
+    "`torchrun --nproc_per_node=NUM_GPUS file.py`, call torch.distributed.init_process_group('nccl') and "
+    "torch.cuda.set_device(int(os.environ['LOCAL_RANK'])), wrap the model "
+    "(model = torch.nn.parallel.DistributedDataParallel(model.cuda(), device_ids=[local_rank])), give each "
+    "DataLoader a torch.utils.data.DistributedSampler and a per-process batch of the global batch divided by "
+    "torch.distributed.get_world_size() (docs/usage.md, Runtime and distribution)")
+_DEFAULT_MESSAGE = ("tf.distribute.get_strategy() outside a strategy scope is TensorFlow's default strategy: one "
+                    "replica, no distribution; its scope does nothing and num_replicas_in_sync is 1")
+
+
+def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> list | None:
+    """Each use of the strategy's name as (node to edit, kind), or None if one is not followed."""
+    target = assign.body[0].targets[0].target
+    plan = []
+    for node in uses.names.get(name, []):
+        if node is target:
+            continue
+        attr = uses.attrs.get(id(node))
+        if attr is None or attr.attr.value not in _METHODS:
+            return None
+        method = attr.attr.value
+        if method == "num_replicas_in_sync":
+            if id(attr) in uses.calls:
+                return None
+            plan.append((attr, "replicas"))
+            continue
+        call = uses.calls.get(id(attr))
+        if call is None:
+            return None
+        if method == "scope":
+            if call.args or not any(item.item is call and item.asname is None for w in uses.withs for item in w.items):
+                return None
+            plan.append((call, "scope"))
+        elif method == "run":
+            if not call.args or call.args[0].keyword is not None or any(a.star for a in call.args):
+                return None
+            if any(a.keyword is not None and a.keyword.value not in ("args", "kwargs") for a in call.args[1:]) or \
+                    any(a.keyword is None for a in call.args[1:]):
+                return None
+            plan.append((call, "run"))
+        elif method == "reduce":
+            args = {a.keyword.value if a.keyword else ("reduce_op", "value", "axis")[i]: a.value
+                    for i, a in enumerate(call.args)}
+            if set(args) - {"reduce_op", "value", "axis"} or "value" not in args or \
+                    literal_value(args.get("axis", cst.Name("None")), NOT_LITERAL) is not None:
+                return None
+            plan.append((call, "reduce"))
+        elif method == "experimental_distribute_dataset":
+            if len(call.args) != 1 or call.args[0].keyword is not None:
+                return None
+            plan.append((call, "dataset"))
+        else:
+            return None
+    return plan
+
+
+def _plan_use(ctx: FileContext, node: cst.CSTNode, what: str, replicas: str) -> None:
+    if what == "replicas":
+        ctx.plans.add(node, lambda orig, upd: cst.parse_expression(replicas), descend=False, by="runtime")
+    elif what == "scope":
+        ctx.plans.add(node, lambda orig, upd: cst.Call(ctx.spell("contextlib.nullcontext"), []), descend=False,
+                      by="runtime")
+    elif what == "run":
+        def run_call(orig, upd):
+            fn, rest = upd.args[0].value, upd.args[1:]
+            args = []
+            for a in rest:
+                if a.keyword.value == "args" and isinstance(a.value, cst.Tuple) and \
+                        not any(isinstance(e, cst.StarredElement) for e in a.value.elements):
+                    args += [cst.Arg(e.value) for e in a.value.elements]  # args=(x,) → fn(x)
+                    continue
+                star = "*" if a.keyword.value == "args" else "**"
+                args.append(cst.Arg(a.value, star=star))
+            return cst.Call(fn, [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args])
+        ctx.plans.add(node, run_call, by="runtime")
+    elif what == "reduce":
+        def reduce_call(orig, upd):
+            for i, a in enumerate(upd.args):
+                if (a.keyword is not None and a.keyword.value == "value") or (a.keyword is None and i == 1):
+                    return a.value
+            raise AssertionError("planned reduce has a value")
+        ctx.plans.add(node, reduce_call, by="runtime")
+    elif what == "dataset":
+        ctx.plans.add(node, lambda orig, upd: upd.args[0].value, by="runtime")
+
+
+# --- tf.summary ---------------------------------------------------------------------------------------
+
+def _summaries(ctx: FileContext, uses: _Uses, name_of) -> None:
+    writers = set()
+    for stmt in uses.lines:
+        found = _assigned_call(stmt)
+        if found is not None and name_of(found[1]) == WRITER:
+            writers.add(found[0])
+    if not writers:
+        return
+    for w in uses.withs:
+        for item in w.items:
+            call = item.item
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "as_default" and isinstance(call.func.value, cst.Name)
+                    and call.func.value.value in writers and item.asname is None):
+                continue
+            step = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "step"),
+                        call.args[0].value if call.args and call.args[0].keyword is None else None)
+            inner = _Scalars(name_of)
+            scan(w.body, inner)
+            if inner.other or not _free(ctx, call, *inner.scalars):
+                continue  # another summary call in the body: the writer's context stays TensorFlow's
+            writer = call.func.value.value
+            planned = [s for s in inner.scalars if _plan_scalar(ctx, s, writer, step)]
+            if len(planned) != len(inner.scalars):
+                continue
+            ctx.report(Severity.INFO, "idiom-replaced", f"{writer}.as_default(): tf.summary calls in the block write "
+                       f"to {writer} (a SummaryWriter) explicitly: {writer}.add_scalar(...)", call)
+            ctx.plans.add(call, lambda orig, upd: cst.Call(ctx.spell("contextlib.nullcontext"), []), descend=False,
+                          by="runtime")
+
+
+class _Scalars(cst.CSTVisitor):
+    def __init__(self, name_of):
+        self.name_of = name_of
+        self.scalars: list[cst.Call] = []
+        self.other = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        q = self.name_of(node)
+        if q == SCALAR:
+            self.scalars.append(node)
+        elif q and q.startswith("tensorflow.summary."):
+            self.other = True
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False  # a function defined in the block runs wherever it is called
+
+
+def _plan_scalar(ctx: FileContext, call: cst.Call, writer: str, default_step) -> bool:
+    names = ("name", "data", "step", "description")
+    args = {}
+    for i, a in enumerate(call.args):
+        if a.star:
+            return False
+        args[a.keyword.value if a.keyword else names[i]] = a.value
+    step = args.get("step", default_step)
+    if step is None or "name" not in args or "data" not in args or set(args) - set(names):
+        return False
+    if isinstance(step, cst.Name) and step.value == "None":
+        return False
+
+    def scalar(orig, upd):
+        new = {a.keyword.value if a.keyword else names[i]: a.value for i, a in enumerate(upd.args)}
+        new_step = new.get("step", step)
+        return cst.Call(cst.Attribute(cst.Name(writer), cst.Name("add_scalar")),
+                        [cst.Arg(new["name"], comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                         cst.Arg(new["data"], comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                         cst.Arg(new_step)])
+    ctx.plans.add(call, scalar, by="runtime")
+    return True
+
+
+# --- finish: the marked statements removed ---------------------------------------------------------------
+
+class _DropMarked(cst.CSTTransformer):
+    """Removes the statement lines marked ``__fwport_drop_statement__``; a block left empty gets ``pass``;
+    their leading lines (blank lines, comments) go to the next statement."""
+
+    @staticmethod
+    def _marked(st) -> bool:
+        if not (isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
+                and isinstance(st.body[0], (cst.Expr, cst.Assign))):
+            return False
+        value = st.body[0].value
+        return isinstance(value, cst.Name) and value.value == MARK
+
+    def _body(self, body):
+        out, carry = [], []
+        for st in body:
+            if self._marked(st):
+                carry += list(st.leading_lines)
+                continue
+            if carry and hasattr(st, "leading_lines"):
+                st = st.with_changes(leading_lines=[*carry, *st.leading_lines])
+                carry = []
+            out.append(st)
+        return out, carry
+
+    def leave_IndentedBlock(self, original_node, updated_node):
+        if not any(self._marked(st) for st in updated_node.body):
+            return updated_node
+        out, carry = self._body(updated_node.body)
+        if not out:
+            out = [cst.SimpleStatementLine([cst.Pass()], leading_lines=carry)]
+        return updated_node.with_changes(body=out)
+
+    def leave_Module(self, original_node, updated_node):
+        if not any(self._marked(st) for st in updated_node.body):
+            return updated_node
+        out, carry = self._body(updated_node.body)
+        return updated_node.with_changes(body=out, footer=[*carry, *updated_node.footer])
+
+
+def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """Remove the statements :func:`run` marked, once every finding is located."""
+    if not ctx.options.pop("_drop_statements", False):
+        return module
+    return rewrite(module, _DropMarked())
+
+
+# --- keras.losses.Loss subclasses ---------------------------------------------------------------------------
+
+LOSS_BASE = "keras.losses.Loss"
+HELPER = "KerasLoss"
+
+_KERAS_LOSS = '''
+
+class KerasLoss({nn}Module):
+    """keras.losses.Loss as an nn.Module: a subclass's call(y_true, y_pred) gives the per-sample losses;
+    calling the object (forward) converts both to float32 tensors and reduces the losses as Keras does:
+    the mean of all their elements (reduction "sum_over_batch_size", the default, or "auto"), their sum
+    ("sum"), or none (None, "none"); a sample_weight multiplies them first (trailing axes added to match).
+    The arguments keep Keras's order: y_true first."""
+
+    def __init__(self, name=None, reduction="sum_over_batch_size", dtype=None):
+        super().__init__()
+        self.name, self.reduction, self.dtype = name, reduction, dtype
+
+    def forward(self, y_true, y_pred, sample_weight=None):
+        dtype = self.dtype or {torch}float32
+        losses = self.call({torch}as_tensor(y_true).to(dtype), {torch}as_tensor(y_pred).to(dtype))
+        if sample_weight is not None:
+            weight = {torch}as_tensor(sample_weight).to(losses.dtype)
+            while weight.dim() < losses.dim():
+                weight = weight.unsqueeze(-1)
+            losses = losses * weight
+        if self.reduction in (None, "none") or losses.dim() == 0:
+            return losses
+        if self.reduction == "sum":
+            return losses.sum()
+        if self.reduction in ("sum_over_batch_size", "auto", "mean"):
+            return losses.sum() / losses.numel() if losses.numel() else losses.sum()
+        raise ValueError(f"reduction {self.reduction!r}: Keras's are 'sum_over_batch_size', 'sum' and None")
+'''
+
+
+METRIC_BASE = "keras.metrics.Metric"
+METRIC_HELPER = "KerasMetric"
+
+_KERAS_METRIC = '''
+
+class KerasMetric:
+    """keras.metrics.Metric: a subclass's state is the float32 tensors add_weight makes (listed by
+    .variables, updated in place by update_state: v.data.add_(x) for assign_add); calling the metric
+    updates it and returns result(); reset_state() sets every state tensor to zero, as Keras does."""
+
+    def __init__(self, dtype=None, name=None):
+        self.name, self.dtype, self.variables = name, dtype or {torch}float32, []
+
+    def add_weight(self, shape=(), initializer=None, dtype=None, name=None):
+        return self.add_variable(shape, initializer, dtype=dtype, name=name)
+
+    def add_variable(self, shape, initializer, dtype=None, aggregation="sum", name=None):
+        if initializer not in (None, "zeros", "ones"):
+            raise ValueError(f"initializer {initializer!r}: the written-out metric makes 'zeros' and 'ones'")
+        value = ({torch}ones if initializer == "ones" else {torch}zeros)(shape, dtype=dtype or self.dtype)
+        self.variables.append(value)
+        return value
+
+    def reset_state(self):
+        for v in self.variables:
+            v.data.zero_()
+
+    def __call__(self, *args, **kwargs):
+        self.update_state(*args, **kwargs)
+        return self.result()
+'''
+#: a Keras base class → (the class written into the file, its text, what the finding says)
+HELPER_BASES = {
+    LOSS_BASE: (HELPER, "an nn.Module written into the file: calling it reduces call()'s per-sample losses as Keras "
+                        "does (the mean by default); it keeps Keras's argument order, loss(y_true, y_pred)"),
+    METRIC_BASE: (METRIC_HELPER, "a class written into the file: add_weight makes float32 state tensors, updated in "
+                                 "place (assign → .data.copy_, assign_add → .data.add_, assign_sub → .data.sub_), "
+                                 "calling the metric updates it and returns result(), reset_state() zeroes them"),
+}
+_ASSIGNS = {"assign": ".data.copy_", "assign_add": ".data.add_", "assign_sub": ".data.sub_"}
+
+
+def _plan_loss_bases(module: cst.Module, ctx: FileContext) -> None:
+    """``class X(keras.losses.Loss)`` → ``class X(KerasLoss)``, ``class X(keras.metrics.Metric)`` →
+    ``class X(KerasMetric)`` (the helpers written into the file); in a metric subclass, its state's
+    ``v.assign / assign_add / assign_sub(x)`` → ``v.data.copy_ / add_ / sub_(x)``."""
+    from fwport.packs.tf2torch import helpers
+    taken = {st.name.value for st in module.body if isinstance(st, (cst.ClassDef, cst.FunctionDef))}
+    for st in module.body:
+        if not isinstance(st, cst.ClassDef):
+            continue
+        for a in st.bases:
+            base = ctx.imports.resolve(a.value) if a.keyword is None else None
+            if base not in HELPER_BASES or not _free(ctx, a):
+                continue
+            helper, what = HELPER_BASES[base]
+            if helper in taken:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"the file defines its own {helper}, the name of "
+                           f"the class fwport writes for {base}: rename it and translate again", a)
+                return
+            if base == METRIC_BASE and not _plan_assigns(st, ctx):
+                continue  # an assign it does not translate: the base's residue error stays
+            ctx.report(Severity.INFO, "idiom-replaced", f"{st.name.value}({base}) → {st.name.value}({helper}), {what}", a)
+            name = helpers.use(ctx, helper)
+            ctx.plans.add(a, lambda orig, upd, name=name: upd.with_changes(value=cst.Name(name)), descend=False,
+                          by="runtime")
+
+
+class _Assigns(cst.CSTVisitor):
+    def __init__(self):
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _ASSIGNS:
+            self.calls.append(node)
+
+
+def _plan_assigns(cls: cst.ClassDef, ctx: FileContext) -> bool:
+    """The assign calls of a metric class's state, planned; False (nothing planned) if one has other arguments
+    than one value or another planner's edit."""
+    found = _Assigns()
+    scan(cls.body, found)
+    if any(len(c.args) != 1 or c.args[0].keyword is not None or c.args[0].star for c in found.calls) or \
+            not _free(ctx, *found.calls):
+        return False
+    for c in found.calls:
+        chain = _ASSIGNS[c.func.attr.value]
+
+        def apply(orig, upd, chain=chain):
+            value = upd.args[0].value
+            if chain == ".data.copy_":
+                value = cst.parse_expression(f"{ctx.spell_text('torch.as_tensor')}({render(value)})")
+            return cst.Call(cst.parse_expression(f"{render(upd.func.value)}{chain}"), [cst.Arg(value)])
+        ctx.plans.add(c, apply, by="runtime")
+    return True
+
+
+from fwport.packs.tf2torch import helpers as _helpers  # noqa: E402
+
+_helpers.HELPERS[HELPER] = _KERAS_LOSS
+_helpers.HELPERS[METRIC_HELPER] = _KERAS_METRIC
+NAMES.update({LOSS_BASE, METRIC_BASE})
