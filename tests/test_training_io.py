@@ -34,6 +34,21 @@ def _run(src: str, **env) -> dict:
 
 # --- APIs with no faithful translation: an error with guidance --------------------------------------
 
+def test_pretrained_keras_applications_are_errors_naming_torchvision():
+    """keras.applications models and their preprocess_input have no faithful translation (other weights, other
+    preprocessing): each use is an error saying what PyTorch offers and how it differs."""
+    r = _translate('''
+        from tensorflow import keras
+
+        base = keras.applications.ResNet50V2(weights="imagenet", include_top=False)
+        images = keras.applications.resnet_v2.preprocess_input(images)
+    ''', errors_ok=True)
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.line for f in errors] == [3, 4]
+    for f in errors:
+        assert "torchvision.models" in f.message and "weights.transforms()" in f.message, f.message
+
+
 def test_tfrecord_and_file_readers_are_errors_with_guidance():
     r = _translate('''
         import tensorflow as tf

@@ -90,6 +90,18 @@ GUIDANCE: dict[str, str] = {
         "a copy of the model's structure with freshly initialised weights: copy.deepcopy(model) copies the "
         "weights too; for new ones, call reset_parameters() on each submodule that has it "
         "(for m in clone.modules(): getattr(m, 'reset_parameters', lambda: None)())",
+    # pretrained models: another framework's weights, architectures and preprocessing
+    "keras.applications":
+        "a pretrained Keras model (or its preprocess_input / decode_predictions): PyTorch's counterparts are "
+        "torchvision.models (resnet50, vgg16/vgg19, mobilenet_v2, densenet121, inception_v3, efficientnet_b0 ..., "
+        "with weights=\"DEFAULT\") and timm (xception, resnetv2_50 ...). They are other trainings of the same "
+        "architectures, not these weights: expect other outputs, and fine-tune again. include_top=False is the "
+        "model without its classifier (vgg.features, densenet.features, nn.Sequential(*list(resnet.children())"
+        "[:-2])), pooling=\"avg\" adds nn.AdaptiveAvgPool2d(1) + nn.Flatten(); images are channels-first "
+        "(N, 3, H, W). Keras's preprocess_input is model-specific (caffe BGR mean subtraction for ResNet50/VGG, "
+        "[-1, 1] for MobileNet/Inception/Xception, none for EfficientNet): use the torchvision weights' own "
+        "weights.transforms() (RGB in [0, 1], ImageNet mean/std) instead; decode_predictions is "
+        "weights.meta[\"categories\"][index]",
     "tensorflow.io.decode_csv":
         "CSV fields parsed from string tensors: parse the lines in Python (csv.reader) or read the file with "
         "pandas.read_csv, then torch.as_tensor the columns",
