@@ -670,3 +670,21 @@ def test_legacy_and_experimental_optimizer_spellings_are_the_optimizers():
     assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
     assert "opt = torch.optim.Adam(model.parameters(), lr=0.01, eps=1e-07)" in r.output
     assert "opt2 = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)" in r.output
+
+
+def test_a_device_scope_makes_its_tensors_on_that_device():
+    """with tf.device("/CPU:0") → with torch.device("cpu"): torch's default-device context, where the tensors
+    made inside (and the layers' parameters) land; a TPU has no torch device and stays an error."""
+    torch = pytest.importorskip("torch")
+    r = _translate('''
+        import tensorflow as tf
+
+        with tf.device("/device:CPU:0"):
+            x = tf.zeros([2, 3])
+    ''')
+    assert 'with torch.device("cpu"):' in r.output
+    ns: dict = {}
+    exec(compile(r.output, "t.py", "exec"), ns)
+    assert ns["x"].device == torch.device("cpu") and ns["x"].shape == (2, 3)
+    tpu = _translate('import tensorflow as tf\nwith tf.device("/TPU:0"):\n    pass\n', errors_ok=True)
+    assert [f.code for f in tpu.findings if f.severity is Severity.ERROR] == ["unsupported-argument"]

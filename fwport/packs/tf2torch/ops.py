@@ -832,3 +832,25 @@ def variable(m, ctx):
     if grad and not done:
         base += ".requires_grad_()"
     return _e(base)
+
+
+@call_transform("device-scope")
+def device_scope(m, ctx):
+    """``with tf.device("/GPU:0"):`` → ``with torch.device("cuda:0"):``: inside it torch makes new tensors on that
+    device (torch.device is a context manager setting the default device), as TensorFlow places the ops it
+    runs there. TensorFlow's names (``/CPU:0``, ``/GPU:1``, ``/device:GPU:0``, ``/job:localhost/.../GPU:0``)
+    become torch's (``cpu``, ``cuda:1``); the name must be a string literal."""
+    name = _lit(m.kwargs.get("device_name"))
+    if not isinstance(name, str):
+        m.fail(ctx, "unsupported-argument", f"device_name={m.written('device_name')}: give the device as a string "
+               "literal (\"/GPU:0\"), or write torch.device(...) by hand")
+        return None
+    last = name.rstrip("/").rpartition("/")[2]
+    kind, _, index = (last[len("device:"):] if last.lower().startswith("device:") else last).partition(":")
+    kind = {"cpu": "cpu", "gpu": "cuda"}.get(kind.lower())
+    if kind is None or (index and not index.isdigit()):
+        m.fail(ctx, "unsupported-argument", f"device_name={name!r}: only CPU and GPU devices map onto torch's "
+               "(\"cpu\", \"cuda:N\")")
+        return None
+    target = "cpu" if kind == "cpu" else f"cuda:{index or 0}"
+    return _e(f'{_spell(ctx, "torch.device")}("{target}")')
