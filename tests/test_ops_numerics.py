@@ -115,6 +115,10 @@ CASES = [
                                  "tf.nn.conv2d(x, y, [1, 2, 1, 1], [[0, 0], [1, 2], [0, 1], [0, 0]]), tf.nn.conv2d(x, z, 1, 'SAME'), "
                                  "tf.nn.max_pool2d(x, 3, 2, 'SAME'), tf.nn.max_pool2d(x, [2, 3], [1, 2, 2, 1], 'VALID')",
      [f32(2, 9, 8, 4), f32(3, 2, 4, 5), f32(2, 2, 2, 6)]),
+    ("image-extract-patches-psnr", TF, "return tf.image.extract_patches(x, [1, 2, 3, 1], [1, 2, 3, 1], [1, 1, 1, 1], 'VALID'), "
+                                       "tf.image.extract_patches(x, [1, 3, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], 'SAME'), "
+                                       "tf.image.psnr(x, y, max_val=4.0), tf.image.psnr(a, b, 255)",
+     [f32(2, 6, 7, 3), f32(2, 6, 7, 3), i32(256, 2, 5, 4, 3).astype(np.uint8), i32(256, 2, 5, 4, 3).astype(np.uint8)]),
     # tf.shape(x) passed whole as a size: torch takes x.shape there and refuses the int tensor
     ("shape-as-a-size", TF, "return tf.zeros(tf.shape(x)) + tf.fill(tf.shape(x), 2.0) + tf.ones(shape=tf.shape(x)), "
                             "tf.reshape(x, tf.shape(x)), tf.broadcast_to(x[:1], tf.shape(x))", [X3]),

@@ -138,7 +138,36 @@ def max_pool2d_nhwc(x, ksize, strides, padding):
     return {F}max_pool2d({F}pad(x, pads, value=float("-inf")), ksize, strides).permute(0, 2, 3, 1)
 '''
 
+_EXTRACT_PATCHES = '''
+
+def extract_patches(images, sizes, strides, rates, padding):
+    """TensorFlow's image.extract_patches on channels-last images (N, H, W, C): (N, rows, cols, ph * pw * C),
+    each patch flattened in (row, column, channel) order, as a ViT's patch embedding reads it; "SAME" pads as
+    TensorFlow does (see _nhwc_window_args)."""
+    x = images.permute(0, 3, 1, 2)
+    (ph, pw), (sh, sw), (rh, rw), pads = _nhwc_window_args(x, sizes, strides, padding, rates)
+    x = {F}pad(x, pads)
+    n, c, h, w = x.shape
+    rows, cols = (h - (ph - 1) * rh - 1) // sh + 1, (w - (pw - 1) * rw - 1) // sw + 1
+    patches = {F}unfold(x, (ph, pw), dilation=(rh, rw), stride=(sh, sw))  # (N, C * ph * pw, rows * cols)
+    return patches.view(n, c, ph * pw, rows, cols).permute(0, 3, 4, 2, 1).reshape(n, rows, cols, ph * pw * c)
+'''
+
+_PSNR = '''
+
+def psnr(a, b, max_val):
+    """TensorFlow's image.psnr: the peak signal-to-noise ratio of each image pair (over the last three axes), in
+    float32, integer images and max_val scaled to [0, 1] as convert_image_dtype does."""
+    max_val = convert_image_dtype({torch}as_tensor(max_val, dtype=a.dtype), {torch}float32)
+    a, b = convert_image_dtype(a, {torch}float32), convert_image_dtype(b, {torch}float32)
+    mse = (a - b).square().mean(dim=(-3, -2, -1))
+    ten = {torch}tensor(10.0)
+    return 20 * {torch}log(max_val) / {torch}log(ten) - (10 / {torch}log(ten)) * {torch}log(mse)
+'''
+
 IMAGE_HELPERS = {
+    "extract_patches": _EXTRACT_PATCHES,
+    "psnr": _PSNR,
     "_nhwc_window_args": _WINDOW_ARGS,
     "conv2d_nhwc": _CONV2D_NHWC,
     "max_pool2d_nhwc": _MAX_POOL2D_NHWC,
@@ -150,7 +179,8 @@ IMAGE_HELPERS = {
     "unsorted_segment_sum": _UNSORTED_SEGMENT_SUM,
 }
 helpers.HELPERS.update(IMAGE_HELPERS)
-helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",)})
+helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",),
+                          "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",)})
 
 
 def _args(m, *names: str) -> str | None:
