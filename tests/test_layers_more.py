@@ -440,3 +440,55 @@ def test_a_layer_of_the_file_called_on_keyword_tensors_matches_keras():
     k, t = compare(src, r.output, _records(r, "pooled"), "pooled()", [IDS])
     assert_close(k, t, rtol=1e-5)
     assert np.abs(k).max() > 1e-3
+
+
+_AUGMENT = r'''
+import sys, types, numpy as np
+src, side, out = sys.argv[1:4]
+rng = np.random.default_rng(0)
+x = rng.standard_normal((2, 7, 6, 3)).astype("float32")
+if side == "torch":
+    sys.modules["tensorflow"] = None
+    sys.modules["keras"] = None
+mod = types.ModuleType("m"); exec(compile(open(src).read(), src, "exec"), mod.__dict__)
+res = {}
+for name in [n for n in dir(mod) if n.startswith("aug_")]:
+    layer = getattr(mod, name)
+    if side == "keras":
+        res[name] = np.asarray(layer(x, training=True))
+    else:
+        import torch
+        res[name] = layer.train()(torch.from_numpy(x)).numpy()
+np.savez(out, **res)
+'''
+
+
+def test_fixed_rotations_and_zooms_give_keras_pixels(tmp_path):
+    """RandomRotation / RandomZoom with lower == upper draw one fixed transform: the helpers' pixels then equal
+    Keras's (centre, direction, bilinear/nearest sampling, reflect about the edge, constant and nearest fills),
+    which pins the conventions the random draws are used with."""
+    src, r = tx('''
+        from tensorflow.keras import layers
+
+        aug_quarter = layers.RandomRotation((0.25, 0.25))
+        aug_rotate = layers.RandomRotation((0.1, 0.1))
+        aug_rotate_fill = layers.RandomRotation((-0.05, -0.05), fill_mode="constant", fill_value=0.5)
+        aug_rotate_nearest = layers.RandomRotation((0.2, 0.2), fill_mode="nearest", interpolation="nearest")
+        aug_zoom_in = layers.RandomZoom((-0.5, -0.5))
+        aug_zoom_out = layers.RandomZoom((0.4, 0.4), width_factor=(0.2, 0.2), fill_mode="constant")
+    ''')
+    assert errors(r) == [] and "RandomRotation((0.25, 0.25))" in r.output
+    (tmp_path / "k.py").write_text(src)
+    (tmp_path / "t.py").write_text(r.output)
+    (tmp_path / "run.py").write_text(_AUGMENT)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    env.pop("TF_USE_LEGACY_KERAS", None)
+    for side, f in (("keras", "k.py"), ("torch", "t.py")):
+        p = subprocess.run([sys.executable, str(tmp_path / "run.py"), str(tmp_path / f), side, str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300, env=env)
+        assert p.returncode == 0, p.stderr[-2000:]
+    k, t = np.load(tmp_path / "keras.npz"), np.load(tmp_path / "torch.npz")
+    assert sorted(k.files) == sorted(t.files) and len(k.files) == 6
+    for name in k.files:
+        assert k[name].shape == t[name].shape, name
+        np.testing.assert_allclose(t[name], k[name], atol=1e-4, err_msg=name)

@@ -112,6 +112,82 @@ class RandomFlip({nn}Module):
         return x
 '''
 
+_RESAMPLE = '''
+
+def _keras_resample(images, inverse, fill_mode, interpolation, fill_value, channels_last):
+    """Keras's image transforms (RandomRotation, RandomZoom): each output pixel of image i reads the input at
+    inverse[i] @ (its offset from the image centre), in pixels, sampled as Keras samples (bilinear or nearest;
+    fill_mode "reflect" about the edge, "nearest", "constant" with fill_value, or "wrap")."""
+    x = images if images.dim() == 4 else images[None]
+    x = x.permute(0, 3, 1, 2) if channels_last else x
+    n, _, h, w = x.shape
+    ys, xs = {torch}meshgrid({torch}arange(h, dtype=x.dtype, device=x.device) - (h - 1) / 2,
+                             {torch}arange(w, dtype=x.dtype, device=x.device) - (w - 1) / 2, indexing="ij")
+    src = {torch}stack([xs, ys], -1).reshape(1, h * w, 2) @ inverse.to(x.dtype).transpose(1, 2)
+    grid = {torch}stack([(2 * src[..., 0] + w) / w - 1, (2 * src[..., 1] + h) / h - 1], -1).reshape(n, h, w, 2)
+    if fill_mode == "wrap":
+        grid = (grid + 1) % 2 - 1
+    padding = {"reflect": "reflection", "nearest": "border", "constant": "zeros", "wrap": "border"}[fill_mode]
+    shift = fill_value if fill_mode == "constant" else 0.0
+    out = {F}grid_sample(x - shift, grid, mode="nearest" if interpolation == "nearest" else "bilinear",
+                         padding_mode=padding, align_corners=False) + shift
+    out = out.permute(0, 2, 3, 1) if channels_last else out
+    return out if images.dim() == 4 else out[0]
+
+
+def _keras_range(factor):
+    """A Keras augmentation factor: a number f is the range (-f, f), a pair its (lower, upper)."""
+    return (-factor, factor) if isinstance(factor, (int, float)) else tuple(factor)
+'''
+
+_RANDOM_ROTATION = '''
+
+class RandomRotation({nn}Module):
+    """keras.layers.RandomRotation: in training, each image turned counter-clockwise by its own angle drawn
+    uniformly from factor's range (fractions of a full turn) about its centre, the corners filled by fill_mode;
+    the identity in eval(), as Keras's at inference."""
+
+    def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", fill_value=0.0, channels_last=True):
+        super().__init__()
+        self.lower, self.upper = _keras_range(factor)
+        self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, fill_value
+        self.channels_last = channels_last
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        n = x.shape[0] if x.dim() == 4 else 1
+        angle = (self.lower + (self.upper - self.lower) * {torch}rand(n, device=x.device)) * 2 * {math}pi
+        cos, sin = angle.cos(), angle.sin()
+        inverse = {torch}stack([{torch}stack([cos, -sin], -1), {torch}stack([sin, cos], -1)], 1)
+        return _keras_resample(x, inverse, self.fill_mode, self.interpolation, self.fill_value, self.channels_last)
+'''
+
+_RANDOM_ZOOM = '''
+
+class RandomZoom({nn}Module):
+    """keras.layers.RandomZoom: in training, each image zoomed about its centre by its own factor drawn uniformly
+    from the ranges (positive: zoomed out, negative: zoomed in; the width takes the height's draw when
+    width_factor is None), the border filled by fill_mode; the identity in eval(), as Keras's at inference."""
+
+    def __init__(self, height_factor, width_factor=None, fill_mode="reflect", interpolation="bilinear",
+                 fill_value=0.0, channels_last=True):
+        super().__init__()
+        self.height = _keras_range(height_factor)
+        self.width = None if width_factor is None else _keras_range(width_factor)
+        self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, fill_value
+        self.channels_last = channels_last
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        n = x.shape[0] if x.dim() == 4 else 1
+        zy = 1 + self.height[0] + (self.height[1] - self.height[0]) * {torch}rand(n, device=x.device)
+        zx = zy if self.width is None else 1 + self.width[0] + (self.width[1] - self.width[0]) * {torch}rand(n, device=x.device)
+        inverse = {torch}diag_embed({torch}stack([zx, zy], -1))
+        return _keras_resample(x, inverse, self.fill_mode, self.interpolation, self.fill_value, self.channels_last)
+'''
+
 _GAUSSIAN_DROPOUT = '''
 
 class GaussianDropout({nn}Module):
@@ -572,6 +648,10 @@ HELPERS["Permute"] = _PERMUTE
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
 HELPERS["RandomFlip"] = _RANDOM_FLIP
+HELPERS["_keras_resample"] = _RESAMPLE
+HELPERS["RandomRotation"] = _RANDOM_ROTATION
+HELPERS["RandomZoom"] = _RANDOM_ZOOM
+DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras_resample",)})
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
@@ -694,7 +774,7 @@ def _spelled(template: str, ctx: FileContext) -> str:
 
 
 #: other modules a helper uses: placeholder → (its spelling, the import line)
-_MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"),
+_MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"), "math": ("math.", "import math"),
             "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
 
 

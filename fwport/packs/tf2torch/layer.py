@@ -1126,6 +1126,69 @@ def random_flip(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([expr(f"{helpers.use(ctx, 'RandomFlip')}({args})")], lctx.in_shape)
 
 
+def _augmentation_options(m: MappedCall, ctx) -> str | None:
+    """fill_mode / interpolation / fill_value of RandomRotation / RandomZoom as the helper's keywords (only the
+    ones given); None after an error."""
+    out = []
+    for key, allowed in (("fill_mode", ("reflect", "nearest", "constant", "wrap")), ("interpolation", ("bilinear", "nearest"))):
+        if key not in m.extras:
+            continue
+        v = literal_value(m.extras[key], NOT_LITERAL)
+        if v not in allowed:
+            m.fail(ctx, "unsupported-argument", f"{key}={code(m.extras[key])}: give one of {', '.join(map(repr, allowed))}")
+            return None
+        out.append(f'{key}="{v}"')
+    if "fill_value" in m.extras:
+        out.append(f"fill_value={code(m.extras['fill_value'])}")
+    if "fill_mode" in m.extras and literal_value(m.extras["fill_mode"], None) == "wrap":
+        ctx.report(Severity.WARNING, "approximate", "fill_mode='wrap': the wrapped coordinates are sampled with the "
+                   "border's values at the seam (torch's grid_sample has no wrap padding)", m.node, m.rule)
+    return "".join(f", {o}" for o in out)
+
+
+def _factor_text(m: MappedCall, ctx, key: str) -> str | None:
+    """A Keras augmentation factor written as the source wrote it: a number or a (lower, upper) pair."""
+    node = m.extras.get(key)
+    v = literal_value(node, NOT_LITERAL) if node is not None else NOT_LITERAL
+    if isinstance(v, (int, float)) and not isinstance(v, bool) or (
+            isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(e, (int, float)) for e in v)):
+        return code(node)
+    m.fail(ctx, "unsupported-argument", f"{key}={m.written(key) or code(node)}: give a number or a (lower, upper) "
+           "pair of numbers as literals")
+    return None
+
+
+@shape("random-transform")
+def random_transform(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RandomRotation / RandomZoom → the helper module of the same name (written out in the file): per-image
+    transforms about the centre in training only, sampled with Keras's conventions (pixel centres, reflect about
+    the edge), the identity in eval(); channels-last or channels-first as the model is."""
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    keys = ("factor",) if name == "RandomRotation" else ("height_factor", "width_factor")
+    factors = []
+    for k in keys:
+        if k not in m.extras or literal_value(m.extras[k], NOT_LITERAL) is None and k == "width_factor":
+            continue
+        text = _factor_text(m, ctx, k)
+        if text is None:
+            return LayerEmission([m.call], failed=True)
+        factors.append(text if k != "width_factor" else f"width_factor={text}")
+    options = _augmentation_options(m, ctx)
+    data_format = literal_value(m.extras["data_format"], NOT_LITERAL) if "data_format" in m.extras else None
+    if options is None or data_format not in (None, "channels_last", "channels_first"):
+        if options is not None:
+            m.fail(ctx, "unsupported-argument", f"data_format={code(m.extras['data_format'])}: not a literal")
+        return LayerEmission([m.call], failed=True)
+    first = lctx.layout == "nchw" or data_format == "channels_first"
+    if "seed" in m.extras and literal_value(m.extras["seed"], None) is not None:
+        ctx.report(Severity.INFO, "dropped-argument", "seed dropped: the transforms draw from torch's global "
+                   "generator (torch.manual_seed)", m.node, m.rule)
+    ctx.report(Severity.INFO, "idiom-replaced", f"{name} → {name} (written out in this file): active in training "
+               "only, as Keras's; put the model in eval() for inference", m.node, m.rule)
+    args = ", ".join(factors) + options + (", channels_last=False" if first else "")
+    return LayerEmission([expr(f"{helpers.use(ctx, name)}({args})")], lctx.in_shape)
+
+
 @shape("resizing")
 def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """Resizing → nn.Upsample(size=(h, w)) (it also shrinks): TensorFlow's bilinear resize samples at
