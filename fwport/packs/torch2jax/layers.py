@@ -21,6 +21,8 @@ from fwport.packs.torch2jax.registry import call_transform
 from fwport.packs.torch2jax import init as inits
 
 _KEY = "torch2jax-layers"
+#: ctx.analyses: the sequence-layer constructions batch.py proved (every call gets the batch axis second)
+SEQ_PROVEN = "torch2jax.seq-proven"
 
 _RECURRENT = '''
 
@@ -314,6 +316,8 @@ def _batch_first(m, ctx, what: str) -> None:
     is translated with the batch axis first: an error saying so (the layer itself is translated)."""
     value = m.kwargs.pop("batch_first", None)
     if value is not None and literal_value(value, None) is True:
+        return
+    if id(m.node) in ctx.analyses.get(SEQ_PROVEN, ()):  # every call gets the batch axis second (batch.py)
         return
     written = m.written("batch_first") if value is not None else "False (the default)"
     ctx.report(Severity.ERROR, "batch-axis", f"{what} with batch_first={written} takes (L, N, features), the batch "
