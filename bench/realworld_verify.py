@@ -38,7 +38,11 @@ TORCH = {
     "pt_kl_resnet": dict(model="ResNet18", inputs=["float32[2,3,32,32]"]),
     "pt_kl_mobilenetv2": dict(model="MobileNetV2", inputs=["float32[2,3,32,32]"]),
     "pt_yj_resnet": dict(model="ResNet(ResidualBlock, [2, 2, 2])", inputs=["float32[4,3,32,32]"]),
-    "pt_pe_wlm_rnn": dict(skip="the forward call needs model.init_hidden(batch) as a second argument"),
+    # sequence-first (L, N): tokens and the hidden state (nlayers, N, nhid) hold the batch axis second (the probe finds
+    # it; the log-probs come out (L * N, V), the examples merged into axis 0). GRU: one state array (LSTM's is a
+    # pair, which --input cannot give); a random hidden state rather than init_hidden's zeros (a stronger check);
+    # tie_weights=False: the tying under `if tie_weights:` is not translated (tying.py follows __init__'s own lines)
+    "pt_pe_wlm_rnn": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2)", inputs=["int64[6,4]:100", "float32[2,4,16]"]),
     "pt_gk_seq2seq_attn": dict(skip="the model and its inputs are built by the script's __main__ block"),
     "pt_pe_time_seq": dict(model="Sequence", inputs=["float64[3,100]"], opts=["--dtype", "float64"]),
     "pt_nanogpt": dict(model="GPT(GPTConfig(block_size=16, vocab_size=64, n_layer=2, n_head=2, n_embd=32, "

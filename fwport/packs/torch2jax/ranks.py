@@ -215,18 +215,25 @@ def sequence_layers(init: cst.FunctionDef, ctx) -> tuple[dict[str, str], dict[st
             t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
             if not t or not t.startswith("self.") or t.count(".") != 1:
                 return
-            v = node.value
-            q = ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
-            if isinstance(v, cst.Call) and isinstance(v.func, cst.Call) and dotted_text(v.func.func) == "getattr":
-                return
-            classes.setdefault(t[5:], set()).add(q)
-            if q in SEQUENCE_LAYERS:
-                bf = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "batch_first"), None)
-                first.setdefault(t[5:], set()).add(bf is None or literal_value(bf, None) is not True)
+            for v in _branches(node.value):  # `nn.LSTM(...) if kind == 'LSTM' else nn.GRU(...)`: each
+                q = ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
+                if isinstance(v, cst.Call) and isinstance(v.func, cst.Call) and dotted_text(v.func.func) == "getattr":
+                    continue
+                classes.setdefault(t[5:], set()).add(q)
+                if q in SEQUENCE_LAYERS:
+                    bf = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "batch_first"), None)
+                    first.setdefault(t[5:], set()).add(bf is None or literal_value(bf, None) is not True)
 
     init.visit(V())
-    out = {a: next(iter(qs)) for a, qs in classes.items() if len(qs) == 1 and next(iter(qs)) in SEQUENCE_LAYERS}
+    out = {a: sorted(qs)[0] for a, qs in classes.items() if qs and qs <= SEQUENCE_LAYERS}
     return out, {a: next(iter(first[a])) for a in out if len(first[a]) == 1}
+
+
+def _branches(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values an expression may be: both branches of a conditional, each one's own."""
+    if isinstance(value, cst.IfExp):
+        return _branches(value.body) + _branches(value.orelse)
+    return [value]
 
 
 class _Probe:

@@ -1256,8 +1256,13 @@ def _constructions(init: cst.FunctionDef, attrs: set[str]) -> list[cst.Call]:
     class V(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
             t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
-            if t and t.startswith("self.") and t[5:] in attrs and isinstance(node.value, cst.Call):
-                found.append(node.value)
+            value = node.value
+            while t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.IfExp):
+                if isinstance(value.body, cst.Call):
+                    found.append(value.body)
+                value = value.orelse
+            if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call):
+                found.append(value)
 
     init.visit(V())
     return found
