@@ -254,6 +254,15 @@ def batch_axis(model, xs, option: str) -> tuple[object, str, list | None]:
         tried.append(found)
         if found not in ("no-common-axis", "mix"):
             break  # (axis 1 is tried where axis 0 cannot be split, or mixes the examples)
+    if tried[-1] == "no-common-axis" and 1 < len(xs) <= 6:  # inputs at different axes: (L, N, E) with a mask (N, L)
+        import itertools
+        for combo in itertools.product((0, 1), repeat=len(xs)):
+            if len(set(combo)) == 1:
+                continue
+            found = _probe(model, xs, list(combo))
+            if isinstance(found, tuple):
+                return list(combo), (f"probe: the halves of the batch (inputs split on axes {', '.join(map(str, combo))}) "
+                                     f"{found[1]}"), found[0]
     if tried[0] == "mix":
         return None, "probe: the halves of the batch give other values than the whole batch (rows mix)", None
     if isinstance(tried[0], str) and tried[0].startswith("fails"):

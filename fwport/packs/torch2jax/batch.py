@@ -990,6 +990,9 @@ class Forward(cst.CSTTransformer):
             self.seq_refused.add(attr)
             return None
         self.seq_proven.add(attr)
+        for k in sequences[:3 if attention else 1]:  # a sequence per example: (L, features)
+            if k in a and isinstance(a[k], cst.Name) and a[k].value not in self.rank:
+                self.rank[a[k].value] = 2
         return (want, 0) if attention else (want, 1)  # a recurrent layer's final state: (layers * directions, N, H)
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
