@@ -125,6 +125,16 @@ def test_a_sequence_layer_fed_the_batch_axis_first_is_still_an_error():
     assert "batch_first=False" in errors(r)[0].message
 
 
+def test_an_input_shared_by_the_batch_is_copied_over_it():
+    """DETR's query embedding: q.unsqueeze(1).repeat(1, bs, 1) with bs the batch size makes a (Q, N, C) copy of a (Q, C)
+    input; one example's copy is q itself, and q is an input without a batch axis (in_axes None)."""
+    r = translate_source(MODELS.read_text(), str(MODELS), "torch2jax")
+    dec = _class(r.output, "QueryDecoder").split("def __call__")[1]
+    assert "inputs src 0, query_embed none; returns 0; jax.vmap(model, in_axes=(0, None), out_axes=0)" in dec
+    assert "query = query_embed\n" in dec and "return jax.vmap(self.norm)(query + out)\n" in dec
+    assert any("query_embed is shared by every example" in f.message for f in r.findings)
+
+
 def test_a_training_step_vmaps_a_sequence_first_model_with_its_axes():
     r = t2j("""
         import torch
@@ -158,13 +168,14 @@ def test_a_training_step_vmaps_a_sequence_first_model_with_its_axes():
 
 
 @needs_frameworks
-@pytest.mark.parametrize("model, inputs", [
-    ("Tagger", ["int64[6,4]:30"]),
-    ("LanguageModel", ["int64[5,3]:20", "float32[2,3,10]"]),
-    ("AttentionBlock", ["float32[5,3,8]", "bool[3,5]"]),
-    ("BatchFirstReader", ["float32[4,6,5]"]),
+@pytest.mark.parametrize("model, inputs, axis", [
+    ("Tagger", ["int64[6,4]:30"], "auto"),
+    ("LanguageModel", ["int64[5,3]:20", "float32[2,3,10]"], "auto"),
+    ("AttentionBlock", ["float32[5,3,8]", "bool[3,5]"], "auto"),
+    ("BatchFirstReader", ["float32[4,6,5]"], "auto"),
+    ("QueryDecoder", ["float32[3,8,5]", "float32[4,8]"], "0,none"),  # the query embedding: shared by the batch
 ])
-def test_sequence_first_models_verify_against_pytorch(model, inputs, tmp_path):
+def test_sequence_first_models_verify_against_pytorch(model, inputs, axis, tmp_path):
     """Forward and gradients against PyTorch: the JAX side (no PyTorch importable there) vmaps with the axes the
     probe finds on the original: the inputs split on axis 1 (the attention block's mask on 0), the outputs joined on
     theirs (the tagger's merged into axis 0)."""
@@ -173,13 +184,14 @@ def test_sequence_first_models_verify_against_pytorch(model, inputs, tmp_path):
     translated = tmp_path / "seqfirst_jax.py"
     translated.write_text(r.output)
     opts = Options(str(MODELS), str(translated), model, inputs=inputs, checks=("forward", "grad"), device="cpu",
-                   direction="torch2jax", dtype="float64")
+                   direction="torch2jax", dtype="float64", batch_axis=axis)
     with Session() as session:
         cert = verify(opts, session)
     assert cert["verdict"] == "pass", str(cert)[:3000]
     assert cert["results"]["outputs"] and cert["results"]["gradients"]
     why = cert["batch_axis"]["why"]
-    assert ("axis 0" not in why and "probe" in why) if model != "BatchFirstReader" else "rows" in why
+    if axis == "auto":
+        assert ("axis 0" not in why and "probe" in why) if model != "BatchFirstReader" else "rows" in why
     if model == "Tagger":
         assert cert["batch_axis"]["out_axes"] == ["merged:0"]
 

@@ -68,3 +68,20 @@ class BatchFirstReader(nn.Module):
         out, h = self.rnn(x.transpose(0, 1))
         out = out.transpose(0, 1)
         return self.fc(out[:, -1]) + self.fc(h[-1])
+
+
+class QueryDecoder(nn.Module):
+    """DETR's pattern: features (N, C, L) moved to (L, N, C); a query embedding (Q, C), which every example shares,
+    copied over the batch (unsqueeze(1).repeat(1, bs, 1)); cross-attention; the result moved back batch-first."""
+
+    def __init__(self, dim=8, heads=2):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(dim, heads)
+        self.norm = nn.LayerNorm(dim)
+
+    def forward(self, src, query_embed):
+        bs, c, n = src.shape
+        src = src.permute(2, 0, 1)
+        query = query_embed.unsqueeze(1).repeat(1, bs, 1)
+        out = self.attn(query, src, src)[0]
+        return self.norm(query + out).transpose(0, 1)

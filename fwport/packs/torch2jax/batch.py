@@ -256,6 +256,8 @@ class Forward(cst.CSTTransformer):
         # axis first means the input holds it second: `second`, which ranks.py tries next)
         self.origin: dict[str, frozenset] = {p: frozenset({p}) for p in batched}
         self.second: set[str] = set()
+        self.unbatched: set[str] = set()  # inputs found shared by the batch (`q.unsqueeze(1).repeat(1, bs, 1)`)
+        self.input_reads: dict[str, int] = {}  # reads of each input so far
         self.seq_first: dict[str, bool] = dict(ranks.seq_first) if ranks is not None else {}
         for a, q in (ranks.seq_classes.items() if ranks is not None else ()):
             self.modules.setdefault(a, q)  # assigned in a branch of __init__ (`if rnn_type == ...:`)
@@ -330,7 +332,8 @@ class Forward(cst.CSTTransformer):
         unpacked = self.unpack_shape(original, updated)
         if unpacked is not None:
             return unpacked
-        hit = self.is_batched(original.value)
+        hit = self.is_batched(original.value) or id(updated.value) in self.node_axis \
+            and self.node_axis[id(updated.value)] is not None  # (a shared input copied over the batch)
         r = self.rank_of(updated.value)
         self.unpack_ranks(original, updated)
         a = self.axis_of(updated.value) if hit else None
@@ -530,6 +533,13 @@ class Forward(cst.CSTTransformer):
                 return known if known is not None and (not self.is_batched(other) or scalar) else None
             return max(a, b)
         if isinstance(node, cst.Subscript):  # slices keep the rank, an integer index drops an axis
+            v = node.value
+            text = dotted_text(v.func) if isinstance(v, cst.Call) else None
+            several = layers.OUTPUT_RANKS.get(self.modules.get(text[5:])) if text and text.startswith("self.") else None
+            i = int_literal(node.slice[0].slice.value) if several and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) else None
+            if i is not None and -len(several) <= i < len(several):  # `self.attn(q, k, v)[0]`: that result's
+                return several[i] if isinstance(several[i], int) else None
             r = self.rank_of(node.value)
             if r is None:
                 return None
@@ -806,6 +816,34 @@ class Forward(cst.CSTTransformer):
             return node.args[0].value
         return None
 
+    def shared_input_repeat(self, original: cst.Call) -> cst.BaseExpression | None:
+        """``q.unsqueeze(d).repeat(1, bs, 1)`` (DETR's query embedding), q an input of this forward read nowhere else
+        and bs the batch size at position d: a tensor every example shares, copied over a new batch axis at d. q is
+        no batched input (``unbatched``: ranks.py gives it no batch axis, in_axes None), and one example's copy is q
+        itself (tiled by the other sizes); the result holds the batch axis at d."""
+        f = original.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value == "repeat" and isinstance(f.value, cst.Call)
+                and isinstance(f.value.func, cst.Attribute) and f.value.func.attr.value == "unsqueeze"
+                and isinstance(f.value.func.value, cst.Name) and len(f.value.args) == 1):
+            return None
+        y, d = f.value.func.value, int_literal(f.value.args[0].value)
+        sizes = [a.value for a in original.args]
+        if d is None or d < 0 or any(a.keyword or a.star for a in original.args) or len(sizes) <= d \
+                or not self.is_batch_size(sizes[d], None) \
+                or any(int_literal(x) is None for i, x in enumerate(sizes) if i != d):
+            return None
+        if y.value in self.batched and not (y.value in self.inputs and self.input_reads.get(y.value) == 1):
+            return None  # (read before: then it was taken as batched there)
+        self.unbatched.add(y.value)
+        self.size_uses = [n for n in self.size_uses if n is not sizes[d]]  # the batch size read here: taken
+        rest = [x for i, x in enumerate(sizes) if i != d]
+        out = cst.Name(y.value) if all(int_literal(x) == 1 for x in rest) else _call(
+            self.ctx.spell("jax.numpy.tile"), [cst.Name(y.value), cst.Tuple([cst.Element(x) for x in rest])])
+        self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: {y.value} is shared by every example (an input "
+                        f"without a batch axis: in_axes None), copied over the batch at dimension {d}; for one example "
+                        f"the copy is {code(out)}", original)
+        return self.moved(out, d)
+
     def per_example_copy(self, q: str | None, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """The call :meth:`batch_size_argument` accepted, for one example: the batch axis not built."""
         if q in FILLS:  # torch.zeros(B, H) → torch.zeros(H); the rules translate the rest
@@ -842,6 +880,8 @@ class Forward(cst.CSTTransformer):
                              [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        if original.value in self.inputs and id(original) not in self.not_read:
+            self.input_reads[original.value] = self.input_reads.get(original.value, 0) + 1
         if original.value in self.batch_sizes and id(original) not in self.kept and id(original) not in self.not_read:
             self.size_uses.append(original)  # refused when its statement is left, unless a call around it was
         return updated
@@ -916,6 +956,9 @@ class Forward(cst.CSTTransformer):
                 if blind:
                     self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
         q = self.ctx.imports.resolve(original.func)
+        shared = self.shared_input_repeat(original)
+        if shared is not None:
+            return shared
         if self.batch_size_argument(original) is not None:
             return self.per_example_copy(q, original, updated)
         if q is not None:

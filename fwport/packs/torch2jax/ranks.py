@@ -272,7 +272,7 @@ class _Probe:
 def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozenset()) -> dict[str, ClassRanks]:
     """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis)."""
     from fwport.core.rewrite import rewrite
-    from fwport.packs.torch2jax.batch import Forward
+    from fwport.packs.torch2jax.batch import NOT_BATCHED, Forward
     from fwport.packs.torch2jax.passes.modules import _dict_entries, _submodules
     table: dict[str, ClassRanks] = {}
     forwards = {}
@@ -290,6 +290,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
         seen: dict[str, list] = {}
         seen_axes: dict[str, list] = {}
         second: dict[str, set] = {}
+        shared: dict[str, set] = {}
         blind: dict[str, list] = {}
         changed = False
         for name, (fwd, subs) in forwards.items():
@@ -308,11 +309,13 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
                 or out_axes != table[name].out_axes
             table[name].out, table[name].sequence_inputs, table[name].out_axes = out, f.seen_sequences, out_axes
             second[name] = f.second
+            shared[name] = f.unbatched
         for name, (fwd, _) in forwards.items():
             params = [p.name.value for p in fwd.params.params[1:]]
             calls = seen.get(name, [])
             axes = _param_axes(params, seen_axes.get(name, [])) if seen_axes.get(name) else \
-                {**table[name].axes, **{p: 1 for p in second.get(name, ())}}
+                {**table[name].axes, **{p: 1 for p in second.get(name, ())},
+                 **{p: NOT_BATCHED for p in shared.get(name, ())}}
             changed |= axes != table[name].axes
             table[name].axes = axes
             table[name].called = bool(calls)
