@@ -75,6 +75,12 @@ def axis_text(a) -> str:
     return "?" if a == UNKNOWN else str(a)
 
 
+#: functions that place the batch axis themselves wherever it is (batch.Forward.function), or act on trailing axes
+PLACED = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.softmax", "torch.log_softmax",
+                    F + "softmax", F + "log_softmax", "torch.sum", "torch.mean", "torch.amax", "torch.amin", F + "linear",
+                    F + "layer_norm", F + "embedding", F + "gelu", F + "relu", F + "silu", F + "dropout", "torch.zeros_like",
+                    "torch.ones_like", "torch.where", "torch.tanh", "torch.sigmoid", "torch.exp", "torch.log",
+                    "torch.sqrt", "torch.abs", "torch.clamp", "torch.maximum", "torch.minimum", "torch.pow"})
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
                          "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
@@ -1040,6 +1046,15 @@ class Forward(cst.CSTTransformer):
 
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if self.axes_moved() and q not in PLACED and short not in ELEMENTWISE and (
+                q.startswith(F) or q.startswith("torch.") and q.count(".") == 1):
+            moved = [x for x in (self.axis_of(a.value) for a in updated.args) if x is not None and x != 0
+                     or isinstance(x, Merged)]
+            if moved:  # a function whose meaning depends on the axes, given a tensor holding the batch axis elsewhere
+                self.error(original, f"{q.replace(F, 'F.')} of a tensor whose batch axis is dimension "
+                           f"{axis_text(moved[0])} (PyTorch's sequence layers hold it second): not followed there; move "
+                           "the batch axis first (.transpose(0, 1)) before it, or do it outside the module")
+                return updated
         if q == F + "scaled_dot_product_attention" and any(  # dropout_p: by keyword or fifth
                 (a.keyword.value == "dropout_p" if a.keyword else i == 4 and not a.star)
                 and ops.training_dropout(a.value) is not None for i, a in enumerate(original.args)):
@@ -1752,6 +1767,9 @@ class Forward(cst.CSTTransformer):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if isinstance(original.value, cst.Name) and original.value.value == "self" and original.attr.value in self.buffers:
             return cst.Call(self.ctx.spell("jax.lax.stop_gradient"), [cst.Arg(updated)])
+        if original.attr.value in ("T", "mT", "H", "mH") and self.is_batched(original.value):
+            self.error(original, f"{code(original)}: a transpose of every axis (the batch axis's too) of a batched "
+                       "tensor; write .transpose(d0, d1) (or .permute) with its dimensions, which fwport follows")
         return updated
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
