@@ -136,7 +136,7 @@ def test_an_input_shared_by_the_batch_is_copied_over_it():
 
 
 def test_a_training_step_vmaps_a_sequence_first_model_with_its_axes():
-    r = t2j("""
+    r = t2j(src := """
         import torch
         from torch import nn
 
@@ -165,6 +165,12 @@ def test_a_training_step_vmaps_a_sequence_first_model_with_its_axes():
         """)
     assert not errors(r), r.findings
     assert "jax.vmap(model, in_axes=(1,), out_axes=1)(x).reshape(-1, 5)" in r.output
+    # with dropout in training: one key per example, split over the batch axis (the second of x)
+    drop = t2j(textwrap.dedent(src).replace("self.lstm(self.emb(tokens))", "self.lstm(self.drop(self.emb(tokens)))")
+               .replace("self.out = nn.Linear(12, 5)", "self.out = nn.Linear(12, 5)\n        self.drop = nn.Dropout(0.1)")
+               .replace("for step in", "model.train()\nfor step in"))
+    assert not errors(drop), drop.findings
+    assert "jax.vmap(model, in_axes=(1,), out_axes=1)(x, key=jax.random.split(key, x.shape[1]))" in drop.output
 
 
 @needs_frameworks

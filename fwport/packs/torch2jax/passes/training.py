@@ -1740,7 +1740,8 @@ class _VmapModel(cst.CSTTransformer):
 
     def leave_Call(self, original, updated):
         f = original.func
-        vmapped = isinstance(f, cst.Call) and dotted_text(f.func) == self.vmap and len(f.args) == 1 \
+        vmapped = isinstance(f, cst.Call) and dotted_text(f.func) == self.vmap and (len(f.args) == 1 or bool(
+            self.axes) and ", ".join(code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in f.args[1:]) == self.axes) \
             and isinstance(f.args[0].value, cst.Name) and f.args[0].value.value == self.model  # (the pass's)
         if isinstance(f, cst.Name) and f.value == self.model or vmapped:
             axes = f", {self.axes}" if self.axes else ""
