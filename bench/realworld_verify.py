@@ -38,15 +38,27 @@ TORCH = {
     "pt_kl_resnet": dict(model="ResNet18", inputs=["float32[2,3,32,32]"]),
     "pt_kl_mobilenetv2": dict(model="MobileNetV2", inputs=["float32[2,3,32,32]"]),
     "pt_yj_resnet": dict(model="ResNet(ResidualBlock, [2, 2, 2])", inputs=["float32[4,3,32,32]"]),
-    "pt_pe_wlm_rnn": dict(skip="the forward call needs model.init_hidden(batch) as a second argument"),
-    "pt_gk_seq2seq_attn": dict(skip="the model and its inputs are built by the script's __main__ block"),
+    # sequence-first (L, N): tokens and the hidden state (nlayers, N, nhid) hold the batch axis second (the probe finds
+    # it; the log-probs come out (L * N, V), the examples merged into axis 0). GRU: one state array (LSTM's is a
+    # pair, which --input cannot give); a random hidden state rather than init_hidden's zeros (a stronger check);
+    # tie_weights=False: the tying under `if tie_weights:` is not translated (tying.py follows __init__'s own lines)
+    "pt_pe_wlm_rnn": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2)", inputs=["int64[6,4]:100", "float32[2,4,16]"]),
+    "pt_gk_seq2seq_attn": dict(skip="its forward is written for a batch of one, which per-example code cannot express: "
+                                    "torch.empty([n_step, 1, n_class]) fixes the batch to 1, get_att_score's "
+                                    "torch.dot(dec_output.view(-1), score.view(-1)) sums over the batch, and forward "
+                                    "collects .numpy() of each step's weights (translation errors name each line); "
+                                    "the model and its inputs are also built by the script's __main__ block"),
     "pt_pe_time_seq": dict(model="Sequence", inputs=["float64[3,100]"], opts=["--dtype", "float64"]),
     "pt_nanogpt": dict(model="GPT(GPTConfig(block_size=16, vocab_size=64, n_layer=2, n_head=2, n_embd=32, "
                              "dropout=0.0, bias=True))", inputs=["int64[2,16]:64"]),
     "pt_vit": dict(model="ViT", args=dict(image_size=32, patch_size=4, num_classes=10, dim=64, depth=2, heads=4,
                                           mlp_dim=128), inputs=["float32[2,3,32,32]"]),
-    "pt_detr_transformer": dict(skip="the forward call takes a mask, a query embedding without a batch axis "
-                                     "and positions"),
+    # (HW, N, C) inside: the encoder/decoder layers' nn.MultiheadAttention are sequence-first; the query embedding
+    # (Q, C) is shared by the batch (--batch-axis none for it)
+    "pt_detr_transformer": dict(model="Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, "
+                                      "dim_feedforward=64, dropout=0.0, return_intermediate_dec=True)",
+                                inputs=["float32[2,32,4,4]", "bool[2,4,4]", "float32[10,32]", "float32[2,32,4,4]"],
+                                opts=["--batch-axis", "0,0,none,0"]),
     # its forward draws noise in eval mode too: verify compares it with constant draws on both sides
     "pt_pe_vae": dict(model="VAE", inputs=["float32[4,1,28,28]"]),
     # the classes read the module-level argparse namespace `opt`: --load defs runs the argparse setup (defaults)

@@ -174,7 +174,7 @@ def test_the_batch_axis_is_dropped_where_proven(torch_code, jax_code):
     "return x.masked_fill(self.bias[:, :, :4, :4] == 0, 0.0)",
     "return x.repeat(2, 1, 1)",
     "return x.repeat(1, 2)",
-    "outs = [x]\nouts.append(x)\nreturn torch.stack(outs)",
+    "outs = [x]\nouts.append(x)\nreturn torch.cat(outs)",  # (a stack on dim 0 is followed: the batch axis moves on)
     "return torch.einsum('bij,bjk->ik', x, y)",
     "return torch.einsum('ij,jk->ik', x, y)",
     "return torch.einsum(eq, x, y)",

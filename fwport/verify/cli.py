@@ -24,6 +24,14 @@ def _json_arg(text: str | None, what: str) -> dict:
     return v
 
 
+def _batch_axis(value: str) -> str:
+    """--batch-axis: auto, none, an axis, or one per input (``0,0,none,0``)."""
+    parts = [p.strip() for p in str(value).split(",")]
+    if value in ("auto", "none") or all(p == "none" or p.isdigit() for p in parts):
+        return ",".join(parts)
+    raise click.BadParameter(f"{value!r}: auto, none, an axis (0, 1), or one per input (0,0,none,0)")
+
+
 def _defines(items) -> dict:
     """``--define NAME=VALUE`` options → {name: value}, the value read as JSON where it is JSON."""
     out = {}
@@ -81,10 +89,12 @@ def _fail(e, command: str = "verify") -> None:
               help="How each file is loaded: whole runs it as a script; defs runs only its imports, functions, "
               "classes and call-free assignments (a failed import the definitions do not use is stubbed); auto runs "
               "it whole and, if that fails, its definitions only (the certificate says so).")
-@click.option("--batch-axis", "batch_axis", type=click.Choice(["auto", "0", "none"]), default="auto", show_default=True,
-              help="torch2jax: whether the model maps each example on its own (0: the JAX model is called through "
-              "jax.vmap) or takes its inputs whole (none: a graph's features and adjacency); auto probes the "
-              "original on the two halves of the batch.")
+@click.option("--batch-axis", "batch_axis", default="auto", show_default=True, callback=lambda c, p, v: _batch_axis(v),
+              help="torch2jax: where each input holds the batch axis, for jax.vmap: 0 (first), 1 (second: PyTorch's "
+              "sequence layers take (L, N, ...), and a recurrent state (layers, N, H)), none (the model takes its inputs "
+              "whole: a graph's features and adjacency), or one per input (0,0,none,0: none for an input every "
+              "example shares); auto probes the original on the two halves of the batch split on axis 0, then 1. The "
+              "outputs' axes are probed the same way.")
 @click.option("--define", "defines", multiple=True, metavar="NAME=VALUE",
               help="A module-level name both files read, set before they load (a value the script computes from "
               "its data: --define n_classes=2); VALUE is JSON, else a string. Repeatable.")

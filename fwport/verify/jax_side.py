@@ -235,19 +235,37 @@ def run(req: dict) -> dict:
     n_out = len([k for k in T if k.startswith("out")])
     R = [jnp.asarray(T[f"R{i}"], dtype=jnp.float64 if req["dtype"] == "float64" else jnp.float32) for i in range(n_out)]
 
-    whole = req.get("batch_axis", 0) is None  # the model takes the inputs whole (a graph): no jax.vmap
-    n = xs[0].shape[0] if xs and xs[0].ndim else 1
+    axis = req.get("batch_axis", 0)
+    whole = axis is None  # the model takes the inputs whole (a graph): no jax.vmap
+    in_axes = tuple(axis) if isinstance(axis, list) else (axis,) * len(xs)
+    # where each output holds the batch axis (the torch side's probe): "merged:a" is vmapped out at a + 1, then axes
+    # a and a + 1 reshaped into one, as PyTorch's view(-1, ...) made them
+    outs = req.get("out_axes")
+    out_at = [int(o.split(":")[1]) + 1 if isinstance(o, str) else o for o in outs] if outs else None
+    first = next((i for i, a in enumerate(in_axes) if a is not None), 0)
+    n = xs[first].shape[in_axes[first] or 0] if xs and xs[first].ndim else 1
     keyed = _takes_key(model)  # a forward drawing random numbers (or a dropout) takes key=: one per example
     kw = {"key": jax.random.key(req["seed"] + 3) if whole else jax.random.split(jax.random.key(req["seed"] + 3), n)} \
         if keyed else {}
 
+    def flat(out):
+        return [o for o in jax.tree_util.tree_leaves(out) if o is not None] if isinstance(out, (tuple, list)) else [out]
+
     def forward(m, *inputs):
         if whole:
             out = m(*inputs, **kw) if layer_state is None else m(*inputs, layer_state, **kw)[0]
+        elif out_at is not None:  # the outputs' axes, one per output as torch's side flattens them
+            def one(*a, **k):
+                y = m(*a, **k) if layer_state is None else m(*a, layer_state, **k)[0]
+                return tuple(flat(y))
+            out = jax.vmap(one, in_axes=in_axes, out_axes=tuple(out_at), axis_name="batch")(*inputs, **kw)
+            out = [o.reshape(*o.shape[:a - 1], -1, *o.shape[a + 1:]) if isinstance(spec, str) else o
+                   for o, a, spec in zip(out, out_at, outs)]
         elif layer_state is None:
-            out = jax.vmap(m)(*inputs, **kw)
+            out = jax.vmap(m, in_axes=in_axes)(*inputs, **kw) if any(a != 0 for a in in_axes) else \
+                jax.vmap(m)(*inputs, **kw)
         else:  # the state is shared by the batch: in_axes None for it, and it comes back once
-            out, _ = jax.vmap(m, axis_name="batch", in_axes=(0,) * len(inputs) + (None,),
+            out, _ = jax.vmap(m, axis_name="batch", in_axes=in_axes + (None,),
                               out_axes=(0, None))(*inputs, layer_state, **kw)
         return [o for o in out if o is not None] if isinstance(out, (tuple, list)) else [out]  # as torch's side
 

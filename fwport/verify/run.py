@@ -235,7 +235,8 @@ class Options:
     batch: list[str] = field(default_factory=list)  # --check train: the step function's arguments (specs)
     steps: int = 3  # --check train: optimizer steps, one batch each
     load: str = "auto"  # how each side loads its file: auto (whole, else definitions only), whole, defs
-    batch_axis: str = "auto"  # torch2jax: "0" (jax.vmap over axis 0), "none" (inputs whole), auto (probed)
+    batch_axis: str = "auto"  # torch2jax: "0" / "1" (jax.vmap over that axis), "none" (inputs whole), one per input
+    # ("1,0", "0,0,none,0": none for an input the batch shares), auto (probed: axis 0, then 1, then mixes)
     defines: dict = field(default_factory=dict)  # module-level names set in both files before they load (--define)
 
 

@@ -53,6 +53,7 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
                                        model=opts.translated_model or opts.model, torch=str(d / "torch.npz"),
                                        out=str(d / "jax.npz"), modules=tresp.get("modules", {}), tied=tresp.get("tied", {}),
                                        eqx=getattr(opts, "eqx_file", None), batch_axis=tresp.get("batch_axis", 0),
+                                       out_axes=tresp.get("out_axes"),
                                        constant_draws=bool(tresp.get("stochastic"))), opts.timeout)
         times["jax"] = time.perf_counter() - t1
         cert = _base(opts, specs, rtol, atol, tresp, jresp)
@@ -194,7 +195,8 @@ def _base(opts, specs, rtol, atol, tresp, jresp) -> dict:
         "loaded": {side: r.get("loaded") for side, r in (("original", tresp), ("translated", jresp)) if r.get("loaded")},
         "tolerance": {"rtol": rtol, "atol": atol,
                       "rule": "|torch - jax| <= atol * max|torch| + rtol * |torch|, per tensor"},
-        **({"batch_axis": {"axis": tresp.get("batch_axis", 0), "why": tresp["batch_axis_why"]}}
+        **({"batch_axis": {"axis": tresp.get("batch_axis", 0), "why": tresp["batch_axis_why"],
+                           **({"out_axes": tresp["out_axes"]} if tresp.get("out_axes") else {})}}
            if "batch_axis_why" in tresp else {}),
         **({"stochastic": {"detected": True, "draws": "constant on both sides: normal draws 0.5, uniform draws the "
                            "middle of their range (torch.randn/randn_like/rand/rand_like/normal/normal_/uniform_, "

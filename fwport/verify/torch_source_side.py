@@ -181,30 +181,93 @@ def stochastic(model, xs, seed: int) -> bool:
     return not _close(a, _outputs(model, xs))
 
 
-def batch_axis(model, xs, option: str) -> tuple[int | None, str]:
-    """Whether the model maps each example (row of axis 0) on its own, as the JAX side's jax.vmap assumes:
-    ``--batch-axis 0`` / ``none`` say so; ``auto`` probes the original: the two halves of the batch (every
-    input split on axis 0) give the rows of the whole batch's outputs. A model that fails on them or mixes
-    rows (a graph's nodes through its adjacency matrix) takes its inputs whole: (None, why)."""
-    if option == "0":
-        return 0, "--batch-axis 0"
+def batch_axis(model, xs, option: str) -> tuple[object, str, list | None]:
+    """Where each input and output holds the batch axis, as the JAX side's jax.vmap needs it: (in_axes, why,
+    out_axes). in_axes: one axis for every input (0: the JAX model is vmapped over the first axis), a list of one per
+    input (None: an input every example shares), or None (the model takes its inputs whole: a graph's nodes mix
+    through its adjacency matrix). out_axes: one per output, an axis or ``"merged:a"`` (PyTorch's view put the
+    examples inside axis a as its inner factor: ``(L, N, V).view(-1, V)``), or None (each at the inputs' axis).
+
+    ``--batch-axis 0`` / ``1`` / ``none`` / a list (``0,0,none,0``) give the inputs'; ``auto`` probes the original:
+    every input split on axis 0 (then axis 1: PyTorch's sequence layers take (L, N, ...)) into two halves, whose
+    outputs must give the whole batch's along some axis of each output (which gives out_axes)."""
     if option == "none":
-        return None, "--batch-axis none"
-    n = xs[0].shape[0] if xs and xs[0].dim() else 0
-    if n < 2 or any(not x.dim() or x.shape[0] != n for x in xs):
-        return 0, "assumed (the inputs have no common first axis of 2 or more to split)"
+        return None, "--batch-axis none", None
+    if option != "auto":
+        parts = [None if p.strip() == "none" else int(p) for p in option.split(",")]
+        in_axes = parts * len(xs) if len(parts) == 1 else parts
+        if len(in_axes) != len(xs):
+            raise UserError(f"--batch-axis {option}: {len(parts)} axes for {len(xs)} inputs (give one, or one per input)")
+        found = _probe(model, xs, in_axes)
+        axis = in_axes[0] if len(set(in_axes)) == 1 else in_axes
+        if isinstance(found, tuple):
+            return axis, f"--batch-axis {option}; " + found[1], found[0]
+        return axis, f"--batch-axis {option}" + (f" (the outputs' axes not probed: {found})" if found else ""), None
+    tried = []
+    for candidate in (0, 1):
+        found = _probe(model, xs, [candidate] * len(xs))
+        if isinstance(found, tuple):
+            if candidate == 0 and all(a == 0 for a in found[0]):
+                return 0, "probe: the halves of the batch give the whole batch's rows", None
+            return candidate, f"probe: the halves of the batch (inputs split on axis {candidate}) {found[1]}", found[0]
+        tried.append(found)
+        if found not in ("no-common-axis", "mix"):
+            break  # (axis 1 is tried where axis 0 cannot be split, or mixes the examples)
+    if tried[-1] == "no-common-axis" and 1 < len(xs) <= 6:  # inputs at different axes: (L, N, E) with a mask (N, L)
+        import itertools
+        for combo in itertools.product((0, 1), repeat=len(xs)):
+            if len(set(combo)) == 1:
+                continue
+            found = _probe(model, xs, list(combo))
+            if isinstance(found, tuple):
+                return list(combo), (f"probe: the halves of the batch (inputs split on axes {', '.join(map(str, combo))}) "
+                                     f"{found[1]}"), found[0]
+    if tried[0] == "mix":
+        return None, "probe: the halves of the batch give other values than the whole batch (rows mix)", None
+    if isinstance(tried[0], str) and tried[0].startswith("fails"):
+        return None, f"probe: the first half of the batch {tried[0]}", None
+    if tried[0] == "no-axis-out":
+        return 0, "assumed (an output has no first axis of the inputs' length to compare)", None
+    return 0, "assumed (the inputs have no common first axis of 2 or more to split)", None
+
+
+def _probe(model, xs, in_axes: list):
+    """(out_axes, how) where splitting each input on its axis in ``in_axes`` gives outputs that join into the whole
+    batch's along one axis each; else why not: "no-common-axis", "no-axis-out", "mix", "fails ...". """
+    sizes = {x.shape[a] for x, a in zip(xs, in_axes) if a is not None and x.dim() > a}
+    if len(sizes) != 1 or any(a is not None and x.dim() <= a for x, a in zip(xs, in_axes)) or min(sizes) < 2:
+        return "no-common-axis"
+    n = sizes.pop()
     whole = _outputs(model, xs)
-    if any(not o.dim() or o.shape[0] != n for o in whole):
-        return 0, "assumed (an output has no first axis of the inputs' length to compare)"
+    if not all(o.dim() and any(s % n == 0 for s in o.shape) for o in whole):
+        return "no-axis-out"
     try:
-        halves = [_outputs(model, [x[part] for x in xs]) for part in (slice(0, n // 2), slice(n // 2, n))]
+        halves = [_outputs(model, [x if a is None else x.narrow(a, start, size) for x, a in zip(xs, in_axes)])
+                  for start, size in ((0, n // 2), (n // 2, n - n // 2))]
     except Exception as e:  # noqa: BLE001 (a model of the whole graph fails on part of it)
-        return None, f"probe: the first half of the batch fails alone ({type(e).__name__}: {str(e)[:120]})"
-    ok = all(len(h) == len(whole) and all(o.dim() for o in h) for h in halves)
-    joined = [torch.cat(parts) for parts in zip(*halves)] if ok else []
-    if not _close(whole, joined, 1e-4):
-        return None, "probe: the halves of the batch give other values than the whole batch (rows mix)"
-    return 0, "probe: the halves of the batch give the whole batch's rows"
+        return f"fails alone ({type(e).__name__}: {str(e)[:120]})"
+    if not all(len(h) == len(whole) for h in halves):
+        return "mix"
+    out_axes, merged = [], False
+    for j, o in enumerate(whole):
+        parts = [h[j] for h in halves]
+        axis = next((a for a in range(o.dim()) if o.shape[a] == n and all(p.dim() == o.dim() for p in parts)
+                     and _close([o], [torch.cat(parts, a)], 1e-4)), None)
+        if axis is None:  # the examples merged into an axis as its inner factor: (L * N, V)
+            for a in range(o.dim()):
+                k = o.shape[a] // n
+                if o.shape[a] % n or k < 2 or any(p.dim() != o.dim() or p.shape[a] % k for p in parts):
+                    continue
+                split = [p.reshape(*p.shape[:a], k, p.shape[a] // k, *p.shape[a + 1:]) for p in parts]
+                if _close([o.reshape(*o.shape[:a], k, n, *o.shape[a + 1:])], [torch.cat(split, a + 1)], 1e-4):
+                    axis, merged = f"merged:{a}", True
+                    break
+        if axis is None:
+            return "mix"
+        out_axes.append(axis)
+    how = "give the whole batch's along the outputs' axes " + ", ".join(map(str, out_axes)) + \
+        (" (merged:a: the examples are the inner factor of axis a, as PyTorch's view(-1, ...) made it)" if merged else "")
+    return out_axes, how
 
 
 def run(req: dict) -> dict:
@@ -223,11 +286,11 @@ def run(req: dict) -> dict:
                 raise UserError("the forward draws random numbers in eval mode, and still does with normal and "
                                 "uniform draws made constant (randint, randperm, bernoulli, multinomial, or a draw "
                                 "not through the torch module's attributes): the outputs cannot be compared")
-        axis, why = batch_axis(model, xs, req.get("batch_axis", "auto"))
-        return _run(req, model, dtype, device, note, xs, random, axis, why)
+        axis, why, out_axes = batch_axis(model, xs, req.get("batch_axis", "auto"))
+        return _run(req, model, dtype, device, note, xs, random, axis, why, out_axes)
 
 
-def _run(req, model, dtype, device, note, xs, random, axis, why) -> dict:
+def _run(req, model, dtype, device, note, xs, random, axis, why, out_axes=None) -> dict:
     out = [o for o in _flatten(model(*xs)) if torch.is_tensor(o)]
     rng = np.random.default_rng(req["seed"] + 1)
     R = [rng.standard_normal(tuple(o.shape)) for o in out]
@@ -248,7 +311,8 @@ def _run(req, model, dtype, device, note, xs, random, axis, why) -> dict:
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": {"torch": torch.__version__}, "device": str(device),
             "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model),
-            "tied": _tied(model), "loaded": note, "stochastic": random, "batch_axis": axis, "batch_axis_why": why}
+            "tied": _tied(model), "loaded": note, "stochastic": random, "batch_axis": axis, "batch_axis_why": why,
+            **({"out_axes": out_axes} if out_axes is not None else {})}
 
 
 def train(req: dict) -> dict:

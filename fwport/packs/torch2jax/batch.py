@@ -32,6 +32,55 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
                        "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax"}) | layers.SAME_RANK
 RANK_CHANGE = {"torch.nn.Embedding": 1}
+#: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
+SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention"})
+#: layers acting on the trailing axes alone: wherever the batch axis is, they keep it there
+TRAILING = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding", "torch.nn.Dropout", "torch.nn.ReLU",
+                      "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU",
+                      "torch.nn.Identity"})
+#: a forward parameter no caller gives a batched value (a mask left None): not batched
+NOT_BATCHED = -2
+#: ctx.analyses: ids of the sequence-layer constructions whose every call gets the batch axis where it takes it
+SEQ_PROVEN = "torch2jax.seq-proven"
+#: a batch position whose parts disagree (``a + b`` with a's batch axis first and b's second): refused where it matters
+UNKNOWN = -1
+
+
+class Merged(int):
+    """A batch axis merged into axis ``int(self)`` as its inner factor: ``(L, N, V).view(-1, V)`` is (L * N, V), rows
+    (step, example) pairs; one example's view is (L, V), and ``jax.vmap(..., out_axes=a + 1)`` then a reshape merging
+    axes a and a + 1 gives PyTorch's."""
+
+    def __repr__(self) -> str:
+        return f"Merged({int(self)})"
+
+    def __eq__(self, other) -> bool:  # never equal to a plain position
+        return isinstance(other, Merged) and int(self) == int(other)
+
+    def __ne__(self, other) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(("merged", int(self)))
+
+
+def axis_text(a) -> str:
+    """How a batch position reads in a comment or a finding."""
+    if a is None:
+        return "none"
+    if isinstance(a, tuple):
+        return "(" + ", ".join(axis_text(x) for x in a) + ")"
+    if isinstance(a, Merged):
+        return f"{int(a) + 1} merged into {int(a)}"
+    return "?" if a == UNKNOWN else str(a)
+
+
+#: functions that place the batch axis themselves wherever it is (batch.Forward.function), or act on trailing axes
+PLACED = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.softmax", "torch.log_softmax",
+                    F + "softmax", F + "log_softmax", "torch.sum", "torch.mean", "torch.amax", "torch.amin", F + "linear",
+                    F + "layer_norm", F + "embedding", F + "gelu", F + "relu", F + "silu", F + "dropout", "torch.zeros_like",
+                    "torch.ones_like", "torch.where", "torch.tanh", "torch.sigmoid", "torch.exp", "torch.log",
+                    "torch.sqrt", "torch.abs", "torch.clamp", "torch.maximum", "torch.minimum", "torch.pow"})
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
                          "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
@@ -146,6 +195,16 @@ def _scalar(node: cst.BaseExpression) -> bool:
     return False
 
 
+def combine(axes) -> object:
+    """The batch position of an expression from its parts' (None: not batched): theirs where they agree."""
+    found = {a for a in axes if a is not None}
+    if not found:
+        return None
+    if len(found) == 1:
+        return found.pop()
+    return UNKNOWN
+
+
 class Forward(cst.CSTTransformer):
     """Rewrites one ``forward`` body for one example (see the module docstring).
 
@@ -168,7 +227,7 @@ class Forward(cst.CSTTransformer):
         self.ctx = ctx
         self.batched = set(batched)
         self.keyed = keyed
-        self.modules = modules or {}
+        self.modules = dict(modules or {})
         self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
         self.key_sites: list[cst.Call] = []  # the submodule calls that got `key=` (numbered by finish)
@@ -191,10 +250,75 @@ class Forward(cst.CSTTransformer):
         self.seen_blind: dict[str, list[bool]] = {}
         self.seen_sequences: dict[str, list] = {}
         self.returns: list = []
+        # where the batch axis is (docs/torch2jax-batch-axis.md): PyTorch's sequence layers take (L, N, ...), so a value
+        # may hold it second; names absent from `axis` hold it first. `node_axis`: the position of a translated
+        # expression that moved it (a transpose, a layer's results), by node
+        self.axis: dict[str, object] = dict(ranks.axes) if ranks is not None else {}
+        for p in [p for p, a in self.axis.items() if a == NOT_BATCHED]:
+            del self.axis[p]
+            self.batched.discard(p)
+        self.node_axis: dict[int, object] = {}
+        # the inputs each name is computed from without moving an axis (a sequence layer reached that way with the batch
+        # axis first means the input holds it second: `second`, which ranks.py tries next)
+        self.origin: dict[str, frozenset] = {p: frozenset({p}) for p in batched}
+        self.second: set[str] = set()
+        self.unbatched: set[str] = set()  # inputs found shared by the batch (`q.unsqueeze(1).repeat(1, bs, 1)`)
+        self.input_reads: dict[str, int] = {}  # reads of each input so far
+        self.seq_first: dict[str, bool] = dict(ranks.seq_first) if ranks is not None else {}
+        for a, q in (ranks.seq_classes.items() if ranks is not None else ()):
+            self.modules.setdefault(a, q)  # assigned in a branch of __init__ (`if rnn_type == ...:`)
+        self.seq_proven: set[str] = set()  # sequence layers every call of which gets the batch axis where it takes it
+        self.seq_refused: set[str] = set()
+        self.seen_axes: dict[str, list] = {}  # per call of a module class: (positional axes, keyword axes)
+        self.return_axes: list = []
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
         return bool(names_in(node) & self.batched)
+
+    # --- where its batch axis is -----------------------------------------------------------------------
+    def axis_of(self, node: cst.BaseExpression):
+        """The batch position of a (translated) expression: 0 (first), 1, ..., a :class:`Merged`, a tuple for a
+        layer's several results, :data:`UNKNOWN` where its parts disagree, None where nothing in it is batched."""
+        if id(node) in self.node_axis:
+            return self.node_axis[id(node)]
+        if isinstance(node, cst.Name):
+            return self.axis.get(node.value, 0) if node.value in self.batched else None
+        if isinstance(node, (cst.Tuple, cst.List)) and self.axes_moved():  # several values: one position if they agree
+            parts = tuple(self.axis_of(e.value) for e in node.elements)
+            return parts[0] if parts and all(p == parts[0] for p in parts) else parts
+        if not self.axes_moved():  # every batch axis first (the usual case): no need to look further
+            return 0 if self.is_batched(node) else None
+        if isinstance(node, cst.Subscript):  # (leave_Subscript records what an index moves)
+            a = self.axis_of(node.value)
+            return UNKNOWN if isinstance(a, tuple) else a
+        if isinstance(node, cst.Call):
+            parts = [a.value for a in node.args]
+            if isinstance(node.func, cst.Attribute):
+                parts.append(node.func.value)
+            return combine(self.axis_of(p) for p in parts)
+        if isinstance(node, cst.BinaryOperation):
+            return combine([self.axis_of(node.left), self.axis_of(node.right)])
+        if isinstance(node, cst.UnaryOperation):
+            return self.axis_of(node.expression)
+        if isinstance(node, cst.IfExp):
+            return combine([self.axis_of(node.body), self.axis_of(node.orelse)])
+        return combine(self.axis.get(n, 0) for n in names_in(node) & self.batched)
+
+    def axes_moved(self) -> bool:
+        """Whether any value of this forward holds its batch axis elsewhere than first."""
+        return bool(self.node_axis) or any(a != 0 for a in self.axis.values())
+
+    def set_axis(self, name: str, a) -> None:
+        if a is None or a == 0 and not isinstance(a, (Merged, tuple)):
+            self.axis.pop(name, None)
+        else:
+            self.axis[name] = a
+
+    def moved(self, node: cst.BaseExpression, a) -> cst.BaseExpression:
+        """``node`` (a translated expression) holds the batch axis at ``a``."""
+        self.node_axis[id(node)] = a
+        return node
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self.device_names is None:  # the forward's body, the first block seen
@@ -214,12 +338,17 @@ class Forward(cst.CSTTransformer):
         unpacked = self.unpack_shape(original, updated)
         if unpacked is not None:
             return unpacked
-        hit = self.is_batched(original.value)
+        hit = self.is_batched(original.value) or id(updated.value) in self.node_axis \
+            and self.node_axis[id(updated.value)] is not None  # (a shared input copied over the batch)
         r = self.rank_of(updated.value)
         self.unpack_ranks(original, updated)
+        a = self.axis_of(updated.value) if hit else None
+        origin = self.origins(original.value)
         for t in original.targets:
+            self.bind_axes(t.target, a)
             for n in _target_names(t.target):
                 (self.batched.add if hit else self.batched.discard)(n)
+                self.origin[n] = origin
                 self.batch_sizes.discard(n)
                 self.instances.pop(n, None)
                 if r is not None and (isinstance(t.target, cst.Name) or _parts(updated.value)):
@@ -228,6 +357,36 @@ class Forward(cst.CSTTransformer):
                     self.rank.pop(n, None)
         self.unpacked = {}
         return updated
+
+    def bind_axes(self, target: cst.BaseExpression, a) -> None:
+        """The batch positions of what an assignment binds: one for each name, or a tuple's elementwise."""
+        if isinstance(target, cst.Name):
+            self.set_axis(target.value, UNKNOWN if isinstance(a, tuple) else a)
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            parts = a if isinstance(a, tuple) and len(a) == len(target.elements) else [a] * len(target.elements)
+            for e, ai in zip(target.elements, parts):
+                self.bind_axes(e.value, ai)
+
+    def origins(self, value: cst.BaseExpression) -> frozenset:
+        """The forward's inputs ``value`` is computed from without moving an axis (elementwise functions and layers
+        on the trailing axes alone); empty where anything else is called."""
+        keeps = True
+
+        class Calls(cst.CSTVisitor):
+            def visit_Call(v, node: cst.Call) -> None:
+                nonlocal keeps
+                text = dotted_text(node.func) or ""
+                q = self.ctx.imports.resolve(node.func)
+                if text.startswith("self.") and text.count(".") == 1 and self.modules.get(text[5:]) in TRAILING:
+                    return
+                if q is not None and q.rsplit(".", 1)[-1] in ELEMENTWISE:
+                    return
+                keeps = False
+
+        value.visit(Calls())
+        if not keeps:
+            return frozenset()
+        return frozenset().union(*(self.origin.get(n, frozenset()) for n in names_in(value) & self.batched))
 
     def batch_size_elements(self, node: cst.Assign) -> list[int]:
         """``residual, batch_size = q, q.size(0)``: the positions of the names bound to the batch size."""
@@ -319,12 +478,14 @@ class Forward(cst.CSTTransformer):
                 or not self.is_batched(x):
             return None
         elts = original.targets[0].target.elements
-        if not elts or not isinstance(elts[0].value, cst.Name) or any(e.value.__class__ is cst.StarredElement for e in elts):
+        b = self.plain_axis(x)
+        if b is None or len(elts) <= b or not isinstance(elts[b].value, cst.Name) \
+                or any(e.value.__class__ is cst.StarredElement for e in elts):
             return None
-        self.batch_sizes.add(elts[0].value.value)
+        self.batch_sizes.add(elts[b].value.value)
         if isinstance(x, cst.Name):
             self.rank[x.value] = len(elts) - 1
-        rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for e in elts[1:]]
+        rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) for i, e in enumerate(elts) if i != b]
         if not rest:
             return self.drop()
         target = cst.Tuple(rest, lpar=[], rpar=[]) if len(rest) > 1 else cst.Tuple(
@@ -378,6 +539,13 @@ class Forward(cst.CSTTransformer):
                 return known if known is not None and (not self.is_batched(other) or scalar) else None
             return max(a, b)
         if isinstance(node, cst.Subscript):  # slices keep the rank, an integer index drops an axis
+            v = node.value
+            text = dotted_text(v.func) if isinstance(v, cst.Call) else None
+            several = layers.OUTPUT_RANKS.get(self.modules.get(text[5:])) if text and text.startswith("self.") else None
+            i = int_literal(node.slice[0].slice.value) if several and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) else None
+            if i is not None and -len(several) <= i < len(several):  # `self.attn(q, k, v)[0]`: that result's
+                return several[i] if isinstance(several[i], int) else None
             r = self.rank_of(node.value)
             if r is None:
                 return None
@@ -502,6 +670,29 @@ class Forward(cst.CSTTransformer):
                         "cannot infer: it is called as written, which takes one vector; if each example holds several "
                         f"(tokens), write jax.vmap({what})(...)", node)
 
+    def leave_BinaryOperation(self, original, updated) -> cst.BaseExpression:
+        """``x + y`` where x holds the batch axis elsewhere than first: y must hold it at the same place, or be a number
+        (an array not computed from the input broadcasts from the right, and may meet the batch axis: refused)."""
+        if not self.axes_moved():
+            return updated
+        a, b = self.axis_of(updated.left), self.axis_of(updated.right)
+        moved = [x for x in (a, b) if x is not None and (x != 0 or isinstance(x, Merged))]
+        if not moved:
+            return updated
+        if a is not None and b is not None and a != b or a == UNKNOWN or b == UNKNOWN:
+            self.error(original, f"{code(original)}: the operands hold the batch axis at different places ({axis_text(a)}, "
+                       f"{axis_text(b)}); move one of them (.transpose) so that they agree")
+            return updated
+        other = updated.right if a is not None and b is None else updated.left if b is not None and a is None else None
+        if other is not None and not _scalar(other) and not isinstance(other, (cst.Integer, cst.Float, cst.Name)) \
+                or other is not None and isinstance(other, cst.Name) and other.value not in ("None",) \
+                and self.rank_of(other) is not None and self.rank_of(other) > 1:
+            self.error(original, f"{code(original)}: {code(other)} is not computed from the input and broadcasts against "
+                       f"a tensor whose batch axis is dimension {axis_text(moved[0])}, from the right: it may meet the "
+                       "batch axis; write it for one example")
+            return updated
+        return self.moved(updated, moved[0])
+
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
@@ -511,21 +702,82 @@ class Forward(cst.CSTTransformer):
     def error(self, node: cst.CSTNode, message: str, code_: str = "batch-axis") -> None:
         self.ctx.report(Severity.ERROR, code_, message, node)
 
-    def shift(self, node: cst.CSTNode, dim: cst.BaseExpression | None, what: str) -> cst.BaseExpression | None:
-        """The per-example axis for a batched ``dim``; None (and an error) when it cannot be one."""
+    def shift(self, node: cst.CSTNode, dim: cst.BaseExpression | None, what: str, b=0,
+              rank: int | None = None) -> cst.BaseExpression | None:
+        """The per-example axis for a ``dim`` of a tensor whose batch axis is at ``b`` (a per-example ``rank``, where
+        known, places negative dims); None (and an error) when it cannot be one."""
         if isinstance(dim, (cst.Tuple, cst.List)) and dim.elements:  # several dims: each shifted
-            out = [self.shift(node, e.value, what) for e in dim.elements]
+            out = [self.shift(node, e.value, what, b, rank) for e in dim.elements]
             return None if any(o is None for o in out) else cst.Tuple([cst.Element(o) for o in out])
         d = int_literal(dim) if dim is not None else None
         if dim is None or d is None:
             self.error(node, f"{what}: the dimension {code(dim) if dim is not None else '(none: all of them)'} "
                        "of a batched tensor is not a literal; write it for one example (without the batch axis)")
             return None
+        if b != 0 or isinstance(b, Merged):
+            return self.shift_moved(node, dim, d, what, b, rank)
         if d == 0:
             self.error(node, f"{what}: dimension 0 is the batch axis, which a per-example module does not have; "
                        "do this outside the module, over the vmapped outputs")
             return None
         return cst.Integer(str(d - 1)) if d > 0 else dim
+
+    def unplaced(self, node: cst.CSTNode, what: str, b) -> None:
+        self.error(node, f"{what}: the batch axis of this tensor is "
+                   + ("not at one known position (its parts disagree, or it is several results)" if b == UNKNOWN or
+                      isinstance(b, tuple) else f"merged into dimension {int(b)} (a view put the examples inside it)")
+                   + "; write the code for one example, or do this outside the module, over the vmapped outputs")
+
+    def source_dim(self, d: int, b, rank: int | None) -> int | None:
+        """A dimension of PyTorch's tensor as a non-negative index (None: negative, and its rank unknown)."""
+        if d >= 0:
+            return d
+        if rank is None:
+            return None
+        return d + rank + (0 if isinstance(b, Merged) else 1)
+
+    def shift_moved(self, node, dim, d: int, what: str, b, rank) -> cst.BaseExpression | None:
+        """:meth:`shift` for a batch axis elsewhere than first: d < b stays, d > b is d - 1, d == b is the batch's."""
+        if b == UNKNOWN or isinstance(b, tuple):
+            self.unplaced(node, what, b)
+            return None
+        s = self.source_dim(d, b, rank)
+        if s is None:
+            self.error(node, f"{what}: dimension {d} of a tensor whose batch axis is dimension {axis_text(b)}: its rank "
+                       "is not known here, so fwport cannot tell which axis that is; write a non-negative dimension")
+            return None
+        if isinstance(b, Merged):
+            if s == int(b):
+                self.unplaced(node, what, b)
+                return None
+            return dim
+        if s == b:
+            self.error(node, f"{what}: dimension {d} is the batch axis here (PyTorch's sequence layers hold it second), "
+                       "which a per-example module does not have; do this outside the module, over the vmapped outputs")
+            return None
+        if d < 0:
+            return dim
+        return cst.Integer(str(d if d < b else d - 1))
+
+    def permuted(self, original, recv, order: list[int], b, name: str) -> cst.BaseExpression:
+        """A permutation of PyTorch's axes (``order``: the source axis at each new position) of a tensor whose batch axis
+        is at ``b``: for one example, the permutation of the other axes (``x.transpose(0, 1)`` on (L, N, F): (L, F)
+        as it is); the result holds the batch axis where ``order`` puts ``b``."""
+        per = [o if o < b else o - 1 for o in order if o != b]
+        new_b = order.index(b)
+        if per == sorted(per):
+            out = recv
+        elif len(per) == 2 or sum(1 for i, o in enumerate(per) if i != o) == 2:
+            i, j = [i for i, o in enumerate(per) if i != o]
+            out = _call(self.ctx.spell("jax.numpy.swapaxes"), [recv, cst.Integer(str(i)), cst.Integer(str(j))])
+        else:
+            out = _call(self.ctx.spell("jax.numpy.transpose"), [recv, cst.Tuple([cst.Element(cst.Integer(str(o)))
+                                                                                for o in per])])
+        if new_b != 0 or b != 0:
+            self.ctx.report(Severity.INFO, "batch-axis", f".{name}: the batch axis moves from dimension {b} to "
+                            f"{new_b}; for one example this is " + ("the tensor as it is" if out is recv else code(out)),
+                            original)
+        return self.moved(out, new_b)
 
     # --- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
@@ -570,6 +822,34 @@ class Forward(cst.CSTTransformer):
             return node.args[0].value
         return None
 
+    def shared_input_repeat(self, original: cst.Call) -> cst.BaseExpression | None:
+        """``q.unsqueeze(d).repeat(1, bs, 1)`` (DETR's query embedding), q an input of this forward read nowhere else
+        and bs the batch size at position d: a tensor every example shares, copied over a new batch axis at d. q is
+        no batched input (``unbatched``: ranks.py gives it no batch axis, in_axes None), and one example's copy is q
+        itself (tiled by the other sizes); the result holds the batch axis at d."""
+        f = original.func
+        if not (isinstance(f, cst.Attribute) and f.attr.value == "repeat" and isinstance(f.value, cst.Call)
+                and isinstance(f.value.func, cst.Attribute) and f.value.func.attr.value == "unsqueeze"
+                and isinstance(f.value.func.value, cst.Name) and len(f.value.args) == 1):
+            return None
+        y, d = f.value.func.value, int_literal(f.value.args[0].value)
+        sizes = [a.value for a in original.args]
+        if d is None or d < 0 or any(a.keyword or a.star for a in original.args) or len(sizes) <= d \
+                or not self.is_batch_size(sizes[d], None) \
+                or any(int_literal(x) is None for i, x in enumerate(sizes) if i != d):
+            return None
+        if y.value in self.batched and not (y.value in self.inputs and self.input_reads.get(y.value) == 1):
+            return None  # (read before: then it was taken as batched there)
+        self.unbatched.add(y.value)
+        self.size_uses = [n for n in self.size_uses if n is not sizes[d]]  # the batch size read here: taken
+        rest = [x for i, x in enumerate(sizes) if i != d]
+        out = cst.Name(y.value) if all(int_literal(x) == 1 for x in rest) else _call(
+            self.ctx.spell("jax.numpy.tile"), [cst.Name(y.value), cst.Tuple([cst.Element(x) for x in rest])])
+        self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: {y.value} is shared by every example (an input "
+                        f"without a batch axis: in_axes None), copied over the batch at dimension {d}; for one example "
+                        f"the copy is {code(out)}", original)
+        return self.moved(out, d)
+
     def per_example_copy(self, q: str | None, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """The call :meth:`batch_size_argument` accepted, for one example: the batch axis not built."""
         if q in FILLS:  # torch.zeros(B, H) → torch.zeros(H); the rules translate the rest
@@ -606,6 +886,8 @@ class Forward(cst.CSTTransformer):
                              [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.Name:
+        if original.value in self.inputs and id(original) not in self.not_read:
+            self.input_reads[original.value] = self.input_reads.get(original.value, 0) + 1
         if original.value in self.batch_sizes and id(original) not in self.kept and id(original) not in self.not_read:
             self.size_uses.append(original)  # refused when its statement is left, unless a call around it was
         return updated
@@ -639,7 +921,16 @@ class Forward(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         before = len(self.ctx.pending)
         mark = self.size_marks.pop()
+        attr = (dotted_text(original.func) or "")[5:] if (dotted_text(original.func) or "").startswith("self.") else None
+        result = self.sequence_call(attr, original, updated) if attr in self.seq_first else None
+        if attr in self.modules and attr not in self.seq_first and self.modules[attr] not in TRAILING and any(
+                self.axis_of(a.value) not in (None, 0) for a in updated.args[:1]):
+            self.error(original, f"self.{attr} ({self.modules[attr].rsplit('.', 1)[-1]}) gets a tensor whose batch axis "
+                       f"is dimension {axis_text(self.axis_of(updated.args[0].value))} (PyTorch's sequence layers hold it "
+                       "second), and this layer takes it first: move it first (.transpose(0, 1)) before the call")
         out = self._call(original, updated)
+        if result is not None:
+            self.node_axis[id(out)] = result
         if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
             del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
             if out is updated:
@@ -654,9 +945,16 @@ class Forward(cst.CSTTransformer):
             ranks = tuple(self.rank_of(a.value) for a in updated.args if a.keyword is None and not a.star)
             (self.seen_calls if module[0] == "class" else self.seen_sequences).setdefault(module[1], []).append(ranks)
             if module[0] == "class":
+                self.seen_axes.setdefault(module[1], []).append((
+                    tuple(self.axis_of(a.value) for a in updated.args if a.keyword is None and not a.star),
+                    {a.keyword.value: "absent" if code(a.value) == "None" else self.axis_of(a.value)
+                     for a in updated.args if a.keyword is not None}))
                 passed = [a.value for a in original.args if a.keyword is None and not a.star]
                 self.seen_blind.setdefault(module[1], []).append(any(
                     r is None and not self.users_input(v) for r, v in zip(ranks, passed)))
+            if module[0] == "sequence" and any(self.axis_of(a.value) not in (None, 0) for a in updated.args):
+                self.error(original, f"{code(original.func)} (a Sequential) gets a tensor whose batch axis is not first "
+                           "(PyTorch's sequence layers hold it second): move it first (.transpose(0, 1)) before the call")
             if module[0] == "sequence" and ranks:
                 from fwport.packs.torch2jax.ranks import through
                 blind: list = []
@@ -664,6 +962,9 @@ class Forward(cst.CSTTransformer):
                 if blind:
                     self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
         q = self.ctx.imports.resolve(original.func)
+        shared = self.shared_input_repeat(original)
+        if shared is not None:
+            return shared
         if self.batch_size_argument(original) is not None:
             return self.per_example_copy(q, original, updated)
         if q is not None:
@@ -697,14 +998,63 @@ class Forward(cst.CSTTransformer):
             if isinstance(func.value, cst.Name) and func.attr.value in ("append", "extend", "insert", "pop", "remove",
                                                                            "clear"):  # list methods (no tensor has them)
                 if func.attr.value != "pop" and any(self.is_batched(a.value) for a in original.args):
-                    self.batched.add(func.value.value)  # a list of batched tensors
+                    name = func.value.value
+                    before = self.axis.get(name, 0) if name in self.batched else None
+                    self.batched.add(name)  # a list of batched tensors
+                    if self.axes_moved():
+                        self.set_axis(name, combine([before, *(self.axis_of(a.value) for a in updated.args)]))
                 return updated
             if self.is_batched(func.value):
                 return self.method(func.attr.value, original, updated)
         return updated
 
+    def sequence_call(self, attr: str, original: cst.Call, updated: cst.Call):
+        """A call of a PyTorch sequence layer (LSTM / GRU / RNN / MultiheadAttention): it takes the batch axis second
+        ((L, N, ...), batch_first not True) or first. Where every tensor argument holds it there (key_padding_mask
+        first; attn_mask none), the per-example layer takes exactly one example and the layer is proven
+        (``seq_proven``: its construction is no error); the batch positions of its results are returned. Otherwise it
+        is refused (the construction's error stays), and inputs that reach it unmoved with the batch axis first are
+        noted (a recurrent state, hx and the final state returned, holds it second whatever batch_first says) (``second``: ranks.py tries them with it second)."""
+        want = 1 if self.seq_first[attr] else 0
+        attention = self.modules.get(attr) == "torch.nn.MultiheadAttention"
+        names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask") if attention \
+            else ("input", "hx")
+        a, unknown = _args(updated, names)
+        o, _ = _args(original, names)
+        sequences = ("query", "key", "value") if attention else ("input", "hx")
+        ok = not unknown and (names[0] in a)
+        for k in sequences:
+            if k in a and not (k == "hx" and code(a[k]) == "None"):
+                got = self.axis_of(a[k])
+                need = 1 if k == "hx" else want  # a recurrent state is (layers * directions, N, H) either way
+                if got != need and not (k == "hx" and got is None):
+                    ok = False
+                    if got == 0 and need == 1 and k in o:
+                        self.second |= self.origins(o[k])
+        if attention and "key_padding_mask" in a and self.axis_of(a["key_padding_mask"]) not in (None, 0):
+            ok = False
+        if attention and "attn_mask" in a and self.axis_of(a["attn_mask"]) is not None:
+            ok = False  # a per-example mask of PyTorch's (N * heads, L, S) form is not followed
+        if not ok:
+            self.seq_refused.add(attr)
+            return None
+        self.seq_proven.add(attr)
+        for k in sequences[:3 if attention else 1]:  # a sequence per example: (L, features)
+            if k in a and isinstance(a[k], cst.Name) and a[k].value not in self.rank:
+                self.rank[a[k].value] = 2
+        return (want, 0) if attention else (want, 1)  # a recurrent layer's final state: (layers * directions, N, H)
+
     def function(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         short = q.rsplit(".", 1)[-1]
+        if self.axes_moved() and q not in PLACED and short not in ELEMENTWISE and (
+                q.startswith(F) or q.startswith("torch.") and q.count(".") == 1):
+            moved = [x for x in (self.axis_of(a.value) for a in updated.args) if x is not None and x != 0
+                     or isinstance(x, Merged)]
+            if moved:  # a function whose meaning depends on the axes, given a tensor holding the batch axis elsewhere
+                self.error(original, f"{q.replace(F, 'F.')} of a tensor whose batch axis is dimension "
+                           f"{axis_text(moved[0])} (PyTorch's sequence layers hold it second): not followed there; move "
+                           "the batch axis first (.transpose(0, 1)) before it, or do it outside the module")
+                return updated
         if q == F + "scaled_dot_product_attention" and any(  # dropout_p: by keyword or fifth
                 (a.keyword.value == "dropout_p" if a.keyword else i == 4 and not a.star)
                 and ops.training_dropout(a.value) is not None for i, a in enumerate(original.args)):
@@ -719,10 +1069,13 @@ class Forward(cst.CSTTransformer):
             a, unknown = _args(updated, ("tensors", "dim"))
             if "tensors" not in a or unknown or not self.is_batched(original):
                 return updated
+            target = "jax.numpy.stack" if short == "stack" else "jax.numpy.concatenate"
+            b = self.parts_axis(a["tensors"]) if self.axes_moved() else 0
+            if b != 0 or isinstance(b, Merged) or short == "stack" and int_literal(a.get("dim", cst.Integer("0"))) == 0:
+                return self.moved_join(short, target, original, a, b)
             axis = self.shift(original, a.get("dim", cst.Integer("0")), f"torch.{short}")
             if axis is None:
                 return updated
-            target = "jax.numpy.stack" if short == "stack" else "jax.numpy.concatenate"
             return _call(self.ctx.spell(target), [a["tensors"]], axis=axis)
         if q in ("torch.flatten",):
             a, unknown = _args(updated, ("input", "start_dim", "end_dim"))
@@ -734,11 +1087,18 @@ class Forward(cst.CSTTransformer):
             a, unknown = _args(updated, ("input", "dim"))
             if unknown or "input" not in a or not self.is_batched(original):
                 return updated
-            axis = self.shift(original, a.get("dim"), q.replace("torch.nn.functional.", "F."))
-            return updated if axis is None else _call(self.ctx.spell(f"jax.nn.{short}"), [a["input"]], axis=axis)
+            axis = self.shift(original, a.get("dim"), q.replace("torch.nn.functional.", "F."),
+                              *self.placed(a["input"]))
+            return updated if axis is None else self.moved(
+                _call(self.ctx.spell(f"jax.nn.{short}"), [a["input"]], axis=axis), self.axis_of(a["input"]))
         if q in ("torch.sum", "torch.mean", "torch.amax", "torch.amin"):
             a, unknown = _args(updated, ("input", "dim", "keepdim"))
             if unknown or "input" not in a or not self.is_batched(original):
+                return updated
+            b, r = self.placed(a["input"])
+            if b != 0 or isinstance(b, Merged):
+                self.error(original, f"torch.{short} of a tensor whose batch axis is dimension {axis_text(b)}: not "
+                           "followed there; use the method (x.sum(dim)) or move the batch axis first")
                 return updated
             axis = self.shift(original, a.get("dim"), f"torch.{short}")
             if axis is None:
@@ -789,6 +1149,41 @@ class Forward(cst.CSTTransformer):
                        "submodule (nn.Dropout in __init__), which takes an explicit key", "unsupported-construct")
             return updated
         return updated  # elementwise functions: the rules translate them
+
+    def placed(self, x: cst.BaseExpression) -> tuple:
+        """(batch position, per-example rank) of a translated tensor expression, for :meth:`shift`."""
+        if not self.axes_moved():
+            return 0, None
+        b = self.axis_of(x)
+        return (0 if b is None else b), self.rank_of(x)
+
+    def parts_axis(self, tensors: cst.BaseExpression):
+        """The batch position the parts of a torch.cat / torch.stack agree on (a list display, or a list of batched
+        tensors built by append: the name's own)."""
+        if isinstance(tensors, (cst.List, cst.Tuple)):
+            return combine(self.axis_of(e.value) for e in tensors.elements)
+        return self.axis_of(tensors)
+
+    def moved_join(self, short: str, target: str, original, a, b) -> cst.BaseExpression:
+        """torch.stack / torch.cat of tensors whose batch axis is at ``b`` (or stacked before a first one): a new axis
+        at or before the batch's moves it on; a concatenation along the batch axis is refused."""
+        d = int_literal(a.get("dim", cst.Integer("0")))
+        if b == UNKNOWN or isinstance(b, (tuple, Merged)) or b is None or d is None or d < 0:
+            self.error(original, f"torch.{short}: the parts' batch axis is {axis_text(b)} and the dimension "
+                       f"{code(a.get('dim', cst.Integer('0')))}: fwport follows non-negative literal dimensions of "
+                       "parts holding it at one known position")
+            return original
+        if short == "stack":
+            new_b, per = (b + 1, d) if d <= b else (b, d - 1)
+            if new_b != b:
+                self.ctx.report(Severity.INFO, "batch-axis", f"torch.stack(..., dim={d}): the new axis comes before the "
+                                f"batch axis, which moves from dimension {b} to {new_b}", original)
+        elif d == b:
+            self.error(original, f"torch.cat along dimension {d}, the batch axis here: do this outside the module")
+            return original
+        else:
+            new_b, per = b, d if d < b else d - 1
+        return self.moved(_call(self.ctx.spell(target), [a["tensors"]], axis=cst.Integer(str(per))), new_b)
 
     def pool(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         kind = q.rsplit(".", 1)[-1]  # max_pool2d
@@ -852,6 +1247,11 @@ class Forward(cst.CSTTransformer):
         args = updated.args
         if name == "contiguous" and not args:
             return recv
+        b = self.axis_of(recv)
+        if b is not None and (b != 0 or isinstance(b, Merged)):
+            out = self.moved_method(name, original, updated, recv, b)
+            if out is not None:
+                return out
         if name in ("view", "reshape"):
             dims = [a.value for a in args]
             if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
@@ -923,6 +1323,77 @@ class Forward(cst.CSTTransformer):
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 
+    def moved_method(self, name: str, original: cst.Call, updated: cst.Call, recv, b):
+        """The tensor methods whose translation depends on where the batch axis is, for one held elsewhere than first
+        (``b``); None where :meth:`method`'s own translation holds (elementwise methods, the axis methods, which
+        place it themselves)."""
+        r = self.rank_of(recv)
+        args = updated.args
+        if name in ("view", "reshape"):
+            dims = [a.value for a in args]
+            if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+                dims = [e.value for e in dims[0].elements]
+            if not isinstance(b, Merged) and b != UNKNOWN and not any(a.star or a.keyword for a in args) and dims \
+                    and int_literal(dims[0]) == -1 and len(dims) > 1 and all(int_literal(d) != -1 for d in dims[1:]) \
+                    and r is not None and len(dims) - 1 == r - b:
+                # (d0, ..., N, t...).view(-1, t...): the axes up to the batch's merged, the examples their inner factor
+                self.ctx.report(Severity.WARNING, "batch-axis",
+                                f".{name}(-1, ...) of a tensor whose batch axis is dimension {b}: it merges the axes up "
+                                f"to the batch's, each example's rows interleaved; one example's view is the same call "
+                                f"(so {', '.join(code(d) for d in dims[1:])} must be the sizes after the batch axis), and "
+                                f"PyTorch's layout is jax.vmap(..., out_axes={b}) with axes 0..{b} merged", original)
+                return self.moved(_method(recv, "reshape", dims), Merged(0))
+            self.error(original, f".{name}({', '.join(code(d) for d in dims)}) of a tensor whose batch axis is "
+                       f"{'dimension ' + axis_text(b) if b != UNKNOWN else 'not at one known position'}: fwport follows "
+                       "a view there only as .view(-1, <the sizes after the batch axis>); write the view for one example")
+            return updated
+        if name == "flatten":
+            a, unknown = _args(updated, ("start_dim", "end_dim"))
+            st = int_literal(a.get("start_dim", cst.Integer("0")))
+            if unknown or isinstance(b, Merged) or b == UNKNOWN or st is None or st < 0 or st <= b:
+                self.error(original, f".flatten from dimension {code(a.get('start_dim', cst.Integer('0')))} of a tensor "
+                           f"whose batch axis is dimension {axis_text(b)}: it would merge the batch axis; flatten after it")
+                return updated
+            out = self.flatten(original, recv, cst.Integer(str(st)), a.get("end_dim"))
+            return updated if out is None else self.moved(out, b)
+        if name == "size":
+            if not args:
+                self.error(original, ".size() includes the batch size, which a per-example module does not have")
+                return updated
+            axis = self.shift(original, args[0].value, ".size", b, r)
+            return updated if axis is None else cst.Subscript(
+                cst.Attribute(recv, cst.Name("shape")), [cst.SubscriptElement(cst.Index(axis))])
+        if name in ("chunk", "split"):
+            a, _ = _args(updated, ("chunks" if name == "chunk" else "split_size", "dim"))
+            axis = self.shift(original, a.get("dim", cst.Integer("0")), f".{name}", b, r)
+            if axis is None:
+                return updated
+            return self.moved(self.split(name, original, updated, recv, axis), b)
+        if name == "repeat":
+            sizes = [x.value for x in args]
+            if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+                sizes = [e.value for e in sizes[0].elements]
+            if isinstance(b, Merged) or b == UNKNOWN or any(x.keyword or x.star for x in args) or r is None \
+                    or len(sizes) != r + 1 or int_literal(sizes[b]) != 1:
+                self.error(original, f".repeat({', '.join(code(x) for x in sizes)}) of a tensor whose batch axis is "
+                           f"dimension {axis_text(b)}: translated when the sizes are one per axis (its rank known) and "
+                           "the batch axis's is 1")
+                return updated
+            rest = [x for i, x in enumerate(sizes) if i != b]
+            return self.moved(_call(self.ctx.spell("jax.numpy.tile"), [recv, cst.Tuple([cst.Element(x) for x in rest])]), b)
+        if name in ("bmm", "masked_fill", "argmax", "numpy", "item", "tolist") or name not in (
+                "sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose", "permute",
+                "relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
+            if name in ("numpy", "item", "tolist"):
+                return None
+            if name == "masked_fill" and self.axis_of(updated.args[0].value if updated.args else recv) == b:
+                return None  # a mask with the batch axis where x has it: jnp.where per example
+            self.error(original, f".{name}() of a tensor whose batch axis is dimension {axis_text(b)} (PyTorch's "
+                       "sequence layers hold it second): not translated there; move the batch axis first "
+                       "(.transpose(0, 1)) before it, or do it outside the module")
+            return updated
+        return None
+
     def einops_batch_axis(self, q: str, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """An einops pattern whose first axis is the same on both sides (``'b n (h d) -> b h n d'``): inside a
         per-example module the tensor has no batch axis. Where the tensor is computed from the module's input
@@ -953,19 +1424,30 @@ class Forward(cst.CSTTransformer):
         if isinstance(node, cst.Name) and node.value in self.batch_sizes:
             return True
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
-                and len(node.args) == 1 and int_literal(node.args[0].value) == 0:
-            return self.is_batched(node.func.value)
+                and len(node.args) == 1 and int_literal(node.args[0].value) is not None:
+            return self.is_batched(node.func.value) and int_literal(node.args[0].value) == self.plain_axis(node.func.value)
         if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape" \
                 and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                and int_literal(node.slice[0].slice.value) == 0:
-            return self.is_batched(node.value.value)
+                and int_literal(node.slice[0].slice.value) is not None:
+            return self.is_batched(node.value.value) \
+                and int_literal(node.slice[0].slice.value) == self.plain_axis(node.value.value)
         return False
+
+    def plain_axis(self, node: cst.BaseExpression) -> int | None:
+        """The batch position of a (source) expression as a plain index (None: merged, unknown, several)."""
+        b = self.axis_of(node) if self.axes_moved() else 0
+        return b if isinstance(b, int) and not isinstance(b, Merged) and b >= 0 else None
 
     def axis_method(self, name, original, updated, recv) -> cst.BaseExpression:
         a, unknown = _args(updated, ("dim", "keepdim") if name not in ("transpose", "permute") else ("dim0", "dim1"))
         if unknown and name != "permute":
             self.error(original, f".{name}: arguments {', '.join(unknown)} not understood", "unsupported-construct")
             return updated
+        b, r = self.axis_of(recv), self.rank_of(recv)
+        if b is not None and b != 0 or isinstance(b, Merged) or name in ("permute", "transpose", "unsqueeze"):
+            out = self.moved_axis_method(name, original, updated, recv, a, b if b is not None else 0, r)
+            if out is not None:
+                return out
         if name == "permute":
             dims = [x.value for x in updated.args]
             if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
@@ -996,6 +1478,88 @@ class Forward(cst.CSTTransformer):
         if "keepdim" in a:
             kw["keepdims"] = a["keepdim"]
         return _method(recv, name, [], **kw)
+
+    def moved_axis_method(self, name, original, updated, recv, a, b, r):
+        """:meth:`axis_method` where the batch axis is not first, or moves (a transpose, permute or unsqueeze through
+        it); None where the batch-first translation applies unchanged."""
+        if b == UNKNOWN or isinstance(b, (tuple, Merged)) and name in ("permute", "transpose", "unsqueeze", "squeeze"):
+            self.unplaced(original, f".{name}", b)
+            return updated
+        rank = None if r is None else r + 1  # PyTorch's
+        if name in ("permute", "transpose"):
+            if name == "permute":
+                dims = [x.value for x in updated.args]
+                if len(dims) == 1 and isinstance(dims[0], (cst.Tuple, cst.List)):
+                    dims = [e.value for e in dims[0].elements]
+                ints = [int_literal(d) for d in dims]
+                rank = len(ints)
+                order = [None if i is None else i + rank if i < 0 else i for i in ints]
+                if b == 0 and ints and ints[0] == 0:
+                    return None  # the batch axis stays first: as before
+                if any(o is None for o in order) or sorted(order) != list(range(rank)) or b >= rank:
+                    self.error(original, f".permute({', '.join(code(d) for d in dims)}): the dimensions must be "
+                               "integer literals, one per axis, for fwport to follow the batch axis")
+                    return updated
+            else:
+                d0, d1 = (int_literal(a.get(k)) if a.get(k) is not None else None for k in ("dim0", "dim1"))
+                s0, s1 = (None if d is None else self.source_dim(d, b, r) for d in (d0, d1))
+                if b == 0 and (s0 != 0 and s1 != 0 or s0 is None or s1 is None):
+                    return None  # not through the batch axis (or not followed): as before
+                if s0 is None or s1 is None or rank is None and max(s0, s1) < b:
+                    self.error(original, f".transpose: dimensions {code(a.get('dim0'))}, {code(a.get('dim1'))} of a "
+                               f"tensor whose batch axis is dimension {b}: write them as integer literals (of known "
+                               "sign) for fwport to follow the batch axis")
+                    return updated
+                n = max(rank or 0, s0 + 1, s1 + 1, b + 1)
+                order = list(range(n))
+                order[s0], order[s1] = order[s1], order[s0]
+            return self.permuted(original, recv, order, b, name)
+        if name == "unsqueeze":
+            d = int_literal(a.get("dim"))
+            s_ = None if d is None else d if d >= 0 else None if rank is None else d + rank + 1
+            if b == 0 and (s_ is None or s_ > 0):
+                return None  # as before
+            if s_ is None:
+                self.error(original, f".unsqueeze({code(a.get('dim')) if a.get('dim') is not None else ''}): write the "
+                           "dimension as a non-negative integer literal for fwport to follow the batch axis")
+                return updated
+            new_b, per = (b + 1, s_) if s_ <= b else (b, s_ - 1)
+            out = _call(self.ctx.spell("jax.numpy.expand_dims"), [recv, cst.Integer(str(per))])
+            if new_b != b:
+                self.ctx.report(Severity.INFO, "batch-axis", f".unsqueeze({d}): the new axis comes before the batch "
+                                f"axis, which moves from dimension {b} to {new_b}", original)
+            return self.moved(out, new_b)
+        if name == "squeeze" and not isinstance(b, Merged):
+            d = int_literal(a.get("dim")) if a.get("dim") is not None else None
+            s_ = None if d is None else self.source_dim(d, b, r)
+            if s_ is not None and s_ < b:
+                out = _call(self.ctx.spell("jax.numpy.squeeze"), [recv], axis=cst.Integer(str(s_)))
+                return self.moved(out, b - 1)
+        axis = self.shift(original, a.get("dim"), f".{name}", b, r)
+        if axis is None:
+            return updated
+        if name in ("softmax", "log_softmax"):
+            out = _call(self.ctx.spell(f"jax.nn.{name}"), [recv], axis=axis)
+        elif name == "squeeze":
+            out = _call(self.ctx.spell("jax.numpy.squeeze"), [recv], axis=axis)
+        elif name in ("max", "min"):
+            return self.extreme(name, original, updated, recv, a.get("dim"), a.get("keepdim"), axis)
+        else:
+            kw = {"axis": axis}
+            if "keepdim" in a:
+                kw["keepdims"] = a["keepdim"]
+            out = _method(recv, name, [], **kw)
+        keep = "keepdim" in a and code(a["keepdim"]) == "True" or name in ("softmax", "log_softmax")
+        d = self.source_dim(int_literal(a.get("dim")), b, r) if int_literal(a.get("dim")) is not None else None
+        if keep:
+            new_b = b
+        elif d is None:
+            new_b = UNKNOWN
+        elif isinstance(b, Merged):
+            new_b = b if d > int(b) else Merged(int(b) - 1)
+        else:
+            new_b = b if d > b else b - 1
+        return self.moved(out, new_b)
 
     def extreme(self, fn: str, original, updated, x, dim, keepdim, axis=None) -> cst.BaseExpression:
         """``torch.max(x, dim)`` / ``x.max(dim)`` of a batched x → ``(jnp.max(x, axis=d), jnp.argmax(x, axis=d))``
@@ -1149,7 +1713,7 @@ class Forward(cst.CSTTransformer):
             return updated
         return _call(self.ctx.spell("jax.numpy.tile"), [recv, cst.Tuple([cst.Element(x) for x in sizes[1:]])])
 
-    def split(self, name, original, updated, recv) -> cst.BaseExpression:
+    def split(self, name, original, updated, recv, axis=None) -> cst.BaseExpression:
         """``x.chunk(3, dim=-1)`` → ``jnp.split(x, 3, axis=-1)`` (equal parts, an error where they are not);
         ``x.split(n, dim=2)`` → ``jnp.split(x, list(range(n, x.shape[1], n)), axis=1)`` (parts of n, the last one
         shorter, as in PyTorch)."""
@@ -1158,7 +1722,8 @@ class Forward(cst.CSTTransformer):
         if unknown or count is None:
             self.error(original, f".{name}: arguments {', '.join(unknown) or '(none)'} not understood", "unsupported-construct")
             return updated
-        axis = self.shift(original, a.get("dim", cst.Integer("0")), f".{name}")
+        if axis is None:
+            axis = self.shift(original, a.get("dim", cst.Integer("0")), f".{name}")
         if axis is None:
             return updated
         if name == "split":
@@ -1191,6 +1756,7 @@ class Forward(cst.CSTTransformer):
 
     def leave_Return(self, original: cst.Return, updated: cst.Return) -> cst.Return:
         self.returns.append(self.rank_of(updated.value) if updated.value is not None else None)
+        self.return_axes.append(self.axis_of(updated.value) if updated.value is not None else None)
         if not self.state_sites or updated.value is None:
             return updated
         value = updated.value
@@ -1201,6 +1767,9 @@ class Forward(cst.CSTTransformer):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if isinstance(original.value, cst.Name) and original.value.value == "self" and original.attr.value in self.buffers:
             return cst.Call(self.ctx.spell("jax.lax.stop_gradient"), [cst.Arg(updated)])
+        if original.attr.value in ("T", "mT", "H", "mH") and self.is_batched(original.value):
+            self.error(original, f"{code(original)}: a transpose of every axis (the batch axis's too) of a batched "
+                       "tensor; write .transpose(d0, d1) (or .permute) with its dimensions, which fwport follows")
         return updated
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
@@ -1211,6 +1780,19 @@ class Forward(cst.CSTTransformer):
         if id(original) in self.kept:
             return updated
         v = original.value
+        b = self.axis_of(updated.value) if self.axes_moved() else 0
+        if isinstance(b, tuple):  # a layer's results: `self.attn(q, k, v)[0]`
+            i = int_literal(original.slice[0].slice.value) if len(original.slice) == 1 \
+                and isinstance(original.slice[0].slice, cst.Index) else None
+            return self.moved(updated, b[i] if i is not None and -len(b) <= i < len(b) else UNKNOWN)
+        if isinstance(v, cst.Attribute) and v.attr.value == "shape" and self.is_batched(v.value) \
+                and len(original.slice) == 1 and isinstance(original.slice[0].slice, cst.Index):
+            b = self.axis_of(updated.value.value)
+            if b != 0 or isinstance(b, Merged):
+                axis = self.shift(original, original.slice[0].slice.value, ".shape[...]", b, self.rank_of(updated.value.value))
+                return updated if axis is None else updated.with_changes(slice=[cst.SubscriptElement(cst.Index(axis))])
+        elif b is not None and (b != 0 or isinstance(b, Merged)) and self.is_batched(v):
+            return self.moved_index(original, updated, b)
         if isinstance(v, cst.Attribute) and v.attr.value == "shape" and self.is_batched(v.value) \
                 and len(original.slice) == 1 and isinstance(original.slice[0].slice, cst.Index):
             axis = self.shift(original, original.slice[0].slice.value, ".shape[...]")
@@ -1220,6 +1802,37 @@ class Forward(cst.CSTTransformer):
         if len(original.slice) >= 2 and self.is_batched(v):
             return self.index(original, updated)
         return updated
+
+    def moved_index(self, original: cst.Subscript, updated: cst.Subscript, b) -> cst.BaseExpression:
+        """``x[i]`` / ``x[i, :, j]`` of a tensor whose batch axis is at ``b`` (not first): the indices before it
+        (integer literals or slices) stay, the batch axis's must be ``:`` and goes, the rest stay; the result holds
+        the batch axis after the axes the indices kept."""
+        elems = list(original.slice)
+        if isinstance(b, Merged) or b == UNKNOWN or any(
+                isinstance(e.slice, cst.Index) and (isinstance(e.slice.value, cst.Ellipsis)
+                                                    or code(e.slice.value) == "None") for e in elems):
+            self.error(original, f"{code(original)}: an index of a tensor whose batch axis is "
+                       f"{axis_text(b)}: write it for one example, or move the batch axis first")
+            return updated
+        kept = 0
+        for e in elems[:b]:
+            if isinstance(e.slice, cst.Index) and int_literal(e.slice.value) is None:
+                self.error(original, f"{code(original)}: the index {code(e.slice.value)} before the batch axis (dimension "
+                           f"{b}) is not an integer literal: fwport cannot tell whether it keeps an axis")
+                return updated
+            kept += isinstance(e.slice, cst.Slice)
+        if len(elems) <= b:
+            return self.moved(updated, kept + b - len(elems))
+        e = elems[b].slice
+        if not (isinstance(e, cst.Slice) and e.lower is None and e.upper is None and e.step is None):
+            self.error(original, f"{code(original)}: the index at dimension {b} picks examples (the batch axis is there); "
+                       "write ':' there or do this outside the module")
+            return updated
+        rest = [x for i, x in enumerate(updated.slice) if i != b]
+        if not rest:
+            return self.moved(updated.value, 0)
+        rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return self.moved(updated.with_changes(slice=rest), kept)
 
     def index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
         """``x[:, 0]`` of a batched x (two indices or more: a tensor's, no list's) → ``x[0]``: the batch axis's

@@ -21,6 +21,8 @@ from fwport.packs.torch2jax.registry import call_transform
 from fwport.packs.torch2jax import init as inits
 
 _KEY = "torch2jax-layers"
+#: ctx.analyses: the sequence-layer constructions batch.py proved (every call gets the batch axis second)
+SEQ_PROVEN = "torch2jax.seq-proven"
 
 _RECURRENT = '''
 
@@ -315,6 +317,8 @@ def _batch_first(m, ctx, what: str) -> None:
     value = m.kwargs.pop("batch_first", None)
     if value is not None and literal_value(value, None) is True:
         return
+    if id(m.node) in ctx.analyses.get(SEQ_PROVEN, ()):  # every call gets the batch axis second (batch.py)
+        return
     written = m.written("batch_first") if value is not None else "False (the default)"
     ctx.report(Severity.ERROR, "batch-axis", f"{what} with batch_first={written} takes (L, N, features), the batch "
                "axis second; the translation takes one example (L, features) and vmaps over the first axis, so the "
@@ -451,6 +455,56 @@ def module_dict_reads(module: cst.Module, ctx) -> cst.Module:
                 stmt = rewrite(stmt, Reads(found.names))
         body.append(stmt)
     return module.with_changes(body=body)
+
+
+# --- the planner: a layer class looked up by name among literal choices -----------------------------
+
+def named_layers(module: cst.Module, ctx) -> cst.Module:
+    """``getattr(nn, rnn_type)(ninp, nhid, ...)`` inside ``if rnn_type in ['LSTM', 'GRU']:`` (word_language_model) →
+    ``nn.LSTM(ninp, nhid, ...) if rnn_type == 'LSTM' else nn.GRU(ninp, nhid, ...)``: one call per class the test
+    allows, which the rules translate as any (and the modules pass gives keys). Runs before the modules pass; a
+    ``getattr`` outside such a test stays PyTorch (a residue error)."""
+    from fwport.core.names import dotted_text
+    from fwport.core.rewrite import rewrite
+
+    class Choices(cst.CSTTransformer):
+        def __init__(self):
+            super().__init__()
+            self.tests: list[tuple[str, list[str]]] = []
+
+        def visit_If(self, node: cst.If) -> None:
+            t = node.test
+            names = None
+            if isinstance(t, cst.Comparison) and len(t.comparisons) == 1 and isinstance(t.comparisons[0].operator, cst.In) \
+                    and isinstance(t.left, cst.Name) and isinstance(t.comparisons[0].comparator, (cst.List, cst.Tuple)):
+                values = [literal_value(e.value, None) for e in t.comparisons[0].comparator.elements]
+                if values and all(isinstance(v, str) and v.isidentifier() for v in values):
+                    names = (t.left.value, values)
+            self.tests.append(names)
+
+        def leave_If(self, original, updated):
+            self.tests.pop()
+            return updated
+
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            f = original.func
+            if not (isinstance(f, cst.Call) and dotted_text(f.func) == "getattr" and len(f.args) == 2
+                    and isinstance(f.args[1].value, cst.Name) and ctx.imports.resolve(f.args[0].value) == "torch.nn"):
+                return updated
+            var = f.args[1].value.value
+            test = next((t for t in reversed(self.tests) if t is not None and t[0] == var), None)
+            if test is None:
+                return updated
+            base = code(f.args[0].value)
+            calls = [updated.with_changes(func=expr(f"{base}.{c}")) for c in test[1]]
+            out = calls[-1]
+            for c, call in zip(reversed(test[1][:-1]), reversed(calls[:-1])):
+                out = cst.IfExp(test=expr(f"{var} == {c!r}"), body=call, orelse=out)
+            ctx.report(Severity.INFO, "idiom-replaced", f"getattr({base}, {var})(...) under `if {var} in "
+                       f"{test[1]}`: one call per class the test allows, chosen by {var}", original)
+            return out
+
+    return rewrite(module, Choices())
 
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))

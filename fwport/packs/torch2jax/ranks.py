@@ -46,6 +46,10 @@ class ClassRanks:
     called: bool = False  # another module of the file calls this one (its input ranks come from there)
     blind: bool = False  # ... with a value of unknown rank that is not the user's input handed through
     sequence_inputs: dict[str, list] = field(default_factory=dict)  # Sequential attribute → ranks it is called with
+    axes: dict[str, object] = field(default_factory=dict)  # forward parameter → its batch position, where not first
+    out_axes: object = None  # the batch position(s) of what forward returns (batch.axis_text), where they agree
+    seq_first: dict[str, bool] = field(default_factory=dict)  # sequence-layer attribute → takes (L, N, ...)
+    seq_classes: dict[str, str] = field(default_factory=dict)  # ... → its PyTorch class
 
     def returns(self, cls: str) -> int | None:
         other = self.table.get(cls)
@@ -60,6 +64,27 @@ class ClassRanks:
         for attr, seq in self.sequences.items():
             out += through(seq, _agreed([r[0] if r else None for r in self.sequence_inputs.get(attr, [])]))[1]
         return out
+
+
+def _agreed_axes(values: list):
+    """The batch position(s) every return of a forward agrees on (None: not batched, or they differ)."""
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+def _param_axes(params: list[str], calls: list) -> dict[str, object]:
+    """A module class's parameters → the batch position its callers agree on for each, where not first (a parameter
+    given a batched value at different positions: batch.UNKNOWN)."""
+    from fwport.packs.torch2jax.batch import NOT_BATCHED, UNKNOWN, combine
+    out = {}
+    for i, p in enumerate(params):
+        got = [c[0][i] if i < len(c[0]) else c[1].get(p, "absent") for c in calls]
+        if all(g == "absent" for g in got):
+            out[p] = NOT_BATCHED  # no caller gives it a value (a mask left None)
+            continue
+        a = combine(g for g in got if g != "absent")
+        if a is not None and (a != 0 or isinstance(a, tuple)):
+            out[p] = UNKNOWN if isinstance(a, tuple) else a
+    return out
 
 
 def _agreed(values: list) -> int | None:
@@ -173,7 +198,42 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict) -> Class
 
     init.visit(V())
     info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
+    info.seq_classes, info.seq_first = sequence_layers(init, ctx)
     return info
+
+
+def sequence_layers(init: cst.FunctionDef, ctx) -> tuple[dict[str, str], dict[str, bool]]:
+    """``self.rnn = nn.LSTM(...)`` anywhere in ``__init__`` (a branch too: ``if rnn_type == ...:``): attribute → its
+    class, and → whether it takes (L, N, ...) (batch_first not written True). An attribute also assigned something
+    else is left out; a ``getattr(nn, name)(...)`` beside it is PyTorch left as written (a residue error), not counted."""
+    from fwport.packs.torch2jax.batch import SEQUENCE_LAYERS
+    classes: dict[str, set] = {}
+    first: dict[str, set] = {}
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+            if not t or not t.startswith("self.") or t.count(".") != 1:
+                return
+            for v in _branches(node.value):  # `nn.LSTM(...) if kind == 'LSTM' else nn.GRU(...)`: each
+                q = ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
+                if isinstance(v, cst.Call) and isinstance(v.func, cst.Call) and dotted_text(v.func.func) == "getattr":
+                    continue
+                classes.setdefault(t[5:], set()).add(q)
+                if q in SEQUENCE_LAYERS:
+                    bf = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "batch_first"), None)
+                    first.setdefault(t[5:], set()).add(bf is None or literal_value(bf, None) is not True)
+
+    init.visit(V())
+    out = {a: sorted(qs)[0] for a, qs in classes.items() if qs and qs <= SEQUENCE_LAYERS}
+    return out, {a: next(iter(first[a])) for a in out if len(first[a]) == 1}
+
+
+def _branches(value: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The values an expression may be: both branches of a conditional, each one's own."""
+    if isinstance(value, cst.IfExp):
+        return _branches(value.body) + _branches(value.orelse)
+    return [value]
 
 
 class _Probe:
@@ -212,7 +272,7 @@ class _Probe:
 def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozenset()) -> dict[str, ClassRanks]:
     """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis)."""
     from fwport.core.rewrite import rewrite
-    from fwport.packs.torch2jax.batch import Forward
+    from fwport.packs.torch2jax.batch import NOT_BATCHED, Forward
     from fwport.packs.torch2jax.passes.modules import _dict_entries, _submodules
     table: dict[str, ClassRanks] = {}
     forwards = {}
@@ -223,11 +283,14 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             if "forward" in methods and s.name.value not in skip:
                 forwards[s.name.value] = (methods["forward"], {**_submodules(methods.get("__init__"), ctx),
                                                                **_dict_entries(methods.get("__init__"), ctx)})
-    if not any(t.instances or t.containers or t.sequences for t in table.values()):
+    if not any(t.instances or t.containers or t.sequences or any(t.seq_first.values()) for t in table.values()):
         return table
     probe = _Probe(ctx)
-    for _ in range(min(len(forwards), 8) + 1):
+    for _ in range(min(len(forwards), 8) + 2):
         seen: dict[str, list] = {}
+        seen_axes: dict[str, list] = {}
+        second: dict[str, set] = {}
+        shared: dict[str, set] = {}
         blind: dict[str, list] = {}
         changed = False
         for name, (fwd, subs) in forwards.items():
@@ -238,12 +301,23 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
                 seen.setdefault(k, []).extend(v)
             for k, v in f.seen_blind.items():
                 blind.setdefault(k, []).extend(v)
+            for k, v in f.seen_axes.items():
+                seen_axes.setdefault(k, []).extend(v)
             out = _agreed(f.returns)
-            changed |= out != table[name].out or f.seen_sequences != table[name].sequence_inputs
-            table[name].out, table[name].sequence_inputs = out, f.seen_sequences
+            out_axes = _agreed_axes(f.return_axes)
+            changed |= out != table[name].out or f.seen_sequences != table[name].sequence_inputs \
+                or out_axes != table[name].out_axes
+            table[name].out, table[name].sequence_inputs, table[name].out_axes = out, f.seen_sequences, out_axes
+            second[name] = f.second
+            shared[name] = f.unbatched
         for name, (fwd, _) in forwards.items():
             params = [p.name.value for p in fwd.params.params[1:]]
             calls = seen.get(name, [])
+            axes = _param_axes(params, seen_axes.get(name, [])) if seen_axes.get(name) else \
+                {**table[name].axes, **{p: 1 for p in second.get(name, ())},
+                 **{p: NOT_BATCHED for p in shared.get(name, ())}}
+            changed |= axes != table[name].axes
+            table[name].axes = axes
             table[name].called = bool(calls)
             changed |= any(blind.get(name, ())) != table[name].blind
             table[name].blind = any(blind.get(name, ()))

@@ -12,6 +12,8 @@ from fwport.packs.torch2jax.passes import modules, training, unroll
 PLANNERS: tuple[Planner, ...] = (
     # self.d.name → self.d["name"] where self.d is an nn.ModuleDict (it becomes a dict): before modules
     Planner("module-dict", re.compile(r"\bModuleDict\b"), layers.module_dict_reads),
+    # getattr(nn, name)(...) under `if name in ['LSTM', 'GRU']:` → one call per class, chosen by name (before modules)
+    Planner("named-layers", re.compile(r"getattr\(\s*\w+\s*,"), layers.named_layers),
     # nn.Sequential(*block(...)) with a helper returning a list of layers: written out per call (before modules)
     Planner("unroll", re.compile(r"Sequential\(\s*\*"), unroll.run),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__

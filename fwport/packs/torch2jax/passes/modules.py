@@ -30,7 +30,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, ranks
 from fwport.packs.torch2jax import tying
-from fwport.packs.torch2jax.batch import DROP, Forward
+from fwport.packs.torch2jax.batch import DROP, SEQ_PROVEN, Forward
 
 PLANS = "torch2jax.modules"
 
@@ -1181,6 +1181,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         plans[c].get("key_required") and f"self.{n}" in {dotted_text(x.func) for x in _calls(methods["forward"])}
         for n, c in own.items()) if "forward" in methods else False
     body = []
+    proven: set[str] = set()
     buffers: set[str] = set()
     leading: dict[str, tuple[int, int]] = {}  # buffers with leading axes of size 1: (how many, rank)
     drawing = {n for n, p in plans.items() if p["draws"]}
@@ -1232,6 +1233,10 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 plan["stateful"] = sorted(stateful)
             if fwd.dropped:
                 plan["dropped"] = True
+            proven = fwd.seq_proven - fwd.seq_refused
+            s, axes = _batch_axes(s, fwd, ctx, params, methods["forward"])
+            if axes:
+                plan["vmap_axes"] = axes  # training.py's jax.vmap(model, <axes>) at the call sites it writes
             if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
                 s = s.with_changes(params=_kwonly(s.params, "key", None if plan["key_required"] else cst.Name("None")))
                 plan["key_sites"] = len(fwd.key_sites) + draws_in.get("forward", 0)
@@ -1240,7 +1245,63 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
             s = s.with_changes(params=_kwonly(s.params, "key", None))
         body.append(s)
     plans[cls.name.value] = plan
+    init = next((f for f in body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+    if "forward" in methods and init is not None and proven:
+        ctx.analyses.setdefault(SEQ_PROVEN, set()).update(id(c) for c in _constructions(init, proven))
     return cls.with_changes(bases=bases, body=cls.body.with_changes(body=body))
+
+
+def _constructions(init: cst.FunctionDef, attrs: set[str]) -> list[cst.Call]:
+    """The calls ``self.NAME = <call>`` anywhere in ``__init__`` builds for the attributes ``attrs``."""
+    found = []
+
+    class V(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+            value = node.value
+            while t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.IfExp):
+                if isinstance(value.body, cst.Call):
+                    found.append(value.body)
+                value = value.orelse
+            if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call):
+                found.append(value)
+
+    init.visit(V())
+    return found
+
+
+def _batch_axes(fn: cst.FunctionDef, fwd, ctx, params: list[str], source: cst.FunctionDef) -> cst.FunctionDef:
+    """A forward whose inputs or outputs hold the batch axis elsewhere than first (PyTorch's sequence layers take it
+    second) says where, in a comment on the ``def`` line and an info finding: the call site vmaps with those axes."""
+    from fwport.packs.torch2jax.batch import Merged, NOT_BATCHED, UNKNOWN, axis_text
+    ins = {p: fwd.file.axes.get(p, 0) if fwd.file is not None else 0 for p in params}
+    outs = fwd.return_axes[0] if fwd.return_axes and all(a == fwd.return_axes[0] for a in fwd.return_axes) else None
+    moved = any(a != 0 for a in ins.values()) or outs is not None and (
+        (isinstance(outs, tuple) and any(o != 0 for o in outs)) or not isinstance(outs, tuple) and outs != 0)
+    if not moved:
+        return fn, None
+
+    def one(a) -> str:
+        return "none" if a in (NOT_BATCHED, None) else axis_text(a)
+
+    def vm(a) -> str:
+        if isinstance(a, tuple):
+            return "(" + ", ".join(vm(x) for x in a) + ("," if len(a) == 1 else "") + ")"
+        if a == UNKNOWN and not isinstance(a, Merged):
+            return "?"
+        return "None" if a in (NOT_BATCHED, None) else str(int(a) + 1) if isinstance(a, Merged) else str(a)
+    text = (f"batch axes (PyTorch's layout): inputs {', '.join(f'{p} {one(a)}' for p, a in ins.items())}; "
+            f"returns {one(outs) if not isinstance(outs, tuple) else axis_text(outs)}")
+    call = f"jax.vmap(model, in_axes={vm(tuple(ins.values()))}, out_axes={vm(outs)})"
+    ctx.report(Severity.INFO, "batch-axis", f"{text}: a batch goes through {call}"
+               + (" (a merged axis: the output's axes up to it reshaped into one, as PyTorch's view made it)"
+                  if "merged" in text else ""), source)
+    axes = f"in_axes={vm(tuple(ins.values()))}, out_axes={vm(outs)}" if "?" not in call else None
+    header = fn.body.header if isinstance(fn.body, cst.IndentedBlock) else None
+    if header is None or header.comment is not None:
+        return fn, axes
+    return fn.with_changes(body=fn.body.with_changes(header=header.with_changes(
+        whitespace=cst.SimpleWhitespace("  "), comment=cst.Comment(f"# {text}; {call}")))), axes
 
 
 #: products that mix the rows of their dense operand (a graph's nodes): a module using one is not per example

@@ -216,7 +216,10 @@ class _Pass(cst.CSTTransformer):
         if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
             whole = original.func.value in self.whole
             if not whole:  # a translated module takes one example: a batch goes through jax.vmap
-                updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+                axes = self.ctx.analyses.get(VMAP_AXES, {}).get(original.func.value)
+                vmap = self.ctx.spell("jax.vmap")
+                updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
+                                               cst.parse_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
             if original.func.value in self.key_required:
                 updated = self.call_key(original, updated, whole)
             return updated
@@ -650,6 +653,8 @@ def run(module: cst.Module, ctx) -> cst.Module:
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
     p.key_required = {n for n, c in instances.items() if plans.get(c, {}).get("key_required")}
     p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
+    # models whose inputs or outputs hold the batch axis elsewhere than first (PyTorch's sequence layers): their axes
+    ctx.analyses[VMAP_AXES] = {n: plans[c]["vmap_axes"] for n, c in instances.items() if plans.get(c, {}).get("vmap_axes")}
     p.given_models = _given_models(module, models)
     for name, info in p.threaded.items():
         classes = {instances.get(c) for c in info["callers"]}
@@ -783,6 +788,7 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
 
 
 OPT_MODELS = "torch2jax.optimizer_models"  # ctx.analyses: optimizer name → the model whose parameters it takes
+VMAP_AXES = "torch2jax.vmap-axes"  # ctx.analyses: model name → "in_axes=..., out_axes=..." where not all 0
 WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
 
 
@@ -1728,19 +1734,23 @@ class _VmapModel(cst.CSTTransformer):
     """``model(x, ...)`` → ``jax.vmap(model)(x, ...)``; with ``split`` (a model drawing random numbers):
     ``jax.vmap(model)(x, ..., key=jax.random.split(key, x.shape[0]))``, one key per example."""
 
-    def __init__(self, model: str, vmap: str, split: str | None = None):
+    def __init__(self, model: str, vmap: str, split: str | None = None, axes: str | None = None):
         super().__init__()
-        self.model, self.vmap, self.split = model, vmap, split
+        self.model, self.vmap, self.split, self.axes = model, vmap, split, axes  # axes: "in_axes=..., out_axes=..."
 
     def leave_Call(self, original, updated):
         f = original.func
-        vmapped = isinstance(f, cst.Call) and dotted_text(f.func) == self.vmap and len(f.args) == 1 \
+        vmapped = isinstance(f, cst.Call) and dotted_text(f.func) == self.vmap and (len(f.args) == 1 or bool(
+            self.axes) and ", ".join(code(a.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for a in f.args[1:]) == self.axes) \
             and isinstance(f.args[0].value, cst.Name) and f.args[0].value.value == self.model  # (the pass's)
         if isinstance(f, cst.Name) and f.value == self.model or vmapped:
-            out = updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model})"))
+            axes = f", {self.axes}" if self.axes else ""
+            out = updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model}{axes})"))
             if self.split is not None and original.args:  # the step's key replaces the scope's (call_key)
                 out = out.with_changes(args=[a for a in out.args if not (a.keyword and a.keyword.value == "key")])
-                keys = cst.parse_expression(f"{self.split}(key, {code(original.args[0].value)}.shape[0])")
+                first = re.match(r"in_axes=\(?(\d+)", self.axes or "")  # the first input's batch axis
+                keys = cst.parse_expression(f"{self.split}(key, {code(original.args[0].value)}.shape["
+                                            f"{first.group(1) if first else 0}])")
                 args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in out.args]
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
                 out = out.with_changes(args=[*args, cst.Arg(keys, keyword=cst.Name("key"), equal=cst.AssignEqual(
@@ -2032,7 +2042,8 @@ class _Finish(cst.CSTTransformer):
             moved = [s.visit(_KeyModel(model)) if keyed else s for s in block]  # a whole graph: no jax.vmap
         else:
             vmap = self.spell("jax.vmap")
-            moved = [s.visit(_VmapModel(model, vmap, split if keyed else None)) for s in block]
+            moved = [s.visit(_VmapModel(model, vmap, split if keyed else None,
+                                        self.ctx.analyses.get(VMAP_AXES, {}).get(model))) for s in block]
         last = moved[-1].body[0]
         returned = f", {aux_text}" if aux else ""  # the values the code after the step reads (has_aux)
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
