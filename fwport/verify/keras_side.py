@@ -9,6 +9,7 @@ one plain SGD step in training mode together with each BatchNorm's batch statist
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -17,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from _worker_io import UserError, build_object, load_source, resolve, serve  # noqa: E402
+from _worker_io import UserError, build_object, load_source, match_calls, resolve, serve  # noqa: E402
 
 LEGACY = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
 
@@ -197,10 +198,27 @@ def run(req: dict) -> dict:
     else:
         keras.backend.clear_session()
     keras.utils.set_random_seed(req["seed"])
-    ns, note = load_source(req["source"], "fwport_verify_original", req.get("load", "auto"), req["model"], req.get("define"))
-    keras.utils.set_random_seed(req["seed"])
-    model = build_object(ns, req["model"], req.get("args") or {},
-                         lambda o: isinstance(o, keras.layers.Layer), req.get("kind", "model"), _Function)
+    # a model with loops over run-time values: its records name layers by the order they are called
+    order = _CallOrder() if req.get("calls") else None
+    try:
+        ns, note = load_source(req["source"], "fwport_verify_original", req.get("load", "auto"), req["model"],
+                               req.get("define"))
+        keras.utils.set_random_seed(req["seed"])
+        model = build_object(ns, req["model"], req.get("args") or {},
+                             lambda o: isinstance(o, keras.layers.Layer), req.get("kind", "model"), _Function)
+    finally:
+        if order is not None:
+            order.close()
+    called, call_lengths = _call_paths(model, order.layers, req["calls"]) if order is not None else ({}, {})
+
+    def find(path: str):
+        """The object at a record's path (``calls[s][i][j]...``: the layer the order of calls gives)."""
+        m = _CALL_PATH.match(path)
+        if m is not None and m.group(0) in called:
+            path = called[m.group(0)] + path[m.end():]
+        elif m is not None:
+            raise UserError(f"{path!r}: the built model has no such layer in its order of calls")
+        return resolve(model, path)
     with np.load(req["inputs"]) as z:
         xs_np = [z[f"x{i}"] for i in range(len(z.files))]
     xs = [tf.constant(x) for x in xs_np]
@@ -227,6 +245,8 @@ def run(req: dict) -> dict:
             expanded.append(m)
             continue
         prefix = m["layer"].split("[*]", 1)[0]
+        if prefix not in lengths and prefix in call_lengths:
+            lengths[prefix] = call_lengths[prefix]
         if prefix not in lengths:
             try:
                 lengths[prefix] = len(resolve(model, prefix))
@@ -240,7 +260,7 @@ def run(req: dict) -> dict:
     variables, trainable, absent = {}, [], []
     for m in req["moves"]:
         try:
-            layer = resolve(model, m["layer"])
+            layer = find(m["layer"])
         except UserError:
             # a layer built in a branch this model did not take (`if strides != 1: self.shortcut = ...`):
             # nothing to move; a wrong path still shows, as Keras variables no map moves (unmapped) or
@@ -286,7 +306,7 @@ def run(req: dict) -> dict:
     layers = {}
     for p in capture_paths:
         try:
-            layer = resolve(model, p)
+            layer = find(p)
         except UserError:
             continue  # a layer of a branch not taken (see the moves above)
         if not isinstance(layer, keras.layers.Layer):
@@ -343,7 +363,7 @@ def run(req: dict) -> dict:
         bn_layers = {}
         for m in moves:
             if m["var"] == "moving_variance":
-                bn_layers[m["layer"]] = resolve(model, m["layer"])
+                bn_layers[m["layer"]] = find(m["layer"])
         bcap = _Capture(bn_layers, pre_activation=False, inputs=True)
         try:
             with tf.GradientTape() as tape:
@@ -469,6 +489,56 @@ def _instances(model, classes: set, root: bool) -> list:
 
     visit(model, "", "")
     return out
+
+
+class _CallOrder:
+    """The layers in the order they are first called, while the source builds the model (``Layer.__call__``
+    wrapped for that time): the order in which a functional model's builder runs its graph."""
+
+    def __init__(self) -> None:
+        self.layers: list = []
+        seen: set[int] = set()
+        self._orig = orig = keras.layers.Layer.__call__
+        layers = self.layers
+
+        def __call__(layer, *a, **k):
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                layers.append(layer)
+            return orig(layer, *a, **k)
+
+        keras.layers.Layer.__call__ = __call__
+
+    def close(self) -> None:
+        keras.layers.Layer.__call__ = self._orig
+
+
+_CALL_PATH = re.compile(r"calls\[\d+\](?:\[\d+\]){1,2}")
+
+
+def _call_paths(model, called: list, segments: list) -> tuple[dict, dict]:
+    """``calls[s][j]`` / ``calls[s][i][j]`` → ``layers[k]`` (the model's own path of that layer), and
+    ``calls[s]`` → the number of passes of loop s: the model's layers in the order they were first called,
+    matched to the translation's segments (`match_calls`)."""
+    members = [layer for layer in getattr(model, "layers", []) if type(layer).__name__ != "InputLayer"]
+    ids = {id(layer) for layer in members}
+    ordered = [layer for layer in called if id(layer) in ids]
+    if len(ordered) != len(members):
+        raise UserError("the order in which the model's layers were called is unknown (some were not called while "
+                        "the model was built): the layers of its loops over run-time values cannot be matched")
+    index = {id(layer): i for i, layer in enumerate(model.layers)}
+    found = match_calls([{c.__name__ for c in type(layer).__mro__} for layer in ordered], segments)
+    paths, lengths = {}, {}
+    for s, (seg, places) in enumerate(zip(segments, found)):
+        if seg["loop"]:
+            lengths[f"calls[{s}]"] = len(places)
+            for i, group in enumerate(places):
+                for j, at in enumerate(group):
+                    paths[f"calls[{s}][{i}][{j}]"] = f"layers[{index[id(ordered[at])]}]"
+        else:
+            for j, at in enumerate(places):
+                paths[f"calls[{s}][{j}]"] = f"layers[{index[id(ordered[at])]}]"
+    return paths, lengths
 
 
 def _all_layers(model):
