@@ -541,6 +541,94 @@ def _call_paths(model, called: list, segments: list) -> tuple[dict, dict]:
     return paths, lengths
 
 
+class _Sites:
+    """While the source builds and runs its model (``--trace``): where in the source each layer was created
+    (the constructor call: line, 1-based column) and the shapes of the first input of each of its calls
+    (``Layer.__init__`` and ``Layer.__call__`` wrapped for that time)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = os.path.realpath(source)
+        with open(source, "rb") as f:
+            self.lines = f.read().split(b"\n")
+        self.site: dict[int, tuple[int, int]] = {}
+        self.shapes: dict[int, list] = {}
+        self._init, self._call = keras.layers.Layer.__init__, keras.layers.Layer.__call__
+        init, call = self._init, self._call
+
+        def __init__(layer, *a, **k):
+            if id(layer) not in self.site:
+                where = self._where(layer)
+                if where is not None:
+                    self.site[id(layer)] = where
+            return init(layer, *a, **k)
+
+        def __call__(layer, *a, **k):
+            if id(layer) in self.site and a and hasattr(a[0], "shape"):
+                try:
+                    shape = [None if d is None else int(d) for d in tuple(a[0].shape)]
+                except (TypeError, ValueError):
+                    shape = None
+                if shape is not None:
+                    self.shapes.setdefault(id(layer), []).append(shape)
+            return call(layer, *a, **k)
+
+        keras.layers.Layer.__init__, keras.layers.Layer.__call__ = __init__, __call__
+
+    def _where(self, layer):
+        f = sys._getframe(2)
+        while f is not None:
+            if f.f_code.co_name == "__init__" and f.f_locals.get("self") is layer:
+                f = f.f_back  # the layer's own __init__ (a class of the file): where it is created is above
+                continue
+            if f.f_code.co_filename == self.source or os.path.realpath(f.f_code.co_filename) == self.source:
+                try:
+                    line, _, col, _ = list(f.f_code.co_positions())[f.f_lasti // 2]
+                except (IndexError, ValueError):
+                    return None
+                if line is None or col is None or not 0 < line <= len(self.lines):
+                    return None
+                # Python's columns count UTF-8 bytes; the translation's count characters
+                return line, len(self.lines[line - 1][:col].decode("utf-8", "replace")) + 1
+            f = f.f_back
+        return None
+
+    def close(self) -> None:
+        keras.layers.Layer.__init__, keras.layers.Layer.__call__ = self._init, self._call
+
+
+def trace(req: dict) -> dict:
+    """``fwport tf2torch --trace``: the source's model built and run once on the given inputs; for each place
+    in the source that creates layers, the shapes (batch axis dropped) of their inputs, or None where the
+    layers created there were called on different ones."""
+    _set_floatx("float32")
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(req.get("seed", 0))
+    sites = _Sites(req["source"])
+    try:
+        ns, note = load_source(req["source"], "fwport_trace_original", req.get("load", "auto"), req["model"],
+                               req.get("define"))
+        model = build_object(ns, req["model"], req.get("args") or {},
+                             lambda o: isinstance(o, keras.layers.Layer), "model", _Function)
+        with np.load(req["inputs"]) as z:
+            xs = [tf.constant(z[f"x{i}"]) for i in range(len(z.files))]
+        _call(model, xs, False)
+    finally:
+        sites.close()
+    # per place: one rank, and each size where every call saw the same (None where one was symbolic, a
+    # functional model's undeclared size, or where they differ); None where the ranks differ
+    by_site: dict[tuple[int, int], object] = {}
+    for key, where in sites.site.items():
+        for shape in sites.shapes.get(key, []):
+            shape = shape[1:]
+            seen = by_site.get(where, shape)
+            if seen is None or len(seen) != len(shape):
+                by_site[where] = None
+            else:
+                by_site[where] = [a if a == b else None for a, b in zip(seen, shape)]
+    return {"shapes": [[line, col, shape] for (line, col), shape in sorted(by_site.items())], "loaded": note,
+            "versions": versions()}
+
+
 def _all_layers(model):
     seen, stack = [], [model]
     while stack:
@@ -560,6 +648,8 @@ def handle(req: dict) -> dict:
         return {"versions": versions(), "device": device()}
     if op == "run":
         return run(req)
+    if op == "trace":
+        return trace(req)
     raise UserError(f"unknown request {op!r}")
 
 
