@@ -552,11 +552,12 @@ class _Sites:
             self.lines = f.read().split(b"\n")
         self.site: dict[int, tuple[int, int]] = {}
         self.shapes: dict[int, list] = {}
+        self.calling = 0  # layers being called: one created now is a part a layer builds for itself
         self._init, self._call = keras.layers.Layer.__init__, keras.layers.Layer.__call__
         init, call = self._init, self._call
 
         def __init__(layer, *a, **k):
-            if id(layer) not in self.site:
+            if id(layer) not in self.site and not self.calling:
                 where = self._where(layer)
                 if where is not None:
                     self.site[id(layer)] = where
@@ -570,7 +571,11 @@ class _Sites:
                     shape = None
                 if shape is not None:
                     self.shapes.setdefault(id(layer), []).append(shape)
-            return call(layer, *a, **k)
+            self.calling += 1
+            try:
+                return call(layer, *a, **k)
+            finally:
+                self.calling -= 1
 
         keras.layers.Layer.__init__, keras.layers.Layer.__call__ = __init__, __call__
 
