@@ -360,8 +360,8 @@ def build_model(input_shape, head_size, num_heads, ff_dim, num_transformer_block
 
 def test_loops_over_builder_parameters_become_module_lists_and_compute_like_keras():
     """The keras.io time-series transformer: ``for _ in range(num_transformer_blocks)`` and ``for dim in
-    mlp_units`` over the builder's parameters. The layers' weights are moved by hand here (in creation order:
-    fwport's maps cannot name layers whose number is known only at run time)."""
+    mlp_units`` over the builder's parameters. The layers' weights are moved by hand here, in creation order
+    (fwport verify's own map of them, by the order of calls, is tests/test_functional_loops.py)."""
     keras = pytest.importorskip("keras")
     import torch
     r = tx(TS_TRANSFORMER)

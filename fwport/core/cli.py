@@ -236,6 +236,7 @@ def _translate(paths: tuple[str, ...], output: str | None, in_place: bool, show_
     cfg = _config(paths, config_file)
     extra_dirs, disabled = _load_pack(direction, cfg, rule_dirs, disable)
     options = _pack_options(direction, cfg, pack_options)
+    options = _prepare(direction, paths, options)
     settings = Settings(direction, extra_dirs, disabled, tuple(sorted(options.items())), max_size or cfg.max_size)
     excludes = (*cfg.exclude, *exclude)
 
@@ -322,11 +323,24 @@ def _pack_options(direction: str, cfg: Config, given: dict[str, object]) -> dict
     options: dict[str, object] = {}
     for o in get_direction(direction).cli_options:
         value = given.get(o.key)
-        if value in (None, False) and o.config_key:
+        if value in (None, False, ()) and o.config_key:
             value = getattr(cfg, o.config_key, None)
-        if value not in (None, False):
+        if value not in (None, False, ()):
             options[o.key] = o.convert(value)
     return options
+
+
+def _prepare(direction: str, paths: tuple[str, ...], options: dict[str, object]) -> dict[str, object]:
+    """The direction's step before translating (tf2torch --trace), if it has one."""
+    from fwport.core.direction import PrepareError, get_direction
+
+    prepare = get_direction(direction).prepare
+    if prepare is None:
+        return options
+    try:
+        return prepare(paths, options)
+    except PrepareError as e:
+        _fail(str(e))
 
 
 def _direction_command(name: str) -> click.Command:
@@ -336,8 +350,9 @@ def _direction_command(name: str) -> click.Command:
     from fwport.core.direction import get_direction
 
     d = get_direction(name)
-    own = [click.Option([o.flag], o.key, is_flag=not o.choices, type=click.Choice(list(o.choices)) if o.choices
-                        else None, help=o.help) for o in d.cli_options]
+    own = [click.Option([o.flag, o.key], is_flag=not o.choices and not o.metavar,
+                        type=click.Choice(list(o.choices)) if o.choices else None, metavar=o.metavar or None,
+                        multiple=o.multiple, help=o.help) for o in d.cli_options]
     common = (_translate.help or "").split("\n\n", 1)[-1]
     return click.Command(name, params=[*_translate.params, *own], help=f"{d.command_help or d.summary}\n\n{common}",
                          callback=functools.partial(_translate.callback, direction=name),

@@ -84,9 +84,16 @@ class CliOption:
     flag: str
     key: str
     help: str
-    choices: tuple[str, ...] = ()  # none: an on/off flag
+    choices: tuple[str, ...] = ()  # none: an on/off flag (or a value, with a metavar)
     convert: Callable[[Any], Any] = lambda v: v
     config_key: str | None = None
+    metavar: str = ""  # a flag that takes a value (``--model EXPR``)
+    multiple: bool = False  # a value flag given several times: a tuple of the values
+
+
+class PrepareError(Exception):
+    """What a direction's ``prepare`` step refuses (a missing option, a framework it needs absent): the
+    command says it and exits 2."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +145,14 @@ class Direction:
     #: the long help of `fwport <name>` and the direction's own flags
     command_help: str = ""
     cli_options: tuple[CliOption, ...] = ()
+    #: a step the command runs once before translating: ``fn(paths, options) -> options`` (tf2torch's
+    #: ``--trace`` runs the source model in a subprocess and adds the shapes it saw); raises PrepareError
+    prepare: Callable[[tuple[str, ...], dict], dict] | None = None
+    #: the input shape a layer is translated with, given what the passes found (the LayerContext: its
+    #: in_shape None where unknown) and the shape observed by running the source there (translate option
+    #: ``observed_shapes``: (line, column, shape) of the calls that create layers):
+    #: ``fn(lctx, observed, call, rule)`` → the shape to use
+    observed_shape: Callable[[Any, Any, Any, Any], Any] | None = None
     #: how a tree's dependency files change (None: they are copied as they are)
     requirements: Requirements | None = None
     #: a chained direction: the directions it runs one after the other (fwport/core/chain.py); empty for a pack
@@ -196,4 +211,5 @@ def chained(name: str, stages: tuple[Direction, ...]) -> Direction:
         version_code=first.version_code, version_label=first.version_label, source_label=first.source_label,
         command_help=f"Translate {first.source_title or first.name} source in {len(stages)} steps: "
                      + ", then ".join(s.name for s in stages) + " (each step's findings located in the original file).",
-        cli_options=tuple(options.values()), requirements=requirements, stages=tuple(s.name for s in stages))
+        cli_options=tuple(options.values()), requirements=requirements, stages=tuple(s.name for s in stages),
+        prepare=first.prepare)

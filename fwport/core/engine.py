@@ -8,6 +8,7 @@ call ``translate_layer`` with what they know about the layer's input.
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -241,6 +242,13 @@ def translate_layer(call: cst.Call, rule: Rule, ctx: FileContext, lctx: LayerCon
     if m.failed:
         drop_undone_findings(ctx, mark)
         return LayerEmission([call], failed=True)
+    observed = ctx.analyses.get("observed_shapes")
+    if observed and ctx.direction.observed_shape is not None:  # shapes seen by running the source (--trace)
+        seen = observed.get(id(node), observed.get(id(call)))
+        if seen is not None:
+            shape = ctx.direction.observed_shape(lctx, seen, call, rule)
+            if shape != lctx.in_shape:
+                lctx = dataclasses.replace(lctx, in_shape=shape)
     shape_fn = rule.emit.get("shape")
     if shape_fn:
         em = ctx.direction.transforms.shapes[shape_fn](m, ctx, lctx)

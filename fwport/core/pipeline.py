@@ -16,7 +16,7 @@ from fwport.core.direction import Direction, default_direction, get_direction
 from fwport.core.engine import RuleTransformer
 from fwport.core.finding import Finding, Severity
 from fwport.core.imports import add_imports, prune_imports
-from fwport.core.names import collect_imports, free_conventional_aliases
+from fwport.core.names import collect_imports, free_conventional_aliases, scan
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.result import FileResult, Status
 from fwport.core.rewrite import rewrite
@@ -65,6 +65,24 @@ def mentions_source(text: str, direction: Direction | None = None) -> bool:
     return (direction or get_direction(default_direction())).mentions.search(text) is not None
 
 
+class _Calls(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.calls.append(node)
+
+
+def _observed_at(module: cst.Module, observed) -> dict[int, object]:
+    """``id(call)`` → the input shape observed by running the source (``observed_shapes``: (line, column,
+    shape), column 1-based) for the calls of ``module`` that start there (a layer's constructor call;
+    translate_layer reads it through ``Direction.observed_shape``)."""
+    at = {(int(line), int(col)): shape for line, col, shape in observed}
+    finder = _Calls()
+    scan(module, finder)
+    return {k: at[pos] for k, pos in node_positions(module, finder.calls).items() if pos in at}
+
+
 def translate_source(source: str, path: str = "<string>", pack: Pack | str | None = None,
                      options: dict | None = None) -> FileResult:
     """Translate one source text in the direction of ``pack`` (a loaded rule pack or a direction
@@ -97,6 +115,8 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
             return FileResult(path, Status.UNCHANGED, source, source, [refused])
     ctx = FileContext(path, pack, imports, direction, None, options)
     ctx.analyses["parsed"] = (module, source)  # the tree parsed from the source, and the source
+    if options.get("observed_shapes") and direction.observed_shape is not None:
+        ctx.analyses["observed_shapes"] = _observed_at(module, options["observed_shapes"])
     for alias, first in assumed.items():
         module_name = imports.aliases[alias]
         ctx.report(Severity.WARNING, "assumed-import",

@@ -48,6 +48,10 @@ class ModelInfo:
     input_shape: tuple | None = None  # source layout, without the batch axis
     layout: str = "same"
     output_layout: str = "same"
+    # a model whose number of layers is known only when it is built (a loop over a run-time value): its
+    # layers in the order they are called, as segments ({"loop": bool, "layers": [class names per layer]});
+    # its records name them calls[s][j] / calls[s][*][j] (fwport verify matches them to the built model)
+    calls: list | None = None
 
     def __post_init__(self) -> None:
         if self.input_shape is not None:  # plain ints (see LayerRecord), None where symbolic
@@ -55,8 +59,11 @@ class ModelInfo:
                                      for d in self.input_shape)
 
     def to_dict(self) -> dict:
-        return {"scope": self.scope, "kind": self.kind, "input_shape": list(self.input_shape) if self.input_shape else None,
-                "layout": self.layout, "output_layout": self.output_layout}
+        d = {"scope": self.scope, "kind": self.kind, "input_shape": list(self.input_shape) if self.input_shape else None,
+             "layout": self.layout, "output_layout": self.output_layout}
+        if self.calls is not None:
+            d["calls"] = self.calls
+        return d
 
 
 class Status(str, Enum):

@@ -75,6 +75,57 @@ def resolve(root, path: str):
     return obj
 
 
+def match_calls(classes: list[set[str]], segments: list[dict]) -> list[list]:
+    """The translation's order of calls (``ModelInfo.calls``: segments of layers called outside loops, and
+    per loop over a run-time value the layers of one pass) matched to a built model's layers in the order
+    they were first called (``classes``: the class names of each, its bases' included): per segment the
+    positions of its layers, and for a loop one list per pass. A slot matches a layer of one of its class
+    names (any, when it names none). UserError unless exactly one assignment of pass counts fits."""
+    n = len(classes)
+
+    def fits(slots: list, at: int) -> bool:
+        return at + len(slots) <= n and all(not s or set(s) & classes[at + k] for k, s in enumerate(slots))
+
+    found: list[list] = []
+
+    def walk(seg: int, at: int, passes: list[int]) -> None:
+        if len(found) > 1:
+            return
+        if seg == len(segments):
+            if at == n:
+                found.append(list(passes))
+            return
+        slots = segments[seg]["layers"]
+        if not segments[seg]["loop"]:
+            if fits(slots, at):
+                walk(seg + 1, at + len(slots), passes + [1])
+            return
+        k, pos = 0, at
+        while True:
+            walk(seg + 1, pos, passes + [k])
+            if not slots or not fits(slots, pos):
+                return
+            k, pos = k + 1, pos + len(slots)
+
+    walk(0, 0, [])
+    if len(found) != 1:
+        shown = "; ".join(("(" if s["loop"] else "") + ", ".join("|".join(c) or "?" for c in s["layers"]) +
+                          (")*" if s["loop"] else "") for s in segments)
+        raise UserError(f"the layers of the built model ({n}, in the order they were called) "
+                        f"{'fit no' if not found else 'fit more than one'} reading of the translation's order of "
+                        f"calls [{shown}]: the loops over run-time values cannot be matched to its layers")
+    out, at = [], 0
+    for seg, count in zip(segments, found[0]):
+        width = len(seg["layers"])
+        if seg["loop"]:
+            out.append([list(range(at + i * width, at + (i + 1) * width)) for i in range(count)])
+            at += count * width
+        else:
+            out.append(list(range(at, at + width)))
+            at += width
+    return out
+
+
 def build_object(ns: dict, name: str, args: dict, is_model, kind: str = "model", wrap=None) -> object:
     """NAME in a module namespace: a class (instantiated), a builder function (called) or a model object;
     or a call expression whose names resolve there (``Net(Block, [2, 2])``, ``args`` added to its keywords)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
+import re
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -19,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np  # noqa: E402
 
-from _worker_io import UserError, build_object, load_source, resolve, serve  # noqa: E402
+from _worker_io import UserError, build_object, load_source, match_calls, resolve, serve  # noqa: E402
 
 LEGACY = os.environ.get("TF_USE_LEGACY_KERAS") == "1"
 
@@ -273,10 +274,27 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
     else:
         keras.backend.clear_session()
     keras.utils.set_random_seed(req["seed"])
-    ns, note = load_source(req["source"], "fwport_verify_original", req.get("load", "auto"), req["model"], req.get("define"))
-    keras.utils.set_random_seed(req["seed"])
-    model = build_object(ns, req["model"], req.get("args") or {},
-                         lambda o: isinstance(o, keras.layers.Layer), req.get("kind", "model"), _Function)
+    # a model with loops over run-time values: its records name layers by the order they are called
+    order = _CallOrder() if req.get("calls") else None
+    try:
+        ns, note = load_source(req["source"], "fwport_verify_original", req.get("load", "auto"), req["model"],
+                               req.get("define"))
+        keras.utils.set_random_seed(req["seed"])
+        model = build_object(ns, req["model"], req.get("args") or {},
+                             lambda o: isinstance(o, keras.layers.Layer), req.get("kind", "model"), _Function)
+    finally:
+        if order is not None:
+            order.close()
+    called, call_lengths = _call_paths(model, order.layers, req["calls"]) if order is not None else ({}, {})
+
+    def find(path: str):
+        """The object at a record's path (``calls[s][i][j]...``: the layer the order of calls gives)."""
+        m = _CALL_PATH.match(path)
+        if m is not None and m.group(0) in called:
+            path = called[m.group(0)] + path[m.end():]
+        elif m is not None:
+            raise UserError(f"{path!r}: the built model has no such layer in its order of calls")
+        return resolve(model, path)
     with np.load(req["inputs"]) as z:
         xs_np = [z[f"x{i}"] for i in range(len(z.files))]
     xs = [tf.constant(x) for x in xs_np]
@@ -303,6 +321,8 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
             expanded.append(m)
             continue
         prefix = m["layer"].split("[*]", 1)[0]
+        if prefix not in lengths and prefix in call_lengths:
+            lengths[prefix] = call_lengths[prefix]
         if prefix not in lengths:
             try:
                 lengths[prefix] = len(resolve(model, prefix))
@@ -316,7 +336,7 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
     variables, trainable, absent = {}, [], []
     for m in req["moves"]:
         try:
-            layer = resolve(model, m["layer"])
+            layer = find(m["layer"])
         except UserError:
             # a layer built in a branch this model did not take (`if strides != 1: self.shortcut = ...`):
             # nothing to move; a wrong path still shows, as Keras variables no map moves (unmapped) or
@@ -373,7 +393,7 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
     layers = {}
     for p in capture_paths:
         try:
-            layer = resolve(model, p)
+            layer = find(p)
         except UserError:
             continue  # a layer of a branch not taken (see the moves above)
         if not isinstance(layer, keras.layers.Layer):
@@ -430,7 +450,7 @@ def run(req: dict, draws: contextlib.ExitStack) -> dict:
         bn_layers = {}
         for m in moves:
             if m["var"] == "moving_variance":
-                bn_layers[m["layer"]] = resolve(model, m["layer"])
+                bn_layers[m["layer"]] = find(m["layer"])
         bcap = _Capture(bn_layers, pre_activation=False, inputs=True)
         try:
             with tf.GradientTape() as tape:
@@ -558,6 +578,149 @@ def _instances(model, classes: set, root: bool) -> list:
     return out
 
 
+class _CallOrder:
+    """The layers in the order they are first called, while the source builds the model (``Layer.__call__``
+    wrapped for that time): the order in which a functional model's builder runs its graph."""
+
+    def __init__(self) -> None:
+        self.layers: list = []
+        seen: set[int] = set()
+        self._orig = orig = keras.layers.Layer.__call__
+        layers = self.layers
+
+        def __call__(layer, *a, **k):
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                layers.append(layer)
+            return orig(layer, *a, **k)
+
+        keras.layers.Layer.__call__ = __call__
+
+    def close(self) -> None:
+        keras.layers.Layer.__call__ = self._orig
+
+
+_CALL_PATH = re.compile(r"calls\[\d+\](?:\[\d+\]){1,2}")
+
+
+def _call_paths(model, called: list, segments: list) -> tuple[dict, dict]:
+    """``calls[s][j]`` / ``calls[s][i][j]`` → ``layers[k]`` (the model's own path of that layer), and
+    ``calls[s]`` → the number of passes of loop s: the model's layers in the order they were first called,
+    matched to the translation's segments (`match_calls`)."""
+    members = [layer for layer in getattr(model, "layers", []) if type(layer).__name__ != "InputLayer"]
+    ids = {id(layer) for layer in members}
+    ordered = [layer for layer in called if id(layer) in ids]
+    if len(ordered) != len(members):
+        raise UserError("the order in which the model's layers were called is unknown (some were not called while "
+                        "the model was built): the layers of its loops over run-time values cannot be matched")
+    index = {id(layer): i for i, layer in enumerate(model.layers)}
+    found = match_calls([{c.__name__ for c in type(layer).__mro__} for layer in ordered], segments)
+    paths, lengths = {}, {}
+    for s, (seg, places) in enumerate(zip(segments, found)):
+        if seg["loop"]:
+            lengths[f"calls[{s}]"] = len(places)
+            for i, group in enumerate(places):
+                for j, at in enumerate(group):
+                    paths[f"calls[{s}][{i}][{j}]"] = f"layers[{index[id(ordered[at])]}]"
+        else:
+            for j, at in enumerate(places):
+                paths[f"calls[{s}][{j}]"] = f"layers[{index[id(ordered[at])]}]"
+    return paths, lengths
+
+
+class _Sites:
+    """While the source builds and runs its model (``--trace``): where in the source each layer was created
+    (the constructor call: line, 1-based column) and the shapes of the first input of each of its calls
+    (``Layer.__init__`` and ``Layer.__call__`` wrapped for that time)."""
+
+    def __init__(self, source: str) -> None:
+        self.source = os.path.realpath(source)
+        with open(source, "rb") as f:
+            self.lines = f.read().split(b"\n")
+        self.site: dict[int, tuple[int, int]] = {}
+        self.shapes: dict[int, list] = {}
+        self.calling = 0  # layers being called: one created now is a part a layer builds for itself
+        self._init, self._call = keras.layers.Layer.__init__, keras.layers.Layer.__call__
+        init, call = self._init, self._call
+
+        def __init__(layer, *a, **k):
+            if id(layer) not in self.site and not self.calling:
+                where = self._where(layer)
+                if where is not None:
+                    self.site[id(layer)] = where
+            return init(layer, *a, **k)
+
+        def __call__(layer, *a, **k):
+            if id(layer) in self.site and a and hasattr(a[0], "shape"):
+                try:
+                    shape = [None if d is None else int(d) for d in tuple(a[0].shape)]
+                except (TypeError, ValueError):
+                    shape = None
+                if shape is not None:
+                    self.shapes.setdefault(id(layer), []).append(shape)
+            self.calling += 1
+            try:
+                return call(layer, *a, **k)
+            finally:
+                self.calling -= 1
+
+        keras.layers.Layer.__init__, keras.layers.Layer.__call__ = __init__, __call__
+
+    def _where(self, layer):
+        f = sys._getframe(2)
+        while f is not None:
+            if f.f_code.co_name == "__init__" and f.f_locals.get("self") is layer:
+                f = f.f_back  # the layer's own __init__ (a class of the file): where it is created is above
+                continue
+            if f.f_code.co_filename == self.source or os.path.realpath(f.f_code.co_filename) == self.source:
+                try:
+                    line, _, col, _ = list(f.f_code.co_positions())[f.f_lasti // 2]
+                except (IndexError, ValueError):
+                    return None
+                if line is None or col is None or not 0 < line <= len(self.lines):
+                    return None
+                # Python's columns count UTF-8 bytes; the translation's count characters
+                return line, len(self.lines[line - 1][:col].decode("utf-8", "replace")) + 1
+            f = f.f_back
+        return None
+
+    def close(self) -> None:
+        keras.layers.Layer.__init__, keras.layers.Layer.__call__ = self._init, self._call
+
+
+def trace(req: dict) -> dict:
+    """``fwport tf2torch --trace``: the source's model built and run once on the given inputs; for each place
+    in the source that creates layers, the shapes (batch axis dropped) of their inputs, or None where the
+    layers created there were called on different ones."""
+    _set_floatx("float32")
+    keras.backend.clear_session()
+    keras.utils.set_random_seed(req.get("seed", 0))
+    sites = _Sites(req["source"])
+    try:
+        ns, note = load_source(req["source"], "fwport_trace_original", req.get("load", "auto"), req["model"],
+                               req.get("define"))
+        model = build_object(ns, req["model"], req.get("args") or {},
+                             lambda o: isinstance(o, keras.layers.Layer), "model", _Function)
+        with np.load(req["inputs"]) as z:
+            xs = [tf.constant(z[f"x{i}"]) for i in range(len(z.files))]
+        _call(model, xs, False)
+    finally:
+        sites.close()
+    # per place: one rank, and each size where every call saw the same (None where one was symbolic, a
+    # functional model's undeclared size, or where they differ); None where the ranks differ
+    by_site: dict[tuple[int, int], object] = {}
+    for key, where in sites.site.items():
+        for shape in sites.shapes.get(key, []):
+            shape = shape[1:]
+            seen = by_site.get(where, shape)
+            if seen is None or len(seen) != len(shape):
+                by_site[where] = None
+            else:
+                by_site[where] = [a if a == b else None for a, b in zip(seen, shape)]
+    return {"shapes": [[line, col, shape] for (line, col), shape in sorted(by_site.items())], "loaded": note,
+            "versions": versions()}
+
+
 def _all_layers(model):
     seen, stack = [], [model]
     while stack:
@@ -578,6 +741,8 @@ def handle(req: dict) -> dict:
     if op == "run":
         with contextlib.ExitStack() as draws:
             return run(req, draws)
+    if op == "trace":
+        return trace(req)
     raise UserError(f"unknown request {op!r}")
 
 

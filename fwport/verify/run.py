@@ -472,6 +472,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
                             for c, ms in class_moves.items() if ms},
                     capture=sorted({p["layer"] for p in points}), checks=list(opts.checks), lr=opts.lr,
                     weights_file=opts.weights_file, **train)
+        if info is not None and info.calls is not None:  # records that name layers by the order of calls
+            kreq["calls"] = info.calls
         kresp = _ask(session, kw, kreq, opts.timeout)
         times["keras"] = time.perf_counter() - t_start
         tbuild = _receive(session, tw, opts.timeout)

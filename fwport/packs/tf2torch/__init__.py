@@ -18,6 +18,7 @@ import re
 from fwport.core.direction import CliOption, Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
 from fwport.packs.tf2torch import attention, data, image, layer, ops, optim, utilities, values  # noqa: F401  (they register the named transforms)
+from fwport.packs.tf2torch import trace
 from fwport.packs.tf2torch.tf1 import refuse_graph_code
 from fwport.packs.tf2torch.guidance import GUIDANCE
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
@@ -174,5 +175,21 @@ DIRECTION = Direction(
         CliOption("--keras", "keras", "The Keras generation the code was written for (default: detected per file).",
                   choices=("2", "3"), convert=int, config_key="keras"),
         CliOption("--compile", "compile", "Turn @tf.function into torch.compile instead of removing it."),
+        CliOption("--trace", "trace", "Run the original model once under TensorFlow (a subprocess; needs --model "
+                  "and --input) and take the sizes the source does not write down (a layer's input features or "
+                  "channels, its input's rank) from that run."),
+        CliOption("--model", "trace_model", "With --trace: the model to run, as fwport verify takes it (a builder "
+                  "call 'build_model(10)', a class, a model variable).", metavar="EXPR"),
+        CliOption("--input", "trace_inputs", "With --trace: an input of the model with its batch axis, as fwport "
+                  "verify takes it (float32[2,28,28,1], int32[2,40]:5000); once per input.", metavar="SPEC",
+                  multiple=True),
+        CliOption("--load", "trace_load", "With --trace: run the whole file, or only its definitions (as fwport "
+                  "verify --load).", choices=("auto", "whole", "defs")),
+        CliOption("--args", "trace_args", "With --trace: keyword arguments of the model's class or builder, as a "
+                  "JSON object (as fwport verify --args).", metavar="JSON"),
+        CliOption("--define", "trace_defines", "With --trace: a module-level name set before the file loads (as "
+                  "fwport verify --define n_classes=2); repeatable.", metavar="NAME=VALUE", multiple=True),
     ),
+    prepare=trace.prepare,
+    observed_shape=trace.observed_shape,
 )

@@ -26,7 +26,11 @@ map becomes ``nn.Unflatten`` with the Dense's ``before-unflatten`` map.
 Weights: each layer with variables gets a ``LayerRecord`` whose source path is its index in
 Keras's ``model.layers`` (the order ``keras.src.ops.function.map_graph`` gives: by depth from the
 outputs, then by first traversal; tensor arithmetic is a layer in tf.keras), so that ``fwport
-verify`` and ``fwport weights`` move variables by name.
+verify`` and ``fwport weights`` move variables by name. A model with ``for`` statements over run-time
+values (its layers in nn.ModuleLists) has no such index: its records name layers by the order the
+builder first calls them (``calls[s][j]``, ``calls[s][*][j]`` for a loop's; ``ModelInfo.calls``), which
+fwport verify matches to the built model. After such a loop, its layer's name is the last pass's layer
+(``self.<attr>[-1]``).
 
 Line structure: passes keep it (findings are located by line). So :func:`run` rewrites the graph
 statements where they stand (layer calls → ``self.<attr>(x)``, merges → expressions, the other
@@ -95,6 +99,9 @@ MERGE_LAYERS = {"keras.layers.Add": "add", "keras.layers.Subtract": "sub", "kera
 MERGE_FNS = {"keras.layers.add": "add", "keras.layers.subtract": "sub", "keras.layers.multiply": "mul",
              "keras.layers.average": "avg", "keras.layers.maximum": "max", "keras.layers.minimum": "min",
              "keras.layers.concatenate": "cat"}
+# the Keras class a merge function (keras.layers.add) creates
+_MERGE_CLASS = {"add": "Add", "sub": "Subtract", "mul": "Multiply", "avg": "Average", "max": "Maximum",
+                "min": "Minimum", "cat": "Concatenate"}
 _ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
 _COMPARE = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
@@ -129,6 +136,7 @@ class _Op:
 
     kind: str  # input | layer | merge | op
     is_layer: bool
+    keras: tuple = ()  # the Keras class names it may have (a merge's function form: Add); () when not known
 
 
 @dataclass(eq=False)
@@ -222,7 +230,7 @@ class _Plan:
     # channels-first once), and the feature maps it returns are moved back (Keras's layout)
     entry_lines: list[str] = field(default_factory=list)
     scope: str = ""
-    user_layers: list[tuple[str, int, str]] = field(default_factory=list)  # (class, index, attribute)
+    user_layers: list[tuple[str, str, str]] = field(default_factory=list)  # (class, Keras path, attribute)
     generated: dict[int, list] = field(default_factory=dict)  # statement index → its unrolled statements
     carried: dict[str, str] = field(default_factory=dict)  # builder value read in forward → attribute
     class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
@@ -575,7 +583,7 @@ class _Builder:
         self.pending_init: list[str] = []  # init lines created while following the current statement
         self.local: set[str] = set()  # builder parameters and config names (not in forward's scope)
         self.user_classes: set[str] = user_classes  # layer classes of this file (the subclass pass's)
-        self.user_layers: list[tuple[str, int, str]] = []  # (class, index in model.layers, attribute)
+        self.user_layers: list[tuple[str, str, str]] = []  # (class, its Keras path, attribute)
         self.sub_layers: list[_Layer] = []  # the layers of helpers' modules (flat in Keras's model.layers)
         self.helper_classes: dict[str, list[str]] = {}  # helper name → its classes' code, by variant
         self.helper_call: cst.Call | None = None  # where a helper's findings go (its body is a copy)
@@ -594,7 +602,10 @@ class _Builder:
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
-        self.unmapped_loops = False  # a model with such a loop: its weights are not mapped
+        # the for statements over run-time values: (statement, its nodes self.nodes[start:end], ids of the
+        # _Layers it creates); their layers' records name Keras layers by the order they are called (`calls`)
+        self.loops: list[tuple[cst.For, int, int, set[int]]] = []
+        self.calls: list[dict] | None = None  # that order, for ModelInfo.calls (see _call_template)
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
 
@@ -1139,6 +1150,7 @@ class _Builder:
                                       t.last)
         self.runtime_loop = True
         mark_layers, mark_init = len(self.layers), len(self.pending_init)
+        mark_nodes, mark_sub = len(self.nodes), len(self.sub_layers)
         try:
             out = self._unroll_values(loop, [_AS_WRITTEN])
         finally:
@@ -1185,6 +1197,11 @@ class _Builder:
         self.pending_init += [*head, "\n".join([f"for {code(loop.target)} in {code(loop.iter)}:", *appends])]
         for x in layers:
             x.in_loop = True
+        for x in self.sub_layers[mark_sub:]:  # a helper's layers: below its instance, one per pass
+            head_attr, _, rest = x.prefix.partition(".")
+            x.prefix = f"{head_attr}.*.{rest}"
+        self.loops.append((loop, mark_nodes, len(self.nodes),
+                           {id(x) for x in [*self.layers[mark_layers:], *self.sub_layers[mark_sub:]]}))
         sub = _LoopModules({x.attr: names[x.attr] for x in layers})
         body = [rewrite(st, sub, fresh=True) for st in out]
         mods = [f"self.{x.attr}" for x in layers]
@@ -1192,10 +1209,6 @@ class _Builder:
                   f"for {', '.join(names[x.attr] for x in layers)} in zip({', '.join(mods)}):")
         text = header + "\n" + "".join("    " + ln + "\n" for st in body
                                         for ln in code(st).rstrip("\n").split("\n"))
-        self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the model is "
-                        "built: its layers are nn.ModuleLists built by the same loop in __init__; fwport verify and "
-                        "fwport weights do not map their weights (their number is known only at run time)", loop)
-        self.unmapped_loops = True
         return [cst.parse_statement(text)]
 
     def _unroll_values(self, loop: cst.For, values: list | None) -> list | None:
@@ -1593,7 +1606,7 @@ class _Builder:
                                 "model (a list of tensors feeds only merge layers here)")
         self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
-        new: cst.BaseExpression = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)),
+        new: cst.BaseExpression = cst.Call(_module_ref(layer),
                                            [cst.Arg(self._out_expr(arg))])
         if layer.permute_in:
             new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(-1, 1)"))])
@@ -1649,7 +1662,7 @@ class _Builder:
         if state is not None:
             new_args.append(cst.Arg(self._out_expr(state), keyword=cst.Name("initial_state"),
                                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), new_args)
+        self.replace[id(call)] = cst.Call(_module_ref(layer), new_args)
         if not returns_state:
             return _Tensor(layer.out[0], node, layer.out[1])
         units = _lit_of(layer.call, "units", 0)
@@ -1695,7 +1708,7 @@ class _Builder:
         t = tensors[0]
         self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call), layer.out[1], False)
-        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), new_args)
+        self.replace[id(call)] = cst.Call(_module_ref(layer), new_args)
         return out
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
@@ -1754,7 +1767,7 @@ class _Builder:
             self.pending_init.append(f"self.{layer.attr} = {code(layer.call)}")
         if layer.op is None:
             layer.op = _Op("layer", True)
-        self.replace[id(call)] = cst.Call(cst.Attribute(cst.Name("self"), cst.Name(layer.attr)), args)
+        self.replace[id(call)] = cst.Call(_module_ref(layer), args)
         return _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None, True)
 
     def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
@@ -2073,7 +2086,7 @@ class _Builder:
                 layer.op = _Op("merge", True)
             op_ = layer.op
         else:
-            op_ = _Op("merge", True)
+            op_ = _Op("merge", True, (_MERGE_CLASS[op],))
         return _Tensor(shape, self._node(op_, [t.node for t in ts], call), flat)
 
     # --- the keras.Model(...) call ---------------------------------------------------------------------
@@ -2161,26 +2174,87 @@ class _Builder:
 
     # --- weight records: Keras's model.layers order ------------------------------------------------------
     def _records(self, outs: list[_Tensor]) -> None:
-        if self.unmapped_loops:
-            return
         order = _layer_order([t.node for t in outs], self.input_ops)
-        index = {id(op): i for i, op in enumerate(o for o in order if o.is_layer)}
+        path = {id(op): f"layers[{i}]" for i, op in enumerate(o for o in order if o.is_layer)}
+        if self.loops:  # how many layers precede one is known only at run time: named by the order of calls
+            template = self._call_template({id(o) for o in order})
+            for loop, *_ in self.loops:
+                self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the "
+                                "model is built: its layers are nn.ModuleLists built by the same loop in __init__; " + (
+                                    "fwport verify and fwport weights map their weights by the order Keras calls "
+                                    "the layers (one module per pass)" if template is not None else
+                                    "fwport verify and fwport weights do not map their weights (a layer created before "
+                                    "the loop is called in it)"), loop)
+            if template is None:
+                return
+            self.calls, path = template
         for layer in [*self.layers, *self.sub_layers]:
             if layer.op is None:
                 continue
+            attr = f"{layer.attr}.*" if layer.in_loop else layer.attr
             for suffix, record in layer.records:
-                record.source = f"layers[{index[id(layer.op)]}]{suffix}"
+                record.source = f"{path[id(layer.op)]}{suffix}"
+                if layer.in_loop:  # the record's module is the item of the loop's nn.ModuleList
+                    record.target = attr + record.target[len(layer.attr):]
                 record.target = layer.prefix + record.target
                 self.ctx.layers.append(record)
             if layer.kind == "user":  # its class's records, once the subclass pass has made them
-                self.user_layers.append((layer.rule, index[id(layer.op)], layer.prefix + layer.attr))
+                self.user_layers.append((layer.rule, path[id(layer.op)], layer.prefix + attr))
             if layer.kind in ("submodel", "builder"):
                 scope = self.prior_models.get(layer.rule, {}).get("records_scope", layer.rule) \
                     if layer.kind == "submodel" else layer.rule
                 for r in [r for r in self.ctx.layers if r.scope == scope]:
-                    self.ctx.layers.append(LayerRecord(self.scope, f"layers[{index[id(layer.op)]}].{r.source}",
-                                                       f"{layer.prefix}{layer.attr}.{r.target}", r.rule, r.variant,
+                    if "calls[" in r.source:
+                        continue  # a model with its own run-time loops: not followed inside another (unmapped)
+                    self.ctx.layers.append(LayerRecord(self.scope, f"{path[id(layer.op)]}.{r.source}",
+                                                       f"{layer.prefix}{attr}.{r.target}", r.rule, r.variant,
                                                        dict(r.symbols)))
+
+    def _call_template(self, in_model: set[int]) -> tuple[list[dict], dict[int, str]] | None:
+        """The model's layers in the order the builder first calls them (Keras's ``model.layers`` holds the
+        same layers; how many a run-time loop adds is known only when the model is built), as segments: the
+        layers called outside loops, and per loop the layers of one pass (``{"loop": bool, "layers": [the
+        Keras class names each may have, [] when not known]}``); with each layer's path: ``calls[s][j]``, or
+        ``calls[s][*][j]`` for one created in a loop (fwport verify finds the layers in the built model by
+        the order of their calls and the classes, and expands ``*`` over the passes). None when a layer
+        created before a loop is first called in it (one layer for every pass)."""
+        owner = {id(x.op): x for x in [*self.layers, *self.sub_layers] if x.op is not None}
+        segments: list[dict] = []
+        keys: list = []
+        path: dict[int, str] = {}
+        seg_of: dict[int, int] = {}
+        for i, n in enumerate(self.nodes):
+            op = n.op
+            if not op.is_layer or op.kind == "input" or id(op) not in in_model:
+                continue
+            loop = next((k for k, (_, start, end, _) in enumerate(self.loops) if start <= i < end), None)
+            if id(op) in seg_of:  # a later call (of a loop's last layer after it): no layer Keras adds
+                continue
+            layer = owner.get(id(op))
+            if loop is not None and layer is not None and id(layer) not in self.loops[loop][3]:
+                return None  # created before the loop, called in it: one layer for all passes
+            if not keys or keys[-1] != loop:
+                segments.append({"loop": loop is not None, "layers": []})
+                keys.append(loop)
+            seg = segments[-1]
+            seg_of[id(op)] = len(segments) - 1
+            path[id(op)] = f"calls[{len(segments) - 1}]{'[*]' if loop is not None else ''}[{len(seg['layers'])}]"
+            seg["layers"].append(list(self._keras_classes(op, layer)))
+        return segments, path
+
+    @staticmethod
+    def _keras_classes(op: _Op, layer: _Layer | None) -> tuple:
+        if layer is None:
+            return op.keras
+        if layer.kind == "rule":
+            return tuple(sorted({n.rsplit(".", 1)[-1] for n in layer.rule.names}))
+        if layer.kind == "merge":
+            return (str(layer.rule).rsplit(".", 1)[-1],)
+        if layer.kind == "user":
+            return (layer.rule,)
+        if layer.kind == "seq":
+            return ("Sequential",)
+        return op.keras
 
     def _info(self, plan: _Plan, call: cst.Call, outs: list[_Tensor]) -> None:
         """The model's interface. A graph converted to channels-first still takes and returns Keras's
@@ -2206,7 +2280,7 @@ class _Builder:
         declared = shapes[0] if len(shapes) == 1 and shapes[0] is not None else None
         key = self.scope or plan.model_target or plan.class_name
         self.ctx.models[key] = ModelInfo(key, "functional", tuple(plain(d) for d in declared) if declared else None,
-                                         "same", "same")
+                                         "same", "same", self.calls)
 
     # --- the rewrite that keeps lines ---------------------------------------------------------------------
     def _rewrite(self, stmts: list, plan: _Plan) -> list:
@@ -2243,6 +2317,13 @@ _LAYOUT_NEUTRAL = {"global-pool", "batch-norm"}
 # keeps Keras's layout, and its convolutions (a transformer's Conv1D(kernel_size=1) feed-forward) are
 # called on permuted inputs
 _NEEDS_LAST = {"multi-head-attention", "layer-norm", "rnn", "bidirectional"}
+
+
+def _module_ref(layer: _Layer) -> cst.BaseExpression:
+    """``self.<attr>``; for a layer of a for statement over a run-time value called after it, the module of
+    its last pass (``self.<attr>[-1]``: the layer the name is bound to after the loop, as in Keras)."""
+    ref = cst.Attribute(cst.Name("self"), cst.Name(layer.attr))
+    return cst.Subscript(ref, [cst.SubscriptElement(cst.Index(expr("-1")))]) if layer.in_loop else ref
 
 
 def _to_first(shape: tuple | None) -> str:
@@ -2453,9 +2534,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not plans:
         return module
     for plan in plans:  # layers of this file's classes: their records, below the model's path
-        for cls, index, attr in plan.user_layers:
+        for cls, source, attr in plan.user_layers:
             for r in [r for r in ctx.layers if r.scope == cls]:
-                ctx.layers.append(LayerRecord(plan.scope, f"layers[{index}].{r.source}", f"{attr}.{r.target}", r.rule,
+                ctx.layers.append(LayerRecord(plan.scope, f"{source}.{r.source}", f"{attr}.{r.target}", r.rule,
                                               r.variant, dict(r.symbols)))
     body = list(module.body)
     builders: dict[int, list] = {}

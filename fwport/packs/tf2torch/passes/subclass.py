@@ -1011,6 +1011,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             if a.emission is None or a.in_shape != in_shape:
                 return None
             return a.emission.out_shape if not isinstance(a.in_shape, _Tail) else self._tail_out(a, in_shape, plan)
+        in_shape = self._traced_in(a, in_shape)
         tail = in_shape if isinstance(in_shape, _Tail) else None
         if tail is None and in_shape is None and a.rule.emit.get("shape") in ("dense", "embedding"):
             tail = _Tail(None)  # nothing known, but its output has `units` (the embedding dim) last
@@ -1041,6 +1042,25 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if isinstance(a.in_shape, _Tail):
             return self._tail_out(a, a.in_shape, plan)
         return em.out_shape
+
+    def _traced_in(self, a: _Attr, in_shape):
+        """An input whose rank the pass does not know: the one ``--trace`` saw where the layer was created
+        (``Direction.observed_shape``: its rank and last size), the pass's own last size kept where it knows
+        one (a name, such as the units of the Dense before it)."""
+        observed = self.ctx.analyses.get("observed_shapes")
+        if not observed or (in_shape is not None and not isinstance(in_shape, _Tail)):
+            return in_shape
+        seen = observed.get(id(a.call))
+        shape = self.ctx.direction.observed_shape(SizedContext(None, "keep"), seen, a.call, a.rule) \
+            if seen is not None else None
+        if not shape:
+            return in_shape
+        last = in_shape.last if isinstance(in_shape, _Tail) else None
+        if last is not None:
+            if isinstance(last, int) and isinstance(shape[-1], int) and last != shape[-1]:
+                return in_shape  # the run disagrees with what the pass knows: the pass's view stays
+            shape = (*shape[:-1], last)
+        return tuple(shape)
 
     def _tail_in(self, plan: _Plan, a: _Attr, tail: _Tail | None) -> tuple | None:
         """What a layer is translated for when its input's rank is unknown (``tail``: its last size, or
