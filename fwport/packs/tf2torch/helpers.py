@@ -138,54 +138,58 @@ def _keras_resample(images, inverse, fill_mode, interpolation, fill_value, chann
 def _keras_range(factor):
     """A Keras augmentation factor: a number f is the range (-f, f), a pair its (lower, upper)."""
     return (-factor, factor) if isinstance(factor, (int, float)) else tuple(factor)
+
+
+class KerasRandomTransform({nn}Module):
+    """What Keras's RandomRotation and RandomZoom share: in training, one transform drawn per image
+    (self.inverse(n, device): output pixel offsets to input ones) and sampled by _keras_resample; the identity
+    in eval(), as Keras's at inference."""
+
+    def __init__(self, fill_mode, interpolation, fill_value, channels_last):
+        super().__init__()
+        self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, fill_value
+        self.channels_last = channels_last
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        inverse = self.inverse(x.shape[0] if x.dim() == 4 else 1, x.device)
+        return _keras_resample(x, inverse, self.fill_mode, self.interpolation, self.fill_value, self.channels_last)
 '''
 
 _RANDOM_ROTATION = '''
 
-class RandomRotation({nn}Module):
-    """keras.layers.RandomRotation: in training, each image turned counter-clockwise by its own angle drawn
-    uniformly from factor's range (fractions of a full turn) about its centre, the corners filled by fill_mode;
-    the identity in eval(), as Keras's at inference."""
+class RandomRotation(KerasRandomTransform):
+    """keras.layers.RandomRotation: each image turned counter-clockwise about its centre by its own angle, drawn
+    uniformly from factor's range (fractions of a full turn); the corners filled by fill_mode."""
 
     def __init__(self, factor, fill_mode="reflect", interpolation="bilinear", fill_value=0.0, channels_last=True):
-        super().__init__()
+        super().__init__(fill_mode, interpolation, fill_value, channels_last)
         self.lower, self.upper = _keras_range(factor)
-        self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, fill_value
-        self.channels_last = channels_last
 
-    def forward(self, x):
-        if not self.training:
-            return x
-        n = x.shape[0] if x.dim() == 4 else 1
-        angle = (self.lower + (self.upper - self.lower) * {torch}rand(n, device=x.device)) * 2 * {math}pi
+    def inverse(self, n, device):
+        angle = (self.lower + (self.upper - self.lower) * {torch}rand(n, device=device)) * 2 * {math}pi
         cos, sin = angle.cos(), angle.sin()
-        inverse = {torch}stack([{torch}stack([cos, -sin], -1), {torch}stack([sin, cos], -1)], 1)
-        return _keras_resample(x, inverse, self.fill_mode, self.interpolation, self.fill_value, self.channels_last)
+        return {torch}stack([{torch}stack([cos, -sin], -1), {torch}stack([sin, cos], -1)], 1)
 '''
 
 _RANDOM_ZOOM = '''
 
-class RandomZoom({nn}Module):
-    """keras.layers.RandomZoom: in training, each image zoomed about its centre by its own factor drawn uniformly
-    from the ranges (positive: zoomed out, negative: zoomed in; the width takes the height's draw when
-    width_factor is None), the border filled by fill_mode; the identity in eval(), as Keras's at inference."""
+class RandomZoom(KerasRandomTransform):
+    """keras.layers.RandomZoom: each image zoomed about its centre by its own factor, drawn uniformly from the
+    ranges (positive: zoomed out, negative: zoomed in; the width takes the height's draw when width_factor is
+    None); the border filled by fill_mode."""
 
     def __init__(self, height_factor, width_factor=None, fill_mode="reflect", interpolation="bilinear",
                  fill_value=0.0, channels_last=True):
-        super().__init__()
+        super().__init__(fill_mode, interpolation, fill_value, channels_last)
         self.height = _keras_range(height_factor)
         self.width = None if width_factor is None else _keras_range(width_factor)
-        self.fill_mode, self.interpolation, self.fill_value = fill_mode, interpolation, fill_value
-        self.channels_last = channels_last
 
-    def forward(self, x):
-        if not self.training:
-            return x
-        n = x.shape[0] if x.dim() == 4 else 1
-        zy = 1 + self.height[0] + (self.height[1] - self.height[0]) * {torch}rand(n, device=x.device)
-        zx = zy if self.width is None else 1 + self.width[0] + (self.width[1] - self.width[0]) * {torch}rand(n, device=x.device)
-        inverse = {torch}diag_embed({torch}stack([zx, zy], -1))
-        return _keras_resample(x, inverse, self.fill_mode, self.interpolation, self.fill_value, self.channels_last)
+    def inverse(self, n, device):
+        zy = 1 + self.height[0] + (self.height[1] - self.height[0]) * {torch}rand(n, device=device)
+        zx = zy if self.width is None else 1 + self.width[0] + (self.width[1] - self.width[0]) * {torch}rand(n, device=device)
+        return {torch}diag_embed({torch}stack([zx, zy], -1))
 '''
 
 _GAUSSIAN_DROPOUT = '''
@@ -818,6 +822,23 @@ def _without_source_imports_of(module: cst.Module, names: set[str], ctx: FileCon
     return module.with_changes(body=out)
 
 
+def _dependencies_first(names: list[str]) -> list[str]:
+    """``names`` in order, each helper's dependencies (DATA_DEPS) before it: a base class (KerasRandomTransform,
+    in _keras_resample) must be defined above the classes derived from it."""
+    out: list[str] = []
+
+    def put(name: str) -> None:
+        if name in out or name not in names:
+            return
+        for dep in DATA_DEPS.get(name, ()):
+            put(dep)
+        out.append(name)
+
+    for name in names:
+        put(name)
+    return out
+
+
 def _data_helpers_first(module: cst.Module, todo: list[str], ctx: FileContext) -> tuple[cst.Module, list[str]]:
     """The data helpers among ``todo`` (datahelpers.py): a source import of the same name goes, and the
     functions that import what they use are written above the first top-level statement that calls one
@@ -847,7 +868,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     todo = refs.called - refs.defined
     for name in list(todo):
         todo |= {dep for dep in DATA_DEPS.get(name, ()) if dep not in refs.defined}
-    todo = sorted(todo)
+    todo = _dependencies_first(sorted(todo))
     if not todo:
         return module
     module, todo = _data_helpers_first(module, todo, ctx)
