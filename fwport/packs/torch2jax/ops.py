@@ -550,10 +550,15 @@ def layer_norm_fn(m, ctx):
         kw["epsilon"] = m.kwargs["eps"]
     kw["algorithm"] = cst.SimpleString('"stable"')
     text = code(_call(ctx.spell("jax.nn.standardize"), [m.kwargs["input"]], kw))
-    for name, op in (("weight", "*"), ("bias", "+")):
+    from fwport.packs.torch2jax.passes.modules import OPTIONAL
+    optional = ctx.analyses.get(OPTIONAL, set())
+    for name, op, unit in (("weight", "*", "1"), ("bias", "+", "0")):
         w = m.kwargs.get(name)
         if w is not None and code(w) != "None":
-            text = f"{text} {op} {code(w) if _simple(w) or isinstance(w, cst.Call) else '(' + code(w) + ')'}"
+            if code(w) in optional:  # a field __init__ may leave None (nanoGPT's LayerNorm(ndim, bias=False))
+                text = f"{text} {op} ({code(w)} if {code(w)} is not None else {unit})"
+            else:
+                text = f"{text} {op} {code(w) if _simple(w) or isinstance(w, cst.Call) else '(' + code(w) + ')'}"
     return expr(text)
 
 

@@ -95,6 +95,7 @@ class _Pass(cst.CSTTransformer):
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
         self.key_required: set[str] = set()  # model names whose forward draws (a key at every call, inference too)
         self.given_models: dict[str, set[str]] = {}  # top-level function → its parameters every call gives a model
+        self.given_classes: dict[str, dict[str, set[str] | None]] = {}  # ... → those parameters' classes (_given_classes)
         self.whole: set[str] = set()  # model names of classes that take a whole graph (called without jax.vmap)
         self.aliases: dict[str, cst.Attribute] = {}  # module-level names of a legacy tensor type → torch.XTensor
         self.input_grads: dict[int, str] = {}  # id of a torch.autograd.grad(...)[0] → its JAX text (_input_grads)
@@ -170,27 +171,112 @@ class _Pass(cst.CSTTransformer):
             return
         self.ctx.analyses.setdefault(GLOBALS, {}).setdefault(f.name.value, set()).add(name)
 
-    def call_key(self, original: cst.Call, updated: cst.Call, whole: bool) -> cst.Call:
+    def model_classes(self, name: str) -> set[str] | None:
+        """The translated classes a model name outside the classes holds: an instance of the module's (``model =
+        VAE()``), or a parameter of the top-level function every call gives a model (``def sample(m, x)`` called as
+        ``sample(model, x)``); None where a class is not known."""
+        if self.in_class:
+            return None
+        if name in self.instances:
+            return {self.instances[name]}
+        f = self.scopes[0] if self.scopes else None
+        if f is not None and name in self.model_params():
+            return self.given_classes.get(f.name.value, {}).get(name)
+        return None
+
+    def method_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``model.m(...)`` outside the classes, ``m`` a method of the model's class that ``__call__`` reaches (it
+        sees one example, as ``__call__`` does: ``encode``, ``decode``, ``reparameterize``) → ``jax.vmap(model.m)(...)``
+        over the batch the caller holds; a method drawing at call time (``reparameterize``'s
+        ``torch.randn_like``, a ``generate`` sampling with torch.multinomial) gets a key of the scope
+        (call_key: one per example where vmapped), else an error. ``model.forward(x)`` is the model's call. None:
+        not such a call."""
+        f = original.func
+        if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)):
+            return None
+        name, method = f.value.value, f.attr.value
+        classes = self.model_classes(name)
+        plans = self.ctx.analyses.get(PLANS, {})
+        if classes is None:  # a name of unknown class calling a method of a class of the file
+            keyed = sorted(c for c, p in plans.items() if method in p.get("keyed_methods", ()))
+            single = sorted(c for c, p in plans.items() if method in p.get("per_example", ()))
+            model = name in self.models | self.model_params()
+            if keyed and name != "self":
+                self.ctx.report(Severity.ERROR if model else Severity.WARNING, "unsupported-construct",
+                                f"{name}.{method}(...): " + ("" if model else f"if {name} is a {' or '.join(keyed)}, ")
+                                + f"{method} draws random numbers at call time (in {', '.join(keyed)}) and takes a "
+                                f"key{'' if model else ', which this call does not pass'}; the class of {name} is not "
+                                f"known here: pass {name}.{method}(..., key=...)"
+                                + (" and call it through jax.vmap (it sees one example)" if single else ""), original)
+            elif single and model:
+                self.ctx.report(Severity.WARNING, "batch-axis", f"{name}.{method}(...): in {', '.join(single)} "
+                                f"{method} is called by forward and sees one example; the class of {name} is not "
+                                f"known here, so the call is left as written: a batch needs jax.vmap({name}.{method})",
+                                original)
+            return None
+        if not classes or any(c not in plans for c in classes):
+            return None
+        infos = [plans[c] for c in classes]
+        if method == "forward":
+            updated = updated.with_changes(func=updated.func.value)  # the model's own call
+            return self.model_call(original.with_changes(func=f.value), updated, classes)
+        per_example = [method in p.get("per_example", ()) for p in infos]
+        keyed = [method in p.get("keyed_methods", ()) for p in infos]
+        if not any(per_example) and not any(keyed):
+            return None  # a method seeing whole arrays (get_num_params) or not the class's own
+        if len(set(per_example)) > 1 or len(set(keyed)) > 1:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name}.{method}(...): {name} holds one of "
+                            f"{', '.join(sorted(classes))}, whose {method} differ in taking one example or a key; "
+                            "call it as each class needs (jax.vmap for one example, key= for a draw)", original)
+            return updated
+        whole = not per_example[0] or all(p.get("whole") for p in infos)
+        if not whole:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name}.{method}(...): {method} is called by the module's "
+                            "forward and sees one example, as __call__ does: the batch here goes through "
+                            f"jax.vmap({name}.{method})", original)
+            updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        if keyed[0]:
+            updated = self.call_key(original, updated, whole, f"{name}.{method}", f"{method} of {'/'.join(sorted(classes))}")
+        return updated
+
+    def model_call(self, original: cst.Call, updated: cst.Call, classes: set[str] | None = None) -> cst.BaseExpression:
+        """``model(x)`` outside the classes, ``model`` a translated module taking one example: ``jax.vmap(model)(x)``
+        (a whole-graph model as it is), with keys where its forward draws (call_key)."""
+        name = original.func.value
+        plans = self.ctx.analyses.get(PLANS, {})
+        if classes is None:
+            classes = self.model_classes(name) or set()
+        whole = name in self.whole or bool(classes) and all(plans.get(c, {}).get("whole") for c in classes)
+        if not whole:  # a translated module takes one example: a batch goes through jax.vmap
+            updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        if name in self.key_required or any(plans.get(c, {}).get("key_required") for c in classes):
+            updated = self.call_key(original, updated, whole)
+        return updated
+
+    def call_key(self, original: cst.Call, updated: cst.Call, whole: bool, name: str | None = None,
+                 what: str | None = None) -> cst.Call:
         """A model whose forward draws random numbers (``torch.randn_like`` in it or a method it calls) is called
         with a key even in inference: ``jax.vmap(model)(x, key=jax.random.split(key, x.shape[0]))`` (one per
         example; a whole-graph model ``key=key``), from the key in scope (the function's, else the module's
         root key); with none in scope, an error (never a name the code does not bind). A call moved into a
         train_step gets the step's key there instead (_VmapModel, _KeyModel replace this one)."""
-        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args:
+        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args and not whole:
             return updated
-        name = original.func.value
+        if name is None:
+            name = original.func.value
+            what = f"{self.instances.get(name)}, in its forward"
         scope = self.scopes[-1] if self.scopes else self.module
         here = _binds_key(scope, self.ctx)
         if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
-            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} ({self.instances.get(name)}) draws random "
-                            "numbers in its forward (torch.randn_like or the like, in inference too) and takes a key "
-                            "per call: no key is in scope here (torch.manual_seed in this function or at module "
-                            f"level makes one); pass {name}(..., key=...) one per example", original)
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} ({what}) draws random numbers "
+                            "(torch.randn_like or the like, in inference too) and takes a key per call: no key is in "
+                            "scope here (torch.manual_seed in this function or at module level makes one); pass "
+                            f"{name}(..., key=...)" + ("" if whole else " one per example"), original)
             return updated
         split = self.ctx.spell_text("jax.random.split")
         value = "key" if whole else f"{split}(key, {code(original.args[0].value)}.shape[0])"
-        self.ctx.report(Severity.INFO, "key-added", f"{name} ({self.instances.get(name)}) draws random numbers in its "
-                        f"forward: called with key={value} from the " + ("function's key" if here else
+        self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with key={value} "
+                        "from the " + ("function's key" if here else
                         "module's root key, the same at every call (split it per call for new draws)"), original)
         args = [*updated.args]
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -213,13 +299,12 @@ class _Pass(cst.CSTTransformer):
                                 "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
                                 "out_axes=(0, None))(x, state)`", original)
             return updated
-        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
-            whole = original.func.value in self.whole
-            if not whole:  # a translated module takes one example: a batch goes through jax.vmap
-                updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
-            if original.func.value in self.key_required:
-                updated = self.call_key(original, updated, whole)
-            return updated
+        if isinstance(original.func, cst.Name) and not self.in_class and (
+                original.func.value in self.models or self.model_classes(original.func.value)):
+            return self.model_call(original, updated)
+        method = None if self.in_class else self.method_call(original, updated)
+        if method is not None:
+            return method
         alias = self.alias_call(original, updated)
         if alias is not None:
             return alias
@@ -651,6 +736,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     p.key_required = {n for n, c in instances.items() if plans.get(c, {}).get("key_required")}
     p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
     p.given_models = _given_models(module, models)
+    p.given_classes = _given_classes(module, p.given_models, instances)
     for name, info in p.threaded.items():
         classes = {instances.get(c) for c in info["callers"]}
         # a step function of whole-graph models: no jax.vmap (a key, if dropout, is threaded as any: KEYED)
@@ -779,6 +865,31 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
                 cpu = b
         if len(kinds) == 1 and None not in kinds and cpu is not None:
             out[stmt.body[0].targets[0].target.value] = cpu
+    return out
+
+
+def _given_classes(module: cst.Module, given: dict[str, set[str]], instances: dict[str, str]) \
+        -> dict[str, dict[str, set[str] | None]]:
+    """For each parameter of ``given`` (_given_models), the translated classes its callers give it (an instance
+    name, or a parameter of the calling function found so), None where one caller's is not known."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in given}
+    sites: dict[str, list[tuple[cst.Call, str | None]]] = {}
+    for s in module.body:
+        for c in _calls(s):
+            if isinstance(c.func, cst.Name) and c.func.value in funcs:
+                sites.setdefault(c.func.value, []).append((c, s.name.value if isinstance(s, cst.FunctionDef) else None))
+    out: dict[str, dict[str, set[str] | None]] = {}
+    for _ in range(2):  # a function called from one found in the first round
+        for name, calls in sites.items():
+            params = [p.name.value for p in funcs[name].params.params]
+            for p in given[name]:
+                found: set[str] | None = set()
+                for c, caller in calls:
+                    b = _bound(c, params, p)
+                    k = {instances[b.value]} if isinstance(b, cst.Name) and b.value in instances else \
+                        out.get(caller, {}).get(b.value) if isinstance(b, cst.Name) and caller else None
+                    found = None if found is None or k is None else found | k
+                out.setdefault(name, {})[p] = found
     return out
 
 
