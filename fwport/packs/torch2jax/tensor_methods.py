@@ -40,7 +40,7 @@ _CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "ja
           "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32"}
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
                      "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
-                     "softmax", "log_softmax"})
+                     "softmax", "log_softmax", "new_zeros", "new_ones"})
 #: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
 #: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
 #: never left to fail (AttributeError) or to compute something else
@@ -151,6 +151,12 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
         return expr(f"{spell('jax.numpy.where')}({code(pos[0])}, {code(pos[1])}, {code(recv)})")
     if name == "contiguous" and not args:
         return recv
+    if name in ("new_zeros", "new_ones") and pos and not set(kw) - {"dtype"} and not any(a.star for a in args):
+        # x.new_zeros(n, m) / x.new_zeros((n, m)): x's dtype unless one is given (a torch dtype: the rules translate it)
+        size = code(pos[0]) if len(pos) == 1 and isinstance(pos[0], (cst.Tuple, cst.List)) else \
+            "(" + ", ".join(code(p) for p in pos) + ("," if len(pos) == 1 else "") + ")"
+        dtype = code(kw["dtype"]) if "dtype" in kw else f"{r}.dtype"
+        return expr(f"{spell('jax.numpy.' + name[4:])}({size}, dtype={dtype})")
     if name == "detach" and not args:  # outside a gradient: the same values; inside one, no gradient through it
         return expr(f"{spell('jax.lax.stop_gradient')}({code(recv)})")
     if name == "numpy" and not args:
@@ -185,6 +191,8 @@ def plan(module: cst.Module, ctx) -> cst.Module:
     # modules the output spells (jnp.sum(...) written by an earlier pass is not a method of a tensor)
     modules = {sp.short.split(".")[0] for sp in ctx.direction.spellings} | {"jax", "jnp", "np", "numpy", "math"}
     translated = set(ctx.analyses.get(PLANS, {}))  # the module classes
+
+    nexted: set[int] = set()  # self.parameters() calls that next(...) takes
 
     class Calls(cst.CSTVisitor):
         in_module = False  # inside a module class's whole-array method
@@ -281,8 +289,14 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                                 f"(self, {ctx.spell_text('equinox.is_inexact_array')}))]")
                 ctx.plans.add(node, named, by="tensor-methods")
                 return
+            if self.in_module and dotted_text(f) == "next" and len(node.args) == 1 \
+                    and isinstance(node.args[0].value, cst.Call) and dotted_text(node.args[0].value.func) == "self.parameters":
+                nexted.add(id(node.args[0].value))  # next(self.parameters()): an iterator of the arrays
             if self.in_module and dotted_text(f) == "self.parameters" and not node.args and ctx.plans.get(node) is None:
                 def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    if id(original) in nexted:
+                        return expr(f"iter({ctx.spell_text('jax.tree_util.tree_leaves')}({ctx.spell_text('equinox.filter')}"
+                                    f"(self, {ctx.spell_text('equinox.is_inexact_array')})))")
                     ctx.report(Severity.INFO, "idiom-replaced", "self.parameters() → the module's arrays "
                                "(jax.tree_util.tree_leaves(eqx.filter(self, eqx.is_inexact_array))): a shared "
                                "parameter is one array, as PyTorch counts it once; registered float buffers are "
