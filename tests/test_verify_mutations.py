@@ -585,3 +585,25 @@ def test_torch2jax_planted_bug_in_a_weight_layout_is_caught(layout_bug_session, 
     assert cert["verdict"] == "mismatch", cert
     assert not all(e["ok"] for e in cert["results"]["outputs"]), cert["results"]["outputs"]
     assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]  # by its gradients
+
+
+def test_torch2jax_workers_compute_float32_at_full_precision():
+    """A GPU computes float32 matmuls and convolutions in TF32 (PyTorch's cuDNN convolutions by default) or bf16
+    passes (XLA's default precision) unless told not to: each side would differ from the other by 1e-3, which a
+    planted bug could hide in. The workers switch both off whatever the device (here the settings are read back;
+    the machines of this suite have no GPU to show the difference)."""
+    import os
+    import subprocess
+    import sys
+
+    import fwport.verify
+    here = str(Path(fwport.verify.__file__).parent)
+    torch_side = (f"import sys; sys.path.insert(0, {here!r}); import torch_source_side, torch; "
+                  "print(torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision)")
+    jax_side = (f"import sys; sys.path.insert(0, {here!r}); import jax_side, jax; jax_side._setup('float32', 'cuda'); "
+                "print(jax.config.jax_default_matmul_precision)")
+    for code, want in ((torch_side, "ieee ieee"), (jax_side, "highest")):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert p.stdout.split("\n")[-2].strip() == want, p.stdout
