@@ -183,8 +183,9 @@ def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
 
 def plan(module: cst.Module, ctx) -> cst.Module:
     """Record an edit for every tensor method call in the statements outside the classes, and in the methods of
-    the module classes that see whole arrays (``get_num_params``: ``p.numel()``, ``self.parameters()``); the
-    rest of the module classes is batch.py's; other classes keep their code."""
+    the module classes that see whole arrays (``get_num_params``: ``p.numel()``, ``self.parameters()``) or that
+    forward calls (``encode``: one example, the dimension-free methods); forward is batch.py's; other classes keep
+    their code."""
     from fwport.core.finding import Severity
     from fwport.packs.torch2jax.passes.modules import PLANS
 
@@ -203,6 +204,12 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 for fn in _whole_methods(node):
                     fn.visit(self)
                 self.in_module = False
+                # the methods forward calls see one example: their tensor methods by the same table (a dimension
+                # there that is not negative is modules.py's batch-axis error)
+                helpers = set(ctx.analyses[PLANS][node.name.value].get("per_example", ()))
+                for fn in node.body.body:
+                    if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
+                        fn.visit(self)
             return False
 
         def visit_Attribute(self, node: cst.Attribute) -> None:

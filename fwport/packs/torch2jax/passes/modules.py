@@ -651,6 +651,57 @@ def _drawing_methods(methods: dict[str, cst.FunctionDef], ctx, skip: set[str]) -
     return keyed, direct
 
 
+#: tensor methods whose arguments are dimensions (or sizes with the batch's first), as batch.py reads them in forward
+_DIM_METHODS = frozenset({"view", "reshape", "size", "permute", "transpose", "flatten", "unsqueeze", "squeeze", "split",
+                          "chunk", "sum", "mean", "max", "min", "argmax", "argmin", "softmax", "log_softmax", "var",
+                          "std", "expand", "repeat", "cumsum", "norm", "unbind", "gather", "topk", "narrow"})
+_DIM_KEYWORDS = frozenset({"dim", "dim0", "dim1", "start_dim", "end_dim", "dims"})
+#: torch functions taking a dimension positionally after the tensor(s)
+_DIM_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.sum", "torch.mean",
+                            "torch.max", "torch.min", "torch.argmax", "torch.softmax", "torch.log_softmax",
+                            "torch.nn.functional.softmax", "torch.nn.functional.log_softmax", "torch.flatten",
+                            "torch.split", "torch.chunk", "torch.var", "torch.std", "torch.transpose", "torch.squeeze",
+                            "torch.unsqueeze", "torch.cumsum", "torch.topk", "torch.nn.functional.normalize"})
+
+
+class _HelperDims(cst.CSTVisitor):
+    """A method that forward calls (``self.encode(x)``) sees one example, but batch.py writes the dimensions of
+    forward alone for one example: a dimension or a view with the batch's sizes in such a method would be
+    translated as written, counting the batch axis that is not there (``torch.cat([a, b], dim=1)`` would join the
+    wrong axis). Each is a ``batch-axis`` error; negative dimensions count from the end and are the same."""
+
+    def __init__(self, ctx, where: str):
+        super().__init__()
+        self.ctx, self.where = ctx, where
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        q = self.ctx.imports.resolve(f)
+        method = isinstance(f, cst.Attribute) and q is None and f.attr.value in _DIM_METHODS \
+            and not (isinstance(f.value, cst.Name) and f.value.value == "self")
+        dims = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DIM_KEYWORDS]
+        if method or q in _DIM_FUNCTIONS:
+            skip = 0 if method else (1 if q not in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack") else 1)
+            dims += [a.value for a in node.args[skip:] if a.keyword is None]
+            if method and not node.args and f.attr.value in ("size", "flatten", "squeeze", "sum", "mean", "max", "min",
+                                                             "argmax", "argmin", "var", "std", "norm"):
+                dims.append(None)  # over every axis, the batch's included
+        elif not dims:
+            return
+        if dims and all(d is not None and _negative(d) for d in dims):
+            return
+        name = f"{dotted_text(f) or ''}" if not method else f".{f.attr.value}"
+        self.ctx.report(Severity.ERROR, "batch-axis", f"{name}(...) in {self.where}, which forward calls with one "
+                        "example: its dimensions and sizes are written for the batch and are translated as written "
+                        "(fwport writes them for one example in forward only); compute this in forward, or write "
+                        "the method for one example (negative dimensions are the same for both)", node)
+
+
+def _negative(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+        and isinstance(node.expression, cst.Integer)
+
+
 class _MethodKeys(cst.CSTTransformer):
     """In a keyed method other than forward: ``self.m(...)`` of a keyed method ``m`` → ``self.m(..., key=key)``."""
 
@@ -1182,6 +1233,9 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan["keyed_methods"] = sorted(at_call - {"forward"})
     # the methods forward calls see one example (batch.py's rank): a call from outside the class hands them a batch
     plan["per_example"] = sorted(_reached(methods, "forward") - {"forward"}) if "forward" in methods else []
+    if not plan["whole"]:
+        for m in plan["per_example"]:
+            scan(methods[m], _HelperDims(ctx, f"{cls.name.value}.{m}"))
     plan["key_required"] = "forward" in at_call or any(  # it calls a submodule of the file drawing at call time
         plans[c].get("key_required") and f"self.{n}" in {dotted_text(x.func) for x in _calls(methods["forward"])}
         for n, c in own.items()) if "forward" in methods else False

@@ -1,0 +1,58 @@
+"""fwport torch2jax: a module's methods other than forward. A method forward calls (``self.encode(x)``) sees one
+example, as ``__call__`` does: called from the script around the class it goes through jax.vmap (the draws' keys:
+test_torch2jax_draws.py), and the dimensions written inside it, which fwport writes for one example only in
+forward, are errors rather than left counting a batch axis that is not there."""
+from __future__ import annotations
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+SRC = '''\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def feats(self, x):
+        return torch.cat([x, x], dim=1)
+
+    def tail(self, h):
+        return h.softmax(-1) + h.sum(-1, keepdim=True)
+
+    def stats(self, h):
+        return torch.stack([h, h]).sum()
+
+    def forward(self, x):
+        return self.tail(self.fc(self.feats(x))) + self.stats(x)
+
+    def whole(self, batch):
+        return batch.sum(1)
+
+
+model = Net()
+x = torch.randn(3, 4)
+y = model.tail(model.fc(x))
+z = model.whole(x)
+'''
+
+
+def test_dimensions_in_a_method_forward_calls_are_errors():
+    r = translate_source(SRC, "m.py", "torch2jax")
+    errs = sorted((f.line, f.code) for f in r.findings if f.severity is Severity.ERROR)
+    # feats' dim=1 (the batch's second axis, one example's first) and stats' sum over every axis; tail's negative
+    # dimensions are one example's too; whole() is no method forward calls (it sees the batch)
+    assert errs == [(11, "batch-axis"), (17, "batch-axis"), (17, "batch-axis")], r.findings
+    assert "in Net.feats, which forward calls with one example" in [f.message for f in r.findings if f.line == 11][0]
+    # called from outside: the per-example method goes through jax.vmap, the whole-batch one does not
+    assert "y = jax.vmap(model.tail)(jax.vmap(model.fc)(x))\n" not in r.output  # model.fc is a field, not a method
+    assert "y = jax.vmap(model.tail)(model.fc(x))\n" in r.output
+    assert "z = model.whole(x)\n" in r.output
+
+
+def test_tensor_methods_in_a_method_forward_calls_are_translated():
+    out = translate_source(SRC, "m.py", "torch2jax").output
+    assert "        return jax.nn.softmax(h, axis=-1) + jnp.sum(h, axis=-1, keepdims=True)\n" in out, out
