@@ -83,7 +83,7 @@ def corpus(repeat: int, keras_lines: int, torch_lines: int = 20_000,
         out[f"{direction} fixtures"] = (direction, [(f"{name}#{i}", t) for i in range(repeat) for name, t in texts])
         src, limit = (keras_src(), keras_lines) if direction == "tf2torch" else (torch_modules(), torch_lines)
         if src is not None:
-            out[str(src.relative_to(src.parent.parent)) if direction == "torch2jax" else "keras/src"] = \
+            out["torch/nn/modules" if direction == "torch2jax" else "keras/src"] = \
                 (direction, _files(src, limit))
     return out
 
