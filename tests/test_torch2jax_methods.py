@@ -56,3 +56,38 @@ def test_dimensions_in_a_method_forward_calls_are_errors():
 def test_tensor_methods_in_a_method_forward_calls_are_translated():
     out = translate_source(SRC, "m.py", "torch2jax").output
     assert "        return jax.nn.softmax(h, axis=-1) + jnp.sum(h, axis=-1, keepdims=True)\n" in out, out
+
+
+CONTAINER = '''\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+torch.manual_seed(0)
+models = [Net() for _ in range(2)]
+x = torch.randn(5, 4)
+outs = [m(x) for m in models]
+first = models[0](x)
+'''
+
+
+def test_instances_in_a_list_are_called_through_vmap():
+    """``models[0](x)`` and ``m(x)`` over a list of the module's instances take the batch as a model name's call does
+    (left as written, eqx.nn.Linear would multiply its weight by the whole batch)."""
+    import jax.numpy as jnp
+    r = translate_source(CONTAINER, "c.py", "torch2jax")
+    assert "outs = [jax.vmap(m)(x) for m in models]\n" in r.output
+    assert "first = jax.vmap(models[0])(x)\n" in r.output
+    ns: dict = {}
+    exec(r.output, ns)
+    assert ns["first"].shape == (5, 3) and all(o.shape == (5, 3) for o in ns["outs"])
+    assert jnp.allclose(ns["first"], jnp.stack([ns["models"][0](row) for row in ns["x"]]), atol=1e-6)

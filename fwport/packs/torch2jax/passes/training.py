@@ -103,6 +103,7 @@ class _Pass(cst.CSTTransformer):
         self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
         self.module_names = _local_names(module)  # names the module binds at its own level
         self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
+        self.containers: dict[str, str | None] = {}  # names of lists of the module's instances → their class
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -302,6 +303,19 @@ class _Pass(cst.CSTTransformer):
         if isinstance(original.func, cst.Name) and not self.in_class and (
                 original.func.value in self.models or self.model_classes(original.func.value)):
             return self.model_call(original, updated)
+        f = original.func
+        if not self.in_class and isinstance(f, cst.Subscript) and isinstance(f.value, cst.Name) \
+                and f.value.value in self.containers:  # `models[0](x)`: an instance of the module, one example
+            cls = self.containers[f.value.value]
+            plans = self.ctx.analyses.get(PLANS, {})
+            if cls is None or not plans.get(cls, {}).get("whole"):
+                updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+            if cls is not None and plans.get(cls, {}).get("key_required"):
+                updated = self.call_key(original, updated, bool(plans[cls].get("whole")), code(f), cls)
+            elif cls is None and any(plans.get(c, {}).get("key_required") for c in plans):
+                self.ctx.report(Severity.WARNING, "unsupported-construct", f"{code(f)}(...): if it draws random numbers "
+                                "in its forward, it takes key= (one per example), which this call does not pass", original)
+            return updated
         method = None if self.in_class else self.method_call(original, updated)
         if method is not None:
             return method
@@ -711,6 +725,11 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     if plans[value.func.value]["stateful"]:
                         stateful.update(names)
                     instances.update((n, value.func.value) for n in names)
+    containers = _model_containers(module, plans) if plans else {}
+    for name, cls in _container_loops(module, containers).items():  # `for m in models:` / `[m(x) for m in models]`
+        models.add(name)
+        if cls is not None:
+            instances[name] = cls
     ctx.analyses[STATEFUL] = stateful
     outputs = set()
     for stmt in module.body:
@@ -720,6 +739,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     or ctx.imports.resolve(a.value.func) in ("torch.autograd.Variable", "torch.autograd.variable.Variable")):
                 outputs.update(n for t in a.targets for n in _target_names(t.target))  # arrays: x.data is x
     p = _Pass(ctx, module, models, stateful, outputs)
+    p.containers = containers
     p.aliases = _type_aliases(module, ctx)
     opt_models: dict[str, str | None] = {}  # optimizer name → the model it trains, from the source (any scope)
     scopes: list = [module, *(f for s in module.body for f in ([s] if isinstance(s, cst.FunctionDef) else []))]
@@ -865,6 +885,54 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
                 cpu = b
         if len(kinds) == 1 and None not in kinds and cpu is not None:
             out[stmt.body[0].targets[0].target.value] = cpu
+    return out
+
+
+def _model_containers(module: cst.Module, plans: dict) -> dict[str, str | None]:
+    """Names outside the classes bound once to a list or tuple of the module's instances (``models = [Net(), Net()]``,
+    ``[Net() for _ in range(3)]``) → their class (None when they differ)."""
+    out: dict[str, str | None] = {}
+    seen: dict[str, int] = {}
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef):
+            continue
+        for a in _walk_assigns(stmt):
+            for t in a.targets:
+                if isinstance(t.target, cst.Name):
+                    seen[t.target.value] = seen.get(t.target.value, 0) + 1
+            v = a.value
+            calls = [e.value for e in v.elements] if isinstance(v, (cst.List, cst.Tuple)) else \
+                [v.elt] if isinstance(v, cst.ListComp) else []
+            classes = {c.func.value for c in calls if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)}
+            if calls and len(classes) >= 1 and all(isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
+                                                   and c.func.value in plans for c in calls):
+                for t in a.targets:
+                    if isinstance(t.target, cst.Name):
+                        out[t.target.value] = next(iter(classes)) if len(classes) == 1 else None
+    return {n: c for n, c in out.items() if seen.get(n) == 1}
+
+
+def _container_loops(module: cst.Module, containers: dict[str, str | None]) -> dict[str, str | None]:
+    """The loop and comprehension targets outside the classes that iterate over such a container → its class."""
+    out: dict[str, str | None] = {}
+    if not containers:
+        return out
+
+    class V(cst.CSTVisitor):
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def _target(self, target, it) -> None:
+            if isinstance(it, cst.Name) and it.value in containers and isinstance(target, cst.Name):
+                out[target.value] = containers[it.value]
+
+        def visit_For(self, n: cst.For) -> None:
+            self._target(n.target, n.iter)
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            self._target(n.target, n.iter)
+
+    module.visit(V())
     return out
 
 
