@@ -91,3 +91,7 @@ def test_instances_in_a_list_are_called_through_vmap():
     exec(r.output, ns)
     assert ns["first"].shape == (5, 3) and all(o.shape == (5, 3) for o in ns["outs"])
     assert jnp.allclose(ns["first"], jnp.stack([ns["models"][0](row) for row in ns["x"]]), atol=1e-6)
+    # made in a comprehension, every instance gets the same key: the same parameters, which PyTorch's are not
+    assert jnp.array_equal(ns["models"][0].fc.weight, ns["models"][1].fc.weight)
+    said = [f for f in r.findings if f.severity is Severity.WARNING and f.code == "key-added"]
+    assert len(said) == 1 and said[0].line == 15 and "the same parameters" in said[0].message, r.findings

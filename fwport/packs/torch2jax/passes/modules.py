@@ -624,10 +624,26 @@ class _Instances(cst.CSTVisitor):
     def __init__(self, ctx, classes: set[str]):
         super().__init__()
         self.ctx, self.classes = ctx, classes
+        self.repeated = 0  # inside a loop or a comprehension: the same key for every instance made there
+
+    def _enter(self, node) -> None:
+        self.repeated += 1
+
+    def _leave(self, node) -> None:
+        self.repeated -= 1
+
+    visit_For = visit_While = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _enter
+    leave_For = leave_While = leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _leave
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in self.classes \
                 and not any(a.keyword and a.keyword.value == "key" for a in node.args):
+            if self.repeated:  # PyTorch draws each instance anew: here every one would be the same
+                self.ctx.report(Severity.WARNING, "key-added", f"{node.func.value}(...) is made in a loop or a "
+                                "comprehension, each given key=jax.random.key(0): every instance starts from the same "
+                                "parameters, where PyTorch draws each anew; give each its own key (e.g. "
+                                f"[{node.func.value}(key=k) for k in jax.random.split(key, n)])", node)
+                return
             self.ctx.report(Severity.INFO, "key-added", f"{node.func.value}(...) draws its initial parameters from "
                             "a key: given key=jax.random.key(0); pass your own to vary the initialisation", node)
 
