@@ -1249,6 +1249,10 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan["keyed_methods"] = sorted(at_call - {"forward"})
     # the methods forward calls see one example (batch.py's rank): a call from outside the class hands them a batch
     plan["per_example"] = sorted(_reached(methods, "forward") - {"forward"}) if "forward" in methods else []
+    # its layers (`self.fc = nn.Linear(...)`): one example each; a call from outside the class hands them a batch
+    plan["layers"] = sorted(n for n, q in subs.items() if "." not in n and "[" not in n and n not in stateful
+                            and q not in RANDOM and q not in ("torch.nn.Sequential+random", "stateful-class")
+                            and not (n in own and (plans[own[n]].get("whole") or plans[own[n]].get("key_required"))))
     if not plan["whole"]:
         for m in plan["per_example"]:
             scan(methods[m], _HelperDims(ctx, f"{cls.name.value}.{m}"))

@@ -27,6 +27,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.core.rewrite import rewrite
+from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes.modules import PLANS
 
@@ -221,7 +222,7 @@ class _Pass(cst.CSTTransformer):
         if method == "forward":
             updated = updated.with_changes(func=updated.func.value)  # the model's own call
             return self.model_call(original.with_changes(func=f.value), updated, classes)
-        per_example = [method in p.get("per_example", ()) for p in infos]
+        per_example = [method in p.get("per_example", ()) or method in p.get("layers", ()) for p in infos]
         keyed = [method in p.get("keyed_methods", ()) for p in infos]
         if not any(per_example) and not any(keyed):
             return None  # a method seeing whole arrays (get_num_params) or not the class's own
@@ -232,9 +233,10 @@ class _Pass(cst.CSTTransformer):
             return updated
         whole = not per_example[0] or all(p.get("whole") for p in infos)
         if not whole:
-            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name}.{method}(...): {method} is called by the module's "
-                            "forward and sees one example, as __call__ does: the batch here goes through "
-                            f"jax.vmap({name}.{method})", original)
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name}.{method}(...): {method} is " + (
+                "a layer of the module" if method in infos[0].get("layers", ()) else "called by the module's forward")
+                + f" and sees one example, as __call__ does: the batch here goes through jax.vmap({name}.{method})",
+                original)
             updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
         if keyed[0]:
             updated = self.call_key(original, updated, whole, f"{name}.{method}", f"{method} of {'/'.join(sorted(classes))}")
@@ -275,7 +277,7 @@ class _Pass(cst.CSTTransformer):
                             f"{name}(..., key=...)" + ("" if whole else " one per example"), original)
             return updated
         split = self.ctx.spell_text("jax.random.split")
-        value = "key" if whole else f"{split}(key, {code(original.args[0].value)}.shape[0])"
+        value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}.shape[0])"
         self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with key={value} "
                         "from the " + ("function's key" if here else
                         "module's root key, the same at every call (split it per call for new draws)"), original)
