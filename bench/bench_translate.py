@@ -3,8 +3,10 @@
 Times are the CPU time of this process (``time.process_time``), so that other work on the machine
 does not skew the ratio; the start-up and --tree figures are wall-clock times of subprocesses.
 
-    python bench/bench_translate.py                 # fixtures x20 + ~20k lines of keras/src
-    python bench/bench_translate.py --keras-lines 0 # all of keras/src
+    python bench/bench_translate.py                 # tf2torch: fixtures x20 + ~20k lines of keras/src;
+                                                    # torch2jax: fixtures x20 + ~20k lines of torch/nn/modules
+    python bench/bench_translate.py --direction torch2jax   # one direction's corpora only
+    python bench/bench_translate.py --keras-lines 0 # all of keras/src (--torch-lines 0: all of torch/nn/modules)
     python bench/bench_translate.py --profile       # + where fwport's time goes (cProfile)
     python bench/bench_translate.py --tree          # + the CLI over the keras tree on every core
     python bench/bench_translate.py --big 50000     # only: one file of N tf lines, fwport vs bare
@@ -45,25 +47,44 @@ def keras_src() -> Path | None:
     return src if src.is_dir() else None
 
 
-def corpus(repeat: int, keras_lines: int) -> dict[str, list[tuple[str, str]]]:
-    fixtures = sorted((ROOT / "fixtures" / "tf2torch").glob("*/model.py"))
-    if not fixtures:  # no fixtures yet: the rules' examples are real TF programs too
-        texts = [(f"{r.id}/{ex.name}", ex.before) for r in load_pack("tf2torch").rules.values() for ex in r.examples]
-    else:
-        texts = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in fixtures]
-    out = {"fixtures": [(f"{name}#{i}", t) for i in range(repeat) for name, t in texts]}
-    src = keras_src()
-    if src is not None:
-        files, lines = [], 0
-        for p in sorted(src.rglob("*.py")):
-            if p.name.endswith("_test.py"):
-                continue
-            t = p.read_text(encoding="utf-8")
-            files.append((str(p.relative_to(src.parent)), t))
-            lines += t.count("\n")
-            if keras_lines and lines >= keras_lines:
-                break
-        out["keras/src"] = files
+def torch_modules() -> Path | None:
+    """The installed PyTorch's torch/nn/modules: a large body of PyTorch code (nn.Module classes, tensor methods)."""
+    spec = importlib.util.find_spec("torch")  # finds the package without importing it
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    src = Path(list(spec.submodule_search_locations)[0]) / "nn" / "modules"
+    return src if src.is_dir() else None
+
+
+def _files(src: Path, max_lines: int) -> list[tuple[str, str]]:
+    files, lines = [], 0
+    for p in sorted(src.rglob("*.py")):
+        if p.name.endswith("_test.py"):
+            continue
+        t = p.read_text(encoding="utf-8")
+        files.append((str(p.relative_to(src.parent)), t))
+        lines += t.count("\n")
+        if max_lines and lines >= max_lines:
+            break
+    return files
+
+
+def corpus(repeat: int, keras_lines: int, torch_lines: int = 20_000,
+           directions: tuple[str, ...] = ("tf2torch", "torch2jax")) -> dict[str, tuple[str, list[tuple[str, str]]]]:
+    """Corpus name → (the direction translating it, its files): each direction's fixtures ``repeat`` times, and a
+    large body of real source (keras/src for tf2torch, torch/nn/modules for torch2jax)."""
+    out: dict[str, tuple[str, list[tuple[str, str]]]] = {}
+    for direction in directions:
+        fixtures = sorted((ROOT / "fixtures" / direction).glob("*/model.py"))
+        if not fixtures:  # no fixtures yet: the rules' examples are real programs too
+            texts = [(f"{r.id}/{ex.name}", ex.before) for r in load_pack(direction).rules.values() for ex in r.examples]
+        else:
+            texts = [(str(p.relative_to(ROOT)), p.read_text(encoding="utf-8")) for p in fixtures]
+        out[f"{direction} fixtures"] = (direction, [(f"{name}#{i}", t) for i in range(repeat) for name, t in texts])
+        src, limit = (keras_src(), keras_lines) if direction == "tf2torch" else (torch_modules(), torch_lines)
+        if src is not None:
+            out["torch/nn/modules" if direction == "torch2jax" else "keras/src"] = \
+                (direction, _files(src, limit))
     return out
 
 
@@ -111,6 +132,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--repeat", type=int, default=20, help="copies of the fixture programs (default 20)")
     ap.add_argument("--keras-lines", type=int, default=20_000, help="lines of keras/src to include (0: all)")
+    ap.add_argument("--torch-lines", type=int, default=20_000, help="lines of torch/nn/modules to include (0: all)")
+    ap.add_argument("--direction", choices=("all", "tf2torch", "torch2jax"), default="all",
+                    help="the corpora of one direction only (default: both, each translated by its own direction)")
     ap.add_argument("--runs", type=int, default=5, help="runs for the start-up medians")
     ap.add_argument("--best-of", type=int, default=3, metavar="N",
                     help="time each corpus N times, bare and fwport alternately, and keep each one's best (default 3)")
@@ -125,26 +149,31 @@ def main() -> None:
     if a.big:
         big_file(a.big, pack)
         return
-    parts = corpus(a.repeat, a.keras_lines)
-    for files in parts.values():  # warm up: imports, caches
-        fwport_run(files[:3], pack)
+    directions = ("tf2torch", "torch2jax") if a.direction == "all" else (a.direction,)
+    packs = {d: load_pack(d) for d in directions}
+    parts = corpus(a.repeat, a.keras_lines, a.torch_lines, directions)
+    for direction, files in parts.values():  # warm up: imports, caches
+        fwport_run(files[:3], packs[direction])
         bare(files[:3])
-    print(f"{'corpus':<12} {'files':>6} {'lines':>8} {'bare lines/s':>13} {'fwport lines/s':>15} {'ratio':>6}  statuses")
-    total_lines = total_bare = total_fw = 0.0
-    for name, files in parts.items():
+    print(f"{'corpus':<20} {'direction':<10} {'files':>6} {'lines':>8} {'bare lines/s':>13} {'fwport lines/s':>15} "
+          f"{'ratio':>6}  statuses")
+    totals = {d: [0.0, 0.0, 0.0] for d in directions}  # lines, bare time, fwport time
+    for name, (direction, files) in parts.items():
         n = lines_of(files)
         tb = tf = float("inf")
         for _ in range(max(1, a.best_of)):  # alternately, so that a busy moment hits both alike
             tb = min(tb, bare(files))
-            t, statuses = fwport_run(files, pack)
+            t, statuses = fwport_run(files, packs[direction])
             tf = min(tf, t)
-        total_lines += n
-        total_bare += tb
-        total_fw += tf
-        print(f"{name:<12} {len(files):>6} {n:>8} {n / tb:>13,.0f} {n / tf:>15,.0f} {tb / tf:>6.2f}  "
+        for i, v in enumerate((n, tb, tf)):
+            totals[direction][i] += v
+        print(f"{name:<20} {direction:<10} {len(files):>6} {n:>8} {n / tb:>13,.0f} {n / tf:>15,.0f} {tb / tf:>6.2f}  "
               + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
-    print(f"{'all':<12} {'':>6} {int(total_lines):>8} {total_lines / total_bare:>13,.0f} "
-          f"{total_lines / total_fw:>15,.0f} {total_bare / total_fw:>6.2f}")
+    for direction, (lines, t_bare, t_fw) in totals.items():
+        print(f"{'all ' + direction:<20} {direction:<10} {'':>6} {int(lines):>8} {lines / t_bare:>13,.0f} "
+              f"{lines / t_fw:>15,.0f} {t_bare / t_fw:>6.2f}")
+    total_bare = sum(t[1] for t in totals.values())
+    total_fw = sum(t[2] for t in totals.values())
     for error, names in CRASHES.items():
         print(f"crashed ({len(names)} runs): {error}: e.g. {names[0]}")
     print(f"target: fwport >= 0.5 x bare; {'met' if total_bare / total_fw >= 0.5 else 'NOT met'}")
@@ -169,13 +198,14 @@ def main() -> None:
             print(f"tree: fwport tf2torch keras/src -o TMP on {os.cpu_count()} cores: {dt:.1f} s (exit {p.returncode}); {summary}")
 
     if a.stages:
-        stage_times([f for fs in parts.values() for f in fs], pack)
+        for d in directions:
+            stage_times([f for direction, fs in parts.values() if direction == d for f in fs], packs[d])
 
     if a.profile:
-        files = [f for fs in parts.values() for f in fs]
         prof = cProfile.Profile()
         prof.enable()
-        fwport_run(files, pack)
+        for direction, files in parts.values():
+            fwport_run(files, packs[direction])
         prof.disable()
         s = io.StringIO()
         st = pstats.Stats(prof, stream=s)

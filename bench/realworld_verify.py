@@ -49,8 +49,11 @@ TORCH = {
                                     "collects .numpy() of each step's weights (translation errors name each line); "
                                     "the model and its inputs are also built by the script's __main__ block"),
     "pt_pe_time_seq": dict(model="Sequence", inputs=["float64[3,100]"], opts=["--dtype", "float64"]),
+    # variants: the same translation verified again with other arguments, extra rows outside the N/M count
     "pt_nanogpt": dict(model="GPT(GPTConfig(block_size=16, vocab_size=64, n_layer=2, n_head=2, n_embd=32, "
-                             "dropout=0.0, bias=True))", inputs=["int64[2,16]:64"]),
+                             "dropout=0.0, bias=True))", inputs=["int64[2,16]:64"],
+                       variants={"bias=False": dict(model="GPT(GPTConfig(block_size=16, vocab_size=64, n_layer=2, "
+                                                          "n_head=2, n_embd=32, dropout=0.0, bias=False))")}),
     "pt_vit": dict(model="ViT", args=dict(image_size=32, patch_size=4, num_classes=10, dim=64, depth=2, heads=4,
                                           mlp_dim=128), inputs=["float32[2,3,32,32]"]),
     # (HW, N, C) inside: the encoder/decoder layers' nn.MultiheadAttention are sequence-first; the query embedding
@@ -181,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
     specs = load_specs(Path(a.specs or f"/work/shared/realworld/{SPECS[a.direction]}"))
     ids = set(a.ids.split(",")) if a.ids else None
     table = TABLES[a.direction]
-    rows = []
+    rows, variants = [], []
     with tempfile.TemporaryDirectory(prefix="fwport-rwverify-") as tmp:
         out = Path(a.out or tmp)
         for s in specs:
@@ -203,9 +206,19 @@ def main(argv: list[str] | None = None) -> int:
             err = "-" if row["errors"] is None else str(row["errors"])
             print(f"{row['id']:<28} {err:>3} err  {row['verdict']:<8} {row['seconds']:5.1f}s  {row['reason'][:150]}",
                   flush=True)
+            for label, change in entry.get("variants", {}).items() if row["errors"] is not None else ():
+                v = {"id": f"{s['id']}[{label}]", "errors": row["errors"], "variant": True}
+                v["verdict"], v["reason"], v["seconds"] = verify_one(src, dest, {**entry, **change}, a.direction,
+                                                                     a.timeout, s.get("runtime", ""))
+                variants.append(v)
+                print(f"{v['id']:<28} {err:>3} err  {v['verdict']:<8} {v['seconds']:5.1f}s  {v['reason'][:150]}",
+                      flush=True)
     n_pass = sum(r["verdict"] == "PASS" for r in rows)
     print(f"verify: {n_pass}/{len(rows)} pass ({sum(r['verdict'] == 'SKIP' for r in rows)} skipped, "
           f"{sum(r['verdict'] == 'MISMATCH' for r in rows)} mismatch, {sum(r['verdict'] == 'ERROR' for r in rows)} error)")
+    if variants:
+        print(f"variants: {sum(v['verdict'] == 'PASS' for v in variants)}/{len(variants)} pass")
+    rows += variants
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1), encoding="utf-8")
     return 0

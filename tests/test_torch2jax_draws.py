@@ -211,3 +211,124 @@ def test_a_module_of_the_file_drawing_at_call_time_gets_a_key_from_its_holder():
         in r.output
     assert ("    def __call__(self, x, *, key):\n        key1, key2 = jax.random.split(key)\n"
             "        return self.drop(self.s(x, key=key1), key=key2)\n") in r.output, r.output
+
+
+# --- the model's methods called from the script around the class ---------------------------------------------
+
+SCRIPT = VAE.split("\n\ntorch.manual_seed(0)")[0].replace("        self.drop = nn.Dropout(0.5)\n", "") \
+    .replace("self.encode(self.drop(x))", "self.encode(x)") + '''
+
+    def noise(self, n):
+        out = []
+        for _ in range(n):
+            out.append(torch.randn(3))
+        return torch.stack(out)
+
+
+torch.manual_seed(0)
+model = VAE()
+
+
+def encode_all(m, x):
+    return m.encode(x)
+
+
+def sample(m, x):
+    mu, logvar = m.encode(x)
+    return m.reparameterize(mu, logvar)
+
+
+def run(net, x):
+    return net(x)[0]
+
+
+x = torch.rand(5, 6)
+mu, logvar = model.encode(x)
+z = model.reparameterize(mu, logvar)
+noise = model.noise(4)
+h = encode_all(model, x)
+s = sample(model, x)
+y = run(model, x)
+'''
+
+
+def test_methods_called_outside_the_class_are_vmapped_and_keyed():
+    r = t2j(SCRIPT)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "    return jax.vmap(m.encode)(x)\n" in out  # a function given the model (every caller passes one)
+    assert "    return jax.vmap(m.reparameterize)(mu, logvar, key=jax.random.split(key, mu.shape[0]))\n" in out
+    assert "    return jax.vmap(net)(x, key=jax.random.split(key, x.shape[0]))[0]\n" in out
+    assert "mu, logvar = jax.vmap(model.encode)(x)\n" in out
+    assert "z = jax.vmap(model.reparameterize)(mu, logvar, key=jax.random.split(key, mu.shape[0]))\n" in out
+    assert "noise = model.noise(4, key=key)\n" in out  # a method seeing whole arrays: one key, not vmapped
+    # a draw in a loop: a new key each iteration, as PyTorch's generator moves on
+    assert ("        for _ in range(n):\n            key, draw_key = jax.random.split(key)\n"
+            "            out.append(jax.random.normal(draw_key, 3))\n") in out, out
+
+
+def test_a_drawing_method_called_without_a_key_in_scope_is_an_error():
+    r = t2j(SCRIPT.replace("torch.manual_seed(0)\n", ""))
+    errs = sorted((f.line, f.message.split(":")[0]) for f in errors(r))
+    lines = SCRIPT.replace("torch.manual_seed(0)\n", "").splitlines()
+    want = sorted((i + 1, lines[i].strip()) for i, ln in enumerate(lines)
+                  if "reparameterize(mu, logvar)" in ln and not ln.startswith("        ") or "net(x)" in ln
+                  or "model.noise(4)" in ln)
+    assert [ln for ln, _ in errs] == [ln for ln, _ in want], (errs, want)
+    assert all("no key is in scope" in f.message for f in errors(r)), errors(r)
+    # a model of unknown class calling a method that draws: said, not left without a key
+    r = t2j(SCRIPT + "\nother = torch.load('m.pt')\nother.parameters()\nw = other.reparameterize(mu, logvar)\n")
+    assert any("other.reparameterize" in e.message and "not known" in e.message for e in errors(r)), r.findings
+
+
+_RUN_SCRIPT = '''
+import sys, functools
+import numpy as np
+side, path, out = sys.argv[1:4]
+ns = {"__name__": "script"}
+if side == "torch":
+    import torch
+    exec(open(path).read(), ns)
+    m = ns["model"]
+    x = torch.as_tensor(np.linspace(-1, 1, 30, dtype=np.float32).reshape(5, 6))
+    with torch.no_grad():
+        mu, lv = ns["encode_all"](m, x)
+        d = ns["decode_like"](m, mu) if "decode_like" in ns else mu
+    np.savez(out, mu=mu.numpy(), lv=lv.numpy(), **{k: v.detach().numpy() for k, v in m.state_dict().items()})
+else:
+    sys.modules["torch"] = None
+    import jax, jax.numpy as jnp, equinox as eqx
+    exec(open(path).read(), ns)
+    w = dict(np.load(sys.argv[4]))
+    names = [k for k in w if k not in ("mu", "lv")]
+    m = eqx.tree_at(lambda t: [functools.reduce(getattr, n.split("."), t) for n in names], ns["model"],
+                    [jnp.asarray(w[n]) for n in names])
+    x = jnp.asarray(np.linspace(-1, 1, 30, dtype=np.float32).reshape(5, 6))
+    mu, lv = ns["encode_all"](m, x)
+    keys = jax.random.split(jax.random.key(7), 5)
+    z = jax.vmap(m.reparameterize)(mu, lv, key=keys)
+    want = jnp.stack([mu[i] + jax.random.normal(keys[i], (3,)) * jnp.exp(0.5 * lv[i]) for i in range(5)])
+    rows = m.noise(4, key=jax.random.key(3))
+    np.savez(out, mu=np.asarray(mu), lv=np.asarray(lv), z=np.asarray(z), want=np.asarray(want), rows=np.asarray(rows))
+'''
+
+
+@pytest.mark.skipif(bool(MISSING) or importlib.util.find_spec("torch") is None, reason="needs torch, jax, equinox")
+def test_a_method_called_outside_the_class_computes_as_pytorch_on_the_batch(tmp_path):
+    import numpy as np
+    src = SCRIPT
+    (tmp_path / "orig.py").write_text(src)
+    (tmp_path / "jax.py").write_text(t2j(src).output)
+    p = subprocess.run([sys.executable, "-c", _RUN_SCRIPT, "torch", str(tmp_path / "orig.py"), str(tmp_path / "t.npz")],
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    p = subprocess.run([sys.executable, "-c", _RUN_SCRIPT, "jax", str(tmp_path / "jax.py"), str(tmp_path / "j.npz"),
+                        str(tmp_path / "t.npz")], capture_output=True, text=True, timeout=300,
+                       env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    assert p.returncode == 0, p.stderr[-3000:]
+    t, j = np.load(tmp_path / "t.npz"), np.load(tmp_path / "j.npz")
+    np.testing.assert_allclose(j["mu"], t["mu"], rtol=1e-5, atol=1e-6)  # the batch through the per-example method
+    np.testing.assert_allclose(j["lv"], t["lv"], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(j["z"], j["want"], rtol=1e-6, atol=1e-6)  # one key per example
+    rows = j["rows"]
+    assert rows.shape == (4, 3) and len({tuple(r) for r in rows.round(6)}) == 4, rows  # new draws per iteration

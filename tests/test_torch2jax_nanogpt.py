@@ -581,3 +581,41 @@ class TinyGPT(nn.Module):
 def test_blocks_in_a_module_dict_entry_get_the_tokens_rank(session, tmp_path):
     r, _ = _verify(session, tmp_path, DICT_BLOCKS, "TinyGPT", ["int64[2,5]:11"])
     assert "jax.vmap(self.c_fc)(x)" in r.output and "jax.vmap(self.transformer[\"wte\"])(idx)" in r.output
+
+
+# --- nanoGPT's LayerNorm(ndim, bias): F.layer_norm with a bias field that may be None ----------------------
+
+OPTIONAL_BIAS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class LayerNorm(nn.Module):
+    def __init__(self, ndim, bias):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+        self.bias = nn.Parameter(torch.zeros(ndim)) if bias else None
+
+    def forward(self, input):
+        return F.layer_norm(input, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class Block(nn.Module):
+    def __init__(self, bias=False):
+        super().__init__()
+        self.ln = LayerNorm(8, bias=bias)
+        self.fc = nn.Linear(8, 8, bias=bias)
+
+    def forward(self, x):
+        return self.fc(self.ln(x)) + x
+"""
+
+
+@pytest.mark.parametrize("bias", [False, True])
+def test_layer_norm_with_a_bias_field_that_may_be_none(session, tmp_path, bias):
+    # bias=False: the field is None and F.layer_norm adds nothing (had been `+ self.bias`, a TypeError on None)
+    r, _ = _verify(session, tmp_path, OPTIONAL_BIAS, "Block", ["float32[3,8]"], args={"bias": bias})
+    assert "* self.weight + (self.bias if self.bias is not None else 0)" in r.output
+    # a field that is always an array keeps the plain form (the rule's own example)
+    plain = tx(OPTIONAL_BIAS.replace(" if bias else None", ""))
+    assert "* self.weight + self.bias\n" in plain.output, plain.output

@@ -95,6 +95,45 @@ def test_bce_clamps_the_log_as_pytorch_does():
     assert jnp.allclose(got, want, rtol=1e-6)
 
 
+_LOSSES = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+smooth = nn.CrossEntropyLoss(ignore_index=0, label_smoothing=0.2)
+plain = nn.CrossEntropyLoss(label_smoothing=0.3, reduction="sum")
+
+
+def f(logits, labels, x):
+    return [F.cross_entropy(logits, labels, ignore_index=2, label_smoothing=0.1),
+            F.cross_entropy(logits, labels, label_smoothing=0.25, reduction="none"),
+            smooth(logits, labels), plain(logits, labels),
+            torch.var(x, dim=1, keepdim=True), torch.std(x, 0, unbiased=False), torch.var(x, correction=0),
+            torch.std(x)]
+"""
+
+
+def test_losses_with_label_smoothing_and_the_unbiased_variance_compute_as_pytorch():
+    """label_smoothing (with and without ignore_index, function and module) and var/std with PyTorch's ddof."""
+    torch = pytest.importorskip("torch")
+    import jax.numpy as jnp
+    import numpy as np
+    rng = np.random.default_rng(1)
+    logits, labels = rng.standard_normal((7, 4)).astype(np.float32), rng.integers(0, 4, 7)
+    x = rng.standard_normal((5, 6)).astype(np.float32)
+    labels[:2] = (0, 2)  # ignored by one loss or the other
+    r = translate_source(_LOSSES, "l.py", PACK)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    tns: dict = {}
+    exec(_LOSSES, tns)
+    want = [w.numpy() for w in tns["f"](torch.from_numpy(logits), torch.from_numpy(labels), torch.from_numpy(x))]
+    ns: dict = {}
+    exec(r.output, ns)
+    got = ns["f"](jnp.asarray(logits), jnp.asarray(labels), jnp.asarray(x))
+    for i, (w, g) in enumerate(zip(want, got)):
+        assert np.shape(g) == w.shape, (i, np.shape(g), w.shape)
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-5, atol=1e-6, err_msg=str(i))
+
+
 @pytest.mark.parametrize("src,message", [
     ("y = torch.max(a, b)", "write dim= or torch.maximum"),
     ("y = torch.max(f(x), 1)", "assign f(x) to a name first"),

@@ -435,3 +435,175 @@ def test_planted_bug_in_a_more_weight_map_is_caught(session, more_layer_files, n
     cert = _run(session, more_layer_files, pack=_mutated_pack(rule, variant, ops, source), checks=("forward",))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- torch2jax: the traps of PyTorch → JAX/Equinox (issue 10) -----------------------------------------------
+# The other planted bugs of torch2jax live beside its fixtures (tests/test_torch2jax.py PLANTED and
+# TRAINING_PLANTED: GELU exact/tanh, pooling strides, BatchNorm eps and mode, attention mask polarity, the
+# bidirectional LSTM, Adam's eps, coupled weight decay; tests/test_torch2jax_training.py: RMSprop's alpha and
+# eps placement). Here: the unbiased variance, CrossEntropy's ignore_index and label_smoothing, and the two
+# weight layouts the verifier's transfer writes (a ConvTranspose kernel flipped, an LSTM's two biases folded).
+
+TORCH_MODELS = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Up(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(3, 4, kernel_size=3, stride=2, padding=1, output_padding=1)
+        self.head = nn.Conv2d(4, 2, 1)
+
+    def forward(self, x):
+        return self.head(torch.relu(self.up(x)))
+
+
+class Tagger(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(5, 6, batch_first=True)
+        self.out = nn.Linear(6, 3)
+
+    def forward(self, x):
+        h, _ = self.lstm(x)
+        return self.out(h)
+
+
+class Spread(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 6)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return torch.var(h, dim=-1, keepdim=True) + h.std(dim=1, keepdim=True)
+
+
+class TokenLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(6, 5)
+
+    def forward(self, x, targets):
+        return F.cross_entropy(self.fc(x), targets, ignore_index=0, label_smoothing=0.1, reduction="none")
+'''
+TORCH_INPUTS = {"Up": ["float32[2,3,5,5]"], "Tagger": ["float32[2,4,5]"], "Spread": ["float32[3,6]"],
+                "TokenLoss": ["float32[6,6]", "int64[6]:3"]}  # labels 0..2: some of them ignored
+
+
+@pytest.fixture(scope="module")
+def torch_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-t2j")
+    (d / "model.py").write_text(TORCH_MODELS)
+    out = translate_source(TORCH_MODELS, "model.py", "torch2jax").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def _run_t2j(session, files, model: str, text=None, checks=("forward", "grad")):
+    d, good = files
+    path = d / "good.py"
+    if text is not None:
+        assert text != good, "the mutation did not apply"
+        path = d / f"mutant_{model}.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, inputs=TORCH_INPUTS[model], checks=checks,
+                          device="cpu", direction="torch2jax"), session)
+
+
+@pytest.mark.parametrize("model", sorted(TORCH_INPUTS))
+def test_torch2jax_correct_translation_passes(session, torch_files, model):
+    cert = _run_t2j(session, torch_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert
+
+
+TORCH_TEXT_MUTATIONS = {
+    # name: (model, old, new)
+    "var-biased": ("Spread", "jnp.var(h, axis=-1, keepdims=True, ddof=1)", "jnp.var(h, axis=-1, keepdims=True)"),
+    "std-biased": ("Spread", "jnp.std(h, axis=0, ddof=1, keepdims=True)", "jnp.std(h, axis=0, keepdims=True)"),
+    "std-batch-axis-kept": ("Spread", "jnp.std(h, axis=0, ddof=1, keepdims=True)", "jnp.std(h, axis=1, ddof=1, keepdims=True)"),
+    "label-smoothing-dropped": ("TokenLoss", "(1 - 0.1) * optax", "optax"),
+    "ignore-index-not-masked": ("TokenLoss", "jnp.where(targets != 0, ((1", "jnp.where(targets != -100, ((1"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TORCH_TEXT_MUTATIONS))
+def test_torch2jax_planted_bug_in_translation_is_caught(session, torch_files, name):
+    """Numerically wrong is a mismatch; code that cannot run at those shapes an error of the JAX side."""
+    from fwport.verify.run import VerifyError
+    model, old, new = TORCH_TEXT_MUTATIONS[name]
+    _, good = torch_files
+    assert old in good, f"the translation changed: {old!r} not found; update the mutation"
+    try:
+        cert = _run_t2j(session, torch_files, model, good.replace(old, new), checks=("forward",))
+    except VerifyError as e:
+        assert e.side == "jax", e
+        return
+    assert cert["verdict"] == "mismatch", cert
+
+
+# The weight layouts are the verifier's own (fwport/verify/eqx_layouts.py, also `fwport weights --to .eqx`): a
+# bug there is planted in a fresh pair of workers whose Python imports a sitecustomize that patches the module.
+LAYOUT_BUGS = '''
+import os, sys
+import numpy as np
+sys.path.insert(0, os.environ["FWPORT_VERIFY_DIR"])
+import eqx_layouts
+_flip, _cell = eqx_layouts._transposed_kernel, eqx_layouts._cell
+# the ConvTranspose kernel moved without flipping its window (flipped twice)
+eqx_layouts._transposed_kernel = lambda w, g: np.flip(_flip(w, g), axis=tuple(range(2, np.ndim(w))))
+def cell(state, kind, p, names, values, grads, exact):  # the LSTM's recurrent bias not folded in
+    _cell(state, kind, p, names, values, grads, exact)
+    if kind == "lstm" and "bias_hh" in names:
+        values[p + "bias"] = values[p + "bias"] - state[names["bias_hh"]]
+eqx_layouts._cell = cell
+'''
+
+
+@pytest.fixture(scope="module")
+def layout_bug_session(tmp_path_factory):
+    import os
+
+    import fwport.verify
+    d = tmp_path_factory.mktemp("layout-bugs")
+    (d / "sitecustomize.py").write_text(LAYOUT_BUGS)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("PYTHONPATH", os.pathsep.join([str(d), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    mp.setenv("FWPORT_VERIFY_DIR", str(Path(fwport.verify.__file__).parent))
+    try:
+        with Session() as s:
+            yield s
+    finally:
+        mp.undo()
+
+
+@pytest.mark.parametrize("model,layer", [("Up", "up"), ("Tagger", "lstm")])
+def test_torch2jax_planted_bug_in_a_weight_layout_is_caught(layout_bug_session, torch_files, model, layer):
+    cert = _run_t2j(layout_bug_session, torch_files, model)
+    assert cert["verdict"] == "mismatch", cert
+    assert not all(e["ok"] for e in cert["results"]["outputs"]), cert["results"]["outputs"]
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]  # by its gradients
+
+
+def test_torch2jax_workers_compute_float32_at_full_precision():
+    """A GPU computes float32 matmuls and convolutions in TF32 (PyTorch's cuDNN convolutions by default) or bf16
+    passes (XLA's default precision) unless told not to: each side would differ from the other by 1e-3, which a
+    planted bug could hide in. The workers switch both off whatever the device (here the settings are read back;
+    the machines of this suite have no GPU to show the difference)."""
+    import os
+    import subprocess
+    import sys
+
+    import fwport.verify
+    here = str(Path(fwport.verify.__file__).parent)
+    torch_side = (f"import sys; sys.path.insert(0, {here!r}); import torch_source_side, torch; "
+                  "print(torch.backends.cuda.matmul.fp32_precision, torch.backends.cudnn.conv.fp32_precision)")
+    jax_side = (f"import sys; sys.path.insert(0, {here!r}); import jax_side, jax; jax_side._setup('float32', 'cuda'); "
+                "print(jax.config.jax_default_matmul_precision)")
+    for code, want in ((torch_side, "ieee ieee"), (jax_side, "highest")):
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                           env={**os.environ, "JAX_PLATFORMS": "cpu"})
+        assert p.returncode == 0, p.stderr[-2000:]
+        assert p.stdout.split("\n")[-2].strip() == want, p.stdout

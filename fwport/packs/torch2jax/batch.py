@@ -1120,6 +1120,14 @@ class Forward(cst.CSTTransformer):
             if unknown or "input" not in a or not self.is_batched(a["input"]):
                 return updated
             return self.extreme(short, original, updated, a["input"], a.get("dim"), a.get("keepdim"))
+        if q in ("torch.var", "torch.std"):  # the batch axis dropped from dim; the rule writes ddof (ops.variance)
+            a, unknown = _args(updated, ("input", "dim", "unbiased", "keepdim"))
+            if "input" not in a or not self.is_batched(a["input"]) or set(unknown) - {"correction"}:
+                return updated
+            axis = self.shift(original, a.get("dim"), f"torch.{short}")
+            if axis is None:
+                return updated
+            return updated.with_changes(args=[x.with_changes(value=axis) if x.value is a["dim"] else x for x in updated.args])
         if q == "torch.topk":
             a, unknown = _args(updated, ("input", "k", "dim"))
             if "input" not in a or not self.is_batched(a["input"]) or "dim" not in a:
@@ -1314,6 +1322,20 @@ class Forward(cst.CSTTransformer):
             self.error(original, f".{name}() inside the module: one example is traced (jax.vmap, jit), it has no host "
                        "value; return the array and convert it outside the module (np.asarray(y))", "unsupported-construct")
             return updated
+        if name in ("var", "std"):  # x.var(dim): PyTorch's unbiased estimate, as torch.var (ops.variance)
+            a, unknown = _args(updated, ("dim", "unbiased", "keepdim"))
+            if set(unknown) - {"correction"}:
+                self.error(original, f".{name}: arguments {', '.join(unknown)} not understood", "unsupported-construct")
+                return updated
+            axis = self.shift(original, a.get("dim"), f".{name}")
+            if axis is None:
+                return updated
+            ddof = next((x.value for x in updated.args if x.keyword and x.keyword.value == "correction"), None)
+            flag = code(a["unbiased"]) if "unbiased" in a else "True"
+            kw = {"axis": axis, "ddof": ddof or expr({"True": "1", "False": "0"}.get(flag, f"int({flag})"))}
+            if "keepdim" in a:
+                kw["keepdims"] = a["keepdim"]
+            return _call(self.ctx.spell(f"jax.numpy.{name}"), [recv], **kw)
         if name == "masked_fill":
             return self.masked_fill(original, updated, recv)
         if name == "repeat":

@@ -81,32 +81,51 @@ def loss(m, ctx):
     """A loss function with PyTorch's ``reduction``: the per-element loss (``emit.options.elementwise``,
     a template over the mapped arguments), then ``.mean()`` / ``.sum()`` / nothing."""
     opts = _options(m)
-    ignore = m.kwargs.get("ignore_index")
-    values = {k: code(v) for k, v in m.kwargs.items() if k not in ("reduction", "ignore_index")}
+    values = {k: code(v) for k, v in m.kwargs.items() if k not in ("reduction", "ignore_index", "label_smoothing")}
+    text = _reduced_loss(m, ctx, opts, values)
+    return None if text is None else expr(text)
+
+
+def _reduced_loss(m, ctx, opts: dict, values: dict[str, str]) -> str | None:
+    """The loss's text: ``opts["elementwise"]`` over ``values`` (argument texts), with PyTorch's ``label_smoothing``
+    (``opts["smoothing"]`` names the logits), ``ignore_index`` (``opts["ignore"]`` names the labels) and
+    ``reduction``."""
     names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
+    ignore = m.kwargs.get("ignore_index")
+    smoothing = m.kwargs.get("label_smoothing")
     keep = None
     if ignore is not None and literal_value(ignore, None) != -100:
         # PyTorch's ignore_index: those targets add nothing (0 under 'none') and the mean is over the kept ones;
         # the ignored labels are replaced by class 0 before the lookup (a label outside the classes is no index)
-        label = m.kwargs[opts["ignore"]]
-        atom = isinstance(label, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not label.lpar
-        keep = f"{code(label) if atom else f'({code(label)})'} != {code(ignore)}"
-        where = ctx.spell_text("jax.numpy.where")
-        values[opts["ignore"]] = f"{where}({keep}, {code(label)}, 0)"
-        text = f"{where}({keep}, {opts['elementwise'].format(**names, **values)}, 0.0)"
-    else:
-        text = opts["elementwise"].format(**names, **values)
+        label, node = values[opts["ignore"]], m.kwargs.get(opts["ignore"])
+        atom = label.isidentifier() if node is None else \
+            isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not node.lpar
+        keep = f"{label if atom else f'({label})'} != {code(ignore)}"
+        values = {**values, opts["ignore"]: f"{ctx.spell_text('jax.numpy.where')}({keep}, {label}, 0)"}
+    text = opts["elementwise"].format(**names, **values)
+    if smoothing is not None and literal_value(smoothing, None) not in (0, 0.0):
+        if "smoothing" not in opts:
+            m.fail(ctx, "unsupported-argument", f"label_smoothing={m.written('label_smoothing')} is not translated here")
+            return None
+        # PyTorch: (1 - ε) · the loss of the target + ε · the mean over the classes of -log p (uniform target)
+        e = code(smoothing)
+        e = e if isinstance(smoothing, (cst.Name, cst.Attribute, cst.Integer, cst.Float)) else f"({e})"
+        uniform = (f"{ctx.spell_text('jax.numpy.mean')}({ctx.spell_text('jax.nn.log_softmax')}"
+                   f"({values[opts['smoothing']]}, axis=-1), axis=-1)")
+        text = f"((1 - {e}) * {text} - {e} * {uniform})"
+    if keep is not None:
+        text = f"{ctx.spell_text('jax.numpy.where')}({keep}, {text}, 0.0)"
     reduction = m.kwargs.get("reduction")
     how = "'mean'" if reduction is None else code(reduction).replace('"', "'")
     if how == "'mean'" and keep is not None:
         total = ctx.spell_text("jax.numpy.sum")
-        return expr(f"{total}({text}) / {total}({keep})")
+        return f"{total}({text}) / {total}({keep})"
     if how == "'mean'":
-        return expr(f"{ctx.spell_text('jax.numpy.mean')}({text})")
+        return f"{ctx.spell_text('jax.numpy.mean')}({text})"
     if how == "'sum'":
-        return expr(f"{ctx.spell_text('jax.numpy.sum')}({text})")
+        return f"{ctx.spell_text('jax.numpy.sum')}({text})"
     if how == "'none'":
-        return expr(text)
+        return text
     m.fail(ctx, "unsupported-argument", f"reduction={m.written('reduction')}: write 'mean', 'sum' or 'none'")
     return None
 
@@ -117,6 +136,28 @@ def call(m, ctx):
     differs is written out (``jax.nn.gelu(x, approximate=False)``)."""
     for k, v in _options(m).get("kwargs", {}).items():
         m.kwargs.setdefault(k, expr(v))
+    return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+@call_transform("variance")
+def variance(m, ctx):
+    """``torch.var`` / ``torch.std`` → ``jnp.var`` / ``jnp.std`` with PyTorch's unbiased estimate written out:
+    ``ddof=1`` unless ``unbiased=False`` (ddof=0) or ``correction=c`` (ddof=c); numpy's and JAX's default is the
+    biased one (ddof=0)."""
+    unbiased = m.kwargs.pop("unbiased", None)
+    correction = m.kwargs.pop("correction", None)
+    if unbiased is not None and correction is not None:
+        m.fail(ctx, "unsupported-argument", "both unbiased= and correction=: keep one")
+        return None
+    if correction is not None:
+        ddof = correction
+    elif unbiased is None or code(unbiased) == "True":
+        ddof = cst.Integer("1")
+    elif code(unbiased) == "False":
+        ddof = cst.Integer("0")
+    else:
+        ddof = expr(f"int({code(unbiased)})")
+    m.kwargs["ddof"] = ddof
     return build_call(m, ctx, target=m.rule.emit["target"])
 
 
@@ -261,18 +302,12 @@ def random(m, ctx):
 @call_transform("loss-module")
 def loss_module(m, ctx):
     """A loss module (``criterion = nn.CrossEntropyLoss()``) → a lambda of its two inputs computing the
-    same reduction (``emit.options.params`` names them)."""
+    same loss and reduction (``emit.options.params`` names them; ignore_index and label_smoothing as the
+    function's: _reduced_loss)."""
     opts = _options(m)
-    names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
-    text = opts["elementwise"].format(**names)
-    reduction = m.kwargs.get("reduction")
-    how = "'mean'" if reduction is None else code(reduction).replace('"', "'")
-    reduce = {"'mean'": "jax.numpy.mean", "'sum'": "jax.numpy.sum"}.get(how)
-    if reduce is None and how != "'none'":
-        m.fail(ctx, "unsupported-argument", f"reduction={m.written('reduction')}: write 'mean', 'sum' or 'none'")
-        return None
-    body = f"{ctx.spell_text(reduce)}({text})" if reduce else text
-    return expr(f"lambda {opts['params']}: {body}")
+    params = [p.strip() for p in opts["params"].split(",")]
+    text = _reduced_loss(m, ctx, opts, {p: p for p in params})
+    return None if text is None else expr(f"lambda {opts['params']}: {text}")
 
 
 @call_transform("batch-norm")
@@ -550,10 +585,15 @@ def layer_norm_fn(m, ctx):
         kw["epsilon"] = m.kwargs["eps"]
     kw["algorithm"] = cst.SimpleString('"stable"')
     text = code(_call(ctx.spell("jax.nn.standardize"), [m.kwargs["input"]], kw))
-    for name, op in (("weight", "*"), ("bias", "+")):
+    from fwport.packs.torch2jax.passes.modules import OPTIONAL
+    optional = ctx.analyses.get(OPTIONAL, set())
+    for name, op, unit in (("weight", "*", "1"), ("bias", "+", "0")):
         w = m.kwargs.get(name)
         if w is not None and code(w) != "None":
-            text = f"{text} {op} {code(w) if _simple(w) or isinstance(w, cst.Call) else '(' + code(w) + ')'}"
+            if code(w) in optional:  # a field __init__ may leave None (nanoGPT's LayerNorm(ndim, bias=False))
+                text = f"{text} {op} ({code(w)} if {code(w)} is not None else {unit})"
+            else:
+                text = f"{text} {op} {code(w) if _simple(w) or isinstance(w, cst.Call) else '(' + code(w) + ')'}"
     return expr(text)
 
 

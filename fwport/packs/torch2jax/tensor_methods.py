@@ -36,9 +36,26 @@ _REDUCE = {"sum": "jax.numpy.sum", "mean": "jax.numpy.mean", "prod": "jax.numpy.
            "argmax": "jax.numpy.argmax", "argmin": "jax.numpy.argmin", "std": "jax.numpy.std",
            "var": "jax.numpy.var", "logsumexp": "jax.scipy.special.logsumexp", "all": "jax.numpy.all",
            "any": "jax.numpy.any"}
-_CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_"}
+_CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "jax.numpy.float64",
+          "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32"}
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
-                     "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as"})
+                     "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
+                     "softmax", "log_softmax", "new_zeros", "new_ones"})
+#: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
+#: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
+#: never left to fail (AttributeError) or to compute something else
+TORCH_ONLY = frozenset({
+    *_UNARY, *(m for m in _BINARY if m != "matmul"), *_CASTS, "view_as", "dim", "numel", "unsqueeze", "permute",
+    "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy", "softmax", "log_softmax",
+    "byte", "short", "char", "bfloat16", "expand", "expand_as", "index_select", "gather", "scatter", "scatter_add",
+    "narrow", "new_zeros", "new_ones", "new_full", "new_tensor", "new_empty", "masked_select", "masked_scatter",
+    "index_fill", "index_add", "index_copy", "chunk", "unbind", "topk", "kthvalue", "norm", "bmm", "mm", "addmm",
+    "baddbmm", "rsqrt", "reciprocal", "expm1", "flip", "roll", "repeat_interleave", "tril", "triu", "isnan",
+    "isinf", "is_contiguous", "element_size", "data_ptr", "pin_memory", "retain_grad", "register_hook",
+    "detach_", "zero_", "copy_", "fill_", "add_", "sub_", "mul_", "div_", "pow_", "clamp_", "masked_fill_",
+    "unsqueeze_", "squeeze_", "t_", "transpose_", "exp_", "log_", "sqrt_", "abs_", "neg_", "relu_", "sigmoid_",
+    "tanh_", "index_fill_", "index_add_", "scatter_", "scatter_add_", "uniform_", "normal_", "bernoulli_",
+    "random_", "exponential_"})
 # not repeat (numpy's repeats elements, PyTorch's tiles) nor an argument-less std/var (numpy's are
 # biased, PyTorch's not): a receiver that may be a numpy array keeps them
 # reductions jax arrays already have with numpy's meaning when called without dim/keepdim
@@ -134,6 +151,18 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
         return expr(f"{spell('jax.numpy.where')}({code(pos[0])}, {code(pos[1])}, {code(recv)})")
     if name == "contiguous" and not args:
         return recv
+    if name in ("new_zeros", "new_ones") and pos and not set(kw) - {"dtype"} and not any(a.star for a in args):
+        # x.new_zeros(n, m) / x.new_zeros((n, m)): x's dtype unless one is given (a torch dtype: the rules translate it)
+        size = code(pos[0]) if len(pos) == 1 and isinstance(pos[0], (cst.Tuple, cst.List)) else \
+            "(" + ", ".join(code(p) for p in pos) + ("," if len(pos) == 1 else "") + ")"
+        dtype = code(kw["dtype"]) if "dtype" in kw else f"{r}.dtype"
+        return expr(f"{spell('jax.numpy.' + name[4:])}({size}, dtype={dtype})")
+    if name == "detach" and not args:  # outside a gradient: the same values; inside one, no gradient through it
+        return expr(f"{spell('jax.lax.stop_gradient')}({code(recv)})")
+    if name == "numpy" and not args:
+        return expr(f"{spell('numpy.asarray')}({code(recv)})")
+    if name in ("softmax", "log_softmax") and len(pos) + len(kw) == 1 and set(kw) <= {"dim"}:
+        return expr(f"{spell('jax.nn.' + name)}({code(recv)}, axis={code(pos[0] if pos else kw['dim'])})")
     return None
 
 
@@ -154,14 +183,17 @@ def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
 
 def plan(module: cst.Module, ctx) -> cst.Module:
     """Record an edit for every tensor method call in the statements outside the classes, and in the methods of
-    the module classes that see whole arrays (``get_num_params``: ``p.numel()``, ``self.parameters()``); the
-    rest of the module classes is batch.py's; other classes keep their code."""
+    the module classes that see whole arrays (``get_num_params``: ``p.numel()``, ``self.parameters()``) or that
+    forward calls (``encode``: one example, the dimension-free methods); forward is batch.py's; other classes keep
+    their code."""
     from fwport.core.finding import Severity
     from fwport.packs.torch2jax.passes.modules import PLANS
 
     # modules the output spells (jnp.sum(...) written by an earlier pass is not a method of a tensor)
     modules = {sp.short.split(".")[0] for sp in ctx.direction.spellings} | {"jax", "jnp", "np", "numpy", "math"}
     translated = set(ctx.analyses.get(PLANS, {}))  # the module classes
+
+    nexted: set[int] = set()  # self.parameters() calls that next(...) takes
 
     class Calls(cst.CSTVisitor):
         in_module = False  # inside a module class's whole-array method
@@ -172,6 +204,12 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 for fn in _whole_methods(node):
                     fn.visit(self)
                 self.in_module = False
+                # the methods forward calls see one example: their tensor methods by the same table (a dimension
+                # there that is not negative is modules.py's batch-axis error)
+                helpers = set(ctx.analyses[PLANS][node.name.value].get("per_example", ()))
+                for fn in node.body.body:
+                    if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
+                        fn.visit(self)
             return False
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -183,7 +221,7 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                     return cst.Name("True")
                 ctx.plans.add(node, trains, descend=False, by="tensor-methods")
 
-        def visit_Assign(self, node: cst.Assign) -> None:
+        def assign_target(self, node: cst.Assign) -> None:
             # `logits[logits < v[:, [-1]]] = -inf` (generate): a jax array is not assigned into
             t = node.targets[0].target if len(node.targets) == 1 else None
             if not (self.in_module and isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)
@@ -200,6 +238,43 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(new))
 
             ctx.plans.add(node, assign, by="tensor-methods")
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            self.assign_target(node)
+            t = node.targets[0].target if len(node.targets) == 1 else None
+            if isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) == 2:  # `_, pred = output.max(1)`
+                self.extreme(node.value)
+
+        def visit_Subscript(self, node: cst.Subscript) -> None:  # `output.max(1)[1]`
+            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                    and code(node.slice[0].slice.value) in ("0", "1"):
+                self.extreme(node.value)
+
+        def extreme(self, node) -> None:
+            """``x.max(d)`` / ``x.min(d)`` read as a pair: PyTorch's (values, indices), numpy's would be the values
+            alone (``_, pred = output.max(1)`` would unpack the batch's maxima) → a tuple of jnp.max and jnp.argmax."""
+            if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                    and node.func.attr.value in ("max", "min") and ctx.plans.get(node) is None
+                    and ctx.imports.resolve(node.func) is None and ctx.imports.resolve(node.func.value) is None):
+                return
+            args = node.args
+            if not (len(args) in (1, 2) and not any(a.star for a in args)
+                    and all(a.keyword is None or a.keyword.value in ("dim", "keepdim") for a in args)):
+                return
+            fn = node.func.attr.value
+
+            def pair(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                a = {("dim", "keepdim")[i] if x.keyword is None else x.keyword.value: x.value
+                     for i, x in enumerate(updated.args)}
+                keep = f", keepdims={code(a['keepdim'])}" if "keepdim" in a else ""
+                x, d = code(updated.func.value), code(a["dim"])
+                ctx.report(Severity.INFO, "idiom-replaced", f".{fn}({code(original.args[0].value)}) read as a pair: "
+                           f"PyTorch's (values, indices) → (jnp.{fn}, jnp.arg{fn})", original)
+                return expr(f"({ctx.spell_text('jax.numpy.' + fn)}({x}, axis={d}{keep}), "
+                            f"{ctx.spell_text('jax.numpy.arg' + fn)}({x}, axis={d}{keep}))")
+
+            if any(a.keyword is None for a in args[:1]) or args[0].keyword.value == "dim":
+                ctx.plans.add(node, pair, by="tensor-methods")
 
         def visit_Call(self, node: cst.Call) -> None:
             f = node.func
@@ -221,8 +296,14 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                                 f"(self, {ctx.spell_text('equinox.is_inexact_array')}))]")
                 ctx.plans.add(node, named, by="tensor-methods")
                 return
+            if self.in_module and dotted_text(f) == "next" and len(node.args) == 1 \
+                    and isinstance(node.args[0].value, cst.Call) and dotted_text(node.args[0].value.func) == "self.parameters":
+                nexted.add(id(node.args[0].value))  # next(self.parameters()): an iterator of the arrays
             if self.in_module and dotted_text(f) == "self.parameters" and not node.args and ctx.plans.get(node) is None:
                 def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    if id(original) in nexted:
+                        return expr(f"iter({ctx.spell_text('jax.tree_util.tree_leaves')}({ctx.spell_text('equinox.filter')}"
+                                    f"(self, {ctx.spell_text('equinox.is_inexact_array')})))")
                     ctx.report(Severity.INFO, "idiom-replaced", "self.parameters() → the module's arrays "
                                "(jax.tree_util.tree_leaves(eqx.filter(self, eqx.is_inexact_array))): a shared "
                                "parameter is one array, as PyTorch counts it once; registered float buffers are "
@@ -231,7 +312,8 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                                 f"(self, {ctx.spell_text('equinox.is_inexact_array')}))")
                 ctx.plans.add(node, leaves, by="tensor-methods")
                 return
-            if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS or ctx.plans.get(node) is not None:
+            if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS | TORCH_ONLY \
+                    or ctx.plans.get(node) is not None:
                 return
             if ctx.imports.resolve(f) is not None or ctx.imports.resolve(f.value) is not None:
                 return  # torch.exp(...), np.exp(...), a module's function: the rules' business
@@ -243,7 +325,12 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             name = f.attr.value
 
             def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:
-                out = translate(name, updated, ctx.spell_text)
+                out = translate(name, updated, ctx.spell_text) if name in METHODS else None
+                if out is None and name in TORCH_ONLY and not ctx.is_settled(original):
+                    ctx.report(Severity.ERROR, "unsupported-construct", f".{name}(...): a PyTorch tensor method no jax "
+                               "array has, not translated" + (" with these arguments" if name in METHODS else "")
+                               + ": left as written it fails (AttributeError); write its jnp counterpart "
+                               "(jnp.<function>(x, ...); x = x.at[...].set(...) for an in-place method)", original)
                 return updated if out is None else out
 
             ctx.plans.add(node, apply, by="tensor-methods")

@@ -21,6 +21,8 @@ several dropouts, the same split of its call-time key.
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fwport.core.engine import code
@@ -71,6 +73,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
         module = rewrite(module, _PerVector(ctx, wraps))
     builders = _builders(module, ctx)
     outside["builders"] = builders
+    ctx.analyses[OPTIONAL] = _optional_fields(module, classes)
     calls = [_calls(s) for s in module.body]  # every call, by top-level statement
     qualified = [[ctx.imports.resolve(c.func) for c in cs] for cs in calls]
     outside["state"] = any(q in STATEFUL for qs in qualified for q in qs)
@@ -621,10 +624,26 @@ class _Instances(cst.CSTVisitor):
     def __init__(self, ctx, classes: set[str]):
         super().__init__()
         self.ctx, self.classes = ctx, classes
+        self.repeated = 0  # inside a loop or a comprehension: the same key for every instance made there
+
+    def _enter(self, node) -> None:
+        self.repeated += 1
+
+    def _leave(self, node) -> None:
+        self.repeated -= 1
+
+    visit_For = visit_While = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = _enter
+    leave_For = leave_While = leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = _leave
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in self.classes \
                 and not any(a.keyword and a.keyword.value == "key" for a in node.args):
+            if self.repeated:  # PyTorch draws each instance anew: here every one would be the same
+                self.ctx.report(Severity.WARNING, "key-added", f"{node.func.value}(...) is made in a loop or a "
+                                "comprehension, each given key=jax.random.key(0): every instance starts from the same "
+                                "parameters, where PyTorch draws each anew; give each its own key (e.g. "
+                                f"[{node.func.value}(key=k) for k in jax.random.split(key, n)])", node)
+                return
             self.ctx.report(Severity.INFO, "key-added", f"{node.func.value}(...) draws its initial parameters from "
                             "a key: given key=jax.random.key(0); pass your own to vary the initialisation", node)
 
@@ -646,6 +665,57 @@ def _drawing_methods(methods: dict[str, cst.FunctionDef], ctx, skip: set[str]) -
                 keyed.add(m)
                 changed = True
     return keyed, direct
+
+
+#: tensor methods whose arguments are dimensions (or sizes with the batch's first), as batch.py reads them in forward
+_DIM_METHODS = frozenset({"view", "reshape", "size", "permute", "transpose", "flatten", "unsqueeze", "squeeze", "split",
+                          "chunk", "sum", "mean", "max", "min", "argmax", "argmin", "softmax", "log_softmax", "var",
+                          "std", "expand", "repeat", "cumsum", "norm", "unbind", "gather", "topk", "narrow"})
+_DIM_KEYWORDS = frozenset({"dim", "dim0", "dim1", "start_dim", "end_dim", "dims"})
+#: torch functions taking a dimension positionally after the tensor(s)
+_DIM_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.sum", "torch.mean",
+                            "torch.max", "torch.min", "torch.argmax", "torch.softmax", "torch.log_softmax",
+                            "torch.nn.functional.softmax", "torch.nn.functional.log_softmax", "torch.flatten",
+                            "torch.split", "torch.chunk", "torch.var", "torch.std", "torch.transpose", "torch.squeeze",
+                            "torch.unsqueeze", "torch.cumsum", "torch.topk", "torch.nn.functional.normalize"})
+
+
+class _HelperDims(cst.CSTVisitor):
+    """A method that forward calls (``self.encode(x)``) sees one example, but batch.py writes the dimensions of
+    forward alone for one example: a dimension or a view with the batch's sizes in such a method would be
+    translated as written, counting the batch axis that is not there (``torch.cat([a, b], dim=1)`` would join the
+    wrong axis). Each is a ``batch-axis`` error; negative dimensions count from the end and are the same."""
+
+    def __init__(self, ctx, where: str):
+        super().__init__()
+        self.ctx, self.where = ctx, where
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        q = self.ctx.imports.resolve(f)
+        method = isinstance(f, cst.Attribute) and q is None and f.attr.value in _DIM_METHODS \
+            and not (isinstance(f.value, cst.Name) and f.value.value == "self")
+        dims = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DIM_KEYWORDS]
+        if method or q in _DIM_FUNCTIONS:
+            skip = 0 if method else (1 if q not in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack") else 1)
+            dims += [a.value for a in node.args[skip:] if a.keyword is None]
+            if method and not node.args and f.attr.value in ("size", "flatten", "squeeze", "sum", "mean", "max", "min",
+                                                             "argmax", "argmin", "var", "std", "norm"):
+                dims.append(None)  # over every axis, the batch's included
+        elif not dims:
+            return
+        if dims and all(d is not None and _negative(d) for d in dims):
+            return
+        name = f"{dotted_text(f) or ''}" if not method else f".{f.attr.value}"
+        self.ctx.report(Severity.ERROR, "batch-axis", f"{name}(...) in {self.where}, which forward calls with one "
+                        "example: its dimensions and sizes are written for the batch and are translated as written "
+                        "(fwport writes them for one example in forward only); compute this in forward, or write "
+                        "the method for one example (negative dimensions are the same for both)", node)
+
+
+def _negative(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+        and isinstance(node.expression, cst.Integer)
 
 
 class _MethodKeys(cst.CSTTransformer):
@@ -1177,6 +1247,15 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                            "draw a new one from the call's key (jax.random.normal(key, shape) * std + mean)", c)
                 ctx.settle(c)
     plan["keyed_methods"] = sorted(at_call - {"forward"})
+    # the methods forward calls see one example (batch.py's rank): a call from outside the class hands them a batch
+    plan["per_example"] = sorted(_reached(methods, "forward") - {"forward"}) if "forward" in methods else []
+    # its layers (`self.fc = nn.Linear(...)`): one example each; a call from outside the class hands them a batch
+    plan["layers"] = sorted(n for n, q in subs.items() if "." not in n and "[" not in n and n not in stateful
+                            and q not in RANDOM and q not in ("torch.nn.Sequential+random", "stateful-class")
+                            and not (n in own and (plans[own[n]].get("whole") or plans[own[n]].get("key_required"))))
+    if not plan["whole"]:
+        for m in plan["per_example"]:
+            scan(methods[m], _HelperDims(ctx, f"{cls.name.value}.{m}"))
     plan["key_required"] = "forward" in at_call or any(  # it calls a submodule of the file drawing at call time
         plans[c].get("key_required") and f"self.{n}" in {dotted_text(x.func) for x in _calls(methods["forward"])}
         for n, c in own.items()) if "forward" in methods else False
@@ -1780,6 +1859,79 @@ class _CallKeys(cst.CSTTransformer):
         return updated
 
 
+class _LoopKeys(cst.CSTTransformer):
+    """A key consumed inside a loop (``self.drop(x, key=key)`` for each layer, nanoGPT generate's
+    ``torch.multinomial`` per new token) would give every iteration the same draws, where PyTorch's generator
+    moves on: the innermost loop around the consumer splits it first, ``key, draw_key = jax.random.split(key)``,
+    and the consumer takes ``draw_key`` (``optional``: a key that may be None stays None)."""
+
+    def __init__(self, ctx, optional: bool):
+        super().__init__()
+        self.random = ctx.spell_text("jax.random") + "."
+        self.split = ctx.spell_text("jax.random.split")
+        self.optional = optional
+        self.found: list[list] = []  # per open loop: [id of its body, inside the body now, the key names it consumes]
+
+    def _key(self, node) -> str | None:
+        return node.value if isinstance(node, cst.Name) and re.fullmatch(r"key\d*", node.value) else None
+
+    def visit_FunctionDef(self, node) -> bool:
+        return not self.found  # a nested function has keys of its own
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+    def _open(self, node) -> None:
+        self.found.append([id(node.body), False, set()])
+
+    visit_For = visit_While = _open
+
+    def visit_IndentedBlock(self, node) -> None:
+        if self.found and self.found[-1][0] == id(node):
+            self.found[-1][1] = True
+
+    def leave_IndentedBlock(self, original, updated):
+        if self.found and self.found[-1][0] == id(original):
+            self.found[-1][1] = False  # (a loop's else block and its iterable run once)
+        return updated
+
+    visit_SimpleStatementSuite = visit_IndentedBlock
+    leave_SimpleStatementSuite = leave_IndentedBlock
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        loop = next((f for f in reversed(self.found) if f[1]), None)
+        if loop is None:
+            return updated
+        func = dotted_text(updated.func) or ""
+        first = updated.args[0] if updated.args else None
+        if first is not None and first.keyword is None and self._key(first.value) and func.startswith(self.random) \
+                and func != self.split:
+            loop[2].add(first.value.value)
+            return updated.with_changes(args=[first.with_changes(value=cst.Name(f"draw_{first.value.value}")),
+                                              *updated.args[1:]])
+        args = []
+        for a in updated.args:
+            k = self._key(a.value) if a.keyword and a.keyword.value == "key" else None
+            if k:
+                loop[2].add(k)
+                a = a.with_changes(value=cst.Name(f"draw_{k}"))
+            args.append(a)
+        return updated.with_changes(args=args)
+
+    def _close(self, original, updated):
+        names = self.found.pop()[2]
+        if not names:
+            return updated
+        lines = []
+        for k in sorted(names):
+            value = f"{self.split}({k})" + (f" if {k} is not None else (None, None)" if self.optional else "")
+            lines.append(cst.parse_statement(f"{k}, draw_{k} = {value}\n"))
+        body = updated.body
+        return updated.with_changes(body=body.with_changes(body=[*lines, *body.body]))
+
+    leave_For = leave_While = _close
+
+
 def _key_names(n: int) -> list[str]:
     return ["key"] if n == 1 else [f"key{i}" for i in range(1, n + 1)]
 
@@ -1862,6 +2014,7 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
                 optional = s.name.value == "__call__" and not plan.get("key_required")
                 stmts.insert(at, _split_line(t.n, ctx, optional=optional))
                 s = s.with_changes(body=fb.with_changes(body=stmts))
+            s = rewrite(s, _LoopKeys(ctx, s.name.value == "__call__" and not plan.get("key_required")))
         body.append(s)
     lines = [cst.parse_statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:
@@ -1952,6 +2105,37 @@ def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences:
             ann = _annotation(small.value, params, ctx, sequences)
             fields[t[5:]] = ann.replace("eqx.field(static=True)", "eqx.field(static=True, default=None)") \
                 if "eqx.field(" in ann else f"{ann} = None" if ann == "object" else f"{ann} | None = None"
+
+
+#: ctx.analyses: ``self.NAME`` of the fields a module class's __init__ may leave None (``self.bias = nn.Parameter(...)
+#: if bias else None``, or set only inside a block): the rules guard an optional operand (F.layer_norm's bias)
+OPTIONAL = "torch2jax.optional-fields"
+
+
+def _optional_fields(module: cst.Module, classes: set[str]) -> set[str]:
+    """``self.NAME`` for each field an ``__init__`` of the module classes may leave None: assigned None, an
+    ``... if ... else None``, or only inside a block."""
+    out: set[str] = set()
+    for cls in module.body:
+        if not (isinstance(cls, cst.ClassDef) and cls.name.value in classes):
+            continue
+        init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+        if init is None:
+            continue
+        top: set[str] = set()
+        for st in init.body.body:
+            for small in st.body if isinstance(st, cst.SimpleStatementLine) else ():
+                if isinstance(small, cst.Assign):
+                    top.update(t for x in small.targets for t in [dotted_text(x.target)] if t)
+        for a in (a for st in init.body.body for a in _nested_assigns(st)):
+            t = dotted_text(a.targets[0].target)
+            if not (t and t.startswith("self.") and t.count(".") == 1):
+                continue
+            v = a.value
+            none = lambda e: isinstance(e, cst.Name) and e.value == "None"
+            if none(v) or isinstance(v, cst.IfExp) and (none(v.body) or none(v.orelse)) or t not in top:
+                out.add(t)
+    return out
 
 
 def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:

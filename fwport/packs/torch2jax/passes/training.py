@@ -27,6 +27,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text
 from fwport.core.rewrite import rewrite
+from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes.modules import PLANS
 
@@ -95,6 +96,7 @@ class _Pass(cst.CSTTransformer):
         self.keyed_classes: list[str] = []  # the classes whose __call__ takes key= (dropout)
         self.key_required: set[str] = set()  # model names whose forward draws (a key at every call, inference too)
         self.given_models: dict[str, set[str]] = {}  # top-level function → its parameters every call gives a model
+        self.given_classes: dict[str, dict[str, set[str] | None]] = {}  # ... → those parameters' classes (_given_classes)
         self.whole: set[str] = set()  # model names of classes that take a whole graph (called without jax.vmap)
         self.aliases: dict[str, cst.Attribute] = {}  # module-level names of a legacy tensor type → torch.XTensor
         self.input_grads: dict[int, str] = {}  # id of a torch.autograd.grad(...)[0] → its JAX text (_input_grads)
@@ -102,6 +104,7 @@ class _Pass(cst.CSTTransformer):
         self.global_trained: dict[str, dict] = {}  # functions stepping a module-level optimizer (_global_trained)
         self.module_names = _local_names(module)  # names the module binds at its own level
         self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
+        self.containers: dict[str, str | None] = {}  # names of lists of the module's instances → their class
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -170,27 +173,117 @@ class _Pass(cst.CSTTransformer):
             return
         self.ctx.analyses.setdefault(GLOBALS, {}).setdefault(f.name.value, set()).add(name)
 
-    def call_key(self, original: cst.Call, updated: cst.Call, whole: bool) -> cst.Call:
+    def model_classes(self, name: str) -> set[str] | None:
+        """The translated classes a model name outside the classes holds: an instance of the module's (``model =
+        VAE()``), or a parameter of the top-level function every call gives a model (``def sample(m, x)`` called as
+        ``sample(model, x)``); None where a class is not known."""
+        if self.in_class:
+            return None
+        if name in self.instances:
+            return {self.instances[name]}
+        f = self.scopes[0] if self.scopes else None
+        if f is not None and name in self.model_params():
+            return self.given_classes.get(f.name.value, {}).get(name)
+        return None
+
+    def method_call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
+        """``model.m(...)`` outside the classes, ``m`` a method of the model's class that ``__call__`` reaches (it
+        sees one example, as ``__call__`` does: ``encode``, ``decode``, ``reparameterize``) → ``jax.vmap(model.m)(...)``
+        over the batch the caller holds; a method drawing at call time (``reparameterize``'s
+        ``torch.randn_like``, a ``generate`` sampling with torch.multinomial) gets a key of the scope
+        (call_key: one per example where vmapped), else an error. ``model.forward(x)`` is the model's call. None:
+        not such a call."""
+        f = original.func
+        if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name)):
+            return None
+        name, method = f.value.value, f.attr.value
+        classes = self.model_classes(name)
+        plans = self.ctx.analyses.get(PLANS, {})
+        if classes is None:  # a name of unknown class calling a method of a class of the file
+            keyed = sorted(c for c, p in plans.items() if method in p.get("keyed_methods", ()))
+            single = sorted(c for c, p in plans.items() if method in p.get("per_example", ()))
+            model = name in self.models | self.model_params()
+            if keyed and name != "self":
+                self.ctx.report(Severity.ERROR if model else Severity.WARNING, "unsupported-construct",
+                                f"{name}.{method}(...): " + ("" if model else f"if {name} is a {' or '.join(keyed)}, ")
+                                + f"{method} draws random numbers at call time (in {', '.join(keyed)}) and takes a "
+                                f"key{'' if model else ', which this call does not pass'}; the class of {name} is not "
+                                f"known here: pass {name}.{method}(..., key=...)"
+                                + (" and call it through jax.vmap (it sees one example)" if single else ""), original)
+            elif single and model:
+                self.ctx.report(Severity.WARNING, "batch-axis", f"{name}.{method}(...): in {', '.join(single)} "
+                                f"{method} is called by forward and sees one example; the class of {name} is not "
+                                f"known here, so the call is left as written: a batch needs jax.vmap({name}.{method})",
+                                original)
+            return None
+        if not classes or any(c not in plans for c in classes):
+            return None
+        infos = [plans[c] for c in classes]
+        if method == "forward":
+            updated = updated.with_changes(func=updated.func.value)  # the model's own call
+            return self.model_call(original.with_changes(func=f.value), updated, classes)
+        per_example = [method in p.get("per_example", ()) or method in p.get("layers", ()) for p in infos]
+        keyed = [method in p.get("keyed_methods", ()) for p in infos]
+        if not any(per_example) and not any(keyed):
+            return None  # a method seeing whole arrays (get_num_params) or not the class's own
+        if len(set(per_example)) > 1 or len(set(keyed)) > 1:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name}.{method}(...): {name} holds one of "
+                            f"{', '.join(sorted(classes))}, whose {method} differ in taking one example or a key; "
+                            "call it as each class needs (jax.vmap for one example, key= for a draw)", original)
+            return updated
+        whole = not per_example[0] or all(p.get("whole") for p in infos)
+        if not whole:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name}.{method}(...): {method} is " + (
+                "a layer of the module" if method in infos[0].get("layers", ()) else "called by the module's forward")
+                + f" and sees one example, as __call__ does: the batch here goes through jax.vmap({name}.{method})",
+                original)
+            updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+        if keyed[0]:
+            updated = self.call_key(original, updated, whole, f"{name}.{method}", f"{method} of {'/'.join(sorted(classes))}")
+        return updated
+
+    def model_call(self, original: cst.Call, updated: cst.Call, classes: set[str] | None = None) -> cst.BaseExpression:
+        """``model(x)`` outside the classes, ``model`` a translated module taking one example: ``jax.vmap(model)(x)``
+        (a whole-graph model as it is), with keys where its forward draws (call_key)."""
+        name = original.func.value
+        plans = self.ctx.analyses.get(PLANS, {})
+        if classes is None:
+            classes = self.model_classes(name) or set()
+        whole = name in self.whole or bool(classes) and all(plans.get(c, {}).get("whole") for c in classes)
+        if not whole:  # a translated module takes one example: a batch goes through jax.vmap
+            # (with the model's axes where its inputs or outputs hold the batch axis elsewhere than first)
+            axes = self.ctx.analyses.get(VMAP_AXES, {}).get(name)
+            vmap = self.ctx.spell("jax.vmap")
+            updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
+                                           cst.parse_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
+        if name in self.key_required or any(plans.get(c, {}).get("key_required") for c in classes):
+            updated = self.call_key(original, updated, whole)
+        return updated
+
+    def call_key(self, original: cst.Call, updated: cst.Call, whole: bool, name: str | None = None,
+                 what: str | None = None) -> cst.Call:
         """A model whose forward draws random numbers (``torch.randn_like`` in it or a method it calls) is called
         with a key even in inference: ``jax.vmap(model)(x, key=jax.random.split(key, x.shape[0]))`` (one per
         example; a whole-graph model ``key=key``), from the key in scope (the function's, else the module's
         root key); with none in scope, an error (never a name the code does not bind). A call moved into a
         train_step gets the step's key there instead (_VmapModel, _KeyModel replace this one)."""
-        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args:
+        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args and not whole:
             return updated
-        name = original.func.value
+        if name is None:
+            name = original.func.value
+            what = f"{self.instances.get(name)}, in its forward"
         scope = self.scopes[-1] if self.scopes else self.module
         here = _binds_key(scope, self.ctx)
         if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
-            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} ({self.instances.get(name)}) draws random "
-                            "numbers in its forward (torch.randn_like or the like, in inference too) and takes a key "
-                            "per call: no key is in scope here (torch.manual_seed in this function or at module "
-                            f"level makes one); pass {name}(..., key=...) one per example", original)
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} ({what}) draws random numbers "
+                            "(torch.randn_like or the like, in inference too) and takes a key per call: no key is in "
+                            "scope here (torch.manual_seed in this function or at module level makes one); pass "
+                            f"{name}(..., key=...)" + ("" if whole else " one per example"), original)
             return updated
         split = self.ctx.spell_text("jax.random.split")
-        value = "key" if whole else f"{split}(key, {code(original.args[0].value)}.shape[0])"
-        self.ctx.report(Severity.INFO, "key-added", f"{name} ({self.instances.get(name)}) draws random numbers in its "
-                        f"forward: called with key={value} from the " + ("function's key" if here else
+        value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}.shape[0])"
+        self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with key={value} "
+                        "from the " + ("function's key" if here else
                         "module's root key, the same at every call (split it per call for new draws)"), original)
         args = [*updated.args]
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
@@ -213,16 +306,25 @@ class _Pass(cst.CSTTransformer):
                                 "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
                                 "out_axes=(0, None))(x, state)`", original)
             return updated
-        if isinstance(original.func, cst.Name) and original.func.value in self.models and not self.in_class:
-            whole = original.func.value in self.whole
-            if not whole:  # a translated module takes one example: a batch goes through jax.vmap
-                axes = self.ctx.analyses.get(VMAP_AXES, {}).get(original.func.value)
-                vmap = self.ctx.spell("jax.vmap")
-                updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
-                                               cst.parse_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
-            if original.func.value in self.key_required:
-                updated = self.call_key(original, updated, whole)
+        if isinstance(original.func, cst.Name) and not self.in_class and (
+                original.func.value in self.models or self.model_classes(original.func.value)):
+            return self.model_call(original, updated)
+        f = original.func
+        if not self.in_class and isinstance(f, cst.Subscript) and isinstance(f.value, cst.Name) \
+                and f.value.value in self.containers:  # `models[0](x)`: an instance of the module, one example
+            cls = self.containers[f.value.value]
+            plans = self.ctx.analyses.get(PLANS, {})
+            if cls is None or not plans.get(cls, {}).get("whole"):
+                updated = updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(updated.func)]))
+            if cls is not None and plans.get(cls, {}).get("key_required"):
+                updated = self.call_key(original, updated, bool(plans[cls].get("whole")), code(f), cls)
+            elif cls is None and any(plans.get(c, {}).get("key_required") for c in plans):
+                self.ctx.report(Severity.WARNING, "unsupported-construct", f"{code(f)}(...): if it draws random numbers "
+                                "in its forward, it takes key= (one per example), which this call does not pass", original)
             return updated
+        method = None if self.in_class else self.method_call(original, updated)
+        if method is not None:
+            return method
         alias = self.alias_call(original, updated)
         if alias is not None:
             return alias
@@ -629,6 +731,11 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     if plans[value.func.value]["stateful"]:
                         stateful.update(names)
                     instances.update((n, value.func.value) for n in names)
+    containers = _model_containers(module, plans) if plans else {}
+    for name, cls in _container_loops(module, containers).items():  # `for m in models:` / `[m(x) for m in models]`
+        models.add(name)
+        if cls is not None:
+            instances[name] = cls
     ctx.analyses[STATEFUL] = stateful
     outputs = set()
     for stmt in module.body:
@@ -638,6 +745,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     or ctx.imports.resolve(a.value.func) in ("torch.autograd.Variable", "torch.autograd.variable.Variable")):
                 outputs.update(n for t in a.targets for n in _target_names(t.target))  # arrays: x.data is x
     p = _Pass(ctx, module, models, stateful, outputs)
+    p.containers = containers
     p.aliases = _type_aliases(module, ctx)
     opt_models: dict[str, str | None] = {}  # optimizer name → the model it trains, from the source (any scope)
     scopes: list = [module, *(f for s in module.body for f in ([s] if isinstance(s, cst.FunctionDef) else []))]
@@ -656,6 +764,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     # models whose inputs or outputs hold the batch axis elsewhere than first (PyTorch's sequence layers): their axes
     ctx.analyses[VMAP_AXES] = {n: plans[c]["vmap_axes"] for n, c in instances.items() if plans.get(c, {}).get("vmap_axes")}
     p.given_models = _given_models(module, models)
+    p.given_classes = _given_classes(module, p.given_models, instances)
     for name, info in p.threaded.items():
         classes = {instances.get(c) for c in info["callers"]}
         # a step function of whole-graph models: no jax.vmap (a key, if dropout, is threaded as any: KEYED)
@@ -784,6 +893,79 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
                 cpu = b
         if len(kinds) == 1 and None not in kinds and cpu is not None:
             out[stmt.body[0].targets[0].target.value] = cpu
+    return out
+
+
+def _model_containers(module: cst.Module, plans: dict) -> dict[str, str | None]:
+    """Names outside the classes bound once to a list or tuple of the module's instances (``models = [Net(), Net()]``,
+    ``[Net() for _ in range(3)]``) → their class (None when they differ)."""
+    out: dict[str, str | None] = {}
+    seen: dict[str, int] = {}
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef):
+            continue
+        for a in _walk_assigns(stmt):
+            for t in a.targets:
+                if isinstance(t.target, cst.Name):
+                    seen[t.target.value] = seen.get(t.target.value, 0) + 1
+            v = a.value
+            calls = [e.value for e in v.elements] if isinstance(v, (cst.List, cst.Tuple)) else \
+                [v.elt] if isinstance(v, cst.ListComp) else []
+            classes = {c.func.value for c in calls if isinstance(c, cst.Call) and isinstance(c.func, cst.Name)}
+            if calls and len(classes) >= 1 and all(isinstance(c, cst.Call) and isinstance(c.func, cst.Name)
+                                                   and c.func.value in plans for c in calls):
+                for t in a.targets:
+                    if isinstance(t.target, cst.Name):
+                        out[t.target.value] = next(iter(classes)) if len(classes) == 1 else None
+    return {n: c for n, c in out.items() if seen.get(n) == 1}
+
+
+def _container_loops(module: cst.Module, containers: dict[str, str | None]) -> dict[str, str | None]:
+    """The loop and comprehension targets outside the classes that iterate over such a container → its class."""
+    out: dict[str, str | None] = {}
+    if not containers:
+        return out
+
+    class V(cst.CSTVisitor):
+        def visit_ClassDef(self, n) -> bool:
+            return False
+
+        def _target(self, target, it) -> None:
+            if isinstance(it, cst.Name) and it.value in containers and isinstance(target, cst.Name):
+                out[target.value] = containers[it.value]
+
+        def visit_For(self, n: cst.For) -> None:
+            self._target(n.target, n.iter)
+
+        def visit_CompFor(self, n: cst.CompFor) -> None:
+            self._target(n.target, n.iter)
+
+    module.visit(V())
+    return out
+
+
+def _given_classes(module: cst.Module, given: dict[str, set[str]], instances: dict[str, str]) \
+        -> dict[str, dict[str, set[str] | None]]:
+    """For each parameter of ``given`` (_given_models), the translated classes its callers give it (an instance
+    name, or a parameter of the calling function found so), None where one caller's is not known."""
+    funcs = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and s.name.value in given}
+    sites: dict[str, list[tuple[cst.Call, str | None]]] = {}
+    for s in module.body:
+        for c in _calls(s):
+            if isinstance(c.func, cst.Name) and c.func.value in funcs:
+                sites.setdefault(c.func.value, []).append((c, s.name.value if isinstance(s, cst.FunctionDef) else None))
+    out: dict[str, dict[str, set[str] | None]] = {}
+    for _ in range(2):  # a function called from one found in the first round
+        for name, calls in sites.items():
+            params = [p.name.value for p in funcs[name].params.params]
+            for p in given[name]:
+                found: set[str] | None = set()
+                for c, caller in calls:
+                    b = _bound(c, params, p)
+                    k = {instances[b.value]} if isinstance(b, cst.Name) and b.value in instances else \
+                        out.get(caller, {}).get(b.value) if isinstance(b, cst.Name) and caller else None
+                    found = None if found is None or k is None else found | k
+                out.setdefault(name, {})[p] = found
     return out
 
 
