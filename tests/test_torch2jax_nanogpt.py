@@ -252,6 +252,27 @@ def test_weight_tying_that_is_not_translated_is_an_error(change, why):
     assert any("weight tying" in e and why in e for e in errs), errs
 
 
+def test_a_weight_tie_under_a_condition_is_an_error():
+    """word_language_model ties `if tie_weights:`: the translation had left the assignment as written, which an
+    Equinox module refuses at run time (its fields are frozen); now an error at the tie's line."""
+    src = """import torch.nn as nn
+
+
+class RNNModel(nn.Module):
+    def __init__(self, ntoken=10, nhid=4, tie_weights=False):
+        super().__init__()
+        self.encoder = nn.Embedding(ntoken, nhid)
+        self.decoder = nn.Linear(nhid, ntoken)
+        if tie_weights:
+            self.decoder.weight = self.encoder.weight
+
+    def forward(self, x):
+        return self.decoder(self.encoder(x))
+"""
+    errs = errors(tx(src))
+    assert errs == [e for e in errs if e.startswith("L10 ")] and any("under a condition" in e for e in errs), errs
+
+
 # --- a language model's loss inside forward: the tokens of one example ----------------------------------------
 
 LOSS = """import torch

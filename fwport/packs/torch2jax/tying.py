@@ -76,6 +76,23 @@ def _tie(st: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | Non
     return None
 
 
+def _nested_ties(init: cst.FunctionDef) -> list[cst.SimpleStatementLine]:
+    """``A.weight = B.weight`` statements of ``__init__`` inside a compound statement (``if tie_weights:``,
+    word_language_model): the tie happens at run time only, which the translation cannot express."""
+    found: list[cst.SimpleStatementLine] = []
+
+    class _Nested(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+            if _tie(node) is not None:
+                found.append(node)
+            return False
+
+    for st in init.body.body:
+        if isinstance(st, cst.BaseCompoundStatement):
+            st.visit(_Nested())
+    return found
+
+
 def untie(cls: cst.ClassDef, ctx) -> tuple[cst.ClassDef, bool]:
     """The class with its weight tying translated (see the module docstring); and whether it had one."""
     methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
@@ -83,6 +100,12 @@ def untie(cls: cst.ClassDef, ctx) -> tuple[cst.ClassDef, bool]:
     if init is None or not isinstance(init.body, cst.IndentedBlock):
         return cls, False
     ties = [(st, ab) for st in init.body.body for ab in [_tie(st)] if ab is not None]
+    for st in _nested_ties(init):
+        ctx.report(Severity.ERROR, "unsupported-construct", f"weight tying under a condition or in a loop "
+                   f"({code(st.body[0].targets[0].target)} = {code(st.body[0].value)}): an Equinox module's fields "
+                   "are fixed once __init__ returns and one array cannot be two leaves, so fwport translates a tie "
+                   "written as a statement of __init__ itself; write the tie unconditionally (or build the untied "
+                   "and tied models as two classes) and translate again", st)
     if not ties:
         return cls, False
     built = _built(init, ctx)
