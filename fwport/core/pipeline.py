@@ -17,6 +17,7 @@ from fwport.core.engine import RuleTransformer
 from fwport.core.finding import Finding, Severity
 from fwport.core.imports import add_imports, prune_imports
 from fwport.core.names import collect_imports, free_conventional_aliases, scan
+from fwport.core import spread
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.result import FileResult, Status
 from fwport.core.rewrite import rewrite
@@ -128,6 +129,8 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
         ctx.findings.append(Finding(Severity.INFO, direction.version_code,
                                     f"translating as {direction.version_label(ctx.version)} code ({why})", path))
 
+    if "**" in source:  # `**config` of a dict literal written out as keyword arguments (spread.py)
+        module = spread.expand(module, ctx, source)
     comments: dict[int, list[Finding]] = {}
     # text, positions and spans of every module below, each top-level statement rendered once
     layout = Layout()
@@ -158,6 +161,7 @@ def translate_source(source: str, path: str = "<string>", pack: Pack | str | Non
     # steps that remove lines run only now, once every finding is located and every comment placed
     for finish in direction.finish:
         module = finish(module, ctx)
+    module = spread.finish(module, ctx)
     text = layout.text(module)
     if ctx.needed_imports or text != source:  # a file with nothing translated stays byte-identical
         is_source = ctx.imports.is_source
