@@ -534,3 +534,50 @@ def test_initializer_objects_with_parameters_draw_what_keras_draws(tmp_path: Pat
         np.testing.assert_allclose(t[n][1:-1], k[n][1:-1], atol=0.02 * spread, err_msg=n)
         if n in ("truncated", "uniform"):  # hard bounds: mean ± 2 stddev, [minval, maxval)
             np.testing.assert_allclose([t[n][0], t[n][-1]], [k[n][0], k[n][-1]], atol=0.01 * spread, err_msg=n)
+
+
+SQUEEZE_EXCITE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class SqueezeExcite(layers.Layer):
+    def __init__(self, ratio=4, **kwargs):
+        super().__init__(**kwargs)
+        self.ratio = ratio
+
+    def build(self, input_shape):
+        filters = input_shape[-1]
+        self.squeeze = layers.GlobalAveragePooling2D(keepdims=True)
+        self.reduction = layers.Dense(units=filters // self.ratio, activation="relu", use_bias=False)
+        self.excite = layers.Dense(units=filters, activation="sigmoid", use_bias=False)
+        self.multiply = layers.Multiply()
+
+    def call(self, x):
+        shortcut = x
+        x = self.squeeze(x)
+        x = self.reduction(x)
+        x = self.excite(x)
+        return self.multiply([shortcut, x])
+'''
+
+
+def test_layers_created_in_build_are_the_class_layers(tmp_path):
+    # keras-io's patch_convnet: the layers of a block made in build(input_shape) get what those of
+    # __init__ get: a channels-last pooling permuted at its call, a merge layer written out where it is
+    # called (they were refused: "not part of a model fwport follows", "Multiply has no torch module")
+    r = tx(SQUEEZE_EXCITE)
+    assert errors(r) == [], r.findings
+    out = r.output
+    assert "        self.squeeze = nn.AdaptiveAvgPool2d(1)\n" in out
+    assert "x = self.squeeze(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    assert "return shortcut * x" in out and "tensorflow" not in out
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, Session, verify
+    (tmp_path / "m.py").write_text(textwrap.dedent(SQUEEZE_EXCITE))
+    (tmp_path / "m_torch.py").write_text(out)
+    with Session() as session:
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), "SqueezeExcite",
+                              inputs=["float32[2,5,5,8]"], checks=("forward", "grad"), device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

@@ -21,8 +21,9 @@ What changes, each on the line it was written on:
 - ``self.add_weight(...)`` / ``add_variable`` → ``nn.Parameter(<torch initializer>)`` with the exact
   Keras distribution (rule ``add-weight``); a ``build(self, input_shape)`` that does not use the input
   shape is called at the end of ``__init__`` (``self.build()`` takes the blank line after
-  ``__init__``); one that does is kept and reported (``shape-unknown``): torch modules know their
-  input only when called, so the user calls ``build`` once with the shape;
+  ``__init__``); one that does runs on the first call (the LazyBuild helper: torch's lazy modules).
+  The layers ``build`` creates (``self.pool = GlobalAveragePooling2D()``) are the class's layers as
+  those of ``__init__`` are (permutes at their calls, merge layers written out);
 - ``get_config``/``from_config`` are kept (info: unused by torch); a ``keras.Model`` with its own
   ``train_step`` derives from the written ``TrainStepModule`` (passes/fitloop.py), whose compile / fit
   drive it (its ``test_step`` / ``predict_step`` too, through TrainStepModule's evaluate / predict);
@@ -576,6 +577,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                            by_name[name])
         if plan.init_fn is not None:
             self._plan_init(plan, plan.init_fn)
+        if plan.build_fn is not None:  # layers build() creates are the class's layers as those of __init__
+            self._plan_init(plan, plan.build_fn)
         self._plan_recurrent_calls(plan)
         self._plan_training(plan, methods)
         for m in methods:  # add_weight anywhere (Keras 3 allows it in __init__)
