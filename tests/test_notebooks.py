@@ -210,6 +210,23 @@ def test_an_unparsable_cell_is_reported_and_kept_and_the_others_are_translated()
     assert errors == ["nb.ipynb:cell 2:2:5: error: parse-error: not valid Python 3: invalid syntax; the cell was left as it was"]
 
 
+def test_an_indented_cell_runs_in_ipython_and_is_translated_with_its_indentation():
+    # IPython removes the first line's indentation from every line (tensorflow/docs' data guide has
+    # ` for x in windows...:` cells): such a cell was refused as a parse error
+    nb = notebook(new_code_cell("import tensorflow as tf"),
+                  new_code_cell("  for x in xs:\n    y = tf.reduce_sum(x, 1)\n\n  z = tf.keras.layers.Dense(3, kernel_regularizer='l2')"))
+    t = translate(nb)
+    out = nbformat.reads(t.result.output, as_version=4)
+    assert out.cells[1].source.splitlines()[:2] == ["  for x in xs:", "    y = torch.sum(x, dim=1)"]
+    errors = [f.render() for f in t.result.findings if f.severity.value == "error"]
+    # located where the user sees it: line 4 of cell 2, column 7 with the cell's indentation
+    assert [e.split(": error")[0] for e in errors] == ["nb.ipynb:cell 2:4:7"], errors
+    assert not [f for f in t.result.findings if f.code == "parse-error"]
+    # translated again: nothing changes
+    again = translate_notebook(t.result.output, "nb.ipynb", Settings())
+    assert again.result.output == t.result.output
+
+
 # --- the command line ----------------------------------------------------------------------------------------
 def test_check_and_diff_work_on_notebooks(tmp_path):
     nb = notebook(new_markdown_cell("m"), new_code_cell("import tensorflow as tf\ny = tf.reduce_sum(x, 1)"))
@@ -268,11 +285,13 @@ def test_residue_reports_imports_left_in_notebook_cells(tmp_path):
                   new_code_cell("x = 1\nfrom tensorflow import keras"))
     write_nb(tmp_path / "src" / "a.ipynb", nb)
     write_nb(tmp_path / "src" / "b.ipynb", notebook(new_code_cell("%time import torch")))
+    write_nb(tmp_path / "src" / "c.ipynb", notebook(new_code_cell("  import os\n  import tensorflow as tf")))
     r = invoke("residue", str(tmp_path / "src"))
     assert r.exit_code == 1
     assert r.stderr.splitlines() == [
         f"{tmp_path / 'src' / 'a.ipynb'}:cell 3:2:1: error: residue: still uses the source framework: from tensorflow import ...",
-        "fwport residue: 2 files checked, 1 still use TensorFlow/Keras"]
+        f"{tmp_path / 'src' / 'c.ipynb'}:cell 1:2:3: error: residue: still uses the source framework: import tensorflow",
+        "fwport residue: 3 files checked, 2 still use TensorFlow/Keras"]
 
 
 _PROBE = """

@@ -145,6 +145,7 @@ class _Region:
     lines: int
     masks: list[str]
     newline: bool  # the cell's source ended with a line break
+    indent: str = ""  # the indentation of the cell's first line, which IPython removes from every line
 
 
 @dataclass
@@ -214,11 +215,15 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
         return unchanged
 
     findings: list[Finding] = []
-    included: list[tuple[int, str, list[str], bool]] = []  # (cell, masked source, masks, ended with \n)
+    # (cell, masked source, masks, ended with \n, indentation IPython removes)
+    included: list[tuple[int, str, list[str], bool, str]] = []
     for i, cell in enumerate(nb.cells, 1):
         if cell.get("cell_type") != "code":
             continue
         src = _source(cell)
+        indent = _leading_indent(src)
+        if indent:
+            src = _dedent(src, indent)
         masks: list[str] = []
         masked = mask_ipython(src, masks)
         if masked is None:  # a cell magic that runs something else: left as it is, never silently
@@ -240,8 +245,8 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
             continue
         except (RecursionError, MemoryError):
             continue
-        included.append((i, masked, masks, src.endswith("\n")))
-    joined_all = "\n".join(m for _, m, _, _ in included)
+        included.append((i, masked, masks, src.endswith("\n"), indent))
+    joined_all = "\n".join(m for _, m, _, _, _ in included)
     if not included or not _source_import(roots).search(joined_all):
         unchanged.result.findings = findings
         return unchanged
@@ -253,18 +258,18 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
                   "(bytes) under [tool.fwport] in pyproject.toml to translate it")]))
     # the joined text: cell, marker, [anchor] cell, marker, ...: the anchor opens the first cell with
     # Python in it (a setup cell of only `!pip install` lines stays first)
-    first = next((k for k, (_, masked, _, _) in enumerate(included) if _has_python(masked)), 0)
+    first = next((k for k, (_, masked, _, _, _) in enumerate(included) if _has_python(masked)), 0)
     anchor = not _FUTURE.search(included[first][1])
     parts: list[str] = []
     regions: list[_Region] = []
     line = 1
-    for k, (i, masked, masks, newline) in enumerate(included):
+    for k, (i, masked, masks, newline, indent) in enumerate(included):
         if anchor and k == first:
             parts.append(anchor_line + "\n")
             line += 1
         seg = masked if masked.endswith("\n") or not masked else masked + "\n"
         n = seg.count("\n")
-        regions.append(_Region(i, line, n, masks, newline))
+        regions.append(_Region(i, line, n, masks, newline, indent))
         parts.append(seg)
         parts.append(_CELL.format(k) + "\n")
         line += n + 1
@@ -294,6 +299,8 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
             return NotebookTranslation(FileResult(path, Status.FAILED, text, text, r.findings + [f]), joined, joined)
         if not region.newline and new.endswith("\n"):
             new = new[:-1]
+        if region.indent:  # the cell's own indentation back
+            new = "".join(region.indent + ln if ln.strip() else ln for ln in new.splitlines(keepends=True))
         cell = nb.cells[region.cell - 1]
         old = _source(cell)
         if new != old:
@@ -315,6 +322,18 @@ def translate_notebook(text: str, path: str, settings) -> NotebookTranslation:
     return NotebookTranslation(result, joined, r.output, changes)
 
 
+def _leading_indent(src: str) -> str:
+    """The spaces and tabs the cell's first line starts with: IPython removes them from every line that
+    starts with them before running the cell (its leading_indent transform), so an indented cell runs."""
+    return src[:len(src) - len(src.lstrip(" \t"))] if src[:1] in (" ", "\t") and "\n" not in src[:len(src) - len(src.lstrip(" \t"))] else ""
+
+
+def _dedent(src: str, indent: str) -> str:
+    if not indent:
+        return src
+    return "".join(ln[len(indent):] if ln.startswith(indent) else ln for ln in src.splitlines(keepends=True))
+
+
 def _has_python(masked: str) -> bool:
     """Whether a masked cell has a line that is neither blank, a comment nor an IPython placeholder."""
     return any(ln.strip() and not ln.lstrip().startswith("#") and not _MASK_RE.match(ln)
@@ -328,7 +347,8 @@ def _locate(f: Finding, regions: list[_Region]) -> Finding:
     for reg in regions:
         if f.line < reg.start + reg.lines + 1:  # the cell's lines and its marker line
             line = min(max(f.line - reg.start + 1, 1), max(reg.lines, 1))
-            return dataclasses.replace(f, cell=reg.cell, line=line)
+            column = f.column + len(reg.indent) if f.column else f.column
+            return dataclasses.replace(f, cell=reg.cell, line=line, column=column)
     return dataclasses.replace(f, cell=regions[-1].cell, line=max(regions[-1].lines, 1))
 
 
@@ -363,11 +383,14 @@ def notebook_residue(text: str, path: str, roots: tuple[str, ...]) -> FileResult
         for i, cell in enumerate(nb.cells, 1):
             if cell.get("cell_type") != "code":
                 continue
-            masked = mask_ipython(_source(cell), [])
+            src = _source(cell)
+            indent = _leading_indent(src)
+            masked = mask_ipython(_dedent(src, indent), [])
             if masked is None:
                 continue
             try:
-                found += [dataclasses.replace(f, cell=i) for f in find_source_references(masked, path, roots)]
+                found += [dataclasses.replace(f, cell=i, column=f.column + len(indent) if f.column else f.column)
+                          for f in find_source_references(masked, path, roots)]
             except (SyntaxError, ValueError, RecursionError):
                 continue  # not Python: nothing is imported from it
     return FileResult(path, Status.UNCHANGED, findings=found)
