@@ -26,25 +26,30 @@ from fwport.core.rule import Pack, load_pack
 
 def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None,
             layout: Layout | None = None) -> None:
-    """Give the findings a pass left pending their line and column in that pass's input tree.
+    """Give the findings a pass left pending their line and column in the source: their position in
+    that pass's input tree, moved back to the source's line where an earlier pass made a statement
+    longer or shorter (Layout.source_lines).
 
     Error findings that want a ``# fwport:`` comment and were not placed by their pass go into
-    ``comments`` by line (structural passes keep line structure, so these lines are the source's)."""
+    ``comments`` by their line in the tree (where the rule pass places them)."""
     if not ctx.pending:
         return
     positions = node_positions(tree, [p.node for p in ctx.pending if p.node is not None], layout)
+    parsed = ctx.analyses.get("parsed")
+    to_source = layout.source_lines(tree, parsed[0]) if parsed is not None and layout is not None else None
     located = []
     for p in ctx.pending:
         line, col = positions.get(id(p.node), (0, 0)) if p.node is not None else (0, 0)
-        located.append((p, p.finding.located(ctx.path, line, col)))
+        f = p.finding.located(ctx.path, to_source(line) if to_source is not None and line else line, col)
+        located.append((p, f, line))
     error_lines = {f.line for f in ctx.findings if f.severity is Severity.ERROR}
-    error_lines |= {f.line for _, f in located if f.severity is Severity.ERROR and f.code != "residue"}
-    for p, f in located:
+    error_lines |= {f.line for _, f, _ in located if f.severity is Severity.ERROR and f.code != "residue"}
+    for p, f, line in located:
         if f.code == "residue" and f.line in error_lines:
             continue  # that line already has an error saying what was left untranslated
         ctx.findings.append(f)
-        if p.comment and f.line and comments is not None:
-            comments.setdefault(f.line, []).append(p.finding)
+        if p.comment and line and comments is not None:  # (a line of the tree the comment goes into)
+            comments.setdefault(line, []).append(p.finding)
     ctx.pending.clear()
 
 

@@ -12,7 +12,8 @@ about; :func:`render` is a plain render without libcst's per-node position hooks
 from __future__ import annotations
 
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
+from difflib import SequenceMatcher
 from contextlib import nullcontext
 from itertools import accumulate
 from typing import Iterable
@@ -289,6 +290,60 @@ class Layout:
                 parts.append(r.text)
         parts += [module.code_for_node(f) for f in module.footer]
         return "".join(parts)
+
+    def source_lines(self, tree: cst.Module, original: cst.Module):
+        """A function from a line of ``tree`` to the line of ``original`` it comes from, where a pass made
+        statements longer or shorter (a multi-line ``model.compile(...)`` written as one line), or None
+        when no line moved. Top-level statements that no pass rebuilt are the very nodes of ``original``;
+        a rebuilt one is paired with the one of ``original`` it stands for (in order, between two that
+        were not rebuilt), and its lines with that one's by a line diff of the two texts (the lines a
+        pass left as they were match; a line it changed maps to the first line of what it replaced)."""
+        if tree is original:
+            return None
+        _, old, old_firsts, _, _ = self._parts(original)
+        _, new, new_firsts, _, _ = self._parts(tree)
+        where = {id(r.node): j for j, r in enumerate(old)}
+        pairs: list[int | None] = [None] * len(new)
+        anchors = [(-1, -1)] + [(i, where[id(r.node)]) for i, r in enumerate(new) if id(r.node) in where] \
+            + [(len(new), len(old))]
+        for (pi, pj), (ni, nj) in zip(anchors, anchors[1:]):
+            if ni < len(new):
+                pairs[ni] = nj
+            run_new, run_old = range(pi + 1, ni), range(pj + 1, nj)
+            for k, i in enumerate(run_new):
+                pairs[i] = run_old[k] if len(run_new) == len(run_old) else (run_old[0] if run_old else None)
+        if all(j is not None and new[i] is old[j] and new_firsts[i] == old_firsts[j] for i, j in enumerate(pairs)):
+            return None
+        diffs: dict[int, list] = {}
+
+        def inside(i: int, j: int, offset: int) -> int:
+            """The 0-based line of old[j] that line ``offset`` of new[i] comes from."""
+            blocks = diffs.get(i)
+            if blocks is None:
+                blocks = diffs[i] = SequenceMatcher(None, new[i].text.splitlines(), old[j].text.splitlines(),
+                                                    autojunk=False).get_matching_blocks()
+            prev_a = prev_b = 0
+            for a, b, size in blocks:
+                if offset < a:  # in a changed region: its line in what it replaced, if that is as long,
+                    # else the first line of what it replaced
+                    return prev_b + offset - prev_a if a - prev_a == b - prev_b else prev_b
+                if offset < a + size:
+                    return b + offset - a
+                prev_a, prev_b = a + size, b + size
+            return prev_b
+
+        def source_line(line: int) -> int:
+            i = bisect_right(new_firsts, line) - 1
+            if i < 0:
+                return line
+            j = pairs[i]
+            if j is None:  # a statement a pass added: the line of the statement before it
+                k = next((k for k in range(i - 1, -1, -1) if pairs[k] is not None), None)
+                return line if k is None else old_firsts[pairs[k]]
+            if new[i] is old[j]:
+                return line - new_firsts[i] + old_firsts[j]
+            return old_firsts[j] + inside(i, j, line - new_firsts[i])
+        return source_line
 
     def positions(self, module: cst.Module, targets: set[int]) -> dict[int, tuple[int, int]]:
         """As :func:`node_positions`."""
