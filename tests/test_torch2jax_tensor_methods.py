@@ -158,3 +158,29 @@ def test_an_einops_pattern_keeping_the_inputs_batch_axis_is_written_for_one_exam
     assert 'rearrange(q, "h n d -> n (h d)") + c' in r.output
     infos = [(f.line, f.code) for f in r.findings if f.severity is Severity.INFO and "->" in f.message]
     assert infos == [(13, "idiom-replaced"), (15, "idiom-replaced")], r.findings
+
+
+def test_a_method_another_pass_left_as_written_is_not_a_crash():
+    # modules.py refuses the in-place draw (and settles the call); tensor-methods had planned an edit on it,
+    # which the rule pass never made: the whole file failed with "planned edit(s) never applied" (17 of
+    # keras-io's examples through tf2jax: the KerasMultiHeadAttention helper's kernel.uniform_)
+    from fwport.core.pipeline import translate_source
+    src = '''
+import torch
+from torch import nn
+
+
+class M(nn.Module):
+    def initialize_parameters(self, query):
+        with torch.no_grad():
+            kernel.uniform_(-1, 1)
+
+    def forward(self, query):
+        if query.dim() != 3:
+            raise ValueError("no")
+        return query
+'''.lstrip("\n")
+    r = translate_source(src, "m.py", "torch2jax")
+    codes = [(f.code, f.line) for f in r.findings if f.severity.value == "error"]
+    assert ("internal-error", 0) not in codes and ("unsupported-construct", 8) in codes, codes
+    assert "        kernel.uniform_(-1, 1)\n" in r.output

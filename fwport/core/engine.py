@@ -19,7 +19,7 @@ from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
-from fwport.core.names import _CHILD_FIELDS, ScopedResolver, _child_fields, dotted_text
+from fwport.core.names import _CHILD_FIELDS, ScopedResolver, _child_fields, dotted_text, scan
 from fwport.core.position import render
 from fwport.core.rewrite import fresh_copy
 from fwport.core.rule import Rule
@@ -710,10 +710,26 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         self.ctx.needed_imports.intersection_update(imports)
         return original_node
 
+    def _drop_plans(self, node: cst.CSTNode) -> None:
+        """A pass left ``node`` as written and reported why (settled): the edits planned on it and inside
+        it are not made (it stays exactly as written), and so not missing."""
+        planned, plans = self._planned, self._plans
+
+        class _Under(cst.CSTVisitor):
+            def on_visit(self, n: cst.CSTNode) -> bool:
+                if id(n) in planned:
+                    edit = plans.get(n)
+                    if edit is not None:
+                        edit.applied = True
+                return True
+        scan(node, _Under())
+
     def _translate_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """The call's translation; ``updated_node`` when it is not this pass's to translate; None
         when its rule refused it."""
         if self.ctx.is_settled(original_node):
+            if self._planned:
+                self._drop_plans(original_node)
             return updated_node
         if self._planned and id(original_node) in self._planned:
             edit = self._plans.get(original_node)
