@@ -94,3 +94,39 @@ def test_instances_in_a_list_are_called_through_vmap():
     assert jnp.array_equal(ns["models"][0].fc.weight, ns["models"][1].fc.weight)
     said = [f for f in r.findings if f.severity is Severity.WARNING and f.code == "key-added"]
     assert len(said) == 1 and said[0].line == 15 and "the same parameters" in said[0].message, r.findings
+
+
+RANK = '''\
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        if x.dim() != 2:
+            raise ValueError("takes (batch, features)")
+        return self.fc(x) * x.ndim + x.ndimension()
+'''
+
+
+def test_the_rank_of_a_batched_tensor_counts_the_batch_axis(tmp_path):
+    # x.dim() was an error ("not translated yet") and x.ndim was left as written: one example's rank, one less
+    # than PyTorch's, silently (a rank check in forward raised on every input, a product was off by one)
+    import pytest
+    r = translate_source(RANK, "m.py", "torch2jax")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "if (x.ndim + 1) != 2:" in r.output and "* (x.ndim + 1) + (x.ndim + 1)" in r.output, r.output
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    pytest.importorskip("equinox")
+    from fwport.verify.run import Options, Session, verify
+    (tmp_path / "m.py").write_text(RANK)
+    (tmp_path / "m_jax.py").write_text(r.output)
+    with Session() as session:
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_jax.py"), "Net", inputs=["float32[3,4]"],
+                              checks=("forward", "grad"), device="cpu", direction="torch2jax"), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

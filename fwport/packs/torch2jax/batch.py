@@ -1307,6 +1307,9 @@ class Forward(cst.CSTTransformer):
             axis = self.shift(original, args[0].value, ".size")
             return updated if axis is None else cst.Subscript(
                 cst.Attribute(recv, cst.Name("shape")), [cst.SubscriptElement(cst.Index(axis))])
+        if name in ("dim", "ndimension") and not args:  # the batch axis jax.vmap takes away counts, as in PyTorch
+            return cst.BinaryOperation(cst.Attribute(recv, cst.Name("ndim")), cst.Add(), cst.Integer("1"),
+                                       lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         if name in ("chunk", "split"):
             return self.split(name, original, updated, recv)
         if name in ("sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose",
@@ -1789,6 +1792,8 @@ class Forward(cst.CSTTransformer):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         if isinstance(original.value, cst.Name) and original.value.value == "self" and original.attr.value in self.buffers:
             return cst.Call(self.ctx.spell("jax.lax.stop_gradient"), [cst.Arg(updated)])
+        if original.attr.value == "ndim" and self.is_batched(original.value):  # as .dim(): the batch axis counts
+            return cst.BinaryOperation(updated, cst.Add(), cst.Integer("1"), lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
         if original.attr.value in ("T", "mT", "H", "mH") and self.is_batched(original.value):
             self.error(original, f"{code(original)}: a transpose of every axis (the batch axis's too) of a batched "
                        "tensor; write .transpose(d0, d1) (or .permute) with its dimensions, which fwport follows")
