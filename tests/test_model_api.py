@@ -237,3 +237,55 @@ model.build((None, 8))
 ''')
     assert flagged(r) == [(line_of(r, "model.build("), "build")]
     assert "model(torch.zeros(1, ...))" in r.output
+
+
+TARGET_NETWORK = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def create_q_model():
+    inputs = layers.Input(shape=(8, 8, 2))
+    x = layers.Conv2D(4, 3, strides=2, activation="relu")(inputs)
+    x = layers.BatchNormalization()(x)
+    x = layers.Flatten()(x)
+    return keras.Model(inputs=inputs, outputs=layers.Dense(3)(x))
+
+
+model = create_q_model()
+model_target = create_q_model()
+model_target.set_weights(model.get_weights())
+'''
+
+
+def test_a_target_network_copy_is_load_state_dict(tmp_path):
+    # keras-io's DQN and DDPG: target.set_weights(model.get_weights()) → load_state_dict, every weight copied
+    # (BatchNorm's moving statistics too); a get_weights() used as a list stays an error
+    r = tr(TARGET_NETWORK + "w = model.get_weights()\n")
+    assert "\nmodel_target.load_state_dict(model.state_dict())\n" in r.output
+    assert flagged(r) == [(16, "get_weights")]
+    pytest.importorskip("torch")
+    import subprocess
+    import sys
+    code = tr(TARGET_NETWORK).output + textwrap.dedent('''
+        import torch
+        x = torch.randn(5, 8, 8, 2)
+        with torch.no_grad():
+            model(x)  # moves model's BatchNorm statistics away from the target's
+        model.eval(); model_target.eval()
+        with torch.no_grad():
+            for m in model.modules():
+                if isinstance(m, torch.nn.BatchNorm2d):
+                    m.running_mean.add_(0.5)
+            model_target.load_state_dict(model.state_dict())
+            a, b = model(x), model_target(x)
+        assert torch.equal(a, b), (a - b).abs().max()
+        other = create_q_model()
+        other(x)
+        with torch.no_grad():
+            assert not torch.equal(other.eval()(x), a)
+        print("same")
+    ''')
+    (tmp_path / "run.py").write_text(code)
+    out = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0 and "same" in out.stdout, out.stderr[-2000:]

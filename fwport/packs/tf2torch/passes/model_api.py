@@ -393,6 +393,9 @@ class _ModelApiPass(cst.CSTTransformer):
     def _saving(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
         """``model.save_weights(path)`` / ``model.load_weights(path)`` (``.expect_partial()`` after it
         too) / ``model.save(path)`` as a statement → torch.save / load_state_dict (see SAVING)."""
+        copied = self._copied_weights(value)
+        if copied is not None:
+            return copied
         if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args
                 and value.func.attr.value in ("expect_partial", "assert_consumed")
                 and isinstance(value.func.value, cst.Call)):
@@ -419,6 +422,25 @@ class _ModelApiPass(cst.CSTTransformer):
         out = text.format(torch=self.ctx.spell_text("torch.save")[: -len("save")], model=receiver,
                           path=code(path.value))
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{method}(...) → {out}: {why}", value)
+        return cst.parse_expression(out)
+
+    def _copied_weights(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``target.set_weights(model.get_weights())`` as a statement, both models (a DQN's target network)
+        → ``target.load_state_dict(model.state_dict())``: the same copy of every weight, non-trainable ones
+        (BatchNorm's moving statistics: torch's buffers) too; by name where Keras goes by position, which
+        for two models of one architecture is the same pairing (and for two others an error, not a mix)."""
+        if not (isinstance(value, cst.Call) and len(value.args) == 1 and value.args[0].keyword is None
+                and not value.args[0].star and not self.ctx.is_settled(value)
+                and self._model_method(value) == "set_weights"):
+            return None
+        source = value.args[0].value
+        if not (isinstance(source, cst.Call) and not source.args and self._model_method(source) == "get_weights"):
+            return None
+        target, model = code(value.func.value), code(source.func.value)  # type: ignore[union-attr]
+        out = f"{target}.load_state_dict({model}.state_dict())"
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{target}.set_weights({model}.get_weights()) → {out}: "
+                        "every parameter and buffer copied, by name (Keras pairs them by position: the same for "
+                        "two models of one architecture)", value)
         return cst.parse_expression(out)
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
