@@ -1459,11 +1459,24 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 @shape("reshape")
 def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     # ints written as literals or with module constants ((7, 7, generator_in_channels)): a constant keeps its name
-    target = sizes_of(lctx).shape(m.extras["target_shape"]) if "target_shape" in m.extras else None
-    if target is None or not all(_int(t) for t in target) or sum(1 for t in target if t == -1) > 1:
-        return _failed(m, ctx, "unsupported-argument", "target_shape must be a tuple of ints written as literals or "
-                       "module constants (at most one -1)")
+    # or sizes named by the builder's parameters ((-1, input_dim, 1)), written as they are: torch reads them
+    # where the module is built, as Keras does
+    sizes = sizes_of(lctx)
+    node = m.extras.get("target_shape")
+    target = sizes.shape(node)
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    whole = sizes.shape_name(node) if target is None else None
+    if whole is not None and lctx.layout != "nchw":
+        # a whole shape given by a builder parameter (Reshape(adjacency_shape)): its rank is unknown here
+        flat, unflatten = ctx.spell_text("torch.nn.Flatten"), ctx.spell_text("torch.nn.Unflatten")
+        un = expr(f"{unflatten}(1, tuple({whole}))")
+        return LayerEmission([un] if in_shape is not None and len(in_shape) == 1 else [expr(f"{flat}()"), un])
+    if target is None or not all(_int(t) or isinstance(t, str) for t in target) \
+            or sum(1 for t in target if t == -1) > 1:
+        return _failed(m, ctx, "unsupported-argument", "target_shape must be a tuple of sizes fwport can read where "
+                       "the layer is built: ints written as literals or module constants, parameters of the "
+                       "function that builds the model, or sizes of the model's tensors (x.shape[-1]) that are "
+                       "known (at most one -1)")
     if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1 or len(target) > 1):
         return _failed(m, ctx, "unsupported-construct", "Reshape to or from a feature map in a model converted "
                        "to channels-first: Keras reshapes in channels-last order, so the result would be "
@@ -1474,7 +1487,7 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         size = 1
         for n in in_shape:
             size *= n
-    if -1 in target and size is not None:
+    if -1 in target and size is not None and all(_int(t) for t in target):
         known = 1
         for t in target:
             known *= t if t != -1 else 1
@@ -1482,7 +1495,8 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     flat = ctx.spell_text("torch.nn.Flatten")
     mods = [expr(f"{flat}()")]
     if len(target) > 1:
-        unflatten = expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {target})")
+        dims = ", ".join(t if isinstance(t, str) else repr(t) for t in target)
+        unflatten = expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, ({dims}))")
         mods = [unflatten] if in_shape is not None and len(in_shape) == 1 else [*mods, unflatten]
     out = tuple(None if t == -1 else t for t in target)
     return LayerEmission(mods, out)

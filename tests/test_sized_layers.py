@@ -1,0 +1,81 @@
+"""Layer arguments whose sizes are not written as literals (issue 8): a Reshape or a Dense built from the
+builder's parameters or from sizes of the model's tensors (``x.shape[-1]``) is translated where the size is
+known where torch builds the module, and refused at its line where it is not; verified against Keras."""
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+
+
+def _errors(r) -> Counter:
+    return Counter(f.code for f in r.findings if f.severity.name == "ERROR")
+
+
+def _verify(tmp_path, source: str, output: str, model: str, shape: str, checks=("forward", "grad")) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, Session, verify
+    (tmp_path / "m.py").write_text(source)
+    (tmp_path / "m_torch.py").write_text(output)
+    with Session() as session:
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model, inputs=[shape],
+                              checks=checks, device="cpu"), session)
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+RESHAPE_SIZES = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model(seq, a, b, units):
+    inputs = keras.Input(shape=(seq, a * b))
+    x = layers.Reshape((-1, a, b))(inputs)
+    x = layers.Dense(units)(x)
+    x = layers.Reshape((-1, x.shape[-2] * x.shape[-1]))(x)
+    y = layers.Dense(x.shape[-1] // 2)(x)
+    outputs = layers.Dense(3)(y)
+    return keras.Model(inputs, outputs)
+
+
+def build_decoder(latent, target):
+    z = keras.Input(shape=(latent,))
+    x = layers.Dense(target[0] * target[1] * target[2])(z)
+    x = layers.Reshape(target)(x)
+    return keras.Model(z, x)
+
+
+model = build_model(5, 4, 6, 8)
+decoder = build_decoder(3, (2, 3, 4))
+'''
+
+
+def test_reshape_and_dense_sized_by_builder_parameters_and_tensor_shapes(tmp_path):
+    r = translate_source(RESHAPE_SIZES, "m.py")
+    assert not _errors(r), r.findings
+    # the tensors' sizes are written where the modules are built (x does not exist in __init__)
+    assert "nn.Unflatten(1, (-1, a * units))" in r.output and "x.shape" not in r.output
+    assert "nn.Unflatten(1, (-1, a, b))" in r.output and "nn.Unflatten(1, tuple(target))" in r.output
+    _verify(tmp_path, RESHAPE_SIZES, r.output, "build_model(5, 4, 6, 8)", "float32[2,5,24]")
+    _verify(tmp_path, RESHAPE_SIZES, r.output, "build_decoder(3, (2, 3, 4))", "float32[2,3]")
+
+
+def test_a_size_of_a_tensor_that_is_not_known_is_refused_at_its_line():
+    src = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model(n):
+    inputs = keras.Input(shape=(None, None))
+    x = layers.Dense(n)(inputs)
+    y = layers.Reshape((-1, x.shape[1] * 2))(x)
+    return keras.Model(inputs, y)
+'''
+    r = translate_source(src, "m.py")
+    found = [f for f in r.findings if f.severity.name == "ERROR" and "x.shape" in f.message]
+    assert found and found[0].line == 9, r.findings
+    assert "x.shape" in r.output and "class " not in r.output  # left as written, not a NameError in __init__
