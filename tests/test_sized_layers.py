@@ -79,3 +79,57 @@ def build_model(n):
     found = [f for f in r.findings if f.severity.name == "ERROR" and "x.shape" in f.message]
     assert found and found[0].line == 9, r.findings
     assert "x.shape" in r.output and "class " not in r.output  # left as written, not a NameError in __init__
+
+
+IN_PLACE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+IMG_W, IMG_H = 8, 4
+
+
+class Involution(keras.Model):
+    shape_out = (6, -1)
+
+    def __init__(self, k, groups):
+        super().__init__()
+        self.k, self.groups = k, groups
+        self.proj = layers.Dense(k * k * groups * 6)
+        self.unflat = layers.Reshape((6, self.k * self.k, 1, self.groups))
+        self.flat = layers.Reshape(self.shape_out)
+
+    def call(self, x):
+        return self.flat(self.unflat(self.proj(x)))
+
+
+def build():
+    new_shape = ((IMG_W // 4), (IMG_H // 2) * 2)
+    return keras.Sequential([keras.Input(shape=(IMG_W * IMG_H // 4,)), layers.Reshape(target_shape=new_shape),
+                             layers.Dense(3)])
+'''
+
+
+def test_reshape_built_where_the_layer_is_reads_its_sizes_as_written(tmp_path):
+    # a subclass's __init__ and a Sequential's list: torch builds the module at the very place, so
+    # self.k * self.k, a class attribute and a local tuple are the values Keras reads
+    r = translate_source(IN_PLACE, "m.py")
+    assert not _errors(r), r.findings
+    assert "nn.Unflatten(1, (6, (self.k * self.k), 1, self.groups))" in r.output
+    assert "nn.Unflatten(1, tuple(self.shape_out))" in r.output and "nn.Unflatten(1, tuple(new_shape))" in r.output
+    _verify(tmp_path, IN_PLACE, r.output, "Involution(2, 3)", "float32[2,5]")
+    _verify(tmp_path, IN_PLACE, r.output, "build", "float32[2,8]")
+
+
+def test_reshape_to_a_shape_of_unknown_rank_in_a_channels_first_chain_is_refused():
+    src = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build(shape):
+    return keras.Sequential([keras.Input(shape=(8, 8, 3)), layers.Conv2D(4, 3), layers.Reshape(shape),
+                             layers.Dense(2)])
+'''
+    r = translate_source(src, "m.py")
+    assert _errors(r), r.findings
+    assert "layers.Reshape(shape)" in r.output

@@ -364,6 +364,9 @@ class SizedContext(LayerContext):
     # PackedSequence of the unmasked steps; mask_out, the next layer is a recurrent one that takes it
     mask_in: bool = False
     mask_out: bool = False
+    # the module is written somewhere else than the layer call (the functional pass builds it in a generated
+    # class's __init__): an argument is readable there only as the sizes say, not as written
+    moved: bool = False
 
 
 def sizes_of(lctx: LayerContext) -> Sizes:

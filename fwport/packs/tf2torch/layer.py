@@ -1456,6 +1456,43 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([layer], (size,), flatten_of=flatten_of)
 
 
+def _written_sizes(node: cst.BaseExpression | None, ctx) -> tuple | str | None:
+    """A shape argument as written, for a module built where the layer call is: a tuple or list literal →
+    its sizes (ints, or the source text of each size expression); another plain expression (a name, an
+    attribute) → its text, a shape of unknown rank; None where an element is not a plain size expression
+    (a call, a starred item, something of TensorFlow's)."""
+    if node is None:
+        return None
+
+    def plain(n: cst.BaseExpression) -> bool:
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted_text(n) and ctx.imports.resolve(n) is not None:
+            return False  # a name of TensorFlow's
+        if isinstance(n, (cst.Integer, cst.Name)):
+            return True
+        if isinstance(n, cst.Attribute):
+            return plain(n.value)
+        if isinstance(n, cst.Subscript):
+            return plain(n.value) and all(isinstance(e.slice, cst.Index) and plain(e.slice.value) for e in n.slice)
+        if isinstance(n, cst.BinaryOperation):
+            return plain(n.left) and plain(n.right)
+        if isinstance(n, cst.UnaryOperation):
+            return plain(n.expression)
+        return False
+
+    if isinstance(node, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) or not plain(e.value) for e in node.elements) or not node.elements:
+            return None
+        out = []
+        for e in node.elements:
+            v = literal_value(e.value, NOT_LITERAL)
+            out.append(v if _int(v) else f"({code(e.value)})" if not isinstance(e.value, (cst.Name, cst.Attribute,
+                                                                                           cst.Subscript)) else code(e.value))
+        return tuple(out)
+    if plain(node) and not isinstance(node, cst.Integer):
+        return code(node)
+    return None
+
+
 @shape("reshape")
 def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     # ints written as literals or with module constants ((7, 7, generator_in_channels)): a constant keeps its name
@@ -1471,6 +1508,18 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         flat, unflatten = ctx.spell_text("torch.nn.Flatten"), ctx.spell_text("torch.nn.Unflatten")
         un = expr(f"{unflatten}(1, tuple({whole}))")
         return LayerEmission([un] if in_shape is not None and len(in_shape) == 1 else [expr(f"{flat}()"), un])
+    if (target is None or not all(_int(t) or isinstance(t, str) for t in target)) and not getattr(lctx, "moved", False):
+        # the module is built where the layer is (a Sequential's list, a subclass's __init__): the sizes as
+        # written there (self.kernel_size, a local new_shape) are the very values Keras reads
+        written = _written_sizes(node, ctx)
+        if isinstance(written, str):
+            if lctx.layout == "nchw":
+                target = None
+            else:
+                flat, unflatten = ctx.spell_text("torch.nn.Flatten"), ctx.spell_text("torch.nn.Unflatten")
+                return LayerEmission([expr(f"{flat}()"), expr(f"{unflatten}(1, tuple({written}))")])
+        elif written is not None:
+            target = written
     if target is None or not all(_int(t) or isinstance(t, str) for t in target) \
             or sum(1 for t in target if t == -1) > 1:
         return _failed(m, ctx, "unsupported-argument", "target_shape must be a tuple of sizes fwport can read where "

@@ -1807,14 +1807,14 @@ class _Builder:
                                  "elementwise layers, BatchNormalization and Dense can follow it exactly")
         if layout == "nchw" and rule.emit.get("shape") == "embedding":
             # its output is channels-last (batch, T, D): moved to channels-first where it is called
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes, moved=True),
                                  node)
             if not em.failed and (em.out_shape is None or len(em.out_shape) < 2):
                 raise _Refused(node, f"{code(call.func)} in a functional model converted to channels-first, on an "
                                      "input of unknown rank: cannot tell where its channels go", "shape-unknown")
             movedim = True
         elif layout == "nchw" and rule.emit.get("shape") == "reshape":
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes, moved=True),
                                  node)
             unflatten = None if em.failed else self._unflatten(node, shape, em.out_shape, t)
             if unflatten is not None:
@@ -1823,7 +1823,7 @@ class _Builder:
                                       and len(em.out_shape) == 1):
                 em = self._channels_last_reshape(call, em, node)
         else:
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes),
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes, moved=True),
                                  node)
         if em.failed:
             self.errors += 1  # the rule reported why
