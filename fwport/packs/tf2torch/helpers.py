@@ -192,6 +192,81 @@ class RandomZoom(KerasRandomTransform):
         return {torch}diag_embed({torch}stack([zx, zy], -1))
 '''
 
+_RANDOM_CONTRAST = '''
+
+class RandomContrast({nn}Module):
+    """keras.layers.RandomContrast (Keras 3): in training, each image's pixels moved away from (or towards) its
+    per-channel mean by its own factor, drawn uniformly from [1 - lower, 1 + upper] (a number f gives Keras's
+    (0, f): only more contrast), the result clipped to value_range; the identity in eval(), as Keras's."""
+
+    def __init__(self, factor, value_range=(0, 255), channels_last=True):
+        super().__init__()
+        self.lower, self.upper = (0.0, abs(factor)) if isinstance(factor, (int, float)) else sorted(factor)
+        self.value_range, self.channels_last = tuple(value_range), channels_last
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else (1, 1, 1)
+        factor = 1 - self.lower + (self.upper + self.lower) * {torch}rand(shape, dtype=x.dtype, device=x.device)
+        mean = x.mean(dim=(-3, -2) if self.channels_last else (-2, -1), keepdim=True)
+        return ((x - mean) * factor + mean).clamp(*self.value_range)
+'''
+
+_RANDOM_BRIGHTNESS = '''
+
+class RandomBrightness({nn}Module):
+    """keras.layers.RandomBrightness (Keras 3): in training, each image shifted by its own delta, drawn uniformly
+    from the factor's range (a number f: (-f, f)) times the width of value_range, the result clipped to
+    value_range; the identity in eval(), as Keras's."""
+
+    def __init__(self, factor, value_range=(0, 255)):
+        super().__init__()
+        self.lower, self.upper = (-abs(factor), abs(factor)) if isinstance(factor, (int, float)) else sorted(factor)
+        self.value_range = tuple(sorted(value_range))
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else (1, 1, 1)
+        delta = self.lower + (self.upper - self.lower) * {torch}rand(shape, dtype=x.dtype, device=x.device)
+        return (x + delta * (self.value_range[1] - self.value_range[0])).clamp(*self.value_range)
+'''
+
+_RANDOM_CROP = '''
+
+class RandomCrop({nn}Module):
+    """keras.layers.RandomCrop (Keras 3): in training, the batch cropped to (height, width) at one offset drawn
+    uniformly; an image not larger than that in both sizes is centre-cropped to the target's aspect ratio and
+    resized (bilinear) to it instead. The identity in eval(), as Keras's at inference."""
+
+    def __init__(self, height, width, channels_last=True):
+        super().__init__()
+        self.height, self.width = height, width
+        self.dims = (-3, -2) if channels_last else (-2, -1)
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        hd, wd = self.dims
+        h, w = x.shape[hd], x.shape[wd]
+        if h > self.height and w > self.width:
+            top = int({torch}randint(h - self.height + 1, ()))
+            left = int({torch}randint(w - self.width + 1, ()))
+            return x.narrow(hd, top, self.height).narrow(wd, left, self.width)
+        ch = max(min(h, int(w * self.height / self.width)), 1)
+        cw = max(min(w, int(h * self.width / self.height)), 1)
+        top, left = int((h - ch) / 2), int((w - cw) / 2)  # Keras's offsets; its slice is the target's size
+        x = x.narrow(hd, top, min(self.height, h - top)).narrow(wd, left, min(self.width, w - left))
+        if (x.shape[hd], x.shape[wd]) == (self.height, self.width):
+            return x
+        y = x if x.dim() == 4 else x[None]
+        y = y.movedim(-1, 1) if hd == -3 else y
+        y = {F}interpolate(y, size=(self.height, self.width), mode="bilinear", align_corners=False)
+        y = y.movedim(1, -1) if hd == -3 else y
+        return y if x.dim() == 4 else y[0]
+'''
+
 _GAUSSIAN_DROPOUT = '''
 
 class GaussianDropout({nn}Module):
@@ -656,6 +731,9 @@ HELPERS["_keras_resample"] = _RESAMPLE
 HELPERS["RandomRotation"] = _RANDOM_ROTATION
 HELPERS["RandomZoom"] = _RANDOM_ZOOM
 DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras_resample",)})
+HELPERS["RandomContrast"] = _RANDOM_CONTRAST
+HELPERS["RandomBrightness"] = _RANDOM_BRIGHTNESS
+HELPERS["RandomCrop"] = _RANDOM_CROP
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE

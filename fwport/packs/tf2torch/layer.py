@@ -1189,6 +1189,57 @@ def random_transform(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([expr(f"{helpers.use(ctx, name)}({args})")], lctx.in_shape)
 
 
+@shape("random-adjust")
+def random_adjust(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RandomCrop / RandomContrast / RandomBrightness → the helper module of the same name (written out in the
+    file), with Keras 3's draws (one crop offset per batch; a contrast factor and a brightness delta per image),
+    the identity in eval() as Keras 3's at inference. Keras 2's layers behave otherwise at inference (its
+    RandomCrop centre-crops there) and draw otherwise: refused there with the guidance the rule gives."""
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    guidance = {"RandomCrop": "torchvision.transforms.v2.RandomCrop to each training sample (and CenterCrop at "
+                              "inference, as Keras 2 does)",
+                "RandomContrast": "torchvision.transforms.v2.ColorJitter(contrast=...) to each training sample",
+                "RandomBrightness": "torchvision.transforms.v2.ColorJitter(brightness=...) to each training sample"}[name]
+    if ctx.version == 2:
+        return _failed(m, ctx, "unsupported-construct", f"{name} of Keras 2 (tf.keras) is random data augmentation "
+                       "whose draws and inference behaviour fwport does not reproduce: in the data pipeline, apply "
+                       f"{guidance}, and leave the layer out of the model")
+    data_format = literal_value(m.extras["data_format"], NOT_LITERAL) if "data_format" in m.extras else None
+    if data_format not in (None, "channels_last", "channels_first"):
+        return _failed(m, ctx, "unsupported-argument", f"data_format={code(m.extras['data_format'])}: not a literal")
+    first = lctx.layout == "nchw" or data_format == "channels_first"
+    if name == "RandomCrop":
+        h, w = (m.extras.get(k) for k in ("height", "width"))
+        if h is None or w is None:
+            return _failed(m, ctx, "unsupported-argument", "RandomCrop needs height and width")
+        args = f"{code(h)}, {code(w)}"
+    else:
+        factor = _factor_text(m, ctx, "factor")
+        if factor is None:
+            return LayerEmission([m.call], failed=True)
+        args = factor
+        if "value_range" in m.extras:
+            vr = literal_value(m.extras["value_range"], NOT_LITERAL)
+            if not (isinstance(vr, (list, tuple)) and len(vr) == 2 and all(isinstance(v, (int, float)) for v in vr)):
+                return _failed(m, ctx, "unsupported-argument", f"value_range={code(m.extras['value_range'])}: give "
+                               "a (low, high) pair of numbers as literals")
+            args += f", value_range={code(m.extras['value_range'])}"
+    if first and name != "RandomBrightness":
+        args += ", channels_last=False"
+    if "seed" in m.extras and literal_value(m.extras["seed"], None) is not None:
+        ctx.report(Severity.INFO, "dropped-argument", "seed dropped: the draws come from torch's global generator "
+                   "(torch.manual_seed)", m.node, m.rule)
+    ctx.report(Severity.INFO, "idiom-replaced", f"{name} → {name} (written out in this file): active in training "
+               "only, as Keras's; put the model in eval() for inference", m.node, m.rule)
+    out = lctx.in_shape
+    if name == "RandomCrop" and out is not None and len(out) == 3:
+        hh, ww = (literal_value(m.extras[k], NOT_LITERAL) for k in ("height", "width"))
+        # the training shape; at inference Keras 3 gives the input back, whose size the model must then take
+        out = (hh, ww, out[2]) if data_format != "channels_first" else (out[0], hh, ww)
+        out = tuple(d if _int(d) else None for d in out)
+    return LayerEmission([expr(f"{helpers.use(ctx, name)}({args})")], out)
+
+
 @shape("resizing")
 def resizing(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """Resizing → nn.Upsample(size=(h, w)) (it also shrinks): TensorFlow's bilinear resize samples at
