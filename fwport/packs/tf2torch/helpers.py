@@ -267,6 +267,24 @@ class RandomCrop({nn}Module):
         return y if x.dim() == 4 else y[0]
 '''
 
+_SEQUENCE_DROPOUT = '''
+
+class SequenceDropout({nn}Module):
+    """dropout= of a Keras recurrent layer: in training, the inputs (batch, steps, features) times one mask of
+    the features per sequence, the same at every step, scaled by 1 / (1 - p) (Keras drops only for 0 < p < 1);
+    the identity in eval()."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if not self.training or not 0 < self.p < 1:
+            return x
+        keep = {torch}empty(x.shape[0], 1, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
+        return x * keep / (1 - self.p)
+'''
+
 _GAUSSIAN_DROPOUT = '''
 
 class GaussianDropout({nn}Module):
@@ -734,6 +752,7 @@ DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras
 HELPERS["RandomContrast"] = _RANDOM_CONTRAST
 HELPERS["RandomBrightness"] = _RANDOM_BRIGHTNESS
 HELPERS["RandomCrop"] = _RANDOM_CROP
+HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE

@@ -628,6 +628,30 @@ _RNN_TARGETS = {"lstm": "torch.nn.LSTM", "gru": "torch.nn.GRU", "rnn": "torch.nn
 
 @shape("rnn")
 def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -> LayerEmission:
+    """The recurrent layers (:func:`_rnn`); ``dropout=`` without ``recurrent_dropout=`` → the SequenceDropout
+    helper before them: Keras (its default implementation, and the fused one) multiplies the inputs by one
+    mask of the features per sequence, the same at every step, which that module draws. Not under
+    Bidirectional (Keras draws a mask per direction) nor after a mask (the input is a packed sequence)."""
+    node = m.extras.get("dropout")
+    rec = m.extras.get("recurrent_dropout")
+    if node is None or literal_value(node, NOT_LITERAL) in (0, 0.0) or merge_mode is not None \
+            or (rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0)) or getattr(lctx, "mask_in", False) \
+            or ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is m.node:  # called with initial_state=...
+        return _rnn(m, ctx, lctx, merge_mode)
+    m.extras = {k: v for k, v in m.extras.items() if k != "dropout"}
+    em = _rnn(m, ctx, lctx, merge_mode)
+    if em.failed:
+        return em
+    drop = expr(f"{helpers.use(ctx, 'SequenceDropout')}({code(node)})")
+    ctx.report(Severity.INFO, "idiom-replaced", f"dropout={code(node)} → SequenceDropout (written out in this file) "
+               f"before the {m.rule.names[0].rsplit('.', 1)[-1]}: one mask of the input features per sequence in "
+               "training, as Keras's; the identity in eval()", m.node, m.rule)
+    em.modules = [drop, *em.modules]
+    em.weight_module += 1
+    return em
+
+
+def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -> LayerEmission:
     """LSTM / GRU / SimpleRNN → nn.LSTM / nn.GRU / nn.RNN (batch_first=True) and the RNNOutput helper
     (written out in the file) that keeps the sequence or its last step as Keras's return_sequences.
     What torch's modules cannot compute the same is refused: other activations, dropout inside the
@@ -673,9 +697,14 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     for key in ("dropout", "recurrent_dropout"):
         node = m.extras.get(key)
         if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
-            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras drops inside the recurrence "
-                           "with one mask per sequence, which torch's RNNs do not; apply nn.Dropout to the inputs "
-                           "(dropout) or write the cell by hand")
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras drops "
+                           + ("the recurrent state inside the recurrence with one mask per sequence, which torch's "
+                              "RNNs do not: write the cell by hand"
+                              if key == "recurrent_dropout" else
+                              "the inputs with one mask per direction (under Bidirectional), of a masked sequence, or "
+                              "of a layer called with its states, which fwport does not reproduce: apply the dropout "
+                              "by hand")
+                           )
     for key, default in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
         node = m.extras.get(key)
         if node is None or (kind == "rnn" and key == "recurrent_activation"):

@@ -38,7 +38,7 @@ def python_number(node: cst.BaseExpression, known: set[str], loop_vars: frozense
                   ints: bool = False) -> bool:
     """``node`` is certainly a Python number, or a (nested) sequence of them, whatever the names in
     ``known`` (names bound only to such values) and ``loop_vars`` (comprehension variables over them).
-    ``ints``: Python ints only (no float literal, ``float()``, ``/`` or ``**``)."""
+    ``ints``: Python ints only (no float literal, ``float()``, ``/``, nor ``**`` but to a literal power)."""
     def again(n: cst.BaseExpression, loops: frozenset[str] = loop_vars) -> bool:
         return python_number(n, known, loops, ints)
 
@@ -51,8 +51,9 @@ def python_number(node: cst.BaseExpression, known: set[str], loop_vars: frozense
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
         return again(node.expression)
     if isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.MatrixMultiply) or ints and isinstance(node.operator, (cst.Divide, cst.Power)):
-            return False
+        if isinstance(node.operator, cst.MatrixMultiply) or ints and (isinstance(node.operator, cst.Divide) or (
+                isinstance(node.operator, cst.Power) and not isinstance(node.right, cst.Integer))):
+            return False  # (an int to a power written as a literal, never negative here, is an int)
         return _scalar(node.left) and _scalar(node.right) and again(node.left) and again(node.right)
     if isinstance(node, (cst.List, cst.Tuple)):
         return bool(node.elements) and all(isinstance(e, cst.Element) and again(e.value) for e in node.elements)
