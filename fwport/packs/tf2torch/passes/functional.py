@@ -1433,7 +1433,7 @@ class _Builder:
                                  "model that fwport does not know here: the layer is built in __init__, where the "
                                  "tensor does not exist; give the model its input shape (keras.Input(shape=...)) or "
                                  "write the size as a number", "shape-unknown")
-        if sized is not call:
+        if sized is not call and code(sized) != code(call):  # (a copy loses the positions of the calls inside)
             self.sized_calls[id(call)] = sized
 
     def _input(self, target: str, call: cst.Call) -> None:
