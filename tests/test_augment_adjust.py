@@ -125,3 +125,31 @@ def test_keras2_code_keeps_the_error_with_guidance():
     errs = {f.message.split(" ")[0]: f for f in r.findings if f.severity.name == "ERROR"}
     assert set(errs) == {"RandomCrop", "RandomContrast", "RandomBrightness"}, r.findings
     assert "CenterCrop at inference" in errs["RandomCrop"].message and errs["RandomCrop"].line == 6
+
+
+TRANSLATIONS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+shift = layers.RandomTranslation((0.25, 0.25), (-0.2, -0.2))
+shift_fill = layers.RandomTranslation((-0.5, -0.5), (0.4, 0.4), fill_mode="constant", fill_value=0.5)
+shift_nearest = layers.RandomTranslation((0.1, 0.1), (0.3, 0.3), fill_mode="nearest", interpolation="nearest")
+'''
+
+
+def test_fixed_translations_give_keras_pixels(keras_side):
+    # lower == upper: one fixed shift per image, so the helper's pixels must be Keras's (direction, the
+    # fractions of height and width, the fills), which pins the conventions the random draws are used with
+    r = translate_source(TRANSLATIONS, "m.py")
+    assert not [f for f in r.findings if f.severity.name == "ERROR"], r.findings
+    ns_t: dict = {}
+    exec(compile(r.output, "m_torch.py", "exec"), ns_t)
+    ns_k: dict = {}
+    exec(TRANSLATIONS, ns_k)
+    x = _images((2, 8, 10, 3))
+    for name in ("shift", "shift_fill", "shift_nearest"):
+        k = np.asarray(ns_k[name](x, training=True))
+        t = ns_t[name].train()(torch.from_numpy(x)).numpy()
+        assert not np.allclose(k, x), name  # a shift happened
+        np.testing.assert_allclose(t, k, atol=1e-5, err_msg=name)
+        np.testing.assert_array_equal(ns_t[name].eval()(torch.from_numpy(x)).numpy(), x)

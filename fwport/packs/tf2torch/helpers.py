@@ -115,15 +115,18 @@ class RandomFlip({nn}Module):
 _RESAMPLE = '''
 
 def _keras_resample(images, inverse, fill_mode, interpolation, fill_value, channels_last):
-    """Keras's image transforms (RandomRotation, RandomZoom): each output pixel of image i reads the input at
-    inverse[i] @ (its offset from the image centre), in pixels, sampled as Keras samples (bilinear or nearest;
-    fill_mode "reflect" about the edge, "nearest", "constant" with fill_value, or "wrap")."""
+    """Keras's image transforms (RandomRotation, RandomZoom, RandomTranslation): each output pixel of image i reads
+    the input at inverse[i] @ (its offset from the image centre), in pixels (a (2, 3) inverse adds its last column),
+    sampled as Keras samples (bilinear or nearest; fill_mode "reflect" about the edge, "nearest", "constant" with
+    fill_value, or "wrap")."""
     x = images if images.dim() == 4 else images[None]
     x = x.permute(0, 3, 1, 2) if channels_last else x
     n, _, h, w = x.shape
     ys, xs = {torch}meshgrid({torch}arange(h, dtype=x.dtype, device=x.device) - (h - 1) / 2,
                              {torch}arange(w, dtype=x.dtype, device=x.device) - (w - 1) / 2, indexing="ij")
-    src = {torch}stack([xs, ys], -1).reshape(1, h * w, 2) @ inverse.to(x.dtype).transpose(1, 2)
+    src = {torch}stack([xs, ys], -1).reshape(1, h * w, 2) @ inverse[..., :2].to(x.dtype).transpose(1, 2)
+    if inverse.shape[-1] == 3:
+        src = src + inverse[:, None, :, 2].to(x.dtype)
     grid = {torch}stack([(2 * src[..., 0] + w) / w - 1, (2 * src[..., 1] + h) / h - 1], -1).reshape(n, h, w, 2)
     if fill_mode == "wrap":
         grid = (grid + 1) % 2 - 1
@@ -141,9 +144,9 @@ def _keras_range(factor):
 
 
 class KerasRandomTransform({nn}Module):
-    """What Keras's RandomRotation and RandomZoom share: in training, one transform drawn per image
-    (self.inverse(n, device): output pixel offsets to input ones) and sampled by _keras_resample; the identity
-    in eval(), as Keras's at inference."""
+    """What Keras's RandomRotation, RandomZoom and RandomTranslation share: in training, one transform drawn per
+    image (self.inverse(n, device): output pixel offsets to input ones) and sampled by _keras_resample; the
+    identity in eval(), as Keras's at inference."""
 
     def __init__(self, fill_mode, interpolation, fill_value, channels_last):
         super().__init__()
@@ -283,6 +286,28 @@ class SequenceDropout({nn}Module):
             return x
         keep = {torch}empty(x.shape[0], 1, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
         return x * keep / (1 - self.p)
+'''
+
+_RANDOM_TRANSLATION = '''
+
+class RandomTranslation(KerasRandomTransform):
+    """keras.layers.RandomTranslation: each image shifted by its own fractions of its height and width, drawn
+    uniformly from the ranges (positive: down and right); the uncovered border filled by fill_mode."""
+
+    def __init__(self, height_factor, width_factor, fill_mode="reflect", interpolation="bilinear", fill_value=0.0,
+                 channels_last=True):
+        super().__init__(fill_mode, interpolation, fill_value, channels_last)
+        self.height, self.width = sorted(_keras_range(height_factor)), sorted(_keras_range(width_factor))
+
+    def forward(self, x):
+        self.size = x.shape[-3:-1] if self.channels_last else x.shape[-2:]
+        return super().forward(x)
+
+    def inverse(self, n, device):
+        dy = (self.height[0] + (self.height[1] - self.height[0]) * {torch}rand(n, device=device)) * self.size[0]
+        dx = (self.width[0] + (self.width[1] - self.width[0]) * {torch}rand(n, device=device)) * self.size[1]
+        one, zero = {torch}ones_like(dx), {torch}zeros_like(dx)
+        return {torch}stack([{torch}stack([one, zero, -dx], -1), {torch}stack([zero, one, -dy], -1)], 1)
 '''
 
 _GAUSSIAN_DROPOUT = '''
@@ -748,7 +773,9 @@ HELPERS["RandomFlip"] = _RANDOM_FLIP
 HELPERS["_keras_resample"] = _RESAMPLE
 HELPERS["RandomRotation"] = _RANDOM_ROTATION
 HELPERS["RandomZoom"] = _RANDOM_ZOOM
-DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras_resample",)})
+HELPERS["RandomTranslation"] = _RANDOM_TRANSLATION
+DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras_resample",),
+                  "RandomTranslation": ("_keras_resample",)})
 HELPERS["RandomContrast"] = _RANDOM_CONTRAST
 HELPERS["RandomBrightness"] = _RANDOM_BRIGHTNESS
 HELPERS["RandomCrop"] = _RANDOM_CROP
