@@ -133,3 +133,35 @@ def build(shape):
     r = translate_source(src, "m.py")
     assert _errors(r), r.findings
     assert "layers.Reshape(shape)" in r.output
+
+
+JOINED_SHAPES = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+IMAGE_SIZE = [6, 5]
+target_shape = (6, 5)
+
+
+def build_a():
+    inputs = keras.Input([*IMAGE_SIZE, 3])
+    x = layers.Conv2D(4, 3, padding="same")(inputs)
+    x = layers.Flatten()(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+
+
+def build_b():
+    inputs = keras.Input(shape=target_shape + (3,))
+    x = layers.Conv2D(4, 3)(inputs)
+    x = layers.Flatten()(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+
+
+def test_input_shapes_joined_from_module_constants_are_read(tmp_path):
+    # [*IMAGE_SIZE, 3] and target_shape + (3,): sizes known here, so the Flatten → Dense sizes follow
+    r = translate_source(JOINED_SHAPES, "m.py")
+    assert not _errors(r), r.findings
+    assert "nn.Linear(120, 2)" in r.output and "nn.Linear(48, 2)" in r.output
+    _verify(tmp_path, JOINED_SHAPES, r.output, "build_a", "float32[2,6,5,3]")
+    _verify(tmp_path, JOINED_SHAPES, r.output, "build_b", "float32[2,6,5,3]")
