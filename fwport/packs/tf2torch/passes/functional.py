@@ -1446,7 +1446,8 @@ class _Builder:
         name = _shape_parts(call, self.sizes) if shape is None else None
         if shape is None and name is None:
             self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
-                             "builder parameters): the layer sizes cannot be propagated", "shape-unknown")
+                             "builder parameters): the layer sizes cannot be propagated; write the shape out (--trace "
+                             "does not supply an Input's shape: it observes layers' inputs only)", "shape-unknown")
         op = _Op("input", True)
         self.input_ops.append(op)
         t = _Tensor(shape, self._node(op, []), shape_name=name)
