@@ -153,3 +153,28 @@ def test_fixed_translations_give_keras_pixels(keras_side):
         assert not np.allclose(k, x), name  # a shift happened
         np.testing.assert_allclose(t, k, atol=1e-5, err_msg=name)
         np.testing.assert_array_equal(ns_t[name].eval()(torch.from_numpy(x)).numpy(), x)
+
+
+def test_factors_given_by_names_are_read_where_the_layer_is_built():
+    # a Sequential's list keeps its place in the file: max_translation and zoom_factor / 2 are the values
+    # Keras's layers are built with, so the helpers are built with them too
+    src = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+max_translation = 0.1
+zoom_factor = 0.2
+aug = keras.Sequential([layers.RandomTranslation(height_factor=max_translation, width_factor=max_translation),
+                        layers.RandomZoom(zoom_factor / 2), layers.RandomContrast(zoom_factor)])
+'''
+    r = translate_source(src, "m.py")
+    assert not [f for f in r.findings if f.severity.name == "ERROR"], r.findings
+    assert "RandomTranslation(max_translation, width_factor=max_translation)" in r.output
+    assert "RandomZoom(zoom_factor / 2)" in r.output and "RandomContrast(zoom_factor)" in r.output
+    ns: dict = {}
+    exec(compile(r.output, "m_torch.py", "exec"), ns)
+    x = torch.rand(4, 8, 8, 3) * 255
+    assert torch.equal(ns["aug"].eval()(x), x)
+    torch.manual_seed(0)
+    y = ns["aug"].train()(x)
+    assert y.shape == x.shape and not torch.equal(y, x)

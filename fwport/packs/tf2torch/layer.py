@@ -1175,13 +1175,19 @@ def _augmentation_options(m: MappedCall, ctx) -> str | None:
     return "".join(f", {o}" for o in out)
 
 
-def _factor_text(m: MappedCall, ctx, key: str) -> str | None:
-    """A Keras augmentation factor written as the source wrote it: a number or a (lower, upper) pair."""
+def _factor_text(m: MappedCall, ctx, key: str, lctx: LayerContext | None = None) -> str | None:
+    """A Keras augmentation factor written as the source wrote it: a number or a (lower, upper) pair; where the
+    module is built at the layer's place (not moved by the functional pass), also a plain expression
+    (max_translation, zoom_factor / 2), which the helper reads as Keras does when it is built."""
     node = m.extras.get(key)
     v = literal_value(node, NOT_LITERAL) if node is not None else NOT_LITERAL
     if isinstance(v, (int, float)) and not isinstance(v, bool) or (
             isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(e, (int, float)) for e in v)):
         return code(node)
+    if node is not None and lctx is not None and not getattr(lctx, "moved", False):
+        written = _written_sizes(cst.Tuple([cst.Element(node)]), ctx)
+        if isinstance(written, tuple):
+            return code(node)
     m.fail(ctx, "unsupported-argument", f"{key}={m.written(key) or code(node)}: give a number or a (lower, upper) "
            "pair of numbers as literals")
     return None
@@ -1198,7 +1204,7 @@ def random_transform(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     for k in keys:
         if k not in m.extras or literal_value(m.extras[k], NOT_LITERAL) is None and k == "width_factor":
             continue
-        text = _factor_text(m, ctx, k)
+        text = _factor_text(m, ctx, k, lctx)
         if text is None:
             return LayerEmission([m.call], failed=True)
         factors.append(text if k != "width_factor" else f"width_factor={text}")
@@ -1243,7 +1249,7 @@ def random_adjust(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             return _failed(m, ctx, "unsupported-argument", "RandomCrop needs height and width")
         args = f"{code(h)}, {code(w)}"
     else:
-        factor = _factor_text(m, ctx, "factor")
+        factor = _factor_text(m, ctx, "factor", lctx)
         if factor is None:
             return LayerEmission([m.call], failed=True)
         args = factor
