@@ -76,6 +76,9 @@ CASES = [
     ("one-hot-int", TF, "return tf.one_hot(i, 3, dtype=tf.int64)", [i32(3, 2, 2)]),
     ("split-parts", TF, "return tf.split(x, 2, axis=1)", [X]),
     ("split-sizes", TF, "return tf.split(x, [1, 3], axis=1)", [X]),
+    # a name bound only to Python ints is a number of parts (torch.chunk, not torch.split's part size)
+    ("split-parts-int-name", TF, "n = int(x.shape[1] / 2); return tf.split(x, n, axis=1)", [X]),
+    ("split-sizes-display-of-names", TF, "return tf.split(x, [1, x.shape[1] - 1], axis=1)", [X]),
     ("transpose-default", TF, "return tf.transpose(x)", [X3]),
     ("transpose-perm", TF, "return tf.transpose(x, perm=[0, 2, 1])", [X3]),
     ("matmul", TF, "return tf.matmul(a, b)", [f32(2, 3, 4), f32(2, 4, 5)]),
@@ -153,6 +156,8 @@ CASES = [
     ("where-select", TF, "return tf.where(x > 0, x, tf.zeros_like(x))", [X]),
     ("where-indices", TF, "return tf.where(x > 0)", [X3]),
     ("pad-constant", TF, "return tf.pad(x, [[0, 0], [1, 2], [0, 1]], constant_values=-1.0)", [X3]),
+    # sizes that are expressions, in a display of pairs: reversed pair by pair for F.pad
+    ("pad-expression-sizes", TF, "return tf.pad(x, [[0, x.shape[1] - 1], [x.shape[0] + 1, 0], [0, 1]])", [X3]),
     ("sort-descending", TF, "return tf.sort(x, direction='DESCENDING')", [X]),
     ("einsum", TF, "return tf.einsum('bij,bkj->bik', a, b)", [f32(2, 3, 4), f32(2, 5, 4)]),
     ("tensordot", TF, "return tf.tensordot(a, b, axes=[[1], [0]])", [f32(3, 4), f32(4, 2)]),

@@ -600,3 +600,26 @@ def test_a_metric_subclass_keeps_its_state_as_keras_does():
     theirs = want["run"](batches)
     np.testing.assert_allclose(mine, theirs, rtol=1e-6)
     assert len(set(theirs)) == 3  # the batches and the reset tell the states apart
+
+
+def test_string_ops_are_errors_naming_the_python_counterpart():
+    """tf.strings has no torch counterpart (no string tensors): each op is an error at its line that names the
+    Python str operation to use where the text is prepared."""
+    r = _translate('''
+        import tensorflow as tf
+
+
+        def clean(text):
+            text = tf.strings.lower(text)
+            text = tf.strings.regex_replace(text, "[!?]", "")
+            return tf.strings.reduce_join(tf.strings.unicode_split(text, "UTF-8"), separator=" ")
+    ''', errors_ok=True)
+    by_line = {}
+    for f in r.findings:
+        if f.severity is Severity.ERROR:
+            by_line.setdefault(f.line, []).append(f.message)
+    assert sorted(by_line) == [5, 6, 7], by_line
+    said = " ".join(m for ms in by_line.values() for m in ms)
+    for counterpart in ("s.lower()", "re.sub(pattern, rewrite, s)", "sep.join(parts)", "list(s)"):
+        assert counterpart in said, counterpart
+    assert all("no string tensors" in m for ms in by_line.values() for m in ms)

@@ -607,3 +607,83 @@ def test_torch2jax_workers_compute_float32_at_full_precision():
                            env={**os.environ, "JAX_PLATFORMS": "cpu"})
         assert p.returncode == 0, p.stderr[-2000:]
         assert p.stdout.split("\n")[-2].strip() == want, p.stdout
+
+
+# --- issue 8's layers8b: input dropout of recurrent layers, Keras 3's augmentation layers -----------------------
+
+LAYERS8B = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_model():
+    new_shape = (4, 6)
+    return keras.Sequential([
+        keras.Input(shape=(24,)),
+        layers.Reshape(new_shape),
+        layers.LSTM(5, dropout=0.3, return_sequences=True),
+        layers.Dense(3),
+    ])
+
+
+def build_augment():
+    return keras.Sequential([
+        keras.Input(shape=(8, 8, 3)),
+        layers.RandomContrast(0.3),
+        layers.RandomTranslation(0.2, 0.2),
+        layers.RandomCrop(6, 6),
+        layers.RandomBrightness(0.2),
+        layers.Conv2D(2, 3),
+        layers.GlobalAveragePooling2D(),
+    ])
+'''
+# a training-only guard lost: the layer then acts at inference, where Keras's is the identity
+LAYERS8B_TEXT_MUTATIONS = {
+    "sequence-dropout-active-in-eval": ("build_model", "if not self.training or not 0 < self.p < 1:",
+                                        "if not 0 < self.p < 1:", "layers[1]"),
+    "contrast-active-in-eval": ("build_augment", "        if not self.training:\n            return x\n"
+                                "        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else (1, 1, 1)\n"
+                                "        factor", "        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else "
+                                "(1, 1, 1)\n        factor", "layers[0]"),
+    "translation-active-in-eval": ("build_augment", "        if not self.training:\n            return x\n"
+                                   "        inverse = ", "        inverse = ", "layers[1]"),
+    "brightness-active-in-eval": ("build_augment", "        if not self.training:\n            return x\n"
+                                  "        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else (1, 1, 1)\n"
+                                  "        delta", "        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else "
+                                  "(1, 1, 1)\n        delta", "layers[3]"),
+}
+
+
+@pytest.fixture(scope="module")
+def layers8b_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-8b")
+    (d / "model.py").write_text(LAYERS8B)
+    out = translate_source(LAYERS8B, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def _run_8b(session, files, model, text=None):
+    d, good = files
+    path = d / "good.py"
+    if text is not None:
+        assert text != good, "the mutation did not apply"
+        path = d / "mutant.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, checks=("forward",), device="cpu"), session)
+
+
+@pytest.mark.parametrize("model", ["build_model", "build_augment"])
+def test_layers8b_correct_translation_passes(session, layers8b_files, model):
+    cert = _run_8b(session, layers8b_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(LAYERS8B_TEXT_MUTATIONS))
+def test_planted_bug_in_a_layers8b_layer_is_caught(session, layers8b_files, name):
+    model, old, new, layer = LAYERS8B_TEXT_MUTATIONS[name]
+    _, good = layers8b_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_8b(session, layers8b_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]

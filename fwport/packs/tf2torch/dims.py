@@ -333,11 +333,27 @@ class Sizes:
         if rank1:
             return (self.dim(node),)
         if isinstance(node, (cst.Tuple, cst.List)):
-            if any(isinstance(e, cst.StarredElement) for e in node.elements):
-                return None
-            return tuple(self.dim(e.value) for e in node.elements)
+            out: list = []
+            for e in node.elements:
+                if isinstance(e, cst.StarredElement):  # (*IMAGE_SIZE, 3) with IMAGE_SIZE a module constant
+                    part = self.constants.get(e.value.value) if isinstance(e.value, cst.Name) else None
+                    if not isinstance(part, tuple):
+                        return None
+                    out.extend(part)
+                else:
+                    out.append(self.dim(e.value))
+            return tuple(out)
         if isinstance(node, cst.Name) and isinstance(self.constants.get(node.value), tuple):
             return tuple(self.constants[node.value])
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) \
+                and isinstance(node.left, (cst.Tuple, cst.List, cst.Name, cst.BinaryOperation)) \
+                and isinstance(node.right, (cst.Tuple, cst.List, cst.Name, cst.BinaryOperation)):
+            # target_shape + (3,): shapes joined, each known here (a module constant, a display)
+            left, right = self.shape(node.left), self.shape(node.right)
+            if left is not None and right is not None and not (
+                    isinstance(node.left, cst.Name) and node.left.value not in self.constants) and not (
+                    isinstance(node.right, cst.Name) and node.right.value not in self.constants):
+                return left + right
         d = self.dim(node)
         return (d,) if is_int(d) else None
 
@@ -364,6 +380,9 @@ class SizedContext(LayerContext):
     # PackedSequence of the unmasked steps; mask_out, the next layer is a recurrent one that takes it
     mask_in: bool = False
     mask_out: bool = False
+    # the module is written somewhere else than the layer call (the functional pass builds it in a generated
+    # class's __init__): an argument is readable there only as the sizes say, not as written
+    moved: bool = False
 
 
 def sizes_of(lctx: LayerContext) -> Sizes:

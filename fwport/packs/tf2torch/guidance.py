@@ -106,3 +106,25 @@ GUIDANCE: dict[str, str] = {
         "CSV fields parsed from string tensors: parse the lines in Python (csv.reader) or read the file with "
         "pandas.read_csv, then torch.as_tensor the columns",
 }
+
+# tf.strings: torch has no string tensors. Text is prepared in Python (a Dataset's __getitem__, a collate_fn
+# or a tokenizer) and only the ids reach torch; each op's Python counterpart, on str (decode bytes first)
+_STRINGS = ("torch has no string tensors: prepare text in Python in the Dataset (its __getitem__ or a collate_fn) "
+            "and give torch only the encoded ids; on a Python str (bytes.decode() first) the counterpart is ")
+GUIDANCE.update({f"tensorflow.strings.{name}": _STRINGS + what for name, what in {
+    "lower": "s.lower()",
+    "upper": "s.upper()",
+    "strip": "s.strip()",
+    "length": "len(s) (unit='UTF8_CHAR'; len(s.encode()) for TensorFlow's default bytes)",
+    "join": "sep.join([a, b, ...]) element by element",
+    "reduce_join": "sep.join(parts) along the axis",
+    "regex_replace": "re.sub(pattern, rewrite, s) (TensorFlow's RE2 syntax: \\1 groups as in Python; "
+                     "replace_global=False is count=1)",
+    "regex_full_match": "re.fullmatch(pattern, s) is not None",
+    "split": "s.split(sep) (sep=None: runs of whitespace, as TensorFlow's default)",
+    "unicode_split": "list(s) (characters; list(s.encode()) for bytes)",
+    "to_number": "float(s) (int(s) for out_type=tf.int32/int64)",
+    "substr": "s[pos:pos + len] (on bytes: TensorFlow's default unit='BYTE')",
+    "as_string": "str(x) (format with f-strings for precision / width)",
+    "format": "template.format(...) / an f-string",
+}.items()})

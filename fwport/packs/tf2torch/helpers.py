@@ -115,15 +115,18 @@ class RandomFlip({nn}Module):
 _RESAMPLE = '''
 
 def _keras_resample(images, inverse, fill_mode, interpolation, fill_value, channels_last):
-    """Keras's image transforms (RandomRotation, RandomZoom): each output pixel of image i reads the input at
-    inverse[i] @ (its offset from the image centre), in pixels, sampled as Keras samples (bilinear or nearest;
-    fill_mode "reflect" about the edge, "nearest", "constant" with fill_value, or "wrap")."""
+    """Keras's image transforms (RandomRotation, RandomZoom, RandomTranslation): each output pixel of image i reads
+    the input at inverse[i] @ (its offset from the image centre), in pixels (a (2, 3) inverse adds its last column),
+    sampled as Keras samples (bilinear or nearest; fill_mode "reflect" about the edge, "nearest", "constant" with
+    fill_value, or "wrap")."""
     x = images if images.dim() == 4 else images[None]
     x = x.permute(0, 3, 1, 2) if channels_last else x
     n, _, h, w = x.shape
     ys, xs = {torch}meshgrid({torch}arange(h, dtype=x.dtype, device=x.device) - (h - 1) / 2,
                              {torch}arange(w, dtype=x.dtype, device=x.device) - (w - 1) / 2, indexing="ij")
-    src = {torch}stack([xs, ys], -1).reshape(1, h * w, 2) @ inverse.to(x.dtype).transpose(1, 2)
+    src = {torch}stack([xs, ys], -1).reshape(1, h * w, 2) @ inverse[..., :2].to(x.dtype).transpose(1, 2)
+    if inverse.shape[-1] == 3:
+        src = src + inverse[:, None, :, 2].to(x.dtype)
     grid = {torch}stack([(2 * src[..., 0] + w) / w - 1, (2 * src[..., 1] + h) / h - 1], -1).reshape(n, h, w, 2)
     if fill_mode == "wrap":
         grid = (grid + 1) % 2 - 1
@@ -141,9 +144,9 @@ def _keras_range(factor):
 
 
 class KerasRandomTransform({nn}Module):
-    """What Keras's RandomRotation and RandomZoom share: in training, one transform drawn per image
-    (self.inverse(n, device): output pixel offsets to input ones) and sampled by _keras_resample; the identity
-    in eval(), as Keras's at inference."""
+    """What Keras's RandomRotation, RandomZoom and RandomTranslation share: in training, one transform drawn per
+    image (self.inverse(n, device): output pixel offsets to input ones) and sampled by _keras_resample; the
+    identity in eval(), as Keras's at inference."""
 
     def __init__(self, fill_mode, interpolation, fill_value, channels_last):
         super().__init__()
@@ -190,6 +193,121 @@ class RandomZoom(KerasRandomTransform):
         zy = 1 + self.height[0] + (self.height[1] - self.height[0]) * {torch}rand(n, device=device)
         zx = zy if self.width is None else 1 + self.width[0] + (self.width[1] - self.width[0]) * {torch}rand(n, device=device)
         return {torch}diag_embed({torch}stack([zx, zy], -1))
+'''
+
+_RANDOM_CONTRAST = '''
+
+class RandomContrast({nn}Module):
+    """keras.layers.RandomContrast (Keras 3): in training, each image's pixels moved away from (or towards) its
+    per-channel mean by its own factor, drawn uniformly from [1 - lower, 1 + upper] (a number f gives Keras's
+    (0, f): only more contrast), the result clipped to value_range; the identity in eval(), as Keras's."""
+
+    def __init__(self, factor, value_range=(0, 255), channels_last=True):
+        super().__init__()
+        self.lower, self.upper = (0.0, abs(factor)) if isinstance(factor, (int, float)) else sorted(factor)
+        self.value_range, self.channels_last = tuple(value_range), channels_last
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else (1, 1, 1)
+        factor = 1 - self.lower + (self.upper + self.lower) * {torch}rand(shape, dtype=x.dtype, device=x.device)
+        mean = x.mean(dim=(-3, -2) if self.channels_last else (-2, -1), keepdim=True)
+        return ((x - mean) * factor + mean).clamp(*self.value_range)
+'''
+
+_RANDOM_BRIGHTNESS = '''
+
+class RandomBrightness({nn}Module):
+    """keras.layers.RandomBrightness (Keras 3): in training, each image shifted by its own delta, drawn uniformly
+    from the factor's range (a number f: (-f, f)) times the width of value_range, the result clipped to
+    value_range; the identity in eval(), as Keras's."""
+
+    def __init__(self, factor, value_range=(0, 255)):
+        super().__init__()
+        self.lower, self.upper = (-abs(factor), abs(factor)) if isinstance(factor, (int, float)) else sorted(factor)
+        self.value_range = tuple(sorted(value_range))
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        shape = (x.shape[0], 1, 1, 1) if x.dim() == 4 else (1, 1, 1)
+        delta = self.lower + (self.upper - self.lower) * {torch}rand(shape, dtype=x.dtype, device=x.device)
+        return (x + delta * (self.value_range[1] - self.value_range[0])).clamp(*self.value_range)
+'''
+
+_RANDOM_CROP = '''
+
+class RandomCrop({nn}Module):
+    """keras.layers.RandomCrop (Keras 3): in training, the batch cropped to (height, width) at one offset drawn
+    uniformly; an image not larger than that in both sizes is centre-cropped to the target's aspect ratio and
+    resized (bilinear) to it instead. The identity in eval(), as Keras's at inference."""
+
+    def __init__(self, height, width, channels_last=True):
+        super().__init__()
+        self.height, self.width = height, width
+        self.dims = (-3, -2) if channels_last else (-2, -1)
+
+    def forward(self, x):
+        if not self.training:
+            return x
+        hd, wd = self.dims
+        h, w = x.shape[hd], x.shape[wd]
+        if h > self.height and w > self.width:
+            top = int({torch}randint(h - self.height + 1, ()))
+            left = int({torch}randint(w - self.width + 1, ()))
+            return x.narrow(hd, top, self.height).narrow(wd, left, self.width)
+        ch = max(min(h, int(w * self.height / self.width)), 1)
+        cw = max(min(w, int(h * self.width / self.height)), 1)
+        top, left = int((h - ch) / 2), int((w - cw) / 2)  # Keras's offsets; its slice is the target's size
+        x = x.narrow(hd, top, min(self.height, h - top)).narrow(wd, left, min(self.width, w - left))
+        if (x.shape[hd], x.shape[wd]) == (self.height, self.width):
+            return x
+        y = x if x.dim() == 4 else x[None]
+        y = y.movedim(-1, 1) if hd == -3 else y
+        y = {F}interpolate(y, size=(self.height, self.width), mode="bilinear", align_corners=False)
+        y = y.movedim(1, -1) if hd == -3 else y
+        return y if x.dim() == 4 else y[0]
+'''
+
+_SEQUENCE_DROPOUT = '''
+
+class SequenceDropout({nn}Module):
+    """dropout= of a Keras recurrent layer: in training, the inputs (batch, steps, features) times one mask of
+    the features per sequence, the same at every step, scaled by 1 / (1 - p) (Keras drops only for 0 < p < 1);
+    the identity in eval()."""
+
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        if not self.training or not 0 < self.p < 1:
+            return x
+        keep = {torch}empty(x.shape[0], 1, x.shape[-1], dtype=x.dtype, device=x.device).bernoulli_(1 - self.p)
+        return x * keep / (1 - self.p)
+'''
+
+_RANDOM_TRANSLATION = '''
+
+class RandomTranslation(KerasRandomTransform):
+    """keras.layers.RandomTranslation: each image shifted by its own fractions of its height and width, drawn
+    uniformly from the ranges (positive: down and right); the uncovered border filled by fill_mode."""
+
+    def __init__(self, height_factor, width_factor, fill_mode="reflect", interpolation="bilinear", fill_value=0.0,
+                 channels_last=True):
+        super().__init__(fill_mode, interpolation, fill_value, channels_last)
+        self.height, self.width = sorted(_keras_range(height_factor)), sorted(_keras_range(width_factor))
+
+    def forward(self, x):
+        self.size = x.shape[-3:-1] if self.channels_last else x.shape[-2:]
+        return super().forward(x)
+
+    def inverse(self, n, device):
+        dy = (self.height[0] + (self.height[1] - self.height[0]) * {torch}rand(n, device=device)) * self.size[0]
+        dx = (self.width[0] + (self.width[1] - self.width[0]) * {torch}rand(n, device=device)) * self.size[1]
+        one, zero = {torch}ones_like(dx), {torch}zeros_like(dx)
+        return {torch}stack([{torch}stack([one, zero, -dx], -1), {torch}stack([zero, one, -dy], -1)], 1)
 '''
 
 _GAUSSIAN_DROPOUT = '''
@@ -655,7 +773,13 @@ HELPERS["RandomFlip"] = _RANDOM_FLIP
 HELPERS["_keras_resample"] = _RESAMPLE
 HELPERS["RandomRotation"] = _RANDOM_ROTATION
 HELPERS["RandomZoom"] = _RANDOM_ZOOM
-DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras_resample",)})
+HELPERS["RandomTranslation"] = _RANDOM_TRANSLATION
+DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras_resample",),
+                  "RandomTranslation": ("_keras_resample",)})
+HELPERS["RandomContrast"] = _RANDOM_CONTRAST
+HELPERS["RandomBrightness"] = _RANDOM_BRIGHTNESS
+HELPERS["RandomCrop"] = _RANDOM_CROP
+HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE

@@ -628,6 +628,30 @@ _RNN_TARGETS = {"lstm": "torch.nn.LSTM", "gru": "torch.nn.GRU", "rnn": "torch.nn
 
 @shape("rnn")
 def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -> LayerEmission:
+    """The recurrent layers (:func:`_rnn`); ``dropout=`` without ``recurrent_dropout=`` → the SequenceDropout
+    helper before them: Keras (its default implementation, and the fused one) multiplies the inputs by one
+    mask of the features per sequence, the same at every step, which that module draws. Not under
+    Bidirectional (Keras draws a mask per direction) nor after a mask (the input is a packed sequence)."""
+    node = m.extras.get("dropout")
+    rec = m.extras.get("recurrent_dropout")
+    if node is None or literal_value(node, NOT_LITERAL) in (0, 0.0) or merge_mode is not None \
+            or (rec is not None and literal_value(rec, NOT_LITERAL) not in (0, 0.0)) or getattr(lctx, "mask_in", False) \
+            or ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is m.node:  # called with initial_state=...
+        return _rnn(m, ctx, lctx, merge_mode)
+    m.extras = {k: v for k, v in m.extras.items() if k != "dropout"}
+    em = _rnn(m, ctx, lctx, merge_mode)
+    if em.failed:
+        return em
+    drop = expr(f"{helpers.use(ctx, 'SequenceDropout')}({code(node)})")
+    ctx.report(Severity.INFO, "idiom-replaced", f"dropout={code(node)} → SequenceDropout (written out in this file) "
+               f"before the {m.rule.names[0].rsplit('.', 1)[-1]}: one mask of the input features per sequence in "
+               "training, as Keras's; the identity in eval()", m.node, m.rule)
+    em.modules = [drop, *em.modules]
+    em.weight_module += 1
+    return em
+
+
+def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -> LayerEmission:
     """LSTM / GRU / SimpleRNN → nn.LSTM / nn.GRU / nn.RNN (batch_first=True) and the RNNOutput helper
     (written out in the file) that keeps the sequence or its last step as Keras's return_sequences.
     What torch's modules cannot compute the same is refused: other activations, dropout inside the
@@ -673,9 +697,14 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     for key in ("dropout", "recurrent_dropout"):
         node = m.extras.get(key)
         if node is not None and literal_value(node, NOT_LITERAL) not in (0, 0.0):
-            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras drops inside the recurrence "
-                           "with one mask per sequence, which torch's RNNs do not; apply nn.Dropout to the inputs "
-                           "(dropout) or write the cell by hand")
+            return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: Keras drops "
+                           + ("the recurrent state inside the recurrence with one mask per sequence, which torch's "
+                              "RNNs do not: write the cell by hand"
+                              if key == "recurrent_dropout" else
+                              "the inputs with one mask per direction (under Bidirectional), of a masked sequence, or "
+                              "of a layer called with its states, which fwport does not reproduce: apply the dropout "
+                              "by hand")
+                           )
     for key, default in (("activation", "tanh"), ("recurrent_activation", "sigmoid")):
         node = m.extras.get(key)
         if node is None or (kind == "rnn" and key == "recurrent_activation"):
@@ -1146,13 +1175,19 @@ def _augmentation_options(m: MappedCall, ctx) -> str | None:
     return "".join(f", {o}" for o in out)
 
 
-def _factor_text(m: MappedCall, ctx, key: str) -> str | None:
-    """A Keras augmentation factor written as the source wrote it: a number or a (lower, upper) pair."""
+def _factor_text(m: MappedCall, ctx, key: str, lctx: LayerContext | None = None) -> str | None:
+    """A Keras augmentation factor written as the source wrote it: a number or a (lower, upper) pair; where the
+    module is built at the layer's place (not moved by the functional pass), also a plain expression
+    (max_translation, zoom_factor / 2), which the helper reads as Keras does when it is built."""
     node = m.extras.get(key)
     v = literal_value(node, NOT_LITERAL) if node is not None else NOT_LITERAL
     if isinstance(v, (int, float)) and not isinstance(v, bool) or (
             isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(e, (int, float)) for e in v)):
         return code(node)
+    if node is not None and lctx is not None and not getattr(lctx, "moved", False):
+        written = _written_sizes(cst.Tuple([cst.Element(node)]), ctx)
+        if isinstance(written, tuple):
+            return code(node)
     m.fail(ctx, "unsupported-argument", f"{key}={m.written(key) or code(node)}: give a number or a (lower, upper) "
            "pair of numbers as literals")
     return None
@@ -1169,7 +1204,7 @@ def random_transform(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     for k in keys:
         if k not in m.extras or literal_value(m.extras[k], NOT_LITERAL) is None and k == "width_factor":
             continue
-        text = _factor_text(m, ctx, k)
+        text = _factor_text(m, ctx, k, lctx)
         if text is None:
             return LayerEmission([m.call], failed=True)
         factors.append(text if k != "width_factor" else f"width_factor={text}")
@@ -1187,6 +1222,57 @@ def random_transform(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                "only, as Keras's; put the model in eval() for inference", m.node, m.rule)
     args = ", ".join(factors) + options + (", channels_last=False" if first else "")
     return LayerEmission([expr(f"{helpers.use(ctx, name)}({args})")], lctx.in_shape)
+
+
+@shape("random-adjust")
+def random_adjust(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RandomCrop / RandomContrast / RandomBrightness → the helper module of the same name (written out in the
+    file), with Keras 3's draws (one crop offset per batch; a contrast factor and a brightness delta per image),
+    the identity in eval() as Keras 3's at inference. Keras 2's layers behave otherwise at inference (its
+    RandomCrop centre-crops there) and draw otherwise: refused there with the guidance the rule gives."""
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    guidance = {"RandomCrop": "torchvision.transforms.v2.RandomCrop to each training sample (and CenterCrop at "
+                              "inference, as Keras 2 does)",
+                "RandomContrast": "torchvision.transforms.v2.ColorJitter(contrast=...) to each training sample",
+                "RandomBrightness": "torchvision.transforms.v2.ColorJitter(brightness=...) to each training sample"}[name]
+    if ctx.version == 2:
+        return _failed(m, ctx, "unsupported-construct", f"{name} of Keras 2 (tf.keras) is random data augmentation "
+                       "whose draws and inference behaviour fwport does not reproduce: in the data pipeline, apply "
+                       f"{guidance}, and leave the layer out of the model")
+    data_format = literal_value(m.extras["data_format"], NOT_LITERAL) if "data_format" in m.extras else None
+    if data_format not in (None, "channels_last", "channels_first"):
+        return _failed(m, ctx, "unsupported-argument", f"data_format={code(m.extras['data_format'])}: not a literal")
+    first = lctx.layout == "nchw" or data_format == "channels_first"
+    if name == "RandomCrop":
+        h, w = (m.extras.get(k) for k in ("height", "width"))
+        if h is None or w is None:
+            return _failed(m, ctx, "unsupported-argument", "RandomCrop needs height and width")
+        args = f"{code(h)}, {code(w)}"
+    else:
+        factor = _factor_text(m, ctx, "factor", lctx)
+        if factor is None:
+            return LayerEmission([m.call], failed=True)
+        args = factor
+        if "value_range" in m.extras:
+            vr = literal_value(m.extras["value_range"], NOT_LITERAL)
+            if not (isinstance(vr, (list, tuple)) and len(vr) == 2 and all(isinstance(v, (int, float)) for v in vr)):
+                return _failed(m, ctx, "unsupported-argument", f"value_range={code(m.extras['value_range'])}: give "
+                               "a (low, high) pair of numbers as literals")
+            args += f", value_range={code(m.extras['value_range'])}"
+    if first and name != "RandomBrightness":
+        args += ", channels_last=False"
+    if "seed" in m.extras and literal_value(m.extras["seed"], None) is not None:
+        ctx.report(Severity.INFO, "dropped-argument", "seed dropped: the draws come from torch's global generator "
+                   "(torch.manual_seed)", m.node, m.rule)
+    ctx.report(Severity.INFO, "idiom-replaced", f"{name} → {name} (written out in this file): active in training "
+               "only, as Keras's; put the model in eval() for inference", m.node, m.rule)
+    out = lctx.in_shape
+    if name == "RandomCrop" and out is not None and len(out) == 3:
+        hh, ww = (literal_value(m.extras[k], NOT_LITERAL) for k in ("height", "width"))
+        # the training shape; at inference Keras 3 gives the input back, whose size the model must then take
+        out = (hh, ww, out[2]) if data_format != "channels_first" else (out[0], hh, ww)
+        out = tuple(d if _int(d) else None for d in out)
+    return LayerEmission([expr(f"{helpers.use(ctx, name)}({args})")], out)
 
 
 @shape("resizing")
@@ -1456,14 +1542,76 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([layer], (size,), flatten_of=flatten_of)
 
 
+def _written_sizes(node: cst.BaseExpression | None, ctx) -> tuple | str | None:
+    """A shape argument as written, for a module built where the layer call is: a tuple or list literal →
+    its sizes (ints, or the source text of each size expression); another plain expression (a name, an
+    attribute) → its text, a shape of unknown rank; None where an element is not a plain size expression
+    (a call, a starred item, something of TensorFlow's)."""
+    if node is None:
+        return None
+
+    def plain(n: cst.BaseExpression) -> bool:
+        if isinstance(n, (cst.Name, cst.Attribute)) and dotted_text(n) and ctx.imports.resolve(n) is not None:
+            return False  # a name of TensorFlow's
+        if isinstance(n, (cst.Integer, cst.Name)):
+            return True
+        if isinstance(n, cst.Attribute):
+            return plain(n.value)
+        if isinstance(n, cst.Subscript):
+            return plain(n.value) and all(isinstance(e.slice, cst.Index) and plain(e.slice.value) for e in n.slice)
+        if isinstance(n, cst.BinaryOperation):
+            return plain(n.left) and plain(n.right)
+        if isinstance(n, cst.UnaryOperation):
+            return plain(n.expression)
+        return False
+
+    if isinstance(node, (cst.Tuple, cst.List)):
+        if any(isinstance(e, cst.StarredElement) or not plain(e.value) for e in node.elements) or not node.elements:
+            return None
+        out = []
+        for e in node.elements:
+            v = literal_value(e.value, NOT_LITERAL)
+            out.append(v if _int(v) else f"({code(e.value)})" if not isinstance(e.value, (cst.Name, cst.Attribute,
+                                                                                           cst.Subscript)) else code(e.value))
+        return tuple(out)
+    if plain(node) and not isinstance(node, cst.Integer):
+        return code(node)
+    return None
+
+
 @shape("reshape")
 def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     # ints written as literals or with module constants ((7, 7, generator_in_channels)): a constant keeps its name
-    target = sizes_of(lctx).shape(m.extras["target_shape"]) if "target_shape" in m.extras else None
-    if target is None or not all(_int(t) for t in target) or sum(1 for t in target if t == -1) > 1:
-        return _failed(m, ctx, "unsupported-argument", "target_shape must be a tuple of ints written as literals or "
-                       "module constants (at most one -1)")
+    # or sizes named by the builder's parameters ((-1, input_dim, 1)), written as they are: torch reads them
+    # where the module is built, as Keras does
+    sizes = sizes_of(lctx)
+    node = m.extras.get("target_shape")
+    target = sizes.shape(node)
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    whole = sizes.shape_name(node) if target is None else None
+    if whole is not None and lctx.layout != "nchw":
+        # a whole shape given by a builder parameter (Reshape(adjacency_shape)): its rank is unknown here
+        flat, unflatten = ctx.spell_text("torch.nn.Flatten"), ctx.spell_text("torch.nn.Unflatten")
+        un = expr(f"{unflatten}(1, tuple({whole}))")
+        return LayerEmission([un] if in_shape is not None and len(in_shape) == 1 else [expr(f"{flat}()"), un])
+    if (target is None or not all(_int(t) or isinstance(t, str) for t in target)) and not getattr(lctx, "moved", False):
+        # the module is built where the layer is (a Sequential's list, a subclass's __init__): the sizes as
+        # written there (self.kernel_size, a local new_shape) are the very values Keras reads
+        written = _written_sizes(node, ctx)
+        if isinstance(written, str):
+            if lctx.layout == "nchw":
+                target = None
+            else:
+                flat, unflatten = ctx.spell_text("torch.nn.Flatten"), ctx.spell_text("torch.nn.Unflatten")
+                return LayerEmission([expr(f"{flat}()"), expr(f"{unflatten}(1, tuple({written}))")])
+        elif written is not None:
+            target = written
+    if target is None or not all(_int(t) or isinstance(t, str) for t in target) \
+            or sum(1 for t in target if t == -1) > 1:
+        return _failed(m, ctx, "unsupported-argument", "target_shape must be a tuple of sizes fwport can read where "
+                       "the layer is built: ints written as literals or module constants, parameters of the "
+                       "function that builds the model, or sizes of the model's tensors (x.shape[-1]) that are "
+                       "known (at most one -1)")
     if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1 or len(target) > 1):
         return _failed(m, ctx, "unsupported-construct", "Reshape to or from a feature map in a model converted "
                        "to channels-first: Keras reshapes in channels-last order, so the result would be "
@@ -1474,7 +1622,7 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         size = 1
         for n in in_shape:
             size *= n
-    if -1 in target and size is not None:
+    if -1 in target and size is not None and all(_int(t) for t in target):
         known = 1
         for t in target:
             known *= t if t != -1 else 1
@@ -1482,7 +1630,8 @@ def reshape(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     flat = ctx.spell_text("torch.nn.Flatten")
     mods = [expr(f"{flat}()")]
     if len(target) > 1:
-        unflatten = expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {target})")
+        dims = ", ".join(t if isinstance(t, str) else repr(t) for t in target)
+        unflatten = expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, ({dims}))")
         mods = [unflatten] if in_shape is not None and len(in_shape) == 1 else [*mods, unflatten]
     out = tuple(None if t == -1 else t for t in target)
     return LayerEmission(mods, out)

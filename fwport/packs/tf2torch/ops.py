@@ -369,7 +369,8 @@ def split(m, ctx):
     dim = m.kwargs.get("dim")
     lit = _lit(what)
     dim_t = "" if dim is None or _lit(dim) == 0 else f", dim={_code(dim)}"
-    if isinstance(lit, int) and not isinstance(lit, bool):
+    if isinstance(lit, int) and not isinstance(lit, bool) or ctx.analyses.get(PY_NUMBERS, {}).get(id(what)):
+        # a literal, or a name bound only to Python ints here (passes/pyvalues.py): a number of parts
         return _e(f"{_spell(ctx, 'torch.chunk')}({_code(x)}, {_code(what)}{dim_t})")
     if isinstance(lit, (list, tuple)) and _all_ints(list(lit)):
         if any(v < 0 for v in lit):
@@ -377,8 +378,15 @@ def split(m, ctx):
                    "write the size out")
             return None
         return _e(f"{_spell(ctx, 'torch.split')}({_code(x)}, {_code(what)}{dim_t})")
-    m.fail(ctx, "unsupported-argument", "num_or_size_splits must be a literal: an int (number of equal "
-           "parts → torch.chunk) or a list of sizes (→ torch.split); torch.split's int means a part size")
+    if isinstance(what, (cst.List, cst.Tuple)) and what.elements and not any(
+            isinstance(e, cst.StarredElement) for e in what.elements) and not (
+            isinstance(lit, (list, tuple)) and any(isinstance(v, int) and v < 0 for v in lit)):
+        # a list display: sizes, whatever its elements are (a -1 among literals is refused above)
+        if not any(isinstance(_lit(e.value), int) and _lit(e.value) < 0 for e in what.elements):
+            return _e(f"{_spell(ctx, 'torch.split')}({_code(x)}, {_code(what)}{dim_t})")
+    m.fail(ctx, "unsupported-argument", f"num_or_size_splits={_code(what)}: fwport cannot tell whether it is a number "
+           "of equal parts (→ torch.chunk) or a list of sizes (→ torch.split; torch.split's int means a part size): "
+           "write a literal or a list display, or bind the name to int(...) in this function")
     return None
 
 
@@ -511,6 +519,30 @@ def softmax_ce(m, ctx):
               f"{_spell(ctx, 'torch.nn.functional.log_softmax')}({_code(logits)}, dim={a}), dim={a})")
 
 
+def _pad_pairs(node: cst.BaseExpression) -> list | None:
+    """A list / tuple display of two-element displays: its pairs, each size an int where it is a literal,
+    else the source text of its expression (parenthesised where it is not a plain name)."""
+    if not isinstance(node, (cst.List, cst.Tuple)) or not node.elements:
+        return None
+    pairs = []
+    for e in node.elements:
+        p = e.value if isinstance(e, cst.Element) else None
+        if not isinstance(p, (cst.List, cst.Tuple)) or len(p.elements) != 2 \
+                or any(not isinstance(v, cst.Element) for v in p.elements):
+            return None
+        pair = []
+        for v in p.elements:
+            lit = _lit(v.value)
+            if isinstance(lit, int) and not isinstance(lit, bool):
+                pair.append(lit)
+            else:
+                text = _code(v.value)
+                pair.append(text if isinstance(v.value, (cst.Name, cst.Attribute, cst.Subscript, cst.Call))
+                            else f"({text})")
+        pairs.append(pair)
+    return pairs
+
+
 @call_transform("pad")
 def pad(m, ctx):
     """``tf.pad(x, [[a, b], [c, d]])`` → ``F.pad(x, (c, d, a, b))``: torch lists the pads from the
@@ -519,8 +551,13 @@ def pad(m, ctx):
     lit = _lit(paddings)
     if not (isinstance(lit, (list, tuple)) and all(isinstance(p, (list, tuple)) and len(p) == 2
                                                    and _all_ints(list(p)) for p in lit)):
-        m.fail(ctx, "unsupported-argument", "paddings must be a literal list of [before, after] int pairs")
-        return None
+        # a display of [before, after] pairs whose sizes are expressions ([[0, pad_amount]]): written as they are
+        lit = _pad_pairs(paddings)
+        if lit is None:
+            m.fail(ctx, "unsupported-argument", f"paddings={_code(paddings)}: write a list of [before, after] pairs "
+                   "(each size a number or an expression) in the call, so that fwport can reverse their order "
+                   "for torch")
+            return None
     mode = _lit(m.extras.get("mode", cst.SimpleString("'CONSTANT'")))
     if not isinstance(mode, str) or mode.lower() != "constant":
         m.fail(ctx, "unsupported-argument", f"mode={mode!r}: only constant padding maps exactly "
@@ -529,7 +566,7 @@ def pad(m, ctx):
     pairs = [list(p) for p in lit]
     while pairs and pairs[0] == [0, 0]:
         pairs.pop(0)
-    flat = [v for p in reversed(pairs) for v in p]
+    flat = [v if isinstance(v, (int, str)) else _code(v) for p in reversed(pairs) for v in p]
     value = m.kwargs.get("value")
     v = "" if value is None or _lit(value) in (0, None) else f", value={_code(value)}"
     return _e(f"{_spell(ctx, 'torch.nn.functional.pad')}({_code(x)}, ({', '.join(map(str, flat))}{',' if len(flat) == 1 else ''}){v})")

@@ -57,8 +57,9 @@ PLANNERS: tuple[Planner, ...] = (
     # it reads the bases the subclass pass wrote)
     Planner("variables", Trigger(r"\bVariable\b", "Variable"), variables.run),
     # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
-    # `tensors` transform)
-    Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate)\s*\(", "stack", "concat"), pyvalues.run),
+    # `tensors` transform), and a Python int as tf.split's number of parts → torch.chunk
+    Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate|split)\s*\(", "stack", "concat", "split"),
+            pyvalues.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth...), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and

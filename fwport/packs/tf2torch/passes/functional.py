@@ -608,6 +608,7 @@ class _Builder:
         self.calls: list[dict] | None = None  # that order, for ModelInfo.calls (see _call_template)
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
+        self.sized_calls: dict[int, cst.Call] = {}  # id(layer call) → it with x.shape[i] written as sizes
 
     # --- reporting ----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
@@ -1413,9 +1414,27 @@ class _Builder:
                 raise _Refused(call, f"{code(call)}: a layer of this file built from Keras values or tensors: its "
                                      "arguments would not be translated where the module is built")
         layer = _Layer(call, what, kind, var=var)
+        if kind == "rule":
+            self._size_arguments(call)
         self.layers.append(layer)
         self.ctx.settle(call)
         return layer
+
+    def _size_arguments(self, call: cst.Call) -> None:
+        """A rule layer built from sizes of the model's tensors (``layers.Reshape((-1, x.shape[-2] *
+        x.shape[-1]))``, ``layers.Dense(x.shape[-1])``): the tensors do not exist where torch builds the
+        module, so each ``x.shape[i]`` is written as the size it has here (kept in ``self.sized_calls``
+        for the rule); refused where that size is not known."""
+        shapes = {n: t.shape for n, t in self.env.items() if isinstance(t, _Tensor) and t.shape is not None}
+        sized = rewrite(call, _SizeSubstitute(shapes), fresh=True) if shapes else call
+        left = [n for n in _shape_reads(sized) if isinstance(self.env.get(n.value), _Tensor)]
+        if left:
+            raise _Refused(call, f"{code(call.func)} built from `{code(left[0])}.shape`, a size of a tensor of this "
+                                 "model that fwport does not know here: the layer is built in __init__, where the "
+                                 "tensor does not exist; give the model its input shape (keras.Input(shape=...)) or "
+                                 "write the size as a number", "shape-unknown")
+        if sized is not call and code(sized) != code(call):  # (a copy loses the positions of the calls inside)
+            self.sized_calls[id(call)] = sized
 
     def _input(self, target: str, call: cst.Call) -> None:
         for i, a in enumerate(call.args):
@@ -1427,7 +1446,8 @@ class _Builder:
         name = _shape_parts(call, self.sizes) if shape is None else None
         if shape is None and name is None:
             self.error(call, "keras.Input without a shape fwport can read (a literal tuple, module constants or "
-                             "builder parameters): the layer sizes cannot be propagated", "shape-unknown")
+                             "builder parameters): the layer sizes cannot be propagated; write the shape out (--trace "
+                             "does not supply an Input's shape: it observes layers' inputs only)", "shape-unknown")
         op = _Op("input", True)
         self.input_ops.append(op)
         t = _Tensor(shape, self._node(op, []), shape_name=name)
@@ -1781,49 +1801,51 @@ class _Builder:
         moved to channels-first where it is called)."""
         layout = self.layout
         movedim = False
+        node, call = call, self.sized_calls.get(id(call), call)  # findings at the source's call
         if flat is not None and rule.id not in _CARRIES_FLATTEN and rule.emit.get("shape") not in _READS_FLATTEN:
-            raise _Refused(call, f"{code(call.func)} after the Flatten of a feature map converted to channels-first "
+            raise _Refused(node, f"{code(call.func)} after the Flatten of a feature map converted to channels-first "
                                  "sees the features in (c, h, w) order instead of Keras's (h, w, c): only "
                                  "elementwise layers, BatchNormalization and Dense can follow it exactly")
         if layout == "nchw" and rule.emit.get("shape") == "embedding":
             # its output is channels-last (batch, T, D): moved to channels-first where it is called
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
-                                 call)
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes, moved=True),
+                                 node)
             if not em.failed and (em.out_shape is None or len(em.out_shape) < 2):
-                raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first, on an "
+                raise _Refused(node, f"{code(call.func)} in a functional model converted to channels-first, on an "
                                      "input of unknown rank: cannot tell where its channels go", "shape-unknown")
             movedim = True
         elif layout == "nchw" and rule.emit.get("shape") == "reshape":
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes),
-                                 call)
-            unflatten = None if em.failed else self._unflatten(call, shape, em.out_shape, t)
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, "keep", self.scope, "", None, self.sizes, moved=True),
+                                 node)
+            unflatten = None if em.failed else self._unflatten(node, shape, em.out_shape, t)
             if unflatten is not None:
                 return unflatten, False
             if not em.failed and not (shape is not None and len(shape) == 1 and em.out_shape is not None
                                       and len(em.out_shape) == 1):
-                em = self._channels_last_reshape(call, em)
+                em = self._channels_last_reshape(call, em, node)
         else:
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes),
-                                 call)
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes, moved=True),
+                                 node)
         if em.failed:
             self.errors += 1  # the rule reported why
-            raise _Refused(call, "", "")
+            raise _Refused(node, "", "")
         if em.functional is not None or not em.modules:
-            raise _Refused(call, f"{rule.names[0]} has no torch module to call in a functional model")
+            raise _Refused(node, f"{rule.names[0]} has no torch module to call in a functional model")
         if rule.id == "lambda-layer" and mentions_source_alias(em.modules[0], self.ctx):
             # the module is written into __init__ by the finish step, after the rule pass: its calls would stay
-            raise _Refused(call, f"{code(call.func)} whose lambda calls TensorFlow / Keras, in a functional model: "
+            raise _Refused(node, f"{code(call.func)} whose lambda calls TensorFlow / Keras, in a functional model: "
                                  "not translated yet; define the function at the top of the file (the rules "
                                  "translate it there) and pass its name")
         return em, movedim
 
-    def _channels_last_reshape(self, call: cst.Call, em: LayerEmission) -> LayerEmission:
+    def _channels_last_reshape(self, call: cst.Call, em: LayerEmission, node: cst.Call | None = None) -> LayerEmission:
         """A Reshape to or from a feature map in a channels-first model, other than a Dense's outputs
         unflattened: the ChannelsLastReshape helper (written out in the file) reshapes in Keras's
         channels-last order between permutes, exactly."""
         target = next((a.value for i, a in enumerate(call.args)
                        if (a.keyword is None and i == 0) or (a.keyword is not None and a.keyword.value == "target_shape")),
                       None)
+        call = node or call  # findings at the source's call
         if target is None or em.out_shape is None:
             raise _Refused(call, f"{code(call.func)} in a functional model converted to channels-first, to a shape "
                                  "fwport cannot read: Keras reshapes in channels-last order; reshape explicitly "
@@ -2450,6 +2472,37 @@ class _ShapeSubstitute(cst.CSTTransformer):
         if is_int(d):
             return cst.Integer(str(int(d)))
         return cst.Name(d) if isinstance(d, str) and d.isidentifier() else updated_node
+
+
+class _SizeSubstitute(_ShapeSubstitute):
+    """:class:`_ShapeSubstitute` that also writes a size computed from the builder's parameters
+    (``-(-input_dim // 2)``) in place of ``x.shape[i]``."""
+
+    def leave_Subscript(self, original_node, updated_node):
+        out = super().leave_Subscript(original_node, updated_node)
+        v = original_node.value
+        if out is updated_node and isinstance(v, cst.Attribute) and v.attr.value == "shape" \
+                and isinstance(v.value, cst.Name) and v.value.value in self.shapes:
+            i = literal_value(original_node.slice[0].slice.value, None)
+            shape = self.shapes[v.value.value]
+            if is_int(i) and i != 0 and -len(shape) <= (i - 1 if i > 0 else i) < len(shape):
+                d = shape[i - 1] if i > 0 else shape[i]
+                if isinstance(d, str):
+                    return expr(f"({d})")
+        return out
+
+
+def _shape_reads(node: cst.CSTNode) -> list[cst.Name]:
+    """The names whose ``.shape`` the expression reads (``x`` of ``x.shape[-1]``)."""
+    found: list[cst.Name] = []
+
+    class _Find(cst.CSTVisitor):
+        def visit_Attribute(self, n: cst.Attribute) -> None:
+            if n.attr.value == "shape" and isinstance(n.value, cst.Name):
+                found.append(n.value)
+
+    node.visit(_Find())
+    return found
 
 
 class _Substitute(cst.CSTTransformer):

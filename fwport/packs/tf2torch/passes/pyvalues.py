@@ -1,4 +1,5 @@
-"""Planner (read-only analysis): Python numbers among the tensors of ``tf.stack`` / ``tf.concat``.
+"""Planner (read-only analysis): Python numbers among the tensors of ``tf.stack`` / ``tf.concat``, and
+the Python int given to ``tf.split`` as its number of parts.
 
 TensorFlow converts every element of the list it stacks or concatenates: ``tf.stack([lengths - 1,
 batch_range], axis=1)`` with ``batch_range = [i for i in range(batch_size)]`` is fine in TensorFlow,
@@ -37,7 +38,7 @@ def python_number(node: cst.BaseExpression, known: set[str], loop_vars: frozense
                   ints: bool = False) -> bool:
     """``node`` is certainly a Python number, or a (nested) sequence of them, whatever the names in
     ``known`` (names bound only to such values) and ``loop_vars`` (comprehension variables over them).
-    ``ints``: Python ints only (no float literal, ``float()``, ``/`` or ``**``)."""
+    ``ints``: Python ints only (no float literal, ``float()``, ``/``, nor ``**`` but to a literal power)."""
     def again(n: cst.BaseExpression, loops: frozenset[str] = loop_vars) -> bool:
         return python_number(n, known, loops, ints)
 
@@ -50,8 +51,9 @@ def python_number(node: cst.BaseExpression, known: set[str], loop_vars: frozense
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
         return again(node.expression)
     if isinstance(node, cst.BinaryOperation):
-        if isinstance(node.operator, cst.MatrixMultiply) or ints and isinstance(node.operator, (cst.Divide, cst.Power)):
-            return False
+        if isinstance(node.operator, cst.MatrixMultiply) or ints and (isinstance(node.operator, cst.Divide) or (
+                isinstance(node.operator, cst.Power) and not isinstance(node.right, cst.Integer))):
+            return False  # (an int to a power written as a literal, never negative here, is an int)
         return _scalar(node.left) and _scalar(node.right) and again(node.left) and again(node.right)
     if isinstance(node, (cst.List, cst.Tuple)):
         return bool(node.elements) and all(isinstance(e, cst.Element) and again(e.value) for e in node.elements)
@@ -178,6 +180,9 @@ class _Elements(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         last = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else None
+        if last == "split":
+            self._split_count(node)
+            return
         if last not in _LISTS_OF or not node.args:
             return
         keyword = node.args[0].keyword
@@ -190,6 +195,17 @@ class _Elements(cst.CSTVisitor):
         for e in values.elements:
             if isinstance(e, cst.Element) and python_number(e.value, numbers):
                 self.found[id(e.value)] = python_number(e.value, ints, ints=True)
+
+
+    def _split_count(self, node: cst.Call) -> None:
+        """``tf.split(x, n)`` with ``n`` a name or expression certainly a Python int (``slices =
+        int(...)``): a number of equal parts, which the split transform writes as ``torch.chunk``."""
+        arg = next((a for i, a in enumerate(node.args) if (i == 1 and a.keyword is None) or (
+            a.keyword is not None and a.keyword.value == "num_or_size_splits")), None)
+        if arg is None or arg.star or not _scalar(arg.value):
+            return
+        if python_number(arg.value, self.known[-1].get()[1], ints=True):
+            self.found[id(arg.value)] = True
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
