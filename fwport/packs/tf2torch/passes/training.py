@@ -337,7 +337,47 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 and call.args and isinstance(call.args[0].value, cst.Call)):
             pair = _zip_of(call.args[0].value)
             if pair:  # keyed by the optimizer's name, or `self.d_optimizer` for an attribute
-                self.variables.setdefault(code(call.func.value), []).append(pair[1])
+                fn = self._scopes[-1] if self._scopes else None
+                self.variables.setdefault(code(call.func.value), []).append(_bound_variables(fn, pair[1]))
+
+
+def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
+    """``trainable_vars`` bound once, in the enclosing function, to ``X.trainable_variables`` (or
+    ``trainable_weights``) and nowhere else → that attribute (whose parameters fwport names); else as given."""
+    if not (isinstance(variables, cst.Name) and isinstance(fn, cst.FunctionDef)):
+        return variables
+    name = variables.value
+    if name in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}:
+        return variables
+    values: list = []
+
+    class _Bindings(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(name in {n.value for n in _target_names(t.target)} for t in node.targets):
+                values.append(node.value if len(node.targets) == 1
+                              and isinstance(node.targets[0].target, cst.Name) else None)
+
+        def visit_AugAssign(self, node) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                values.append(None)
+
+        def visit_AnnAssign(self, node) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                values.append(None)
+
+        def visit_For(self, node) -> None:
+            if name in {n.value for n in _target_names(node.target)}:
+                values.append(None)
+
+        def visit_WithItem(self, node) -> None:
+            if node.asname is not None and name in {n.value for n in _target_names(node.asname.name)}:
+                values.append(None)
+
+    scan(fn.body, _Bindings())
+    if len(values) == 1 and isinstance(values[0], cst.Attribute) and values[0].attr.value in _VARIABLE_LISTS \
+            and _dotted_name(values[0].value) and name not in _names_in([values[0]]):
+        return values[0]
+    return variables
 
 
 def _receiver_root(func: cst.BaseExpression) -> cst.Name | None:
@@ -1234,6 +1274,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 refuse = f"no `grads = {name}.gradient(loss, variables)` follows in the same block"
         k = j + 1
         grads = grad[0] if grad else None
+        variables = self._variables_of(grad[2]) if grad else None  # a name bound to X.trainable_variables: X's
         used = False  # the gradients go through other code before apply_gradients
         clip = None  # (index, norm name, clip_norm) of `grads, norm = tf.clip_by_global_norm(grads, c)`
         if refuse is None:
@@ -1246,7 +1287,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     grads, norm, max_norm = clipped
                     clip = (k, norm, max_norm)
                 elif grads in _names_in([body[k]]):
-                    if clip is not None or _params_of(grad[2]) is None:
+                    if clip is not None or _params_of(variables) is None:
                         refuse = (f"the gradients {grads} are used before apply_gradients, together with a global "
                                   f"norm clip or on variables whose parameters are not known")
                         break
@@ -1260,7 +1301,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif {grad[0], grads} & _names_in(self._until_rebound(body, k + 1, name)) or name in _names_in(
                     self._until_rebound(body, j + 1, name)):
                 refuse = f"{grads} or {name} is used after the step"
-            elif (clip is not None or self.plan.clips.get(apply[0])) and _params_of(grad[2]) is None:
+            elif (clip is not None or self.plan.clips.get(apply[0])) and _params_of(variables) is None:
                 refuse = f"the parameters of {code(grad[2])} are not known (clipping needs them)"
             else:
                 refuse = self._schedule_refusal(apply[0])
@@ -1284,10 +1325,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         new = [zero, *inner, *body[i + 1:j]]
         backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))
         if (opt == "self.optimizer" and self.classes and self.classes[-1] in self.plan.train_step_classes
-                and code(grad[2]) not in ("self.trainable_weights", "self.trainable_variables")):
+                and code(variables) not in ("self.trainable_weights", "self.trainable_variables")):
             # TrainStepModule.compile creates self.optimizer over all the parameters: only those of
             # the variables apply_gradients gets may receive gradients (step() moves any that has one)
-            params = _params_of(grad[2])
+            params = _params_of(variables)
             if params is None:
                 self.ctx.report(Severity.ERROR, "unsupported-construct",
                                 f"self.optimizer updates {code(grad[2])}, whose parameters fwport cannot name; "
@@ -1297,7 +1338,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 inputs = params if params.startswith("[") else f"list({params})"
                 backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward(inputs={inputs})"))
         if used:  # the gradients as a list, shaped as torch's parameters
-            params = _params_of(grad[2])
+            params = _params_of(variables)
             self.ctx.options["_split_lines"] = True
             backward = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(backward.value)])),
                         cst.Assign([cst.AssignTarget(cst.Name(grad[0]))],
@@ -1310,7 +1351,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         between = list(body[j + 1:k])
         if clip is not None:
             at, norm, max_norm = clip
-            clip_call = (f"{self.ctx.spell_text('torch.nn.utils.clip_grad_norm_')}({_params_of(grad[2])}, "
+            clip_call = (f"{self.ctx.spell_text('torch.nn.utils.clip_grad_norm_')}({_params_of(variables)}, "
                          f"{code(max_norm)})")
             stmt_clip = cst.Expr(cst.parse_expression(clip_call)) if norm is None else cst.Assign(
                 [cst.AssignTarget(cst.Name(norm))], cst.parse_expression(clip_call))
@@ -1320,18 +1361,21 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "(returned before clipping, like TensorFlow's); torch divides by norm + 1e-6, "
                             "a relative difference under 1e-6 / clip_norm", self._source_of(at, self._global_clip_node))
         new += between
-        step = self._step(opt, _params_of(grad[2]), call, _names_in(body))
+        step = self._step(opt, _params_of(variables), call, _names_in(body))
         if used:
             taken = _names_in(body)
             p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
             g_name = next(n for n in ("grad", "grad_", "fwport_grad") if n not in taken)
-            write = cst.parse_statement(f"for {p_name}, {g_name} in zip({_params_of(grad[2])}, {code(apply[1])}):\n"
+            write = cst.parse_statement(f"for {p_name}, {g_name} in zip({_params_of(variables)}, {code(apply[1])}):\n"
                                         f"    {p_name}.grad = {g_name}\n")
             new.append(write.with_changes(leading_lines=body[k].leading_lines))
             new.append(body[k].with_changes(body=step, leading_lines=[]))
         else:
             new.append(body[k].with_changes(body=step))
         return new, k + 1
+
+    def _variables_of(self, variables: cst.BaseExpression) -> cst.BaseExpression:
+        return _bound_variables(self._scopes[-1] if self._scopes else None, variables)
 
     def _schedule_refusal(self, opt: str) -> str | None:
         """Why a step of ``opt``, whose learning rate is a schedule, cannot step its LambdaLR here (created
