@@ -241,6 +241,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
+        self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
+        # train_step classes → what of Keras 2's compiled loss / metrics their methods read (COMPILED, "metrics")
+        self.compiled_uses: dict[str, set[str]] = {}
+        self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
         self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -264,6 +268,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.own_metrics.add(node.name.value)
             if "compile" in methods:
                 self.custom_compiles.add(node.name.value)
+            uses, attrs = _CompiledUses(self), []
+            scan(node.body, uses)
+            self.compiled_uses[node.name.value] = uses.used
+            self.metric_attrs[node.name.value] = uses.metric_attrs
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if (isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) and len(node.targets) == 1
@@ -299,6 +307,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                             self.scheduled[name] = self._scope_id()
                     elif kind == "schedule":
                         self.schedules.add(name)
+                    elif kind == "metric":
+                        self.metric_calls.setdefault(name, []).append(node.value)
                     elif kind == "loss":
                         rule = self.ctx.pack.by_name[q]
                         bound = bind_call(node.value, rule)
@@ -380,6 +390,42 @@ def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
     return variables
 
 
+class _CompiledUses(cst.CSTVisitor):
+    """In a train_step class: the attributes of Keras 2's compile it reads (``self.compiled_loss``,
+    ``self.compiled_metrics``, ``self.metrics``, ``self.compute_loss``...) and the Keras metric objects it
+    keeps as attributes (``self.loss_tracker = keras.metrics.Mean()``: Keras lists them in self.metrics)."""
+
+    def __init__(self, plan: "_Plan") -> None:
+        self.plan, self.used, self.metric_attrs = plan, set(), []
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if (isinstance(node.value, cst.Name) and node.value.value == "self"
+                and (node.attr.value in COMPILED or node.attr.value == "metrics")):
+            self.used.add(node.attr.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and _transform(self.plan.ctx, self.plan.qualname(node.value.func)) == "metric":
+            self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
+
+
+def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
+    """``self.<attr>``."""
+    return (isinstance(node, cst.Attribute) and node.attr.value == attr and isinstance(node.value, cst.Name)
+            and node.value.value == "self")
+
+
+# compile's metric strings → the written metric class (Keras 2 names the metric by the string given)
+_STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
+                   "categorical_accuracy": "CategoricalAccuracy", "binary_accuracy": "BinaryAccuracy",
+                   "mae": "MeanAbsoluteError", "mean_absolute_error": "MeanAbsoluteError",
+                   "mse": "MeanSquaredError", "mean_squared_error": "MeanSquaredError",
+                   "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError"}
+# "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
+# one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
+_ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
+                      "keras.losses.CategoricalCrossentropy": "CategoricalAccuracy"}
+
+
 def _receiver_root(func: cst.BaseExpression) -> cst.Name | None:
     """The name under ``a.b[0].c`` (subscripts by a name or a literal only: the receiver is written
     twice, once in its train()/eval() line); None for anything else."""
@@ -435,6 +481,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
         self._defined_names: set[str] | None = None
+        self._compiled_why: dict[str, str | None] = {}  # train_step class → why its compiles cannot be kept
+        self._accepted: set[int] = set()  # self.compiled_loss / compiled_metrics / metrics nodes read as Keras 2 does
+        self._not_accepted: dict[int, str] = {}  # ... and why others are not
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
                            if len(b) == 1 and b[0] is not None and len(plan.bound_at.get(n, [])) == 1}
@@ -738,7 +787,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
                 return None
         out = updated_node
-        tested = self.plan.instances.get(name, set()) <= self.plan.test_step_classes
+        classes = self.plan.instances.get(name, set())
+        # Keras 2's own test_step (the compiled loss and metrics), which TrainStepModule writes where they are kept
+        tested = classes <= self.plan.test_step_classes or (
+            len(classes) == 1 and "compiled_loss" in self.plan.compiled_uses.get(next(iter(classes)), set())
+            and self._compiled_refusal(next(iter(classes))) is None)
         if method == "evaluate" and not tested:
             return None  # Keras's own test_step (the compiled loss and metrics): model_api's error
         if method == "fit":
@@ -783,9 +836,78 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                         o.value)
                         a = a.with_changes(value=made)
                 args.append(a)
-            out = updated_node.with_changes(args=args)
+            out = updated_node.with_changes(args=self._compiled_args(original_node, args))
         self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
         return out
+
+    def _compiled_args(self, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+        """A compile of a model whose train_step reads Keras 2's compiled loss / metrics: its loss as
+        ``lambda y_true, y_pred: <torch loss>(<y_pred>, <y_true>)`` (Keras's order, torch's loss) and its
+        metrics as ``{name: metric}`` (Keras's names, which the written metric classes do not keep)."""
+        classes = self.plan.instances.get(call.func.value.value, set())
+        if len(classes) != 1:
+            return args
+        cls = next(iter(classes))
+        uses = self.plan.compiled_uses.get(cls, set())
+        if not uses & {"compiled_loss", "compiled_metrics", "metrics"} or (
+                uses == {"metrics"} and cls in self.plan.own_metrics) or self._compiled_refusal(cls) is not None:
+            return args
+        custom = cls in self.plan.custom_compiles
+        bound = self._compile_args(call, cls) or {}
+        loss = self._loss_rule(bound["loss"]) if "compiled_loss" in uses and "loss" in bound else None
+        out = []
+        for at, (o, a) in enumerate(zip(call.args, args)):
+            key = o.keyword.value if o.keyword is not None else (None if custom or at >= len(fitloop.COMPILE)
+                                                                 else fitloop.COMPILE[at])
+            if key == "loss" and loss is not None:
+                made = self._compiled_loss(o.value, a.value, *loss)
+                if made is not None:
+                    a = a.with_changes(value=made)
+            elif key == "metrics" and uses & {"compiled_metrics", "metrics"}:
+                metrics = self._metrics_of(o.value, loss if loss is not None else (
+                    self._loss_rule(bound["loss"]) if "loss" in bound else None))
+                if isinstance(metrics, list):
+                    by_id = {id(e.value): e.value for e in o.value.elements} if isinstance(
+                        o.value, (cst.List, cst.Tuple)) else {}
+                    updated = {id(oe.value): ue.value for oe, ue in zip(o.value.elements, a.value.elements)} \
+                        if isinstance(a.value, (cst.List, cst.Tuple)) else {}
+                    elements = []
+                    for (name, node, cls_name), e in zip(metrics, getattr(o.value, "elements", [])):
+                        if cls_name:
+                            self.ctx.options.setdefault("_metric_classes", set()).add(cls_name)
+                            value = node
+                        else:
+                            value = updated.get(id(e.value), by_id.get(id(e.value)))
+                        elements.append(cst.DictElement(cst.SimpleString(repr(name).replace("'", '"')), value))
+                    a = a.with_changes(value=cst.Dict(elements))
+                    self.ctx.report(Severity.INFO, "idiom-replaced",
+                                    f"metrics={code(o.value)} → {{{', '.join(f'{n!r}: ...' for n, _, _ in metrics)}}}: "
+                                    "the compiled metrics by the names Keras gives them (train_step's results are "
+                                    "keyed by them)", o.value)
+            out.append(a)
+        return out
+
+    def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits):
+        """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses."""
+        if isinstance(original, cst.Name):
+            func = updated
+        else:
+            node = original if isinstance(original, cst.Call) else cst.Call(cst.Name("loss"))
+            m = map_call(updated if isinstance(updated, cst.Call) else node, rule, self.ctx, original)
+            m.extras.update(calls_adapted=True, compiled=True)
+            func = build_call(m, self.ctx)
+            if func is None:
+                self.ctx.settle(original, updated)
+                return None
+            self.ctx.settle(func)
+        fake = cst.Call(func, [cst.Arg(cst.Name("y_true")), cst.Arg(cst.Name("y_pred"))])
+        adapted = self._loss_call(fake, fake, rule, from_logits)
+        made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
+        self.ctx.settle(made)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"loss={code(original)} given to compile → {code(made)}: TrainStepModule's compiled_loss calls "
+                        "it in Keras's order", original)
+        return made
 
     @staticmethod
     def _train_step_fit_refusal(call: cst.Call, tested: bool) -> str | None:
@@ -813,21 +935,37 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
                 and not self.ctx.is_settled(original_node)):
             self.ctx.settle(original_node)
+            why = self._compiled_refusal(self.classes[-1])
+            if why is None:
+                self._keep_compiled(original_node)
+                return updated_node
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            "self.metrics: Keras's own list (a loss tracker named \"loss\" and the metrics compile was "
-                            "given), which the translated TrainStepModule does not keep (it resets the metrics a "
-                            "class lists itself): define `metrics` as a property returning the class's metric "
-                            "objects (self.loss_tracker = keras.metrics.Mean() ...)", original_node)
+                            f"self.metrics: Keras's own list (a loss tracker named \"loss\" and the metrics compile was "
+                            f"given), which the translated TrainStepModule keeps only where the file's compiles of "
+                            f"{self.classes[-1]} tell them; here {why}: define `metrics` as a property returning the "
+                            "class's metric objects (self.loss_tracker = keras.metrics.Mean() ...)", original_node)
             return updated_node
         if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
                 and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)):
             self.ctx.settle(original_node)
+            attr = original_node.attr.value
+            why = self._compiled_refusal(self.classes[-1])
+            if why is None and id(original_node) in self._accepted:
+                self._keep_compiled(original_node)
+                return updated_node
+            if why is None:
+                why = self._not_accepted.get(id(original_node))
+            if why is None:
+                why = ("only self.compiled_loss(y_true, y_pred[, regularization_losses=self.losses]) is translated"
+                       if attr == "compiled_loss" else
+                       "only self.compiled_metrics.update_state(y_true, y_pred) is translated"
+                       if attr == "compiled_metrics" else "Keras 3's compute_loss / compute_metrics are not translated")
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"self.{original_node.attr.value}: {COMPILED[original_node.attr.value]}, kept by a Keras "
-                            "model; the translated TrainStepModule keeps only the optimizer: compute the loss with a "
-                            "torch loss (loss_fn(y_pred, y)) and the metrics with metric objects of the class "
-                            "(self.loss_tracker = keras.metrics.Mean() ... → the written Mean)", original_node)
+                            f"self.{attr}: {COMPILED[attr]}, kept by a Keras model; the translated TrainStepModule "
+                            f"keeps it where the file's compiles of {self.classes[-1]} tell it, but {why}: compute "
+                            "the loss with a torch loss (loss_fn(y_pred, y)) and the metrics with metric objects of "
+                            "the class (self.loss_tracker = keras.metrics.Mean() ... → the written Mean)", original_node)
             return updated_node
         # history.history[...] of a translated fit: the dict fit returns is the history itself
         if self.compiled and original_node.attr.value == "history":
@@ -877,6 +1015,182 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         "update" + (", which the LambdaLR set from the schedule" if opt in self.plan.scheduled else "")
                         + ")", original_node)
         return cst.parse_expression(f'{opt}.param_groups[0]["lr"]')
+
+    # -- Keras 2's compiled loss and metrics read by a train_step: TrainStepModule keeps them
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if not (self.classes and self.classes[-1] in self.plan.train_step_classes and isinstance(f, cst.Attribute)):
+            return
+        if _is_self_attr(f, "compiled_loss"):
+            why = self._compiled_loss_args(node)
+            if why is None:
+                self._accepted.add(id(f))
+            else:
+                self._not_accepted[id(f)] = why
+        elif (f.attr.value == "update_state" and _is_self_attr(f.value, "compiled_metrics")
+              and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args)):
+            self._accepted.add(id(f.value))
+
+    def _keep_compiled(self, node: cst.Attribute) -> None:
+        """``self.compiled_loss`` / ``compiled_metrics`` / ``metrics`` read as Keras 2 gives them: methods of the
+        written TrainStepModule (compile keeps the loss and the metrics it is given); an info finding the first time."""
+        self.ctx.options["_train_step_compiled"] = True
+        self.ctx.options.setdefault("_metric_classes", set()).add("Mean")
+        self.ctx.spell_text("torch.as_tensor")
+        cls = self.classes[-1]
+        if self.ctx.analyses.setdefault("compiled_kept", set()) >= {cls}:
+            return
+        self.ctx.analyses["compiled_kept"].add(cls)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{cls}'s train_step reads what compile gives it (self.{node.attr.value}): the written "
+                        "TrainStepModule keeps compile's loss (as loss(y_true, y_pred)) and its metrics by their Keras "
+                        "names; self.compiled_loss adds the regularization losses given and tracks the total as the "
+                        "metric \"loss\" (a mean weighted by the batch size), self.metrics lists that tracker and the "
+                        "compiled metrics, as Keras 2 (tf_keras) runs them (Keras 3's deprecated shims of the same "
+                        "names would feed the predictions to the \"loss\" tracker)", node)
+
+    @staticmethod
+    def _compiled_loss_args(call: cst.Call) -> str | None:
+        """Why ``self.compiled_loss(...)`` is not the call TrainStepModule.compiled_loss takes: (y, y_pred)
+        and ``regularization_losses=self.losses`` (None: it is)."""
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        for a in call.args:
+            if a.star:
+                return "its arguments cannot be bound statically"
+            if a.keyword is not None and a.keyword.value in ("y_true", "y_pred"):
+                continue
+            if a.keyword is not None and a.keyword.value == "regularization_losses":
+                if not _is_self_attr(a.value, "losses"):
+                    return "regularization_losses= other than self.losses is not translated"
+            elif a.keyword is not None or len(positional) > 2:
+                return ("sample_weight is not translated (multiply the per-sample loss, reduction='none', and "
+                        "divide by the batch size)")
+        if len(call.args) - (1 if any(a.keyword is not None and a.keyword.value == "regularization_losses"
+                                      for a in call.args) else 0) != 2:
+            return "it takes y_true and y_pred"
+        return None
+
+    def _compiles_of(self, cls: str) -> tuple[list[cst.Call], bool]:
+        """The compile calls of the file on instances of ``cls`` (names bound only to them), and whether
+        some compile is of a name bound to such an instance and to other things (which fwport cannot follow)."""
+        calls, unsure = [], False
+        for name, call, _ in self.plan.compiles:
+            classes = self.plan.instances.get(name, set())
+            if classes == {cls}:
+                calls.append(call)
+            elif cls in classes:
+                unsure = True
+        return calls, unsure
+
+    def _compiled_refusal(self, cls: str) -> str | None:
+        """Why the compiles of ``cls``'s instances cannot give its train_step what Keras 2's compile gives it
+        (the loss as ``self.compiled_loss``, the metrics as ``self.compiled_metrics``, both in ``self.metrics``);
+        None when every one can (TrainStepModule keeps them)."""
+        if cls in self._compiled_why:
+            return self._compiled_why[cls]
+        uses = self.plan.compiled_uses.get(cls, set())
+        calls, unsure = self._compiles_of(cls)
+        why = None
+        if uses & {"compute_loss", "compute_metrics"}:
+            why = "Keras 3's compute_loss / compute_metrics are not translated"
+        elif unsure:
+            why = f"a compiled model may or may not be a {cls} (its name is bound to other things too)"
+        elif not calls:
+            why = f"no compile of a {cls} in this file tells which loss and metrics"
+        elif "metrics" in uses and cls not in self.plan.own_metrics and self.plan.metric_attrs.get(cls):
+            why = (f"{cls} also keeps metric objects ({', '.join(self.plan.metric_attrs[cls])}), which Keras lists in "
+                   "self.metrics by names the translation does not keep: define `metrics` as a property returning them")
+        for call in calls:
+            if why is not None:
+                break
+            args = self._compile_args(call, cls)
+            if args is None:
+                why = f"{code(call)}: its arguments cannot be bound statically"
+                break
+            loss = args.get("loss")
+            if "compiled_loss" in uses:
+                why = ("the compile of " + code(call.func.value) + " gives no loss") if loss is None else \
+                    self._loss_refusal(loss)
+            if why is None and uses & {"compiled_metrics", "metrics"}:
+                metrics = self._metrics_of(args.get("metrics"), self._loss_rule(loss) if loss is not None else None)
+                why = metrics if isinstance(metrics, str) else None
+        self._compiled_why[cls] = why
+        return why
+
+    def _compile_args(self, call: cst.Call, cls: str) -> dict | None:
+        """A compile call's loss / metrics by name: keyword-only for a class with its own compile."""
+        if cls in self.plan.custom_compiles:
+            return {a.keyword.value: a.value for a in call.args if a.keyword is not None
+                    and a.keyword.value == "metrics"}
+        return fitloop.bind(call, fitloop.COMPILE)
+
+    def _loss_rule(self, node: cst.BaseExpression):
+        """compile's loss= → (its loss rule, from_logits), or None."""
+        lit = literal_value(node, NOT_LITERAL)
+        if isinstance(lit, str):
+            q = fitloop.LOSSES.get(lit.lower())
+            return (self.ctx.pack.by_name[q], False) if q else None
+        if isinstance(node, cst.Name):
+            return self.loss_names.get(node.value)
+        if isinstance(node, cst.Call):
+            q = self.qualname(node.func)
+            if _transform(self.ctx, q) != "loss":
+                return None
+            rule = self.ctx.pack.by_name[q]
+            flag = bind_call(node, rule).values.get("from_logits")
+            flag = False if flag is None else literal_value(flag, NOT_LITERAL)
+            return (rule, flag) if flag in (True, False) else None
+        return None
+
+    def _loss_refusal(self, node: cst.BaseExpression) -> str | None:
+        if self._loss_rule(node) is not None:
+            return None
+        return (f"loss={code(node)} is neither one of {', '.join(sorted(fitloop.LOSSES))}, a Keras loss object with a "
+                "literal from_logits, nor a name bound once to one")
+
+    def _metrics_of(self, node, loss) -> list | str:
+        """compile's metrics= → [(Keras's name for it, the metric's expression, written class or "")], or
+        why not. A string names its class (\"accuracy\": the one the loss takes its labels for)."""
+        if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
+            return []
+        if not isinstance(node, (cst.List, cst.Tuple)):
+            return f"metrics={code(node)} is not a list written in the compile"
+        out = []
+        for e in node.elements:
+            m = e.value
+            lit = literal_value(m, NOT_LITERAL)
+            if isinstance(lit, str):
+                cls = _STRING_METRICS.get(lit)
+                if lit in fitloop.ACCURACY:
+                    cls = _ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else None
+                    if cls is None:
+                        return (f"metrics=[{lit!r}]: Keras 2 picks the accuracy from the labels' and outputs' shapes "
+                                "here; name it (keras.metrics.SparseCategoricalAccuracy(), ...)")
+                if cls is None:
+                    return f"the metric {lit!r} is not translated"
+                out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+                continue
+            call = m
+            if isinstance(m, cst.Name):
+                bound = self.plan.metric_calls.get(m.value, [])
+                if len(bound) != 1 or len(self.plan.bound_at.get(m.value, [])) != 1:
+                    return f"the metric {m.value} is not a name bound once to a Keras metric object"
+                call = bound[0]
+            q = self.qualname(call.func) if isinstance(call, cst.Call) else None
+            if _transform(self.ctx, q) != "metric" or q == "keras.metrics.Mean":
+                return f"the metric {code(m)} is not a Keras metric object of y_true and y_pred fwport translates"
+            rule = self.ctx.pack.by_name[q]
+            given = bind_call(call, rule).values.get("name")
+            default = next((p.default for p in rule.params if p.name == "name"), None)
+            name = literal_value(given, NOT_LITERAL) if given is not None else (
+                literal_value(cst.parse_expression(default), NOT_LITERAL) if default else NOT_LITERAL)
+            if not isinstance(name, str):
+                return f"the metric {code(m)}: its name is not a literal"
+            out.append((name, m, ""))
+        names = [n for n, _, _ in out]
+        if len(set(names)) != len(names):
+            return "two compiled metrics have one name"
+        return out
 
     # -- the training flag of a model call
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -2020,7 +2334,8 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         texts.append(fitloop.callback_classes(callbacks, ctx.spell_text))
     if ctx.options.pop("_train_step_module", False):
         texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
-                                               ctx.options.pop("_train_step_predict", False)))
+                                               ctx.options.pop("_train_step_predict", False),
+                                               ctx.options.pop("_train_step_compiled", False)))
     used = ctx.options.pop("_fit_helpers", set())
     compiled = [c for c in ctx.analyses.get("compiled", []) if id(c) in used]
     if compiled:

@@ -1,0 +1,181 @@
+"""Keras 2 style custom ``train_step`` reading what compile gives the model: ``self.compiled_loss(y,
+y_pred, regularization_losses=self.losses)``, ``self.compiled_metrics.update_state(y, y_pred)`` and
+``return {m.name: m.result() for m in self.metrics}``. Where the file's compiles of the class give a
+known loss and known metrics, the written TrainStepModule keeps them (the loss as a lambda in Keras's
+argument order, the metrics by their Keras names) and gives the class Keras 2's own test_step;
+elsewhere an error names the line and says why.
+
+Numbers: the source trained by Keras 2 (tf_keras: these are Keras 2 APIs, which Keras 3 keeps only as
+deprecated shims that feed the predictions to the "loss" tracker) and the translation trained by
+torch, from the same weights; histories (training and validation) and weights compared.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+from test_train_step import DRIVER, errors, tx
+
+TRAINER = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class MyTrainer(keras.Model):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self.model(x, training=True)
+            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+        trainable_vars = self.trainable_variables
+        gradients = tape.gradient(loss, trainable_vars)
+        self.optimizer.apply_gradients(zip(gradients, trainable_vars))
+        self.compiled_metrics.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+    def call(self, x):
+        return self.model(x)
+
+
+model_a = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activation="relu"),
+                            layers.Dense(3, activation="softmax")])
+trainer = MyTrainer(model_a)
+trainer.compile(keras.optimizers.SGD(learning_rate=0.5), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+
+
+def run(x, y):
+    return trainer.fit(x, y, batch_size=5, epochs=3, shuffle=False, verbose=0, validation_data=(x[:7], y[:7]))
+'''
+
+NET = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.d1 = layers.Dense(5, activation="tanh", kernel_regularizer=keras.regularizers.l2(0.05))
+        self.d2 = layers.Dense(3)
+
+    def call(self, x):
+        return self.d2(self.d1(x))
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+        grads = tape.gradient(loss, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+        self.compiled_metrics.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+
+net = Net()
+loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+acc = keras.metrics.SparseCategoricalAccuracy(name="acc")
+net.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5), loss=loss_fn, metrics=[acc])
+'''
+
+
+def _run_keras2(tmp_path, src: str, driver: dict) -> tuple[dict, dict]:
+    """tf_keras (Keras 2) on the source, torch on its translation (TensorFlow made unimportable there)."""
+    out = {}
+    trans = tx(src)
+    assert errors(trans) == [], errors(trans)
+    assert not re.search(r"^\s*(import|from) (tensorflow|keras|tf_keras)\b", trans.output, re.M)
+    for side, text in (("keras", textwrap.dedent(src)), ("torch", trans.output)):
+        d = tmp_path / side
+        d.mkdir()
+        (d / "model.py").write_text(text)
+        (d / "drive.py").write_text(DRIVER % driver)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TF_USE_LEGACY_KERAS="1")
+        pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
+                                           "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
+        p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
+                           timeout=600, env=env)
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert line, p.stderr[-3000:]
+        out[side] = json.loads(line[-1][7:])
+    return out["keras"], out["torch"]
+
+
+LABELS = "\ny = np.argmax(x[:, :3] + 0.3 * x[:, 1:4], axis=1)"
+
+
+def _same(keras_out, torch_out, keys):
+    assert sorted(keras_out["history"]) == sorted(torch_out["history"]) == sorted(keys)
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-6, err_msg=k)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_trainer_with_compiled_loss_and_accuracy_trains_and_validates_as_keras2(tmp_path):
+    keras_out, torch_out = _run_keras2(tmp_path, TRAINER, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 12, "width": 4, "x_map": LABELS, "models": "(model_a,)",
+        "fit": "h = run(x, y)\nextra = None"})
+    _same(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
+    # the "loss" tracker is the epoch's mean weighted by batch size (5, 5, 2), not the last batch's loss
+    assert len(set(np.round(keras_out["history"]["loss"], 6))) == 3
+
+
+def test_a_named_loss_a_named_metric_and_regularization_losses_train_as_keras2(tmp_path):
+    keras_out, torch_out = _run_keras2(tmp_path, NET, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 10, "width": 4, "x_map": LABELS + "\n_ = net(x[:1] if 'torch' not in sys.argv[2] else __import__('torch').tensor(x[:1]))",
+        "models": "([*net.modules()] if 'torch' in sys.argv[2] else net,)",
+        "fit": "h = net.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)\nextra = None"})
+    _same(keras_out, torch_out, ["acc", "loss"])
+
+
+def test_what_the_translation_says():
+    r = tx(NET)
+    out = r.output
+    assert "class CompiledMetrics:" in out and "    def compiled_loss(self, y_true, y_pred, regularization_losses=None):" in out
+    assert ('net.compile(optimizer=functools.partial(torch.optim.SGD, lr=0.3, momentum=0.5), '
+            'loss=lambda y_true, y_pred: loss_fn(y_pred, y_true.long()), metrics={"acc": acc})') in out
+    assert "loss_fn = nn.CrossEntropyLoss()" in out and "acc = SparseCategoricalAccuracy()" in out
+    assert "            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)" not in out  # (tape gone)
+    assert "        loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)\n" in out
+    assert "        return {m.name: m.result() for m in self.metrics}\n" in out
+    r = tx(TRAINER)
+    # the variables bound to a name are the model's: all its parameters, no backward(inputs=...)
+    assert "        loss.backward()\n" in r.output
+
+
+def _messages(src: str) -> list[str]:
+    return [m for _, m in errors(tx(src))]
+
+
+def test_what_is_not_followed_stays_an_error_naming_why():
+    # a metric whose Keras name the translation cannot tell
+    msgs = _messages(NET.replace('metrics=[acc]', 'metrics=[my_metric]'))
+    assert any(m.startswith("self.compiled_metrics: ") and "the metric my_metric is not" in m for m in msgs), msgs
+    assert any(m.startswith("self.metrics: ") for m in msgs), msgs
+    # "accuracy" under a loss that does not decide which accuracy Keras picks
+    msgs = _messages(TRAINER.replace('"sparse_categorical_crossentropy"', '"mse"'))
+    assert any("Keras 2 picks the accuracy" in m for m in msgs), msgs
+    # a sample weight
+    msgs = _messages(NET.replace("regularization_losses=self.losses)", "sample_weight=w)"))
+    assert any(m.startswith("self.compiled_loss: ") and "sample_weight is not translated" in m for m in msgs), msgs
+    # no compile in the file
+    msgs = _messages(NET.split("net = Net()")[0])
+    assert any("no compile of a Net in this file" in m for m in msgs), msgs
+    # a loss Keras's compile takes but fwport does not follow
+    msgs = _messages(NET.replace("loss=loss_fn", "loss=my_loss"))
+    assert any(m.startswith("self.compiled_loss: ") and "loss=my_loss is neither" in m for m in msgs), msgs
