@@ -20,7 +20,8 @@ import textwrap
 
 import numpy as np
 
-from test_train_step import DRIVER, errors, tx
+from fwport.core.pipeline import translate_source
+from test_train_step import DRIVER, WGAN, _run, errors, tx
 
 TRAINER = '''
 import tensorflow as tf
@@ -179,3 +180,41 @@ def test_what_is_not_followed_stays_an_error_naming_why():
     # a loss Keras's compile takes but fwport does not follow
     msgs = _messages(NET.replace("loss=loss_fn", "loss=my_loss"))
     assert any(m.startswith("self.compiled_loss: ") and "loss=my_loss is neither" in m for m in msgs), msgs
+
+
+# a GAN whose compile creates its optimizers itself (keras-io's gaugan, zero_dce): each torch optimizer is
+# created over the parameters its apply_gradients updates (here through a name bound to them)
+GAN_OWN_OPTIMIZERS = WGAN.replace(
+    "        self.d_optimizer = d_optimizer\n        self.g_optimizer = g_optimizer\n",
+    "        self.d_optimizer = keras.optimizers.SGD(learning_rate=d_optimizer)\n"
+    "        self.g_optimizer = keras.optimizers.Adam(learning_rate=g_optimizer, beta_1=0.5)\n").replace(
+    "        gen_gradient = tape.gradient(g_loss, self.generator.trainable_variables)\n"
+    "        self.g_optimizer.apply_gradients(zip(gen_gradient, self.generator.trainable_variables))\n",
+    "        g_vars = self.generator.trainable_variables\n"
+    "        gen_gradient = tape.gradient(g_loss, g_vars)\n"
+    "        self.g_optimizer.apply_gradients(zip(gen_gradient, g_vars))\n").replace(
+    "d_opt = keras.optimizers.SGD(learning_rate=0.05)\ng_opt = keras.optimizers.SGD(learning_rate=0.05, momentum=0.5)\n",
+    "d_opt = 0.05\ng_opt = 0.02\n")
+
+
+def test_a_gan_whose_compile_creates_its_optimizers_trains_as_keras(tmp_path):
+    assert GAN_OWN_OPTIMIZERS.count("keras.optimizers.") == 2 and "g_vars" in GAN_OWN_OPTIMIZERS
+    out = tx(GAN_OWN_OPTIMIZERS).output
+    assert "        self.d_optimizer = torch.optim.SGD(self.discriminator.parameters(), lr=d_optimizer)\n" in out
+    assert "        self.g_optimizer = torch.optim.Adam(self.generator.parameters(), lr=g_optimizer" in out
+    keras_out, torch_out = _run(tmp_path, GAN_OWN_OPTIMIZERS, {
+        "shapes": [("k0", (4, 8)), ("b0", (8,)), ("k1", (8, 1)), ("b1", (1,)), ("k2", (3, 4)), ("b2", (4,))],
+        "n": 8, "width": 4, "x_map": "", "models": "(d_model, g_model)",
+        "fit": "h = gan.fit(x, batch_size=4, epochs=2, shuffle=False, verbose=0)\nextra = None"})
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-4, atol=1e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):  # Adam's epsilon: tolerances of test_train_step
+        np.testing.assert_allclose(b, a, rtol=1e-4, atol=1e-5)
+
+
+def test_an_optimizer_a_compile_creates_for_unknown_variables_is_an_error():
+    src = GAN_OWN_OPTIMIZERS.replace("zip(gen_gradient, g_vars)", "zip(gen_gradient, some_vars)").replace(
+        "tape.gradient(g_loss, g_vars)", "tape.gradient(g_loss, some_vars)")
+    msgs = [m for _, m in errors(translate_source(src, "model.py"))]  # (its output keeps half a step: not again)
+    assert any(m.startswith("self.g_optimizer = keras.optimizers.Adam(") and "fwport cannot tell which" in m
+               for m in msgs), msgs

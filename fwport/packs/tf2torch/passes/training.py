@@ -384,10 +384,16 @@ def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
                 values.append(None)
 
     scan(fn.body, _Bindings())
-    if len(values) == 1 and isinstance(values[0], cst.Attribute) and values[0].attr.value in _VARIABLE_LISTS \
-            and _dotted_name(values[0].value) and name not in _names_in([values[0]]):
+    if len(values) == 1 and _variable_lists(values[0]) and name not in _names_in([values[0]]):
         return values[0]
     return variables
+
+
+def _variable_lists(node: cst.BaseExpression) -> bool:
+    """``a.trainable_variables`` or a sum of such lists (``g.trainable_variables + e.trainable_variables``)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return _variable_lists(node.left) and _variable_lists(node.right)
+    return isinstance(node, cst.Attribute) and node.attr.value in _VARIABLE_LISTS and _dotted_name(node.value)
 
 
 class _CompiledUses(cst.CSTVisitor):
@@ -1378,6 +1384,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if made is not None:
             return made
         value = original_node.value
+        if (isinstance(value, cst.Call) and len(original_node.targets) == 1
+                and _is_self_attr(original_node.targets[0].target, original_node.targets[0].target.attr.value
+                                  if isinstance(original_node.targets[0].target, cst.Attribute) else "")
+                and _transform(self.ctx, self.qualname(value.func)) == "optimizer"):
+            return self._optimizer_attribute(original_node, updated_node)
         if not (isinstance(value, cst.Call) and len(original_node.targets) == 1
                 and isinstance(original_node.targets[0].target, cst.Name)):
             return updated_node
@@ -1441,6 +1452,38 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.settle(out)
         if scheduled:
             self.suffixes[-1].append(self._scheduler(name, m, call, rule))
+        return updated_node.with_changes(value=out)
+
+    def _optimizer_attribute(self, original_node, updated_node) -> cst.Assign:
+        """``self.g_optimizer = keras.optimizers.Adam(...)`` in the compile of a model with its own train_step
+        (a GAN's): the torch optimizer over the parameters of the variables ``self.g_optimizer.apply_gradients``
+        updates (compile runs once the model exists). Elsewhere the optimizer's rule says what to write."""
+        target = code(original_node.targets[0].target)
+        fn = self._scopes[-1] if self._scopes else None
+        if not (self.classes and self.classes[-1] in self.plan.train_step_classes and isinstance(fn, cst.FunctionDef)
+                and fn.name.value == "compile" and len(self._scopes) == 1):
+            return updated_node
+        call = original_node.value
+        rule = self.ctx.pack.by_name[self.qualname(call.func)]
+        texts = {code(v) for v in self.plan.variables.get(target, [])}
+        params = _params_of(self.plan.variables[target][0]) if len(texts) == 1 else None
+        if params is None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{target} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                            "created, and fwport cannot tell which ("
+                            + (f"{target}.apply_gradients updates {' and '.join(sorted(texts))}" if texts else
+                               f"{target}.apply_gradients(zip(grads, model.trainable_variables)) is not in this file")
+                            + f"); write {rule.emit.get('target', 'torch.optim...')}(<those parameters>, ...)", call, rule)
+            return self._settle(call, updated_node)
+        m = map_call(updated_node.value, rule, self.ctx, call)
+        m.extras["params"] = cst.parse_expression(params)
+        out = build_call(m, self.ctx)
+        if out is None:
+            return self._settle(call, updated_node)
+        self.ctx.settle(out)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{target} = {code(call.func)}(...) in compile → over {params}, the parameters "
+                        f"{target}.apply_gradients updates (compile runs once the model exists)", call, rule)
         return updated_node.with_changes(value=out)
 
     def _unscheduled(self, name: str) -> str | None:
