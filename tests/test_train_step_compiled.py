@@ -218,3 +218,60 @@ def test_an_optimizer_a_compile_creates_for_unknown_variables_is_an_error():
     msgs = [m for _, m in errors(translate_source(src, "model.py"))]  # (its output keeps half a step: not again)
     assert any(m.startswith("self.g_optimizer = keras.optimizers.Adam(") and "fwport cannot tell which" in m
                for m in msgs), msgs
+
+
+FROZEN = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+encoder = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(3, activation="tanh")])
+head = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(2)])
+encoder.trainable = False
+optimizer = keras.optimizers.SGD(learning_rate=0.2, momentum=0.5)
+loss_fn = keras.losses.MeanSquaredError()
+
+
+def train(x, steps=4):
+    losses = []
+    for _ in range(steps):
+        with tf.GradientTape() as tape:
+            loss = loss_fn(x[:, :2], head(encoder(x)))
+        grads = tape.gradient(loss, encoder.trainable_variables + head.trainable_variables)
+        optimizer.apply_gradients(zip(grads, encoder.trainable_variables + head.trainable_variables))
+        losses.append(float(loss))
+    return {"loss": losses}
+'''
+
+
+def test_a_frozen_model_is_frozen_in_torch_too(tmp_path):
+    """`encoder.trainable = False` → encoder.requires_grad_(False) (the attribute alone would freeze nothing)."""
+    r = tx(FROZEN)
+    assert "encoder.requires_grad_(False)\n" in r.output and ".trainable" not in r.output
+    assert any(f.message.startswith("encoder.trainable = False → encoder.requires_grad_(False)") for f in r.findings)
+    keras_out, torch_out = _run(tmp_path, FROZEN, {
+        "shapes": [("k0", (4, 3)), ("b0", (3,)), ("k1", (3, 2)), ("b1", (2,))],
+        "n": 6, "width": 4, "x_map": "", "models": "(encoder, head)",
+        "fit": "h = type('H', (), {'history': train(x if 'torch' not in sys.argv[2] else "
+               "__import__('torch').tensor(x))})()\nextra = None"})
+    np.testing.assert_allclose(torch_out["history"]["loss"], keras_out["history"]["loss"], rtol=1e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    rng = np.random.default_rng(0)  # the driver's weights: the encoder's kernel did not move, the head's did
+    start = [(rng.normal(size=s) * 0.5).astype("float32") for s in ((4, 3), (3,), (3, 2))]
+    np.testing.assert_allclose(torch_out["kernels"][0], start[0], rtol=1e-6)
+    assert not np.allclose(torch_out["kernels"][1], start[2], atol=1e-3)
+
+
+def test_self_trainable_in_a_layer_is_an_error():
+    msgs = _messages('''
+        from tensorflow import keras
+        class Frozen(keras.layers.Layer):
+            def __init__(self):
+                super().__init__()
+                self.trainable = False
+                self.d = keras.layers.Dense(3)
+            def call(self, x):
+                return self.d(x)
+        ''')
+    assert any(m.startswith("self.trainable = False: Keras freezes the layer's weights") for m in msgs), msgs

@@ -1379,10 +1379,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
                                                cst.Arg(cst.parse_expression(t_out))])
 
-    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
         made = self._factory_call(original_node, updated_node)
         if made is not None:
             return made
+        frozen = self._trainable(original_node, updated_node)
+        if frozen is not None:
+            return frozen
         value = original_node.value
         if (isinstance(value, cst.Call) and len(original_node.targets) == 1
                 and _is_self_attr(original_node.targets[0].target, original_node.targets[0].target.attr.value
@@ -1400,6 +1403,33 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if kind == "loss":
             return self._loss(original_node, updated_node, name, q)
         return updated_node
+
+    def _trainable(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Expr | None:
+        """``model.trainable = False`` (a Keras layer or model: a tf.Variable's flag cannot be set) →
+        ``model.requires_grad_(False)``: a torch module has no such flag, and the attribute alone would
+        freeze nothing. Its parameters then get no gradient, which every torch optimizer skips."""
+        if not (len(original_node.targets) == 1 and isinstance(original_node.targets[0].target, cst.Attribute)
+                and original_node.targets[0].target.attr.value == "trainable"):
+            return None
+        receiver = updated_node.targets[0].target.value
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"self.trainable = {code(original_node.value)}: Keras freezes the layer's weights, also "
+                            "those it creates later; torch has no such flag: call self.requires_grad_(False) once "
+                            "every parameter exists (at the end of __init__, after a first call for lazy layers)",
+                            original_node)
+            return updated_node
+        made = cst.Expr(cst.Call(cst.Attribute(receiver, cst.Name("requires_grad_")), [cst.Arg(updated_node.value)]))
+        keras2 = (" Keras 2 also reads the flag when a model is compiled: a model compiled before this line "
+                  "keeps training these weights in its own fit / train_on_batch, which torch does not do."
+                  if self.ctx.version == 2 else "")
+        self.ctx.report(Severity.WARNING, "idiom-replaced",
+                        f"{code(original_node.targets[0].target)} = {code(original_node.value)} → "
+                        f"{code(made.value)}: a torch module has no trainable flag; its parameters get no gradient, "
+                        "so no optimizer moves them. Keras also runs the BatchNormalization layers of a frozen layer "
+                        "in inference mode, torch keeps them in the mode of train() / eval(): where it holds "
+                        f"BatchNorm, call {code(receiver)}.eval() after each model.train()." + keras2, original_node)
+        return made
 
     def _settle(self, call: cst.Call, updated_node: cst.Assign) -> cst.Assign:
         """A refused call: the rule pass (which sees the rebuilt node) must not report it again."""
@@ -2058,7 +2088,8 @@ class _Mentions(cst.CSTVisitor):
         return not self.found and default_visit(self, node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value in ("history", "metrics", "learning_rate", "lr", "iterations") or node.attr.value in COMPILED:
+        if node.attr.value in ("history", "metrics", "learning_rate", "lr", "iterations", "trainable") \
+                or node.attr.value in COMPILED:
             self.found = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
