@@ -275,3 +275,16 @@ def test_self_trainable_in_a_layer_is_an_error():
                 return self.d(x)
         ''')
     assert any(m.startswith("self.trainable = False: Keras freezes the layer's weights") for m in msgs), msgs
+
+
+def test_a_module_level_optimizer_stepped_on_a_class_s_own_variables_is_an_error():
+    """keras-io's gat_node_classification: `optimizer = keras.optimizers.SGD(...)` at the top level, used as
+    `optimizer.apply_gradients(zip(grads, self.trainable_weights))` in train_step: `self` does not exist
+    where the optimizer is created (it was written `torch.optim.SGD(self.parameters(), ...)`)."""
+    src = NET.replace("self.optimizer.apply_gradients", "opt.apply_gradients").replace(
+        "net = Net()", "opt = keras.optimizers.SGD(learning_rate=0.1)\nnet = Net()")
+    r = translate_source(src, "model.py")  # (its output keeps half a step: not again)
+    msgs = [m for _, m in errors(r)]
+    assert any(m.startswith("opt = keras.optimizers.SGD(learning_rate=0.1): a torch optimizer takes the parameters")
+               and "inside a class" in m for m in msgs), msgs
+    assert "self.parameters()" not in r.output.split("class Net")[-1].split("\n\n\n", 1)[-1]

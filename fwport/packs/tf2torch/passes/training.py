@@ -1455,6 +1455,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             call, rule)
             return self._settle(call, updated_node)
         owners = _names_in([variables[0]])
+        if "self" in owners and not self.classes:
+            # apply_gradients in a method, on the method's own variables: `self` here is no model
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{name} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                            f"created, and {name}.apply_gradients updates {code(variables[0])} inside a class, whose "
+                            f"instance does not exist here: give the optimizer to compile and call "
+                            f"self.optimizer.apply_gradients(...) in the class (or create it over model.parameters() "
+                            "once the model exists)", call, rule)
+            return self._settle(call, updated_node)
         late = [o for o in owners if o in self.plan.bound_at and not any(
             order < self.order or depth < len(self._scopes) for order, depth in self.plan.bound_at[o])]
         if late:
