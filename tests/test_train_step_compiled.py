@@ -288,3 +288,36 @@ def test_a_module_level_optimizer_stepped_on_a_class_s_own_variables_is_an_error
     assert any(m.startswith("opt = keras.optimizers.SGD(learning_rate=0.1): a torch optimizer takes the parameters")
                and "inside a class" in m for m in msgs), msgs
     assert "self.parameters()" not in r.output.split("class Net")[-1].split("\n\n\n", 1)[-1]
+
+
+# keras-io's stylegan writes the gradient and the update inside the tape's with block
+GRADIENT_INSIDE = WGAN.replace(
+    "            g_loss = self.g_loss_fn(self.discriminator(generated, training=True))\n"
+    "        gen_gradient = tape.gradient(g_loss, self.generator.trainable_variables)\n"
+    "        self.g_optimizer.apply_gradients(zip(gen_gradient, self.generator.trainable_variables))\n",
+    "            g_loss = self.g_loss_fn(self.discriminator(generated, training=True))\n"
+    "            gen_gradient = tape.gradient(g_loss, self.generator.trainable_variables)\n"
+    "            self.g_optimizer.apply_gradients(zip(gen_gradient, self.generator.trainable_variables))\n")
+
+
+def test_a_gradient_taken_inside_the_tape_block_trains_as_keras(tmp_path):
+    assert GRADIENT_INSIDE != WGAN
+    out = tx(GRADIENT_INSIDE).output
+    assert "        g_loss.backward()\n        self.g_optimizer.step()\n" in out
+    keras_out, torch_out = _run(tmp_path, GRADIENT_INSIDE, {
+        "shapes": [("k0", (4, 8)), ("b0", (8,)), ("k1", (8, 1)), ("b1", (1,)), ("k2", (3, 4)), ("b2", (4,))],
+        "n": 8, "width": 4, "x_map": "", "models": "(d_model, g_model)",
+        "fit": "h = gan.fit(x, batch_size=4, epochs=2, shuffle=False, verbose=0)\nextra = None"})
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_gradient_inside_the_block_that_is_not_followed_stays_one_error():
+    src = GRADIENT_INSIDE.replace("            self.g_optimizer.apply_gradients(zip(gen_gradient, self.generator.trainable_variables))\n",
+                                  "            print(gen_gradient)\n")
+    r = translate_source(src, "model.py")
+    msgs = [(ln, m) for ln, m in errors(r) if "GradientTape" in m]
+    assert len(msgs) == 1 and "no `optimizer.apply_gradients(zip(grads, variables))` follows" in msgs[0][1], msgs
+    assert "            gen_gradient = tape.gradient(" in r.output  # left as written, in its block

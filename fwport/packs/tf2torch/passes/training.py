@@ -1625,6 +1625,25 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 i += 1
                 continue
             source = self._tape_of(originals[i]) if i < len(originals) else None
+            inside = self._gradient_inside(stmt, tape[0])
+            if inside is not None and i < len(originals) and self._gradient_inside(originals[i], tape[0]):
+                # `grads = tape.gradient(...)` and the update written inside the with block: the same step in
+                # torch, whose block the with line does not open (its statements go one level out)
+                flat = body[:i] + list(inside) + body[i + 1:]
+                flat_originals = originals[:i] + list(self._gradient_inside(originals[i], tape[0])) + originals[i + 1:]
+                self._originals = flat_originals
+                done = self._tape_step(inside[0], tape, flat, i, source[1] if source else tape[1])
+                if done is None:
+                    self._originals = originals
+                    out.append(stmt)
+                    i += 1
+                    continue
+                body, originals = flat, flat_originals
+                new, consumed = done
+                out += new
+                i = consumed
+                changed = True
+                continue
             done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 done = self._plain_tape(stmt, tape, body, i, source[1] if source else tape[1])
@@ -1639,6 +1658,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             i = consumed
             changed = True
         return out if changed else None
+
+    def _gradient_inside(self, stmt: cst.With, tape: str) -> list | None:
+        """A tape's ``with`` whose block holds ``g = tape.gradient(...)`` after other statements (and
+        nothing else reads the tape): [the with holding what comes before it, *the statements from it on]."""
+        if not isinstance(stmt.body, cst.IndentedBlock):
+            return None
+        inner = list(stmt.body.body)
+        at = next((g for g, s in enumerate(inner) if _gradient(s, tape) is not None), None)
+        if not at or any(tape in _names_in([s]) for s in inner[:at]):
+            return None
+        return [stmt.with_changes(body=stmt.body.with_changes(body=inner[:at])), *inner[at:]]
 
     def _tape_of(self, stmt) -> tuple[str, cst.Call] | None:
         if not isinstance(stmt, cst.With) or len(stmt.items) != 1:
