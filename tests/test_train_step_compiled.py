@@ -321,3 +321,61 @@ def test_a_gradient_inside_the_block_that_is_not_followed_stays_one_error():
     msgs = [(ln, m) for ln, m in errors(r) if "GradientTape" in m]
     assert len(msgs) == 1 and "no `optimizer.apply_gradients(zip(grads, variables))` follows" in msgs[0][1], msgs
     assert "            gen_gradient = tape.gradient(" in r.output  # left as written, in its block
+
+
+REDUCTIONS = '''
+from tensorflow import keras
+
+mse = keras.losses.MeanSquaredError(reduction="none")
+mae_sum = keras.losses.MeanAbsoluteError(reduction="sum")
+bce = keras.losses.BinaryCrossentropy(from_logits=True, reduction=None)
+bce_p = keras.losses.BinaryCrossentropy(reduction="sum")
+huber = keras.losses.Huber(delta=0.5, reduction="none")
+
+
+def losses(y, p, q):
+    return [mse(y, p), mae_sum(y, p), bce(q, p), bce_p(q, 1 / (1 + keras.ops.exp(-p))), huber(y, p)]
+'''
+
+
+def test_loss_objects_without_the_batch_mean_reduce_the_last_axis_as_keras(tmp_path):
+    """reduction='none' / None / 'sum' on an elementwise Keras loss: Keras's per-sample loss is the mean over
+    the last axis, torch's reduction='none' keeps every element (.mean(-1) added; 'sum' sums those means)."""
+    r = tx(REDUCTIONS)
+    assert errors(r) == []
+    assert "mse = nn.MSELoss(reduction=\"none\")" in r.output and "mse(p, y.view_as(p)).mean(-1)" in r.output
+    assert ".mean(-1).sum()" in r.output
+    driver = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import losses
+rng = np.random.default_rng(1)
+out = {}
+for shape in ((5, 3), (2, 4, 3)):
+    y = rng.normal(size=shape).astype("float32")
+    p = rng.normal(size=shape).astype("float32")
+    q = (rng.uniform(size=shape) > 0.5).astype("float32")
+    if "torch" in sys.argv[2]:
+        import torch
+        y, p, q = (torch.tensor(a) for a in (y, p, q))
+    out[str(shape)] = [np.asarray(v).tolist() for v in losses(y, p, q)]
+print("RESULT " + json.dumps(out))
+'''
+    results = {}
+    for side, text in (("keras", textwrap.dedent(REDUCTIONS)), ("torch", r.output)):
+        d = tmp_path / side
+        d.mkdir()
+        (d / "model.py").write_text(text)
+        (d / "drive.py").write_text(driver)
+        pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
+                                           "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
+        p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
+                           timeout=600, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert line, p.stderr[-3000:]
+        results[side] = json.loads(line[-1][7:])
+    for shape, values in results["keras"].items():
+        for i, (a, b) in enumerate(zip(values, results["torch"][shape])):
+            assert np.shape(a) == np.shape(b), (shape, i)
+            np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6, err_msg=f"{shape} loss {i}")

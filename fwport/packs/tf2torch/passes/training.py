@@ -224,6 +224,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.scheduled: dict[str, int] = {}
         self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
+        self.loss_reductions: dict[str, object] = {}  # name → the reduction= its loss object was given
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
 
@@ -315,6 +316,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         value = bound.values.get("from_logits")
                         logits = False if value is None else literal_value(value, NOT_LITERAL)
                         self.loss_rules.setdefault(name, []).append((rule, logits) if logits in (True, False) else None)
+                        if "reduction" in bound.values:
+                            self.loss_reductions[name] = optim.reduction_literal(bound.values["reduction"], self.ctx)
 
     def _scope_id(self) -> int:
         return id(self._scopes[-1]) if self._scopes else 0
@@ -1136,8 +1139,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if isinstance(lit, str):
             q = fitloop.LOSSES.get(lit.lower())
             return (self.ctx.pack.by_name[q], False) if q else None
-        if isinstance(node, cst.Name):
-            return self.loss_names.get(node.value)
+        if isinstance(node, cst.Name):  # (a per-sample loss is no compiled loss)
+            reduction = self.plan.loss_reductions.get(node.value, "sum_over_batch_size")
+            return self.loss_names.get(node.value) if reduction in ("sum_over_batch_size", "auto") else None
         if isinstance(node, cst.Call):
             q = self.qualname(node.func)
             if _transform(self.ctx, q) != "loss":
@@ -1376,8 +1380,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             p_out = f"{p_atom}.clamp(1e-7, 1 - 1e-7)"
         else:
             p_out = p
-        return updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
-                                               cst.Arg(cst.parse_expression(t_out))])
+        out = updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
+                                              cst.Arg(cst.parse_expression(t_out))])
+        reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
+            if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
+        if opts.get("mean_last") and reduction in ("none", None, "sum"):
+            # Keras's per-sample loss: the mean over the last axis of torch's elementwise one ('sum': their sum)
+            suffix = ".mean(-1)" + (".sum()" if reduction == "sum" else "")
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{code(original_node)} with reduction={reduction!r} → {code(out)}{suffix}: torch's "
+                            "reduction='none' keeps every element, Keras's per-sample loss is their mean over the last "
+                            "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
+            return cst.parse_expression(code(out) + suffix)
+        return out
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
         made = self._factory_call(original_node, updated_node)
