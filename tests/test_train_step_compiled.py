@@ -345,7 +345,14 @@ def test_loss_objects_without_the_batch_mean_reduce_the_last_axis_as_keras(tmp_p
     assert errors(r) == []
     assert "mse = nn.MSELoss(reduction=\"none\")" in r.output and "mse(p, y.view_as(p)).mean(-1)" in r.output
     assert ".mean(-1).sum()" in r.output
-    driver = '''
+    results = _losses_both_sides(tmp_path, REDUCTIONS, r.output)
+    for shape, values in results["keras"].items():
+        for i, (a, b) in enumerate(zip(values, results["torch"][shape])):
+            assert np.shape(a) == np.shape(b), (shape, i)
+            np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6, err_msg=f"{shape} loss {i}")
+
+
+LOSS_DRIVER = '''
 import json, sys
 import numpy as np
 sys.path.insert(0, sys.argv[1])
@@ -362,12 +369,17 @@ for shape in ((5, 3), (2, 4, 3)):
     out[str(shape)] = [np.asarray(v).tolist() for v in losses(y, p, q)]
 print("RESULT " + json.dumps(out))
 '''
+
+
+def _losses_both_sides(tmp_path, src: str, translated: str) -> dict:
+    """losses(y, p, q) of the source (Keras) and of its translation (torch, TensorFlow unimportable) on
+    (5, 3) and (2, 4, 3) inputs."""
     results = {}
-    for side, text in (("keras", textwrap.dedent(REDUCTIONS)), ("torch", r.output)):
+    for side, text in (("keras", textwrap.dedent(src)), ("torch", translated)):
         d = tmp_path / side
         d.mkdir()
         (d / "model.py").write_text(text)
-        (d / "drive.py").write_text(driver)
+        (d / "drive.py").write_text(LOSS_DRIVER)
         pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
                                            "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
         p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
@@ -375,6 +387,32 @@ print("RESULT " + json.dumps(out))
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         assert line, p.stderr[-3000:]
         results[side] = json.loads(line[-1][7:])
+    return results
+
+
+CLASS_AXIS = '''
+from tensorflow import keras
+
+scce = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+cce = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.1)
+cce_p = keras.losses.CategoricalCrossentropy()
+scce_none = keras.losses.SparseCategoricalCrossentropy(from_logits=True, reduction="none")
+
+
+def losses(y, p, q):
+    labels = keras.ops.argmax(y, axis=-1)
+    probs = keras.ops.softmax(y, axis=-1)
+    return [scce(labels, p), cce(probs, p), cce_p(probs, keras.ops.softmax(p, axis=-1)), scce_none(labels, p)]
+'''
+
+
+def test_cross_entropy_objects_take_the_class_axis_last_as_keras(tmp_path):
+    """(batch, steps, classes) outputs (a sequence model's): torch's class axis is the second, so each
+    call moves Keras's last axis there (a no-op for (batch, classes)); was silently wrong for rank 3."""
+    r = tx(CLASS_AXIS)
+    assert errors(r) == []
+    assert "scce(p.movedim(-1, 1), labels.long())" in r.output
+    results = _losses_both_sides(tmp_path, CLASS_AXIS, r.output)
     for shape, values in results["keras"].items():
         for i, (a, b) in enumerate(zip(values, results["torch"][shape])):
             assert np.shape(a) == np.shape(b), (shape, i)

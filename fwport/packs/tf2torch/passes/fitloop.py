@@ -200,6 +200,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
     log, clamp = spell("torch.log"), ".clamp(1e-7, 1 - 1e-7)"
     inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "pred")
+    if loss_options.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
+        inp += ".movedim(-1, 1)"
+        target = target if loss_options.get("target") == "long" else f"{target}.movedim(-1, 1)"
     if c.accuracy_kind in _ERROR_SUMS:  # per sample: the mean of its values; summed over the batch
         correct = f"{_ERROR_SUMS[c.accuracy_kind]}.reshape(len(pred), -1).mean(1).sum().item()"
     elif loss_options.get("target") == "long":

@@ -1380,6 +1380,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             p_out = f"{p_atom}.clamp(1e-7, 1 - 1e-7)"
         else:
             p_out = p
+        if opts.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
+            p_out = f"{p_out if p_out != p else p_atom}.movedim(-1, 1)"
+            if target != "long":
+                t_out = f"{t_out if t_out != t else t_atom}.movedim(-1, 1)"
         out = updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
                                               cst.Arg(cst.parse_expression(t_out))])
         reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
