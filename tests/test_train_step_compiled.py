@@ -149,7 +149,7 @@ def test_what_the_translation_says():
     out = r.output
     assert "class CompiledMetrics:" in out and "    def compiled_loss(self, y_true, y_pred, regularization_losses=None):" in out
     assert ('net.compile(optimizer=functools.partial(torch.optim.SGD, lr=0.3, momentum=0.5), '
-            'loss=lambda y_true, y_pred: loss_fn(y_pred, y_true.long()), metrics={"acc": acc})') in out
+            'loss=lambda y_true, y_pred: loss_fn(y_pred.movedim(-1, 1), y_true.long()), metrics={"acc": acc})') in out
     assert "loss_fn = nn.CrossEntropyLoss()" in out and "acc = SparseCategoricalAccuracy()" in out
     assert "            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)" not in out  # (tape gone)
     assert "        loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)\n" in out

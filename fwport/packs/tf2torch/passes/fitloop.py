@@ -812,11 +812,12 @@ class {TRAIN_STEP_MODULE}({module}):
 # Keras 2's compiled loss and metrics, which a train_step reads (written where one does)
 COMPILED_METRICS = '''class CompiledMetrics:
     """Keras 2's model.compiled_metrics: the metrics compile was given, {name: metric}; each gets its
-    Keras name (.name), and update_state(y_true, y_pred) updates every one."""
+    Keras name (.name), and update_state(y_true, y_pred) updates every one. (A list is a compile of a
+    model whose train_step does not read them: none kept.)"""
 
     def __init__(self, metrics=None):
         self.metrics = []
-        for name, metric in (metrics or {}).items():
+        for name, metric in (metrics.items() if isinstance(metrics, dict) else ()):
             metric.name = name
             self.metrics.append(metric)
 
