@@ -95,6 +95,18 @@ def optimizer(m, ctx):
     return cst.Call(ctx.spell(target), _with_commas(args))
 
 
+def reduction_literal(node, ctx):
+    """A loss's reduction= as a Python value: a literal, or keras.losses.Reduction.NONE... by its constant
+    rule ("none"); NOT_LITERAL otherwise."""
+    lit = literal_value(node, NOT_LITERAL)
+    if lit is NOT_LITERAL:
+        q = ctx.imports.resolve(node)
+        rule = ctx.pack.by_name.get(q) if q else None
+        if rule is not None and rule.kind == "constant":
+            lit = literal_value(cst.parse_expression(rule.emit["target"]), NOT_LITERAL)
+    return lit
+
+
 @call_transform("loss")
 def loss(m, ctx):
     """A loss module: ``emit.target`` for logits (``from_logits=True``, or a loss without the flag),
@@ -115,17 +127,16 @@ def loss(m, ctx):
     opts = m.rule.emit.get("options", {})
     if "reduction" in m.extras:  # a rule whose per-sample loss is torch's reduction='none' (opts per_sample)
         given = m.extras.pop("reduction")
-        lit = literal_value(given, NOT_LITERAL)
-        if lit is NOT_LITERAL:  # keras.losses.Reduction.NONE: its constant rule's value ("none")
-            q = ctx.imports.resolve(given)
-            rule = ctx.pack.by_name.get(q) if q else None
-            if rule is not None and rule.kind == "constant":
-                lit = literal_value(cst.parse_expression(rule.emit["target"]), NOT_LITERAL)
+        lit = reduction_literal(given, ctx)
         if lit in ("none", None, "sum") and m.extras.get("compiled"):
             m.fail(ctx, "unsupported-argument", f"reduction={m.written('reduction')}: a compiled loss must be one "
                    "number; the loop fwport writes for compile/fit takes the default reduction (the mean)")
             return None
-        if lit in ("none", None, "sum"):
+        if lit in ("none", None, "sum") and opts.get("mean_last"):
+            # Keras's per-sample loss is the mean over the last axis, torch's 'none' the elements: the
+            # training pass reduces each call (.mean(-1), .mean(-1).sum() for 'sum')
+            kwargs["reduction"] = cst.SimpleString('"none"')
+        elif lit in ("none", None, "sum"):
             kwargs["reduction"] = cst.SimpleString('"sum"' if lit == "sum" else '"none"')
         elif lit not in ("sum_over_batch_size", "auto"):
             m.fail(ctx, "unsupported-argument", f"reduction={m.written('reduction')}: write one of Keras's reductions "

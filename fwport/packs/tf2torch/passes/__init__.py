@@ -24,11 +24,11 @@ PLANNERS: tuple[Planner, ...] = (
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
     # (a Trigger: the pattern is searched only in a text holding one of the substrings after it, which
     # every match contains)
-    Planner("training", Trigger(r"GradientTape|training\s*=|optimizers|losses|callbacks|"
+    Planner("training", Trigger(r"GradientTape|training\s*=|optimizers|losses|callbacks|\.\s*trainable\s*=|"
                                 r"\.\s*(?:compile|fit|evaluate|predict)"
                                 r"\s*\(|\b(?:Adam|AdamW|SGD|RMSprop|Adagrad|\w*Crossentropy|MeanSquaredError|"
                                 r"MeanAbsoluteError|Huber)\b",
-                                "GradientTape", "training", "optimizers", "losses", "callbacks", "compile", "fit",
+                                "GradientTape", "training", "optimizers", "losses", "callbacks", "trainable", "compile", "fit",
                                 "evaluate", "predict", "Adam", "SGD", "RMSprop", "Adagrad", "Crossentropy",
                                 "MeanSquaredError", "MeanAbsoluteError", "Huber"), training.run),
     # model.fit/compile/predict/save_weights... on translated models: errors saying what to write

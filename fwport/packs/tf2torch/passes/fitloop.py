@@ -200,6 +200,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
     log, clamp = spell("torch.log"), ".clamp(1e-7, 1 - 1e-7)"
     inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "pred")
+    if loss_options.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
+        inp += ".movedim(-1, 1)"
+        target = target if loss_options.get("target") == "long" else f"{target}.movedim(-1, 1)"
     if c.accuracy_kind in _ERROR_SUMS:  # per sample: the mean of its values; summed over the batch
         correct = f"{_ERROR_SUMS[c.accuracy_kind]}.reshape(len(pred), -1).mean(1).sum().item()"
     elif loss_options.get("target") == "long":
@@ -706,12 +709,14 @@ def metric_classes(names: set[str], spell) -> str:
 TRAIN_STEP_MODULE = "TrainStepModule"
 
 
-def train_step_module(spell, evaluate: bool = False, predict: bool = False) -> str:
+def train_step_module(spell, evaluate: bool = False, predict: bool = False, compiled: bool = False) -> str:
     """The base class written once into a file whose Keras models define their own ``train_step``:
     the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
     fit calls train_step per batch), with Keras's semantics. ``evaluate``: the file evaluates such a
     model (or fits it with validation_data), whose class defines test_step: evaluate() calls it;
-    ``predict``: the file predicts with one: predict() calls predict_step (by default the model on x)."""
+    ``predict``: the file predicts with one: predict() calls predict_step (by default the model on x);
+    ``compiled``: a train_step reads Keras 2's compiled loss and metrics (compiled_loss, compiled_metrics,
+    metrics, losses), which compile keeps (the Mean class is written beside)."""
     module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
     as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
     islice = spell("itertools.islice")
@@ -740,7 +745,7 @@ class {TRAIN_STEP_MODULE}({module}):
         if optimizer is not None and not isinstance(optimizer, {optimizer}):
             optimizer = optimizer(self.parameters())
         self.optimizer, self.loss = optimizer, loss
-
+{{COMPILED_INIT}}
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, shuffle=True,
             steps_per_epoch=None{{VALIDATION_ARG}}):
         callbacks = list(callbacks or [])
@@ -790,6 +795,10 @@ class {TRAIN_STEP_MODULE}({module}):
                 callback.on_train_end()
         return History(history)
 '''
+    text = text.replace("{COMPILED_INIT}", COMPILED_INIT if compiled else "")
+    if compiled:
+        text = text.replace("\n\n\nclass " + TRAIN_STEP_MODULE, "\n\n\n" + COMPILED_METRICS + "\n\nclass " + TRAIN_STEP_MODULE)
+        text += COMPILED + (DEFAULT_TEST_STEP if evaluate else "")
     text = text.replace("{VALIDATION_ARG}", ", validation_data=None" if evaluate else "")
     text = text.replace("{VALIDATION}", VALIDATION if evaluate else "")
     no_grad, cat = spell("torch.no_grad"), spell("torch.cat")
@@ -798,6 +807,67 @@ class {TRAIN_STEP_MODULE}({module}):
     if predict:
         text += PREDICT.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad, cat=cat)
     return text
+
+
+# Keras 2's compiled loss and metrics, which a train_step reads (written where one does)
+COMPILED_METRICS = '''class CompiledMetrics:
+    """Keras 2's model.compiled_metrics: the metrics compile was given, {name: metric}; each gets its
+    Keras name (.name), and update_state(y_true, y_pred) updates every one. (A list is a compile of a
+    model whose train_step does not read them: none kept.)"""
+
+    def __init__(self, metrics=None):
+        self.metrics = []
+        for name, metric in (metrics.items() if isinstance(metrics, dict) else ()):
+            metric.name = name
+            self.metrics.append(metric)
+
+    def update_state(self, y_true, y_pred):
+        for metric in self.metrics:
+            metric.update_state(y_true, y_pred)
+
+'''
+
+COMPILED_INIT = '''        self.compiled_metrics = CompiledMetrics(metrics)
+        self.loss_metric = None  # the "loss" tracker, made by the first compiled_loss call
+'''
+
+COMPILED = '''
+    def compiled_loss(self, y_true, y_pred, regularization_losses=None):
+        """Keras 2's model.compiled_loss: compile's loss, loss(y_true, y_pred), plus the regularization
+        losses given; the total is tracked by the metric "loss", a mean weighted by the batch size."""
+        loss = self.loss(y_true, y_pred)
+        if regularization_losses:
+            loss = loss + sum(regularization_losses)
+        if self.loss_metric is None:
+            self.loss_metric = Mean()
+            self.loss_metric.name = "loss"
+        self.loss_metric.update_state(loss.detach().expand(len(y_true)))
+        return loss
+
+    @property
+    def losses(self):
+        """keras.Model.losses: the weight penalties of the model's layers (each module's regularization_loss())."""
+        return [m.regularization_loss() for m in self.modules() if hasattr(m, "regularization_loss")]
+
+    @property
+    def metrics(self):
+        """keras.Model.metrics: the "loss" tracker (once compiled_loss ran), then the compiled metrics."""
+        tracker = [] if getattr(self, "loss_metric", None) is None else [self.loss_metric]
+        compiled = getattr(self, "compiled_metrics", None)
+        return tracker + (compiled.metrics if compiled is not None else [])
+'''
+
+
+# Keras 2's own test_step, for a model whose class defines train_step only (evaluate / validation_data)
+DEFAULT_TEST_STEP = '''
+    def test_step(self, data):
+        """keras.Model.test_step (Keras 2): the compiled loss and metrics of the model's outputs on (x, y)."""
+        x, y = data
+        y_pred = self(x)
+        self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+        self.compiled_metrics.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+'''
 
 
 # what TrainStepModule.fit does with validation_data: Keras's evaluate (test_step) after each epoch

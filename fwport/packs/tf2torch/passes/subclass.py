@@ -164,6 +164,13 @@ class _Plan:
     weight_attrs: set[str] = field(default_factory=set)  # self.<attr> = self.add_weight(...)
 
 
+def _self_rooted(node: cst.BaseExpression) -> bool:
+    """``self`` or ``self.a.b``: attributes of self only."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == "self"
+
+
 class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     def __init__(self, ctx: FileContext):
         super().__init__()
@@ -452,11 +459,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     # a Name in these slots is not a variable use: restore it
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         if (self.plan is not None and original_node.attr.value in _VARIABLE_LISTS
-                and isinstance(original_node.value, cst.Name) and original_node.value.value == "self"
-                and id(original_node) not in self._targets):
+                and _self_rooted(original_node.value) and id(original_node) not in self._targets):
             # the layer's own trainable variables, in creation order: torch registers parameters in the
-            # order they are assigned, its own before its submodules' (Keras lists them the same way)
-            return expr("list(self.parameters())")
+            # order they are assigned, its own before its submodules' (Keras lists them the same way);
+            # a sublayer's (self.generator.trainable_variables) likewise
+            return expr(f"list({code(updated_node.value)}.parameters())")
         return updated_node.with_changes(attr=original_node.attr, value=self._operand(updated_node.value, 99))
 
     # a merge layer's call written out (`self.diff([a, b])` → `a - b`) keeps its meaning where it lands

@@ -224,6 +224,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.scheduled: dict[str, int] = {}
         self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
+        self.loss_reductions: dict[str, object] = {}  # name → the reduction= its loss object was given
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
 
@@ -241,6 +242,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
+        self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
+        # train_step classes → what of Keras 2's compiled loss / metrics their methods read (COMPILED, "metrics")
+        self.compiled_uses: dict[str, set[str]] = {}
+        self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
         self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -264,6 +269,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.own_metrics.add(node.name.value)
             if "compile" in methods:
                 self.custom_compiles.add(node.name.value)
+            uses, attrs = _CompiledUses(self), []
+            scan(node.body, uses)
+            self.compiled_uses[node.name.value] = uses.used
+            self.metric_attrs[node.name.value] = uses.metric_attrs
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if (isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name) and len(node.targets) == 1
@@ -299,12 +308,16 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                             self.scheduled[name] = self._scope_id()
                     elif kind == "schedule":
                         self.schedules.add(name)
+                    elif kind == "metric":
+                        self.metric_calls.setdefault(name, []).append(node.value)
                     elif kind == "loss":
                         rule = self.ctx.pack.by_name[q]
                         bound = bind_call(node.value, rule)
                         value = bound.values.get("from_logits")
                         logits = False if value is None else literal_value(value, NOT_LITERAL)
                         self.loss_rules.setdefault(name, []).append((rule, logits) if logits in (True, False) else None)
+                        if "reduction" in bound.values:
+                            self.loss_reductions[name] = optim.reduction_literal(bound.values["reduction"], self.ctx)
 
     def _scope_id(self) -> int:
         return id(self._scopes[-1]) if self._scopes else 0
@@ -337,7 +350,89 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 and call.args and isinstance(call.args[0].value, cst.Call)):
             pair = _zip_of(call.args[0].value)
             if pair:  # keyed by the optimizer's name, or `self.d_optimizer` for an attribute
-                self.variables.setdefault(code(call.func.value), []).append(pair[1])
+                fn = self._scopes[-1] if self._scopes else None
+                self.variables.setdefault(code(call.func.value), []).append(_bound_variables(fn, pair[1]))
+
+
+def _bound_variables(fn, variables: cst.BaseExpression) -> cst.BaseExpression:
+    """``trainable_vars`` bound once, in the enclosing function, to ``X.trainable_variables`` (or
+    ``trainable_weights``) and nowhere else → that attribute (whose parameters fwport names); else as given."""
+    if not (isinstance(variables, cst.Name) and isinstance(fn, cst.FunctionDef)):
+        return variables
+    name = variables.value
+    if name in {p.name.value for p in (*fn.params.params, *fn.params.kwonly_params)}:
+        return variables
+    values: list = []
+
+    class _Bindings(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(name in {n.value for n in _target_names(t.target)} for t in node.targets):
+                values.append(node.value if len(node.targets) == 1
+                              and isinstance(node.targets[0].target, cst.Name) else None)
+
+        def visit_AugAssign(self, node) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                values.append(None)
+
+        def visit_AnnAssign(self, node) -> None:
+            if isinstance(node.target, cst.Name) and node.target.value == name:
+                values.append(None)
+
+        def visit_For(self, node) -> None:
+            if name in {n.value for n in _target_names(node.target)}:
+                values.append(None)
+
+        def visit_WithItem(self, node) -> None:
+            if node.asname is not None and name in {n.value for n in _target_names(node.asname.name)}:
+                values.append(None)
+
+    scan(fn.body, _Bindings())
+    if len(values) == 1 and _variable_lists(values[0]) and name not in _names_in([values[0]]):
+        return values[0]
+    return variables
+
+
+def _variable_lists(node: cst.BaseExpression) -> bool:
+    """``a.trainable_variables`` or a sum of such lists (``g.trainable_variables + e.trainable_variables``)."""
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        return _variable_lists(node.left) and _variable_lists(node.right)
+    return isinstance(node, cst.Attribute) and node.attr.value in _VARIABLE_LISTS and _dotted_name(node.value)
+
+
+class _CompiledUses(cst.CSTVisitor):
+    """In a train_step class: the attributes of Keras 2's compile it reads (``self.compiled_loss``,
+    ``self.compiled_metrics``, ``self.metrics``, ``self.compute_loss``...) and the Keras metric objects it
+    keeps as attributes (``self.loss_tracker = keras.metrics.Mean()``: Keras lists them in self.metrics)."""
+
+    def __init__(self, plan: "_Plan") -> None:
+        self.plan, self.used, self.metric_attrs = plan, set(), []
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if (isinstance(node.value, cst.Name) and node.value.value == "self"
+                and (node.attr.value in COMPILED or node.attr.value == "metrics")):
+            self.used.add(node.attr.value)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Call) and _transform(self.plan.ctx, self.plan.qualname(node.value.func)) == "metric":
+            self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
+
+
+def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
+    """``self.<attr>``."""
+    return (isinstance(node, cst.Attribute) and node.attr.value == attr and isinstance(node.value, cst.Name)
+            and node.value.value == "self")
+
+
+# compile's metric strings → the written metric class (Keras 2 names the metric by the string given)
+_STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
+                   "categorical_accuracy": "CategoricalAccuracy", "binary_accuracy": "BinaryAccuracy",
+                   "mae": "MeanAbsoluteError", "mean_absolute_error": "MeanAbsoluteError",
+                   "mse": "MeanSquaredError", "mean_squared_error": "MeanSquaredError",
+                   "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError"}
+# "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
+# one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
+_ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
+                      "keras.losses.CategoricalCrossentropy": "CategoricalAccuracy"}
 
 
 def _receiver_root(func: cst.BaseExpression) -> cst.Name | None:
@@ -395,6 +490,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
         self._defined_names: set[str] | None = None
+        self._compiled_why: dict[str, str | None] = {}  # train_step class → why its compiles cannot be kept
+        self._accepted: set[int] = set()  # self.compiled_loss / compiled_metrics / metrics nodes read as Keras 2 does
+        self._not_accepted: dict[int, str] = {}  # ... and why others are not
         # loss name → (rule, from_logits): names bound once, to a loss object with a literal from_logits
         self.loss_names = {n: b[0] for n, b in plan.loss_rules.items()
                            if len(b) == 1 and b[0] is not None and len(plan.bound_at.get(n, [])) == 1}
@@ -698,7 +796,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if "loss" in keys or any(a.keyword is None for a in original_node.args[1:]):
                 return None
         out = updated_node
-        tested = self.plan.instances.get(name, set()) <= self.plan.test_step_classes
+        classes = self.plan.instances.get(name, set())
+        # Keras 2's own test_step (the compiled loss and metrics), which TrainStepModule writes where they are kept
+        tested = classes <= self.plan.test_step_classes or (
+            len(classes) == 1 and "compiled_loss" in self.plan.compiled_uses.get(next(iter(classes)), set())
+            and self._compiled_refusal(next(iter(classes))) is None)
         if method == "evaluate" and not tested:
             return None  # Keras's own test_step (the compiled loss and metrics): model_api's error
         if method == "fit":
@@ -743,9 +845,78 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                         o.value)
                         a = a.with_changes(value=made)
                 args.append(a)
-            out = updated_node.with_changes(args=args)
+            out = updated_node.with_changes(args=self._compiled_args(original_node, args))
         self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
         return out
+
+    def _compiled_args(self, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+        """A compile of a model whose train_step reads Keras 2's compiled loss / metrics: its loss as
+        ``lambda y_true, y_pred: <torch loss>(<y_pred>, <y_true>)`` (Keras's order, torch's loss) and its
+        metrics as ``{name: metric}`` (Keras's names, which the written metric classes do not keep)."""
+        classes = self.plan.instances.get(call.func.value.value, set())
+        if len(classes) != 1:
+            return args
+        cls = next(iter(classes))
+        uses = self.plan.compiled_uses.get(cls, set())
+        if not uses & {"compiled_loss", "compiled_metrics", "metrics"} or (
+                uses == {"metrics"} and cls in self.plan.own_metrics) or self._compiled_refusal(cls) is not None:
+            return args
+        custom = cls in self.plan.custom_compiles
+        bound = self._compile_args(call, cls) or {}
+        loss = self._loss_rule(bound["loss"]) if "compiled_loss" in uses and "loss" in bound else None
+        out = []
+        for at, (o, a) in enumerate(zip(call.args, args)):
+            key = o.keyword.value if o.keyword is not None else (None if custom or at >= len(fitloop.COMPILE)
+                                                                 else fitloop.COMPILE[at])
+            if key == "loss" and loss is not None:
+                made = self._compiled_loss(o.value, a.value, *loss)
+                if made is not None:
+                    a = a.with_changes(value=made)
+            elif key == "metrics" and uses & {"compiled_metrics", "metrics"}:
+                metrics = self._metrics_of(o.value, loss if loss is not None else (
+                    self._loss_rule(bound["loss"]) if "loss" in bound else None))
+                if isinstance(metrics, list):
+                    by_id = {id(e.value): e.value for e in o.value.elements} if isinstance(
+                        o.value, (cst.List, cst.Tuple)) else {}
+                    updated = {id(oe.value): ue.value for oe, ue in zip(o.value.elements, a.value.elements)} \
+                        if isinstance(a.value, (cst.List, cst.Tuple)) else {}
+                    elements = []
+                    for (name, node, cls_name), e in zip(metrics, getattr(o.value, "elements", [])):
+                        if cls_name:
+                            self.ctx.options.setdefault("_metric_classes", set()).add(cls_name)
+                            value = node
+                        else:
+                            value = updated.get(id(e.value), by_id.get(id(e.value)))
+                        elements.append(cst.DictElement(cst.SimpleString(repr(name).replace("'", '"')), value))
+                    a = a.with_changes(value=cst.Dict(elements))
+                    self.ctx.report(Severity.INFO, "idiom-replaced",
+                                    f"metrics={code(o.value)} → {{{', '.join(f'{n!r}: ...' for n, _, _ in metrics)}}}: "
+                                    "the compiled metrics by the names Keras gives them (train_step's results are "
+                                    "keyed by them)", o.value)
+            out.append(a)
+        return out
+
+    def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits):
+        """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses."""
+        if isinstance(original, cst.Name):
+            func = updated
+        else:
+            node = original if isinstance(original, cst.Call) else cst.Call(cst.Name("loss"))
+            m = map_call(updated if isinstance(updated, cst.Call) else node, rule, self.ctx, original)
+            m.extras.update(calls_adapted=True, compiled=True)
+            func = build_call(m, self.ctx)
+            if func is None:
+                self.ctx.settle(original, updated)
+                return None
+            self.ctx.settle(func)
+        fake = cst.Call(func, [cst.Arg(cst.Name("y_true")), cst.Arg(cst.Name("y_pred"))])
+        adapted = self._loss_call(fake, fake, rule, from_logits)
+        made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
+        self.ctx.settle(made)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"loss={code(original)} given to compile → {code(made)}: TrainStepModule's compiled_loss calls "
+                        "it in Keras's order", original)
+        return made
 
     @staticmethod
     def _train_step_fit_refusal(call: cst.Call, tested: bool) -> str | None:
@@ -773,21 +944,37 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
                 and not self.ctx.is_settled(original_node)):
             self.ctx.settle(original_node)
+            why = self._compiled_refusal(self.classes[-1])
+            if why is None:
+                self._keep_compiled(original_node)
+                return updated_node
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            "self.metrics: Keras's own list (a loss tracker named \"loss\" and the metrics compile was "
-                            "given), which the translated TrainStepModule does not keep (it resets the metrics a "
-                            "class lists itself): define `metrics` as a property returning the class's metric "
-                            "objects (self.loss_tracker = keras.metrics.Mean() ...)", original_node)
+                            f"self.metrics: Keras's own list (a loss tracker named \"loss\" and the metrics compile was "
+                            f"given), which the translated TrainStepModule keeps only where the file's compiles of "
+                            f"{self.classes[-1]} tell them; here {why}: define `metrics` as a property returning the "
+                            "class's metric objects (self.loss_tracker = keras.metrics.Mean() ...)", original_node)
             return updated_node
         if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
                 and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)):
             self.ctx.settle(original_node)
+            attr = original_node.attr.value
+            why = self._compiled_refusal(self.classes[-1])
+            if why is None and id(original_node) in self._accepted:
+                self._keep_compiled(original_node)
+                return updated_node
+            if why is None:
+                why = self._not_accepted.get(id(original_node))
+            if why is None:
+                why = ("only self.compiled_loss(y_true, y_pred[, regularization_losses=self.losses]) is translated"
+                       if attr == "compiled_loss" else
+                       "only self.compiled_metrics.update_state(y_true, y_pred) is translated"
+                       if attr == "compiled_metrics" else "Keras 3's compute_loss / compute_metrics are not translated")
             self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"self.{original_node.attr.value}: {COMPILED[original_node.attr.value]}, kept by a Keras "
-                            "model; the translated TrainStepModule keeps only the optimizer: compute the loss with a "
-                            "torch loss (loss_fn(y_pred, y)) and the metrics with metric objects of the class "
-                            "(self.loss_tracker = keras.metrics.Mean() ... → the written Mean)", original_node)
+                            f"self.{attr}: {COMPILED[attr]}, kept by a Keras model; the translated TrainStepModule "
+                            f"keeps it where the file's compiles of {self.classes[-1]} tell it, but {why}: compute "
+                            "the loss with a torch loss (loss_fn(y_pred, y)) and the metrics with metric objects of "
+                            "the class (self.loss_tracker = keras.metrics.Mean() ... → the written Mean)", original_node)
             return updated_node
         # history.history[...] of a translated fit: the dict fit returns is the history itself
         if self.compiled and original_node.attr.value == "history":
@@ -837,6 +1024,183 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         "update" + (", which the LambdaLR set from the schedule" if opt in self.plan.scheduled else "")
                         + ")", original_node)
         return cst.parse_expression(f'{opt}.param_groups[0]["lr"]')
+
+    # -- Keras 2's compiled loss and metrics read by a train_step: TrainStepModule keeps them
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if not (self.classes and self.classes[-1] in self.plan.train_step_classes and isinstance(f, cst.Attribute)):
+            return
+        if _is_self_attr(f, "compiled_loss"):
+            why = self._compiled_loss_args(node)
+            if why is None:
+                self._accepted.add(id(f))
+            else:
+                self._not_accepted[id(f)] = why
+        elif (f.attr.value == "update_state" and _is_self_attr(f.value, "compiled_metrics")
+              and len(node.args) == 2 and not any(a.keyword or a.star for a in node.args)):
+            self._accepted.add(id(f.value))
+
+    def _keep_compiled(self, node: cst.Attribute) -> None:
+        """``self.compiled_loss`` / ``compiled_metrics`` / ``metrics`` read as Keras 2 gives them: methods of the
+        written TrainStepModule (compile keeps the loss and the metrics it is given); an info finding the first time."""
+        self.ctx.options["_train_step_compiled"] = True
+        self.ctx.options.setdefault("_metric_classes", set()).add("Mean")
+        self.ctx.spell_text("torch.as_tensor")
+        cls = self.classes[-1]
+        if self.ctx.analyses.setdefault("compiled_kept", set()) >= {cls}:
+            return
+        self.ctx.analyses["compiled_kept"].add(cls)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{cls}'s train_step reads what compile gives it (self.{node.attr.value}): the written "
+                        "TrainStepModule keeps compile's loss (as loss(y_true, y_pred)) and its metrics by their Keras "
+                        "names; self.compiled_loss adds the regularization losses given and tracks the total as the "
+                        "metric \"loss\" (a mean weighted by the batch size), self.metrics lists that tracker and the "
+                        "compiled metrics, as Keras 2 (tf_keras) runs them (Keras 3's deprecated shims of the same "
+                        "names would feed the predictions to the \"loss\" tracker)", node)
+
+    @staticmethod
+    def _compiled_loss_args(call: cst.Call) -> str | None:
+        """Why ``self.compiled_loss(...)`` is not the call TrainStepModule.compiled_loss takes: (y, y_pred)
+        and ``regularization_losses=self.losses`` (None: it is)."""
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        for a in call.args:
+            if a.star:
+                return "its arguments cannot be bound statically"
+            if a.keyword is not None and a.keyword.value in ("y_true", "y_pred"):
+                continue
+            if a.keyword is not None and a.keyword.value == "regularization_losses":
+                if not _is_self_attr(a.value, "losses"):
+                    return "regularization_losses= other than self.losses is not translated"
+            elif a.keyword is not None or len(positional) > 2:
+                return ("sample_weight is not translated (multiply the per-sample loss, reduction='none', and "
+                        "divide by the batch size)")
+        if len(call.args) - (1 if any(a.keyword is not None and a.keyword.value == "regularization_losses"
+                                      for a in call.args) else 0) != 2:
+            return "it takes y_true and y_pred"
+        return None
+
+    def _compiles_of(self, cls: str) -> tuple[list[cst.Call], bool]:
+        """The compile calls of the file on instances of ``cls`` (names bound only to them), and whether
+        some compile is of a name bound to such an instance and to other things (which fwport cannot follow)."""
+        calls, unsure = [], False
+        for name, call, _ in self.plan.compiles:
+            classes = self.plan.instances.get(name, set())
+            if classes == {cls}:
+                calls.append(call)
+            elif cls in classes:
+                unsure = True
+        return calls, unsure
+
+    def _compiled_refusal(self, cls: str) -> str | None:
+        """Why the compiles of ``cls``'s instances cannot give its train_step what Keras 2's compile gives it
+        (the loss as ``self.compiled_loss``, the metrics as ``self.compiled_metrics``, both in ``self.metrics``);
+        None when every one can (TrainStepModule keeps them)."""
+        if cls in self._compiled_why:
+            return self._compiled_why[cls]
+        uses = self.plan.compiled_uses.get(cls, set())
+        calls, unsure = self._compiles_of(cls)
+        why = None
+        if uses & {"compute_loss", "compute_metrics"}:
+            why = "Keras 3's compute_loss / compute_metrics are not translated"
+        elif unsure:
+            why = f"a compiled model may or may not be a {cls} (its name is bound to other things too)"
+        elif not calls:
+            why = f"no compile of a {cls} in this file tells which loss and metrics"
+        elif "metrics" in uses and cls not in self.plan.own_metrics and self.plan.metric_attrs.get(cls):
+            why = (f"{cls} also keeps metric objects ({', '.join(self.plan.metric_attrs[cls])}), which Keras lists in "
+                   "self.metrics by names the translation does not keep: define `metrics` as a property returning them")
+        for call in calls:
+            if why is not None:
+                break
+            args = self._compile_args(call, cls)
+            if args is None:
+                why = f"{code(call)}: its arguments cannot be bound statically"
+                break
+            loss = args.get("loss")
+            if "compiled_loss" in uses:
+                why = ("the compile of " + code(call.func.value) + " gives no loss") if loss is None else \
+                    self._loss_refusal(loss)
+            if why is None and uses & {"compiled_metrics", "metrics"}:
+                metrics = self._metrics_of(args.get("metrics"), self._loss_rule(loss) if loss is not None else None)
+                why = metrics if isinstance(metrics, str) else None
+        self._compiled_why[cls] = why
+        return why
+
+    def _compile_args(self, call: cst.Call, cls: str) -> dict | None:
+        """A compile call's loss / metrics by name: keyword-only for a class with its own compile."""
+        if cls in self.plan.custom_compiles:
+            return {a.keyword.value: a.value for a in call.args if a.keyword is not None
+                    and a.keyword.value == "metrics"}
+        return fitloop.bind(call, fitloop.COMPILE)
+
+    def _loss_rule(self, node: cst.BaseExpression):
+        """compile's loss= → (its loss rule, from_logits), or None."""
+        lit = literal_value(node, NOT_LITERAL)
+        if isinstance(lit, str):
+            q = fitloop.LOSSES.get(lit.lower())
+            return (self.ctx.pack.by_name[q], False) if q else None
+        if isinstance(node, cst.Name):  # (a per-sample loss is no compiled loss)
+            reduction = self.plan.loss_reductions.get(node.value, "sum_over_batch_size")
+            return self.loss_names.get(node.value) if reduction in ("sum_over_batch_size", "auto") else None
+        if isinstance(node, cst.Call):
+            q = self.qualname(node.func)
+            if _transform(self.ctx, q) != "loss":
+                return None
+            rule = self.ctx.pack.by_name[q]
+            flag = bind_call(node, rule).values.get("from_logits")
+            flag = False if flag is None else literal_value(flag, NOT_LITERAL)
+            return (rule, flag) if flag in (True, False) else None
+        return None
+
+    def _loss_refusal(self, node: cst.BaseExpression) -> str | None:
+        if self._loss_rule(node) is not None:
+            return None
+        return (f"loss={code(node)} is neither one of {', '.join(sorted(fitloop.LOSSES))}, a Keras loss object with a "
+                "literal from_logits, nor a name bound once to one")
+
+    def _metrics_of(self, node, loss) -> list | str:
+        """compile's metrics= → [(Keras's name for it, the metric's expression, written class or "")], or
+        why not. A string names its class (\"accuracy\": the one the loss takes its labels for)."""
+        if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
+            return []
+        if not isinstance(node, (cst.List, cst.Tuple)):
+            return f"metrics={code(node)} is not a list written in the compile"
+        out = []
+        for e in node.elements:
+            m = e.value
+            lit = literal_value(m, NOT_LITERAL)
+            if isinstance(lit, str):
+                cls = _STRING_METRICS.get(lit)
+                if lit in fitloop.ACCURACY:
+                    cls = _ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else None
+                    if cls is None:
+                        return (f"metrics=[{lit!r}]: Keras 2 picks the accuracy from the labels' and outputs' shapes "
+                                "here; name it (keras.metrics.SparseCategoricalAccuracy(), ...)")
+                if cls is None:
+                    return f"the metric {lit!r} is not translated"
+                out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+                continue
+            call = m
+            if isinstance(m, cst.Name):
+                bound = self.plan.metric_calls.get(m.value, [])
+                if len(bound) != 1 or len(self.plan.bound_at.get(m.value, [])) != 1:
+                    return f"the metric {m.value} is not a name bound once to a Keras metric object"
+                call = bound[0]
+            q = self.qualname(call.func) if isinstance(call, cst.Call) else None
+            if _transform(self.ctx, q) != "metric" or q == "keras.metrics.Mean":
+                return f"the metric {code(m)} is not a Keras metric object of y_true and y_pred fwport translates"
+            rule = self.ctx.pack.by_name[q]
+            given = bind_call(call, rule).values.get("name")
+            default = next((p.default for p in rule.params if p.name == "name"), None)
+            name = literal_value(given, NOT_LITERAL) if given is not None else (
+                literal_value(cst.parse_expression(default), NOT_LITERAL) if default else NOT_LITERAL)
+            if not isinstance(name, str):
+                return f"the metric {code(m)}: its name is not a literal"
+            out.append((name, m, ""))
+        names = [n for n, _, _ in out]
+        if len(set(names)) != len(names):
+            return "two compiled metrics have one name"
+        return out
 
     # -- the training flag of a model call
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -1016,14 +1380,37 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             p_out = f"{p_atom}.clamp(1e-7, 1 - 1e-7)"
         else:
             p_out = p
-        return updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
-                                               cst.Arg(cst.parse_expression(t_out))])
+        if opts.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
+            p_out = f"{p_out if p_out != p else p_atom}.movedim(-1, 1)"
+            if target != "long":
+                t_out = f"{t_out if t_out != t else t_atom}.movedim(-1, 1)"
+        out = updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
+                                              cst.Arg(cst.parse_expression(t_out))])
+        reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
+            if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
+        if opts.get("mean_last") and reduction in ("none", None, "sum"):
+            # Keras's per-sample loss: the mean over the last axis of torch's elementwise one ('sum': their sum)
+            suffix = ".mean(-1)" + (".sum()" if reduction == "sum" else "")
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{code(original_node)} with reduction={reduction!r} → {code(out)}{suffix}: torch's "
+                            "reduction='none' keeps every element, Keras's per-sample loss is their mean over the last "
+                            "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
+            return cst.parse_expression(code(out) + suffix)
+        return out
 
-    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
         made = self._factory_call(original_node, updated_node)
         if made is not None:
             return made
+        frozen = self._trainable(original_node, updated_node)
+        if frozen is not None:
+            return frozen
         value = original_node.value
+        if (isinstance(value, cst.Call) and len(original_node.targets) == 1
+                and _is_self_attr(original_node.targets[0].target, original_node.targets[0].target.attr.value
+                                  if isinstance(original_node.targets[0].target, cst.Attribute) else "")
+                and _transform(self.ctx, self.qualname(value.func)) == "optimizer"):
+            return self._optimizer_attribute(original_node, updated_node)
         if not (isinstance(value, cst.Call) and len(original_node.targets) == 1
                 and isinstance(original_node.targets[0].target, cst.Name)):
             return updated_node
@@ -1035,6 +1422,33 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if kind == "loss":
             return self._loss(original_node, updated_node, name, q)
         return updated_node
+
+    def _trainable(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Expr | None:
+        """``model.trainable = False`` (a Keras layer or model: a tf.Variable's flag cannot be set) →
+        ``model.requires_grad_(False)``: a torch module has no such flag, and the attribute alone would
+        freeze nothing. Its parameters then get no gradient, which every torch optimizer skips."""
+        if not (len(original_node.targets) == 1 and isinstance(original_node.targets[0].target, cst.Attribute)
+                and original_node.targets[0].target.attr.value == "trainable"):
+            return None
+        receiver = updated_node.targets[0].target.value
+        if isinstance(receiver, cst.Name) and receiver.value == "self":
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"self.trainable = {code(original_node.value)}: Keras freezes the layer's weights, also "
+                            "those it creates later; torch has no such flag: call self.requires_grad_(False) once "
+                            "every parameter exists (at the end of __init__, after a first call for lazy layers)",
+                            original_node)
+            return updated_node
+        made = cst.Expr(cst.Call(cst.Attribute(receiver, cst.Name("requires_grad_")), [cst.Arg(updated_node.value)]))
+        keras2 = (" Keras 2 also reads the flag when a model is compiled: a model compiled before this line "
+                  "keeps training these weights in its own fit / train_on_batch, which torch does not do."
+                  if self.ctx.version == 2 else "")
+        self.ctx.report(Severity.WARNING, "idiom-replaced",
+                        f"{code(original_node.targets[0].target)} = {code(original_node.value)} → "
+                        f"{code(made.value)}: a torch module has no trainable flag; its parameters get no gradient, "
+                        "so no optimizer moves them. Keras also runs the BatchNormalization layers of a frozen layer "
+                        "in inference mode, torch keeps them in the mode of train() / eval(): where it holds "
+                        f"BatchNorm, call {code(receiver)}.eval() after each model.train()." + keras2, original_node)
+        return made
 
     def _settle(self, call: cst.Call, updated_node: cst.Assign) -> cst.Assign:
         """A refused call: the rule pass (which sees the rebuilt node) must not report it again."""
@@ -1060,6 +1474,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             call, rule)
             return self._settle(call, updated_node)
         owners = _names_in([variables[0]])
+        if "self" in owners and not self.classes:
+            # apply_gradients in a method, on the method's own variables: `self` here is no model
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{name} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                            f"created, and {name}.apply_gradients updates {code(variables[0])} inside a class, whose "
+                            f"instance does not exist here: give the optimizer to compile and call "
+                            f"self.optimizer.apply_gradients(...) in the class (or create it over model.parameters() "
+                            "once the model exists)", call, rule)
+            return self._settle(call, updated_node)
         late = [o for o in owners if o in self.plan.bound_at and not any(
             order < self.order or depth < len(self._scopes) for order, depth in self.plan.bound_at[o])]
         if late:
@@ -1087,6 +1510,38 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.settle(out)
         if scheduled:
             self.suffixes[-1].append(self._scheduler(name, m, call, rule))
+        return updated_node.with_changes(value=out)
+
+    def _optimizer_attribute(self, original_node, updated_node) -> cst.Assign:
+        """``self.g_optimizer = keras.optimizers.Adam(...)`` in the compile of a model with its own train_step
+        (a GAN's): the torch optimizer over the parameters of the variables ``self.g_optimizer.apply_gradients``
+        updates (compile runs once the model exists). Elsewhere the optimizer's rule says what to write."""
+        target = code(original_node.targets[0].target)
+        fn = self._scopes[-1] if self._scopes else None
+        if not (self.classes and self.classes[-1] in self.plan.train_step_classes and isinstance(fn, cst.FunctionDef)
+                and fn.name.value == "compile" and len(self._scopes) == 1):
+            return updated_node
+        call = original_node.value
+        rule = self.ctx.pack.by_name[self.qualname(call.func)]
+        texts = {code(v) for v in self.plan.variables.get(target, [])}
+        params = _params_of(self.plan.variables[target][0]) if len(texts) == 1 else None
+        if params is None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{target} = {code(call)}: a torch optimizer takes the parameters it updates when it is "
+                            "created, and fwport cannot tell which ("
+                            + (f"{target}.apply_gradients updates {' and '.join(sorted(texts))}" if texts else
+                               f"{target}.apply_gradients(zip(grads, model.trainable_variables)) is not in this file")
+                            + f"); write {rule.emit.get('target', 'torch.optim...')}(<those parameters>, ...)", call, rule)
+            return self._settle(call, updated_node)
+        m = map_call(updated_node.value, rule, self.ctx, call)
+        m.extras["params"] = cst.parse_expression(params)
+        out = build_call(m, self.ctx)
+        if out is None:
+            return self._settle(call, updated_node)
+        self.ctx.settle(out)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{target} = {code(call.func)}(...) in compile → over {params}, the parameters "
+                        f"{target}.apply_gradients updates (compile runs once the model exists)", call, rule)
         return updated_node.with_changes(value=out)
 
     def _unscheduled(self, name: str) -> str | None:
@@ -1189,6 +1644,25 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 i += 1
                 continue
             source = self._tape_of(originals[i]) if i < len(originals) else None
+            inside = self._gradient_inside(stmt, tape[0])
+            if inside is not None and i < len(originals) and self._gradient_inside(originals[i], tape[0]):
+                # `grads = tape.gradient(...)` and the update written inside the with block: the same step in
+                # torch, whose block the with line does not open (its statements go one level out)
+                flat = body[:i] + list(inside) + body[i + 1:]
+                flat_originals = originals[:i] + list(self._gradient_inside(originals[i], tape[0])) + originals[i + 1:]
+                self._originals = flat_originals
+                done = self._tape_step(inside[0], tape, flat, i, source[1] if source else tape[1])
+                if done is None:
+                    self._originals = originals
+                    out.append(stmt)
+                    i += 1
+                    continue
+                body, originals = flat, flat_originals
+                new, consumed = done
+                out += new
+                i = consumed
+                changed = True
+                continue
             done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 done = self._plain_tape(stmt, tape, body, i, source[1] if source else tape[1])
@@ -1203,6 +1677,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             i = consumed
             changed = True
         return out if changed else None
+
+    def _gradient_inside(self, stmt: cst.With, tape: str) -> list | None:
+        """A tape's ``with`` whose block holds ``g = tape.gradient(...)`` after other statements (and
+        nothing else reads the tape): [the with holding what comes before it, *the statements from it on]."""
+        if not isinstance(stmt.body, cst.IndentedBlock):
+            return None
+        inner = list(stmt.body.body)
+        at = next((g for g, s in enumerate(inner) if _gradient(s, tape) is not None), None)
+        if not at or any(tape in _names_in([s]) for s in inner[:at]):
+            return None
+        return [stmt.with_changes(body=stmt.body.with_changes(body=inner[:at])), *inner[at:]]
 
     def _tape_of(self, stmt) -> tuple[str, cst.Call] | None:
         if not isinstance(stmt, cst.With) or len(stmt.items) != 1:
@@ -1234,6 +1719,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 refuse = f"no `grads = {name}.gradient(loss, variables)` follows in the same block"
         k = j + 1
         grads = grad[0] if grad else None
+        variables = self._variables_of(grad[2]) if grad else None  # a name bound to X.trainable_variables: X's
         used = False  # the gradients go through other code before apply_gradients
         clip = None  # (index, norm name, clip_norm) of `grads, norm = tf.clip_by_global_norm(grads, c)`
         if refuse is None:
@@ -1246,7 +1732,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                     grads, norm, max_norm = clipped
                     clip = (k, norm, max_norm)
                 elif grads in _names_in([body[k]]):
-                    if clip is not None or _params_of(grad[2]) is None:
+                    if clip is not None or _params_of(variables) is None:
                         refuse = (f"the gradients {grads} are used before apply_gradients, together with a global "
                                   f"norm clip or on variables whose parameters are not known")
                         break
@@ -1260,7 +1746,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             elif {grad[0], grads} & _names_in(self._until_rebound(body, k + 1, name)) or name in _names_in(
                     self._until_rebound(body, j + 1, name)):
                 refuse = f"{grads} or {name} is used after the step"
-            elif (clip is not None or self.plan.clips.get(apply[0])) and _params_of(grad[2]) is None:
+            elif (clip is not None or self.plan.clips.get(apply[0])) and _params_of(variables) is None:
                 refuse = f"the parameters of {code(grad[2])} are not known (clipping needs them)"
             else:
                 refuse = self._schedule_refusal(apply[0])
@@ -1284,10 +1770,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         new = [zero, *inner, *body[i + 1:j]]
         backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))
         if (opt == "self.optimizer" and self.classes and self.classes[-1] in self.plan.train_step_classes
-                and code(grad[2]) not in ("self.trainable_weights", "self.trainable_variables")):
+                and code(variables) not in ("self.trainable_weights", "self.trainable_variables")):
             # TrainStepModule.compile creates self.optimizer over all the parameters: only those of
             # the variables apply_gradients gets may receive gradients (step() moves any that has one)
-            params = _params_of(grad[2])
+            params = _params_of(variables)
             if params is None:
                 self.ctx.report(Severity.ERROR, "unsupported-construct",
                                 f"self.optimizer updates {code(grad[2])}, whose parameters fwport cannot name; "
@@ -1297,7 +1783,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 inputs = params if params.startswith("[") else f"list({params})"
                 backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward(inputs={inputs})"))
         if used:  # the gradients as a list, shaped as torch's parameters
-            params = _params_of(grad[2])
+            params = _params_of(variables)
             self.ctx.options["_split_lines"] = True
             backward = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(backward.value)])),
                         cst.Assign([cst.AssignTarget(cst.Name(grad[0]))],
@@ -1310,7 +1796,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         between = list(body[j + 1:k])
         if clip is not None:
             at, norm, max_norm = clip
-            clip_call = (f"{self.ctx.spell_text('torch.nn.utils.clip_grad_norm_')}({_params_of(grad[2])}, "
+            clip_call = (f"{self.ctx.spell_text('torch.nn.utils.clip_grad_norm_')}({_params_of(variables)}, "
                          f"{code(max_norm)})")
             stmt_clip = cst.Expr(cst.parse_expression(clip_call)) if norm is None else cst.Assign(
                 [cst.AssignTarget(cst.Name(norm))], cst.parse_expression(clip_call))
@@ -1320,18 +1806,21 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "(returned before clipping, like TensorFlow's); torch divides by norm + 1e-6, "
                             "a relative difference under 1e-6 / clip_norm", self._source_of(at, self._global_clip_node))
         new += between
-        step = self._step(opt, _params_of(grad[2]), call, _names_in(body))
+        step = self._step(opt, _params_of(variables), call, _names_in(body))
         if used:
             taken = _names_in(body)
             p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
             g_name = next(n for n in ("grad", "grad_", "fwport_grad") if n not in taken)
-            write = cst.parse_statement(f"for {p_name}, {g_name} in zip({_params_of(grad[2])}, {code(apply[1])}):\n"
+            write = cst.parse_statement(f"for {p_name}, {g_name} in zip({_params_of(variables)}, {code(apply[1])}):\n"
                                         f"    {p_name}.grad = {g_name}\n")
             new.append(write.with_changes(leading_lines=body[k].leading_lines))
             new.append(body[k].with_changes(body=step, leading_lines=[]))
         else:
             new.append(body[k].with_changes(body=step))
         return new, k + 1
+
+    def _variables_of(self, variables: cst.BaseExpression) -> cst.BaseExpression:
+        return _bound_variables(self._scopes[-1] if self._scopes else None, variables)
 
     def _schedule_refusal(self, opt: str) -> str | None:
         """Why a step of ``opt``, whose learning rate is a schedule, cannot step its LambdaLR here (created
@@ -1657,7 +2146,8 @@ class _Mentions(cst.CSTVisitor):
         return not self.found and default_visit(self, node)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value in ("history", "metrics", "learning_rate", "lr", "iterations") or node.attr.value in COMPILED:
+        if node.attr.value in ("history", "metrics", "learning_rate", "lr", "iterations", "trainable") \
+                or node.attr.value in COMPILED:
             self.found = True
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -1976,7 +2466,8 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         texts.append(fitloop.callback_classes(callbacks, ctx.spell_text))
     if ctx.options.pop("_train_step_module", False):
         texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
-                                               ctx.options.pop("_train_step_predict", False)))
+                                               ctx.options.pop("_train_step_predict", False),
+                                               ctx.options.pop("_train_step_compiled", False)))
     used = ctx.options.pop("_fit_helpers", set())
     compiled = [c for c in ctx.analyses.get("compiled", []) if id(c) in used]
     if compiled:
