@@ -313,7 +313,7 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
         if name in followed and rows <= translated | helper_rows:
             replaced.add(name)
         if rows <= builders | translated | {where[h] for h in touched if h in where}:
-            for c in _calls(helpers[name].body):
+            for c in _helper_body_calls(helpers[name]):
                 ctx.settle(c)
 
 
@@ -618,10 +618,14 @@ class _Builder:
         self.ctx.report(Severity.ERROR, code_, message, node)
 
     # --- helper functions that build blocks -----------------------------------------------------------
-    def _helper(self, call: cst.Call, fn: cst.FunctionDef) -> _Tensor:
+    def _helper(self, call: cst.Call, fn: cst.FunctionDef, site: cst.Call | None = None) -> _Tensor:
         """``x = block(x, 64, stride=2)`` with ``block`` a function of this file that calls layers on
         its tensor arguments: one nn.Module class per helper (one per variant of its literal
-        arguments, which decide its ``if`` statements here), instantiated at each call site."""
+        arguments, which decide its ``if`` statements here), instantiated at each call site. A block
+        factory's call (``Block(64)(x)``) comes here as the call of its closure with every argument
+        by keyword (:meth:`_factory_call`), ``site`` the call as written (findings, replacement)."""
+        args_of = call.args
+        call = site or call
         name = fn.name.value
         calls = self.ctx.analyses.setdefault("functional_calls", {})
         calls[name] = calls.get(name, 0) + 1
@@ -629,21 +633,21 @@ class _Builder:
             raise _Refused(call, f"{name}(...): helpers calling helpers this deep are not followed")
         params = fn.params
         if params.posonly_params or isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param) \
-                or any(a.star for a in call.args):
+                or any(a.star for a in args_of):
             raise _Refused(call, f"{name}(...): a helper with *args/**kwargs or positional-only parameters is not "
                                  "followed")
         plist = [*params.params, *params.kwonly_params]
         pnames = [p.name.value for p in plist]
         values: dict[str, tuple[cst.BaseExpression, bool]] = {}  # name → (value, given at the call)
-        positional = [a for a in call.args if a.keyword is None]
+        positional = [a for a in args_of if a.keyword is None]
         if len(positional) > len(params.params):
             raise _Refused(call, f"{name}(...): more arguments than the helper takes")
         for p, a in zip(params.params, positional):
             values[p.name.value] = (a.value, True)
-        for a in call.args:
+        for a in args_of:
             if a.keyword is not None:
                 if a.keyword.value not in pnames:
-                    raise _Refused(a, f"{name}(...) has no parameter {a.keyword.value}")
+                    raise _Refused(a if site is None else call, f"{name}(...) has no parameter {a.keyword.value}")
                 values[a.keyword.value] = (a.value, True)
         for p in plist:
             if p.name.value not in values:
@@ -787,6 +791,28 @@ class _Builder:
                                  out_tensor.node, out_tensor.flat, out_tensor.last, out_tensor.shape_name)
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
+
+    def _factory_call(self, node: cst.Call, fac: tuple) -> cst.Call:
+        """``Block(64, depth=2)(x)`` → the call of the factory's closure as one helper of both parameter
+        lists, every argument by keyword (the argument values are the nodes as written)."""
+        merged, outer, inner = fac
+        eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+        args = []
+        for given, fn in ((node.func, outer), (node, inner)):
+            positional = [p.name.value for p in fn.params.params]
+            i = 0
+            for a in given.args:
+                if a.star:
+                    raise _Refused(node, f"{code(node.func.func)}(...)(...): a starred argument is not followed")
+                if a.keyword is None:
+                    if i >= len(positional):
+                        raise _Refused(node, f"{code(node.func.func)}(...)(...): more arguments than "
+                                             f"{fn.name.value} takes")
+                    args.append(cst.Arg(a.value, keyword=cst.Name(positional[i]), equal=eq))
+                    i += 1
+                else:
+                    args.append(cst.Arg(a.value, keyword=a.keyword, equal=eq))
+        return cst.Call(cst.Name(merged.name.value), args)
 
     def _implied_rank_in(self, fn: cst.FunctionDef, pname: str) -> int | None:
         """The rank a helper's tensor argument of unknown shape must have: that of the first layer the
@@ -1511,6 +1537,14 @@ class _Builder:
     def _call(self, node: cst.Call) -> _Tensor | None:
         func = node.func
         if isinstance(func, cst.Call):  # layers.Dense(4)(x)
+            if isinstance(func.func, cst.Name) and func.func.value in self.helpers \
+                    and func.func.value not in self.local and func.func.value not in self.env:
+                fac = _factory(self.ctx, self.helpers[func.func.value])
+                if fac is not None:  # Block(64)(x): a block factory's closure called on tensors
+                    return self._helper(self._factory_call(node, fac), fac[0], site=node)
+                raise _Refused(node, f"{code(func.func)}(...)(...): fwport follows a function of this file called "
+                                     "this way when it is a block factory (its body: `def apply(x): ...` then "
+                                     "`return apply`); this one is not: translate it by hand")
             if self._layer_kind(func.func)[0] is None:
                 raise _Refused(node, f"{code(func.func)}(...)(...): a call of something fwport does not know as a "
                                      "Keras layer")
@@ -2372,6 +2406,48 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     if declared is None or shape is None or len(declared) != len(shape):
         return False
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
+
+
+def _factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
+    """A block factory: ``def Block(width): def apply(x): <layers on x>; return apply`` (a docstring
+    allowed). (merged, outer, inner): ``merged`` a function of both parameter lists whose body is the
+    closure's (the same nodes), followed as a helper called with every argument by keyword; None when
+    ``fn`` is not one (or a closure's parameter shadows the factory's)."""
+    cache = ctx.analyses.setdefault("functional_factories", {})
+    hit = cache.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    found = None
+    stmts = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    if stmts and isinstance(stmts[0], cst.SimpleStatementLine) and isinstance(stmts[0].body[0], cst.Expr) \
+            and isinstance(stmts[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        stmts = stmts[1:]
+    if len(stmts) == 2 and isinstance(stmts[0], cst.FunctionDef) and not stmts[0].decorators \
+            and not fn.decorators and isinstance(stmts[0].body, cst.IndentedBlock) \
+            and isinstance(stmts[1], cst.SimpleStatementLine) and len(stmts[1].body) == 1 \
+            and isinstance(stmts[1].body[0], cst.Return) and isinstance(stmts[1].body[0].value, cst.Name) \
+            and stmts[1].body[0].value.value == stmts[0].name.value:
+        inner = stmts[0]
+        po, pi = fn.params, inner.params
+        outer_names = [p.name.value for p in [*po.posonly_params, *po.params, *po.kwonly_params]]
+        inner_names = [p.name.value for p in [*pi.posonly_params, *pi.params, *pi.kwonly_params]]
+        plain_params = not (po.posonly_params or pi.posonly_params or isinstance(po.star_arg, cst.Param)
+                            or isinstance(pi.star_arg, cst.Param) or po.star_kwarg or pi.star_kwarg)
+        if plain_params and not set(outer_names) & set(inner_names):
+            # keyword-only in the merged function: every argument comes by keyword (_factory_call)
+            params = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                      for p in [*po.params, *po.kwonly_params, *pi.params, *pi.kwonly_params]]
+            merged = cst.FunctionDef(fn.name, cst.Parameters(star_arg=cst.ParamStar(), kwonly_params=params),
+                                     inner.body)
+            found = (merged, fn, inner)
+    cache[id(fn)] = (fn, found)
+    return found
+
+
+def _helper_body_calls(fn: cst.FunctionDef) -> list[cst.Call]:
+    """The calls a helper's body makes (a block factory's: its closure's)."""
+    inner = [s for s in fn.body.body if isinstance(s, cst.FunctionDef)] if isinstance(fn.body, cst.IndentedBlock) else []
+    return _calls(fn.body) + [c for f in inner for c in _calls(f.body)]
 
 
 class _Calls(cst.CSTVisitor):
