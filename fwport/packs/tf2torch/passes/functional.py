@@ -59,7 +59,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
                                         symbolic_shape)
-from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
+from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank, converts_to_nchw,
                                                       _input_spec_shape, _shape_name, _shape_parts, symbolic_parts)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
@@ -249,9 +249,11 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     helpers = {stmt.name.value: stmt for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
                and i not in builders and isinstance(stmt.body, cst.IndentedBlock)}
     built: dict[str, dict] = {}  # builders translated above: their models can be layers of the next ones
+    seqs = _module_sequentials(module, ctx)
     for i, stmt in enumerate(module.body):
         if i in builders:
             b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
+            b.module_seqs = seqs
             b.builder_models = dict(built)
             new = b.run()
             if new is not None:
@@ -598,6 +600,7 @@ class _Builder:
         self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
+        self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
@@ -1343,7 +1346,7 @@ class _Builder:
                 info["records_scope"] = value.func.value  # its weight records are the builder's
                 self.prior_models[target] = info
                 return "keep"
-            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] not in (None, "submodel"):
+            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] not in (None, "submodel", "modseq"):
                 try:
                     self.env[target] = self._new_layer(value, target)
                 except _Refused as r:
@@ -1412,6 +1415,9 @@ class _Builder:
             return "submodel", func.value
         if isinstance(func, cst.Name) and func.value in self.builder_models and func.value not in self.local:
             return "builder", func.value  # encoder = build_encoder(...): the instance it returns
+        if isinstance(func, cst.Name) and func.value in self.module_seqs and func.value not in self.local \
+                and func.value not in self.env:
+            return "modseq", func.value  # data_augmentation(inputs): that module-level Sequential itself
         q = self.ctx.imports.resolve(func)
         if q is None:
             return None, None
@@ -1551,10 +1557,11 @@ class _Builder:
             return self._apply(self._new_layer(func), node)
         if isinstance(func, cst.Name) and isinstance(self.env.get(func.value), _Layer):
             return self._apply(self.env[func.value], node)
-        if isinstance(func, cst.Name) and self._layer_kind(func)[0] == "submodel":
+        kind = self._layer_kind(func)[0] if isinstance(func, cst.Name) else None
+        if kind in ("submodel", "modseq"):
             layer = self.submodels.get(func.value)
             if layer is None:
-                layer = self.submodels[func.value] = _Layer(node, func.value, "submodel", var=func.value)
+                layer = self.submodels[func.value] = _Layer(node, func.value, kind, var=func.value)
                 self.layers.append(layer)
             return self._apply(layer, node)
         q = self.ctx.imports.resolve(func)
@@ -1917,6 +1924,14 @@ class _Builder:
             if layer.kind == "builder" and out is not None:  # sizes named by the builder's own parameters
                 out = tuple(d if is_int(d) else None for d in out)
             layer.out = (out, None)
+        elif layer.kind == "modseq":
+            module = cst.Name(layer.rule)
+            shape, seq_nchw = self._module_seq_shape(layer, t)
+            layer.out = (shape, None)
+            # the sequential pass translates it channels-first (a Resizing in it) or keeps Keras's layout:
+            # its images are moved where the graph's layout is the other one
+            layer.keras_in = layer.keras_back = self.layout == "nchw" and not seq_nchw
+            layer.permute_in = layer.permute_back = self.layout != "nchw" and seq_nchw
         elif layer.kind == "user":
             if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
                 raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
@@ -1958,6 +1973,50 @@ class _Builder:
                 layer.records.append(("", LayerRecord(self.scope, "", target, rule.id, em.variant, dict(em.symbols))))
         layer.module = module
         self.pending_init.append(f"self.{layer.attr} = {code(module)}")
+
+    def _module_seq_shape(self, layer: _Layer, t: _Tensor) -> tuple[tuple | None, bool]:
+        """The output shape of a module-level ``keras.Sequential`` of preprocessing layers called in the
+        graph (``x = data_augmentation(inputs)``), which the sequential pass translates where it stands and
+        the model calls as it is (Keras shares that object too). Followed when each member keeps the shape
+        (Normalization, Rescaling, random flips, rotations, zooms, ...) or resizes to sizes fwport can read
+        (Resizing, CenterCrop, RandomCrop). (shape, whether the sequential pass makes it channels-first)."""
+        call = self.module_seqs[layer.rule]
+        elements = None
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("layers" if i == 0 else None)
+            if kw == "layers" and not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and not any(
+                    isinstance(e, cst.StarredElement) for e in a.value.elements):
+                elements = [e.value for e in a.value.elements]
+            elif kw != "name":
+                elements = None
+                break
+        if not elements:
+            raise _Refused(layer.call, f"{layer.rule}: a module-level keras.Sequential called in a functional model "
+                                       "is followed when it lists its layers (and name= only)")
+        if t.flat is not None or (t.shape is not None and len(t.shape) != 3):
+            raise _Refused(layer.call, f"{layer.rule}, a module-level keras.Sequential, is followed on images "
+                                       "(height, width, channels) only")
+        shape = t.shape
+        members = []
+        for el in elements:
+            q = self.ctx.imports.resolve(el.func) if isinstance(el, cst.Call) else None
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            members.append((el, rule if rule is not None and rule.kind == "layer" else None))
+            tail = q[len("keras.layers."):] if q and q.startswith("keras.layers.") else None
+            if tail in _SHAPE_KEEPING:
+                continue
+            if tail in _RESIZING:
+                h, w = (_kwarg_of(el, "height", 0), _kwarg_of(el, "width", 1))
+                h, w = self.sizes.dim(h), self.sizes.dim(w)
+                if is_int(h) and is_int(w):
+                    shape = (int(h), int(w), shape[2] if shape is not None else None)
+                    continue
+            raise _Refused(el if isinstance(el, cst.Call) else layer.call,
+                           f"{code(el.func) if isinstance(el, cst.Call) else code(el)} in {layer.rule}, a module-level "
+                           "keras.Sequential called in a functional model: fwport follows one of preprocessing layers "
+                           "that keep the image's shape or resize it to literal sizes; build it in the builder, or "
+                           "translate this model by hand")
+        return shape, converts_to_nchw(members)
 
     def _translate_seq(self, layer: _Layer, t: _Tensor) -> cst.BaseExpression:
         """A keras.Sequential used as a layer: its layers in one nn.Sequential, shapes followed."""
@@ -2232,7 +2291,7 @@ class _Builder:
                     record.target = attr + record.target[len(layer.attr):]
                 record.target = layer.prefix + record.target
                 self.ctx.layers.append(record)
-            if layer.kind == "user":  # its class's records, once the subclass pass has made them
+            if layer.kind in ("user", "modseq"):  # its class's (Sequential's) records, once its pass made them
                 self.user_layers.append((layer.rule, path[id(layer.op)], layer.prefix + attr))
             if layer.kind in ("submodel", "builder"):
                 scope = self.prior_models.get(layer.rule, {}).get("records_scope", layer.rule) \
@@ -2406,6 +2465,27 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     if declared is None or shape is None or len(declared) != len(shape):
         return False
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
+
+
+_SHAPE_KEEPING = {"Normalization", "Rescaling", "RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast",
+                  "RandomTranslation", "RandomBrightness", "Dropout", "GaussianNoise", "GaussianDropout",
+                  "Activation", "ReLU"}
+_RESIZING = {"Resizing", "CenterCrop", "RandomCrop"}
+
+
+def _module_sequentials(module: cst.Module, ctx: FileContext) -> dict[str, cst.Call]:
+    """Module-level ``name = keras.Sequential([...])`` bound once in the module: name → the call."""
+    out: dict[str, cst.Call] = {}
+    bound: dict[str, int] = {}
+    for stmt in module.body:
+        for n in _names_bound_in(stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else ():
+            bound[n] = bound.get(n, 0) + 1
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+                and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name) \
+                and isinstance(stmt.body[0].value, cst.Call) \
+                and ctx.imports.resolve(stmt.body[0].value.func) == "keras.Sequential":
+            out[stmt.body[0].targets[0].target.value] = stmt.body[0].value
+    return {k: v for k, v in out.items() if bound.get(k) == 1}
 
 
 def _factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
