@@ -296,7 +296,7 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
     touched = set(ctx.analyses.get("functional_calls", {}))
     if not touched:
         return
-    where = {name: i for i, stmt in enumerate(module.body) for name in [getattr(stmt, "name", None)]
+    where = {stmt.name.value: i for i, stmt in enumerate(module.body)
              if isinstance(stmt, cst.FunctionDef) and stmt.name.value in helpers}
     translated = {plan.path[0] for plan in plans if plan.path}
     for plan in plans:
