@@ -228,3 +228,37 @@ def build():
         [(f.line, f.message) for f in errs]
     assert any("left as written" in f.message for f in errs)
     assert "keras.Model(inputs" in r.output
+
+
+MLP = HEAD + '''
+projection_dim = 8
+transformer_units = [projection_dim * 2, projection_dim]
+head_units = [6, 4]
+
+
+def mlp(x, hidden_units, dropout_rate):
+    for units in hidden_units:
+        x = layers.Dense(units, activation="gelu")(x)
+        x = layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def build():
+    inputs = keras.Input(shape=(5, projection_dim))
+    x = mlp(inputs, hidden_units=transformer_units, dropout_rate=0.1)
+    x = layers.Flatten()(x)
+    x = mlp(x, head_units, 0.5)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+
+
+def test_a_helper_given_module_constants_loops_over_their_values(tmp_path):
+    # keras-io's ViT mlp(x, hidden_units=transformer_units, ...): a list of module constants
+    src = textwrap.dedent(MLP).lstrip("\n")
+    r = tx(src)
+    assert not errors(r), r.findings
+    assert "def mlp" not in r.output
+    assert "nn.Linear(projection_dim, projection_dim * 2)" in r.output  # the sizes as the source names them
+    assert "self.mlp1 = Mlp()" in r.output and "self.mlp2 = Mlp2()" in r.output
+    grads = verified(tmp_path, src, r.output, "build()", ["float32[3,5,8]"])
+    assert len(grads) == 2 * (2 + 2 + 1)

@@ -676,7 +676,8 @@ class _Builder:
                 layer_args[pname] = v
                 continue
             lit = literal_value(v, NOT_LITERAL)
-            if lit is NOT_LITERAL and not given:
+            if lit is NOT_LITERAL and (not given or _names_in(v) <= set(self.sizes.constants)):
+                # a default, or module constants (mlp(x, hidden_units=transformer_units)): their values
                 lit = self.sizes.constant(v) if self.sizes.constant(v) is not None else NOT_LITERAL
             if lit is not NOT_LITERAL:
                 if pname not in stable:
@@ -1141,6 +1142,9 @@ class _Builder:
         lit = literal_value(it, NOT_LITERAL)
         if isinstance(lit, (list, tuple)):
             return list(lit)
+        known_ints = self.sizes.constant(it) if isinstance(it, (cst.List, cst.Tuple)) else None
+        if isinstance(known_ints, tuple):  # (projection_dim * 2, projection_dim): module constants
+            return list(known_ints)
         if isinstance(it, cst.Call) and dotted_text(it.func) == "range" and 1 <= len(it.args) <= 3 \
                 and "range" not in self.local and all(a.keyword is None and not a.star for a in it.args):
             bounds = [self.sizes.dim(a.value) for a in it.args]
