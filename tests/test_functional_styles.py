@@ -262,3 +262,85 @@ def test_a_helper_given_module_constants_loops_over_their_values(tmp_path):
     assert "self.mlp1 = Mlp()" in r.output and "self.mlp2 = Mlp2()" in r.output
     grads = verified(tmp_path, src, r.output, "build()", ["float32[3,5,8]"])
     assert len(grads) == 2 * (2 + 2 + 1)
+
+
+STEPPED = HEAD + '''
+
+def downsample(x, filters, strides=2):
+    x = layers.Conv2D(filters, 3, strides=strides, padding="same")(x)
+    return layers.LeakyReLU(0.2)(x)
+
+
+def build_discriminator():
+    inputs = keras.Input(shape=(16, 16, 3))
+    filters = 4
+    x = layers.Conv2D(filters, 3, padding="same")(inputs)
+    for i in range(3):
+        filters *= 2
+        if i < 2:
+            x = downsample(x, filters)
+        else:
+            x = downsample(x, filters, strides=1)
+    units = filters // 2
+    x = layers.Flatten()(x)
+    x = layers.Dense(units)(x)
+    return keras.Model(inputs, x)
+'''
+
+
+def test_ints_a_loop_steps_and_ifs_on_its_variable_are_followed_pass_by_pass(tmp_path):
+    # keras-io's gaugan / cyclegan style: `filters *= 2` in the loop, `if i < 2:` decided per pass
+    src = textwrap.dedent(STEPPED).lstrip("\n")
+    r = tx(src)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "self.downsample1 = Downsample()" in out and "self.downsample3 = Downsample3()" in out
+    assert "Conv2d(8, 3, stride=2)" in out and "nn.Conv2d(8, 16, 3, stride=2)" in out
+    assert "nn.Conv2d(16, 32, 3, stride=1" in out  # the third pass: the else branch
+    assert "units = 32 // 2" in out  # below the loop, filters is its value after the loop
+    assert "self.fc = nn.Linear(512, units)" in out
+    verified(tmp_path, src, out, "build_discriminator()", ["float32[2,16,16,3]"])
+
+
+@pytest.mark.parametrize("body, why", [
+    # a builder parameter: its value is not known where the model is built
+    ('''
+def build(filters=4):
+    inputs = keras.Input(shape=(8,))
+    x = inputs
+    for i in range(2):
+        filters = filters * 2
+        x = layers.Dense(filters)(x)
+    return keras.Model(inputs, x)
+''', "filters: changed in this for statement"),
+    # a value bound in an if statement of the builder: not known either
+    ('''
+def build():
+    inputs = keras.Input(shape=(8,))
+    x = inputs
+    width = 3
+    if len(str(width)) > 0:
+        width = 5
+    for i in range(2):
+        width *= 2
+        x = layers.Dense(width)(x)
+    return keras.Model(inputs, x)
+''', "width: changed in this for statement"),
+    # an if on a size that is not known in the pass
+    ('''
+def build(n):
+    inputs = keras.Input(shape=(8,))
+    x = inputs
+    for i in range(2):
+        if i < n:
+            x = layers.Dense(4)(x)
+    return keras.Model(inputs, x)
+''', "an if statement in this for statement"),
+])
+def test_loop_steps_not_known_are_errors_at_the_loop(body, why):
+    src = textwrap.dedent(HEAD + body).lstrip("\n")
+    r = tx(src)
+    loop = src.splitlines().index("    for i in range(2):") + 1
+    errs = [f for f in r.findings if f.severity.value == "error"]
+    assert any(f.line == loop and why in f.message for f in errs), [(f.line, f.message) for f in errs]
+    assert any("left as written" in f.message for f in errs)

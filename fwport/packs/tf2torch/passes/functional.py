@@ -601,6 +601,11 @@ class _Builder:
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
         self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
+        # builder names bound to values known where the model is built (`filters = 64`), and updated by
+        # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
+        # are written as their values in the builder's statements below it (its __init__ has no loop)
+        self.known_ints: dict[str, object] = {}
+        self.loop_ints: dict[str, object] = {}
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
@@ -1045,6 +1050,10 @@ class _Builder:
             if not builder and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 roles[i] = "keep"
                 continue
+            if self.loop_ints:
+                after = self._after_loops(stmt)
+                if after is not None:
+                    stmts[i] = stmt = after
             role = self._statement(stmt, i == 0 and builder)
             roles[i] = role
             if role == "unrolled" and id(stmt) in self.generated:
@@ -1254,6 +1263,16 @@ class _Builder:
                              "range(...) of known ints (it is written out once per value); this one is not")
             return None
         out: list = []
+        # names the loop steps (`filters *= 2`): their values where it is written out, pass by pass
+        stepped = {n for n in _stepped_names(loop.body) if not isinstance(self.env.get(n), (_Tensor, _Layer))} \
+            if values and values[0] is not _AS_WRITTEN else set()
+        ints = {n: self.known_ints[n] for n in stepped if n in self.known_ints}
+        unknown = {n for n in stepped if n not in ints and n in self.local}
+        if unknown:
+            self.error(loop, f"{', '.join(sorted(unknown))}: changed in this for statement, with a value before it "
+                             "that is not known where the model is built (a builder parameter, or a value computed "
+                             "at run time): fwport writes the loop out pass by pass from known ints only")
+            return None
         for v in values:
             if v is _AS_WRITTEN:  # the body once, its loop variable as written (a loop over a run-time value)
                 subst = {}
@@ -1264,8 +1283,30 @@ class _Builder:
             else:
                 self.error(loop, "the loop's values do not unpack into its targets")
                 return None
-            for st in loop.body.body:
-                st = rewrite(st, _Substitute(subst), fresh=True)
+            todo = list(loop.body.body)
+            while todo:
+                st = todo.pop(0)
+                small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+                step = None
+                if small is not None and v is not _AS_WRITTEN:
+                    small = rewrite(small, _Substitute(subst), fresh=True)
+                    step = self._int_step(small, ints)
+                    if step is None and isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                            and isinstance(small.targets[0].target, cst.Name) \
+                            and not isinstance(self.env.get(small.targets[0].target.value), (_Tensor, _Layer)):
+                        step = self._int_step(small, {**ints, small.targets[0].target.value: None})  # units = 2 ** i
+                if step is not None:  # filters *= 2: the next statements see its new value
+                    ints[step[0]] = step[1]
+                    continue
+                st = rewrite(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}), fresh=True)
+                if isinstance(st, cst.If) and v is not _AS_WRITTEN:  # if i < 2: decided by the pass's values
+                    try:
+                        chosen = self._decided(st)
+                    except _Refused as r:  # said at the loop: the if statement is a copy
+                        self.error(loop, f"an if statement in this for statement: {r.message}")
+                        return None
+                    todo[:0] = chosen
+                    continue
                 if isinstance(st, cst.For):
                     inner = self._unroll(st)
                     if inner is None:
@@ -1283,7 +1324,21 @@ class _Builder:
                     return None
                 if self.errors:
                     return None
+        if ints:
+            self.known_ints.update(ints)
+            self.loop_ints.update(ints)
         return out
+
+    def _decided(self, st: cst.If) -> list:
+        """The statements of the branch an ``if`` takes where the model is built (its test on known values)."""
+        branch = st
+        while True:
+            if self._static(branch.test, {}):
+                return list(branch.body.body)
+            if isinstance(branch.orelse, cst.If):
+                branch = branch.orelse
+                continue
+            return list(branch.orelse.body.body) if isinstance(branch.orelse, cst.Else) else []
 
     def _layout(self, stmts: list) -> str:
         self.base_counts: dict[str, int] = {}
@@ -1401,8 +1456,58 @@ class _Builder:
     def _config(self, stmt) -> str:
         if self.fn is None:
             return "keep"  # module level: the class's methods read module names as they are
-        self.local.update(_assigned(stmt))
+        bound = _assigned(stmt)
+        self.local.update(bound)
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        step = self._int_step(small, self.known_ints) if small is not None else None
+        if step is None and isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.targets[0].target, cst.Name):
+            step = self._int_step(small, {**self.known_ints, small.targets[0].target.value: None})
+        # whatever else binds a name here (in a compound statement: any name it mentions) forgets its value
+        for n in (bound if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
+            self.known_ints.pop(n, None)
+        if step is not None:
+            self.known_ints[step[0]] = step[1]
         return "config"
+
+    def _after_loops(self, stmt):
+        """A builder statement below a for statement written out that changed ``filters``: ``filters``
+        written as its value there (``filters *= 2`` → ``filters = 256``); None: leave it as it is."""
+        names = _names_in(stmt) & set(self.loop_ints)
+        if not names:
+            return None
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        step = self._int_step(small, self.loop_ints) if small is not None else None
+        if step is not None:  # filters //= 2 below the loop: its value, and the name no longer the loop's
+            name, value = step
+            self.loop_ints.pop(name)
+            return cst.parse_statement(f"{name} = {value!r}\n")
+        for n in _names_bound_in(stmt) | set(_assigned(stmt)):
+            self.loop_ints.pop(n, None)
+        return rewrite(stmt, _Substitute({n: _literal_node(self.loop_ints[n]) for n in names
+                                          if n in self.loop_ints}), fresh=True)
+
+    def _int_step(self, small, ints: dict):
+        """``filters *= 2`` / ``filters = filters * 2`` on a name whose int value is known: (name, new
+        value); None when ``small`` is not that."""
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value in ints \
+                and type(small.operator) in _AUG_OPS and not _calls(small.value):
+            value = rewrite(small.value, _Substitute({n: _literal_node(v) for n, v in ints.items()}), fresh=True)
+            try:
+                right = self._static(value, {})
+                new = _AUG_OPS[type(small.operator)](ints[small.target.value], right)
+            except (_Refused, TypeError, ZeroDivisionError):
+                return None
+            return (small.target.value, new) if is_int(new) else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and small.targets[0].target.value in ints and not _calls(small.value):
+            value = rewrite(small.value, _Substitute({n: _literal_node(v) for n, v in ints.items()}), fresh=True)
+            try:
+                new = self._static(value, {})
+            except (_Refused, TypeError, ZeroDivisionError):
+                return None
+            return (small.targets[0].target.value, new) if is_int(new) else None
+        return None
 
     def _is_graph_call(self, c: cst.Call) -> bool:
         if isinstance(c.func, cst.Call):
@@ -2471,6 +2576,31 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
 
 
+class _Stepped(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        if isinstance(n.target, cst.Name):
+            self.out.add(n.target.value)
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        if isinstance(n.target, cst.Name):
+            self.out.add(n.target.value)
+
+    def visit_FunctionDef(self, n) -> bool:
+        return False
+
+
+def _stepped_names(node: cst.CSTNode) -> set[str]:
+    """The names a loop's body assigns to (``filters *= 2``, ``width = width // 2``), in its if statements too."""
+    v = _Stepped()
+    scan(node, v)
+    return v.out
+
+
+_AUG_OPS = {cst.AddAssign: lambda a, b: a + b, cst.SubtractAssign: lambda a, b: a - b,
+            cst.MultiplyAssign: lambda a, b: a * b, cst.FloorDivideAssign: lambda a, b: a // b}
 _SHAPE_KEEPING = {"Normalization", "Rescaling", "RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast",
                   "RandomTranslation", "RandomBrightness", "Dropout", "GaussianNoise", "GaussianDropout",
                   "Activation", "ReLU"}
