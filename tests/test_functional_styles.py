@@ -344,3 +344,54 @@ def test_loop_steps_not_known_are_errors_at_the_loop(body, why):
     errs = [f for f in r.findings if f.severity.value == "error"]
     assert any(f.line == loop and why in f.message for f in errs), [(f.line, f.message) for f in errs]
     assert any("left as written" in f.message for f in errs)
+
+
+OPS_IN_BLOCKS = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def inverted_residual_block(x, expanded_channels, output_channels, strides=1):
+    m = layers.Conv2D(expanded_channels, 1, padding="same", use_bias=False)(x)
+    m = layers.BatchNormalization()(m)
+    m = {swish}(m)
+    m = layers.DepthwiseConv2D(3, strides=strides, padding="same", use_bias=False)(m)
+    m = {relu}(m)
+    m = layers.Conv2D(output_channels, 1, padding="same", use_bias=False)(m)
+    if strides == 1 and x.shape[-1] == output_channels:
+        return layers.Add()([m, x])
+    return m
+
+
+def build():
+    inputs = keras.Input(shape=(8, 8, 4))
+    x = inverted_residual_block(inputs, 8, 4)
+    for _ in range(2):
+        x = {sigmoid}(x)
+        x = layers.Conv2D(4, 1)(x)
+    x = inverted_residual_block(x, 8, 6, strides=2)
+    return keras.Model(inputs, x)
+'''
+
+
+@pytest.mark.parametrize("keras, names", [
+    (2, ("tf.nn.swish", "tf.nn.relu", "tf.nn.sigmoid")),  # keras-io's mobilevit (tf.keras 2)
+    (3, ("keras.ops.silu", "keras.ops.relu", "keras.activations.sigmoid")),
+])
+def test_elementwise_functions_in_helpers_and_loops_are_written_by_their_rules(tmp_path, keras, names):
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    if keras == 2:
+        pytest.importorskip("tf_keras")
+    from fwport.verify import Options, verify
+    src = OPS_IN_BLOCKS.format(swish=names[0], relu=names[1], sigmoid=names[2]).lstrip("\n")
+    r = translate_source(src, "m.py", PACK, {"keras": keras})
+    assert not errors(r), r.findings
+    assert r.output.count("F.silu(m)") == 2 and r.output.count("F.relu(m)") == 2
+    assert r.output.count("x = torch.sigmoid(x)") == 2 and "tf." not in r.output
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[2,8,8,4]"],
+                          checks=("forward", "grad"), device="cpu", keras=keras))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

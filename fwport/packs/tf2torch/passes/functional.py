@@ -52,7 +52,8 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
+from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call,
+                                translate_layer)
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
@@ -1698,6 +1699,9 @@ class _Builder:
         pass, which translates it where it stands. Only where the layout cannot change its meaning: an
         elementwise function anywhere, other functions on tensors without channels (rank 1) or in a
         model that keeps its layout."""
+        if (self.helper_call is not None or self.generating) and q in _ELEMENTWISE_FNS | {"tensorflow.nn.swish"} \
+                and len(node.args) == 1 and not node.args[0].star and node.args[0].keyword is None:
+            return self._written_op(node, q)
         if self.helper_call is not None or self.generating:
             raise _Refused(node, f"{code(node.func)}(...) on tensors inside a helper, a loop or keras.Model(...) "
                                  "itself is not followed (fwport writes that code out itself); assign it to a name "
@@ -1722,6 +1726,27 @@ class _Builder:
         shape = ts[0].shape if elementwise else None
         return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node for t in ts], node), None,
                        ts[0].last if elementwise else False)
+
+    def _written_op(self, node: cst.Call, q: str) -> _Tensor | None:
+        """An elementwise function on one tensor (``tf.nn.swish(x)``) in code fwport writes out itself (a
+        helper's class, a loop written out): translated here by its rule, the same in either layout."""
+        t = self._tensor(node.args[0].value)
+        if t is None:
+            return None
+        if t.flat is not None:
+            raise _Refused(node, f"{code(node.func)}(...) on a flattened channels-first map")
+        rule = self.ctx.pack.by_name.get(q)
+        if rule is None or rule.kind != "function":
+            raise _Refused(node, f"{code(node.func)}(...) has no tf2torch rule to write it with", "no-rule")
+        arg = node.args[0].with_changes(value=self._out_expr(node.args[0].value))
+        m = map_call(node.with_changes(args=[arg]), rule, self.ctx, node)
+        new = build_call(m, self.ctx) if not m.failed else None
+        if new is None:
+            self.errors += 1  # the rule reported why
+            raise _Refused(node, "", "")
+        self.ctx.settle(node)
+        self.replace[id(node)] = new
+        return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node], node), None, t.last)
 
     def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
         """A layer called on its input(s)."""
