@@ -1360,6 +1360,13 @@ class _Builder:
 
     # --- statements -------------------------------------------------------------------------------------
     def _statement(self, stmt, first: bool) -> str:
+        role = self._statement_role(stmt, first)
+        if role != "config" and self.known_ints:  # a name bound by a graph statement: its int is gone
+            for n in (_assigned(stmt) if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
+                self.known_ints.pop(n, None)
+        return role
+
+    def _statement_role(self, stmt, first: bool) -> str:
         if first and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
                 and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
             return "keep"  # the builder's docstring
