@@ -52,14 +52,15 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.core.engine import LayerEmission, code, drop_undone_findings, expr, translate_layer
+from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call,
+                                translate_layer)
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
                                         symbolic_shape)
-from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank,
+from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank, converts_to_nchw,
                                                       _input_spec_shape, _shape_name, _shape_parts, symbolic_parts)
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
@@ -249,9 +250,11 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     helpers = {stmt.name.value: stmt for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
                and i not in builders and isinstance(stmt.body, cst.IndentedBlock)}
     built: dict[str, dict] = {}  # builders translated above: their models can be layers of the next ones
+    seqs = _module_sequentials(module, ctx)
     for i, stmt in enumerate(module.body):
         if i in builders:
             b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
+            b.module_seqs = seqs
             b.builder_models = dict(built)
             new = b.run()
             if new is not None:
@@ -294,7 +297,7 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
     touched = set(ctx.analyses.get("functional_calls", {}))
     if not touched:
         return
-    where = {name: i for i, stmt in enumerate(module.body) for name in [getattr(stmt, "name", None)]
+    where = {stmt.name.value: i for i, stmt in enumerate(module.body)
              if isinstance(stmt, cst.FunctionDef) and stmt.name.value in helpers}
     translated = {plan.path[0] for plan in plans if plan.path}
     for plan in plans:
@@ -313,7 +316,7 @@ def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict
         if name in followed and rows <= translated | helper_rows:
             replaced.add(name)
         if rows <= builders | translated | {where[h] for h in touched if h in where}:
-            for c in _calls(helpers[name].body):
+            for c in _helper_body_calls(helpers[name]):
                 ctx.settle(c)
 
 
@@ -598,6 +601,12 @@ class _Builder:
         self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
+        self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
+        # builder names bound to values known where the model is built (`filters = 64`), and updated by
+        # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
+        # are written as their values in the builder's statements below it (its __init__ has no loop)
+        self.known_ints: dict[str, object] = {}
+        self.loop_ints: dict[str, object] = {}
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
@@ -619,10 +628,14 @@ class _Builder:
         self.ctx.report(Severity.ERROR, code_, message, node)
 
     # --- helper functions that build blocks -----------------------------------------------------------
-    def _helper(self, call: cst.Call, fn: cst.FunctionDef) -> _Tensor:
+    def _helper(self, call: cst.Call, fn: cst.FunctionDef, site: cst.Call | None = None) -> _Tensor:
         """``x = block(x, 64, stride=2)`` with ``block`` a function of this file that calls layers on
         its tensor arguments: one nn.Module class per helper (one per variant of its literal
-        arguments, which decide its ``if`` statements here), instantiated at each call site."""
+        arguments, which decide its ``if`` statements here), instantiated at each call site. A block
+        factory's call (``Block(64)(x)``) comes here as the call of its closure with every argument
+        by keyword (:meth:`_factory_call`), ``site`` the call as written (findings, replacement)."""
+        args_of = call.args
+        call = site or call
         name = fn.name.value
         calls = self.ctx.analyses.setdefault("functional_calls", {})
         calls[name] = calls.get(name, 0) + 1
@@ -630,21 +643,21 @@ class _Builder:
             raise _Refused(call, f"{name}(...): helpers calling helpers this deep are not followed")
         params = fn.params
         if params.posonly_params or isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param) \
-                or any(a.star for a in call.args):
+                or any(a.star for a in args_of):
             raise _Refused(call, f"{name}(...): a helper with *args/**kwargs or positional-only parameters is not "
                                  "followed")
         plist = [*params.params, *params.kwonly_params]
         pnames = [p.name.value for p in plist]
         values: dict[str, tuple[cst.BaseExpression, bool]] = {}  # name → (value, given at the call)
-        positional = [a for a in call.args if a.keyword is None]
+        positional = [a for a in args_of if a.keyword is None]
         if len(positional) > len(params.params):
             raise _Refused(call, f"{name}(...): more arguments than the helper takes")
         for p, a in zip(params.params, positional):
             values[p.name.value] = (a.value, True)
-        for a in call.args:
+        for a in args_of:
             if a.keyword is not None:
                 if a.keyword.value not in pnames:
-                    raise _Refused(a, f"{name}(...) has no parameter {a.keyword.value}")
+                    raise _Refused(a if site is None else call, f"{name}(...) has no parameter {a.keyword.value}")
                 values[a.keyword.value] = (a.value, True)
         for p in plist:
             if p.name.value not in values:
@@ -670,7 +683,8 @@ class _Builder:
                 layer_args[pname] = v
                 continue
             lit = literal_value(v, NOT_LITERAL)
-            if lit is NOT_LITERAL and not given:
+            if lit is NOT_LITERAL and (not given or _names_in(v) <= set(self.sizes.constants)):
+                # a default, or module constants (mlp(x, hidden_units=transformer_units)): their values
                 lit = self.sizes.constant(v) if self.sizes.constant(v) is not None else NOT_LITERAL
             if lit is not NOT_LITERAL:
                 if pname not in stable:
@@ -788,6 +802,28 @@ class _Builder:
                                  out_tensor.node, out_tensor.flat, out_tensor.last, out_tensor.shape_name)
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
+
+    def _factory_call(self, node: cst.Call, fac: tuple) -> cst.Call:
+        """``Block(64, depth=2)(x)`` → the call of the factory's closure as one helper of both parameter
+        lists, every argument by keyword (the argument values are the nodes as written)."""
+        merged, outer, inner = fac
+        eq = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
+        args = []
+        for given, fn in ((node.func, outer), (node, inner)):
+            positional = [p.name.value for p in fn.params.params]
+            i = 0
+            for a in given.args:
+                if a.star:
+                    raise _Refused(node, f"{code(node.func.func)}(...)(...): a starred argument is not followed")
+                if a.keyword is None:
+                    if i >= len(positional):
+                        raise _Refused(node, f"{code(node.func.func)}(...)(...): more arguments than "
+                                             f"{fn.name.value} takes")
+                    args.append(cst.Arg(a.value, keyword=cst.Name(positional[i]), equal=eq))
+                    i += 1
+                else:
+                    args.append(cst.Arg(a.value, keyword=a.keyword, equal=eq))
+        return cst.Call(cst.Name(merged.name.value), args)
 
     def _implied_rank_in(self, fn: cst.FunctionDef, pname: str) -> int | None:
         """The rank a helper's tensor argument of unknown shape must have: that of the first layer the
@@ -1016,6 +1052,10 @@ class _Builder:
             if not builder and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                 roles[i] = "keep"
                 continue
+            if self.loop_ints:
+                after = self._after_loops(stmt)
+                if after is not None:
+                    stmts[i] = stmt = after
             role = self._statement(stmt, i == 0 and builder)
             roles[i] = role
             if role == "unrolled" and id(stmt) in self.generated:
@@ -1113,6 +1153,9 @@ class _Builder:
         lit = literal_value(it, NOT_LITERAL)
         if isinstance(lit, (list, tuple)):
             return list(lit)
+        known_ints = self.sizes.constant(it) if isinstance(it, (cst.List, cst.Tuple)) else None
+        if isinstance(known_ints, tuple):  # (projection_dim * 2, projection_dim): module constants
+            return list(known_ints)
         if isinstance(it, cst.Call) and dotted_text(it.func) == "range" and 1 <= len(it.args) <= 3 \
                 and "range" not in self.local and all(a.keyword is None and not a.star for a in it.args):
             bounds = [self.sizes.dim(a.value) for a in it.args]
@@ -1222,6 +1265,16 @@ class _Builder:
                              "range(...) of known ints (it is written out once per value); this one is not")
             return None
         out: list = []
+        # names the loop steps (`filters *= 2`): their values where it is written out, pass by pass
+        stepped = {n for n in _stepped_names(loop.body) if not isinstance(self.env.get(n), (_Tensor, _Layer))} \
+            if values and values[0] is not _AS_WRITTEN else set()
+        ints = {n: self.known_ints[n] for n in stepped if n in self.known_ints}
+        unknown = {n for n in stepped if n not in ints and n in self.local}
+        if unknown:
+            self.error(loop, f"{', '.join(sorted(unknown))}: changed in this for statement, with a value before it "
+                             "that is not known where the model is built (a builder parameter, or a value computed "
+                             "at run time): fwport writes the loop out pass by pass from known ints only")
+            return None
         for v in values:
             if v is _AS_WRITTEN:  # the body once, its loop variable as written (a loop over a run-time value)
                 subst = {}
@@ -1232,8 +1285,30 @@ class _Builder:
             else:
                 self.error(loop, "the loop's values do not unpack into its targets")
                 return None
-            for st in loop.body.body:
-                st = rewrite(st, _Substitute(subst), fresh=True)
+            todo = list(loop.body.body)
+            while todo:
+                st = todo.pop(0)
+                small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+                step = None
+                if small is not None and v is not _AS_WRITTEN:
+                    small = rewrite(small, _Substitute(subst), fresh=True)
+                    step = self._int_step(small, ints)
+                    if step is None and isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                            and isinstance(small.targets[0].target, cst.Name) \
+                            and not isinstance(self.env.get(small.targets[0].target.value), (_Tensor, _Layer)):
+                        step = self._int_step(small, {**ints, small.targets[0].target.value: None})  # units = 2 ** i
+                if step is not None:  # filters *= 2: the next statements see its new value
+                    ints[step[0]] = step[1]
+                    continue
+                st = rewrite(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}), fresh=True)
+                if isinstance(st, cst.If) and v is not _AS_WRITTEN:  # if i < 2: decided by the pass's values
+                    try:
+                        chosen = self._decided(st)
+                    except _Refused as r:  # said at the loop: the if statement is a copy
+                        self.error(loop, f"an if statement in this for statement: {r.message}")
+                        return None
+                    todo[:0] = chosen
+                    continue
                 if isinstance(st, cst.For):
                     inner = self._unroll(st)
                     if inner is None:
@@ -1251,7 +1326,21 @@ class _Builder:
                     return None
                 if self.errors:
                     return None
+        if ints:
+            self.known_ints.update(ints)
+            self.loop_ints.update(ints)
         return out
+
+    def _decided(self, st: cst.If) -> list:
+        """The statements of the branch an ``if`` takes where the model is built (its test on known values)."""
+        branch = st
+        while True:
+            if self._static(branch.test, {}):
+                return list(branch.body.body)
+            if isinstance(branch.orelse, cst.If):
+                branch = branch.orelse
+                continue
+            return list(branch.orelse.body.body) if isinstance(branch.orelse, cst.Else) else []
 
     def _layout(self, stmts: list) -> str:
         self.base_counts: dict[str, int] = {}
@@ -1272,6 +1361,13 @@ class _Builder:
 
     # --- statements -------------------------------------------------------------------------------------
     def _statement(self, stmt, first: bool) -> str:
+        role = self._statement_role(stmt, first)
+        if role != "config" and self.known_ints:  # a name bound by a graph statement: its int is gone
+            for n in (_assigned(stmt) if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
+                self.known_ints.pop(n, None)
+        return role
+
+    def _statement_role(self, stmt, first: bool) -> str:
         if first and isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Expr) \
                 and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
             return "keep"  # the builder's docstring
@@ -1318,7 +1414,7 @@ class _Builder:
                 info["records_scope"] = value.func.value  # its weight records are the builder's
                 self.prior_models[target] = info
                 return "keep"
-            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] not in (None, "submodel"):
+            if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] not in (None, "submodel", "modseq"):
                 try:
                     self.env[target] = self._new_layer(value, target)
                 except _Refused as r:
@@ -1369,8 +1465,58 @@ class _Builder:
     def _config(self, stmt) -> str:
         if self.fn is None:
             return "keep"  # module level: the class's methods read module names as they are
-        self.local.update(_assigned(stmt))
+        bound = _assigned(stmt)
+        self.local.update(bound)
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        step = self._int_step(small, self.known_ints) if small is not None else None
+        if step is None and isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                and isinstance(small.targets[0].target, cst.Name):
+            step = self._int_step(small, {**self.known_ints, small.targets[0].target.value: None})
+        # whatever else binds a name here (in a compound statement: any name it mentions) forgets its value
+        for n in (bound if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
+            self.known_ints.pop(n, None)
+        if step is not None:
+            self.known_ints[step[0]] = step[1]
         return "config"
+
+    def _after_loops(self, stmt):
+        """A builder statement below a for statement written out that changed ``filters``: ``filters``
+        written as its value there (``filters *= 2`` → ``filters = 256``); None: leave it as it is."""
+        names = _names_in(stmt) & set(self.loop_ints)
+        if not names:
+            return None
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        step = self._int_step(small, self.loop_ints) if small is not None else None
+        if step is not None:  # filters //= 2 below the loop: its value, and the name no longer the loop's
+            name, value = step
+            self.loop_ints.pop(name)
+            return cst.parse_statement(f"{name} = {value!r}\n")
+        for n in _names_bound_in(stmt) | set(_assigned(stmt)):
+            self.loop_ints.pop(n, None)
+        return rewrite(stmt, _Substitute({n: _literal_node(self.loop_ints[n]) for n in names
+                                          if n in self.loop_ints}), fresh=True)
+
+    def _int_step(self, small, ints: dict):
+        """``filters *= 2`` / ``filters = filters * 2`` on a name whose int value is known: (name, new
+        value); None when ``small`` is not that."""
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value in ints \
+                and type(small.operator) in _AUG_OPS and not _calls(small.value):
+            value = rewrite(small.value, _Substitute({n: _literal_node(v) for n, v in ints.items()}), fresh=True)
+            try:
+                right = self._static(value, {})
+                new = _AUG_OPS[type(small.operator)](ints[small.target.value], right)
+            except (_Refused, TypeError, ZeroDivisionError):
+                return None
+            return (small.target.value, new) if is_int(new) else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and small.targets[0].target.value in ints and not _calls(small.value):
+            value = rewrite(small.value, _Substitute({n: _literal_node(v) for n, v in ints.items()}), fresh=True)
+            try:
+                new = self._static(value, {})
+            except (_Refused, TypeError, ZeroDivisionError):
+                return None
+            return (small.targets[0].target.value, new) if is_int(new) else None
+        return None
 
     def _is_graph_call(self, c: cst.Call) -> bool:
         if isinstance(c.func, cst.Call):
@@ -1387,6 +1533,9 @@ class _Builder:
             return "submodel", func.value
         if isinstance(func, cst.Name) and func.value in self.builder_models and func.value not in self.local:
             return "builder", func.value  # encoder = build_encoder(...): the instance it returns
+        if isinstance(func, cst.Name) and func.value in self.module_seqs and func.value not in self.local \
+                and func.value not in self.env:
+            return "modseq", func.value  # data_augmentation(inputs): that module-level Sequential itself
         q = self.ctx.imports.resolve(func)
         if q is None:
             return None, None
@@ -1531,16 +1680,25 @@ class _Builder:
     def _call(self, node: cst.Call) -> _Tensor | None:
         func = node.func
         if isinstance(func, cst.Call):  # layers.Dense(4)(x)
+            if isinstance(func.func, cst.Name) and func.func.value in self.helpers \
+                    and func.func.value not in self.local and func.func.value not in self.env:
+                fac = _factory(self.ctx, self.helpers[func.func.value])
+                if fac is not None:  # Block(64)(x): a block factory's closure called on tensors
+                    return self._helper(self._factory_call(node, fac), fac[0], site=node)
+                raise _Refused(node, f"{code(func.func)}(...)(...): fwport follows a function of this file called "
+                                     "this way when it is a block factory (its body: `def apply(x): ...` then "
+                                     "`return apply`); this one is not: translate it by hand")
             if self._layer_kind(func.func)[0] is None:
                 raise _Refused(node, f"{code(func.func)}(...)(...): a call of something fwport does not know as a "
                                      "Keras layer")
             return self._apply(self._new_layer(func), node)
         if isinstance(func, cst.Name) and isinstance(self.env.get(func.value), _Layer):
             return self._apply(self.env[func.value], node)
-        if isinstance(func, cst.Name) and self._layer_kind(func)[0] == "submodel":
+        kind = self._layer_kind(func)[0] if isinstance(func, cst.Name) else None
+        if kind in ("submodel", "modseq"):
             layer = self.submodels.get(func.value)
             if layer is None:
-                layer = self.submodels[func.value] = _Layer(node, func.value, "submodel", var=func.value)
+                layer = self.submodels[func.value] = _Layer(node, func.value, kind, var=func.value)
                 self.layers.append(layer)
             return self._apply(layer, node)
         q = self.ctx.imports.resolve(func)
@@ -1568,6 +1726,9 @@ class _Builder:
         pass, which translates it where it stands. Only where the layout cannot change its meaning: an
         elementwise function anywhere, other functions on tensors without channels (rank 1) or in a
         model that keeps its layout."""
+        if (self.helper_call is not None or self.generating) and q in _ELEMENTWISE_FNS | {"tensorflow.nn.swish"} \
+                and len(node.args) == 1 and not node.args[0].star and node.args[0].keyword is None:
+            return self._written_op(node, q)
         if self.helper_call is not None or self.generating:
             raise _Refused(node, f"{code(node.func)}(...) on tensors inside a helper, a loop or keras.Model(...) "
                                  "itself is not followed (fwport writes that code out itself); assign it to a name "
@@ -1592,6 +1753,27 @@ class _Builder:
         shape = ts[0].shape if elementwise else None
         return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node for t in ts], node), None,
                        ts[0].last if elementwise else False)
+
+    def _written_op(self, node: cst.Call, q: str) -> _Tensor | None:
+        """An elementwise function on one tensor (``tf.nn.swish(x)``) in code fwport writes out itself (a
+        helper's class, a loop written out): translated here by its rule, the same in either layout."""
+        t = self._tensor(node.args[0].value)
+        if t is None:
+            return None
+        if t.flat is not None:
+            raise _Refused(node, f"{code(node.func)}(...) on a flattened channels-first map")
+        rule = self.ctx.pack.by_name.get(q)
+        if rule is None or rule.kind != "function":
+            raise _Refused(node, f"{code(node.func)}(...) has no tf2torch rule to write it with", "no-rule")
+        arg = node.args[0].with_changes(value=self._out_expr(node.args[0].value))
+        m = map_call(node.with_changes(args=[arg]), rule, self.ctx, node)
+        new = build_call(m, self.ctx) if not m.failed else None
+        if new is None:
+            self.errors += 1  # the rule reported why
+            raise _Refused(node, "", "")
+        self.ctx.settle(node)
+        self.replace[id(node)] = new
+        return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [t.node], node), None, t.last)
 
     def _apply(self, layer: _Layer, call: cst.Call) -> _Tensor | None:
         """A layer called on its input(s)."""
@@ -1905,6 +2087,14 @@ class _Builder:
             if layer.kind == "builder" and out is not None:  # sizes named by the builder's own parameters
                 out = tuple(d if is_int(d) else None for d in out)
             layer.out = (out, None)
+        elif layer.kind == "modseq":
+            module = cst.Name(layer.rule)
+            shape, seq_nchw = self._module_seq_shape(layer, t)
+            layer.out = (shape, None)
+            # the sequential pass translates it channels-first (a Resizing in it) or keeps Keras's layout:
+            # its images are moved where the graph's layout is the other one
+            layer.keras_in = layer.keras_back = self.layout == "nchw" and not seq_nchw
+            layer.permute_in = layer.permute_back = self.layout != "nchw" and seq_nchw
         elif layer.kind == "user":
             if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
                 raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
@@ -1946,6 +2136,50 @@ class _Builder:
                 layer.records.append(("", LayerRecord(self.scope, "", target, rule.id, em.variant, dict(em.symbols))))
         layer.module = module
         self.pending_init.append(f"self.{layer.attr} = {code(module)}")
+
+    def _module_seq_shape(self, layer: _Layer, t: _Tensor) -> tuple[tuple | None, bool]:
+        """The output shape of a module-level ``keras.Sequential`` of preprocessing layers called in the
+        graph (``x = data_augmentation(inputs)``), which the sequential pass translates where it stands and
+        the model calls as it is (Keras shares that object too). Followed when each member keeps the shape
+        (Normalization, Rescaling, random flips, rotations, zooms, ...) or resizes to sizes fwport can read
+        (Resizing, CenterCrop, RandomCrop). (shape, whether the sequential pass makes it channels-first)."""
+        call = self.module_seqs[layer.rule]
+        elements = None
+        for i, a in enumerate(call.args):
+            kw = a.keyword.value if a.keyword else ("layers" if i == 0 else None)
+            if kw == "layers" and not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and not any(
+                    isinstance(e, cst.StarredElement) for e in a.value.elements):
+                elements = [e.value for e in a.value.elements]
+            elif kw != "name":
+                elements = None
+                break
+        if not elements:
+            raise _Refused(layer.call, f"{layer.rule}: a module-level keras.Sequential called in a functional model "
+                                       "is followed when it lists its layers (and name= only)")
+        if t.flat is not None or (t.shape is not None and len(t.shape) != 3):
+            raise _Refused(layer.call, f"{layer.rule}, a module-level keras.Sequential, is followed on images "
+                                       "(height, width, channels) only")
+        shape = t.shape
+        members = []
+        for el in elements:
+            q = self.ctx.imports.resolve(el.func) if isinstance(el, cst.Call) else None
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            members.append((el, rule if rule is not None and rule.kind == "layer" else None))
+            tail = q[len("keras.layers."):] if q and q.startswith("keras.layers.") else None
+            if tail in _SHAPE_KEEPING:
+                continue
+            if tail in _RESIZING:
+                h, w = (_kwarg_of(el, "height", 0), _kwarg_of(el, "width", 1))
+                h, w = self.sizes.dim(h), self.sizes.dim(w)
+                if is_int(h) and is_int(w):
+                    shape = (int(h), int(w), shape[2] if shape is not None else None)
+                    continue
+            raise _Refused(el if isinstance(el, cst.Call) else layer.call,
+                           f"{code(el.func) if isinstance(el, cst.Call) else code(el)} in {layer.rule}, a module-level "
+                           "keras.Sequential called in a functional model: fwport follows one of preprocessing layers "
+                           "that keep the image's shape or resize it to literal sizes; build it in the builder, or "
+                           "translate this model by hand")
+        return shape, converts_to_nchw(members)
 
     def _translate_seq(self, layer: _Layer, t: _Tensor) -> cst.BaseExpression:
         """A keras.Sequential used as a layer: its layers in one nn.Sequential, shapes followed."""
@@ -2220,7 +2454,7 @@ class _Builder:
                     record.target = attr + record.target[len(layer.attr):]
                 record.target = layer.prefix + record.target
                 self.ctx.layers.append(record)
-            if layer.kind == "user":  # its class's records, once the subclass pass has made them
+            if layer.kind in ("user", "modseq"):  # its class's (Sequential's) records, once its pass made them
                 self.user_layers.append((layer.rule, path[id(layer.op)], layer.prefix + attr))
             if layer.kind in ("submodel", "builder"):
                 scope = self.prior_models.get(layer.rule, {}).get("records_scope", layer.rule) \
@@ -2394,6 +2628,94 @@ def _fits(declared: tuple | None, shape: tuple | None, loose: bool) -> bool:
     if declared is None or shape is None or len(declared) != len(shape):
         return False
     return all(a == b or (loose and not (is_int(a) and is_int(b))) for a, b in zip(declared, shape))
+
+
+class _Stepped(cst.CSTVisitor):
+    def __init__(self):
+        self.out: set[str] = set()
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        if isinstance(n.target, cst.Name):
+            self.out.add(n.target.value)
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        if isinstance(n.target, cst.Name):
+            self.out.add(n.target.value)
+
+    def visit_FunctionDef(self, n) -> bool:
+        return False
+
+
+def _stepped_names(node: cst.CSTNode) -> set[str]:
+    """The names a loop's body assigns to (``filters *= 2``, ``width = width // 2``), in its if statements too."""
+    v = _Stepped()
+    scan(node, v)
+    return v.out
+
+
+_AUG_OPS = {cst.AddAssign: lambda a, b: a + b, cst.SubtractAssign: lambda a, b: a - b,
+            cst.MultiplyAssign: lambda a, b: a * b, cst.FloorDivideAssign: lambda a, b: a // b}
+_SHAPE_KEEPING = {"Normalization", "Rescaling", "RandomFlip", "RandomRotation", "RandomZoom", "RandomContrast",
+                  "RandomTranslation", "RandomBrightness", "Dropout", "GaussianNoise", "GaussianDropout",
+                  "Activation", "ReLU"}
+_RESIZING = {"Resizing", "CenterCrop", "RandomCrop"}
+
+
+def _module_sequentials(module: cst.Module, ctx: FileContext) -> dict[str, cst.Call]:
+    """Module-level ``name = keras.Sequential([...])`` bound once in the module: name → the call."""
+    out: dict[str, cst.Call] = {}
+    bound: dict[str, int] = {}
+    for stmt in module.body:
+        for n in _names_bound_in(stmt) if not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else ():
+            bound[n] = bound.get(n, 0) + 1
+        if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
+                and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name) \
+                and isinstance(stmt.body[0].value, cst.Call) \
+                and ctx.imports.resolve(stmt.body[0].value.func) == "keras.Sequential":
+            out[stmt.body[0].targets[0].target.value] = stmt.body[0].value
+    return {k: v for k, v in out.items() if bound.get(k) == 1}
+
+
+def _factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
+    """A block factory: ``def Block(width): def apply(x): <layers on x>; return apply`` (a docstring
+    allowed). (merged, outer, inner): ``merged`` a function of both parameter lists whose body is the
+    closure's (the same nodes), followed as a helper called with every argument by keyword; None when
+    ``fn`` is not one (or a closure's parameter shadows the factory's)."""
+    cache = ctx.analyses.setdefault("functional_factories", {})
+    hit = cache.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    found = None
+    stmts = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    if stmts and isinstance(stmts[0], cst.SimpleStatementLine) and isinstance(stmts[0].body[0], cst.Expr) \
+            and isinstance(stmts[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        stmts = stmts[1:]
+    if len(stmts) == 2 and isinstance(stmts[0], cst.FunctionDef) and not stmts[0].decorators \
+            and not fn.decorators and isinstance(stmts[0].body, cst.IndentedBlock) \
+            and isinstance(stmts[1], cst.SimpleStatementLine) and len(stmts[1].body) == 1 \
+            and isinstance(stmts[1].body[0], cst.Return) and isinstance(stmts[1].body[0].value, cst.Name) \
+            and stmts[1].body[0].value.value == stmts[0].name.value:
+        inner = stmts[0]
+        po, pi = fn.params, inner.params
+        outer_names = [p.name.value for p in [*po.posonly_params, *po.params, *po.kwonly_params]]
+        inner_names = [p.name.value for p in [*pi.posonly_params, *pi.params, *pi.kwonly_params]]
+        plain_params = not (po.posonly_params or pi.posonly_params or isinstance(po.star_arg, cst.Param)
+                            or isinstance(pi.star_arg, cst.Param) or po.star_kwarg or pi.star_kwarg)
+        if plain_params and not set(outer_names) & set(inner_names):
+            # keyword-only in the merged function: every argument comes by keyword (_factory_call)
+            params = [p.with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                      for p in [*po.params, *po.kwonly_params, *pi.params, *pi.kwonly_params]]
+            merged = cst.FunctionDef(fn.name, cst.Parameters(star_arg=cst.ParamStar(), kwonly_params=params),
+                                     inner.body)
+            found = (merged, fn, inner)
+    cache[id(fn)] = (fn, found)
+    return found
+
+
+def _helper_body_calls(fn: cst.FunctionDef) -> list[cst.Call]:
+    """The calls a helper's body makes (a block factory's: its closure's)."""
+    inner = [s for s in fn.body.body if isinstance(s, cst.FunctionDef)] if isinstance(fn.body, cst.IndentedBlock) else []
+    return _calls(fn.body) + [c for f in inner for c in _calls(f.body)]
 
 
 class _Calls(cst.CSTVisitor):

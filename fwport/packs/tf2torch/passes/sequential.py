@@ -282,8 +282,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             if rank is not None:
                 in_shape = symbolic_parts(parts, rank)
 
-        nchw = any(rule is not None and rule.emit.get("layout") == "channels-first"
-                   and _literal_kw(el, "data_format") != "channels_first" for el, rule in layers)
+        nchw = converts_to_nchw(layers)
         layout = "nchw" if nchw else "keep"
         in_layout = "nchw" if nchw and (in_shape is None or len(in_shape) > 1) else "same"
         if in_layout == "nchw":
@@ -836,6 +835,13 @@ def _follow_uses(stmt: cst.CSTNode, open_chains: dict[str, _Chain]) -> None:
             chain.escaped = uses.escape.func
         if uses.rebound:
             open_chains.pop(name)
+
+
+def converts_to_nchw(layers: list[tuple[cst.BaseExpression, object]]) -> bool:
+    """Whether a Sequential of these (member, rule or None) is translated channels-first (NCHW): one
+    member's torch module takes channels-first maps where Keras's layer is channels-last."""
+    return any(rule is not None and rule.emit.get("layout") == "channels-first"
+               and _literal_kw(el, "data_format") != "channels_first" for el, rule in layers)
 
 
 def _literal_kw(call: cst.BaseExpression, name: str):
