@@ -113,7 +113,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
         for stmt in module.body:
             if not isinstance(stmt, cst.ClassDef) and not (isinstance(stmt, cst.FunctionDef)
                                                            and stmt.name.value in builders | outside["models"]):
-                stmt.visit(_Instances(ctx, drawing))
+                scan(stmt, _Instances(ctx, drawing))
     body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
     return module.with_changes(body=body)
 
@@ -1006,7 +1006,7 @@ def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
             V.ok = False
 
     v = V()
-    out = test.visit(v)
+    out = rewrite(test, v, fresh=True)
     return code(out) if V.ok else None
 
 
@@ -1345,7 +1345,7 @@ def _constructions(init: cst.FunctionDef, attrs: set[str]) -> list[cst.Call]:
             if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call):
                 found.append(value)
 
-    init.visit(V())
+    scan(init, V())
     return found
 
 
@@ -1498,7 +1498,7 @@ def _trains(fn: cst.FunctionDef) -> bool:
                 self.found = True
 
     v = V()
-    fn.body.visit(v)
+    scan(fn.body, v)
     return v.found
 
 
@@ -1785,11 +1785,11 @@ class _HoistState(cst.CSTTransformer):
                 s.names.add(n.value)
 
             def visit_Attribute(s, n):
-                n.value.visit(s)  # `self.bn0`: bn0 is no variable
+                scan(n.value, s)  # `self.bn0`: bn0 is no variable
                 return False
 
         v = Names()
-        node.visit(v)
+        scan(node, v)
         self.used |= v.names
 
     def _temp(self, attr: str) -> str:
@@ -2153,7 +2153,7 @@ def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
             if len(n.targets) == 1:
                 out.append(n)
 
-    node.visit(Assigns())
+    scan(node, Assigns())
     return out
 
 
