@@ -218,6 +218,41 @@ def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict) -> None:
 _NO_HOOKS = (None, None)
 
 
+def find_all(node: cst.CSTNode, kind: type) -> list:
+    """The nodes of type ``kind`` under ``node`` (itself included), in the order a visitor's
+    ``visit_<Kind>`` meets them (what ``scan`` with a visitor appending them gives).
+
+    Planners ask this of the same unchanged nodes again and again (the calls of a method, for each
+    question about it): the answer is kept by node identity (the node held with it, a few hundred at
+    most; a node never changes), a new list returned."""
+    key = (id(node), kind)
+    hit = _FOUND.get(key)
+    if hit is not None and hit[0] is node:
+        return list(hit[1])
+    out: list = []
+    _find(node, kind, out)
+    if len(_FOUND) >= 1024:
+        _FOUND.clear()
+    _FOUND[key] = (node, tuple(out))
+    return out
+
+
+_FOUND: dict[tuple[int, type], tuple[cst.CSTNode, tuple]] = {}
+
+
+def _find(node: cst.CSTNode, kind: type, out: list) -> None:
+    t = type(node)
+    if t is kind:
+        out.append(node)
+    for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        value = getattr(node, name)
+        if isinstance(value, (tuple, list)):
+            for child in value:
+                _find(child, kind, out)
+        elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+            _find(value, kind, out)
+
+
 @dataclass
 class ImportTable:
     """Local name → fully qualified name, for every import (and module-level alias) of a file."""

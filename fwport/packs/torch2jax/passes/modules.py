@@ -27,7 +27,7 @@ import libcst as cst
 
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, ranks
@@ -159,14 +159,7 @@ class _StarredSequential(cst.CSTTransformer):
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    out: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n):
-            out.append(n)
-
-    scan(node, V())
-    return out
+    return find_all(node, cst.Call)
 
 
 def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:

@@ -25,7 +25,7 @@ import libcst as cst
 from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
@@ -849,25 +849,11 @@ def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dr
 
 
 def _functions(node) -> list[cst.FunctionDef]:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> None:
-            found.append(n)
-
-    scan(node, V())
-    return found
+    return find_all(node, cst.FunctionDef)
 
 
 def _subscripts(node) -> list[cst.Subscript]:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Subscript(self, n) -> None:
-            found.append(n)
-
-    scan(node, V())
-    return found
+    return find_all(node, cst.Subscript)
 
 
 def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
@@ -1376,14 +1362,7 @@ def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
 
 
 def _calls(node) -> list[cst.Call]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(n)
-
-    scan(node, V())
-    return out
+    return find_all(node, cst.Call)
 
 
 def _returns_or_yields(f: cst.FunctionDef) -> bool:
@@ -1873,14 +1852,7 @@ class _Names(cst.CSTVisitor):
 
 
 def _walk_assigns(node):
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            found.append(n)
-
-    scan(node, V())
-    return found
+    return find_all(node, cst.Assign)
 
 
 def _scope_assigns(scope) -> list[cst.Assign]:
