@@ -436,6 +436,8 @@ def free_conventional_aliases(module: cst.Module, table: ImportTable, source: st
     to ``table`` as that import; the result maps it to its first read, for the warning that says so."""
     wanted = {a for a in conventional if a not in table.aliases
               and re.search(rf"(?<![.\w]){re.escape(a)}\s*\.", source)}
+    if wanted:  # (the text search also finds docstrings and imports: are they read as `alias.name`?)
+        wanted &= {a.value.value for a in find_all(module, cst.Attribute) if isinstance(a.value, cst.Name)}
     if not wanted:
         return {}
     reads = _FreeReads(wanted)
