@@ -437,7 +437,9 @@ def free_conventional_aliases(module: cst.Module, table: ImportTable, source: st
     wanted = {a for a in conventional if a not in table.aliases
               and re.search(rf"(?<![.\w]){re.escape(a)}\s*\.", source)}
     if wanted:  # (the text search also finds docstrings and imports: are they read as `alias.name`?)
-        wanted &= {a.value.value for a in find_all(module, cst.Attribute) if isinstance(a.value, cst.Name)}
+        heads: set[str] = set()
+        _attribute_heads(module, heads)
+        wanted &= heads
     if not wanted:
         return {}
     reads = _FreeReads(wanted)
@@ -446,6 +448,23 @@ def free_conventional_aliases(module: cst.Module, table: ImportTable, source: st
     for alias in found:
         table.aliases[alias] = conventional[alias]
     return found
+
+
+def _attribute_heads(node: cst.CSTNode, out: set[str]) -> None:
+    """The names ``node`` reads as ``name.attr`` (import statements aside): a cheap walk that tells
+    whether the binding walk of :func:`free_conventional_aliases` can find anything."""
+    t = type(node)
+    if t is cst.Attribute and type(node.value) is cst.Name:
+        out.add(node.value.value)
+    elif t is cst.Import or t is cst.ImportFrom:
+        return
+    for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        value = getattr(node, name)
+        if isinstance(value, (tuple, list)):
+            for child in value:
+                _attribute_heads(child, out)
+        elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+            _attribute_heads(value, out)
 
 
 def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
