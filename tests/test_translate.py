@@ -310,6 +310,64 @@ def test_a_tf_bound_anywhere_or_in_a_file_without_source_imports_is_not_assumed(
     assert plain.output == plain.source and not plain.findings
 
 
+def test_a_conventional_alias_only_imported_from_or_named_in_text_is_not_assumed():
+    # `from keras.src import ops` reads no `keras.name`, nor does a docstring: no binding walk, no warning;
+    # the same name read as `keras.name` in code, and bound nowhere, is the assumed import
+    text_only = tr('''
+        """Uses keras.layers.Dense."""
+        from keras.src import ops
+
+        y = ops.zeros(3)  # keras.ops.zeros
+    ''')
+    assert not [f for f in text_only.findings if f.code == "assumed-import"]
+    read = tr("""
+        from keras.src import ops
+
+        y = ops.zeros(3)
+        z = keras.ops.ones(2)
+    """)
+    warned = [f for f in read.findings if f.code == "assumed-import"]
+    assert [(f.line, "import keras as keras" in f.message) for f in warned] == [(4, True)]
+
+
+def test_translation_pauses_the_garbage_collector_and_restores_it_as_it_was(monkeypatch):
+    import gc
+
+    import fwport.core.pipeline as pipeline
+
+    seen = []
+    real = pipeline._translate_source
+
+    def spy(*args):
+        seen.append(gc.isenabled())
+        return real(*args)
+
+    monkeypatch.setattr(pipeline, "_translate_source", spy)
+    assert gc.isenabled()
+    r = tr("""
+        import tensorflow as tf
+
+        y = tf.zeros(3)
+    """)
+    assert "torch.zeros(3)" in r.output and seen == [False] and gc.isenabled()
+    gc.disable()
+    try:
+        tr("import tensorflow as tf\n")
+        assert not gc.isenabled()  # a caller's paused collector stays paused
+    finally:
+        gc.enable()
+
+    def broken(*args):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(pipeline, "_translate_source", broken)
+    try:
+        tr("import tensorflow as tf\n")
+    except RuntimeError:
+        pass
+    assert gc.isenabled()
+
+
 def test_a_free_tf_in_tensorflow_1_graph_code_is_refused_as_such_not_left_silently():
     r = tr("""
         from tensorflow import keras

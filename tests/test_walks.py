@@ -13,7 +13,7 @@ import libcst as cst
 import pytest
 
 from fwport.core.hooks import default_leave_transform, default_visit
-from fwport.core.names import ScopedResolver, scan
+from fwport.core.names import ScopedResolver, find_all, scan
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.rewrite import rewrite
 
@@ -73,6 +73,28 @@ def test_scan_visits_what_visit_visits_in_the_same_order(text):
     module.visit(a)
     scan(module, b)
     assert b.log == a.log
+
+
+@pytest.mark.parametrize("text", _texts())
+def test_find_all_gives_what_a_visitor_collects_in_the_same_order(text):
+    module = cst.parse_module(text)
+    for kind in (cst.Call, cst.Name, cst.Assign, cst.FunctionDef, cst.Subscript):
+        seen = []
+
+        class _Collect(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if type(node) is kind:
+                    seen.append(node)
+                return True
+
+        module.visit(_Collect())
+        found = find_all(module, kind)
+        assert [id(n) for n in found] == [id(n) for n in seen]
+        found.clear()  # a new list each time: the kept answer is not the caller's to change
+        assert [id(n) for n in find_all(module, kind)] == [id(n) for n in seen]
+    inner = module.body[-1]  # a statement of the module asked on its own
+    assert [id(n) for n in find_all(inner, cst.Name)] == \
+        [id(n) for n in find_all(module, cst.Name) if any(n is m for m in find_all(inner, cst.Name))]
 
 
 @pytest.mark.parametrize("text", _texts())

@@ -218,6 +218,41 @@ def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict) -> None:
 _NO_HOOKS = (None, None)
 
 
+def find_all(node: cst.CSTNode, kind: type) -> list:
+    """The nodes of type ``kind`` under ``node`` (itself included), in the order a visitor's
+    ``visit_<Kind>`` meets them (what ``scan`` with a visitor appending them gives).
+
+    Planners ask this of the same unchanged nodes again and again (the calls of a method, for each
+    question about it): the answer is kept by node identity (the node held with it, a few hundred at
+    most; a node never changes), a new list returned."""
+    key = (id(node), kind)
+    hit = _FOUND.get(key)
+    if hit is not None and hit[0] is node:
+        return list(hit[1])
+    out: list = []
+    _find(node, kind, out)
+    if len(_FOUND) >= 1024:
+        _FOUND.clear()
+    _FOUND[key] = (node, tuple(out))
+    return out
+
+
+_FOUND: dict[tuple[int, type], tuple[cst.CSTNode, tuple]] = {}
+
+
+def _find(node: cst.CSTNode, kind: type, out: list) -> None:
+    t = type(node)
+    if t is kind:
+        out.append(node)
+    for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        value = getattr(node, name)
+        if isinstance(value, (tuple, list)):
+            for child in value:
+                _find(child, kind, out)
+        elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+            _find(value, kind, out)
+
+
 @dataclass
 class ImportTable:
     """Local name → fully qualified name, for every import (and module-level alias) of a file."""
@@ -401,6 +436,10 @@ def free_conventional_aliases(module: cst.Module, table: ImportTable, source: st
     to ``table`` as that import; the result maps it to its first read, for the warning that says so."""
     wanted = {a for a in conventional if a not in table.aliases
               and re.search(rf"(?<![.\w]){re.escape(a)}\s*\.", source)}
+    if wanted:  # (the text search also finds docstrings and imports: are they read as `alias.name`?)
+        heads: set[str] = set()
+        _attribute_heads(module, heads)
+        wanted &= heads
     if not wanted:
         return {}
     reads = _FreeReads(wanted)
@@ -409,6 +448,23 @@ def free_conventional_aliases(module: cst.Module, table: ImportTable, source: st
     for alias in found:
         table.aliases[alias] = conventional[alias]
     return found
+
+
+def _attribute_heads(node: cst.CSTNode, out: set[str]) -> None:
+    """The names ``node`` reads as ``name.attr`` (import statements aside): a cheap walk that tells
+    whether the binding walk of :func:`free_conventional_aliases` can find anything."""
+    t = type(node)
+    if t is cst.Attribute and type(node.value) is cst.Name:
+        out.add(node.value.value)
+    elif t is cst.Import or t is cst.ImportFrom:
+        return
+    for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        value = getattr(node, name)
+        if isinstance(value, (tuple, list)):
+            for child in value:
+                _attribute_heads(child, out)
+        elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+            _attribute_heads(value, out)
 
 
 def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:

@@ -16,7 +16,7 @@ import libcst as cst
 
 from fwport.core.engine import code, expr, literal_value
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 from fwport.packs.torch2jax import layers, ops
 
 F = "torch.nn.functional."
@@ -104,10 +104,10 @@ def names_in(node: cst.CSTNode) -> set[str]:
             out.add(n.value)
 
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)  # `x.shape`: x, not `shape`
+            scan(n.value, self)  # `x.shape`: x, not `shape`
             return False
 
-    node.visit(V())
+    scan(node, V())
     return out
 
 
@@ -175,7 +175,7 @@ def _device_only(body: cst.CSTNode) -> set[str]:
                 self.other.add(node.value)
 
     u = Uses()
-    body.visit(u)
+    scan(body, u)
     return u.bound - u.other
 
 
@@ -383,7 +383,7 @@ class Forward(cst.CSTTransformer):
                     return
                 keeps = False
 
-        value.visit(Calls())
+        scan(value, Calls())
         if not keeps:
             return frozenset()
         return frozenset().union(*(self.origin.get(n, frozenset()) for n in names_in(value) & self.batched))

@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.finding import Severity
+from fwport.core.names import scan
 from fwport.packs.torch2jax.ops import HELPERS
 
 _ARRAY_DATASET = '''
@@ -118,7 +119,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     if not ctx.analyses.get(HELPERS):
         return module
     refs = _Refs()
-    module.visit(refs)
+    scan(module, refs)
     todo = {n for n in refs.names - refs.defined}
     todo |= {d for n in todo for d in DEPS.get(n, ()) if d not in refs.defined}
     if not todo:
@@ -386,11 +387,11 @@ class _DictUses:
                     outer._ref(scope, n.value, "other", n, None)
 
             def visit_Attribute(self, n: cst.Attribute) -> bool:
-                n.value.visit(self)
+                scan(n.value, self)
                 return False
 
             def visit_Arg(self, n: cst.Arg) -> bool:
-                n.value.visit(self)
+                scan(n.value, self)
                 return False
 
             def visit_FunctionDef(self, n) -> bool:
@@ -416,7 +417,7 @@ class _DictUses:
                 for t in n.names:
                     outer._bind(scope, "global " + t.name.value)
 
-        node.visit(V())
+        scan(node, V())
 
     def _owner_id(self, sid: int, name: str) -> int:
         """The scope whose variable ``name`` is, read in scope ``sid``: itself, or the module (a global read)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 from fwport.core.finding import Severity
 
 
@@ -70,5 +70,5 @@ def plan(module: cst.Module, ctx) -> cst.Module:
 
             ctx.plans.add(node, apply, descend=False, by="feature-tests")
 
-    module.visit(Tests())
+    scan(module, Tests())
     return module

@@ -23,7 +23,7 @@ import libcst as cst
 
 from fwport.core.engine import code, expr, literal_value, map_call
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 
 #: the comparisons whose negation is the other one (p.dim() >= 2 / p.dim() < 2)
 _COMPLEMENT = {cst.GreaterThanEqual: cst.LessThan, cst.LessThan: cst.GreaterThanEqual,
@@ -42,7 +42,7 @@ def _bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
                 if isinstance(t.target, cst.Name):
                     out.setdefault(t.target.value, []).append(node.value if len(node.targets) == 1 else None)
 
-    fn.visit(Assigns())
+    scan(fn, Assigns())
     return out
 
 
@@ -51,13 +51,13 @@ def _names(node: cst.CSTNode) -> set[str]:
 
     class Names(cst.CSTVisitor):
         def visit_Attribute(self, n: cst.Attribute) -> bool:
-            n.value.visit(self)
+            scan(n.value, self)
             return False
 
         def visit_Name(self, n: cst.Name) -> None:
             found.add(n.value)
 
-    node.visit(Names())
+    scan(node, Names())
     return found
 
 
@@ -164,7 +164,7 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 keyword=cst.Name("mask"), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         return apply
 
-    module.visit(Functions())
+    scan(module, Functions())
     return module
 
 
@@ -228,5 +228,5 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
         def visit_Call(self, n: cst.Call) -> None:
             out.append(n)
 
-    node.visit(Calls())
+    scan(node, Calls())
     return out

@@ -17,6 +17,7 @@ import libcst as cst
 
 from fwport.core.engine import build_call, code, expr, literal_value
 from fwport.core.finding import Severity
+from fwport.core.names import scan
 from fwport.packs.torch2jax.registry import call_transform
 from fwport.packs.torch2jax import init as inits
 
@@ -450,7 +451,7 @@ def module_dict_reads(module: cst.Module, ctx) -> cst.Module:
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef):
             found = Dicts()
-            stmt.visit(found)
+            scan(stmt, found)
             if found.names:
                 stmt = rewrite(stmt, Reads(found.names))
         body.append(stmt)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import build_call, code, expr, literal_value
+from fwport.core.names import scan
 from fwport.packs.torch2jax.registry import call_transform, value_transform
 
 
@@ -417,7 +418,7 @@ def _simple(node: cst.BaseExpression) -> bool:
             return False
     if not isinstance(node, (cst.Name, cst.Attribute, cst.Subscript)):
         return False
-    node.visit(Calls())
+    scan(node, Calls())
     return not Calls.found
 
 

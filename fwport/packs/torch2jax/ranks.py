@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from fwport.core.engine import literal_value
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 
 #: layers that take one vector in Equinox and map over every leading axis in PyTorch
 PER_VECTOR = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm"})
@@ -196,7 +196,7 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict) -> Class
             if t.startswith("self.") and t.endswith(".append") and t.count(".") == 2 and len(node.args) == 1:
                 added.setdefault(t[5:-7], set()).add(_elements(node.args[0].value, ctx, classes))
 
-    init.visit(V())
+    scan(init, V())
     info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
     info.seq_classes, info.seq_first = sequence_layers(init, ctx)
     return info
@@ -224,7 +224,7 @@ def sequence_layers(init: cst.FunctionDef, ctx) -> tuple[dict[str, str], dict[st
                     bf = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "batch_first"), None)
                     first.setdefault(t[5:], set()).add(bf is None or literal_value(bf, None) is not True)
 
-    init.visit(V())
+    scan(init, V())
     out = {a: sorted(qs)[0] for a, qs in classes.items() if qs and qs <= SEQUENCE_LAYERS}
     return out, {a: next(iter(first[a])) for a in out if len(first[a]) == 1}
 

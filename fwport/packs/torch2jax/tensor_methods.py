@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import code, expr
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 from fwport.packs.torch2jax.batch import _atom_code as _atom  # the receiver, parenthesised when not an atom
 
 # method → jnp function applied to the receiver, no argument
@@ -176,7 +176,7 @@ def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
             def visit_Attribute(self, node: cst.Attribute) -> None:
                 if isinstance(node.value, cst.Name) and node.value.value == "self":
                     called.add(node.attr.value)
-        fns["__call__"].visit(Called())
+        scan(fns["__call__"], Called())
     return [fn for name, fn in fns.items() if name not in ("__init__", "__call__", "forward") and name not in called
             and not any(dotted_text(d.decorator) in ("staticmethod", "classmethod") for d in fn.decorators)]
 
@@ -202,14 +202,14 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             if node.name.value in translated:
                 self.in_module = True
                 for fn in _whole_methods(node):
-                    fn.visit(self)
+                    scan(fn, self)
                 self.in_module = False
                 # the methods forward calls see one example: their tensor methods by the same table (a dimension
                 # there that is not negative is modules.py's batch-axis error)
                 helpers = set(ctx.analyses[PLANS][node.name.value].get("per_example", ()))
                 for fn in node.body.body:
                     if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
-                        fn.visit(self)
+                        scan(fn, self)
             return False
 
         def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -335,5 +335,5 @@ def plan(module: cst.Module, ctx) -> cst.Module:
 
             ctx.plans.add(node, apply, by="tensor-methods")
 
-    module.visit(Calls())
+    scan(module, Calls())
     return module

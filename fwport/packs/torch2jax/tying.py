@@ -19,7 +19,7 @@ import libcst as cst
 
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 
 DROP = "__fwport_drop__"  # batch.DROP: the statement goes in the modules pass's finish
@@ -89,7 +89,7 @@ def _nested_ties(init: cst.FunctionDef) -> list[cst.SimpleStatementLine]:
 
     for st in init.body.body:
         if isinstance(st, cst.BaseCompoundStatement):
-            st.visit(_Nested())
+            scan(st, _Nested())
     return found
 
 
@@ -164,7 +164,7 @@ def _only_called(cls: cst.ClassDef, attr: str, built_at: cst.CSTNode, tie: cst.C
                 nonlocal ok
                 ok = False
 
-    cls.visit(Reads())
+    scan(cls, Reads())
     return ok
 
 

@@ -28,7 +28,7 @@ from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, bound_names, dotted_text, marked, scan, skip_unmarked
+from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, marked, scan, skip_unmarked
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 
@@ -57,27 +57,14 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module.with_changes(body=p._drop_input_adds(module.body, body))
 
 
-class _Concerns(cst.CSTVisitor):
+class _Concerns:
     """Whether a statement holds a ``keras.Sequential(...)`` call (shadowing ignored) or an ``x.add(...)``."""
 
-    def __init__(self, ctx: FileContext):
-        self.ctx = ctx
-        self.found = False
-
-    @classmethod
-    def find(cls, stmt: cst.CSTNode, ctx: FileContext) -> bool:
-        v = cls(ctx)
-        scan(stmt, v)
-        return v.found
-
-    def visit_Call(self, node: cst.Call) -> bool:
-        func = node.func
-        if (isinstance(func, cst.Attribute) and func.attr.value == "add") or self.ctx.imports.resolve(func) == SEQUENTIAL:
-            self.found = True
-        return not self.found
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        return not self.found and default_visit(self, node)
+    @staticmethod
+    def find(stmt: cst.CSTNode, ctx: FileContext) -> bool:
+        resolve = ctx.imports.resolve
+        return any((isinstance(c.func, cst.Attribute) and c.func.attr.value == "add") or resolve(c.func) == SEQUENTIAL
+                   for c in find_all(stmt, cst.Call))
 
 
 @dataclass

@@ -27,7 +27,7 @@ import libcst as cst
 
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, ranks
@@ -113,7 +113,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
         for stmt in module.body:
             if not isinstance(stmt, cst.ClassDef) and not (isinstance(stmt, cst.FunctionDef)
                                                            and stmt.name.value in builders | outside["models"]):
-                stmt.visit(_Instances(ctx, drawing))
+                scan(stmt, _Instances(ctx, drawing))
     body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
     return module.with_changes(body=body)
 
@@ -159,14 +159,7 @@ class _StarredSequential(cst.CSTTransformer):
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    out: list[cst.Call] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n):
-            out.append(n)
-
-    scan(node, V())
-    return out
+    return find_all(node, cst.Call)
 
 
 def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
@@ -1006,7 +999,7 @@ def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
             V.ok = False
 
     v = V()
-    out = test.visit(v)
+    out = rewrite(test, v, fresh=True)
     return code(out) if V.ok else None
 
 
@@ -1345,7 +1338,7 @@ def _constructions(init: cst.FunctionDef, attrs: set[str]) -> list[cst.Call]:
             if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call):
                 found.append(value)
 
-    init.visit(V())
+    scan(init, V())
     return found
 
 
@@ -1498,7 +1491,7 @@ def _trains(fn: cst.FunctionDef) -> bool:
                 self.found = True
 
     v = V()
-    fn.body.visit(v)
+    scan(fn.body, v)
     return v.found
 
 
@@ -1785,11 +1778,11 @@ class _HoistState(cst.CSTTransformer):
                 s.names.add(n.value)
 
             def visit_Attribute(s, n):
-                n.value.visit(s)  # `self.bn0`: bn0 is no variable
+                scan(n.value, s)  # `self.bn0`: bn0 is no variable
                 return False
 
         v = Names()
-        node.visit(v)
+        scan(node, v)
         self.used |= v.names
 
     def _temp(self, attr: str) -> str:
@@ -2153,7 +2146,7 @@ def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
             if len(n.targets) == 1:
                 out.append(n)
 
-    node.visit(Assigns())
+    scan(node, Assigns())
     return out
 
 

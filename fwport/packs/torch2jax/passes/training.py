@@ -25,7 +25,7 @@ import libcst as cst
 from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
@@ -64,7 +64,7 @@ class _FromNumpyUses(cst.CSTVisitor):
         return not (isinstance(node.target, cst.Name) and node.target.value == self.name)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)  # `x.data`: not a read of a name `data`
+        scan(node.value, self)  # `x.data`: not a read of a name `data`
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
@@ -490,7 +490,7 @@ class _Pass(cst.CSTTransformer):
         file has such classes."""
         n = _Names()
         for stmt in body[:plan[3]]:
-            stmt.visit(n)
+            scan(stmt, n)
         called = [m for m in n.loaded if m in self.models]
         f = self.scopes[-1] if len(self.scopes) == 1 else None
         info = self.threaded.get(f.name.value) if f is not None else None
@@ -547,7 +547,7 @@ class _Pass(cst.CSTTransformer):
             return None
         name = a.targets[0].target.value
         uses = _FromNumpyUses(name, self.ctx)
-        self.module.visit(uses)
+        scan(self.module, uses)
         if not uses.inside or uses.outside:
             return None
         from fwport.packs.torch2jax.ops import HELPERS
@@ -849,25 +849,11 @@ def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dr
 
 
 def _functions(node) -> list[cst.FunctionDef]:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> None:
-            found.append(n)
-
-    node.visit(V())
-    return found
+    return find_all(node, cst.FunctionDef)
 
 
 def _subscripts(node) -> list[cst.Subscript]:
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Subscript(self, n) -> None:
-            found.append(n)
-
-    node.visit(V())
-    return found
+    return find_all(node, cst.Subscript)
 
 
 def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
@@ -940,7 +926,7 @@ def _container_loops(module: cst.Module, containers: dict[str, str | None]) -> d
         def visit_CompFor(self, n: cst.CompFor) -> None:
             self._target(n.target, n.iter)
 
-    module.visit(V())
+    scan(module, V())
     return out
 
 
@@ -1049,7 +1035,7 @@ def _local_names(scope) -> set[str]:
         def visit_Global(self, n) -> None:
             names.difference_update(x.name.value for x in n.names)
 
-    scope.visit(V())
+    scan(scope, V())
     if isinstance(scope, cst.Module):
         for s in scope.body:
             if isinstance(s, cst.SimpleStatementLine):
@@ -1173,8 +1159,8 @@ def _epoch_loop(module, scope, sched: str) -> tuple[cst.For, int] | None:
                 self.names += 1
 
     v = Count()
-    scope.visit(V())
-    module.visit(v)
+    scan(scope, V())
+    scan(module, v)
     # the uses: the assignment's target and the step's receiver
     return found[0] if len(found) == 1 and v.names == 2 else None
 
@@ -1250,7 +1236,7 @@ def _breaks(loop) -> bool:
         def visit_FunctionDef(self, n) -> bool:
             return False
 
-    loop.visit(V())
+    scan(loop, V())
     return bool(hit)
 
 
@@ -1291,7 +1277,7 @@ def _binds_key(scope, ctx) -> bool:
             if isinstance(n.value, cst.Call) and ctx.imports.resolve(n.value.func) == "torch.manual_seed":
                 seeded.append(n)
 
-    scope.visit(V())
+    scan(scope, V())
     return bool(seeded)
 
 
@@ -1376,14 +1362,7 @@ def _threaded(module: cst.Module, ctx) -> dict[str, dict]:
 
 
 def _calls(node) -> list[cst.Call]:
-    out = []
-
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(n)
-
-    node.visit(V())
-    return out
+    return find_all(node, cst.Call)
 
 
 def _returns_or_yields(f: cst.FunctionDef) -> bool:
@@ -1402,7 +1381,7 @@ def _returns_or_yields(f: cst.FunctionDef) -> bool:
         def visit_Lambda(self, n) -> bool:
             return False
 
-    f.visit(V())
+    scan(f, V())
     return bool(hit)
 
 
@@ -1440,14 +1419,14 @@ def _uses_ok(module: cst.Module, name: str, info: dict, ctx) -> bool:
                 uses.append((n, None))
 
         def visit_Attribute(self, n) -> bool:
-            n.value.visit(self)  # not the attribute's name (model.train())
+            scan(n.value, self)  # not the attribute's name (model.train())
             return False
 
         def visit_Arg(self, n) -> bool:
-            n.value.visit(self)  # not the keyword
+            scan(n.value, self)  # not the keyword
             return False
 
-    module.visit(V())
+    scan(module, V())
     calls = [(c, sc) for c, sc in uses if isinstance(c, cst.Call)]
     names = [n for n, sc in uses if isinstance(n, cst.Name)]
     # each call's func Name is also counted once; the def's own name is a Name too
@@ -1579,7 +1558,7 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
         n = _Names()
         for j, other in enumerate(body):
             if j not in (i, k):
-                other.visit(n)
+                scan(other, n)
         if name in n.loaded:
             continue
         out.append((i, k, opt, stmts[:-1] + [cst.parse_statement(f"{opt}.step()\n")]))
@@ -1603,7 +1582,7 @@ def _split_block(body: list, plan, model: str) -> tuple[list, list]:
         if _method_stmt(s, "zero_grad") == opt:
             continue
         n = _Names()
-        s.visit(n)
+        scan(s, n)
         if tainted & set(n.loaded):
             block.append(s)
             tainted |= n.stored
@@ -1621,7 +1600,7 @@ def _loop_problem(body: list, plan, model: str | None) -> str | None:
         return None
     for i in between:
         n = _Names()
-        body[i].visit(n)
+        scan(body[i], n)
         loaded = set(n.loaded)
         if model in loaded or opt in loaded or "grad" in loaded:
             what = "the model" if model in loaded else "the optimizer" if opt in loaded else "gradients"
@@ -1643,14 +1622,14 @@ def _step_outputs(body: list, plan, model: str) -> list[str]:
     first: dict[str, str] = {}
     for s in block:
         n = _Names()
-        s.visit(n)
+        scan(s, n)
         stored |= n.stored
         _first_uses(s, first)
     inner = stored - {loss, model}
     out = {n for n in inner if first.get(n) == "load"}
     for i in between:
         n = _Names()
-        body[i].visit(n)
+        scan(body[i], n)
         out |= set(n.loaded) & inner
     after: dict[str, str] = {}
     for s in body[step + 1:]:
@@ -1716,7 +1695,7 @@ def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
     when the module reads it nowhere, a function's when that function does not)."""
     def reads(node, name: str) -> bool:
         n = _Names()
-        node.visit(n)
+        scan(node, n)
         return name in n.loaded
 
     def keep(stmt, scope_names: set, scope) -> bool:
@@ -1862,25 +1841,18 @@ class _Names(cst.CSTVisitor):
             self.stored.add(n)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        scan(node.value, self)
         if node.attr.value == "grad" and "grad" not in self.loaded:  # p.grad: the gradients PyTorch keeps
             self.loaded.append("grad")
         return False
 
     def visit_Arg(self, node: cst.Arg) -> bool:
-        node.value.visit(self)  # not the keyword
+        scan(node.value, self)  # not the keyword
         return False
 
 
 def _walk_assigns(node):
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            found.append(n)
-
-    node.visit(V())
-    return found
+    return find_all(node, cst.Assign)
 
 
 def _scope_assigns(scope) -> list[cst.Assign]:
@@ -1900,7 +1872,7 @@ def _scope_assigns(scope) -> list[cst.Assign]:
         def visit_Lambda(self, n) -> bool:
             return False
 
-    scope.visit(V())
+    scan(scope, V())
     return found
 
 
@@ -2201,7 +2173,7 @@ class _Finish(cst.CSTTransformer):
         names = _Names()
         first: dict[str, str] = {}
         for s in block:
-            s.visit(names)
+            scan(s, names)
             _first_uses(s, first)
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         own |= {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
@@ -2221,11 +2193,11 @@ class _Finish(cst.CSTTransformer):
         keyed = (fn.name.value if fn is not None else "", opt) in self.ctx.analyses.get(KEYED, ())
         split = self.spell("jax.random.split")
         if threaded is True and info.get("whole") or threaded is not True and model in self.whole:
-            moved = [s.visit(_KeyModel(model)) if keyed else s for s in block]  # a whole graph: no jax.vmap
+            moved = [rewrite(s, _KeyModel(model), fresh=True) if keyed else s for s in block]  # a whole graph: no jax.vmap
         else:
             vmap = self.spell("jax.vmap")
-            moved = [s.visit(_VmapModel(model, vmap, split if keyed else None,
-                                        self.ctx.analyses.get(VMAP_AXES, {}).get(model))) for s in block]
+            moved = [rewrite(s, _VmapModel(model, vmap, split if keyed else None,
+                                           self.ctx.analyses.get(VMAP_AXES, {}).get(model)), fresh=True) for s in block]
         last = moved[-1].body[0]
         returned = f", {aux_text}" if aux else ""  # the values the code after the step reads (has_aux)
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once

@@ -16,6 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.finding import Severity
+from fwport.core.names import scan
 from fwport.core.rewrite import rewrite
 
 UNROLLED = "torch2jax.unrolled"  # ctx.analyses: names of helpers unrolled (removed when nothing else calls them)
@@ -128,7 +129,7 @@ class _Helper:
         if not self._run(self.body[1:], bound, out):
             return None
         sub = _Substitute(bound)
-        return [e.visit(sub) for e in out]
+        return [rewrite(e, sub, fresh=True) for e in out]
 
     def _run(self, stmts, bound, out) -> bool:
         for s in stmts:
@@ -217,7 +218,7 @@ def _calls(node) -> list[cst.Call]:
         def visit_Call(self, n) -> None:
             found.append(n)
 
-    node.visit(V())
+    scan(node, V())
     return found
 
 
@@ -233,7 +234,7 @@ def _named(node: cst.CSTNode, name: str) -> bool:
         def visit_FunctionDef(self, n) -> bool:
             return n.name.value != name
 
-    node.visit(V())
+    scan(node, V())
     return bool(found)
 
 
