@@ -427,3 +427,15 @@ def test_findings_keep_the_source_line_where_a_pass_shortened_a_statement():
     for needle in ("quotient_index = tf.math.floordiv", "y = keras.losses.KLDivergence()"):
         i = next(k for k, ln in enumerate(out) if needle in ln)
         assert out[i - 1].lstrip().startswith("# fwport: no-rule:"), out[i - 1]
+
+
+def test_an_import_read_only_inside_an_f_string_is_kept():
+    # Python 3.11 tokenizes an f-string as one token: the import fixer did not see `tf` read inside it and
+    # removed `import tensorflow as tf`, leaving a NameError beside the no-rule error
+    r = translate_source('import tensorflow as tf\n\nx = 1\nprint(f"info {tf.sysconfig.get_build_info()}")\n',
+                         "m.py", "tf2torch")
+    assert r.output.startswith("import tensorflow as tf\n"), r.output
+    assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["no-rule"]
+    # translated inside the f-string: the import goes
+    r = translate_source('import tensorflow as tf\n\nprint(f"{tf.zeros(3).shape!r:>10}")\n', "m.py", "tf2torch")
+    assert "tensorflow" not in r.output and 'print(f"{torch.zeros(3).shape!r:>10}")' in r.output, r.output

@@ -2,6 +2,7 @@
 target imports the emitted code needs (where the first source import stood)."""
 from __future__ import annotations
 
+import ast
 import functools
 import io
 import re
@@ -129,6 +130,18 @@ def _insert_index(module: cst.Module, is_source: IsSource) -> int:
     return i
 
 
+_FSTRING = re.compile(r"(?i)^(?:rf|fr|f)['\"]")
+
+
+def _fstring_names(token: str) -> set[str] | None:
+    """The names the expressions of an f-string read (``f"{tf.__version__}"`` reads ``tf``)."""
+    try:
+        tree = ast.parse(token, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+
+
 def used_names_in(text: str) -> set[str] | None:
     """Names the code refers to, read from its tokens (comments and strings are not references,
     nor attribute names or the names an import statement binds). None if it does not tokenize."""
@@ -144,6 +157,11 @@ def used_names_in(text: str) -> set[str] | None:
                 continue
             if kind in (tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT):
                 continue
+            if kind == tokenize.STRING and _FSTRING.match(value):  # (one token before Python 3.12)
+                inner = _fstring_names(value)
+                if inner is None:
+                    return None
+                used |= inner
             if kind == tokenize.NAME:
                 if start_of_line and value in ("import", "from"):
                     in_import = True
