@@ -227,6 +227,9 @@ class Forward(cst.CSTTransformer):
         self.ctx = ctx
         self.batched = set(batched)
         self.keyed = keyed
+        # this file's module classes, and this class's methods forward calls (ranks.method_key), whose call takes a key
+        # (dropout inside): their calls get `key=key` (split per consumer, and per iteration in a loop, by modules.py)
+        self.keyed_classes: set[str] = set()
         self.modules = dict(modules or {})
         self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
@@ -599,6 +602,8 @@ class Forward(cst.CSTTransformer):
             if sub in RANK_CHANGE and r is not None:
                 return r + RANK_CHANGE[sub]
             return r
+        if text.startswith("self.") and self.file is not None and text[5:] in self.file.activations and len(args) == 1:
+            return self.rank_of(args[0])  # self.activation(x), an attribute holding F.relu / F.gelu
         if (text.startswith("self.") and text.count(".") == 1 or _dict_entry(f) is not None) and args:
             sub = self.modules.get(text[5:] if text else _dict_entry(f))
             if sub in SAME_RANK or sub in RANK_CHANGE:
@@ -841,6 +846,7 @@ class Forward(cst.CSTTransformer):
         if y.value in self.batched and not (y.value in self.inputs and self.input_reads.get(y.value) == 1):
             return None  # (read before: then it was taken as batched there)
         self.unbatched.add(y.value)
+        self.rank[y.value] = len(sizes) - 1  # one example's copy: q itself, the sizes but the batch's
         self.size_uses = [n for n in self.size_uses if n is not sizes[d]]  # the batch size read here: taken
         rest = [x for i, x in enumerate(sizes) if i != d]
         out = cst.Name(y.value) if all(int_literal(x) == 1 for x in rest) else _call(
@@ -931,6 +937,10 @@ class Forward(cst.CSTTransformer):
         out = self._call(original, updated)
         if result is not None:
             self.node_axis[id(out)] = result
+        module = self.module_called(original.func) if result is None else None
+        if module is not None and module[0] == "class" and module[1] in self.file.table \
+                and self.file.table[module[1]].out_axes is not None:
+            self.node_axis[id(out)] = self.file.table[module[1]].out_axes  # where that forward returns it (ranks.py)
         if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
             del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
             if out is updated:
@@ -961,6 +971,12 @@ class Forward(cst.CSTTransformer):
                 through(self.file.sequences[module[1]], ranks[0], blind)
                 if blind:
                     self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
+            if module[0] == "class" and module[1] in self.keyed_classes \
+                    and not any(a.keyword is not None and a.keyword.value == "key" for a in updated.args):
+                site = updated.with_changes(args=[*_commas(updated.args),
+                                                  cst.Arg(cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)])
+                self.key_sites.append(site)
+                return site
         q = self.ctx.imports.resolve(original.func)
         shared = self.shared_input_repeat(original)
         if shared is not None:

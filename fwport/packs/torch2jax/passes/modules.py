@@ -101,9 +101,14 @@ def run(module: cst.Module, ctx) -> cst.Module:
                                for m in _reached({f.name.value: f for f in stmt.body.body
                                                   if isinstance(f, cst.FunctionDef)}, "__init__", names=True)}
     body = []
+    # classes a class holds come first (DETR's Transformer is written above its encoder and layers): whether a held
+    # module's call takes a key is known when the holder is written
+    order = _held_first(module, classes, table)
+    outside["order"] = [module.body[i].name.value for i in order]
+    done = {i: _class(module.body[i], ctx, plans, callers[module.body[i].name.value], outside) for i in order}
     for i, stmt in enumerate(module.body):
-        if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
-            stmt = _class(stmt, ctx, plans, callers[stmt.name.value], outside)
+        if i in done:
+            stmt = done[i]
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
@@ -539,6 +544,42 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
                         and any(a.star for a in small.value.args):  # nn.Sequential(*blocks) of blocks with state
                     stateful_attrs.add(t[5:])
     return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences, called
+
+
+def _held_first(module: cst.Module, classes: set[str], table: dict) -> list[int]:
+    """The indices of the module classes in ``module.body``, each after the classes of this file it names or holds
+    (ranks.py's instances and containers: ``_get_clones(layer, N)``); otherwise (and in a cycle) in file order."""
+    at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in classes}
+    out: list[int] = []
+
+    def visit(name: str, path: frozenset) -> None:
+        if at[name] in out or name in path:
+            return
+        info = table.get(name)
+        held = (set(info.instances.values()) | {c for k in info.containers.values() for c in k} if info else set())
+        for c in sorted((held & set(at)) - {name}, key=at.get):
+            visit(c, path | {name})
+        out.append(at[name])
+    for name in sorted(at, key=at.get):
+        visit(name, frozenset())
+    return out
+
+
+def _callees_first(methods: dict[str, cst.FunctionDef], names: list[str]) -> list[str]:
+    """``names`` (methods of one class) ordered so that a method comes after those it calls (a cycle: as found)."""
+    out: list[str] = []
+
+    def visit(m: str, path: set) -> None:
+        if m in out or m in path or m not in names:
+            return
+        for c in _calls(methods[m]):
+            t = dotted_text(c.func) or ""
+            if t.startswith("self.") and t.count(".") == 1:
+                visit(t[5:], path | {m})
+        out.append(m)
+    for m in names:
+        visit(m, set())
+    return out
 
 
 def _reached(methods: dict[str, cst.FunctionDef], start: str, names: bool = False) -> set[str]:
@@ -1253,9 +1294,15 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan["layers"] = sorted(n for n, q in subs.items() if "." not in n and "[" not in n and n not in stateful
                             and q not in RANDOM and q not in ("torch.nn.Sequential+random", "stateful-class")
                             and not (n in own and (plans[own[n]].get("whole") or plans[own[n]].get("key_required"))))
+    table = outside.get("ranks", {})
+    # the methods forward calls that ranks.py probed (DETR's forward_post, with_pos_embed) are written for one example
+    # by batch.Forward as forward is, callees first; a method drawing at call time keeps its own path (_MethodKeys)
+    traced = [] if plan["whole"] else [m for m in _callees_first(methods, plan["per_example"])
+                                       if ranks.method_key(cls.name.value, m) in table and m not in at_call]
     if not plan["whole"]:
         for m in plan["per_example"]:
-            scan(methods[m], _HelperDims(ctx, f"{cls.name.value}.{m}"))
+            if m not in traced:
+                scan(methods[m], _HelperDims(ctx, f"{cls.name.value}.{m}"))
     plan["key_required"] = "forward" in at_call or any(  # it calls a submodule of the file drawing at call time
         plans[c].get("key_required") and f"self.{n}" in {dotted_text(x.func) for x in _calls(methods["forward"])}
         for n, c in own.items()) if "forward" in methods else False
@@ -1297,13 +1344,48 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
             s = rewrite(s, _Buffers(ctx, buffers, leading))
-        elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
+        elif isinstance(s, cst.FunctionDef) and (s.name.value == "forward" or s.name.value in traced):
+            s = None  # written below, once __init__ has said which fields are buffers
+        elif isinstance(s, cst.FunctionDef) and s.name.value in at_call:  # a method drawing at call time
+            s = rewrite(s, _MethodKeys(at_call - {"forward"}))
+            s = s.with_changes(params=_kwonly(s.params, "key", None))
+        body.append(s)
+    entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
+    given = ranks.given_submodules(methods.get("__init__"), cls.name.value, ctx.analyses.get(ranks.GIVEN, {}))
+    keyed_classes = {c for c, p in plans.items() if p.get("key_sites")}
+    written: dict[str, cst.FunctionDef] = {}
+    refused: set[str] = set()
+    for m in traced:
+        fn = methods[m]
+        mf = Forward(ctx, {p.name.value for p in fn.params.params[1:]},
+                     keyed | {n for n, q in entries.items() if q in RANDOM}, {**given, **subs, **entries}, stateful,
+                     buffers, table[ranks.method_key(cls.name.value, m)], leading)
+        mf.keyed_classes = keyed_classes
+        fn = fn.with_changes(body=rewrite(fn.body, mf))
+        if mf.state_sites:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}.{m}, which forward calls, calls a layer "
+                       "with state (BatchNorm): the state is threaded through __call__ only; call the layer in forward",
+                       methods[m])
+        if mf.key_sites:  # dropout inside: the method takes a key, forward passes it
+            fn = fn.with_changes(params=_kwonly(fn.params, "key", cst.Name("None")))
+            plan.setdefault("keyed_per_example", []).append(m)
+            keyed_classes = keyed_classes | {ranks.method_key(cls.name.value, m)}
+        if mf.dropped:
+            plan.setdefault("dropped_methods", []).append(m)
+        proven |= mf.seq_proven
+        refused |= mf.seq_refused
+        written[m] = fn
+    for i, s in enumerate(body):
+        if s is None and cls.body.body[i].name.value in written:
+            body[i] = written[cls.body.body[i].name.value]
+        elif s is None:
+            s = cls.body.body[i]
             params = [p.name.value for p in s.params.params[1:]]
-            entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
             fwd = Forward(ctx, set() if plan["whole"] else set(params),
                           keyed | (at_call - {"forward"}) | {n for n, q in entries.items() if q in RANDOM},
-                          {**subs, **entries}, stateful, buffers,
+                          {**given, **subs, **entries}, stateful, buffers,
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
+            fwd.keyed_classes = keyed_classes
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -1312,17 +1394,14 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 plan["stateful"] = sorted(stateful)
             if fwd.dropped:
                 plan["dropped"] = True
-            proven = fwd.seq_proven - fwd.seq_refused
+            proven = (proven | fwd.seq_proven) - fwd.seq_refused - refused
             s, axes = _batch_axes(s, fwd, ctx, params, methods["forward"])
             if axes:
                 plan["vmap_axes"] = axes  # training.py's jax.vmap(model, <axes>) at the call sites it writes
             if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
                 s = s.with_changes(params=_kwonly(s.params, "key", None if plan["key_required"] else cst.Name("None")))
                 plan["key_sites"] = len(fwd.key_sites) + draws_in.get("forward", 0)
-        elif isinstance(s, cst.FunctionDef) and s.name.value in at_call:  # a method drawing at call time
-            s = rewrite(s, _MethodKeys(at_call - {"forward"}))
-            s = s.with_changes(params=_kwonly(s.params, "key", None))
-        body.append(s)
+            body[i] = s
     plans[cls.name.value] = plan
     init = next((f for f in body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
     if "forward" in methods and init is not None and proven:
@@ -1449,9 +1528,12 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
     keyed: set[str] = set(outside["builders"])
     returns = ctx.analyses.setdefault(OUTSIDE + ".returns", {})  # builder function → the Equinox class it returns
-    for stmt in module.body:
-        if isinstance(stmt, cst.ClassDef) and stmt.name.value in plans:
-            stmt = _finish_class(stmt, ctx, plans[stmt.name.value], keyed, stmt.name.value in outside["members"])
+    at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in plans}
+    done = {at[n]: _finish_class(module.body[at[n]], ctx, plans[n], keyed, n in outside["members"])
+            for n in [*[n for n in outside.get("order", ()) if n in at], *[n for n in at if n not in outside.get("order", ())]]}
+    for i, stmt in enumerate(module.body):
+        if i in done:
+            stmt = done[i]
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in outside["builders"]:
             stmt = _keyed_function(stmt, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
             kinds = {dotted_text(r.func) if isinstance(r, cst.Call) else None for r in _returns(stmt)}
@@ -2000,21 +2082,27 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             s = _keyed_function(s, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
-        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan.get("dropped"):
+        if isinstance(s, cst.FunctionDef) and (s.name.value == "__call__" and plan.get("dropped")
+                                               or s.name.value in plan.get("dropped_methods", ())):
             s = rewrite(s, _Dropped())
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
             s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))  # eqx.nn.Sequential passes key=
+        per_example = s.name.value in plan.get("keyed_per_example", ()) if isinstance(s, cst.FunctionDef) else False
         if isinstance(s, cst.FunctionDef) and (s.name.value == "__call__" and plan["key_sites"] > 1
-                                               or s.name.value in plan.get("keyed_methods", ())):
+                                               or s.name.value in plan.get("keyed_methods", ()) or per_example):
             t = _CallKeys(ctx.spell_text("jax.random") + ".")
             fb = rewrite(s.body, t)
+            optional = s.name.value == "__call__" and not plan.get("key_required") or per_example
             if t.n > 1:  # one key per consumer (a dropout, a drawing method, a draw)
                 stmts = list(fb.body)
                 at = _docstring_end(stmts)
-                optional = s.name.value == "__call__" and not plan.get("key_required")
                 stmts.insert(at, _split_line(t.n, ctx, optional=optional))
                 s = s.with_changes(body=fb.with_changes(body=stmts))
-            s = rewrite(s, _LoopKeys(ctx, s.name.value == "__call__" and not plan.get("key_required")))
+            s = rewrite(s, _LoopKeys(ctx, optional))
+        elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] == 1:
+            # its one consumer in a loop (DETR's encoder: `for layer in self.layers: layer(..., key=key)`): a key per
+            # iteration, as PyTorch's generator moves on
+            s = rewrite(s, _LoopKeys(ctx, not plan.get("key_required")))
         body.append(s)
     lines = [cst.parse_statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:
