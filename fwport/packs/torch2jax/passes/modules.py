@@ -103,11 +103,14 @@ def run(module: cst.Module, ctx) -> cst.Module:
     body = []
     # classes a class holds come first (DETR's Transformer is written above its encoder and layers): whether a held
     # module's call takes a key is known when the holder is written
-    order = _held_first(module, classes, table)
-    outside["order"] = [module.body[i].name.value for i in order]
-    done = {i: _class(module.body[i], ctx, plans, callers[module.body[i].name.value], outside) for i in order}
+    outside["held"] = held = _held(module, classes, table)
+    done: dict[int, cst.ClassDef] = {}
+    at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in classes}
+    written: set[str] = set()
     for i, stmt in enumerate(module.body):
-        if i in done:
+        if i in at.values():
+            _held_first(stmt.name.value, held, lambda n: done.__setitem__(at[n], _class(
+                module.body[at[n]], ctx, plans, callers[n], outside)), done=written)
             stmt = done[i]
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
@@ -546,23 +549,29 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
     return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences, called
 
 
-def _held_first(module: cst.Module, classes: set[str], table: dict) -> list[int]:
-    """The indices of the module classes in ``module.body``, each after the classes of this file it names or holds
-    (ranks.py's instances and containers: ``_get_clones(layer, N)``); otherwise (and in a cycle) in file order."""
+def _held(module: cst.Module, classes: set[str], table: dict) -> dict[str, list[str]]:
+    """Each module class → the classes of this file it holds (ranks.py's instances and containers: DETR's
+    ``_get_clones(layer, N)``), in file order."""
     at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in classes}
-    out: list[int] = []
-
-    def visit(name: str, path: frozenset) -> None:
-        if at[name] in out or name in path:
-            return
+    out = {}
+    for name in at:
         info = table.get(name)
-        held = (set(info.instances.values()) | {c for k in info.containers.values() for c in k} if info else set())
-        for c in sorted((held & set(at)) - {name}, key=at.get):
-            visit(c, path | {name})
-        out.append(at[name])
-    for name in sorted(at, key=at.get):
-        visit(name, frozenset())
+        held = set(info.instances.values()) | {c for k in info.containers.values() for c in k} if info else set()
+        out[name] = sorted((held & set(at)) - {name}, key=at.get)
     return out
+
+
+def _held_first(name: str, held: dict, write, path: frozenset = frozenset(), done=None) -> None:
+    """``write(name)`` after ``write`` of each class ``name`` holds (at any depth; a cycle: as found), each once: a
+    class written below those it holds (DETR's Transformer above its encoder and layers) is written after them, so
+    that whether their calls take a key is known; a file written callees first keeps its order."""
+    done = set() if done is None else done
+    if name in done or name in path:
+        return
+    for h in held.get(name, ()):
+        _held_first(h, held, write, path | {name}, done)
+    done.add(name)
+    write(name)
 
 
 def _callees_first(methods: dict[str, cst.FunctionDef], names: list[str]) -> list[str]:
@@ -1529,10 +1538,13 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     keyed: set[str] = set(outside["builders"])
     returns = ctx.analyses.setdefault(OUTSIDE + ".returns", {})  # builder function → the Equinox class it returns
     at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in plans}
-    done = {at[n]: _finish_class(module.body[at[n]], ctx, plans[n], keyed, n in outside["members"])
-            for n in [*[n for n in outside.get("order", ()) if n in at], *[n for n in at if n not in outside.get("order", ())]]}
+    done: dict[int, cst.ClassDef] = {}
+    written: set[str] = set()
     for i, stmt in enumerate(module.body):
-        if i in done:
+        if i in at.values():
+            _held_first(stmt.name.value, {n: [h for h in hs if h in at] for n, hs in outside.get("held", {}).items()},
+                        lambda n: done.__setitem__(at[n], _finish_class(module.body[at[n]], ctx, plans[n], keyed,
+                                                                        n in outside["members"])), done=written)
             stmt = done[i]
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in outside["builders"]:
             stmt = _keyed_function(stmt, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
