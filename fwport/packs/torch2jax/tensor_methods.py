@@ -206,7 +206,8 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 self.in_module = False
                 # the methods forward calls see one example: their tensor methods by the same table (a dimension
                 # there that is not negative is modules.py's batch-axis error)
-                helpers = set(ctx.analyses[PLANS][node.name.value].get("per_example", ()))
+                plan = ctx.analyses[PLANS][node.name.value]  # (those batch.py wrote, as forward, are done)
+                helpers = set(plan.get("per_example", ())) - set(plan.get("traced", ()))
                 for fn in node.body.body:
                     if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
                         fn.visit(self)

@@ -1308,6 +1308,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     # by batch.Forward as forward is, callees first; a method drawing at call time keeps its own path (_MethodKeys)
     traced = [] if plan["whole"] else [m for m in _callees_first(methods, plan["per_example"])
                                        if ranks.method_key(cls.name.value, m) in table and m not in at_call]
+    plan["traced"] = traced
     if not plan["whole"]:
         for m in plan["per_example"]:
             if m not in traced:
