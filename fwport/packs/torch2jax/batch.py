@@ -230,6 +230,8 @@ class Forward(cst.CSTTransformer):
         # this file's module classes, and this class's methods forward calls (ranks.method_key), whose call takes a key
         # (dropout inside): their calls get `key=key` (split per consumer, and per iteration in a loop, by modules.py)
         self.keyed_classes: set[str] = set()
+        # sequence-layer attributes built with dropout → the keyword their call takes the key by (modules.py)
+        self.keyed_sequences: dict[str, str] = {}
         self.modules = dict(modules or {})
         self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
@@ -935,6 +937,11 @@ class Forward(cst.CSTTransformer):
                        f"is dimension {axis_text(self.axis_of(updated.args[0].value))} (PyTorch's sequence layers hold it "
                        "second), and this layer takes it first: move it first (.transpose(0, 1)) before the call")
         out = self._call(original, updated)
+        if attr in self.keyed_sequences and isinstance(out, cst.Call) and not any(
+                a.keyword is not None and a.keyword.value == self.keyed_sequences[attr] for a in out.args):
+            out = out.with_changes(args=[*_commas(out.args), cst.Arg(cst.Name("key"), equal=_EQ,
+                                                                  keyword=cst.Name(self.keyed_sequences[attr]))])
+            self.key_sites.append(out)  # its dropout in training: a key, as a Dropout layer's
         if result is not None:
             self.node_axis[id(out)] = result
         module = self.module_called(original.func) if result is None else None

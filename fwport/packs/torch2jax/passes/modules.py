@@ -25,7 +25,7 @@ import re
 
 import libcst as cst
 
-from fwport.core.engine import code
+from fwport.core.engine import code, literal_value
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
@@ -46,6 +46,40 @@ DRAWS = frozenset({"torch.randn", "torch.rand", "torch.randint", "torch.randn_li
 #: tensor methods filling a tensor in place with random numbers (refused in a method drawing at call time)
 RANDOM_FILLS = frozenset({"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
                           "log_normal_"})
+#: the keywords a call's key is given by: most take ``key=``, MultiheadAttentionWithWeights its weights' ``dropout_key=``
+KEY_KEYWORDS = frozenset({"key", "dropout_key"})
+#: a sequence layer's dropout argument: its keyword, and its position in PyTorch's signature
+SEQUENCE_DROPOUT = {"torch.nn.MultiheadAttention": 2, "torch.nn.LSTM": 5, "torch.nn.GRU": 5, "torch.nn.RNN": 6}
+
+
+def _dropout_sequences(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
+    """``self.attn = nn.MultiheadAttention(d, h, dropout=p)`` (an LSTM / GRU / RNN with ``dropout=``) in ``__init__``,
+    p not a literal 0: attribute → the keyword its call takes the key by (the weights' dropout in training, DETR's
+    layers; the dropout between recurrent layers)."""
+    out = {}
+    assigns: list[cst.Assign] = []
+
+    class V(cst.CSTVisitor):  # (in a branch too: `if rnn_type == ...: self.rnn = nn.RNN(..., dropout=dropout)`)
+        def visit_Assign(self, node: cst.Assign) -> None:
+            assigns.append(node)
+    if init is not None:
+        init.visit(V())
+    for a in assigns:
+        if True:
+            if not (len(a.targets) == 1 and isinstance(a.value, cst.Call)):
+                continue
+            t = dotted_text(a.targets[0].target) or ""
+            q = ctx.imports.resolve(a.value.func)
+            if not t.startswith("self.") or t.count(".") != 1 or q not in SEQUENCE_DROPOUT:
+                continue
+            pos = [x.value for x in a.value.args if x.keyword is None and not x.star]
+            p = next((x.value for x in a.value.args if x.keyword is not None and x.keyword.value == "dropout"),
+                     pos[SEQUENCE_DROPOUT[q]] if len(pos) > SEQUENCE_DROPOUT[q] else None)
+            if p is not None and literal_value(p, 1) not in (0, 0.0):
+                out[t[5:]] = "dropout_key" if q == "torch.nn.MultiheadAttention" else "key"
+    return out
+
+
 #: Equinox constructors that draw their initial parameters (take ``key=``)
 KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
                    "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
@@ -1363,6 +1397,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
     given = ranks.given_submodules(methods.get("__init__"), cls.name.value, ctx.analyses.get(ranks.GIVEN, {}))
     keyed_classes = {c for c, p in plans.items() if p.get("key_sites")}
+    dropout_sequences = _dropout_sequences(methods.get("__init__"), ctx)
     written: dict[str, cst.FunctionDef] = {}
     refused: set[str] = set()
     for m in traced:
@@ -1371,6 +1406,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                      keyed | {n for n, q in entries.items() if q in RANDOM}, {**given, **subs, **entries}, stateful,
                      buffers, table[ranks.method_key(cls.name.value, m)], leading)
         mf.keyed_classes = keyed_classes
+        mf.keyed_sequences = dropout_sequences
         fn = fn.with_changes(body=rewrite(fn.body, mf))
         if mf.state_sites:
             ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}.{m}, which forward calls, calls a layer "
@@ -1396,6 +1432,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                           {**given, **subs, **entries}, stateful, buffers,
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
             fwd.keyed_classes = keyed_classes
+            fwd.keyed_sequences = dropout_sequences
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -1947,7 +1984,7 @@ class _CallKeys(cst.CSTTransformer):
         return updated
 
     def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        if original.keyword and original.keyword.value == "key" and isinstance(original.value, cst.Name) \
+        if original.keyword and original.keyword.value in KEY_KEYWORDS and isinstance(original.value, cst.Name) \
                 and original.value.value == "key":
             self.n += 1
             return updated.with_changes(value=cst.Name(f"key{self.n}"))
@@ -2006,7 +2043,7 @@ class _LoopKeys(cst.CSTTransformer):
                                               *updated.args[1:]])
         args = []
         for a in updated.args:
-            k = self._key(a.value) if a.keyword and a.keyword.value == "key" else None
+            k = self._key(a.value) if a.keyword and a.keyword.value in KEY_KEYWORDS else None
             if k:
                 loop[2].add(k)
                 a = a.with_changes(value=cst.Name(f"draw_{k}"))
