@@ -42,10 +42,11 @@ def test_the_methods_forward_calls_are_written_for_one_example():
     assert not errors(r), r.findings
     block = _class(r.output, "EncoderBlock")
     post = _method(block, "post_norm_path")
-    # (L, E) per example: the per-vector layers map over the tokens; each dropout gets its own key
-    assert "*, key=None):" in post and "key1, key2 = jax.random.split(key) if key is not None else (None, None)" in post
-    assert "x = jax.vmap(self.norm_a)(x + self.drop_a(y, key=key1))" in post
-    assert "jax.vmap(self.down)(self.drop(self.act(jax.vmap(self.up)(x)), key=key2))" in post
+    # (L, E) per example: the per-vector layers map over the tokens; each dropout (the attention's too) its own key
+    assert "*, key=None):" in post
+    assert "key1, key2, key3 = jax.random.split(key, 3) if key is not None else (None, None, None)" in post
+    assert "x = jax.vmap(self.norm_a)(x + self.drop_a(y, key=key2))" in post
+    assert "jax.vmap(self.down)(self.drop(self.act(jax.vmap(self.up)(x)), key=key3))" in post
     assert "jax.vmap(self.norm_a)(x)" in _method(block, "pre_norm_path")
     call = _method(block, "__call__")
     assert "self.pre_norm_path(x, padding, pos, key=key1)" in call and "self.post_norm_path(x, padding, pos, key=key2)" in call
@@ -144,3 +145,46 @@ def test_a_detr_style_transformer_verifies_against_pytorch(args, tmp_path):
     assert cert["verdict"] == "pass", str(cert)[:3000]
     assert cert["results"]["outputs"] and cert["results"]["gradients"]
     assert cert["batch_axis"]["out_axes"] == [1, 0]
+
+
+_TRAIN = r'''
+import sys
+sys.modules["torch"] = None  # the translation must not need PyTorch
+import importlib.util
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+spec = importlib.util.spec_from_file_location("t", sys.argv[1])
+t = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(t)
+model = t.EncoderDecoder(dropout=0.5, key=jax.random.key(0))
+feats = jax.random.normal(jax.random.key(1), (2, 16, 3, 3))
+pos = jax.random.normal(jax.random.key(2), (2, 16, 3, 3))
+padding = jnp.zeros((2, 3, 3), bool)
+queries = jax.random.normal(jax.random.key(3), (5, 16))
+run = lambda m, k: jax.vmap(m, in_axes=(0, 0, None, 0), out_axes=(1, 0))(feats, padding, queries, pos,
+                                                                            key=jax.random.split(k, 2))[0]
+a, b = run(model, jax.random.key(4)), run(model, jax.random.key(5))
+assert a.shape == (2, 2, 5, 16), a.shape  # (blocks, N, queries, dim), PyTorch's layout
+assert not jnp.allclose(a, b)  # dropout in training: other keys, other draws (attention's too)
+infer = eqx.nn.inference_mode(model)
+c = jax.vmap(infer, in_axes=(0, 0, None, 0), out_axes=(1, 0))(feats, padding, queries, pos)[0]
+d = jax.vmap(infer, in_axes=(0, 0, None, 0), out_axes=(1, 0))(feats, padding, queries, pos)[0]
+assert jnp.array_equal(c, d) and not jnp.allclose(a, c)
+print("ok")
+'''
+
+
+@needs_frameworks
+def test_dropout_keys_reach_every_consumer_under_jax_alone(tmp_path):
+    """With dropout on, a training call takes a key that reaches each Dropout, each attention's weights (dropout_key)
+    and each clone in the loops (a key per iteration); inference mode needs none and is deterministic."""
+    import subprocess
+    import sys
+    r = translate_source(MODEL.read_text(), str(MODEL), "torch2jax")
+    assert "self.attn(q, k, value=x, key_padding_mask=padding, dropout_key=key1)[0]" in r.output
+    assert "key_padding_mask=memory_padding, dropout_key=key" in _class(r.output, "DecoderBlock")
+    path = tmp_path / "detr_like_jax.py"
+    path.write_text(r.output)
+    p = subprocess.run([sys.executable, "-c", _TRAIN, str(path)], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
