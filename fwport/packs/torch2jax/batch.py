@@ -945,9 +945,10 @@ class Forward(cst.CSTTransformer):
         if result is not None:
             self.node_axis[id(out)] = result
         module = self.module_called(original.func) if result is None else None
-        if module is not None and module[0] == "class" and module[1] in self.file.table \
-                and self.file.table[module[1]].out_axes is not None:
-            self.node_axis[id(out)] = self.file.table[module[1]].out_axes  # where that forward returns it (ranks.py)
+        out_axes = self.file.table[module[1]].out_axes if module is not None and module[0] == "class" \
+            and module[1] in self.file.table else None
+        if out_axes is not None and (self.axes_moved() or out_axes != 0 or isinstance(out_axes, (tuple, Merged))):
+            self.node_axis[id(out)] = out_axes  # where that forward returns it (ranks.py); first: as ever
         if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
             del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
             if out is updated:
