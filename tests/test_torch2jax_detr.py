@@ -188,3 +188,31 @@ def test_dropout_keys_reach_every_consumer_under_jax_alone(tmp_path):
     path.write_text(r.output)
     p = subprocess.run([sys.executable, "-c", _TRAIN, str(path)], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-3000:]
+
+
+def test_an_array_filled_in_place_from_the_input_is_an_error():
+    """seq2seq's batch of one: ``out = torch.empty([n, 1, c])`` (n = len(x) of an (L, N, F) input: a size, the same per
+    example) then ``out[i] = <computed from the input>``: which axis of out is the batch's is the code's own choice, so
+    the assignment is an error at its line, and what out becomes holds the batch axis nowhere fwport knows."""
+    r = t2j("""
+        import torch
+        from torch import nn
+
+
+        class Decoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.RNN(4, 8)
+                self.out = nn.Linear(8, 4)
+
+            def forward(self, x, h):
+                y, h = self.rnn(x, h)
+                n = len(x)
+                out = torch.empty([n, 1, 4])
+                for i in range(n):
+                    out[i] = self.out(y[i])
+                return out.transpose(0, 1)
+        """)
+    errs = sorted((f.line, f.message.split(":")[0]) for f in errors(r))
+    assert (16, "out[i] = ...") in errs and any(line == 17 for line, _ in errs), r.findings
+    assert "n = len(x)\n" in r.output and not any(line in (13, 14) for line, _ in errs)  # n: a size, not refused

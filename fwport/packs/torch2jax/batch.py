@@ -337,13 +337,26 @@ class Forward(cst.CSTTransformer):
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
+        t = original.targets[0].target if len(original.targets) == 1 else None
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value not in self.batched \
+                and self.is_batched(original.value):
+            # `out = torch.empty([n, 1, c])` then `out[i] = <batched>`: the array was built with sizes of its own
+            # (seq2seq's batch of one), which hold no batch axis fwport can place; what it becomes holds one somewhere
+            self.error(original, f"{code(t)} = ...: {t.value.value} is not computed from the input (its sizes are the "
+                       "code's own: a batch of one written as 1, or the batch size, which one example's copy leaves out) "
+                       "and is given values computed from the input in place: fwport does not follow which of its axes "
+                       "is the batch's; collect the values in a list and torch.stack them, or write this for one example")
+            self.batched.add(t.value.value)
+            self.set_axis(t.value.value, UNKNOWN)
+            return updated
         sizes = self.batch_size_elements(original)
         if sizes:
             return self.without_batch_sizes(original, updated, sizes)
         unpacked = self.unpack_shape(original, updated)
         if unpacked is not None:
             return unpacked
-        hit = self.is_batched(original.value) or id(updated.value) in self.node_axis \
+        hit = self.is_batched(original.value) and not self.other_size(original.value) \
+            or id(updated.value) in self.node_axis \
             and self.node_axis[id(updated.value)] is not None  # (a shared input copied over the batch)
         r = self.rank_of(updated.value)
         self.unpack_ranks(original, updated)
@@ -1464,6 +1477,12 @@ class Forward(cst.CSTTransformer):
                        f"not have; write it for one example ('{text}') and check the layers around it take one example "
                        "(a per-token layer on a sequence needs jax.vmap)")
         return updated
+
+    def other_size(self, node: cst.BaseExpression) -> bool:
+        """``len(x)`` of a tensor holding the batch axis after its first (seq2seq's ``n_step = len(dec_inputs)`` of
+        (L, N, F)): a number, the same per example (one example's first axis is x's), nothing batched."""
+        return isinstance(node, cst.Call) and dotted_text(node.func) == "len" and len(node.args) == 1 \
+            and self.is_batched(node.args[0].value) and (self.plain_axis(node.args[0].value) or 0) > 0
 
     def is_batch_size(self, node: cst.BaseExpression, recv: cst.BaseExpression) -> bool:
         """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
