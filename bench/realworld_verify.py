@@ -61,7 +61,12 @@ TORCH = {
     "pt_detr_transformer": dict(model="Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, "
                                       "dim_feedforward=64, dropout=0.0, return_intermediate_dec=True)",
                                 inputs=["float32[2,32,4,4]", "bool[2,4,4]", "float32[10,32]", "float32[2,32,4,4]"],
-                                opts=["--batch-axis", "0,0,none,0"]),
+                                opts=["--batch-axis", "0,0,none,0"],
+                                # the layers' forward_pre with the encoder's LayerNorm; the decoder's unsqueeze(0)
+                                variants={"normalize_before=True": dict(
+                                    model="Transformer(d_model=32, nhead=4, num_encoder_layers=2, num_decoder_layers=2, "
+                                          "dim_feedforward=64, dropout=0.0, normalize_before=True, "
+                                          "return_intermediate_dec=False)")}),
     # its forward draws noise in eval mode too: verify compares it with constant draws on both sides
     "pt_pe_vae": dict(model="VAE", inputs=["float32[4,1,28,28]"]),
     # the classes read the module-level argparse namespace `opt`: --load defs runs the argparse setup (defaults)

@@ -571,7 +571,9 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             q = self.qualname(node)
             if q is not None and self.imports.is_source(q):
                 rule = self.ctx.pack.by_name.get(q)
-                if (rule is None or rule.kind != "constant") and not self._as_value(node, q, rule):
+                if rule is not None and rule.kind == "constant":  # `from torch import Tensor` ... `x: Tensor`
+                    self._values[key] = self.ctx.spell(rule.emit["target"])
+                elif not self._as_value(node, q, rule):
                     self._residue(node, q)
         return False
 

@@ -227,6 +227,11 @@ class Forward(cst.CSTTransformer):
         self.ctx = ctx
         self.batched = set(batched)
         self.keyed = keyed
+        # this file's module classes, and this class's methods forward calls (ranks.method_key), whose call takes a key
+        # (dropout inside): their calls get `key=key` (split per consumer, and per iteration in a loop, by modules.py)
+        self.keyed_classes: set[str] = set()
+        # sequence-layer attributes built with dropout → the keyword their call takes the key by (modules.py)
+        self.keyed_sequences: dict[str, str] = {}
         self.modules = dict(modules or {})
         self.rank: dict[str, int] = {}  # per-example rank of names, where the code proves it
         self.batch_sizes: set[str] = set()  # names bound to the batch size (`B, T, C = x.shape`)
@@ -332,13 +337,26 @@ class Forward(cst.CSTTransformer):
         if id(original.value) in self.kept and self.batch_size_binding(original):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
+        t = original.targets[0].target if len(original.targets) == 1 else None
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value not in self.batched \
+                and self.is_batched(original.value):
+            # `out = torch.empty([n, 1, c])` then `out[i] = <batched>`: the array was built with sizes of its own
+            # (seq2seq's batch of one), which hold no batch axis fwport can place; what it becomes holds one somewhere
+            self.error(original, f"{code(t)} = ...: {t.value.value} is not computed from the input (its sizes are the "
+                       "code's own: a batch of one written as 1, or the batch size, which one example's copy leaves out) "
+                       "and is given values computed from the input in place: fwport does not follow which of its axes "
+                       "is the batch's; collect the values in a list and torch.stack them, or write this for one example")
+            self.batched.add(t.value.value)
+            self.set_axis(t.value.value, UNKNOWN)
+            return updated
         sizes = self.batch_size_elements(original)
         if sizes:
             return self.without_batch_sizes(original, updated, sizes)
         unpacked = self.unpack_shape(original, updated)
         if unpacked is not None:
             return unpacked
-        hit = self.is_batched(original.value) or id(updated.value) in self.node_axis \
+        hit = self.is_batched(original.value) and not self.other_size(original.value) \
+            or id(updated.value) in self.node_axis \
             and self.node_axis[id(updated.value)] is not None  # (a shared input copied over the batch)
         r = self.rank_of(updated.value)
         self.unpack_ranks(original, updated)
@@ -599,6 +617,8 @@ class Forward(cst.CSTTransformer):
             if sub in RANK_CHANGE and r is not None:
                 return r + RANK_CHANGE[sub]
             return r
+        if text.startswith("self.") and self.file is not None and text[5:] in self.file.activations and len(args) == 1:
+            return self.rank_of(args[0])  # self.activation(x), an attribute holding F.relu / F.gelu
         if (text.startswith("self.") and text.count(".") == 1 or _dict_entry(f) is not None) and args:
             sub = self.modules.get(text[5:] if text else _dict_entry(f))
             if sub in SAME_RANK or sub in RANK_CHANGE:
@@ -841,6 +861,7 @@ class Forward(cst.CSTTransformer):
         if y.value in self.batched and not (y.value in self.inputs and self.input_reads.get(y.value) == 1):
             return None  # (read before: then it was taken as batched there)
         self.unbatched.add(y.value)
+        self.rank[y.value] = len(sizes) - 1  # one example's copy: q itself, the sizes but the batch's
         self.size_uses = [n for n in self.size_uses if n is not sizes[d]]  # the batch size read here: taken
         rest = [x for i, x in enumerate(sizes) if i != d]
         out = cst.Name(y.value) if all(int_literal(x) == 1 for x in rest) else _call(
@@ -929,8 +950,18 @@ class Forward(cst.CSTTransformer):
                        f"is dimension {axis_text(self.axis_of(updated.args[0].value))} (PyTorch's sequence layers hold it "
                        "second), and this layer takes it first: move it first (.transpose(0, 1)) before the call")
         out = self._call(original, updated)
+        if attr in self.keyed_sequences and isinstance(out, cst.Call) and not any(
+                a.keyword is not None and a.keyword.value == self.keyed_sequences[attr] for a in out.args):
+            out = out.with_changes(args=[*_commas(out.args), cst.Arg(cst.Name("key"), equal=_EQ,
+                                                                  keyword=cst.Name(self.keyed_sequences[attr]))])
+            self.key_sites.append(out)  # its dropout in training: a key, as a Dropout layer's
         if result is not None:
             self.node_axis[id(out)] = result
+        module = self.module_called(original.func) if result is None else None
+        out_axes = self.file.table[module[1]].out_axes if module is not None and module[0] == "class" \
+            and module[1] in self.file.table else None
+        if out_axes is not None and (self.axes_moved() or out_axes != 0 or isinstance(out_axes, (tuple, Merged))):
+            self.node_axis[id(out)] = out_axes  # where that forward returns it (ranks.py); first: as ever
         if any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
             del self.size_uses[mark:]  # the batch size inside a refused call: that call's error says it
             if out is updated:
@@ -961,6 +992,12 @@ class Forward(cst.CSTTransformer):
                 through(self.file.sequences[module[1]], ranks[0], blind)
                 if blind:
                     self.rank_unknown(original, code(original.func), self.ctx.imports.resolve(blind[0].func) or "")
+            if module[0] == "class" and module[1] in self.keyed_classes \
+                    and not any(a.keyword is not None and a.keyword.value == "key" for a in updated.args):
+                site = updated.with_changes(args=[*_commas(updated.args),
+                                                  cst.Arg(cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)])
+                self.key_sites.append(site)
+                return site
         q = self.ctx.imports.resolve(original.func)
         shared = self.shared_input_repeat(original)
         if shared is not None:
@@ -1443,6 +1480,12 @@ class Forward(cst.CSTTransformer):
                        f"not have; write it for one example ('{text}') and check the layers around it take one example "
                        "(a per-token layer on a sequence needs jax.vmap)")
         return updated
+
+    def other_size(self, node: cst.BaseExpression) -> bool:
+        """``len(x)`` of a tensor holding the batch axis after its first (seq2seq's ``n_step = len(dec_inputs)`` of
+        (L, N, F)): a number, the same per example (one example's first axis is x's), nothing batched."""
+        return isinstance(node, cst.Call) and dotted_text(node.func) == "len" and len(node.args) == 1 \
+            and self.is_batched(node.args[0].value) and (self.plain_axis(node.args[0].value) or 0) > 0
 
     def is_batch_size(self, node: cst.BaseExpression, recv: cst.BaseExpression) -> bool:
         """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""

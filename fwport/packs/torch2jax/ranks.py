@@ -24,6 +24,8 @@ from fwport.core.names import dotted_text, scan
 PER_VECTOR = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm"})
 REARRANGE = "einops.layers.torch.Rearrange"
 HELPER = "PerVector"
+#: ctx.analyses: (class, __init__ parameter) → what the file's calls of the class give it (given_classes)
+GIVEN = "torch2jax.given-classes"
 
 
 @dataclass
@@ -50,6 +52,7 @@ class ClassRanks:
     out_axes: object = None  # the batch position(s) of what forward returns (batch.axis_text), where they agree
     seq_first: dict[str, bool] = field(default_factory=dict)  # sequence-layer attribute → takes (L, N, ...)
     seq_classes: dict[str, str] = field(default_factory=dict)  # ... → its PyTorch class
+    activations: set = field(default_factory=set)  # attributes holding an elementwise function (_get_activation_fn)
 
     def returns(self, cls: str) -> int | None:
         other = self.table.get(cls)
@@ -66,22 +69,30 @@ class ClassRanks:
         return out
 
 
+def method_key(cls: str, method: str) -> str:
+    """The table entry of a method forward calls (``Class.method``), beside the classes' own."""
+    return f"{cls}.{method}"
+
+
 def _agreed_axes(values: list):
     """The batch position(s) every return of a forward agrees on (None: not batched, or they differ)."""
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def _param_axes(params: list[str], calls: list) -> dict[str, object]:
+def _param_axes(params: list[str], calls: list, optimistic: bool = False) -> dict[str, object]:
     """A module class's parameters → the batch position its callers agree on for each, where not first (a parameter
-    given a batched value at different positions: batch.UNKNOWN)."""
+    given a batched value at different positions: batch.UNKNOWN). ``optimistic`` (while ranks.analyse iterates): a
+    value whose position is not known yet says nothing, so that a cycle (a method's result fed back into it, DETR's
+    with_pos_embed) settles where the known values agree; the settled table is checked without it."""
     from fwport.packs.torch2jax.batch import NOT_BATCHED, UNKNOWN, combine
     out = {}
     for i, p in enumerate(params):
         got = [c[0][i] if i < len(c[0]) else c[1].get(p, "absent") for c in calls]
-        if all(g == "absent" for g in got):
-            out[p] = NOT_BATCHED  # no caller gives it a value (a mask left None)
+        if all(g == "absent" or g is None for g in got):
+            out[p] = NOT_BATCHED  # no caller gives it a value (a mask left None), or none computed from the input
             continue
-        a = combine(g for g in got if g != "absent")
+        known = [g for g in got if g != "absent" and not (optimistic and g == UNKNOWN and not isinstance(g, tuple))]
+        a = combine(known) if known or not optimistic else UNKNOWN
         if a is not None and (a != 0 or isinstance(a, tuple)):
             out[p] = UNKNOWN if isinstance(a, tuple) else a
     return out
@@ -155,7 +166,142 @@ def _elements(value: cst.BaseExpression, ctx, classes: set[str]) -> tuple[str, .
     return None
 
 
-def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict) -> ClassRanks:
+def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str, str], frozenset]:
+    """(class, ``__init__`` parameter) → what every call of the class in the file gives it: this file's module
+    classes by name, PyTorch layers by qualified name, "None", or "?" for a value not followed. A value is a call, or a
+    name bound in the calling function only to calls (``encoder_layer = TransformerEncoderLayer(...)``, DETR), or
+    either branch of a conditional (``nn.LayerNorm(d) if pre_norm else None``)."""
+    from fwport.packs.torch2jax.passes.modules import _bind
+    inits = {s.name.value: m for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes
+             for m in s.body.body if isinstance(m, cst.FunctionDef) and m.name.value == "__init__"}
+    out: dict[tuple[str, str], set] = {}
+
+    def kinds(value, bound: dict) -> set:
+        found = set()
+        for v in _branches(value):
+            if isinstance(v, cst.Name) and v.value == "None":
+                found.add("None")
+            elif isinstance(v, cst.Name) and v.value in bound:
+                found |= set().union(*(kinds(b, {}) for b in bound[v.value])) if bound[v.value] else {"?"}
+            elif isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in classes:
+                found.add(v.func.value)
+            elif isinstance(v, cst.Call) and (ctx.imports.resolve(v.func) or "").startswith("torch.nn."):
+                found.add(ctx.imports.resolve(v.func))
+            else:
+                found.add("?")
+        return found
+
+    def functions(node):
+        class V(cst.CSTVisitor):
+            def __init__(self):
+                super().__init__()
+                self.found = []
+
+            def visit_FunctionDef(self, n):
+                self.found.append(n)
+        v = V()
+        node.visit(v)
+        return v.found
+
+    for fn in functions(module):
+        bound: dict[str, list] = {}
+
+        class Names(cst.CSTVisitor):
+            def visit_Assign(self, n: cst.Assign) -> None:
+                for t in n.targets:
+                    if isinstance(t.target, cst.Name):
+                        bound.setdefault(t.target.value, []).append(n.value)
+                    else:
+                        for name in _target_names(t.target):
+                            bound.setdefault(name, []).append(None)
+
+            def visit_FunctionDef(self, n) -> bool:
+                return n is fn
+
+        fn.visit(Names())
+        bound = {k: [] if None in v else v for k, v in bound.items()}
+
+        class Calls(cst.CSTVisitor):
+            def visit_Call(self, c: cst.Call) -> None:
+                if isinstance(c.func, cst.Name) and c.func.value in inits:
+                    b = _bind(c, inits[c.func.value], method=True)
+                    for p in inits[c.func.value].params.params[1:]:
+                        value = None if b is None else b.get(p.name.value)
+                        out.setdefault((c.func.value, p.name.value), set()).update(
+                            kinds(value, bound) if value is not None else {"?"})
+
+            def visit_FunctionDef(self, n) -> bool:
+                return n is fn
+
+        fn.visit(Calls())
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _target_names(t) -> list[str]:
+    if isinstance(t, cst.Name):
+        return [t.value]
+    if isinstance(t, (cst.Tuple, cst.List)):
+        return [n for e in t.elements for n in _target_names(e.value)]
+    return []
+
+
+def _clones(value: cst.BaseExpression, ctx, functions: dict) -> str | None:
+    """``_get_clones(layer, N)``, a module-level function returning ``nn.ModuleList([copy.deepcopy(module) for i in
+    range(N)])`` (DETR): the ``__init__`` parameter it copies (``layer``), else None."""
+    from fwport.packs.torch2jax.passes.modules import _bind, _returns
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name) or value.func.value not in functions:
+        return None
+    fn = functions[value.func.value]
+    rets = _returns(fn)
+    if len(rets) != 1 or not isinstance(rets[0], cst.Call) or ctx.imports.resolve(rets[0].func) != "torch.nn.ModuleList" \
+            or len(rets[0].args) != 1 or not isinstance(rets[0].args[0].value, cst.ListComp):
+        return None
+    elt = rets[0].args[0].value.elt
+    if not (isinstance(elt, cst.Call) and dotted_text(elt.func) in ("copy.deepcopy", "deepcopy") and len(elt.args) == 1
+            and isinstance(elt.args[0].value, cst.Name)):
+        return None
+    b = _bind(value, fn, method=False)
+    arg = b.get(elt.args[0].value.value) if b is not None else None
+    return arg.value if isinstance(arg, cst.Name) else None
+
+
+def _activation(value: cst.BaseExpression, ctx, functions: dict) -> bool:
+    """``_get_activation_fn(name)`` (DETR): a module-level function each of whose returns is an elementwise torch
+    function used as a value (``return F.relu``): the attribute it sets keeps the rank and the batch axis of what it
+    is given."""
+    from fwport.packs.torch2jax.batch import ELEMENTWISE
+    from fwport.packs.torch2jax.passes.modules import _returns
+    if not isinstance(value, cst.Call) or not isinstance(value.func, cst.Name) or value.func.value not in functions:
+        return False
+    rets = _returns(functions[value.func.value])
+    return bool(rets) and all((ctx.imports.resolve(r) or "").startswith("torch.")
+                              and (ctx.imports.resolve(r) or "").rsplit(".", 1)[-1] in ELEMENTWISE for r in rets)
+
+
+def given_submodules(init: cst.FunctionDef | None, cls: str, given: dict) -> dict[str, str]:
+    """``self.norm = norm`` in ``__init__``, every caller giving ``norm`` one PyTorch layer class or None (DETR's
+    ``nn.LayerNorm(d) if pre_norm else None``): attribute → that class, as if built there."""
+    out = {}
+    params = {p.name.value for p in init.params.params[1:]} if init is not None else set()
+    for stmt in init.body.body if init is not None else []:
+        for a in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+            if isinstance(a, cst.Assign) and len(a.targets) == 1 and isinstance(a.value, cst.Name) \
+                    and a.value.value in params:
+                t = dotted_text(a.targets[0].target) or ""
+                k = given_layer(given, cls, a.value.value)
+                if t.startswith("self.") and t.count(".") == 1 and k is not None and k.startswith("torch.nn."):
+                    out[t[5:]] = k
+    return out
+
+
+def given_layer(given: dict, cls: str, param: str) -> str | None:
+    """The one class (this file's, or a PyTorch layer's qualified name) every caller gives ``param``, None left aside."""
+    kinds = given.get((cls, param), frozenset()) - {"None"}
+    return next(iter(kinds)) if len(kinds) == 1 and "?" not in kinds else None
+
+
+def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: dict | None = None,
+                functions: dict | None = None) -> ClassRanks:
     info = ClassRanks(table)
     init = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
     if init is None:
@@ -170,6 +316,9 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict) -> Class
             v = node.value
             if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in classes:
                 info.instances[t] = v.func.value
+            elif _clones(v, ctx, functions or {}) is not None:  # _get_clones(encoder_layer, N): its callers' class
+                k = given_layer(given or {}, cls.name.value, _clones(v, ctx, functions or {}))
+                added.setdefault(t[5:], set()).add((k,) if k in classes else None)
             elif isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.ModuleList" and len(v.args) == 1:
                 items = v.args[0].value
                 kinds = added.setdefault(t[5:], set())
@@ -179,6 +328,8 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict) -> Class
                     kinds.update(_elements(e.value, ctx, classes) for e in items.elements)
                 else:
                     kinds.add(None)
+            if _activation(v, ctx, functions or {}):
+                info.activations.add(t[5:])
             seq = _sequence(v, ctx)
             if seq is not None:
                 info.sequences[t[5:]] = seq
@@ -273,20 +424,33 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
     """One ClassRanks per module class of the file (``skip``: classes whose forward keeps every axis)."""
     from fwport.core.rewrite import rewrite
     from fwport.packs.torch2jax.batch import NOT_BATCHED, Forward
-    from fwport.packs.torch2jax.passes.modules import _dict_entries, _submodules
+    from fwport.packs.torch2jax.passes.modules import _dict_entries, _reached, _submodules
     table: dict[str, ClassRanks] = {}
     forwards = {}
+    given = ctx.analyses[GIVEN] = given_classes(module, ctx, classes)
+    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value in classes:
-            table[s.name.value] = _class_info(s, ctx, classes, table)
+            table[s.name.value] = _class_info(s, ctx, classes, table, given, functions)
             methods = {m.name.value: m for m in s.body.body if isinstance(m, cst.FunctionDef)}
             if "forward" in methods and s.name.value not in skip:
-                forwards[s.name.value] = (methods["forward"], {**_submodules(methods.get("__init__"), ctx),
-                                                               **_dict_entries(methods.get("__init__"), ctx)})
+                subs = {**given_submodules(methods.get("__init__"), s.name.value, given),
+                        **_submodules(methods.get("__init__"), ctx), **_dict_entries(methods.get("__init__"), ctx)}
+                forwards[s.name.value] = (methods["forward"], subs)
+                for m in sorted(_reached(methods, "forward") - {"forward", "__init__"}):
+                    # a method forward calls (DETR's forward_post, with_pos_embed) sees one example too: probed as a
+                    # forward of its own, given what its calls in the class pass (`self.m(...)`: an instance of it)
+                    own = method_key(s.name.value, m)
+                    info = table[s.name.value]
+                    table[own] = ClassRanks(table, instances=info.instances, containers=info.containers,
+                                            sequences=info.sequences, seq_first=info.seq_first,
+                                            seq_classes=info.seq_classes, activations=info.activations)
+                    info.instances[f"self.{m}"] = own
+                    forwards[own] = (methods[m], subs)
     if not any(t.instances or t.containers or t.sequences or any(t.seq_first.values()) for t in table.values()):
         return table
     probe = _Probe(ctx)
-    for _ in range(min(len(forwards), 8) + 2):
+    for _ in range(min(2 * len(forwards), 24) + 2):  # (a value reaches a forward through a chain of calls and returns)
         seen: dict[str, list] = {}
         seen_axes: dict[str, list] = {}
         second: dict[str, set] = {}
@@ -313,7 +477,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
         for name, (fwd, _) in forwards.items():
             params = [p.name.value for p in fwd.params.params[1:]]
             calls = seen.get(name, [])
-            axes = _param_axes(params, seen_axes.get(name, [])) if seen_axes.get(name) else \
+            axes = _param_axes(params, seen_axes.get(name, []), optimistic=True) if seen_axes.get(name) else \
                 {**table[name].axes, **{p: 1 for p in second.get(name, ())},
                  **{p: NOT_BATCHED for p in shared.get(name, ())}}
             changed |= axes != table[name].axes
@@ -327,4 +491,7 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
             table[name].params = ranks
         if not changed:
             break
+    for name, (fwd, _) in forwards.items():  # what the settled table's calls give, without optimism
+        if seen_axes.get(name):
+            table[name].axes = _param_axes([p.name.value for p in fwd.params.params[1:]], seen_axes[name])
     return table

@@ -200,13 +200,15 @@ def plan(module: cst.Module, ctx) -> cst.Module:
 
         def visit_ClassDef(self, node: cst.ClassDef) -> bool:
             if node.name.value in translated:
+                plan = ctx.analyses[PLANS][node.name.value]
                 self.in_module = True
                 for fn in _whole_methods(node):
-                    scan(fn, self)
+                    if fn.name.value not in plan.get("per_example", ()):  # (called by what forward calls)
+                        scan(fn, self)
                 self.in_module = False
                 # the methods forward calls see one example: their tensor methods by the same table (a dimension
-                # there that is not negative is modules.py's batch-axis error)
-                helpers = set(ctx.analyses[PLANS][node.name.value].get("per_example", ()))
+                # there that is not negative is modules.py's batch-axis error); those batch.py wrote, as forward, are done
+                helpers = set(plan.get("per_example", ())) - set(plan.get("traced", ()))
                 for fn in node.body.body:
                     if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
                         scan(fn, self)

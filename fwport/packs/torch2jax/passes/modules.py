@@ -25,7 +25,7 @@ import re
 
 import libcst as cst
 
-from fwport.core.engine import code
+from fwport.core.engine import code, literal_value
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
@@ -46,6 +46,40 @@ DRAWS = frozenset({"torch.randn", "torch.rand", "torch.randint", "torch.randn_li
 #: tensor methods filling a tensor in place with random numbers (refused in a method drawing at call time)
 RANDOM_FILLS = frozenset({"normal_", "uniform_", "bernoulli_", "random_", "exponential_", "geometric_", "cauchy_",
                           "log_normal_"})
+#: the keywords a call's key is given by: most take ``key=``, MultiheadAttentionWithWeights its weights' ``dropout_key=``
+KEY_KEYWORDS = frozenset({"key", "dropout_key"})
+#: a sequence layer's dropout argument: its keyword, and its position in PyTorch's signature
+SEQUENCE_DROPOUT = {"torch.nn.MultiheadAttention": 2, "torch.nn.LSTM": 5, "torch.nn.GRU": 5, "torch.nn.RNN": 6}
+
+
+def _dropout_sequences(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
+    """``self.attn = nn.MultiheadAttention(d, h, dropout=p)`` (an LSTM / GRU / RNN with ``dropout=``) in ``__init__``,
+    p not a literal 0: attribute → the keyword its call takes the key by (the weights' dropout in training, DETR's
+    layers; the dropout between recurrent layers)."""
+    out = {}
+    assigns: list[cst.Assign] = []
+
+    class V(cst.CSTVisitor):  # (in a branch too: `if rnn_type == ...: self.rnn = nn.RNN(..., dropout=dropout)`)
+        def visit_Assign(self, node: cst.Assign) -> None:
+            assigns.append(node)
+    if init is not None:
+        init.visit(V())
+    for a in assigns:
+        if True:
+            if not (len(a.targets) == 1 and isinstance(a.value, cst.Call)):
+                continue
+            t = dotted_text(a.targets[0].target) or ""
+            q = ctx.imports.resolve(a.value.func)
+            if not t.startswith("self.") or t.count(".") != 1 or q not in SEQUENCE_DROPOUT:
+                continue
+            pos = [x.value for x in a.value.args if x.keyword is None and not x.star]
+            p = next((x.value for x in a.value.args if x.keyword is not None and x.keyword.value == "dropout"),
+                     pos[SEQUENCE_DROPOUT[q]] if len(pos) > SEQUENCE_DROPOUT[q] else None)
+            if p is not None and literal_value(p, 1) not in (0, 0.0):
+                out[t[5:]] = "dropout_key" if q == "torch.nn.MultiheadAttention" else "key"
+    return out
+
+
 #: Equinox constructors that draw their initial parameters (take ``key=``)
 KEYED = frozenset({"eqx.nn.Linear", "eqx.nn.Conv1d", "eqx.nn.Conv2d", "eqx.nn.Conv3d", "eqx.nn.ConvTranspose1d",
                    "eqx.nn.ConvTranspose2d", "eqx.nn.ConvTranspose3d", "eqx.nn.Embedding", "eqx.nn.MLP",
@@ -101,9 +135,17 @@ def run(module: cst.Module, ctx) -> cst.Module:
                                for m in _reached({f.name.value: f for f in stmt.body.body
                                                   if isinstance(f, cst.FunctionDef)}, "__init__", names=True)}
     body = []
+    # classes a class holds come first (DETR's Transformer is written above its encoder and layers): whether a held
+    # module's call takes a key is known when the holder is written
+    outside["held"] = held = _held(module, classes, table)
+    done: dict[int, cst.ClassDef] = {}
+    at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in classes}
+    written: set[str] = set()
     for i, stmt in enumerate(module.body):
-        if isinstance(stmt, cst.ClassDef) and is_module_class(stmt, ctx):
-            stmt = _class(stmt, ctx, plans, callers[stmt.name.value], outside)
+        if i in at.values():
+            _held_first(stmt.name.value, held, lambda n: done.__setitem__(at[n], _class(
+                module.body[at[n]], ctx, plans, callers[n], outside)), done=written)
+            stmt = done[i]
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
@@ -532,6 +574,48 @@ def _outside_init(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, builde
                         and any(a.star for a in small.value.args):  # nn.Sequential(*blocks) of blocks with state
                     stateful_attrs.add(t[5:])
     return helpers, {m: ps for m, ps in params.items() if ps}, members, sequences, called
+
+
+def _held(module: cst.Module, classes: set[str], table: dict) -> dict[str, list[str]]:
+    """Each module class → the classes of this file it holds (ranks.py's instances and containers: DETR's
+    ``_get_clones(layer, N)``), in file order."""
+    at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in classes}
+    out = {}
+    for name in at:
+        info = table.get(name)
+        held = set(info.instances.values()) | {c for k in info.containers.values() for c in k} if info else set()
+        out[name] = sorted((held & set(at)) - {name}, key=at.get)
+    return out
+
+
+def _held_first(name: str, held: dict, write, path: frozenset = frozenset(), done=None) -> None:
+    """``write(name)`` after ``write`` of each class ``name`` holds (at any depth; a cycle: as found), each once: a
+    class written below those it holds (DETR's Transformer above its encoder and layers) is written after them, so
+    that whether their calls take a key is known; a file written callees first keeps its order."""
+    done = set() if done is None else done
+    if name in done or name in path:
+        return
+    for h in held.get(name, ()):
+        _held_first(h, held, write, path | {name}, done)
+    done.add(name)
+    write(name)
+
+
+def _callees_first(methods: dict[str, cst.FunctionDef], names: list[str]) -> list[str]:
+    """``names`` (methods of one class) ordered so that a method comes after those it calls (a cycle: as found)."""
+    out: list[str] = []
+
+    def visit(m: str, path: set) -> None:
+        if m in out or m in path or m not in names:
+            return
+        for c in _calls(methods[m]):
+            t = dotted_text(c.func) or ""
+            if t.startswith("self.") and t.count(".") == 1:
+                visit(t[5:], path | {m})
+        out.append(m)
+    for m in names:
+        visit(m, set())
+    return out
 
 
 def _reached(methods: dict[str, cst.FunctionDef], start: str, names: bool = False) -> set[str]:
@@ -1246,9 +1330,16 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     plan["layers"] = sorted(n for n, q in subs.items() if "." not in n and "[" not in n and n not in stateful
                             and q not in RANDOM and q not in ("torch.nn.Sequential+random", "stateful-class")
                             and not (n in own and (plans[own[n]].get("whole") or plans[own[n]].get("key_required"))))
+    table = outside.get("ranks", {})
+    # the methods forward calls that ranks.py probed (DETR's forward_post, with_pos_embed) are written for one example
+    # by batch.Forward as forward is, callees first; a method drawing at call time keeps its own path (_MethodKeys)
+    traced = [] if plan["whole"] else [m for m in _callees_first(methods, plan["per_example"])
+                                       if ranks.method_key(cls.name.value, m) in table and m not in at_call]
+    plan["traced"] = traced
     if not plan["whole"]:
         for m in plan["per_example"]:
-            scan(methods[m], _HelperDims(ctx, f"{cls.name.value}.{m}"))
+            if m not in traced:
+                scan(methods[m], _HelperDims(ctx, f"{cls.name.value}.{m}"))
     plan["key_required"] = "forward" in at_call or any(  # it calls a submodule of the file drawing at call time
         plans[c].get("key_required") and f"self.{n}" in {dotted_text(x.func) for x in _calls(methods["forward"])}
         for n, c in own.items()) if "forward" in methods else False
@@ -1290,13 +1381,51 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
             s = s.with_changes(params=_kwonly(s.params, "key", None))
             s = rewrite(s, _Buffers(ctx, buffers, leading))
-        elif isinstance(s, cst.FunctionDef) and s.name.value == "forward":
+        elif isinstance(s, cst.FunctionDef) and (s.name.value == "forward" or s.name.value in traced):
+            s = None  # written below, once __init__ has said which fields are buffers
+        elif isinstance(s, cst.FunctionDef) and s.name.value in at_call:  # a method drawing at call time
+            s = rewrite(s, _MethodKeys(at_call - {"forward"}))
+            s = s.with_changes(params=_kwonly(s.params, "key", None))
+        body.append(s)
+    entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
+    given = ranks.given_submodules(methods.get("__init__"), cls.name.value, ctx.analyses.get(ranks.GIVEN, {}))
+    keyed_classes = {c for c, p in plans.items() if p.get("key_sites")}
+    dropout_sequences = _dropout_sequences(methods.get("__init__"), ctx)
+    written: dict[str, cst.FunctionDef] = {}
+    refused: set[str] = set()
+    for m in traced:
+        fn = methods[m]
+        mf = Forward(ctx, {p.name.value for p in fn.params.params[1:]},
+                     keyed | {n for n, q in entries.items() if q in RANDOM}, {**given, **subs, **entries}, stateful,
+                     buffers, table[ranks.method_key(cls.name.value, m)], leading)
+        mf.keyed_classes = keyed_classes
+        mf.keyed_sequences = dropout_sequences
+        fn = fn.with_changes(body=rewrite(fn.body, mf))
+        if mf.state_sites:
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{cls.name.value}.{m}, which forward calls, calls a layer "
+                       "with state (BatchNorm): the state is threaded through __call__ only; call the layer in forward",
+                       methods[m])
+        if mf.key_sites:  # dropout inside: the method takes a key, forward passes it
+            fn = fn.with_changes(params=_kwonly(fn.params, "key", cst.Name("None")))
+            plan.setdefault("keyed_per_example", []).append(m)
+            keyed_classes = keyed_classes | {ranks.method_key(cls.name.value, m)}
+        if mf.dropped:
+            plan.setdefault("dropped_methods", []).append(m)
+        proven |= mf.seq_proven
+        refused |= mf.seq_refused
+        written[m] = fn
+    for i, s in enumerate(body):
+        if s is None and cls.body.body[i].name.value in written:
+            body[i] = written[cls.body.body[i].name.value]
+        elif s is None:
+            s = cls.body.body[i]
             params = [p.name.value for p in s.params.params[1:]]
-            entries = _dict_entries(methods.get("__init__"), ctx)  # layers in an nn.ModuleDict: d["k"](x)
             fwd = Forward(ctx, set() if plan["whole"] else set(params),
                           keyed | (at_call - {"forward"}) | {n for n, q in entries.items() if q in RANDOM},
-                          {**subs, **entries}, stateful, buffers,
+                          {**given, **subs, **entries}, stateful, buffers,
                           None if plan["whole"] else outside.get("ranks", {}).get(cls.name.value), leading)
+            fwd.keyed_classes = keyed_classes
+            fwd.keyed_sequences = dropout_sequences
             new_body = rewrite(rewrite(s.body, _SparseProducts(ctx)) if plan["whole"] else s.body, fwd)
             s = s.with_changes(name=cst.Name("__call__"), body=new_body)
             if fwd.state_sites:  # the layers' state goes in and comes out
@@ -1305,17 +1434,14 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 plan["stateful"] = sorted(stateful)
             if fwd.dropped:
                 plan["dropped"] = True
-            proven = fwd.seq_proven - fwd.seq_refused
+            proven = (proven | fwd.seq_proven) - fwd.seq_refused - refused
             s, axes = _batch_axes(s, fwd, ctx, params, methods["forward"])
             if axes:
                 plan["vmap_axes"] = axes  # training.py's jax.vmap(model, <axes>) at the call sites it writes
             if fwd.key_sites or draws_in.get("forward"):  # a draw needs a key even in inference, dropout does not
                 s = s.with_changes(params=_kwonly(s.params, "key", None if plan["key_required"] else cst.Name("None")))
                 plan["key_sites"] = len(fwd.key_sites) + draws_in.get("forward", 0)
-        elif isinstance(s, cst.FunctionDef) and s.name.value in at_call:  # a method drawing at call time
-            s = rewrite(s, _MethodKeys(at_call - {"forward"}))
-            s = s.with_changes(params=_kwonly(s.params, "key", None))
-        body.append(s)
+            body[i] = s
     plans[cls.name.value] = plan
     init = next((f for f in body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
     if "forward" in methods and init is not None and proven:
@@ -1442,9 +1568,15 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
     keyed: set[str] = set(outside["builders"])
     returns = ctx.analyses.setdefault(OUTSIDE + ".returns", {})  # builder function → the Equinox class it returns
-    for stmt in module.body:
-        if isinstance(stmt, cst.ClassDef) and stmt.name.value in plans:
-            stmt = _finish_class(stmt, ctx, plans[stmt.name.value], keyed, stmt.name.value in outside["members"])
+    at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in plans}
+    done: dict[int, cst.ClassDef] = {}
+    written: set[str] = set()
+    for i, stmt in enumerate(module.body):
+        if i in at.values():
+            _held_first(stmt.name.value, {n: [h for h in hs if h in at] for n, hs in outside.get("held", {}).items()},
+                        lambda n: done.__setitem__(at[n], _finish_class(module.body[at[n]], ctx, plans[n], keyed,
+                                                                        n in outside["members"])), done=written)
+            stmt = done[i]
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in outside["builders"]:
             stmt = _keyed_function(stmt, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
             kinds = {dotted_text(r.func) if isinstance(r, cst.Call) else None for r in _returns(stmt)}
@@ -1845,7 +1977,7 @@ class _CallKeys(cst.CSTTransformer):
         return updated
 
     def leave_Arg(self, original: cst.Arg, updated: cst.Arg) -> cst.Arg:
-        if original.keyword and original.keyword.value == "key" and isinstance(original.value, cst.Name) \
+        if original.keyword and original.keyword.value in KEY_KEYWORDS and isinstance(original.value, cst.Name) \
                 and original.value.value == "key":
             self.n += 1
             return updated.with_changes(value=cst.Name(f"key{self.n}"))
@@ -1904,7 +2036,7 @@ class _LoopKeys(cst.CSTTransformer):
                                               *updated.args[1:]])
         args = []
         for a in updated.args:
-            k = self._key(a.value) if a.keyword and a.keyword.value == "key" else None
+            k = self._key(a.value) if a.keyword and a.keyword.value in KEY_KEYWORDS else None
             if k:
                 loop[2].add(k)
                 a = a.with_changes(value=cst.Name(f"draw_{k}"))
@@ -1993,21 +2125,27 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             s = _keyed_function(s, ctx, _site(frozenset(keyed), frozenset(), frozenset()))
         elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["stateful"]:
             s = rewrite(s, _HoistState(frozenset(plan["stateful"])))
-        if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan.get("dropped"):
+        if isinstance(s, cst.FunctionDef) and (s.name.value == "__call__" and plan.get("dropped")
+                                               or s.name.value in plan.get("dropped_methods", ())):
             s = rewrite(s, _Dropped())
         if isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and member:
             s = s.with_changes(params=_kwonly(s.params, "key", cst.Name("None")))  # eqx.nn.Sequential passes key=
+        per_example = s.name.value in plan.get("keyed_per_example", ()) if isinstance(s, cst.FunctionDef) else False
         if isinstance(s, cst.FunctionDef) and (s.name.value == "__call__" and plan["key_sites"] > 1
-                                               or s.name.value in plan.get("keyed_methods", ())):
+                                               or s.name.value in plan.get("keyed_methods", ()) or per_example):
             t = _CallKeys(ctx.spell_text("jax.random") + ".")
             fb = rewrite(s.body, t)
+            optional = s.name.value == "__call__" and not plan.get("key_required") or per_example
             if t.n > 1:  # one key per consumer (a dropout, a drawing method, a draw)
                 stmts = list(fb.body)
                 at = _docstring_end(stmts)
-                optional = s.name.value == "__call__" and not plan.get("key_required")
                 stmts.insert(at, _split_line(t.n, ctx, optional=optional))
                 s = s.with_changes(body=fb.with_changes(body=stmts))
-            s = rewrite(s, _LoopKeys(ctx, s.name.value == "__call__" and not plan.get("key_required")))
+            s = rewrite(s, _LoopKeys(ctx, optional))
+        elif isinstance(s, cst.FunctionDef) and s.name.value == "__call__" and plan["key_sites"] == 1:
+            # its one consumer in a loop (DETR's encoder: `for layer in self.layers: layer(..., key=key)`): a key per
+            # iteration, as PyTorch's generator moves on
+            s = rewrite(s, _LoopKeys(ctx, not plan.get("key_required")))
         body.append(s)
     lines = [cst.parse_statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:
