@@ -212,7 +212,7 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
                     if isinstance(t.target, cst.Name):
                         bound.setdefault(t.target.value, []).append(n.value)
                     else:
-                        for name in _target_names(t.target):
+                        for name in target_names(t.target):
                             bound.setdefault(name, []).append(None)
 
             def visit_FunctionDef(self, n) -> bool:
@@ -237,11 +237,12 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def _target_names(t) -> list[str]:
+def target_names(t) -> list[str]:
+    """The names an assignment target binds (``a``, ``a, (b, c)``); none for ``self.x`` or ``d[k]``."""
     if isinstance(t, cst.Name):
         return [t.value]
     if isinstance(t, (cst.Tuple, cst.List)):
-        return [n for e in t.elements for n in _target_names(e.value)]
+        return [n for e in t.elements for n in target_names(e.value)]
     return []
 
 

@@ -30,6 +30,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes.modules import PLANS
+from fwport.packs.torch2jax.ranks import target_names
 
 _PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
 
@@ -624,7 +625,7 @@ class _Pass(cst.CSTTransformer):
         for def_i, step_i, opt, inner in _closure_steps(body):
             call = next((a.value for a in _scope_assigns(scope) if isinstance(a.value, cst.Call)
                          and self.ctx.imports.resolve(a.value.func) in ("torch.optim.LBFGS", "torch.optim.lbfgs.LBFGS")
-                         and any(opt in _target_names(t.target) for t in a.targets)), None)
+                         and any(opt in target_names(t.target) for t in a.targets)), None)
             bound = _bind_text(call, LBFGS_SIGNATURE) if call is not None else None
             if bound is None or bound["line_search_fn"] != "None" or not bound["max_iter"].isdigit() \
                     or bound["max_eval"] != "None" or opt not in self.scope_optimizers():
@@ -726,7 +727,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
                         and value.func.attr.value in ("to", "cuda", "cpu"):
                     value = value.func.value  # Net().to(device): the moves are removed
                 if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
-                    names = [n for t in a.targets for n in _target_names(t.target)]
+                    names = [n for t in a.targets for n in target_names(t.target)]
                     models.update(names)
                     if plans[value.func.value]["stateful"]:
                         stateful.update(names)
@@ -743,7 +744,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
             if isinstance(a.value, cst.Call) and not isinstance(stmt, cst.ClassDef) and (
                     isinstance(a.value.func, cst.Name) and a.value.func.value in models
                     or ctx.imports.resolve(a.value.func) in ("torch.autograd.Variable", "torch.autograd.variable.Variable")):
-                outputs.update(n for t in a.targets for n in _target_names(t.target))  # arrays: x.data is x
+                outputs.update(n for t in a.targets for n in target_names(t.target))  # arrays: x.data is x
     p = _Pass(ctx, module, models, stateful, outputs)
     p.containers = containers
     p.aliases = _type_aliases(module, ctx)
@@ -1018,19 +1019,19 @@ def _local_names(scope) -> set[str]:
             return False
 
         def visit_AssignTarget(self, n) -> None:
-            names.update(_target_names(n.target))
+            names.update(target_names(n.target))
 
         def visit_AugAssign(self, n) -> None:
-            names.update(_target_names(n.target))
+            names.update(target_names(n.target))
 
         def visit_AnnAssign(self, n) -> None:
-            names.update(_target_names(n.target))
+            names.update(target_names(n.target))
 
         def visit_For(self, n) -> None:
-            names.update(_target_names(n.target))
+            names.update(target_names(n.target))
 
         def visit_AsName(self, n) -> None:
-            names.update(_target_names(n.name))
+            names.update(target_names(n.name))
 
         def visit_Global(self, n) -> None:
             names.difference_update(x.name.value for x in n.names)
@@ -1318,7 +1319,7 @@ def _optimizer_models(ctx, scope) -> dict[str, str | None]:
             first = a.value.args[0].value if a.value.args else None
             model = code(first.func.value) if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) \
                 and first.func.attr.value == "parameters" else None
-            names.update((n, model) for t in a.targets for n in _target_names(t.target))
+            names.update((n, model) for t in a.targets for n in target_names(t.target))
     return names
 
 
@@ -1642,7 +1643,7 @@ def _first_uses(node, first: dict[str, str]) -> None:
     """Record, for each name, whether its first use in execution order is a load or a store (an
     assignment's value runs before its targets; a loop's iterable before its target)."""
     def store(target):
-        for n in _target_names(target):
+        for n in target_names(target):
             first.setdefault(n, "store")
         if not isinstance(target, (cst.Name, cst.Tuple, cst.List)):
             _first_uses(target, first)  # x[i] = ..., obj.attr = ...: loads
@@ -1837,7 +1838,7 @@ class _Names(cst.CSTVisitor):
             self.loaded.append(node.value)
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        for n in _target_names(node.target):
+        for n in target_names(node.target):
             self.stored.add(n)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -1874,14 +1875,6 @@ def _scope_assigns(scope) -> list[cst.Assign]:
 
     scan(scope, V())
     return found
-
-
-def _target_names(t) -> list[str]:
-    if isinstance(t, cst.Name):
-        return [t.value]
-    if isinstance(t, (cst.Tuple, cst.List)):
-        return [n for e in t.elements for n in _target_names(e.value)]
-    return []
 
 
 class _VmapModel(cst.CSTTransformer):
@@ -1956,7 +1949,7 @@ class _Finish(cst.CSTTransformer):
                             self.module_names.add((dotted_text(a.asname.name) if a.asname else dotted_text(a.name)).split(".")[0])
                     elif isinstance(small, cst.Assign):
                         for t in small.targets:
-                            self.module_names.update(_target_names(t.target))
+                            self.module_names.update(target_names(t.target))
         self.module_names |= {"jax", "jnp", "eqx", "optax", "math"}
 
         # every optimizer the rules translated, by the name it is assigned to (loops are rewritten
@@ -2020,7 +2013,7 @@ class _Finish(cst.CSTTransformer):
     def in_scope(self, opt: str) -> bool:
         """Whether the scope being visited assigns the optimizer ``opt`` itself (its opt_state is there)."""
         scope = self.scopes[-1] if self.scopes else self.module
-        return any(code(a.value) in self.optimizers and any(opt in _target_names(t.target) for t in a.targets)
+        return any(code(a.value) in self.optimizers and any(opt in target_names(t.target) for t in a.targets)
                    for a in _scope_assigns(scope))
 
     def leave_For(self, original, updated):
@@ -2177,7 +2170,7 @@ class _Finish(cst.CSTTransformer):
             _first_uses(s, first)
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         own |= {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
-                for n in _target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
+                for n in target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
         trained = set(self.trained.values())  # another trained model (a GAN's critic in the generator's loss): an
         # argument, not a global the jit would keep as it was when traced
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
