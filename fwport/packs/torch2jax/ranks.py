@@ -200,7 +200,7 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
             def visit_FunctionDef(self, n):
                 self.found.append(n)
         v = V()
-        node.visit(v)
+        scan(node, v)
         return v.found
 
     for fn in functions(module):
@@ -218,7 +218,7 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
             def visit_FunctionDef(self, n) -> bool:
                 return n is fn
 
-        fn.visit(Names())
+        scan(fn, Names())
         bound = {k: [] if None in v else v for k, v in bound.items()}
 
         class Calls(cst.CSTVisitor):
@@ -233,7 +233,7 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
             def visit_FunctionDef(self, n) -> bool:
                 return n is fn
 
-        fn.visit(Calls())
+        scan(fn, Calls())
     return {k: frozenset(v) for k, v in out.items()}
 
 

@@ -63,7 +63,7 @@ def _dropout_sequences(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
         def visit_Assign(self, node: cst.Assign) -> None:
             assigns.append(node)
     if init is not None:
-        init.visit(V())
+        scan(init, V())
     for a in assigns:
         if True:
             if not (len(a.targets) == 1 and isinstance(a.value, cst.Call)):
