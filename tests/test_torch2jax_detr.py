@@ -216,3 +216,46 @@ def test_an_array_filled_in_place_from_the_input_is_an_error():
     errs = sorted((f.line, f.message.split(":")[0]) for f in errors(r))
     assert (16, "out[i] = ...") in errs and any(line == 17 for line, _ in errs), r.findings
     assert "n = len(x)\n" in r.output and not any(line in (13, 14) for line, _ in errs)  # n: a size, not refused
+
+
+def test_a_field_naming_a_class_written_later_is_a_string_and_the_file_imports(tmp_path):
+    """DETR writes Transformer above the TransformerEncoder it holds: PyTorch looks the class up when __init__
+    runs, but an Equinox field's annotation is evaluated when the class body runs, so the bare name raised
+    NameError on import. A later class (or the class itself) is named by a string."""
+    r = t2j("""
+        import torch
+        from torch import nn
+
+
+        class Top(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = Inner(4)
+                self.head = nn.Linear(4, 2)
+
+            def forward(self, x):
+                return self.head(self.inner(x))
+
+
+        class Inner(nn.Module):
+            def __init__(self, n):
+                super().__init__()
+                self.fc = nn.Linear(n, n)
+
+            def forward(self, x):
+                return torch.relu(self.fc(x))
+        """)
+    assert not errors(r), r.findings
+    top = _class(r.output, "Top")
+    assert 'inner: "Inner"' in top and "head: eqx.nn.Linear" in top
+    assert "fc: eqx.nn.Linear" in _class(r.output, "Inner")  # a class written above is named as it is
+    path = tmp_path / "m.py"
+    path.write_text(r.output)
+    if importlib.util.find_spec("jax") is None or importlib.util.find_spec("equinox") is None:
+        return
+    import subprocess
+    import sys
+    check = ("import runpy, jax, jax.numpy as jnp; ns = runpy.run_path(%r); m = ns['Top'](key=jax.random.key(0)); "
+             "y = jax.vmap(m)(jnp.ones((3, 4))); assert y.shape == (3, 2), y.shape; print('ok')" % str(path))
+    p = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]

@@ -310,3 +310,22 @@ def test_an_exception_in_the_model_names_the_line_of_the_file(tmp_path, session)
     with pytest.raises(VerifyError) as e:
         _verify(session, tmp_path, text, "Net(4, 2)", ["float32[3,4]"])
     assert "NameError" in str(e.value) and f"(at {tmp_path / 'model.py'}:16)" in str(e.value)
+
+
+def test_a_translation_that_cannot_be_imported_where_its_original_can_fails_the_verdict():
+    """The verifier falls back to a file's definitions when the whole file stops (a script's data download): that
+    is fine for both sides alike, but a translated file that stops where its original runs is a defect of the
+    translation, and the certificate fails on it."""
+    from fwport.verify.certificate import loading_results, render
+    stops = "definitions only (the whole file stops at /t/m.py:87: NameError: name 'Enc' is not defined); 1 top-level"
+    failed = loading_results({"translated": stops})
+    assert len(failed) == 1 and not failed[0]["ok"]
+    assert failed[0]["detail"] == ("importing it stops at /t/m.py:87: NameError: name 'Enc' is not defined, "
+                                   "where the original file runs as a whole")
+    # both sides stop (the same script), or only the original does: no failure
+    assert loading_results({"original": "definitions only (the whole file stops at /s/m.py:3: ...)",
+                            "translated": stops}) == []
+    assert loading_results({"original": "definitions only (--load defs)"}) == []
+    assert loading_results({}) == [] and loading_results(None) == []
+    text = render({"direction": "torch2jax", "results": {"loading": failed, "outputs": []}, "verdict": "mismatch"})
+    assert "FAIL translated file: importing it stops at /t/m.py:87" in text

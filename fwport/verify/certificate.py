@@ -50,6 +50,19 @@ def _keras_header(cert: dict, lines: list, v: dict, dev: dict) -> None:
     lines += [f"  {side} loaded: {note}" for side, note in (cert.get("loaded") or {}).items()]
 
 
+def loading_results(loaded: dict | None) -> list[dict]:
+    """A failed check where the original file runs as a whole and its translation does not (DETR's classes once
+    named a later class in a field annotation: NameError on import). The verifier still compares the
+    translation's definitions, loaded one by one, but a user importing the translated file gets the error."""
+    original, translated = (loaded or {}).get("original") or "", (loaded or {}).get("translated") or ""
+    head = "definitions only (the whole file stops at "
+    if translated.startswith(head) and not original.startswith("definitions only"):
+        why = translated[len(head):].split("); ")[0].removesuffix(")")
+        return [{"name": "translated file", "ok": False,
+                 "detail": f"importing it stops at {why}, where the original file runs as a whole"}]
+    return []
+
+
 def render(cert: dict, verbose: bool = False) -> str:
     if cert.get("direction") == "tf2jax":  # two stages and the end-to-end comparison
         from fwport.verify.tf2jax import render as render_chain
@@ -63,6 +76,7 @@ def render(cert: dict, verbose: bool = False) -> str:
     else:
         _keras_header(cert, lines, v, dev)
     res = cert.get("results", {})
+    lines += [f"  FAIL {e['name']}: {e['detail']}" for e in res.get("loading") or []]
     for group, title in (("outputs", "forward (inference mode)"), ("input_gradients", "gradients w.r.t. inputs"),
                          ("gradients", "gradients w.r.t. parameters"), ("step", "after one SGD step (training mode)"),
                          ("train", "training (the files' own step function)"),

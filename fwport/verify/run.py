@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from fwport.verify import align
+from fwport.verify.certificate import loading_results
 from fwport.verify.spec import InputSpec, SpecError, default_specs, make_inputs, to_source_layout, to_target_layout
 from fwport.verify.transfer import Move, TransferError, items, nested, plan, transfer
 
@@ -690,6 +691,7 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
         results["layers"].append(entry)
         if first is None and not r["ok"]:
             first = entry
+    results["loading"] = loading_results(cert.get("loaded"))
     cert["results"] = results
     failed = [(g, e) for g, es in results.items() if g != "layers" for e in es if not e.get("ok")]
     cert["verdict"] = "pass" if not failed else "mismatch"

@@ -18,6 +18,7 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
     receives the JAX outputs (``out0``...). ``opts.torch_state_file``: a checkpoint both sides start from
     (else the original's seeded initial values); ``opts.eqx_file``: the JAX side reads its model from
     this file (eqx.tree_deserialise_leaves) instead of being given the torch state."""
+    from fwport.verify.certificate import loading_results
     from fwport.verify.run import TOLERANCES, VerifyError, _ask, compare
     from fwport.verify.spec import InputSpec, SpecError, make_inputs
 
@@ -67,7 +68,8 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
             J = {k: z[k] for k in z.files}
     if keep is not None:
         keep.update({k: v for k, v in J.items() if k.startswith("out")})
-    results: dict[str, list] = {"outputs": [], "gradients": [], "input_gradients": []}
+    results: dict[str, list] = {"outputs": [], "gradients": [], "input_gradients": [],
+                                "loading": loading_results(cert.get("loaded"))}
     for i in range(tresp["outputs"]):
         results["outputs"].append({"name": f"output {i}", **compare(T[f"out{i}"], J.get(f"out{i}", np.zeros(0)), rtol, atol)})
     if tresp["outputs"] != jresp["outputs"]:

@@ -1583,6 +1583,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
             if len(kinds) == 1 and (next(iter(kinds)) or "").startswith(ctx.spell_text("equinox.nn.")):
                 returns[stmt.name.value] = next(iter(kinds))  # `def conv3x3(...): return eqx.nn.Conv2d(...)`
         body.append(stmt)
+    body = _quote_forward_fields(body)
     stateful = set(n for n, p in plans.items() if p["stateful"])
     body, made = _model_builders(body, ctx, keyed, stateful, set(outside["builders"]))
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
@@ -1591,6 +1592,30 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in made
                 else rewrite(s, adder) for s in body]
     return module.with_changes(body=body)
+
+
+def _quote_forward_fields(body: list) -> list:
+    """A field annotation naming a class the file defines later (or the class itself) as a string: Python
+    evaluates a class body's annotations when it runs, where PyTorch's ``self.encoder = TransformerEncoder(...)``
+    is looked up only when ``__init__`` runs (DETR's Transformer is defined above its TransformerEncoder)."""
+    where = {s.name.value: i for i, s in enumerate(body) if isinstance(s, cst.ClassDef)}
+    out = list(body)
+    for i, cls in enumerate(body):
+        if not isinstance(cls, cst.ClassDef):
+            continue
+        stmts = list(cls.body.body)
+        for j, st in enumerate(stmts):
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if not isinstance(small, cst.AnnAssign) or isinstance(small.annotation.annotation, cst.SimpleString):
+                continue
+            ann = small.annotation.annotation
+            if any(where.get(n.value, -1) >= i for n in find_all(ann, cst.Name)):
+                text = code(ann)
+                quoted = cst.SimpleString(f'"{text}"' if '"' not in text else repr(text))
+                stmts[j] = st.with_changes(body=[small.with_changes(annotation=cst.Annotation(quoted))])
+        if stmts != list(cls.body.body):
+            out[i] = cls.with_changes(body=cls.body.with_changes(body=stmts))
+    return out
 
 
 def _made(fn: cst.FunctionDef, classes: set[str]) -> set[str]:
