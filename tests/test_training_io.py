@@ -265,6 +265,61 @@ def test_summary_scalars_reach_tensorboard_as_tensorflow_writes_them(tmp_path):
         np.testing.assert_allclose([v for _, v in got[tag]], [v for _, v in want[tag]], rtol=1e-6, err_msg=tag)
 
 
+LOGGER = '''
+import tensorflow as tf
+
+
+class Logger:
+    def __init__(self, logdir):
+        self.epoch = 0
+        self.summary_writer = tf.summary.create_file_writer(logdir)
+
+    def log(self, name, value):
+        self.epoch += 1
+        with self.summary_writer.as_default():
+            tf.summary.scalar(name, value, step=self.epoch)
+            self.summary_writer.flush()
+
+
+logger = Logger(logdir)
+for i in range(3):
+    logger.log("jaccard", 0.5 + 0.125 * i)
+'''
+
+
+def test_a_writer_held_by_self_writes_the_scalars_tensorflow_writes(tmp_path):
+    """keras-io's callbacks hold the writer: self.summary_writer = tf.summary.create_file_writer(...) in
+    __init__, with self.summary_writer.as_default() in a method."""
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("tensorboard")
+    r = _translate(LOGGER)
+    assert "self.summary_writer.add_scalar(name, value, self.epoch)" in r.output
+    exec(r.output, {"logdir": str(tmp_path / "torch"), "__name__": "m"})
+    exec(textwrap.dedent(LOGGER), {"logdir": str(tmp_path / "tf"), "__name__": "m"})
+    got, want = _scalars(tmp_path / "torch"), _scalars(tmp_path / "tf")
+    assert sorted(got) == sorted(want) == ["jaccard"]
+    assert [s for s, _ in got["jaccard"]] == [s for s, _ in want["jaccard"]] == [1, 2, 3]
+    np.testing.assert_allclose([v for _, v in got["jaccard"]], [v for _, v in want["jaccard"]], rtol=1e-6)
+
+
+def test_an_attribute_of_self_that_is_also_something_else_keeps_its_error():
+    r = _translate('''
+        import tensorflow as tf
+
+        class Logger:
+            def __init__(self, logdir):
+                self.writer = tf.summary.create_file_writer(logdir)
+
+            def reset(self, other):
+                self.writer = other
+
+            def log(self, v):
+                with self.writer.as_default():
+                    tf.summary.scalar("v", v, step=1)
+    ''', errors_ok=True)
+    assert sorted(f.line for f in r.findings if f.severity is Severity.ERROR) == [12]
+
+
 def test_a_scalar_without_a_writer_block_is_left_with_its_error():
     r = _translate('''
         import tensorflow as tf

@@ -23,8 +23,8 @@ are applied by the rule pass, its finish step removes the lines it marked).
   calls the subclass's ``call(y_true, y_pred)`` and reduces as Keras's ``Loss.__call__`` does;
   ``class X(keras.metrics.Metric)`` → ``class X(KerasMetric)`` (add_weight's float32 state tensors, updated
   in place: ``v.assign_add(x)`` → ``v.data.add_(x)``; ``__call__``, ``reset_state``).
-- ``tf.summary.scalar(name, data, step=s)`` inside ``with writer.as_default():`` (the writer a name
-  bound to ``tf.summary.create_file_writer(...)``, which its rule makes a SummaryWriter) →
+- ``tf.summary.scalar(name, data, step=s)`` inside ``with writer.as_default():`` (the writer a name, or an
+  attribute of self, bound to ``tf.summary.create_file_writer(...)``, which its rule makes a SummaryWriter) →
   ``writer.add_scalar(name, data, s)``; the ``with`` item → ``contextlib.nullcontext()``. ``step`` may
   come from ``as_default(step=s)``; a scalar with no step, or outside such a ``with`` (TensorFlow's
   default writer set elsewhere), is left with the no-rule error.
@@ -36,7 +36,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import scan
+from fwport.core.names import dotted_text, scan
 from fwport.core.position import render
 from fwport.core.rewrite import rewrite
 
@@ -278,20 +278,34 @@ def _plan_use(ctx: FileContext, node: cst.CSTNode, what: str, replicas: str) -> 
 
 # --- tf.summary ---------------------------------------------------------------------------------------
 
-def _summaries(ctx: FileContext, uses: _Uses, name_of) -> None:
-    writers = set()
+def _writers(uses: _Uses, name_of) -> set[str]:
+    """The names (``writer``) and attributes of self (``self.writer``, every assignment to it in the file a
+    writer's creation: a callback's ``__init__`` makes it, its methods write with it) bound to
+    ``tf.summary.create_file_writer(...)``."""
+    writers, others = set(), set()
     for stmt in uses.lines:
         found = _assigned_call(stmt)
         if found is not None and name_of(found[1]) == WRITER:
             writers.add(found[0])
+        for small in stmt.body:
+            for t in small.targets if isinstance(small, cst.Assign) else ():
+                attr = dotted_text(t.target) or ""
+                if attr.startswith("self.") and attr.count(".") == 1:
+                    (writers if isinstance(small.value, cst.Call) and name_of(small.value) == WRITER
+                     and len(small.targets) == 1 else others).add(attr)
+    return writers - others
+
+
+def _summaries(ctx: FileContext, uses: _Uses, name_of) -> None:
+    writers = _writers(uses, name_of)
     if not writers:
         return
     for w in uses.withs:
         for item in w.items:
             call = item.item
             if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
-                    and call.func.attr.value == "as_default" and isinstance(call.func.value, cst.Name)
-                    and call.func.value.value in writers and item.asname is None):
+                    and call.func.attr.value == "as_default" and dotted_text(call.func.value) in writers
+                    and item.asname is None):
                 continue
             step = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "step"),
                         call.args[0].value if call.args and call.args[0].keyword is None else None)
@@ -299,7 +313,7 @@ def _summaries(ctx: FileContext, uses: _Uses, name_of) -> None:
             scan(w.body, inner)
             if inner.other or not _free(ctx, call, *inner.scalars):
                 continue  # another summary call in the body: the writer's context stays TensorFlow's
-            writer = call.func.value.value
+            writer = dotted_text(call.func.value)
             planned = [s for s in inner.scalars if _plan_scalar(ctx, s, writer, step)]
             if len(planned) != len(inner.scalars):
                 continue
@@ -342,7 +356,7 @@ def _plan_scalar(ctx: FileContext, call: cst.Call, writer: str, default_step) ->
     def scalar(orig, upd):
         new = {a.keyword.value if a.keyword else names[i]: a.value for i, a in enumerate(upd.args)}
         new_step = new.get("step", step)
-        return cst.Call(cst.Attribute(cst.Name(writer), cst.Name("add_scalar")),
+        return cst.Call(cst.Attribute(cst.parse_expression(writer), cst.Name("add_scalar")),
                         [cst.Arg(new["name"], comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                          cst.Arg(new["data"], comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
                          cst.Arg(new_step)])
