@@ -156,6 +156,57 @@ def test_settings_statements_are_removed_and_plot_model_prints(capsys):
     assert "Linear(in_features=3, out_features=2" in capsys.readouterr().out
 
 
+MIXED = '''
+import numpy as np
+from tensorflow import keras
+
+keras.mixed_precision.set_global_policy("mixed_float16")
+model = keras.Sequential([keras.layers.Dense(16, activation="relu", input_shape=(8,)), keras.layers.Dense(4)])
+'''
+
+
+def test_a_mixed_precision_policy_is_removed_with_a_warning_that_sizes_the_difference():
+    """Keras under mixed_float16 computes each layer in float16; the translation computes in float32: the
+    warning's "about 1e-3 relative" is measured here against Keras's mixed-precision outputs."""
+    import torch
+    keras = pytest.importorskip("keras")
+    r = _translate(MIXED)
+    assert "set_global_policy" not in r.output
+    warn = [f for f in r.findings if f.severity is Severity.WARNING and "mixed_float16" in f.message]
+    assert len(warn) == 1 and warn[0].line == 4 and "about 1e-3 relative" in warn[0].message
+    assert "torch.autocast" in warn[0].message and "GradScaler" in warn[0].message
+    try:
+        want = {}
+        exec(textwrap.dedent(MIXED), want)
+        kmodel = want["model"]
+        x = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
+        y_keras = np.asarray(kmodel(x), dtype="float32")
+        assert kmodel.layers[0].compute_dtype == "float16"
+    finally:
+        keras.mixed_precision.set_global_policy("float32")
+    ns = {}
+    exec(r.output, ns)
+    linears = [m for m in ns["model"] if isinstance(m, torch.nn.Linear)]
+    with torch.no_grad():
+        for lin, layer in zip(linears, kmodel.layers):
+            kernel, bias = (np.asarray(w) for w in layer.get_weights())
+            lin.weight.copy_(torch.from_numpy(kernel.T.copy()))
+            lin.bias.copy_(torch.from_numpy(bias))
+        y_torch = ns["model"](torch.from_numpy(x)).numpy()
+    rel = np.abs(y_torch - y_keras).max() / np.abs(y_keras).max()
+    assert 1e-5 < rel < 5e-3, rel  # float16 rounding: about 1e-3, not float32 agreement and not a bug's size
+
+
+def test_other_dtype_policies_keep_their_error():
+    r = _translate('''
+        from tensorflow import keras
+
+        keras.mixed_precision.set_global_policy("float64")
+        keras.mixed_precision.set_global_policy(policy)
+    ''', errors_ok=True)
+    assert sorted(f.line for f in r.findings if f.severity is Severity.ERROR) == [3, 4]
+
+
 def test_plot_model_as_a_value_is_an_error():
     r = _translate('''
         from tensorflow import keras

@@ -61,12 +61,12 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate|split)\s*\(", "stack", "concat", "split"),
             pyvalues.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
-    # (set_memory_growth...), plot_model → print(model), tf.distribute strategies → one process,
+    # (set_memory_growth..., a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and
     # keras.metrics.Metric subclasses → KerasLoss / KerasMetric (passes/runtime.py)
     Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
-                               r"plot_model|MirroredStrategy|get_strategy|as_default|Loss|Metric)\b",
-                               "set_memory_growth", "set_log_device_placement", "set_soft_device_placement",
+                               r"plot_model|MirroredStrategy|get_strategy|as_default|Loss|Metric|set_global_policy)\b",
+                               "set_memory_growth", "set_log_device_placement", "set_soft_device_placement", "set_global_policy",
                                "plot_model", "MirroredStrategy", "get_strategy", "as_default", "Loss", "Metric"),
             runtime.run),
 )

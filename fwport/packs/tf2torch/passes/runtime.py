@@ -51,11 +51,13 @@ SETTINGS = {
         "torch places each operation on its tensors' device; it never moves them by itself",
 }
 PLOT_MODEL = {"keras.utils.plot_model"}
+#: Keras's global dtype policy: float32 is torch's default, a mixed one is what torch.autocast does per region
+POLICY = "keras.mixed_precision.set_global_policy"
 STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distribute.get_strategy": "one"}
 SCALAR = "tensorflow.summary.scalar"
 WRITER = "tensorflow.summary.create_file_writer"
 #: every source name this planner translates (bench/coverage.py counts them)
-NAMES = {*SETTINGS, *PLOT_MODEL, *STRATEGIES, SCALAR,
+NAMES = {*SETTINGS, *PLOT_MODEL, *STRATEGIES, SCALAR, POLICY,
          "tensorflow.distribute.ReduceOp.SUM", "tensorflow.distribute.ReduceOp.MEAN"}  # (reduce's op: dropped)
 MARK = "__fwport_drop_statement__"
 
@@ -144,10 +146,38 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             _drop(ctx, call)
         elif q in PLOT_MODEL and call.args and call.args[0].keyword is None:
             _plot_model(ctx, stmt, call)
+        elif q == POLICY:
+            _policy(ctx, call)
     _strategies(ctx, uses, name_of)
     _summaries(ctx, uses, name_of)
     _plan_loss_bases(module, ctx)
     return module
+
+
+def _policy(ctx: FileContext, call: cst.Call) -> None:
+    """``keras.mixed_precision.set_global_policy("float32" | "mixed_float16" | "mixed_bfloat16")`` as a statement:
+    removed. float32 is what torch computes in; a mixed policy makes Keras compute each layer in half precision
+    (variables kept in float32) and wrap compile's optimizer in a LossScaleOptimizer, which the translation does
+    not: a warning says by how much its outputs differ and how torch gets the speed-up. Another policy (float64,
+    float16, a Policy object) keeps the no-rule error."""
+    arg = call.args[0].value if len(call.args) == 1 and call.args[0].keyword in (None,) else \
+        call.args[0].value if len(call.args) == 1 and call.args[0].keyword.value == "policy" else None
+    policy = literal_value(arg, NOT_LITERAL) if arg is not None else NOT_LITERAL
+    if policy == "float32":
+        ctx.report(Severity.INFO, "idiom-replaced", f"{POLICY}(\"float32\") removed: torch computes in float32 by "
+                   "default", call)
+    elif policy in ("mixed_float16", "mixed_bfloat16"):
+        half = policy.removeprefix("mixed_")
+        ctx.report(Severity.WARNING, "approximate",
+                   f"{POLICY}(\"{policy}\") removed: Keras computes each layer in {half} (variables in float32)"
+                   + (" and wraps compile's optimizer in a LossScaleOptimizer" if half == "float16" else "")
+                   + f"; the translation computes in float32, so its outputs differ from Keras's by {half} rounding "
+                   f"(about {'1e-3' if half == 'float16' else '1e-2'} relative). For torch's speed-up, run the forward "
+                   f"and the loss under torch.autocast(device_type=\"cuda\", dtype=torch.{half})"
+                   + (" and scale the loss with torch.amp.GradScaler()" if half == "float16" else ""), call)
+    else:
+        return
+    _drop(ctx, call)
 
 
 def _plot_model(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call) -> None:
