@@ -2172,7 +2172,11 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     plan = _Plan(ctx)
     scan(module, plan)
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
-    compiled = _plan_compiles(plan, ctx)
+    models = None
+    if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
+        models = _Models(ctx)
+        models.analyse(module)
+    compiled = _plan_compiles(plan, ctx, models)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -2182,7 +2186,6 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             relevant.append(i)
     if not relevant:
         return module
-    models = ctx.analyses.get("models")
     if models is None:
         models = _Models(ctx)
         models.analyse(module)
@@ -2204,7 +2207,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
-def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
+def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
     """The file's compiles the written-out loop reproduces (the others stay with model_api's errors).
     A notebook compiles one model after another: each fit / evaluate / predict uses the last compile of
     its model before it (:meth:`_Training._compiled`). The optimizer and loss names are the model's (a
@@ -2213,7 +2216,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
     out: list[fitloop.Compiled] = []
     owner: dict[str, str] = {}  # optimizer / loss_fn name → the model it belongs to
     for model, call, scope in plan.compiles:
-        c = _plan_compile(plan, ctx, model, call, scope, owner)
+        c = _plan_compile(plan, ctx, model, call, scope, owner, models)
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
@@ -2222,6 +2225,11 @@ def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
                  tuple(sorted(c.clips.items())))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
+        for arg in models.param_args.get((scope, model), []) if models is not None else ():
+            if isinstance(arg, cst.Name):  # a compiled parameter: the models its callers give it
+                c.sources |= {arg.value, *plan.instances.get(arg.value, ())} - {""}
+            elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name):
+                c.sources.add(arg.func.value)
         # the functions are named by finish, once the models' layouts are known (a channels-first
         # Sequential's fit moves the images, a functional model's does not): placeholders until then
         c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
@@ -2236,7 +2244,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
 
 
 def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, scope: int,
-                  owner: dict[str, str]) -> fitloop.Compiled | None:
+                  owner: dict[str, str], models: _Models | None = None) -> fitloop.Compiled | None:
     """One compile, when the written-out loop reproduces it; else why not, for model_api's error on it
     (``ctx.analyses["compile_refusals"]``: id of the call → the reason)."""
     refusals = ctx.analyses.setdefault("compile_refusals", {})
@@ -2247,6 +2255,12 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     classes = plan.instances.get(model)
     if classes and classes <= plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
+    given = models.param_refusals.get((scope, model)) if models is not None else None
+    if given is not None:
+        fn = models.functions[scope].name.value
+        return refuse(f"{model} is a parameter of {fn}(), and a call gives it {given[0]}, which fwport leaves a "
+                      "Keras object, not an nn.Module: train that model in Keras, or build it from layers fwport "
+                      "translates")
     factory = None
     if scope and (model, scope) not in plan.uses:
         # compiled inside a function that does not train it there: the optimizer and loss live on the

@@ -1,0 +1,97 @@
+"""A compile / fit / evaluate inside a function that receives the model (``def run_experiment(model):
+model.compile(...); model.fit(...)``, keras-io's most common shape): the parameter is a model where every
+call of the function gives it one the file builds, or where the calls give nothing fwport follows and the
+function uses it only as a model; then the compile and its fits are written out as for a module-level model
+(passes/model_api.py ``_Models._given_models``). A call that gives it a model fwport leaves Keras
+(keras.applications) keeps an error on each model method.
+
+Numbers: the source trained by Keras and the translation by torch (TensorFlow unimportable there) from the
+same weights; the fit's history, evaluate's result and the weights compared."""
+from __future__ import annotations
+
+import numpy as np
+
+from test_train_step import _run, errors, tx
+
+RUN_EXPERIMENT = '''
+import numpy as np
+import keras
+from keras import layers
+
+rng = np.random.default_rng(1)
+x_train = rng.normal(size=(12, 4)).astype("float32")
+y_train = np.argmax(x_train[:, :3] + 0.3 * x_train[:, 1:4], axis=1)
+
+
+def build():
+    model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activation="tanh"), layers.Dense(3)])
+    return model
+
+
+def run_experiment(model):
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+        metrics=[keras.metrics.SparseCategoricalAccuracy(name="acc")],
+    )
+    history = model.fit(x_train, y_train, batch_size=5, epochs=3, shuffle=False, verbose=0)
+    _, accuracy = model.evaluate(x_train, y_train, verbose=0)
+    return history, accuracy
+
+
+classifier = build()
+'''
+
+FIT = ("h, extra = run_experiment(classifier)\n"
+       "h = h if hasattr(h, 'history') else type('History', (), {'history': h})()")
+
+
+def test_a_model_given_to_a_function_that_compiles_and_fits_it_trains_as_keras(tmp_path):
+    r = tx(RUN_EXPERIMENT)
+    assert "    optimizer = torch.optim.SGD(model.parameters(), lr=0.3, momentum=0.5)\n" in r.output
+    assert "    history = fit(model, optimizer, loss_fn, x_train, y_train, batch_size=5" in r.output
+    keras_out, torch_out = _run(tmp_path, RUN_EXPERIMENT, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 12, "width": 4, "x_map": "", "models": "(classifier,)", "fit": FIT})
+    assert sorted(torch_out["history"]) == sorted(keras_out["history"]) == ["acc", "loss"]
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(torch_out["extra"], keras_out["extra"], rtol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_the_model_name_bound_elsewhere_does_not_hide_the_parameter():
+    # `model` is also a local of build(): the parameter is still the model its callers give
+    r = tx(RUN_EXPERIMENT.replace("classifier = build()", "classifier = build()\nrun_experiment(classifier)"))
+    assert errors(r) == [], errors(r)
+    assert "    model.compile(" not in r.output and "= model.fit(" not in r.output
+
+
+def test_a_parameter_used_only_as_a_model_and_called_nowhere_is_a_model():
+    src = RUN_EXPERIMENT.replace("classifier = build()\n", "")
+    r = tx(src)
+    assert errors(r) == [], errors(r)
+    assert "    _, accuracy = evaluate(model, loss_fn, x_train, y_train, verbose=0)\n" in r.output
+
+
+def test_a_parameter_used_otherwise_with_unknown_callers_is_not_taken_for_a_model():
+    # the callers give what fwport does not follow and the function reads model.name: not surely a model;
+    # the compile stays (its optimizer's error says what to write)
+    src = RUN_EXPERIMENT.replace("    return history, accuracy", "    return history, accuracy, model.name")
+    src = src.replace("classifier = build()", "classifier = load()\nrun_experiment(classifier)")
+    r = tx(src)
+    assert "    model.compile(\n" in r.output
+    assert any("SGD(...): a torch optimizer takes the parameters" in m for _, m in errors(r)), errors(r)
+
+
+def test_a_model_fwport_leaves_keras_keeps_an_error_on_each_method():
+    src = RUN_EXPERIMENT.replace("classifier = build()",
+                                 "classifier = keras.applications.MobileNetV2(weights=None)\n"
+                                 "run_experiment(classifier)")
+    r = tx(src)
+    errs = errors(r)
+    lines = {line for line, m in errs if "model is a parameter of run_experiment(), and a call gives it "
+             "keras.applications.MobileNetV2(...), which fwport does not translate" in m}
+    assert lines == {16, 21, 22}, errs  # compile, fit, evaluate
+    assert "    model.compile(\n" in r.output
