@@ -95,3 +95,50 @@ def test_a_model_fwport_leaves_keras_keeps_an_error_on_each_method():
              "keras.applications.MobileNetV2(...), which fwport does not translate" in m}
     assert lines == {16, 21, 22}, errs  # compile, fit, evaluate
     assert "    model.compile(\n" in r.output
+
+
+NAMED_LOSS = '''
+import numpy as np
+import keras
+from keras import layers
+
+rng = np.random.default_rng(2)
+x_train = rng.normal(size=(10, 4)).astype("float32")
+y_train = np.eye(3, dtype="float32")[np.argmax(x_train[:, :3] - 0.5 * x_train[:, 1:4], axis=1)]
+loss_fn = keras.losses.CategoricalCrossentropy(label_smoothing=0.1)
+
+
+def run_experiment(model):
+    optimizer = keras.optimizers.SGD(learning_rate=0.5)
+    model.compile(optimizer=optimizer, loss=loss_fn, metrics=["accuracy"])
+    history = model.fit(x_train, y_train, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    return history, model.evaluate(x_train, y_train, verbose=0)
+
+
+classifier = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activation="relu"),
+                               layers.Dense(3, activation="softmax")])
+'''
+
+
+def test_a_loss_object_given_to_compile_by_name_is_the_loss_the_loop_calls(tmp_path):
+    """``loss=loss_fn``, a name bound once to a Keras loss object (probabilities, label smoothing): that
+    binding becomes the torch loss, the loop calls it (its input clipped and logged as Keras does)."""
+    r = tx(NAMED_LOSS)
+    assert "loss_fn = nn.CrossEntropyLoss(label_smoothing=0.1)\n" in r.output
+    assert "    history = fit(model, optimizer, loss_fn, x_train, y_train, batch_size=4" in r.output
+    keras_out, torch_out = _run(tmp_path, NAMED_LOSS, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 10, "width": 4, "x_map": "", "models": "(classifier,)", "fit": FIT})
+    assert sorted(torch_out["history"]) == sorted(keras_out["history"]) == ["accuracy", "loss"]
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=2e-5, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(torch_out["extra"], keras_out["extra"], rtol=2e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_loss_name_bound_twice_or_with_a_reduction_stays_an_error():
+    r = tx(NAMED_LOSS.replace("loss_fn = keras.losses.CategoricalCrossentropy(label_smoothing=0.1)",
+                              "loss_fn = keras.losses.CategoricalCrossentropy(reduction='sum')"))
+    assert any("model.compile(...) is a Keras model method" in m and "loss= is neither" in m
+               for _, m in errors(r)), errors(r)

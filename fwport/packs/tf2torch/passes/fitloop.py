@@ -69,8 +69,8 @@ class Compiled:
 
     model: str
     call: cst.Call
-    optimizer: tuple  # ("string", rule, node) | ("call", rule, node)
-    loss: tuple  # likewise, with from_logits
+    optimizer: tuple  # ("string", rule, node) | ("call", rule, node) | ("name", rule, its bound call, name)
+    loss: tuple  # likewise
     from_logits: bool = False
     accuracy: bool = False
     accuracy_name: str = "accuracy"  # the history key: the metric's name as compile was given it
@@ -110,10 +110,12 @@ def bind(call: cst.Call, params: tuple) -> dict | None:
     return out
 
 
-def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | str:
+def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=None) -> Compiled | str:
     """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
     a call's callee (or None); ``named(name)``: the Keras optimizer call a name given as the optimizer
-    is bound to, when the training pass creates it over the model's parameters (or None)."""
+    is bound to, when the training pass creates it over the model's parameters (or None);
+    ``named_loss(name)``: likewise the Keras loss object a name given as the loss is bound to, when that
+    binding becomes the torch loss the loop calls (or None)."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
@@ -139,6 +141,8 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | 
             plans[kind] = ("call", rule_of(node), node)
         elif kind == "optimizer" and isinstance(node, cst.Name) and named is not None and named(node) is not None:
             plans[kind] = ("name", rule_of(named(node)), named(node), node.value)
+        elif kind == "loss" and isinstance(node, cst.Name) and named_loss is not None and named_loss(node) is not None:
+            plans[kind] = ("name", rule_of(named_loss(node)), named_loss(node), node.value)
         else:
             return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
     metric = _accuracy_metric(args.get("metrics"), rule_of)

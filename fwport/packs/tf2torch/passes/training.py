@@ -225,6 +225,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
         self.loss_reductions: dict[str, object] = {}  # name → the reduction= its loss object was given
+        self.loss_calls: dict[str, tuple[cst.Call, int]] = {}  # name → the loss object it is bound to, its scope
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
 
@@ -316,6 +317,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         value = bound.values.get("from_logits")
                         logits = False if value is None else literal_value(value, NOT_LITERAL)
                         self.loss_rules.setdefault(name, []).append((rule, logits) if logits in (True, False) else None)
+                        self.loss_calls[name] = (node.value, self._scope_id())
                         if "reduction" in bound.values:
                             self.loss_reductions[name] = optim.reduction_literal(bound.values["reduction"], self.ctx)
 
@@ -678,7 +680,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return None
         call = c.call
         opt_kind, opt_rule, opt_node, *_ = c.optimizer
-        loss_kind, loss_rule, loss_node = c.loss
+        loss_kind, loss_rule, loss_node, *_ = c.loss
         by_name = self.ctx.pack.by_name
         opt_rule = by_name[opt_rule] if isinstance(opt_rule, str) else opt_rule
         loss_rule = by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
@@ -690,19 +692,26 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                              opt_node)
             m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
             opt = build_call(m_opt, self.ctx)
-        m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
-        m.extras.update(calls_adapted=True, compiled=True)
-        loss = build_call(m, self.ctx)
-        if opt is None or loss is None:  # refused by a rule (its error says why): compile stays
+        if loss_kind == "name":  # translated where it is bound (_loss: its calls are the loop's, adapted)
+            loss = None
+        else:
+            m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx,
+                         loss_node)
+            m.extras.update(calls_adapted=True, compiled=True)
+            loss = build_call(m, self.ctx)
+        if opt is None or (loss is None and loss_kind != "name"):  # refused by a rule (its error says why)
             self.ctx.settle(call)
             self.ctx.settle(updated_node.body[at].value)
             return updated_node
-        self.ctx.settle(opt, loss)
+        self.ctx.settle(opt, *([loss] if loss is not None else []))
         n = c.names
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{c.model}.compile(...) → " + (f"{n['optimizer']} = ..., " if opt_kind != "name" else "")
-                        + f"{n['loss_fn']} = ... (used by the generated fit / evaluate / predict functions"
-                        + (f", with {n['optimizer']}" if opt_kind == "name" else "") + ")",
+                        f"{c.model}.compile(...) → " + (", ".join(
+                            [f"{n[k]} = ..." for k, kind in (("optimizer", opt_kind), ("loss_fn", loss_kind))
+                             if kind != "name"]) or "nothing") + " (used by the generated fit / evaluate / predict "
+                        "functions" + "".join(f", with {n[k]}" for k, kind in (("optimizer", opt_kind),
+                                                                               ("loss_fn", loss_kind))
+                                              if kind == "name") + ")",
                         call)
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
@@ -716,7 +725,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             + " in the generated fit, before each optimizer.step()", opt_node)
         if m_opt is not None and "schedule_expr" in m_opt.extras:  # (a named one's: next to it)
             made += [self._scheduler(n["optimizer"], m_opt, opt_node, opt_rule), cst.Expr(cst.Call(cst.Name(MARK)))]
-        made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
+        if loss is not None:
+            made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
+        elif made:
+            made.pop()  # (the line break after the optimizer)
+        else:
+            made = [cst.Expr(cst.Call(cst.Name(MARK)))]  # nothing: the statement goes (finish)
         body[at:at + 1] = made
         if at + 1 < len(body) - len(made) + 1:  # what followed compile on its line goes on with the loss's line
             body.insert(at + len(made), cst.Expr(cst.Call(cst.Name(MARK))))
@@ -2220,7 +2234,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
-        loss_rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
+        loss_rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         c.key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
@@ -2280,17 +2294,32 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return None
         return plan.optimizer_calls[o]
 
-    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named)
+    def named_loss(n: cst.Name) -> cst.Call | None:
+        """A loss object bound once, before the compile, by a statement of its scope or the module's, with a
+        literal from_logits and Keras's mean reduction: that binding becomes the torch loss the loop calls."""
+        o = n.value
+        bound, where = plan.loss_rules.get(o, []), plan.bound_at.get(o, [])
+        if len(bound) != 1 or bound[0] is None or len(where) != 1 or o not in plan.loss_calls:
+            return None
+        made, at = plan.loss_calls[o]
+        if at not in (0, scope) or (at == scope and where[0][0] >= plan.call_order.get(id(call), 0)):
+            return None
+        if plan.loss_reductions.get(o, "sum_over_batch_size") not in ("sum_over_batch_size", "auto"):
+            return None
+        return made
+
+    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
+                             named_loss)
     if isinstance(c, str):
         return refuse(c)
-    if c.loss[0] == "call":
+    if c.loss[0] in ("call", "name"):
         value = bind_call(c.loss[2], c.loss[1]).values.get("from_logits")
         flag = False if value is None else literal_value(value, NOT_LITERAL)
         if flag not in (True, False):
             return refuse("the loss's from_logits is not a literal True/False")
         c.from_logits = flag
     if c.accuracy_kind in fitloop.NAMED_ACCURACIES:  # a named accuracy computes what the loss's labels say
-        rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
+        rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
     if not _builds(c, ctx):
@@ -2318,7 +2347,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
         plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
     named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
-    c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": free("loss_fn", True),
+    named = c.loss[3] if c.loss[0] == "name" else None  # (its binding is translated as a loss whose calls are adapted)
+    c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": named or free("loss_fn", True),
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
                "inputs": free("channels_first")}
@@ -2372,7 +2402,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.callbacks = any(c.callbacks for c in members)
         for c in members:
             c.group = rep
-        kind, rule, _ = rep.loss
+        kind, rule, *_ = rep.loss
         if kind == "string":
             rule = ctx.pack.by_name[rule]
         texts.append(fitloop.helpers(rep, rule.emit.get("options", {}), ctx.spell_text, channels_first,
