@@ -142,3 +142,85 @@ def test_a_loss_name_bound_twice_or_with_a_reduction_stays_an_error():
                               "loss_fn = keras.losses.CategoricalCrossentropy(reduction='sum')"))
     assert any("model.compile(...) is a Keras model method" in m and "loss= is neither" in m
                for _, m in errors(r)), errors(r)
+
+
+HINGE = '''
+import numpy as np
+import keras
+from keras import layers
+
+rng = np.random.default_rng(3)
+x_train = rng.normal(size=(10, 4)).astype("float32")
+y_train = np.eye(3, dtype="float32")[np.argmax(x_train[:, :3], axis=1)]
+classifier = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activation="tanh"), layers.Dense(3)])
+classifier.compile(optimizer=keras.optimizers.SGD(learning_rate=0.2), loss=keras.losses.hinge,
+                   metrics=[keras.metrics.CategoricalAccuracy(name="acc")])
+
+
+def run():
+    history = classifier.fit(x_train, y_train, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    return history, classifier.evaluate(x_train, y_train, verbose=0)
+'''
+
+OWN_LOSS = '''
+import numpy as np
+import tensorflow as tf
+import keras
+from keras import layers
+
+rng = np.random.default_rng(4)
+x_train = rng.normal(size=(10, 4)).astype("float32")
+y_train = (x_train @ np.array([1.0, -1.0, 0.5, 2.0], dtype="float32")).astype("float32")
+
+
+def charbonnier_loss(y_true, y_pred):
+    return tf.reduce_mean(tf.sqrt(tf.square(y_true - y_pred) + 1e-6))
+
+
+def run_experiment(model):
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05), loss=charbonnier_loss, metrics=["mae"])
+    history = model.fit(x_train, y_train, batch_size=4, epochs=2, shuffle=False, verbose=0)
+    return history, model.evaluate(x_train, y_train, verbose=0)
+
+
+regressor = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activation="tanh"), layers.Dense(1)])
+'''
+
+
+def _same_training(keras_out, torch_out, keys):
+    assert sorted(torch_out["history"]) == sorted(keras_out["history"]) == keys
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=2e-5, atol=1e-6, err_msg=k)
+    np.testing.assert_allclose(torch_out["extra"], keras_out["extra"], rtol=2e-5, atol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_keras_loss_function_given_to_compile_trains_as_keras(tmp_path):
+    """``loss=keras.losses.hinge`` (one-hot labels of 0 and 1, which Keras takes as -1 and 1): the loop calls
+    the written hinge() in Keras's order and averages its per-sample values."""
+    r = tx(HINGE)
+    assert "loss_fn = lambda y_true, y_pred: hinge(y_true, y_pred)\n" in r.output
+    keras_out, torch_out = _run(tmp_path, HINGE, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 10, "width": 4, "x_map": "", "models": "(classifier,)",
+        "fit": FIT.replace("run_experiment(classifier)", "run()")})
+    _same_training(keras_out, torch_out, ["acc", "loss"])
+
+
+def test_a_loss_function_of_the_file_given_to_compile_trains_as_keras(tmp_path):
+    """``loss=charbonnier_loss`` (the file's own function): called as Keras calls it, the labels (N,) as (N, 1)
+    beside the outputs (N, 1), its value averaged."""
+    r = tx(OWN_LOSS)
+    assert "    history = fit(model, optimizer, charbonnier_loss, x_train, y_train, batch_size=4" in r.output
+    keras_out, torch_out = _run(tmp_path, OWN_LOSS, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 1)), ("b1", (1,))],
+        "n": 10, "width": 4, "x_map": "", "models": "(regressor,)",
+        "fit": FIT.replace("classifier", "regressor")})
+    _same_training(keras_out, torch_out, ["loss", "mae"])
+
+
+def test_a_loss_function_with_a_bare_accuracy_stays_an_error():
+    r = tx(HINGE.replace('keras.metrics.CategoricalAccuracy(name="acc")', '"accuracy"'))
+    assert any("classifier.compile(...) is a Keras model method" in m and "with a loss function" in m
+               for _, m in errors(r)), errors(r)

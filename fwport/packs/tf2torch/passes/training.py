@@ -692,14 +692,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                              opt_node)
             m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
             opt = build_call(m_opt, self.ctx)
-        if loss_kind == "name":  # translated where it is bound (_loss: its calls are the loop's, adapted)
-            loss = None
+        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None):
+            loss = None  # a loss bound to a name (translated there, its calls adapted) or the file's own function
+        elif loss_kind == "function":
+            loss = _loss_function(loss_node, loss_rule, self.ctx)
         else:
             m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx,
                          loss_node)
             m.extras.update(calls_adapted=True, compiled=True)
             loss = build_call(m, self.ctx)
-        if opt is None or (loss is None and loss_kind != "name"):  # refused by a rule (its error says why)
+        kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None)  # no loss statement made
+        if opt is None or (loss is None and not kept):  # refused by a rule (its error says why): compile stays
             self.ctx.settle(call)
             self.ctx.settle(updated_node.body[at].value)
             return updated_node
@@ -708,10 +711,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{c.model}.compile(...) → " + (", ".join(
                             [f"{n[k]} = ..." for k, kind in (("optimizer", opt_kind), ("loss_fn", loss_kind))
-                             if kind != "name"]) or "nothing") + " (used by the generated fit / evaluate / predict "
+                             if kind != "name" and not (k == "loss_fn" and loss is None)]) or "nothing") + " (used by the generated fit / evaluate / predict "
                         "functions" + "".join(f", with {n[k]}" for k, kind in (("optimizer", opt_kind),
                                                                                ("loss_fn", loss_kind))
-                                              if kind == "name") + ")",
+                                              if kind == "name" or (k == "loss_fn" and loss is None)) + ")",
                         call)
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
@@ -2234,8 +2237,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
-        loss_rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
-        c.key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
+        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function") else ctx.pack.by_name[c.loss[1]]
+        c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
@@ -2249,7 +2252,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
         c.placeholders = {k: f"__fwport_{k}_{len(out)}__" for k in ("fit", "evaluate", "predict")}
         c.names.update(c.placeholders)
-        for k in ("tensor", "inputs"):  # one set of array conversions for the file
+        for k in ("tensor", "inputs", "loss_args"):  # one set of array conversions for the file
             c.names[k] = out[0].names[k] if out else c.names[k]
         c.group = c
         out.append(c)
@@ -2308,8 +2311,22 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return None
         return made
 
+    def loss_function(n: cst.BaseExpression):
+        """loss= a function: ``keras.losses.hinge`` (its per-sample rule), or a function of the module bound once,
+        taking (y_true, y_pred) ("" ); else None."""
+        q = ctx.imports.resolve(n) if isinstance(n, (cst.Name, cst.Attribute)) else None
+        rule = ctx.pack.by_name.get(q) if q else None
+        if rule is not None:
+            return rule if rule.emit.get("transform") == "loss-function" else None
+        fn = next((f for f in plan.top_functions.values() if isinstance(n, cst.Name) and f.name.value == n.value), None)
+        if fn is None or len(plan.bound_at.get(n.value, [])) != 1:
+            return None
+        p = fn.params
+        required = [x for x in (*p.posonly_params, *p.params) if x.default is None]
+        return "" if len(required) == 2 and all(x.default is not None for x in p.kwonly_params) else None
+
     c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
-                             named_loss)
+                             named_loss, loss_function)
     if isinstance(c, str):
         return refuse(c)
     if c.loss[0] in ("call", "name"):
@@ -2318,7 +2335,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         if flag not in (True, False):
             return refuse("the loss's from_logits is not a literal True/False")
         c.from_logits = flag
-    if c.accuracy_kind in fitloop.NAMED_ACCURACIES:  # a named accuracy computes what the loss's labels say
+    if c.accuracy_kind in fitloop.NAMED_ACCURACIES and c.loss[0] != "function":  # what the loss's labels say
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
@@ -2351,7 +2368,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": named or free("loss_fn", True),
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
-               "inputs": free("channels_first")}
+               "inputs": free("channels_first"), "loss_args": free("keras_loss_args")}
+    if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
+        c.names["loss_fn"] = c.loss[3]
     return c
 
 
@@ -2393,7 +2412,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     for c in compiled:
         groups.setdefault((c.key, nchw(c)), []).append(c)
     texts = []
-    inputs_written = False
+    inputs_written = loss_args_written = False
     for i, ((_, channels_first), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
@@ -2405,9 +2424,13 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         kind, rule, *_ = rep.loss
         if kind == "string":
             rule = ctx.pack.by_name[rule]
-        texts.append(fitloop.helpers(rep, rule.emit.get("options", {}), ctx.spell_text, channels_first,
-                                     shared=i == 0, inputs_written=inputs_written))
+        # a loss function: the labels its named accuracy reads (the loop calls the function in Keras's order)
+        options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind == "function" else \
+            rule.emit.get("options", {})
+        texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
+                                     inputs_written=inputs_written, loss_args_written=loss_args_written))
         inputs_written = inputs_written or channels_first
+        loss_args_written = loss_args_written or kind == "function"
     return texts
 
 
@@ -2428,6 +2451,10 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     mark, imports = len(ctx.pending), set(ctx.needed_imports)
     ok = True
     for kind, rule, node, *_ in (c.optimizer, c.loss):
+        if kind == "function":
+            if rule is not None and _loss_function(node, rule, ctx) is None:
+                ok = False
+            continue
         rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
         m = map_call(node if kind in ("call", "name") else cst.Call(cst.Name("x")), rule, ctx, node)
         m.extras.update(params=cst.Name("params"), calls_adapted=True, clipping_handled=True, schedule_handled=True,
@@ -2436,6 +2463,15 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     del ctx.pending[mark:]
     ctx.needed_imports = imports
     return ok
+
+
+def _loss_function(node: cst.BaseExpression, rule, ctx: FileContext) -> cst.BaseExpression | None:
+    """``keras.losses.hinge`` given to compile → the torch function the loop calls as ``f(y_true, y_pred)``: the
+    rule's translation of ``keras.losses.hinge(y_true, y_pred)`` as a lambda (a call: a helper it calls is
+    written into the file); None where the rule refuses."""
+    m = map_call(cst.Call(node, [cst.Arg(cst.Name("y_true")), cst.Arg(cst.Name("y_pred"))]), rule, ctx, node)
+    out = build_call(m, ctx)
+    return None if out is None else cst.parse_expression(f"lambda y_true, y_pred: {code(out)}")
 
 
 class _Count(cst.CSTVisitor):
