@@ -247,6 +247,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # train_step classes → what of Keras 2's compiled loss / metrics their methods read (COMPILED, "metrics")
         self.compiled_uses: dict[str, set[str]] = {}
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
+        self.class_methods: dict[str, set[str]] = {}  # class of the file → the methods it defines
         self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -261,6 +262,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         if any(b.keyword is None and self.qualname(b.value) == SCHEDULE for b in node.bases):
             self.schedule_classes.add(node.name.value)
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
+        self.class_methods[node.name.value] = methods
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
@@ -272,7 +274,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.custom_compiles.add(node.name.value)
             uses, attrs = _CompiledUses(self), []
             scan(node.body, uses)
-            self.compiled_uses[node.name.value] = uses.used
+            # a method the class defines itself (its own compute_loss) is no attribute Keras's compile gives it
+            self.compiled_uses[node.name.value] = uses.used - (methods - {"metrics"})
             self.metric_attrs[node.name.value] = uses.metric_attrs
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -973,7 +976,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return updated_node
         if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
-                and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)):
+                and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)
+                and original_node.attr.value not in self.plan.class_methods.get(self.classes[-1], ())):
             self.ctx.settle(original_node)
             attr = original_node.attr.value
             why = self._compiled_refusal(self.classes[-1])
