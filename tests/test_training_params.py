@@ -247,3 +247,36 @@ def test_a_train_step_calling_its_own_compute_loss_trains_as_keras2(tmp_path):
         "models": "([*net.modules()] if 'torch' in sys.argv[2] else net,)",
         "fit": "h = net.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)\nextra = None"})
     _same(keras_out, torch_out, ["acc", "loss"])
+
+
+PREDICT = '''
+import numpy as np
+import keras
+from keras import layers
+
+x_test = np.random.default_rng(5).normal(size=(7, 4))
+classifier = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activation="relu"),
+                               layers.Dense(3, activation="softmax")])
+
+
+def infer(model, images):
+    return model.predict(images, batch_size=3, verbose=0)
+
+
+def run():
+    return [classifier.predict(x_test, verbose=0).tolist(), infer(classifier, x_test).tolist()]
+'''
+
+
+def test_predict_of_a_model_never_compiled_gives_what_keras_gives(tmp_path):
+    """``model.predict(x)`` without a compile (a model of the file, or a parameter its callers give one): the
+    written predict() alone — batches, inference mode, float64 input as float32, a NumPy array."""
+    r = tx(PREDICT)
+    assert "    return predict(model, images, batch_size=3, verbose=0)\n" in r.output
+    assert "def fit(" not in r.output
+    keras_out, torch_out = _run(tmp_path, PREDICT, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 2, "width": 4, "x_map": "", "models": "(classifier,)",
+        "fit": "extra = run()\nh = type('History', (), {'history': {}})()"})
+    np.testing.assert_allclose(np.array(torch_out["extra"]), np.array(keras_out["extra"]), rtol=1e-5, atol=1e-6)
+    assert np.array(torch_out["extra"]).shape == (2, 7, 3)

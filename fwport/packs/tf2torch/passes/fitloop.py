@@ -212,7 +212,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one.
     ``shared``: with the array conversion every set of these functions calls (written once a file);
-    ``inputs_written``: the channels-first conversion is already written (by another set)."""
+    ``inputs_written``: the channels-first conversion is already written (by another set). A plan without a
+    loss (``c.loss`` None: a model predicted with, never compiled) gets predict alone."""
+    if c.loss is None:
+        lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
+        x_of = c.names["inputs"] if channels_first else c.names["tensor"]
+        return "\n".join(lines + _predict(c.names, x_of, spell)) + "\n"
     target = {"long": "yb.long()", "float": "yb.float().view_as(pred)", "same": "yb.view_as(pred)"}.get(
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
@@ -242,23 +247,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     name = c.accuracy_name
     general, cbs = c.batches, c.callbacks
     islice = spell("itertools.islice") if general else ""
-    lines = [
-        f"def {n['tensor']}(a):",
-        '    """An array as Keras feeds it: floats in float32."""',
-        f"    a = {t}(a)",
-        "    return a.float() if a.is_floating_point() else a",
-        "",
-        "",
-    ] if shared else []
-    if channels_first and not inputs_written:
-        lines += [
-            f"def {n['inputs']}(x):",
-            '    """Images as the translated model takes them: channels-first, (N, H, W, C) → (N, C, H, W)."""',
-            f"    x = {n['tensor']}(x)",
-            "    return x.movedim(-1, 1) if x.dim() >= 3 else x",
-            "",
-            "",
-        ]
+    lines = _conversions(n, spell, channels_first, shared, inputs_written)
     if c.loss[0] == "function" and not loss_args_written:
         lines += [
             f"def {n['loss_args']}(y_true, y_pred):",
@@ -466,15 +455,45 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    return result",
         "",
         "",
+        *_predict(n, x_of, spell),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _conversions(n: dict, spell, channels_first: bool, shared: bool, inputs_written: bool) -> list[str]:
+    """The array conversion the written functions call (``shared``: written by this set) and, for a
+    channels-first model, the images' (unless ``inputs_written``)."""
+    lines = [
+        f"def {n['tensor']}(a):",
+        '    """An array as Keras feeds it: floats in float32."""',
+        f"    a = {spell('torch.as_tensor')}(a)",
+        "    return a.float() if a.is_floating_point() else a",
+        "",
+        "",
+    ] if shared else []
+    if channels_first and not inputs_written:
+        lines += [
+            f"def {n['inputs']}(x):",
+            '    """Images as the translated model takes them: channels-first, (N, H, W, C) → (N, C, H, W)."""',
+            f"    x = {n['tensor']}(x)",
+            "    return x.movedim(-1, 1) if x.dim() >= 3 else x",
+            "",
+            "",
+        ]
+    return lines
+
+
+def _predict(n: dict, x_of: str, spell) -> list[str]:
+    return [
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
         '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array."""',
         f"    x = {x_of}(x)",
         "    batch_size = batch_size or 32",
         "    model.eval()",
-        f"    with {no_grad}():",
-        f"        return {cat}([model(x[start:start + batch_size]) for start in range(0, len(x), batch_size)]).numpy()",
+        f"    with {spell('torch.no_grad')}():",
+        f"        return {spell('torch.cat')}([model(x[start:start + batch_size]) for start in range(0, len(x), "
+        "batch_size)]).numpy()",
     ]
-    return "\n".join(lines) + "\n"
 
 
 def _clip_lines(clips: dict, spell) -> list[str]:

@@ -391,17 +391,23 @@ class _Models:
         return ""
 
 
+#: model method names other libraries' objects have too (scikit-learn's fit / predict, a file's save)
+_SHARED_NAMES = {"fit", "predict", "save", "build", "get_config", "to_json", "reset_states"}
+
+
 def _used_as_model(fn: cst.FunctionDef, param: str) -> bool:
-    """``fn`` reads ``param`` only as a Keras model (``param.compile/fit/evaluate/predict...(...)``, at least
-    once, ``param(x)``, ``return param``)."""
+    """``fn`` reads ``param`` only as a Keras model (its model methods, one at least that only Keras models have:
+    ``compile``, ``evaluate``... — scikit-learn estimators fit and predict too —, ``param(x)``, ``return param``)."""
     ok: set[int] = set()
-    uses = {"method": 0, "other": 0}
+    uses = {"method": 0, "shared": 0, "other": 0}
 
     class _V(cst.CSTVisitor):
         def visit_Attribute(self, node: cst.Attribute) -> None:
             if isinstance(node.value, cst.Name) and node.value.value == param:
                 ok.add(id(node.value))
-                uses["method" if node.attr.value in METHODS else "other"] += 1
+                attr = node.attr.value
+                uses["method" if attr in METHODS and attr not in _SHARED_NAMES else
+                     "shared" if attr in METHODS else "other"] += 1
 
         def visit_Call(self, node: cst.Call) -> None:
             if isinstance(node.func, cst.Name) and node.func.value == param:

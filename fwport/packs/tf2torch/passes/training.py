@@ -747,6 +747,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method not in fitloop.METHODS:
             return None
         c = self._compiled(original_node, method)
+        if c is None and method == "predict":
+            c = self._predict_only(original_node)
         if c is None:
             name = original_node.func.value.value
             made = [k for c in self.compiled if c.factory for k in self.plan.calls_of.get(c.factory, [])
@@ -788,6 +790,46 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    def _predict_only(self, call: cst.Call) -> fitloop.Compiled | None:
+        """``model.predict(x)`` of a model of the file that no compile of the file gives a loop: predict needs no
+        optimizer or loss, so a plan without them (one per model name) writes the predict function alone."""
+        receiver = call.func.value
+        if (not isinstance(receiver, cst.Name) or self._train_step_model(receiver.value)
+                or not self.models.is_model_expr(receiver, self._chain())):
+            return None
+        name = receiver.value
+        plans = self.ctx.analyses.setdefault("compiled", [])
+        made = self.ctx.analyses.setdefault("predict_only", {})
+        if name in made:
+            return made[name]
+        taken = set(self.plan.bound_at)
+
+        def free(base: str) -> str:
+            return base if base not in taken else f"{name}_{base}"
+        c = fitloop.Compiled(name, call, None, None)
+        c.names = {"optimizer": "", "loss_fn": "", "fit": "fit", "evaluate": "evaluate", "predict": free("predict"),
+                   "tensor": free("as_float32"), "inputs": free("channels_first"), "loss_args": ""}
+        for k in ("tensor", "inputs"):  # one set of array conversions for the file
+            c.names[k] = plans[0].names[k] if plans else c.names[k]
+        c.key = ("predict",)
+        c.sources = {name, *self.plan.instances.get(name, ())} - {""}
+        fn = self._scopes[-1] if self._scopes else None
+        for arg in self.models.param_args.get((id(fn), name), []):  # a parameter: the models its callers give
+            if isinstance(arg, cst.Name):
+                c.sources |= {arg.value, *self.plan.instances.get(arg.value, ())} - {""}
+            elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name):
+                c.sources.add(arg.func.value)
+        c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
+        c.placeholders = {k: f"__fwport_{k}_{len(plans)}__" for k in ("fit", "evaluate", "predict")}
+        c.names.update(c.placeholders)
+        c.group = c
+        plans.append(c)
+        made[name] = c
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{name}.predict(...) → {c.base_names['predict']}({name}, ...): a function written into the "
+                        "file (batches of 32 by default, inference mode, a NumPy array as Keras returns)", call)
+        return c
 
     # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
     def _train_step_model(self, name: str) -> bool:
@@ -2425,6 +2467,11 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.callbacks = any(c.callbacks for c in members)
         for c in members:
             c.group = rep
+        if rep.loss is None:  # a model predicted with, never compiled: predict alone
+            texts.append(fitloop.helpers(rep, {}, ctx.spell_text, channels_first, shared=i == 0,
+                                         inputs_written=inputs_written))
+            inputs_written = inputs_written or channels_first
+            continue
         kind, rule, *_ = rep.loss
         if kind == "string":
             rule = ctx.pack.by_name[rule]
