@@ -280,3 +280,8 @@ def test_predict_of_a_model_never_compiled_gives_what_keras_gives(tmp_path):
         "fit": "extra = run()\nh = type('History', (), {'history': {}})()"})
     np.testing.assert_allclose(np.array(torch_out["extra"]), np.array(keras_out["extra"]), rtol=1e-5, atol=1e-6)
     assert np.array(torch_out["extra"]).shape == (2, 7, 3)
+
+
+def test_predict_of_several_inputs_stays_an_error():
+    r = tx(PREDICT.replace("classifier.predict(x_test, verbose=0)", "classifier.predict([x_test, x_test], verbose=0)"))
+    assert any("classifier.predict(...) is a Keras model method" in m for _, m in errors(r)), errors(r)

@@ -798,6 +798,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if (not isinstance(receiver, cst.Name) or self._train_step_model(receiver.value)
                 or not self.models.is_model_expr(receiver, self._chain())):
             return None
+        args = fitloop.bind(call, fitloop.METHODS["predict"][0])
+        if args is None or isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)):
+            return None  # several inputs: the written predict takes one array (the error says what to write)
         name = receiver.value
         plans = self.ctx.analyses.setdefault("compiled", [])
         made = self.ctx.analyses.setdefault("predict_only", {})
