@@ -116,3 +116,27 @@ def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
         if missing:
             out.error = f"missing required argument {missing[0]!r}"
     return out
+
+
+def bind_def(call: cst.Call, fn: cst.FunctionDef, skip: int = 0) -> dict[str, cst.BaseExpression] | None:
+    """The argument each parameter of the source function ``fn`` gets at ``call`` (a default where the
+    call gives none; ``skip``: leading parameters the call does not spell, ``self``); None where a starred
+    argument hides which, or the call gives more positionals or unknown keywords than ``fn`` takes."""
+    if any(a.star for a in call.args):
+        return None
+    p = fn.params
+    positional = [*p.posonly_params, *p.params][skip:]
+    given = [a for a in call.args if a.keyword is None]
+    if len(given) > len(positional) and not isinstance(p.star_arg, cst.Param):
+        return None
+    out = {q.name.value: a.value for q, a in zip(positional, given)}
+    names = {q.name.value for q in (*p.params, *p.kwonly_params)}
+    for a in call.args:
+        if a.keyword is not None:
+            if a.keyword.value not in names and not isinstance(p.star_kwarg, cst.Param):
+                return None
+            out[a.keyword.value] = a.value
+    for q in (*positional, *p.kwonly_params):
+        if q.name.value not in out and q.default is not None:
+            out[q.name.value] = q.default
+    return out

@@ -798,6 +798,22 @@ HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
 HELPERS["Masking"] = _PACK_STEPS + _MASKING
 HELPERS["MaskedRNNOutput"] = _MASKED_RNN_OUTPUT
 HELPERS["MaskedBidirectionalOutput"] = _MASKED_BIDIRECTIONAL_OUTPUT
+# keras.losses.hinge / squared_hinge (rules hinge-fn, squared-hinge-fn): Keras's per-sample formulas
+_HINGE = '''
+
+def {name}(y_true, y_pred):
+    """keras.losses.{name}: the mean over the last axis of {formula}, labels of
+    only 0 and 1 taken as -1 and 1 (as Keras converts them)."""
+    y_pred = {torch}as_tensor(y_pred)
+    y_true = {torch}as_tensor(y_true).to(y_pred.dtype)
+    if ((y_true == 0) | (y_true == 1)).all():
+        y_true = 2.0 * y_true - 1.0
+    return {value}.mean(-1)
+'''
+HELPERS["hinge"] = _HINGE.replace("{name}", "hinge").replace("{formula}", "max(1 - y_true * y_pred, 0)").replace(
+    "{value}", "(1.0 - y_true * y_pred).clamp_min(0.0)")
+HELPERS["squared_hinge"] = _HINGE.replace("{name}", "squared_hinge").replace(
+    "{formula}", "max(1 - y_true * y_pred, 0) ** 2").replace("{value}", "(1.0 - y_true * y_pred).clamp_min(0.0).square()")
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 # tf.train.Checkpoint / CheckpointManager / latest_checkpoint (saving.py)

@@ -11,6 +11,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.engine import _with_commas
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
@@ -185,7 +186,8 @@ def loss_function(m, ctx):
     """``keras.losses.<name>(y_true, y_pred, ...)``: the per-sample loss (Keras reduces over the last
     axis only), from torch's functional loss with ``reduction='none'``. ``emit.options``: ``logits`` /
     ``probabilities`` (the F. function for each), ``target`` (long / float), ``input`` for
-    probabilities (log-clip / clip), ``classes_first`` (move the class axis to 1), ``mean_last``."""
+    probabilities (log-clip / clip), ``classes_first`` (move the class axis to 1), ``mean_last``; or
+    ``helper``: a function of helpers.py written into the file, called as ``helper(y_true, y_pred)``."""
     from fwport.core.position import render
 
     opts = m.rule.emit.get("options", {})
@@ -198,6 +200,8 @@ def loss_function(m, ctx):
     y_true, y_pred = kwargs.pop("target", None), kwargs.pop("input", None)
     if y_true is None or y_pred is None:
         return None
+    if opts.get("helper"):  # a written function of Keras's formula (helpers.py), called in Keras's order
+        return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])), [cst.Arg(y_true), cst.Arg(y_pred)])
     p, t = _atom_text(y_pred), _atom_text(y_true)
     fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]
     if not flag and opts.get("input") == "log-clip":

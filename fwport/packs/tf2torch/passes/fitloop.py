@@ -3,7 +3,11 @@ training loop (for passes/training.py).
 
 ``model.compile(optimizer, loss, metrics)`` becomes ``optimizer = torch.optim...(model.parameters(), ...)``
 and ``loss_fn = nn...Loss()`` (by the same rules as written-out optimizers and losses; Keras's
-compile strings are those classes with their defaults, ``rmsprop`` when no optimizer is given);
+compile strings are those classes with their defaults, ``rmsprop`` when no optimizer is given; a name
+bound to a Keras optimizer or loss object is that object, translated where it is bound; a loss given as a
+function, ``keras.losses.hinge`` or the file's own ``def my_loss(y_true, y_pred)``, is called by the loop in
+Keras's order, its labels in the outputs' dtype and rank, and its values averaged, as Keras's
+LossFunctionWrapper does);
 ``model.fit(x, y, ...)`` becomes ``fit(model, optimizer, loss_fn, x, y, ...)``, a function written
 into the file once, that keeps Keras's semantics: batch size 32 by default, the last
 ``validation_split`` of the samples held out *before* shuffling, the rest shuffled every epoch, one
@@ -69,8 +73,8 @@ class Compiled:
 
     model: str
     call: cst.Call
-    optimizer: tuple  # ("string", rule, node) | ("call", rule, node)
-    loss: tuple  # likewise, with from_logits
+    optimizer: tuple  # ("string", rule, node) | ("call", rule, node) | ("name", rule, its bound call, name)
+    loss: tuple  # likewise
     from_logits: bool = False
     accuracy: bool = False
     accuracy_name: str = "accuracy"  # the history key: the metric's name as compile was given it
@@ -110,10 +114,16 @@ def bind(call: cst.Call, params: tuple) -> dict | None:
     return out
 
 
-def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | str:
+def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=None, loss_function=None
+                 ) -> Compiled | str:
     """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
     a call's callee (or None); ``named(name)``: the Keras optimizer call a name given as the optimizer
-    is bound to, when the training pass creates it over the model's parameters (or None)."""
+    is bound to, when the training pass creates it over the model's parameters (or None);
+    ``named_loss(name)``: likewise the Keras loss object a name given as the loss is bound to, when that
+    binding becomes the torch loss the loop calls (or None); ``loss_function(node)``: for a loss given as a
+    function, ``keras.losses.hinge`` or one of the file's ``def my_loss(y_true, y_pred)``, its rule (a
+    per-sample loss function's) or "" for the file's own, else None (the loop calls it in Keras's order and
+    takes the mean, as Keras's LossFunctionWrapper does)."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
@@ -139,6 +149,11 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | 
             plans[kind] = ("call", rule_of(node), node)
         elif kind == "optimizer" and isinstance(node, cst.Name) and named is not None and named(node) is not None:
             plans[kind] = ("name", rule_of(named(node)), named(node), node.value)
+        elif kind == "loss" and isinstance(node, cst.Name) and named_loss is not None and named_loss(node) is not None:
+            plans[kind] = ("name", rule_of(named_loss(node)), named_loss(node), node.value)
+        elif kind == "loss" and loss_function is not None and loss_function(node) is not None:
+            plans[kind] = ("function", loss_function(node) or None, node, node.value if isinstance(node, cst.Name)
+                           else "")
         else:
             return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
     metric = _accuracy_metric(args.get("metrics"), rule_of)
@@ -146,6 +161,9 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None) -> Compiled | 
         return ("metrics other than one accuracy ('accuracy', 'sparse_categorical_accuracy', "
                 "keras.metrics.SparseCategoricalAccuracy(), ...) or one error ('mae', 'mse', 'mape', "
                 "keras.metrics.MeanAbsoluteError(), ...) are not translated (compute them in the loop)")
+    if plans["loss"][0] == "function" and metric is not None and metric[1] not in (*NAMED_ACCURACIES, *_ERROR_SUMS):
+        return ("metrics=['accuracy'] with a loss function: Keras picks the accuracy from the shapes of the "
+                "labels and outputs; name it (sparse_categorical_accuracy, categorical_accuracy, binary_accuracy)")
     c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None)
     if metric is not None:
         c.accuracy_name, c.accuracy_kind = metric
@@ -188,13 +206,18 @@ def _accuracy_metric(node, rule_of):
 # --- the written-out loop -----------------------------------------------------------------------------
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
-            inputs_written: bool = False) -> str:
+            inputs_written: bool = False, loss_args_written: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one.
     ``shared``: with the array conversion every set of these functions calls (written once a file);
-    ``inputs_written``: the channels-first conversion is already written (by another set)."""
+    ``inputs_written``: the channels-first conversion is already written (by another set). A plan without a
+    loss (``c.loss`` None: a model predicted with, never compiled) gets predict alone."""
+    if c.loss is None:
+        lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
+        x_of = c.names["inputs"] if channels_first else c.names["tensor"]
+        return "\n".join(lines + _predict(c.names, x_of, spell)) + "\n"
     target = {"long": "yb.long()", "float": "yb.float().view_as(pred)", "same": "yb.view_as(pred)"}.get(
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
@@ -212,6 +235,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     else:
         correct = "(pred.argmax(-1) == yb.argmax(-1)).sum().item()"
     n = c.names
+    # the loss of a batch: a torch loss in torch's order, or a loss function in Keras's (per-sample values, their mean)
+    batch_loss = (f"loss_fn(*{n['loss_args']}(yb, pred)).mean()" if c.loss[0] == "function"
+                  else f"loss_fn({inp}, {target})")
     t = spell("torch.as_tensor")
     no_grad = spell("torch.no_grad")
     randperm = spell("torch.randperm")
@@ -221,20 +247,18 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     name = c.accuracy_name
     general, cbs = c.batches, c.callbacks
     islice = spell("itertools.islice") if general else ""
-    lines = [
-        f"def {n['tensor']}(a):",
-        '    """An array as Keras feeds it: floats in float32."""',
-        f"    a = {t}(a)",
-        "    return a.float() if a.is_floating_point() else a",
-        "",
-        "",
-    ] if shared else []
-    if channels_first and not inputs_written:
+    lines = _conversions(n, spell, channels_first, shared, inputs_written)
+    if c.loss[0] == "function" and not loss_args_written:
         lines += [
-            f"def {n['inputs']}(x):",
-            '    """Images as the translated model takes them: channels-first, (N, H, W, C) → (N, C, H, W)."""',
-            f"    x = {n['tensor']}(x)",
-            "    return x.movedim(-1, 1) if x.dim() >= 3 else x",
+            f"def {n['loss_args']}(y_true, y_pred):",
+            '    """(y_true, y_pred) as Keras gives a loss function: y_true in y_pred\'s dtype, and of its rank where',
+            '    they differ by a trailing axis of size 1 (squeeze_or_expand_to_same_rank)."""',
+            "    y_true = y_true.to(y_pred.dtype)",
+            "    if y_true.dim() == y_pred.dim() + 1 and y_true.shape[-1] == 1:",
+            "        return (y_true, y_pred.unsqueeze(-1)) if y_pred.dim() == 1 else (y_true.squeeze(-1), y_pred)",
+            "    if y_pred.dim() == y_true.dim() + 1 and y_pred.shape[-1] == 1:",
+            "        return (y_true.unsqueeze(-1), y_pred) if y_true.dim() == 1 else (y_true, y_pred.squeeze(-1))",
+            "    return y_true, y_pred",
             "",
             "",
         ]
@@ -334,7 +358,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     lines += [
         "            optimizer.zero_grad()",
         "            pred = model(xb)",
-        f"            loss = loss_fn({inp}, {target})",
+        f"            loss = {batch_loss}",
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
@@ -402,7 +426,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        for xb, yb in batches:",
             f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
             "            pred = model(xb)",
-            f"            total += loss_fn({inp}, {target}).item() * len(xb)",
+            f"            total += {batch_loss}.item() * len(xb)",
             "            seen += len(xb)",
         ]
     else:
@@ -417,7 +441,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        for start in range(0, len(x), batch_size):",
             "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
             "            pred = model(xb)",
-            f"            total += loss_fn({inp}, {target}).item() * len(xb)",
+            f"            total += {batch_loss}.item() * len(xb)",
         ]
     if acc:
         lines += [f"            correct += {correct}"]
@@ -431,15 +455,45 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    return result",
         "",
         "",
+        *_predict(n, x_of, spell),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _conversions(n: dict, spell, channels_first: bool, shared: bool, inputs_written: bool) -> list[str]:
+    """The array conversion the written functions call (``shared``: written by this set) and, for a
+    channels-first model, the images' (unless ``inputs_written``)."""
+    lines = [
+        f"def {n['tensor']}(a):",
+        '    """An array as Keras feeds it: floats in float32."""',
+        f"    a = {spell('torch.as_tensor')}(a)",
+        "    return a.float() if a.is_floating_point() else a",
+        "",
+        "",
+    ] if shared else []
+    if channels_first and not inputs_written:
+        lines += [
+            f"def {n['inputs']}(x):",
+            '    """Images as the translated model takes them: channels-first, (N, H, W, C) → (N, C, H, W)."""',
+            f"    x = {n['tensor']}(x)",
+            "    return x.movedim(-1, 1) if x.dim() >= 3 else x",
+            "",
+            "",
+        ]
+    return lines
+
+
+def _predict(n: dict, x_of: str, spell) -> list[str]:
+    return [
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
         '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array."""',
         f"    x = {x_of}(x)",
         "    batch_size = batch_size or 32",
         "    model.eval()",
-        f"    with {no_grad}():",
-        f"        return {cat}([model(x[start:start + batch_size]) for start in range(0, len(x), batch_size)]).numpy()",
+        f"    with {spell('torch.no_grad')}():",
+        f"        return {spell('torch.cat')}([model(x[start:start + batch_size]) for start in range(0, len(x), "
+        "batch_size)]).numpy()",
     ]
-    return "\n".join(lines) + "\n"
 
 
 def _clip_lines(clips: dict, spell) -> list[str]:

@@ -12,7 +12,10 @@ Only receivers known to be such models are touched, never a method that merely h
 ``keras.Sequential(...)``, a functional ``keras.Model(inputs, outputs)``, an instance of a
 ``keras.Model`` subclass defined in the file, or the result of a function of the file that returns
 one of those — or such an expression itself (``build_model().summary()``). Scopes are Python's:
-a function's parameter or local of the same name is another object. This pass runs first, on the
+a function's parameter or local of the same name is another object. A parameter of a module function
+is a model where every call of the function gives it one, or where the calls give nothing followed and
+the function uses it only as a model (``def run_experiment(model): model.compile(...)``); a call giving
+it a model fwport leaves Keras (``keras.applications...``) makes each of its model methods an error. This pass runs first, on the
 source as written, so that the Keras names are still there to resolve.
 """
 from __future__ import annotations
@@ -25,7 +28,7 @@ from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
-from fwport.core.bind import literal_value
+from fwport.core.bind import bind_def, literal_value
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
 from fwport.core.names import dotted, scan
@@ -100,7 +103,7 @@ SAVING: dict[str, tuple[str, str]] = {
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     models = _Models(ctx)
     models.analyse(module)
-    if not models.any() and "is a Keras model method" not in _text(module, ctx):
+    if not models.any() and not models.param_refusals and "is a Keras model method" not in _text(module, ctx):
         return module  # (the comment: a translation being translated again says the same again)
     # only the top-level statements holding a `.<model method>(...)` call are rewritten; the others
     # stay the very same nodes (a transformer rebuilds every node it visits)
@@ -207,6 +210,11 @@ class _Models:
         self.builders: set[str] = set()  # module-level functions that return a model
         self.scopes: dict[int, _Scope] = {}  # id(Module / FunctionDef) → scope
         self.walrus = True  # may a `:=` bind a name inside an expression (set by analyse)
+        # (id(function), parameter) → (what a call gives it that fwport leaves a Keras object, that call):
+        # a parameter used as a model whose model stays Keras (keras.applications, a hub layer)
+        self.param_refusals: dict[tuple[int, str], tuple[str, cst.Call]] = {}
+        self.functions: dict[int, cst.FunctionDef] = {}  # id(function) → the function (its scope's key)
+        self.param_args: dict[tuple[int, str], list] = {}  # (id(function), parameter) → what its calls give it
 
     def any(self) -> bool:
         return any(s.models for s in self.scopes.values())
@@ -241,9 +249,11 @@ class _Models:
 
     def analyse(self, module: cst.Module) -> None:
         self.walrus = ":=" in _text(module, self.ctx)  # else no binding hides in an expression
-        top = self._scope_of(module, module.body)
+        top = self.top = self._scope_of(module, module.body)
         classes = [s for s in module.body if isinstance(s, cst.ClassDef)]
         functions = [s for s in module.body if isinstance(s, cst.FunctionDef)]
+        self.top_classes = {c.name.value for c in classes}
+        self.top_functions = {f.name.value: f for f in functions}
         # per top-level function, once: its scope (with the imports it shadows) and what it returns
         facts = []
         for f in functions:
@@ -251,6 +261,8 @@ class _Models:
             rets = _Returns()
             scan(f.body, rets)
             facts.append((f, scope, rets))
+        sites = _CallSites({f.name.value for f in functions})
+        scan(module, sites)
         changed = True
         while changed:  # classes may derive from classes, builders call builders: until nothing changes
             changed = False
@@ -268,6 +280,8 @@ class _Models:
                         and all(self.is_model_expr(v, chain) for v in rets.values)):
                     self.builders.add(f.name.value)
                     changed = True
+            for f, scope, _ in facts:
+                changed = self._given_models(f, scope, sites, top, facts) or changed
         # functions nested in classes and functions (methods): their own scopes
         for node in _all_functions(module):
             if id(node) not in self.scopes:
@@ -276,6 +290,8 @@ class _Models:
 
     def _scope_of(self, node: cst.CSTNode, body) -> _Scope:
         scope = self.scopes.get(id(node))
+        if isinstance(node, cst.FunctionDef):
+            self.functions[id(node)] = node
         if scope is None:
             b = _Bindings(self.walrus)
             for stmt in (body if isinstance(body, (list, tuple)) else [body]):
@@ -294,6 +310,152 @@ class _Models:
                     continue  # a parameter may be anything
                 if all(v is not None and self.is_model_expr(v, chain) for v in values):
                     scope.models.add(name)
+
+
+    # -- a function's parameter that is a model: what its callers give it
+    def _given_models(self, f: cst.FunctionDef, scope: _Scope, sites: "_CallSites", top: _Scope, facts) -> bool:
+        """A parameter of the module's function ``f`` (not rebound in it) is a model where every call of ``f``
+        gives it one (``run_experiment(model)`` called with models the file builds), or where the calls give
+        nothing fwport follows and ``f`` uses it only as a model (its Keras methods, calls of it) — unless a
+        call gives it what stays a Keras object (``keras.applications...``): that is ``param_refusals``."""
+        changed = False
+        name = f.name.value
+        calls = sites.calls.get(name, [])
+        for p in [*f.params.posonly_params, *f.params.params, *f.params.kwonly_params]:
+            param = p.name.value
+            if param in scope.models or param in scope.assigned or (id(f), param) in self.param_refusals:
+                continue
+            verdicts = []
+            for call, stack in calls:
+                chain = [top, *(self._stack_scope(fn) for fn in stack)]
+                if next((s for s in reversed(chain) if name in s.bound), None) is not top:
+                    continue  # another function of that name
+                args = bind_def(call, f)
+                verdicts.append((self._given(args[param], chain) if args and param in args else "", call))
+                if args and param in args:
+                    self.param_args.setdefault((id(f), param), []).append(args[param])
+            refused = next(((v, c) for v, c in verdicts if v not in ("", "model", "other")), None)
+            if refused is not None:
+                self.param_refusals[(id(f), param)] = refused
+                continue
+            if any(v == "other" for v, _ in verdicts):
+                continue  # an object of the file's own that is no model (its methods are its own)
+            every = bool(verdicts) and all(v == "model" for v, _ in verdicts) and name not in sites.values
+            if every or _used_as_model(f, param):
+                scope.models.add(param)
+                changed = True
+        return changed
+
+    def _stack_scope(self, fn: cst.FunctionDef) -> _Scope:
+        """The scope of a function a call site is in (a nested one's models found on first use)."""
+        known = id(fn) in self.scopes
+        scope = self._scope_of(fn, fn.body)
+        if not known:
+            self._models_of(scope, fn.body, [self.top, scope])
+        return scope
+
+    def _given(self, value: cst.BaseExpression, chain: list[_Scope], depth: int = 0) -> str:
+        """What an argument gives a parameter: "model" (a model the file builds), "other" (an instance of one of
+        the file's classes that is no model), the text of a call fwport leaves a Keras object (a model from
+        keras.applications, tensorflow_hub...: an external call that makes no model fwport translates), or
+        "" (not followed)."""
+        if self.is_model_expr(value, chain):
+            return "model"
+        if depth > 3:
+            return ""
+        if isinstance(value, cst.Name):
+            at = next((i for i in range(len(chain) - 1, -1, -1) if value.value in chain[i].bound), None)
+            if at is None or value.value in chain[at].params:
+                return ""
+            seen = {self._given(v, chain[:at + 1], depth + 1) for v in chain[at].assigned.get(value.value, [])
+                    if v is not None}
+            return next((v for v in sorted(seen) if v not in ("", "model")), "")
+        if not isinstance(value, cst.Call):
+            return ""
+        shadow = set().union(*(s.shadow for s in chain))
+        q = self.qualname(value.func, shadow)
+        if q is not None:
+            return "" if q in MODEL_CONSTRUCTORS else f"{code(value.func)}(...)"
+        if isinstance(value.func, cst.Name) and next((s for s in reversed(chain) if value.func.value in s.bound),
+                                                     None) is chain[0]:
+            name = value.func.value
+            if name in self.top_classes and name not in self.classes:
+                return "other"
+            fn = self.top_functions.get(name)
+            if fn is not None:  # a function of the module: what it returns
+                rets = _Returns()
+                scan(fn.body, rets)
+                inner = [chain[0], self.scopes[id(fn)]]
+                seen = {self._given(v, inner, depth + 1) for v in rets.values if v is not None}
+                return next((v for v in sorted(seen) if v not in ("", "model", "other")), "")
+        return ""
+
+
+#: model method names other libraries' objects have too (scikit-learn's fit / predict, a file's save)
+_SHARED_NAMES = {"fit", "predict", "save", "build", "get_config", "to_json", "reset_states"}
+
+
+def _used_as_model(fn: cst.FunctionDef, param: str) -> bool:
+    """``fn`` reads ``param`` only as a Keras model (its model methods, one at least that only Keras models have:
+    ``compile``, ``evaluate``... — scikit-learn estimators fit and predict too —, ``param(x)``, ``return param``)."""
+    ok: set[int] = set()
+    uses = {"method": 0, "shared": 0, "other": 0}
+
+    class _V(cst.CSTVisitor):
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value == param:
+                ok.add(id(node.value))
+                attr = node.attr.value
+                uses["method" if attr in METHODS and attr not in _SHARED_NAMES else
+                     "shared" if attr in METHODS else "other"] += 1
+
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Name) and node.func.value == param:
+                ok.add(id(node.func))
+
+        def visit_Return(self, node: cst.Return) -> None:
+            if isinstance(node.value, cst.Name):
+                ok.add(id(node.value))
+
+        def visit_Name(self, node: cst.Name) -> None:
+            if node.value == param and id(node) not in ok:
+                uses["other"] += 1
+
+        def visit_FunctionDef(self, node) -> bool:
+            return False  # a nested function may bind its own
+
+        def visit_Lambda(self, node) -> bool:
+            return False
+    scan(fn.body, _V())
+    return uses["method"] > 0 and uses["other"] == 0
+
+
+class _CallSites(cst.CSTVisitor):
+    """The calls of the module's functions by name, each with the functions around it (innermost last);
+    ``values``: those of them read otherwise too (passed on, stored: their calls are not all seen)."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.calls: dict[str, list[tuple[cst.Call, tuple]]] = {}
+        self.values: set[str] = set()
+        self._stack: list[cst.FunctionDef] = []
+        self._called: set[int] = set()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._called.add(id(node.name))
+        self._stack.append(node)
+
+    def leave_FunctionDef(self, original_node) -> None:
+        self._stack.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in self.names:
+            self.calls.setdefault(node.func.value, []).append((node, tuple(self._stack)))
+            self._called.add(id(node.func))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.names and id(node) not in self._called:
+            self.values.add(node.value)
 
 
 def _params(fn: cst.FunctionDef) -> set[str]:
@@ -335,6 +497,7 @@ class _ModelApiPass(cst.CSTTransformer):
         self.chain: list[_Scope] = []
         self.summaries: set[int] = set()  # id(summary call) translated by its statement
         self.saved: dict[int, cst.BaseExpression] = {}  # id(Expr) → its save / load translated (SAVING)
+        self.functions: list[cst.FunctionDef] = []  # the functions around the node visited
 
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
@@ -346,10 +509,23 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.chain.append(self.models.scopes[id(node)])
+        self.functions.append(node)
 
     def leave_FunctionDef(self, original_node, updated_node):
         self.chain.pop()
+        self.functions.pop()
         return updated_node
+
+    def _refused_param(self, receiver: cst.BaseExpression) -> tuple[str, str] | None:
+        """(the function, what a call gives it) for a parameter of the enclosing function used as a model whose
+        callers give it a model fwport leaves Keras (model_api._Models.param_refusals)."""
+        if not (isinstance(receiver, cst.Name) and self.functions):
+            return None
+        fn = self.functions[-1]
+        if receiver.value not in self.chain[-1].params:
+            return None
+        given = self.models.param_refusals.get((id(fn), receiver.value))
+        return (fn.name.value, given[0]) if given is not None else None
 
     def _model_method(self, call: cst.Call) -> str | None:
         func = call.func
@@ -447,6 +623,18 @@ class _ModelApiPass(cst.CSTTransformer):
         if id(original_node) in self.ctx.analyses.get("train_step_calls", ()):
             return updated_node  # compile / fit of a model with its own train_step: methods it keeps
         method = self._model_method(original_node) or self._said_before(original_node)
+        refused = self._refused_param(original_node.func.value) if (
+            method is None and isinstance(original_node.func, cst.Attribute)
+            and original_node.func.attr.value in METHODS) else None
+        if refused is not None:
+            receiver = code(original_node.func.value)  # type: ignore[union-attr]
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{receiver}.{original_node.func.attr.value}(...): {receiver} is a parameter of "
+                            f"{refused[0]}(), and a call gives it {refused[1]}, which fwport does not translate "
+                            "into an nn.Module (it stays a Keras object): translate that model by hand, then write "
+                            f"this as PyTorch: {METHODS[original_node.func.attr.value]}", original_node)
+            self.ctx.settle(original_node)
+            return original_node
         if method is None:
             return updated_node
         if method == "summary" and _layout_only(original_node) and self._is_statement(original_node):

@@ -225,6 +225,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.rate_writes: set[int] = set()  # attributes written (assigned, .assign(...)): not plain reads
         self.loss_rules: dict[str, list] = {}  # name → (loss rule, from_logits) of each loss it is bound to
         self.loss_reductions: dict[str, object] = {}  # name → the reduction= its loss object was given
+        self.loss_calls: dict[str, tuple[cst.Call, int]] = {}  # name → the loss object it is bound to, its scope
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
 
@@ -246,6 +247,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # train_step classes → what of Keras 2's compiled loss / metrics their methods read (COMPILED, "metrics")
         self.compiled_uses: dict[str, set[str]] = {}
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
+        self.class_methods: dict[str, set[str]] = {}  # class of the file → the methods it defines
         self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -260,6 +262,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         if any(b.keyword is None and self.qualname(b.value) == SCHEDULE for b in node.bases):
             self.schedule_classes.add(node.name.value)
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
+        self.class_methods[node.name.value] = methods
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
                                            for b in node.bases):
             self.train_step_classes.add(node.name.value)
@@ -271,7 +274,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.custom_compiles.add(node.name.value)
             uses, attrs = _CompiledUses(self), []
             scan(node.body, uses)
-            self.compiled_uses[node.name.value] = uses.used
+            # a method the class defines itself (its own compute_loss) is no attribute Keras's compile gives it
+            self.compiled_uses[node.name.value] = uses.used - (methods - {"metrics"})
             self.metric_attrs[node.name.value] = uses.metric_attrs
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -316,6 +320,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         value = bound.values.get("from_logits")
                         logits = False if value is None else literal_value(value, NOT_LITERAL)
                         self.loss_rules.setdefault(name, []).append((rule, logits) if logits in (True, False) else None)
+                        self.loss_calls[name] = (node.value, self._scope_id())
                         if "reduction" in bound.values:
                             self.loss_reductions[name] = optim.reduction_literal(bound.values["reduction"], self.ctx)
 
@@ -678,7 +683,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return None
         call = c.call
         opt_kind, opt_rule, opt_node, *_ = c.optimizer
-        loss_kind, loss_rule, loss_node = c.loss
+        loss_kind, loss_rule, loss_node, *_ = c.loss
         by_name = self.ctx.pack.by_name
         opt_rule = by_name[opt_rule] if isinstance(opt_rule, str) else opt_rule
         loss_rule = by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
@@ -690,19 +695,29 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                              opt_node)
             m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
             opt = build_call(m_opt, self.ctx)
-        m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx, loss_node)
-        m.extras.update(calls_adapted=True, compiled=True)
-        loss = build_call(m, self.ctx)
-        if opt is None or loss is None:  # refused by a rule (its error says why): compile stays
+        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None):
+            loss = None  # a loss bound to a name (translated there, its calls adapted) or the file's own function
+        elif loss_kind == "function":
+            loss = _loss_function(loss_node, loss_rule, self.ctx)
+        else:
+            m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx,
+                         loss_node)
+            m.extras.update(calls_adapted=True, compiled=True)
+            loss = build_call(m, self.ctx)
+        kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None)  # no loss statement made
+        if opt is None or (loss is None and not kept):  # refused by a rule (its error says why): compile stays
             self.ctx.settle(call)
             self.ctx.settle(updated_node.body[at].value)
             return updated_node
-        self.ctx.settle(opt, loss)
+        self.ctx.settle(opt, *([loss] if loss is not None else []))
         n = c.names
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{c.model}.compile(...) → " + (f"{n['optimizer']} = ..., " if opt_kind != "name" else "")
-                        + f"{n['loss_fn']} = ... (used by the generated fit / evaluate / predict functions"
-                        + (f", with {n['optimizer']}" if opt_kind == "name" else "") + ")",
+                        f"{c.model}.compile(...) → " + (", ".join(
+                            [f"{n[k]} = ..." for k, kind in (("optimizer", opt_kind), ("loss_fn", loss_kind))
+                             if kind != "name" and not (k == "loss_fn" and loss is None)]) or "nothing") + " (used by the generated fit / evaluate / predict "
+                        "functions" + "".join(f", with {n[k]}" for k, kind in (("optimizer", opt_kind),
+                                                                               ("loss_fn", loss_kind))
+                                              if kind == "name" or (k == "loss_fn" and loss is None)) + ")",
                         call)
         self.ctx.options["_split_lines"] = True
         body = list(updated_node.body)
@@ -716,7 +731,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             + " in the generated fit, before each optimizer.step()", opt_node)
         if m_opt is not None and "schedule_expr" in m_opt.extras:  # (a named one's: next to it)
             made += [self._scheduler(n["optimizer"], m_opt, opt_node, opt_rule), cst.Expr(cst.Call(cst.Name(MARK)))]
-        made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
+        if loss is not None:
+            made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
+        elif made:
+            made.pop()  # (the line break after the optimizer)
+        else:
+            made = [cst.Expr(cst.Call(cst.Name(MARK)))]  # nothing: the statement goes (finish)
         body[at:at + 1] = made
         if at + 1 < len(body) - len(made) + 1:  # what followed compile on its line goes on with the loss's line
             body.insert(at + len(made), cst.Expr(cst.Call(cst.Name(MARK))))
@@ -727,6 +747,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method not in fitloop.METHODS:
             return None
         c = self._compiled(original_node, method)
+        if c is None and method == "predict":
+            c = self._predict_only(original_node)
         if c is None:
             name = original_node.func.value.value
             made = [k for c in self.compiled if c.factory for k in self.plan.calls_of.get(c.factory, [])
@@ -768,6 +790,49 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    def _predict_only(self, call: cst.Call) -> fitloop.Compiled | None:
+        """``model.predict(x)`` of a model of the file that no compile of the file gives a loop: predict needs no
+        optimizer or loss, so a plan without them (one per model name) writes the predict function alone."""
+        receiver = call.func.value
+        if (not isinstance(receiver, cst.Name) or self._train_step_model(receiver.value)
+                or not self.models.is_model_expr(receiver, self._chain())):
+            return None
+        args = fitloop.bind(call, fitloop.METHODS["predict"][0])
+        if args is None or isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)):
+            return None  # several inputs: the written predict takes one array (the error says what to write)
+        name = receiver.value
+        plans = self.ctx.analyses.setdefault("compiled", [])
+        made = self.ctx.analyses.setdefault("predict_only", {})
+        if name in made:
+            return made[name]
+        taken = set(self.plan.bound_at)
+
+        def free(base: str) -> str:
+            return base if base not in taken else f"{name}_{base}"
+        c = fitloop.Compiled(name, call, None, None)
+        c.names = {"optimizer": "", "loss_fn": "", "fit": "fit", "evaluate": "evaluate", "predict": free("predict"),
+                   "tensor": free("as_float32"), "inputs": free("channels_first"), "loss_args": ""}
+        for k in ("tensor", "inputs"):  # one set of array conversions for the file
+            c.names[k] = plans[0].names[k] if plans else c.names[k]
+        c.key = ("predict",)
+        c.sources = {name, *self.plan.instances.get(name, ())} - {""}
+        fn = self._scopes[-1] if self._scopes else None
+        for arg in self.models.param_args.get((id(fn), name), []):  # a parameter: the models its callers give
+            if isinstance(arg, cst.Name):
+                c.sources |= {arg.value, *self.plan.instances.get(arg.value, ())} - {""}
+            elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name):
+                c.sources.add(arg.func.value)
+        c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
+        c.placeholders = {k: f"__fwport_{k}_{len(plans)}__" for k in ("fit", "evaluate", "predict")}
+        c.names.update(c.placeholders)
+        c.group = c
+        plans.append(c)
+        made[name] = c
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{name}.predict(...) → {c.base_names['predict']}({name}, ...): a function written into the "
+                        "file (batches of 32 by default, inference mode, a NumPy array as Keras returns)", call)
+        return c
 
     # -- models with their own train_step: compile / fit stay methods (of the written TrainStepModule)
     def _train_step_model(self, name: str) -> bool:
@@ -956,7 +1021,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return updated_node
         if (original_node.attr.value in COMPILED and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
-                and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)):
+                and self.classes[-1] in self.plan.train_step_classes and not self.ctx.is_settled(original_node)
+                and original_node.attr.value not in self.plan.class_methods.get(self.classes[-1], ())):
             self.ctx.settle(original_node)
             attr = original_node.attr.value
             why = self._compiled_refusal(self.classes[-1])
@@ -2172,7 +2238,11 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     plan = _Plan(ctx)
     scan(module, plan)
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
-    compiled = _plan_compiles(plan, ctx)
+    models = None
+    if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
+        models = _Models(ctx)
+        models.analyse(module)
+    compiled = _plan_compiles(plan, ctx, models)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -2182,7 +2252,6 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             relevant.append(i)
     if not relevant:
         return module
-    models = ctx.analyses.get("models")
     if models is None:
         models = _Models(ctx)
         models.analyse(module)
@@ -2204,7 +2273,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
-def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
+def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
     """The file's compiles the written-out loop reproduces (the others stay with model_api's errors).
     A notebook compiles one model after another: each fit / evaluate / predict uses the last compile of
     its model before it (:meth:`_Training._compiled`). The optimizer and loss names are the model's (a
@@ -2213,21 +2282,26 @@ def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
     out: list[fitloop.Compiled] = []
     owner: dict[str, str] = {}  # optimizer / loss_fn name → the model it belongs to
     for model, call, scope in plan.compiles:
-        c = _plan_compile(plan, ctx, model, call, scope, owner)
+        c = _plan_compile(plan, ctx, model, call, scope, owner, models)
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
-        loss_rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
-        c.key = (loss_rule.id, c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
+        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function") else ctx.pack.by_name[c.loss[1]]
+        c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
+        for arg in models.param_args.get((scope, model), []) if models is not None else ():
+            if isinstance(arg, cst.Name):  # a compiled parameter: the models its callers give it
+                c.sources |= {arg.value, *plan.instances.get(arg.value, ())} - {""}
+            elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name):
+                c.sources.add(arg.func.value)
         # the functions are named by finish, once the models' layouts are known (a channels-first
         # Sequential's fit moves the images, a functional model's does not): placeholders until then
         c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
         c.placeholders = {k: f"__fwport_{k}_{len(out)}__" for k in ("fit", "evaluate", "predict")}
         c.names.update(c.placeholders)
-        for k in ("tensor", "inputs"):  # one set of array conversions for the file
+        for k in ("tensor", "inputs", "loss_args"):  # one set of array conversions for the file
             c.names[k] = out[0].names[k] if out else c.names[k]
         c.group = c
         out.append(c)
@@ -2236,7 +2310,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext) -> list[fitloop.Compiled]:
 
 
 def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, scope: int,
-                  owner: dict[str, str]) -> fitloop.Compiled | None:
+                  owner: dict[str, str], models: _Models | None = None) -> fitloop.Compiled | None:
     """One compile, when the written-out loop reproduces it; else why not, for model_api's error on it
     (``ctx.analyses["compile_refusals"]``: id of the call → the reason)."""
     refusals = ctx.analyses.setdefault("compile_refusals", {})
@@ -2247,6 +2321,12 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     classes = plan.instances.get(model)
     if classes and classes <= plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
+    given = models.param_refusals.get((scope, model)) if models is not None else None
+    if given is not None:
+        fn = models.functions[scope].name.value
+        return refuse(f"{model} is a parameter of {fn}(), and a call gives it {given[0]}, which fwport leaves a "
+                      "Keras object, not an nn.Module: train that model in Keras, or build it from layers fwport "
+                      "translates")
     factory = None
     if scope and (model, scope) not in plan.uses:
         # compiled inside a function that does not train it there: the optimizer and loss live on the
@@ -2266,17 +2346,46 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return None
         return plan.optimizer_calls[o]
 
-    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named)
+    def named_loss(n: cst.Name) -> cst.Call | None:
+        """A loss object bound once, before the compile, by a statement of its scope or the module's, with a
+        literal from_logits and Keras's mean reduction: that binding becomes the torch loss the loop calls."""
+        o = n.value
+        bound, where = plan.loss_rules.get(o, []), plan.bound_at.get(o, [])
+        if len(bound) != 1 or bound[0] is None or len(where) != 1 or o not in plan.loss_calls:
+            return None
+        made, at = plan.loss_calls[o]
+        if at not in (0, scope) or (at == scope and where[0][0] >= plan.call_order.get(id(call), 0)):
+            return None
+        if plan.loss_reductions.get(o, "sum_over_batch_size") not in ("sum_over_batch_size", "auto"):
+            return None
+        return made
+
+    def loss_function(n: cst.BaseExpression):
+        """loss= a function: ``keras.losses.hinge`` (its per-sample rule), or a function of the module bound once,
+        taking (y_true, y_pred) ("" ); else None."""
+        q = ctx.imports.resolve(n) if isinstance(n, (cst.Name, cst.Attribute)) else None
+        rule = ctx.pack.by_name.get(q) if q else None
+        if rule is not None:
+            return rule if rule.emit.get("transform") == "loss-function" else None
+        fn = next((f for f in plan.top_functions.values() if isinstance(n, cst.Name) and f.name.value == n.value), None)
+        if fn is None or len(plan.bound_at.get(n.value, [])) != 1:
+            return None
+        p = fn.params
+        required = [x for x in (*p.posonly_params, *p.params) if x.default is None]
+        return "" if len(required) == 2 and all(x.default is not None for x in p.kwonly_params) else None
+
+    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
+                             named_loss, loss_function)
     if isinstance(c, str):
         return refuse(c)
-    if c.loss[0] == "call":
+    if c.loss[0] in ("call", "name"):
         value = bind_call(c.loss[2], c.loss[1]).values.get("from_logits")
         flag = False if value is None else literal_value(value, NOT_LITERAL)
         if flag not in (True, False):
             return refuse("the loss's from_logits is not a literal True/False")
         c.from_logits = flag
-    if c.accuracy_kind in fitloop.NAMED_ACCURACIES:  # a named accuracy computes what the loss's labels say
-        rule = c.loss[1] if c.loss[0] == "call" else ctx.pack.by_name[c.loss[1]]
+    if c.accuracy_kind in fitloop.NAMED_ACCURACIES and c.loss[0] != "function":  # what the loss's labels say
+        rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
     if not _builds(c, ctx):
@@ -2304,10 +2413,13 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
         plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
     named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
-    c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": free("loss_fn", True),
+    named = c.loss[3] if c.loss[0] == "name" else None  # (its binding is translated as a loss whose calls are adapted)
+    c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": named or free("loss_fn", True),
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
-               "inputs": free("channels_first")}
+               "inputs": free("channels_first"), "loss_args": free("keras_loss_args")}
+    if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
+        c.names["loss_fn"] = c.loss[3]
     return c
 
 
@@ -2349,7 +2461,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     for c in compiled:
         groups.setdefault((c.key, nchw(c)), []).append(c)
     texts = []
-    inputs_written = False
+    inputs_written = loss_args_written = False
     for i, ((_, channels_first), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
@@ -2358,12 +2470,21 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.callbacks = any(c.callbacks for c in members)
         for c in members:
             c.group = rep
-        kind, rule, _ = rep.loss
+        if rep.loss is None:  # a model predicted with, never compiled: predict alone
+            texts.append(fitloop.helpers(rep, {}, ctx.spell_text, channels_first, shared=i == 0,
+                                         inputs_written=inputs_written))
+            inputs_written = inputs_written or channels_first
+            continue
+        kind, rule, *_ = rep.loss
         if kind == "string":
             rule = ctx.pack.by_name[rule]
-        texts.append(fitloop.helpers(rep, rule.emit.get("options", {}), ctx.spell_text, channels_first,
-                                     shared=i == 0, inputs_written=inputs_written))
+        # a loss function: the labels its named accuracy reads (the loop calls the function in Keras's order)
+        options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind == "function" else \
+            rule.emit.get("options", {})
+        texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
+                                     inputs_written=inputs_written, loss_args_written=loss_args_written))
         inputs_written = inputs_written or channels_first
+        loss_args_written = loss_args_written or kind == "function"
     return texts
 
 
@@ -2384,6 +2505,10 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     mark, imports = len(ctx.pending), set(ctx.needed_imports)
     ok = True
     for kind, rule, node, *_ in (c.optimizer, c.loss):
+        if kind == "function":
+            if rule is not None and _loss_function(node, rule, ctx) is None:
+                ok = False
+            continue
         rule = ctx.pack.by_name[rule] if isinstance(rule, str) else rule
         m = map_call(node if kind in ("call", "name") else cst.Call(cst.Name("x")), rule, ctx, node)
         m.extras.update(params=cst.Name("params"), calls_adapted=True, clipping_handled=True, schedule_handled=True,
@@ -2392,6 +2517,15 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     del ctx.pending[mark:]
     ctx.needed_imports = imports
     return ok
+
+
+def _loss_function(node: cst.BaseExpression, rule, ctx: FileContext) -> cst.BaseExpression | None:
+    """``keras.losses.hinge`` given to compile → the torch function the loop calls as ``f(y_true, y_pred)``: the
+    rule's translation of ``keras.losses.hinge(y_true, y_pred)`` as a lambda (a call: a helper it calls is
+    written into the file); None where the rule refuses."""
+    m = map_call(cst.Call(node, [cst.Arg(cst.Name("y_true")), cst.Arg(cst.Name("y_pred"))]), rule, ctx, node)
+    out = build_call(m, ctx)
+    return None if out is None else cst.parse_expression(f"lambda y_true, y_pred: {code(out)}")
 
 
 class _Count(cst.CSTVisitor):
