@@ -337,3 +337,77 @@ def test_fit_with_an_error_metric_matches_keras(tmp_path, metric, key):
     for k in kh:
         np.testing.assert_allclose(th[k], kh[k], rtol=1e-5, err_msg=k)
     np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=1e-5)
+
+
+CALLBACK_READS_THE_MODEL = '''
+import numpy as np
+from tensorflow import keras
+
+
+class Report(keras.callbacks.Callback):
+    def __init__(self, x):
+        super().__init__()
+        self.x = x
+
+    def on_epoch_end(self, epoch, logs=None):
+        y = self.model.predict(self.x)
+        self.model.save_weights("w.h5")
+        if logs["loss"] < 0.1:
+            self.model.stop_training = True
+        print(self.model.optimizer, y.shape, self.model.predict(self.x).shape)
+
+
+model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(2)])
+model.compile(optimizer="sgd", loss="mse")
+model.fit(np.zeros((8, 4)), np.zeros((8, 2)), epochs=1, callbacks=[Report(np.zeros((2, 4)))])
+'''
+
+
+def test_a_callback_reading_what_the_nn_module_has_not_is_an_error_at_each_first_use():
+    """fit gives a callback the nn.Module it trains: .optimizer and .stop_training are there (fit sets them), Keras's
+    predict / save_weights are not (the sklearn-metric callback of keras-io crashed at run time with no finding)."""
+    r = translate_source(textwrap.dedent(CALLBACK_READS_THE_MODEL).lstrip("\n"), "model.py")
+    errs = errors(r)
+    assert [line for line, _ in errs] == [11, 12], errs
+    assert errs[0][1].startswith("self.model.predict: fit gives Report the nn.Module it trains, which has no predict")
+    assert "torch.save(self.model.state_dict(), path)" in errs[1][1]
+
+
+def test_a_callback_of_a_file_with_a_train_step_model_gets_its_predict():
+    """Where the file's models define train_step, fit's model is a TrainStepModule, which has predict: no error,
+    and the written TrainStepModule has the method the callback calls."""
+    src = '''
+        import numpy as np
+        import tensorflow as tf
+        from tensorflow import keras
+
+
+        class Net(keras.Model):
+            def __init__(self):
+                super().__init__()
+                self.dense = keras.layers.Dense(2)
+
+            def call(self, x):
+                return self.dense(x)
+
+            def train_step(self, data):
+                x, y = data
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(tf.square(self(x, training=True) - y))
+                grads = tape.gradient(loss, self.trainable_variables)
+                self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+                return {"loss": loss}
+
+
+        class Show(keras.callbacks.Callback):
+            def on_epoch_end(self, epoch, logs=None):
+                print(self.model.predict(np.zeros((1, 4))))
+
+
+        model = Net()
+        model.compile(optimizer=keras.optimizers.SGD(0.1))
+        model.fit(np.zeros((8, 4)), np.zeros((8, 2)), epochs=1, callbacks=[Show()])
+    '''
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    assert not [e for e in errors(r) if "self.model" in e[1]], errors(r)
+    assert "    def predict(self, x, batch_size=None" in r.output

@@ -42,7 +42,7 @@ from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, bound_names, scan
+from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
@@ -56,6 +56,21 @@ CALLBACK = "keras.callbacks.Callback"
 SCHEDULE = "keras.optimizers.schedules.LearningRateSchedule"
 LAMBDA_LR = "torch.optim.lr_scheduler.LambdaLR"
 CALLBACK_HOOKS = ("on_train_begin", "on_epoch_begin", "on_epoch_end", "on_train_end")  # what the fits call
+#: what a callback reads of the Keras model fit gives it (``self.model.X``) and the nn.Module the translated fits
+#: give it has not (it has .optimizer and .stop_training, which they set), with what to write instead
+CALLBACK_MODEL_ONLY = {
+    "predict": "with torch.no_grad(): y = self.model(x) (in eval mode; the file's written predict(self.model, x) "
+               "where fwport wrote one)",
+    "evaluate": "compute the loss and metrics of the validation data in a loop under torch.no_grad()",
+    "fit": "an nn.Module does not train itself", "compile": "an nn.Module does not train itself",
+    "save": "torch.save(self.model.state_dict(), path)", "save_weights": "torch.save(self.model.state_dict(), path)",
+    "load_weights": "self.model.load_state_dict(torch.load(path))",
+    "get_weights": "[p.detach().numpy() for p in self.model.parameters()]",
+    "set_weights": "self.model.load_state_dict(...)", "name": "a name of your choosing",
+    "layers": "self.model.children() or the attributes the module holds", "get_layer": "the module's attribute",
+    "summary": "print(self.model)", "inputs": "the tensors forward takes", "outputs": "what forward returns",
+    "metrics": "the metric objects of the training loop", "trainable_weights": "self.model.parameters()",
+    "weights": "self.model.state_dict()"}
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
 # what keras.Model gives a train_step from its compile, which TrainStepModule does not carry
 COMPILED = {
@@ -549,6 +564,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"{original_node.name.value}(keras.callbacks.Callback) → a plain class: fit sets its .model "
                         "and calls its on_train_begin(), on_epoch_begin(epoch), on_epoch_end(epoch, logs) and "
                         "on_train_end() as Keras does", callback[0].value)
+        seen = set()
+        for attr in find_all(original_node.body, cst.Attribute):
+            if (isinstance(attr.value, cst.Attribute) and dotted_text(attr.value) == "self.model"
+                    and attr.attr.value in CALLBACK_MODEL_ONLY and attr.attr.value not in seen):
+                seen.add(attr.attr.value)
+                if self.plan.train_step_classes and attr.attr.value in ("fit", "compile", "evaluate", "predict"):
+                    # the model may be a TrainStepModule of the file, which has these (written where they are used)
+                    self.ctx.options[f"_train_step_{attr.attr.value}"] = True
+                    continue
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"self.model.{attr.attr.value}: fit gives {original_node.name.value} the nn.Module it "
+                                f"trains, which has no {attr.attr.value} (only the .optimizer and .stop_training "
+                                f"fit sets): {CALLBACK_MODEL_ONLY[attr.attr.value]}", attr)
         for stmt in original_node.body.body:  # hooks no translated fit calls would silently never run
             if (isinstance(stmt, cst.FunctionDef) and stmt.name.value.startswith("on_")
                     and stmt.name.value not in CALLBACK_HOOKS):
