@@ -222,6 +222,9 @@ CASES = [
     ("concat-python-floats-with-float-tensor", TF,
      "row = [[0.5, 1.5, -2.0, 3.0]]; return tf.concat([x, row, [[float(k) / 4 for k in range(4)]]], axis=0)", [X]),
     ("stack-python-numbers-only", TF, "return tf.stack([1, 2, 3]), tf.stack([len(x.shape), 7])", [X]),
+    # a Python number as an op's input: TensorFlow converts it (float32), torch.square(1e-3) raises (mirnet's loss)
+    ("python-number-inputs", TF, "return tf.square(1e-3), tf.exp(-1.0), tf.sqrt(tf.square(x) + tf.square(1e-3)), "
+     "tf.abs(-2.5), tf.math.log(2.0)", [X]),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),

@@ -180,11 +180,20 @@ def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
         if receiver is None:
             m.fail(ctx, "unsupported-construct", f"{emit['self_arg']} is required")
             return None
-        if isinstance(literal_value(receiver, None), (int, float)) and not isinstance(literal_value(receiver, None), bool):
+        if _is_number(receiver):
             # a Python number has no tensor methods: make it a tensor first (tf ops accept numbers)
             receiver = cst.Call(ctx.spell("torch.tensor"), [cst.Arg(receiver)])
         return cst.Call(cst.Attribute(_atom(receiver), cst.Name(emit["method"])), args)
+    number = m.kwargs.get("input")
+    if target is None and number is not None and _is_number(number) and args and args[0].value is number:
+        # torch.square(1e-3) raises (its input must be a tensor), tf.square(1e-3) converts the number
+        args[0] = args[0].with_changes(value=cst.Call(ctx.spell("torch.tensor"), [cst.Arg(number)]))
     return cst.Call(ctx.spell(target or emit["target"]), args)
+
+
+def _is_number(node: cst.BaseExpression) -> bool:
+    value = literal_value(node, None)
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))
