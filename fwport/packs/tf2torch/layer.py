@@ -129,7 +129,7 @@ def _dim(lctx: LayerContext, node: cst.BaseExpression | None):
 def _no_context(lctx: LayerContext) -> bool:
     """The layer is translated where it stands (a functional-API call, a module-level layer): no
     pass follows its inputs, so nothing can permute a channels-last tensor for it."""
-    return not lctx.scope and not lctx.source_path
+    return not lctx.scope and not lctx.source_path and not getattr(lctx, "call_site", False)
 
 
 def _check_context(m: MappedCall, ctx, lctx: LayerContext, em: LayerEmission) -> LayerEmission:
@@ -1937,7 +1937,7 @@ def _elements(arg: cst.BaseExpression) -> list[cst.BaseExpression] | None:
 def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     op = _option(m, "op")
     name = m.rule.names[0].rsplit(".", 1)[-1]
-    if not lctx.scope and not lctx.source_path:
+    if _no_context(lctx):
         return _failed(m, ctx, "unsupported-construct", f"{name} has no torch module: write the operation where "
                        f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)', 'sub': 'a - b', 'avg': '(a + b) / 2', 'max': 'torch.maximum(a, b)', 'min': 'torch.minimum(a, b)'}[op] })")
     if op == "cat":
@@ -1966,12 +1966,12 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                 text = f"{fn}({text}, {code(i)})"
             return expr(text)
     else:
-        sym, fallback = (" + ", "sum") if op == "add" else (" * ", ctx.spell_text("math.prod"))
+        sym = " + " if op == "add" else " * "
 
         def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
             items = _elements(arg)
-            if items is None:
-                return expr(f"{fallback}({code(arg)})")
+            if items is None:  # (math imported only where it is used)
+                return expr(f"{'sum' if op == 'add' else ctx.spell_text('math.prod')}({code(arg)})")
             return expr(sym.join(f"({code(i)})" if isinstance(i, (cst.BinaryOperation, cst.BooleanOperation,
                                                                   cst.IfExp, cst.Lambda)) else code(i)
                                  for i in items))
