@@ -112,6 +112,11 @@ def resample(x):
 
 def sequence(x):
     return layers.GlobalMaxPooling1D()(layers.UpSampling1D(size=2)(layers.MaxPooling1D(pool_size=2)(x)))
+
+
+def planar(x):  # channels-first in Keras too: torch's own layout, nothing to move
+    pooled = layers.MaxPooling2D(data_format="channels_first")(x)
+    return pooled, layers.GlobalAveragePooling2D(data_format="channels_first")(x)
 '''
 
 
@@ -124,9 +129,9 @@ def test_merges_and_weightless_layers_in_plain_functions_translate_without_error
     assert "gated = 2.0 * (a * b)" in out  # the operation keeps its place in the expression
     assert "diff = (a - b) ** 2" not in out and "diff = (a - c) ** 2" in out
     assert "torch.cat([a, b + c], dim=-1)" in out and "torch.cat([a, b], dim=1)" in out
-    assert "nn.MaxPool2d(2)(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    assert "nn.MaxPool2d(2)(x.movedim(-1, -3)).movedim(-3, -1)" in out
     # a global pooling without keepdims gives (batch, channels): nothing to move back
-    assert "nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())(z.permute(0, 3, 1, 2))\n" in out
+    assert "nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Flatten())(z.movedim(-1, -3))\n" in out
 
 
 def test_merges_and_weightless_layers_in_plain_functions_match_keras():
@@ -137,6 +142,8 @@ def test_merges_and_weightless_layers_in_plain_functions_match_keras():
     for k, t in run_both(src, r.output, "resample", [_x(2, 8, 6, 3)]):
         assert_close(k, t, 1e-5)
     for k, t in run_both(src, r.output, "sequence", [_x(2, 9, 5)]):
+        assert_close(k, t, 1e-6)
+    for k, t in run_both(src, r.output, "planar", [_x(2, 3, 6, 4)]):
         assert_close(k, t, 1e-6)
 
 
@@ -158,7 +165,7 @@ class Pyramid(layers.Layer):
 def test_a_layer_subclass_call_body_building_merges_and_pooling_matches_keras():
     src, r = tx(LAYER)
     assert errors(r) == []
-    assert "nn.AvgPool2d(2)(inputs.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in r.output
+    assert "nn.AvgPool2d(2)(inputs.movedim(-1, -3)).movedim(-3, -1)" in r.output
     (k, t), = run_both(src, r.output, "Pyramid()", [_x(2, 6, 4, 3)])
     assert_close(k, t, 1e-6)
 
@@ -179,3 +186,43 @@ def test_what_is_not_followed_keeps_an_error_naming_the_line():
     assert any(line == 6 and "axis must be a literal int" in m for line, m in found), found
     assert any(line == 7 and "MaxPooling2D acts on channels-last inputs" in m for line, m in found), found
     assert "layers.Conv2D(8, 3" in r.output and "layers.Concatenate(axis=axis)" in r.output
+
+
+NAMED = '''
+import tensorflow as tf
+from tensorflow.keras import layers
+
+crop = layers.CenterCrop(4, 4)
+upsample = layers.UpSampling2D(size=(2, 2), interpolation="bilinear")
+pool = layers.MaxPooling1D(pool_size=2)
+
+
+def preprocess(image):
+    return crop(image)
+
+
+def batch(images, steps):
+    return upsample(crop(images)), pool(steps)
+'''
+
+
+def test_weightless_layers_bound_to_module_level_names_match_keras():
+    src, r = tx(NAMED)
+    assert errors(r) == []
+    assert "crop = CenterCrop(4, 4)" in r.output
+    assert "return crop(image.movedim(-1, -3)).movedim(-3, -1)" in r.output
+    # an unbatched image (h, w, c), which Keras's CenterCrop takes too, moves alike
+    (k, t), = run_both(src, r.output, "preprocess", [_x(6, 7, 3)])
+    assert_close(k, t, 1e-6)
+    for k, t in run_both(src, r.output, "batch", [_x(2, 6, 7, 3), _x(2, 8, 5)]):
+        assert_close(k, t, 1e-5)
+
+
+def test_a_module_level_layer_used_other_than_by_calling_it_stays_refused():
+    _, r = tx('''
+        from tensorflow.keras import layers
+
+        pool = layers.MaxPooling2D()
+        pools = [pool]
+        ''')
+    assert any(line == 3 and "MaxPooling2D acts on channels-last inputs" in m for line, m in errors(r)), errors(r)

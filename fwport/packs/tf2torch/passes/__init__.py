@@ -61,8 +61,10 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate|split)\s*\(", "stack", "concat", "split"),
             pyvalues.run),
     # (read-only) layers built and called in one expression outside the models the passes follow:
-    # `layers.Add()([a, b])` → `a + b`, `layers.MaxPooling2D()(x)` → the module on x moved to channels-first
-    Planner("inline", Trigger(r"\)\s*\(", ")"), inline.run),
+    # `layers.Add()([a, b])` → `a + b`, `layers.MaxPooling2D()(x)` → the module on x moved to channels-first;
+    # a weightless layer bound to a module-level name and only called (`crop = layers.CenterCrop(...)`)
+    Planner("inline", Trigger(r"\)\s*\(|(?:Pool|Sampling|Padding|Cropping|Crop|SpatialDropout|Resizing)\w*\s*\(",
+                              ")"), inline.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth...), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and
