@@ -57,3 +57,24 @@ def test_batchnorm_of_unknown_rank_in_a_channels_first_sequential_stays_refused(
         model = keras.Sequential([layers.BatchNormalization(), layers.Conv2D(4, 3)])
         ''')
     assert any("neither BatchNorm1d nor BatchNorm2d" in e for e in errors(r)), errors(r)
+
+
+RESHAPED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build():
+    return keras.Sequential(
+        [layers.Dense(32), layers.Reshape((4, 8)), layers.BatchNormalization(epsilon=0.6), layers.ReLU()]
+    )
+'''
+
+
+def test_a_batchnorm_after_a_reshape_in_a_kept_sequential_takes_the_last_axis():
+    # the Reshape makes the rank known (batch, 4, 8): torch's BatchNorm1d(8) would normalise dim 1 (the 4 steps)
+    src, r = tx(RESHAPED)
+    assert errors(r) == []
+    assert "LazyLastAxisBatchNorm(eps=0.6, momentum=0.01)" in r.output and "BatchNorm1d(8" not in r.output
+    k, t = compare(src, r.output, r.layers, "build()", [np.random.default_rng(7).standard_normal((6, 5)).astype("float32")])
+    assert_close(k, t, 1e-5)

@@ -270,8 +270,12 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 in_shape = symbolic_parts(parts, rank)
 
         nchw = converts_to_nchw(layers)
-        if nchw and in_shape is None and shape_name is None and _last_axis_norms_only(layers):
-            nchw = False  # nothing gains from channels-first: a BatchNormalization takes the last axis at any rank
+        norms_kept = nchw and in_shape is None and shape_name is None and _last_axis_norms_only(layers)
+        if norms_kept:
+            # nothing gains from channels-first: each BatchNormalization takes the last axis whatever its
+            # input's rank (LazyLastAxisBatchNorm, translated as for an unknown rank even where a Reshape
+            # before it makes the rank known: torch's BatchNorm1d on (batch, steps, C) would take dim 1)
+            nchw = False
         layout = "nchw" if nchw else "keep"
         in_layout = "nchw" if nchw and (in_shape is None or len(in_shape) > 1) else "same"
         if in_layout == "nchw":
@@ -327,6 +331,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 continue
             if layout == "nchw" and rule.emit.get("shape") == "reshape" and shape is not None:
                 em = self._reshape_nchw(el, rule, shape, scope, producer, sizes)
+            elif norms_kept and rule.id == "batch-normalization":
+                em = translate_layer(el, rule, ctx, SizedContext(None, layout, scope, "", None, sizes), el)
+                if not em.failed:
+                    em.out_shape = shape
             else:
                 em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
                                                                  mask_in, mask_out), el)
