@@ -383,6 +383,9 @@ class SizedContext(LayerContext):
     # the module is written somewhere else than the layer call (the functional pass builds it in a generated
     # class's __init__): an argument is readable there only as the sizes say, not as written
     moved: bool = False
+    # the pass writes the layer's call site itself (passes/inline.py): it moves a channels-last input to
+    # channels-first for a layout-bound module and writes a merge layer's operation out
+    call_site: bool = False
 
 
 def sizes_of(lctx: LayerContext) -> Sizes:

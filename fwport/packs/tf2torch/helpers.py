@@ -761,6 +761,29 @@ class LazyRMSNorm({nn}modules.lazy.LazyModuleMixin, {nn}RMSNorm):
                 self.reset_parameters()
 '''
 
+_LAST_AXIS_BATCH_NORM = '''
+
+class LastAxisBatchNorm({nn}BatchNorm1d):
+    """keras.layers.BatchNormalization(axis=-1) on an input of any rank: Keras normalises the last axis
+    with statistics over all the others, which is BatchNorm1d on the rows x.reshape(-1, C)."""
+
+    def forward(self, x):
+        return super().forward(x.reshape(-1, x.shape[-1])).reshape(x.shape)
+
+
+class LazyLastAxisBatchNorm({nn}LazyBatchNorm1d):
+    """LastAxisBatchNorm whose channel count (the last axis) is taken from the first call, as Keras
+    builds the layer then."""
+
+    cls_to_become = LastAxisBatchNorm
+
+    def initialize_parameters(self, input):
+        super().initialize_parameters(input.reshape(-1, input.shape[-1]))
+
+    def forward(self, x):  # (the first call runs it once the module has become a LastAxisBatchNorm)
+        return {nn}BatchNorm1d.forward(self, x.reshape(-1, x.shape[-1])).reshape(x.shape)
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -793,6 +816,7 @@ HELPERS["Dot"] = _DOT
 HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
 HELPERS["Lambda"] = _LAMBDA
 HELPERS["LazyRMSNorm"] = _LAZY_RMS_NORM
+HELPERS["LazyLastAxisBatchNorm"] = _LAST_AXIS_BATCH_NORM
 HELPERS["ReversibleEmbedding"] = _REVERSIBLE_EMBEDDING
 HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
 HELPERS["Masking"] = _PACK_STEPS + _MASKING

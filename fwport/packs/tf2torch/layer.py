@@ -129,7 +129,7 @@ def _dim(lctx: LayerContext, node: cst.BaseExpression | None):
 def _no_context(lctx: LayerContext) -> bool:
     """The layer is translated where it stands (a functional-API call, a module-level layer): no
     pass follows its inputs, so nothing can permute a channels-last tensor for it."""
-    return not lctx.scope and not lctx.source_path
+    return not lctx.scope and not lctx.source_path and not getattr(lctx, "call_site", False)
 
 
 def _check_context(m: MappedCall, ctx, lctx: LayerContext, em: LayerEmission) -> LayerEmission:
@@ -956,8 +956,16 @@ def time_distributed(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     rule = ctx.pack.by_name.get(q) if q else None
     shown = code(inner) if inner is not None else "?"
     if rule is None or rule.kind != "layer":
-        return _failed(m, ctx, "unsupported-argument", f"layer={shown}: only a Keras layer written in the call is "
-                       "translated (its torch module is built here)")
+        written = m.written("layer")  # the rule pass translated the wrapped layer first: the source's says why
+        wq = ctx.imports.resolve(expr(written).func) if written and isinstance(expr(written), cst.Call) \
+            and dotted_text(expr(written).func) else None
+        wrule = ctx.pack.by_name.get(wq) if wq else None
+        why = _NOT_TIME_DISTRIBUTED.get(wrule.emit.get("shape")) if wrule is not None else None
+        if why:
+            return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({written}): {why}; folding the time "
+                           "axis into the batch would not compute what Keras does: apply the layer per step by hand")
+        return _failed(m, ctx, "unsupported-argument", f"layer={written or shown}: only a Keras layer written in the "
+                       "call is translated (its torch module is built here)")
     why = _NOT_TIME_DISTRIBUTED.get(rule.emit.get("shape"))
     if why:
         return _failed(m, ctx, "unsupported-construct", f"TimeDistributed({shown}): {why}; folding the time axis "
@@ -1666,6 +1674,15 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "axis maps onto torch's BatchNorm (which normalises per channel at dim 1)")
     if not _affine_flags(m, ctx, "affine"):
         return LayerEmission([m.call], failed=True)
+    if in_shape is None and axis == -1 and lctx.layout != "nchw":
+        # Keras's layout kept: the last axis at any rank, BatchNorm1d over the rows (a helper written out)
+        layer = build_call(m, ctx, target="torch.nn.LazyBatchNorm1d")
+        if layer is None:
+            return LayerEmission([m.call], failed=True)
+        ctx.report(Severity.INFO, "shape-unknown", "the input rank is unknown here: emitted LazyLastAxisBatchNorm "
+                   "(written out in this file), BatchNorm1d over the rows x.reshape(-1, C) with C taken from the "
+                   "first call, which is Keras's computation over the last axis at any rank", m.node, m.rule)
+        return LayerEmission([layer.with_changes(func=cst.Name(helpers.use(ctx, "LazyLastAxisBatchNorm")))])
     if in_shape is None:
         return _failed(m, ctx, "shape-unknown", "the input rank is unknown here, so neither BatchNorm1d nor "
                        "BatchNorm2d can be chosen: give the model its input shape")
@@ -1937,7 +1954,7 @@ def _elements(arg: cst.BaseExpression) -> list[cst.BaseExpression] | None:
 def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     op = _option(m, "op")
     name = m.rule.names[0].rsplit(".", 1)[-1]
-    if not lctx.scope and not lctx.source_path:
+    if _no_context(lctx):
         return _failed(m, ctx, "unsupported-construct", f"{name} has no torch module: write the operation where "
                        f"the layer is called ({ {'add': 'a + b', 'mul': 'a * b', 'cat': 'torch.cat([a, b], dim=...)', 'sub': 'a - b', 'avg': '(a + b) / 2', 'max': 'torch.maximum(a, b)', 'min': 'torch.minimum(a, b)'}[op] })")
     if op == "cat":
@@ -1966,12 +1983,12 @@ def merge(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                 text = f"{fn}({text}, {code(i)})"
             return expr(text)
     else:
-        sym, fallback = (" + ", "sum") if op == "add" else (" * ", ctx.spell_text("math.prod"))
+        sym = " + " if op == "add" else " * "
 
         def functional(arg: cst.BaseExpression) -> cst.BaseExpression:
             items = _elements(arg)
-            if items is None:
-                return expr(f"{fallback}({code(arg)})")
+            if items is None:  # (math imported only where it is used)
+                return expr(f"{'sum' if op == 'add' else ctx.spell_text('math.prod')}({code(arg)})")
             return expr(sym.join(f"({code(i)})" if isinstance(i, (cst.BinaryOperation, cst.BooleanOperation,
                                                                   cst.IfExp, cst.Lambda)) else code(i)
                                  for i in items))

@@ -11,8 +11,8 @@ import re
 
 from fwport.core.direction import Planner, Trigger
 from fwport.packs.tf2torch import data, helpers, testcase, utilities
-from fwport.packs.tf2torch.passes import (decorators, functional, model_api, pyvalues, regularizers, runtime, sequential,
-                                          subclass, training, variables)
+from fwport.packs.tf2torch.passes import (decorators, functional, inline, model_api, pyvalues, regularizers, runtime,
+                                          sequential, subclass, training, variables)
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -60,6 +60,11 @@ PLANNERS: tuple[Planner, ...] = (
     # `tensors` transform), and a Python int as tf.split's number of parts → torch.chunk
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate|split)\s*\(", "stack", "concat", "split"),
             pyvalues.run),
+    # (read-only) layers built and called in one expression outside the models the passes follow:
+    # `layers.Add()([a, b])` → `a + b`, `layers.MaxPooling2D()(x)` → the module on x moved to channels-first;
+    # a weightless layer bound to a module-level name and only called (`crop = layers.CenterCrop(...)`)
+    Planner("inline", Trigger(r"\)\s*\(|(?:Pool|Sampling|Padding|Cropping|Crop|SpatialDropout|Resizing)\w*\s*\(",
+                              ")"), inline.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth..., a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and

@@ -1807,7 +1807,8 @@ class _Builder:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
                                 "model (a list of tensors feeds only merge layers here)")
         self._built_for(layer, t, call)
-        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1], layer.kind == "user")
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1],
+                      layer.kind == "user" and not layer.keras_back)
         new: cst.BaseExpression = cst.Call(_module_ref(layer),
                                            [cst.Arg(self._out_expr(arg))])
         if layer.permute_in:
@@ -2096,12 +2097,16 @@ class _Builder:
             layer.keras_in = layer.keras_back = self.layout == "nchw" and not seq_nchw
             layer.permute_in = layer.permute_back = self.layout != "nchw" and seq_nchw
         elif layer.kind == "user":
-            if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
+            if t.flat is not None:
                 raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
-                                           "channels-last layout, on a channels-first feature map: call it before "
-                                           "the convolutions, or translate this model by hand")
+                                           "channels-last layout, on a flattened channels-first feature map (its "
+                                           "features in (c, h, w) order): call it before the convolutions, or "
+                                           "translate this model by hand")
             module = layer.call
             layer.out = (None, None)
+            # its body keeps Keras's layout (the subclass pass): a channels-first map goes in channels-last and
+            # what comes out is moved to channels-first again (a no-op on a (batch, features) output)
+            layer.keras_in = layer.keras_back = self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)
         elif layer.kind == "seq":
             module = self._translate_seq(layer, t)
         else:

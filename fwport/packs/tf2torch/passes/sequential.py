@@ -270,6 +270,12 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 in_shape = symbolic_parts(parts, rank)
 
         nchw = converts_to_nchw(layers)
+        norms_kept = nchw and in_shape is None and shape_name is None and _last_axis_norms_only(layers)
+        if norms_kept:
+            # nothing gains from channels-first: each BatchNormalization takes the last axis whatever its
+            # input's rank (LazyLastAxisBatchNorm, translated as for an unknown rank even where a Reshape
+            # before it makes the rank known: torch's BatchNorm1d on (batch, steps, C) would take dim 1)
+            nchw = False
         layout = "nchw" if nchw else "keep"
         in_layout = "nchw" if nchw and (in_shape is None or len(in_shape) > 1) else "same"
         if in_layout == "nchw":
@@ -325,6 +331,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 continue
             if layout == "nchw" and rule.emit.get("shape") == "reshape" and shape is not None:
                 em = self._reshape_nchw(el, rule, shape, scope, producer, sizes)
+            elif norms_kept and rule.id == "batch-normalization":
+                em = translate_layer(el, rule, ctx, SizedContext(None, layout, scope, "", None, sizes), el)
+                if not em.failed:
+                    em.out_shape = shape
             else:
                 em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
                                                                  mask_in, mask_out), el)
@@ -829,6 +839,15 @@ def converts_to_nchw(layers: list[tuple[cst.BaseExpression, object]]) -> bool:
     member's torch module takes channels-first maps where Keras's layer is channels-last."""
     return any(rule is not None and rule.emit.get("layout") == "channels-first"
                and _literal_kw(el, "data_format") != "channels_first" for el, rule in layers)
+
+
+def _last_axis_norms_only(layers: list[tuple[cst.BaseExpression, object]]) -> bool:
+    """The only members whose torch modules take channels-first maps are BatchNormalizations over the
+    last axis (axis=-1, written or default): kept in Keras's layout, they need no rank."""
+    return all(rule is None or rule.emit.get("layout") != "channels-first"
+               or (rule.id == "batch-normalization" and _literal_kw(el, "axis") in (None, -1)
+                   and not any(a.keyword is None for a in el.args))
+               for el, rule in layers)
 
 
 def _literal_kw(call: cst.BaseExpression, name: str):
