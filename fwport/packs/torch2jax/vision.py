@@ -147,11 +147,11 @@ _COMPOSE = '''
 class NumpyCompose:
     """torchvision's Compose: each transform in turn."""
 
-    def __init__(self, transforms):
-        self.transforms = transforms
+    def __init__(self, steps):
+        self.steps = steps
 
     def __call__(self, x):
-        for t in self.transforms:
+        for t in self.steps:
             x = t(x)
         return x
 '''
