@@ -1592,6 +1592,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
                          ctx.spell_text("jax.random.key"), ctx.spell_text("jax.random.split"))
         body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in made
                 else rewrite(s, adder) for s in body]
+        # a top-level `model = Net()` under a module-level root key comes back as two statements (the split, the call)
+        body = [n for s in body for n in (s.nodes if isinstance(s, cst.FlattenSentinel) else (s,))]
     return module.with_changes(body=body)
 
 
