@@ -882,7 +882,8 @@ def test_a_model_with_dropout_trained_by_the_written_step_gets_a_key_per_step():
             and "for _ in range(3):\n    key, step_key = jax.random.split(key)\n"
             "    net, opt_state, loss = train_step(net, opt_state, x, y, step_key)\n" in r.output), r.output
     seeded = t2j(_DROPOUT.replace("net = Net()\n", "torch.manual_seed(3)\nnet = Net()\n"))
-    assert seeded.output.count("jax.random.key(") == 2  # the seeded root key and Net's; none added for the loop
+    assert seeded.output.count("jax.random.key(") == 1  # the seeded root key; Net's split from it, none added for the loop
+    assert "key, net_key = jax.random.split(key)\nnet = Net(key=net_key)\n" in seeded.output
     plain = t2j(_DROPOUT.replace("        self.drop = nn.Dropout(0.5)\n", "").replace("self.drop(self.fc(x))", "self.fc(x)"))
     assert not [f for f in plain.findings if f.code == "unsupported-construct"]
     assert "def train_step(net, opt_state, x, y):\n" in plain.output
