@@ -882,7 +882,8 @@ def test_a_model_with_dropout_trained_by_the_written_step_gets_a_key_per_step():
             and "for _ in range(3):\n    key, step_key = jax.random.split(key)\n"
             "    net, opt_state, loss = train_step(net, opt_state, x, y, step_key)\n" in r.output), r.output
     seeded = t2j(_DROPOUT.replace("net = Net()\n", "torch.manual_seed(3)\nnet = Net()\n"))
-    assert seeded.output.count("jax.random.key(") == 2  # the seeded root key and Net's; none added for the loop
+    assert seeded.output.count("jax.random.key(") == 1  # the seeded root key; Net's split from it, none added for the loop
+    assert "key, net_key = jax.random.split(key)\nnet = Net(key=net_key)\n" in seeded.output
     plain = t2j(_DROPOUT.replace("        self.drop = nn.Dropout(0.5)\n", "").replace("self.drop(self.fc(x))", "self.fc(x)"))
     assert not [f for f in plain.findings if f.code == "unsupported-construct"]
     assert "def train_step(net, opt_state, x, y):\n" in plain.output
@@ -1171,3 +1172,50 @@ def test_the_lbfgs_steps_are_pytorchs_until_pytorch_stops_early(tmp_path):
     assert t["g0"] > 1
     np.testing.assert_allclose(j["losses"][0], t["losses"][0], rtol=1e-12)
     assert abs(j["losses"][1] - t["losses"][1]) > 1e-3 * t["losses"][1]
+
+
+# --- the model's key comes from the root key torch.manual_seed makes (issue 10: as an Equinox user writes it) ---
+
+SEEDED = '''import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def main(seed):
+    torch.manual_seed(seed)
+    if seed >= 0:
+        model = Net()
+    return model
+
+
+def other():
+    model = Net()
+    print(model)
+'''
+
+
+@pytest.mark.skipif(importlib.util.find_spec("jax") is None or importlib.util.find_spec("equinox") is None,
+                    reason="needs jax and equinox")
+def test_model_key_is_split_from_the_root_key_in_its_scope():
+    import jax
+    import numpy as np
+
+    r = t2j(SEEDED)
+    assert not errors(r)
+    main = r.output.split("def main")[1].split("def other")[0]
+    assert "key, model_key = jax.random.split(key)\n        model = Net(key=model_key)" in main
+    assert "model = Net(key=jax.random.key(0))" in r.output.split("def other")[1]  # no root key in that scope
+    ns: dict = {}
+    exec(compile(r.output, "translated.py", "exec"), ns)
+    model = ns["main"](5)
+    expect = ns["Net"](key=jax.random.split(jax.random.key(5))[1])
+    assert np.array_equal(np.asarray(model.fc.weight), np.asarray(expect.fc.weight))
+    assert not np.array_equal(np.asarray(model.fc.weight), np.asarray(ns["main"](6).fc.weight))

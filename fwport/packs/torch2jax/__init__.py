@@ -19,12 +19,13 @@ import re
 
 from fwport.core.direction import Direction, Requirements, Spelling
 from fwport.core.names import SourceNames
-from fwport.packs.torch2jax import layers, ops  # noqa: F401  (registers the named transforms)
+from fwport.packs.torch2jax import layers, ops, vision  # noqa: F401  (registers the named transforms)
 from fwport.packs.torch2jax.passes import FINISH, PLANNERS
 from fwport.packs.torch2jax.registry import TRANSFORMS
 
-#: Top-level packages that make a file a PyTorch source.
-SOURCE_ROOTS = ("torch",)
+#: Top-level packages that make a file a PyTorch source (torchvision imports PyTorch: its data code is
+#: translated to numpy helpers, vision.py, and anything else of it is a no-rule error with GUIDANCE).
+SOURCE_ROOTS = ("torch", "torchvision")
 #: modules of other packages that hold PyTorch code (einops's layers as torch.nn.Modules)
 SOURCE_MODULES = ("einops.layers.torch",)
 
@@ -43,6 +44,8 @@ CODES = {
     "batch-axis": "per-example code: a dimension, size or view that involves the batch axis, which an "
                   "Equinox module (one example at a time) does not have",
     "key-added": "an explicit PRNG key was threaded where the source used PyTorch's global random state",
+    "no-download": "a torchvision dataset asked to download: the translation reads the files already on disk "
+                   "and has no downloader",
 }
 
 CODE_ADVICE = {
@@ -50,13 +53,27 @@ CODE_ADVICE = {
                    "batched and call it outside the module; an assumed batch axis (`view(-1, n)`) is a warning: "
                    "check that `n` is the size of one example."),
     "key-added": ("info", "Pass a key (`jax.random.key(seed)`, split per use) where the translated code asks for one."),
+    "no-download": ("warning", "Download the files once where the translated code reads them (torchvision's "
+                    "download=True in a PyTorch environment, or the dataset's site), or point root at an existing copy."),
+}
+
+#: what to write instead of torchvision APIs without a rule (the no-rule error's message)
+GUIDANCE = {
+    "torchvision.datasets": "only MNIST, FashionMNIST, CIFAR10 and CIFAR100 (files on disk in their documented "
+                            "formats) are translated; read other data with numpy (or PIL) into arrays and wrap them "
+                            "in ArrayDataset / an indexable class",
+    "torchvision.transforms": "only Compose, ToTensor, Normalize, Lambda, Pad, Resize (to the size the image has), "
+                              "RandomCrop and RandomHorizontalFlip are translated; write this step in numpy and call it "
+                              "through Lambda",
+    "torchvision.utils": "only save_image is translated (PNG); write the rest with numpy",
+    "torchvision": "torchvision imports PyTorch: models and ops need a JAX counterpart written or chosen by hand",
 }
 
 DIRECTION = Direction(
     name="torch2jax",
     summary="PyTorch (nn.Module, torch.optim) → JAX / Equinox / optax",
     source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, {}, modules=SOURCE_MODULES),
-    mentions=re.compile(r"\btorch\b"),
+    mentions=re.compile(r"\btorch(?:vision)?\b"),
     source_title="PyTorch",
     planners=PLANNERS,
     finish=FINISH,
@@ -76,6 +93,7 @@ DIRECTION = Direction(
     codes=CODES,
     code_advice=CODE_ADVICE,
     transforms=TRANSFORMS,
+    guidance=GUIDANCE,
     requirements=Requirements(source=frozenset({"torch", "torchvision", "torchaudio", "pytorch"}),
                               target="jax", conda={}, label="PyTorch"),
     command_help="Translate PyTorch source (nn.Module, torch.optim) to JAX with Equinox and optax.",

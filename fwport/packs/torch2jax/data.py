@@ -21,6 +21,7 @@ import libcst as cst
 
 from fwport.core.finding import Severity
 from fwport.core.names import scan
+from fwport.packs.torch2jax import vision
 from fwport.packs.torch2jax.ops import HELPERS
 
 _ARRAY_DATASET = '''
@@ -91,9 +92,10 @@ def load_pickled_arrays(path):
             return Unpickler(f).load()
 '''
 
-# name → its text; a helper's dependencies are written with it
-TEXTS = {"ArrayDataset": _ARRAY_DATASET, "NumpyLoader": _NUMPY_LOADER, "load_pickled_arrays": _LOAD_PICKLED_ARRAYS}
-DEPS = {"NumpyLoader": ("ArrayDataset",)}  # NumpyLoader tests isinstance(dataset, ArrayDataset)
+# name → its text; a helper's dependencies are written with it (vision.py: torchvision's datasets, transforms, save_image)
+TEXTS = {"ArrayDataset": _ARRAY_DATASET, "NumpyLoader": _NUMPY_LOADER, "load_pickled_arrays": _LOAD_PICKLED_ARRAYS,
+         **vision.TEXTS}
+DEPS = {"NumpyLoader": ("ArrayDataset",), **vision.DEPS}  # NumpyLoader tests isinstance(dataset, ArrayDataset)
 
 
 class _Refs(cst.CSTVisitor):
@@ -124,8 +126,9 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     todo |= {d for n in todo for d in DEPS.get(n, ()) if d not in refs.defined}
     if not todo:
         return module
-    spelled = {"np": ctx.spell_text("numpy.") , "jnp": ctx.spell_text("jax.numpy.")}
     order = [n for n in TEXTS if n in todo]  # dependencies first
+    used = "".join(TEXTS[n] for n in order)
+    spelled = {k: ctx.spell_text(v) if "{" + k + "}" in used else "" for k, v in (("np", "numpy."), ("jnp", "jax.numpy."))}
     text = "\n\n".join(TEXTS[n].strip("\n").format(**spelled) for n in order) + "\n"
     new = list(cst.parse_module(text).body)
     body = list(module.body)

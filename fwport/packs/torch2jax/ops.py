@@ -722,7 +722,8 @@ def expression(m, ctx):
 @call_transform("data-helper")
 def data_helper(m, ctx):
     """A call of a helper written into the output (``emit.target``, defined in data.py): the mapped
-    arguments as keywords, the source's ``*args`` positionally; ``emit.options.note`` an info finding."""
+    arguments as keywords, the source's ``*args`` positionally; ``emit.options.note`` an info finding,
+    ``emit.options.warning`` a warning (what the helper does not do, and what happens then)."""
     from fwport.core.finding import Severity
 
     name = m.rule.emit["target"]
@@ -730,6 +731,8 @@ def data_helper(m, ctx):
     opts = _options(m)
     if opts.get("note"):
         ctx.report(Severity.INFO, "idiom-replaced", opts["note"], m.node, m.rule)
+    if opts.get("warning"):
+        ctx.report(Severity.WARNING, "unsupported-construct", opts["warning"], m.node, m.rule)
     args = [cst.Arg(v) for v in m.bound.varargs]
     positional = opts.get("positional", [])
     for p in positional:

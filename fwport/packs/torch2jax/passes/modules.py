@@ -722,7 +722,8 @@ class _Instances(cst.CSTVisitor):
                                 f"[{node.func.value}(key=k) for k in jax.random.split(key, n)])", node)
                 return
             self.ctx.report(Severity.INFO, "key-added", f"{node.func.value}(...) draws its initial parameters from "
-                            "a key: given key=jax.random.key(0); pass your own to vary the initialisation", node)
+                            "a key: given one split from the scope's root key where torch.manual_seed made one above it, "
+                            "else key=jax.random.key(0); pass your own to vary the initialisation", node)
 
 
 def _drawing_methods(methods: dict[str, cst.FunctionDef], ctx, skip: set[str]) -> tuple[set[str], dict[str, int]]:
@@ -1588,9 +1589,12 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     body, made = _model_builders(body, ctx, keyed, stateful, set(outside["builders"]))
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
         root = f"{ctx.spell_text('jax.random.key')}(0)"
-        adder = _RootKey(frozenset(keyed), root, frozenset(stateful), ctx.spell_text("equinox.nn.make_with_state"))
+        adder = _RootKey(frozenset(keyed), root, frozenset(stateful), ctx.spell_text("equinox.nn.make_with_state"),
+                         ctx.spell_text("jax.random.key"), ctx.spell_text("jax.random.split"))
         body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in made
                 else rewrite(s, adder) for s in body]
+        # a top-level `model = Net()` under a module-level root key comes back as two statements (the split, the call)
+        body = [n for s in body for n in (s.nodes if isinstance(s, cst.FlattenSentinel) else (s,))]
     return module.with_changes(body=body)
 
 
@@ -1695,11 +1699,60 @@ def _model_builders(body: list, ctx, keyed: set[str], stateful: set[str], builde
 
 class _RootKey(cst.CSTTransformer):
     """``model = Net()`` → ``model = Net(key=jax.random.key(0))``; for a module with state
-    ``model, state = eqx.nn.make_with_state(Net)(key=...)``."""
+    ``model, state = eqx.nn.make_with_state(Net)(key=...)``. Where the scope already holds the root key
+    (``key = jax.random.key(seed)``, torch.manual_seed's translation, earlier in the function or module, in
+    this block or one around it), the instance's key is split from it as an Equinox user writes it:
+    ``key, model_key = jax.random.split(key)`` above ``model = Net(key=model_key)``."""
 
-    def __init__(self, classes: frozenset[str], root: str, stateful: frozenset[str] = frozenset(), make: str = ""):
+    def __init__(self, classes: frozenset[str], root: str, stateful: frozenset[str] = frozenset(), make: str = "",
+                 key_fn: str = "", split: str = ""):
         super().__init__()
         self.classes, self.root, self.stateful, self.make = classes, root, stateful, make
+        self.key_fn, self.split = key_fn, split
+        self.marks: list[bool] = [False]  # per open block: a root key was bound in it (above the statement)
+        self.scopes: list[int] = [0]  # index in marks where each open function's blocks start
+        self.target: list[str | None] = []  # per open statement: the name a plain `name = ...` binds
+        self.pending: list[str] = []  # sub-key names the statement being left must split first
+
+    def visit_IndentedBlock(self, node) -> None:
+        self.marks.append(False)
+
+    def leave_IndentedBlock(self, original, updated):
+        self.marks.pop()
+        return updated
+
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.append(len(self.marks))
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    visit_Lambda = visit_FunctionDef
+    leave_Lambda = leave_FunctionDef
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        st = node.body[0] if len(node.body) == 1 else None
+        plain = isinstance(st, cst.Assign) and len(st.targets) == 1 and isinstance(st.targets[0].target, cst.Name)
+        self.target.append(st.targets[0].target.value if plain else None)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        self.target.pop()
+        st = original.body[0] if len(original.body) == 1 else None
+        if self.key_fn and isinstance(st, cst.Assign) and len(st.targets) == 1 \
+                and isinstance(st.targets[0].target, cst.Name) and st.targets[0].target.value == "key" \
+                and isinstance(st.value, cst.Call) and code(st.value.func) == self.key_fn:
+            self.marks[-1] = True
+        if not self.pending:
+            return updated
+        names, self.pending = self.pending, []
+        splits = [cst.parse_statement(f"key, {n} = {self.split}(key)\n") for n in names]
+        splits[0] = splits[0].with_changes(leading_lines=updated.leading_lines)  # the blank lines above stay above
+        return cst.FlattenSentinel([*splits, updated.with_changes(leading_lines=())])
+
+    def _seeded(self) -> bool:
+        return bool(self.key_fn) and any(self.marks[self.scopes[-1]:]) and bool(self.target) \
+            and self.target[-1] is not None and not self.pending
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
         v = updated.value
@@ -1713,8 +1766,13 @@ class _RootKey(cst.CSTTransformer):
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
         if isinstance(original.func, cst.Name) and original.func.value in self.classes \
                 and not any(a.keyword and a.keyword.value == "key" for a in original.args):
+            key = cst.parse_expression(self.root)
+            if self._seeded():  # one instance per statement takes a key split from the root key
+                name = f"{self.target[-1]}_key"
+                self.pending.append(name)
+                key = cst.Name(name)
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in updated.args]
-            return updated.with_changes(args=[*args, cst.Arg(cst.parse_expression(self.root), keyword=cst.Name("key"),
+            return updated.with_changes(args=[*args, cst.Arg(key, keyword=cst.Name("key"),
                                                              equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         return updated
 
