@@ -1,13 +1,17 @@
-"""Plain rendering (text only, no positions) of the node types translation renders most, at a
-fraction of libcst's cost.
+"""Rendering of the node types translation renders most, at a fraction of libcst's cost.
 
 libcst renders a node through ``_codegen`` → ``_codegen_impl`` with a generator-based context
 manager around most nodes (``_parenthesize``, ``record_syntactic_position``), which is most of what
 a render costs. :func:`emit` writes the same tokens, in the same order, for the node types listed
 in ``_EMIT`` (exact types: a subclass is libcst's to render), each function the counterpart of that
 type's ``_codegen_impl`` in libcst 1.x without the position bookkeeping; any other node is rendered
-by libcst itself (its children then by libcst too). Used by :func:`fwport.core.position.render` for
-its plain state only; ``tests/test_codegen.py`` checks it against libcst on whole corpora.
+by libcst itself (its children then by libcst too). The tokens are libcst's, one for one.
+
+A state whose ``starts`` is a dict (``fwport.core.position._Marks``) also gets, for every node whose
+``_codegen_impl`` calls ``record_syntactic_position``, the index of the token it starts at, noted
+where libcst's call would note it, and in ``spans`` (start, end) for the node types in its
+``spanned``; a plain state has ``starts = None``. ``tests/test_codegen.py`` checks tokens, starts
+and spans against libcst's on the fixtures.
 """
 from __future__ import annotations
 
@@ -55,10 +59,26 @@ def _value(node, state) -> None:  # SimpleWhitespace, Comment
 def _atom(node, state) -> None:  # Name, Integer, Float, SimpleString
     if node.lpar:
         _lpar(node, state)
+        if state.starts is not None:
+            state.starts[id(node)] = len(state.tokens)
         state.tokens.append(node.value)
         _rpar(node, state)
     else:
+        if state.starts is not None:
+            state.starts[id(node)] = len(state.tokens)
         state.tokens.append(node.value)
+
+
+def _mark(node, state) -> None:
+    """Where libcst's ``record_syntactic_position(node)`` opens (the node's start)."""
+    if state.starts is not None:
+        state.starts[id(node)] = len(state.tokens)
+
+
+def _span(node, state, start: int) -> None:
+    """Where it closes, for the node types whose line span is kept."""
+    if state.starts is not None and node.__class__ in state.spanned:
+        state.spans[id(node)] = (start, len(state.tokens))
 
 
 def _newline(node: cst.Newline, state) -> None:
@@ -84,12 +104,15 @@ def _empty_line(node: cst.EmptyLine, state) -> None:
 
 def _one_token_op(node, state) -> None:  # Comma, Dot, Add, Equal, ...
     emit(node.whitespace_before, state)
+    if state.starts is not None:
+        state.starts[id(node)] = len(state.tokens)
     state.tokens.append(node._get_token())
     emit(node.whitespace_after, state)
 
 
 def _attribute(node: cst.Attribute, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.value, state)
     emit(node.dot, state)
     emit(node.attr, state)
@@ -98,6 +121,7 @@ def _attribute(node: cst.Attribute, state) -> None:
 
 def _call(node: cst.Call, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.func, state)
     emit(node.whitespace_after_func, state)
     state.tokens.append("(")
@@ -115,6 +139,8 @@ def _call(node: cst.Call, state) -> None:
 
 def _arg(node: cst.Arg, state, default_comma: bool = False) -> None:
     tokens = state.tokens
+    start = len(tokens)
+    _mark(node, state)
     tokens.append(node.star)
     emit(node.whitespace_after_star, state)
     keyword = node.keyword
@@ -126,6 +152,7 @@ def _arg(node: cst.Arg, state, default_comma: bool = False) -> None:
     elif isinstance(equal, cst.AssignEqual):
         emit(equal, state)
     emit(node.value, state)
+    _span(node, state, start)
     comma = node.comma
     if comma is _DEFAULT and default_comma:
         tokens.append(", ")
@@ -144,7 +171,10 @@ def _comma_of(node, state, default_comma: bool, default_comma_whitespace: bool) 
 
 
 def _element(node: cst.Element, state, default_comma: bool = False, default_comma_whitespace: bool = False) -> None:
+    start = len(state.tokens)
+    _mark(node, state)
     emit(node.value, state)
+    _span(node, state, start)
     _comma_of(node, state, default_comma, default_comma_whitespace)
 
 
@@ -166,6 +196,7 @@ def _elements(elements, state, single_comma: bool) -> None:
 
 def _list(node: cst.List, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.lbracket, state)
     _elements(node.elements, state, False)
     emit(node.rbracket, state)
@@ -174,6 +205,7 @@ def _list(node: cst.List, state) -> None:
 
 def _tuple(node: cst.Tuple, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     _elements(node.elements, state, True)
     _rpar(node, state)
 
@@ -194,6 +226,7 @@ _BRACKETS = {cst.LeftSquareBracket: "[", cst.RightSquareBracket: "]", cst.LeftCu
 
 def _subscript(node: cst.Subscript, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.value, state)
     emit(node.whitespace_after_value, state)
     emit(node.lbracket, state)
@@ -201,6 +234,7 @@ def _subscript(node: cst.Subscript, state) -> None:
     last = len(slices) - 1
     for i, s in enumerate(slices):
         if s.__class__ is cst.SubscriptElement:
+            _mark(s, state)
             emit(s.slice, state)
             comma = s.comma
             if comma is _DEFAULT and i != last:
@@ -223,6 +257,7 @@ def _index(node: cst.Index, state) -> None:
 
 def _binary(node: cst.BinaryOperation, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.left, state)
     emit(node.operator, state)
     emit(node.right, state)
@@ -231,6 +266,7 @@ def _binary(node: cst.BinaryOperation, state) -> None:
 
 def _unary(node: cst.UnaryOperation, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.operator, state)
     emit(node.expression, state)
     _rpar(node, state)
@@ -238,6 +274,7 @@ def _unary(node: cst.UnaryOperation, state) -> None:
 
 def _comparison(node: cst.Comparison, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.left, state)
     for c in node.comparisons:
         emit(c, state)
@@ -251,11 +288,13 @@ def _comparison_target(node: cst.ComparisonTarget, state) -> None:
 
 def _dict(node: cst.Dict, state) -> None:
     _lpar(node, state)
+    _mark(node, state)
     emit(node.lbrace, state)
     elements = node.elements
     last = len(elements) - 1
     for i, el in enumerate(elements):
         if el.__class__ is cst.DictElement:
+            _mark(el, state)
             emit(el.key, state)
             emit(el.whitespace_before_colon, state)
             state.tokens.append(":")
@@ -280,13 +319,16 @@ def _semicolon(node, state, default_semicolon: bool) -> None:
 
 
 def _expr(node: cst.Expr, state, default_semicolon: bool = False) -> None:
+    _mark(node, state)
     emit(node.value, state)
     _semicolon(node, state, default_semicolon)
 
 
 def _assign(node: cst.Assign, state, default_semicolon: bool = False) -> None:
+    _mark(node, state)
     for t in node.targets:
         if t.__class__ is cst.AssignTarget:
+            _mark(t, state)
             emit(t.target, state)
             emit(t.whitespace_before_equal, state)
             state.tokens.append("=")
@@ -298,6 +340,7 @@ def _assign(node: cst.Assign, state, default_semicolon: bool = False) -> None:
 
 
 def _aug_assign(node: cst.AugAssign, state, default_semicolon: bool = False) -> None:
+    _mark(node, state)
     emit(node.target, state)
     emit(node.operator, state)
     emit(node.value, state)
@@ -305,6 +348,7 @@ def _aug_assign(node: cst.AugAssign, state, default_semicolon: bool = False) -> 
 
 
 def _return(node: cst.Return, state, default_semicolon: bool = False) -> None:
+    _mark(node, state)
     state.tokens.append("return")
     ws = node.whitespace_after_return
     value = node.value
@@ -319,6 +363,7 @@ def _return(node: cst.Return, state, default_semicolon: bool = False) -> None:
 
 
 def _pass(node: cst.Pass, state, default_semicolon: bool = False) -> None:
+    _mark(node, state)
     state.tokens.append("pass")
     _semicolon(node, state, default_semicolon)
 
@@ -331,6 +376,8 @@ def _simple_statement_line(node: cst.SimpleStatementLine, state) -> None:
     for ll in node.leading_lines:
         emit(ll, state)
     state.tokens.extend(state.indent_tokens)
+    start = len(state.tokens)
+    _mark(node, state)
     body = node.body
     if body:
         last = len(body) - 1
@@ -342,6 +389,7 @@ def _simple_statement_line(node: cst.SimpleStatementLine, state) -> None:
                 f(s, state, i != last)
     else:
         state.tokens.append("pass")
+    _span(node, state, start)
     emit(node.trailing_whitespace, state)
 
 
@@ -350,10 +398,14 @@ def _indented_block(node: cst.IndentedBlock, state) -> None:
     indent = node.indent
     state.indent_tokens.append(state.default_indent if indent is None else indent)
     if node.body:
+        start = len(state.tokens)
         for s in node.body:
             emit(s, state)
+        if state.starts is not None:  # it starts where its first statement does
+            state.starts[id(node)] = state.starts.get(id(node.body[0]), start)
     else:  # an empty block renders as `pass`
         state.tokens.extend(state.indent_tokens)
+        _mark(node, state)
         state.tokens.append("pass")
         state.tokens.append(state.default_newline)
     for f in node.footer:
@@ -375,6 +427,7 @@ def _decorator(node: cst.Decorator, state) -> None:
     for ll in node.leading_lines:
         emit(ll, state)
     state.tokens.extend(state.indent_tokens)
+    _mark(node, state)
     state.tokens.append("@")
     emit(node.whitespace_after_at, state)
     emit(node.decorator, state)
@@ -384,6 +437,8 @@ def _decorator(node: cst.Decorator, state) -> None:
 def _function_def(node: cst.FunctionDef, state) -> None:
     _decorated_start(node, state)
     tokens = state.tokens
+    start = len(tokens)
+    _mark(node, state)
     if node.asynchronous is not None:
         emit(node.asynchronous, state)
     tokens.append("def")
@@ -402,11 +457,14 @@ def _function_def(node: cst.FunctionDef, state) -> None:
     emit(node.whitespace_before_colon, state)
     tokens.append(":")
     emit(node.body, state)
+    _span(node, state, start)
 
 
 def _class_def(node: cst.ClassDef, state) -> None:
     _decorated_start(node, state)
     tokens = state.tokens
+    start = len(tokens)
+    _mark(node, state)
     tokens.append("class")
     emit(node.whitespace_after_class, state)
     emit(node.name, state)
@@ -437,12 +495,15 @@ def _class_def(node: cst.ClassDef, state) -> None:
     emit(node.whitespace_before_colon, state)
     tokens.append(":")
     emit(node.body, state)
+    _span(node, state, start)
 
 
 def _if(node: cst.If, state, is_elif: bool = False) -> None:
     for ll in node.leading_lines:
         emit(ll, state)
     state.tokens.extend(state.indent_tokens)
+    start = len(state.tokens)
+    _mark(node, state)
     state.tokens.append("elif" if is_elif else "if")
     emit(node.whitespace_before_test, state)
     emit(node.test, state)
@@ -457,16 +518,20 @@ def _if(node: cst.If, state, is_elif: bool = False) -> None:
             orelse._codegen(state, is_elif=True)
         else:
             emit(orelse, state)
+    _span(node, state, start)
 
 
 def _else(node: cst.Else, state) -> None:
     for ll in node.leading_lines:
         emit(ll, state)
     state.tokens.extend(state.indent_tokens)
+    start = len(state.tokens)
+    _mark(node, state)
     state.tokens.append("else")
     emit(node.whitespace_before_colon, state)
     state.tokens.append(":")
     emit(node.body, state)
+    _span(node, state, start)
 
 
 def _for(node: cst.For, state) -> None:
@@ -474,6 +539,8 @@ def _for(node: cst.For, state) -> None:
         emit(ll, state)
     tokens = state.tokens
     tokens.extend(state.indent_tokens)
+    start = len(tokens)
+    _mark(node, state)
     if node.asynchronous is not None:
         emit(node.asynchronous, state)
     tokens.append("for")
@@ -488,6 +555,7 @@ def _for(node: cst.For, state) -> None:
     emit(node.body, state)
     if node.orelse is not None:
         emit(node.orelse, state)
+    _span(node, state, start)
 
 
 def _parameters(node: cst.Parameters, state) -> None:
@@ -531,6 +599,7 @@ def _param(node: cst.Param, state, default_star: str, default_comma: bool) -> No
         node._codegen(state, default_star=default_star, default_comma=default_comma)
         return
     tokens = state.tokens
+    _mark(node, state)
     star = node.star
     if isinstance(star, cst.MaybeSentinel):
         star = default_star

@@ -117,6 +117,8 @@ class PlainState(CodegenState):
     """libcst's code generation state, without the generator-based context manager libcst opens
     around every node for position providers (text only, several times fewer calls)."""
 
+    starts = None  # (fwport.core.codegen.emit notes no positions)
+
     def record_syntactic_position(self, node, *, start_node=None, end_node=None):
         return _NO_POSITION
 
@@ -137,6 +139,8 @@ class _Marks(PlainState):
     """A plain render that notes, for every node, the index of the token it starts at (and for the
     spanned ones, where it ends): lines and columns are worked out from the text only for the nodes
     asked about (a render that counts lines at every token costs several times as much)."""
+
+    spanned = _SPANNED
 
     def __init__(self, module: cst.Module):
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
@@ -176,7 +180,7 @@ class _Statement:
 
     def __init__(self, module: cst.Module, node: cst.CSTNode):
         state = _Marks(module)
-        node._codegen(state)
+        emit(node, state)
         self.node = node  # held: the cache is keyed by id
         self.tokens = state.tokens
         self.text = "".join(state.tokens)
