@@ -22,6 +22,7 @@ SNIPPETS = [
     "class D: pass\nclass E(): pass\n",
     "t = (1,); u = 1, 2; v = [1, *w]; z = {'a': 1, **q}; s = {1, 2}\n",
     "x = a[1:2, ::3, b][c]\ny = not a and (b or -c) is not d < e\nz += f'{a!r}' 'b'\n",
+    "x = a[1:, :2, ::, ...] if ~+b else (-c)\ny = f(\n    a,  # x\n\n    b,\n)\n",
     "for i in range(3):\n    continue\nelse:\n    break\n",
     "with open(a) as f, open(b) as g:\n    pass\n",
     "x = (  # comment\n    a +\n    b\n)\n",

@@ -110,6 +110,58 @@ def _one_token_op(node, state) -> None:  # Comma, Dot, Add, Equal, ...
     emit(node.whitespace_after, state)
 
 
+def _unary_op(node, state) -> None:  # Minus, Plus, BitInvert, Not
+    state.tokens.append(node._get_token())
+    emit(node.whitespace_after, state)
+
+
+def _parenthesized_whitespace(node: cst.ParenthesizedWhitespace, state) -> None:
+    emit(node.first_line, state)
+    for line in node.empty_lines:
+        emit(line, state)
+    if node.indent:
+        state.tokens.extend(state.indent_tokens)
+    emit(node.last_line, state)
+
+
+def _ellipsis(node: cst.Ellipsis, state) -> None:
+    _lpar(node, state)
+    _mark(node, state)
+    state.tokens.append("...")
+    _rpar(node, state)
+
+
+def _slice(node: cst.Slice, state) -> None:
+    if node.lower is not None:
+        emit(node.lower, state)
+    emit(node.first_colon, state)
+    if node.upper is not None:
+        emit(node.upper, state)
+    second_colon = node.second_colon
+    if second_colon is _DEFAULT and node.step is not None:
+        state.tokens.append(":")
+    elif isinstance(second_colon, cst.Colon):
+        emit(second_colon, state)
+    if node.step is not None:
+        emit(node.step, state)
+
+
+def _if_exp(node: cst.IfExp, state) -> None:
+    _lpar(node, state)
+    _mark(node, state)
+    tokens = state.tokens
+    emit(node.body, state)
+    emit(node.whitespace_before_if, state)
+    tokens.append("if")
+    emit(node.whitespace_after_if, state)
+    emit(node.test, state)
+    emit(node.whitespace_before_else, state)
+    tokens.append("else")
+    emit(node.whitespace_after_else, state)
+    emit(node.orelse, state)
+    _rpar(node, state)
+
+
 def _attribute(node: cst.Attribute, state) -> None:
     _lpar(node, state)
     _mark(node, state)
@@ -633,7 +685,10 @@ _EMIT: dict[type, Callable] = {
     cst.RightSquareBracket: _closing_bracket, cst.RightCurlyBrace: _closing_bracket,
     cst.Attribute: _attribute, cst.Call: _call, cst.Arg: _arg, cst.Element: _element,
     cst.List: _list, cst.Tuple: _tuple, cst.Subscript: _subscript, cst.Index: _index,
-    cst.BinaryOperation: _binary, cst.UnaryOperation: _unary, cst.Comparison: _comparison,
+    cst.BinaryOperation: _binary, cst.BooleanOperation: _binary,
+    cst.Minus: _unary_op, cst.Plus: _unary_op, cst.BitInvert: _unary_op, cst.Not: _unary_op,
+    cst.ParenthesizedWhitespace: _parenthesized_whitespace, cst.Ellipsis: _ellipsis, cst.Slice: _slice,
+    cst.IfExp: _if_exp, cst.UnaryOperation: _unary, cst.Comparison: _comparison,
     cst.ComparisonTarget: _comparison_target, cst.Dict: _dict,
     cst.SimpleStatementLine: _simple_statement_line, cst.IndentedBlock: _indented_block,
     cst.Decorator: _decorator, cst.FunctionDef: _function_def, cst.ClassDef: _class_def,
