@@ -15,7 +15,7 @@ and spans against libcst's on the fixtures.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Sequence
 
 import libcst as cst
 from libcst._nodes.op import _BaseOneTokenOp
@@ -420,8 +420,68 @@ def _pass(node: cst.Pass, state, default_semicolon: bool = False) -> None:
     _semicolon(node, state, default_semicolon)
 
 
+def _import_alias(node: cst.ImportAlias, state, default_comma: bool = False) -> None:
+    _mark(node, state)
+    emit(node.name, state)
+    if node.asname is not None:
+        emit(node.asname, state)
+    comma = node.comma
+    if comma is _DEFAULT and default_comma:
+        state.tokens.append(", ")
+    elif isinstance(comma, cst.Comma):
+        emit(comma, state)
+
+
+def _import_names(names, state) -> None:
+    last = len(names) - 1
+    for i, name in enumerate(names):
+        if name.__class__ is cst.ImportAlias:
+            _import_alias(name, state, i != last)
+        else:
+            name._codegen(state, default_comma=(i != last))
+
+
+def _import(node: cst.Import, state, default_semicolon: bool = False) -> None:
+    _mark(node, state)
+    state.tokens.append("import")
+    emit(node.whitespace_after_import, state)
+    _import_names(node.names, state)
+    _semicolon(node, state, default_semicolon)
+
+
+def _import_from(node: cst.ImportFrom, state, default_semicolon: bool = False) -> None:
+    _mark(node, state)
+    tokens = state.tokens
+    tokens.append("from")
+    emit(node.whitespace_after_from, state)
+    for dot in node.relative:
+        emit(dot, state)
+    if node.module is not None:
+        emit(node.module, state)
+    emit(node.whitespace_before_import, state)
+    tokens.append("import")
+    emit(node.whitespace_after_import, state)
+    if node.lpar is not None:
+        emit(node.lpar, state)
+    names = node.names
+    if isinstance(names, Sequence):
+        _import_names(names, state)
+    if isinstance(names, cst.ImportStar):
+        emit(names, state)
+    if node.rpar is not None:
+        emit(node.rpar, state)
+    _semicolon(node, state, default_semicolon)
+
+
+def _as_name(node: cst.AsName, state) -> None:
+    emit(node.whitespace_before_as, state)
+    state.tokens.append("as")
+    emit(node.whitespace_after_as, state)
+    emit(node.name, state)
+
+
 _SMALL: dict[type, Callable] = {cst.Expr: _expr, cst.Assign: _assign, cst.AugAssign: _aug_assign,
-                                cst.Return: _return, cst.Pass: _pass}
+                                cst.Return: _return, cst.Pass: _pass, cst.Import: _import, cst.ImportFrom: _import_from}
 
 
 def _simple_statement_line(node: cst.SimpleStatementLine, state) -> None:
@@ -694,6 +754,7 @@ _EMIT: dict[type, Callable] = {
     cst.Decorator: _decorator, cst.FunctionDef: _function_def, cst.ClassDef: _class_def,
     cst.If: _if, cst.Else: _else, cst.For: _for, cst.Parameters: _parameters,
     cst.Expr: _expr, cst.Assign: _assign, cst.AugAssign: _aug_assign, cst.Return: _return, cst.Pass: _pass,
+    cst.Import: _import, cst.ImportFrom: _import_from, cst.ImportAlias: _import_alias, cst.AsName: _as_name,
 }
 # every one-token operator whose _codegen_impl is the base class's (whitespace, token, whitespace)
 _EMIT.update({c: _one_token_op for c in vars(cst).values()
