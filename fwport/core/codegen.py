@@ -24,7 +24,7 @@ _DEFAULT = cst.MaybeSentinel.DEFAULT
 
 
 def emit(node: cst.CSTNode, state) -> None:
-    """Append ``node``'s tokens to ``state.tokens`` (a plain CodegenState: positions are not recorded)."""
+    """Append ``node``'s tokens to ``state.tokens`` (and its marks, for a state that keeps them)."""
     f = _EMIT.get(node.__class__)
     if f is None:
         node._codegen(state)
