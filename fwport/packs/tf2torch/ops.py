@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
-from fwport.core.engine import _atom, build_call
+from fwport.core.engine import _atom, build_call, expr
 from fwport.core.position import render
 from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
@@ -25,7 +25,7 @@ def _code(node: cst.CSTNode) -> str:
 
 
 def _e(text: str) -> cst.BaseExpression:
-    return cst.parse_expression(text)
+    return expr(text)
 
 
 def _atom_code(node: cst.BaseExpression) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.engine import expr
 from fwport.core.position import render
 from fwport.packs.tf2torch.registry import value_transform
 
 
 def _number(value: float) -> cst.BaseExpression:
-    text = repr(float(value))
-    return cst.parse_expression(text)
+    return expr(repr(float(value)))
 
 
 @value_transform("one-minus")

@@ -52,7 +52,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
-from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call,
+from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call, statement,
                                 translate_layer)
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
@@ -2934,7 +2934,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             code_by_helper.setdefault(k, []).extend(c for c in v if c not in code_by_helper.get(k, []))
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in code_by_helper and i not in builders:
-            classes = [cst.parse_statement(c) for c in code_by_helper[stmt.name.value]]
+            classes = [statement(c) for c in code_by_helper[stmt.name.value]]
             classes = [c.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]) for c in classes]
             classes[0] = classes[0].with_changes(leading_lines=_two_blank(stmt.leading_lines) if i else stmt.leading_lines)
             builders[i] = classes if stmt.name.value in replaced else [*classes, stmt.with_changes(
@@ -2977,7 +2977,7 @@ def _parts(plan: _Plan, stmts: list):
         role = plan.roles.get(i, "keep")
         stmt = _clean(stmt)
         for line in plan.init_lines.get(i, []):
-            init.append(cst.parse_statement(line + "\n"))
+            init.append(statement(line + "\n"))
         if role == "config":
             init.append(stmt)
         elif role == "input":
@@ -3001,12 +3001,12 @@ def _parts(plan: _Plan, stmts: list):
         if part:
             part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
     if plan.entry_lines:
-        forward = [cst.parse_statement(line + "\n") for line in plan.entry_lines] + forward
+        forward = [statement(line + "\n") for line in plan.entry_lines] + forward
     if plan.input_note and forward:
         note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
         forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
     ret = plan.returns[0] if len(plan.returns) == 1 else ", ".join(plan.returns)
-    forward.append(cst.parse_statement(f"return {ret}\n"))
+    forward.append(statement(f"return {ret}\n"))
     return init, forward
 
 
@@ -3060,7 +3060,7 @@ def _model_statement(stmt, plan: _Plan, new_call: str):
         text = f"return {new_call}\n"
     if text is None:
         text = f"{new_call}\n"
-    new = cst.parse_statement(text)
+    new = statement(text)
     return new.with_changes(leading_lines=stmt.leading_lines, trailing_whitespace=stmt.trailing_whitespace)
 
 

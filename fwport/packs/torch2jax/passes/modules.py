@@ -25,7 +25,7 @@ import re
 
 import libcst as cst
 
-from fwport.core.engine import code, literal_value
+from fwport.core.engine import code, literal_value, statement
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
@@ -1034,7 +1034,7 @@ class _Inits(cst.CSTTransformer):
         rest = parts[2:] if self.root == "self" else parts[1:]
         if rest:
             value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(rest)}, {field}, {value})")
-        return updated.with_changes(body=[cst.parse_statement(f"{field} = {value}\n").body[0]])
+        return updated.with_changes(body=[statement(f"{field} = {value}\n").body[0]])
 
 
 def _statements(block) -> list:
@@ -2150,7 +2150,7 @@ def _split_line(n: int, ctx, optional: bool) -> cst.SimpleStatementLine:
     value = f"{split}(key)" if n == 2 else f"{split}(key, {n})"
     if optional:
         value += f" if key is not None else ({', '.join(['None'] * n)})"
-    return cst.parse_statement(f"{targets} = {value}\n")
+    return statement(f"{targets} = {value}\n")
 
 
 def _docstring_end(body) -> int:
@@ -2230,7 +2230,7 @@ def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: b
             # iteration, as PyTorch's generator moves on
             s = rewrite(s, _LoopKeys(ctx, not plan.get("key_required")))
         body.append(s)
-    lines = [cst.parse_statement(f"{name}: {ann}\n") for name, ann in fields.items()]
+    lines = [statement(f"{name}: {ann}\n") for name, ann in fields.items()]
     if lines:
         at = _docstring_end(body)
         rest = body[at:]
