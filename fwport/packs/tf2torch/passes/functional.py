@@ -79,6 +79,17 @@ def _lit_of(call: cst.Call, name: str, position: int = -1):
     return NOT_LITERAL if node is None else literal_value(node, NOT_LITERAL)
 
 
+def _string_key(node) -> str | None:
+    """The key of ``{"a": ...}`` / ``inputs["a"]`` when it is a literal string."""
+    value = literal_value(node, NOT_LITERAL) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+    return value if isinstance(value, str) else None
+
+
+def _key_code(key: str) -> str:
+    """A dict key as code, double-quoted as Keras code writes it."""
+    return f'"{key}"' if '"' not in key and "\\" not in key and key.isprintable() else repr(key)
+
+
 def _rnn_call_args(call: cst.Call) -> tuple | None:
     """(input, initial state or None) of a recurrent layer's call written ``layer(x)``, ``layer(x, s)`` or
     ``layer(x, initial_state=s)``; None for any other argument (mask=, training=, constants=)."""
@@ -608,6 +619,10 @@ class _Builder:
         self.known_ints: dict[str, object] = {}
         self.loop_ints: dict[str, object] = {}
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
+        # `inputs = {"a": keras.Input(...)}`: name → {key: the input's name in self.inputs}
+        self.input_dicts: dict[str, dict[str, str]] = {}
+        # a model given a dict of inputs: (forward's parameter, {key: input name}, the names bound from it)
+        self.dict_input: tuple[str, dict[str, str], bool] | None = None
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
@@ -1090,7 +1105,8 @@ class _Builder:
             if r == "keep":
                 keep_names |= _names_in(stmts[i])
         keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
-        plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
+        params = [self.dict_input[0]] if self.dict_input else list(self.inputs)
+        plan = _Plan(self.path, class_name, roles, init_lines, params, returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
                      carried=self.carried)
@@ -1395,6 +1411,19 @@ class _Builder:
             if q == INPUT:
                 self._input(target, value)
                 return "input"
+            if isinstance(value, cst.Dict) and value.elements and all(
+                    isinstance(e, cst.DictElement) and _string_key(e.key) is not None and isinstance(e.value, cst.Call)
+                    and self.ctx.imports.resolve(e.value.func) == INPUT for e in value.elements):
+                # `inputs = {"a": keras.Input(...), ...}`: the model is called with a dict, read as inputs["a"]
+                keys = {}
+                for e in value.elements:
+                    key = _string_key(e.key)
+                    keys[key] = f"{target}[{_key_code(key)}]"  # no name of the code: read by subscript
+                    self._input(keys[key], e.value)
+                self.input_dicts[target] = keys
+                self.env[target] = _Layer(value, None, "dict", var=target)  # not a tensor: refused elsewhere
+                self.env[target].op = _Op("dict", False)
+                return "input"
             if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
                     isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
                     and isinstance(self.env.get(e.value.value), _Tensor) for e in value.elements):
@@ -1627,6 +1656,16 @@ class _Builder:
                 self.carried.setdefault(node.value, self._value_attr(node.value))
                 self.replace[id(node)] = expr(f"self.{self.carried[node.value]}")
             return None
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) \
+                and node.value.value in self.input_dicts:
+            # inputs["a"] of a dict of keras.Input: forward reads its dict parameter the same way
+            keys = self.input_dicts[node.value.value]
+            s = node.slice[0].slice if len(node.slice) == 1 else None
+            key = _string_key(s.value) if isinstance(s, cst.Index) else None
+            if key not in keys:
+                raise _Refused(node, f"{code(node)}: fwport reads a dict of keras.Input by its literal keys "
+                                     f"({', '.join(repr(k) for k in keys)})")
+            return self.inputs[keys[key]]
         if isinstance(node, cst.Call):
             out = self._call(node)
             if isinstance(out, _Multi) and not self.unpacking:
@@ -2364,14 +2403,36 @@ class _Builder:
             ins = self.lists[ins.value]
         if isinstance(outs, cst.Name) and outs.value in self.lists:
             outs = self.lists[outs.value]
-        in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
         order = []
-        for it in in_items:
-            if not isinstance(it, cst.Name) or it.value not in self.inputs:
-                self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...) "
-                               "(a dict of inputs is not followed yet)")
-                return None
-            order.append(it.value)
+        if isinstance(ins, cst.Name) and ins.value in self.input_dicts:
+            # keras.Model(inputs=inputs) of `inputs = {"a": keras.Input(...)}`: forward takes that dict
+            keys = self.input_dicts[ins.value]
+            self.dict_input = (ins.value, keys, False)
+            order = list(keys.values())
+        elif isinstance(ins, cst.Dict):
+            # keras.Model(inputs={"a": a, ...}): forward takes the dict and binds the source's names from it
+            keys = {}
+            for e in ins.elements:
+                key = _string_key(e.key) if isinstance(e, cst.DictElement) else None
+                if key is None or not isinstance(e.value, cst.Name) or e.value.value not in self.inputs \
+                        or e.value.value in keys.values():
+                    self.error(e, f"{code(e).strip().rstrip(',')}: a dict of inputs of keras.Model is followed "
+                                  "with literal string keys, each naming a keras.Input(...) of the model once")
+                    return None
+                keys[key] = e.value.value
+            taken = set(self.env) | set(self.local) | set(self.inputs)
+            param = next(p for p in ("inputs", "input_dict", "model_inputs", "inputs_") if p not in taken)
+            self.dict_input = (param, keys, True)
+            order = list(keys.values())
+        else:
+            in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
+            for it in in_items:
+                if not isinstance(it, cst.Name) or it.value not in self.inputs:
+                    self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...), "
+                                   "a dict of them ({'a': a, ...}) or a name bound to a dict literal of keras.Input "
+                                   "calls; fwport does not follow this value")
+                    return None
+                order.append(it.value)
         if set(order) != set(self.inputs):
             self.error(ins, "keras.Input tensors that are not inputs of the model")
             return None
@@ -2519,10 +2580,16 @@ class _Builder:
         loops that feed it keep working unchanged (DESIGN: one permute at the model's entry)."""
         nchw = self.layout == "nchw"
         moved = [(name, t.shape) for name, t in self.inputs.items() if nchw and (t.shape is None or len(t.shape) > 1)]
+        if self.dict_input is not None:
+            param, keys, binds = self.dict_input
+            if binds:  # keras.Model(inputs={"a": a}): forward binds a = inputs["a"]
+                plan.entry_lines = [f"{name} = {param}[{_key_code(key)}]" for key, name in keys.items()]
+            elif moved:  # its entries moved channels-first in a copy, never in the caller's dict
+                plan.entry_lines = [f"{param} = dict({param})"]
         if moved:
             shown = [f"{name}: (batch, {', '.join(str(d) for d in s)})" if s else name for name, s in moved]
             plan.input_note = f"{', '.join(shown)} channels-last as in Keras, made channels-first once here"
-            plan.entry_lines = [f"{name} = {name}{_to_first(s)}" for name, s in moved]
+            plan.entry_lines += [f"{name} = {name}{_to_first(s)}" for name, s in moved]
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model runs channels-first (NCHW) "
                             "inside; its forward takes Keras's channels-last inputs and moves them once at entry",
                             call)
@@ -2536,7 +2603,8 @@ class _Builder:
         declared = shapes[0] if len(shapes) == 1 and shapes[0] is not None else None
         key = self.scope or plan.model_target or plan.class_name
         self.ctx.models[key] = ModelInfo(key, "functional", tuple(plain(d) for d in declared) if declared else None,
-                                         "same", "same", self.calls)
+                                         "same", "same", self.calls,
+                                         tuple(self.dict_input[1]) if self.dict_input is not None else None)
 
     # --- the rewrite that keeps lines ---------------------------------------------------------------------
     def _rewrite(self, stmts: list, plan: _Plan) -> list:
