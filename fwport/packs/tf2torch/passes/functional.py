@@ -247,6 +247,7 @@ class _Plan:
     carried: dict[str, str] = field(default_factory=dict)  # builder value read in forward → attribute
     class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
     helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
+    return_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): the keys of returns
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -623,6 +624,7 @@ class _Builder:
         self.input_dicts: dict[str, dict[str, str]] = {}
         # a model given a dict of inputs: (forward's parameter, {key: input name}, the names bound from it)
         self.dict_input: tuple[str, dict[str, str], bool] | None = None
+        self.out_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): its keys
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
@@ -1088,7 +1090,10 @@ class _Builder:
         self._check_reachable(out_tensors, model_call)
         if self.errors:
             return self._give_up(stmts, model_call)
-        self._records(out_tensors)
+        if self.out_keys is not None:  # Keras flattens a dict of outputs by sorted keys (map_graph's order)
+            self._records([t for _, t in sorted(zip(self.out_keys, out_tensors), key=lambda kt: kt[0])])
+        else:
+            self._records(out_tensors)
         # names and the forward's parameters
         name_arg = next((a.value for a in model_call.args if a.keyword and a.keyword.value == "name"), None)
         given = literal_value(name_arg, None) if name_arg is not None else None
@@ -1109,7 +1114,7 @@ class _Builder:
         plan = _Plan(self.path, class_name, roles, init_lines, params, returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
-                     carried=self.carried)
+                     carried=self.carried, return_keys=self.out_keys)
         ctx.settle(model_call)
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
@@ -2437,10 +2442,13 @@ class _Builder:
             self.error(ins, "keras.Input tensors that are not inputs of the model")
             return None
         self.inputs = {n: self.inputs[n] for n in order}
-        if isinstance(outs, cst.Dict):
-            self.error(outs, "a dict of outputs is not followed yet: list them")
-            return None
-        out_items = [e.value for e in outs.elements] if isinstance(outs, (cst.List, cst.Tuple)) else [outs]
+        self.out_keys = None
+        if isinstance(outs, cst.Dict):  # keras.Model(outputs={"a": ...}): forward returns that dict
+            self.out_keys = [_string_key(e.key) if isinstance(e, cst.DictElement) else None for e in outs.elements]
+            if None in self.out_keys or len(set(self.out_keys)) != len(self.out_keys):
+                self.error(outs, "a dict of outputs of keras.Model is followed with distinct literal string keys")
+                return None
+        out_items = [e.value for e in outs.elements] if isinstance(outs, (cst.List, cst.Tuple, cst.Dict)) else [outs]
         returns, tensors = [], []
         self.generating = True
         for it in out_items:
@@ -3069,6 +3077,8 @@ def _parts(plan: _Plan, stmts: list):
         note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
         forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
     ret = plan.returns[0] if len(plan.returns) == 1 else ", ".join(plan.returns)
+    if plan.return_keys is not None:
+        ret = "{" + ", ".join(f"{_key_code(k)}: {r}" for k, r in zip(plan.return_keys, plan.returns)) + "}"
     forward.append(cst.parse_statement(f"return {ret}\n"))
     return init, forward
 

@@ -1,0 +1,186 @@
+"""The functional pass on the structures real Keras code gives keras.Model (keras-io): a dict of
+inputs (``inputs = {"a": keras.Input(...)}`` read as ``inputs["a"]``, or ``keras.Model(inputs={"a":
+a})``) and a dict of outputs. The translated forward takes and returns what the Keras model is
+called with and returns; each followed structure is translated, run without TensorFlow and verified
+against Keras (forward and gradients, weights moved by fwport verify); what is not followed keeps an
+error on its line and the model left as written."""
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str, keras: int | None = None):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK,
+                            {"keras": keras} if keras else None)
+
+
+def errors(r) -> Counter:
+    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+
+
+def verified(tmp_path, src: str, out: str, model: str, inputs: list[str], keras: int | None = None) -> dict:
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
+                          checks=("forward", "grad"), device="cpu", keras=keras))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return {e["name"]: e["source"] for e in cert["results"]["gradients"]}
+
+
+def run_torch(out: str, builder: str, *args):
+    """The translation run with torch only: TensorFlow is never imported by it."""
+    torch = pytest.importorskip("torch")
+    import sys
+    ns: dict = {}
+    exec(compile(out, "t.py", "exec"), ns)
+    assert not any(m == "tensorflow" or m.startswith("tensorflow.") for m in ns if isinstance(m, str))
+    assert "tensorflow" not in out and "keras" not in out
+    return torch, ns[builder](*args), sys
+
+
+HEAD = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+'''
+
+# keras-io's node2vec_movielens.py, reduced: a dict literal of inputs read by key, one layer shared
+DICT_INPUTS = HEAD + '''
+
+def create_model(embedding_dim=4):
+    inputs = {
+        "target": layers.Input(name="target", shape=(3,)),
+        "context": layers.Input(name="context", shape=(3,)),
+    }
+    embed_item = layers.Dense(embedding_dim, name="item_embeddings")
+    target_embeddings = embed_item(inputs["target"])
+    context_embeddings = embed_item(inputs["context"])
+    merged = layers.concatenate([target_embeddings, context_embeddings])
+    logits = layers.Dense(1)(merged)
+    model = keras.Model(inputs=inputs, outputs=logits)
+    return model
+'''
+
+# keras.Model(inputs={...}) of named inputs, one of them an image (the model runs channels-first)
+NAMED_DICT = HEAD + '''
+
+def build_named():
+    a = keras.Input(shape=(8, 8, 3), name="image")
+    b = keras.Input(shape=(5,), name="meta")
+    x = layers.Conv2D(4, 3, padding="same", activation="relu")(a)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.concatenate([x, layers.Dense(4)(b)])
+    out = layers.Dense(2)(x)
+    return keras.Model(inputs={"meta": b, "image": a}, outputs=out)
+'''
+
+# a dict of outputs whose keys do not sort in the order they are written (Keras flattens by sorted key)
+DICT_OUTPUTS = HEAD + '''
+
+def build_heads():
+    x_in = keras.Input(shape=(6,))
+    h = layers.Dense(8, activation="relu")(x_in)
+    return keras.Model(x_in, {"score": layers.Dense(1)(h), "class": layers.Dense(3, activation="softmax")(h)})
+'''
+
+
+def test_a_dict_of_inputs_is_the_forward_parameter():
+    r = tx(DICT_INPUTS)
+    assert not errors(r), r.findings
+    assert "def forward(self, inputs):" in r.output
+    assert 'target_embeddings = self.embed_item(inputs["target"])' in r.output
+    assert 'context_embeddings = self.embed_item(inputs["context"])' in r.output
+    (info,) = r.models
+    assert info.input_keys == ("target", "context")
+    torch, model, _ = run_torch(r.output, "create_model")
+    x = {"target": torch.randn(2, 3), "context": torch.randn(2, 3)}
+    assert model(x).shape == (2, 1)
+
+
+def test_a_dict_of_inputs_verifies(tmp_path):
+    r = tx(DICT_INPUTS)
+    grads = verified(tmp_path, textwrap.dedent(DICT_INPUTS).lstrip("\n"), r.output, "create_model",
+                     ["float32[2,3]", "float32[2,3]"])
+    assert grads["embed_item.weight"] == "layers[2].kernel"  # the shared layer, after both InputLayers
+
+
+@pytest.mark.parametrize("keras", [2, 3])
+def test_a_dict_of_named_inputs_binds_them_in_forward_and_verifies(tmp_path, keras):
+    r = tx(NAMED_DICT, keras)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "def forward(self, inputs):" in out
+    # the source's names bound from the dict, then the image moved channels-first once
+    assert 'b = inputs["meta"]\n        a = inputs["image"]\n        a = a.permute(0, 3, 1, 2)' in out
+    (info,) = r.models
+    assert info.input_keys == ("meta", "image")
+    verified(tmp_path, textwrap.dedent(NAMED_DICT).lstrip("\n"), out, "build_named",
+             ["float32[2,5]", "float32[2,8,8,3]"], keras)
+
+
+def test_a_dict_of_inputs_read_channels_first_is_moved_in_a_copy():
+    src = HEAD + '''
+
+def build():
+    inputs = {"image": keras.Input(shape=(8, 8, 3)), "meta": keras.Input(shape=(5,))}
+    x = layers.Conv2D(4, 3, padding="same")(inputs["image"])
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.concatenate([x, inputs["meta"]]))
+'''
+    r = tx(src)
+    assert not errors(r), r.findings
+    assert 'inputs = dict(inputs)\n        inputs["image"] = inputs["image"].permute(0, 3, 1, 2)' in r.output
+    torch, model, _ = run_torch(r.output, "build")
+    x = {"image": torch.randn(2, 8, 8, 3), "meta": torch.randn(2, 5)}
+    kept = x["image"]
+    assert model(x).shape == (2, 9)
+    assert x["image"] is kept  # the caller's dict is not changed
+
+
+@pytest.mark.parametrize("keras", [2, 3])
+def test_a_dict_of_outputs_is_returned_and_verifies(tmp_path, keras):
+    r = tx(DICT_OUTPUTS, keras)
+    assert not errors(r), r.findings
+    assert 'return {"score": self.fc2(h), "class": torch.softmax(self.fc3(h), dim=-1)}' in r.output
+    grads = verified(tmp_path, textwrap.dedent(DICT_OUTPUTS).lstrip("\n"), r.output, "build_heads",
+                     ["float32[2,6]"], keras)
+    # Keras orders the layers from the outputs flattened by sorted key: "class" before "score"
+    assert grads["fc3.weight"] == "layers[2].kernel" and grads["fc2.weight"] == "layers[3].kernel"
+
+
+def test_dicts_not_followed_are_errors_on_their_line():
+    cases = {
+        # a key that is not a literal string
+        '''
+def build(key):
+    a = keras.Input(shape=(3,))
+    return keras.Model(inputs={key: a}, outputs=layers.Dense(2)(a))
+''': 6,
+        # a key of the dict of inputs that it does not hold
+        '''
+def build():
+    inputs = {"a": keras.Input(shape=(3,))}
+    return keras.Model(inputs, layers.Dense(2)(inputs["b"]))
+''': 6,
+        # an output key that is not a literal string
+        '''
+def build(key):
+    a = keras.Input(shape=(3,))
+    return keras.Model(a, {key: layers.Dense(2)(a)})
+''': 6,
+    }
+    for body, line in cases.items():
+        r = tx(HEAD + body)
+        errs = errors(r)
+        assert errs[("unsupported-construct", line)] >= 1, (body, errs)
+        assert "class " not in r.output and "keras.Model(" in r.output, r.output
