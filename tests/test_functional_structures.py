@@ -184,3 +184,42 @@ def build(key):
         errs = errors(r)
         assert errs[("unsupported-construct", line)] >= 1, (body, errs)
         assert "class " not in r.output and "keras.Model(" in r.output, r.output
+
+
+def test_findings_in_statements_fwport_copies_name_the_source_line():
+    # keras-io's cutmix ResNet: a loop over a parameter inside a loop written out (its body is a copy), and a
+    # helper with a loop over a run-time value called inside a loop over one (mirnet): each error at its line
+    cases = {
+        '''
+def build(n):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for stack in range(2):
+        for block in range(n):
+            units = 4
+            if stack > 0:
+                units = 8
+            x = layers.Dense(units)(x)
+    return keras.Model(inputs, x)
+''': 8,
+        '''
+def group(x, n):
+    for _ in range(n):
+        x = layers.Dense(4)(x)
+    return x
+
+
+def build(a, n):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for _ in range(a):
+        x = group(x, n)
+    return keras.Model(inputs, x)
+''': 14,
+    }
+    for body, line in cases.items():
+        r = tx(HEAD + body)
+        errs = errors(r)
+        assert ("unsupported-construct", 0) not in errs, errs
+        assert errs[("unsupported-construct", line)] >= 1, (body, errs)
+        assert "keras.Model(" in r.output

@@ -635,6 +635,24 @@ class _Builder:
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
         self.sized_calls: dict[int, cst.Call] = {}  # id(layer call) → it with x.shape[i] written as sizes
+        # id(node of a copy) → (that node, kept alive; the node of the source it copies): findings on copies
+        # (a for statement's body written out per pass, a statement with a loop's ints in place) at its line
+        self.origin: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+
+    def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
+        """``rewrite(node, transformer, fresh=True)``, each node of the copy mapped to the source's node
+        it copies (the transformers substitute leaves: the trees have the same shape elsewhere)."""
+        new = rewrite(node, transformer, fresh=True)
+        todo = [(new, node)]
+        while todo:
+            a, b = todo.pop()
+            if a is b:
+                continue
+            self.origin[id(a)] = (a, self.origin.get(id(b), (None, b))[1])
+            ca, cb = a.children, b.children
+            if len(ca) == len(cb):
+                todo += [(x, y) for x, y in zip(ca, cb) if type(x) is type(y)]
+        return new
 
     # --- reporting ----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
@@ -642,6 +660,8 @@ class _Builder:
         if self.helper_call is not None:  # inside a helper's body (a copy): said at the call site
             message = f"in {code(self.helper_call.func)}(...): {message}"
             node = self.helper_call
+        # a copy fwport made (a for statement written out): said where the source has it
+        node = self.origin.get(id(node), (None, node))[1]
         self.ctx.report(Severity.ERROR, code_, message, node)
 
     # --- helper functions that build blocks -----------------------------------------------------------
@@ -740,6 +760,7 @@ class _Builder:
         child.depth, child.layout, child.scope, child.nodes, child.helpers = (self.depth + 1, self.layout, self.scope,
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
+        child.origin = self.origin  # (its findings go to that call: where the source has it, if it is a copy)
         child.local = set(symbolic)
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
@@ -753,8 +774,9 @@ class _Builder:
         child.layout = self.layout
         forward: list = []
         ret = child._helper_body(body, forward, tensors, name)
+        site_node = self.origin.get(id(call), (None, call))[1]  # (where the source has it, if a copy)
         for p in self.ctx.pending[mark:]:  # the body is a copy: its findings go to the call site
-            p.node = call
+            p.node = site_node
         if child.errors or ret is None:
             self.errors += child.errors
             if ret is None and not child.errors:
@@ -1321,7 +1343,7 @@ class _Builder:
                 if step is not None:  # filters *= 2: the next statements see its new value
                     ints[step[0]] = step[1]
                     continue
-                st = rewrite(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}), fresh=True)
+                st = self._copy(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}))
                 if isinstance(st, cst.If) and v is not _AS_WRITTEN:  # if i < 2: decided by the pass's values
                     try:
                         chosen = self._decided(st)
@@ -1527,8 +1549,8 @@ class _Builder:
             return cst.parse_statement(f"{name} = {value!r}\n")
         for n in _names_bound_in(stmt) | set(_assigned(stmt)):
             self.loop_ints.pop(n, None)
-        return rewrite(stmt, _Substitute({n: _literal_node(self.loop_ints[n]) for n in names
-                                          if n in self.loop_ints}), fresh=True)
+        return self._copy(stmt, _Substitute({n: _literal_node(self.loop_ints[n]) for n in names
+                                             if n in self.loop_ints}))
 
     def _int_step(self, small, ints: dict):
         """``filters *= 2`` / ``filters = filters * 2`` on a name whose int value is known: (name, new
