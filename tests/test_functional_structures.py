@@ -223,3 +223,42 @@ def build(a, n):
         assert ("unsupported-construct", 0) not in errs, errs
         assert errs[("unsupported-construct", line)] >= 1, (body, errs)
         assert "keras.Model(" in r.output
+
+
+# keras-io's DeiT / CaiT mlp helper: enumerate over a module constant of arithmetic on constants, the
+# activation chosen by the index (`tf.nn.gelu if idx == 0 else None`)
+ENUMERATE = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+PROJECTION_DIM = 8
+MLP_UNITS = [
+    PROJECTION_DIM * 2,
+    PROJECTION_DIM,
+]
+
+
+def mlp(x, dropout_rate, hidden_units):
+    for (idx, units) in enumerate(hidden_units):
+        x = layers.Dense(units, activation=tf.nn.gelu if idx == 0 else None)(x)
+        x = layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def build():
+    inputs = keras.Input(shape=(5, 8))
+    x = layers.LayerNormalization(epsilon=1e-6)(inputs)
+    x = mlp(x, hidden_units=MLP_UNITS, dropout_rate=0.1)
+    return keras.Model(inputs, layers.Add()([x, inputs]))
+'''
+
+
+def test_enumerate_over_module_constants_is_written_out_with_its_conditional_expressions(tmp_path):
+    r = tx(ENUMERATE)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "self.fc1 = nn.Sequential(nn.Linear(8, PROJECTION_DIM * 2), nn.GELU())" in out
+    assert "self.fc2 = nn.Linear(PROJECTION_DIM * 2, PROJECTION_DIM)" in out  # no activation on the second pass
+    grads = verified(tmp_path, textwrap.dedent(ENUMERATE).lstrip("\n"), out, "build", ["float32[2,5,8]"])
+    assert len(grads) == 2 + 4

@@ -1192,7 +1192,22 @@ class _Builder:
 
     def _loop_values(self, loop: cst.For) -> list | None:
         """The values a ``for`` statement iterates over where the model is built, or None."""
-        it = loop.iter
+        return self._iter_values(loop.iter)
+
+    def _iter_values(self, it: cst.BaseExpression) -> list | None:
+        """The values iterating over ``it`` gives where the model is built (a literal list, module
+        constants, range(known ints), enumerate(one of these)), or None."""
+        if isinstance(it, cst.Call) and dotted_text(it.func) == "enumerate" and "enumerate" not in self.local \
+                and it.args and not it.args[0].star and it.args[0].keyword is None and len(it.args) <= 2:
+            start = 0
+            if len(it.args) == 2:
+                a = it.args[1]
+                start = literal_value(a.value, None) if not a.star and (
+                    a.keyword is None or a.keyword.value == "start") else None
+                if not is_int(start):
+                    return None
+            inner = self._iter_values(it.args[0].value)
+            return None if inner is None else [(int(start) + i, v) for i, v in enumerate(inner)]
         lit = literal_value(it, NOT_LITERAL)
         if isinstance(lit, (list, tuple)):
             return list(lit)
@@ -1344,6 +1359,8 @@ class _Builder:
                     ints[step[0]] = step[1]
                     continue
                 st = self._copy(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}))
+                if v is not _AS_WRITTEN:  # activation="gelu" if idx == 0 else None: this pass's branch
+                    st = self._copy(st, _FoldIfExp(self))
                 if isinstance(st, cst.If) and v is not _AS_WRITTEN:  # if i < 2: decided by the pass's values
                     try:
                         chosen = self._decided(st)
@@ -2947,6 +2964,27 @@ class _Substitute(cst.CSTTransformer):
         return False
 
     def visit_FunctionDef(self, node) -> bool:
+        return False
+
+
+class _FoldIfExp(cst.CSTTransformer):
+    """``a if <test> else b`` → the branch the test takes where its value is known here (a for
+    statement written out pass by pass: ``activation=tf.nn.gelu if idx == 0 else None``)."""
+
+    def __init__(self, builder: "_Builder"):
+        self.builder = builder
+
+    def leave_IfExp(self, original_node, updated_node):
+        try:
+            taken = self.builder._static(updated_node.test, {})
+        except (_Refused, TypeError, ZeroDivisionError):
+            return updated_node
+        if taken is _LAYER_OBJECT or not isinstance(taken, (bool, int, float, str, type(None), list, tuple)):
+            return updated_node
+        chosen = updated_node.body if taken else updated_node.orelse
+        return chosen.with_changes(lpar=[], rpar=[]) if not isinstance(chosen, cst.IfExp) else chosen
+
+    def visit_Lambda(self, node) -> bool:
         return False
 
 
