@@ -262,3 +262,75 @@ def test_enumerate_over_module_constants_is_written_out_with_its_conditional_exp
     assert "self.fc2 = nn.Linear(PROJECTION_DIM * 2, PROJECTION_DIM)" in out  # no activation on the second pass
     grads = verified(tmp_path, textwrap.dedent(ENUMERATE).lstrip("\n"), out, "build", ["float32[2,5,8]"])
     assert len(grads) == 2 + 4
+
+
+# keras-io's multimodal_entailment / nl_image_search project_embeddings and the mlp(x, hidden_units) of many
+# examples: helpers whose for statement runs over a value the builder gives (a parameter)
+HELPER_LOOPS = HEAD + '''
+
+def project_embeddings(embeddings, num_projection_layers, projection_dims, dropout_rate):
+    projected_embeddings = layers.Dense(units=projection_dims)(embeddings)
+    for _ in range(num_projection_layers):
+        x = keras.activations.gelu(projected_embeddings)
+        x = layers.Dense(projection_dims)(x)
+        x = layers.Dropout(dropout_rate)(x)
+        x = layers.Add()([projected_embeddings, x])
+        projected_embeddings = layers.LayerNormalization()(x)
+    return projected_embeddings
+
+
+def mlp(x, hidden_units, dropout_rate):
+    for units in hidden_units:
+        x = layers.Dense(units, activation="relu")(x)
+        x = layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def build(num_projection_layers=2, head_units=(6, 3)):
+    inputs = keras.Input(shape=(5,))
+    x = project_embeddings(inputs, num_projection_layers, 8, 0.1)
+    x = mlp(x, head_units, 0.2)
+    return keras.Model(inputs, layers.Dense(1)(x))
+'''
+
+
+def test_helper_loops_over_values_the_builder_gives_are_module_lists(tmp_path):
+    r = tx(HELPER_LOOPS)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "class ProjectEmbeddings(nn.Module):\n    def __init__(self, num_projection_layers):" in out
+    assert "        for _ in range(num_projection_layers):\n            self.fc2.append(nn.Linear(8, 8))" in out
+    assert "class Mlp(nn.Module):\n    def __init__(self, hidden_units):" in out
+    assert "self.project_embeddings = ProjectEmbeddings(num_projection_layers)" in out
+    assert "self.mlp = Mlp(head_units)" in out
+    loops = [f for f in r.findings if "nn.ModuleLists built by the same loop" in f.message]
+    assert sorted(f.line for f in loops) == [25, 26]  # at the helpers' call sites
+    for args in ({}, {"num_projection_layers": 3, "head_units": [4, 4, 2]}):
+        pytest.importorskip("tensorflow")
+        from fwport.verify import Options, verify
+        (tmp_path / "m.py").write_text(textwrap.dedent(HELPER_LOOPS).lstrip("\n"))
+        (tmp_path / "t.py").write_text(out)
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build", inputs=["float32[2,5]"],
+                              checks=("forward", "grad"), device="cpu", args=args))
+        assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def test_a_run_time_loop_in_a_helper_called_in_a_run_time_loop_is_an_error_at_the_call():
+    r = tx(HEAD + '''
+
+def group(x, n):
+    for _ in range(n):
+        x = layers.Dense(4)(x)
+    return x
+
+
+def build(a, n):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for _ in range(a):
+        x = group(x, n)
+    return keras.Model(inputs, x)
+''')
+    errs = errors(r)
+    assert errs[("unsupported-construct", 15)] == 1, errs
+    assert any("inside another such for statement" in f.message for f in r.findings)

@@ -761,6 +761,7 @@ class _Builder:
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
         child.origin = self.origin  # (its findings go to that call: where the source has it, if it is a copy)
+        child.runtime_loop = self.runtime_loop  # (a loop over a run-time value inside another is not followed)
         child.local = set(symbolic)
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
@@ -783,6 +784,11 @@ class _Builder:
                 raise _Refused(call, f"{name}(...): a helper must end with `return <tensor>`")
             raise _Refused(call, "", "")
         out_tensor, ret_expr = ret  # a _Tensor, or a _Multi for `return x, skip`
+        # its for statements over run-time values (nn.ModuleLists built in its class's __init__): the model's
+        # records name their layers by the order of calls, as the builder's own loops (the nodes are shared)
+        self.loops += child.loops
+        for loop, *_ in child.loops:  # (findings on them: at the call site, the loop being in a copy of the body)
+            self.origin.setdefault(id(loop), (loop, site_node))
         for layer in child.layers:
             if layer.op is None and layer.kind != "helper":
                 raise _Refused(call, f"{name}(...): {layer.var or code(layer.call.func)} is created but never called")
@@ -1227,7 +1233,7 @@ class _Builder:
         values = self._loop_values(loop)
         self.generating = True
         try:
-            if values is None and self.helper_call is None and loop.orelse is None \
+            if values is None and loop.orelse is None \
                     and isinstance(loop.body, cst.IndentedBlock) and not self.runtime_loop:
                 return self._runtime_loop(loop)
             return self._unroll_values(loop, values)
@@ -1318,9 +1324,17 @@ class _Builder:
         names = [target.value] if isinstance(target, cst.Name) else [e.value.value for e in target.elements
                                                                      if isinstance(e.value, cst.Name)] \
             if isinstance(target, (cst.Tuple, cst.List)) else []
+        if values is None and self.runtime_loop and names and loop.orelse is None:
+            self.error(loop, "a for statement over a value known only when the model is built, inside another such "
+                             "for statement (or in a helper called in one), is not followed: fwport builds one "
+                             "nn.ModuleList per loop; give the inner loop literal values or module constants, or "
+                             "translate this model by hand")
+            return None
         if values is None or not names or loop.orelse is not None or not isinstance(loop.body, cst.IndentedBlock):
-            self.error(loop, "a for statement of a functional model is followed when it runs over a literal list or "
-                             "range(...) of known ints (it is written out once per value); this one is not")
+            self.error(loop, "a for statement of a functional model is followed when it runs over a literal list, "
+                             "range(...) of known ints or module constants (it is written out once per value), or "
+                             "over a value known when the model is built (an nn.ModuleList built by the same loop); "
+                             "this one is neither (an else clause, or targets that are not names)")
             return None
         out: list = []
         # names the loop steps (`filters *= 2`): their values where it is written out, pass by pass
@@ -2548,7 +2562,7 @@ class _Builder:
                                     "fwport verify and fwport weights map their weights by the order Keras calls "
                                     "the layers (one module per pass)" if template is not None else
                                     "fwport verify and fwport weights do not map their weights (a layer created before "
-                                    "the loop is called in it)"), loop)
+                                    "the loop is called in it)"), self.origin.get(id(loop), (None, loop))[1])
             if template is None:
                 return
             self.calls, path = template
