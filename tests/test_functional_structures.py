@@ -334,3 +334,74 @@ def build(a, n):
     errs = errors(r)
     assert errs[("unsupported-construct", 15)] == 1, errs
     assert any("inside another such for statement" in f.message for f in r.findings)
+
+
+# keras-io's structured-data examples (bayesian_neural_networks.py, reduced): a helper builds the dict of
+# inputs over a module constant, the builder concatenates its values in sorted order, and a loop over a
+# module constant adds the hidden layers
+DICT_HELPER = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+hidden_units = [8, 8]
+NUMERIC_FEATURE_NAMES = ["fixed acidity", "alcohol"]
+FEATURE_NAMES = NUMERIC_FEATURE_NAMES + ["citric acid", "density"]
+
+
+def create_model_inputs():
+    inputs = {}
+    for feature_name in FEATURE_NAMES:
+        if feature_name in NUMERIC_FEATURE_NAMES:
+            inputs[feature_name] = layers.Input(name=feature_name, shape=(1,), dtype=tf.float32)
+        else:
+            inputs[feature_name] = layers.Input(name=feature_name, shape=(2,), dtype=tf.float32)
+    return inputs
+
+
+def create_baseline_model():
+    inputs = create_model_inputs()
+    input_values = [value for _, value in sorted(inputs.items())]
+    features = keras.layers.concatenate(input_values)
+    features = layers.BatchNormalization()(features)
+
+    for units in hidden_units:
+        features = layers.Dense(units, activation="sigmoid")(features)
+    outputs = layers.Dense(units=1)(features)
+
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    return model
+'''
+
+
+def test_a_dict_of_inputs_built_by_a_helper_over_module_constants(tmp_path):
+    r = tx(DICT_HELPER)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "def create_model_inputs" not in out  # only the followed model called it: its dict is forward's argument
+    assert "def forward(self, inputs):" in out
+    # sorted(inputs.items()): the keys in sorted order, as written where the list is used
+    assert ('torch.cat([inputs["alcohol"], inputs["citric acid"], inputs["density"], inputs["fixed acidity"]], '
+            'dim=-1)') in out
+    assert "self.bn = nn.BatchNorm1d(6" in out  # 1 + 2 + 2 + 1 features
+    assert "def create_baseline_model():\n    model = BaselineModel()" in out
+    (info,) = r.models
+    assert info.input_keys == ("fixed acidity", "alcohol", "citric acid", "density")
+    verified(tmp_path, textwrap.dedent(DICT_HELPER).lstrip("\n"), out, "create_baseline_model",
+             ["float32[4,1]", "float32[4,1]", "float32[4,2]", "float32[4,2]"])
+
+
+def test_an_input_helper_other_code_calls_stays_and_one_not_followed_keeps_the_error():
+    # the helper is also called outside the model: it stays as written beside the class
+    r = tx(DICT_HELPER + '''
+
+spec = create_model_inputs()
+''')
+    assert "def create_model_inputs" in r.output and "class BaselineModel" in r.output
+    # a helper whose loop runs over a value not known here is not followed: the error at keras.Model's inputs
+    src = DICT_HELPER.replace("create_model_inputs():", "create_model_inputs(names=FEATURE_NAMES):").replace(
+        "for feature_name in FEATURE_NAMES:", "for feature_name in names:")
+    r = tx(src)
+    errs = errors(r)
+    assert errs[("unsupported-construct", 30)] == 2, errs  # inputs=inputs, and the model left as written
+    assert "keras.Model(" in r.output

@@ -79,6 +79,23 @@ def _lit_of(call: cst.Call, name: str, position: int = -1):
     return NOT_LITERAL if node is None else literal_value(node, NOT_LITERAL)
 
 
+def _module_assignments(ctx: FileContext) -> dict[str, cst.BaseExpression]:
+    """name → the value a module-level ``name = value`` binds (the parsed source's), once per file."""
+    found = ctx.analyses.get("functional_module_values")
+    if found is None:
+        found = ctx.analyses["functional_module_values"] = {}
+        module = ctx.analyses.get("parsed", (None,))[0]
+        for stmt in module.body if module is not None else ():
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+                small = stmt.body[0]
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name):
+                    found[small.targets[0].target.value] = small.value
+                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                    found[small.target.value] = small.value
+    return found
+
+
 def _string_key(node) -> str | None:
     """The key of ``{"a": ...}`` / ``inputs["a"]`` when it is a literal string."""
     value = literal_value(node, NOT_LITERAL) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
@@ -881,6 +898,159 @@ class _Builder:
                     return _implied_rank(rule)
         return None
 
+    # --- dicts of inputs built by a helper ------------------------------------------------------------
+    def _module_value(self, node: cst.BaseExpression):
+        """The value of a module-level expression of literals and constant names (``FEATURE_NAMES``,
+        ``NUMERIC + CATEGORICAL``, ``list(VOCABULARY.keys())``, ``sorted(NAMES)``), or NOT_LITERAL."""
+        lit = literal_value(node, NOT_LITERAL)
+        if lit is not NOT_LITERAL:
+            return lit
+        if isinstance(node, cst.Name) and node.value not in self.local:
+            stable = self.constants[1]
+            if node.value not in stable:
+                return NOT_LITERAL
+            bound = _module_assignments(self.ctx).get(node.value)
+            return NOT_LITERAL if bound is None else self._module_value(bound)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            a, b = self._module_value(node.left), self._module_value(node.right)
+            if isinstance(a, (list, tuple)) and type(a) is type(b):
+                return a + b
+            return NOT_LITERAL
+        if isinstance(node, cst.Call) and len(node.args) == 1 and not node.args[0].star \
+                and node.args[0].keyword is None and dotted_text(node.func) in ("list", "sorted", "tuple") \
+                and dotted_text(node.func) not in self.local:
+            v = self._module_value(node.args[0].value)
+            if not isinstance(v, (list, tuple, dict)):
+                return NOT_LITERAL
+            f = dotted_text(node.func)
+            return sorted(v) if f == "sorted" else list(v) if f == "list" else tuple(v)
+        if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in ("keys", "values"):
+            v = self._module_value(node.func.value)
+            if isinstance(v, dict):
+                return list(v.keys() if node.func.attr.value == "keys" else v.values())
+        return NOT_LITERAL
+
+    def _input_dict_call(self, call: cst.Call) -> dict[str, cst.Call] | None:
+        """``create_model_inputs()``: a helper of this file without arguments whose body builds a dict of
+        ``keras.Input`` over module constants (``inputs = {}``, ``for name in FEATURE_NAMES:`` with an
+        ``if name in NUMERIC_FEATURE_NAMES:`` choosing the Input, ``inputs[name] = layers.Input(...)``,
+        ``return inputs``; or ``return {"a": layers.Input(...), ...}``): key → its Input call (a copy with
+        the loop's value in place). None: not such a helper."""
+        if not isinstance(call.func, cst.Name) or call.args or call.func.value not in self.helpers \
+                or call.func.value in self.local:
+            return None
+        fn = self.helpers[call.func.value]
+        params = fn.params
+        if params.params or params.posonly_params or params.kwonly_params or isinstance(params.star_arg, cst.Param) \
+                or isinstance(params.star_kwarg, cst.Param):
+            return None
+        body = list(fn.body.body)
+        if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+                and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            body = body[1:]  # the docstring
+        if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[0], cst.Return):
+            return None
+        ret = body[-1].body[0].value
+        out: dict[str, cst.Call] = {}
+
+        def is_input(node) -> bool:
+            return isinstance(node, cst.Call) and self.ctx.imports.resolve(node.func) == INPUT
+
+        if isinstance(ret, cst.Dict) and len(body) == 1:
+            for e in ret.elements:
+                key = _string_key(e.key) if isinstance(e, cst.DictElement) else None
+                if key is None or not is_input(e.value) or key in out:
+                    return None
+                out[key] = e.value
+            return out or None
+        if not isinstance(ret, cst.Name) or len(body) < 3:
+            return None
+        name = ret.value
+        first = body[0]
+        if not (isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Assign)
+                and code(first.body[0].value).strip() in ("{}", "dict()")
+                and [code(t.target) for t in first.body[0].targets] == [name]):
+            return None
+
+        def assign(st, var: str, value: str) -> bool:
+            """``<name>[<var>] = keras.Input(...)``: recorded under the loop's value."""
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and is_input(small.value)):
+                return False
+            t = small.targets[0].target
+            if not (isinstance(t, cst.Subscript) and code(t.value) == name and len(t.slice) == 1
+                    and isinstance(t.slice[0].slice, cst.Index) and code(t.slice[0].slice.value) == var):
+                return False
+            out[value] = self._copy(small.value, _Substitute({var: cst.SimpleString(_key_code(value))}))
+            return True
+
+        for loop in body[1:-1]:
+            if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.orelse is None
+                    and isinstance(loop.body, cst.IndentedBlock)):
+                return None
+            var = loop.target.value
+            values = self._module_value(loop.iter)
+            if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+                return None
+            for v in values:
+                for st in loop.body.body:
+                    if isinstance(st, cst.If):  # if name in NUMERIC_FEATURE_NAMES: ... else: ...
+                        test = st.test
+                        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                                and code(test.left) == var
+                                and isinstance(test.comparisons[0].operator, (cst.In, cst.NotIn))):
+                            return None
+                        among = self._module_value(test.comparisons[0].comparator)
+                        if not isinstance(among, (list, tuple, dict, set)):
+                            return None
+                        taken = (v in among) == isinstance(test.comparisons[0].operator, cst.In)
+                        branch = st.body.body if taken else (
+                            st.orelse.body.body if isinstance(st.orelse, cst.Else) else None)
+                        if isinstance(st.orelse, cst.If) or (branch is not None and (
+                                len(branch) != 1 or not assign(branch[0], var, v))):
+                            return None
+                    elif not assign(st, var, v):
+                        return None
+        return out or None
+
+    def _dict_values(self, value: cst.BaseExpression) -> cst.List | None:
+        """``[v for _, v in sorted(inputs.items())]``, ``list(inputs.values())`` of a dict of inputs:
+        its tensors as a list of ``inputs["a"]`` (in that order), or None."""
+        def items_of(node, sort: bool):
+            if isinstance(node, cst.Call) and dotted_text(node.func) == "sorted" and "sorted" not in self.local \
+                    and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+                return items_of(node.args[0].value, True)
+            if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+                    and isinstance(node.func.value, cst.Name) and node.func.value.value in self.input_dicts \
+                    and node.func.attr.value in ("items", "values"):
+                d = node.func.value.value
+                keys = list(self.input_dicts[d])
+                return d, (sorted(keys) if sort else keys), node.func.attr.value
+            return None
+
+        found = None
+        if isinstance(value, cst.ListComp) and not value.for_in.inner_for_in and not value.for_in.ifs \
+                and not value.for_in.asynchronous:
+            got = items_of(value.for_in.iter, False)
+            target, elt = value.for_in.target, value.elt
+            if got is not None and got[2] == "items" and isinstance(target, cst.Tuple) and len(target.elements) == 2 \
+                    and isinstance(elt, cst.Name) and code(target.elements[1].value) == elt.value \
+                    and code(target.elements[0].value) != elt.value:
+                found = got
+            elif got is not None and got[2] == "values" and isinstance(target, cst.Name) \
+                    and isinstance(elt, cst.Name) and elt.value == target.value:
+                found = got
+        elif isinstance(value, cst.Call) and dotted_text(value.func) == "list" and "list" not in self.local \
+                and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star:
+            got = items_of(value.args[0].value, False)
+            if got is not None and got[2] == "values":
+                found = got
+        if found is None:
+            return None
+        d, keys, _ = found
+        return cst.List([cst.Element(expr(f"{d}[{_key_code(k)}]")) for k in keys])
+
     def _literal_layer(self, v: cst.BaseExpression) -> bool:
         """A Keras layer with a rule built from literal arguments only (``layers.LeakyReLU(0.2)``,
         ``layers.Activation("tanh")``): the same wherever a helper's body calls it."""
@@ -1469,6 +1639,30 @@ class _Builder:
             if q == INPUT:
                 self._input(target, value)
                 return "input"
+            made = self._input_dict_call(value) if isinstance(value, cst.Call) else None
+            if made is not None:
+                # `inputs = create_model_inputs()`, a helper of this file that builds a dict of keras.Input
+                # over module constants: the model is called with that dict (its body stays for other callers)
+                keys = {}
+                for key, call in made.items():
+                    keys[key] = f"{target}[{_key_code(key)}]"
+                    self._input(keys[key], call)
+                self.input_dicts[target] = keys
+                self.env[target] = _Layer(value, None, "dict", var=target)
+                self.env[target].op = _Op("dict", False)
+                # followed: once only followed models call it, it goes (finish), as helpers that became classes
+                self.ctx.analyses.setdefault("functional_calls", {}).setdefault(value.func.value, 0)
+                self.ctx.analyses.setdefault("functional_input_helpers", set()).add(value.func.value)
+                self.helper_uses[value.func.value] = self.helper_uses.get(value.func.value, 0) + 1
+                return "input"
+            listed = self._dict_values(value)
+            if listed is not None:
+                # `input_values = [v for _, v in sorted(inputs.items())]`: a list of the dict's tensors, for
+                # merges and keras.Model(...) (written where it is used, as `inputs["a"]`)
+                self.lists[target] = listed
+                self.env[target] = _Layer(value, None, "list", var=target)
+                self.env[target].op = _Op("list", False)
+                return "layer"
             if isinstance(value, cst.Dict) and value.elements and all(
                     isinstance(e, cst.DictElement) and _string_key(e.key) is not None and isinstance(e.value, cst.Call)
                     and self.ctx.imports.resolve(e.value.func) == INPUT for e in value.elements):
@@ -3078,6 +3272,11 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         for k, v in plan.class_code.items():
             code_by_helper.setdefault(k, []).extend(c for c in v if c not in code_by_helper.get(k, []))
     for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in replaced and i not in builders \
+                and stmt.name.value in ctx.analyses.get("functional_input_helpers", ()) \
+                and stmt.name.value not in code_by_helper:
+            builders[i] = []  # create_model_inputs(): the models take the dict it built as forward's argument
+            continue
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in code_by_helper and i not in builders:
             classes = [cst.parse_statement(c) for c in code_by_helper[stmt.name.value]]
             classes = [c.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]) for c in classes]
@@ -3197,6 +3396,8 @@ def _build(plan: _Plan, stmts: list, fn: cst.FunctionDef, ctx: FileContext):
             kept.append(_clean(stmt))
         elif role == "model":
             kept.append(_model_statement(_clean(stmt), plan, new_call))
+    if kept:  # (the statements above it went into the class: no blank line at the top of the body)
+        kept[0] = kept[0].with_changes(leading_lines=_strip_blank(kept[0].leading_lines))
     return cls, fn.with_changes(body=fn.body.with_changes(body=kept))
 
 
