@@ -405,3 +405,33 @@ spec = create_model_inputs()
     errs = errors(r)
     assert errs[("unsupported-construct", 30)] == 2, errs  # inputs=inputs, and the model left as written
     assert "keras.Model(" in r.output
+
+
+def test_module_level_code_the_model_does_not_depend_on_stays_as_written():
+    # keras-io's module-level scripts: data and plotting loops between the imports and the model (vq_vae,
+    # captcha_ocr) are not part of the model; one that reads a tensor or layer of the model is an error
+    src = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+probe = layers.Dense(3)
+data = np.ones((4, 2), "float32")
+for row in data:
+    print(probe(row[None]))
+
+inputs = keras.Input(shape=(2,))
+x = layers.Dense(4)(inputs)
+model = keras.Model(inputs, x)
+'''
+    r = tx(src)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "for row in data:\n    print(probe(row[None]))" in out  # as written, before the class
+    assert "class Model(nn.Module):" in out and "self.fc = nn.Linear(2, 4)" in out
+    r = tx(src.replace("for row in data:\n    print(probe(row[None]))", "x = layers.Dense(4)(inputs)\nfor row in data:\n    print(x)")
+           .replace("inputs = keras.Input(shape=(2,))\nx = layers.Dense(4)(inputs)\n", "")
+           .replace("probe = layers.Dense(3)\n", "inputs = keras.Input(shape=(2,))\n"))
+    errs = errors(r)
+    assert errs[("unsupported-construct", 8)] == 1, (errs, r.output)  # `for row in data:` reads the model's x
+    assert "keras.Model(" in r.output

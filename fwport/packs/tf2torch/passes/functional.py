@@ -79,6 +79,23 @@ def _lit_of(call: cst.Call, name: str, position: int = -1):
     return NOT_LITERAL if node is None else literal_value(node, NOT_LITERAL)
 
 
+def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
+    """Indices in ``lo..model-1`` of the module-level statements that keras.Model(...) at ``model``
+    does not depend on: none binds a name it or a statement it depends on reads (walked backwards)."""
+    needed = _names_in(stmts[model])
+    outside = set()
+    for i in range(model - 1, lo - 1, -1):
+        st = stmts[i]
+        if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            continue  # (their roles are "keep" anyway)
+        bound = _names_bound_in(st) | set(_assigned(st))
+        if bound & needed:
+            needed |= _names_in(st)
+        else:
+            outside.add(i)
+    return outside
+
+
 def _module_assignments(ctx: FileContext) -> dict[str, cst.BaseExpression]:
     """name → the value a module-level ``name = value`` binds (the parsed source's), once per file."""
     found = ctx.analyses.get("functional_module_values")
@@ -905,6 +922,10 @@ class _Builder:
         lit = literal_value(node, NOT_LITERAL)
         if lit is not NOT_LITERAL:
             return lit
+        if isinstance(node, cst.Dict) and node.elements and all(
+                isinstance(e, cst.DictElement) and _string_key(e.key) is not None for e in node.elements):
+            # {"Soil_Type": list(data["Soil_Type"].unique()), ...}: its keys (its values are not known here)
+            return {_string_key(e.key): _UNKNOWN for e in node.elements}
         if isinstance(node, cst.Name) and node.value not in self.local:
             stable = self.constants[1]
             if node.value not in stable:
@@ -923,12 +944,15 @@ class _Builder:
             if not isinstance(v, (list, tuple, dict)):
                 return NOT_LITERAL
             f = dotted_text(node.func)
+            if isinstance(v, dict):
+                v = list(v)  # (list(d), sorted(d): its keys)
             return sorted(v) if f == "sorted" else list(v) if f == "list" else tuple(v)
         if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
                 and node.func.attr.value in ("keys", "values"):
             v = self._module_value(node.func.value)
             if isinstance(v, dict):
-                return list(v.keys() if node.func.attr.value == "keys" else v.values())
+                got = list(v.keys() if node.func.attr.value == "keys" else v.values())
+                return NOT_LITERAL if _UNKNOWN in got else got
         return NOT_LITERAL
 
     def _input_dict_call(self, call: cst.Call) -> dict[str, cst.Call] | None:
@@ -1244,9 +1268,21 @@ class _Builder:
         generated: dict[int, list] = {}
         init_lines: dict[int, list[str]] = {}
         gone: set[str] | None = None  # graph names: none of them exists after the model in the translation
+        # module level: the statements keras.Model(...) depends on; the others (data, plots, other objects
+        # between the models) stay as written, and may not read the model's tensors or layers
+        outside = set() if builder else _outside_slice(stmts, lo, m_index)
+        graph_bound: set[str] = set()  # names the model's statements bound so far
         for i, stmt in enumerate(stmts):
             if i < lo:
                 roles[i] = "keep"
+                continue
+            if i in outside:
+                roles[i] = "keep"
+                used = _names_in(stmt) & graph_bound
+                if used:
+                    self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used by "
+                                     "a statement that is not part of it: only the model is available there in the "
+                                     "translation")
                 continue
             if i > m_index:
                 roles[i] = "keep"
@@ -1273,6 +1309,8 @@ class _Builder:
                     stmts[i] = stmt = after
             role = self._statement(stmt, i == 0 and builder)
             roles[i] = role
+            if not builder and role != "keep":
+                graph_bound |= _names_bound_in(stmt) | set(_assigned(stmt))
             if role == "unrolled" and id(stmt) in self.generated:
                 generated[i] = self.generated.pop(id(stmt))
             if self.pending_init:
@@ -3081,6 +3119,7 @@ def _literal_node(value) -> cst.BaseExpression:
 
 
 _AS_WRITTEN = object()
+_UNKNOWN = object()  # a module-level dict literal's value fwport does not evaluate (its keys are known)
 
 
 class _LoopModules(cst.CSTTransformer):
