@@ -12,7 +12,11 @@ and layer forms), tensor arithmetic, ``tf`` / ``keras.ops`` calls where the layo
 their meaning, shared layers, a nested ``keras.Sequential``, layer classes of the file, ``for``
 statements over known values (written out), and helper functions that build blocks: one class per
 helper and variant of its literal arguments (which decide its ``if`` statements), an instance per
-call site.
+call site. Dicts of inputs (``inputs = {"a": keras.Input(...)}``, ``keras.Model(inputs={"a": a})``,
+``inputs = create_model_inputs()`` over module constants) make ``forward`` take the dict the Keras
+model is called with; a dict of outputs is returned as that dict. ``for`` statements over values known
+only when the model is built (in the builder or a helper) build nn.ModuleLists by the same loop. At
+module level only the statements ``keras.Model(...)`` depends on are the model's.
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
@@ -39,7 +43,7 @@ records the plan, and :func:`finish` builds the classes once every finding is lo
 comment placed (as the decorators pass removes its lines).
 
 What is not followed (a layer without a rule, a graph statement inside ``if``/``while``, a loop over
-values known only at run time, an ``if`` on such a value in a helper, ...) is an error finding on
+a run-time value inside another, an ``if`` on such a value in a helper, ...) is an error finding on
 its line (a helper's at its call site), and the whole model is left as written, its calls settled:
 never a half-translated graph.
 """
