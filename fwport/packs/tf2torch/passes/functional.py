@@ -1320,6 +1320,8 @@ class _Builder:
             if self.pending_init:
                 init_lines[i] = self.pending_init
                 self.pending_init = []
+        for p in ctx.pending[self.mark:]:  # findings the rules made on copies (a loop's body): at the source's node
+            p.node = self.origin.get(id(p.node), (None, p.node))[1]
         outputs = self._model_args(model_call)
         if outputs is None or self.errors:
             return self._give_up(stmts, model_call)
@@ -1482,6 +1484,14 @@ class _Builder:
             if not isinstance(after, _Tensor) or (after.flat or t.flat) is not None:
                 self.error(loop, f"{n}: a tensor a for statement over a run-time value carries must stay a tensor")
                 return None
+            if not sized_by_loop and after.shape != t.shape and after.shape is not None and t.shape is not None \
+                    and len(after.shape) == len(t.shape) and all(a == b or b is None
+                                                                 for a, b in zip(after.shape, t.shape)):
+                # a size unknown before the loop (after another one) that the body makes known: the body was
+                # followed with it unknown (lazy modules, right for every pass); after the loop, still unknown
+                # (no pass, or several)
+                self.env[n] = _Tensor(t.shape, after.node, None, after.last)
+                continue
             if (not sized_by_loop and after.shape != t.shape) or (sized_by_loop and (
                     (after.shape is None) != (t.shape is None) or (t.shape is not None and len(after.shape) != len(t.shape)))):
                 self.error(loop, f"{n} changes shape in this for statement over a value known only at run time "
@@ -2598,8 +2608,11 @@ class _Builder:
                                "unsupported-argument")
         if isinstance(lst, cst.Name) and lst.value in self.lists:
             lst = self.lists[lst.value]
+        elif isinstance(lst, (cst.ListComp, cst.Call)):  # concatenate([v for _, v in sorted(inputs.items())])
+            lst = self._dict_values(lst) or lst
         if not isinstance(lst, (cst.List, cst.Tuple)) or any(isinstance(e, cst.StarredElement) for e in lst.elements):
-            raise _Refused(call, f"{label}: fwport follows merges of a literal list of tensors")
+            raise _Refused(call, f"{label}: fwport follows merges of a literal list of tensors (or of the values "
+                                 "of a dict of inputs)")
         items = [e.value for e in lst.elements]
         ts = []
         for it in items:
