@@ -2736,8 +2736,8 @@ class _Builder:
             for it in in_items:
                 if not isinstance(it, cst.Name) or it.value not in self.inputs:
                     self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...), "
-                                   "a dict of them ({'a': a, ...}) or a name bound to a dict literal of keras.Input "
-                                   "calls; fwport does not follow this value")
+                                   "a dict of such names, or a name bound to a dict literal of keras.Input calls; "
+                                   "fwport does not follow this value")
                     return None
                 order.append(it.value)
         if set(order) != set(self.inputs):
