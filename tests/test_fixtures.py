@@ -139,6 +139,14 @@ def _layouts(job) -> tuple[str, str]:
     return "same", "same"
 
 
+def _input_keys(job) -> list | None:
+    """The keys of a model called with a dict of inputs (ModelInfo.input_keys): both sides get one dict."""
+    for m in translated(job["fixture"]).models:
+        if m.scope == job["model"] and m.input_keys:
+            return list(m.input_keys)
+    return None
+
+
 def _spawn(mode: str, jobs: list[dict], tmp: Path, env_extra: dict):
     jobs_path, results_path = tmp / f"jobs-{mode}-{len(jobs)}.json", tmp / f"results-{mode}-{len(jobs)}.json"
     jobs_path.write_text(json.dumps(jobs))
@@ -158,7 +166,7 @@ def runs(tmp_path_factory):
         for j in JOBS:
             if j["keras"] != version:
                 continue
-            kjobs.append(dict(j, file=str(FIXTURES / j["fixture"] / "model.py"),
+            kjobs.append(dict(j, file=str(FIXTURES / j["fixture"] / "model.py"), input_keys=_input_keys(j),
                               save=str(tmp / f"keras-{j['id'].replace(':', '-')}.npz") if j["kind"] == "function" else None))
         if kjobs:
             env = {"TF_USE_LEGACY_KERAS": "1"} if version == 2 else {}
@@ -166,7 +174,7 @@ def runs(tmp_path_factory):
     tjobs = []
     for j in JOBS:
         layout, output_layout = _layouts(j)
-        tjobs.append(dict(j, file=str(FIXTURES / j["fixture"] / "expected.py"), layout=layout,
+        tjobs.append(dict(j, file=str(FIXTURES / j["fixture"] / "expected.py"), layout=layout, input_keys=_input_keys(j),
                           output_layout=output_layout,
                           save=str(tmp / f"torch-{j['id'].replace(':', '-')}.npz") if j["kind"] == "function" else None))
     procs["torch"] = _spawn("torch", tjobs, tmp, {})

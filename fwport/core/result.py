@@ -52,6 +52,9 @@ class ModelInfo:
     # layers in the order they are called, as segments ({"loop": bool, "layers": [class names per layer]});
     # its records name them calls[s][j] / calls[s][*][j] (fwport verify matches them to the built model)
     calls: list | None = None
+    # a model called with a dict of inputs (Keras's functional `inputs={"a": ...}`): its keys, in the order
+    # of the inputs the verifier is given; None: the inputs are passed positionally
+    input_keys: tuple | None = None
 
     def __post_init__(self) -> None:
         if self.input_shape is not None:  # plain ints (see LayerRecord), None where symbolic
@@ -63,6 +66,8 @@ class ModelInfo:
              "layout": self.layout, "output_layout": self.output_layout}
         if self.calls is not None:
             d["calls"] = self.calls
+        if self.input_keys is not None:
+            d["input_keys"] = list(self.input_keys)
         return d
 
 

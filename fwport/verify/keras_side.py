@@ -258,9 +258,16 @@ def _stochastic(model, xs) -> bool:
     return False
 
 
+# the keys of a model called with a dict of inputs (ModelInfo.input_keys), set per request: the inputs,
+# given in that order, are passed as one dict
+_INPUT_KEYS: list = []
+
+
 def _call(model, xs, training: bool):
     if isinstance(model, _Function):
         return model(*xs)
+    if _INPUT_KEYS:
+        return model(dict(zip(_INPUT_KEYS, xs)), training=training)
     if len(xs) == 1:
         return model(xs[0], training=training)
     if _positional_inputs(model) >= len(xs):
@@ -748,6 +755,7 @@ def handle(req: dict) -> dict:
     op = req.get("op")
     if op == "hello":
         return {"versions": versions(), "device": device()}
+    _INPUT_KEYS[:] = req.get("input_keys") or []
     if op == "run":
         with contextlib.ExitStack() as draws:
             return run(req, draws)

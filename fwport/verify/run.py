@@ -462,7 +462,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
         tw = session.worker("torch", 0, opts.device)
         t_start = time.perf_counter()
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
-                  "kind": opts.kind, "load": opts.load, "define": opts.defines}
+                  "kind": opts.kind, "load": opts.load, "define": opts.defines,
+                  "input_keys": list(info.input_keys) if info is not None and info.input_keys else None}
         # both sides start at once: torch imports and builds while Keras runs
         tw.send(dict(common, op="build", source=str(Path(opts.translated).resolve()), model=tname,
                      inputs=str(d / "x_torch.npz")))

@@ -96,9 +96,17 @@ class _Function(nn.Module):
         return self.fn(*xs, **self.args)
 
 
+# the keys of a model called with a dict of inputs (ModelInfo.input_keys), set when it is built: the
+# inputs, given in that order, are passed as one dict
+_INPUT_KEYS: list = []
+
+
 def _call(model, xs):
     """Inputs as the Keras side passes them: positionally, or as one list to a forward that takes fewer
-    (``def forward(self, inputs): sequence, length = inputs``), as Keras passes a list to ``call``."""
+    (``def forward(self, inputs): sequence, length = inputs``), as Keras passes a list to ``call``, or
+    as one dict keyed as the Keras model's dict of inputs."""
+    if _INPUT_KEYS and not isinstance(model, _Function):
+        return model(dict(zip(_INPUT_KEYS, xs)))
     if len(xs) > 1 and _positional_inputs(model) < len(xs):
         return model(list(xs))
     return model(*xs)
@@ -325,6 +333,7 @@ def handle(req: dict) -> dict:
     if op == "hello":
         return {"versions": versions()}
     if op == "build":
+        _INPUT_KEYS[:] = req.get("input_keys") or []
         return build(req)
     if op == "run":
         return run(req)

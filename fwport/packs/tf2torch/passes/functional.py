@@ -12,7 +12,11 @@ and layer forms), tensor arithmetic, ``tf`` / ``keras.ops`` calls where the layo
 their meaning, shared layers, a nested ``keras.Sequential``, layer classes of the file, ``for``
 statements over known values (written out), and helper functions that build blocks: one class per
 helper and variant of its literal arguments (which decide its ``if`` statements), an instance per
-call site.
+call site. Dicts of inputs (``inputs = {"a": keras.Input(...)}``, ``keras.Model(inputs={"a": a})``,
+``inputs = create_model_inputs()`` over module constants) make ``forward`` take the dict the Keras
+model is called with; a dict of outputs is returned as that dict. ``for`` statements over values known
+only when the model is built (in the builder or a helper) build nn.ModuleLists by the same loop. At
+module level only the statements ``keras.Model(...)`` depends on are the model's.
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
@@ -39,7 +43,7 @@ records the plan, and :func:`finish` builds the classes once every finding is lo
 comment placed (as the decorators pass removes its lines).
 
 What is not followed (a layer without a rule, a graph statement inside ``if``/``while``, a loop over
-values known only at run time, an ``if`` on such a value in a helper, ...) is an error finding on
+a run-time value inside another, an ``if`` on such a value in a helper, ...) is an error finding on
 its line (a helper's at its call site), and the whole model is left as written, its calls settled:
 never a half-translated graph.
 """
@@ -77,6 +81,51 @@ def _kwarg_of(call: cst.Call, name: str, position: int = -1) -> cst.BaseExpressi
 def _lit_of(call: cst.Call, name: str, position: int = -1):
     node = _kwarg_of(call, name, position)
     return NOT_LITERAL if node is None else literal_value(node, NOT_LITERAL)
+
+
+def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
+    """Indices in ``lo..model-1`` of the module-level statements that keras.Model(...) at ``model``
+    does not depend on: none binds a name it or a statement it depends on reads (walked backwards)."""
+    needed = _names_in(stmts[model])
+    outside = set()
+    for i in range(model - 1, lo - 1, -1):
+        st = stmts[i]
+        if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            continue  # (their roles are "keep" anyway)
+        bound = _names_bound_in(st) | set(_assigned(st))
+        if bound & needed:
+            needed |= _names_in(st)
+        else:
+            outside.add(i)
+    return outside
+
+
+def _module_assignments(ctx: FileContext) -> dict[str, cst.BaseExpression]:
+    """name → the value a module-level ``name = value`` binds (the parsed source's), once per file."""
+    found = ctx.analyses.get("functional_module_values")
+    if found is None:
+        found = ctx.analyses["functional_module_values"] = {}
+        module = ctx.analyses.get("parsed", (None,))[0]
+        for stmt in module.body if module is not None else ():
+            if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+                small = stmt.body[0]
+                if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                        and isinstance(small.targets[0].target, cst.Name):
+                    found[small.targets[0].target.value] = small.value
+                elif isinstance(small, cst.AnnAssign) and small.value is not None and isinstance(small.target, cst.Name):
+                    found[small.target.value] = small.value
+    return found
+
+
+def _string_key(node) -> str | None:
+    """The key of ``{"a": ...}`` / ``inputs["a"]`` when it is a literal string."""
+    value = literal_value(node, NOT_LITERAL) if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)) else None
+    return value if isinstance(value, str) else None
+
+
+def _key_code(key: str) -> str:
+    """A dict key as code, double-quoted as Keras code writes it."""
+    return f'"{key}"' if '"' not in key and "\\" not in key and key.isprintable() else repr(key)
 
 
 def _rnn_call_args(call: cst.Call) -> tuple | None:
@@ -236,6 +285,7 @@ class _Plan:
     carried: dict[str, str] = field(default_factory=dict)  # builder value read in forward → attribute
     class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
     helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
+    return_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): the keys of returns
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -608,6 +658,11 @@ class _Builder:
         self.known_ints: dict[str, object] = {}
         self.loop_ints: dict[str, object] = {}
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
+        # `inputs = {"a": keras.Input(...)}`: name → {key: the input's name in self.inputs}
+        self.input_dicts: dict[str, dict[str, str]] = {}
+        # a model given a dict of inputs: (forward's parameter, {key: input name}, the names bound from it)
+        self.dict_input: tuple[str, dict[str, str], bool] | None = None
+        self.out_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): its keys
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
@@ -618,6 +673,24 @@ class _Builder:
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
         self.sized_calls: dict[int, cst.Call] = {}  # id(layer call) → it with x.shape[i] written as sizes
+        # id(node of a copy) → (that node, kept alive; the node of the source it copies): findings on copies
+        # (a for statement's body written out per pass, a statement with a loop's ints in place) at its line
+        self.origin: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+
+    def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
+        """``rewrite(node, transformer, fresh=True)``, each node of the copy mapped to the source's node
+        it copies (the transformers substitute leaves: the trees have the same shape elsewhere)."""
+        new = rewrite(node, transformer, fresh=True)
+        todo = [(new, node)]
+        while todo:
+            a, b = todo.pop()
+            if a is b:
+                continue
+            self.origin[id(a)] = (a, self.origin.get(id(b), (None, b))[1])
+            ca, cb = a.children, b.children
+            if len(ca) == len(cb):
+                todo += [(x, y) for x, y in zip(ca, cb) if type(x) is type(y)]
+        return new
 
     # --- reporting ----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "unsupported-construct") -> None:
@@ -625,6 +698,8 @@ class _Builder:
         if self.helper_call is not None:  # inside a helper's body (a copy): said at the call site
             message = f"in {code(self.helper_call.func)}(...): {message}"
             node = self.helper_call
+        # a copy fwport made (a for statement written out): said where the source has it
+        node = self.origin.get(id(node), (None, node))[1]
         self.ctx.report(Severity.ERROR, code_, message, node)
 
     # --- helper functions that build blocks -----------------------------------------------------------
@@ -723,6 +798,8 @@ class _Builder:
         child.depth, child.layout, child.scope, child.nodes, child.helpers = (self.depth + 1, self.layout, self.scope,
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
+        child.origin = self.origin  # (its findings go to that call: where the source has it, if it is a copy)
+        child.runtime_loop = self.runtime_loop  # (a loop over a run-time value inside another is not followed)
         child.local = set(symbolic)
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
@@ -736,14 +813,20 @@ class _Builder:
         child.layout = self.layout
         forward: list = []
         ret = child._helper_body(body, forward, tensors, name)
+        site_node = self.origin.get(id(call), (None, call))[1]  # (where the source has it, if a copy)
         for p in self.ctx.pending[mark:]:  # the body is a copy: its findings go to the call site
-            p.node = call
+            p.node = site_node
         if child.errors or ret is None:
             self.errors += child.errors
             if ret is None and not child.errors:
                 raise _Refused(call, f"{name}(...): a helper must end with `return <tensor>`")
             raise _Refused(call, "", "")
         out_tensor, ret_expr = ret  # a _Tensor, or a _Multi for `return x, skip`
+        # its for statements over run-time values (nn.ModuleLists built in its class's __init__): the model's
+        # records name their layers by the order of calls, as the builder's own loops (the nodes are shared)
+        self.loops += child.loops
+        for loop, *_ in child.loops:  # (findings on them: at the call site, the loop being in a copy of the body)
+            self.origin.setdefault(id(loop), (loop, site_node))
         for layer in child.layers:
             if layer.op is None and layer.kind != "helper":
                 raise _Refused(call, f"{name}(...): {layer.var or code(layer.call.func)} is created but never called")
@@ -835,6 +918,166 @@ class _Builder:
                 if kind == "rule" and rule is not None:
                     return _implied_rank(rule)
         return None
+
+    # --- dicts of inputs built by a helper ------------------------------------------------------------
+    def _module_value(self, node: cst.BaseExpression):
+        """The value of a module-level expression of literals and constant names (``FEATURE_NAMES``,
+        ``NUMERIC + CATEGORICAL``, ``list(VOCABULARY.keys())``, ``sorted(NAMES)``), or NOT_LITERAL."""
+        lit = literal_value(node, NOT_LITERAL)
+        if lit is not NOT_LITERAL:
+            return lit
+        if isinstance(node, cst.Dict) and node.elements and all(
+                isinstance(e, cst.DictElement) and _string_key(e.key) is not None for e in node.elements):
+            # {"Soil_Type": list(data["Soil_Type"].unique()), ...}: its keys (its values are not known here)
+            return {_string_key(e.key): _UNKNOWN for e in node.elements}
+        if isinstance(node, cst.Name) and node.value not in self.local:
+            stable = self.constants[1]
+            if node.value not in stable:
+                return NOT_LITERAL
+            bound = _module_assignments(self.ctx).get(node.value)
+            return NOT_LITERAL if bound is None else self._module_value(bound)
+        if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+            a, b = self._module_value(node.left), self._module_value(node.right)
+            if isinstance(a, (list, tuple)) and type(a) is type(b):
+                return a + b
+            return NOT_LITERAL
+        if isinstance(node, cst.Call) and len(node.args) == 1 and not node.args[0].star \
+                and node.args[0].keyword is None and dotted_text(node.func) in ("list", "sorted", "tuple") \
+                and dotted_text(node.func) not in self.local:
+            v = self._module_value(node.args[0].value)
+            if not isinstance(v, (list, tuple, dict)):
+                return NOT_LITERAL
+            f = dotted_text(node.func)
+            if isinstance(v, dict):
+                v = list(v)  # (list(d), sorted(d): its keys)
+            return sorted(v) if f == "sorted" else list(v) if f == "list" else tuple(v)
+        if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value in ("keys", "values"):
+            v = self._module_value(node.func.value)
+            if isinstance(v, dict):
+                got = list(v.keys() if node.func.attr.value == "keys" else v.values())
+                return NOT_LITERAL if _UNKNOWN in got else got
+        return NOT_LITERAL
+
+    def _input_dict_call(self, call: cst.Call) -> dict[str, cst.Call] | None:
+        """``create_model_inputs()``: a helper of this file without arguments whose body builds a dict of
+        ``keras.Input`` over module constants (``inputs = {}``, ``for name in FEATURE_NAMES:`` with an
+        ``if name in NUMERIC_FEATURE_NAMES:`` choosing the Input, ``inputs[name] = layers.Input(...)``,
+        ``return inputs``; or ``return {"a": layers.Input(...), ...}``): key → its Input call (a copy with
+        the loop's value in place). None: not such a helper."""
+        if not isinstance(call.func, cst.Name) or call.args or call.func.value not in self.helpers \
+                or call.func.value in self.local:
+            return None
+        fn = self.helpers[call.func.value]
+        params = fn.params
+        if params.params or params.posonly_params or params.kwonly_params or isinstance(params.star_arg, cst.Param) \
+                or isinstance(params.star_kwarg, cst.Param):
+            return None
+        body = list(fn.body.body)
+        if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+                and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+            body = body[1:]  # the docstring
+        if not body or not isinstance(body[-1], cst.SimpleStatementLine) or not isinstance(body[-1].body[0], cst.Return):
+            return None
+        ret = body[-1].body[0].value
+        out: dict[str, cst.Call] = {}
+
+        def is_input(node) -> bool:
+            return isinstance(node, cst.Call) and self.ctx.imports.resolve(node.func) == INPUT
+
+        if isinstance(ret, cst.Dict) and len(body) == 1:
+            for e in ret.elements:
+                key = _string_key(e.key) if isinstance(e, cst.DictElement) else None
+                if key is None or not is_input(e.value) or key in out:
+                    return None
+                out[key] = e.value
+            return out or None
+        if not isinstance(ret, cst.Name) or len(body) < 3:
+            return None
+        name = ret.value
+        first = body[0]
+        if not (isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Assign)
+                and code(first.body[0].value).strip() in ("{}", "dict()")
+                and [code(t.target) for t in first.body[0].targets] == [name]):
+            return None
+
+        def assign(st, var: str, value: str) -> bool:
+            """``<name>[<var>] = keras.Input(...)``: recorded under the loop's value."""
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and is_input(small.value)):
+                return False
+            t = small.targets[0].target
+            if not (isinstance(t, cst.Subscript) and code(t.value) == name and len(t.slice) == 1
+                    and isinstance(t.slice[0].slice, cst.Index) and code(t.slice[0].slice.value) == var):
+                return False
+            out[value] = self._copy(small.value, _Substitute({var: cst.SimpleString(_key_code(value))}))
+            return True
+
+        for loop in body[1:-1]:
+            if not (isinstance(loop, cst.For) and isinstance(loop.target, cst.Name) and loop.orelse is None
+                    and isinstance(loop.body, cst.IndentedBlock)):
+                return None
+            var = loop.target.value
+            values = self._module_value(loop.iter)
+            if not isinstance(values, (list, tuple)) or not all(isinstance(v, str) for v in values):
+                return None
+            for v in values:
+                for st in loop.body.body:
+                    if isinstance(st, cst.If):  # if name in NUMERIC_FEATURE_NAMES: ... else: ...
+                        test = st.test
+                        if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1
+                                and code(test.left) == var
+                                and isinstance(test.comparisons[0].operator, (cst.In, cst.NotIn))):
+                            return None
+                        among = self._module_value(test.comparisons[0].comparator)
+                        if not isinstance(among, (list, tuple, dict, set)):
+                            return None
+                        taken = (v in among) == isinstance(test.comparisons[0].operator, cst.In)
+                        branch = st.body.body if taken else (
+                            st.orelse.body.body if isinstance(st.orelse, cst.Else) else None)
+                        if isinstance(st.orelse, cst.If) or (branch is not None and (
+                                len(branch) != 1 or not assign(branch[0], var, v))):
+                            return None
+                    elif not assign(st, var, v):
+                        return None
+        return out or None
+
+    def _dict_values(self, value: cst.BaseExpression) -> cst.List | None:
+        """``[v for _, v in sorted(inputs.items())]``, ``list(inputs.values())`` of a dict of inputs:
+        its tensors as a list of ``inputs["a"]`` (in that order), or None."""
+        def items_of(node, sort: bool):
+            if isinstance(node, cst.Call) and dotted_text(node.func) == "sorted" and "sorted" not in self.local \
+                    and len(node.args) == 1 and node.args[0].keyword is None and not node.args[0].star:
+                return items_of(node.args[0].value, True)
+            if isinstance(node, cst.Call) and not node.args and isinstance(node.func, cst.Attribute) \
+                    and isinstance(node.func.value, cst.Name) and node.func.value.value in self.input_dicts \
+                    and node.func.attr.value in ("items", "values"):
+                d = node.func.value.value
+                keys = list(self.input_dicts[d])
+                return d, (sorted(keys) if sort else keys), node.func.attr.value
+            return None
+
+        found = None
+        if isinstance(value, cst.ListComp) and not value.for_in.inner_for_in and not value.for_in.ifs \
+                and not value.for_in.asynchronous:
+            got = items_of(value.for_in.iter, False)
+            target, elt = value.for_in.target, value.elt
+            if got is not None and got[2] == "items" and isinstance(target, cst.Tuple) and len(target.elements) == 2 \
+                    and isinstance(elt, cst.Name) and code(target.elements[1].value) == elt.value \
+                    and code(target.elements[0].value) != elt.value:
+                found = got
+            elif got is not None and got[2] == "values" and isinstance(target, cst.Name) \
+                    and isinstance(elt, cst.Name) and elt.value == target.value:
+                found = got
+        elif isinstance(value, cst.Call) and dotted_text(value.func) == "list" and "list" not in self.local \
+                and len(value.args) == 1 and value.args[0].keyword is None and not value.args[0].star:
+            got = items_of(value.args[0].value, False)
+            if got is not None and got[2] == "values":
+                found = got
+        if found is None:
+            return None
+        d, keys, _ = found
+        return cst.List([cst.Element(expr(f"{d}[{_key_code(k)}]")) for k in keys])
 
     def _literal_layer(self, v: cst.BaseExpression) -> bool:
         """A Keras layer with a rule built from literal arguments only (``layers.LeakyReLU(0.2)``,
@@ -1029,9 +1272,21 @@ class _Builder:
         generated: dict[int, list] = {}
         init_lines: dict[int, list[str]] = {}
         gone: set[str] | None = None  # graph names: none of them exists after the model in the translation
+        # module level: the statements keras.Model(...) depends on; the others (data, plots, other objects
+        # between the models) stay as written, and may not read the model's tensors or layers
+        outside = set() if builder else _outside_slice(stmts, lo, m_index)
+        graph_bound: set[str] = set()  # names the model's statements bound so far
         for i, stmt in enumerate(stmts):
             if i < lo:
                 roles[i] = "keep"
+                continue
+            if i in outside:
+                roles[i] = "keep"
+                used = _names_in(stmt) & graph_bound
+                if used:
+                    self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used by "
+                                     "a statement that is not part of it: only the model is available there in the "
+                                     "translation")
                 continue
             if i > m_index:
                 roles[i] = "keep"
@@ -1058,11 +1313,15 @@ class _Builder:
                     stmts[i] = stmt = after
             role = self._statement(stmt, i == 0 and builder)
             roles[i] = role
+            if not builder and role != "keep":
+                graph_bound |= _names_bound_in(stmt) | set(_assigned(stmt))
             if role == "unrolled" and id(stmt) in self.generated:
                 generated[i] = self.generated.pop(id(stmt))
             if self.pending_init:
                 init_lines[i] = self.pending_init
                 self.pending_init = []
+        for p in ctx.pending[self.mark:]:  # findings the rules made on copies (a loop's body): at the source's node
+            p.node = self.origin.get(id(p.node), (None, p.node))[1]
         outputs = self._model_args(model_call)
         if outputs is None or self.errors:
             return self._give_up(stmts, model_call)
@@ -1073,7 +1332,10 @@ class _Builder:
         self._check_reachable(out_tensors, model_call)
         if self.errors:
             return self._give_up(stmts, model_call)
-        self._records(out_tensors)
+        if self.out_keys is not None:  # Keras flattens a dict of outputs by sorted keys (map_graph's order)
+            self._records([t for _, t in sorted(zip(self.out_keys, out_tensors), key=lambda kt: kt[0])])
+        else:
+            self._records(out_tensors)
         # names and the forward's parameters
         name_arg = next((a.value for a in model_call.args if a.keyword and a.keyword.value == "name"), None)
         given = literal_value(name_arg, None) if name_arg is not None else None
@@ -1090,10 +1352,11 @@ class _Builder:
             if r == "keep":
                 keep_names |= _names_in(stmts[i])
         keep_copies = {i for i, r in roles.items() if r == "config" and set(_assigned(stmts[i])) & keep_names}
-        plan = _Plan(self.path, class_name, roles, init_lines, list(self.inputs), returns,
+        params = [self.dict_input[0]] if self.dict_input else list(self.inputs)
+        plan = _Plan(self.path, class_name, roles, init_lines, params, returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
-                     carried=self.carried)
+                     carried=self.carried, return_keys=self.out_keys)
         ctx.settle(model_call)
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
@@ -1149,7 +1412,22 @@ class _Builder:
 
     def _loop_values(self, loop: cst.For) -> list | None:
         """The values a ``for`` statement iterates over where the model is built, or None."""
-        it = loop.iter
+        return self._iter_values(loop.iter)
+
+    def _iter_values(self, it: cst.BaseExpression) -> list | None:
+        """The values iterating over ``it`` gives where the model is built (a literal list, module
+        constants, range(known ints), enumerate(one of these)), or None."""
+        if isinstance(it, cst.Call) and dotted_text(it.func) == "enumerate" and "enumerate" not in self.local \
+                and it.args and not it.args[0].star and it.args[0].keyword is None and len(it.args) <= 2:
+            start = 0
+            if len(it.args) == 2:
+                a = it.args[1]
+                start = literal_value(a.value, None) if not a.star and (
+                    a.keyword is None or a.keyword.value == "start") else None
+                if not is_int(start):
+                    return None
+            inner = self._iter_values(it.args[0].value)
+            return None if inner is None else [(int(start) + i, v) for i, v in enumerate(inner)]
         lit = literal_value(it, NOT_LITERAL)
         if isinstance(lit, (list, tuple)):
             return list(lit)
@@ -1169,7 +1447,7 @@ class _Builder:
         values = self._loop_values(loop)
         self.generating = True
         try:
-            if values is None and self.helper_call is None and loop.orelse is None \
+            if values is None and loop.orelse is None \
                     and isinstance(loop.body, cst.IndentedBlock) and not self.runtime_loop:
                 return self._runtime_loop(loop)
             return self._unroll_values(loop, values)
@@ -1206,6 +1484,14 @@ class _Builder:
             if not isinstance(after, _Tensor) or (after.flat or t.flat) is not None:
                 self.error(loop, f"{n}: a tensor a for statement over a run-time value carries must stay a tensor")
                 return None
+            if not sized_by_loop and after.shape != t.shape and after.shape is not None and t.shape is not None \
+                    and len(after.shape) == len(t.shape) and all(a == b or b is None
+                                                                 for a, b in zip(after.shape, t.shape)):
+                # a size unknown before the loop (after another one) that the body makes known: the body was
+                # followed with it unknown (lazy modules, right for every pass); after the loop, still unknown
+                # (no pass, or several)
+                self.env[n] = _Tensor(t.shape, after.node, None, after.last)
+                continue
             if (not sized_by_loop and after.shape != t.shape) or (sized_by_loop and (
                     (after.shape is None) != (t.shape is None) or (t.shape is not None and len(after.shape) != len(t.shape)))):
                 self.error(loop, f"{n} changes shape in this for statement over a value known only at run time "
@@ -1260,9 +1546,17 @@ class _Builder:
         names = [target.value] if isinstance(target, cst.Name) else [e.value.value for e in target.elements
                                                                      if isinstance(e.value, cst.Name)] \
             if isinstance(target, (cst.Tuple, cst.List)) else []
+        if values is None and self.runtime_loop and names and loop.orelse is None:
+            self.error(loop, "a for statement over a value known only when the model is built, inside another such "
+                             "for statement (or in a helper called in one), is not followed: fwport builds one "
+                             "nn.ModuleList per loop; give the inner loop literal values or module constants, or "
+                             "translate this model by hand")
+            return None
         if values is None or not names or loop.orelse is not None or not isinstance(loop.body, cst.IndentedBlock):
-            self.error(loop, "a for statement of a functional model is followed when it runs over a literal list or "
-                             "range(...) of known ints (it is written out once per value); this one is not")
+            self.error(loop, "a for statement of a functional model is followed when it runs over a literal list, "
+                             "range(...) of known ints or module constants (it is written out once per value), or "
+                             "over a value known when the model is built (an nn.ModuleList built by the same loop); "
+                             "this one is neither (an else clause, or targets that are not names)")
             return None
         out: list = []
         # names the loop steps (`filters *= 2`): their values where it is written out, pass by pass
@@ -1300,7 +1594,9 @@ class _Builder:
                 if step is not None:  # filters *= 2: the next statements see its new value
                     ints[step[0]] = step[1]
                     continue
-                st = rewrite(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}), fresh=True)
+                st = self._copy(st, _Substitute({**subst, **{n: _literal_node(x) for n, x in ints.items()}}))
+                if v is not _AS_WRITTEN:  # activation="gelu" if idx == 0 else None: this pass's branch
+                    st = self._copy(st, _FoldIfExp(self))
                 if isinstance(st, cst.If) and v is not _AS_WRITTEN:  # if i < 2: decided by the pass's values
                     try:
                         chosen = self._decided(st)
@@ -1394,6 +1690,43 @@ class _Builder:
             q = self.ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
             if q == INPUT:
                 self._input(target, value)
+                return "input"
+            made = self._input_dict_call(value) if isinstance(value, cst.Call) else None
+            if made is not None:
+                # `inputs = create_model_inputs()`, a helper of this file that builds a dict of keras.Input
+                # over module constants: the model is called with that dict (its body stays for other callers)
+                keys = {}
+                for key, call in made.items():
+                    keys[key] = f"{target}[{_key_code(key)}]"
+                    self._input(keys[key], call)
+                self.input_dicts[target] = keys
+                self.env[target] = _Layer(value, None, "dict", var=target)
+                self.env[target].op = _Op("dict", False)
+                # followed: once only followed models call it, it goes (finish), as helpers that became classes
+                self.ctx.analyses.setdefault("functional_calls", {}).setdefault(value.func.value, 0)
+                self.ctx.analyses.setdefault("functional_input_helpers", set()).add(value.func.value)
+                self.helper_uses[value.func.value] = self.helper_uses.get(value.func.value, 0) + 1
+                return "input"
+            listed = self._dict_values(value)
+            if listed is not None:
+                # `input_values = [v for _, v in sorted(inputs.items())]`: a list of the dict's tensors, for
+                # merges and keras.Model(...) (written where it is used, as `inputs["a"]`)
+                self.lists[target] = listed
+                self.env[target] = _Layer(value, None, "list", var=target)
+                self.env[target].op = _Op("list", False)
+                return "layer"
+            if isinstance(value, cst.Dict) and value.elements and all(
+                    isinstance(e, cst.DictElement) and _string_key(e.key) is not None and isinstance(e.value, cst.Call)
+                    and self.ctx.imports.resolve(e.value.func) == INPUT for e in value.elements):
+                # `inputs = {"a": keras.Input(...), ...}`: the model is called with a dict, read as inputs["a"]
+                keys = {}
+                for e in value.elements:
+                    key = _string_key(e.key)
+                    keys[key] = f"{target}[{_key_code(key)}]"  # no name of the code: read by subscript
+                    self._input(keys[key], e.value)
+                self.input_dicts[target] = keys
+                self.env[target] = _Layer(value, None, "dict", var=target)  # not a tensor: refused elsewhere
+                self.env[target].op = _Op("dict", False)
                 return "input"
             if isinstance(value, (cst.List, cst.Tuple)) and value.elements and all(
                     isinstance(e, cst.Element) and isinstance(e.value, cst.Name)
@@ -1493,8 +1826,8 @@ class _Builder:
             return cst.parse_statement(f"{name} = {value!r}\n")
         for n in _names_bound_in(stmt) | set(_assigned(stmt)):
             self.loop_ints.pop(n, None)
-        return rewrite(stmt, _Substitute({n: _literal_node(self.loop_ints[n]) for n in names
-                                          if n in self.loop_ints}), fresh=True)
+        return self._copy(stmt, _Substitute({n: _literal_node(self.loop_ints[n]) for n in names
+                                             if n in self.loop_ints}))
 
     def _int_step(self, small, ints: dict):
         """``filters *= 2`` / ``filters = filters * 2`` on a name whose int value is known: (name, new
@@ -1627,6 +1960,16 @@ class _Builder:
                 self.carried.setdefault(node.value, self._value_attr(node.value))
                 self.replace[id(node)] = expr(f"self.{self.carried[node.value]}")
             return None
+        if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Name) \
+                and node.value.value in self.input_dicts:
+            # inputs["a"] of a dict of keras.Input: forward reads its dict parameter the same way
+            keys = self.input_dicts[node.value.value]
+            s = node.slice[0].slice if len(node.slice) == 1 else None
+            key = _string_key(s.value) if isinstance(s, cst.Index) else None
+            if key not in keys:
+                raise _Refused(node, f"{code(node)}: fwport reads a dict of keras.Input by its literal keys "
+                                     f"({', '.join(repr(k) for k in keys)})")
+            return self.inputs[keys[key]]
         if isinstance(node, cst.Call):
             out = self._call(node)
             if isinstance(out, _Multi) and not self.unpacking:
@@ -2270,8 +2613,11 @@ class _Builder:
                                "unsupported-argument")
         if isinstance(lst, cst.Name) and lst.value in self.lists:
             lst = self.lists[lst.value]
+        elif isinstance(lst, (cst.ListComp, cst.Call)):  # concatenate([v for _, v in sorted(inputs.items())])
+            lst = self._dict_values(lst) or lst
         if not isinstance(lst, (cst.List, cst.Tuple)) or any(isinstance(e, cst.StarredElement) for e in lst.elements):
-            raise _Refused(call, f"{label}: fwport follows merges of a literal list of tensors")
+            raise _Refused(call, f"{label}: fwport follows merges of a literal list of tensors (or of the values "
+                                 "of a dict of inputs)")
         items = [e.value for e in lst.elements]
         ts = []
         for it in items:
@@ -2369,22 +2715,47 @@ class _Builder:
             ins = self.lists[ins.value]
         if isinstance(outs, cst.Name) and outs.value in self.lists:
             outs = self.lists[outs.value]
-        in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
         order = []
-        for it in in_items:
-            if not isinstance(it, cst.Name) or it.value not in self.inputs:
-                self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...) "
-                               "(a dict of inputs is not followed yet)")
-                return None
-            order.append(it.value)
+        if isinstance(ins, cst.Name) and ins.value in self.input_dicts:
+            # keras.Model(inputs=inputs) of `inputs = {"a": keras.Input(...)}`: forward takes that dict
+            keys = self.input_dicts[ins.value]
+            self.dict_input = (ins.value, keys, False)
+            order = list(keys.values())
+        elif isinstance(ins, cst.Dict):
+            # keras.Model(inputs={"a": a, ...}): forward takes the dict and binds the source's names from it
+            keys = {}
+            for e in ins.elements:
+                key = _string_key(e.key) if isinstance(e, cst.DictElement) else None
+                if key is None or not isinstance(e.value, cst.Name) or e.value.value not in self.inputs \
+                        or e.value.value in keys.values():
+                    self.error(e, f"{code(e).strip().rstrip(',')}: a dict of inputs of keras.Model is followed "
+                                  "with literal string keys, each naming a keras.Input(...) of the model once")
+                    return None
+                keys[key] = e.value.value
+            taken = set(self.env) | set(self.local) | set(self.inputs)
+            param = next(p for p in ("inputs", "input_dict", "model_inputs", "inputs_") if p not in taken)
+            self.dict_input = (param, keys, True)
+            order = list(keys.values())
+        else:
+            in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
+            for it in in_items:
+                if not isinstance(it, cst.Name) or it.value not in self.inputs:
+                    self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...), "
+                                   "a dict of such names, or a name bound to a dict literal of keras.Input calls; "
+                                   "fwport does not follow this value")
+                    return None
+                order.append(it.value)
         if set(order) != set(self.inputs):
             self.error(ins, "keras.Input tensors that are not inputs of the model")
             return None
         self.inputs = {n: self.inputs[n] for n in order}
-        if isinstance(outs, cst.Dict):
-            self.error(outs, "a dict of outputs is not followed yet: list them")
-            return None
-        out_items = [e.value for e in outs.elements] if isinstance(outs, (cst.List, cst.Tuple)) else [outs]
+        self.out_keys = None
+        if isinstance(outs, cst.Dict):  # keras.Model(outputs={"a": ...}): forward returns that dict
+            self.out_keys = [_string_key(e.key) if isinstance(e, cst.DictElement) else None for e in outs.elements]
+            if None in self.out_keys or len(set(self.out_keys)) != len(self.out_keys):
+                self.error(outs, "a dict of outputs of keras.Model is followed with distinct literal string keys")
+                return None
+        out_items = [e.value for e in outs.elements] if isinstance(outs, (cst.List, cst.Tuple, cst.Dict)) else [outs]
         returns, tensors = [], []
         self.generating = True
         for it in out_items:
@@ -2445,7 +2816,7 @@ class _Builder:
                                     "fwport verify and fwport weights map their weights by the order Keras calls "
                                     "the layers (one module per pass)" if template is not None else
                                     "fwport verify and fwport weights do not map their weights (a layer created before "
-                                    "the loop is called in it)"), loop)
+                                    "the loop is called in it)"), self.origin.get(id(loop), (None, loop))[1])
             if template is None:
                 return
             self.calls, path = template
@@ -2524,10 +2895,16 @@ class _Builder:
         loops that feed it keep working unchanged (DESIGN: one permute at the model's entry)."""
         nchw = self.layout == "nchw"
         moved = [(name, t.shape) for name, t in self.inputs.items() if nchw and (t.shape is None or len(t.shape) > 1)]
+        if self.dict_input is not None:
+            param, keys, binds = self.dict_input
+            if binds:  # keras.Model(inputs={"a": a}): forward binds a = inputs["a"]
+                plan.entry_lines = [f"{name} = {param}[{_key_code(key)}]" for key, name in keys.items()]
+            elif moved:  # its entries moved channels-first in a copy, never in the caller's dict
+                plan.entry_lines = [f"{param} = dict({param})"]
         if moved:
             shown = [f"{name}: (batch, {', '.join(str(d) for d in s)})" if s else name for name, s in moved]
             plan.input_note = f"{', '.join(shown)} channels-last as in Keras, made channels-first once here"
-            plan.entry_lines = [f"{name} = {name}{_to_first(s)}" for name, s in moved]
+            plan.entry_lines += [f"{name} = {name}{_to_first(s)}" for name, s in moved]
             self.ctx.report(Severity.INFO, "layout-changed", "this functional model runs channels-first (NCHW) "
                             "inside; its forward takes Keras's channels-last inputs and moves them once at entry",
                             call)
@@ -2541,7 +2918,8 @@ class _Builder:
         declared = shapes[0] if len(shapes) == 1 and shapes[0] is not None else None
         key = self.scope or plan.model_target or plan.class_name
         self.ctx.models[key] = ModelInfo(key, "functional", tuple(plain(d) for d in declared) if declared else None,
-                                         "same", "same", self.calls)
+                                         "same", "same", self.calls,
+                                         tuple(self.dict_input[1]) if self.dict_input is not None else None)
 
     # --- the rewrite that keeps lines ---------------------------------------------------------------------
     def _rewrite(self, stmts: list, plan: _Plan) -> list:
@@ -2763,6 +3141,7 @@ def _literal_node(value) -> cst.BaseExpression:
 
 
 _AS_WRITTEN = object()
+_UNKNOWN = object()  # a module-level dict literal's value fwport does not evaluate (its keys are known)
 
 
 class _LoopModules(cst.CSTTransformer):
@@ -2857,6 +3236,27 @@ class _Substitute(cst.CSTTransformer):
         return False
 
 
+class _FoldIfExp(cst.CSTTransformer):
+    """``a if <test> else b`` → the branch the test takes where its value is known here (a for
+    statement written out pass by pass: ``activation=tf.nn.gelu if idx == 0 else None``)."""
+
+    def __init__(self, builder: "_Builder"):
+        self.builder = builder
+
+    def leave_IfExp(self, original_node, updated_node):
+        try:
+            taken = self.builder._static(updated_node.test, {})
+        except (_Refused, TypeError, ZeroDivisionError):
+            return updated_node
+        if taken is _LAYER_OBJECT or not isinstance(taken, (bool, int, float, str, type(None), list, tuple)):
+            return updated_node
+        chosen = updated_node.body if taken else updated_node.orelse
+        return chosen.with_changes(lpar=[], rpar=[]) if not isinstance(chosen, cst.IfExp) else chosen
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+
 class _Replace(cst.CSTTransformer):
     def __init__(self, replace: dict[int, cst.BaseExpression]):
         self.replace = replace
@@ -2933,6 +3333,11 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         for k, v in plan.class_code.items():
             code_by_helper.setdefault(k, []).extend(c for c in v if c not in code_by_helper.get(k, []))
     for i, stmt in enumerate(body):
+        if isinstance(stmt, cst.FunctionDef) and stmt.name.value in replaced and i not in builders \
+                and stmt.name.value in ctx.analyses.get("functional_input_helpers", ()) \
+                and stmt.name.value not in code_by_helper:
+            builders[i] = []  # create_model_inputs(): the models take the dict it built as forward's argument
+            continue
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in code_by_helper and i not in builders:
             classes = [statement(c) for c in code_by_helper[stmt.name.value]]
             classes = [c.with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()]) for c in classes]
@@ -3006,6 +3411,8 @@ def _parts(plan: _Plan, stmts: list):
         note = cst.EmptyLine(indent=True, whitespace=cst.SimpleWhitespace(""), comment=cst.Comment(f"# {plan.input_note}"))
         forward[0] = forward[0].with_changes(leading_lines=[note, *forward[0].leading_lines])
     ret = plan.returns[0] if len(plan.returns) == 1 else ", ".join(plan.returns)
+    if plan.return_keys is not None:
+        ret = "{" + ", ".join(f"{_key_code(k)}: {r}" for k, r in zip(plan.return_keys, plan.returns)) + "}"
     forward.append(statement(f"return {ret}\n"))
     return init, forward
 
@@ -3050,6 +3457,8 @@ def _build(plan: _Plan, stmts: list, fn: cst.FunctionDef, ctx: FileContext):
             kept.append(_clean(stmt))
         elif role == "model":
             kept.append(_model_statement(_clean(stmt), plan, new_call))
+    if kept:  # (the statements above it went into the class: no blank line at the top of the body)
+        kept[0] = kept[0].with_changes(leading_lines=_strip_blank(kept[0].leading_lines))
     return cls, fn.with_changes(body=fn.body.with_changes(body=kept))
 
 

@@ -1,0 +1,437 @@
+"""The functional pass on the structures real Keras code gives keras.Model (keras-io): a dict of
+inputs (``inputs = {"a": keras.Input(...)}`` read as ``inputs["a"]``, or ``keras.Model(inputs={"a":
+a})``) and a dict of outputs. The translated forward takes and returns what the Keras model is
+called with and returns; each followed structure is translated, run without TensorFlow and verified
+against Keras (forward and gradients, weights moved by fwport verify); what is not followed keeps an
+error on its line and the model left as written."""
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str, keras: int | None = None):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK,
+                            {"keras": keras} if keras else None)
+
+
+def errors(r) -> Counter:
+    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+
+
+def verified(tmp_path, src: str, out: str, model: str, inputs: list[str], keras: int | None = None) -> dict:
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
+                          checks=("forward", "grad"), device="cpu", keras=keras))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return {e["name"]: e["source"] for e in cert["results"]["gradients"]}
+
+
+def run_torch(out: str, builder: str, *args):
+    """The translation run with torch only: TensorFlow is never imported by it."""
+    torch = pytest.importorskip("torch")
+    import sys
+    ns: dict = {}
+    exec(compile(out, "t.py", "exec"), ns)
+    assert not any(m == "tensorflow" or m.startswith("tensorflow.") for m in ns if isinstance(m, str))
+    assert "tensorflow" not in out and "keras" not in out
+    return torch, ns[builder](*args), sys
+
+
+HEAD = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+'''
+
+# keras-io's node2vec_movielens.py, reduced: a dict literal of inputs read by key, one layer shared
+DICT_INPUTS = HEAD + '''
+
+def create_model(embedding_dim=4):
+    inputs = {
+        "target": layers.Input(name="target", shape=(3,)),
+        "context": layers.Input(name="context", shape=(3,)),
+    }
+    embed_item = layers.Dense(embedding_dim, name="item_embeddings")
+    target_embeddings = embed_item(inputs["target"])
+    context_embeddings = embed_item(inputs["context"])
+    merged = layers.concatenate([target_embeddings, context_embeddings])
+    logits = layers.Dense(1)(merged)
+    model = keras.Model(inputs=inputs, outputs=logits)
+    return model
+'''
+
+# keras.Model(inputs={...}) of named inputs, one of them an image (the model runs channels-first)
+NAMED_DICT = HEAD + '''
+
+def build_named():
+    a = keras.Input(shape=(8, 8, 3), name="image")
+    b = keras.Input(shape=(5,), name="meta")
+    x = layers.Conv2D(4, 3, padding="same", activation="relu")(a)
+    x = layers.GlobalAveragePooling2D()(x)
+    x = layers.concatenate([x, layers.Dense(4)(b)])
+    out = layers.Dense(2)(x)
+    return keras.Model(inputs={"meta": b, "image": a}, outputs=out)
+'''
+
+# a dict of outputs whose keys do not sort in the order they are written (Keras flattens by sorted key)
+DICT_OUTPUTS = HEAD + '''
+
+def build_heads():
+    x_in = keras.Input(shape=(6,))
+    h = layers.Dense(8, activation="relu")(x_in)
+    return keras.Model(x_in, {"score": layers.Dense(1)(h), "class": layers.Dense(3, activation="softmax")(h)})
+'''
+
+
+def test_a_dict_of_inputs_is_the_forward_parameter():
+    r = tx(DICT_INPUTS)
+    assert not errors(r), r.findings
+    assert "def forward(self, inputs):" in r.output
+    assert 'target_embeddings = self.embed_item(inputs["target"])' in r.output
+    assert 'context_embeddings = self.embed_item(inputs["context"])' in r.output
+    (info,) = r.models
+    assert info.input_keys == ("target", "context")
+    torch, model, _ = run_torch(r.output, "create_model")
+    x = {"target": torch.randn(2, 3), "context": torch.randn(2, 3)}
+    assert model(x).shape == (2, 1)
+
+
+def test_a_dict_of_inputs_verifies(tmp_path):
+    r = tx(DICT_INPUTS)
+    grads = verified(tmp_path, textwrap.dedent(DICT_INPUTS).lstrip("\n"), r.output, "create_model",
+                     ["float32[2,3]", "float32[2,3]"])
+    assert grads["embed_item.weight"] == "layers[2].kernel"  # the shared layer, after both InputLayers
+
+
+@pytest.mark.parametrize("keras", [2, 3])
+def test_a_dict_of_named_inputs_binds_them_in_forward_and_verifies(tmp_path, keras):
+    r = tx(NAMED_DICT, keras)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "def forward(self, inputs):" in out
+    # the source's names bound from the dict, then the image moved channels-first once
+    assert 'b = inputs["meta"]\n        a = inputs["image"]\n        a = a.permute(0, 3, 1, 2)' in out
+    (info,) = r.models
+    assert info.input_keys == ("meta", "image")
+    verified(tmp_path, textwrap.dedent(NAMED_DICT).lstrip("\n"), out, "build_named",
+             ["float32[2,5]", "float32[2,8,8,3]"], keras)
+
+
+def test_a_dict_of_inputs_read_channels_first_is_moved_in_a_copy():
+    src = HEAD + '''
+
+def build():
+    inputs = {"image": keras.Input(shape=(8, 8, 3)), "meta": keras.Input(shape=(5,))}
+    x = layers.Conv2D(4, 3, padding="same")(inputs["image"])
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.concatenate([x, inputs["meta"]]))
+'''
+    r = tx(src)
+    assert not errors(r), r.findings
+    assert 'inputs = dict(inputs)\n        inputs["image"] = inputs["image"].permute(0, 3, 1, 2)' in r.output
+    torch, model, _ = run_torch(r.output, "build")
+    x = {"image": torch.randn(2, 8, 8, 3), "meta": torch.randn(2, 5)}
+    kept = x["image"]
+    assert model(x).shape == (2, 9)
+    assert x["image"] is kept  # the caller's dict is not changed
+
+
+@pytest.mark.parametrize("keras", [2, 3])
+def test_a_dict_of_outputs_is_returned_and_verifies(tmp_path, keras):
+    r = tx(DICT_OUTPUTS, keras)
+    assert not errors(r), r.findings
+    assert 'return {"score": self.fc2(h), "class": torch.softmax(self.fc3(h), dim=-1)}' in r.output
+    grads = verified(tmp_path, textwrap.dedent(DICT_OUTPUTS).lstrip("\n"), r.output, "build_heads",
+                     ["float32[2,6]"], keras)
+    # Keras orders the layers from the outputs flattened by sorted key: "class" before "score"
+    assert grads["fc3.weight"] == "layers[2].kernel" and grads["fc2.weight"] == "layers[3].kernel"
+
+
+def test_dicts_not_followed_are_errors_on_their_line():
+    cases = {
+        # a key that is not a literal string
+        '''
+def build(key):
+    a = keras.Input(shape=(3,))
+    return keras.Model(inputs={key: a}, outputs=layers.Dense(2)(a))
+''': 6,
+        # a key of the dict of inputs that it does not hold
+        '''
+def build():
+    inputs = {"a": keras.Input(shape=(3,))}
+    return keras.Model(inputs, layers.Dense(2)(inputs["b"]))
+''': 6,
+        # an output key that is not a literal string
+        '''
+def build(key):
+    a = keras.Input(shape=(3,))
+    return keras.Model(a, {key: layers.Dense(2)(a)})
+''': 6,
+    }
+    for body, line in cases.items():
+        r = tx(HEAD + body)
+        errs = errors(r)
+        assert errs[("unsupported-construct", line)] >= 1, (body, errs)
+        assert "class " not in r.output and "keras.Model(" in r.output, r.output
+
+
+def test_findings_in_statements_fwport_copies_name_the_source_line():
+    # keras-io's cutmix ResNet: a loop over a parameter inside a loop written out (its body is a copy), and a
+    # helper with a loop over a run-time value called inside a loop over one (mirnet): each error at its line
+    cases = {
+        '''
+def build(n):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for stack in range(2):
+        for block in range(n):
+            units = 4
+            if stack > 0:
+                units = 8
+            x = layers.Dense(units)(x)
+    return keras.Model(inputs, x)
+''': 8,
+        '''
+def group(x, n):
+    for _ in range(n):
+        x = layers.Dense(4)(x)
+    return x
+
+
+def build(a, n):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for _ in range(a):
+        x = group(x, n)
+    return keras.Model(inputs, x)
+''': 14,
+    }
+    for body, line in cases.items():
+        r = tx(HEAD + body)
+        errs = errors(r)
+        assert ("unsupported-construct", 0) not in errs, errs
+        assert errs[("unsupported-construct", line)] >= 1, (body, errs)
+        assert "keras.Model(" in r.output
+
+
+# keras-io's DeiT / CaiT mlp helper: enumerate over a module constant of arithmetic on constants, the
+# activation chosen by the index (`tf.nn.gelu if idx == 0 else None`)
+ENUMERATE = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+PROJECTION_DIM = 8
+MLP_UNITS = [
+    PROJECTION_DIM * 2,
+    PROJECTION_DIM,
+]
+
+
+def mlp(x, dropout_rate, hidden_units):
+    for (idx, units) in enumerate(hidden_units):
+        x = layers.Dense(units, activation=tf.nn.gelu if idx == 0 else None)(x)
+        x = layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def build():
+    inputs = keras.Input(shape=(5, 8))
+    x = layers.LayerNormalization(epsilon=1e-6)(inputs)
+    x = mlp(x, hidden_units=MLP_UNITS, dropout_rate=0.1)
+    return keras.Model(inputs, layers.Add()([x, inputs]))
+'''
+
+
+def test_enumerate_over_module_constants_is_written_out_with_its_conditional_expressions(tmp_path):
+    r = tx(ENUMERATE)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "self.fc1 = nn.Sequential(nn.Linear(8, PROJECTION_DIM * 2), nn.GELU())" in out
+    assert "self.fc2 = nn.Linear(PROJECTION_DIM * 2, PROJECTION_DIM)" in out  # no activation on the second pass
+    grads = verified(tmp_path, textwrap.dedent(ENUMERATE).lstrip("\n"), out, "build", ["float32[2,5,8]"])
+    assert len(grads) == 2 + 4
+
+
+# keras-io's multimodal_entailment / nl_image_search project_embeddings and the mlp(x, hidden_units) of many
+# examples: helpers whose for statement runs over a value the builder gives (a parameter)
+HELPER_LOOPS = HEAD + '''
+
+def project_embeddings(embeddings, num_projection_layers, projection_dims, dropout_rate):
+    projected_embeddings = layers.Dense(units=projection_dims)(embeddings)
+    for _ in range(num_projection_layers):
+        x = keras.activations.gelu(projected_embeddings)
+        x = layers.Dense(projection_dims)(x)
+        x = layers.Dropout(dropout_rate)(x)
+        x = layers.Add()([projected_embeddings, x])
+        projected_embeddings = layers.LayerNormalization()(x)
+    return projected_embeddings
+
+
+def mlp(x, hidden_units, dropout_rate):
+    for units in hidden_units:
+        x = layers.Dense(units, activation="relu")(x)
+        x = layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def build(num_projection_layers=2, head_units=(6, 3)):
+    inputs = keras.Input(shape=(5,))
+    x = project_embeddings(inputs, num_projection_layers, 8, 0.1)
+    x = mlp(x, head_units, 0.2)
+    return keras.Model(inputs, layers.Dense(1)(x))
+'''
+
+
+def test_helper_loops_over_values_the_builder_gives_are_module_lists(tmp_path):
+    r = tx(HELPER_LOOPS)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "class ProjectEmbeddings(nn.Module):\n    def __init__(self, num_projection_layers):" in out
+    assert "        for _ in range(num_projection_layers):\n            self.fc2.append(nn.Linear(8, 8))" in out
+    assert "class Mlp(nn.Module):\n    def __init__(self, hidden_units):" in out
+    assert "self.project_embeddings = ProjectEmbeddings(num_projection_layers)" in out
+    assert "self.mlp = Mlp(head_units)" in out
+    loops = [f for f in r.findings if "nn.ModuleLists built by the same loop" in f.message]
+    assert sorted(f.line for f in loops) == [25, 26]  # at the helpers' call sites
+    for args in ({}, {"num_projection_layers": 3, "head_units": [4, 4, 2]}):
+        pytest.importorskip("tensorflow")
+        from fwport.verify import Options, verify
+        (tmp_path / "m.py").write_text(textwrap.dedent(HELPER_LOOPS).lstrip("\n"))
+        (tmp_path / "t.py").write_text(out)
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build", inputs=["float32[2,5]"],
+                              checks=("forward", "grad"), device="cpu", args=args))
+        assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def test_a_run_time_loop_in_a_helper_called_in_a_run_time_loop_is_an_error_at_the_call():
+    r = tx(HEAD + '''
+
+def group(x, n):
+    for _ in range(n):
+        x = layers.Dense(4)(x)
+    return x
+
+
+def build(a, n):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for _ in range(a):
+        x = group(x, n)
+    return keras.Model(inputs, x)
+''')
+    errs = errors(r)
+    assert errs[("unsupported-construct", 15)] == 1, errs
+    assert any("inside another such for statement" in f.message for f in r.findings)
+
+
+# keras-io's structured-data examples (bayesian_neural_networks.py, reduced): a helper builds the dict of
+# inputs over a module constant, the builder concatenates its values in sorted order, and a loop over a
+# module constant adds the hidden layers
+DICT_HELPER = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+hidden_units = [8, 8]
+NUMERIC_FEATURE_NAMES = ["fixed acidity", "alcohol"]
+FEATURE_NAMES = NUMERIC_FEATURE_NAMES + ["citric acid", "density"]
+
+
+def create_model_inputs():
+    inputs = {}
+    for feature_name in FEATURE_NAMES:
+        if feature_name in NUMERIC_FEATURE_NAMES:
+            inputs[feature_name] = layers.Input(name=feature_name, shape=(1,), dtype=tf.float32)
+        else:
+            inputs[feature_name] = layers.Input(name=feature_name, shape=(2,), dtype=tf.float32)
+    return inputs
+
+
+def create_baseline_model():
+    inputs = create_model_inputs()
+    input_values = [value for _, value in sorted(inputs.items())]
+    features = keras.layers.concatenate(input_values)
+    features = layers.BatchNormalization()(features)
+
+    for units in hidden_units:
+        features = layers.Dense(units, activation="sigmoid")(features)
+    outputs = layers.Dense(units=1)(features)
+
+    model = keras.Model(inputs=inputs, outputs=outputs)
+    return model
+'''
+
+
+def test_a_dict_of_inputs_built_by_a_helper_over_module_constants(tmp_path):
+    r = tx(DICT_HELPER)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "def create_model_inputs" not in out  # only the followed model called it: its dict is forward's argument
+    assert "def forward(self, inputs):" in out
+    # sorted(inputs.items()): the keys in sorted order, as written where the list is used
+    assert ('torch.cat([inputs["alcohol"], inputs["citric acid"], inputs["density"], inputs["fixed acidity"]], '
+            'dim=-1)') in out
+    assert "self.bn = nn.BatchNorm1d(6" in out  # 1 + 2 + 2 + 1 features
+    assert "def create_baseline_model():\n    model = BaselineModel()" in out
+    (info,) = r.models
+    assert info.input_keys == ("fixed acidity", "alcohol", "citric acid", "density")
+    verified(tmp_path, textwrap.dedent(DICT_HELPER).lstrip("\n"), out, "create_baseline_model",
+             ["float32[4,1]", "float32[4,1]", "float32[4,2]", "float32[4,2]"])
+
+
+def test_an_input_helper_other_code_calls_stays_and_one_not_followed_keeps_the_error():
+    # the helper is also called outside the model: it stays as written beside the class
+    r = tx(DICT_HELPER + '''
+
+spec = create_model_inputs()
+''')
+    assert "def create_model_inputs" in r.output and "class BaselineModel" in r.output
+    # a helper whose loop runs over a value not known here is not followed: the error at keras.Model's inputs
+    src = DICT_HELPER.replace("create_model_inputs():", "create_model_inputs(names=FEATURE_NAMES):").replace(
+        "for feature_name in FEATURE_NAMES:", "for feature_name in names:")
+    r = tx(src)
+    errs = errors(r)
+    assert errs[("unsupported-construct", 30)] == 2, errs  # inputs=inputs, and the model left as written
+    assert "keras.Model(" in r.output
+
+
+def test_module_level_code_the_model_does_not_depend_on_stays_as_written():
+    # keras-io's module-level scripts: data and plotting loops between the imports and the model (vq_vae,
+    # captcha_ocr) are not part of the model; one that reads a tensor or layer of the model is an error
+    src = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+probe = layers.Dense(3)
+data = np.ones((4, 2), "float32")
+for row in data:
+    print(probe(row[None]))
+
+inputs = keras.Input(shape=(2,))
+x = layers.Dense(4)(inputs)
+model = keras.Model(inputs, x)
+'''
+    r = tx(src)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "for row in data:\n    print(probe(row[None]))" in out  # as written, before the class
+    assert "class Model(nn.Module):" in out and "self.fc = nn.Linear(2, 4)" in out
+    r = tx(src.replace("for row in data:\n    print(probe(row[None]))", "x = layers.Dense(4)(inputs)\nfor row in data:\n    print(x)")
+           .replace("inputs = keras.Input(shape=(2,))\nx = layers.Dense(4)(inputs)\n", "")
+           .replace("probe = layers.Dense(3)\n", "inputs = keras.Input(shape=(2,))\n"))
+    errs = errors(r)
+    assert errs[("unsupported-construct", 8)] == 1, (errs, r.output)  # `for row in data:` reads the model's x
+    assert "keras.Model(" in r.output
