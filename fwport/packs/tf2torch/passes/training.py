@@ -1773,7 +1773,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 done = self._plain_tape(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None and _persistent_only(tape[1]):  # several gradients, several optimizers
                 done = self._tapes_step(stmt, body, i, report=True)
-                if done is None:
+                if done is None and self.ctx.is_settled(tape[1]):
                     out.append(stmt)
                     i += 1
                     continue
@@ -1813,8 +1813,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def _tape_step(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
         name = tape[0]
         refuse = None
-        if call.args:
-            refuse = "a tape with arguments (persistent=..., watch_accessed_variables=...)"
+        if call.args and not _persistent_only(call):  # persistent=True alone: one gradient changes nothing
+            refuse = "a tape with arguments (watch_accessed_variables=...)"
         grad = apply = None
         j = i + 1
         if refuse is None:
@@ -2024,12 +2024,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if set(tapes) & _names_in(stmt.body.body):
             return refuse(f"the block uses {' or '.join(tapes)} (watch, a gradient inside it)")
         if persistent:  # as many gradients as follow the block (each taken once)
-            n = 0
-            while i + 1 + n < len(body) and _gradient(body[i + 1 + n], tapes[0]) is not None:
-                n += 1
+            uses = [small for small in self._until_rebound(body, i + 1, tapes[0]) if tapes[0] in _names_in([small])]
+            if len(uses) == 1 and _gradient(uses[0], tapes[0]) is not None:
+                return None  # one gradient: the step of a plain tape (persistence changes nothing)
+            n = at = 0  # the gradients among the gradients and apply_gradients right after the block
+            while i + 1 + at < len(body) and (_gradient(body[i + 1 + at], tapes[0]) is not None
+                                              or _apply_gradients(body[i + 1 + at]) is not None):
+                n += _gradient(body[i + 1 + at], tapes[0]) is not None
+                at += 1
             if n < 2:
                 return refuse(f"a persistent tape with fewer than two `g = {tapes[0]}.gradient(loss, variables)` "
-                              "right after its block")
+                              "right after its block, or used otherwise")
             slots = [tapes[0]] * n
         else:
             slots = list(tapes)
