@@ -446,6 +446,8 @@ def test_gan_with_a_persistent_tape_trains_as_keras_trains_it(tmp_path):
             "    disc_loss.backward(inputs=list(discriminator.parameters()))\n"
             "    generator_optimizer.step()\n    discriminator_optimizer.step()\n") in out
     assert "    generator_optimizer.zero_grad()\n    discriminator_optimizer.zero_grad()\n" in out
+    deleted = tx(PERSISTENT.replace("    return gen_loss, disc_loss", "    del tape\n    return gen_loss, disc_loss"))
+    assert deleted.output == out and not errors(deleted)  # `del tape` after the steps: its line goes
     keras_out, torch_out = _run(tmp_path, PERSISTENT, {
         "shapes": [("k0", (3, 4)), ("b0", (4,)), ("k1", (4, 8)), ("b1", (8,)), ("k2", (8, 1)), ("b2", (1,))],
         "n": 6, "width": 4, "x_map": "", "models": "(generator, discriminator)",

@@ -9,8 +9,9 @@
 
 - A tape block followed, in the same block, by ``g = tape.gradient(loss, V)`` and
   ``opt.apply_gradients(zip(g, V))`` (``g`` used nowhere else) becomes ``opt.zero_grad()`` on the
-  ``with`` line, the body one level out, ``loss.backward()`` and ``opt.step()``. Anything else
-  (persistent tapes, gradients used otherwise, two tapes) is an error finding, left as written.
+  ``with`` line, the body one level out, ``loss.backward()`` and ``opt.step()``. Two tapes in one
+  ``with``, or a persistent tape, with one gradient and one optimizer per loss: see ``_tapes_step``.
+  Anything else (gradients used otherwise, tapes the block uses) is an error finding, left as written.
 - ``M(..., training=T)`` on a model ``M`` of the file: the argument goes and ``M.train()`` /
   ``M.eval()`` / ``M.train(T)`` is put on a line of its own before the statement (torch keeps the
   mode on the module; Keras takes it per call). A callee fwport cannot resolve (a parameter, ``self.model``
@@ -1983,8 +1984,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
         each ``grads = tape.gradient(loss, V)`` and ``opt.apply_gradients(zip(grads, V))`` right after
         the block become ``loss.backward(inputs=list(V's parameters), retain_graph=True)`` (no
-        retain_graph on the last) and ``opt.step()``, every optimizer's zero_grad() on the ``with``
-        line: each loss reaches only the parameters its gradient is taken for, as in TensorFlow, and
+        retain_graph on the last) and ``opt.step()`` (a ``del tape`` right after them goes), every
+        optimizer's zero_grad() on the ``with`` line: each loss reaches only the parameters its gradient is taken for, as in TensorFlow, and
         every step comes after every gradient (TensorFlow differentiates the one forward pass; a torch
         step before a later backward changes, in place, parameters that backward needs). Returns
         (statements, next index) or None (left to the single-tape forms and errors); with ``report``,
@@ -2079,7 +2080,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 if owners[a] & owners[b]:
                     return refuse(f"{code(plan[a][2])} and {code(plan[b][2])} are differentiated with respect to "
                                   "the same parameters (torch's backward would sum the two gradients into .grad)")
-        if (set(tapes) | {p[1] for p in plan}) & _names_in(self._until_rebound(body, i + 1 + 2 * n, tapes[0])):
+        end = i + 1 + 2 * n
+        deleted = persistent and end < len(body) and _deletes(body[end], tapes[0])  # `del tape`: its line goes
+        if (set(tapes) | {p[1] for p in plan}) & _names_in(self._until_rebound(body, end + deleted, tapes[0])):
             return refuse(f"{' or '.join(sorted(set(tapes) | {p[1] for p in plan}))} is used after the step")
         # the steps after every backward (a step changes the parameters the next backward differentiates at)
         last = max(p[4] for p in plan)
@@ -2106,7 +2109,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         + "; ".join(f"{p[5]}.zero_grad(), backward(inputs=<{p[3]}>), {p[5]}.step()" for p in plan)
                         + ": each loss reaches only the parameters of its gradient's variables, every step after "
                         "every backward", source.items[0].item if isinstance(source, cst.With) else stmt.items[0].item)
-        return [first, *inner, *new_after], i + 1 + 2 * n
+        if deleted:
+            new_after.append(_dropped_line(self.ctx).with_changes(leading_lines=body[end].leading_lines))
+        return [first, *inner, *new_after], end + deleted
 
     def _until_rebound(self, body: list, start: int, name: str) -> list:
         """The statements from ``start`` up to a later ``with tf.GradientTape() as <name>:`` (a new tape
