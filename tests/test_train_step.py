@@ -474,12 +474,16 @@ def test_persistent_and_paired_tapes_it_does_not_follow_are_one_error_naming_the
     shared = PERSISTENT.replace("tape.gradient(disc_loss, discriminator.trainable_variables)",
                                 "tape.gradient(disc_loss, generator.trainable_variables)").replace(
         "zip(grads_d, discriminator.trainable_variables)", "zip(grads_d, generator.trainable_variables)")
+    layer = PERSISTENT.replace("tape.gradient(disc_loss, discriminator.trainable_variables)",
+                               "tape.gradient(disc_loss, generator.layers[0].trainable_variables)").replace(
+        "zip(grads_d, discriminator.trainable_variables)", "zip(grads_d, generator.layers[0].trainable_variables)")
     one_optimizer = PERSISTENT.replace("discriminator_optimizer.apply_gradients", "generator_optimizer.apply_gradients")
     watched = PERSISTENT.replace("with tf.GradientTape(persistent=True) as tape:",
                                  "with tf.GradientTape() as tape, tf.GradientTape() as tape_2:").replace(
         "        gen_loss = ", "        tape_2.watch(noise)\n        gen_loss = ")
     for src, why in ((interleaved, "an apply_gradients comes before the last gradient"),
                      (shared, "differentiated with respect to the same parameters"),
+                     (layer, "differentiated with respect to the same parameters"),
                      (one_optimizer, "one optimizer applies two gradients"),
                      (watched, "the block uses tape or tape_2")):
         r = translate_source(src.lstrip("\n"), "model.py")

@@ -76,7 +76,7 @@ CALLBACK_MODEL_ONLY = {
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
 #: the model of each ``X.parameters()`` in what :func:`_params_of` gives (two gradients over one model's
 #: parameters cannot both go through backward(): .grad would hold their sum)
-_OWNER = re.compile(r"([\w.]+)\.parameters\(\)")
+_OWNER = re.compile(r"([\w.\[\]]+)\.parameters\(\)")
 
 
 def _persistent_only(call: cst.Call) -> bool:
@@ -2077,7 +2077,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         owners = [set(_OWNER.findall(p[3])) or {p[3]} for p in plan]
         for a in range(n):
             for b in range(a + 1, n):
-                if owners[a] & owners[b]:
+                if any(x == y or x.startswith(y + ".") or y.startswith(x + ".")  # a model and its layer
+                       for x in owners[a] for y in owners[b]):
                     return refuse(f"{code(plan[a][2])} and {code(plan[b][2])} are differentiated with respect to "
                                   "the same parameters (torch's backward would sum the two gradients into .grad)")
         end = i + 1 + 2 * n
