@@ -407,3 +407,86 @@ def test_keras_own_metrics_and_compute_loss_in_a_train_step_are_errors():
     r = tx(KERAS3_GUIDE)
     found = sorted((line, m.split(":")[0]) for line, m in errors(r))
     assert found == [(10, "self.compute_loss"), (13, "self.metrics"), (18, "self.metrics")], found
+
+
+PERSISTENT = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+generator = keras.Sequential([keras.Input(shape=(3,)), layers.Dense(4, activation="tanh")])
+discriminator = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(8, activation="relu"), layers.Dense(1)])
+cross_entropy = keras.losses.BinaryCrossentropy(from_logits=True)
+generator_optimizer = keras.optimizers.SGD(0.05, momentum=0.9)
+discriminator_optimizer = keras.optimizers.SGD(0.1, momentum=0.5)
+
+
+def train_step(images, noise):
+    with tf.GradientTape(persistent=True) as tape:
+        generated_images = generator(noise, training=True)
+        real_output = discriminator(images, training=True)
+        fake_output = discriminator(generated_images, training=True)
+        gen_loss = cross_entropy(tf.ones_like(fake_output), fake_output)
+        disc_loss = (cross_entropy(tf.ones_like(real_output), real_output)
+                     + cross_entropy(tf.zeros_like(fake_output), fake_output))
+    grads_g = tape.gradient(gen_loss, generator.trainable_variables)
+    grads_d = tape.gradient(disc_loss, discriminator.trainable_variables)
+    generator_optimizer.apply_gradients(zip(grads_g, generator.trainable_variables))
+    discriminator_optimizer.apply_gradients(zip(grads_d, discriminator.trainable_variables))
+    return gen_loss, disc_loss
+'''
+
+
+def test_gan_with_a_persistent_tape_trains_as_keras_trains_it(tmp_path):
+    """One persistent tape, two gradients from the one forward, two optimizers (keras-io cyclegan,
+    gan_ada): backward(inputs=...) per loss, retain_graph on all but the last, every step after every
+    backward; three steps compared (losses and both models' weights)."""
+    out = tx(PERSISTENT).output
+    assert ("    gen_loss.backward(inputs=list(generator.parameters()), retain_graph=True)\n"
+            "    disc_loss.backward(inputs=list(discriminator.parameters()))\n"
+            "    generator_optimizer.step()\n    discriminator_optimizer.step()\n") in out
+    assert "    generator_optimizer.zero_grad()\n    discriminator_optimizer.zero_grad()\n" in out
+    deleted = tx(PERSISTENT.replace("    return gen_loss, disc_loss", "    del tape\n    return gen_loss, disc_loss"))
+    assert deleted.output == out and not errors(deleted)  # `del tape` after the steps: its line goes
+    keras_out, torch_out = _run(tmp_path, PERSISTENT, {
+        "shapes": [("k0", (3, 4)), ("b0", (4,)), ("k1", (4, 8)), ("b1", (8,)), ("k2", (8, 1)), ("b2", (1,))],
+        "n": 6, "width": 4, "x_map": "", "models": "(generator, discriminator)",
+        "fit": "noise = (rng.normal(size=(6, 3)) * 0.5).astype('float32')\n"
+               "arr = (lambda a: __import__('torch').as_tensor(a)) if 'torch' in sys.argv[2] else (lambda a: a)\n"
+               "losses = [[float(v) for v in train_step(arr(x), arr(noise))] for _ in range(3)]\n"
+               "h = type('H', (), {'history': {'losses': losses}})\nextra = None"})
+    np.testing.assert_allclose(torch_out["history"]["losses"], keras_out["history"]["losses"], rtol=1e-5, atol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    assert keras_out["history"]["losses"][0] != keras_out["history"]["losses"][2]  # it trained
+
+
+def test_persistent_and_paired_tapes_it_does_not_follow_are_one_error_naming_the_line():
+    """A step before the last gradient, one model's parameters under two gradients, a tape the block
+    uses: one error on the tape's line each, saying why, and no no-rule error on the same tape."""
+    lines = PERSISTENT.lstrip("\n").splitlines()
+    at = lines.index("    with tf.GradientTape(persistent=True) as tape:") + 1
+    interleaved = PERSISTENT.replace(
+        "    grads_d = tape.gradient(disc_loss, discriminator.trainable_variables)\n"
+        "    generator_optimizer.apply_gradients(zip(grads_g, generator.trainable_variables))\n",
+        "    generator_optimizer.apply_gradients(zip(grads_g, generator.trainable_variables))\n"
+        "    grads_d = tape.gradient(disc_loss, discriminator.trainable_variables)\n")
+    shared = PERSISTENT.replace("tape.gradient(disc_loss, discriminator.trainable_variables)",
+                                "tape.gradient(disc_loss, generator.trainable_variables)").replace(
+        "zip(grads_d, discriminator.trainable_variables)", "zip(grads_d, generator.trainable_variables)")
+    layer = PERSISTENT.replace("tape.gradient(disc_loss, discriminator.trainable_variables)",
+                               "tape.gradient(disc_loss, generator.layers[0].trainable_variables)").replace(
+        "zip(grads_d, discriminator.trainable_variables)", "zip(grads_d, generator.layers[0].trainable_variables)")
+    one_optimizer = PERSISTENT.replace("discriminator_optimizer.apply_gradients", "generator_optimizer.apply_gradients")
+    watched = PERSISTENT.replace("with tf.GradientTape(persistent=True) as tape:",
+                                 "with tf.GradientTape() as tape, tf.GradientTape() as tape_2:").replace(
+        "        gen_loss = ", "        tape_2.watch(noise)\n        gen_loss = ")
+    for src, why in ((interleaved, "an apply_gradients comes before the last gradient"),
+                     (shared, "differentiated with respect to the same parameters"),
+                     (layer, "differentiated with respect to the same parameters"),
+                     (one_optimizer, "one optimizer applies two gradients"),
+                     (watched, "the block uses tape or tape_2")):
+        r = translate_source(src.lstrip("\n"), "model.py")
+        errs = [f for f in r.findings if f.severity is Severity.ERROR and f.line >= at]  # (optimizers: their own)
+        assert [(f.line, f.code) for f in errs] == [(at, "unsupported-construct")], (why, errs)
+        assert why in errs[0].message and errs[0].message.startswith("tf.GradientTape: "), errs[0].message

@@ -9,8 +9,9 @@
 
 - A tape block followed, in the same block, by ``g = tape.gradient(loss, V)`` and
   ``opt.apply_gradients(zip(g, V))`` (``g`` used nowhere else) becomes ``opt.zero_grad()`` on the
-  ``with`` line, the body one level out, ``loss.backward()`` and ``opt.step()``. Anything else
-  (persistent tapes, gradients used otherwise, two tapes) is an error finding, left as written.
+  ``with`` line, the body one level out, ``loss.backward()`` and ``opt.step()``. Two tapes in one
+  ``with``, or a persistent tape, with one gradient and one optimizer per loss: see ``_tapes_step``.
+  Anything else (gradients used otherwise, tapes the block uses) is an error finding, left as written.
 - ``M(..., training=T)`` on a model ``M`` of the file: the argument goes and ``M.train()`` /
   ``M.eval()`` / ``M.train(T)`` is put on a line of its own before the statement (torch keeps the
   mode on the module; Keras takes it per call). A callee fwport cannot resolve (a parameter, ``self.model``
@@ -33,6 +34,7 @@ located: passes keep line structure.
 """
 from __future__ import annotations
 
+import re
 from ast import literal_eval
 
 import libcst as cst
@@ -72,6 +74,16 @@ CALLBACK_MODEL_ONLY = {
     "metrics": "the metric objects of the training loop", "trainable_weights": "self.model.parameters()",
     "weights": "self.model.state_dict()"}
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")
+#: the model of each ``X.parameters()`` in what :func:`_params_of` gives (two gradients over one model's
+#: parameters cannot both go through backward(): .grad would hold their sum)
+_OWNER = re.compile(r"([\w.\[\]]+)\.parameters\(\)")
+
+
+def _persistent_only(call: cst.Call) -> bool:
+    """``tf.GradientTape(persistent=True)`` (that argument alone)."""
+    a = call.args
+    return (len(a) == 1 and a[0].keyword is not None and a[0].keyword.value == "persistent"
+            and isinstance(a[0].value, cst.Name) and a[0].value.value == "True")
 # what keras.Model gives a train_step from its compile, which TrainStepModule does not carry
 COMPILED = {
     "compiled_loss": "the loss compile was given (Keras 2)",
@@ -1728,7 +1740,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             stmt = body[i]
             tape = self._tape_of(stmt)
             if tape is None:
-                done = self._tapes_step(stmt, body, i)
+                done = self._tapes_step(stmt, body, i, report=True)
                 if done is not None:
                     out += done[0]
                     i = done[1]
@@ -1760,6 +1772,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             done = self._watch_tape(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
                 done = self._plain_tape(stmt, tape, body, i, source[1] if source else tape[1])
+            if done is None and _persistent_only(tape[1]):  # several gradients, several optimizers
+                done = self._tapes_step(stmt, body, i, report=True)
+                if done is None and self.ctx.is_settled(tape[1]):
+                    out.append(stmt)
+                    i += 1
+                    continue
             if done is None:
                 done = self._tape_step(stmt, tape, body, i, source[1] if source else tape[1])
             if done is None:
@@ -1796,8 +1814,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def _tape_step(self, stmt: cst.With, tape: tuple[str, cst.Call], body: list, i: int, call: cst.Call):
         name = tape[0]
         refuse = None
-        if call.args:
-            refuse = "a tape with arguments (persistent=..., watch_accessed_variables=...)"
+        if call.args and not _persistent_only(call):  # persistent=True alone: one gradient changes nothing
+            refuse = "a tape with arguments (watch_accessed_variables=...)"
         grad = apply = None
         j = i + 1
         if refuse is None:
@@ -1958,55 +1976,120 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.options["_split_lines"] = True
         return out
 
-    def _tapes_step(self, stmt, body: list, i: int):
-        """``with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:`` (a GAN step): each tape's
-        ``grads = tape.gradient(loss, V)`` and ``opt.apply_gradients(zip(grads, V))`` right after the
-        block become ``loss.backward(inputs=list(V's parameters), retain_graph=True)`` and
-        ``opt.step()``, every optimizer's zero_grad() on the ``with`` line: each loss reaches only the
-        parameters its tape differentiated, as in TensorFlow, and every step comes after every
-        gradient. Returns (statements, next index) or None (left to the single-tape forms and errors)."""
-        if not isinstance(stmt, cst.With) or len(stmt.items) < 2 or not isinstance(stmt.body, cst.IndentedBlock):
+    def _tapes_step(self, stmt, body: list, i: int, report: bool = False):
+        """A GAN step, two forms of one meaning:
+
+            with tf.GradientTape() as g_tape, tf.GradientTape() as d_tape:      (one tape per loss)
+            with tf.GradientTape(persistent=True) as tape:                       (one tape, several gradients)
+
+        each ``grads = tape.gradient(loss, V)`` and ``opt.apply_gradients(zip(grads, V))`` right after
+        the block become ``loss.backward(inputs=list(V's parameters), retain_graph=True)`` (no
+        retain_graph on the last) and ``opt.step()`` (a ``del tape`` right after them goes), every
+        optimizer's zero_grad() on the ``with`` line: each loss reaches only the parameters its gradient is taken for, as in TensorFlow, and
+        every step comes after every gradient (TensorFlow differentiates the one forward pass; a torch
+        step before a later backward changes, in place, parameters that backward needs). Returns
+        (statements, next index) or None (left to the single-tape forms and errors); with ``report``,
+        why not is an error finding on the tape."""
+        def refuse(why: str):
+            if report:
+                source = self._originals[i] if i < len(self._originals) else stmt
+                call = source.items[0].item if isinstance(source, cst.With) else stmt.items[0].item
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"tf.GradientTape: {why}; translated are `with tf.GradientTape() as t1, "
+                                "tf.GradientTape() as t2:` or `with tf.GradientTape(persistent=True) as tape:` "
+                                "whose block does not use the tapes, followed right after it by one "
+                                "`g = tape.gradient(loss, model.trainable_variables)` per optimizer and then "
+                                "each `opt.apply_gradients(zip(g, model.trainable_variables))` (to zero_grad(), "
+                                "loss.backward(inputs=..., retain_graph=True), step())", call)
+                if isinstance(source, cst.With):
+                    for item in source.items:
+                        self.ctx.settle(item.item)
+                for item in stmt.items:
+                    self.ctx.settle(item.item)
+            return None
+
+        if not isinstance(stmt, cst.With) or not isinstance(stmt.body, cst.IndentedBlock):
             return None
         tapes = []
         for item in stmt.items:
             call = item.item
-            if not (isinstance(call, cst.Call) and self.qualname(call.func) == TAPE and not call.args
+            if not (isinstance(call, cst.Call) and self.qualname(call.func) == TAPE
                     and item.asname is not None and isinstance(item.asname.name, cst.Name)):
                 return None
             tapes.append(item.asname.name.value)
-        n = len(tapes)
-        after = body[i + 1:i + 1 + 2 * n]
-        if len(after) < 2 * n or set(tapes) & _names_in(stmt.body.body):
+        persistent = len(tapes) == 1 and _persistent_only(stmt.items[0].item)
+        if len(tapes) < 2 and not persistent:
             return None
-        grads: dict[str, tuple] = {}  # tape → (grads name, loss, V, position)
-        applies: dict[str, tuple] = {}  # grads name → (optimizer, position)
+        if len(tapes) > 1 and any(item.item.args for item in stmt.items):
+            return refuse("tapes with arguments in one with statement")
+        if set(tapes) & _names_in(stmt.body.body):
+            return refuse(f"the block uses {' or '.join(tapes)} (watch, a gradient inside it)")
+        if persistent:  # as many gradients as follow the block (each taken once)
+            uses = [small for small in self._until_rebound(body, i + 1, tapes[0]) if tapes[0] in _names_in([small])]
+            if len(uses) == 1 and _gradient(uses[0], tapes[0]) is not None:
+                return None  # one gradient: the step of a plain tape (persistence changes nothing)
+            n = at = 0  # the gradients among the gradients and apply_gradients right after the block
+            while i + 1 + at < len(body) and (_gradient(body[i + 1 + at], tapes[0]) is not None
+                                              or _apply_gradients(body[i + 1 + at]) is not None):
+                n += _gradient(body[i + 1 + at], tapes[0]) is not None
+                at += 1
+            if n < 2:
+                return refuse(f"a persistent tape with fewer than two `g = {tapes[0]}.gradient(loss, variables)` "
+                              "right after its block, or used otherwise")
+            slots = [tapes[0]] * n
+        else:
+            slots = list(tapes)
+            n = len(tapes)
+        after = body[i + 1:i + 1 + 2 * n]
+        if len(after) < 2 * n:
+            return refuse("fewer statements after the block than gradients and apply_gradients")
+        grads: list = [None] * n  # slot → (grads name, loss, V, position)
+        applies: dict[str, tuple] = {}  # grads name → (optimizer, V, position)
         for at, small in enumerate(after):
-            for t in tapes:
-                g = _gradient(small, t)
-                if g is not None and t not in grads:
-                    grads[t] = (*g, at)
+            for k, t in enumerate(slots):
+                g = _gradient(small, t) if grads[k] is None else None
+                if g is not None:
+                    grads[k] = (*g, at)
                     break
             else:
                 a = _apply_gradients(small)
                 if a is None or not isinstance(a[1], cst.Name) or a[1].value in applies:
-                    return None
+                    return refuse(f"statement {at + 1} after the block is neither a tape's gradient nor "
+                                  "`opt.apply_gradients(zip(g, variables))` of one")
                 applies[a[1].value] = (a[0], a[2], at)
-        if len(grads) != n or len(applies) != n:
-            return None
+        if any(g is None for g in grads) or len(applies) != n:
+            return refuse("not one gradient and one apply_gradients per " + ("gradient" if persistent else "tape"))
         plan = []
-        for t in tapes:
-            g, loss, variables, at = grads[t]
+        for k in range(n):
+            g, loss, variables, at = grads[k]
             if g not in applies or applies[g][2] < at or code(applies[g][1]) != code(variables):
-                return None
+                return refuse(f"{g} is not applied, after it is taken, with the same variables ({code(variables)})")
             params = _params_of(variables)
-            if params is None or self._schedule_refusal(applies[g][0]) is not None:
-                return None
-            plan.append((t, g, loss, params, at, applies[g][0], applies[g][2]))
-        rest = body[i + 1 + 2 * n:]
-        if (set(tapes) | {p[1] for p in plan}) & _names_in(self._until_rebound(body, i + 1 + 2 * n, tapes[0])):
-            return None
-        new_after = list(after)
+            if params is None:
+                return refuse(f"the parameters of {code(variables)} are not known")
+            why = self._schedule_refusal(applies[g][0])
+            if why is not None:
+                return refuse(why)
+            plan.append((slots[k], g, loss, params, at, applies[g][0], applies[g][2]))
+        opts = [p[5] for p in plan]
+        if len(set(opts)) != n:
+            return refuse("one optimizer applies two gradients (torch's backward sums them into .grad)")
+        owners = [set(_OWNER.findall(p[3])) or {p[3]} for p in plan]
+        for a in range(n):
+            for b in range(a + 1, n):
+                if any(x == y or x.startswith(y + ".") or y.startswith(x + ".")  # a model and its layer
+                       for x in owners[a] for y in owners[b]):
+                    return refuse(f"{code(plan[a][2])} and {code(plan[b][2])} are differentiated with respect to "
+                                  "the same parameters (torch's backward would sum the two gradients into .grad)")
+        end = i + 1 + 2 * n
+        deleted = persistent and end < len(body) and _deletes(body[end], tapes[0])  # `del tape`: its line goes
+        if (set(tapes) | {p[1] for p in plan}) & _names_in(self._until_rebound(body, end + deleted, tapes[0])):
+            return refuse(f"{' or '.join(sorted(set(tapes) | {p[1] for p in plan}))} is used after the step")
+        # the steps after every backward (a step changes the parameters the next backward differentiates at)
         last = max(p[4] for p in plan)
+        if min(p[6] for p in plan) < last:
+            return refuse("an apply_gradients comes before the last gradient (write every gradient first)")
+        new_after = list(after)
         for t, g, loss, params, at, opt, apply_at in plan:
             text = code(loss) if isinstance(loss, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(loss)})"
             inputs = params if params.startswith("[") else f"list({params})"
@@ -2015,10 +2098,6 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 body=[cst.Expr(cst.parse_expression(f"{text}.backward(inputs={inputs}{retain})"))])
             new_after[apply_at] = after[apply_at].with_changes(
                 body=self._step(opt, params, stmt.items[0].item, _names_in(body)))
-        # the steps after every backward (a step changes the parameters the next backward differentiates at)
-        steps = sorted(p[6] for p in plan)
-        if steps[0] < last:
-            return None
         zeros = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(f"{p[5]}.zero_grad()"))]))
                  for p in plan[:-1]]
         zeros.append(cst.Expr(cst.parse_expression(f"{plan[-1][5]}.zero_grad()")))
@@ -2027,11 +2106,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         inner = list(stmt.body.body)
         source = self._originals[i] if i < len(self._originals) else stmt
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{n} GradientTapes → " + "; ".join(
-                            f"{p[5]}.zero_grad(), backward(inputs=<{p[3]}>), {p[5]}.step()" for p in plan)
-                        + ": each loss reaches only the parameters of its tape's variables, every step after every "
-                        "backward", source.items[0].item if isinstance(source, cst.With) else stmt.items[0].item)
-        return [first, *inner, *new_after], i + 1 + 2 * n
+                        (f"a persistent GradientTape with {n} gradients → " if persistent else f"{n} GradientTapes → ")
+                        + "; ".join(f"{p[5]}.zero_grad(), backward(inputs=<{p[3]}>), {p[5]}.step()" for p in plan)
+                        + ": each loss reaches only the parameters of its gradient's variables, every step after "
+                        "every backward", source.items[0].item if isinstance(source, cst.With) else stmt.items[0].item)
+        if deleted:
+            new_after.append(_dropped_line(self.ctx).with_changes(leading_lines=body[end].leading_lines))
+        return [first, *inner, *new_after], end + deleted
 
     def _until_rebound(self, body: list, start: int, name: str) -> list:
         """The statements from ``start`` up to a later ``with tf.GradientTape() as <name>:`` (a new tape
