@@ -2180,6 +2180,8 @@ class _Dropped(cst.CSTTransformer):
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
     if plan.get("tied"):  # the tie and the output layer it replaced go (tying.py)
         cls = rewrite(cls, tying.Dropped())
+    if isinstance(plan.get("tied"), dict):  # a tie under a flag: the output layer's calls choose by it
+        cls = rewrite(cls, tying.TiedCalls(plan["tied"]))
     fields: dict[str, str] = {}
     body = []
     helpers = frozenset(plan.get("helpers", ()))
