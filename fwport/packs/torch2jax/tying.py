@@ -108,9 +108,6 @@ def _flagged_ties(init: cst.FunctionDef) -> dict[int, tuple[cst.If, str]]:
     assigned: set[str] = set()
 
     class _Assigned(cst.CSTVisitor):
-        def visit_Name(self, node: cst.Name) -> None:
-            pass
-
         def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
             for n in _names(node.target):
                 assigned.add(n)
