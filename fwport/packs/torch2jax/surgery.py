@@ -227,27 +227,46 @@ def _all_names(node: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
-class Rebind(cst.CSTTransformer):
-    """A call of a surgery method as a statement, ``model.crop_block_size(n)``, → ``model = model.crop_block_size(n)``
-    (the method returns the new model and leaves its receiver as it was). A call on anything but a plain name
-    (``self.crop_block_size(n)``, ``a.model.crop_block_size(n)``) cannot be rebound there: an error."""
+def _statement_call(st: cst.CSTNode, methods: frozenset[str]) -> cst.Call | None:
+    """``<receiver>.<a surgery method>(...)`` as a statement, else None."""
+    if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr) \
+            and isinstance(st.body[0].value, cst.Call) and isinstance(st.body[0].value.func, cst.Attribute) \
+            and st.body[0].value.func.attr.value in methods:
+        return st.body[0].value
+    return None
+
+
+class Unbound(cst.CSTVisitor):
+    """The modules pass: a call of a surgery method as a statement on anything but a plain name other than self
+    (``self.crop_block_size(n)``, ``a.model.crop_block_size(n)``) cannot be rebound where it is: an error (the
+    finish, Rebind, rebinds the others)."""
 
     def __init__(self, methods: frozenset[str], ctx):
         super().__init__()
         self.methods, self.ctx = methods, ctx
 
+    def visit_SimpleStatementLine(self, node) -> bool:
+        call = _statement_call(node, self.methods)
+        if call is not None and not (isinstance(call.func.value, cst.Name) and call.func.value.value != "self"):
+            from fwport.core.finding import Severity
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call)}: {call.func.attr.value}() "
+                            f"returns a new model in Equinox (model surgery) and leaves {code(call.func.value)} as it "
+                            f"was; rebind it where the model is held (`model = model.{call.func.attr.value}(...)`)",
+                            node)
+        return False
+
+
+class Rebind(cst.CSTTransformer):
+    """The finish: a call of a surgery method as a statement, ``model.crop_block_size(n)``, → ``model =
+    model.crop_block_size(n)`` (the method returns the new model and leaves its receiver as it was); Unbound
+    reported the calls on anything else."""
+
+    def __init__(self, methods: frozenset[str]):
+        super().__init__()
+        self.methods = methods
+
     def leave_SimpleStatementLine(self, original, updated):
-        if not (len(updated.body) == 1 and isinstance(updated.body[0], cst.Expr)
-                and isinstance(updated.body[0].value, cst.Call)):
-            return updated
-        call = updated.body[0].value
-        if not (isinstance(call.func, cst.Attribute) and call.func.attr.value in self.methods):
-            return updated
-        receiver = call.func.value
-        if isinstance(receiver, cst.Name) and receiver.value != "self":
-            return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(receiver.value))], call)])
-        from fwport.core.finding import Severity
-        self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call)}: {call.func.attr.value}() returns a "
-                        f"new model in Equinox (model surgery) and leaves {code(receiver)} as it was; rebind it where "
-                        f"the model is held (`model = model.{call.func.attr.value}(...)`)", original)
+        call = _statement_call(updated, self.methods)
+        if call is not None and isinstance(call.func.value, cst.Name) and call.func.value.value != "self":
+            return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(call.func.value.value))], call)])
         return updated

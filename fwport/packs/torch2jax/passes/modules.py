@@ -149,6 +149,9 @@ def run(module: cst.Module, ctx) -> cst.Module:
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
+    operated = {m for plan in plans.values() for m in plan.get("surgery", {})}
+    if operated:  # a surgery method's call that the finish cannot rebind (surgery.Rebind): an error here
+        scan(module, surgery.Unbound(frozenset(operated), ctx))
     drawing = {name for name, plan in plans.items() if plan["draws"]}
     outside["models"] = _returning(module, drawing, builders)  # `def ResNet18(): return ResNet(...)`
     if drawing:  # instances made outside the classes: the finishing step gives them a key
@@ -1603,7 +1606,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     body = _quote_forward_fields(body)
     operated = {m for p in plans.values() for m in p.get("surgery", {})}
     if operated:  # `model.crop_block_size(n)` as a statement → `model = model.crop_block_size(n)` (surgery.py)
-        body = [rewrite(s, surgery.Rebind(frozenset(operated), ctx)) for s in body]
+        body = [rewrite(s, surgery.Rebind(frozenset(operated))) for s in body]
     stateful = set(n for n, p in plans.items() if p["stateful"])
     body, made = _model_builders(body, ctx, keyed, stateful, set(outside["builders"]))
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
