@@ -41,8 +41,13 @@ TORCH = {
     # sequence-first (L, N): tokens and the hidden state (nlayers, N, nhid) hold the batch axis second (the probe finds
     # it; the log-probs come out (L * N, V), the examples merged into axis 0). GRU: one state array (LSTM's is a
     # pair, which --input cannot give); a random hidden state rather than init_hidden's zeros (a stronger check);
-    # tie_weights=False: the tying under `if tie_weights:` is not translated (tying.py follows __init__'s own lines)
-    "pt_pe_wlm_rnn": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2)", inputs=["int64[6,4]:100", "float32[2,4,16]"]),
+    # tie_weights=True: the decoder uses the encoder's table (tying.py: a tie under a flag of __init__), its
+    # gradient the sum of both uses; the variant checks the untied model of the same translation. Both stop at the
+    # import while the file's TransformerModel(nn.Transformer) stays PyTorch (an error finding): RNNModel alone (the
+    # file's lines 1-63) verifies with these specs
+    "pt_pe_wlm_rnn": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2, tie_weights=True)",
+                          inputs=["int64[6,4]:100", "float32[2,4,16]"],
+                          variants={"tie_weights=False": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2)")}),
     "pt_gk_seq2seq_attn": dict(skip="its forward is written for a batch of one, which per-example code cannot express: "
                                     "torch.empty([n_step, 1, n_class]) fixes the batch to 1, get_att_score's "
                                     "torch.dot(dec_output.view(-1), score.view(-1)) sums over the batch, and forward "

@@ -252,10 +252,62 @@ def test_weight_tying_that_is_not_translated_is_an_error(change, why):
     assert any("weight tying" in e and why in e for e in errs), errs
 
 
-def test_a_weight_tie_under_a_condition_is_an_error():
-    """word_language_model ties `if tie_weights:`: the translation had left the assignment as written, which an
-    Equinox module refuses at run time (its fields are frozen); now an error at the tie's line."""
-    src = """import torch.nn as nn
+TIED_IF = """import torch
+import torch.nn as nn
+
+
+class RNNModel(nn.Module):
+    def __init__(self, ntoken=10, nhid=4, tie_weights=False, bias=True):
+        super().__init__()
+        self.encoder = nn.Embedding(ntoken, nhid)
+        self.decoder = nn.Linear(nhid, ntoken, bias=BIAS)
+        if tie_weights:
+            if nhid < 1:
+                raise ValueError("nhid")
+            self.decoder.weight = self.encoder.weight
+        self.init_weights()
+
+    def init_weights(self):
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
+        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
+
+    def forward(self, x):
+        return self.decoder(torch.tanh(self.encoder(x)))
+"""
+
+
+@pytest.mark.parametrize("bias", ["True", "False"])
+@pytest.mark.parametrize("tie", [True, False])
+def test_a_weight_tie_under_a_flag_keeps_the_flag_and_verifies(session, tmp_path, tie, bias):
+    """word_language_model ties `if tie_weights:`: the flag becomes a static field and the decoder's calls use
+    the encoder's table when it is set; outputs and the gradients (the table's: the sum of both uses, compared
+    under its first name) are PyTorch's, with the flag set and not."""
+    r, cert = _verify(session, tmp_path, TIED_IF.replace("BIAS", bias), f"RNNModel(tie_weights={tie})",
+                      ["int64[3,5]:10"])
+    plus = " + self.decoder.bias" if bias == "True" else ""
+    assert "tie_weights: bool = eqx.field(static=True)" in r.output
+    assert (f"(jnp.tanh(jax.vmap(self.encoder)(x)) @ self.encoder.weight.T{plus} if self.tie_weights "
+            "else jax.vmap(self.decoder)(jnp.tanh(jax.vmap(self.encoder)(x))))") in r.output
+    assert "self.decoder.weight = " not in r.output
+    # PyTorch's init after the tie fills the shared table: said, since here it fills the unused weight
+    assert any(f.code == "approximate" and "initialises the shared table" in f.message for f in r.findings)
+    names = {e["name"] for e in cert["results"]["gradients"]}
+    assert "encoder.weight" in names and ("decoder.weight" in names) is not tie
+
+
+def test_a_tied_decoder_used_otherwise_than_called_stays_an_error():
+    src = TIED_IF.replace("BIAS", "True").replace("return self.decoder(torch.tanh(self.encoder(x)))",
+                                                   "return self.decoder(self.encoder(x)) * self.decoder.weight.sum()")
+    errs = errors(tx(src))
+    assert any(e.startswith("L13 ") and "under `if tie_weights:`" in e and "used otherwise" in e for e in errs), errs
+
+
+@pytest.mark.parametrize("head", ["if tie_weights and ntoken > 2:", "for _ in range(1):", "if tie_weights:"])
+def test_a_weight_tie_under_another_condition_is_an_error(head):
+    """Only `if <a parameter of __init__>:` is a flag decided at construction; another condition, a loop or a flag
+    reassigned in __init__ stays an error at the tie's line (the assignment left as written would fail at run
+    time: an Equinox module's fields are frozen)."""
+    src = f"""import torch.nn as nn
 
 
 class RNNModel(nn.Module):
@@ -263,14 +315,143 @@ class RNNModel(nn.Module):
         super().__init__()
         self.encoder = nn.Embedding(ntoken, nhid)
         self.decoder = nn.Linear(nhid, ntoken)
-        if tie_weights:
+        tie_weights = TIE
+        {head}
             self.decoder.weight = self.encoder.weight
 
     def forward(self, x):
         return self.decoder(self.encoder(x))
 """
+    if head == "if tie:":
+        src = src.replace("tie = tie_weights", "tie = tie_weights\n        tie = not tie")
     errs = errors(tx(src))
-    assert errs == [e for e in errs if e.startswith("L10 ")] and any("under a condition" in e for e in errs), errs
+    line = src.splitlines().index("            self.decoder.weight = self.encoder.weight") + 1
+    assert errs and all(e.startswith(f"L{line} ") for e in errs) and any("under a condition" in e for e in errs), errs
+
+
+# --- model surgery: crop_block_size assigns arrays into the submodules -----------------------------------------
+
+CROP = """import torch
+import torch.nn as nn
+from torch.nn import functional as F
+
+
+class Attn(nn.Module):
+    def __init__(self, n_embd, block_size):
+        super().__init__()
+        self.c_attn = nn.Linear(n_embd, 3 * n_embd)
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        att = q @ k.transpose(-2, -1)
+        att = att.unsqueeze(1).masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf')).squeeze(1)
+        return F.softmax(att, dim=-1) @ v
+
+
+class Block(nn.Module):
+    def __init__(self, n_embd, block_size):
+        super().__init__()
+        self.attn = Attn(n_embd, block_size)
+
+    def forward(self, x):
+        return x + self.attn(x)
+
+
+class TinyGPT(nn.Module):
+    def __init__(self, vocab=11, n_embd=8, block_size=12, n_layer=2):
+        super().__init__()
+        self.block_size = block_size
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(vocab, n_embd),
+            wpe=nn.Embedding(block_size, n_embd),
+            h=nn.ModuleList([Block(n_embd, block_size) for _ in range(n_layer)]),
+        ))
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.transformer.wte(idx) + self.transformer.wpe(pos)
+        for block in self.transformer.h:
+            x = block(x)
+        return x
+
+    def crop_block_size(self, block_size):
+        assert block_size <= self.block_size
+        self.transformer.wpe.weight = nn.Parameter(self.transformer.wpe.weight[:block_size])
+        for block in self.transformer.h:
+            if hasattr(block.attn, 'bias'):
+                block.attn.bias = block.attn.bias[:, :, :block_size, :block_size]
+
+
+def cropped():
+    model = TinyGPT()
+    model.crop_block_size(6)
+    return model
+"""
+
+
+@pytest.mark.parametrize("length", [6, 4])
+def test_model_surgery_returns_a_new_model_and_verifies(session, tmp_path, length):
+    """nanoGPT's crop_block_size: the method returns a new model (eqx.tree_at), the file's caller rebinds it; the
+    cropped model (6 positions of 12) verifies against PyTorch's cropped one, on the full and a shorter sequence."""
+    r, _ = _verify(session, tmp_path, CROP, "cropped", [f"int64[3,{length}]:11"])
+    assert "model = model.crop_block_size(6)" in r.output
+    assert "for i, block in enumerate(model.transformer[\"h\"]):" in r.output
+    assert "model = eqx.tree_at(lambda m: m.transformer[\"h\"][i].attn.bias, model, " in r.output
+    assert "getattr(block.attn, 'bias', None) is not None" in r.output
+    assert any(f.code == "idiom-replaced" and "callers must rebind" in f.message for f in r.findings)
+
+
+def test_model_surgery_leaves_the_old_model_and_crops_the_new(tmp_path):
+    """Under JAX alone (a subprocess without torch): the cropped model's arrays have the new sizes, the model it was
+    called on keeps its own, and the cropped model reads shorter sequences."""
+    import subprocess
+    import sys
+    (tmp_path / "m_jax.py").write_text(tx(CROP).output)
+    check = """import sys, jax, jax.numpy as jnp
+sys.modules["torch"] = None
+import m_jax
+old = m_jax.TinyGPT(key=jax.random.key(0))
+new = old.crop_block_size(5)
+assert old.transformer["wpe"].weight.shape == (12, 8), old.transformer["wpe"].weight.shape
+assert new.transformer["wpe"].weight.shape == (5, 8)
+assert all(b.attn.bias.shape == (1, 1, 5, 5) for b in new.transformer["h"])
+assert all(b.attn.bias.shape == (1, 1, 12, 12) for b in old.transformer["h"])
+assert (new.transformer["wpe"].weight == old.transformer["wpe"].weight[:5]).all()
+idx = jnp.array([1, 2, 3])
+assert jnp.allclose(new(idx), old(idx))  # the first positions and the mask's corner are the same arrays
+print("ok")
+"""
+    p = subprocess.run([sys.executable, "-c", check], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip() == "ok", p.stderr[-2000:]
+
+
+@pytest.mark.parametrize("change,why", [
+    ("        assert block_size <= self.block_size\n",
+     "        assert block_size <= self.block_size\n        self.block_size = block_size\n"),
+    ("                block.attn.bias = block.attn.bias[:, :, :block_size, :block_size]",
+     "                block.attn.bias = block.attn.bias[:, :, :block_size, :block_size]\n        return block_size"),
+    ("        for block in self.transformer.h:\n            if hasattr(block.attn, 'bias'):\n"
+     "                block.attn.bias = block.attn.bias[:, :, :block_size, :block_size]",
+     "        for block in self.transformer.h:\n            for _ in range(1):\n"
+     "                block.attn.bias = block.attn.bias[:, :, :block_size, :block_size]"),
+])
+def test_model_surgery_fwport_cannot_follow_stays_an_error(change, why):
+    """A static field replaced, a return of its own, a member assigned in a nested loop: an error, not a method
+    that would fail (or return the wrong thing) at run time."""
+    assert change in CROP
+    src = CROP.replace(change, why)
+    errs = errors(tx(src))
+    assert any("crop_block_size() assigns" in e and "model surgery" in e for e in errs), errs
+
+
+def test_a_surgery_call_that_cannot_be_rebound_is_an_error():
+    src = CROP.replace("    model.crop_block_size(6)\n    return model",
+                          "    holder = [model]\n    holder[0].crop_block_size(6)\n    return model")
+    errs = errors(tx(src))
+    assert any("holder[0].crop_block_size(6)" in e and "rebind" in e for e in errs), errs
 
 
 # --- a language model's loss inside forward: the tokens of one example ----------------------------------------

@@ -31,7 +31,7 @@ from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
 from fwport.packs.torch2jax import layers, ranks
-from fwport.packs.torch2jax import tying
+from fwport.packs.torch2jax import surgery, tying
 from fwport.packs.torch2jax.batch import DROP, SEQ_PROVEN, Forward
 
 PLANS = "torch2jax.modules"
@@ -149,6 +149,9 @@ def run(module: cst.Module, ctx) -> cst.Module:
         elif isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
             scan(stmt, _Comprehensions(ctx, _source_site(ctx, plans, builders, set(), set()), stmt.name.value))
         body.append(stmt)
+    operated = {m for plan in plans.values() for m in plan.get("surgery", {})}
+    if operated:  # a surgery method's call that the finish cannot rebind (surgery.Rebind): an error here
+        scan(module, surgery.Unbound(frozenset(operated), ctx))
     drawing = {name for name, plan in plans.items() if plan["draws"]}
     outside["models"] = _returning(module, drawing, builders)  # `def ResNet18(): return ResNet(...)`
     if drawing:  # instances made outside the classes: the finishing step gives them a key
@@ -644,6 +647,7 @@ class _DrawsOutsideInit(cst.CSTVisitor):
         self.modules = modules  # the submodule attributes: assigning into one of them is model surgery
         self.members: set[str] = set()  # loop names over a submodule (`for block in self.h:`)
         self.surgery: list[tuple[cst.Assign, str]] = []  # assignments into the module's submodules
+        self.functional: list[str] = []  # the methods whose surgery surgery.py writes as a new model returned
 
     def visit_For(self, node: cst.For) -> None:
         if isinstance(node.target, cst.Name) and self.modules is not None and self._field(node.iter) in self.modules:
@@ -678,12 +682,23 @@ class _DrawsOutsideInit(cst.CSTVisitor):
         return False  # no other error inside (an nn.Parameter there wraps an existing array)
 
     def leave_FunctionDef(self, node: cst.FunctionDef) -> None:
-        if node.name.value == self.method and self.surgery:  # one error for the method, at its first assignment
-            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{self.method}() assigns "
-                            f"{', '.join(t for _, t in self.surgery)}: an Equinox module is an immutable pytree once "
-                            "__init__ returns (model surgery); write it as a function returning a new module, e.g. "
-                            "`model = eqx.tree_at(lambda m: m.<path>, model, <new value>)` for each array it replaces, "
-                            "and rebind the model where it is called", self.surgery[0][0])
+        if node.name.value == self.method and self.surgery:  # one finding for the method, at its first assignment
+            why = surgery.refused(node, self.modules)
+            assigned = ", ".join(t for _, t in self.surgery)
+            if why is None:
+                self.functional.append(self.method)
+                self.ctx.report(Severity.WARNING, "idiom-replaced", f"{self.method}() assigns {assigned} (model "
+                                "surgery): an Equinox module is an immutable pytree once __init__ returns, so the "
+                                "method returns a new model (eqx.tree_at for each array it replaces) and leaves this "
+                                f"one as it was: callers must rebind, `model = model.{self.method}(...)` (calls in "
+                                "this file are rebound)", self.surgery[0][0])
+            else:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{self.method}() assigns {assigned}: an "
+                                "Equinox module is an immutable pytree once __init__ returns (model surgery), and "
+                                f"fwport writes it as a method returning a new model only when it can follow it: {why}; "
+                                "write it as a function returning a new module, e.g. `model = eqx.tree_at(lambda m: "
+                                "m.<path>, model, <new value>)` for each array it replaces, and rebind the model where "
+                                "it is called", self.surgery[0][0])
             self.surgery = []
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -1350,10 +1365,14 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
     leading: dict[str, tuple[int, int]] = {}  # buffers with leading axes of size 1: (how many, rank)
     drawing = {n for n, p in plans.items() if p["draws"]}
     building = _reached(methods, "__init__") | outside.get("construction", set())  # __init__ and what it calls
+    plan["surgery"] = {}  # a method of model surgery → the submodule attributes (surgery.py)
     for s in cls.body.body:
         if isinstance(s, cst.FunctionDef) and s.name.value not in ("__init__", "forward", *helpers):
-            scan(s, _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value,
-                                      frozenset(subs) if s.name.value not in building else None))
+            v = _DrawsOutsideInit(ctx, drawing | outside["builders"], s.name.value,
+                                  frozenset(subs) if s.name.value not in building else None)
+            scan(s, v)
+            if v.functional:
+                plan["surgery"][s.name.value] = sorted(subs)
     # self.apply(self.M) with M re-initialising layers it tests by class; the fields each statement sees
     applied = {c.args[0].value.attr.value for m in ("__init__", *called) if m in methods for c in _calls(methods[m])
                if dotted_text(c.func) == "self.apply" and len(c.args) == 1
@@ -1585,6 +1604,9 @@ def finish(module: cst.Module, ctx) -> cst.Module:
                 returns[stmt.name.value] = next(iter(kinds))  # `def conv3x3(...): return eqx.nn.Conv2d(...)`
         body.append(stmt)
     body = _quote_forward_fields(body)
+    operated = {m for p in plans.values() for m in p.get("surgery", {})}
+    if operated:  # `model.crop_block_size(n)` as a statement → `model = model.crop_block_size(n)` (surgery.py)
+        body = [rewrite(s, surgery.Rebind(frozenset(operated))) for s in body]
     stateful = set(n for n, p in plans.items() if p["stateful"])
     body, made = _model_builders(body, ctx, keyed, stateful, set(outside["builders"]))
     if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
@@ -2180,6 +2202,12 @@ class _Dropped(cst.CSTTransformer):
 def _finish_class(cls: cst.ClassDef, ctx, plan: dict, keyed: set[str], member: bool = False) -> cst.ClassDef:
     if plan.get("tied"):  # the tie and the output layer it replaced go (tying.py)
         cls = rewrite(cls, tying.Dropped())
+    if isinstance(plan.get("tied"), dict):  # a tie under a flag: the output layer's calls choose by it
+        cls = rewrite(cls, tying.TiedCalls(plan["tied"]))
+    if plan.get("surgery"):  # model surgery → a method returning the new model
+        cls = cls.with_changes(body=cls.body.with_changes(body=[
+            surgery.functional(s, frozenset(plan["surgery"][s.name.value]), ctx)
+            if isinstance(s, cst.FunctionDef) and s.name.value in plan["surgery"] else s for s in cls.body.body]))
     fields: dict[str, str] = {}
     body = []
     helpers = frozenset(plan.get("helpers", ()))
