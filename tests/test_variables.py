@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
 
 from fwport.core.finding import Severity
@@ -285,3 +286,50 @@ def test_manual_gradient_descent_runs_like_tensorflow(tmp_path):
         assert torch_result[key] == pytest.approx(tf_result[key], rel=1e-6), key
     assert tf_result["du"] == [3.0, 3.0] and tf_result["snapshot"] == [1.0, -2.0]
     assert tf_result["dc4"] == [4.0, 108.0] and tf_result["dc2"] == [2.0, 6.0]
+
+
+MODEL_OUTPUT_NUMPY = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.fc = tf.keras.layers.Dense(3)
+
+    def call(self, x):
+        return self.fc(x)
+
+
+model = Net()
+x = tf.constant(np.linspace(-1.0, 1.0, 8, dtype=np.float32).reshape(2, 4))
+y = model(x)
+loss = tf.reduce_mean(tf.square(y))
+print(json.dumps({"y": y.numpy().tolist(), "loss": float(loss.numpy()), "row": y[0].numpy().tolist(),
+                  "x": x.numpy().tolist()}))
+'''
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("torch") is None,
+                    reason="needs TensorFlow and PyTorch")
+def test_numpy_of_a_model_output_detaches_it(tmp_path):
+    """TensorFlow's eager tensors always give numpy(); torch refuses it on a tensor that requires grad, which
+    every model output, loss and weight is: each x.numpy() is x.detach().numpy(), in files without tf.Variable
+    too (as written, torch raised RuntimeError on the first one)."""
+    r = translate_source(MODEL_OUTPUT_NUMPY.lstrip(), "out.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
+    assert r.output.count(".detach().numpy()") == 4 and ".numpy()" not in r.output.replace(".detach().numpy()", "")
+    src, out = tmp_path / "tf_out.py", tmp_path / "torch_out.py"
+    src.write_text(MODEL_OUTPUT_NUMPY)
+    out.write_text(r.output)
+    tf_result, torch_result = _run(src, block=False), _run(out, block=True)
+    # the weights are each framework's own random ones: the values read through numpy() agree with each other
+    assert torch_result["x"] == tf_result["x"]
+    for res in (tf_result, torch_result):
+        y = np.array(res["y"])
+        assert y.shape == (2, 3) and np.abs(y).max() > 0
+        assert res["row"] == pytest.approx(y[0].tolist(), rel=1e-6)
+        assert res["loss"] == pytest.approx(float(np.mean(y ** 2)), rel=1e-5)

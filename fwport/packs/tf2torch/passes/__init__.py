@@ -53,9 +53,9 @@ PLANNERS: tuple[Planner, ...] = (
     # @tf.function removed (or torch.compile)
     Planner("decorators", Trigger(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b", "@", "function",
                                   "do_not_convert"), decorators.run),
-    # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/... (last:
-    # it reads the bases the subclass pass wrote)
-    Planner("variables", Trigger(r"\bVariable\b", "Variable"), variables.run),
+    # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/..., and any
+    # x.numpy() → x.detach().numpy() (last: it reads the bases the subclass pass wrote)
+    Planner("variables", Trigger(r"\bVariable\b|\.\s*numpy\s*\(", "Variable", "numpy"), variables.run),
     # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
     # `tensors` transform), and a Python int as tf.split's number of parts → torch.chunk
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate|split)\s*\(", "stack", "concat", "split"),

@@ -18,8 +18,10 @@ when trainable and floating; see rules/tf2torch/variable.toml). This read-only p
       v.value()         → v.clone()             it, and gradients still flow to v, as in TensorFlow)
       v.trainable       → v.requires_grad
 
-  ``.shape``, ``.dtype``, ``.ndim`` and arithmetic need nothing. In a file with variables, every other
-  ``x.numpy()`` becomes ``x.detach().numpy()`` too: a loss computed from a variable requires grad. Any other method or attribute of a
+  ``.shape``, ``.dtype``, ``.ndim`` and arithmetic need nothing. Every other ``x.numpy()`` of the file
+  becomes ``x.detach().numpy()`` too: a model's output, a loss or anything computed from a parameter or a
+  variable requires grad, and torch refuses numpy() on it where TensorFlow's eager tensors always give
+  one (detach() changes nothing else, and costs nothing on a tensor that needs no grad). Any other method or attribute of a
   name or attribute bound only to variables is an error (``unsupported-construct``): left as
   written, never silently kept. Names and attributes are matched by spelling across the file (a
   receiver also bound to something else gets its known methods translated and no error for the
@@ -170,13 +172,14 @@ class _Methods(cst.CSTVisitor):
         self.ctx.plans.add(node, apply, by="variables")
 
     def _detached(self, node: cst.Call) -> None:
-        """``x.numpy()`` on any other receiver of a file with variables: ``x.detach().numpy()`` (x may be
-        computed from a variable that requires grad, as a loss is; detach() changes nothing else)."""
+        """``x.numpy()`` on any other receiver: ``x.detach().numpy()`` (x may be a model's output, a loss, or
+        computed from a variable, all of which require grad; detach() changes nothing else)."""
         if not self.detach_reported:
             self.detach_reported = True
             self.ctx.report(Severity.INFO, "idiom-replaced",
-                            "x.numpy() → x.detach().numpy() in a file with tf.Variables: a torch tensor computed "
-                            "from a variable that requires grad has no numpy() (detach() changes nothing else)",
+                            "x.numpy() → x.detach().numpy(): a torch tensor that requires grad (a model's output, "
+                            "a loss, anything computed from a parameter) has no numpy(), where TensorFlow's eager "
+                            "tensors always give one (detach() changes nothing else)",
                             node)
         self.ctx.plans.add(node, lambda orig, upd: cst.parse_expression(
             f"{render(_atom(upd.func.value))}.detach().numpy()"), by="variables")
@@ -214,6 +217,5 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     scan(module, b)
     if b.in_module:
         ctx.analyses[IN_MODULE] = b.in_module
-    if b.names or b.attrs:
-        scan(module, _Methods(ctx, b))
+    scan(module, _Methods(ctx, b))  # the trigger saw a Variable or an x.numpy()
     return module
