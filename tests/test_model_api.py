@@ -291,3 +291,89 @@ def test_a_target_network_copy_is_load_state_dict(tmp_path):
     (tmp_path / "run.py").write_text(code)
     out = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
     assert out.returncode == 0 and "same" in out.stdout, out.stderr[-2000:]
+
+
+SOFT_UPDATE = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def get_actor():
+    inputs = layers.Input(shape=(3,))
+    out = layers.Dense(4, activation="relu")(inputs)
+    out = layers.BatchNormalization()(out)
+    outputs = layers.Dense(1, activation="tanh")(out)
+    return keras.Model(inputs, outputs)
+
+
+actor_model = get_actor()
+target_actor = get_actor()
+
+
+def update_target(target_weights, weights, tau):
+    for (a, b) in zip(target_weights, weights):
+        a.assign(b * tau + a * (1 - tau))
+
+
+n_trainable = len(actor_model.trainable_variables)
+n_all = len(actor_model.variables)
+'''
+
+
+def test_a_soft_update_over_model_variables_runs_like_keras(tmp_path):
+    """keras-io's DDPG: `update_target(target.variables, model.variables, tau)` with `a.assign(...)` in a loop
+    over them translated "clean" and failed at run time (an nn.Module has no .variables, a tensor no .assign).
+    Now: the parameters and buffers, and .data.copy_; checked by running both: every weight of the target
+    moves to tau·model + (1 - tau)·target, in Keras and in torch alike."""
+    r = tr(SOFT_UPDATE)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
+    assert "update_target" in r.output and ".variables" not in r.output and ".assign(" not in r.output
+    assert "a.data.copy_(" in r.output
+    check = textwrap.dedent('''
+        import json
+        import numpy as np
+        def values(ws):
+            return [np.array(w.detach().numpy() if hasattr(w, "detach") else w.numpy(), dtype=np.float64) for w in ws]
+        before_t, before_m = values(WEIGHTS(target_actor)), values(WEIGHTS(actor_model))
+        update_target(WEIGHTS(target_actor), WEIGHTS(actor_model), 0.25)
+        after_t = values(WEIGHTS(target_actor))
+        worst = max(float(np.abs(a - (0.25 * m + 0.75 * t)).max()) for a, m, t in zip(after_t, before_m, before_t))
+        moved = sum(float(np.abs(a - t).max()) > 0 for a, t in zip(after_t, before_t))
+        print(json.dumps({"worst": worst, "moved": moved, "n_trainable": n_trainable, "n_all": n_all}))
+    ''')
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    import json
+    import os
+    import subprocess
+    import sys
+    results = {}
+    for side, program, weights in (("keras", SOFT_UPDATE, "lambda m: m.variables"),
+                                   ("torch", r.output, "lambda m: [*m.parameters(), *m.buffers()]")):
+        path = tmp_path / f"{side}_side.py"
+        path.write_text(program + f"\nWEIGHTS = {weights}\n" + check)
+        out = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                             env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+        assert out.returncode == 0, out.stderr[-2000:]
+        results[side] = json.loads(out.stdout.strip().splitlines()[-1])
+    for side, res in results.items():
+        assert res["worst"] < 1e-6, (side, res)
+    # Dense kernel, bias; BN gamma, beta; Dense kernel, bias (+ BN's moving mean/variance; torch: + num_batches_tracked)
+    assert results["keras"]["n_trainable"] == results["torch"]["n_trainable"] == 6
+    assert results["keras"]["n_all"] == 8 and results["torch"]["n_all"] == 9
+    # the weights that differ between two fresh models moved (Keras: the two random kernels; torch: its random
+    # biases too; the BatchNorm weights and statistics start equal in both)
+    assert results["keras"]["moved"] == 2 and results["torch"]["moved"] == 4
+
+
+def test_model_layers_is_an_error_that_a_second_translation_repeats():
+    # (the ragged constant keeps TensorFlow imported, so the second run translates the file again)
+    r = tr(SOFT_UPDATE + "first = actor_model.layers[1]\nz = tf.ragged.constant([[1], [2, 3]])\n")
+    errs = [f for f in r.findings if f.severity is Severity.ERROR and "model attribute" in f.message]
+    assert [(f.line, f.message.split(" is ")[0]) for f in errs] == [(line_of(r, "actor_model.layers[1]"),
+                                                                     "actor_model.layers")]
+    again = tr(r.output)
+    assert [f.message for f in again.findings if f.severity is Severity.ERROR and "model attribute" in f.message] \
+        == [errs[0].message]
+    assert again.output == r.output

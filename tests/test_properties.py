@@ -201,6 +201,10 @@ PLAIN_EXPRESSIONS = st.recursive(st.sampled_from(ATOMS), lambda c: _combine(c, c
        st.booleans())
 @example(calls=[("tf.matmul({0}, {1}, transpose_a={1})", "1", "1")], in_function=False)  # was `1.transpose(...)`
 @example(calls=[("keras.backend.bias_add()", "x", "x")], in_function=False)  # was KeyError: 'input'
+@example(calls=[("tf.reduce_sum({0}, axis={1})", "x", "(w := x.numpy())")],
+         in_function=False)  # was not a fixpoint: x.detach().numpy() → x.detach().detach().numpy()
+@example(calls=[("tf.reduce_sum({0}, axis={1})", "x", "(lambda q: f'{keras.activations.gelu(x, x)!r:>{n}}')")],
+         in_function=False)  # was f'{F.gelu(x, approximate='tanh' if x else 'none')...}': no parse before 3.12
 def test_rules_take_any_expression_as_an_argument(calls, in_function):
     # the rule engine binds, maps, refuses and quotes arbitrary argument expressions: no crash,
     # a parsable output, a fixpoint

@@ -332,6 +332,33 @@ _SKIPPABLE = (cst.BaseExpression, cst.Arg, cst.Element)
 _COMMENTED = frozenset({cst.Arg, cst.Element})
 
 
+class _Requote(cst.CSTTransformer):
+    """Strings quoted with ``quote`` → the other quote (where their text holds neither unescaped)."""
+
+    def __init__(self, quote: str):
+        super().__init__()
+        self.quote, self.other = quote, '"' if quote == "'" else "'"
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        value = updated_node.value
+        prefix = value[: len(value) - len(value.lstrip("rRbBuU"))]
+        body = value[len(prefix):]
+        if body[:1] != self.quote or body[:3] == self.quote * 3 or self.other in body[1:-1]:
+            return updated_node
+        return updated_node.with_changes(value=f"{prefix}{self.other}{body[1:-1]}{self.other}")
+
+
+def requote_in_fstring(node: cst.FormattedString) -> cst.FormattedString:
+    """``node`` with the strings in its ``{...}`` parts quoted unlike the f-string itself (see
+    RuleTransformer.leave_FormattedString); a triple-quoted f-string is left as it is."""
+    if node.end in ('"""', "'''"):
+        return node
+    fix = _Requote(node.end)
+    parts = [p.with_changes(expression=p.expression.visit(fix)) if isinstance(p, cst.FormattedStringExpression) else p
+             for p in node.parts]
+    return node.with_changes(parts=parts)
+
+
 class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     """Applies function, constant and (context-free) layer rules wherever they appear."""
 
@@ -888,6 +915,12 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
 
     def leave_Expr(self, original_node: cst.Expr, updated_node: cst.Expr) -> cst.Expr:
         return self._unwrap(updated_node)
+
+    def leave_FormattedString(self, original_node: cst.FormattedString,
+                              updated_node: cst.FormattedString) -> cst.FormattedString:
+        # a translation inside an f-string's {...} may quote a string as the f-string does, which Python
+        # before 3.12 cannot parse (f'{F.gelu(x, approximate='tanh')}'): those strings take the other quote
+        return updated_node if updated_node is original_node else requote_in_fstring(updated_node)
 
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         # the hooks of ``subscript_hooks`` also see attribute access (tf.math.top_k(x, 2).indices)

@@ -31,8 +31,10 @@ PLANNERS: tuple[Planner, ...] = (
                                 "GradientTape", "training", "optimizers", "losses", "callbacks", "trainable", "compile", "fit",
                                 "evaluate", "predict", "Adam", "SGD", "RMSprop", "Adagrad", "Crossentropy",
                                 "MeanSquaredError", "MeanAbsoluteError", "Huber"), training.run),
-    # model.fit/compile/predict/save_weights... on translated models: errors saying what to write
-    Planner("model_api", re.compile(rf"\.\s*(?:{_MODEL_METHODS})\s*\("), model_api.run),
+    # model.fit/compile/predict/save_weights... on translated models: errors saying what to write (and
+    # model.trainable_variables / variables / weights → the parameters, model.layers an error)
+    Planner("model_api", re.compile(rf"\.\s*(?:(?:{_MODEL_METHODS})\s*\(|(?:{model_api._ATTRIBUTE_NAMES})\b)"),
+            model_api.run),
     # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
     # (both an Input( and a Model( call or alias: a Sequential with keras.Input has nothing for it;
     # anchored lookaheads, each a single linear scan)
@@ -54,8 +56,9 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("decorators", Trigger(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b", "@", "function",
                                   "do_not_convert"), decorators.run),
     # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/..., and any
-    # x.numpy() → x.detach().numpy() (last: it reads the bases the subclass pass wrote)
-    Planner("variables", Trigger(r"\bVariable\b|\.\s*numpy\s*\(", "Variable", "numpy"), variables.run),
+    # x.numpy() → x.detach().numpy(), any v.assign(x) (last: it reads the bases the subclass pass wrote)
+    Planner("variables", Trigger(r"\bVariable\b|\.\s*(?:numpy|assign(?:_add|_sub)?)\s*\(", "Variable", "numpy",
+                                 "assign"), variables.run),
     # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
     # `tensors` transform), and a Python int as tf.split's number of parts → torch.chunk
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate|split)\s*\(", "stack", "concat", "split"),

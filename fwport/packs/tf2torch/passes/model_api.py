@@ -86,6 +86,36 @@ METHODS: dict[str, str] = {
 }
 
 
+#: Keras model attributes an nn.Module lacks, read outside the training code the training pass translates
+#: (``tape.gradient(loss, model.trainable_variables)``): what each becomes ({m}: the model), and why; None:
+#: an error finding (what to write instead)
+ATTRIBUTES: dict[str, tuple[str | None, str]] = {
+    "trainable_variables": ("[p for p in {m}.parameters() if p.requires_grad]",
+                            "the parameters that train, in the order the layers were created (Keras's order), each "
+                            "in torch's layout (a Dense kernel is the transposed weight)"),
+    "trainable_weights": ("[p for p in {m}.parameters() if p.requires_grad]",
+                          "the parameters that train, in the order the layers were created (Keras's order), each "
+                          "in torch's layout (a Dense kernel is the transposed weight)"),
+    "variables": ("[*{m}.parameters(), *{m}.buffers()]",
+                  "every parameter, then every buffer (BatchNorm's running statistics, and its num_batches_tracked "
+                  "count, which Keras has not), each in torch's layout (a Dense kernel is the transposed weight): not "
+                  "Keras's per-layer order, but the same pairing for two models of one architecture (a target "
+                  "network's soft update)"),
+    "weights": ("[*{m}.parameters(), *{m}.buffers()]",
+                "every parameter, then every buffer (BatchNorm's running statistics, and its num_batches_tracked "
+                "count, which Keras has not), each in torch's layout (a Dense kernel is the transposed weight): not "
+                "Keras's per-layer order, but the same pairing for two models of one architecture (a target "
+                "network's soft update)"),
+    "non_trainable_variables": (None, "[p for p in model.parameters() if not p.requires_grad] and "
+                                "list(model.buffers()) (BatchNorm's running statistics)"),
+    "non_trainable_weights": (None, "[p for p in model.parameters() if not p.requires_grad] and "
+                              "list(model.buffers()) (BatchNorm's running statistics)"),
+    "layers": (None, "the translated module's submodules are its attributes, named in the translation "
+               "(self.fc1, ...), or list(model.children()): not Keras's list (no InputLayer, activations and "
+               "merges folded into forward), so an index into model.layers has no counterpart"),
+}
+_ATTRIBUTE_NAMES = "|".join(ATTRIBUTES)
+
 #: model methods translated where they are a statement: the PyTorch text, and what the info finding says
 SAVING: dict[str, tuple[str, str]] = {
     "save_weights": ("{torch}save({model}.state_dict(), {path})",
@@ -103,7 +133,8 @@ SAVING: dict[str, tuple[str, str]] = {
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     models = _Models(ctx)
     models.analyse(module)
-    if not models.any() and not models.param_refusals and "is a Keras model method" not in _text(module, ctx):
+    if not models.any() and not models.param_refusals and not any(
+            said in _text(module, ctx) for said in ("is a Keras model method", "is a Keras model attribute")):
         return module  # (the comment: a translation being translated again says the same again)
     # only the top-level statements holding a `.<model method>(...)` call are rewritten; the others
     # stay the very same nodes (a transformer rebuilds every node it visits)
@@ -136,7 +167,8 @@ def _layout_only(call: cst.Call) -> bool:
 
 
 class _MethodCalls(cst.CSTVisitor):
-    """Whether a statement holds a call of a method named as a Keras model method (on anything)."""
+    """Whether a statement holds a call of a method named as a Keras model method, or an attribute named as
+    a model attribute (ATTRIBUTES), on anything."""
 
     def __init__(self) -> None:
         self.found = False
@@ -147,6 +179,10 @@ class _MethodCalls(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value in METHODS:
+            self.found = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in ATTRIBUTES:
             self.found = True
 
 
@@ -536,6 +572,40 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def visit_Call(self, node: cst.Call) -> bool:
         return not self.ctx.is_settled(node)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        edit = self.ctx.plans.get(node)
+        if edit is not None and not edit.descend:
+            return False  # a planner's alone (the training pass's tape statements): rebuilt, it would lose its edit
+        return super().on_visit(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        """``model.trainable_variables`` / ``.variables`` / ``.weights`` → the parameters (and buffers);
+        ``.layers`` / ``.non_trainable_variables`` → an error (ATTRIBUTES). Planned, not rewritten here: the
+        rule pass applies the edit, so a training-pass edit around it (descend=True) still finds its node."""
+        attr = node.attr.value
+        if attr not in ATTRIBUTES or self.ctx.is_settled(node) or self.ctx.plans.get(node) is not None:
+            return
+        if not (self.models.is_model_expr(node.value, self.chain) or self._said_attribute(node)):
+            return
+        receiver = code(node.value)
+        text, why = ATTRIBUTES[attr]
+        if text is None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{receiver}.{attr} is a Keras model attribute; the translated model is an nn.Module, "
+                            f"which has none: {why}", node)
+            self.ctx.settle(node)
+            return
+        out = text.format(m=receiver)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{attr} → {out}: {why}", node)
+        self.ctx.plans.add(node, lambda orig, upd, out=out: cst.parse_expression(out), descend=False, by="model_api")
+
+    def _said_attribute(self, node: cst.Attribute) -> bool:
+        """This attribute's statement carries the `# fwport:` comment an earlier translation left on it (see
+        _said_before): translating a translation says the same again."""
+        about = f"{code(node.value)}.{node.attr.value} is a Keras model attribute"
+        said = comment_error(getattr(self, "_statement", None), about)
+        return said is not None and said[1].startswith(about)
 
     def visit_Expr(self, node: cst.Expr) -> bool:
         saved = self._saving(node.value)

@@ -18,7 +18,9 @@ when trainable and floating; see rules/tf2torch/variable.toml). This read-only p
       v.value()         → v.clone()             it, and gradients still flow to v, as in TensorFlow)
       v.trainable       → v.requires_grad
 
-  ``.shape``, ``.dtype``, ``.ndim`` and arithmetic need nothing. Every other ``x.numpy()`` of the file
+  ``.shape``, ``.dtype``, ``.ndim`` and arithmetic need nothing. ``x.assign(value)`` (and assign_add /
+  assign_sub) on any other receiver is translated the same way: only a tf.Variable has such a method (a
+  target network's soft update loops over ``model.variables``). Every other ``x.numpy()`` of the file
   becomes ``x.detach().numpy()`` too: a model's output, a loss or anything computed from a parameter or a
   variable requires grad, and torch refuses numpy() on it where TensorFlow's eager tensors always give
   one (detach() changes nothing else, and costs nothing on a tensor that needs no grad). Any other method or attribute of a
@@ -133,8 +135,16 @@ class _Methods(cst.CSTVisitor):
         recv = self._receiver(func.value)
         if recv is None:
             if func.attr.value == "numpy" and not node.args:
-                self._detached(node)
-            return
+                if not _detached_already(func.value):
+                    self._detached(node)
+                return None
+            if not (func.attr.value.startswith("assign") and func.attr.value in METHODS and len(node.args) == 1
+                    and node.args[0].keyword is None and not node.args[0].star):
+                return None
+            # v.assign(x) on a receiver not bound to tf.Variable(...) here (a loop over model.variables, a
+            # parameter): assign is a tf.Variable's method alone (no torch tensor, array or list has one, and
+            # pandas' DataFrame.assign takes keywords only), so it is one, and as written it fails in torch
+            recv = (render(func.value), False)
         self.called.add(id(func))
         method = func.attr.value
         chain = METHODS.get(method)
@@ -201,6 +211,17 @@ class _Methods(cst.CSTVisitor):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{recv[0]}.{attr}: {recv[0]} is a tf.Variable (a torch tensor in the translation) "
                             f"and fwport does not translate its attribute {attr}; write it by hand", node)
+
+
+def _detached_already(receiver: cst.BaseExpression) -> bool:
+    """``x.detach()`` / ``x.detach().cpu()``: a translation's own ``.numpy()`` receiver (a fixpoint)."""
+    while isinstance(receiver, cst.Call) and isinstance(receiver.func, cst.Attribute) and not receiver.args:
+        if receiver.func.attr.value == "detach":
+            return True
+        if receiver.func.attr.value != "cpu":
+            return False
+        receiver = receiver.func.value
+    return False
 
 
 def variable_bindings(module: cst.Module, ctx: FileContext) -> tuple[set[str], set[str]]:
