@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
+import numpy as np
 import pytest
 
 from fwport.core.finding import Severity
@@ -377,3 +378,47 @@ def test_model_layers_is_an_error_that_a_second_translation_repeats():
     assert [f.message for f in again.findings if f.severity is Severity.ERROR and "model attribute" in f.message] \
         == [errs[0].message]
     assert again.output == r.output
+
+
+ADAPT_IN_SEQUENTIAL = '''
+import json
+
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+data_augmentation = keras.Sequential([layers.Normalization(), layers.RandomFlip("horizontal")], name="aug")
+x_train = np.arange(2 * 4 * 4 * 3, dtype="float32").reshape(2, 4, 4, 3) ** 1.5
+data_augmentation.layers[0].adapt(x_train)
+y = data_augmentation(x_train[:1], training=False)
+print(json.dumps({"y": np.asarray(y).tolist()}))
+'''
+
+
+def test_a_sequential_layer_by_index_is_its_torch_entry(tmp_path):
+    """keras-io's `data_augmentation.layers[0].adapt(x_train)` (six examples): the Sequential's layer k is its
+    torch entry where the sequential pass recorded one (a layer with weights); run against Keras."""
+    r = tr(ADAPT_IN_SEQUENTIAL)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
+    assert "data_augmentation[0].adapt(x_train)" in r.output
+    weightless = tr(ADAPT_IN_SEQUENTIAL.replace("data_augmentation.layers[0].adapt(x_train)",
+                                                "flip = data_augmentation.layers[1]"))
+    assert [f.line for f in weightless.findings if f.severity is Severity.ERROR and "layers is a Keras model attribute"
+            in f.message] == [line_of(weightless, "flip = data_augmentation.layers[1]")]
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    import json
+    import os
+    import subprocess
+    import sys
+    out = {}
+    for side, program in (("keras", ADAPT_IN_SEQUENTIAL), ("torch", r.output.replace(  # (Keras takes a NumPy array, a torch module a tensor: not translated yet)
+            "y = data_augmentation(x_train[:1])", "y = data_augmentation(torch.as_tensor(x_train[:1]))"))):
+        path = tmp_path / f"{side}_side.py"
+        path.write_text(program)
+        p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES=""))
+        assert p.returncode == 0, p.stderr[-2000:]
+        out[side] = np.array(json.loads(p.stdout.strip().splitlines()[-1])["y"])
+    assert out["keras"].shape == (1, 4, 4, 3) and np.abs(out["keras"]).max() > 0.5
+    np.testing.assert_allclose(out["torch"], out["keras"], rtol=1e-5, atol=1e-5)

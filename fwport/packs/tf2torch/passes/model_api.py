@@ -534,6 +534,7 @@ class _ModelApiPass(cst.CSTTransformer):
         self.summaries: set[int] = set()  # id(summary call) translated by its statement
         self.saved: dict[int, cst.BaseExpression] = {}  # id(Expr) → its save / load translated (SAVING)
         self.functions: list[cst.FunctionDef] = []  # the functions around the node visited
+        self._indexed: set[int] = set()  # id(seq.layers) of a seq.layers[k] visit_Subscript planned
 
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
@@ -579,12 +580,41 @@ class _ModelApiPass(cst.CSTTransformer):
             return False  # a planner's alone (the training pass's tape statements): rebuilt, it would lose its edit
         return super().on_visit(node)
 
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        """``seq.layers[0]`` on a module-level Sequential: its torch entry (``seq[0]``) where the layer has weights
+        (its LayerRecord, which the sequential pass writes later: looked up when the edit is applied), else
+        the error of ``.layers``. keras-io's ``data_augmentation.layers[0].adapt(x_train)``."""
+        value = node.value
+        if not (isinstance(value, cst.Attribute) and value.attr.value == "layers" and isinstance(value.value, cst.Name)
+                and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+                and isinstance(node.slice[0].slice.value, cst.Integer)
+                and self.models.is_model_expr(value.value, self.chain) and len(self.chain) == 1
+                and not self.ctx.is_settled(node) and self.ctx.plans.get(node) is None):
+            return
+        name, k = value.value.value, int(node.slice[0].slice.value.value)
+        self._indexed.add(id(value))
+        ctx = self.ctx
+
+        def apply(orig: cst.Subscript, upd: cst.Subscript) -> cst.BaseExpression:
+            target = next((r.target for r in ctx.layers if r.scope == name and r.source == f"layers[{k}]"), None)
+            if target is None:
+                ctx.report(Severity.ERROR, "unsupported-construct",
+                           f"{name}.layers is a Keras model attribute; the translated model is an nn.Module, which "
+                           f"has none: {ATTRIBUTES['layers'][1]}", orig.value)
+                return orig
+            out = f"{name}[{target}]" if target.isdigit() else f"{name}.{target}"
+            ctx.report(Severity.INFO, "idiom-replaced", f"{name}.layers[{k}] → {out}: the module that layer became",
+                       orig)
+            return cst.parse_expression(out)
+        self.ctx.plans.add(node, apply, descend=False, by="model_api")
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         """``model.trainable_variables`` / ``.variables`` / ``.weights`` → the parameters (and buffers);
         ``.layers`` / ``.non_trainable_variables`` → an error (ATTRIBUTES). Planned, not rewritten here: the
         rule pass applies the edit, so a training-pass edit around it (descend=True) still finds its node."""
         attr = node.attr.value
-        if attr not in ATTRIBUTES or self.ctx.is_settled(node) or self.ctx.plans.get(node) is not None:
+        if (attr not in ATTRIBUTES or self.ctx.is_settled(node) or self.ctx.plans.get(node) is not None
+                or id(node) in self._indexed):
             return
         if not (self.models.is_model_expr(node.value, self.chain) or self._said_attribute(node)):
             return
