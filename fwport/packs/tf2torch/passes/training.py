@@ -951,7 +951,27 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         a = a.with_changes(value=made)
                 args.append(a)
             out = updated_node.with_changes(args=self._compiled_args(original_node, args))
+            if self._custom_compile_of(name):
+                out = out.with_changes(args=self._custom_compile_losses(original_node, list(out.args)))
         self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
+        return out
+
+    def _custom_compile_losses(self, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+        """A loss object given to a model's own compile (``compile(self, ..., loss_fn)``, which keeps it as
+        ``self.loss_fn`` and calls it in train_step): ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``,
+        called in Keras's order wherever the class calls it (another use of it fails loudly: a lambda has no
+        attributes and takes no sample_weight)."""
+        out = []
+        for o, a in zip(call.args, args):
+            if (isinstance(o.value, cst.Call) and isinstance(a.value, cst.Call)
+                    and _transform(self.ctx, self.qualname(o.value.func)) == "loss"):
+                loss = self._loss_rule(o.value)
+                made = self._compiled_loss(o.value, a.value, *loss,
+                                           why="the model's own compile keeps it, and its methods call it in "
+                                               "Keras's order") if loss is not None else None
+                if made is not None:
+                    a = a.with_changes(value=made)
+            out.append(a)
         return out
 
     def _compiled_args(self, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
@@ -1001,7 +1021,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             out.append(a)
         return out
 
-    def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits):
+    def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits,
+                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order"):
         """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses."""
         if isinstance(original, cst.Name):
             func = updated
@@ -1019,8 +1040,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"loss={code(original)} given to compile → {code(made)}: TrainStepModule's compiled_loss calls "
-                        "it in Keras's order", original)
+                        f"loss={code(original)} given to compile → {code(made)}: {why}", original)
         return made
 
     @staticmethod
@@ -1517,6 +1537,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                   if isinstance(original_node.targets[0].target, cst.Attribute) else "")
                 and _transform(self.ctx, self.qualname(value.func)) == "optimizer"):
             return self._optimizer_attribute(original_node, updated_node)
+        if (isinstance(value, cst.Call) and len(original_node.targets) == 1 and isinstance(updated_node.value, cst.Call)
+                and _is_self_attr(original_node.targets[0].target, original_node.targets[0].target.attr.value
+                                  if isinstance(original_node.targets[0].target, cst.Attribute) else "")
+                and _transform(self.ctx, self.qualname(value.func)) == "loss"):
+            # `self.loss_fn = keras.losses.X(...)`: its calls in the class's methods are in Keras's order
+            loss = self._loss_rule(value)
+            made = self._compiled_loss(value, updated_node.value, *loss,
+                                       why=f"{code(original_node.targets[0].target)} is called in Keras's order"
+                                       ) if loss is not None else None
+            if made is not None:
+                return updated_node.with_changes(value=made)
         if not (isinstance(value, cst.Call) and len(original_node.targets) == 1
                 and isinstance(original_node.targets[0].target, cst.Name)):
             return updated_node
