@@ -519,6 +519,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.schedulers: dict[str, str] = {}  # optimizer name → the name of its LambdaLR
         self.classes: list[str] = []  # the enclosing class definitions
         self._keras_class: list[bool] = []  # per enclosing class: a Keras model or layer (the subclass pass's)
+        self._callback_class: list[bool] = []  # ... a keras.callbacks.Callback subclass
+        self._callback_predicts: set[int] = set()  # self.model.predict of callbacks → the written predict
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
         self._defined_names: set[str] | None = None
@@ -556,10 +558,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if keras:
             self._keras_classes.add(node.name.value)
         self._keras_class.append(keras)
+        self._callback_class.append(any(b.keyword is None and self.qualname(b.value) == CALLBACK for b in node.bases))
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
         self._keras_class.pop()
+        self._callback_class.pop()
         callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
         schedule = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == SCHEDULE]
         if schedule:  # a plain class: its __call__(step) is what LambdaLR calls (see _scheduler)
@@ -581,6 +585,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if (isinstance(attr.value, cst.Attribute) and dotted_text(attr.value) == "self.model"
                     and attr.attr.value in CALLBACK_MODEL_ONLY and attr.attr.value not in seen):
                 seen.add(attr.attr.value)
+                if id(attr) in self._callback_predicts:  # → the file's written predict(self.model, x)
+                    continue
                 if self.plan.train_step_classes and attr.attr.value in ("fit", "compile", "evaluate", "predict"):
                     # the model may be a TrainStepModule of the file, which has these (written where they are used)
                     self.ctx.options[f"_train_step_{attr.attr.value}"] = True
@@ -830,6 +836,34 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    def _callback_predict(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """``self.model.predict(x)`` in a keras.callbacks.Callback subclass of a file with one compile and no
+        train_step class: the model fit gives the callback is that compile's nn.Module, which the file's written
+        ``predict(model, x)`` predicts with as Keras's predict does (batches of 32, inference mode, NumPy)."""
+        func = original_node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "predict"
+                and isinstance(func.value, cst.Attribute) and dotted_text(func.value) == "self.model"
+                and self._callback_class and self._callback_class[-1] and len(self.compiled) == 1
+                and not self.plan.train_step_classes and self.compiled[0].loss is not None):
+            return None
+        c = self.compiled[0]
+        params, taken = fitloop.METHODS["predict"]
+        args = fitloop.bind(updated_node, params)
+        if args is None or any(k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False)
+                               for k, v in args.items()):
+            return None  # (the class's error names it)
+        out = [cst.Arg(updated_node.func.value)]
+        for k in taken:
+            if k in args:
+                out.append(cst.Arg(args[k]) if k in ("x", "y") else cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
+        self._callback_predicts.add(id(func))
+        self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} in a callback → the written predict(self.model, ...): fit gives the "
+                        f"callback the nn.Module {c.model}.compile trains, which predicts as Keras's predict does",
+                        original_node)
+        return cst.Call(cst.Name(c.names["predict"]), out)
 
     def _predict_only(self, call: cst.Call) -> fitloop.Compiled | None:
         """``model.predict(x)`` of a model of the file that no compile of the file gives a loop: predict needs no
@@ -1353,6 +1387,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
+        predicted = self._callback_predict(original_node, updated_node)
+        if predicted is not None:
+            return predicted
         training = next((a for a in updated_node.args if a.keyword is not None and a.keyword.value == "training"), None)
         if training is not None and (self.models.is_model_expr(original_node.func, self._chain())
                                      or self._train_step_attr(original_node.func)):
