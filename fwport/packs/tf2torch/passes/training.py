@@ -1332,7 +1332,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if isinstance(lit, str):
                 cls = _STRING_METRICS.get(lit)
                 if lit in fitloop.ACCURACY:
-                    cls = _ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else None
+                    # no loss to tell it: Keras 2 picks it from the shapes of the labels and outputs, as the
+                    # written ShapeAccuracy does at each update
+                    cls = _ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else "ShapeAccuracy"
                     if cls is None:
                         return (f"metrics=[{lit!r}]: Keras 2 picks the accuracy from the labels' and outputs' shapes "
                                 "here; name it (keras.metrics.SparseCategoricalAccuracy(), ...)")
