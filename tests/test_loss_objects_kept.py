@@ -76,3 +76,17 @@ def test_loss_objects_kept_by_a_train_step_class_are_called_in_keras_order(tmp_p
         np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-5)
     for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+
+
+def test_a_kept_loss_object_called_otherwise_stays_an_error():
+    """self.loss_fn(y, p, sample_weight) (keras-io's endpoint_layer_pattern) or a compile parameter also given
+    on to super().compile: the lambda would not take it, so the loss object keeps its error naming the line."""
+    src = SRC.replace("loss = self.loss_fn(tf.one_hot(y, 3), probs)",
+                      "loss = self.loss_fn(tf.one_hot(y, 3), probs, sample_weight=None)")
+    r = tx(src)
+    assert [(line, m.split(":")[0]) for line, m in errors(r)] == [(42, "BinaryCrossentropy(...)")], errors(r)
+    src = SRC.replace("super().compile()", "super().compile(loss=loss_fn)").replace(
+        "self.probe_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)",
+        "self.probe_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)\n        print(self.probe_loss.name)")
+    lines = [line for line, m in errors(tx(src)) if "torch losses take (input, target)" in m]
+    assert lines == [15, 43], errors(tx(src))

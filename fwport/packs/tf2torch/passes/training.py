@@ -449,6 +449,34 @@ class _CompiledUses(cst.CSTVisitor):
             self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
 
 
+def _called_as_loss(cls: cst.ClassDef, attr: str) -> bool:
+    """Whether every ``self.<attr>`` in the class is assigned or called as ``self.<attr>(y_true, y_pred)``
+    (what a lambda in Keras's order takes: no sample_weight, no attribute of the loss object)."""
+    calls = {id(c.func) for c in find_all(cls.body, cst.Call)
+             if len(c.args) == 2 and all(a.keyword is None and not a.star for a in c.args)}
+    targets = {id(t.target) for t in find_all(cls.body, cst.AssignTarget)}
+    uses = [n for n in find_all(cls.body, cst.Attribute) if _is_self_attr(n, attr)]
+    return bool(uses) and all(id(n) in calls | targets for n in uses) and any(id(n) in calls for n in uses)
+
+
+def _kept_as_attribute(fn: cst.FunctionDef, param: str | int) -> str | None:
+    """The attribute a compile method keeps its parameter in (``self.loss_fn = loss_fn``, the parameter used
+    nowhere else); ``param``: its name, or its position after self."""
+    params = list(fn.params.params)
+    if isinstance(param, int):
+        if param >= len(params):
+            return None
+        param = params[param].name.value
+    elif param not in {p.name.value for p in (*params, *fn.params.kwonly_params)}:
+        return None
+    attrs = {id(a.attr) for a in find_all(fn.body, cst.Attribute)}  # (self.loss_fn's loss_fn is no use of it)
+    names = [n for n in find_all(fn.body, cst.Name) if n.value == param and id(n) not in attrs]
+    kept = [a for a in find_all(fn.body, cst.Assign) if isinstance(a.value, cst.Name) and a.value.value == param
+            and len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Attribute)
+            and _is_self_attr(a.targets[0].target, a.targets[0].target.attr.value)]
+    return kept[0].targets[0].target.attr.value if len(kept) == 1 and len(names) == 1 else None
+
+
 def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
     """``self.<attr>``."""
     return (isinstance(node, cst.Attribute) and node.attr.value == attr and isinstance(node.value, cst.Name)
@@ -521,6 +549,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._keras_class: list[bool] = []  # per enclosing class: a Keras model or layer (the subclass pass's)
         self._callback_class: list[bool] = []  # ... a keras.callbacks.Callback subclass
         self._callback_predicts: set[int] = set()  # self.model.predict of callbacks → the written predict
+        self._class_nodes: list[cst.ClassDef] = []  # the enclosing class definitions (input tree)
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
         self._defined_names: set[str] | None = None
@@ -559,11 +588,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self._keras_classes.add(node.name.value)
         self._keras_class.append(keras)
         self._callback_class.append(any(b.keyword is None and self.qualname(b.value) == CALLBACK for b in node.bases))
+        self._class_nodes.append(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
         self._keras_class.pop()
         self._callback_class.pop()
+        self._class_nodes.pop()
         callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
         schedule = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == SCHEDULE]
         if schedule:  # a plain class: its __call__(step) is what LambdaLR calls (see _scheduler)
@@ -995,11 +1026,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         ``self.loss_fn`` and calls it in train_step): ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``,
         called in Keras's order wherever the class calls it (another use of it fails loudly: a lambda has no
         attributes and takes no sample_weight)."""
+        classes = self.plan.instances.get(call.func.value.value, set())
+        cls = next((s for s in self.module.body if isinstance(s, cst.ClassDef) and {s.name.value} == classes), None)
+        compile_fn = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "compile"),
+                          None) if cls is not None else None
         out = []
-        for o, a in zip(call.args, args):
-            if (isinstance(o.value, cst.Call) and isinstance(a.value, cst.Call)
+        for at, (o, a) in enumerate(zip(call.args, args)):
+            if (isinstance(o.value, cst.Call) and isinstance(a.value, cst.Call) and compile_fn is not None
                     and _transform(self.ctx, self.qualname(o.value.func)) == "loss"):
-                loss = self._loss_rule(o.value)
+                attr = _kept_as_attribute(compile_fn, o.keyword.value if o.keyword is not None else at + 1)
+                loss = self._loss_rule(o.value) if attr is not None and _called_as_loss(cls, attr) else None
                 made = self._compiled_loss(o.value, a.value, *loss,
                                            why="the model's own compile keeps it, and its methods call it in "
                                                "Keras's order") if loss is not None else None
@@ -1581,7 +1617,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                   if isinstance(original_node.targets[0].target, cst.Attribute) else "")
                 and _transform(self.ctx, self.qualname(value.func)) == "loss"):
             # `self.loss_fn = keras.losses.X(...)`: its calls in the class's methods are in Keras's order
-            loss = self._loss_rule(value)
+            attr = original_node.targets[0].target.attr.value
+            loss = self._loss_rule(value) if self._class_nodes and _called_as_loss(self._class_nodes[-1], attr) \
+                else None
             made = self._compiled_loss(value, updated_node.value, *loss,
                                        why=f"{code(original_node.targets[0].target)} is called in Keras's order"
                                        ) if loss is not None else None
