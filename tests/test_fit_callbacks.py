@@ -368,9 +368,54 @@ def test_a_callback_reading_what_the_nn_module_has_not_is_an_error_at_each_first
     predict / save_weights are not (the sklearn-metric callback of keras-io crashed at run time with no finding)."""
     r = translate_source(textwrap.dedent(CALLBACK_READS_THE_MODEL).lstrip("\n"), "model.py")
     errs = errors(r)
-    assert [line for line, _ in errs] == [11, 12], errs
-    assert errs[0][1].startswith("self.model.predict: fit gives Report the nn.Module it trains, which has no predict")
-    assert "torch.save(self.model.state_dict(), path)" in errs[1][1]
+    assert [line for line, _ in errs] == [12], errs
+    assert errs[0][1].startswith("self.model.save_weights: fit gives Report the nn.Module it trains, which has no")
+    assert "torch.save(self.model.state_dict(), path)" in errs[0][1]
+    # predict: the file's one compile writes predict(model, x), which the callback calls on the module fit gives it
+    assert "y = predict(self.model, self.x)" in r.output and "predict(self.model, self.x).shape" in r.output
+
+
+CALLBACK_PREDICTS = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Record(keras.callbacks.Callback):
+    def __init__(self, x):
+        super().__init__()
+        self.x = x
+        self.seen = []
+
+    def on_epoch_end(self, epoch, logs=None):
+        predictions = self.model.predict(self.x, verbose=0)
+        self.seen.append(predictions.tolist())
+
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+model.compile(loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+              optimizer=keras.optimizers.SGD(learning_rate=0.5))
+
+
+def train(x, y):
+    record = Record(x[:40])
+    history = model.fit(x, y, epochs=3, batch_size=16, callbacks=[record], shuffle=False, verbose=0)
+    return history.history, record.seen
+'''
+
+
+def test_a_callbacks_self_model_predict_is_the_written_predict_and_matches_keras(tmp_path):
+    """keras-io's sklearn_metric_callbacks: self.model.predict(x) in on_epoch_end → predict(self.model, x), the
+    function the file's compile writes (batches of 32: 40 samples are two, NumPy out); each epoch's predictions
+    and the history as Keras's."""
+    driver = DRIVER.replace("h, ev = train(x, y)",
+                            "h, ev = train(x, y)\nev = [np.asarray(p).ravel().tolist() for p in ev]")
+    keras_out, torch_out = _run(tmp_path, CALLBACK_PREDICTS, driver)
+    seen_k, seen_t = np.asarray(keras_out["evaluate"]), np.asarray(torch_out["evaluate"])
+    assert seen_k.shape == seen_t.shape == (3, 120)
+    assert not np.allclose(seen_k[0], seen_k[1])  # the model trains between the epochs
+    np.testing.assert_allclose(seen_t, seen_k, rtol=2e-4, atol=2e-5)
+    np.testing.assert_allclose(torch_out["history"]["loss"], keras_out["history"]["loss"], rtol=2e-4, atol=1e-5)
 
 
 def test_a_callback_of_a_file_with_a_train_step_model_gets_its_predict():

@@ -19,6 +19,7 @@ import sys
 import textwrap
 
 import numpy as np
+import pytest
 
 from fwport.core.pipeline import translate_source
 from test_train_step import DRIVER, WGAN, _run, errors, tx
@@ -355,6 +356,7 @@ def test_loss_objects_without_the_batch_mean_reduce_the_last_axis_as_keras(tmp_p
 LOSS_DRIVER = '''
 import json, sys
 import numpy as np
+import pytest
 sys.path.insert(0, sys.argv[1])
 from model import losses
 rng = np.random.default_rng(1)
@@ -417,3 +419,65 @@ def test_cross_entropy_objects_take_the_class_axis_last_as_keras(tmp_path):
         for i, (a, b) in enumerate(zip(values, results["torch"][shape])):
             assert np.shape(a) == np.shape(b), (shape, i)
             np.testing.assert_allclose(b, a, rtol=2e-5, atol=2e-6, err_msg=f"{shape} loss {i}")
+
+
+OWN_COMPILE_ACCURACY = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model_a = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(5, activation="tanh"), layers.Dense(%(units)d)])
+
+
+class Student(keras.Model):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def compile(self, optimizer, metrics, student_loss_fn):
+        super().compile(optimizer=optimizer, metrics=metrics)
+        self.student_loss_fn = student_loss_fn
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self.model(x, training=True)
+            loss = self.student_loss_fn(y, y_pred)
+        grads = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        self.compiled_metrics.update_state(y, y_pred)
+        results = {m.name: m.result() for m in self.metrics}
+        results.update({"student_loss": loss})
+        return results
+
+    def call(self, x):
+        return self.model(x)
+
+
+student = Student(model_a)
+student.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), metrics=["accuracy"],
+                student_loss_fn=keras.losses.%(loss)s(from_logits=True))
+
+
+def run(x, y):
+    return student.fit(x, y, batch_size=5, epochs=3, shuffle=False, verbose=0)
+'''
+
+
+@pytest.mark.parametrize("units, loss, labels", [
+    (3, "SparseCategoricalCrossentropy", LABELS),
+    (3, "CategoricalCrossentropy", LABELS + "\ny = np.eye(3, dtype='float32')[y]"),
+    (1, "BinaryCrossentropy", "\ny = (x[:, :1] + 0.3 * x[:, 1:2] > 0).astype('float32')"),
+])
+def test_compiled_accuracy_without_a_compiled_loss_is_picked_by_shapes_as_keras2(tmp_path, units, loss, labels):
+    """keras-io's distillers (deit, consistency_training): compile(metrics=["accuracy"]) with the loss kept by the
+    class, so no compiled loss tells which accuracy: Keras 2 picks binary / sparse / categorical from the shapes
+    of the labels and outputs, and so does the written ShapeAccuracy."""
+    src = OWN_COMPILE_ACCURACY % {"units": units, "loss": loss}
+    assert 'metrics={"accuracy": ShapeAccuracy()}' in tx(src).output
+    keras_out, torch_out = _run_keras2(tmp_path, src, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, units)), ("b1", (units,))],
+        "n": 12, "width": 4, "x_map": labels, "models": "(model_a,)",
+        "fit": "h = run(x, y)\nextra = None"})
+    _same(keras_out, torch_out, ["accuracy", "student_loss"])
+    assert 0 < min(keras_out["history"]["accuracy"]) < 1  # a value the three accuracies can disagree on

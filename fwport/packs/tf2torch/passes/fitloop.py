@@ -719,6 +719,22 @@ METRIC_CLASSES = {
         self.update_state(*args)
         return self.result()
 ''',
+    "ShapeAccuracy": '''class ShapeAccuracy(Mean):
+    """compile's metrics=["accuracy"] where nothing else tells which: as Keras 2, the binary accuracy
+    (threshold 0.5) for outputs of last size 1, the sparse categorical accuracy for labels of lower rank
+    or of last size 1, the categorical accuracy otherwise."""
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = torch.as_tensor(y_true), torch.as_tensor(y_pred).detach()
+        if y_pred.shape[-1] == 1:
+            y_true, y_pred = _same_rank(y_true, y_pred)
+            hit = y_true == (y_pred > 0.5).to(y_true.dtype)
+        elif y_true.dim() < y_pred.dim() or y_true.shape[-1] == 1:
+            hit = y_pred.argmax(-1) == y_true.reshape(y_pred.shape[:-1])
+        else:
+            hit = y_pred.argmax(-1) == y_true.argmax(-1)
+        super().update_state(hit.float())
+''',
     "CategoricalAccuracy": '''class CategoricalAccuracy(Mean):
     """keras.metrics.CategoricalAccuracy: the running fraction of argmax(y_pred) == argmax(y_true)."""
 
@@ -740,7 +756,7 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
         y_pred = y_pred.squeeze(-1)
     return y_true, y_pred
 '''
-_ELEMENTWISE_METRICS = {"BinaryAccuracy", "Accuracy", "MeanAbsoluteError", "MeanSquaredError",
+_ELEMENTWISE_METRICS = {"BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
                         "MeanAbsolutePercentageError", "Precision", "Recall", "AUC"}
 _STANDALONE_METRICS = {"Precision", "Recall", "AUC"}  # not derived from Mean
 

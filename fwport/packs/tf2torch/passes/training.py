@@ -449,6 +449,34 @@ class _CompiledUses(cst.CSTVisitor):
             self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
 
 
+def _called_as_loss(cls: cst.ClassDef, attr: str) -> bool:
+    """Whether every ``self.<attr>`` in the class is assigned or called as ``self.<attr>(y_true, y_pred)``
+    (what a lambda in Keras's order takes: no sample_weight, no attribute of the loss object)."""
+    calls = {id(c.func) for c in find_all(cls.body, cst.Call)
+             if len(c.args) == 2 and all(a.keyword is None and not a.star for a in c.args)}
+    targets = {id(t.target) for t in find_all(cls.body, cst.AssignTarget)}
+    uses = [n for n in find_all(cls.body, cst.Attribute) if _is_self_attr(n, attr)]
+    return bool(uses) and all(id(n) in calls | targets for n in uses) and any(id(n) in calls for n in uses)
+
+
+def _kept_as_attribute(fn: cst.FunctionDef, param: str | int) -> str | None:
+    """The attribute a compile method keeps its parameter in (``self.loss_fn = loss_fn``, the parameter used
+    nowhere else); ``param``: its name, or its position after self."""
+    params = list(fn.params.params)
+    if isinstance(param, int):
+        if param >= len(params):
+            return None
+        param = params[param].name.value
+    elif param not in {p.name.value for p in (*params, *fn.params.kwonly_params)}:
+        return None
+    attrs = {id(a.attr) for a in find_all(fn.body, cst.Attribute)}  # (self.loss_fn's loss_fn is no use of it)
+    names = [n for n in find_all(fn.body, cst.Name) if n.value == param and id(n) not in attrs]
+    kept = [a for a in find_all(fn.body, cst.Assign) if isinstance(a.value, cst.Name) and a.value.value == param
+            and len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Attribute)
+            and _is_self_attr(a.targets[0].target, a.targets[0].target.attr.value)]
+    return kept[0].targets[0].target.attr.value if len(kept) == 1 and len(names) == 1 else None
+
+
 def _is_self_attr(node: cst.BaseExpression, attr: str) -> bool:
     """``self.<attr>``."""
     return (isinstance(node, cst.Attribute) and node.attr.value == attr and isinstance(node.value, cst.Name)
@@ -519,6 +547,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.schedulers: dict[str, str] = {}  # optimizer name → the name of its LambdaLR
         self.classes: list[str] = []  # the enclosing class definitions
         self._keras_class: list[bool] = []  # per enclosing class: a Keras model or layer (the subclass pass's)
+        self._callback_class: list[bool] = []  # ... a keras.callbacks.Callback subclass
+        self._callback_predicts: set[int] = set()  # self.model.predict of callbacks → the written predict
+        self._class_nodes: list[cst.ClassDef] = []  # the enclosing class definitions (input tree)
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
         self._defined_names: set[str] | None = None
@@ -556,10 +587,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if keras:
             self._keras_classes.add(node.name.value)
         self._keras_class.append(keras)
+        self._callback_class.append(any(b.keyword is None and self.qualname(b.value) == CALLBACK for b in node.bases))
+        self._class_nodes.append(node)
 
     def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
         self.classes.pop()
         self._keras_class.pop()
+        self._callback_class.pop()
+        self._class_nodes.pop()
         callback = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == CALLBACK]
         schedule = [b for b in original_node.bases if b.keyword is None and self.qualname(b.value) == SCHEDULE]
         if schedule:  # a plain class: its __call__(step) is what LambdaLR calls (see _scheduler)
@@ -581,6 +616,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if (isinstance(attr.value, cst.Attribute) and dotted_text(attr.value) == "self.model"
                     and attr.attr.value in CALLBACK_MODEL_ONLY and attr.attr.value not in seen):
                 seen.add(attr.attr.value)
+                if id(attr) in self._callback_predicts:  # → the file's written predict(self.model, x)
+                    continue
                 if self.plan.train_step_classes and attr.attr.value in ("fit", "compile", "evaluate", "predict"):
                     # the model may be a TrainStepModule of the file, which has these (written where they are used)
                     self.ctx.options[f"_train_step_{attr.attr.value}"] = True
@@ -831,6 +868,34 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
 
+    def _callback_predict(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """``self.model.predict(x)`` in a keras.callbacks.Callback subclass of a file with one compile and no
+        train_step class: the model fit gives the callback is that compile's nn.Module, which the file's written
+        ``predict(model, x)`` predicts with as Keras's predict does (batches of 32, inference mode, NumPy)."""
+        func = original_node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "predict"
+                and isinstance(func.value, cst.Attribute) and dotted_text(func.value) == "self.model"
+                and self._callback_class and self._callback_class[-1] and len(self.compiled) == 1
+                and not self.plan.train_step_classes and self.compiled[0].loss is not None):
+            return None
+        c = self.compiled[0]
+        params, taken = fitloop.METHODS["predict"]
+        args = fitloop.bind(updated_node, params)
+        if args is None or any(k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False)
+                               for k, v in args.items()):
+            return None  # (the class's error names it)
+        out = [cst.Arg(updated_node.func.value)]
+        for k in taken:
+            if k in args:
+                out.append(cst.Arg(args[k]) if k in ("x", "y") else cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
+        self._callback_predicts.add(id(func))
+        self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} in a callback → the written predict(self.model, ...): fit gives the "
+                        f"callback the nn.Module {c.model}.compile trains, which predicts as Keras's predict does",
+                        original_node)
+        return cst.Call(cst.Name(c.names["predict"]), out)
+
     def _predict_only(self, call: cst.Call) -> fitloop.Compiled | None:
         """``model.predict(x)`` of a model of the file that no compile of the file gives a loop: predict needs no
         optimizer or loss, so a plan without them (one per model name) writes the predict function alone."""
@@ -951,7 +1016,32 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         a = a.with_changes(value=made)
                 args.append(a)
             out = updated_node.with_changes(args=self._compiled_args(original_node, args))
+            if self._custom_compile_of(name):
+                out = out.with_changes(args=self._custom_compile_losses(original_node, list(out.args)))
         self.ctx.analyses.setdefault("train_step_calls", set()).add(id(out))
+        return out
+
+    def _custom_compile_losses(self, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
+        """A loss object given to a model's own compile (``compile(self, ..., loss_fn)``, which keeps it as
+        ``self.loss_fn`` and calls it in train_step): ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``,
+        called in Keras's order wherever the class calls it (another use of it fails loudly: a lambda has no
+        attributes and takes no sample_weight)."""
+        classes = self.plan.instances.get(call.func.value.value, set())
+        cls = next((s for s in self.module.body if isinstance(s, cst.ClassDef) and {s.name.value} == classes), None)
+        compile_fn = next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "compile"),
+                          None) if cls is not None else None
+        out = []
+        for at, (o, a) in enumerate(zip(call.args, args)):
+            if (isinstance(o.value, cst.Call) and isinstance(a.value, cst.Call) and compile_fn is not None
+                    and _transform(self.ctx, self.qualname(o.value.func)) == "loss"):
+                attr = _kept_as_attribute(compile_fn, o.keyword.value if o.keyword is not None else at + 1)
+                loss = self._loss_rule(o.value) if attr is not None and _called_as_loss(cls, attr) else None
+                made = self._compiled_loss(o.value, a.value, *loss,
+                                           why="the model's own compile keeps it, and its methods call it in "
+                                               "Keras's order") if loss is not None else None
+                if made is not None:
+                    a = a.with_changes(value=made)
+            out.append(a)
         return out
 
     def _compiled_args(self, call: cst.Call, args: list[cst.Arg]) -> list[cst.Arg]:
@@ -1001,7 +1091,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             out.append(a)
         return out
 
-    def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits):
+    def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits,
+                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order"):
         """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses."""
         if isinstance(original, cst.Name):
             func = updated
@@ -1019,8 +1110,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"loss={code(original)} given to compile → {code(made)}: TrainStepModule's compiled_loss calls "
-                        "it in Keras's order", original)
+                        f"loss={code(original)} given to compile → {code(made)}: {why}", original)
         return made
 
     @staticmethod
@@ -1278,7 +1368,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if isinstance(lit, str):
                 cls = _STRING_METRICS.get(lit)
                 if lit in fitloop.ACCURACY:
-                    cls = _ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else None
+                    # no loss to tell it: Keras 2 picks it from the shapes of the labels and outputs, as the
+                    # written ShapeAccuracy does at each update
+                    cls = _ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else "ShapeAccuracy"
                     if cls is None:
                         return (f"metrics=[{lit!r}]: Keras 2 picks the accuracy from the labels' and outputs' shapes "
                                 "here; name it (keras.metrics.SparseCategoricalAccuracy(), ...)")
@@ -1333,6 +1425,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
+        predicted = self._callback_predict(original_node, updated_node)
+        if predicted is not None:
+            return predicted
         training = next((a for a in updated_node.args if a.keyword is not None and a.keyword.value == "training"), None)
         if training is not None and (self.models.is_model_expr(original_node.func, self._chain())
                                      or self._train_step_attr(original_node.func)):
@@ -1517,6 +1612,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                   if isinstance(original_node.targets[0].target, cst.Attribute) else "")
                 and _transform(self.ctx, self.qualname(value.func)) == "optimizer"):
             return self._optimizer_attribute(original_node, updated_node)
+        if (isinstance(value, cst.Call) and len(original_node.targets) == 1 and isinstance(updated_node.value, cst.Call)
+                and _is_self_attr(original_node.targets[0].target, original_node.targets[0].target.attr.value
+                                  if isinstance(original_node.targets[0].target, cst.Attribute) else "")
+                and _transform(self.ctx, self.qualname(value.func)) == "loss"):
+            # `self.loss_fn = keras.losses.X(...)`: its calls in the class's methods are in Keras's order
+            attr = original_node.targets[0].target.attr.value
+            loss = self._loss_rule(value) if self._class_nodes and _called_as_loss(self._class_nodes[-1], attr) \
+                else None
+            made = self._compiled_loss(value, updated_node.value, *loss,
+                                       why=f"{code(original_node.targets[0].target)} is called in Keras's order"
+                                       ) if loss is not None else None
+            if made is not None:
+                return updated_node.with_changes(value=made)
         if not (isinstance(value, cst.Call) and len(original_node.targets) == 1
                 and isinstance(original_node.targets[0].target, cst.Name)):
             return updated_node
