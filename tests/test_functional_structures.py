@@ -493,3 +493,34 @@ def test_a_subclass_with_its_own_call_is_not_taken_for_a_functional_model():
     r = tx(src)
     assert "(EmbeddingModel):" not in r.output and "return EmbeddingModel(inputs, outputs)" in r.output
     assert any(f.code == "no-rule" and "keras.Input" in f.message for f in r.findings if f.severity.value == "error")
+
+
+def test_a_step_subclass_defined_below_its_construction_or_twice_keeps_an_error():
+    below = HEAD + '''
+
+def make_model():
+    inputs = layers.Input(shape=(6,))
+    return StepModel(inputs, layers.Dense(2)(inputs))
+
+
+class StepModel(keras.Model):
+    def train_step(self, data):
+        return {}
+
+
+model = make_model()
+'''
+    r = tx(below)
+    assert errors(r) == Counter({("unsupported-construct", 7): 1}), r.findings
+    assert "move the class StepModel above it" in r.findings[[f.line for f in r.findings].index(7)].message
+    assert "return StepModel(inputs, layers.Dense(2)(inputs))" in r.output
+    # keras-io's debugging_tips.py defines its class twice: the builder's call takes the one bound when it runs
+    twice = STEP_MODEL + '''
+
+class EmbeddingModel(keras.Model):
+    def test_step(self, data):
+        return {}
+'''
+    r = tx(twice)
+    assert "(EmbeddingModel):" not in r.output and "return EmbeddingModel(inputs, outputs)" in r.output
+    assert any(f.code == "no-rule" and "keras.Input" in f.message for f in r.findings if f.severity.value == "error")

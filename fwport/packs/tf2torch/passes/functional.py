@@ -412,13 +412,14 @@ def _model_base(func: cst.BaseExpression, ctx: FileContext) -> str | None:
 _GRAPH_METHODS = {"__init__", "__new__", "call", "build", "__call__", "compute_output_shape"}
 
 
-def _step_models(module: cst.Module, ctx: FileContext) -> set[str]:
+def _step_models(module: cst.Module, ctx: FileContext) -> dict[str, int]:
     """Top-level subclasses of keras.Model (directly, or through such a class of the file) that define no
     constructor, call or build, only steps and helpers (``train_step``, ``predict_step``, ``metrics``):
     ``EmbeddingModel(inputs, outputs)`` is a functional model with those methods, which the subclass pass
     translates; its generated class derives from the translated one. A name bound again in the module
-    is not one."""
+    is not one. Name → its index in the module's body (the generated class must come after it)."""
     classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    index = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef)}
     bound: dict[str, int] = {}
     for stmt in module.body:
         names = {stmt.name.value} if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else _names_bound_in(stmt)
@@ -445,7 +446,7 @@ def _step_models(module: cst.Module, ctx: FileContext) -> set[str]:
             if not defined & (_GRAPH_METHODS | {"<statement>"}):
                 found.add(name)
                 changed = True
-    return found
+    return {n: index[n] for n in found}
 
 
 # The visitors below are module-level classes given their state: a class statement inside a function
@@ -1319,6 +1320,15 @@ class _Builder:
                               "functional model per builder function; split them into several builders")
             return self._give_up(stmts, None)
         m_index = models[0][0]
+        parent = _model_base(model_call.func, ctx)
+        if parent is not None:  # the generated class, placed at the builder or the model's first statement
+            at = self.path[0] if self.path else min(
+                (i for i in range(lo, m_index + 1) if self._graph_stmt(stmts[i])), default=m_index)
+            if ctx.analyses["functional_step_models"][parent] >= at:
+                self.error(model_call, f"{parent}(inputs, outputs): the translated model class derives from "
+                                       f"{parent}, which the file defines below the model's construction; move the "
+                                       f"class {parent} above it")
+                return self._give_up(stmts, None)
         if self.fn is None:
             self.scope = self._model_target(stmts[m_index]) or "model"
         self.layout = self._layout(stmts[:m_index + 1])
@@ -1410,7 +1420,7 @@ class _Builder:
         plan = _Plan(self.path, class_name, roles, init_lines, params, returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
-                     carried=self.carried, return_keys=self.out_keys, base=_model_base(model_call.func, ctx))
+                     carried=self.carried, return_keys=self.out_keys, base=parent)
         ctx.settle(model_call)
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
