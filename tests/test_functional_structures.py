@@ -435,3 +435,92 @@ model = keras.Model(inputs, x)
     errs = errors(r)
     assert errs[("unsupported-construct", 8)] == 1, (errs, r.output)  # `for row in data:` reads the model's x
     assert "keras.Model(" in r.output
+
+
+# keras-io's metric_learning.py / edsr.py, reduced: a keras.Model subclass that adds only a training step
+# (no __init__, call or build), built functionally: `EmbeddingModel(inputs, outputs)`
+STEP_MODEL = HEAD + '''
+import tensorflow as tf
+
+
+class EmbeddingModel(keras.Model):
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = tf.reduce_mean(tf.square(y_pred - y))
+        gradients = tape.gradient(loss, self.trainable_variables)
+        self.optimizer.apply_gradients(zip(gradients, self.trainable_variables))
+        return {"loss": loss}
+
+
+def make_model(filters=4):
+    inputs = layers.Input(shape=(8, 8, 3))
+    x = layers.Conv2D(filters, 3, strides=2, padding="same", activation="relu")(inputs)
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(5)(x)
+    return EmbeddingModel(inputs, outputs)
+
+
+inputs = layers.Input(shape=(6,))
+hidden = layers.Dense(4, activation="relu")(inputs)
+model = EmbeddingModel(inputs, layers.Dense(2)(hidden))
+'''
+
+
+def test_a_step_subclass_built_functionally_derives_from_it_and_verifies(tmp_path):
+    r = tx(STEP_MODEL)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "class EmbeddingModel(TrainStepModule):" in out
+    assert "class Model(EmbeddingModel):" in out and "return Model(filters)" in out
+    assert "class Model2(EmbeddingModel):" in out and "model = Model2()" in out
+    # (the runtime classes' docstrings name Keras: no import of it)
+    assert not [ln for ln in out.splitlines() if ln.startswith(("import", "from")) and ("tensorflow" in ln or "keras" in ln)]
+    torch = pytest.importorskip("torch")
+    ns: dict = {}
+    exec(compile(out, "t.py", "exec"), ns)
+    assert ns["make_model"]()(torch.randn(2, 8, 8, 3)).shape == (2, 5)
+    assert isinstance(ns["model"], ns["EmbeddingModel"]) and hasattr(ns["model"], "train_step")
+    src = textwrap.dedent(STEP_MODEL).lstrip("\n")
+    verified(tmp_path, src, out, "make_model", ["float32[2,8,8,3]"])
+    verified(tmp_path, src, out, "model", ["float32[3,6]"])
+
+
+def test_a_subclass_with_its_own_call_is_not_taken_for_a_functional_model():
+    src = STEP_MODEL.replace("    def train_step(self, data):", "    def call(self, x):\n        return x\n\n"
+                             "    def train_step(self, data):")
+    r = tx(src)
+    assert "(EmbeddingModel):" not in r.output and "return EmbeddingModel(inputs, outputs)" in r.output
+    assert any(f.code == "no-rule" and "keras.Input" in f.message for f in r.findings if f.severity.value == "error")
+
+
+def test_a_step_subclass_defined_below_its_construction_or_twice_keeps_an_error():
+    below = HEAD + '''
+
+def make_model():
+    inputs = layers.Input(shape=(6,))
+    return StepModel(inputs, layers.Dense(2)(inputs))
+
+
+class StepModel(keras.Model):
+    def train_step(self, data):
+        return {}
+
+
+model = make_model()
+'''
+    r = tx(below)
+    assert errors(r) == Counter({("unsupported-construct", 7): 1}), r.findings
+    assert "move the class StepModel above it" in r.findings[[f.line for f in r.findings].index(7)].message
+    assert "return StepModel(inputs, layers.Dense(2)(inputs))" in r.output
+    # keras-io's debugging_tips.py defines its class twice: the builder's call takes the one bound when it runs
+    twice = STEP_MODEL + '''
+
+class EmbeddingModel(keras.Model):
+    def test_step(self, data):
+        return {}
+'''
+    r = tx(twice)
+    assert "(EmbeddingModel):" not in r.output and "return EmbeddingModel(inputs, outputs)" in r.output
+    assert any(f.code == "no-rule" and "keras.Input" in f.message for f in r.findings if f.severity.value == "error")

@@ -423,6 +423,8 @@ def _verify(opts: Options, session: Session, keep_state: str | None = None, keep
     result = translate_source(original, opts.original, pack, {"keras": keras_major})
     name, tname = opts.model, opts.translated_model or opts.model
     scope = _scope(name, original)  # a call expression's records are those of the class or builder it calls
+    if scope != _scope(name) and _model_info(result, _scope(name)) is not None:
+        scope = _scope(name)  # a builder of a functional model of a file's class (`return EmbeddingModel(x, y)`)
     records = _records(result, scope)
     info = _model_info(result, scope)
     try:

@@ -38,7 +38,7 @@ PLANNERS: tuple[Planner, ...] = (
     # keras.Input(...) → layers called on tensors → keras.Model(inputs, outputs): a generated nn.Module
     # (both an Input( and a Model( call or alias: a Sequential with keras.Input has nothing for it;
     # anchored lookaheads, each a single linear scan)
-    Planner("functional", Trigger(r"\A(?=[\s\S]*\bInput\s*\()(?=[\s\S]*(?:\bModel\s*\(|\bModel\s+as\b))", "Input"),
+    Planner("functional", Trigger(r"\A(?=[\s\S]*\bInput\s*\()(?=[\s\S]*(?:Model\s*\(|\bModel\s+as\b))", "Input"),
             functional.run),
     # keras.Sequential([...]) / Sequential() + .add → nn.Sequential, shapes propagated
     Planner("sequential", Trigger(r"\bSequential\b|\.\s*add\s*\(", "Sequential", "add"), sequential.run),

@@ -286,6 +286,7 @@ class _Plan:
     class_code: dict[str, list[str]] = field(default_factory=dict)  # helper → its classes' code
     helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
     return_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): the keys of returns
+    base: str | None = None  # EmbeddingModel(inputs, outputs): the file's class it derives from (else nn.Module)
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -294,6 +295,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     taken = _module_names(module)
     constants = module_scope(module, ctx)
     users = _layer_classes(module, ctx)
+    ctx.analyses["functional_step_models"] = _step_models(module, ctx)
     builders = {i for i, stmt in enumerate(module.body) if isinstance(stmt, cst.FunctionDef)
                 and isinstance(stmt.body, cst.IndentedBlock) and _model_calls(stmt.body.body, ctx)}
     # functions of the file that may build blocks (called on tensors by a builder)
@@ -390,9 +392,61 @@ def _layer_classes(module: cst.Module, ctx: FileContext) -> set[str]:
 
 
 def _is_model_call(node: cst.CSTNode, ctx: FileContext) -> bool:
-    """``keras.Model(inputs, outputs)``: the functional form (not ``class M(keras.Model)``)."""
-    return (isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == MODEL
+    """``keras.Model(inputs, outputs)``: the functional form (not ``class M(keras.Model)``); also
+    ``EmbeddingModel(inputs, outputs)`` of a file's Model subclass that only adds steps (:func:`_step_models`)."""
+    return (isinstance(node, cst.Call) and _is_model_func(node.func, ctx)
             and any(a.keyword is None or a.keyword.value in ("inputs", "outputs") for a in node.args))
+
+
+def _is_model_func(func: cst.BaseExpression, ctx: FileContext) -> bool:
+    return ctx.imports.resolve(func) == MODEL or _model_base(func, ctx) is not None
+
+
+def _model_base(func: cst.BaseExpression, ctx: FileContext) -> str | None:
+    """``EmbeddingModel`` called functionally: the file's class, which the generated class derives from."""
+    return func.value if isinstance(func, cst.Name) and func.value in ctx.analyses.get("functional_step_models", ()) \
+        else None
+
+
+# what a Model subclass defines that changes how its functional construction builds or runs
+_GRAPH_METHODS = {"__init__", "__new__", "call", "build", "__call__", "compute_output_shape"}
+
+
+def _step_models(module: cst.Module, ctx: FileContext) -> dict[str, int]:
+    """Top-level subclasses of keras.Model (directly, or through such a class of the file) that define no
+    constructor, call or build, only steps and helpers (``train_step``, ``predict_step``, ``metrics``):
+    ``EmbeddingModel(inputs, outputs)`` is a functional model with those methods, which the subclass pass
+    translates; its generated class derives from the translated one. A name bound again in the module
+    is not one. Name → its index in the module's body (the generated class must come after it)."""
+    classes = {s.name.value: s for s in module.body if isinstance(s, cst.ClassDef)}
+    index = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef)}
+    bound: dict[str, int] = {}
+    for stmt in module.body:
+        names = {stmt.name.value} if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else _names_bound_in(stmt)
+        for n in names:
+            bound[n] = bound.get(n, 0) + 1
+    found: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, c in classes.items():
+            if name in found or bound.get(name) != 1 or c.decorators or not isinstance(c.body, cst.IndentedBlock):
+                continue
+            if not c.bases or any(b.keyword is not None or b.star for b in c.bases) or not all(
+                    ctx.imports.resolve(b.value) == MODEL or (isinstance(b.value, cst.Name) and b.value.value in found)
+                    for b in c.bases):
+                continue
+            defined = set()
+            for st in c.body.body:
+                if isinstance(st, cst.FunctionDef):
+                    defined.add(st.name.value)
+                elif not isinstance(st, cst.SimpleStatementLine) or not all(
+                        isinstance(x, (cst.Expr, cst.Pass)) for x in st.body):
+                    defined.add("<statement>")  # class attributes: not followed
+            if not defined & (_GRAPH_METHODS | {"<statement>"}):
+                found.add(name)
+                changed = True
+    return {n: index[n] for n in found}
 
 
 # The visitors below are module-level classes given their state: a class statement inside a function
@@ -462,7 +516,8 @@ class _SettleGraphCalls(cst.CSTVisitor):
 
     def visit_Call(self, n: cst.Call) -> None:
         q = self.ctx.imports.resolve(n.func) if not isinstance(n.func, cst.Call) else None
-        if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call):
+        if q == MODEL or q == INPUT or (q or "").startswith("keras.layers.") or isinstance(n.func, cst.Call) \
+                or _model_base(n.func, self.ctx) is not None:
             self.ctx.settle(n)
 
 
@@ -1265,6 +1320,15 @@ class _Builder:
                               "functional model per builder function; split them into several builders")
             return self._give_up(stmts, None)
         m_index = models[0][0]
+        parent = _model_base(model_call.func, ctx)
+        if parent is not None:  # the generated class, placed at the builder or the model's first statement
+            at = self.path[0] if self.path else min(
+                (i for i in range(lo, m_index + 1) if self._graph_stmt(stmts[i])), default=m_index)
+            if ctx.analyses["functional_step_models"][parent] >= at:
+                self.error(model_call, f"{parent}(inputs, outputs): the translated model class derives from "
+                                       f"{parent}, which the file defines below the model's construction; move the "
+                                       f"class {parent} above it")
+                return self._give_up(stmts, None)
         if self.fn is None:
             self.scope = self._model_target(stmts[m_index]) or "model"
         self.layout = self._layout(stmts[:m_index + 1])
@@ -1356,7 +1420,7 @@ class _Builder:
         plan = _Plan(self.path, class_name, roles, init_lines, params, returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
-                     carried=self.carried, return_keys=self.out_keys)
+                     carried=self.carried, return_keys=self.out_keys, base=parent)
         ctx.settle(model_call)
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
@@ -1383,7 +1447,8 @@ class _Builder:
     def _graph_stmt(self, stmt) -> bool:
         names = _names_in(stmt)
         return bool(names & (set(self.env) | set(self.inputs))) or any(
-            isinstance(n, cst.Call) and (self.ctx.imports.resolve(n.func) in (MODEL, INPUT)) for n in _calls(stmt))
+            isinstance(n, cst.Call) and (self.ctx.imports.resolve(n.func) == INPUT or _is_model_func(n.func, self.ctx))
+            for n in _calls(stmt))
 
     def _model_target(self, stmt) -> str | None:
         if isinstance(stmt, cst.SimpleStatementLine) and isinstance(stmt.body[0], cst.Assign):
@@ -3418,7 +3483,7 @@ def _parts(plan: _Plan, stmts: list):
 
 
 def _class(plan: _Plan, params: cst.Parameters | None, init: list, forward: list, ctx: FileContext) -> cst.ClassDef:
-    module_name = ctx.spell_text("torch.nn.Module")
+    module_name = plan.base or ctx.spell_text("torch.nn.Module")
     fwd_params = ", ".join(["self", *plan.forward_params])
     cls = cst.parse_statement(f"class {plan.class_name}({module_name}):\n"
                               f"    def __init__(self):\n        super().__init__()\n\n"
