@@ -30,7 +30,8 @@ LAYER_RANK = {"torch.nn.Linear": 1, "torch.nn.LayerNorm": 1, "torch.nn.Embedding
 SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid",
                        "torch.nn.Dropout", "torch.nn.LayerNorm", "torch.nn.Conv1d", "torch.nn.Conv2d",
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
-                       "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax"}) | layers.SAME_RANK
+                       "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax", "torch.nn.GroupNorm",
+                       "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d"}) | layers.SAME_RANK
 RANK_CHANGE = {"torch.nn.Embedding": 1}
 #: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
 SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention"})

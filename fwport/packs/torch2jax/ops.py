@@ -342,6 +342,23 @@ def batch_norm(m, ctx):
     return expr(f"{ctx.spell_text('equinox.nn.BatchNorm')}({', '.join(args)})")
 
 
+@call_transform("instance-norm")
+def instance_norm(m, ctx):
+    """``nn.InstanceNorm2d(C, eps, affine)`` → ``eqx.nn.GroupNorm(C, C, eps, channelwise_affine=affine)``: one
+    group per channel. channelwise_affine is always written (PyTorch's default is False, Equinox's True); C is
+    written twice, so it must be a name, an attribute or a literal."""
+    kw = dict(m.kwargs)
+    channels = kw.pop("channels")
+    if not isinstance(channels, (cst.Name, cst.Attribute, cst.Integer)):
+        m.fail(ctx, "unsupported-construct", f"num_features={m.written('num_features')}: written twice in the "
+               "translation (groups and channels of eqx.nn.GroupNorm); give it a name first")
+        return None
+    affine = kw.pop("channelwise_affine", cst.Name("False"))
+    args = [code(channels), code(channels)] + [f"{k}={code(v)}" for k, v in kw.items()]
+    args.append(f"channelwise_affine={code(affine)}")
+    return expr(f"{ctx.spell_text(m.rule.emit['target'])}({', '.join(args)})")
+
+
 @value_transform("example-dim")
 def example_dim(value, spec, m, ctx):
     """A dim of a module's batched input → the axis of one example: 1 → 0, -1 stays; 0 (the batch axis

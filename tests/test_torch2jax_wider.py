@@ -1,0 +1,157 @@
+"""torch2jax constructs met in wider real PyTorch code (issue 10; /tmp/crash/pt): nn.InstanceNorm1d/2d/3d
+(→ eqx.nn.GroupNorm with one group per channel, fast_neural_style), nn.GroupNorm, torch.as_tensor, and the
+elementwise comparisons torch.gt/lt/ge/le/eq/ne. Each is translated, run with torch unimportable, and compared
+with PyTorch: modules through `fwport verify` (forward and gradients), functions in float64."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
+needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+
+
+def t2j(src: str):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
+
+
+def errors(r):
+    return [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+NORMS = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Norms(nn.Module):
+    def __init__(self, channels=8):
+        super().__init__()
+        self.conv = nn.Conv2d(3, channels, 3, padding=1)
+        self.inorm = nn.InstanceNorm2d(channels, affine=True)
+        self.plain = nn.InstanceNorm2d(channels, eps=1e-3)
+        self.gnorm = nn.GroupNorm(4, channels)
+        self.conv1 = nn.Conv1d(channels, 6, 1)
+        self.inorm1 = nn.InstanceNorm1d(6, affine=True)
+
+    def forward(self, x):
+        y = F.relu(self.inorm(self.conv(x)))
+        y = self.plain(y * 2.0 + 1.0)
+        y = self.gnorm(y) * 0.5 + y
+        return self.inorm1(self.conv1(y.flatten(2)))
+'''
+
+
+def test_instance_and_group_norm_become_equinox_group_norms():
+    r = t2j(NORMS)
+    assert not errors(r), r.findings
+    out = r.output
+    # one group per channel; affine written always (PyTorch's default False, Equinox's True)
+    assert "self.inorm = eqx.nn.GroupNorm(channels, channels, channelwise_affine=True)" in out
+    assert "self.plain = eqx.nn.GroupNorm(channels, channels, eps=1e-3, channelwise_affine=False)" in out
+    assert "self.gnorm = eqx.nn.GroupNorm(4, channels)" in out
+    assert "self.inorm1 = eqx.nn.GroupNorm(6, 6, channelwise_affine=True)" in out
+    assert "self.conv1(y.reshape(*y.shape[:1], -1))" in out  # flatten(2) of a batch: one example (C, H * W)
+
+
+@pytest.mark.parametrize("src, message", [
+    ("nn.InstanceNorm2d(8, track_running_stats=True)", "track_running_stats"),
+    ("nn.InstanceNorm2d(cfg['c'])", "give it a name first"),
+])
+def test_instance_norm_with_what_has_no_translation_is_an_error(src, message):
+    r = t2j(f'''
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self, cfg):
+                super().__init__()
+                self.norm = {src}
+
+            def forward(self, x):
+                return self.norm(x)
+        ''')
+    errs = errors(r)
+    assert errs and message in errs[0].message and errs[0].line == 8, r.findings
+
+
+@needs_frameworks
+def test_the_norms_verify_against_pytorch(tmp_path):
+    from fwport.verify.run import Options, Session, verify
+    src = tmp_path / "norms.py"
+    src.write_text(textwrap.dedent(NORMS).lstrip("\n"))
+    translated = tmp_path / "norms_jax.py"
+    translated.write_text(t2j(NORMS).output)
+    opts = Options(str(src), str(translated), "Norms", inputs=["float32[3,3,6,5]"], checks=("forward", "grad"),
+                   device="cpu", direction="torch2jax", dtype="float64")
+    with Session() as session:
+        cert = verify(opts, session)
+    assert cert["verdict"] == "pass", str(cert)[:3000]
+    assert cert["results"]["outputs"] and cert["results"]["gradients"]
+
+
+FUNCS = '''
+import numpy as np
+import torch
+
+
+def ops(a, b, n):
+    return [torch.as_tensor(n), torch.as_tensor([1.5, 2.0, -3.0], dtype=torch.float64),
+            torch.as_tensor(n, dtype=torch.float32, device="cpu"),
+            torch.gt(a, b), torch.lt(a, 0.0), torch.ge(a, b), torch.le(b, 0.1), torch.eq(a, a), torch.ne(a, b),
+            torch.greater(a, 0.5), torch.less_equal(a, b), torch.not_equal(torch.gt(a, 0), torch.lt(b, 0)),
+            torch.gt(a.round().long(), 0.5)]
+'''
+
+_RUN = """
+import sys, numpy as np, runpy
+side = sys.argv[1]
+if side == "jax":
+    sys.modules["torch"] = None  # the translation must not need it
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(sys.argv[2])
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
+a[0, :2] = b[0, :2]  # equal entries: ge/le/eq/ne differ from gt/lt there
+n = rng.standard_normal((2, 3))
+if side == "torch":
+    import torch
+    a, b = torch.from_numpy(a), torch.from_numpy(b)
+else:
+    import jax.numpy as jnp
+    a, b = jnp.asarray(a), jnp.asarray(b)
+np.savez(sys.argv[3], *[np.asarray(o) for o in ns["ops"](a, b, n)])
+"""
+
+
+@needs_frameworks
+def test_as_tensor_and_comparisons_compute_what_pytorch_computes(tmp_path):
+    import numpy as np
+    r = t2j(FUNCS)
+    assert not errors(r), r.findings
+    assert "jnp.asarray([1.5, 2.0, -3.0], dtype=jnp.float64)" in r.output and "device" not in r.output
+    paths = {"torch": tmp_path / "f.py", "jax": tmp_path / "f_jax.py"}
+    paths["torch"].write_text(textwrap.dedent(FUNCS).lstrip("\n"))
+    paths["jax"].write_text(r.output)
+    outs = {}
+    for side, path in paths.items():
+        out = tmp_path / f"{side}.npz"
+        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(out)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(out) as z:
+            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    assert len(outs["torch"]) == len(outs["jax"]) == 13
+    for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
+        assert t.shape == j.shape and t.dtype == j.dtype, f"output {i}: {t.shape} {t.dtype} vs {j.shape} {j.dtype}"
+        np.testing.assert_array_equal(j, t, err_msg=f"output {i}")
