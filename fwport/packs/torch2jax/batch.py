@@ -1044,6 +1044,9 @@ class Forward(cst.CSTTransformer):
                 return updated
             if self.is_batched(func.value):
                 return self.method(func.attr.value, original, updated)
+            dtype = ops.cast_dtype(original, self.ctx)
+            if dtype is not None:  # self.mask.to(torch.bool) on an unbatched tensor: a cast too
+                return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         return updated
 
     def sequence_call(self, attr: str, original: cst.Call, updated: cst.Call):
@@ -1383,6 +1386,9 @@ class Forward(cst.CSTTransformer):
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
             return self.elementwise(name, recv, updated)
+        dtype = ops.cast_dtype(original, self.ctx)
+        if dtype is not None:  # x.to(torch.bool): a cast of each element, wherever the batch axis is
+            return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 

@@ -273,11 +273,33 @@ DTYPES = {
 }
 
 
+def jnp_dtype(node, ctx) -> str | None:
+    """The jnp name (``float32``) of a torch dtype written out (``torch.float``), else None."""
+    q = ctx.imports.resolve(node)
+    name = q[len("torch."):] if q and q.startswith("torch.") else None
+    return DTYPES.get(name)
+
+
+def cast_dtype(original: cst.Call, ctx) -> str | None:
+    """The jnp dtype name of a cast ``x.to(torch.float16)`` / ``x.to(dtype=torch.bool)`` / ``x.type(torch.long)``
+    (one argument, a torch dtype written out), else None: ``x.astype(jnp.float16)`` computes the same."""
+    f = original.func
+    if not isinstance(f, cst.Attribute) or f.attr.value not in ("to", "type") or len(original.args) != 1:
+        return None
+    a = original.args[0]
+    if a.star or (a.keyword is not None and (f.attr.value != "to" or a.keyword.value != "dtype")):
+        return None
+    return jnp_dtype(a.value, ctx)
+
+
 @value_transform("torch-dtype")
 def torch_dtype(value, spec, m, ctx):
     """``dtype=torch.float`` → ``dtype=jnp.float32`` (``DTYPES``); ``None`` is left out (each side's default);
     any other value (a variable) is refused."""
     if isinstance(value, cst.Name) and value.value == "None":
+        return
+    if code(value) in {ctx.spell_text(f"jax.numpy.{d}") for d in DTYPES.values()}:
+        m.kwargs[spec.to or spec.name] = value  # torch.float32 already written as jnp's by its constant rule (dtype-*)
         return
     q = ctx.imports.resolve(value)
     name = q[len("torch."):] if q and q.startswith("torch.") else None

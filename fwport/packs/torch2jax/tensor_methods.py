@@ -278,6 +278,30 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             if any(a.keyword is None for a in args[:1]) or args[0].keyword.value == "dim":
                 ctx.plans.add(node, pair, by="tensor-methods")
 
+        def cast(self, node: cst.Call) -> None:
+            """``x.to(torch.float16)`` / ``x.type(torch.bool)`` → ``x.astype(jnp.float16)``; on a model (whose cast as
+            a statement the training pass writes) an error: a module is cast leaf by leaf."""
+            from fwport.packs.torch2jax.ops import cast_dtype
+            from fwport.packs.torch2jax.passes.training import MODELS
+
+            dtype = cast_dtype(node, ctx)
+            if dtype is None:
+                return
+            recv = node.func.value
+            if dotted_text(recv) in ctx.analyses.get(MODELS, ()):
+                def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original)}: a model's cast inside an "
+                               "expression is not translated; write it as a statement of its own (model.to(dtype)), "
+                               f"or cast its arrays by hand: jax.tree_util.tree_map(lambda a: a.astype(jnp.{dtype}) "
+                               "if eqx.is_inexact_array(a) else a, model)", original)
+                    return updated
+                ctx.plans.add(node, refuse, by="tensor-methods")
+                return
+
+            def astype(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return expr(f"{_atom(updated.func.value)}.astype({ctx.spell_text('jax.numpy.' + dtype)})")
+            ctx.plans.add(node, astype, by="tensor-methods")
+
         def visit_Call(self, node: cst.Call) -> None:
             f = node.func
             if self.in_module and isinstance(f, cst.Name) and f.value == "self" and ctx.plans.get(node) is None:
@@ -314,6 +338,9 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                                 f"(self, {ctx.spell_text('equinox.is_inexact_array')}))")
                 ctx.plans.add(node, leaves, by="tensor-methods")
                 return
+            if isinstance(f, cst.Attribute) and f.attr.value in ("to", "type") and ctx.plans.get(node) is None:
+                self.cast(node)
+                return
             if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS | TORCH_ONLY \
                     or ctx.plans.get(node) is not None:
                 return
@@ -337,5 +364,14 @@ def plan(module: cst.Module, ctx) -> cst.Module:
 
             ctx.plans.add(node, apply, by="tensor-methods")
 
-    scan(module, Calls())
+    calls = Calls()
+    scan(module, calls)
+
+    class Casts(cst.CSTVisitor):  # every cast left in the classes the scan above skips (a Dataset's __getitem__)
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "type") \
+                    and ctx.plans.get(node) is None:
+                calls.cast(node)
+
+    scan(module, Casts())
     return module

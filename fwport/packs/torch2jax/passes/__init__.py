@@ -25,7 +25,7 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)
-    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | {"parameters", "named_parameters"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
+    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | {"parameters", "named_parameters", "to", "type"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
             tensor_methods.plan),
     # (read-only, last) an optimizer over complementary parameter groups (decay / no decay) → optax's mask=
     Planner("param-groups", re.compile(r"['\"]params['\"]"), groups.plan),
