@@ -1,6 +1,7 @@
 """torch2jax constructs met in wider real PyTorch code (issue 10; /tmp/crash/pt): nn.InstanceNorm1d/2d/3d
-(→ eqx.nn.GroupNorm with one group per channel, fast_neural_style), nn.GroupNorm, torch.as_tensor, and the
-elementwise comparisons torch.gt/lt/ge/le/eq/ne. Each is translated, run with torch unimportable, and compared
+(→ eqx.nn.GroupNorm with one group per channel, fast_neural_style), nn.GroupNorm, torch.as_tensor, the
+elementwise comparisons torch.gt/lt/ge/le/eq/ne, torch dtypes as values and the casts x.to(dtype) / x.type(dtype)
+(→ x.astype), a model's cast (→ a cast of its arrays). Each is translated, run with torch unimportable, and compared
 with PyTorch: modules through `fwport verify` (forward and gradients), functions in float64."""
 from __future__ import annotations
 
@@ -46,6 +47,7 @@ class Norms(nn.Module):
         y = F.relu(self.inorm(self.conv(x)))
         y = self.plain(y * 2.0 + 1.0)
         y = self.gnorm(y) * 0.5 + y
+        y = torch.where((y > 0).to(torch.bool), y, y * 0.5) + (y < 0.5).type(torch.float64)
         return self.inorm1(self.conv1(y.flatten(2)))
 '''
 
@@ -103,9 +105,15 @@ FUNCS = '''
 import numpy as np
 import torch
 
+DTYPES = {"half": torch.float16, "single": torch.float32, "double": torch.float64}
 
-def ops(a, b, n):
-    return [torch.as_tensor(n), torch.as_tensor([1.5, 2.0, -3.0], dtype=torch.float64),
+
+def ops(a, b, n, dtype=torch.float32):
+    ok = a.dtype == torch.float64 and DTYPES["half"] == torch.half
+    return [ok, torch.zeros(2, dtype=dtype), torch.zeros(2, dtype=DTYPES["double"]).dtype == DTYPES["double"],
+            a.to(torch.float32), (a > b).type(torch.int32), a.to(dtype=torch.float16), (a + 1).to(torch.bool),
+            torch.as_tensor(n).type(torch.long), a[0].to(torch.int8) if ok else a,
+            torch.as_tensor(n), torch.as_tensor([1.5, 2.0, -3.0], dtype=torch.float64),
             torch.as_tensor(n, dtype=torch.float32, device="cpu"),
             torch.gt(a, b), torch.lt(a, 0.0), torch.ge(a, b), torch.le(b, 0.1), torch.eq(a, a), torch.ne(a, b),
             torch.greater(a, 0.5), torch.less_equal(a, b), torch.not_equal(torch.gt(a, 0), torch.lt(b, 0)),
@@ -140,6 +148,8 @@ def test_as_tensor_and_comparisons_compute_what_pytorch_computes(tmp_path):
     r = t2j(FUNCS)
     assert not errors(r), r.findings
     assert "jnp.asarray([1.5, 2.0, -3.0], dtype=jnp.float64)" in r.output and "device" not in r.output
+    assert 'DTYPES = {"half": jnp.float16, "single": jnp.float32, "double": jnp.float64}' in r.output
+    assert "(a > b).astype(jnp.int32)" in r.output and "a.astype(jnp.float16)" in r.output and "torch" not in r.output
     paths = {"torch": tmp_path / "f.py", "jax": tmp_path / "f_jax.py"}
     paths["torch"].write_text(textwrap.dedent(FUNCS).lstrip("\n"))
     paths["jax"].write_text(r.output)
@@ -151,7 +161,47 @@ def test_as_tensor_and_comparisons_compute_what_pytorch_computes(tmp_path):
         assert p.returncode == 0, p.stderr[-3000:]
         with np.load(out) as z:
             outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
-    assert len(outs["torch"]) == len(outs["jax"]) == 13
+    assert len(outs["torch"]) == len(outs["jax"]) == 22
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape and t.dtype == j.dtype, f"output {i}: {t.shape} {t.dtype} vs {j.shape} {j.dtype}"
         np.testing.assert_array_equal(j, t, err_msg=f"output {i}")
+
+
+MODEL_CAST = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+model = Net()
+model.to(torch.float64)
+half = model.to(torch.half)
+'''
+
+
+def test_a_models_cast_is_a_cast_of_its_arrays_and_inside_an_expression_an_error():
+    r = t2j(MODEL_CAST)
+    assert "model = jax.tree_util.tree_map(lambda a: a.astype(jnp.float64) if eqx.is_inexact_array(a) else a, model)" \
+        in r.output
+    errs = errors(r)
+    assert len(errs) == 1 and errs[0].line == 16 and "a model's cast inside an expression" in errs[0].message, r.findings
+
+
+def test_a_dtype_held_by_a_name_is_passed_on_and_a_computed_one_refused():
+    r = t2j('''
+        import torch
+
+        def f(n, dtype=torch.float32):
+            return torch.zeros(n, dtype=dtype), torch.ones(n, dtype=pick(dtype))
+        ''')
+    assert "def f(n, dtype=jnp.float32):" in r.output and "jnp.zeros(n, dtype=dtype)" in r.output
+    errs = errors(r)
+    assert len(errs) == 1 and "dtype=pick(dtype)" in errs[0].message, r.findings

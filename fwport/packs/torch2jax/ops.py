@@ -295,17 +295,22 @@ def cast_dtype(original: cst.Call, ctx) -> str | None:
 @value_transform("torch-dtype")
 def torch_dtype(value, spec, m, ctx):
     """``dtype=torch.float`` → ``dtype=jnp.float32`` (``DTYPES``); ``None`` is left out (each side's default);
-    any other value (a variable) is refused."""
+    a variable (``dtype``, ``x.dtype``, ``DTYPES[name]``) is kept: the dtypes the translated program holds are jnp's
+    (its torch dtypes are written as jnp's by the dtype-* rules, an array's .dtype is JAX's); anything else of
+    torch's, and other expressions, are refused."""
     if isinstance(value, cst.Name) and value.value == "None":
         return
     if code(value) in {ctx.spell_text(f"jax.numpy.{d}") for d in DTYPES.values()}:
         m.kwargs[spec.to or spec.name] = value  # torch.float32 already written as jnp's by its constant rule (dtype-*)
         return
     q = ctx.imports.resolve(value)
+    if q is None and isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+        m.kwargs[spec.to or spec.name] = value
+        return
     name = q[len("torch."):] if q and q.startswith("torch.") else None
     if name not in DTYPES:
         m.fail(ctx, "unsupported-argument", f"{spec.name}={m.written(spec.name) or code(value)}: only a torch dtype "
-               f"written out (torch.float32, torch.long, ...) is translated; write the jnp dtype by hand")
+               f"written out (torch.float32, torch.long, ...) or a name holding one is translated; write the jnp dtype by hand")
         return
     m.kwargs[spec.to or spec.name] = ctx.spell(f"jax.numpy.{DTYPES[name]}")
 
