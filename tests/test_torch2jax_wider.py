@@ -205,3 +205,74 @@ def test_a_dtype_held_by_a_name_is_passed_on_and_a_computed_one_refused():
     assert "def f(n, dtype=jnp.float32):" in r.output and "jnp.zeros(n, dtype=dtype)" in r.output
     errs = errors(r)
     assert len(errs) == 1 and "dtype=pick(dtype)" in errs[0].message, r.findings
+
+
+DATASET = '''
+import numpy as np
+import torch
+from torch import nn
+from torch.utils.data import Dataset, DataLoader
+
+
+class Squares(Dataset):
+    def __init__(self, n):
+        self.x = np.arange(n, dtype=np.float32)
+
+    def __len__(self):
+        return len(self.x)
+
+    def __getitem__(self, i):
+        return self.x[i], self.x[i] ** 2
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.out = nn.Linear(3, 2, bias=False)
+
+    def forward(self, x):
+        return self.out(self.fc(x))
+
+
+def count(model: nn.Module) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def run():
+    model = Net()
+    sums = [float(b.sum()) + float(a.sum()) for a, b in DataLoader(Squares(10), batch_size=4)]
+    return sums, count(model), len([p for p in model.parameters()])
+'''
+
+
+@needs_frameworks
+def test_a_dataset_subclass_loads_and_a_models_parameters_count_as_in_pytorch(tmp_path):
+    import runpy
+    r = t2j(DATASET)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "class Squares:" in out and "def count(model: eqx.Module) -> int:" in out
+    assert "for p in jax.tree_util.tree_leaves(eqx.filter(model, eqx.is_inexact_array)) if True)" in out
+    src, translated = tmp_path / "d.py", tmp_path / "d_jax.py"
+    src.write_text(textwrap.dedent(DATASET).lstrip("\n"))
+    translated.write_text(out)
+    want = runpy.run_path(str(src))["run"]()
+    code = f"import sys, runpy; sys.modules['torch'] = None; print(repr(runpy.run_path({str(translated)!r})['run']()))"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert eval(p.stdout.strip()) == want  # batches 4, 4, 2; 4*3 + 3 + 3*2 = 21 parameters in 3 arrays
+
+
+def test_a_loop_that_changes_each_parameter_is_an_error():
+    r = t2j('''
+        import torch
+        from torch import nn
+
+        model = nn.Sequential(nn.Linear(4, 3))
+        for p in model.parameters():
+            p.requires_grad = False
+        norms = [p.grad.norm() for p in model.parameters()]
+        ''')
+    errs = [e for e in errors(r) if "JAX arrays are immutable" in e.message]
+    assert [e.line for e in errs] == [5, 7], r.findings
