@@ -30,7 +30,8 @@ LAYER_RANK = {"torch.nn.Linear": 1, "torch.nn.LayerNorm": 1, "torch.nn.Embedding
 SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid",
                        "torch.nn.Dropout", "torch.nn.LayerNorm", "torch.nn.Conv1d", "torch.nn.Conv2d",
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
-                       "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax"}) | layers.SAME_RANK
+                       "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax", "torch.nn.GroupNorm",
+                       "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d"}) | layers.SAME_RANK
 RANK_CHANGE = {"torch.nn.Embedding": 1}
 #: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
 SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention"})
@@ -1043,6 +1044,9 @@ class Forward(cst.CSTTransformer):
                 return updated
             if self.is_batched(func.value):
                 return self.method(func.attr.value, original, updated)
+            dtype = ops.cast_dtype(original, self.ctx)
+            if dtype is not None:  # self.mask.to(torch.bool) on an unbatched tensor: a cast too
+                return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         return updated
 
     def sequence_call(self, attr: str, original: cst.Call, updated: cst.Call):
@@ -1382,6 +1386,9 @@ class Forward(cst.CSTTransformer):
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
             return self.elementwise(name, recv, updated)
+        dtype = ops.cast_dtype(original, self.ctx)
+        if dtype is not None:  # x.to(torch.bool): a cast of each element, wherever the batch axis is
+            return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 

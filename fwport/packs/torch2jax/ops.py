@@ -273,17 +273,44 @@ DTYPES = {
 }
 
 
+def jnp_dtype(node, ctx) -> str | None:
+    """The jnp name (``float32``) of a torch dtype written out (``torch.float``), else None."""
+    q = ctx.imports.resolve(node)
+    name = q[len("torch."):] if q and q.startswith("torch.") else None
+    return DTYPES.get(name)
+
+
+def cast_dtype(original: cst.Call, ctx) -> str | None:
+    """The jnp dtype name of a cast ``x.to(torch.float16)`` / ``x.to(dtype=torch.bool)`` / ``x.type(torch.long)``
+    (one argument, a torch dtype written out), else None: ``x.astype(jnp.float16)`` computes the same."""
+    f = original.func
+    if not isinstance(f, cst.Attribute) or f.attr.value not in ("to", "type") or len(original.args) != 1:
+        return None
+    a = original.args[0]
+    if a.star or (a.keyword is not None and (f.attr.value != "to" or a.keyword.value != "dtype")):
+        return None
+    return jnp_dtype(a.value, ctx)
+
+
 @value_transform("torch-dtype")
 def torch_dtype(value, spec, m, ctx):
     """``dtype=torch.float`` → ``dtype=jnp.float32`` (``DTYPES``); ``None`` is left out (each side's default);
-    any other value (a variable) is refused."""
+    a variable (``dtype``, ``x.dtype``, ``DTYPES[name]``) is kept: the dtypes the translated program holds are jnp's
+    (its torch dtypes are written as jnp's by the dtype-* rules, an array's .dtype is JAX's); anything else of
+    torch's, and other expressions, are refused."""
     if isinstance(value, cst.Name) and value.value == "None":
         return
+    if code(value) in {ctx.spell_text(f"jax.numpy.{d}") for d in DTYPES.values()}:
+        m.kwargs[spec.to or spec.name] = value  # torch.float32 already written as jnp's by its constant rule (dtype-*)
+        return
     q = ctx.imports.resolve(value)
+    if q is None and isinstance(value, (cst.Name, cst.Attribute, cst.Subscript)):
+        m.kwargs[spec.to or spec.name] = value
+        return
     name = q[len("torch."):] if q and q.startswith("torch.") else None
     if name not in DTYPES:
         m.fail(ctx, "unsupported-argument", f"{spec.name}={m.written(spec.name) or code(value)}: only a torch dtype "
-               f"written out (torch.float32, torch.long, ...) is translated; write the jnp dtype by hand")
+               f"written out (torch.float32, torch.long, ...) or a name holding one is translated; write the jnp dtype by hand")
         return
     m.kwargs[spec.to or spec.name] = ctx.spell(f"jax.numpy.{DTYPES[name]}")
 
@@ -340,6 +367,23 @@ def batch_norm(m, ctx):
                "training and inference with the same statistics agree, the statistics a training run accumulates "
                "differ slightly", m.node, m.rule)
     return expr(f"{ctx.spell_text('equinox.nn.BatchNorm')}({', '.join(args)})")
+
+
+@call_transform("instance-norm")
+def instance_norm(m, ctx):
+    """``nn.InstanceNorm2d(C, eps, affine)`` → ``eqx.nn.GroupNorm(C, C, eps, channelwise_affine=affine)``: one
+    group per channel. channelwise_affine is always written (PyTorch's default is False, Equinox's True); C is
+    written twice, so it must be a name, an attribute or a literal."""
+    kw = dict(m.kwargs)
+    channels = kw.pop("channels")
+    if not isinstance(channels, (cst.Name, cst.Attribute, cst.Integer)):
+        m.fail(ctx, "unsupported-construct", f"num_features={m.written('num_features')}: written twice in the "
+               "translation (groups and channels of eqx.nn.GroupNorm); give it a name first")
+        return None
+    affine = kw.pop("channelwise_affine", cst.Name("False"))
+    args = [code(channels), code(channels)] + [f"{k}={code(v)}" for k, v in kw.items()]
+    args.append(f"channelwise_affine={code(affine)}")
+    return expr(f"{ctx.spell_text(m.rule.emit['target'])}({', '.join(args)})")
 
 
 @value_transform("example-dim")

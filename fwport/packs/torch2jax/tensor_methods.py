@@ -166,6 +166,35 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
     return None
 
 
+def _changes(body: cst.CSTNode, name: str) -> bool:
+    """Whether ``body`` assigns to ``name`` or an attribute or item of it, calls an in-place method on it or on one of
+    its attributes (``p.data.zero_()``), or reads ``name.grad`` / ``name.data``: PyTorch state a jax array has not."""
+    found = False
+
+    def rooted(node) -> bool:
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        return isinstance(node, cst.Name) and node.value == name
+
+    class Finder(cst.CSTVisitor):
+        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+            nonlocal found
+            found = found or rooted(node.target)
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            nonlocal found
+            found = found or rooted(node.target)
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            nonlocal found
+            if rooted(node) and (node.attr.value in ("grad", "data") or node.attr.value.endswith("_")
+                                 and not node.attr.value.startswith("_")):
+                found = True
+
+    scan(body, Finder())
+    return found
+
+
 def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     """The methods of a translated module class that see whole arrays, not one example: neither ``__init__`` nor
     ``__call__`` (batch.py's), nor a method ``__call__`` calls (``self.attend(x)``: per example too)."""
@@ -278,6 +307,30 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             if any(a.keyword is None for a in args[:1]) or args[0].keyword.value == "dim":
                 ctx.plans.add(node, pair, by="tensor-methods")
 
+        def cast(self, node: cst.Call) -> None:
+            """``x.to(torch.float16)`` / ``x.type(torch.bool)`` → ``x.astype(jnp.float16)``; on a model (whose cast as
+            a statement the training pass writes) an error: a module is cast leaf by leaf."""
+            from fwport.packs.torch2jax.ops import cast_dtype
+            from fwport.packs.torch2jax.passes.training import MODELS
+
+            dtype = cast_dtype(node, ctx)
+            if dtype is None:
+                return
+            recv = node.func.value
+            if dotted_text(recv) in ctx.analyses.get(MODELS, ()):
+                def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original)}: a model's cast inside an "
+                               "expression is not translated; write it as a statement of its own (model.to(dtype)), "
+                               f"or cast its arrays by hand: jax.tree_util.tree_map(lambda a: a.astype(jnp.{dtype}) "
+                               "if eqx.is_inexact_array(a) else a, model)", original)
+                    return updated
+                ctx.plans.add(node, refuse, by="tensor-methods")
+                return
+
+            def astype(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                return expr(f"{_atom(updated.func.value)}.astype({ctx.spell_text('jax.numpy.' + dtype)})")
+            ctx.plans.add(node, astype, by="tensor-methods")
+
         def visit_Call(self, node: cst.Call) -> None:
             f = node.func
             if self.in_module and isinstance(f, cst.Name) and f.value == "self" and ctx.plans.get(node) is None:
@@ -314,6 +367,9 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                                 f"(self, {ctx.spell_text('equinox.is_inexact_array')}))")
                 ctx.plans.add(node, leaves, by="tensor-methods")
                 return
+            if isinstance(f, cst.Attribute) and f.attr.value in ("to", "type") and ctx.plans.get(node) is None:
+                self.cast(node)
+                return
             if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS | TORCH_ONLY \
                     or ctx.plans.get(node) is not None:
                 return
@@ -337,5 +393,72 @@ def plan(module: cst.Module, ctx) -> cst.Module:
 
             ctx.plans.add(node, apply, by="tensor-methods")
 
-    scan(module, Calls())
+    calls = Calls()
+    scan(module, calls)
+    from fwport.packs.torch2jax.passes.training import MODELS
+    models = ctx.analyses.get(MODELS, set())
+
+    class ModelLeaves(cst.CSTVisitor):
+        """``for p in model.parameters()`` (a loop or a comprehension, outside the module classes) → over the model's
+        arrays; ``p.requires_grad`` there → True. Where the parameters are an argument (an optimizer's), its rule's."""
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def over(self, it: cst.BaseExpression, target: cst.BaseExpression, body: cst.CSTNode) -> None:
+            if not (isinstance(it, cst.Call) and not it.args and isinstance(it.func, cst.Attribute)
+                    and it.func.attr.value == "parameters" and isinstance(it.func.value, cst.Name)
+                    and it.func.value.value in models and ctx.plans.get(it) is None):
+                return
+            model = it.func.value.value
+            name = target.value if isinstance(target, cst.Name) else None
+            if name is None or _changes(body, name):
+                def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"for ... in {model}.parameters(): the loop "
+                               "changes or reads PyTorch state of each parameter (an assignment, an in-place method, "
+                               ".grad, .data); JAX arrays are immutable and carry no gradient: freeze with a filter "
+                               "(eqx.partition) or optax.set_to_zero, compute on the gradients eqx.filter_grad returns, "
+                               "and rebuild the model with eqx.tree_at", original)
+                    return updated
+                ctx.plans.add(it, refuse, by="tensor-methods")
+                return
+
+            def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                ctx.report(Severity.INFO, "idiom-replaced", f"{model}.parameters() → the model's arrays (jax.tree_util."
+                           f"tree_leaves(eqx.filter({model}, eqx.is_inexact_array))): a shared parameter is one array, "
+                           "as PyTorch counts it once; registered float buffers are arrays of the model too", original)
+                return expr(f"{ctx.spell_text('jax.tree_util.tree_leaves')}({ctx.spell_text('equinox.filter')}"
+                            f"({model}, {ctx.spell_text('equinox.is_inexact_array')}))")
+            ctx.plans.add(it, leaves, by="tensor-methods")
+
+            class Grad(cst.CSTVisitor):
+                def visit_Attribute(self, node: cst.Attribute) -> None:
+                    if node.attr.value == "requires_grad" and isinstance(node.value, cst.Name) \
+                            and node.value.value == name and ctx.plans.get(node) is None:
+                        def trains(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                            ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)} → True: a JAX array has no "
+                                       "requires_grad; every array of the model is trained (freeze one with a filter "
+                                       "or optax.set_to_zero by hand)", original)
+                            return cst.Name("True")
+                        ctx.plans.add(node, trains, descend=False, by="tensor-methods")
+            scan(body, Grad())
+
+        def visit_For(self, node: cst.For) -> None:
+            self.over(node.iter, node.target, node.body)
+
+        def comprehension(self, node) -> None:
+            self.over(node.for_in.iter, node.for_in.target, node)
+
+        visit_GeneratorExp = visit_ListComp = visit_SetComp = visit_DictComp = comprehension
+
+    if models:
+        scan(module, ModelLeaves())
+
+    class Casts(cst.CSTVisitor):  # every cast left in the classes the scan above skips (a Dataset's __getitem__)
+        def visit_Call(self, node: cst.Call) -> None:
+            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "type") \
+                    and ctx.plans.get(node) is None:
+                calls.cast(node)
+
+    scan(module, Casts())
     return module

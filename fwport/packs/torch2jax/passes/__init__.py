@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import data, features, groups, tensor_methods, x64
+from fwport.packs.torch2jax import data, features, groups, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -25,8 +25,10 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)
-    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | {"parameters", "named_parameters"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
+    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | {"parameters", "named_parameters", "to", "type"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
             tensor_methods.plan),
+    # (read-only, last) a Dataset base dropped (the loader reads __len__/__getitem__); nn.Module in annotations → eqx.Module
+    Planner("types", re.compile(r"\bDataset\b|\bModule\b"), types.plan),
     # (read-only, last) an optimizer over complementary parameter groups (decay / no decay) → optax's mask=
     Planner("param-groups", re.compile(r"['\"]params['\"]"), groups.plan),
     # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name; an

@@ -453,8 +453,13 @@ class _Pass(cst.CSTTransformer):
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 self.note_global(target)
                 return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
-        for method, dtype in (("double", "float64"), ("float", "float32"), ("half", "float16"), ("bfloat16", "bfloat16")):
-            target = _method_stmt(original, method)
+        cast = None  # model.to(torch.float64) / model.type(torch.half) as a statement: model.double()'s cast
+        if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "type"):
+            from fwport.packs.torch2jax.ops import cast_dtype
+            cast = cast_dtype(call, self.ctx)
+        for method, dtype in (("double", "float64"), ("float", "float32"), ("half", "float16"), ("bfloat16", "bfloat16"),
+                              *(((call.func.attr.value, cast),) if cast else ())):
+            target = _method_stmt(original, method) if method not in ("to", "type") else dotted_text(call.func.value)
             if target is not None and target in self.models:
                 # model.double(): every floating parameter and buffer cast; a module is a pytree of them
                 tree_map, is_float = self.ctx.spell_text("jax.tree_util.tree_map"), self.ctx.spell_text("equinox.is_inexact_array")
@@ -738,6 +743,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
         if cls is not None:
             instances[name] = cls
     ctx.analyses[STATEFUL] = stateful
+    ctx.analyses[MODELS] = models
     outputs = set()
     for stmt in module.body:
         for a in _walk_assigns(stmt):
@@ -958,6 +964,7 @@ def _given_classes(module: cst.Module, given: dict[str, set[str]], instances: di
 
 OPT_MODELS = "torch2jax.optimizer_models"  # ctx.analyses: optimizer name → the model whose parameters it takes
 VMAP_AXES = "torch2jax.vmap-axes"  # ctx.analyses: model name → "in_axes=..., out_axes=..." where not all 0
+MODELS = "torch2jax.models"  # ctx.analyses: the names that hold a model (.parameters() read, or a module's instance)
 WHOLE = "torch2jax.whole"  # ctx.analyses: model names whose class takes a whole graph (no jax.vmap)
 
 
