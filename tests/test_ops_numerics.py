@@ -118,6 +118,10 @@ CASES = [
                                  "tf.nn.conv2d(x, y, [1, 2, 1, 1], [[0, 0], [1, 2], [0, 1], [0, 0]]), tf.nn.conv2d(x, z, 1, 'SAME'), "
                                  "tf.nn.max_pool2d(x, 3, 2, 'SAME'), tf.nn.max_pool2d(x, [2, 3], [1, 2, 2, 1], 'VALID')",
      [f32(2, 9, 8, 4), f32(3, 2, 4, 5), f32(2, 2, 2, 6)]),
+    # "SAME" average pooling counts only the pixels inside the image (the window at the border is smaller)
+    ("nn-avg-pool2d", TF, "return tf.nn.avg_pool2d(x, 3, 2, 'SAME'), tf.nn.avg_pool2d(x, [2, 3], [1, 2, 2, 1], 'VALID'), "
+                          "tf.nn.avg_pool2d(x, ksize=4, strides=4, padding='SAME'), tf.nn.avg_pool2d(x, 2, 1, 'SAME')",
+     [f32(2, 9, 8, 4)]),
     ("image-extract-patches-psnr", TF, "return tf.image.extract_patches(x, [1, 2, 3, 1], [1, 2, 3, 1], [1, 1, 1, 1], 'VALID'), "
                                        "tf.image.extract_patches(x, [1, 3, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], 'SAME'), "
                                        "tf.image.psnr(x, y, max_val=4.0), tf.image.psnr(a, b, 255)",
