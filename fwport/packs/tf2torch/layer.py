@@ -1193,8 +1193,13 @@ def _factor_text(m: MappedCall, ctx, key: str, lctx: LayerContext | None = None)
             isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(e, (int, float)) for e in v)):
         return code(node)
     if node is not None and lctx is not None and not getattr(lctx, "moved", False):
-        written = _written_sizes(cst.Tuple([cst.Element(node)]), ctx)
-        if isinstance(written, tuple):
+        def plain(e: cst.BaseExpression) -> bool:  # a number, or a plain expression the helper reads when built
+            v = literal_value(e, NOT_LITERAL)
+            return isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(
+                _written_sizes(cst.Tuple([cst.Element(e)]), ctx), tuple)
+        pair = isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and not any(
+            isinstance(e, cst.StarredElement) for e in node.elements)
+        if plain(node) or pair and all(plain(e.value) for e in node.elements):
             return code(node)
     m.fail(ctx, "unsupported-argument", f"{key}={m.written(key) or code(node)}: give a number or a (lower, upper) "
            "pair of numbers as literals")
