@@ -78,6 +78,8 @@ CASES = [
     ("split-sizes", TF, "return tf.split(x, [1, 3], axis=1)", [X]),
     # a name bound only to Python ints is a number of parts (torch.chunk, not torch.split's part size)
     ("split-parts-int-name", TF, "n = int(x.shape[1] / 2); return tf.split(x, n, axis=1)", [X]),
+    # a floor division is a number (no sequence takes //): parts; 6 // 2 = 3 parts of 2, where torch.split gives 2 of 3
+    ("split-parts-floor-division", TF, "return tf.split(x, x.shape[1] // 2, axis=1)", [f32(2, 6)]),
     ("split-sizes-display-of-names", TF, "return tf.split(x, [1, x.shape[1] - 1], axis=1)", [X]),
     ("transpose-default", TF, "return tf.transpose(x)", [X3]),
     ("transpose-perm", TF, "return tf.transpose(x, perm=[0, 2, 1])", [X3]),
