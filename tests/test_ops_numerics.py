@@ -78,6 +78,11 @@ CASES = [
     ("split-sizes", TF, "return tf.split(x, [1, 3], axis=1)", [X]),
     # a name bound only to Python ints is a number of parts (torch.chunk, not torch.split's part size)
     ("split-parts-int-name", TF, "n = int(x.shape[1] / 2); return tf.split(x, n, axis=1)", [X]),
+    # tf.py_function: a plain call; results made tensors of Tout's dtypes (a list of one for [tf.float32])
+    ("py-function", TF, "p = tf.py_function(lambda x, y: (x * 2, y + 1), [x, y], [tf.float32, tf.float32]); "
+                        "return p[0], p[1], tf.py_function(lambda u: u.numpy() * 3, [x], tf.float32), "
+                        "tf.py_function(lambda u: u - 1, [x], [tf.float32])[0], len(tf.py_function(lambda u: u, [x], [tf.float32]))",
+     [f32(2, 3), f32(3)]),
     # a floor division is a number (no sequence takes //): parts; 6 // 2 = 3 parts of 2, where torch.split gives 2 of 3
     ("split-parts-floor-division", TF, "return tf.split(x, x.shape[1] // 2, axis=1)", [f32(2, 6)]),
     ("split-sizes-display-of-names", TF, "return tf.split(x, [1, x.shape[1] - 1], axis=1)", [X]),

@@ -287,6 +287,18 @@ def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
     img.save(path, format=file_format, **kwargs)
 '''
 
+_PY_FUNCTION = '''
+
+def py_function(func, inp, Tout):
+    """TensorFlow's py_function: func called on the tensors of inp, in eager PyTorch a plain call; each result made a tensor
+    of the dtype Tout gives it (a list or tuple of dtypes: a list of tensors, even of one; a single dtype: one)."""
+    out = func(*inp)
+    if isinstance(Tout, (list, tuple)):
+        out = [out] if len(Tout) == 1 and not isinstance(out, (list, tuple)) else out
+        return [torch.as_tensor(v, dtype=d) for v, d in zip(out, Tout)]
+    return torch.as_tensor(out, dtype=Tout)
+'''
+
 _DECODE_IMAGE = '''
 
 def decode_image(contents, channels=0, float32=False, expand_animations=True):
@@ -748,6 +760,7 @@ DATA_HELPERS: dict[str, str] = {
     "img_to_array": _IMG_TO_ARRAY,
     "array_to_img": _ARRAY_TO_IMG,
     "save_img": _SAVE_IMG,
+    "py_function": _PY_FUNCTION,
     "DataPipeline": _DATA_PIPELINE,
     "decode_image": _DECODE_IMAGE,
     "timeseries_dataset_from_array": _TIMESERIES,
@@ -764,7 +777,7 @@ _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
-    "save_img": ("pathlib",),
+    "save_img": ("pathlib",), "py_function": ("torch",),
     "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
     "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
