@@ -168,6 +168,44 @@ def test_padding_and_cropping_layers_match_keras():
         assert k.shape == t.shape and abs(k - t).max() == 0, layer
 
 
+def test_zero_padding_written_as_size_expressions_matches_keras():
+    # padding=(k // 2, k // 2) with k a parameter: the same pads as text, in torch's (left, right, top, bottom)
+    src, r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        def build(k, w):
+            return keras.Sequential([keras.Input(shape=(5, 6, 3)), layers.ZeroPadding2D(padding=(k // 2, w))])
+    ''')
+    assert errors(r) == [], errors(r)
+    assert "nn.ZeroPad2d((w, w, (k // 2), (k // 2)))" in r.output, r.output
+    [(k, t)] = compare_weightless([dict(original=src, translated=r.output, build="build(5, 1)", shape=[2, 5, 6, 3],
+                                        layout_in="nchw", layout_out="nchw")])
+    assert k.shape == t.shape == (2, 9, 8, 3) and abs(k - t).max() == 0
+
+
+def test_channels_first_sequential_not_held_as_an_attribute_is_an_error():
+    # appended to a list (or bound to a local name) in a subclass: no call of it can be found to permute around,
+    # and the channels-last body would feed the NCHW modules NHWC maps
+    _, r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class L(layers.Layer):
+            def __init__(self, dim):
+                super().__init__()
+                self.blocks = []
+                for i in range(2):
+                    self.blocks.append(keras.Sequential([layers.ZeroPadding2D(1), layers.Conv2D(dim, 3)]))
+                self.held = keras.Sequential([layers.Conv2D(dim, 3)])
+
+            def call(self, x):
+                return self.blocks[0](x) + self.held(x)
+    ''')
+    assert len([e for e in errors(r) if "not held as self.<attribute>" in e]) == 1, errors(r)
+    assert "self.held(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in r.output
+
+
 def test_cropping_everything_is_refused():
     _, r = tx('''
         from tensorflow import keras

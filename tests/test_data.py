@@ -359,6 +359,24 @@ def test_array_to_img_is_keras(shape, scale):
     np.testing.assert_array_equal(np.asarray(ns["img"]), np.asarray(want))
 
 
+@pytest.mark.parametrize("shape,name,file_format", [((6, 5, 3), "a.png", None), ((6, 5, 4), "b.JPG", None),
+                                                     ((6, 5, 1), "c.bin", "png"), ((6, 5, 4), "d.png", "jpg")])
+def test_save_img_writes_the_file_keras_writes(tmp_path, shape, name, file_format):
+    # the format from the extension ("JPG" → JPEG), RGBA converted to RGB for JPEG, file_format overriding
+    keras = pytest.importorskip("keras")
+    from PIL import Image
+    x = np.random.default_rng(5).uniform(0, 3, shape).astype("float32")
+    fmt = "" if file_format is None else f", file_format={file_format!r}"
+    _run(f"""
+        from tensorflow import keras
+        keras.preprocessing.image.save_img(path, x{fmt})
+    """, x=x, path=str(tmp_path / ("t_" + name)))
+    keras.utils.save_img(str(tmp_path / ("k_" + name)), x, **({} if file_format is None else {"file_format": file_format}))
+    got, want = Image.open(tmp_path / ("t_" + name)), Image.open(tmp_path / ("k_" + name))
+    assert got.format == want.format and got.mode == want.mode and got.size == want.size
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+
+
 @pytest.fixture
 def image_folder(tmp_path):
     """Two classes of PNG images of different sizes and modes (RGB, grayscale, RGBA, palette)."""

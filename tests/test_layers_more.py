@@ -476,8 +476,11 @@ def test_fixed_rotations_and_zooms_give_keras_pixels(tmp_path):
         aug_rotate_nearest = layers.RandomRotation((0.2, 0.2), fill_mode="nearest", interpolation="nearest")
         aug_zoom_in = layers.RandomZoom((-0.5, -0.5))
         aug_zoom_out = layers.RandomZoom((0.4, 0.4), width_factor=(0.2, 0.2), fill_mode="constant")
+        zoom = 0.3
+        aug_zoom_named = layers.RandomZoom((-zoom, -zoom), width_factor=(zoom / 2, zoom / 2))
     ''')
     assert errors(r) == [] and "RandomRotation((0.25, 0.25))" in r.output
+    assert "RandomZoom((-zoom, -zoom), width_factor=(zoom / 2, zoom / 2))" in r.output  # a pair of expressions
     (tmp_path / "k.py").write_text(src)
     (tmp_path / "t.py").write_text(r.output)
     (tmp_path / "run.py").write_text(_AUGMENT)
@@ -488,7 +491,7 @@ def test_fixed_rotations_and_zooms_give_keras_pixels(tmp_path):
                            capture_output=True, text=True, timeout=300, env=env)
         assert p.returncode == 0, p.stderr[-2000:]
     k, t = np.load(tmp_path / "keras.npz"), np.load(tmp_path / "torch.npz")
-    assert sorted(k.files) == sorted(t.files) and len(k.files) == 6
+    assert sorted(k.files) == sorted(t.files) and len(k.files) == 7
     for name in k.files:
         assert k[name].shape == t[name].shape, name
         np.testing.assert_allclose(t[name], k[name], atol=1e-4, err_msg=name)

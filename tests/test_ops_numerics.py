@@ -78,6 +78,13 @@ CASES = [
     ("split-sizes", TF, "return tf.split(x, [1, 3], axis=1)", [X]),
     # a name bound only to Python ints is a number of parts (torch.chunk, not torch.split's part size)
     ("split-parts-int-name", TF, "n = int(x.shape[1] / 2); return tf.split(x, n, axis=1)", [X]),
+    # tf.py_function: a plain call; results made tensors of Tout's dtypes (a list of one for [tf.float32])
+    ("py-function", TF, "p = tf.py_function(lambda x, y: (x * 2, y + 1), [x, y], [tf.float32, tf.float32]); "
+                        "return p[0], p[1], tf.py_function(lambda u: u.numpy() * 3, [x], tf.float32), "
+                        "tf.py_function(lambda u: u - 1, [x], [tf.float32])[0], len(tf.py_function(lambda u: u, [x], [tf.float32]))",
+     [f32(2, 3), f32(3)]),
+    # a floor division is a number (no sequence takes //): parts; 6 // 2 = 3 parts of 2, where torch.split gives 2 of 3
+    ("split-parts-floor-division", TF, "return tf.split(x, x.shape[1] // 2, axis=1)", [f32(2, 6)]),
     ("split-sizes-display-of-names", TF, "return tf.split(x, [1, x.shape[1] - 1], axis=1)", [X]),
     ("transpose-default", TF, "return tf.transpose(x)", [X3]),
     ("transpose-perm", TF, "return tf.transpose(x, perm=[0, 2, 1])", [X3]),
@@ -118,6 +125,10 @@ CASES = [
                                  "tf.nn.conv2d(x, y, [1, 2, 1, 1], [[0, 0], [1, 2], [0, 1], [0, 0]]), tf.nn.conv2d(x, z, 1, 'SAME'), "
                                  "tf.nn.max_pool2d(x, 3, 2, 'SAME'), tf.nn.max_pool2d(x, [2, 3], [1, 2, 2, 1], 'VALID')",
      [f32(2, 9, 8, 4), f32(3, 2, 4, 5), f32(2, 2, 2, 6)]),
+    # "SAME" average pooling counts only the pixels inside the image (the window at the border is smaller)
+    ("nn-avg-pool2d", TF, "return tf.nn.avg_pool2d(x, 3, 2, 'SAME'), tf.nn.avg_pool2d(x, [2, 3], [1, 2, 2, 1], 'VALID'), "
+                          "tf.nn.avg_pool2d(x, ksize=4, strides=4, padding='SAME'), tf.nn.avg_pool2d(x, 2, 1, 'SAME')",
+     [f32(2, 9, 8, 4)]),
     ("image-extract-patches-psnr", TF, "return tf.image.extract_patches(x, [1, 2, 3, 1], [1, 2, 3, 1], [1, 1, 1, 1], 'VALID'), "
                                        "tf.image.extract_patches(x, [1, 3, 2, 1], [1, 2, 1, 1], [1, 1, 2, 1], 'SAME'), "
                                        "tf.image.psnr(x, y, max_val=4.0), tf.image.psnr(a, b, 255)",

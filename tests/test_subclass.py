@@ -721,6 +721,34 @@ def test_blocks_in_a_comprehension_or_a_local_list_become_a_module_list():
     assert "x = b(x)" in out and "x = h(x)" in out
 
 
+def test_an_attribute_set_to_list_then_appended_layers_becomes_a_module_list():
+    # self.focal_layers = list() as keras-io's focal modulation writes it: Keras tracks the appended layers,
+    # torch registers their parameters only in an nn.ModuleList (a plain list leaves them out of parameters())
+    r = tx('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        class Net(keras.Model):
+            def __init__(self, depth):
+                super().__init__()
+                self.fcs = list()
+                self.tags = list()
+                for i in range(depth):
+                    self.fcs.append(layers.Dense(3))
+                    self.tags.append(str(i))
+
+            def call(self, x):
+                return self.fcs[1](self.fcs[0](x))
+        ''')
+    assert "self.fcs = nn.ModuleList()" in r.output and "self.tags = list()" in r.output, r.output
+    import torch
+    ns: dict = {}
+    exec(compile(r.output, "net_torch.py", "exec"), ns)
+    net = ns["Net"](2)
+    assert net(torch.ones(2, 5)).shape == (2, 3)
+    assert sorted(n for n, _ in net.named_parameters()) == ["fcs.0.bias", "fcs.0.weight", "fcs.1.bias", "fcs.1.weight"]
+
+
 def test_a_comprehension_of_layers_over_a_run_time_value_records_every_item():
     r = tx('''
         from tensorflow import keras

@@ -271,6 +271,34 @@ def array_to_img(x, data_format=None, scale=True, dtype=None):
     raise ValueError(f"unsupported number of channels: {{channels}}")
 '''
 
+_SAVE_IMG = '''
+
+def save_img(path, x, data_format=None, file_format=None, scale=True, **kwargs):
+    """keras.utils.save_img: the array as array_to_img makes it a PIL image, saved to path (a file name or a file
+    object); the format from the file name's extension where none is given ("jpg" read as "jpeg"), an RGBA image
+    converted to RGB for JPEG; other keyword arguments go to PIL's Image.save."""
+    if file_format is None and isinstance(path, (str, pathlib.Path)):
+        file_format = pathlib.Path(path).suffix[1:].lower()
+    if file_format and file_format.lower() == "jpg":
+        file_format = "jpeg"
+    img = array_to_img(x, data_format=data_format, scale=scale)
+    if img.mode == "RGBA" and file_format == "jpeg":
+        img = img.convert("RGB")
+    img.save(path, format=file_format, **kwargs)
+'''
+
+_PY_FUNCTION = '''
+
+def py_function(func, inp, Tout):
+    """TensorFlow's py_function: func called on the tensors of inp, in eager PyTorch a plain call; each result made a tensor
+    of the dtype Tout gives it (a list or tuple of dtypes: a list of tensors, even of one; a single dtype: one)."""
+    out = func(*inp)
+    if isinstance(Tout, (list, tuple)):
+        out = [out] if len(Tout) == 1 and not isinstance(out, (list, tuple)) else out
+        return [torch.as_tensor(v, dtype=d) for v, d in zip(out, Tout)]
+    return torch.as_tensor(out, dtype=Tout)
+'''
+
 _DECODE_IMAGE = '''
 
 def decode_image(contents, channels=0, float32=False, expand_animations=True):
@@ -731,6 +759,8 @@ DATA_HELPERS: dict[str, str] = {
     "load_img": _LOAD_IMG,
     "img_to_array": _IMG_TO_ARRAY,
     "array_to_img": _ARRAY_TO_IMG,
+    "save_img": _SAVE_IMG,
+    "py_function": _PY_FUNCTION,
     "DataPipeline": _DATA_PIPELINE,
     "decode_image": _DECODE_IMAGE,
     "timeseries_dataset_from_array": _TIMESERIES,
@@ -747,6 +777,7 @@ _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
+    "save_img": ("pathlib",), "py_function": ("torch",),
     "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
     "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
@@ -775,7 +806,7 @@ LOCAL_HELPERS = frozenset(_IMPORTS)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {
-    "load_imdb": ("get_file",), "image_dataset_from_directory": ("DataPipeline",),
+    "load_imdb": ("get_file",), "save_img": ("array_to_img",), "image_dataset_from_directory": ("DataPipeline",),
     "timeseries_dataset_from_array": ("DataPipeline",),
     "text_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
 }

@@ -138,6 +138,18 @@ def max_pool2d_nhwc(x, ksize, strides, padding):
     return {F}max_pool2d({F}pad(x, pads, value=float("-inf")), ksize, strides).permute(0, 2, 3, 1)
 '''
 
+_AVG_POOL2D_NHWC = '''
+
+def avg_pool2d_nhwc(x, ksize, strides, padding):
+    """TensorFlow's nn.avg_pool2d on channels-last tensors (N, H, W, C); "SAME" averages each window over its
+    pixels inside the image only (the padding is not counted), hence the division by the pooled mask of ones."""
+    x = x.permute(0, 3, 1, 2)
+    ksize, strides, _, pads = _nhwc_window_args(x, ksize, strides, padding, 1)
+    total = {F}avg_pool2d({F}pad(x, pads), ksize, strides)
+    inside = {F}avg_pool2d({F}pad(x.new_ones((1, 1, *x.shape[2:])), pads), ksize, strides)
+    return (total / inside).permute(0, 2, 3, 1)
+'''
+
 _EXTRACT_PATCHES = '''
 
 def extract_patches(images, sizes, strides, rates, padding):
@@ -171,6 +183,7 @@ IMAGE_HELPERS = {
     "_nhwc_window_args": _WINDOW_ARGS,
     "conv2d_nhwc": _CONV2D_NHWC,
     "max_pool2d_nhwc": _MAX_POOL2D_NHWC,
+    "avg_pool2d_nhwc": _AVG_POOL2D_NHWC,
     "convert_image_dtype": _CONVERT_IMAGE_DTYPE,
     "random_flip": _RANDOM_FLIP,
     "random_crop": _RANDOM_CROP,
@@ -180,6 +193,7 @@ IMAGE_HELPERS = {
 }
 helpers.HELPERS.update(IMAGE_HELPERS)
 helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",),
+                          "avg_pool2d_nhwc": ("_nhwc_window_args",),
                           "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",)})
 
 

@@ -1193,8 +1193,13 @@ def _factor_text(m: MappedCall, ctx, key: str, lctx: LayerContext | None = None)
             isinstance(v, (list, tuple)) and len(v) == 2 and all(isinstance(e, (int, float)) for e in v)):
         return code(node)
     if node is not None and lctx is not None and not getattr(lctx, "moved", False):
-        written = _written_sizes(cst.Tuple([cst.Element(node)]), ctx)
-        if isinstance(written, tuple):
+        def plain(e: cst.BaseExpression) -> bool:  # a number, or a plain expression the helper reads when built
+            v = literal_value(e, NOT_LITERAL)
+            return isinstance(v, (int, float)) and not isinstance(v, bool) or isinstance(
+                _written_sizes(cst.Tuple([cst.Element(e)]), ctx), tuple)
+        pair = isinstance(node, (cst.Tuple, cst.List)) and len(node.elements) == 2 and not any(
+            isinstance(e, cst.StarredElement) for e in node.elements)
+        if plain(node) or pair and all(plain(e.value) for e in node.elements):
             return code(node)
     m.fail(ctx, "unsupported-argument", f"{key}={m.written(key) or code(node)}: give a number or a (lower, upper) "
            "pair of numbers as literals")
@@ -2014,12 +2019,22 @@ def zero_padding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         pads = [(p[0], p[0]), (p[1], p[1])]
     elif isinstance(p, (list, tuple)) and len(p) == 2 and all(_ntuple(x, 2) for x in p):
         pads = [tuple(p[0]), tuple(p[1])]
+    elif isinstance(m.extras.get("padding"), cst.Tuple) and isinstance(
+            written := _written_sizes(m.extras["padding"], ctx), tuple) and len(written) == 2:
+        # (h, w) written as plain size expressions ((k // 2, k // 2)): the same pads, in torch's order, as text
+        pads = [(written[0], written[0]), (written[1], written[1])]
     else:
         return _failed(m, ctx, "unsupported-argument", "padding must be a literal int, (h, w) or ((top, bottom), "
                        "(left, right))")
-    text = _compact(_torch_pad_order(pads)) if len({x for pr in pads for x in pr}) == 1 else str(_torch_pad_order(pads))
+    if not all(_int(x) for pr in pads for x in pr):
+        text = "(" + ", ".join(str(x) for x in _torch_pad_order(pads)) + ")"
+    elif len({x for pr in pads for x in pr}) == 1:
+        text = _compact(_torch_pad_order(pads))
+    else:
+        text = str(_torch_pad_order(pads))
     layer = expr(f"{ctx.spell_text('torch.nn.ZeroPad2d')}({text})")
-    sp = tuple(D.add(n, lo + hi) if known(n) else None for n, (lo, hi) in zip(fm.spatial, pads))
+    sp = tuple(D.add(n, lo + hi) if known(n) and _int(lo) and _int(hi) else None
+               for n, (lo, hi) in zip(fm.spatial, pads))
     em = LayerEmission([layer], _Map(sp, fm.channels, fm.first).shape(), layout_bound=_layout_bound(fm, 2))
     return _check_context(m, ctx, lctx, em)
 

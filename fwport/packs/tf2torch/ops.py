@@ -369,8 +369,10 @@ def split(m, ctx):
     dim = m.kwargs.get("dim")
     lit = _lit(what)
     dim_t = "" if dim is None or _lit(dim) == 0 else f", dim={_code(dim)}"
-    if isinstance(lit, int) and not isinstance(lit, bool) or ctx.analyses.get(PY_NUMBERS, {}).get(id(what)):
-        # a literal, or a name bound only to Python ints here (passes/pyvalues.py): a number of parts
+    floor_div = isinstance(what, cst.BinaryOperation) and isinstance(what.operator, cst.FloorDivide)
+    if isinstance(lit, int) and not isinstance(lit, bool) or ctx.analyses.get(PY_NUMBERS, {}).get(id(what)) or floor_div:
+        # a literal, a name bound only to Python ints here (passes/pyvalues.py), or a floor division (`C // n`,
+        # a number, never a list: no sequence takes //): a number of parts
         return _e(f"{_spell(ctx, 'torch.chunk')}({_code(x)}, {_code(what)}{dim_t})")
     if isinstance(lit, (list, tuple)) and _all_ints(list(lit)):
         if any(v < 0 for v in lit):

@@ -270,6 +270,14 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 in_shape = symbolic_parts(parts, rank)
 
         nchw = converts_to_nchw(layers)
+        if nchw and self.classes and not chain.target.startswith("self."):
+            # built in a method but not held as self.<attr> (appended to a list, bound to a local name): the
+            # subclass pass finds no call of it to permute around, and a channels-last body would feed it NHWC
+            ctx.report(Severity.ERROR, "unsupported-construct", "this Sequential model is translated channels-first "
+                       "(NCHW) but is not held as self.<attribute> (it is appended to a list or bound to a local "
+                       "name), so fwport cannot find its calls to permute their channels-last inputs: assign it to "
+                       "an attribute (self.block = keras.Sequential([...])), or permute around its calls by hand "
+                       "(x.permute(0, 3, 1, 2) in, .permute(0, 2, 3, 1) out)", chain.call)
         norms_kept = nchw and in_shape is None and shape_name is None and _last_axis_norms_only(layers)
         if norms_kept:
             # nothing gains from channels-first: each BatchNormalization takes the last axis whatever its

@@ -770,7 +770,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 elements.append((v.elt, fn))
             elif isinstance(v, (cst.List, cst.Tuple)):
                 elements.extend((e.value, fn) for e in v.elements)
-            elif not (isinstance(v, cst.Call) and code(v.func) in ("nn.ModuleList", "torch.nn.ModuleList")):
+            elif not (isinstance(v, cst.Call) and (code(v.func) in ("nn.ModuleList", "torch.nn.ModuleList") or (
+                    code(v.func) == "list" and not v.args))):
                 return False
         flat = []
         for v, fn in elements:  # self.blocks.extend([...])
@@ -860,7 +861,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for stmt, assign in _self_assigns(fn):
             attr = assign.targets[0].target.attr.value  # type: ignore[union-attr]
             value = assign.value
-            if isinstance(value, cst.Call):
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "list" and not (
+                    value.args) and self._modules_only(plan, cst.Attribute(cst.Name("self"), cst.Name(attr))):
+                # self.blocks = list(), then appends of layers: as `= []`, torch registers them only in an nn.ModuleList
+                plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [])
+            elif isinstance(value, cst.Call):
                 if isinstance(value.func, cst.Name) and value.func.value in self.translated:
                     plan.nested[attr] = value.func.value
                     continue
