@@ -176,7 +176,11 @@ def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``node.visit(visitor)`` for a read-only visitor, at a fraction of the cost (see above)."""
     cls = type(visitor)
     if plain_visitor(cls):  # libcst's on_visit / on_leave: the hooks looked up once per node type
-        _scan_hooks(node, visitor, table(cls))
+        by_type = cls.__dict__.get("_fwport_scan")
+        if by_type is None:
+            by_type = {}
+            setattr(cls, "_fwport_scan", by_type)
+        _scan_hooks(node, visitor, table(cls), by_type)
     elif cls.on_leave is cst.CSTVisitor.on_leave:  # its own on_visit, libcst's on_leave
         _scan(node, visitor, table(cls))
     else:
@@ -200,17 +204,23 @@ def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, leaves: dict | None) -> No
             leave(visitor, node)
 
 
-def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict) -> None:
-    t = type(node)
-    visit, leave = tab.get(t.__name__, _NO_HOOKS)
+def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: dict) -> None:
+    # by_type: node type → (visit hook, leave hook, child fields) of the visitor's class, kept on
+    # the class (one dict look-up per node instead of three)
+    t = node.__class__
+    entry = by_type.get(t)
+    if entry is None:
+        entry = by_type[t] = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+    visit, leave, fields = entry
     if visit is None or visit(visitor, node) is not False:
-        for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        for name in fields:
             value = getattr(node, name)
-            if isinstance(value, (tuple, list)):
+            c = value.__class__
+            if c is tuple or c is list:
                 for child in value:
-                    _scan_hooks(child, visitor, tab)
-            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
-                _scan_hooks(value, visitor, tab)
+                    _scan_hooks(child, visitor, tab, by_type)
+            elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
+                _scan_hooks(value, visitor, tab, by_type)
     if leave is not None:
         leave(visitor, node)
 
