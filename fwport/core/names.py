@@ -168,6 +168,10 @@ _IS_NODE: dict[type, bool] = {}
 
 
 def _is_node(value) -> bool:
+    """Whether a field's value is a node (other than a tuple or a list, which the walks test by their
+    very class: a subclass of them in a tree would be a pass's mistake, said at once)."""
+    if isinstance(value, (tuple, list)):
+        raise TypeError(f"a libcst field holds a {type(value).__name__}: give it a tuple or a list")
     _IS_NODE[value.__class__] = is_node = isinstance(value, cst.CSTNode)
     return is_node
 
@@ -251,15 +255,16 @@ _FOUND: dict[tuple[int, type], tuple[cst.CSTNode, tuple]] = {}
 
 
 def _find(node: cst.CSTNode, kind: type, out: list) -> None:
-    t = type(node)
+    t = node.__class__
     if t is kind:
         out.append(node)
     for name in _CHILD_FIELDS.get(t) or _child_fields(t):
         value = getattr(node, name)
-        if isinstance(value, (tuple, list)):
+        c = value.__class__
+        if c is tuple or c is list:
             for child in value:
                 _find(child, kind, out)
-        elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+        elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
             _find(value, kind, out)
 
 
