@@ -30,7 +30,7 @@ from dataclasses import fields as dataclass_fields
 import libcst as cst
 
 from fwport.core.hooks import attribute_hooks, table
-from fwport.core.names import _CHILD_FIELDS, _IS_NODE, ScopedResolver, _child_fields, _is_node
+from fwport.core.names import _CHILD_FIELDS, _IS_NODE, SKIPPABLE, ScopedResolver, _child_fields, _is_node
 
 _REMOVE = cst.RemovalSentinel.REMOVE
 _NO_HOOKS = (None, None)
@@ -42,10 +42,10 @@ def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, fresh: bool = Fa
     """``node.visit(transformer)`` (see the module docstring for what differs; ``fresh``: a copy)."""
     # fresh: the ids of the copies made so far (a parent all of whose changed children are copies is
     # itself copied, without the validation with_changes runs: its fields are valid as they are)
-    return _rewrite(node, transformer, _mode(type(transformer)) + ({} if fresh else None,))
+    return _rewrite(node, transformer, _mode(type(transformer), fresh) + ({} if fresh else None,))
 
 
-def _mode(cls: type) -> tuple:
+def _mode(cls: type, fresh: bool = False) -> tuple:
     """How to call a transformer class's hooks: (its hooks by node type, see :func:`_entry`; whether
     its on_visit is libcst's, whether its on_leave is libcst's, whether on_visit_attribute / on_leave_attribute must be
     called). libcst's own on_visit / on_leave are answered from ``hooks`` (each hook looked up once
@@ -58,11 +58,18 @@ def _mode(cls: type) -> tuple:
         attrs = attribute_hooks(cls)
     else:
         attrs = True
-    by_type = cls.__dict__.get("_fwport_rewrite")
-    if by_type is None:  # node type → its entry (see _entry), built as node types come; None → the hooks table
-        by_type = {None: table(cls)}
-        setattr(cls, "_fwport_rewrite", by_type)
-    return by_type, cls.on_visit is T.on_visit, cls.on_leave is T.on_leave, attrs
+    libcst_visit, libcst_leave = cls.on_visit is T.on_visit, cls.on_leave is T.on_leave
+    key = "_fwport_fresh" if fresh else "_fwport_rewrite"
+    by_type = cls.__dict__.get(key)
+    if by_type is None:  # node type → its entry (see _entry), built as node types come
+        tab = table(cls)
+        # a transformer whose hooks are all on statement-level nodes (`with`, `def`, imports, ...)
+        # has nothing to do inside an expression, which holds none: it need not be walked (unless
+        # the walk must copy every node it enters)
+        skip = not fresh and libcst_visit and libcst_leave and not attrs and all(n in _STATEMENT_LEVEL for n in tab)
+        by_type = {None: (tab, skip)}
+        setattr(cls, key, by_type)
+    return by_type, libcst_visit, libcst_leave, attrs
 
 
 def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
@@ -71,6 +78,8 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
     entry = by_type.get(t)
     if entry is None:
         entry = _entry(by_type, t)
+    if entry is _SKIP:
+        return node
     visit, leave, fields = entry
     if libcst_visit:
         descend = visit is None or visit(transformer, node) is not False
@@ -127,10 +136,24 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
 
 def _entry(by_type: dict, t: type) -> tuple:
     """(visit_<Type>, leave_<Type>, child fields) of a transformer class for node type ``t``: one look-up
-    per node (``by_type``: the class's, from :func:`_mode`)."""
-    tab = by_type[None]
-    entry = by_type[t] = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+    per node (``by_type``: the class's, from :func:`_mode`); _SKIP for an expression (an argument, an
+    element) where the class has no hook on any node an expression can hold."""
+    tab, skip = by_type[None]
+    if skip and issubclass(t, SKIPPABLE):
+        entry = by_type[t] = _SKIP
+    else:
+        entry = by_type[t] = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
     return entry
+
+
+_SKIP = ()
+#: libcst node types (by name, as hooks.table keys them) that no expression holds: statements, their
+#: blocks and their statement-only parts
+_STATEMENT_LEVEL = frozenset(
+    name for name, c in vars(cst).items()
+    if isinstance(c, type) and issubclass(c, cst.CSTNode) and issubclass(c, (
+        cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite, cst.Module, cst.Decorator, cst.ExceptHandler,
+        cst.ExceptStarHandler, cst.Else, cst.Finally, cst.WithItem, cst.ImportAlias)))
 
 
 _SLOTS: dict[type, tuple[str, ...]] = {}
