@@ -347,7 +347,7 @@ class _AlsoAName(_StatementsOnly):
 @pytest.mark.parametrize("cls", [_StatementsOnly, _AlsoAName])
 @pytest.mark.parametrize("text", [EXTRA, REWRITE, *_texts()[:6]])
 def test_rewrite_of_a_statements_only_transformer_gives_what_visit_gives(text, cls):
-    from fwport.core.rewrite import _SKIP
+    from fwport.core.names import SKIP as _SKIP
 
     module = cst.parse_module(text)
     a, b = cls(), cls()

@@ -30,7 +30,8 @@ from dataclasses import fields as dataclass_fields
 import libcst as cst
 
 from fwport.core.hooks import attribute_hooks, table
-from fwport.core.names import _CHILD_FIELDS, _IS_NODE, SKIPPABLE, ScopedResolver, _child_fields, _is_node
+from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, SKIP, SKIPPABLE, STATEMENT_LEVEL, ScopedResolver,
+                                _child_fields, _is_node)
 
 _REMOVE = cst.RemovalSentinel.REMOVE
 _NO_HOOKS = (None, None)
@@ -66,7 +67,7 @@ def _mode(cls: type, fresh: bool = False) -> tuple:
         # a transformer whose hooks are all on statement-level nodes (`with`, `def`, imports, ...)
         # has nothing to do inside an expression, which holds none: it need not be walked (unless
         # the walk must copy every node it enters)
-        skip = not fresh and libcst_visit and libcst_leave and not attrs and all(n in _STATEMENT_LEVEL for n in tab)
+        skip = not fresh and libcst_visit and libcst_leave and not attrs and all(n in STATEMENT_LEVEL for n in tab)
         by_type = {None: (tab, skip)}
         setattr(cls, key, by_type)
     return by_type, libcst_visit, libcst_leave, attrs
@@ -78,7 +79,7 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
     entry = by_type.get(t)
     if entry is None:
         entry = _entry(by_type, t)
-    if entry is _SKIP:
+    if entry is SKIP:
         return node
     visit, leave, fields = entry
     if libcst_visit:
@@ -136,24 +137,16 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
 
 def _entry(by_type: dict, t: type) -> tuple:
     """(visit_<Type>, leave_<Type>, child fields) of a transformer class for node type ``t``: one look-up
-    per node (``by_type``: the class's, from :func:`_mode`); _SKIP for an expression (an argument, an
+    per node (``by_type``: the class's, from :func:`_mode`); SKIP for an expression (an argument, an
     element) where the class has no hook on any node an expression can hold."""
     tab, skip = by_type[None]
     if skip and issubclass(t, SKIPPABLE):
-        entry = by_type[t] = _SKIP
+        entry = by_type[t] = SKIP
     else:
         entry = by_type[t] = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
     return entry
 
 
-_SKIP = ()
-#: libcst node types (by name, as hooks.table keys them) that no expression holds: statements, their
-#: blocks and their statement-only parts
-_STATEMENT_LEVEL = frozenset(
-    name for name, c in vars(cst).items()
-    if isinstance(c, type) and issubclass(c, cst.CSTNode) and issubclass(c, (
-        cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite, cst.Module, cst.Decorator, cst.ExceptHandler,
-        cst.ExceptStarHandler, cst.Else, cst.Finally, cst.WithItem, cst.ImportAlias)))
 
 
 _SLOTS: dict[type, tuple[str, ...]] = {}
