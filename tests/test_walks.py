@@ -362,3 +362,36 @@ def test_rewrite_of_a_statements_only_transformer_gives_what_visit_gives(text, c
     copied = find_all(fresh, cst.Call)
     assert len(copied) == len(find_all(got, cst.Call))
     assert not {id(c) for c in find_all(module, cst.Call)} & {id(c) for c in copied}
+
+
+class _StatementVisitor(cst.CSTVisitor):
+    """Hooks on statements alone (one prunes a class): scan need not enter expressions for it."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, int]] = []
+
+    def visit_ClassDef(self, node):
+        self.log.append(("visit_ClassDef", id(node)))
+        return False
+
+    def visit_Assign(self, node):
+        self.log.append(("visit_Assign", id(node)))
+
+    def leave_FunctionDef(self, node):
+        self.log.append(("leave_FunctionDef", id(node)))
+
+    def visit_Return(self, node):
+        self.log.append(("visit_Return", id(node)))
+
+
+@pytest.mark.parametrize("text", [EXTRA, REWRITE, *_texts()[:6]])
+def test_scan_of_a_statements_only_visitor_meets_what_visit_meets(text):
+    from fwport.core.names import SKIP
+
+    module = cst.parse_module(text)
+    a, b = _StatementVisitor(), _StatementVisitor()
+    module.visit(a)
+    scan(module, b)
+    assert b.log == a.log and a.log
+    assert _StatementVisitor.__dict__["_fwport_scan"].get(cst.Call) in (SKIP, None)
+    assert any(v is SKIP for v in _StatementVisitor.__dict__["_fwport_scan"].values())
