@@ -237,6 +237,50 @@ def test_the_cheap_unused_import_check_never_calls_a_reference_unused():
     assert not _may_reference("x = m.tf + tf_x + layers_2\n", names)
 
 
+def test_the_string_aware_unused_import_check_agrees_with_the_tokens():
+    """_unreferenced (mentions only in plain strings, comments and import lines: unused, known without
+    tokenizing) never calls a name unused that used_names_in (the tokens) finds used, and is unsure
+    (False) wherever it cannot vouch: f-strings, a string that does not end, a use."""
+    from pathlib import Path
+
+    from fwport.core.imports import _unreferenced, used_names_in
+
+    names = {"tf", "keras", "torch", "nn"}
+    unused = [
+        'import torch\nfrom torch import nn\n\n\ndef f():\n    """torch.nn.Linear as keras.layers.Dense."""\n',
+        "import tensorflow as tf  # (tf)\nx = 'tf.abs(\\'tf\\')'  # tf(\ns = '''a ''\ntf.x(''' + \"#\" + r\"keras\\\"\"\n",
+        'x = m.tf + tf_x\ny = """a "" tf\n""" # keras\n',
+    ]
+    unsure = [
+        "import tensorflow as tf\ny = tf.abs(x)\n",
+        "s = '#'; tf.abs(x)\n",
+        "s = f'{tf.abs(x)}'\n",
+        "s = F'{x}' + 'tf'\nz = tf\n",
+        "import tensorflow as tf; y = tf(1)\n",
+        "from keras import (\n    layers,\n)\nk = keras\n",
+        "x = 'tf\n",
+        "def g(tf=1):\n    return nn\n",
+        "x = y. tf\n",
+    ]
+    for text in unused:
+        assert _unreferenced(text, names), text
+        found = used_names_in(text)
+        assert found is not None and not names & found, text
+    for text in unsure:
+        assert not _unreferenced(text, names), text
+    # wherever it vouches, the tokens agree: over the texts above and the fixtures' outputs
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    texts = unused + unsure + [p.read_text(encoding="utf-8") for p in sorted(fixtures.glob("*/*/expected.py"))]
+    vouched = 0
+    for text in texts:
+        for some in (names, {"layers", "F", "Dense", "np"}):
+            if _unreferenced(text, some):
+                vouched += 1
+                found = used_names_in(text)
+                assert found is not None and not some & found, text[:200]
+    assert vouched >= 20
+
+
 def test_only_python_numbers_among_stacked_tensors_become_tensors():
     r = tr("""
         import tensorflow as tf

@@ -313,3 +313,85 @@ def test_rewrite_calls_hooks_by_name_as_visit_does(text, cls):
     got = rewrite(module, b)
     assert got.code == expected.code
     assert vars(b) == vars(a)
+
+
+class _StatementsOnly(cst.CSTTransformer):
+    """Hooks on statements alone (a `with` unwrapped, decorators dropped, a log of what it met): the
+    kind rewrite does not walk into expressions for."""
+
+    def __init__(self) -> None:
+        self.log: list[str] = []
+
+    def visit_FunctionDef(self, node) -> None:
+        self.log.append("def " + node.name.value)
+
+    def leave_FunctionDef(self, original_node, updated_node):
+        return updated_node.with_changes(decorators=[])
+
+    def leave_With(self, original_node, updated_node):
+        self.log.append("with")
+        return cst.FlattenSentinel(updated_node.body.body)
+
+    def leave_Return(self, original_node, updated_node):
+        self.log.append("return")
+        return updated_node
+
+
+class _AlsoAName(_StatementsOnly):
+    """The same with one expression hook: walked into expressions again."""
+
+    def leave_Name(self, original_node, updated_node):
+        return updated_node.with_changes(value="neg") if updated_node.value == "abs" else updated_node
+
+
+@pytest.mark.parametrize("cls", [_StatementsOnly, _AlsoAName])
+@pytest.mark.parametrize("text", [EXTRA, REWRITE, *_texts()[:6]])
+def test_rewrite_of_a_statements_only_transformer_gives_what_visit_gives(text, cls):
+    from fwport.core.names import SKIP as _SKIP
+
+    module = cst.parse_module(text)
+    a, b = cls(), cls()
+    expected = module.visit(a)
+    got = rewrite(module, b)
+    assert got.code == expected.code
+    assert b.log == a.log
+    skipped = cls.__dict__["_fwport_rewrite"].get(cst.Call)
+    assert (skipped is _SKIP) == (cls is _StatementsOnly)  # expressions skipped only without expression hooks
+    fresh = rewrite(module, cls(), fresh=True)  # a copy enters every node, expressions too
+    assert fresh.code == expected.code
+    copied = find_all(fresh, cst.Call)
+    assert len(copied) == len(find_all(got, cst.Call))
+    assert not {id(c) for c in find_all(module, cst.Call)} & {id(c) for c in copied}
+
+
+class _StatementVisitor(cst.CSTVisitor):
+    """Hooks on statements alone (one prunes a class): scan need not enter expressions for it."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, int]] = []
+
+    def visit_ClassDef(self, node):
+        self.log.append(("visit_ClassDef", id(node)))
+        return False
+
+    def visit_Assign(self, node):
+        self.log.append(("visit_Assign", id(node)))
+
+    def leave_FunctionDef(self, node):
+        self.log.append(("leave_FunctionDef", id(node)))
+
+    def visit_Return(self, node):
+        self.log.append(("visit_Return", id(node)))
+
+
+@pytest.mark.parametrize("text", [EXTRA, REWRITE, *_texts()[:6]])
+def test_scan_of_a_statements_only_visitor_meets_what_visit_meets(text):
+    from fwport.core.names import SKIP
+
+    module = cst.parse_module(text)
+    a, b = _StatementVisitor(), _StatementVisitor()
+    module.visit(a)
+    scan(module, b)
+    assert b.log == a.log and a.log
+    assert _StatementVisitor.__dict__["_fwport_scan"].get(cst.Call) in (SKIP, None)
+    assert any(v is SKIP for v in _StatementVisitor.__dict__["_fwport_scan"].values())

@@ -19,7 +19,7 @@ from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
-from fwport.core.names import _CHILD_FIELDS, ScopedResolver, _child_fields, dotted_text, scan
+from fwport.core.names import _CHILD_FIELDS, _IS_NODE, ScopedResolver, _child_fields, _is_node, dotted_text, scan
 from fwport.core.position import render
 from fwport.core.rewrite import fresh_copy
 from fwport.core.rule import Rule
@@ -488,14 +488,16 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     # --- statements: where `# fwport:` comments go ----------------------------------------------
     def _mark_hot(self, node: cst.CSTNode) -> bool:
         """Adds to ``_hot`` the nodes below ``node`` (itself included) with work inside."""
-        hot = (type(node) is cst.Name and node.value in self.imports.aliases) or id(node) in self._planned
-        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
+        t = node.__class__
+        hot = (t is cst.Name and node.value in self.imports.aliases) or id(node) in self._planned
+        for name in _CHILD_FIELDS.get(t) or _child_fields(t):
             value = getattr(node, name)
-            if isinstance(value, (tuple, list)):
+            c = value.__class__
+            if c is tuple or c is list:
                 for child in value:
                     if self._mark_hot(child):
                         hot = True
-            elif isinstance(value, cst.CSTNode) and self._mark_hot(value):
+            elif (_IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value))) and self._mark_hot(value):
                 hot = True
         if not hot and self._line_comments and type(node) in _COMMENTED:
             span = self._spans.get(id(node))

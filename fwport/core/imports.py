@@ -7,6 +7,7 @@ import functools
 import io
 import re
 import tokenize
+from bisect import bisect_right
 
 import libcst as cst
 
@@ -204,6 +205,110 @@ def _may_reference(text: str, names: set[str]) -> bool:
     return False
 
 
+# --- the unused-import check without tokenizing, where strings hide every mention ----------------------
+# A translated file's generated helpers carry docstrings that name the source framework
+# ("""keras.layers.GRU as an nn.GRU ..."""), and _may_reference, which reads lines, sends such a file
+# to used_names_in, whose tokenizing costs more than the rest of the import fixing. The strings and
+# comments below are found as Python 3.11's tokenizer finds its STRING and COMMENT tokens (a string
+# runs to its first unescaped closing quote, a comment to the end of its line, each found left to
+# right outside the others), by one regular expression per kind of quote.
+
+_STRING_OR_COMMENT = re.compile(r"[#'\"]")
+_STRING_END = {
+    "'''": re.compile(r"'''(?:[^'\\]|\\.|'(?!''))*'''", re.S),
+    '"""': re.compile(r'"""(?:[^"\\]|\\.|"(?!""))*"""', re.S),
+    "'": re.compile(r"'(?:[^'\\\n]|\\.)*'", re.S),
+    '"': re.compile(r'"(?:[^"\\\n]|\\.)*"', re.S),
+}
+_WORD_BEFORE = re.compile(r"\w*$")
+
+
+def _string_spans(text: str) -> list[tuple[int, int, bool]] | None:
+    """(start, end, may hold code) of every string and comment of ``text``, in order, a string's
+    prefix included; an f-string (a string after any word with an f in it) may hold code. None
+    where a string does not end (the text does not tokenize)."""
+    spans: list[tuple[int, int, bool]] = []
+    i = 0
+    while True:
+        m = _STRING_OR_COMMENT.search(text, i)
+        if m is None:
+            return spans
+        j = m.start()
+        c = text[j]
+        if c == "#":
+            end = text.find("\n", j)
+            end = len(text) if end < 0 else end
+            spans.append((j, end, False))
+            i = end
+            continue
+        s = _STRING_END[c * 3 if text.startswith(c * 3, j) else c].match(text, j)
+        if s is None:
+            return None
+        prefix = _WORD_BEFORE.search(text, max(0, j - 8), j).group()
+        spans.append((j - len(prefix), s.end(), "f" in prefix.lower()))
+        i = s.end()
+
+
+def _import_locals(body, is_source: IsSource, out: set[str]) -> set[str]:
+    """``out`` with the names the source-framework imports among the statements ``body`` (nested ones
+    too) bind: every name :func:`_prune` may ask about (and some it never reaches)."""
+    for stmt in body:
+        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            for s in stmt.body:
+                if isinstance(s, cst.Import):
+                    for a in s.names:
+                        full = _module_text(a.name)
+                        if is_source(full):
+                            out.add(a.asname.name.value if a.asname else full.split(".")[0])  # type: ignore[union-attr]
+                elif isinstance(s, cst.ImportFrom) and not s.relative and not isinstance(s.names, cst.ImportStar) \
+                        and is_source(_module_text(s.module)):
+                    for a in s.names:
+                        out.add(a.asname.name.value if a.asname else _module_text(a.name))  # type: ignore[union-attr]
+            continue
+        for name in ("body", "orelse", "finalbody", "handlers"):
+            part = getattr(stmt, name, None)
+            if isinstance(part, cst.IndentedBlock):
+                _import_locals(part.body, is_source, out)
+            elif isinstance(part, cst.CSTNode):
+                _import_locals([part], is_source, out)
+            elif isinstance(part, (tuple, list)):
+                _import_locals(part, is_source, out)
+    return out
+
+
+def _unreferenced(text: str, names: set[str]) -> bool:
+    """True only when none of ``names`` is referenced in ``text`` as :func:`used_names_in` counts
+    references, and ``used_names_in`` would answer (it reads every f-string): each mention as a word
+    (not after a dot) is inside a string that is not an f-string, in a comment, or on a line that
+    starts an import (as :func:`_may_reference` reads those). False when unsure."""
+    spans = _string_spans(text)
+    if spans is None:
+        return False
+    for start, end, code in spans:
+        if code and _fstring_names(text[start:end]) is None:
+            return False  # (used_names_in gives up on it, and the caller asks the tree)
+    starts = [s for s, _, _ in spans]
+    pattern = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, sorted(names, key=len, reverse=True))) + r")\b")
+    for m in pattern.finditer(text):
+        pos = m.start()
+        k = bisect_right(starts, pos) - 1
+        if k >= 0 and pos < spans[k][1]:
+            if spans[k][2]:
+                return False  # inside an f-string: maybe in one of its expressions
+            continue
+        # the whole line (a module's name in `from torch import nn` is after no `import`), up to a
+        # comment after code with no quote
+        end = text.find("\n", pos)
+        line = text[text.rfind("\n", 0, pos) + 1:end if end >= 0 else len(text)]
+        hash_at = line.find("#")
+        if hash_at >= 0 and "'" not in line[:hash_at] and '"' not in line[:hash_at]:
+            line = line[:hash_at]
+        if _IMPORT_LINE.match(line) and "(" not in line and "\\" not in line:
+            continue  # a line that starts an import statement and ends it: no name in it is a use
+        return False
+    return True
+
+
 def _prune_body(body, used: set[str], is_source: IsSource) -> list:
     out = []
     changed = False
@@ -304,9 +409,15 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
         # known without tokenizing the output (the common case once a file is translated)
         used: set[str] | _AllBut = _AllBut(source_aliases)
     else:
-        used = used_names_in(text)
-        if used is None:
-            used = used_names(module)
+        asked = _import_locals(module.body, is_source, set(source_aliases)) if source_aliases else None
+        if asked and _unreferenced(text, asked):
+            # every mention of the names the pruning asks about is in a string, a comment or an
+            # import line: used_names_in would find none of them used; known without tokenizing
+            used = _AllBut(asked)
+        else:
+            used = used_names_in(text)
+            if used is None:
+                used = used_names(module)
     if any(a not in used for a in source_aliases):
         module = module.with_changes(body=_prune_body(module.body, used, is_source))
         text = render(module)

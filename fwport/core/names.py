@@ -123,6 +123,17 @@ def marked(node: cst.CSTNode, hit) -> set[int]:
 
 #: what a transformer may leave unvisited (never a statement, which may hold anything)
 SKIPPABLE = (cst.BaseExpression, cst.Arg, cst.Element)
+#: libcst node types (by name, as hooks.table keys them) that no expression holds: statements, their
+#: blocks and their statement-only parts. A walk that looks for these alone (a visitor whose hooks are
+#: all on them, find_all of one of them) need not enter an expression.
+STATEMENT_LEVEL = frozenset(
+    name for name, c in vars(cst).items()
+    if isinstance(c, type) and issubclass(c, cst.CSTNode) and issubclass(c, (
+        cst.BaseStatement, cst.BaseSmallStatement, cst.BaseSuite, cst.Module, cst.Decorator, cst.ExceptHandler,
+        cst.ExceptStarHandler, cst.Else, cst.Finally, cst.WithItem, cst.ImportAlias)))
+#: an entry of a walk's table by node type: the node is not entered (an expression, for a walk that
+#: looks for statement-level nodes alone)
+SKIP = ()
 
 
 def skip_unmarked(transformer, node: cst.CSTNode, hot: set[int] | None) -> bool | None:
@@ -168,6 +179,10 @@ _IS_NODE: dict[type, bool] = {}
 
 
 def _is_node(value) -> bool:
+    """Whether a field's value is a node (other than a tuple or a list, which the walks test by their
+    very class: a subclass of them in a tree would be a pass's mistake, said at once)."""
+    if isinstance(value, (tuple, list)):
+        raise TypeError(f"a libcst field holds a {type(value).__name__}: give it a tuple or a list")
     _IS_NODE[value.__class__] = is_node = isinstance(value, cst.CSTNode)
     return is_node
 
@@ -176,7 +191,12 @@ def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``node.visit(visitor)`` for a read-only visitor, at a fraction of the cost (see above)."""
     cls = type(visitor)
     if plain_visitor(cls):  # libcst's on_visit / on_leave: the hooks looked up once per node type
-        _scan_hooks(node, visitor, table(cls))
+        by_type = cls.__dict__.get("_fwport_scan")
+        if by_type is None:
+            tab = table(cls)
+            by_type = {None: all(n in STATEMENT_LEVEL for n in tab)}  # (None → expressions skipped)
+            setattr(cls, "_fwport_scan", by_type)
+        _scan_hooks(node, visitor, table(cls), by_type)
     elif cls.on_leave is cst.CSTVisitor.on_leave:  # its own on_visit, libcst's on_leave
         _scan(node, visitor, table(cls))
     else:
@@ -200,17 +220,26 @@ def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, leaves: dict | None) -> No
             leave(visitor, node)
 
 
-def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict) -> None:
-    t = type(node)
-    visit, leave = tab.get(t.__name__, _NO_HOOKS)
+def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: dict) -> None:
+    # by_type: node type → (visit hook, leave hook, child fields) of the visitor's class, kept on
+    # the class (one dict look-up per node instead of three)
+    t = node.__class__
+    entry = by_type.get(t)
+    if entry is None:
+        entry = by_type[t] = SKIP if by_type[None] and issubclass(t, SKIPPABLE) else \
+            tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+    if entry is SKIP:
+        return
+    visit, leave, fields = entry
     if visit is None or visit(visitor, node) is not False:
-        for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        for name in fields:
             value = getattr(node, name)
-            if isinstance(value, (tuple, list)):
+            c = value.__class__
+            if c is tuple or c is list:
                 for child in value:
-                    _scan_hooks(child, visitor, tab)
-            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
-                _scan_hooks(value, visitor, tab)
+                    _scan_hooks(child, visitor, tab, by_type)
+            elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
+                _scan_hooks(value, visitor, tab, by_type)
     if leave is not None:
         leave(visitor, node)
 
@@ -230,7 +259,10 @@ def find_all(node: cst.CSTNode, kind: type) -> list:
     if hit is not None and hit[0] is node:
         return list(hit[1])
     out: list = []
-    _find(node, kind, out)
+    if kind.__name__ in STATEMENT_LEVEL and getattr(cst, kind.__name__, None) is kind:
+        _find_statements(node, kind, out)
+    else:
+        _find(node, kind, out)
     if len(_FOUND) >= 1024:
         _FOUND.clear()
     _FOUND[key] = (node, tuple(out))
@@ -238,18 +270,43 @@ def find_all(node: cst.CSTNode, kind: type) -> list:
 
 
 _FOUND: dict[tuple[int, type], tuple[cst.CSTNode, tuple]] = {}
+_IS_EXPRESSION: dict[type, bool] = {}
 
 
-def _find(node: cst.CSTNode, kind: type, out: list) -> None:
-    t = type(node)
+def _find_statements(node: cst.CSTNode, kind: type, out: list) -> None:
+    """_find of a statement-level kind: expressions (which hold none) not entered."""
+    t = node.__class__
     if t is kind:
         out.append(node)
     for name in _CHILD_FIELDS.get(t) or _child_fields(t):
         value = getattr(node, name)
-        if isinstance(value, (tuple, list)):
+        c = value.__class__
+        if c is tuple or c is list:
+            for child in value:
+                e = _IS_EXPRESSION.get(child.__class__)
+                if e is None:
+                    e = _IS_EXPRESSION[child.__class__] = isinstance(child, SKIPPABLE)
+                if not e:
+                    _find_statements(child, kind, out)
+        elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
+            e = _IS_EXPRESSION.get(c)
+            if e is None:
+                e = _IS_EXPRESSION[c] = isinstance(value, SKIPPABLE)
+            if not e:
+                _find_statements(value, kind, out)
+
+
+def _find(node: cst.CSTNode, kind: type, out: list) -> None:
+    t = node.__class__
+    if t is kind:
+        out.append(node)
+    for name in _CHILD_FIELDS.get(t) or _child_fields(t):
+        value = getattr(node, name)
+        c = value.__class__
+        if c is tuple or c is list:
             for child in value:
                 _find(child, kind, out)
-        elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+        elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
             _find(value, kind, out)
 
 

@@ -30,7 +30,8 @@ from dataclasses import fields as dataclass_fields
 import libcst as cst
 
 from fwport.core.hooks import attribute_hooks, table
-from fwport.core.names import _CHILD_FIELDS, _IS_NODE, ScopedResolver, _child_fields, _is_node
+from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, SKIP, SKIPPABLE, STATEMENT_LEVEL, ScopedResolver,
+                                _child_fields, _is_node)
 
 _REMOVE = cst.RemovalSentinel.REMOVE
 _NO_HOOKS = (None, None)
@@ -42,12 +43,12 @@ def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, fresh: bool = Fa
     """``node.visit(transformer)`` (see the module docstring for what differs; ``fresh``: a copy)."""
     # fresh: the ids of the copies made so far (a parent all of whose changed children are copies is
     # itself copied, without the validation with_changes runs: its fields are valid as they are)
-    return _rewrite(node, transformer, _mode(type(transformer)) + ({} if fresh else None,))
+    return _rewrite(node, transformer, _mode(type(transformer), fresh) + ({} if fresh else None,))
 
 
-def _mode(cls: type) -> tuple:
-    """How to call a transformer class's hooks: (its ``hooks.table``, whether its on_visit is libcst's,
-    whether its on_leave is libcst's, whether on_visit_attribute / on_leave_attribute must be
+def _mode(cls: type, fresh: bool = False) -> tuple:
+    """How to call a transformer class's hooks: (its hooks by node type, see :func:`_entry`; whether
+    its on_visit is libcst's, whether its on_leave is libcst's, whether on_visit_attribute / on_leave_attribute must be
     called). libcst's own on_visit / on_leave are answered from ``hooks`` (each hook looked up once
     per node type), and its attribute hooks are not called for a class without any."""
     T = cst.CSTTransformer
@@ -58,22 +59,40 @@ def _mode(cls: type) -> tuple:
         attrs = attribute_hooks(cls)
     else:
         attrs = True
-    return table(cls), cls.on_visit is T.on_visit, cls.on_leave is T.on_leave, attrs
+    libcst_visit, libcst_leave = cls.on_visit is T.on_visit, cls.on_leave is T.on_leave
+    key = "_fwport_fresh" if fresh else "_fwport_rewrite"
+    by_type = cls.__dict__.get(key)
+    if by_type is None:  # node type → its entry (see _entry), built as node types come
+        tab = table(cls)
+        # a transformer whose hooks are all on statement-level nodes (`with`, `def`, imports, ...)
+        # has nothing to do inside an expression, which holds none: it need not be walked (unless
+        # the walk must copy every node it enters)
+        skip = not fresh and libcst_visit and libcst_leave and not attrs and all(n in STATEMENT_LEVEL for n in tab)
+        by_type = {None: (tab, skip)}
+        setattr(cls, key, by_type)
+    return by_type, libcst_visit, libcst_leave, attrs
 
 
 def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
-    tab, libcst_visit, libcst_leave, attrs, copies = mode
+    by_type, libcst_visit, libcst_leave, attrs, copies = mode
+    t = node.__class__
+    entry = by_type.get(t)
+    if entry is None:
+        entry = _entry(by_type, t)
+    if entry is SKIP:
+        return node
+    visit, leave, fields = entry
     if libcst_visit:
-        visit = tab.get(type(node).__name__, _NO_HOOKS)[0]
         descend = visit is None or visit(transformer, node) is not False
     else:
         descend = transformer.on_visit(node)
     if descend:
         changes = None
         copied = copies is not None  # every change so far a fresh copy
-        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
+        for name in fields:
             value = getattr(node, name)
-            if isinstance(value, (tuple, list)):
+            c = value.__class__
+            if c is tuple or c is list:
                 if attrs:
                     transformer.on_visit_attribute(node, name)
                 items = None
@@ -92,7 +111,7 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                     transformer.on_leave_attribute(node, name)
                 if items is not None:
                     (changes := changes if changes is not None else {})[name] = tuple(items)
-            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+            elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
                 if attrs:
                     transformer.on_visit_attribute(node, name)
                 new = _rewrite(value, transformer, mode)
@@ -112,9 +131,22 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
     else:
         updated = node
     if libcst_leave:
-        leave = tab.get(type(node).__name__, _NO_HOOKS)[1]
         return updated if leave is None else leave(transformer, node, updated)
     return transformer.on_leave(node, updated)
+
+
+def _entry(by_type: dict, t: type) -> tuple:
+    """(visit_<Type>, leave_<Type>, child fields) of a transformer class for node type ``t``: one look-up
+    per node (``by_type``: the class's, from :func:`_mode`); SKIP for an expression (an argument, an
+    element) where the class has no hook on any node an expression can hold."""
+    tab, skip = by_type[None]
+    if skip and issubclass(t, SKIPPABLE):
+        entry = by_type[t] = SKIP
+    else:
+        entry = by_type[t] = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+    return entry
+
+
 
 
 _SLOTS: dict[type, tuple[str, ...]] = {}
