@@ -333,3 +333,31 @@ def test_numpy_of_a_model_output_detaches_it(tmp_path):
         assert y.shape == (2, 3) and np.abs(y).max() > 0
         assert res["row"] == pytest.approx(y[0].tolist(), rel=1e-6)
         assert res["loss"] == pytest.approx(float(np.mean(y ** 2)), rel=1e-5)
+
+
+def test_a_receiver_spread_over_lines_keeps_its_lines():
+    """keras-io probing_vits: `(model.layers[1]\\n.get_layer("p")\\n.kernel.numpy())` crashed the translation (the
+    receiver was rendered and parsed again as text, which a line break outside parentheses cannot be)."""
+    src = textwrap.dedent('''
+        import tensorflow as tf
+
+        projections = (
+            model.layers[1]
+            .get_layer("projection")
+            .kernel.numpy()
+        )
+        target = (
+            weights[0]
+        )
+        (
+            target
+            .kernel
+        ).assign(projections)
+    ''').lstrip()
+    r = translate_source(src, "p.py")
+    assert r.status.value != "failed", [f.message for f in r.findings]
+    assert '    .get_layer("projection")\n    .kernel.detach().numpy()\n)' in r.output
+    assert ").data.copy_(torch.as_tensor(projections))" in r.output
+    compile(r.output, "p.py", "exec")
+    again = translate_source(r.output, "p.py")
+    assert again.output == r.output

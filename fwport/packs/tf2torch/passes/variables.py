@@ -39,7 +39,6 @@ import libcst as cst
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
-from fwport.core.engine import _atom
 from fwport.core.position import render
 from fwport.packs.tf2torch.ops import IN_MODULE
 
@@ -173,6 +172,8 @@ class _Methods(cst.CSTVisitor):
 
         def apply(orig: cst.Call, upd: cst.Call, chain: str = chain) -> cst.BaseExpression:
             receiver = render(upd.func.value)
+            if "\n" in receiver and not getattr(upd.func.value, "lpar", None):  # spread over lines: kept parsable
+                receiver = f"({receiver})"
             args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in upd.args]
             if chain == ".data.copy_" and not isinstance(args[0].value, (cst.Integer, cst.Float, cst.UnaryOperation)):
                 # copy_ takes a tensor (or a number): a list or an array is made one first
@@ -191,8 +192,9 @@ class _Methods(cst.CSTVisitor):
                             "a loss, anything computed from a parameter) has no numpy(), where TensorFlow's eager "
                             "tensors always give one (detach() changes nothing else)",
                             node)
-        self.ctx.plans.add(node, lambda orig, upd: cst.parse_expression(
-            f"{render(_atom(upd.func.value))}.detach().numpy()"), by="variables")
+        # (built, not parsed from text: a receiver spread over lines inside parentheses renders with newlines)
+        self.ctx.plans.add(node, lambda orig, upd: upd.with_changes(func=upd.func.with_changes(
+            value=cst.Call(cst.Attribute(upd.func.value, cst.Name("detach"))))), by="variables")
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if id(node) in self.called:
