@@ -138,8 +138,8 @@ class _Methods(cst.CSTVisitor):
                     self._detached(node)
                 return None
             if not (func.attr.value.startswith("assign") and func.attr.value in METHODS and len(node.args) == 1
-                    and node.args[0].keyword is None and not node.args[0].star):
-                return None
+                    and node.args[0].keyword is None and not node.args[0].star and not _on_self(func.value)):
+                return None  # (self.w.assign(...): a weight the class passes own, add_weight's, KerasMetric's)
             # v.assign(x) on a receiver not bound to tf.Variable(...) here (a loop over model.variables, a
             # parameter): assign is a tf.Variable's method alone (no torch tensor, array or list has one, and
             # pandas' DataFrame.assign takes keywords only), so it is one, and as written it fails in torch
@@ -213,6 +213,13 @@ class _Methods(cst.CSTVisitor):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{recv[0]}.{attr}: {recv[0]} is a tf.Variable (a torch tensor in the translation) "
                             f"and fwport does not translate its attribute {attr}; write it by hand", node)
+
+
+def _on_self(node: cst.BaseExpression) -> bool:
+    """``self.x`` / ``self.x.y``: an attribute of the object whose method this is."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name) and node.value == "self"
 
 
 def _detached_already(receiver: cst.BaseExpression) -> bool:
