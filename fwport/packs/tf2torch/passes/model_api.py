@@ -89,27 +89,23 @@ METHODS: dict[str, str] = {
 #: Keras model attributes an nn.Module lacks, read outside the training code the training pass translates
 #: (``tape.gradient(loss, model.trainable_variables)``): what each becomes ({m}: the model), and why; None:
 #: an error finding (what to write instead)
-ATTRIBUTES: dict[str, tuple[str | None, str]] = {
-    "trainable_variables": ("[p for p in {m}.parameters() if p.requires_grad]",
-                            "the parameters that train, in the order the layers were created (Keras's order), each "
-                            "in torch's layout (a Dense kernel is the transposed weight)"),
-    "trainable_weights": ("[p for p in {m}.parameters() if p.requires_grad]",
-                          "the parameters that train, in the order the layers were created (Keras's order), each "
-                          "in torch's layout (a Dense kernel is the transposed weight)"),
-    "variables": ("[*{m}.parameters(), *{m}.buffers()]",
-                  "every parameter, then every buffer (BatchNorm's running statistics, and its num_batches_tracked "
-                  "count, which Keras has not), each in torch's layout (a Dense kernel is the transposed weight): not "
-                  "Keras's per-layer order, but the same pairing for two models of one architecture (a target "
-                  "network's soft update)"),
-    "weights": ("[*{m}.parameters(), *{m}.buffers()]",
+_TRAINABLE = ("[p for p in {m}.parameters() if p.requires_grad]",
+              "the parameters that train, in the order the layers were created (Keras's order), each in torch's "
+              "layout (a Dense kernel is the transposed weight)")
+_ALL_WEIGHTS = ("[*{m}.parameters(), *{m}.buffers()]",
                 "every parameter, then every buffer (BatchNorm's running statistics, and its num_batches_tracked "
                 "count, which Keras has not), each in torch's layout (a Dense kernel is the transposed weight): not "
                 "Keras's per-layer order, but the same pairing for two models of one architecture (a target "
-                "network's soft update)"),
-    "non_trainable_variables": (None, "[p for p in model.parameters() if not p.requires_grad] and "
-                                "list(model.buffers()) (BatchNorm's running statistics)"),
-    "non_trainable_weights": (None, "[p for p in model.parameters() if not p.requires_grad] and "
-                              "list(model.buffers()) (BatchNorm's running statistics)"),
+                "network's soft update)")
+_NON_TRAINABLE = (None, "[p for p in model.parameters() if not p.requires_grad] and list(model.buffers()) "
+                  "(BatchNorm's running statistics)")
+ATTRIBUTES: dict[str, tuple[str | None, str]] = {
+    "trainable_variables": _TRAINABLE,
+    "trainable_weights": _TRAINABLE,
+    "variables": _ALL_WEIGHTS,
+    "weights": _ALL_WEIGHTS,
+    "non_trainable_variables": _NON_TRAINABLE,
+    "non_trainable_weights": _NON_TRAINABLE,
     "layers": (None, "the translated module's submodules are its attributes, named in the translation "
                "(self.fc1, ...), or list(model.children()): not Keras's list (no InputLayer, activations and "
                "merges folded into forward), so an index into model.layers has no counterpart"),
