@@ -33,6 +33,10 @@ metrics = {
     "sparse_top5": keras.metrics.SparseTopKCategoricalAccuracy(),
     "precision": keras.metrics.Precision(),
     "recall": keras.metrics.Recall(thresholds=0.6),
+    "tp": keras.metrics.TruePositives(name="tp"),
+    "fp": keras.metrics.FalsePositives(thresholds=0.3),
+    "tn": keras.metrics.TrueNegatives(),
+    "fn": keras.metrics.FalseNegatives(thresholds=0.7),
     "auc": keras.metrics.AUC(),
     "auc_pr": keras.metrics.AUC(curve="PR", num_thresholds=50),
     "auc_pr_minoring": keras.metrics.AUC(curve="PR", summation_method="minoring"),
@@ -63,6 +67,7 @@ def batch(n):
             "mae": (reg_true, reg_pred), "mse": (reg_true, reg_pred), "mape": (reg_true, reg_pred),
             "top2": (onehot, scores), "sparse_top2": (classes, scores), "sparse_top5": (classes[:, None], scores),
             "precision": (labels01, probs), "recall": (labels01[:, 0], probs[:, 0]),
+            "tp": (labels01, probs), "fp": (labels01[:, 0], probs), "tn": (labels01, probs[:, 0]), "fn": (labels01, probs),
             "auc": (labels01, probs), "auc_pr": (labels01[:, 0], probs), "auc_pr_minoring": (labels01, probs[:, 0]),
             "auc_logits_majoring": (labels01, probs * 6 - 3)}
 
@@ -109,6 +114,10 @@ def test_translated_metrics_give_keras_results(tmp_path):
     # the cases must tell the metrics apart from trivial ones: neither 0 nor 1 everywhere
     for k in ("binary", "accuracy", "top2", "sparse_top2", "precision", "recall", "auc", "auc_pr"):
         assert any(0.0 < v < 1.0 for v in keras_out[k]), (k, keras_out[k])
+    # the counts differ from batch to batch and from each other (each threshold and side is exercised)
+    for k in ("tp", "fp", "tn", "fn"):
+        assert len(set(keras_out[k])) >= 2 and max(keras_out[k]) > 0, (k, keras_out[k])
+    assert len({tuple(keras_out[k]) for k in ("tp", "fp", "tn", "fn")}) == 4
 
 
 def test_a_list_of_thresholds_is_refused():

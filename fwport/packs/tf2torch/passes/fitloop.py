@@ -634,6 +634,98 @@ METRIC_CLASSES = {
         self.update_state(*args)
         return self.result()
 ''',
+    "TruePositives": '''class TruePositives:
+    """keras.metrics.TruePositives: the number of true positives so far, as a float32
+    scalar (a prediction above the threshold whose label is positive); reset_state() starts over."""
+
+    def __init__(self, thresholds=None):
+        self.threshold = 0.5 if thresholds is None else thresholds
+        self.reset_state()
+
+    def reset_state(self):
+        self.count = 0.0
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        positive, actual = y_pred > self.threshold, y_true.bool()
+        self.count += (positive & actual).sum().item()
+
+    def result(self):
+        return torch.tensor(self.count)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
+    "FalsePositives": '''class FalsePositives:
+    """keras.metrics.FalsePositives: the number of false positives so far, as a float32
+    scalar (a prediction above the threshold whose label is negative); reset_state() starts over."""
+
+    def __init__(self, thresholds=None):
+        self.threshold = 0.5 if thresholds is None else thresholds
+        self.reset_state()
+
+    def reset_state(self):
+        self.count = 0.0
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        positive, actual = y_pred > self.threshold, y_true.bool()
+        self.count += (positive & ~actual).sum().item()
+
+    def result(self):
+        return torch.tensor(self.count)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
+    "TrueNegatives": '''class TrueNegatives:
+    """keras.metrics.TrueNegatives: the number of true negatives so far, as a float32
+    scalar (a prediction at or below the threshold whose label is negative); reset_state() starts over."""
+
+    def __init__(self, thresholds=None):
+        self.threshold = 0.5 if thresholds is None else thresholds
+        self.reset_state()
+
+    def reset_state(self):
+        self.count = 0.0
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        positive, actual = y_pred > self.threshold, y_true.bool()
+        self.count += (~positive & ~actual).sum().item()
+
+    def result(self):
+        return torch.tensor(self.count)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
+    "FalseNegatives": '''class FalseNegatives:
+    """keras.metrics.FalseNegatives: the number of false negatives so far, as a float32
+    scalar (a prediction at or below the threshold whose label is positive); reset_state() starts over."""
+
+    def __init__(self, thresholds=None):
+        self.threshold = 0.5 if thresholds is None else thresholds
+        self.reset_state()
+
+    def reset_state(self):
+        self.count = 0.0
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        positive, actual = y_pred > self.threshold, y_true.bool()
+        self.count += (~positive & actual).sum().item()
+
+    def result(self):
+        return torch.tensor(self.count)
+
+    def __call__(self, *args):
+        self.update_state(*args)
+        return self.result()
+''',
     "AUC": '''class AUC:
     """keras.metrics.AUC: the area under the ROC (or PR) curve of the predictions so far, computed as Keras
     does: num_thresholds evenly spaced thresholds, true / false positive and negative counts per threshold
@@ -756,9 +848,10 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
         y_pred = y_pred.squeeze(-1)
     return y_true, y_pred
 '''
+_COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
 _ELEMENTWISE_METRICS = {"BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
-                        "MeanAbsolutePercentageError", "Precision", "Recall", "AUC"}
-_STANDALONE_METRICS = {"Precision", "Recall", "AUC"}  # not derived from Mean
+                        "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
+_STANDALONE_METRICS = {"Precision", "Recall", "AUC", *_COUNTS}  # not derived from Mean
 
 
 def metric_classes(names: set[str], spell) -> str:
