@@ -113,9 +113,18 @@ def _keras_params(info: dict) -> list[tuple[str, str, str | None]]:
     return [tuple(p) for p in info["params"] if p[1] not in ("VAR_POSITIONAL", "VAR_KEYWORD")]
 
 
+def _source_info(rule, keras3) -> dict:
+    root = rule.names[0].split(".")[0]
+    if root not in ("keras", "tensorflow") and find_spec(root) is None:
+        # a library built on TensorFlow (tensorflow_addons ...) that does not install beside Keras 3: its
+        # rule's signature was copied from the library's source (the rule's notes say which version)
+        pytest.skip(f"{root} is not installed")
+    return keras3[_source_module(rule.names[0])]
+
+
 @pytest.mark.parametrize("rule", [r for r in RULES if r.kind != "constant"], ids=lambda r: r.id)
 def test_source_signature_matches_keras3(rule, keras3):
-    info = keras3[_source_module(rule.names[0])]
+    info = _source_info(rule, keras3)
     assert "error" not in info, f"{rule.path}: {rule.names[0]} cannot be introspected: {info.get('error')}"
     real = _keras_params(info)
     real_names = [n for n, _, _ in real]
@@ -148,7 +157,7 @@ def test_source_signature_matches_keras3(rule, keras3):
 
 @pytest.mark.parametrize("rule", [r for r in RULES if r.kind != "constant"], ids=lambda r: r.id)
 def test_aliases_are_not_keras3_parameters(rule, keras3):
-    info = keras3[_source_module(rule.names[0])]
+    info = _source_info(rule, keras3)
     real_names = {n for n, _, _ in _keras_params(info)}
     for spec in rule.args.values():
         clash = set(spec.aliases) & real_names

@@ -26,6 +26,12 @@ from fwport.packs.tf2torch.registry import TRANSFORMS
 
 #: Top-level packages that make a file a TensorFlow/Keras source.
 SOURCE_ROOTS = ("tensorflow", "keras", "tf_keras")
+#: packages built on TensorFlow or Keras: a file that imports one still needs TensorFlow where it uses it, so
+#: their names are translated by rules or reported (no-rule / residue, with GUIDANCE), never passed through
+SOURCE_MODULES = ("tensorflow_addons", "tensorflow_hub", "tensorflow_datasets", "tensorflow_probability",
+                  "tensorflow_text", "tensorflow_io", "tensorflow_model_optimization", "tensorflow_lite_support",
+                  "tensorflow_serving", "tensorflow_decision_forests", "tensorflow_recommenders",
+                  "tensorflow_similarity", "tensorflow_federated", "tf_agents", "keras_cv", "keras_nlp", "keras_hub")
 
 # Longest prefix first: the canonical spelling of each source namespace.
 _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -73,7 +79,7 @@ _CANON_EXACT.update({f"tensorflow.compat.v1.{d}": f"tensorflow.{d}" for d in (
     "uint64", "bool", "complex64", "complex128", "string")})
 
 _KERAS2_HINTS = re.compile(r"\btf_keras\b|\bexperimental\.preprocessing\b|\blr\s*=|\.fit_generator\(|"
-                           r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b")
+                           r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b|\btensorflow_addons\b")
 
 
 def detect_keras_version(text: str, forced: int | None = None) -> tuple[int, str]:
@@ -136,7 +142,7 @@ CODE_ADVICE = {
 DIRECTION = Direction(
     name="tf2torch",
     summary="TensorFlow 2 / Keras (tf.keras, Keras 3, tf_keras) → PyTorch",
-    source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT),
+    source=SourceNames(SOURCE_ROOTS, _CANON_PREFIXES, _CANON_EXACT, modules=SOURCE_MODULES),
     mentions=re.compile(r"\b(tensorflow|keras|tf_keras)\b"),
     source_title="TensorFlow/Keras",
     # a free `tf.` / `keras.` in a file that imports TensorFlow or Keras (a notebook fragment)

@@ -105,6 +105,47 @@ GUIDANCE: dict[str, str] = {
     "tensorflow.io.decode_csv":
         "CSV fields parsed from string tensors: parse the lines in Python (csv.reader) or read the file with "
         "pandas.read_csv, then torch.as_tensor the columns",
+    # libraries built on TensorFlow / Keras (SOURCE_MODULES): they need TensorFlow where they are used
+    "tensorflow_addons":
+        "TensorFlow Addons (archived; it runs on TensorFlow): write its PyTorch counterpart by hand, e.g. "
+        "tfa.optimizers.AdamW → torch.optim.AdamW(params, lr=lr, weight_decay=wd / lr, eps=1e-7) (tfa's decay is "
+        "not multiplied by the learning rate, torch's is), tfa.layers.GELU → nn.GELU(approximate=\"tanh\") "
+        "(tfa's default is the tanh approximation), tfa.layers.InstanceNormalization → nn.InstanceNorm2d(c, "
+        "affine=True, eps=1e-3) on channels-first maps",
+    "tensorflow_hub":
+        "a TF Hub model is a SavedModel (TensorFlow graph and weights): its PyTorch counterpart is a model of "
+        "torchvision.models, timm or Hugging Face transformers with other weights (expect other outputs, and "
+        "fine-tune again)",
+    "tensorflow_datasets":
+        "TensorFlow Datasets yields tf.data pipelines: load the data with torchvision.datasets or Hugging Face "
+        "`datasets` (datasets.load_dataset(name), many TFDS names exist there too) and batch it with a "
+        "torch.utils.data.DataLoader; or export it once to NumPy files (tfds.as_numpy, with TensorFlow) that a "
+        "Dataset reads",
+    "tensorflow_probability":
+        "TensorFlow Probability: torch.distributions has the common distributions (Normal, Categorical, "
+        "Bernoulli, MultivariateNormal, ... check each parameterisation: scale vs variance, logits vs probs) and "
+        "bijectors as torch.distributions.transforms; Pyro / NumPyro for the rest",
+    "tensorflow_text":
+        "text ops on string tensors: torch has no string tensors: tokenise in Python (Hugging Face tokenizers, "
+        "sentencepiece) in the Dataset's __getitem__ or a collate_fn",
+    "tensorflow_io":
+        "file formats read into TensorFlow tensors: read them in the Dataset with a Python library (soundfile / "
+        "torchaudio for audio, PIL for images, pyarrow for Parquet) and torch.as_tensor the result",
+    "tensorflow_model_optimization":
+        "pruning and quantization of Keras models: torch.nn.utils.prune and torch.ao.quantization",
+    "tensorflow_lite_support": "TensorFlow Lite deployment: export the PyTorch model with torch.export (ExecuTorch "
+                               "for mobile) or ONNX",
+    "tensorflow_serving": "serving TensorFlow SavedModels: serve the PyTorch model with TorchServe, or export it "
+                          "with torch.export / ONNX",
+    "tensorflow_decision_forests": "decision forests are not neural networks: the `ydf` package trains the same "
+                                   "models without TensorFlow (or scikit-learn's ensembles)",
+    "tf_agents": "reinforcement learning on TensorFlow: write the agent in PyTorch (TorchRL, Stable-Baselines3)",
+    "keras_cv": "a KerasCV model, layer or augmentation: PyTorch's counterparts are torchvision.models / timm "
+                "and torchvision.transforms.v2 (other weights: fine-tune again)",
+    "keras_nlp": "a KerasNLP model, layer or tokenizer: PyTorch's counterparts are Hugging Face transformers and "
+                 "tokenizers (other weights: fine-tune again)",
+    "keras_hub": "a KerasHub model, layer or tokenizer: PyTorch's counterparts are torchvision / timm / Hugging "
+                 "Face transformers and tokenizers (other weights: fine-tune again)",
 }
 
 # tf.strings: torch has no string tensors. Text is prepared in Python (a Dataset's __getitem__, a collate_fn

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
-from fwport.core.engine import _with_commas
+from fwport.core.engine import _with_commas, code
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
 
@@ -42,7 +42,8 @@ def is_schedule(node, ctx) -> bool:
 def optimizer(m, ctx):
     """``torch.optim.X(params, lr=..., ...)``: ``beta1``/``beta2`` (renamed ``beta_1``/``beta_2``)
     become torch's ``betas`` tuple; ``emit.options.set`` holds arguments always written (name →
-    expression), e.g. Nadam's ``momentum_decay``."""
+    expression), e.g. Nadam's ``momentum_decay``; ``emit.options.decay_not_scaled``: the source's decoupled
+    weight decay is not multiplied by the learning rate (TensorFlow Addons'), torch's is: weight_decay / lr."""
     target = m.rule.emit["target"]
     params = m.extras.get("params")
     factory = m.extras.get("factory")  # given to a compile that creates it over the parameters it updates
@@ -77,6 +78,19 @@ def optimizer(m, ctx):
             return None
         m.extras["schedule_expr"] = kwargs["lr"]  # the pass writes LambdaLR(optimizer, <it>)
         kwargs["lr"] = cst.Float("1.0")  # LambdaLR multiplies this by the schedule's value
+    if m.rule.emit.get("options", {}).get("decay_not_scaled") and "weight_decay" in kwargs:
+        # TensorFlow Addons' decoupled decay subtracts wd * p, torch's lr * wd * p: the same step with wd / lr
+        if "schedule_expr" in m.extras or isinstance(kwargs["weight_decay"], cst.Lambda):
+            m.fail(ctx, "unsupported-argument",
+                   f"weight_decay={m.written('weight_decay')}: this optimizer decays by weight_decay * p at each step "
+                   "(not multiplied by the learning rate), torch's AdamW by lr * weight_decay * p; with a schedule or "
+                   "a callable the two follow different curves: write the decay by hand (p.mul_(1 - wd) for each "
+                   "parameter under torch.no_grad() before optimizer.step(), and weight_decay=0)")
+            return None
+        lr = kwargs.get("lr", cst.Float("0.001"))
+        wd, lr = (code(v) if isinstance(v, (cst.Integer, cst.Float)) else _atom_text(v)
+                  for v in (kwargs["weight_decay"], lr))
+        kwargs["weight_decay"] = cst.parse_expression(f"{wd} / {lr}")
     if "lr" in kwargs:  # the learning rate first, as torch code writes it
         kwargs = {"lr": kwargs.pop("lr"), **kwargs}
     b1, b2 = kwargs.pop("beta1", None), kwargs.pop("beta2", None)
