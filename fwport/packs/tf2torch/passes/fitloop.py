@@ -79,6 +79,9 @@ class Compiled:
     accuracy: bool = False
     accuracy_name: str = "accuracy"  # the history key: the metric's name as compile was given it
     accuracy_kind: str = ""  # a named accuracy (its labels must be the loss's), "" for Keras's pick
+    # compile's metrics= other than one accuracy or error: [(Keras's name, the metric's expression, written
+    # class or "")], metric objects the compile statement binds in a dict by those names, which fit / evaluate take
+    metrics: list = field(default_factory=list)
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
@@ -114,8 +117,8 @@ def bind(call: cst.Call, params: tuple) -> dict | None:
     return out
 
 
-def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=None, loss_function=None
-                 ) -> Compiled | str:
+def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=None, loss_function=None,
+                 metric_list=None) -> Compiled | str:
     """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
     a call's callee (or None); ``named(name)``: the Keras optimizer call a name given as the optimizer
     is bound to, when the training pass creates it over the model's parameters (or None);
@@ -123,7 +126,9 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     binding becomes the torch loss the loop calls (or None); ``loss_function(node)``: for a loss given as a
     function, ``keras.losses.hinge`` or one of the file's ``def my_loss(y_true, y_pred)``, its rule (a
     per-sample loss function's) or "" for the file's own, else None (the loop calls it in Keras's order and
-    takes the mean, as Keras's LossFunctionWrapper does)."""
+    takes the mean, as Keras's LossFunctionWrapper does); ``metric_list(node, loss plan)``: for metrics= other than one
+    accuracy or error, [(Keras's name, expression, written class or "")] of its metric objects (``c.metrics``),
+    or why the loop cannot compute them."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
@@ -157,14 +162,19 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
         else:
             return f"{kind}= is neither a Keras name nor a Keras {kind} object the file creates there"
     metric = _accuracy_metric(args.get("metrics"), rule_of)
-    if metric is NOT_LITERAL:
+    metrics = metric_list(args["metrics"], plans["loss"]) if metric is NOT_LITERAL and metric_list is not None else None
+    if isinstance(metrics, str):
+        return metrics
+    if metrics is not None:
+        metric = None
+    elif metric is NOT_LITERAL:
         return ("metrics other than one accuracy ('accuracy', 'sparse_categorical_accuracy', "
                 "keras.metrics.SparseCategoricalAccuracy(), ...) or one error ('mae', 'mse', 'mape', "
                 "keras.metrics.MeanAbsoluteError(), ...) are not translated (compute them in the loop)")
     if plans["loss"][0] == "function" and metric is not None and metric[1] not in (*NAMED_ACCURACIES, *_ERROR_SUMS):
         return ("metrics=['accuracy'] with a loss function: Keras picks the accuracy from the shapes of the "
                 "labels and outputs; name it (sparse_categorical_accuracy, categorical_accuracy, binary_accuracy)")
-    c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None)
+    c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None, metrics=metrics or [])
     if metric is not None:
         c.accuracy_name, c.accuracy_kind = metric
     return c
@@ -263,7 +273,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "",
         ]
     x_of = n["inputs"] if channels_first else n["tensor"]
-    head = "model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn"
+    ms = bool(c.metrics)  # compile's metric objects, given as a dict {Keras's name: metric}
+    head = ("model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn") + (
+        ", metrics" if ms else "")
     if not general and not cbs:
         lines += [
             f"def {n['fit']}({head}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
@@ -280,8 +292,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     lines += [
         '    """model.fit as Keras runs it: the last validation_split of the samples held out before shuffling,',
         "    the rest shuffled every epoch, batches of 32 by default; returns the per-epoch averages",
-        "    (Keras's History.history)." + ('"""' if not general and not cbs and not c.schedule else ""),
+        "    (Keras's History.history)." + ('"""' if not general and not cbs and not c.schedule and not ms else ""),
     ]
+    if ms:
+        lines += ["    metrics: {name: metric}, each reset every epoch and updated with (y, the model's outputs) of every",
+                  "    batch, as Keras updates compile's metrics; its result() joins the history under its name."
+                  + ('"""' if not general and not cbs and not c.schedule else "")]
     if c.schedule:
         lines += ["    scheduler: the optimizer's learning-rate schedule, stepped after every update as Keras steps it."
                   + ('"""' if not general and not cbs else "")]
@@ -308,7 +324,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines += [f"    x, y = {x_of}(x), {n['tensor']}(y)"]
     lines += [
         "    batch_size = batch_size or 32",
-        "    history = {" + ", ".join(f'"{k}": []' for k in ["loss", *([name] if acc else [])]) + "}",
+        "    history = {" + ", ".join(f'"{k}": []' for k in ["loss", *([name] if acc else [])])
+        + (", **{name: [] for name in metrics}" if ms else "") + "}",
     ]
     if cbs:
         lines += [
@@ -325,6 +342,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    for epoch in range(epochs):",
         "        model.train()",
     ]
+    if ms:
+        lines += ["        for metric in metrics.values():", "            metric.reset_state()"]
     if cbs:
         lines += [
             "        for callback in callbacks:",
@@ -369,20 +388,31 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         lines.append("            seen += len(xb)")
     if acc:
         lines.append(f"            correct += {correct}")
+    if ms:
+        lines += ["            for metric in metrics.values():", "                metric.update_state(yb, pred)"]
     size = "seen" if general else "len(x)"
     lines.append(f'        history["loss"].append(total / {size})')
     if acc:
         lines.append(f'        history["{name}"].append(correct / {size})')
+    if ms:
+        lines += ["        for name, metric in metrics.items():",
+                  "            history[name].append(float(metric.result()))"]
+    with_metrics = ", metrics" if ms else ""
     lines += ["        if validation_data is not None:"]
     if general:
         lines += [
             "            data = validation_data if isinstance(validation_data, tuple) else (validation_data, None)",
-            f"            val = {n['evaluate']}(model, loss_fn, *data, batch_size=batch_size, verbose=0, "
+            f"            val = {n['evaluate']}(model, loss_fn{with_metrics}, *data, batch_size=batch_size, verbose=0, "
             "steps=validation_steps)",
         ]
     else:
-        lines += [f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)"]
-    if acc:
+        lines += [f"            val = {n['evaluate']}(model, loss_fn{with_metrics}, *validation_data, batch_size=batch_size, "
+                  "verbose=0)" if ms else
+                  f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)"]
+    if ms:
+        lines += ['            for name, value in zip(["loss", *metrics], val):',
+                  '                history.setdefault(f"val_{name}", []).append(value)']
+    elif acc:
         lines += ['            history.setdefault("val_loss", []).append(val[0])',
                   f'            history.setdefault("val_{name}", []).append(val[1])']
     else:
@@ -409,9 +439,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "",
     ]
     what = "the mean loss" + ((" and " + ("accuracy" if c.accuracy_kind not in _ERROR_SUMS else name)) if acc else "")
+    if ms:
+        what = "[the mean loss, *each metric's result]"
+    reset = ["    for metric in metrics.values():", "        metric.reset_state()"] if ms else []
     if general:
         lines += [
-            f"def {n['evaluate']}(model, loss_fn, x, y=None, batch_size=None, verbose=1, steps=None):",
+            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y=None, batch_size=None, verbose=1, steps=None):",
             f'    """model.evaluate: {what} over the samples, in inference mode; x may be an iterable of',
             '    (x, y) batches (y None), read from its start, steps batches of it when steps is given."""',
             "    batch_size = batch_size or 32",
@@ -421,6 +454,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    else:",
             f"        batches = {islice}(iter(x), steps)",
             "    model.eval()",
+            *reset,
             "    total = correct = seen = 0.0",
             f"    with {no_grad}():",
             "        for xb, yb in batches:",
@@ -431,11 +465,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         ]
     else:
         lines += [
-            f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1):",
+            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1):",
             f'    """model.evaluate: {what} over the samples, in inference mode."""',
             f"    x, y = {x_of}(x), {n['tensor']}(y)",
             "    batch_size = batch_size or 32",
             "    model.eval()",
+            *reset,
             "    total = correct = 0.0",
             f"    with {no_grad}():",
             "        for start in range(0, len(x), batch_size):",
@@ -446,6 +481,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if acc:
         lines += [f"            correct += {correct}"]
         result = f"[total / {size}, correct / {size}]"
+    elif ms:
+        lines += ["            for metric in metrics.values():", "                metric.update_state(yb, pred)"]
+        result = f"[total / {size}, *(float(metric.result()) for metric in metrics.values())]"
     else:
         result = f"total / {size}"
     lines += [

@@ -271,6 +271,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
+        # name → (the literal list / tuple, its scope, its statement) of each `name = [...]` (compile's metrics=name)
+        self.lists: dict[str, tuple[cst.List | cst.Tuple, int, int]] = {}
+        self.changed: set[str] = set()  # names whose list a method changes (`name.append(...)`) or `name += ...`
         # train_step classes → what of Keras 2's compiled loss / metrics their methods read (COMPILED, "metrics")
         self.compiled_uses: dict[str, set[str]] = {}
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
@@ -323,6 +326,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         self.schedules.add(name)
                 else:
                     self.instances.setdefault(name, set()).add("")
+                if isinstance(node.value, (cst.List, cst.Tuple)):
+                    self.lists[name] = (node.value, self._scope_id(), self.order)
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
                     kind = _transform(self.ctx, q)
@@ -359,10 +364,15 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.rate_writes.add(id(node.target))
+        if isinstance(node.target, cst.Name):
+            self.changed.add(node.target.value)
 
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name):
             self.calls_of.setdefault(node.func.value, []).append(node)
+        if (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
+                and node.func.attr.value in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse")):
+            self.changed.add(node.func.value.value)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "assign":
             self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
         if _method_of(node) in ("fit", "evaluate", "predict"):
@@ -493,6 +503,65 @@ _STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
 # one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
 _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
                       "keras.losses.CategoricalCrossentropy": "CategoricalAccuracy"}
+
+
+def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | None, lists=None) -> list | str:
+    """compile's metrics= (a list written there; with ``lists``, also a name ``lists(name)`` gives the one literal
+    list it is bound to) → [(Keras's name for it, the metric's expression, written class or "")], or why not. A
+    string names its class, under the string's name; ``accuracy``: the class "accuracy" / "acc" is (None: refused,
+    Keras 2 would pick it by shapes the pass does not know). A metric object keeps its name= or Keras's default
+    name; the expression of an element of a named list is ``name[i]`` (the list's own object)."""
+    if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
+        return []
+    owner = None
+    if isinstance(node, cst.Name) and lists is not None:
+        owner, node = node.value, lists(node.value)
+        if node is None:
+            return f"metrics={owner}: {owner} is not a name bound once, before the compile, to a literal list"
+    if not isinstance(node, (cst.List, cst.Tuple)):
+        return f"metrics={code(node)} is not a list written in the compile"
+    out = []
+    for i, e in enumerate(node.elements):
+        m = e.value
+        if isinstance(e, cst.StarredElement):
+            return f"metrics={code(node)} unpacks a list: write its metrics out"
+        lit = literal_value(m, NOT_LITERAL)
+        if isinstance(lit, str):
+            cls = _STRING_METRICS.get(lit)
+            if lit in fitloop.ACCURACY:
+                # no loss to tell it: Keras picks it from the shapes of the labels and outputs, as the
+                # written ShapeAccuracy does at each update
+                cls = accuracy
+                if cls is None:
+                    return (f"metrics=[{lit!r}]: Keras 2 picks the accuracy from the labels' and outputs' shapes "
+                            "here; name it (keras.metrics.SparseCategoricalAccuracy(), ...)")
+            if cls is None:
+                return f"the metric {lit!r} is not translated"
+            out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+            continue
+        call = m
+        if isinstance(m, cst.Name):
+            bound = plan.metric_calls.get(m.value, [])
+            if len(bound) != 1 or len(plan.bound_at.get(m.value, [])) != 1:
+                return f"the metric {m.value} is not a name bound once to a Keras metric object"
+            call = bound[0]
+        q = qualname(call.func) if isinstance(call, cst.Call) else None
+        if _transform(ctx, q) != "metric" or q == "keras.metrics.Mean":
+            return f"the metric {code(m)} is not a Keras metric object of y_true and y_pred fwport translates"
+        rule = ctx.pack.by_name[q]
+        given = bind_call(call, rule).values.get("name")
+        default = next((p.default for p in rule.params if p.name == "name"), None)
+        name = literal_value(given, NOT_LITERAL) if given is not None else (
+            literal_value(cst.parse_expression(default), NOT_LITERAL) if default else NOT_LITERAL)
+        if name is None and given is None:  # Keras names it after its class: TruePositives → true_positives
+            name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", q.split(".")[-1])).lower()
+        if not isinstance(name, str):
+            return f"the metric {code(m)}: its name is not a literal"
+        out.append((name, cst.parse_expression(f"{owner}[{i}]") if owner else m, ""))
+    names = [n for n, _, _ in out]
+    if len(set(names)) != len(names):
+        return "two compiled metrics have one name"
+    return out
 
 
 def _receiver_root(func: cst.BaseExpression) -> cst.Name | None:
@@ -812,12 +881,28 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             made.append(cst.Assign([cst.AssignTarget(cst.Name(n["loss_fn"]))], loss))
         elif made:
             made.pop()  # (the line break after the optimizer)
-        else:
+        if c.metrics:
+            made += [cst.Expr(cst.Call(cst.Name(MARK)))] if made else []
+            made.append(cst.Assign([cst.AssignTarget(cst.Name(n["metrics"]))], self._metric_dict(c, call)))
+        if not made:
             made = [cst.Expr(cst.Call(cst.Name(MARK)))]  # nothing: the statement goes (finish)
         body[at:at + 1] = made
         if at + 1 < len(body) - len(made) + 1:  # what followed compile on its line goes on with the loss's line
             body.insert(at + len(made), cst.Expr(cst.Call(cst.Name(MARK))))
         return updated_node.with_changes(body=body)
+
+    def _metric_dict(self, c: fitloop.Compiled, call: cst.Call) -> cst.Dict:
+        """compile's metrics → ``{Keras's name: metric object}``, which the written fit / evaluate update per batch
+        (a string's class written into the file; a metric object translated where it stands, by its rule)."""
+        for _, _, cls in c.metrics:
+            if cls:
+                self.ctx.options.setdefault("_metric_classes", set()).add(cls)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"metrics=[...] → {c.names['metrics']} = {{{', '.join(repr(k) for k, _, _ in c.metrics)}: ...}}: "
+                        "the written fit / evaluate reset them every epoch, update them with (y, the model's outputs) "
+                        "of every batch and report each result() under the name Keras gives it", call)
+        return cst.Dict([cst.DictElement(cst.SimpleString(repr(k) if set(k) & set("'\"\\") else f'"{k}"'), v)
+                         for k, v, _ in c.metrics])
 
     def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         method = _method_of(original_node)
@@ -858,8 +943,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c.factory:  # `m = get_model()`: m's own optimizer and loss, bound beside it
             model = original_node.func.value.value
             opt, loss = factory_names(c, model)
-        head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss],
-                "evaluate": [model, loss], "predict": [model]}[method]
+        metrics = [c.names["metrics"]] if c.metrics else []
+        head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics],
+                "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
         for k in taken:
             if k in args:
@@ -1356,49 +1442,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def _metrics_of(self, node, loss) -> list | str:
         """compile's metrics= → [(Keras's name for it, the metric's expression, written class or "")], or
-        why not. A string names its class (\"accuracy\": the one the loss takes its labels for)."""
-        if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
-            return []
-        if not isinstance(node, (cst.List, cst.Tuple)):
+        why not (:func:`_compile_metrics`; a list written in the compile)."""
+        if node is not None and literal_value(node, NOT_LITERAL) not in (None, [], ()) and not isinstance(
+                node, (cst.List, cst.Tuple)):
             return f"metrics={code(node)} is not a list written in the compile"
-        out = []
-        for e in node.elements:
-            m = e.value
-            lit = literal_value(m, NOT_LITERAL)
-            if isinstance(lit, str):
-                cls = _STRING_METRICS.get(lit)
-                if lit in fitloop.ACCURACY:
-                    # no loss to tell it: Keras 2 picks it from the shapes of the labels and outputs, as the
-                    # written ShapeAccuracy does at each update
-                    cls = _ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else "ShapeAccuracy"
-                    if cls is None:
-                        return (f"metrics=[{lit!r}]: Keras 2 picks the accuracy from the labels' and outputs' shapes "
-                                "here; name it (keras.metrics.SparseCategoricalAccuracy(), ...)")
-                if cls is None:
-                    return f"the metric {lit!r} is not translated"
-                out.append((lit, cst.parse_expression(f"{cls}()"), cls))
-                continue
-            call = m
-            if isinstance(m, cst.Name):
-                bound = self.plan.metric_calls.get(m.value, [])
-                if len(bound) != 1 or len(self.plan.bound_at.get(m.value, [])) != 1:
-                    return f"the metric {m.value} is not a name bound once to a Keras metric object"
-                call = bound[0]
-            q = self.qualname(call.func) if isinstance(call, cst.Call) else None
-            if _transform(self.ctx, q) != "metric" or q == "keras.metrics.Mean":
-                return f"the metric {code(m)} is not a Keras metric object of y_true and y_pred fwport translates"
-            rule = self.ctx.pack.by_name[q]
-            given = bind_call(call, rule).values.get("name")
-            default = next((p.default for p in rule.params if p.name == "name"), None)
-            name = literal_value(given, NOT_LITERAL) if given is not None else (
-                literal_value(cst.parse_expression(default), NOT_LITERAL) if default else NOT_LITERAL)
-            if not isinstance(name, str):
-                return f"the metric {code(m)}: its name is not a literal"
-            out.append((name, m, ""))
-        names = [n for n, _, _ in out]
-        if len(set(names)) != len(names):
-            return "two compiled metrics have one name"
-        return out
+        cls = (_ACCURACY_FOR_LOSS.get(loss[0].names[0]) if loss is not None else "ShapeAccuracy")
+        return _compile_metrics(node, self.plan, self.ctx, self.qualname, cls)
 
     # -- the training flag of a model call
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
@@ -2505,7 +2554,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
         loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function") else ctx.pack.by_name[c.loss[1]]
         c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
-                 tuple(sorted(c.clips.items())))
+                 tuple(sorted(c.clips.items())), bool(c.metrics))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
         for arg in models.param_args.get((scope, model), []) if models is not None else ():
@@ -2591,8 +2640,28 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         required = [x for x in (*p.posonly_params, *p.params) if x.default is None]
         return "" if len(required) == 2 and all(x.default is not None for x in p.kwonly_params) else None
 
+    def listed(name: str) -> cst.List | cst.Tuple | None:
+        """The literal list a name given as metrics= is bound to: once, by a statement of the compile's scope or
+        the module's before it, and not changed after (append, +=)."""
+        bound = plan.lists.get(name)
+        if (bound is None or len(plan.bound_at.get(name, [])) != 1 or name in plan.changed
+                or bound[1] not in (0, scope) or (bound[1] == scope and bound[2] >= plan.call_order.get(id(call), 0))):
+            return None
+        return bound[0]
+
+    def metric_list(node: cst.BaseExpression, loss: tuple) -> list | str:
+        """Several metrics (or one the single-metric loop does not compute): the metric objects fit / evaluate
+        update; "accuracy" is the class Keras picks by the shapes of labels and outputs (the loss's own where
+        its labels tell it)."""
+        rule = loss[1] if loss[0] in ("call", "name") else ctx.pack.by_name.get(loss[1]) if loss[0] == "string" \
+            else None
+        accuracy = _ACCURACY_FOR_LOSS.get(rule.names[0], "ShapeAccuracy") if rule is not None else "ShapeAccuracy"
+        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed)
+        return out if isinstance(out, list) else f"{out}; the written-out loop computes metrics of (y_true, y_pred) " \
+            "that fwport translates: strings ('accuracy', 'mae', ...) and keras.metrics objects"
+
     c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
-                             named_loss, loss_function)
+                             named_loss, loss_function, metric_list)
     if isinstance(c, str):
         return refuse(c)
     if c.loss[0] in ("call", "name"):
@@ -2614,9 +2683,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     if factory is not None:
-        if c.schedule or c.optimizer[0] == "name":
-            return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
-                          "bound elsewhere, which the factory's return does not carry yet")
+        if c.schedule or c.optimizer[0] == "name" or c.metrics:
+            return refuse("it is compiled inside a model factory with a learning-rate schedule, an optimizer "
+                          "bound elsewhere or metric objects, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
     taken = set(plan.bound_at)
 
@@ -2635,6 +2704,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
                "inputs": free("channels_first"), "loss_args": free("keras_loss_args")}
+    if c.metrics:  # the metric objects, {Keras's name: metric}, which the compile statement binds
+        c.names["metrics"] = free("metrics", True)
     if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
         c.names["loss_fn"] = c.loss[3]
     return c

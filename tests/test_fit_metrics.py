@@ -1,0 +1,131 @@
+"""compile(metrics=[...several...]) in the written-out fit loop (issue 9): the metric objects compile is given
+(strings, keras.metrics objects, a name bound to a literal list of them) become a dict {Keras's name: metric}
+beside the optimizer and the loss, which the generated fit / evaluate reset every epoch and update with
+(y, the model's outputs) of every batch; their results join the History under Keras's names and evaluate
+returns [loss, *metrics] in Keras's order.
+
+Numbers: each program is trained two epochs by Keras and by its translation from the same weights on fixed
+data (shuffle=False; subprocesses, TensorFlow unimportable in the torch one), and the histories and evaluate
+results are compared.
+"""
+from __future__ import annotations
+
+import textwrap
+
+import numpy as np
+from test_fit_callbacks import DRIVER, _run, errors, tx
+
+from fwport.core.pipeline import translate_source
+
+TOP_K = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+model.compile(
+    optimizer=keras.optimizers.SGD(learning_rate=0.3),
+    loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True),
+    metrics=[
+        keras.metrics.SparseCategoricalAccuracy(name="acc"),
+        keras.metrics.SparseTopKCategoricalAccuracy(2, name="top-2-accuracy"),
+        "accuracy",
+    ],
+)
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_split=0.25, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+
+def test_several_metric_objects_match_keras(tmp_path):
+    keras_out, torch_out = _run(tmp_path, TOP_K, DRIVER)
+    kh, th = keras_out["history"], torch_out["history"]
+    names = ["acc", "top-2-accuracy", "accuracy"]
+    assert sorted(th) == sorted(kh) == sorted(["loss", *names, "val_loss", *(f"val_{n}" for n in names)])
+    for k in kh:
+        assert len(th[k]) == len(kh[k]) == 2
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5, err_msg=k)
+    assert len(keras_out["evaluate"]) == len(torch_out["evaluate"]) == 4  # [loss, *metrics] in compile's order
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
+    assert kh["top-2-accuracy"] != kh["acc"]  # the metrics differ: the comparison tells them apart
+
+
+# a `metrics = [...]` list name of confusion-matrix counts, precision and recall (keras-io's imbalanced_classification)
+COUNTS = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"),
+                          layers.Dense(1, activation="sigmoid")])
+metrics = [
+    keras.metrics.FalseNegatives(name="fn"),
+    keras.metrics.FalsePositives(name="fp"),
+    keras.metrics.TrueNegatives(),
+    keras.metrics.TruePositives(name="tp"),
+    keras.metrics.Precision(name="precision"),
+    keras.metrics.Recall(name="recall"),
+]
+model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="binary_crossentropy", metrics=metrics)
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_data=(x[:24], y[:24]), epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, batch_size=20, verbose=0)
+'''
+
+BINARY_DRIVER = (DRIVER.replace("(16, 3)", "(16, 1)").replace('np.zeros(3, "float32")', 'np.zeros(1, "float32")')
+                 .replace('y = ((x[:, 0] > 0).astype("int64") + (x[:, 1] > 0.5)).astype("int64")',
+                          'y = (x[:, 0] + 0.5 * x[:, 1] > 0).astype("float32")')
+                 .replace("y[48:] = rng.integers(0, 3, 16)", 'y[48:] = rng.integers(0, 2, 16).astype("float32")')
+                 .replace('"kernels": kernels()', '"kernels": kernels(), "state": [float(m.result()) for m in metrics]'))
+
+
+def test_a_named_list_of_counts_precision_and_recall_matches_keras(tmp_path):
+    assert BINARY_DRIVER.count("(16, 1)") == 1 and '"state"' in BINARY_DRIVER
+    keras_out, torch_out = _run(tmp_path, COUNTS, BINARY_DRIVER)
+    kh, th = keras_out["history"], torch_out["history"]
+    names = ["fn", "fp", "true_negatives", "tp", "precision", "recall"]  # TrueNegatives(): Keras's default name
+    assert sorted(th) == sorted(kh) == sorted(["loss", *names, "val_loss", *(f"val_{n}" for n in names)])
+    for k in kh:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5, err_msg=k)
+    assert kh["tp"][0] + kh["fn"][0] + kh["fp"][0] + kh["true_negatives"][0] == 64  # counts over the epoch
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
+    # the list's own objects are the compiled metrics: after evaluate they hold its counts, as in Keras
+    np.testing.assert_allclose(torch_out["state"], keras_out["state"], rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(torch_out["state"], torch_out["evaluate"][1:], rtol=1e-6)
+
+
+def test_the_translation_binds_the_metrics_by_their_keras_names():
+    out = tx(COUNTS).output
+    assert "tensorflow" not in out and "keras.metrics.TruePositives(" not in out
+    assert ('model_metrics = {"fn": metrics[0], "fp": metrics[1], "true_negatives": metrics[2], "tp": metrics[3], '
+            '"precision": metrics[4], "recall": metrics[5]}') in out
+    assert "fit(model, optimizer, loss_fn, model_metrics, x, y, batch_size=16, epochs=2" in out
+    assert "evaluate(model, loss_fn, model_metrics, x, y, batch_size=20, verbose=0)" in out
+    top = tx(TOP_K).output
+    assert ('metrics = {"acc": SparseCategoricalAccuracy(), "top-2-accuracy": SparseTopKCategoricalAccuracy(k=2), '
+            '"accuracy": SparseCategoricalAccuracy()}') in top
+
+
+def _compile_errors(src: str) -> list[str]:
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "model.py")
+    return [m for _, m in errors(r) if m.startswith("model.compile(...) is a Keras model method")]
+
+
+def test_metrics_the_loop_cannot_compute_keep_the_compile_error():
+    base = COUNTS.replace("metrics=metrics)", "metrics=METRICS)")
+    # a list changed after it is bound, a metric of no (y_true, y_pred), a string fwport has no class for,
+    # and two metrics of one name: the compile (and its fit) stay Keras, with the reason
+    for metrics, why in (('metrics', "is not a name bound once, before the compile, to a literal list"),
+                         ('[keras.metrics.Mean(), "mae"]', "is not a Keras metric object of y_true and y_pred"),
+                         ('["mae", "auc"]', "the metric 'auc' is not translated"),
+                         ('["mae", keras.metrics.MeanAbsoluteError(name="mae")]', "two compiled metrics have one name")):
+        src = base.replace("METRICS", metrics)
+        if metrics == "metrics":
+            src = src.replace("model.compile(", "metrics.append(keras.metrics.AUC())\nmodel.compile(")
+        msgs = _compile_errors(src)
+        assert len(msgs) == 1 and why in msgs[0], (metrics, msgs)
