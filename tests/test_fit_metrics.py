@@ -102,13 +102,13 @@ def test_a_named_list_of_counts_precision_and_recall_matches_keras(tmp_path):
 def test_the_translation_binds_the_metrics_by_their_keras_names():
     out = tx(COUNTS).output
     assert "tensorflow" not in out and "keras.metrics.TruePositives(" not in out
-    assert ('model_metrics = {"fn": metrics[0], "fp": metrics[1], "true_negatives": metrics[2], "tp": metrics[3], '
-            '"precision": metrics[4], "recall": metrics[5]}') in out
+    assert ('model_metrics = {\n    "fn": metrics[0],\n    "fp": metrics[1],\n    "true_negatives": metrics[2],\n'
+            '    "tp": metrics[3],\n    "precision": metrics[4],\n    "recall": metrics[5],\n}\n') in out
     assert "fit(model, optimizer, loss_fn, model_metrics, x, y, batch_size=16, epochs=2" in out
     assert "evaluate(model, loss_fn, model_metrics, x, y, batch_size=20, verbose=0)" in out
     top = tx(TOP_K).output
-    assert ('metrics = {"acc": SparseCategoricalAccuracy(), "top-2-accuracy": SparseTopKCategoricalAccuracy(k=2), '
-            '"accuracy": SparseCategoricalAccuracy()}') in top
+    assert ('metrics = {\n    "acc": SparseCategoricalAccuracy(),\n    "top-2-accuracy": SparseTopKCategoricalAccuracy(k=2),\n'
+            '    "accuracy": SparseCategoricalAccuracy(),\n}\n') in top
 
 
 def _compile_errors(src: str) -> list[str]:
@@ -129,3 +129,57 @@ def test_metrics_the_loop_cannot_compute_keep_the_compile_error():
             src = src.replace("model.compile(", "metrics.append(keras.metrics.AUC())\nmodel.compile(")
         msgs = _compile_errors(src)
         assert len(msgs) == 1 and why in msgs[0], (metrics, msgs)
+
+
+FACTORY = '''
+import numpy as np
+from tensorflow import keras
+
+
+def get_model():
+    model = keras.Sequential([keras.Input(shape=(3,)), keras.layers.Dense(1)])
+    model.compile(optimizer=keras.optimizers.SGD(0.05), loss="mse",
+                  metrics=["mae", keras.metrics.MeanSquaredError(name="mse")])
+    return model
+
+
+reg = get_model()
+'''
+
+
+def test_a_model_factory_returns_its_metrics_beside_the_optimizer_and_loss(tmp_path):
+    """The factory returns the metric dict too; the caller's fit / evaluate update it. Run without TensorFlow:
+    evaluate's [loss, mae, mse] are those of predict's outputs, by hand (the loss is the mse)."""
+    import subprocess
+    import sys
+
+    r = tx(FACTORY + '''
+
+def train(batches, x, y):
+    h = reg.fit(batches, epochs=2, verbose=0)
+    return h.history, reg.evaluate(x, y, verbose=0), reg.predict(x)
+''')
+    assert errors(r) == [], errors(r)
+    out = r.output
+    assert 'metrics = {"mae": MeanAbsoluteError(), "mse": MeanSquaredError()}' in out
+    assert "return model, optimizer, loss_fn, metrics" in out
+    assert "reg, reg_optimizer, reg_loss_fn, reg_metrics = get_model()" in out
+    assert "fit(reg, reg_optimizer, reg_loss_fn, reg_metrics, batches, epochs=2, verbose=0)" in out
+    script = "import sys\nsys.modules['tensorflow'] = sys.modules['keras'] = None\n" + out + textwrap.dedent('''
+        rng = np.random.default_rng(0)
+        x = rng.normal(size=(40, 3)).astype("float32")
+        y = (x @ np.array([1.0, -2.0, 0.5], "float32") + 0.3).astype("float32")
+        batches = [(x[i:i + 8], y[i:i + 8]) for i in range(0, 40, 8)]
+        h, ev, p = train(batches, x, y)
+        assert list(h) == ["loss", "mae", "mse"] and all(len(v) == 2 for v in h.values()), h
+        assert h["loss"][1] < h["loss"][0]
+        # the training loss and the mse metric see the same outputs of every batch
+        assert np.allclose(h["loss"], h["mse"], rtol=1e-5), h
+        err = p.reshape(-1) - y
+        want = [float(np.mean(err ** 2)), float(np.mean(np.abs(err))), float(np.mean(err ** 2))]
+        assert np.allclose(ev, want, rtol=1e-5, atol=1e-7), (ev, want)
+        print("ok")
+    ''')
+    (tmp_path / "run.py").write_text(script)
+    p = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]

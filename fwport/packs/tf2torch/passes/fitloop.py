@@ -14,9 +14,11 @@ into the file once, that keeps Keras's semantics: batch size 32 by default, the 
 progress line per epoch, a History-like dict of per-epoch averages (``history.history[...]`` becomes
 ``history[...]``). ``evaluate`` / ``predict`` likewise; where the file needs them the loop also
 takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
-below). Only what the loop reproduces is translated: sample or class weights, several losses,
-metrics other than one accuracy or one error metric (mae, mse, mape) are left to model_api's errors (the
-whole compile then stays Keras).
+below). One accuracy or one error metric (mae, mse, mape) is a running sum in the loop; other metrics
+(``Compiled.metrics``) are a dict {Keras's name: metric object} the compile statement binds, which fit /
+evaluate take, reset and update per batch. Only what the loop reproduces is translated: sample or class
+weights, several losses, metrics without a written class are left to model_api's errors (the whole
+compile then stays Keras).
 
 Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
 compile / fit), the metric classes, and the callback classes (EarlyStopping, ModelCheckpoint,
@@ -126,9 +128,9 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     binding becomes the torch loss the loop calls (or None); ``loss_function(node)``: for a loss given as a
     function, ``keras.losses.hinge`` or one of the file's ``def my_loss(y_true, y_pred)``, its rule (a
     per-sample loss function's) or "" for the file's own, else None (the loop calls it in Keras's order and
-    takes the mean, as Keras's LossFunctionWrapper does); ``metric_list(node, loss plan)``: for metrics= other than one
-    accuracy or error, [(Keras's name, expression, written class or "")] of its metric objects (``c.metrics``),
-    or why the loop cannot compute them."""
+    takes the mean, as Keras's LossFunctionWrapper does); ``metric_list(node, loss plan)``: for metrics=
+    other than one accuracy or error, [(Keras's name, expression, written class or "")] of its metric
+    objects (``c.metrics``), or why the loop cannot compute them."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"

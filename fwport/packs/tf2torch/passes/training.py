@@ -795,12 +795,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return c
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
-        """A model factory's `return model` → `return model, optimizer, loss_fn`."""
+        """A model factory's `return model` → `return model, optimizer, loss_fn` (`, metrics`: its metric objects)."""
         c = next((c for c in self.compiled if c.factory and c.factory_return is original_node.value), None)
         if c is None:
             return updated_node
-        return updated_node.with_changes(value=cst.parse_expression(
-            f"{c.model}, {c.names['optimizer']}, {c.names['loss_fn']}"))
+        return updated_node.with_changes(value=cst.parse_expression(", ".join([c.model, *factory_names(c, c.model)])))
 
     def _factory_call(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign | None:
         """`m = get_model()` of a model factory → `m, optimizer, loss_fn = get_model()`."""
@@ -811,11 +810,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c is None or id(value) not in self.plan.assigned_call:
             return None
         receiver = self.plan.assigned_call[id(value)]
-        opt, loss = factory_names(c, receiver)
-        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver} = {c.factory}(...) → {receiver}, {opt}, {loss} = "
+        bound = ", ".join([receiver, *factory_names(c, receiver)])
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver} = {c.factory}(...) → {bound} = "
                         f"{c.factory}(...): the factory compiles its model; torch keeps the optimizer and the loss "
-                        "beside it", original_node)
-        return updated_node.with_changes(targets=[cst.AssignTarget(cst.parse_expression(f"{receiver}, {opt}, {loss}"))])
+                        + ("(and the metric objects) " if c.metrics else "") + "beside it", original_node)
+        return updated_node.with_changes(targets=[cst.AssignTarget(cst.parse_expression(bound))])
 
     def _compile_statement(self, original_node, updated_node):
         """The statement line holding a planned ``M.compile(...)``, with the optimizer and the loss in its place."""
@@ -898,11 +897,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if cls:
                 self.ctx.options.setdefault("_metric_classes", set()).add(cls)
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"metrics=[...] → {c.names['metrics']} = {{{', '.join(repr(k) for k, _, _ in c.metrics)}: ...}}: "
-                        "the written fit / evaluate reset them every epoch, update them with (y, the model's outputs) "
-                        "of every batch and report each result() under the name Keras gives it", call)
-        return cst.Dict([cst.DictElement(cst.SimpleString(repr(k) if set(k) & set("'\"\\") else f'"{k}"'), v)
-                         for k, v, _ in c.metrics])
+                        f"metrics=[...] → {c.names['metrics']} = {{{', '.join(f'{k!r}: ...' for k, _, _ in c.metrics)}}}"
+                        ": the written fit / evaluate reset them every epoch, update them with (y, the model's "
+                        "outputs) of every batch and report each result() under the name Keras gives it", call)
+
+        def newline(last: str) -> cst.ParenthesizedWhitespace:
+            return cst.ParenthesizedWhitespace(first_line=cst.TrailingWhitespace(), indent=True,
+                                               last_line=cst.SimpleWhitespace(last))
+        several = len(c.metrics) > 2  # one metric a line
+        elements = [cst.DictElement(cst.SimpleString(repr(k) if set(k) & set("'\"\\") else f'"{k}"'), v,
+                                    comma=cst.Comma(whitespace_after=newline("    " if i < len(c.metrics) - 1 else ""))
+                                    if several else cst.MaybeSentinel.DEFAULT)
+                    for i, (k, v, _) in enumerate(c.metrics)]
+        return cst.Dict(elements, lbrace=cst.LeftCurlyBrace(whitespace_after=newline("    ")) if several
+                        else cst.LeftCurlyBrace())
 
     def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         method = _method_of(original_node)
@@ -940,10 +948,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.callbacks = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
-        if c.factory:  # `m = get_model()`: m's own optimizer and loss, bound beside it
-            model = original_node.func.value.value
-            opt, loss = factory_names(c, model)
         metrics = [c.names["metrics"]] if c.metrics else []
+        if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
+            model = original_node.func.value.value
+            opt, loss, *metrics = factory_names(c, model)
         head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics],
                 "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
@@ -2657,8 +2665,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             else None
         accuracy = _ACCURACY_FOR_LOSS.get(rule.names[0], "ShapeAccuracy") if rule is not None else "ShapeAccuracy"
         out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed)
-        return out if isinstance(out, list) else f"{out}; the written-out loop computes metrics of (y_true, y_pred) " \
-            "that fwport translates: strings ('accuracy', 'mae', ...) and keras.metrics objects"
+        return out if isinstance(out, list) else f"{out} (the written-out loop updates the metric strings and " \
+            "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
     c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
                              named_loss, loss_function, metric_list)
@@ -2683,9 +2691,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                    if k in values and literal_value(values[k], NOT_LITERAL) is not None}
         c.schedule = optim.is_schedule(values.get("learning_rate"), ctx)
     if factory is not None:
-        if c.schedule or c.optimizer[0] == "name" or c.metrics:
-            return refuse("it is compiled inside a model factory with a learning-rate schedule, an optimizer "
-                          "bound elsewhere or metric objects, which the factory's return does not carry yet")
+        if c.schedule or c.optimizer[0] == "name":
+            return refuse("it is compiled inside a model factory with a learning-rate schedule or an optimizer "
+                          "bound elsewhere, which the factory's return does not carry yet")
         c.factory, c.factory_return = factory
     taken = set(plan.bound_at)
 
@@ -2727,12 +2735,14 @@ def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpressi
     return fn.name.value, returns[0]
 
 
-def factory_names(c: fitloop.Compiled, receiver: str) -> tuple[str, str]:
-    """The optimizer and loss a factory's caller binds beside ``receiver``: the factory's own names for a
-    receiver named like its model, else prefixed with the receiver's name."""
+def factory_names(c: fitloop.Compiled, receiver: str) -> tuple[str, ...]:
+    """The optimizer and loss (and metric objects, where the compile has them) a factory's caller binds beside
+    ``receiver``: the factory's own names for a receiver named like its model, else prefixed with the receiver's
+    name."""
+    keys = ("optimizer", "loss_fn", *(("metrics",) if c.metrics else ()))
     if receiver == c.model:
-        return c.names["optimizer"], c.names["loss_fn"]
-    return f"{receiver}_optimizer", f"{receiver}_loss_fn"
+        return tuple(c.names[k] for k in keys)
+    return tuple(f"{receiver}_{k}" for k in keys)
 
 
 def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[str]:
