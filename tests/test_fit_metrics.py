@@ -183,3 +183,24 @@ def train(batches, x, y):
     (tmp_path / "run.py").write_text(script)
     p = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0 and p.stdout.strip().endswith("ok"), p.stderr[-3000:]
+
+
+def test_the_metric_dict_takes_a_name_the_file_does_not_use():
+    """`from sklearn import metrics` (or a parameter, a use anywhere): the dict is bound under another name,
+    never over the file's own."""
+    src = '''
+        from sklearn import metrics
+        from tensorflow import keras
+
+        model = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+        model.compile(loss="mse", metrics=["mae", "mse"])
+
+
+        def score(x, y):
+            model.fit(x, y, verbose=0)
+            return metrics.r2_score(y, model.predict(x))
+        '''
+    out = tx(src).output
+    assert 'model_metrics = {"mae": MeanAbsoluteError(), "mse": MeanSquaredError()}' in out
+    assert "fit(model, optimizer, loss_fn, model_metrics, x, y, verbose=0)" in out
+    assert "return metrics.r2_score(y, predict(model, x))" in out

@@ -274,6 +274,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # name → (the literal list / tuple, its scope, its statement) of each `name = [...]` (compile's metrics=name)
         self.lists: dict[str, tuple[cst.List | cst.Tuple, int, int]] = {}
         self.changed: set[str] = set()  # names whose list a method changes (`name.append(...)`) or `name += ...`
+        self.names_seen: set[str] = set()  # every name the file writes (an import, a parameter, a use)
+        self._not_names: set[int] = set()  # keywords and attribute names (x.metrics, metrics=)
         # train_step classes → what of Keras 2's compiled loss / metrics their methods read (COMPILED, "metrics")
         self.compiled_uses: dict[str, set[str]] = {}
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
@@ -361,6 +363,17 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self.rate_writes.add(id(node.target))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._not_names:
+            self.names_seen.add(node.value)
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:  # (a keyword, not a name of the file)
+            self._not_names.add(id(node.keyword))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._not_names.add(id(node.attr))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.rate_writes.add(id(node.target))
@@ -2712,7 +2725,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
                "inputs": free("channels_first"), "loss_args": free("keras_loss_args")}
-    if c.metrics:  # the metric objects, {Keras's name: metric}, which the compile statement binds
+    if c.metrics:  # the metric objects, {Keras's name: metric}, which the compile statement binds (under a
+        # name the file uses nowhere: `from sklearn import metrics`, a parameter)
+        taken |= plan.names_seen
         c.names["metrics"] = free("metrics", True)
     if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
         c.names["loss_fn"] = c.loss[3]
