@@ -83,6 +83,14 @@ CASES = [
                         "return p[0], p[1], tf.py_function(lambda u: u.numpy() * 3, [x], tf.float32), "
                         "tf.py_function(lambda u: u - 1, [x], [tf.float32])[0], len(tf.py_function(lambda u: u, [x], [tf.float32]))",
      [f32(2, 3), f32(3)]),
+    # tf.numpy_function: func gets numpy arrays (.astype is numpy's, not torch's), results made tensors of Tout
+    # (a Tout list of one is refused: test_numpy_function_list_of_one_refused)
+    ("numpy-function", TF + "import numpy as np\n",
+     "p, q = tf.numpy_function(lambda u, v: (np.clip(u, 0.0, 0.5).astype(np.float32), (v * 2).astype(np.float32)), "
+     "[x, y], [tf.float32, tf.float32]); "
+     "return p, q, tf.numpy_function(lambda u: np.sort(u, axis=-1).astype(np.float32), [x], tf.float32), "
+     "tf.numpy_function(lambda u: u.astype(np.int64), [y], tf.int64)",
+     [f32(2, 3), f32(3)]),
     # a floor division is a number (no sequence takes //): parts; 6 // 2 = 3 parts of 2, where torch.split gives 2 of 3
     ("split-parts-floor-division", TF, "return tf.split(x, x.shape[1] // 2, axis=1)", [f32(2, 6)]),
     ("split-sizes-display-of-names", TF, "return tf.split(x, [1, x.shape[1] - 1], axis=1)", [X]),
@@ -397,3 +405,12 @@ def test_refused_call_alone_adds_no_import():
 def test_operation_parenthesised_only_where_needed():
     res = translate_source(TF + "\ny = tf.add_n([a, b])\nz = tf.add_n([a, b]) * 2\nf(tf.add_n([a, b]))\n", "m.py")
     assert res.output == "\ny = a + b\nz = (a + b) * 2\nf(a + b)\n", res.output
+
+
+def test_numpy_function_list_of_one_refused():
+    """tf.numpy_function(f, [x], [tf.float32]) is one tensor eagerly, a list of one in a tf.function or a
+    tf.data map: fwport cannot tell which, so it is an error naming the argument, not a guess."""
+    res = translate_source(TF + "y = tf.numpy_function(f, [x], [tf.float32])\n", "tf2torch")
+    errors = [f for f in res.findings if f.severity is Severity.ERROR]
+    assert [f.code for f in errors] == ["unsupported-argument"]
+    assert "Tout=[tf.float32]" in errors[0].message and errors[0].line == 2

@@ -33,6 +33,22 @@ def helper(m, ctx):
     return out
 
 
+@call_transform("numpy-function")
+def numpy_function(m, ctx):
+    """tf.numpy_function → the ``numpy_function`` helper. A Tout list (or tuple) of ONE dtype gives one tensor
+    when TensorFlow runs the call eagerly but a list of one inside a tf.function or a tf.data map: which one a
+    call is fwport cannot tell, so that form is refused (a single dtype, or two or more, mean one thing)."""
+    tout = m.kwargs.get("Tout")
+    if isinstance(tout, (cst.List, cst.Tuple)) and len(tout.elements) == 1:
+        m.fail(ctx, "unsupported-argument",
+               f"Tout={m.written('Tout')}: a list of one dtype gives one tensor when TensorFlow runs the call eagerly "
+               "but a list of one tensor inside a tf.function or a tf.data map, and fwport cannot tell which this "
+               "call is: write Tout as the single dtype (one tensor) and wrap the result in a list where the code "
+               "needs one")
+        return None
+    return helper(m, ctx)
+
+
 @call_transform("get-file")
 def get_file(m, ctx):
     """keras.utils.get_file → the ``get_file`` helper (torch.hub's downloader); Keras 2 extracts next to

@@ -299,6 +299,20 @@ def py_function(func, inp, Tout):
     return torch.as_tensor(out, dtype=Tout)
 '''
 
+_NUMPY_FUNCTION = '''
+
+def numpy_function(func, inp, Tout):
+    """TensorFlow's numpy_function: func called on the values of inp as numpy arrays (a tensor's .numpy(),
+    sharing its memory as TensorFlow's does), in eager PyTorch a plain call; each result made a tensor of the
+    dtype Tout gives it (a list or tuple of dtypes: a list of tensors, even of one; a single dtype: one)."""
+    args = [v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else {np}asarray(v) for v in inp]
+    out = func(*args)
+    if isinstance(Tout, (list, tuple)):
+        out = [out] if len(Tout) == 1 and not isinstance(out, (list, tuple)) else out
+        return [torch.as_tensor(v, dtype=d) for v, d in zip(out, Tout)]
+    return torch.as_tensor(out, dtype=Tout)
+'''
+
 _DECODE_IMAGE = '''
 
 def decode_image(contents, channels=0, float32=False, expand_animations=True):
@@ -761,6 +775,7 @@ DATA_HELPERS: dict[str, str] = {
     "array_to_img": _ARRAY_TO_IMG,
     "save_img": _SAVE_IMG,
     "py_function": _PY_FUNCTION,
+    "numpy_function": _NUMPY_FUNCTION,
     "DataPipeline": _DATA_PIPELINE,
     "decode_image": _DECODE_IMAGE,
     "timeseries_dataset_from_array": _TIMESERIES,
@@ -778,6 +793,7 @@ _IMPORTS = {
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "save_img": ("pathlib",), "py_function": ("torch",),
+    "numpy_function": ("numpy as np", "torch"),
     "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
     "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
