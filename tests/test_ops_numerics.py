@@ -373,6 +373,39 @@ def test_op_matches_tensorflow(case, results):
             np.testing.assert_array_equal(g, w, err_msg=f"output {k}\n{res.output}")
 
 
+_SEEDED = TF + """
+import json
+draws = [tf.random.normal([3], seed=7), tf.random.normal([3], seed=7), tf.random.normal([3], mean=1.0, seed=8),
+         tf.random.uniform([3], seed=7), tf.random.uniform([3], minval=-1.0, maxval=2.0, seed=7),
+         tf.random.uniform([3], maxval=100, dtype=tf.int32, seed=9), tf.random.uniform([3], maxval=100, dtype=tf.int32, seed=9)]
+print(json.dumps([[float(v) for v in d] for d in draws]))
+"""
+
+
+def test_op_level_seed_is_one_stream_per_op_and_seed():
+    """tf.random.normal(..., seed=s): TensorFlow keeps one stream per op and seed (a second call with the same
+    seed draws new values, a new run of the program the same ones); the translation's seeded_generator does
+    the same in torch (other values: another generator). keras-io random_walks_with_stable_diffusion."""
+    for mod in ("tensorflow", "torch"):
+        if find_spec(mod) is None:
+            pytest.skip(f"{mod} is not installed")
+    res = translate_source(_SEEDED, "seeded.py")
+    assert not [f for f in res.findings if f.severity is Severity.ERROR], res.output
+    assert "generator=seeded_generator(7" in res.output and "tf." not in res.output, res.output
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    for src in (_SEEDED, res.output):
+        runs = []
+        for _ in range(2):
+            proc = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, env=env, timeout=600)
+            assert proc.returncode == 0, proc.stderr[-3000:]
+            runs.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+        assert runs[0] == runs[1]  # a new run: the same values
+        normal, normal_again, shifted, uniform, wide, ints, ints_again = runs[0]
+        assert normal != normal_again and ints != ints_again  # the same seed again: new values
+        assert all(0.0 <= v < 1.0 for v in uniform) and all(-1.0 <= v < 2.0 for v in wide)
+        assert all(0 <= v < 100 and v == int(v) for v in ints + ints_again)
+
+
 # --- refused calls (no framework needed) ------------------------------------------------------------
 
 def test_refused_call_comes_back_as_written():

@@ -313,6 +313,19 @@ def numpy_function(func, inp, Tout):
     return torch.as_tensor(out, dtype=Tout)
 '''
 
+_SEEDED_GENERATOR = '''
+
+def seeded_generator(seed, op, _generators={}):
+    """TensorFlow's op-level seed (random.normal(..., seed=s)): one torch.Generator per (operation, seed),
+    seeded once and drawn from by every call, as TensorFlow's eager kernels keep one stream per operation and
+    seed: a second call with the same seed gives new values, a new run of the program the same ones again.
+    The values differ from TensorFlow's (another generator); torch.manual_seed does not change them."""
+    key = (op, int(seed))
+    if key not in _generators:
+        _generators[key] = torch.Generator().manual_seed(int(seed))
+    return _generators[key]
+'''
+
 _DECODE_IMAGE = '''
 
 def decode_image(contents, channels=0, float32=False, expand_animations=True):
@@ -776,6 +789,7 @@ DATA_HELPERS: dict[str, str] = {
     "save_img": _SAVE_IMG,
     "py_function": _PY_FUNCTION,
     "numpy_function": _NUMPY_FUNCTION,
+    "seeded_generator": _SEEDED_GENERATOR,
     "DataPipeline": _DATA_PIPELINE,
     "decode_image": _DECODE_IMAGE,
     "timeseries_dataset_from_array": _TIMESERIES,
@@ -793,7 +807,7 @@ _IMPORTS = {
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "save_img": ("pathlib",), "py_function": ("torch",),
-    "numpy_function": ("numpy as np", "torch"),
+    "numpy_function": ("numpy as np", "torch"), "seeded_generator": ("torch",),
     "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
     "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),

@@ -237,7 +237,10 @@ def random_uniform(m, ctx):
         return _e(f"{_spell(ctx, 'torch.rand')}({_code(size)}{rest})")
     lo_t = "0.0" if lo is None else _code(lo)
     hi_t = "1.0" if hi is None else _code(hi)
-    return _e(f"{_spell(ctx, 'torch.empty')}({_code(size)}{rest}).uniform_({lo_t}, {hi_t})")
+    gen = m.kwargs.pop("generator", None)  # torch.empty takes none: uniform_ draws
+    rest = "".join(f", {k}={_code(v)}" for k, v in m.kwargs.items())
+    draw = "" if gen is None else f", generator={_code(gen)}"
+    return _e(f"{_spell(ctx, 'torch.empty')}({_code(size)}{rest}).uniform_({lo_t}, {hi_t}{draw})")
 
 
 # --- shapes and indexing ---------------------------------------------------------------------------
