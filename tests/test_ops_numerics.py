@@ -244,6 +244,14 @@ CASES = [
     # a Python number as an op's input: TensorFlow converts it (float32), torch.square(1e-3) raises (mirnet's loss)
     ("python-number-inputs", TF, "return tf.square(1e-3), tf.exp(-1.0), tf.sqrt(tf.square(x) + tf.square(1e-3)), "
      "tf.abs(-2.5), tf.math.log(2.0)", [X]),
+    # tf.image.crop_and_resize: boxes inside, flipped (y1 > y2), partly outside (extrapolation_value), one
+    # point (the middle), nearest; a uint8 image gives float32 (keras-io nnclr's random crops)
+    ("crop-and-resize", TF,
+     "return tf.image.crop_and_resize(x, b, i, (4, 3)), tf.image.crop_and_resize(x, b, i, [1, 5], method='nearest'), "
+     "tf.image.crop_and_resize(x, b, i, (3, 4), extrapolation_value=-2.0), tf.image.crop_and_resize(z, b, i, (2, 2))",
+     [f32(2, 5, 6, 3), np.array([[0.1, 0.2, 0.8, 0.9], [0.9, 0.0, 0.2, 0.7], [-0.3, 0.5, 1.2, 1.0],
+                                 [0.25, 0.25, 0.25, 0.75], [0.0, 0.0, 1.0, 1.0]], np.float32),
+      np.array([0, 1, 1, 0, 1], np.int32), rng.integers(0, 255, (2, 5, 6, 3)).astype(np.uint8)]),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),
