@@ -339,6 +339,39 @@ class UnitNormalization({nn}Module):
         return x * {torch}rsqrt({torch}clamp(x.square().sum(dim=self.dim, keepdim=True), min=1e-12))
 '''
 
+_RANDOM_FOURIER_FEATURES = '''
+
+class RandomFourierFeatures({nn}Module):
+    """keras.layers.experimental.RandomFourierFeatures (Keras 2): cos(x @ (unscaled_kernel / kernel_scale) + bias)
+    on (batch, input_dim) inputs, computed in float32. unscaled_kernel is drawn once, N(0, 1) for the "gaussian"
+    kernel, Cauchy(0, 1) for "laplacian", and bias uniformly in [0, 2 pi): neither is ever trained (buffers).
+    kernel_scale starts at scale (None: sqrt(input_dim / 2) for "gaussian", 1 for "laplacian") and is trained
+    only with trainable=True; Keras's NonNeg constraint clamps it at 0 after each update, here before the next
+    forward, which sees the same value."""
+
+    def __init__(self, input_dim, output_dim, kernel_initializer="gaussian", scale=None, trainable=False):
+        super().__init__()
+        kind = kernel_initializer.lower()
+        if kind == "gaussian":
+            kernel = {torch}randn(input_dim, output_dim)
+        elif kind == "laplacian":
+            probs = {torch}rand(input_dim, output_dim, dtype={torch}float64)
+            kernel = {torch}tan({math}pi * (probs - 0.5)).float()
+        else:
+            raise ValueError(f"kernel_initializer {kernel_initializer!r}: Keras knows 'gaussian' and 'laplacian'")
+        if scale is None:
+            scale = {math}sqrt(input_dim / 2.0) if kind == "gaussian" else 1.0
+        self.register_buffer("unscaled_kernel", kernel)
+        self.register_buffer("bias", {torch}rand(output_dim) * (2 * {math}pi))
+        self.kernel_scale = {nn}Parameter({torch}full((1,), float(scale)), requires_grad=trainable)
+
+    def forward(self, x):
+        with {torch}no_grad():
+            self.kernel_scale.clamp_(min=0.0)
+        kernel = (1.0 / self.kernel_scale) * self.unscaled_kernel
+        return {torch}cos(x.float() @ kernel + self.bias)
+'''
+
 _PERMUTE = '''
 
 class Permute({nn}Module):
@@ -805,6 +838,7 @@ HELPERS["RandomCrop"] = _RANDOM_CROP
 HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
+HELPERS["RandomFourierFeatures"] = _RANDOM_FOURIER_FEATURES
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
