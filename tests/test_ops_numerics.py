@@ -252,6 +252,15 @@ CASES = [
      [f32(2, 5, 6, 3), np.array([[0.1, 0.2, 0.8, 0.9], [0.9, 0.0, 0.2, 0.7], [-0.3, 0.5, 1.2, 1.0],
                                  [0.25, 0.25, 0.25, 0.75], [0.0, 0.0, 1.0, 1.0]], np.float32),
       np.array([0, 1, 1, 0, 1], np.int32), rng.integers(0, 255, (2, 5, 6, 3)).astype(np.uint8)]),
+    # keras.losses.KLDivergence: y_true and y_pred clipped to [1e-7, 1] (zeros, a value above 1), the sum over the
+    # last axis, the mean over the rest; reduction "sum" / None (the per-sample loss); 3-D inputs
+    ("kl-divergence-loss", "import keras\n",
+     "kl = keras.losses.KLDivergence(); kl_sum = keras.losses.KLDivergence(reduction='sum'); "
+     "kl_none = keras.losses.KLDivergence(reduction=None); "
+     "return kl(x, y), kl_sum(x, y), kl_none(x, y), kl(c, z)",
+     [np.array([[0.2, 0.8, 0.0], [0.5, 0.25, 0.25], [1.2, 0.0, 0.1]], np.float32),
+      np.array([[0.1, 0.6, 0.3], [0.0, 0.5, 0.5], [0.3, 0.3, 0.4]], np.float32),
+      rng.dirichlet(np.ones(4), (2, 3)).astype(np.float32), rng.dirichlet(np.ones(4), (2, 3)).astype(np.float32)]),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),
