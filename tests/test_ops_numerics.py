@@ -261,9 +261,20 @@ CASES = [
      [np.array([[0.2, 0.8, 0.0], [0.5, 0.25, 0.25], [1.2, 0.0, 0.1]], np.float32),
       np.array([[0.1, 0.6, 0.3], [0.0, 0.5, 0.5], [0.3, 0.3, 0.4]], np.float32),
       rng.dirichlet(np.ones(4), (2, 3)).astype(np.float32), rng.dirichlet(np.ones(4), (2, 3)).astype(np.float32)]),
+    # tf.map_fn over one tensor: fn on each slice along axis 0, stacked; dtype / fn_output_signature
+    ("map-fn", TF, "return tf.map_fn(lambda t: t * 2.0 + tf.reduce_sum(t), x), "
+     "tf.map_fn(lambda r: tf.cast(tf.argmax(r, axis=-1), tf.int32), x, dtype=tf.int32), "
+     "tf.map_fn(lambda r: tf.reduce_max(r), x, fn_output_signature=tf.float32)", [X3]),
+    # tnp.random.randint: numpy's bounds (one bound: [0, n)), size None: one number, int64 by default
+    ("tnp-randint-exact", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.random.randint(3, 4), tnp.random.randint(1, size=(2, 3)), tnp.random.randint(5, 6, 4)", []),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),
+    ("tnp-randint", TF + "import tensorflow.experimental.numpy as tnp\n", "return tnp.random.randint(0, 10, (2000,))",
+     [], "uniform(-0.5,9.5)"),
+    ("tnp-randint-one-bound", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.random.randint(10, size=2000)", [], "uniform(-0.5,9.5)"),
 ]
 
 _RUNNER = r'''
@@ -464,3 +475,13 @@ def test_numpy_function_list_of_one_refused():
     errors = [f for f in res.findings if f.severity is Severity.ERROR]
     assert [f.code for f in errors] == ["unsupported-argument"]
     assert "Tout=[tf.float32]" in errors[0].message and errors[0].line == 2
+
+
+def test_randint_size_of_unknown_kind_and_map_fn_signature_refused():
+    """numpy's size may be an int or a tuple, torch.randint takes a tuple: a name is an error, not a guess; a
+    map_fn output signature that is not a dtype is an error."""
+    res = translate_source(TF + "import tensorflow.experimental.numpy as tnp\n"
+                           "a = tnp.random.randint(0, 5, n)\n"
+                           "b = tf.map_fn(f, x, fn_output_signature=spec)\n", "r.py")
+    errors = sorted((f.line, f.code) for f in res.findings if f.severity is Severity.ERROR)
+    assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument")], res.findings

@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
-from fwport.core.engine import build_call
+from fwport.core.engine import build_call, code
 from fwport.core.names import dotted, scan
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
@@ -46,6 +46,20 @@ def numpy_function(m, ctx):
                "call is: write Tout as the single dtype (one tensor) and wrap the result in a list where the code "
                "needs one")
         return None
+    return helper(m, ctx)
+
+
+@call_transform("map-fn")
+def map_fn(m, ctx):
+    """tf.map_fn(fn, elems, dtype= / fn_output_signature=) → ``map_fn(fn, elems[, dtype=])`` (the helper); an
+    output signature other than a dtype (a tf.TensorSpec, a structure) is refused."""
+    sig = m.kwargs.pop("fn_output_signature", None)
+    if sig is not None:
+        if "dtype" in m.kwargs or not code(sig).startswith("torch."):
+            m.fail(ctx, "unsupported-argument", f"fn_output_signature={m.written('fn_output_signature')}: only a "
+                   "dtype (and not together with dtype=) is translated; nested or TensorSpec signatures are not")
+            return None
+        m.kwargs["dtype"] = sig
     return helper(m, ctx)
 
 

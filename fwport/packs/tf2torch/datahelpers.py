@@ -326,6 +326,24 @@ def seeded_generator(seed, op, _generators={}):
     return _generators[key]
 '''
 
+_MAP_FN = '''
+
+def map_fn(fn, elems, dtype=None):
+    """TensorFlow's map_fn over one tensor: fn applied to each slice of elems along axis 0, the results (one
+    tensor each) stacked, cast to dtype where given (TensorFlow's dtype / fn_output_signature). A tuple of
+    tensors, or results that are tuples, are TensorFlow's nested form: refused here, not guessed."""
+    if not isinstance(elems, torch.Tensor):
+        raise TypeError("map_fn: elems must be one tensor (a nested structure of tensors is not translated)")
+    out = []
+    for e in elems.unbind(0):
+        y = fn(e)
+        if isinstance(y, (tuple, list, dict)):
+            raise TypeError("map_fn: fn must return one tensor (nested results are not translated)")
+        out.append(torch.as_tensor(y))
+    stacked = torch.stack(out)
+    return stacked if dtype is None else stacked.to(dtype)
+'''
+
 _DECODE_IMAGE = '''
 
 def decode_image(contents, channels=0, float32=False, expand_animations=True):
@@ -790,6 +808,7 @@ DATA_HELPERS: dict[str, str] = {
     "py_function": _PY_FUNCTION,
     "numpy_function": _NUMPY_FUNCTION,
     "seeded_generator": _SEEDED_GENERATOR,
+    "map_fn": _MAP_FN,
     "DataPipeline": _DATA_PIPELINE,
     "decode_image": _DECODE_IMAGE,
     "timeseries_dataset_from_array": _TIMESERIES,
@@ -808,6 +827,7 @@ _IMPORTS = {
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "save_img": ("pathlib",), "py_function": ("torch",),
     "numpy_function": ("numpy as np", "torch"), "seeded_generator": ("torch",),
+    "map_fn": ("torch",),
     "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
     "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
