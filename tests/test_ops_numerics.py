@@ -479,9 +479,11 @@ def test_numpy_function_list_of_one_refused():
 
 def test_randint_size_of_unknown_kind_and_map_fn_signature_refused():
     """numpy's size may be an int or a tuple, torch.randint takes a tuple: a name is an error, not a guess; a
-    map_fn output signature that is not a dtype is an error."""
+    map_fn output signature that is not a dtype, and map_fn's nested form (a tuple of tensors), are errors."""
     res = translate_source(TF + "import tensorflow.experimental.numpy as tnp\n"
                            "a = tnp.random.randint(0, 5, n)\n"
-                           "b = tf.map_fn(f, x, fn_output_signature=spec)\n", "r.py")
+                           "b = tf.map_fn(f, x, fn_output_signature=spec)\n"
+                           "c, d = tf.map_fn(fn=g, elems=(x, y))\n", "r.py")
     errors = sorted((f.line, f.code) for f in res.findings if f.severity is Severity.ERROR)
-    assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument")], res.findings
+    assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument")], \
+        res.findings

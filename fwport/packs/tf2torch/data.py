@@ -53,6 +53,12 @@ def numpy_function(m, ctx):
 def map_fn(m, ctx):
     """tf.map_fn(fn, elems, dtype= / fn_output_signature=) → ``map_fn(fn, elems[, dtype=])`` (the helper); an
     output signature other than a dtype (a tf.TensorSpec, a structure) is refused."""
+    for name in ("elems", "dtype"):
+        if isinstance(m.kwargs.get(name), (cst.Tuple, cst.List, cst.Dict)):
+            m.fail(ctx, "unsupported-argument", f"{name}={m.written(name)}: TensorFlow's nested form of map_fn (a "
+                   "structure of tensors sliced together, or results that are one) is not translated: loop over "
+                   "the first axis by hand (torch.stack of the results of each slice)")
+            return None
     sig = m.kwargs.pop("fn_output_signature", None)
     if sig is not None:
         if "dtype" in m.kwargs or not code(sig).startswith("torch."):
