@@ -253,6 +253,49 @@ def test_add_in_a_loop_and_after_a_helper_are_refused():
     assert "torch" not in r.output and not r.layers
 
 
+def test_add_in_a_loop_over_a_constant_range_is_followed_where_each_pass_is_alike():
+    """for _ in range(n) with n known: the layers are followed n times and the loop stays (model.append in it);
+    a layer whose translation changes between passes (its input size does) is an error on that layer, not a
+    guess; a loop reading its variable, or over a range not known here, stays refused."""
+    r = tr('''
+        import keras
+        from keras import layers
+
+        N = 2
+
+        def ok():
+            model = keras.Sequential([layers.Input((4,)), layers.Dense(8)])
+            for _ in range(N):
+                model.add(layers.Dense(8))
+            return model
+
+        def changes():
+            model = keras.Sequential([layers.Input((4,))])
+            for _ in range(2):
+                model.add(layers.Dense(8))
+            return model
+
+        def reads_the_variable():
+            model = keras.Sequential([layers.Input((4,))])
+            for i in range(2):
+                model.add(layers.Dense(8 + i))
+            return model
+
+        def unknown(n):
+            model = keras.Sequential([layers.Input((4,))])
+            for _ in range(n):
+                model.add(layers.Dense(8))
+            return model
+    ''')
+    assert "    for _ in range(N):\n        model.append(nn.Linear(8, 8))" in r.output
+    assert [(rec.scope, rec.source, rec.target) for rec in r.layers if rec.scope == "ok"] == [
+        ("ok", "layers[0]", "0"), ("ok", "layers[1]", "1"), ("ok", "layers[2]", "2")]
+    errors = sorted((f.line, f.message[:60]) for f in r.findings if f.severity is Severity.ERROR)
+    assert [line for line, _ in errors] == [15, 19, 21, 25, 27], errors
+    assert "added in a loop translates differently on its passes (nn.Linear(4, 8), then nn.Linear(8, 8)" in \
+        next(f.message for f in r.findings if f.line == 15)
+
+
 def test_other_uses_of_the_model_do_not_end_the_chain():
     # a name that merely contains the model's name, a print, a rebinding of another name: the adds
     # after them are followed, with shapes
@@ -699,6 +742,26 @@ def build_tokens(seq_len=5, dim=4, mlp_dim=7):
         layers.Softmax(),
     ])
 ''', "build_tokens", (5, 4))
+
+# model.add in a loop over a constant range (keras-io addition_rnn's stacked decoder): followed LAYERS times
+CASES["add_in_a_constant_loop"] = ('''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+LAYERS = 3
+
+
+def build_stack():
+    model = keras.Sequential()
+    model.add(keras.Input(shape=(5,)))
+    model.add(layers.Dense(6))
+    for _ in range(LAYERS):
+        model.add(layers.Dense(6, activation="tanh"))
+        model.add(layers.Dropout(0.5))
+    for _ in range(1):
+        model.add(layers.Dense(2))
+    return model
+''', "build_stack", (5,))
 
 _TF_SCRIPT = r'''
 import json, sys

@@ -154,6 +154,28 @@ def test_autoencoder_with_a_loss_tracker_trains_as_keras_trains_it(tmp_path):
         np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
 
 
+def test_a_method_of_the_model_called_with_training_keeps_the_argument(tmp_path):
+    """train_step calling a method of its own class with training=True (keras-io shiftvit's
+    self._calculate_loss(data, training=True)): the method takes the flag and passes it on to its layers; it
+    is no sub-model to call .train() on (a function has none)."""
+    src = AUTOENCODER.replace('''        with tf.GradientTape() as tape:
+            reconstruction = self.decoder(self.encoder(data))
+            total_loss = tf.reduce_mean(tf.reduce_sum(tf.square(data - reconstruction), axis=1))''', '''        with tf.GradientTape() as tape:
+            total_loss = self._loss(data, training=True)''').replace('''    def train_step(self, data):''', '''    def _loss(self, data, training=False):
+        reconstruction = self.decoder(self.encoder(data, training=training), training=training)
+        return tf.reduce_mean(tf.reduce_sum(tf.square(data - reconstruction), axis=1))
+
+    def train_step(self, data):''')
+    assert "self._loss(data, training=True)" in src
+    out = tx(src).output
+    assert "self._loss(data, training=True)" in out and "self._loss.train" not in out
+    keras_out, torch_out = _run(tmp_path, src, {
+        "shapes": [("k0", (6, 3)), ("b0", (3,)), ("k1", (3, 6)), ("b1", (6,))],
+        "n": 10, "width": 6, "x_map": "\nx = 1 / (1 + np.exp(-x))", "models": "(encoder, decoder)",
+        "fit": "h = ae.fit(x, batch_size=4, epochs=2, shuffle=False, verbose=0)\nextra = None"})
+    np.testing.assert_allclose(torch_out["history"]["loss"], keras_out["history"]["loss"], rtol=1e-5)
+
+
 def test_what_the_translation_says():
     r = tx(WGAN)
     out = r.output

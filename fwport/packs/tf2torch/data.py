@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
-from fwport.core.engine import build_call
+from fwport.core.engine import build_call, code
 from fwport.core.names import dotted, scan
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
@@ -31,6 +31,42 @@ def helper(m, ctx):
     if out is not None and opts.get("method"):  # a static method of the helper class (no import to add)
         out = out.with_changes(func=cst.Attribute(cst.Name(name), cst.Name(opts["method"])))
     return out
+
+
+@call_transform("numpy-function")
+def numpy_function(m, ctx):
+    """tf.numpy_function → the ``numpy_function`` helper. A Tout list (or tuple) of ONE dtype gives one tensor
+    when TensorFlow runs the call eagerly but a list of one inside a tf.function or a tf.data map: which one a
+    call is fwport cannot tell, so that form is refused (a single dtype, or two or more, mean one thing)."""
+    tout = m.kwargs.get("Tout")
+    if isinstance(tout, (cst.List, cst.Tuple)) and len(tout.elements) == 1:
+        m.fail(ctx, "unsupported-argument",
+               f"Tout={m.written('Tout')}: a list of one dtype gives one tensor when TensorFlow runs the call eagerly "
+               "but a list of one tensor inside a tf.function or a tf.data map, and fwport cannot tell which this "
+               "call is: write Tout as the single dtype (one tensor) and wrap the result in a list where the code "
+               "needs one")
+        return None
+    return helper(m, ctx)
+
+
+@call_transform("map-fn")
+def map_fn(m, ctx):
+    """tf.map_fn(fn, elems, dtype= / fn_output_signature=) → ``map_fn(fn, elems[, dtype=])`` (the helper); an
+    output signature other than a dtype (a tf.TensorSpec, a structure) is refused."""
+    for name in ("elems", "dtype"):
+        if isinstance(m.kwargs.get(name), (cst.Tuple, cst.List, cst.Dict)):
+            m.fail(ctx, "unsupported-argument", f"{name}={m.written(name)}: TensorFlow's nested form of map_fn (a "
+                   "structure of tensors sliced together, or results that are one) is not translated: loop over "
+                   "the first axis by hand (torch.stack of the results of each slice)")
+            return None
+    sig = m.kwargs.pop("fn_output_signature", None)
+    if sig is not None:
+        if "dtype" in m.kwargs or not code(sig).startswith("torch."):
+            m.fail(ctx, "unsupported-argument", f"fn_output_signature={m.written('fn_output_signature')}: only a "
+                   "dtype (and not together with dtype=) is translated; nested or TensorSpec signatures are not")
+            return None
+        m.kwargs["dtype"] = sig
+    return helper(m, ctx)
 
 
 @call_transform("get-file")

@@ -299,6 +299,51 @@ def py_function(func, inp, Tout):
     return torch.as_tensor(out, dtype=Tout)
 '''
 
+_NUMPY_FUNCTION = '''
+
+def numpy_function(func, inp, Tout):
+    """TensorFlow's numpy_function: func called on the values of inp as numpy arrays (a tensor's .numpy(),
+    sharing its memory as TensorFlow's does), in eager PyTorch a plain call; each result made a tensor of the
+    dtype Tout gives it (a list or tuple of dtypes: a list of tensors, even of one; a single dtype: one)."""
+    args = [v.detach().cpu().numpy() if isinstance(v, torch.Tensor) else {np}asarray(v) for v in inp]
+    out = func(*args)
+    if isinstance(Tout, (list, tuple)):
+        out = [out] if len(Tout) == 1 and not isinstance(out, (list, tuple)) else out
+        return [torch.as_tensor(v, dtype=d) for v, d in zip(out, Tout)]
+    return torch.as_tensor(out, dtype=Tout)
+'''
+
+_SEEDED_GENERATOR = '''
+
+def seeded_generator(seed, op, _generators={}):
+    """TensorFlow's op-level seed (random.normal(..., seed=s)): one torch.Generator per (operation, seed),
+    seeded once and drawn from by every call, as TensorFlow's eager kernels keep one stream per operation and
+    seed: a second call with the same seed gives new values, a new run of the program the same ones again.
+    The values differ from TensorFlow's (another generator); torch.manual_seed does not change them."""
+    key = (op, int(seed))
+    if key not in _generators:
+        _generators[key] = torch.Generator().manual_seed(int(seed))
+    return _generators[key]
+'''
+
+_MAP_FN = '''
+
+def map_fn(fn, elems, dtype=None):
+    """TensorFlow's map_fn over one tensor: fn applied to each slice of elems along axis 0, the results (one
+    tensor each) stacked, cast to dtype where given (TensorFlow's dtype / fn_output_signature). A tuple of
+    tensors, or results that are tuples, are TensorFlow's nested form: refused here, not guessed."""
+    if not isinstance(elems, torch.Tensor):
+        raise TypeError("map_fn: elems must be one tensor (a nested structure of tensors is not translated)")
+    out = []
+    for e in elems.unbind(0):
+        y = fn(e)
+        if isinstance(y, (tuple, list, dict)):
+            raise TypeError("map_fn: fn must return one tensor (nested results are not translated)")
+        out.append(torch.as_tensor(y))
+    stacked = torch.stack(out)
+    return stacked if dtype is None else stacked.to(dtype)
+'''
+
 _DECODE_IMAGE = '''
 
 def decode_image(contents, channels=0, float32=False, expand_animations=True):
@@ -761,6 +806,9 @@ DATA_HELPERS: dict[str, str] = {
     "array_to_img": _ARRAY_TO_IMG,
     "save_img": _SAVE_IMG,
     "py_function": _PY_FUNCTION,
+    "numpy_function": _NUMPY_FUNCTION,
+    "seeded_generator": _SEEDED_GENERATOR,
+    "map_fn": _MAP_FN,
     "DataPipeline": _DATA_PIPELINE,
     "decode_image": _DECODE_IMAGE,
     "timeseries_dataset_from_array": _TIMESERIES,
@@ -778,6 +826,8 @@ _IMPORTS = {
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "save_img": ("pathlib",), "py_function": ("torch",),
+    "numpy_function": ("numpy as np", "torch"), "seeded_generator": ("torch",),
+    "map_fn": ("torch",),
     "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
     "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),

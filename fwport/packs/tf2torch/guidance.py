@@ -86,10 +86,6 @@ GUIDANCE: dict[str, str] = {
     "tensorflow.errors.InvalidArgumentError":
         "TensorFlow's error for invalid arguments and shapes: torch raises RuntimeError (shape mismatches), "
         "ValueError or IndexError instead; catch those where this except clause catches InvalidArgumentError",
-    "keras.models.clone_model":
-        "a copy of the model's structure with freshly initialised weights: copy.deepcopy(model) copies the "
-        "weights too; for new ones, call reset_parameters() on each submodule that has it "
-        "(for m in clone.modules(): getattr(m, 'reset_parameters', lambda: None)())",
     # pretrained models: another framework's weights, architectures and preprocessing
     "keras.applications":
         "a pretrained Keras model (or its preprocess_input / decode_predictions): PyTorch's counterparts are "

@@ -339,6 +339,78 @@ class UnitNormalization({nn}Module):
         return x * {torch}rsqrt({torch}clamp(x.square().sum(dim=self.dim, keepdim=True), min=1e-12))
 '''
 
+_RANDOM_FOURIER_FEATURES = '''
+
+class RandomFourierFeatures({nn}Module):
+    """keras.layers.experimental.RandomFourierFeatures (Keras 2): cos(x @ (unscaled_kernel / kernel_scale) + bias)
+    on (batch, input_dim) inputs, computed in float32. unscaled_kernel is drawn once, N(0, 1) for the "gaussian"
+    kernel, Cauchy(0, 1) for "laplacian", and bias uniformly in [0, 2 pi): neither is ever trained (buffers).
+    kernel_scale starts at scale (None: sqrt(input_dim / 2) for "gaussian", 1 for "laplacian") and is trained
+    only with trainable=True; Keras's NonNeg constraint clamps it at 0 after each update, here before the next
+    forward, which sees the same value."""
+
+    def __init__(self, input_dim, output_dim, kernel_initializer="gaussian", scale=None, trainable=False):
+        super().__init__()
+        kind = kernel_initializer.lower()
+        if kind == "gaussian":
+            kernel = {torch}randn(input_dim, output_dim)
+        elif kind == "laplacian":
+            probs = {torch}rand(input_dim, output_dim, dtype={torch}float64)
+            kernel = {torch}tan({math}pi * (probs - 0.5)).float()
+        else:
+            raise ValueError(f"kernel_initializer {kernel_initializer!r}: Keras knows 'gaussian' and 'laplacian'")
+        if scale is None:
+            scale = {math}sqrt(input_dim / 2.0) if kind == "gaussian" else 1.0
+        self.register_buffer("unscaled_kernel", kernel)
+        self.register_buffer("bias", {torch}rand(output_dim) * (2 * {math}pi))
+        self.kernel_scale = {nn}Parameter({torch}full((1,), float(scale)), requires_grad=trainable)
+
+    def forward(self, x):
+        with {torch}no_grad():
+            self.kernel_scale.clamp_(min=0.0)
+        kernel = (1.0 / self.kernel_scale) * self.unscaled_kernel
+        return {torch}cos(x.float() @ kernel + self.bias)
+'''
+
+_KL_DIVERGENCE = '''
+
+class KLDivergence({nn}Module):
+    """Keras's KLDivergence loss called as torch losses are, loss(input, target) for Keras's loss(y_true, y_pred):
+    both clipped to [1e-7, 1] (Keras's epsilon), the per-sample loss the sum over the last axis of
+    target * log(target / input), then reduced: "mean" (Keras's sum_over_batch_size), "sum" or "none".
+    Not nn.KLDivLoss, which takes log-probabilities, clips nothing and averages over every element."""
+
+    def __init__(self, reduction="mean"):
+        super().__init__()
+        self.reduction = reduction
+
+    def forward(self, input, target):
+        target = {torch}as_tensor(target, device=input.device).to(input.dtype).clamp(1e-7, 1.0)
+        input = input.clamp(1e-7, 1.0)
+        loss = (target * {torch}log(target / input)).sum(-1)
+        if self.reduction == "none":
+            return loss
+        return loss.sum() if self.reduction == "sum" else loss.mean()
+'''
+
+_CLONE_MODEL = '''
+
+def clone_model(model):
+    """Keras's clone_model: a model of the same structure with newly initialised weights (and fresh
+    BatchNormalization statistics): a deep copy whose every submodule with reset_parameters draws its
+    parameters again. A module holding parameters or buffers of its own without reset_parameters cannot be
+    re-initialised: an error, not the copied weights."""
+    clone = {copy}deepcopy(model)
+    for name, module in clone.named_modules():
+        reset = getattr(module, "reset_parameters", None)
+        if callable(reset):
+            reset()
+        elif any(True for _ in module.parameters(recurse=False)) or any(True for _ in module.buffers(recurse=False)):
+            raise TypeError(f"clone_model: {name or type(module).__name__} ({type(module).__name__}) has weights of "
+                            "its own and no reset_parameters(): give it one that draws them again")
+    return clone
+'''
+
 _PERMUTE = '''
 
 class Permute({nn}Module):
@@ -805,6 +877,9 @@ HELPERS["RandomCrop"] = _RANDOM_CROP
 HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
+HELPERS["RandomFourierFeatures"] = _RANDOM_FOURIER_FEATURES
+HELPERS["KLDivergence"] = _KL_DIVERGENCE
+HELPERS["clone_model"] = _CLONE_MODEL
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
@@ -943,6 +1018,7 @@ def _spelled(template: str, ctx: FileContext) -> str:
 
 #: other modules a helper uses: placeholder → (its spelling, the import line)
 _MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"), "math": ("math.", "import math"),
+            "copy": ("copy.", "import copy"),
             "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
 
 

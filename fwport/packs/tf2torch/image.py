@@ -177,6 +177,46 @@ def psnr(a, b, max_val):
     return 20 * {torch}log(max_val) / {torch}log(ten) - (10 / {torch}log(ten)) * {torch}log(mse)
 '''
 
+_CROP_AND_RESIZE = '''
+
+def crop_and_resize(image, boxes, box_indices, crop_size, method="bilinear", extrapolation_value=0.0):
+    """TensorFlow's image.crop_and_resize on channels-last images (N, H, W, C): box i, (y1, x1, y2, x2) in
+    coordinates normalised to [0, 1] (y1 > y2 flips the crop), of image box_indices[i], sampled at crop_size
+    (h, w) points from y1 * (H - 1) to y2 * (H - 1) (one point: the middle), bilinearly or at the nearest pixel;
+    a point outside the image is extrapolation_value. A float32 (boxes, h, w, C) batch, as TensorFlow gives."""
+    image, boxes = image.float(), {torch}as_tensor(boxes, dtype={torch}float32, device=image.device)
+    height, width = image.shape[1], image.shape[2]
+    crop_h, crop_w = (int(v) for v in crop_size)
+    index = {torch}as_tensor(box_indices, device=image.device).long()
+
+    def points(lo, hi, size, n):
+        if n == 1:
+            return (0.5 * (lo + hi) * (size - 1))[:, None]
+        scale = (hi - lo) * (size - 1) / (n - 1)
+        steps = {torch}arange(n, device=image.device, dtype={torch}float32)
+        return (lo * (size - 1))[:, None] + steps * scale[:, None]
+
+    ys, xs = points(boxes[:, 0], boxes[:, 2], height, crop_h), points(boxes[:, 1], boxes[:, 3], width, crop_w)
+    inside = ((ys >= 0) & (ys <= height - 1))[:, :, None, None] & ((xs >= 0) & (xs <= width - 1))[:, None, :, None]
+    batch = index[:, None, None]
+    if method == "nearest":
+        y, x = {torch}floor(ys + 0.5).clamp(0, height - 1).long(), {torch}floor(xs + 0.5).clamp(0, width - 1).long()
+        out = image[batch, y[:, :, None], x[:, None, :]]
+    else:
+        top, left = {torch}floor(ys), {torch}floor(xs)
+        y_lerp, x_lerp = (ys - top)[:, :, None, None], (xs - left)[:, None, :, None]
+        top, bottom = top.clamp(0, height - 1).long(), {torch}ceil(ys).clamp(0, height - 1).long()
+        left, right = left.clamp(0, width - 1).long(), {torch}ceil(xs).clamp(0, width - 1).long()
+
+        def row(y):
+            a, b = image[batch, y[:, :, None], left[:, None, :]], image[batch, y[:, :, None], right[:, None, :]]
+            return a + (b - a) * x_lerp
+
+        upper, lower = row(top), row(bottom)
+        out = upper + (lower - upper) * y_lerp
+    return {torch}where(inside, out, {torch}as_tensor(float(extrapolation_value), device=image.device))
+'''
+
 IMAGE_HELPERS = {
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
@@ -190,22 +230,12 @@ IMAGE_HELPERS = {
     "pad_to_bounding_box": _PAD_TO_BOUNDING_BOX,
     "central_crop": _CENTRAL_CROP,
     "unsorted_segment_sum": _UNSORTED_SEGMENT_SUM,
+    "crop_and_resize": _CROP_AND_RESIZE,
 }
 helpers.HELPERS.update(IMAGE_HELPERS)
 helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",),
                           "avg_pool2d_nhwc": ("_nhwc_window_args",),
                           "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",)})
-
-
-def _args(m, *names: str) -> str | None:
-    """The mapped arguments ``names`` as source text, in order (None when a required one is missing)."""
-    out = []
-    for n in names:
-        v = m.kwargs.get(n)
-        if v is None:
-            return None
-        out.append(_code(v))
-    return ", ".join(out)
 
 
 @call_transform("image-flip")
@@ -260,10 +290,15 @@ def image_helper(m, ctx):
     options = m.rule.emit["options"]
     names = options["args"]
     required = options.get("required", len(names))
-    present = [n for n in names if n in m.kwargs]
     if any(n not in m.kwargs for n in names[:required]):
         return None
-    return _e(f"{helpers.use(ctx, options['helper'])}({_args(m, *present)})")
+    args, gap = [], False
+    for n in names:  # positional while none is left out, keywords after the first one that is
+        if n not in m.kwargs:
+            gap = True
+        else:
+            args.append(f"{n}={_code(m.kwargs[n])}" if gap else _code(m.kwargs[n]))
+    return _e(f"{helpers.use(ctx, options['helper'])}({', '.join(args)})")
 
 
 @call_transform("eye")

@@ -2167,6 +2167,37 @@ def unit_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return LayerEmission([expr(f"{name}({'' if dim == -1 else dim})")], in_shape)
 
 
+@shape("random-fourier")
+def random_fourier(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
+    """RandomFourierFeatures(output_dim, kernel_initializer, scale, trainable) → the RandomFourierFeatures
+    helper, given the input size (Keras takes it from its (batch, input_dim) input when it builds)."""
+    in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
+    if in_shape is not None and len(in_shape) != 1:
+        return _failed(m, ctx, "unsupported-construct", f"RandomFourierFeatures on an input of rank {len(in_shape) + 1}: "
+                       "Keras takes (batch, features) only")
+    if in_shape is None or not known(in_shape[0]):
+        return _failed(m, ctx, "shape-unknown", "RandomFourierFeatures needs its input size, which is unknown here: "
+                       "give the model its input shape (keras.Input(shape=(features,)))")
+    kind = literal_value(m.extras["kernel_initializer"], NOT_LITERAL) if "kernel_initializer" in m.extras else "gaussian"
+    if not isinstance(kind, str) or kind.lower() not in ("gaussian", "laplacian"):
+        return _failed(m, ctx, "unsupported-argument", "kernel_initializer must be \"gaussian\" or \"laplacian\" "
+                       "written as a string (an initializer object draws a kernel fwport does not translate)")
+    out = m.extras.get("output_dim")
+    if out is None:
+        return _failed(m, ctx, "unsupported-argument", "output_dim is required")
+    args = [str(in_shape[0]), code(out)]
+    if kind.lower() != "gaussian":
+        args.append(repr(kind))
+    for name in ("scale", "trainable"):
+        if name in m.extras:
+            args.append(f"{name}={code(m.extras[name])}")
+    name = helpers.use(ctx, "RandomFourierFeatures")
+    dim = _dim(lctx, out)
+    module = expr(f"{name}({', '.join(args)})")
+    ctx.settle(module)  # the helper has the source class's name: the rule pass must not take it for Keras's
+    return LayerEmission([module], (dim if known(dim) else None,))
+
+
 @shape("rms-norm")
 def rms_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """RMSNormalization over trailing axes → nn.RMSNorm(normalized_shape, eps): x * rsqrt(mean(x²) +

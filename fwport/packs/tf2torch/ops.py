@@ -237,7 +237,35 @@ def random_uniform(m, ctx):
         return _e(f"{_spell(ctx, 'torch.rand')}({_code(size)}{rest})")
     lo_t = "0.0" if lo is None else _code(lo)
     hi_t = "1.0" if hi is None else _code(hi)
-    return _e(f"{_spell(ctx, 'torch.empty')}({_code(size)}{rest}).uniform_({lo_t}, {hi_t})")
+    gen = m.kwargs.pop("generator", None)  # torch.empty takes none: uniform_ draws
+    rest = "".join(f", {k}={_code(v)}" for k, v in m.kwargs.items())
+    draw = "" if gen is None else f", generator={_code(gen)}"
+    return _e(f"{_spell(ctx, 'torch.empty')}({_code(size)}{rest}).uniform_({lo_t}, {hi_t}{draw})")
+
+
+@call_transform("tnp-randint")
+def tnp_randint(m, ctx):
+    """``tf.experimental.numpy.random.randint(low, high=None, size=None, dtype=int64)``, numpy's: integers in
+    [low, high), or [0, low) without high; size None is one number → ``torch.randint(low, high, size)``
+    (int64, TensorFlow's default here too; an int size is a shape of one axis)."""
+    lo, hi = m.kwargs.pop("low"), m.kwargs.pop("high", None)
+    if hi is None or _lit(hi) is None:  # numpy's randint(n): [0, n)
+        lo, hi = cst.Integer("0"), lo
+    size = m.kwargs.pop("size", None)
+    lit = _lit(size)
+    if size is None or lit is None:
+        size_text = "()"
+    elif isinstance(lit, int) and not isinstance(lit, bool):
+        size_text = f"({lit},)"
+    elif isinstance(size, (cst.Tuple, cst.List)):
+        size_text = _code(size)
+    else:
+        m.fail(ctx, "unsupported-argument", f"size={m.written('size')}: numpy's size is an int or a tuple, torch.randint "
+               "takes a tuple only, and fwport cannot tell which this is: write a tuple")
+        return None
+    dtype = m.kwargs.pop("dtype", None)
+    dtype_text = _spell(ctx, "torch.int64") if dtype is None else _code(dtype)
+    return _e(f"{_spell(ctx, 'torch.randint')}({_code(lo)}, {_code(hi)}, {size_text}, dtype={dtype_text})")
 
 
 # --- shapes and indexing ---------------------------------------------------------------------------

@@ -158,6 +158,8 @@ def loss(m, ctx):
                    "('sum_over_batch_size', 'sum', None / keras.losses.Reduction.NONE): the torch loss takes it when "
                    "it is created")
             return None
+    if opts.get("helper"):  # a module written into the file (helpers.py), called as torch losses are
+        return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
     target = m.rule.emit["target"] if flag is True or "probabilities" not in opts else opts["probabilities"]
     return cst.Call(ctx.spell(target), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
 

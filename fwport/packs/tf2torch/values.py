@@ -6,6 +6,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import expr
 from fwport.core.position import render
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import value_transform
 
 
@@ -147,3 +148,14 @@ def resize_method(value, spec, m, ctx):
     m.fail(ctx, "unsupported-argument", f"method={_code(value)}: only bilinear and nearest are translated (torch's "
            "bicubic uses another kernel (a=-0.75 against TensorFlow's -0.5); area, lanczos, gaussian and "
            "mitchellcubic have no exact torch counterpart)")
+
+
+@value_transform("seeded-generator")
+def seeded_generator(value, spec, m, ctx):
+    """An op-level ``seed=s`` → ``generator=seeded_generator(s, "<the torch function>")``: one torch.Generator
+    per operation and seed, seeded once (the helper), as TensorFlow keeps one stream per op and seed."""
+    if literal_value(value, NOT_LITERAL) is None:
+        return  # seed=None: the global generator, torch's default
+    name = helpers.use(ctx, "seeded_generator")
+    op = m.rule.emit["target"]
+    m.kwargs[spec.to or "generator"] = cst.parse_expression(f'{name}({render(value)}, "{op}")')

@@ -35,7 +35,8 @@ from fwport.core.names import dotted, scan
 from fwport.core.position import render
 
 #: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
-MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model", "keras.models.load_model", "keras.saving.load_model"}
+MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model", "keras.models.load_model", "keras.saving.load_model",
+                      "keras.models.clone_model"}
 MODEL_BASES = {"keras.Model", "keras.Sequential"}
 
 _LOOP = ("write the training loop: model.train(); for x, y in loader: optimizer.zero_grad(); "

@@ -84,6 +84,7 @@ class _Chain:
     escaped: cst.CSTNode | None = None  # a call the model was passed to while layers were still added
     list_name: str = ""  # keras.Sequential(layers): the local list its layers were collected in
     from_list: bool = False  # that list was followed: the call becomes nn.Sequential(*layers)
+    repeated: set[int] = field(default_factory=set)  # ids of the elements added in a loop (_unrolled_adds)
 
 
 class _SequentialPass(ScopedResolver, cst.CSTTransformer):
@@ -167,9 +168,51 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                     self.followed.add(id(call))
                     self.adds[id(stmt)] = (chain, call.args[0].value)
                     continue
+            if isinstance(stmt, cst.For) and self._unrolled_adds(stmt, open_chains):
+                continue
             _follow_uses(stmt, open_chains)
         for chain in started:
             self._translate(chain)
+
+    def _unrolled_adds(self, loop: cst.For, open_chains: dict[str, _Chain]) -> bool:
+        """``for _ in range(n): model.add(layer)`` with n known here (a literal, a module constant) and a body
+        of plain ``.add`` lines of followed models that do not read the loop's variable: the layers are
+        followed n times in order (the statements stay: ``model.append(...)`` in the same loop), and
+        _translate checks that every pass of the loop translates each layer alike."""
+        it = loop.iter
+        if (loop.orelse is not None or loop.asynchronous is not None or not isinstance(loop.target, cst.Name)
+                or not isinstance(it, cst.Call) or not isinstance(it.func, cst.Name) or it.func.value != "range"
+                or "range" in self.module_sizes[1] or len(it.args) != 1
+                or it.args[0].keyword is not None or it.args[0].star or not isinstance(loop.body, cst.IndentedBlock)):
+            return False
+        count = Sizes.at(*self.module_sizes, self.fn_nodes).constant(it.args[0].value)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            return False
+        adds = []
+        for stmt in loop.body.body:
+            small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+            call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+            chain = open_chains.get(_add_receiver(call) or "") if call is not None else None
+            if chain is None or not _is_plain_add(call) or chain.escaped is not None:
+                return False
+            el = call.args[0].value
+            q = self.qualname(el.func) if isinstance(el, cst.Call) else None
+            rule = self.ctx.pack.by_name.get(q) if q else None
+            if rule is None or rule.kind != "layer" or q in INPUTS:
+                return False  # a block of the file, an input spec: not followed in a loop
+            adds.append((stmt, chain, call))
+        if not adds or any(isinstance(n, cst.Name) and n.value == loop.target.value
+                           for n in find_all(loop.body, cst.Name)):
+            return False
+        for _ in range(count):
+            for stmt, chain, call in adds:
+                chain.elements.append(call.args[0].value)
+        for stmt, chain, call in adds:
+            chain.add_calls.append(call)
+            chain.repeated.add(id(call.args[0].value))
+            self.followed.add(id(call))
+            self.adds[id(stmt)] = (chain, call.args[0].value)
+        return True
 
     def _start(self, call: cst.Call, target: str) -> _Chain:
         chain = _Chain(call, target)
@@ -302,6 +345,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         index = 0  # position in the nn.Sequential
         masked = mask_live = False  # Keras's mask: packed for the next layer / left on an unpacked sequence
         for k, (el, rule) in enumerate(layers):
+            if id(el) in chain.repeated and ctx.is_settled(el):  # an earlier pass of its loop reported it
+                shape, flatten_of, producer = None, None, None
+                index += 1
+                continue
             mask_in, mask_out = masked, _mask_out(el, rule, layers[k + 1][1] if k + 1 < len(layers) else None,
                                                   masked, ctx)
             if mask_live and rule is not None and rule.emit.get("shape") in _MASK_CONSUMERS and (
@@ -354,6 +401,16 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{rule.names[0]} merges several inputs "
                                "and cannot be a member of a Sequential model", el, rule)
                 ctx.settle(el)
+                shape, flatten_of, producer = None, None, None
+                index += 1
+                continue
+            if id(el) in chain.out and [code(m) for m in chain.out[id(el)]] != [code(m) for m in em.modules]:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{code(el.func)} added in a loop translates "
+                           f"differently on its passes ({code(chain.out[id(el)][0])}, then {code(em.modules[0])}: "
+                           "its input size changes), and the loop's one statement cannot be both: add the layers "
+                           "one by one (or build the model from a list)", el)
+                ctx.settle(el)
+                chain.out.pop(id(el))
                 shape, flatten_of, producer = None, None, None
                 index += 1
                 continue

@@ -1512,8 +1512,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def _train_step_attr(self, func: cst.BaseExpression) -> bool:
         """``self.generator`` in a method of a model with its own train_step: its sub-models (Keras
         layers and models, which take ``training=``), nn.Modules once translated."""
-        return (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
-                and bool(self.classes) and self.classes[-1] in self.plan.train_step_classes)
+        if not (isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self"
+                and bool(self.classes) and self.classes[-1] in self.plan.train_step_classes):
+            return False
+        # a method of the class (shiftvit's self._calculate_loss(data, training=True)) takes training= itself
+        return not any(isinstance(s, cst.FunctionDef) and s.name.value == func.attr.value
+                       for s in self._class_nodes[-1].body.body)
 
     # -- callees a ``training=`` argument marks as Keras models or layers
     def visit_ListComp(self, node) -> None:
