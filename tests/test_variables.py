@@ -361,3 +361,70 @@ def test_a_receiver_spread_over_lines_keeps_its_lines():
     compile(r.output, "p.py", "exec")
     again = translate_source(r.output, "p.py")
     assert again.output == r.output
+
+
+STAGES_PROGRAM = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.stages = [tf.keras.layers.Dense(4), tf.keras.layers.Dense(2)]
+        self.head = tf.keras.layers.Dense(1)
+
+    def call(self, x):
+        for stage in self.stages:
+            x = stage(x)
+        return self.head(x)
+
+
+def stage_variables(net):
+    return [stage.trainable_variables for stage in net.stages]
+
+
+net = Net()
+x = tf.constant(np.linspace(-1.0, 1.0, 6, dtype=np.float32).reshape(2, 3))
+net(x)
+per_stage = stage_variables(net)
+print(json.dumps({"counts": [len(v) for v in per_stage],
+                  "sizes": [sorted(int(np.prod(w.shape)) for w in v) for v in per_stage],
+                  "head": sum(int(np.prod(w.shape)) for w in net.head.trainable_weights)}))
+'''
+
+
+@pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None or importlib.util.find_spec("torch") is None,
+                    reason="needs TensorFlow and PyTorch")
+def test_trainable_variables_of_a_loop_variable_are_its_parameters(tmp_path):
+    """keras-io shiftvit: `[stage.trainable_variables for stage in self.stages]`, where fwport cannot tell the
+    loop variable is a model, stayed as written: an AttributeError at run time with no finding. Only Keras layers
+    and models have trainable_variables, so on any receiver they are its trainable parameters."""
+    r = translate_source(STAGES_PROGRAM.lstrip(), "stages.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
+    assert "trainable_variables" not in r.output and "trainable_weights" not in r.output
+    src, out = tmp_path / "tf_stages.py", tmp_path / "torch_stages.py"
+    src.write_text(STAGES_PROGRAM)
+    out.write_text(r.output)
+    tf_result, torch_result = _run(src, block=False), _run(out, block=True)
+    assert torch_result == tf_result
+    assert tf_result == {"counts": [2, 2], "sizes": [[4, 12], [2, 8]], "head": 3}
+
+
+def test_a_file_s_own_trainable_variables_attribute_is_left_alone():
+    out, errs = _translate('''
+        import tensorflow as tf
+
+
+        class Agent:
+            def __init__(self, actor):
+                self.trainable_variables = actor.trainable_variables
+
+
+        def weights(agent, other):
+            return agent.trainable_variables, other.non_trainable_weights
+        ''')
+    assert "agent.trainable_variables" in out and "actor.trainable_variables" in out
+    assert [e.line for e in errs] == [10] and "other.non_trainable_weights" in errs[0].message

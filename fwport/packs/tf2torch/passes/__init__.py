@@ -56,9 +56,10 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("decorators", Trigger(r"@|\bfunction\s*\(|\bimport\b[^\n]*\bfunction\b|\bdo_not_convert\b", "@", "function",
                                   "do_not_convert"), decorators.run),
     # tf.Variable inside a module class → nn.Parameter; a variable's assign/assign_add/numpy/..., and any
-    # x.numpy() → x.detach().numpy(), any v.assign(x) (last: it reads the bases the subclass pass wrote)
-    Planner("variables", Trigger(r"\bVariable\b|\.\s*(?:numpy|assign(?:_add|_sub)?)\s*\(", "Variable", "numpy",
-                                 "assign"), variables.run),
+    # x.numpy() → x.detach().numpy(), any v.assign(x), x.trainable_variables on any receiver (last: it reads
+    # the bases the subclass pass wrote)
+    Planner("variables", Trigger(r"\bVariable\b|\.\s*(?:numpy|assign(?:_add|_sub)?)\s*\(|\.\s*(?:non_)?trainable_(?:variables|weights)\b",
+                                 "Variable", "numpy", "assign", "trainable_"), variables.run),
     # (read-only) Python numbers among the tensors of tf.stack / tf.concat → torch.as_tensor (the rules'
     # `tensors` transform), and a Python int as tf.split's number of parts → torch.chunk
     Planner("pyvalues", Trigger(r"\b(?:stack|concat|concatenate|split)\s*\(", "stack", "concat", "split"),

@@ -38,7 +38,7 @@ import libcst as cst
 
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, scan
+from fwport.core.names import ScopedResolver, find_all, scan
 from fwport.core.position import render
 from fwport.packs.tf2torch.ops import IN_MODULE
 
@@ -55,6 +55,11 @@ METHODS = {
 #: attributes a torch tensor has with TensorFlow's meaning (or close enough: device is a torch.device)
 SAME_ATTRIBUTES = {"shape", "dtype", "ndim", "device"}
 RENAMED_ATTRIBUTES = {"trainable": "requires_grad"}
+# attribute names only Keras layers and models (and tf.Module) have: on a receiver model_api could not tell is
+# a model (a loop variable over self.stages, a parameter) they are still a translated module's, unless the
+# file gives something of its own that attribute (model_api.ATTRIBUTES says what each becomes)
+KERAS_ONLY_ATTRIBUTES = ("trainable_variables", "trainable_weights", "non_trainable_variables",
+                         "non_trainable_weights")
 
 
 class _Bindings(ScopedResolver, cst.CSTVisitor):
@@ -116,6 +121,8 @@ class _Methods(cst.CSTVisitor):
         self.b = b
         self.called: set[int] = set()  # the Attribute nodes that are a call's func
         self.detach_reported = False
+        self.module: cst.Module | None = None  # the file (run sets it), for _own_attributes
+        self.own: set[str] | None = None
 
     def _receiver(self, node: cst.BaseExpression) -> tuple[str, bool] | None:
         """(spelling, bound only to variables) when ``node`` reads a variable."""
@@ -201,6 +208,8 @@ class _Methods(cst.CSTVisitor):
             return
         recv = self._receiver(node.value)
         if recv is None:
+            if node.attr.value in KERAS_ONLY_ATTRIBUTES and node.attr.value not in self._own_attributes():
+                self._keras_attribute(node)
             return
         attr = node.attr.value
         if attr in SAME_ATTRIBUTES:
@@ -213,6 +222,40 @@ class _Methods(cst.CSTVisitor):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{recv[0]}.{attr}: {recv[0]} is a tf.Variable (a torch tensor in the translation) "
                             f"and fwport does not translate its attribute {attr}; write it by hand", node)
+
+
+    def _own_attributes(self) -> set[str]:
+        """The attribute names the file gives objects of its own (``x.attr = ...``, a def of that name)."""
+        if self.own is None:
+            self.own = {t.target.attr.value for t in find_all(self.module, cst.AssignTarget)
+                        if isinstance(t.target, cst.Attribute)}
+            self.own |= {f.name.value for f in find_all(self.module, cst.FunctionDef)}
+        return self.own
+
+    def _keras_attribute(self, node: cst.Attribute) -> None:
+        """``x.trainable_variables`` on a receiver model_api did not know for a model: as for a model (the
+        parameters that train), ``x.non_trainable_*`` an error."""
+        if self.ctx.is_settled(node) or self.ctx.plans.get(node) is not None:
+            return
+        from fwport.packs.tf2torch.passes.model_api import ATTRIBUTES  # (model_api imports this module)
+        receiver, attr = render(node.value), node.attr.value
+        text, why = ATTRIBUTES[attr]
+        why += f" ({receiver} taken for a Keras layer or model: only they have {attr})"
+        if text is None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{receiver}.{attr} is a Keras model attribute; the translated model is an nn.Module, "
+                            f"which has none: {why}", node)
+            self.ctx.settle(node)
+            return
+        out = text.format(m=receiver)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{attr} → {out}: {why}", node)
+
+        def apply(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
+            inner = render(upd.value)
+            if "\n" in inner:
+                inner = f"({inner})"
+            return cst.parse_expression(text.format(m=inner))
+        self.ctx.plans.add(node, apply, by="variables")
 
 
 def _on_self(node: cst.BaseExpression) -> bool:
@@ -247,5 +290,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     scan(module, b)
     if b.in_module:
         ctx.analyses[IN_MODULE] = b.in_module
-    scan(module, _Methods(ctx, b))  # the trigger saw a Variable or an x.numpy()
+    methods = _Methods(ctx, b)
+    methods.module = module
+    scan(module, methods)  # the trigger saw a Variable, an x.numpy(), an x.assign(...) or a Keras-only attribute
     return module
