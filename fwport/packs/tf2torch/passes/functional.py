@@ -241,7 +241,9 @@ class _Layer:
 
     call: cst.Call  # the constructor call (input tree)
     rule: object  # the rule; for kind "merge" the Keras name
-    kind: str = "rule"  # rule | merge | seq (a nested keras.Sequential) | user (a layer class of this file)
+    # rule | merge | seq (a nested keras.Sequential) | user (a layer class of this file) | given (a builder value:
+    # a model or layer made elsewhere, kept as given)
+    kind: str = "rule"
     attr: str = ""
     var: str | None = None  # the variable it is bound to, if any
     op: _Op | None = None
@@ -706,6 +708,7 @@ class _Builder:
         self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
+        self.given: dict[str, _Layer] = {}  # builder values called on tensors (modules given to the model)
         self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
         # builder names bound to values known where the model is built (`filters = 64`), and updated by
         # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
@@ -2119,6 +2122,9 @@ class _Builder:
             return None
         if isinstance(func, cst.Name) and func.value in self.helpers and func.value not in self.local:
             return self._helper(node, self.helpers[func.value])
+        if isinstance(func, cst.Name) and func.value in self.local and self.fn is not None \
+                and func.value not in self.env:
+            return self._apply(self._given(node, func.value), node)
         if isinstance(func, cst.Name) and func.value not in self.env and q is None:
             raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
                                  "functions defined at the top of this file are followed; inline the block or "
@@ -2128,6 +2134,31 @@ class _Builder:
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
                              "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
                              "or translate this model by hand")
+
+    def _given(self, node: cst.Call, name: str) -> _Layer:
+        """``features = encoder(inputs)`` with ``encoder`` a parameter of the builder (or a value it binds): a
+        model or layer made elsewhere, given to the model. The generated class keeps it as a module
+        (``self.encoder = encoder`` in ``__init__``, which takes the builder's parameters) and calls it with
+        Keras's layout, as every translated model and layer class is called; one object called twice is one
+        module (its weights shared, as in Keras). Its output shape is not known here: the layers after it
+        are built for an unknown shape (lazy modules where torch has them)."""
+        layer = self.given.get(name)
+        if layer is not None:
+            return layer
+        if self.runtime_loop:
+            raise _Refused(node, f"{name}(...), a value of the builder called on tensors, inside a for statement "
+                                 "over a value known only when the model is built: not followed (fwport builds one "
+                                 "nn.ModuleList per loop from the layers it creates); call it outside the loop, or "
+                                 "translate this model by hand")
+        layer = self.given[name] = _Layer(node, name, "given", var=name)
+        self.layers.append(layer)
+        self.ctx.report(Severity.INFO, "shape-unknown", f"{name}, a value of the builder called on tensors (a model or "
+                        f"layer made elsewhere), is kept as a module of the translated model (self.{name}, given to "
+                        "its constructor) and called with Keras's channels-last layout, as translated models are: "
+                        "give it the translation of the object the Keras code passes; the shape it returns is not known "
+                        "here (the layers after it are lazy), and its weights are its own (fwport verify and fwport "
+                        "weights map this model's layers only)", node)
+        return layer
 
     def _op(self, node: cst.Call, q: str) -> _Tensor:
         """``tf.nn.relu(x)`` / ``keras.ops.mean(x, axis=1)`` on tensors of the model: left to the rule
@@ -2216,7 +2247,7 @@ class _Builder:
                                 "model (a list of tensors feeds only merge layers here)")
         self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1],
-                      layer.kind == "user" and not layer.keras_back)
+                      layer.kind in ("user", "given") and not layer.keras_back)
         new: cst.BaseExpression = cst.Call(_module_ref(layer),
                                            [cst.Arg(self._out_expr(arg))])
         if layer.permute_in:
@@ -2504,6 +2535,15 @@ class _Builder:
             # its images are moved where the graph's layout is the other one
             layer.keras_in = layer.keras_back = self.layout == "nchw" and not seq_nchw
             layer.permute_in = layer.permute_back = self.layout != "nchw" and seq_nchw
+        elif layer.kind == "given":
+            if t.flat is not None:
+                raise _Refused(layer.call, f"{layer.rule}(...), a module given to the model and called with Keras's "
+                                           "channels-last layout, on a flattened channels-first feature map (its "
+                                           "features in (c, h, w) order): call it before the convolutions, or "
+                                           "translate this model by hand")
+            module = cst.Name(layer.rule)
+            layer.out = (None, None)
+            layer.keras_in = layer.keras_back = self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)
         elif layer.kind == "user":
             if t.flat is not None:
                 raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
