@@ -168,3 +168,21 @@ def build(encoder, depth):
                                                        "inside a for statement") for f in errs), errs
     assert any("left as written" in f.message for f in errs)
     assert "keras.Model(inputs, x)" in r.output and "class " not in r.output
+
+
+def test_a_function_held_by_a_builder_name_and_called_on_tensors_is_an_error_on_its_line():
+    # in Keras it adds no layer (Keras 3) or one per operation (tf.keras): model.layers' indices are not known
+    src = HEAD + '''
+
+def build():
+    act = keras.activations.relu
+    inputs = keras.Input(shape=(4,))
+    x = act(inputs)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+    r = tx(src)
+    line = textwrap.dedent(src).lstrip("\n").splitlines().index("    x = act(inputs)") + 1
+    errs = [f for f in r.findings if f.severity.value == "error"]
+    assert any(f.line == line and f.message.startswith("act(...) is called on tensors, and act is not a parameter")
+               for f in errs), errs
+    assert "class " not in r.output

@@ -709,6 +709,7 @@ class _Builder:
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
         self.given: dict[str, _Layer] = {}  # builder values called on tensors (modules given to the model)
+        self.local_calls: dict[str, bool] = {}  # builder name → whether the statement that last bound it is `= call(...)`
         self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
         # builder names bound to values known where the model is built (`filters = 64`), and updated by
         # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
@@ -1869,6 +1870,8 @@ class _Builder:
         bound = _assigned(stmt)
         self.local.update(bound)
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        for n in bound:  # what each name holds now: a value bound by a call (a model built here), or not
+            self.local_calls[n] = isinstance(small, cst.Assign) and len(bound) == 1 and isinstance(small.value, cst.Call)
         step = self._int_step(small, self.known_ints) if small is not None else None
         if step is None and isinstance(small, cst.Assign) and len(small.targets) == 1 \
                 and isinstance(small.targets[0].target, cst.Name):
@@ -2145,12 +2148,17 @@ class _Builder:
         layer = self.given.get(name)
         if layer is not None:
             return layer
+        if not self.local_calls.get(name, True):  # (a parameter: not in local_calls)
+            raise _Refused(node, f"{name}(...) is called on tensors, and {name} is not a parameter of the builder or "
+                                 "a value it builds with a call (a function held by a name: in Keras it adds no "
+                                 "layer or several): fwport keeps a builder value called on tensors as a module when it "
+                                 "is one of those; call the function itself, or translate this model by hand")
         if self.runtime_loop:
             raise _Refused(node, f"{name}(...), a value of the builder called on tensors, inside a for statement "
                                  "over a value known only when the model is built: not followed (fwport builds one "
                                  "nn.ModuleList per loop from the layers it creates); call it outside the loop, or "
                                  "translate this model by hand")
-        layer = self.given[name] = _Layer(node, name, "given", var=name)
+        layer = self.given[name] = _Layer(node, name, "given", var=name)  # (a Model or Layer: one of model.layers)
         self.layers.append(layer)
         self.ctx.report(Severity.INFO, "shape-unknown", f"{name}, a value of the builder called on tensors (a model or "
                         f"layer made elsewhere), is kept as a module of the translated model (self.{name}, given to "
