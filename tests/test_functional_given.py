@@ -167,7 +167,7 @@ def build(encoder, depth):
     assert any(f.line == line and f.message.startswith("encoder(...), a value of the builder called on tensors, "
                                                        "inside a for statement") for f in errs), errs
     assert any("left as written" in f.message for f in errs)
-    assert "keras.Model(inputs, x)" in r.output and "class " not in r.output
+    assert "keras.Model(inputs, x)" in r.output and "(nn.Module):" not in r.output
 
 
 def test_a_function_held_by_a_builder_name_and_called_on_tensors_is_an_error_on_its_line():
@@ -185,4 +185,39 @@ def build():
     errs = [f for f in r.findings if f.severity.value == "error"]
     assert any(f.line == line and f.message.startswith("act(...) is called on tensors, and act is not a parameter")
                for f in errs), errs
-    assert "class " not in r.output
+    assert "(nn.Module):" not in r.output and "keras.Model(" in r.output  # left as written
+
+
+@pytest.mark.parametrize("call, why", [
+    ("encoder([a, b])", "a module given to the model called on a list of tensors"),
+    ("encoder(a, b)", "b: a module given to the model called with a second positional argument"),
+    ("encoder(a, mask=b)", "mask=b: the translated encoder.forward takes no mask"),
+])
+def test_a_given_module_called_with_what_its_translation_may_not_take_is_an_error_on_its_line(call, why):
+    src = HEAD + f'''
+
+def build(encoder):
+    a = keras.Input(shape=(4,))
+    b = keras.Input(shape=(4,))
+    x = {call}
+    return keras.Model([a, b], layers.Dense(2)(x))
+'''
+    r = tx(src)
+    line = textwrap.dedent(src).lstrip("\n").splitlines().index(f"    x = {call}") + 1
+    errs = [f for f in r.findings if f.severity.value == "error"]
+    assert any(f.line == line and why in f.message for f in errs), errs
+    assert "(nn.Module):" not in r.output and "keras.Model(" in r.output  # left as written
+
+
+def test_a_given_module_called_on_inputs_of_different_shapes_is_one_module():
+    src = HEAD + '''
+
+def build(tower):
+    a = keras.Input(shape=(4,))
+    b = keras.Input(shape=(6,))
+    return keras.Model([a, b], layers.concatenate([tower(a), tower(b)]))
+'''
+    r = tx(src)
+    assert not errors(r), r.findings
+    assert "torch.cat([self.tower(a), self.tower(b)], dim=-1)" in r.output
+    assert r.output.count("self.tower = tower") == 1

@@ -2230,7 +2230,7 @@ class _Builder:
         if layer.kind == "rule" and layer.rule.emit.get("shape") in ("rnn", "rnn-layer") and \
                 _rnn_call_args(call) is not None:
             return self._apply_rnn(layer, call)
-        if layer.kind == "user" and (len(args) != 1 or len(call.args) != 1):
+        if layer.kind in ("user", "given") and (len(args) != 1 or len(call.args) != 1):
             return self._apply_user_args(layer, call)
         if len(args) != 1 or len(call.args) != 1:
             raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
@@ -2247,6 +2247,11 @@ class _Builder:
             return self._merge(call, op, [args[0]] + [a for a in layer.call.args if a.keyword
                                                       and a.keyword.value == "axis"],
                                merge_q.rsplit(".", 1)[-1], layer)
+        if layer.kind == "given" and isinstance(arg, (cst.List, cst.Tuple)):
+            raise _Refused(call, f"{code(call).strip()}: a module given to the model called on a list of tensors: a "
+                                 "translated functional model takes its inputs as separate arguments, a translated "
+                                 "layer class as the list, and fwport does not know which one it is given; call it "
+                                 "on separate arguments, or translate this model by hand")
         if layer.kind == "user" and isinstance(arg, (cst.List, cst.Tuple)):
             return self._apply_user_list(layer, call, arg)
         t = self._tensor(arg)
@@ -2279,6 +2284,9 @@ class _Builder:
         key = (t.shape, t.flat)
         if layer.module is None:
             self._translate(layer, t)
+        elif layer.kind == "given" and t.flat is None and layer.in_key[1] is None and (
+                self.layout != "nchw" or (t.shape is None or len(t.shape) > 1) == layer.keras_in):
+            pass  # a module given to the model: called as it is on any input the same moves fit
         elif layer.in_key != key:
             raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
                                  f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
@@ -2375,14 +2383,23 @@ class _Builder:
         """A layer class of this file called on several arguments, positional or keyword
         (``TransformerEncoder(...)(source=x, source_mask=source != 0)``): each a tensor of the model, a
         list of them, or a value that holds none (``training=False``, a literal); its translated
-        forward takes them as its call did, so the call stays as written with its tensors replaced."""
+        forward takes them as its call did, so the call stays as written with its tensors replaced. A module
+        given to the model (``encoder(x, attention_mask=m)``) is called with its keywords as written (one
+        tensor first): the translation of the object the Keras code passes takes what its call takes."""
         ts: list[_Tensor] = []
-        params = _call_params(self.ctx, layer.rule)
+        params = _call_params(self.ctx, layer.rule) if layer.kind == "user" else ([], None)
         for i, a in enumerate(call.args):
             if a.star:
                 raise _Refused(a, f"{code(a).strip().rstrip(',')}: a starred argument of a layer call is not followed")
             if a.keyword is not None:
                 name = a.keyword.value if params is None or params[1] is None or a.keyword.value in params[1] else None
+            elif layer.kind == "given":
+                if i or isinstance(a.value, (cst.List, cst.Tuple)):
+                    raise _Refused(a, f"{code(a).strip().rstrip(',')}: a module given to the model called with a "
+                                      "second positional argument or a list: a Keras model takes it as training= "
+                                      "(or its inputs as a list), a layer class as its call() says, and fwport does not "
+                                      "know which one it is given; translate this model by hand")
+                name = "inputs"
             else:
                 name = params[0][i] if params is not None and i < len(params[0]) else None
             if name is None or name in ("training", "mask"):
@@ -2405,16 +2422,19 @@ class _Builder:
 
     def _user_input(self, layer: _Layer, where: cst.CSTNode, t: _Tensor) -> _Tensor:
         if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
-            raise _Refused(where, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
-                                  "channels-last layout, on a channels-first feature map")
+            what = f"{layer.rule}, a module given to the model and called with Keras's channels-last layout" \
+                if layer.kind == "given" else \
+                f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's channels-last layout"
+            raise _Refused(where, f"{what}, on a channels-first feature map (among several arguments)")
         return t
 
     def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg]) -> _Tensor:
         key = tuple((t.shape, t.flat) for t in ts)
         if layer.module is None:
             layer.attr = layer.attr or self._attr_name(layer)
-            layer.in_key, layer.module, layer.out = key, layer.call, (None, None)
-            self.pending_init.append(f"self.{layer.attr} = {code(layer.call)}")
+            module = cst.Name(layer.rule) if layer.kind == "given" else layer.call
+            layer.in_key, layer.module, layer.out = key, module, (None, None)
+            self.pending_init.append(f"self.{layer.attr} = {code(module)}")
         if layer.op is None:
             layer.op = _Op("layer", True)
         self.replace[id(call)] = cst.Call(_module_ref(layer), args)
