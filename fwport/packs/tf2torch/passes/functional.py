@@ -2425,7 +2425,7 @@ class _Builder:
             what = f"{layer.rule}, a module given to the model and called with Keras's channels-last layout" \
                 if layer.kind == "given" else \
                 f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's channels-last layout"
-            raise _Refused(where, f"{what}, on a channels-first feature map (among several arguments)")
+            raise _Refused(where, f"{what}, on a channels-first feature map")
         return t
 
     def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg]) -> _Tensor:
