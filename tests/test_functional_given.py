@@ -221,3 +221,62 @@ def build(tower):
     assert not errors(r), r.findings
     assert "torch.cat([self.tower(a), self.tower(b)], dim=-1)" in r.output
     assert r.output.count("self.tower = tower") == 1
+
+
+MODULE_LEVEL = HEAD + '''
+
+class Scale(layers.Layer):
+    def __init__(self, factor):
+        super().__init__()
+        self.factor = factor
+
+    def call(self, x):
+        return x * self.factor
+
+
+def create_tower():
+    inputs = keras.Input(shape=(5,))
+    return keras.Model(inputs, layers.Dense(4)(inputs))
+
+
+scale = Scale(2.0)
+tower = create_tower()
+
+
+def build():
+    inputs = keras.Input(shape=(5,))
+    x = scale(inputs)
+    x = tower(x)
+    return keras.Model(inputs, layers.Dense(1)(x))
+'''
+
+
+def test_objects_the_module_binds_called_in_a_builder_are_those_objects():
+    r = tx(MODULE_LEVEL)
+    assert not errors(r), r.findings
+    assert "        self.scale = scale\n        self.tower = tower\n" in r.output
+    assert "x = self.scale(inputs)\n        x = self.tower(x)" in r.output
+    kmodel, tmodel, xs, load, tf, torch = _run(MODULE_LEVEL, r.output, "build()", [(3, 5)])
+    load(kmodel, tmodel, "build")  # Keras's layers: InputLayer, Scale, the tower, Dense
+    assert [x.source for x in r.layers if x.scope == "build"] == ["layers[3]"]
+    load(kmodel.layers[2], tmodel.tower, "create_tower")
+    with torch.no_grad():
+        got = tmodel(torch.from_numpy(xs[0])).numpy()
+    assert abs(got - kmodel(tf.constant(xs[0])).numpy()).max() < 1e-5
+
+
+def test_a_keras_layer_built_at_module_level_and_called_in_a_builder_is_an_error_on_its_line():
+    src = MODULE_LEVEL + '''
+
+norm = layers.LayerNormalization()
+
+
+def build_norm():
+    inputs = keras.Input(shape=(5,))
+    return keras.Model(inputs, norm(inputs))
+'''
+    r = tx(src)
+    line = textwrap.dedent(src).lstrip("\n").splitlines().index("    return keras.Model(inputs, norm(inputs))") + 1
+    errs = [f for f in r.findings if f.severity.value == "error"]
+    assert any(f.line == line and f.message.startswith("norm(...): a Keras layer built at module level") for f in errs), errs
+    assert "class Build(nn.Module)" in r.output and "class BuildNorm" not in r.output

@@ -2128,6 +2128,15 @@ class _Builder:
         if isinstance(func, cst.Name) and func.value in self.local and self.fn is not None \
                 and func.value not in self.env:
             return self._apply(self._given(node, func.value), node)
+        if isinstance(func, cst.Name) and self.fn is not None and func.value not in self.env and q is None \
+                and self._module_object(func.value):
+            return self._apply(self._given(node, func.value, module_level=True), node)
+        if isinstance(func, cst.Name) and func.value not in self.env and q is None and self.fn is not None \
+                and func.value not in self.local and func.value in self.constants[1] \
+                and isinstance(_module_assignments(self.ctx).get(func.value), cst.Call):
+            raise _Refused(node, f"{func.value}(...): a Keras layer built at module level and called on tensors in a "
+                                 "builder is not followed (the module level is translated outside the model's layout): "
+                                 "build it in the builder, or translate this model by hand")
         if isinstance(func, cst.Name) and func.value not in self.env and q is None:
             raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
                                  "functions defined at the top of this file are followed; inline the block or "
@@ -2138,7 +2147,20 @@ class _Builder:
                              "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
                              "or translate this model by hand")
 
-    def _given(self, node: cst.Call, name: str) -> _Layer:
+    def _module_object(self, name: str) -> bool:
+        """``name`` is bound once at module level, to a call of something that is not a Keras / TensorFlow
+        name (a layer class or builder of this file, another library's model): an object the builder may
+        call on tensors as it is (a Keras layer with a rule built at module level is not one: the rule pass
+        translates it outside any model's layout)."""
+        if name in self.local or name not in self.constants[1]:
+            return False
+        value = _module_assignments(self.ctx).get(name)
+        if not isinstance(value, cst.Call):
+            return False
+        q = self.ctx.imports.resolve(value.func)
+        return q is None or not self.ctx.imports.is_source(q)
+
+    def _given(self, node: cst.Call, name: str, module_level: bool = False) -> _Layer:
         """``features = encoder(inputs)`` with ``encoder`` a parameter of the builder (or a value it binds): a
         model or layer made elsewhere, given to the model. The generated class keeps it as a module
         (``self.encoder = encoder`` in ``__init__``, which takes the builder's parameters) and calls it with
@@ -2160,12 +2182,15 @@ class _Builder:
                                  "translate this model by hand")
         layer = self.given[name] = _Layer(node, name, "given", var=name)  # (a Model or Layer: one of model.layers)
         self.layers.append(layer)
-        self.ctx.report(Severity.INFO, "shape-unknown", f"{name}, a value of the builder called on tensors (a model or "
-                        f"layer made elsewhere), is kept as a module of the translated model (self.{name}, given to "
-                        "its constructor) and called with Keras's channels-last layout, as translated models are: "
-                        "give it the translation of the object the Keras code passes; the shape it returns is not known "
-                        "here (the layers after it are lazy), and its weights are its own (fwport verify and fwport "
-                        "weights map this model's layers only)", node)
+        what = (f"{name}, an object the module binds and the builder calls on tensors, is kept as a module of the "
+                f"translated model (self.{name} = {name}: that very object, as in Keras)") if module_level else (
+                f"{name}, a value of the builder called on tensors (a model or layer made elsewhere), is kept as a "
+                f"module of the translated model (self.{name}, given to its constructor)")
+        give = "" if module_level else ": give it the translation of the object the Keras code passes"
+        self.ctx.report(Severity.INFO, "shape-unknown", f"{what} and called with Keras's channels-last layout, as "
+                        f"translated models are{give}; the shape it returns is not known here (the layers after it are "
+                        "lazy), and its weights are its own (fwport verify and fwport weights map this model's layers "
+                        "only)", node)
         return layer
 
     def _op(self, node: cst.Call, q: str) -> _Tensor:
