@@ -2134,9 +2134,12 @@ class _Builder:
         if isinstance(func, cst.Name) and func.value not in self.env and q is None and self.fn is not None \
                 and func.value not in self.local and func.value in self.constants[1] \
                 and isinstance(_module_assignments(self.ctx).get(func.value), cst.Call):
-            raise _Refused(node, f"{func.value}(...): a Keras layer built at module level and called on tensors in a "
-                                 "builder is not followed (the module level is translated outside the model's layout): "
-                                 "build it in the builder, or translate this model by hand")
+            made = code(_module_assignments(self.ctx)[func.value].func)
+            raise _Refused(node, f"{func.value}(...): {func.value} is bound at module level to {made}(...), a Keras / "
+                                 "TensorFlow object, and called on tensors in a builder: not followed (fwport keeps "
+                                 "objects of the file's classes and builders, or of other libraries, as they are; a "
+                                 "Keras layer or model built at module level is translated outside this model's "
+                                 "layout): build it in the builder, or translate this model by hand")
         if isinstance(func, cst.Name) and func.value not in self.env and q is None:
             raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
                                  "functions defined at the top of this file are followed; inline the block or "
