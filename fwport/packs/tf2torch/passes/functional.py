@@ -725,6 +725,7 @@ class _Builder:
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
+        self.nested_loops = False  # a helper with a loop over a run-time value called in such a loop (no records)
         # the for statements over run-time values: (statement, its nodes self.nodes[start:end], ids of the
         # _Layers it creates); their layers' records name Keras layers by the order they are called (`calls`)
         self.loops: list[tuple[cst.For, int, int, set[int]]] = []
@@ -858,7 +859,9 @@ class _Builder:
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
         child.origin = self.origin  # (its findings go to that call: where the source has it, if it is a copy)
-        child.runtime_loop = self.runtime_loop  # (a loop over a run-time value inside another is not followed)
+        # a loop over a run-time value in the helper's body builds its class's own nn.ModuleList (a parameter of
+        # the class drives it), also where the helper is called in such a loop (its instances in the outer one)
+        child.runtime_loop = False
         child.local = set(symbolic)
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
@@ -884,6 +887,9 @@ class _Builder:
         # its for statements over run-time values (nn.ModuleLists built in its class's __init__): the model's
         # records name their layers by the order of calls, as the builder's own loops (the nodes are shared)
         self.loops += child.loops
+        # a helper with such loops called in such a loop: how many layers a pass adds is known only when the model
+        # is built, pass by pass: the order-of-calls records cannot name them
+        self.nested_loops = self.nested_loops or child.nested_loops or bool(self.runtime_loop and child.loops)
         for loop, *_ in child.loops:  # (findings on them: at the call site, the loop being in a copy of the body)
             self.origin.setdefault(id(loop), (loop, site_node))
         for layer in child.layers:
@@ -2970,14 +2976,17 @@ class _Builder:
         order = _layer_order([t.node for t in outs], self.input_ops)
         path = {id(op): f"layers[{i}]" for i, op in enumerate(o for o in order if o.is_layer)}
         if self.loops:  # how many layers precede one is known only at run time: named by the order of calls
-            template = self._call_template({id(o) for o in order})
+            template = None if self.nested_loops else self._call_template({id(o) for o in order})
             for loop, *_ in self.loops:
                 self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the "
                                 "model is built: its layers are nn.ModuleLists built by the same loop in __init__; " + (
                                     "fwport verify and fwport weights map their weights by the order Keras calls "
                                     "the layers (one module per pass)" if template is not None else
-                                    "fwport verify and fwport weights do not map their weights (a layer created before "
-                                    "the loop is called in it)"), self.origin.get(id(loop), (None, loop))[1])
+                                    "fwport verify and fwport weights do not map their weights (" + (
+                                        "a helper with such a loop is called in another one: how many layers each pass "
+                                        "adds is known only then" if self.nested_loops else
+                                        "a layer created before the loop is called in it") + ")"),
+                                self.origin.get(id(loop), (None, loop))[1])
             if template is None:
                 return
             self.calls, path = template
