@@ -15,8 +15,12 @@ helper and variant of its literal arguments (which decide its ``if`` statements)
 call site. Dicts of inputs (``inputs = {"a": keras.Input(...)}``, ``keras.Model(inputs={"a": a})``,
 ``inputs = create_model_inputs()`` over module constants) make ``forward`` take the dict the Keras
 model is called with; a dict of outputs is returned as that dict. ``for`` statements over values known
-only when the model is built (in the builder or a helper) build nn.ModuleLists by the same loop. At
-module level only the statements ``keras.Model(...)`` depends on are the model's.
+only when the model is built (in the builder or a helper) build nn.ModuleLists by the same loop (a helper
+with such a loop, called in one, builds its own class's lists). A model or layer made elsewhere and called
+on tensors (``features = encoder(inputs)`` with ``encoder`` a builder parameter or a value the builder or
+the module builds with a call) is kept as a module of the class (``self.encoder = encoder``, that very
+object), called with Keras's layout; its output shape is unknown (lazy modules after it). At module
+level only the statements ``keras.Model(...)`` depends on are the model's.
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
@@ -34,7 +38,9 @@ verify`` and ``fwport weights`` move variables by name. A model with ``for`` sta
 values (its layers in nn.ModuleLists) has no such index: its records name layers by the order the
 builder first calls them (``calls[s][j]``, ``calls[s][*][j]`` for a loop's; ``ModelInfo.calls``), which
 fwport verify matches to the built model. After such a loop, its layer's name is the last pass's layer
-(``self.<attr>[-1]``).
+(``self.<attr>[-1]``). A helper's loop of that kind called in another such loop makes the number of
+layers per pass known only when the model is built: that model has no records (an info finding says so).
+A module given to the model (above) counts as one of ``model.layers``; its own weights are not recorded.
 
 Line structure: passes keep it (findings are located by line). So :func:`run` rewrites the graph
 statements where they stand (layer calls → ``self.<attr>(x)``, merges → expressions, the other
@@ -43,7 +49,7 @@ records the plan, and :func:`finish` builds the classes once every finding is lo
 comment placed (as the decorators pass removes its lines).
 
 What is not followed (a layer without a rule, a graph statement inside ``if``/``while``, a loop over
-a run-time value inside another, an ``if`` on such a value in a helper, ...) is an error finding on
+a run-time value written inside another, an ``if`` on such a value in a helper, ...) is an error finding on
 its line (a helper's at its call site), and the whole model is left as written, its calls settled:
 never a half-translated graph.
 """
