@@ -188,7 +188,7 @@ def build(key):
 
 def test_findings_in_statements_fwport_copies_name_the_source_line():
     # keras-io's cutmix ResNet: a loop over a parameter inside a loop written out (its body is a copy), and a
-    # helper with a loop over a run-time value called inside a loop over one (mirnet): each error at its line
+    # helper whose loops over run-time values nest, called inside a loop over one: each error at its line
     cases = {
         '''
 def build(n):
@@ -205,7 +205,8 @@ def build(n):
         '''
 def group(x, n):
     for _ in range(n):
-        x = layers.Dense(4)(x)
+        for _ in range(n):
+            x = layers.Dense(4)(x)
     return x
 
 
@@ -215,7 +216,7 @@ def build(a, n):
     for _ in range(a):
         x = group(x, n)
     return keras.Model(inputs, x)
-''': 14,
+''': 15,
     }
     for body, line in cases.items():
         r = tx(HEAD + body)
