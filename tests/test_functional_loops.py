@@ -125,3 +125,67 @@ def test_a_model_built_in_loops_verifies(tmp_path, keras, model):
         assert grads["fc2.1.bias"] == "calls[3][1][0].bias"
     else:
         assert sorted(grads) == ["fc1.bias", "fc1.weight", "fc2.0.bias", "fc2.0.weight", "fc3.bias", "fc3.weight"]
+
+
+# keras-io's object_detection_using_vision_transformer.py, reduced: a helper whose loop runs over its
+# parameter, called in the builder's loop over another (both known only when the model is built)
+NESTED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def mlp(x, hidden_units, dropout_rate):
+    for units in hidden_units:
+        x = layers.Dense(units, activation="relu")(x)
+        x = layers.Dropout(dropout_rate)(x)
+    return x
+
+
+def build(depth, hidden_units):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for _ in range(depth):
+        x = mlp(x, hidden_units, 0.1)
+        x = layers.Dense(4)(x)
+    return keras.Model(inputs, x)
+'''
+
+
+def test_a_helper_with_a_run_time_loop_in_a_run_time_loop_builds_its_own_lists_and_computes_what_keras_does():
+    r = _tx(NESTED)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    out = r.output
+    # the helper's class builds its lists from its parameter; the builder's loop, a list of its instances
+    assert "class Mlp(nn.Module):\n    def __init__(self, hidden_units):" in out
+    assert "        for units in hidden_units:\n            self.fc.append(nn.LazyLinear(units))" in out
+    assert "        for _ in range(depth):\n            self.mlp.append(Mlp(hidden_units))\n            self.fc.append(nn.LazyLinear(4))" in out
+    # how many layers a pass adds is known only when the model is built: no records, said at the loops
+    assert not r.layers
+    assert any("a helper with such a loop is called in another one" in f.message for f in r.findings)
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    kns: dict = {}
+    exec(compile(NESTED, "m.py", "exec"), kns)
+    tns: dict = {}
+    exec(compile(out, "t.py", "exec"), tns)
+    assert "tensorflow" not in out and "keras" not in out
+    kmodel, tmodel = kns["build"](2, [6, 5]), tns["build"](2, [6, 5])
+    tmodel.eval()
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype("float32")
+    order = []  # torch's Linear modules in the order forward calls them
+    hooks = [m.register_forward_hook(lambda m, i, o: order.append(m)) for m in tmodel.modules()
+             if isinstance(m, torch.nn.Linear) or isinstance(m, torch.nn.LazyLinear)]
+    with torch.no_grad():
+        tmodel(torch.from_numpy(x))
+    for h in hooks:
+        h.remove()
+    dense = [layer for layer in kmodel.layers if layer.weights]  # a chain: model.layers is the order of calls
+    assert [tuple(m.weight.shape) for m in order] == [tuple(d.weights[0].shape[::-1]) for d in dense]
+    assert [tuple(d.weights[0].shape) for d in dense] == [(4, 6), (6, 5), (5, 4)] * 2
+    with torch.no_grad():
+        for m, d in zip(order, dense):
+            m.weight.copy_(torch.from_numpy(np.ascontiguousarray(d.weights[0].numpy().T)))
+            m.bias.copy_(torch.from_numpy(d.weights[1].numpy()))
+        got = tmodel(torch.from_numpy(x)).numpy()
+    assert abs(got - kmodel(tf.constant(x), training=False).numpy()).max() < 1e-5

@@ -188,7 +188,7 @@ def build(key):
 
 def test_findings_in_statements_fwport_copies_name_the_source_line():
     # keras-io's cutmix ResNet: a loop over a parameter inside a loop written out (its body is a copy), and a
-    # helper with a loop over a run-time value called inside a loop over one (mirnet): each error at its line
+    # helper whose loops over run-time values nest, called inside a loop over one: each error at its line
     cases = {
         '''
 def build(n):
@@ -205,7 +205,8 @@ def build(n):
         '''
 def group(x, n):
     for _ in range(n):
-        x = layers.Dense(4)(x)
+        for _ in range(n):
+            x = layers.Dense(4)(x)
     return x
 
 
@@ -215,7 +216,7 @@ def build(a, n):
     for _ in range(a):
         x = group(x, n)
     return keras.Model(inputs, x)
-''': 14,
+''': 15,
     }
     for body, line in cases.items():
         r = tx(HEAD + body)
@@ -315,7 +316,8 @@ def test_helper_loops_over_values_the_builder_gives_are_module_lists(tmp_path):
         assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
 
 
-def test_a_run_time_loop_in_a_helper_called_in_a_run_time_loop_is_an_error_at_the_call():
+def test_a_run_time_loop_in_a_helper_called_in_a_run_time_loop_is_the_helper_class_own_list():
+    # (test_functional_loops.py checks such a model against Keras)
     r = tx(HEAD + '''
 
 def group(x, n):
@@ -331,9 +333,25 @@ def build(a, n):
         x = group(x, n)
     return keras.Model(inputs, x)
 ''')
+    assert not errors(r), r.findings
+    assert "        for _ in range(n):\n            self.fc.append(nn.Linear(4, 4))" in r.output
+    assert "        for _ in range(a):\n            self.group.append(Group(n))" in r.output
+
+
+def test_a_run_time_loop_written_in_a_run_time_loop_is_an_error_at_the_loop():
+    r = tx(HEAD + '''
+
+def build(a, n):
+    inputs = keras.Input(shape=(4,))
+    x = inputs
+    for _ in range(a):
+        for _ in range(n):
+            x = layers.Dense(4)(x)
+    return keras.Model(inputs, x)
+''')
     errs = errors(r)
-    assert errs[("unsupported-construct", 15)] == 1, errs
-    assert any("inside another such for statement" in f.message for f in r.findings)
+    assert errs[("unsupported-construct", 9)] == 1, errs  # (the outer one: the inner is followed in a copy)
+    assert any(f.line == 9 and "inside another such for statement" in f.message for f in r.findings)
 
 
 # keras-io's structured-data examples (bayesian_neural_networks.py, reduced): a helper builds the dict of

@@ -15,8 +15,12 @@ helper and variant of its literal arguments (which decide its ``if`` statements)
 call site. Dicts of inputs (``inputs = {"a": keras.Input(...)}``, ``keras.Model(inputs={"a": a})``,
 ``inputs = create_model_inputs()`` over module constants) make ``forward`` take the dict the Keras
 model is called with; a dict of outputs is returned as that dict. ``for`` statements over values known
-only when the model is built (in the builder or a helper) build nn.ModuleLists by the same loop. At
-module level only the statements ``keras.Model(...)`` depends on are the model's.
+only when the model is built (in the builder or a helper) build nn.ModuleLists by the same loop (a helper
+with such a loop, called in one, builds its own class's lists). A model or layer made elsewhere and called
+on tensors (``features = encoder(inputs)`` with ``encoder`` a builder parameter or a value the builder or
+the module builds with a call) is kept as a module of the class (``self.encoder = encoder``, that very
+object), called with Keras's layout; its output shape is unknown (lazy modules after it). At module
+level only the statements ``keras.Model(...)`` depends on are the model's.
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
@@ -34,7 +38,9 @@ verify`` and ``fwport weights`` move variables by name. A model with ``for`` sta
 values (its layers in nn.ModuleLists) has no such index: its records name layers by the order the
 builder first calls them (``calls[s][j]``, ``calls[s][*][j]`` for a loop's; ``ModelInfo.calls``), which
 fwport verify matches to the built model. After such a loop, its layer's name is the last pass's layer
-(``self.<attr>[-1]``).
+(``self.<attr>[-1]``). A helper's loop of that kind called in another such loop makes the number of
+layers per pass known only when the model is built: that model has no records (an info finding says so).
+A module given to the model (above) counts as one of ``model.layers``; its own weights are not recorded.
 
 Line structure: passes keep it (findings are located by line). So :func:`run` rewrites the graph
 statements where they stand (layer calls → ``self.<attr>(x)``, merges → expressions, the other
@@ -43,7 +49,7 @@ records the plan, and :func:`finish` builds the classes once every finding is lo
 comment placed (as the decorators pass removes its lines).
 
 What is not followed (a layer without a rule, a graph statement inside ``if``/``while``, a loop over
-a run-time value inside another, an ``if`` on such a value in a helper, ...) is an error finding on
+a run-time value written inside another, an ``if`` on such a value in a helper, ...) is an error finding on
 its line (a helper's at its call site), and the whole model is left as written, its calls settled:
 never a half-translated graph.
 """
@@ -241,7 +247,9 @@ class _Layer:
 
     call: cst.Call  # the constructor call (input tree)
     rule: object  # the rule; for kind "merge" the Keras name
-    kind: str = "rule"  # rule | merge | seq (a nested keras.Sequential) | user (a layer class of this file)
+    # rule | merge | seq (a nested keras.Sequential) | user (a layer class of this file) | given (a builder value:
+    # a model or layer made elsewhere, kept as given)
+    kind: str = "rule"
     attr: str = ""
     var: str | None = None  # the variable it is bound to, if any
     op: _Op | None = None
@@ -706,6 +714,8 @@ class _Builder:
         self.builder_models: dict[str, dict] = {}  # builder functions translated above this one
         self.model_summary: dict | None = None  # this model, for the ones below it
         self.submodels: dict[str, _Layer] = {}
+        self.given: dict[str, _Layer] = {}  # builder values called on tensors (modules given to the model)
+        self.local_calls: dict[str, bool] = {}  # builder name → whether the statement that last bound it is `= call(...)`
         self.module_seqs: dict[str, cst.Call] = {}  # module-level `name = keras.Sequential([...])` (builders')
         # builder names bound to values known where the model is built (`filters = 64`), and updated by
         # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
@@ -721,6 +731,7 @@ class _Builder:
         self.unpacking = False  # following the value of `a, b = helper(...)`
         self.generating = False  # following code fwport writes out itself (loops, keras.Model(...) arguments)
         self.runtime_loop = False  # following the body of a for statement over a run-time value
+        self.nested_loops = False  # a helper with a loop over a run-time value called in such a loop (no records)
         # the for statements over run-time values: (statement, its nodes self.nodes[start:end], ids of the
         # _Layers it creates); their layers' records name Keras layers by the order they are called (`calls`)
         self.loops: list[tuple[cst.For, int, int, set[int]]] = []
@@ -854,7 +865,9 @@ class _Builder:
                                                                                self.nodes, self.helpers)
         child.helper_call = self.helper_call or call
         child.origin = self.origin  # (its findings go to that call: where the source has it, if it is a copy)
-        child.runtime_loop = self.runtime_loop  # (a loop over a run-time value inside another is not followed)
+        # a loop over a run-time value in the helper's body builds its class's own nn.ModuleList (a parameter of
+        # the class drives it), also where the helper is called in such a loop (its instances in the outer one)
+        child.runtime_loop = False
         child.local = set(symbolic)
         child.sizes.stable |= set(extra)  # the sizes the caller gives by name (class parameters)
         for pname in tensors:
@@ -880,6 +893,9 @@ class _Builder:
         # its for statements over run-time values (nn.ModuleLists built in its class's __init__): the model's
         # records name their layers by the order of calls, as the builder's own loops (the nodes are shared)
         self.loops += child.loops
+        # a helper with such loops called in such a loop: how many layers a pass adds is known only when the model
+        # is built, pass by pass: the order-of-calls records cannot name them
+        self.nested_loops = self.nested_loops or child.nested_loops or bool(self.runtime_loop and child.loops)
         for loop, *_ in child.loops:  # (findings on them: at the call site, the loop being in a copy of the body)
             self.origin.setdefault(id(loop), (loop, site_node))
         for layer in child.layers:
@@ -1866,6 +1882,8 @@ class _Builder:
         bound = _assigned(stmt)
         self.local.update(bound)
         small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        for n in bound:  # what each name holds now: a value bound by a call (a model built here), or not
+            self.local_calls[n] = isinstance(small, cst.Assign) and len(bound) == 1 and isinstance(small.value, cst.Call)
         step = self._int_step(small, self.known_ints) if small is not None else None
         if step is None and isinstance(small, cst.Assign) and len(small.targets) == 1 \
                 and isinstance(small.targets[0].target, cst.Name):
@@ -2119,6 +2137,21 @@ class _Builder:
             return None
         if isinstance(func, cst.Name) and func.value in self.helpers and func.value not in self.local:
             return self._helper(node, self.helpers[func.value])
+        if isinstance(func, cst.Name) and func.value in self.local and self.fn is not None \
+                and func.value not in self.env:
+            return self._apply(self._given(node, func.value), node)
+        if isinstance(func, cst.Name) and self.fn is not None and func.value not in self.env and q is None \
+                and self._module_object(func.value):
+            return self._apply(self._given(node, func.value, module_level=True), node)
+        if isinstance(func, cst.Name) and func.value not in self.env and q is None and self.fn is not None \
+                and func.value not in self.local and func.value in self.constants[1] \
+                and isinstance(_module_assignments(self.ctx).get(func.value), cst.Call):
+            made = code(_module_assignments(self.ctx)[func.value].func)
+            raise _Refused(node, f"{func.value}(...): {func.value} is bound at module level to {made}(...), a Keras / "
+                                 "TensorFlow object, and called on tensors in a builder: not followed (fwport keeps "
+                                 "objects of the file's classes and builders, or of other libraries, as they are; a "
+                                 "Keras layer or model built at module level is translated outside this model's "
+                                 "layout): build it in the builder, or translate this model by hand")
         if isinstance(func, cst.Name) and func.value not in self.env and q is None:
             raise _Refused(node, f"{func.value}(...) is called on tensors of the functional model: only helper "
                                  "functions defined at the top of this file are followed; inline the block or "
@@ -2128,6 +2161,52 @@ class _Builder:
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
                              "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
                              "or translate this model by hand")
+
+    def _module_object(self, name: str) -> bool:
+        """``name`` is bound once at module level, to a call of something that is not a Keras / TensorFlow
+        name (a layer class or builder of this file, another library's model): an object the builder may
+        call on tensors as it is (a Keras layer with a rule built at module level is not one: the rule pass
+        translates it outside any model's layout)."""
+        if name in self.local or name not in self.constants[1]:
+            return False
+        value = _module_assignments(self.ctx).get(name)
+        if not isinstance(value, cst.Call):
+            return False
+        q = self.ctx.imports.resolve(value.func)
+        return q is None or not self.ctx.imports.is_source(q)
+
+    def _given(self, node: cst.Call, name: str, module_level: bool = False) -> _Layer:
+        """``features = encoder(inputs)`` with ``encoder`` a parameter of the builder (or a value it binds): a
+        model or layer made elsewhere, given to the model. The generated class keeps it as a module
+        (``self.encoder = encoder`` in ``__init__``, which takes the builder's parameters) and calls it with
+        Keras's layout, as every translated model and layer class is called; one object called twice is one
+        module (its weights shared, as in Keras). Its output shape is not known here: the layers after it
+        are built for an unknown shape (lazy modules where torch has them)."""
+        layer = self.given.get(name)
+        if layer is not None:
+            return layer
+        if not self.local_calls.get(name, True):  # (a parameter: not in local_calls)
+            raise _Refused(node, f"{name}(...) is called on tensors, and {name} is not a parameter of the builder or "
+                                 "a value it builds with a call (a function held by a name: in Keras it adds no "
+                                 "layer or several): fwport keeps a builder value called on tensors as a module when it "
+                                 "is one of those; call the function itself, or translate this model by hand")
+        if self.runtime_loop:
+            raise _Refused(node, f"{name}(...), a value of the builder called on tensors, inside a for statement "
+                                 "over a value known only when the model is built: not followed (fwport builds one "
+                                 "nn.ModuleList per loop from the layers it creates); call it outside the loop, or "
+                                 "translate this model by hand")
+        layer = self.given[name] = _Layer(node, name, "given", var=name)  # (a Model or Layer: one of model.layers)
+        self.layers.append(layer)
+        what = (f"{name}, an object the module binds and the builder calls on tensors, is kept as a module of the "
+                f"translated model (self.{name} = {name}: that very object, as in Keras)") if module_level else (
+                f"{name}, a value of the builder called on tensors (a model or layer made elsewhere), is kept as a "
+                f"module of the translated model (self.{name}, given to its constructor)")
+        give = "" if module_level else ": give it the translation of the object the Keras code passes"
+        self.ctx.report(Severity.INFO, "shape-unknown", f"{what} and called with Keras's channels-last layout, as "
+                        f"translated models are{give}; the shape it returns is not known here (the layers after it are "
+                        "lazy), and its weights are its own (fwport verify and fwport weights map this model's layers "
+                        "only)", node)
+        return layer
 
     def _op(self, node: cst.Call, q: str) -> _Tensor:
         """``tf.nn.relu(x)`` / ``keras.ops.mean(x, axis=1)`` on tensors of the model: left to the rule
@@ -2191,7 +2270,7 @@ class _Builder:
         if layer.kind == "rule" and layer.rule.emit.get("shape") in ("rnn", "rnn-layer") and \
                 _rnn_call_args(call) is not None:
             return self._apply_rnn(layer, call)
-        if layer.kind == "user" and (len(args) != 1 or len(call.args) != 1):
+        if layer.kind in ("user", "given") and (len(args) != 1 or len(call.args) != 1):
             return self._apply_user_args(layer, call)
         if len(args) != 1 or len(call.args) != 1:
             raise _Refused(call, f"{code(call).strip()}: a layer call with arguments other than its input "
@@ -2208,6 +2287,11 @@ class _Builder:
             return self._merge(call, op, [args[0]] + [a for a in layer.call.args if a.keyword
                                                       and a.keyword.value == "axis"],
                                merge_q.rsplit(".", 1)[-1], layer)
+        if layer.kind == "given" and isinstance(arg, (cst.List, cst.Tuple)):
+            raise _Refused(call, f"{code(call).strip()}: a module given to the model called on a list of tensors: a "
+                                 "translated functional model takes its inputs as separate arguments, a translated "
+                                 "layer class as the list, and fwport does not know which one it is given; call it "
+                                 "on separate arguments, or translate this model by hand")
         if layer.kind == "user" and isinstance(arg, (cst.List, cst.Tuple)):
             return self._apply_user_list(layer, call, arg)
         t = self._tensor(arg)
@@ -2216,7 +2300,7 @@ class _Builder:
                                 "model (a list of tensors feeds only merge layers here)")
         self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1],
-                      layer.kind == "user" and not layer.keras_back)
+                      layer.kind in ("user", "given") and not layer.keras_back)
         new: cst.BaseExpression = cst.Call(_module_ref(layer),
                                            [cst.Arg(self._out_expr(arg))])
         if layer.permute_in:
@@ -2240,6 +2324,9 @@ class _Builder:
         key = (t.shape, t.flat)
         if layer.module is None:
             self._translate(layer, t)
+        elif layer.kind == "given" and t.flat is None and layer.in_key[1] is None and (
+                self.layout != "nchw" or (t.shape is None or len(t.shape) > 1) == layer.keras_in):
+            pass  # a module given to the model: called as it is on any input the same moves fit
         elif layer.in_key != key:
             raise _Refused(call, f"the layer {layer.var} is called on inputs of different shapes "
                                  f"({layer.in_key[0]} and {t.shape}): one torch module cannot be built for both")
@@ -2336,14 +2423,23 @@ class _Builder:
         """A layer class of this file called on several arguments, positional or keyword
         (``TransformerEncoder(...)(source=x, source_mask=source != 0)``): each a tensor of the model, a
         list of them, or a value that holds none (``training=False``, a literal); its translated
-        forward takes them as its call did, so the call stays as written with its tensors replaced."""
+        forward takes them as its call did, so the call stays as written with its tensors replaced. A module
+        given to the model (``encoder(x, attention_mask=m)``) is called with its keywords as written (one
+        tensor first): the translation of the object the Keras code passes takes what its call takes."""
         ts: list[_Tensor] = []
-        params = _call_params(self.ctx, layer.rule)
+        params = _call_params(self.ctx, layer.rule) if layer.kind == "user" else ([], None)
         for i, a in enumerate(call.args):
             if a.star:
                 raise _Refused(a, f"{code(a).strip().rstrip(',')}: a starred argument of a layer call is not followed")
             if a.keyword is not None:
                 name = a.keyword.value if params is None or params[1] is None or a.keyword.value in params[1] else None
+            elif layer.kind == "given":
+                if i or isinstance(a.value, (cst.List, cst.Tuple)):
+                    raise _Refused(a, f"{code(a).strip().rstrip(',')}: a module given to the model called with a "
+                                      "second positional argument or a list: a Keras model takes it as training= "
+                                      "(or its inputs as a list), a layer class as its call() says, and fwport does not "
+                                      "know which one it is given; translate this model by hand")
+                name = "inputs"
             else:
                 name = params[0][i] if params is not None and i < len(params[0]) else None
             if name is None or name in ("training", "mask"):
@@ -2366,16 +2462,19 @@ class _Builder:
 
     def _user_input(self, layer: _Layer, where: cst.CSTNode, t: _Tensor) -> _Tensor:
         if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
-            raise _Refused(where, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
-                                  "channels-last layout, on a channels-first feature map")
+            what = f"{layer.rule}, a module given to the model and called with Keras's channels-last layout" \
+                if layer.kind == "given" else \
+                f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's channels-last layout"
+            raise _Refused(where, f"{what}, on a channels-first feature map")
         return t
 
     def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg]) -> _Tensor:
         key = tuple((t.shape, t.flat) for t in ts)
         if layer.module is None:
             layer.attr = layer.attr or self._attr_name(layer)
-            layer.in_key, layer.module, layer.out = key, layer.call, (None, None)
-            self.pending_init.append(f"self.{layer.attr} = {code(layer.call)}")
+            module = cst.Name(layer.rule) if layer.kind == "given" else layer.call
+            layer.in_key, layer.module, layer.out = key, module, (None, None)
+            self.pending_init.append(f"self.{layer.attr} = {code(module)}")
         if layer.op is None:
             layer.op = _Op("layer", True)
         self.replace[id(call)] = cst.Call(_module_ref(layer), args)
@@ -2504,6 +2603,15 @@ class _Builder:
             # its images are moved where the graph's layout is the other one
             layer.keras_in = layer.keras_back = self.layout == "nchw" and not seq_nchw
             layer.permute_in = layer.permute_back = self.layout != "nchw" and seq_nchw
+        elif layer.kind == "given":
+            if t.flat is not None:
+                raise _Refused(layer.call, f"{layer.rule}(...), a module given to the model and called with Keras's "
+                                           "channels-last layout, on a flattened channels-first feature map (its "
+                                           "features in (c, h, w) order): call it before the convolutions, or "
+                                           "translate this model by hand")
+            module = cst.Name(layer.rule)
+            layer.out = (None, None)
+            layer.keras_in = layer.keras_back = self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)
         elif layer.kind == "user":
             if t.flat is not None:
                 raise _Refused(layer.call, f"{code(layer.call.func)}, a layer of this file whose body keeps Keras's "
@@ -2874,14 +2982,17 @@ class _Builder:
         order = _layer_order([t.node for t in outs], self.input_ops)
         path = {id(op): f"layers[{i}]" for i, op in enumerate(o for o in order if o.is_layer)}
         if self.loops:  # how many layers precede one is known only at run time: named by the order of calls
-            template = self._call_template({id(o) for o in order})
+            template = None if self.nested_loops else self._call_template({id(o) for o in order})
             for loop, *_ in self.loops:
                 self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the "
                                 "model is built: its layers are nn.ModuleLists built by the same loop in __init__; " + (
                                     "fwport verify and fwport weights map their weights by the order Keras calls "
                                     "the layers (one module per pass)" if template is not None else
-                                    "fwport verify and fwport weights do not map their weights (a layer created before "
-                                    "the loop is called in it)"), self.origin.get(id(loop), (None, loop))[1])
+                                    "fwport verify and fwport weights do not map their weights (" + (
+                                        "a helper with such a loop is called in another one: how many layers each pass "
+                                        "adds is known only then" if self.nested_loops else
+                                        "a layer created before the loop is called in it") + ")"),
+                                self.origin.get(id(loop), (None, loop))[1])
             if template is None:
                 return
             self.calls, path = template
