@@ -204,3 +204,21 @@ def test_the_metric_dict_takes_a_name_the_file_does_not_use():
     assert 'model_metrics = {"mae": MeanAbsoluteError(), "mse": MeanSquaredError()}' in out
     assert "fit(model, optimizer, loss_fn, model_metrics, x, y, verbose=0)" in out
     assert "return metrics.r2_score(y, predict(model, x))" in out
+
+
+REGRESSION_ACCURACY = COUNTS.replace("metrics=metrics)", 'metrics=["accuracy"])').replace(
+    'loss="binary_crossentropy"', 'loss="mse"')
+
+
+def test_accuracy_beside_a_regression_loss_is_the_binary_one_for_one_output(tmp_path):
+    """metrics=["accuracy"] with loss="mse" and one output column: Keras picks the binary accuracy (threshold
+    0.5); the loop's argmax of a single column always agreed (an accuracy of 1.0 whatever the model did)."""
+    assert 'loss="mse"' in REGRESSION_ACCURACY and 'metrics=["accuracy"]' in REGRESSION_ACCURACY
+    keras_out, torch_out = _run(tmp_path, REGRESSION_ACCURACY, BINARY_DRIVER.replace(
+        ', "state": [float(m.result()) for m in metrics]', ""))
+    kh, th = keras_out["history"], torch_out["history"]
+    assert sorted(th) == sorted(kh) == ["accuracy", "loss", "val_accuracy", "val_loss"]
+    for k in kh:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5, err_msg=k)
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
+    assert 0.0 < keras_out["evaluate"][1] < 1.0  # not the constant an argmax over one column gives

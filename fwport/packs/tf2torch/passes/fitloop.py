@@ -182,6 +182,12 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     return c
 
 
+def _loss_name(loss: tuple) -> str:
+    """The canonical Keras name of a compile's loss plan ("" for a loss function of the file's own)."""
+    what = loss[1]
+    return what if isinstance(what, str) else what.names[0] if what is not None else ""
+
+
 def _accuracy_metric(node, rule_of):
     """compile's metrics= → (history name, kind) of its one metric, None without metrics, NOT_LITERAL
     for what the loop does not compute. kind: "" (Keras picks the accuracy from the loss), the accuracy
@@ -244,6 +250,11 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         correct = "(pred.argmax(-1) == yb).sum().item()"
     elif loss_options.get("target") == "float":  # Keras's binary accuracy: 0.5, on logits too
         correct = "(yb.float().view_as(pred) == (pred > 0.5).float()).float().mean(-1).sum().item()"
+    elif c.accuracy_kind == "" and _loss_name(c.loss) != "keras.losses.CategoricalCrossentropy":
+        # "accuracy" beside a regression loss: Keras picks the binary accuracy for outputs of last size 1 (an
+        # argmax over one column would always agree), the categorical one otherwise
+        correct = ("(((pred > 0.5).float() == yb.float().view_as(pred)).float().mean(-1) if pred.shape[-1] == 1 "
+                   "else (pred.argmax(-1) == yb.argmax(-1)).float()).sum().item()")
     else:
         correct = "(pred.argmax(-1) == yb.argmax(-1)).sum().item()"
     n = c.names
