@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.engine import code, expr, literal_value
+from fwport.core.engine import NOT_LITERAL, code, expr, literal_value
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.packs.torch2jax import layers, ops
@@ -1193,6 +1193,8 @@ class Forward(cst.CSTTransformer):
             return updated
         if q in (F + "max_pool2d", F + "avg_pool2d", F + "max_pool1d", F + "avg_pool1d"):
             return self.pool(q, original, updated)
+        if q == F + "interpolate":
+            return self.interpolate(original, updated)
         if q == F + "dropout":
             self.error(original, "F.dropout draws from PyTorch's global random state: use an eqx.nn.Dropout "
                        "submodule (nn.Dropout in __init__), which takes an explicit key", "unsupported-construct")
@@ -1256,6 +1258,26 @@ class Forward(cst.CSTTransformer):
                "avg_pool1d": "AvgPool1d"}[kind]
         module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride)
         return cst.Call(module, [cst.Arg(a["input"])])
+
+    def interpolate(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``F.interpolate(x, ...)`` of a per-example tensor (C, *spatial) → ``Upsample(...)(x)``, the helper that takes
+        one example (layers.py); a tensor of the module's own keeps its batch axis: the rule vmaps the helper over it."""
+        a, unknown = _args(updated, ("input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor",
+                                     "antialias"))
+        if "input" not in a or not self.is_batched(a["input"]):
+            return updated
+        if unknown:
+            self.error(original, f"F.interpolate: arguments {', '.join(unknown)} not understood", "unsupported-construct")
+            return updated
+        for name, fine in (("recompute_scale_factor", (None, False)), ("antialias", (False,)),
+                           ("mode", ("nearest", "linear", "bilinear", "trilinear"))):
+            lit = literal_value(a[name], NOT_LITERAL) if name in a else fine[0]
+            if lit not in fine and not (name == "mode" and lit is NOT_LITERAL):  # Upsample checks a mode it is given
+                self.error(original, f"F.interpolate: {name}={code(a[name])} is not translated (modes: nearest, linear, "
+                           "bilinear, trilinear; no antialias, recompute_scale_factor)", "unsupported-argument")
+                return updated
+        kw = {k: a[k] for k in ("size", "scale_factor", "mode", "align_corners") if k in a}
+        return cst.Call(_call(cst.Name(layers.use(self.ctx, "Upsample")), [], **kw), [cst.Arg(a["input"])])
 
     def token_loss(self, node: cst.Call) -> None:
         """``F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))`` in forward (a language model's

@@ -172,7 +172,8 @@ class Upsample(eqx.Module):
     scale_factor) per axis; mode "nearest" takes pixel floor(i * step), the linear modes ("linear",
     "bilinear", "trilinear") interpolate axis by axis between the two pixels around PyTorch's source
     position, (i + 0.5) * step - 0.5 (i * (n - 1) / (out - 1) with align_corners), where step is
-    1 / scale_factor, or n / out when size is given, as PyTorch computes it."""
+    1 / scale_factor, or n / out when size is given, as PyTorch computes it (nearest in float32, the linear
+    weights in the input's precision)."""
 
     size: object = eqx.field(static=True)
     scale_factor: object = eqx.field(static=True)
@@ -197,6 +198,7 @@ class Upsample(eqx.Module):
             if self.mode == "nearest":
                 x = jnp.take(x, jnp.minimum(jnp.floor(i * step).astype(jnp.int32), n - 1), axis=axis)
                 continue
+            i = i.astype(jnp.promote_types(x.dtype, jnp.float32))  # the linear weights in PyTorch's precision
             if self.align_corners:
                 src = i * ((n - 1) / (out - 1) if out > 1 else 0.0)
             else:
@@ -517,3 +519,20 @@ def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
 
 
 __all__ = ["HELPERS", "KEYED", "finish", "use", "code", "expr"]
+
+
+@call_transform("interpolate")
+def interpolate(m, ctx):
+    """``F.interpolate(x, ...)`` of a whole array (N, C, *spatial) → ``jax.vmap(Upsample(...))(x)``: the helper
+    takes one example; batch.py writes ``Upsample(...)(x)`` itself for a per-example tensor in a module."""
+    kw = dict(m.kwargs)
+    x = kw.pop("input", None)
+    if x is None:
+        m.fail(ctx, "unsupported-construct", "F.interpolate without its input")
+        return None
+    for name in ("recompute_scale_factor", "antialias"):
+        kw.pop(name, None)
+    args = [cst.Arg(kw.pop(k), keyword=cst.Name(k), equal=_EQ) for k in ("size", "scale_factor", "mode", "align_corners")
+            if k in kw]
+    helper_call = cst.Call(cst.Name(use(ctx, "Upsample")), _commas(args))
+    return cst.Call(cst.Call(ctx.spell("jax.vmap"), [cst.Arg(helper_call)]), [cst.Arg(x)])

