@@ -160,3 +160,67 @@ def test_interpolate_modes_without_a_translation_are_errors(call, message):
         r = t2j(f"import torch\nfrom torch import nn\nimport torch.nn.functional as F\n\n{where}")
         errs = errors(r)
         assert errs and message in errs[0].message, (where, r.findings)
+
+
+# --- nn.Embedding.from_pretrained ----------------------------------------------------------------------------
+
+PRETRAINED = '''
+import numpy as np
+import torch
+from torch import nn
+
+
+def table(n, d):
+    return torch.FloatTensor(np.arange(n * d, dtype=np.float64).reshape(n, d) / (n * d))
+
+
+class Tagger(nn.Module):
+    def __init__(self, vocab=11, dim=6):
+        super().__init__()
+        self.frozen = nn.Embedding.from_pretrained(table(vocab, dim))
+        self.tuned = nn.Embedding.from_pretrained(torch.ones(vocab, dim) * 0.5, freeze=False)
+        self.fc = nn.Linear(dim, 3)
+
+    def forward(self, tokens):
+        h = self.frozen(tokens) + self.tuned(tokens) * self.tuned(tokens)
+        return self.fc(h).sum(1)
+'''
+
+
+def test_from_pretrained_is_the_table_looked_up_frozen_by_default():
+    r = t2j(PRETRAINED)
+    assert not errors(r), r.findings
+    assert "self.frozen = PretrainedEmbedding(table(vocab, dim))" in r.output
+    assert "self.tuned = PretrainedEmbedding(jnp.ones((vocab, dim)) * 0.5, freeze=False)" in r.output
+    assert "jax.vmap(self.fc)(h)" in r.output  # tokens: their embeddings are vectors per token
+    assert "jax.lax.stop_gradient(self.weight) if self.freeze else self.weight" in r.output
+
+
+@needs_frameworks
+def test_from_pretrained_verifies_and_the_frozen_table_gets_no_gradient(tmp_path):
+    import jax
+    import jax.numpy as jnp
+    import equinox as eqx
+    import runpy
+    verify_model(tmp_path, PRETRAINED, "Tagger", ["int64[2,5]:11"])
+    ns = runpy.run_path(str(tmp_path / "model_jax.py"))
+    model = ns["Tagger"](key=jax.random.key(0))
+    tokens = jnp.asarray([[1, 2, 3], [4, 5, 10]])
+    grads = eqx.filter_grad(lambda m: jnp.sum(jax.vmap(m)(tokens)))(model)
+    assert not jnp.any(grads.frozen.weight) and jnp.any(grads.tuned.weight)
+
+
+@pytest.mark.parametrize("arg", ["padding_idx=0", "max_norm=1.0", "scale_grad_by_freq=True"])
+def test_from_pretrained_options_without_a_translation_are_errors(arg):
+    r = t2j(f'''
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self, w):
+                super().__init__()
+                self.emb = nn.Embedding.from_pretrained(w, {arg})
+        ''')
+    errs = errors(r)
+    assert errs and arg.split("=")[0] in errs[0].message and errs[0].line == 8, r.findings

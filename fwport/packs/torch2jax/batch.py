@@ -32,13 +32,13 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
                        "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax", "torch.nn.GroupNorm",
                        "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d"}) | layers.SAME_RANK
-RANK_CHANGE = {"torch.nn.Embedding": 1}
+RANK_CHANGE = {"torch.nn.Embedding": 1, "torch.nn.Embedding.from_pretrained": 1}  # the latter: any indices' shape
 #: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
 SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention"})
 #: layers acting on the trailing axes alone: wherever the batch axis is, they keep it there
 TRAILING = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding", "torch.nn.Dropout", "torch.nn.ReLU",
                       "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU",
-                      "torch.nn.Identity"})
+                      "torch.nn.Identity", "torch.nn.Embedding.from_pretrained"})
 #: a forward parameter no caller gives a batched value (a mask left None): not batched
 NOT_BATCHED = -2
 #: ctx.analyses: ids of the sequence-layer constructions whose every call gets the batch axis where it takes it
@@ -624,6 +624,8 @@ class Forward(cst.CSTTransformer):
             sub = self.modules.get(text[5:] if text else _dict_entry(f))
             if sub in SAME_RANK or sub in RANK_CHANGE:
                 r = self.rank_of(args[0])
+                if r is None and sub == "torch.nn.Embedding.from_pretrained":
+                    r = 1  # token ids, as for nn.Embedding (a scalar id gives a vector, which a vmapped layer refuses)
                 return None if r is None else r + RANK_CHANGE.get(sub, 0)
             return None
         if isinstance(f, cst.Attribute) and f.attr.value in ("mean", "sum", "max", "min", "astype") and self.is_batched(f.value):

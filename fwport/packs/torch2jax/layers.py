@@ -210,6 +210,25 @@ class Upsample(eqx.Module):
         return x
 '''
 
+_PRETRAINED_EMBEDDING = '''
+
+class PretrainedEmbedding(eqx.Module):
+    """PyTorch's nn.Embedding.from_pretrained: the table given, (num_embeddings, embedding_dim), looked up at
+    indices of any shape (the table's rows for each); frozen (PyTorch's default) it is read through
+    jax.lax.stop_gradient, so no gradient reaches it."""
+
+    weight: jax.Array
+    freeze: bool = eqx.field(static=True)
+
+    def __init__(self, embeddings, freeze=True):
+        self.weight = jnp.asarray(embeddings)
+        self.freeze = freeze
+
+    def __call__(self, x, *, key=None):
+        weight = jax.lax.stop_gradient(self.weight) if self.freeze else self.weight
+        return weight[x]
+'''
+
 _PER_VECTOR = '''
 
 class PerVector(eqx.Module):
@@ -235,6 +254,7 @@ HELPERS: dict[str, str] = {
     "MultiheadAttentionWithWeights": _ATTENTION,
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
+    "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
     "PerVector": _PER_VECTOR,
     **inits.HELPERS,  # re-initialising parameters a loop or module.apply selects (init.py)
 }
