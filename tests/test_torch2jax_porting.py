@@ -224,3 +224,83 @@ def test_from_pretrained_options_without_a_translation_are_errors(arg):
         ''')
     errs = errors(r)
     assert errs and arg.split("=")[0] in errs[0].message and errs[0].line == 8, r.findings
+
+
+# --- Tensor.expand / expand_as ----------------------------------------------------------------------------------
+
+EXPAND = '''
+import torch
+from torch import nn
+
+
+class Expand(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(12, 3)
+
+    def forward(self, x, m):
+        B = x.size(0)
+        h = x.flatten(1)
+        g = h[:, None, :].expand(-1, 5, -1)
+        k = h.unsqueeze(1).expand(B, 2, 12)
+        c = m.unsqueeze(-1).expand(-1, -1, 3)
+        return self.fc(g.sum(1) + k.mean(1)) + c.sum(1) + g.expand_as(g).mean(1).sum(-1, keepdim=True)
+'''
+
+
+def test_expand_of_a_batched_tensor_is_one_examples_broadcast():
+    r = t2j(EXPAND)
+    assert not errors(r), r.findings
+    assert "g = jnp.broadcast_to(h[None, :], (5, h[None, :].shape[-1]))" in r.output
+    assert "k = jnp.broadcast_to(jnp.expand_dims(h, 0), (2, 12))" in r.output and "B = " not in r.output
+    assert "jnp.broadcast_to(g, g.shape)" in r.output
+
+
+@needs_frameworks
+def test_expand_in_a_module_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, EXPAND, "Expand", ["float32[2,3,4]", "float32[2,6]"])
+
+
+@pytest.mark.parametrize("line, message", [
+    ("h.unsqueeze(1).expand(x.size(0), 2, 3)", "not shown to be the batch's"),  # the rank of h is not known
+    ("x.flatten(1).expand(2, 3, 12)", "new axes come before the batch axis"),
+    ("x.flatten(1).expand(torch.Size([2, 12]))", "not written one per axis"),
+    ("h.expand_as(x)", "expand_as"),
+])
+def test_expand_that_cannot_be_written_for_one_example_is_an_error(line, message):
+    r = t2j(f'''
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, x):
+                h = self.fc(x)
+                return {line}
+        ''')
+    errs = errors(r)
+    assert any(message in e.message and e.line == 12 for e in errs), r.findings
+
+
+EXPAND_WHOLE = '''
+import torch
+
+
+def fn(a, m):
+    n = 4
+    x = a[:, :1]
+    mask = (m[:, 0] > 0).unsqueeze(1)
+    return [x.expand(-1, 5), a[0].expand(3, 2, 5), mask.expand(3, n), x.expand(a.size()), x.expand_as(a),
+            a[:, None, :].expand(-1, 2, -1), x.expand((3, 6)), (x * 2).expand(3, 4), a.expand(2, -1, -1)]
+'''
+
+
+@needs_frameworks
+def test_expand_of_whole_arrays_is_broadcast_to_and_computes_what_pytorch_computes(tmp_path):
+    r = t2j(EXPAND_WHOLE)
+    assert "jnp.broadcast_to(x, (x.shape[-2], 5))" in r.output and "jnp.broadcast_to(x, a.shape)" in r.output
+    assert_close(*run_both(tmp_path, EXPAND_WHOLE, [(3, 5), (3, 2)]))

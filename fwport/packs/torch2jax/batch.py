@@ -650,6 +650,8 @@ class Forward(cst.CSTTransformer):
                 return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
             if text == "jnp.swapaxes":
                 return self.rank_of(args[0])
+            if text == "jnp.broadcast_to" and len(args) == 2 and isinstance(args[1], cst.Tuple):
+                return len(args[1].elements)
             if text == "jnp.expand_dims":
                 r = self.rank_of(args[0])
                 return None if r is None else r + 1
@@ -1410,11 +1412,59 @@ class Forward(cst.CSTTransformer):
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
             return self.elementwise(name, recv, updated)
+        if name == "expand":
+            return self.expand(original, updated, recv, b)
+        if name == "expand_as":
+            return self.expand_as(original, updated, recv, b)
         dtype = ops.cast_dtype(original, self.ctx)
         if dtype is not None:  # x.to(torch.bool): a cast of each element, wherever the batch axis is
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
+
+    def expand(self, original: cst.Call, updated: cst.Call, recv, b) -> cst.BaseExpression:
+        """``x.expand(B, s1, ..., sk)`` of a batched tensor (batch axis first) → ``jnp.broadcast_to(x, (s1, ..., sk))``
+        for one example: the first size is the batch's (-1, or the batch size where x's rank is known to be the
+        sizes' count: no new axis before it); a later -1 is x's aligned axis, ``x.shape[i - n]``."""
+        from fwport.packs.torch2jax.tensor_methods import _minus_one, _plain
+        sizes = [a.value for a in updated.args]
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)) \
+                and not any(isinstance(e, cst.StarredElement) for e in sizes[0].elements):
+            sizes = [e.value for e in sizes[0].elements]
+        r, n = self.rank_of(recv), len(sizes)
+        why = None
+        if b not in (None, 0) or isinstance(b, Merged):
+            why = f"the batch axis is dimension {axis_text(b)}, not the first"
+        elif any(a.keyword or a.star for a in updated.args) or n < 2 or isinstance(sizes[0], (cst.Tuple, cst.List)):
+            why = "its sizes are not written one per axis"
+        elif r is not None and r + 1 != n:
+            why = f"{n} sizes for a tensor of {r + 1} axes: the new axes come before the batch axis"
+        elif not (_minus_one(sizes[0]) or r is not None and self.is_batch_size(original.args[0].value, original.func.value)):
+            why = f"its first size, {code(sizes[0])}, is not shown to be the batch's (write -1 there)"
+        elif any(_minus_one(sz) for sz in sizes[1:]) and not _plain(recv):
+            why = "a -1 keeps an axis of the receiver, which is not a plain name here"
+        if why is not None:
+            self.error(original, f".expand of a batched tensor: {why}; write jnp.broadcast_to for one example")
+            return updated
+        self.size_uses = [x for x in self.size_uses if x is not original.args[0].value]  # the batch's size: taken
+        rest = [expr(f"{_atom_code(recv)}.shape[{i - n}]") if _minus_one(sz) else sz
+                for i, sz in enumerate(sizes) if i > 0]
+        elements = [cst.Element(x) for x in rest]
+        if len(elements) == 1:
+            elements = [elements[0].with_changes(comma=cst.Comma())]
+        return _call(self.ctx.spell("jax.numpy.broadcast_to"), [recv, cst.Tuple(elements)])
+
+    def expand_as(self, original: cst.Call, updated: cst.Call, recv, b) -> cst.BaseExpression:
+        """``x.expand_as(y)``, both batched with the batch axis first and of one known rank → one example's
+        ``jnp.broadcast_to(x, y.shape)``; anything else would align the batch axis with another axis: refused."""
+        other = updated.args[0].value if len(updated.args) == 1 and not updated.args[0].keyword else None
+        if other is None or b not in (None, 0) or isinstance(b, Merged) or not self.is_batched(original.args[0].value) \
+                or self.axis_of(other) not in (None, 0) or self.rank_of(recv) is None \
+                or self.rank_of(recv) != self.rank_of(other):
+            self.error(original, ".expand_as of a batched tensor: translated where both tensors hold the batch axis "
+                       "first and have one known rank; write jnp.broadcast_to for one example")
+            return updated
+        return _call(self.ctx.spell("jax.numpy.broadcast_to"), [recv, cst.Attribute(_atom(other), cst.Name("shape"))])
 
     def moved_method(self, name: str, original: cst.Call, updated: cst.Call, recv, b):
         """The tensor methods whose translation depends on where the batch axis is, for one held elsewhere than first
