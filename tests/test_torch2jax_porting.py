@@ -304,3 +304,116 @@ def test_expand_of_whole_arrays_is_broadcast_to_and_computes_what_pytorch_comput
     r = t2j(EXPAND_WHOLE)
     assert "jnp.broadcast_to(x, (x.shape[-2], 5))" in r.output and "jnp.broadcast_to(x, a.shape)" in r.output
     assert_close(*run_both(tmp_path, EXPAND_WHOLE, [(3, 5), (3, 2)]))
+
+
+# --- gradient clipping in a training loop ----------------------------------------------------------------------
+
+CLIP = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, x):
+        return self.fc(torch.tanh(x))
+
+
+def fit(model, x, y, max_norm=0.1):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.5, momentum=0.9)
+    for step in range(4):
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        if max_norm > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        optimizer.step()
+    return model
+
+
+def fit_always(model, x, y, clip=0.05):
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    for step in range(4):
+        optimizer.zero_grad()
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), max_norm=clip, norm_type=2)
+        optimizer.step()
+    return model
+'''
+
+_CLIP_RUN = """
+import json, runpy, sys
+side, path, fn, kw = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+import numpy as np
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(path)
+rng = np.random.default_rng(0)
+w, b = rng.standard_normal((3, 4)), rng.standard_normal(3)
+x, y = rng.standard_normal((8, 4)) * 2, rng.standard_normal((8, 3)) * 3
+if side == "torch":
+    import torch
+    model = ns["Net"]().double()
+    with torch.no_grad():
+        model.fc.weight.copy_(torch.tensor(w)); model.fc.bias.copy_(torch.tensor(b))
+    model = ns[fn](model, torch.tensor(x), torch.tensor(y), **kw)
+    out = [model.fc.weight.detach().numpy().tolist(), model.fc.bias.detach().numpy().tolist()]
+else:
+    import equinox as eqx, jax.numpy as jnp
+    model = ns["Net"](key=jax.random.key(0))
+    model = eqx.tree_at(lambda m: (m.fc.weight, m.fc.bias), model, (jnp.asarray(w), jnp.asarray(b)))
+    model = ns[fn](model, jnp.asarray(x), jnp.asarray(y), **kw)
+    out = [np.asarray(model.fc.weight).tolist(), np.asarray(model.fc.bias).tolist()]
+print(json.dumps(out))
+"""
+
+
+def test_clip_grad_norm_in_a_loop_goes_into_the_train_step():
+    r = t2j(CLIP)
+    assert not errors(r), r.findings
+    assert "def train_step(model, opt_state, x, y, max_grad_norm):" in r.output
+    assert "train_step(model, opt_state, x, y, max_norm if max_norm > 0 else None)" in r.output
+    assert "train_step(model, opt_state, x, y, clip)" in r.output
+    assert "grads = jax.tree_util.tree_map(lambda g: g * jnp.minimum(1.0, max_grad_norm / (grad_norm + 1e-6)), grads)" \
+        in r.output and "clip_grad_norm_" not in r.output and "torch" not in r.output
+
+
+@needs_frameworks
+@pytest.mark.parametrize("fn, kw", [("fit", {}), ("fit", {"max_norm": 0.0}), ("fit", {"max_norm": 1e3}),
+                                    ("fit_always", {})])
+def test_clipped_training_steps_as_pytorch_does(tmp_path, fn, kw):
+    import json
+    import numpy as np
+    r = t2j(CLIP)
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(textwrap.dedent(CLIP).lstrip("\n"))
+    out.write_text(r.output)
+    results = []
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _CLIP_RUN, side, str(path), fn, json.dumps(kw)], capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    for t, j in zip(*results):
+        np.testing.assert_allclose(np.asarray(j), np.asarray(t), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("line", [
+    "        total = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n",  # its result read
+    "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0, norm_type=1)\n",
+    "        torch.nn.utils.clip_grad_norm_(model.fc.parameters(), 1.0)\n",  # a part of the model
+])
+def test_other_clippings_stay_errors(line):
+    src = textwrap.dedent(CLIP).replace("        if max_norm > 0:\n            torch.nn.utils.clip_grad_norm_("
+                                        "model.parameters(), max_norm)\n", line)
+    r = t2j(src)
+    errs = errors(r)
+    assert any(e.line == 21 for e in errs) and any("stays as written" in e.message for e in errs), r.findings
+    assert "loss.backward()" in r.output.split("def fit_always")[0]
