@@ -417,3 +417,57 @@ def test_other_clippings_stay_errors(line):
     errs = errors(r)
     assert any(e.line == 21 for e in errs) and any("stays as written" in e.message for e in errs), r.findings
     assert "loss.backward()" in r.output.split("def fit_always")[0]
+
+
+# --- elementwise functions and losses met in the wider set ------------------------------------------------------
+
+FUNCTIONS = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+bce = nn.BCELoss()
+bce_sum = nn.BCELoss(reduction="sum")
+
+
+def fn(a, b, v):
+    p = torch.sigmoid(a)
+    t = (b > 0).double()
+    return [torch.neg(a), torch.erf(a), torch.log1p(torch.abs(a)), torch.rsqrt(torch.abs(a) + 0.1), torch.tan(a),
+            F.silu(a), F.elu(a), F.elu(a, alpha=0.3, inplace=False), torch.full_like(a, 2.5),
+            torch.full_like(a, 3, dtype=torch.int64), torch.outer(v, v[:3]), F.l1_loss(a, b),
+            F.l1_loss(a, b, reduction="sum"), F.l1_loss(a, b, reduction="none"), bce(p, t), bce_sum(p, t),
+            bce(torch.zeros_like(p), torch.ones_like(t))]
+'''
+
+
+@needs_frameworks
+def test_elementwise_functions_and_losses_compute_what_pytorch_computes(tmp_path):
+    r = t2j(FUNCTIONS)
+    assert "jax.scipy.special.erf(a)" in r.output and "jnp.full_like(a, 3, dtype=jnp.int64)" in r.output
+    torch_outs, jax_outs = run_both(tmp_path, FUNCTIONS, [(3, 4), (3, 4), (5,)])
+    assert jax_outs[9].dtype == torch_outs[9].dtype
+    assert_close(torch_outs, jax_outs)
+    assert float(jax_outs[-1]) == 100.0  # the log clamped at -100, as PyTorch clamps it
+
+
+ACTIVATIONS = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Act(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return F.silu(h) + F.elu(h, alpha=0.5) + torch.erf(h) * torch.neg(h) + torch.tan(h * 0.1) + torch.log1p(h * h)
+'''
+
+
+@needs_frameworks
+def test_the_elementwise_functions_in_a_module_verify(tmp_path):
+    verify_model(tmp_path, ACTIVATIONS, "Act", ["float32[3,5]"])

@@ -85,7 +85,8 @@ PLACED = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.sta
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
                          "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
-                         "ones_like", "randn_like", "clamp", "clip", "pow"})
+                         "ones_like", "randn_like", "clamp", "clip", "pow", "neg", "erf", "log1p", "rsqrt", "tan",
+                         "full_like"})
 
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:
