@@ -471,3 +471,56 @@ class Act(nn.Module):
 @needs_frameworks
 def test_the_elementwise_functions_in_a_module_verify(tmp_path):
     verify_model(tmp_path, ACTIVATIONS, "Act", ["float32[3,5]"])
+
+
+# --- padding layers and F.pad ------------------------------------------------------------------------------------
+
+PADS = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Pads(nn.Module):
+    def __init__(self, k=3):
+        super().__init__()
+        self.reflect = nn.ReflectionPad2d(k // 2)
+        self.conv = nn.Conv2d(2, 3, k)
+        self.edge = nn.ReplicationPad2d((1, 0, 2, 1))
+        self.zero = nn.ZeroPad2d(1)
+        self.const = nn.ConstantPad2d((0, 1, 1, 0), -0.5)
+        self.wrap = nn.CircularPad1d(2)
+
+    def forward(self, x):
+        h = self.conv(self.reflect(x))
+        h = self.zero(self.edge(h)) + 0.1
+        h = self.const(h)
+        y = F.pad(h, (1, 1, 0, 1), mode="reflect") + F.pad(h, (2, 0, 1, 0), "replicate")
+        z = F.pad(h, (0, 1, 1, 2), value=2.0) * F.pad(h, (1, 0, 2, 1), mode="circular")
+        return y.sum(-1), z.mean(1), self.wrap(h.flatten(2)).sum(1)
+'''
+
+
+@needs_frameworks
+def test_padding_layers_and_pad_verify_against_pytorch(tmp_path):
+    r = t2j(PADS)
+    assert 'self.reflect = Pad(k // 2, 2, mode="reflect")' in r.output and "self.const = Pad((0, 1, 1, 0), 2, value=-0.5)" \
+        in r.output
+    assert 'torch_pad(h, (1, 1, 0, 1), mode="reflect")' in r.output
+    verify_model(tmp_path, PADS, "Pads", ["float32[2,2,5,6]"])
+
+
+PAD_WHOLE = '''
+import torch
+import torch.nn.functional as F
+
+
+def fn(img, m):
+    return [F.pad(img, (0, 2, 0, 1, 0, 1)), F.pad(m, (0, 2, 0, 1), "constant", 1), F.pad(img, (1, 2, 0, 1), mode="reflect"),
+            F.pad(img, (1, 1, 2, 0), mode="replicate"), F.pad(img, [2, 1, 1, 1], mode="circular")]
+'''
+
+
+@needs_frameworks
+def test_pad_of_whole_arrays_computes_what_pytorch_computes(tmp_path):
+    assert_close(*run_both(tmp_path, PAD_WHOLE, [(2, 3, 4, 5), (3, 4)]))

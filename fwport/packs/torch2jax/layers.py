@@ -229,6 +229,44 @@ class PretrainedEmbedding(eqx.Module):
         return weight[x]
 '''
 
+_TORCH_PAD = '''
+
+def torch_pad(x, pad, mode="constant", value=None):
+    """PyTorch's F.pad: pad holds (before, after) pairs for the last axes, the last axis first; modes constant
+    (value, 0 by default), reflect, replicate and circular are jnp.pad's constant, reflect, edge and wrap.
+    Negative pads (PyTorch crops) and more pairs than the array has axes raise."""
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim or min(pad, default=0) < 0:
+        raise ValueError(f"pad {pad} of an array of shape {x.shape}: an even number of non-negative sizes, at most "
+                         "two per axis, is translated")
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode == "constant":
+        return jnp.pad(x, widths, constant_values=0 if value is None else value)
+    modes = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+    if mode not in modes:
+        raise ValueError(f"padding mode {mode!r} is not translated")
+    return jnp.pad(x, widths, mode=modes[mode])
+
+
+class Pad(eqx.Module):
+    """PyTorch's padding layers (ReflectionPad2d, ReplicationPad2d, ZeroPad2d, ConstantPad2d and their 1d / 3d
+    forms): padding, an int for every side of the last `dims` axes or (left, right, top, bottom, ...), applied
+    by torch_pad to one example."""
+
+    padding: tuple = eqx.field(static=True)
+    mode: str = eqx.field(static=True)
+    value: float = eqx.field(static=True)
+
+    def __init__(self, padding, dims, mode="constant", value=0.0):
+        self.padding = (padding,) * (2 * dims) if isinstance(padding, int) else tuple(padding)
+        self.mode, self.value = mode, value
+
+    def __call__(self, x, *, key=None):
+        return torch_pad(x, self.padding, self.mode, self.value)
+'''
+
 _PER_VECTOR = '''
 
 class PerVector(eqx.Module):
@@ -255,11 +293,13 @@ HELPERS: dict[str, str] = {
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
     "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
+    "torch_pad": _TORCH_PAD.split("\n\nclass Pad(")[0],
+    "Pad": "\n\nclass Pad(" + _TORCH_PAD.split("\n\nclass Pad(")[1],
     "PerVector": _PER_VECTOR,
     **inits.HELPERS,  # re-initialising parameters a loop or module.apply selects (init.py)
 }
 #: helpers another helper uses (written before it)
-DEPS = {"StackedRNN": ("ElmanRNNCell",), **inits.DEPS}
+DEPS = {"StackedRNN": ("ElmanRNNCell",), "Pad": ("torch_pad",), **inits.DEPS}
 #: helpers whose constructor draws initial values (the modules pass gives them ``key=``)
 KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "MultiheadAttentionWithWeights"}) \
     | inits.KEYED
@@ -268,7 +308,11 @@ KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "M
 #: final state (layers * D, H)); attention gives (output, weights); PixelShuffle keeps (C, H, W)
 OUTPUT_RANKS = {"torch.nn.LSTM": (2, (2, 2)), "torch.nn.GRU": (2, 2), "torch.nn.RNN": (2, 2),
                 "torch.nn.MultiheadAttention": (2, 2)}
-SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample"})
+#: PyTorch's padding layers (the Pad helper): its mode, the axes it pads and the constant it fills with
+PAD_LAYERS = {f"torch.nn.{kind}Pad{d}d": (mode, d) for kind, mode in (("Reflection", "reflect"), ("Replication", "replicate"),
+                                                                    ("Zero", "constant"), ("Constant", "constant"),
+                                                                    ("Circular", "circular")) for d in (1, 2, 3)}
+SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample", *PAD_LAYERS})
 _IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.zeros", "math.": "math.sqrt"}
 
 
@@ -556,3 +600,26 @@ def interpolate(m, ctx):
             if k in kw]
     helper_call = cst.Call(cst.Name(use(ctx, "Upsample")), _commas(args))
     return cst.Call(cst.Call(ctx.spell("jax.vmap"), [cst.Arg(helper_call)]), [cst.Arg(x)])
+
+
+@call_transform("pad-layer")
+def pad_layer(m, ctx):
+    """A PyTorch padding layer → ``Pad(padding, dims, mode=..., value=...)`` (written into the output): the
+    layer's mode and number of padded axes are fixed by its class (PAD_LAYERS)."""
+    mode, dims = PAD_LAYERS.get(ctx.imports.resolve(m.call.func) or "", PAD_LAYERS[m.rule.names[0]])
+    args = [cst.Arg(m.kwargs["padding"]), cst.Arg(cst.Integer(str(dims)))]
+    if mode != "constant":
+        args.append(cst.Arg(cst.SimpleString(f'"{mode}"'), keyword=cst.Name("mode"), equal=_EQ))
+    if "value" in m.kwargs:
+        args.append(cst.Arg(m.kwargs["value"], keyword=cst.Name("value"), equal=_EQ))
+    return cst.Call(cst.Name(use(ctx, "Pad")), _commas(args))
+
+
+@call_transform("torch-pad")
+def torch_pad(m, ctx):
+    """``F.pad(x, pad, mode, value)`` → ``torch_pad(x, pad, mode=..., value=...)`` (written into the output): it
+    pads the last axes only, so one example and a whole batch are padded alike."""
+    kw = dict(m.kwargs)
+    args = [cst.Arg(kw.pop("input")), cst.Arg(kw.pop("pad"))]
+    args += [cst.Arg(kw.pop(k), keyword=cst.Name(k), equal=_EQ) for k in ("mode", "value") if k in kw]
+    return cst.Call(cst.Name(use(ctx, "torch_pad")), _commas(args))
