@@ -524,3 +524,32 @@ def fn(img, m):
 @needs_frameworks
 def test_pad_of_whole_arrays_computes_what_pytorch_computes(tmp_path):
     assert_close(*run_both(tmp_path, PAD_WHOLE, [(2, 3, 4, 5), (3, 4)]))
+
+
+# --- functional pooling with padding -----------------------------------------------------------------------------
+
+POOLS = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Pools(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 3, 3)
+
+    def forward(self, x):
+        h = self.conv(x) - 1.0  # negative values: a max pool padded with zeros would differ
+        a = F.max_pool2d(h, kernel_size=3, stride=1, padding=1)
+        b = F.avg_pool2d(h, 3, stride=2, padding=1)
+        c = F.max_pool1d(h.flatten(2), 2, padding=1)
+        return a.sum(1), b, c
+'''
+
+
+@needs_frameworks
+def test_functional_pools_with_padding_verify_against_pytorch(tmp_path):
+    r = t2j(POOLS)
+    assert "eqx.nn.MaxPool2d(3, stride=1, padding=1)(h)" in r.output
+    verify_model(tmp_path, POOLS, "Pools", ["float32[2,2,7,6]"])

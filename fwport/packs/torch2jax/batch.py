@@ -1250,7 +1250,7 @@ class Forward(cst.CSTTransformer):
             self.error(original, f"F.{kind}: arguments {', '.join(unknown) or 'input, kernel_size'} not understood",
                        "unsupported-construct")
             return updated
-        for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)), ("padding", ("0",)),
+        for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)),
                            ("ceil_mode", ("False",)), ("count_include_pad", ("True",))):
             if name in a and code(a[name]) not in fine:
                 self.error(original, f"F.{kind}: {name}={code(a[name])} is not translated; keep the default or use an "
@@ -1261,7 +1261,9 @@ class Forward(cst.CSTTransformer):
             stride = a["kernel_size"]  # torch's default; Equinox's is 1
         cls = {"max_pool2d": "MaxPool2d", "avg_pool2d": "AvgPool2d", "max_pool1d": "MaxPool1d",
                "avg_pool1d": "AvgPool1d"}[kind]
-        module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride)
+        padding = {"padding": a["padding"]} if "padding" in a and code(a["padding"]) != "0" else {}
+        # (Equinox pads a max pool with -inf and divides an average by the whole window: PyTorch's count_include_pad)
+        module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride, **padding)
         return cst.Call(module, [cst.Arg(a["input"])])
 
     def interpolate(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
