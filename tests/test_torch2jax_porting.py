@@ -553,3 +553,41 @@ def test_functional_pools_with_padding_verify_against_pytorch(tmp_path):
     r = t2j(POOLS)
     assert "eqx.nn.MaxPool2d(3, stride=1, padding=1)(h)" in r.output
     verify_model(tmp_path, POOLS, "Pools", ["float32[2,2,7,6]"])
+
+
+# --- global adaptive pooling ---------------------------------------------------------------------------------------
+
+GLOBAL_POOL = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class SE(nn.Module):
+    def __init__(self, c=4):
+        super().__init__()
+        self.conv = nn.Conv2d(3, c, 3)
+        self.se = nn.Conv2d(c, c, 1)
+        self.fc = nn.Linear(c, 2)
+
+    def forward(self, x):
+        h = self.conv(x)
+        w = torch.sigmoid(self.se(F.adaptive_avg_pool2d(h, 1)))
+        h = h * w + F.adaptive_max_pool2d(h, (1, 1))
+        out = F.adaptive_avg_pool2d(h, 1)
+        return self.fc(out.view(out.size(0), -1)), F.adaptive_max_pool1d(h.flatten(2), 1)
+'''
+
+
+@needs_frameworks
+def test_global_adaptive_pools_verify_against_pytorch(tmp_path):
+    r = t2j(GLOBAL_POOL)
+    assert "jnp.mean(h, axis=(-2, -1), keepdims=True)" in r.output
+    verify_model(tmp_path, GLOBAL_POOL, "SE", ["float32[2,3,6,7]"])
+
+
+def test_adaptive_pools_to_other_sizes_are_errors():
+    r = t2j("import torch\nimport torch.nn.functional as F\n\ny = F.adaptive_avg_pool2d(x, (2, 3))\n"
+            "z = F.adaptive_max_pool2d(x, 1, return_indices=True)\n")
+    errs = errors(r)
+    assert [e.line for e in errs] == [4, 5] and "output_size=(2, 3)" in errs[0].message, r.findings
