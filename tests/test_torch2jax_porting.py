@@ -591,3 +591,46 @@ def test_adaptive_pools_to_other_sizes_are_errors():
             "z = F.adaptive_max_pool2d(x, 1, return_indices=True)\n")
     errs = errors(r)
     assert [e.line for e in errs] == [4, 5] and "output_size=(2, 3)" in errs[0].message, r.findings
+
+
+# --- channel dropout ---------------------------------------------------------------------------------------------
+
+CHANNEL_DROP = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(2, 6, 3)
+        self.drop = nn.Dropout2d(0.5)
+        self.fc = nn.Linear(6, 4)
+        self.drop1 = nn.Dropout2d(0.25)
+
+    def forward(self, x):
+        h = self.drop(F.relu(self.conv(x)))
+        return self.drop1(self.fc(h.mean((2, 3))))
+'''
+
+
+@needs_frameworks
+def test_channel_dropout_verifies_in_eval_and_drops_whole_channels_in_training(tmp_path):
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import runpy
+    r = t2j(CHANNEL_DROP)
+    assert "self.drop = ChannelDropout(0.5)" in r.output and "self.drop(jax.nn.relu(self.conv(x)), key=" in r.output
+    verify_model(tmp_path, CHANNEL_DROP, "Net", ["float32[2,2,6,6]"])
+    ns = runpy.run_path(str(tmp_path / "model_jax.py"))
+    drop = ns["ChannelDropout"](0.5)
+    x = jnp.arange(1.0, 1 + 8 * 3 * 4).reshape(8, 3, 4)
+    y = np.asarray(drop(x, key=jax.random.key(3)))
+    kept = [bool(np.all(y[c] == 2 * np.asarray(x[c]))) for c in range(8)]
+    assert all(k or np.all(y[c] == 0) for c, k in enumerate(kept)) and 0 < sum(kept) < 8  # whole channels
+    v = jnp.ones(5)
+    outs = {float(np.asarray(drop(v, key=jax.random.key(s))).sum()) for s in range(12)}
+    assert outs == {0.0, 10.0}  # one axis: the example zeroed or kept whole, as PyTorch's dropout2d of (N, C)
+    assert np.array_equal(np.asarray(drop(x, inference=True)), np.asarray(x))

@@ -267,6 +267,34 @@ class Pad(eqx.Module):
         return torch_pad(x, self.padding, self.mode, self.value)
 '''
 
+_CHANNEL_DROPOUT = '''
+
+class ChannelDropout(eqx.Module):
+    """PyTorch's nn.Dropout1d / Dropout2d / Dropout3d for one example: in training, whole channels (the first
+    axis) zeroed with probability p and the others scaled by 1 / (1 - p), one draw per channel; the identity in
+    inference mode (model.eval()). An example with one axis (PyTorch's (N, C) batch, which dropout2d reads as N
+    channels) is zeroed or kept whole."""
+
+    p: float = eqx.field(static=True)
+    inference: bool = False
+
+    def __init__(self, p=0.5, inference=False):
+        self.p, self.inference = p, inference
+
+    def __call__(self, x, *, key=None, inference=None):
+        if inference is None:
+            inference = self.inference
+        if inference or self.p == 0:
+            return x
+        if self.p == 1:
+            return jnp.zeros_like(x)
+        if key is None:
+            raise RuntimeError("ChannelDropout draws in training: give it key=, or switch to eqx.nn.inference_mode")
+        shape = x.shape[:1] + (1,) * (x.ndim - 1) if x.ndim > 1 else ()
+        keep = jax.random.bernoulli(key, 1 - self.p, shape)
+        return jnp.where(keep, x / (1 - self.p), 0).astype(x.dtype)
+'''
+
 _PER_VECTOR = '''
 
 class PerVector(eqx.Module):
@@ -293,6 +321,7 @@ HELPERS: dict[str, str] = {
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
     "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
+    "ChannelDropout": _CHANNEL_DROPOUT,
     "torch_pad": _TORCH_PAD.split("\n\nclass Pad(")[0],
     "Pad": "\n\nclass Pad(" + _TORCH_PAD.split("\n\nclass Pad(")[1],
     "PerVector": _PER_VECTOR,
@@ -312,7 +341,8 @@ OUTPUT_RANKS = {"torch.nn.LSTM": (2, (2, 2)), "torch.nn.GRU": (2, 2), "torch.nn.
 PAD_LAYERS = {f"torch.nn.{kind}Pad{d}d": (mode, d) for kind, mode in (("Reflection", "reflect"), ("Replication", "replicate"),
                                                                     ("Zero", "constant"), ("Constant", "constant"),
                                                                     ("Circular", "circular")) for d in (1, 2, 3)}
-SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample", *PAD_LAYERS})
+SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample", "torch.nn.Dropout1d", "torch.nn.Dropout2d",
+                       "torch.nn.Dropout3d", *PAD_LAYERS})
 _IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.zeros", "math.": "math.sqrt"}
 
 
