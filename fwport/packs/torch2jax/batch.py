@@ -1436,8 +1436,12 @@ class Forward(cst.CSTTransformer):
             sizes = [e.value for e in sizes[0].elements]
         r, n = self.rank_of(recv), len(sizes)
         why = None
+        source = original.func.value
         if b not in (None, 0) or isinstance(b, Merged):
             why = f"the batch axis is dimension {axis_text(b)}, not the first"
+        elif isinstance(source, cst.Subscript) and source.slice and isinstance(source.slice[0].slice, cst.Index) \
+                and code(source.slice[0].slice.value) in ("None", "..."):
+            why = f"{code(source)} puts an axis before the batch axis (or indexes from the end)"
         elif any(a.keyword or a.star for a in updated.args) or n < 2 or isinstance(sizes[0], (cst.Tuple, cst.List)):
             why = "its sizes are not written one per axis"
         elif r is not None and r + 1 != n:
