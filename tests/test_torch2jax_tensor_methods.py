@@ -110,19 +110,19 @@ def test_what_numpy_or_a_container_also_has_is_left_alone():
 
 
 def test_a_torch_only_method_not_translated_is_an_error_naming_the_line():
-    """A method no jax array has (index_select, an in-place add_, expand), or one the table reads only with other
+    """A method no jax array has (index_select, an in-place add_, narrow), or one the table reads only with other
     arguments (softmax with two), is an error at its line: left as written it would fail on a jax array."""
     src = ("import torch\n\ndef f(x, i, seen):\n"
            "    a = x.index_select(0, i)\n"
            "    x.add_(1)\n"
-           "    b = x.expand(3, -1)\n"
+           "    b = x.narrow(0, 1, 2)\n"
            "    c = x.softmax(1, torch.float64)\n"
            "    seen.add(1)\n"
            "    return a, b, c, x.split(2), x.repeat(2, 1), x.max(), x.clone()\n")
     r = translate_source(src, "f.py", "torch2jax")
     errs = [(f.line, f.message.split(":")[0]) for f in r.findings if f.severity is Severity.ERROR
             and f.code == "unsupported-construct"]
-    assert errs == [(4, ".index_select(...)"), (5, ".add_(...)"), (6, ".expand(...)"), (7, ".softmax(...)")], r.findings
+    assert errs == [(4, ".index_select(...)"), (5, ".add_(...)"), (6, ".narrow(...)"), (7, ".softmax(...)")], r.findings
     assert "with these arguments" in [f.message for f in r.findings if f.line == 7][0]
     # names a container, a string or numpy also has stay as written, without an error
     assert "seen.add(1)" in r.output and "x.split(2), x.repeat(2, 1), x.max(), x.clone()" in r.output

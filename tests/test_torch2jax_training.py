@@ -942,7 +942,7 @@ def test_statements_between_the_loss_and_the_step_follow_the_step_call():
 
 
 @pytest.mark.parametrize("inserted,why", [
-    ("        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "uses the model"),
+    ("        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "uses the model"),  # read: refused
     ("        print(model.fc.weight.grad)\n", "uses the model"),
     ("        print(optimizer.param_groups[0]['lr'])\n", "uses the optimizer"),
 ])

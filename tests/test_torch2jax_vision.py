@@ -281,3 +281,27 @@ def test_download_true_is_a_warning_and_false_says_nothing():
     quiet = t2j("import torch\nfrom torchvision import datasets\n\nds = datasets.MNIST('data', download=False)\n")
     assert not [f for f in quiet.findings if f.code == "no-download"]
     assert "download" not in quiet.output.split("\nds = ")[1]
+
+
+@needs
+def test_center_crop_takes_torchvisions_centre_and_pads_small_images(tmp_path):
+    """CenterCrop → NumpyCenterCrop: torchvision's corner round((h - th) / 2), round((w - tw) / 2) (Python's
+    rounding: 1.5 → 2, 0.5 → 0), on images (H, W, C uint8) and ToTensor arrays (C, H, W); an image smaller than
+    the crop is zero-padded first, (d - n) // 2 before and (d - n + 1) // 2 after, as torchvision pads."""
+    source = ("import numpy as np\nimport torchvision.transforms as transforms\nfrom torchvision.transforms import "
+              "CenterCrop\n\nimg = np.arange(5 * 6 * 3).reshape(5, 6, 3).astype(np.uint8)\n"
+              "chw = np.arange(2 * 6 * 7, dtype=np.float32).reshape(2, 6, 7) + 1\n"
+              "np.savez('out.npz', a=transforms.CenterCrop(3)(img), b=CenterCrop((4, 3))(chw), "
+              "c=transforms.CenterCrop([9])(chw), d=transforms.CenterCrop(5)(chw), "
+              "e=transforms.Compose([transforms.CenterCrop(4), transforms.ToTensor()])(img))\n")
+    r = t2j(source)
+    assert "NumpyCenterCrop(3)" in r.output and "NumpyCenterCrop((4, 3))" in r.output
+    out = run_translated(tmp_path, source)
+    img = np.arange(5 * 6 * 3).reshape(5, 6, 3).astype(np.uint8)
+    chw = np.arange(2 * 6 * 7, dtype=np.float32).reshape(2, 6, 7) + 1
+    assert np.array_equal(out["a"], img[1:4, 2:5])  # top round(1.0) = 1, left round(1.5) = 2
+    assert np.array_equal(out["b"], chw[:, 1:5, 2:5])
+    assert np.array_equal(out["c"], np.pad(chw, ((0, 0), (1, 2), (1, 1))))  # 6 → 9: 1 before, 2 after
+    assert np.array_equal(out["d"], chw[:, 0:5, 1:6])  # top round(0.5) = 0
+    expect = img[0:4, 1:5].transpose(2, 0, 1).astype(np.float32) / np.float32(255)  # top round(0.5), left round(1.0)
+    assert out["e"].dtype == np.float32 and np.array_equal(out["e"], expect)

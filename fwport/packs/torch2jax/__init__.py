@@ -62,8 +62,8 @@ GUIDANCE = {
     "torchvision.datasets": "only MNIST, FashionMNIST, CIFAR10 and CIFAR100 (files on disk in their documented "
                             "formats) are translated; read other data with numpy (or PIL) into arrays and wrap them "
                             "in ArrayDataset / an indexable class",
-    "torchvision.transforms": "only Compose, ToTensor, Normalize, Lambda, Pad, Resize (to the size the image has), "
-                              "RandomCrop and RandomHorizontalFlip are translated; write this step in numpy and call it "
+    "torchvision.transforms": "only Compose, ToTensor, Normalize, Lambda, Pad, CenterCrop, Resize (to the size the image "
+                              "has), RandomCrop and RandomHorizontalFlip are translated; write this step in numpy and call it "
                               "through Lambda",
     "torchvision.utils": "only save_image is translated (PNG); write the rest with numpy",
     "torchvision": "torchvision imports PyTorch: models and ops need a JAX counterpart written or chosen by hand",

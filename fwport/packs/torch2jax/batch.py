@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.engine import code, expr, literal_value
+from fwport.core.engine import NOT_LITERAL, code, expr, literal_value
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.packs.torch2jax import layers, ops
@@ -32,13 +32,13 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
                        "torch.nn.MaxPool2d", "torch.nn.AvgPool2d", "torch.nn.AdaptiveAvgPool2d", "torch.nn.SiLU",
                        "torch.nn.LeakyReLU", "torch.nn.Identity", "torch.nn.Softmax", "torch.nn.GroupNorm",
                        "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d"}) | layers.SAME_RANK
-RANK_CHANGE = {"torch.nn.Embedding": 1}
+RANK_CHANGE = {"torch.nn.Embedding": 1, "torch.nn.Embedding.from_pretrained": 1}  # the latter: any indices' shape
 #: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
 SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention"})
 #: layers acting on the trailing axes alone: wherever the batch axis is, they keep it there
 TRAILING = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding", "torch.nn.Dropout", "torch.nn.ReLU",
                       "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU",
-                      "torch.nn.Identity"})
+                      "torch.nn.Identity", "torch.nn.Embedding.from_pretrained"})
 #: a forward parameter no caller gives a batched value (a mask left None): not batched
 NOT_BATCHED = -2
 #: ctx.analyses: ids of the sequence-layer constructions whose every call gets the batch axis where it takes it
@@ -85,7 +85,8 @@ PLACED = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.sta
 #: source functions whose result has their first argument's rank
 ELEMENTWISE = frozenset({"relu", "tanh", "sigmoid", "gelu", "exp", "log", "abs", "sqrt", "softmax", "log_softmax",
                          "silu", "leaky_relu", "elu", "dropout", "sin", "cos", "glu", "layer_norm", "zeros_like",
-                         "ones_like", "randn_like", "clamp", "clip", "pow"})
+                         "ones_like", "randn_like", "clamp", "clip", "pow", "neg", "erf", "log1p", "rsqrt", "tan",
+                         "full_like"})
 
 
 def int_literal(node: cst.BaseExpression | None) -> int | None:
@@ -624,6 +625,8 @@ class Forward(cst.CSTTransformer):
             sub = self.modules.get(text[5:] if text else _dict_entry(f))
             if sub in SAME_RANK or sub in RANK_CHANGE:
                 r = self.rank_of(args[0])
+                if r is None and sub == "torch.nn.Embedding.from_pretrained":
+                    r = 1  # token ids, as for nn.Embedding (a scalar id gives a vector, which a vmapped layer refuses)
                 return None if r is None else r + RANK_CHANGE.get(sub, 0)
             return None
         if isinstance(f, cst.Attribute) and f.attr.value in ("mean", "sum", "max", "min", "astype") and self.is_batched(f.value):
@@ -648,6 +651,8 @@ class Forward(cst.CSTTransformer):
                 return max(a, b) if a is not None and b is not None and min(a, b) >= 2 else None
             if text == "jnp.swapaxes":
                 return self.rank_of(args[0])
+            if text == "jnp.broadcast_to" and len(args) == 2 and isinstance(args[1], cst.Tuple):
+                return len(args[1].elements)
             if text == "jnp.expand_dims":
                 r = self.rank_of(args[0])
                 return None if r is None else r + 1
@@ -1193,6 +1198,8 @@ class Forward(cst.CSTTransformer):
             return updated
         if q in (F + "max_pool2d", F + "avg_pool2d", F + "max_pool1d", F + "avg_pool1d"):
             return self.pool(q, original, updated)
+        if q == F + "interpolate":
+            return self.interpolate(original, updated)
         if q == F + "dropout":
             self.error(original, "F.dropout draws from PyTorch's global random state: use an eqx.nn.Dropout "
                        "submodule (nn.Dropout in __init__), which takes an explicit key", "unsupported-construct")
@@ -1243,7 +1250,7 @@ class Forward(cst.CSTTransformer):
             self.error(original, f"F.{kind}: arguments {', '.join(unknown) or 'input, kernel_size'} not understood",
                        "unsupported-construct")
             return updated
-        for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)), ("padding", ("0",)),
+        for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)),
                            ("ceil_mode", ("False",)), ("count_include_pad", ("True",))):
             if name in a and code(a[name]) not in fine:
                 self.error(original, f"F.{kind}: {name}={code(a[name])} is not translated; keep the default or use an "
@@ -1254,8 +1261,30 @@ class Forward(cst.CSTTransformer):
             stride = a["kernel_size"]  # torch's default; Equinox's is 1
         cls = {"max_pool2d": "MaxPool2d", "avg_pool2d": "AvgPool2d", "max_pool1d": "MaxPool1d",
                "avg_pool1d": "AvgPool1d"}[kind]
-        module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride)
+        padding = {"padding": a["padding"]} if "padding" in a and code(a["padding"]) != "0" else {}
+        # (Equinox pads a max pool with -inf and divides an average by the whole window: PyTorch's count_include_pad)
+        module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride, **padding)
         return cst.Call(module, [cst.Arg(a["input"])])
+
+    def interpolate(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``F.interpolate(x, ...)`` of a per-example tensor (C, *spatial) → ``Upsample(...)(x)``, the helper that takes
+        one example (layers.py); a tensor of the module's own keeps its batch axis: the rule vmaps the helper over it."""
+        a, unknown = _args(updated, ("input", "size", "scale_factor", "mode", "align_corners", "recompute_scale_factor",
+                                     "antialias"))
+        if "input" not in a or not self.is_batched(a["input"]):
+            return updated
+        if unknown:
+            self.error(original, f"F.interpolate: arguments {', '.join(unknown)} not understood", "unsupported-construct")
+            return updated
+        for name, fine in (("recompute_scale_factor", (None, False)), ("antialias", (False,)),
+                           ("mode", ("nearest", "linear", "bilinear", "trilinear"))):
+            lit = literal_value(a[name], NOT_LITERAL) if name in a else fine[0]
+            if lit not in fine and not (name == "mode" and lit is NOT_LITERAL):  # Upsample checks a mode it is given
+                self.error(original, f"F.interpolate: {name}={code(a[name])} is not translated (modes: nearest, linear, "
+                           "bilinear, trilinear; no antialias, recompute_scale_factor)", "unsupported-argument")
+                return updated
+        kw = {k: a[k] for k in ("size", "scale_factor", "mode", "align_corners") if k in a}
+        return cst.Call(_call(cst.Name(layers.use(self.ctx, "Upsample")), [], **kw), [cst.Arg(a["input"])])
 
     def token_loss(self, node: cst.Call) -> None:
         """``F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))`` in forward (a language model's
@@ -1386,11 +1415,63 @@ class Forward(cst.CSTTransformer):
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
             return self.elementwise(name, recv, updated)
+        if name == "expand":
+            return self.expand(original, updated, recv, b)
+        if name == "expand_as":
+            return self.expand_as(original, updated, recv, b)
         dtype = ops.cast_dtype(original, self.ctx)
         if dtype is not None:  # x.to(torch.bool): a cast of each element, wherever the batch axis is
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
+
+    def expand(self, original: cst.Call, updated: cst.Call, recv, b) -> cst.BaseExpression:
+        """``x.expand(B, s1, ..., sk)`` of a batched tensor (batch axis first) → ``jnp.broadcast_to(x, (s1, ..., sk))``
+        for one example: the first size is the batch's (-1, or the batch size where x's rank is known to be the
+        sizes' count: no new axis before it); a later -1 is x's aligned axis, ``x.shape[i - n]``."""
+        from fwport.packs.torch2jax.tensor_methods import _minus_one, _plain
+        sizes = [a.value for a in updated.args]
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)) \
+                and not any(isinstance(e, cst.StarredElement) for e in sizes[0].elements):
+            sizes = [e.value for e in sizes[0].elements]
+        r, n = self.rank_of(recv), len(sizes)
+        why = None
+        source = original.func.value
+        if b not in (None, 0) or isinstance(b, Merged):
+            why = f"the batch axis is dimension {axis_text(b)}, not the first"
+        elif isinstance(source, cst.Subscript) and source.slice and isinstance(source.slice[0].slice, cst.Index) \
+                and code(source.slice[0].slice.value) in ("None", "..."):
+            why = f"{code(source)} puts an axis before the batch axis (or indexes from the end)"
+        elif any(a.keyword or a.star for a in updated.args) or n < 2 or isinstance(sizes[0], (cst.Tuple, cst.List)):
+            why = "its sizes are not written one per axis"
+        elif r is not None and r + 1 != n:
+            why = f"{n} sizes for a tensor of {r + 1} axes: the new axes come before the batch axis"
+        elif not (_minus_one(sizes[0]) or r is not None and self.is_batch_size(original.args[0].value, original.func.value)):
+            why = f"its first size, {code(sizes[0])}, is not shown to be the batch's (write -1 there)"
+        elif any(_minus_one(sz) for sz in sizes[1:]) and not _plain(recv):
+            why = "a -1 keeps an axis of the receiver, which is not a plain name here"
+        if why is not None:
+            self.error(original, f".expand of a batched tensor: {why}; write jnp.broadcast_to for one example")
+            return updated
+        self.size_uses = [x for x in self.size_uses if x is not original.args[0].value]  # the batch's size: taken
+        rest = [expr(f"{_atom_code(recv)}.shape[{i - n}]") if _minus_one(sz) else sz
+                for i, sz in enumerate(sizes) if i > 0]
+        elements = [cst.Element(x) for x in rest]
+        if len(elements) == 1:
+            elements = [elements[0].with_changes(comma=cst.Comma())]
+        return _call(self.ctx.spell("jax.numpy.broadcast_to"), [recv, cst.Tuple(elements)])
+
+    def expand_as(self, original: cst.Call, updated: cst.Call, recv, b) -> cst.BaseExpression:
+        """``x.expand_as(y)``, both batched with the batch axis first and of one known rank → one example's
+        ``jnp.broadcast_to(x, y.shape)``; anything else would align the batch axis with another axis: refused."""
+        other = updated.args[0].value if len(updated.args) == 1 and not updated.args[0].keyword else None
+        if other is None or b not in (None, 0) or isinstance(b, Merged) or not self.is_batched(original.args[0].value) \
+                or self.axis_of(other) not in (None, 0) or self.rank_of(recv) is None \
+                or self.rank_of(recv) != self.rank_of(other):
+            self.error(original, ".expand_as of a batched tensor: translated where both tensors hold the batch axis "
+                       "first and have one known rank; write jnp.broadcast_to for one example")
+            return updated
+        return _call(self.ctx.spell("jax.numpy.broadcast_to"), [recv, cst.Attribute(_atom(other), cst.Name("shape"))])
 
     def moved_method(self, name: str, original: cst.Call, updated: cst.Call, recv, b):
         """The tensor methods whose translation depends on where the batch axis is, for one held elsewhere than first

@@ -172,7 +172,8 @@ class Upsample(eqx.Module):
     scale_factor) per axis; mode "nearest" takes pixel floor(i * step), the linear modes ("linear",
     "bilinear", "trilinear") interpolate axis by axis between the two pixels around PyTorch's source
     position, (i + 0.5) * step - 0.5 (i * (n - 1) / (out - 1) with align_corners), where step is
-    1 / scale_factor, or n / out when size is given, as PyTorch computes it."""
+    1 / scale_factor, or n / out when size is given, as PyTorch computes it (nearest in float32, the linear
+    weights in the input's precision)."""
 
     size: object = eqx.field(static=True)
     scale_factor: object = eqx.field(static=True)
@@ -197,6 +198,7 @@ class Upsample(eqx.Module):
             if self.mode == "nearest":
                 x = jnp.take(x, jnp.minimum(jnp.floor(i * step).astype(jnp.int32), n - 1), axis=axis)
                 continue
+            i = i.astype(jnp.promote_types(x.dtype, jnp.float32))  # the linear weights in PyTorch's precision
             if self.align_corners:
                 src = i * ((n - 1) / (out - 1) if out > 1 else 0.0)
             else:
@@ -206,6 +208,91 @@ class Upsample(eqx.Module):
             w = (src - lo).reshape((out,) + (1,) * (x.ndim - axis - 1)).astype(x.dtype)
             x = jnp.take(x, lo, axis=axis) * (1 - w) + jnp.take(x, hi, axis=axis) * w
         return x
+'''
+
+_PRETRAINED_EMBEDDING = '''
+
+class PretrainedEmbedding(eqx.Module):
+    """PyTorch's nn.Embedding.from_pretrained: the table given, (num_embeddings, embedding_dim), looked up at
+    indices of any shape (the table's rows for each); frozen (PyTorch's default) it is read through
+    jax.lax.stop_gradient, so no gradient reaches it."""
+
+    weight: jax.Array
+    freeze: bool = eqx.field(static=True)
+
+    def __init__(self, embeddings, freeze=True):
+        self.weight = jnp.asarray(embeddings)
+        self.freeze = freeze
+
+    def __call__(self, x, *, key=None):
+        weight = jax.lax.stop_gradient(self.weight) if self.freeze else self.weight
+        return weight[x]
+'''
+
+_TORCH_PAD = '''
+
+def torch_pad(x, pad, mode="constant", value=None):
+    """PyTorch's F.pad: pad holds (before, after) pairs for the last axes, the last axis first; modes constant
+    (value, 0 by default), reflect, replicate and circular are jnp.pad's constant, reflect, edge and wrap.
+    Negative pads (PyTorch crops) and more pairs than the array has axes raise."""
+    pad = list(pad)
+    if len(pad) % 2 or len(pad) // 2 > x.ndim or min(pad, default=0) < 0:
+        raise ValueError(f"pad {pad} of an array of shape {x.shape}: an even number of non-negative sizes, at most "
+                         "two per axis, is translated")
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    if mode == "constant":
+        return jnp.pad(x, widths, constant_values=0 if value is None else value)
+    modes = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}
+    if mode not in modes:
+        raise ValueError(f"padding mode {mode!r} is not translated")
+    return jnp.pad(x, widths, mode=modes[mode])
+
+
+class Pad(eqx.Module):
+    """PyTorch's padding layers (ReflectionPad2d, ReplicationPad2d, ZeroPad2d, ConstantPad2d and their 1d / 3d
+    forms): padding, an int for every side of the last `dims` axes or (left, right, top, bottom, ...), applied
+    by torch_pad to one example."""
+
+    padding: tuple = eqx.field(static=True)
+    mode: str = eqx.field(static=True)
+    value: float = eqx.field(static=True)
+
+    def __init__(self, padding, dims, mode="constant", value=0.0):
+        self.padding = (padding,) * (2 * dims) if isinstance(padding, int) else tuple(padding)
+        self.mode, self.value = mode, value
+
+    def __call__(self, x, *, key=None):
+        return torch_pad(x, self.padding, self.mode, self.value)
+'''
+
+_CHANNEL_DROPOUT = '''
+
+class ChannelDropout(eqx.Module):
+    """PyTorch's nn.Dropout1d / Dropout2d / Dropout3d for one example: in training, whole channels (the first
+    axis) zeroed with probability p and the others scaled by 1 / (1 - p), one draw per channel; the identity in
+    inference mode (model.eval()). An example with one axis (PyTorch's (N, C) batch, which dropout2d reads as N
+    channels) is zeroed or kept whole."""
+
+    p: float = eqx.field(static=True)
+    inference: bool = False
+
+    def __init__(self, p=0.5, inference=False):
+        self.p, self.inference = p, inference
+
+    def __call__(self, x, *, key=None, inference=None):
+        if inference is None:
+            inference = self.inference
+        if inference or self.p == 0:
+            return x
+        if self.p == 1:
+            return jnp.zeros_like(x)
+        if key is None:
+            raise RuntimeError("ChannelDropout draws in training: give it key=, or switch to eqx.nn.inference_mode")
+        shape = x.shape[:1] + (1,) * (x.ndim - 1) if x.ndim > 1 else ()
+        keep = jax.random.bernoulli(key, 1 - self.p, shape)
+        return jnp.where(keep, x / (1 - self.p), 0).astype(x.dtype)
 '''
 
 _PER_VECTOR = '''
@@ -233,11 +320,15 @@ HELPERS: dict[str, str] = {
     "MultiheadAttentionWithWeights": _ATTENTION,
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
+    "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
+    "ChannelDropout": _CHANNEL_DROPOUT,
+    "torch_pad": _TORCH_PAD.split("\n\nclass Pad(")[0],
+    "Pad": "\n\nclass Pad(" + _TORCH_PAD.split("\n\nclass Pad(")[1],
     "PerVector": _PER_VECTOR,
     **inits.HELPERS,  # re-initialising parameters a loop or module.apply selects (init.py)
 }
 #: helpers another helper uses (written before it)
-DEPS = {"StackedRNN": ("ElmanRNNCell",), **inits.DEPS}
+DEPS = {"StackedRNN": ("ElmanRNNCell",), "Pad": ("torch_pad",), **inits.DEPS}
 #: helpers whose constructor draws initial values (the modules pass gives them ``key=``)
 KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "MultiheadAttentionWithWeights"}) \
     | inits.KEYED
@@ -246,7 +337,12 @@ KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "M
 #: final state (layers * D, H)); attention gives (output, weights); PixelShuffle keeps (C, H, W)
 OUTPUT_RANKS = {"torch.nn.LSTM": (2, (2, 2)), "torch.nn.GRU": (2, 2), "torch.nn.RNN": (2, 2),
                 "torch.nn.MultiheadAttention": (2, 2)}
-SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample"})
+#: PyTorch's padding layers (the Pad helper): its mode, the axes it pads and the constant it fills with
+PAD_LAYERS = {f"torch.nn.{kind}Pad{d}d": (mode, d) for kind, mode in (("Reflection", "reflect"), ("Replication", "replicate"),
+                                                                    ("Zero", "constant"), ("Constant", "constant"),
+                                                                    ("Circular", "circular")) for d in (1, 2, 3)}
+SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample", "torch.nn.Dropout1d", "torch.nn.Dropout2d",
+                       "torch.nn.Dropout3d", *PAD_LAYERS})
 _IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.zeros", "math.": "math.sqrt"}
 
 
@@ -517,3 +613,43 @@ def _commas(args: list[cst.Arg]) -> list[cst.Arg]:
 
 
 __all__ = ["HELPERS", "KEYED", "finish", "use", "code", "expr"]
+
+
+@call_transform("interpolate")
+def interpolate(m, ctx):
+    """``F.interpolate(x, ...)`` of a whole array (N, C, *spatial) → ``jax.vmap(Upsample(...))(x)``: the helper
+    takes one example; batch.py writes ``Upsample(...)(x)`` itself for a per-example tensor in a module."""
+    kw = dict(m.kwargs)
+    x = kw.pop("input", None)
+    if x is None:
+        m.fail(ctx, "unsupported-construct", "F.interpolate without its input")
+        return None
+    for name in ("recompute_scale_factor", "antialias"):
+        kw.pop(name, None)
+    args = [cst.Arg(kw.pop(k), keyword=cst.Name(k), equal=_EQ) for k in ("size", "scale_factor", "mode", "align_corners")
+            if k in kw]
+    helper_call = cst.Call(cst.Name(use(ctx, "Upsample")), _commas(args))
+    return cst.Call(cst.Call(ctx.spell("jax.vmap"), [cst.Arg(helper_call)]), [cst.Arg(x)])
+
+
+@call_transform("pad-layer")
+def pad_layer(m, ctx):
+    """A PyTorch padding layer → ``Pad(padding, dims, mode=..., value=...)`` (written into the output): the
+    layer's mode and number of padded axes are fixed by its class (PAD_LAYERS)."""
+    mode, dims = PAD_LAYERS.get(ctx.imports.resolve(m.call.func) or "", PAD_LAYERS[m.rule.names[0]])
+    args = [cst.Arg(m.kwargs["padding"]), cst.Arg(cst.Integer(str(dims)))]
+    if mode != "constant":
+        args.append(cst.Arg(cst.SimpleString(f'"{mode}"'), keyword=cst.Name("mode"), equal=_EQ))
+    if "value" in m.kwargs:
+        args.append(cst.Arg(m.kwargs["value"], keyword=cst.Name("value"), equal=_EQ))
+    return cst.Call(cst.Name(use(ctx, "Pad")), _commas(args))
+
+
+@call_transform("torch-pad")
+def torch_pad(m, ctx):
+    """``F.pad(x, pad, mode, value)`` → ``torch_pad(x, pad, mode=..., value=...)`` (written into the output): it
+    pads the last axes only, so one example and a whole batch are padded alike."""
+    kw = dict(m.kwargs)
+    args = [cst.Arg(kw.pop("input")), cst.Arg(kw.pop("pad"))]
+    args += [cst.Arg(kw.pop(k), keyword=cst.Name(k), equal=_EQ) for k in ("mode", "value") if k in kw]
+    return cst.Call(cst.Name(use(ctx, "torch_pad")), _commas(args))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.engine import build_call, code, expr, literal_value
+from fwport.core.engine import NOT_LITERAL, build_call, code, expr, literal_value
 from fwport.core.names import scan
 from fwport.packs.torch2jax.registry import call_transform, value_transform
 
@@ -897,3 +897,20 @@ def sparse_coo(m, ctx):
         values = _call(ctx.spell("jax.numpy.asarray"), [values], {"dtype": m.kwargs["dtype"]})
     return _call(ctx.spell("jax.experimental.sparse.BCOO"), [cst.Tuple([cst.Element(values), cst.Element(rows)])],
                  {"shape": m.kwargs["shape"]})
+
+
+@call_transform("global-pool")
+def global_pool(m, ctx):
+    """``F.adaptive_avg_pool2d(x, 1)`` (max, 1d) → ``jnp.mean(x, axis=(-2, -1), keepdims=True)``: a pool to one
+    value per channel is the reduction over the last (spatial) axes, exact, for one example and a whole batch alike.
+    Other output sizes are errors (PyTorch's windows [floor(i n / m), ceil((i + 1) n / m)) are not written out)."""
+    size = m.kwargs.get("output_size")
+    spatial = _options(m)["spatial"]
+    value = literal_value(size, NOT_LITERAL) if size is not None else NOT_LITERAL
+    ones = value == 1 or isinstance(value, (tuple, list)) and len(value) == spatial and all(v == 1 for v in value)
+    if not ones:
+        m.fail(ctx, "unsupported-argument", f"output_size={m.written('output_size')}: only a pool to size 1 is "
+               "translated here (the mean over the spatial axes); use nn.AdaptiveAvgPool2d in __init__ for others")
+        return None
+    axes = "(-2, -1)" if spatial == 2 else "-1"
+    return expr(f"{ctx.spell_text(_options(m)['fn'])}({code(m.kwargs['input'])}, axis={axes}, keepdims=True)")

@@ -40,7 +40,7 @@ _CASTS = {"float": "jax.numpy.float32", "bool": "jax.numpy.bool_", "double": "ja
           "half": "jax.numpy.float16", "long": "jax.numpy.int64", "int": "jax.numpy.int32"}
 METHODS = frozenset({*_UNARY, *_BINARY, *_REDUCE, *_CASTS, "view", "view_as", "size", "dim", "numel", "unsqueeze",
                      "permute", "transpose", "t", "clamp", "masked_fill", "contiguous", "type_as", "detach", "numpy",
-                     "softmax", "log_softmax", "new_zeros", "new_ones"})
+                     "softmax", "log_softmax", "new_zeros", "new_ones", "expand", "expand_as"})
 #: PyTorch tensor methods that neither a jax array nor a numpy array has (nor, by that name, a Python container or
 #: string): a call the table above does not translate (not in it, or arguments it does not read) is reported,
 #: never left to fail (AttributeError) or to compute something else
@@ -80,6 +80,54 @@ def _dtype_like(node: cst.BaseExpression) -> bool:
             root = root.value
         return node.attr.value == "dtype" or isinstance(root, cst.Name) and root.value in ("torch", "np", "numpy", "jnp")
     return False
+
+
+def _plain(node: cst.BaseExpression) -> bool:
+    """A name, an attribute of one, a subscript of those by constants, jnp / jax.nn functions and arithmetic of
+    such: read twice, it is the same array (JAX's functions have no side effects)."""
+    if isinstance(node, (cst.Name, cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.UnaryOperation):
+        return _plain(node.expression)
+    if isinstance(node, (cst.BinaryOperation, cst.Comparison)):
+        return _plain(node.left) and (_plain(node.right) if isinstance(node, cst.BinaryOperation)
+                                      else all(_plain(c.comparator) for c in node.comparisons))
+    if isinstance(node, cst.Call):
+        return (dotted_text(node.func) or "").startswith(("jnp.", "jax.numpy.", "jax.nn.")) \
+            and all(_plain(a.value) and not a.star for a in node.args)
+    if isinstance(node, cst.Attribute):
+        return _plain(node.value)
+    if isinstance(node, cst.Subscript):
+        return _plain(node.value) and all(
+            isinstance(e.slice, cst.Index) and isinstance(e.slice.value, (cst.Integer, cst.Name))
+            or isinstance(e.slice, cst.Slice) and all(p is None or isinstance(p, (cst.Integer, cst.UnaryOperation))
+                                                      for p in (e.slice.lower, e.slice.upper, e.slice.step))
+            for e in node.slice)
+    return False
+
+
+def expand(recv: cst.BaseExpression, sizes: list[cst.BaseExpression], spell) -> cst.BaseExpression | None:
+    """``x.expand(s0, ..., sk)`` → ``jnp.broadcast_to(x, (s0, ..., sk))``: PyTorch's -1 (keep that axis) is the
+    receiver's axis aligned from the end, ``x.shape[i - n]`` (the receiver read twice: only a plain one); one
+    argument (a size or a shape) is broadcast_to's shape as it is (a -1 inside fails there, loudly)."""
+    if len(sizes) == 1 and not isinstance(sizes[0], (cst.Tuple, cst.List)):
+        return expr(f"{spell('jax.numpy.broadcast_to')}({code(recv)}, {code(sizes[0])})")
+    if len(sizes) == 1:
+        sizes = [e.value for e in sizes[0].elements if not isinstance(e, cst.StarredElement)] \
+            if not any(isinstance(e, cst.StarredElement) for e in sizes[0].elements) else None
+        if not sizes:
+            return None
+    n = len(sizes)
+    keep = [i for i, sz in enumerate(sizes) if _minus_one(sz)]
+    if keep and not _plain(recv):
+        return None
+    parts = [f"{_atom(recv)}.shape[{i - n}]" if i in keep else code(sz) for i, sz in enumerate(sizes)]
+    return expr(f"{spell('jax.numpy.broadcast_to')}({code(recv)}, ({', '.join(parts)}{',' if n == 1 else ''}))")
+
+
+def _minus_one(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) \
+        and isinstance(node.expression, cst.Integer) and node.expression.value == "1"
 
 
 def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
@@ -157,6 +205,10 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
             "(" + ", ".join(code(p) for p in pos) + ("," if len(pos) == 1 else "") + ")"
         dtype = code(kw["dtype"]) if "dtype" in kw else f"{r}.dtype"
         return expr(f"{spell('jax.numpy.' + name[4:])}({size}, dtype={dtype})")
+    if name == "expand" and pos and not kw:
+        return expand(recv, pos, spell)
+    if name == "expand_as" and len(pos) == 1 and not kw:
+        return expr(f"{spell('jax.numpy.broadcast_to')}({code(recv)}, {_atom(pos[0])}.shape)")
     if name == "detach" and not args:  # outside a gradient: the same values; inside one, no gradient through it
         return expr(f"{spell('jax.lax.stop_gradient')}({code(recv)})")
     if name == "numpy" and not args:

@@ -14,7 +14,7 @@ What is translated and why (docs/rules/torch2jax.md has each rule):
   (H, W, 3) uint8 for CIFAR, the same pixels. A uint8 array is an image (H, W[, C]); any other dtype is
   what ToTensor gives, (C, H, W), as torchvision's transforms tell a PIL image from a tensor.
 - ``ToTensor`` (HWC uint8 → CHW float32 divided by 255 in float32, as torchvision divides), ``Normalize``
-  (per channel, in the array's dtype), ``Compose``, ``Lambda``, ``Pad``; ``Resize`` only where it keeps
+  (per channel, in the array's dtype), ``Compose``, ``Lambda``, ``Pad``, ``CenterCrop``; ``Resize`` only where it keeps
   the image (torchvision returns an image of the asked size unchanged; PIL's resampling filters are not
   reproduced, so any other size raises at run time, and the translation warns); the random transforms
   (``RandomCrop``, ``RandomHorizontalFlip``) draw from a numpy Generator of their own, seeded with an
@@ -283,6 +283,29 @@ class NumpyRandomCrop:
         return a[i:i + th, j:j + tw] if image_axes else a[..., i:i + th, j:j + tw]
 '''
 
+_CENTER_CROP = '''
+class NumpyCenterCrop:
+    """torchvision's CenterCrop: a crop of `size` (an int: square) at the centre of the two spatial axes
+    (top = round((h - th) / 2), left = round((w - tw) / 2), Python's rounding as torchvision's), an image
+    smaller than the crop padded with zeros first (the odd pixel after it, on the bottom / right)."""
+
+    def __init__(self, size):
+        s = [size] if isinstance(size, int) else list(size)
+        self.size = (s[0], s[0]) if len(s) == 1 else (s[0], s[1])
+
+    def __call__(self, image):
+        a = {np}asarray(image)
+        image_axes = a.dtype == {np}uint8
+        h, w = a.shape[:2] if image_axes else a.shape[-2:]
+        th, tw = self.size
+        if th > h or tw > w:
+            a = NumpyPad([max(tw - w, 0) // 2, max(th - h, 0) // 2, max(tw - w + 1, 0) // 2,
+                          max(th - h + 1, 0) // 2])(a)
+            h, w = a.shape[:2] if image_axes else a.shape[-2:]
+        i, j = int(round((h - th) / 2.0)), int(round((w - tw) / 2.0))
+        return a[i:i + th, j:j + tw] if image_axes else a[..., i:i + th, j:j + tw]
+'''
+
 _RANDOM_FLIP = '''
 class NumpyRandomHorizontalFlip:
     """torchvision's RandomHorizontalFlip: the image mirrored left-right with probability p, drawn from a
@@ -364,11 +387,11 @@ TEXTS = {
     "read_idx_file": _READ_IDX, "NumpyMNIST": _MNIST, "NumpyFashionMNIST": _FASHION_MNIST,
     "NumpyCIFAR10": _CIFAR10, "NumpyCIFAR100": _CIFAR100, "NumpyCompose": _COMPOSE, "NumpyToTensor": _TO_TENSOR,
     "NumpyNormalize": _NORMALIZE, "NumpyResize": _RESIZE, "NumpyLambda": _LAMBDA, "NumpyPad": _PAD,
-    "NumpyRandomCrop": _RANDOM_CROP, "NumpyRandomHorizontalFlip": _RANDOM_FLIP, "save_image_png": _SAVE_IMAGE,
+    "NumpyRandomCrop": _RANDOM_CROP, "NumpyCenterCrop": _CENTER_CROP, "NumpyRandomHorizontalFlip": _RANDOM_FLIP, "save_image_png": _SAVE_IMAGE,
 }
 DEPS = {
     "NumpyMNIST": ("read_idx_file",), "NumpyFashionMNIST": ("NumpyMNIST", "read_idx_file"),
-    "NumpyCIFAR100": ("NumpyCIFAR10",), "NumpyRandomCrop": ("NumpyPad",),
+    "NumpyCIFAR100": ("NumpyCIFAR10",), "NumpyRandomCrop": ("NumpyPad",), "NumpyCenterCrop": ("NumpyPad",),
 }
 
 SEEDS = "torch2jax.transform-seeds"  # ctx.analyses: how many random transforms the file has seeded so far

@@ -667,11 +667,12 @@ class _Pass(cst.CSTTransformer):
                             "eqx.apply_updates)", loop)
         elif plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
             model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
-            problem = _loop_problem(body, plan, model)
+            problem = _loop_problem(body, plan, model, self.ctx.imports.resolve)
             if problem:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: {problem}",
                                 loop)
             else:
+                self.keep_clip(body, plan, model)
                 self.check_keys(loop, body, plan)
                 self.check_host_random(loop, body, plan, model)
         else:
@@ -681,6 +682,17 @@ class _Pass(cst.CSTTransformer):
                             "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
                             "model and opt_state from this function, or create the optimizer here", loop)
 
+
+    def keep_clip(self, body: list, plan, model: str) -> None:
+        """The gradient clipping the finishing step moves into the train_step (_step_clip): the rule pass leaves its
+        call as written (it has no rule of its own), and an info finding says where it goes."""
+        clip = _step_clip(body, plan, model, self.ctx.imports.resolve)
+        if clip is None:
+            return
+        call = clip[1][0]
+        self.ctx.plans.add(call, lambda original, updated: updated, descend=False, by="training-clip")
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"clip_grad_norm_: the train_step scales the gradients by "
+                        "min(1, max_norm / (global norm + 1e-6)) before the optimizer's update, as PyTorch does", call)
 
     def check_block_steps(self, body: list) -> None:
         """The steps inside ``if`` / ``with`` blocks at the loop's level (_block_plan) whose optimizer this scope
@@ -693,11 +705,12 @@ class _Pass(cst.CSTTransformer):
             inner, _, plan = found
             self.planned.update(id(st) for st in inner if _backward(st))
             model = self.scope_optimizers()[plan[0]]
-            problem = _loop_problem(inner, plan, model)
+            problem = _loop_problem(inner, plan, model, self.ctx.imports.resolve)
             if problem:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training step stays as written: {problem}",
                                 body[i])
             else:
+                self.keep_clip(inner, plan, model)
                 self.check_keys(body[i], inner, plan)
                 self.check_host_random(body[i], inner, plan, model)
 
@@ -1599,14 +1612,53 @@ def _split_block(body: list, plan, model: str) -> tuple[list, list]:
     return block, before
 
 
-def _loop_problem(body: list, plan, model: str | None) -> str | None:
+#: torch.nn.utils.clip_grad_norm_ (and its deprecated spelling without the underscore) as the import table resolves it
+CLIP_NAMES = frozenset({"torch.nn.utils.clip_grad_norm_", "torch.nn.utils.clip_grad_norm",
+                        "torch.nn.utils.clip_grad.clip_grad_norm_", "torch.nn.utils.clip_grad.clip_grad_norm"})
+
+
+def _clip(stmt, model: str, resolve) -> tuple[cst.Call, cst.BaseExpression, cst.BaseExpression | None] | None:
+    """(the call, max_norm, the condition or None) of ``torch.nn.utils.clip_grad_norm_(<model>.parameters(),
+    max_norm)`` as a statement of its own, or alone under ``if <condition>:`` (no else): PyTorch's 2-norm over
+    every gradient of the model, its result unused. Anything else: None."""
+    cond = None
+    if isinstance(stmt, cst.If) and stmt.orelse is None and isinstance(stmt.body, cst.IndentedBlock) \
+            and len(stmt.body.body) == 1:
+        cond, stmt = stmt.test, stmt.body.body[0]
+    if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr)):
+        return None
+    call = stmt.body[0].value
+    if not isinstance(call, cst.Call) or resolve(call.func) not in CLIP_NAMES or any(a.star for a in call.args):
+        return None
+    names = ["parameters", "max_norm", "norm_type", "error_if_nonfinite", "foreach"]
+    bound: dict[str, cst.BaseExpression] = {}
+    for i, a in enumerate(call.args):
+        key = a.keyword.value if a.keyword is not None else (names[i] if i < len(names) else None)
+        if key not in names or key in bound:
+            return None
+        bound[key] = a.value
+    params = bound.get("parameters")
+    if "max_norm" not in bound or not (isinstance(params, cst.Call) and not params.args and isinstance(params.func, cst.Attribute)
+                                       and params.func.attr.value == "parameters" and code(params.func.value) == model):
+        return None
+    if "norm_type" in bound and code(bound["norm_type"]) not in ("2", "2.0") \
+            or "error_if_nonfinite" in bound and code(bound["error_if_nonfinite"]) != "False":
+        return None
+    return call, bound["max_norm"], cond
+
+
+def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | None:
     """Why the planned loop cannot become one train_step call, or None: statements between the loss
-    and the step (moved after the call) that use the model, the optimizer or gradients. (Values computed
-    inside the step that the code around it reads are returned from it: _step_outputs.)"""
+    and the step (moved after the call) that use the model, the optimizer or gradients; one gradient clipping of
+    the model's parameters (_clip) goes into the step. (Values computed inside the step that the code around it
+    reads are returned from it: _step_outputs.)"""
     opt, loss, start, back, step, between = plan
     if model is None:
         return None
+    clip = _step_clip(body, plan, model, resolve)
     for i in between:
+        if clip is not None and i == clip[0]:
+            continue
         n = _Names()
         scan(body[i], n)
         loaded = set(n.loaded)
@@ -1615,6 +1667,39 @@ def _loop_problem(body: list, plan, model: str | None) -> str | None:
             return (f"line {_first_line(body[i])}: a statement between the loss and {opt}.step() uses {what}; the "
                     "step is one call of the written train_step (write gradient clipping as an optax transformation: "
                     "optax.chain(optax.clip_by_global_norm(max_norm), <the optimizer>))")
+    return None
+
+
+def _paren(node: cst.BaseExpression) -> str:
+    text = code(node)
+    return text if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)) \
+        else f"({text})"
+
+
+def _step_clip(body: list, plan, model: str, resolve) -> tuple[int, tuple] | None:
+    """(its index, _clip's answer) of the first gradient clipping between backward() and step(), whose names are
+    neither the loss's nor assigned in the loss statements (it is evaluated before the train_step call)."""
+    if resolve is None:
+        return None
+    opt, loss, start, back, step, between = plan
+    for i in between:
+        if not back < i < step:
+            continue
+        found = _clip(body[i], model, resolve)
+        if found is None:
+            continue
+        n = _Names()
+        scan(found[1], n)
+        if found[2] is not None:
+            scan(found[2], n)
+        stored = set()
+        for s in body[start:back]:
+            m = _Names()
+            scan(s, m)
+            stored |= m.stored
+        if set(n.loaded) & (stored | {loss, model, opt}):
+            return None
+        return i, found
     return None
 
 
@@ -2165,11 +2250,14 @@ class _Finish(cst.CSTTransformer):
         opt, loss, start, back, step, between = plan
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
         if not isinstance(cst.parse_expression(model), cst.Name) or (not threaded and self.pending.get(opt)) \
-                or _loop_problem(body, plan, model) is not None:
+                or _loop_problem(body, plan, model, self.ctx.imports.resolve) is not None:
             return None  # the training pass reported why
         block, before = _split_block(body, plan, model)  # the loss statements; those without the model stay
         if not block:
             return None
+        clip = _step_clip(body, plan, model, self.ctx.imports.resolve)
+        if clip is not None:
+            between = [i for i in between if i != clip[0]]
         names = _Names()
         first: dict[str, str] = {}
         for s in block:
@@ -2206,15 +2294,28 @@ class _Finish(cst.CSTTransformer):
             moved.append(cst.parse_statement(f"return {loss}{returned}\n"))
 
         state, step_name = ("opt_state", "train_step") if threaded is True else (self.state(opt), self.step_name(opt))
-        params = ", ".join([model, "opt_state", *inputs, *(["key"] if keyed else [])])
-        call_args = ", ".join([model, state, *inputs, *(["step_key"] if keyed else [])])
+        clipped = []  # (parameter, the value passed) of a gradient clipping: its max_norm, or None where not asked
+        if clip is not None:
+            _, max_norm, cond = clip[1]
+            clipped = [("max_grad_norm", code(max_norm) if cond is None else
+                        f"{_paren(max_norm)} if {code(cond)} else None")]
+        params = ", ".join([model, "opt_state", *inputs, *(p for p, _ in clipped), *(["key"] if keyed else [])])
+        call_args = ", ".join([model, state, *inputs, *(v for _, v in clipped), *(["step_key"] if keyed else [])])
         f = self.spell
+        clip_text = ""
+        if clipped:
+            indent = "    " if clip[1][2] is None else "        "
+            clip_text = ("" if clip[1][2] is None else "    if max_grad_norm is not None:\n") + (
+                f"{indent}grad_norm = {f('optax.global_norm')}(grads)\n"
+                f"{indent}grads = {f('jax.tree_util.tree_map')}(lambda g: g * {f('jax.numpy.minimum')}(1.0, max_grad_norm "
+                f"/ (grad_norm + 1e-6)), grads)\n")
         text = (f"@{f('equinox.filter_jit')}\n"
                 f"def {step_name}({params}):\n"
                 f"    def loss_fn({model}{carried}):\n"
                 f"        pass\n\n"
                 + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model}{carried})\n"
                    if aux else f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n") +
+                clip_text +
                 f"    updates, opt_state = {opt}.update(grads, opt_state, {f('equinox.filter')}({model}, {f('equinox.is_array')}))\n"
                 f"    {model} = {f('equinox.apply_updates')}({model}, updates)\n"
                 f"    return {', '.join([model, 'opt_state', loss, *aux])}\n")
