@@ -12,13 +12,16 @@ import re
 from fwport.core.direction import Planner, Trigger
 from fwport.packs.tf2torch import data, helpers, testcase, utilities
 from fwport.packs.tf2torch.passes import (decorators, functional, inline, model_api, pyvalues, regularizers, runtime,
-                                          sequential, subclass, training, variables)
+                                          sequential, subclass, training, valuekinds, variables)
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
                   "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states|build")
 
 PLANNERS: tuple[Planner, ...] = (
+    # (read-only, first: on the source as written) the names that are models, and those bound only to NumPy
+    # values, per scope, for numpy_values below and the training pass's loss labels (valuekinds.py)
+    Planner("numpy_models", Trigger(r"\bnumpy\b", "numpy"), valuekinds.analyse),
     # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
     # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest
@@ -68,6 +71,9 @@ PLANNERS: tuple[Planner, ...] = (
     # a weightless layer bound to a module-level name and only called (`crop = layers.CenterCrop(...)`)
     Planner("inline", Trigger(r"\)\s*\(|(?:Pool|Sampling|Padding|Cropping|Crop|SpatialDropout|Resizing)\w*\s*\(",
                               ")"), inline.run),
+    # (read-only) a NumPy value given to a model of the file → torch.as_tensor(x, dtype=torch.float32); a model's
+    # output given to a NumPy function → .detach().numpy() (valuekinds.py)
+    Planner("numpy_values", Trigger(r"\bnumpy\b", "numpy"), valuekinds.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth..., a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and

@@ -48,7 +48,7 @@ from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
-from fwport.packs.tf2torch.passes import fitloop
+from fwport.packs.tf2torch.passes import fitloop, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models
 from fwport.packs.tf2torch.passes.subclass import _returned_values
 
@@ -1565,6 +1565,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         p = code(y_pred)
         atom = lambda s, n: s if isinstance(n, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({s})"  # noqa: E731
         t_atom = atom(t, y_true)
+        if self._numpy_labels(y_true):  # Keras converts NumPy labels (to the loss's float32, then as it needs)
+            t_atom = f"{self.ctx.spell_text('torch.as_tensor')}({t})" if target in ("long", "float") else \
+                f"{self.ctx.spell_text('torch.as_tensor')}({t}, dtype={self.ctx.spell_text('torch.float32')})"
+            t = t_atom
         if target == "long":
             t_out = f"{t_atom}.long()"
         elif target == "float":
@@ -1598,6 +1602,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
             return cst.parse_expression(code(out) + suffix)
         return out
+
+    def _numpy_labels(self, y_true: cst.BaseExpression) -> bool:
+        """``y_true`` is a NumPy value where the loss is called (valuekinds.py's analysis of the source)."""
+        path = ".".join(fn.name.value for fn in self._scopes if isinstance(fn, cst.FunctionDef))
+        kinds = valuekinds.numpy_kinds(self.ctx, path, self.qualname)
+        return kinds is not None and kinds.of(y_true).numpy
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
         made = self._factory_call(original_node, updated_node)

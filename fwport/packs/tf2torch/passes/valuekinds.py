@@ -1,0 +1,416 @@
+"""Planners: NumPy values meeting the torch modules a translation makes, and model outputs meeting NumPy.
+
+Keras takes NumPy arrays wherever it takes tensors, and its eager tensors go into NumPy functions; torch's
+modules take tensors only, and a tensor that requires grad refuses NumPy. Code that runs under Keras and
+translates with no error would crash (``model(x)`` with ``x = np.random.rand(5, 4)``: "linear(): argument
+'input' must be Tensor"; float64 data: "expected ... Float but found Double"; ``np.argmax(model(x))``:
+"Can't call numpy() on Tensor that requires grad"). Two planners:
+
+- ``numpy_models`` (first, read-only, on the source as written): the names that are surely models in each
+  scope (model_api's analysis: Sequential / functional / subclass models, builders, parameters given
+  models), and the names bound only to NumPy values, by scope, into ``ctx.analyses[KINDS]``.
+- ``numpy_values`` (after the rewriting passes, read-only: edits applied by the rule pass) on calls of those
+  models:
+
+      model(x)  with x a NumPy value  →  model(torch.as_tensor(x, dtype=torch.float32))   (floats: Keras casts
+                                         them to the layer's float32; where the dtype is not known here:
+                                         model(as_float32(x)), a helper that casts floats only)
+      np.f(model(x)), np.f(y) with y bound only to model(...) calls  →  np.f(model(x).detach().numpy())
+
+  (TensorFlow's eager tensor gives NumPy its array; ``.detach().numpy()`` is that array.)
+
+A NumPy value: a call of a ``numpy`` function that returns an array (not ``np.load``: an .npz archive, not
+``np.meshgrid`` / ``np.split``...: lists), Keras's dataset loaders' arrays (``(x, y), _ =
+keras.datasets.mnist.load_data()``), ``keras.utils.to_categorical``, and arithmetic, subscripts, ``.T`` and
+``.astype / .reshape / ...`` of NumPy values; a name every binding of which in its scope is one. Anything else
+is left as written (a tensor needs nothing). Scopes are matched between the two trees by their functions'
+names (``f.g``; a name defined twice: what both agree on): the passes rename methods (``call`` →
+``forward``), whose model calls then keep what they had.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bindings import BindingWalker
+from fwport.core.context import FileContext
+from fwport.core.names import ScopedResolver, scan
+from fwport.packs.tf2torch import helpers
+
+KINDS = "numpy_value_kinds"
+#: numpy functions that return no array (or a list / tuple of them), or an object torch cannot take
+_NOT_ARRAYS = frozenset({
+    "load", "meshgrid", "split", "array_split", "hsplit", "vsplit", "dsplit", "histogram", "histogram2d",
+    "histogramdd", "unique", "nonzero", "shape", "broadcast_arrays", "broadcast_shapes", "gradient", "dtype",
+    "iinfo", "finfo", "vectorize", "frompyfunc", "errstate", "printoptions", "set_printoptions", "save", "savez",
+    "savez_compressed", "savetxt", "isscalar", "nditer", "ndenumerate", "ndindex", "poly1d", "einsum_path",
+    "random.default_rng", "random.RandomState", "random.Generator", "random.seed", "random.get_state",
+    "random.set_state", "random.shuffle", "linalg.eig", "linalg.eigh", "linalg.svd", "linalg.qr", "linalg.slogdet",
+    "linalg.lstsq", "where_one"})
+_NOT_ARRAY_PREFIXES = ("char.", "testing.", "ma.", "lib.", "rec.", "ctypeslib.", "typing.", "emath.")
+#: numpy functions whose array is floating whatever their arguments (no dtype= given)
+_FLOATS = frozenset({
+    "random.rand", "random.randn", "random.random", "random.random_sample", "random.ranf", "random.sample",
+    "random.normal", "random.uniform", "random.standard_normal", "random.beta", "random.gamma",
+    "random.exponential", "random.lognormal", "linspace", "logspace", "geomspace", "zeros", "ones", "empty",
+    "full_like_float", "eye", "identity", "sin", "cos", "tan", "exp", "log", "log2", "log10", "log1p", "expm1",
+    "sqrt", "tanh", "sinh", "cosh", "arctan", "arcsin", "arccos", "arctan2", "mean", "std", "var", "average"})
+_FLOAT_DTYPES = frozenset({"float16", "float32", "float64", "float", "double", "single", "half", "float_"})
+#: array methods that give an array of the receiver's dtype
+_SAME_DTYPE_METHODS = frozenset({"reshape", "copy", "transpose", "squeeze", "flatten", "ravel", "clip", "round",
+                                 "swapaxes", "repeat", "take"})
+#: Keras functions whose value is a NumPy array (or a tuple of (x, y) pairs of them: the loaders)
+_KERAS_ARRAYS = frozenset({"keras.utils.to_categorical"})
+_KERAS_LOADERS_PREFIX = "keras.datasets."
+
+
+class _Kind:
+    """What an expression is: ``numpy`` (an ndarray, or a NumPy scalar) and whether surely floating."""
+
+    __slots__ = ("numpy", "floating")
+
+    def __init__(self, numpy: bool, floating: bool = False) -> None:
+        self.numpy, self.floating = numpy, floating
+
+
+_NONE = _Kind(False)
+
+
+def _dtype_floating(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value in _FLOAT_DTYPES if isinstance(node.evaluated_value, str) else False
+    if isinstance(node, cst.Name):
+        return node.value == "float"
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in _FLOAT_DTYPES
+    return False
+
+
+def _number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+class Kinds:
+    """Kinds of expressions in one scope: ``known`` names → whether surely floating (all NumPy)."""
+
+    def __init__(self, qualname, known: dict[str, bool]) -> None:
+        self.qualname, self.known = qualname, known
+
+    def of(self, node: cst.BaseExpression) -> _Kind:
+        if isinstance(node, cst.Name):
+            return _Kind(True, self.known[node.value]) if node.value in self.known else _NONE
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.Subscript):
+            inner = self.of(node.value)
+            return inner if inner.numpy else _NONE
+        if isinstance(node, cst.Attribute) and node.attr.value == "T":
+            return self.of(node.value)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+            return self.of(node.expression)
+        if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.MatrixMultiply):
+            left, right = self.of(node.left), self.of(node.right)
+            if not (left.numpy or right.numpy) or not (left.numpy or _number(node.left)) \
+                    or not (right.numpy or _number(node.right)):
+                return _NONE
+            floating = (isinstance(node.operator, cst.Divide) or left.floating or right.floating
+                        or isinstance(node.left, cst.Float) or isinstance(node.right, cst.Float))
+            return _Kind(True, floating)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and not isinstance(
+                node.comparisons[0].operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+            left, right = self.of(node.left), self.of(node.comparisons[0].comparator)
+            if (left.numpy or right.numpy) and (left.numpy or _number(node.left)) \
+                    and (right.numpy or _number(node.comparisons[0].comparator)):
+                return _Kind(True, False)  # an array of bools
+        return _NONE
+
+    def _call(self, node: cst.Call) -> _Kind:
+        func = node.func
+        q = self.qualname(func)
+        if q is not None:
+            if q.startswith("numpy."):
+                name = q[len("numpy."):]
+                if name == "where" and len(node.args) == 1:
+                    return _NONE
+                if name in _NOT_ARRAYS or name.startswith(_NOT_ARRAY_PREFIXES) or not name:
+                    return _NONE
+                dtype = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "dtype"),
+                             None)
+                floating = _dtype_floating(dtype) if dtype is not None else name in _FLOATS
+                if name in ("asarray", "array") and dtype is None and node.args:
+                    floating = self.of(node.args[0].value).floating
+                if name.startswith("float") and name[5:].isdigit():
+                    floating = True  # np.float32(x)
+                return _Kind(True, floating)
+            if q in _KERAS_ARRAYS:
+                return _Kind(True, True)
+            return _NONE
+        if isinstance(func, cst.Attribute):
+            receiver = self.of(func.value)
+            if not receiver.numpy:
+                return _NONE
+            method = func.attr.value
+            if method == "astype" and node.args:
+                return _Kind(True, _dtype_floating(node.args[0].value))
+            if method in _SAME_DTYPE_METHODS:
+                return receiver
+            if method in ("mean", "std", "var"):
+                return _Kind(True, True)
+        return _NONE
+
+
+class _Scope(BindingWalker):
+    """Every binding of one scope's body, with its value (a tuple target: the whole value and the path)."""
+
+    def __init__(self) -> None:
+        super().__init__(comprehensions=False, imports=False)
+        self.values: dict[str, list] = {}
+        self._unpacked: dict[int, cst.BaseExpression] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)):
+                self._leaves(t.target, node.value)
+        return super().visit_Assign(node)
+
+    def _leaves(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        for e in target.elements:
+            if isinstance(e.value, (cst.Tuple, cst.List)):
+                self._leaves(e.value, value)
+            else:
+                self._unpacked[id(e.value)] = value
+
+    def bound(self, target: cst.BaseExpression, how: str, value) -> None:
+        if not isinstance(target, cst.Name):
+            return
+        if how in ("assign", "annassign") and value is not None:
+            self.values.setdefault(target.value, []).append(("value", value))
+        elif how == "assign" and id(target) in self._unpacked:
+            self.values.setdefault(target.value, []).append(("unpacked", self._unpacked[id(target)]))
+        elif how == "augassign":
+            self.values.setdefault(target.value, []).append(("aug", value))
+        else:
+            self.values.setdefault(target.value, []).append(("other", None))
+
+
+def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
+    p = fn.params
+    names = {x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
+def _numpy_names(body: cst.CSTNode, params: set[str], outer: dict[str, bool], qualname) -> dict[str, bool]:
+    """The names of one scope bound only to NumPy values (→ surely floating), those of ``outer`` it does not bind."""
+    s = _Scope()
+    scan(body, s)
+    bound = set(s.values) | params
+    known = {n: f for n, f in outer.items() if n not in bound}
+    candidates = {n: vs for n, vs in s.values.items() if n not in params and all(k != "other" for k, _ in vs)}
+    known.update({n: True for n in candidates})
+    kinds = Kinds(qualname, known)
+    changed = True
+    while changed:  # drop names with a binding that is not NumPy, until nothing changes
+        changed = False
+        for n in list(candidates):
+            if n not in known:
+                continue
+            floating = True
+            ok = True
+            for how, v in candidates[n]:
+                if how == "unpacked":
+                    q = qualname(v.func) if isinstance(v, cst.Call) else None
+                    ok = q is not None and q.startswith(_KERAS_LOADERS_PREFIX) and q.endswith(".load_data")
+                    floating = False  # (uint8 images, int labels)
+                elif how == "aug":
+                    k = kinds.of(v) if v is not None else _NONE
+                    ok = v is not None and (k.numpy or _number(v))
+                    floating = floating and (k.floating or isinstance(v, cst.Float))
+                else:
+                    k = kinds.of(v)
+                    ok = k.numpy
+                    floating = floating and k.floating
+                if not ok:
+                    break
+            if not ok:
+                del known[n]
+                changed = True
+            elif known[n] != floating:
+                known[n] = floating
+                changed = True
+    return known
+
+
+class _Paths(ScopedResolver, cst.CSTVisitor):
+    """The scope path (``f.g``: the names of the enclosing functions) of every function, while visiting."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self._init_scopes(ctx.imports)
+        self.path: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self.path.append(node.name.value)
+        return super().visit_FunctionDef(node)
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.path.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+
+def _merge(into: dict, path: str, value) -> None:
+    """``value`` for ``path``; a path met twice keeps what both agree on."""
+    if path not in into:
+        into[path] = value
+    elif isinstance(value, dict):
+        into[path] = {k: v and into[path][k] for k, v in value.items() if k in into[path]}
+    else:
+        into[path] = into[path] & value
+
+
+class _Analyse(_Paths):
+    def __init__(self, ctx: FileContext, module: cst.Module, models) -> None:
+        super().__init__(ctx)
+        self.models_of = models
+        self.numpy: dict[str, dict[str, bool]] = {}
+        self.models: dict[str, set[str]] = {}
+        self.stack: list[tuple[dict[str, bool], set[str]]] = []
+        top_numpy = _numpy_names(module, set(), {}, self._resolve)
+        top_models = set(models.top.models) if models is not None else set()
+        self.stack.append((top_numpy, top_models))
+        _merge(self.numpy, "", top_numpy)
+        _merge(self.models, "", top_models)
+
+    def _resolve(self, node: cst.BaseExpression) -> str | None:
+        return self.qualname(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        super().visit_FunctionDef(node)
+        outer_numpy, outer_models = self.stack[-1]
+        params = _params(node)
+        numpy = _numpy_names(node.body, params, outer_numpy, self._resolve)
+        scope = self.models_of.scopes.get(id(node)) if self.models_of is not None else None
+        mine = set(scope.models) if scope is not None else set()
+        bound = scope.bound if scope is not None else params
+        models = mine | {m for m in outer_models if m not in bound}
+        self.stack.append((numpy, models))
+        path = ".".join(self.path)
+        _merge(self.numpy, path, numpy)
+        _merge(self.models, path, models)
+        return None
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.stack.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+
+def analyse(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """(first planner) The models and NumPy names of each scope of the source as written."""
+    from fwport.packs.tf2torch.passes.model_api import _Models
+    models = _Models(ctx)
+    models.analyse(module)
+    if not models.any():
+        return module
+    a = _Analyse(ctx, module, models)
+    scan(module, a)
+    ctx.analyses[KINDS] = (a.numpy, a.models)
+    return module
+
+
+def numpy_kinds(ctx: FileContext, path: str, qualname) -> Kinds | None:
+    """The kinds of expressions in the scope ``path`` (the training pass asks, for a loss's labels)."""
+    found = ctx.analyses.get(KINDS)
+    if found is None or path not in found[0]:
+        return None
+    return Kinds(qualname, found[0][path])
+
+
+class _Edits(_Paths):
+    def __init__(self, ctx: FileContext, module: cst.Module, numpy: dict, models: dict) -> None:
+        super().__init__(ctx)
+        self.ctx, self.numpy, self.models = ctx, numpy, models
+        self.outputs: list[set[str]] = []  # per scope: names bound only to model calls
+        self._outputs("", module)
+
+    def _outputs(self, path: str, node: cst.Module | cst.FunctionDef) -> None:
+        models = self.models.get(path, set())
+        outer = self.outputs[-1] if self.outputs else set()
+        s = _Scope()
+        scan(node if isinstance(node, cst.Module) else node.body, s)
+        params = _params(node) if isinstance(node, cst.FunctionDef) else set()
+        mine = {n for n, vs in s.values.items() if n not in params and all(
+            how == "value" and self._model_call(v, models) for how, v in vs)}
+        self.outputs.append(mine | {n for n in outer if n not in s.values and n not in params})
+
+    @staticmethod
+    def _model_call(node, models: set[str]) -> bool:
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in models
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        super().visit_FunctionDef(node)
+        self._outputs(".".join(self.path), node)
+        return None
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.outputs.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        path = ".".join(self.path)
+        models = self.models.get(path)
+        if not models:
+            return
+        if isinstance(node.func, cst.Name) and node.func.value in models:
+            known = self.numpy.get(path)
+            if known:
+                kinds = Kinds(self.qualname, known)
+                for arg in node.args:
+                    if arg.star or (arg.keyword is not None and arg.keyword.value not in ("x", "inputs")):
+                        continue
+                    kind = kinds.of(arg.value)
+                    if kind.numpy and self.ctx.plans.get(arg.value) is None:
+                        self.ctx.plans.add(arg.value, self._to_tensor(kind.floating), by="numpy_values")
+            return
+        q = self.qualname(node.func)
+        if q is None or not q.startswith("numpy."):
+            return
+        for arg in node.args:
+            v = arg.value
+            if arg.star or self.ctx.plans.get(v) is not None:
+                continue
+            if self._model_call(v, models) or (isinstance(v, cst.Name) and v.value in self.outputs[-1]):
+                self.ctx.plans.add(v, _detached, by="numpy_values")
+
+    def _to_tensor(self, floating: bool):
+        ctx = self.ctx
+
+        def apply(original_node, updated_node):
+            if floating:
+                return cst.Call(ctx.spell("torch.as_tensor"), [
+                    cst.Arg(updated_node),
+                    cst.Arg(ctx.spell("torch.float32"), keyword=cst.Name("dtype"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+            return cst.Call(cst.Name(helpers.use(ctx, "as_float32")), [cst.Arg(updated_node)])
+        return apply
+
+
+def _detached(original_node, updated_node):
+    receiver = updated_node
+    if not isinstance(receiver, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) and not receiver.lpar:
+        receiver = receiver.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(cst.Attribute(cst.Call(cst.Attribute(receiver, cst.Name("detach"))), cst.Name("numpy")))
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """(after the rewriting passes) Records the edits (module docstring); returns ``module`` itself."""
+    found = ctx.analyses.get(KINDS)
+    if not found:
+        return module
+    numpy, models = found
+    if not any(models.values()):
+        return module
+    scan(module, _Edits(ctx, module, numpy, models))
+    return module
