@@ -381,7 +381,10 @@ class _Edits(_Paths):
             v = arg.value
             if arg.star or self.ctx.plans.get(v) is not None:
                 continue
-            if self._model_call(v, models) or (isinstance(v, cst.Name) and v.value in self.outputs[-1]):
+            base = v
+            while isinstance(base, cst.Subscript):  # np.squeeze(y[:, 0])
+                base = base.value
+            if self._model_call(base, models) or (isinstance(base, cst.Name) and base.value in self.outputs[-1]):
                 self.ctx.plans.add(v, _detached, by="numpy_values")
 
     def _to_tensor(self, floating: bool):

@@ -1,0 +1,118 @@
+"""NumPy values meeting the translated torch modules, and model outputs meeting NumPy (passes/valuekinds.py):
+Keras takes NumPy arrays (float64 too: it casts them to float32) and its eager tensors go into NumPy
+functions; the translations ran with no error finding and crashed in torch. Each program is run by Keras and,
+translated, by torch with TensorFlow blocked, and the values compared."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+needs_both = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None
+                                or importlib.util.find_spec("torch") is None, reason="needs TensorFlow and PyTorch")
+
+_BLOCK = '''
+import runpy, sys
+for name in ("tensorflow", "keras", "tf_keras"):
+    sys.modules[name] = None
+runpy.run_path(sys.argv[1], run_name="__main__")
+'''
+
+
+def _run(path, block: bool) -> dict:
+    args = [sys.executable, "-c", _BLOCK, str(path)] if block else [sys.executable, str(path)]
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _both(tmp_path, program: str) -> tuple[dict, dict, str]:
+    program = textwrap.dedent(program).lstrip()
+    r = translate_source(program, "prog.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], [f.message for f in r.findings]
+    src, out = tmp_path / "keras_prog.py", tmp_path / "torch_prog.py"
+    src.write_text(program)
+    out.write_text(r.output)
+    return _run(src, block=False), _run(out, block=True), r.output
+
+
+NUMPY_IN_AND_OUT = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable([[0.5, -1.0, 0.2], [2.0, 0.25, -0.3]])
+        self.b = tf.Variable([0.1, -0.2, 0.05])
+
+    def call(self, x):
+        return tf.matmul(x, self.w) * 3.0 + self.b
+
+
+model = Net()
+x = np.linspace(-1.0, 1.0, 8).reshape(4, 2)
+z = np.array([[0.5, 1.0], [2.0, -1.0]])
+y = model(x)
+best = np.argmax(model(x), axis=1)
+first = np.squeeze(y[:, :1])
+mean = np.mean(y)
+loss_fn = tf.keras.losses.MeanSquaredError()
+targets = np.ones((4, 3)) * 0.5
+loss = loss_fn(targets, model(x * 2.0))
+yz = model(z)
+print(json.dumps({"y": y.numpy().tolist(), "best": best.tolist(), "first": first.tolist(), "mean": float(mean),
+                  "loss": float(loss), "yz": yz.numpy().tolist(), "dtype": str(y.numpy().dtype)}))
+'''
+
+
+@needs_both
+def test_numpy_arrays_into_a_model_and_model_outputs_into_numpy(tmp_path):
+    """float64 NumPy data into a model (Keras casts it to float32), a model's output into np.argmax / np.squeeze /
+    np.mean, NumPy labels into a loss: the same values as Keras."""
+    keras_result, torch_result, out = _both(tmp_path, NUMPY_IN_AND_OUT)
+    assert "model(torch.as_tensor(x, dtype=torch.float32))" in out  # np.linspace: surely floating
+    assert "model(as_float32(z))" in out  # np.array of a list: cast only if floating
+    assert "np.argmax(model(torch.as_tensor(x, dtype=torch.float32)).detach().numpy(), axis=1)" in out
+    assert "np.squeeze(y[:, :1].detach().numpy())" in out and "np.mean(y.detach().numpy())" in out
+    assert "torch.as_tensor(targets, dtype=torch.float32)" in out
+    assert torch_result["dtype"] == keras_result["dtype"] == "float32"
+    assert torch_result["best"] == keras_result["best"]
+    for key in ("y", "first", "mean", "loss", "yz"):
+        np.testing.assert_allclose(torch_result[key], keras_result[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_tensors_and_unknown_values_are_left_as_written():
+    """A tensor argument, a parameter (may be anything) and a name bound to something else too are not converted;
+    NumPy functions of values that are not model outputs are left alone."""
+    r = translate_source(textwrap.dedent('''
+        import numpy as np
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(2, input_shape=(3,))])
+        t = tf.ones((2, 3))
+        a = np.ones((2, 3))
+        if t.shape[0] > 1:
+            a = t
+        out = model(t)
+        out2 = model(a)
+        s = np.sum(np.ones(3))
+
+        def f(batch):
+            return model(batch)
+    ''').lstrip(), "p.py")
+    assert "model(t)" in r.output and "model(a)" in r.output and "model(batch)" in r.output
+    assert "np.sum(np.ones(3))" in r.output and "as_tensor" not in r.output and "detach" not in r.output
