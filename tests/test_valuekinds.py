@@ -116,3 +116,43 @@ def test_tensors_and_unknown_values_are_left_as_written():
     ''').lstrip(), "p.py")
     assert "model(t)" in r.output and "model(a)" in r.output and "model(batch)" in r.output
     assert "np.sum(np.ones(3))" in r.output and "as_tensor" not in r.output and "detach" not in r.output
+
+
+SATURATED = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable([[1.0], [-2.0]])
+
+    def call(self, x):
+        return tf.keras.activations.sigmoid(tf.matmul(x, self.w))
+
+
+model = Net()
+loss_fn = tf.keras.losses.BinaryCrossentropy()
+labels = np.array([[0.0], [1.0], [0.0]], dtype="float32")
+small = np.array([[0.5, 0.25], [-1.0, 0.5], [2.0, 1.0]], dtype="float32")
+large = small * 40.0
+print(json.dumps({"small": float(loss_fn(labels, model(small))), "large": float(loss_fn(labels, model(large)))}))
+'''
+
+
+@needs_both
+def test_a_probability_loss_of_a_sigmoid_is_a_warning_that_states_the_difference(tmp_path):
+    """Keras computes BinaryCrossentropy() of a sigmoid's output from its logits; the translation clips the
+    probabilities. Equal for moderate logits, far apart for saturated ones: the translation says so (a warning,
+    once a file), and the numbers bear out what it says."""
+    r = translate_source(SATURATED.lstrip(), "prog.py")
+    warnings = [f for f in r.findings if f.severity is Severity.WARNING and f.code == "approximate"]
+    assert len(warnings) == 1 and "from_logits=True" in warnings[0].message and warnings[0].line == 21
+    keras_result, torch_result, _ = _both(tmp_path, SATURATED)
+    assert torch_result["small"] == pytest.approx(keras_result["small"], rel=1e-5)
+    assert keras_result["large"] > torch_result["large"] + 10.0 and torch_result["large"] < 17.0  # (-log(1e-7) = 16.1)
+    no_activation = translate_source(SATURATED.replace("tf.keras.activations.sigmoid(", "(").lstrip(), "prog.py")
+    assert not [f for f in no_activation.findings if f.code == "approximate"]

@@ -1578,6 +1578,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if target in ("float", "same") and isinstance(y_pred, (cst.Name, cst.Attribute)):
             t_out = f"{t_out if t_out != t else t_atom}.view_as({p})"
         prob = opts.get("probabilities_input", "") if not from_logits else ""
+        if prob:
+            optim.probabilities_warning(self.ctx, original_node, rule.names[0].rsplit(".", 1)[-1])
         p_atom = atom(p, y_pred)
         if prob == "log-clip":
             p_out = f"{self.ctx.spell_text('torch.log')}({p_atom}.clamp(1e-7, 1 - 1e-7))"
@@ -2615,6 +2617,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
+    if c.loss[0] != "function" and not c.from_logits:  # a cross-entropy of probabilities: what Keras does instead
+        rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
+        if rule.emit.get("options", {}).get("probabilities_input"):
+            optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
     if not _builds(c, ctx):
         return refuse("its optimizer or loss is refused where it stands (see the finding on it, once written "
                       "as a torch.optim / torch.nn object)")
