@@ -156,3 +156,67 @@ def test_a_probability_loss_of_a_sigmoid_is_a_warning_that_states_the_difference
     assert keras_result["large"] > torch_result["large"] + 10.0 and torch_result["large"] < 17.0  # (-log(1e-7) = 16.1)
     no_activation = translate_source(SATURATED.replace("tf.keras.activations.sigmoid(", "(").lstrip(), "prog.py")
     assert not [f for f in no_activation.findings if f.code == "approximate"]
+
+
+LAYER_WEIGHTS = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.fc = tf.keras.layers.Dense(3)
+        self.conv = tf.keras.layers.Conv2D(2, 3)
+
+    def call(self, x, images):
+        return self.fc(x), self.conv(images)
+
+    def penalty(self):
+        return tf.reduce_sum(tf.square(self.fc.kernel)) + tf.reduce_sum(self.conv.kernel * self.conv.kernel)
+
+
+net = Net()
+x = np.linspace(-1.0, 1.0, 8).reshape(4, 2).astype("float32")
+images = np.linspace(-1.0, 1.0, 2 * 5 * 5 * 2).reshape(2, 5, 5, 2).astype("float32")
+net(x, images)
+net.fc.kernel.assign(np.arange(6).reshape(2, 3) / 10.0)
+net.fc.bias.assign(np.array([0.5, -0.5, 1.0]))
+net.conv.kernel.assign(np.arange(36).reshape(3, 3, 2, 2) / 100.0)
+net.conv.bias.assign(np.zeros(2))
+y, z = net(x, images)
+print(json.dumps({"y": y.numpy().tolist(), "z": np.asarray(z).tolist(), "kernel": net.fc.kernel.numpy().tolist(),
+                  "ckernel": net.conv.kernel.numpy().tolist(), "penalty": float(net.penalty())}))
+'''
+
+
+@needs_both
+def test_keras_weight_names_read_on_translated_layers(tmp_path):
+    """layer.kernel on the nn.Linear / nn.Conv2d a Dense / Conv2D became is the rule's weight map read backwards
+    (a view of torch's weight in Keras's layout): reading, assigning and a penalty on it give Keras's values."""
+    keras_result, torch_result, out = _both(tmp_path, LAYER_WEIGHTS)
+    assert "torch.sum(torch.square(self.fc.weight.T))" in out
+    assert "torch.sum(self.conv.weight.permute(2, 3, 1, 0) * self.conv.weight.permute(2, 3, 1, 0))" in out
+    assert "net.fc.weight.T.data.copy_(" in out and "net.fc.bias.data.copy_(" in out
+    assert "np.asarray(z.detach().numpy())" in out  # (y, z = net(...): model outputs by unpacking)
+    for key in ("y", "z", "kernel", "ckernel", "penalty"):
+        np.testing.assert_allclose(torch_result[key], keras_result[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_a_weight_in_another_layout_is_an_error_and_copies_are_renamed():
+    """A Dense after a Flatten of a channels-first map stores its kernel reordered (no view gives Keras's): an error
+    naming what torch stores; BatchNormalization's moving_mean / gamma are running_mean / weight."""
+    r = translate_source(textwrap.dedent('''
+        from tensorflow import keras
+
+        model = keras.Sequential([keras.Input((6, 6, 2)), keras.layers.Conv2D(3, 3), keras.layers.Flatten(),
+                                  keras.layers.Dense(2), keras.layers.BatchNormalization()])
+        k = model.layers[2].kernel
+        m = model.layers[3].moving_mean
+        g = model.layers[3].gamma
+    ''').lstrip(), "p.py")
+    errors = [f for f in r.findings if f.severity is Severity.ERROR]
+    assert [f.line for f in errors] == [5] and "has no kernel" in errors[0].message and ".weight (" in errors[0].message
+    assert "m = model[3].running_mean" in r.output and "g = model[3].weight" in r.output

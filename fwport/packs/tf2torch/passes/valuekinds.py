@@ -342,7 +342,7 @@ class _Edits(_Paths):
         scan(node if isinstance(node, cst.Module) else node.body, s)
         params = _params(node) if isinstance(node, cst.FunctionDef) else set()
         mine = {n for n, vs in s.values.items() if n not in params and all(
-            how == "value" and self._model_call(v, models) for how, v in vs)}
+            how in ("value", "unpacked") and self._model_call(v, models) for how, v in vs)}  # (y, z = model(x))
         self.outputs.append(mine | {n for n in outer if n not in s.values and n not in params})
 
     @staticmethod
