@@ -220,3 +220,37 @@ def test_a_weight_in_another_layout_is_an_error_and_copies_are_renamed():
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [f.line for f in errors] == [5] and "has no kernel" in errors[0].message and ".weight (" in errors[0].message
     assert "m = model[3].running_mean" in r.output and "g = model[3].weight" in r.output
+
+
+OPS_ON_VALUES = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+img = np.linspace(0.0, 1.0, 4 * 4 * 3).reshape(4, 4, 3)
+batch = tf.expand_dims(img, 0)
+total = tf.reduce_sum(img)
+ints = tf.cast(np.arange(4), tf.float32)
+row = tf.square(img[0])
+b = tf.expand_dims([1.0, 2.0], -1)
+s = tf.reduce_sum([1.0, 2.0, 3.0])
+m = tf.reduce_mean([[1.0, 2.0], [3.0, 4.0]], axis=0)
+g = tf.math.log([1.0, 2.0])
+print(json.dumps({"batch": list(batch.shape), "total": float(total), "ints": ints.numpy().tolist(),
+                  "row": row.numpy().tolist(), "b": b.numpy().tolist(), "s": float(s), "m": m.numpy().tolist(),
+                  "g": g.numpy().tolist(), "dtype": str(batch.numpy().dtype)}))
+'''
+
+
+@needs_both
+def test_tf_ops_on_numpy_arrays_and_python_lists(tmp_path):
+    """TensorFlow's ops convert a NumPy array or a list of numbers; the torch method or function they become needs
+    a tensor: torch.as_tensor(array) (its dtype kept, as TensorFlow keeps it), torch.tensor(list)."""
+    keras_result, torch_result, out = _both(tmp_path, OPS_ON_VALUES)
+    assert "torch.as_tensor(img).unsqueeze(0)" in out and "torch.sum(torch.as_tensor(img))" in out
+    assert "torch.as_tensor(np.arange(4)).to(torch.float32)" in out and "torch.tensor([1.0, 2.0]).unsqueeze(-1)" in out
+    assert torch_result["dtype"] == keras_result["dtype"] == "float64"
+    assert torch_result["batch"] == keras_result["batch"] == [1, 4, 4, 3]
+    for key in ("total", "ints", "row", "b", "s", "m", "g"):
+        np.testing.assert_allclose(torch_result[key], keras_result[key], rtol=1e-6, err_msg=key)

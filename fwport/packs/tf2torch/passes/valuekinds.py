@@ -33,10 +33,19 @@ import libcst as cst
 
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
+from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, scan
+from fwport.core.position import render
 from fwport.packs.tf2torch import helpers
 
 KINDS = "numpy_value_kinds"
+#: the source functions whose first argument, a NumPy value, is converted (ops of TensorFlow, keras.ops, the backend)
+_OPS = ("tensorflow.", "keras.ops.", "keras.backend.")
+#: ...but not these: their translations take NumPy values as they are (torch.as_tensor, the data helpers)
+_CONVERTING = ("tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.Variable", "tensorflow.data.",
+               "tensorflow.io.", "tensorflow.keras.", "tensorflow.py_function", "tensorflow.numpy_function",
+               "tensorflow.print", "tensorflow.identity", "tensorflow.function", "tensorflow.summary.",
+               "keras.ops.convert_to_tensor", "keras.ops.array", "keras.backend.constant", "keras.backend.variable")
 #: numpy functions that return no array (or a list / tuple of them), or an object torch cannot take
 _NOT_ARRAYS = frozenset({
     "load", "meshgrid", "split", "array_split", "hsplit", "vsplit", "dsplit", "histogram", "histogram2d",
@@ -312,9 +321,7 @@ def analyse(module: cst.Module, ctx: FileContext) -> cst.Module:
     from fwport.packs.tf2torch.passes.model_api import _Models
     models = _Models(ctx)
     models.analyse(module)
-    if not models.any():
-        return module
-    a = _Analyse(ctx, module, models)
+    a = _Analyse(ctx, module, models if models.any() else None)
     scan(module, a)
     ctx.analyses[KINDS] = (a.numpy, a.models)
     return module
@@ -360,6 +367,7 @@ class _Edits(_Paths):
 
     def visit_Call(self, node: cst.Call) -> None:
         path = ".".join(self.path)
+        self._op_input(node, path)
         models = self.models.get(path)
         if not models:
             return
@@ -387,6 +395,30 @@ class _Edits(_Paths):
             if self._model_call(base, models) or (isinstance(base, cst.Name) and base.value in self.outputs[-1]):
                 self.ctx.plans.add(v, _detached, by="numpy_values")
 
+    def _op_input(self, node: cst.Call, path: str) -> None:
+        """``tf.expand_dims(a, 0)`` with ``a`` a NumPy value: TensorFlow converts it, the torch method or function
+        its rule writes needs a tensor: ``torch.as_tensor(a)`` (its dtype kept, as TensorFlow's conversion keeps
+        it)."""
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return
+        q = self.qualname(node.func)
+        if q is None or not q.startswith(_OPS) or q.startswith(_CONVERTING):
+            return
+        rule = self.ctx.pack.by_name.get(q)
+        known = self.numpy.get(path)
+        if rule is None or rule.kind != "function" or not known:
+            return
+        v = node.args[0].value
+        if Kinds(self.qualname, known).of(v).numpy and self.ctx.plans.get(v) is None:
+            self.ctx.plans.add(v, self._as_tensor, by="numpy_values")
+            text = render(v)
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{text} is a NumPy array here: torch.as_tensor({text}) (TensorFlow converts it; "
+                            "torch's operations take tensors)", v)
+
+    def _as_tensor(self, original_node, updated_node):
+        return cst.Call(self.ctx.spell("torch.as_tensor"), [cst.Arg(updated_node)])
+
     def _to_tensor(self, floating: bool):
         ctx = self.ctx
 
@@ -413,7 +445,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not found:
         return module
     numpy, models = found
-    if not any(models.values()):
+    if not any(models.values()) and not any(numpy.values()):
         return module
     scan(module, _Edits(ctx, module, numpy, models))
     return module
