@@ -254,3 +254,39 @@ def test_tf_ops_on_numpy_arrays_and_python_lists(tmp_path):
     assert torch_result["batch"] == keras_result["batch"] == [1, 4, 4, 3]
     for key in ("total", "ints", "row", "b", "s", "m", "g"):
         np.testing.assert_allclose(torch_result[key], keras_result[key], rtol=1e-6, err_msg=key)
+
+
+DATASET_ELEMENTS = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Net(tf.keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.w = tf.Variable([[0.5], [-1.0], [0.25]])
+
+    def call(self, x):
+        return tf.matmul(x, self.w)
+
+
+model = Net()
+x = np.linspace(-1.0, 1.0, 12).reshape(4, 3)
+y = np.arange(4.0)
+ds = tf.data.Dataset.from_tensor_slices((x, y)).batch(2)
+outs = []
+for xb, yb in ds:
+    outs.append(model(xb)[:, 0].numpy().tolist())
+print(json.dumps({"outs": outs}))
+'''
+
+
+@needs_both
+def test_a_model_called_on_float64_dataset_elements_gets_float32(tmp_path):
+    """A tf.data dataset of float64 arrays yields float64 tensors; Keras casts a model's float64 input to float32,
+    torch's layers refuse it: model(as_float32(xb)) for the elements of a dataset the file builds."""
+    keras_result, torch_result, out = _both(tmp_path, DATASET_ELEMENTS)
+    assert "model(as_float32(xb))" in out
+    np.testing.assert_allclose(torch_result["outs"], keras_result["outs"], rtol=1e-6)

@@ -16,6 +16,10 @@ translates with no error would crash (``model(x)`` with ``x = np.random.rand(5, 
                                          them to the layer's float32; where the dtype is not known here:
                                          model(as_float32(x)), a helper that casts floats only)
       np.f(model(x)), np.f(y) with y bound only to model(...) calls  →  np.f(model(x).detach().numpy())
+      for xb, yb in ds: model(xb)   (ds a tf.data dataset)  →  model(as_float32(xb))   (a dataset of float64 arrays
+                                         gives float64 tensors, which Keras casts and torch's layers refuse)
+      tf.expand_dims(a, 0)  with a a NumPy value  →  torch.as_tensor(a).unsqueeze(0)   (any tf / keras.ops function
+                                         whose rule takes a tensor: TensorFlow converts, torch does not)
 
   (TensorFlow's eager tensor gives NumPy its array; ``.detach().numpy()`` is that array.)
 
@@ -170,7 +174,8 @@ class Kinds:
 
 
 class _Scope(BindingWalker):
-    """Every binding of one scope's body, with its value (a tuple target: the whole value and the path)."""
+    """Every binding of one scope's body, with its value: ("value", v) for ``name = v``, ("unpacked", v) for a
+    name in a tuple target of ``... = v``, ("for", iterable) for a loop variable, ("aug", v), ("other", None)."""
 
     def __init__(self) -> None:
         super().__init__(comprehensions=False, imports=False)
@@ -182,6 +187,13 @@ class _Scope(BindingWalker):
             if isinstance(t.target, (cst.Tuple, cst.List)):
                 self._leaves(t.target, node.value)
         return super().visit_Assign(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, (cst.Tuple, cst.List)):
+            self._leaves(node.target, node.iter)
+        else:
+            self._unpacked[id(node.target)] = node.iter  # (the loop's iterable, for its elements)
+        return super().visit_For(node)
 
     def _leaves(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
         for e in target.elements:
@@ -197,6 +209,8 @@ class _Scope(BindingWalker):
             self.values.setdefault(target.value, []).append(("value", value))
         elif how == "assign" and id(target) in self._unpacked:
             self.values.setdefault(target.value, []).append(("unpacked", self._unpacked[id(target)]))
+        elif how == "for" and id(target) in self._unpacked:
+            self.values.setdefault(target.value, []).append(("for", self._unpacked[id(target)]))
         elif how == "augassign":
             self.values.setdefault(target.value, []).append(("aug", value))
         else:
@@ -218,7 +232,8 @@ def _numpy_names(body: cst.CSTNode, params: set[str], outer: dict[str, bool], qu
     scan(body, s)
     bound = set(s.values) | params
     known = {n: f for n, f in outer.items() if n not in bound}
-    candidates = {n: vs for n, vs in s.values.items() if n not in params and all(k != "other" for k, _ in vs)}
+    candidates = {n: vs for n, vs in s.values.items() if n not in params
+                  and all(k in ("value", "unpacked", "aug") for k, _ in vs)}
     known.update({n: True for n in candidates})
     kinds = Kinds(qualname, known)
     changed = True
@@ -251,6 +266,42 @@ def _numpy_names(body: cst.CSTNode, params: set[str], outer: dict[str, bool], qu
                 known[n] = floating
                 changed = True
     return known
+
+
+#: the methods of a tf.data dataset that give a dataset
+_DATASET_METHODS = frozenset({"batch", "shuffle", "map", "prefetch", "take", "skip", "repeat", "cache", "filter",
+                              "unbatch", "padded_batch", "rebatch", "with_options", "apply", "shard"})
+
+
+def _dataset(node: cst.BaseExpression, datasets: set[str], qualname) -> bool:
+    """A tf.data dataset: ``tf.data.Dataset.<constructor>(...)``, a dataset name, their dataset methods."""
+    if isinstance(node, cst.Name):
+        return node.value in datasets
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    q = qualname(node.func)
+    if q is not None:
+        return q.startswith("tensorflow.data.Dataset.")
+    return node.func.attr.value in _DATASET_METHODS and _dataset(node.func.value, datasets, qualname)
+
+
+def _dataset_elements(body: cst.CSTNode, params: set[str], outer: set[str], qualname) -> set[str]:
+    """The names of one scope bound only as the elements of a tf.data dataset (``for xb, yb in ds:``): tensors of
+    the dataset's dtypes, float64 where it was made of float64 NumPy arrays (those of ``outer`` it does not bind)."""
+    s = _Scope()
+    scan(body, s)
+    datasets: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n, vs in s.values.items():
+            if n not in datasets and n not in params and all(
+                    k == "value" and _dataset(v, datasets, qualname) for k, v in vs):
+                datasets.add(n)
+                changed = True
+    mine = {n for n, vs in s.values.items() if n not in params and all(
+        k == "for" and _dataset(v, datasets, qualname) for k, v in vs)}
+    return mine | {n for n in outer if n not in s.values and n not in params}
 
 
 class _Paths(ScopedResolver, cst.CSTVisitor):
@@ -286,29 +337,34 @@ class _Analyse(_Paths):
         self.models_of = models
         self.numpy: dict[str, dict[str, bool]] = {}
         self.models: dict[str, set[str]] = {}
-        self.stack: list[tuple[dict[str, bool], set[str]]] = []
+        self.elements: dict[str, set[str]] = {}
+        self.stack: list[tuple[dict[str, bool], set[str], set[str]]] = []
         top_numpy = _numpy_names(module, set(), {}, self._resolve)
         top_models = set(models.top.models) if models is not None else set()
-        self.stack.append((top_numpy, top_models))
+        top_elements = _dataset_elements(module, set(), set(), self._resolve)
+        self.stack.append((top_numpy, top_models, top_elements))
         _merge(self.numpy, "", top_numpy)
         _merge(self.models, "", top_models)
+        _merge(self.elements, "", top_elements)
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:
         return self.qualname(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         super().visit_FunctionDef(node)
-        outer_numpy, outer_models = self.stack[-1]
+        outer_numpy, outer_models, outer_elements = self.stack[-1]
         params = _params(node)
         numpy = _numpy_names(node.body, params, outer_numpy, self._resolve)
+        elements = _dataset_elements(node.body, params, outer_elements, self._resolve)
         scope = self.models_of.scopes.get(id(node)) if self.models_of is not None else None
         mine = set(scope.models) if scope is not None else set()
         bound = scope.bound if scope is not None else params
         models = mine | {m for m in outer_models if m not in bound}
-        self.stack.append((numpy, models))
+        self.stack.append((numpy, models, elements))
         path = ".".join(self.path)
         _merge(self.numpy, path, numpy)
         _merge(self.models, path, models)
+        _merge(self.elements, path, elements)
         return None
 
     def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
@@ -323,7 +379,7 @@ def analyse(module: cst.Module, ctx: FileContext) -> cst.Module:
     models.analyse(module)
     a = _Analyse(ctx, module, models if models.any() else None)
     scan(module, a)
-    ctx.analyses[KINDS] = (a.numpy, a.models)
+    ctx.analyses[KINDS] = (a.numpy, a.models, a.elements)
     return module
 
 
@@ -336,9 +392,9 @@ def numpy_kinds(ctx: FileContext, path: str, qualname) -> Kinds | None:
 
 
 class _Edits(_Paths):
-    def __init__(self, ctx: FileContext, module: cst.Module, numpy: dict, models: dict) -> None:
+    def __init__(self, ctx: FileContext, module: cst.Module, numpy: dict, models: dict, elements: dict) -> None:
         super().__init__(ctx)
-        self.ctx, self.numpy, self.models = ctx, numpy, models
+        self.ctx, self.numpy, self.models, self.elements = ctx, numpy, models, elements
         self.outputs: list[set[str]] = []  # per scope: names bound only to model calls
         self._outputs("", module)
 
@@ -372,15 +428,22 @@ class _Edits(_Paths):
         if not models:
             return
         if isinstance(node.func, cst.Name) and node.func.value in models:
-            known = self.numpy.get(path)
-            if known:
-                kinds = Kinds(self.qualname, known)
-                for arg in node.args:
-                    if arg.star or (arg.keyword is not None and arg.keyword.value not in ("x", "inputs")):
-                        continue
-                    kind = kinds.of(arg.value)
-                    if kind.numpy and self.ctx.plans.get(arg.value) is None:
-                        self.ctx.plans.add(arg.value, self._to_tensor(kind.floating), by="numpy_values")
+            kinds = Kinds(self.qualname, self.numpy.get(path) or {})
+            elements = self.elements.get(path, set())
+            for arg in node.args:
+                if arg.star or (arg.keyword is not None and arg.keyword.value not in ("x", "inputs")):
+                    continue
+                kind = kinds.of(arg.value)
+                base = arg.value
+                while isinstance(base, cst.Subscript):
+                    base = base.value
+                if self.ctx.plans.get(arg.value) is not None:
+                    continue
+                if kind.numpy:
+                    self.ctx.plans.add(arg.value, self._to_tensor(kind.floating), by="numpy_values")
+                elif isinstance(base, cst.Name) and base.value in elements:
+                    # a dataset's element: Keras casts a float64 input to the layer's float32, torch's layers refuse it
+                    self.ctx.plans.add(arg.value, self._to_tensor(False), by="numpy_values")
             return
         q = self.qualname(node.func)
         if q is None or not q.startswith("numpy."):
@@ -444,8 +507,8 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     found = ctx.analyses.get(KINDS)
     if not found:
         return module
-    numpy, models = found
+    numpy, models, elements = found
     if not any(models.values()) and not any(numpy.values()):
         return module
-    scan(module, _Edits(ctx, module, numpy, models))
+    scan(module, _Edits(ctx, module, numpy, models, elements))
     return module
