@@ -19,9 +19,6 @@ _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_ge
                   "set_weights|get_layer|count_params|to_json|to_yaml|get_config|reset_states|build")
 
 PLANNERS: tuple[Planner, ...] = (
-    # (read-only, first: on the source as written) the names that are models, and those bound only to NumPy
-    # values, per scope, for numpy_values below and the training pass's loss labels (valuekinds.py)
-    Planner("numpy_models", Trigger(r"\bnumpy\b", "numpy"), valuekinds.analyse),
     # GradientTape steps → zero_grad/backward/step; compile/fit/evaluate/predict → a written-out loop;
     # optimizers over model.parameters(); loss calls in torch's order; model(x, training=...) →
     # model.train()/eval(). First: on the Keras classes as written, before model_api refuses the rest

@@ -49,7 +49,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
 from fwport.packs.tf2torch.passes import fitloop, valuekinds
-from fwport.packs.tf2torch.passes.model_api import _Models
+from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
 
 MARK = "__fwport_line__"
@@ -2469,8 +2469,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
     models = None
     if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
-        models = _Models(ctx)
-        models.analyse(module)
+        models = models_of(module, ctx)
     compiled = _plan_compiles(plan, ctx, models)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
@@ -2482,8 +2481,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not relevant:
         return module
     if models is None:
-        models = _Models(ctx)
-        models.analyse(module)
+        models = models_of(module, ctx)
     t = _Training(ctx, plan, models, compiled)
     t.module = module
     body = list(module.body)

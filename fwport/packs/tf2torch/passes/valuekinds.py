@@ -1,16 +1,13 @@
-"""Planners: NumPy values meeting the torch modules a translation makes, and model outputs meeting NumPy.
+"""Planner: NumPy values meeting the torch modules a translation makes, and model outputs meeting NumPy.
 
 Keras takes NumPy arrays wherever it takes tensors, and its eager tensors go into NumPy functions; torch's
 modules take tensors only, and a tensor that requires grad refuses NumPy. Code that runs under Keras and
 translates with no error would crash (``model(x)`` with ``x = np.random.rand(5, 4)``: "linear(): argument
 'input' must be Tensor"; float64 data: "expected ... Float but found Double"; ``np.argmax(model(x))``:
-"Can't call numpy() on Tensor that requires grad"). Two planners:
-
-- ``numpy_models`` (first, read-only, on the source as written): the names that are surely models in each
-  scope (model_api's analysis: Sequential / functional / subclass models, builders, parameters given
-  models), and the names bound only to NumPy values, by scope, into ``ctx.analyses[KINDS]``.
-- ``numpy_values`` (after the rewriting passes, read-only: edits applied by the rule pass) on calls of those
-  models:
+"Can't call numpy() on Tensor that requires grad"). The read-only planner ``numpy_values`` (after the rewriting
+passes: its edits are applied by the rule pass) looks at the calls of the models of the file (model_api's analysis of the source: Sequential / functional / subclass
+models, builders, parameters given models) and of TensorFlow's ops, with the names bound only to NumPy values by
+scope (an analysis of the source made once a file, which the training pass also asks for a loss's labels):
 
       model(x)  with x a NumPy value  →  model(torch.as_tensor(x, dtype=torch.float32))   (floats: Keras casts
                                          them to the layer's float32; where the dtype is not known here:
@@ -177,8 +174,9 @@ class _Scope(BindingWalker):
     """Every binding of one scope's body, with its value: ("value", v) for ``name = v``, ("unpacked", v) for a
     name in a tuple target of ``... = v``, ("for", iterable) for a loop variable, ("aug", v), ("other", None)."""
 
-    def __init__(self) -> None:
-        super().__init__(comprehensions=False, imports=False)
+    def __init__(self, walrus: bool = True) -> None:
+        # (only a `:=` binds inside an expression: without one in the file, expressions are not walked)
+        super().__init__(expressions=walrus, comprehensions=False, imports=False)
         self.values: dict[str, list] = {}
         self._unpacked: dict[int, cst.BaseExpression] = {}
 
@@ -226,10 +224,9 @@ def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
     return names
 
 
-def _numpy_names(body: cst.CSTNode, params: set[str], outer: dict[str, bool], qualname) -> dict[str, bool]:
-    """The names of one scope bound only to NumPy values (→ surely floating), those of ``outer`` it does not bind."""
-    s = _Scope()
-    scan(body, s)
+def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) -> dict[str, bool]:
+    """The names of one scope (its bindings ``s``) bound only to NumPy values (→ surely floating), those of
+    ``outer`` it does not bind."""
     bound = set(s.values) | params
     known = {n: f for n, f in outer.items() if n not in bound}
     candidates = {n: vs for n, vs in s.values.items() if n not in params
@@ -285,11 +282,10 @@ def _dataset(node: cst.BaseExpression, datasets: set[str], qualname) -> bool:
     return node.func.attr.value in _DATASET_METHODS and _dataset(node.func.value, datasets, qualname)
 
 
-def _dataset_elements(body: cst.CSTNode, params: set[str], outer: set[str], qualname) -> set[str]:
-    """The names of one scope bound only as the elements of a tf.data dataset (``for xb, yb in ds:``): tensors of
-    the dataset's dtypes, float64 where it was made of float64 NumPy arrays (those of ``outer`` it does not bind)."""
-    s = _Scope()
-    scan(body, s)
+def _dataset_elements(s: _Scope, params: set[str], outer: set[str], qualname) -> set[str]:
+    """The names of one scope (its bindings ``s``) bound only as the elements of a tf.data dataset (``for xb, yb in
+    ds:``): tensors of the dataset's dtypes, float64 where it was made of float64 NumPy arrays (those of ``outer``
+    it does not bind)."""
     datasets: set[str] = set()
     changed = True
     while changed:
@@ -332,38 +328,42 @@ def _merge(into: dict, path: str, value) -> None:
 
 
 class _Analyse(_Paths):
-    def __init__(self, ctx: FileContext, module: cst.Module, models) -> None:
+    """The NumPy names and dataset elements of each scope (by path) of one tree."""
+
+    def __init__(self, ctx: FileContext, module: cst.Module) -> None:
         super().__init__(ctx)
-        self.models_of = models
+        self.ctx, self.module = ctx, module
         self.numpy: dict[str, dict[str, bool]] = {}
-        self.models: dict[str, set[str]] = {}
         self.elements: dict[str, set[str]] = {}
-        self.stack: list[tuple[dict[str, bool], set[str], set[str]]] = []
-        top_numpy = _numpy_names(module, set(), {}, self._resolve)
-        top_models = set(models.top.models) if models is not None else set()
-        top_elements = _dataset_elements(module, set(), set(), self._resolve)
-        self.stack.append((top_numpy, top_models, top_elements))
+        self._models: dict[str, set[str]] | None = None
+        parsed = ctx.analyses.get("parsed")
+        self.walrus = parsed is None or ":=" in parsed[1]
+        scope = _Scope(self.walrus)
+        scan(module, scope)
+        top_numpy = _numpy_names(scope, set(), {}, self._resolve)
+        top_elements = _dataset_elements(scope, set(), set(), self._resolve)
+        self.stack: list[tuple[dict[str, bool], set[str]]] = [(top_numpy, top_elements)]
         _merge(self.numpy, "", top_numpy)
-        _merge(self.models, "", top_models)
         _merge(self.elements, "", top_elements)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # only the functions (compound statements): never inside a simple statement or an expression
+        return super().on_visit(node) and not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
 
     def _resolve(self, node: cst.BaseExpression) -> str | None:
         return self.qualname(node)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         super().visit_FunctionDef(node)
-        outer_numpy, outer_models, outer_elements = self.stack[-1]
+        outer_numpy, outer_elements = self.stack[-1]
         params = _params(node)
-        numpy = _numpy_names(node.body, params, outer_numpy, self._resolve)
-        elements = _dataset_elements(node.body, params, outer_elements, self._resolve)
-        scope = self.models_of.scopes.get(id(node)) if self.models_of is not None else None
-        mine = set(scope.models) if scope is not None else set()
-        bound = scope.bound if scope is not None else params
-        models = mine | {m for m in outer_models if m not in bound}
-        self.stack.append((numpy, models, elements))
+        scope = _Scope(self.walrus)
+        scan(node.body, scope)
+        numpy = _numpy_names(scope, params, outer_numpy, self._resolve)
+        elements = _dataset_elements(scope, params, outer_elements, self._resolve)
+        self.stack.append((numpy, elements))
         path = ".".join(self.path)
         _merge(self.numpy, path, numpy)
-        _merge(self.models, path, models)
         _merge(self.elements, path, elements)
         return None
 
@@ -371,42 +371,82 @@ class _Analyse(_Paths):
         self.stack.pop()
         return super().leave_FunctionDef(original_node, updated_node)
 
+    def models(self, path: str) -> set[str]:
+        """The names that are surely models in the scope ``path`` (model_api's analysis, made the first time)."""
+        if self._models is None:
+            from fwport.packs.tf2torch.passes.model_api import models_of
+            self._models = {}
+            found = models_of(self.module, self.ctx)
+            if found.any():
+                scan(self.module, _ModelPaths(self.ctx, found, self._models))
+        return self._models.get(path, set())
 
-def analyse(module: cst.Module, ctx: FileContext) -> cst.Module:
-    """(first planner) The models and NumPy names of each scope of the source as written."""
-    from fwport.packs.tf2torch.passes.model_api import _Models
-    models = _Models(ctx)
-    models.analyse(module)
-    a = _Analyse(ctx, module, models if models.any() else None)
-    scan(module, a)
-    ctx.analyses[KINDS] = (a.numpy, a.models, a.elements)
-    return module
+
+class _ModelPaths(_Paths):
+    def __init__(self, ctx: FileContext, models, into: dict[str, set[str]]) -> None:
+        super().__init__(ctx)
+        self.found, self.into = models, into
+        self.stack = [set(models.top.models)]
+        _merge(into, "", self.stack[0])
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return super().on_visit(node) and not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        super().visit_FunctionDef(node)
+        scope = self.found.scopes.get(id(node))
+        mine = set(scope.models) if scope is not None else set()
+        bound = scope.bound if scope is not None else _params(node)
+        models = mine | {m for m in self.stack[-1] if m not in bound}
+        self.stack.append(models)
+        _merge(self.into, ".".join(self.path), models)
+        return None
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.stack.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+
+def _analysis(ctx: FileContext) -> _Analyse:
+    """The analysis of the source as the passes found it (the tree model_api's analysis was made of, else the
+    parsed source), made once a file, when first asked."""
+    a = ctx.analyses.get(KINDS)
+    if a is None:
+        cached = ctx.analyses.get("models_of")
+        tree = cached[0] if cached is not None else ctx.analyses["parsed"][0]
+        a = ctx.analyses[KINDS] = _Analyse(ctx, tree)
+        scan(tree, a)
+    return a
 
 
 def numpy_kinds(ctx: FileContext, path: str, qualname) -> Kinds | None:
     """The kinds of expressions in the scope ``path`` (the training pass asks, for a loss's labels)."""
-    found = ctx.analyses.get(KINDS)
-    if found is None or path not in found[0]:
-        return None
-    return Kinds(qualname, found[0][path])
+    known = _analysis(ctx).numpy.get(path)
+    return Kinds(qualname, known) if known is not None else None
 
 
 class _Edits(_Paths):
-    def __init__(self, ctx: FileContext, module: cst.Module, numpy: dict, models: dict, elements: dict) -> None:
+    def __init__(self, ctx: FileContext, module: cst.Module, analysis: _Analyse) -> None:
         super().__init__(ctx)
-        self.ctx, self.numpy, self.models, self.elements = ctx, numpy, models, elements
-        self.outputs: list[set[str]] = []  # per scope: names bound only to model calls
-        self._outputs("", module)
+        self.ctx, self.a = ctx, analysis
+        self.numpy, self.elements = analysis.numpy, analysis.elements
+        self.scopes: list[cst.Module | cst.FunctionDef] = [module]
+        self._outputs_of: dict[int, set[str]] = {}  # per scope: names bound only to model calls (made when asked)
 
-    def _outputs(self, path: str, node: cst.Module | cst.FunctionDef) -> None:
-        models = self.models.get(path, set())
-        outer = self.outputs[-1] if self.outputs else set()
-        s = _Scope()
-        scan(node if isinstance(node, cst.Module) else node.body, s)
-        params = _params(node) if isinstance(node, cst.FunctionDef) else set()
-        mine = {n for n, vs in s.values.items() if n not in params and all(
-            how in ("value", "unpacked") and self._model_call(v, models) for how, v in vs)}  # (y, z = model(x))
-        self.outputs.append(mine | {n for n in outer if n not in s.values and n not in params})
+    def _outputs(self, depth: int) -> set[str]:
+        node = self.scopes[depth]
+        found = self._outputs_of.get(id(node))
+        if found is None:
+            path = ".".join(self.path[:depth])
+            models = self.a.models(path)
+            outer = self._outputs(depth - 1) if depth else set()
+            s = _Scope(self.a.walrus)
+            scan(node if isinstance(node, cst.Module) else node.body, s)
+            params = _params(node) if isinstance(node, cst.FunctionDef) else set()
+            mine = {n for n, vs in s.values.items() if n not in params and all(
+                how in ("value", "unpacked") and self._model_call(v, models) for how, v in vs)}  # (y, z = model(x))
+            found = self._outputs_of[id(node)] = mine | {n for n in outer if n not in s.values and n not in params}
+        return found
 
     @staticmethod
     def _model_call(node, models: set[str]) -> bool:
@@ -414,36 +454,18 @@ class _Edits(_Paths):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         super().visit_FunctionDef(node)
-        self._outputs(".".join(self.path), node)
+        self.scopes.append(node)
         return None
 
     def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
-        self.outputs.pop()
+        self.scopes.pop()
         return super().leave_FunctionDef(original_node, updated_node)
 
     def visit_Call(self, node: cst.Call) -> None:
         path = ".".join(self.path)
         self._op_input(node, path)
-        models = self.models.get(path)
-        if not models:
-            return
-        if isinstance(node.func, cst.Name) and node.func.value in models:
-            kinds = Kinds(self.qualname, self.numpy.get(path) or {})
-            elements = self.elements.get(path, set())
-            for arg in node.args:
-                if arg.star or (arg.keyword is not None and arg.keyword.value not in ("x", "inputs")):
-                    continue
-                kind = kinds.of(arg.value)
-                base = arg.value
-                while isinstance(base, cst.Subscript):
-                    base = base.value
-                if self.ctx.plans.get(arg.value) is not None:
-                    continue
-                if kind.numpy:
-                    self.ctx.plans.add(arg.value, self._to_tensor(kind.floating), by="numpy_values")
-                elif isinstance(base, cst.Name) and base.value in elements:
-                    # a dataset's element: Keras casts a float64 input to the layer's float32, torch's layers refuse it
-                    self.ctx.plans.add(arg.value, self._to_tensor(False), by="numpy_values")
+        if isinstance(node.func, cst.Name):
+            self._model_inputs(node, path)
             return
         q = self.qualname(node.func)
         if q is None or not q.startswith("numpy."):
@@ -455,8 +477,30 @@ class _Edits(_Paths):
             base = v
             while isinstance(base, cst.Subscript):  # np.squeeze(y[:, 0])
                 base = base.value
-            if self._model_call(base, models) or (isinstance(base, cst.Name) and base.value in self.outputs[-1]):
+            if not isinstance(base, (cst.Call, cst.Name)) or (isinstance(base, cst.Call) and not isinstance(
+                    base.func, cst.Name)):
+                continue
+            if self._model_call(base, self.a.models(path)) or (
+                    isinstance(base, cst.Name) and base.value in self._outputs(len(self.scopes) - 1)):
                 self.ctx.plans.add(v, _detached, by="numpy_values")
+
+    def _model_inputs(self, node: cst.Call, path: str) -> None:
+        """``model(x)`` with ``x`` a NumPy value or a dataset's element: a tensor of Keras's float32."""
+        kinds = Kinds(self.qualname, self.numpy.get(path) or {})
+        elements = self.elements.get(path, set())
+        for arg in node.args:
+            if arg.star or (arg.keyword is not None and arg.keyword.value not in ("x", "inputs")):
+                continue
+            kind = kinds.of(arg.value)
+            base = arg.value
+            while isinstance(base, cst.Subscript):
+                base = base.value
+            element = isinstance(base, cst.Name) and base.value in elements
+            if not (kind.numpy or element) or self.ctx.plans.get(arg.value) is not None \
+                    or node.func.value not in self.a.models(path):
+                continue
+            # (a dataset's element: Keras casts a float64 input to the layer's float32, torch's layers refuse it)
+            self.ctx.plans.add(arg.value, self._to_tensor(kind.floating), by="numpy_values")
 
     def _op_input(self, node: cst.Call, path: str) -> None:
         """``tf.expand_dims(a, 0)`` with ``a`` a NumPy value: TensorFlow converts it, the torch method or function
@@ -504,11 +548,5 @@ def _detached(original_node, updated_node):
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     """(after the rewriting passes) Records the edits (module docstring); returns ``module`` itself."""
-    found = ctx.analyses.get(KINDS)
-    if not found:
-        return module
-    numpy, models, elements = found
-    if not any(models.values()) and not any(numpy.values()):
-        return module
-    scan(module, _Edits(ctx, module, numpy, models, elements))
+    scan(module, _Edits(ctx, module, _analysis(ctx)))
     return module
