@@ -290,3 +290,17 @@ def test_a_model_called_on_float64_dataset_elements_gets_float32(tmp_path):
     keras_result, torch_result, out = _both(tmp_path, DATASET_ELEMENTS)
     assert "model(as_float32(xb))" in out
     np.testing.assert_allclose(torch_result["outs"], keras_result["outs"], rtol=1e-6)
+
+
+def test_a_numpy_shape_or_list_of_tensors_is_not_converted():
+    """Only an op's tensor parameter is converted: a NumPy shape (tf.zeros(shape)) or a list argument stays."""
+    r = translate_source(textwrap.dedent('''
+        import numpy as np
+        import tensorflow as tf
+
+        shape = np.array([2, 3])
+        z = tf.zeros(shape)
+        img = np.random.rand(4, 4)
+        s = tf.reduce_sum(img)
+    ''').lstrip(), "p.py")
+    assert "z = torch.zeros(shape)" in r.output and "s = torch.sum(torch.as_tensor(img))" in r.output

@@ -42,6 +42,9 @@ from fwport.packs.tf2torch import helpers
 KINDS = "numpy_value_kinds"
 #: the source functions whose first argument, a NumPy value, is converted (ops of TensorFlow, keras.ops, the backend)
 _OPS = ("tensorflow.", "keras.ops.", "keras.backend.")
+#: ...whose first parameter is a tensor (not a shape, a list of tensors, a path...)
+_TENSOR_PARAMS = frozenset({"x", "input", "input_tensor", "image", "images", "inputs", "features", "tensor", "a",
+                            "t", "logits", "labels", "y_true"})
 #: ...but not these: their translations take NumPy values as they are (torch.as_tensor, the data helpers)
 _CONVERTING = ("tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.Variable", "tensorflow.data.",
                "tensorflow.io.", "tensorflow.keras.", "tensorflow.py_function", "tensorflow.numpy_function",
@@ -513,7 +516,8 @@ class _Edits(_Paths):
             return
         rule = self.ctx.pack.by_name.get(q)
         known = self.numpy.get(path)
-        if rule is None or rule.kind != "function" or not known:
+        if rule is None or rule.kind != "function" or not known or not rule.params \
+                or rule.params[0].name not in _TENSOR_PARAMS:
             return
         v = node.args[0].value
         if Kinds(self.qualname, known).of(v).numpy and self.ctx.plans.get(v) is None:
