@@ -44,7 +44,7 @@ KINDS = "numpy_value_kinds"
 _OPS = ("tensorflow.", "keras.ops.", "keras.backend.")
 #: ...whose first parameter is a tensor (not a shape, a list of tensors, a path...)
 _TENSOR_PARAMS = frozenset({"x", "input", "input_tensor", "image", "images", "inputs", "features", "tensor", "a",
-                            "t", "logits", "labels", "y_true"})
+                            "t", "logits", "labels", "y_true", "indices", "params"})
 #: ...but not these: their translations take NumPy values as they are (torch.as_tensor, the data helpers)
 _CONVERTING = ("tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.Variable", "tensorflow.data.",
                "tensorflow.io.", "tensorflow.keras.", "tensorflow.py_function", "tensorflow.numpy_function",
