@@ -127,8 +127,8 @@ SAVING: dict[str, tuple[str, str]] = {
 
 
 def models_of(module: cst.Module, ctx: FileContext) -> _Models:
-    """The models of ``module``, analysed once per tree: the planners that read the same tree (valuekinds's
-    numpy_models, then training, then this pass where training changed nothing) share one analysis."""
+    """The models of ``module``, analysed once per tree: training, this pass where training changed nothing, and
+    valuekinds's numpy_values (on the tree analysed last) share one analysis."""
     cached = ctx.analyses.get("models_of")
     if cached is not None and cached[0] is module:
         return cached[1]
