@@ -203,7 +203,15 @@ def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
 
 
 def _is_number(node: cst.BaseExpression) -> bool:
+    """A Python number, or a (nested) list / tuple display of numbers: a source op takes it where a target
+    tensor method or function needs a tensor (``tf.expand_dims([1.0, 2.0], -1)``, ``tf.reduce_sum([1, 2])``)."""
     value = literal_value(node, None)
+    return _numbers(value)
+
+
+def _numbers(value) -> bool:
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_numbers(v) for v in value)
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

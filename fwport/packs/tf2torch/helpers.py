@@ -861,6 +861,14 @@ HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).r
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                 for nd in (1, 2, 3)})
 HELPERS["Rescaling"] = _RESCALING
+# (the written fit / predict functions write the same function, fitloop._conversions: one of them is written)
+HELPERS["as_float32"] = '''
+
+def as_float32(a):
+    """An array as Keras feeds it: floats in float32."""
+    a = {torch}as_tensor(a)
+    return a.float() if a.is_floating_point() else a
+'''
 HELPERS["Permute"] = _PERMUTE
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE

@@ -10,7 +10,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
-from fwport.core.engine import _atom, build_call, expr
+from fwport.core.engine import _atom, _is_number, build_call, expr
 from fwport.core.position import render
 from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
@@ -67,7 +67,11 @@ def _spell(ctx, name: str) -> str:
 
 
 def _plain(m, ctx) -> cst.BaseExpression | None:
-    """``target(...)`` as the rule's emit table says (build_call without the transform)."""
+    """``target(...)`` as the rule's emit table says (build_call without the transform); an ``input`` that is a
+    Python number or a list of them made a tensor (``tf.reduce_sum([1.0, 2.0])``: torch's functions take tensors)."""
+    x = m.kwargs.get("input")
+    if x is not None and _is_number(x):
+        m.kwargs["input"] = cst.Call(ctx.spell("torch.tensor"), [cst.Arg(x)])
     return build_call(m, ctx, target=m.rule.emit["target"])
 
 

@@ -7,10 +7,13 @@ way the pass does not follow), the call is refused with an error saying what to 
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.engine import _with_commas, code
+from fwport.core.finding import Severity
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
 
@@ -122,6 +125,33 @@ def reduction_literal(node, ctx):
     return lit
 
 
+_SATURATING = re.compile(r"sigmoid|softmax", re.IGNORECASE)
+_LOGITS_WARNED = "probability_loss_warned"
+
+
+def probabilities_warning(ctx, node, loss: str) -> None:
+    """A cross-entropy of probabilities (``from_logits=False``) in a file with a sigmoid / softmax activation: a
+    warning (once a file) that Keras computes it from the activation's logits and the translation does not.
+
+    Keras's sigmoid and softmax keep their input on their output (Keras 3: ``_keras_logits``; Keras 2 in a graph:
+    the op's input), and its cross-entropies of probabilities use it: the exact loss of the logits. The translation
+    takes the probabilities clipped to [1e-7, 1 - 1e-7], as Keras does for predictions without logits: the same
+    values while the logits stay within about ±15, but a saturated prediction's loss stops near 16 and its gradient
+    is 0 where Keras's keeps growing (tests/test_valuekinds.py measures it)."""
+    parsed = ctx.analyses.get("parsed")
+    if ctx.analyses.get(_LOGITS_WARNED) or parsed is None or not _SATURATING.search(parsed[1]):
+        return
+    ctx.analyses[_LOGITS_WARNED] = True
+    ctx.report(Severity.WARNING, "approximate",
+               f"{loss} of probabilities: where the predictions come straight from a sigmoid / softmax activation "
+               "Keras computes this loss from the activation's logits (it keeps them on its output), the translation "
+               "from the probabilities clipped to [1e-7, 1 - 1e-7]: equal while the logits stay within about ±15, but "
+               "a saturated prediction's loss stops near 16 (Keras's grows with the logit: 40 for a logit of 40 and "
+               "the wrong label) and its gradient is 0; for Keras's values, leave the final activation out of the "
+               "model, use from_logits=True (nn.BCEWithLogitsLoss / nn.CrossEntropyLoss) and apply the activation "
+               "where the probabilities are read", node)
+
+
 @call_transform("loss")
 def loss(m, ctx):
     """A loss module: ``emit.target`` for logits (``from_logits=True``, or a loss without the flag),
@@ -220,6 +250,8 @@ def loss_function(m, ctx):
         return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])), [cst.Arg(y_true), cst.Arg(y_pred)])
     p, t = _atom_text(y_pred), _atom_text(y_true)
     fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]
+    if not flag and opts.get("input") in ("log-clip", "clip"):
+        probabilities_warning(ctx, m.node, m.rule.names[0].rsplit(".", 1)[-1])
     if not flag and opts.get("input") == "log-clip":
         p = f"{ctx.spell_text('torch.log')}({p}.clamp(1e-7, 1 - 1e-7))"
     elif not flag and opts.get("input") == "clip":

@@ -11,8 +11,8 @@ import re
 
 from fwport.core.direction import Planner, Trigger
 from fwport.packs.tf2torch import data, helpers, testcase, utilities
-from fwport.packs.tf2torch.passes import (decorators, functional, inline, model_api, pyvalues, regularizers, runtime,
-                                          sequential, subclass, training, variables)
+from fwport.packs.tf2torch.passes import (decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
+                                          sequential, subclass, training, valuekinds, variables)
 
 _MODEL_METHODS = ("compile|fit|fit_generator|train_on_batch|evaluate|evaluate_generator|test_on_batch|predict|"
                   "predict_generator|predict_on_batch|summary|save|save_weights|load_weights|get_weights|"
@@ -69,6 +69,12 @@ PLANNERS: tuple[Planner, ...] = (
     # a weightless layer bound to a module-level name and only called (`crop = layers.CenterCrop(...)`)
     Planner("inline", Trigger(r"\)\s*\(|(?:Pool|Sampling|Padding|Cropping|Crop|SpatialDropout|Resizing)\w*\s*\(",
                               ")"), inline.run),
+    # (read-only) a NumPy value given to a model of the file → torch.as_tensor(x, dtype=torch.float32); a model's
+    # output given to a NumPy function → .detach().numpy() (valuekinds.py)
+    Planner("numpy_values", Trigger(r"\bnumpy\b", "numpy"), valuekinds.run),
+    # (read-only) a translated layer's Keras weights read by name (`self.fc.kernel` → `self.fc.weight.T`, by the
+    # rule's weight map read backwards) or an error (layerweights.py)
+    Planner("layer_weights", layerweights.TRIGGER, layerweights.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth..., a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and

@@ -127,9 +127,20 @@ SAVING: dict[str, tuple[str, str]] = {
 }
 
 
-def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+def models_of(module: cst.Module, ctx: FileContext) -> _Models:
+    """The models of ``module``, analysed once per tree: training, this pass where training changed nothing, and
+    valuekinds's numpy_values (on the tree analysed last) share one analysis."""
+    cached = ctx.analyses.get("models_of")
+    if cached is not None and cached[0] is module:
+        return cached[1]
     models = _Models(ctx)
     models.analyse(module)
+    ctx.analyses["models_of"] = (module, models)
+    return models
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    models = models_of(module, ctx)
     if not models.any() and not models.param_refusals and not any(
             said in _text(module, ctx) for said in ("is a Keras model method", "is a Keras model attribute")):
         return module  # (the comment: a translation being translated again says the same again)

@@ -48,8 +48,8 @@ from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
-from fwport.packs.tf2torch.passes import fitloop
-from fwport.packs.tf2torch.passes.model_api import _Models
+from fwport.packs.tf2torch.passes import fitloop, valuekinds
+from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
 
 MARK = "__fwport_line__"
@@ -1639,6 +1639,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         p = code(y_pred)
         atom = lambda s, n: s if isinstance(n, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({s})"  # noqa: E731
         t_atom = atom(t, y_true)
+        if self._numpy_labels(y_true):  # Keras converts NumPy labels (to the loss's float32, then as it needs)
+            t_atom = f"{self.ctx.spell_text('torch.as_tensor')}({t})" if target in ("long", "float") else \
+                f"{self.ctx.spell_text('torch.as_tensor')}({t}, dtype={self.ctx.spell_text('torch.float32')})"
+            t = t_atom
         if target == "long":
             t_out = f"{t_atom}.long()"
         elif target == "float":
@@ -1648,6 +1652,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if target in ("float", "same") and isinstance(y_pred, (cst.Name, cst.Attribute)):
             t_out = f"{t_out if t_out != t else t_atom}.view_as({p})"
         prob = opts.get("probabilities_input", "") if not from_logits else ""
+        if prob:
+            optim.probabilities_warning(self.ctx, original_node, rule.names[0].rsplit(".", 1)[-1])
         p_atom = atom(p, y_pred)
         if prob == "log-clip":
             p_out = f"{self.ctx.spell_text('torch.log')}({p_atom}.clamp(1e-7, 1 - 1e-7))"
@@ -1672,6 +1678,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
             return cst.parse_expression(code(out) + suffix)
         return out
+
+    def _numpy_labels(self, y_true: cst.BaseExpression) -> bool:
+        """``y_true`` is a NumPy value where the loss is called (valuekinds.py's analysis of the source)."""
+        path = ".".join(fn.name.value for fn in self._scopes if isinstance(fn, cst.FunctionDef))
+        kinds = valuekinds.numpy_kinds(self.ctx, path, self.qualname)
+        return kinds is not None and kinds.of(y_true).numpy
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.BaseSmallStatement:
         made = self._factory_call(original_node, updated_node)
@@ -2531,8 +2543,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     plan.top_functions = {id(s): s for s in module.body if isinstance(s, cst.FunctionDef)}
     models = None
     if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
-        models = _Models(ctx)
-        models.analyse(module)
+        models = models_of(module, ctx)
     compiled = _plan_compiles(plan, ctx, models)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
@@ -2544,8 +2555,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     if not relevant:
         return module
     if models is None:
-        models = _Models(ctx)
-        models.analyse(module)
+        models = models_of(module, ctx)
     t = _Training(ctx, plan, models, compiled)
     t.module = module
     body = list(module.body)
@@ -2699,6 +2709,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
+    if c.loss[0] != "function" and not c.from_logits:  # a cross-entropy of probabilities: what Keras does instead
+        rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
+        if rule.emit.get("options", {}).get("probabilities_input"):
+            optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
     if not _builds(c, ctx):
         return refuse("its optimizer or loss is refused where it stands (see the finding on it, once written "
                       "as a torch.optim / torch.nn object)")

@@ -1,0 +1,174 @@
+"""Planner (read-only, after the rewriting passes): a Keras layer's weights read by their Keras names on the torch
+module the layer became.
+
+``dense.kernel`` is Keras's (in, out) matrix; the ``nn.Linear`` it became has ``weight``, (out, in), and no
+``kernel``: the translation raised AttributeError with no finding. The rule's weight map (``[[weights]]`` of
+rules/tf2torch/<rule>.toml, which ``fwport weights`` uses to move Keras's values into torch's) says how each Keras
+variable is stored; read backwards:
+
+    self.fc.kernel      →  self.fc.weight.T                   (Dense: transpose(1, 0))
+    self.conv.kernel    →  self.conv.weight.permute(2, 3, 1, 0)   (Conv2D: transpose(3, 2, 0, 1))
+    model[0].bias       →  model[0].bias                      (copy: the same tensor)
+    self.bn.moving_mean →  self.bn.running_mean
+
+The value is Keras's (a view of torch's parameter: gradients flow, an in-place write reaches the parameter). A
+weight whose map is not one permutation (a Dense after a Flatten of a channels-first map, an LSTM's gates) or a
+Keras weight name the rule has no map for is an error naming what torch stores instead. The layer is found from
+the layer records the model passes wrote (ctx.layers: the class or model variable, the module's path):
+``self.<path>`` inside a translated class, ``<instance>.<path>`` of a name bound only to such a class's
+instances, ``<model>[i]`` / ``<model>.<path>`` of a translated model variable. Other receivers are left as
+written (a custom layer's own ``self.kernel`` is its own attribute).
+"""
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from fwport.core.context import FileContext
+from fwport.core.finding import Severity
+from fwport.core.names import scan
+from fwport.core.position import render
+
+#: the weight names of Keras's built-in layers
+KERAS_WEIGHTS = frozenset({"kernel", "bias", "embeddings", "gamma", "beta", "moving_mean", "moving_variance",
+                           "recurrent_kernel", "depthwise_kernel", "pointwise_kernel"})
+TRIGGER = re.compile(r"\.\s*(?:" + "|".join(sorted(KERAS_WEIGHTS)) + r")\b")
+
+
+def _path(node: cst.BaseExpression) -> tuple[str, list[str]] | None:
+    """``head.a.b[0]`` → ("head", ["a", "b", "0"]); None for anything else."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        elif isinstance(node, cst.Subscript) and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and isinstance(node.slice[0].slice.value, cst.Integer):
+            parts.append(node.slice[0].slice.value.value)
+            node = node.value
+        elif isinstance(node, cst.Name):
+            return node.value, parts[::-1]
+        else:
+            return None
+
+
+class _Instances(cst.CSTVisitor):
+    """Module-level names bound only to calls of one class (``net = Net()``)."""
+
+    def __init__(self) -> None:
+        self.of: dict[str, set[str]] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                v = node.value
+                cls = v.func.value if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) else "?"
+                self.of.setdefault(t.target.value, set()).add(cls)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+
+class _Reads(cst.CSTVisitor):
+    def __init__(self, ctx: FileContext, records: dict, instances: dict[str, str]) -> None:
+        super().__init__()
+        self.ctx, self.records, self.instances = ctx, records, instances
+        self.classes: list[str] = []
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.classes.append(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.classes.pop()
+
+    def _record(self, receiver: cst.BaseExpression):
+        found = _path(receiver)
+        if found is None:
+            return None
+        head, parts = found
+        if head == "self" and self.classes:
+            scope = self.classes[-1]
+        elif head in self.instances:
+            scope = self.instances[head]
+        elif any(s == head for s, _ in self.records):
+            scope = head
+        else:
+            return None
+        return self.records.get((scope, ".".join(parts)))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        name = node.attr.value
+        if name not in KERAS_WEIGHTS:
+            return
+        record = self._record(node.value)
+        if record is None:
+            return
+        rule = self.ctx.pack.rules.get(record.rule)
+        if rule is None:
+            return
+        maps = [w for w in rule.weights_for(record.variant) if w.source == name]
+        receiver = render(node.value)
+        if len(maps) != 1 or not _invertible(maps[0].ops):
+            stored = ", ".join(sorted({f".{w.target} ({', '.join(o.render() for o in w.ops)} of Keras's "
+                                       f"{w.source})" for w in rule.weights_for(record.variant)}))
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{receiver}.{name}: the torch module this {rule.names[0].rsplit('.', 1)[-1]} became has no "
+                            f"{name}" + (f"; it stores {stored}: read those" if stored else "") , node)
+            return
+        self.ctx.plans.add(node, _reader(maps[0]), descend=True, by="layer_weights")
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{receiver}.{name} → {_text(receiver, maps[0])}: the torch module stores Keras's {name} as "
+                        f".{maps[0].target}" + ("" if maps[0].ops[0].op == "copy" else
+                                                f" ({maps[0].ops[0].render()} of it); the value read is Keras's"), node)
+
+
+def _invertible(ops) -> bool:
+    return len(ops) == 1 and (ops[0].op == "copy" or (ops[0].op == "transpose" and all(
+        p.isdigit() for p in ops[0].params)))
+
+
+def _inverse(ops) -> list[int] | None:
+    if ops[0].op == "copy":
+        return None
+    perm = [int(p) for p in ops[0].params]
+    inv = [0] * len(perm)
+    for i, p in enumerate(perm):
+        inv[p] = i
+    return inv
+
+
+def _suffix(m) -> str:
+    inv = _inverse(m.ops)
+    if inv is None:
+        return ""
+    if inv == [1, 0]:
+        return ".T"
+    return f".permute({', '.join(map(str, inv))})"
+
+
+def _text(receiver: str, m) -> str:
+    return f"{receiver}.{m.target}{_suffix(m)}"
+
+
+def _reader(m):
+    def apply(original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
+        return cst.parse_expression(_text(render(updated_node.value), m))
+    return apply
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """Records the edits and errors (module docstring); returns ``module`` itself."""
+    if not ctx.layers:
+        return module
+    records = {}
+    for r in ctx.layers:
+        records.setdefault((r.scope, r.target), r)
+    for r in ctx.layers:  # model.layers[0] (Keras's path, where model_api's edit is not applied yet)
+        records.setdefault((r.scope, r.source.replace("[", ".").replace("]", "")), r)
+    scopes = {s for s, _ in records}
+    inst = _Instances()
+    scan(module, inst)
+    instances = {n: next(iter(cs)) for n, cs in inst.of.items() if len(cs) == 1 and next(iter(cs)) in scopes}
+    scan(module, _Reads(ctx, records, instances))
+    return module

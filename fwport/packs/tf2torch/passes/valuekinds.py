@@ -1,0 +1,556 @@
+"""Planner: NumPy values meeting the torch modules a translation makes, and model outputs meeting NumPy.
+
+Keras takes NumPy arrays wherever it takes tensors, and its eager tensors go into NumPy functions; torch's
+modules take tensors only, and a tensor that requires grad refuses NumPy. Code that runs under Keras and
+translates with no error would crash (``model(x)`` with ``x = np.random.rand(5, 4)``: "linear(): argument
+'input' must be Tensor"; float64 data: "expected ... Float but found Double"; ``np.argmax(model(x))``:
+"Can't call numpy() on Tensor that requires grad"). The read-only planner ``numpy_values`` (after the rewriting
+passes: its edits are applied by the rule pass) looks at the calls of the models of the file (model_api's analysis of the source: Sequential / functional / subclass
+models, builders, parameters given models) and of TensorFlow's ops, with the names bound only to NumPy values by
+scope (an analysis of the source made once a file, which the training pass also asks for a loss's labels):
+
+      model(x)  with x a NumPy value  →  model(torch.as_tensor(x, dtype=torch.float32))   (floats: Keras casts
+                                         them to the layer's float32; where the dtype is not known here:
+                                         model(as_float32(x)), a helper that casts floats only)
+      np.f(model(x)), np.f(y) with y bound only to model(...) calls  →  np.f(model(x).detach().numpy())
+      for xb, yb in ds: model(xb)   (ds a tf.data dataset)  →  model(as_float32(xb))   (a dataset of float64 arrays
+                                         gives float64 tensors, which Keras casts and torch's layers refuse)
+      tf.expand_dims(a, 0)  with a a NumPy value  →  torch.as_tensor(a).unsqueeze(0)   (any tf / keras.ops function
+                                         whose rule takes a tensor: TensorFlow converts, torch does not)
+
+  (TensorFlow's eager tensor gives NumPy its array; ``.detach().numpy()`` is that array.)
+
+A NumPy value: a call of a ``numpy`` function that returns an array (not ``np.load``: an .npz archive, not
+``np.meshgrid`` / ``np.split``...: lists), Keras's dataset loaders' arrays (``(x, y), _ =
+keras.datasets.mnist.load_data()``), ``keras.utils.to_categorical``, and arithmetic, subscripts, ``.T`` and
+``.astype / .reshape / ...`` of NumPy values; a name every binding of which in its scope is one. Anything else
+is left as written (a tensor needs nothing). Scopes are matched between the two trees by their functions'
+names (``f.g``; a name defined twice: what both agree on): the passes rename methods (``call`` →
+``forward``), whose model calls then keep what they had.
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.bindings import BindingWalker
+from fwport.core.context import FileContext
+from fwport.core.finding import Severity
+from fwport.core.names import ScopedResolver, scan
+from fwport.core.position import render
+from fwport.packs.tf2torch import helpers
+
+KINDS = "numpy_value_kinds"
+#: the source functions whose first argument, a NumPy value, is converted (ops of TensorFlow, keras.ops, the backend)
+_OPS = ("tensorflow.", "keras.ops.", "keras.backend.")
+#: ...whose first parameter is a tensor (not a shape, a list of tensors, a path...)
+_TENSOR_PARAMS = frozenset({"x", "input", "input_tensor", "image", "images", "inputs", "features", "tensor", "a",
+                            "t", "logits", "labels", "y_true", "indices", "params"})
+#: ...but not these: their translations take NumPy values as they are (torch.as_tensor, the data helpers)
+_CONVERTING = ("tensorflow.convert_to_tensor", "tensorflow.constant", "tensorflow.Variable", "tensorflow.data.",
+               "tensorflow.io.", "tensorflow.keras.", "tensorflow.py_function", "tensorflow.numpy_function",
+               "tensorflow.print", "tensorflow.identity", "tensorflow.function", "tensorflow.summary.",
+               "keras.ops.convert_to_tensor", "keras.ops.array", "keras.backend.constant", "keras.backend.variable")
+#: numpy functions that return no array (or a list / tuple of them), or an object torch cannot take
+_NOT_ARRAYS = frozenset({
+    "load", "meshgrid", "split", "array_split", "hsplit", "vsplit", "dsplit", "histogram", "histogram2d",
+    "histogramdd", "unique", "nonzero", "shape", "broadcast_arrays", "broadcast_shapes", "gradient", "dtype",
+    "iinfo", "finfo", "vectorize", "frompyfunc", "errstate", "printoptions", "set_printoptions", "save", "savez",
+    "savez_compressed", "savetxt", "isscalar", "nditer", "ndenumerate", "ndindex", "poly1d", "einsum_path",
+    "random.default_rng", "random.RandomState", "random.Generator", "random.seed", "random.get_state",
+    "random.set_state", "random.shuffle", "linalg.eig", "linalg.eigh", "linalg.svd", "linalg.qr", "linalg.slogdet",
+    "linalg.lstsq", "where_one"})
+_NOT_ARRAY_PREFIXES = ("char.", "testing.", "ma.", "lib.", "rec.", "ctypeslib.", "typing.", "emath.")
+#: numpy functions whose array is floating whatever their arguments (no dtype= given)
+_FLOATS = frozenset({
+    "random.rand", "random.randn", "random.random", "random.random_sample", "random.ranf", "random.sample",
+    "random.normal", "random.uniform", "random.standard_normal", "random.beta", "random.gamma",
+    "random.exponential", "random.lognormal", "linspace", "logspace", "geomspace", "zeros", "ones", "empty",
+    "full_like_float", "eye", "identity", "sin", "cos", "tan", "exp", "log", "log2", "log10", "log1p", "expm1",
+    "sqrt", "tanh", "sinh", "cosh", "arctan", "arcsin", "arccos", "arctan2", "mean", "std", "var", "average"})
+_FLOAT_DTYPES = frozenset({"float16", "float32", "float64", "float", "double", "single", "half", "float_"})
+#: array methods that give an array of the receiver's dtype
+_SAME_DTYPE_METHODS = frozenset({"reshape", "copy", "transpose", "squeeze", "flatten", "ravel", "clip", "round",
+                                 "swapaxes", "repeat", "take"})
+#: Keras functions whose value is a NumPy array (or a tuple of (x, y) pairs of them: the loaders)
+_KERAS_ARRAYS = frozenset({"keras.utils.to_categorical"})
+_KERAS_LOADERS_PREFIX = "keras.datasets."
+
+
+class _Kind:
+    """What an expression is: ``numpy`` (an ndarray, or a NumPy scalar) and whether surely floating."""
+
+    __slots__ = ("numpy", "floating")
+
+    def __init__(self, numpy: bool, floating: bool = False) -> None:
+        self.numpy, self.floating = numpy, floating
+
+
+_NONE = _Kind(False)
+
+
+def _dtype_floating(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.SimpleString):
+        return node.evaluated_value in _FLOAT_DTYPES if isinstance(node.evaluated_value, str) else False
+    if isinstance(node, cst.Name):
+        return node.value == "float"
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in _FLOAT_DTYPES
+    return False
+
+
+def _number(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.UnaryOperation):
+        node = node.expression
+    return isinstance(node, (cst.Integer, cst.Float))
+
+
+class Kinds:
+    """Kinds of expressions in one scope: ``known`` names → whether surely floating (all NumPy)."""
+
+    def __init__(self, qualname, known: dict[str, bool]) -> None:
+        self.qualname, self.known = qualname, known
+
+    def of(self, node: cst.BaseExpression) -> _Kind:
+        if isinstance(node, cst.Name):
+            return _Kind(True, self.known[node.value]) if node.value in self.known else _NONE
+        if isinstance(node, cst.Call):
+            return self._call(node)
+        if isinstance(node, cst.Subscript):
+            inner = self.of(node.value)
+            return inner if inner.numpy else _NONE
+        if isinstance(node, cst.Attribute) and node.attr.value == "T":
+            return self.of(node.value)
+        if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, (cst.Minus, cst.Plus)):
+            return self.of(node.expression)
+        if isinstance(node, cst.BinaryOperation) and not isinstance(node.operator, cst.MatrixMultiply):
+            left, right = self.of(node.left), self.of(node.right)
+            if not (left.numpy or right.numpy) or not (left.numpy or _number(node.left)) \
+                    or not (right.numpy or _number(node.right)):
+                return _NONE
+            floating = (isinstance(node.operator, cst.Divide) or left.floating or right.floating
+                        or isinstance(node.left, cst.Float) or isinstance(node.right, cst.Float))
+            return _Kind(True, floating)
+        if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 and not isinstance(
+                node.comparisons[0].operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+            left, right = self.of(node.left), self.of(node.comparisons[0].comparator)
+            if (left.numpy or right.numpy) and (left.numpy or _number(node.left)) \
+                    and (right.numpy or _number(node.comparisons[0].comparator)):
+                return _Kind(True, False)  # an array of bools
+        return _NONE
+
+    def _call(self, node: cst.Call) -> _Kind:
+        func = node.func
+        q = self.qualname(func)
+        if q is not None:
+            if q.startswith("numpy."):
+                name = q[len("numpy."):]
+                if name == "where" and len(node.args) == 1:
+                    return _NONE
+                if name in _NOT_ARRAYS or name.startswith(_NOT_ARRAY_PREFIXES) or not name:
+                    return _NONE
+                dtype = next((a.value for a in node.args if a.keyword is not None and a.keyword.value == "dtype"),
+                             None)
+                floating = _dtype_floating(dtype) if dtype is not None else name in _FLOATS
+                if name in ("asarray", "array") and dtype is None and node.args:
+                    floating = self.of(node.args[0].value).floating
+                if name.startswith("float") and name[5:].isdigit():
+                    floating = True  # np.float32(x)
+                return _Kind(True, floating)
+            if q in _KERAS_ARRAYS:
+                return _Kind(True, True)
+            return _NONE
+        if isinstance(func, cst.Attribute):
+            receiver = self.of(func.value)
+            if not receiver.numpy:
+                return _NONE
+            method = func.attr.value
+            if method == "astype" and node.args:
+                return _Kind(True, _dtype_floating(node.args[0].value))
+            if method in _SAME_DTYPE_METHODS:
+                return receiver
+            if method in ("mean", "std", "var"):
+                return _Kind(True, True)
+        return _NONE
+
+
+class _Scope(BindingWalker):
+    """Every binding of one scope's body, with its value: ("value", v) for ``name = v``, ("unpacked", v) for a
+    name in a tuple target of ``... = v``, ("for", iterable) for a loop variable, ("aug", v), ("other", None)."""
+
+    def __init__(self, walrus: bool = True) -> None:
+        # (only a `:=` binds inside an expression: without one in the file, expressions are not walked)
+        super().__init__(expressions=walrus, comprehensions=False, imports=False)
+        self.values: dict[str, list] = {}
+        self._unpacked: dict[int, cst.BaseExpression] = {}
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, (cst.Tuple, cst.List)):
+                self._leaves(t.target, node.value)
+        return super().visit_Assign(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        if isinstance(node.target, (cst.Tuple, cst.List)):
+            self._leaves(node.target, node.iter)
+        else:
+            self._unpacked[id(node.target)] = node.iter  # (the loop's iterable, for its elements)
+        return super().visit_For(node)
+
+    def _leaves(self, target: cst.BaseExpression, value: cst.BaseExpression) -> None:
+        for e in target.elements:
+            if isinstance(e.value, (cst.Tuple, cst.List)):
+                self._leaves(e.value, value)
+            else:
+                self._unpacked[id(e.value)] = value
+
+    def bound(self, target: cst.BaseExpression, how: str, value) -> None:
+        if not isinstance(target, cst.Name):
+            return
+        if how in ("assign", "annassign") and value is not None:
+            self.values.setdefault(target.value, []).append(("value", value))
+        elif how == "assign" and id(target) in self._unpacked:
+            self.values.setdefault(target.value, []).append(("unpacked", self._unpacked[id(target)]))
+        elif how == "for" and id(target) in self._unpacked:
+            self.values.setdefault(target.value, []).append(("for", self._unpacked[id(target)]))
+        elif how == "augassign":
+            self.values.setdefault(target.value, []).append(("aug", value))
+        else:
+            self.values.setdefault(target.value, []).append(("other", None))
+
+
+def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
+    p = fn.params
+    names = {x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
+def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) -> dict[str, bool]:
+    """The names of one scope (its bindings ``s``) bound only to NumPy values (→ surely floating), those of
+    ``outer`` it does not bind."""
+    bound = set(s.values) | params
+    known = {n: f for n, f in outer.items() if n not in bound}
+    candidates = {n: vs for n, vs in s.values.items() if n not in params
+                  and all(k in ("value", "unpacked", "aug") for k, _ in vs)}
+    known.update({n: True for n in candidates})
+    kinds = Kinds(qualname, known)
+    changed = True
+    while changed:  # drop names with a binding that is not NumPy, until nothing changes
+        changed = False
+        for n in list(candidates):
+            if n not in known:
+                continue
+            floating = True
+            ok = True
+            for how, v in candidates[n]:
+                if how == "unpacked":
+                    q = qualname(v.func) if isinstance(v, cst.Call) else None
+                    ok = q is not None and q.startswith(_KERAS_LOADERS_PREFIX) and q.endswith(".load_data")
+                    floating = False  # (uint8 images, int labels)
+                elif how == "aug":
+                    k = kinds.of(v) if v is not None else _NONE
+                    ok = v is not None and (k.numpy or _number(v))
+                    floating = floating and (k.floating or isinstance(v, cst.Float))
+                else:
+                    k = kinds.of(v)
+                    ok = k.numpy
+                    floating = floating and k.floating
+                if not ok:
+                    break
+            if not ok:
+                del known[n]
+                changed = True
+            elif known[n] != floating:
+                known[n] = floating
+                changed = True
+    return known
+
+
+#: the methods of a tf.data dataset that give a dataset
+_DATASET_METHODS = frozenset({"batch", "shuffle", "map", "prefetch", "take", "skip", "repeat", "cache", "filter",
+                              "unbatch", "padded_batch", "rebatch", "with_options", "apply", "shard"})
+
+
+def _dataset(node: cst.BaseExpression, datasets: set[str], qualname) -> bool:
+    """A tf.data dataset: ``tf.data.Dataset.<constructor>(...)``, a dataset name, their dataset methods."""
+    if isinstance(node, cst.Name):
+        return node.value in datasets
+    if not isinstance(node, cst.Call) or not isinstance(node.func, cst.Attribute):
+        return False
+    q = qualname(node.func)
+    if q is not None:
+        return q.startswith("tensorflow.data.Dataset.")
+    return node.func.attr.value in _DATASET_METHODS and _dataset(node.func.value, datasets, qualname)
+
+
+def _dataset_elements(s: _Scope, params: set[str], outer: set[str], qualname) -> set[str]:
+    """The names of one scope (its bindings ``s``) bound only as the elements of a tf.data dataset (``for xb, yb in
+    ds:``): tensors of the dataset's dtypes, float64 where it was made of float64 NumPy arrays (those of ``outer``
+    it does not bind)."""
+    datasets: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for n, vs in s.values.items():
+            if n not in datasets and n not in params and all(
+                    k == "value" and _dataset(v, datasets, qualname) for k, v in vs):
+                datasets.add(n)
+                changed = True
+    mine = {n for n, vs in s.values.items() if n not in params and all(
+        k == "for" and _dataset(v, datasets, qualname) for k, v in vs)}
+    return mine | {n for n in outer if n not in s.values and n not in params}
+
+
+class _Paths(ScopedResolver, cst.CSTVisitor):
+    """The scope path (``f.g``: the names of the enclosing functions) of every function, while visiting."""
+
+    def __init__(self, ctx: FileContext) -> None:
+        super().__init__()
+        self._init_scopes(ctx.imports)
+        self.path: list[str] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        self.path.append(node.name.value)
+        return super().visit_FunctionDef(node)
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.path.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+
+def _merge(into: dict, path: str, value) -> None:
+    """``value`` for ``path``; a path met twice keeps what both agree on."""
+    if path not in into:
+        into[path] = value
+    elif isinstance(value, dict):
+        into[path] = {k: v and into[path][k] for k, v in value.items() if k in into[path]}
+    else:
+        into[path] = into[path] & value
+
+
+class _Analyse(_Paths):
+    """The NumPy names and dataset elements of each scope (by path) of one tree."""
+
+    def __init__(self, ctx: FileContext, module: cst.Module) -> None:
+        super().__init__(ctx)
+        self.ctx, self.module = ctx, module
+        self.numpy: dict[str, dict[str, bool]] = {}
+        self.elements: dict[str, set[str]] = {}
+        self._models: dict[str, set[str]] | None = None
+        parsed = ctx.analyses.get("parsed")
+        self.walrus = parsed is None or ":=" in parsed[1]
+        scope = _Scope(self.walrus)
+        scan(module, scope)
+        top_numpy = _numpy_names(scope, set(), {}, self._resolve)
+        top_elements = _dataset_elements(scope, set(), set(), self._resolve)
+        self.stack: list[tuple[dict[str, bool], set[str]]] = [(top_numpy, top_elements)]
+        _merge(self.numpy, "", top_numpy)
+        _merge(self.elements, "", top_elements)
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        # only the functions (compound statements): never inside a simple statement or an expression
+        return super().on_visit(node) and not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+
+    def _resolve(self, node: cst.BaseExpression) -> str | None:
+        return self.qualname(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        super().visit_FunctionDef(node)
+        outer_numpy, outer_elements = self.stack[-1]
+        params = _params(node)
+        scope = _Scope(self.walrus)
+        scan(node.body, scope)
+        numpy = _numpy_names(scope, params, outer_numpy, self._resolve)
+        elements = _dataset_elements(scope, params, outer_elements, self._resolve)
+        self.stack.append((numpy, elements))
+        path = ".".join(self.path)
+        _merge(self.numpy, path, numpy)
+        _merge(self.elements, path, elements)
+        return None
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.stack.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+    def models(self, path: str) -> set[str]:
+        """The names that are surely models in the scope ``path`` (model_api's analysis, made the first time)."""
+        if self._models is None:
+            from fwport.packs.tf2torch.passes.model_api import models_of
+            self._models = {}
+            found = models_of(self.module, self.ctx)
+            if found.any():
+                scan(self.module, _ModelPaths(self.ctx, found, self._models))
+        return self._models.get(path, set())
+
+
+class _ModelPaths(_Paths):
+    def __init__(self, ctx: FileContext, models, into: dict[str, set[str]]) -> None:
+        super().__init__(ctx)
+        self.found, self.into = models, into
+        self.stack = [set(models.top.models)]
+        _merge(into, "", self.stack[0])
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return super().on_visit(node) and not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        super().visit_FunctionDef(node)
+        scope = self.found.scopes.get(id(node))
+        mine = set(scope.models) if scope is not None else set()
+        bound = scope.bound if scope is not None else _params(node)
+        models = mine | {m for m in self.stack[-1] if m not in bound}
+        self.stack.append(models)
+        _merge(self.into, ".".join(self.path), models)
+        return None
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.stack.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+
+def _analysis(ctx: FileContext) -> _Analyse:
+    """The analysis of the source as the passes found it (the tree model_api's analysis was made of, else the
+    parsed source), made once a file, when first asked."""
+    a = ctx.analyses.get(KINDS)
+    if a is None:
+        cached = ctx.analyses.get("models_of")
+        tree = cached[0] if cached is not None else ctx.analyses["parsed"][0]
+        a = ctx.analyses[KINDS] = _Analyse(ctx, tree)
+        scan(tree, a)
+    return a
+
+
+def numpy_kinds(ctx: FileContext, path: str, qualname) -> Kinds | None:
+    """The kinds of expressions in the scope ``path`` (the training pass asks, for a loss's labels)."""
+    known = _analysis(ctx).numpy.get(path)
+    return Kinds(qualname, known) if known is not None else None
+
+
+class _Edits(_Paths):
+    def __init__(self, ctx: FileContext, module: cst.Module, analysis: _Analyse) -> None:
+        super().__init__(ctx)
+        self.ctx, self.a = ctx, analysis
+        self.numpy, self.elements = analysis.numpy, analysis.elements
+        self.scopes: list[cst.Module | cst.FunctionDef] = [module]
+        self._outputs_of: dict[int, set[str]] = {}  # per scope: names bound only to model calls (made when asked)
+
+    def _outputs(self, depth: int) -> set[str]:
+        node = self.scopes[depth]
+        found = self._outputs_of.get(id(node))
+        if found is None:
+            path = ".".join(self.path[:depth])
+            models = self.a.models(path)
+            outer = self._outputs(depth - 1) if depth else set()
+            s = _Scope(self.a.walrus)
+            scan(node if isinstance(node, cst.Module) else node.body, s)
+            params = _params(node) if isinstance(node, cst.FunctionDef) else set()
+            mine = {n for n, vs in s.values.items() if n not in params and all(
+                how in ("value", "unpacked") and self._model_call(v, models) for how, v in vs)}  # (y, z = model(x))
+            found = self._outputs_of[id(node)] = mine | {n for n in outer if n not in s.values and n not in params}
+        return found
+
+    @staticmethod
+    def _model_call(node, models: set[str]) -> bool:
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in models
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
+        super().visit_FunctionDef(node)
+        self.scopes.append(node)
+        return None
+
+    def leave_FunctionDef(self, original_node, updated_node=None):  # type: ignore[override]
+        self.scopes.pop()
+        return super().leave_FunctionDef(original_node, updated_node)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        path = ".".join(self.path)
+        self._op_input(node, path)
+        if isinstance(node.func, cst.Name):
+            self._model_inputs(node, path)
+            return
+        q = self.qualname(node.func)
+        if q is None or not q.startswith("numpy."):
+            return
+        for arg in node.args:
+            v = arg.value
+            if arg.star or self.ctx.plans.get(v) is not None:
+                continue
+            base = v
+            while isinstance(base, cst.Subscript):  # np.squeeze(y[:, 0])
+                base = base.value
+            if not isinstance(base, (cst.Call, cst.Name)) or (isinstance(base, cst.Call) and not isinstance(
+                    base.func, cst.Name)):
+                continue
+            if self._model_call(base, self.a.models(path)) or (
+                    isinstance(base, cst.Name) and base.value in self._outputs(len(self.scopes) - 1)):
+                self.ctx.plans.add(v, _detached, by="numpy_values")
+
+    def _model_inputs(self, node: cst.Call, path: str) -> None:
+        """``model(x)`` with ``x`` a NumPy value or a dataset's element: a tensor of Keras's float32."""
+        kinds = Kinds(self.qualname, self.numpy.get(path) or {})
+        elements = self.elements.get(path, set())
+        for arg in node.args:
+            if arg.star or (arg.keyword is not None and arg.keyword.value not in ("x", "inputs")):
+                continue
+            kind = kinds.of(arg.value)
+            base = arg.value
+            while isinstance(base, cst.Subscript):
+                base = base.value
+            element = isinstance(base, cst.Name) and base.value in elements
+            if not (kind.numpy or element) or self.ctx.plans.get(arg.value) is not None \
+                    or node.func.value not in self.a.models(path):
+                continue
+            # (a dataset's element: Keras casts a float64 input to the layer's float32, torch's layers refuse it)
+            self.ctx.plans.add(arg.value, self._to_tensor(kind.floating), by="numpy_values")
+
+    def _op_input(self, node: cst.Call, path: str) -> None:
+        """``tf.expand_dims(a, 0)`` with ``a`` a NumPy value: TensorFlow converts it, the torch method or function
+        its rule writes needs a tensor: ``torch.as_tensor(a)`` (its dtype kept, as TensorFlow's conversion keeps
+        it)."""
+        if not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return
+        q = self.qualname(node.func)
+        if q is None or not q.startswith(_OPS) or q.startswith(_CONVERTING):
+            return
+        rule = self.ctx.pack.by_name.get(q)
+        known = self.numpy.get(path)
+        if rule is None or rule.kind != "function" or not known or not rule.params \
+                or rule.params[0].name not in _TENSOR_PARAMS:
+            return
+        v = node.args[0].value
+        if Kinds(self.qualname, known).of(v).numpy and self.ctx.plans.get(v) is None:
+            self.ctx.plans.add(v, self._as_tensor, by="numpy_values")
+            text = render(v)
+            self.ctx.report(Severity.INFO, "idiom-replaced",
+                            f"{text} is a NumPy array here: torch.as_tensor({text}) (TensorFlow converts it; "
+                            "torch's operations take tensors)", v)
+
+    def _as_tensor(self, original_node, updated_node):
+        return cst.Call(self.ctx.spell("torch.as_tensor"), [cst.Arg(updated_node)])
+
+    def _to_tensor(self, floating: bool):
+        ctx = self.ctx
+
+        def apply(original_node, updated_node):
+            if floating:
+                return cst.Call(ctx.spell("torch.as_tensor"), [
+                    cst.Arg(updated_node),
+                    cst.Arg(ctx.spell("torch.float32"), keyword=cst.Name("dtype"),
+                            equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+            return cst.Call(cst.Name(helpers.use(ctx, "as_float32")), [cst.Arg(updated_node)])
+        return apply
+
+
+def _detached(original_node, updated_node):
+    receiver = updated_node
+    if not isinstance(receiver, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) and not receiver.lpar:
+        receiver = receiver.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return cst.Call(cst.Attribute(cst.Call(cst.Attribute(receiver, cst.Name("detach"))), cst.Name("numpy")))
+
+
+def run(module: cst.Module, ctx: FileContext) -> cst.Module:
+    """(after the rewriting passes) Records the edits (module docstring); returns ``module`` itself."""
+    scan(module, _Edits(ctx, module, _analysis(ctx)))
+    return module
