@@ -519,8 +519,11 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
-def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str):
-    if not _int(fm.channels):
+def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str, symbolic: bool = False):
+    """The input channels (the groups of torch's convolution): a number, or with ``symbolic`` a size
+    written with names (a builder's or __init__'s parameter, ``filters``), which is an int when the
+    module is built."""
+    if not (_int(fm.channels) or symbolic and known(fm.channels)):
         _failed(m, ctx, "shape-unknown", f"{name} needs its number of input channels as a number (the groups of "
                 "torch's convolution): give the model its input shape (keras.Input(shape=(...)))")
         return None
@@ -535,20 +538,26 @@ def depthwise_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D")
+    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D", symbolic=True)
     dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
     k = _ntuple(m.literal("kernel_size", None), nd)
     if c is None:
         return LayerEmission([m.call], failed=True)
-    if not _int(dm) or k is None:
+    if not _int(dm) or k is None and dm != 1:
         return _failed(m, ctx, "unsupported-argument", "kernel_size and depth_multiplier must be literal ints")
-    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
-    m.kwargs["kernel_size"] = expr(_compact(k))
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(D.mul(c, dm))), **m.kwargs}
+    if k is not None:
+        m.kwargs["kernel_size"] = expr(_compact(k))
     _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
     em = conv(m, ctx, lctx)
     if not em.failed:
-        em.symbols = {"KH": k[0], "KW": k[-1]}
-        em.variant = "keras2" if ctx.version == 2 else None  # the kernel is `depthwise_kernel` there
+        keras2 = "keras2" if ctx.version == 2 else None  # the kernel is `depthwise_kernel` there
+        if k is not None:
+            em.symbols = {"KH": k[0], "KW": k[-1]}
+            em.variant = keras2
+        else:  # a kernel size known when the model is built (a parameter): with one filter per channel
+            # Keras's (kh, kw, C, 1) kernel permuted is torch's (C, 1, kh, kw) weight, no size needed
+            em.variant = f"{keras2}-dm1" if keras2 else "dm1"
     return em
 
 

@@ -1,0 +1,88 @@
+"""Sizes and layer arguments known only where a model is built (issue 8, keras-io's convmixer and
+depth_estimation): a DepthwiseConv2D whose channels and kernel size are a builder's parameters, and a
+subclass layer's ``padding`` given as its constructor's parameter. Each translation is run against
+Keras (weights transferred by the rules' maps); what stays refused keeps an error on its line."""
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
+
+
+def errors(r) -> Counter:
+    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+
+
+def verified(tmp_path, src: str, out: str, model: str, inputs: list[str]) -> dict:
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
+                          checks=("forward", "grad"), device="cpu"))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return {e["name"]: e["source"] for e in cert["results"]["gradients"]}
+
+
+CONVMIXER = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def activation_block(x):
+    x = layers.Activation("gelu")(x)
+    return layers.BatchNormalization()(x)
+
+
+def conv_stem(x, filters: int, patch_size: int):
+    x = layers.Conv2D(filters, kernel_size=patch_size, strides=patch_size)(x)
+    return activation_block(x)
+
+
+def conv_mixer_block(x, filters: int, kernel_size: int):
+    x0 = x
+    x = layers.DepthwiseConv2D(kernel_size=kernel_size, padding="same"{dm})(x)
+    x = layers.Add()([activation_block(x), x0])
+    x = layers.Conv2D(filters, kernel_size=1)(x)
+    x = activation_block(x)
+    return x
+
+
+def get_conv_mixer(image_size=8, filters=6, depth=2, kernel_size=3, patch_size=2, num_classes=4):
+    inputs = keras.Input((image_size, image_size, 3))
+    x = layers.Rescaling(scale=1.0 / 255)(inputs)
+    x = conv_stem(x, filters, patch_size)
+    for _ in range(depth):
+        x = conv_mixer_block(x, filters, kernel_size)
+    x = layers.GlobalAvgPool2D()(x)
+    outputs = layers.Dense(num_classes, activation="softmax")(x)
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_depthwise_conv_with_channels_and_kernel_size_from_the_builder_verifies(tmp_path):
+    src = CONVMIXER.format(dm="").lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    # the groups are the channels the builder's parameter gives; the kernel size its parameter
+    assert "nn.Conv2d(x_size3, x_size3, kernel_size, padding=\"same\", groups=x_size3)" in r.output
+    grads = verified(tmp_path, src, r.output, "get_conv_mixer()", ["float32[2,8,8,3]"])
+    # every depthwise kernel was moved by the map without sizes, and its gradient compared
+    assert sum(".depthwise_conv2d.weight" in name for name in grads) == 2, grads
+
+
+def test_depthwise_conv_with_a_kernel_size_parameter_and_a_depth_multiplier_stays_refused():
+    r = translate_source(CONVMIXER.format(dm=", depth_multiplier=2").lstrip("\n"), "m.py", PACK)
+    msgs = [f for f in r.findings if f.severity.value == "error"]  # a helper's error is at its call site
+    assert any(f.line == 29 and "kernel_size and depth_multiplier must be literal ints" in f.message for f in msgs), msgs
