@@ -86,3 +86,30 @@ def test_depthwise_conv_with_a_kernel_size_parameter_and_a_depth_multiplier_stay
     r = translate_source(CONVMIXER.format(dm=", depth_multiplier=2").lstrip("\n"), "m.py", PACK)
     msgs = [f for f in r.findings if f.severity.value == "error"]  # a helper's error is at its call site
     assert any(f.line == 29 and "kernel_size and depth_multiplier must be literal ints" in f.message for f in msgs), msgs
+
+
+SEPARABLE = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def block(x, filters):
+    x = layers.Conv2D(filters, 1)(x)
+    x = layers.SeparableConv2D(5, 3, padding="same", depth_multiplier=2)(x)
+    return layers.BatchNormalization()(x)
+
+
+def build(filters=4):
+    inputs = keras.Input(shape=(6, 6, 3))
+    return keras.Model(inputs, block(inputs, filters))
+'''
+
+
+def test_separable_conv_on_channels_a_builder_parameter_gives_verifies(tmp_path):
+    src = SEPARABLE.lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    assert "nn.Conv2d(filters, filters * 2, 3, padding=\"same\", groups=filters, bias=False), " \
+           "nn.Conv2d(filters * 2, 5, 1)" in r.output
+    grads = verified(tmp_path, src, r.output, "build()", ["float32[2,6,6,3]"])
+    assert any(name.endswith("separable_conv2d.0.weight") for name in grads), grads

@@ -569,7 +569,7 @@ def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D")
+    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D", symbolic=True)
     dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
     k = _ntuple(m.literal("kernel_size", None), nd)
     if c is None:
@@ -579,7 +579,7 @@ def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     filters = m.kwargs.pop("out_channels")
     bias = m.kwargs.pop("bias", None)
     activation = m.extras.pop("activation", None)
-    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(D.mul(c, dm))), **m.kwargs}
     m.kwargs["kernel_size"] = expr(_compact(k))
     _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
     m.kwargs["bias"] = expr("False")
@@ -587,7 +587,7 @@ def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if em.failed:
         return em
     conv2d = ctx.spell_text(f"torch.nn.Conv{nd}d")
-    pointwise = expr(f"{conv2d}({c * dm}, {code(filters)}, 1" + ("" if bias is None else f", bias={code(bias)}") + ")")
+    pointwise = expr(f"{conv2d}({D.mul(c, dm)}, {code(filters)}, 1" + ("" if bias is None else f", bias={code(bias)}") + ")")
     both = cst.Call(ctx.spell("torch.nn.Sequential"), [cst.Arg(em.modules[em.weight_module]), cst.Arg(pointwise)])
     if activation is not None:
         m.extras["activation"] = activation
