@@ -113,3 +113,66 @@ def test_separable_conv_on_channels_a_builder_parameter_gives_verifies(tmp_path)
            "nn.Conv2d(filters * 2, 5, 1)" in r.output
     grads = verified(tmp_path, src, r.output, "build()", ["float32[2,6,6,3]"])
     assert any(name.endswith("separable_conv2d.0.weight") for name in grads), grads
+
+
+PADDING = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class DownscaleBlock(layers.Layer):
+    def __init__(self, filters, kernel_size=(3, 3), padding="same", strides=1, **kwargs):
+        super().__init__(**kwargs)
+        self.convA = layers.Conv2D(filters, kernel_size, strides, padding)
+        self.convB = layers.Conv2D(filters, kernel_size, strides, padding)
+        self.reluA = layers.LeakyReLU(alpha=0.2)
+        self.bn2a = tf.keras.layers.BatchNormalization()
+        self.pool = layers.MaxPool2D((2, 2), (2, 2))
+
+    def call(self, input_tensor):
+        d = self.convA(input_tensor)
+        x = self.bn2a(d)
+        x = self.reluA(x)
+        x = self.convB(x)
+        x += d
+        p = self.pool(x)
+        return x, p
+
+
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.blocks = [DownscaleBlock(4), DownscaleBlock(6, padding={second})]{extra}
+        self.head = layers.Conv2D(2, 1)
+
+    def call(self, x):
+        c1, p1 = self.blocks[0](x)
+        c2, p2 = self.blocks[1](p1)
+        return self.head(p2)
+'''
+
+
+def test_a_padding_parameter_is_translated_for_the_value_the_file_builds_the_block_with(tmp_path):
+    # keras-io depth_estimation: padding="same" a parameter of the block, given positionally to Conv2D
+    src = PADDING.format(second='"same"', extra="").lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    assert r.output.count("SamePad2d(kernel_size, strides)") == 2  # the stride is a parameter: TF's pads per call
+    assert 'if padding != "same":\n            raise ValueError' in r.output
+    verified(tmp_path, src, r.output, "Net()", ["float32[2,8,8,3]"])
+    # another value than the one translated for is refused where the block is built, never computed wrongly
+    torch = pytest.importorskip("torch")
+    ns: dict = {}
+    exec(compile(r.output, "t.py", "exec"), ns)
+    with pytest.raises(ValueError, match="translated for padding='same' only"):
+        ns["DownscaleBlock"](3, padding="valid")
+    assert isinstance(ns["DownscaleBlock"](3), torch.nn.Module)
+
+
+def test_a_padding_parameter_built_with_different_values_stays_refused_on_each_layer():
+    src = PADDING.format(second='"same"', extra='\n        self.valid = DownscaleBlock(5, kernel_size=2, padding="valid")')
+    r = translate_source(src.lstrip("\n"), "m.py", PACK)
+    assert errors(r) == Counter({("unsupported-argument", 9): 1, ("unsupported-argument", 10): 1}), r.findings
+    assert all("padding=padding has no exact torch equivalent" in f.message for f in r.findings
+               if f.severity.value == "error")
