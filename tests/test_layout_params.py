@@ -176,3 +176,31 @@ def test_a_padding_parameter_built_with_different_values_stays_refused_on_each_l
     assert errors(r) == Counter({("unsupported-argument", 9): 1, ("unsupported-argument", 10): 1}), r.findings
     assert all("padding=padding has no exact torch equivalent" in f.message for f in r.findings
                if f.severity.value == "error")
+
+
+CONDITIONAL_PADDING = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def block(x, filters, strides=1):
+    x = layers.Conv2D(filters, 3, strides=strides, padding="same" if strides == 1 else "valid")(x)
+    return layers.DepthwiseConv2D(3, strides=strides, padding="same" if strides == 1 else "valid")(x)
+
+
+def build():
+    inputs = keras.Input(shape=(9, 9, 3))
+    x = block(inputs, 4)
+    x = block(x, 6, strides=2)
+    return keras.Model(inputs, x)
+'''
+
+
+def test_a_padding_chosen_by_a_helper_argument_is_the_branch_its_call_takes(tmp_path):
+    # keras-io mobilevit: padding="same" if strides == 1 else "valid" in a block helper
+    src = CONDITIONAL_PADDING.lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    assert r.output.count('padding="same"') == 2 and "padding=" not in r.output.split("class Block2")[1].split(
+        "def forward")[0], r.output
+    verified(tmp_path, src, r.output, "build()", ["float32[2,9,9,3]"])

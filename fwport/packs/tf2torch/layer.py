@@ -369,6 +369,34 @@ def keras_padding(value, spec, m, ctx):
     m.extras["padding"] = value
 
 
+_COMPARE = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
+            cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
+            cst.GreaterThanEqual: lambda a, b: a >= b}
+
+
+def _folded(node: cst.BaseExpression):
+    """A literal, or a conditional whose test compares literals (``"same" if 1 == 1 else "valid"``: a
+    helper's ``strides == 1`` once the functional pass wrote its argument in): the branch it takes."""
+    if isinstance(node, cst.IfExp):
+        test = node.test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            a = literal_value(test.left, NOT_LITERAL)
+            b = literal_value(test.comparisons[0].comparator, NOT_LITERAL)
+            op = _COMPARE.get(type(test.comparisons[0].operator))
+            if a is NOT_LITERAL or b is NOT_LITERAL or op is None:
+                return NOT_LITERAL
+            try:
+                taken = op(a, b)
+            except TypeError:
+                return NOT_LITERAL
+        else:
+            taken = literal_value(test, NOT_LITERAL)
+            if not isinstance(taken, bool):
+                return NOT_LITERAL
+        return _folded(node.body if taken else node.orelse)
+    return literal_value(node, NOT_LITERAL)
+
+
 def _given(m: MappedCall, target_kw: str, default):
     """The literal value of an argument, ``default`` when it is not given, NOT_LITERAL when it is an
     expression known only at run time (never the default then: a stride that is a parameter is not 1)."""
@@ -401,7 +429,7 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     s = _ntuple(_given(m, "stride", 1), nd)
     d = _ntuple(_given(m, "dilation", 1), nd)
     pad_node = m.extras.get("padding")
-    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = "valid" if pad_node is None else _folded(pad_node)
     padding = padding.lower() if isinstance(padding, str) else padding
     pre: list[cst.BaseExpression] = []
     pad_mod = f"torch.nn.ZeroPad{nd}d"
@@ -478,7 +506,7 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "unsupported-argument", "output_padding= is not translated yet: Keras and torch add "
                        "it at different ends of the TensorFlow crop")
     pad_node = m.extras.get("padding")
-    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = "valid" if pad_node is None else _folded(pad_node)
     padding = padding.lower() if isinstance(padding, str) else padding
     if padding not in ("valid", "same"):
         return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
@@ -1425,7 +1453,7 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if stride_lit is not None and s is not None:
         m.kwargs["stride"] = expr(_compact(s))
     pad_node = m.extras.get("padding")
-    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = "valid" if pad_node is None else _folded(pad_node)
     padding = padding.lower() if isinstance(padding, str) else padding
     pre: list[cst.BaseExpression] = []
     if padding == "same":
