@@ -204,3 +204,47 @@ def test_a_padding_chosen_by_a_helper_argument_is_the_branch_its_call_takes(tmp_
     assert r.output.count('padding="same"') == 2 and "padding=" not in r.output.split("class Block2")[1].split(
         "def forward")[0], r.output
     verified(tmp_path, src, r.output, "build()", ["float32[2,9,9,3]"])
+
+
+PATCH_EMBED = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class PatchEmbed(keras.Model):
+    def __init__(self, projection_dim, patch_size):
+        super().__init__()
+        self.projection = keras.Sequential(
+            [
+                layers.Conv2D(filters=projection_dim, kernel_size=(patch_size, patch_size),
+                              strides=(patch_size, patch_size), padding="VALID"),
+                layers.Reshape(target_shape=(-1, projection_dim)),
+            ]
+        )
+        self.norm = layers.LayerNormalization(epsilon=1e-6)
+        self.head = layers.Dense(3)
+
+    def call(self, x):
+        x = self.projection(x)
+        x = self.norm(x)
+        return self.head(tf.reduce_mean(x, axis=1))
+'''
+
+
+def test_a_patch_embedding_sequential_with_sizes_from_init_verifies(tmp_path):
+    # keras-io cait / vit: Conv2D(d, p, strides=p) then Reshape((-1, d)) in a Sequential held by a subclass;
+    # the chain is channels-first, its Reshape (sizes known only when the model is built) reshapes in
+    # Keras's order, and the subclass body gets its (batch, patches, d) sequence back
+    src = PATCH_EMBED.lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    assert "ChannelsLastReshape((-1, projection_dim))" in r.output
+    assert "x = self.projection(x.permute(0, 3, 1, 2)).permute(0, 2, 1)" in r.output
+    verified(tmp_path, src, r.output, "PatchEmbed(8, 2)", ["float32[2,8,8,3]"])
+
+
+def test_a_reshape_to_a_shape_not_written_in_a_channels_first_sequential_stays_refused():
+    src = PATCH_EMBED.replace("target_shape=(-1, projection_dim)", "target_shape=self.shape").lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert errors(r) == Counter({("unsupported-construct", 13): 1, ("shape-unknown", 20): 1}), r.findings
