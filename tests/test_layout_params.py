@@ -248,3 +248,58 @@ def test_a_reshape_to_a_shape_not_written_in_a_channels_first_sequential_stays_r
     src = PATCH_EMBED.replace("target_shape=(-1, projection_dim)", "target_shape=self.shape").lstrip("\n")
     r = translate_source(src, "m.py", PACK)
     assert errors(r) == Counter({("unsupported-construct", 13): 1, ("shape-unknown", 20): 1}), r.findings
+
+
+FLATTEN = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build(size=12, channels=3):
+    inputs = keras.Input(shape=(size, size, channels))
+    x = layers.Conv2D(4, 3, padding="same", activation="relu")(inputs)
+    x = layers.MaxPooling2D(2)(x)
+    x = layers.Flatten()(x)
+    x = layers.Dense(5, activation="relu")(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+
+
+class Net(keras.Model):
+    def __init__(self, filters):
+        super().__init__()
+        self.features = keras.Sequential([layers.Conv2D(filters, 3), layers.MaxPooling2D(2), layers.Flatten(),
+                                          layers.Dense(3)])
+
+    def call(self, x):
+        return self.features(x)
+'''
+
+
+@pytest.mark.parametrize("model, image", [("build(13)", "float32[2,13,13,3]"), ("Net(4)", "float32[2,10,10,3]")])
+def test_flatten_of_a_map_whose_sizes_are_known_only_when_built_keeps_keras_order(tmp_path, model, image):
+    # keras-io speaker_recognition: Flatten of a map sized by the builder's parameters, then Dense; the
+    # Dense's rows cannot be reordered without numbers, so the map is flattened in Keras's order
+    src = FLATTEN.lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    assert r.output.count("ChannelsLastReshape((-1,))") == 2
+    assert "nn.Linear(size // 2 * (size // 2) * 4, 5)" in r.output  # not size // 2 * size // 2 * 4
+    verified(tmp_path, src, r.output, model, [image])
+
+
+def test_a_size_times_a_floor_division_keeps_its_parentheses():
+    from fwport.packs.tf2torch import dims as D
+    for h in range(1, 12):
+        text = D.prod([D.floordiv("h", 2), D.floordiv("h", 2), 4])
+        assert eval(text, {"h": h}) == (h // 2) * (h // 2) * 4, text
+        assert eval(D.mul("h", D.ceildiv("h", 3)), {"h": h}) == h * -(-h // 3)
+
+
+def test_a_sequential_without_input_sizes_flattens_in_keras_order(tmp_path):
+    # the model of test_sequential.py's test_unknown_input_size_gives_lazy_modules_or_errors, run
+    src = ("from tensorflow.keras import layers, Sequential\n"
+           "m = Sequential([layers.Conv2D(4, 3), layers.Conv2D(4, 3, strides=2, padding=\"same\"), layers.Flatten(), "
+           "layers.Dense(3)])\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    verified(tmp_path, src, r.output, "m", ["float32[2,9,8,3]"])
