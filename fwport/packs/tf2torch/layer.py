@@ -1578,15 +1578,21 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         if fmt == "channels_first" and lctx.layout == "nchw":
             return _failed(m, ctx, "unsupported-construct", "Flatten(data_format='channels_first') inside a model "
                            "converted to channels-first: the flattening order cannot be remapped exactly")
-        if len(in_shape) > 3:
-            return _failed(m, ctx, "unsupported-construct", "Flatten of a 3-D feature map in a channels-first "
-                           "region: the following weights' row order cannot be remapped by fwport yet")
-        # Keras flattens in (h, w, c) order, torch's channels-first map in (c, h, w): the next
-        # Dense permutes its kernel rows by these sizes
         if fmt == "channels_first":
             c, *sp = in_shape
         else:
             *sp, c = in_shape
+        if fmt != "channels_first" and (len(in_shape) > 3 or not all(_int(n) for n in in_shape)):
+            # the next Dense could not reorder its kernel rows (a 3-D map, or sizes known only when the
+            # model is built): the map is flattened in Keras's (h, w, c) order, the channels moved last first
+            name = helpers.use(ctx, "ChannelsLastReshape")
+            ctx.report(Severity.INFO, "layout-kept", f"Flatten of a channels-first feature map whose sizes are not "
+                       f"all numbers here ({', '.join(map(str, in_shape))}): {name}((-1,)) (written out in this "
+                       "file) flattens it in Keras's (h, w, c) order, so the layers after it take Keras's "
+                       "weights as they are", m.node, m.rule)
+            return LayerEmission([expr(f"{name}((-1,))")], (size,))
+        # Keras flattens in (h, w, c) order, torch's channels-first map in (c, h, w): the next
+        # Dense permutes its kernel rows by these sizes
         h, w = (sp[0], 1) if len(sp) == 1 else sp
         flatten_of = (h, w, c)
     return LayerEmission([layer], (size,), flatten_of=flatten_of)
