@@ -303,3 +303,15 @@ def test_a_sequential_without_input_sizes_flattens_in_keras_order(tmp_path):
     r = translate_source(src, "m.py", PACK)
     assert not errors(r), r.findings
     verified(tmp_path, src, r.output, "m", ["float32[2,9,8,3]"])
+
+
+def test_flatten_of_a_3d_feature_map_keeps_keras_order(tmp_path):
+    src = ("from tensorflow import keras\nfrom tensorflow.keras import layers\n\n\n"
+           "def build():\n"
+           "    inputs = keras.Input(shape=(4, 5, 6, 2))\n"
+           "    x = layers.Conv3D(3, 2)(inputs)\n"
+           "    return keras.Model(inputs, layers.Dense(4)(layers.Flatten()(x)))\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not errors(r), r.findings
+    assert "ChannelsLastReshape((-1,))" in r.output
+    verified(tmp_path, src, r.output, "build()", ["float32[2,4,5,6,2]"])
