@@ -1590,7 +1590,9 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        f"all numbers here ({', '.join(map(str, in_shape))}): {name}((-1,)) (written out in this "
                        "file) flattens it in Keras's (h, w, c) order, so the layers after it take Keras's "
                        "weights as they are", m.node, m.rule)
-            return LayerEmission([expr(f"{name}((-1,))")], (size,))
+            # the size stays unknown (the Dense after it is lazy): a size written with names is not always
+            # valid where the layers after it are built (a helper's own size names, keras-io speaker_recognition)
+            return LayerEmission([expr(f"{name}((-1,))")], (size if _int(size) else None,))
         # Keras flattens in (h, w, c) order, torch's channels-first map in (c, h, w): the next
         # Dense permutes its kernel rows by these sizes
         h, w = (sp[0], 1) if len(sp) == 1 else sp
