@@ -350,3 +350,13 @@ def test_flatten_after_helpers_whose_sizes_are_their_own_names_verifies(tmp_path
     assert "self.output = nn.LazyLinear(num_classes)" in r.output and "x_size" not in r.output.split(
         "class Model")[1]
     verified(tmp_path, src, r.output, "build_model((26, 2), 3)", ["float32[2,26,2]"])
+
+
+def test_channels_written_with_names_only_where_every_name_may_be_written():
+    from fwport.core.engine import LayerContext
+    from fwport.packs.tf2torch.dims import Sizes, SizedContext
+    from fwport.packs.tf2torch.layer import _writable
+    lctx = SizedContext(None, "keep", "m", "", sizes=Sizes({"C": 3}, {"filters", "input_shape"}))
+    assert _writable("filters * 2", lctx) and _writable("input_shape[-1]", lctx) and _writable("C + filters", lctx)
+    assert not _writable("x_size1 // 2", lctx)  # a helper's own size name: not defined here
+    assert not _writable(4, lctx) and not _writable("filters", LayerContext(None, "keep"))

@@ -8,6 +8,7 @@ modules after the layer.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -547,11 +548,19 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
-def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str, symbolic: bool = False):
-    """The input channels (the groups of torch's convolution): a number, or with ``symbolic`` a size
-    written with names (a builder's or __init__'s parameter, ``filters``), which is an int when the
-    module is built."""
-    if not (_int(fm.channels) or symbolic and known(fm.channels)):
+def _writable(size, lctx: LayerContext) -> bool:
+    """A size written with names, every one of which may be written where the layer is built."""
+    if not isinstance(size, str):
+        return False
+    sizes = sizes_of(lctx)
+    return all(n in sizes.stable or n in sizes.constants for n in re.findall(r"[A-Za-z_]\w*", size))
+
+
+def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str, lctx: LayerContext | None = None):
+    """The input channels (the groups of torch's convolution): a number, or with ``lctx`` a size written
+    with names that may be written where the module is built (a builder's or __init__'s parameter,
+    ``filters``: an int when the module is built)."""
+    if not (_int(fm.channels) or lctx is not None and _writable(fm.channels, lctx)):
         _failed(m, ctx, "shape-unknown", f"{name} needs its number of input channels as a number (the groups of "
                 "torch's convolution): give the model its input shape (keras.Input(shape=(...)))")
         return None
@@ -566,7 +575,7 @@ def depthwise_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D", symbolic=True)
+    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D", lctx)
     dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
     k = _ntuple(m.literal("kernel_size", None), nd)
     if c is None:
@@ -597,7 +606,7 @@ def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D", symbolic=True)
+    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D", lctx)
     dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
     k = _ntuple(m.literal("kernel_size", None), nd)
     if c is None:
