@@ -54,6 +54,11 @@ def depthwise_conv2d():
     return keras.Sequential([keras.Input(shape=(7, 6, 3)), layers.DepthwiseConv2D((3, 2), depth_multiplier=2)])
 
 
+def depthwise_conv2d_sized(k=(3, 2)):  # a kernel size known when the model is built: a map without sizes
+    inputs = keras.Input(shape=(7, 6, 3))
+    return keras.Model(inputs, layers.DepthwiseConv2D(k, padding="same")(inputs))
+
+
 def separable_conv2d():
     return keras.Sequential([keras.Input(shape=(7, 6, 3)),
                              layers.SeparableConv2D(5, (3, 2), strides=2, padding="same", depth_multiplier=2)])
@@ -239,6 +244,8 @@ CASES = {
     ("conv2d-transpose", None): ("conv2d_transpose", None, ("forward", "grad", "step")),
     ("depthwise-conv2d", None): ("depthwise_conv2d", None, ("forward", "grad", "step")),
     ("depthwise-conv2d", "keras2"): ("depthwise_conv2d", None, ("forward", "grad"), 2),  # translated as Keras 2
+    ("depthwise-conv2d", "dm1"): ("depthwise_conv2d_sized", None, ("forward", "grad", "step")),
+    ("depthwise-conv2d", "keras2-dm1"): ("depthwise_conv2d_sized", None, ("forward", "grad"), 2),
     ("separable-conv2d", None): ("separable_conv2d", None, ("forward", "grad", "step")),
     # the second torch bias is held at zero: no step check (an optimizer moves it, Keras has none)
     ("lstm", None): ("lstm", None, ("forward", "grad")),

@@ -100,7 +100,11 @@ def mul(a, b):
         return b
     if is_int(b) and b == 1:
         return a
-    return f"{_par(str(a))} * {_par(str(b))}"
+    right = str(b)
+    # `a * (h // 2)` is not `a * h // 2` (Python groups it as `(a * h) // 2`): a right operand holding a
+    # floor division or a modulo keeps its parentheses
+    right = f"({right})" if _loose(right) or "//" in right or "%" in right else right
+    return f"{_par(str(a))} * {right}"
 
 
 def floordiv(a, s: int):

@@ -8,6 +8,7 @@ modules after the layer.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -369,6 +370,34 @@ def keras_padding(value, spec, m, ctx):
     m.extras["padding"] = value
 
 
+_COMPARE = {cst.Equal: lambda a, b: a == b, cst.NotEqual: lambda a, b: a != b, cst.LessThan: lambda a, b: a < b,
+            cst.LessThanEqual: lambda a, b: a <= b, cst.GreaterThan: lambda a, b: a > b,
+            cst.GreaterThanEqual: lambda a, b: a >= b}
+
+
+def _folded(node: cst.BaseExpression):
+    """A literal, or a conditional whose test compares literals (``"same" if 1 == 1 else "valid"``: a
+    helper's ``strides == 1`` once the functional pass wrote its argument in): the branch it takes."""
+    if isinstance(node, cst.IfExp):
+        test = node.test
+        if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+            a = literal_value(test.left, NOT_LITERAL)
+            b = literal_value(test.comparisons[0].comparator, NOT_LITERAL)
+            op = _COMPARE.get(type(test.comparisons[0].operator))
+            if a is NOT_LITERAL or b is NOT_LITERAL or op is None:
+                return NOT_LITERAL
+            try:
+                taken = op(a, b)
+            except TypeError:
+                return NOT_LITERAL
+        else:
+            taken = literal_value(test, NOT_LITERAL)
+            if not isinstance(taken, bool):
+                return NOT_LITERAL
+        return _folded(node.body if taken else node.orelse)
+    return literal_value(node, NOT_LITERAL)
+
+
 def _given(m: MappedCall, target_kw: str, default):
     """The literal value of an argument, ``default`` when it is not given, NOT_LITERAL when it is an
     expression known only at run time (never the default then: a stride that is a parameter is not 1)."""
@@ -401,7 +430,7 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     s = _ntuple(_given(m, "stride", 1), nd)
     d = _ntuple(_given(m, "dilation", 1), nd)
     pad_node = m.extras.get("padding")
-    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = "valid" if pad_node is None else _folded(pad_node)
     padding = padding.lower() if isinstance(padding, str) else padding
     pre: list[cst.BaseExpression] = []
     pad_mod = f"torch.nn.ZeroPad{nd}d"
@@ -478,7 +507,7 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         return _failed(m, ctx, "unsupported-argument", "output_padding= is not translated yet: Keras and torch add "
                        "it at different ends of the TensorFlow crop")
     pad_node = m.extras.get("padding")
-    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = "valid" if pad_node is None else _folded(pad_node)
     padding = padding.lower() if isinstance(padding, str) else padding
     if padding not in ("valid", "same"):
         return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
@@ -519,8 +548,19 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     return _check_context(m, ctx, lctx, em)
 
 
-def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str):
-    if not _int(fm.channels):
+def _writable(size, lctx: LayerContext) -> bool:
+    """A size written with names, every one of which may be written where the layer is built."""
+    if not isinstance(size, str):
+        return False
+    sizes = sizes_of(lctx)
+    return all(n in sizes.stable or n in sizes.constants for n in re.findall(r"[A-Za-z_]\w*", size))
+
+
+def _channels_or_fail(m: MappedCall, ctx, fm: _Map, name: str, lctx: LayerContext | None = None):
+    """The input channels (the groups of torch's convolution): a number, or with ``lctx`` a size written
+    with names that may be written where the module is built (a builder's or __init__'s parameter,
+    ``filters``: an int when the module is built)."""
+    if not (_int(fm.channels) or lctx is not None and _writable(fm.channels, lctx)):
         _failed(m, ctx, "shape-unknown", f"{name} needs its number of input channels as a number (the groups of "
                 "torch's convolution): give the model its input shape (keras.Input(shape=(...)))")
         return None
@@ -535,20 +575,26 @@ def depthwise_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D")
+    c = _channels_or_fail(m, ctx, fm, "DepthwiseConv2D", lctx)
     dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
     k = _ntuple(m.literal("kernel_size", None), nd)
     if c is None:
         return LayerEmission([m.call], failed=True)
-    if not _int(dm) or k is None:
+    if not _int(dm) or k is None and dm != 1:
         return _failed(m, ctx, "unsupported-argument", "kernel_size and depth_multiplier must be literal ints")
-    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
-    m.kwargs["kernel_size"] = expr(_compact(k))
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(D.mul(c, dm))), **m.kwargs}
+    if k is not None:
+        m.kwargs["kernel_size"] = expr(_compact(k))
     _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
     em = conv(m, ctx, lctx)
     if not em.failed:
-        em.symbols = {"KH": k[0], "KW": k[-1]}
-        em.variant = "keras2" if ctx.version == 2 else None  # the kernel is `depthwise_kernel` there
+        keras2 = "keras2" if ctx.version == 2 else None  # the kernel is `depthwise_kernel` there
+        if k is not None:
+            em.symbols = {"KH": k[0], "KW": k[-1]}
+            em.variant = keras2
+        else:  # a kernel size known when the model is built (a parameter): with one filter per channel
+            # Keras's (kh, kw, C, 1) kernel permuted is torch's (C, 1, kh, kw) weight, no size needed
+            em.variant = f"{keras2}-dm1" if keras2 else "dm1"
     return em
 
 
@@ -560,7 +606,7 @@ def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
         return LayerEmission([m.call], failed=True)
-    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D")
+    c = _channels_or_fail(m, ctx, fm, "SeparableConv2D", lctx)
     dm = literal_value(m.extras["depth_multiplier"], NOT_LITERAL) if "depth_multiplier" in m.extras else 1
     k = _ntuple(m.literal("kernel_size", None), nd)
     if c is None:
@@ -570,7 +616,7 @@ def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     filters = m.kwargs.pop("out_channels")
     bias = m.kwargs.pop("bias", None)
     activation = m.extras.pop("activation", None)
-    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(c * dm)), **m.kwargs}
+    m.kwargs = {"in_channels": expr(str(c)), "out_channels": expr(str(D.mul(c, dm))), **m.kwargs}
     m.kwargs["kernel_size"] = expr(_compact(k))
     _set_kw(m, "groups", expr(str(c)), (*_CONV_ORDER, "padding", "dilation"))
     m.kwargs["bias"] = expr("False")
@@ -578,7 +624,7 @@ def separable_conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if em.failed:
         return em
     conv2d = ctx.spell_text(f"torch.nn.Conv{nd}d")
-    pointwise = expr(f"{conv2d}({c * dm}, {code(filters)}, 1" + ("" if bias is None else f", bias={code(bias)}") + ")")
+    pointwise = expr(f"{conv2d}({D.mul(c, dm)}, {code(filters)}, 1" + ("" if bias is None else f", bias={code(bias)}") + ")")
     both = cst.Call(ctx.spell("torch.nn.Sequential"), [cst.Arg(em.modules[em.weight_module]), cst.Arg(pointwise)])
     if activation is not None:
         m.extras["activation"] = activation
@@ -1416,7 +1462,7 @@ def pool(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if stride_lit is not None and s is not None:
         m.kwargs["stride"] = expr(_compact(s))
     pad_node = m.extras.get("padding")
-    padding = "valid" if pad_node is None else literal_value(pad_node, NOT_LITERAL)
+    padding = "valid" if pad_node is None else _folded(pad_node)
     padding = padding.lower() if isinstance(padding, str) else padding
     pre: list[cst.BaseExpression] = []
     if padding == "same":
@@ -1541,15 +1587,23 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         if fmt == "channels_first" and lctx.layout == "nchw":
             return _failed(m, ctx, "unsupported-construct", "Flatten(data_format='channels_first') inside a model "
                            "converted to channels-first: the flattening order cannot be remapped exactly")
-        if len(in_shape) > 3:
-            return _failed(m, ctx, "unsupported-construct", "Flatten of a 3-D feature map in a channels-first "
-                           "region: the following weights' row order cannot be remapped by fwport yet")
-        # Keras flattens in (h, w, c) order, torch's channels-first map in (c, h, w): the next
-        # Dense permutes its kernel rows by these sizes
         if fmt == "channels_first":
             c, *sp = in_shape
         else:
             *sp, c = in_shape
+        if fmt != "channels_first" and (len(in_shape) > 3 or not all(_int(n) for n in in_shape)):
+            # the next Dense could not reorder its kernel rows (a 3-D map, or sizes known only when the
+            # model is built): the map is flattened in Keras's (h, w, c) order, the channels moved last first
+            name = helpers.use(ctx, "ChannelsLastReshape")
+            ctx.report(Severity.INFO, "layout-kept", f"Flatten of a channels-first feature map whose sizes are not "
+                       f"all numbers here ({', '.join(map(str, in_shape))}): {name}((-1,)) (written out in this "
+                       "file) flattens it in Keras's (h, w, c) order, so the layers after it take Keras's "
+                       "weights as they are", m.node, m.rule)
+            # the size stays unknown (the Dense after it is lazy): a size written with names is not always
+            # valid where the layers after it are built (a helper's own size names, keras-io speaker_recognition)
+            return LayerEmission([expr(f"{name}((-1,))")], (size if _int(size) else None,))
+        # Keras flattens in (h, w, c) order, torch's channels-first map in (c, h, w): the next
+        # Dense permutes its kernel rows by these sizes
         h, w = (sp[0], 1) if len(sp) == 1 else sp
         flatten_of = (h, w, c)
     return LayerEmission([layer], (size,), flatten_of=flatten_of)

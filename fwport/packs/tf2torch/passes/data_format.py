@@ -1,4 +1,4 @@
-"""``data_format`` given to a subclass's layers as a constructor parameter, resolved statically.
+"""``data_format`` / ``padding`` given to a subclass's layers as a constructor parameter, resolved statically.
 
 Keras code written for both layouts passes ``data_format=data_format`` (or ``self.data_format``) to
 its layers and computes ``axis = -1 if data_format == "channels_last" else 1`` for its
@@ -14,18 +14,26 @@ The layers are then translated for that value: ``data_format=`` and the names co
 ``__init__`` that raises for any other value (so a caller from outside this file cannot get a
 silently wrong model). Where no value can be resolved (no default and no instantiation, or
 instantiations that disagree) the layers keep their precise refusal.
+
+``padding`` is resolved the same way (keras-io's depth_estimation: ``Conv2D(filters, kernel_size,
+strides, padding)`` with ``padding="same"`` a parameter of the block): torch fixes a convolution's
+padding when the module is built, and 'same' / 'valid' / 'causal' are translated differently, so the
+layers are translated for the value the file builds the class with, and __init__ raises for another.
 """
 from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import scan
 
 KEY = "tf2torch-data-format"  # ctx.analyses: class name → (parameter, value) guarded at the end of __init__
 _VALUES = ("channels_last", "channels_first")
+_PADDINGS = ("same", "valid", "causal")  # Keras's padding strings (any case)
+# the layer arguments resolved: keyword → (the values a class may be translated for, the value None means)
+_ARGUMENTS = {"data_format": (_VALUES, "channels_last"), "padding": (_PADDINGS, NOT_LITERAL)}
 
 
 def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
@@ -34,30 +42,43 @@ def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
 
 
-def _format_params(cls: cst.ClassDef) -> list[str]:
-    """The __init__ parameters passed as ``data_format=`` to a call in __init__, directly or through
-    ``self.<attr> = <param>``."""
+def _format_params(cls: cst.ClassDef, ctx: FileContext | None = None) -> dict[str, str]:
+    """The __init__ parameters passed as ``data_format=`` to a call in __init__, or as the ``padding``
+    of a Keras layer built there (bound by the layer's rule: ``Conv2D(f, k, s, padding)``), directly or
+    through ``self.<attr> = <param>``: parameter → the argument it gives."""
     init = _init(cls)
     if init is None:
-        return []
+        return {}
     params = [p.name.value for p in init.params.params if p.name.value != "self"]
     attrs = _self_params(init)
-    out: list[str] = []
+    out: dict[str, str] = {}
+
+    def param_of(v: cst.BaseExpression) -> str | None:
+        name = v.value if isinstance(v, cst.Name) else (
+            attrs.get(v.attr.value) if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)
+            and v.value.value == "self" else None)
+        return name if name in params else None
 
     class _V(cst.CSTVisitor):
         def visit_Arg(self, n: cst.Arg) -> None:
-            if n.keyword is None or n.keyword.value != "data_format":
+            if n.keyword is not None and n.keyword.value == "data_format":
+                name = param_of(n.value)
+                if name is not None:
+                    out.setdefault(name, "data_format")
+
+        def visit_Call(self, n: cst.Call) -> None:
+            rule = ctx.pack.by_name.get(ctx.imports.resolve(n.func) or "") if ctx is not None else None
+            if rule is None or rule.kind != "layer":
                 return
-            v = n.value
-            name = v.value if isinstance(v, cst.Name) else (
-                attrs.get(v.attr.value) if isinstance(v, cst.Attribute) and isinstance(v.value, cst.Name)
-                and v.value.value == "self" else None)
-            if name in params and name not in out:
-                out.append(name)
+            node = bind_call(n, rule).values.get("padding")
+            name = param_of(node) if node is not None else None
+            if name is not None:
+                out.setdefault(name, "padding")
 
     scan(init.body, _V())
-    if "data_format" in params and "data_format" not in out:
-        out.append("data_format")  # handed on to the classes it builds (ConvBlock(n, data_format))
+    for argument in _ARGUMENTS:  # handed on to the classes it builds (ConvBlock(n, data_format))
+        if argument in params and argument not in out:
+            out[argument] = argument
     return out
 
 
@@ -78,7 +99,7 @@ def _self_params(init: cst.FunctionDef) -> dict[str, str]:
 
 def resolve(classes: dict[str, cst.ClassDef], module: cst.Module, ctx: FileContext) -> dict[str, dict[str, str]]:
     """class name → {parameter: the value its layers are translated for}."""
-    wanted = {name: _format_params(c) for name, c in classes.items()}
+    wanted = {name: _format_params(c, ctx) for name, c in classes.items()}
     wanted = {k: v for k, v in wanted.items() if v}
     if not wanted:
         return {}
@@ -92,14 +113,14 @@ def resolve(classes: dict[str, cst.ClassDef], module: cst.Module, ctx: FileConte
             for param in params:
                 if param in out.get(name, {}):
                     continue
-                value = _resolved_value(name, param, init, sites.get(name, []), classes, out)
+                value = _resolved_value(name, param, init, sites.get(name, []), classes, out, params[param])
                 if value is not None:
                     out.setdefault(name, {})[param] = value
                     changed = True
     return out
 
 
-def _resolved_value(name, param, init, sites, classes, known) -> str | None:
+def _resolved_value(name, param, init, sites, classes, known, argument="data_format") -> str | None:
     plist = [p for p in init.params.params if p.name.value != "self"]
     index = next(i for i, p in enumerate(plist) if p.name.value == param)
     default = literal_value(plist[index].default, NOT_LITERAL) if plist[index].default is not None else NOT_LITERAL
@@ -135,9 +156,10 @@ def _resolved_value(name, param, init, sites, classes, known) -> str | None:
     if len(values) != 1:
         return None
     value = values.pop()
+    allowed, none = _ARGUMENTS[argument]
     if value is None:
-        value = "channels_last"
-    return value if value in _VALUES else None
+        value = none
+    return value if isinstance(value, str) and value.lower() in allowed else None
 
 
 def _instantiations(module: cst.Module, names: set[str]) -> dict[str, list[tuple[cst.Call, str | None]]]:
@@ -242,8 +264,8 @@ def record_guard(ctx: FileContext, cls: str, values: dict[str, str], node: cst.C
     guards[cls] = dict(values)
     shown = ", ".join(f"{p}={v!r}" for p, v in values.items())
     ctx.report(Severity.INFO, "layout-kept", f"{cls} is translated for {shown} (the value it gets where it is built "
-               f"in this file, or its default): its layers' channel axis must be known; __init__ raises "
-               "ValueError for another value", node)
+               f"in this file, or its default): its layers' channel axis or padding must be known when torch builds "
+               "them; __init__ raises ValueError for another value", node)
 
 
 def guard_lines(values: dict[str, str]) -> list[str]:

@@ -518,8 +518,12 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                        "keep this model channels-last", el, rule)
             return LayerEmission([el], failed=True)
 
-        if out is None or not all(isinstance(n, int) for n in (*shape, *out)):
-            return refuse(" with sizes unknown here in a model converted to channels-first")
+        if out is None:
+            return refuse(" to a shape fwport cannot read, in a model converted to channels-first")
+        if not all(isinstance(n, int) for n in (*shape, *out)):
+            # sizes known only when the model is built (a ViT / CaiT patch embedding: Conv2D(d, p, p), then
+            # Reshape((-1, d))): no weight order can absorb it, the helper reshapes in Keras's order, exactly
+            return self._channels_last_reshape(el, out)
         if len(shape) == 1 and len(out) == 1:
             return em
         if len(out) == 1 and len(shape) in (2, 3):  # a flatten of the map
