@@ -20,6 +20,7 @@ from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
 from fwport.core.names import _CHILD_FIELDS, _IS_NODE, ScopedResolver, _child_fields, _is_node, dotted_text, scan
+from fwport.core.parse import parse_expression, parse_statement
 from fwport.core.position import render
 from fwport.core.rewrite import fresh_copy
 from fwport.core.rule import Rule
@@ -62,7 +63,7 @@ def expr(text: str) -> cst.BaseExpression:
 
 @functools.lru_cache(maxsize=4096)
 def _parsed_expression(text: str) -> cst.BaseExpression:
-    return cst.parse_expression(text)
+    return parse_expression(text)
 
 
 def statement(text: str) -> cst.BaseStatement:
@@ -73,7 +74,7 @@ def statement(text: str) -> cst.BaseStatement:
 
 @functools.lru_cache(maxsize=4096)
 def _parsed_statement(text: str) -> cst.BaseStatement:
-    return cst.parse_statement(text)
+    return parse_statement(text)
 
 
 def code(node: cst.CSTNode) -> str:
