@@ -3272,7 +3272,7 @@ def _shape_reads(node: cst.CSTNode) -> list[cst.Name]:
             if n.attr.value == "shape" and isinstance(n.value, cst.Name):
                 found.append(n.value)
 
-    node.visit(_Find())
+    scan(node, _Find())
     return found
 
 

@@ -574,7 +574,7 @@ class _ModelApiPass(cst.CSTTransformer):
         edit = self.ctx.plans.get(node)
         if edit is not None and not edit.descend:
             return False  # a planner's alone (the training pass's tape statements): rebuilt, it would lose its edit
-        return super().on_visit(node)
+        return default_visit(self, node)  # CSTTransformer.on_visit, its hooks looked up once per node type
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """``seq.layers[0]`` on a module-level Sequential: its torch entry (``seq[0]``) where the layer has weights
