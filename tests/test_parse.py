@@ -45,3 +45,25 @@ def test_validation_is_back_on_after_a_parse_and_after_a_syntax_error():
         parse_module("x = = 1\n")
     with pytest.raises(cst.CSTValidationError):
         invalid()
+
+
+def test_literal_value_reads_number_tokens_as_python_does_without_a_parse():
+    """bind.literal_value reads Integer / Float tokens with int(text, 0) / float(text): the values (and types)
+    ast.literal_eval gives, digit limit included (past it, literal_eval decides)."""
+    import ast
+    import random
+
+    from fwport.core.bind import NOT_LITERAL, literal_value
+
+    rng = random.Random(0)
+    texts = ["0", "00", "0_0", "7", "1_000", "0x1F", "0o17", "0b101", "0XdeadBEEF", "1.5", "1e-3", "1_0.5e1_0",
+             ".5", "5.", "1E500", "1e-400", "0e0", "3.141592653589793238", "1" * 5000]
+    texts += [repr(rng.random() * 10 ** rng.randint(-30, 30)).replace("e+", "e") for _ in range(500)]
+    texts += [str(rng.randint(0, 10 ** rng.randint(1, 40))) for _ in range(500)]
+    for text in texts:
+        try:
+            expected = ast.literal_eval(text)
+        except SyntaxError:  # (past the digit limit)
+            expected = NOT_LITERAL
+        got = literal_value(cst.parse_expression(text))
+        assert got == expected and type(got) is type(expected), text[:40]

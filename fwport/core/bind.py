@@ -64,6 +64,14 @@ def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
         return _NAMED_CONSTANTS.get(node.value, default)
     if type(node) in _TOKENS:  # its own text, parentheses aside
         node_text = node.value
+        try:  # without a parse: int() in base 0 reads a literal as Python does (0x1f, 1_000), float() a
+            # decimal one, rounding as Python does; past int()'s digit limit, literal_eval decides as before
+            if type(node) is cst.Integer:
+                return int(node_text, 0)
+            if type(node) is cst.Float:
+                return float(node_text)
+        except ValueError:
+            pass
     else:
         node_text = render(node)
     try:
