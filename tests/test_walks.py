@@ -395,3 +395,34 @@ def test_scan_of_a_statements_only_visitor_meets_what_visit_meets(text):
     assert b.log == a.log and a.log
     assert _StatementVisitor.__dict__["_fwport_scan"].get(cst.Call) in (SKIP, None)
     assert any(v is SKIP for v in _StatementVisitor.__dict__["_fwport_scan"].values())
+
+
+def test_type_test_answers_as_isinstance_for_every_libcst_node_type():
+    """hooks.TypeTest stands for isinstance against libcst's (ABC) node classes in the walks; the walks test
+    libcst's concrete classes by identity, which holds only while none of them has a subclass."""
+    from fwport.core.bindings import _IS_COMPREHENSION, _IS_EXPRESSION
+    from fwport.core.hooks import TypeTest
+    from fwport.core.names import IS_SKIPPABLE, SKIPPABLE
+
+    node_types = [c for c in vars(cst).values() if isinstance(c, type) and issubclass(c, cst.CSTNode)]
+    tests = [(TypeTest(cst.BaseExpression), (cst.BaseExpression,)), (IS_SKIPPABLE, SKIPPABLE),
+             (_IS_EXPRESSION, (cst.BaseExpression,)),
+             (_IS_COMPREHENSION, (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)),
+             (TypeTest(cst.BaseCompoundStatement, cst.Else), (cst.BaseCompoundStatement, cst.Else))]
+    nodes: list[cst.CSTNode] = []
+    todo = [cst.parse_module(t) for t in (EXTRA, "x = [a for a in b]\nif c:\n    pass\nelse:\n    d(*e)\n")]
+    while todo:
+        n = todo.pop()
+        nodes.append(n)
+        todo.extend(n.children)
+    assert len({type(n) for n in nodes}) > 20
+    for test, classes in tests:
+        for t in node_types + [tuple, list, type(None), cst.MaybeSentinel]:
+            assert test[t] == issubclass(t, classes), (t, classes)
+        for n in nodes:
+            assert test[n.__class__] == isinstance(n, classes)
+    for name in ("Attribute", "Name", "Comma", "Colon", "Semicolon", "AssignEqual", "LeftParen", "RightParen",
+                 "ParamSlash", "If", "Param", "ParamStar", "ImportStar", "Tuple", "List", "StarredElement", "Comment",
+                 "SimpleStatementLine", "SimpleStatementSuite", "Import", "ImportFrom", "IndentedBlock"):
+        assert getattr(cst, name).__subclasses__() == [], name
+    assert cst.FlattenSentinel.__subclasses__() == []

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from fwport.core.hooks import TypeTest
 from fwport.core.position import render
 from fwport.core.rule import Rule
 
@@ -49,12 +50,13 @@ class BoundCall:
 _NEVER_LITERAL = (cst.Attribute, cst.Subscript, cst.Lambda, cst.ListComp, cst.SetComp, cst.DictComp,
                   cst.GeneratorExp, cst.Await, cst.Yield, cst.IfExp, cst.NamedExpr, cst.Comparison, cst.BooleanOperation,
                   cst.FormattedString)
+_IS_NEVER_LITERAL = TypeTest(*_NEVER_LITERAL)
 _NAMED_CONSTANTS = {"True": True, "False": False, "None": None}
 _TOKENS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 
 
 def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
-    if isinstance(node, _NEVER_LITERAL):
+    if _IS_NEVER_LITERAL[node.__class__]:
         return default
     if type(node) is cst.Call and not (type(node.func) is cst.Name and node.func.value == "set"):
         return default  # (`set()` is one)
@@ -62,6 +64,14 @@ def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
         return _NAMED_CONSTANTS.get(node.value, default)
     if type(node) in _TOKENS:  # its own text, parentheses aside
         node_text = node.value
+        try:  # without a parse: int() in base 0 reads a literal as Python does (0x1f, 1_000), float() a
+            # decimal one, rounding as Python does; past int()'s digit limit, literal_eval decides as before
+            if type(node) is cst.Integer:
+                return int(node_text, 0)
+            if type(node) is cst.Float:
+                return float(node_text)
+        except ValueError:
+            pass
     else:
         node_text = render(node)
     try:

@@ -22,9 +22,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.hooks import default_visit
+from fwport.core.hooks import TypeTest, default_visit
 
 _COMPREHENSIONS = (cst.ListComp, cst.SetComp, cst.DictComp, cst.GeneratorExp)
+_IS_EXPRESSION = TypeTest(cst.BaseExpression)
+_IS_COMPREHENSION = TypeTest(*_COMPREHENSIONS)
 
 
 def _head(name: cst.BaseExpression) -> str:
@@ -51,18 +53,20 @@ class BindingWalker(cst.CSTVisitor):
 
     # --- the walk -----------------------------------------------------------------------------------
     def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, cst.BaseExpression):
+        t = node.__class__
+        if _IS_EXPRESSION[t]:
             if not self.expressions:
                 return False
-            if isinstance(node, _COMPREHENSIONS) and not self.comprehensions:
+            if _IS_COMPREHENSION[t] and not self.comprehensions:
                 return False
         return default_visit(self, node)  # CSTVisitor.on_visit, its hooks looked up once per node type
 
     def _targets(self, t: cst.BaseExpression, how: str, value: cst.BaseExpression | None = None) -> None:
-        if isinstance(t, (cst.Tuple, cst.List)):
+        c = t.__class__  # (libcst's concrete node classes have no subclasses)
+        if c is cst.Tuple or c is cst.List:
             for e in t.elements:
                 self._targets(e.value, how)
-        elif isinstance(t, cst.StarredElement):
+        elif c is cst.StarredElement:
             self._targets(t.value, how)
         else:
             self.bound(t, how, value)

@@ -140,7 +140,7 @@ def _slice(node: cst.Slice, state) -> None:
     second_colon = node.second_colon
     if second_colon is _DEFAULT and node.step is not None:
         state.tokens.append(":")
-    elif isinstance(second_colon, cst.Colon):
+    elif second_colon.__class__ is cst.Colon:
         emit(second_colon, state)
     if node.step is not None:
         emit(node.step, state)
@@ -201,14 +201,14 @@ def _arg(node: cst.Arg, state, default_comma: bool = False) -> None:
     equal = node.equal
     if equal is _DEFAULT and keyword is not None:
         tokens.append(" = ")
-    elif isinstance(equal, cst.AssignEqual):
+    elif equal.__class__ is cst.AssignEqual:
         emit(equal, state)
     emit(node.value, state)
     _span(node, state, start)
     comma = node.comma
     if comma is _DEFAULT and default_comma:
         tokens.append(", ")
-    elif isinstance(comma, cst.Comma):
+    elif comma.__class__ is cst.Comma:
         emit(comma, state)
     emit(node.whitespace_after_arg, state)
 
@@ -218,7 +218,7 @@ def _comma_of(node, state, default_comma: bool, default_comma_whitespace: bool) 
     comma = node.comma
     if comma is _DEFAULT and default_comma:
         state.tokens.append(", " if default_comma_whitespace else ",")
-    elif isinstance(comma, cst.Comma):
+    elif comma.__class__ is cst.Comma:
         emit(comma, state)
 
 
@@ -291,7 +291,7 @@ def _subscript(node: cst.Subscript, state) -> None:
             comma = s.comma
             if comma is _DEFAULT and i != last:
                 state.tokens.append(", ")
-            elif isinstance(comma, cst.Comma):
+            elif comma.__class__ is cst.Comma:
                 emit(comma, state)
         else:
             s._codegen(state, default_comma=(i != last))
@@ -366,7 +366,7 @@ def _semicolon(node, state, default_semicolon: bool) -> None:
     if semicolon is _DEFAULT:
         if default_semicolon:
             state.tokens.append("; ")
-    elif isinstance(semicolon, cst.Semicolon):
+    elif semicolon.__class__ is cst.Semicolon:
         emit(semicolon, state)
 
 
@@ -428,7 +428,7 @@ def _import_alias(node: cst.ImportAlias, state, default_comma: bool = False) -> 
     comma = node.comma
     if comma is _DEFAULT and default_comma:
         state.tokens.append(", ")
-    elif isinstance(comma, cst.Comma):
+    elif comma.__class__ is cst.Comma:
         emit(comma, state)
 
 
@@ -466,7 +466,7 @@ def _import_from(node: cst.ImportFrom, state, default_semicolon: bool = False) -
     names = node.names
     if isinstance(names, Sequence):
         _import_names(names, state)
-    if isinstance(names, cst.ImportStar):
+    if names.__class__ is cst.ImportStar:
         emit(names, state)
     if node.rpar is not None:
         emit(node.rpar, state)
@@ -589,7 +589,7 @@ def _class_def(node: cst.ClassDef, state) -> None:
     if isinstance(lpar, cst.MaybeSentinel):
         if has_args:
             tokens.append("(")
-    elif isinstance(lpar, cst.LeftParen):
+    elif lpar.__class__ is cst.LeftParen:
         emit(lpar, state)
     args = [*node.bases, *node.keywords]
     last = len(args) - 1
@@ -602,7 +602,7 @@ def _class_def(node: cst.ClassDef, state) -> None:
     if isinstance(rpar, cst.MaybeSentinel):
         if has_args:
             tokens.append(")")
-    elif isinstance(rpar, cst.RightParen):
+    elif rpar.__class__ is cst.RightParen:
         emit(rpar, state)
     emit(node.whitespace_before_colon, state)
     tokens.append(":")
@@ -626,7 +626,7 @@ def _if(node: cst.If, state, is_elif: bool = False) -> None:
     if orelse is not None:
         if orelse.__class__ is cst.If:
             _if(orelse, state, True)
-        elif isinstance(orelse, cst.If):
+        elif orelse.__class__ is cst.If:
             orelse._codegen(state, is_elif=True)
         else:
             emit(orelse, state)
@@ -683,7 +683,7 @@ def _parameters(node: cst.Parameters, state) -> None:
         _param(p, state, "", True)
     more_values = starincluded or len(node.params) > 0 or len(node.kwonly_params) > 0 or node.star_kwarg is not None
     posonly_ind = node.posonly_ind
-    if isinstance(posonly_ind, cst.ParamSlash):
+    if posonly_ind.__class__ is cst.ParamSlash:
         posonly_ind._codegen(state, default_comma=more_values)
     elif len(node.posonly_params) > 0:
         state.tokens.append("/, " if more_values else "/")
@@ -694,9 +694,9 @@ def _parameters(node: cst.Parameters, state) -> None:
     if isinstance(star_arg, cst.MaybeSentinel):
         if starincluded:
             state.tokens.append("*, ")
-    elif isinstance(star_arg, cst.Param):
+    elif star_arg.__class__ is cst.Param:
         _param(star_arg, state, "*", len(node.kwonly_params) > 0 or node.star_kwarg is not None)
-    elif isinstance(star_arg, cst.ParamStar):
+    elif star_arg.__class__ is cst.ParamStar:
         emit(star_arg, state)
     last = len(node.kwonly_params) - 1
     more_values = node.star_kwarg is not None
@@ -724,14 +724,14 @@ def _param(node: cst.Param, state, default_star: str, default_comma: bool) -> No
     equal = node.equal
     if equal is _DEFAULT and node.default is not None:
         tokens.append(" = ")
-    elif isinstance(equal, cst.AssignEqual):
+    elif equal.__class__ is cst.AssignEqual:
         emit(equal, state)
     if node.default is not None:
         emit(node.default, state)
     comma = node.comma
     if comma is _DEFAULT and default_comma:
         tokens.append(", ")
-    elif isinstance(comma, cst.Comma):
+    elif comma.__class__ is cst.Comma:
         emit(comma, state)
     emit(node.whitespace_after_param, state)
 

@@ -19,7 +19,9 @@ from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
-from fwport.core.names import _CHILD_FIELDS, _IS_NODE, ScopedResolver, _child_fields, _is_node, dotted_text, scan
+from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, IS_SKIPPABLE, ScopedResolver, _child_fields, _is_node, dotted_text,
+                               scan)
+from fwport.core.parse import parse_expression, parse_statement
 from fwport.core.position import render
 from fwport.core.rewrite import fresh_copy
 from fwport.core.rule import Rule
@@ -62,7 +64,7 @@ def expr(text: str) -> cst.BaseExpression:
 
 @functools.lru_cache(maxsize=4096)
 def _parsed_expression(text: str) -> cst.BaseExpression:
-    return cst.parse_expression(text)
+    return parse_expression(text)
 
 
 def statement(text: str) -> cst.BaseStatement:
@@ -73,7 +75,7 @@ def statement(text: str) -> cst.BaseStatement:
 
 @functools.lru_cache(maxsize=4096)
 def _parsed_statement(text: str) -> cst.BaseStatement:
-    return cst.parse_statement(text)
+    return parse_statement(text)
 
 
 def code(node: cst.CSTNode) -> str:
@@ -306,7 +308,7 @@ def comment_error(stmt: cst.CSTNode | None, about: str = "") -> tuple[str, str] 
     stack = [stmt] if stmt is not None else []
     while stack:  # above the statement, or inside it above an argument or element of its own line
         node = stack.pop()
-        if isinstance(node, cst.Comment):
+        if type(node) is cst.Comment:
             comments.append(node.value)
         stack.extend(reversed(node.children))
     for text in comments:
@@ -336,7 +338,7 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Flo
 
 #: what the rule pass may leave unvisited when nothing inside has work (never a statement: the
 #: comments of earlier passes go above statements); and the nodes such comments may go above
-_SKIPPABLE = (cst.BaseExpression, cst.Arg, cst.Element)
+#: (names.IS_SKIPPABLE: expressions, arguments, elements)
 _COMMENTED = frozenset({cst.Arg, cst.Element})
 
 
@@ -521,7 +523,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
                 default_visit(self, node)
                 return False
         if self._hot is not None and id(node) not in self._hot and type(node) not in _STATEMENT_TYPES \
-                and isinstance(node, _SKIPPABLE):
+                and IS_SKIPPABLE[node.__class__]:
             default_visit(self, node)  # its own hooks run (and their leave_ counterparts): not its children
             return False
         if type(node) in _STATEMENT_TYPES:

@@ -24,6 +24,24 @@ _LIBCST = frozenset(c for base in (cst.CSTVisitor, cst.CSTTransformer) for c in 
 _NONE = (None, None)
 
 
+class TypeTest(dict):
+    """``test[node.__class__]``: whether ``isinstance(node, classes)``, one dict look-up per node type.
+
+    libcst's node classes are ABCs: every ``isinstance`` against one runs ``ABCMeta.__instancecheck__``,
+    a Python call about ten times the cost of a look-up, and the walks ask it at nearly every node
+    (some four thousand times per fixture program). The answer depends on the type alone."""
+
+    __slots__ = ("classes",)
+
+    def __init__(self, *classes: type):
+        super().__init__()
+        self.classes = classes
+
+    def __missing__(self, t: type) -> bool:
+        is_a = self[t] = issubclass(t, self.classes)
+        return is_a
+
+
 def table(cls: type) -> dict[str, tuple]:
     """Visitor class ``cls``'s hooks: node type name → (visit_<Type>, leave_<Type>), None for the
     one libcst answers with its empty default; node types with neither are absent. Built from the

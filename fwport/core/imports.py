@@ -13,6 +13,7 @@ import libcst as cst
 
 from typing import Callable
 
+from fwport.core.hooks import TypeTest
 from fwport.core.names import scan
 from fwport.core.position import render
 from fwport.core.rewrite import fresh_copy
@@ -253,23 +254,24 @@ def _import_locals(body, is_source: IsSource, out: set[str]) -> set[str]:
     """``out`` with the names the source-framework imports among the statements ``body`` (nested ones
     too) bind: every name :func:`_prune` may ask about (and some it never reaches)."""
     for stmt in body:
-        if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+        c = stmt.__class__  # (libcst's concrete node classes have no subclasses)
+        if c is cst.SimpleStatementLine or c is cst.SimpleStatementSuite:
             for s in stmt.body:
-                if isinstance(s, cst.Import):
+                if s.__class__ is cst.Import:
                     for a in s.names:
                         full = _module_text(a.name)
                         if is_source(full):
                             out.add(a.asname.name.value if a.asname else full.split(".")[0])  # type: ignore[union-attr]
-                elif isinstance(s, cst.ImportFrom) and not s.relative and not isinstance(s.names, cst.ImportStar) \
+                elif s.__class__ is cst.ImportFrom and not s.relative and s.names.__class__ is not cst.ImportStar \
                         and is_source(_module_text(s.module)):
                     for a in s.names:
                         out.add(a.asname.name.value if a.asname else _module_text(a.name))  # type: ignore[union-attr]
             continue
         for name in ("body", "orelse", "finalbody", "handlers"):
             part = getattr(stmt, name, None)
-            if isinstance(part, cst.IndentedBlock):
+            if part.__class__ is cst.IndentedBlock:
                 _import_locals(part.body, is_source, out)
-            elif isinstance(part, cst.CSTNode):
+            elif _IS_CST_NODE[part.__class__]:
                 _import_locals([part], is_source, out)
             elif isinstance(part, (tuple, list)):
                 _import_locals(part, is_source, out)
@@ -330,15 +332,21 @@ def _prune_block(block, used: set[str], is_source: IsSource):
     return block
 
 
+_IMPORTS = (cst.Import, cst.ImportFrom)
+#: what may hold an import in a block of its own
+_HOLDS_BLOCKS = TypeTest(cst.BaseCompoundStatement, cst.Else, cst.Finally, cst.ExceptHandler, cst.ExceptStarHandler)
+_IS_CST_NODE = TypeTest(cst.CSTNode)
+
+
 def _prune_statement(stmt, used: set[str], is_source: IsSource):
     """``stmt`` without its unused source-framework imports (nested ones too); the same object
     when nothing changes, None when the whole statement goes."""
-    if isinstance(stmt, cst.SimpleStatementLine):
-        if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+    if stmt.__class__ is cst.SimpleStatementLine:
+        if not any(s.__class__ in _IMPORTS for s in stmt.body):
             return stmt
         body = []
         for s in stmt.body:
-            p = _prune(s, used, is_source) if isinstance(s, (cst.Import, cst.ImportFrom)) else s
+            p = _prune(s, used, is_source) if s.__class__ in _IMPORTS else s
             if p is not None:
                 body.append(p)
         if not body:
@@ -347,8 +355,7 @@ def _prune_statement(stmt, used: set[str], is_source: IsSource):
             return stmt
         body[-1] = body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
         return stmt.with_changes(body=body)
-    if not isinstance(stmt, (cst.BaseCompoundStatement, cst.Else, cst.Finally, cst.ExceptHandler,
-                             cst.ExceptStarHandler)):
+    if not _HOLDS_BLOCKS[stmt.__class__]:
         return stmt
     changes = {}
     if hasattr(stmt, "body"):

@@ -19,7 +19,7 @@ from dataclasses import fields as dataclass_fields
 import libcst as cst
 
 from fwport.core.bindings import BindingWalker
-from fwport.core.hooks import default_visit, plain_visitor, table
+from fwport.core.hooks import TypeTest, default_visit, plain_visitor, table
 
 
 class SourceNames:
@@ -79,10 +79,10 @@ class SourceNames:
 def dotted(node: cst.BaseExpression) -> list[str] | None:
     """``a.b.c`` as ``["a", "b", "c"]``; None for anything that is not a plain dotted name."""
     parts: list[str] = []
-    while isinstance(node, cst.Attribute):
+    while type(node) is cst.Attribute:  # (libcst's concrete node classes have no subclasses)
         parts.append(node.attr.value)
         node = node.value
-    if isinstance(node, cst.Name):
+    if type(node) is cst.Name:
         parts.append(node.value)
         return parts[::-1]
     return None
@@ -123,6 +123,7 @@ def marked(node: cst.CSTNode, hit) -> set[int]:
 
 #: what a transformer may leave unvisited (never a statement, which may hold anything)
 SKIPPABLE = (cst.BaseExpression, cst.Arg, cst.Element)
+IS_SKIPPABLE = TypeTest(*SKIPPABLE)
 #: libcst node types (by name, as hooks.table keys them) that no expression holds: statements, their
 #: blocks and their statement-only parts. A walk that looks for these alone (a visitor whose hooks are
 #: all on them, find_all of one of them) need not enter an expression.
@@ -141,7 +142,7 @@ def skip_unmarked(transformer, node: cst.CSTNode, hot: set[int] | None) -> bool 
     leave hook finds what it expects) when ``node`` is an expression, argument or element outside
     ``hot``; None otherwise (visit as usual). A subtree left unvisited comes back as the very input
     node, which is what visiting it would have rebuilt when no hook inside changes anything."""
-    if hot is not None and id(node) not in hot and isinstance(node, SKIPPABLE):
+    if hot is not None and id(node) not in hot and IS_SKIPPABLE[node.__class__]:
         default_visit(transformer, node)
         return False
     return None
@@ -622,9 +623,9 @@ class ScopedResolver:
 
     def qualname(self, node: cst.BaseExpression) -> str | None:
         head = node
-        while isinstance(head, cst.Attribute):
+        while type(head) is cst.Attribute:
             head = head.value
-        if not isinstance(head, cst.Name) or head.value not in self.imports.aliases:
+        if type(head) is not cst.Name or head.value not in self.imports.aliases:
             return None  # the common case, decided without building the dotted name
         parts = dotted(node)
         if not parts or self.shadowed(parts[0]):

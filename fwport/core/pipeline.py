@@ -19,6 +19,7 @@ from fwport.core.finding import Finding, Severity
 from fwport.core.imports import add_imports, prune_imports
 from fwport.core.names import collect_imports, free_conventional_aliases, scan
 from fwport.core import spread
+from fwport.core.parse import parse_module
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.result import FileResult, Status
 from fwport.core.rewrite import rewrite
@@ -121,7 +122,7 @@ def _translate_source(source: str, path: str, pack: Pack | str | None, options: 
     if not direction.mentions.search(source):
         return FileResult(path, Status.UNCHANGED, source, source)
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as e:
         f = Finding(Severity.ERROR, "parse-error", f"not valid Python 3: {e.message}", path,
                     e.raw_line, e.raw_column + 1)

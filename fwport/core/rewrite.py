@@ -34,6 +34,7 @@ from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, SKIP, SKIPPABLE, STATEME
                                 _child_fields, _is_node)
 
 _REMOVE = cst.RemovalSentinel.REMOVE
+_FLATTEN = cst.FlattenSentinel  # (an ABC with no subclass: tested by its class)
 _NO_HOOKS = (None, None)
 #: attribute hooks that do nothing (a transformer with these is not asked about each field)
 _NO_ATTRIBUTE_HOOKS = (ScopedResolver.on_visit_attribute, ScopedResolver.on_leave_attribute)
@@ -103,7 +104,7 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                     if copied and new is not child and copies.get(id(new)) is not new:
                         copied = False
                     if items is not None:
-                        if isinstance(new, cst.FlattenSentinel):
+                        if new.__class__ is _FLATTEN:
                             items.extend(new.nodes)
                         elif new is not _REMOVE:
                             items.append(new)

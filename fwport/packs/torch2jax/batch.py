@@ -98,19 +98,24 @@ def int_literal(node: cst.BaseExpression | None) -> int | None:
     return None
 
 
+class _NamesIn(cst.CSTVisitor):
+    # (a class of the module, not of each call: creating a visitor class costs several times its walk)
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: set[str] = set()
+
+    def visit_Name(self, n: cst.Name) -> None:
+        self.out.add(n.value)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        scan(n.value, self)  # `x.shape`: x, not `shape`
+        return False
+
+
 def names_in(node: cst.CSTNode) -> set[str]:
-    out: set[str] = set()
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            out.add(n.value)
-
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            scan(n.value, self)  # `x.shape`: x, not `shape`
-            return False
-
-    scan(node, V())
-    return out
+    v = _NamesIn()
+    scan(node, v)
+    return v.out
 
 
 def _args(call: cst.Call, names: tuple[str, ...]) -> tuple[dict[str, cst.BaseExpression], list[str]]:
@@ -205,6 +210,26 @@ def combine(axes) -> object:
     if len(found) == 1:
         return found.pop()
     return UNKNOWN
+
+
+class _AxisKeepingCalls(cst.CSTVisitor):
+    """Whether every call in an expression keeps its input's axes (see origins). A class of the module, not
+    of each call: creating a visitor class costs several times its walk."""
+
+    def __init__(self, owner) -> None:
+        super().__init__()
+        self.owner = owner
+        self.keeps = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        owner = self.owner
+        text = dotted_text(node.func) or ""
+        q = owner.ctx.imports.resolve(node.func)
+        if text.startswith("self.") and text.count(".") == 1 and owner.modules.get(text[5:]) in TRAILING:
+            return
+        if q is not None and q.rsplit(".", 1)[-1] in ELEMENTWISE:
+            return
+        self.keeps = False
 
 
 class Forward(cst.CSTTransformer):
@@ -390,21 +415,9 @@ class Forward(cst.CSTTransformer):
     def origins(self, value: cst.BaseExpression) -> frozenset:
         """The forward's inputs ``value`` is computed from without moving an axis (elementwise functions and layers
         on the trailing axes alone); empty where anything else is called."""
-        keeps = True
-
-        class Calls(cst.CSTVisitor):
-            def visit_Call(v, node: cst.Call) -> None:
-                nonlocal keeps
-                text = dotted_text(node.func) or ""
-                q = self.ctx.imports.resolve(node.func)
-                if text.startswith("self.") and text.count(".") == 1 and self.modules.get(text[5:]) in TRAILING:
-                    return
-                if q is not None and q.rsplit(".", 1)[-1] in ELEMENTWISE:
-                    return
-                keeps = False
-
-        scan(value, Calls())
-        if not keeps:
+        calls = _AxisKeepingCalls(self)
+        scan(value, calls)
+        if not calls.keeps:
             return frozenset()
         return frozenset().union(*(self.origin.get(n, frozenset()) for n in names_in(value) & self.batched))
 

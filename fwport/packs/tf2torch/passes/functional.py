@@ -3374,17 +3374,22 @@ class _SizeSubstitute(_ShapeSubstitute):
         return out
 
 
+class _ShapeReads(cst.CSTVisitor):
+    # (a class of the module, not of each call: creating a visitor class costs several times its walk)
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.Name] = []
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        if n.attr.value == "shape" and isinstance(n.value, cst.Name):
+            self.found.append(n.value)
+
+
 def _shape_reads(node: cst.CSTNode) -> list[cst.Name]:
     """The names whose ``.shape`` the expression reads (``x`` of ``x.shape[-1]``)."""
-    found: list[cst.Name] = []
-
-    class _Find(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> None:
-            if n.attr.value == "shape" and isinstance(n.value, cst.Name):
-                found.append(n.value)
-
-    node.visit(_Find())
-    return found
+    v = _ShapeReads()
+    scan(node, v)
+    return v.found
 
 
 class _Substitute(cst.CSTTransformer):

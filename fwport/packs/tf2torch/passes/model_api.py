@@ -439,39 +439,48 @@ class _Models:
 _SHARED_NAMES = {"fit", "predict", "save", "build", "get_config", "to_json", "reset_states"}
 
 
+class _ModelUses(cst.CSTVisitor):
+    """How a function body reads ``param`` (see _used_as_model). A class of the module, not of each call:
+    creating a visitor class costs several times its walk."""
+
+    def __init__(self, param: str) -> None:
+        super().__init__()
+        self.param = param
+        self.ok: set[int] = set()
+        self.uses = {"method": 0, "shared": 0, "other": 0}
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == self.param:
+            self.ok.add(id(node.value))
+            attr = node.attr.value
+            self.uses["method" if attr in METHODS and attr not in _SHARED_NAMES else
+                      "shared" if attr in METHODS else "other"] += 1
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == self.param:
+            self.ok.add(id(node.func))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if isinstance(node.value, cst.Name):
+            self.ok.add(id(node.value))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.param and id(node) not in self.ok:
+            self.uses["other"] += 1
+
+    def visit_FunctionDef(self, node) -> bool:
+        return False  # a nested function may bind its own
+
+    def visit_Lambda(self, node) -> bool:
+        return False
+
+
 def _used_as_model(fn: cst.FunctionDef, param: str) -> bool:
     """``fn`` reads ``param`` only as a Keras model (its model methods, one at least that only Keras models have:
     ``compile``, ``evaluate``... — scikit-learn estimators fit and predict too —, ``param(x)``, ``return param``)."""
-    ok: set[int] = set()
-    uses = {"method": 0, "shared": 0, "other": 0}
-
-    class _V(cst.CSTVisitor):
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if isinstance(node.value, cst.Name) and node.value.value == param:
-                ok.add(id(node.value))
-                attr = node.attr.value
-                uses["method" if attr in METHODS and attr not in _SHARED_NAMES else
-                     "shared" if attr in METHODS else "other"] += 1
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Name) and node.func.value == param:
-                ok.add(id(node.func))
-
-        def visit_Return(self, node: cst.Return) -> None:
-            if isinstance(node.value, cst.Name):
-                ok.add(id(node.value))
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if node.value == param and id(node) not in ok:
-                uses["other"] += 1
-
-        def visit_FunctionDef(self, node) -> bool:
-            return False  # a nested function may bind its own
-
-        def visit_Lambda(self, node) -> bool:
-            return False
-    scan(fn.body, _V())
-    return uses["method"] > 0 and uses["other"] == 0
+    v = _ModelUses(param)
+    scan(fn.body, v)
+    return v.uses["method"] > 0 and v.uses["other"] == 0
 
 
 class _CallSites(cst.CSTVisitor):
@@ -586,7 +595,7 @@ class _ModelApiPass(cst.CSTTransformer):
         edit = self.ctx.plans.get(node)
         if edit is not None and not edit.descend:
             return False  # a planner's alone (the training pass's tape statements): rebuilt, it would lose its edit
-        return super().on_visit(node)
+        return default_visit(self, node)  # CSTTransformer.on_visit, its hooks looked up once per node type
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         """``seq.layers[0]`` on a module-level Sequential: its torch entry (``seq[0]``) where the layer has weights

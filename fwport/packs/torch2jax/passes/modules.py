@@ -2380,23 +2380,28 @@ def _optional_fields(module: cst.Module, classes: set[str]) -> set[str]:
     return out
 
 
+class _NestedAssigns(cst.CSTVisitor):
+    # (a class of the module, not of each call: creating a visitor class costs several times its walk)
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: list[cst.Assign] = []
+
+    def visit_FunctionDef(self, n) -> bool:
+        return False
+
+    def visit_ClassDef(self, n) -> bool:
+        return False
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        if len(n.targets) == 1:
+            self.out.append(n)
+
+
 def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
     """The single-target assignments inside a compound statement (not in nested functions or classes)."""
-    out: list[cst.Assign] = []
-
-    class Assigns(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> bool:
-            return False
-
-        def visit_ClassDef(self, n) -> bool:
-            return False
-
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if len(n.targets) == 1:
-                out.append(n)
-
-    scan(node, Assigns())
-    return out
+    v = _NestedAssigns()
+    scan(node, v)
+    return v.out
 
 
 def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:

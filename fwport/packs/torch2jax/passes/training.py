@@ -1948,25 +1948,31 @@ def _walk_assigns(node):
     return find_all(node, cst.Assign)
 
 
+class _ScopeAssigns(cst.CSTVisitor):
+    # (a class of the module, not of each call: creating a visitor class costs several times its walk)
+    def __init__(self, scope) -> None:
+        super().__init__()
+        self.scope = scope
+        self.found: list[cst.Assign] = []
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        self.found.append(n)
+
+    def visit_FunctionDef(self, n) -> bool:
+        return n is self.scope
+
+    def visit_ClassDef(self, n) -> bool:
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return False
+
+
 def _scope_assigns(scope) -> list[cst.Assign]:
     """The assignments of one scope (a function's body, or a module outside its functions and classes)."""
-    found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            found.append(n)
-
-        def visit_FunctionDef(self, n) -> bool:
-            return n is scope
-
-        def visit_ClassDef(self, n) -> bool:
-            return False
-
-        def visit_Lambda(self, n) -> bool:
-            return False
-
-    scan(scope, V())
-    return found
+    v = _ScopeAssigns(scope)
+    scan(scope, v)
+    return v.found
 
 
 class _VmapModel(cst.CSTTransformer):

@@ -1,0 +1,69 @@
+"""fwport.core.parse: libcst's parsers with node validation off while they run give the same trees
+and the same syntax errors, and leave validation on for nodes built afterwards."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+import pytest
+
+from fwport.core.parse import parse_expression, parse_module, parse_statement
+
+ROOT = Path(__file__).resolve().parent.parent
+FILES = sorted(ROOT.glob("fixtures/*/*/model.py")) + sorted(ROOT.glob("fixtures/*/*/expected.py"))
+
+
+def test_same_trees_as_libcst_on_every_fixture():
+    assert FILES
+    for path in FILES:
+        text = path.read_text(encoding="utf-8")
+        ours, theirs = parse_module(text), cst.parse_module(text)
+        assert ours.deep_equals(theirs), path
+        assert ours.code == text, path
+
+
+def test_snippets_and_syntax_errors():
+    assert parse_expression("f(a, *b, k=1)[::2]").deep_equals(cst.parse_expression("f(a, *b, k=1)[::2]"))
+    assert parse_statement("x: int = not y\n").deep_equals(cst.parse_statement("x: int = not y\n"))
+    for bad in ("def f(:\n", "x = = 1\n", "f(a=1, b)\n"):
+        with pytest.raises(cst.ParserSyntaxError) as ours:
+            parse_module(bad)
+        with pytest.raises(cst.ParserSyntaxError) as theirs:
+            cst.parse_module(bad)
+        assert (ours.value.raw_line, ours.value.raw_column, ours.value.message) == \
+            (theirs.value.raw_line, theirs.value.raw_column, theirs.value.message)
+
+
+def test_validation_is_back_on_after_a_parse_and_after_a_syntax_error():
+    def invalid():  # `not` glued to its operand: libcst's validation refuses it
+        return cst.UnaryOperation(cst.Not(whitespace_after=cst.SimpleWhitespace("")), cst.Name("x"))
+
+    parse_module("x = 1\n")
+    with pytest.raises(cst.CSTValidationError):
+        invalid()
+    with pytest.raises(cst.ParserSyntaxError):
+        parse_module("x = = 1\n")
+    with pytest.raises(cst.CSTValidationError):
+        invalid()
+
+
+def test_literal_value_reads_number_tokens_as_python_does_without_a_parse():
+    """bind.literal_value reads Integer / Float tokens with int(text, 0) / float(text): the values (and types)
+    ast.literal_eval gives, digit limit included (past it, literal_eval decides)."""
+    import ast
+    import random
+
+    from fwport.core.bind import NOT_LITERAL, literal_value
+
+    rng = random.Random(0)
+    texts = ["0", "00", "0_0", "7", "1_000", "0x1F", "0o17", "0b101", "0XdeadBEEF", "1.5", "1e-3", "1_0.5e1_0",
+             ".5", "5.", "1E500", "1e-400", "0e0", "3.141592653589793238", "1" * 5000]
+    texts += [repr(rng.random() * 10 ** rng.randint(-30, 30)).replace("e+", "e") for _ in range(500)]
+    texts += [str(rng.randint(0, 10 ** rng.randint(1, 40))) for _ in range(500)]
+    for text in texts:
+        try:
+            expected = ast.literal_eval(text)
+        except SyntaxError:  # (past the digit limit)
+            expected = NOT_LITERAL
+        got = literal_value(cst.parse_expression(text))
+        assert got == expected and type(got) is type(expected), text[:40]
