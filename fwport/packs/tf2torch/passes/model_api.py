@@ -113,6 +113,25 @@ ATTRIBUTES: dict[str, tuple[str | None, str]] = {
 }
 _ATTRIBUTE_NAMES = "|".join(ATTRIBUTES)
 
+
+def plan_attribute(ctx: FileContext, node: cst.Attribute, by: str, descend: bool = True, why_more: str = "") -> None:
+    """``<model>.<attr>`` (one of ATTRIBUTES): its PyTorch expression planned with an info finding, or an error
+    (the node settled) where there is none; ``why_more`` adds to the finding's reason."""
+    receiver, attr = code(node.value), node.attr.value
+    text, why = ATTRIBUTES[attr]
+    why += why_more
+    if text is None:
+        ctx.report(Severity.ERROR, "unsupported-construct", f"{receiver}.{attr} is a Keras model attribute; the "
+                   f"translated model is an nn.Module, which has none: {why}", node)
+        ctx.settle(node)
+        return
+    ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{attr} → {text.format(m=receiver)}: {why}", node)
+
+    def apply(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
+        inner = render(upd.value)
+        return cst.parse_expression(text.format(m=f"({inner})" if "\n" in inner else inner))
+    ctx.plans.add(node, apply, descend=descend, by=by)
+
 #: model methods translated where they are a statement: the PyTorch text, and what the info finding says
 SAVING: dict[str, tuple[str, str]] = {
     "save_weights": ("{torch}save({model}.state_dict(), {path})",
@@ -635,17 +654,7 @@ class _ModelApiPass(cst.CSTTransformer):
             return
         if not (self.models.is_model_expr(node.value, self.chain) or self._said_attribute(node)):
             return
-        receiver = code(node.value)
-        text, why = ATTRIBUTES[attr]
-        if text is None:
-            self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{receiver}.{attr} is a Keras model attribute; the translated model is an nn.Module, "
-                            f"which has none: {why}", node)
-            self.ctx.settle(node)
-            return
-        out = text.format(m=receiver)
-        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{attr} → {out}: {why}", node)
-        self.ctx.plans.add(node, lambda orig, upd, out=out: cst.parse_expression(out), descend=False, by="model_api")
+        plan_attribute(self.ctx, node, by="model_api", descend=False)
 
     def _said_attribute(self, node: cst.Attribute) -> bool:
         """This attribute's statement carries the `# fwport:` comment an earlier translation left on it (see

@@ -41,6 +41,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, find_all, scan
 from fwport.core.position import render
 from fwport.packs.tf2torch.ops import IN_MODULE
+from fwport.packs.tf2torch.passes.model_api import plan_attribute
 
 VARIABLE = "tensorflow.Variable"
 #: variable methods → (the torch method chain on the receiver, what it means); None: the receiver itself copied
@@ -237,25 +238,8 @@ class _Methods(cst.CSTVisitor):
         parameters that train), ``x.non_trainable_*`` an error."""
         if self.ctx.is_settled(node) or self.ctx.plans.get(node) is not None:
             return
-        from fwport.packs.tf2torch.passes.model_api import ATTRIBUTES  # (model_api imports this module)
-        receiver, attr = render(node.value), node.attr.value
-        text, why = ATTRIBUTES[attr]
-        why += f" ({receiver} taken for a Keras layer or model: only they have {attr})"
-        if text is None:
-            self.ctx.report(Severity.ERROR, "unsupported-construct",
-                            f"{receiver}.{attr} is a Keras model attribute; the translated model is an nn.Module, "
-                            f"which has none: {why}", node)
-            self.ctx.settle(node)
-            return
-        out = text.format(m=receiver)
-        self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{attr} → {out}: {why}", node)
-
-        def apply(orig: cst.Attribute, upd: cst.Attribute) -> cst.BaseExpression:
-            inner = render(upd.value)
-            if "\n" in inner:
-                inner = f"({inner})"
-            return cst.parse_expression(text.format(m=inner))
-        self.ctx.plans.add(node, apply, by="variables")
+        plan_attribute(self.ctx, node, by="variables", why_more=f" ({render(node.value)} taken for a Keras layer "
+                       f"or model: only they have {node.attr.value})")
 
 
 def _on_self(node: cst.BaseExpression) -> bool:
