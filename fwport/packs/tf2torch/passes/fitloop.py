@@ -685,9 +685,10 @@ METRIC_CLASSES = {
         self.update_state(*args)
         return self.result()
 ''',
-    "TruePositives": '''class TruePositives:
-    """keras.metrics.TruePositives: the number of true positives so far, as a float32
-    scalar (a prediction above the threshold whose label is positive); reset_state() starts over."""
+    "ConfusionCount": '''class ConfusionCount:
+    """A running count of the predictions of one kind (true or false positives or negatives: a prediction is
+    positive above the threshold, strictly), as a float32 scalar, Keras's TruePositives and its kin;
+    reset_state() starts over."""
 
     def __init__(self, thresholds=None):
         self.threshold = 0.5 if thresholds is None else thresholds
@@ -698,8 +699,7 @@ METRIC_CLASSES = {
 
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
-        positive, actual = y_pred > self.threshold, y_true.bool()
-        self.count += (positive & actual).sum().item()
+        self.count += self.counted(y_pred > self.threshold, y_true.bool()).sum().item()
 
     def result(self):
         return torch.tensor(self.count)
@@ -708,74 +708,33 @@ METRIC_CLASSES = {
         self.update_state(*args)
         return self.result()
 ''',
-    "FalsePositives": '''class FalsePositives:
-    """keras.metrics.FalsePositives: the number of false positives so far, as a float32
-    scalar (a prediction above the threshold whose label is negative); reset_state() starts over."""
+    "TruePositives": '''class TruePositives(ConfusionCount):
+    """keras.metrics.TruePositives: the number of true positives so far (above the threshold, labelled positive)."""
 
-    def __init__(self, thresholds=None):
-        self.threshold = 0.5 if thresholds is None else thresholds
-        self.reset_state()
-
-    def reset_state(self):
-        self.count = 0.0
-
-    def update_state(self, y_true, y_pred):
-        y_true, y_pred = _same_rank(y_true, y_pred)
-        positive, actual = y_pred > self.threshold, y_true.bool()
-        self.count += (positive & ~actual).sum().item()
-
-    def result(self):
-        return torch.tensor(self.count)
-
-    def __call__(self, *args):
-        self.update_state(*args)
-        return self.result()
+    @staticmethod
+    def counted(positive, actual):
+        return positive & actual
 ''',
-    "TrueNegatives": '''class TrueNegatives:
-    """keras.metrics.TrueNegatives: the number of true negatives so far, as a float32
-    scalar (a prediction at or below the threshold whose label is negative); reset_state() starts over."""
+    "FalsePositives": '''class FalsePositives(ConfusionCount):
+    """keras.metrics.FalsePositives: the number of false positives so far (above the threshold, labelled negative)."""
 
-    def __init__(self, thresholds=None):
-        self.threshold = 0.5 if thresholds is None else thresholds
-        self.reset_state()
-
-    def reset_state(self):
-        self.count = 0.0
-
-    def update_state(self, y_true, y_pred):
-        y_true, y_pred = _same_rank(y_true, y_pred)
-        positive, actual = y_pred > self.threshold, y_true.bool()
-        self.count += (~positive & ~actual).sum().item()
-
-    def result(self):
-        return torch.tensor(self.count)
-
-    def __call__(self, *args):
-        self.update_state(*args)
-        return self.result()
+    @staticmethod
+    def counted(positive, actual):
+        return positive & ~actual
 ''',
-    "FalseNegatives": '''class FalseNegatives:
-    """keras.metrics.FalseNegatives: the number of false negatives so far, as a float32
-    scalar (a prediction at or below the threshold whose label is positive); reset_state() starts over."""
+    "TrueNegatives": '''class TrueNegatives(ConfusionCount):
+    """keras.metrics.TrueNegatives: the number of true negatives so far (at or below the threshold, labelled negative)."""
 
-    def __init__(self, thresholds=None):
-        self.threshold = 0.5 if thresholds is None else thresholds
-        self.reset_state()
+    @staticmethod
+    def counted(positive, actual):
+        return ~positive & ~actual
+''',
+    "FalseNegatives": '''class FalseNegatives(ConfusionCount):
+    """keras.metrics.FalseNegatives: the number of false negatives so far (at or below the threshold, labelled positive)."""
 
-    def reset_state(self):
-        self.count = 0.0
-
-    def update_state(self, y_true, y_pred):
-        y_true, y_pred = _same_rank(y_true, y_pred)
-        positive, actual = y_pred > self.threshold, y_true.bool()
-        self.count += (~positive & actual).sum().item()
-
-    def result(self):
-        return torch.tensor(self.count)
-
-    def __call__(self, *args):
-        self.update_state(*args)
-        return self.result()
+    @staticmethod
+    def counted(positive, actual):
+        return ~positive & actual
 ''',
     "AUC": '''class AUC:
     """keras.metrics.AUC: the area under the ROC (or PR) curve of the predictions so far, computed as Keras
@@ -902,7 +861,7 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
 _ELEMENTWISE_METRICS = {"BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
                         "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
-_STANDALONE_METRICS = {"Precision", "Recall", "AUC", *_COUNTS}  # not derived from Mean
+_STANDALONE_METRICS = {"Precision", "Recall", "AUC", "ConfusionCount", *_COUNTS}  # not derived from Mean
 
 
 def metric_classes(names: set[str], spell) -> str:
@@ -911,6 +870,8 @@ def metric_classes(names: set[str], spell) -> str:
     needed = sorted(names - {"Mean"})
     if any(n not in _STANDALONE_METRICS for n in needed) or "Mean" in names:
         needed = ["Mean", *needed]
+    if set(_COUNTS) & set(needed):  # their base, before them
+        needed = [n for n in needed if n not in _COUNTS] + ["ConfusionCount"] + [n for n in needed if n in _COUNTS]
     spell("torch.as_tensor")  # noting the import
     texts = [METRIC_CLASSES[n] for n in needed]
     if _ELEMENTWISE_METRICS & set(needed):
