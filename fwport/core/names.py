@@ -525,6 +525,16 @@ def _attribute_heads(node: cst.CSTNode, out: set[str]) -> None:
             _attribute_heads(value, out)
 
 
+def param_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
+    """The names a function's or lambda's parameters bind (``*args`` and ``**kwargs`` included)."""
+    p = fn.params
+    names = {x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
+    for star in (p.star_arg, p.star_kwarg):
+        if isinstance(star, cst.Param):
+            names.add(star.name.value)
+    return names
+
+
 def bound_names(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
     """Names a function binds locally (parameters and assignment targets), which shadow imports.
 

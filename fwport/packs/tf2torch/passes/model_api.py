@@ -31,7 +31,7 @@ from fwport.core.context import FileContext
 from fwport.core.bind import bind_def, literal_value
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
-from fwport.core.names import dotted, scan
+from fwport.core.names import dotted, param_names, scan
 from fwport.core.position import render
 
 #: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
@@ -359,7 +359,7 @@ class _Models:
             b = _Bindings(self.walrus)
             for stmt in (body if isinstance(body, (list, tuple)) else [body]):
                 scan(stmt, b)
-            params = _params(node) if isinstance(node, cst.FunctionDef) else set()
+            params = param_names(node) if isinstance(node, cst.FunctionDef) else set()
             scope = _Scope(set(b.assigned) | params, assigned=b.assigned, params=params)
             if isinstance(node, cst.FunctionDef):  # import aliases it rebinds, as names.bound_names
                 scope.shadow = (b.statement_bound | params) & set(self.ctx.imports.aliases)
@@ -528,15 +528,6 @@ class _CallSites(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self.names and id(node) not in self._called:
             self.values.add(node.value)
-
-
-def _params(fn: cst.FunctionDef) -> set[str]:
-    p = fn.params
-    names = {x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
-    for star in (p.star_arg, p.star_kwarg):
-        if isinstance(star, cst.Param):
-            names.add(star.name.value)
-    return names
 
 
 def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bindings import BindingWalker
-from fwport.core.names import scan
+from fwport.core.names import param_names, scan
 from fwport.packs.tf2torch.ops import PY_NUMBERS
 
 #: the calls whose first argument is a list of tensors (resolved by the rule: the transform decides)
@@ -120,15 +120,6 @@ def _known(body: cst.CSTNode, params: set[str], outer: Known) -> Known:
     return result[0], result[1]
 
 
-def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
-    p = fn.params
-    names = {x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
-    for star in (p.star_arg, p.star_kwarg):
-        if isinstance(star, cst.Param):
-            names.add(star.name.value)
-    return names
-
-
 class _Lazy:
     """A scope's known names, computed the first time a stack / concat call in it asks."""
 
@@ -152,14 +143,14 @@ class _Elements(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         outer = self.known[-1]
-        self._push(lambda: _known(node.body, _params(node), outer.get()))
+        self._push(lambda: _known(node.body, param_names(node), outer.get()))
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.known.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> None:
         outer = self.known[-1]
-        self._push(lambda: (outer.get()[0] - _params(node), outer.get()[1] - _params(node)))
+        self._push(lambda: (outer.get()[0] - param_names(node), outer.get()[1] - param_names(node)))
 
     def leave_Lambda(self, original_node: cst.Lambda) -> None:
         self.known.pop()

@@ -35,7 +35,7 @@ import libcst as cst
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, scan
+from fwport.core.names import ScopedResolver, param_names, scan
 from fwport.core.position import render
 from fwport.packs.tf2torch import helpers
 
@@ -218,15 +218,6 @@ class _Scope(BindingWalker):
             self.values.setdefault(target.value, []).append(("other", None))
 
 
-def _params(fn: cst.FunctionDef | cst.Lambda) -> set[str]:
-    p = fn.params
-    names = {x.name.value for x in [*p.posonly_params, *p.params, *p.kwonly_params]}
-    for star in (p.star_arg, p.star_kwarg):
-        if isinstance(star, cst.Param):
-            names.add(star.name.value)
-    return names
-
-
 def _numpy_names(s: _Scope, params: set[str], outer: dict[str, bool], qualname) -> dict[str, bool]:
     """The names of one scope (its bindings ``s``) bound only to NumPy values (→ surely floating), those of
     ``outer`` it does not bind."""
@@ -359,7 +350,7 @@ class _Analyse(_Paths):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         super().visit_FunctionDef(node)
         outer_numpy, outer_elements = self.stack[-1]
-        params = _params(node)
+        params = param_names(node)
         scope = _Scope(self.walrus)
         scan(node.body, scope)
         numpy = _numpy_names(scope, params, outer_numpy, self._resolve)
@@ -399,7 +390,7 @@ class _ModelPaths(_Paths):
         super().visit_FunctionDef(node)
         scope = self.found.scopes.get(id(node))
         mine = set(scope.models) if scope is not None else set()
-        bound = scope.bound if scope is not None else _params(node)
+        bound = scope.bound if scope is not None else param_names(node)
         models = mine | {m for m in self.stack[-1] if m not in bound}
         self.stack.append(models)
         _merge(self.into, ".".join(self.path), models)
@@ -445,7 +436,7 @@ class _Edits(_Paths):
             outer = self._outputs(depth - 1) if depth else set()
             s = _Scope(self.a.walrus)
             scan(node if isinstance(node, cst.Module) else node.body, s)
-            params = _params(node) if isinstance(node, cst.FunctionDef) else set()
+            params = param_names(node) if isinstance(node, cst.FunctionDef) else set()
             mine = {n for n, vs in s.values.items() if n not in params and all(
                 how in ("value", "unpacked") and self._model_call(v, models) for how, v in vs)}  # (y, z = model(x))
             found = self._outputs_of[id(node)] = mine | {n for n in outer if n not in s.values and n not in params}
