@@ -266,7 +266,7 @@ def test_expand_in_a_module_verifies_against_pytorch(tmp_path):
     ("x.flatten(1).expand(2, 3, 12)", "new axes come before the batch axis"),
     ("x.flatten(1).expand(torch.Size([2, 12]))", "not written one per axis"),
     ("h.expand_as(x)", "expand_as"),
-    ("h[None].expand(-1, -1, 3)", "puts an axis before the batch axis"),  # x[None]: PyTorch's batch axis second
+    ("h[None].expand(-1, -1, 3)", "whose batch axis is dimension 1"),  # x[None]: PyTorch's batch axis second
 ])
 def test_expand_that_cannot_be_written_for_one_example_is_an_error(line, message):
     r = t2j(f'''
