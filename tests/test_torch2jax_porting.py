@@ -691,3 +691,25 @@ def test_leading_axes_that_cannot_be_followed_are_errors(line, message):
         ''')
     errs = errors(r)
     assert any(message in e.message and e.line == 12 for e in errs), r.findings
+
+
+MASK_RESIZE = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MaskResize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        m = x * self.scale
+        return F.interpolate(m[None].float(), size=(3, 2)).contiguous()[0]  # DETR's backbone: (1, B, H, W)
+'''
+
+
+@needs_frameworks
+def test_interpolate_of_a_batch_held_as_channels_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, MASK_RESIZE, "MaskResize", ["float32[2,6,4]"])

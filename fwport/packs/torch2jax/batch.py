@@ -1179,6 +1179,8 @@ class Forward(cst.CSTTransformer):
                 q.startswith(F) or q.startswith("torch.") and q.count(".") == 1):
             moved = [x for x in (self.axis_of(a.value) for a in updated.args) if x is not None and x != 0
                      or isinstance(x, Merged)]
+            if q == F + "interpolate" and all(x == 1 and not isinstance(x, Merged) for x in moved):
+                moved = []  # (N, C, *spatial) with the batch axis as C: one example's first axis is N, a channel's peer
             if moved:  # a function whose meaning depends on the axes, given a tensor holding the batch axis elsewhere
                 self.error(original, f"{q.replace(F, 'F.')} of a tensor whose batch axis is dimension "
                            f"{axis_text(moved[0])} (PyTorch's sequence layers hold it second): not followed there; move "
@@ -1616,7 +1618,8 @@ class Forward(cst.CSTTransformer):
             return self.moved(_call(self.ctx.spell("jax.numpy.tile"), [recv, cst.Tuple([cst.Element(x) for x in rest])]), b)
         if name in ("bmm", "masked_fill", "argmax", "numpy", "item", "tolist") or name not in (
                 "sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose", "permute",
-                "relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
+                "relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone",
+                "to", "long", "int", "bool", "double", "half", "contiguous"):  # elementwise, or no change of layout
             if name in ("numpy", "item", "tolist"):
                 return None
             if name == "masked_fill" and self.axis_of(updated.args[0].value if updated.args else recv) == b:
