@@ -266,7 +266,7 @@ def test_expand_in_a_module_verifies_against_pytorch(tmp_path):
     ("x.flatten(1).expand(2, 3, 12)", "new axes come before the batch axis"),
     ("x.flatten(1).expand(torch.Size([2, 12]))", "not written one per axis"),
     ("h.expand_as(x)", "expand_as"),
-    ("h[None].expand(-1, -1, 3)", "puts an axis before the batch axis"),  # x[None]: PyTorch's batch axis second
+    ("h[None].expand(-1, -1, 3)", "whose batch axis is dimension 1"),  # x[None]: PyTorch's batch axis second
 ])
 def test_expand_that_cannot_be_written_for_one_example_is_an_error(line, message):
     r = t2j(f'''
@@ -635,3 +635,81 @@ def test_channel_dropout_verifies_in_eval_and_drops_whole_channels_in_training(t
     outs = {float(np.asarray(drop(v, key=jax.random.key(s))).sum()) for s in range(12)}
     assert outs == {0.0, 10.0}  # one axis: the example zeroed or kept whole, as PyTorch's dropout2d of (N, C)
     assert np.array_equal(np.asarray(drop(x, inference=True)), np.asarray(x))
+
+
+NEW_LEADING_AXIS = '''
+import torch
+from torch import nn
+
+
+class PosAdd(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(10, 4)
+        self.pos = nn.Embedding.from_pretrained(torch.randn(6, 4), freeze=True)  # graykode's Transformer
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, tok):
+        h = self.emb(tok) + self.pos(torch.LongTensor([[1, 2, 3, 4, 0]]))
+        y = self.fc(h)
+        return y[None] + y.unsqueeze(0) * 2 + y[None, ...] * 3
+'''
+
+
+def test_new_leading_axis_and_batch_of_one_constant_are_followed():
+    r = t2j(NEW_LEADING_AXIS)
+    assert not errors(r), r.findings
+    # the literal's batch-of-one axis goes (one example); the batch axis of y[None] is PyTorch's second
+    assert "self.pos(jnp.asarray([[1, 2, 3, 4, 0]], dtype=jnp.int64))[0]" in r.output
+    assert "out_axes=1" in r.output
+
+
+@needs_frameworks
+def test_new_leading_axis_and_batch_of_one_constant_verify_against_pytorch(tmp_path):
+    # torch: (1, B, 5, 3); per example + vmap must give the same layout, not (B, 1, 5, 3)
+    verify_model(tmp_path, NEW_LEADING_AXIS, "PosAdd", ["int64[2,5]:10"])
+
+
+@pytest.mark.parametrize("line, message", [
+    ("h + torch.tensor([[1.0, 2.0, 3.0]])", "may meet its batch axis"),  # the rank of h is not known
+    ("h[None, 0]", "the first index is the batch axis's"),
+])
+def test_leading_axes_that_cannot_be_followed_are_errors(line, message):
+    r = t2j(f'''
+        import torch
+        from torch import nn
+
+
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+
+            def forward(self, x):
+                h = self.fc(x)
+                return {line}
+        ''')
+    errs = errors(r)
+    assert any(message in e.message and e.line == 12 for e in errs), r.findings
+
+
+MASK_RESIZE = '''
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class MaskResize(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.scale = nn.Parameter(torch.randn(4))
+
+    def forward(self, x):
+        m = x * self.scale
+        return F.interpolate(m[None].float(), size=(3, 2)).contiguous()[0]  # DETR's backbone: (1, B, H, W)
+'''
+
+
+@needs_frameworks
+def test_interpolate_of_a_batch_held_as_channels_verifies_against_pytorch(tmp_path):
+    verify_model(tmp_path, MASK_RESIZE, "MaskResize", ["float32[2,6,4]"])

@@ -76,6 +76,9 @@ def axis_text(a) -> str:
     return "?" if a == UNKNOWN else str(a)
 
 
+#: PyTorch's functions that build a tensor from a (nested) list literal
+LITERAL_TENSORS = frozenset({"torch.tensor", "torch.LongTensor", "torch.FloatTensor", "torch.Tensor", "torch.as_tensor",
+                             "torch.IntTensor", "torch.DoubleTensor", "torch.BoolTensor"})
 #: functions that place the batch axis themselves wherever it is (batch.Forward.function), or act on trailing axes
 PLACED = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.softmax", "torch.log_softmax",
                     F + "softmax", F + "log_softmax", "torch.sum", "torch.mean", "torch.amax", "torch.amin", F + "linear",
@@ -303,6 +306,7 @@ class Forward(cst.CSTTransformer):
         self.seq_refused: set[str] = set()
         self.seen_axes: dict[str, list] = {}  # per call of a module class: (positional axes, keyword axes)
         self.return_axes: list = []
+        self.constants: dict[str, tuple[int, bool]] = {}  # names bound to literal-built tensors (constant_rank)
 
     # --- what holds a batched tensor ---------------------------------------------------------------
     def is_batched(self, node: cst.BaseExpression) -> bool:
@@ -401,6 +405,13 @@ class Forward(cst.CSTTransformer):
                 elif n not in self.unpacked:
                     self.rank.pop(n, None)
         self.unpacked = {}
+        const = self.constant_rank(original.value) if not hit else None
+        for t in original.targets:
+            for n in _target_names(t.target):
+                if const is not None and isinstance(t.target, cst.Name):
+                    self.constants[n] = const
+                else:
+                    self.constants.pop(n, None)
         return updated
 
     def bind_axes(self, target: cst.BaseExpression, a) -> None:
@@ -585,6 +596,8 @@ class Forward(cst.CSTTransformer):
             for e in node.slice:
                 if isinstance(e.slice, cst.Index) and int_literal(e.slice.value) is not None:
                     r -= 1
+                elif isinstance(e.slice, cst.Index) and code(e.slice.value) == "None":
+                    r += 1
                 elif not (isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index)
                           and isinstance(e.slice.value, cst.Ellipsis)):
                     return None
@@ -712,6 +725,9 @@ class Forward(cst.CSTTransformer):
     def leave_BinaryOperation(self, original, updated) -> cst.BaseExpression:
         """``x + y`` where x holds the batch axis elsewhere than first: y must hold it at the same place, or be a number
         (an array not computed from the input broadcasts from the right, and may meet the batch axis: refused)."""
+        shared = self.shared_constant(original, updated)
+        if shared is not None:
+            return shared
         if not self.axes_moved():
             return updated
         a, b = self.axis_of(updated.left), self.axis_of(updated.right)
@@ -731,6 +747,60 @@ class Forward(cst.CSTTransformer):
                        "batch axis; write it for one example")
             return updated
         return self.moved(updated, moved[0])
+
+    def constant_rank(self, node: cst.BaseExpression) -> tuple[int, bool] | None:
+        """PyTorch's rank of a (source) tensor built from a literal in this forward, and whether its first size is 1:
+        ``torch.LongTensor([[1, 2, 3]])`` (2, True), an Embedding of it (3, True), a name bound to one; None otherwise."""
+        if isinstance(node, cst.Name):
+            return self.constants.get(node.value)
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and not node.args \
+                and node.func.attr.value in ("long", "float", "cuda", "cpu", "detach", "int", "double"):
+            return self.constant_rank(node.func.value)
+        if not isinstance(node, cst.Call) or not node.args or node.args[0].keyword is not None or node.args[0].star:
+            return None
+        text = dotted_text(node.func) or ""
+        if text.startswith("self.") and self.modules.get(text[5:]) in RANK_CHANGE:
+            inner = self.constant_rank(node.args[0].value)
+            return None if inner is None else (inner[0] + 1, inner[1])
+        if self.ctx.imports.resolve(node.func) not in LITERAL_TENSORS:
+            return None
+        v, r, first = node.args[0].value, 0, None
+        while isinstance(v, (cst.List, cst.Tuple)) and v.elements:
+            first = len(v.elements) if first is None else first
+            r, v = r + 1, v.elements[0].value
+        return (r, first == 1) if r else None
+
+    def shared_constant(self, original: cst.BinaryOperation, updated: cst.BinaryOperation):
+        """``emb(x) + self.pos(torch.LongTensor([[1, 2, 3]]))``: a literal-built tensor (no batch axis) meets a batched
+        one. Of a lower rank than PyTorch's batched operand it broadcasts against one example's trailing axes (as
+        written); of the same rank with a first size 1 (a batch of one) that axis is the batch axis's, which one
+        example leaves out (→ ``c[0]``); anything else would broadcast against the wrong axes: refused. None: not
+        such an operation."""
+        if isinstance(original.operator, cst.MatrixMultiply):
+            return None
+        lb, rb = self.is_batched(original.left), self.is_batched(original.right)
+        if lb == rb:
+            return None
+        const = self.constant_rank(original.right if lb else original.left)
+        if const is None:
+            return None
+        batched = updated.left if lb else updated.right
+        b = self.axis_of(batched) if self.axes_moved() else 0
+        r = self.rank_of(batched)
+        rank, one = const
+        if b == 0 and not isinstance(b, Merged) and r is not None and rank <= r:
+            return None  # trailing axes only: one example's broadcast is PyTorch's
+        if b == 0 and not isinstance(b, Merged) and r is not None and rank == r + 1 and one:
+            c = updated.right if lb else updated.left
+            c = cst.Subscript(_atom(c), [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+            return updated.with_changes(right=c) if lb else updated.with_changes(left=c)
+        what = "its rank is not known" if r is None else f"its batch axis is dimension {axis_text(b)} of {r + 1}" \
+            if isinstance(b, int) and not isinstance(b, Merged) and b >= 0 else f"its batch axis is {axis_text(b)}"
+        self.error(original, f"{code(original)}: {code(original.right if lb else original.left)} (rank {rank}, built "
+                   f"from a literal) broadcasts against a tensor computed from the input ({what}), and may meet its "
+                   "batch axis, which one example does not have; write the constant for one example (without a "
+                   "leading batch-of-one axis) or give the input's rank")
+        return updated
 
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
@@ -1109,6 +1179,8 @@ class Forward(cst.CSTTransformer):
                 q.startswith(F) or q.startswith("torch.") and q.count(".") == 1):
             moved = [x for x in (self.axis_of(a.value) for a in updated.args) if x is not None and x != 0
                      or isinstance(x, Merged)]
+            if q == F + "interpolate" and all(x == 1 and not isinstance(x, Merged) for x in moved):
+                moved = []  # (N, C, *spatial) with the batch axis as C: one example's first axis is N, a channel's peer
             if moved:  # a function whose meaning depends on the axes, given a tensor holding the batch axis elsewhere
                 self.error(original, f"{q.replace(F, 'F.')} of a tensor whose batch axis is dimension "
                            f"{axis_text(moved[0])} (PyTorch's sequence layers hold it second): not followed there; move "
@@ -1546,7 +1618,8 @@ class Forward(cst.CSTTransformer):
             return self.moved(_call(self.ctx.spell("jax.numpy.tile"), [recv, cst.Tuple([cst.Element(x) for x in rest])]), b)
         if name in ("bmm", "masked_fill", "argmax", "numpy", "item", "tolist") or name not in (
                 "sum", "mean", "max", "min", "softmax", "log_softmax", "unsqueeze", "squeeze", "transpose", "permute",
-                "relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
+                "relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone",
+                "to", "long", "int", "bool", "double", "half", "contiguous"):  # elementwise, or no change of layout
             if name in ("numpy", "item", "tolist"):
                 return None
             if name == "masked_fill" and self.axis_of(updated.args[0].value if updated.args else recv) == b:
@@ -1956,6 +2029,12 @@ class Forward(cst.CSTTransformer):
             i = int_literal(original.slice[0].slice.value) if len(original.slice) == 1 \
                 and isinstance(original.slice[0].slice, cst.Index) else None
             return self.moved(updated, b[i] if i is not None and -len(b) <= i < len(b) else UNKNOWN)
+        new_axes = self.leading_new_axes(original)
+        if new_axes and self.is_batched(v) and b == 0 and not isinstance(b, Merged):
+            # `h[None]` / `h[None, ...]`: new axes before the batch axis, which moves after them (as .unsqueeze(0))
+            self.ctx.report(Severity.INFO, "batch-axis", f"{code(original)}: the new axis comes before the batch axis, "
+                            f"which moves from dimension 0 to {new_axes}", original)
+            return self.moved(updated, new_axes)
         if isinstance(v, cst.Attribute) and v.attr.value == "shape" and self.is_batched(v.value) \
                 and len(original.slice) == 1 and isinstance(original.slice[0].slice, cst.Index):
             b = self.axis_of(updated.value.value)
@@ -1973,6 +2052,19 @@ class Forward(cst.CSTTransformer):
         if len(original.slice) >= 2 and self.is_batched(v):
             return self.index(original, updated)
         return updated
+
+    @staticmethod
+    def leading_new_axes(original: cst.Subscript) -> int:
+        """How many ``None`` an index ``x[None, None, ...]`` / ``x[None]`` puts first, where nothing but one ``...``
+        follows them (0 for any other index)."""
+        elems = [e.slice for e in original.slice]
+        k = 0
+        while k < len(elems) and isinstance(elems[k], cst.Index) and code(elems[k].value) == "None":
+            k += 1
+        rest = elems[k:]
+        if not rest or len(rest) == 1 and isinstance(rest[0], cst.Index) and isinstance(rest[0].value, cst.Ellipsis):
+            return k
+        return 0
 
     def moved_index(self, original: cst.Subscript, updated: cst.Subscript, b) -> cst.BaseExpression:
         """``x[i]`` / ``x[i, :, j]`` of a tensor whose batch axis is at ``b`` (not first): the indices before it
