@@ -118,3 +118,63 @@ def test_a_helpers_result_size_is_named_in_the_callers_class_and_computes_what_k
         got = tmodel(torch.from_numpy(x)).numpy()
     assert got.shape == want.shape
     assert abs(got - want).max() < 1e-5
+
+
+# the other way round: keras.Input(shape=input_shape) (a builder parameter) given to a helper whose first call on it
+# does not show the rank (a layer held by a name): the helper's class must not read the builder's input_shape
+HELD = HEAD + '''
+
+def block(x, filters):
+    conv = layers.Conv2D(filters, 3, padding="same")
+    h = conv(x)
+    return layers.Conv2D({size}, 1)(h)
+
+
+def build(input_shape):
+    inputs = keras.Input(shape=input_shape)
+    x = block(inputs, 4)
+    x = layers.GlobalAveragePooling2D()(x)
+    outputs = layers.Dense(3)(x)
+    return keras.Model(inputs, outputs)
+'''
+
+
+def test_a_size_of_the_builders_input_shape_read_in_a_helper_is_an_error_on_the_call_line():
+    r = translate_source(textwrap.dedent(HELD.format(size="x.shape[-1]")).lstrip("\n"), "m.py", PACK)
+    errs = [(f.code, f.line) for f in r.findings if f.severity.value == "error"]
+    assert ("shape-unknown", 13) in errs, r.findings
+    assert "input_shape[" not in r.output
+
+
+def test_a_helper_given_the_builders_input_shape_builds_without_its_name_and_computes_what_keras_does():
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    src = textwrap.dedent(HELD.format(size="2")).lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    block = r.output[r.output.index("class Block("):r.output.index("class Build(")]
+    assert "input_shape" not in block, block  # (it was nn.Conv2d(input_shape[-1], ...): a NameError)
+    kns: dict = {}
+    exec(compile(src, "m.py", "exec"), kns)
+    tns: dict = {}
+    exec(compile(r.output, "t.py", "exec"), tns)
+    kmodel, tmodel = kns["build"]((6, 6, 3)), tns["build"]((6, 6, 3))
+    tmodel.eval()
+    x = np.random.default_rng(0).standard_normal((2, 6, 6, 3)).astype("float32")
+    with torch.no_grad():
+        tmodel(torch.from_numpy(x))  # (the lazy convolution takes its input channels)
+    assert len(r.layers) == 3
+    for rec in r.layers:
+        kernel, bias = (w.numpy() for w in eval(f"kmodel.{rec.source}").weights)
+        weight = kernel.T if rec.rule == "dense" else kernel.transpose(3, 2, 0, 1)
+        module = tmodel.get_submodule(rec.target)
+        assert tuple(module.weight.shape) == weight.shape
+        with torch.no_grad():
+            module.weight.copy_(torch.from_numpy(np.ascontiguousarray(weight)))
+            module.bias.copy_(torch.from_numpy(bias))
+    want = kmodel(tf.constant(x), training=False).numpy()
+    with torch.no_grad():
+        got = tmodel(torch.from_numpy(x)).numpy()
+    assert got.shape == want.shape
+    assert abs(got - want).max() < 1e-5

@@ -846,6 +846,11 @@ class _Builder:
                 rank = self._implied_rank_in(fn, pname)
                 if rank is not None:
                     t.shape = symbolic_parts(t.shape_name, rank)
+            if t.shape is None and t.shape_name is not None:
+                # keras.Input(shape=input_shape) whose rank the helper's first use does not show: the helper's
+                # class cannot read the caller's input_shape (its sizes there are unknown: a lazy layer, or an error)
+                inner[pname] = _Tensor(None, t.node, t.flat, t.last, None)
+                continue
             if t.shape is None or not any(isinstance(d, str) for d in t.shape):
                 inner[pname] = t
                 continue
