@@ -178,3 +178,68 @@ def test_a_helper_given_the_builders_input_shape_builds_without_its_name_and_com
         got = tmodel(torch.from_numpy(x)).numpy()
     assert got.shape == want.shape
     assert abs(got - want).max() < 1e-5
+
+
+# a helper that rebinds its tensor parameter and then reads its size: Keras reads the latest value's size (16, then
+# 32 in the loop), not the size the parameter had at the call (which was written in before: a smaller layer, no finding)
+REBOUND = HEAD + '''
+
+def block(x, filters):
+    x = layers.Dense(filters)(x)
+    return layers.Dense(x.shape[-1] * 2)(x)
+
+
+def build():
+    inputs = keras.Input(shape=(5,))
+    x = block(inputs, 16)
+    outputs = layers.Dense(3)(x)
+    return keras.Model(inputs, outputs)
+'''
+
+REBOUND_LOOP = HEAD + '''
+
+def block(x, filters):
+    for i in range(2):
+        x = layers.Dense(x.shape[-1] * 2)(x)
+    return x
+
+
+def build(dim):
+    inputs = keras.Input(shape=(dim + 1,))
+    x = block(inputs, 16)
+    outputs = layers.Dense(3)(x)
+    return keras.Model(inputs, outputs)
+'''
+
+
+@pytest.mark.parametrize("src, make, shape, widths", [
+    (REBOUND, "build()", (4, 5), [16, 32, 3]),
+    (REBOUND_LOOP, "build(2)", (4, 3), [6, 12, 3]),
+], ids=["rebound", "rebound-in-a-loop"])
+def test_the_size_of_a_rebound_tensor_parameter_is_that_of_its_latest_value(src, make, shape, widths):
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    src = textwrap.dedent(src).lstrip("\n")
+    r = translate_source(src, "m.py", PACK)
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    kns: dict = {}
+    exec(compile(src, "m.py", "exec"), kns)
+    tns: dict = {}
+    exec(compile(r.output, "t.py", "exec"), tns)
+    kmodel, tmodel = eval(make, kns), eval(make, tns)
+    tmodel.eval()
+    assert sorted(int(eval(f"m.{rec.source}", {"m": kmodel}).units) for rec in r.layers) == sorted(widths)
+    for rec in r.layers:
+        kernel, bias = (w.numpy() for w in eval(f"kmodel.{rec.source}").weights)
+        module = tmodel.get_submodule(rec.target)
+        assert tuple(module.weight.shape) == kernel.T.shape
+        with torch.no_grad():
+            module.weight.copy_(torch.from_numpy(np.ascontiguousarray(kernel.T)))
+            module.bias.copy_(torch.from_numpy(bias))
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    want = kmodel(tf.constant(x), training=False).numpy()
+    with torch.no_grad():
+        got = tmodel(torch.from_numpy(x)).numpy()
+    assert got.shape == want.shape
+    assert abs(got - want).max() < 1e-5

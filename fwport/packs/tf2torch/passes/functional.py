@@ -880,7 +880,10 @@ class _Builder:
         # copies (fresh nodes): the body is followed once per call site
         body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}),
                         fresh=True) for st in fn.body.body]
-        body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}),
+        # (x.shape of a tensor parameter the body never rebinds: one that it rebinds, `x = layers.Dense(...)(x)`,
+        # has the size of its latest value there, read as in the body)
+        body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items()
+                                              if t.shape is not None and k in stable}),
                         fresh=True) for st in body]
         child._layout(body)  # attribute names
         child.layout = self.layout
