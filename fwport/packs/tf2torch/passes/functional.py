@@ -846,6 +846,11 @@ class _Builder:
                 rank = self._implied_rank_in(fn, pname)
                 if rank is not None:
                     t.shape = symbolic_parts(t.shape_name, rank)
+            if t.shape is None and t.shape_name is not None:
+                # keras.Input(shape=input_shape) whose rank the helper's first use does not show: the helper's
+                # class cannot read the caller's input_shape (its sizes there are unknown: a lazy layer, or an error)
+                inner[pname] = _Tensor(None, t.node, t.flat, t.last, None)
+                continue
             if t.shape is None or not any(isinstance(d, str) for d in t.shape):
                 inner[pname] = t
                 continue
@@ -875,7 +880,10 @@ class _Builder:
         # copies (fresh nodes): the body is followed once per call site
         body = [rewrite(st, _Substitute({**{k: _literal_node(v) for k, v in literals.items()}, **layer_args}),
                         fresh=True) for st in fn.body.body]
-        body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items() if t.shape is not None}),
+        # (x.shape of a tensor parameter the body never rebinds: one that it rebinds, `x = layers.Dense(...)(x)`,
+        # has the size of its latest value there, read as in the body)
+        body = [rewrite(st, _ShapeSubstitute({k: t.shape for k, t in inner.items()
+                                              if t.shape is not None and k in stable}),
                         fresh=True) for st in body]
         child._layout(body)  # attribute names
         child.layout = self.layout
@@ -949,11 +957,15 @@ class _Builder:
             self.sub_layers.append(layer)
         args = ", ".join([*(code(symbolic[p]) for p in pnames if p in symbolic), *(extra[p] for p in sizes_given)])
         self.pending_init.append(f"self.{inst.attr} = {cls_name}({args})")
-        if isinstance(out_tensor, _Tensor) and out_tensor.shape is not None and extra:
-            # the output's sizes named as the caller names them
+        if extra or symbolic:
+            # the output's sizes named as the caller names them: the helper's own names (its class's parameters
+            # x_size1, filters; its locals) are not defined in the caller's class (a size `x_size1 * 2` written
+            # there would fail when the model is built)
             back = {**extra, **{p: code(v) for p, v in symbolic.items()}}
-            out_tensor = _Tensor(tuple(back.get(d, d) if isinstance(d, str) else d for d in out_tensor.shape),
-                                 out_tensor.node, out_tensor.flat, out_tensor.last, out_tensor.shape_name)
+            own = function_stable(fn)[1] | set(extra)
+            outs = out_tensor.tensors if isinstance(out_tensor, _Multi) else [out_tensor]
+            mapped = [_caller_shape(t, back, own, call, name) if isinstance(t, _Tensor) else t for t in outs]
+            out_tensor = _Multi(mapped) if isinstance(out_tensor, _Multi) else mapped[0]
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
 
@@ -3372,6 +3384,53 @@ class _SizeSubstitute(_ShapeSubstitute):
                 if isinstance(d, str):
                     return expr(f"({d})")
         return out
+
+
+class _CallerNames(cst.CSTTransformer):
+    """A size of a helper's result written with the caller's expressions in place of the helper's names
+    (parenthesized where they are not atoms); ``unknown`` collects the helper's names it cannot replace."""
+
+    def __init__(self, back: dict[str, str], own: set[str]):
+        self.back, self.own, self.unknown = back, own, []
+
+    def leave_Name(self, original_node, updated_node):
+        v = original_node.value
+        if v in self.back:
+            new = expr(self.back[v])
+            atom = isinstance(new, (cst.Name, cst.Integer, cst.Attribute, cst.Subscript, cst.Call))
+            return new if atom or new.lpar else new.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+        if v in self.own:
+            self.unknown.append(v)
+        return updated_node
+
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+
+def _caller_shape(t: _Tensor, back: dict[str, str], own: set[str], call: cst.Call, name: str) -> _Tensor:
+    """The helper's result ``t`` with its symbolic sizes named in the caller's scope, or _Refused at the call
+    where a size is written with a name only the helper has."""
+    if t.shape is None:
+        return t
+    dims = []
+    for d in t.shape:
+        if isinstance(d, str) and not is_int(d):
+            if d in back:
+                d = back[d]
+            else:
+                tr = _CallerNames(back, own)
+                new = code(expr(d).visit(tr))
+                if tr.unknown:
+                    raise _Refused(call, f"{name}(...) returns a tensor of size `{d}`, written with "
+                                         f"{', '.join(sorted(set(tr.unknown)))} of the helper, which fwport "
+                                         f"cannot name where it is called; write that size as a number or "
+                                         f"from the caller's own names")
+                d = new
+        dims.append(d)
+    return _Tensor(tuple(dims), t.node, t.flat, t.last, t.shape_name)
 
 
 class _ShapeReads(cst.CSTVisitor):
