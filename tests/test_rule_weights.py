@@ -17,6 +17,11 @@ def dense():
     return keras.Sequential([keras.Input(shape=(6,)), layers.Dense(5)])
 
 
+def random_fourier_features():  # Keras 2 alone has it: the case is translated and verified as Keras 2
+    return keras.Sequential([keras.Input(shape=(6,)),
+                             layers.experimental.RandomFourierFeatures(8, scale=3.0, trainable=True), layers.Dense(2)])
+
+
 def dense_after_flatten():
     return keras.Sequential([keras.Input(shape=(4, 3, 2)), layers.Conv2D(3, (2, 1)), layers.Flatten(), layers.Dense(5)])
 
@@ -247,6 +252,7 @@ CASES = {
     ("depthwise-conv2d", "dm1"): ("depthwise_conv2d_sized", None, ("forward", "grad", "step")),
     ("depthwise-conv2d", "keras2-dm1"): ("depthwise_conv2d_sized", None, ("forward", "grad"), 2),
     ("separable-conv2d", None): ("separable_conv2d", None, ("forward", "grad", "step")),
+    ("random-fourier-features", None): ("random_fourier_features", None, ("forward", "grad", "step"), 2),
     # the second torch bias is held at zero: no step check (an optimizer moves it, Keras has none)
     ("lstm", None): ("lstm", None, ("forward", "grad")),
     ("gru", None): ("gru", None, ("forward", "grad", "step")),
