@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -16,25 +13,10 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from test_variables import _run  # Keras's run, and the translation's with TensorFlow blocked
 
 needs_both = pytest.mark.skipif(importlib.util.find_spec("tensorflow") is None
                                 or importlib.util.find_spec("torch") is None, reason="needs TensorFlow and PyTorch")
-
-_BLOCK = '''
-import runpy, sys
-for name in ("tensorflow", "keras", "tf_keras"):
-    sys.modules[name] = None
-runpy.run_path(sys.argv[1], run_name="__main__")
-'''
-
-
-def _run(path, block: bool) -> dict:
-    args = [sys.executable, "-c", _BLOCK, str(path)] if block else [sys.executable, str(path)]
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(args, capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
 
 def _both(tmp_path, program: str) -> tuple[dict, dict, str]:
     program = textwrap.dedent(program).lstrip()
