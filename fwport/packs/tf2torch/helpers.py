@@ -870,6 +870,15 @@ def as_float32(a):
     return a.float() if a.is_floating_point() else a
 '''
 HELPERS["Permute"] = _PERMUTE
+HELPERS["convert_to_numpy"] = '''
+
+def convert_to_numpy(x):
+    """keras.ops.convert_to_numpy: a tensor's values as a NumPy array (detached, on the CPU), anything
+    else through np.asarray."""
+    if isinstance(x, {torch}Tensor):
+        return x.detach().cpu().numpy()
+    return {np}asarray(x)
+'''
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
 HELPERS["RandomFlip"] = _RANDOM_FLIP

@@ -99,6 +99,74 @@ def keras_activation(value, spec, m, ctx):
     m.extras["activation"] = value
 
 
+def _activation_text(name: str, version: int) -> str | None:
+    """Python text of the torch module a Keras activation name stands for (None: not one torch computes)."""
+    table = dict(_ACTIVATIONS)
+    if version == 3:
+        table.update(_KERAS3_ONLY)
+    table.pop("gelu_tanh")  # keras.ops.gelu's default, not a Keras activation name
+    if name not in table:
+        return None
+    target, kwargs = table[name]
+    return f"{target}({kwargs.format(axis=-1)})"
+
+
+def _activation_helper(version: int) -> str:
+    """The written ``keras_activation`` (Keras 3) / ``keras2_activation`` helper: keras.activations.get
+    at run time, for an identifier fwport cannot read (a constructor's parameter)."""
+    name = "keras_activation" if version == 3 else "keras2_activation"
+    names = [n for n in _ACTIVATIONS if n != "gelu_tanh"] + (list(_KERAS3_ONLY) if version == 3 else [])
+    entries = "".join(f"\n        {n!r}: {_activation_text(n, version).replace('torch.nn.', '{nn}')}," for n in names)
+    if version == 2:  # Keras 2's hard_sigmoid has no torch module
+        entries += "\n        'hard_sigmoid': lambda x: (0.2 * x + 0.5).clamp(0.0, 1.0),"
+    return f'''
+
+def {name}(identifier):
+    """keras.activations.get (Keras {version}): the function an activation name stands for (None and
+    "linear": the identity), as a torch module; a callable is returned as it is."""
+    if callable(identifier):
+        return identifier
+    if identifier is None or identifier == "linear":
+        return {{nn}}Identity()
+    table = {{{entries}
+        'exponential': {{torch}}exp,
+    }}
+    if not isinstance(identifier, str) or identifier not in table:
+        raise ValueError(f"Unknown activation function: {{identifier!r}}")
+    return table[identifier]
+'''
+
+
+helpers.HELPERS["keras_activation"] = _activation_helper(3)
+helpers.HELPERS["keras2_activation"] = _activation_helper(2)
+
+
+@call_transform("activations-get")
+def activations_get(m: MappedCall, ctx) -> cst.BaseExpression | None:
+    """``keras.activations.get(identifier)``: a literal name → its torch module (``nn.ReLU()``, the
+    functions' defaults: leaky_relu 0.2, exact gelu, softmax over the last axis); a name fwport cannot
+    read → the written ``keras_activation`` helper, which looks it up when the code runs."""
+    value = m.kwargs.get("identifier")
+    if value is None:
+        return None
+    lit = literal_value(value, NOT_LITERAL)
+    if lit is None or lit == "linear":
+        return expr(f"{ctx.spell_text('torch.nn.Identity')}()")
+    if isinstance(lit, str):
+        text = _activation_text(lit, ctx.version)
+        if text is None and lit != "exponential":
+            m.fail(ctx, "unsupported-argument", f"activation {lit!r}: "
+                   + ("Keras 2's hard_sigmoid is clip(0.2x + 0.5, 0, 1), which torch has no module for"
+                      if lit == "hard_sigmoid" else "no torch module computes it exactly"))
+            return None
+        if text is None:
+            return expr(ctx.spell_text("torch.exp"))
+        target, _, args = text.partition("(")
+        return expr(f"{ctx.spell_text(target)}({args}")
+    name = helpers.use(ctx, "keras_activation" if ctx.version == 3 else "keras2_activation")
+    return build_call(m, ctx, target=name)
+
+
 def input_shape_from_kwargs(m: MappedCall, lctx: LayerContext | None = None, rank: int | None = None) -> tuple | None:
     """``input_shape=`` / ``batch_input_shape=`` / ``input_dim=`` given to a layer, as a shape tuple
     of sizes (ints, symbolic sizes or None). ``rank``: the input rank the layer itself implies

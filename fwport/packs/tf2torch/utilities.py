@@ -9,7 +9,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, literal_value
-from fwport.core.engine import build_call
+from fwport.core.engine import build_call, code
 from fwport.core.names import scan
 from fwport.packs.tf2torch.registry import call_transform
 
@@ -220,3 +220,37 @@ def summary_writer(m, ctx):
                                       f"({cst.Module([]).code_for_node(millis)}) / 1000"))
     ctx.needed_imports.add("from torch.utils.tensorboard import SummaryWriter")
     return build_call(m, ctx, target="SummaryWriter")
+
+
+#: tf.print(output_stream=...) values that are Python's own streams
+_STREAMS = ("sys.stderr", "sys.stdout")
+
+
+@call_transform("tf-print")
+def tf_print(m, ctx):
+    """``tf.print(*inputs, sep=, end=, output_stream=)`` → ``print(*inputs, sep=, end=, file=)``: TensorFlow
+    prints to standard error unless ``output_stream`` says otherwise, so ``file=sys.stderr`` is written
+    then; a tensor prints as torch formats it (``tensor([...])``, not NumPy's ``[...]``). ``summarize``
+    (how many elements per axis) has no print counterpart and is dropped; a log function or a
+    ``file://`` path as the stream is refused."""
+    stream = m.kwargs.pop("output_stream", None)
+    summarize = m.kwargs.pop("summarize", None)
+    m.kwargs.pop("name", None)
+    unknown = sorted(set(m.kwargs) - {"sep", "end"})
+    if unknown:
+        m.fail(ctx, "unsupported-argument", f"tf.print got {', '.join(unknown)}, which print has no counterpart of")
+        return None
+    if stream is None:
+        stream = cst.parse_expression(ctx.spell_text("sys.stderr"))
+    elif ctx.imports.resolve(stream) not in _STREAMS:
+        m.fail(ctx, "unsupported-argument", f"output_stream={code(stream)}: only sys.stderr "
+               "and sys.stdout have a print counterpart (file=); log with the logging call itself, or open the "
+               "file and print(..., file=f)")
+        return None
+    if summarize is not None:
+        ctx.report("info", "dropped-argument", "summarize dropped: print shows a torch tensor whole up to 1000 "
+                   "elements (torch.set_printoptions(threshold=...) sets it)", m.node, m.rule)
+    m.kwargs["file"] = stream
+    return cst.Call(cst.Name("print"), [cst.Arg(v) for v in m.bound.varargs]
+                    + [cst.Arg(v, keyword=cst.Name(k), equal=cst.AssignEqual(
+                        cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))) for k, v in m.kwargs.items()])
