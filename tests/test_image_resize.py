@@ -98,3 +98,37 @@ def test_random_gamma_draws_with_tensorflows_shape_and_rate():
     assert g.shape == (40000, 2) and g.dtype == torch.float32
     np.testing.assert_allclose(g.mean(0).numpy(), [1.0, 0.5], rtol=0.03)
     np.testing.assert_allclose(g.var(0).numpy(), [1.0, 0.125], rtol=0.06)
+
+
+PAD_SRC = '''import tensorflow as tf
+
+
+def run(images, height, width):
+    return (tf.image.resize_with_pad(images, height, width),
+            tf.image.resize_with_pad(images, height, width, method="nearest"))
+'''
+
+
+@pytest.mark.parametrize("shape,dtype,target", [
+    ((48, 64, 3), "uint8", (22, 22)),  # wider than tall: padded above and below
+    ((2, 5, 7, 3), "float32", (7, 4)),  # a batch, narrowed: padded above and below, odd row after
+    ((2, 9, 4, 1), "uint8", (12, 12)),  # taller than wide, enlarged: padded left and right
+    ((30, 40, 3), "float64", (15, 20)),  # the same aspect ratio: no padding
+    ((7, 3, 2), "uint8", (5, 6)),  # sizes whose float32 ratio floors differently from float64's
+])
+def test_resize_with_pad_matches_tensorflow(shape, dtype, target):
+    tf = pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    r = translate_source(PAD_SRC, "m.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "tensorflow" not in r.output and "resize_with_pad(images, height, width)" in r.output
+    ns: dict = {}
+    exec(compile(r.output, "translated.py", "exec"), ns)
+    images = np.random.default_rng(1).integers(0, 255, size=shape).astype(dtype)
+    want = [t.numpy() for t in (tf.image.resize_with_pad(images, *target),
+                                tf.image.resize_with_pad(images, *target, method="nearest"))]
+    got = [t.numpy() for t in ns["run"](images, *target)]
+    for w, g in zip(want, got):
+        assert g.shape == w.shape and g.dtype == w.dtype, (g.shape, g.dtype, w.shape, w.dtype)
+        np.testing.assert_allclose(g.astype("float64"), w.astype("float64"), rtol=0, atol=1e-4)
+    assert (want[0] == 0).any() or shape[-3] * target[1] == shape[-2] * target[0]  # the padding was exercised

@@ -200,6 +200,23 @@ def resize_images(images, size, method="bilinear", antialias=False):
     return y[0] if one else y
 '''
 
+_RESIZE_WITH_PAD = '''
+
+def resize_with_pad(image, target_height, target_width, method="bilinear", antialias=False):
+    """tf.image.resize_with_pad on channels-last images: resized (resize_images) to fit inside the target
+    with the aspect ratio kept, then padded with zeros to it, centred (the odd row or column goes after).
+    The sizes are computed in float32, as TensorFlow does."""
+    x = {torch}as_tensor(image)
+    height, width = x.shape[-3], x.shape[-2]
+    ratio = max({np}float32(width) / {np}float32(target_width), {np}float32(height) / {np}float32(target_height))
+    rh, rw = {np}float32(height) / ratio, {np}float32(width) / ratio
+    y = resize_images(x, (int({np}floor(rh)), int({np}floor(rw))), method, antialias)
+    top = max(0, int({np}floor(({np}float32(target_height) - rh) / {np}float32(2))))
+    left = max(0, int({np}floor(({np}float32(target_width) - rw) / {np}float32(2))))
+    pads = (0, 0, left, target_width - y.shape[-2] - left, top, target_height - y.shape[-3] - top)
+    return {torch}nn.functional.pad(y, pads)
+'''
+
 _LOAD_IMG = '''
 
 def load_img(path, color_mode="rgb", target_size=None, interpolation="nearest", keep_aspect_ratio=False):
@@ -801,6 +818,7 @@ DATA_HELPERS: dict[str, str] = {
     "pad_sequences": _PAD_SEQUENCES,
     "to_categorical": _TO_CATEGORICAL,
     "resize_images": _RESIZE_IMAGES,
+    "resize_with_pad": _RESIZE_WITH_PAD,
     "load_img": _LOAD_IMG,
     "img_to_array": _IMG_TO_ARRAY,
     "array_to_img": _ARRAY_TO_IMG,
@@ -824,6 +842,7 @@ for _name, (_cls, _params, _y_shape, _shapes) in _TV.items():
 _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
+    "resize_with_pad": ("numpy as np", "torch"),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "save_img": ("pathlib",), "py_function": ("torch",),
     "numpy_function": ("numpy as np", "torch"), "seeded_generator": ("torch",),
@@ -856,7 +875,8 @@ LOCAL_HELPERS = frozenset(_IMPORTS)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {
-    "load_imdb": ("get_file",), "save_img": ("array_to_img",), "image_dataset_from_directory": ("DataPipeline",),
+    "load_imdb": ("get_file",), "resize_with_pad": ("resize_images",), "save_img": ("array_to_img",),
+    "image_dataset_from_directory": ("DataPipeline",),
     "timeseries_dataset_from_array": ("DataPipeline",),
     "text_dataset_from_directory": ("DataPipeline",), "load_boston_housing": ("get_file",),
 }
