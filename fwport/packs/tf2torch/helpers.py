@@ -870,6 +870,42 @@ def as_float32(a):
     return a.float() if a.is_floating_point() else a
 '''
 HELPERS["Permute"] = _PERMUTE
+# tf.nest (rules nest-flatten, nest-map-structure): lists, tuples (named ones too) and dicts nest; a
+# dict's values go in sorted key order, a namedtuple's in field order; anything else is a leaf
+HELPERS["nest_flatten"] = '''
+
+def nest_flatten(structure):
+    """tf.nest.flatten: the leaves of nested lists, tuples and dicts, depth first (a dict's values in
+    sorted key order); anything else (a tensor, a string, None) is one leaf."""
+    if isinstance(structure, dict):
+        return [leaf for key in sorted(structure) for leaf in nest_flatten(structure[key])]
+    if isinstance(structure, (list, tuple)):
+        return [leaf for item in structure for leaf in nest_flatten(item)]
+    return [structure]
+'''
+HELPERS["nest_map_structure"] = '''
+
+def nest_map_structure(func, *structures):
+    """tf.nest.map_structure: func of the leaves at the same place in each structure, returned in a
+    structure like the first; the structures must nest alike (the same types, lengths and keys)."""
+    first = structures[0]
+    nests = isinstance(first, (list, tuple, dict))
+    for other in structures[1:]:
+        differ = f"The two structures don't have the same nested structure: {first!r} and {other!r}"
+        if nests != isinstance(other, (list, tuple, dict)):
+            raise ValueError(differ)  # a leaf against a nested structure
+        if nests and type(other) is not type(first):
+            raise TypeError(differ)
+        if nests and (len(other) != len(first) or isinstance(first, dict) and set(other) != set(first)):
+            raise ValueError(differ)
+    if isinstance(first, dict):
+        return type(first)((key, nest_map_structure(func, *(s[key] for s in structures))) for key in first)
+    if isinstance(first, tuple) and hasattr(first, "_fields"):
+        return type(first)(*(nest_map_structure(func, *items) for items in zip(*structures)))
+    if isinstance(first, (list, tuple)):
+        return type(first)(nest_map_structure(func, *items) for items in zip(*structures))
+    return func(*structures)
+'''
 HELPERS["convert_to_numpy"] = '''
 
 def convert_to_numpy(x):
