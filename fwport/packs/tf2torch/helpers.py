@@ -870,6 +870,59 @@ def as_float32(a):
     return a.float() if a.is_floating_point() else a
 '''
 HELPERS["Permute"] = _PERMUTE
+HELPERS["Progbar"] = '''
+
+class Progbar:
+    """keras.utils.Progbar: a progress line on standard output (current/target, a bar, the seconds
+    since the start, the values given to update). A value is averaged over the steps it covers, as
+    Keras weights it, unless it is named in stateful_metrics (or not in stateless_metrics), or the
+    update finalizes the bar: then it is shown as last given."""
+
+    def __init__(self, target, width=20, verbose=1, interval=0.05, stateful_metrics=None,
+                 stateless_metrics=None, unit_name="step"):
+        if stateful_metrics is not None and stateless_metrics is not None:
+            raise ValueError("Only one of `stateful_metrics` or `stateless_metrics` can be provided.")
+        self.target, self.width, self.verbose, self.interval = target, width, verbose, interval
+        self.unit_name = unit_name
+        self.stateful_metrics = None if stateless_metrics is not None else set(stateful_metrics or ())
+        self.stateless_metrics = None if stateless_metrics is None else set(stateless_metrics)
+        self._values = {}
+        self._seen_so_far = 0
+        self._start = {time}time()
+        self._last_update = 0.0
+
+    def update(self, current, values=None, finalize=None):
+        if finalize is None:
+            finalize = self.target is not None and current >= self.target
+        for k, v in values or []:
+            v = float({np}mean(v.detach().cpu().numpy() if isinstance(v, {torch}Tensor) else v))
+            stateless = (k not in self.stateful_metrics if self.stateful_metrics is not None
+                         else k in self.stateless_metrics)
+            if stateless and not finalize:
+                step = max(current - self._seen_so_far, 1)
+                total, count = self._values.get(k, (0.0, 0))
+                self._values[k] = (total + v * step, count + step)
+            else:
+                self._values[k] = (v, 1)
+        self._seen_so_far = current
+        now = {time}time()
+        if (self.verbose == 0 or self.verbose == 2 and not finalize
+                or self.verbose == 1 and not finalize and now - self._last_update < self.interval):
+            return
+        self._last_update = now
+        line = f"{current}/{self.target}" if self.target else f"{current}/Unknown"
+        if self.target and self.verbose == 1:
+            done = min(int(self.width * current / self.target), self.width)
+            line += " [" + "=" * done + "." * (self.width - done) + "]"
+        line += f" - {now - self._start:.0f}s"
+        for k, (total, count) in self._values.items():
+            avg = total / max(1, count)
+            line += f" - {k}: {avg:.4f}" if avg > 1e-3 else f" - {k}: {avg:.4e}"
+        print(("\\r" if self.verbose == 1 else "") + line, end="\\n" if finalize else "", flush=True)
+
+    def add(self, n, values=None):
+        self.update(self._seen_so_far + n, values)
+'''
 # tf.nest (rules nest-flatten, nest-map-structure): lists, tuples (named ones too) and dicts nest; a
 # dict's values go in sorted key order, a namedtuple's in field order; anything else is a leaf
 HELPERS["nest_flatten"] = '''
@@ -1071,7 +1124,7 @@ def _spelled(template: str, ctx: FileContext) -> str:
 
 #: other modules a helper uses: placeholder → (its spelling, the import line)
 _MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"), "math": ("math.", "import math"),
-            "copy": ("copy.", "import copy"),
+            "copy": ("copy.", "import copy"), "time": ("time.", "import time"),
             "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
 
 
