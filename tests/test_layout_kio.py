@@ -1,0 +1,104 @@
+"""Channels-last layout and unknown ranks on keras-io's models (issue 8): each translated form is run
+against Keras by `fwport verify` (forward and gradients, weights transferred by the rules' maps);
+what stays refused keeps an error on its line."""
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str):
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
+    again = translate_source(r.output, "m.py", PACK)
+    assert again.output == r.output, "translating the output again must change nothing"
+    return r
+
+
+def errors(r) -> Counter:
+    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+
+
+def verified(tmp_path, src: str, out: str, model: str, inputs: list[str]) -> list[str]:
+    """Runs Keras and the translation (fwport verify: forward and gradients); the names of the torch
+    parameters whose gradients were compared."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(textwrap.dedent(src).lstrip("\n"))
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
+                          checks=("forward", "grad"), device="cpu"))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return [e["name"] for e in cert["results"]["gradients"]]
+
+
+# --- keras-io focal_modulation_network: channels-first Sequentials appended to a list attribute -------------
+
+FOCAL = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Focal(layers.Layer):
+    def __init__(self, dim, levels=2, **kwargs):
+        super().__init__(**kwargs)
+        self.dim = dim
+        self.levels = levels
+        self.proj_in = layers.Dense(dim)
+        self.blocks = list()
+        for idx in range(levels):
+            k = 2 * idx + 3
+            block = keras.Sequential(
+                [
+                    layers.ZeroPadding2D(padding=(k // 2, k // 2)),
+                    layers.Conv2D(filters=dim, kernel_size=k, activation=keras.activations.gelu,
+                                  groups=dim, use_bias=False),
+                ]
+            )
+            self.blocks.append(block)
+        self.gap = layers.GlobalAveragePooling2D(keepdims=True)
+        self.proj = layers.Dense(3)
+
+    def call(self, x):
+        x = self.proj_in(x)
+        y = self.blocks[0](x)
+        for idx in range(1, self.levels):
+            y = y + self.blocks[idx](y)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.proj(x + y + self.gap(y))
+
+
+def build():
+    return Focal(4)
+'''
+
+
+def test_channels_first_sequentials_appended_to_a_list_are_permuted_at_their_calls(tmp_path):
+    r = tx(FOCAL)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "self.blocks = nn.ModuleList()" in out  # registered: torch sees no module in a plain list
+    assert "y = self.blocks[0](x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    assert "y = y + self.blocks[idx](y.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    assert "x = blk(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    grads = verified(tmp_path, FOCAL, out, "build()", ["float32[2,6,6,5]"])
+    assert {"blocks.0.1.weight", "blocks.1.1.weight"} <= set(grads), grads
+
+
+@pytest.mark.parametrize("use", ["self.first = self.blocks[0]", "n = len(self.blocks)",
+                                 "for blk in self.blocks:\n            blk = None"])
+def test_a_list_of_channels_first_sequentials_used_otherwise_stays_refused(use):
+    src = FOCAL.replace("        self.gap = layers", f"        {use}\n        self.gap = layers")
+    r = tx(src)
+    lines = [f.line for f in r.findings if f.severity.value == "error"]
+    assert 15 in lines, r.findings  # the Sequential's line
+    assert "permute around its calls by hand" in r.output
