@@ -102,3 +102,51 @@ def test_a_list_of_channels_first_sequentials_used_otherwise_stays_refused(use):
     lines = [f.line for f in r.findings if f.severity.value == "error"]
     assert 15 in lines, r.findings  # the Sequential's line
     assert "permute around its calls by hand" in r.output
+
+
+# --- keras-io image_classification_with_vision_transformer: Normalization in a channels-first model ---------
+
+NORMALIZATION = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+data = np.random.RandomState(0).rand(16, 8, 8, 3).astype("float32") * 4 + 1
+
+augment = keras.Sequential([layers.Normalization(), layers.Resizing(6, 6)], name="augment")
+augment.layers[0].adapt(data)
+
+seq = keras.Sequential([keras.Input((8, 8, 3)), layers.Normalization(), layers.Conv2D(4, 3), layers.Flatten(),
+                        layers.Dense(2)])
+seq.layers[0].adapt(data)
+
+given = keras.Sequential([keras.Input((8, 8, 3)), layers.Normalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 0.25]),
+                          layers.Conv2D(4, 3), layers.GlobalAveragePooling2D()])
+
+
+def build():
+    inputs = keras.Input((8, 8, 3))
+    x = augment(inputs)
+    x = layers.Conv2D(4, 3)(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+
+
+def test_normalization_in_a_channels_first_model_normalises_dim_1():
+    r = tx(NORMALIZATION)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "augment = nn.Sequential(ChannelsFirstNormalization(), nn.Upsample(" in out
+    assert "augment[0].adapt(data)" in out and "seq[0].adapt(data)" in out  # model.layers[0]: the module
+    assert "ChannelsFirstNormalization(3), nn.Conv2d(3, 4, 3)" in out
+    assert "ChannelsFirstNormalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 0.25])" in out
+    assert out.count("class Normalization(nn.Module):") == 1  # the base, written once
+    assert out.index("class Normalization(") < out.index("class ChannelsFirstNormalization(Normalization):")
+
+
+@pytest.mark.parametrize("model", ["build()", "seq", "given"])
+def test_normalization_in_a_channels_first_model_verifies(tmp_path, model):
+    r = tx(NORMALIZATION)
+    grads = verified(tmp_path, NORMALIZATION, r.output, model, ["float32[2,8,8,3]"])
+    assert any(name.endswith("weight") for name in grads), grads

@@ -519,6 +519,18 @@ class Normalization({nn}Module):
         return (x - self.mean) / {torch}clamp(self.variance.sqrt(), min=1e-7)
 '''
 
+_CHANNELS_FIRST_NORMALIZATION = '''
+
+class ChannelsFirstNormalization(Normalization):
+    """keras.layers.Normalization over the channels in a model converted to channels-first: the channels
+    are dim 1 of x (Keras's last axis), each channel's mean and variance broadcast as (C, 1, ..., 1).
+    adapt(data) takes data in Keras's channels-last layout, as the source's code gives it."""
+
+    def forward(self, x):
+        shape = (-1,) + (1,) * (x.dim() - 2)
+        return (x - self.mean.reshape(shape)) / {torch}clamp(self.variance.sqrt(), min=1e-7).reshape(shape)
+'''
+
 _ACTIVITY_REGULARIZATION = '''
 
 class ActivityRegularization({nn}Module):
@@ -891,6 +903,8 @@ HELPERS["clone_model"] = _CLONE_MODEL
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
+HELPERS["ChannelsFirstNormalization"] = _CHANNELS_FIRST_NORMALIZATION
+DATA_DEPS["ChannelsFirstNormalization"] = ("Normalization",)
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
 HELPERS["ActivityRegularization"] = _ACTIVITY_REGULARIZATION
 HELPERS["EinsumDense"] = _EINSUM_DENSE
