@@ -150,3 +150,44 @@ def test_normalization_in_a_channels_first_model_verifies(tmp_path, model):
     r = tx(NORMALIZATION)
     grads = verified(tmp_path, NORMALIZATION, r.output, model, ["float32[2,8,8,3]"])
     assert any(name.endswith("weight") for name in grads), grads
+
+
+# --- keras-io adamatch: BatchNormalization of unknown rank in a model converted to channels-first ----------
+
+BATCH_NORM = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def block(x, filters, n):
+    for _ in range(n):
+        x = layers.Conv2D(filters, 3, padding="same")(x)
+        x = layers.BatchNormalization(momentum=0.9, epsilon=1e-3)(x)
+        x = layers.Activation("relu")(x)
+    return x
+
+
+def build(input_shape=(8, 8, 3), n=2):
+    inputs = keras.Input(shape=input_shape)
+    x = layers.BatchNormalization()(inputs)
+    x = layers.Conv2D(4, 3)(x)
+    x = block(x, 4, n)
+    x = layers.BatchNormalization()(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+
+
+def test_batch_norm_of_unknown_rank_in_a_channels_first_model_normalises_dim_1(tmp_path):
+    r = tx(BATCH_NORM)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "self.bn1 = LazyChannelsFirstBatchNorm(momentum=0.01, eps=0.001)" in out
+    assert "class ChannelsFirstBatchNorm(nn.BatchNorm1d):" in out and "cls_to_become = ChannelsFirstBatchNorm" in out
+    grads = verified(tmp_path, BATCH_NORM, out, "build()", ["float32[3,8,8,3]"])
+    assert {"bn1.weight", "bn1.bias"} <= set(grads), grads
+
+
+def test_batch_norm_of_unknown_rank_on_another_axis_stays_refused():
+    r = tx(BATCH_NORM.replace("x = layers.BatchNormalization()(inputs)", "x = layers.BatchNormalization(axis=1)(inputs)"))
+    assert ("shape-unknown", 15) in errors(r), r.findings

@@ -868,6 +868,29 @@ class LazyLastAxisBatchNorm({nn}LazyBatchNorm1d):
         return {nn}BatchNorm1d.forward(self, x.reshape(-1, x.shape[-1])).reshape(x.shape)
 '''
 
+_CHANNELS_FIRST_BATCH_NORM = '''
+
+class ChannelsFirstBatchNorm({nn}BatchNorm1d):
+    """keras.layers.BatchNormalization(axis=-1) in a model converted to channels-first, on an input whose
+    rank is known only at run time: Keras's last axis is dim 1 there at any rank (a feature map moved to
+    channels-first, or (batch, features)), and torch's batch norm normalises dim 1 at any rank;
+    BatchNorm1d itself accepts only 2-D and 3-D inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected an input of at least 2 dims (got {input.dim()}D input)")
+
+
+class LazyChannelsFirstBatchNorm({nn}LazyBatchNorm1d):
+    """ChannelsFirstBatchNorm whose channel count (dim 1) is taken from the first call, as Keras builds
+    the layer then."""
+
+    cls_to_become = ChannelsFirstBatchNorm
+
+    def _check_input_dim(self, input):
+        ChannelsFirstBatchNorm._check_input_dim(self, input)
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -914,6 +937,7 @@ HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
 HELPERS["Lambda"] = _LAMBDA
 HELPERS["LazyRMSNorm"] = _LAZY_RMS_NORM
 HELPERS["LazyLastAxisBatchNorm"] = _LAST_AXIS_BATCH_NORM
+HELPERS["LazyChannelsFirstBatchNorm"] = _CHANNELS_FIRST_BATCH_NORM
 HELPERS["ReversibleEmbedding"] = _REVERSIBLE_EMBEDDING
 HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
 HELPERS["Masking"] = _PACK_STEPS + _MASKING

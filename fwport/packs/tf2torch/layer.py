@@ -1742,6 +1742,17 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                    "(written out in this file), BatchNorm1d over the rows x.reshape(-1, C) with C taken from the "
                    "first call, which is Keras's computation over the last axis at any rank", m.node, m.rule)
         return LayerEmission([layer.with_changes(func=cst.Name(helpers.use(ctx, "LazyLastAxisBatchNorm")))])
+    if in_shape is None and axis == -1 and lctx.layout == "nchw" and lctx.flatten_of is None:
+        # a model converted to channels-first: Keras's last axis is dim 1 at any rank, where torch's batch
+        # norm computes per channel whatever the rank (a helper: BatchNorm1d checks for 2-D or 3-D inputs)
+        layer = build_call(m, ctx, target="torch.nn.LazyBatchNorm1d")
+        if layer is None:
+            return LayerEmission([m.call], failed=True)
+        ctx.report(Severity.INFO, "shape-unknown", "the input rank is unknown here: emitted "
+                   "LazyChannelsFirstBatchNorm (written out in this file), torch's batch norm over dim 1 (the "
+                   "channels of a channels-first model at any rank) with the channel count taken from the first "
+                   "call", m.node, m.rule)
+        return LayerEmission([layer.with_changes(func=cst.Name(helpers.use(ctx, "LazyChannelsFirstBatchNorm")))])
     if in_shape is None:
         return _failed(m, ctx, "shape-unknown", "the input rank is unknown here, so neither BatchNorm1d nor "
                        "BatchNorm2d can be chosen: give the model its input shape")
