@@ -5,6 +5,8 @@ rank. Checked against Keras in inference (moving statistics moved by the rule's 
 of rank 2, 3 and 4."""
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pytest
 
@@ -49,14 +51,25 @@ def test_last_axis_batchnorm_matches_keras_at_any_rank(shape):
     assert_close(k, t, 1e-5)
 
 
-def test_batchnorm_of_unknown_rank_in_a_channels_first_sequential_stays_refused():
-    _, r = tx('''
+def test_batchnorm_of_unknown_rank_in_a_channels_first_sequential_normalises_dim_1(tmp_path):
+    # the Sequential takes channels-first inputs (its Conv2D): Keras's last axis is dim 1 at any rank, where
+    # torch's batch norm computes (LazyChannelsFirstBatchNorm); it was refused before
+    src = textwrap.dedent('''
         from tensorflow import keras
         from tensorflow.keras import layers
 
         model = keras.Sequential([layers.BatchNormalization(), layers.Conv2D(4, 3)])
-        ''')
-    assert any("neither BatchNorm1d nor BatchNorm2d" in e for e in errors(r)), errors(r)
+        ''').lstrip("\n")
+    _, r = tx(src)
+    assert errors(r) == []
+    assert "nn.Sequential(LazyChannelsFirstBatchNorm(momentum=0.01, eps=0.001), nn.LazyConv2d(4, 3))" in r.output
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "model", inputs=["float32[2,6,6,3]"],
+                          checks=("forward", "grad"), device="cpu"))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    assert {"0.weight", "0.bias"} <= {e["name"] for e in cert["results"]["gradients"]}
 
 
 RESHAPED = '''

@@ -519,6 +519,18 @@ class Normalization({nn}Module):
         return (x - self.mean) / {torch}clamp(self.variance.sqrt(), min=1e-7)
 '''
 
+_CHANNELS_FIRST_NORMALIZATION = '''
+
+class ChannelsFirstNormalization(Normalization):
+    """keras.layers.Normalization over the channels in a model converted to channels-first: the channels
+    are dim 1 of x (Keras's last axis), each channel's mean and variance broadcast as (C, 1, ..., 1).
+    adapt(data) takes data in Keras's channels-last layout, as the source's code gives it."""
+
+    def forward(self, x):
+        shape = (-1,) + (1,) * (x.dim() - 2)
+        return (x - self.mean.reshape(shape)) / {torch}clamp(self.variance.sqrt(), min=1e-7).reshape(shape)
+'''
+
 _ACTIVITY_REGULARIZATION = '''
 
 class ActivityRegularization({nn}Module):
@@ -856,6 +868,29 @@ class LazyLastAxisBatchNorm({nn}LazyBatchNorm1d):
         return {nn}BatchNorm1d.forward(self, x.reshape(-1, x.shape[-1])).reshape(x.shape)
 '''
 
+_CHANNELS_FIRST_BATCH_NORM = '''
+
+class ChannelsFirstBatchNorm({nn}BatchNorm1d):
+    """keras.layers.BatchNormalization(axis=-1) in a model converted to channels-first, on an input whose
+    rank is known only at run time: Keras's last axis is dim 1 there at any rank (a feature map moved to
+    channels-first, or (batch, features)), and torch's batch norm normalises dim 1 at any rank;
+    BatchNorm1d itself accepts only 2-D and 3-D inputs."""
+
+    def _check_input_dim(self, input):
+        if input.dim() < 2:
+            raise ValueError(f"expected an input of at least 2 dims (got {input.dim()}D input)")
+
+
+class LazyChannelsFirstBatchNorm({nn}LazyBatchNorm1d):
+    """ChannelsFirstBatchNorm whose channel count (dim 1) is taken from the first call, as Keras builds
+    the layer then."""
+
+    cls_to_become = ChannelsFirstBatchNorm
+
+    def _check_input_dim(self, input):
+        ChannelsFirstBatchNorm._check_input_dim(self, input)
+'''
+
 HELPERS: dict[str, str] = {f"SamePad{nd}d": _SAME_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
                            for nd in (1, 2, 3)}
 HELPERS.update({f"MaxPoolSamePad{nd}d": _MAX_POOL_PAD.replace("{nd}", str(nd)).replace("{nd1}", str(nd + 1))
@@ -989,6 +1024,8 @@ HELPERS["clone_model"] = _CLONE_MODEL
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
 HELPERS["Normalization"] = _NORMALIZATION
+HELPERS["ChannelsFirstNormalization"] = _CHANNELS_FIRST_NORMALIZATION
+DATA_DEPS["ChannelsFirstNormalization"] = ("Normalization",)
 HELPERS["BidirectionalOutput"] = _BIDIRECTIONAL_OUTPUT
 HELPERS["ActivityRegularization"] = _ACTIVITY_REGULARIZATION
 HELPERS["EinsumDense"] = _EINSUM_DENSE
@@ -998,6 +1035,7 @@ HELPERS["TimeDistributed"] = _TIME_DISTRIBUTED
 HELPERS["Lambda"] = _LAMBDA
 HELPERS["LazyRMSNorm"] = _LAZY_RMS_NORM
 HELPERS["LazyLastAxisBatchNorm"] = _LAST_AXIS_BATCH_NORM
+HELPERS["LazyChannelsFirstBatchNorm"] = _CHANNELS_FIRST_BATCH_NORM
 HELPERS["ReversibleEmbedding"] = _REVERSIBLE_EMBEDDING
 HELPERS["MaskedEmbedding"] = _PACK_STEPS + _MASKED_EMBEDDING
 HELPERS["Masking"] = _PACK_STEPS + _MASKING

@@ -1486,8 +1486,8 @@ def dot(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 @shape("normalization")
 def normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     """Normalization over the last axis → the Normalization helper written out in the file (buffers
-    mean / variance / count, adapt() like Keras's). Other axes, invert=True and a channels-first region
-    (where the last Keras axis is dim 1) are refused."""
+    mean / variance / count, adapt() like Keras's); in a channels-first region (where the last Keras axis
+    is dim 1) its ChannelsFirstNormalization subclass. Other axes and invert=True are refused."""
     in_shape = input_shape_from_kwargs(m, lctx) or lctx.in_shape
     axis = literal_value(m.extras["axis"], NOT_LITERAL) if "axis" in m.extras else -1
     last = in_shape is not None and _int(axis) and axis in (-1, len(in_shape))
@@ -1496,9 +1496,9 @@ def normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                        "translated (the helper normalises features in the last dimension)")
     if "invert" in m.extras and literal_value(m.extras["invert"], NOT_LITERAL) is not False:
         return _failed(m, ctx, "unsupported-argument", "invert=True (denormalisation) is not translated yet")
-    if lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1):
-        return _failed(m, ctx, "unsupported-construct", "Normalization normalises the channels-last axis, which is "
-                       "dim 1 in a model converted to channels-first: keep this model channels-last")
+    # in a model converted to channels-first, Keras's last axis is dim 1 of every tensor (a feature map
+    # moved, or a (batch, features) one): the statistics broadcast there (ChannelsFirstNormalization)
+    channels_first = lctx.layout == "nchw" and (in_shape is None or len(in_shape) > 1)
     args = []
     if "mean" in m.extras or "variance" in m.extras:
         if "mean" not in m.extras or "variance" not in m.extras:
@@ -1507,7 +1507,7 @@ def normalization(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     elif in_shape is not None and known(in_shape[-1]):
         args = [str(in_shape[-1])]
     ctx.spell_text("torch.nn.Module")
-    name = helpers.use(ctx, "Normalization")
+    name = helpers.use(ctx, "ChannelsFirstNormalization" if channels_first else "Normalization")
     return LayerEmission([expr(f"{name}({', '.join(args)})")], in_shape)
 
 
@@ -1810,6 +1810,17 @@ def batch_norm(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                    "(written out in this file), BatchNorm1d over the rows x.reshape(-1, C) with C taken from the "
                    "first call, which is Keras's computation over the last axis at any rank", m.node, m.rule)
         return LayerEmission([layer.with_changes(func=cst.Name(helpers.use(ctx, "LazyLastAxisBatchNorm")))])
+    if in_shape is None and axis == -1 and lctx.layout == "nchw" and lctx.flatten_of is None:
+        # a model converted to channels-first: Keras's last axis is dim 1 at any rank, where torch's batch
+        # norm computes per channel whatever the rank (a helper: BatchNorm1d checks for 2-D or 3-D inputs)
+        layer = build_call(m, ctx, target="torch.nn.LazyBatchNorm1d")
+        if layer is None:
+            return LayerEmission([m.call], failed=True)
+        ctx.report(Severity.INFO, "shape-unknown", "the input rank is unknown here: emitted "
+                   "LazyChannelsFirstBatchNorm (written out in this file), torch's batch norm over dim 1 (the "
+                   "channels of a channels-first model at any rank) with the channel count taken from the first "
+                   "call", m.node, m.rule)
+        return LayerEmission([layer.with_changes(func=cst.Name(helpers.use(ctx, "LazyChannelsFirstBatchNorm")))])
     if in_shape is None:
         return _failed(m, ctx, "shape-unknown", "the input rank is unknown here, so neither BatchNorm1d nor "
                        "BatchNorm2d can be chosen: give the model its input shape")

@@ -39,6 +39,10 @@ _SEQUENTIAL_KWARGS = {"layers", "name", "trainable"}
 # emitted, and model key → (input rank, output rank), batch included, None where unknown
 NODES = "tf2torch-sequential-nodes"
 RANKS = "tf2torch-sequential-ranks"
+# id(nn.Sequential call) → (that call, input rank, output rank, records' scope) of a channels-first Sequential bound to a
+# local name in a method of a Keras subclass of the file: the subclass pass finds its calls through the list
+# attribute it is appended to (self.blocks.append(block); self.blocks[i](x)) and permutes there, or reports it
+LOCAL_NCHW = "tf2torch-sequential-local-nchw"
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -85,6 +89,7 @@ class _Chain:
     list_name: str = ""  # keras.Sequential(layers): the local list its layers were collected in
     from_list: bool = False  # that list was followed: the call becomes nn.Sequential(*layers)
     repeated: set[int] = field(default_factory=set)  # ids of the elements added in a loop (_unrolled_adds)
+    local: tuple | None = None  # (in rank, out rank, scope): channels-first, bound to a local name of a method
 
 
 class _SequentialPass(ScopedResolver, cst.CSTTransformer):
@@ -313,7 +318,9 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 in_shape = symbolic_parts(parts, rank)
 
         nchw = converts_to_nchw(layers)
-        if nchw and self.classes and not chain.target.startswith("self."):
+        deferred = (nchw and self.classes and chain.target.isidentifier() and self.fn_nodes
+                    and self.classes[-1] in self.keras_classes)
+        if nchw and self.classes and not chain.target.startswith("self.") and not deferred:
             # built in a method but not held as self.<attr> (appended to a list, bound to a local name): the
             # subclass pass finds no call of it to permute around, and a channels-last body would feed it NHWC
             ctx.report(Severity.ERROR, "unsupported-construct", "this Sequential model is translated channels-first "
@@ -439,6 +446,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         if in_rank is None and layers and layers[0][1] is not None and _implied_rank(layers[0][1]):
             in_rank = _implied_rank(layers[0][1]) + 1
         ctx.analyses.setdefault(RANKS, {})[key] = (in_rank, len(shape) + 1 if shape is not None else None)
+        if deferred:  # a local name in a method: the subclass pass looks for its calls (LOCAL_NCHW)
+            chain.local = (*ctx.analyses[RANKS][key], scope)
 
     def _translate_list(self, chain: _Chain) -> None:
         """``keras.Sequential(layers)`` with ``layers`` a list built in the same function
@@ -605,6 +614,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             return updated_node
         out = self._rewrite_sequential(chain, original_node, updated_node)
         self.ctx.analyses.setdefault(NODES, set()).add(id(out))  # the subclass pass: a torch module
+        if chain.local is not None:
+            self.ctx.analyses.setdefault(LOCAL_NCHW, {})[id(out)] = (out, *chain.local)
         return out
 
     def _module_args(self, chain: _Chain, orig: cst.BaseExpression, new: cst.BaseExpression) -> list[cst.BaseExpression]:

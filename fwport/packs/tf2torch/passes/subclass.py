@@ -47,17 +47,18 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, marked, scan, skip_unmarked
+from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, find_all, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
 from fwport.packs.tf2torch.passes.fitloop import TRAIN_STEP_MODULE
 from fwport.packs.tf2torch.passes import data_format, regularizers
-from fwport.packs.tf2torch.passes.sequential import NODES, RANKS
+from fwport.packs.tf2torch.passes.sequential import LOCAL_NCHW, NODES, RANKS
 
 BASES = ("keras.Model", "keras.layers.Layer", "tensorflow.Module")
 _VARIABLE_LISTS = ("trainable_variables", "trainable_weights")  # self.<these> → list(self.parameters())
-_WRITTEN_OUT = "tf2torch-merge-written-out"  # ctx.analyses: ids of the expressions merge calls became
+_WRITTEN_OUT = "tf2torch-merge-written-out"
+_SEQ_HANDLED = "tf2torch-subclass-seq-handled"  # ids of LOCAL_NCHW Sequentials whose calls _seq_list found  # ctx.analyses: ids of the expressions merge calls became
 # how tightly each binary operator binds (a written-out merge operand below a tighter one is parenthesised)
 _PRECEDENCE = {cst.Power: 7, cst.Multiply: 5, cst.Divide: 5, cst.FloorDivide: 5, cst.Modulo: 5,
                cst.MatrixMultiply: 5, cst.Add: 4, cst.Subtract: 4, cst.LeftShift: 3, cst.RightShift: 3,
@@ -157,6 +158,7 @@ class _Plan:
     train_step: bool = False  # a keras.Model with its own train_step: derives from TrainStepModule
     drop_params: set[str] = field(default_factory=set)  # forward parameters removed
     loop_vars: set[str] = field(default_factory=set)  # `for blk in self.blocks:` names: modules too
+    loop_seq: dict[str, str] = field(default_factory=dict)  # `for blk in self.blocks:` name → a "seqlist" attr
     # attr → what its calls do with a `training` argument: "drop" (every value it may hold is a torch
     # module), "keep" (a plain callable, or not known: the argument stays, as self.training)
     training: dict[str, str] = field(default_factory=dict)
@@ -349,13 +351,20 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return new
         func = original_node.func
         parts = dotted(func)
-        if parts and len(parts) == 1 and parts[0] in plan.loop_vars:
-            return _drop_training(original_node, updated_node)
         if (parts and len(parts) == 3 and parts[0] == "self" and parts[1] in plan.weight_attrs
                 and parts[2] in _ASSIGNS and len(updated_node.args) == 1 and updated_node.args[0].keyword is None
                 and not updated_node.args[0].star):
             # a variable's assign / assign_add / assign_sub: the parameter's values, in place, outside autograd
             return expr(f"self.{parts[1]}.data.{_ASSIGNS[parts[2]]}({code(updated_node.args[0].value)})")
+        seq = None
+        if isinstance(func, cst.Subscript) and dotted(func.value) and len(dotted(func.value)) == 2:
+            seq = plan.attrs.get(dotted(func.value)[1]) if dotted(func.value)[0] == "self" else None
+        elif parts and len(parts) == 1 and parts[0] in plan.loop_seq:
+            seq = plan.attrs.get(plan.loop_seq[parts[0]])
+        if seq is not None and seq.kind == "seqlist":  # a channels-first Sequential of a list: permuted
+            return self._call_site(plan, seq, original_node, _drop_training(original_node, updated_node))
+        if parts and len(parts) == 1 and parts[0] in plan.loop_vars:
+            return _drop_training(original_node, updated_node)
         if isinstance(func, cst.Subscript) and self._modules_only(plan, func.value):
             return _drop_training(original_node, updated_node)  # self.blocks[i](x, training=training)
         # self.<attr>(...) and self(...) / self.call(...): torch modules take no training=; a callee
@@ -600,6 +609,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if plan.init_fn is not None:
             self._plan_layer_builds(plan, plan.init_fn)
         self._check_alternatives(plan)
+        self._unfollowed_sequentials(plan)
         ctx.models[plan.name] = ModelInfo(plan.name, "subclass", None, "same")
 
     # --- recurrent layers called as Keras calls them ---------------------------------------------------------
@@ -781,7 +791,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     def _check_alternatives(self, plan: _Plan) -> None:
         """An attribute that holds a channels-first module in one branch and another callable in another:
         the permutes written around its calls would reach the other value too, exact only for an identity."""
-        bound = [a for a in plan.attrs.values() if a.bound or (a.seq is not None and any(a.seq))]
+        bound = [a for a in plan.attrs.values() if a.kind != "seqlist" and (a.bound or (a.seq is not None and any(a.seq)))]
         if not bound:
             return
         assigned = self._assigned(plan.node)
@@ -861,6 +871,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         for stmt, assign in _self_assigns(fn):
             attr = assign.targets[0].target.attr.value  # type: ignore[union-attr]
             value = assign.value
+            if _empty_list(value) and attr not in plan.attrs:
+                ranks = self._seq_list(plan, attr)
+                if ranks is not None:
+                    plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [])
+                    plan.attrs[attr] = _Attr(attr, kind="seqlist", done=True, seq=ranks)
+                    continue
             if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "list" and not (
                     value.args) and self._modules_only(plan, cst.Attribute(cst.Name("self"), cst.Name(attr))):
                 # self.blocks = list(), then appends of layers: as `= []`, torch registers them only in an nn.ModuleList
@@ -885,6 +901,72 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 elts = _local_list_elements(fn, value.value)
                 if elts and all(self._value_kind(e, fn) == "module" for e in elts):
                     plan.replace[id(value)] = cst.Call(self.ctx.spell("torch.nn.ModuleList"), [cst.Arg(value)])
+
+    def _unfollowed_sequentials(self, plan: _Plan) -> None:
+        """The channels-first Sequentials bound to local names in this class's methods (LOCAL_NCHW) whose
+        calls _seq_list did not find: a channels-last body would feed them NHWC tensors."""
+        local = self.ctx.analyses.get(LOCAL_NCHW)
+        if not local:
+            return
+        handled = self.ctx.analyses.get(_SEQ_HANDLED, set())
+        for fn in _methods(plan.node):
+            for call in find_all(fn, cst.Call):
+                if id(call) in local and id(call) not in handled:
+                    self.ctx.report(Severity.ERROR, "unsupported-construct", "this Sequential model is translated "
+                                    "channels-first (NCHW) but is not held as self.<attribute> (it is bound to a local "
+                                    "name), and fwport found no calls of it to permute their channels-last inputs (it "
+                                    "follows a list attribute it is appended to, called as self.blocks[i](x) or in "
+                                    "`for blk in self.blocks: x = blk(x)`): assign it to an attribute "
+                                    "(self.block = keras.Sequential([...])), or permute around its calls by hand "
+                                    "(x.permute(0, 3, 1, 2) in, .permute(0, 2, 3, 1) out)", call)
+
+    def _seq_list(self, plan: _Plan, attr: str) -> tuple | None:
+        """``self.blocks = []`` grown with ``block = keras.Sequential([...]); self.blocks.append(block)``
+        where every block is channels-first (LOCAL_NCHW) with the same known ranks, and ``self.blocks`` is
+        used only so: called through a subscript (``self.blocks[i](x)``) or a loop (``for blk in
+        self.blocks: x = blk(x)``): (in rank, out rank) for the permutes at those calls, else None.
+        The blocks' nodes are marked handled (plan_class reports the others)."""
+        local = self.ctx.analyses.get(LOCAL_NCHW)
+        if not local:
+            return None
+        values = self._assigned(plan.node).get(attr) or []
+        if not values or not all(_empty_list(v) for v, _ in values):
+            return None
+        uses = _ListUses(attr)
+        for fn in _methods(plan.node):
+            uses.fn = fn
+            scan(fn, uses)
+        if uses.total != len(uses.ok) or not uses.appended:
+            return None
+        ranks = set()
+        handled = []
+        for name, fn in uses.appended:
+            bound = _LocalBinds(name)
+            scan(fn, bound)
+            if len(bound.values) != 1 or bound.binds != 1 or bound.reads != 1 or id(bound.values[0]) not in local:
+                return None  # bound once to a channels-first Sequential, read only by the append
+            _, into, back, scope = local[id(bound.values[0])]
+            ranks.add((into, back))
+            handled.append((id(bound.values[0]), scope))
+        if len(ranks) != 1 or None in next(iter(ranks)):
+            return None
+        for var in uses.loop_vars:  # the loop's name is bound by those loops alone: its calls are the blocks'
+            bound = 0
+            for fn in _methods(plan.node):
+                b = _LocalBinds(var)
+                scan(fn, b)
+                bound += b.binds
+            if bound != uses.loop_vars[var]:
+                return None
+        self.ctx.analyses.setdefault(_SEQ_HANDLED, set()).update(i for i, _ in handled)
+        # their weight records: items of the list (self.blocks[*] → blocks.*, expanded over the built list)
+        scopes = {scope for _, scope in handled}
+        for rec in self.ctx.layers:
+            if rec.scope in scopes:
+                rec.scope, rec.source, rec.target = plan.name, f"{attr}[*].{rec.source}", f"{attr}.*.{rec.target}"
+        a_ranks = next(iter(ranks))
+        plan.loop_seq.update({v: attr for v in uses.loop_vars})
+        return a_ranks
 
     def _seq_model(self, plan: _Plan, attr: str) -> tuple | None:
         """Permutes around an nn.Sequential that the Sequential pass made channels-first: (rank of the
@@ -1865,6 +1947,124 @@ def _optional_second_param(fn: cst.FunctionDef) -> cst.FunctionDef:
             cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))
         return fn.with_changes(params=fn.params.with_changes(params=ps))
     return fn
+
+
+def _empty_list(value: cst.BaseExpression) -> bool:
+    """``[]`` or ``list()``."""
+    return (isinstance(value, cst.List) and not value.elements) or (
+        isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value == "list"
+        and not value.args)
+
+
+class _ListUses(cst.CSTVisitor):
+    """The uses of ``self.<attr>`` in a method (``fn`` set per method): the local names appended to it
+    (``appended``: (name, fn)), the names of ``for`` loops over it whose body only calls them
+    (``loop_vars``: name → loops); ``total`` uses of ``self.<attr>``, ``ok`` those of these forms."""
+
+    def __init__(self, attr: str):
+        self.attr = attr
+        self.fn: cst.FunctionDef | None = None
+        self.appended: list[tuple[str, cst.FunctionDef]] = []
+        self.loop_vars: dict[str, int] = {}
+        self.ok: set[int] = set()
+        self.total = 0
+
+    def _is_attr(self, node) -> bool:
+        return dotted(node) == ["self", self.attr]
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        if self._is_attr(n):
+            self.total += 1
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        if self._is_attr(n.target):
+            self.ok.add(id(n.target))
+
+    def visit_Call(self, n: cst.Call) -> None:
+        f = n.func
+        if isinstance(f, cst.Attribute) and self._is_attr(f.value) and f.attr.value == "append" and len(n.args) == 1 \
+                and n.args[0].keyword is None and not n.args[0].star and isinstance(n.args[0].value, cst.Name):
+            self.ok.add(id(f.value))
+            self.appended.append((n.args[0].value.value, self.fn))
+        elif isinstance(f, cst.Subscript) and self._is_attr(f.value):
+            self.ok.add(id(f.value))
+
+    def visit_For(self, n: cst.For) -> None:
+        if self._is_attr(n.iter) and isinstance(n.target, cst.Name):
+            name = n.target.value
+            calls = _NameCalls(name)
+            scan(n.body, calls)
+            if calls.reads == calls.called:
+                self.ok.add(id(n.iter))
+                self.loop_vars[name] = self.loop_vars.get(name, 0) + 1
+
+
+class _NameCalls(cst.CSTVisitor):
+    """How often ``name`` is read in a subtree, and how often as the function of a call."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.reads = 0
+        self.called = 0
+        self._skip: set[int] = set()
+
+    def visit_Attribute(self, n: cst.Attribute) -> None:
+        self._skip.add(id(n.attr))
+
+    def visit_Arg(self, n: cst.Arg) -> None:
+        if n.keyword is not None:
+            self._skip.add(id(n.keyword))
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value == self.name:
+            self.called += 1
+
+    def visit_Name(self, n: cst.Name) -> None:
+        if n.value == self.name and id(n) not in self._skip:
+            self.reads += 1
+
+
+class _LocalBinds(_NameCalls):
+    """The values ``name`` is assigned (``values``), how often it is bound (``binds``: assignments, loops,
+    parameters, ...) and read (``reads``) in a subtree."""
+
+    def __init__(self, name: str):
+        super().__init__(name)
+        self.values: list[cst.BaseExpression] = []
+        self.binds = 0
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        for t in n.targets:
+            if isinstance(t.target, cst.Name) and t.target.value == self.name:
+                self.values.append(n.value)
+
+    def visit_Param(self, n: cst.Param) -> None:
+        self._skip.add(id(n.name))
+        if n.name.value == self.name:
+            self.binds += 1
+
+    def _target(self, t) -> None:
+        for x in _name_nodes(t):
+            if x.value == self.name:
+                self.binds += 1
+                self._skip.add(id(x))
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        self._target(n.target)
+
+    def visit_For(self, n: cst.For) -> None:
+        self._target(n.target)
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        self._target(n.target)
+        self.binds += 1  # (read and bound)
+
+    def visit_WithItem(self, n: cst.WithItem) -> None:
+        if n.asname is not None:
+            self._target(n.asname.name)
+
+    def visit_CompFor(self, n: cst.CompFor) -> None:
+        self._target(n.target)
 
 
 def _local_list_elements(fn: cst.FunctionDef, name: str) -> list | None:

@@ -1,0 +1,193 @@
+"""Channels-last layout and unknown ranks on keras-io's models (issue 8): each translated form is run
+against Keras by `fwport verify` (forward and gradients, weights transferred by the rules' maps);
+what stays refused keeps an error on its line."""
+from __future__ import annotations
+
+import textwrap
+from collections import Counter
+
+import pytest
+
+from fwport.core.pipeline import translate_source
+from fwport.core.rule import load_pack
+
+PACK = load_pack("tf2torch")
+
+
+def tx(src: str):
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
+    again = translate_source(r.output, "m.py", PACK)
+    assert again.output == r.output, "translating the output again must change nothing"
+    return r
+
+
+def errors(r) -> Counter:
+    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
+
+
+def verified(tmp_path, src: str, out: str, model: str, inputs: list[str]) -> list[str]:
+    """Runs Keras and the translation (fwport verify: forward and gradients); the names of the torch
+    parameters whose gradients were compared."""
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(textwrap.dedent(src).lstrip("\n"))
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=inputs,
+                          checks=("forward", "grad"), device="cpu"))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    return [e["name"] for e in cert["results"]["gradients"]]
+
+
+# --- keras-io focal_modulation_network: channels-first Sequentials appended to a list attribute -------------
+
+FOCAL = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Focal(layers.Layer):
+    def __init__(self, dim, levels=2, **kwargs):
+        super().__init__(**kwargs)
+        self.dim = dim
+        self.levels = levels
+        self.proj_in = layers.Dense(dim)
+        self.blocks = list()
+        for idx in range(levels):
+            k = 2 * idx + 3
+            block = keras.Sequential(
+                [
+                    layers.ZeroPadding2D(padding=(k // 2, k // 2)),
+                    layers.Conv2D(filters=dim, kernel_size=k, activation=keras.activations.gelu,
+                                  groups=dim, use_bias=False),
+                ]
+            )
+            self.blocks.append(block)
+        self.gap = layers.GlobalAveragePooling2D(keepdims=True)
+        self.proj = layers.Dense(3)
+
+    def call(self, x):
+        x = self.proj_in(x)
+        y = self.blocks[0](x)
+        for idx in range(1, self.levels):
+            y = y + self.blocks[idx](y)
+        for blk in self.blocks:
+            x = blk(x)
+        return self.proj(x + y + self.gap(y))
+
+
+def build():
+    return Focal(4)
+'''
+
+
+def test_channels_first_sequentials_appended_to_a_list_are_permuted_at_their_calls(tmp_path):
+    r = tx(FOCAL)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "self.blocks = nn.ModuleList()" in out  # registered: torch sees no module in a plain list
+    assert "y = self.blocks[0](x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    assert "y = y + self.blocks[idx](y.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    assert "x = blk(x.permute(0, 3, 1, 2)).permute(0, 2, 3, 1)" in out
+    grads = verified(tmp_path, FOCAL, out, "build()", ["float32[2,6,6,5]"])
+    assert {"blocks.0.1.weight", "blocks.1.1.weight"} <= set(grads), grads
+
+
+@pytest.mark.parametrize("use", ["self.first = self.blocks[0]", "n = len(self.blocks)",
+                                 "for blk in self.blocks:\n            blk = None"])
+def test_a_list_of_channels_first_sequentials_used_otherwise_stays_refused(use):
+    src = FOCAL.replace("        self.gap = layers", f"        {use}\n        self.gap = layers")
+    r = tx(src)
+    lines = [f.line for f in r.findings if f.severity.value == "error"]
+    assert 15 in lines, r.findings  # the Sequential's line
+    assert "permute around its calls by hand" in r.output
+
+
+# --- keras-io image_classification_with_vision_transformer: Normalization in a channels-first model ---------
+
+NORMALIZATION = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+data = np.random.RandomState(0).rand(16, 8, 8, 3).astype("float32") * 4 + 1
+
+augment = keras.Sequential([layers.Normalization(), layers.Resizing(6, 6)], name="augment")
+augment.layers[0].adapt(data)
+
+seq = keras.Sequential([keras.Input((8, 8, 3)), layers.Normalization(), layers.Conv2D(4, 3), layers.Flatten(),
+                        layers.Dense(2)])
+seq.layers[0].adapt(data)
+
+given = keras.Sequential([keras.Input((8, 8, 3)), layers.Normalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 0.25]),
+                          layers.Conv2D(4, 3), layers.GlobalAveragePooling2D()])
+
+
+def build():
+    inputs = keras.Input((8, 8, 3))
+    x = augment(inputs)
+    x = layers.Conv2D(4, 3)(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+
+
+def test_normalization_in_a_channels_first_model_normalises_dim_1():
+    r = tx(NORMALIZATION)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "augment = nn.Sequential(ChannelsFirstNormalization(), nn.Upsample(" in out
+    assert "augment[0].adapt(data)" in out and "seq[0].adapt(data)" in out  # model.layers[0]: the module
+    assert "ChannelsFirstNormalization(3), nn.Conv2d(3, 4, 3)" in out
+    assert "ChannelsFirstNormalization(mean=[1.0, 2.0, 3.0], variance=[1.0, 4.0, 0.25])" in out
+    assert out.count("class Normalization(nn.Module):") == 1  # the base, written once
+    assert out.index("class Normalization(") < out.index("class ChannelsFirstNormalization(Normalization):")
+
+
+@pytest.mark.parametrize("model", ["build()", "seq", "given"])
+def test_normalization_in_a_channels_first_model_verifies(tmp_path, model):
+    r = tx(NORMALIZATION)
+    grads = verified(tmp_path, NORMALIZATION, r.output, model, ["float32[2,8,8,3]"])
+    assert any(name.endswith("weight") for name in grads), grads
+
+
+# --- keras-io adamatch: BatchNormalization of unknown rank in a model converted to channels-first ----------
+
+BATCH_NORM = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def block(x, filters, n):
+    for _ in range(n):
+        x = layers.Conv2D(filters, 3, padding="same")(x)
+        x = layers.BatchNormalization(momentum=0.9, epsilon=1e-3)(x)
+        x = layers.Activation("relu")(x)
+    return x
+
+
+def build(input_shape=(8, 8, 3), n=2):
+    inputs = keras.Input(shape=input_shape)
+    x = layers.BatchNormalization()(inputs)
+    x = layers.Conv2D(4, 3)(x)
+    x = block(x, 4, n)
+    x = layers.BatchNormalization()(x)
+    x = layers.GlobalAveragePooling2D()(x)
+    return keras.Model(inputs, layers.Dense(2)(x))
+'''
+
+
+def test_batch_norm_of_unknown_rank_in_a_channels_first_model_normalises_dim_1(tmp_path):
+    r = tx(BATCH_NORM)
+    assert not errors(r), r.findings
+    out = r.output
+    assert "self.bn1 = LazyChannelsFirstBatchNorm(momentum=0.01, eps=0.001)" in out
+    assert "class ChannelsFirstBatchNorm(nn.BatchNorm1d):" in out and "cls_to_become = ChannelsFirstBatchNorm" in out
+    grads = verified(tmp_path, BATCH_NORM, out, "build()", ["float32[3,8,8,3]"])
+    assert {"bn1.weight", "bn1.bias"} <= set(grads), grads
+
+
+def test_batch_norm_of_unknown_rank_on_another_axis_stays_refused():
+    r = tx(BATCH_NORM.replace("x = layers.BatchNormalization()(inputs)", "x = layers.BatchNormalization(axis=1)(inputs)"))
+    assert ("shape-unknown", 15) in errors(r), r.findings
