@@ -925,6 +925,28 @@ def as_float32(a):
     return a.float() if a.is_floating_point() else a
 '''
 HELPERS["Permute"] = _PERMUTE
+HELPERS["ctc_decode"] = '''
+
+def ctc_decode(y_pred, input_length):
+    """keras.backend.ctc_decode(y_pred, input_length, greedy=True) (Keras 2): for each sequence of class
+    probabilities (samples, steps, classes), the most probable class at each of its first input_length steps (of
+    log(y_pred + 1e-7)), repeats merged, then the blank (the last class) left out. Returns ([decoded], log_prob):
+    decoded an int64 (samples, steps) tensor padded with -1, log_prob (samples, 1) the negative sum of the chosen
+    log probabilities, as TensorFlow's greedy decoder gives them."""
+    logp = {torch}log({torch}as_tensor(y_pred, dtype={torch}float32) + 1e-7)
+    best, labels = logp.max(dim=-1)
+    lengths = {torch}as_tensor(input_length).reshape(-1).long()
+    blank = logp.shape[-1] - 1
+    decoded = {torch}full(labels.shape, -1, dtype={torch}int64)
+    log_prob = {torch}zeros(labels.shape[0], 1)
+    for i in range(labels.shape[0]):
+        seq = labels[i, :int(lengths[i])]
+        keep = seq != blank
+        keep[1:] &= seq[1:] != seq[:-1]
+        decoded[i, :int(keep.sum())] = seq[keep]
+        log_prob[i, 0] = -best[i, :int(lengths[i])].sum()
+    return [decoded], log_prob
+'''
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
 HELPERS["RandomFlip"] = _RANDOM_FLIP
