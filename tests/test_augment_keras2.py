@@ -149,3 +149,24 @@ def test_keras2_arguments_of_keras3_are_refused():
     r = translate_source(src, "m.py", "tf2torch", {"keras": 2})
     errs = [f for f in r.findings if f.severity.name == "ERROR"]
     assert len(errs) == 1 and "value_range" in errs[0].message and errs[0].line == 3, r.findings
+
+
+def test_channels_first_helpers_give_the_channels_last_pixels_moved(torch_side, monkeypatch):
+    # in a channels-first model (a Conv2D after them) the helpers take (N, C, H, W): the same pixels, moved
+    x = torch.from_numpy(_images((3, 6, 7, 2)))
+    first = x.permute(0, 3, 1, 2)
+    for cls, args in (("Keras2RandomCrop", (4, 5)), ("Keras2RandomCrop", (8, 6)), ("Keras2RandomContrast", (0.3,))):
+        last_m, first_m = torch_side[cls](*args), torch_side[cls](*args, channels_last=False)
+        torch.testing.assert_close(first_m.eval()(first), last_m.eval()(x).permute(0, 3, 1, 2))
+        torch.manual_seed(3)
+        a = last_m.train()(x)
+        torch.manual_seed(3)
+        b = first_m.train()(first)
+        torch.testing.assert_close(b, a.permute(0, 3, 1, 2))
+    r = translate_source("from tensorflow import keras\nfrom tensorflow.keras import layers\n\n\ndef build():\n"
+                         "    inputs = keras.Input((8, 8, 3))\n    x = layers.RandomCrop(6, 6)(inputs)\n"
+                         "    x = layers.RandomContrast(0.2)(x)\n    return keras.Model(inputs, layers.Conv2D(2, 3)(x))\n",
+                         "m.py", "tf2torch", {"keras": 2})
+    assert not [f for f in r.findings if f.severity.name == "ERROR"], r.findings
+    assert "Keras2RandomCrop(6, 6, channels_last=False)" in r.output
+    assert "Keras2RandomContrast(0.2, channels_last=False)" in r.output
