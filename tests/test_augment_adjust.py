@@ -120,11 +120,14 @@ def test_training_draws_stay_in_keras_ranges(torch_side):
 
 
 def test_keras2_code_keeps_the_error_with_guidance():
-    # Keras 2's RandomCrop centre-crops at inference and its layers draw otherwise: not reproduced
+    # Keras 2's RandomBrightness draws otherwise: not reproduced; its RandomContrast has no value_range (Keras 2's
+    # RandomCrop / RandomContrast have their own helpers: tests/test_augment_keras2.py)
     r = translate_source(SOURCE, "m.py", "tf2torch", {"keras": 2})
     errs = {f.message.split(" ")[0]: f for f in r.findings if f.severity.name == "ERROR"}
-    assert set(errs) == {"RandomCrop", "RandomContrast", "RandomBrightness"}, r.findings
-    assert "CenterCrop at inference" in errs["RandomCrop"].message and errs["RandomCrop"].line == 6
+    assert set(errs) == {"RandomContrast", "RandomBrightness"}, r.findings
+    assert "ColorJitter(brightness=...)" in errs["RandomBrightness"].message and errs["RandomBrightness"].line == 8
+    assert "takes no value_range" in errs["RandomContrast"].message and errs["RandomContrast"].line == 7
+    assert "crop = Keras2RandomCrop(4, 5)" in r.output
 
 
 TRANSLATIONS = '''

@@ -54,6 +54,36 @@ class CustomSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 '''
 
+# keras-io shiftvit's warmup cosine (its hyperparameters stored as Python ints, cast with tf.cast: torch.as_tensor)
+WARMUP_COSINE = '''
+import numpy as np
+
+
+class WarmUpCosine(keras.optimizers.schedules.LearningRateSchedule):
+    def __init__(self, lr_start, lr_max, warmup_steps, total_steps):
+        super().__init__()
+        self.lr_start = lr_start
+        self.lr_max = lr_max
+        self.warmup_steps = warmup_steps
+        self.total_steps = total_steps
+        self.pi = tf.constant(np.pi)
+
+    def __call__(self, step):
+        cos_annealed_lr = tf.cos(
+            self.pi
+            * (tf.cast(step, tf.float32) - self.warmup_steps)
+            / tf.cast(self.total_steps - self.warmup_steps, tf.float32)
+        )
+        learning_rate = 0.5 * self.lr_max * (1 + cos_annealed_lr)
+        if self.warmup_steps > 0:
+            slope = (self.lr_max - self.lr_start) / self.warmup_steps
+            warmup_rate = slope * tf.cast(step, tf.float32) + self.lr_start
+            learning_rate = tf.where(step < self.warmup_steps, warmup_rate, learning_rate)
+        return tf.where(step > self.total_steps, 0.0, learning_rate, name="learning_rate")
+
+
+'''
+
 S = "keras.optimizers.schedules."
 SCHEDULES = {
     "exponential": f"{S}ExponentialDecay(0.1, decay_steps=3, decay_rate=0.5)",
@@ -66,12 +96,14 @@ SCHEDULES = {
     "polynomial": f"{S}PolynomialDecay(0.1, decay_steps=5, end_learning_rate=0.01, power=2.0)",
     "polynomial-cycle": f"{S}PolynomialDecay(0.1, decay_steps=4, end_learning_rate=0.01, power=0.5, cycle=True)",
     "custom": "CustomSchedule(64, warmup_steps=4)",
+    "warmup-cosine": "WarmUpCosine(lr_start=1e-5, lr_max=1e-3, warmup_steps=3, total_steps=9)",
 }
+PRELUDES = {"custom": CUSTOM, "warmup-cosine": WARMUP_COSINE}
 STEPS = 12
 
 
 def _program(name: str) -> str:
-    return PROGRAM.format(prelude=CUSTOM if name == "custom" else "", schedule=SCHEDULES[name])
+    return PROGRAM.format(prelude=PRELUDES.get(name, ""), schedule=SCHEDULES[name])
 
 
 def _keras_rates(source: str) -> list[float]:

@@ -422,3 +422,35 @@ def test_a_sequential_layer_by_index_is_its_torch_entry(tmp_path):
         out[side] = np.array(json.loads(p.stdout.strip().splitlines()[-1])["y"])
     assert out["keras"].shape == (1, 4, 4, 3) and np.abs(out["keras"]).max() > 0.5
     np.testing.assert_allclose(out["torch"], out["keras"], rtol=1e-5, atol=1e-5)
+
+
+def test_a_model_handed_back_in_a_tuple_stays_a_model():
+    # keras-io convmixer: `history, model = run_experiment(model)` returns the model it is given with its history;
+    # the name is still the translated model, so Keras-only attributes on it are errors, not left as written
+    # (model.layers[2].get_weights() would fail at run time in the translation)
+    r = tr('''
+        from tensorflow import keras
+
+
+        def build():
+            return keras.Sequential([keras.layers.Dense(4, input_shape=(3,))])
+
+
+        def run_experiment(model, epochs=1):
+            history = {"loss": [0.0]}
+            return history, model
+
+
+        model = build()
+        history, model = run_experiment(model)
+        w = model.layers[0].get_weights()[0]
+        for layer in model.layers:
+            print(layer)
+        other, stats = run_experiment(build())
+        print(stats.layers)
+    ''')
+    errors = sorted((f.line, f.message.split(" is ")[0]) for f in r.findings if f.severity is Severity.ERROR)
+    assert (15, "model.layers") in errors and (16, "model.layers") in errors, r.findings
+    assert not any(line == 18 for line, _ in errors), r.findings  # `other` is the history, not a model
+    # f(...)[i] of a function returning a model there: the name bound to it is a model too
+    assert (19, "stats.layers") in errors, r.findings

@@ -286,3 +286,71 @@ def test_a_numpy_shape_or_list_of_tensors_is_not_converted():
         s = tf.reduce_sum(img)
     ''').lstrip(), "p.py")
     assert "z = torch.zeros(shape)" in r.output and "s = torch.sum(torch.as_tensor(img))" in r.output
+
+
+WRAPPED_WEIGHTS = '''
+import json
+
+import numpy as np
+import tensorflow as tf
+
+
+class Block(tf.keras.layers.Layer):
+    def __init__(self, strides):
+        super().__init__()
+        self.conv = tf.keras.layers.Conv2D(2, 3, strides=strides, padding="same")
+
+    def call(self, x):
+        return self.conv(x)
+
+    def penalty(self):
+        return tf.reduce_sum(self.conv.kernel * tf.range(18.0, dtype=tf.float32)[:, None] / 10.0)
+
+
+block = Block(2)
+images = tf.constant(np.linspace(-1.0, 1.0, 2 * 5 * 5 * 1).reshape(2, 5, 5, 1).astype("float32"))
+block(images)
+block.conv.kernel.assign(np.arange(18).reshape(3, 3, 1, 2) / 10.0)
+block.conv.bias.assign(np.array([0.5, -0.5]))
+y = block(images)
+print(json.dumps({"y": y.numpy().tolist(), "penalty": float(block.penalty())}))
+'''
+
+
+@needs_both
+def test_a_weight_read_on_a_layer_wrapped_for_same_padding(tmp_path):
+    """Conv2D(padding="same") with a stride became nn.Sequential(SamePad2d(...), nn.Conv2d(...)): self.conv.kernel is
+    the conv's weight, self.conv[1].weight (it read self.conv.weight, which the Sequential has not). The kernel is set
+    to known values and the penalty weighs its entries by their place in Keras's layout: Keras's values both ways."""
+    keras_result, torch_result, out = _both(tmp_path, WRAPPED_WEIGHTS)
+    assert "self.conv[1].weight.permute(2, 3, 1, 0)" in out, out
+    for key in ("y", "penalty"):
+        np.testing.assert_allclose(torch_result[key], keras_result[key], rtol=1e-5, atol=1e-6, err_msg=key)
+
+
+def test_keras_variable_methods_and_build_on_a_translated_layer_are_errors():
+    """keras-io pixelcnn (with its **kwargs spelled out) builds a wrapped Conv2D by hand and masks its kernel in
+    call: build(), kernel.get_shape() and kernel.assign() on the torch module were left as written with no finding
+    (AttributeError at run time); each is an error that says what to write."""
+    r = translate_source(textwrap.dedent('''
+        import numpy as np
+        from tensorflow import keras
+
+
+        class Masked(keras.layers.Layer):
+            def __init__(self, filters):
+                super().__init__()
+                self.conv = keras.layers.Conv2D(filters, 3, padding="same")
+
+            def build(self, input_shape):
+                self.conv.build(input_shape)
+                self.mask = np.ones(self.conv.kernel.get_shape())
+
+            def call(self, x):
+                self.conv.kernel.assign(self.conv.kernel * self.mask)
+                return self.conv(x)
+    ''').lstrip(), "p.py")
+    errors = {f.line: f.message for f in r.findings if f.severity is Severity.ERROR}
+    assert sorted(errors) == [11, 12, 15], r.findings
+    assert "self.conv.build(...)" in errors[11] and "self.conv.kernel.get_shape(...)" in errors[12]
+    assert "w.copy_(value)" in errors[15]

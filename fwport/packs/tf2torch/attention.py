@@ -168,7 +168,22 @@ def cast(m: MappedCall, ctx):
         return None
     if _python_number(x):
         return expr(f"{ctx.spell_text('torch.tensor')}({code(x)}).to({code(dtype)})")
+    if _stored_arithmetic(x):  # self.total_steps - self.warmup_steps: numbers or tensors, as_tensor takes both
+        return expr(f"{ctx.spell_text('torch.as_tensor')}({code(x)}, dtype={code(dtype)})")
     return expr(f"{_atom_code(x)}.to({code(dtype)})")
+
+
+def _stored_arithmetic(node: cst.BaseExpression) -> bool:
+    """Arithmetic on attributes of ``self`` and numbers (``self.total_steps - self.warmup_steps`` of a learning-rate
+    schedule): hyperparameters stored by __init__, Python numbers as often as tensors, which have no ``.to``."""
+    def operand(n) -> bool:
+        if isinstance(n, cst.BinaryOperation):
+            return operand(n.left) and operand(n.right)
+        if isinstance(n, cst.UnaryOperation):
+            return operand(n.expression)
+        return (_python_number(n) or isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name)
+                and n.value.value == "self")
+    return isinstance(node, cst.BinaryOperation) and operand(node)
 
 
 @shape("keras-attention")

@@ -811,6 +811,28 @@ def text_dataset_from_directory(directory, labels="inferred", label_mode="int", 
 
 ''' + _FROM_DIRECTORY_TAIL
 
+_DECODE_WAV = '''
+
+def decode_wav(contents, desired_channels=-1, desired_samples=-1):
+    """tf.audio.decode_wav: a 16-bit PCM WAV file's bytes as (audio, sample_rate), audio a float32 (samples,
+    channels) tensor of the samples / 32768 (in [-1, 1)), sample_rate an int32 scalar, as TensorFlow gives them;
+    desired_channels > 0 gives that many channels (the first ones; the last one repeated), desired_samples > 0
+    cuts the samples or pads them with zeros (-1: as in the file)."""
+    with wave.open(io.BytesIO(bytes(contents)), "rb") as w:
+        if w.getsampwidth() != 2:
+            raise ValueError(f"decode_wav reads 16-bit PCM WAV files, not {{8 * w.getsampwidth()}}-bit ones")
+        channels, rate = w.getnchannels(), w.getframerate()
+        frames = w.readframes(w.getnframes())
+    audio = {np}frombuffer(frames, dtype="<i2").reshape(-1, channels).astype({np}float32) / 32768.0
+    if desired_channels is not None and desired_channels > 0:  # channel c is the file's min(c, last channel)
+        audio = audio[:, {np}minimum({np}arange(desired_channels), channels - 1)]
+    if desired_samples is not None and desired_samples > 0:
+        audio = audio[:desired_samples]
+        if len(audio) < desired_samples:
+            audio = {np}concatenate([audio, {np}zeros((desired_samples - len(audio), audio.shape[1]), {np}float32)])
+    return {torch}from_numpy({np}ascontiguousarray(audio)), {torch}tensor(rate, dtype={torch}int32)
+'''
+
 DATA_HELPERS: dict[str, str] = {
     "text_dataset_from_directory": _TEXT_DATASET,
     "image_dataset_from_directory": _IMAGE_DATASET,
@@ -829,6 +851,7 @@ DATA_HELPERS: dict[str, str] = {
     "map_fn": _MAP_FN,
     "DataPipeline": _DATA_PIPELINE,
     "decode_image": _DECODE_IMAGE,
+    "decode_wav": _DECODE_WAV,
     "timeseries_dataset_from_array": _TIMESERIES,
     "load_boston_housing": _BOSTON,
     "load_imdb": _WORD_SEQUENCES.format(fn="load_imdb", name="imdb", extra="", url=_KERAS_NPZ, load=_IMDB_LOAD,
@@ -848,6 +871,7 @@ _IMPORTS = {
     "numpy_function": ("numpy as np", "torch"), "seeded_generator": ("torch",),
     "map_fn": ("torch",),
     "decode_image": ("io", "numpy as np", "PIL.Image", "PIL.ImageSequence", "torch"),
+    "decode_wav": ("io", "wave", "numpy as np", "torch"),
     "timeseries_dataset_from_array": ("numpy as np",),
     "load_boston_housing": ("numpy as np",), "load_imdb": ("numpy as np",),
     "image_dataset_from_directory": ("os", "numpy as np", "PIL.Image", "torch"),

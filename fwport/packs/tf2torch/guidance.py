@@ -86,6 +86,21 @@ GUIDANCE: dict[str, str] = {
     "tensorflow.errors.InvalidArgumentError":
         "TensorFlow's error for invalid arguments and shapes: torch raises RuntimeError (shape mismatches), "
         "ValueError or IndexError instead; catch those where this except clause catches InvalidArgumentError",
+    # Keras objects left where fwport does not translate what uses them
+    "keras.Input":
+        "a symbolic input of Keras's functional API, here where fwport does not translate the model it starts "
+        "(a functional model left as written, whose other errors say why; an Input stored on an object or in a "
+        "list; one given to keras.applications): torch has no symbolic tensors, a module takes real tensors "
+        "when called: write the model as an nn.Module whose forward takes this input (a (batch, *shape) "
+        "tensor), and where a value of that shape is needed (a first call that builds lazy modules) give "
+        "torch.zeros(batch, *shape)",
+    "keras.regularizers.get":
+        "a regularizer resolved from a name, a config dict or an instance (None stays None), for a layer's "
+        "add_weight(regularizer=...) or kernel_regularizer=: torch parameters carry no regularizers: add the "
+        "penalty to the loss yourself (l2(f): f * p.square().sum(), l1(f): f * p.abs().sum() for each "
+        "parameter it was given), or, for an l2 on every parameter, weight_decay=2 * f on a torch optimizer "
+        "with coupled decay (SGD, Adam, RMSprop: it adds weight_decay * p to the gradient, the penalty's "
+        "gradient; not AdamW's decoupled decay)",
     # pretrained models: another framework's weights, architectures and preprocessing
     "keras.applications":
         "a pretrained Keras model (or its preprocess_input / decode_predictions): PyTorch's counterparts are "

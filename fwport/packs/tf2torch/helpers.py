@@ -270,6 +270,61 @@ class RandomCrop({nn}Module):
         return y if x.dim() == 4 else y[0]
 '''
 
+_KERAS2_RANDOM_CROP = '''
+
+class Keras2RandomCrop({nn}Module):
+    """keras.layers.RandomCrop of Keras 2 (tf.keras): in training, the batch cropped to (height, width) at one
+    offset drawn uniformly, where the images are at least that large in both sizes; otherwise, and in eval(),
+    the largest centred window of the target's aspect ratio resized (bilinear) to (height, width), as Keras 2's
+    smart_resize. Floats out, as Keras 2 casts its input."""
+
+    def __init__(self, height, width, channels_last=True):
+        super().__init__()
+        self.height, self.width = height, width
+        self.dims = (-3, -2) if channels_last else (-2, -1)
+
+    def forward(self, x):
+        x = x if x.is_floating_point() else x.float()
+        hd, wd = self.dims
+        h, w = x.shape[hd], x.shape[wd]
+        if self.training and h >= self.height and w >= self.width:
+            top = int({torch}randint(h - self.height + 1, ()))
+            left = int({torch}randint(w - self.width + 1, ()))
+            return x.narrow(hd, top, self.height).narrow(wd, left, self.width)
+        ch = min(h, int(w * self.height / self.width))
+        cw = min(w, int(h * self.width / self.height))
+        x = x.narrow(hd, (h - ch) // 2, ch).narrow(wd, (w - cw) // 2, cw)
+        y = x if x.dim() == 4 else x[None]
+        y = y.movedim(-1, 1) if hd == -3 else y
+        y = {F}interpolate(y, size=(self.height, self.width), mode="bilinear", align_corners=False)
+        y = y.movedim(1, -1) if hd == -3 else y
+        return y if x.dim() == 4 else y[0]
+'''
+
+_KERAS2_RANDOM_CONTRAST = '''
+
+class Keras2RandomContrast({nn}Module):
+    """keras.layers.RandomContrast of Keras 2 (tf.keras): in training, one contrast factor per call drawn
+    uniformly from [1 - lower, 1 + upper] (a number f: lower = upper = f), every image's pixels moved away from
+    (or towards) its per-channel mean by it, the result clipped to [0, 255]; the identity in eval(). Floats out,
+    as Keras 2 casts its input."""
+
+    def __init__(self, factor, channels_last=True):
+        super().__init__()
+        self.lower, self.upper = tuple(factor) if isinstance(factor, (tuple, list)) else (factor, factor)
+        if self.lower < 0 or self.upper < 0 or self.lower > 1:
+            raise ValueError(f"factor cannot have negative values or values greater than 1: {factor}")
+        self.channels_last = channels_last
+
+    def forward(self, x):
+        x = x if x.is_floating_point() else x.float()
+        if not self.training:
+            return x
+        factor = 1 - self.lower + (self.upper + self.lower) * {torch}rand((), dtype=x.dtype, device=x.device)
+        mean = x.mean(dim=(-3, -2) if self.channels_last else (-2, -1), keepdim=True)
+        return ((x - mean) * factor + mean).clamp(0, 255)
+'''
+
 _SEQUENCE_DROPOUT = '''
 
 class SequenceDropout({nn}Module):
@@ -1003,6 +1058,28 @@ def convert_to_numpy(x):
         return x.detach().cpu().numpy()
     return {np}asarray(x)
 '''
+HELPERS["ctc_decode"] = '''
+
+def ctc_decode(y_pred, input_length):
+    """keras.backend.ctc_decode(y_pred, input_length, greedy=True) (Keras 2): for each sequence of class
+    probabilities (samples, steps, classes), the most probable class at each of its first input_length steps (of
+    log(y_pred + 1e-7)), repeats merged, then the blank (the last class) left out. Returns ([decoded], log_prob):
+    decoded an int64 (samples, steps) tensor padded with -1, log_prob (samples, 1) the negative sum of the chosen
+    log probabilities, as TensorFlow's greedy decoder gives them."""
+    logp = {torch}log({torch}as_tensor(y_pred, dtype={torch}float32) + 1e-7)
+    best, labels = logp.max(dim=-1)
+    lengths = {torch}as_tensor(input_length).reshape(-1).long()
+    blank = logp.shape[-1] - 1
+    decoded = {torch}full(labels.shape, -1, dtype={torch}int64)
+    log_prob = {torch}zeros(labels.shape[0], 1)
+    for i in range(labels.shape[0]):
+        seq = labels[i, :int(lengths[i])]
+        keep = seq != blank
+        keep[1:] &= seq[1:] != seq[:-1]
+        decoded[i, :int(keep.sum())] = seq[keep]
+        log_prob[i, 0] = -best[i, :int(lengths[i])].sum()
+    return [decoded], log_prob
+'''
 HELPERS["RepeatVector"] = _REPEAT_VECTOR
 HELPERS["GaussianNoise"] = _GAUSSIAN_NOISE
 HELPERS["RandomFlip"] = _RANDOM_FLIP
@@ -1015,6 +1092,8 @@ DATA_DEPS.update({"RandomRotation": ("_keras_resample",), "RandomZoom": ("_keras
 HELPERS["RandomContrast"] = _RANDOM_CONTRAST
 HELPERS["RandomBrightness"] = _RANDOM_BRIGHTNESS
 HELPERS["RandomCrop"] = _RANDOM_CROP
+HELPERS["Keras2RandomCrop"] = _KERAS2_RANDOM_CROP
+HELPERS["Keras2RandomContrast"] = _KERAS2_RANDOM_CONTRAST
 HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION

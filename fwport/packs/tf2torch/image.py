@@ -217,6 +217,52 @@ def crop_and_resize(image, boxes, box_indices, crop_size, method="bilinear", ext
     return {torch}where(inside, out, {torch}as_tensor(float(extrapolation_value), device=image.device))
 '''
 
+_IMAGE_GRADIENTS = '''
+
+def image_gradients(image):
+    """TensorFlow's image.image_gradients of a batch (N, H, W, C): (dy, dx), each pixel's difference to the next
+    one down (dy) and to the right (dx), the input's shape: 0 in the last row of dy and the last column of dx."""
+    if image.dim() != 4:
+        raise ValueError(f"image_gradients expects a 4D tensor (batch, height, width, depth), not {tuple(image.shape)}")
+    dy = {F}pad(image[:, 1:] - image[:, :-1], (0, 0, 0, 0, 0, 1))
+    dx = {F}pad(image[:, :, 1:] - image[:, :, :-1], (0, 0, 0, 1))
+    return dy, dx
+'''
+
+_SSIM = '''
+
+def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03, return_index_map=False):
+    """TensorFlow's image.ssim of channels-last images (..., H, W, C), in float32 (integer images and max_val
+    scaled to [0, 1] as convert_image_dtype does): per channel, the means, variances and covariance under a
+    filter_size x filter_size Gaussian window of width filter_sigma (weights summing to 1, the window's valid
+    positions only), luminance (c1 = (k1 * max_val) ** 2) times contrast-structure (c2 = (k2 * max_val) ** 2)
+    averaged over the positions and the channels: one value per image (the map over the positions, averaged
+    over the channels, with return_index_map)."""
+    max_val = convert_image_dtype({torch}as_tensor(max_val, dtype=img1.dtype), {torch}float32)
+    img1, img2 = {torch}broadcast_tensors(convert_image_dtype(img1, {torch}float32),
+                                          convert_image_dtype(img2, {torch}float32))
+    coords = {torch}arange(filter_size, dtype={torch}float32, device=img1.device) - (filter_size - 1) / 2.0
+    g = coords.square() * (-0.5 / {torch}tensor(filter_sigma, dtype={torch}float32).square())
+    window = {torch}softmax((g[None, :] + g[:, None]).reshape(-1), dim=0).reshape(1, 1, filter_size, filter_size)
+    channels, lead = img1.shape[-1], img1.shape[:-3]
+    window = window.expand(channels, 1, filter_size, filter_size)
+
+    def local_mean(x):  # the Gaussian window over each channel, valid positions only
+        y = {F}conv2d(x.reshape(-1, *x.shape[-3:]).movedim(-1, 1), window, groups=channels).movedim(1, -1)
+        return y.reshape(*lead, *y.shape[1:])
+
+    c1, c2 = (k1 * max_val) ** 2, (k2 * max_val) ** 2
+    mean1, mean2 = local_mean(img1), local_mean(img2)
+    num0 = mean1 * mean2 * 2.0
+    den0 = mean1.square() + mean2.square()
+    luminance = (num0 + c1) / (den0 + c1)
+    cs = (local_mean(img1 * img2) * 2.0 - num0 + c2) / (local_mean(img1.square() + img2.square()) - den0 + c2)
+    index_map = luminance * cs
+    if return_index_map:
+        return index_map.mean(dim=-1)
+    return index_map.mean(dim=(-3, -2)).mean(dim=-1)
+'''
+
 IMAGE_HELPERS = {
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
@@ -231,11 +277,14 @@ IMAGE_HELPERS = {
     "central_crop": _CENTRAL_CROP,
     "unsorted_segment_sum": _UNSORTED_SEGMENT_SUM,
     "crop_and_resize": _CROP_AND_RESIZE,
+    "image_gradients": _IMAGE_GRADIENTS,
+    "ssim": _SSIM,
 }
 helpers.HELPERS.update(IMAGE_HELPERS)
 helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",),
                           "avg_pool2d_nhwc": ("_nhwc_window_args",),
-                          "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",)})
+                          "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",),
+                          "ssim": ("convert_image_dtype",)})
 
 
 @call_transform("image-flip")

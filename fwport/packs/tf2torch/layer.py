@@ -1362,7 +1362,8 @@ def random_adjust(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
                               "inference, as Keras 2 does)",
                 "RandomContrast": "torchvision.transforms.v2.ColorJitter(contrast=...) to each training sample",
                 "RandomBrightness": "torchvision.transforms.v2.ColorJitter(brightness=...) to each training sample"}[name]
-    if ctx.version == 2:
+    keras2 = ctx.version == 2 and name in ("RandomCrop", "RandomContrast")
+    if ctx.version == 2 and not keras2:
         return _failed(m, ctx, "unsupported-construct", f"{name} of Keras 2 (tf.keras) is random data augmentation "
                        "whose draws and inference behaviour fwport does not reproduce: in the data pipeline, apply "
                        f"{guidance}, and leave the layer out of the model")
@@ -1370,6 +1371,9 @@ def random_adjust(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if data_format not in (None, "channels_last", "channels_first"):
         return _failed(m, ctx, "unsupported-argument", f"data_format={code(m.extras['data_format'])}: not a literal")
     first = lctx.layout == "nchw" or data_format == "channels_first"
+    if keras2 and (data_format is not None or "value_range" in m.extras):
+        return _failed(m, ctx, "unsupported-argument", f"{name} of Keras 2 takes no "
+                       f"{'data_format' if data_format is not None else 'value_range'} (Keras 3's argument)")
     if name == "RandomCrop":
         h, w = (m.extras.get(k) for k in ("height", "width"))
         if h is None or w is None:
@@ -1391,15 +1395,25 @@ def random_adjust(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if "seed" in m.extras and literal_value(m.extras["seed"], None) is not None:
         ctx.report(Severity.INFO, "dropped-argument", "seed dropped: the draws come from torch's global generator "
                    "(torch.manual_seed)", m.node, m.rule)
-    ctx.report(Severity.INFO, "idiom-replaced", f"{name} → {name} (written out in this file): active in training "
-               "only, as Keras's; put the model in eval() for inference", m.node, m.rule)
+    helper = "Keras2" + name if keras2 else name
+    if keras2:
+        what = ("random crops in training, the centred crop of the target's aspect ratio resized in eval() (Keras "
+                "2's inference)" if name == "RandomCrop" else "one contrast factor per call in training, the "
+                "identity in eval()")
+        ctx.report(Severity.INFO, "idiom-replaced", f"{name} of Keras 2 → {helper} (written out in this file): "
+                   f"{what}; Keras 2 runs it in training mode unless called with training=False (predict, "
+                   "evaluate): put the model in eval() where Keras would infer", m.node, m.rule)
+    else:
+        ctx.report(Severity.INFO, "idiom-replaced", f"{name} → {name} (written out in this file): active in "
+                   "training only, as Keras's; put the model in eval() for inference", m.node, m.rule)
     out = lctx.in_shape
     if name == "RandomCrop" and out is not None and len(out) == 3:
         hh, ww = (literal_value(m.extras[k], NOT_LITERAL) for k in ("height", "width"))
-        # the training shape; at inference Keras 3 gives the input back, whose size the model must then take
+        # the training shape (Keras 2's in eval() too); at inference Keras 3 gives the input back, whose size
+        # the model must then take
         out = (hh, ww, out[2]) if data_format != "channels_first" else (out[0], hh, ww)
         out = tuple(d if _int(d) else None for d in out)
-    return LayerEmission([expr(f"{helpers.use(ctx, name)}({args})")], out)
+    return LayerEmission([expr(f"{helpers.use(ctx, helper)}({args})")], out)
 
 
 @shape("resizing")

@@ -70,6 +70,16 @@ class _Instances(cst.CSTVisitor):
         return False
 
 
+#: a Keras variable's methods → what to write on the torch parameter (its Keras-layout view, as this pass reads it)
+_VARIABLE_METHODS = {
+    "assign": "write it in place under torch.no_grad(), w.copy_(value), on the view this pass reads (a view of the "
+              "parameter: the write reaches it)",
+    "assign_add": "w.add_(value) under torch.no_grad()",
+    "assign_sub": "w.sub_(value) under torch.no_grad()",
+    "get_shape": "w.shape (of the Keras-layout view, which exists once a Lazy module has had its first call)",
+}
+
+
 class _Reads(cst.CSTVisitor):
     def __init__(self, ctx: FileContext, records: dict, instances: dict[str, str]) -> None:
         super().__init__()
@@ -97,6 +107,29 @@ class _Reads(cst.CSTVisitor):
             return None
         return self.records.get((scope, ".".join(parts)))
 
+    def visit_Call(self, node: cst.Call) -> None:
+        """Keras methods on what the torch module has no counterpart of: a Keras variable's methods on a layer's
+        weight read by its Keras name (``self.conv.kernel.assign(...)``, ``.get_shape()``), and a layer's
+        ``build(input_shape)`` on the module it became (keras-io pixelcnn builds its wrapped Conv2D by hand)."""
+        func = node.func
+        if not isinstance(func, cst.Attribute):
+            return
+        method = func.attr.value
+        if self.ctx.plans.get(node) is not None or self.ctx.plans.get(func) is not None:
+            return  # translated by an earlier planner (variables.py: `net.fc.kernel.assign(v)` → data.copy_)
+        if method in _VARIABLE_METHODS and isinstance(func.value, cst.Attribute) \
+                and func.value.attr.value in KERAS_WEIGHTS and self._record(func.value.value) is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{render(func.value)}.{method}(...): a Keras variable's method on a layer's weight, "
+                            f"which the torch module stores as a tensor: {_VARIABLE_METHODS[method]}", node)
+        elif method == "build" and self._record(func.value) is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{render(func.value)}.build(...): a Keras layer's build, which the torch module this "
+                            "layer became has not: torch creates the weights when the module is constructed (a "
+                            "Lazy module at its first call): drop the call, and create what build() derives from "
+                            "the weights' shapes after the module's first call (or from the sizes it is built with)",
+                            node)
+
     def visit_Attribute(self, node: cst.Attribute) -> None:
         name = node.attr.value
         if name not in KERAS_WEIGHTS:
@@ -109,6 +142,12 @@ class _Reads(cst.CSTVisitor):
             return
         maps = [w for w in rule.weights_for(record.variant) if w.source == name]
         receiver = render(node.value)
+        found = _path(node.value)
+        path = ".".join(found[1]) if found else ""
+        if found and record.target != path and record.target.startswith(path + "."):
+            # the layer became a wrapper (nn.Sequential(SamePad2d(...), nn.Conv2d(...))): its weights are below it
+            extra = record.target[len(path) + 1:].split(".")
+            receiver += "".join(f"[{p}]" if p.isdigit() else f".{p}" for p in extra)
         if len(maps) != 1 or not _invertible(maps[0].ops):
             stored = ", ".join(sorted({f".{w.target} ({', '.join(o.render() for o in w.ops)} of Keras's "
                                        f"{w.source})" for w in rule.weights_for(record.variant)}))
@@ -116,9 +155,10 @@ class _Reads(cst.CSTVisitor):
                             f"{receiver}.{name}: the torch module this {rule.names[0].rsplit('.', 1)[-1]} became has no "
                             f"{name}" + (f"; it stores {stored}: read those" if stored else "") , node)
             return
-        self.ctx.plans.add(node, _reader(maps[0]), descend=True, by="layer_weights")
+        self.ctx.plans.add(node, _reader(maps[0], receiver[len(render(node.value)):]), descend=True,
+                           by="layer_weights")
         self.ctx.report(Severity.INFO, "idiom-replaced",
-                        f"{receiver}.{name} → {_text(receiver, maps[0])}: the torch module stores Keras's {name} as "
+                        f"{render(node.value)}.{name} → {_text(receiver, maps[0])}: the torch module stores Keras's {name} as "
                         f".{maps[0].target}" + ("" if maps[0].ops[0].op == "copy" else
                                                 f" ({maps[0].ops[0].render()} of it); the value read is Keras's"), node)
 
@@ -151,9 +191,11 @@ def _text(receiver: str, m) -> str:
     return f"{receiver}.{m.target}{_suffix(m)}"
 
 
-def _reader(m):
+def _reader(m, below: str = ""):
+    """The edit: ``<receiver>.kernel`` → ``<receiver><below>.weight.permute(...)`` (``below``: the path from the
+    layer's attribute to the torch module holding its weights, ``[1]`` in a padding wrapper)."""
     def apply(original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
-        return cst.parse_expression(_text(render(updated_node.value), m))
+        return cst.parse_expression(_text(render(updated_node.value) + below, m))
     return apply
 
 

@@ -245,6 +245,18 @@ class _Bindings(BindingWalker):
         if how != "walrus":
             self.statement_bound.add(target.value)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        """``a, b = f(...)``: each name's value is ``f(...)[i]`` (``history, model = run_experiment(model)``, a
+        function of the file returning its model with other values: _Models.is_model_expr follows it)."""
+        t = node.targets[0].target if len(node.targets) == 1 else None
+        if (isinstance(t, (cst.Tuple, cst.List)) and isinstance(node.value, cst.Call)
+                and all(isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in t.elements)):
+            for i, e in enumerate(t.elements):
+                index = cst.SubscriptElement(cst.Index(cst.Integer(str(i))))
+                self.bound(e.value, "assign", cst.Subscript(node.value, [index]))
+            return
+        super().visit_Assign(node)
+
 
 class _Returns(cst.CSTVisitor):
     def __init__(self) -> None:
@@ -289,9 +301,26 @@ class _Models:
         return self.ctx.imports.resolve_parts(parts)
 
     def is_model_expr(self, node: cst.BaseExpression | None, chain: list[_Scope]) -> bool:
-        """A call that makes a model, or a name that is one, seen from the innermost of ``chain``."""
+        """A call that makes a model, or a name that is one, seen from the innermost of ``chain``; ``f(...)[i]``
+        of a function of the module every return of which is a tuple whose element i is a model (the value of
+        ``a, model = f(...)``, _Bindings)."""
         if isinstance(node, cst.Name):
             return self.lookup(node.value, chain)
+        if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Call)
+                and isinstance(node.value.func, cst.Name) and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index) and isinstance(node.slice[0].slice.value, cst.Integer)):
+            name, i = node.value.func.value, int(node.slice[0].slice.value.value)
+            fn = getattr(self, "top_functions", {}).get(name)
+            if fn is None or id(fn) not in self.scopes or next(
+                    (s for s in reversed(chain) if name in s.bound), None) is not chain[0]:
+                return False
+            rets = _Returns()
+            scan(fn.body, rets)
+            inner = [chain[0], self.scopes[id(fn)]]
+            return bool(rets.values) and all(
+                isinstance(v, cst.Tuple) and len(v.elements) > i and isinstance(v.elements[i], cst.Element)
+                and not any(isinstance(e, cst.StarredElement) for e in v.elements)
+                and self.is_model_expr(v.elements[i].value, inner) for v in rets.values)
         if not isinstance(node, cst.Call):
             return False
         shadow = set().union(*(s.shadow for s in chain))
@@ -371,8 +400,40 @@ class _Models:
             for name, values in scope.assigned.items():
                 if name in scope.params or name in scope.models:
                     continue  # a parameter may be anything
-                if all(v is not None and self.is_model_expr(v, chain) for v in values):
+                values = [v for v in values if not self._passes_through(v, name, chain)]
+                if values and all(v is not None and self.is_model_expr(v, chain) for v in values):
                     scope.models.add(name)
+
+    def _passes_through(self, value, name: str, chain: list[_Scope]) -> bool:
+        """``value`` is ``f(..., name, ...)[i]`` where element i of every return of the module's function ``f`` is
+        the parameter that call gives ``name`` to, never rebound in ``f``: ``name`` itself handed back
+        (``history, model = run_experiment(model)``), which leaves what ``name`` is unchanged."""
+        if not (isinstance(value, cst.Subscript) and isinstance(value.value, cst.Call)
+                and isinstance(value.value.func, cst.Name) and len(value.slice) == 1
+                and isinstance(value.slice[0].slice, cst.Index)
+                and isinstance(value.slice[0].slice.value, cst.Integer)):
+            return False
+        call, i = value.value, int(value.slice[0].slice.value.value)
+        fn = getattr(self, "top_functions", {}).get(call.func.value)
+        if fn is None or id(fn) not in self.scopes or next(
+                (s for s in reversed(chain) if call.func.value in s.bound), None) is not chain[0]:
+            return False
+        positional = [p.name.value for p in fn.params.params]
+        given = None
+        for k, a in enumerate(call.args):
+            if a.star:
+                return False
+            if isinstance(a.value, cst.Name) and a.value.value == name:
+                given = a.keyword.value if a.keyword else (positional[k] if k < len(positional) else None)
+        fscope = self.scopes[id(fn)]
+        if given is None or given not in fscope.params or given in fscope.assigned:
+            return False
+        rets = _Returns()
+        scan(fn.body, rets)
+        return bool(rets.values) and all(
+            isinstance(v, cst.Tuple) and len(v.elements) > i and isinstance(v.elements[i], cst.Element)
+            and not any(isinstance(e, cst.StarredElement) for e in v.elements)
+            and isinstance(v.elements[i].value, cst.Name) and v.elements[i].value.value == given for v in rets.values)
 
 
     # -- a function's parameter that is a model: what its callers give it
