@@ -176,6 +176,39 @@ def _child_fields(t: type) -> tuple[str, ...]:
     return fields
 
 
+_ALL_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _all_fields(t: type) -> tuple[str, ...]:
+    """The fields of node type ``t`` that may hold child nodes, trivia included, in the order libcst
+    visits them (see _child_fields)."""
+    fields = _ALL_FIELDS.get(t)
+    if fields is None:
+        names = {f.name for f in dataclass_fields(t)}
+        order: list[str] = []
+        for c in t._visit_and_replace_children.__code__.co_consts:
+            if isinstance(c, str) and c in names and c not in order:
+                order.append(c)
+        fields = _ALL_FIELDS[t] = tuple(order)
+    return fields
+
+
+def children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """libcst's ``node.children`` (every child node, trivia included, in lexical order) read from the
+    node's fields. libcst's property rebuilds the node to collect them (a new node, validated, per
+    call: ~100 times this); tests/test_walks.py checks both agree on every node of the fixtures."""
+    t = node.__class__
+    out: list[cst.CSTNode] = []
+    for name in _ALL_FIELDS.get(t) or _all_fields(t):
+        value = getattr(node, name)
+        c = value.__class__
+        if c is tuple or c is list:
+            out.extend(value)
+        elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
+            out.append(value)
+    return out
+
+
 _IS_NODE: dict[type, bool] = {}
 
 
