@@ -478,14 +478,19 @@ def _rebindable(aliases: set[str], source: str) -> set[str]:
     if not aliases:
         return set()
     a = "(?P<n{}>" + "|".join(map(re.escape, sorted(aliases, key=len, reverse=True))) + r")\b"
-    pattern = re.compile("|".join([
+    # every match starts with an alias's first character, `as`, `for`, `lambda` or `*`: the lookahead
+    # says so at each position in one character-class test, before the five alternatives are tried
+    # (the same matches, about twice as fast)
+    first = "".join(sorted({re.escape(alias[:1]) for alias in aliases} | {"a", "f", "l", r"\*"}))
+    pattern = re.compile((f"(?=[{first}])" if all(aliases) else "") + "(?:" + "|".join([
         r"(?<![.\w])" + a.format(0) + r"\s*(?:[,):=]|[-+*/%&|^@]=|//=|\*\*=|>>=|<<=)",
         r"\bas\s+" + a.format(1), r"\*\s*" + a.format(2), r"\bfor\s+" + a.format(3),
         r"\blambda\s+" + a.format(4),
-    ]))
+    ]) + ")")
     found = {next(v for v in m.groupdict().values() if v) for m in pattern.finditer(source)}
-    for m in re.finditer(r"\b(?:global|nonlocal)\b([^\n]*)", source):
-        found |= {n for n in re.findall(r"\w+", m.group(1)) if n in aliases}
+    if "global" in source or "nonlocal" in source:  # (a regex scan of the whole text otherwise)
+        for m in re.finditer(r"\b(?:global|nonlocal)\b([^\n]*)", source):
+            found |= {n for n in re.findall(r"\w+", m.group(1)) if n in aliases}
     return found & aliases
 
 
