@@ -257,11 +257,12 @@ def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, leaves: dict | None) -> No
 def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: dict) -> None:
     # by_type: node type → (visit hook, leave hook, child fields) of the visitor's class, kept on
     # the class (one dict look-up per node instead of three)
+    # A node type with no hook and no child fields (a Name, a number, an operator, for most visitors)
+    # is SKIP too: the parent does not call this function for it (a third to half of the calls).
     t = node.__class__
     entry = by_type.get(t)
     if entry is None:
-        entry = by_type[t] = SKIP if by_type[None] and issubclass(t, SKIPPABLE) else \
-            tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+        entry = by_type[t] = _scan_entry(t, tab, by_type)
     if entry is SKIP:
         return
     visit, leave, fields = entry
@@ -271,11 +272,20 @@ def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: 
             c = value.__class__
             if c is tuple or c is list:
                 for child in value:
-                    _scan_hooks(child, visitor, tab, by_type)
+                    if by_type.get(child.__class__) is not SKIP:
+                        _scan_hooks(child, visitor, tab, by_type)
             elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
-                _scan_hooks(value, visitor, tab, by_type)
+                if by_type.get(c) is not SKIP:
+                    _scan_hooks(value, visitor, tab, by_type)
     if leave is not None:
         leave(visitor, node)
+
+
+def _scan_entry(t: type, tab: dict, by_type: dict) -> tuple:
+    if by_type[None] and issubclass(t, SKIPPABLE):
+        return SKIP
+    entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+    return SKIP if entry == (None, None, ()) else entry
 
 
 _NO_HOOKS = (None, None)
@@ -331,6 +341,7 @@ def _find_statements(node: cst.CSTNode, kind: type, out: list) -> None:
 
 
 def _find(node: cst.CSTNode, kind: type, out: list) -> None:
+    # (a child of another kind with no child fields, a leaf, is not called for)
     t = node.__class__
     if t is kind:
         out.append(node)
@@ -339,9 +350,15 @@ def _find(node: cst.CSTNode, kind: type, out: list) -> None:
         c = value.__class__
         if c is tuple or c is list:
             for child in value:
-                _find(child, kind, out)
+                c = child.__class__
+                if c is kind or _CHILD_FIELDS.get(c) is not _LEAF:
+                    _find(child, kind, out)
         elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
-            _find(value, kind, out)
+            if c is kind or _CHILD_FIELDS.get(c) is not _LEAF:
+                _find(value, kind, out)
+
+
+_LEAF = ()  # (the child fields of a node type that has none)
 
 
 @dataclass
