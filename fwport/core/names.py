@@ -231,27 +231,36 @@ def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
             by_type = {None: all(n in STATEMENT_LEVEL for n in tab)}  # (None → expressions skipped)
             setattr(cls, "_fwport_scan", by_type)
         _scan_hooks(node, visitor, table(cls), by_type)
-    elif cls.on_leave is cst.CSTVisitor.on_leave:  # its own on_visit, libcst's on_leave
-        _scan(node, visitor, table(cls))
-    else:
-        _scan(node, visitor, None)
+    else:  # its own on_visit: with libcst's on_leave (its leave hooks from the table), or its own
+        by_type = cls.__dict__.get("_fwport_scan_own")
+        if by_type is None:
+            by_type = {None: table(cls) if cls.on_leave is cst.CSTVisitor.on_leave else None}
+            setattr(cls, "_fwport_scan_own", by_type)
+        _scan(node, visitor, by_type, by_type[None] is None)
 
 
-def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, leaves: dict | None) -> None:
+def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, by_type: dict, own_leave: bool) -> None:
+    # by_type: node type → (leave hook, child fields), kept on the visitor's class
+    t = node.__class__
+    entry = by_type.get(t)
+    if entry is None:
+        leaves = by_type[None]
+        entry = by_type[t] = (leaves.get(t.__name__, _NO_HOOKS)[1] if leaves is not None else None,
+                              _CHILD_FIELDS.get(t) or _child_fields(t))
+    leave, fields = entry
     if visitor.on_visit(node):
-        for name in _CHILD_FIELDS.get(type(node)) or _child_fields(type(node)):
+        for name in fields:
             value = getattr(node, name)
-            if isinstance(value, (tuple, list)):
+            c = value.__class__
+            if c is tuple or c is list:
                 for child in value:
-                    _scan(child, visitor, leaves)
-            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
-                _scan(value, visitor, leaves)
-    if leaves is None:
+                    _scan(child, visitor, by_type, own_leave)
+            elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
+                _scan(value, visitor, by_type, own_leave)
+    if own_leave:
         visitor.on_leave(node)
-    else:
-        leave = leaves.get(type(node).__name__, _NO_HOOKS)[1]
-        if leave is not None:
-            leave(visitor, node)
+    elif leave is not None:
+        leave(visitor, node)
 
 
 def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: dict) -> None:
