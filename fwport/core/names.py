@@ -291,7 +291,7 @@ def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: 
 
 
 def _scan_entry(t: type, tab: dict, by_type: dict) -> tuple:
-    if by_type[None] and issubclass(t, SKIPPABLE):
+    if by_type[None] and IS_SKIPPABLE[t]:  # (a dict look-up: issubclass against the ABCs runs in Python)
         return SKIP
     entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
     return SKIP if entry == (None, None, ()) else entry

@@ -30,7 +30,7 @@ from dataclasses import fields as dataclass_fields
 import libcst as cst
 
 from fwport.core.hooks import attribute_hooks, table
-from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, SKIP, SKIPPABLE, STATEMENT_LEVEL, ScopedResolver,
+from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, IS_SKIPPABLE, SKIP, STATEMENT_LEVEL, ScopedResolver,
                                 _child_fields, _is_node)
 
 _REMOVE = cst.RemovalSentinel.REMOVE
@@ -148,7 +148,7 @@ def _entry(by_type: dict, t: type) -> tuple:
     per node (``by_type``: the class's, from :func:`_mode`); SKIP for an expression (an argument, an
     element) where the class has no hook on any node an expression can hold."""
     tab, skip, leaves = by_type[None]
-    if skip and issubclass(t, SKIPPABLE):
+    if skip and IS_SKIPPABLE[t]:  # (a dict look-up: issubclass against the ABCs runs in Python)
         entry = by_type[t] = SKIP
     else:
         entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
