@@ -229,9 +229,12 @@ def big_file(n: int, pack) -> None:
 
 
 def stage_times(files: list[tuple[str, str]], pack) -> None:
-    """Wrap each stage translate_source calls and add up its wall time; the rest is the rule pass,
-    rendering and glue."""
+    """Wrap each stage translate_source calls (the file's parse, each planner, each finishing step, the
+    rule pass, the renders of the text) and add up its CPU time; the rest is glue."""
+    import dataclasses
+
     import fwport.core.pipeline as tr
+    import fwport.core.position as position
 
     totals: dict[str, float] = {}
 
@@ -244,30 +247,36 @@ def stage_times(files: list[tuple[str, str]], pack) -> None:
                 totals[name] = totals.get(name, 0.0) + time.process_time() - t0
         return wrapper
 
-    import dataclasses
-
     direction = tr.get_direction(pack.name)
-    timed_direction = dataclasses.replace(direction, planners=tuple(
-        dataclasses.replace(p, run=timed(f"pass {p.name}", p.run)) for p in direction.planners))
-    saved = (tr.get_direction, tr.prune_imports, tr._locate, tr.collect_imports, tr.cst.parse_module,
-             tr.statement_spans)
+    hooks = {"planners": tuple(dataclasses.replace(p, run=timed(f"pass {p.name}", p.run)) for p in direction.planners),
+             "finish": tuple(timed(f"finish {getattr(f, '__module__', '?').rsplit('.', 1)[-1]}.{f.__name__}", f)
+                             for f in direction.finish)}
+    for hook in ("out_of_scope", "detect_version"):
+        if getattr(direction, hook) is not None:
+            hooks[hook] = timed(hook, getattr(direction, hook))
+    timed_direction = dataclasses.replace(direction, **hooks)
+    names = {"parse_module": "parse (the file)", "rewrite": "rule pass", "prune_imports": "prune_imports",
+             "add_imports": "add_imports", "_locate": "_locate (positions)", "collect_imports": "collect_imports",
+             "statement_spans": "statement_spans", "free_conventional_aliases": "free_conventional_aliases"}
+    saved = {name: getattr(tr, name) for name in names}
+    saved_get, saved_text = tr.get_direction, position.Layout.text
     try:
         tr.get_direction = lambda name: timed_direction
-        tr.prune_imports = timed("prune_imports", saved[1])
-        tr._locate = timed("_locate (positions)", saved[2])
-        tr.collect_imports = timed("collect_imports", saved[3])
-        tr.cst.parse_module = timed("cst.parse_module (all callers)", saved[4])
-        tr.statement_spans = timed("statement_spans", saved[5])
+        for name, label in names.items():
+            setattr(tr, name, timed(label, saved[name]))
+        position.Layout.text = timed("Layout.text (the output's text)", saved_text)
         total, _ = fwport_run(files, pack)
     finally:
-        tr.get_direction = saved[0]
-        (tr.prune_imports, tr._locate, tr.collect_imports, tr.cst.parse_module, tr.statement_spans) = saved[1:]
+        tr.get_direction = saved_get
+        position.Layout.text = saved_text
+        for name, fn in saved.items():
+            setattr(tr, name, fn)
     n = len(files)
-    print(f"stages over {n} files, {total / n * 1000:.1f} ms per file (nested stages overlap: parse is also inside others)")
+    print(f"stages over {n} files, {total / n * 1000:.1f} ms per file (a pass's own renders and parses are inside it)")
     for name, t in sorted(totals.items(), key=lambda kv: -kv[1]):
-        print(f"  {name:<34} {t / n * 1000:8.2f} ms/file  {t / total:6.1%}")
-    rest = total - sum(v for k, v in totals.items() if not k.startswith("cst."))
-    print(f"  {'rule pass + render + glue (rest)':<34} {rest / n * 1000:8.2f} ms/file  {rest / total:6.1%}")
+        print(f"  {name:<40} {t / n * 1000:8.2f} ms/file  {t / total:6.1%}")
+    rest = total - sum(totals.values())
+    print(f"  {'glue (rest)':<40} {rest / n * 1000:8.2f} ms/file  {rest / total:6.1%}")
 
 
 def _bare_python() -> float:

@@ -13,7 +13,7 @@ import libcst as cst
 import pytest
 
 from fwport.core.hooks import default_leave_transform, default_visit
-from fwport.core.names import ScopedResolver, find_all, scan
+from fwport.core.names import ScopedResolver, children, find_all, scan
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.rewrite import rewrite
 
@@ -73,6 +73,28 @@ def test_scan_visits_what_visit_visits_in_the_same_order(text):
     module.visit(a)
     scan(module, b)
     assert b.log == a.log
+
+
+def test_children_are_libcsts_children_in_the_same_order():
+    """names.children(node) gives libcst's node.children (trivia included, the same nodes, in order) for
+    every node of the fixture programs of both directions and of nodes built with libcst's defaults."""
+    torch2jax = sorted((ROOT / "fixtures" / "torch2jax").glob("*/model.py"))
+    texts = _texts() + [p.read_text(encoding="utf-8") for p in torch2jax]
+    built = [cst.Call(cst.Name("f"), [cst.Arg(cst.Name("x")), cst.Arg(cst.Integer("1"), keyword=cst.Name("k"))]),
+             cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name("y"))], cst.Name("x"))]),
+             cst.FunctionDef(cst.Name("g"), cst.Parameters([cst.Param(cst.Name("a"))]),
+                             cst.IndentedBlock([cst.SimpleStatementLine([cst.Pass()])]))]
+    types, count = set(), 0
+    stack = [cst.parse_module(t) for t in texts] + built
+    while stack:
+        node = stack.pop()
+        expected = node.children
+        got = children(node)
+        assert len(got) == len(expected) and all(a is b for a, b in zip(got, expected)), type(node).__name__
+        types.add(type(node))
+        count += 1
+        stack.extend(expected)
+    assert len(types) > 80 and count > 50_000  # (the fixtures hold most of libcst's node types)
 
 
 @pytest.mark.parametrize("text", _texts())

@@ -19,8 +19,8 @@ from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, BoundCall, bind_call, literal_value
 from fwport.core.context import FileContext, LayerRecord
 from fwport.core.finding import CODES, Severity
-from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, IS_SKIPPABLE, ScopedResolver, _child_fields, _is_node, dotted_text,
-                               scan)
+from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, IS_SKIPPABLE, ScopedResolver, _child_fields, _is_node, children,
+                               dotted_text, scan)
 from fwport.core.parse import parse_expression, parse_statement
 from fwport.core.position import render
 from fwport.core.rewrite import fresh_copy
@@ -310,7 +310,7 @@ def comment_error(stmt: cst.CSTNode | None, about: str = "") -> tuple[str, str] 
         node = stack.pop()
         if type(node) is cst.Comment:
             comments.append(node.value)
-        stack.extend(reversed(node.children))
+        stack.extend(reversed(children(node)))
     for text in comments:
         if text.startswith("# fwport: "):
             code_, _, message = text[len("# fwport: "):].partition(": ")
@@ -697,7 +697,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         while stack:
             n = stack.pop()
             present.add(id(n))
-            stack.extend(n.children)
+            stack.extend(children(n))
         pending[mark:] = [p for p in pending[mark:] if p.finding.code != "residue" or id(p.node) in present]
 
     def _guidance(self, q: str) -> str | None:

@@ -156,6 +156,7 @@ def _translate_source(source: str, path: str, pack: Pack | str | None, options: 
     comments: dict[int, list[Finding]] = {}
     # text, positions and spans of every module below, each top-level statement rendered once
     layout = Layout()
+    ctx.analyses["layout"] = layout  # (a pass that needs a changed module's text: layout.text(module))
     for planner in direction.planners:
         if not planner.trigger.search(source):
             continue  # nothing this pass rewrites can be in the file

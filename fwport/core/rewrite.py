@@ -30,7 +30,7 @@ from dataclasses import fields as dataclass_fields
 import libcst as cst
 
 from fwport.core.hooks import attribute_hooks, table
-from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, SKIP, SKIPPABLE, STATEMENT_LEVEL, ScopedResolver,
+from fwport.core.names import (_CHILD_FIELDS, _IS_NODE, IS_SKIPPABLE, SKIP, STATEMENT_LEVEL, ScopedResolver,
                                 _child_fields, _is_node)
 
 _REMOVE = cst.RemovalSentinel.REMOVE
@@ -69,7 +69,10 @@ def _mode(cls: type, fresh: bool = False) -> tuple:
         # has nothing to do inside an expression, which holds none: it need not be walked (unless
         # the walk must copy every node it enters)
         skip = not fresh and libcst_visit and libcst_leave and not attrs and all(n in STATEMENT_LEVEL for n in tab)
-        by_type = {None: (tab, skip)}
+        # a node type with no hook and no child fields comes back as it is (unless the walk copies):
+        # SKIP too, and the parent does not call _rewrite for it
+        leaves = not fresh and libcst_visit and libcst_leave
+        by_type = {None: (tab, skip, leaves)}
         setattr(cls, key, by_type)
     return by_type, libcst_visit, libcst_leave, attrs
 
@@ -98,6 +101,10 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                     transformer.on_visit_attribute(node, name)
                 items = None
                 for i, child in enumerate(value):
+                    if by_type.get(child.__class__) is SKIP:
+                        if items is not None:
+                            items.append(child)
+                        continue
                     new = _rewrite(child, transformer, mode)
                     if new is not child and items is None:
                         items = list(value[:i])
@@ -115,7 +122,7 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
             elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
                 if attrs:
                     transformer.on_visit_attribute(node, name)
-                new = _rewrite(value, transformer, mode)
+                new = value if by_type.get(c) is SKIP else _rewrite(value, transformer, mode)
                 if attrs:
                     transformer.on_leave_attribute(node, name)
                 if new is not value:
@@ -140,11 +147,12 @@ def _entry(by_type: dict, t: type) -> tuple:
     """(visit_<Type>, leave_<Type>, child fields) of a transformer class for node type ``t``: one look-up
     per node (``by_type``: the class's, from :func:`_mode`); SKIP for an expression (an argument, an
     element) where the class has no hook on any node an expression can hold."""
-    tab, skip = by_type[None]
-    if skip and issubclass(t, SKIPPABLE):
+    tab, skip, leaves = by_type[None]
+    if skip and IS_SKIPPABLE[t]:  # (a dict look-up: issubclass against the ABCs runs in Python)
         entry = by_type[t] = SKIP
     else:
-        entry = by_type[t] = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+        entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+        entry = by_type[t] = SKIP if leaves and entry == (None, None, ()) else entry
     return entry
 
 

@@ -65,7 +65,7 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call, statement,
                                 translate_layer)
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import children, dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
@@ -753,7 +753,7 @@ class _Builder:
             if a is b:
                 continue
             self.origin[id(a)] = (a, self.origin.get(id(b), (None, b))[1])
-            ca, cb = a.children, b.children
+            ca, cb = children(a), children(b)
             if len(ca) == len(cb):
                 todo += [(x, y) for x, y in zip(ca, cb) if type(x) is type(y)]
         return new

@@ -179,9 +179,13 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
 
 
 def _text(module: cst.Module, ctx: FileContext) -> str:
-    """The module's text: the source when it is the tree parsed from it (translate_source says so)."""
+    """The module's text: the source when it is the tree parsed from it (translate_source says so); else by the
+    translation's Layout, which renders each top-level statement once for all the passes' positions and texts."""
     parsed = ctx.analyses.get("parsed")
-    return parsed[1] if parsed is not None and parsed[0] is module else render(module, module)
+    if parsed is not None and parsed[0] is module:
+        return parsed[1]
+    layout = ctx.analyses.get("layout")
+    return layout.text(module) if layout is not None else render(module, module)
 
 
 #: summary() arguments that only lay out Keras's table (print(model) has none to honour)

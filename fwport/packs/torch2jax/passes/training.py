@@ -25,7 +25,7 @@ import libcst as cst
 from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, find_all, scan
+from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
@@ -1765,7 +1765,7 @@ def _first_uses(node, first: dict[str, str]) -> None:
     elif isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
         return
     else:
-        for child in node.children:
+        for child in children(node):
             _first_uses(child, first)
 
 
