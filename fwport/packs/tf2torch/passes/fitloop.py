@@ -86,6 +86,7 @@ class Compiled:
     metrics: list = field(default_factory=list)
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
+    class_weight: bool = False  # a fit takes class_weight= (Keras's per-label scale of each sample's loss)
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
     clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
@@ -224,11 +225,12 @@ def _accuracy_metric(node, rule_of):
 # --- the written-out loop -----------------------------------------------------------------------------
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
-            inputs_written: bool = False, loss_args_written: bool = False) -> str:
+            inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
-    counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one.
+    counts steps; ``c.callbacks``: a fit takes callbacks; ``c.class_weight``: a fit takes class_weight (each
+    sample's loss times its label's weight, the sum over the batch size, as Keras weighs them). Without them the loop is the plainer one.
     ``shared``: with the array conversion every set of these functions calls (written once a file);
     ``inputs_written``: the channels-first conversion is already written (by another set). A plan without a
     loss (``c.loss`` None: a model predicted with, never compiled) gets predict alone."""
@@ -289,14 +291,17 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     ms = bool(c.metrics)  # compile's metric objects, given as a dict {Keras's name: metric}
     head = ("model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn") + (
         ", metrics" if ms else "")
-    if not general and not cbs:
+    weighted = c.class_weight
+    if weighted and not class_weights_written:
+        lines += _class_weight_helper(n, spell)
+    if not general and not cbs and not weighted:
         lines += [
             f"def {n['fit']}({head}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
             "        validation_data=None, shuffle=True):",
         ]
     else:
-        extra = (", callbacks=None" if cbs else "") + (", steps_per_epoch=None,\n        validation_steps=None"
-                                                        if general else "")
+        extra = (", callbacks=None" if cbs else "") + (", class_weight=None" if weighted else "") + (
+            ", steps_per_epoch=None,\n        validation_steps=None" if general else "")
         lines += [
             f"def {n['fit']}({head}, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
             "verbose=1, validation_split=0.0,",
@@ -326,6 +331,13 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    on_epoch_end(epoch, logs), on_train_end(); one that sets model.stop_training = True ends the",
             '    training after that epoch."""',
         ]
+    if weighted:
+        lines[-1] = lines[-1].removesuffix('"""')
+        lines += [
+            "    class_weight: {label: weight}; each training sample's loss is multiplied by its label's weight (1.0 for",
+            "    a label not in it) and the batch's sum divided by its size, as Keras weighs them (not the metrics', nor",
+            '    validation\'s)."""',
+        ]
     lines += [
         "    if validation_split and validation_data is None:",
         "        split = int(len(x) * (1 - validation_split))",
@@ -348,6 +360,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        callback.model = model",
             '        if hasattr(callback, "on_train_begin"):',
             "            callback.on_train_begin()",
+        ]
+    if weighted:
+        lines += [
+            "    if class_weight is not None:  # the same loss, one value per element, which the class weights scale",
+            f"        per_sample = {spell('copy.copy')}(loss_fn)",
+            '        per_sample.reduction = "none"',
         ]
     if general:
         lines += ["    stream = None"]
@@ -390,7 +408,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     lines += [
         "            optimizer.zero_grad()",
         "            pred = model(xb)",
-        f"            loss = {batch_loss}",
+        *([f"            if class_weight is None:",
+           f"                loss = {batch_loss}",
+           "            else:  # each sample's loss (the mean over its values) times its label's weight, over the batch",
+           f"                losses = {batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
+           f"                loss = (losses * {n['class_weights']}(yb, class_weight)).mean()"]
+          if weighted else [f"            loss = {batch_loss}"]),
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
@@ -544,6 +567,20 @@ def _predict(n: dict, x_of: str, spell) -> list[str]:
         f"    with {spell('torch.no_grad')}():",
         f"        return {spell('torch.cat')}([model(x[start:start + batch_size]) for start in range(0, len(x), "
         "batch_size)]).numpy()",
+    ]
+
+
+def _class_weight_helper(n: dict, spell) -> list[str]:
+    """The function that gives each sample of a batch its weight from fit's class_weight, as Keras's
+    class_weight_to_sample_weights does (the label: the argmax of a one-hot row, rounded)."""
+    return [
+        f"def {n['class_weights']}(y, class_weight):",
+        '    """Keras\'s class_weight → one weight per sample: its label\'s weight, 1.0 for a label not in',
+        "    class_weight; the label is the argmax of a one-hot row (last axis over 1), else the value rounded.\"\"\"",
+        "    labels = y.argmax(-1) if y.dim() > 1 and y.shape[-1] != 1 else y.squeeze(-1) if y.dim() > 1 else y",
+        f"    return {spell('torch.tensor')}([float(class_weight.get(int(k), 1.0)) for k in labels.double().round().tolist()], device=y.device)",
+        "",
+        "",
     ]
 
 

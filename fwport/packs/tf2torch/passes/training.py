@@ -946,9 +946,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         params, taken = fitloop.METHODS[method]
         args = fitloop.bind(updated_node, params)
         bad = None if args is not None else "its arguments cannot be bound statically"
+        weighted = method == "fit" and args is not None and "class_weight" in args and literal_value(
+            args["class_weight"], NOT_LITERAL) is not None
         for k, v in (args or {}).items():
+            if k == "class_weight" and weighted and self._weighs_classes(c):
+                continue
             if k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False):
-                bad = f"{k}= is not translated"
+                bad = f"{k}= is not translated" + (
+                    " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
+                    "MAE or Huber)" if k == "class_weight" else "")
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
@@ -960,6 +966,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.callbacks = True
+        if weighted:
+            c.class_weight = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
         metrics = [c.names["metrics"]] if c.metrics else []
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
@@ -968,12 +976,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics],
                 "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
-        for k in taken:
+        for k in (*taken, *(("class_weight",) if weighted else ())):
             if k in args:
                 out.append(cst.Arg(args[k]) if k in ("x", "y") else
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    @staticmethod
+    def _weighs_classes(c: fitloop.Compiled) -> bool:
+        """Whether the written fit can weigh this compile's loss by class: a torch loss module of Keras's
+        cross-entropies / MSE / MAE / Huber, whose values per element (reduction="none") averaged over each
+        sample are Keras's per-sample values (not a loss function of the file, nor KLDivergence's sum)."""
+        if c.loss is None or c.loss[0] == "function":
+            return False
+        rule = c.loss[1]
+        name = rule if isinstance(rule, str) else rule.names[0] if rule is not None else ""
+        return name in fitloop.LOSSES.values()
 
     def _callback_predict(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """``self.model.predict(x)`` in a keras.callbacks.Callback subclass of a file with one compile and no
@@ -2602,7 +2621,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
         c.placeholders = {k: f"__fwport_{k}_{len(out)}__" for k in ("fit", "evaluate", "predict")}
         c.names.update(c.placeholders)
-        for k in ("tensor", "inputs", "loss_args"):  # one set of array conversions for the file
+        for k in ("tensor", "inputs", "loss_args", "class_weights"):  # one set of array conversions for the file
             c.names[k] = out[0].names[k] if out else c.names[k]
         c.group = c
         out.append(c)
@@ -2742,7 +2761,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": named or free("loss_fn", True),
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
-               "inputs": free("channels_first"), "loss_args": free("keras_loss_args")}
+               "inputs": free("channels_first"), "loss_args": free("keras_loss_args"),
+               "class_weights": free("class_weights")}
     if c.metrics:  # the metric objects, {Keras's name: metric}, which the compile statement binds (under a
         # name the file uses nowhere: `from sklearn import metrics`, a parameter)
         taken |= plan.names_seen
@@ -2792,13 +2812,14 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     for c in compiled:
         groups.setdefault((c.key, nchw(c)), []).append(c)
     texts = []
-    inputs_written = loss_args_written = False
+    inputs_written = loss_args_written = weights_written = False
     for i, ((_, channels_first), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
         rep.batches = any(c.batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
+        rep.class_weight = any(c.class_weight for c in members)
         for c in members:
             c.group = rep
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
@@ -2813,9 +2834,11 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind == "function" else \
             rule.emit.get("options", {})
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
-                                     inputs_written=inputs_written, loss_args_written=loss_args_written))
+                                     inputs_written=inputs_written, loss_args_written=loss_args_written,
+                                     class_weights_written=weights_written))
         inputs_written = inputs_written or channels_first
         loss_args_written = loss_args_written or kind == "function"
+        weights_written = weights_written or rep.class_weight
     return texts
 
 
