@@ -87,6 +87,10 @@ class Compiled:
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
     class_weight: bool = False  # a fit takes class_weight= (Keras's per-label scale of each sample's loss)
+    # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
+    # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
+    # outputs model[-1](logits), and the loss (created from_logits) of the logits
+    activation_logits: bool = False
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
     clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
@@ -242,7 +246,11 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
     log, clamp = spell("torch.log"), ".clamp(1e-7, 1 - 1e-7)"
-    inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "pred")
+    inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "logits" if c.activation_logits
+                                                                           else "pred")
+    # the model's outputs: its last module (the activation) on the logits the loss takes, where Keras uses them
+    forward = (["            logits = model[:-1](xb)  # the loss, as Keras's, takes the final activation's input",
+                "            pred = model[-1](logits)"] if c.activation_logits else ["            pred = model(xb)"])
     if loss_options.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
         inp += ".movedim(-1, 1)"
         target = target if loss_options.get("target") == "long" else f"{target}.movedim(-1, 1)"
@@ -407,7 +415,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         count = "len(batch)"
     lines += [
         "            optimizer.zero_grad()",
-        "            pred = model(xb)",
+        *forward,
         *([f"            if class_weight is None:",
            f"                loss = {batch_loss}",
            "            else:  # each sample's loss (the mean over its values) times its label's weight, over the batch",
@@ -495,7 +503,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"    with {no_grad}():",
             "        for xb, yb in batches:",
             f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
-            "            pred = model(xb)",
+            *forward,
             f"            total += {batch_loss}.item() * len(xb)",
             "            seen += len(xb)",
         ]
@@ -511,7 +519,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"    with {no_grad}():",
             "        for start in range(0, len(x), batch_size):",
             "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
-            "            pred = model(xb)",
+            *forward,
             f"            total += {batch_loss}.item() * len(xb)",
         ]
     if acc:

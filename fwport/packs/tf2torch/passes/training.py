@@ -861,6 +861,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx,
                          loss_node)
             m.extras.update(calls_adapted=True, compiled=True)
+            if c.activation_logits:  # the loss of the final activation's logits, as Keras takes it
+                m.kwargs["from_logits"] = cst.Name("True")
             loss = build_call(m, self.ctx)
         kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None)  # no loss statement made
         if opt is None or (loss is None and not kept):  # refused by a rule (its error says why): compile stays
@@ -2607,7 +2609,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
         loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function") else ctx.pack.by_name[c.loss[1]]
-        c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
+        c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits,
+                 c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
@@ -2627,6 +2630,55 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         out.append(c)
     ctx.analyses["compiled"] = out
     return out
+
+
+# a cross-entropy of probabilities → the activation whose logits it takes as the logits form of the same loss
+_LOGITS_OF = {"keras.losses.BinaryCrossentropy": "sigmoid", "keras.losses.CategoricalCrossentropy": "softmax",
+              "keras.losses.SparseCategoricalCrossentropy": "softmax"}
+_ACTIVATIONS = {"sigmoid": "sigmoid", "softmax": "softmax", "keras.activations.sigmoid": "sigmoid",
+                "keras.activations.softmax": "softmax"}
+
+
+def _final_activation(plan: _Plan, ctx: FileContext, model: str, scope: int, models: _Models | None) -> str | None:
+    """"sigmoid" / "softmax" where ``model`` is bound once in its scope to ``keras.Sequential([...])`` whose
+    last layer ends in that activation over the last axis (``Dense(..., activation=...)``, ``Activation(...)``,
+    ``Softmax()``) and nothing adds or removes layers (``model.add`` / ``pop``): its translation is an
+    nn.Sequential whose last module is that activation, and Keras's cross-entropies of its outputs take the
+    activation's input (the logits Keras caches on them). Else None."""
+    chain = models.top if models is not None and scope == 0 else models.scopes.get(scope) if models else None
+    values = chain.assigned.get(model) if chain is not None else None
+    if not values or len(values) != 1 or len(plan.bound_at.get(model, [])) != 1 or values[0] is None:
+        return None
+    seq = values[0]
+    if not isinstance(seq, cst.Call) or ctx.imports.resolve(seq.func) not in ("keras.Sequential",
+                                                                              "keras.models.Sequential"):
+        return None
+    layers = seq.args[0].value if seq.args and seq.args[0].keyword is None else None
+    parsed = ctx.analyses.get("parsed")
+    if (not isinstance(layers, cst.List) or not layers.elements or parsed is None
+            or re.search(rf"\b{re.escape(model)}\s*\.\s*(add|pop)\s*\(", parsed[1])):
+        return None
+    last = layers.elements[-1].value
+    if not isinstance(last, cst.Call):
+        return None
+    kind = ctx.imports.resolve(last.func)
+    args = {a.keyword.value if a.keyword else i: a.value for i, a in enumerate(last.args)}
+    if any(a.star for a in last.args):
+        return None
+
+    def activation(node) -> str | None:
+        lit = literal_value(node, NOT_LITERAL) if node is not None else None
+        if isinstance(lit, str):
+            return _ACTIVATIONS.get(lit)
+        q = ctx.imports.resolve(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        return _ACTIVATIONS.get(q) if q and q.startswith("keras.") else None
+    if kind == "keras.layers.Dense":
+        return activation(args.get("activation", args.get(2)))
+    if kind == "keras.layers.Activation":
+        return activation(args.get("activation", args.get(0)))
+    if kind == "keras.layers.Softmax" and not args:
+        return "softmax"
+    return None
 
 
 def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, scope: int,
@@ -2731,7 +2783,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.loss[0] != "function" and not c.from_logits:  # a cross-entropy of probabilities: what Keras does instead
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if rule.emit.get("options", {}).get("probabilities_input"):
-            optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
+            activation = _final_activation(plan, ctx, model, scope, models) if c.loss[0] != "name" else None
+            if activation is not None and activation == _LOGITS_OF.get(rule.names[0]):
+                c.from_logits = c.activation_logits = True
+                ctx.report(Severity.INFO, "idiom-replaced",
+                           f"{rule.names[0].rsplit('.', 1)[-1]} of {model}'s {activation} outputs → the loss of their "
+                           f"logits (from_logits): Keras computes it from the input its final {activation} keeps on "
+                           f"the outputs; the generated loop takes logits = {model}[:-1](x), the outputs "
+                           f"{model}[-1](logits)", call)
+            else:
+                optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
     if not _builds(c, ctx):
         return refuse("its optimizer or loss is refused where it stands (see the finding on it, once written "
                       "as a torch.optim / torch.nn object)")
