@@ -16,8 +16,10 @@ progress line per epoch, a History-like dict of per-epoch averages (``history.hi
 takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
 below). One accuracy or one error metric (mae, mse, mape) is a running sum in the loop; other metrics
 (``Compiled.metrics``) are a dict {Keras's name: metric object} the compile statement binds, which fit /
-evaluate take, reset and update per batch. Only what the loop reproduces is translated: sample or class
-weights, several losses, metrics without a written class are left to model_api's errors (the whole
+evaluate take, reset and update per batch. ``fit(class_weight=...)`` weighs each sample's loss by its label's weight
+(Keras's cross-entropies, MSE, MAE, Huber); a cross-entropy of a Sequential's final sigmoid / softmax takes its
+logits (``Compiled.activation_logits``). Only what the loop reproduces is translated: sample weights, class
+weights of other losses, several losses, metrics without a written class are left to model_api's errors (the whole
 compile then stays Keras).
 
 Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
