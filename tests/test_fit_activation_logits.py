@@ -15,6 +15,8 @@ import numpy as np
 from test_fit_callbacks import DRIVER, _run, tx
 from test_fit_metrics import BINARY_DRIVER
 
+from fwport.core.pipeline import translate_source
+
 SATURATED = DRIVER.replace("(rng.normal(size=(16, 3)) * 0.5)", "(rng.normal(size=(16, 3)) * 20.0)")
 # (an Activation layer has no weights: the kernels of the layers that have them)
 SATURATED_LAYERS = SATURATED.replace("for l in model.layers]", "for l in model.layers if l.get_weights()]")
@@ -113,3 +115,42 @@ def test_a_model_that_gains_layers_keeps_the_probabilities_and_the_warning():
     r = tx(src)
     assert "logits = model[:-1]" not in r.output
     assert any("of probabilities" in f.message for f in r.findings)
+
+
+# keras-io's mixup: the Sequential made by a builder function, the name bound to it twice
+BUILT = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def get_training_model():
+    model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"),
+                              layers.Dense(3, activation="softmax")])
+    return model
+
+
+model = get_training_model()
+model.compile(loss="categorical_crossentropy", optimizer="adam")
+model = get_training_model()
+model.compile(loss="categorical_crossentropy", optimizer="adam")
+
+
+def train(x, y):
+    return model.fit(x, y, epochs=1)
+'''
+
+
+def test_a_sequential_made_by_a_builder_function_gives_its_logits_too():
+    r = tx(BUILT)
+    assert "logits = model[:-1](xb)" in r.output and "nn.NLLLoss" not in r.output
+    assert r.output.count("loss_fn = nn.CrossEntropyLoss()") == 2
+    assert not [f for f in r.findings if "of probabilities" in f.message]
+    # a builder that adds a layer after the list: its last module may be anything; the probabilities stay
+    grown = BUILT.replace("    return model", "    model.add(layers.Dense(2))\n    return model")
+    r = translate_source(grown.lstrip("\n"), "model.py")  # (not tx: this output is no fixpoint yet, .detach() added)
+    assert "logits = model[:-1]" not in r.output
+    assert any("of probabilities" in f.message for f in r.findings)
+    # a name bound to a Sequential ending in softmax and to another model: not told which; the probabilities stay
+    other = BUILT.replace("model = get_training_model()\nmodel.compile(", "model = keras.Sequential([layers.Dense(3)])\n"
+                          "model.compile(", 1)
+    assert "logits = model[:-1]" not in tx(other).output

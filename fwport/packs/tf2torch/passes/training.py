@@ -2640,31 +2640,52 @@ _ACTIVATIONS = {"sigmoid": "sigmoid", "softmax": "softmax", "keras.activations.s
 
 
 def _final_activation(plan: _Plan, ctx: FileContext, model: str, scope: int, models: _Models | None) -> str | None:
-    """"sigmoid" / "softmax" where ``model`` is bound once in its scope to ``keras.Sequential([...])`` whose
-    last layer ends in that activation over the last axis (``Dense(..., activation=...)``, ``Activation(...)``,
-    ``Softmax()``) and nothing adds or removes layers (``model.add`` / ``pop``): its translation is an
-    nn.Sequential whose last module is that activation, and Keras's cross-entropies of its outputs take the
-    activation's input (the logits Keras caches on them). Else None."""
-    chain = models.top if models is not None and scope == 0 else models.scopes.get(scope) if models else None
-    values = chain.assigned.get(model) if chain is not None else None
-    if not values or len(values) != 1 or len(plan.bound_at.get(model, [])) != 1 or values[0] is None:
+    """"sigmoid" / "softmax" where every value ``model`` is bound to in its scope is a ``keras.Sequential([...])``
+    whose last layer ends in that activation over the last axis (``Dense(..., activation=...)``,
+    ``Activation(...)``, ``Softmax()``), inline or returned by a builder function of the module (every return of
+    it, a name bound there the same way), and nothing adds or removes layers (``.add`` / ``.pop`` on those names):
+    its translation is an nn.Sequential whose last module is that activation, and Keras's cross-entropies of its
+    outputs take the activation's input (the logits Keras caches on them). Else None."""
+    if models is None:
         return None
-    seq = values[0]
-    if not isinstance(seq, cst.Call) or ctx.imports.resolve(seq.func) not in ("keras.Sequential",
-                                                                              "keras.models.Sequential"):
+    parsed = ctx.analyses.get("parsed")
+    if parsed is None:
+        return None
+    functions = getattr(models, "top_functions", {})
+
+    def of_name(name: str, where, seen: set) -> str | None:
+        values = where.assigned.get(name) if where is not None else None
+        if not values or None in values or re.search(rf"\b{re.escape(name)}\s*\.\s*(add|pop)\s*\(", parsed[1]):
+            return None
+        found = {of_value(v, seen) for v in values}
+        return found.pop() if len(found) == 1 else None
+
+    def of_value(value, seen: set) -> str | None:
+        if not isinstance(value, cst.Call):
+            return None
+        if isinstance(value.func, cst.Name) and value.func.value in functions and value.func.value not in seen:
+            fn = functions[value.func.value]
+            inner = models.scopes.get(id(fn))
+            returns = _returned_values(fn)
+            found = {of_name(r.value, inner, seen | {fn.name.value}) if isinstance(r, cst.Name)
+                     else of_value(r, seen | {fn.name.value}) for r in returns}
+            return found.pop() if len(found) == 1 else None
+        return _sequential_activation(value, ctx)
+    return of_name(model, models.top if scope == 0 else models.scopes.get(scope), set())
+
+
+def _sequential_activation(seq: cst.Call, ctx: FileContext) -> str | None:
+    """The activation that ends ``keras.Sequential([..., last])``'s last layer, or None."""
+    if ctx.imports.resolve(seq.func) not in ("keras.Sequential", "keras.models.Sequential"):
         return None
     layers = seq.args[0].value if seq.args and seq.args[0].keyword is None else None
-    parsed = ctx.analyses.get("parsed")
-    if (not isinstance(layers, cst.List) or not layers.elements or parsed is None
-            or re.search(rf"\b{re.escape(model)}\s*\.\s*(add|pop)\s*\(", parsed[1])):
+    if not isinstance(layers, cst.List) or not layers.elements or not isinstance(layers.elements[-1], cst.Element):
         return None
     last = layers.elements[-1].value
-    if not isinstance(last, cst.Call):
+    if not isinstance(last, cst.Call) or any(a.star for a in last.args):
         return None
     kind = ctx.imports.resolve(last.func)
     args = {a.keyword.value if a.keyword else i: a.value for i, a in enumerate(last.args)}
-    if any(a.star for a in last.args):
-        return None
 
     def activation(node) -> str | None:
         lit = literal_value(node, NOT_LITERAL) if node is not None else None
