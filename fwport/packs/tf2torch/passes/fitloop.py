@@ -931,14 +931,16 @@ def metric_classes(names: set[str], spell) -> str:
 TRAIN_STEP_MODULE = "TrainStepModule"
 
 
-def train_step_module(spell, evaluate: bool = False, predict: bool = False, compiled: bool = False) -> str:
+def train_step_module(spell, evaluate: bool = False, predict: bool = False, compiled: bool = False,
+                      weighted: bool = False) -> str:
     """The base class written once into a file whose Keras models define their own ``train_step``:
     the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
     fit calls train_step per batch), with Keras's semantics. ``evaluate``: the file evaluates such a
     model (or fits it with validation_data), whose class defines test_step: evaluate() calls it;
     ``predict``: the file predicts with one: predict() calls predict_step (by default the model on x);
     ``compiled``: a train_step reads Keras 2's compiled loss and metrics (compiled_loss, compiled_metrics,
-    metrics, losses), which compile keeps (the Mean class is written beside)."""
+    metrics, losses), which compile keeps (the Mean class is written beside); ``weighted``: one passes it a
+    sample_weight (compile's loss then takes it: ``weighted_loss``)."""
     module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
     as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
     islice = spell("itertools.islice")
@@ -1018,9 +1020,13 @@ class {TRAIN_STEP_MODULE}({module}):
         return History(history)
 '''
     text = text.replace("{COMPILED_INIT}", COMPILED_INIT if compiled else "")
+    compiled_text = COMPILED.replace("{SAMPLE_WEIGHT}", "sample_weight=None, " if weighted else "").replace(
+        "{WEIGHT_DOC}", "[, sample_weight]" if weighted else "").replace(
+        "{LOSS_CALL}", "self.loss(y_true, y_pred) if sample_weight is None else self.loss(y_true, y_pred, sample_weight)"
+        if weighted else "self.loss(y_true, y_pred)")
     if compiled:
         text = text.replace("\n\n\nclass " + TRAIN_STEP_MODULE, "\n\n\n" + COMPILED_METRICS + "\n\nclass " + TRAIN_STEP_MODULE)
-        text += COMPILED + (DEFAULT_TEST_STEP if evaluate else "")
+        text += compiled_text + (DEFAULT_TEST_STEP if evaluate else "")
     text = text.replace("{VALIDATION_ARG}", ", validation_data=None" if evaluate else "")
     text = text.replace("{VALIDATION}", VALIDATION if evaluate else "")
     no_grad, cat = spell("torch.no_grad"), spell("torch.cat")
@@ -1029,6 +1035,24 @@ class {TRAIN_STEP_MODULE}({module}):
     if predict:
         text += PREDICT.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad, cat=cat)
     return text
+
+
+def weighted_loss(spell) -> str:
+    """Keras's loss(y_true, y_pred, sample_weight) for a torch loss module (compile's loss, called by
+    TrainStepModule.compiled_loss with a sample_weight)."""
+    return f'''def weighted_loss(loss_fn, input, target, sample_weight):
+    """A Keras loss with sample_weight: the loss of each element (a copy of the torch loss with reduction="none";
+    Keras's per-sample values are their means over the last axis, which the sum below counts alike) times its
+    sample's weight (trailing axes added to match), summed and divided by the number of elements, as Keras's
+    "sum_over_batch_size" reduction does (not by the sum of the weights)."""
+    per_element = {spell("copy.copy")}(loss_fn)
+    per_element.reduction = "none"
+    losses = per_element(input, target)
+    weight = {spell("torch.as_tensor")}(sample_weight).to(losses.dtype)
+    while weight.dim() < losses.dim():
+        weight = weight.unsqueeze(-1)
+    return (losses * weight).sum() / losses.numel()
+'''
 
 
 # Keras 2's compiled loss and metrics, which a train_step reads (written where one does)
@@ -1054,10 +1078,10 @@ COMPILED_INIT = '''        self.compiled_metrics = CompiledMetrics(metrics)
 '''
 
 COMPILED = '''
-    def compiled_loss(self, y_true, y_pred, regularization_losses=None):
-        """Keras 2's model.compiled_loss: compile's loss, loss(y_true, y_pred), plus the regularization
+    def compiled_loss(self, y_true, y_pred, {SAMPLE_WEIGHT}regularization_losses=None):
+        """Keras 2's model.compiled_loss: compile's loss, loss(y_true, y_pred{WEIGHT_DOC}), plus the regularization
         losses given; the total is tracked by the metric "loss", a mean weighted by the batch size."""
-        loss = self.loss(y_true, y_pred)
+        loss = {LOSS_CALL}
         if regularization_losses:
             loss = loss + sum(regularization_losses)
         if self.loss_metric is None:

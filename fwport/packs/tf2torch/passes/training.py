@@ -467,6 +467,11 @@ class _CompiledUses(cst.CSTVisitor):
                 and (node.attr.value in COMPILED or node.attr.value == "metrics")):
             self.used.add(node.attr.value)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        if _is_self_attr(node.func, "compiled_loss") and (len([a for a in node.args if a.keyword is None]) > 2 or any(
+                a.keyword is not None and a.keyword.value == "sample_weight" for a in node.args)):
+            self.used.add("weighted_loss")  # compiled_loss(y, y_pred, sample_weight=...)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and _transform(self.plan.ctx, self.plan.qualname(node.value.func)) == "metric":
             self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
@@ -1192,7 +1197,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             key = o.keyword.value if o.keyword is not None else (None if custom or at >= len(fitloop.COMPILE)
                                                                  else fitloop.COMPILE[at])
             if key == "loss" and loss is not None:
-                made = self._compiled_loss(o.value, a.value, *loss)
+                made = self._compiled_loss(o.value, a.value, *loss, weighted="weighted_loss" in uses)
                 if made is not None:
                     a = a.with_changes(value=made)
             elif key == "metrics" and uses & {"compiled_metrics", "metrics"}:
@@ -1220,8 +1225,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return out
 
     def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits,
-                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order"):
-        """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses."""
+                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order", weighted: bool = False):
+        """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses.
+        ``weighted``: a compiled_loss call passes a sample_weight, which the lambda takes (``weighted_loss``: the
+        torch loss's elements times the weights, Keras's sum over the number of elements)."""
         if isinstance(original, cst.Name):
             func = updated
         else:
@@ -1235,7 +1242,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.settle(func)
         fake = cst.Call(func, [cst.Arg(cst.Name("y_true")), cst.Arg(cst.Name("y_pred"))])
         adapted = self._loss_call(fake, fake, rule, from_logits)
-        made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
+        if weighted:
+            if not (isinstance(adapted, cst.Call) and len(adapted.args) == 2
+                    and not any(a.keyword or a.star for a in adapted.args)):
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"loss={code(original)}: the model's train_step passes compiled_loss a sample_weight, "
+                                "which fwport weighs for a Keras loss object it makes a torch loss module; compute "
+                                "this loss's per-sample values and weigh them in train_step", original)
+                self.ctx.settle(original, updated)
+                return None
+            self.ctx.options["_weighted_loss"] = True
+            self.ctx.spell_text("copy.copy")
+            self.ctx.spell_text("torch.as_tensor")
+            func, (inp, target) = code(adapted.func), (code(a.value) for a in adapted.args)
+            made = cst.parse_expression(f"lambda y_true, y_pred, sample_weight=None: {code(adapted)} if sample_weight "
+                                        f"is None else weighted_loss({func}, {inp}, {target}, sample_weight)")
+        else:
+            made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"loss={code(original)} given to compile → {code(made)}: {why}", original)
@@ -1395,11 +1418,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if a.keyword is not None and a.keyword.value == "regularization_losses":
                 if not _is_self_attr(a.value, "losses"):
                     return "regularization_losses= other than self.losses is not translated"
-            elif a.keyword is not None or len(positional) > 2:
-                return ("sample_weight is not translated (multiply the per-sample loss, reduction='none', and "
-                        "divide by the batch size)")
+            elif a.keyword is not None and a.keyword.value != "sample_weight" or len(positional) > 3:
+                return "it takes y_true, y_pred, sample_weight and regularization_losses"
         if len(call.args) - (1 if any(a.keyword is not None and a.keyword.value == "regularization_losses"
-                                      for a in call.args) else 0) != 2:
+                                      for a in call.args) else 0) not in (2, 3):
             return "it takes y_true and y_pred"
         return None
 
@@ -3037,7 +3059,10 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if ctx.options.pop("_train_step_module", False):
         texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
                                                ctx.options.pop("_train_step_predict", False),
-                                               ctx.options.pop("_train_step_compiled", False)))
+                                               ctx.options.pop("_train_step_compiled", False),
+                                               ctx.options.get("_weighted_loss", False)))
+    if ctx.options.pop("_weighted_loss", False):
+        texts.append(fitloop.weighted_loss(ctx.spell_text))
     used = ctx.options.pop("_fit_helpers", set())
     compiled = [c for c in ctx.analyses.get("compiled", []) if id(c) in used]
     if compiled:
