@@ -145,6 +145,28 @@ def test_a_named_loss_a_named_metric_and_regularization_losses_train_as_keras2(t
     _same(keras_out, torch_out, ["acc", "loss"])
 
 
+# keras-io's transformer_asr: compiled_loss(y, y_pred, sample_weight=mask), a boolean mask of the labels
+WEIGHTED = NET.replace(
+    "            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)",
+    "            mask = tf.math.logical_not(tf.math.equal(y, 0))\n"
+    "            loss = self.compiled_loss(y, y_pred, sample_weight=mask, regularization_losses=self.losses)")
+
+
+def test_a_sample_weight_given_to_compiled_loss_weighs_as_keras2(tmp_path):
+    assert WEIGHTED != NET
+    keras_out, torch_out = _run_keras2(tmp_path, WEIGHTED, {
+        "shapes": [("k0", (4, 5)), ("b0", (5,)), ("k1", (5, 3)), ("b1", (3,))],
+        "n": 10, "width": 4, "x_map": LABELS + "\n_ = net(x[:1] if 'torch' not in sys.argv[2] else __import__('torch').tensor(x[:1]))",
+        "models": "([*net.modules()] if 'torch' in sys.argv[2] else net,)",
+        "fit": "h = net.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)\nextra = None"})
+    _same(keras_out, torch_out, ["acc", "loss"])
+    out = tx(WEIGHTED).output
+    assert ("loss=lambda y_true, y_pred, sample_weight=None: loss_fn(y_pred.movedim(-1, 1), y_true.long()) if "
+            "sample_weight is None else weighted_loss(loss_fn, y_pred.movedim(-1, 1), y_true.long(), sample_weight)") in out
+    assert "def weighted_loss(loss_fn, input, target, sample_weight):" in out
+    assert "    def compiled_loss(self, y_true, y_pred, sample_weight=None, regularization_losses=None):" in out
+
+
 def test_what_the_translation_says():
     r = tx(NET)
     out = r.output
@@ -172,9 +194,11 @@ def test_what_is_not_followed_stays_an_error_naming_why():
     # "accuracy" under a loss that does not decide which accuracy Keras picks
     msgs = _messages(TRAINER.replace('"sparse_categorical_crossentropy"', '"mse"'))
     assert any("Keras 2 picks the accuracy" in m for m in msgs), msgs
-    # a sample weight
-    msgs = _messages(NET.replace("regularization_losses=self.losses)", "sample_weight=w)"))
-    assert any(m.startswith("self.compiled_loss: ") and "sample_weight is not translated" in m for m in msgs), msgs
+    # a sample weight of a loss the file's own function computes: its per-sample values are not fwport's
+    msgs = _messages(NET.replace("regularization_losses=self.losses)", "sample_weight=w)").replace(
+        "loss_fn = keras.losses.SparseCategoricalCrossentropy(from_logits=True)",
+        "def loss_fn(y_true, y_pred):\n    return tf.reduce_mean(y_pred)"))
+    assert any("passes compiled_loss a sample_weight" in m or "loss=loss_fn is neither" in m for m in msgs), msgs
     # no compile in the file
     msgs = _messages(NET.split("net = Net()")[0])
     assert any("no compile of a Net in this file" in m for m in msgs), msgs

@@ -16,8 +16,10 @@ progress line per epoch, a History-like dict of per-epoch averages (``history.hi
 takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
 below). One accuracy or one error metric (mae, mse, mape) is a running sum in the loop; other metrics
 (``Compiled.metrics``) are a dict {Keras's name: metric object} the compile statement binds, which fit /
-evaluate take, reset and update per batch. Only what the loop reproduces is translated: sample or class
-weights, several losses, metrics without a written class are left to model_api's errors (the whole
+evaluate take, reset and update per batch. ``fit(class_weight=...)`` weighs each sample's loss by its label's weight
+(Keras's cross-entropies, MSE, MAE, Huber); a cross-entropy of a Sequential's final sigmoid / softmax takes its
+logits (``Compiled.activation_logits``). Only what the loop reproduces is translated: sample weights, class
+weights of other losses, several losses, metrics without a written class are left to model_api's errors (the whole
 compile then stays Keras).
 
 Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
@@ -86,6 +88,11 @@ class Compiled:
     metrics: list = field(default_factory=list)
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
+    class_weight: bool = False  # a fit takes class_weight= (Keras's per-label scale of each sample's loss)
+    # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
+    # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
+    # outputs model[-1](logits), and the loss (created from_logits) of the logits
+    activation_logits: bool = False
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
     clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
@@ -224,11 +231,12 @@ def _accuracy_metric(node, rule_of):
 # --- the written-out loop -----------------------------------------------------------------------------
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
-            inputs_written: bool = False, loss_args_written: bool = False) -> str:
+            inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
-    counts steps; ``c.callbacks``: a fit takes callbacks. Without them the loop is the plainer one.
+    counts steps; ``c.callbacks``: a fit takes callbacks; ``c.class_weight``: a fit takes class_weight (each
+    sample's loss times its label's weight, the sum over the batch size, as Keras weighs them). Without them the loop is the plainer one.
     ``shared``: with the array conversion every set of these functions calls (written once a file);
     ``inputs_written``: the channels-first conversion is already written (by another set). A plan without a
     loss (``c.loss`` None: a model predicted with, never compiled) gets predict alone."""
@@ -240,7 +248,11 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
     log, clamp = spell("torch.log"), ".clamp(1e-7, 1 - 1e-7)"
-    inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "pred")
+    inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "logits" if c.activation_logits
+                                                                           else "pred")
+    # the model's outputs: its last module (the activation) on the logits the loss takes, where Keras uses them
+    forward = (["            logits = model[:-1](xb)  # the loss, as Keras's, takes the final activation's input",
+                "            pred = model[-1](logits)"] if c.activation_logits else ["            pred = model(xb)"])
     if loss_options.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
         inp += ".movedim(-1, 1)"
         target = target if loss_options.get("target") == "long" else f"{target}.movedim(-1, 1)"
@@ -289,14 +301,17 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     ms = bool(c.metrics)  # compile's metric objects, given as a dict {Keras's name: metric}
     head = ("model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn") + (
         ", metrics" if ms else "")
-    if not general and not cbs:
+    weighted = c.class_weight
+    if weighted and not class_weights_written:
+        lines += _class_weight_helper(n, spell)
+    if not general and not cbs and not weighted:
         lines += [
             f"def {n['fit']}({head}, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
             "        validation_data=None, shuffle=True):",
         ]
     else:
-        extra = (", callbacks=None" if cbs else "") + (", steps_per_epoch=None,\n        validation_steps=None"
-                                                        if general else "")
+        extra = (", callbacks=None" if cbs else "") + (", class_weight=None" if weighted else "") + (
+            ", steps_per_epoch=None,\n        validation_steps=None" if general else "")
         lines += [
             f"def {n['fit']}({head}, x, y{'=None' if general else ''}, batch_size=None, epochs=1, "
             "verbose=1, validation_split=0.0,",
@@ -326,6 +341,13 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    on_epoch_end(epoch, logs), on_train_end(); one that sets model.stop_training = True ends the",
             '    training after that epoch."""',
         ]
+    if weighted:
+        lines[-1] = lines[-1].removesuffix('"""')
+        lines += [
+            "    class_weight: {label: weight}; each training sample's loss is multiplied by its label's weight (1.0 for",
+            "    a label not in it) and the batch's sum divided by its size, as Keras weighs them (not the metrics', nor",
+            '    validation\'s)."""',
+        ]
     lines += [
         "    if validation_split and validation_data is None:",
         "        split = int(len(x) * (1 - validation_split))",
@@ -348,6 +370,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        callback.model = model",
             '        if hasattr(callback, "on_train_begin"):',
             "            callback.on_train_begin()",
+        ]
+    if weighted:
+        lines += [
+            "    if class_weight is not None:  # the same loss, one value per element, which the class weights scale",
+            f"        per_sample = {spell('copy.copy')}(loss_fn)",
+            '        per_sample.reduction = "none"',
         ]
     if general:
         lines += ["    stream = None"]
@@ -389,8 +417,13 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         count = "len(batch)"
     lines += [
         "            optimizer.zero_grad()",
-        "            pred = model(xb)",
-        f"            loss = {batch_loss}",
+        *forward,
+        *([f"            if class_weight is None:",
+           f"                loss = {batch_loss}",
+           "            else:  # each sample's loss (the mean over its values) times its label's weight, over the batch",
+           f"                losses = {batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
+           f"                loss = (losses * {n['class_weights']}(yb, class_weight)).mean()"]
+          if weighted else [f"            loss = {batch_loss}"]),
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
@@ -472,7 +505,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"    with {no_grad}():",
             "        for xb, yb in batches:",
             f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
-            "            pred = model(xb)",
+            *forward,
             f"            total += {batch_loss}.item() * len(xb)",
             "            seen += len(xb)",
         ]
@@ -488,7 +521,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"    with {no_grad}():",
             "        for start in range(0, len(x), batch_size):",
             "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
-            "            pred = model(xb)",
+            *forward,
             f"            total += {batch_loss}.item() * len(xb)",
         ]
     if acc:
@@ -544,6 +577,20 @@ def _predict(n: dict, x_of: str, spell) -> list[str]:
         f"    with {spell('torch.no_grad')}():",
         f"        return {spell('torch.cat')}([model(x[start:start + batch_size]) for start in range(0, len(x), "
         "batch_size)]).numpy()",
+    ]
+
+
+def _class_weight_helper(n: dict, spell) -> list[str]:
+    """The function that gives each sample of a batch its weight from fit's class_weight, as Keras's
+    class_weight_to_sample_weights does (the label: the argmax of a one-hot row, rounded)."""
+    return [
+        f"def {n['class_weights']}(y, class_weight):",
+        '    """Keras\'s class_weight → one weight per sample: its label\'s weight, 1.0 for a label not in',
+        "    class_weight; the label is the argmax of a one-hot row (last axis over 1), else the value rounded.\"\"\"",
+        "    labels = y.argmax(-1) if y.dim() > 1 and y.shape[-1] != 1 else y.squeeze(-1) if y.dim() > 1 else y",
+        f"    return {spell('torch.tensor')}([float(class_weight.get(int(k), 1.0)) for k in labels.double().round().tolist()], device=y.device)",
+        "",
+        "",
     ]
 
 
@@ -884,14 +931,16 @@ def metric_classes(names: set[str], spell) -> str:
 TRAIN_STEP_MODULE = "TrainStepModule"
 
 
-def train_step_module(spell, evaluate: bool = False, predict: bool = False, compiled: bool = False) -> str:
+def train_step_module(spell, evaluate: bool = False, predict: bool = False, compiled: bool = False,
+                      weighted: bool = False) -> str:
     """The base class written once into a file whose Keras models define their own ``train_step``:
     the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
     fit calls train_step per batch), with Keras's semantics. ``evaluate``: the file evaluates such a
     model (or fits it with validation_data), whose class defines test_step: evaluate() calls it;
     ``predict``: the file predicts with one: predict() calls predict_step (by default the model on x);
     ``compiled``: a train_step reads Keras 2's compiled loss and metrics (compiled_loss, compiled_metrics,
-    metrics, losses), which compile keeps (the Mean class is written beside)."""
+    metrics, losses), which compile keeps (the Mean class is written beside); ``weighted``: one passes it a
+    sample_weight (compile's loss then takes it: ``weighted_loss``)."""
     module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
     as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
     islice = spell("itertools.islice")
@@ -971,9 +1020,13 @@ class {TRAIN_STEP_MODULE}({module}):
         return History(history)
 '''
     text = text.replace("{COMPILED_INIT}", COMPILED_INIT if compiled else "")
+    compiled_text = COMPILED.replace("{SAMPLE_WEIGHT}", "sample_weight=None, " if weighted else "").replace(
+        "{WEIGHT_DOC}", "[, sample_weight]" if weighted else "").replace(
+        "{LOSS_CALL}", "self.loss(y_true, y_pred) if sample_weight is None else self.loss(y_true, y_pred, sample_weight)"
+        if weighted else "self.loss(y_true, y_pred)")
     if compiled:
         text = text.replace("\n\n\nclass " + TRAIN_STEP_MODULE, "\n\n\n" + COMPILED_METRICS + "\n\nclass " + TRAIN_STEP_MODULE)
-        text += COMPILED + (DEFAULT_TEST_STEP if evaluate else "")
+        text += compiled_text + (DEFAULT_TEST_STEP if evaluate else "")
     text = text.replace("{VALIDATION_ARG}", ", validation_data=None" if evaluate else "")
     text = text.replace("{VALIDATION}", VALIDATION if evaluate else "")
     no_grad, cat = spell("torch.no_grad"), spell("torch.cat")
@@ -982,6 +1035,24 @@ class {TRAIN_STEP_MODULE}({module}):
     if predict:
         text += PREDICT.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad, cat=cat)
     return text
+
+
+def weighted_loss(spell) -> str:
+    """Keras's loss(y_true, y_pred, sample_weight) for a torch loss module (compile's loss, called by
+    TrainStepModule.compiled_loss with a sample_weight)."""
+    return f'''def weighted_loss(loss_fn, input, target, sample_weight):
+    """A Keras loss with sample_weight: the loss of each element (a copy of the torch loss with reduction="none";
+    Keras's per-sample values are their means over the last axis, which the sum below counts alike) times its
+    sample's weight (trailing axes added to match), summed and divided by the number of elements, as Keras's
+    "sum_over_batch_size" reduction does (not by the sum of the weights)."""
+    per_element = {spell("copy.copy")}(loss_fn)
+    per_element.reduction = "none"
+    losses = per_element(input, target)
+    weight = {spell("torch.as_tensor")}(sample_weight).to(losses.dtype)
+    while weight.dim() < losses.dim():
+        weight = weight.unsqueeze(-1)
+    return (losses * weight).sum() / losses.numel()
+'''
 
 
 # Keras 2's compiled loss and metrics, which a train_step reads (written where one does)
@@ -1007,10 +1078,10 @@ COMPILED_INIT = '''        self.compiled_metrics = CompiledMetrics(metrics)
 '''
 
 COMPILED = '''
-    def compiled_loss(self, y_true, y_pred, regularization_losses=None):
-        """Keras 2's model.compiled_loss: compile's loss, loss(y_true, y_pred), plus the regularization
+    def compiled_loss(self, y_true, y_pred, {SAMPLE_WEIGHT}regularization_losses=None):
+        """Keras 2's model.compiled_loss: compile's loss, loss(y_true, y_pred{WEIGHT_DOC}), plus the regularization
         losses given; the total is tracked by the metric "loss", a mean weighted by the batch size."""
-        loss = self.loss(y_true, y_pred)
+        loss = {LOSS_CALL}
         if regularization_losses:
             loss = loss + sum(regularization_losses)
         if self.loss_metric is None:

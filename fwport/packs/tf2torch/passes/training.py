@@ -467,6 +467,11 @@ class _CompiledUses(cst.CSTVisitor):
                 and (node.attr.value in COMPILED or node.attr.value == "metrics")):
             self.used.add(node.attr.value)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        if _is_self_attr(node.func, "compiled_loss") and (len([a for a in node.args if a.keyword is None]) > 2 or any(
+                a.keyword is not None and a.keyword.value == "sample_weight" for a in node.args)):
+            self.used.add("weighted_loss")  # compiled_loss(y, y_pred, sample_weight=...)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         if isinstance(node.value, cst.Call) and _transform(self.plan.ctx, self.plan.qualname(node.value.func)) == "metric":
             self.metric_attrs += [code(t.target) for t in node.targets if isinstance(t.target, cst.Attribute)]
@@ -861,6 +866,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx,
                          loss_node)
             m.extras.update(calls_adapted=True, compiled=True)
+            if c.activation_logits:  # the loss of the final activation's logits, as Keras takes it
+                m.kwargs["from_logits"] = cst.Name("True")
             loss = build_call(m, self.ctx)
         kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None)  # no loss statement made
         if opt is None or (loss is None and not kept):  # refused by a rule (its error says why): compile stays
@@ -946,9 +953,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         params, taken = fitloop.METHODS[method]
         args = fitloop.bind(updated_node, params)
         bad = None if args is not None else "its arguments cannot be bound statically"
+        weighted = method == "fit" and args is not None and "class_weight" in args and literal_value(
+            args["class_weight"], NOT_LITERAL) is not None
         for k, v in (args or {}).items():
+            if k == "class_weight" and weighted and self._weighs_classes(c):
+                continue
             if k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False):
-                bad = f"{k}= is not translated"
+                bad = f"{k}= is not translated" + (
+                    " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
+                    "MAE or Huber)" if k == "class_weight" else "")
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
@@ -960,6 +973,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.callbacks = True
+        if weighted:
+            c.class_weight = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
         metrics = [c.names["metrics"]] if c.metrics else []
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
@@ -968,12 +983,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics],
                 "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
-        for k in taken:
+        for k in (*taken, *(("class_weight",) if weighted else ())):
             if k in args:
                 out.append(cst.Arg(args[k]) if k in ("x", "y") else
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    @staticmethod
+    def _weighs_classes(c: fitloop.Compiled) -> bool:
+        """Whether the written fit can weigh this compile's loss by class: a torch loss module of Keras's
+        cross-entropies / MSE / MAE / Huber, whose values per element (reduction="none") averaged over each
+        sample are Keras's per-sample values (not a loss function of the file, nor KLDivergence's sum)."""
+        if c.loss is None or c.loss[0] == "function":
+            return False
+        rule = c.loss[1]
+        name = rule if isinstance(rule, str) else rule.names[0] if rule is not None else ""
+        return name in fitloop.LOSSES.values()
 
     def _callback_predict(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """``self.model.predict(x)`` in a keras.callbacks.Callback subclass of a file with one compile and no
@@ -1171,7 +1197,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             key = o.keyword.value if o.keyword is not None else (None if custom or at >= len(fitloop.COMPILE)
                                                                  else fitloop.COMPILE[at])
             if key == "loss" and loss is not None:
-                made = self._compiled_loss(o.value, a.value, *loss)
+                made = self._compiled_loss(o.value, a.value, *loss, weighted="weighted_loss" in uses)
                 if made is not None:
                     a = a.with_changes(value=made)
             elif key == "metrics" and uses & {"compiled_metrics", "metrics"}:
@@ -1199,8 +1225,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         return out
 
     def _compiled_loss(self, original: cst.BaseExpression, updated: cst.BaseExpression, rule, from_logits,
-                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order"):
-        """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses."""
+                       why: str = "TrainStepModule's compiled_loss calls it in Keras's order", weighted: bool = False):
+        """compile's loss= → ``lambda y_true, y_pred: <torch loss>(<input>, <target>)``; None where its rule refuses.
+        ``weighted``: a compiled_loss call passes a sample_weight, which the lambda takes (``weighted_loss``: the
+        torch loss's elements times the weights, Keras's sum over the number of elements)."""
         if isinstance(original, cst.Name):
             func = updated
         else:
@@ -1214,7 +1242,23 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.settle(func)
         fake = cst.Call(func, [cst.Arg(cst.Name("y_true")), cst.Arg(cst.Name("y_pred"))])
         adapted = self._loss_call(fake, fake, rule, from_logits)
-        made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
+        if weighted:
+            if not (isinstance(adapted, cst.Call) and len(adapted.args) == 2
+                    and not any(a.keyword or a.star for a in adapted.args)):
+                self.ctx.report(Severity.ERROR, "unsupported-construct",
+                                f"loss={code(original)}: the model's train_step passes compiled_loss a sample_weight, "
+                                "which fwport weighs for a Keras loss object it makes a torch loss module; compute "
+                                "this loss's per-sample values and weigh them in train_step", original)
+                self.ctx.settle(original, updated)
+                return None
+            self.ctx.options["_weighted_loss"] = True
+            self.ctx.spell_text("copy.copy")
+            self.ctx.spell_text("torch.as_tensor")
+            func, (inp, target) = code(adapted.func), (code(a.value) for a in adapted.args)
+            made = cst.parse_expression(f"lambda y_true, y_pred, sample_weight=None: {code(adapted)} if sample_weight "
+                                        f"is None else weighted_loss({func}, {inp}, {target}, sample_weight)")
+        else:
+            made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"loss={code(original)} given to compile → {code(made)}: {why}", original)
@@ -1374,11 +1418,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if a.keyword is not None and a.keyword.value == "regularization_losses":
                 if not _is_self_attr(a.value, "losses"):
                     return "regularization_losses= other than self.losses is not translated"
-            elif a.keyword is not None or len(positional) > 2:
-                return ("sample_weight is not translated (multiply the per-sample loss, reduction='none', and "
-                        "divide by the batch size)")
+            elif a.keyword is not None and a.keyword.value != "sample_weight" or len(positional) > 3:
+                return "it takes y_true, y_pred, sample_weight and regularization_losses"
         if len(call.args) - (1 if any(a.keyword is not None and a.keyword.value == "regularization_losses"
-                                      for a in call.args) else 0) != 2:
+                                      for a in call.args) else 0) not in (2, 3):
             return "it takes y_true and y_pred"
         return None
 
@@ -2588,7 +2631,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
         loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function") else ctx.pack.by_name[c.loss[1]]
-        c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
+        c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits,
+                 c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
@@ -2602,12 +2646,82 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
         c.placeholders = {k: f"__fwport_{k}_{len(out)}__" for k in ("fit", "evaluate", "predict")}
         c.names.update(c.placeholders)
-        for k in ("tensor", "inputs", "loss_args"):  # one set of array conversions for the file
+        for k in ("tensor", "inputs", "loss_args", "class_weights"):  # one set of array conversions for the file
             c.names[k] = out[0].names[k] if out else c.names[k]
         c.group = c
         out.append(c)
     ctx.analyses["compiled"] = out
     return out
+
+
+# a cross-entropy of probabilities → the activation whose logits it takes as the logits form of the same loss
+_LOGITS_OF = {"keras.losses.BinaryCrossentropy": "sigmoid", "keras.losses.CategoricalCrossentropy": "softmax",
+              "keras.losses.SparseCategoricalCrossentropy": "softmax"}
+_ACTIVATIONS = {"sigmoid": "sigmoid", "softmax": "softmax", "keras.activations.sigmoid": "sigmoid",
+                "keras.activations.softmax": "softmax"}
+
+
+def _final_activation(plan: _Plan, ctx: FileContext, model: str, scope: int, models: _Models | None) -> str | None:
+    """"sigmoid" / "softmax" where every value ``model`` is bound to in its scope is a ``keras.Sequential([...])``
+    whose last layer ends in that activation over the last axis (``Dense(..., activation=...)``,
+    ``Activation(...)``, ``Softmax()``), inline or returned by a builder function of the module (every return of
+    it, a name bound there the same way), and nothing adds or removes layers (``.add`` / ``.pop`` on those names):
+    its translation is an nn.Sequential whose last module is that activation, and Keras's cross-entropies of its
+    outputs take the activation's input (the logits Keras caches on them). Else None."""
+    if models is None:
+        return None
+    parsed = ctx.analyses.get("parsed")
+    if parsed is None:
+        return None
+    functions = getattr(models, "top_functions", {})
+
+    def of_name(name: str, where, seen: set) -> str | None:
+        values = where.assigned.get(name) if where is not None else None
+        if not values or None in values or re.search(rf"\b{re.escape(name)}\s*\.\s*(add|pop)\s*\(", parsed[1]):
+            return None
+        found = {of_value(v, seen) for v in values}
+        return found.pop() if len(found) == 1 else None
+
+    def of_value(value, seen: set) -> str | None:
+        if not isinstance(value, cst.Call):
+            return None
+        if isinstance(value.func, cst.Name) and value.func.value in functions and value.func.value not in seen:
+            fn = functions[value.func.value]
+            inner = models.scopes.get(id(fn))
+            returns = _returned_values(fn)
+            found = {of_name(r.value, inner, seen | {fn.name.value}) if isinstance(r, cst.Name)
+                     else of_value(r, seen | {fn.name.value}) for r in returns}
+            return found.pop() if len(found) == 1 else None
+        return _sequential_activation(value, ctx)
+    return of_name(model, models.top if scope == 0 else models.scopes.get(scope), set())
+
+
+def _sequential_activation(seq: cst.Call, ctx: FileContext) -> str | None:
+    """The activation that ends ``keras.Sequential([..., last])``'s last layer, or None."""
+    if ctx.imports.resolve(seq.func) not in ("keras.Sequential", "keras.models.Sequential"):
+        return None
+    layers = seq.args[0].value if seq.args and seq.args[0].keyword is None else None
+    if not isinstance(layers, cst.List) or not layers.elements or not isinstance(layers.elements[-1], cst.Element):
+        return None
+    last = layers.elements[-1].value
+    if not isinstance(last, cst.Call) or any(a.star for a in last.args):
+        return None
+    kind = ctx.imports.resolve(last.func)
+    args = {a.keyword.value if a.keyword else i: a.value for i, a in enumerate(last.args)}
+
+    def activation(node) -> str | None:
+        lit = literal_value(node, NOT_LITERAL) if node is not None else None
+        if isinstance(lit, str):
+            return _ACTIVATIONS.get(lit)
+        q = ctx.imports.resolve(node) if isinstance(node, (cst.Name, cst.Attribute)) else None
+        return _ACTIVATIONS.get(q) if q and q.startswith("keras.") else None
+    if kind == "keras.layers.Dense":
+        return activation(args.get("activation", args.get(2)))
+    if kind == "keras.layers.Activation":
+        return activation(args.get("activation", args.get(0)))
+    if kind == "keras.layers.Softmax" and not args:
+        return "softmax"
+    return None
 
 
 def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, scope: int,
@@ -2712,7 +2826,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.loss[0] != "function" and not c.from_logits:  # a cross-entropy of probabilities: what Keras does instead
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if rule.emit.get("options", {}).get("probabilities_input"):
-            optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
+            activation = _final_activation(plan, ctx, model, scope, models) if c.loss[0] != "name" else None
+            if activation is not None and activation == _LOGITS_OF.get(rule.names[0]):
+                c.from_logits = c.activation_logits = True
+                ctx.report(Severity.INFO, "idiom-replaced",
+                           f"{rule.names[0].rsplit('.', 1)[-1]} of {model}'s {activation} outputs → the loss of their "
+                           f"logits (from_logits): Keras computes it from the input its final {activation} keeps on "
+                           f"the outputs; the generated loop takes logits = {model}[:-1](x), the outputs "
+                           f"{model}[-1](logits)", call)
+            else:
+                optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
     if not _builds(c, ctx):
         return refuse("its optimizer or loss is refused where it stands (see the finding on it, once written "
                       "as a torch.optim / torch.nn object)")
@@ -2742,7 +2865,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": named or free("loss_fn", True),
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
-               "inputs": free("channels_first"), "loss_args": free("keras_loss_args")}
+               "inputs": free("channels_first"), "loss_args": free("keras_loss_args"),
+               "class_weights": free("class_weights")}
     if c.metrics:  # the metric objects, {Keras's name: metric}, which the compile statement binds (under a
         # name the file uses nowhere: `from sklearn import metrics`, a parameter)
         taken |= plan.names_seen
@@ -2792,13 +2916,14 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     for c in compiled:
         groups.setdefault((c.key, nchw(c)), []).append(c)
     texts = []
-    inputs_written = loss_args_written = False
+    inputs_written = loss_args_written = weights_written = False
     for i, ((_, channels_first), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
         rep.batches = any(c.batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
+        rep.class_weight = any(c.class_weight for c in members)
         for c in members:
             c.group = rep
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
@@ -2813,9 +2938,11 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind == "function" else \
             rule.emit.get("options", {})
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
-                                     inputs_written=inputs_written, loss_args_written=loss_args_written))
+                                     inputs_written=inputs_written, loss_args_written=loss_args_written,
+                                     class_weights_written=weights_written))
         inputs_written = inputs_written or channels_first
         loss_args_written = loss_args_written or kind == "function"
+        weights_written = weights_written or rep.class_weight
     return texts
 
 
@@ -2932,7 +3059,10 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     if ctx.options.pop("_train_step_module", False):
         texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
                                                ctx.options.pop("_train_step_predict", False),
-                                               ctx.options.pop("_train_step_compiled", False)))
+                                               ctx.options.pop("_train_step_compiled", False),
+                                               ctx.options.get("_weighted_loss", False)))
+    if ctx.options.pop("_weighted_loss", False):
+        texts.append(fitloop.weighted_loss(ctx.spell_text))
     used = ctx.options.pop("_fit_helpers", set())
     compiled = [c for c in ctx.analyses.get("compiled", []) if id(c) in used]
     if compiled:
