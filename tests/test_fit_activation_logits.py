@@ -154,3 +154,73 @@ def test_a_sequential_made_by_a_builder_function_gives_its_logits_too():
     other = BUILT.replace("model = get_training_model()\nmodel.compile(", "model = keras.Sequential([layers.Dense(3)])\n"
                           "model.compile(", 1)
     assert "logits = model[:-1]" not in tx(other).output
+
+
+# a Sequential of feature maps (per-pixel classes) that the translation makes channels-first: its outputs are
+# moved back to Keras's channels-last layout where the written loop reads them (the loss's class axis, accuracy,
+# predict), where before the loss moved the last axis (the width) to dim 1: a shape error, or silently wrong
+# where width and classes agree in size
+SEGMENT = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(5, 3, 2)), layers.Conv2D(3, 1), layers.Activation("softmax")])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.5), loss="sparse_categorical_crossentropy",
+              metrics=["accuracy"])
+
+
+def train(x, y):
+    history = model.fit(x, y, epochs=2, batch_size=4, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+
+
+def predicted(x):
+    return model.predict(x, verbose=0).tolist()
+'''
+
+SEGMENT_DRIVER = '''
+import json, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+rng = np.random.default_rng(3)
+k, b = (rng.normal(size=(1, 1, 2, 3)) * 3.0).astype("float32"), (rng.normal(size=3) * 0.1).astype("float32")
+x = rng.normal(size=(8, 5, 3, 2)).astype("float32")
+y = rng.integers(0, 3, size=(8, 5, 3))
+if sys.argv[2] == "torch":
+    import torch
+    conv = model[0]
+    x_cf = torch.zeros(1, 2, 5, 3)
+    model(x_cf)  # builds the lazy module
+    with torch.no_grad():
+        conv.weight.copy_(torch.tensor(k).permute(3, 2, 0, 1))
+        conv.bias.copy_(torch.tensor(b))
+    kernels = lambda: [conv.weight.detach().permute(2, 3, 1, 0).numpy().tolist()]
+else:
+    model.layers[0].set_weights([k, b])
+    kernels = lambda: [model.layers[0].get_weights()[0].tolist()]
+h, ev = train(x, y)
+print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels(), "predict": predicted(x[:3])}))
+'''
+
+
+def test_a_channels_first_feature_map_model_is_read_in_keras_layout(tmp_path):
+    trans = tx(SEGMENT)
+    assert "pred, logits = pred.movedim(1, -1), logits.movedim(1, -1)" in trans.output
+    k, t = _run(tmp_path, SEGMENT, SEGMENT_DRIVER)
+    _compare(k, t)
+    assert np.asarray(k["predict"]).shape == (3, 5, 3, 3)  # channels-last, as Keras gives them
+    np.testing.assert_allclose(t["predict"], k["predict"], rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(t["kernels"], k["kernels"], rtol=2e-4, atol=1e-5)
+    assert 0.2 < k["history"]["accuracy"][0] < 0.8  # a per-pixel mean (it was a count per image: above 1)
+
+
+def test_sparse_labels_of_shape_n_by_1_as_keras(tmp_path):
+    # CIFAR-10's labels come as (n, 1): Keras takes them for a sparse cross-entropy and its accuracy; the loop
+    # reshapes them to the outputs' positions (CrossEntropyLoss refused them; the accuracy compared (n,) with (n, 1))
+    driver = SATURATED.replace("h, ev = train(x, y)", "h, ev = train(x, y[:, None])")
+    assert driver != SATURATED
+    keras_out, torch_out = _run(tmp_path, SOFTMAX, driver)
+    _compare(keras_out, torch_out)
+    assert 0.0 < keras_out["history"]["accuracy"][0] <= 1.0

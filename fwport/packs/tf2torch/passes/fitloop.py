@@ -231,9 +231,12 @@ def _accuracy_metric(node, rule_of):
 # --- the written-out loop -----------------------------------------------------------------------------
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
-            inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False) -> str:
+            inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False,
+            outputs_channels_first: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
-    ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it.
+    ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it;
+    ``outputs_channels_first``: its outputs are feature maps it gives channels-first, moved back to Keras's
+    channels-last layout where the loop reads them (the loss's class axis, accuracy, predict's arrays).
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks; ``c.class_weight``: a fit takes class_weight (each
     sample's loss times its label's weight, the sum over the batch size, as Keras weighs them). Without them the loop is the plainer one.
@@ -243,8 +246,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if c.loss is None:
         lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
         x_of = c.names["inputs"] if channels_first else c.names["tensor"]
-        return "\n".join(lines + _predict(c.names, x_of, spell)) + "\n"
-    target = {"long": "yb.long()", "float": "yb.float().view_as(pred)", "same": "yb.view_as(pred)"}.get(
+        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first)) + "\n"
+    # sparse labels: one per output position, as Keras takes them ((n,) or (n, 1) for (n, classes) outputs)
+    target = {"long": "yb.long().reshape(pred.shape[:-1])", "float": "yb.float().view_as(pred)",
+              "same": "yb.view_as(pred)"}.get(
         loss_options.get("target", ""), "yb")
     prob = "" if c.from_logits else loss_options.get("probabilities_input", "")
     log, clamp = spell("torch.log"), ".clamp(1e-7, 1 - 1e-7)"
@@ -253,22 +258,26 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     # the model's outputs: its last module (the activation) on the logits the loss takes, where Keras uses them
     forward = (["            logits = model[:-1](xb)  # the loss, as Keras's, takes the final activation's input",
                 "            pred = model[-1](logits)"] if c.activation_logits else ["            pred = model(xb)"])
+    if outputs_channels_first:  # a channels-first feature map: back to Keras's layout, as every line below reads it
+        forward.append("            pred, logits = pred.movedim(1, -1), logits.movedim(1, -1)" if c.activation_logits
+                       else "            pred = pred.movedim(1, -1)  # Keras's channels-last layout")
     if loss_options.get("classes_first"):  # the class axis: Keras's last, torch's second (no-op for 2-D)
         inp += ".movedim(-1, 1)"
         target = target if loss_options.get("target") == "long" else f"{target}.movedim(-1, 1)"
     if c.accuracy_kind in _ERROR_SUMS:  # per sample: the mean of its values; summed over the batch
         correct = f"{_ERROR_SUMS[c.accuracy_kind]}.reshape(len(pred), -1).mean(1).sum().item()"
+    # each sample's accuracy: the mean over its positions (a sequence's steps, a map's pixels), summed over the batch
     elif loss_options.get("target") == "long":
-        correct = "(pred.argmax(-1) == yb).sum().item()"
+        correct = "(pred.argmax(-1) == yb.reshape(pred.shape[:-1])).float().reshape(len(pred), -1).mean(1).sum().item()"
     elif loss_options.get("target") == "float":  # Keras's binary accuracy: 0.5, on logits too
-        correct = "(yb.float().view_as(pred) == (pred > 0.5).float()).float().mean(-1).sum().item()"
+        correct = "(yb.float().view_as(pred) == (pred > 0.5).float()).float().reshape(len(pred), -1).mean(1).sum().item()"
     elif c.accuracy_kind == "" and _loss_name(c.loss) != "keras.losses.CategoricalCrossentropy":
         # "accuracy" beside a regression loss: Keras picks the binary accuracy for outputs of last size 1 (an
         # argmax over one column would always agree), the categorical one otherwise
-        correct = ("(((pred > 0.5).float() == yb.float().view_as(pred)).float().mean(-1) if pred.shape[-1] == 1 "
-                   "else (pred.argmax(-1) == yb.argmax(-1)).float()).sum().item()")
+        correct = ("(((pred > 0.5).float() == yb.float().view_as(pred)).float() if pred.shape[-1] == 1 "
+                   "else (pred.argmax(-1) == yb.argmax(-1)).float()).reshape(len(pred), -1).mean(1).sum().item()")
     else:
-        correct = "(pred.argmax(-1) == yb.argmax(-1)).sum().item()"
+        correct = "(pred.argmax(-1) == yb.argmax(-1)).float().reshape(len(pred), -1).mean(1).sum().item()"
     n = c.names
     # the loss of a batch: a torch loss in torch's order, or a loss function in Keras's (per-sample values, their mean)
     batch_loss = (f"loss_fn(*{n['loss_args']}(yb, pred)).mean()" if c.loss[0] == "function"
@@ -539,7 +548,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    return result",
         "",
         "",
-        *_predict(n, x_of, spell),
+        *_predict(n, x_of, spell, outputs_channels_first),
     ]
     return "\n".join(lines) + "\n"
 
@@ -567,7 +576,8 @@ def _conversions(n: dict, spell, channels_first: bool, shared: bool, inputs_writ
     return lines
 
 
-def _predict(n: dict, x_of: str, spell) -> list[str]:
+def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False) -> list[str]:
+    back = ".movedim(1, -1)" if outputs_channels_first else ""  # channels-first feature maps: Keras's layout
     return [
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
         '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array."""',
@@ -575,7 +585,7 @@ def _predict(n: dict, x_of: str, spell) -> list[str]:
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    with {spell('torch.no_grad')}():",
-        f"        return {spell('torch.cat')}([model(x[start:start + batch_size]) for start in range(0, len(x), "
+        f"        return {spell('torch.cat')}([model(x[start:start + batch_size]){back} for start in range(0, len(x), "
         "batch_size)]).numpy()",
     ]
 

@@ -2912,12 +2912,16 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     def nchw(c: fitloop.Compiled) -> bool:
         infos = [ctx.models[k] for k in c.sources if k in ctx.models]
         return any(i.layout == "nchw" for i in infos) if infos else file_nchw
+
+    def nchw_out(c: fitloop.Compiled) -> bool:  # its outputs: feature maps a Sequential gives channels-first
+        infos = [ctx.models[k] for k in c.sources if k in ctx.models]
+        return any(i.output_layout == "nchw" for i in infos)
     groups: dict[tuple, list[fitloop.Compiled]] = {}
     for c in compiled:
-        groups.setdefault((c.key, nchw(c)), []).append(c)
+        groups.setdefault((c.key, nchw(c), nchw_out(c)), []).append(c)
     texts = []
     inputs_written = loss_args_written = weights_written = False
-    for i, ((_, channels_first), members) in enumerate(groups.items()):
+    for i, ((_, channels_first, out_first), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
@@ -2928,7 +2932,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             c.group = rep
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
             texts.append(fitloop.helpers(rep, {}, ctx.spell_text, channels_first, shared=i == 0,
-                                         inputs_written=inputs_written))
+                                         inputs_written=inputs_written, outputs_channels_first=out_first))
             inputs_written = inputs_written or channels_first
             continue
         kind, rule, *_ = rep.loss
@@ -2939,7 +2943,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             rule.emit.get("options", {})
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
                                      inputs_written=inputs_written, loss_args_written=loss_args_written,
-                                     class_weights_written=weights_written))
+                                     class_weights_written=weights_written, outputs_channels_first=out_first))
         inputs_written = inputs_written or channels_first
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight
