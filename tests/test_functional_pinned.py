@@ -5,6 +5,8 @@ eanet's ``get_model(attention_type=...)``): the class is that model, and its ``_
 other values. Where the calls disagree, or the builder is used other than called, the refusal stays."""
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from fwport.core.pipeline import translate_source
@@ -162,3 +164,51 @@ def test_calls_that_disagree_or_a_builder_used_as_a_value_keep_the_refusal():
     # no call at all: nothing to build it for
     none = _tx(ATTENTION.replace('model = get_model(attention_type="self")\n', ""))
     assert any(undecided in m for m in _errors(none)), _errors(none)
+
+
+# cutmix's resnet_layer has kernel_regularizer=l2(1e-4); the head's factor is a parameter of the builder
+REGULARIZED = RESNET.replace('strides=strides, padding="same")',
+                             'strides=strides, padding="same",\n'
+                             '                                kernel_regularizer=keras.regularizers.l2(1e-4))') \
+    .replace("def resnet_v20(input_shape, depth, num_classes=10):",
+             "def resnet_v20(input_shape, depth, num_classes=10, wd=1e-3):") \
+    .replace('keras.layers.Dense(num_classes, activation="softmax")',
+             'keras.layers.Dense(num_classes, activation="softmax", kernel_regularizer=keras.regularizers.l2(wd))')
+
+
+def test_regularizers_of_a_functional_models_layers_are_its_classes_penalties_as_keras_computes_them():
+    r = _tx(REGULARIZED)
+    assert not _errors(r), _errors(r)
+    out = r.output
+    assert "kernel_regularizer" not in out and "keras" not in out
+    # one method per class (a helper's class shared by call sites has one), the builder's factor kept on the module
+    assert out.count("def regularization_loss(self):") == len(re.findall(r"^class ResnetLayer\d*\(", out, re.M)) + 1
+    assert "self.wd = wd" in out and "loss = self.wd * self.fc.weight.square().sum()" in out
+    said = [f for f in r.findings if f.code == "idiom-replaced" and "regularization_loss()" in f.message]
+    calls = {i for i, ln in enumerate(REGULARIZED.splitlines(), 1) if "= resnet_layer(" in ln or "layers.Dense(" in ln}
+    assert said and {f.line for f in said} <= calls  # at the helpers' call sites, the Dense of the builder
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    kns: dict = {}
+    exec(compile(REGULARIZED, "m.py", "exec"), kns)
+    tns: dict = {}
+    exec(compile(out, "t.py", "exec"), tns)
+    kmodel, tmodel = kns["resnet_v20"]((8, 8, 3), 8), tns["resnet_v20"]((8, 8, 3), 8)
+    moved = 0
+    with torch.no_grad():  # the kernels moved by the records (conv: (kh, kw, in, out) → (out, in, kh, kw))
+        for rec in r.layers:
+            if rec.rule not in ("conv2d", "dense"):
+                continue
+            kernel = kmodel.layers[int(rec.source[len("layers["):-1])].kernel.numpy()
+            w = kernel.transpose(3, 2, 0, 1) if rec.rule == "conv2d" else kernel.T
+            tmodel.get_submodule(rec.target).weight.copy_(torch.from_numpy(np.ascontiguousarray(w)))
+            moved += 1
+    assert moved == 1 + 3 * 2 + 2 + 1
+    keras_penalty = float(sum(float(v) for v in kmodel.losses))
+    torch_penalty = float(sum(m.regularization_loss() for m in tmodel.modules() if hasattr(m, "regularization_loss")))
+    assert keras_penalty > 0 and abs(keras_penalty - torch_penalty) <= 1e-5 * keras_penalty, (keras_penalty,
+                                                                                            torch_penalty)
+    x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype("float32")
+    tf.random.set_seed(0)
+    assert tmodel(torch.from_numpy(x)).shape == tuple(kmodel(tf.constant(x)).shape)

@@ -72,6 +72,7 @@ from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is
                                         symbolic_shape)
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank, converts_to_nchw,
                                                       _input_spec_shape, _shape_name, _shape_parts, symbolic_parts)
+from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, mentions_source_alias, recurrent_kind
@@ -930,6 +931,11 @@ class _Builder:
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
         self.sized_calls: dict[int, cst.Call] = {}  # id(layer call) → it with x.shape[i] written as sizes
+        # weight regularizers taken off this scope's layers (regularizers.strip): module path → (record, where the
+        # source has the layer), recorded for the class once the model is followed; the helpers' classes' ones:
+        # (record, module path, class name, where)
+        self.penalties: dict[str, tuple] = {}
+        self.helper_penalties: list[tuple] = []
         # id(node of a copy) → (that node, kept alive; the node of the source it copies): findings on copies
         # (a for statement's body written out per pass, a statement with a loop's ints in place) at its line
         self.origin: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
@@ -1126,8 +1132,11 @@ class _Builder:
                 cls_name = f"{base}{k}"
                 k += 1
             self.taken.add(cls_name)
+            # its layers' regularizers: once per class (call sites that share it share its method)
+            self.helper_penalties += [(rec, target, cls_name, where) for target, (rec, where) in child.penalties.items()]
             variants.append((cls_name, body_text))
             self.class_code.setdefault(name, []).append(f"class {cls_name}({module_name}):\n{body_text}")
+        self.helper_penalties += child.helper_penalties  # (classes the child created)
         for k, v in child.helper_classes.items():  # helpers its body called
             for n, t in v:
                 if (n, t) not in self.helper_classes.setdefault(k, []):
@@ -1530,6 +1539,23 @@ class _Builder:
         raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
                              "if statements on literal arguments and known sizes (x.shape[-1])")
 
+    def _record_penalties(self, class_name: str) -> None:
+        """The regularizers taken off the layers of a followed model: its class's and its helpers' classes'
+        regularization_loss() (written by regularizers.finish), the info finding where the source has them."""
+        todo = [*self.helper_penalties, *((rec, target, class_name, where) for target, (rec, where) in self.penalties.items())]
+        for rec, target, cls, where in todo:
+            rec(target, cls)
+            self.ctx.pending[-1].node = where
+
+    def _penalty_names(self, call: cst.Call) -> set[str]:
+        """The names the regularizer arguments of a layer call read that the builder binds (its locals and
+        parameters): regularization_loss() reads only the class's __init__ parameters."""
+        out: set[str] = set()
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS:
+                out |= _names_in(a.value)
+        return out & (self.local | set(self.known_ints))
+
     def _static_fn(self, node) -> bool:
         """``node`` is a call of a builtin of _STATIC_FNS (not a name the builder or the module binds) with
         plain positional arguments."""
@@ -1558,6 +1584,7 @@ class _Builder:
             return None
         new_body = self._rewrite(stmts, plan)
         self.ctx.analyses.setdefault("functional", []).append(plan)
+        self._record_penalties(plan.class_name)
         return fn.with_changes(body=fn.body.with_changes(body=new_body))
 
     def run_module(self, body: list, lo: int, hi: int) -> list | None:
@@ -2892,6 +2919,17 @@ class _Builder:
                 # shape=img_size + (3,): (img_size[0], img_size[-1], 3)
                 t.shape = symbolic_parts(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
+            record = None
+            if self.fn is not None and any(a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS
+                                           for a in layer.call.args):
+                # kernel_regularizer=l2(1e-4): the class's regularization_loss() (regularizers.py), as a subclass's
+                base = self.sized_calls.get(id(layer.call), layer.call)
+                stripped, record = regularizers.strip(base, rule, self.ctx.imports.resolve, self.fn, "", "", False,
+                                                      self.ctx)
+                if record is not None and not self._penalty_names(base) <= set(self.local) - set(self.known_ints):
+                    record = None  # a factor the class cannot read (a helper's local value): the rule's error
+                if record is not None:
+                    self.sized_calls[id(layer.call)] = stripped
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
             if self.layout == "keep" and em.layout_bound:
                 if em.out_shape is None:
@@ -2911,6 +2949,9 @@ class _Builder:
                 seq = self.ctx.spell_text("torch.nn.Sequential")
                 module = expr(f"{seq}({', '.join(code(m) for m in em.modules)})")
                 target = f"{layer.attr}.{em.weight_module}"
+            if record is not None:
+                where = self.helper_call if self.helper_call is not None else layer.call
+                self.penalties[target] = (record, self.origin.get(id(where), (None, where))[1])
             carried = t.flat if rule.id in _CARRIES_FLATTEN else None
             layer.out = (em.out_shape, em.flatten_of or carried)
             if rule.weights:
