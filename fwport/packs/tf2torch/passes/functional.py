@@ -323,13 +323,16 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             b.builder_models = dict(built)
             new = b.run()
             pinned = _pinned_params(module, ctx, stmt, set(helpers)) if new is None else {}
-            if pinned:  # refused as written: again for the values the file builds it with (see _pinned_params);
-                before.restore()  # refused again: what stops it for those values is what the user can act on
+            if pinned:  # refused as written: again for the values the file builds it with (see _pinned_params)
+                refused = _State(ctx, taken)
+                before.restore()
                 b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
                 b.module_seqs = seqs
                 b.builder_models = dict(built)
                 b.pinned = pinned
                 new = b.run()
+                if new is None:  # refused again: the model as written, its findings and its statements settled
+                    refused.restore()
             if new is not None:
                 body[i] = new
                 changed = True
