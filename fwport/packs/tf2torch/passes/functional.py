@@ -351,6 +351,8 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     prior: dict[str, dict] = {}  # models built above: usable as layers of the next ones
     for hi in rows:
         b = _Builder(ctx, constants, None, [], taken, users, helpers)
+        b.later_rows = [r for r in rows if r > hi]
+        b.source_body = list(module.body)  # (the models above rewrite their statements in `body`)
         b.prior_models = dict(prior)
         b.builder_models = dict(built)  # encoder = make_encoder() at module level: the instance it returns
         out = b.run_module(body, lo, hi)
@@ -750,9 +752,11 @@ def _names_in(node: cst.CSTNode) -> set[str]:
 
 
 def _reads(stmt: cst.CSTNode) -> set[str]:
-    """The names a statement reads (an assignment's plain targets are not read)."""
+    """The names a statement reads (an assignment's plain targets, and names it unpacks into, are not read)."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
-            and all(isinstance(t.target, cst.Name) for t in stmt.body[0].targets):
+            and all(isinstance(t.target, cst.Name) or (isinstance(t.target, (cst.Tuple, cst.List)) and all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in t.target.elements))
+                    for t in stmt.body[0].targets):
         return _names_in(stmt.body[0].value)
     return _names_in(stmt)
 
@@ -945,6 +949,8 @@ class _Builder:
         # builder parameter → the value every call of the builder in this file gives it (_pinned_params): in
         # place in the builder's statements (a second try, after the model as written was refused)
         self.pinned: dict[str, object] = {}
+        self.later_rows: list[int] = []  # module level: the statements of the keras.Model(...) calls below this one
+        self.source_body: list = []  # module level: the module's statements as the source has them
 
     def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
         """``rewrite(node, transformer, fresh=True)``, each node of the copy mapped to the source's node
@@ -1022,6 +1028,13 @@ class _Builder:
             if given and self._literal_layer(v):
                 # conv_block(x, 64, activation=layers.LeakyReLU(0.2)): the body's activation(x) is
                 # that layer's call (one layer object, as in Keras), its `if activation:` true
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                layer_args[pname] = v
+                continue
+            if self._source_value(v) and (not given or not _names_in(v) & self.local):
+                # mlp(x, sizes, activation=tf.tanh): a TensorFlow / Keras function or constant, written in place
+                # (the rules translate it where the body uses it: Dense(activation=tf.tanh))
                 if pname not in stable:
                     raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
                 layer_args[pname] = v
@@ -1542,6 +1555,13 @@ class _Builder:
         raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
                              "if statements on literal arguments and known sizes (x.shape[-1])")
 
+    def _source_value(self, v: cst.BaseExpression) -> bool:
+        """``tf.tanh`` / ``keras.activations.gelu``: a name of the source framework (not a call)."""
+        if not isinstance(v, (cst.Name, cst.Attribute)):
+            return False
+        q = self.ctx.imports.resolve(v)
+        return q is not None and self.ctx.imports.is_source(q)
+
     def _record_penalties(self, class_name: str) -> None:
         """The regularizers taken off the layers of a followed model: its class's and its helpers' classes'
         regularization_loss() (written by regularizers.finish), the info finding where the source has them."""
@@ -1632,6 +1652,8 @@ class _Builder:
         # module level: the statements keras.Model(...) depends on; the others (data, plots, other objects
         # between the models) stay as written, and may not read the model's tensors or layers
         outside = set() if builder else _outside_slice(stmts, lo, m_index)
+        if not builder and lo > 0:
+            self._shared_inputs(stmts, lo, m_index, outside)
         graph_bound: set[str] = set()  # names the model's statements bound so far
         for i, stmt in enumerate(stmts):
             if i < lo:
@@ -1652,6 +1674,8 @@ class _Builder:
                 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     continue  # their names are their own
                 used = _read_before_bound(stmt, gone)
+                if used and not builder and self._in_later_model(stmts, m_index, i):
+                    used -= set(self.inputs)  # an input a model below shares (its own input there too)
                 if used and (builder or any(isinstance(self.env.get(n), (_Tensor, _Layer)) for n in used)):
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
                                      "after keras.Model(...): only the model is available there in the translation")
@@ -1725,6 +1749,40 @@ class _Builder:
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
                               "outputs": [t.shape for t in out_tensors]}
         return plan
+
+    def _shared_inputs(self, stmts: list, lo: int, m_index: int, outside: set[int]) -> None:
+        """A module-level model reading a ``keras.Input`` bound above its own statements (the input of a model
+        above, shared: ``actor = keras.Model(obs, logits)``, ``critic = keras.Model(obs, value)``): an input of
+        this model too (forward's parameter; the Input statement is the model above's)."""
+        read: set[str] = set()
+        bound: set[str] = set()
+        for i in range(lo, m_index + 1):
+            if i in outside or isinstance(stmts[i], (cst.FunctionDef, cst.ClassDef)):
+                continue
+            read |= _read_before_bound(stmts[i], set(_names_in(stmts[i])) - bound)
+            bound |= _names_bound_in(stmts[i]) | set(_assigned(stmts[i]))
+        source = self.source_body if len(self.source_body) == len(stmts) else stmts
+        for name in sorted(read):
+            j = next((j for j in range(lo - 1, -1, -1) if not isinstance(source[j], (cst.FunctionDef, cst.ClassDef))
+                      and name in (_names_bound_in(source[j]) | set(_assigned(source[j])))), None)
+            st = source[j] if j is not None else None
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                    and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Call) \
+                    and self.ctx.imports.resolve(small.value.func) == INPUT:
+                mark = len(self.ctx.pending)
+                errors = self.errors
+                self._input(name, small.value)
+                if self.errors == errors:
+                    del self.ctx.pending[mark:]  # (said for the model above, where the statement is)
+
+    def _in_later_model(self, stmts: list, m_index: int, i: int) -> bool:
+        """Statement ``i``, below this module-level model, is one of the statements a model below depends on."""
+        after = [r for r in self.later_rows if r >= i]
+        if not after:
+            return False
+        lo = max([m_index, *(r for r in self.later_rows if r < i)]) + 1
+        return i == after[0] or i not in _outside_slice(stmts, lo, after[0])
 
     def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
         """The model is left as written: every call of its statements settled (no half translation)."""
