@@ -20,7 +20,11 @@ with such a loop, called in one, builds its own class's lists). A model or layer
 on tensors (``features = encoder(inputs)`` with ``encoder`` a builder parameter or a value the builder or
 the module builds with a call) is kept as a module of the class (``self.encoder = encoder``, that very
 object), called with Keras's layout; its output shape is unknown (lazy modules after it). At module
-level only the statements ``keras.Model(...)`` depends on are the model's.
+level only the statements ``keras.Model(...)`` depends on are the model's; a model below that reads a
+``keras.Input`` of a model above takes it as its own input. A builder refused as written is followed again
+for the values every call of it in the file gives the parameters its ``if`` / ``for`` statements and helpers
+depend on, its ``__init__`` raising ValueError for others (:func:`_pinned_params`). Weight regularizers of the
+layers become the classes' ``regularization_loss()`` (regularizers.py).
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
