@@ -212,3 +212,45 @@ def test_regularizers_of_a_functional_models_layers_are_its_classes_penalties_as
     x = np.random.default_rng(0).standard_normal((2, 8, 8, 3)).astype("float32")
     tf.random.set_seed(0)
     assert tmodel(torch.from_numpy(x)).shape == tuple(kmodel(tf.constant(x)).shape)
+
+
+MODULE_LEVEL = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def block(x, units):
+    return layers.Dense(units, activation="relu", kernel_regularizer=keras.regularizers.l2(1e-3))(x)
+
+
+inputs = keras.Input(shape=(4,))
+x = block(inputs, 8)
+outputs = layers.Dense(2)(block(x, 6))
+model = keras.Model(inputs, outputs)
+'''
+
+
+def test_a_helpers_regularizer_in_a_module_level_model_is_its_classs_penalty():
+    # (a module-level model's helpers: their penalties had been taken off the layers and never written)
+    r = _tx(MODULE_LEVEL)
+    assert not _errors(r), _errors(r)
+    # one class per variant (8 and 6 units), each with its own layer's penalty once
+    assert r.output.count("loss = 1e-3 * self.fc.weight.square().sum()") == 2 == r.output.count("class Block")
+    tf = pytest.importorskip("tensorflow")
+    torch = pytest.importorskip("torch")
+    import numpy as np
+    kns: dict = {}
+    exec(compile(MODULE_LEVEL, "m.py", "exec"), kns)
+    tns: dict = {}
+    exec(compile(r.output, "t.py", "exec"), tns)
+    kmodel, tmodel = kns["model"], tns["model"]
+    with torch.no_grad():
+        for rec in r.layers:
+            kernel = kmodel.layers[int(rec.source[len("layers["):-1])].kernel.numpy()
+            tmodel.get_submodule(rec.target).weight.copy_(torch.from_numpy(np.ascontiguousarray(kernel.T)))
+    assert len(r.layers) == 3
+    keras_penalty = float(sum(float(v) for v in kmodel.losses))
+    torch_penalty = float(sum(m.regularization_loss() for m in tmodel.modules() if hasattr(m, "regularization_loss")))
+    assert keras_penalty > 0 and abs(keras_penalty - torch_penalty) <= 1e-5 * keras_penalty
+    x = np.random.default_rng(1).standard_normal((3, 4)).astype("float32")
+    assert tmodel(torch.from_numpy(x)).shape == tuple(kmodel(tf.constant(x)).shape)

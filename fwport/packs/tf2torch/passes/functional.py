@@ -1620,6 +1620,7 @@ class _Builder:
         if plan is None:
             return None
         self.ctx.analyses.setdefault("functional", []).append(plan)
+        self._record_penalties(plan.class_name)  # (its helpers' classes': the model's own layers keep theirs)
         return self._rewrite(stmts, plan)
 
     def _follow(self, stmts: list, builder: bool, lo: int = 0, hi: int | None = None) -> _Plan | None:
