@@ -243,3 +243,38 @@ def test_the_size_of_a_rebound_tensor_parameter_is_that_of_its_latest_value(src,
         got = tmodel(torch.from_numpy(x)).numpy()
     assert got.shape == want.shape
     assert abs(got - want).max() < 1e-5
+
+
+# keras-io's eanet external_attention: the sizes unpacked from x.shape (the batch axis bound to `_`)
+UNPACKED = HEAD + '''
+
+def block(x, units):
+    _, num_patch, channel = x.shape
+    h = layers.Dense(units, activation="relu")(x)
+    h = layers.Dense(channel)(h)
+    return layers.Reshape((num_patch * channel,))(h)
+
+
+def build():
+    inputs = keras.Input(shape=(4, 6))
+    x = block(inputs, 8)
+    return keras.Model(inputs, layers.Dense(3)(x))
+'''
+
+
+def test_sizes_unpacked_from_a_tensors_shape_in_a_helper_are_its_known_sizes(tmp_path):
+    r = translate_source(UNPACKED, "m.py", PACK, {"keras": 3})
+    assert not [f for f in r.findings if f.severity.value == "error"], r.findings
+    assert "self.fc2 = nn.Linear(8, 6)" in r.output and "x.shape" not in r.output
+    # the batch axis named: its size is known only at run time, the statement stays refused
+    named = translate_source(UNPACKED.replace("_, num_patch", "b, num_patch"), "m.py", PACK, {"keras": 3})
+    assert any("b, num_patch, channel = x.shape: fwport follows a functional model written as" in f.message
+               for f in named.findings if f.severity.value == "error"), named.findings
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(UNPACKED)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "build()", inputs=["float32[3,4,6]"],
+                          checks=("forward", "grad"), device="cpu", keras=3))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

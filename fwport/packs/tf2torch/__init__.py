@@ -123,6 +123,9 @@ CODES = {
                       "functional model moves its inputs once at entry (and its feature-map outputs back)",
     "layout-kept": "a region kept the channels-last layout; permutes were emitted around layout-bound layers",
     "decorator-removed": "a TensorFlow-only decorator (e.g. @tf.function) was removed",
+    "built-for-values": "a builder function's model was translated for the values every call of it in the file "
+                        "gives some of its parameters (an if or a loop of the model depends on them); the class raises "
+                        "ValueError for others",
     "tf1-graph-code": "the file is TensorFlow 1 graph-mode code (placeholders, sessions, variable scopes): out of "
                       "scope, left as written (one finding for the file)",
 }
@@ -134,6 +137,8 @@ CODE_ADVICE = {
                        "it is."),
     "layout-kept": ("info", "Correct as is; for idiomatic NCHW code, make the shapes in that region inferable "
                     "and translate again."),
+    "built-for-values": ("info", "Correct for the values the file uses; to build the model for other values, "
+                         "translate a file that calls the builder with them (or write the branches by hand)."),
     "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
     "tf1-graph-code": ("error", "Migrate the file to TensorFlow 2 first (`tf_upgrade_v2`, then eager code: functions "
                        "called on tensors instead of placeholders and sess.run, tf.Variable / Keras layers, "

@@ -20,7 +20,11 @@ with such a loop, called in one, builds its own class's lists). A model or layer
 on tensors (``features = encoder(inputs)`` with ``encoder`` a builder parameter or a value the builder or
 the module builds with a call) is kept as a module of the class (``self.encoder = encoder``, that very
 object), called with Keras's layout; its output shape is unknown (lazy modules after it). At module
-level only the statements ``keras.Model(...)`` depends on are the model's.
+level only the statements ``keras.Model(...)`` depends on are the model's; a model below that reads a
+``keras.Input`` of a model above takes it as its own input. A builder refused as written is followed again
+for the values every call of it in the file gives the parameters its ``if`` / ``for`` statements and helpers
+depend on, its ``__init__`` raising ValueError for others (:func:`_pinned_params`). Weight regularizers of the
+layers become the classes' ``regularization_loss()`` (regularizers.py).
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
@@ -72,6 +76,7 @@ from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is
                                         symbolic_shape)
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank, converts_to_nchw,
                                                       _input_spec_shape, _shape_name, _shape_parts, symbolic_parts)
+from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, mentions_source_alias, recurrent_kind
@@ -161,7 +166,9 @@ _MERGE_CLASS = {"add": "Add", "sub": "Subtract", "mul": "Multiply", "avg": "Aver
 _ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
 _COMPARE = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
-               cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b}
+               cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b, cst.Divide: lambda a, b: a / b}
+# builtins a known value may go through where the model is built (`int((depth - 2) / 6)`)
+_STATIC_FNS = {"int": int, "abs": abs, "round": round, "min": min, "max": max, "len": len}
 # readable attribute names for the usual layers (a PyTorch engineer's self.fc / self.conv)
 _ATTR = {"dense": "fc", "conv1d": "conv", "conv2d": "conv", "batch-normalization": "bn", "embedding": "embedding",
          "layer-normalization": "norm", "dropout": "dropout", "flatten": "flatten", "max-pooling1d": "pool",
@@ -295,6 +302,7 @@ class _Plan:
     helper_uses: dict[str, int] = field(default_factory=dict)  # helper → calls followed
     return_keys: list[str] | None = None  # keras.Model(outputs={"a": ...}): the keys of returns
     base: str | None = None  # EmbeddingModel(inputs, outputs): the file's class it derives from (else nn.Module)
+    pinned: dict[str, object] = field(default_factory=dict)  # builder parameter → the only value it is built for
 
 
 def run(module: cst.Module, ctx: FileContext) -> cst.Module:
@@ -313,10 +321,22 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     seqs = _module_sequentials(module, ctx)
     for i, stmt in enumerate(module.body):
         if i in builders:
+            before = _State(ctx, taken)
             b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
             b.module_seqs = seqs
             b.builder_models = dict(built)
             new = b.run()
+            pinned = _pinned_params(module, ctx, stmt, set(helpers)) if new is None else {}
+            if pinned:  # refused as written: again for the values the file builds it with (see _pinned_params)
+                refused = _State(ctx, taken)
+                before.restore()
+                b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
+                b.module_seqs = seqs
+                b.builder_models = dict(built)
+                b.pinned = pinned
+                new = b.run()
+                if new is None:  # refused again: the model as written, its findings and its statements settled
+                    refused.restore()
             if new is not None:
                 body[i] = new
                 changed = True
@@ -335,6 +355,8 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     prior: dict[str, dict] = {}  # models built above: usable as layers of the next ones
     for hi in rows:
         b = _Builder(ctx, constants, None, [], taken, users, helpers)
+        b.later_rows = [r for r in rows if r > hi]
+        b.source_body = list(module.body)  # (the models above rewrite their statements in `body`)
         b.prior_models = dict(prior)
         b.builder_models = dict(built)  # encoder = make_encoder() at module level: the instance it returns
         out = b.run_module(body, lo, hi)
@@ -346,6 +368,185 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         lo = hi + 1
     _settle_replaced_helpers(module, ctx, helpers, builders)
     return module.with_changes(body=body) if changed else module
+
+
+class _State:
+    """What following a model changes in the file's context (findings, settled nodes, records, the
+    analyses the pass shares, the class names taken): a snapshot, put back by :meth:`restore`."""
+
+    def __init__(self, ctx: FileContext, taken: set[str]):
+        self.ctx, self.taken = ctx, taken
+        self.pending, self.settled = list(ctx.pending), dict(ctx.settled)
+        self.layers, self.models = list(ctx.layers), dict(ctx.models)
+        self.imports, self.names = set(ctx.needed_imports), set(taken)
+        self.hooks = (dict(ctx.subscript_hooks), dict(ctx.argument_hooks))
+        self.analyses = {k: (v.copy() if isinstance(v, (dict, set, list)) else v) for k, v in ctx.analyses.items()}
+
+    def restore(self) -> None:
+        ctx = self.ctx
+        ctx.pending[:], ctx.layers[:] = self.pending, self.layers
+        ctx.settled.clear()
+        ctx.settled.update(self.settled)
+        ctx.models.clear()
+        ctx.models.update(self.models)
+        ctx.needed_imports.clear()
+        ctx.needed_imports.update(self.imports)
+        self.taken.clear()
+        self.taken.update(self.names)
+        for live, saved in zip((ctx.subscript_hooks, ctx.argument_hooks), self.hooks):
+            live.clear()
+            live.update(saved)
+        ctx.analyses.clear()
+        ctx.analyses.update({k: (v.copy() if isinstance(v, (dict, set, list)) else v) for k, v in self.analyses.items()})
+
+
+class _NameUses(cst.CSTVisitor):
+    """The ``Name`` nodes reading one name (not attribute names, keywords or parameters' names)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.uses: list[cst.Name] = []
+        self.calls: list[cst.Call] = []
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value == self.name:
+            self.calls.append(n)
+
+    def visit_Name(self, n: cst.Name) -> None:
+        if n.value == self.name:
+            self.uses.append(n)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Param(self, n: cst.Param) -> bool:
+        if n.default is not None:
+            scan(n.default, self)
+        return False
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        if n.name.value == self.name:  # the builder's own definition (its body may call it: not followed)
+            return False
+        for d in n.decorators:
+            scan(d, self)
+        scan(n.params, self)
+        scan(n.body, self)
+        return False
+
+
+class _Deciding(cst.CSTVisitor):
+    """Names a builder's structure depends on: read by the test of an ``if`` / ``while`` / conditional
+    expression, the iterable of a ``for``, or an argument of a helper function of the file (whose ``if``
+    statements its literal arguments and its tensors' sizes decide); and the names the assignments binding
+    those read (walked backwards by :func:`_deciding_names`: a tensor given to a helper depends on the
+    Input's shape)."""
+
+    def __init__(self, helpers: set[str]):
+        self.helpers = helpers
+        self.names: set[str] = set()
+        self.assigns: list[tuple[set[str], set[str]]] = []  # (names bound, names read)
+
+    def visit_If(self, n: cst.If) -> None:
+        self.names |= _names_in(n.test)
+
+    def visit_While(self, n: cst.While) -> None:
+        self.names |= _names_in(n.test)
+
+    def visit_IfExp(self, n: cst.IfExp) -> None:
+        self.names |= _names_in(n.test)
+
+    def visit_For(self, n: cst.For) -> None:
+        self.names |= _names_in(n.iter)
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value in self.helpers:
+            for a in n.args:
+                self.names |= _names_in(a.value)
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        self.assigns.append(({x.value for t in n.targets for x in _name_nodes(t.target)}, _names_in(n.value)))
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        self.assigns.append(({x.value for x in _name_nodes(n.target)}, _names_in(n.value)))
+
+
+def _deciding_names(fn: cst.FunctionDef, helpers: set[str]) -> set[str]:
+    v = _Deciding(helpers)
+    scan(fn.body, v)
+    names = set(v.names)
+    grew = True
+    while grew:
+        grew = False
+        for bound, read in v.assigns:
+            if bound & names and not read <= names:
+                names |= read
+                grew = True
+    return names
+
+
+def _plain_value(v) -> bool:
+    if isinstance(v, tuple):
+        return all(_plain_value(x) for x in v)
+    if isinstance(v, str):  # written into __init__'s check and its message as it is
+        return v.isprintable() and not set(v) & set("\"'{}\\")
+    return v is None or isinstance(v, (bool, int, float))
+
+
+def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, helpers: set[str]) -> dict[str, object]:
+    """The parameters of the builder ``fn`` that its structure depends on (:func:`_deciding_names`) and that
+    get one literal value (or a module constant's) at every call of it in this file, its default where a
+    call gives none: parameter → value. A model refused as
+    written (an ``if`` or a loop on such a parameter, a helper's ``if`` on one it passes) is followed again
+    with these values in place, and its class's ``__init__`` raises ValueError for another value (as
+    data_format.py does for a layer's data_format). Empty where the builder is used other than called
+    (passed as a value), a call spreads ``*args`` / ``**kwargs``, or no call gives the same value."""
+    params = fn.params
+    if params.posonly_params or isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param):
+        return {}
+    visitor = _NameUses(fn.name.value)
+    scan(module, visitor)
+    if not visitor.calls or len(visitor.uses) != len(visitor.calls):
+        return {}
+    rebound = set()
+    for st in fn.body.body:
+        rebound |= _names_bound_in(st) | set(_assigned(st)) | _stepped_names(st)
+    consts = _module_assignments(ctx)
+    values: dict[str, set] = {}
+    first: dict[str, object] = {}
+    from fwport.core.bind import bind_def
+    for call in visitor.calls:
+        bound = bind_def(call, fn)
+        if bound is None:
+            return {}
+        for p in [*params.params, *params.kwonly_params]:
+            name = p.name.value
+            node = bound.get(name)
+            v = literal_value(node, NOT_LITERAL) if node is not None else NOT_LITERAL
+            if v is NOT_LITERAL and isinstance(node, cst.Name) and isinstance(consts.get(node.value), cst.BaseExpression):
+                v = literal_value(consts[node.value], NOT_LITERAL)
+            if v is NOT_LITERAL or not _plain_value(v):
+                values.setdefault(name, set()).add(None)
+                values[name].add(object())  # (never one value)
+                continue
+            values.setdefault(name, set()).add(repr(v))
+            first.setdefault(name, v)
+    deciding = _deciding_names(fn, helpers)
+    return {n: first[n] for n, vs in values.items() if len(vs) == 1 and n in first and n not in rebound
+            and n in deciding}
+
+
+def _guard(name: str, value) -> str:
+    """``__init__``'s first lines in a class translated for ``name=value`` only."""
+    shown = f'"{value}"' if isinstance(value, str) else repr(value)
+    test = f"{name} is not {value!r}" if value is None or isinstance(value, bool) else (
+        f"tuple({name}) != {shown}" if isinstance(value, tuple) else f"{name} != {shown}")
+    return (f"if {test}:\n    raise ValueError(f\"translated for {name}={value!r} only (the value this file builds "
+            f"it with), got {{{name}!r}}\")\n")
 
 
 def _settle_replaced_helpers(module: cst.Module, ctx: FileContext, helpers: dict[str, cst.FunctionDef],
@@ -555,9 +756,11 @@ def _names_in(node: cst.CSTNode) -> set[str]:
 
 
 def _reads(stmt: cst.CSTNode) -> set[str]:
-    """The names a statement reads (an assignment's plain targets are not read)."""
+    """The names a statement reads (an assignment's plain targets, and names it unpacks into, are not read)."""
     if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign) \
-            and all(isinstance(t.target, cst.Name) for t in stmt.body[0].targets):
+            and all(isinstance(t.target, cst.Name) or (isinstance(t.target, (cst.Tuple, cst.List)) and all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) for e in t.target.elements))
+                    for t in stmt.body[0].targets):
         return _names_in(stmt.body[0].value)
     return _names_in(stmt)
 
@@ -739,9 +942,19 @@ class _Builder:
         self.layer_of: dict[int, _Layer] = {}  # id(op) → the layer object
         self.unflattens: list[tuple[_Node, cst.Call]] = []  # (Dense node, the Reshape after it)
         self.sized_calls: dict[int, cst.Call] = {}  # id(layer call) → it with x.shape[i] written as sizes
+        # weight regularizers taken off this scope's layers (regularizers.strip): module path → (record, where the
+        # source has the layer), recorded for the class once the model is followed; the helpers' classes' ones:
+        # (record, module path, class name, where)
+        self.penalties: dict[str, tuple] = {}
+        self.helper_penalties: list[tuple] = []
         # id(node of a copy) → (that node, kept alive; the node of the source it copies): findings on copies
         # (a for statement's body written out per pass, a statement with a loop's ints in place) at its line
         self.origin: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+        # builder parameter → the value every call of the builder in this file gives it (_pinned_params): in
+        # place in the builder's statements (a second try, after the model as written was refused)
+        self.pinned: dict[str, object] = {}
+        self.later_rows: list[int] = []  # module level: the statements of the keras.Model(...) calls below this one
+        self.source_body: list = []  # module level: the module's statements as the source has them
 
     def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
         """``rewrite(node, transformer, fresh=True)``, each node of the copy mapped to the source's node
@@ -819,6 +1032,13 @@ class _Builder:
             if given and self._literal_layer(v):
                 # conv_block(x, 64, activation=layers.LeakyReLU(0.2)): the body's activation(x) is
                 # that layer's call (one layer object, as in Keras), its `if activation:` true
+                if pname not in stable:
+                    raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
+                layer_args[pname] = v
+                continue
+            if self._source_value(v) and (not given or not _names_in(v) & self.local):
+                # mlp(x, sizes, activation=tf.tanh): a TensorFlow / Keras function or constant, written in place
+                # (the rules translate it where the body uses it: Dense(activation=tf.tanh))
                 if pname not in stable:
                     raise _Refused(call, f"{name}(...) assigns to its parameter {pname}: not followed")
                 layer_args[pname] = v
@@ -932,8 +1152,11 @@ class _Builder:
                 cls_name = f"{base}{k}"
                 k += 1
             self.taken.add(cls_name)
+            # its layers' regularizers: once per class (call sites that share it share its method)
+            self.helper_penalties += [(rec, target, cls_name, where) for target, (rec, where) in child.penalties.items()]
             variants.append((cls_name, body_text))
             self.class_code.setdefault(name, []).append(f"class {cls_name}({module_name}):\n{body_text}")
+        self.helper_penalties += child.helper_penalties  # (classes the child created)
         for k, v in child.helper_classes.items():  # helpers its body called
             for n, t in v:
                 if (n, t) not in self.helper_classes.setdefault(k, []):
@@ -1193,6 +1416,11 @@ class _Builder:
             st = body[k]
             k += 1
             small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            sizes = self._unpacked_sizes(small)
+            if sizes is not None:  # _, num_patch, channel = x.shape: the sizes written in place in what follows
+                subst = _Substitute({n: _literal_node(v) for n, v in sizes.items()})
+                body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
+                continue
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
                                                                                           cst.Name) \
                     and small.targets[0].target.value not in self.env and not _calls(small.value):
@@ -1256,6 +1484,30 @@ class _Builder:
                 return None
         return None
 
+    def _unpacked_sizes(self, small) -> dict[str, int] | None:
+        """``_, num_patch, channel = x.shape`` with ``x`` a tensor of the model whose sizes it names are
+        known here (its batch axis bound to ``_`` or not at all): name → size; None for anything else."""
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
+                and isinstance(small.value, cst.Attribute) and small.value.attr.value == "shape"
+                and isinstance(small.value.value, cst.Name)):
+            return None
+        t = self.env.get(small.value.value.value)
+        elements = small.targets[0].target.elements
+        if not isinstance(t, _Tensor) or t.shape is None or len(elements) != len(t.shape) + 1 \
+                or any(not isinstance(e.value, cst.Name) or isinstance(e, cst.StarredElement) for e in elements) \
+                or elements[0].value.value != "_":
+            return None
+        out = {}
+        for e, d in zip(elements[1:], t.shape):
+            name = e.value.value
+            if name == "_":
+                continue
+            if not is_int(d) or name in self.env:
+                return None
+            out[name] = int(d)
+        return out
+
     def _static(self, node: cst.BaseExpression, tensors):
         """The value of a helper's ``if`` test where the model is built, or a refusal."""
         lit = literal_value(node, NOT_LITERAL)
@@ -1292,6 +1544,8 @@ class _Builder:
             return True
         if isinstance(node, cst.BinaryOperation) and type(node.operator) in _STATIC_OPS:
             return _STATIC_OPS[type(node.operator)](self._static(node.left, tensors), self._static(node.right, tensors))
+        if self._static_fn(node):
+            return _STATIC_FNS[node.func.value](*(self._static(a.value, tensors) for a in node.args))
         if (isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute)
                 and node.value.attr.value == "shape" and isinstance(node.value.value, cst.Name)
                 and isinstance(self.env.get(node.value.value.value), _Tensor) and len(node.slice) == 1
@@ -1305,6 +1559,37 @@ class _Builder:
         raise _Refused(node, f"`{code(node)}` cannot be decided where the model is built: fwport follows a helper's "
                              "if statements on literal arguments and known sizes (x.shape[-1])")
 
+    def _source_value(self, v: cst.BaseExpression) -> bool:
+        """``tf.tanh`` / ``keras.activations.gelu``: a name of the source framework (not a call)."""
+        if not isinstance(v, (cst.Name, cst.Attribute)):
+            return False
+        q = self.ctx.imports.resolve(v)
+        return q is not None and self.ctx.imports.is_source(q)
+
+    def _record_penalties(self, class_name: str) -> None:
+        """The regularizers taken off the layers of a followed model: its class's and its helpers' classes'
+        regularization_loss() (written by regularizers.finish), the info finding where the source has them."""
+        todo = [*self.helper_penalties, *((rec, target, class_name, where) for target, (rec, where) in self.penalties.items())]
+        for rec, target, cls, where in todo:
+            rec(target, cls)
+            self.ctx.pending[-1].node = where
+
+    def _penalty_names(self, call: cst.Call) -> set[str]:
+        """The names the regularizer arguments of a layer call read that the builder binds (its locals and
+        parameters): regularization_loss() reads only the class's __init__ parameters."""
+        out: set[str] = set()
+        for a in call.args:
+            if a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS:
+                out |= _names_in(a.value)
+        return out & (self.local | set(self.known_ints))
+
+    def _static_fn(self, node) -> bool:
+        """``node`` is a call of a builtin of _STATIC_FNS (not a name the builder or the module binds) with
+        plain positional arguments."""
+        return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _STATIC_FNS \
+            and node.func.value not in self.local and node.func.value not in self.constants[1] \
+            and bool(node.args) and all(a.keyword is None and not a.star for a in node.args)
+
     def _refused(self, r: _Refused) -> None:
         if r.message:  # else the layer's rule reported why
             self.error(r.node, r.message, r.code)
@@ -1313,6 +1598,9 @@ class _Builder:
     def run(self) -> cst.FunctionDef | None:
         fn = self.fn
         stmts = list(fn.body.body)
+        if self.pinned:
+            values = {n: _literal_node(v) for n, v in self.pinned.items()}
+            stmts = [self._copy(st, _Substitute(values)) if _names_in(st) & set(values) else st for st in stmts]
         params = fn.params
         self.local = {p.name.value for p in [*params.posonly_params, *params.params, *params.kwonly_params]}
         for star in (params.star_arg, params.star_kwarg):
@@ -1323,6 +1611,7 @@ class _Builder:
             return None
         new_body = self._rewrite(stmts, plan)
         self.ctx.analyses.setdefault("functional", []).append(plan)
+        self._record_penalties(plan.class_name)
         return fn.with_changes(body=fn.body.with_changes(body=new_body))
 
     def run_module(self, body: list, lo: int, hi: int) -> list | None:
@@ -1331,6 +1620,7 @@ class _Builder:
         if plan is None:
             return None
         self.ctx.analyses.setdefault("functional", []).append(plan)
+        self._record_penalties(plan.class_name)  # (its helpers' classes': the model's own layers keep theirs)
         return self._rewrite(stmts, plan)
 
     def _follow(self, stmts: list, builder: bool, lo: int = 0, hi: int | None = None) -> _Plan | None:
@@ -1367,6 +1657,8 @@ class _Builder:
         # module level: the statements keras.Model(...) depends on; the others (data, plots, other objects
         # between the models) stay as written, and may not read the model's tensors or layers
         outside = set() if builder else _outside_slice(stmts, lo, m_index)
+        if not builder and lo > 0:
+            self._shared_inputs(stmts, lo, m_index, outside)
         graph_bound: set[str] = set()  # names the model's statements bound so far
         for i, stmt in enumerate(stmts):
             if i < lo:
@@ -1387,6 +1679,8 @@ class _Builder:
                 if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
                     continue  # their names are their own
                 used = _read_before_bound(stmt, gone)
+                if used and not builder and self._in_later_model(stmts, m_index, i):
+                    used -= set(self.inputs)  # an input a model below shares (its own input there too)
                 if used and (builder or any(isinstance(self.env.get(n), (_Tensor, _Layer)) for n in used)):
                     self.error(stmt, f"{', '.join(sorted(used))}: a tensor or layer of the functional model used "
                                      "after keras.Model(...): only the model is available there in the translation")
@@ -1448,18 +1742,61 @@ class _Builder:
         plan = _Plan(self.path, class_name, roles, init_lines, params, returns,
                      self._model_target(stmts[m_index]), keep_copies, scope=self.scope, user_layers=self.user_layers,
                      class_code=self.class_code, helper_uses=self.helper_uses, generated=generated,
-                     carried=self.carried, return_keys=self.out_keys, base=parent)
+                     carried=self.carried, return_keys=self.out_keys, base=parent, pinned=dict(self.pinned))
+        if self.pinned:
+            shown = ", ".join(f"{n}={v!r}" for n, v in self.pinned.items())
+            self.ctx.report(Severity.INFO, "built-for-values", f"{class_name} is translated for {shown}, the values "
+                            f"every call of {self.scope} in this file gives (or the defaults): fwport follows the model "
+                            "for them only (an if or a loop depends on them); its __init__ raises ValueError for "
+                            "others", self.origin.get(id(model_call), (None, model_call))[1])
         ctx.settle(model_call)
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
                               "outputs": [t.shape for t in out_tensors]}
         return plan
 
+    def _shared_inputs(self, stmts: list, lo: int, m_index: int, outside: set[int]) -> None:
+        """A module-level model reading a ``keras.Input`` bound above its own statements (the input of a model
+        above, shared: ``actor = keras.Model(obs, logits)``, ``critic = keras.Model(obs, value)``): an input of
+        this model too (forward's parameter; the Input statement is the model above's)."""
+        read: set[str] = set()
+        bound: set[str] = set()
+        for i in range(lo, m_index + 1):
+            if i in outside or isinstance(stmts[i], (cst.FunctionDef, cst.ClassDef)):
+                continue
+            read |= _read_before_bound(stmts[i], set(_names_in(stmts[i])) - bound)
+            bound |= _names_bound_in(stmts[i]) | set(_assigned(stmts[i]))
+        source = self.source_body if len(self.source_body) == len(stmts) else stmts
+        for name in sorted(read):
+            j = next((j for j in range(lo - 1, -1, -1) if not isinstance(source[j], (cst.FunctionDef, cst.ClassDef))
+                      and name in (_names_bound_in(source[j]) | set(_assigned(source[j])))), None)
+            st = source[j] if j is not None else None
+            small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+                    and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Call) \
+                    and self.ctx.imports.resolve(small.value.func) == INPUT:
+                mark = len(self.ctx.pending)
+                errors = self.errors
+                self._input(name, small.value)
+                if self.errors == errors:
+                    del self.ctx.pending[mark:]  # (said for the model above, where the statement is)
+
+    def _in_later_model(self, stmts: list, m_index: int, i: int) -> bool:
+        """Statement ``i``, below this module-level model, is one of the statements a model below depends on."""
+        after = [r for r in self.later_rows if r >= i]
+        if not after:
+            return False
+        lo = max([m_index, *(r for r in self.later_rows if r < i)]) + 1
+        return i == after[0] or i not in _outside_slice(stmts, lo, after[0])
+
     def _give_up(self, stmts: list, model_call: cst.Call | None) -> None:
         """The model is left as written: every call of its statements settled (no half translation)."""
         ctx = self.ctx
         drop_undone_findings(ctx, getattr(self, "mark", len(ctx.pending)))  # its pinned defaults, lazy sizes...
+        for p in ctx.pending[getattr(self, "mark", len(ctx.pending)):]:  # on copies (pinned values): the source's
+            p.node = self.origin.get(id(p.node), (None, p.node))[1]
         if model_call is not None:
+            model_call = self.origin.get(id(model_call), (None, model_call))[1]
             ctx.report(Severity.ERROR, "unsupported-construct", "this functional model is left as written: fwport "
                        "cannot follow all of it (the errors above say where); translate it by hand as an nn.Module "
                        "whose forward calls the layers in order", model_call)
@@ -1529,7 +1866,8 @@ class _Builder:
             return list(known_ints)
         if isinstance(it, cst.Call) and dotted_text(it.func) == "range" and 1 <= len(it.args) <= 3 \
                 and "range" not in self.local and all(a.keyword is None and not a.star for a in it.args):
-            bounds = [self.sizes.dim(a.value) for a in it.args]
+            bounds = [self.known_ints[a.value.value] if isinstance(a.value, cst.Name) and a.value.value in self.known_ints
+                      else self.sizes.dim(a.value) for a in it.args]
             if all(is_int(b) for b in bounds):
                 return list(range(*(int(b) for b in bounds)))
         return None
@@ -1928,7 +2266,7 @@ class _Builder:
         """``filters *= 2`` / ``filters = filters * 2`` on a name whose int value is known: (name, new
         value); None when ``small`` is not that."""
         if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and small.target.value in ints \
-                and type(small.operator) in _AUG_OPS and not _calls(small.value):
+                and type(small.operator) in _AUG_OPS and not self._other_calls(small.value):
             value = rewrite(small.value, _Substitute({n: _literal_node(v) for n, v in ints.items()}), fresh=True)
             try:
                 right = self._static(value, {})
@@ -1937,7 +2275,7 @@ class _Builder:
                 return None
             return (small.target.value, new) if is_int(new) else None
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
-                and small.targets[0].target.value in ints and not _calls(small.value):
+                and small.targets[0].target.value in ints and not self._other_calls(small.value):
             value = rewrite(small.value, _Substitute({n: _literal_node(v) for n, v in ints.items()}), fresh=True)
             try:
                 new = self._static(value, {})
@@ -1945,6 +2283,9 @@ class _Builder:
                 return None
             return (small.targets[0].target.value, new) if is_int(new) else None
         return None
+
+    def _other_calls(self, node) -> bool:
+        return any(not self._static_fn(c) for c in _calls(node))
 
     def _is_graph_call(self, c: cst.Call) -> bool:
         if isinstance(c.func, cst.Call):
@@ -2644,6 +2985,17 @@ class _Builder:
                 # shape=img_size + (3,): (img_size[0], img_size[-1], 3)
                 t.shape = symbolic_parts(t.shape_name, _implied_rank(rule))
                 layer.in_key = (t.shape, t.flat)
+            record = None
+            if self.fn is not None and any(a.keyword is not None and a.keyword.value in regularizers.REGULARIZER_ARGS
+                                           for a in layer.call.args):
+                # kernel_regularizer=l2(1e-4): the class's regularization_loss() (regularizers.py), as a subclass's
+                base = self.sized_calls.get(id(layer.call), layer.call)
+                stripped, record = regularizers.strip(base, rule, self.ctx.imports.resolve, self.fn, "", "", False,
+                                                      self.ctx)
+                if record is not None and not self._penalty_names(base) <= set(self.local) - set(self.known_ints):
+                    record = None  # a factor the class cannot read (a helper's local value): the rule's error
+                if record is not None:
+                    self.sized_calls[id(layer.call)] = stripped
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
             if self.layout == "keep" and em.layout_bound:
                 if em.out_shape is None:
@@ -2663,6 +3015,9 @@ class _Builder:
                 seq = self.ctx.spell_text("torch.nn.Sequential")
                 module = expr(f"{seq}({', '.join(code(m) for m in em.modules)})")
                 target = f"{layer.attr}.{em.weight_module}"
+            if record is not None:
+                where = self.helper_call if self.helper_call is not None else layer.call
+                self.penalties[target] = (record, self.origin.get(id(where), (None, where))[1])
             carried = t.flat if rule.id in _CARRIES_FLATTEN else None
             layer.out = (em.out_shape, em.flatten_of or carried)
             if rule.weights:
@@ -3688,6 +4043,7 @@ def _call_args(params: cst.Parameters) -> str:
 
 def _build(plan: _Plan, stmts: list, fn: cst.FunctionDef, ctx: FileContext):
     init, forward = _parts(plan, stmts)
+    init = [statement(_guard(n, v)) for n, v in plan.pinned.items()] + init
     cls = _class(plan, fn.params, init, forward, ctx)
     new_call = f"{plan.class_name}({_call_args(fn.params)})"
     kept = []

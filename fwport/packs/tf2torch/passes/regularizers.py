@@ -31,6 +31,7 @@ from fwport.packs.tf2torch.passes import data_format
 
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
+REGULARIZER_ARGS = frozenset(_ARGS)
 _KINDS = {"keras.regularizers.l2": "l2", "keras.regularizers.L2": "l2", "keras.regularizers.l1": "l1",
           "keras.regularizers.L1": "l1"}
 # rules whose torch module holds the kernel as .weight and the bias as .bias (the penalty is a sum:
@@ -41,7 +42,8 @@ _RULES = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-tra
 def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: str, attr: str,
           guarded: bool, ctx: FileContext) -> tuple[cst.Call, callable | None]:
     """The layer call without the regularizer arguments this module translates, and a function to call
-    with the translated module's weight path once the layer is translated (None: nothing taken)."""
+    with the translated module's weight path once the layer is translated (None: nothing taken); its
+    ``cls`` names another class where the caller knows the class's name only later (the functional pass)."""
     if rule.id not in _RULES or init_fn is None:
         return call, None
     params = {p.name.value for p in (*init_fn.params.params, *init_fn.params.kwonly_params)}
@@ -67,7 +69,7 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
         kept[-1] = last.with_changes(comma=cst.MaybeSentinel.DEFAULT)
     new_call = call.with_changes(args=kept)
 
-    def record(target: str) -> None:
+    def record(target: str, cls: str = cls) -> None:
         entry = ctx.analyses.setdefault(KEY, {}).setdefault(cls, {"terms": [], "store": []})
         module = "self." + ".".join(f"{p}" for p in target.split(".") if not p.isdigit())
         module += "".join(f"[{p}]" for p in target.split(".") if p.isdigit())
