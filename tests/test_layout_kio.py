@@ -191,3 +191,41 @@ def test_batch_norm_of_unknown_rank_in_a_channels_first_model_normalises_dim_1(t
 def test_batch_norm_of_unknown_rank_on_another_axis_stays_refused():
     r = tx(BATCH_NORM.replace("x = layers.BatchNormalization()(inputs)", "x = layers.BatchNormalization(axis=1)(inputs)"))
     assert ("shape-unknown", 15) in errors(r), r.findings
+
+
+# --- a layer class's channels-last output of unknown rank fed to Keras layers of a channels-first graph ---------
+
+LAST = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class Up(layers.Layer):
+    def call(self, a, b):
+        return tf.reshape(a + b, (-1, 4, 4, 4))
+
+
+def build():
+    a = keras.Input((64,))
+    b = keras.Input((64,))
+    x = Up()(a, b)
+    x = layers.Activation("relu")(x)
+    x = layers.Conv2D(3, 3)(x)
+    return keras.Model([a, b], x)
+'''
+
+
+def test_a_layer_class_channels_last_output_is_moved_before_a_convolution(tmp_path):
+    # was translated with no error and computed another thing: the Conv2D read Keras's (h, w, c) map as (c, h, w)
+    r = tx(LAST)
+    assert not errors(r)
+    assert "self.conv(x.movedim(-1, 1))" in r.output  # after the elementwise Activation, which keeps it channels-last
+    assert verified(tmp_path, LAST, r.output, "build", ["float32[2,64]", "float32[2,64]"])
+
+
+def test_other_layers_on_a_layer_class_channels_last_output_are_refused():
+    src = LAST.replace('x = layers.Activation("relu")(x)', "x = layers.GaussianNoise(0.1)(x)")
+    r = translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
+    line = src.lstrip("\n").splitlines().index("    x = layers.GaussianNoise(0.1)(x)") + 1
+    assert errors(r)[("shape-unknown", line)] == 1 and "keras.Model([a, b], x)" in r.output

@@ -74,8 +74,9 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
                                         symbolic_shape)
-from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _READS_FLATTEN, _implied_rank, converts_to_nchw,
-                                                      _input_spec_shape, _shape_name, _shape_parts, symbolic_parts)
+from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
+                                                      converts_to_nchw, _input_spec_shape, _shape_name, _shape_parts,
+                                                      symbolic_parts)
 from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
 from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_call
@@ -274,6 +275,9 @@ class _Layer:
     keras_in: bool = False
     keras_back: bool = False
     activation: str | None = None  # "torch.relu({})": its activation, applied where it is called
+    layout_bound: int = 0  # a rule layer's torch module takes channels-first inputs of this rank (0: any layout)
+    # a rule layer of a channels-first graph called on a layer class's channels-last output (``_after_last``)
+    last_in: bool | None = None
     prefix: str = ""  # "block1." for a layer of a helper's module
     in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
 
@@ -2652,8 +2656,9 @@ class _Builder:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
                                 "model (a list of tensors feeds only merge layers here)")
         self._built_for(layer, t, call)
+        through = self.layout == "nchw" and layer.kind == "rule" and self._after_last(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1],
-                      layer.kind in ("user", "given") and not layer.keras_back)
+                      layer.kind in ("user", "given") and not layer.keras_back or through)
         new: cst.BaseExpression = cst.Call(_module_ref(layer),
                                            [cst.Arg(self._out_expr(arg))])
         if layer.permute_in:
@@ -2670,6 +2675,29 @@ class _Builder:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
         return out
+
+    def _after_last(self, layer: _Layer, t: _Tensor, call: cst.Call) -> bool:
+        """A rule layer of a channels-first graph called on the output of a layer class of this file, which
+        keeps Keras's channels-last layout (``t.last``, its rank unknown): a channels-first torch module gets
+        it moved to channels-first (``.movedim(-1, 1)``, nothing on a (batch, features) tensor); an
+        elementwise layer passes it on still channels-last (True); any other layer is refused, as is one
+        layer called on both kinds of tensor."""
+        if layer.last_in is None:
+            layer.last_in = t.last
+        elif layer.last_in != t.last:
+            raise _Refused(call, f"the layer {layer.var} is called on the channels-last output of a layer class of "
+                                 "this file and on a channels-first tensor: one torch module cannot take both")
+        if not t.last:
+            return False
+        if layer.layout_bound:
+            layer.permute_in = True
+            return False
+        if layer.rule.id in _ELEMENTWISE:
+            return True
+        raise _Refused(call, f"{code(layer.call.func)} on the output of a layer class of this file, which keeps "
+                             "Keras's channels-last layout, of a rank fwport cannot tell, in a model converted to "
+                             "channels-first: where its channels are is unknown; give the layer class's output a "
+                             "known shape (a Reshape after it) or translate this model by hand", "shape-unknown")
 
     def _built_for(self, layer: _Layer, t: _Tensor, call: cst.Call) -> None:
         """The layer's torch module, built for the input ``t`` at its first call; a later call must see an
@@ -2997,6 +3025,7 @@ class _Builder:
                 if record is not None:
                     self.sized_calls[id(layer.call)] = stripped
             em, layer.movedim = self._emit(layer.call, rule, t.shape, t.flat, t)
+            layer.layout_bound = em.layout_bound
             if self.layout == "keep" and em.layout_bound:
                 if em.out_shape is None:
                     raise _Refused(layer.call, f"{code(layer.call.func)} takes channels-first inputs in torch, in a "
