@@ -232,11 +232,13 @@ def _accuracy_metric(node, rule_of):
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
             inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False,
-            outputs_channels_first: bool = False) -> str:
+            outputs_channels_first: bool = False, regularized: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it;
     ``outputs_channels_first``: its outputs are feature maps it gives channels-first, moved back to Keras's
-    channels-last layout where the loop reads them (the loss's class axis, accuracy, predict's arrays).
+    channels-last layout where the loop reads them (the loss's class axis, accuracy, predict's arrays);
+    ``regularized``: the file's modules have a ``regularization_loss()`` (Keras's weight regularizers), whose
+    sum fit and evaluate add to the loss, as Keras adds ``model.losses``.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks; ``c.class_weight``: a fit takes class_weight (each
     sample's loss times its label's weight, the sum over the batch size, as Keras weighs them). Without them the loop is the plainer one.
@@ -282,6 +284,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     # the loss of a batch: a torch loss in torch's order, or a loss function in Keras's (per-sample values, their mean)
     batch_loss = (f"loss_fn(*{n['loss_args']}(yb, pred)).mean()" if c.loss[0] == "function"
                   else f"loss_fn({inp}, {target})")
+    penalty = ('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
+               if regularized else "")
     t = spell("torch.as_tensor")
     no_grad = spell("torch.no_grad")
     randperm = spell("torch.randperm")
@@ -433,6 +437,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
            f"                losses = {batch_loss.replace('loss_fn(', 'per_sample(', 1)}.reshape(len(pred), -1).mean(1)",
            f"                loss = (losses * {n['class_weights']}(yb, class_weight)).mean()"]
           if weighted else [f"            loss = {batch_loss}"]),
+        *([f"            loss = loss + {penalty}  # the layers' regularizers: Keras adds them (model.losses)"]
+          if penalty else []),
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
@@ -515,7 +521,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        for xb, yb in batches:",
             f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
             *forward,
-            f"            total += {batch_loss}.item() * len(xb)",
+            f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * len(xb)",
             "            seen += len(xb)",
         ]
     else:
@@ -531,7 +537,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        for start in range(0, len(x), batch_size):",
             "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
             *forward,
-            f"            total += {batch_loss}.item() * len(xb)",
+            f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * len(xb)",
         ]
     if acc:
         lines += [f"            correct += {correct}"]

@@ -11,9 +11,10 @@ the arguments are taken off the layer (torch layers have no regularizers) and th
 exactly Keras's penalties (``l2(λ)`` adds λ·Σw², with no ½; ``l1(λ)`` λ·Σ|w|; the strings "l2" and
 "l1" mean λ = 0.01). A factor that is a parameter of ``__init__`` is kept on the module at the end of
 ``__init__`` (``self.wd = wd``); a layer created under an ``if`` counts where it exists. Keras adds
-these penalties to the loss itself (``model.losses``); torch does not: an info finding says to add
-the sum over ``model.modules()``. Anything else (activity regularizers, a regularizer object built
-elsewhere, a factor computed in ``__init__``) stays an error of the layer's rule.
+these penalties to the loss itself (``model.losses``); torch does not: the written fit / evaluate of a
+compile add the sum over ``model.modules()`` (fitloop), and an info finding says to add it in other
+loops. Anything else (activity regularizers, a regularizer object built elsewhere, a factor computed in
+``__init__``) stays an error of the layer's rule.
 
 The subclass pass calls :func:`strip` when it translates a layer; :func:`finish` writes the methods
 once every finding is located (it adds lines).
@@ -78,9 +79,10 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
             entry["store"] += [n for n in sorted(names) if n not in entry["store"]]
         said = ", ".join(f"{label}: {k}({f})" for _, k, f, _, label in taken)
         ctx.report(Severity.INFO, "idiom-replaced", f"regularizers ({said}) → {cls}.regularization_loss(): "
-                   "Keras adds the penalty to the loss itself (model.losses), torch does not: add "
+                   "Keras adds the penalty to the loss itself (model.losses), torch does not: the fit / evaluate "
+                   "fwport writes for a compile add it; in a loop of your own add "
                    "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) "
-                   "to the loss where the model is trained", call)
+                   "to the loss", call)
 
     return new_call, record
 

@@ -48,7 +48,7 @@ from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
-from fwport.packs.tf2torch.passes import fitloop, valuekinds
+from fwport.packs.tf2torch.passes import fitloop, regularizers, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
 
@@ -2908,6 +2908,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     made NCHW; a functional model keeps Keras's layout). The first set gets the plain names, the
     others ``fit_2``, ...; each compile's ``group`` is the compile whose names it calls."""
     file_nchw = any(m.layout == "nchw" for m in ctx.models.values())
+    regularized = bool(ctx.analyses.get(regularizers.KEY))  # modules with a regularization_loss()
 
     def nchw(c: fitloop.Compiled) -> bool:
         infos = [ctx.models[k] for k in c.sources if k in ctx.models]
@@ -2932,7 +2933,8 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             c.group = rep
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
             texts.append(fitloop.helpers(rep, {}, ctx.spell_text, channels_first, shared=i == 0,
-                                         inputs_written=inputs_written, outputs_channels_first=out_first))
+                                         inputs_written=inputs_written, outputs_channels_first=out_first,
+                                         regularized=regularized))
             inputs_written = inputs_written or channels_first
             continue
         kind, rule, *_ = rep.loss
@@ -2943,7 +2945,8 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             rule.emit.get("options", {})
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
                                      inputs_written=inputs_written, loss_args_written=loss_args_written,
-                                     class_weights_written=weights_written, outputs_channels_first=out_first))
+                                     class_weights_written=weights_written, outputs_channels_first=out_first,
+                                     regularized=regularized))
         inputs_written = inputs_written or channels_first
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight
