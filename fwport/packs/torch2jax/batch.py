@@ -189,6 +189,54 @@ def _device_only(body: cst.CSTNode) -> set[str]:
     return u.bound - u.other
 
 
+#: attributes and methods only a tensor has (beside tensor_methods.TORCH_ONLY): a name read through one is a tensor
+TENSOR_ATTRIBUTES = frozenset({"shape", "size", "view", "reshape", "transpose", "squeeze", "flatten", "ndim", "dtype",
+                               "device", "matmul", "to", "float", "long", "repeat", "max", "min", "sum", "mean"})
+
+
+#: a layer whose call takes one tensor first and returns one (beside SAME_RANK, RANK_CHANGE)
+_TENSOR_LAYERS = SAME_RANK | frozenset(RANK_CHANGE) | frozenset(LAYER_RANK)
+#: torch functions whose result is no single tensor (a tuple or list of them), or that take a list first
+_NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "max", "min", "sort", "topk", "kthvalue", "median", "mode",
+                             "meshgrid", "nonzero", "unique", "broadcast_tensors", "cat", "concat", "concatenate",
+                             "stack", "hstack", "vstack", "dstack", "var_mean", "std_mean", "aminmax", "histogram",
+                             "tensor_split", "hsplit", "vsplit", "dsplit", "array_split", "unstack", "where", "frexp",
+                             "svd", "eig", "eigh", "qr", "slogdet", "lstsq", "multi_head_attention_forward"})
+
+
+def _tensor_reads(body: cst.CSTNode, resolve, modules: dict[str, str]) -> set[str]:
+    """Names the code reads as tensors: the receiver of an attribute or method only a tensor has (``x.shape``,
+    ``x.size(0)``, ``x.view(...)``), the first argument of a layer (``self.fc(x)``) or of a torch function
+    (``F.relu(x)``); a list, tuple or dict of tensors is none of these."""
+    from fwport.packs.torch2jax.tensor_methods import TORCH_ONLY  # (it imports this module)
+
+    class Reads(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.out: set[str] = set()
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and (node.attr.value in TENSOR_ATTRIBUTES or node.attr.value in TORCH_ONLY):
+                self.out.add(node.value.value)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+            if first is None or not isinstance(first.value, cst.Name):
+                return
+            text = dotted_text(node.func) or ""
+            if text.startswith("self.") and text.count(".") == 1 and modules.get(text[5:]) in _TENSOR_LAYERS:
+                self.out.add(first.value.value)
+                return
+            q = resolve(node.func) or ""
+            if q.startswith(("torch.nn.functional.", "torch.")) and q.count(".") <= 3 \
+                    and q.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR and not q.startswith("torch.nn.functional.multi"):
+                self.out.add(first.value.value)
+
+    r = Reads()
+    scan(body, r)
+    return r.out
+
+
 def _scalar(node: cst.BaseExpression) -> bool:
     """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` of them, arithmetic
     (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without adding axes."""
@@ -273,6 +321,9 @@ class Forward(cst.CSTTransformer):
         self.dropped = False  # a statement became DROP
         self.token_views: set[int] = set()  # views flattening one example's tokens for a loss (token_loss)
         self.device_names: set[str] | None = None  # `device = x.device` names read only as `device=` arguments
+        self.tensor_reads: set[str] = set()  # names the forward reads as tensors (_tensor_reads)
+        self.part_lists: set[str] = set()  # names bound to a list of parts (`parts = x.split(2, dim=-1)`)
+        self.tensors: set[str] = set()  # names bound to one tensor (makes_tensor), as the statements go
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
         self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
         if ranks is not None:
@@ -359,6 +410,7 @@ class Forward(cst.CSTTransformer):
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self.device_names is None:  # the forward's body, the first block seen
             self.device_names = _device_only(node)
+            self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -397,6 +449,10 @@ class Forward(cst.CSTTransformer):
             self.bind_axes(t.target, a)
             for n in _target_names(t.target):
                 (self.batched.add if hit else self.batched.discard)(n)
+                (self.part_lists.add if isinstance(t.target, cst.Name) and _parts(updated.value)
+                 else self.part_lists.discard)(n)
+                (self.tensors.add if isinstance(t.target, cst.Name) and self.makes_tensor(updated.value)
+                 else self.tensors.discard)(n)
                 self.origin[n] = origin
                 self.batch_sizes.discard(n)
                 self.instances.pop(n, None)
@@ -551,7 +607,9 @@ class Forward(cst.CSTTransformer):
         return None
 
     def visit_For(self, node: cst.For) -> None:
-        """``for attn, ff in self.layers:`` over a ModuleList of this file's modules: the loop names are instances."""
+        """``for attn, ff in self.layers:`` over a ModuleList of this file's modules: the loop names are instances.
+        A loop over a batched tensor (``for row in h``, ``zip(h, ...)``) is refused: it iterates over the examples."""
+        self.over_examples(node.iter)
         it = dotted_text(node.iter) or ""
         kinds = self.file.containers.get(it[5:]) if self.file is not None and it.startswith("self.") else None
         if kinds is None and self.file is not None and _dict_entry(node.iter) is not None:  # self.d["h"]
@@ -565,6 +623,27 @@ class Forward(cst.CSTTransformer):
             for e, k in zip(t.elements, kinds):
                 if isinstance(e.value, cst.Name):
                     self.instances[e.value.value] = k
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.over_examples(node.iter)
+
+    def first_axis_batched(self, node: cst.BaseExpression) -> bool:
+        """Whether ``node`` is one tensor whose dimension 0 is the batch axis."""
+        return self.is_batched(node) and self.axis_of(node) == 0 and self.is_tensor(node)
+
+    def over_examples(self, it: cst.BaseExpression) -> None:
+        """``for row in h`` / ``zip(h, ...)`` / ``enumerate(h)`` of a tensor holding the batch axis first: the loop is
+        over the examples, which a per-example module does not have (left as written it would go over the example's
+        first axis): an error."""
+        parts = [it]
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate", "reversed"):
+            parts = [a.value for a in it.args if a.keyword is None and not a.star]
+        hit = next((p for p in parts if self.first_axis_batched(p)), None)
+        if hit is not None:
+            self.error(it, f"a loop over {code(hit)} goes over its dimension 0, the batch axis (one example per "
+                       "iteration), which a per-example module does not have (left as written it would go over the "
+                       "example's first axis): write the body for one example without the loop, or do this outside "
+                       "the module, over the vmapped outputs")
 
     def rank_of(self, node: cst.BaseExpression) -> int | None:
         """The per-example rank of a translated expression, where it follows from known ranks."""
@@ -1059,6 +1138,12 @@ class Forward(cst.CSTTransformer):
 
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) in self.kept:
+            return updated
+        if isinstance(original.func, cst.Name) and original.func.value == "len" and len(updated.args) == 1 \
+                and self.first_axis_batched(updated.args[0].value):
+            self.error(original, f"{code(original)} is the batch size (dimension 0 of {code(original.args[0].value)} is "
+                       "the batch axis), which a per-example module does not have (left as written it would be the size "
+                       "of the example's first axis): do this outside the module, over the vmapped outputs")
             return updated
         module = self.module_called(original.func)
         if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
@@ -2051,6 +2136,60 @@ class Forward(cst.CSTTransformer):
             return updated
         if len(original.slice) >= 2 and self.is_batched(v):
             return self.index(original, updated)
+        if len(original.slice) == 1 and b == 0 and self.is_batched(v) and self.is_tensor(updated.value):
+            return self.first_index(original, updated)
+        return updated
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        """Whether a (translated) batched value is one tensor, not a list, tuple or dict of them: its per-example rank
+        is known, or the forward reads the name as a tensor (``x.shape``, ``x.view(...)``: _tensor_reads)."""
+        if isinstance(node, cst.Name):
+            if node.value in self.part_lists:
+                return False
+            return node.value in self.rank or node.value in self.tensors or node.value in self.tensor_reads
+        return self.makes_tensor(node)
+
+    def makes_tensor(self, node: cst.BaseExpression) -> bool:
+        """Whether a (translated) expression gives one tensor: its rank is known, a layer's call (``self.fc(x)``,
+        ``jax.vmap(self.fc)(x)``), a torch / jnp / jax.nn function giving one, arithmetic or an index of a tensor."""
+        if isinstance(node, cst.Name):
+            return self.is_tensor(node)
+        if _parts(node):
+            return False
+        if self.rank_of(node) is not None:
+            return True
+        if isinstance(node, cst.BinaryOperation):
+            return self.makes_tensor(node.left) or self.makes_tensor(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return self.makes_tensor(node.expression)
+        if isinstance(node, cst.Subscript):
+            return self.makes_tensor(node.value)
+        if not isinstance(node, cst.Call):
+            return False
+        f = node.func
+        if isinstance(f, cst.Call) and dotted_text(f.func) == "jax.vmap" and f.args:
+            f = f.args[0].value
+        text = dotted_text(f) or ""
+        if text.startswith("self.") and text.count(".") == 1:
+            return self.modules.get(text[5:]) in _TENSOR_LAYERS
+        if text.startswith(("jnp.", "jax.nn.")) and text.count(".") == 1 + text.startswith("jax.nn."):
+            return text.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR
+        q = self.ctx.imports.resolve(f) or ""
+        return q.startswith("torch.") and q.count(".") <= 3 and q.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR \
+            and not q.startswith(("torch.nn.functional.multi", "torch.nn.modules", "torch.distributions"))
+
+    def first_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """``x[i]`` / ``x[1:]`` / ``x[mask]`` of a tensor holding the batch axis first: the index picks examples, which
+        a per-example module does not have (left as written it would index the example's first axis instead: refused);
+        ``x[:]`` and ``x[...]`` are the whole example."""
+        e = original.slice[0].slice
+        if isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis) \
+                or isinstance(e, cst.Slice) and e.lower is None and e.upper is None and e.step is None:
+            return updated
+        self.error(original, f"{code(original)}: the index is on dimension 0 of {code(original.value)}, the batch axis, "
+                   "which a per-example module does not have (left as written it would index the example's first "
+                   "axis): index the axes after it (x[:, i] is x[i] for one example), or do this outside the module, "
+                   "over the vmapped outputs")
         return updated
 
     @staticmethod

@@ -31,6 +31,8 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("types", re.compile(r"\bDataset\b|\bModule\b"), types.plan),
     # (read-only, last) an optimizer over complementary parameter groups (decay / no decay) → optax's mask=
     Planner("param-groups", re.compile(r"['\"]params['\"]"), groups.plan),
+    # (read-only) a frozen nn.Embedding.from_pretrained table: the optimizers' updates masked where it is (groups.py)
+    Planner("frozen-tables", re.compile(r"\bfrom_pretrained\b"), groups.frozen_tables),
     # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name; an
     # argument's presence in inspect.signature(torch.optim.X).parameters → whether the rule takes it
     Planner("feature-tests", re.compile(r"\bhasattr\s*\(|\bsignature\s*\("), features.plan),

@@ -1,0 +1,223 @@
+"""torch2jax: an index, a loop or len() over the batch axis of a batched tensor inside a module, and a frozen
+nn.Embedding.from_pretrained table under an optimizer that decays weights — two ways a translation could be silently
+wrong (issue 10). A per-example module has no batch axis: `h[0]` of a batched `h` (example 0 in PyTorch) left as
+written indexes the example's first axis, `for row in h` goes over it and `len(h)` is its size; these are errors,
+while the forms that are one example's (`h[:, 0]` → `h[0]`, `h[..., -1]`, `h[:]`) and the indices of lists, tuples
+and parts (`x.split(...)[0]`, a layer's results) verify against PyTorch. PyTorch's optimizer skips a parameter
+without a gradient (no step, no weight decay); optax would decay the frozen table, so the optimizer is masked
+(`optax.masked(..., unfrozen)`): a few AdamW / SGD-with-weight-decay steps match PyTorch's, and without the mask
+they do not."""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
+needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+
+
+def t2j(src: str):
+    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
+
+
+def errors(r):
+    return [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+def verify_model(tmp_path, source: str, model: str, inputs: list[str]) -> dict:
+    from fwport.verify.run import Options, Session, verify
+    src = tmp_path / "model.py"
+    src.write_text(textwrap.dedent(source).lstrip("\n"))
+    r = t2j(source)
+    assert not errors(r), r.findings
+    translated = tmp_path / "model_jax.py"
+    translated.write_text(r.output)
+    opts = Options(str(src), str(translated), model, inputs=inputs, checks=("forward", "grad"), device="cpu",
+                   direction="torch2jax", dtype="float64")
+    with Session() as session:
+        cert = verify(opts, session)
+    assert cert["verdict"] == "pass", str(cert)[:3000]
+    return cert
+
+
+# --- indices of a batched tensor ------------------------------------------------------------------------------
+
+MODULE = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+        self.rnn = nn.LSTM(6, 5, batch_first=True)
+
+    def forward(self, x):
+        h = self.fc(x)
+{line}
+        return h
+'''
+
+
+@pytest.mark.parametrize("line, shown", [
+    ("        h = h[0] + h", "h[0]"),
+    ("        h = h[-1] * h", "h[-1]"),
+    ("        h = h[1:]", "h[1:]"),
+    ("        h = h[h.sum(-1) > 0]", "h[h.sum(-1) > 0]"),
+    ("        h = x[0] + h", "x[0]"),
+    ("        h = self.fc(x)[2]", "self.fc(x)[2]"),
+    ("        h = torch.stack([r * 2 for r in h])", "a loop over h"),
+    ("        h = torch.stack([a + b for a, b in zip(h, h)])", "a loop over h"),
+    ("        for i, r in enumerate(h):\n            h = h + r", "a loop over h"),
+    ("        h = h * len(h)", "len(h)"),
+])
+def test_what_picks_or_counts_examples_is_an_error_on_its_line(line, shown):
+    r = t2j(MODULE.format(line=line))
+    errs = [f for f in errors(r) if f.code == "batch-axis"]
+    assert errs and shown in errs[0].message and errs[0].line == 13, r.findings
+    assert "batch axis" in errs[0].message
+
+
+INDEXED = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 6)
+        self.rnn = nn.LSTM(4, 5, batch_first=True)
+
+    def forward(self, x):
+        y, (hn, cn) = self.rnn(x)
+        h = self.fc(y)
+        a = h[:, 0] + h[..., -1, :]
+        parts = h.split(2, dim=-1)
+        outs = [h, h * 2]
+        whole = h[:]
+        return a, parts[0] * outs[-1][..., :2], self.rnn(x)[0][:, -1], hn[-1], whole[..., 1:3]
+'''
+
+
+def test_one_examples_indices_and_list_indices_are_not_refused():
+    r = t2j(INDEXED)
+    assert not errors(r), r.findings
+    assert "a = h[0] + h[..., -1, :]" in r.output
+    assert "parts[0] * outs[-1][..., :2]" in r.output
+
+
+@needs_frameworks
+def test_one_examples_indices_and_list_indices_verify_against_pytorch(tmp_path):
+    verify_model(tmp_path, INDEXED, "Net", ["float64[3,7,4]"])
+
+
+# --- a frozen nn.Embedding.from_pretrained table under weight decay -------------------------------------------
+
+FROZEN = '''
+import torch
+from torch import nn
+import torch.nn.functional as F
+
+
+class Tagger(nn.Module):
+    def __init__(self, table, tuned):
+        super().__init__()
+        self.frozen = nn.Embedding.from_pretrained(table)
+        self.tuned = nn.Embedding.from_pretrained(tuned, freeze=False)
+        self.fc = nn.Linear(4, 3)
+
+    def forward(self, tokens):
+        return self.fc(self.frozen(tokens).mean(1) + self.tuned(tokens).mean(1))
+
+
+def fit(model, x, y):
+    optimizer = {optimizer}
+    for step in range(3):
+        optimizer.zero_grad()
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        optimizer.step()
+    return model
+'''
+
+OPTIMIZERS = ["torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)",
+              "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.3)",
+              "torch.optim.Adam(model.parameters(), lr=0.05, weight_decay=0.2)"]
+
+_FIT = """
+import json, runpy, sys
+side, path = sys.argv[1], sys.argv[2]
+import numpy as np
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(path)
+rng = np.random.default_rng(0)
+table, tuned = rng.standard_normal((10, 4)), rng.standard_normal((10, 4))
+w, b = rng.standard_normal((3, 4)), rng.standard_normal(3)
+x, y = rng.integers(0, 10, (8, 5)), rng.integers(0, 3, 8)
+names = ("frozen", "tuned", "fc_weight", "fc_bias")
+if side == "torch":
+    import torch
+    model = ns["Tagger"](torch.tensor(table), torch.tensor(tuned)).double()
+    with torch.no_grad():
+        model.fc.weight.copy_(torch.tensor(w)); model.fc.bias.copy_(torch.tensor(b))
+    model = ns["fit"](model, torch.tensor(x), torch.tensor(y))
+    out = [model.frozen.weight, model.tuned.weight, model.fc.weight, model.fc.bias]
+    out = [t.detach().numpy().tolist() for t in out]
+else:
+    import equinox as eqx, jax.numpy as jnp
+    model = ns["Tagger"](jnp.asarray(table), jnp.asarray(tuned), key=jax.random.key(0))
+    model = eqx.tree_at(lambda m: (m.fc.weight, m.fc.bias), model, (jnp.asarray(w), jnp.asarray(b)))
+    model = ns["fit"](model, jnp.asarray(x), jnp.asarray(y))
+    out = [np.asarray(a).tolist() for a in (model.frozen.weight, model.tuned.weight, model.fc.weight, model.fc.bias)]
+print(json.dumps(dict(zip(names, out))))
+"""
+
+
+def test_the_optimizer_of_a_file_with_a_frozen_table_is_masked():
+    r = t2j(FROZEN.format(optimizer=OPTIMIZERS[0]))
+    assert not errors(r), r.findings
+    assert "optimizer = optax.masked(optax.adamw(learning_rate=0.1, weight_decay=0.5), unfrozen)" in r.output
+    assert "def unfrozen(params):" in r.output and "class PretrainedEmbedding(eqx.Module):" in r.output
+    # no frozen table (freeze=False only): the optimizer as it was
+    r = t2j(FROZEN.format(optimizer=OPTIMIZERS[0]).replace("from_pretrained(table)", "from_pretrained(table, False)"))
+    assert "optax.masked" not in r.output and "def unfrozen" not in r.output, r.output
+
+
+def _fit(tmp_path, side, text) -> dict:
+    path = tmp_path / f"{side}.py"
+    path.write_text(text)
+    p = subprocess.run([sys.executable, "-c", _FIT, side, str(path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@needs_frameworks
+@pytest.mark.parametrize("optimizer", OPTIMIZERS)
+def test_frozen_table_trains_as_pytorch_does_and_would_not_without_the_mask(tmp_path, optimizer):
+    import numpy as np
+    source = textwrap.dedent(FROZEN.format(optimizer=optimizer)).lstrip("\n")
+    r = t2j(source)
+    assert not errors(r), r.findings
+    torch_out = _fit(tmp_path, "torch", source)
+    jax_out = _fit(tmp_path, "jax", r.output)
+    for name in torch_out:
+        np.testing.assert_allclose(np.asarray(jax_out[name]), np.asarray(torch_out[name]), rtol=1e-10, atol=1e-12,
+                                   err_msg=name)
+    # the planted bug: the optimizer unmasked decays the frozen table, which PyTorch leaves as it was
+    unmasked = r.output.replace("optax.masked(", "(lambda o, m: o)(")
+    assert unmasked != r.output
+    bad = _fit(tmp_path, "jax", unmasked)
+    assert not np.allclose(np.asarray(bad["frozen"]), np.asarray(torch_out["frozen"]), rtol=1e-6)
