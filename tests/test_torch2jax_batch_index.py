@@ -32,7 +32,7 @@ def errors(r):
     return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
-def verify_model(tmp_path, source: str, model: str, inputs: list[str]) -> dict:
+def verify_model(tmp_path, source: str, model: str, inputs: list[str], dtype: str = "float64") -> dict:
     from fwport.verify.run import Options, Session, verify
     src = tmp_path / "model.py"
     src.write_text(textwrap.dedent(source).lstrip("\n"))
@@ -41,7 +41,7 @@ def verify_model(tmp_path, source: str, model: str, inputs: list[str]) -> dict:
     translated = tmp_path / "model_jax.py"
     translated.write_text(r.output)
     opts = Options(str(src), str(translated), model, inputs=inputs, checks=("forward", "grad"), device="cpu",
-                   direction="torch2jax", dtype="float64")
+                   direction="torch2jax", dtype=dtype)
     with Session() as session:
         cert = verify(opts, session)
     assert cert["verdict"] == "pass", str(cert)[:3000]
@@ -221,3 +221,75 @@ def test_frozen_table_trains_as_pytorch_does_and_would_not_without_the_mask(tmp_
     assert unmasked != r.output
     bad = _fit(tmp_path, "jax", unmasked)
     assert not np.allclose(np.asarray(bad["frozen"]), np.asarray(torch_out["frozen"]), rtol=1e-6)
+
+
+# --- per-batch initial states, device moves and masked_fill_ of a batched tensor --------------------------------
+
+STATES = '''
+import torch
+from torch import nn
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+n_class, n_hidden = 5, 7
+
+
+class TextLSTM(nn.Module):  # graykode's TextLSTM: the batch size as len(X), a state (layers, N, hidden)
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size=n_class, hidden_size=n_hidden)
+        self.W = nn.Linear(n_hidden, n_class, bias=False)
+        self.b = nn.Parameter(torch.ones([n_class]))
+
+    def forward(self, X):
+        input = X.transpose(0, 1)
+        hidden_state = torch.zeros(1, len(X), n_hidden)
+        cell_state = torch.zeros(1, len(X), n_hidden) + 0.5
+        outputs, (_, _) = self.lstm(input, (hidden_state, cell_state))
+        outputs = outputs[-1]
+        return self.W(outputs) + self.b
+
+
+class BiRNN(nn.Module):  # yunjey's: the state built with x.size(0) second, moved to the device
+    def __init__(self, input_size=5, hidden_size=6, num_layers=2, num_classes=3):
+        super().__init__()
+        self.hidden_size = hidden_size
+        self.num_layers = num_layers
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(hidden_size * 2, num_classes)
+
+    def forward(self, x):
+        h0 = torch.zeros(self.num_layers * 2, x.size(0), self.hidden_size).to(device)
+        c0 = torch.ones((self.num_layers * 2, x.size(0), self.hidden_size)).to(x.device)
+        out, _ = self.lstm(x, (h0, c0))
+        scores = self.fc(out)
+        scores.masked_fill_(scores > 0.3, -1.0)
+        return scores[:, -1, :].cpu()
+'''
+
+
+def test_states_sized_by_the_batch_and_device_moves_are_one_examples():
+    r = t2j(STATES)
+    assert not errors(r), r.findings
+    assert "hidden_state = jnp.zeros((1, n_hidden))" in r.output
+    assert "h0 = jnp.zeros((self.num_layers * 2, self.hidden_size))" in r.output
+    assert "c0 = jnp.ones((self.num_layers * 2, self.hidden_size))" in r.output
+    assert "scores = jnp.where(scores > 0.3, -1.0, scores)" in r.output
+    assert ".to(" not in r.output and ".cpu()" not in r.output
+
+
+@needs_frameworks
+@pytest.mark.parametrize("model, shape", [("TextLSTM", "[4,3,5]"), ("BiRNN", "[4,6,5]")])
+def test_states_sized_by_the_batch_verify_against_pytorch(tmp_path, model, shape):
+    # (float32: torch.zeros' default dtype, as the states are built)
+    verify_model(tmp_path, STATES, model, [f"float32{shape}"], dtype="float32")
+
+
+@pytest.mark.parametrize("line, shown", [
+    ("        h = torch.zeros(len(h), len(h))", "len(h) is the batch size"),  # two batch sizes: no per-batch copy
+    ("        h.masked_fill_(self.mask, 0.0)", ".masked_fill with the mask self.mask"),
+])
+def test_other_batch_sizes_and_masks_stay_errors(line, shown):
+    src = MODULE.format(line=line).replace("        self.rnn = nn.LSTM(6, 5, batch_first=True)\n",
+                                           "        self.register_buffer('mask', torch.ones(2, 6) > 0)\n")
+    r = t2j(src)
+    assert errors(r) and shown in errors(r)[0].message and errors(r)[0].line == 13, r.findings

@@ -237,6 +237,15 @@ def _tensor_reads(body: cst.CSTNode, resolve, modules: dict[str, str]) -> set[st
     return r.out
 
 
+def _device_move(call: cst.Call, ctx) -> bool:
+    """``x.to(device)`` / ``x.to(y.device)`` / ``x.to("cuda")`` / ``x.to(device=d)``: a move to a device alone (no dtype)."""
+    from fwport.packs.torch2jax.passes.training import _is_device  # (training imports this module's users)
+    if len(call.args) != 1 or call.args[0].star or call.args[0].keyword is not None and call.args[0].keyword.value != "device":
+        return False
+    v = call.args[0].value
+    return isinstance(v, cst.Attribute) and v.attr.value == "device" or _is_device(v, ctx)
+
+
 def _scalar(node: cst.BaseExpression) -> bool:
     """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` of them, arithmetic
     (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without adding axes."""
@@ -322,6 +331,8 @@ class Forward(cst.CSTTransformer):
         self.token_views: set[int] = set()  # views flattening one example's tokens for a loss (token_loss)
         self.device_names: set[str] | None = None  # `device = x.device` names read only as `device=` arguments
         self.tensor_reads: set[str] = set()  # names the forward reads as tensors (_tensor_reads)
+        self.statements: set[int] = set()  # calls that are a whole statement (visit_Expr)
+        self.in_place: dict[int, str] = {}  # translated in-place method calls → the name they assign (leave_Expr)
         self.part_lists: set[str] = set()  # names bound to a list of parts (`parts = x.split(2, dim=-1)`)
         self.tensors: set[str] = set()  # names bound to one tensor (makes_tensor), as the statements go
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
@@ -993,9 +1004,9 @@ class Forward(cst.CSTTransformer):
         ``torch.zeros(B, H)`` (ones, empty, full), ``t.expand(B, -1, -1)`` and ``einops.repeat(t, '... -> b ...', b=B)``
         of a tensor not computed from the input. None for any other call."""
         q = self.ctx.imports.resolve(node.func)
-        if q in FILLS:
-            sizes = _fill_sizes(q, node)
-            return sizes[0] if sizes and self.is_batch_size(sizes[0], None) else None
+        if q in FILLS:  # the batch size at any one position: `torch.zeros(layers * 2, x.size(0), H)` (a state)
+            at = [s for s in _fill_sizes(q, node) if self.is_batch_size(s, None)]
+            return at[0] if len(at) == 1 else None
         if q == "einops.repeat":
             a, _ = _args(node, ("tensor", "pattern"))
             axis = _repeat_axis(a.get("pattern"))
@@ -1042,23 +1053,26 @@ class Forward(cst.CSTTransformer):
     def per_example_copy(self, q: str | None, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """The call :meth:`batch_size_argument` accepted, for one example: the batch axis not built."""
         if q in FILLS:  # torch.zeros(B, H) → torch.zeros(H); the rules translate the rest
+            sizes = _fill_sizes(q, original)
+            d = next(i for i, x in enumerate(sizes) if self.is_batch_size(x, None))  # (batch_size_argument: one)
             positional = [x for x in updated.args if x.keyword is None]
             if len(positional) >= 1 and isinstance(positional[0].value, (cst.Tuple, cst.List)) \
                     and (q != "torch.full" or len(positional) == 2):
                 t = positional[0].value
-                rest = list(t.elements[1:])
+                rest = [e for i, e in enumerate(t.elements) if i != d]
                 if len(rest) == 1:
                     rest = [rest[0].with_changes(comma=cst.Comma())]
                 elif rest:
                     rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
                 new = cst.Tuple(rest) if rest or isinstance(t, cst.Tuple) else cst.List([])
-                return updated.with_changes(args=[x.with_changes(value=new) if x is positional[0] else x
-                                                  for x in updated.args])
-            first = positional[0]
-            args = [x for x in updated.args if x is not first]
-            if not any(x.keyword is None for x in args):  # torch.zeros(B) → one example's scalar
-                args = [cst.Arg(cst.Tuple([])), *args]
-            return updated.with_changes(args=_commas(args[:-1]) + args[-1:])
+                out = updated.with_changes(args=[x.with_changes(value=new) if x is positional[0] else x
+                                                 for x in updated.args])
+            else:
+                args = [x for x in updated.args if x is not positional[d]]
+                if not any(x.keyword is None for x in args):  # torch.zeros(B) → one example's scalar
+                    args = [cst.Arg(cst.Tuple([])), *args]
+                out = updated.with_changes(args=_commas(args[:-1]) + args[-1:])
+            return self.moved(out, d) if d else out  # the copies hold the batch axis where its size was
         if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row
             a, _ = _args(updated, ("tensor", "pattern"))
             left = literal_value(a["pattern"], None).split("->")[0].split()
@@ -1088,6 +1102,16 @@ class Forward(cst.CSTTransformer):
                        "(torch.zeros(B, H), t.expand(B, -1, -1), einops.repeat(t, '... -> b ...', b=B)); do this "
                        "outside the module, over the vmapped outputs")
         self.size_uses = []
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, cst.Call):
+            self.statements.add(id(node.value))  # `x.masked_fill_(m, v)` as a statement: x = <its value>
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
+        target = self.in_place.pop(id(updated.value), None)
+        if target is None:
+            return updated
+        return cst.Assign([cst.AssignTarget(cst.Name(target))], updated.value)
 
     def leave_SimpleStatementLine(self, original, updated):
         self.refuse_size_uses()
@@ -1581,6 +1605,13 @@ class Forward(cst.CSTTransformer):
             return _call(self.ctx.spell(f"jax.numpy.{name}"), [recv], **kw)
         if name == "masked_fill":
             return self.masked_fill(original, updated, recv)
+        if name == "masked_fill_" and id(original) in self.statements and isinstance(recv, cst.Name):
+            # x.masked_fill_(mask, v) as a statement → x = jnp.where(mask, v, x): the value it gives x in place
+            before = len(self.ctx.pending)
+            out = self.masked_fill(original, updated, recv)
+            if not any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
+                self.in_place[id(out)] = recv.value
+            return out
         if name == "repeat":
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
@@ -1592,6 +1623,8 @@ class Forward(cst.CSTTransformer):
         dtype = ops.cast_dtype(original, self.ctx)
         if dtype is not None:  # x.to(torch.bool): a cast of each element, wherever the batch axis is
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
+        if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
+            return recv  # a move to a device: JAX places arrays itself (as outside the modules)
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 
@@ -1750,6 +1783,10 @@ class Forward(cst.CSTTransformer):
         """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
         if isinstance(node, cst.Name) and node.value in self.batch_sizes:
             return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" \
+                and len(node.args) == 1 and not node.args[0].star and not node.args[0].keyword:  # len(x): its first axis
+            x = node.args[0].value
+            return self.is_batched(x) and self.plain_axis(x) == 0 and self.is_tensor(x)
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
                 and len(node.args) == 1 and int_literal(node.args[0].value) is not None:
             return self.is_batched(node.func.value) and int_literal(node.args[0].value) == self.plain_axis(node.func.value)
