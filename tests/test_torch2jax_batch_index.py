@@ -293,3 +293,41 @@ def test_other_batch_sizes_and_masks_stay_errors(line, shown):
                                            "        self.register_buffer('mask', torch.ones(2, 6) > 0)\n")
     r = t2j(src)
     assert errors(r) and shown in errors(r)[0].message and errors(r)[0].line == 13, r.findings
+
+
+# --- x.fill_(v) / x.zero_() outside the modules -------------------------------------------------------------------
+
+FILLS = '''
+import torch
+
+
+def fn(x):
+    label = torch.full((x.shape[0],), 1.0, dtype=x.dtype)  # dcgan's labels, refilled in place
+    a = label * x[:, 0]
+    label.fill_(0.25)
+    b = label + x[:, 1]
+    c = torch.ones(2, 2, dtype=x.dtype).fill_(7) * x[0, 0]
+    d = x * 3
+    d.zero_()
+    return a, b, c, d + 1, label
+'''
+
+
+def test_fill_and_zero_in_place_become_the_arrays_they_leave():
+    r = t2j(FILLS)
+    assert not errors(r), r.findings
+    assert "    label = jnp.full_like(label, 0.25)\n" in r.output
+    assert "c = jnp.full_like(jnp.ones((2, 2), dtype=x.dtype), 7) * x[0, 0]" in r.output
+    assert "    d = jnp.zeros_like(d)\n" in r.output
+
+
+@needs_frameworks
+def test_fill_and_zero_in_place_compute_what_pytorch_computes(tmp_path):
+    from test_torch2jax_porting import assert_close, run_both
+    assert_close(*run_both(tmp_path, FILLS, [(4, 3)]))
+
+
+@pytest.mark.parametrize("line", ["    y = label.fill_(0.5)\n", "    m.bias.data.fill_(0.01)\n"])
+def test_other_fills_stay_errors(line):
+    r = t2j("import torch\n\n\ndef fn(m):\n    label = torch.ones(3)\n" + line + "    return label\n")
+    assert [f.line for f in errors(r)] == [6] and ".fill_(...)" in errors(r)[0].message, r.findings

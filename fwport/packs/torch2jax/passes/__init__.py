@@ -25,7 +25,7 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)
-    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | {"parameters", "named_parameters", "to", "type"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
+    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | tensor_methods.TORCH_ONLY | {"parameters", "named_parameters", "to", "type"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
             tensor_methods.plan),
     # (read-only, last) a Dataset base dropped (the loader reads __len__/__getitem__); nn.Module in annotations → eqx.Module
     Planner("types", re.compile(r"\bDataset\b|\bModule\b"), types.plan),
