@@ -331,3 +331,48 @@ def test_fill_and_zero_in_place_compute_what_pytorch_computes(tmp_path):
 def test_other_fills_stay_errors(line):
     r = t2j("import torch\n\n\ndef fn(m):\n    label = torch.ones(3)\n" + line + "    return label\n")
     assert [f.line for f in errors(r)] == [6] and ".fill_(...)" in errors(r)[0].message, r.findings
+
+
+# --- assignments into an index of a batched tensor -----------------------------------------------------------------
+
+ASSIGNED = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.fc(x)
+        h[:, 0] = 0.5
+        h[..., 1] += x[:, 0]
+        h[:, 2:4] *= 3.0
+        h[:, -1] -= h[:, 1]
+        h[h < -0.2] = -0.2
+        outs = [h]
+        outs[0] = h * 2
+        return outs[0]
+'''
+
+
+def test_index_assignments_become_at_updates_for_one_example():
+    r = t2j(ASSIGNED)
+    assert not errors(r), r.findings
+    for line in ("h = h.at[0].set(0.5)", "h = h.at[..., 1].add(x[0])", "h = h.at[2:4].multiply(3.0)",
+                 "h = h.at[-1].subtract(h[1])", "h = jnp.where(h < -0.2, -0.2, h)", "outs[0] = h * 2"):
+        assert f"        {line}\n" in r.output, (line, r.output)
+
+
+@needs_frameworks
+def test_index_assignments_verify_against_pytorch(tmp_path):
+    verify_model(tmp_path, ASSIGNED, "Net", ["float64[3,4]"])
+
+
+@pytest.mark.parametrize("line", ["        h[0] = 1.0", "        h[1:] += 1.0", "        h[h.sum(-1) > 0] = 0.0"])
+def test_assignments_that_pick_examples_are_errors(line):
+    r = t2j(MODULE.format(line=line))
+    errs = [f for f in errors(r) if f.code == "batch-axis"]
+    assert errs and "batch axis" in errs[0].message and errs[0].line == 13, r.findings

@@ -432,6 +432,9 @@ class Forward(cst.CSTTransformer):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
         t = original.targets[0].target if len(original.targets) == 1 else None
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
+                and self.is_tensor(t.value):
+            return self.indexed_update(t, updated.value, "set")
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value not in self.batched \
                 and self.is_batched(original.value):
             # `out = torch.empty([n, 1, c])` then `out[i] = <batched>`: the array was built with sizes of its own
@@ -892,10 +895,56 @@ class Forward(cst.CSTTransformer):
                    "leading batch-of-one axis) or give the input's rank")
         return updated
 
-    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        t = node.target
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
+                and type(node.operator) in _AT_METHODS and self.is_tensor(t.value):
+            self.kept.add(id(t))  # indexed_update reads its index
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
+        t = original.target
+        if id(t) in self.kept and isinstance(t, cst.Subscript):
+            return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)])
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
         return updated
+
+    def indexed_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str):
+        """``x[:, i] = v`` / ``x[..., j] += v`` of a batched tensor x (a jax array is not assigned into) → ``x =
+        x.at[i].set(v)`` / ``x = x.at[..., j].add(v)``, the index written for one example (the batch axis's ``:``
+        dropped); ``x[x < 0] = v`` → ``x = jnp.where(x < 0, v, x)``. An index that picks examples (a first index
+        other than ``:`` / ``...``), or x holding the batch axis elsewhere than first: an error, left as written."""
+        name = target.value.value
+        elems = list(target.slice)
+        first = elems[0].slice
+        full = isinstance(first, cst.Slice) and first.lower is None and first.upper is None and first.step is None
+        ellipsis = isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis)
+        b = self.axis_of(target.value) if self.axes_moved() else 0
+        what = f"{code(target)} = ..." if method == "set" else f"{code(target)} {_AT_TEXT[method]}= ..."
+        mask = first.value if len(elems) == 1 and isinstance(first, cst.Index) \
+            and isinstance(first.value, cst.Comparison) else None
+        if b != 0 or isinstance(b, Merged):
+            self.error(target, f"{what}: {name} holds the batch axis at dimension {axis_text(b)}: write it for one "
+                       "example, or move the batch axis first")
+            return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
+                cst.AugAssign(target, _AT_OPS[method], value)
+        if mask is not None and method == "set" and all(
+                isinstance(o, cst.Name) and o.value == name or not names_in(o)
+                for o in (mask.left, *(c.comparator for c in mask.comparisons))):
+            # a mask of x's own elements against numbers (x < 0): x's shape, one example's mask elementwise
+            return cst.Assign([cst.AssignTarget(cst.Name(name))],
+                              _call(self.ctx.spell("jax.numpy.where"), [mask, value, cst.Name(name)]))
+        if not (full or ellipsis) or len(elems) == 1 and full:
+            if not (len(elems) == 1 and full):
+                self.error(target, f"{what}: the first index is on dimension 0 of {name}, the batch axis, which a "
+                           "per-example module does not have (it picks examples): write ':' there (every example) "
+                           "and the rest for one example, or do this outside the module")
+                return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
+                    cst.AugAssign(target, _AT_OPS[method], value)
+        rest = elems if ellipsis else elems[1:] if full and len(elems) > 1 else elems
+        rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == len(rest) - 1 else e for i, e in enumerate(rest)]
+        at = cst.Subscript(cst.Attribute(cst.Name(name), cst.Name("at")), rest)
+        return cst.Assign([cst.AssignTarget(cst.Name(name))], _call(cst.Attribute(at, cst.Name(method)), [value]))
 
     # --- reporting -----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "batch-axis") -> None:
@@ -2287,6 +2336,13 @@ class Forward(cst.CSTTransformer):
                    "not have; write ':' there (every example) or do this outside the module, over the vmapped outputs")
         return updated
 
+
+#: an augmented assignment into an index → the ``.at[...]`` method that does it
+_AT_METHODS = {cst.AddAssign: "add", cst.SubtractAssign: "subtract", cst.MultiplyAssign: "multiply",
+               cst.DivideAssign: "divide"}
+_AT_TEXT = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+_AT_OPS = {"add": cst.AddAssign(), "subtract": cst.SubtractAssign(), "multiply": cst.MultiplyAssign(),
+           "divide": cst.DivideAssign()}
 
 #: the functions that build a tensor of given sizes filled with one value
 FILLS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})
