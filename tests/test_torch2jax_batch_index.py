@@ -249,6 +249,22 @@ class TextLSTM(nn.Module):  # graykode's TextLSTM: the batch size as len(X), a s
         return self.W(outputs) + self.b
 
 
+class BiLSTM(nn.Module):  # graykode's Bi-LSTM: the same, both directions
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(input_size=n_class, hidden_size=n_hidden, bidirectional=True)
+        self.W = nn.Linear(n_hidden * 2, n_class, bias=False)
+        self.b = nn.Parameter(torch.ones([n_class]))
+
+    def forward(self, X):
+        input = X.transpose(0, 1)
+        hidden_state = torch.zeros(1 * 2, len(X), n_hidden)
+        cell_state = torch.zeros(1 * 2, len(X), n_hidden)
+        outputs, (_, _) = self.lstm(input, (hidden_state, cell_state))
+        outputs = outputs[-1]
+        return self.W(outputs) + self.b
+
+
 class BiRNN(nn.Module):  # yunjey's: the state built with x.size(0) second, moved to the device
     def __init__(self, input_size=5, hidden_size=6, num_layers=2, num_classes=3):
         super().__init__()
@@ -278,7 +294,7 @@ def test_states_sized_by_the_batch_and_device_moves_are_one_examples():
 
 
 @needs_frameworks
-@pytest.mark.parametrize("model, shape", [("TextLSTM", "[4,3,5]"), ("BiRNN", "[4,6,5]")])
+@pytest.mark.parametrize("model, shape", [("TextLSTM", "[4,3,5]"), ("BiLSTM", "[4,3,5]"), ("BiRNN", "[4,6,5]")])
 def test_states_sized_by_the_batch_verify_against_pytorch(tmp_path, model, shape):
     # (float32: torch.zeros' default dtype, as the states are built)
     verify_model(tmp_path, STATES, model, [f"float32{shape}"], dtype="float32")
