@@ -2272,10 +2272,11 @@ class Forward(cst.CSTTransformer):
         if isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis) \
                 or isinstance(e, cst.Slice) and e.lower is None and e.upper is None and e.step is None:
             return updated
-        self.error(original, f"{code(original)}: the index is on dimension 0 of {code(original.value)}, the batch axis, "
-                   "which a per-example module does not have (left as written it would index the example's first "
-                   "axis): index the axes after it (x[:, i] is x[i] for one example), or do this outside the module, "
-                   "over the vmapped outputs")
+        self.error(original, f"{code(original)}: the index is on dimension 0 of {code(original.value)}, the batch axis as "
+                   "fwport follows it (PyTorch's layout: first unless a sequence layer of this file moved it), which a "
+                   "per-example module does not have (left as written it would index the example's first axis): index "
+                   "the axes after it (x[:, i] is x[i] for one example), or do this outside the module, over the "
+                   "vmapped outputs")
         return updated
 
     @staticmethod
