@@ -619,7 +619,7 @@ grads = [rng.standard_normal(5) for _ in range(epochs * batches)]
 if spec["side"] == "torch":
     import torch
     p = torch.tensor(p0, requires_grad=True)
-    optimizer = torch.optim.Adadelta([p], lr=1.0)
+    optimizer = torch.optim.Adadelta([p], lr=1.0, weight_decay=spec["wd"])
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.7)
     out, lrs = [], []
     for e in range(epochs):
@@ -650,22 +650,27 @@ print(json.dumps([out, lrs]))
 
 
 @needs_frameworks
-@pytest.mark.parametrize("planted", [None, ("transition_steps=2 * len(train_loader)", "transition_steps=len(train_loader)")])
-def test_the_epoch_schedule_steps_as_torch_steplr(planted):
+@pytest.mark.parametrize("planted, wd", [(None, 0.0), (("transition_steps=2 * len(train_loader)", "transition_steps=len(train_loader)"), 0.0),
+                                         (None, 0.05)])
+def test_the_epoch_schedule_steps_as_torch_steplr(planted, wd):
     """The translated optimizer (Adadelta under StepLR(step_size=2, gamma=0.7), 3 batches per epoch, 6
     epochs) takes PyTorch's steps from the same parameters and gradients, each update at the rate of its
-    epoch (float64); a schedule decaying every epoch instead (planted) does not."""
-    r = t2j(_EPOCH_SCRIPT)
+    epoch (float64); a schedule decaying every epoch instead (planted) does not. With a coupled weight decay the
+    optimizer is optax.chain(optax.add_decayed_weights(wd), ...): the schedule goes into the chain's Adadelta."""
+    r = t2j(_EPOCH_SCRIPT.replace("lr=1.0)", f"lr=1.0, weight_decay={wd})") if wd else _EPOCH_SCRIPT)
     line = next(ln for ln in r.output.splitlines() if ln.strip().startswith("optimizer = optax."))
     optimizer = line.split("=", 1)[1].strip()
-    schedule = optimizer.split("learning_rate=", 1)[1][:-1]
+    assert optimizer.startswith("optax.chain(optax.add_decayed_weights(0.05), optax.adadelta(") == bool(wd), optimizer
+    schedule = optimizer.split("learning_rate=", 1)[1]
+    while schedule.count(")") > schedule.count("("):  # the calls around it closed
+        schedule = schedule[:-1]
     if planted:
         assert planted[0] in optimizer
         optimizer, schedule = optimizer.replace(*planted), schedule.replace(*planted)
     results = []
     for side in ("torch", "jax"):
         p = subprocess.run([sys.executable, "-c", _EPOCH_STEPS, json.dumps({"side": side, "optimizer": optimizer,
-                                                                            "schedule": schedule})],
+                                                                            "schedule": schedule, "wd": wd})],
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))

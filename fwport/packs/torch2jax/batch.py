@@ -189,6 +189,63 @@ def _device_only(body: cst.CSTNode) -> set[str]:
     return u.bound - u.other
 
 
+#: attributes and methods only a tensor has (beside tensor_methods.TORCH_ONLY): a name read through one is a tensor
+TENSOR_ATTRIBUTES = frozenset({"shape", "size", "view", "reshape", "transpose", "squeeze", "flatten", "ndim", "dtype",
+                               "device", "matmul", "to", "float", "long", "repeat", "max", "min", "sum", "mean"})
+
+
+#: a layer whose call takes one tensor first and returns one (beside SAME_RANK, RANK_CHANGE)
+_TENSOR_LAYERS = SAME_RANK | frozenset(RANK_CHANGE) | frozenset(LAYER_RANK)
+#: torch functions whose result is no single tensor (a tuple or list of them), or that take a list first
+_NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "max", "min", "sort", "topk", "kthvalue", "median", "mode",
+                             "meshgrid", "nonzero", "unique", "broadcast_tensors", "cat", "concat", "concatenate",
+                             "stack", "hstack", "vstack", "dstack", "var_mean", "std_mean", "aminmax", "histogram",
+                             "tensor_split", "hsplit", "vsplit", "dsplit", "array_split", "unstack", "where", "frexp",
+                             "svd", "eig", "eigh", "qr", "slogdet", "lstsq", "multi_head_attention_forward"})
+
+
+def _tensor_reads(body: cst.CSTNode, resolve, modules: dict[str, str]) -> set[str]:
+    """Names the code reads as tensors: the receiver of an attribute or method only a tensor has (``x.shape``,
+    ``x.size(0)``, ``x.view(...)``), the first argument of a layer (``self.fc(x)``) or of a torch function
+    (``F.relu(x)``); a list, tuple or dict of tensors is none of these."""
+    from fwport.packs.torch2jax.tensor_methods import TORCH_ONLY  # (it imports this module)
+
+    class Reads(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.out: set[str] = set()
+
+        def visit_Attribute(self, node: cst.Attribute) -> None:
+            if isinstance(node.value, cst.Name) and (node.attr.value in TENSOR_ATTRIBUTES or node.attr.value in TORCH_ONLY):
+                self.out.add(node.value.value)
+
+        def visit_Call(self, node: cst.Call) -> None:
+            first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+            if first is None or not isinstance(first.value, cst.Name):
+                return
+            text = dotted_text(node.func) or ""
+            if text.startswith("self.") and text.count(".") == 1 and modules.get(text[5:]) in _TENSOR_LAYERS:
+                self.out.add(first.value.value)
+                return
+            q = resolve(node.func) or ""
+            if q.startswith(("torch.nn.functional.", "torch.")) and q.count(".") <= 3 \
+                    and q.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR and not q.startswith("torch.nn.functional.multi"):
+                self.out.add(first.value.value)
+
+    r = Reads()
+    scan(body, r)
+    return r.out
+
+
+def _device_move(call: cst.Call, ctx) -> bool:
+    """``x.to(device)`` / ``x.to(y.device)`` / ``x.to("cuda")`` / ``x.to(device=d)``: a move to a device alone (no dtype)."""
+    from fwport.packs.torch2jax.passes.training import _is_device  # (training imports this module's users)
+    if len(call.args) != 1 or call.args[0].star or call.args[0].keyword is not None and call.args[0].keyword.value != "device":
+        return False
+    v = call.args[0].value
+    return isinstance(v, cst.Attribute) and v.attr.value == "device" or _is_device(v, ctx)
+
+
 def _scalar(node: cst.BaseExpression) -> bool:
     """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` of them, arithmetic
     (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without adding axes."""
@@ -273,6 +330,11 @@ class Forward(cst.CSTTransformer):
         self.dropped = False  # a statement became DROP
         self.token_views: set[int] = set()  # views flattening one example's tokens for a loss (token_loss)
         self.device_names: set[str] | None = None  # `device = x.device` names read only as `device=` arguments
+        self.tensor_reads: set[str] = set()  # names the forward reads as tensors (_tensor_reads)
+        self.statements: set[int] = set()  # calls that are a whole statement (visit_Expr)
+        self.in_place: dict[int, str] = {}  # translated in-place method calls → the name they assign (leave_Expr)
+        self.part_lists: set[str] = set()  # names bound to a list of parts (`parts = x.split(2, dim=-1)`)
+        self.tensors: set[str] = set()  # names bound to one tensor (makes_tensor), as the statements go
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
         self.size_marks: list[int] = []  # per open call: len(size_uses) when it was entered  # Name nodes that are no read of a variable (keywords, attributes, parameters)
         if ranks is not None:
@@ -359,6 +421,7 @@ class Forward(cst.CSTTransformer):
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         if self.device_names is None:  # the forward's body, the first block seen
             self.device_names = _device_only(node)
+            self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -369,6 +432,9 @@ class Forward(cst.CSTTransformer):
             self.batch_sizes.add(original.targets[0].target.value)
             return self.drop()
         t = original.targets[0].target if len(original.targets) == 1 else None
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
+                and self.is_tensor(t.value):
+            return self.indexed_update(t, updated.value, "set")
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value not in self.batched \
                 and self.is_batched(original.value):
             # `out = torch.empty([n, 1, c])` then `out[i] = <batched>`: the array was built with sizes of its own
@@ -397,6 +463,10 @@ class Forward(cst.CSTTransformer):
             self.bind_axes(t.target, a)
             for n in _target_names(t.target):
                 (self.batched.add if hit else self.batched.discard)(n)
+                (self.part_lists.add if isinstance(t.target, cst.Name) and _parts(updated.value)
+                 else self.part_lists.discard)(n)
+                (self.tensors.add if isinstance(t.target, cst.Name) and self.makes_tensor(updated.value)
+                 else self.tensors.discard)(n)
                 self.origin[n] = origin
                 self.batch_sizes.discard(n)
                 self.instances.pop(n, None)
@@ -551,7 +621,9 @@ class Forward(cst.CSTTransformer):
         return None
 
     def visit_For(self, node: cst.For) -> None:
-        """``for attn, ff in self.layers:`` over a ModuleList of this file's modules: the loop names are instances."""
+        """``for attn, ff in self.layers:`` over a ModuleList of this file's modules: the loop names are instances.
+        A loop over a batched tensor (``for row in h``, ``zip(h, ...)``) is refused: it iterates over the examples."""
+        self.over_examples(node.iter)
         it = dotted_text(node.iter) or ""
         kinds = self.file.containers.get(it[5:]) if self.file is not None and it.startswith("self.") else None
         if kinds is None and self.file is not None and _dict_entry(node.iter) is not None:  # self.d["h"]
@@ -565,6 +637,27 @@ class Forward(cst.CSTTransformer):
             for e, k in zip(t.elements, kinds):
                 if isinstance(e.value, cst.Name):
                     self.instances[e.value.value] = k
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self.over_examples(node.iter)
+
+    def first_axis_batched(self, node: cst.BaseExpression) -> bool:
+        """Whether ``node`` is one tensor whose dimension 0 is the batch axis."""
+        return self.is_batched(node) and self.axis_of(node) == 0 and self.is_tensor(node)
+
+    def over_examples(self, it: cst.BaseExpression) -> None:
+        """``for row in h`` / ``zip(h, ...)`` / ``enumerate(h)`` of a tensor holding the batch axis first: the loop is
+        over the examples, which a per-example module does not have (left as written it would go over the example's
+        first axis): an error."""
+        parts = [it]
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Name) and it.func.value in ("zip", "enumerate", "reversed"):
+            parts = [a.value for a in it.args if a.keyword is None and not a.star]
+        hit = next((p for p in parts if self.first_axis_batched(p)), None)
+        if hit is not None:
+            self.error(it, f"a loop over {code(hit)} goes over its dimension 0, the batch axis (one example per "
+                       "iteration), which a per-example module does not have (left as written it would go over the "
+                       "example's first axis): write the body for one example without the loop, or do this outside "
+                       "the module, over the vmapped outputs")
 
     def rank_of(self, node: cst.BaseExpression) -> int | None:
         """The per-example rank of a translated expression, where it follows from known ranks."""
@@ -802,10 +895,56 @@ class Forward(cst.CSTTransformer):
                    "leading batch-of-one axis) or give the input's rank")
         return updated
 
-    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign) -> cst.AugAssign:
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        t = node.target
+        if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
+                and type(node.operator) in _AT_METHODS and self.is_tensor(t.value):
+            self.kept.add(id(t))  # indexed_update reads its index
+
+    def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
+        t = original.target
+        if id(t) in self.kept and isinstance(t, cst.Subscript):
+            return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)])
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
         return updated
+
+    def indexed_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str):
+        """``x[:, i] = v`` / ``x[..., j] += v`` of a batched tensor x (a jax array is not assigned into) → ``x =
+        x.at[i].set(v)`` / ``x = x.at[..., j].add(v)``, the index written for one example (the batch axis's ``:``
+        dropped); ``x[x < 0] = v`` → ``x = jnp.where(x < 0, v, x)``. An index that picks examples (a first index
+        other than ``:`` / ``...``), or x holding the batch axis elsewhere than first: an error, left as written."""
+        name = target.value.value
+        elems = list(target.slice)
+        first = elems[0].slice
+        full = isinstance(first, cst.Slice) and first.lower is None and first.upper is None and first.step is None
+        ellipsis = isinstance(first, cst.Index) and isinstance(first.value, cst.Ellipsis)
+        b = self.axis_of(target.value) if self.axes_moved() else 0
+        what = f"{code(target)} = ..." if method == "set" else f"{code(target)} {_AT_TEXT[method]}= ..."
+        mask = first.value if len(elems) == 1 and isinstance(first, cst.Index) \
+            and isinstance(first.value, cst.Comparison) else None
+        if b != 0 or isinstance(b, Merged):
+            self.error(target, f"{what}: {name} holds the batch axis at dimension {axis_text(b)}: write it for one "
+                       "example, or move the batch axis first")
+            return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
+                cst.AugAssign(target, _AT_OPS[method], value)
+        if mask is not None and method == "set" and all(
+                isinstance(o, cst.Name) and o.value == name or not names_in(o)
+                for o in (mask.left, *(c.comparator for c in mask.comparisons))):
+            # a mask of x's own elements against numbers (x < 0): x's shape, one example's mask elementwise
+            return cst.Assign([cst.AssignTarget(cst.Name(name))],
+                              _call(self.ctx.spell("jax.numpy.where"), [mask, value, cst.Name(name)]))
+        if not (full or ellipsis) or len(elems) == 1 and full:
+            if not (len(elems) == 1 and full):
+                self.error(target, f"{what}: the first index is on dimension 0 of {name}, the batch axis, which a "
+                           "per-example module does not have (it picks examples): write ':' there (every example) "
+                           "and the rest for one example, or do this outside the module")
+                return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
+                    cst.AugAssign(target, _AT_OPS[method], value)
+        rest = elems if ellipsis else elems[1:] if full and len(elems) > 1 else elems
+        rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == len(rest) - 1 else e for i, e in enumerate(rest)]
+        at = cst.Subscript(cst.Attribute(cst.Name(name), cst.Name("at")), rest)
+        return cst.Assign([cst.AssignTarget(cst.Name(name))], _call(cst.Attribute(at, cst.Name(method)), [value]))
 
     # --- reporting -----------------------------------------------------------------------------------
     def error(self, node: cst.CSTNode, message: str, code_: str = "batch-axis") -> None:
@@ -914,9 +1053,9 @@ class Forward(cst.CSTTransformer):
         ``torch.zeros(B, H)`` (ones, empty, full), ``t.expand(B, -1, -1)`` and ``einops.repeat(t, '... -> b ...', b=B)``
         of a tensor not computed from the input. None for any other call."""
         q = self.ctx.imports.resolve(node.func)
-        if q in FILLS:
-            sizes = _fill_sizes(q, node)
-            return sizes[0] if sizes and self.is_batch_size(sizes[0], None) else None
+        if q in FILLS:  # the batch size at any one position: `torch.zeros(layers * 2, x.size(0), H)` (a state)
+            at = [s for s in _fill_sizes(q, node) if self.is_batch_size(s, None)]
+            return at[0] if len(at) == 1 else None
         if q == "einops.repeat":
             a, _ = _args(node, ("tensor", "pattern"))
             axis = _repeat_axis(a.get("pattern"))
@@ -963,23 +1102,26 @@ class Forward(cst.CSTTransformer):
     def per_example_copy(self, q: str | None, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         """The call :meth:`batch_size_argument` accepted, for one example: the batch axis not built."""
         if q in FILLS:  # torch.zeros(B, H) → torch.zeros(H); the rules translate the rest
+            sizes = _fill_sizes(q, original)
+            d = next(i for i, x in enumerate(sizes) if self.is_batch_size(x, None))  # (batch_size_argument: one)
             positional = [x for x in updated.args if x.keyword is None]
             if len(positional) >= 1 and isinstance(positional[0].value, (cst.Tuple, cst.List)) \
                     and (q != "torch.full" or len(positional) == 2):
                 t = positional[0].value
-                rest = list(t.elements[1:])
+                rest = [e for i, e in enumerate(t.elements) if i != d]
                 if len(rest) == 1:
                     rest = [rest[0].with_changes(comma=cst.Comma())]
                 elif rest:
                     rest[-1] = rest[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
                 new = cst.Tuple(rest) if rest or isinstance(t, cst.Tuple) else cst.List([])
-                return updated.with_changes(args=[x.with_changes(value=new) if x is positional[0] else x
-                                                  for x in updated.args])
-            first = positional[0]
-            args = [x for x in updated.args if x is not first]
-            if not any(x.keyword is None for x in args):  # torch.zeros(B) → one example's scalar
-                args = [cst.Arg(cst.Tuple([])), *args]
-            return updated.with_changes(args=_commas(args[:-1]) + args[-1:])
+                out = updated.with_changes(args=[x.with_changes(value=new) if x is positional[0] else x
+                                                 for x in updated.args])
+            else:
+                args = [x for x in updated.args if x is not positional[d]]
+                if not any(x.keyword is None for x in args):  # torch.zeros(B) → one example's scalar
+                    args = [cst.Arg(cst.Tuple([])), *args]
+                out = updated.with_changes(args=_commas(args[:-1]) + args[-1:])
+            return self.moved(out, d) if d else out  # the copies hold the batch axis where its size was
         if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row
             a, _ = _args(updated, ("tensor", "pattern"))
             left = literal_value(a["pattern"], None).split("->")[0].split()
@@ -1009,6 +1151,16 @@ class Forward(cst.CSTTransformer):
                        "(torch.zeros(B, H), t.expand(B, -1, -1), einops.repeat(t, '... -> b ...', b=B)); do this "
                        "outside the module, over the vmapped outputs")
         self.size_uses = []
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, cst.Call):
+            self.statements.add(id(node.value))  # `x.masked_fill_(m, v)` as a statement: x = <its value>
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
+        target = self.in_place.pop(id(updated.value), None)
+        if target is None:
+            return updated
+        return cst.Assign([cst.AssignTarget(cst.Name(target))], updated.value)
 
     def leave_SimpleStatementLine(self, original, updated):
         self.refuse_size_uses()
@@ -1059,6 +1211,12 @@ class Forward(cst.CSTTransformer):
 
     def _call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         if id(original) in self.kept:
+            return updated
+        if isinstance(original.func, cst.Name) and original.func.value == "len" and len(updated.args) == 1 \
+                and self.first_axis_batched(updated.args[0].value):
+            self.error(original, f"{code(original)} is the batch size (dimension 0 of {code(original.args[0].value)} is "
+                       "the batch axis), which a per-example module does not have (left as written it would be the size "
+                       "of the example's first axis): do this outside the module, over the vmapped outputs")
             return updated
         module = self.module_called(original.func)
         if module is not None:  # what ranks.py needs: the ranks this module / Sequential is called with
@@ -1496,6 +1654,13 @@ class Forward(cst.CSTTransformer):
             return _call(self.ctx.spell(f"jax.numpy.{name}"), [recv], **kw)
         if name == "masked_fill":
             return self.masked_fill(original, updated, recv)
+        if name == "masked_fill_" and id(original) in self.statements and isinstance(recv, cst.Name):
+            # x.masked_fill_(mask, v) as a statement → x = jnp.where(mask, v, x): the value it gives x in place
+            before = len(self.ctx.pending)
+            out = self.masked_fill(original, updated, recv)
+            if not any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
+                self.in_place[id(out)] = recv.value
+            return out
         if name == "repeat":
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
@@ -1507,6 +1672,8 @@ class Forward(cst.CSTTransformer):
         dtype = ops.cast_dtype(original, self.ctx)
         if dtype is not None:  # x.to(torch.bool): a cast of each element, wherever the batch axis is
             return _method(recv, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
+        if name in ("cuda", "cpu") and not args or name == "to" and _device_move(original, self.ctx):
+            return recv  # a move to a device: JAX places arrays itself (as outside the modules)
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
 
@@ -1665,6 +1832,10 @@ class Forward(cst.CSTTransformer):
         """``x.size(0)`` / ``x.shape[0]`` of a batched tensor, or a name bound to the batch size."""
         if isinstance(node, cst.Name) and node.value in self.batch_sizes:
             return True
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "len" \
+                and len(node.args) == 1 and not node.args[0].star and not node.args[0].keyword:  # len(x): its first axis
+            x = node.args[0].value
+            return self.is_batched(x) and self.plain_axis(x) == 0 and self.is_tensor(x)
         if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "size" \
                 and len(node.args) == 1 and int_literal(node.args[0].value) is not None:
             return self.is_batched(node.func.value) and int_literal(node.args[0].value) == self.plain_axis(node.func.value)
@@ -2051,6 +2222,61 @@ class Forward(cst.CSTTransformer):
             return updated
         if len(original.slice) >= 2 and self.is_batched(v):
             return self.index(original, updated)
+        if len(original.slice) == 1 and b == 0 and self.is_batched(v) and self.is_tensor(updated.value):
+            return self.first_index(original, updated)
+        return updated
+
+    def is_tensor(self, node: cst.BaseExpression) -> bool:
+        """Whether a (translated) batched value is one tensor, not a list, tuple or dict of them: its per-example rank
+        is known, or the forward reads the name as a tensor (``x.shape``, ``x.view(...)``: _tensor_reads)."""
+        if isinstance(node, cst.Name):
+            if node.value in self.part_lists:
+                return False
+            return node.value in self.rank or node.value in self.tensors or node.value in self.tensor_reads
+        return self.makes_tensor(node)
+
+    def makes_tensor(self, node: cst.BaseExpression) -> bool:
+        """Whether a (translated) expression gives one tensor: its rank is known, a layer's call (``self.fc(x)``,
+        ``jax.vmap(self.fc)(x)``), a torch / jnp / jax.nn function giving one, arithmetic or an index of a tensor."""
+        if isinstance(node, cst.Name):
+            return self.is_tensor(node)
+        if _parts(node):
+            return False
+        if self.rank_of(node) is not None:
+            return True
+        if isinstance(node, cst.BinaryOperation):
+            return self.makes_tensor(node.left) or self.makes_tensor(node.right)
+        if isinstance(node, cst.UnaryOperation):
+            return self.makes_tensor(node.expression)
+        if isinstance(node, cst.Subscript):
+            return self.makes_tensor(node.value)
+        if not isinstance(node, cst.Call):
+            return False
+        f = node.func
+        if isinstance(f, cst.Call) and dotted_text(f.func) == "jax.vmap" and f.args:
+            f = f.args[0].value
+        text = dotted_text(f) or ""
+        if text.startswith("self.") and text.count(".") == 1:
+            return self.modules.get(text[5:]) in _TENSOR_LAYERS
+        if text.startswith(("jnp.", "jax.nn.")) and text.count(".") == 1 + text.startswith("jax.nn."):
+            return text.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR
+        q = self.ctx.imports.resolve(f) or ""
+        return q.startswith("torch.") and q.count(".") <= 3 and q.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR \
+            and not q.startswith(("torch.nn.functional.multi", "torch.nn.modules", "torch.distributions"))
+
+    def first_index(self, original: cst.Subscript, updated: cst.Subscript) -> cst.BaseExpression:
+        """``x[i]`` / ``x[1:]`` / ``x[mask]`` of a tensor holding the batch axis first: the index picks examples, which
+        a per-example module does not have (left as written it would index the example's first axis instead: refused);
+        ``x[:]`` and ``x[...]`` are the whole example."""
+        e = original.slice[0].slice
+        if isinstance(e, cst.Index) and isinstance(e.value, cst.Ellipsis) \
+                or isinstance(e, cst.Slice) and e.lower is None and e.upper is None and e.step is None:
+            return updated
+        self.error(original, f"{code(original)}: the index is on dimension 0 of {code(original.value)}, the batch axis as "
+                   "fwport follows it (PyTorch's layout: first unless a sequence layer of this file moved it), which a "
+                   "per-example module does not have (left as written it would index the example's first axis): index "
+                   "the axes after it (x[:, i] is x[i] for one example), or do this outside the module, over the "
+                   "vmapped outputs")
         return updated
 
     @staticmethod
@@ -2111,6 +2337,13 @@ class Forward(cst.CSTTransformer):
                    "not have; write ':' there (every example) or do this outside the module, over the vmapped outputs")
         return updated
 
+
+#: an augmented assignment into an index → the ``.at[...]`` method that does it
+_AT_METHODS = {cst.AddAssign: "add", cst.SubtractAssign: "subtract", cst.MultiplyAssign: "multiply",
+               cst.DivideAssign: "divide"}
+_AT_TEXT = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/"}
+_AT_OPS = {"add": cst.AddAssign(), "subtract": cst.SubtractAssign(), "multiply": cst.MultiplyAssign(),
+           "divide": cst.DivideAssign()}
 
 #: the functions that build a tensor of given sizes filled with one value
 FILLS = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.full"})

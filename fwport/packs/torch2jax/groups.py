@@ -230,3 +230,25 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
 
     scan(node, Calls())
     return out
+
+
+#: ctx.analyses: the file builds an nn.Embedding.from_pretrained table frozen (freeze not False): its optimizers mask it
+FROZEN_TABLES = "torch2jax.frozen-tables"
+
+
+def frozen_tables(module: cst.Module, ctx) -> cst.Module:
+    """(read-only) Whether the file builds a frozen ``nn.Embedding.from_pretrained`` table (``freeze`` left out or not
+    ``False``): PyTorch's optimizer over ``model.parameters()`` leaves it alone (no gradient: no step, no weight decay),
+    where optax would still decay it (AdamW, ``add_decayed_weights``); the optimizer rule then writes
+    ``optax.masked(<optimizer>, unfrozen)`` (ops.optimizer)."""
+    class Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if ctx.imports.resolve(node.func) != "torch.nn.Embedding.from_pretrained":
+                return
+            freeze = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "freeze"]
+            freeze += [a.value for a in node.args[1:2] if a.keyword is None and not a.star]
+            if not freeze or code(freeze[0]) != "False":
+                ctx.analyses[FROZEN_TABLES] = True
+
+    scan(module, Calls())
+    return module

@@ -229,6 +229,18 @@ class PretrainedEmbedding(eqx.Module):
         return weight[x]
 '''
 
+_UNFROZEN = '''
+
+def unfrozen(params):
+    """True for each array the optimizer updates, False for the tables of PretrainedEmbedding(freeze=True): PyTorch's
+    optimizer leaves a parameter that gets no gradient alone (no step, no weight decay), and optax.masked(optimizer,
+    unfrozen) passes their zero gradient through as their update."""
+    def mark(m):
+        frozen = isinstance(m, PretrainedEmbedding) and m.freeze
+        return jax.tree_util.tree_map(lambda _: not frozen, m)
+    return jax.tree_util.tree_map(mark, params, is_leaf=lambda m: isinstance(m, PretrainedEmbedding))
+'''
+
 _TORCH_PAD = '''
 
 def torch_pad(x, pad, mode="constant", value=None):
@@ -321,6 +333,7 @@ HELPERS: dict[str, str] = {
     "PixelShuffle": _PIXEL_SHUFFLE,
     "Upsample": _UPSAMPLE,
     "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
+    "unfrozen": _UNFROZEN,
     "ChannelDropout": _CHANNEL_DROPOUT,
     "torch_pad": _TORCH_PAD.split("\n\nclass Pad(")[0],
     "Pad": "\n\nclass Pad(" + _TORCH_PAD.split("\n\nclass Pad(")[1],
@@ -328,7 +341,7 @@ HELPERS: dict[str, str] = {
     **inits.HELPERS,  # re-initialising parameters a loop or module.apply selects (init.py)
 }
 #: helpers another helper uses (written before it)
-DEPS = {"StackedRNN": ("ElmanRNNCell",), "Pad": ("torch_pad",), **inits.DEPS}
+DEPS = {"StackedRNN": ("ElmanRNNCell",), "Pad": ("torch_pad",), "unfrozen": ("PretrainedEmbedding",), **inits.DEPS}
 #: helpers whose constructor draws initial values (the modules pass gives them ``key=``)
 KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "MultiheadAttentionWithWeights"}) \
     | inits.KEYED

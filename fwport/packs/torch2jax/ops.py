@@ -207,6 +207,15 @@ def optimizer(m, ctx):
     text = f"{ctx.spell_text(m.rule.emit['target'])}({args})"
     if wd is not None and code(wd) not in ("0", "0.0"):
         text = f"{ctx.spell_text('optax.chain')}({ctx.spell_text('optax.add_decayed_weights')}({code(wd)}), {text})"
+    from fwport.packs.torch2jax.groups import FROZEN_TABLES  # (groups imports this module)
+    if ctx.analyses.get(FROZEN_TABLES) and "model" in m.extras:
+        from fwport.core.finding import Severity
+        from fwport.packs.torch2jax import layers
+        # PyTorch's optimizer skips a parameter without a gradient; optax would decay it (AdamW, add_decayed_weights)
+        text = f"{ctx.spell_text('optax.masked')}({text}, {layers.use(ctx, 'unfrozen')})"
+        ctx.report(Severity.INFO, "idiom-replaced", "the frozen nn.Embedding.from_pretrained tables get no gradient, "
+                   "which PyTorch's optimizer skips (no step, no weight decay): optax.masked(..., unfrozen) leaves them "
+                   "as they are", m.node)
     out = expr(text)
     ctx.analyses.setdefault(OPTIMIZERS, {})[text] = m.extras.get("model")
     return out

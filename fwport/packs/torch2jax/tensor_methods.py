@@ -218,6 +218,19 @@ def translate(name: str, call: cst.Call, spell) -> cst.BaseExpression | None:
     return None
 
 
+def _fill(call: cst.Call, spell=None) -> str | None:
+    """``x.fill_(v)`` (one positional value) / ``x.zero_()`` → the jnp text of the array it leaves (with ``spell``;
+    without it, any text: whether the call is one); None for other calls."""
+    name = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+    spell = spell or (lambda q: q)
+    recv = code(call.func.value) if name else ""
+    if name == "fill_" and len(call.args) == 1 and call.args[0].keyword is None and not call.args[0].star:
+        return f"{spell('jax.numpy.full_like')}({recv}, {code(call.args[0].value)})"
+    if name == "zero_" and not call.args:
+        return f"{spell('jax.numpy.zeros_like')}({recv})"
+    return None
+
+
 def _changes(body: cst.CSTNode, name: str) -> bool:
     """Whether ``body`` assigns to ``name`` or an attribute or item of it, calls an in-place method on it or on one of
     its attributes (``p.data.zero_()``), or reads ``name.grad`` / ``name.data``: PyTorch state a jax array has not."""
@@ -275,6 +288,7 @@ def plan(module: cst.Module, ctx) -> cst.Module:
     translated = set(ctx.analyses.get(PLANS, {}))  # the module classes
 
     nexted: set[int] = set()  # self.parameters() calls that next(...) takes
+    filled: set[int] = set()  # `x.fill_(v)` calls that are a statement (Calls.visit_Expr)
 
     class Calls(cst.CSTVisitor):
         in_module = False  # inside a module class's whole-array method
@@ -321,6 +335,22 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(new))
 
             ctx.plans.add(node, assign, by="tensor-methods")
+
+        def visit_Expr(self, node: cst.Expr) -> None:
+            """``x.fill_(v)`` / ``x.zero_()`` as a statement, x a name → ``x = jnp.full_like(x, v)`` / ``jnp.zeros_like(x)``:
+            the values it gives x in place, in x's shape and dtype."""
+            call = node.value
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+                    and call.func.value.value not in modules and ctx.imports.resolve(call.func.value) is None
+                    and _fill(call) is not None) or ctx.plans.get(node) is not None or ctx.plans.get(call) is not None:
+                return
+            name = call.func.value.value
+
+            def assign(original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
+                return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(_fill(updated.value, ctx.spell_text)))
+
+            ctx.plans.add(node, assign, by="tensor-methods")
+            filled.add(id(call))  # the statement's edit writes it (visit_Call leaves it)
 
         def visit_Assign(self, node: cst.Assign) -> None:
             self.assign_target(node)
@@ -419,6 +449,8 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                                 f"(self, {ctx.spell_text('equinox.is_inexact_array')}))")
                 ctx.plans.add(node, leaves, by="tensor-methods")
                 return
+            if id(node) in filled:
+                return
             if isinstance(f, cst.Attribute) and f.attr.value in ("to", "type") and ctx.plans.get(node) is None:
                 self.cast(node)
                 return
@@ -433,8 +465,11 @@ def plan(module: cst.Module, ctx) -> cst.Module:
             if isinstance(root, cst.Name) and root.value in modules:
                 return
             name = f.attr.value
+            temporary = isinstance(f.value, cst.Call) and _fill(node) is not None  # torch.ones(1, 1).fill_(v)
 
             def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:
+                if temporary:  # the array a call just made, filled: nothing else holds it
+                    return expr(_fill(updated, ctx.spell_text))
                 out = translate(name, updated, ctx.spell_text) if name in METHODS else None
                 if out is None and name in TORCH_ONLY and not ctx.is_settled(original):
                     ctx.report(Severity.ERROR, "unsupported-construct", f".{name}(...): a PyTorch tensor method no jax "

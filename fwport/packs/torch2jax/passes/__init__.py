@@ -25,12 +25,14 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)
-    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | {"parameters", "named_parameters", "to", "type"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
+    Planner("tensor-methods", re.compile(r"\.(?:" + "|".join(sorted(tensor_methods.METHODS | tensor_methods.TORCH_ONLY | {"parameters", "named_parameters", "to", "type"})) + r")\s*\(|\.requires_grad\b|\bself\s*\("),
             tensor_methods.plan),
     # (read-only, last) a Dataset base dropped (the loader reads __len__/__getitem__); nn.Module in annotations → eqx.Module
     Planner("types", re.compile(r"\bDataset\b|\bModule\b"), types.plan),
     # (read-only, last) an optimizer over complementary parameter groups (decay / no decay) → optax's mask=
     Planner("param-groups", re.compile(r"['\"]params['\"]"), groups.plan),
+    # (read-only) a frozen nn.Embedding.from_pretrained table: the optimizers' updates masked where it is (groups.py)
+    Planner("frozen-tables", re.compile(r"\bfrom_pretrained\b"), groups.frozen_tables),
     # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name; an
     # argument's presence in inspect.signature(torch.optim.X).parameters → whether the rule takes it
     Planner("feature-tests", re.compile(r"\bhasattr\s*\(|\bsignature\s*\("), features.plan),

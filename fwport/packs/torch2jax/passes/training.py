@@ -1834,14 +1834,25 @@ def finish(module: cst.Module, ctx) -> cst.Module:
 
 
 def _with_schedule(stmt, schedule: str):
-    """``opt = optax.X(learning_rate=lr, ...)`` → ``learning_rate=<schedule of lr>``."""
-    call = stmt.body[0].value
-    args = list(call.args)
-    at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "learning_rate"), None)
-    if at is None:
+    """``opt = optax.X(learning_rate=lr, ...)`` → ``learning_rate=<schedule of lr>``; inside a wrapper too
+    (``optax.chain(optax.add_decayed_weights(wd), optax.sgd(learning_rate=lr))``, ``optax.masked(..., unfrozen)``)."""
+    def scheduled(call):
+        args = list(call.args)
+        at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "learning_rate"), None)
+        if at is not None:
+            args[at] = args[at].with_changes(value=cst.parse_expression(schedule.format(lr=code(args[at].value))))
+            return call.with_changes(args=args)
+        for i, a in enumerate(args):
+            inner = scheduled(a.value) if isinstance(a.value, cst.Call) else None
+            if inner is not None:
+                args[i] = a.with_changes(value=inner)
+                return call.with_changes(args=args)
+        return None
+
+    call = scheduled(stmt.body[0].value)
+    if call is None:
         return stmt
-    args[at] = args[at].with_changes(value=cst.parse_expression(schedule.format(lr=code(args[at].value))))
-    return stmt.with_changes(body=[stmt.body[0].with_changes(value=call.with_changes(args=args))])
+    return stmt.with_changes(body=[stmt.body[0].with_changes(value=call)])
 
 
 def _declare_global(f: cst.FunctionDef, names: set) -> cst.FunctionDef:
