@@ -166,12 +166,7 @@ def _child_fields(t: type) -> tuple[str, ...]:
     visits them (the order of the field names in its ``_visit_and_replace_children``)."""
     fields = _CHILD_FIELDS.get(t)
     if fields is None:
-        names = {f.name for f in dataclass_fields(t)}
-        order: list[str] = []
-        for c in t._visit_and_replace_children.__code__.co_consts:
-            if isinstance(c, str) and c in names and c not in order:
-                order.append(c)
-        fields = _CHILD_FIELDS[t] = tuple(n for n in order
+        fields = _CHILD_FIELDS[t] = tuple(n for n in _all_fields(t)
                                           if n not in _TRIVIA_FIELDS and not n.startswith("whitespace"))
     return fields
 

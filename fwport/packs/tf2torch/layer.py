@@ -80,9 +80,7 @@ def activation_modules(m: MappedCall, ctx, channel_axis: int = -1) -> list[cst.B
     name = activation_name(value, ctx)
     if name in _IDENTITY:
         return []
-    table = dict(_ACTIVATIONS)
-    if ctx.version == 3:
-        table.update(_KERAS3_ONLY)
+    table = _activation_table(ctx.version)
     if name is NOT_LITERAL or name not in table:
         shown = code(value)
         why = ("Keras 2's hard_sigmoid is clip(0.2x + 0.5, 0, 1), which torch has no module for"
@@ -99,13 +97,15 @@ def keras_activation(value, spec, m, ctx):
     m.extras["activation"] = value
 
 
+def _activation_table(version: int) -> dict[str, tuple[str, str]]:
+    """The activation names of this Keras version (activation= and keras.activations.get) → torch module."""
+    return {**_ACTIVATIONS, **_KERAS3_ONLY} if version == 3 else _ACTIVATIONS
+
+
 def _activation_text(name: str, version: int) -> str | None:
     """Python text of the torch module a Keras activation name stands for (None: not one torch computes)."""
-    table = dict(_ACTIVATIONS)
-    if version == 3:
-        table.update(_KERAS3_ONLY)
-    table.pop("gelu_tanh")  # keras.ops.gelu's default, not a Keras activation name
-    if name not in table:
+    table = _activation_table(version)
+    if name not in table or name == "gelu_tanh":  # keras.ops.gelu's default, not a Keras activation name
         return None
     target, kwargs = table[name]
     return f"{target}({kwargs.format(axis=-1)})"

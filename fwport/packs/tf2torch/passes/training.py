@@ -2910,16 +2910,13 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     file_nchw = any(m.layout == "nchw" for m in ctx.models.values())
     regularized = bool(ctx.analyses.get(regularizers.KEY))  # modules with a regularization_loss()
 
-    def nchw(c: fitloop.Compiled) -> bool:
-        infos = [ctx.models[k] for k in c.sources if k in ctx.models]
-        return any(i.layout == "nchw" for i in infos) if infos else file_nchw
-
-    def nchw_out(c: fitloop.Compiled) -> bool:  # its outputs: feature maps a Sequential gives channels-first
-        infos = [ctx.models[k] for k in c.sources if k in ctx.models]
-        return any(i.output_layout == "nchw" for i in infos)
     groups: dict[tuple, list[fitloop.Compiled]] = {}
     for c in compiled:
-        groups.setdefault((c.key, nchw(c), nchw_out(c)), []).append(c)
+        infos = [ctx.models[k] for k in c.sources if k in ctx.models]
+        nchw = any(i.layout == "nchw" for i in infos) if infos else file_nchw
+        # its outputs: feature maps a Sequential gives channels-first
+        nchw_out = any(i.output_layout == "nchw" for i in infos)
+        groups.setdefault((c.key, nchw, nchw_out), []).append(c)
     texts = []
     inputs_written = loss_args_written = weights_written = False
     for i, ((_, channels_first, out_first), members) in enumerate(groups.items()):
