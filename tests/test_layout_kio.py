@@ -229,3 +229,20 @@ def test_other_layers_on_a_layer_class_channels_last_output_are_refused():
     r = translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
     line = src.lstrip("\n").splitlines().index("    x = layers.GaussianNoise(0.1)(x)") + 1
     assert errors(r)[("shape-unknown", line)] == 1 and "keras.Model([a, b], x)" in r.output
+
+
+def test_one_layer_on_a_layer_class_output_and_on_a_channels_first_map_is_refused():
+    # one torch module cannot take a tensor that needs the move and one that does not (here the differing shapes
+    # refuse it first: _built_for; _after_last's own refusal covers a second input of the same unknown shape)
+    src = LAST.replace('''    x = layers.Activation("relu")(x)
+    x = layers.Conv2D(3, 3)(x)
+    return keras.Model([a, b], x)''', '''    act = layers.Activation("relu")
+    x = act(x)
+    y = layers.Conv2D(4, 1)(x)
+    y = act(y)
+    return keras.Model([a, b], y)''')
+    assert src != LAST
+    r = translate_source(textwrap.dedent(src).lstrip("\\n"), "m.py", PACK)
+    line = src.lstrip("\\n").splitlines().index("    y = act(y)") + 1
+    assert any(f.line == line for f in r.findings if f.severity.value == "error"), r.findings
+    assert "# fwport:" in r.output and "keras.Model([a, b], y)" in r.output
