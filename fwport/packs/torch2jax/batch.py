@@ -1380,6 +1380,15 @@ class Forward(cst.CSTTransformer):
                               *self.placed(a["input"]))
             return updated if axis is None else self.moved(
                 _call(self.ctx.spell(f"jax.nn.{short}"), [a["input"]], axis=axis), self.axis_of(a["input"]))
+        if q == F + "normalize":  # dim (1 by default) without the batch axis; the rule writes the norm
+            a, unknown = _args(updated, ("input", "p", "dim", "eps", "out"))
+            if unknown or "input" not in a or not self.is_batched(original):
+                return updated
+            axis = self.shift(original, a.get("dim", cst.Integer("1")), "F.normalize", *self.placed(a["input"]))
+            if axis is None:
+                return updated
+            kw = {k: a[k] for k in ("p", "eps", "out") if k in a}
+            return _call(updated.func, [a["input"]], dim=axis, **kw)
         if q in ("torch.sum", "torch.mean", "torch.amax", "torch.amin"):
             a, unknown = _args(updated, ("input", "dim", "keepdim"))
             if unknown or "input" not in a or not self.is_batched(original):

@@ -211,8 +211,70 @@ def reinit_layers(fields, select, fn, *, key):
     return tuple(new[name] for name in fields)
 '''
 
+_INIT_LAYERS = '''
+
+def init_layers(model, init_fn, *, key):
+    """PyTorch's ``model.apply(init_fn)`` with an init_fn re-initialising layers: each Equinox layer of
+    ``model`` with parameters (Linear, Conv, ConvTranspose, BatchNorm, LayerNorm, GroupNorm, Embedding) is
+    replaced by ``init_fn(layer, key=...)``, a key per layer; init_fn returns the layers it does not change as
+    they are. Returns the new model."""
+    def is_layer(x):
+        return isinstance(x, (eqx.nn.Linear, eqx.nn.Conv, eqx.nn.ConvTranspose, eqx.nn.BatchNorm, eqx.nn.LayerNorm,
+                              eqx.nn.GroupNorm, eqx.nn.Embedding))
+
+    paths = [path for path, x in jax.tree_util.tree_leaves_with_path(model, is_leaf=is_layer) if is_layer(x)]
+    if not paths:
+        return model
+    keys = jax.random.split(key, len(paths))
+    return eqx.tree_at(lambda t: [_at(t, path) for path in paths], model,
+                       [init_fn(_at(model, path), key=k) for k, path in zip(keys, paths)])
+'''
+
 #: the helpers above, by name (layers.finish writes the ones a file calls), and what each needs
-HELPERS = {"_torch_name": _PATHS, "reinit_arrays": _REINIT_ARRAYS, "reinit_layers": _REINIT_LAYERS}
-DEPS = {"reinit_arrays": ("_torch_name",), "reinit_layers": ("_torch_name",)}
+HELPERS = {"_torch_name": _PATHS, "reinit_arrays": _REINIT_ARRAYS, "reinit_layers": _REINIT_LAYERS,
+           "init_layers": _INIT_LAYERS}
+DEPS = {"reinit_arrays": ("_torch_name",), "reinit_layers": ("_torch_name",), "init_layers": ("_torch_name",)}
 #: the helpers whose call takes a key from the module's split
 KEYED = frozenset({"reinit_layers", "reinit_arrays"})
+
+
+# --- which Equinox layers a test of the layer's class selects -----------------------------------------------
+#
+# ``classname.find("Conv") != -1`` (or ``isinstance(m, nn.BatchNorm2d)``) in a function given to
+# ``model.apply`` selects PyTorch layer classes; the translated function tests the Equinox classes they are
+# translated to. Several PyTorch classes can become one Equinox class (BatchNorm1d/2d/3d → eqx.nn.BatchNorm,
+# InstanceNorm → eqx.nn.GroupNorm): a test then selects more layers than PyTorch's did.
+
+#: the Equinox class each PyTorch layer with parameters is translated to (the rules' targets)
+EQX_LAYERS = {"Linear": "Linear", "Conv1d": "Conv1d", "Conv2d": "Conv2d", "Conv3d": "Conv3d",
+              "ConvTranspose1d": "ConvTranspose1d", "ConvTranspose2d": "ConvTranspose2d",
+              "ConvTranspose3d": "ConvTranspose3d", "BatchNorm1d": "BatchNorm", "BatchNorm2d": "BatchNorm",
+              "BatchNorm3d": "BatchNorm", "LayerNorm": "LayerNorm", "GroupNorm": "GroupNorm",
+              "InstanceNorm1d": "GroupNorm", "InstanceNorm2d": "GroupNorm", "InstanceNorm3d": "GroupNorm",
+              "Embedding": "Embedding"}
+#: PyTorch layers with parameters that are not one of those Equinox layers once translated
+OTHER_LAYERS = ("Bilinear", "SyncBatchNorm", "EmbeddingBag", "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell",
+                "MultiheadAttention", "PReLU", "TransformerEncoderLayer", "TransformerDecoderLayer")
+#: Equinox classes standing for all their variants (eqx.nn.Conv2d is an eqx.nn.Conv)
+_BASES = {"Conv": ("Conv1d", "Conv2d", "Conv3d"), "ConvTranspose": ("ConvTranspose1d", "ConvTranspose2d",
+                                                                    "ConvTranspose3d")}
+
+
+def selected_layers(torch_names) -> tuple[list[str], list[str], list[str]]:
+    """The PyTorch layer classes a test selects → (the Equinox classes to test, shortest spelling first:
+    ``Conv`` for Conv1d/2d/3d; the PyTorch classes translated to those Equinox classes that the test did not
+    select; the selected PyTorch layers with parameters that no Equinox layer class stands for)."""
+    chosen = [t for t in torch_names if t in EQX_LAYERS]
+    eqx_names = list(dict.fromkeys(EQX_LAYERS[t] for t in chosen))
+    for base, variants in _BASES.items():
+        if all(v in eqx_names for v in variants):
+            eqx_names = [base if n == variants[0] else n for n in eqx_names if n not in variants[1:]]
+    wider = [t for t in EQX_LAYERS if t not in chosen and EQX_LAYERS[t] in
+             {v for n in eqx_names for v in _BASES.get(n, (n,))}]
+    missing = [t for t in torch_names if t not in EQX_LAYERS]
+    return eqx_names, wider, missing
+
+
+def named_layers(substring: str) -> list[str]:
+    """The PyTorch layers with parameters whose class name holds ``substring`` (``classname.find("Conv")``)."""
+    return [t for t in (*EQX_LAYERS, *OTHER_LAYERS) if substring in t]

@@ -923,3 +923,43 @@ def global_pool(m, ctx):
         return None
     axes = "(-2, -1)" if spatial == 2 else "-1"
     return expr(f"{ctx.spell_text(_options(m)['fn'])}({code(m.kwargs['input'])}, axis={axes}, keepdims=True)")
+
+
+@call_transform("meshgrid")
+def meshgrid(m, ctx):
+    """``torch.meshgrid(a, b, indexing="ij")`` → ``jnp.meshgrid(a, b, indexing="ij")``, the operands of PyTorch's
+    one-list form spread. The indexing is always written: PyTorch's default is "ij" (matrix), jnp's "xy"
+    (Cartesian, the first two outputs' axes swapped)."""
+    ops = list(m.bound.varargs)
+    if len(ops) == 1 and isinstance(ops[0], (cst.List, cst.Tuple)):
+        ops = [e.value for e in ops[0].elements]
+    indexing = m.kwargs.get("indexing")
+    if indexing is None or code(indexing) == "None":
+        indexing = cst.SimpleString('"ij"')
+    return _call(ctx.spell(m.rule.emit["target"]), ops, {"indexing": indexing})
+
+
+@call_transform("normalize")
+def normalize(m, ctx):
+    """``F.normalize(x, p, dim, eps)`` → ``x / jnp.maximum(jnp.linalg.norm(x, axis=dim, keepdims=True), eps)``:
+    PyTorch divides by the p-norm over ``dim`` (1 by default) clamped below at eps (1e-12)."""
+    x = m.kwargs["input"]
+    p, dim, eps = m.kwargs.get("ord"), m.kwargs.get("axis"), m.kwargs.get("eps")
+    dim = dim if dim is not None else cst.Integer("1")
+    eps = eps if eps is not None else cst.Float("1e-12")
+    kw = {} if p is None or literal_value(p, None) == 2 else {"ord": p}
+    norm = _call(ctx.spell("jax.numpy.linalg.norm"), [x], {**kw, "axis": dim, "keepdims": cst.Name("True")})
+    text = code(x)
+    if not isinstance(x, (cst.Name, cst.Attribute, cst.Subscript, cst.Call)):
+        text = f"({text})"
+    return expr(f"{text} / {ctx.spell_text('jax.numpy.maximum')}({code(norm)}, {code(eps)})")
+
+
+@call_transform("finfo")
+def finfo(m, ctx):
+    """``torch.finfo(x.dtype)`` → ``jnp.finfo(x.dtype)`` (max, min, eps, tiny read the same); ``torch.finfo()``,
+    the default dtype's, → ``jnp.finfo(jnp.float32)``."""
+    dtype = m.kwargs.get("dtype")
+    if dtype is None:
+        dtype = ctx.spell("jax.numpy.float32")
+    return _call(ctx.spell(m.rule.emit["target"]), [dtype])

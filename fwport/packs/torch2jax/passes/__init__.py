@@ -19,7 +19,9 @@ PLANNERS: tuple[Planner, ...] = (
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     # (Sequential: a builder function that returns one, in a file with no module class)
     # (and a class deriving from another torch layer, `class M(nn.Transformer)`: an error naming it)
-    Planner("modules", re.compile(r"(?m)\bModule\b|\bSequential\b|^\s*class\s+\w+\s*\([^)]*\bnn\."), modules.run),
+    # (and a function re-initialising the layers given to it, for model.apply: `def weights_init(m)`)
+    Planner("modules", re.compile(r"(?m)\bModule\b|\bSequential\b|^\s*class\s+\w+\s*\([^)]*\bnn\.|\binit\.\w+_\s*\("),
+            modules.run),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
     Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys

@@ -22,6 +22,7 @@ several dropouts, the same split of its call-time key.
 from __future__ import annotations
 
 import re
+from collections import Counter
 
 import libcst as cst
 
@@ -160,6 +161,23 @@ def run(module: cst.Module, ctx) -> cst.Module:
                                                            and stmt.name.value in builders | outside["models"]):
                 scan(stmt, _Instances(ctx, drawing))
     body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
+    outside["classes"] = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)}
+    built = {q[9:] for qs in qualified for q in qs if q and q.startswith("torch.nn.") and q.count(".") == 2}
+    applied = Counter(c.args[0].value.value for cs in calls for c in cs if isinstance(c.func, cst.Attribute)
+                      and c.func.attr.value == "apply" and len(c.args) == 1 and isinstance(c.args[0].value, cst.Name))
+    used = _name_reads(module)
+    fns: set[str] = set()
+    for i, s in enumerate(body):
+        if isinstance(s, cst.FunctionDef) and s.name.value not in builders and s.name.value not in classes:
+            # read only as model.apply(fn) in this file (or not at all: the apply is in the script importing it)
+            if used[s.name.value] == 1 + applied[s.name.value]:
+                new = _init_function(s, ctx, built)
+                if new is not None:
+                    body[i] = new
+                    fns.add(s.name.value)
+    if fns:
+        body = [s if isinstance(s, cst.ClassDef) else rewrite(s, _ApplyInit(ctx, fns)) for s in body]
+        outside["init_fns"] = fns
     return module.with_changes(body=body)
 
 
@@ -1039,6 +1057,8 @@ class _Inits(cst.CSTTransformer):
             return updated
         call, name = found
         target = dotted_text(call.args[0].value) or ""
+        if target.endswith(".data") and target.count(".") > 1:  # `m.weight.data`: the array itself in JAX
+            target = target[:-5]
         parts = target.split(".")
         if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != self.root:
             return updated  # a tensor not held by a field: its no-rule finding stays
@@ -1152,6 +1172,207 @@ def _applied_method(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
     body = list(fn.body.body)
     body.append(cst.parse_statement(f"return {arg}\n"))
     return fn.with_changes(params=_kwonly(fn.params, "key", None), body=fn.body.with_changes(body=body))
+
+
+class _LayerTests(cst.CSTTransformer):
+    """In a function re-initialising the layer ``arg`` given to it: ``classname.find("Conv") != -1`` (``classname``
+    bound to ``arg.__class__.__name__``), ``"Conv" in classname`` and ``isinstance(arg, nn.BatchNorm2d)`` →
+    ``isinstance(arg, <the Equinox classes of the layers selected>)`` (init.selected_layers). ``wider``,
+    ``missing``: what the tests select beyond PyTorch's selection, and PyTorch layers they select that no Equinox
+    class stands for; ``bad``: a test that reads the class otherwise."""
+
+    def __init__(self, ctx, arg: str, names: set[str]):
+        super().__init__()
+        self.ctx, self.arg, self.names = ctx, arg, names
+        self.wider: list[tuple[str, str]] = []
+        self.missing: list[tuple[str, str]] = []
+        self.bad: str | None = None
+
+    def _classname(self, node) -> bool:
+        t = dotted_text(node) or ""
+        return t in self.names or t == f"{self.arg}.__class__.__name__" or (
+            isinstance(node, cst.Attribute) and node.attr.value == "__name__" and isinstance(node.value, cst.Call)
+            and dotted_text(node.value.func) == "type" and len(node.value.args) == 1
+            and dotted_text(node.value.args[0].value) == self.arg)
+
+    def _test(self, torch_names: list[str], text: str) -> cst.BaseExpression:
+        eqx_names, wider, missing = inits.selected_layers(torch_names)
+        self.wider += [(text, w) for w in wider]
+        self.missing += [(text, m) for m in missing]
+        if not eqx_names:
+            self.bad = f"`{text}` selects no layer Equinox has"
+            return cst.Name("False")
+        kinds = [self.ctx.spell_text(f"equinox.nn.{n}") for n in eqx_names]
+        kind = kinds[0] if len(kinds) == 1 else "(" + ", ".join(kinds) + ")"
+        return cst.parse_expression(f"isinstance({self.arg}, {kind})")
+
+    def leave_Comparison(self, original, updated):
+        if len(original.comparisons) != 1:
+            return updated
+        op, right = original.comparisons[0].operator, original.comparisons[0].comparator
+        left = original.left
+        sub = None
+        if isinstance(op, cst.In) and isinstance(left, cst.SimpleString) and self._classname(right):
+            sub = left.evaluated_value
+        elif isinstance(left, cst.Call) and isinstance(left.func, cst.Attribute) and left.func.attr.value == "find" \
+                and self._classname(left.func.value) and len(left.args) == 1 \
+                and isinstance(left.args[0].value, cst.SimpleString):
+            bound = code(right)
+            if (isinstance(op, cst.NotEqual) and bound == "-1") or (isinstance(op, cst.GreaterThanEqual) and bound == "0") \
+                    or (isinstance(op, cst.GreaterThan) and bound == "-1"):
+                sub = left.args[0].value.evaluated_value
+        if sub is None:
+            return updated
+        for c in self.ctx.analyses.get(OUTSIDE, {}).get("classes", ()):
+            if sub in c:
+                self.bad = f"`{code(original)}` also selects the module class {c} of this file"
+        return self._test(inits.named_layers(sub), code(original))
+
+    def leave_Call(self, original, updated):
+        if dotted_text(original.func) != "isinstance" or len(original.args) != 2 \
+                or dotted_text(original.args[0].value) != self.arg:
+            return updated
+        k = original.args[1].value
+        names = []
+        for e in (k.elements if isinstance(k, cst.Tuple) else [cst.Element(k)]):
+            q = self.ctx.imports.resolve(e.value) or ""
+            if not q.startswith("torch.nn.") or q.count(".") != 2:
+                self.bad = f"`{code(original)}` tests a class that is not a PyTorch layer"
+                return updated
+            names.append(q[9:])
+        return self._test(names, code(original))
+
+
+def _init_function(fn: cst.FunctionDef, ctx, built: set[str]) -> cst.FunctionDef | None:
+    """A module-level ``def weights_init(m)`` given to ``model.apply`` (DCGAN, PyTorch-GAN): branches selecting
+    layers by class name or isinstance, re-initialising ``m``'s arrays with ``torch.nn.init`` → ``def
+    weights_init(m, *, key)`` returning the new layer (``m = eqx.tree_at(lambda m: m.weight, m, <value>)``),
+    its tests of Equinox classes. None where the function is not of that shape; an error where it is but
+    cannot be translated exactly (``built``: the torch.nn layers this file builds)."""
+    ps = fn.params
+    if len(ps.params) != 1 or ps.params[0].default is not None or ps.kwonly_params \
+            or isinstance(ps.star_arg, (cst.Param, cst.ParamStar)) or ps.star_kwarg is not None or fn.decorators:
+        return None
+    arg = ps.params[0].name.value
+    inits_ = [c for c in _calls(fn) if (ctx.imports.resolve(c.func) or "").startswith("torch.nn.init.")]
+    if not inits_ or not isinstance(fn.body, cst.IndentedBlock):
+        return None
+    names: set[str] = set()
+    tests: list[cst.BaseExpression] = []
+
+    def block_ok(stmts) -> bool:
+        draws = 0
+        for st in stmts:
+            if isinstance(st, cst.If):
+                tests.append(st.test)
+                if not block_ok(st.body.body):
+                    return False
+                o = st.orelse
+                if isinstance(o, cst.If):
+                    if not block_ok([o]):
+                        return False
+                elif o is not None and not block_ok(o.body.body):
+                    return False
+                continue
+            if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+                return False
+            small = st.body[0]
+            if isinstance(small, cst.Pass) or isinstance(small, cst.Expr) and isinstance(small.value, cst.SimpleString):
+                continue
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                    and dotted_text(small.value) in (f"{arg}.__class__.__name__",):
+                names.add(small.targets[0].target.value)
+                continue
+            if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
+                return False
+            c = small.value
+            q = ctx.imports.resolve(c.func) or ""
+            t = (dotted_text(c.args[0].value) or "") if c.args else ""
+            if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or c.args[0].keyword is not None \
+                    or not t.startswith(arg + ".") or t.count(".") > 2 or t.count(".") == 2 and not t.endswith(".data"):
+                return False
+            draws += q[14:] in inits.DRAWS
+        return draws <= 1  # one key per layer: a branch drawing twice would draw both from it
+
+    if not block_ok(fn.body.body):
+        return None
+    lt = _LayerTests(ctx, arg, names)
+    for t in tests:
+        left = {n.value for n in find_all(rewrite(t, lt), cst.Name)} & names
+        if left:  # classname read beyond the tests above
+            lt.bad = lt.bad or f"`{code(t)}` reads the class name otherwise than `{sorted(left)[0]}.find(...)`"
+    where = f"{fn.name.value}(): "
+    problem = lt.bad
+    if problem is None:
+        for text, cls in lt.missing:
+            if cls in built:
+                problem = f"`{text}` selects {cls}, which this file builds and which is no Equinox layer class fwport tests"
+        for text, cls in lt.wider:
+            if cls in built:
+                problem = (f"`{text}` tests eqx.nn.{inits.EQX_LAYERS[cls]} in Equinox, which the {cls} layers this "
+                           "file builds are too: PyTorch's test leaves them out, the translation could not")
+    if problem is not None:
+        ctx.report(Severity.ERROR, "unsupported-construct", where + problem + ": the function re-initialising layers "
+                   "for model.apply is not translated; write it for the Equinox layers (`def init(m, *, key): if "
+                   "isinstance(m, eqx.nn.Conv2d): m = eqx.tree_at(lambda m: m.weight, m, ...); return m`) and call "
+                   "it over the model's layers", fn)
+        ctx.settle(*inits_)
+        return None
+    source = fn
+    fn = rewrite(fn, _LayerTests(ctx, arg, names))
+    fn = rewrite(fn, _Inits(ctx, root=arg))
+    body = list(fn.body.body)
+    body.append(cst.parse_statement(f"return {arg}\n"))
+    ctx.report(Severity.INFO, "idiom-replaced", where + "re-initialises the layer it is given in place → returns it "
+               "rebuilt (eqx.tree_at), its draws from a key of its own; its tests of the class name → isinstance of "
+               "the Equinox layers; model.apply(fn) → init_layers(model, fn, key=...)", source)
+    wider: dict[str, list[str]] = {}
+    for t, c in lt.wider:
+        if c not in wider.setdefault(t, []):
+            wider[t].append(c)
+    if wider:
+        ctx.report(Severity.WARNING, "approximate", where + "; ".join(
+            f"`{t}` tests eqx.nn.{inits.EQX_LAYERS[cs[0]]}, which {' and '.join(cs)} layers are too"
+            for t, cs in wider.items()) +
+            ": a model built elsewhere with those layers has them re-initialised too, where PyTorch leaves them", source)
+    return fn.with_changes(params=_kwonly(fn.params, "key", None), body=fn.body.with_changes(body=body))
+
+
+def _name_reads(module: cst.Module) -> Counter:
+    """How often each name is written in the module (a def's own name included), not as an attribute."""
+    out: Counter = Counter()
+
+    class V(cst.CSTVisitor):
+        def visit_Name(self, n):
+            out[n.value] += 1
+
+        def visit_Attribute(self, n):
+            scan(n.value, self)
+            return False
+
+    scan(module, V())
+    return out
+
+
+class _ApplyInit(cst.CSTTransformer):
+    """``model.apply(weights_init)`` as a statement, weights_init translated by _init_function → ``model =
+    init_layers(model, weights_init)`` (the finishing step gives it its key, like a module's construction)."""
+
+    def __init__(self, ctx, fns: set[str]):
+        super().__init__()
+        self.ctx, self.fns = ctx, fns
+
+    def leave_SimpleStatementLine(self, original, updated):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr):
+            return updated
+        c = updated.body[0].value
+        if not (isinstance(c, cst.Call) and isinstance(c.func, cst.Attribute) and c.func.attr.value == "apply"
+                and len(c.args) == 1 and c.args[0].keyword is None and isinstance(c.args[0].value, cst.Name)
+                and c.args[0].value.value in self.fns and isinstance(c.func.value, cst.Name)):
+            return updated
+        model, fn = c.func.value.value, c.args[0].value.value
+        helper = layers.use(self.ctx, "init_layers")
+        return updated.with_changes(body=[cst.parse_statement(f"{model} = {helper}({model}, {fn})\n").body[0]])
 
 
 def _module_fields(init: cst.FunctionDef, ctx, classes: set[str]) -> list[tuple[cst.CSTNode, list[str]]]:
@@ -1587,6 +1808,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     body = []
     # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
     keyed: set[str] = set(outside["builders"])
+    if outside.get("init_fns"):  # model = init_layers(model, weights_init): a key like a module's construction
+        keyed.add("init_layers")
     returns = ctx.analyses.setdefault(OUTSIDE + ".returns", {})  # builder function → the Equinox class it returns
     at = {s.name.value: i for i, s in enumerate(module.body) if isinstance(s, cst.ClassDef) and s.name.value in plans}
     done: dict[int, cst.ClassDef] = {}

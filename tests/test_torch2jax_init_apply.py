@@ -1,0 +1,172 @@
+"""torch2jax: a module-level function re-initialising layers, given to ``model.apply`` (DCGAN, PyTorch-GAN's
+weights_init_normal), selecting the layers by class name or isinstance. The translation is run under JAX
+(PyTorch hidden) and its drawn weights compared with what PyTorch draws: the same distribution (mean, std),
+the same constants, the layers it leaves alone left alone."""
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+pytest.importorskip("torch")
+pytest.importorskip("jax")
+
+SOURCE = '''
+import torch
+import torch.nn as nn
+
+
+def weights_init_normal(m):
+    classname = m.__class__.__name__
+    if classname.find("Conv") != -1:
+        torch.nn.init.normal_(m.weight.data, 0.0, 0.02)
+        if hasattr(m, "bias") and m.bias is not None:
+            torch.nn.init.constant_(m.bias.data, 0.0)
+    elif classname.find("BatchNorm2d") != -1:
+        torch.nn.init.normal_(m.weight.data, 1.0, 0.02)
+        torch.nn.init.constant_(m.bias.data, 0.0)
+
+
+def weights_init(m):
+    if isinstance(m, nn.Linear):
+        nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+        nn.init.zeros_(m.bias)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 96, 3)
+        self.up = nn.ConvTranspose2d(96, 64, 4, stride=2, bias=False)
+        self.bn = nn.BatchNorm2d(512)
+        self.fc = nn.Linear(256, 128)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+def build():
+    model = Net()
+    model.apply(weights_init_normal)
+    return model
+
+
+def build_linear():
+    model = Net()
+    model.apply(weights_init)
+    return model
+'''
+
+_STATS = r'''
+import json, sys, runpy
+import numpy as np
+
+def stats(conv_w, conv_b, up_w, bn_w, bn_b, fc_w, fc_b):
+    a = lambda x: np.asarray(x, dtype=np.float64)
+    return {"conv": [a(conv_w).mean(), a(conv_w).std()], "conv_bias": float(np.abs(a(conv_b)).max()),
+            "up": [a(up_w).mean(), a(up_w).std()], "bn": [a(bn_w).mean(), a(bn_w).std()],
+            "bn_bias": float(np.abs(a(bn_b)).max()), "fc": [a(fc_w).mean(), a(fc_w).std(), float(np.abs(a(fc_w)).max())],
+            "fc_bias": float(np.abs(a(fc_b)).max())}
+
+if sys.argv[1] == "torch":
+    import torch
+    torch.manual_seed(0)
+    ns = runpy.run_path(sys.argv[2])
+    out = []
+    for build in ("build", "build_linear"):
+        m = ns[build]()
+        out.append(stats(*(t.detach().numpy() for t in (m.conv.weight, m.conv.bias, m.up.weight, m.bn.weight,
+                                                         m.bn.bias, m.fc.weight, m.fc.bias))))
+else:
+    sys.modules["torch"] = None  # the translation must not need PyTorch
+    import jax
+    ns = runpy.run_path(sys.argv[2])
+    out = []
+    for build in ("build", "build_linear"):
+        m = ns[build]()
+        if isinstance(m, tuple):
+            m = m[0]
+        assert m.up.bias is None
+        out.append(stats(m.conv.weight, m.conv.bias, m.up.weight, m.bn.weight, m.bn.bias, m.fc.weight, m.fc.bias))
+print(json.dumps(out, default=float))
+'''
+
+
+def _run(*args: str) -> list:
+    p = subprocess.run([sys.executable, "-c", _STATS, *args], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def translated():
+    return translate_source(SOURCE, "m.py", pack="torch2jax")
+
+
+def test_the_init_functions_and_their_apply_are_translated(translated):
+    assert [f for f in translated.findings if f.severity == Severity.ERROR] == []
+    out = translated.output
+    assert "def weights_init_normal(m, *, key):" in out and "def weights_init(m, *, key):" in out
+    assert "if isinstance(m, (eqx.nn.Conv, eqx.nn.ConvTranspose)):" in out
+    assert "elif isinstance(m, eqx.nn.BatchNorm):" in out and "if isinstance(m, eqx.nn.Linear):" in out
+    assert "m = eqx.tree_at(lambda m: m.weight, m, 0.02 * jax.random.normal(key, m.weight.shape))" in out
+    assert "model = init_layers(model, weights_init_normal, key=jax.random.key(0))" in out
+    assert ".data" not in out and "import torch" not in out
+    warnings = [f.message for f in translated.findings if f.severity == Severity.WARNING]
+    assert any("BatchNorm1d and BatchNorm3d layers are too" in w for w in warnings)
+
+
+def test_the_drawn_weights_match_pytorch(translated, tmp_path):
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(SOURCE)
+    out.write_text(translated.output)
+    tr, jx = _run("torch", str(src)), _run("jax", str(out))
+    for t, j in zip(tr, jx):
+        # normal_(0, 0.02) (apply(weights_init_normal)), or as built (apply(weights_init); a ConvTranspose as built
+        # has Equinox's own fans, not PyTorch's, which the conv-transpose rule's finding says)
+        for k in ("conv", "up") if t is tr[0] else ("conv",):
+            assert j[k][0] == pytest.approx(t[k][0], abs=0.002)
+            assert j[k][1] == pytest.approx(t[k][1], rel=0.05)
+        assert j["conv_bias"] == t["conv_bias"] == 0.0 or (j["conv_bias"] > 0 and t["conv_bias"] > 0)
+        assert j["bn"][0] == pytest.approx(t["bn"][0], abs=0.005)  # normal_(1, 0.02) or ones
+        assert j["bn"][1] == pytest.approx(t["bn"][1], abs=0.004)
+        assert j["bn_bias"] == t["bn_bias"] == 0.0
+        assert j["fc"][1] == pytest.approx(t["fc"][1], rel=0.05)  # left as built, or kaiming_normal_(fan_out)
+        assert j["fc_bias"] == pytest.approx(t["fc_bias"], abs=0.01)
+    assert jx[0]["conv"][1] == pytest.approx(0.02, rel=0.05) and jx[0]["conv_bias"] == 0.0
+    assert jx[1]["fc"][1] == pytest.approx((2 / 128) ** 0.5, rel=0.05) and jx[1]["fc_bias"] == 0.0
+
+
+@pytest.mark.parametrize("body, message", [
+    ("class ConvBlock(nn.Module):\n    pass\n", "also selects the module class ConvBlock"),
+    ("layer = nn.BatchNorm1d(4)\n", "which the BatchNorm1d layers this file builds are too"),
+])
+def test_a_selection_equinox_cannot_make_is_an_error(body, message):
+    src = textwrap.dedent('''
+        import torch.nn as nn
+
+
+        def init(m):
+            classname = m.__class__.__name__
+            if classname.find("Conv") != -1 or classname.find("BatchNorm2d") != -1:
+                nn.init.normal_(m.weight.data, 0.0, 0.02)
+
+
+        ''') + body
+    r = translate_source(src, "m.py", pack="torch2jax")
+    errors = [f.message for f in r.findings if f.severity == Severity.ERROR]
+    assert len(errors) == 1 and message in errors[0], errors
+    assert "def init(m):" in r.output
+
+
+def test_an_init_function_read_otherwise_is_left_to_its_findings():
+    src = ("import torch.nn as nn\n\n\ndef init(m):\n    if isinstance(m, nn.Linear):\n"
+           "        nn.init.zeros_(m.weight)\n\n\nlayer = nn.Linear(2, 3)\ninit(layer)\n")
+    r = translate_source(src, "m.py", pack="torch2jax")
+    assert "def init(m):" in r.output and "init_layers" not in r.output
