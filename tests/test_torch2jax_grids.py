@@ -1,5 +1,6 @@
 """torch2jax: torch.meshgrid (PyTorch's default indexing is "ij", jnp's "xy": always written), F.normalize (the
-norm clamped at eps; dim=1 by default, one less in a module's per-example __call__), torch.finfo and nn.L1Loss.
+norm clamped at eps; dim=1 by default, one less in a module's per-example __call__), torch.finfo, nn.L1Loss and
+einops's Reduce layer (its pattern for one example).
 The translation is run under JAX (PyTorch hidden) and compared with what PyTorch computes on the same inputs."""
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ SOURCE = '''
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+from einops.layers.torch import Reduce
 
 
 def grids(h, w):
@@ -46,6 +48,16 @@ class Norms(nn.Module):
         a = F.normalize(x)
         b = F.normalize(x, p=1.0, dim=2, eps=0.5)
         return a, b, l2norm(x)
+
+
+class Pools(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gap = nn.Sequential(Reduce('b c h w -> b c', 'mean'))
+        self.pool = Reduce('b (h p1) (w p2) -> b (h w)', 'max', p1=2, p2=2)
+
+    def forward(self, x):
+        return self.gap(x), self.pool(x[:, 0])
 '''
 
 _RUN = r'''
@@ -54,20 +66,25 @@ import numpy as np
 rng = np.random.default_rng(0)
 x = rng.standard_normal((3, 4, 5)).astype(np.float32)
 x[0, :, 1] = 0.0  # a zero vector: the clamp keeps it zero
+x4 = rng.standard_normal((2, 3, 4, 6)).astype(np.float32)
 p, t = rng.standard_normal((6, 7)).astype(np.float32), rng.standard_normal((6, 7)).astype(np.float32)
 if sys.argv[1] == "torch":
     import torch
     ns = runpy.run_path(sys.argv[2])
     T = torch.from_numpy
-    outs = ns["Norms"]()(T(x))
+    outs = ns["Norms"]()(T(x)) + ns["Pools"]()(T(x4))
     res = {"grids": [g.tolist() for g in ns["grids"](3, 4)], "norms": [o.tolist() for o in outs],
            "l2": ns["l2norm"](T(p)).tolist(), "limits": [float(v) for v in ns["limits"](T(p))],
            "l1": [float(ns["criterion"](T(p), T(t))), float(ns["total"](T(p), T(t)))]}
 else:
-    sys.modules["torch"] = None  # the translation must not need PyTorch
+    class NoTorch:  # the translation must not need PyTorch (torch left out of sys.modules: einops looks there)
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "torch":
+                raise ImportError("PyTorch is hidden")
+    sys.meta_path.insert(0, NoTorch())
     import jax, jax.numpy as jnp
     ns = runpy.run_path(sys.argv[2])
-    outs = jax.vmap(ns["Norms"]())(jnp.asarray(x))
+    outs = jax.vmap(ns["Norms"]())(jnp.asarray(x)) + jax.vmap(ns["Pools"]())(jnp.asarray(x4))
     res = {"grids": [np.asarray(g).tolist() for g in ns["grids"](3, 4)], "norms": [np.asarray(o).tolist() for o in outs],
            "l2": np.asarray(ns["l2norm"](jnp.asarray(p))).tolist(),
            "limits": [float(v) for v in ns["limits"](jnp.asarray(p))],

@@ -67,6 +67,28 @@ def rearrange_layer(m, ctx):
     return expr(f"{ctx.spell_text('equinox.nn.Lambda')}({fn})")
 
 
+@call_transform("reduce-layer")
+def reduce_layer(m, ctx):
+    """einops's ``Reduce('b c h w -> b c', 'mean')`` layer → ``eqx.nn.Lambda(lambda x: einops.reduce(x, 'c h w -> c',
+    'mean'))``: the pattern for one example, as for Rearrange; the reduction a string literal einops names."""
+    from fwport.packs.torch2jax.batch import _string, per_example_pattern
+    pattern, reduction = m.kwargs.get("pattern"), m.kwargs.get("reduction")
+    text = literal_value(pattern, None) if pattern is not None else None
+    one = per_example_pattern(text) if isinstance(text, str) else None
+    if one is None:
+        m.fail(ctx, "batch-axis", f"einops Reduce({m.written('pattern')}): translated when the pattern is a string "
+               "whose first axis is the batch's on both sides ('b ... -> b ...'); one example has no batch axis, so "
+               "write the layer for one example (eqx.nn.Lambda of einops.reduce)")
+        return None
+    if literal_value(reduction, None) not in ("mean", "max", "min", "sum", "prod"):
+        m.fail(ctx, "unsupported-argument", f"einops Reduce(..., {m.written('reduction')}): translated when the "
+               "reduction is one of einops's names written out ('mean', 'max', 'min', 'sum', 'prod')")
+        return None
+    sizes = "".join(f", {k}={code(v)}" for k, v in m.kwargs.items() if k not in ("pattern", "reduction"))
+    fn = f"lambda x: {ctx.spell_text('einops.reduce')}(x, {code(_string(one[1], pattern))}, {code(reduction)}{sizes})"
+    return expr(f"{ctx.spell_text('equinox.nn.Lambda')}({fn})")
+
+
 @call_transform("pool")
 def pool(m, ctx):
     """Pooling modules: PyTorch's stride defaults to the window, Equinox's to 1, so the stride is

@@ -23,6 +23,8 @@ from fwport.core.names import dotted_text, scan
 #: layers that take one vector in Equinox and map over every leading axis in PyTorch
 PER_VECTOR = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm"})
 REARRANGE = "einops.layers.torch.Rearrange"
+#: einops layers whose output rank their pattern gives (Reduce's reduction comes second)
+PATTERNED = frozenset({REARRANGE, "einops.layers.torch.Reduce"})
 HELPER = "PerVector"
 #: ctx.analyses: (class, __init__ parameter) → what the file's calls of the class give it (given_classes)
 GIVEN = "torch2jax.given-classes"
@@ -118,7 +120,7 @@ def through(seq: Sequence, rank: int | None, blind: list | None = None) -> tuple
     from fwport.packs.torch2jax.batch import SAME_RANK, pattern_rank, per_example_pattern
     wraps = []
     for q, call in seq.layers:
-        if q == REARRANGE:
+        if q in PATTERNED:
             pattern = literal_value(call.args[0].value, None) if call.args and call.args[0].keyword is None else None
             one = per_example_pattern(pattern) if isinstance(pattern, str) else None
             rank = pattern_rank(one[1]) if one else None
