@@ -170,3 +170,66 @@ def test_an_init_function_read_otherwise_is_left_to_its_findings():
            "        nn.init.zeros_(m.weight)\n\n\nlayer = nn.Linear(2, 3)\ninit(layer)\n")
     r = translate_source(src, "m.py", pack="torch2jax")
     assert "def init(m):" in r.output and "init_layers" not in r.output
+
+
+LOCAL = '''
+import torch
+from torch import nn
+
+
+class Film(nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        proj = nn.Linear(dim, dim * 2)
+        nn.init.normal_(proj.weight, std=0.5)
+        nn.init.zeros_(proj.bias)
+        self.to_gamma_beta = nn.Sequential(proj, nn.ReLU())
+        out_batch_norm = nn.BatchNorm1d(dim)
+        nn.init.zeros_(out_batch_norm.weight)
+        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)
+
+    def forward(self, x):
+        return self.to_gamma_beta(x)
+'''
+
+_LOCAL_STATS = r'''
+import json, sys, runpy
+import numpy as np
+if sys.argv[1] == "torch":
+    import torch
+    m = runpy.run_path(sys.argv[2])["Film"](256)
+    w, b, bn = (t.detach().numpy() for t in (m.to_gamma_beta[0].weight, m.to_gamma_beta[0].bias, m.out[1].weight))
+else:
+    sys.modules["torch"] = None
+    import jax
+    m = runpy.run_path(sys.argv[2])["Film"](256, key=jax.random.key(0))
+    w, b, bn = m.to_gamma_beta.layers[0].weight, m.to_gamma_beta.layers[0].bias, m.out.layers[1].weight
+w, b, bn = (np.asarray(a, dtype=np.float64) for a in (w, b, bn))
+print(json.dumps([w.mean(), w.std(), float(np.abs(b).max()), float(np.abs(bn).max())], default=float))
+'''
+
+
+def test_a_layer_bound_to_a_name_is_reinitialised_before_it_is_held(tmp_path):
+    r = translate_source(LOCAL, "m.py", pack="torch2jax")
+    assert [f for f in r.findings if f.severity == Severity.ERROR] == []
+    assert "proj = eqx.tree_at(lambda m: m.weight, proj, 0.5 * jax.random.normal(" in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(LOCAL)
+    out.write_text(r.output)
+    res = []
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _LOCAL_STATS, side, str(path)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    (tm, ts, tb, tbn), (jm, js, jb, jbn) = res
+    assert jm == pytest.approx(tm, abs=0.01) and js == pytest.approx(ts, rel=0.03) and js == pytest.approx(0.5, rel=0.03)
+    assert tb == jb == 0.0 and tbn == jbn == 0.0
+
+
+def test_a_layer_reinitialised_after_something_holds_it_is_an_error():
+    src = LOCAL.replace("        nn.init.zeros_(out_batch_norm.weight)\n        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n",
+                        "        self.out = nn.Sequential(nn.Linear(dim, dim), out_batch_norm)\n        nn.init.zeros_(out_batch_norm.weight)\n")
+    r = translate_source(src, "m.py", pack="torch2jax")
+    errors = [f.message for f in r.findings if f.severity == Severity.ERROR]
+    assert len(errors) == 1 and "re-initialises the layer `out_batch_norm` after it is used" in errors[0]

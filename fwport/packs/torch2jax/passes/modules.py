@@ -905,9 +905,10 @@ class _Inits(cst.CSTTransformer):
     reinit_layers({...}, lambda m: isinstance(m, (nn.Linear, ...)), self.M)``; other ``self.apply(fn)`` is an
     error: an Equinox module is not changed in place."""
 
-    def __init__(self, ctx, fields=None, appliers=None, root: str = "self"):
+    def __init__(self, ctx, fields=None, appliers=None, root: str = "self", local: dict[str, set[int]] | None = None):
         super().__init__()
         self.ctx, self.fields, self.appliers, self.root = ctx, fields or (lambda node: []), appliers or {}, root
+        self.local = local or {}  # names bound to a layer (`proj = nn.Linear(...)`) → the statements re-initialising it
 
     def _gain_call(self, call: cst.Call) -> bool:
         return self.ctx.imports.resolve(call.func) == "torch.nn.init.calculate_gain"
@@ -1060,16 +1061,56 @@ class _Inits(cst.CSTTransformer):
         if target.endswith(".data") and target.count(".") > 1:  # `m.weight.data`: the array itself in JAX
             target = target[:-5]
         parts = target.split(".")
-        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != self.root:
+        local = len(parts) > 1 and parts[0] in self.local
+        if local and id(original) not in self.local[parts[0]]:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}({target}, ...) re-initialises "
+                            f"the layer `{parts[0]}` after it is used: PyTorch changes it wherever it is held, Equinox "
+                            f"rebuilds it (`{parts[0]} = eqx.tree_at(...)`) and what holds it already keeps the old one; "
+                            "move the re-initialisation right after the layer is built", call)
+            self.ctx.settle(call)
+            return updated
+        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != self.root and not local:
             return updated  # a tensor not held by a field: its no-rule finding stays
         value = self._value(call, name, f"{target}.shape")
         if value is None:
             return updated
-        field = f"{self.root}.{parts[1]}" if self.root == "self" else self.root
-        rest = parts[2:] if self.root == "self" else parts[1:]
+        field = f"{self.root}.{parts[1]}" if self.root == "self" and not local else parts[0]
+        rest = parts[2:] if self.root == "self" and not local else parts[1:]
         if rest:
             value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(rest)}, {field}, {value})")
         return updated.with_changes(body=[statement(f"{field} = {value}\n").body[0]])
+
+
+def _local_layers(fn: cst.FunctionDef, ctx) -> dict[str, set[int]]:
+    """The names a method binds, once, to a PyTorch layer in its own body (``proj = nn.Linear(dim, 2 * dim)``) →
+    the ids of the statements re-initialising it (``nn.init.zeros_(proj.weight)``) before anything else reads it.
+    One after a read is not among them: PyTorch changes the layer wherever it is held
+    (``nn.Sequential(proj, ...)``), rebinding the name in JAX would change only the name."""
+    bound: Counter = Counter()
+    for node in find_all(fn, cst.Assign):
+        for t in node.targets:
+            for n in find_all(t.target, cst.Name) if not isinstance(t.target, cst.Attribute) else []:
+                bound[n.value] += 1
+    out: dict[str, set[int]] = {}
+    read: set[str] = set()
+    for st in fn.body.body:
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and isinstance(small.value, cst.Call):
+            q = ctx.imports.resolve(small.value.func) or ""
+            name = small.targets[0].target.value
+            if q.startswith("torch.nn.") and q.count(".") == 2 and q[9:10].isupper() and bound[name] == 1:
+                out[name] = set()
+                read |= {n.value for n in find_all(small.value, cst.Name)}
+                continue
+        if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) and small.value.args \
+                and (ctx.imports.resolve(small.value.func) or "").startswith("torch.nn.init."):
+            t = (dotted_text(small.value.args[0].value) or "").split(".")[0]
+            if t in out and t not in read:
+                out[t].add(id(st))
+                continue
+        read |= {n.value for n in find_all(st, cst.Name)}
+    return out
 
 
 def _statements(block) -> list:
@@ -1616,7 +1657,7 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
                 fields = lambda node, tops=tops: tops.get(id(node), [])
             else:
                 fields = lambda node, n=calls_at.get(s.name.value, []): n
-            s = rewrite(s, _Inits(ctx, fields, appliers))
+            s = rewrite(s, _Inits(ctx, fields, appliers, local=_local_layers(s, ctx)))
         elif isinstance(s, cst.FunctionDef) and s.name.value in appliers:
             s = _applied_method(s, ctx)
         if isinstance(s, cst.FunctionDef) and s.name.value == "__init__":
