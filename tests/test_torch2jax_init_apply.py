@@ -233,3 +233,61 @@ def test_a_layer_reinitialised_after_something_holds_it_is_an_error():
     r = translate_source(src, "m.py", pack="torch2jax")
     errors = [f.message for f in r.findings if f.severity == Severity.ERROR]
     assert len(errors) == 1 and "re-initialises the layer `out_batch_norm` after it is used" in errors[0]
+
+
+APPLIED = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 64, 3)
+        self.bn = nn.BatchNorm2d(1024)
+        self.apply(self._init)
+
+    def _init(self, m):
+        if isinstance(m, nn.Conv2d):
+            nn.init.normal_(m.weight.data, 0.0, 0.02)
+        elif isinstance(m, nn.BatchNorm2d):
+            nn.init.normal_(m.weight.data, 1.0, 0.02)
+            nn.init.constant_(m.bias, 0.5)
+
+    def forward(self, x):
+        return self.bn(self.conv(x))
+'''
+
+_APPLIED_STATS = r'''
+import json, sys, runpy
+import numpy as np
+if sys.argv[1] == "torch":
+    import torch
+    m = runpy.run_path(sys.argv[2])["Net"]()
+    arrays = [t.detach().numpy() for t in (m.conv.weight, m.bn.weight, m.bn.bias)]
+else:
+    sys.modules["torch"] = None
+    import jax, equinox as eqx
+    m, state = eqx.nn.make_with_state(runpy.run_path(sys.argv[2])["Net"])(key=jax.random.key(0))
+    arrays = [m.conv.weight, m.bn.weight, m.bn.bias]
+print(json.dumps([[float(np.mean(a)), float(np.std(a))] for a in arrays]))
+'''
+
+
+def test_self_apply_tests_equinox_classes_and_reads_data_as_the_array(tmp_path):
+    r = translate_source(APPLIED, "m.py", pack="torch2jax")
+    assert [f for f in r.findings if f.severity == Severity.ERROR] == []
+    assert "lambda m: isinstance(m, (eqx.nn.Conv2d, eqx.nn.BatchNorm)), self._init" in r.output
+    assert "elif isinstance(m, eqx.nn.BatchNorm):" in r.output and ".data" not in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(APPLIED)
+    out.write_text(r.output)
+    res = []
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _APPLIED_STATS, side, str(path)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    for (tm, ts), (jm, js) in zip(*res):
+        assert jm == pytest.approx(tm, abs=0.004) and js == pytest.approx(ts, abs=0.002)
+    assert res[1][2] == [0.5, 0.0]

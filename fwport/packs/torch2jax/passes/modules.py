@@ -1179,7 +1179,9 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
                 q = ctx.imports.resolve(e.value) or ""
                 if not q.startswith("torch.nn."):
                     return None
-                kinds.append(code(e.value))
+                # (the Equinox class where PyTorch's has one: nn.BatchNorm2d has no rule spelling it as a value)
+                kinds.append(ctx.spell_text(f"equinox.nn.{inits.EQX_LAYERS[q[9:]]}") if q[9:] in inits.EQX_LAYERS
+                             else code(e.value))
     if not kinds:
         return None
     for c in _calls(fn):  # only the tests and torch.nn.init calls on the module's arrays (not `w.data.normal_()`)
@@ -1209,6 +1211,14 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
 def _applied_method(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
     """``def M(self, module)`` → ``def M(self, module, *, key)``, its inits rebuilding ``module``, returned."""
     arg = fn.params.params[1].name.value
+    lt = _LayerTests(ctx, arg, set())
+    tested = rewrite(fn, lt)
+    if lt.bad is None and not lt.missing:  # isinstance(module, nn.BatchNorm2d) → eqx.nn.BatchNorm
+        if lt.wider:
+            ctx.report(Severity.WARNING, "approximate", f"{fn.name.value}(): " + "; ".join(sorted({
+                f"`{t}` tests eqx.nn.{inits.EQX_LAYERS[c]}, which {c} layers are too" for t, c in lt.wider})) +
+                ": those layers are re-initialised too, where PyTorch leaves them", fn)
+        fn = tested
     fn = rewrite(fn, _Inits(ctx, root=arg))
     body = list(fn.body.body)
     body.append(cst.parse_statement(f"return {arg}\n"))
