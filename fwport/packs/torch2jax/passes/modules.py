@@ -1345,7 +1345,7 @@ def _init_function(fn: cst.FunctionDef, ctx, built: set[str]) -> cst.FunctionDef
             draws += q[14:] in inits.DRAWS
         return draws <= 1  # one key per layer: a branch drawing twice would draw both from it
 
-    if not block_ok(fn.body.body):
+    if not block_ok(fn.body.body) or not tests:  # (without a test of the layer's class: not model.apply's idiom)
         return None
     lt = _LayerTests(ctx, arg, names)
     for t in tests:
