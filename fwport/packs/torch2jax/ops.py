@@ -28,12 +28,18 @@ def as_lambda(m, ctx):
     return expr(f"{ctx.spell_text('equinox.nn.Lambda')}({fn})")
 
 
-@call_transform("sequential")
+@call_transform("sequential", starred=True)
 def sequential(m, ctx):
     """``nn.Sequential(a, b)`` → ``eqx.nn.Sequential([a, b])``. Layers written one per line stay one per
-    line: ``Sequential(\n    a,\n    b,\n)`` → ``Sequential([\n    a,\n    b,\n])``."""
+    line: ``Sequential(\n    a,\n    b,\n)`` → ``Sequential([\n    a,\n    b,\n])``. ``nn.Sequential(*layers)``
+    → ``eqx.nn.Sequential(layers)`` (it takes any iterable of layers); ``*x`` among others stays ``[a, *x]``."""
     args = m.call.args
     values = list(m.bound.varargs)
+    if m.bound.starred:
+        if len(values) == 1:
+            return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(values[0])])
+        items = [cst.StarredElement(v) if i in m.bound.starred else cst.Element(v) for i, v in enumerate(values)]
+        return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(cst.List(items))])
     if len(args) != len(values) or not args or any(a.keyword is not None or a.star for a in args) \
             or not isinstance(m.call.whitespace_before_args, cst.ParenthesizedWhitespace):
         items = [cst.Element(v) for v in values]
