@@ -52,6 +52,17 @@ def errors(r):
     return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
+def verified(tmp_path, src: str, model: str, shape: str) -> dict:
+    """``fwport verify`` (forward and gradients, float64) of ``src`` against its torch2jax translation."""
+    from fwport.verify.run import Options, Session, verify
+    (tmp_path / "orig.py").write_text(textwrap.dedent(src).lstrip("\n"))
+    (tmp_path / "jax_out.py").write_text(translate(src, "torch2jax").output)
+    opts = Options(str(tmp_path / "orig.py"), str(tmp_path / "jax_out.py"), model, inputs=[shape],
+                   checks=("forward", "grad"), device="cpu", direction="torch2jax", dtype="float64")
+    with Session() as session:
+        return verify(opts, session)
+
+
 def test_sequential_of_unpacked_layers_becomes_an_equinox_sequential_of_them():
     r = translate(SEQ, "torch2jax")
     assert not errors(r), r.findings
@@ -61,15 +72,7 @@ def test_sequential_of_unpacked_layers_becomes_an_equinox_sequential_of_them():
 
 @needs_frameworks
 def test_sequential_of_unpacked_layers_verifies_against_pytorch(tmp_path):
-    from fwport.verify.run import Options, Session, verify
-    src = tmp_path / "stack.py"
-    src.write_text(textwrap.dedent(SEQ).lstrip("\n"))
-    out = tmp_path / "stack_jax.py"
-    out.write_text(translate(SEQ, "torch2jax").output)
-    opts = Options(str(src), str(out), "Stack", inputs=["float32[5,4]"], checks=("forward", "grad"),
-                   device="cpu", direction="torch2jax", dtype="float64")
-    with Session() as session:
-        cert = verify(opts, session)
+    cert = verified(tmp_path, SEQ, "Stack", "float32[5,4]")
     assert cert["verdict"] == "pass", str(cert)[:3000]
     assert cert["results"]["outputs"] and cert["results"]["gradients"]
 
@@ -158,14 +161,7 @@ def test_unrolled_helper_takes_arithmetic_arguments_and_each_layer_gets_a_key():
 
 @needs_frameworks
 def test_unrolled_helper_verifies_against_pytorch(tmp_path):
-    from fwport.verify.run import Options, Session, verify
-    src = NESTED.replace("{extra}", "")
-    (tmp_path / "g.py").write_text(textwrap.dedent(src).lstrip("\n"))
-    (tmp_path / "g_jax.py").write_text(translate(src, "torch2jax").output)
-    opts = Options(str(tmp_path / "g.py"), str(tmp_path / "g_jax.py"), "G", inputs=["float32[3,5]"],
-                   checks=("forward", "grad"), device="cpu", direction="torch2jax", dtype="float64")
-    with Session() as session:
-        cert = verify(opts, session)
+    cert = verified(tmp_path, NESTED.replace("{extra}", ""), "G", "float32[3,5]")
     assert cert["verdict"] == "pass", str(cert)[:3000]
 
 
@@ -202,14 +198,8 @@ class Net(nn.Module):
 
 @needs_frameworks
 def test_spread_of_a_keyed_helper_with_a_runtime_condition_verifies_against_pytorch(tmp_path):
-    from fwport.verify.run import Options, Session, verify
     r = translate(SPREAD, "torch2jax")
     assert not errors(r), r.findings
     assert "*block(4, 8, normalize=flag, key=" in r.output  # the flag is known only when the model is built
-    (tmp_path / "n.py").write_text(textwrap.dedent(SPREAD).lstrip("\n"))
-    (tmp_path / "n_jax.py").write_text(r.output)
-    opts = Options(str(tmp_path / "n.py"), str(tmp_path / "n_jax.py"), "Net", inputs=["float32[3,4]"],
-                   checks=("forward", "grad"), device="cpu", direction="torch2jax", dtype="float64")
-    with Session() as session:
-        cert = verify(opts, session)
+    cert = verified(tmp_path, SPREAD, "Net", "float32[3,4]")
     assert cert["verdict"] == "pass", str(cert)[:3000]

@@ -27,26 +27,23 @@ def _binds_key(node: cst.CSTNode) -> bool:
             if n.name.value == "key":
                 found.append(n)
 
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            if any(isinstance(t, cst.Name) and t.value == "key" for t in _targets(n.target)):
+        def _bound(self, n, target: cst.BaseExpression) -> None:
+            if any(isinstance(t, cst.Name) and t.value == "key" for t in _targets(target)):
                 found.append(n)
+
+        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+            self._bound(n, n.target)
 
         def visit_For(self, n: cst.For) -> None:
-            if any(isinstance(t, cst.Name) and t.value == "key" for t in _targets(n.target)):
-                found.append(n)
+            self._bound(n, n.target)
 
-        def visit_CompFor(self, n: cst.CompFor) -> None:
-            if any(isinstance(t, cst.Name) and t.value == "key" for t in _targets(n.target)):
-                found.append(n)
+        visit_CompFor = visit_For
 
         def visit_AsName(self, n: cst.AsName) -> None:
-            if any(isinstance(t, cst.Name) and t.value == "key" for t in _targets(n.name)):
-                found.append(n)
+            self._bound(n, n.name)
 
         def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
-            if n is node:
-                return True
-            return False  # a nested function's parameters are its own
+            return n is node  # a nested function's parameters are its own
 
     scan(node, V())
     return bool(found)
