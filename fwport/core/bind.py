@@ -32,7 +32,8 @@ class BoundCall:
     spelled: dict[str, str] = field(default_factory=dict)  # parameter -> keyword actually written
     extra: dict[str, cst.BaseExpression] = field(default_factory=dict)  # went to **kwargs
     star_args: list[cst.Arg] = field(default_factory=list)  # *a / **kw we cannot bind
-    varargs: list[cst.BaseExpression] = field(default_factory=list)  # plain positionals bound to *args
+    varargs: list[cst.BaseExpression] = field(default_factory=list)  # positionals bound to *args
+    starred: frozenset[int] = frozenset()  # indices in varargs written `*x` (unpacked into *args)
     error: str | None = None
 
     def literal(self, name: str, default=_NOT_LITERAL):
@@ -44,6 +45,10 @@ class BoundCall:
 
     def has(self, name: str) -> bool:
         return name in self.values
+
+    def vararg_args(self) -> list[cst.Arg]:
+        """The arguments bound to ``*args``, as written: ``*x`` keeps its star."""
+        return [cst.Arg(v, star="*" if i in self.starred else "") for i, v in enumerate(self.varargs)]
 
 
 #: names and expressions that are never literals, told from their node type without rendering them
@@ -91,7 +96,13 @@ def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
     has_varkw = any(p.kind == "var_keyword" for p in rule.params)
     known = {p.name for p in rule.params if p.kind in ("positional", "keyword")}
     i = 0
+    starred = set()
     for arg in call.args:
+        if arg.star == "*" and has_varargs and i >= len(positional) and not out.star_args:
+            # every named positional is already given, so `*x` can only feed *args (nn.Sequential(*layers))
+            starred.add(len(out.varargs))
+            out.varargs.append(arg.value)
+            continue
         if arg.star:
             out.star_args.append(arg)
             continue
@@ -120,6 +131,7 @@ def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
             out.extra[kw] = arg.value
         else:
             out.error = f"unexpected keyword argument {kw!r}"
+    out.starred = frozenset(starred)
     if out.error is None and not out.star_args:  # Python would raise TypeError: refuse, as written
         missing = [p.name for p in rule.params if p.kind in ("positional", "keyword") and p.default is None
                    and p.name not in out.values]

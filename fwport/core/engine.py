@@ -89,7 +89,9 @@ def map_call(call: cst.Call, rule: Rule, ctx: FileContext, node: cst.CSTNode | N
     if bound.error:
         m.fail(ctx, "unsupported-construct", f"cannot bind the call to {rule.names[0]}: {bound.error}")
         return m
-    if bound.star_args:
+    transform = rule.emit.get("transform")
+    if bound.star_args or (bound.starred and transform is not None
+                           and transform not in ctx.direction.transforms.starred):
         m.fail(ctx, "unsupported-construct",
                f"*args/**kwargs in a call to {rule.names[0]} cannot be bound statically; spell the arguments out")
         return m
@@ -182,7 +184,7 @@ def build_call(m: MappedCall, ctx: FileContext, target: str | None = None,
         else:
             break
     else:  # the source's *args (tf.einsum's operands) follow the named positionals
-        args += [cst.Arg(v) for v in m.bound.varargs]
+        args += m.bound.vararg_args()
     if m.bound.varargs and len(args) < len(positional) + len(m.bound.varargs):
         m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]}: positional arguments after a missing one")
         return None

@@ -9,7 +9,9 @@ decorators in the pack's modules:
 - ``calls``: a mapped call → the output expression, for calls that are not a plain
   ``target(**kwargs)`` (``tf.matmul`` with transpose flags, ``tf.cast``...). Signature:
   ``fn(mapped, ctx) -> cst.BaseExpression | None`` (None: leave the call unchanged; the transform
-  reported why).
+  reported why). A call transform registered with ``starred=True`` also gets calls that unpack an
+  iterable into the source's ``*args`` (``nn.Sequential(*layers)``: ``mapped.bound.starred`` says which
+  of ``mapped.bound.varargs`` were written ``*x``); the others never see one (the call is refused).
 - ``shapes``: a mapped layer call + what is known of its input → the module(s) to emit, the output
   shape and the weight-map variant. Signature: ``fn(mapped, ctx, lctx) -> LayerEmission``.
 
@@ -26,6 +28,7 @@ class Transforms:
         self.values: dict[str, Callable] = {}
         self.calls: dict[str, Callable] = {}
         self.shapes: dict[str, Callable] = {}
+        self.starred: set[str] = set()  # call transforms that handle `*x` bound to *args
 
     def _register(self, table: dict[str, Callable], name: str):
         def deco(fn: Callable) -> Callable:
@@ -40,8 +43,11 @@ class Transforms:
         """Register a value transform (``args.X.transform = "name"`` in a rule)."""
         return self._register(self.values, name)
 
-    def call(self, name: str):
-        """Register a call transform (``emit.transform = "name"``)."""
+    def call(self, name: str, starred: bool = False):
+        """Register a call transform (``emit.transform = "name"``); ``starred``: it handles ``*x`` given
+        to the source's ``*args`` (:attr:`BoundCall.starred`)."""
+        if starred:
+            self.starred.add(name)
         return self._register(self.calls, name)
 
     def shape(self, name: str):

@@ -6,6 +6,7 @@ import libcst as cst
 
 from fwport.core.engine import NOT_LITERAL, build_call, code, expr, literal_value
 from fwport.core.names import scan
+from fwport.packs.torch2jax import keys
 from fwport.packs.torch2jax.registry import call_transform, value_transform
 
 
@@ -28,12 +29,18 @@ def as_lambda(m, ctx):
     return expr(f"{ctx.spell_text('equinox.nn.Lambda')}({fn})")
 
 
-@call_transform("sequential")
+@call_transform("sequential", starred=True)
 def sequential(m, ctx):
     """``nn.Sequential(a, b)`` → ``eqx.nn.Sequential([a, b])``. Layers written one per line stay one per
-    line: ``Sequential(\n    a,\n    b,\n)`` → ``Sequential([\n    a,\n    b,\n])``."""
+    line: ``Sequential(\n    a,\n    b,\n)`` → ``Sequential([\n    a,\n    b,\n])``. ``nn.Sequential(*layers)``
+    → ``eqx.nn.Sequential(layers)`` (it takes any iterable of layers); ``*x`` among others stays ``[a, *x]``."""
     args = m.call.args
     values = list(m.bound.varargs)
+    if m.bound.starred:
+        if len(values) == 1:
+            return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(values[0])])
+        items = [cst.StarredElement(v) if i in m.bound.starred else cst.Element(v) for i, v in enumerate(values)]
+        return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(cst.List(items))])
     if len(args) != len(values) or not args or any(a.keyword is not None or a.star for a in args) \
             or not isinstance(m.call.whitespace_before_args, cst.ParenthesizedWhitespace):
         items = [cst.Element(v) for v in values]
@@ -350,11 +357,9 @@ def torch_dtype(value, spec, m, ctx):
 def random(m, ctx):
     """``torch.randn(4, 8)`` → ``jax.random.normal(key, (4, 8))``: PyTorch's global generator becomes the
     key in scope (in ``__init__``: the module's, split per use by the modules pass)."""
-    from fwport.core.finding import Severity
-
+    if not _key_added(m, ctx):
+        return None
     shape = shape_args(m, ctx).args[0].value
-    ctx.report(Severity.INFO, "key-added", f"{m.rule.names[0]} draws from PyTorch's global generator: here from "
-               "`key`, which must be a jax.random key in scope (in __init__ it is the module's own)", m.node, m.rule)
     return cst.Call(ctx.spell(m.rule.emit["target"]), [cst.Arg(cst.Name("key")), cst.Arg(shape)])
 
 
@@ -477,10 +482,14 @@ def arange(m, ctx):
 
 # --- calls that draw from PyTorch's global generator: an explicit key ------------------------------------
 
-def _key_added(m, ctx) -> None:
+def _key_added(m, ctx) -> bool:
+    """Report the key a draw now takes; False (``m`` failed) where no key reaches the draw (keys.py)."""
     from fwport.core.finding import Severity
+    if keys.keyless(m, ctx):
+        return False
     ctx.report(Severity.INFO, "key-added", f"{m.rule.names[0]} draws from PyTorch's global generator: here from "
                "`key`, which must be a jax.random key in scope (in __init__ it is the module's own)", m.node, m.rule)
+    return True
 
 
 def _simple(node: cst.BaseExpression) -> bool:
@@ -514,7 +523,8 @@ def random_like(m, ctx):
     if x is None:
         return None
     dtype = m.kwargs.get("dtype", cst.Attribute(x, cst.Name("dtype")))
-    _key_added(m, ctx)
+    if not _key_added(m, ctx):
+        return None
     return _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), cst.Attribute(x, cst.Name("shape")), dtype])
 
 
@@ -522,7 +532,8 @@ def random_like(m, ctx):
 def keyed(m, ctx):
     """A sampling function whose JAX counterpart takes the key first: ``torch.randperm(n)`` →
     ``jax.random.permutation(key, n)``."""
-    _key_added(m, ctx)
+    if not _key_added(m, ctx):
+        return None
     args = [cst.Name("key")] + [m.kwargs.pop(p) for p in m.rule.emit.get("positional", []) if p in m.kwargs]
     return _call(ctx.spell(m.rule.emit["target"]), args, m.kwargs)
 
@@ -538,7 +549,8 @@ def multinomial(m, ctx):
                "translated (jax.random.categorical with shape= draws more, with replacement; jax.random.choice "
                "without)")
         return None
-    _key_added(m, ctx)
+    if not _key_added(m, ctx):
+        return None
     logits = _call(ctx.spell("jax.numpy.log"), [m.kwargs["input"]])
     draw = _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), logits], {"axis": expr("-1")})
     return expr(f"{code(draw)}[..., None]")
@@ -771,7 +783,8 @@ def randint(m, ctx):
     if size is None or high is None:
         m.fail(ctx, "unsupported-construct", "torch.randint needs high and size")
         return None
-    _key_added(m, ctx)
+    if not _key_added(m, ctx):
+        return None
     return _call(ctx.spell(m.rule.emit["target"]), [cst.Name("key"), size, low or cst.Integer("0"), high], m.kwargs)
 # --- scripts around the model: devices, data loading, checkpoints, eval -------------------------------
 # (the training pass, passes/training.py, rewrites the statements these transforms cannot see whole:

@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import data, features, groups, tensor_methods, types, x64
+from fwport.packs.torch2jax import data, features, groups, keys, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -37,6 +37,9 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("frozen-tables", re.compile(r"\bfrom_pretrained\b"), groups.frozen_tables),
     # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name; an
     # argument's presence in inspect.signature(torch.optim.X).parameters → whether the rule takes it
+    # (read-only, last) draws from PyTorch's global generator where no jax.random key will be in scope: refused
+    Planner("keyless-draws", re.compile(r"\brand(?:n|int|perm|n_like|_like|int_like)?\b|\bmultinomial\b|\bnormal\b|\bbernoulli\b"),
+            keys.plan),
     Planner("feature-tests", re.compile(r"\bhasattr\s*\(|\bsignature\s*\("), features.plan),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers

@@ -113,8 +113,6 @@ def run(module: cst.Module, ctx) -> cst.Module:
     qualified = [[ctx.imports.resolve(c.func) for c in cs] for cs in calls]
     outside["state"] = any(q in STATEFUL for qs in qualified for q in qs)
     outside["attention"] = any(q == "torch.nn.MultiheadAttention" for qs in qualified for q in qs)
-    starred = {i for i, (cs, qs) in enumerate(zip(calls, qualified))
-               if any(q == "torch.nn.Sequential" and any(a.star for a in c.args) for c, q in zip(cs, qs))}
     of_class: dict[str, list[tuple[int, cst.Call]]] = {}  # the calls of each module class, by statement
     for i, cs in enumerate(calls):
         for c in cs:
@@ -160,7 +158,6 @@ def run(module: cst.Module, ctx) -> cst.Module:
             if not isinstance(stmt, cst.ClassDef) and not (isinstance(stmt, cst.FunctionDef)
                                                            and stmt.name.value in builders | outside["models"]):
                 scan(stmt, _Instances(ctx, drawing))
-    body = [rewrite(s, _StarredSequential(ctx)) if i in starred else s for i, s in enumerate(body)]
     outside["classes"] = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)}
     built = {q[9:] for qs in qualified for q in qs if q and q.startswith("torch.nn.") and q.count(".") == 2}
     applied = Counter(c.args[0].value.value for cs in calls for c in cs if isinstance(c.func, cst.Attribute)
@@ -178,7 +175,37 @@ def run(module: cst.Module, ctx) -> cst.Module:
     if fns:
         body = [s if isinstance(s, cst.ClassDef) else rewrite(s, _ApplyInit(ctx, fns)) for s in body]
         outside["init_fns"] = fns
+    for stmt in body:
+        if isinstance(stmt, cst.ClassDef) and stmt.name.value in classes:
+            _nested_draws(stmt, ctx, drawing)
     return module.with_changes(body=body)
+
+
+def _nested_draws(cls: cst.ClassDef, ctx, drawing: set[str]) -> None:
+    """A module that draws its initial values, built in a function defined inside ``__init__`` that ``__init__``
+    still calls (one unroll.py did not write out): keys are handed to the calls ``__init__`` makes itself, so it
+    would get none. An error on each such construction."""
+    init = next((f for f in cls.body.body if isinstance(f, cst.FunctionDef) and f.name.value == "__init__"), None)
+    if init is None:
+        return
+    nested = find_all(init.body, cst.FunctionDef)
+    if not nested:
+        return
+    called = {c.func.value for c in _calls(init.body) if isinstance(c.func, cst.Name)}
+    for fn in nested:
+        if fn.name.value not in called:
+            continue
+        for c in _calls(fn.body):
+            q = ctx.imports.resolve(c.func)
+            own = isinstance(c.func, cst.Name) and c.func.value in drawing
+            if (q in DRAWING or own) and not any(a.keyword and a.keyword.value == "key" for a in c.args) \
+                    and not ctx.is_settled(c):
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{code(c.func)}(...) built in {fn.name.value}(), a "
+                           "function defined inside __init__: Equinox modules take their initial values from a key, "
+                           "which fwport splits and hands out to the constructions __init__ makes itself; give "
+                           f"{fn.name.value} a `key` argument and pass each call its own split (jax.random.split), or "
+                           "build the layers in __init__", c)
+                ctx.settle(c)
 
 
 class _PerVector(cst.CSTTransformer):
@@ -204,21 +231,6 @@ class _PerVector(cst.CSTTransformer):
 #: the file that are members of an eqx.nn.Sequential (their __call__ takes the Sequential's `key=`)}
 OUTSIDE = "torch2jax.modules.outside"
 UNKNOWN = "?"
-
-
-class _StarredSequential(cst.CSTTransformer):
-    """``nn.Sequential(*layers)`` → ``eqx.nn.Sequential(layers)`` (Equinox takes the sequence itself)."""
-
-    def __init__(self, ctx):
-        super().__init__()
-        self.ctx = ctx
-
-    def leave_Call(self, original, updated):
-        if len(original.args) == 1 and original.args[0].star == "*" \
-                and self.ctx.imports.resolve(original.func) == "torch.nn.Sequential":
-            return updated.with_changes(func=self.ctx.spell("equinox.nn.Sequential"),
-                                        args=[updated.args[0].with_changes(star="")])
-        return updated
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:

@@ -8,7 +8,8 @@ the helper's parameters replaced by the call's arguments, its ``if``s decided by
 test. The flat ``nn.Sequential(...)`` is then translated as any other (keys, BatchNorm's state, weight
 records by index). Only when the helper is a plain list builder (``L = [...]``, ``L.append(x)``,
 ``L.extend([...])``, ``L += [...]``, ``if p:`` / ``if not p:`` on a parameter, ``return L``) and every
-argument is a name, an attribute or a literal (evaluated once either way); otherwise the Sequential is left
+argument is a name, an attribute, a literal or arithmetic on those (no side effect, so evaluating it where
+the helper uses it is the same); otherwise the Sequential is left
 to the rule's error. The helper goes in the finishing step once nothing calls it.
 """
 from __future__ import annotations
@@ -27,6 +28,8 @@ def _plain(node: cst.BaseExpression) -> bool:
         return True
     if isinstance(node, cst.Attribute):
         return _plain(node.value)
+    if isinstance(node, cst.BinaryOperation):  # arithmetic on such (opt.latent_dim + opt.n_classes): no side effect
+        return _plain(node.left) and _plain(node.right)
     return isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float))
 
 
