@@ -28,7 +28,9 @@ def grids(h, w):
     y, x = torch.meshgrid(torch.arange(h), torch.arange(w))
     pos = torch.stack(torch.meshgrid((torch.arange(h), torch.arange(w)), indexing="ij"), dim=-1)
     u, v = torch.meshgrid(torch.arange(h), torch.arange(w), indexing="xy")
-    return y * 10 + x, pos, u * 10 + v
+    axes = [torch.arange(h), torch.arange(w)]
+    s, r = torch.meshgrid(*axes)  # the operands unpacked: spread as written, the indexing still "ij"
+    return y * 10 + x, pos, u * 10 + v, s * 10 + r
 
 
 def l2norm(t):

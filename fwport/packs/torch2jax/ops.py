@@ -960,17 +960,21 @@ def global_pool(m, ctx):
     return expr(f"{ctx.spell_text(_options(m)['fn'])}({code(m.kwargs['input'])}, axis={axes}, keepdims=True)")
 
 
-@call_transform("meshgrid")
+@call_transform("meshgrid", starred=True)
 def meshgrid(m, ctx):
     """``torch.meshgrid(a, b, indexing="ij")`` → ``jnp.meshgrid(a, b, indexing="ij")``, the operands of PyTorch's
-    one-list form spread. The indexing is always written: PyTorch's default is "ij" (matrix), jnp's "xy"
-    (Cartesian, the first two outputs' axes swapped)."""
+    one-list form spread (``*grids`` stays spread). The indexing is always written: PyTorch's default is "ij"
+    (matrix), jnp's "xy" (Cartesian, the first two outputs' axes swapped)."""
     ops = list(m.bound.varargs)
-    if len(ops) == 1 and isinstance(ops[0], (cst.List, cst.Tuple)):
-        ops = [e.value for e in ops[0].elements]
     indexing = m.kwargs.get("indexing")
     if indexing is None or code(indexing) == "None":
         indexing = cst.SimpleString('"ij"')
+    if m.bound.starred:
+        args = [*m.bound.vararg_args(), cst.Arg(indexing, keyword=cst.Name("indexing"),
+                                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]
+        return cst.Call(ctx.spell(m.rule.emit["target"]), [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args])
+    if len(ops) == 1 and isinstance(ops[0], (cst.List, cst.Tuple)):
+        ops = [e.value for e in ops[0].elements]
     return _call(ctx.spell(m.rule.emit["target"]), ops, {"indexing": indexing})
 
 
