@@ -167,3 +167,31 @@ def test_a_new_direction_needs_no_edit_in_the_core(tmp_path, monkeypatch):
         assert re.search(r"\btoy2py\s+Translate toyfw to Python\.", CliRunner().invoke(main, ["--help"]).output)
     finally:
         direction_mod.get_direction.cache_clear()
+
+
+#: files that still define libcst visitor classes inside functions (each to be hoisted: a class object, and the
+#: hook tables fwport keeps on it, made again at every call, cost more than most of the walks they do)
+_NESTED_VISITORS_LEFT = {
+    "fwport/core/engine.py", "fwport/packs/tf2torch/passes/data_format.py", "fwport/packs/tf2torch/passes/regularizers.py",
+    "fwport/packs/tf2torch/passes/subclass.py", "fwport/packs/tf2torch/passes/training.py", "fwport/packs/torch2jax/ops.py",
+    "fwport/packs/torch2jax/passes/modules.py", "fwport/packs/torch2jax/passes/training.py",
+}
+
+
+def test_visitor_classes_are_defined_once_at_module_level():
+    """A ``cst.CSTVisitor`` / ``cst.CSTTransformer`` subclass written inside a function is a new class at each call:
+    Python builds it (an ABC: costly), and names.scan / rewrite build its hook tables again. State goes through
+    ``__init__`` instead. Only the files listed above still have such classes."""
+    nested: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "fwport").rglob("*.py")):
+        def walk(node, in_function: bool) -> None:
+            for child in ast.iter_child_nodes(node):
+                if isinstance(child, ast.ClassDef) and in_function \
+                        and any(re.search(r"\bCST(Visitor|Transformer)\b", ast.unparse(b)) for b in child.bases):
+                    nested.setdefault(str(path.relative_to(ROOT)), []).append(f"{child.name} (line {child.lineno})")
+                walk(child, in_function or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        walk(ast.parse(path.read_text(encoding="utf-8")), False)
+    new = {f: classes for f, classes in nested.items() if f not in _NESTED_VISITORS_LEFT}
+    assert not new, f"visitor classes defined inside functions (hoist them to module level): {new}"
+    assert set(nested) == _NESTED_VISITORS_LEFT, f"no nested visitor left in {_NESTED_VISITORS_LEFT - set(nested)}: " \
+                                                 "take it off the list"

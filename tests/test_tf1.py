@@ -52,6 +52,65 @@ def test_tf1_graph_code_is_one_file_level_error():
     assert [f.line for f in translate_source(aliased, "old.py").findings] == [2]
 
 
+
+# graph-mode uses however spelled: every one must pass the text selection before the walk
+_SPELLINGS = [
+    "import tensorflow as tf\nx = tf.placeholder(tf.float32)\n",
+    "import tensorflow as tf\nx = (tf).placeholder(tf.float32)\n",
+    "import tensorflow as tf\nx = (tf.compat  # v1\n     .v1.placeholder)(tf.float32)\n",
+    "import tensorflow as tf\nx = tf.compat.v1 \\\n    .placeholder(tf.float32)\n",
+    "import tensorflow as tf\nx = tf.compat.v2.placeholder(tf.float32)\n",
+    "import tensorflow as tf\nv1 = tf.compat.v1\ny = v1.layers.dense(x, 3)\n",
+    "from tensorflow.compat.v1 import layers as L\ny = L.dense(x, 3)\n",
+    "from tensorflow.compat.v1 import placeholder\nx = placeholder(None)\n",
+    "from tensorflow.compat.v1 import placeholder as P\nx = P(None)\n",
+    "import tensorflow.compat.v1\nx = tensorflow.compat.v1.get_variable('w', [3])\n",
+    "import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(3)\n",
+    "from tensorflow.contrib import slim\ny = slim.fully_connected(x, 3)\n",
+    "import tensorflow as tf\nwith tf.Session() as s:\n    s.run(y)\n",
+    "import tensorflow as tf\nopt = tf.train.AdamOptimizer(0.1)\n",
+    "from tensorflow import keras\nx = tf.placeholder(None)\n",  # a fragment: tf taken as imported
+]
+
+
+@pytest.mark.parametrize("src", _SPELLINGS)
+def test_the_selection_before_the_walk_keeps_every_graph_use(src, monkeypatch):
+    from fwport.core.direction import Trigger
+    from fwport.packs.tf2torch import tf1
+    monkeypatch.setattr(tf1, "TRIGGER", Trigger("", ""))  # (the selection alone: the trigger lets all through)
+    selected = translate_source(src, "old.py").findings
+    monkeypatch.setattr(tf1, "_may_use_graph_apis", lambda *args: True)  # every file walked
+    walked = translate_source(src, "old.py").findings
+    assert [f.code for f in walked][:1] == ["tf1-graph-code"]
+    assert selected == walked
+
+
+def test_keras_files_the_trigger_matches_are_not_walked(monkeypatch):
+    """layers.Dense, an Adam optimizer, trainable_variables, a Keras Session: words the cheap trigger matches,
+    but no alias of TensorFlow reaches a graph API: the file's tree is not walked for one."""
+    from fwport.packs.tf2torch import tf1
+
+    class Walked(Exception):
+        pass
+
+    def refuse(*args):
+        raise Walked
+    monkeypatch.setattr(tf1, "_GraphUses", refuse)
+    src = textwrap.dedent('''
+        import tensorflow as tf
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        model = keras.Sequential([layers.Dense(3), layers.Dropout(0.5)])
+        opt = keras.optimizers.Adam()  # a tf.keras Optimizer
+        x = tf.nn.relu(tf.zeros([2, 3]))
+        n = len(model.trainable_variables)
+    ''').lstrip("\n")
+    assert tf1.TRIGGER.search(src)  # the trigger alone would walk it
+    assert translate_source(src, "model.py").status is Status.CONVERTED
+    with pytest.raises(Walked):  # (a graph API in the same file is still walked for)
+        translate_source(src + "p = tf.placeholder(tf.float32)\n", "model.py")
+
 def test_compat_v1_names_of_tf2_functions_and_a_config_session_keep_translating():
     r = tx('''
         import tensorflow as tf

@@ -229,6 +229,20 @@ def test_rewrite_refuses_to_remove_a_required_child():
         rewrite(cst.parse_module("x + y\n"), _Bad())
 
 
+
+def test_rewrite_validates_a_rebuilt_node_as_libcst_does():
+    """A parent rebuilt around a changed child is checked as with_changes checks it: ``not(x)`` whose parentheses a
+    transformer drops is ``notx``, which libcst refuses (CSTValidationError), never rendered."""
+    class _Unparenthesise(cst.CSTTransformer):
+        def leave_Name(self, original_node, updated_node):
+            return updated_node.with_changes(lpar=(), rpar=())
+
+    module = cst.parse_module("y = not(x)\n")
+    with pytest.raises(cst.CSTValidationError):
+        module.visit(_Unparenthesise())
+    with pytest.raises(cst.CSTValidationError):
+        rewrite(module, _Unparenthesise())
+
 # --- the visitors that keep libcst's on_visit / on_leave: their hooks come from fwport.core.hooks -------
 class _Mixin:
     def visit_Name(self, node):

@@ -134,8 +134,11 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
         if copied:
             updated = _copy(node, changes)
             copies[id(updated)] = updated  # (held: an id is not reused while the walk runs)
+        elif changes:  # node.with_changes(**changes), without dataclasses.replace's cost: the same checks
+            updated = _copy(node, changes)
+            updated._validate()
         else:
-            updated = node.with_changes(**changes) if changes else node
+            updated = node
     else:
         updated = node
     if libcst_leave:

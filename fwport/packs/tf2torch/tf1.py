@@ -17,6 +17,7 @@ the default graph alone (``tf.compat.v1.get_default_graph().unique_name(...)`` i
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import libcst as cst
@@ -55,6 +56,38 @@ TRIGGER = Trigger(r"\b(?:placeholder\w*|\w+_initializer|initialize_all_variables
                   "FileWriter", "merge_all", "layers.", "rnn_cell", "dynamic_rnn", "Session", "contrib",
                   "trainable_variables", "global_variables")
 _RUN = re.compile(r"\.\s*run\s*\(")
+
+#: what may stand between the names and dots of one dotted name: blanks, line breaks (in brackets or
+#: after a backslash), comments, parentheses (``(tf).placeholder``)
+_SEP = r"(?:[\s()\\]|#[^\n]*)*"
+#: the last names of the graph-mode APIs: a use ``alias.….name`` of one ends in one of them (``dense`` of
+#: ``layers.dense``), or goes through ``contrib``; ``Session`` / ``InteractiveSession`` where the file runs
+_LAST_NAMES = frozenset(api.rsplit(".", 1)[-1] for api in GRAPH_APIS) | {"contrib"}
+
+
+@functools.lru_cache(maxsize=64)
+def _uses_pattern(heads: tuple[str, ...], runs: bool) -> re.Pattern:
+    """A dotted name that starts at one of ``heads`` (the file's TensorFlow aliases) and reaches a graph API's
+    last name: every use the walk finds matches (and far from every match is one)."""
+    last = sorted(_LAST_NAMES | SESSIONS) if runs else sorted(_LAST_NAMES)
+    return re.compile(rf"\b(?:{'|'.join(map(re.escape, heads))}){_SEP}\.{_SEP}(?:\w+{_SEP}\.{_SEP})*"
+                      rf"(?:{'|'.join(last)})\b")
+
+
+def _may_use_graph_apis(imports, source: str, runs: bool) -> bool:
+    """Whether the file may use a graph-mode API: a name imported as one (``from tensorflow.compat.v1 import
+    placeholder``), or a dotted name in the text from an alias of TensorFlow (``tf``, ``v1``...: what resolves
+    under ``tensorflow``, Keras's modules not) to one of the APIs' last names. False spares the walk of the
+    tree; most Keras files that the trigger matches (``layers.Dense``, ``Adam`` ...Optimizer...) use none."""
+    heads = []
+    for alias in imports.aliases:
+        qualified = imports.resolve_parts([alias])
+        if not qualified or not (qualified == "tensorflow" or qualified.startswith("tensorflow.")):
+            continue
+        if _graph_name(qualified, runs) is not None:
+            return True  # the bare name is an API
+        heads.append(alias)
+    return bool(heads) and _uses_pattern(tuple(sorted(heads)), runs).search(source) is not None
 
 
 def _graph_name(qualified: str | None, runs: bool) -> str | None:
@@ -102,7 +135,10 @@ def refuse_graph_code(module: cst.Module, imports, source: str, path: str) -> Fi
     """One error finding when the file is TF1 graph-mode code (see the module docstring), else None."""
     if not TRIGGER.search(source):
         return None
-    uses = _GraphUses(imports, _RUN.search(source) is not None)
+    runs = _RUN.search(source) is not None
+    if not _may_use_graph_apis(imports, source, runs):
+        return None
+    uses = _GraphUses(imports, runs)
     scan(module, uses)
     if not uses.found:
         return None

@@ -152,39 +152,42 @@ def _dict_entry(func: cst.BaseExpression) -> str | None:
     return None
 
 
+class _DeviceUses(cst.CSTVisitor):
+    """_device_only: names bound ``name = x.device``, and the names read or bound otherwise."""
+
+    def __init__(self):
+        super().__init__()
+        self.bound: set[str] = set()
+        self.other: set[str] = set()
+        self.skip: set[int] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
+                and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device":
+            self.bound.add(node.targets[0].target.value)
+            self.skip.add(id(node.targets[0].target))
+        else:
+            for t in node.targets:
+                if isinstance(t.target, cst.Name):
+                    self.other.add(t.target.value)  # bound otherwise too
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self.skip.add(id(node.keyword))
+            if node.keyword.value == "device" and isinstance(node.value, cst.Name):
+                self.skip.add(id(node.value))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.skip.add(id(node.attr))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self.skip:
+            self.other.add(node.value)
+
+
 def _device_only(body: cst.CSTNode) -> set[str]:
     """Names bound ``name = x.device`` whose every read is a ``device=`` argument (the rules drop those)."""
-    class Uses(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.bound: set[str] = set()
-            self.other: set[str] = set()
-            self.skip: set[int] = set()
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name) \
-                    and isinstance(node.value, cst.Attribute) and node.value.attr.value == "device":
-                self.bound.add(node.targets[0].target.value)
-                self.skip.add(id(node.targets[0].target))
-            else:
-                for t in node.targets:
-                    if isinstance(t.target, cst.Name):
-                        self.other.add(t.target.value)  # bound otherwise too
-
-        def visit_Arg(self, node: cst.Arg) -> None:
-            if node.keyword is not None:
-                self.skip.add(id(node.keyword))
-                if node.keyword.value == "device" and isinstance(node.value, cst.Name):
-                    self.skip.add(id(node.value))
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            self.skip.add(id(node.attr))
-
-        def visit_Name(self, node: cst.Name) -> None:
-            if id(node) not in self.skip:
-                self.other.add(node.value)
-
-    u = Uses()
+    u = _DeviceUses()
     scan(body, u)
     return u.bound - u.other
 
@@ -204,35 +207,40 @@ _NOT_ONE_TENSOR = frozenset({"split", "chunk", "unbind", "max", "min", "sort", "
                              "svd", "eig", "eigh", "qr", "slogdet", "lstsq", "multi_head_attention_forward"})
 
 
+class _TensorReads(cst.CSTVisitor):
+    """_tensor_reads: the names the code reads as tensors."""
+
+    def __init__(self, resolve, modules: dict[str, str], torch_only: frozenset):
+        super().__init__()
+        self.resolve = resolve
+        self.modules = modules
+        self.torch_only = torch_only  # (tensor_methods.TORCH_ONLY: that module imports this one)
+        self.out: set[str] = set()
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and (node.attr.value in TENSOR_ATTRIBUTES or node.attr.value in self.torch_only):
+            self.out.add(node.value.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
+        if first is None or not isinstance(first.value, cst.Name):
+            return
+        text = dotted_text(node.func) or ""
+        if text.startswith("self.") and text.count(".") == 1 and self.modules.get(text[5:]) in _TENSOR_LAYERS:
+            self.out.add(first.value.value)
+            return
+        q = self.resolve(node.func) or ""
+        if q.startswith(("torch.nn.functional.", "torch.")) and q.count(".") <= 3 \
+                and q.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR and not q.startswith("torch.nn.functional.multi"):
+            self.out.add(first.value.value)
+
+
 def _tensor_reads(body: cst.CSTNode, resolve, modules: dict[str, str]) -> set[str]:
     """Names the code reads as tensors: the receiver of an attribute or method only a tensor has (``x.shape``,
     ``x.size(0)``, ``x.view(...)``), the first argument of a layer (``self.fc(x)``) or of a torch function
     (``F.relu(x)``); a list, tuple or dict of tensors is none of these."""
     from fwport.packs.torch2jax.tensor_methods import TORCH_ONLY  # (it imports this module)
-
-    class Reads(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.out: set[str] = set()
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if isinstance(node.value, cst.Name) and (node.attr.value in TENSOR_ATTRIBUTES or node.attr.value in TORCH_ONLY):
-                self.out.add(node.value.value)
-
-        def visit_Call(self, node: cst.Call) -> None:
-            first = node.args[0] if node.args and node.args[0].keyword is None and not node.args[0].star else None
-            if first is None or not isinstance(first.value, cst.Name):
-                return
-            text = dotted_text(node.func) or ""
-            if text.startswith("self.") and text.count(".") == 1 and modules.get(text[5:]) in _TENSOR_LAYERS:
-                self.out.add(first.value.value)
-                return
-            q = resolve(node.func) or ""
-            if q.startswith(("torch.nn.functional.", "torch.")) and q.count(".") <= 3 \
-                    and q.rsplit(".", 1)[-1] not in _NOT_ONE_TENSOR and not q.startswith("torch.nn.functional.multi"):
-                self.out.add(first.value.value)
-
-    r = Reads()
+    r = _TensorReads(resolve, modules, TORCH_ONLY)
     scan(body, r)
     return r.out
 

@@ -269,6 +269,60 @@ def _decide(group: dict, rule) -> tuple[dict, str | None]:
     return out, None
 
 
+class _OtherRefs(cst.CSTVisitor):
+    """_DictUses._other: every name in a statement is a plain reference of ``outer`` in ``scope``, except ``**name`` of
+    a DataLoader call; the names it binds are bound there."""
+
+    def __init__(self, outer: "_DictUses", scope):
+        super().__init__()
+        self.outer = outer
+        self.scope = scope
+        self.skip: set[int] = set()  # the names of `**name` arguments of DataLoader calls
+
+    def visit_Call(self, n: cst.Call) -> None:
+        star = [a for a in n.args if a.star == "**"]
+        if len(star) == 1 and not any(a.star == "*" for a in n.args) and isinstance(star[0].value, cst.Name) \
+                and self.outer.ctx.imports.resolve(n.func) in self.outer.loader_names:
+            self.outer.calls.append((n, star[0].value.value, self.scope))
+            self.outer._ref(self.scope, star[0].value.value, "loader", n, None)
+            self.skip.add(id(star[0].value))
+
+    def visit_Name(self, n: cst.Name) -> None:
+        if id(n) not in self.skip:
+            self.outer._ref(self.scope, n.value, "other", n, None)
+
+    def visit_Attribute(self, n: cst.Attribute) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_Arg(self, n: cst.Arg) -> bool:
+        scan(n.value, self)
+        return False
+
+    def visit_FunctionDef(self, n) -> bool:
+        self.outer._block([n], self.scope, None)
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return True
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        for t in _names(n.target):
+            self.outer._bind(self.scope, t)
+
+    def visit_For(self, n: cst.For) -> None:
+        for t in _names(n.target):
+            self.outer._bind(self.scope, t)
+
+    def visit_AsName(self, n: cst.AsName) -> None:
+        for t in _names(n.name):
+            self.outer._bind(self.scope, t)
+
+    def visit_Global(self, n: cst.Global) -> None:
+        for t in n.names:
+            self.outer._bind(self.scope, "global " + t.name.value)
+
+
 class _DictUses:
     """Every reference to a name in the module, by scope, classified: what builds a dict, what reads it."""
 
@@ -373,54 +427,7 @@ class _DictUses:
 
     def _other(self, node, scope) -> None:
         """Every name in ``node`` is a plain reference, except ``**name`` of a DataLoader call."""
-        outer = self
-        skip: set[int] = set()
-
-        class V(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                star = [a for a in n.args if a.star == "**"]
-                if len(star) == 1 and not any(a.star == "*" for a in n.args) and isinstance(star[0].value, cst.Name) \
-                        and outer.ctx.imports.resolve(n.func) in outer.loader_names:
-                    outer.calls.append((n, star[0].value.value, scope))
-                    outer._ref(scope, star[0].value.value, "loader", n, None)
-                    skip.add(id(star[0].value))
-
-            def visit_Name(self, n: cst.Name) -> None:
-                if id(n) not in skip:
-                    outer._ref(scope, n.value, "other", n, None)
-
-            def visit_Attribute(self, n: cst.Attribute) -> bool:
-                scan(n.value, self)
-                return False
-
-            def visit_Arg(self, n: cst.Arg) -> bool:
-                scan(n.value, self)
-                return False
-
-            def visit_FunctionDef(self, n) -> bool:
-                outer._block([n], scope, None)
-                return False
-
-            def visit_Lambda(self, n) -> bool:
-                return True
-
-            def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-                for t in _names(n.target):
-                    outer._bind(scope, t)
-
-            def visit_For(self, n: cst.For) -> None:
-                for t in _names(n.target):
-                    outer._bind(scope, t)
-
-            def visit_AsName(self, n: cst.AsName) -> None:
-                for t in _names(n.name):
-                    outer._bind(scope, t)
-
-            def visit_Global(self, n: cst.Global) -> None:
-                for t in n.names:
-                    outer._bind(scope, "global " + t.name.value)
-
-        scan(node, V())
+        scan(node, _OtherRefs(self, scope))
 
     def _owner_id(self, sid: int, name: str) -> int:
         """The scope whose variable ``name`` is, read in scope ``sid``: itself, or the module (a global read)."""

@@ -18,57 +18,64 @@ from fwport.core.names import dotted_text, scan
 from fwport.core.finding import Severity
 
 
+class _FeatureTests(cst.CSTVisitor):
+    """plan: the feature tests (``hasattr(<torch module>, name)``, ``'x' in inspect.signature(f).parameters``) a rule
+    answers → their answer."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not (isinstance(node.func, cst.Name) and node.func.value == "hasattr" and len(node.args) == 2
+                and all(a.keyword is None and not a.star for a in node.args)):
+            return
+        target, attr = node.args[0].value, node.args[1].value
+        if not isinstance(attr, cst.SimpleString) or dotted_text(target) is None or self.ctx.plans.get(node) is not None:
+            return
+        q = self.ctx.imports.resolve(target)
+        name = attr.evaluated_value
+        if not q or not isinstance(name, str) or self.ctx.pack.by_name.get(f"{q}.{name}") is None:
+            return
+
+        def apply(original: cst.Call, updated: cst.Call, q=f"{q}.{name}") -> cst.BaseExpression:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"hasattr(..., {name!r}) → True: a PyTorch feature "
+                            f"test; {q} has a translation (its rule's), so the branch using it is the one kept",
+                            original)
+            return cst.Name("True")
+
+        self.ctx.plans.add(node, apply, descend=False, by="feature-tests")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # 'fused' in inspect.signature(torch.optim.AdamW).parameters: does the translation take that argument?
+        if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, cst.In) \
+                or not isinstance(node.left, cst.SimpleString) or self.ctx.plans.get(node) is not None:
+            return
+        params = node.comparisons[0].comparator
+        if not (isinstance(params, cst.Attribute) and params.attr.value == "parameters"
+                and isinstance(params.value, cst.Call) and dotted_text(params.value.func) == "inspect.signature"
+                and len(params.value.args) == 1):
+            return
+        q = self.ctx.imports.resolve(params.value.args[0].value)
+        rule = self.ctx.pack.by_name.get(q) if q else None
+        name = node.left.evaluated_value
+        if rule is None or not isinstance(name, str):
+            return
+        spec = rule.args.get(name)
+        taken = spec is not None and spec.verb not in ("drop", "unsupported")
+
+        def apply(original: cst.Comparison, updated: cst.Comparison, q=q, taken=taken) -> cst.BaseExpression:
+            why = "its rule maps that argument" if taken else (
+                f"its rule drops it ({spec.value})" if spec is not None and spec.verb == "drop"
+                else "its rule does not take it")
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{name!r} in inspect.signature({q}).parameters → "
+                            f"{taken}: a PyTorch feature test; {why}", original)
+            return cst.Name(str(taken))
+
+        self.ctx.plans.add(node, apply, descend=False, by="feature-tests")
+
+
 def plan(module: cst.Module, ctx) -> cst.Module:
     """Record ``True`` for each ``hasattr(<a torch module>, '<name>')`` whose ``module.name`` a rule translates."""
-
-    class Tests(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if not (isinstance(node.func, cst.Name) and node.func.value == "hasattr" and len(node.args) == 2
-                    and all(a.keyword is None and not a.star for a in node.args)):
-                return
-            target, attr = node.args[0].value, node.args[1].value
-            if not isinstance(attr, cst.SimpleString) or dotted_text(target) is None or ctx.plans.get(node) is not None:
-                return
-            q = ctx.imports.resolve(target)
-            name = attr.evaluated_value
-            if not q or not isinstance(name, str) or ctx.pack.by_name.get(f"{q}.{name}") is None:
-                return
-
-            def apply(original: cst.Call, updated: cst.Call, q=f"{q}.{name}") -> cst.BaseExpression:
-                ctx.report(Severity.INFO, "idiom-replaced", f"hasattr(..., {name!r}) → True: a PyTorch feature "
-                           f"test; {q} has a translation (its rule's), so the branch using it is the one kept",
-                           original)
-                return cst.Name("True")
-
-            ctx.plans.add(node, apply, descend=False, by="feature-tests")
-
-        def visit_Comparison(self, node: cst.Comparison) -> None:
-            # 'fused' in inspect.signature(torch.optim.AdamW).parameters: does the translation take that argument?
-            if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, cst.In) \
-                    or not isinstance(node.left, cst.SimpleString) or ctx.plans.get(node) is not None:
-                return
-            params = node.comparisons[0].comparator
-            if not (isinstance(params, cst.Attribute) and params.attr.value == "parameters"
-                    and isinstance(params.value, cst.Call) and dotted_text(params.value.func) == "inspect.signature"
-                    and len(params.value.args) == 1):
-                return
-            q = ctx.imports.resolve(params.value.args[0].value)
-            rule = ctx.pack.by_name.get(q) if q else None
-            name = node.left.evaluated_value
-            if rule is None or not isinstance(name, str):
-                return
-            spec = rule.args.get(name)
-            taken = spec is not None and spec.verb not in ("drop", "unsupported")
-
-            def apply(original: cst.Comparison, updated: cst.Comparison, q=q, taken=taken) -> cst.BaseExpression:
-                why = "its rule maps that argument" if taken else (
-                    f"its rule drops it ({spec.value})" if spec is not None and spec.verb == "drop"
-                    else "its rule does not take it")
-                ctx.report(Severity.INFO, "idiom-replaced", f"{name!r} in inspect.signature({q}).parameters → "
-                           f"{taken}: a PyTorch feature test; {why}", original)
-                return cst.Name(str(taken))
-
-            ctx.plans.add(node, apply, descend=False, by="feature-tests")
-
-    scan(module, Tests())
+    scan(module, _FeatureTests(ctx))
     return module

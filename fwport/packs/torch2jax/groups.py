@@ -23,7 +23,8 @@ import libcst as cst
 
 from fwport.core.engine import code, expr, literal_value, map_call
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
+from fwport.packs.torch2jax.batch import names_in
 
 #: the comparisons whose negation is the other one (p.dim() >= 2 / p.dim() < 2)
 _COMPLEMENT = {cst.GreaterThanEqual: cst.LessThan, cst.LessThan: cst.GreaterThanEqual,
@@ -32,33 +33,28 @@ _COMPLEMENT = {cst.GreaterThanEqual: cst.LessThan, cst.LessThan: cst.GreaterThan
 _OPTIMIZERS = ("torch.optim.AdamW", "torch.optim.Adam", "torch.optim.SGD")
 
 
+class _Assigns(cst.CSTVisitor):
+    """_bindings: each name assigned (a single target) → the values assigned, into ``out``."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out = out
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.out.setdefault(t.target.value, []).append(node.value if len(node.targets) == 1 else None)
+
+
 def _bindings(fn: cst.FunctionDef) -> dict[str, list[cst.BaseExpression]]:
     """Each name the function assigns (a single target) → the values assigned, in order."""
     out: dict[str, list[cst.BaseExpression]] = {}
-
-    class Assigns(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                if isinstance(t.target, cst.Name):
-                    out.setdefault(t.target.value, []).append(node.value if len(node.targets) == 1 else None)
-
-    scan(fn, Assigns())
+    scan(fn, _Assigns(out))
     return out
 
 
 def _names(node: cst.CSTNode) -> set[str]:
-    found: set[str] = set()
-
-    class Names(cst.CSTVisitor):
-        def visit_Attribute(self, n: cst.Attribute) -> bool:
-            scan(n.value, self)
-            return False
-
-        def visit_Name(self, n: cst.Name) -> None:
-            found.add(n.value)
-
-    scan(node, Names())
-    return found
+    return names_in(node)
 
 
 def _group_test(value: cst.BaseExpression | None) -> tuple[cst.Comparison, str, str] | None:
@@ -124,22 +120,31 @@ def _extra(arg: cst.Arg, binds: dict, rule) -> str | None:
     return ", ".join(sorted(keys)) or "none"
 
 
+class _OptimizerGroups(cst.CSTVisitor):
+    """groups.plan: in each function, the optimizers over complementary parameter groups → their edits (``edit``:
+    (the group's edit, the optimizer's rule) → the plan's function)."""
+
+    def __init__(self, ctx, edit):
+        super().__init__()
+        self.ctx = ctx
+        self.edit = edit
+
+    def visit_FunctionDef(self, fn: cst.FunctionDef) -> None:
+        binds = None
+        for call in _calls(fn):
+            q = self.ctx.imports.resolve(call.func)
+            rule = self.ctx.pack.by_name.get(q) if q in _OPTIMIZERS else None
+            if rule is None or self.ctx.plans.get(call) is not None or not call.args:
+                continue
+            binds = binds if binds is not None else _bindings(fn)
+            edit = _groups(call, rule, binds)
+            if edit is not None:
+                self.ctx.plans.add(call, self.edit(edit, rule), by="param-groups")
+
+
 def plan(module: cst.Module, ctx) -> cst.Module:
     """Record the optax call for each optimizer over complementary parameter groups (see the module docstring)."""
     from fwport.packs.torch2jax.ops import optimizer
-
-    class Functions(cst.CSTVisitor):
-        def visit_FunctionDef(self, fn: cst.FunctionDef) -> None:
-            binds = None
-            for call in _calls(fn):
-                q = ctx.imports.resolve(call.func)
-                rule = ctx.pack.by_name.get(q) if q in _OPTIMIZERS else None
-                if rule is None or ctx.plans.get(call) is not None or not call.args:
-                    continue
-                binds = binds if binds is not None else _bindings(fn)
-                edit = _groups(call, rule, binds)
-                if edit is not None:
-                    ctx.plans.add(call, _apply(edit, rule), by="param-groups")
 
     def _apply(edit, rule):
         mask, wd, model, dropped, kept = edit
@@ -164,7 +169,7 @@ def plan(module: cst.Module, ctx) -> cst.Module:
                 keyword=cst.Name("mask"), equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         return apply
 
-    scan(module, Functions())
+    scan(module, _OptimizerGroups(ctx, _apply))
     return module
 
 
@@ -222,18 +227,27 @@ def _groups(call: cst.Call, rule, binds: dict):
 
 
 def _calls(node: cst.CSTNode) -> list[cst.Call]:
-    out: list[cst.Call] = []
-
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            out.append(n)
-
-    scan(node, Calls())
-    return out
+    return find_all(node, cst.Call)
 
 
 #: ctx.analyses: the file builds an nn.Embedding.from_pretrained table frozen (freeze not False): its optimizers mask it
 FROZEN_TABLES = "torch2jax.frozen-tables"
+
+
+class _FrozenTables(cst.CSTVisitor):
+    """frozen_tables: a frozen ``nn.Embedding.from_pretrained`` table sets ctx.analyses[FROZEN_TABLES]."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.imports.resolve(node.func) != "torch.nn.Embedding.from_pretrained":
+            return
+        freeze = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "freeze"]
+        freeze += [a.value for a in node.args[1:2] if a.keyword is None and not a.star]
+        if not freeze or code(freeze[0]) != "False":
+            self.ctx.analyses[FROZEN_TABLES] = True
 
 
 def frozen_tables(module: cst.Module, ctx) -> cst.Module:
@@ -241,14 +255,5 @@ def frozen_tables(module: cst.Module, ctx) -> cst.Module:
     ``False``): PyTorch's optimizer over ``model.parameters()`` leaves it alone (no gradient: no step, no weight decay),
     where optax would still decay it (AdamW, ``add_decayed_weights``); the optimizer rule then writes
     ``optax.masked(<optimizer>, unfrozen)`` (ops.optimizer)."""
-    class Calls(cst.CSTVisitor):
-        def visit_Call(self, node: cst.Call) -> None:
-            if ctx.imports.resolve(node.func) != "torch.nn.Embedding.from_pretrained":
-                return
-            freeze = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "freeze"]
-            freeze += [a.value for a in node.args[1:2] if a.keyword is None and not a.star]
-            if not freeze or code(freeze[0]) != "False":
-                ctx.analyses[FROZEN_TABLES] = True
-
-    scan(module, Calls())
+    scan(module, _FrozenTables(ctx))
     return module

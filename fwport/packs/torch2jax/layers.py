@@ -17,7 +17,8 @@ import libcst as cst
 
 from fwport.core.engine import build_call, code, expr, literal_value
 from fwport.core.finding import Severity
-from fwport.core.names import scan
+from fwport.core.names import dotted_text, scan
+from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.registry import call_transform
 from fwport.packs.torch2jax import init as inits
 
@@ -527,94 +528,101 @@ def initial_state(source_class: str | None, call: cst.Call, ctx) -> cst.Call:
 _DICT_METHODS = frozenset({"items", "keys", "values", "get", "update", "pop", "clear", "copy", "setdefault"})
 
 
+class _ModuleDicts(cst.CSTVisitor):
+    """module_dict_reads: the attributes ``self.<name> = nn.ModuleDict(...)`` assigns."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+        self.names: set[str] = set()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+        if t and t.startswith("self.") and t.count(".") == 1 and isinstance(node.value, cst.Call) \
+                and self.ctx.imports.resolve(node.value.func) == "torch.nn.ModuleDict":
+            self.names.add(t[5:])
+
+
+class _ModuleDictReads(cst.CSTTransformer):
+    """module_dict_reads: ``self.d.name`` → ``self.d["name"]`` for the ModuleDicts ``names`` (their dict methods
+    stay)."""
+
+    def __init__(self, names: set[str]):
+        super().__init__()
+        self.names = names
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        inner = original.value
+        if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self" \
+                and inner.attr.value in self.names and original.attr.value not in _DICT_METHODS:
+            key = cst.SimpleString(f'"{original.attr.value}"')
+            return cst.Subscript(updated.value, [cst.SubscriptElement(cst.Index(key))])
+        return updated
+
+
 def module_dict_reads(module: cst.Module, ctx) -> cst.Module:
     """In a module class whose ``__init__`` sets ``self.d = nn.ModuleDict(...)``, every ``self.d.name`` →
     ``self.d["name"]`` (the dict it becomes has no attributes). Runs before the modules pass."""
-    from fwport.core.names import dotted_text
-    from fwport.core.rewrite import rewrite
-
-    class Dicts(cst.CSTVisitor):
-        def __init__(self):
-            self.names: set[str] = set()
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
-            if t and t.startswith("self.") and t.count(".") == 1 and isinstance(node.value, cst.Call) \
-                    and ctx.imports.resolve(node.value.func) == "torch.nn.ModuleDict":
-                self.names.add(t[5:])
-
-    class Reads(cst.CSTTransformer):
-        def __init__(self, names: set[str]):
-            super().__init__()
-            self.names = names
-
-        def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-            inner = original.value
-            if isinstance(inner, cst.Attribute) and isinstance(inner.value, cst.Name) and inner.value.value == "self" \
-                    and inner.attr.value in self.names and original.attr.value not in _DICT_METHODS:
-                key = cst.SimpleString(f'"{original.attr.value}"')
-                return cst.Subscript(updated.value, [cst.SubscriptElement(cst.Index(key))])
-            return updated
-
     body = []
     for stmt in module.body:
         if isinstance(stmt, cst.ClassDef):
-            found = Dicts()
+            found = _ModuleDicts(ctx)
             scan(stmt, found)
             if found.names:
-                stmt = rewrite(stmt, Reads(found.names))
+                stmt = rewrite(stmt, _ModuleDictReads(found.names))
         body.append(stmt)
     return module.with_changes(body=body)
 
 
 # --- the planner: a layer class looked up by name among literal choices -----------------------------
 
+class _LayerChoices(cst.CSTTransformer):
+    """named_layers: ``getattr(nn, name)(...)`` under ``if name in [...]`` → one call per class the test allows."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+        self.tests: list[tuple[str, list[str]]] = []
+
+    def visit_If(self, node: cst.If) -> None:
+        t = node.test
+        names = None
+        if isinstance(t, cst.Comparison) and len(t.comparisons) == 1 and isinstance(t.comparisons[0].operator, cst.In) \
+                and isinstance(t.left, cst.Name) and isinstance(t.comparisons[0].comparator, (cst.List, cst.Tuple)):
+            values = [literal_value(e.value, None) for e in t.comparisons[0].comparator.elements]
+            if values and all(isinstance(v, str) and v.isidentifier() for v in values):
+                names = (t.left.value, values)
+        self.tests.append(names)
+
+    def leave_If(self, original, updated):
+        self.tests.pop()
+        return updated
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        f = original.func
+        if not (isinstance(f, cst.Call) and dotted_text(f.func) == "getattr" and len(f.args) == 2
+                and isinstance(f.args[1].value, cst.Name) and self.ctx.imports.resolve(f.args[0].value) == "torch.nn"):
+            return updated
+        var = f.args[1].value.value
+        test = next((t for t in reversed(self.tests) if t is not None and t[0] == var), None)
+        if test is None:
+            return updated
+        base = code(f.args[0].value)
+        calls = [updated.with_changes(func=expr(f"{base}.{c}")) for c in test[1]]
+        out = calls[-1]
+        for c, call in zip(reversed(test[1][:-1]), reversed(calls[:-1])):
+            out = cst.IfExp(test=expr(f"{var} == {c!r}"), body=call, orelse=out)
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"getattr({base}, {var})(...) under `if {var} in "
+                        f"{test[1]}`: one call per class the test allows, chosen by {var}", original)
+        return out
+
+
 def named_layers(module: cst.Module, ctx) -> cst.Module:
     """``getattr(nn, rnn_type)(ninp, nhid, ...)`` inside ``if rnn_type in ['LSTM', 'GRU']:`` (word_language_model) →
     ``nn.LSTM(ninp, nhid, ...) if rnn_type == 'LSTM' else nn.GRU(ninp, nhid, ...)``: one call per class the test
     allows, which the rules translate as any (and the modules pass gives keys). Runs before the modules pass; a
     ``getattr`` outside such a test stays PyTorch (a residue error)."""
-    from fwport.core.names import dotted_text
-    from fwport.core.rewrite import rewrite
-
-    class Choices(cst.CSTTransformer):
-        def __init__(self):
-            super().__init__()
-            self.tests: list[tuple[str, list[str]]] = []
-
-        def visit_If(self, node: cst.If) -> None:
-            t = node.test
-            names = None
-            if isinstance(t, cst.Comparison) and len(t.comparisons) == 1 and isinstance(t.comparisons[0].operator, cst.In) \
-                    and isinstance(t.left, cst.Name) and isinstance(t.comparisons[0].comparator, (cst.List, cst.Tuple)):
-                values = [literal_value(e.value, None) for e in t.comparisons[0].comparator.elements]
-                if values and all(isinstance(v, str) and v.isidentifier() for v in values):
-                    names = (t.left.value, values)
-            self.tests.append(names)
-
-        def leave_If(self, original, updated):
-            self.tests.pop()
-            return updated
-
-        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-            f = original.func
-            if not (isinstance(f, cst.Call) and dotted_text(f.func) == "getattr" and len(f.args) == 2
-                    and isinstance(f.args[1].value, cst.Name) and ctx.imports.resolve(f.args[0].value) == "torch.nn"):
-                return updated
-            var = f.args[1].value.value
-            test = next((t for t in reversed(self.tests) if t is not None and t[0] == var), None)
-            if test is None:
-                return updated
-            base = code(f.args[0].value)
-            calls = [updated.with_changes(func=expr(f"{base}.{c}")) for c in test[1]]
-            out = calls[-1]
-            for c, call in zip(reversed(test[1][:-1]), reversed(calls[:-1])):
-                out = cst.IfExp(test=expr(f"{var} == {c!r}"), body=call, orelse=out)
-            ctx.report(Severity.INFO, "idiom-replaced", f"getattr({base}, {var})(...) under `if {var} in "
-                       f"{test[1]}`: one call per class the test allows, chosen by {var}", original)
-            return out
-
-    return rewrite(module, Choices())
+    return rewrite(module, _LayerChoices(ctx))
 
 
 _EQ = cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))

@@ -13,12 +13,13 @@ output, see layers.py).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import libcst as cst
 
 from fwport.core.engine import literal_value
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 
 #: layers that take one vector in Equinox and map over every leading axis in PyTorch
 PER_VECTOR = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm"})
@@ -168,6 +169,46 @@ def _elements(value: cst.BaseExpression, ctx, classes: set[str]) -> tuple[str, .
     return None
 
 
+class _Bound(cst.CSTVisitor):
+    """Each name function ``fn`` assigns (nested functions not entered) → the values assigned (None: unpacked)."""
+
+    def __init__(self, fn: cst.FunctionDef):
+        super().__init__()
+        self.fn = fn
+        self.bound: dict[str, list] = {}
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        for t in n.targets:
+            if isinstance(t.target, cst.Name):
+                self.bound.setdefault(t.target.value, []).append(n.value)
+            else:
+                for name in target_names(t.target):
+                    self.bound.setdefault(name, []).append(None)
+
+    def visit_FunctionDef(self, n) -> bool:
+        return n is self.fn
+
+
+class _GivenCalls(cst.CSTVisitor):
+    """given_classes: the calls of the file's classes in function ``fn``, what each gives each ``__init__`` parameter."""
+
+    def __init__(self, fn: cst.FunctionDef, inits: dict, kinds, out: dict, bind):
+        super().__init__()
+        self.fn, self.inits, self.kinds, self.out, self.bind = fn, inits, kinds, out, bind
+
+    def visit_Call(self, c: cst.Call) -> None:
+        inits = self.inits
+        if isinstance(c.func, cst.Name) and c.func.value in inits:
+            b = self.bind(c, inits[c.func.value], method=True)
+            for p in inits[c.func.value].params.params[1:]:
+                value = None if b is None else b.get(p.name.value)
+                self.out.setdefault((c.func.value, p.name.value), set()).update(
+                    self.kinds(value) if value is not None else {"?"})
+
+    def visit_FunctionDef(self, n) -> bool:
+        return n is self.fn
+
+
 def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str, str], frozenset]:
     """(class, ``__init__`` parameter) → what every call of the class in the file gives it: this file's module
     classes by name, PyTorch layers by qualified name, "None", or "?" for a value not followed. A value is a call, or a
@@ -193,49 +234,11 @@ def given_classes(module: cst.Module, ctx, classes: set[str]) -> dict[tuple[str,
                 found.add("?")
         return found
 
-    def functions(node):
-        class V(cst.CSTVisitor):
-            def __init__(self):
-                super().__init__()
-                self.found = []
-
-            def visit_FunctionDef(self, n):
-                self.found.append(n)
-        v = V()
-        scan(node, v)
-        return v.found
-
-    for fn in functions(module):
-        bound: dict[str, list] = {}
-
-        class Names(cst.CSTVisitor):
-            def visit_Assign(self, n: cst.Assign) -> None:
-                for t in n.targets:
-                    if isinstance(t.target, cst.Name):
-                        bound.setdefault(t.target.value, []).append(n.value)
-                    else:
-                        for name in target_names(t.target):
-                            bound.setdefault(name, []).append(None)
-
-            def visit_FunctionDef(self, n) -> bool:
-                return n is fn
-
-        scan(fn, Names())
-        bound = {k: [] if None in v else v for k, v in bound.items()}
-
-        class Calls(cst.CSTVisitor):
-            def visit_Call(self, c: cst.Call) -> None:
-                if isinstance(c.func, cst.Name) and c.func.value in inits:
-                    b = _bind(c, inits[c.func.value], method=True)
-                    for p in inits[c.func.value].params.params[1:]:
-                        value = None if b is None else b.get(p.name.value)
-                        out.setdefault((c.func.value, p.name.value), set()).update(
-                            kinds(value, bound) if value is not None else {"?"})
-
-            def visit_FunctionDef(self, n) -> bool:
-                return n is fn
-
-        scan(fn, Calls())
+    for fn in find_all(module, cst.FunctionDef):
+        names = _Bound(fn)
+        scan(fn, names)
+        bound = {k: [] if None in v else v for k, v in names.bound.items()}
+        scan(fn, _GivenCalls(fn, inits, functools.partial(kinds, bound=bound), out, _bind))
     return {k: frozenset(v) for k, v in out.items()}
 
 
@@ -303,6 +306,59 @@ def given_layer(given: dict, cls: str, param: str) -> str | None:
     return next(iter(kinds)) if len(kinds) == 1 and "?" not in kinds else None
 
 
+class _InitAttributes(cst.CSTVisitor):
+    """_class_info: what ``__init__`` of class ``cls`` assigns to its attributes (instances of the file's classes,
+    containers of them, activations, sequences) and appends to them."""
+
+    def __init__(self, cls, ctx, classes, given, functions, info, added):
+        super().__init__()
+        self.cls = cls
+        self.ctx = ctx
+        self.classes = classes
+        self.given = given
+        self.functions = functions
+        self.info = info
+        self.added = added
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+        if not t or not t.startswith("self.") or t.count(".") != 1:
+            return
+        v = node.value
+        if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.classes:
+            self.info.instances[t] = v.func.value
+        elif _clones(v, self.ctx, self.functions or {}) is not None:  # _get_clones(encoder_layer, N): its callers' class
+            k = given_layer(self.given or {}, self.cls.name.value, _clones(v, self.ctx, self.functions or {}))
+            self.added.setdefault(t[5:], set()).add((k,) if k in self.classes else None)
+        elif isinstance(v, cst.Call) and self.ctx.imports.resolve(v.func) == "torch.nn.ModuleList" and len(v.args) == 1:
+            items = v.args[0].value
+            kinds = self.added.setdefault(t[5:], set())
+            if isinstance(items, cst.ListComp):
+                kinds.add(_elements(items.elt, self.ctx, self.classes))
+            elif isinstance(items, (cst.List, cst.Tuple)):
+                kinds.update(_elements(e.value, self.ctx, self.classes) for e in items.elements)
+            else:
+                kinds.add(None)
+        if _activation(v, self.ctx, self.functions or {}):
+            self.info.activations.add(t[5:])
+        seq = _sequence(v, self.ctx)
+        if seq is not None:
+            self.info.sequences[t[5:]] = seq
+        if isinstance(v, cst.Call) and self.ctx.imports.resolve(v.func) == "torch.nn.ModuleDict" and v.args \
+                and isinstance(v.args[0].value, cst.Call) and dotted_text(v.args[0].value.func) == "dict":
+            for a in v.args[0].value.args:  # nn.ModuleDict(dict(h=nn.ModuleList([Block(...) ...]))): self.d["h"]
+                e = a.value
+                if a.keyword is not None and isinstance(e, cst.Call) and self.ctx.imports.resolve(e.func) == "torch.nn.ModuleList" \
+                        and len(e.args) == 1 and isinstance(e.args[0].value, cst.ListComp):
+                    self.added.setdefault(f'{t[5:]}["{a.keyword.value}"]', set()).add(
+                        _elements(e.args[0].value.elt, self.ctx, self.classes))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        t = dotted_text(node.func) or ""
+        if t.startswith("self.") and t.endswith(".append") and t.count(".") == 2 and len(node.args) == 1:
+            self.added.setdefault(t[5:-7], set()).add(_elements(node.args[0].value, self.ctx, self.classes))
+
+
 def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: dict | None = None,
                 functions: dict | None = None) -> ClassRanks:
     info = ClassRanks(table)
@@ -310,50 +366,34 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: d
     if init is None:
         return info
     added: dict[str, set] = {}
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
-            if not t or not t.startswith("self.") or t.count(".") != 1:
-                return
-            v = node.value
-            if isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in classes:
-                info.instances[t] = v.func.value
-            elif _clones(v, ctx, functions or {}) is not None:  # _get_clones(encoder_layer, N): its callers' class
-                k = given_layer(given or {}, cls.name.value, _clones(v, ctx, functions or {}))
-                added.setdefault(t[5:], set()).add((k,) if k in classes else None)
-            elif isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.ModuleList" and len(v.args) == 1:
-                items = v.args[0].value
-                kinds = added.setdefault(t[5:], set())
-                if isinstance(items, cst.ListComp):
-                    kinds.add(_elements(items.elt, ctx, classes))
-                elif isinstance(items, (cst.List, cst.Tuple)):
-                    kinds.update(_elements(e.value, ctx, classes) for e in items.elements)
-                else:
-                    kinds.add(None)
-            if _activation(v, ctx, functions or {}):
-                info.activations.add(t[5:])
-            seq = _sequence(v, ctx)
-            if seq is not None:
-                info.sequences[t[5:]] = seq
-            if isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == "torch.nn.ModuleDict" and v.args \
-                    and isinstance(v.args[0].value, cst.Call) and dotted_text(v.args[0].value.func) == "dict":
-                for a in v.args[0].value.args:  # nn.ModuleDict(dict(h=nn.ModuleList([Block(...) ...]))): self.d["h"]
-                    e = a.value
-                    if a.keyword is not None and isinstance(e, cst.Call) and ctx.imports.resolve(e.func) == "torch.nn.ModuleList" \
-                            and len(e.args) == 1 and isinstance(e.args[0].value, cst.ListComp):
-                        added.setdefault(f'{t[5:]}["{a.keyword.value}"]', set()).add(
-                            _elements(e.args[0].value.elt, ctx, classes))
-
-        def visit_Call(self, node: cst.Call) -> None:
-            t = dotted_text(node.func) or ""
-            if t.startswith("self.") and t.endswith(".append") and t.count(".") == 2 and len(node.args) == 1:
-                added.setdefault(t[5:-7], set()).add(_elements(node.args[0].value, ctx, classes))
-
-    scan(init, V())
+    scan(init, _InitAttributes(cls, ctx, classes, given, functions, info, added))
     info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
     info.seq_classes, info.seq_first = sequence_layers(init, ctx)
     return info
+
+
+class _SequenceLayers(cst.CSTVisitor):
+    """sequence_layers: each ``self.<attribute>`` assignment's classes, and the layout of its sequence layers."""
+
+    def __init__(self, ctx, classes, first, sequence_layers: frozenset):
+        super().__init__()
+        self.ctx = ctx
+        self.classes = classes
+        self.first = first
+        self.sequence_layers = sequence_layers
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+        if not t or not t.startswith("self.") or t.count(".") != 1:
+            return
+        for v in _branches(node.value):  # `nn.LSTM(...) if kind == 'LSTM' else nn.GRU(...)`: each
+            q = self.ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Call) and dotted_text(v.func.func) == "getattr":
+                continue
+            self.classes.setdefault(t[5:], set()).add(q)
+            if q in self.sequence_layers:
+                bf = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "batch_first"), None)
+                self.first.setdefault(t[5:], set()).add(bf is None or literal_value(bf, None) is not True)
 
 
 def sequence_layers(init: cst.FunctionDef, ctx) -> tuple[dict[str, str], dict[str, bool]]:
@@ -363,22 +403,7 @@ def sequence_layers(init: cst.FunctionDef, ctx) -> tuple[dict[str, str], dict[st
     from fwport.packs.torch2jax.batch import SEQUENCE_LAYERS
     classes: dict[str, set] = {}
     first: dict[str, set] = {}
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
-            if not t or not t.startswith("self.") or t.count(".") != 1:
-                return
-            for v in _branches(node.value):  # `nn.LSTM(...) if kind == 'LSTM' else nn.GRU(...)`: each
-                q = ctx.imports.resolve(v.func) if isinstance(v, cst.Call) else None
-                if isinstance(v, cst.Call) and isinstance(v.func, cst.Call) and dotted_text(v.func.func) == "getattr":
-                    continue
-                classes.setdefault(t[5:], set()).add(q)
-                if q in SEQUENCE_LAYERS:
-                    bf = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "batch_first"), None)
-                    first.setdefault(t[5:], set()).add(bf is None or literal_value(bf, None) is not True)
-
-    scan(init, V())
+    scan(init, _SequenceLayers(ctx, classes, first, SEQUENCE_LAYERS))
     out = {a: sorted(qs)[0] for a, qs in classes.items() if qs and qs <= SEQUENCE_LAYERS}
     return out, {a: next(iter(first[a])) for a in out if len(first[a]) == 1}
 

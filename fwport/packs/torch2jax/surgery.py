@@ -21,7 +21,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import code, expr
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 
 
 def _root(node: cst.BaseExpression) -> cst.BaseExpression:
@@ -78,73 +78,86 @@ def _surgery_target(st: cst.CSTNode, modules, members) -> cst.BaseExpression | N
     return None
 
 
+class _Surgeries(cst.CSTVisitor):
+    """_holds_surgery: the assignments of surgery targets, into ``found``."""
+
+    def __init__(self, modules, members, found):
+        super().__init__()
+        self.modules = modules
+        self.members = members
+        self.found = found
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        if any(_is_surgery(t.target, self.modules, self.members) for t in n.targets):
+            self.found.append(n)
+
+
 def _holds_surgery(node: cst.CSTNode, modules, members) -> bool:
     found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            if any(_is_surgery(t.target, modules, members) for t in n.targets):
-                found.append(n)
-
-    scan(node, V())
+    scan(node, _Surgeries(modules, members, found))
     return bool(found)
+
+
+class _Refusals(cst.CSTVisitor):
+    """refused: why the surgery of method ``fn`` cannot be written as a method returning a new model, into ``why``."""
+
+    def __init__(self, fn, modules, why):
+        super().__init__()
+        self.fn = fn
+        self.modules = modules
+        self.why = why
+        self.loops: list[cst.For | cst.While] = []
+        self.members: dict[str, cst.BaseExpression] = {}
+
+    def visit_Return(self, node) -> None:
+        self.why.append("it returns a value of its own (the rewritten method returns the new model)")
+
+    def visit_FunctionDef(self, node) -> bool:
+        return node is self.fn
+
+    def visit_For(self, node: cst.For) -> None:
+        self.loops.append(node)
+        if isinstance(node.target, cst.Name) and _field(node.iter) in self.modules \
+                and isinstance(_root(node.iter), cst.Name) and _root(node.iter).value == "self":
+            self.members[node.target.value] = node.iter
+
+    def leave_For(self, node) -> None:
+        self.loops.pop()
+
+    def visit_While(self, node) -> None:
+        self.loops.append(node)
+
+    def leave_While(self, node) -> None:
+        self.loops.pop()
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
+                    and t.target.value.value == "self" and t.target.attr.value not in self.modules:
+                self.why.append(f"{code(t.target)} is a field of the module itself (a hyperparameter is a static "
+                                "field, which eqx.tree_at cannot replace)")
+        hits = [t.target for t in node.targets if _is_surgery(t.target, self.modules, self.members)]
+        if not hits:
+            return
+        if len(node.targets) != 1:
+            self.why.append(f"{code(hits[0])} is one of several targets of one assignment")
+            return
+        root = _root(hits[0]).value
+        if root == "self" and self.loops:
+            self.why.append(f"{code(hits[0])} is assigned in a loop")
+        elif root != "self" and (len(self.loops) != 1 or not isinstance(self.loops[0], cst.For)
+                                 or self.loops[0].target.value != root or self.loops[0].orelse is not None):
+            self.why.append(f"{code(hits[0])} is assigned in a nested loop or one with an else")
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if _is_surgery(node.target, self.modules, self.members):
+            self.why.append(f"{code(node.target)} is updated in place")
 
 
 def refused(fn: cst.FunctionDef, modules: frozenset[str]) -> str | None:
     """Why the method's surgery cannot be written as a method returning a new model, else None."""
     why: list[str] = []
-
-    class V(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.loops: list[cst.For | cst.While] = []
-            self.members: dict[str, cst.BaseExpression] = {}
-
-        def visit_Return(self, node) -> None:
-            why.append("it returns a value of its own (the rewritten method returns the new model)")
-
-        def visit_FunctionDef(self, node) -> bool:
-            return node is fn
-
-        def visit_For(self, node: cst.For) -> None:
-            self.loops.append(node)
-            if isinstance(node.target, cst.Name) and _field(node.iter) in modules \
-                    and isinstance(_root(node.iter), cst.Name) and _root(node.iter).value == "self":
-                self.members[node.target.value] = node.iter
-
-        def leave_For(self, node) -> None:
-            self.loops.pop()
-
-        def visit_While(self, node) -> None:
-            self.loops.append(node)
-
-        def leave_While(self, node) -> None:
-            self.loops.pop()
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            for t in node.targets:
-                if isinstance(t.target, cst.Attribute) and isinstance(t.target.value, cst.Name) \
-                        and t.target.value.value == "self" and t.target.attr.value not in modules:
-                    why.append(f"{code(t.target)} is a field of the module itself (a hyperparameter is a static "
-                               "field, which eqx.tree_at cannot replace)")
-            hits = [t.target for t in node.targets if _is_surgery(t.target, modules, self.members)]
-            if not hits:
-                return
-            if len(node.targets) != 1:
-                why.append(f"{code(hits[0])} is one of several targets of one assignment")
-                return
-            root = _root(hits[0]).value
-            if root == "self" and self.loops:
-                why.append(f"{code(hits[0])} is assigned in a loop")
-            elif root != "self" and (len(self.loops) != 1 or not isinstance(self.loops[0], cst.For)
-                                     or self.loops[0].target.value != root or self.loops[0].orelse is not None):
-                why.append(f"{code(hits[0])} is assigned in a nested loop or one with an else")
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            if _is_surgery(node.target, modules, self.members):
-                why.append(f"{code(node.target)} is updated in place")
-
-    scan(fn, V())
+    scan(fn, _Refusals(fn, modules, why))
     return why[0] if why else None
 
 
@@ -217,14 +230,7 @@ def _loop_members(st: cst.CSTNode, modules) -> dict[str, None]:
 
 
 def _all_names(node: cst.CSTNode) -> list[cst.Name]:
-    found: list[cst.Name] = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n: cst.Name) -> None:
-            found.append(n)
-
-    scan(node, V())
-    return found
+    return find_all(node, cst.Name)
 
 
 def _statement_call(st: cst.CSTNode, methods: frozenset[str]) -> cst.Call | None:

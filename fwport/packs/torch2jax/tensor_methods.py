@@ -20,6 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import code, expr
+from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
 from fwport.packs.torch2jax.batch import _atom_code as _atom  # the receiver, parenthesised when not an atom
 
@@ -231,33 +232,50 @@ def _fill(call: cst.Call, spell=None) -> str | None:
     return None
 
 
+class _Changes(cst.CSTVisitor):
+    """_changes: whether the code assigns ``name`` or into it, calls an in-place method of it, or reads its
+    ``.grad`` / ``.data``."""
+
+    def __init__(self, name: str):
+        super().__init__()
+        self.name = name
+        self.found = False
+
+    def rooted(self, node) -> bool:
+        while isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        return isinstance(node, cst.Name) and node.value == self.name
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self.found = self.found or self.rooted(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.found = self.found or self.rooted(node.target)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.rooted(node) and (node.attr.value in ("grad", "data") or node.attr.value.endswith("_")
+                                  and not node.attr.value.startswith("_")):
+            self.found = True
+
+
 def _changes(body: cst.CSTNode, name: str) -> bool:
     """Whether ``body`` assigns to ``name`` or an attribute or item of it, calls an in-place method on it or on one of
     its attributes (``p.data.zero_()``), or reads ``name.grad`` / ``name.data``: PyTorch state a jax array has not."""
-    found = False
+    finder = _Changes(name)
+    scan(body, finder)
+    return finder.found
 
-    def rooted(node) -> bool:
-        while isinstance(node, (cst.Attribute, cst.Subscript)):
-            node = node.value
-        return isinstance(node, cst.Name) and node.value == name
 
-    class Finder(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            nonlocal found
-            found = found or rooted(node.target)
+class _SelfAttributes(cst.CSTVisitor):
+    """The attributes ``self.<name>`` the code reads, into ``out``."""
 
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            nonlocal found
-            found = found or rooted(node.target)
+    def __init__(self, out: set[str]):
+        super().__init__()
+        self.out = out
 
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            nonlocal found
-            if rooted(node) and (node.attr.value in ("grad", "data") or node.attr.value.endswith("_")
-                                 and not node.attr.value.startswith("_")):
-                found = True
-
-    scan(body, Finder())
-    return found
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == "self":
+            self.out.add(node.attr.value)
 
 
 def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
@@ -266,13 +284,294 @@ def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
     fns = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     called: set[str] = set()
     if "__call__" in fns:
-        class Called(cst.CSTVisitor):
-            def visit_Attribute(self, node: cst.Attribute) -> None:
-                if isinstance(node.value, cst.Name) and node.value.value == "self":
-                    called.add(node.attr.value)
-        scan(fns["__call__"], Called())
+        scan(fns["__call__"], _SelfAttributes(called))
     return [fn for name, fn in fns.items() if name not in ("__init__", "__call__", "forward") and name not in called
             and not any(dotted_text(d.decorator) in ("staticmethod", "classmethod") for d in fn.decorators)]
+
+
+class _RequiresGrad(cst.CSTVisitor):
+    """tensor_methods.plan: ``<name>.requires_grad`` in a loop over a model's parameters → True."""
+
+    def __init__(self, ctx, name):
+        super().__init__()
+        self.ctx = ctx
+        self.name = name
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value == "requires_grad" and isinstance(node.value, cst.Name) \
+                and node.value.value == self.name and self.ctx.plans.get(node) is None:
+            def trains(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)} → True: a JAX array has no "
+                                "requires_grad; every array of the model is trained (freeze one with a filter "
+                                "or optax.set_to_zero by hand)", original)
+                return cst.Name("True")
+            self.ctx.plans.add(node, trains, descend=False, by="tensor-methods")
+
+
+class _ModelLeaves(cst.CSTVisitor):
+    """``for p in model.parameters()`` (a loop or a comprehension, outside the module classes) → over the model's
+    arrays; ``p.requires_grad`` there → True. Where the parameters are an argument (an optimizer's), its rule's."""
+
+    def __init__(self, ctx, models):
+        super().__init__()
+        self.ctx = ctx
+        self.models = models
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def over(self, it: cst.BaseExpression, target: cst.BaseExpression, body: cst.CSTNode) -> None:
+        if not (isinstance(it, cst.Call) and not it.args and isinstance(it.func, cst.Attribute)
+                and it.func.attr.value == "parameters" and isinstance(it.func.value, cst.Name)
+                and it.func.value.value in self.models and self.ctx.plans.get(it) is None):
+            return
+        model = it.func.value.value
+        name = target.value if isinstance(target, cst.Name) else None
+        if name is None or _changes(body, name):
+            def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"for ... in {model}.parameters(): the loop "
+                           "changes or reads PyTorch state of each parameter (an assignment, an in-place method, "
+                           ".grad, .data); JAX arrays are immutable and carry no gradient: freeze with a filter "
+                           "(eqx.partition) or optax.set_to_zero, compute on the gradients eqx.filter_grad returns, "
+                           "and rebuild the model with eqx.tree_at", original)
+                return updated
+            self.ctx.plans.add(it, refuse, by="tensor-methods")
+            return
+
+        def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"{model}.parameters() → the model's arrays (jax.tree_util."
+                       f"tree_leaves(eqx.filter({model}, eqx.is_inexact_array))): a shared parameter is one array, "
+                       "as PyTorch counts it once; registered float buffers are arrays of the model too", original)
+            return expr(f"{self.ctx.spell_text('jax.tree_util.tree_leaves')}({self.ctx.spell_text('equinox.filter')}"
+                        f"({model}, {self.ctx.spell_text('equinox.is_inexact_array')}))")
+        self.ctx.plans.add(it, leaves, by="tensor-methods")
+
+        scan(body, _RequiresGrad(self.ctx, name))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.over(node.iter, node.target, node.body)
+
+    def comprehension(self, node) -> None:
+        self.over(node.for_in.iter, node.for_in.target, node)
+
+    visit_GeneratorExp = visit_ListComp = visit_SetComp = visit_DictComp = comprehension
+
+
+class _Casts(cst.CSTVisitor):
+    """tensor_methods.plan: every cast left in the classes the scan of ``calls`` (a _TensorCalls) skips (a Dataset's
+    __getitem__)."""
+
+    def __init__(self, ctx, calls):
+        super().__init__()
+        self.ctx = ctx
+        self.calls = calls
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "type") \
+                and self.ctx.plans.get(node) is None:
+            self.calls.cast(node)
+
+
+class _TensorCalls(cst.CSTVisitor):
+    """tensor_methods.plan: the edits of tensor methods outside the module classes and in their whole-array methods."""
+
+    in_module = False  # inside a module class's whole-array method
+
+    def __init__(self, ctx, translated: set, nexted: set, filled: set, modules: set, module_plans: str):
+        super().__init__()
+        self.ctx = ctx
+        self.translated = translated  # the module classes
+        self.nexted = nexted  # self.parameters() calls that next(...) takes
+        self.filled = filled  # `x.fill_(v)` calls that are a statement (visit_Expr)
+        self.modules = modules  # modules the output spells
+        self.module_plans = module_plans  # (modules.PLANS: ctx.analyses's key of the module classes' plans)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        if node.name.value in self.translated:
+            plan = self.ctx.analyses[self.module_plans][node.name.value]
+            self.in_module = True
+            for fn in _whole_methods(node):
+                if fn.name.value not in plan.get("per_example", ()):  # (called by what forward calls)
+                    scan(fn, self)
+            self.in_module = False
+            # the methods forward calls see one example: their tensor methods by the same table (a dimension
+            # there that is not negative is modules.py's batch-axis error); those batch.py wrote, as forward, are done
+            helpers = set(plan.get("per_example", ())) - set(plan.get("traced", ()))
+            for fn in node.body.body:
+                if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
+                    scan(fn, self)
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if self.in_module and node.attr.value == "requires_grad" and self.ctx.plans.get(node) is None:
+            def trains(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)} → True: a JAX array has no "
+                           "requires_grad; every array of the model is trained (freeze one with a filter or "
+                           "optax.set_to_zero by hand)", original)
+                return cst.Name("True")
+            self.ctx.plans.add(node, trains, descend=False, by="tensor-methods")
+
+    def assign_target(self, node: cst.Assign) -> None:
+        # `logits[logits < v[:, [-1]]] = -inf` (generate): a jax array is not assigned into
+        t = node.targets[0].target if len(node.targets) == 1 else None
+        if not (self.in_module and isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)
+                and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index)) or self.ctx.plans.get(node) is not None:
+            return
+        name = t.value.value
+
+        def assign(original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+            index, value = updated.targets[0].target.slice[0].slice.value, updated.value
+            if isinstance(index, cst.Comparison):  # a boolean mask: where it holds, the value
+                new = f"{self.ctx.spell_text('jax.numpy.where')}({code(index)}, {code(value)}, {name})"
+            else:
+                new = f"{name}.at[{code(index)}].set({code(value)})"
+            return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(new))
+
+        self.ctx.plans.add(node, assign, by="tensor-methods")
+
+    def visit_Expr(self, node: cst.Expr) -> None:
+        """``x.fill_(v)`` / ``x.zero_()`` as a statement, x a name → ``x = jnp.full_like(x, v)`` / ``jnp.zeros_like(x)``:
+        the values it gives x in place, in x's shape and dtype."""
+        call = node.value
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
+                and call.func.value.value not in self.modules and self.ctx.imports.resolve(call.func.value) is None
+                and _fill(call) is not None) or self.ctx.plans.get(node) is not None or self.ctx.plans.get(call) is not None:
+            return
+        name = call.func.value.value
+
+        def assign(original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
+            return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(_fill(updated.value, self.ctx.spell_text)))
+
+        self.ctx.plans.add(node, assign, by="tensor-methods")
+        self.filled.add(id(call))  # the statement's edit writes it (visit_Call leaves it)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.assign_target(node)
+        t = node.targets[0].target if len(node.targets) == 1 else None
+        if isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) == 2:  # `_, pred = output.max(1)`
+            self.extreme(node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:  # `output.max(1)[1]`
+        if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
+                and code(node.slice[0].slice.value) in ("0", "1"):
+            self.extreme(node.value)
+
+    def extreme(self, node) -> None:
+        """``x.max(d)`` / ``x.min(d)`` read as a pair: PyTorch's (values, indices), numpy's would be the values
+        alone (``_, pred = output.max(1)`` would unpack the batch's maxima) → a tuple of jnp.max and jnp.argmax."""
+        if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
+                and node.func.attr.value in ("max", "min") and self.ctx.plans.get(node) is None
+                and self.ctx.imports.resolve(node.func) is None and self.ctx.imports.resolve(node.func.value) is None):
+            return
+        args = node.args
+        if not (len(args) in (1, 2) and not any(a.star for a in args)
+                and all(a.keyword is None or a.keyword.value in ("dim", "keepdim") for a in args)):
+            return
+        fn = node.func.attr.value
+
+        def pair(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            a = {("dim", "keepdim")[i] if x.keyword is None else x.keyword.value: x.value
+                 for i, x in enumerate(updated.args)}
+            keep = f", keepdims={code(a['keepdim'])}" if "keepdim" in a else ""
+            x, d = code(updated.func.value), code(a["dim"])
+            self.ctx.report(Severity.INFO, "idiom-replaced", f".{fn}({code(original.args[0].value)}) read as a pair: "
+                       f"PyTorch's (values, indices) → (jnp.{fn}, jnp.arg{fn})", original)
+            return expr(f"({self.ctx.spell_text('jax.numpy.' + fn)}({x}, axis={d}{keep}), "
+                        f"{self.ctx.spell_text('jax.numpy.arg' + fn)}({x}, axis={d}{keep}))")
+
+        if any(a.keyword is None for a in args[:1]) or args[0].keyword.value == "dim":
+            self.ctx.plans.add(node, pair, by="tensor-methods")
+
+    def cast(self, node: cst.Call) -> None:
+        """``x.to(torch.float16)`` / ``x.type(torch.bool)`` → ``x.astype(jnp.float16)``; on a model (whose cast as
+        a statement the training pass writes) an error: a module is cast leaf by leaf."""
+        from fwport.packs.torch2jax.ops import cast_dtype
+        from fwport.packs.torch2jax.passes.training import MODELS
+
+        dtype = cast_dtype(node, self.ctx)
+        if dtype is None:
+            return
+        recv = node.func.value
+        if dotted_text(recv) in self.ctx.analyses.get(MODELS, ()):
+            def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original)}: a model's cast inside an "
+                           "expression is not translated; write it as a statement of its own (model.to(dtype)), "
+                           f"or cast its arrays by hand: jax.tree_util.tree_map(lambda a: a.astype(jnp.{dtype}) "
+                           "if eqx.is_inexact_array(a) else a, model)", original)
+                return updated
+            self.ctx.plans.add(node, refuse, by="tensor-methods")
+            return
+
+        def astype(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+            return expr(f"{_atom(updated.func.value)}.astype({self.ctx.spell_text('jax.numpy.' + dtype)})")
+        self.ctx.plans.add(node, astype, by="tensor-methods")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        if self.in_module and isinstance(f, cst.Name) and f.value == "self" and self.ctx.plans.get(node) is None:
+            def batched(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)}: the module takes one example; "
+                           "the batch this method holds goes through jax.vmap(self)", original)
+                return updated.with_changes(func=cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(cst.Name("self"))]))
+            self.ctx.plans.add(node, batched, by="tensor-methods")
+            return
+        if self.in_module and dotted_text(f) == "self.named_parameters" and not node.args \
+                and self.ctx.plans.get(node) is None:
+            def named(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                from fwport.packs.torch2jax import layers
+                self.ctx.report(Severity.INFO, "idiom-replaced", "self.named_parameters() → (PyTorch's name, array) "
+                           "for each array of the module (_torch_name of its pytree path)", original)
+                return expr(f"[({layers.use(self.ctx, '_torch_name')}(path), p) for path, p in "
+                            f"{self.ctx.spell_text('jax.tree_util.tree_leaves_with_path')}({self.ctx.spell_text('equinox.filter')}"
+                            f"(self, {self.ctx.spell_text('equinox.is_inexact_array')}))]")
+            self.ctx.plans.add(node, named, by="tensor-methods")
+            return
+        if self.in_module and dotted_text(f) == "next" and len(node.args) == 1 \
+                and isinstance(node.args[0].value, cst.Call) and dotted_text(node.args[0].value.func) == "self.parameters":
+            self.nexted.add(id(node.args[0].value))  # next(self.parameters()): an iterator of the arrays
+        if self.in_module and dotted_text(f) == "self.parameters" and not node.args and self.ctx.plans.get(node) is None:
+            def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+                if id(original) in self.nexted:
+                    return expr(f"iter({self.ctx.spell_text('jax.tree_util.tree_leaves')}({self.ctx.spell_text('equinox.filter')}"
+                                f"(self, {self.ctx.spell_text('equinox.is_inexact_array')})))")
+                self.ctx.report(Severity.INFO, "idiom-replaced", "self.parameters() → the module's arrays "
+                           "(jax.tree_util.tree_leaves(eqx.filter(self, eqx.is_inexact_array))): a shared "
+                           "parameter is one array, as PyTorch counts it once; registered float buffers are "
+                           "arrays of the module too", original)
+                return expr(f"{self.ctx.spell_text('jax.tree_util.tree_leaves')}({self.ctx.spell_text('equinox.filter')}"
+                            f"(self, {self.ctx.spell_text('equinox.is_inexact_array')}))")
+            self.ctx.plans.add(node, leaves, by="tensor-methods")
+            return
+        if id(node) in self.filled:
+            return
+        if isinstance(f, cst.Attribute) and f.attr.value in ("to", "type") and self.ctx.plans.get(node) is None:
+            self.cast(node)
+            return
+        if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS | TORCH_ONLY \
+                or self.ctx.plans.get(node) is not None:
+            return
+        if self.ctx.imports.resolve(f) is not None or self.ctx.imports.resolve(f.value) is not None:
+            return  # torch.exp(...), np.exp(...), a module's function: the rules' business
+        root = f.value
+        while isinstance(root, cst.Attribute):
+            root = root.value
+        if isinstance(root, cst.Name) and root.value in self.modules:
+            return
+        name = f.attr.value
+        temporary = isinstance(f.value, cst.Call) and _fill(node) is not None  # torch.ones(1, 1).fill_(v)
+
+        def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:
+            if temporary:  # the array a call just made, filled: nothing else holds it
+                return expr(_fill(updated, self.ctx.spell_text))
+            out = translate(name, updated, self.ctx.spell_text) if name in METHODS else None
+            if out is None and name in TORCH_ONLY and not self.ctx.is_settled(original):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f".{name}(...): a PyTorch tensor method no jax "
+                           "array has, not translated" + (" with these arguments" if name in METHODS else "")
+                           + ": left as written it fails (AttributeError); write its jnp counterpart "
+                           "(jnp.<function>(x, ...); x = x.at[...].set(...) for an in-place method)", original)
+            return updated if out is None else out
+
+        self.ctx.plans.add(node, apply, by="tensor-methods")
 
 
 def plan(module: cst.Module, ctx) -> cst.Module:
@@ -280,272 +579,17 @@ def plan(module: cst.Module, ctx) -> cst.Module:
     the module classes that see whole arrays (``get_num_params``: ``p.numel()``, ``self.parameters()``) or that
     forward calls (``encode``: one example, the dimension-free methods); forward is batch.py's; other classes keep
     their code."""
-    from fwport.core.finding import Severity
     from fwport.packs.torch2jax.passes.modules import PLANS
 
     # modules the output spells (jnp.sum(...) written by an earlier pass is not a method of a tensor)
     modules = {sp.short.split(".")[0] for sp in ctx.direction.spellings} | {"jax", "jnp", "np", "numpy", "math"}
-    translated = set(ctx.analyses.get(PLANS, {}))  # the module classes
-
-    nexted: set[int] = set()  # self.parameters() calls that next(...) takes
-    filled: set[int] = set()  # `x.fill_(v)` calls that are a statement (Calls.visit_Expr)
-
-    class Calls(cst.CSTVisitor):
-        in_module = False  # inside a module class's whole-array method
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            if node.name.value in translated:
-                plan = ctx.analyses[PLANS][node.name.value]
-                self.in_module = True
-                for fn in _whole_methods(node):
-                    if fn.name.value not in plan.get("per_example", ()):  # (called by what forward calls)
-                        scan(fn, self)
-                self.in_module = False
-                # the methods forward calls see one example: their tensor methods by the same table (a dimension
-                # there that is not negative is modules.py's batch-axis error); those batch.py wrote, as forward, are done
-                helpers = set(plan.get("per_example", ())) - set(plan.get("traced", ()))
-                for fn in node.body.body:
-                    if isinstance(fn, cst.FunctionDef) and fn.name.value in helpers:
-                        scan(fn, self)
-            return False
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if self.in_module and node.attr.value == "requires_grad" and ctx.plans.get(node) is None:
-                def trains(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-                    ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)} → True: a JAX array has no "
-                               "requires_grad; every array of the model is trained (freeze one with a filter or "
-                               "optax.set_to_zero by hand)", original)
-                    return cst.Name("True")
-                ctx.plans.add(node, trains, descend=False, by="tensor-methods")
-
-        def assign_target(self, node: cst.Assign) -> None:
-            # `logits[logits < v[:, [-1]]] = -inf` (generate): a jax array is not assigned into
-            t = node.targets[0].target if len(node.targets) == 1 else None
-            if not (self.in_module and isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name)
-                    and len(t.slice) == 1 and isinstance(t.slice[0].slice, cst.Index)) or ctx.plans.get(node) is not None:
-                return
-            name = t.value.value
-
-            def assign(original: cst.Assign, updated: cst.Assign) -> cst.Assign:
-                index, value = updated.targets[0].target.slice[0].slice.value, updated.value
-                if isinstance(index, cst.Comparison):  # a boolean mask: where it holds, the value
-                    new = f"{ctx.spell_text('jax.numpy.where')}({code(index)}, {code(value)}, {name})"
-                else:
-                    new = f"{name}.at[{code(index)}].set({code(value)})"
-                return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(new))
-
-            ctx.plans.add(node, assign, by="tensor-methods")
-
-        def visit_Expr(self, node: cst.Expr) -> None:
-            """``x.fill_(v)`` / ``x.zero_()`` as a statement, x a name → ``x = jnp.full_like(x, v)`` / ``jnp.zeros_like(x)``:
-            the values it gives x in place, in x's shape and dtype."""
-            call = node.value
-            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name)
-                    and call.func.value.value not in modules and ctx.imports.resolve(call.func.value) is None
-                    and _fill(call) is not None) or ctx.plans.get(node) is not None or ctx.plans.get(call) is not None:
-                return
-            name = call.func.value.value
-
-            def assign(original: cst.Expr, updated: cst.Expr) -> cst.BaseSmallStatement:
-                return cst.Assign([cst.AssignTarget(cst.Name(name))], expr(_fill(updated.value, ctx.spell_text)))
-
-            ctx.plans.add(node, assign, by="tensor-methods")
-            filled.add(id(call))  # the statement's edit writes it (visit_Call leaves it)
-
-        def visit_Assign(self, node: cst.Assign) -> None:
-            self.assign_target(node)
-            t = node.targets[0].target if len(node.targets) == 1 else None
-            if isinstance(t, (cst.Tuple, cst.List)) and len(t.elements) == 2:  # `_, pred = output.max(1)`
-                self.extreme(node.value)
-
-        def visit_Subscript(self, node: cst.Subscript) -> None:  # `output.max(1)[1]`
-            if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index) \
-                    and code(node.slice[0].slice.value) in ("0", "1"):
-                self.extreme(node.value)
-
-        def extreme(self, node) -> None:
-            """``x.max(d)`` / ``x.min(d)`` read as a pair: PyTorch's (values, indices), numpy's would be the values
-            alone (``_, pred = output.max(1)`` would unpack the batch's maxima) → a tuple of jnp.max and jnp.argmax."""
-            if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)
-                    and node.func.attr.value in ("max", "min") and ctx.plans.get(node) is None
-                    and ctx.imports.resolve(node.func) is None and ctx.imports.resolve(node.func.value) is None):
-                return
-            args = node.args
-            if not (len(args) in (1, 2) and not any(a.star for a in args)
-                    and all(a.keyword is None or a.keyword.value in ("dim", "keepdim") for a in args)):
-                return
-            fn = node.func.attr.value
-
-            def pair(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                a = {("dim", "keepdim")[i] if x.keyword is None else x.keyword.value: x.value
-                     for i, x in enumerate(updated.args)}
-                keep = f", keepdims={code(a['keepdim'])}" if "keepdim" in a else ""
-                x, d = code(updated.func.value), code(a["dim"])
-                ctx.report(Severity.INFO, "idiom-replaced", f".{fn}({code(original.args[0].value)}) read as a pair: "
-                           f"PyTorch's (values, indices) → (jnp.{fn}, jnp.arg{fn})", original)
-                return expr(f"({ctx.spell_text('jax.numpy.' + fn)}({x}, axis={d}{keep}), "
-                            f"{ctx.spell_text('jax.numpy.arg' + fn)}({x}, axis={d}{keep}))")
-
-            if any(a.keyword is None for a in args[:1]) or args[0].keyword.value == "dim":
-                ctx.plans.add(node, pair, by="tensor-methods")
-
-        def cast(self, node: cst.Call) -> None:
-            """``x.to(torch.float16)`` / ``x.type(torch.bool)`` → ``x.astype(jnp.float16)``; on a model (whose cast as
-            a statement the training pass writes) an error: a module is cast leaf by leaf."""
-            from fwport.packs.torch2jax.ops import cast_dtype
-            from fwport.packs.torch2jax.passes.training import MODELS
-
-            dtype = cast_dtype(node, ctx)
-            if dtype is None:
-                return
-            recv = node.func.value
-            if dotted_text(recv) in ctx.analyses.get(MODELS, ()):
-                def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                    ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original)}: a model's cast inside an "
-                               "expression is not translated; write it as a statement of its own (model.to(dtype)), "
-                               f"or cast its arrays by hand: jax.tree_util.tree_map(lambda a: a.astype(jnp.{dtype}) "
-                               "if eqx.is_inexact_array(a) else a, model)", original)
-                    return updated
-                ctx.plans.add(node, refuse, by="tensor-methods")
-                return
-
-            def astype(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                return expr(f"{_atom(updated.func.value)}.astype({ctx.spell_text('jax.numpy.' + dtype)})")
-            ctx.plans.add(node, astype, by="tensor-methods")
-
-        def visit_Call(self, node: cst.Call) -> None:
-            f = node.func
-            if self.in_module and isinstance(f, cst.Name) and f.value == "self" and ctx.plans.get(node) is None:
-                def batched(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                    ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)}: the module takes one example; "
-                               "the batch this method holds goes through jax.vmap(self)", original)
-                    return updated.with_changes(func=cst.Call(ctx.spell("jax.vmap"), [cst.Arg(cst.Name("self"))]))
-                ctx.plans.add(node, batched, by="tensor-methods")
-                return
-            if self.in_module and dotted_text(f) == "self.named_parameters" and not node.args \
-                    and ctx.plans.get(node) is None:
-                def named(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                    from fwport.packs.torch2jax import layers
-                    ctx.report(Severity.INFO, "idiom-replaced", "self.named_parameters() → (PyTorch's name, array) "
-                               "for each array of the module (_torch_name of its pytree path)", original)
-                    return expr(f"[({layers.use(ctx, '_torch_name')}(path), p) for path, p in "
-                                f"{ctx.spell_text('jax.tree_util.tree_leaves_with_path')}({ctx.spell_text('equinox.filter')}"
-                                f"(self, {ctx.spell_text('equinox.is_inexact_array')}))]")
-                ctx.plans.add(node, named, by="tensor-methods")
-                return
-            if self.in_module and dotted_text(f) == "next" and len(node.args) == 1 \
-                    and isinstance(node.args[0].value, cst.Call) and dotted_text(node.args[0].value.func) == "self.parameters":
-                nexted.add(id(node.args[0].value))  # next(self.parameters()): an iterator of the arrays
-            if self.in_module and dotted_text(f) == "self.parameters" and not node.args and ctx.plans.get(node) is None:
-                def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                    if id(original) in nexted:
-                        return expr(f"iter({ctx.spell_text('jax.tree_util.tree_leaves')}({ctx.spell_text('equinox.filter')}"
-                                    f"(self, {ctx.spell_text('equinox.is_inexact_array')})))")
-                    ctx.report(Severity.INFO, "idiom-replaced", "self.parameters() → the module's arrays "
-                               "(jax.tree_util.tree_leaves(eqx.filter(self, eqx.is_inexact_array))): a shared "
-                               "parameter is one array, as PyTorch counts it once; registered float buffers are "
-                               "arrays of the module too", original)
-                    return expr(f"{ctx.spell_text('jax.tree_util.tree_leaves')}({ctx.spell_text('equinox.filter')}"
-                                f"(self, {ctx.spell_text('equinox.is_inexact_array')}))")
-                ctx.plans.add(node, leaves, by="tensor-methods")
-                return
-            if id(node) in filled:
-                return
-            if isinstance(f, cst.Attribute) and f.attr.value in ("to", "type") and ctx.plans.get(node) is None:
-                self.cast(node)
-                return
-            if not isinstance(f, cst.Attribute) or f.attr.value not in METHODS | TORCH_ONLY \
-                    or ctx.plans.get(node) is not None:
-                return
-            if ctx.imports.resolve(f) is not None or ctx.imports.resolve(f.value) is not None:
-                return  # torch.exp(...), np.exp(...), a module's function: the rules' business
-            root = f.value
-            while isinstance(root, cst.Attribute):
-                root = root.value
-            if isinstance(root, cst.Name) and root.value in modules:
-                return
-            name = f.attr.value
-            temporary = isinstance(f.value, cst.Call) and _fill(node) is not None  # torch.ones(1, 1).fill_(v)
-
-            def apply(original: cst.Call, updated: cst.Call, name=name) -> cst.BaseExpression:
-                if temporary:  # the array a call just made, filled: nothing else holds it
-                    return expr(_fill(updated, ctx.spell_text))
-                out = translate(name, updated, ctx.spell_text) if name in METHODS else None
-                if out is None and name in TORCH_ONLY and not ctx.is_settled(original):
-                    ctx.report(Severity.ERROR, "unsupported-construct", f".{name}(...): a PyTorch tensor method no jax "
-                               "array has, not translated" + (" with these arguments" if name in METHODS else "")
-                               + ": left as written it fails (AttributeError); write its jnp counterpart "
-                               "(jnp.<function>(x, ...); x = x.at[...].set(...) for an in-place method)", original)
-                return updated if out is None else out
-
-            ctx.plans.add(node, apply, by="tensor-methods")
-
-    calls = Calls()
+    calls = _TensorCalls(ctx, set(ctx.analyses.get(PLANS, {})), set(), set(), modules, PLANS)
     scan(module, calls)
     from fwport.packs.torch2jax.passes.training import MODELS
     models = ctx.analyses.get(MODELS, set())
 
-    class ModelLeaves(cst.CSTVisitor):
-        """``for p in model.parameters()`` (a loop or a comprehension, outside the module classes) → over the model's
-        arrays; ``p.requires_grad`` there → True. Where the parameters are an argument (an optimizer's), its rule's."""
-
-        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-            return False
-
-        def over(self, it: cst.BaseExpression, target: cst.BaseExpression, body: cst.CSTNode) -> None:
-            if not (isinstance(it, cst.Call) and not it.args and isinstance(it.func, cst.Attribute)
-                    and it.func.attr.value == "parameters" and isinstance(it.func.value, cst.Name)
-                    and it.func.value.value in models and ctx.plans.get(it) is None):
-                return
-            model = it.func.value.value
-            name = target.value if isinstance(target, cst.Name) else None
-            if name is None or _changes(body, name):
-                def refuse(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                    ctx.report(Severity.ERROR, "unsupported-construct", f"for ... in {model}.parameters(): the loop "
-                               "changes or reads PyTorch state of each parameter (an assignment, an in-place method, "
-                               ".grad, .data); JAX arrays are immutable and carry no gradient: freeze with a filter "
-                               "(eqx.partition) or optax.set_to_zero, compute on the gradients eqx.filter_grad returns, "
-                               "and rebuild the model with eqx.tree_at", original)
-                    return updated
-                ctx.plans.add(it, refuse, by="tensor-methods")
-                return
-
-            def leaves(original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
-                ctx.report(Severity.INFO, "idiom-replaced", f"{model}.parameters() → the model's arrays (jax.tree_util."
-                           f"tree_leaves(eqx.filter({model}, eqx.is_inexact_array))): a shared parameter is one array, "
-                           "as PyTorch counts it once; registered float buffers are arrays of the model too", original)
-                return expr(f"{ctx.spell_text('jax.tree_util.tree_leaves')}({ctx.spell_text('equinox.filter')}"
-                            f"({model}, {ctx.spell_text('equinox.is_inexact_array')}))")
-            ctx.plans.add(it, leaves, by="tensor-methods")
-
-            class Grad(cst.CSTVisitor):
-                def visit_Attribute(self, node: cst.Attribute) -> None:
-                    if node.attr.value == "requires_grad" and isinstance(node.value, cst.Name) \
-                            and node.value.value == name and ctx.plans.get(node) is None:
-                        def trains(original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
-                            ctx.report(Severity.INFO, "idiom-replaced", f"{code(original)} → True: a JAX array has no "
-                                       "requires_grad; every array of the model is trained (freeze one with a filter "
-                                       "or optax.set_to_zero by hand)", original)
-                            return cst.Name("True")
-                        ctx.plans.add(node, trains, descend=False, by="tensor-methods")
-            scan(body, Grad())
-
-        def visit_For(self, node: cst.For) -> None:
-            self.over(node.iter, node.target, node.body)
-
-        def comprehension(self, node) -> None:
-            self.over(node.for_in.iter, node.for_in.target, node)
-
-        visit_GeneratorExp = visit_ListComp = visit_SetComp = visit_DictComp = comprehension
-
     if models:
-        scan(module, ModelLeaves())
+        scan(module, _ModelLeaves(ctx, models))
 
-    class Casts(cst.CSTVisitor):  # every cast left in the classes the scan above skips (a Dataset's __getitem__)
-        def visit_Call(self, node: cst.Call) -> None:
-            if isinstance(node.func, cst.Attribute) and node.func.attr.value in ("to", "type") \
-                    and ctx.plans.get(node) is None:
-                calls.cast(node)
-
-    scan(module, Casts())
+    scan(module, _Casts(ctx, calls))
     return module

@@ -27,7 +27,7 @@ import libcst as cst
 
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 
 DROP = "__fwport_drop__"  # batch.DROP: the statement goes in the modules pass's finish
@@ -84,21 +84,45 @@ def _tie(st: cst.CSTNode) -> tuple[cst.BaseExpression, cst.BaseExpression] | Non
     return None
 
 
+class _NestedTies(cst.CSTVisitor):
+    """_nested_ties: the tie statements in the code, into ``found``."""
+
+    def __init__(self, found):
+        super().__init__()
+        self.found = found
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        if _tie(node) is not None:
+            self.found.append(node)
+        return False
+
+
 def _nested_ties(init: cst.FunctionDef) -> list[cst.SimpleStatementLine]:
     """``A.weight = B.weight`` statements of ``__init__`` inside a compound statement (``if tie_weights:``,
     word_language_model): the tie happens at run time only, which the translation cannot express."""
     found: list[cst.SimpleStatementLine] = []
-
-    class _Nested(cst.CSTVisitor):
-        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
-            if _tie(node) is not None:
-                found.append(node)
-            return False
-
     for st in init.body.body:
         if isinstance(st, cst.BaseCompoundStatement):
-            scan(st, _Nested())
+            scan(st, _NestedTies(found))
     return found
+
+
+class _Assigned(cst.CSTVisitor):
+    """The names the code assigns (a target, an augmented assignment, a for loop's), into ``assigned``."""
+
+    def __init__(self, assigned):
+        super().__init__()
+        self.assigned = assigned
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        for n in _names(node.target):
+            self.assigned.add(n)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self.assigned.update(_names(node.target))
+
+    def visit_For(self, node: cst.For) -> None:
+        self.assigned.update(_names(node.target))
 
 
 def _flagged_ties(init: cst.FunctionDef) -> dict[int, tuple[cst.If, str]]:
@@ -106,19 +130,7 @@ def _flagged_ties(init: cst.FunctionDef) -> dict[int, tuple[cst.If, str]]:
     that no statement assigns): id of the tie → (the if, FLAG)."""
     params = {p.name.value for p in (*init.params.params, *init.params.kwonly_params)}
     assigned: set[str] = set()
-
-    class _Assigned(cst.CSTVisitor):
-        def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-            for n in _names(node.target):
-                assigned.add(n)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
-            assigned.update(_names(node.target))
-
-        def visit_For(self, node: cst.For) -> None:
-            assigned.update(_names(node.target))
-
-    scan(init.body, _Assigned())
+    scan(init.body, _Assigned(assigned))
     out = {}
     for st in init.body.body:
         if isinstance(st, cst.If) and isinstance(st.test, cst.Name) and st.test.value in params \
@@ -201,14 +213,7 @@ def _construction(cls: cst.ClassDef, init: cst.FunctionDef) -> set[str]:
 
 
 def _all_calls(node: cst.CSTNode) -> list[cst.Call]:
-    found: list[cst.Call] = []
-
-    class _C(cst.CSTVisitor):
-        def visit_Call(self, n: cst.Call) -> None:
-            found.append(n)
-
-    scan(node, _C())
-    return found
+    return find_all(node, cst.Call)
 
 
 def _writes(cls: cst.ClassDef, init: cst.FunctionDef, attr: str) -> bool:
@@ -275,37 +280,40 @@ def untie(cls: cst.ClassDef, ctx) -> tuple[cst.ClassDef, bool | dict]:
     return rewrite(cls, _Untie(drops, calls)), True
 
 
+class _OnlyCalled(cst.CSTVisitor):
+    """_only_called: ``ok`` stays True while every read of ``self.<attr>`` (outside ``built_at``, ``tie`` and the
+    methods named in ``skip``) is a call with one argument."""
+
+    def __init__(self, attr: str, built_at: cst.CSTNode, tie: cst.CSTNode, skip: set[str]):
+        super().__init__()
+        self.attr, self.built_at, self.tie, self.skip = f"self.{attr}", built_at, tie, skip
+        self.calls: set[int] = set()  # the funcs of the calls seen (no other read)
+        self.ok = True
+
+    def visit_FunctionDef(self, node) -> bool:
+        return node.name.value not in self.skip
+
+    def visit_SimpleStatementLine(self, node) -> bool:
+        return node is not self.built_at and node is not self.tie
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted_text(node.func) == self.attr:
+            self.calls.add(id(node.func))
+            if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
+                self.ok = False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if dotted_text(node) == self.attr and id(node) not in self.calls:
+            self.ok = False
+
+
 def _only_called(cls: cst.ClassDef, attr: str, built_at: cst.CSTNode, tie: cst.CSTNode,
                  skip: set[str] = frozenset()) -> bool:
     """Whether every read of ``self.<attr>`` outside its construction and the tie (and the methods named in
     ``skip``) is a call with one argument."""
-    ok = True
-
-    class Reads(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.calls: set[int] = set()  # the funcs of the calls seen (no other read)
-
-        def visit_FunctionDef(self, node) -> bool:
-            return node.name.value not in skip
-
-        def visit_SimpleStatementLine(self, node) -> bool:
-            return node is not built_at and node is not tie
-
-        def visit_Call(self, node: cst.Call) -> None:
-            if dotted_text(node.func) == f"self.{attr}":
-                self.calls.add(id(node.func))
-                if len(node.args) != 1 or node.args[0].keyword is not None or node.args[0].star:
-                    nonlocal ok
-                    ok = False
-
-        def visit_Attribute(self, node: cst.Attribute) -> None:
-            if dotted_text(node) == f"self.{attr}" and id(node) not in self.calls:
-                nonlocal ok
-                ok = False
-
-    scan(cls, Reads())
-    return ok
+    reads = _OnlyCalled(attr, built_at, tie, skip)
+    scan(cls, reads)
+    return reads.ok
 
 
 class _Untie(cst.CSTTransformer):

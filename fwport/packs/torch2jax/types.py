@@ -11,41 +11,49 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fwport.core.finding import Severity
 from fwport.core.names import scan
 
 DATASET = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
 
 
+class _Types(cst.CSTVisitor):
+    """plan: a Dataset base class → dropped; ``nn.Module`` in an annotation → ``eqx.Module``."""
+
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        kept = [b for b in node.bases if self.ctx.imports.resolve(b.value) not in DATASET]
+        if len(kept) == len(node.bases) or self.ctx.plans.get(node) is not None or any(b.star for b in node.bases):
+            return
+        names = {id(b.value) for b in kept}
+
+        def drop(original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"class {original.name.value}: the Dataset base is "
+                            "dropped; its __len__ and __getitem__ are what the loader reads", original)
+            bases = [u for o, u in zip(original.bases, updated.bases) if id(o.value) in names]
+            if bases:
+                bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                return updated.with_changes(bases=bases)
+            if updated.keywords:
+                return updated.with_changes(bases=[])
+            return updated.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
+
+        self.ctx.settle(*(b.value for b in node.bases if id(b.value) not in names))  # removed: no residue
+        self.ctx.plans.add(node, drop, by="types")
+
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        ann = node.annotation
+        if self.ctx.imports.resolve(ann) in MODULE and self.ctx.plans.get(ann) is None:
+            self.ctx.settle(ann)  # replaced: no residue
+            self.ctx.plans.add(ann, lambda original, updated: self.ctx.spell("equinox.Module"), descend=False,
+                               by="types")
+
+
 def plan(module: cst.Module, ctx) -> cst.Module:
-    from fwport.core.finding import Severity
-
-    class Types(cst.CSTVisitor):
-        def visit_ClassDef(self, node: cst.ClassDef) -> None:
-            kept = [b for b in node.bases if ctx.imports.resolve(b.value) not in DATASET]
-            if len(kept) == len(node.bases) or ctx.plans.get(node) is not None or any(b.star for b in node.bases):
-                return
-            names = {id(b.value) for b in kept}
-
-            def drop(original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
-                ctx.report(Severity.INFO, "idiom-replaced", f"class {original.name.value}: the Dataset base is "
-                           "dropped; its __len__ and __getitem__ are what the loader reads", original)
-                bases = [u for o, u in zip(original.bases, updated.bases) if id(o.value) in names]
-                if bases:
-                    bases[-1] = bases[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                    return updated.with_changes(bases=bases)
-                if updated.keywords:
-                    return updated.with_changes(bases=[])
-                return updated.with_changes(bases=[], lpar=cst.MaybeSentinel.DEFAULT, rpar=cst.MaybeSentinel.DEFAULT)
-
-            ctx.settle(*(b.value for b in node.bases if id(b.value) not in names))  # removed: no residue
-            ctx.plans.add(node, drop, by="types")
-
-        def visit_Annotation(self, node: cst.Annotation) -> None:
-            ann = node.annotation
-            if ctx.imports.resolve(ann) in MODULE and ctx.plans.get(ann) is None:
-                ctx.settle(ann)  # replaced: no residue
-                ctx.plans.add(ann, lambda original, updated: ctx.spell("equinox.Module"), descend=False, by="types")
-
-    scan(module, Types())
+    """Record the edits of PyTorch types named, not called (see the module docstring)."""
+    scan(module, _Types(ctx))
     return module

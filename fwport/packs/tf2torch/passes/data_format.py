@@ -42,6 +42,32 @@ def _init(cls: cst.ClassDef) -> cst.FunctionDef | None:
     return next((s for s in cls.body.body if isinstance(s, cst.FunctionDef) and s.name.value == "__init__"), None)
 
 
+class _FormatArguments(cst.CSTVisitor):
+    """_format_params: the parameters ``__init__`` passes as ``data_format=`` or as a layer's ``padding``, into
+    ``out``."""
+
+    def __init__(self, ctx, param_of, out):
+        super().__init__()
+        self.ctx = ctx
+        self.param_of = param_of
+        self.out = out
+
+    def visit_Arg(self, n: cst.Arg) -> None:
+        if n.keyword is not None and n.keyword.value == "data_format":
+            name = self.param_of(n.value)
+            if name is not None:
+                self.out.setdefault(name, "data_format")
+
+    def visit_Call(self, n: cst.Call) -> None:
+        rule = self.ctx.pack.by_name.get(self.ctx.imports.resolve(n.func) or "") if self.ctx is not None else None
+        if rule is None or rule.kind != "layer":
+            return
+        node = bind_call(n, rule).values.get("padding")
+        name = self.param_of(node) if node is not None else None
+        if name is not None:
+            self.out.setdefault(name, "padding")
+
+
 def _format_params(cls: cst.ClassDef, ctx: FileContext | None = None) -> dict[str, str]:
     """The __init__ parameters passed as ``data_format=`` to a call in __init__, or as the ``padding``
     of a Keras layer built there (bound by the layer's rule: ``Conv2D(f, k, s, padding)``), directly or
@@ -59,41 +85,31 @@ def _format_params(cls: cst.ClassDef, ctx: FileContext | None = None) -> dict[st
             and v.value.value == "self" else None)
         return name if name in params else None
 
-    class _V(cst.CSTVisitor):
-        def visit_Arg(self, n: cst.Arg) -> None:
-            if n.keyword is not None and n.keyword.value == "data_format":
-                name = param_of(n.value)
-                if name is not None:
-                    out.setdefault(name, "data_format")
-
-        def visit_Call(self, n: cst.Call) -> None:
-            rule = ctx.pack.by_name.get(ctx.imports.resolve(n.func) or "") if ctx is not None else None
-            if rule is None or rule.kind != "layer":
-                return
-            node = bind_call(n, rule).values.get("padding")
-            name = param_of(node) if node is not None else None
-            if name is not None:
-                out.setdefault(name, "padding")
-
-    scan(init.body, _V())
+    scan(init.body, _FormatArguments(ctx, param_of, out))
     for argument in _ARGUMENTS:  # handed on to the classes it builds (ConvBlock(n, data_format))
         if argument in params and argument not in out:
             out[argument] = argument
     return out
 
 
+class _SelfAssigns(cst.CSTVisitor):
+    """_self_params: ``self.<attr>`` → the values assigned to it, into ``seen``."""
+
+    def __init__(self, seen):
+        super().__init__()
+        self.seen = seen
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        for t in n.targets:
+            tg = t.target
+            if isinstance(tg, cst.Attribute) and isinstance(tg.value, cst.Name) and tg.value.value == "self":
+                self.seen.setdefault(tg.attr.value, []).append(n.value)
+
+
 def _self_params(init: cst.FunctionDef) -> dict[str, str]:
     """self.<attr> → the parameter assigned to it, for attributes assigned exactly once, from a parameter."""
     seen: dict[str, list] = {}
-
-    class _V(cst.CSTVisitor):
-        def visit_Assign(self, n: cst.Assign) -> None:
-            for t in n.targets:
-                tg = t.target
-                if isinstance(tg, cst.Attribute) and isinstance(tg.value, cst.Name) and tg.value.value == "self":
-                    seen.setdefault(tg.attr.value, []).append(n.value)
-
-    scan(init.body, _V())
+    scan(init.body, _SelfAssigns(seen))
     return {a: vs[0].value for a, vs in seen.items() if len(vs) == 1 and isinstance(vs[0], cst.Name)}
 
 
@@ -162,23 +178,31 @@ def _resolved_value(name, param, init, sites, classes, known, argument="data_for
     return value if isinstance(value, str) and value.lower() in allowed else None
 
 
+class _Instantiations(cst.CSTVisitor):
+    """_instantiations: every call of a class in ``names``, with the class whose method makes it, into ``out``."""
+
+    def __init__(self, names, out, owner):
+        super().__init__()
+        self.names = names
+        self.out = out
+        self.owner = owner
+
+    def visit_ClassDef(self, n: cst.ClassDef) -> None:
+        self.owner.append(n.name.value)
+
+    def leave_ClassDef(self, n) -> None:
+        self.owner.pop()
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value in self.names:
+            self.out.setdefault(n.func.value, []).append((n, self.owner[-1] if self.owner else None))
+
+
 def _instantiations(module: cst.Module, names: set[str]) -> dict[str, list[tuple[cst.Call, str | None]]]:
     """class name → [(call, the class whose method makes it, or None)] for every call of the class."""
     out: dict[str, list] = {}
     owner: list[str] = []
-
-    class _V(cst.CSTVisitor):
-        def visit_ClassDef(self, n: cst.ClassDef) -> None:
-            owner.append(n.name.value)
-
-        def leave_ClassDef(self, n) -> None:
-            owner.pop()
-
-        def visit_Call(self, n: cst.Call) -> None:
-            if isinstance(n.func, cst.Name) and n.func.value in names:
-                out.setdefault(n.func.value, []).append((n, owner[-1] if owner else None))
-
-    scan(module, _V())
+    scan(module, _Instantiations(names, out, owner))
     return out
 
 

@@ -31,7 +31,7 @@ from fwport.core.context import FileContext
 from fwport.core.bind import bind_def, literal_value
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
-from fwport.core.names import dotted, param_names, scan
+from fwport.core.names import dotted, find_all, param_names, scan
 from fwport.core.position import render
 
 #: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
@@ -596,17 +596,7 @@ class _CallSites(cst.CSTVisitor):
 
 
 def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
-    out: list[cst.FunctionDef] = []
-
-    class V(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, cst.FunctionDef):
-                out.append(node)
-            # a def is a compound statement: never inside a simple statement or an expression
-            return not isinstance(node, (cst.SimpleStatementLine, cst.BaseExpression))
-
-    scan(module, V())
-    return out
+    return find_all(module, cst.FunctionDef)  # (a def is a statement: expressions are not entered)
 
 
 # --- rewriting ------------------------------------------------------------------------------------

@@ -113,7 +113,6 @@ def _term(value: cst.BaseExpression, resolve, params: set[str], reassigned: set[
 
 def _free_names(node: cst.CSTNode) -> set[str]:
     out: set[str] = set()
-
     class _V(cst.CSTVisitor):
         def visit_Attribute(self, n: cst.Attribute) -> bool:
             if isinstance(n.value, cst.Name) and n.value.value == "self":
@@ -132,19 +131,26 @@ def _free_names(node: cst.CSTNode) -> set[str]:
     return out
 
 
+class _AssignedNames(cst.CSTVisitor):
+    """_assigned_names: the names assigned (plainly or augmented), into ``out``."""
+
+    def __init__(self, out):
+        super().__init__()
+        self.out = out
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        if isinstance(n.target, cst.Name):
+            self.out.add(n.target.value)
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        if isinstance(n.target, cst.Name):
+            self.out.add(n.target.value)
+
+
 def _assigned_names(fn: cst.FunctionDef) -> set[str]:
     out: set[str] = set()
 
-    class _V(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            if isinstance(n.target, cst.Name):
-                out.add(n.target.value)
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            if isinstance(n.target, cst.Name):
-                out.add(n.target.value)
-
-    scan(fn.body, _V())
+    scan(fn.body, _AssignedNames(out))
     return out
 
 

@@ -173,6 +173,43 @@ def _self_rooted(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Name) and node.value == "self"
 
 
+class _TrainingCalls(cst.CSTVisitor):
+    """_SubclassPass._plan_training: the ``self.<attr>(..., training)`` calls → (call, where ``training`` is given),
+    into ``calls``."""
+
+    def __init__(self, calls):
+        super().__init__()
+        self.calls = calls
+
+    def visit_Call(self, n: cst.Call) -> None:
+        p = dotted(n.func)
+        if not p or len(p) != 2 or p[0] != "self" or p[1] == "call":
+            return
+        for i, a in enumerate(n.args):
+            if a.keyword is not None and a.keyword.value == "training":
+                self.calls.setdefault(p[1], []).append((n, "training"))
+            elif a.keyword is None and i > 0 and isinstance(a.value, cst.Name) and a.value.value == "training":
+                self.calls.setdefault(p[1], []).append((n, i))
+
+
+class _Collect(cst.CSTVisitor):
+    """_SubclassPass.analyse: the classes (→ the index of the top-level statement holding them, ``where``), and the
+    indices of the top-level statements that call keras.Model / keras.Input (``relevant``)."""
+
+    def __init__(self, resolve, classes: list, where: dict, relevant: set):
+        super().__init__()
+        self.resolve, self.classes, self.where, self.relevant = resolve, classes, where, relevant
+        self.index = 0  # the top-level statement scanned
+
+    def visit_ClassDef(self, n: cst.ClassDef) -> None:
+        self.classes.append(n)
+        self.where[id(n)] = self.index
+
+    def visit_Call(self, n: cst.Call) -> None:
+        if self.resolve(n.func) in (FUNCTIONAL, INPUT):
+            self.relevant.add(self.index)
+
+
 class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     def __init__(self, ctx: FileContext):
         super().__init__()
@@ -222,19 +259,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         where: dict[int, int] = {}  # id(class) → index of the top-level statement holding it
         relevant = self.relevant = set()
         resolve = self.ctx.imports.resolve
-        index = 0
-
-        class _Collect(cst.CSTVisitor):
-            def visit_ClassDef(self, n: cst.ClassDef) -> None:
-                classes.append(n)
-                where[id(n)] = index
-
-            def visit_Call(self, n: cst.Call) -> None:
-                if resolve(n.func) in (FUNCTIONAL, INPUT):
-                    relevant.add(index)
-
+        collect = _Collect(resolve, classes, where, relevant)
         for index, stmt in enumerate(node.body):
-            scan(stmt, _Collect())
+            collect.index = index
+            scan(stmt, collect)
         changed = True
         while changed:  # a class deriving from a translated class of the file is translated too
             changed = False
@@ -705,20 +733,8 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         is dropped only where every value the attribute may hold is a module, or a lambda that does not
         use that parameter (rewritten without it: ``lambda x, _: x`` → ``nn.Identity()``)."""
         calls: dict[str, list[tuple[cst.Call, int | str]]] = {}
-
-        class _Calls(cst.CSTVisitor):
-            def visit_Call(self, n: cst.Call) -> None:
-                p = dotted(n.func)
-                if not p or len(p) != 2 or p[0] != "self" or p[1] == "call":
-                    return
-                for i, a in enumerate(n.args):
-                    if a.keyword is not None and a.keyword.value == "training":
-                        calls.setdefault(p[1], []).append((n, "training"))
-                    elif a.keyword is None and i > 0 and isinstance(a.value, cst.Name) and a.value.value == "training":
-                        calls.setdefault(p[1], []).append((n, i))
-
         for fn in methods:
-            scan(fn, _Calls())
+            scan(fn, _TrainingCalls(calls))
         if not calls:
             return
         assigned = self._assigned(plan.node)
@@ -1487,34 +1503,40 @@ _TRUNC = 0.87962566103423978  # std of a standard normal truncated at ±2
 _ASSIGNS = {"assign": "copy_", "assign_add": "add_", "assign_sub": "sub_"}
 
 
+class _BindingCounts(cst.CSTVisitor):
+    """_module_values: how many times each name is bound (assigned, a parameter, a loop's, imported), into ``counts``."""
+
+    def __init__(self, counts):
+        super().__init__()
+        self.counts = counts
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        for x in _name_nodes(n.target):
+            self.counts[x.value] = self.counts.get(x.value, 0) + 1
+
+    def visit_Param(self, n: cst.Param) -> None:
+        self.counts[n.name.value] = self.counts.get(n.name.value, 0) + 1
+
+    def visit_For(self, n: cst.For) -> None:
+        for x in _name_nodes(n.target):
+            self.counts[x.value] = self.counts.get(x.value, 0) + 1
+
+    def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
+        name = n.asname.name if n.asname is not None else n.name
+        if isinstance(name, cst.Name):
+            self.counts[name.value] = self.counts.get(name.value, 0) + 1
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        if isinstance(n.target, cst.Name):
+            self.counts[n.target.value] = self.counts.get(n.target.value, 0) + 2
+
+
 def _module_values(module: cst.Module) -> dict[str, cst.BaseExpression]:
     """``NAME = value`` statements at the top of the module whose name is bound nowhere else in the file
     (no other assignment, parameter, loop or import): the value every use of the name reads."""
     counts: dict[str, int] = {}
     values: dict[str, cst.BaseExpression] = {}
-
-    class _Bound(cst.CSTVisitor):
-        def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
-            for x in _name_nodes(n.target):
-                counts[x.value] = counts.get(x.value, 0) + 1
-
-        def visit_Param(self, n: cst.Param) -> None:
-            counts[n.name.value] = counts.get(n.name.value, 0) + 1
-
-        def visit_For(self, n: cst.For) -> None:
-            for x in _name_nodes(n.target):
-                counts[x.value] = counts.get(x.value, 0) + 1
-
-        def visit_ImportAlias(self, n: cst.ImportAlias) -> None:
-            name = n.asname.name if n.asname is not None else n.name
-            if isinstance(name, cst.Name):
-                counts[name.value] = counts.get(name.value, 0) + 1
-
-        def visit_AugAssign(self, n: cst.AugAssign) -> None:
-            if isinstance(n.target, cst.Name):
-                counts[n.target.value] = counts.get(n.target.value, 0) + 2
-
-    scan(module, _Bound())
+    scan(module, _BindingCounts(counts))
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Assign):
             a = stmt.body[0]

@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.finding import Severity
-from fwport.core.names import scan
+from fwport.core.names import find_all, scan
 from fwport.core.rewrite import rewrite
 
 UNROLLED = "torch2jax.unrolled"  # ctx.analyses: names of helpers unrolled (removed when nothing else calls them)
@@ -215,29 +215,29 @@ class _Unroll(cst.CSTTransformer):
 
 
 def _calls(node) -> list[cst.Call]:
-    found = []
+    return find_all(node, cst.Call)
 
-    class V(cst.CSTVisitor):
-        def visit_Call(self, n) -> None:
-            found.append(n)
 
-    scan(node, V())
-    return found
+class _ReadsOf(cst.CSTVisitor):
+    """_named: the reads of ``name`` outside a definition of that helper, into ``found``."""
+
+    def __init__(self, name, found):
+        super().__init__()
+        self.name = name
+        self.found = found
+
+    def visit_Name(self, n) -> None:
+        if n.value == self.name:
+            self.found.append(n)
+
+    def visit_FunctionDef(self, n) -> bool:
+        return n.name.value != self.name
 
 
 def _named(node: cst.CSTNode, name: str) -> bool:
     """Whether ``name`` is read in ``node`` outside a definition of that helper."""
     found = []
-
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n) -> None:
-            if n.value == name:
-                found.append(n)
-
-        def visit_FunctionDef(self, n) -> bool:
-            return n.name.value != name
-
-    scan(node, V())
+    scan(node, _ReadsOf(name, found))
     return bool(found)
 
 
