@@ -116,3 +116,34 @@ def test_a_loss_object_rebound_is_refused():
     src = NAMED.replace("model.compile(", "loss = ScaledCrossentropy(scale=3.0)\nmodel.compile(")
     r = tx(src)
     assert any("loss= is neither" in m for _, m in errors(r)), errors(r)
+
+
+# Keras 2's worker settings (keras-io's semantic_similarity_with_bert): how batches are loaded, not which
+WORKERS = '''
+import numpy as np
+import tf_keras as keras
+from tf_keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.2),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+
+
+def train(x, y):
+    history = model.fit(x, y, epochs=2, batch_size=16, shuffle=False, verbose=0, use_multiprocessing=True,
+                        workers=4, max_queue_size=4)
+    return history.history, model.evaluate(x, y, verbose=0, workers=2)
+'''
+
+
+def test_keras2_worker_settings_are_dropped_with_a_note(tmp_path):
+    pytest.importorskip("tf_keras")
+    r = tx(WORKERS)
+    notes = [f.message for f in r.findings if f.code == "dropped-argument"]
+    assert len(notes) == 4 and all("DataLoader(num_workers=...)" in m for m in notes), notes
+    assert "workers" not in r.output.split("def train")[1]
+    keras_out, torch_out = _run(tmp_path, WORKERS, DRIVER)
+    np.testing.assert_allclose(torch_out["history"]["loss"], keras_out["history"]["loss"], rtol=2e-4, atol=1e-5)
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)

@@ -60,16 +60,19 @@ COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "
            "jit_compile", "auto_scale_loss")
 COMPILE_IGNORED = {"run_eagerly": "PyTorch runs eagerly", "jit_compile": "no XLA in eager PyTorch",
                    "steps_per_execution": "a graph-execution setting"}
+# Keras 2's settings of the worker threads / processes that read a keras.utils.Sequence or generator: how the
+# batches are loaded, not which (the loop reads them in order, in the main process)
+LOADING = ("max_queue_size", "workers", "use_multiprocessing")
 # method → (its parameters in order, those the loop takes, those dropped)
 METHODS = {
     "fit": (("x", "y", "batch_size", "epochs", "verbose", "callbacks", "validation_split", "validation_data",
              "shuffle", "class_weight", "sample_weight", "initial_epoch", "steps_per_epoch", "validation_steps",
-             "validation_batch_size", "validation_freq"),
+             "validation_batch_size", "validation_freq", *LOADING),
             ("x", "y", "batch_size", "epochs", "verbose", "validation_split", "validation_data", "shuffle",
              "callbacks", "steps_per_epoch", "validation_steps")),
-    "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict"),
+    "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict", *LOADING),
                  ("x", "y", "batch_size", "verbose", "steps")),
-    "predict": (("x", "batch_size", "verbose", "steps", "callbacks"), ("x", "batch_size", "verbose")),
+    "predict": (("x", "batch_size", "verbose", "steps", "callbacks", *LOADING), ("x", "batch_size", "verbose")),
 }
 
 

@@ -990,6 +990,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         for k, v in (args or {}).items():
             if k == "class_weight" and weighted and self._weighs_classes(c):
                 continue
+            if k in fitloop.LOADING:
+                self.ctx.report(Severity.INFO, "dropped-argument",
+                                f"{k}={code(v)}: Keras 2's worker setting for reading a Sequence or generator; the "
+                                f"generated {c.base_names[method]}() reads the batches in order in this process (load "
+                                "them in parallel with DataLoader(num_workers=...))", v)
+                continue
             if k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
