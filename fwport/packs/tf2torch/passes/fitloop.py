@@ -991,7 +991,7 @@ TRAIN_STEP_MODULE = "TrainStepModule"
 
 
 def train_step_module(spell, evaluate: bool = False, predict: bool = False, compiled: bool = False,
-                      weighted: bool = False, split: bool = False) -> str:
+                      weighted: bool = False, split: bool = False, validation_steps: bool = False) -> str:
     """The base class written once into a file whose Keras models define their own ``train_step``:
     the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
     fit calls train_step per batch), with Keras's semantics. ``evaluate``: the file evaluates such a
@@ -1000,7 +1000,8 @@ def train_step_module(spell, evaluate: bool = False, predict: bool = False, comp
     ``compiled``: a train_step reads Keras 2's compiled loss and metrics (compiled_loss, compiled_metrics,
     metrics, losses), which compile keeps (the Mean class is written beside); ``weighted``: one passes it a
     sample_weight (compile's loss then takes it: ``weighted_loss``); ``split``: one fits with validation_split (with
-    ``evaluate``), which fit takes."""
+    ``evaluate``), which fit takes; ``validation_steps``: one fits with validation_steps (with ``evaluate``): the
+    validation evaluates that many batches of validation_data, from its start each epoch, as Keras does."""
     module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
     as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
     islice = spell("itertools.islice")
@@ -1087,11 +1088,14 @@ class {TRAIN_STEP_MODULE}({module}):
     if compiled:
         text = text.replace("\n\n\nclass " + TRAIN_STEP_MODULE, "\n\n\n" + COMPILED_METRICS + "\n\nclass " + TRAIN_STEP_MODULE)
         text += compiled_text + (DEFAULT_TEST_STEP if evaluate else "")
-    split = split and evaluate
+    split, validation_steps = split and evaluate, validation_steps and evaluate
     text = text.replace("{VALIDATION_ARG}", (", validation_split=0.0" if split else "") +
-                        (", validation_data=None" if evaluate else ""))
+                        (", validation_data=None" if evaluate else "") +
+                        (",\n            validation_steps=None" if validation_steps else ""))
     text = text.replace("{SPLIT}", SPLIT if split else "")
-    text = text.replace("{VALIDATION}", VALIDATION if evaluate else "")
+    text = text.replace("{VALIDATION}", (VALIDATION.replace("verbose=0,", "steps=validation_steps, verbose=0,\n"
+                                                                       "                                         ")
+                                         if validation_steps else VALIDATION) if evaluate else "")
     no_grad, cat = spell("torch.no_grad"), spell("torch.cat")
     if evaluate:
         text += EVALUATE.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad)

@@ -1150,7 +1150,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 self.ctx.report(Severity.ERROR, "unsupported-construct",
                                 f"{code(original_node)}: {why}; TrainStepModule.fit takes x, y, batch_size, epochs, "
                                 "verbose, callbacks, shuffle, steps_per_epoch"
-                                + (", validation_split, validation_data (evaluated by test_step)" if tested else ""),
+                                + (", validation_split, validation_data (evaluated by test_step), validation_steps"
+                                   if tested else ""),
                                 original_node)
                 self.ctx.settle(original_node)
                 return updated_node
@@ -1159,6 +1160,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 self.ctx.options["_train_step_evaluate"] = True
             if any(a.keyword is not None and a.keyword.value == "validation_split" for a in original_node.args):
                 self.ctx.options["_train_step_split"] = True
+            if any(a.keyword is not None and a.keyword.value == "validation_steps" for a in original_node.args):
+                self.ctx.options["_train_step_validation_steps"] = True
         elif method == "evaluate":
             self.ctx.options["_train_step_evaluate"] = True
         elif method == "predict":
@@ -1316,11 +1319,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if a.keyword is None and at >= 6:
                 return "arguments after callbacks are taken by name only"
             k = a.keyword.value if a.keyword is not None else None
-            if k in ("validation_data", "validation_split") and not tested and literal_value(
+            if k in ("validation_data", "validation_split", "validation_steps") and not tested and literal_value(
                     a.value, NOT_LITERAL) not in (None, 0, 0.0, False):
                 return (f"{k} is evaluated by Keras's own test_step (the compiled loss and metrics); "
                         "define test_step in the model's class")
-            if k is not None and k not in taken | {"validation_data", "validation_split"} and literal_value(a.value, NOT_LITERAL) not in (
+            if k is not None and k not in taken | {"validation_data", "validation_split", "validation_steps"} and literal_value(a.value, NOT_LITERAL) not in (
                     None, 0, 0.0, False):
                 return f"{k}= is not translated"
         return None
@@ -3129,7 +3132,8 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
                                                ctx.options.pop("_train_step_predict", False),
                                                ctx.options.pop("_train_step_compiled", False),
                                                ctx.options.get("_weighted_loss", False),
-                                               ctx.options.pop("_train_step_split", False)))
+                                               ctx.options.pop("_train_step_split", False),
+                                               ctx.options.pop("_train_step_validation_steps", False)))
     if ctx.options.pop("_weighted_loss", False):
         texts.append(fitloop.weighted_loss(ctx.spell_text))
     used = ctx.options.pop("_fit_helpers", set())
