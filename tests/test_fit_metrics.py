@@ -13,12 +13,14 @@ from __future__ import annotations
 import textwrap
 
 import numpy as np
+import pytest
 from test_fit_callbacks import DRIVER, _run, errors, tx
 
 from fwport.core.pipeline import translate_source
 
 TOP_K = '''
 import numpy as np
+import pytest
 from tensorflow import keras
 from tensorflow.keras import layers
 
@@ -56,6 +58,7 @@ def test_several_metric_objects_match_keras(tmp_path):
 # a `metrics = [...]` list name of confusion-matrix counts, precision and recall (keras-io's imbalanced_classification)
 COUNTS = '''
 import numpy as np
+import pytest
 from tensorflow import keras
 from tensorflow.keras import layers
 
@@ -133,6 +136,7 @@ def test_metrics_the_loop_cannot_compute_keep_the_compile_error():
 
 FACTORY = '''
 import numpy as np
+import pytest
 from tensorflow import keras
 
 
@@ -222,3 +226,64 @@ def test_accuracy_beside_a_regression_loss_is_the_binary_one_for_one_output(tmp_
         np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5, err_msg=k)
     np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
     assert 0.0 < keras_out["evaluate"][1] < 1.0  # not the constant an argmax over one column gives
+
+
+# metric functions of the file given to compile (keras-io's edsr PSNR, mirnet peak_signal_noise_ratio): Keras wraps
+# each in a MeanMetricWrapper named after the function
+FUNCTIONS = '''
+import numpy as np
+import pytest
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def root_mean_squared(y_true, y_pred):
+    return tf.sqrt(tf.reduce_mean(tf.square(y_true - y_pred), axis=-1))
+
+
+def first_error(y_true, y_pred):
+    return tf.reduce_mean(tf.abs(y_true[:, 0] - y_pred[:, 0]))
+
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss="mse", metrics=[root_mean_squared, first_error])
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_split=0.25, epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, batch_size=20, verbose=0)
+'''
+
+ONE_HOT_DRIVER = DRIVER.replace('y[48:] = rng.integers(0, 3, 16)', 'y[48:] = rng.integers(0, 3, 16)\ny = np.eye(3, dtype="float32")[y]')
+
+
+def test_metric_functions_of_the_file_match_keras(tmp_path):
+    keras_out, torch_out = _run(tmp_path, FUNCTIONS, ONE_HOT_DRIVER)
+    kh, th = keras_out["history"], torch_out["history"]
+    names = ["root_mean_squared", "first_error"]
+    assert sorted(th) == sorted(kh) == sorted(["loss", *names, "val_loss", *(f"val_{n}" for n in names)])
+    for k in kh:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5, err_msg=k)
+    # evaluate in batches of 20 over 64 samples: the scalar metric counts each batch once, as Keras's Mean does
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
+    assert "MeanMetricWrapper(root_mean_squared)" in tx(FUNCTIONS).output
+
+
+def test_keras2_metric_function_gets_labels_of_the_outputs_rank(tmp_path):
+    """Keras 2's compile gives 1-D labels of 2-D outputs a trailing axis (match_dtype_and_rank) and its
+    MeanMetricWrapper casts both to float32 (a trailing axis of size 1 dropped where the ranks differ): labels (n,)
+    of outputs (n, 1) reach the function as (n, 1), whose axis=-1 mean is then per sample; Keras 3's gives them as
+    they are."""
+    pytest.importorskip("tf_keras")
+    src = (FUNCTIONS.replace("from tensorflow import keras", "import tf_keras as keras")
+           .replace("from tensorflow.keras import layers", "from tf_keras import layers")
+           .replace("layers.Dense(3)])", "layers.Dense(1)])")
+           .replace("y_true[:, 0] - y_pred[:, 0]", "y_true - y_pred"))
+    driver = BINARY_DRIVER.replace('"state": [float(m.result()) for m in metrics]', '"state": 0')
+    assert "MeanMetricWrapper(root_mean_squared, keras2=True)" in tx(src).output
+    keras_out, torch_out = _run(tmp_path, src, driver)
+    kh, th = keras_out["history"], torch_out["history"]
+    for k in kh:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5, err_msg=k)
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)

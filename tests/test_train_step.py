@@ -516,3 +516,37 @@ def test_persistent_and_paired_tapes_it_does_not_follow_are_one_error_naming_the
         errs = [f for f in errs if f not in attrs]
         assert [(f.line, f.code) for f in errs] == [(at, "unsupported-construct")], (why, errs)
         assert why in errs[0].message and errs[0].message.startswith("tf.GradientTape: "), errs[0].message
+
+
+def test_validation_split_holds_out_the_last_samples_for_test_step(tmp_path):
+    """fit(validation_split=...) of a train_step model (keras-io's real_nvp): the last samples, held out before
+    shuffling, are evaluated by test_step after each epoch, the rest trained on, as Keras does."""
+    src = EVALUATED + ("\n\ndef train(x, y):\n"
+                       "    return regressor.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0, "
+                       "validation_split=0.4)\n")
+    keras_out, torch_out = _run(tmp_path, src, {
+        "shapes": [("k0", (6, 8)), ("b0", (8,)), ("k1", (8, 1)), ("b1", (1,))],
+        "n": 10, "width": 6, "x_map": "\ny = np.sin(x[:, :1]).astype('float32')", "models": "(net,)",
+        "fit": "h = train(x, y)\nextra = []"})
+    assert sorted(torch_out["history"]) == sorted(keras_out["history"]) == ["loss", "val_loss"]
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-6)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
+        np.testing.assert_allclose(b, a, rtol=1e-5, atol=1e-6)
+    out = tx(EVALUATED + "\nregressor.fit(x, y, validation_split=0.2)\n").output
+    assert "split = int(len(x) * (1 - validation_split))" in out
+
+
+def test_validation_steps_evaluate_that_many_batches_from_the_start_each_epoch(tmp_path):
+    """fit(validation_data=..., validation_steps=N) of a train_step model (keras-io's adain): test_step on the
+    first N batches of the validation data after each epoch, from its start every time, as Keras does."""
+    src = EVALUATED + ("\n\ndef train(x, y):\n"
+                       "    return regressor.fit(x, y, batch_size=3, epochs=3, shuffle=False, verbose=0, "
+                       "validation_data=(x[::-1].copy(), y[::-1].copy()), validation_steps=2)\n")
+    keras_out, torch_out = _run(tmp_path, src, {
+        "shapes": [("k0", (6, 8)), ("b0", (8,)), ("k1", (8, 1)), ("b1", (1,))],
+        "n": 10, "width": 6, "x_map": "\ny = np.sin(x[:, :1]).astype('float32')", "models": "(net,)",
+        "fit": "h = train(x, y)\nextra = []"})
+    assert sorted(torch_out["history"]) == sorted(keras_out["history"]) == ["loss", "val_loss"]
+    for k, v in keras_out["history"].items():
+        np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-6)

@@ -7,7 +7,9 @@ compile strings are those classes with their defaults, ``rmsprop`` when no optim
 bound to a Keras optimizer or loss object is that object, translated where it is bound; a loss given as a
 function, ``keras.losses.hinge`` or the file's own ``def my_loss(y_true, y_pred)``, is called by the loop in
 Keras's order, its labels in the outputs' dtype and rank, and its values averaged, as Keras's
-LossFunctionWrapper does);
+LossFunctionWrapper does; an instance of the file's own keras.losses.Loss subclass, a KerasLoss, is called in
+Keras's order and reduces its values itself; one metric given alone is the list of it, as Keras 2 takes it, and a
+metric function of the file is a MeanMetricWrapper named after it);
 ``model.fit(x, y, ...)`` becomes ``fit(model, optimizer, loss_fn, x, y, ...)``, a function written
 into the file once, that keeps Keras's semantics: batch size 32 by default, the last
 ``validation_split`` of the samples held out *before* shuffling, the rest shuffled every epoch, one
@@ -58,16 +60,19 @@ COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "
            "jit_compile", "auto_scale_loss")
 COMPILE_IGNORED = {"run_eagerly": "PyTorch runs eagerly", "jit_compile": "no XLA in eager PyTorch",
                    "steps_per_execution": "a graph-execution setting"}
+# Keras 2's settings of the worker threads / processes that read a keras.utils.Sequence or generator: how the
+# batches are loaded, not which (the loop reads them in order, in the main process)
+LOADING = ("max_queue_size", "workers", "use_multiprocessing")
 # method → (its parameters in order, those the loop takes, those dropped)
 METHODS = {
     "fit": (("x", "y", "batch_size", "epochs", "verbose", "callbacks", "validation_split", "validation_data",
              "shuffle", "class_weight", "sample_weight", "initial_epoch", "steps_per_epoch", "validation_steps",
-             "validation_batch_size", "validation_freq"),
+             "validation_batch_size", "validation_freq", *LOADING),
             ("x", "y", "batch_size", "epochs", "verbose", "validation_split", "validation_data", "shuffle",
              "callbacks", "steps_per_epoch", "validation_steps")),
-    "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict"),
+    "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict", *LOADING),
                  ("x", "y", "batch_size", "verbose", "steps")),
-    "predict": (("x", "batch_size", "verbose", "steps", "callbacks"), ("x", "batch_size", "verbose")),
+    "predict": (("x", "batch_size", "verbose", "steps", "callbacks", *LOADING), ("x", "batch_size", "verbose")),
 }
 
 
@@ -127,7 +132,7 @@ def bind(call: cst.Call, params: tuple) -> dict | None:
 
 
 def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=None, loss_function=None,
-                 metric_list=None) -> Compiled | str:
+                 metric_list=None, loss_object=None) -> Compiled | str:
     """A compile call → its plan, or why the loop cannot reproduce it. ``rule_of(node)``: the rule of
     a call's callee (or None); ``named(name)``: the Keras optimizer call a name given as the optimizer
     is bound to, when the training pass creates it over the model's parameters (or None);
@@ -137,7 +142,9 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
     per-sample loss function's) or "" for the file's own, else None (the loop calls it in Keras's order and
     takes the mean, as Keras's LossFunctionWrapper does); ``metric_list(node, loss plan)``: for metrics=
     other than one accuracy or error, [(Keras's name, expression, written class or "")] of its metric
-    objects (``c.metrics``), or why the loop cannot compute them."""
+    objects (``c.metrics``), or why the loop cannot compute them; ``loss_object(node)``: whether a loss given as
+    an instance of the file's own keras.losses.Loss subclass (``MyLoss()`` or a name bound once to one) is one the
+    loop calls as Keras does, ``loss_fn(y_true, y_pred)`` (the subclass, a KerasLoss, reduces its values itself)."""
     args = bind(call, COMPILE)
     if args is None:
         return "its arguments cannot be bound statically"
@@ -146,6 +153,8 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
             return f"{k} is not translated"
     if "auto_scale_loss" in args and literal_value(args["auto_scale_loss"], NOT_LITERAL) is not True:
         return "auto_scale_loss is not translated"
+    if "metrics" in args:
+        args["metrics"] = metrics_listed(args["metrics"])
     plans = {}
     for kind, table, default in (("optimizer", OPTIMIZERS, "rmsprop"), ("loss", LOSSES, None)):
         node = args.get(kind)
@@ -165,6 +174,8 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
             plans[kind] = ("name", rule_of(named(node)), named(node), node.value)
         elif kind == "loss" and isinstance(node, cst.Name) and named_loss is not None and named_loss(node) is not None:
             plans[kind] = ("name", rule_of(named_loss(node)), named_loss(node), node.value)
+        elif kind == "loss" and loss_object is not None and loss_object(node):
+            plans[kind] = ("object", None, node, node.value if isinstance(node, cst.Name) else "")
         elif kind == "loss" and loss_function is not None and loss_function(node) is not None:
             plans[kind] = ("function", loss_function(node) or None, node, node.value if isinstance(node, cst.Name)
                            else "")
@@ -180,13 +191,22 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
         return ("metrics other than one accuracy ('accuracy', 'sparse_categorical_accuracy', "
                 "keras.metrics.SparseCategoricalAccuracy(), ...) or one error ('mae', 'mse', 'mape', "
                 "keras.metrics.MeanAbsoluteError(), ...) are not translated (compute them in the loop)")
-    if plans["loss"][0] == "function" and metric is not None and metric[1] not in (*NAMED_ACCURACIES, *_ERROR_SUMS):
+    if plans["loss"][0] in ("function", "object") and metric is not None and metric[1] not in (*NAMED_ACCURACIES, *_ERROR_SUMS):
         return ("metrics=['accuracy'] with a loss function: Keras picks the accuracy from the shapes of the "
                 "labels and outputs; name it (sparse_categorical_accuracy, categorical_accuracy, binary_accuracy)")
     c = Compiled(model, call, plans["optimizer"], plans["loss"], accuracy=metric is not None, metrics=metrics or [])
     if metric is not None:
         c.accuracy_name, c.accuracy_kind = metric
     return c
+
+
+def metrics_listed(node: cst.BaseExpression | None) -> cst.BaseExpression | None:
+    """compile's metrics= as a list: one metric given alone (``metrics="accuracy"``, ``metrics=keras.metrics.AUC()``)
+    is the list of it, as Keras 2 flattens it (Keras 3 accepts only a list, tuple or dict, so such code was written
+    for Keras 2); the list's element is the node itself."""
+    if isinstance(node, (cst.SimpleString, cst.ConcatenatedString, cst.Call)):
+        return cst.List([cst.Element(node)])
+    return node
 
 
 def _loss_name(loss: tuple) -> str:
@@ -281,9 +301,13 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     else:
         correct = "(pred.argmax(-1) == yb.argmax(-1)).float().reshape(len(pred), -1).mean(1).sum().item()"
     n = c.names
-    # the loss of a batch: a torch loss in torch's order, or a loss function in Keras's (per-sample values, their mean)
+    # the loss of a batch: a torch loss in torch's order, or a loss function in Keras's (per-sample values, their
+    # mean), or a KerasLoss object in Keras's (it reduces them itself; Keras 2's compile gives it 1-D labels of 2-D
+    # outputs with a trailing axis, match_dtype_and_rank, Keras 3's as they are)
+    labels = "yb.unsqueeze(-1) if yb.dim() == 1 and pred.dim() == 2 else yb" if loss_options.get("keras2_rank") \
+        else "yb"
     batch_loss = (f"loss_fn(*{n['loss_args']}(yb, pred)).mean()" if c.loss[0] == "function"
-                  else f"loss_fn({inp}, {target})")
+                  else f"loss_fn({labels}, pred)" if c.loss[0] == "object" else f"loss_fn({inp}, {target})")
     penalty = ('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
                if regularized else "")
     t = spell("torch.as_tensor")
@@ -649,6 +673,25 @@ METRIC_CLASSES = {
         self.update_state(*args)
         return self.result()
 ''',
+    "MeanMetricWrapper": '''class MeanMetricWrapper(Mean):
+    """keras.metrics.MeanMetricWrapper, which Keras wraps a metric function given to compile in: the running
+    mean of the values fn(y_true, y_pred) returns. Keras 2's compile (keras2=True) gives fn 1-D labels of 2-D
+    outputs with a trailing axis, both as float32, of one rank (a trailing axis of size 1 dropped where they
+    differ); Keras 3's as they are."""
+
+    def __init__(self, fn, keras2=False):
+        self.fn, self.keras2 = fn, keras2
+        super().__init__()
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = torch.as_tensor(y_true), torch.as_tensor(y_pred).detach()
+        if self.keras2:
+            if y_true.dim() == 1 and y_pred.dim() == 2:
+                y_true = y_true.unsqueeze(-1)
+            y_true, y_pred = _same_rank(y_true.float(), y_pred.float())
+        with torch.no_grad():
+            super().update_state(self.fn(y_true, y_pred))
+''',
     "SparseCategoricalAccuracy": '''class SparseCategoricalAccuracy(Mean):
     """keras.metrics.SparseCategoricalAccuracy: the running fraction of argmax(y_pred) == y_true."""
 
@@ -922,7 +965,7 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
     return y_true, y_pred
 '''
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
-_ELEMENTWISE_METRICS = {"BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
+_ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
                         "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
 _STANDALONE_METRICS = {"Precision", "Recall", "AUC", "ConfusionCount", *_COUNTS}  # not derived from Mean
 
@@ -948,7 +991,7 @@ TRAIN_STEP_MODULE = "TrainStepModule"
 
 
 def train_step_module(spell, evaluate: bool = False, predict: bool = False, compiled: bool = False,
-                      weighted: bool = False) -> str:
+                      weighted: bool = False, split: bool = False, validation_steps: bool = False) -> str:
     """The base class written once into a file whose Keras models define their own ``train_step``:
     the nn.Module counterpart of what keras.Model gives such a model (compile keeps the optimizer,
     fit calls train_step per batch), with Keras's semantics. ``evaluate``: the file evaluates such a
@@ -956,7 +999,9 @@ def train_step_module(spell, evaluate: bool = False, predict: bool = False, comp
     ``predict``: the file predicts with one: predict() calls predict_step (by default the model on x);
     ``compiled``: a train_step reads Keras 2's compiled loss and metrics (compiled_loss, compiled_metrics,
     metrics, losses), which compile keeps (the Mean class is written beside); ``weighted``: one passes it a
-    sample_weight (compile's loss then takes it: ``weighted_loss``)."""
+    sample_weight (compile's loss then takes it: ``weighted_loss``); ``split``: one fits with validation_split (with
+    ``evaluate``), which fit takes; ``validation_steps``: one fits with validation_steps (with ``evaluate``): the
+    validation evaluates that many batches of validation_data, from its start each epoch, as Keras does."""
     module, optimizer = spell("torch.nn.Module"), spell("torch.optim.Optimizer")
     as_tensor, randperm, arange = spell("torch.as_tensor"), spell("torch.randperm"), spell("torch.arange")
     islice = spell("itertools.islice")
@@ -988,7 +1033,7 @@ class {TRAIN_STEP_MODULE}({module}):
 {{COMPILED_INIT}}
     def fit(self, x=None, y=None, batch_size=None, epochs=1, verbose=1, callbacks=None, shuffle=True,
             steps_per_epoch=None{{VALIDATION_ARG}}):
-        callbacks = list(callbacks or [])
+{{SPLIT}}        callbacks = list(callbacks or [])
         self.stop_training = False
         for callback in callbacks:
             callback.model = self
@@ -1043,8 +1088,14 @@ class {TRAIN_STEP_MODULE}({module}):
     if compiled:
         text = text.replace("\n\n\nclass " + TRAIN_STEP_MODULE, "\n\n\n" + COMPILED_METRICS + "\n\nclass " + TRAIN_STEP_MODULE)
         text += compiled_text + (DEFAULT_TEST_STEP if evaluate else "")
-    text = text.replace("{VALIDATION_ARG}", ", validation_data=None" if evaluate else "")
-    text = text.replace("{VALIDATION}", VALIDATION if evaluate else "")
+    split, validation_steps = split and evaluate, validation_steps and evaluate
+    text = text.replace("{VALIDATION_ARG}", (", validation_split=0.0" if split else "") +
+                        (", validation_data=None" if evaluate else "") +
+                        (",\n            validation_steps=None" if validation_steps else ""))
+    text = text.replace("{SPLIT}", SPLIT if split else "")
+    text = text.replace("{VALIDATION}", (VALIDATION.replace("verbose=0,", "steps=validation_steps, verbose=0,\n"
+                                                                       "                                         ")
+                                         if validation_steps else VALIDATION) if evaluate else "")
     no_grad, cat = spell("torch.no_grad"), spell("torch.cat")
     if evaluate:
         text += EVALUATE.format(as_tensor=as_tensor, islice=islice, no_grad=no_grad)
@@ -1131,6 +1182,14 @@ DEFAULT_TEST_STEP = '''
         return {m.name: m.result() for m in self.metrics}
 '''
 
+
+# what TrainStepModule.fit does with validation_split: the last samples, held out before shuffling, are its
+# validation_data (Keras: floor(n * (1 - validation_split)) samples kept for training)
+SPLIT = '''        if validation_split and validation_data is None:  # the last samples, held out before shuffling
+            split = int(len(x) * (1 - validation_split))
+            x, validation_data = x[:split], x[split:] if y is None else (x[split:], y[split:])
+            y = None if y is None else y[:split]
+'''
 
 # what TrainStepModule.fit does with validation_data: Keras's evaluate (test_step) after each epoch
 VALIDATION = '''            if validation_data is not None:

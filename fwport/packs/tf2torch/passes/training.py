@@ -48,7 +48,7 @@ from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.helpers import insert_after_imports
-from fwport.packs.tf2torch.passes import fitloop, regularizers, valuekinds
+from fwport.packs.tf2torch.passes import fitloop, regularizers, runtime, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
 
@@ -280,6 +280,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.compiled_uses: dict[str, set[str]] = {}
         self.metric_attrs: dict[str, list[str]] = {}  # ... and the Keras metric objects they keep as attributes
         self.class_methods: dict[str, set[str]] = {}  # class of the file → the methods it defines
+        self.loss_classes: set[str] = set()  # the file's keras.losses.Loss subclasses (KerasLoss in the output)
+        # name → (the call of such a class it is bound to, its scope, its statement) of each binding to one
+        self.loss_objects: dict[str, list[tuple[cst.Call, int, int]]] = {}
+        self.globals: set[str] = set()  # names a function declares global
         self._classes: list[str] = []
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
@@ -293,6 +297,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
         if any(b.keyword is None and self.qualname(b.value) == SCHEDULE for b in node.bases):
             self.schedule_classes.add(node.name.value)
+        if any(b.keyword is None and self.qualname(b.value) == runtime.LOSS_BASE for b in node.bases):
+            self.loss_classes.add(node.name.value)
         methods = {s.name.value for s in node.body.body if isinstance(s, cst.FunctionDef)}
         self.class_methods[node.name.value] = methods
         if "train_step" in methods and any(b.keyword is None and self.qualname(b.value) == "keras.Model"
@@ -326,6 +332,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                     self.instances.setdefault(name, set()).add(node.value.func.value)
                     if node.value.func.value in self.schedule_classes:
                         self.schedules.add(name)
+                    if node.value.func.value in self.loss_classes:
+                        self.loss_objects.setdefault(name, []).append((node.value, self._scope_id(), self.order))
                 else:
                     self.instances.setdefault(name, set()).add("")
                 if isinstance(node.value, (cst.List, cst.Tuple)):
@@ -374,6 +382,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._not_names.add(id(node.attr))
+
+    def visit_Global(self, node: cst.Global) -> None:
+        self.globals |= {n.name.value for n in node.names}
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.rate_writes.add(id(node.target))
@@ -558,6 +569,11 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
             out.append((lit, cst.parse_expression(f"{cls}()"), cls))
             continue
         call = m
+        if isinstance(m, cst.Name) and _metric_function(plan, m.value):
+            # the file's own metric function: Keras wraps it in a MeanMetricWrapper named after it
+            wrapped = f"MeanMetricWrapper({m.value}{', keras2=True' if ctx.version == 2 else ''})"
+            out.append((m.value, cst.parse_expression(wrapped), "MeanMetricWrapper"))
+            continue
         if isinstance(m, cst.Name):
             bound = plan.metric_calls.get(m.value, [])
             if len(bound) != 1 or len(plan.bound_at.get(m.value, [])) != 1:
@@ -580,6 +596,16 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
     if len(set(names)) != len(names):
         return "two compiled metrics have one name"
     return out
+
+
+def _metric_function(plan, name: str) -> bool:
+    """Whether ``name`` is a function of the module, bound once, of (y_true, y_pred) (a metric function)."""
+    fn = next((f for f in plan.top_functions.values() if f.name.value == name), None)
+    if fn is None or len(plan.bound_at.get(name, [])) != 1:
+        return False
+    p = fn.params
+    required = [x for x in (*p.posonly_params, *p.params) if x.default is None]
+    return len(required) == 2 and all(x.default is not None for x in p.kwonly_params)
 
 
 def _receiver_root(func: cst.BaseExpression) -> cst.Name | None:
@@ -858,8 +884,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                              opt_node)
             m_opt.extras.update(params=params, clipping_handled=True, schedule_handled=True)  # the fit does both
             opt = build_call(m_opt, self.ctx)
-        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None):
+        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None) or (loss_kind == "object" and c.loss[3]):
             loss = None  # a loss bound to a name (translated there, its calls adapted) or the file's own function
+        elif loss_kind == "object":  # the file's own loss class, created here: the argument as the passes leave it
+            compiled = updated_node.body[at].value
+            loss = next((u.value for o, u in zip(call.args, compiled.args) if o.value is loss_node), None) \
+                if isinstance(compiled, cst.Call) and len(compiled.args) == len(call.args) else None
         elif loss_kind == "function":
             loss = _loss_function(loss_node, loss_rule, self.ctx)
         else:
@@ -869,7 +899,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if c.activation_logits:  # the loss of the final activation's logits, as Keras takes it
                 m.kwargs["from_logits"] = cst.Name("True")
             loss = build_call(m, self.ctx)
-        kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None)  # no loss statement made
+        # no loss statement made
+        kept = loss_kind == "name" or (loss_kind == "function" and loss_rule is None) or (loss_kind == "object" and
+                                                                                          bool(c.loss[3]))
         if opt is None or (loss is None and not kept):  # refused by a rule (its error says why): compile stays
             self.ctx.settle(call)
             self.ctx.settle(updated_node.body[at].value)
@@ -958,6 +990,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         for k, v in (args or {}).items():
             if k == "class_weight" and weighted and self._weighs_classes(c):
                 continue
+            if k in fitloop.LOADING:
+                self.ctx.report(Severity.INFO, "dropped-argument",
+                                f"{k}={code(v)}: Keras 2's worker setting for reading a Sequence or generator; the "
+                                f"generated {c.base_names[method]}() reads the batches in order in this process (load "
+                                "them in parallel with DataLoader(num_workers=...))", v)
+                continue
             if k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
@@ -995,7 +1033,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """Whether the written fit can weigh this compile's loss by class: a torch loss module of Keras's
         cross-entropies / MSE / MAE / Huber, whose values per element (reduction="none") averaged over each
         sample are Keras's per-sample values (not a loss function of the file, nor KLDivergence's sum)."""
-        if c.loss is None or c.loss[0] == "function":
+        if c.loss is None or c.loss[0] in ("function", "object"):
             return False
         rule = c.loss[1]
         name = rule if isinstance(rule, str) else rule.names[0] if rule is not None else ""
@@ -1112,11 +1150,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 self.ctx.report(Severity.ERROR, "unsupported-construct",
                                 f"{code(original_node)}: {why}; TrainStepModule.fit takes x, y, batch_size, epochs, "
                                 "verbose, callbacks, shuffle, steps_per_epoch"
-                                + (", validation_data (evaluated by test_step)" if tested else ""), original_node)
+                                + (", validation_split, validation_data (evaluated by test_step), validation_steps"
+                                   if tested else ""),
+                                original_node)
                 self.ctx.settle(original_node)
                 return updated_node
-            if any(a.keyword is not None and a.keyword.value == "validation_data" for a in original_node.args):
+            if any(a.keyword is not None and a.keyword.value in ("validation_data", "validation_split")
+                   for a in original_node.args):
                 self.ctx.options["_train_step_evaluate"] = True
+            if any(a.keyword is not None and a.keyword.value == "validation_split" for a in original_node.args):
+                self.ctx.options["_train_step_split"] = True
+            if any(a.keyword is not None and a.keyword.value == "validation_steps" for a in original_node.args):
+                self.ctx.options["_train_step_validation_steps"] = True
         elif method == "evaluate":
             self.ctx.options["_train_step_evaluate"] = True
         elif method == "predict":
@@ -1274,10 +1319,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if a.keyword is None and at >= 6:
                 return "arguments after callbacks are taken by name only"
             k = a.keyword.value if a.keyword is not None else None
-            if k == "validation_data" and not tested:
-                return ("validation_data is evaluated by Keras's own test_step (the compiled loss and metrics); "
+            if k in ("validation_data", "validation_split", "validation_steps") and not tested and literal_value(
+                    a.value, NOT_LITERAL) not in (None, 0, 0.0, False):
+                return (f"{k} is evaluated by Keras's own test_step (the compiled loss and metrics); "
                         "define test_step in the model's class")
-            if k is not None and k not in taken | {"validation_data"} and literal_value(a.value, NOT_LITERAL) not in (
+            if k is not None and k not in taken | {"validation_data", "validation_split", "validation_steps"} and literal_value(a.value, NOT_LITERAL) not in (
                     None, 0, 0.0, False):
                 return f"{k}= is not translated"
         return None
@@ -1506,7 +1552,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
 
     def _metrics_of(self, node, loss) -> list | str:
         """compile's metrics= → [(Keras's name for it, the metric's expression, written class or "")], or
-        why not (:func:`_compile_metrics`; a list written in the compile)."""
+        why not (:func:`_compile_metrics`; a list written in the compile, or one metric alone)."""
+        node = fitloop.metrics_listed(node)
         if node is not None and literal_value(node, NOT_LITERAL) not in (None, [], ()) and not isinstance(
                 node, (cst.List, cst.Tuple)):
             return f"metrics={code(node)} is not a list written in the compile"
@@ -2630,8 +2677,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         if c is None:
             continue
         c.order, c.scope = plan.call_order.get(id(call), 0), scope
-        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function") else ctx.pack.by_name[c.loss[1]]
-        c.key = (loss_rule.id if loss_rule is not None else ("function", c.loss[3]), c.from_logits,
+        loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object") else ctx.pack.by_name[c.loss[1]]
+        c.key = (loss_rule.id if loss_rule is not None else (c.loss[0], c.loss[3]), c.from_logits,
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
                  tuple(sorted(c.clips.items())), bool(c.metrics))
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
@@ -2789,6 +2836,21 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         required = [x for x in (*p.posonly_params, *p.params) if x.default is None]
         return "" if len(required) == 2 and all(x.default is not None for x in p.kwonly_params) else None
 
+    def loss_object(n: cst.BaseExpression) -> bool:
+        """loss= an instance of the file's own keras.losses.Loss subclass (a KerasLoss, which reduces as Keras does):
+        created there (``MyLoss(...)``), or a name the module binds once, before the compile, to one (functions may
+        bind the name locally; none declares it global)."""
+        if isinstance(n, cst.Call):
+            return (isinstance(n.func, cst.Name) and n.func.value in plan.loss_classes
+                    and len(plan.bound_at.get(n.func.value, [])) == 1)
+        if not isinstance(n, cst.Name) or n.value in plan.globals:
+            return False
+        made = plan.loss_objects.get(n.value, [])
+        at_module = [b for b in plan.bound_at.get(n.value, []) if b[1] == 0]
+        if len(made) != 1 or made[0][1] != 0 or len(at_module) != 1 or made[0][2] >= plan.call_order.get(id(call), 0):
+            return False
+        return scope == 0 or len(plan.bound_at[n.value]) == 1  # (in a function: bound nowhere else)
+
     def listed(name: str) -> cst.List | cst.Tuple | None:
         """The literal list a name given as metrics= is bound to: once, by a statement of the compile's scope or
         the module's before it, and not changed after (append, +=)."""
@@ -2810,7 +2872,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
     c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
-                             named_loss, loss_function, metric_list)
+                             named_loss, loss_function, metric_list, loss_object)
     if isinstance(c, str):
         return refuse(c)
     if c.loss[0] in ("call", "name"):
@@ -2819,11 +2881,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         if flag not in (True, False):
             return refuse("the loss's from_logits is not a literal True/False")
         c.from_logits = flag
-    if c.accuracy_kind in fitloop.NAMED_ACCURACIES and c.loss[0] != "function":  # what the loss's labels say
+    if c.accuracy_kind in fitloop.NAMED_ACCURACIES and c.loss[0] not in ("function", "object"):  # its labels say
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if fitloop.NAMED_ACCURACIES[c.accuracy_kind] != rule.emit.get("options", {}).get("target", "same"):
             return refuse(f"the metric {c.accuracy_kind} reads other labels than the loss")
-    if c.loss[0] != "function" and not c.from_logits:  # a cross-entropy of probabilities: what Keras does instead
+    if c.loss[0] not in ("function", "object") and not c.from_logits:  # a probabilities' cross-entropy: Keras's way
         rule = c.loss[1] if c.loss[0] in ("call", "name") else ctx.pack.by_name[c.loss[1]]
         if rule.emit.get("options", {}).get("probabilities_input"):
             activation = _final_activation(plan, ctx, model, scope, models) if c.loss[0] != "name" else None
@@ -2861,7 +2923,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
         plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
     named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
-    named = c.loss[3] if c.loss[0] == "name" else None  # (its binding is translated as a loss whose calls are adapted)
+    # (its binding is translated as a loss whose calls are adapted; a KerasLoss object's is the file's own)
+    named = c.loss[3] if c.loss[0] == "name" or (c.loss[0] == "object" and c.loss[3]) else None
     c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": named or free("loss_fn", True),
                "fit": free("fit"),
                "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
@@ -2938,8 +3001,10 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         if kind == "string":
             rule = ctx.pack.by_name[rule]
         # a loss function: the labels its named accuracy reads (the loop calls the function in Keras's order)
-        options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind == "function" else \
-            rule.emit.get("options", {})
+        options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind in ("function", "object") \
+            else rule.emit.get("options", {})
+        if kind == "object" and ctx.version == 2:  # Keras 2's compile adds a trailing axis to 1-D labels of 2-D outputs
+            options["keras2_rank"] = True
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
                                      inputs_written=inputs_written, loss_args_written=loss_args_written,
                                      class_weights_written=weights_written, outputs_channels_first=out_first,
@@ -2967,6 +3032,8 @@ def _builds(c: fitloop.Compiled, ctx: FileContext) -> bool:
     mark, imports = len(ctx.pending), set(ctx.needed_imports)
     ok = True
     for kind, rule, node, *_ in (c.optimizer, c.loss):
+        if kind == "object":  # the file's own class, translated where it is defined
+            continue
         if kind == "function":
             if rule is not None and _loss_function(node, rule, ctx) is None:
                 ok = False
@@ -3064,7 +3131,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         texts.append(fitloop.train_step_module(ctx.spell_text, ctx.options.pop("_train_step_evaluate", False),
                                                ctx.options.pop("_train_step_predict", False),
                                                ctx.options.pop("_train_step_compiled", False),
-                                               ctx.options.get("_weighted_loss", False)))
+                                               ctx.options.get("_weighted_loss", False),
+                                               ctx.options.pop("_train_step_split", False),
+                                               ctx.options.pop("_train_step_validation_steps", False)))
     if ctx.options.pop("_weighted_loss", False):
         texts.append(fitloop.weighted_loss(ctx.spell_text))
     used = ctx.options.pop("_fit_helpers", set())
