@@ -246,3 +246,74 @@ def test_one_layer_on_a_layer_class_output_and_on_a_channels_first_map_is_refuse
     line = src.lstrip("\\n").splitlines().index("    y = act(y)") + 1
     assert any(f.line == line for f in r.findings if f.severity.value == "error"), r.findings
     assert "# fwport:" in r.output and "keras.Model([a, b], y)" in r.output
+
+
+# --- keras-io swin_transformers / gaugan: call()'s mask given explicitly, in a file that attaches no Keras mask ----
+
+MASK = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class WindowAttention(layers.Layer):
+    def __init__(self, dim, **kwargs):
+        super().__init__(**kwargs)
+        self.qkv = layers.Dense(dim * 3)
+        self.proj = layers.Dense(dim)
+
+    def call(self, x, mask=None):
+        q, k, v = tf.split(self.qkv(x), 3, axis=-1)
+        attn = tf.matmul(q, k, transpose_b=True)
+        if mask is not None:
+            attn = attn + mask
+        attn = tf.nn.softmax(attn, axis=-1)
+        return self.proj(tf.matmul(attn, v))
+
+
+class Block(keras.Model):
+    def __init__(self, dim, shift, **kwargs):
+        super().__init__(**kwargs)
+        self.attn = WindowAttention(dim)
+        if shift:
+            self.attn_mask = tf.constant([[0.0, -100.0, 0.0], [0.0, 0.0, -100.0], [-100.0, 0.0, 0.0]])
+        else:
+            self.attn_mask = None
+
+    def call(self, x):
+        return x + self.attn(x, mask=self.attn_mask)
+
+
+class Net(keras.Model):
+    def __init__(self, dim, **kwargs):
+        super().__init__(**kwargs)
+        self.a = Block(dim, False)
+        self.b = Block(dim, True)
+
+    def call(self, x):
+        return self.b(self.a(x))
+
+
+def build():
+    return Net(4)
+'''
+
+
+def test_a_mask_given_explicitly_in_a_file_without_keras_masks_is_an_ordinary_parameter(tmp_path):
+    # Keras fills call()'s mask from the input's attached mask only where the caller passes none (or None),
+    # and nothing in this file attaches one: the mask is what the caller passes, as in torch
+    r = tx(MASK)
+    assert not errors(r), r.findings
+    assert "def forward(self, x, mask=None):" in r.output
+    assert "return x + self.attn(x, mask=self.attn_mask)" in r.output
+    grads = verified(tmp_path, MASK, r.output, "build()", ["float32[2,3,4]"])
+    assert {"b.attn.qkv.weight", "a.attn.proj.weight"} <= set(grads), grads
+
+
+@pytest.mark.parametrize("source", ["layers.Embedding(10, 4, mask_zero=True)", "layers.Masking()"])
+def test_a_mask_in_a_file_that_attaches_keras_masks_stays_refused(source):
+    src = MASK.replace("def build():\n    return Net(4)", f"def build():\n    emb = {source}\n    return Net(4)")
+    assert src != MASK
+    r = tx(src)
+    line = src.lstrip("\n").splitlines().index("            attn = attn + mask") + 1 - 1  # `if mask is not None:`
+    assert errors(r)[("unsupported-construct", line)] == 1, r.findings
