@@ -317,3 +317,40 @@ def test_a_mask_in_a_file_that_attaches_keras_masks_stays_refused(source):
     r = tx(src)
     line = src.lstrip("\n").splitlines().index("            attn = attn + mask") + 1 - 1  # `if mask is not None:`
     assert errors(r)[("unsupported-construct", line)] == 1, r.findings
+
+
+# --- keras-io simsiam: a Sequential of features whose first Dense is refused (its regularizer) --------------------
+
+PREDICTOR = '''
+from tensorflow import keras
+from tensorflow.keras import layers, regularizers
+
+
+def build():
+    return keras.Sequential(
+        [
+            layers.Input((12,)),
+            layers.Dense(6, use_bias=False, kernel_regularizer=regularizers.l2(0.1)),
+            layers.ReLU(),
+            layers.BatchNormalization(),
+            layers.Dense(12),
+        ]
+    )
+'''
+
+
+def test_layers_after_a_refused_dense_keep_its_rank(tmp_path):
+    # the refused Dense keeps its input's rank: the layers after it take features, as in Keras (they were
+    # refused for an unknown rank in the channels-first chain a BatchNormalization makes)
+    r = translate_source(PREDICTOR.lstrip("\n"), "m.py", PACK)
+    lines = PREDICTOR.lstrip("\n").splitlines()
+    assert errors(r) == Counter({("unsupported-argument", lines.index("            layers.Dense(6, use_bias=False, "
+                                                                      "kernel_regularizer=regularizers.l2(0.1)),") + 1): 1})
+    assert "nn.LazyBatchNorm1d(momentum=0.01, eps=0.001)," in r.output and "nn.LazyLinear(12)," in r.output
+    # the layers after it compute what Keras's do: checked with the refused layer written by hand (no penalty)
+    fixed = r.output.replace("layers.Dense(6, use_bias=False, kernel_regularizer=regularizers.l2(0.1)),",
+                             "nn.Linear(12, 6, bias=False),").replace("from tensorflow.keras import layers, regularizers\n", "")
+    assert fixed != r.output
+    src = PREDICTOR.replace(", kernel_regularizer=regularizers.l2(0.1)", "")
+    grads = verified(tmp_path, src, fixed, "build()", ["float32[5,12]"])
+    assert {"2.weight", "3.weight"} <= set(grads), grads
