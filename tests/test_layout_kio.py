@@ -354,3 +354,37 @@ def test_layers_after_a_refused_dense_keep_its_rank(tmp_path):
     src = PREDICTOR.replace(", kernel_regularizer=regularizers.l2(0.1)", "")
     grads = verified(tmp_path, src, fixed, "build()", ["float32[5,12]"])
     assert {"2.weight", "3.weight"} <= set(grads), grads
+
+
+# --- keras-io gan_ada / eeg_signal_classification: Flatten (and the Dense after it) of an input of unknown rank ----
+
+FLATTEN = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build(input_shape=(6, 5, 3)):
+    inputs = keras.Input(shape=input_shape)
+    x = layers.BatchNormalization()(inputs)
+    x = layers.Flatten()(x)
+    x = layers.Dropout(0.3)(x)
+    y = layers.Conv2D(2, 3)(inputs)
+    y = layers.GlobalAveragePooling2D()(y)
+    return keras.Model(inputs, layers.Concatenate()([layers.Dense(2)(x), y]))
+'''
+
+
+def test_flatten_of_unknown_rank_in_a_channels_first_model_flattens_in_keras_order(tmp_path):
+    # was refused (Flatten, then the Dense after it: which order its kernel rows take was unknown); moved
+    # channels-last first, the map flattens in Keras's (h, w, c) order and the Dense takes Keras's kernel as it is
+    r = tx(FLATTEN)
+    assert not errors(r), r.findings
+    assert "self.flatten = ChannelsLastReshape((-1,))" in r.output and "self.fc = nn.LazyLinear(2)" in r.output
+    grads = verified(tmp_path, FLATTEN, r.output, "build()", ["float32[3,6,5,3]"])
+    assert {"fc.weight", "bn.weight"} <= set(grads), grads
+
+
+def test_flatten_of_unknown_rank_channels_first_in_a_channels_first_model_stays_refused():
+    src = FLATTEN.replace("layers.Flatten()", 'layers.Flatten(data_format="channels_first")')
+    r = translate_source(src.lstrip("\n"), "m.py", PACK)
+    assert ("shape-unknown", 8) in errors(r), r.findings
