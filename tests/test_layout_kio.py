@@ -310,7 +310,8 @@ def test_a_mask_given_explicitly_in_a_file_without_keras_masks_is_an_ordinary_pa
     assert {"b.attn.qkv.weight", "a.attn.proj.weight"} <= set(grads), grads
 
 
-@pytest.mark.parametrize("source", ["layers.Embedding(10, 4, mask_zero=True)", "layers.Masking()"])
+@pytest.mark.parametrize("source", ["layers.Embedding(10, 4, mask_zero=True)", "layers.Masking()",
+                                    'keras.models.load_model("encoder.keras")'])
 def test_a_mask_in_a_file_that_attaches_keras_masks_stays_refused(source):
     src = MASK.replace("def build():\n    return Net(4)", f"def build():\n    emb = {source}\n    return Net(4)")
     assert src != MASK

@@ -1526,8 +1526,9 @@ def _module_values(module: cst.Module) -> dict[str, cst.BaseExpression]:
 
 
 # what attaches a Keras mask to a tensor (Embedding(mask_zero=True), Masking, a compute_mask of the file, the
-# mask-carrying layers of keras_hub / keras_nlp): where none is written, no tensor of the file carries one
-_MASK_SOURCES = re.compile(r"mask_zero|Masking|compute_mask|keras_mask|keras_hub|keras_nlp")
+# mask-carrying layers of keras_hub / keras_nlp / TF Hub, a saved model loaded whole): where none is written, no
+# tensor of the file carries one
+_MASK_SOURCES = re.compile(r"mask_zero|Masking|compute_mask|keras_mask|keras_hub|keras_nlp|tensorflow_hub|load_model")
 
 
 def keras_masks(ctx: FileContext) -> bool:
