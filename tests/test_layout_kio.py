@@ -306,6 +306,8 @@ def test_a_mask_given_explicitly_in_a_file_without_keras_masks_is_an_ordinary_pa
     assert not errors(r), r.findings
     assert "def forward(self, x, mask=None):" in r.output
     assert "return x + self.attn(x, mask=self.attn_mask)" in r.output
+    line = MASK.lstrip("\n").splitlines().index("        if mask is not None:") + 1
+    assert [(f.severity.value, f.line) for f in r.findings if f.code == "mask-kept"] == [("warning", line)]
     grads = verified(tmp_path, MASK, r.output, "build()", ["float32[2,3,4]"])
     assert {"b.attn.qkv.weight", "a.attn.proj.weight"} <= set(grads), grads
 

@@ -1232,7 +1232,11 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                 plan.drop_params.add("training")
         if "mask" in names:
             if "mask" in body_names and not keras_masks(ctx):
-                pass  # no tensor of this file carries a Keras mask: call()'s mask is what its callers pass
+                # no tensor of this file carries a Keras mask: call()'s mask is what its callers pass
+                ctx.report(Severity.WARNING, "mask-kept", "call()'s mask is kept as a parameter of forward: nothing in "
+                           "this file attaches a Keras mask to a tensor, so it is what the callers pass; a caller in "
+                           "another file whose input carries one (Embedding(mask_zero=True), Masking) and that passes "
+                           "no mask must pass it explicitly", _first_use(fn.body, "mask") or fn)
             elif "mask" in body_names:
                 ctx.report(Severity.ERROR, "unsupported-construct", "call() uses a Keras mask: torch has no mask "
                            "propagation; pass the mask to forward explicitly and apply it where needed",
