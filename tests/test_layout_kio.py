@@ -246,3 +246,148 @@ def test_one_layer_on_a_layer_class_output_and_on_a_channels_first_map_is_refuse
     line = src.lstrip("\\n").splitlines().index("    y = act(y)") + 1
     assert any(f.line == line for f in r.findings if f.severity.value == "error"), r.findings
     assert "# fwport:" in r.output and "keras.Model([a, b], y)" in r.output
+
+
+# --- keras-io swin_transformers / gaugan: call()'s mask given explicitly, in a file that attaches no Keras mask ----
+
+MASK = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+class WindowAttention(layers.Layer):
+    def __init__(self, dim, **kwargs):
+        super().__init__(**kwargs)
+        self.qkv = layers.Dense(dim * 3)
+        self.proj = layers.Dense(dim)
+
+    def call(self, x, mask=None):
+        q, k, v = tf.split(self.qkv(x), 3, axis=-1)
+        attn = tf.matmul(q, k, transpose_b=True)
+        if mask is not None:
+            attn = attn + mask
+        attn = tf.nn.softmax(attn, axis=-1)
+        return self.proj(tf.matmul(attn, v))
+
+
+class Block(keras.Model):
+    def __init__(self, dim, shift, **kwargs):
+        super().__init__(**kwargs)
+        self.attn = WindowAttention(dim)
+        if shift:
+            self.attn_mask = tf.constant([[0.0, -100.0, 0.0], [0.0, 0.0, -100.0], [-100.0, 0.0, 0.0]])
+        else:
+            self.attn_mask = None
+
+    def call(self, x):
+        return x + self.attn(x, mask=self.attn_mask)
+
+
+class Net(keras.Model):
+    def __init__(self, dim, **kwargs):
+        super().__init__(**kwargs)
+        self.a = Block(dim, False)
+        self.b = Block(dim, True)
+
+    def call(self, x):
+        return self.b(self.a(x))
+
+
+def build():
+    return Net(4)
+'''
+
+
+def test_a_mask_given_explicitly_in_a_file_without_keras_masks_is_an_ordinary_parameter(tmp_path):
+    # Keras fills call()'s mask from the input's attached mask only where the caller passes none (or None),
+    # and nothing in this file attaches one: the mask is what the caller passes, as in torch
+    r = tx(MASK)
+    assert not errors(r), r.findings
+    assert "def forward(self, x, mask=None):" in r.output
+    assert "return x + self.attn(x, mask=self.attn_mask)" in r.output
+    line = MASK.lstrip("\n").splitlines().index("        if mask is not None:") + 1
+    assert [(f.severity.value, f.line) for f in r.findings if f.code == "mask-kept"] == [("warning", line)]
+    grads = verified(tmp_path, MASK, r.output, "build()", ["float32[2,3,4]"])
+    assert {"b.attn.qkv.weight", "a.attn.proj.weight"} <= set(grads), grads
+
+
+@pytest.mark.parametrize("source", ["layers.Embedding(10, 4, mask_zero=True)", "layers.Masking()",
+                                    'keras.models.load_model("encoder.keras")'])
+def test_a_mask_in_a_file_that_attaches_keras_masks_stays_refused(source):
+    src = MASK.replace("def build():\n    return Net(4)", f"def build():\n    emb = {source}\n    return Net(4)")
+    assert src != MASK
+    r = tx(src)
+    line = src.lstrip("\n").splitlines().index("            attn = attn + mask") + 1 - 1  # `if mask is not None:`
+    assert errors(r)[("unsupported-construct", line)] == 1, r.findings
+
+
+# --- keras-io simsiam: a Sequential of features whose first Dense is refused (its regularizer) --------------------
+
+PREDICTOR = '''
+from tensorflow import keras
+from tensorflow.keras import layers, regularizers
+
+
+def build():
+    return keras.Sequential(
+        [
+            layers.Input((12,)),
+            layers.Dense(6, use_bias=False, kernel_regularizer=regularizers.l2(0.1)),
+            layers.ReLU(),
+            layers.BatchNormalization(),
+            layers.Dense(12),
+        ]
+    )
+'''
+
+
+def test_layers_after_a_refused_dense_keep_its_rank(tmp_path):
+    # the refused Dense keeps its input's rank: the layers after it take features, as in Keras (they were
+    # refused for an unknown rank in the channels-first chain a BatchNormalization makes)
+    r = translate_source(PREDICTOR.lstrip("\n"), "m.py", PACK)
+    lines = PREDICTOR.lstrip("\n").splitlines()
+    assert errors(r) == Counter({("unsupported-argument", lines.index("            layers.Dense(6, use_bias=False, "
+                                                                      "kernel_regularizer=regularizers.l2(0.1)),") + 1): 1})
+    assert "nn.LazyBatchNorm1d(momentum=0.01, eps=0.001)," in r.output and "nn.LazyLinear(12)," in r.output
+    # the layers after it compute what Keras's do: checked with the refused layer written by hand (no penalty)
+    fixed = r.output.replace("layers.Dense(6, use_bias=False, kernel_regularizer=regularizers.l2(0.1)),",
+                             "nn.Linear(12, 6, bias=False),").replace("from tensorflow.keras import layers, regularizers\n", "")
+    assert fixed != r.output
+    src = PREDICTOR.replace(", kernel_regularizer=regularizers.l2(0.1)", "")
+    grads = verified(tmp_path, src, fixed, "build()", ["float32[5,12]"])
+    assert {"2.weight", "3.weight"} <= set(grads), grads
+
+
+# --- keras-io gan_ada / eeg_signal_classification: Flatten (and the Dense after it) of an input of unknown rank ----
+
+FLATTEN = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build(input_shape=(6, 5, 3)):
+    inputs = keras.Input(shape=input_shape)
+    x = layers.BatchNormalization()(inputs)
+    x = layers.Flatten()(x)
+    x = layers.Dropout(0.3)(x)
+    y = layers.Conv2D(2, 3)(inputs)
+    y = layers.GlobalAveragePooling2D()(y)
+    return keras.Model(inputs, layers.Concatenate()([layers.Dense(2)(x), y]))
+'''
+
+
+def test_flatten_of_unknown_rank_in_a_channels_first_model_flattens_in_keras_order(tmp_path):
+    # was refused (Flatten, then the Dense after it: which order its kernel rows take was unknown); moved
+    # channels-last first, the map flattens in Keras's (h, w, c) order and the Dense takes Keras's kernel as it is
+    r = tx(FLATTEN)
+    assert not errors(r), r.findings
+    assert "self.flatten = ChannelsLastReshape((-1,))" in r.output and "self.fc = nn.LazyLinear(2)" in r.output
+    grads = verified(tmp_path, FLATTEN, r.output, "build()", ["float32[3,6,5,3]"])
+    assert {"fc.weight", "bn.weight"} <= set(grads), grads
+
+
+def test_flatten_of_unknown_rank_channels_first_in_a_channels_first_model_stays_refused():
+    src = FLATTEN.replace("layers.Flatten()", 'layers.Flatten(data_format="channels_first")')
+    r = translate_source(src.lstrip("\n"), "m.py", PACK)
+    assert ("shape-unknown", 8) in errors(r), r.findings

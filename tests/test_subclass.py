@@ -286,6 +286,8 @@ def test_errors_for_keras_only_machinery():
         def build():
             inp = tf.keras.Input(shape=(3,))
             return tf.keras.Model(inp, inp)
+
+        EMBED = tf.keras.layers.Embedding(10, 3, mask_zero=True)  # the file attaches Keras masks
         ''')
     errors = Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
     assert errors[("unsupported-construct", 5)] == 1  # add_loss

@@ -128,6 +128,8 @@ CODES = {
                         "ValueError for others",
     "tf1-graph-code": "the file is TensorFlow 1 graph-mode code (placeholders, sessions, variable scopes): out of "
                       "scope, left as written (one finding for the file)",
+    "mask-kept": "call()'s mask kept as an ordinary forward parameter: nothing in the file attaches a Keras mask, "
+                 "so it is what the callers pass (Keras fills it from the input's mask only where they pass none)",
 }
 
 # severity and what to do, for docs/findings.md
@@ -140,6 +142,9 @@ CODE_ADVICE = {
     "built-for-values": ("info", "Correct for the values the file uses; to build the model for other values, "
                          "translate a file that calls the builder with them (or write the branches by hand)."),
     "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
+    "mask-kept": ("warning", "Correct for the calls in this file; where another file calls the layer on tensors "
+                  "that carry a Keras mask (Embedding(mask_zero=True), Masking) without passing mask=, pass the mask "
+                  "to the translated forward explicitly."),
     "tf1-graph-code": ("error", "Migrate the file to TensorFlow 2 first (`tf_upgrade_v2`, then eager code: functions "
                        "called on tensors instead of placeholders and sess.run, tf.Variable / Keras layers, "
                        "keras.optimizers with a tf.GradientTape step), then translate it again."),

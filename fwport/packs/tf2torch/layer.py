@@ -1659,6 +1659,15 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if layer is None:
         return LayerEmission([m.call], failed=True)
     if in_shape is None:
+        if lctx.layout == "nchw" and fmt != "channels_first":
+            # in a model converted to channels-first Keras's last axis is dim 1 at any rank: moved last, the
+            # input flattens in Keras's order whatever its rank (features: nothing moves), exactly
+            name = helpers.use(ctx, "ChannelsLastReshape")
+            ctx.report(Severity.INFO, "layout-kept", f"Flatten of an input of unknown rank in a model converted to "
+                       f"channels-first: {name}((-1,)) (written out in this file) moves the channels last before "
+                       "flattening, Keras's (h, w, c) order for a feature map, so the layers after it take Keras's "
+                       "weights as they are", m.node, m.rule)
+            return LayerEmission([expr(f"{name}((-1,))")], (None,))
         if lctx.layout == "nchw" or fmt == "channels_first":
             return _failed(m, ctx, "shape-unknown", "cannot tell whether Flatten sees a feature map (whose "
                            "flattening order differs between the layouts): give the model its input shape")

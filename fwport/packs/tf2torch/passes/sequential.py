@@ -408,7 +408,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                     ctx.report(Severity.ERROR, "unsupported-construct", f"{rule.names[0]} merges several inputs "
                                "and cannot be a member of a Sequential model", el, rule)
                 ctx.settle(el)
-                shape, flatten_of, producer = None, None, None
+                shape, flatten_of, producer = _rank_kept(rule, shape) if em.functional is None else None, None, None
                 index += 1
                 continue
             if id(el) in chain.out and [code(m) for m in chain.out[id(el)]] != [code(m) for m in em.modules]:
@@ -912,6 +912,20 @@ def _follow_uses(stmt: cst.CSTNode, open_chains: dict[str, _Chain]) -> None:
             chain.escaped = uses.escape.func
         if uses.rebound:
             open_chains.pop(name)
+
+
+def _rank_kept(rule, shape: tuple | None) -> tuple | None:
+    """The shape after a member left as written (its error said why), where its rank is known all the
+    same: a Dense keeps its input's rank (its last size unknown here), an elementwise layer its shape. The
+    layers after it are then translated for that rank instead of refused for an unknown one (a Dense
+    after a refused Dense of features sees features)."""
+    if shape is None:
+        return None
+    if rule.id in _ELEMENTWISE:
+        return shape
+    if rule.emit.get("shape") == "dense":
+        return (*shape[:-1], None)
+    return None
 
 
 def converts_to_nchw(layers: list[tuple[cst.BaseExpression, object]]) -> bool:

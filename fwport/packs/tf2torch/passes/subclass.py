@@ -1247,7 +1247,13 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             else:
                 plan.drop_params.add("training")
         if "mask" in names:
-            if "mask" in body_names:
+            if "mask" in body_names and not keras_masks(ctx):
+                # no tensor of this file carries a Keras mask: call()'s mask is what its callers pass
+                ctx.report(Severity.WARNING, "mask-kept", "call()'s mask is kept as a parameter of forward: nothing in "
+                           "this file attaches a Keras mask to a tensor, so it is what the callers pass; a caller in "
+                           "another file whose input carries one (Embedding(mask_zero=True), Masking) and that passes "
+                           "no mask must pass it explicitly", _first_use(fn.body, "mask") or fn)
+            elif "mask" in body_names:
                 ctx.report(Severity.ERROR, "unsupported-construct", "call() uses a Keras mask: torch has no mask "
                            "propagation; pass the mask to forward explicitly and apply it where needed",
                            _first_use(fn.body, "mask") or fn)
@@ -1543,6 +1549,20 @@ def _module_values(module: cst.Module) -> dict[str, cst.BaseExpression]:
             if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name):
                 values[a.targets[0].target.value] = a.value
     return {k: v for k, v in values.items() if counts.get(k) == 1}
+
+
+# what attaches a Keras mask to a tensor (Embedding(mask_zero=True), Masking, a compute_mask of the file, the
+# mask-carrying layers of keras_hub / keras_nlp / TF Hub, a saved model loaded whole): where none is written, no
+# tensor of the file carries one
+_MASK_SOURCES = re.compile(r"mask_zero|Masking|compute_mask|keras_mask|keras_hub|keras_nlp|tensorflow_hub|load_model")
+
+
+def keras_masks(ctx: FileContext) -> bool:
+    """The file may attach Keras masks to tensors. Where it does not, Keras fills a call()'s ``mask``
+    parameter with None where its caller passes none (Layer.__call__ reads the mask attached to the input),
+    so ``mask`` is an ordinary parameter: the translated forward keeps it and takes what its callers pass."""
+    parsed = ctx.analyses.get("parsed")
+    return parsed is None or bool(_MASK_SOURCES.search(parsed[1]))
 
 
 def _snake(name: str) -> str:
