@@ -39,10 +39,11 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("tensorflow.compat.v2.keras.", "keras."),
     ("tensorflow.compat.v2.", "tensorflow."),
     ("tensorflow.keras.", "keras."),
-    # TF 2's tf.losses / tf.metrics / tf.optimizers are Keras's
+    # TF 2's tf.losses / tf.metrics / tf.optimizers / tf.initializers are Keras's
     ("tensorflow.losses.", "keras.losses."),
     ("tensorflow.metrics.", "keras.metrics."),
     ("tensorflow.optimizers.", "keras.optimizers."),
+    ("tensorflow.initializers.", "keras.initializers."),
     ("tf_keras.", "keras."),
     ("keras.api._v2.keras.", "keras."),
     ("keras.src.", "keras."),

@@ -272,6 +272,68 @@ def tnp_randint(m, ctx):
     return _e(f"{_spell(ctx, 'torch.randint')}({_code(lo)}, {_code(hi)}, {size_text}, dtype={dtype_text})")
 
 
+@call_transform("random-categorical")
+def random_categorical(m, ctx):
+    """``tf.random.categorical(logits, num_samples)`` (rows of unnormalised log-probabilities, draws with
+    replacement, int64 class ids of shape (batch, num_samples)) → ``torch.multinomial(logits.softmax(-1),
+    num_samples, replacement=True)``; another dtype → ``.to(dtype)``."""
+    logits, n = m.kwargs.get("input"), m.kwargs.get("num_samples")
+    if logits is None or n is None:
+        return None
+    gen = m.kwargs.get("generator")
+    out = (f"{_spell(ctx, 'torch.multinomial')}({_atom_code(logits)}.softmax(-1), {_code(n)}, replacement=True"
+           f"{'' if gen is None else ', generator=' + _code(gen)})")
+    dtype = m.kwargs.get("dtype")
+    if dtype is not None and _code(dtype).replace(" ", "") != "torch.int64":
+        out += f".to({_code(dtype)})"
+    return _e(out)
+
+
+# --- control flow -----------------------------------------------------------------------------------
+
+def _branch(fn: cst.BaseExpression, unpack: bool) -> str:
+    """The value of calling a branch of tf.cond: a lambda without parameters is its body (a one-element
+    list / tuple taken apart where TensorFlow 1's non-strict cond does), anything else is called."""
+    if isinstance(fn, cst.Lambda) and not fn.params.params and not fn.params.kwonly_params \
+            and fn.params.star_arg is cst.MaybeSentinel.DEFAULT and fn.params.star_kwarg is None:
+        body = fn.body
+        if unpack and isinstance(body, (cst.List, cst.Tuple)) and len(body.elements) == 1 \
+                and isinstance(body.elements[0], cst.Element):
+            body = body.elements[0].value
+        return _operand(body)
+    return f"{_atom_code(fn)}()"
+
+
+def _operand(node: cst.BaseExpression) -> str:
+    """``node`` as an operand of a conditional expression: parenthesised when it is a conditional or a
+    lambda itself, or spans lines outside brackets of its own (a continuation the call's parentheses held)."""
+    text = _code(node)
+    if isinstance(node, (cst.IfExp, cst.Lambda)) or ("\n" in text and not node.lpar and not isinstance(
+            node, (cst.Call, cst.Subscript, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp))):
+        return f"({text})"
+    return text
+
+
+@call_transform("cond")
+def cond(m, ctx):
+    """``tf.cond(pred, true_fn, false_fn)`` runs one branch (eagerly: the one pred selects) →
+    ``true_value if pred else false_value``; a lambda branch is its body, any other callable is called.
+    TensorFlow 1 (``tf.compat.v1.cond``, strict=False) returns a branch's one-element list or tuple as its
+    element: a lambda's literal one taken apart here."""
+    pred = m.extras.get("pred")
+    true_fn = m.extras.get("true_fn", m.extras.get("fn1"))
+    false_fn = m.extras.get("false_fn", m.extras.get("fn2"))
+    if pred is None or true_fn is None or false_fn is None:
+        m.fail(ctx, "unsupported-argument", "give both true_fn and false_fn")
+        return None
+    strict = _lit(m.extras["strict"]) if "strict" in m.extras else False
+    if strict not in (True, False):
+        m.fail(ctx, "unsupported-argument", "strict must be a literal True or False")
+        return None
+    unpack = bool(_options(m).get("unpack_singletons")) and not strict
+    return _e(f"{_branch(true_fn, unpack)} if {_operand(pred)} else {_branch(false_fn, unpack)}")
+
+
 # --- shapes and indexing ---------------------------------------------------------------------------
 
 @call_transform("transpose")
