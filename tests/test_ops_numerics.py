@@ -279,6 +279,11 @@ CASES = [
      [f32(3, 3), np.array([2, 0, 2], np.int32)]),
     ("v1-like-pad", TF, "return tf.compat.v1.zeros_like(x), tf.compat.v1.ones_like(x, dtype=tf.int32), "
      "tf.compat.v1.pad(x, [[1, 0], [0, 2]], 'CONSTANT', None, -1.5)", [X]),
+    # TF 1's where does not broadcast: a rank-1 condition selects rows (torch.where would pair it with the last
+    # axis of this square x); of x's shape; on a scalar condition and Python numbers; one argument: indices
+    ("v1-where", TF, "return tf.compat.v1.where(x[:, 0] > 0, x, y), tf.compat.v1.where(x > 0, x, -x), "
+     "tf.compat.v1.where(tf.reduce_sum(x) > 0, 1.0, -1.0), tf.compat.v1.where(x > 0)",
+     [np.array([[1.0, -2.0, 3.0], [-1.0, 5.0, 6.0], [2.0, 0.5, -3.0]], np.float32), f32(3, 3)]),
     ("v1-map-fn", TF, "return tf.compat.v1.map_fn(lambda r: r * 2.0, x)", [X]),
     # tf.cond: the branch pred selects (a tensor or a Python bool), lambdas or callables; TF 1 unpacks a
     # branch's one-element list unless strict

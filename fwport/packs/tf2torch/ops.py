@@ -12,6 +12,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import _atom, _is_number, build_call, expr
 from fwport.core.position import render
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
@@ -422,6 +423,8 @@ def where(m, ctx):
     if x is None or y is None:
         m.fail(ctx, "unsupported-argument", "give both x and y (or neither)")
         return None
+    if _options(m).get("rows"):  # tf.compat.v1.where: a rank-1 condition selects along the first axis
+        return _e(f"{helpers.use(ctx, 'where_v1')}({_code(c)}, {_code(x)}, {_code(y)})")
     return _e(f"{_spell(ctx, 'torch.where')}({_code(c)}, {_code(x)}, {_code(y)})")
 
 
