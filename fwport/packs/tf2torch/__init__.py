@@ -37,6 +37,8 @@ SOURCE_MODULES = ("tensorflow_addons", "tensorflow_hub", "tensorflow_datasets", 
 _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("tensorflow.python.keras.", "keras."),
     ("tensorflow.compat.v2.keras.", "keras."),
+    # TF 1's tf.keras (tf.compat.v1.keras) is Keras 2's, but for the recurrent layers of _V1_RECURRENT
+    ("tensorflow.compat.v1.keras.", "keras."),
     ("tensorflow.compat.v2.", "tensorflow."),
     ("tensorflow.keras.", "keras."),
     # TF 2's tf.losses / tf.metrics / tf.optimizers / tf.initializers are Keras's
@@ -73,6 +75,11 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.backend.", "keras.backend."),
 )
 _CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+# TF 1's recurrent layers (tf.compat.v1.keras.layers.LSTM / GRU and their cells) gate with hard_sigmoid by
+# default (GRU also without reset_after), not Keras 2's sigmoid: kept as their own names (no rule), never read
+# as keras.layers.LSTM
+_V1_RECURRENT = tuple(f"tensorflow.compat.v1.keras.layers.{n}" for n in ("LSTM", "LSTMCell", "GRU", "GRUCell"))
+_CANON_EXACT.update({n: n for n in _V1_RECURRENT})
 # tf.compat.v1's dtypes are TensorFlow 2's (the ops under compat.v1 names TF 2 keeps with the same
 # signature are listed in their rules' names: rules/tf2torch/cast.toml ...)
 _CANON_EXACT.update({f"tensorflow.compat.v1.{d}": f"tensorflow.{d}" for d in (
