@@ -284,6 +284,13 @@ CASES = [
     ("v1-where", TF, "return tf.compat.v1.where(x[:, 0] > 0, x, y), tf.compat.v1.where(x > 0, x, -x), "
      "tf.compat.v1.where(tf.reduce_sum(x) > 0, 1.0, -1.0), tf.compat.v1.where(x > 0)",
      [np.array([[1.0, -2.0, 3.0], [-1.0, 5.0, 6.0], [2.0, 0.5, -3.0]], np.float32), f32(3, 3)]),
+    # the main diagonal of each innermost matrix replaced (a batch; tf.shape(x)[:-1], a sliced shape, as a size)
+    ("set-diag", TF, "return tf.linalg.set_diag(x, y), tf.linalg.set_diag(x, tf.zeros(tf.shape(x)[:-1])), "
+     "tf.ones(tf.shape(x)[1:]), tf.shape(x)[1:]", [f32(2, 3, 3), f32(2, 3)]),
+    # float32 images, uint8 ones (scaled to [0, 1] and back, truncated), float64 ones (computed in float32)
+    ("rgb-to-grayscale", TF, "return tf.image.rgb_to_grayscale(x), tf.image.rgb_to_grayscale(i), "
+     "tf.image.rgb_to_grayscale(z)", [rng.random((2, 4, 5, 3)).astype(np.float32),
+                                      rng.integers(0, 256, (4, 5, 3)).astype(np.uint8), rng.random((3, 3)) + 0.0]),
     ("v1-map-fn", TF, "return tf.compat.v1.map_fn(lambda r: r * 2.0, x)", [X]),
     # tf.cond: the branch pred selects (a tensor or a Python bool), lambdas or callables; TF 1 unpacks a
     # branch's one-element list unless strict

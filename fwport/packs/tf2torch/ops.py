@@ -186,6 +186,11 @@ def shape(m, ctx):
             idx = _lit(sub.slice[0].slice.value)
             if isinstance(idx, int) and not isinstance(idx, bool):
                 return _e(f"{_atom_code(x)}.shape[{_code(sub.slice[0].slice.value)}]")
+        if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Slice):
+            # sliced (tf.shape(x)[:-1]): an int32 tensor, and as a size argument the torch.Size x.shape[:-1]
+            part = _code(sub.slice[0].slice)
+            ctx.argument_hook(sub, lambda target: _e(f"{_atom_code(x)}.shape[{part}]")
+                              if target in SIZE_PARAMETERS else None)
         return sub
 
     ctx.subscript_hooks[id(m.node)] = indexed
