@@ -291,6 +291,10 @@ CASES = [
     ("rgb-to-grayscale", TF, "return tf.image.rgb_to_grayscale(x), tf.image.rgb_to_grayscale(i), "
      "tf.image.rgb_to_grayscale(z)", [rng.random((2, 4, 5, 3)).astype(np.float32),
                                       rng.integers(0, 256, (4, 5, 3)).astype(np.uint8), rng.random((3, 3)) + 0.0]),
+    # int32 counts (a trailing value past the largest, minlength), float64 counts by dtype, weights' dtype
+    ("bincount", TF, "return tf.math.bincount(i), tf.math.bincount(i, minlength=9), "
+     "tf.math.bincount(i, dtype=tf.float64), tf.math.bincount(i, weights=x)",
+     [np.array([1, 3, 3, 0, 6], np.int32), np.array([0.5, 1.0, -2.0, 3.0, 0.25], np.float32)]),
     ("v1-map-fn", TF, "return tf.compat.v1.map_fn(lambda r: r * 2.0, x)", [X]),
     # tf.cond: the branch pred selects (a tensor or a Python bool), lambdas or callables; TF 1 unpacks a
     # branch's one-element list unless strict

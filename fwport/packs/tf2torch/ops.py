@@ -295,6 +295,24 @@ def random_categorical(m, ctx):
     return _e(out)
 
 
+@call_transform("bincount")
+def bincount(m, ctx):
+    """``tf.math.bincount(arr, weights, minlength)`` → ``torch.bincount``; without weights TensorFlow counts in
+    its ``dtype`` (int32 by default, torch int64): ``.int()`` / ``.to(dtype)``; with weights both give the
+    weights' dtype."""
+    arr = m.kwargs.get("input")
+    if arr is None:
+        return None
+    args = [_code(arr)] + [f"{k}={_code(m.kwargs[k])}" for k in ("weights", "minlength") if k in m.kwargs]
+    out = f"{_spell(ctx, 'torch.bincount')}({', '.join(args)})"
+    if "weights" not in m.kwargs:
+        dtype = m.kwargs.get("dtype")
+        text = INT32 if dtype is None else _code(dtype).replace(" ", "")
+        if text != "torch.int64":
+            out += ".int()" if text == INT32 else f".to({_code(dtype)})"
+    return _e(out)
+
+
 # --- control flow -----------------------------------------------------------------------------------
 
 def _branch(fn: cst.BaseExpression, unpack: bool) -> str:
