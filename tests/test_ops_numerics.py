@@ -295,6 +295,7 @@ CASES = [
     ("bincount", TF, "return tf.math.bincount(i), tf.math.bincount(i, minlength=9), "
      "tf.math.bincount(i, dtype=tf.float64), tf.math.bincount(i, weights=x)",
      [np.array([1, 3, 3, 0, 6], np.int32), np.array([0.5, 1.0, -2.0, 3.0, 0.25], np.float32)]),
+    ("executing-eagerly", TF, "return tf.constant(tf.executing_eagerly())", []),
     ("v1-map-fn", TF, "return tf.compat.v1.map_fn(lambda r: r * 2.0, x)", [X]),
     # tf.cond: the branch pred selects (a tensor or a Python bool), lambdas or callables; TF 1 unpacks a
     # branch's one-element list unless strict

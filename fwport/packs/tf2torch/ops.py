@@ -313,6 +313,13 @@ def bincount(m, ctx):
     return _e(out)
 
 
+@call_transform("literal")
+def literal(m, ctx):
+    """A query whose answer is fixed in the translation: ``emit.options.value`` (Python text), e.g.
+    ``tf.executing_eagerly()`` → ``True`` (torch runs every operation eagerly)."""
+    return _e(_options(m)["value"])
+
+
 # --- control flow -----------------------------------------------------------------------------------
 
 def _branch(fn: cst.BaseExpression, unpack: bool) -> str:
