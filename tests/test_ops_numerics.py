@@ -296,6 +296,9 @@ CASES = [
      "tf.math.bincount(i, dtype=tf.float64), tf.math.bincount(i, weights=x)",
      [np.array([1, 3, 3, 0, 6], np.int32), np.array([0.5, 1.0, -2.0, 3.0, 0.25], np.float32)]),
     ("executing-eagerly", TF, "return tf.constant(tf.executing_eagerly())", []),
+    # tf.compat.v1 names of TF 2's own functions (compat_v1.SAME_OBJECT) translate as those
+    ("v1-same-objects", TF, "return tf.compat.v1.log(tf.compat.v1.cos(x) + 2.0), tf.compat.v1.reverse_v2(x, [0]), "
+     "tf.compat.v1.nn.relu(x), tf.compat.v1.cumsum(x, axis=1), tf.compat.v1.matrix_band_part(x, -1, 0)", [f32(4, 4)]),
     ("v1-map-fn", TF, "return tf.compat.v1.map_fn(lambda r: r * 2.0, x)", [X]),
     # tf.cond: the branch pred selects (a tensor or a Python bool), lambdas or callables; TF 1 unpacks a
     # branch's one-element list unless strict

@@ -124,3 +124,34 @@ def test_compat_v1_names_in_rules_have_the_tf2_signature():
         for (n1, _, d1), (_, _, d2) in zip(v1, v2):
             assert d1 == d2 or (n1 == "keepdims" and (d1, d2) == ("None", "False")) or (n1, d1) == ("axis", "None"), (
                 name, n1, d1, d2)
+
+
+_SAME = """
+import json, sys
+import tensorflow as tf
+def get(root, name):
+    for part in name.split("."):
+        root = getattr(root, part)
+    return root
+print(json.dumps([k for k, v in json.loads(sys.argv[1]).items() if get(tf.compat.v1, k) is not get(tf, v)]))
+"""
+
+
+def test_compat_v1_same_object_table_names_tf2_objects():
+    """compat_v1.SAME_OBJECT reads tf.compat.v1.X as tf.Y only where they are one object in TensorFlow (the
+    rule of Y then says what X does), and each Y is a name the pack translates or explains."""
+    pytest.importorskip("tensorflow")
+    from fwport.packs.tf2torch import DIRECTION
+    from fwport.packs.tf2torch.compat_v1 import SAME_OBJECT
+    from fwport.packs.tf2torch.guidance import GUIDANCE
+    pack = load_pack("tf2torch")
+    ruled = {n for r in pack.rules.values() for n in r.names}
+    assert len(SAME_OBJECT) >= 100
+    for v1, v2 in SAME_OBJECT.items():
+        assert DIRECTION.source.canonical(f"tensorflow.compat.v1.{v1}") == f"tensorflow.{v2}"
+        assert f"tensorflow.{v2}" in ruled or f"tensorflow.{v2}" in GUIDANCE, v2
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([sys.executable, "-c", _SAME, json.dumps(SAME_OBJECT)], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == []

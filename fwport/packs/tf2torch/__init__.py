@@ -22,6 +22,7 @@ from fwport.packs.tf2torch import trace
 from fwport.packs.tf2torch.tf1 import refuse_graph_code
 from fwport.packs.tf2torch.guidance import GUIDANCE
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
+from fwport.packs.tf2torch.compat_v1 import CANONICAL as V1_SAME_OBJECT
 from fwport.packs.tf2torch.registry import TRANSFORMS
 
 #: Top-level packages that make a file a TensorFlow/Keras source.
@@ -75,6 +76,8 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.backend.", "keras.backend."),
 )
 _CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+# tf.compat.v1 names of TF 2's own objects (compat_v1.py): their TF 2 names
+_CANON_EXACT.update(V1_SAME_OBJECT)
 # TF 1's recurrent layers (tf.compat.v1.keras.layers.LSTM / GRU and their cells) gate with hard_sigmoid by
 # default (GRU also without reset_after), not Keras 2's sigmoid: kept as their own names (no rule), never read
 # as keras.layers.LSTM
