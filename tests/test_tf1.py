@@ -144,14 +144,39 @@ def test_compat_v1_same_object_table_names_tf2_objects():
     from fwport.packs.tf2torch import DIRECTION
     from fwport.packs.tf2torch.compat_v1 import SAME_OBJECT
     from fwport.packs.tf2torch.guidance import GUIDANCE
+    from fwport.packs.tf2torch.passes.decorators import COMPILABLE
+    from fwport.packs.tf2torch.passes.training import TAPE
+    PASS_NAMES = {TAPE, *COMPILABLE}
     pack = load_pack("tf2torch")
     ruled = {n for r in pack.rules.values() for n in r.names}
     assert len(SAME_OBJECT) >= 100
     for v1, v2 in SAME_OBJECT.items():
         assert DIRECTION.source.canonical(f"tensorflow.compat.v1.{v1}") == f"tensorflow.{v2}"
-        assert f"tensorflow.{v2}" in ruled or f"tensorflow.{v2}" in GUIDANCE, v2
+        assert f"tensorflow.{v2}" in ruled or f"tensorflow.{v2}" in GUIDANCE or f"tensorflow.{v2}" in PASS_NAMES, v2
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     p = subprocess.run([sys.executable, "-c", _SAME, json.dumps(SAME_OBJECT)], capture_output=True, text=True,
                        env=env, timeout=600)
     assert p.returncode == 0, p.stderr[-3000:]
     assert json.loads(p.stdout.strip().splitlines()[-1]) == []
+
+
+def test_compat_v1_tape_and_function_are_tf2s():
+    """tf.compat.v1.GradientTape / function are TF 2's objects: the training and decorator passes translate them."""
+    src = textwrap.dedent('''
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(3,))])
+        optimizer = tf.keras.optimizers.SGD(0.1)
+
+
+        @tf.compat.v1.function
+        def train_step(x, y):
+            with tf.compat.v1.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        ''')
+    r = translate_source(src, "step.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "loss.backward()" in r.output and "optimizer.step()" in r.output and "tf." not in r.output, r.output

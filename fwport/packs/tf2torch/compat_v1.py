@@ -2,12 +2,15 @@
 each is read as its TF 2 name, so its rule (or guidance) applies as written for TF 2. Only identical
 objects are listed, never TF 1 functions of another signature or behaviour (tf.compat.v1.shape, where,
 image.resize ... have rules of their own). tests/test_tf1.py checks each pair against TensorFlow; the
-table holds the names whose TF 2 counterpart has a rule or guidance.
+table holds the names whose TF 2 counterpart has a rule or guidance, or is read by a structural pass.
 """
 from __future__ import annotations
 
 #: TF 1 name (after tf.compat.v1.) → TF 2 name (after tf.)
 SAME_OBJECT: dict[str, str] = {
+    # read by the structural passes (training.TAPE, decorators.COMPILABLE)
+    "GradientTape": "GradientTape",
+    "function": "function",
     "FixedLenFeature": "io.FixedLenFeature",
     "FixedLenSequenceFeature": "io.FixedLenSequenceFeature",
     "Tensor": "Tensor",
