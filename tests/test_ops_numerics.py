@@ -304,7 +304,8 @@ CASES = [
     # branch's one-element list unless strict
     ("cond", TF, "return tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: -x), "
      "tf.cond(tf.reduce_sum(x) < 0, lambda: x * 2.0, lambda: -x), 1.0 + tf.cond(x.shape[0] == 3, lambda: x, lambda: x - 1), "
-     "tf.cond(tf.constant(False), lambda: tf.reduce_max(x), lambda: tf.reduce_min(x))", [X]),
+     "tf.cond(tf.constant(False), lambda: tf.reduce_max(x), lambda: tf.reduce_min(x)), "
+     "tf.cond(tf.constant(True), lambda s=x: s * 3.0, lambda: x)", [X]),
     ("cond-v1", TF, "h, w = tf.compat.v1.cond(tf.reduce_sum(x) > 0, fn1=lambda: (x, x + 1), fn2=lambda: (x - 1, x)); "
      "return h, w, tf.compat.v1.cond(tf.reduce_sum(x) > 0, lambda: [x], lambda: [x * 0.0]), "
      "tf.compat.v1.cond(tf.reduce_sum(x) < 0, lambda: [x], lambda: [x * 0.0], strict=True)", [X]),

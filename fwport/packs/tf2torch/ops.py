@@ -322,12 +322,44 @@ def literal(m, ctx):
 
 # --- control flow -----------------------------------------------------------------------------------
 
+class _Rename(cst.CSTTransformer):
+    """Names of ``mapping`` in an expression → their values (not attribute names nor keywords)."""
+
+    def __init__(self, mapping: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.mapping = mapping
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False  # its own parameters may shadow them
+
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_Name(self, original_node, updated_node):
+        return self.mapping.get(original_node.value, updated_node)
+
+
+def _inlined_body(fn: cst.Lambda) -> cst.BaseExpression | None:
+    """The body of a lambda called at once with no arguments: parameters only with defaults that are names
+    (``lambda fn=func: fn(x)``, a loop's value bound early) are those names in it; None otherwise."""
+    p = fn.params
+    if p.kwonly_params or p.posonly_params or p.star_arg is not cst.MaybeSentinel.DEFAULT or p.star_kwarg is not None:
+        return None
+    if not all(isinstance(q.default, (cst.Name, cst.Attribute)) for q in p.params):
+        return None
+    if not p.params:
+        return fn.body
+    return fn.body.visit(_Rename({q.name.value: q.default for q in p.params}))
+
+
 def _branch(fn: cst.BaseExpression, unpack: bool) -> str:
-    """The value of calling a branch of tf.cond: a lambda without parameters is its body (a one-element
-    list / tuple taken apart where TensorFlow 1's non-strict cond does), anything else is called."""
-    if isinstance(fn, cst.Lambda) and not fn.params.params and not fn.params.kwonly_params \
-            and fn.params.star_arg is cst.MaybeSentinel.DEFAULT and fn.params.star_kwarg is None:
-        body = fn.body
+    """The value of calling a branch of tf.cond: a lambda is its body (parameters with name defaults put in;
+    a one-element list / tuple taken apart where TensorFlow 1's non-strict cond does), anything else is called."""
+    body = _inlined_body(fn) if isinstance(fn, cst.Lambda) else None
+    if body is not None:
         if unpack and isinstance(body, (cst.List, cst.Tuple)) and len(body.elements) == 1 \
                 and isinstance(body.elements[0], cst.Element):
             body = body.elements[0].value
