@@ -268,9 +268,58 @@ CASES = [
     # tnp.random.randint: numpy's bounds (one bound: [0, n)), size None: one number, int64 by default
     ("tnp-randint-exact", TF + "import tensorflow.experimental.numpy as tnp\n",
      "return tnp.random.randint(3, 4), tnp.random.randint(1, size=(2, 3)), tnp.random.randint(5, 6, 4)", []),
+    # --- TensorFlow 1 spellings (tf.compat.v1) with rules of their own (issue 9) ---
+    # to_float & co. are tf.cast: float → int truncates toward zero; a size becomes a tensor
+    ("v1-to-dtype", TF, "return tf.compat.v1.to_float(i), tf.compat.v1.to_int32(x), tf.compat.v1.to_int64(x), "
+     "tf.compat.v1.to_double(x), tf.compat.v1.to_float(tf.compat.v1.shape(x)[1])", [i32(9, 3, 4), f32(3, 4, scale=4.0)]),
+    ("v1-shape", TF, "return tf.compat.v1.shape(x), tf.reshape(x, [tf.compat.v1.shape(x)[0], -1]), "
+     "tf.zeros(tf.compat.v1.shape(x)), tf.compat.v1.shape(x, out_type=tf.int64)", [X3]),
+    ("v1-transpose", TF, "return tf.compat.v1.transpose(x), tf.compat.v1.transpose(x, [1, 0, 2])", [X3]),
+    ("v1-gather", TF, "return tf.compat.v1.gather(x, i), tf.compat.v1.gather(x, i, None, None, 1)",
+     [f32(3, 3), np.array([2, 0, 2], np.int32)]),
+    ("v1-like-pad", TF, "return tf.compat.v1.zeros_like(x), tf.compat.v1.ones_like(x, dtype=tf.int32), "
+     "tf.compat.v1.pad(x, [[1, 0], [0, 2]], 'CONSTANT', None, -1.5)", [X]),
+    # TF 1's where does not broadcast: a rank-1 condition selects rows (torch.where would pair it with the last
+    # axis of this square x); of x's shape; on a scalar condition and Python numbers; one argument: indices
+    ("v1-where", TF, "return tf.compat.v1.where(x[:, 0] > 0, x, y), tf.compat.v1.where(x > 0, x, -x), "
+     "tf.compat.v1.where(tf.reduce_sum(x) > 0, 1.0, -1.0), tf.compat.v1.where(x > 0)",
+     [np.array([[1.0, -2.0, 3.0], [-1.0, 5.0, 6.0], [2.0, 0.5, -3.0]], np.float32), f32(3, 3)]),
+    # the main diagonal of each innermost matrix replaced (a batch; tf.shape(x)[:-1], a sliced shape, as a size)
+    ("set-diag", TF, "return tf.linalg.set_diag(x, y), tf.linalg.set_diag(x, tf.zeros(tf.shape(x)[:-1])), "
+     "tf.ones(tf.shape(x)[1:]), tf.shape(x)[1:]", [f32(2, 3, 3), f32(2, 3)]),
+    # float32 images, uint8 ones (scaled to [0, 1] and back, truncated), float64 ones (computed in float32)
+    ("rgb-to-grayscale", TF, "return tf.image.rgb_to_grayscale(x), tf.image.rgb_to_grayscale(i), "
+     "tf.image.rgb_to_grayscale(z)", [rng.random((2, 4, 5, 3)).astype(np.float32),
+                                      rng.integers(0, 256, (4, 5, 3)).astype(np.uint8), rng.random((3, 3)) + 0.0]),
+    # int32 counts (a trailing value past the largest, minlength), float64 counts by dtype, weights' dtype
+    ("bincount", TF, "return tf.math.bincount(i), tf.math.bincount(i, minlength=9), "
+     "tf.math.bincount(i, dtype=tf.float64), tf.math.bincount(i, weights=x)",
+     [np.array([1, 3, 3, 0, 6], np.int32), np.array([0.5, 1.0, -2.0, 3.0, 0.25], np.float32)]),
+    ("executing-eagerly", TF, "return tf.constant(tf.executing_eagerly())", []),
+    # tf.compat.v1 names of TF 2's own functions (compat_v1.SAME_OBJECT) translate as those
+    ("v1-same-objects", TF, "return tf.compat.v1.log(tf.compat.v1.cos(x) + 2.0), tf.compat.v1.reverse_v2(x, [0]), "
+     "tf.compat.v1.nn.relu(x), tf.compat.v1.cumsum(x, axis=1), tf.compat.v1.matrix_band_part(x, -1, 0)", [f32(4, 4)]),
+    ("v1-map-fn", TF, "return tf.compat.v1.map_fn(lambda r: r * 2.0, x)", [X]),
+    # tf.cond: the branch pred selects (a tensor or a Python bool), lambdas or callables; TF 1 unpacks a
+    # branch's one-element list unless strict
+    ("cond", TF, "return tf.cond(tf.reduce_sum(x) > 0, lambda: x * 2.0, lambda: -x), "
+     "tf.cond(tf.reduce_sum(x) < 0, lambda: x * 2.0, lambda: -x), 1.0 + tf.cond(x.shape[0] == 3, lambda: x, lambda: x - 1), "
+     "tf.cond(tf.constant(False), lambda: tf.reduce_max(x), lambda: tf.reduce_min(x)), "
+     "tf.cond(tf.constant(True), lambda s=x: s * 3.0, lambda: x)", [X]),
+    ("cond-v1", TF, "h, w = tf.compat.v1.cond(tf.reduce_sum(x) > 0, fn1=lambda: (x, x + 1), fn2=lambda: (x - 1, x)); "
+     "return h, w, tf.compat.v1.cond(tf.reduce_sum(x) > 0, lambda: [x], lambda: [x * 0.0]), "
+     "tf.compat.v1.cond(tf.reduce_sum(x) < 0, lambda: [x], lambda: [x * 0.0], strict=True)", [X]),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),
+    # draws of class ids: int64 (batch, num_samples), frequencies those of the rows' softmax (two rows, one
+    # with a -inf logit: never drawn); dtype / TF 1's multinomial and output_dtype
+    ("random-categorical", TF, "return tf.random.categorical(x, 3000)",
+     [np.array([np.log([0.1, 0.6, 0.3]), [0.0, -np.inf, 0.0]], np.float32)], "freq(0.1,0.6,0.3;0.5,0.0,0.5)"),
+    ("random-categorical-int32", TF, "return tf.random.categorical(x, 3000, dtype=tf.int32, seed=4)",
+     [np.array([[0.0, 1.0, 2.0]], np.float32)], "freq(0.090031,0.244728,0.665241)"),
+    ("multinomial-v1", TF, "return tf.compat.v1.multinomial(x, 3000, output_dtype=tf.int32)",
+     [np.log(np.array([[0.25, 0.75]], np.float32))], "freq(0.25,0.75)"),
     ("tnp-randint", TF + "import tensorflow.experimental.numpy as tnp\n", "return tnp.random.randint(0, 10, (2000,))",
      [], "uniform(-0.5,9.5)"),
     ("tnp-randint-one-bound", TF + "import tensorflow.experimental.numpy as tnp\n",
@@ -395,6 +444,14 @@ def test_op_matches_tensorflow(case, results):
             for a in (w, g):
                 assert a.min() >= lo and a.max() < hi
                 assert abs(a.mean() - (lo + hi) / 2) < 5 * (hi - lo) / np.sqrt(12 * a.size)
+        elif mode.startswith("freq"):  # class ids per row drawn at the given probabilities: within 5 standard errors
+            rows = [[float(v) for v in r.split(",")] for r in mode[5:-1].split(";")]
+            for a in (w, g):
+                assert a.shape[0] == len(rows)
+                for row, probs in zip(a, rows):
+                    assert set(np.unique(row).tolist()) <= {c for c, q in enumerate(probs) if q > 0}
+                    for c, q in enumerate(probs):
+                        assert abs((row == c).mean() - q) <= 5 * np.sqrt(q * (1 - q) / row.size) + 1e-9
         elif np.issubdtype(w.dtype, np.floating):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=f"output {k}\n{res.output}")
         else:

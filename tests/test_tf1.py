@@ -147,12 +147,12 @@ _SIGNATURES = """
 import inspect, json, sys
 import tensorflow as tf
 out = {}
-for name in json.loads(sys.argv[1]):
+for name, tf2_name in json.loads(sys.argv[1]).items():
     v1 = tf.compat.v1
     for part in name.split("."):
         v1 = getattr(v1, part)
     v2 = tf
-    for part in name.split("."):
+    for part in tf2_name.split("."):
         v2 = getattr(v2, part)
     out[name] = [[(p.name, p.kind.name, repr(p.default)) for p in inspect.signature(f).parameters.values()]
                  for f in (v1, v2)]
@@ -161,13 +161,18 @@ print(json.dumps(out))
 
 
 def test_compat_v1_names_in_rules_have_the_tf2_signature():
-    """A rule lists tensorflow.compat.v1.X only where TF 2's parameters come first in X's, in the same order
-    and with the same defaults (keepdims: None, which is False): a call binds the same under both."""
+    """A rule of a TF 2 name lists tensorflow.compat.v1.X beside it only where TF 2's parameters come first in
+    X's, in the same order and with the same defaults (keepdims: None, which is False): a call binds the same
+    under both. (A rule of TF 1's name alone, tensorflow.compat.v1.X first, has X's own signature, which
+    test_rule_signatures checks; to_float or multinomial have no TF 2 name.)"""
     pytest.importorskip("tensorflow")
     pack = load_pack("tf2torch")
-    names = sorted({n[len("tensorflow.compat.v1."):] for r in pack.rules.values() for n in r.names
-                    if n.startswith("tensorflow.compat.v1.") and not n.startswith("tensorflow.compat.v1.logging")
-                    and "gfile" not in n and "name_scope" not in n})
+    # each TF 1 name → the TF 2 name its rule is of (random_uniform → random.uniform)
+    names = {n[len("tensorflow.compat.v1."):]: r.names[0][len("tensorflow."):] for r in pack.rules.values()
+             for n in r.names
+             if r.names[0].startswith("tensorflow.") and not r.names[0].startswith("tensorflow.compat.v1.")
+             and n.startswith("tensorflow.compat.v1.") and not n.startswith("tensorflow.compat.v1.logging")
+             and "gfile" not in n and "name_scope" not in n}
     assert len(names) >= 40
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
     p = subprocess.run([sys.executable, "-c", _SIGNATURES, json.dumps(names)], capture_output=True, text=True,
@@ -178,3 +183,59 @@ def test_compat_v1_names_in_rules_have_the_tf2_signature():
         for (n1, _, d1), (_, _, d2) in zip(v1, v2):
             assert d1 == d2 or (n1 == "keepdims" and (d1, d2) == ("None", "False")) or (n1, d1) == ("axis", "None"), (
                 name, n1, d1, d2)
+
+
+_SAME = """
+import json, sys
+import tensorflow as tf
+def get(root, name):
+    for part in name.split("."):
+        root = getattr(root, part)
+    return root
+print(json.dumps([k for k, v in json.loads(sys.argv[1]).items() if get(tf.compat.v1, k) is not get(tf, v)]))
+"""
+
+
+def test_compat_v1_same_object_table_names_tf2_objects():
+    """compat_v1.SAME_OBJECT reads tf.compat.v1.X as tf.Y only where they are one object in TensorFlow (the
+    rule of Y then says what X does), and each Y is a name the pack translates or explains."""
+    pytest.importorskip("tensorflow")
+    from fwport.packs.tf2torch import DIRECTION
+    from fwport.packs.tf2torch.compat_v1 import SAME_OBJECT
+    from fwport.packs.tf2torch.guidance import GUIDANCE
+    from fwport.packs.tf2torch.passes.decorators import COMPILABLE
+    from fwport.packs.tf2torch.passes.training import TAPE
+    PASS_NAMES = {TAPE, *COMPILABLE}
+    pack = load_pack("tf2torch")
+    ruled = {n for r in pack.rules.values() for n in r.names}
+    assert len(SAME_OBJECT) >= 100
+    for v1, v2 in SAME_OBJECT.items():
+        assert DIRECTION.source.canonical(f"tensorflow.compat.v1.{v1}") == f"tensorflow.{v2}"
+        assert f"tensorflow.{v2}" in ruled or f"tensorflow.{v2}" in GUIDANCE or f"tensorflow.{v2}" in PASS_NAMES, v2
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    p = subprocess.run([sys.executable, "-c", _SAME, json.dumps(SAME_OBJECT)], capture_output=True, text=True,
+                       env=env, timeout=600)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert json.loads(p.stdout.strip().splitlines()[-1]) == []
+
+
+def test_compat_v1_tape_and_function_are_tf2s():
+    """tf.compat.v1.GradientTape / function are TF 2's objects: the training and decorator passes translate them."""
+    src = textwrap.dedent('''
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1, input_shape=(3,))])
+        optimizer = tf.keras.optimizers.SGD(0.1)
+
+
+        @tf.compat.v1.function
+        def train_step(x, y):
+            with tf.compat.v1.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            return loss
+        ''')
+    r = translate_source(src, "step.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "loss.backward()" in r.output and "optimizer.step()" in r.output and "tf." not in r.output, r.output

@@ -22,6 +22,7 @@ from fwport.packs.tf2torch import trace
 from fwport.packs.tf2torch.tf1 import refuse_graph_code
 from fwport.packs.tf2torch.guidance import GUIDANCE
 from fwport.packs.tf2torch.passes import FINISH, PLANNERS
+from fwport.packs.tf2torch.compat_v1 import CANONICAL as V1_SAME_OBJECT
 from fwport.packs.tf2torch.registry import TRANSFORMS
 
 #: Top-level packages that make a file a TensorFlow/Keras source.
@@ -37,12 +38,15 @@ SOURCE_MODULES = ("tensorflow_addons", "tensorflow_hub", "tensorflow_datasets", 
 _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("tensorflow.python.keras.", "keras."),
     ("tensorflow.compat.v2.keras.", "keras."),
+    # TF 1's tf.keras (tf.compat.v1.keras) is Keras 2's, but for the recurrent layers of _V1_RECURRENT
+    ("tensorflow.compat.v1.keras.", "keras."),
     ("tensorflow.compat.v2.", "tensorflow."),
     ("tensorflow.keras.", "keras."),
-    # TF 2's tf.losses / tf.metrics / tf.optimizers are Keras's
+    # TF 2's tf.losses / tf.metrics / tf.optimizers / tf.initializers are Keras's
     ("tensorflow.losses.", "keras.losses."),
     ("tensorflow.metrics.", "keras.metrics."),
     ("tensorflow.optimizers.", "keras.optimizers."),
+    ("tensorflow.initializers.", "keras.initializers."),
     ("tf_keras.", "keras."),
     ("keras.api._v2.keras.", "keras."),
     ("keras.src.", "keras."),
@@ -72,6 +76,13 @@ _CANON_PREFIXES: tuple[tuple[str, str], ...] = (
     ("keras.backend.", "keras.backend."),
 )
 _CANON_EXACT = {"tensorflow.keras": "keras", "tf_keras": "keras", "tensorflow.python.keras": "keras"}
+# tf.compat.v1 names of TF 2's own objects (compat_v1.py): their TF 2 names
+_CANON_EXACT.update(V1_SAME_OBJECT)
+# TF 1's recurrent layers (tf.compat.v1.keras.layers.LSTM / GRU and their cells) gate with hard_sigmoid by
+# default (GRU also without reset_after), not Keras 2's sigmoid: kept as their own names (no rule), never read
+# as keras.layers.LSTM
+_V1_RECURRENT = tuple(f"tensorflow.compat.v1.keras.layers.{n}" for n in ("LSTM", "LSTMCell", "GRU", "GRUCell"))
+_CANON_EXACT.update({n: n for n in _V1_RECURRENT})
 # tf.compat.v1's dtypes are TensorFlow 2's (the ops under compat.v1 names TF 2 keeps with the same
 # signature are listed in their rules' names: rules/tf2torch/cast.toml ...)
 _CANON_EXACT.update({f"tensorflow.compat.v1.{d}": f"tensorflow.{d}" for d in (

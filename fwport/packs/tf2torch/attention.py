@@ -173,6 +173,14 @@ def cast(m: MappedCall, ctx):
     return expr(f"{_atom_code(x)}.to({code(dtype)})")
 
 
+@call_transform("cast-to")
+def cast_to(m: MappedCall, ctx):
+    """``tf.compat.v1.to_float(x)`` / ``to_int32`` / ... : ``tf.cast`` to the dtype the rule's
+    ``emit.options.dtype`` names (a torch dtype), written as ``cast`` writes it."""
+    m.kwargs["dtype"] = expr(ctx.spell_text(_option(m, "dtype")))
+    return cast(m, ctx)
+
+
 def _stored_arithmetic(node: cst.BaseExpression) -> bool:
     """Arithmetic on attributes of ``self`` and numbers (``self.total_steps - self.warmup_steps`` of a learning-rate
     schedule): hyperparameters stored by __init__, Python numbers as often as tensors, which have no ``.to``."""

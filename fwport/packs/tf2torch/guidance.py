@@ -180,3 +180,13 @@ GUIDANCE.update({f"tensorflow.strings.{name}": _STRINGS + what for name, what in
     "as_string": "str(x) (format with f-strings for precision / width)",
     "format": "template.format(...) / an f-string",
 }.items()})
+
+# TF 1's recurrent layers (tf.compat.v1.keras.layers.LSTM / GRU, their cells): other defaults than Keras 2's
+_V1_RECURRENT = ("TensorFlow 1's {name} gates with recurrent_activation='hard_sigmoid' by default{more} (Keras 2's "
+                 "keras.layers.{name} uses 'sigmoid'{more2}), which torch's nn.{name} cannot compute: write "
+                 "the cell by hand with clamp(0.2 * x + 0.5, 0, 1) as its gate activation, or, where retraining is "
+                 "fine, port it as keras.layers.{name} (sigmoid gates) and translate that")
+GUIDANCE.update({f"tensorflow.compat.v1.keras.layers.{name}": _V1_RECURRENT.format(
+    name=name,
+    more=", and with reset_after=False" if name.startswith("GRU") else "",
+    more2=", reset_after=True" if name.startswith("GRU") else "") for name in ("LSTM", "LSTMCell", "GRU", "GRUCell")})

@@ -959,6 +959,14 @@ def as_float32(a):
     a = {torch}as_tensor(a)
     return a.float() if a.is_floating_point() else a
 '''
+HELPERS["where_v1"] = '''
+
+def where_v1(condition, x, y):
+    """TensorFlow 1's where(condition, x, y): x where condition holds, else y, condition of x's shape, or of
+    rank 1 selecting whole entries along x's first axis (which torch.where would pair with its last axis)."""
+    condition, x = {torch}as_tensor(condition), {torch}as_tensor(x)
+    return {torch}where(condition.reshape(condition.shape + (1,) * (x.dim() - condition.dim())), x, y)
+'''
 HELPERS["Permute"] = _PERMUTE
 HELPERS["Progbar"] = '''
 

@@ -263,6 +263,17 @@ def ssim(img1, img2, max_val, filter_size=11, filter_sigma=1.5, k1=0.01, k2=0.03
     return index_map.mean(dim=(-3, -2)).mean(dim=-1)
 '''
 
+_RGB_TO_GRAYSCALE = '''
+
+def rgb_to_grayscale(images):
+    """TensorFlow's image.rgb_to_grayscale: 0.2989 R + 0.5870 G + 0.1140 B over the last axis, kept as an axis
+    of size 1; computed in float32 (integer images scaled to [0, 1] first) and converted back to the images'
+    dtype as convert_image_dtype does."""
+    flt = convert_image_dtype(images, {torch}float32)
+    gray = (flt @ {torch}tensor([0.2989, 0.5870, 0.1140])).unsqueeze(-1)
+    return convert_image_dtype(gray, images.dtype)
+'''
+
 IMAGE_HELPERS = {
     "extract_patches": _EXTRACT_PATCHES,
     "psnr": _PSNR,
@@ -279,12 +290,13 @@ IMAGE_HELPERS = {
     "crop_and_resize": _CROP_AND_RESIZE,
     "image_gradients": _IMAGE_GRADIENTS,
     "ssim": _SSIM,
+    "rgb_to_grayscale": _RGB_TO_GRAYSCALE,
 }
 helpers.HELPERS.update(IMAGE_HELPERS)
 helpers.DATA_DEPS.update({"conv2d_nhwc": ("_nhwc_window_args",), "max_pool2d_nhwc": ("_nhwc_window_args",),
                           "avg_pool2d_nhwc": ("_nhwc_window_args",),
                           "extract_patches": ("_nhwc_window_args",), "psnr": ("convert_image_dtype",),
-                          "ssim": ("convert_image_dtype",)})
+                          "ssim": ("convert_image_dtype",), "rgb_to_grayscale": ("convert_image_dtype",)})
 
 
 @call_transform("image-flip")

@@ -12,6 +12,7 @@ import libcst as cst
 from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import _atom, _is_number, build_call, expr
 from fwport.core.position import render
+from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
@@ -185,6 +186,11 @@ def shape(m, ctx):
             idx = _lit(sub.slice[0].slice.value)
             if isinstance(idx, int) and not isinstance(idx, bool):
                 return _e(f"{_atom_code(x)}.shape[{_code(sub.slice[0].slice.value)}]")
+        if isinstance(sub, cst.Subscript) and len(sub.slice) == 1 and isinstance(sub.slice[0].slice, cst.Slice):
+            # sliced (tf.shape(x)[:-1]): an int32 tensor, and as a size argument the torch.Size x.shape[:-1]
+            part = _code(sub.slice[0].slice)
+            ctx.argument_hook(sub, lambda target: _e(f"{_atom_code(x)}.shape[{part}]")
+                              if target in SIZE_PARAMETERS else None)
         return sub
 
     ctx.subscript_hooks[id(m.node)] = indexed
@@ -270,6 +276,125 @@ def tnp_randint(m, ctx):
     dtype = m.kwargs.pop("dtype", None)
     dtype_text = _spell(ctx, "torch.int64") if dtype is None else _code(dtype)
     return _e(f"{_spell(ctx, 'torch.randint')}({_code(lo)}, {_code(hi)}, {size_text}, dtype={dtype_text})")
+
+
+@call_transform("random-categorical")
+def random_categorical(m, ctx):
+    """``tf.random.categorical(logits, num_samples)`` (rows of unnormalised log-probabilities, draws with
+    replacement, int64 class ids of shape (batch, num_samples)) → ``torch.multinomial(logits.softmax(-1),
+    num_samples, replacement=True)``; another dtype → ``.to(dtype)``."""
+    logits, n = m.kwargs.get("input"), m.kwargs.get("num_samples")
+    if logits is None or n is None:
+        return None
+    gen = m.kwargs.get("generator")
+    out = (f"{_spell(ctx, 'torch.multinomial')}({_atom_code(logits)}.softmax(-1), {_code(n)}, replacement=True"
+           f"{'' if gen is None else ', generator=' + _code(gen)})")
+    dtype = m.kwargs.get("dtype")
+    if dtype is not None and _code(dtype).replace(" ", "") != "torch.int64":
+        out += f".to({_code(dtype)})"
+    return _e(out)
+
+
+@call_transform("bincount")
+def bincount(m, ctx):
+    """``tf.math.bincount(arr, weights, minlength)`` → ``torch.bincount``; without weights TensorFlow counts in
+    its ``dtype`` (int32 by default, torch int64): ``.int()`` / ``.to(dtype)``; with weights both give the
+    weights' dtype."""
+    arr = m.kwargs.get("input")
+    if arr is None:
+        return None
+    args = [_code(arr)] + [f"{k}={_code(m.kwargs[k])}" for k in ("weights", "minlength") if k in m.kwargs]
+    out = f"{_spell(ctx, 'torch.bincount')}({', '.join(args)})"
+    if "weights" not in m.kwargs:
+        dtype = m.kwargs.get("dtype")
+        text = INT32 if dtype is None else _code(dtype).replace(" ", "")
+        if text != "torch.int64":
+            out += ".int()" if text == INT32 else f".to({_code(dtype)})"
+    return _e(out)
+
+
+@call_transform("literal")
+def literal(m, ctx):
+    """A query whose answer is fixed in the translation: ``emit.options.value`` (Python text), e.g.
+    ``tf.executing_eagerly()`` → ``True`` (torch runs every operation eagerly)."""
+    return _e(_options(m)["value"])
+
+
+# --- control flow -----------------------------------------------------------------------------------
+
+class _Rename(cst.CSTTransformer):
+    """Names of ``mapping`` in an expression → their values (not attribute names nor keywords)."""
+
+    def __init__(self, mapping: dict[str, cst.BaseExpression]):
+        super().__init__()
+        self.mapping = mapping
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False  # its own parameters may shadow them
+
+    def leave_Attribute(self, original_node, updated_node):
+        return updated_node.with_changes(attr=original_node.attr)
+
+    def leave_Arg(self, original_node, updated_node):
+        return updated_node.with_changes(keyword=original_node.keyword)
+
+    def leave_Name(self, original_node, updated_node):
+        return self.mapping.get(original_node.value, updated_node)
+
+
+def _inlined_body(fn: cst.Lambda) -> cst.BaseExpression | None:
+    """The body of a lambda called at once with no arguments: parameters only with defaults that are names
+    (``lambda fn=func: fn(x)``, a loop's value bound early) are those names in it; None otherwise."""
+    p = fn.params
+    if p.kwonly_params or p.posonly_params or p.star_arg is not cst.MaybeSentinel.DEFAULT or p.star_kwarg is not None:
+        return None
+    if not all(isinstance(q.default, (cst.Name, cst.Attribute)) for q in p.params):
+        return None
+    if not p.params:
+        return fn.body
+    return fn.body.visit(_Rename({q.name.value: q.default for q in p.params}))
+
+
+def _branch(fn: cst.BaseExpression, unpack: bool) -> str:
+    """The value of calling a branch of tf.cond: a lambda is its body (parameters with name defaults put in;
+    a one-element list / tuple taken apart where TensorFlow 1's non-strict cond does), anything else is called."""
+    body = _inlined_body(fn) if isinstance(fn, cst.Lambda) else None
+    if body is not None:
+        if unpack and isinstance(body, (cst.List, cst.Tuple)) and len(body.elements) == 1 \
+                and isinstance(body.elements[0], cst.Element):
+            body = body.elements[0].value
+        return _operand(body)
+    return f"{_atom_code(fn)}()"
+
+
+def _operand(node: cst.BaseExpression) -> str:
+    """``node`` as an operand of a conditional expression: parenthesised when it is a conditional or a
+    lambda itself, or spans lines outside brackets of its own (a continuation the call's parentheses held)."""
+    text = _code(node)
+    if isinstance(node, (cst.IfExp, cst.Lambda)) or ("\n" in text and not node.lpar and not isinstance(
+            node, (cst.Call, cst.Subscript, cst.List, cst.Dict, cst.Set, cst.ListComp, cst.DictComp, cst.SetComp))):
+        return f"({text})"
+    return text
+
+
+@call_transform("cond")
+def cond(m, ctx):
+    """``tf.cond(pred, true_fn, false_fn)`` runs one branch (eagerly: the one pred selects) →
+    ``true_value if pred else false_value``; a lambda branch is its body, any other callable is called.
+    TensorFlow 1 (``tf.compat.v1.cond``, strict=False) returns a branch's one-element list or tuple as its
+    element: a lambda's literal one taken apart here."""
+    pred = m.extras.get("pred")
+    true_fn = m.extras.get("true_fn", m.extras.get("fn1"))
+    false_fn = m.extras.get("false_fn", m.extras.get("fn2"))
+    if pred is None or true_fn is None or false_fn is None:
+        m.fail(ctx, "unsupported-argument", "give both true_fn and false_fn")
+        return None
+    strict = _lit(m.extras["strict"]) if "strict" in m.extras else False
+    if strict not in (True, False):
+        m.fail(ctx, "unsupported-argument", "strict must be a literal True or False")
+        return None
+    unpack = bool(_options(m).get("unpack_singletons")) and not strict
+    return _e(f"{_branch(true_fn, unpack)} if {_operand(pred)} else {_branch(false_fn, unpack)}")
 
 
 # --- shapes and indexing ---------------------------------------------------------------------------
@@ -360,6 +485,8 @@ def where(m, ctx):
     if x is None or y is None:
         m.fail(ctx, "unsupported-argument", "give both x and y (or neither)")
         return None
+    if _options(m).get("rows"):  # tf.compat.v1.where: a rank-1 condition selects along the first axis
+        return _e(f"{helpers.use(ctx, 'where_v1')}({_code(c)}, {_code(x)}, {_code(y)})")
     return _e(f"{_spell(ctx, 'torch.where')}({_code(c)}, {_code(x)}, {_code(y)})")
 
 

@@ -1,0 +1,70 @@
+"""TensorFlow 2's tf.initializers.* are Keras's initializers (tf.initializers.Zeros is
+keras.initializers.Zeros): as add_weight's initializer= they give the parameter Keras's values. The
+layer is built in TensorFlow and its translation in torch, each in its own subprocess, on one input."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+SRC = '''import tensorflow as tf
+from tensorflow import keras
+
+
+class Scale(keras.layers.Layer):
+    def __init__(self, n):
+        super().__init__()
+        self.b = self.add_weight(shape=(n,), initializer=tf.initializers.Zeros(), trainable=True)
+        self.g = self.add_weight(shape=(2, n), initializer=tf.initializers.Ones())
+        self.c = self.add_weight(shape=(n,), initializer=tf.initializers.Constant(0.5))
+
+    def call(self, x):
+        return x * self.g + self.b + self.c
+'''
+
+_RUN = r'''
+import json, sys
+import numpy as np
+fw, src = sys.argv[1], open(sys.argv[2]).read()
+ns = {}
+exec(compile(src, "layer.py", "exec"), ns)
+x = np.arange(6, dtype=np.float32).reshape(2, 3) - 2.5
+layer = ns["Scale"](3)
+if fw == "tf":
+    import tensorflow as tf
+    y = layer(tf.constant(x)).numpy()
+else:
+    import torch
+    y = layer(torch.from_numpy(x)).detach().numpy()
+print(json.dumps(y.tolist()))
+'''
+
+
+def _run(fw: str, path) -> np.ndarray:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", KERAS_BACKEND="tensorflow")
+    proc = subprocess.run([sys.executable, "-c", _RUN, fw, str(path)], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return np.array(json.loads(proc.stdout.strip().splitlines()[-1]), np.float32)
+
+
+def test_tf_initializers_in_add_weight_give_keras_values(tmp_path):
+    for mod in ("tensorflow", "torch"):
+        if find_spec(mod) is None:
+            pytest.skip(f"{mod} is not installed")
+    r = translate_source(SRC, "layer.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "nn.Parameter(torch.zeros(n))" in r.output and "tf." not in r.output, r.output
+    (tmp_path / "tf.py").write_text(SRC)
+    (tmp_path / "torch.py").write_text(r.output)
+    want, got = _run("tf", tmp_path / "tf.py"), _run("torch", tmp_path / "torch.py")
+    np.testing.assert_array_equal(got, want)
+    assert want.shape == (2, 3)
