@@ -126,6 +126,8 @@ CODES = {
     "built-for-values": "a builder function's model was translated for the values every call of it in the file "
                         "gives some of its parameters (an if or a loop of the model depends on them); the class raises "
                         "ValueError for others",
+    "if-decided": "an if statement of a functional model's builder decided where the model is built (literals, "
+                  "module constants, the values the file gives the builder): the class has the branch Keras builds",
     "tf1-graph-code": "the file is TensorFlow 1 graph-mode code (placeholders, sessions, variable scopes): out of "
                       "scope, left as written (one finding for the file)",
 }
@@ -139,6 +141,8 @@ CODE_ADVICE = {
                     "and translate again."),
     "built-for-values": ("info", "Correct for the values the file uses; to build the model for other values, "
                          "translate a file that calls the builder with them (or write the branches by hand)."),
+    "if-decided": ("info", "Correct for those values; if a constant or an argument it reads changes, translate "
+                   "the file again (the branch not taken is not in the class)."),
     "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
     "tf1-graph-code": ("error", "Migrate the file to TensorFlow 2 first (`tf_upgrade_v2`, then eager code: functions "
                        "called on tensors instead of placeholders and sess.run, tf.Variable / Keras layers, "
