@@ -125,3 +125,14 @@ def test_an_if_not_known_where_the_model_is_built_keeps_the_refusal():
     assert not _errors(raising), _errors(raising)
     assert "if not use_norm:\n            raise ValueError" in raising.output  # (in __init__, as other config)
     assert len([f for f in raising.findings if f.code == "if-decided"]) == 1  # (the other one: mode)
+
+
+def test_an_if_below_keras_model_stays_as_written():
+    # the builder's own code after the model (a summary, a compile) keeps its if statement
+    src = DECIDED.replace("    return keras.Model(inputs, outputs)\n",
+                          "    model = keras.Model(inputs, outputs)\n    if use_norm:\n        print(\"normed\")\n"
+                          "    return model\n")
+    r = _tx(src)
+    assert not _errors(r), _errors(r)
+    assert "    if use_norm:\n        print(\"normed\")\n    return model\n" in r.output
+    assert len([f for f in r.findings if f.code == "if-decided"]) == 2  # the two above the model

@@ -1670,8 +1670,10 @@ class _Builder:
         bound once, the values pinned: ``if positional_emb:``) replaced by the statements of the branch it
         takes, as Keras builds the graph: the class has that branch's layers and forward its code."""
         out = []
-        for st in stmts:
-            chosen = self._static_branch(st, bound) if isinstance(st, cst.If) else None
+        model = next((k for k, st in enumerate(stmts) if _has_model_call(st, self.ctx)), len(stmts))
+        for k, st in enumerate(stmts):
+            # (below keras.Model(...): the builder's own code, compile or summary, keeps its if statements)
+            chosen = self._static_branch(st, bound) if isinstance(st, cst.If) and k < model else None
             if chosen is None:
                 out.append(st)
                 continue
