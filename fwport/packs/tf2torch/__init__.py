@@ -137,6 +137,8 @@ CODES = {
     "built-for-values": "a builder function's model was translated for the values every call of it in the file "
                         "gives some of its parameters (an if or a loop of the model depends on them); the class raises "
                         "ValueError for others",
+    "if-decided": "an if statement of a functional model's builder decided where the model is built (literals, "
+                  "module constants, the values the file gives the builder): the class has the branch Keras builds",
     "tf1-graph-code": "the file is TensorFlow 1 graph-mode code (placeholders, sessions, variable scopes): out of "
                       "scope, left as written (one finding for the file)",
     "mask-kept": "call()'s mask kept as an ordinary forward parameter: nothing in the file attaches a Keras mask, "
@@ -152,6 +154,8 @@ CODE_ADVICE = {
                     "and translate again."),
     "built-for-values": ("info", "Correct for the values the file uses; to build the model for other values, "
                          "translate a file that calls the builder with them (or write the branches by hand)."),
+    "if-decided": ("info", "Correct for those values; if a constant or an argument it reads changes, translate "
+                   "the file again (the branch not taken is not in the class)."),
     "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
     "mask-kept": ("warning", "Correct for the calls in this file; where another file calls the layer on tensors "
                   "that carry a Keras mask (Embedding(mask_zero=True), Masking) without passing mask=, pass the mask "

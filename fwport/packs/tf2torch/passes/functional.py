@@ -165,6 +165,8 @@ MERGE_FNS = {"keras.layers.add": "add", "keras.layers.subtract": "sub", "keras.l
 _MERGE_CLASS = {"add": "Add", "sub": "Subtract", "mul": "Multiply", "avg": "Average", "max": "Maximum",
                 "min": "Minimum", "cat": "Concatenate"}
 _ARITH = {cst.Add: "+", cst.Subtract: "-", cst.Multiply: "*", cst.Divide: "/"}
+_AUG_ARITH = {cst.AddAssign: cst.Add, cst.SubtractAssign: cst.Subtract, cst.MultiplyAssign: cst.Multiply,
+              cst.DivideAssign: cst.Divide}
 _COMPARE = (cst.Equal, cst.NotEqual, cst.LessThan, cst.LessThanEqual, cst.GreaterThan, cst.GreaterThanEqual)
 _STATIC_OPS = {cst.Add: lambda a, b: a + b, cst.Subtract: lambda a, b: a - b, cst.Multiply: lambda a, b: a * b,
                cst.FloorDivide: lambda a, b: a // b, cst.Modulo: lambda a, b: a % b, cst.Divide: lambda a, b: a / b}
@@ -849,6 +851,33 @@ def _assigned(stmt: cst.CSTNode) -> list[str]:
     return out
 
 
+class _StatementKinds(cst.CSTVisitor):
+    """Whether a statement holds calls or assignments (``builds``), and raise / return statements (``exits``)."""
+
+    def __init__(self):
+        self.builds = False
+        self.exits = False
+
+    def visit_Call(self, n: cst.Call) -> None:
+        self.builds = True
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        self.builds = True
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        self.builds = True
+
+    def visit_Raise(self, n: cst.Raise) -> None:
+        self.exits = True
+
+    def visit_Return(self, n: cst.Return) -> None:
+        self.exits = True
+
+    def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+        self.exits = True  # (a nested def: left as it is)
+        return False
+
+
 class _NamesBound(cst.CSTVisitor):
     def __init__(self):
         self.out: set[str] = set()
@@ -959,6 +988,8 @@ class _Builder:
         self.pinned: dict[str, object] = {}
         self.later_rows: list[int] = []  # module level: the statements of the keras.Model(...) calls below this one
         self.source_body: list = []  # module level: the module's statements as the source has them
+        self.decided_ifs: list[cst.If] = []  # the builder's if statements decided here (their branch in place)
+        self.aug: dict[int, cst.SimpleStatementLine] = {}  # id(`x += y` on a tensor) → `x = x + y`, written instead
 
     def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
         """``rewrite(node, transformer, fresh=True)``, each node of the copy mapped to the source's node
@@ -1477,6 +1508,7 @@ class _Builder:
                     return None
                 return t, value
             role = self._statement(st, False)
+            st = self.aug.pop(id(st), st)
             if role == "forward":
                 forward.append(st)
             elif role == "unrolled":
@@ -1521,6 +1553,12 @@ class _Builder:
             return _LAYER_OBJECT  # a parameter given a layer: `if activation:` holds
         if isinstance(node, cst.Name) and node.value in ("True", "False", "None"):
             return {"True": True, "False": False, "None": None}[node.value]
+        if isinstance(node, cst.Name) and node.value not in self.local and node.value not in self.env \
+                and node.value in self.constants[1]:  # a module constant bound once: `positional_emb = True`
+            value = _module_assignments(self.ctx).get(node.value)
+            v = literal_value(value, NOT_LITERAL) if value is not None else NOT_LITERAL
+            if v is not NOT_LITERAL and _plain_value(v):
+                return v
         if isinstance(node, cst.UnaryOperation):
             v = self._static(node.expression, tensors)
             if isinstance(node.operator, cst.Not):
@@ -1610,13 +1648,65 @@ class _Builder:
         for star in (params.star_arg, params.star_kwarg):
             if isinstance(star, cst.Param):
                 self.local.add(star.name.value)
+        bound = set().union(*(_names_bound_in(st) | set(_assigned(st)) for st in stmts)) if stmts else set()
+        stmts = self._static_ifs(stmts, bound)
         plan = self._follow(stmts, builder=True)
         if plan is None:
             return None
         new_body = self._rewrite(stmts, plan)
+        for st in self.decided_ifs:
+            where = self.origin.get(id(st), (None, st))[1]
+            self.ctx.report(Severity.INFO, "if-decided", f"`if {code(where.test)}:` is decided where the model is "
+                            "built (by literals, module constants or the values the file gives the builder): the "
+                            "translated class has the layers and the code of the branch Keras builds, and no if; "
+                            "translate again if those values change", where)
         self.ctx.analyses.setdefault("functional", []).append(plan)
         self._record_penalties(plan.class_name)
         return fn.with_changes(body=fn.body.with_changes(body=new_body))
+
+    def _static_ifs(self, stmts: list, bound: set[str]) -> list:
+        """The builder's statements with each ``if`` that builds part of the model (calls or assignments, no
+        raise or return) and whose test is decided where the model is built (literals, module constants
+        bound once, the values pinned: ``if positional_emb:``) replaced by the statements of the branch it
+        takes, as Keras builds the graph: the class has that branch's layers and forward its code."""
+        out = []
+        model = next((k for k, st in enumerate(stmts) if _has_model_call(st, self.ctx)), len(stmts))
+        for k, st in enumerate(stmts):
+            # (below keras.Model(...): the builder's own code, compile or summary, keeps its if statements)
+            chosen = self._static_branch(st, bound) if isinstance(st, cst.If) and k < model else None
+            if chosen is None:
+                out.append(st)
+                continue
+            self.decided_ifs.append(st)
+            out += self._static_ifs(chosen, bound)
+        return out
+
+    def _static_branch(self, st: cst.If, bound: set[str]) -> list | None:
+        """The statements of the branch ``st`` takes where the model is built (see :meth:`_static_ifs`), or
+        None (a test not known here, or an if that builds nothing)."""
+        kinds = _StatementKinds()
+        scan(st, kinds)
+        if kinds.exits or not kinds.builds:
+            return None
+        branch = st
+        saved = self.local
+        self.local = self.local | bound  # (a name the builder binds is not the module's constant)
+        try:
+            while True:
+                if not isinstance(branch.body, cst.IndentedBlock):
+                    return None
+                if self._static(branch.test, {}):
+                    return list(branch.body.body)
+                if isinstance(branch.orelse, cst.If):
+                    branch = branch.orelse
+                    continue
+                if isinstance(branch.orelse, cst.Else):
+                    return list(branch.orelse.body.body) if isinstance(branch.orelse.body, cst.IndentedBlock) else None
+                return []
+        except (_Refused, TypeError, ValueError, ZeroDivisionError):
+            return None
+        finally:
+            self.local = saved
 
     def run_module(self, body: list, lo: int, hi: int) -> list | None:
         stmts = list(body)
@@ -1702,6 +1792,8 @@ class _Builder:
                 if after is not None:
                     stmts[i] = stmt = after
             role = self._statement(stmt, i == 0 and builder)
+            if id(stmt) in self.aug:
+                stmts[i] = stmt = self.aug.pop(id(stmt))
             roles[i] = role
             if not builder and role != "keep":
                 graph_bound |= _names_bound_in(stmt) | set(_assigned(stmt))
@@ -1806,7 +1898,7 @@ class _Builder:
                        "whose forward calls the layers in order", model_call)
 
         calls = ctx.analyses.setdefault("functional_calls", {})
-        for s in stmts:
+        for s in [*stmts, *self.decided_ifs]:  # (an if decided here: the branch it does not take too)
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _SettleGraphCalls(ctx))
                 for name in _names_in(s) & set(self.helpers):  # its helpers are left with it
@@ -2047,6 +2139,7 @@ class _Builder:
                     out += inner
                     continue
                 role = self._statement(st, False)
+                st = self.aug.pop(id(st), st)
                 if role == "forward":
                     out.append(_clean(rewrite(st, _Replace(self.replace), fresh=True)).with_changes(leading_lines=[]))
                 elif role == "unrolled":
@@ -2226,6 +2319,22 @@ class _Builder:
             except _Refused as r:
                 self._refused(r)
             return "forward"
+        if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) \
+                and isinstance(self.env.get(small.target.value), _Tensor) and type(small.operator) in _AUG_ARITH:
+            # x += y on a tensor: in torch, in place (a name bound to the same tensor changes too, autograd may
+            # refuse it); Keras makes a new tensor: written x = x + y
+            right = small.value
+            if isinstance(right, (cst.BinaryOperation, cst.BooleanOperation, cst.Comparison, cst.IfExp, cst.Lambda)):
+                right = right.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            value = cst.BinaryOperation(small.target, _AUG_ARITH[type(small.operator)](), right)
+            self.aug[id(stmt)] = stmt.with_changes(body=[cst.Assign([cst.AssignTarget(small.target)], value)])
+            try:
+                t = self._tensor(value)
+            except _Refused as r:
+                self._refused(r)
+                t = None
+            self.env[small.target.value] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
+            return "forward"
         self.error(stmt, f"{code(stmt).strip()}: fwport follows a functional model written as `name = expression` "
                          "assignments; this statement is not one")
         return "forward"
@@ -2389,6 +2498,9 @@ class _Builder:
             v = self.env.get(node.value)
             if isinstance(v, _Tensor):
                 return v
+            if isinstance(v, _Layer) and v.kind in ("list", "dict"):
+                raise _Refused(node, f"{node.value}, a {v.kind} of tensors, used as a value: fwport follows one "
+                                     "given to a merge, to keras.Model(...), or as a recurrent layer's initial_state")
             if isinstance(v, _Layer):
                 raise _Refused(node, f"the layer {node.value} used as a value: fwport follows layers that are called")
             if node.value in self.local and self.fn is not None:
@@ -2720,6 +2832,8 @@ class _Builder:
         them for an LSTM), or one that returns its final states (return_state=True, unpacked where it is
         called): the Lazy<kind> helper, which takes and returns what Keras's layer does."""
         x, state = _rnn_call_args(call)
+        if isinstance(state, cst.Name) and state.value in self.lists:  # states = [h, c]: the list, in place
+            state = self.lists[state.value]
         returns_state = _lit_of(layer.call, "return_state") is True
         states = list(state.elements) if isinstance(state, (cst.List, cst.Tuple)) else ([state] if state else [])
         state_ts = []
