@@ -1000,6 +1000,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
                     "MAE or Huber)" if k == "class_weight" else "")
+        if bad is None and isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)):
+            # several inputs: the written loops take one array (len(x) samples, x[idx] a batch, model(xb))
+            bad = (f"x={code(args['x'])} gives a model of several inputs a {type(args['x']).__name__.lower()} of "
+                   "arrays, and the generated loop batches one array; give the model one input (concatenate the "
+                   "features), or write the loop by hand: batch every array with the same indices and call the "
+                   "model with all of them")
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
