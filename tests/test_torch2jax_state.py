@@ -192,3 +192,54 @@ def test_a_builder_of_a_stateful_model_made_without_its_state_is_an_error():
     line = src.splitlines().index("    net = build()") + 1
     assert [(f.code, f.line) for f in errs] == [("unsupported-construct", line)], r.findings
     assert "make_with_state(build)" in errs[0].message
+
+
+_GLOBAL = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm1d(3)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+model = Net()
+
+
+def run(x):
+    y = model(x)
+    return y
+
+
+model.eval()
+a = run(torch.arange(12.0).reshape(4, 3))
+model.train()
+b = run(torch.arange(12.0).reshape(4, 3) * 3.0)
+model.eval()
+c = run(torch.arange(12.0).reshape(4, 3))
+print(*a.flatten().tolist(), *b.flatten().tolist(), *c.flatten().tolist())
+'''
+
+
+@needs_frameworks
+def test_a_function_running_the_module_s_model_rebinds_the_global_state(tmp_path):
+    r = t2j(_GLOBAL)
+    assert not errors(r), r.findings
+    assert "def run(x):\n    global state\n" in r.output
+    src, out = tmp_path / "model.py", tmp_path / "out.py"
+    src.write_text(_GLOBAL)
+    out.write_text(r.output)
+    t = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=300)
+    j = subprocess.run([sys.executable, "-c", NO_TORCH, str(out)], capture_output=True, text=True, timeout=300)
+    assert t.returncode == 0 and j.returncode == 0, r.output + t.stderr[-2000:] + j.stderr[-2000:]
+    a, b = [float(v) for v in t.stdout.split()], [float(v) for v in j.stdout.split()]
+    # evaluation with the fresh statistics, then a training-mode call (batch statistics): as PyTorch
+    assert b[:24] == pytest.approx(a[:24], rel=1e-5, abs=1e-5)
+    # that call moved the module's statistics on both sides (how far differs after one step: Equinox debiases
+    # its average, PyTorch starts it from (0, 1), the batch-norm warning)
+    assert a[24:] != pytest.approx(a[:12], rel=0.1) and b[24:] != pytest.approx(b[:12], rel=0.1)

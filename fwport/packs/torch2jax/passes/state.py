@@ -6,7 +6,7 @@ reads and writes ``state`` in its translation (the model's call, the train_step'
 ``state`` after the model's parameter; one that runs the model in training mode (the statistics move)
 hands it back too: a threaded training function returns ``model, opt_state, state`` (its callers rebind
 the three), another function returning nothing returns ``state`` (``state = f(model, state, ...)``), and
-one evaluating (``model.eval()``) only takes it. Each call in the file passes ``state``; a call fwport
+one evaluating (``model.eval()``) only takes it; one running the module's own model declares ``global state``. Each call in the file passes ``state``; a call fwport
 cannot give it (a scope without the state, a use that is not a call) is an error on that line.
 
 ``plan`` (from the training pass, on the source) decides and reports; ``finish`` writes the parameters,
@@ -90,6 +90,9 @@ def plan(module: cst.Module, ctx, stateful: set[str], ctors: set[str], threaded:
                         back = back or info["back"]
             given = sorted((called - _made(f, ctors)) & set(params))
             if not given:
+                if (called - _made(f, ctors) - set(params)) & module_made:  # the module's model: its state is global
+                    from fwport.packs.torch2jax.passes.training import GLOBALS  # (as PyTorch's call moves the module's)
+                    ctx.analyses.setdefault(GLOBALS, {}).setdefault(name, set()).add("state")
                 continue
             if len(given) > 1 or f.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or f.params.posonly_params:
                 ctx.report(Severity.ERROR, "unsupported-construct", f"{name} runs {', '.join(given)}, which keep a layer "
