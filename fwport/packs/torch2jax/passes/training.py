@@ -29,6 +29,7 @@ from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
+from fwport.packs.torch2jax.passes import state
 from fwport.packs.torch2jax.passes.modules import PLANS
 from fwport.packs.torch2jax.ranks import target_names
 
@@ -735,6 +736,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.get(PLANS, {})
     stateful: set[str] = set()
     instances: dict[str, str] = {}  # model name → its translated class
+    ctors, unbuilt = state.stateful_ctors(module, ctx, plans)  # the classes and builders whose instance keeps a state
     if plans:  # `model = Net(...)`: an instance of a translated module
         for stmt in module.body:
             if isinstance(stmt, cst.ClassDef):
@@ -750,6 +752,15 @@ def run(module: cst.Module, ctx) -> cst.Module:
                     if plans[value.func.value]["stateful"]:
                         stateful.update(names)
                     instances.update((n, value.func.value) for n in names)
+                elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in ctors:
+                    names = [n for t in a.targets for n in target_names(t.target)]  # `net = ResNet18()`
+                    models.update(names)
+                    stateful.update(names)
+                elif isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in unbuilt:
+                    ctx.report(Severity.ERROR, "unsupported-construct", f"{value.func.value}() returns a model with a "
+                               "layer state (BatchNorm) that the translation builds without it: write `model, state = "
+                               f"eqx.nn.make_with_state({value.func.value})()` and call the model as `y, state = "
+                               "jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), out_axes=(0, None))(x, state)`", value)
     containers = _model_containers(module, plans) if plans else {}
     for name, cls in _container_loops(module, containers).items():  # `for m in models:` / `[m(x) for m in models]`
         models.add(name)
@@ -778,6 +789,7 @@ def run(module: cst.Module, ctx) -> cst.Module:
     p.global_trained = ctx.analyses[GLOBAL_TRAINED] = _global_trained(module, ctx)
     ctx.analyses[SCHEDULES] = _schedules(module, ctx, p.threaded, p.global_trained)
     p.instances = instances
+    state.plan(module, ctx, stateful, ctors, p.threaded)
     p.keyed_classes = sorted(n for n, plan in plans.items() if plan.get("key_sites"))
     p.key_required = {n for n, c in instances.items() if plans.get(c, {}).get("key_required")}
     p.whole = ctx.analyses[WHOLE] = {n for n, c in instances.items() if plans.get(c, {}).get("whole")}
@@ -1826,6 +1838,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         if f.threaded_done:
             module = rewrite(module, _ThreadCalls(f.threaded_done, ctx.spell_text("jax.random.split")))
         globals_left = f.globals
+    module = state.finish(module, ctx)
     if globals_left:  # functions without a training loop that rebind the module's model (model.eval())
         module = module.with_changes(body=[
             _declare_global(s, globals_left[s.name.value]) if isinstance(s, cst.FunctionDef) and s.name.value in globals_left
