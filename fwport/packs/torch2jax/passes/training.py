@@ -1016,7 +1016,6 @@ def _given_models(module: cst.Module, models: set[str]) -> dict[str, set[str]]:
             if found:
                 out[name] = found
     return out
-    return rewrite(module, p)
 
 
 THREADED = "torch2jax.threaded"  # ctx.analyses: function → how its optimizer parameter's state is threaded
