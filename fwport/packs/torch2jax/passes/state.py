@@ -124,69 +124,74 @@ def plan(module: cst.Module, ctx, stateful: set[str], ctors: set[str], threaded:
 def _check_callers(module, ctx, needs: dict, funcs: dict, ctors: set[str], module_made: set[str]) -> None:
     """Each use of a function in ``needs``: a call in a scope holding the state (one that makes the model,
     one that is given it, the module's own), as a statement of its own where the function hands it back."""
-    scopes: list = [module]
-    statements: list = []
+    scan(module, _CallerCheck(module, ctx, needs, ctors, module_made))
 
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> None:
-            scopes.append(n)
 
-        def leave_FunctionDef(self, n) -> None:
-            scopes.pop()
+class _CallerCheck(cst.CSTVisitor):
+    def __init__(self, module, ctx, needs: dict, ctors: set[str], module_made: set[str]):
+        super().__init__()
+        self.ctx, self.needs, self.ctors, self.module_made = ctx, needs, ctors, module_made
+        self.scopes: list = [module]
+        self.statements: list = []
+        self.calls = find_all(module, cst.Call)
 
-        def visit_SimpleStatementLine(self, n) -> None:
-            statements.append(n)
+    def visit_FunctionDef(self, n) -> None:
+        self.scopes.append(n)
 
-        def leave_SimpleStatementLine(self, n) -> None:
-            statements.pop()
+    def leave_FunctionDef(self, n) -> None:
+        self.scopes.pop()
 
-        def visit_Call(self, n: cst.Call) -> None:
-            if isinstance(n.func, cst.Name) and n.func.value in needs:
-                check(n)
+    def visit_SimpleStatementLine(self, n) -> None:
+        self.statements.append(n)
 
-        def visit_Attribute(self, n) -> bool:
-            scan(n.value, self)  # not the attribute's name (model.train())
-            return False
+    def leave_SimpleStatementLine(self, n) -> None:
+        self.statements.pop()
 
-        def visit_Arg(self, n) -> bool:
-            scan(n.value, self)  # not the keyword (train=True)
-            return False
+    def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value in self.needs:
+            self.check(n)
 
-        def visit_Name(self, n: cst.Name) -> None:
-            if n.value in needs and not any(isinstance(c, cst.Call) and c.func is n for c in calls):
-                if not (isinstance(scopes[-1], cst.FunctionDef) and scopes[-1].name is n):
-                    ctx.report(Severity.ERROR, "unsupported-construct", f"{n.value} takes the model's layer state "
-                               "(`state`, BatchNorm) in the translation: this use is not a call fwport can give it to; "
-                               "pass `state` by hand", n)
+    def visit_Attribute(self, n) -> bool:
+        scan(n.value, self)  # not the attribute's name (model.train())
+        return False
 
-    calls = find_all(module, cst.Call)
+    def visit_Arg(self, n) -> bool:
+        scan(n.value, self)  # not the keyword (train=True)
+        return False
 
-    def check(call: cst.Call) -> None:
+    def visit_Name(self, n: cst.Name) -> None:
+        if n.value in self.needs and not any(isinstance(c, cst.Call) and c.func is n for c in self.calls):
+            if not (isinstance(self.scopes[-1], cst.FunctionDef) and self.scopes[-1].name is n):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{n.value} takes the model's layer state "
+                                "(`state`, BatchNorm) in the translation: this use is not a call fwport can give it "
+                                "to; pass `state` by hand", n)
+
+    def check(self, call: cst.Call) -> None:
         name = call.func.value
-        info = needs[name]
+        info = self.needs[name]
         if info.get("refused"):
             return
+        scopes, module_made = self.scopes, self.module_made
         scope = scopes[-1]
         b = _bound(call, info["params"], info["model"])
         top = scopes[1] if len(scopes) > 1 else None
         holds = b is not None and isinstance(b[0], cst.Name) and (
             top is None and b[0].value in module_made
-            or top is not None and (b[0].value in _made(top, ctors)
-                                    or top.name.value in needs and needs[top.name.value]["model"] == b[0].value
+            or top is not None and (b[0].value in _made(top, self.ctors)
+                                    or top.name.value in self.needs and self.needs[top.name.value]["model"] == b[0].value
                                     or b[0].value in module_made and not _mentions(top, "state")))
         if not holds or scope is not top and top is not None:
-            ctx.report(Severity.ERROR, "unsupported-construct", f"{name} takes the model's layer state (`state`, "
-                       "BatchNorm) in the translation, and fwport cannot find that model's state here: pass `state` "
-                       "(from `eqx.nn.make_with_state`) with the model", call)
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} takes the model's layer state (`state`, "
+                            "BatchNorm) in the translation, and fwport cannot find that model's state here: pass "
+                            "`state` (from `eqx.nn.make_with_state`) with the model", call)
             return
-        stmt = statements[-1] if statements else None
-        alone = stmt is not None and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) and stmt.body[0].value is call
+        stmt = self.statements[-1] if self.statements else None
+        alone = stmt is not None and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) \
+            and stmt.body[0].value is call
         if info["back"] and not alone and not info["threaded"]:
-            ctx.report(Severity.ERROR, "unsupported-construct", f"{name} runs the model in training mode and hands "
-                       "its new layer state back (`state = ...`) in the translation: call it as a statement of its own",
-                       call)
-
-    scan(module, V())
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} runs the model in training mode and "
+                            "hands its new layer state back (`state = ...`) in the translation: call it as a statement "
+                            "of its own", call)
 
 
 def _with_arg(call: cst.Call, info: dict) -> cst.Call:
