@@ -581,6 +581,26 @@ def test_translation_is_a_fixpoint():
     assert translate_source(once, "m.py", PACK).output == once
 
 
+def test_a_refused_member_is_a_fixpoint_without_reports_of_what_its_arguments_hold():
+    # the Sequential pass refuses the Dense whole (kernel_regularizer=); translated again, the Dense inside
+    # nn.Sequential is refused as whole again, without a no-rule error for the regularizer it holds
+    src = textwrap.dedent('''
+        from tensorflow import keras
+        from tensorflow.keras import regularizers
+
+        model = keras.Sequential([
+            keras.Input(shape=(4,)),
+            keras.layers.Dense(8, activation="relu", kernel_regularizer=regularizers.l2(0.01)),
+            keras.layers.Dense(1),
+        ])
+    ''')
+    once = translate_source(src, "m.py", PACK)
+    twice = translate_source(once.output, "m.py", PACK)
+    assert "unsupported-argument" in {f.code for f in once.findings}, once.findings
+    assert twice.output == once.output
+    assert "no-rule" not in {f.code for f in twice.findings}, twice.findings
+
+
 # --- numerical equivalence --------------------------------------------------------------------------
 
 CASES: dict[str, tuple[str, str, tuple]] = {

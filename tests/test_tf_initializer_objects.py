@@ -68,3 +68,44 @@ def test_tf_initializers_in_add_weight_give_keras_values(tmp_path):
     want, got = _run("tf", tmp_path / "tf.py"), _run("torch", tmp_path / "torch.py")
     np.testing.assert_array_equal(got, want)
     assert want.shape == (2, 3)
+
+
+# Keras 2's add_weight takes the name first (add_weight(name, shape, dtype, initializer, ...)); Keras 3's
+# takes the shape first and refuses a positional name: a positional name marks the file as Keras 2 code
+KERAS2_SRC = '''import tensorflow as tf
+from tensorflow import keras
+
+
+class Scale(keras.layers.Layer):
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def build(self, input_shape):
+        self.g = self.add_weight("g", shape=(2, self.n), initializer=tf.initializers.Constant(1.5))
+        self.b = self.add_weight("b", (self.n,), "float32", tf.initializers.Constant(0.25))
+
+    def call(self, x):
+        return x * self.g + self.b
+'''
+
+
+def test_keras2_positional_add_weight_name_binds_with_keras2_signature(tmp_path):
+    for mod in ("tf_keras", "torch"):
+        if find_spec(mod) is None:
+            pytest.skip(f"{mod} is not installed")
+    r = translate_source(KERAS2_SRC, "layer.py")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert r.version == 2, r.findings
+    # the original runs under Keras 2 (tf_keras), as it was written for
+    (tmp_path / "tf.py").write_text(KERAS2_SRC.replace("from tensorflow import keras", "import tf_keras as keras"))
+    (tmp_path / "torch.py").write_text(r.output)
+    want, got = _run("tf", tmp_path / "tf.py"), _run("torch", tmp_path / "torch.py")
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert want.shape == (2, 3)
+
+
+def test_keras3_positional_add_weight_name_is_an_error():
+    r = translate_source("# fwport: keras=3\n" + KERAS2_SRC, "layer.py")
+    errors = [f for f in r.findings if f.severity == Severity.ERROR]
+    assert errors and "name" in errors[0].message and "keyword" in errors[0].message, r.findings

@@ -460,6 +460,13 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
             for a in node.args:
                 values = [e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple)) else [a.value]
                 self._members.update(id(v) for v in values)
+        if id(node) in self._members and isinstance(node.func, (cst.Name, cst.Attribute)):
+            q = self.qualname(node.func)
+            rule = self.ctx.pack.by_name.get(q) if q is not None and self.imports.is_source(q) else None
+            if rule is not None and rule.kind == "layer":
+                # refused whole by _refuse_member, as the structural pass that left it there refused it: what
+                # its arguments hold is not reported apart (it was not the first time either)
+                return False
         return not self.ctx.is_settled(node)
 
     _CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList")

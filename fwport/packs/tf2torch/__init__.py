@@ -90,10 +90,13 @@ _CANON_EXACT.update({f"tensorflow.compat.v1.{d}": f"tensorflow.{d}" for d in (
     "uint64", "bool", "complex64", "complex128", "string")})
 
 # (a Trigger: the pattern, searched only in a text holding one of the needles; ~0.3 ms per fixture otherwise)
+# (add_weight("kernel", ...): Keras 2's add_weight takes the name first; Keras 3's takes the shape first and
+# refuses a positional name)
 _KERAS2_HINTS = Trigger(r"\btf_keras\b|\bexperimental\.preprocessing\b|\blr\s*=|\.fit_generator\(|"
-                        r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b|\btensorflow_addons\b",
+                        r"\bLeakyReLU\(\s*alpha\s*=|\btf\.compat\.v1\b|\bkeras\.engine\b|\btensorflow_addons\b|"
+                        r"\.add_(?:weight|variable)\(\s*[rRbBuUfF]{0,2}[\"']",
                         "tf_keras", "experimental", "lr", "fit_generator", "LeakyReLU", "compat", "engine",
-                        "tensorflow_addons")
+                        "tensorflow_addons", "add_weight", "add_variable")
 
 
 def detect_keras_version(text: str, forced: int | None = None) -> tuple[int, str]:

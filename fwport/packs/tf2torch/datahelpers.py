@@ -661,7 +661,7 @@ class DataPipeline({torch}utils.data.IterableDataset):
                 return {np}array([v.encode() if isinstance(v, str) else v for v in value], dtype=object)
             if isinstance(value, str):
                 return value.encode()
-            return value.numpy()
+            return value.detach().numpy()
         return (numpy(element) for element in self)
 
     def cardinality(self):

@@ -662,6 +662,46 @@ def extremum(m, ctx):
     return _plain(m, ctx)
 
 
+def _python_int(node: cst.BaseExpression) -> bool:
+    """An expression that is a Python int in torch: a shape element (``x.shape[0]``, ``x.size(1)``), a
+    count (``x.numel()``, ``x.dim()``, ``x.ndim``, ``len(x)``), or one of these negated."""
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return _python_int(node.expression)
+    if isinstance(node, cst.Subscript):
+        v = node.value
+        return (isinstance(v, cst.Attribute) and v.attr.value == "shape" and len(node.slice) == 1
+                and isinstance(node.slice[0].slice, cst.Index))
+    if isinstance(node, cst.Attribute):
+        return node.attr.value == "ndim"
+    if isinstance(node, cst.Call):
+        f = node.func
+        if isinstance(f, cst.Name):
+            return f.value == "len" and len(node.args) == 1
+        if isinstance(f, cst.Attribute):
+            return (f.attr.value in ("numel", "dim") and not node.args) or (f.attr.value == "size"
+                                                                           and len(node.args) == 1)
+    return False
+
+
+_LOOSE = (cst.Comparison, cst.BooleanOperation, cst.IfExp, cst.Lambda, cst.NamedExpr)
+
+
+@call_transform("comparison")
+def comparison(m, ctx):
+    """``tf.equal(x.shape[0], 0)``: a shape element is a Python int in torch and ``torch.eq`` takes a tensor
+    first, so an operand that is one makes the comparison Python's operator (``x.shape[0] == 0``), which
+    compares an int with an int or (broadcast) with a tensor as ``torch.eq`` would; tensors stay
+    ``torch.eq(a, b)``."""
+    a, b = m.kwargs["input"], m.kwargs["other"]
+    if not (_python_int(a) or _python_int(b)):
+        return _plain(m, ctx)
+
+    def side(x):
+        loose = isinstance(x, _LOOSE) or (isinstance(x, cst.UnaryOperation) and isinstance(x.operator, cst.Not))
+        return f"({_code(x)})" if loose and not x.lpar else _code(x)
+    return _e(f"{side(a)} {_options(m)['operator']} {side(b)}")
+
+
 @call_transform("sparse-softmax-cross-entropy")
 def sparse_softmax_ce(m, ctx):
     """Per-example cross-entropy with int labels; TF's class axis is the last one, torch's is 1."""

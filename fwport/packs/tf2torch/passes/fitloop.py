@@ -616,7 +616,7 @@ def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False) ->
         "    model.eval()",
         f"    with {spell('torch.no_grad')}():",
         f"        return {spell('torch.cat')}([model(x[start:start + batch_size]){back} for start in range(0, len(x), "
-        "batch_size)]).numpy()",
+        "batch_size)]).detach().numpy()",
     ]
 
 
@@ -1246,7 +1246,7 @@ PREDICT = '''
             batches = {islice}(batches, steps)
         with {no_grad}():
             outputs = [self.predict_step(batch) for batch in batches]
-        return {cat}(outputs).numpy()
+        return {cat}(outputs).detach().numpy()
 
     def predict_step(self, data):
         """keras.Model.predict_step: the model on the batch's inputs (a class may define its own)."""

@@ -1377,6 +1377,13 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
     def _add_weight(self, plan: _Plan, call: cst.Call, rule) -> cst.BaseExpression | None:
         ctx = self.ctx
         order = _POSITIONAL[2 if ctx.version == 2 else 3]
+        first = call.args[0] if call.args else None
+        if (order[0] == "shape" and first is not None and first.keyword is None and not first.star
+                and isinstance(first.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))):
+            ctx.report(Severity.ERROR, "unsupported-construct", "add_weight with a positional name is Keras 2's "
+                       "signature (Keras 3's takes the shape first and raises on it): pass name= by keyword, or "
+                       "mark the file '# fwport: keras=2'", call, rule)
+            return None
         args = []
         for i, a in enumerate(call.args):
             if a.keyword is None and not a.star and i < len(order):
