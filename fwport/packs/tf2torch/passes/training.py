@@ -1000,8 +1000,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
                     "MAE or Huber)" if k == "class_weight" else "")
-        if bad is None and isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)):
-            # several inputs: the written loops take one array (len(x) samples, x[idx] a batch, model(xb))
+        if bad is None and isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)) \
+                and literal_value(args["x"], NOT_LITERAL) is NOT_LITERAL:
+            # several inputs: the written loops take one array (len(x) samples, x[idx] a batch, model(xb)); a
+            # literal list of numbers (model.predict([100.0])) is one array, as Keras reads it
             bad = (f"x={code(args['x'])} gives a model of several inputs a {type(args['x']).__name__.lower()} of "
                    "arrays, and the generated loop batches one array; give the model one input (concatenate the "
                    "features), or write the loop by hand: batch every array with the same indices and call the "
