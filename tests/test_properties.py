@@ -246,8 +246,24 @@ def test_models_built_of_any_layers_translate_to_parsable_fixpoints(program):
     check_translation(program, "structures", fixpoint=not gap)
 
 
+# a layer a Sequential refuses, kept inside the nn.Sequential: a second run refuses it whole too (engine.py), so
+# what its arguments hold gains no comment then (a fixpoint; it was the first of the known gaps below)
+FIXED_GAP = "m = keras.Sequential([keras.Input(shape=(28, 28, 1)), layers.Dense(x, activation=tf.matmul(x, x, transpose_a=x))])"
+
+
+def test_a_layer_a_sequential_refuses_is_a_fixpoint():
+    check_translation(HEADER + FIXED_GAP + "\n", "known gaps")
+
+
+def test_a_refused_member_holding_planned_edits_translates_again_without_a_crash():
+    # found by the structures property: the second run skipped the refused Dense whole, and with it the edits a
+    # planner had planned inside it (the .numpy() calls): "planned edit(s) never applied", an internal error
+    check_translation(HEADER + "m = keras.Sequential([keras.Input(shape=(28, 28, 1)), layers.Dense(x, activation=x), "
+                      "layers.Dense(x, activation=g(*(w := (lambda q, *r, **k: x).numpy()), "
+                      "**{'k': (w := (lambda q, *r, **k: x).numpy())}))])\n", "known gaps")
+
+
 KNOWN_GAP = [
-    "m = keras.Sequential([keras.Input(shape=(28, 28, 1)), layers.Dense(x, activation=tf.matmul(x, x, transpose_a=x))])",
     "class M(keras.Model):\n    def __init__(self):\n        super().__init__()\n"
     "        self.b = layers.Dense(4, activation=tf.reduce_sum(x, axis=x))\n\n    def call(self, x):\n        return self.b(x)",
     # a layer called inside the list: refused by the Sequential pass (layout), kept as written in the
@@ -272,7 +288,7 @@ def test_a_method_rule_called_on_the_class_in_a_sequential_is_a_fixpoint():
     "keeps the layer inside a torch container or module, where the rule pass of a second run does visit "
     "them and adds their comment (a non-literal transpose_a / axis): not a fixpoint. Fixing it means the "
     "structural passes reporting the errors of calls nested in the layers they refuse"))
-@pytest.mark.parametrize("body", KNOWN_GAP, ids=["sequential", "subclass", "sequential-called-layer"])
+@pytest.mark.parametrize("body", KNOWN_GAP, ids=["subclass", "sequential-called-layer"])
 def test_errors_nested_in_a_refused_layer_are_reported_on_the_first_run(body):
     check_translation(HEADER + body + "\n", "known gaps")
 

@@ -463,11 +463,24 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if id(node) in self._members and isinstance(node.func, (cst.Name, cst.Attribute)):
             q = self.qualname(node.func)
             rule = self.ctx.pack.by_name.get(q) if q is not None and self.imports.is_source(q) else None
-            if rule is not None and rule.kind == "layer":
+            if rule is not None and rule.kind == "layer" and not self._holds_plan(node):
                 # refused whole by _refuse_member, as the structural pass that left it there refused it: what
-                # its arguments hold is not reported apart (it was not the first time either)
+                # its arguments hold is not reported apart (it was not the first time either). Not where a
+                # planner planned an edit inside it: every planned edit is applied where the rule pass walks
                 return False
         return not self.ctx.is_settled(node)
+
+    def _holds_plan(self, node: cst.CSTNode) -> bool:
+        """Whether a planner planned an edit of ``node`` or of a node inside it."""
+        if not self.ctx.plans:
+            return False
+        planned, todo = self.ctx.plans.ids(), [node]
+        while todo:
+            n = todo.pop()
+            if id(n) in planned and self.ctx.plans.get(n) is not None:
+                return True
+            todo.extend(children(n))
+        return False
 
     _CONTAINERS = ("torch.nn.Sequential", "torch.nn.ModuleList")
 
