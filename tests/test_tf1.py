@@ -63,6 +63,8 @@ _SPELLINGS = [
     "import tensorflow as tf\nv1 = tf.compat.v1\ny = v1.layers.dense(x, 3)\n",
     "from tensorflow.compat.v1 import layers as L\ny = L.dense(x, 3)\n",
     "from tensorflow.compat.v1 import placeholder\nx = placeholder(None)\n",
+    "from tensorflow.compat.v1.layers import dense\ny = dense(x, 3)\n",
+    "from tensorflow.layers import conv2d as C\ny = C(x, 3, 3)\n",
     "from tensorflow.compat.v1 import placeholder as P\nx = P(None)\n",
     "import tensorflow.compat.v1\nx = tensorflow.compat.v1.get_variable('w', [3])\n",
     "import tensorflow as tf\ncell = tf.contrib.rnn.LSTMCell(3)\n",
@@ -83,6 +85,13 @@ def test_the_selection_before_the_walk_keeps_every_graph_use(src, monkeypatch):
     walked = translate_source(src, "old.py").findings
     assert [f.code for f in walked][:1] == ["tf1-graph-code"]
     assert selected == walked
+
+
+@pytest.mark.parametrize("src", _SPELLINGS)
+def test_the_trigger_lets_every_graph_use_through(src):
+    """The cheap text trigger (no monkeypatch): a name imported from a TF1 module (``from
+    tensorflow.compat.v1.layers import dense``) reaches the refusal as a dotted use does."""
+    assert [f.code for f in translate_source(src, "old.py").findings][:1] == ["tf1-graph-code"]
 
 
 def test_keras_files_the_trigger_matches_are_not_walked(monkeypatch):

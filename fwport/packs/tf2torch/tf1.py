@@ -44,17 +44,19 @@ GRAPH_APIS = frozenset({
 #: sessions: graph code only where the file also runs something (`sess.run(...)`)
 SESSIONS = frozenset({"Session", "InteractiveSession"})
 
-#: a cheap text test before any walk: one of the names above, or tf.contrib
+#: a cheap text test before any walk: one of the names above, tf.contrib, or a from-import of a TF1 module
+#: (``from tensorflow.compat.v1 import layers as L``, ``from tensorflow.compat.v1.layers import dense``)
 TRIGGER = Trigger(r"\b(?:placeholder\w*|\w+_initializer|initialize_all_variables|get_variable|variable_scope|"
                   r"disable_eager_execution|disable_v2_behavior|"
                   r"get_collection|add_to_collection|Saver|MonitoredTrainingSession|Supervisor|\w*global_step|"
                   r"\w+Optimizer|exponential_decay|FileWriter|merge_all|layers\.\w+|rnn_cell|dynamic_rnn|"
-                  r"Session|InteractiveSession|contrib|trainable_variables|global_variables)\b",
+                  r"Session|InteractiveSession|contrib|trainable_variables|global_variables|"
+                  r"(?:v1|tensorflow\.layers|v1\.layers)\s+import)\b",
                   "placeholder", "_initializer", "initialize_all_variables", "get_variable", "variable_scope",
                   "disable_eager_execution", "disable_v2_behavior", "get_collection", "add_to_collection", "Saver",
                   "MonitoredTrainingSession", "Supervisor", "global_step", "Optimizer", "exponential_decay",
                   "FileWriter", "merge_all", "layers.", "rnn_cell", "dynamic_rnn", "Session", "contrib",
-                  "trainable_variables", "global_variables")
+                  "trainable_variables", "global_variables", "v1 import", "v1.layers", "tensorflow.layers")
 _RUN = re.compile(r"\.\s*run\s*\(")
 
 #: what may stand between the names and dots of one dotted name: blanks, line breaks (in brackets or
