@@ -101,6 +101,50 @@ GUIDANCE: dict[str, str] = {
         "parameter it was given), or, for an l2 on every parameter, weight_decay=2 * f on a torch optimizer "
         "with coupled decay (SGD, Adam, RMSprop: it adds weight_decay * p to the gradient, the penalty's "
         "gradient; not AdamW's decoupled decay)",
+    "keras.regularizers.serialize":
+        "a regularizer's config for get_config(): torch modules have no get_config; the regularizer itself becomes "
+        "a penalty added to the loss (see keras.regularizers.get), so keep its factor as a plain attribute of the "
+        "module and save the module's state_dict instead of a config",
+    "keras.constraints":
+        "a weight constraint (max_norm, non_neg, unit_norm, ...) resolved or serialized for a layer: torch "
+        "parameters carry no constraints: apply it to the parameter after each optimizer step, under "
+        "torch.no_grad() (max_norm: p.copy_(torch.renorm(p, 2, dim, maxnorm)) over the output dim, non_neg: "
+        "p.clamp_(min=0)), or with torch.nn.utils.parametrize.register_parametrization",
+    # TensorFlow runtime objects with no torch counterpart
+    "tensorflow.TensorSpec":
+        "a tensor's shape and dtype as a signature (tf.function's input_signature, get_concrete_function, a "
+        "SavedModel's signatures, Dataset.from_generator's output_signature): torch functions take tensors of any "
+        "shape, so where the spec only constrains a traced function leave it out (check shapes with an assert "
+        "where it guarded them); to export, give torch.export.export(model, (torch.zeros(shape, dtype=...),), "
+        "dynamic_shapes=...) an example input, a None dimension being a torch.export.Dim",
+    "tensorflow.TensorShape":
+        "a static shape that may hold unknown (None) dimensions: torch.Size holds only ints (a tensor's .shape); "
+        "where every dimension is known write a tuple of ints (or torch.Size(dims)); as_list() is list(shape)",
+    "tensorflow.ragged":
+        "ragged tensors (rows of different lengths) have no exact torch counterpart: keep the rows as a Python list "
+        "of tensors and pad them into one tensor with torch.nn.utils.rnn.pad_sequence(rows, batch_first=True) (with "
+        "a mask or the lengths where the padding must not count), or torch.nested.nested_tensor(rows) for the ops "
+        "nested tensors support",
+    "tensorflow.experimental.dtensor":
+        "DTensor's meshes and layouts (a tensor sharded over devices): torch's counterpart is "
+        "torch.distributed.tensor (DeviceMesh via torch.distributed.device_mesh.init_device_mesh, "
+        "distribute_tensor with Shard(dim) / Replicate() placements) under torchrun; translate for one device "
+        "first",
+    "tensorflow.distribute.OneDeviceStrategy":
+        "all computation on one device: in torch move the model (model.to(device)) and each batch (x.to(device)) "
+        "to torch.device(\"cuda:0\") or \"cpu\", and drop the `with strategy.scope():`",
+    "tensorflow.config.LogicalDeviceConfiguration":
+        "splitting a GPU into logical devices or capping its memory: torch has no logical devices; cap the memory "
+        "of this process with torch.cuda.set_per_process_memory_fraction(fraction, device)",
+    "tensorflow.config.set_logical_device_configuration":
+        "splitting a GPU into logical devices or capping its memory: torch has no logical devices; cap the memory "
+        "of this process with torch.cuda.set_per_process_memory_fraction(fraction, device)",
+    "tensorflow.lite":
+        "TensorFlow Lite (LiteRT) converts a model to a .tflite file and runs it on mobile and edge devices: a "
+        "torch model is exported with torch.export.export(model, (example_input,)) and lowered for ExecuTorch "
+        "(executorch.exir.to_edge(...).to_executorch(), a .pte file), or with torch.onnx.export for ONNX "
+        "Runtime; the interpreter's set_tensor / invoke / get_tensor are then one call of the exported "
+        "program; quantization is torch.ao.quantization. A .tflite file cannot be read by torch",
     # pretrained models: another framework's weights, architectures and preprocessing
     "keras.applications":
         "a pretrained Keras model (or its preprocess_input / decode_predictions): PyTorch's counterparts are "

@@ -1,0 +1,55 @@
+"""TensorFlow / Keras names of issues 8 and 9 with no faithful torch counterpart (TensorSpec, TensorShape,
+ragged tensors, DTensor, TensorFlow Lite, OneDeviceStrategy, logical devices, constraints, serialized
+regularizers): each use is an error at its line whose message says what a PyTorch program writes instead,
+never "no rule yet"."""
+from __future__ import annotations
+
+import textwrap
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+SRC = '''
+import tensorflow as tf
+from tensorflow import keras
+
+spec = tf.TensorSpec(shape=[None, 3], dtype=tf.float32)
+shape = tf.TensorShape([None, 4])
+rows = tf.ragged.constant([[1, 2], [3]])
+mesh = tf.experimental.dtensor.create_mesh([("batch", 2)])
+interpreter = tf.lite.Interpreter(model_path="model.tflite")
+converter = tf.lite.TFLiteConverter.from_saved_model("saved")
+converter.optimizations = [tf.lite.Optimize.DEFAULT]
+strategy = tf.distribute.OneDeviceStrategy("/gpu:0")
+tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=1024)])
+constraint = keras.constraints.get(config)
+config = keras.regularizers.serialize(regularizer)
+'''
+
+EXPECTED = {  # line → a phrase of the guidance
+    4: "torch.export.export",
+    5: "torch.Size",
+    6: "pad_sequence",
+    7: "torch.distributed.tensor",
+    8: "ExecuTorch",
+    9: "ExecuTorch",
+    10: "ExecuTorch",
+    11: "model.to(device)",
+    12: "set_per_process_memory_fraction",
+    13: "after each optimizer step",
+    14: "state_dict",
+}
+
+
+def test_names_without_counterpart_are_errors_with_guidance():
+    r = translate_source(textwrap.dedent(SRC).lstrip("\n"), "m.py")
+    by_line: dict[int, list[str]] = {}
+    for f in r.findings:
+        if f.severity is Severity.ERROR:
+            by_line.setdefault(f.line, []).append(f.message)
+    assert sorted(by_line) == sorted(EXPECTED), by_line
+    for line, phrase in EXPECTED.items():
+        for message in by_line[line]:
+            assert "rule yet" not in message, message
+            assert "no tf2torch translation" in message or "no translation:" in message, message
+        assert any(phrase in m for m in by_line[line]), (line, by_line[line])
