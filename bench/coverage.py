@@ -68,15 +68,16 @@ def _tf2torch_structural() -> set[str]:
     the Layer/Model bases, Input/InputLayer, Sequential, the functional keras.Model(inputs, outputs),
     regularizer factories (the regularizers pass), the tape, the Callback and LearningRateSchedule bases (the
     training pass),
-    the merge functions (the functional pass), runtime settings, plot_model, tf.distribute strategies and
-    tf.summary.scalar (the runtime pass)."""
+    the merge functions (the functional pass), `with` name scopes (utilities.py), runtime settings, plot_model,
+    tf.distribute strategies and tf.summary.scalar (the runtime pass)."""
     from fwport.packs.tf2torch.passes.functional import MERGE_FNS, MERGE_LAYERS, MODEL
     from fwport.packs.tf2torch.passes.regularizers import _KINDS
     from fwport.packs.tf2torch.passes.sequential import SEQUENTIAL
     from fwport.packs.tf2torch.passes.runtime import NAMES as RUNTIME
     from fwport.packs.tf2torch.passes.training import CALLBACK, SCHEDULE, TAPE
+    from fwport.packs.tf2torch.utilities import NAME_SCOPES
     return (set(REMOVED) | set(BASES) | set(INPUTS) | set(_KINDS) | set(MERGE_FNS) | set(MERGE_LAYERS)
-            | set(RUNTIME) | {TAPE, CALLBACK, SCHEDULE, SEQUENTIAL, MODEL})
+            | set(RUNTIME) | set(NAME_SCOPES) | {TAPE, CALLBACK, SCHEDULE, SEQUENTIAL, MODEL})
 
 
 def _torch2jax_structural() -> set[str]:

@@ -53,3 +53,30 @@ def test_names_without_counterpart_are_errors_with_guidance():
             assert "rule yet" not in message, message
             assert "no tf2torch translation" in message or "no translation:" in message, message
         assert any(phrase in m for m in by_line[line]), (line, by_line[line])
+
+
+SETTINGS = '''
+import tensorflow as tf
+import tensorflow.experimental.numpy as tnp
+
+tnp.experimental_enable_numpy_behavior(dtype_conversion_mode="all")
+tf.config.run_functions_eagerly(True)
+if debug:
+    tf.config.experimental_run_functions_eagerly(True)
+done = True
+'''
+
+
+def test_eager_and_numpy_behaviour_switches_are_removed():
+    """run_functions_eagerly (torch is eager, @tf.function is removed) goes with an info finding; NumPy behaviour
+    (its dtype promotion is not torch's: int32 + float32 is float64 in NumPy's) with a warning saying so."""
+    r = translate_source(SETTINGS.lstrip("\n"), "m.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "tf." not in r.output and "tnp" not in r.output and "if debug:\n    pass\ndone = True" in r.output, r.output
+    found = sorted((f.line, f.severity.value, f.code) for f in r.findings if f.code == "idiom-replaced")
+    assert found == [(4, "warning", "idiom-replaced"), (5, "info", "idiom-replaced"), (7, "info", "idiom-replaced")]
+    [warning] = [f for f in r.findings if f.severity is Severity.WARNING]
+    assert "float64" in warning.message and "torch" in warning.message
+    ns = {"debug": True}
+    exec(compile(r.output, "translated.py", "exec"), ns)
+    assert ns["done"]

@@ -512,6 +512,23 @@ def test_name_scope_as_a_context_is_a_null_context():
     assert [f.code for f in r.findings if f.code == "idiom-replaced"] == ["idiom-replaced"] * 2
 
 
+def test_keras_name_scopes_are_null_contexts():
+    """Keras's name scopes (Keras 3's keras.name_scope, Keras 2's keras.backend.name_scope, which is tf.name_scope)
+    only prefix names as TensorFlow's does."""
+    r = _translate('''
+        import keras
+        from tensorflow.keras import backend as K
+
+        def f(x):
+            with keras.name_scope("block"):
+                with K.name_scope("inner"):
+                    y = x * 2.0
+            return y
+        ''')
+    assert "with contextlib.nullcontext():\n        with contextlib.nullcontext():\n            y = x * 2.0" in r.output
+    assert "keras" not in r.output
+
+
 def test_name_scope_bound_with_as_stays_an_error():
     r = _translate('''
         import tensorflow as tf

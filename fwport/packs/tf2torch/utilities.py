@@ -106,7 +106,8 @@ def gpu_device_name(m, ctx):
 
 
 # --- `with tf.name_scope(...):` -----------------------------------------------------------------------
-NAME_SCOPES = {"tensorflow.name_scope", "tensorflow.compat.v1.name_scope"}
+#: canonical names; Keras's own (keras.name_scope, Keras 2's keras.backend.name_scope) only name ops and variables too
+NAME_SCOPES = {"tensorflow.name_scope", "tensorflow.compat.v1.name_scope", "keras.name_scope", "keras.backend.name_scope"}
 
 
 class _NameScopes(cst.CSTVisitor):
@@ -115,13 +116,16 @@ class _NameScopes(cst.CSTVisitor):
 
     def visit_WithItem(self, node: cst.WithItem) -> None:
         call = node.item
-        if not isinstance(call, cst.Call) or self.ctx.imports.resolve(call.func) not in NAME_SCOPES:
+        if not isinstance(call, cst.Call):
+            return
+        q = self.ctx.imports.resolve(call.func)
+        if q is None or self.ctx.imports.names.canonical(q) not in NAME_SCOPES:
             return
         if node.asname is not None:
             return  # `as scope` binds the scope's name ("outer/inner/"): the call's no-rule error stays
         ctx = self.ctx
-        ctx.report("info", "idiom-replaced", "tf.name_scope only prefixes the names of TensorFlow operations, "
-                   "which torch does not have: contextlib.nullcontext()", call)
+        ctx.report("info", "idiom-replaced", "a name scope only prefixes the names of TensorFlow operations and "
+                   "variables, which torch does not have: contextlib.nullcontext()", call)
         ctx.plans.add(call, lambda orig, upd: cst.Call(ctx.spell("contextlib.nullcontext"), []),
                       descend=False, by="name_scopes")
 

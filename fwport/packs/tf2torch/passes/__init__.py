@@ -80,8 +80,10 @@ PLANNERS: tuple[Planner, ...] = (
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and
     # keras.metrics.Metric subclasses → KerasLoss / KerasMetric (passes/runtime.py)
     Planner("runtime", Trigger(r"\b(?:set_memory_growth|set_log_device_placement|set_soft_device_placement|"
+                               r"run_functions_eagerly|experimental_enable_numpy_behavior|"
                                r"plot_model|MirroredStrategy|get_strategy|as_default|Loss|Metric|set_global_policy)\b",
                                "set_memory_growth", "set_log_device_placement", "set_soft_device_placement", "set_global_policy",
+                               "run_functions_eagerly", "experimental_enable_numpy_behavior",
                                "plot_model", "MirroredStrategy", "get_strategy", "as_default", "Loss", "Metric"),
             runtime.run),
 )

@@ -3,8 +3,10 @@ are applied by the rule pass, its finish step removes the lines it marked).
 
 - Settings with no PyTorch counterpart, as statements: ``tf.config.experimental.set_memory_growth``
   (torch's CUDA caching allocator takes memory as tensors need it: growth is its only mode),
-  ``tf.debugging.set_log_device_placement``, ``tf.config.set_soft_device_placement`` → removed, with
-  an info finding.
+  ``tf.debugging.set_log_device_placement``, ``tf.config.set_soft_device_placement``,
+  ``tf.config.run_functions_eagerly`` → removed, with an info finding;
+  ``tf.experimental.numpy.experimental_enable_numpy_behavior()`` → removed with a warning (NumPy's dtype
+  promotion, which torch's differs from).
 - ``keras.utils.plot_model(model, ...)`` as a statement → ``print(model)`` with a warning (no image is
   drawn; the message names torch's drawing tools). Used as a value it is an error with guidance
   (guidance.py).
@@ -49,6 +51,19 @@ SETTINGS = {
         "torch does not log where operations run; a tensor's .device says where it is",
     "tensorflow.config.set_soft_device_placement":
         "torch places each operation on its tensors' device; it never moves them by itself",
+    "tensorflow.config.run_functions_eagerly":
+        "torch runs every operation eagerly, and the translation removes @tf.function (the code it traced runs "
+        "as plain Python)",
+}
+SETTINGS["tensorflow.config.experimental_run_functions_eagerly"] = SETTINGS["tensorflow.config.run_functions_eagerly"]
+#: settings statements removed with a warning: what they changed is not what torch does in every case
+WARNED = {
+    "tensorflow.experimental.numpy.experimental_enable_numpy_behavior":
+        "TensorFlow's switch to NumPy's dtype promotion (JAX's with dtype_conversion_mode='all' or 'safe') and "
+        "ndarray methods on tensors has none in torch; torch tensors have most ndarray methods under their torch "
+        "names (reshape, T, ravel; astype is .to(dtype)) and promote mixed dtypes by torch's rules: int32 + float32 "
+        "(or + a Python float) is float32 where NumPy's promotion gives float64, so check the dtypes where tensors "
+        "of different dtypes meet",
 }
 PLOT_MODEL = {"keras.utils.plot_model"}
 #: Keras's global dtype policy: float32 is torch's default, a mixed one is what torch.autocast does per region
@@ -57,7 +72,7 @@ STRATEGIES = {"tensorflow.distribute.MirroredStrategy": "max", "tensorflow.distr
 SCALAR = "tensorflow.summary.scalar"
 WRITER = "tensorflow.summary.create_file_writer"
 #: every source name this planner translates (bench/coverage.py counts them)
-NAMES = {*SETTINGS, *PLOT_MODEL, *STRATEGIES, SCALAR, POLICY,
+NAMES = {*SETTINGS, *WARNED, *PLOT_MODEL, *STRATEGIES, SCALAR, POLICY,
          "tensorflow.distribute.ReduceOp.SUM", "tensorflow.distribute.ReduceOp.MEAN"}  # (reduce's op: dropped)
 MARK = "__fwport_drop_statement__"
 
@@ -143,6 +158,9 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             continue
         if q in SETTINGS:
             ctx.report(Severity.INFO, "idiom-replaced", f"{q}(...) removed: {SETTINGS[q]}", call)
+            _drop(ctx, call)
+        elif q in WARNED:
+            ctx.report(Severity.WARNING, "idiom-replaced", f"{q}(...) removed: {WARNED[q]}", call)
             _drop(ctx, call)
         elif q in PLOT_MODEL and call.args and call.args[0].keyword is None:
             _plot_model(ctx, stmt, call)
