@@ -309,6 +309,21 @@ CASES = [
     ("cond-v1", TF, "h, w = tf.compat.v1.cond(tf.reduce_sum(x) > 0, fn1=lambda: (x, x + 1), fn2=lambda: (x - 1, x)); "
      "return h, w, tf.compat.v1.cond(tf.reduce_sum(x) > 0, lambda: [x], lambda: [x * 0.0]), "
      "tf.compat.v1.cond(tf.reduce_sum(x) < 0, lambda: [x], lambda: [x * 0.0], strict=True)", [X]),
+    # --- sparse tensors, meshgrid, take_along_axis, ops.array (issue 8's names with no rule) ---
+    ("sparse-to-dense-literal", TF, "s = tf.sparse.SparseTensor(indices=[[0, 0], [1, 2]], values=[1.0, 2.0], "
+     "dense_shape=[3, 4]); return tf.sparse.to_dense(s), tf.sparse.to_dense(tf.SparseTensor([[0, 1], [2, 3]], [5, 6], "
+     "[3, 4]), default_value=0)", []),
+    ("sparse-to-dense-tensors", TF, "return tf.sparse.to_dense(tf.sparse.SparseTensor(i, x, [2, 3, 4]))",
+     [np.array([[0, 0, 1], [0, 2, 3], [1, 1, 0]], np.int64), f32(3)]),
+    ("meshgrid-xy", TF, "return tf.meshgrid(x, y)", [f32(3), f32(4)]),
+    ("meshgrid-ij-three", TF, "return tf.meshgrid(x, y, z, indexing='ij')", [f32(2), f32(3), f32(4)]),
+    ("meshgrid-lists-xy-three", TF, "return tf.meshgrid([1, 2, 3], [4, 5], [6, 7, 8, 9])", []),
+    ("ops-take-along-axis", KOPS, "return ops.take_along_axis(x, i, axis=1), ops.take_along_axis(x, [[0], [3], [1]], "
+     "axis=-1)", [X, i32(4, 3, 2)]),
+    ("ops-take-along-axis-broadcast", KOPS, "return ops.take_along_axis(x, i, axis=2)", [X3, i32(5, 1, 3, 2)]),
+    ("ops-take-along-axis-flat", KOPS, "return ops.take_along_axis(x, i)", [X, i32(12, 5)]),
+    ("ops-array", KOPS, "return ops.array([1, 2]), ops.array([1.0, 2]), ops.array(7), ops.array(x), "
+     "ops.array([3, 4], dtype='int64')", [X]),
     # --- random: distributions only (different generators) ---
     ("random-normal", TF, "return tf.random.normal([2000], mean=1.0, stddev=0.5)", [], "normal(1.0,0.5)"),
     ("random-uniform", TF, "return tf.random.uniform([2000], minval=-2.0, maxval=3.0)", [], "uniform(-2.0,3.0)"),

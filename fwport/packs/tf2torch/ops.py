@@ -470,6 +470,73 @@ def boolean_mask(m, ctx):
     return _e(out)
 
 
+@call_transform("take-along")
+def take_along(m, ctx):
+    """``keras.ops.take_along_axis(x, indices, axis)`` → ``torch.take_along_dim(x, indices, dim=axis)``: the same
+    broadcasting, and axis None indexes the flattened tensor in both. torch takes int64 indices only (Keras any
+    integer dtype): a literal becomes ``torch.tensor(...)``, int64 already, any other value ``.long()``."""
+    indices = m.kwargs["indices"]
+    if _all_ints(_lit(indices)):
+        m.kwargs["indices"] = _e(f"{_spell(ctx, 'torch.tensor')}({_code(indices)})")
+    else:
+        m.kwargs["indices"] = _e(f"{_atom_code(indices)}.long()")
+    return build_call(m, ctx, target=m.rule.emit["target"])
+
+
+def _tensor_of(node: cst.BaseExpression, ctx) -> cst.BaseExpression:
+    """A list display of numbers as the tensor TensorFlow makes of it (``torch.tensor``, int32 for ints, where
+    torch would make int64); anything else as written."""
+    value = _lit(node)
+    if not _all_numbers(value):
+        return node
+    dtype = f", dtype={_spell(ctx, INT32)}" if _all_ints(value) else ""
+    return _e(f"{_spell(ctx, 'torch.tensor')}({_code(node)}{dtype})")
+
+
+@call_transform("meshgrid")
+def meshgrid(m, ctx):
+    """``tf.meshgrid(*tensors, indexing="xy")`` → ``torch.meshgrid(*tensors, indexing="xy")``: TensorFlow's
+    default is NumPy's Cartesian "xy" (the first two output axes swapped), torch's is "ij", so the indexing is
+    always written. Lists of numbers become tensors (int32 for ints, as TensorFlow converts them)."""
+    indexing = m.kwargs.pop("indexing", None)
+    m.kwargs.pop("name", None)
+    if m.kwargs:
+        m.fail(ctx, "unsupported-argument", f"tf.meshgrid got {', '.join(sorted(m.kwargs))}, which it does not take")
+        return None
+    mode = "xy" if indexing is None else _lit(indexing)
+    if mode not in ("xy", "ij"):
+        m.fail(ctx, "unsupported-argument", f"indexing={_code(indexing)}: give 'xy' or 'ij' as a literal")
+        return None
+    args = [a.with_changes(value=_tensor_of(a.value, ctx)) if not a.star else a for a in m.bound.vararg_args()]
+    args.append(cst.Arg(cst.SimpleString(f'"{mode}"'), keyword=cst.Name("indexing"),
+                        equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
+    return cst.Call(ctx.spell("torch.meshgrid"), [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                                                  for a in args[:-1]] + args[-1:])
+
+
+@call_transform("sparse-tensor")
+def sparse_tensor(m, ctx):
+    """``tf.sparse.SparseTensor(indices, values, dense_shape)`` → ``torch.sparse_coo_tensor(indices.T, values,
+    dense_shape)``: TensorFlow's indices are (number of values, rank), torch's (rank, number of values); a
+    literal is written transposed, any other value ``torch.as_tensor(indices).T``. Values that are a list of ints
+    are int32, as TensorFlow makes them."""
+    indices, values, size = m.kwargs["indices"], m.kwargs["values"], m.kwargs["size"]
+    rows = _lit(indices)
+    if isinstance(rows, (list, tuple)) and rows and all(isinstance(r, (list, tuple)) and r for r in rows) \
+            and _all_ints(rows) and len({len(r) for r in rows}) == 1:
+        cols = ", ".join("[" + ", ".join(str(v) for v in col) + "]" for col in zip(*rows))
+        written = f"[{cols}]"
+    elif rows is not NOT_LITERAL:
+        m.fail(ctx, "unsupported-argument", f"indices={_code(indices)}: give a list of index rows of one length "
+               "(or a tensor of shape (number of values, rank))")
+        return None
+    else:
+        written = f"{_spell(ctx, 'torch.as_tensor')}({_code(indices)}).T"
+    value = _lit(values)
+    dtype = f", dtype={_spell(ctx, INT32)}" if _all_ints(value) else ""
+    return _e(f"{_spell(ctx, 'torch.sparse_coo_tensor')}({written}, {_code(values)}, {_code(size)}{dtype})")
+
+
 @call_transform("where")
 def where(m, ctx):
     """``tf.where(c, x, y)`` → ``torch.where``; ``tf.where(c)`` (the indices of the True entries,
