@@ -430,6 +430,16 @@ def _index_along(recv: str, axis, index: str) -> str | None:
     return f"{recv}[{', '.join(['...', index] + [':'] * (-axis - 1))}]"
 
 
+def _indexed(m, ctx, recv: str, axis, index: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``recv[index]`` along ``axis`` (the value of the call's ``dim``), or None after an error where the axis
+    is not an int literal."""
+    out = _index_along(recv, axis, _code(index))
+    if out is None:
+        m.fail(ctx, "unsupported-argument", f"axis={_code(m.kwargs['dim'])}: write the axis as an int literal")
+        return None
+    return _e(out)
+
+
 @call_transform("gather")
 def gather(m, ctx):
     """``tf.gather(params, indices, axis)`` → ``params[indices]`` along that axis (any index rank).
@@ -445,13 +455,7 @@ def gather(m, ctx):
     recv = _atom_code(params)
     if (axis_node is None or axis is None) and _options(m).get("axis_none") == "flatten":
         return _e(f"{recv}.flatten()[{_code(indices)}]")
-    if axis is None:
-        axis = 0
-    out = _index_along(recv, axis, _code(indices))
-    if out is None:
-        m.fail(ctx, "unsupported-argument", f"axis={_code(axis_node)}: write the axis as an int literal")
-        return None
-    return _e(out)
+    return _indexed(m, ctx, recv, 0 if axis is None else axis, indices)
 
 
 @call_transform("boolean-mask")
@@ -463,11 +467,7 @@ def boolean_mask(m, ctx):
     if isinstance(axis, int) and axis < 0:
         m.fail(ctx, "unsupported-argument", "a negative axis depends on the mask's rank; write it as a positive int")
         return None
-    out = _index_along(_atom_code(t), axis, _code(mask))
-    if out is None:
-        m.fail(ctx, "unsupported-argument", f"axis={_code(axis_node)}: write the axis as an int literal")
-        return None
-    return _e(out)
+    return _indexed(m, ctx, _atom_code(t), axis, mask)
 
 
 @call_transform("take-along")

@@ -163,28 +163,11 @@ def list_devices(m, ctx):
                "differently and have no .device_type)", m.node, m.rule)
     return cst.parse_expression(text)
 
-_helpers.HELPERS["tf_log_every_n"] = '''
-def tf_log_every_n(level, msg, n, *args):
-    """tf.compat.v1.logging.log_every_n: log the 1st, (n+1)st, (2n+1)st... call to TensorFlow's logger,
-    counted as TensorFlow counts: per place (file, line) of the first caller outside the calling file."""
-    import logging
-    import sys
-    here = sys._getframe(1)  # TensorFlow's key: the first frame outside the calling file
-    outside = here.f_back
-    while outside is not None and outside.f_code.co_filename == here.f_code.co_filename:
-        outside = outside.f_back
-    key = ("<unknown>", 0) if outside is None else (outside.f_code.co_filename, outside.f_lineno)
-    logger = logging.getLogger("tensorflow")
-    counts = logger.__dict__.setdefault("tf_log_counts", dict())  # one count per key in the process, as TensorFlow's
-    counts[key] = counts.get(key, -1) + 1
-    if not counts[key] % n:
-        logger.log(level, msg, *args)
-'''
 
-_helpers.HELPERS["tf_log_first_n"] = '''
-def tf_log_first_n(level, msg, n, *args):
-    """tf.compat.v1.logging.log_first_n: log the first n calls to TensorFlow's logger, counted as
-    TensorFlow counts: per place (file, line) of the first caller outside the calling file."""
+#: tf.compat.v1.logging.log_every_n / log_first_n: the same count, another test of it
+_LOG_COUNTED = '''
+def {name}(level, msg, n, *args):
+    """{doc}"""
     import logging
     import sys
     here = sys._getframe(1)  # TensorFlow's key: the first frame outside the calling file
@@ -195,9 +178,17 @@ def tf_log_first_n(level, msg, n, *args):
     logger = logging.getLogger("tensorflow")
     counts = logger.__dict__.setdefault("tf_log_counts", dict())  # one count per key in the process, as TensorFlow's
     counts[key] = counts.get(key, -1) + 1
-    if counts[key] < n:
+    if {test}:
         logger.log(level, msg, *args)
 '''
+_helpers.HELPERS["tf_log_every_n"] = _LOG_COUNTED.format(
+    name="tf_log_every_n", test="not counts[key] % n",
+    doc="tf.compat.v1.logging.log_every_n: log the 1st, (n+1)st, (2n+1)st... call to TensorFlow's logger,\n"
+        "    counted as TensorFlow counts: per place (file, line) of the first caller outside the calling file.")
+_helpers.HELPERS["tf_log_first_n"] = _LOG_COUNTED.format(
+    name="tf_log_first_n", test="counts[key] < n",
+    doc="tf.compat.v1.logging.log_first_n: log the first n calls to TensorFlow's logger, counted as\n"
+        "    TensorFlow counts: per place (file, line) of the first caller outside the calling file.")
 
 
 @call_transform("test-main")
