@@ -322,6 +322,9 @@ CASES = [
      "axis=-1)", [X, i32(4, 3, 2)]),
     ("ops-take-along-axis-broadcast", KOPS, "return ops.take_along_axis(x, i, axis=2)", [X3, i32(5, 1, 3, 2)]),
     ("ops-take-along-axis-flat", KOPS, "return ops.take_along_axis(x, i)", [X, i32(12, 5)]),
+    # a permutation of the rows (mode "rows": the same multiset of rows), one draw per call
+    ("random-shuffle", TF, "return tf.random.shuffle(x), tf.random.shuffle(i, seed=5), tf.random.shuffle([1, 2, 3])",
+     [f32(6, 3), np.arange(10, dtype=np.int32)], "rows"),
     ("ops-array", KOPS, "return ops.array([1, 2]), ops.array([1.0, 2]), ops.array(7), ops.array(x), "
      "ops.array([3, 4], dtype='int64')", [X]),
     # --- random: distributions only (different generators) ---
@@ -467,6 +470,8 @@ def test_op_matches_tensorflow(case, results):
                     assert set(np.unique(row).tolist()) <= {c for c, q in enumerate(probs) if q > 0}
                     for c, q in enumerate(probs):
                         assert abs((row == c).mean() - q) <= 5 * np.sqrt(q * (1 - q) / row.size) + 1e-9
+        elif mode == "rows":
+            assert sorted(map(repr, w.reshape(len(w), -1).tolist())) == sorted(map(repr, g.reshape(len(g), -1).tolist()))
         elif np.issubdtype(w.dtype, np.floating):
             np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6, err_msg=f"output {k}\n{res.output}")
         else:

@@ -225,6 +225,38 @@ def random_normal(m, ctx):
     return _e(f"{_spell(ctx, 'torch.normal')}({mean_t}, {std_t}, size={_code(size)}{rest})")
 
 
+@call_transform("random-shuffle")
+def random_shuffle(m, ctx):
+    """``tf.random.shuffle(value)`` → ``value[torch.randperm(value.shape[0])]``: the rows (the first axis) in a
+    random order, each draw a permutation as TensorFlow's (other values: another generator). The value is read
+    twice, so it must be a name or an attribute (a call would run twice); a list of numbers becomes a tensor."""
+    value = m.kwargs["input"]
+    if _all_numbers(_lit(value)):
+        recv = _code(_tensor_of(value, ctx))
+        size = str(len(_lit(value)))
+    elif _reads_only(value):
+        recv = _atom_code(value)
+        size = f"{recv}.shape[0]"
+    else:
+        m.fail(ctx, "unsupported-argument", f"value={m.written('value')}: the shuffled value is read twice in torch "
+               "(value[torch.randperm(value.shape[0])]): bind it to a name first")
+        return None
+    generator = m.kwargs.get("generator")
+    rest = "" if generator is None else f", generator={_code(generator)}"
+    return _e(f"{recv}[{_spell(ctx, 'torch.randperm')}({size}{rest})]")
+
+
+def _reads_only(node: cst.BaseExpression) -> bool:
+    """A name, or attributes / constant subscripts of one (``self.ids``, ``boxes[0]``): reading it twice is
+    reading one value."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        if isinstance(node, cst.Subscript) and _lit(node.slice[0].slice.value if isinstance(
+                node.slice[0].slice, cst.Index) else None) is NOT_LITERAL:
+            return False
+        node = node.value
+    return isinstance(node, cst.Name)
+
+
 @call_transform("random-uniform")
 def random_uniform(m, ctx):
     """``tf.random.uniform``: floats in [minval, maxval) → ``torch.rand`` (scaled and shifted when
