@@ -322,6 +322,15 @@ CASES = [
      "axis=-1)", [X, i32(4, 3, 2)]),
     ("ops-take-along-axis-broadcast", KOPS, "return ops.take_along_axis(x, i, axis=2)", [X3, i32(5, 1, 3, 2)]),
     ("ops-take-along-axis-flat", KOPS, "return ops.take_along_axis(x, i)", [X, i32(12, 5)]),
+    ("ops-any-all", KOPS, "return ops.any(x > 1.0), ops.any(x > 0.5, axis=1), ops.all(x > -2.0, axis=0, keepdims=True), "
+     "ops.all(x > 0.0)", [X]),
+    ("ops-elementwise", KOPS, "return ops.absolute(x), ops.arccos(ops.tanh(x)), ops.ravel(x), ops.moveaxis(y, -1, 0), "
+     "ops.tril(x), ops.triu(x, k=1), ops.tril(x, -1)", [X, X3]),
+    ("ops-round", KOPS, "return ops.round(x), ops.round(y, 1), ops.round(y, decimals=2)",
+     [HALVES, np.array([0.25, -0.35, 1.234, 2.675, -7.449], np.float32)]),
+    ("ops-floor-divide", KOPS, "return ops.floor_divide(x, y), ops.floor_divide(i, j)",
+     [np.array([7.0, -7.0, 7.5, -0.5], np.float32), np.array([2.0, 2.0, -2.0, 3.0], np.float32),
+      np.array([7, -7, 7, -1], np.int32), np.array([2, 2, -2, 3], np.int32)]),
     # a permutation of the rows (mode "rows": the same multiset of rows), one draw per call
     ("random-shuffle", TF, "return tf.random.shuffle(x), tf.random.shuffle(i, seed=5), tf.random.shuffle([1, 2, 3])",
      [f32(6, 3), np.arange(10, dtype=np.int32)], "rows"),
