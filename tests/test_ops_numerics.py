@@ -331,6 +331,12 @@ CASES = [
     ("ops-floor-divide", KOPS, "return ops.floor_divide(x, y), ops.floor_divide(i, j)",
      [np.array([7.0, -7.0, 7.5, -0.5], np.float32), np.array([2.0, 2.0, -2.0, 3.0], np.float32),
       np.array([7, -7, 7, -1], np.int32), np.array([2, 2, -2, 3], np.int32)]),
+    ("vectorized-map", TF, "return tf.vectorized_map(lambda v: tf.reduce_sum(v * v, axis=-1), x), "
+     "tf.vectorized_map(lambda p: p[0] * 2.0 + p[1], (x, y))", [X3, X3 * 0.5]),
+    ("confusion-matrix", TF, "n = 4; return tf.math.confusion_matrix(i, j, num_classes=4), "
+     "tf.math.confusion_matrix(i, j, n, dtype=tf.float32)", [i32(4, 20), i32(4, 20)]),
+    ("acos-pow-from-dense", KB + TF, "return tf.acos(tf.tanh(x)), tf.math.acos(y), K.pow(tf.abs(x), 0.5), "
+     "tf.sparse.to_dense(tf.sparse.from_dense(tf.nn.relu(x)))", [X, np.array([0.5, -1.0, 1.0], np.float32)]),
     # a permutation of the rows (mode "rows": the same multiset of rows), one draw per call
     ("random-shuffle", TF, "return tf.random.shuffle(x), tf.random.shuffle(i, seed=5), tf.random.shuffle([1, 2, 3])",
      [f32(6, 3), np.arange(10, dtype=np.int32)], "rows"),

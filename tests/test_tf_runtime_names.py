@@ -24,6 +24,7 @@ strategy = tf.distribute.OneDeviceStrategy("/gpu:0")
 tf.config.set_logical_device_configuration(gpu, [tf.config.LogicalDeviceConfiguration(memory_limit=1024)])
 constraint = keras.constraints.get(config)
 config = keras.regularizers.serialize(regularizer)
+rng = tf.random.Generator.from_seed(123, alg="philox")
 '''
 
 EXPECTED = {  # line → a phrase of the guidance
@@ -38,6 +39,7 @@ EXPECTED = {  # line → a phrase of the guidance
     12: "set_per_process_memory_fraction",
     13: "after each optimizer step",
     14: "state_dict",
+    15: "torch.Generator().manual_seed(seed)",
 }
 
 

@@ -139,6 +139,12 @@ GUIDANCE: dict[str, str] = {
     "tensorflow.config.set_logical_device_configuration":
         "splitting a GPU into logical devices or capping its memory: torch has no logical devices; cap the memory "
         "of this process with torch.cuda.set_per_process_memory_fraction(fraction, device)",
+    "tensorflow.random.Generator":
+        "a random number generator object with its own state: torch's is torch.Generator().manual_seed(seed), "
+        "given to each draw as generator=: g.normal(shape, mean, stddev) → torch.normal(mean, stddev, shape, "
+        "generator=g) (torch.randn(shape, generator=g) for 0, 1), g.uniform(shape, minval, maxval) → minval + "
+        "(maxval - minval) * torch.rand(shape, generator=g), g.uniform(..., dtype=tf.int32) → torch.randint(minval, "
+        "maxval, shape, generator=g, dtype=torch.int32); the values differ from TensorFlow's (another algorithm)",
     "tensorflow.lite":
         "TensorFlow Lite (LiteRT) converts a model to a .tflite file and runs it on mobile and edge devices: a "
         "torch model is exported with torch.export.export(model, (example_input,)) and lowered for ExecuTorch "

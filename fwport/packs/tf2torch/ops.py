@@ -352,6 +352,35 @@ def literal(m, ctx):
     return _e(_options(m)["value"])
 
 
+@call_transform("vectorized-map")
+def vectorized_map(m, ctx):
+    """``tf.vectorized_map(fn, elems)`` → ``torch.vmap(fn)(elems)``: fn applied to each slice along the first
+    axis of elems (a tensor, or a tuple / dict of them, which both pass to fn as one structure) and the results
+    stacked. Where torch cannot vectorize fn (data-dependent Python control flow) vmap raises; TensorFlow
+    would fall back to a loop."""
+    fn, elems = m.kwargs["func"], m.kwargs["elems"]
+    return _e(f"{_spell(ctx, 'torch.vmap')}({_code(fn)})({_code(elems)})")
+
+
+@call_transform("confusion-matrix")
+def confusion_matrix(m, ctx):
+    """``tf.math.confusion_matrix(labels, predictions, num_classes)`` → ``torch.bincount(labels * n + predictions,
+    minlength=n * n).reshape(n, n)``: row i, column j counts the pairs (label i, prediction j), int32 as
+    TensorFlow's default dtype. num_classes is read three times, so it must be an int literal or a name;
+    without it TensorFlow takes the largest label or prediction + 1, which the call leaves to be written."""
+    n = m.kwargs.get("num_classes")
+    if n is None or not (isinstance(n, cst.Name) or isinstance(_lit(n), int)):
+        shown = m.written("num_classes") or "None"
+        m.fail(ctx, "unsupported-argument", f"num_classes={shown}: give the number of classes as an int or a "
+               "name (TensorFlow's default is the largest label or prediction + 1: write it as such)")
+        return None
+    labels, predictions = m.kwargs["labels"], m.kwargs["predictions"]
+    dtype = m.kwargs.get("dtype") or ctx.spell(INT32)
+    nn = _code(n)
+    return _e(f"{_spell(ctx, 'torch.bincount')}({_atom_code(labels)} * {nn} + {_atom_code(predictions)}, "
+              f"minlength={nn} * {nn}).reshape({nn}, {nn}).to({_code(dtype)})")
+
+
 # --- control flow -----------------------------------------------------------------------------------
 
 class _Rename(cst.CSTTransformer):
