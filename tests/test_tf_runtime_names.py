@@ -82,3 +82,67 @@ def test_eager_and_numpy_behaviour_switches_are_removed():
     ns = {"debug": True}
     exec(compile(r.output, "translated.py", "exec"), ns)
     assert ns["done"]
+
+
+DIVIDE = '''
+import tensorflow as tf
+from keras import ops
+
+
+def f(x, y):
+    return tf.math.divide_no_nan(x, y) + ops.divide_no_nan(x, y) * 2.0
+'''
+
+_TF_GRADS = '''
+import json, sys
+import tensorflow as tf
+ns = {}
+exec(sys.argv[1], ns)
+x, y = (tf.Variable(v) for v in json.loads(sys.argv[2]))
+with tf.GradientTape() as tape:
+    out = ns["f"](x, y)
+    total = tf.reduce_sum(out)
+gx, gy = tape.gradient(total, [x, y])
+print(json.dumps([out.numpy().tolist(), gx.numpy().tolist(), gy.numpy().tolist()]))
+'''
+
+_TORCH_GRADS = '''
+import json, sys
+import torch
+ns = {}
+exec(sys.argv[1], ns)
+x, y = (torch.tensor(v, requires_grad=True) for v in json.loads(sys.argv[2]))
+out = ns["f"](x, y)
+out.sum().backward()
+print(json.dumps([out.detach().numpy().tolist(), x.grad.numpy().tolist(), y.grad.numpy().tolist()]))
+'''
+
+
+def test_divide_no_nan_values_and_gradients_match_tensorflow():
+    """0 where the denominator is 0, and gradients 0 there (not NaN), in both frameworks."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+    import pytest
+    pytest.importorskip("tensorflow")
+    pytest.importorskip("torch")
+    r = translate_source(DIVIDE.lstrip("\n"), "m.py")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "return divide_no_nan(x, y) + divide_no_nan(x, y) * 2.0" in r.output and "import tensorflow" not in r.output \
+        and "keras" not in r.output, r.output
+    inputs = json.dumps([[1.5, -2.0, 0.0, 3.0, -1.0], [0.5, 0.0, 0.0, -4.0, 2.0]])
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", KERAS_BACKEND="tensorflow")
+    got = []
+    for runner, src in ((_TF_GRADS, DIVIDE), (_TORCH_GRADS, r.output)):
+        p = subprocess.run([sys.executable, "-c", runner, src, inputs], capture_output=True, text=True, env=env,
+                           timeout=600)
+        assert p.returncode == 0, p.stderr[-3000:]
+        got.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    want, ours = got
+    for w, g in zip(want, ours):
+        assert not np.isnan(g).any()
+        np.testing.assert_allclose(g, w, rtol=1e-6, atol=1e-6)
+    assert want[0][1] == 0.0 and want[2][1] == 0.0  # the zero denominator: value and gradient 0

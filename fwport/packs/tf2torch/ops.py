@@ -381,6 +381,17 @@ def confusion_matrix(m, ctx):
               f"minlength={nn} * {nn}).reshape({nn}, {nn}).to({_code(dtype)})")
 
 
+#: tf.math.divide_no_nan / keras.ops.divide_no_nan (rules divide-no-nan, ops-divide-no-nan: the image-helper transform)
+helpers.HELPERS["divide_no_nan"] = '''
+
+def divide_no_nan(x, y):
+    """tf.math.divide_no_nan: x / y, and 0 where y is 0; the gradients there are 0 too, as TensorFlow's (a
+    plain torch.where(y == 0, 0.0, x / y) would carry the division's inf into them as NaN)."""
+    zero = y == 0
+    return {torch}where(zero, 0.0, x / {torch}where(zero, 1.0, y))
+'''
+
+
 # --- control flow -----------------------------------------------------------------------------------
 
 class _Rename(cst.CSTTransformer):
