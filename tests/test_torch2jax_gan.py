@@ -92,6 +92,57 @@ def test_type_alias_calls():
     assert "imgs.astype(jnp.float32)" in text and "Tensor" not in text
 
 
+_ALIAS_TENSOR = ("import torch\nimport numpy as np\ncuda = torch.cuda.is_available()\n"
+                 "Tensor = torch.cuda.FloatTensor if cuda else torch.Tensor\n"
+                 "def f(n, imgs):\n    z = Tensor(np.random.normal(0, 1, (n, 8)))\n    ones = Tensor(n, 1).fill_(1.0)\n"
+                 "    return z, ones, imgs.type(Tensor)\n")
+
+_RUN_ALIAS = """import importlib.util, sys
+import numpy as np
+side, path, out = sys.argv[1:4]
+if side == "jax":
+    sys.modules["torch"] = None
+spec = importlib.util.spec_from_file_location("m", path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+imgs = np.arange(6, dtype=np.int64).reshape(2, 3)
+if side == "torch":
+    import torch
+    imgs = torch.from_numpy(imgs)
+np.random.seed(0)
+z, ones, cast = mod.f(3, imgs)
+np.savez(out, **{k: np.asarray(v) for k, v in dict(z=z, ones=ones, cast=cast).items()})
+"""
+
+
+def test_type_alias_with_torch_tensor_on_the_cpu_equals_pytorch(tmp_path):
+    # PyTorch-GAN's `torch.cuda.FloatTensor if cuda else torch.Tensor`: torch.Tensor builds and casts to float32
+    import numpy as np
+    text, findings = _translate(_ALIAS_TENSOR)
+    assert not [f for f in findings if f.severity >= Severity.WARNING], findings
+    assert "Tensor" not in text and "torch" not in text, text
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_ALIAS_TENSOR)
+    out.write_text(text)
+    res = {}
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _RUN_ALIAS, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res[side] = dict(np.load(tmp_path / f"{side}.npz"))
+    for k in ("z", "ones", "cast"):
+        assert res["jax"][k].dtype == res["torch"][k].dtype == np.float32, k
+        np.testing.assert_array_equal(res["jax"][k], res["torch"][k], err_msg=k)
+
+
+def test_type_alias_with_torch_tensor_follows_a_changed_default_dtype():
+    # torch.Tensor is the default dtype, which this file changes: not float32, so the alias stays refused
+    src = _ALIAS_TENSOR.replace("import numpy as np\n", "import numpy as np\ntorch.set_default_dtype(torch.float64)\n")
+    text, findings = _translate(src)
+    assert "jnp.float32" not in text
+    assert any(f.severity == Severity.ERROR for f in findings), findings
+
+
 @pytest.mark.parametrize("body", [
     # the outputs are not a model's output: no function to differentiate
     "    o = x * 2\n    g = torch.autograd.grad(outputs=o, inputs=x, grad_outputs=torch.ones_like(o))[0]\n",

@@ -891,8 +891,11 @@ def _subscripts(node) -> list[cst.Subscript]:
 def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
     """Module-level names bound to one legacy tensor type, on the CPU or CUDA (``Tensor = torch.cuda.FloatTensor
     if cuda else torch.FloatTensor``) → the ``torch.XTensor`` expression of the CPU one (its calls become that
-    constructor's; JAX places arrays itself)."""
+    constructor's; JAX places arrays itself). A CPU branch ``torch.Tensor`` beside ``torch.cuda.FloatTensor`` is
+    ``torch.FloatTensor`` (both build and cast to float32) unless the file changes PyTorch's default dtype."""
     out: dict[str, cst.Attribute] = {}
+    default_dtype = any(ctx.imports.resolve(c.func) in ("torch.set_default_dtype", "torch.set_default_tensor_type")
+                        for c in find_all(module, cst.Call))
     for stmt in module.body:
         if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):
             continue
@@ -902,6 +905,10 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
         cpu = None
         for b in branches:
             q = ctx.imports.resolve(b) if isinstance(b, cst.Attribute) else None
+            if q == "torch.Tensor" and isinstance(v, cst.IfExp) and not default_dtype:
+                # the CPU branch of `torch.cuda.FloatTensor if cuda else torch.Tensor`: torch.Tensor builds and casts
+                # to the default dtype, float32 where the file never changes it: torch.FloatTensor's
+                b, q = b.with_changes(attr=cst.Name("FloatTensor")), "torch.FloatTensor"
             t = q.rsplit(".", 1)[-1] if q else None
             if q not in (f"torch.{t}", f"torch.cuda.{t}") or t not in LEGACY_TYPES:
                 kinds.add(None)
