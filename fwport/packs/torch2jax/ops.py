@@ -854,7 +854,8 @@ def save(m, ctx):
                "(optimizer state: eqx.tree_serialise_leaves(path, opt_state))")
         return None
     if model in ctx.analyses.get(STATEFUL, ()):
-        model = f"({model}, state)"
+        from fwport.packs.torch2jax.passes.state import state_name
+        model = f"({model}, {state_name(ctx, model)})"
     ctx.report(Severity.INFO, "idiom-replaced", "torch.save(model.state_dict(), f) → eqx.tree_serialise_leaves: the "
                "file holds Equinox's leaves, not a PyTorch checkpoint; read it back with "
                "eqx.tree_deserialise_leaves(f, <a model of the same structure>)", m.node, m.rule)
