@@ -395,3 +395,54 @@ def test_bce_with_logits_computes_what_pytorch_computes(tmp_path):
 def test_bce_with_logits_pos_weight_is_refused():
     r = translate_source("import torch.nn as nn\ncrit = nn.BCEWithLogitsLoss(pos_weight=w)\n", "x.py", PACK)
     assert any(f.severity is Severity.ERROR and "pos_weight" in f.message for f in r.findings), r.findings
+
+
+_ARITH = """import torch
+
+
+def f(a, b, x):
+    return [torch.add(a, b), torch.mul(a, b), torch.multiply(a, 2.5), torch.fmod(x, 1.0), torch.fmod(x, -0.75),
+            torch.erfinv(torch.tanh(x)), torch.special.erfinv(x / 10)]
+"""
+
+_RUN_ARITH = """import runpy, sys
+import numpy as np
+side, path, out = sys.argv[1:4]
+if side == "jax":
+    sys.modules["torch"] = None
+f = runpy.run_path(path)["f"]
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+x = (rng.standard_normal((3, 4)) * 3).astype(np.float32)  # negative values too: fmod keeps the dividend's sign
+if side == "torch":
+    import torch
+    a, b, x = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(x)
+np.savez(out, *[np.asarray(o) for o in f(a, b, x)])
+"""
+
+
+def test_add_mul_fmod_erfinv_compute_what_pytorch_computes(tmp_path):
+    import numpy as np
+    r = translate_source(_ARITH, "x.py", PACK)
+    assert not [f for f in r.findings if f.severity >= Severity.WARNING], r.findings
+    assert "torch" not in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_ARITH)
+    out.write_text(r.output)
+    res = {}
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _RUN_ARITH, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            res[side] = [z[f"arr_{i}"] for i in range(len(z.files))]
+    assert len(res["torch"]) == len(res["jax"]) == 7
+    assert (res["torch"][3] < 0).any()  # a negative remainder: not Python's %
+    for i, (t, j) in enumerate(zip(res["torch"], res["jax"])):
+        assert t.shape == j.shape and t.dtype == j.dtype, i
+        np.testing.assert_allclose(j, t, rtol=2e-5, atol=1e-6, err_msg=f"output {i}")
+
+
+def test_add_with_alpha_is_refused():
+    r = translate_source("import torch\ny = torch.add(a, b, alpha=2)\n", "x.py", PACK)
+    assert any(f.severity is Severity.ERROR and "alpha" in f.message for f in r.findings), r.findings
