@@ -446,3 +446,48 @@ def test_add_mul_fmod_erfinv_compute_what_pytorch_computes(tmp_path):
 def test_add_with_alpha_is_refused():
     r = translate_source("import torch\ny = torch.add(a, b, alpha=2)\n", "x.py", PACK)
     assert any(f.severity is Severity.ERROR and "alpha" in f.message for f in r.findings), r.findings
+
+
+_IS_TENSOR = """import numpy as np
+import torch
+
+
+def f(t, a):
+    return [torch.is_tensor(t), torch.is_tensor(t * 2), torch.is_tensor(a), torch.is_tensor(3.0), torch.is_tensor([t])]
+"""
+
+_RUN_IS_TENSOR = """import json, runpy, sys
+import numpy as np
+side, path = sys.argv[1:3]
+if side == "jax":
+    sys.modules["torch"] = None
+f = runpy.run_path(path)["f"]
+a = np.ones(3, dtype=np.float32)
+if side == "torch":
+    import torch
+    got = f(torch.from_numpy(a), a)
+else:
+    import jax, jax.numpy as jnp
+    got = f(jnp.asarray(a), a)
+    traced = jax.jit(lambda t: jnp.asarray(f(t, a)[:2]))(jnp.asarray(a))  # a traced array is one too
+    assert bool(traced.all()), traced
+print(json.dumps([bool(g) for g in got]))
+"""
+
+
+def test_is_tensor_answers_as_pytorch_does(tmp_path):
+    import json
+    r = translate_source(_IS_TENSOR, "x.py", PACK)
+    assert not [f for f in r.findings if f.severity >= Severity.WARNING], r.findings
+    assert "isinstance(t, jax.Array)" in r.output and "torch" not in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_IS_TENSOR)
+    out.write_text(r.output)
+    res = {}
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _RUN_IS_TENSOR, side, str(path)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res[side] = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["torch"] == [True, True, False, False, False]
+    assert res["jax"] == res["torch"]

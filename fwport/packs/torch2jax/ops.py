@@ -824,6 +824,16 @@ def expression(m, ctx):
     return expr(opts["text"].format(**names))
 
 
+@call_transform("template")
+def template(m, ctx):
+    """A call → ``emit.options.text``, its ``{arg}`` placeholders the rule's (renamed) arguments as written (the
+    text places them where no operator binds them: a call's arguments), its ``{name}`` ones spelled from
+    ``emit.options.names`` (``torch.is_tensor(x)`` → ``isinstance(x, jax.Array)``)."""
+    opts = _options(m)
+    names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
+    return expr(opts["text"].format(**names, **{k: code(v) for k, v in m.kwargs.items()}))
+
+
 @call_transform("data-helper")
 def data_helper(m, ctx):
     """A call of a helper written into the output (``emit.target``, defined in data.py): the mapped
