@@ -5,6 +5,7 @@ the same critic weights and inputs, and compared with PyTorch: the penalty and i
 critic's weights (the double backward that create_graph=True asks for)."""
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -90,6 +91,57 @@ def test_type_alias_calls():
     assert "ones = jnp.full((n, 1), 1.0, dtype=jnp.float32)" in text
     assert "e = jnp.empty((n, 2), dtype=jnp.float32)" in text
     assert "imgs.astype(jnp.float32)" in text and "Tensor" not in text
+
+
+_ALIAS_TENSOR = ("import torch\nimport numpy as np\ncuda = torch.cuda.is_available()\n"
+                 "Tensor = torch.cuda.FloatTensor if cuda else torch.Tensor\n"
+                 "def f(n, imgs):\n    z = Tensor(np.random.normal(0, 1, (n, 8)))\n    ones = Tensor(n, 1).fill_(1.0)\n"
+                 "    return z, ones, imgs.type(Tensor)\n")
+
+_RUN_ALIAS = """import importlib.util, sys
+import numpy as np
+side, path, out = sys.argv[1:4]
+if side == "jax":
+    sys.modules["torch"] = None
+spec = importlib.util.spec_from_file_location("m", path)
+mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+imgs = np.arange(6, dtype=np.int64).reshape(2, 3)
+if side == "torch":
+    import torch
+    imgs = torch.from_numpy(imgs)
+np.random.seed(0)
+z, ones, cast = mod.f(3, imgs)
+np.savez(out, **{k: np.asarray(v) for k, v in dict(z=z, ones=ones, cast=cast).items()})
+"""
+
+
+def test_type_alias_with_torch_tensor_on_the_cpu_equals_pytorch(tmp_path):
+    # PyTorch-GAN's `torch.cuda.FloatTensor if cuda else torch.Tensor`: torch.Tensor builds and casts to float32
+    import numpy as np
+    text, findings = _translate(_ALIAS_TENSOR)
+    assert not [f for f in findings if f.severity >= Severity.WARNING], findings
+    assert "Tensor" not in text and "torch" not in text, text
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_ALIAS_TENSOR)
+    out.write_text(text)
+    res = {}
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _RUN_ALIAS, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res[side] = dict(np.load(tmp_path / f"{side}.npz"))
+    for k in ("z", "ones", "cast"):
+        assert res["jax"][k].dtype == res["torch"][k].dtype == np.float32, k
+        np.testing.assert_array_equal(res["jax"][k], res["torch"][k], err_msg=k)
+
+
+def test_type_alias_with_torch_tensor_follows_a_changed_default_dtype():
+    # torch.Tensor is the default dtype, which this file changes: not float32, so the alias stays refused
+    src = _ALIAS_TENSOR.replace("import numpy as np\n", "import numpy as np\ntorch.set_default_dtype(torch.float64)\n")
+    text, findings = _translate(src)
+    assert "jnp.float32" not in text
+    assert any(f.severity == Severity.ERROR for f in findings), findings
 
 
 @pytest.mark.parametrize("body", [
@@ -268,3 +320,67 @@ def test_the_generator_step_inside_an_if_trains_as_pytorch_does(tmp_path):
     assert len(t["g_losses"]) == 3 and len(j["g_losses"]) == 3  # i = 0, 2, 4
     for k in ("g0", "g3", "d0", "g_losses", "last_fake"):
         np.testing.assert_allclose(j[k], t[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+TWO_BN = ROOT / "tests" / "data" / "torch_gan_two_batchnorm.py"
+_RUN_TWO_BN = (_RUN_N_CRITIC.replace('"d2": (1, 8)', '"d3": (1, 8)').replace('(d.model[2], "d2")', '(d.model[3], "d3")')
+               .replace('(1, 2, "d2")', '(1, 3, "d3")').replace('g_losses=g["g_losses"], last_fake=g["last_fake"]',
+                                                                  'd3=read(g["discriminator"], 3), g_losses=g["g_losses"], '
+                                                                  'd_losses=g["d_losses"]'))
+
+
+def test_two_models_with_batchnorm_each_thread_their_own_state():
+    """A generator and a discriminator that both keep BatchNorm's state: each its own state variable
+    (generator_state, discriminator_state, never one `state` for both), the discriminator's calls inside the loss
+    expressions moved to statements of their own, and both steps at the loop's level rewritten (the second one
+    after the first's train_step call)."""
+    text, findings = _translate(TWO_BN.read_text())
+    assert not [f for f in findings if f.severity is Severity.ERROR], findings
+    assert "generator, generator_state = eqx.nn.make_with_state(Generator)(" in text
+    assert "discriminator, discriminator_state = eqx.nn.make_with_state(Discriminator)(" in text
+    assert ".backward()" not in text and ".step()" not in text and ".zero_grad()" not in text
+    assert not re.search(r"\bstate\b", text.split("\nadversarial_loss = ", 1)[1]), text  # (outside the classes)
+    # the generator's step runs the discriminator in training mode too: its statistics move, threaded as PyTorch's
+    assert ("discriminator_out, discriminator_state = jax.vmap(discriminator, axis_name=\"batch\", in_axes=(0, None), "
+            "out_axes=(0, None))(gen_imgs, discriminator_state)\n") in text, text
+    assert "        real_loss = adversarial_loss(discriminator_out2, valid)\n" in text
+    assert ("discriminator, opt_state_D, d_loss, discriminator_state = train_step_D(discriminator, opt_state_D, "
+            "discriminator_state, real, valid, gen_imgs, fake)\n") in text, text
+
+
+def test_two_models_with_batchnorm_train_as_pytorch_does(tmp_path):
+    """Five batches, the generator's and then the discriminator's Adam step at each (BatchNorm in both, batch
+    statistics in training mode), from the same weights: the translation (torch unimportable) gives PyTorch's
+    losses at every step and its weights after the last."""
+    import json
+    import numpy as np
+    text, _ = _translate(TWO_BN.read_text())
+    out = tmp_path / "out.py"
+    out.write_text(text)
+    results = []
+    for path, side in ((TWO_BN, "torch"), (out, "jax")):
+        p = subprocess.run([sys.executable, "-c", _RUN_TWO_BN, str(path), side], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    t, j = results
+    assert len(t["g_losses"]) == len(j["d_losses"]) == 5
+    for k in ("g0", "g3", "d0", "d3", "g_losses", "d_losses"):
+        np.testing.assert_allclose(j[k], t[k], rtol=1e-4, atol=1e-5, err_msg=k)
+
+
+def test_a_stateful_call_evaluated_maybe_never_stays_an_error_naming_its_own_state():
+    # inside a conditional expression the call may not run: it is not moved, the error names the model's state
+    src = TWO_BN.read_text().replace("real_loss = adversarial_loss(discriminator(real), valid)",
+                                     "real_loss = adversarial_loss(discriminator(real) if i else real[:, :1], valid)")
+    text, findings = _translate(src)
+    errs = [f for f in findings if f.severity is Severity.ERROR]
+    assert any("discriminator keeps a layer state" in f.message and "discriminator_state" in f.message for f in errs), errs
+
+
+def test_a_second_step_not_of_the_supported_shape_is_an_error_on_its_line():
+    # the discriminator's step without its zero_grad(): never left silently as PyTorch code after the first step
+    src = TWO_BN.read_text().replace("    optimizer_D.zero_grad()\n", "")
+    text, findings = _translate(src)
+    errs = [f for f in findings if f.severity is Severity.ERROR and "d_loss.backward() follows another step" in f.message]
+    assert len(errs) == 1 and src.splitlines()[errs[0].line - 1].strip() == "d_loss.backward()", findings

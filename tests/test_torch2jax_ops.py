@@ -337,3 +337,157 @@ def test_a_sequential_written_one_layer_per_line_stays_so_with_its_comments():
                       "            nn.Linear(8, 2),\n        )", "nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))")
     assert ("self.net = eqx.nn.Sequential([eqx.nn.Linear(4, 8, key=key1), eqx.nn.Lambda(jax.nn.relu), "
             "eqx.nn.Linear(8, 2, key=key2)])") in translate_source(one, "m.py", "torch2jax").output
+
+
+_BCE_LOGITS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+mean = nn.BCEWithLogitsLoss()
+each = nn.BCEWithLogitsLoss(reduction="none")
+
+
+def f(x, t):
+    return [mean(x, t), each(x, t), F.binary_cross_entropy_with_logits(x, t, reduction="sum"),
+            F.binary_cross_entropy_with_logits(x, t)]
+"""
+
+_RUN_BCE_LOGITS = """import runpy, sys
+import numpy as np
+side, path, out = sys.argv[1:4]
+if side == "jax":
+    sys.modules["torch"] = None
+f = runpy.run_path(path)["f"]
+rng = np.random.default_rng(0)
+x = (rng.standard_normal((4, 5)) * 3).astype(np.float32)
+x[0, :3] = [40.0, -40.0, 0.0]  # saturated logits: PyTorch's loss stays finite and exact
+t = rng.uniform(size=(4, 5)).astype(np.float32)
+t[0, :3] = [0.0, 1.0, 0.5]
+if side == "torch":
+    import torch
+    x, t = torch.from_numpy(x), torch.from_numpy(t)
+np.savez(out, *[np.asarray(o) for o in f(x, t)])
+"""
+
+
+def test_bce_with_logits_computes_what_pytorch_computes(tmp_path):
+    import numpy as np
+    r = translate_source(_BCE_LOGITS, "x.py", PACK)
+    assert not [f for f in r.findings if f.severity >= Severity.WARNING], r.findings
+    assert "optax.sigmoid_binary_cross_entropy(x, y)" not in r.output and "torch" not in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_BCE_LOGITS)
+    out.write_text(r.output)
+    res = {}
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _RUN_BCE_LOGITS, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            res[side] = [z[f"arr_{i}"] for i in range(len(z.files))]
+    assert len(res["torch"]) == len(res["jax"]) == 4
+    assert res["torch"][1][0, 0] == pytest.approx(40.0, rel=1e-6)  # -log(1 - sigmoid(40)): no overflow
+    for i, (t, j) in enumerate(zip(res["torch"], res["jax"])):
+        assert t.shape == j.shape, i
+        np.testing.assert_allclose(j, t, rtol=1e-5, atol=1e-6, err_msg=f"output {i}")
+
+
+def test_bce_with_logits_pos_weight_is_refused():
+    r = translate_source("import torch.nn as nn\ncrit = nn.BCEWithLogitsLoss(pos_weight=w)\n", "x.py", PACK)
+    assert any(f.severity is Severity.ERROR and "pos_weight" in f.message for f in r.findings), r.findings
+
+
+_ARITH = """import torch
+
+
+def f(a, b, x):
+    return [torch.add(a, b), torch.mul(a, b), torch.multiply(a, 2.5), torch.fmod(x, 1.0), torch.fmod(x, -0.75),
+            torch.erfinv(torch.tanh(x)), torch.special.erfinv(x / 10)]
+"""
+
+_RUN_ARITH = """import runpy, sys
+import numpy as np
+side, path, out = sys.argv[1:4]
+if side == "jax":
+    sys.modules["torch"] = None
+f = runpy.run_path(path)["f"]
+rng = np.random.default_rng(0)
+a, b = rng.standard_normal((3, 4)).astype(np.float32), rng.standard_normal(4).astype(np.float32)
+x = (rng.standard_normal((3, 4)) * 3).astype(np.float32)  # negative values too: fmod keeps the dividend's sign
+if side == "torch":
+    import torch
+    a, b, x = torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(x)
+np.savez(out, *[np.asarray(o) for o in f(a, b, x)])
+"""
+
+
+def test_add_mul_fmod_erfinv_compute_what_pytorch_computes(tmp_path):
+    import numpy as np
+    r = translate_source(_ARITH, "x.py", PACK)
+    assert not [f for f in r.findings if f.severity >= Severity.WARNING], r.findings
+    assert "torch" not in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_ARITH)
+    out.write_text(r.output)
+    res = {}
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _RUN_ARITH, side, str(path), str(tmp_path / f"{side}.npz")],
+                           capture_output=True, text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        with np.load(tmp_path / f"{side}.npz") as z:
+            res[side] = [z[f"arr_{i}"] for i in range(len(z.files))]
+    assert len(res["torch"]) == len(res["jax"]) == 7
+    assert (res["torch"][3] < 0).any()  # a negative remainder: not Python's %
+    for i, (t, j) in enumerate(zip(res["torch"], res["jax"])):
+        assert t.shape == j.shape and t.dtype == j.dtype, i
+        np.testing.assert_allclose(j, t, rtol=2e-5, atol=1e-6, err_msg=f"output {i}")
+
+
+def test_add_with_alpha_is_refused():
+    r = translate_source("import torch\ny = torch.add(a, b, alpha=2)\n", "x.py", PACK)
+    assert any(f.severity is Severity.ERROR and "alpha" in f.message for f in r.findings), r.findings
+
+
+_IS_TENSOR = """import numpy as np
+import torch
+
+
+def f(t, a):
+    return [torch.is_tensor(t), torch.is_tensor(t * 2), torch.is_tensor(a), torch.is_tensor(3.0), torch.is_tensor([t])]
+"""
+
+_RUN_IS_TENSOR = """import json, runpy, sys
+import numpy as np
+side, path = sys.argv[1:3]
+if side == "jax":
+    sys.modules["torch"] = None
+f = runpy.run_path(path)["f"]
+a = np.ones(3, dtype=np.float32)
+if side == "torch":
+    import torch
+    got = f(torch.from_numpy(a), a)
+else:
+    import jax, jax.numpy as jnp
+    got = f(jnp.asarray(a), a)
+    traced = jax.jit(lambda t: jnp.asarray(f(t, a)[:2]))(jnp.asarray(a))  # a traced array is one too
+    assert bool(traced.all()), traced
+print(json.dumps([bool(g) for g in got]))
+"""
+
+
+def test_is_tensor_answers_as_pytorch_does(tmp_path):
+    import json
+    r = translate_source(_IS_TENSOR, "x.py", PACK)
+    assert not [f for f in r.findings if f.severity >= Severity.WARNING], r.findings
+    assert "isinstance(t, jax.Array)" in r.output and "torch" not in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(_IS_TENSOR)
+    out.write_text(r.output)
+    res = {}
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _RUN_IS_TENSOR, side, str(path)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res[side] = json.loads(p.stdout.strip().splitlines()[-1])
+    assert res["torch"] == [True, True, False, False, False]
+    assert res["jax"] == res["torch"]

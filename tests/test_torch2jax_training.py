@@ -335,8 +335,9 @@ print(float(((a - b) ** 2).sum()), float(((a - c) ** 2).sum()))
 def test_a_saved_state_dict_loads_back_with_its_layer_state(tmp_path):
     r = t2j(_SAVE)
     assert not errors(r), r.findings
-    assert "eqx.tree_serialise_leaves(sys.argv[2], (model, state))" in r.output
-    assert "other, state = eqx.tree_deserialise_leaves(sys.argv[2], (other, state))" in r.output
+    # (three models keeping a state in one scope: a state variable each)
+    assert "eqx.tree_serialise_leaves(sys.argv[2], (model, model_state))" in r.output
+    assert "other, other_state = eqx.tree_deserialise_leaves(sys.argv[2], (other, other_state))" in r.output
     out = tmp_path / "out.py"
     out.write_text(r.output)
     code = "import sys\nsys.modules['torch'] = None\nimport runpy\nsys.argv = sys.argv[:1] + sys.argv[1:]\n" \

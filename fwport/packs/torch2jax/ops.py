@@ -398,11 +398,28 @@ def batch_norm(m, ctx):
     args += [f"{k}={code(v)}" for k, v in kw.items()]
     args.append('mode="batch"')
     from fwport.core.finding import Severity
-    ctx.report(Severity.WARNING, "approximate", "BatchNorm running statistics: Equinox averages the biased batch "
-               "variance and debiases the average, PyTorch averages the unbiased one from (0, 1): normalisation in "
-               "training and inference with the same statistics agree, the statistics a training run accumulates "
-               "differ slightly", m.node, m.rule)
+    ctx.report(Severity.WARNING, "approximate", _batch_norm_stats(value), m.node, m.rule)
     return expr(f"{ctx.spell_text('equinox.nn.BatchNorm')}({', '.join(args)})")
+
+
+def _batch_norm_stats(m: float) -> str:
+    """The approximate warning of a BatchNorm with PyTorch's momentum ``m``: where its running statistics (what
+    eval mode normalises with) leave PyTorch's, with the numbers for this momentum (checked against both in
+    tests/test_torch2jax_batchnorm_stats.py)."""
+    import math
+    if not 0 < m < 1:
+        return ("BatchNorm running statistics (what eval mode normalises with): Equinox's average is debiased "
+                f"by 1 - momentum^n after n training steps and PyTorch's is not; with momentum={m!r} they differ")
+    first = 1 - m
+    steps = math.ceil(math.log(0.01) / math.log(first))
+    return ("BatchNorm running statistics (what eval mode normalises with) are not PyTorch's: outputs in training "
+            "mode agree (batch statistics), but both averages start from mean 0 and variance 1 and after n training "
+            f"steps Equinox divides its own by 1 - {first:g}^n, PyTorch does not: PyTorch's running mean is (1 - "
+            f"{first:g}^n) times Equinox's, {m:g} times after one step, within 1% only after {steps} steps; its "
+            f"running variance is {first:g}^n + N/(N-1) * ((1 - {first:g}^n) * Equinox's - {first:g}^n), as PyTorch "
+            "averages the unbiased batch variance where Equinox averages the biased one (N the values per channel "
+            "in a batch: the factor N/(N-1) stays). A model evaluated after a short training run, or trained on "
+            "small batches, gives other outputs in eval mode")
 
 
 @call_transform("instance-norm")
@@ -807,6 +824,16 @@ def expression(m, ctx):
     return expr(opts["text"].format(**names))
 
 
+@call_transform("template")
+def template(m, ctx):
+    """A call → ``emit.options.text``, its ``{arg}`` placeholders the rule's (renamed) arguments as written (the
+    text places them where no operator binds them: a call's arguments), its ``{name}`` ones spelled from
+    ``emit.options.names`` (``torch.is_tensor(x)`` → ``isinstance(x, jax.Array)``)."""
+    opts = _options(m)
+    names = {k: ctx.spell_text(v) for k, v in opts.get("names", {}).items()}
+    return expr(opts["text"].format(**names, **{k: code(v) for k, v in m.kwargs.items()}))
+
+
 @call_transform("data-helper")
 def data_helper(m, ctx):
     """A call of a helper written into the output (``emit.target``, defined in data.py): the mapped
@@ -854,7 +881,8 @@ def save(m, ctx):
                "(optimizer state: eqx.tree_serialise_leaves(path, opt_state))")
         return None
     if model in ctx.analyses.get(STATEFUL, ()):
-        model = f"({model}, state)"
+        from fwport.packs.torch2jax.passes.state import state_name
+        model = f"({model}, {state_name(ctx, model)})"
     ctx.report(Severity.INFO, "idiom-replaced", "torch.save(model.state_dict(), f) → eqx.tree_serialise_leaves: the "
                "file holds Equinox's leaves, not a PyTorch checkpoint; read it back with "
                "eqx.tree_deserialise_leaves(f, <a model of the same structure>)", m.node, m.rule)

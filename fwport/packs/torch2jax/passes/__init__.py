@@ -22,6 +22,9 @@ PLANNERS: tuple[Planner, ...] = (
     # (and a function re-initialising the layers given to it, for model.apply: `def weights_init(m)`)
     Planner("modules", re.compile(r"(?m)\bModule\b|\bSequential\b|^\s*class\s+\w+\s*\([^)]*\bnn\.|\binit\.\w+_\s*\("),
             modules.run),
+    # a model keeping a layer state (BatchNorm): its state's name, its calls inside larger expressions moved to
+    # statements of their own (`d_out = discriminator(x)` above `loss = bce(d_out, valid)`), before training
+    Planner("stateful-calls", re.compile(r"\bBatchNorm"), training.hoist_stateful_calls),
     # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
     Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys

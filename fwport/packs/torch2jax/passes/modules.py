@@ -1899,6 +1899,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         root = f"{ctx.spell_text('jax.random.key')}(0)"
         adder = _RootKey(frozenset(keyed), root, frozenset(stateful), ctx.spell_text("equinox.nn.make_with_state"),
                          ctx.spell_text("jax.random.key"), ctx.spell_text("jax.random.split"))
+        from fwport.packs.torch2jax.passes.state import STATE_NAMES
+        adder.state_names = ctx.analyses.get(STATE_NAMES, {})  # the training pass's: `generator_state`, ...
         body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in made
                 else rewrite(s, adder) for s in body]
         # a top-level `model = Net()` under a module-level root key comes back as two statements (the split, the call)
@@ -2021,6 +2023,7 @@ class _RootKey(cst.CSTTransformer):
         self.scopes: list[int] = [0]  # index in marks where each open function's blocks start
         self.target: list[str | None] = []  # per open statement: the name a plain `name = ...` binds
         self.pending: list[str] = []  # sub-key names the statement being left must split first
+        self.state_names: dict[str, str] = {}  # model name → its layer state's name (state.STATE_NAMES)
 
     def visit_IndentedBlock(self, node) -> None:
         self.marks.append(False)
@@ -2066,7 +2069,8 @@ class _RootKey(cst.CSTTransformer):
         v = updated.value
         if len(updated.targets) == 1 and isinstance(updated.targets[0].target, cst.Name) and isinstance(v, cst.Call) \
                 and isinstance(v.func, cst.Name) and v.func.value in self.stateful:
-            target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name("state"))], lpar=[], rpar=[])
+            name = self.state_names.get(updated.targets[0].target.value, "state")
+            target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name(name))], lpar=[], rpar=[])
             call = v.with_changes(func=cst.Call(cst.parse_expression(self.make), [cst.Arg(v.func)]))
             return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=call)
         return updated

@@ -20,6 +20,27 @@ from fwport.core.finding import Severity
 from fwport.core.names import find_all, scan
 from fwport.packs.torch2jax.ranks import target_names
 
+#: ctx.analyses: model name → the name of its layer state: ``state``, or ``<model>_state`` for a model made in a
+#: scope that makes another one keeping a state (a GAN's generator and discriminator: ``generator_state``)
+STATE_NAMES = "torch2jax.state-names"
+
+
+def state_names(stateful: set[str], shared: set[str], used: set[str]) -> dict[str, str]:
+    """The state name of each model of ``stateful`` (STATE_NAMES): ``state``, or for those of ``shared`` a name of
+    their own that ``used`` does not hold already."""
+    out = {}
+    for m in sorted(stateful):
+        name = f"{m}_state" if m in shared else "state"
+        while m in shared and name in used:
+            name += "_"
+        out[m] = name
+    return out
+
+
+def state_name(ctx, model: str) -> str:
+    return ctx.analyses.get(STATE_NAMES, {}).get(model, "state")
+
+
 #: ctx.analyses: top-level function → {"model": its model parameter, "back": hands the state back,
 #: "threaded": returns model, opt_state too}
 STATE_THREAD = "torch2jax.state-thread"
@@ -92,7 +113,8 @@ def plan(module: cst.Module, ctx, stateful: set[str], ctors: set[str], threaded:
             if not given:
                 if (called - _made(f, ctors) - set(params)) & module_made:  # the module's model: its state is global
                     from fwport.packs.torch2jax.passes.training import GLOBALS  # (as PyTorch's call moves the module's)
-                    ctx.analyses.setdefault(GLOBALS, {}).setdefault(name, set()).add("state")
+                    ctx.analyses.setdefault(GLOBALS, {}).setdefault(name, set()).update(
+                        state_name(ctx, m) for m in (called - _made(f, ctors) - set(params)) & module_made)
                 continue
             if len(given) > 1 or f.params.star_arg not in (cst.MaybeSentinel.DEFAULT, None) or f.params.posonly_params:
                 ctx.report(Severity.ERROR, "unsupported-construct", f"{name} runs {', '.join(given)}, which keep a layer "
@@ -194,7 +216,7 @@ class _CallerCheck(cst.CSTVisitor):
                             "of its own", call)
 
 
-def _with_arg(call: cst.Call, info: dict) -> cst.Call:
+def _with_arg(call: cst.Call, info: dict, name: str = "state") -> cst.Call:
     b = None
     args = list(call.args)
     for i, a in enumerate(args):
@@ -204,7 +226,7 @@ def _with_arg(call: cst.Call, info: dict) -> cst.Call:
     if b is None:
         return call
     kw = args[b].keyword is not None
-    new = cst.Arg(cst.Name("state"), keyword=cst.Name("state") if kw else None,
+    new = cst.Arg(cst.Name(name), keyword=cst.Name("state") if kw else None,
                   equal=args[b].equal if kw else cst.MaybeSentinel.DEFAULT, comma=args[b].comma)
     args[b] = args[b].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
     args.insert(b + 1, new)
@@ -212,16 +234,33 @@ def _with_arg(call: cst.Call, info: dict) -> cst.Call:
 
 
 class _Thread(cst.CSTTransformer):
-    def __init__(self, needs: dict):
+    def __init__(self, needs: dict, names: dict[str, str] | None = None):
         super().__init__()
         self.needs = needs
+        self.names = names or {}  # model name → its state's name where the caller makes it (STATE_NAMES)
         self.depth = 0
+        self.top: list[str] = []  # the top-level function being visited
+
+    def state_of(self, call: cst.Call) -> str:
+        """The name of the state a call passes: ``state`` in a function given its model, else the model's own."""
+        info = self.needs[call.func.value]
+        b = _bound(call, info["params"], info["model"])
+        if b is None or not isinstance(b[0], cst.Name):
+            return "state"
+        here = self.needs.get(self.top[-1]) if self.top else None
+        if here is not None and here["model"] == b[0].value:
+            return "state"
+        return self.names.get(b[0].value, "state")
 
     def visit_FunctionDef(self, node) -> None:
+        if self.depth == 0:
+            self.top.append(node.name.value)
         self.depth += 1
 
     def leave_FunctionDef(self, original, updated):
         self.depth -= 1
+        if self.depth == 0:
+            self.top.pop()
         info = self.needs.get(updated.name.value) if self.depth == 0 else None
         if info is None:
             return updated
@@ -248,7 +287,7 @@ class _Thread(cst.CSTTransformer):
 
     def leave_Call(self, original, updated):
         if isinstance(updated.func, cst.Name) and updated.func.value in self.needs:
-            return _with_arg(updated, self.needs[updated.func.value])
+            return _with_arg(updated, self.needs[updated.func.value], self.state_of(original))
         return updated
 
     def leave_SimpleStatementLine(self, original, updated):
@@ -261,13 +300,14 @@ class _Thread(cst.CSTTransformer):
         info = self.needs[call.func.value]
         if not info["back"]:
             return updated
+        name = self.state_of(call)
         if isinstance(small, cst.Expr) and not info["threaded"]:
-            return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name("state"))], call)])
+            return updated.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(name))], call)])
         if isinstance(small, cst.Assign) and info["threaded"] and len(small.targets) == 1 \
                 and isinstance(small.targets[0].target, cst.Tuple):  # model, opt_state = train(...)
             t = small.targets[0].target
             t = t.with_changes(elements=[*t.elements[:-1], t.elements[-1].with_changes(
-                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Element(cst.Name("state"))])
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Element(cst.Name(name))])
             return updated.with_changes(body=[small.with_changes(targets=[small.targets[0].with_changes(target=t)])])
         return updated
 
@@ -277,7 +317,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     if not needs:
         return module
     from fwport.core.rewrite import rewrite
-    return rewrite(module, _Thread(needs))
+    return rewrite(module, _Thread(needs, ctx.analyses.get(STATE_NAMES)))
 
 
 def stateful_ctors(module: cst.Module, ctx, plans: dict) -> tuple[set[str], set[str]]:

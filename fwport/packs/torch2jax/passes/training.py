@@ -122,10 +122,13 @@ class _Pass(cst.CSTTransformer):
         v = original.value
         if id(v) in self.assigned and isinstance(v, cst.Call) and isinstance(v.func, cst.Name) and v.func.value in self.stateful:
             vmap = self.ctx.spell_text("jax.vmap")
-            call = cst.parse_expression(f'{vmap}({v.func.value}, axis_name="batch", in_axes=(0, None), out_axes=(0, None))')
+            name = state.state_name(self.ctx, v.func.value)
+            inputs = sum(1 for a in v.args if a.keyword is None and not a.star)  # each mapped, the state not
+            call = cst.parse_expression(f'{vmap}({v.func.value}, axis_name="batch", in_axes=({"0, " * inputs}None), '
+                                        'out_axes=(0, None))')
             value = updated.value.with_changes(func=call, args=[*[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                                                                  for a in updated.value.args], cst.Arg(cst.Name("state"))])
-            target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name("state"))], lpar=[], rpar=[])
+                                                                  for a in updated.value.args], cst.Arg(cst.Name(name))])
+            target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name(name))], lpar=[], rpar=[])
             return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
         return updated
 
@@ -304,9 +307,12 @@ class _Pass(cst.CSTTransformer):
     def leave_Call(self, original, updated):
         if isinstance(original.func, cst.Name) and original.func.value in self.stateful and not self.in_class:
             if id(original) not in self.assigned:
-                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{original.func.value} keeps a layer state "
-                                "(BatchNorm): call it as `y, state = jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), "
-                                "out_axes=(0, None))(x, state)`", original)
+                model, name = original.func.value, state.state_name(self.ctx, original.func.value)
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"{model} keeps a layer state (BatchNorm), and "
+                                "this call is not one fwport moves to a statement of its own (inside a lambda, a "
+                                "comprehension, a conditional expression, an and/or, or a compound statement's header): "
+                                f"call it as `y, {name} = jax.vmap({model}, axis_name=\"batch\", in_axes=(0, None), "
+                                f"out_axes=(0, None))(x, {name})` where it runs", original)
             return updated
         if isinstance(original.func, cst.Name) and not self.in_class and (
                 original.func.value in self.models or self.model_classes(original.func.value)):
@@ -579,7 +585,7 @@ class _Pass(cst.CSTTransformer):
                 and all(a.keyword is not None and a.keyword.value in ("map_location", "weights_only") for a in inner.args[1:])):
             return None
         model = f.value.value
-        like = f"{model}, state" if model in self.stateful else model
+        like = f"{model}, {state.state_name(self.ctx, model)}" if model in self.stateful else model
         self.ctx.report(Severity.INFO, "idiom-replaced", "model.load_state_dict(torch.load(f)) → "
                         "eqx.tree_deserialise_leaves(f, model): it reads the leaves the translated torch.save wrote "
                         "(eqx.tree_serialise_leaves), not a PyTorch checkpoint", stmt)
@@ -666,7 +672,13 @@ class _Pass(cst.CSTTransformer):
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
                             "eqx.apply_updates)", loop)
-        elif plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
+            return
+        for rest, plan in _sequential_plans(body, self.ctx):  # a GAN's generator step, then its discriminator's
+            self.check_plan(loop, rest, plan)
+
+    def check_plan(self, loop, body: list, plan) -> None:
+        """One step of a loop's body (check_loop): rewritten where this scope creates its optimizer, else an error."""
+        if plan[0] in self.scope_optimizers() or self.threaded_here(plan[0]):
             model = self.scope_optimizers()[plan[0]] if plan[0] in self.scope_optimizers() else self.threaded_here(plan[0])
             problem = _loop_problem(body, plan, model, self.ctx.imports.resolve)
             if problem:
@@ -768,10 +780,13 @@ def run(module: cst.Module, ctx) -> cst.Module:
             instances[name] = cls
     ctx.analyses[STATEFUL] = stateful
     ctx.analyses[MODELS] = models
+    hoisted = ctx.analyses.get(HOISTED, set())
     outputs = set()
     for stmt in module.body:
         for a in _walk_assigns(stmt):
-            if isinstance(a.value, cst.Call) and not isinstance(stmt, cst.ClassDef) and (
+            if isinstance(a.value, cst.Name) and a.value.value in hoisted and not isinstance(stmt, cst.ClassDef):
+                outputs.update(n for t in a.targets for n in target_names(t.target))  # `p, aux = discriminator_out`
+            elif isinstance(a.value, cst.Call) and not isinstance(stmt, cst.ClassDef) and (
                     isinstance(a.value.func, cst.Name) and a.value.func.value in models
                     or ctx.imports.resolve(a.value.func) in ("torch.autograd.Variable", "torch.autograd.variable.Variable")):
                 outputs.update(n for t in a.targets for n in target_names(t.target))  # arrays: x.data is x
@@ -891,8 +906,11 @@ def _subscripts(node) -> list[cst.Subscript]:
 def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
     """Module-level names bound to one legacy tensor type, on the CPU or CUDA (``Tensor = torch.cuda.FloatTensor
     if cuda else torch.FloatTensor``) → the ``torch.XTensor`` expression of the CPU one (its calls become that
-    constructor's; JAX places arrays itself)."""
+    constructor's; JAX places arrays itself). A CPU branch ``torch.Tensor`` beside ``torch.cuda.FloatTensor`` is
+    ``torch.FloatTensor`` (both build and cast to float32) unless the file changes PyTorch's default dtype."""
     out: dict[str, cst.Attribute] = {}
+    default_dtype = any(ctx.imports.resolve(c.func) in ("torch.set_default_dtype", "torch.set_default_tensor_type")
+                        for c in find_all(module, cst.Call))
     for stmt in module.body:
         if not (_is_assign(stmt) and len(stmt.body[0].targets) == 1 and isinstance(stmt.body[0].targets[0].target, cst.Name)):
             continue
@@ -902,6 +920,10 @@ def _type_aliases(module: cst.Module, ctx) -> dict[str, cst.Attribute]:
         cpu = None
         for b in branches:
             q = ctx.imports.resolve(b) if isinstance(b, cst.Attribute) else None
+            if q == "torch.Tensor" and isinstance(v, cst.IfExp) and not default_dtype:
+                # the CPU branch of `torch.cuda.FloatTensor if cuda else torch.Tensor`: torch.Tensor builds and casts
+                # to the default dtype, float32 where the file never changes it: torch.FloatTensor's
+                b, q = b.with_changes(attr=cst.Name("FloatTensor")), "torch.FloatTensor"
             t = q.rsplit(".", 1)[-1] if q else None
             if q not in (f"torch.{t}", f"torch.cuda.{t}") or t not in LEGACY_TYPES:
                 kinds.add(None)
@@ -1516,6 +1538,28 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     return opt, loss, start, back, step, between
 
 
+def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
+    """The steps at a loop body's own level, one after another (a GAN's generator step, then its
+    discriminator's): (the statements from the end of the previous step on, _loop_plan of them) each. A
+    backward() after the last step found that starts no step of another optimizer: an error (with ``ctx``)."""
+    out, seen, rest = [], set(), body
+    while any(_backward(s) for s in rest):
+        plan = _loop_plan(rest)
+        if plan is None or plan[0] in seen:
+            if ctx is not None:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{_backward(next(s for s in rest if _backward(s)))}"
+                           ".backward() follows another step in this loop's body: a further step is rewritten when it "
+                           "holds, after the previous optimizer.step() and at the loop's level, its own optimizer's "
+                           "zero_grad(), the assignments computing its loss, backward() and step() in that order (each "
+                           "optimizer once); write this optax step by hand (eqx.filter_value_and_grad, optim.update, "
+                           "eqx.apply_updates)", next(s for s in rest if _backward(s)))
+            break
+        out.append((rest, plan))
+        seen.add(plan[0])
+        rest = rest[plan[4] + 1:]
+    return out
+
+
 def _block_plan(body: list, i: int) -> tuple[list, int | None, tuple] | None:
     """The step inside the ``if`` / ``with`` block ``body[i]`` at a loop's level, where its own body holds
     loss.backward() and optimizer.step() (a GAN's generator step under ``if i % n_critic == 0:``): (the block's
@@ -1967,6 +2011,113 @@ class _Names(cst.CSTVisitor):
         return False
 
 
+HOISTED = "torch2jax.hoisted"  # ctx.analyses: the names hoist_stateful_calls assigned a model's call to
+
+
+def hoist_stateful_calls(module: cst.Module, ctx) -> cst.Module:
+    """(A pass of its own before the training pass, whose input it makes: findings are located in it.) The names
+    of the models that keep a layer state, each its state's name (state.STATE_NAMES), and their calls inside
+    larger expressions moved to statements of their own (_HoistModelCalls)."""
+    plans = ctx.analyses.get(PLANS, {})
+    if not plans:
+        return module
+    ctors, _ = state.stateful_ctors(module, ctx, plans)
+    stateful: set[str] = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef):
+            continue
+        for a in _walk_assigns(stmt):  # (as the training pass finds them: `model = Net(...).to(device)`)
+            value = a.value
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value in ("to", "cuda", "cpu"):
+                value = value.func.value
+            if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and (
+                    value.func.value in plans and plans[value.func.value]["stateful"] or value.func.value in ctors):
+                stateful.update(n for t in a.targets for n in target_names(t.target))
+    if not stateful:
+        return module
+    used = {n.value for n in find_all(module, cst.Name)}
+    shared: set[str] = set()  # models made in a scope that makes another one keeping a state
+    for scope in [module, *(f for f in find_all(module, cst.FunctionDef))]:
+        made = {n for a in _scope_assigns(scope) for t in a.targets for n in target_names(t.target)} & stateful
+        if len(made) > 1:
+            shared |= made
+    ctx.analyses[state.STATE_NAMES] = state.state_names(stateful, shared, used)
+    hoist = _HoistModelCalls(stateful, used)
+    module = rewrite(module, hoist)
+    ctx.analyses[HOISTED] = hoist.temps
+    return module
+
+
+class _HoistModelCalls(cst.CSTTransformer):
+    """Outside the classes, a call of a model that keeps a layer state inside a larger expression
+    (``real_loss = adversarial_loss(discriminator(real_imgs), valid)``) → its own statement above,
+    ``discriminator_out = discriminator(real_imgs)`` (the pass then writes ``discriminator_out, state =
+    jax.vmap(...)(real_imgs, state)``), the expression reading ``discriminator_out``. The calls move in the
+    order Python evaluates them; not out of a lambda, a comprehension, a conditional expression or an
+    and/or (evaluated maybe never, or more than once), nor from a statement that is not a simple one: those
+    keep the error."""
+
+    def __init__(self, stateful: set[str], used: set[str]):
+        super().__init__()
+        self.stateful, self.used = stateful, used
+        self.hoisted: list[cst.BaseStatement] = []
+        self.lazy = 0  # depth in lambdas, comprehensions, conditional expressions, and/or
+        self.classes = 0
+        self.whole: set[int] = set()  # calls that are a plain assignment's whole value (`y = model(x)`)
+        self.stmt = 0  # depth in simple statements
+        self.temps: set[str] = set()  # the names the hoisted calls are assigned to
+
+    def _lazy_in(self, node) -> None:
+        self.lazy += 1
+
+    def _lazy_out(self, original, updated):
+        self.lazy -= 1
+        return updated
+
+    visit_Lambda = visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = visit_IfExp = _lazy_in
+    visit_BooleanOperation = _lazy_in
+    leave_Lambda = leave_ListComp = leave_SetComp = leave_DictComp = leave_GeneratorExp = leave_IfExp = _lazy_out
+    leave_BooleanOperation = _lazy_out
+
+    def visit_ClassDef(self, node) -> None:
+        self.classes += 1
+
+    def leave_ClassDef(self, original, updated):
+        self.classes -= 1
+        return updated
+
+    def visit_SimpleStatementLine(self, node) -> None:
+        self.stmt += 1
+        small = node.body[0] if len(node.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            self.whole.add(id(small.value))
+
+    def _temp(self, model: str) -> str:
+        name, i = f"{model}_out", 2
+        while name in self.used:
+            name, i = f"{model}_out{i}", i + 1
+        self.used.add(name)
+        return name
+
+    def leave_Call(self, original, updated):
+        if self.classes or self.lazy or not self.stmt or id(original) in self.whole \
+                or not (isinstance(original.func, cst.Name) and original.func.value in self.stateful):
+            return updated
+        temp = self._temp(original.func.value)
+        self.temps.add(temp)
+        self.hoisted.append(cst.SimpleStatementLine([cst.Assign([cst.AssignTarget(cst.Name(temp))], updated)]))
+        return cst.Name(temp)
+
+    def leave_SimpleStatementLine(self, original, updated):
+        self.stmt -= 1
+        hoisted, self.hoisted = self.hoisted, []
+        if not hoisted:
+            return updated
+        hoisted[0] = hoisted[0].with_changes(leading_lines=updated.leading_lines)
+        return cst.FlattenSentinel([*hoisted, updated.with_changes(leading_lines=[])])
+
+
 def _walk_assigns(node):
     return find_all(node, cst.Assign)
 
@@ -2207,10 +2358,18 @@ class _Finish(cst.CSTTransformer):
         """The loop's own step (zero_grad, the loss, backward and step at its level) and the steps of the ``if`` /
         ``with`` blocks at its level (_block_plan), each one call of its train_step."""
         body = list(loop.body.body)
-        done = self.step(body)
+        plans = _sequential_plans(body)
+        done = self.step(body, plans[0][1]) if plans else None
         rooted = False
         if done is not None:
             body, rooted = done
+            for rest, plan in plans[1:]:  # the steps after it (a GAN's discriminator step after its generator's)
+                at = next((i for i, st in enumerate(body) if st is rest[0]), None)
+                later = self.step(body[at:], plan) if at is not None else None
+                if later is None:
+                    break
+                body = body[:at] + later[0]
+                rooted = rooted or later[1]
         body, nested_rooted, changed = self.block_steps(body)
         if done is None and not changed:
             return loop
