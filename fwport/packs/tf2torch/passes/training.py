@@ -268,6 +268,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.test_step_classes: set[str] = set()  # ... that also define test_step
         self.own_metrics: set[str] = set()  # ... that define their metrics property
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
+        # name → for each of its bindings, the inputs of the functional keras.Model(inputs, outputs) it is bound
+        # to (None: any other value); name → the name= of the keras.Input it is bound to (None: anything else)
+        self.model_inputs: dict[str, list] = {}
+        self.input_names: dict[str, list] = {}
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
@@ -338,6 +342,13 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                     self.instances.setdefault(name, set()).add("")
                 if isinstance(node.value, (cst.List, cst.Tuple)):
                     self.lists[name] = (node.value, self._scope_id(), self.order)
+                q = self.qualname(node.value.func) if isinstance(node.value, cst.Call) else None
+                self.model_inputs.setdefault(name, []).append(_argument(node.value, 0, "inputs")
+                                                              if q == "keras.Model" else None)
+                # (name= by keyword: Keras 2's third positional parameter is name, Keras 3's dtype)
+                given = _argument(node.value, None, "name") if q == "keras.Input" else None
+                self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
+                                                             else None)
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
                     kind = _transform(self.ctx, q)
@@ -1000,14 +1011,22 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
                     "MAE or Huber)" if k == "class_weight" else "")
+        # a functional model of the file taking several inputs: the written loops take x as a list of arrays,
+        # batch each with the same indices and call model(*xb) (also for x given as a name: Keras too needs one
+        # array per input, so it is a list, or an iterable of batches whose x is one)
+        receiver = original_node.func.value.value
+        several = bad is None and self._input_count(receiver) is not None
         if bad is None and isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)) \
                 and literal_value(args["x"], NOT_LITERAL) is NOT_LITERAL:
-            # several inputs: the written loops take one array (len(x) samples, x[idx] a batch, model(xb)); a
-            # literal list of numbers (model.predict([100.0])) is one array, as Keras reads it
-            bad = (f"x={code(args['x'])} gives a model of several inputs a {type(args['x']).__name__.lower()} of "
-                   "arrays, and the generated loop batches one array; give the model one input (concatenate the "
-                   "features), or write the loop by hand: batch every array with the same indices and call the "
-                   "model with all of them")
+            # a literal list of numbers (model.predict([100.0])) is one array, as Keras reads it
+            listed = self._inputs_listed(receiver, args["x"])
+            if isinstance(listed, str):
+                bad = listed
+            else:
+                args["x"] = listed
+        elif several and "x" in args and literal_value(args["x"], NOT_LITERAL) is not NOT_LITERAL:
+            bad = (f"x={code(args['x'])} is one array, and {receiver} takes {self._input_count(receiver)} inputs: "
+                   "give a list of one array per input")
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
@@ -1021,6 +1040,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.callbacks = True
         if weighted:
             c.class_weight = True
+        if several:
+            c.several = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
         metrics = [c.names["metrics"]] if c.metrics else []
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
@@ -1035,6 +1056,52 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    def _inputs_listed(self, model: str, x: cst.BaseExpression) -> cst.BaseExpression | str:
+        """x given to a model of several inputs (a list or a dict of arrays) → the list of them in the order
+        the model takes them, as the written loops batch them and call model(*xb); or why not. Known where
+        every binding of ``model`` is a functional ``keras.Model(inputs, outputs)`` whose inputs are a list:
+        a list of as many arrays is that list, a dict is its values in the order of the inputs' names (the
+        name= of each keras.Input), as Keras matches them."""
+        what = f"x={code(x)} gives {model} a {type(x).__name__.lower()} of arrays"
+        count = self._input_count(model)
+        if count is None:
+            return (f"{what}, and fwport does not know how {model} takes them (it reads the inputs of a functional "
+                    "keras.Model(inputs=[...], outputs) of two inputs or more bound to that name; a dict of inputs, "
+                    "a subclass or a model made elsewhere: write the loop by hand, batching every array with the same "
+                    "indices)")
+        inputs = self.plan.model_inputs[model]
+        if isinstance(x, (cst.List, cst.Tuple)):
+            if any(isinstance(e, cst.StarredElement) for e in x.elements) or len(x.elements) != count:
+                return f"{what}, and {model} takes {count} inputs"
+            return x
+        # a dict: its values in the order of the inputs' names
+        keys = [literal_value(e.key, None) if isinstance(e, cst.DictElement) else None for e in x.elements]
+        names = {tuple(self._input_name(e.value) for e in b.elements) for b in inputs}
+        if len(names) != 1 or None in next(iter(names)) or not all(isinstance(k, str) for k in keys):
+            return (f"{what}, and fwport does not know the names of {model}'s inputs (the name= of each "
+                    "keras.Input, bound once to a name) by which Keras matches the keys: give the arrays as a list in "
+                    "the order of the model's inputs")
+        order = next(iter(names))
+        if sorted(keys) != sorted(order):
+            return f"{what} whose keys are not the names of {model}'s inputs ({', '.join(order)})"
+        values = {k: e.value for k, e in zip(keys, x.elements)}
+        return cst.List([cst.Element(values[k]) for k in order])
+
+    def _input_count(self, model: str) -> int | None:
+        """The number of inputs of ``model`` where every binding of that name is a functional
+        ``keras.Model(inputs=[...], outputs)`` of the same two inputs or more (given as a list or tuple), else None."""
+        bindings = self.plan.model_inputs.get(model, [])
+        counts = {len(b.elements) if isinstance(b, (cst.List, cst.Tuple))
+                  and not any(isinstance(e, cst.StarredElement) for e in b.elements) else 0 for b in bindings}
+        return counts.pop() if len(counts) == 1 and min(counts) >= 2 else None
+
+    def _input_name(self, node: cst.BaseExpression) -> str | None:
+        """The name= of the keras.Input a name is bound to (once), else None."""
+        if not isinstance(node, cst.Name):
+            return None
+        names = self.plan.input_names.get(node.value, [])
+        return names[0] if len(names) == 1 and isinstance(names[0], str) else None
 
     @staticmethod
     def _weighs_classes(c: fitloop.Compiled) -> bool:
@@ -1083,8 +1150,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 or not self.models.is_model_expr(receiver, self._chain())):
             return None
         args = fitloop.bind(call, fitloop.METHODS["predict"][0])
-        if args is None or isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)):
-            return None  # several inputs: the written predict takes one array (the error says what to write)
+        if args is None or (isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict))
+                            and self._input_count(receiver.value) is None):
+            return None  # several inputs of a model fwport does not know: the error says what to write
         name = receiver.value
         plans = self.ctx.analyses.setdefault("compiled", [])
         made = self.ctx.analyses.setdefault("predict_only", {})
@@ -2672,6 +2740,16 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
+def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:
+    """A call's argument given at ``position`` (None: by keyword only) or as ``keyword=``."""
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if (a.keyword is None and i == position) or (a.keyword is not None and a.keyword.value == keyword):
+            return a.value
+    return None
+
+
 def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
     """The file's compiles the written-out loop reproduces (the others stay with model_api's errors).
     A notebook compiles one model after another: each fit / evaluate / predict uses the last compile of
@@ -2987,10 +3065,10 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         nchw = any(i.layout == "nchw" for i in infos) if infos else file_nchw
         # its outputs: feature maps a Sequential gives channels-first
         nchw_out = any(i.output_layout == "nchw" for i in infos)
-        groups.setdefault((c.key, nchw, nchw_out), []).append(c)
+        groups.setdefault((c.key, nchw, nchw_out, c.several), []).append(c)
     texts = []
     inputs_written = loss_args_written = weights_written = False
-    for i, ((_, channels_first, out_first), members) in enumerate(groups.items()):
+    for i, ((_, channels_first, out_first, _), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
