@@ -11,6 +11,8 @@ from __future__ import annotations
 import numpy as np
 from test_fit_callbacks import _run, errors, tx
 
+from fwport.core.pipeline import translate_source
+
 LISTED = '''
 import numpy as np
 from tensorflow import keras
@@ -131,3 +133,24 @@ def train(xa, xb, y):
     # a list of another length than the model's inputs
     errs = errors(tx(LISTED.replace("model.fit([xa, xb], y,", "model.fit([xa, xb, xa], y,")))
     assert any("and model takes 2 inputs" in m for _, m in errs), errs
+
+
+def test_the_binding_the_call_sees_decides():
+    # keras-io's lstm_seq2seq: the model is trained, saved and loaded again under its name; the fit sees the
+    # functional model of two inputs bound above it
+    head = LISTED.split("\n\ndef train")[0]
+    src = head + '''
+xa, xb, y = np.ones((8, 6)), np.ones((8, 4)), np.zeros(8, "int64")
+model.fit([xa, xb], y, epochs=2)
+model.save("saved.keras")
+model = keras.models.load_model("saved.keras")
+'''
+    assert "fit(model, optimizer, loss_fn, [xa, xb], y, epochs=2)" in tx(src).output
+    # a function's call may run after the rebinding: it sees every binding of the module, and keeps the error
+    errs = errors(tx(LISTED + '\nmodel = keras.models.load_model("saved.keras")\n'))
+    assert any("fwport does not know how model takes them" in m for _, m in errs), errs
+    # inside a function that binds the name itself to something fwport does not follow, the error stays
+    src = LISTED.replace("def train(xa, xb, y):", '''def train(xa, xb, y):
+    model = keras.models.load_model("saved.keras")''')
+    errs = errors(translate_source(src.lstrip("\n"), "model.py"))
+    assert any("fwport does not know how model takes them" in m for _, m in errs), errs

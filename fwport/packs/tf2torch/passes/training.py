@@ -268,8 +268,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.test_step_classes: set[str] = set()  # ... that also define test_step
         self.own_metrics: set[str] = set()  # ... that define their metrics property
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
-        # name → for each of its bindings, the inputs of the functional keras.Model(inputs, outputs) it is bound
-        # to (None: any other value); name → the name= of the keras.Input it is bound to (None: anything else)
+        # name → for each of its bindings, (its order, its scope, the inputs of the functional keras.Model(inputs,
+        # outputs) it is bound to; None: any other value); name → the name= of the keras.Input it is bound to (None:
+        # anything else)
         self.model_inputs: dict[str, list] = {}
         self.input_names: dict[str, list] = {}
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
@@ -343,8 +344,8 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 if isinstance(node.value, (cst.List, cst.Tuple)):
                     self.lists[name] = (node.value, self._scope_id(), self.order)
                 q = self.qualname(node.value.func) if isinstance(node.value, cst.Call) else None
-                self.model_inputs.setdefault(name, []).append(_argument(node.value, 0, "inputs")
-                                                              if q == "keras.Model" else None)
+                self.model_inputs.setdefault(name, []).append(
+                    (self.order, self._scope_id(), _argument(node.value, 0, "inputs") if q == "keras.Model" else None))
                 # (name= by keyword: Keras 2's third positional parameter is name, Keras 3's dtype)
                 given = _argument(node.value, None, "name") if q == "keras.Input" else None
                 self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
@@ -1015,18 +1016,19 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         # batch each with the same indices and call model(*xb) (also for x given as a name: Keras too needs one
         # array per input, so it is a list, or an iterable of batches whose x is one)
         receiver = original_node.func.value.value
-        several = bad is None and self._input_count(receiver) is not None
+        several = bad is None and self._input_count(receiver, original_node) is not None
         if bad is None and isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)) \
                 and literal_value(args["x"], NOT_LITERAL) is NOT_LITERAL:
             # a literal list of numbers (model.predict([100.0])) is one array, as Keras reads it
-            listed = self._inputs_listed(receiver, args["x"])
+            listed = self._inputs_listed(receiver, args["x"], original_node)
             if isinstance(listed, str):
                 bad = listed
             else:
                 args["x"] = listed
         elif several and "x" in args and literal_value(args["x"], NOT_LITERAL) is not NOT_LITERAL:
-            bad = (f"x={code(args['x'])} is one array, and {receiver} takes {self._input_count(receiver)} inputs: "
-                   "give a list of one array per input")
+            count = self._input_count(receiver, original_node)
+            bad = (f"x={code(args['x'])} is one array, and {receiver} takes {count} inputs: give a list of one array "
+                   "per input")
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
@@ -1057,20 +1059,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
 
-    def _inputs_listed(self, model: str, x: cst.BaseExpression) -> cst.BaseExpression | str:
+    def _inputs_listed(self, model: str, x: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | str:
         """x given to a model of several inputs (a list or a dict of arrays) → the list of them in the order
         the model takes them, as the written loops batch them and call model(*xb); or why not. Known where
         every binding of ``model`` is a functional ``keras.Model(inputs, outputs)`` whose inputs are a list:
         a list of as many arrays is that list, a dict is its values in the order of the inputs' names (the
         name= of each keras.Input), as Keras matches them."""
         what = f"x={code(x)} gives {model} a {type(x).__name__.lower()} of arrays"
-        count = self._input_count(model)
+        count = self._input_count(model, call)
         if count is None:
             return (f"{what}, and fwport does not know how {model} takes them (it reads the inputs of a functional "
                     "keras.Model(inputs=[...], outputs) of two inputs or more bound to that name; a dict of inputs, "
                     "a subclass or a model made elsewhere: write the loop by hand, batching every array with the same "
                     "indices)")
-        inputs = self.plan.model_inputs[model]
+        inputs = self._model_inputs(model, call)
         if isinstance(x, (cst.List, cst.Tuple)):
             if any(isinstance(e, cst.StarredElement) for e in x.elements) or len(x.elements) != count:
                 return f"{what}, and {model} takes {count} inputs"
@@ -1088,10 +1090,20 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         values = {k: e.value for k, e in zip(keys, x.elements)}
         return cst.List([cst.Element(values[k]) for k in order])
 
-    def _input_count(self, model: str) -> int | None:
-        """The number of inputs of ``model`` where every binding of that name is a functional
-        ``keras.Model(inputs=[...], outputs)`` of the same two inputs or more (given as a list or tuple), else None."""
+    def _model_inputs(self, model: str, call: cst.Call) -> list:
+        """The inputs (or None) of the bindings of ``model`` a fit / evaluate / predict call may see: the last one
+        before it in its scope, else every binding of the module's (:attr:`_Plan.model_inputs`)."""
         bindings = self.plan.model_inputs.get(model, [])
+        at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+        before = [b for b in bindings if b[1] == scope and b[0] < at]
+        if before:
+            return [before[-1][2]]
+        return [b[2] for b in bindings if b[1] == 0] if scope != 0 else []
+
+    def _input_count(self, model: str, call: cst.Call) -> int | None:
+        """The number of inputs of ``model`` where every binding of that name the call may see is a functional
+        ``keras.Model(inputs=[...], outputs)`` of the same two inputs or more (given as a list or tuple), else None."""
+        bindings = self._model_inputs(model, call)
         counts = {len(b.elements) if isinstance(b, (cst.List, cst.Tuple))
                   and not any(isinstance(e, cst.StarredElement) for e in b.elements) else 0 for b in bindings}
         return counts.pop() if len(counts) == 1 and min(counts) >= 2 else None
@@ -1151,7 +1163,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return None
         args = fitloop.bind(call, fitloop.METHODS["predict"][0])
         if args is None or (isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict))
-                            and self._input_count(receiver.value) is None):
+                            and self._input_count(receiver.value, call) is None):
             return None  # several inputs of a model fwport does not know: the error says what to write
         name = receiver.value
         plans = self.ctx.analyses.setdefault("compiled", [])
