@@ -58,6 +58,10 @@ _ERROR_SUMS = {"mae": "(pred - yb.float().view_as(pred)).abs()",
                "mse": "(pred - yb.float().view_as(pred)).square()",
                "mape": "100.0 * ((yb.float().view_as(pred) - pred) / yb.float().view_as(pred).abs().clamp_min(1e-7)).abs()"}
 
+# ctx.analyses: present where the file trains only through the loops written here (the subclass pass may then
+# translate ``self.add_loss(term)`` in a layer's call to ``self.added_loss = term``), True once it did
+ADDED_LOSSES = "tf2torch-added-losses"
+
 COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "run_eagerly", "steps_per_execution",
            "jit_compile", "auto_scale_loss")
 COMPILE_IGNORED = {"run_eagerly": "PyTorch runs eagerly", "jit_compile": "no XLA in eager PyTorch",
@@ -255,13 +259,15 @@ def _accuracy_metric(node, rule_of):
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
             inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False,
-            outputs_channels_first: bool = False, regularized: bool = False) -> str:
+            outputs_channels_first: bool = False, regularized: bool = False, added: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it;
     ``outputs_channels_first``: its outputs are feature maps it gives channels-first, moved back to Keras's
     channels-last layout where the loop reads them (the loss's class axis, accuracy, predict's arrays);
     ``regularized``: the file's modules have a ``regularization_loss()`` (Keras's weight regularizers), whose
-    sum fit and evaluate add to the loss, as Keras adds ``model.losses``.
+    sum fit and evaluate add to the loss, as Keras adds ``model.losses``; ``added``: modules keep the term their
+    forward gave Keras's ``add_loss`` (``self.added_loss``, the subclass pass), whose sums fit and evaluate add
+    likewise.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks; ``c.class_weight``: a fit takes class_weight (each
     sample's loss times its label's weight, the sum over the batch size, as Keras weighs them). Without them the loop is the plainer one.
@@ -315,6 +321,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
                   else f"loss_fn({labels}, pred)" if c.loss[0] == "object" else f"loss_fn({inp}, {target})")
     penalty = ('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
                if regularized else "")
+    added_sum = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))' if added else ""
     t = spell("torch.as_tensor")
     no_grad = spell("torch.no_grad")
     randperm = spell("torch.randperm")
@@ -472,6 +479,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
           if weighted else [f"            loss = {batch_loss}"]),
         *([f"            loss = loss + {penalty}  # the layers' regularizers: Keras adds them (model.losses)"]
           if penalty else []),
+        *(["            # the terms the layers gave add_loss in this forward: Keras adds them to the loss",
+           f"            loss = loss + {added_sum}"] if added_sum else []),
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
@@ -555,7 +564,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "        for xb, yb in batches:",
             f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
             *forward,
-            f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * {batch_n}",
+            *_total(batch_loss, penalty, bool(added_sum), batch_n),
             f"            seen += {batch_n}",
         ]
     else:
@@ -571,7 +580,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"        for start in range(0, {samples('x')}, batch_size):",
             f"            xb, yb = {take('x', 'start:start + batch_size')}, y[start:start + batch_size]",
             *forward,
-            f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * {batch_n}",
+            *_total(batch_loss, penalty, bool(added_sum), batch_n),
         ]
     if acc:
         lines += [f"            correct += {correct}"]
@@ -591,6 +600,15 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         *_predict(n, x_of, spell, outputs_channels_first, multi),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _total(batch_loss: str, penalty: str, added: bool, count: str) -> list[str]:
+    """evaluate's running sum of a batch's loss: with the layers' regularizers and the terms they gave add_loss."""
+    if added:
+        return [f"            loss = {batch_loss} + {' + '.join(p for p in (penalty, 'sum(') if p)}",
+                f"                m.added_loss.sum() for m in model.modules() if hasattr(m, \"added_loss\"))",
+                f"            total += loss.item() * {count}"]
+    return [f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * {count}"]
 
 
 def _conversions(n: dict, spell, channels_first: bool, shared: bool, inputs_written: bool) -> list[str]:

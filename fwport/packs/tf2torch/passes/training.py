@@ -272,6 +272,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # outputs) it is bound to; None: any other value); name → the name= of the keras.Input it is bound to (None:
         # anything else)
         self.model_inputs: dict[str, list] = {}
+        # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
+        # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
+        self.own_training = False
         self.input_names: dict[str, list] = {}
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
@@ -394,6 +397,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._not_names.add(id(node.attr))
+        if node.attr.value in ("GradientTape", "apply_gradients", "minimize", "train_on_batch") or (
+                node.attr.value == "losses" and not (self.qualname(node) or "").startswith("keras.")):
+            self.own_training = True  # (keras.losses: the module)
 
     def visit_Global(self, node: cst.Global) -> None:
         self.globals |= {n.name.value for n in node.names}
@@ -2749,6 +2755,9 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             scan(stmt, counter)
             order += counter.n
     tapes = t._tapes(body, list(module.body))
+    fits = [c for c in compiled if id(c) in ctx.options.get("_fit_helpers", ()) and c.loss is not None]
+    if fits and not plan.own_training and not plan.train_step_classes:
+        ctx.analyses[fitloop.ADDED_LOSSES] = False  # the subclass pass may translate add_loss (True: it did)
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
@@ -3070,6 +3079,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     others ``fit_2``, ...; each compile's ``group`` is the compile whose names it calls."""
     file_nchw = any(m.layout == "nchw" for m in ctx.models.values())
     regularized = bool(ctx.analyses.get(regularizers.KEY))  # modules with a regularization_loss()
+    added = bool(ctx.analyses.get(fitloop.ADDED_LOSSES))  # modules keeping the term their forward gave add_loss
 
     groups: dict[tuple, list[fitloop.Compiled]] = {}
     for c in compiled:
@@ -3092,7 +3102,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
             texts.append(fitloop.helpers(rep, {}, ctx.spell_text, channels_first, shared=i == 0,
                                          inputs_written=inputs_written, outputs_channels_first=out_first,
-                                         regularized=regularized))
+                                         regularized=regularized, added=added))
             inputs_written = inputs_written or channels_first
             continue
         kind, rule, *_ = rep.loss
@@ -3106,7 +3116,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
                                      inputs_written=inputs_written, loss_args_written=loss_args_written,
                                      class_weights_written=weights_written, outputs_channels_first=out_first,
-                                     regularized=regularized))
+                                     regularized=regularized, added=added))
         inputs_written = inputs_written or channels_first
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight
