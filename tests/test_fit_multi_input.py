@@ -154,3 +154,25 @@ model = keras.models.load_model("saved.keras")
     model = keras.models.load_model("saved.keras")''')
     errs = errors(translate_source(src.lstrip("\n"), "model.py"))
     assert any("fwport does not know how model takes them" in m for _, m in errs), errs
+
+
+def test_a_model_of_several_outputs_keeps_the_errors():
+    # Keras's predict gives one array per output, the loss is computed per output: the written loops do neither
+    src = LISTED.replace("out = layers.Dense(3)(h)\nmodel = keras.Model([a, b], out)",
+                         "out = layers.Dense(3)(h)\nmodel = keras.Model([a, b], [out, h])")
+    errs = errors(translate_source(src.lstrip("\n"), "model.py"))
+    assert any("takes several inputs and gives several outputs" in m for _, m in errs), errs
+    assert any(m.startswith("model.predict(...) is a Keras model method") for _, m in errs), errs
+    # a model of one input and several outputs, never compiled: its predict stays an error too
+    src = """
+import numpy as np
+import keras
+from keras import layers
+
+a = keras.Input(shape=(4,))
+h = layers.Dense(5)(a)
+model = keras.Model(a, [layers.Dense(2)(h), h])
+first, second = model.predict(np.ones((3, 4)))
+"""
+    errs = errors(translate_source(src.lstrip("\n"), "model.py"))
+    assert any(m.startswith("model.predict(...) is a Keras model method") for _, m in errs), errs

@@ -268,9 +268,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.test_step_classes: set[str] = set()  # ... that also define test_step
         self.own_metrics: set[str] = set()  # ... that define their metrics property
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
-        # name → for each of its bindings, (its order, its scope, the inputs of the functional keras.Model(inputs,
-        # outputs) it is bound to; None: any other value); name → the name= of the keras.Input it is bound to (None:
-        # anything else)
+        # name → for each of its bindings, (its order, its scope, the inputs and the outputs of the functional
+        # keras.Model(inputs, outputs) it is bound to; None: any other value); name → the name= of the keras.Input it
+        # is bound to (None: anything else)
         self.model_inputs: dict[str, list] = {}
         # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
@@ -347,8 +347,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 if isinstance(node.value, (cst.List, cst.Tuple)):
                     self.lists[name] = (node.value, self._scope_id(), self.order)
                 q = self.qualname(node.value.func) if isinstance(node.value, cst.Call) else None
+                functional = q == "keras.Model"
                 self.model_inputs.setdefault(name, []).append(
-                    (self.order, self._scope_id(), _argument(node.value, 0, "inputs") if q == "keras.Model" else None))
+                    (self.order, self._scope_id(), _argument(node.value, 0, "inputs") if functional else None,
+                     _argument(node.value, 1, "outputs") if functional else None))
                 # (name= by keyword: Keras 2's third positional parameter is name, Keras 3's dtype)
                 given = _argument(node.value, None, "name") if q == "keras.Input" else None
                 self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
@@ -1023,6 +1025,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         # array per input, so it is a list, or an iterable of batches whose x is one)
         receiver = original_node.func.value.value
         several = bad is None and self._input_count(receiver, original_node) is not None
+        if several and self._several_outputs(receiver, original_node):
+            bad = (f"{receiver} takes several inputs and gives several outputs, and the generated loops compute one "
+                   "loss and predict one array: write the loop by hand")
+            several = False
         if bad is None and isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)) \
                 and literal_value(args["x"], NOT_LITERAL) is NOT_LITERAL:
             # a literal list of numbers (model.predict([100.0])) is one array, as Keras reads it
@@ -1096,15 +1102,22 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         values = {k: e.value for k, e in zip(keys, x.elements)}
         return cst.List([cst.Element(values[k]) for k in order])
 
-    def _model_inputs(self, model: str, call: cst.Call) -> list:
-        """The inputs (or None) of the bindings of ``model`` a fit / evaluate / predict call may see: the last one
-        before it in its scope, else every binding of the module's (:attr:`_Plan.model_inputs`)."""
+    def _model_inputs(self, model: str, call: cst.Call, part: int = 2) -> list:
+        """The inputs (``part`` 3: the outputs; or None) of the bindings of ``model`` a fit / evaluate / predict call
+        may see: the last one before it in its scope, else every binding of the module's
+        (:attr:`_Plan.model_inputs`)."""
         bindings = self.plan.model_inputs.get(model, [])
         at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
         before = [b for b in bindings if b[1] == scope and b[0] < at]
         if before:
-            return [before[-1][2]]
-        return [b[2] for b in bindings if b[1] == 0] if scope != 0 else []
+            return [before[-1][part]]
+        return [b[part] for b in bindings if b[1] == 0] if scope != 0 else []
+
+    def _several_outputs(self, model: str, call: cst.Call) -> bool:
+        """Whether a binding of ``model`` the call may see is a functional model of several outputs (a list, tuple or
+        dict of them): the written loops compute one loss and predict one array."""
+        return any(isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) != 1)
+                   for o in self._model_inputs(model, call, 3))
 
     def _input_count(self, model: str, call: cst.Call) -> int | None:
         """The number of inputs of ``model`` where every binding of that name the call may see is a functional
@@ -1171,6 +1184,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if args is None or (isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict))
                             and self._input_count(receiver.value, call) is None):
             return None  # several inputs of a model fwport does not know: the error says what to write
+        if self._several_outputs(receiver.value, call):
+            return None  # several outputs: Keras's predict gives a list of arrays, the written predict one
         name = receiver.value
         plans = self.ctx.analyses.setdefault("compiled", [])
         made = self.ctx.analyses.setdefault("predict_only", {})
