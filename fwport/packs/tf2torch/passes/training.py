@@ -272,10 +272,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # keras.Model(inputs, outputs) it is bound to; None: any other value); name → the name= of the keras.Input it
         # is bound to (None: anything else)
         self.model_inputs: dict[str, list] = {}
+        self.input_names: dict[str, list] = {}
         # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
         self.own_training = False
-        self.input_names: dict[str, list] = {}
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
@@ -1074,9 +1074,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def _inputs_listed(self, model: str, x: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | str:
         """x given to a model of several inputs (a list or a dict of arrays) → the list of them in the order
         the model takes them, as the written loops batch them and call model(*xb); or why not. Known where
-        every binding of ``model`` is a functional ``keras.Model(inputs, outputs)`` whose inputs are a list:
-        a list of as many arrays is that list, a dict is its values in the order of the inputs' names (the
-        name= of each keras.Input), as Keras matches them."""
+        every binding of ``model`` the call may see is a functional ``keras.Model(inputs, outputs)`` whose inputs
+        are a list (:meth:`_input_count`): a list of as many arrays is that list, a dict is its values in the order
+        of the inputs' names (the name= of each keras.Input), as Keras matches them."""
         what = f"x={code(x)} gives {model} a {type(x).__name__.lower()} of arrays"
         count = self._input_count(model, call)
         if count is None:
