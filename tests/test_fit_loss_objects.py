@@ -151,9 +151,9 @@ def test_keras2_worker_settings_are_dropped_with_a_note(tmp_path):
         np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
 
 
-# a model of several inputs given a list / tuple / dict of arrays (keras-io's lstm_seq2seq): the written loops
-# batch one array (len(x) samples, x[idx]), so such a call is refused on its line instead of translated to a loop
-# that would take the list's length for the number of samples
+# a functional model of several inputs given a list / tuple of arrays (keras-io's lstm_seq2seq): the written loops
+# batch every array alike and call model(*xb) (tests/test_fit_multi_input.py checks the numbers); a literal list
+# of numbers is one array, which such a model does not take: refused on its line
 SEVERAL = '''
 import numpy as np
 import keras
@@ -167,18 +167,17 @@ model.compile(optimizer="adam", loss="mse")
 xa, xb, y = np.ones((10, 4)), np.ones((10, 3)), np.ones((10, 2))
 model.fit([xa, xb], y, epochs=1, validation_split=0.2)
 model.evaluate((xa, xb), y)
-model.fit(xa, y)
 model.predict([[1.0, 2.0, 3.0, 4.0]])
 '''
 
 
-def test_fit_and_evaluate_given_several_input_arrays_are_refused_on_their_lines():
+def test_fit_and_evaluate_given_several_input_arrays_batch_them_alike():
     # (not tx: translating this output again adds .detach() before the written predict's .numpy(), a known
     # fixpoint break of written helpers in a file that keeps Keras code)
     r = translate_source(SEVERAL.lstrip("\n"), "model.py")
-    several = [(line, m) for line, m in errors(r) if "gives a model of several inputs" in m]
-    assert [line for line, _ in several] == [11, 12], errors(r)
-    assert "x=[xa, xb] gives a model of several inputs a list of arrays" in several[0][1]
-    assert "x=(xa, xb) gives a model of several inputs a tuple of arrays" in several[1][1]
-    assert not {13, 14} & {line for line, _ in errors(r)}  # one array (a literal list of numbers is one too)
-    assert "fit(model, optimizer, loss_fn, xa, y)" in r.output
+    assert "fit(model, optimizer, loss_fn, [xa, xb], y, epochs=1, validation_split=0.2)" in r.output
+    assert "evaluate(model, loss_fn, (xa, xb), y)" in r.output
+    assert "pred = model(*xb)" in r.output
+    one = [(line, m) for line, m in errors(r) if "is one array, and model takes 2 inputs" in m]
+    assert [line for line, _ in one] == [13], errors(r)
+    assert {line for line, _ in errors(r)} == {13}, errors(r)

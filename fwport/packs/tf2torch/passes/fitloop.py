@@ -20,7 +20,9 @@ below). One accuracy or one error metric (mae, mse, mape) is a running sum in th
 (``Compiled.metrics``) are a dict {Keras's name: metric object} the compile statement binds, which fit /
 evaluate take, reset and update per batch. ``fit(class_weight=...)`` weighs each sample's loss by its label's weight
 (Keras's cross-entropies, MSE, MAE, Huber); a cross-entropy of a Sequential's final sigmoid / softmax takes its
-logits (``Compiled.activation_logits``). Only what the loop reproduces is translated: sample weights, class
+logits (``Compiled.activation_logits``). A functional model of several inputs (``Compiled.several``) is given x as a
+list of arrays, one per input (a dict: its values in the order of the inputs' names), each batched with the same
+indices, and called ``model(*xb)``. Only what the loop reproduces is translated: sample weights, class
 weights of other losses, several losses, metrics without a written class are left to model_api's errors (the whole
 compile then stays Keras).
 
@@ -55,6 +57,10 @@ ERROR_METRICS = {"mae": "mae", "mean_absolute_error": "mae", "mse": "mse", "mean
 _ERROR_SUMS = {"mae": "(pred - yb.float().view_as(pred)).abs()",
                "mse": "(pred - yb.float().view_as(pred)).square()",
                "mape": "100.0 * ((yb.float().view_as(pred) - pred) / yb.float().view_as(pred).abs().clamp_min(1e-7)).abs()"}
+
+# ctx.analyses: present where the file trains only through the loops written here (the subclass pass may then
+# translate ``self.add_loss(term)`` in a layer's call to ``self.added_loss = term``), True once it did
+ADDED_LOSSES = "tf2torch-added-losses"
 
 COMPILE = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics", "run_eagerly", "steps_per_execution",
            "jit_compile", "auto_scale_loss")
@@ -106,6 +112,7 @@ class Compiled:
     # the compile whose written fit / evaluate / predict this one calls: compiles whose loops would be the
     # same text share one set of functions (what fit calls add, batches and callbacks, goes on it)
     group: "Compiled | None" = None
+    several: bool = False  # its model takes several inputs, which fit / evaluate / predict are given as a list
     factory: str = ""  # compiled in a model factory (`def get_model(): ... return model`): its name
     factory_return: cst.BaseExpression | None = None  # ... and the value it returns (the optimizer and loss join it)
     key: tuple = ()  # what its written loop depends on besides the layout (the loss, metric, schedule, clips)
@@ -252,13 +259,15 @@ def _accuracy_metric(node, rule_of):
 
 def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False, shared: bool = True,
             inputs_written: bool = False, loss_args_written: bool = False, class_weights_written: bool = False,
-            outputs_channels_first: bool = False, regularized: bool = False) -> str:
+            outputs_channels_first: bool = False, regularized: bool = False, added: bool = False) -> str:
     """The fit / evaluate / predict functions for this compile's loss (its input and target needs).
     ``channels_first``: the file's model was converted to NCHW, so image inputs are moved to it;
     ``outputs_channels_first``: its outputs are feature maps it gives channels-first, moved back to Keras's
     channels-last layout where the loop reads them (the loss's class axis, accuracy, predict's arrays);
     ``regularized``: the file's modules have a ``regularization_loss()`` (Keras's weight regularizers), whose
-    sum fit and evaluate add to the loss, as Keras adds ``model.losses``.
+    sum fit and evaluate add to the loss, as Keras adds ``model.losses``; ``added``: modules keep the term their
+    forward gave Keras's ``add_loss`` (``self.added_loss``, the subclass pass), whose sums fit and evaluate add
+    likewise.
     ``c.batches``: a fit / evaluate of the file takes an iterable of (x, y) batches (a DataLoader) or
     counts steps; ``c.callbacks``: a fit takes callbacks; ``c.class_weight``: a fit takes class_weight (each
     sample's loss times its label's weight, the sum over the batch size, as Keras weighs them). Without them the loop is the plainer one.
@@ -268,7 +277,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if c.loss is None:
         lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
         x_of = c.names["inputs"] if channels_first else c.names["tensor"]
-        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first)) + "\n"
+        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first, c.several)) + "\n"
     # sparse labels: one per output position, as Keras takes them ((n,) or (n, 1) for (n, classes) outputs)
     target = {"long": "yb.long().reshape(pred.shape[:-1])", "float": "yb.float().view_as(pred)",
               "same": "yb.view_as(pred)"}.get(
@@ -278,8 +287,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     inp = {"log-clip": f"{log}(pred{clamp})", "clip": f"pred{clamp}"}.get(prob, "logits" if c.activation_logits
                                                                            else "pred")
     # the model's outputs: its last module (the activation) on the logits the loss takes, where Keras uses them
+    multi = c.several  # x: a list of arrays, one per input of the model, which takes them in that order
     forward = (["            logits = model[:-1](xb)  # the loss, as Keras's, takes the final activation's input",
-                "            pred = model[-1](logits)"] if c.activation_logits else ["            pred = model(xb)"])
+                "            pred = model[-1](logits)"] if c.activation_logits
+               else [f"            pred = model({'*' if multi else ''}xb)"])
     if outputs_channels_first:  # a channels-first feature map: back to Keras's layout, as every line below reads it
         forward.append("            pred, logits = pred.movedim(1, -1), logits.movedim(1, -1)" if c.activation_logits
                        else "            pred = pred.movedim(1, -1)  # Keras's channels-last layout")
@@ -310,6 +321,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
                   else f"loss_fn({labels}, pred)" if c.loss[0] == "object" else f"loss_fn({inp}, {target})")
     penalty = ('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
                if regularized else "")
+    added_sum = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))' if added else ""
     t = spell("torch.as_tensor")
     no_grad = spell("torch.no_grad")
     randperm = spell("torch.randperm")
@@ -335,6 +347,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "",
         ]
     x_of = n["inputs"] if channels_first else n["tensor"]
+    conv, take, samples, batch_n = _inputs_of(x_of, multi)
     ms = bool(c.metrics)  # compile's metric objects, given as a dict {Keras's name: metric}
     head = ("model, optimizer, scheduler, loss_fn" if c.schedule else "model, optimizer, loss_fn") + (
         ", metrics" if ms else "")
@@ -357,7 +370,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     lines += [
         '    """model.fit as Keras runs it: the last validation_split of the samples held out before shuffling,',
         "    the rest shuffled every epoch, batches of 32 by default; returns the per-epoch averages",
-        "    (Keras's History.history)." + ('"""' if not general and not cbs and not c.schedule and not ms else ""),
+        "    (Keras's History.history)." + (" x: a list of arrays, one per input of the model, batched alike."
+                                          if multi else "")
+        + ('"""' if not general and not cbs and not c.schedule and not ms else ""),
     ]
     if ms:
         lines += ["    metrics: {name: metric}, each reset every epoch and updated with (y, the model's outputs) of every",
@@ -387,13 +402,13 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         ]
     lines += [
         "    if validation_split and validation_data is None:",
-        "        split = int(len(x) * (1 - validation_split))",
-        "        x, y, validation_data = x[:split], y[:split], (x[split:], y[split:])",
+        f"        split = int({samples('x')} * (1 - validation_split))",
+        f"        x, y, validation_data = {take('x', ':split')}, y[:split], ({take('x', 'split:')}, y[split:])",
     ]
     if general:
-        lines += ["    if y is not None:", f"        x, y = {x_of}(x), {n['tensor']}(y)"]
+        lines += ["    if y is not None:", f"        x, y = {conv('x')}, {n['tensor']}(y)"]
     else:
-        lines += [f"    x, y = {x_of}(x), {n['tensor']}(y)"]
+        lines += [f"    x, y = {conv('x')}, {n['tensor']}(y)"]
     lines += [
         "    batch_size = batch_size or 32",
         "    history = {" + ", ".join(f'"{k}": []' for k in ["loss", *([name] if acc else [])])
@@ -431,8 +446,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if general:
         lines += [
             "        if y is not None:  # arrays: batches of samples",
-            f"            order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
-            "            batches = ((x[b], y[b]) for b in (order[i:i + batch_size] for i in range(0, len(x), batch_size)))",
+            f"            order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
+            f"            batches = (({take('x', 'b')}, y[b]) for b in (order[i:i + batch_size] for i in range(0, "
+            f"{samples('x')}, batch_size)))",
             "        elif steps_per_epoch is None:",
             "            batches = iter(x)",
             "        else:",
@@ -440,16 +456,16 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             f"            batches = {islice}(stream, steps_per_epoch)",
             "        total = correct = seen = 0.0",
             "        for xb, yb in batches:",
-            f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
+            f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
         ]
-        count = "len(xb)"
+        count = batch_n
     else:
         lines += [
-            f"        order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
+            f"        order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
             "        total = correct = 0.0",
-            "        for start in range(0, len(x), batch_size):",
+            f"        for start in range(0, {samples('x')}, batch_size):",
             "            batch = order[start:start + batch_size]",
-            "            xb, yb = x[batch], y[batch]",
+            f"            xb, yb = {take('x', 'batch')}, y[batch]",
         ]
         count = "len(batch)"
     lines += [
@@ -463,6 +479,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
           if weighted else [f"            loss = {batch_loss}"]),
         *([f"            loss = loss + {penalty}  # the layers' regularizers: Keras adds them (model.losses)"]
           if penalty else []),
+        *(["            # the terms the layers gave add_loss in this forward: Keras adds them to the loss",
+           f"            loss = loss + {added_sum}"] if added_sum else []),
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
         "            optimizer.step()",
@@ -470,12 +488,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         f"            total += loss.item() * {count}",
     ]
     if general:
-        lines.append("            seen += len(xb)")
+        lines.append(f"            seen += {batch_n}")
     if acc:
         lines.append(f"            correct += {correct}")
     if ms:
         lines += ["            for metric in metrics.values():", "                metric.update_state(yb, pred)"]
-    size = "seen" if general else "len(x)"
+    size = "seen" if general else samples("x")
     lines.append(f'        history["loss"].append(total / {size})')
     if acc:
         lines.append(f'        history["{name}"].append(correct / {size})')
@@ -534,8 +552,9 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             '    (x, y) batches (y None), read from its start, steps batches of it when steps is given."""',
             "    batch_size = batch_size or 32",
             "    if y is not None:",
-            f"        x, y = {x_of}(x), {n['tensor']}(y)",
-            "        batches = ((x[i:i + batch_size], y[i:i + batch_size]) for i in range(0, len(x), batch_size))",
+            f"        x, y = {conv('x')}, {n['tensor']}(y)",
+            f"        batches = (({take('x', 'i:i + batch_size')}, y[i:i + batch_size]) for i in range(0, {samples('x')}, "
+            "batch_size))",
             "    else:",
             f"        batches = {islice}(iter(x), steps)",
             "    model.eval()",
@@ -543,25 +562,25 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
             "    total = correct = seen = 0.0",
             f"    with {no_grad}():",
             "        for xb, yb in batches:",
-            f"            xb, yb = {x_of}(xb), {n['tensor']}(yb)",
+            f"            xb, yb = {conv('xb')}, {n['tensor']}(yb)",
             *forward,
-            f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * len(xb)",
-            "            seen += len(xb)",
+            *_total(batch_loss, penalty, bool(added_sum), batch_n),
+            f"            seen += {batch_n}",
         ]
     else:
         lines += [
             f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1):",
             f'    """model.evaluate: {what} over the samples, in inference mode."""',
-            f"    x, y = {x_of}(x), {n['tensor']}(y)",
+            f"    x, y = {conv('x')}, {n['tensor']}(y)",
             "    batch_size = batch_size or 32",
             "    model.eval()",
             *reset,
             "    total = correct = 0.0",
             f"    with {no_grad}():",
-            "        for start in range(0, len(x), batch_size):",
-            "            xb, yb = x[start:start + batch_size], y[start:start + batch_size]",
+            f"        for start in range(0, {samples('x')}, batch_size):",
+            f"            xb, yb = {take('x', 'start:start + batch_size')}, y[start:start + batch_size]",
             *forward,
-            f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * len(xb)",
+            *_total(batch_loss, penalty, bool(added_sum), batch_n),
         ]
     if acc:
         lines += [f"            correct += {correct}"]
@@ -578,9 +597,18 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    return result",
         "",
         "",
-        *_predict(n, x_of, spell, outputs_channels_first),
+        *_predict(n, x_of, spell, outputs_channels_first, multi),
     ]
     return "\n".join(lines) + "\n"
+
+
+def _total(batch_loss: str, penalty: str, added: bool, count: str) -> list[str]:
+    """evaluate's running sum of a batch's loss: with the layers' regularizers and the terms they gave add_loss."""
+    if added:
+        return [f"            loss = {batch_loss} + {' + '.join(p for p in (penalty, 'sum(') if p)}",
+                f"                m.added_loss.sum() for m in model.modules() if hasattr(m, \"added_loss\"))",
+                f"            total += loss.item() * {count}"]
+    return [f"            total += {f'({batch_loss} + {penalty})' if penalty else batch_loss}.item() * {count}"]
 
 
 def _conversions(n: dict, spell, channels_first: bool, shared: bool, inputs_written: bool) -> list[str]:
@@ -606,17 +634,32 @@ def _conversions(n: dict, spell, channels_first: bool, shared: bool, inputs_writ
     return lines
 
 
-def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False) -> list[str]:
+def _inputs_of(x_of: str, multi: bool) -> tuple:
+    """How the written functions read x: (its conversion, a batch of it, its number of samples, a batch's),
+    each a function of the variable's name (and the index); ``multi``: x is a list of arrays, one per input
+    of the model, each batched with the same indices."""
+    if multi:
+        return (lambda v: f"[{x_of}(a) for a in {v}]", lambda v, i: f"[a[{i}] for a in {v}]",
+                lambda v: f"len({v}[0])", "len(yb)")
+    return lambda v: f"{x_of}({v})", lambda v, i: f"{v}[{i}]", lambda v: f"len({v})", "len(xb)"
+
+
+def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, multi: bool = False) -> list[str]:
     back = ".movedim(1, -1)" if outputs_channels_first else ""  # channels-first feature maps: Keras's layout
+    conv, take, samples, _ = _inputs_of(x_of, multi)
     return [
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
-        '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array."""',
-        f"    x = {x_of}(x)",
+        '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array'
+        + ('\n    (x: a list of arrays, one per input of the model, in its order)."""' if multi else '."""'),
+        f"    x = {conv('x')}",
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    with {spell('torch.no_grad')}():",
-        f"        return {spell('torch.cat')}([model(x[start:start + batch_size]){back} for start in range(0, len(x), "
-        "batch_size)]).detach().numpy()",
+        *([f"        return {spell('torch.cat')}([model(*{take('x', 'start:start + batch_size')}){back}",
+           f"{' ' * (len(spell('torch.cat')) + 17)}for start in range(0, {samples('x')}, batch_size)]).detach().numpy()"]
+          if multi else
+          [f"        return {spell('torch.cat')}([model(x[start:start + batch_size]){back} for start in range(0, len(x), "
+           "batch_size)]).detach().numpy()"]),
     ]
 
 

@@ -268,6 +268,14 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.test_step_classes: set[str] = set()  # ... that also define test_step
         self.own_metrics: set[str] = set()  # ... that define their metrics property
         self.instances: dict[str, set[str]] = {}  # name → the classes of the file it is bound to instances of
+        # name → for each of its bindings, (its order, its scope, the inputs and the outputs of the functional
+        # keras.Model(inputs, outputs) it is bound to; None: any other value); name → the name= of the keras.Input it
+        # is bound to (None: anything else)
+        self.model_inputs: dict[str, list] = {}
+        self.input_names: dict[str, list] = {}
+        # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
+        # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
+        self.own_training = False
         self.compile_args: set[str] = set()  # names passed to a `.compile(...)` call
         self.custom_compiles: set[str] = set()  # train_step classes that define compile
         self.metric_calls: dict[str, list[cst.Call]] = {}  # name → the Keras metric objects it is bound to
@@ -338,6 +346,15 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                     self.instances.setdefault(name, set()).add("")
                 if isinstance(node.value, (cst.List, cst.Tuple)):
                     self.lists[name] = (node.value, self._scope_id(), self.order)
+                q = self.qualname(node.value.func) if isinstance(node.value, cst.Call) else None
+                functional = q == "keras.Model"
+                self.model_inputs.setdefault(name, []).append(
+                    (self.order, self._scope_id(), _argument(node.value, 0, "inputs") if functional else None,
+                     _argument(node.value, 1, "outputs") if functional else None))
+                # (name= by keyword: Keras 2's third positional parameter is name, Keras 3's dtype)
+                given = _argument(node.value, None, "name") if q == "keras.Input" else None
+                self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
+                                                             else None)
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
                     kind = _transform(self.ctx, q)
@@ -382,6 +399,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._not_names.add(id(node.attr))
+        if node.attr.value in ("GradientTape", "apply_gradients", "minimize", "train_on_batch") or (
+                node.attr.value == "losses" and not (self.qualname(node) or "").startswith("keras.")):
+            self.own_training = True  # (keras.losses: the module)
 
     def visit_Global(self, node: cst.Global) -> None:
         self.globals |= {n.name.value for n in node.names}
@@ -1000,14 +1020,27 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
                     "MAE or Huber)" if k == "class_weight" else "")
+        # a functional model of the file taking several inputs: the written loops take x as a list of arrays,
+        # batch each with the same indices and call model(*xb) (also for x given as a name: Keras too needs one
+        # array per input, so it is a list, or an iterable of batches whose x is one)
+        receiver = original_node.func.value.value
+        several = bad is None and self._input_count(receiver, original_node) is not None
+        if several and self._several_outputs(receiver, original_node):
+            bad = (f"{receiver} takes several inputs and gives several outputs, and the generated loops compute one "
+                   "loss and predict one array: write the loop by hand")
+            several = False
         if bad is None and isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)) \
                 and literal_value(args["x"], NOT_LITERAL) is NOT_LITERAL:
-            # several inputs: the written loops take one array (len(x) samples, x[idx] a batch, model(xb)); a
-            # literal list of numbers (model.predict([100.0])) is one array, as Keras reads it
-            bad = (f"x={code(args['x'])} gives a model of several inputs a {type(args['x']).__name__.lower()} of "
-                   "arrays, and the generated loop batches one array; give the model one input (concatenate the "
-                   "features), or write the loop by hand: batch every array with the same indices and call the "
-                   "model with all of them")
+            # a literal list of numbers (model.predict([100.0])) is one array, as Keras reads it
+            listed = self._inputs_listed(receiver, args["x"], original_node)
+            if isinstance(listed, str):
+                bad = listed
+            else:
+                args["x"] = listed
+        elif several and "x" in args and literal_value(args["x"], NOT_LITERAL) is not NOT_LITERAL:
+            count = self._input_count(receiver, original_node)
+            bad = (f"x={code(args['x'])} is one array, and {receiver} takes {count} inputs: give a list of one array "
+                   "per input")
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
@@ -1021,6 +1054,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.callbacks = True
         if weighted:
             c.class_weight = True
+        if several:
+            c.several = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
         metrics = [c.names["metrics"]] if c.metrics else []
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
@@ -1035,6 +1070,69 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    def _inputs_listed(self, model: str, x: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | str:
+        """x given to a model of several inputs (a list or a dict of arrays) → the list of them in the order
+        the model takes them, as the written loops batch them and call model(*xb); or why not. Known where
+        every binding of ``model`` the call may see is a functional ``keras.Model(inputs, outputs)`` whose inputs
+        are a list (:meth:`_input_count`): a list of as many arrays is that list, a dict is its values in the order
+        of the inputs' names (the name= of each keras.Input), as Keras matches them."""
+        what = f"x={code(x)} gives {model} a {type(x).__name__.lower()} of arrays"
+        count = self._input_count(model, call)
+        if count is None:
+            return (f"{what}, and fwport does not know how {model} takes them (it reads the inputs of a functional "
+                    "keras.Model(inputs=[...], outputs) of two inputs or more bound to that name; a dict of inputs, "
+                    "a subclass or a model made elsewhere: write the loop by hand, batching every array with the same "
+                    "indices)")
+        inputs = self._model_inputs(model, call)
+        if isinstance(x, (cst.List, cst.Tuple)):
+            if any(isinstance(e, cst.StarredElement) for e in x.elements) or len(x.elements) != count:
+                return f"{what}, and {model} takes {count} inputs"
+            return x
+        # a dict: its values in the order of the inputs' names
+        keys = [literal_value(e.key, None) if isinstance(e, cst.DictElement) else None for e in x.elements]
+        names = {tuple(self._input_name(e.value) for e in b.elements) for b in inputs}
+        if len(names) != 1 or None in next(iter(names)) or not all(isinstance(k, str) for k in keys):
+            return (f"{what}, and fwport does not know the names of {model}'s inputs (the name= of each "
+                    "keras.Input, bound once to a name) by which Keras matches the keys: give the arrays as a list in "
+                    "the order of the model's inputs")
+        order = next(iter(names))
+        if sorted(keys) != sorted(order):
+            return f"{what} whose keys are not the names of {model}'s inputs ({', '.join(order)})"
+        values = {k: e.value for k, e in zip(keys, x.elements)}
+        return cst.List([cst.Element(values[k]) for k in order])
+
+    def _model_inputs(self, model: str, call: cst.Call, part: int = 2) -> list:
+        """The inputs (``part`` 3: the outputs; or None) of the bindings of ``model`` a fit / evaluate / predict call
+        may see: the last one before it in its scope, else every binding of the module's
+        (:attr:`_Plan.model_inputs`)."""
+        bindings = self.plan.model_inputs.get(model, [])
+        at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+        before = [b for b in bindings if b[1] == scope and b[0] < at]
+        if before:
+            return [before[-1][part]]
+        return [b[part] for b in bindings if b[1] == 0] if scope != 0 else []
+
+    def _several_outputs(self, model: str, call: cst.Call) -> bool:
+        """Whether a binding of ``model`` the call may see is a functional model of several outputs (a list, tuple or
+        dict of them): the written loops compute one loss and predict one array."""
+        return any(isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple)) and len(o.elements) != 1)
+                   for o in self._model_inputs(model, call, 3))
+
+    def _input_count(self, model: str, call: cst.Call) -> int | None:
+        """The number of inputs of ``model`` where every binding of that name the call may see is a functional
+        ``keras.Model(inputs=[...], outputs)`` of the same two inputs or more (given as a list or tuple), else None."""
+        bindings = self._model_inputs(model, call)
+        counts = {len(b.elements) if isinstance(b, (cst.List, cst.Tuple))
+                  and not any(isinstance(e, cst.StarredElement) for e in b.elements) else 0 for b in bindings}
+        return counts.pop() if len(counts) == 1 and min(counts) >= 2 else None
+
+    def _input_name(self, node: cst.BaseExpression) -> str | None:
+        """The name= of the keras.Input a name is bound to (once), else None."""
+        if not isinstance(node, cst.Name):
+            return None
+        names = self.plan.input_names.get(node.value, [])
+        return names[0] if len(names) == 1 and isinstance(names[0], str) else None
 
     @staticmethod
     def _weighs_classes(c: fitloop.Compiled) -> bool:
@@ -1083,8 +1181,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 or not self.models.is_model_expr(receiver, self._chain())):
             return None
         args = fitloop.bind(call, fitloop.METHODS["predict"][0])
-        if args is None or isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict)):
-            return None  # several inputs: the written predict takes one array (the error says what to write)
+        if args is None or (isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict))
+                            and self._input_count(receiver.value, call) is None):
+            return None  # several inputs of a model fwport does not know: the error says what to write
+        if self._several_outputs(receiver.value, call):
+            return None  # several outputs: Keras's predict gives a list of arrays, the written predict one
         name = receiver.value
         plans = self.ctx.analyses.setdefault("compiled", [])
         made = self.ctx.analyses.setdefault("predict_only", {})
@@ -2669,7 +2770,20 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             scan(stmt, counter)
             order += counter.n
     tapes = t._tapes(body, list(module.body))
+    fits = [c for c in compiled if id(c) in ctx.options.get("_fit_helpers", ()) and c.loss is not None]
+    if fits and not plan.own_training and not plan.train_step_classes:
+        ctx.analyses[fitloop.ADDED_LOSSES] = False  # the subclass pass may translate add_loss (True: it did)
     return module.with_changes(body=tapes if tapes is not None else body)
+
+
+def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:
+    """A call's argument given at ``position`` (None: by keyword only) or as ``keyword=``."""
+    for i, a in enumerate(call.args):
+        if a.star:
+            return None
+        if (a.keyword is None and i == position) or (a.keyword is not None and a.keyword.value == keyword):
+            return a.value
+    return None
 
 
 def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
@@ -2980,6 +3094,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     others ``fit_2``, ...; each compile's ``group`` is the compile whose names it calls."""
     file_nchw = any(m.layout == "nchw" for m in ctx.models.values())
     regularized = bool(ctx.analyses.get(regularizers.KEY))  # modules with a regularization_loss()
+    added = bool(ctx.analyses.get(fitloop.ADDED_LOSSES))  # modules keeping the term their forward gave add_loss
 
     groups: dict[tuple, list[fitloop.Compiled]] = {}
     for c in compiled:
@@ -2987,10 +3102,10 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         nchw = any(i.layout == "nchw" for i in infos) if infos else file_nchw
         # its outputs: feature maps a Sequential gives channels-first
         nchw_out = any(i.output_layout == "nchw" for i in infos)
-        groups.setdefault((c.key, nchw, nchw_out), []).append(c)
+        groups.setdefault((c.key, nchw, nchw_out, c.several), []).append(c)
     texts = []
     inputs_written = loss_args_written = weights_written = False
-    for i, ((_, channels_first, out_first), members) in enumerate(groups.items()):
+    for i, ((_, channels_first, out_first, _), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
@@ -3002,7 +3117,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
             texts.append(fitloop.helpers(rep, {}, ctx.spell_text, channels_first, shared=i == 0,
                                          inputs_written=inputs_written, outputs_channels_first=out_first,
-                                         regularized=regularized))
+                                         regularized=regularized, added=added))
             inputs_written = inputs_written or channels_first
             continue
         kind, rule, *_ = rep.loss
@@ -3016,7 +3131,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
                                      inputs_written=inputs_written, loss_args_written=loss_args_written,
                                      class_weights_written=weights_written, outputs_channels_first=out_first,
-                                     regularized=regularized))
+                                     regularized=regularized, added=added))
         inputs_written = inputs_written or channels_first
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight
