@@ -406,7 +406,7 @@ class _State:
         ctx.analyses.update({k: (v.copy() if isinstance(v, (dict, set, list)) else v) for k, v in self.analyses.items()})
 
 
-class _NameUses(cst.CSTVisitor):
+class _NameUses(ValueVisitor):
     """The ``Name`` nodes reading one name (not attribute names, keywords or parameters' names)."""
 
     def __init__(self, name: str):
@@ -421,14 +421,6 @@ class _NameUses(cst.CSTVisitor):
     def visit_Name(self, n: cst.Name) -> None:
         if n.value == self.name:
             self.uses.append(n)
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        scan(n.value, self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        scan(n.value, self)
-        return False
 
     def visit_Param(self, n: cst.Param) -> bool:
         if n.default is not None:
