@@ -139,7 +139,8 @@ def main() -> None:
     ap.add_argument("--corpus", action="append", default=[], metavar="DIR",
                     help="also time the .py files under DIR (e.g. /tmp/kio/examples), translated by --direction (or "
                          "tf2torch): distinct files, where the fixtures repeated --repeat times share what each process "
-                         "caches (the helpers written into outputs); may be given more than once")
+                         "caches (the helpers written into outputs; with --best-of 1, as later runs reuse the first one's caches "
+                         "too); may be given more than once")
     ap.add_argument("--runs", type=int, default=5, help="runs for the start-up medians")
     ap.add_argument("--best-of", type=int, default=3, metavar="N",
                     help="time each corpus N times, bare and fwport alternately, and keep each one's best (default 3)")
