@@ -10,6 +10,7 @@ does not skew the ratio; the start-up and --tree figures are wall-clock times of
     python bench/bench_translate.py --profile       # + where fwport's time goes (cProfile)
     python bench/bench_translate.py --tree          # + the CLI over the keras tree on every core
     python bench/bench_translate.py --big 50000     # only: one file of N tf lines, fwport vs bare
+    python bench/bench_translate.py --direction tf2torch --corpus /tmp/kio/examples   # + a folder of distinct files
 
 The design target (DESIGN.md, "Performance budget"): fwport at no less than half the lines per
 second of the bare parse + render. Also measured: the start-up of `fwport --help` and of a one-file
@@ -56,10 +57,10 @@ def torch_modules() -> Path | None:
     return src if src.is_dir() else None
 
 
-def _files(src: Path, max_lines: int) -> list[tuple[str, str]]:
+def _files(src: Path, max_lines: int, skip_tests: bool = True) -> list[tuple[str, str]]:
     files, lines = [], 0
     for p in sorted(src.rglob("*.py")):
-        if p.name.endswith("_test.py"):
+        if skip_tests and p.name.endswith("_test.py"):
             continue
         t = p.read_text(encoding="utf-8")
         files.append((str(p.relative_to(src.parent)), t))
@@ -135,6 +136,11 @@ def main() -> None:
     ap.add_argument("--torch-lines", type=int, default=20_000, help="lines of torch/nn/modules to include (0: all)")
     ap.add_argument("--direction", choices=("all", "tf2torch", "torch2jax"), default="all",
                     help="the corpora of one direction only (default: both, each translated by its own direction)")
+    ap.add_argument("--corpus", action="append", default=[], metavar="DIR",
+                    help="also time the .py files under DIR (e.g. /tmp/kio/examples), translated by --direction (or "
+                         "tf2torch): distinct files, where the fixtures repeated --repeat times share what each process "
+                         "caches (the helpers written into outputs; with --best-of 1, as later runs reuse the first one's caches "
+                         "too); may be given more than once")
     ap.add_argument("--runs", type=int, default=5, help="runs for the start-up medians")
     ap.add_argument("--best-of", type=int, default=3, metavar="N",
                     help="time each corpus N times, bare and fwport alternately, and keep each one's best (default 3)")
@@ -152,6 +158,10 @@ def main() -> None:
     directions = ("tf2torch", "torch2jax") if a.direction == "all" else (a.direction,)
     packs = {d: load_pack(d) for d in directions}
     parts = corpus(a.repeat, a.keras_lines, a.torch_lines, directions)
+    for folder in a.corpus:
+        d = "tf2torch" if a.direction == "all" else a.direction
+        packs.setdefault(d, load_pack(d))
+        parts[folder] = (d, _files(Path(folder), 0, skip_tests=False))
     for direction, files in parts.values():  # warm up: imports, caches
         fwport_run(files[:3], packs[direction])
         bare(files[:3])

@@ -658,6 +658,18 @@ def test_module_alias_of_a_dataset_module_is_removed():
     assert "mnist = " not in out and "load_mnist()" in out and "torchvision.datasets.MNIST" in out
 
 
+def test_module_alias_named_only_as_a_keyword_or_an_attribute_is_removed():
+    # dict(mnist=...) and stats.mnist name the alias without reading it (names.ValueVisitor)
+    out = _translate("""
+        import tensorflow as tf
+        mnist = tf.keras.datasets.mnist
+        (x_train, y_train), (x_test, y_test) = mnist.load_data()
+        sizes = dict(mnist=len(x_train))
+        print(sizes, sizes.mnist if hasattr(sizes, "mnist") else None)
+    """)
+    assert "mnist = " not in out and "import tensorflow" not in out and "dict(mnist=len(x_train))" in out
+
+
 def test_module_alias_still_used_stays():
     r = translate_source("import tensorflow as tf\nL = tf.keras.layers\nmake = L.Conv3DTranspose\n", "a.py")
     assert "L = tf.keras.layers" in r.output

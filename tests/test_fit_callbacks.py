@@ -8,8 +8,6 @@ torch one): the same epochs run, the same history, the same restored weights.
 """
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -19,6 +17,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import keras_and_torch
 
 
 def tx(src: str):
@@ -80,23 +79,9 @@ print("RESULT " + json.dumps({"history": h, "evaluate": ev, "kernels": kernels()
 
 
 def _run(tmp_path, src: str, driver: str) -> tuple[dict, dict]:
-    out = {}
     trans = tx(src)
     assert errors(trans) == [], errors(trans)
-    for side, code in (("keras", textwrap.dedent(src)), ("torch", trans.output)):
-        d = tmp_path / side
-        d.mkdir()
-        (d / "model.py").write_text(code)
-        (d / "drive.py").write_text(driver)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-        pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
-                                           "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
-        p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
-                           timeout=600, env=env)
-        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-        assert line, p.stderr[-3000:]
-        out[side] = json.loads(line[-1][7:])
-    return out["keras"], out["torch"]
+    return keras_and_torch(tmp_path, textwrap.dedent(src), trans.output, driver)
 
 
 def test_early_stopping_with_restored_weights_matches_keras(tmp_path):

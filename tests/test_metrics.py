@@ -3,10 +3,6 @@ batches in Keras and in its translation (two subprocesses, TensorFlow blocked on
 result() compared after one batch, after two, and after reset_state() and a third."""
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -14,6 +10,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import run_side
 
 pytest.importorskip("tensorflow")
 
@@ -89,17 +86,7 @@ print("RESULT " + json.dumps(out))
 
 
 def _run(tmp_path, side: str, code: str) -> dict:
-    d = tmp_path / side
-    d.mkdir()
-    (d / "model.py").write_text(code)
-    (d / "drive.py").write_text(DRIVER)
-    pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
-                                       "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
-    p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d)], capture_output=True, text=True,
-                       timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
-    line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-    assert line, p.stderr[-3000:]
-    return json.loads(line[-1][7:])
+    return run_side(tmp_path / side, side, code, DRIVER, timeout=300)
 
 
 def test_translated_metrics_give_keras_results(tmp_path):

@@ -10,8 +10,6 @@ autoencoder with a loss tracker are trained by Keras and by the translation from
 """
 from __future__ import annotations
 
-import json
-import os
 import re
 import subprocess
 import sys
@@ -23,6 +21,7 @@ from pathlib import Path
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import keras_and_torch
 
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "tf2torch"
@@ -105,25 +104,11 @@ print("RESULT " + json.dumps({"history": h.history, "kernels": kernels(), "extra
 
 def _run(tmp_path, src: str, driver: dict) -> tuple[dict, dict]:
     """Keras on the source, torch on its translation (TensorFlow made unimportable there)."""
-    out = {}
     trans = tx(src)
     assert errors(trans) == [], errors(trans)
     assert not re.search(r"^\s*(import|from) (tensorflow|keras|tf_keras)\b", trans.output, re.M)
     assert "tf." not in trans.output and "keras.optimizers" not in trans.output
-    for side, code in (("keras", textwrap.dedent(src)), ("torch", trans.output)):
-        d = tmp_path / side
-        d.mkdir()
-        (d / "model.py").write_text(code)
-        (d / "drive.py").write_text(DRIVER % driver)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-        pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
-                                           "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
-        cmd = [sys.executable, *pre, str(d / "drive.py"), str(d), side]
-        p = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
-        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-        assert line, p.stderr[-3000:]
-        out[side] = json.loads(line[-1][7:])
-    return out["keras"], out["torch"]
+    return keras_and_torch(tmp_path, textwrap.dedent(src), trans.output, DRIVER % driver)
 
 
 def test_wgan_gp_trains_as_keras_trains_it(tmp_path):

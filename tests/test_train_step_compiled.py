@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from fwport.core.pipeline import translate_source
+from runners import keras_and_torch
 from test_train_step import DRIVER, WGAN, _run, errors, tx
 
 TRAINER = '''
@@ -95,24 +96,10 @@ net.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5), los
 
 def _run_keras2(tmp_path, src: str, driver: dict) -> tuple[dict, dict]:
     """tf_keras (Keras 2) on the source, torch on its translation (TensorFlow made unimportable there)."""
-    out = {}
     trans = tx(src)
     assert errors(trans) == [], errors(trans)
     assert not re.search(r"^\s*(import|from) (tensorflow|keras|tf_keras)\b", trans.output, re.M)
-    for side, text in (("keras", textwrap.dedent(src)), ("torch", trans.output)):
-        d = tmp_path / side
-        d.mkdir()
-        (d / "model.py").write_text(text)
-        (d / "drive.py").write_text(DRIVER % driver)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", TF_USE_LEGACY_KERAS="1")
-        pre = [] if side == "keras" else ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
-                                           "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
-        p = subprocess.run([sys.executable, *pre, str(d / "drive.py"), str(d), side], capture_output=True, text=True,
-                           timeout=600, env=env)
-        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
-        assert line, p.stderr[-3000:]
-        out[side] = json.loads(line[-1][7:])
-    return out["keras"], out["torch"]
+    return keras_and_torch(tmp_path, textwrap.dedent(src), trans.output, DRIVER % driver, TF_USE_LEGACY_KERAS="1")
 
 
 LABELS = "\ny = np.argmax(x[:, :3] + 0.3 * x[:, 1:4], axis=1)"

@@ -11,12 +11,16 @@ from bisect import bisect_right
 
 import libcst as cst
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from fwport.core.hooks import TypeTest
 from fwport.core.names import scan
-from fwport.core.position import render
+from fwport.core.parse import parse_module
+from fwport.core.position import render, share
 from fwport.core.rewrite import fresh_copy
+
+if TYPE_CHECKING:
+    from fwport.core.context import FileContext
 
 IsSource = Callable[[str], bool]  # the direction's test for a source-framework module name
 
@@ -429,3 +433,92 @@ def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSou
         module = module.with_changes(body=_prune_body(module.body, used, is_source))
         text = render(module)
     return module, text
+
+
+# --- definitions a translation writes into its output, after the file's imports ------------------------
+
+
+def insert_after_imports(module: cst.Module, text: str | Sequence[str], ctx: FileContext) -> cst.Module:
+    """``text`` (definitions) written into the module after its docstring and the imports at its top
+    (string statements between them, as notebooks have, included), and never above the place where
+    the import pass writes the target's imports the definitions use (the first source import).
+    ``text`` may be given as its pieces (one per helper): the module is the same as for their
+    concatenation, each piece parsed once per process however the files combine them."""
+    return insert_at(module, text, insertion_index(module, ctx))
+
+
+def insertion_index(module: cst.Module, ctx: FileContext) -> int:
+    """Where insert_after_imports writes: after the docstring, the imports and the strings among them at
+    the top, and below the first source import."""
+    body = list(module.body)
+    at = 0
+    while at < len(body) and _imports_or_strings(body[at]):
+        at += 1
+    while at > 0 and not isinstance(body[at - 1].body[0], (cst.Import, cst.ImportFrom)) and at - 1 > 0:
+        at -= 1  # the strings after the last import stay with the code they introduce
+    first_source = next((i for i, st in enumerate(body) if is_source_import_line(st, ctx.imports.is_source)), None)
+    if first_source is not None:
+        at = max(at, first_source + 1)
+    return at
+
+
+def insert_at(module: cst.Module, text: str | Sequence[str], at: int) -> cst.Module:
+    """``text`` (or its pieces) written as statements before ``module.body[at]``, two blank lines above
+    the first of them and above the statement after them."""
+    new = list(parsed_definitions((text,) if isinstance(text, str) else tuple(text)))
+    body = list(module.body)
+    blank = [cst.EmptyLine(), cst.EmptyLine()]
+    if at < len(body):  # the statement after keeps two blank lines above it
+        body[at] = body[at].with_changes(leading_lines=[*blank, *[ln for ln in body[at].leading_lines
+                                                                   if ln.comment is not None]])
+    return module.with_changes(body=[*body[:at], *new, *body[at:]])
+
+
+def _imports_or_strings(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(b, (cst.Import, cst.ImportFrom)) or (isinstance(b, cst.Expr) and isinstance(
+            b.value, (cst.SimpleString, cst.ConcatenatedString))) for b in stmt.body)
+
+
+def parsed_definitions(pieces: tuple[str, ...]) -> tuple[cst.BaseStatement, ...]:
+    """The statements of ``"".join(pieces)`` (leading newlines stripped) as written into a module, two
+    blank lines above the first. Each piece is parsed once per process and its statements are shared
+    (position.share: rendered once), so that files asking for different sets of the same helpers do
+    not parse the whole text again; pieces that would not parse alone as they do in the whole text
+    (a piece without a statement or a final newline, indentations that differ) are parsed whole."""
+    while pieces and not pieces[0].strip("\n"):
+        pieces = pieces[1:]
+    if not pieces:
+        raise ValueError("no definitions to write")
+    parts = [_piece(p.lstrip("\n")) for p in pieces]
+    if any(part is None or part.default_indent != parts[0].default_indent for part in parts) or \
+            any(not p.endswith("\n") for p in pieces[:-1]):
+        return _placed(None, "".join(pieces).lstrip("\n"))
+    return tuple(s for prev, p in zip((None, *pieces), pieces) for s in _placed(prev, p))
+
+
+@functools.lru_cache(maxsize=1024)
+def _piece(text: str) -> cst.Module | None:
+    """One piece of definitions, without its leading newlines, parsed (None where it holds no statement)."""
+    module = parse_module(text)
+    return module if module.body else None
+
+
+@functools.lru_cache(maxsize=2048)
+def _placed(prev: str | None, text: str) -> tuple[cst.BaseStatement, ...]:
+    """The statements of piece ``text`` as they stand after piece ``prev`` (None: first, two blank lines
+    above it): the lines between the two (``prev``'s footer, ``text``'s blank lines and header) above its
+    first statement, as the parse of the two together gives them. Shared: rendered once per process."""
+    stripped = text.lstrip("\n")
+    module = _piece(stripped)
+    if module is None:
+        raise ValueError(f"no definitions in {stripped[:60]!r}")
+    new = list(module.body)
+    if prev is None:
+        new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
+    else:
+        blank = [cst.EmptyLine() for _ in range(len(text) - len(stripped))]
+        new[0] = new[0].with_changes(leading_lines=[*_piece(prev.lstrip("\n")).footer, *blank, *module.header,
+                                                    *new[0].leading_lines])
+    share(new)
+    return tuple(new)

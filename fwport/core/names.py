@@ -234,6 +234,20 @@ def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         _scan(node, visitor, by_type, by_type[None] is None)
 
 
+class ValueVisitor(cst.CSTVisitor):
+    """A read-only visitor (for :func:`scan`) that meets the names code reads as values only: not an
+    attribute's name (``x.mnist`` does not read ``mnist``) nor a keyword argument's (``f(train=True)``
+    does not read ``train``). Subclasses add their ``visit_Name`` and other hooks."""
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        scan(node.value, self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        scan(node.value, self)
+        return False
+
+
 def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, by_type: dict, own_leave: bool) -> None:
     # by_type: node type → (leave hook, child fields), kept on the visitor's class
     t = node.__class__

@@ -286,17 +286,20 @@ class Layout:
         if not module.has_trailing_newline or not module.body:
             return module.code
         parts = [module.code_for_node(h) for h in module.header]
-        for s in module.body:  # a statement not rendered yet: no positions needed, a plain render
-            r = self._done.get(id(s))
-            if r is None or r.node is not s:
-                t = self._texts.get(id(s))
-                if t is None or t[0] is not s:
-                    t = self._texts[id(s)] = (s, _render_statement(s, module))
-                parts.append(t[1])
-            else:
-                parts.append(r.text)
+        parts += [self.statement_text(s, module) for s in module.body]
         parts += [module.code_for_node(f) for f in module.footer]
         return "".join(parts)
+
+    def statement_text(self, s: cst.CSTNode, module: cst.Module) -> str:
+        """The text of top-level statement ``s`` of ``module``, rendered once however many modules hold it
+        (a finishing step that looks for a mark in the text finds the statements to change without a walk)."""
+        r = self._done.get(id(s))
+        if r is not None and r.node is s:
+            return r.text
+        t = self._texts.get(id(s))
+        if t is None or t[0] is not s:  # a statement not rendered yet: no positions needed, a plain render
+            t = self._texts[id(s)] = (s, _render_statement(s, module))
+        return t[1]
 
     def source_lines(self, tree: cst.Module, original: cst.Module):
         """A function from a line of ``tree`` to the line of ``original`` it comes from, where a pass made

@@ -7,7 +7,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.engine import build_call, code
-from fwport.core.names import dotted, scan
+from fwport.core.names import ValueVisitor, dotted, scan
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
 
@@ -100,7 +100,9 @@ def clear_session(m, ctx):
     return cst.parse_expression(ctx.spell_text("gc.collect") + "()")
 
 
-class _NameUses(cst.CSTVisitor):
+class _NameUses(ValueVisitor):
+    """How many times each of ``names`` is read (`x.mnist` and `f(mnist=...)` do not read mnist)."""
+
     def __init__(self, names: set[str]):
         self.names = names
         self.count: dict[str, int] = {}
@@ -108,10 +110,6 @@ class _NameUses(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self.names:
             self.count[node.value] = self.count.get(node.value, 0) + 1
-
-    def visit_Attribute(self, node: cst.Attribute) -> bool:
-        scan(node.value, self)  # `x.mnist` does not use the name mnist
-        return False
 
 
 def _alias_target(stmt: cst.CSTNode, ctx) -> str | None:

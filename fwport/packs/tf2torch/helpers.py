@@ -7,14 +7,12 @@ the file (one the file already defines is not written twice: translating again c
 """
 from __future__ import annotations
 
-import functools
-
 import libcst as cst
 
 from fwport.core.context import FileContext
-from fwport.core.imports import is_source_import_line
+from fwport.core.imports import insert_after_imports, insert_at, insertion_index
 from fwport.core.names import scan
-from fwport.core.position import render, share
+from fwport.core.position import render
 from fwport.packs.tf2torch.datahelpers import DATA_DEPS, DATA_HELPERS, LOCAL_HELPERS
 from fwport.packs.tf2torch.saving import SAVING_DEPS, SAVING_HELPERS
 
@@ -1185,53 +1183,6 @@ class _Refs(cst.CSTVisitor):
                 self.called.add(b.value.value)
 
 
-def _imports_or_strings(stmt: cst.CSTNode) -> bool:
-    return isinstance(stmt, cst.SimpleStatementLine) and all(
-        isinstance(b, (cst.Import, cst.ImportFrom)) or (isinstance(b, cst.Expr) and isinstance(
-            b.value, (cst.SimpleString, cst.ConcatenatedString))) for b in stmt.body)
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed(text: str) -> tuple[cst.BaseStatement, ...]:
-    """The statements of a helper text as written into a module (two blank lines above the first),
-    parsed once per process: the same helpers, spelled the same way, are written into many files
-    (libcst nodes are immutable, so sharing them is safe; their text is rendered once: ``share``)."""
-    new = list(cst.parse_module(text).body)
-    new[0] = new[0].with_changes(leading_lines=[cst.EmptyLine(), cst.EmptyLine()])
-    share(new)
-    return tuple(new)
-
-
-def insert_after_imports(module: cst.Module, text: str, ctx: FileContext) -> cst.Module:
-    """``text`` (definitions) written into the module after its docstring and the imports at its top
-    (string statements between them, as notebooks have, included), and never above the place where
-    the import pass writes the torch imports the definitions use (the first source import)."""
-    return _insert_at(module, text, _insertion_index(module, ctx))
-
-
-def _insertion_index(module: cst.Module, ctx: FileContext) -> int:
-    body = list(module.body)
-    at = 0
-    while at < len(body) and _imports_or_strings(body[at]):
-        at += 1
-    while at > 0 and not isinstance(body[at - 1].body[0], (cst.Import, cst.ImportFrom)) and at - 1 > 0:
-        at -= 1  # the strings after the last import stay with the code they introduce
-    first_source = next((i for i, st in enumerate(body) if is_source_import_line(st, ctx.imports.is_source)), None)
-    if first_source is not None:
-        at = max(at, first_source + 1)
-    return at
-
-
-def _insert_at(module: cst.Module, text: str, at: int) -> cst.Module:
-    new = list(_parsed(text.lstrip("\n")))
-    body = list(module.body)
-    blank = [cst.EmptyLine(), cst.EmptyLine()]
-    if at < len(body):  # the statement after keeps two blank lines above it
-        body[at] = body[at].with_changes(leading_lines=[*blank, *[ln for ln in body[at].leading_lines
-                                                                   if ln.comment is not None]])
-    return module.with_changes(body=[*body[:at], *new, *body[at:]])
-
-
 def _spelled(template: str, ctx: FileContext) -> str:
     """The helper's text with the file's spellings of torch.nn / torch.nn.functional (imports recorded)."""
     if "{nn}" in template:
@@ -1318,14 +1269,14 @@ def _data_helpers_first(module: cst.Module, todo: list[str], ctx: FileContext) -
     module = _without_source_imports_of(module, set(todo), ctx)
     local = [n for n in todo if n in LOCAL_HELPERS]
     if local:
-        at = _insertion_index(module, ctx)
+        at = insertion_index(module, ctx)
         refs = _Refs(set(local))
         for i, st in enumerate(module.body[:at]):
             scan(st, refs)
             if refs.called:
                 at = i
                 break
-        module = _insert_at(module, "".join(_spelled(HELPERS[n], ctx) for n in local), at)
+        module = insert_at(module, [_spelled(HELPERS[n], ctx) for n in local], at)
     return module, [n for n in todo if n not in LOCAL_HELPERS]
 
 
@@ -1345,7 +1296,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     module, todo = _data_helpers_first(module, todo, ctx)
     if not todo:
         return module
-    return insert_after_imports(module, "".join(_spelled(HELPERS[n], ctx) for n in todo), ctx)
+    return insert_after_imports(module, [_spelled(HELPERS[n], ctx) for n in todo], ctx)
 
 
 # --- recurrent layers and cells that take and return what Keras's do, sized on their first call ------

@@ -517,7 +517,7 @@ def helper_text(names: set[str]) -> tuple[str, set[str]]:
 
 def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """Writes TFTestCase after the imports (unless the file defines it already)."""
-    from fwport.packs.tf2torch.helpers import insert_after_imports
+    from fwport.core.imports import insert_after_imports
     defined = {st.name.value for st in module.body if isinstance(st, cst.ClassDef)}
     if ctx.analyses.get(_KEY + "-benchmark") and BENCHMARK not in defined:
         ctx.needed_imports |= {"import inspect", "import logging"}

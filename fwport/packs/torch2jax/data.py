@@ -20,7 +20,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.finding import Severity
-from fwport.core.names import scan
+from fwport.core.names import ValueVisitor, scan
 from fwport.packs.torch2jax import vision
 from fwport.packs.torch2jax.ops import HELPERS
 
@@ -269,7 +269,7 @@ def _decide(group: dict, rule) -> tuple[dict, str | None]:
     return out, None
 
 
-class _OtherRefs(cst.CSTVisitor):
+class _OtherRefs(ValueVisitor):
     """_DictUses._other: every name in a statement is a plain reference of ``outer`` in ``scope``, except ``**name`` of
     a DataLoader call; the names it binds are bound there."""
 
@@ -290,14 +290,6 @@ class _OtherRefs(cst.CSTVisitor):
     def visit_Name(self, n: cst.Name) -> None:
         if id(n) not in self.skip:
             self.outer._ref(self.scope, n.value, "other", n, None)
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        scan(n.value, self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        scan(n.value, self)
-        return False
 
     def visit_FunctionDef(self, n) -> bool:
         self.outer._block([n], self.scope, None)

@@ -388,7 +388,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     if not wanted:
         return module
     from fwport.core.names import scan
-    from fwport.packs.tf2torch.helpers import insert_after_imports
+    from fwport.core.imports import insert_after_imports
 
     names = set(wanted) | {d for n in wanted for d in DEPS.get(n, ())}
     refs = _Refs(names)
@@ -402,7 +402,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     for prefix, name in _IMPORTS.items():
         if prefix in text:
             ctx.spell_text(name)  # records the import
-    return insert_after_imports(module, text, ctx)
+    return insert_after_imports(module, [HELPERS[n] for n in todo], ctx)
 
 
 # --- call transforms -------------------------------------------------------------------------------

@@ -30,7 +30,7 @@ class _Wide(cst.CSTVisitor):
 
 def finish(module: cst.Module, ctx) -> cst.Module:
     from fwport.core.names import scan
-    from fwport.packs.tf2torch.helpers import insert_after_imports
+    from fwport.core.imports import insert_after_imports
 
     seen = _Wide()
     scan(module, seen)

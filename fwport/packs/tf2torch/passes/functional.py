@@ -69,7 +69,7 @@ from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call, statement,
                                 translate_layer)
 from fwport.core.finding import Severity
-from fwport.core.names import children, dotted_text, scan
+from fwport.core.names import ValueVisitor, children, dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
@@ -406,7 +406,7 @@ class _State:
         ctx.analyses.update({k: (v.copy() if isinstance(v, (dict, set, list)) else v) for k, v in self.analyses.items()})
 
 
-class _NameUses(cst.CSTVisitor):
+class _NameUses(ValueVisitor):
     """The ``Name`` nodes reading one name (not attribute names, keywords or parameters' names)."""
 
     def __init__(self, name: str):
@@ -421,14 +421,6 @@ class _NameUses(cst.CSTVisitor):
     def visit_Name(self, n: cst.Name) -> None:
         if n.value == self.name:
             self.uses.append(n)
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        scan(n.value, self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        scan(n.value, self)
-        return False
 
     def visit_Param(self, n: cst.Param) -> bool:
         if n.default is not None:
@@ -736,20 +728,12 @@ class _SettleGraphCalls(cst.CSTVisitor):
             self.ctx.settle(n)
 
 
-class _NamesIn(cst.CSTVisitor):
+class _NamesIn(ValueVisitor):
     def __init__(self):
         self.out: set[str] = set()
 
     def visit_Name(self, n: cst.Name) -> None:
         self.out.add(n.value)
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        scan(n.value, self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        scan(n.value, self)
-        return False
 
     def visit_Lambda(self, n) -> bool:
         return False

@@ -1126,4 +1126,6 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     """The lines the brackets of ``Sequential([...])`` stood on, removed once every finding is located."""
     if not ctx.options.pop("_sequential_lines", False):
         return module
-    return module.visit(_DropMarked())
+    layout = ctx.analyses["layout"]  # (only the statements whose text holds a mark are walked)
+    return module.with_changes(body=[s.visit(_DropMarked()) if LINE_MARK in layout.statement_text(s, module) else s
+                                     for s in module.body])

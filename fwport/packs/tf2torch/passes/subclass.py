@@ -48,7 +48,7 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.core.finding import Severity
-from fwport.core.names import ScopedResolver, bound_names, dotted, dotted_text, find_all, marked, scan, skip_unmarked
+from fwport.core.names import ScopedResolver, ValueVisitor, bound_names, dotted, dotted_text, find_all, marked, scan, skip_unmarked
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, known, module_scope
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS
@@ -1844,20 +1844,12 @@ def _name_nodes(t) -> list[cst.Name]:
     return []
 
 
-class _NamesUsed(cst.CSTVisitor):
+class _NamesUsed(ValueVisitor):
     def __init__(self):
         self.names: set[str] = set()
 
     def visit_Name(self, n: cst.Name) -> None:
         self.names.add(n.value)
-
-    def visit_Attribute(self, n: cst.Attribute) -> bool:
-        scan(n.value, self)
-        return False
-
-    def visit_Arg(self, n: cst.Arg) -> bool:
-        scan(n.value, self)
-        return False
 
 
 def _names_used(node) -> set[str]:

@@ -44,10 +44,10 @@ from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
+from fwport.core.imports import insert_after_imports
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
-from fwport.packs.tf2torch.helpers import insert_after_imports
 from fwport.packs.tf2torch.passes import fitloop, regularizers, runtime, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
@@ -3266,5 +3266,5 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
         renames = {c.placeholders[k]: c.group.names[k] for c in compiled for k in ("fit", "evaluate", "predict")}
         module = rewrite(module, _Rename(renames))  # (libcst's visit would rebuild the whole module)
     if texts:
-        module = insert_after_imports(module, "\n\n".join(texts), ctx)
+        module = insert_after_imports(module, [texts[0], *("\n\n" + t for t in texts[1:])], ctx)
     return module

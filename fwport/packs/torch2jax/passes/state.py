@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.finding import Severity
-from fwport.core.names import find_all, scan
+from fwport.core.names import ValueVisitor, find_all, scan
 from fwport.packs.torch2jax.ranks import target_names
 
 #: ctx.analyses: model name → the name of its layer state: ``state``, or ``<model>_state`` for a model made in a
@@ -149,7 +149,7 @@ def _check_callers(module, ctx, needs: dict, funcs: dict, ctors: set[str], modul
     scan(module, _CallerCheck(module, ctx, needs, ctors, module_made))
 
 
-class _CallerCheck(cst.CSTVisitor):
+class _CallerCheck(ValueVisitor):
     def __init__(self, module, ctx, needs: dict, ctors: set[str], module_made: set[str]):
         super().__init__()
         self.ctx, self.needs, self.ctors, self.module_made = ctx, needs, ctors, module_made
@@ -172,14 +172,6 @@ class _CallerCheck(cst.CSTVisitor):
     def visit_Call(self, n: cst.Call) -> None:
         if isinstance(n.func, cst.Name) and n.func.value in self.needs:
             self.check(n)
-
-    def visit_Attribute(self, n) -> bool:
-        scan(n.value, self)  # not the attribute's name (model.train())
-        return False
-
-    def visit_Arg(self, n) -> bool:
-        scan(n.value, self)  # not the keyword (train=True)
-        return False
 
     def visit_Name(self, n: cst.Name) -> None:
         if n.value in self.needs and not any(isinstance(c, cst.Call) and c.func is n for c in self.calls):

@@ -1,0 +1,40 @@
+"""Running a program and its translation side by side, each in its own subprocess (shared by the tests).
+
+A test writes the program (``model.py``) and a driver (``drive.py``, which imports the model, computes
+and prints one line ``RESULT <json>``) into a folder per side; the driver runs with the folder and the
+side as its arguments. On every side but ``keras`` TensorFlow and Keras are made unimportable, so a
+translation that still needs them fails there instead of passing by accident."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+#: run a script with TensorFlow and Keras unimportable (the script and its arguments follow)
+WITHOUT_TENSORFLOW = ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
+                            "sys.argv = sys.argv[1:]; exec(open(sys.argv[0]).read())"]
+
+
+def run_side(directory: Path, side: str, code: str, driver: str, *args: str, timeout: int = 600,
+             **env: str) -> dict:
+    """``code`` as model.py and ``driver`` as drive.py in ``directory`` (made here), the driver run with
+    ``directory`` and ``args`` as its arguments (TensorFlow unimportable unless ``side`` is "keras",
+    TF_CPP_MIN_LOG_LEVEL=3 and ``env`` set); the JSON of its last ``RESULT`` line."""
+    directory.mkdir()
+    (directory / "model.py").write_text(code)
+    (directory / "drive.py").write_text(driver)
+    pre = [] if side == "keras" else WITHOUT_TENSORFLOW
+    p = subprocess.run([sys.executable, *pre, str(directory / "drive.py"), str(directory), *args], capture_output=True,
+                       text=True, timeout=timeout, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", **env))
+    line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+    assert line, p.stderr[-3000:]
+    return json.loads(line[-1][len("RESULT "):])
+
+
+def keras_and_torch(tmp_path: Path, keras_code: str, torch_code: str, driver: str, **env: str) -> tuple[dict, dict]:
+    """The driver's results on the Keras program and on its torch translation (run_side; the side is the
+    driver's second argument)."""
+    return (run_side(tmp_path / "keras", "keras", keras_code, driver, "keras", **env),
+            run_side(tmp_path / "torch", "torch", torch_code, driver, "torch", **env))
