@@ -168,3 +168,47 @@ def test_an_if_without_layers_is_kept_and_said():
     lines = src.splitlines()
     assert [f.line for f in r.findings if f.code == "if-kept"] == [lines.index("    if use_norm:") + 1,
                                                                    lines.index("    if widen and use_norm:") + 1]
+
+
+CNN = '''
+import keras
+from keras import layers
+
+
+def build_cnn(filters, use_bn=False, extra=False):
+    inputs = keras.Input(shape=(12, 12, 3))
+    x = layers.Conv2D(filters, 3, padding="same", activation="relu")(inputs)
+    if use_bn:
+        x = layers.BatchNormalization()(x)
+    else:
+        x = layers.ReLU()(x)
+    if extra:
+        x = layers.Conv2D(filters * 2, 3, strides=2, padding="same")(x)
+    x = layers.Conv2D(4, 1)(x)
+    x = layers.Flatten()(x)
+    outputs = layers.Dense(5)(x)
+    return keras.Model(inputs, outputs)
+
+
+a = build_cnn(8)
+b = build_cnn(8, use_bn=True, extra=True)
+'''
+
+
+@pytest.mark.parametrize("model", ["build_cnn(8)", "build_cnn(8, use_bn=True, extra=True)"])
+def test_a_channels_first_graph_with_kept_ifs_computes_what_keras_does(tmp_path, model):
+    # the graph is channels-first; the branch that halves the map leaves the sizes after it unknown, so the
+    # Flatten puts the map back in Keras's order (ChannelsLastReshape) before the lazy Dense
+    r = _tx(CNN)
+    assert not _errors(r), r.findings
+    assert "        if use_bn:\n            self.bn = nn.BatchNorm2d(filters" in r.output
+    assert "        else:\n            self.relu = nn.ReLU()\n" in r.output
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(CNN)
+    (tmp_path / "t.py").write_text(r.output)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[2,12,12,3]"],
+                          checks=("forward", "grad"), device="cpu"))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+    assert len(cert["results"]["gradients"]) == (10 if "extra" in model else 6)
