@@ -125,9 +125,9 @@ def test_an_else_clause_is_kept_too():
         x = x * 2.0
 """, """    if use_norm:
         x = layers.LayerNormalization(epsilon=1e-5)(x)
-    elif widen:
+    elif units > 4:
         x = x * 2.0
-""", "not elif"),
+""", "not an if inside a branch or an elif on other values"),
     ("""        x = x * 2.0
 """, """        y = x * 2.0
     x = x + y
@@ -212,3 +212,49 @@ def test_a_channels_first_graph_with_kept_ifs_computes_what_keras_does(tmp_path,
                           checks=("forward", "grad"), device="cpu"))
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
     assert len(cert["results"]["gradients"]) == (10 if "extra" in model else 6)
+
+
+ELIF = '''
+import keras
+from keras import layers
+
+
+def build(units, norm="none"):
+    inputs = keras.Input(shape=(6, 8))
+    x = layers.Dense(units)(inputs)
+    if norm == "layer":
+        x = layers.LayerNormalization()(x)
+    elif norm == "batch":
+        x = layers.BatchNormalization()(x)
+    else:
+        x = layers.Dropout(0.1)(x)
+    outputs = layers.Dense(3)(x)
+    return keras.Model(inputs, outputs)
+
+
+a = build(16)
+b = build(16, norm="layer")
+c = build(16, norm="batch")
+'''
+
+
+def test_an_elif_chain_is_kept_as_one_and_each_variant_computes_what_keras_does(tmp_path):
+    r = _tx(ELIF)
+    assert not _errors(r), r.findings
+    assert ('        if norm == "layer":\n            self.norm = nn.LayerNorm(units, eps=0.001)\n'
+            '        elif norm == "batch":\n            self.bn = nn.BatchNorm1d(') in r.output
+    assert "        else:\n            self.dropout = nn.Dropout(0.1)\n" in r.output
+    # the parameter norm is kept as norm_value: self.norm is the LayerNorm
+    assert ('        if self.norm_value == "layer":\n            x = self.norm(x)\n'
+            '        elif self.norm_value == "batch":\n') in r.output
+    assert len([f for f in r.findings if f.code == "if-kept"]) == 2
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(ELIF)
+    (tmp_path / "t.py").write_text(r.output)
+    for model, params in [("build(16)", 4), ("build(16, norm='layer')", 6), ("build(16, norm='batch')", 6)]:
+        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), model, inputs=["float32[4,6,8]"],
+                              checks=("forward", "grad"), device="cpu"))
+        assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+        assert len(cert["results"]["gradients"]) == params

@@ -2093,7 +2093,7 @@ class _Builder:
 
     def _runtime_if(self, st: cst.If) -> list | None:
         """An ``if`` on builder parameters the file gives several values (``if positional_encoding:``): the
-        class keeps the parameter and the ``if`` (and its ``else``), in ``__init__`` (the layers of each
+        class keeps the parameter and the ``if`` (and its ``elif`` / ``else``), in ``__init__`` (the layers of each
         branch, created only then) and in ``forward`` (their calls, the parameter read as ``self.<name>``), as
         one writes a configurable module by hand. Each branch is followed once, as a for statement over a
         run-time value's body (layer calls on tensors only); a tensor the branches bind keeps its rank after
@@ -2102,29 +2102,33 @@ class _Builder:
         fwport verify counts the passes on the built model)."""
         where = self.origin.get(id(st), (None, st))[1]
         orelse = st.orelse
-        if isinstance(orelse, cst.If) or (orelse is not None and not isinstance(orelse.body, cst.IndentedBlock)) \
-                or not isinstance(st.body, cst.IndentedBlock):
+        chained = isinstance(orelse, cst.If)  # elif: an if of its own in the else clause, written back as elif
+        if (chained and not self._runtime_if_test(orelse)) or not isinstance(st.body, cst.IndentedBlock) or (
+                orelse is not None and not chained and not isinstance(orelse.body, cst.IndentedBlock)):
             self.error(where, f"`if {code(st.test)}:` on a parameter of the builder that the file calls with several "
-                              "values is followed with an if and an else clause (the layers of each created in "
-                              "__init__ and called in forward under the same test), not elif (nor an if inside a "
-                              "branch): translate this model by hand")
+                              "values is followed with else and elif clauses on such parameters (the layers of each "
+                              "created in __init__ and called in forward under the same test), not an if inside a "
+                              "branch or an elif on other values: translate this model by hand")
             return None
         entry = dict(self.env)
         test_code = code(st.test)
         branches = []  # per branch: (its forward statements, its __init__ lines, env after it)
-        for node, stmts in [(st, st.body.body), *([(orelse, orelse.body.body)] if orelse is not None else [])]:
+        for node, stmts in [(st, st.body.body), *([(orelse, [] if chained else orelse.body.body)]
+                                                  if orelse is not None else [])]:
             self.env.clear()
             self.env.update(entry)
             mark_layers, mark_init = len(self.layers), len(self.pending_init)
             mark_nodes, mark_sub = len(self.nodes), len(self.sub_layers)
-            out = self._branch(stmts, test_code)
+            # (an elif: followed as an if of its own, which records its branches' layers itself)
+            out = self._runtime_if(node) if node is orelse and chained else self._branch(stmts, test_code)
             if out is None:
                 return None
             inits = self.pending_init[mark_init:]
             del self.pending_init[mark_init:]
             made = {id(x) for x in [*self.layers[mark_layers:], *self.sub_layers[mark_sub:]]}
             # (tf.keras: x * 2.0 is a layer too; the if itself always, for its info finding)
-            if made or any(n.op.is_layer for n in self.nodes[mark_nodes:]) or node is st:
+            if (made or any(n.op.is_layer for n in self.nodes[mark_nodes:]) or node is st) \
+                    and not (node is orelse and chained):
                 self.loops.append((node, mark_nodes, len(self.nodes), made))
             branches.append((out, inits, dict(self.env)))
         if orelse is None:
@@ -2166,6 +2170,8 @@ class _Builder:
                 return []
             if not lines_a:
                 return [f"if {negated}:", *("    " + ln for ln in lines_b)]
+            if chained and lines_b and lines_b[0].startswith("if "):  # the elif's own if statement
+                return [f"if {test_code}:", *("    " + ln for ln in lines_a), "el" + lines_b[0], *lines_b[1:]]
             return [f"if {test_code}:", *("    " + ln for ln in lines_a),
                     *(["else:", *("    " + ln for ln in lines_b)] if lines_b else [])]
 
