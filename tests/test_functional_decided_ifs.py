@@ -109,13 +109,22 @@ def test_an_if_on_the_builders_parameter_is_decided_by_the_files_call(tmp_path):
     _verify(tmp_path, PINNED, out, "build_classifier(positional_encoding=True)", "float32[2,6,4]")
 
 
+def test_an_if_on_a_parameter_the_file_calls_with_several_values_is_kept_in_the_class(tmp_path):
+    # keras-io's mlp_image_classification builds with positional_encoding=True and False: the class keeps the
+    # parameter and the if / else (test_functional_runtime_ifs.py), each variant computes what Keras does
+    src = PINNED + "other = build_classifier()\n"
+    both = _tx(src)
+    assert not _errors(both), _errors(both)
+    assert not [f for f in both.findings if f.code in ("if-decided", "built-for-values")]
+    assert ("        if positional_encoding:\n            self.fc2 = nn.Linear(4, 8, bias=False)\n        else:\n"
+            "            self.dropout = nn.Dropout(0.2)\n") in both.output
+    assert ("        if self.positional_encoding:\n            positions = self.fc2(inputs)\n            x = x + positions\n"
+            "        else:\n            x = self.dropout(x)\n") in both.output
+    for call in ("build_classifier(positional_encoding=True)", "build_classifier()"):
+        _verify(tmp_path, src, both.output, call, "float32[2,6,4]")
+
+
 def test_an_if_not_known_where_the_model_is_built_keeps_the_refusal():
-    both = _tx(PINNED + "other = build_classifier()\n")
-    errors = _errors(both)
-    assert any("inside a compound statement" in m for m in errors), errors
-    assert any("left as written" in m for m in errors), errors
-    assert not [f for f in both.findings if f.code == "if-decided"]
-    assert "keras" in both.output  # the builder as written
     # a test on a tensor's run-time value or a name the builder binds: not decided either
     bound = _tx(DECIDED.replace("    if use_norm:\n", "    flag = units > 4\n    if flag:\n"))
     assert any("inside a compound statement" in m for m in _errors(bound)), _errors(bound)

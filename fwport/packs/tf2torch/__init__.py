@@ -142,6 +142,9 @@ CODES = {
                         "ValueError for others",
     "if-decided": "an if statement of a functional model's builder decided where the model is built (literals, "
                   "module constants, the values the file gives the builder): the class has the branch Keras builds",
+    "if-kept": "an if statement of a functional model's builder on parameters the file calls it with different "
+               "values: the class keeps the parameter and the if (layers created under it in __init__, called under "
+               "it in forward)",
     "tf1-graph-code": "the file is TensorFlow 1 graph-mode code (placeholders, sessions, variable scopes): out of "
                       "scope, left as written (one finding for the file)",
     "mask-kept": "call()'s mask kept as an ordinary forward parameter: nothing in the file attaches a Keras mask, "
@@ -159,6 +162,8 @@ CODE_ADVICE = {
                          "translate a file that calls the builder with them (or write the branches by hand)."),
     "if-decided": ("info", "Correct for those values; if a constant or an argument it reads changes, translate "
                    "the file again (the branch not taken is not in the class)."),
+    "if-kept": ("info", "Correct for every value; the layers after the if whose sizes the branch changes are lazy "
+                "(run one batch through the model before creating the optimizer)."),
     "decorator-removed": ("info", "Nothing to do; use `--compile` to get `torch.compile` instead."),
     "mask-kept": ("warning", "Correct for the calls in this file; where another file calls the layer on tensors "
                   "that carry a Keras mask (Embedding(mask_zero=True), Masking) without passing mask=, pass the mask "

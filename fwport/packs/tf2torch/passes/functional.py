@@ -23,8 +23,9 @@ object), called with Keras's layout; its output shape is unknown (lazy modules a
 level only the statements ``keras.Model(...)`` depends on are the model's; a model below that reads a
 ``keras.Input`` of a model above takes it as its own input. A builder refused as written is followed again
 for the values every call of it in the file gives the parameters its ``if`` / ``for`` statements and helpers
-depend on, its ``__init__`` raising ValueError for others (:func:`_pinned_params`). Weight regularizers of the
-layers become the classes' ``regularization_loss()`` (regularizers.py).
+depend on, its ``__init__`` raising ValueError for others (:func:`_pinned_params`); an ``if`` on parameters the
+file gives several values is kept in ``__init__`` and ``forward`` (:meth:`_Builder._runtime_if`). Weight
+regularizers of the layers become the classes' ``regularization_loss()`` (regularizers.py).
 
 Layout: the NCHW policy of Sequential chains. A graph holding channels-last convolutions or pooling
 is channels-first throughout, behind Keras's interface: ``forward`` takes channels-last inputs and
@@ -331,8 +332,10 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
             b = _Builder(ctx, constants, stmt, [i], taken, users, helpers)
             b.module_seqs = seqs
             b.builder_models = dict(built)
+            pinnable = _pinned_params(module, ctx, stmt, set(helpers))
+            b.pinnable = set(pinnable)
             new = b.run()
-            pinned = _pinned_params(module, ctx, stmt, set(helpers)) if new is None else {}
+            pinned = pinnable if new is None else {}
             if pinned:  # refused as written: again for the values the file builds it with (see _pinned_params)
                 refused = _State(ctx, taken)
                 before.restore()
@@ -972,6 +975,9 @@ class _Builder:
         self.pinned: dict[str, object] = {}
         self.later_rows: list[int] = []  # module level: the statements of the keras.Model(...) calls below this one
         self.source_body: list = []  # module level: the module's statements as the source has them
+        # builder parameters the file gives one value at every call (pinned on a second try, not kept as if
+        # statements of the class: _runtime_if_test)
+        self.pinnable: set[str] = set()
         self.decided_ifs: list[cst.If] = []  # the builder's if statements decided here (their branch in place)
         self.aug: dict[int, cst.SimpleStatementLine] = {}  # id(`x += y` on a tensor) → `x = x + y`, written instead
 
@@ -1418,7 +1424,7 @@ class _Builder:
 
     def _helper_attr(self, name: str) -> str:
         base = _snake(_VERBS.sub("", name) or name)
-        used = {x.attr for x in self.layers if x.attr}
+        used = {x.attr for x in self.layers if x.attr} | set(self.carried.values())
         if self.base_counts.get(f"helper:{name}", 0) <= 1 and base not in used:
             return base
         k = 1
@@ -2052,6 +2058,153 @@ class _Builder:
                                         for ln in code(st).rstrip("\n").split("\n"))
         return [cst.parse_statement(text)]
 
+    def _runtime_if_test(self, st: cst.If) -> bool:
+        """``if use_norm:`` in a builder, on its parameters only (not rebound in it), that the file calls with
+        other values (a parameter every call gives one value is pinned instead: :func:`_pinned_params`):
+        followed by :meth:`_runtime_if`."""
+        if self.fn is None or self.helper_call is not None or self.runtime_loop or self.generating:
+            return False
+        kinds = _StatementKinds()
+        scan(st, kinds)
+        if kinds.exits:
+            return False
+        params = self.fn.params
+        names = {p.name.value for p in [*params.params, *params.kwonly_params]}
+        read = _names_in(st.test) - {"True", "False", "None"}
+        rebound = set().union(*(_names_bound_in(s) | set(_assigned(s)) | _stepped_names(s) for s in self.fn.body.body))
+        return bool(read) and read <= names and not (read & (rebound | set(self.env) | self.pinnable)) \
+            and not _calls(st.test)
+
+    def _runtime_if(self, st: cst.If) -> list | None:
+        """An ``if`` on builder parameters the file gives several values (``if positional_encoding:``): the
+        class keeps the parameter and the ``if`` (and its ``elif`` / ``else``), in ``__init__`` (the layers of each
+        branch, created only then) and in ``forward`` (their calls, the parameter read as ``self.<name>``), as
+        one writes a configurable module by hand. Each branch is followed once, as a for statement over a
+        run-time value's body (layer calls on tensors only); a tensor the branches bind keeps its rank after
+        the if (the sizes they make differ are unknown there: lazy modules), and one only some of them bind is
+        not read after it. Each branch's layers are recorded as a loop of no pass or one (``calls[s][*][j]``:
+        fwport verify counts the passes on the built model)."""
+        where = self.origin.get(id(st), (None, st))[1]
+        orelse = st.orelse
+        chained = isinstance(orelse, cst.If)  # elif: an if of its own in the else clause, written back as elif
+        if (chained and not self._runtime_if_test(orelse)) or not isinstance(st.body, cst.IndentedBlock) or (
+                orelse is not None and not chained and not isinstance(orelse.body, cst.IndentedBlock)):
+            self.error(where, f"`if {code(st.test)}:` on a parameter of the builder that the file calls with several "
+                              "values is followed with else and elif clauses on such parameters (the layers of each "
+                              "created in __init__ and called in forward under the same test), not an if inside a "
+                              "branch or an elif on other values: translate this model by hand")
+            return None
+        entry = dict(self.env)
+        test_code = code(st.test)
+        branches = []  # per branch: (its forward statements, its __init__ lines, env after it)
+        for node, stmts in [(st, st.body.body), *([(orelse, [] if chained else orelse.body.body)]
+                                                  if orelse is not None else [])]:
+            self.env.clear()
+            self.env.update(entry)
+            mark_layers, mark_init = len(self.layers), len(self.pending_init)
+            mark_nodes, mark_sub = len(self.nodes), len(self.sub_layers)
+            # (an elif: followed as an if of its own, which records its branches' layers itself)
+            out = self._runtime_if(node) if node is orelse and chained else self._branch(stmts, test_code)
+            if out is None:
+                return None
+            inits = self.pending_init[mark_init:]
+            del self.pending_init[mark_init:]
+            made = {id(x) for x in [*self.layers[mark_layers:], *self.sub_layers[mark_sub:]]}
+            # (tf.keras: x * 2.0 is a layer too; the if itself always, for its info finding)
+            if (made or any(n.op.is_layer for n in self.nodes[mark_nodes:]) or node is st) \
+                    and not (node is orelse and chained):
+                self.loops.append((node, mark_nodes, len(self.nodes), made))
+            branches.append((out, inits, dict(self.env)))
+        if orelse is None:
+            branches.append(([], [], dict(entry)))
+        if not branches[0][0] and not branches[1][0]:
+            self.error(where, f"`if {test_code}:` creates layers but calls none on the model's tensors")
+            return None
+        (out_a, init_a, env_a), (out_b, init_b, env_b) = branches
+        self.env.clear()
+        self.env.update(entry)
+        later = self._read_after(st)
+        for n in set(env_a) | set(env_b):
+            before, a, b = entry.get(n), env_a.get(n), env_b.get(n)
+            if a is before and b is before:
+                continue
+            if a is None or b is None:
+                if later is None or n in later:
+                    self.error(where, f"{n}: bound in one branch of `if {test_code}:` only and read after it: in the "
+                                      "models built without that branch it does not exist; bind it before the if "
+                                      "statement (or in every branch)")
+                    return None
+                continue
+            if not isinstance(a, _Tensor) or not isinstance(b, _Tensor) or (a.flat or b.flat) is not None \
+                    or a.last != b.last:
+                self.error(where, f"{n}: changed in `if {test_code}:`, not followed (only tensors of the model's "
+                                  "layout, bound in every branch)")
+                return None
+            if a.shape != b.shape and (a.shape is None or b.shape is None or len(a.shape) != len(b.shape)):
+                self.error(where, f"{n} has another rank after each branch of `if {test_code}:` ({a.shape}, "
+                                  f"{b.shape}): the layers after it would differ by the branch; not followed")
+                return None
+            shape = a.shape if a.shape == b.shape else tuple(x if x == y else None for x, y in zip(a.shape, b.shape))
+            node = a.node if a.node is b.node else self._node(_Op("op", False), [a.node, b.node])
+            self.env[n] = _Tensor(shape, node, None, a.last)
+        negated = f"not {test_code}" if isinstance(st.test, cst.Name) else f"not ({test_code})"
+
+        def block(lines_a: list[str], lines_b: list[str]) -> list[str]:
+            if not lines_a and not lines_b:
+                return []
+            if not lines_a:
+                return [f"if {negated}:", *("    " + ln for ln in lines_b)]
+            if chained and lines_b and lines_b[0].startswith("if "):  # the elif's own if statement
+                return [f"if {test_code}:", *("    " + ln for ln in lines_a), "el" + lines_b[0], *lines_b[1:]]
+            return [f"if {test_code}:", *("    " + ln for ln in lines_a),
+                    *(["else:", *("    " + ln for ln in lines_b)] if lines_b else [])]
+
+        split = [ln for line in init_a for ln in line.split("\n")], [ln for line in init_b for ln in line.split("\n")]
+        init = block(*split)
+        if init:
+            self.pending_init.append("\n".join(init))
+        for n in sorted(_names_in(st.test) - {"True", "False", "None"}):
+            self.carried.setdefault(n, self._value_attr(n))
+        test = rewrite(st.test, _Substitute({n: expr(f"self.{attr}") for n, attr in self.carried.items()
+                                             if n in _names_in(st.test)}), fresh=True)
+        test_code, negated = code(test), (f"not {code(test)}" if isinstance(test, cst.Name) else f"not ({code(test)})")
+        lines = [[ln for s in out for ln in code(s).rstrip("\n").split("\n")] for out in (out_a, out_b)]
+        return [cst.parse_statement("\n".join(block(*lines)) + "\n")]
+
+    def _branch(self, stmts: list, test: str) -> list | None:
+        """The forward statements of one branch of an ``if`` kept in the class (:meth:`_runtime_if`): its
+        statements followed (layer calls on tensors only); None after an error finding."""
+        out: list = []
+        self.generating = True
+        try:
+            for s in stmts:
+                if not isinstance(s, cst.SimpleStatementLine):
+                    self.error(s, f"`{code(s).strip().splitlines()[0]}` inside `if {test}:`, an if statement on a "
+                                  "parameter of the builder, is not followed (only layer calls on tensors)")
+                    return None
+                role = self._statement(s, False)
+                s = self.aug.pop(id(s), s)
+                if role == "forward":
+                    out.append(_clean(rewrite(s, _Replace(self.replace), fresh=True)).with_changes(leading_lines=[]))
+                elif role != "layer":
+                    self.error(s, f"`{code(s).strip()}` inside `if {test}:`, an if statement on a parameter of the "
+                                  "builder, is not followed (only layer calls on tensors)")
+                    return None
+                if self.errors:
+                    return None
+        finally:
+            self.generating = False
+        return out
+
+    def _read_after(self, st: cst.CSTNode) -> set[str] | None:
+        """The names the builder's statements after ``st`` read (None: ``st`` not found among them)."""
+        source = self.origin.get(id(st), (None, st))[1]
+        body = list(self.fn.body.body) if self.fn is not None else []
+        at = next((i for i, s in enumerate(body) if s is source or s is st), None)
+        if at is None:
+            return None
+        return set().union(set(), *(_names_in(s) for s in body[at + 1:]))
+
     def _unroll_values(self, loop: cst.For, values: list | None) -> list | None:
         target = loop.target
         names = [target.value] if isinstance(target, cst.Name) else [e.value.value for e in target.elements
@@ -2185,6 +2338,11 @@ class _Builder:
         graph_calls = [c for c in calls if self._is_graph_call(c)]
         if isinstance(stmt, cst.For) and (graph_names or graph_calls):
             generated = self._unroll(stmt)
+            if generated is not None:
+                self.generated[id(stmt)] = generated
+            return "unrolled"
+        if isinstance(stmt, cst.If) and (graph_names or graph_calls) and self._runtime_if_test(stmt):
+            generated = self._runtime_if(stmt)
             if generated is not None:
                 self.generated[id(stmt)] = generated
             return "unrolled"
@@ -3252,7 +3410,7 @@ class _Builder:
         return f"{base}_layer" if base in _RESERVED or not base.isidentifier() else base
 
     def _attr_name(self, layer: _Layer) -> str:
-        used = {x.attr for x in self.layers if x.attr}
+        used = {x.attr for x in self.layers if x.attr} | set(self.carried.values())  # (self.dropout = dropout)
         if layer.var:
             base = layer.var if layer.var not in _RESERVED else f"{layer.var}_layer"
             numbered = False
@@ -3478,6 +3636,18 @@ class _Builder:
         if self.loops:  # how many layers precede one is known only at run time: named by the order of calls
             template = None if self.nested_loops else self._call_template({id(o) for o in order})
             for loop, *_ in self.loops:
+                if isinstance(loop, cst.Else):  # (said at its if)
+                    continue
+                if isinstance(loop, cst.If):
+                    self.ctx.report(Severity.INFO, "if-kept", f"`if {code(loop.test)}:` depends on the "
+                                    "values the builder is called with: the class keeps it, in __init__ (its layers "
+                                    "are created only then) and in forward; " + (
+                                        "fwport verify and fwport weights map their weights by the order Keras calls "
+                                        "the layers (in the models built with the branch)" if template is not None
+                                        else "fwport verify and fwport weights do not map the model's weights (a "
+                                        "layer created before a loop or an if statement is called in it)"),
+                                    self.origin.get(id(loop), (None, loop))[1])
+                    continue
                 self.ctx.report(Severity.INFO, "shape-unknown", "a for statement over a value known only when the "
                                 "model is built: its layers are nn.ModuleLists built by the same loop in __init__; " + (
                                     "fwport verify and fwport weights map their weights by the order Keras calls "
