@@ -248,3 +248,59 @@ def test_draws_no_root_key_can_key_exactly_stay_errors_saying_what_to_write():
     assert "comprehension other than" in errs[18]
     assert "default argument" in errs[21]
     assert "jax.random" not in "".join(x for x in r.output.splitlines(True) if not x.lstrip().startswith("#"))
+
+
+CALLED = '''
+import torch
+
+
+def get_batch(n=4):
+    x = torch.randn(n)
+    return x, x * 2
+
+
+def noisy(x):
+    return x + get_batch(x.shape[0])[0]
+
+
+def callback():
+    return torch.rand(2)
+
+
+batches = []
+for step in range(3):
+    batch_x, batch_y = get_batch()
+    batches.append(batch_x)
+z = noisy(torch.zeros(4))
+hooks = [callback]
+'''
+
+
+def test_a_drawing_function_the_file_calls_takes_a_key_its_callers_split():
+    r = t2j(CALLED)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    out = r.output
+    assert ("def get_batch(n=4, *, key):\n"
+            "    x = jax.random.normal(key, n)\n") in out, out
+    assert ("def noisy(x, *, key):\n"
+            "    return x + get_batch(x.shape[0], key=key)[0]\n") in out, out
+    # used as a value: a root key of its own (its warning says every call draws the same numbers)
+    assert "def callback():\n    key = jax.random.key(0)" in out, out
+    assert ("for step in range(3):\n"
+            "    key, subkey = jax.random.split(key)\n"
+            "    batch_x, batch_y = get_batch(key=subkey)\n") in out, out
+    assert "z = noisy(jnp.zeros(4), key=subkey)\n" in out, out
+    warned = sorted(f.line for f in r.findings if f.severity is Severity.WARNING)
+    assert warned == [14, 19], r.findings  # callback(), the module's top-level code (not the functions given a key)
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+def test_each_call_of_a_function_given_a_key_draws_new_numbers(tmp_path):
+    r = t2j(CALLED)
+    path = tmp_path / "t.py"
+    path.write_text(r.output + "\nimport numpy as np\nprint(len({np.asarray(b).tobytes() for b in batches}), "
+                    "np.asarray(z).shape)\n")
+    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())",
+                        str(path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.split("\n")[0] == "3 (4,)"

@@ -92,9 +92,11 @@ class _Draws(cst.CSTVisitor):
     statement it belongs to, that statement's block, the top-level statement around it), ``keyless`` the others
     with the reason."""
 
-    def __init__(self, ctx, draws: set[str], module_classes: set[str]):
+    def __init__(self, ctx, draws: set[str], module_classes: set[str], calls: frozenset[str] = frozenset()):
         super().__init__()
         self.ctx, self.draws, self.module_classes = ctx, draws, module_classes
+        self.calls = calls  # functions of the file that draw: their calls are found too (``called``), with any reason
+        self.called: list[tuple] = []  # (call, scope, statement, block, top-level statement, why not keyable)
         self.scopes: list[tuple[cst.CSTNode, bool]] = []  # enclosing functions, lambdas, classes: (node, keyed)
         self.stmts: list[cst.CSTNode] = []  # open statements (an elif: its if's)
         self.blocks: list[cst.CSTNode] = []  # open blocks (the module, indented blocks, one-line suites)
@@ -167,6 +169,11 @@ class _Draws(cst.CSTVisitor):
     leave_ListComp = leave_GeneratorExp = leave_SetComp = leave_DictComp = _uncomp
 
     def visit_Call(self, n: cst.Call) -> None:
+        if isinstance(n.func, cst.Name) and n.func.value in self.calls:
+            why = "a key of its own" if any(k for _, k in self.scopes) else self._why_not(n)
+            scope = next((s for s, _ in reversed(self.scopes) if isinstance(s, cst.FunctionDef)), None)
+            self.called.append((n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0], why))
+            return
         if any(k for _, k in self.scopes) or self.ctx.imports.resolve(n.func) not in self.draws:
             return
         why = self._why_not(n)
@@ -236,8 +243,37 @@ def plan(module: cst.Module, ctx) -> cst.Module:
         ctx.analyses[KEYLESS] = v.keyless
     if v.found:
         ctx.analyses[ROOTED] = {id(f[0]) for f in v.found}
-        _plan_roots(module, v.found, ctx)
+        threaded, called = _threaded(module, v.found, ctx, draws, module_classes)
+        _plan_roots(module, v.found + called, threaded, ctx)
     return module
+
+
+def _threaded(module: cst.Module, found: list[tuple], ctx, draws, module_classes) -> tuple[frozenset[str], list]:
+    """The file's functions that draw (or call such a function) and that the file calls, by name, only where a key
+    can be split for the call (``batch_x, batch_y = get_batch()`` in a loop): they take ``*, key`` and every
+    call passes a split of the caller's key, as a JAX user writes it, where a root key of their own would give
+    every call the same numbers. A function used any other way (as a value, from a module class, in a lambda)
+    keeps a root key of its own. Returns them and their calls (as ``found``'s entries)."""
+    fns = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and not s.decorators
+           and not s.asynchronous and ctx.plans.get(s) is None}
+    refs: dict[str, int] = {}
+    for n in find_all(module, cst.Name):
+        if n.value in fns:
+            refs[n.value] = refs.get(n.value, 0) + 1
+    threaded: frozenset[str] = frozenset()
+    called: list[tuple] = []
+    for _ in range(len(fns) + 1):
+        needing = frozenset(e[1].name.value for e in found + called
+                            if e[1] is not None and fns.get(e[1].name.value) is e[1])
+        v = _Draws(ctx, draws, module_classes, needing)
+        scan(module, v)
+        ok = frozenset(n for n in needing if refs.get(n, 0) - 1 == sum(c[0].func.value == n for c in v.called) > 0
+                       and all(c[5] is None for c in v.called if c[0].func.value == n))
+        now = [c[:5] for c in v.called if c[0].func.value in ok]
+        if ok == threaded:
+            return threaded, now
+        threaded, called = ok, now
+    return frozenset(), []  # (never settled: every function keeps a root key of its own)
 
 
 def _mentions_seed(module: cst.Module) -> bool:
@@ -254,14 +290,16 @@ class _Scope:
     def __init__(self, node, first: cst.Call, direct: bool, made: frozenset[str], cls: str | None):
         self.node, self.first, self.direct, self.made, self.cls = node, first, direct, made, cls
         self.used = False  # a block of it split the key (its draws were translated)
+        self.given = False  # a function whose callers pass the key (no root key of its own)
 
 
-def _plan_roots(module: cst.Module, found: list[tuple], ctx) -> None:
-    from fwport.packs.torch2jax.passes.modules import _site
-    site = _site(frozenset(), frozenset(), frozenset())
+def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str], ctx) -> None:
+    from fwport.packs.torch2jax.passes.modules import OUTSIDE, _kwonly, _site
+    site = _site(threaded, frozenset(), frozenset())
     # what a finishing step gives a key split from the scope's root key (a model of the file built there: modules.py's
     # _RootKey; a train_step's key: training.py) follows the draws: then the root key is split for the draws too
-    made = frozenset(s.name.value for s in module.body if isinstance(s, (cst.ClassDef, cst.FunctionDef)))
+    made = frozenset({s.name.value for s in module.body if isinstance(s, cst.ClassDef)} | threaded
+                     | set(ctx.analyses.get(OUTSIDE, {}).get("builders", ())))
     keyed_steps = {f for f, _ in ctx.analyses.get("torch2jax.keyed-steps", ())}
     methods = {id(f): c.name.value for c in find_all(module, cst.ClassDef) for f in c.body.body
                if isinstance(f, cst.FunctionDef)}
@@ -272,14 +310,21 @@ def _plan_roots(module: cst.Module, found: list[tuple], ctx) -> None:
     for entries in by_scope.values():
         node = entries[0][1] if entries[0][1] is not None else module
         root_block = node.body if isinstance(node, cst.FunctionDef) else module
-        builds = any(isinstance(c.func, cst.Name) and c.func.value in made for c in _own_calls(node))
+        own = {id(e[0]) for e in entries}
+        builds = any(isinstance(c.func, cst.Name) and c.func.value in made for c in _own_calls(node) if id(c) not in own)
         direct = (len(entries) == 1 and entries[0][3] is root_block and not builds and not _in_comp(entries[0])
                   and (not isinstance(node, cst.FunctionDef) or node.name.value not in keyed_steps)
                   and isinstance(node, cst.FunctionDef))
         scope = _Scope(node, entries[0][0], direct, made, methods.get(id(node)))
+        scope.given = isinstance(node, cst.FunctionDef) and node.name.value in threaded and node in module.body
         for f in entries:
             blocks.setdefault(id(f[3]), (f[3], scope, False))
         blocks[id(root_block)] = (root_block, scope, True)
+        if scope.given:  # its callers pass the key
+            ctx.plans.add(node, lambda o, u: u.with_changes(params=_kwonly(u.params, "key", None)), by="keyless-draws")
+            ctx.report(Severity.INFO, "key-added", f"{node.name.value}() draws from PyTorch's global generator: it "
+                       "takes a `key` argument, and its calls in this file pass a split of the caller's key (split "
+                       "anew at each call)", node.name)
     for block, scope, root in blocks.values():
         ctx.plans.add(block, _edit_block(scope, root, site, ctx), by="keyless-draws")
 
@@ -346,14 +391,14 @@ def _edit_block(scope: _Scope, root: bool, site, ctx):
                 continue
             scope.used = True
             if scope.direct and root and len(units) == 1 and isinstance(units[0], cst.Call):
-                body.append(s)  # the function's one draw: the root key itself
+                body.append(rewrite_units(s, units, ["key"], draw_keys, site, ctx))  # the function's one draw: `key`
                 continue
             names = ["subkey"] if len(units) == 1 else [f"subkey{i}" for i in range(1, len(units) + 1)]
             line = statement(f"key, {', '.join(names)} = {split}(key{'' if len(units) == 1 else f', {len(units) + 1}'})\n")
             s = rewrite_units(s, units, names, draw_keys, site, ctx)
             body.append(line.with_changes(leading_lines=s.leading_lines))
             body.append(s.with_changes(leading_lines=[]))
-        if root and scope.used:
+        if root and scope.used and not scope.given:
             at = _root_at(body, scope, site)
             key = statement(f"key = {ctx.spell_text('jax.random.key')}(0)  {ROOT_COMMENT}\n")
             if at < len(body):
