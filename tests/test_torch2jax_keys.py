@@ -304,3 +304,45 @@ def test_each_call_of_a_function_given_a_key_draws_new_numbers(tmp_path):
                         str(path)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.split("\n")[0] == "3 (4,)"
+
+
+LOSS_DRAWS = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+model = Net()
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x = torch.ones(3, 4)
+losses = []
+for i in range(3):
+    opt.zero_grad()
+    loss = model(x + 0.1 * torch.randn(3, 4)).sum()
+    loss.backward()
+    opt.step()
+    losses.append(float(loss))
+'''
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+def test_a_draw_in_a_loss_reaches_the_train_step_as_a_new_key_per_step(tmp_path):
+    r = t2j(LOSS_DRAWS)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "def train_step(model, opt_state, subkey):\n" in r.output, r.output
+    assert ("    key, subkey = jax.random.split(key)\n"
+            "    model, opt_state, loss = train_step(model, opt_state, subkey)\n") in r.output, r.output
+    path = tmp_path / "t.py"
+    path.write_text(r.output + "\nprint(len(set(losses)))\n")
+    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())",
+                        str(path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "3"
