@@ -346,3 +346,33 @@ def test_a_draw_in_a_loss_reaches_the_train_step_as_a_new_key_per_step(tmp_path)
                         str(path)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "3"
+
+
+SEEDED = '''
+import torch
+
+torch.manual_seed(3)
+x = torch.randn(3)
+y = torch.randn(3)
+zs = []
+for i in range(3):
+    zs.append(torch.rand(2))
+'''
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+def test_draws_after_torch_manual_seed_split_its_root_key(tmp_path):
+    # before: every draw of the scope read the seed's key itself, x == y and the same zs at every iteration
+    r = t2j(SEEDED)
+    assert not [f for f in r.findings if f.severity is not Severity.INFO], r.findings
+    assert ("key = jax.random.key(3)\n"
+            "key, subkey = jax.random.split(key)\n"
+            "x = jax.random.normal(subkey, 3)\n") in r.output, r.output
+    assert "jax.random.key(0)" not in r.output
+    path = tmp_path / "t.py"
+    path.write_text(r.output + "\nimport numpy as np\nprint(bool((np.asarray(x) != np.asarray(y)).all()), "
+                    "len({np.asarray(z).tobytes() for z in zs}))\n")
+    p = subprocess.run([sys.executable, "-c", "import sys; sys.modules['torch'] = None; exec(open(sys.argv[1]).read())",
+                        str(path)], capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-3000:]
+    assert p.stdout.strip() == "True 3"

@@ -231,12 +231,48 @@ def _keyable_comp(comp) -> bool:
         and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star
 
 
+class _SeededDraws(_Draws):
+    """In a scope (the module, a function) whose root key is torch.manual_seed's translation, ``key =
+    jax.random.key(s)`` (passes/training.py), the draws after it in the scope's own code: each statement splits
+    that key too, where every draw read the same key before (the same numbers in every draw and iteration).
+    Draws elsewhere read the key as before."""
+
+    def __init__(self, ctx, draws: set[str], module_classes: set[str]):
+        super().__init__(ctx, draws, module_classes)
+        self.root_fn = ctx.spell_text("jax.random.key")
+        self.rooted: set[int] = set()  # scopes (id of the function, 0: the module) past their root key
+
+    def _scope(self):
+        inner = self.scopes[-1][0] if self.scopes else None
+        return inner if inner is None or isinstance(inner, cst.FunctionDef) else False
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        scope = self._scope()
+        if scope is not False and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and n.targets[0].target.value == "key" and isinstance(n.value, cst.Call) \
+                and dotted_text(n.value.func) == self.root_fn:
+            self.rooted.add(id(scope) if scope is not None else 0)
+
+    def visit_Call(self, n: cst.Call) -> None:
+        scope = self._scope()
+        if scope is False or (id(scope) if scope is not None else 0) not in self.rooted \
+                or self.ctx.imports.resolve(n.func) not in self.draws or self._why_not(n) is not None:
+            return
+        self.found.append((n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0]))
+
+
 def plan(module: cst.Module, ctx) -> cst.Module:
-    if _mentions_seed(module) or _binds_key(module):
-        return module  # passes/training.py makes a root key where the seed is set; or the file defines its own
     draws = {n for n, r in ctx.pack.by_name.items() if r.emit.get("transform") in DRAWING_TRANSFORMS}
     module_classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)
                       and any(ctx.imports.resolve(b.value) == "torch.nn.Module" for b in s.bases)}
+    if _mentions_seed(module) or _binds_key(module):
+        # passes/training.py makes a root key where the seed is set (or the file defines its own): the draws after
+        # it in that scope split it
+        s = _SeededDraws(ctx, draws, module_classes)
+        scan(module, s)
+        if s.found:
+            _plan_roots(module, s.found, frozenset(), ctx, seeded=True)
+        return module
     v = _Draws(ctx, draws, module_classes)
     scan(module, v)
     if v.keyless:
@@ -291,9 +327,10 @@ class _Scope:
         self.node, self.first, self.direct, self.made, self.cls = node, first, direct, made, cls
         self.used = False  # a block of it split the key (its draws were translated)
         self.given = False  # a function whose callers pass the key (no root key of its own)
+        self.seeded = False  # its root key is torch.manual_seed's (training.py): not made here
 
 
-def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str], ctx) -> None:
+def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str], ctx, seeded: bool = False) -> None:
     from fwport.packs.torch2jax.passes.modules import OUTSIDE, _kwonly, _site
     site = _site(threaded, frozenset(), frozenset())
     # what a finishing step gives a key split from the scope's root key (a model of the file built there: modules.py's
@@ -315,7 +352,8 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
         direct = (len(entries) == 1 and entries[0][3] is root_block and not builds and not _in_comp(entries[0])
                   and (not isinstance(node, cst.FunctionDef) or node.name.value not in keyed_steps)
                   and isinstance(node, cst.FunctionDef))
-        scope = _Scope(node, entries[0][0], direct, made, methods.get(id(node)))
+        scope = _Scope(node, entries[0][0], direct and not seeded, made, methods.get(id(node)))
+        scope.seeded = seeded
         scope.given = isinstance(node, cst.FunctionDef) and node.name.value in threaded and node in module.body
         for f in entries:
             blocks.setdefault(id(f[3]), (f[3], scope, False))
@@ -380,25 +418,29 @@ def _edit_block(scope: _Scope, root: bool, site, ctx):
     """The edit of one block: a split above each statement that draws (its draws take the splits); in the scope's
     root block, the root key (a function: where it starts; the module: above the first statement that draws or
     builds a model of the file)."""
+    split = ctx.spell_text("jax.random.split")
+
+    def draw_site(call: cst.Call) -> bool:  # (a split of the key, training.py's call_key, is no draw)
+        return site(call) and dotted_text(call.func) != split
+
     def apply(original, updated):
-        split = ctx.spell_text("jax.random.split")
         draw_keys = _draw_keys()
         body: list[cst.CSTNode] = []
         for s in updated.body:
-            units = _own_units(s, site)
+            units = _own_units(s, draw_site)
             if not units:
                 body.append(s)
                 continue
             scope.used = True
             if scope.direct and root and len(units) == 1 and isinstance(units[0], cst.Call):
-                body.append(rewrite_units(s, units, ["key"], draw_keys, site, ctx))  # the function's one draw: `key`
+                body.append(rewrite_units(s, units, ["key"], draw_keys, draw_site, ctx))  # the function's one draw: `key`
                 continue
             names = ["subkey"] if len(units) == 1 else [f"subkey{i}" for i in range(1, len(units) + 1)]
             line = statement(f"key, {', '.join(names)} = {split}(key{'' if len(units) == 1 else f', {len(units) + 1}'})\n")
-            s = rewrite_units(s, units, names, draw_keys, site, ctx)
+            s = rewrite_units(s, units, names, draw_keys, draw_site, ctx)
             body.append(line.with_changes(leading_lines=s.leading_lines))
             body.append(s.with_changes(leading_lines=[]))
-        if root and scope.used and not scope.given:
+        if root and scope.used and not scope.given and not scope.seeded:
             at = _root_at(body, scope, site)
             key = statement(f"key = {ctx.spell_text('jax.random.key')}(0)  {ROOT_COMMENT}\n")
             if at < len(body):
