@@ -376,3 +376,21 @@ def test_draws_after_torch_manual_seed_split_its_root_key(tmp_path):
                         str(path)], capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stderr[-3000:]
     assert p.stdout.strip() == "True 3"
+
+
+def test_a_name_the_keys_would_take_is_refused_never_overwritten():
+    r = t2j('''
+        import torch
+
+
+        def f(n):
+            subkey = n * 2
+            return torch.randn(subkey)
+
+
+        def g(k):
+            return [torch.randn(k) for _ in range(3)]
+    ''')
+    errs = {f.line: f.message for f in r.findings if f.severity is Severity.ERROR}
+    assert sorted(errs) == [6, 10], r.findings
+    assert "uses the name subkey" in errs[6] and "reads k, a name fwport gives the keys" in errs[10]

@@ -20,6 +20,8 @@ loop's or an if's block, the module) holding statements that draw.
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from fwport.core.engine import statement
@@ -32,6 +34,8 @@ ROOTED = "torch2jax.rooted"  # ctx.analyses: ids of the draw calls keyed from a 
 DRAWING_TRANSFORMS = frozenset({"random", "random-like", "keyed", "multinomial", "randint"})
 #: methods a data loader calls once per item: a fixed root key would give every item the same numbers
 PER_ITEM = frozenset({"__getitem__", "__iter__", "__next__"})
+#: the names of the keys fwport writes (a split per statement; a comprehension's element keys)
+_KEY_NAME = re.compile(r"subkey\d*|k+\d*")
 #: the comment on a root key fwport makes
 ROOT_COMMENT = "# fwport: PyTorch drew from its global generator here; seed fixed at 0"
 
@@ -214,6 +218,10 @@ class _Draws(cst.CSTVisitor):
                 return ("it is in a comprehension other than `[... for _ in range(n)]` with the draws in its element "
                         "(a filter, several `for`, another iterable, a dict): write a loop, where fwport splits a key "
                         "per iteration, or split one per element by hand (jax.random.split(key, len(xs)))")
+            taken = sorted({x.value for x in find_all(comp, cst.Name) if _KEY_NAME.fullmatch(x.value)})
+            if taken:
+                return (f"the comprehension reads {taken[0]}, a name fwport gives the keys of its elements: rename it "
+                        "and translate again")
         return None
 
 
@@ -346,6 +354,14 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
     blocks: dict[int, tuple[cst.CSTNode, _Scope, bool]] = {}
     for entries in by_scope.values():
         node = entries[0][1] if entries[0][1] is not None else module
+        taken = sorted({x.value for x in find_all(node, cst.Name) if re.fullmatch(r"subkey\d*", x.value)})
+        if taken:  # the source's own name: the splits would overwrite it (after a seed: its key read as before)
+            for e in entries if not seeded else ():
+                ctx.analyses.setdefault(KEYLESS, {})[id(e[0])] = (
+                    f"this code uses the name {taken[0]}, which fwport gives the key it splits for each statement "
+                    "that draws: rename it and translate again")
+                ctx.analyses.get(ROOTED, set()).discard(id(e[0]))
+            continue
         root_block = node.body if isinstance(node, cst.FunctionDef) else module
         own = {id(e[0]) for e in entries}
         builds = any(isinstance(c.func, cst.Name) and c.func.value in made for c in _own_calls(node) if id(c) not in own)
