@@ -394,3 +394,20 @@ def test_a_name_the_keys_would_take_is_refused_never_overwritten():
     errs = {f.line: f.message for f in r.findings if f.severity is Severity.ERROR}
     assert sorted(errs) == [6, 10], r.findings
     assert "uses the name subkey" in errs[6] and "reads k, a name fwport gives the keys" in errs[10]
+
+
+def test_a_function_whose_caller_cannot_split_keeps_a_root_key_of_its_own():
+    r = t2j('''
+        import torch
+
+
+        def get_batch():
+            return torch.randn(4)
+
+
+        def main():
+            subkey = 1
+            return get_batch(), subkey
+    ''')
+    assert "def get_batch():\n    key = jax.random.key(0)" in r.output, r.output
+    assert "return get_batch(), subkey\n" in r.output

@@ -312,7 +312,8 @@ def _threaded(module: cst.Module, found: list[tuple], ctx, draws, module_classes
         v = _Draws(ctx, draws, module_classes, needing)
         scan(module, v)
         ok = frozenset(n for n in needing if refs.get(n, 0) - 1 == sum(c[0].func.value == n for c in v.called) > 0
-                       and all(c[5] is None for c in v.called if c[0].func.value == n))
+                       and not _collides(fns[n]) and all(c[5] is None and not _collides(c[1] or module)
+                                                         for c in v.called if c[0].func.value == n))
         now = [c[:5] for c in v.called if c[0].func.value in ok]
         if ok == threaded:
             return threaded, now
@@ -354,7 +355,7 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
     blocks: dict[int, tuple[cst.CSTNode, _Scope, bool]] = {}
     for entries in by_scope.values():
         node = entries[0][1] if entries[0][1] is not None else module
-        taken = sorted({x.value for x in find_all(node, cst.Name) if re.fullmatch(r"subkey\d*", x.value)})
+        taken = _collides(node)
         if taken:  # the source's own name: the splits would overwrite it (after a seed: its key read as before)
             for e in entries if not seeded else ():
                 ctx.analyses.setdefault(KEYLESS, {})[id(e[0])] = (
@@ -381,6 +382,11 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
                        "anew at each call)", node.name)
     for block, scope, root in blocks.values():
         ctx.plans.add(block, _edit_block(scope, root, site, ctx), by="keyless-draws")
+
+
+def _collides(scope) -> list[str]:
+    """The names of the source's scope that the splits for its statements would overwrite (``subkey``)."""
+    return sorted({x.value for x in find_all(scope, cst.Name) if re.fullmatch(r"subkey\d*", x.value)})
 
 
 def _in_comp(entry) -> bool:
