@@ -52,7 +52,7 @@ def test_draws_no_key_reaches_take_a_root_key_of_their_scope_with_a_warning():
     out = r.output.splitlines()
     assert "    key = jax.random.key(0)  # fwport: PyTorch drew from its global generator here; seed fixed at 0" in out
     assert "    return y, jax.random.randint(subkey, (4,), 0, 10)" in out
-    assert "noise = jax.random.permutation(subkey, 5)" in out
+    assert "noise = jax.random.permutation(key, 5)" in out  # the module's one draw: its root key
 
 
 KEYED = '''

@@ -8,8 +8,10 @@ key of its scope, as a JAX user writes one: ``key = jax.random.key(0)`` where th
 level: above the first statement that draws or builds a model), and each statement that draws splits it first,
 ``key, subkey = jax.random.split(key)`` (several draws: ``key, subkey1, subkey2 = jax.random.split(key, 3)``),
 so that a loop's body splits anew at every iteration, as PyTorch's generator moves on; a comprehension takes
-one key per element (passes/modules.py's _AssignKeys). One draw in a function that nothing else keys uses the
-root key itself. A warning says the numbers differ from PyTorch's and the seed is fixed at 0.
+one key per element (passes/modules.py's _AssignKeys). One draw in a scope that nothing else keys uses the
+root key itself. A warning says the numbers differ from PyTorch's and the seed is fixed at 0. A drawing function
+the file calls only by name, where each call can take a split, takes ``*, key`` instead (_threaded). After
+torch.manual_seed's root key (training.py), the draws of that scope split it the same way (_SeededDraws).
 
 Where no key can be made exactly (a lambda, a while loop's test, a default argument, a class body, a
 comprehension other than ``[... for _ in range(n)]``, a Dataset's ``__getitem__`` drawing anew at each access)
@@ -366,10 +368,10 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
         root_block = node.body if isinstance(node, cst.FunctionDef) else module
         own = {id(e[0]) for e in entries}
         builds = any(isinstance(c.func, cst.Name) and c.func.value in made for c in _own_calls(node) if id(c) not in own)
+        # one draw in the scope, at its own level, and nothing else taking a key from it: the root key itself
         direct = (len(entries) == 1 and entries[0][3] is root_block and not builds and not _in_comp(entries[0])
-                  and (not isinstance(node, cst.FunctionDef) or node.name.value not in keyed_steps)
-                  and isinstance(node, cst.FunctionDef))
-        scope = _Scope(node, entries[0][0], direct and not seeded, made, methods.get(id(node)))
+                  and (node.name.value if isinstance(node, cst.FunctionDef) else "") not in keyed_steps)
+        scope = _Scope(node, entries[0][0], direct, made, methods.get(id(node)))
         scope.seeded = seeded
         scope.given = isinstance(node, cst.FunctionDef) and node.name.value in threaded and node in module.body
         for f in entries:
