@@ -1,7 +1,7 @@
 """A draw from PyTorch's global generator in code no jax.random key reaches (outside the module classes, in a file
-that sets no torch.manual_seed, where no `key` is defined) is an error on its line, the call left as written: before,
-it became `jax.random.normal(key, ...)` reading a `key` nothing defines (a NameError when it ran) with only an info
-finding. Where a key does reach the draw the translation is unchanged, and runs."""
+that sets no torch.manual_seed, where no `key` is defined) takes a root key of its scope, with a warning (keys.py;
+tests/test_torch2jax_keys.py): before, it became `jax.random.normal(key, ...)` reading a `key` nothing defines (a
+NameError when it ran), then an error. Where a key does reach the draw the translation is unchanged, and runs."""
 from __future__ import annotations
 
 import importlib.util
@@ -43,17 +43,16 @@ noise = torch.randperm(5)
 '''
 
 
-def test_draws_no_key_reaches_are_errors_on_their_lines_left_as_written():
+def test_draws_no_key_reaches_take_a_root_key_of_their_scope_with_a_warning():
+    # (until session 12 an error each, the call left as written: tests/test_torch2jax_keys.py runs them now)
     r = t2j(KEYLESS)
-    errs = errors(r)
-    assert sorted((e.line, e.rule) for e in errs) == [(5, "randn"), (6, "randint"), (11, "rand"), (11, "rand"),
-                                                      (14, "randperm")], r.findings
-    assert all("no jax.random key reaches this code" in e.message and "give the function a `key` argument"
-               in e.message for e in errs)
-    code_lines = [x for x in r.output.splitlines() if not x.strip().startswith("#")]
-    assert not [x for x in code_lines if "jax.random" in x], r.output
-    for line in ("    y = torch.randn(1, 3, 32, 32)", "noise = torch.randperm(5)"):
-        assert line in r.output.splitlines()
+    assert not errors(r), r.findings
+    warned = sorted((f.line, f.rule) for f in r.findings if f.severity is Severity.WARNING)
+    assert warned == [(5, ""), (11, ""), (14, "")], r.findings
+    out = r.output.splitlines()
+    assert "    key = jax.random.key(0)  # fwport: PyTorch drew from its global generator here; seed fixed at 0" in out
+    assert "    return y, jax.random.randint(subkey, (4,), 0, 10)" in out
+    assert "noise = jax.random.permutation(key, 5)" in out  # the module's one draw: its root key
 
 
 KEYED = '''

@@ -1,21 +1,45 @@
-"""Draws from PyTorch's global generator where no jax.random key will be in scope (read-only planner).
+"""Draws from PyTorch's global generator where no jax.random key is in scope (read-only planner).
 
 ``torch.randn(3)`` becomes ``jax.random.normal(key, (3,))``: the key is the module's in ``__init__`` and a
 module method's own (passes/modules.py threads them), the root key ``torch.manual_seed`` becomes
 (passes/training.py), or a ``key`` the source already names. A draw in code none of those reach (a script's
-``test()`` function, a Dataset filled with random tensors, top-level code of a file with no seed) would read a
-``key`` that nothing defines: a NameError when it runs, not a translation. Such draws are listed here by node
-and their call transforms (ops.py) refuse them with an error that says what to write.
+``test()`` function, a Dataset filled with random tensors, top-level code of a file with no seed) gets a root
+key of its scope, as a JAX user writes one: ``key = jax.random.key(0)`` where the function starts (at module
+level: above the first statement that draws or builds a model), and each statement that draws splits it first,
+``key, subkey = jax.random.split(key)`` (several draws: ``key, subkey1, subkey2 = jax.random.split(key, 3)``),
+so that a loop's body splits anew at every iteration, as PyTorch's generator moves on; a comprehension takes
+one key per element (passes/modules.py's _AssignKeys). One draw in a scope that nothing else keys uses the
+root key itself. A warning says the numbers differ from PyTorch's and the seed is fixed at 0. A drawing function
+the file calls only by name, where each call can take a split, takes ``*, key`` instead (_threaded). After
+torch.manual_seed's root key (training.py), the draws of that scope split it the same way (_SeededDraws).
+
+Where no key can be made exactly (a lambda, a while loop's test, a default argument, a class body, a
+comprehension other than ``[... for _ in range(n)]``, a Dataset's ``__getitem__`` drawing anew at each access)
+the draw's call transform (ops.py) refuses it with an error that says what to write.
+
+Plans (applied by the rule pass, after the draws are translated): an edit of each block (a function body, a
+loop's or an if's block, the module) holding statements that draw.
 """
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
-from fwport.core.names import find_all, scan
+from fwport.core.engine import statement
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text, find_all, scan
 
-KEYLESS = "torch2jax.keyless"  # ctx.analyses: ids of draw calls no key reaches
+KEYLESS = "torch2jax.keyless"  # ctx.analyses: id of a draw call no key can reach → why (its refusal)
+ROOTED = "torch2jax.rooted"  # ctx.analyses: ids of the draw calls keyed from a root key made here
 #: the call transforms that draw from the key in scope (rules/torch2jax: emit.transform)
 DRAWING_TRANSFORMS = frozenset({"random", "random-like", "keyed", "multinomial", "randint"})
+#: methods a data loader calls once per item: a fixed root key would give every item the same numbers
+PER_ITEM = frozenset({"__getitem__", "__iter__", "__next__"})
+#: the names of the keys fwport writes (a split per statement; a comprehension's element keys)
+_KEY_NAME = re.compile(r"subkey\d*|k+\d*")
+#: the comment on a root key fwport makes
+ROOT_COMMENT = "# fwport: PyTorch drew from its global generator here; seed fixed at 0"
 
 
 class _KeyBindings(cst.CSTVisitor):
@@ -65,47 +89,238 @@ def _targets(t: cst.BaseExpression) -> list[cst.BaseExpression]:
     return [t]
 
 
+_COMPS = (cst.ListComp, cst.GeneratorExp, cst.SetComp, cst.DictComp)
+
+
 class _Draws(cst.CSTVisitor):
     """The draw calls (qualified names in ``draws``) outside the module classes with no ``key`` bound in an
-    enclosing function or lambda: ``keyless`` gets their ids."""
+    enclosing function or lambda: ``found`` those a root key of their scope can key (the call, its scope, the
+    statement it belongs to, that statement's block, the top-level statement around it), ``keyless`` the others
+    with the reason."""
 
-    def __init__(self, ctx, draws: set[str], module_classes: set[str]):
+    def __init__(self, ctx, draws: set[str], module_classes: set[str], calls: frozenset[str] = frozenset()):
         super().__init__()
         self.ctx, self.draws, self.module_classes = ctx, draws, module_classes
-        self.scopes: list[bool] = []  # per enclosing function: does a key reach it?
-        self.keyless: set[int] = set()
+        self.calls = calls  # functions of the file that draw: their calls are found too (``called``), with any reason
+        self.called: list[tuple] = []  # (call, scope, statement, block, top-level statement, why not keyable)
+        self.scopes: list[tuple[cst.CSTNode, bool]] = []  # enclosing functions, lambdas, classes: (node, keyed)
+        self.stmts: list[cst.CSTNode] = []  # open statements (an elif: its if's)
+        self.blocks: list[cst.CSTNode] = []  # open blocks (the module, indented blocks, one-line suites)
+        self.comps: list[tuple[cst.CSTNode, frozenset[int]]] = []  # open comprehensions, the calls of their element
+        self.keyless: dict[int, str] = {}
+        self.found: list[tuple] = []
+
+    # scopes
+    def visit_Module(self, n) -> None:
+        self.blocks.append(n)
 
     def visit_ClassDef(self, n: cst.ClassDef) -> bool:
-        return n.name.value not in self.module_classes  # the modules pass keys what its module classes draw
+        if n.name.value in self.module_classes:
+            return False  # the modules pass keys what its module classes draw
+        self.scopes.append((n, False))
+        self.stmts.append(n)
+        return True
+
+    def leave_ClassDef(self, n) -> None:
+        self.scopes.pop()
+        self.stmts.pop()
 
     def visit_FunctionDef(self, n: cst.FunctionDef) -> None:
-        self.scopes.append(_binds_key(n))
+        self.scopes.append((n, _binds_key(n)))
+        self.stmts.append(n)
 
-    def leave_FunctionDef(self, n: cst.FunctionDef) -> None:
+    def leave_FunctionDef(self, n) -> None:
         self.scopes.pop()
+        self.stmts.pop()
 
     def visit_Lambda(self, n: cst.Lambda) -> None:
-        self.scopes.append(any(p.name.value == "key" for p in n.params.params))
+        self.scopes.append((n, any(p.name.value == "key" for p in n.params.params)))
 
-    def leave_Lambda(self, n: cst.Lambda) -> None:
+    def leave_Lambda(self, n) -> None:
         self.scopes.pop()
 
+    # statements and blocks
+    def _open(self, n) -> None:
+        self.stmts.append(n)
+
+    def _close(self, n) -> None:
+        self.stmts.pop()
+
+    visit_SimpleStatementLine = visit_For = visit_While = visit_With = visit_Try = visit_TryStar = visit_Match = _open
+    leave_SimpleStatementLine = leave_For = leave_While = leave_With = leave_Try = leave_TryStar = leave_Match = _close
+
+    def visit_If(self, n: cst.If) -> None:
+        parent = self.stmts[-1] if self.stmts else None
+        # an elif belongs to its if's statement: a split above the if keys its test too
+        self.stmts.append(parent if isinstance(parent, cst.If) and _elif_of(parent, n) else n)
+
+    leave_If = _close
+
+    def _block(self, n) -> None:
+        self.blocks.append(n)
+
+    def _unblock(self, n) -> None:
+        self.blocks.pop()
+
+    visit_IndentedBlock = visit_SimpleStatementSuite = _block
+    leave_IndentedBlock = leave_SimpleStatementSuite = _unblock
+
+    def _comp(self, n) -> None:
+        self.comps.append((n, frozenset(map(id, find_all(n.elt if not isinstance(n, cst.DictComp) else n, cst.Call)))))
+
+    def _uncomp(self, n) -> None:
+        self.comps.pop()
+
+    visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _comp
+    leave_ListComp = leave_GeneratorExp = leave_SetComp = leave_DictComp = _uncomp
+
     def visit_Call(self, n: cst.Call) -> None:
-        if not any(self.scopes) and self.ctx.imports.resolve(n.func) in self.draws:
-            self.keyless.add(id(n))
+        if isinstance(n.func, cst.Name) and n.func.value in self.calls:
+            why = "a key of its own" if any(k for _, k in self.scopes) else self._why_not(n)
+            scope = next((s for s, _ in reversed(self.scopes) if isinstance(s, cst.FunctionDef)), None)
+            self.called.append((n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0], why))
+            return
+        if any(k for _, k in self.scopes) or self.ctx.imports.resolve(n.func) not in self.draws:
+            return
+        why = self._why_not(n)
+        if why is not None:
+            self.keyless[id(n)] = why
+            return
+        scope = next((s for s, _ in reversed(self.scopes) if isinstance(s, cst.FunctionDef)), None)
+        self.found.append((n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0]))
+
+    def _why_not(self, n: cst.Call) -> str | None:
+        """Why no root key can key the draw ``n`` exactly (None: one can)."""
+        inner = self.scopes[-1][0] if self.scopes else None
+        if isinstance(inner, cst.Lambda):
+            return ("it is inside a lambda, which cannot split a key of its own at each call: write a def that takes a "
+                    "`key` argument and draws from it")
+        if isinstance(inner, cst.ClassDef):
+            return ("it is in a class body, run once when the class is defined: draw it where it is used, from a key "
+                    "split there")
+        if isinstance(inner, cst.FunctionDef) and inner.name.value in PER_ITEM \
+                and any(isinstance(s, cst.ClassDef) for s, _ in self.scopes):
+            return (f"{inner.name.value} draws anew at each access in PyTorch, where a root key made in it would give "
+                    "every item the same numbers: give the dataset a key (a `key` argument of __init__, kept as "
+                    f"self.key) and draw each item from jax.random.fold_in(self.key, index), a new key per index")
+        stmt = self.stmts[-1] if self.stmts else None
+        if isinstance(self.blocks[-1], cst.SimpleStatementSuite):
+            return ("it is on the line of its block's header (`if c: x = torch.randn(3)`): put the statement on a "
+                    "line of its own and translate again")
+        if isinstance(stmt, cst.While):
+            return ("it is in a while loop's test, evaluated at each iteration: draw it in the loop's body (a key "
+                    "split there) and test the value")
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            return ("it is evaluated where the function or class is defined (a default argument, a decorator, a base): "
+                    "draw it in the body, or pass the value in")
+        if stmt is not None and not isinstance(stmt, (cst.SimpleStatementLine, cst.If, cst.For, cst.With)):
+            return "it is in the header of a statement fwport does not key: draw it on a line of its own above"
+        for comp, elt in self.comps:
+            if not _keyable_comp(comp) or id(n) not in elt:
+                return ("it is in a comprehension other than `[... for _ in range(n)]` with the draws in its element "
+                        "(a filter, several `for`, another iterable, a dict): write a loop, where fwport splits a key "
+                        "per iteration, or split one per element by hand (jax.random.split(key, len(xs)))")
+            taken = sorted({x.value for x in find_all(comp, cst.Name) if _KEY_NAME.fullmatch(x.value)})
+            if taken:
+                return (f"the comprehension reads {taken[0]}, a name fwport gives the keys of its elements: rename it "
+                        "and translate again")
+        return None
+
+
+def _elif_of(parent: cst.If, n: cst.If) -> bool:
+    return parent.orelse is n
+
+
+def _keyable_comp(comp) -> bool:
+    """``[... for x in range(n)]`` (a list, set or generator; one ``for``, no filter): passes/modules.py's
+    _AssignKeys gives each element its keys."""
+    if isinstance(comp, cst.DictComp):
+        return False
+    f, it = comp.for_in, comp.for_in.iter
+    return f.inner_for_in is None and not f.ifs and isinstance(it, cst.Call) and dotted_text(it.func) == "range" \
+        and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star
+
+
+class _SeededDraws(_Draws):
+    """In a scope (the module, a function) whose root key is torch.manual_seed's translation, ``key =
+    jax.random.key(s)`` (passes/training.py), the draws after it in the scope's own code: each statement splits
+    that key too, where every draw read the same key before (the same numbers in every draw and iteration).
+    Draws elsewhere read the key as before."""
+
+    def __init__(self, ctx, draws: set[str], module_classes: set[str]):
+        super().__init__(ctx, draws, module_classes)
+        self.root_fn = ctx.spell_text("jax.random.key")
+        self.rooted: set[int] = set()  # scopes (id of the function, 0: the module) past their root key
+
+    def _scope(self):
+        inner = self.scopes[-1][0] if self.scopes else None
+        return inner if inner is None or isinstance(inner, cst.FunctionDef) else False
+
+    def visit_Assign(self, n: cst.Assign) -> None:
+        scope = self._scope()
+        if scope is not False and len(n.targets) == 1 and isinstance(n.targets[0].target, cst.Name) \
+                and n.targets[0].target.value == "key" and isinstance(n.value, cst.Call) \
+                and dotted_text(n.value.func) == self.root_fn:
+            self.rooted.add(id(scope) if scope is not None else 0)
+
+    def visit_Call(self, n: cst.Call) -> None:
+        scope = self._scope()
+        if scope is False or (id(scope) if scope is not None else 0) not in self.rooted \
+                or self.ctx.imports.resolve(n.func) not in self.draws or self._why_not(n) is not None:
+            return
+        self.found.append((n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0]))
 
 
 def plan(module: cst.Module, ctx) -> cst.Module:
-    if _mentions_seed(module) or _binds_key(module):
-        return module  # passes/training.py makes a root key where the seed is set; or the file defines its own
     draws = {n for n, r in ctx.pack.by_name.items() if r.emit.get("transform") in DRAWING_TRANSFORMS}
     module_classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)
                       and any(ctx.imports.resolve(b.value) == "torch.nn.Module" for b in s.bases)}
+    if _mentions_seed(module) or _binds_key(module):
+        # passes/training.py makes a root key where the seed is set (or the file defines its own): the draws after
+        # it in that scope split it
+        s = _SeededDraws(ctx, draws, module_classes)
+        scan(module, s)
+        if s.found:
+            _plan_roots(module, s.found, frozenset(), ctx, seeded=True)
+        return module
     v = _Draws(ctx, draws, module_classes)
     scan(module, v)
     if v.keyless:
         ctx.analyses[KEYLESS] = v.keyless
+    if v.found:
+        ctx.analyses[ROOTED] = {id(f[0]) for f in v.found}
+        threaded, called = _threaded(module, v.found, ctx, draws, module_classes)
+        _plan_roots(module, v.found + called, threaded, ctx)
     return module
+
+
+def _threaded(module: cst.Module, found: list[tuple], ctx, draws, module_classes) -> tuple[frozenset[str], list]:
+    """The file's functions that draw (or call such a function) and that the file calls, by name, only where a key
+    can be split for the call (``batch_x, batch_y = get_batch()`` in a loop): they take ``*, key`` and every
+    call passes a split of the caller's key, as a JAX user writes it, where a root key of their own would give
+    every call the same numbers. A function used any other way (as a value, from a module class, in a lambda)
+    keeps a root key of its own. Returns them and their calls (as ``found``'s entries)."""
+    fns = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef) and not s.decorators
+           and not s.asynchronous and ctx.plans.get(s) is None}
+    refs: dict[str, int] = {}
+    for n in find_all(module, cst.Name):
+        if n.value in fns:
+            refs[n.value] = refs.get(n.value, 0) + 1
+    threaded: frozenset[str] = frozenset()
+    called: list[tuple] = []
+    for _ in range(len(fns) + 1):
+        needing = frozenset(e[1].name.value for e in found + called
+                            if e[1] is not None and fns.get(e[1].name.value) is e[1])
+        v = _Draws(ctx, draws, module_classes, needing)
+        scan(module, v)
+        ok = frozenset(n for n in needing if refs.get(n, 0) - 1 == sum(c[0].func.value == n for c in v.called) > 0
+                       and not _collides(fns[n]) and all(c[5] is None and not _collides(c[1] or module)
+                                                         for c in v.called if c[0].func.value == n))
+        now = [c[:5] for c in v.called if c[0].func.value in ok]
+        if ok == threaded:
+            return threaded, now
+        threaded, called = ok, now
+    return frozenset(), []  # (never settled: every function keeps a root key of its own)
 
 
 def _mentions_seed(module: cst.Module) -> bool:
@@ -114,12 +329,198 @@ def _mentions_seed(module: cst.Module) -> bool:
                for n in find_all(module, cst.Attribute) + find_all(module, cst.Name))
 
 
+# --- the root keys: planned per scope, written by the rule pass's edits of the blocks ----------------------------
+
+class _Scope:
+    """One function (or the module) whose draws a root key made in it keys."""
+
+    def __init__(self, node, first: cst.Call, direct: bool, made: frozenset[str], cls: str | None):
+        self.node, self.first, self.direct, self.made, self.cls = node, first, direct, made, cls
+        self.used = False  # a block of it split the key (its draws were translated)
+        self.given = False  # a function whose callers pass the key (no root key of its own)
+        self.seeded = False  # its root key is torch.manual_seed's (training.py): not made here
+
+
+def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str], ctx, seeded: bool = False) -> None:
+    from fwport.packs.torch2jax.passes.modules import OUTSIDE, _kwonly, _site
+    site = _site(threaded, frozenset(), frozenset())
+    # what a finishing step gives a key split from the scope's root key (a model of the file built there: modules.py's
+    # _RootKey; a train_step's key: training.py) follows the draws: then the root key is split for the draws too
+    made = frozenset({s.name.value for s in module.body if isinstance(s, cst.ClassDef)} | threaded
+                     | set(ctx.analyses.get(OUTSIDE, {}).get("builders", ())))
+    keyed_steps = {f for f, _ in ctx.analyses.get("torch2jax.keyed-steps", ())}
+    methods = {id(f): c.name.value for c in find_all(module, cst.ClassDef) for f in c.body.body
+               if isinstance(f, cst.FunctionDef)}
+    by_scope: dict[int, list[tuple]] = {}
+    for f in found:
+        by_scope.setdefault(id(f[1]), []).append(f)
+    blocks: dict[int, tuple[cst.CSTNode, _Scope, bool]] = {}
+    for entries in by_scope.values():
+        node = entries[0][1] if entries[0][1] is not None else module
+        taken = _collides(node)
+        if taken:  # the source's own name: the splits would overwrite it (after a seed: its key read as before)
+            for e in entries if not seeded else ():
+                ctx.analyses.setdefault(KEYLESS, {})[id(e[0])] = (
+                    f"this code uses the name {taken[0]}, which fwport gives the key it splits for each statement "
+                    "that draws: rename it and translate again")
+                ctx.analyses.get(ROOTED, set()).discard(id(e[0]))
+            continue
+        root_block = node.body if isinstance(node, cst.FunctionDef) else module
+        own = {id(e[0]) for e in entries}
+        builds = any(isinstance(c.func, cst.Name) and c.func.value in made for c in _own_calls(node) if id(c) not in own)
+        # one draw in the scope, at its own level, and nothing else taking a key from it: the root key itself
+        direct = (len(entries) == 1 and entries[0][3] is root_block and not builds and not _in_comp(entries[0])
+                  and (node.name.value if isinstance(node, cst.FunctionDef) else "") not in keyed_steps)
+        scope = _Scope(node, entries[0][0], direct, made, methods.get(id(node)))
+        scope.seeded = seeded
+        scope.given = isinstance(node, cst.FunctionDef) and node.name.value in threaded and node in module.body
+        for f in entries:
+            blocks.setdefault(id(f[3]), (f[3], scope, False))
+        blocks[id(root_block)] = (root_block, scope, True)
+        if scope.given:  # its callers pass the key
+            ctx.plans.add(node, lambda o, u: u.with_changes(params=_kwonly(u.params, "key", None)), by="keyless-draws")
+            ctx.report(Severity.INFO, "key-added", f"{node.name.value}() draws from PyTorch's global generator: it "
+                       "takes a `key` argument, and its calls in this file pass a split of the caller's key (split "
+                       "anew at each call)", node.name)
+    for block, scope, root in blocks.values():
+        ctx.plans.add(block, _edit_block(scope, root, site, ctx), by="keyless-draws")
+
+
+def _collides(scope) -> list[str]:
+    """The names of the source's scope that the splits for its statements would overwrite (``subkey``)."""
+    return sorted({x.value for x in find_all(scope, cst.Name) if re.fullmatch(r"subkey\d*", x.value)})
+
+
+def _in_comp(entry) -> bool:
+    call, _, stmt = entry[0], entry[1], entry[2]
+    return any(id(call) in {id(c) for c in find_all(comp, cst.Call)} for t in _COMPS for comp in find_all(stmt, t))
+
+
+def _own_calls(scope) -> list[cst.Call]:
+    """The calls of a function's own code (or the module's top-level code), not of the functions or classes in it."""
+    if isinstance(scope, cst.FunctionDef):
+        inner = {id(c) for d in find_all(scope.body, cst.FunctionDef) + find_all(scope.body, cst.ClassDef)
+                 for c in find_all(d, cst.Call)}
+        return [c for c in find_all(scope.body, cst.Call) if id(c) not in inner]
+    return [c for s in scope.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) for c in find_all(s, cst.Call)]
+
+
+def _own_units(stmt, site) -> list[cst.CSTNode]:
+    """The draws (and comprehensions holding draws) a statement evaluates once, above its blocks: a simple
+    statement's, an if's tests, a for's iterable, a with's items."""
+    from fwport.packs.torch2jax.passes.modules import _units
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return _units([stmt], site)
+    parts: list[cst.CSTNode] = []
+    if isinstance(stmt, cst.If):
+        node = stmt
+        while isinstance(node, cst.If):
+            parts.append(node.test)
+            node = node.orelse
+    elif isinstance(stmt, cst.For):
+        parts.append(stmt.iter)
+    elif isinstance(stmt, cst.With):
+        parts.extend(i.item for i in stmt.items)
+    return _units(parts, site) if parts else []
+
+
+def _draw_keys():
+    from fwport.packs.torch2jax.passes.modules import _AssignKeys
+
+    class _DrawKeys(_AssignKeys):
+        """_AssignKeys for the draws of a statement: several draws in a comprehension's element take a key each, named
+        ``k`` / ``k1``, ``k2`` (``kk`` ... inside a comprehension's element)."""
+        MANY = True
+
+        def _sub(self, i: int | None = None) -> str:
+            return "k" * self.depth + ("" if i is None else str(i))
+
+    return _DrawKeys
+
+
+def _edit_block(scope: _Scope, root: bool, site, ctx):
+    """The edit of one block: a split above each statement that draws (its draws take the splits); in the scope's
+    root block, the root key (a function: where it starts; the module: above the first statement that draws or
+    builds a model of the file)."""
+    split = ctx.spell_text("jax.random.split")
+
+    def draw_site(call: cst.Call) -> bool:  # (a split of the key, training.py's call_key, is no draw)
+        return site(call) and dotted_text(call.func) != split
+
+    def apply(original, updated):
+        draw_keys = _draw_keys()
+        body: list[cst.CSTNode] = []
+        for s in updated.body:
+            units = _own_units(s, draw_site)
+            if not units:
+                body.append(s)
+                continue
+            scope.used = True
+            if scope.direct and root and len(units) == 1 and isinstance(units[0], cst.Call):
+                body.append(rewrite_units(s, units, ["key"], draw_keys, draw_site, ctx))  # the function's one draw: `key`
+                continue
+            names = ["subkey"] if len(units) == 1 else [f"subkey{i}" for i in range(1, len(units) + 1)]
+            line = statement(f"key, {', '.join(names)} = {split}(key{'' if len(units) == 1 else f', {len(units) + 1}'})\n")
+            s = rewrite_units(s, units, names, draw_keys, draw_site, ctx)
+            body.append(line.with_changes(leading_lines=s.leading_lines))
+            body.append(s.with_changes(leading_lines=[]))
+        if root and scope.used and not scope.given and not scope.seeded:
+            at = _root_at(body, scope, site)
+            key = statement(f"key = {ctx.spell_text('jax.random.key')}(0)  {ROOT_COMMENT}\n")
+            if at < len(body):
+                key = key.with_changes(leading_lines=body[at].leading_lines)
+                body[at] = body[at].with_changes(leading_lines=[])
+            body.insert(at, key)
+            _warn(scope, ctx)
+        return updated.with_changes(body=body)
+    return apply
+
+
+def rewrite_units(stmt, units, names, draw_keys, site, ctx):
+    from fwport.core.rewrite import rewrite
+    return rewrite(stmt, draw_keys(dict(zip(map(id, units), names)), site, ctx, 1))
+
+
+def _root_at(body: list, scope: _Scope, site) -> int:
+    from fwport.packs.torch2jax.passes.modules import _docstring_end, _holds_site
+    if isinstance(scope.node, cst.FunctionDef):
+        return _docstring_end(body)
+    for i, s in enumerate(body):
+        if isinstance(s, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if _holds_site(s, site) or any(isinstance(c.func, cst.Name) and c.func.value in scope.made
+                                       for c in find_all(s, cst.Call)):
+            return i
+    return len(body)
+
+
+def _warn(scope: _Scope, ctx) -> None:
+    fn = scope.node.name.value if isinstance(scope.node, cst.FunctionDef) else None
+    where = f"{fn}()" if fn else "the module's top-level code"
+    every = f"every run and every call of {fn}() draws" if fn else "every run draws"
+    if fn == "__init__" and scope.cls:
+        where, every = f"{scope.cls}.__init__()", f"every run and every {scope.cls}(...) draws"
+    vary = (f"give {fn}() a `key` argument (callers pass jax.random.key(seed) or a split of theirs) in place of the "
+            "root key" if fn else "seed the root key as you like (jax.random.key(seed))")
+    ctx.report(Severity.WARNING, "key-added", f"{where} drew from PyTorch's global generator: its draws take keys "
+               "split from a root key made " + ("where it starts" if fn else "above its first draw") +
+               f", key = jax.random.key(0) (key, subkey = jax.random.split(key) before each statement that draws): the "
+               f"numbers differ from PyTorch's, and the seed is fixed at 0, so {every} the same numbers; to vary them, "
+               f"{vary}", scope.first, comment=False)
+
+
 def keyless(m, ctx) -> bool:
-    """Whether the mapped draw ``m`` is in code no key reaches: then ``m`` is failed with the reason."""
-    if id(m.call) not in ctx.analyses.get(KEYLESS, ()) and id(m.node) not in ctx.analyses.get(KEYLESS, ()):
+    """Whether the mapped draw ``m`` is in code no key can reach: then ``m`` is failed with the reason."""
+    reasons = ctx.analyses.get(KEYLESS, {})
+    why = reasons.get(id(m.call), reasons.get(id(m.node)))
+    if why is None:
         return False
     m.fail(ctx, "unsupported-construct", f"{m.rule.names[0]} draws from PyTorch's global generator, and no jax.random "
-           "key reaches this code (it is outside the module classes, the file sets no torch.manual_seed, and no `key` "
-           "is defined here): give the function a `key` argument (callers pass jax.random.key(seed) or a split of "
-           "theirs), split it once per draw (k1, k2 = jax.random.split(key)) and draw from the splits")
+           f"key can be made for it here: {why}")
     return True
+
+
+def rooted(m, ctx) -> bool:
+    """Whether the mapped draw ``m`` takes a key split from a root key this planner makes."""
+    ids = ctx.analyses.get(ROOTED, ())
+    return id(m.call) in ids or id(m.node) in ids

@@ -2181,7 +2181,10 @@ class _AssignKeys(cst.CSTTransformer):
     """Gives each unit of a block its key (``names``: unit → name): a call gets ``key=name``; a loop
     splits its key at the top of each iteration (``key, subkey = jax.random.split(key)``) and hands the
     splits to the units of its body; ``[Block(...) for _ in range(n)]`` takes one key per element
-    (``for subkey in jax.random.split(key, n)``)."""
+    (``for subkey in jax.random.split(key, n)``; with ``MANY``, several draws in the element take a key each:
+    ``for k1, k2 in jax.random.split(key, (n, 2))``)."""
+
+    MANY = False  # several units in a comprehension's element (keys.py's draws; modules: an error of the pass)
 
     def __init__(self, names: dict[int, str], site, ctx, depth: int):
         super().__init__()
@@ -2214,7 +2217,7 @@ class _AssignKeys(cst.CSTTransformer):
         else:
             subs = [self._sub(i) for i in range(1, len(units) + 1)]
             names, line = dict(zip(map(id, units), subs)), f"{k}, {', '.join(subs)} = {split}({k}, {len(units) + 1})\n"
-        new = rewrite(body, _AssignKeys(names, self.site, self.ctx, self.depth + (line is not None)))
+        new = rewrite(body, type(self)(names, self.site, self.ctx, self.depth + (line is not None)))
         if line:
             new = new.with_changes(body=[cst.parse_statement(line), *new.body])
         return updated.with_changes(body=new)
@@ -2227,20 +2230,25 @@ class _AssignKeys(cst.CSTTransformer):
         f, it = original.for_in, original.for_in.iter
         units = _units([original.elt], self.site)
         if f.inner_for_in is not None or f.ifs or not (isinstance(it, cst.Call) and dotted_text(it.func) == "range"
-                                                       and len(it.args) == 1) or len(units) != 1:
-            return updated  # an error of the pass (_Comprehensions)
-        sub = self._sub()
-        elt = rewrite(original.elt, _AssignKeys({id(units[0]): sub}, self.site, self.ctx, self.depth + 1))
-        keys = cst.parse_expression(f"{self.ctx.spell_text('jax.random.split')}({self.names[id(original)]}, "
-                                    f"{code(it.args[0].value)})")
+                                                       and len(it.args) == 1) or not units \
+                or len(units) > 1 and not self.MANY:
+            return updated  # an error of the pass (_Comprehensions; keys.py refuses what it cannot key)
+        subs = [self._sub()] if len(units) == 1 else [self._sub(i) for i in range(1, len(units) + 1)]
+        elt = rewrite(original.elt, type(self)(dict(zip(map(id, units), subs)), self.site, self.ctx, self.depth + 1))
+        n = code(it.args[0].value) if len(units) == 1 else f"({code(it.args[0].value)}, {len(units)})"
+        keys = cst.parse_expression(f"{self.ctx.spell_text('jax.random.split')}({self.names[id(original)]}, {n})")
         t = f.target
+        comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+        key_target = cst.Name(subs[0]) if len(subs) == 1 else cst.Tuple(
+            [cst.Element(cst.Name(k), comma=comma if i < len(subs) - 1 else cst.MaybeSentinel.DEFAULT)
+             for i, k in enumerate(subs)], lpar=[], rpar=[])
         used = isinstance(t, cst.Name) and t.value != "_" and t.value in {n.value for n in _names(original.elt)}
         if used or not isinstance(t, cst.Name):
-            for_in = f.with_changes(target=cst.Tuple([cst.Element(t, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-                                                      cst.Element(cst.Name(sub))], lpar=[], rpar=[]),
+            inner = key_target if len(subs) == 1 else key_target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            for_in = f.with_changes(target=cst.Tuple([cst.Element(t, comma=comma), cst.Element(inner)], lpar=[], rpar=[]),
                                     iter=cst.Call(cst.Name("enumerate"), [cst.Arg(keys)]))
         else:
-            for_in = f.with_changes(target=cst.Name(sub), iter=keys)
+            for_in = f.with_changes(target=key_target, iter=keys)
         return updated.with_changes(elt=elt, for_in=for_in)
 
     leave_ListComp = leave_GeneratorExp = leave_SetComp = _comp
