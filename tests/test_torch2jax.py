@@ -658,8 +658,10 @@ def test_nn_init_draws_from_pytorchs_distributions():
             gram = (lambda m: m @ m.T) if jm.shape[0] <= jm.shape[1] else (lambda m: m.T @ m)
             np.testing.assert_allclose(gram(jm), gram(tm), atol=1e-4, err_msg=call)  # both g² I
             continue
-        assert abs(j.mean() - t.mean()) < 0.02 * t.std() + 1e-6, (call, j.mean(), t.mean())
-        assert abs(j.std() / t.std() - 1) < 0.02, (call, j.std(), t.std())
+        # two independent samples of t.size values: five standard errors of the difference of their means and of
+        # the ratio of their standard deviations (the test does not hang on which keys a translation splits)
+        assert abs(j.mean() - t.mean()) < 5 * t.std() * np.sqrt(2 / t.size) + 1e-6, (call, j.mean(), t.mean())
+        assert abs(j.std() / t.std() - 1) < 5 / np.sqrt(t.size), (call, j.std(), t.std())
         if bounded:
             span = t.max() - t.min()
             assert abs(j.min() - t.min()) < 0.01 * span and abs(j.max() - t.max()) < 0.01 * span, (call, j.min(), t.min())
