@@ -61,8 +61,13 @@ def _compare(keras_out, torch_out):
 
 
 def test_fit_and_evaluate_add_the_layers_add_loss_terms_as_keras(tmp_path):
-    out = tx(PENALIZED).output
+    r = tx(PENALIZED)
+    out = r.output
     assert "self.added_loss = self.rate * torch.mean(torch.square(inputs))" in out
+    # a warning on the add_loss line: a layer called twice in one forward keeps its last term (Keras adds both)
+    said = [(f.severity.name, f.line, "only its last call's term" in f.message) for f in r.findings
+            if "added_loss = term" in f.message]
+    assert said == [("WARNING", 13, True)]
     keras_out, torch_out = _run(tmp_path, PENALIZED, DRIVER)
     _compare(keras_out, torch_out)
     # the terms count: without them Keras's losses are smaller by the penalty

@@ -441,11 +441,12 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
         if id(original_node.value) not in self._added_losses:
             return updated_node
         self.ctx.analyses[ADDED_LOSSES] = True
-        self.ctx.report(Severity.INFO, "idiom-replaced",
+        self.ctx.report(Severity.WARNING, "approximate",
                         "self.add_loss(term) → self.added_loss = term: the module keeps the term of its last forward, "
                         "and the generated fit / evaluate add every module's added_loss (summed) to the loss, as "
-                        "Keras adds the terms (a loop of your own: add sum(m.added_loss.sum() for m in "
-                        "model.modules() if hasattr(m, \"added_loss\")))", original_node)
+                        "Keras adds the terms; a layer called more than once in one forward (a shared layer) adds "
+                        "only its last call's term, where Keras adds every call's (a loop of your own: add "
+                        "sum(m.added_loss.sum() for m in model.modules() if hasattr(m, \"added_loss\")))", original_node)
         return cst.Assign([cst.AssignTarget(cst.Attribute(cst.Name("self"), cst.Name("added_loss")))],
                           updated_node.value.args[0].value, semicolon=updated_node.semicolon)
 
