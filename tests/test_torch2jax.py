@@ -680,3 +680,23 @@ def test_nn_init_in_place_forms_not_translated_keep_their_finding_and_apply_is_r
     r, errs = _errors(src.replace("self.apply(self._init)", "nn.init.kaiming_uniform_(self.fc.weight, mode='fan_avg')"))
     assert [(f.code, f.line) for f in errs][:1] == [("unsupported-construct", 9)]
     assert "mode='fan_avg' is not 'fan_in' or 'fan_out'" in errs[0].message
+
+
+# --- guidance: what to write instead of PyTorch APIs with no JAX translation ----------------------------
+
+@pytest.mark.parametrize("line, api, advice", [
+    ("dist.init_process_group('nccl')", "torch.distributed.init_process_group", "jax.sharding.Mesh"),
+    ("torch.distributed.rpc.init_rpc('w')", "torch.distributed.rpc.init_rpc", "one program drives every device"),
+    ("model = torch.nn.parallel.DistributedDataParallel(model)", "torch.nn.parallel.DistributedDataParallel",
+     "remove the wrapper"),
+    ("torch.multiprocessing.spawn(main, nprocs=2)", "torch.multiprocessing.spawn", "run the function once"),
+    ("torch.cuda.set_device(0)", "torch.cuda.set_device", "jax.device_put"),
+    ("g = torch.fx.symbolic_trace(model)", "torch.fx.symbolic_trace", "jax.make_jaxpr"),
+    ("model = torch.compile(model)", "torch.compile", "eqx.filter_jit"),
+    ("sd = torch.hub.load_state_dict_from_url('u')", "torch.hub.load_state_dict_from_url", "fwport weights"),
+])
+def test_apis_with_no_jax_counterpart_say_what_to_write(line, api, advice):
+    src = f"import torch\nimport torch.distributed as dist\n\nmodel = main = None\n{line}\n"
+    errs = [f for f in t2j(src).findings if f.severity is Severity.ERROR]
+    assert [(f.code, f.line) for f in errs] == [("no-rule", 5)]
+    assert f"{api} has no torch2jax translation: " in errs[0].message and advice in errs[0].message

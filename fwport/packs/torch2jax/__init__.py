@@ -67,6 +67,28 @@ GUIDANCE = {
                               "through Lambda",
     "torchvision.utils": "only save_image is translated (PNG); write the rest with numpy",
     "torchvision": "torchvision imports PyTorch: models and ops need a JAX counterpart written or chosen by hand",
+    # several devices and processes: JAX runs one program over every device it sees
+    "torch.distributed": "JAX has no process group: one program drives every device (jax.sharding.Mesh, arrays placed "
+                         "with NamedSharding and a jitted step; jax.distributed.initialize() first on several hosts), "
+                         "so set-up, collectives and RPC are rewritten by hand around a sharded step",
+    "torch.nn.parallel": "remove the wrapper: in JAX the batch is sharded over a jax.sharding.Mesh and the jitted step "
+                         "computes gradients over the whole batch (no per-replica model, no all-reduce to write)",
+    "torch.nn.DataParallel": "remove the wrapper: in JAX the batch is sharded over a jax.sharding.Mesh and the jitted "
+                             "step computes gradients over the whole batch",
+    "torch.utils.data.distributed": "with one JAX program over all devices, batch the whole dataset and shard each "
+                                    "batch (jax.sharding); on several hosts split it by jax.process_index()",
+    "torch.multiprocessing": "one JAX process drives all local devices: run the function once instead of spawning a "
+                             "process per device",
+    "torch.cuda": "JAX places arrays on its default device (jax.devices()[0]): device selection is jax.device_put, "
+                  "and streams, caches and memory queries have no counterpart to translate; remove them",
+    "torch.amp": "mixed precision in JAX is explicit: cast parameters and inputs to bfloat16 where wanted and keep the "
+                 "loss in float32 (loss scaling matters for float16 only)",
+    "torch.fx": "torch.fx traces PyTorch programs: in JAX inspect a function with jax.make_jaxpr; rewriting its graph "
+                "has no direct counterpart",
+    "torch.jit": "jit the function instead (jax.jit, or eqx.filter_jit for a module) and drop the scripting / tracing",
+    "torch.compile": "jit the function instead (jax.jit, or eqx.filter_jit for a module)",
+    "torch.hub": "torch.hub downloads PyTorch code and weights: use a JAX implementation of the model, or translate "
+                 "the model's source and convert its state_dict with `fwport weights`",
 }
 
 DIRECTION = Direction(
