@@ -60,6 +60,20 @@ _NAMED_CONSTANTS = {"True": True, "False": False, "None": None}
 _TOKENS = frozenset({cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString})
 
 
+def call_argument(call: cst.Call, keyword: str, position: int | None = None, *,
+                  star_stops: bool = False) -> cst.BaseExpression | None:
+    """The argument of a source call given as ``keyword=`` or, where ``position`` is not None, at that position;
+    None where it is not given. ``star_stops``: None as soon as a ``*args`` / ``**kwargs`` comes first (after one
+    the positions are unknown); otherwise a starred argument is only never the one returned."""
+    for i, a in enumerate(call.args):
+        if a.star and star_stops:
+            return None
+        if (a.keyword is not None and a.keyword.value == keyword) or (
+                a.keyword is None and not a.star and position is not None and i == position):
+            return a.value
+    return None
+
+
 def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
     if _IS_NEVER_LITERAL[node.__class__]:
         return default

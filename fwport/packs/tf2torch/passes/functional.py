@@ -65,7 +65,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_findings, expr, map_call, statement,
                                 translate_layer)
@@ -84,15 +84,8 @@ from fwport.packs.tf2torch.attention import MULTI_INPUT, TENSOR_PARAMS, bind_cal
 from fwport.packs.tf2torch.layer import RNN_CALLED_AS_KERAS, mentions_source_alias, recurrent_kind
 
 
-def _kwarg_of(call: cst.Call, name: str, position: int = -1) -> cst.BaseExpression | None:
-    for i, a in enumerate(call.args):
-        if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and not a.star and i == position):
-            return a.value
-    return None
-
-
-def _lit_of(call: cst.Call, name: str, position: int = -1):
-    node = _kwarg_of(call, name, position)
+def _lit_of(call: cst.Call, name: str, position: int | None = None):
+    node = call_argument(call, name, position)
     return NOT_LITERAL if node is None else literal_value(node, NOT_LITERAL)
 
 
@@ -3342,7 +3335,7 @@ class _Builder:
             if tail in _SHAPE_KEEPING:
                 continue
             if tail in _RESIZING:
-                h, w = (_kwarg_of(el, "height", 0), _kwarg_of(el, "width", 1))
+                h, w = (call_argument(el, "height", 0), call_argument(el, "width", 1))
                 h, w = self.sizes.dim(h), self.sizes.dim(w)
                 if is_int(h) and is_int(w):
                     shape = (int(h), int(w), shape[2] if shape is not None else None)

@@ -44,7 +44,7 @@ import libcst as cst
 
 from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
-from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, expr, map_call, translate_layer
 from fwport.core.finding import Severity
@@ -685,7 +685,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return
         marked = self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, {})  # id -> the call (kept alive)
         for name, a in rnn_attrs.items():
-            rs = _kwarg(a.call, "return_state", -1)
+            rs = call_argument(a.call, "return_state")
             if rs is not None and literal_value(rs, NOT_LITERAL) is True:
                 marked[id(a.call)] = a.call
         ctx = self.ctx
@@ -1241,7 +1241,7 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
             return _Tail(em.out_shape[-1]) if em.out_shape else _Tail(None)
         if shape_fn == "embedding":  # output_dim: a literal, or a size written with names (__init__'s parameter)
             init = [plan.init_fn] if plan is not None and plan.init_fn is not None else []
-            dim = Sizes.at(*self.module_sizes, init).dim(_kwarg(a.call, "output_dim", 1))
+            dim = Sizes.at(*self.module_sizes, init).dim(call_argument(a.call, "output_dim", 1))
             return _Tail(dim if known(dim) else None)
         if shape_fn in ("rnn", "bidirectional"):
             return em.out_shape  # its rank is known whatever came in
@@ -2208,9 +2208,3 @@ def _axis_is_last(call: cst.Call) -> bool:
     return True
 
 
-def _kwarg(call: cst.Call, name: str, position: int) -> cst.BaseExpression | None:
-    """An argument of a source call, by keyword or position."""
-    for i, a in enumerate(call.args):
-        if (a.keyword is not None and a.keyword.value == name) or (a.keyword is None and not a.star and i == position):
-            return a.value
-    return None

@@ -40,7 +40,7 @@ from ast import literal_eval
 import libcst as cst
 
 from fwport.core.hooks import default_leave_transform, default_visit
-from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
+from fwport.core.bind import NOT_LITERAL, bind_call, call_argument, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, map_call
 from fwport.core.finding import Severity
@@ -349,10 +349,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 q = self.qualname(node.value.func) if isinstance(node.value, cst.Call) else None
                 functional = q == "keras.Model"
                 self.model_inputs.setdefault(name, []).append(
-                    (self.order, self._scope_id(), _argument(node.value, 0, "inputs") if functional else None,
-                     _argument(node.value, 1, "outputs") if functional else None))
+                    (self.order, self._scope_id(), call_argument(node.value, "inputs", 0, star_stops=True) if functional else None,
+                     call_argument(node.value, "outputs", 1, star_stops=True) if functional else None))
                 # (name= by keyword: Keras 2's third positional parameter is name, Keras 3's dtype)
-                given = _argument(node.value, None, "name") if q == "keras.Input" else None
+                given = call_argument(node.value, "name", star_stops=True) if q == "keras.Input" else None
                 self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
                                                              else None)
                 if isinstance(node.value, cst.Call):
@@ -2776,14 +2776,6 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
-def _argument(call: cst.Call, position: int | None, keyword: str) -> cst.BaseExpression | None:
-    """A call's argument given at ``position`` (None: by keyword only) or as ``keyword=``."""
-    for i, a in enumerate(call.args):
-        if a.star:
-            return None
-        if (a.keyword is None and i == position) or (a.keyword is not None and a.keyword.value == keyword):
-            return a.value
-    return None
 
 
 def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
