@@ -697,6 +697,9 @@ def test_nn_init_in_place_forms_not_translated_keep_their_finding_and_apply_is_r
 ])
 def test_apis_with_no_jax_counterpart_say_what_to_write(line, api, advice):
     src = f"import torch\nimport torch.distributed as dist\n\nmodel = main = None\n{line}\n"
-    errs = [f for f in t2j(src).findings if f.severity is Severity.ERROR]
+    r = t2j(src)
+    errs = [f for f in r.findings if f.severity is Severity.ERROR]
     assert [(f.code, f.line) for f in errs] == [("no-rule", 5)]
     assert f"{api} has no torch2jax translation: " in errs[0].message and advice in errs[0].message
+    # the line stays as written, under a marker that says why
+    assert f"# fwport: no-rule: {api} has no torch2jax translation: " in r.output and f"\n{line}\n" in r.output
