@@ -281,6 +281,38 @@ def test_the_string_aware_unused_import_check_agrees_with_the_tokens():
     assert vouched >= 20
 
 
+def test_the_per_statement_unused_import_check_agrees_with_the_tokens():
+    """_used_among (the tokens of only the top-level statements that mention an asked name) finds, of the
+    asked names, exactly those used_names_in of the whole text finds, over the fixtures' sources and outputs
+    and texts whose statements are compound, continued, f-strings, or do not tokenize alone."""
+    from pathlib import Path
+
+    from fwport.core.imports import _used_among, used_names_in
+    from fwport.core.parse import parse_module
+    from fwport.core.position import Layout
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    texts = [
+        "import tensorflow as tf\nif x:\n    y = tf.abs(x)\nelse:\n    pass\nz = (\n  tf)\n",
+        "import tensorflow as tf\ns = f'{tf.abs(x)}'\nt = x. tf\n# tf\n",
+        "from keras import (\n    layers,\n)\nclass A:\n    def f(self):\n        return layers\n\n\nk = 'keras'\n",
+        "import tensorflow as tf; y = 1\nu = m.tf\n",
+        "import tensorflow as tf\nx = 1",  # (no final newline: the whole text is read)
+    ] + [p.read_text(encoding="utf-8") for p in sorted(fixtures.glob("*/*/*.py"))]
+    compared = 0
+    for text in texts:
+        module = parse_module(text)
+        for asked in ({"tf", "keras", "layers"}, {"torch", "nn", "F", "np"}):
+            whole = used_names_in(text)
+            found = _used_among(module, asked, Layout().statement_text)
+            if found is None:
+                assert whole is None or not module.has_trailing_newline, text[:200]
+                continue
+            compared += 1
+            assert whole is not None and found == asked & whole, text[:200]
+    assert compared >= 100
+
+
 def test_only_python_numbers_among_stacked_tensors_become_tensors():
     r = tr("""
         import tensorflow as tf

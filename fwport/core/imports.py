@@ -180,6 +180,35 @@ def used_names_in(text: str) -> set[str] | None:
     return used
 
 
+def _used_among(module: cst.Module, asked: set[str], statement_text) -> set[str] | None:
+    """The names of ``asked`` that :func:`used_names_in` of the module's text finds used, from the tokens
+    of only the top-level statements whose text mentions one of them as a word (not after a dot): a
+    statement starts after a NEWLINE token, where used_names_in's reading starts afresh, so the text's
+    names are the union of its statements' (its header and footer are comments). Each statement's
+    names are kept per process by its text (the helpers a pack writes into many outputs). None where
+    a statement does not tokenize on its own, or the module's text is not its statements' (no final
+    newline): the caller reads the whole text."""
+    if not module.body or not module.has_trailing_newline:
+        return None
+    pattern = re.compile(r"(?<![\w.])(?:" + "|".join(map(re.escape, sorted(asked, key=len, reverse=True))) + r")\b")
+    found: set[str] = set()
+    for stmt in module.body:
+        text = statement_text(stmt, module)
+        if pattern.search(text) is None:
+            continue
+        names = _statement_names(text)
+        if names is None:
+            return None
+        found |= names & asked
+    return found
+
+
+@functools.lru_cache(maxsize=2048)
+def _statement_names(text: str) -> frozenset[str] | None:
+    names = used_names_in(text)
+    return frozenset(names) if names is not None else None
+
+
 class _AllBut:
     """The names used by a text where only ``unused`` are known unused: every other name counts as
     used (an import the check did not look at is kept)."""
@@ -408,27 +437,36 @@ def _import_statement(line: str) -> cst.SimpleStatementLine:
 
 
 def prune_imports(module: cst.Module, source_aliases: set[str], is_source: IsSource,
-                  render=None) -> tuple[cst.Module, str]:
+                  render=None, statement_text=None) -> tuple[cst.Module, str]:
     """Drop the source-framework imports whose names the code no longer uses; the module and its text
-    (``render``: how to get a module's text, e.g. :meth:`fwport.core.position.Layout.text`)."""
+    (``render``: how to get a module's text, e.g. :meth:`fwport.core.position.Layout.text`;
+    ``statement_text(statement, module)``: a top-level statement's text, e.g.
+    :meth:`fwport.core.position.Layout.statement_text`, lets only the statements that mention a name
+    the pruning asks about be tokenized)."""
     if render is None:
         def render(m: cst.Module) -> str:
             return m.code
     text = render(module)
-    if source_aliases and not _may_reference(text, source_aliases):
+    if not source_aliases:
+        return module, text  # (no source import to drop)
+    if not _may_reference(text, source_aliases):
         # every mention of a source name is in an import line or a comment: all of them unused,
         # known without tokenizing the output (the common case once a file is translated)
         used: set[str] | _AllBut = _AllBut(source_aliases)
     else:
-        asked = _import_locals(module.body, is_source, set(source_aliases)) if source_aliases else None
-        if asked and _unreferenced(text, asked):
+        asked = _import_locals(module.body, is_source, set(source_aliases))
+        if _unreferenced(text, asked):
             # every mention of the names the pruning asks about is in a string, a comment or an
             # import line: used_names_in would find none of them used; known without tokenizing
             used = _AllBut(asked)
         else:
-            used = used_names_in(text)
-            if used is None:
-                used = used_names(module)
+            found = _used_among(module, asked, statement_text) if statement_text is not None else None
+            if found is not None:
+                used = _AllBut(asked - found)
+            else:
+                used = used_names_in(text)
+                if used is None:
+                    used = used_names(module)
     if any(a not in used for a in source_aliases):
         module = module.with_changes(body=_prune_body(module.body, used, is_source))
         text = render(module)

@@ -262,6 +262,13 @@ class _Bindings(BindingWalker):
         super().visit_Assign(node)
 
 
+def _bindings(stmt: cst.CSTNode, walrus: bool) -> tuple[dict[str, list], set[str]]:
+    """(name → the values bound to it, the names bound other than by ``:=``) in one statement (_Bindings)."""
+    b = _Bindings(walrus)
+    scan(stmt, b)
+    return b.assigned, b.statement_bound
+
+
 class _Returns(cst.CSTVisitor):
     def __init__(self) -> None:
         self.values: list[cst.BaseExpression | None] = []
@@ -280,6 +287,9 @@ class _Returns(cst.CSTVisitor):
         self.values.append(node.value)
 
 
+_FACTS = "model_api.facts"  # (ctx.analyses) _Models._fact's
+
+
 class _Models:
     """Model classes, builder functions and model names of one file, decided on the source tree."""
 
@@ -294,6 +304,43 @@ class _Models:
         self.param_refusals: dict[tuple[int, str], tuple[str, cst.Call]] = {}
         self.functions: dict[int, cst.FunctionDef] = {}  # id(function) → the function (its scope's key)
         self.param_args: dict[tuple[int, str], list] = {}  # (id(function), parameter) → what its calls give it
+        self.facts: dict[tuple, tuple] = ctx.analyses.setdefault(_FACTS, {})
+
+    def _fact(self, kind, node: cst.CSTNode, compute):
+        """What ``compute()`` finds of ``node`` (a function's returns, a scope's bindings, how a function reads a
+        parameter), kept for the file by the node's identity, the node held with it: a node never changes, and
+        the trees the passes hand on share the nodes they did not rewrite, so the analysis of a later tree
+        (model_api's, of the tree the training pass changed a few statements of) does not walk them again."""
+        key = (kind, id(node))
+        hit = self.facts.get(key)
+        if hit is not None and hit[0] is node:
+            return hit[1]
+        value = compute()
+        self.facts[key] = (node, value)
+        return value
+
+    def _call_sites(self, module: cst.Module, names: frozenset[str]) -> "_CallSites":
+        """The calls of the functions ``names`` in ``module``, each statement's found once per file (a call, a
+        function around it and a name read are all inside one top-level statement)."""
+        sites = _CallSites(names)
+        for stmt in module.body:
+            def compute():
+                one = _CallSites(names)
+                scan(stmt, one)
+                return one.calls, one.values
+            calls, values = self._fact(("call sites", names), stmt, compute)
+            for name, found in calls.items():
+                sites.calls.setdefault(name, []).extend(found)
+            sites.values |= values
+        return sites
+
+    def returns(self, fn: cst.FunctionDef) -> list:
+        """The values of ``fn``'s returns (None: a bare return), not those of the functions inside it."""
+        def compute():
+            rets = _Returns()
+            scan(fn.body, rets)
+            return tuple(rets.values)
+        return list(self._fact("returns", fn, compute))
 
     def any(self) -> bool:
         return any(s.models for s in self.scopes.values())
@@ -318,13 +365,12 @@ class _Models:
             if fn is None or id(fn) not in self.scopes or next(
                     (s for s in reversed(chain) if name in s.bound), None) is not chain[0]:
                 return False
-            rets = _Returns()
-            scan(fn.body, rets)
+            values = self.returns(fn)
             inner = [chain[0], self.scopes[id(fn)]]
-            return bool(rets.values) and all(
+            return bool(values) and all(
                 isinstance(v, cst.Tuple) and len(v.elements) > i and isinstance(v.elements[i], cst.Element)
                 and not any(isinstance(e, cst.StarredElement) for e in v.elements)
-                and self.is_model_expr(v.elements[i].value, inner) for v in rets.values)
+                and self.is_model_expr(v.elements[i].value, inner) for v in values)
         if not isinstance(node, cst.Call):
             return False
         shadow = set().union(*(s.shadow for s in chain))
@@ -353,12 +399,8 @@ class _Models:
         # per top-level function, once: its scope (with the imports it shadows) and what it returns
         facts = []
         for f in functions:
-            scope = self._scope_of(f, f.body)
-            rets = _Returns()
-            scan(f.body, rets)
-            facts.append((f, scope, rets))
-        sites = _CallSites({f.name.value for f in functions})
-        scan(module, sites)
+            facts.append((f, self._scope_of(f, f.body), self.returns(f)))
+        sites = self._call_sites(module, frozenset(f.name.value for f in functions))
         changed = True
         while changed:  # classes may derive from classes, builders call builders: until nothing changes
             changed = False
@@ -369,17 +411,18 @@ class _Models:
                     self.classes.add(c.name.value)
                     changed = True
             self._models_of(top, module.body, [top])
-            for f, scope, rets in facts:
+            for f, scope, returned in facts:
                 chain = [top, scope]
                 self._models_of(scope, f.body, chain)
-                if (f.name.value not in self.builders and rets.values
-                        and all(self.is_model_expr(v, chain) for v in rets.values)):
+                if (f.name.value not in self.builders and returned
+                        and all(self.is_model_expr(v, chain) for v in returned)):
                     self.builders.add(f.name.value)
                     changed = True
             for f, scope, _ in facts:
                 changed = self._given_models(f, scope, sites, top, facts) or changed
         # functions nested in classes and functions (methods): their own scopes
-        for node in _all_functions(module):
+        for node in (f for stmt in module.body if not isinstance(stmt, cst.SimpleStatementLine)
+                     for f in self._fact("functions", stmt, lambda: tuple(find_all(stmt, cst.FunctionDef)))):
             if id(node) not in self.scopes:
                 scope = self._scope_of(node, node.body)
                 self._models_of(scope, node.body, [top, scope])
@@ -389,13 +432,18 @@ class _Models:
         if isinstance(node, cst.FunctionDef):
             self.functions[id(node)] = node
         if scope is None:
-            b = _Bindings(self.walrus)
+            # each statement's bindings, in order (a walker keeps nothing from one statement to the next)
+            assigned: dict[str, list] = {}
+            statement_bound: set[str] = set()
             for stmt in (body if isinstance(body, (list, tuple)) else [body]):
-                scan(stmt, b)
+                its, its_bound = self._fact(("bindings", self.walrus), stmt, lambda: _bindings(stmt, self.walrus))
+                for name, values in its.items():
+                    assigned.setdefault(name, []).extend(values)
+                statement_bound |= its_bound
             params = param_names(node) if isinstance(node, cst.FunctionDef) else set()
-            scope = _Scope(set(b.assigned) | params, assigned=b.assigned, params=params)
+            scope = _Scope(set(assigned) | params, assigned=assigned, params=params)
             if isinstance(node, cst.FunctionDef):  # import aliases it rebinds, as names.bound_names
-                scope.shadow = (b.statement_bound | params) & set(self.ctx.imports.aliases)
+                scope.shadow = (statement_bound | params) & set(self.ctx.imports.aliases)
             self.scopes[id(node)] = scope
         return scope
 
@@ -432,12 +480,11 @@ class _Models:
         fscope = self.scopes[id(fn)]
         if given is None or given not in fscope.params or given in fscope.assigned:
             return False
-        rets = _Returns()
-        scan(fn.body, rets)
-        return bool(rets.values) and all(
+        values = self.returns(fn)
+        return bool(values) and all(
             isinstance(v, cst.Tuple) and len(v.elements) > i and isinstance(v.elements[i], cst.Element)
             and not any(isinstance(e, cst.StarredElement) for e in v.elements)
-            and isinstance(v.elements[i].value, cst.Name) and v.elements[i].value.value == given for v in rets.values)
+            and isinstance(v.elements[i].value, cst.Name) and v.elements[i].value.value == given for v in values)
 
 
     # -- a function's parameter that is a model: what its callers give it
@@ -469,7 +516,7 @@ class _Models:
             if any(v == "other" for v, _ in verdicts):
                 continue  # an object of the file's own that is no model (its methods are its own)
             every = bool(verdicts) and all(v == "model" for v, _ in verdicts) and name not in sites.values
-            if every or _used_as_model(f, param):
+            if every or self._fact(("used as a model", param), f, lambda: _used_as_model(f, param)):
                 scope.models.add(param)
                 changed = True
         return changed
@@ -511,10 +558,8 @@ class _Models:
                 return "other"
             fn = self.top_functions.get(name)
             if fn is not None:  # a function of the module: what it returns
-                rets = _Returns()
-                scan(fn.body, rets)
                 inner = [chain[0], self.scopes[id(fn)]]
-                seen = {self._given(v, inner, depth + 1) for v in rets.values if v is not None}
+                seen = {self._given(v, inner, depth + 1) for v in self.returns(fn) if v is not None}
                 return next((v for v in sorted(seen) if v not in ("", "model", "other")), "")
         return ""
 
@@ -593,10 +638,6 @@ class _CallSites(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self.names and id(node) not in self._called:
             self.values.add(node.value)
-
-
-def _all_functions(module: cst.Module) -> list[cst.FunctionDef]:
-    return find_all(module, cst.FunctionDef)  # (a def is a statement: expressions are not entered)
 
 
 # --- rewriting ------------------------------------------------------------------------------------
