@@ -38,3 +38,21 @@ def keras_and_torch(tmp_path: Path, keras_code: str, torch_code: str, driver: st
     driver's second argument)."""
     return (run_side(tmp_path / "keras", "keras", keras_code, driver, "keras", **env),
             run_side(tmp_path / "torch", "torch", torch_code, driver, "torch", **env))
+
+
+def compare_fit(keras_out: dict, torch_out: dict, keys: list[str], *, atol: float = 1e-6) -> None:
+    """The results of a fit driver (``history``: the fit's history, ``evaluate``, ``kernels``: the weights after it,
+    and ``predict`` where the driver gives it) on the Keras side and the torch side agree, within 2e-4 relative;
+    the history holds exactly ``keys``."""
+    import numpy as np
+
+    kh, th = keras_out["history"], torch_out["history"]
+    assert sorted(th) == sorted(kh) == sorted(keys)
+    for k in kh:
+        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=atol, err_msg=k)
+    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=atol)
+    assert ("predict" in torch_out) == ("predict" in keras_out)
+    if "predict" in keras_out:
+        np.testing.assert_allclose(torch_out["predict"], keras_out["predict"], rtol=2e-4, atol=2e-5)
+    for a, b in zip(keras_out["kernels"], torch_out["kernels"], strict=True):
+        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)

@@ -8,7 +8,7 @@ the torch one): the histories, evaluate, predict and the kernels after training 
 """
 from __future__ import annotations
 
-import numpy as np
+from runners import compare_fit
 from test_fit_callbacks import _run, errors, tx
 
 from fwport.core.pipeline import translate_source
@@ -65,14 +65,7 @@ print("RESULT " + json.dumps({"history": h, "evaluate": ev, "predict": np.asarra
 
 
 def _compare(keras_out, torch_out):
-    kh, th = keras_out["history"], torch_out["history"]
-    assert sorted(th) == sorted(kh) == ["accuracy", "loss", "val_accuracy", "val_loss"]
-    for k in kh:
-        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-6, err_msg=k)
-    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-6)
-    np.testing.assert_allclose(torch_out["predict"], keras_out["predict"], rtol=2e-4, atol=2e-5)
-    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
-        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
+    compare_fit(keras_out, torch_out, ["accuracy", "loss", "val_accuracy", "val_loss"])
 
 
 def test_a_list_of_inputs_trains_as_keras_trains_it(tmp_path):

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
 from fwport.packs.tf2torch import dims as D
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
@@ -968,9 +968,7 @@ _LAYER_OF_CELL = {"lstm": "keras.layers.LSTM", "gru": "keras.layers.GRU", "rnn":
 
 def _cell_of(m_or_call, ctx):
     """(the cell call, its rule) of ``keras.layers.RNN(<a cell written in the call>)``, else (node, None)."""
-    inner = m_or_call.extras.get("cell") if isinstance(m_or_call, MappedCall) else next(
-        (a.value for i, a in enumerate(m_or_call.args) if (a.keyword is None and i == 0)
-         or (a.keyword is not None and a.keyword.value == "cell")), None)
+    inner = m_or_call.extras.get("cell") if isinstance(m_or_call, MappedCall) else call_argument(m_or_call, "cell", 0)
     q = ctx.imports.resolve(inner.func) if isinstance(inner, cst.Call) and dotted_text(inner.func) else None
     rule = ctx.pack.by_name.get(q) if q else None
     return inner, (rule if rule is not None and rule.emit.get("shape") == "rnn-cell" else None)

@@ -199,7 +199,6 @@ def _policy(ctx: FileContext, call: cst.Call) -> None:
 
 
 def _plot_model(ctx: FileContext, stmt: cst.SimpleStatementLine, call: cst.Call) -> None:
-    model = call.args[0].value
     target = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "to_file"),
                   call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else None)
     where = f" into {render(target)}" if target is not None else " into model.png"

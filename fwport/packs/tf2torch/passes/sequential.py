@@ -23,7 +23,7 @@ import libcst as cst
 
 from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
-from fwport.core.bind import literal_value
+from fwport.core.bind import call_argument, literal_value
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext, LayerRecord, ModelInfo
 from fwport.core.engine import LayerEmission, code, comment_error, expr, translate_layer
@@ -268,7 +268,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             return
         if chain.refused is not None:
             node, why = chain.refused
-            fix = (f"build it from a list (keras.Sequential([...])), or translate it by hand: nn.Sequential "
+            fix = ("build it from a list (keras.Sequential([...])), or translate it by hand: nn.Sequential "
                    "has .append but no .add")
             ctx.report(Severity.ERROR, "unsupported-construct", f"{why}; fwport left this Sequential model "
                        f"untranslated: {fix}", chain.call)
@@ -556,8 +556,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
         """A Reshape no weight order can absorb (to a map after a layer that is not a Dense, or from one
         map to another): the ChannelsLastReshape helper, written out in the file, reshapes in Keras's
         channels-last order between permutes, exactly."""
-        target = next((a.value for i, a in enumerate(el.args) if (a.keyword is None and i == 0)
-                       or (a.keyword is not None and a.keyword.value == "target_shape")), None)
+        target = call_argument(el, "target_shape", 0)  # (bound: translate_layer refused *args / **kwargs)
         name = helpers.use(self.ctx, "ChannelsLastReshape")
         self.ctx.report(Severity.INFO, "layout-kept", f"{code(el.func)} in a model converted to channels-first: "
                         f"{name} (written out in this file) reshapes in Keras's channels-last order and gives "
@@ -633,7 +632,6 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             return cst.Call(seq, [])
         i_list = next(i for i, a in enumerate(original.args) if a.value is orig_list)
         new_list = updated.args[i_list].value
-        list_arg = updated.args[i_list]
         elements: list[cst.Element] = []
         lead = _bracket_ws(new_list, "after")  # whitespace before the next element
         for o, n in zip(orig_list.elements, new_list.elements):
@@ -735,8 +733,7 @@ def _returns_sequences(el) -> bool:
     """return_sequences=True written on a recurrent layer, or on the one a Bidirectional wraps."""
     if _literal_kw(el, "return_sequences") is True:
         return True
-    inner = next((a.value for i, a in enumerate(el.args) if (a.keyword is None and i == 0)
-                  or (a.keyword is not None and a.keyword.value == "layer")), None) if isinstance(el, cst.Call) else None
+    inner = call_argument(el, "layer", 0) if isinstance(el, cst.Call) else None
     return _literal_kw(inner, "return_sequences") is True
 
 

@@ -318,7 +318,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 self.own_metrics.add(node.name.value)
             if "compile" in methods:
                 self.custom_compiles.add(node.name.value)
-            uses, attrs = _CompiledUses(self), []
+            uses = _CompiledUses(self)
             scan(node.body, uses)
             # a method the class defines itself (its own compute_loss) is no attribute Keras's compile gives it
             self.compiled_uses[node.name.value] = uses.used - (methods - {"metrics"})
