@@ -273,6 +273,20 @@ def test_a_strategy_used_otherwise_is_left_with_its_error():
     assert "tf.distribute.MirroredStrategy()" in r.output
 
 
+def test_a_strategy_reduce_with_a_starred_argument_is_not_guessed():
+    # reduce(op, *args): whether args holds the value alone or the value and the axis is unknown, so the
+    # strategy keeps its error rather than becoming a call that returns the whole tuple
+    r = _translate('''
+        import tensorflow as tf
+
+        strategy = tf.distribute.MirroredStrategy()
+        args = (per_replica, None)
+        total = strategy.reduce(tf.distribute.ReduceOp.SUM, *args)
+    ''', errors_ok=True)
+    assert "total = args" not in r.output and "strategy.reduce(" in r.output
+    assert 3 in [f.line for f in r.findings if f.severity is Severity.ERROR]
+
+
 # --- tf.summary: scalars into TensorBoard event files ------------------------------------------------------
 
 def _scalars(logdir) -> dict:

@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
 from fwport.core.context import FileContext
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, scan
@@ -278,6 +278,8 @@ def _strategy_uses(name: str, assign: cst.SimpleStatementLine, uses: _Uses) -> l
                 return None
             plan.append((call, "run"))
         elif method == "reduce":
+            if any(a.star for a in call.args):  # reduce(op, *v): which argument is the value is unknown
+                return None
             args = {a.keyword.value if a.keyword else ("reduce_op", "value", "axis")[i]: a.value
                     for i, a in enumerate(call.args)}
             if set(args) - {"reduce_op", "value", "axis"} or "value" not in args or \
@@ -314,10 +316,9 @@ def _plan_use(ctx: FileContext, node: cst.CSTNode, what: str, replicas: str) -> 
         ctx.plans.add(node, run_call, by="runtime")
     elif what == "reduce":
         def reduce_call(orig, upd):
-            for i, a in enumerate(upd.args):
-                if (a.keyword is not None and a.keyword.value == "value") or (a.keyword is None and i == 1):
-                    return a.value
-            raise AssertionError("planned reduce has a value")
+            value = call_argument(upd, "value", 1)
+            assert value is not None, "planned reduce has a value"
+            return value
         ctx.plans.add(node, reduce_call, by="runtime")
     elif what == "dataset":
         ctx.plans.add(node, lambda orig, upd: upd.args[0].value, by="runtime")
