@@ -357,6 +357,33 @@ CASES = [
      [], "uniform(-0.5,9.5)"),
     ("tnp-randint-one-bound", TF + "import tensorflow.experimental.numpy as tnp\n",
      "return tnp.random.randint(10, size=2000)", [], "uniform(-0.5,9.5)"),
+    # --- keras.ops and tf names of the coverage lists with exact torch counterparts (ops15) ---
+    # keras.ops.slice is tf.slice (a size of -1 runs to the end); slice_update leaves its input as it was
+    ("keras-ops-slice", KOPS, "return ops.slice(x, (0, 1, 0), (2, 2, -1)), ops.slice(x, [1, 0, 2], [1, 3, 2])", [X3]),
+    ("keras-ops-slice-update", KOPS, "return ops.slice_update(x, (1, 0, 2), y), ops.slice_update(x, [0, 1, 0], y[:, :2, :1]), x",
+     [X3, f32(1, 3, 2)]),
+    # top_k's tied values in index order, int32 indices; eye's float32; linspace's 50 values by default, float32
+    # from int bounds
+    ("keras-ops-top-k-eye-linspace", KOPS, "p, q = ops.top_k(x, 2); return p, q, ops.eye(3), ops.eye(2, 4, dtype='int32'), "
+     "ops.linspace(-1, 1), ops.linspace(0.0, 2.0, 5)", [TIES]),
+    # flip without an axis reverses every axis; std is the population one (ddof 0)
+    ("keras-ops-flip-std-reciprocal", KOPS, "return ops.flip(x), ops.flip(x, axis=1), ops.flip(x, (0, 2)), ops.std(x), "
+     "ops.std(x, axis=-1, keepdims=True), ops.reciprocal(x)", [X3]),
+    # meshgrid's default indexing is "xy"; the keras.ops.nn spellings of softmax and gelu (tanh by default)
+    ("keras-ops-meshgrid-empty-nn", KOPS, "gx, gy = ops.meshgrid(x, y); return gx, gy, ops.meshgrid(x, y, indexing='ij')[0], "
+     "ops.empty((2, 3), dtype='int32') * 0, ops.nn.softmax(z), ops.nn.gelu(z)", [f32(3), f32(4), X]),
+    # Keras 3's hard sigmoid is relu6(x + 3) / 6 (Keras 2's had the slope 0.2)
+    ("keras-hard-sigmoid", KOPS, "return keras.activations.hard_sigmoid(x)", [f32(3, 4, scale=4.0)]),
+    ("keras2-hard-sigmoid", "import tf_keras as keras\n", "return keras.activations.hard_sigmoid(x)", [f32(3, 4, scale=4.0)]),
+    # l2_loss has no square root; count_nonzero counts into int64 (dtype: a cast); diag_part of a batch
+    ("tf-l2-loss-count-nonzero-diag-part", TF, "return tf.nn.l2_loss(x), tf.math.count_nonzero(i), "
+     "tf.math.count_nonzero(i, axis=1), tf.math.count_nonzero(x > 0, axis=[0, 1], dtype=tf.int32), "
+     "tf.linalg.diag_part(y), tf.linalg.diag_part(y, k=1), tf.linalg.diag_part(x, k=-2), tf.math.real(x), tf.is_tensor(x), tf.is_tensor(1.0), tf.cast(i, tf.uint32)",
+     [X, i32(3, 3, 4), f32(2, 3, 3)]),
+    # tf.nn.max_pool / avg_pool on images: told by ksize / strides lists of 4 or 2, or by data_format="NHWC"
+    ("tf-nn-max-avg-pool", TF, "return tf.nn.max_pool(x, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding='SAME'), "
+     "tf.nn.avg_pool(x, 3, 2, 'SAME', data_format='NHWC'), tf.nn.max_pool(x, [2, 3], [1, 2], 'VALID'), "
+     "tf.nn.avg_pool(x, ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding='SAME')", [f32(2, 9, 8, 4)]),
 ]
 
 _RUNNER = r'''

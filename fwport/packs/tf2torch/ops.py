@@ -13,7 +13,7 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import _atom, _is_number, build_call, expr
 from fwport.core.position import render
 from fwport.packs.tf2torch import helpers
-from fwport.packs.tf2torch.registry import call_transform
+from fwport.packs.tf2torch.registry import TRANSFORMS, call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
 INT32 = "torch.int32"
@@ -389,6 +389,18 @@ def divide_no_nan(x, y):
     plain torch.where(y == 0, 0.0, x / y) would carry the division's inf into them as NaN)."""
     zero = y == 0
     return {torch}where(zero, 0.0, x / {torch}where(zero, 1.0, y))
+'''
+
+
+#: keras.ops.slice_update (rule ops-slice-update: the image-helper transform)
+helpers.HELPERS["slice_update"] = '''
+
+def slice_update(inputs, start_indices, updates):
+    """Keras's ops.slice_update: a copy of inputs with updates written over the block that starts at
+    start_indices (one per axis) and has updates' shape."""
+    out = inputs.clone()
+    out[tuple(slice(s, s + n) for s, n in zip(start_indices, updates.shape))] = updates
+    return out
 '''
 
 
@@ -1231,3 +1243,84 @@ def device_scope(m, ctx):
         return None
     target = "cpu" if kind == "cpu" else f"cuda:{index or 0}"
     return _e(f'{_spell(ctx, "torch.device")}("{target}")')
+
+
+@call_transform("flip")
+def flip(m, ctx):
+    """``keras.ops.flip(x, axis)`` → ``torch.flip(x, dims=axes)`` (a literal int becomes a tuple of one: torch.flip
+    takes tuples only); no axis flips every axis:
+    ``x.flip(tuple(range(x.dim())))`` (torch.flip needs the dims listed)."""
+    x = m.kwargs.get("input")
+    if x is None:
+        return None
+    dims = m.kwargs.get("dims")
+    axes = None if dims is None else _lit(dims)
+    if axes is None:
+        return _e(f"{_atom_code(x)}.flip(tuple(range({_atom_code(x)}.dim())))") if _twice(m, ctx, x, "x") else None
+    if _all_ints(axes) and isinstance(axes, int):
+        m.kwargs["dims"] = _e(f"({axes},)")
+    elif not (isinstance(axes, (list, tuple)) and _all_ints(list(axes))):
+        m.fail(ctx, "unsupported-argument", f"axis={_code(dims)}: torch.flip takes a tuple of axes (an int is refused); "
+               "write the axis as a literal int or tuple")
+        return None
+    return _plain(m, ctx)
+
+
+@call_transform("l2-loss")
+def l2_loss(m, ctx):
+    """``tf.nn.l2_loss(t)``: half the sum of the squares, a 0-d tensor of t's dtype → ``torch.sum(t ** 2) / 2``."""
+    t = m.kwargs.get("input")
+    if t is None:
+        return None
+    return _e(f"{_spell(ctx, 'torch.sum')}({_code(_atom(t))} ** 2) / 2")
+
+
+@call_transform("pool-nd")
+def pool_nd(m, ctx):
+    """``tf.nn.max_pool`` / ``tf.nn.avg_pool`` pool over as many axes as the input has beyond batch and channels.
+    The 2-D case on channels-last images is the helper of tf.nn.max_pool2d / avg_pool2d (``emit.options``
+    name it): it is told by ``data_format="NHWC"`` or by a ksize or strides list of 2 or 4 entries (TensorFlow
+    takes 1, N or N + 2); any other call is refused, as its rank cannot be read."""
+    fmt = m.kwargs.pop("data_format", None)
+    layout = None if fmt is None else _lit(fmt)
+    sizes = [_lit(m.kwargs.get(k)) for k in ("ksize", "strides")]
+    if layout == "NHWC" or (layout is None and any(isinstance(v, (list, tuple)) and len(v) in (2, 4) for v in sizes)):
+        return TRANSFORMS.calls["image-helper"](m, ctx)
+    if layout is None:
+        m.fail(ctx, "unsupported-argument", "the pooling's rank cannot be read here (an int ksize and strides, no "
+               "data_format): write data_format='NHWC' if the input is a batch of images (N, H, W, C); for another rank "
+               "permute the input to channels-first and pool it with F.max_pool1d / F.max_pool3d (F.avg_pool1d / "
+               "F.avg_pool3d) by hand, padding 'SAME' as TensorFlow does")
+    else:
+        m.fail(ctx, "unsupported-argument", f"data_format={_code(fmt)}: only 2-D channels-last pooling ('NHWC') is "
+               "translated here; for channels-first data call F.max_pool2d / F.avg_pool2d directly")
+    return None
+
+
+@call_transform("hard-sigmoid")
+def hard_sigmoid(m, ctx):
+    """``keras.activations.hard_sigmoid``: Keras 3's is relu6(x + 3) / 6, ``F.hardsigmoid(x)``; Keras 2's was
+    clip(0.2 x + 0.5, 0, 1), another slope: ``torch.clamp(x * 0.2 + 0.5, 0.0, 1.0)`` in code written for it."""
+    x = m.kwargs.get("input")
+    if x is None:
+        return None
+    if ctx.version == 2:
+        return _e(f"{_spell(ctx, 'torch.clamp')}({_code(_atom(x))} * 0.2 + 0.5, 0.0, 1.0)")
+    return _plain(m, ctx)
+
+
+@call_transform("diag-part")
+def diag_part(m, ctx):
+    """``tf.linalg.diag_part(x, k=d)``: the diagonal d above (below, d < 0) the main one of the innermost matrices
+    → ``torch.diagonal(x, offset=d, dim1=-2, dim2=-1)``; a band of diagonals (k a pair) is refused."""
+    k = m.kwargs.pop("offset", None)
+    if k is not None:
+        d = _lit(k)
+        if not (isinstance(d, int) and not isinstance(d, bool)):
+            m.fail(ctx, "unsupported-argument", f"k={_code(k)}: a band of diagonals (or a k fwport cannot read): take "
+                   "each with torch.diagonal(x, offset=d, dim1=-2, dim2=-1) and pad and stack them as TensorFlow does")
+            return None
+        if d:
+            m.kwargs["offset"] = k
+    m.kwargs["dim1"], m.kwargs["dim2"] = _e("-2"), _e("-1")
+    return _plain(m, ctx)
