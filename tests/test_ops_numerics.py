@@ -384,6 +384,17 @@ CASES = [
     ("tf-nn-max-avg-pool", TF, "return tf.nn.max_pool(x, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding='SAME'), "
      "tf.nn.avg_pool(x, 3, 2, 'SAME', data_format='NHWC'), tf.nn.max_pool(x, [2, 3], [1, 2], 'VALID'), "
      "tf.nn.avg_pool(x, ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding='SAME')", [f32(2, 9, 8, 4)]),
+    # scatters: entries (indices of the full rank, a duplicate adding up) and rows (a shorter index); literal lists
+    ("tf-scatter-nd", TF, "return tf.tensor_scatter_nd_add(x, i, y), tf.tensor_scatter_nd_sub(x, [[0, 1], [2, 3]], [1.0, 2.0]), "
+     "tf.tensor_scatter_nd_update(x, [[2], [0]], z), tf.scatter_nd(i, y, [3, 4]), tf.tensor_scatter_nd_add(x, [[1]], z[:1])",
+     [X, np.array([[0, 1], [2, 3], [0, 1], [1, 0], [2, 2]], np.int32), f32(5), f32(2, 4)]),
+    # sequence_mask (a batch of lengths; as long as the largest without maxlen); floor division and Python's
+    # remainder (the divisor's sign) on negative ints and floats; cumprod's default axis 0
+    ("tf-sequence-mask-floordiv-floormod-cumprod", TF, "return tf.sequence_mask(i, 6), tf.sequence_mask(i, dtype=tf.float32), "
+     "tf.math.floordiv(j, 3), tf.math.floormod(j, 3), tf.math.mod(j, -4), tf.math.floormod(x, -0.7), "
+     "tf.math.floordiv(x, 0.3), tf.math.cumprod(x, axis=1), tf.math.cumprod(x)",
+     [np.array([[0, 3, 5], [2, 1, 4]], np.int32), np.arange(-9, 9, dtype=np.int32), X]),
+    ("keras-backend-flatten-ndim", KB, "return K.flatten(x), K.ndim(x)", [X3]),
 ]
 
 _RUNNER = r'''
@@ -606,3 +617,17 @@ def test_randint_size_of_unknown_kind_and_map_fn_signature_refused():
     errors = sorted((f.line, f.code) for f in res.findings if f.severity is Severity.ERROR)
     assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument")], \
         res.findings
+
+
+def test_lowercase_initializer_names_are_the_classes():
+    """keras.initializers.glorot_uniform / he_normal / zeros (and tf.initializers.zeros) are the classes under
+    other names: the same translation as GlorotUniform() / HeNormal() / Zeros()."""
+    pairs = [("glorot_uniform", "GlorotUniform"), ("he_normal", "HeNormal"), ("lecun_uniform", "LecunUniform"),
+             ("zeros", "Zeros")]
+    for lower, cls in pairs:
+        a = translate_source(TF + f"\ninit = tf.keras.initializers.{lower}(seed=3)\n".replace("zeros(seed=3)", "zeros()"), "a.py")
+        b = translate_source(TF + f"\ninit = tf.keras.initializers.{cls}(seed=3)\n".replace("Zeros(seed=3)", "Zeros()"), "b.py")
+        assert a.output == b.output and "tf." not in a.output, a.output
+        assert not [f for f in a.findings if f.severity is Severity.ERROR], a.findings
+    z = translate_source(TF + "\ninit = tf.initializers.zeros()\n", "z.py")
+    assert z.output.strip().endswith("init = nn.init.zeros_"), z.output

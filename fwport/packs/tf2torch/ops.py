@@ -1324,3 +1324,46 @@ def diag_part(m, ctx):
             m.kwargs["offset"] = k
     m.kwargs["dim1"], m.kwargs["dim2"] = _e("-2"), _e("-1")
     return _plain(m, ctx)
+
+
+@call_transform("scatter-nd")
+def scatter_nd(m, ctx):
+    """``tf.tensor_scatter_nd_add / _sub / _update(tensor, indices, updates)``: indices (..., K) pick entries (K = the
+    rank) or slices (K smaller) of tensor → ``tensor.index_put(tuple(indices.unbind(-1)), updates, accumulate=True)``
+    (duplicate indices add up, as in TensorFlow; _sub adds ``-updates``; _update writes, ``accumulate`` left out).
+    ``tf.scatter_nd(indices, updates, shape)`` scatters into zeros of updates' dtype, adding duplicates.
+    ``emit.options.op`` says which: add, sub, update or scatter. Lists of numbers become the tensors TensorFlow
+    makes of them."""
+    op = _options(m)["op"]
+    idx, upd = m.kwargs.get("indices"), m.kwargs.get("updates")
+    if idx is None or upd is None:
+        return None
+    idx, upd = _tensor_of(idx, ctx), _tensor_of(upd, ctx)  # lists of numbers: the tensors TensorFlow makes
+    if op == "scatter":
+        shape_ = m.kwargs.get("shape")
+        if shape_ is None or not _twice(m, ctx, upd, "updates"):
+            return None
+        base = f"{_spell(ctx, 'torch.zeros')}({_code(shape_)}, dtype={_atom_code(upd)}.dtype)"
+    else:
+        base = _atom_code(m.kwargs["tensor"])
+    values = f"-{_atom_code(upd)}" if op == "sub" else _code(upd)
+    acc = "" if op == "update" else ", accumulate=True"
+    return _e(f"{base}.index_put(tuple({_atom_code(idx)}.unbind(-1)), {values}{acc})")
+
+
+@call_transform("sequence-mask")
+def sequence_mask(m, ctx):
+    """``tf.sequence_mask(lengths, maxlen)``: ``mask[..., j] = j < lengths[...]`` →
+    ``torch.arange(maxlen, device=lengths.device) < lengths.unsqueeze(-1)`` (maxlen None: the largest length);
+    a dtype other than bool is a cast."""
+    lengths = m.kwargs.get("lengths")
+    if lengths is None or not _twice(m, ctx, lengths, "lengths"):
+        return None
+    maxlen = m.kwargs.get("maxlen")
+    n = f"{_atom_code(lengths)}.max()" if maxlen is None or _lit(maxlen) is None else _code(maxlen)
+    out = (f"{_spell(ctx, 'torch.arange')}({n}, device={_atom_code(lengths)}.device) < "
+           f"{_atom_code(lengths)}.unsqueeze(-1)")
+    dtype = m.kwargs.get("dtype")
+    if dtype is not None and _code(dtype).replace(" ", "") != "torch.bool":
+        out = f"({out}).to({_code(dtype)})"
+    return _e(out)
