@@ -395,6 +395,13 @@ CASES = [
      "tf.math.floordiv(x, 0.3), tf.math.cumprod(x, axis=1), tf.math.cumprod(x)",
      [np.array([[0, 3, 5], [2, 1, 4]], np.int32), np.arange(-9, 9, dtype=np.int32), X]),
     ("keras-backend-flatten-ndim", KB, "return K.flatten(x), K.ndim(x)", [X3]),
+    # dot_product_attention on (batch, steps, heads, size): default scale, causal, a bias and a scale, a boolean
+    # mask (every query keeps a key: a row keeping none is NaN in torch, which the translation warns about)
+    ("keras-ops-dot-product-attention", KOPS, "return ops.dot_product_attention(x, y, z), "
+     "ops.dot_product_attention(x, y, z, is_causal=True), ops.dot_product_attention(x, y, z, bias=b, scale=0.3), "
+     "ops.dot_product_attention(x, y, z, mask=c)",
+     [f32(2, 5, 3, 4), f32(2, 6, 3, 4), f32(2, 6, 3, 4), f32(2, 3, 5, 6),
+      np.concatenate([np.ones((2, 1, 5, 1), bool), rng.random((2, 1, 5, 5)) > 0.5], axis=-1)]),
 ]
 
 _RUNNER = r'''

@@ -1367,3 +1367,43 @@ def sequence_mask(m, ctx):
     if dtype is not None and _code(dtype).replace(" ", "") != "torch.bool":
         out = f"({out}).to({_code(dtype)})"
     return _e(out)
+
+
+@call_transform("dot-product-attention")
+def dot_product_attention(m, ctx):
+    """``keras.ops.dot_product_attention(query, key, value)`` on (batch, steps, heads, head size) →
+    ``F.scaled_dot_product_attention`` on (batch, heads, steps, head size): each input ``.transpose(1, 2)`` and the
+    result back. Both scale by 1 / sqrt(head size) unless told; ``bias`` is added to the logits (torch's float
+    ``attn_mask``); ``is_causal`` keeps the same lower triangle. A boolean ``mask`` (True: attend) is torch's
+    boolean ``attn_mask``, with a warning: a row with no key kept is NaN in torch, the mean of the values in Keras
+    (which masks with a large negative number, not -inf). ``bias`` with ``mask``, or ``mask`` with ``is_causal``,
+    is refused (torch takes one attn_mask, not both with is_causal)."""
+    q, k, v = (m.kwargs.get(n) for n in ("query", "key", "value"))
+    if q is None or k is None or v is None:
+        return None
+    bias, mask = m.kwargs.get("bias"), m.kwargs.get("mask")
+    causal = m.kwargs.get("is_causal")
+    causal_v = False if causal is None else _lit(causal)
+    if bias is not None and mask is not None:
+        m.fail(ctx, "unsupported-argument", "bias and mask together: torch takes one attn_mask; fold the mask into the "
+               "bias (bias.masked_fill(~mask, float('-inf'))) and pass that as bias")
+        return None
+    if mask is not None and causal_v is not False:
+        m.fail(ctx, "unsupported-argument", "mask with is_causal: torch's scaled_dot_product_attention takes an "
+               "attn_mask or is_causal, not both; combine them (mask & torch.ones(T, S, dtype=torch.bool).tril()) "
+               "and pass that as mask")
+        return None
+    if mask is not None:
+        ctx.report("warning", "approximate", "mask → attn_mask: a query whose row of the mask keeps no key gives NaN in "
+                   "torch, where Keras averages all the values (it masks with a large negative number)", m.node, m.rule)
+    parts = [f"{_atom_code(t)}.transpose(1, 2)" for t in (q, k, v)]
+    extra = bias if bias is not None else mask
+    if extra is not None:
+        parts.append(f"attn_mask={_code(extra)}")
+    if causal is not None and causal_v is not False:
+        parts.append(f"is_causal={_code(causal)}")
+    scale = m.kwargs.get("scale")
+    if scale is not None and _lit(scale) is not None:
+        parts.append(f"scale={_code(scale)}")
+    fn = _spell(ctx, "torch.nn.functional.scaled_dot_product_attention")
+    return _e(f"{fn}({', '.join(parts)}).transpose(1, 2)")
