@@ -374,6 +374,7 @@ CASES = [
      "ops.empty((2, 3), dtype='int32') * 0, ops.nn.softmax(z), ops.nn.gelu(z)", [f32(3), f32(4), X]),
     # Keras 3's hard sigmoid is relu6(x + 3) / 6 (Keras 2's had the slope 0.2)
     ("keras-hard-sigmoid", KOPS, "return keras.activations.hard_sigmoid(x)", [f32(3, 4, scale=4.0)]),
+    ("keras-activations-linear", KOPS, "return keras.activations.linear(x + y) * 2.0", [X, X34B]),
     ("keras2-hard-sigmoid", "import tf_keras as keras\n", "return keras.activations.hard_sigmoid(x)", [f32(3, 4, scale=4.0)]),
     # l2_loss has no square root; count_nonzero counts into int64 (dtype: a cast); diag_part of a batch
     ("tf-l2-loss-count-nonzero-diag-part", TF, "return tf.nn.l2_loss(x), tf.math.count_nonzero(i), "
@@ -402,6 +403,12 @@ CASES = [
      "ops.dot_product_attention(x, y, z, mask=c)",
      [f32(2, 5, 3, 4), f32(2, 6, 3, 4), f32(2, 6, 3, 4), f32(2, 3, 5, 6),
       np.concatenate([np.ones((2, 1, 5, 1), bool), rng.random((2, 1, 5, 5)) > 0.5], axis=-1)]),
+    # keras.random: the distributions, float32; an int seed draws the same values at every call (the difference: 0)
+    ("keras-random-normal", KOPS, "return keras.random.normal((4000,), mean=1.0, stddev=0.5, seed=7)", [], "normal(1.0,0.5)"),
+    ("keras-random-normal-default", KOPS, "return keras.random.normal((4000,))", [], "normal(0.0,1.0)"),
+    ("keras-random-uniform", KOPS, "return keras.random.uniform((4000,), minval=-1.0, maxval=3.0)", [], "uniform(-1.0,3.0)"),
+    ("keras-random-int-seed-repeats", KOPS, "return keras.random.normal((5,), seed=4) - keras.random.normal((5,), seed=4), "
+     "keras.random.uniform((5,), seed=4) - keras.random.uniform((5,), seed=4)", []),
 ]
 
 _RUNNER = r'''

@@ -1407,3 +1407,28 @@ def dot_product_attention(m, ctx):
         parts.append(f"scale={_code(scale)}")
     fn = _spell(ctx, "torch.nn.functional.scaled_dot_product_attention")
     return _e(f"{fn}({', '.join(parts)}).transpose(1, 2)")
+
+
+@call_transform("keras-random")
+def keras_random(m, ctx):
+    """``keras.random.normal`` / ``uniform``: tf.random's translation (``emit.options.draw`` names its transform)
+    with Keras's seed: an int seed draws the same values at every call (a stateless draw), which a torch.Generator
+    made and seeded at the call does: ``generator=torch.Generator().manual_seed(seed)``; no seed draws from the global
+    generator. A SeedGenerator (a stream of seeds) or a seed fwport cannot read is refused."""
+    seed = m.kwargs.pop("seed", None)
+    value = None if seed is None else _lit(seed)
+    if value is not None:
+        if not (isinstance(value, int) and not isinstance(value, bool)):
+            m.fail(ctx, "unsupported-argument", f"seed={_code(seed)}: a keras.random.SeedGenerator (or a seed fwport "
+                   "cannot read) draws new values at each call: create a torch.Generator once (g = "
+                   "torch.Generator().manual_seed(s)) and pass generator=g to the torch draw")
+            return None
+        m.kwargs["generator"] = _e(f"{_spell(ctx, 'torch.Generator')}().manual_seed({_code(seed)})")
+    return TRANSFORMS.calls[_options(m)["draw"]](m, ctx)
+
+
+@call_transform("identity-value")
+def identity_value(m, ctx):
+    """A function that returns its input as it is (``keras.activations.linear(x)``) → ``x``."""
+    x = m.kwargs.get("input")
+    return None if x is None else x
