@@ -409,6 +409,11 @@ CASES = [
     ("keras-random-uniform", KOPS, "return keras.random.uniform((4000,), minval=-1.0, maxval=3.0)", [], "uniform(-1.0,3.0)"),
     ("keras-random-int-seed-repeats", KOPS, "return keras.random.normal((5,), seed=4) - keras.random.normal((5,), seed=4), "
      "keras.random.uniform((5,), seed=4) - keras.random.uniform((5,), seed=4)", []),
+    # TensorFlow's numpy: matmul of a matrix and a vector, an int32 sum in int64 (NumPy's, torch's), maximum with a number
+    ("tnp-matmul-square-expand-dims-sum-maximum", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.matmul(x, y), tnp.matmul(x, z), tnp.square(x), tnp.expand_dims(x, 1), tnp.sum(x, axis=1, keepdims=True), "
+     "tnp.sum(i), tnp.sum(x), tnp.maximum(x, 0.0), tnp.maximum(x, -x), tf.cast(i, tnp.float32)",
+     [X, f32(4, 2), f32(4), i32(9, 3, 4)]),
 ]
 
 _RUNNER = r'''
