@@ -650,3 +650,29 @@ def test_lowercase_initializer_names_are_the_classes():
         assert not [f for f in a.findings if f.severity is Severity.ERROR], a.findings
     z = translate_source(TF + "\ninit = tf.initializers.zeros()\n", "z.py")
     assert z.output.strip().endswith("init = nn.init.zeros_"), z.output
+
+
+_TF1_ACTIVATIONS = ["sigmoid", "tanh", "softmax", "log_softmax", "relu6", "softplus", "swish", "leaky_relu", "elu", "relu"]
+
+
+def test_tf1_activation_spellings_translate_as_tf2():
+    """activation=tf.nn.sigmoid under ``import tensorflow.compat.v1 as tf`` (TF 1 tutorials) is the module the TF 2
+    spelling gives (nn.Sigmoid(), nn.Softmax(dim=-1), ...): TensorFlow computes the same values with both spellings,
+    checked in a TensorFlow subprocess."""
+    for name in _TF1_ACTIVATIONS:
+        body = (f"\nfrom tensorflow import keras\n\nmodel = keras.Sequential([keras.layers.Dense(4, activation=tf.nn.{name}, "
+                "input_shape=(3,))])\n")
+        tf1 = translate_source("import tensorflow.compat.v1 as tf" + body, "tf1.py")
+        tf2 = translate_source("import tensorflow as tf" + body, "tf2.py")
+        assert not [f for f in tf1.findings if f.severity is Severity.ERROR], (name, tf1.findings)
+        assert tf1.output == tf2.output and "nn.Linear(3, 4), nn." in tf1.output, (name, tf1.output)
+    if find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed")
+    check = TF + (
+        "import numpy as np\nx = tf.constant(np.linspace(-6, 6, 24, dtype=np.float32).reshape(4, 6))\n"
+        f"for n in {_TF1_ACTIVATIONS!r}:\n"
+        "    np.testing.assert_array_equal(getattr(tf.compat.v1.nn, n)(x).numpy(), getattr(tf.nn, n)(x).numpy())\n"
+        "print('ok')\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]
