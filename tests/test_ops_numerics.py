@@ -395,6 +395,9 @@ CASES = [
      "tf.math.floordiv(j, 3), tf.math.floormod(j, 3), tf.math.mod(j, -4), tf.math.floormod(x, -0.7), "
      "tf.math.floordiv(x, 0.3), tf.math.cumprod(x, axis=1), tf.math.cumprod(x)",
      [np.array([[0, 3, 5], [2, 1, 4]], np.int32), np.arange(-9, 9, dtype=np.int32), X]),
+    # exclusive cumprod (each product leaves its own entry out, a 1 first) along a negative and a non-negative axis
+    ("tf-cumprod-exclusive", TF, "return tf.math.cumprod(x + 1.0, axis=-1, exclusive=True), tf.math.cumprod(x, exclusive=True), "
+     "tf.math.cumprod(y, axis=1, exclusive=True), tf.math.cumprod(y, axis=-2, exclusive=True)", [X, X3]),
     # one replica (the default strategy): the regularization loss as it is
     ("tf-scale-regularization-loss", TF, "return tf.nn.scale_regularization_loss(tf.reduce_sum(x * x) * 0.5)", [X]),
     ("keras-backend-flatten-ndim", KB, "return K.flatten(x), K.ndim(x)", [X3]),

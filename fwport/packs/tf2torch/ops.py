@@ -1432,3 +1432,32 @@ def identity_value(m, ctx):
     """A function that returns its input as it is (``keras.activations.linear(x)``) → ``x``."""
     x = m.kwargs.get("input")
     return None if x is None else x
+
+
+@call_transform("cumprod")
+def cumprod(m, ctx):
+    """``tf.math.cumprod(x, axis)`` → ``torch.cumprod(x, dim=axis)``; ``exclusive=True`` (each product leaves its own
+    entry out: a 1 first) multiplies x shifted one step along the axis with a 1 in front: a negative literal axis
+    pads with ``F.pad(x, (..., 1, 0), value=1.0)`` and drops the last entry, a non-negative one concatenates
+    ``torch.ones_like`` of the first slice before all but the last slice."""
+    exclusive = m.extras.get("exclusive")
+    flag = False if exclusive is None else _lit(exclusive)
+    if flag is False:
+        return _plain(m, ctx)
+    x, dim = m.kwargs.get("input"), m.kwargs.get("dim")
+    axis = None if dim is None else _lit(dim)
+    if flag is not True or not (isinstance(axis, int) and not isinstance(axis, bool)):
+        m.fail(ctx, "unsupported-argument", "exclusive needs a literal True or False and a literal axis here: "
+               "shift x one step along the axis, a 1 first, then torch.cumprod")
+        return None
+    if axis < 0:
+        pads = "0, 0, " * (-axis - 1) + "1, 0"
+        rest = ", :" * (-axis - 1)
+        shifted = f"{_spell(ctx, 'torch.nn.functional.pad')}({_code(x)}, ({pads}), value=1.0)[..., :-1{rest}]"
+    else:
+        if not _twice(m, ctx, x, "x"):
+            return None
+        lead = ":, " * axis
+        shifted = (f"{_spell(ctx, 'torch.cat')}([{_spell(ctx, 'torch.ones_like')}({_atom_code(x)}[{lead}:1]), "
+                   f"{_atom_code(x)}[{lead}:-1]], dim={axis})")
+    return _e(f"{_spell(ctx, 'torch.cumprod')}({shifted}, dim={_code(dim)})")
