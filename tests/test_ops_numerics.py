@@ -357,6 +357,68 @@ CASES = [
      [], "uniform(-0.5,9.5)"),
     ("tnp-randint-one-bound", TF + "import tensorflow.experimental.numpy as tnp\n",
      "return tnp.random.randint(10, size=2000)", [], "uniform(-0.5,9.5)"),
+    # --- keras.ops and tf names of the coverage lists with exact torch counterparts (ops15) ---
+    # keras.ops.slice is tf.slice (a size of -1 runs to the end); slice_update leaves its input as it was
+    ("keras-ops-slice", KOPS, "return ops.slice(x, (0, 1, 0), (2, 2, -1)), ops.slice(x, [1, 0, 2], [1, 3, 2])", [X3]),
+    ("keras-ops-slice-update", KOPS, "return ops.slice_update(x, (1, 0, 2), y), ops.slice_update(x, [0, 1, 0], y[:, :2, :1]), x",
+     [X3, f32(1, 3, 2)]),
+    # top_k's tied values in index order, int32 indices; eye's float32; linspace's 50 values by default, float32
+    # from int bounds
+    ("keras-ops-top-k-eye-linspace", KOPS, "p, q = ops.top_k(x, 2); return p, q, ops.eye(3), ops.eye(2, 4, dtype='int32'), "
+     "ops.linspace(-1, 1), ops.linspace(0.0, 2.0, 5)", [TIES]),
+    # flip without an axis reverses every axis; std is the population one (ddof 0)
+    ("keras-ops-flip-std-reciprocal", KOPS, "return ops.flip(x), ops.flip(x, axis=1), ops.flip(x, (0, 2)), ops.std(x), "
+     "ops.std(x, axis=-1, keepdims=True), ops.reciprocal(x)", [X3]),
+    # meshgrid's default indexing is "xy"; the keras.ops.nn spellings of softmax and gelu (tanh by default)
+    ("keras-ops-meshgrid-empty-nn", KOPS, "gx, gy = ops.meshgrid(x, y); return gx, gy, ops.meshgrid(x, y, indexing='ij')[0], "
+     "ops.empty((2, 3), dtype='int32') * 0, ops.nn.softmax(z), ops.nn.gelu(z)", [f32(3), f32(4), X]),
+    # Keras 3's hard sigmoid is relu6(x + 3) / 6 (Keras 2's had the slope 0.2)
+    ("keras-hard-sigmoid", KOPS, "return keras.activations.hard_sigmoid(x)", [f32(3, 4, scale=4.0)]),
+    ("keras-activations-linear", KOPS, "return keras.activations.linear(x + y) * 2.0", [X, X34B]),
+    ("keras2-hard-sigmoid", "import tf_keras as keras\n", "return keras.activations.hard_sigmoid(x)", [f32(3, 4, scale=4.0)]),
+    # l2_loss has no square root; count_nonzero counts into int64 (dtype: a cast); diag_part of a batch
+    ("tf-l2-loss-count-nonzero-diag-part", TF, "return tf.nn.l2_loss(x), tf.math.count_nonzero(i), "
+     "tf.math.count_nonzero(i, axis=1), tf.math.count_nonzero(x > 0, axis=[0, 1], dtype=tf.int32), "
+     "tf.linalg.diag_part(y), tf.linalg.diag_part(y, k=1), tf.linalg.diag_part(x, k=-2), tf.math.real(x), tf.is_tensor(x), tf.is_tensor(1.0), tf.cast(i, tf.uint32)",
+     [X, i32(3, 3, 4), f32(2, 3, 3)]),
+    # tf.nn.max_pool / avg_pool on images: told by ksize / strides lists of 4 or 2, or by data_format="NHWC"
+    ("tf-nn-max-avg-pool", TF, "return tf.nn.max_pool(x, ksize=[1, 2, 2, 1], strides=[1, 2, 2, 1], padding='SAME'), "
+     "tf.nn.avg_pool(x, 3, 2, 'SAME', data_format='NHWC'), tf.nn.max_pool(x, [2, 3], [1, 2], 'VALID'), "
+     "tf.nn.avg_pool(x, ksize=[1, 3, 3, 1], strides=[1, 1, 1, 1], padding='SAME')", [f32(2, 9, 8, 4)]),
+    # scatters: entries (indices of the full rank, a duplicate adding up) and rows (a shorter index); literal lists
+    ("tf-scatter-nd", TF, "return tf.tensor_scatter_nd_add(x, i, y), tf.tensor_scatter_nd_sub(x, [[0, 1], [2, 3]], [1.0, 2.0]), "
+     "tf.tensor_scatter_nd_update(x, [[2], [0]], z), tf.scatter_nd(i, y, [3, 4]), tf.tensor_scatter_nd_add(x, [[1]], z[:1])",
+     [X, np.array([[0, 1], [2, 3], [0, 1], [1, 0], [2, 2]], np.int32), f32(5), f32(2, 4)]),
+    # sequence_mask (a batch of lengths; as long as the largest without maxlen); floor division and Python's
+    # remainder (the divisor's sign) on negative ints and floats; cumprod's default axis 0
+    ("tf-sequence-mask-floordiv-floormod-cumprod", TF, "return tf.sequence_mask(i, 6), tf.sequence_mask(i, dtype=tf.float32), "
+     "tf.math.floordiv(j, 3), tf.math.floormod(j, 3), tf.math.mod(j, -4), tf.math.floormod(x, -0.7), "
+     "tf.math.floordiv(x, 0.3), tf.math.cumprod(x, axis=1), tf.math.cumprod(x)",
+     [np.array([[0, 3, 5], [2, 1, 4]], np.int32), np.arange(-9, 9, dtype=np.int32), X]),
+    # exclusive cumprod (each product leaves its own entry out, a 1 first) along a negative and a non-negative axis
+    ("tf-cumprod-exclusive", TF, "return tf.math.cumprod(x + 1.0, axis=-1, exclusive=True), tf.math.cumprod(x, exclusive=True), "
+     "tf.math.cumprod(y, axis=1, exclusive=True), tf.math.cumprod(y, axis=-2, exclusive=True)", [X, X3]),
+    # one replica (the default strategy): the regularization loss as it is
+    ("tf-scale-regularization-loss", TF, "return tf.nn.scale_regularization_loss(tf.reduce_sum(x * x) * 0.5)", [X]),
+    ("keras-backend-flatten-ndim", KB, "return K.flatten(x), K.ndim(x)", [X3]),
+    # dot_product_attention on (batch, steps, heads, size): default scale, causal, a bias and a scale, a boolean
+    # mask (every query keeps a key: a row keeping none is NaN in torch, which the translation warns about)
+    ("keras-ops-dot-product-attention", KOPS, "return ops.dot_product_attention(x, y, z), "
+     "ops.dot_product_attention(x, y, z, is_causal=True), ops.dot_product_attention(x, y, z, bias=b, scale=0.3), "
+     "ops.dot_product_attention(x, y, z, mask=c)",
+     [f32(2, 5, 3, 4), f32(2, 6, 3, 4), f32(2, 6, 3, 4), f32(2, 3, 5, 6),
+      np.concatenate([np.ones((2, 1, 5, 1), bool), rng.random((2, 1, 5, 5)) > 0.5], axis=-1)]),
+    # keras.random: the distributions, float32; an int seed draws the same values at every call (the difference: 0)
+    ("keras-random-normal", KOPS, "return keras.random.normal((4000,), mean=1.0, stddev=0.5, seed=7)", [], "normal(1.0,0.5)"),
+    ("keras-random-normal-default", KOPS, "return keras.random.normal((4000,))", [], "normal(0.0,1.0)"),
+    ("keras-random-uniform", KOPS, "return keras.random.uniform((4000,), minval=-1.0, maxval=3.0)", [], "uniform(-1.0,3.0)"),
+    ("keras-random-int-seed-repeats", KOPS, "return keras.random.normal((5,), seed=4) - keras.random.normal((5,), seed=4), "
+     "keras.random.uniform((5,), seed=4) - keras.random.uniform((5,), seed=4)", []),
+    # TensorFlow's numpy: matmul of a matrix and a vector, an int32 sum in int64 (NumPy's, torch's), maximum with a number
+    ("tnp-matmul-square-expand-dims-sum-maximum", TF + "import tensorflow.experimental.numpy as tnp\n",
+     "return tnp.matmul(x, y), tnp.matmul(x, z), tnp.square(x), tnp.expand_dims(x, 1), tnp.sum(x, axis=1, keepdims=True), "
+     "tnp.sum(i), tnp.sum(x), tnp.maximum(x, 0.0), tnp.maximum(x, -x), tf.cast(i, tnp.float32)",
+     [X, f32(4, 2), f32(4), i32(9, 3, 4)]),
 ]
 
 _RUNNER = r'''
@@ -579,3 +641,43 @@ def test_randint_size_of_unknown_kind_and_map_fn_signature_refused():
     errors = sorted((f.line, f.code) for f in res.findings if f.severity is Severity.ERROR)
     assert errors == [(3, "unsupported-argument"), (4, "unsupported-argument"), (5, "unsupported-argument")], \
         res.findings
+
+
+def test_lowercase_initializer_names_are_the_classes():
+    """keras.initializers.glorot_uniform / he_normal / zeros (and tf.initializers.zeros) are the classes under
+    other names: the same translation as GlorotUniform() / HeNormal() / Zeros()."""
+    pairs = [("glorot_uniform", "GlorotUniform"), ("he_normal", "HeNormal"), ("lecun_uniform", "LecunUniform"),
+             ("zeros", "Zeros")]
+    for lower, cls in pairs:
+        a = translate_source(TF + f"\ninit = tf.keras.initializers.{lower}(seed=3)\n".replace("zeros(seed=3)", "zeros()"), "a.py")
+        b = translate_source(TF + f"\ninit = tf.keras.initializers.{cls}(seed=3)\n".replace("Zeros(seed=3)", "Zeros()"), "b.py")
+        assert a.output == b.output and "tf." not in a.output, a.output
+        assert not [f for f in a.findings if f.severity is Severity.ERROR], a.findings
+    z = translate_source(TF + "\ninit = tf.initializers.zeros()\n", "z.py")
+    assert z.output.strip().endswith("init = nn.init.zeros_"), z.output
+
+
+_TF1_ACTIVATIONS = ["sigmoid", "tanh", "softmax", "log_softmax", "relu6", "softplus", "swish", "leaky_relu", "elu", "relu"]
+
+
+def test_tf1_activation_spellings_translate_as_tf2():
+    """activation=tf.nn.sigmoid under ``import tensorflow.compat.v1 as tf`` (TF 1 tutorials) is the module the TF 2
+    spelling gives (nn.Sigmoid(), nn.Softmax(dim=-1), ...): TensorFlow computes the same values with both spellings,
+    checked in a TensorFlow subprocess."""
+    for name in _TF1_ACTIVATIONS:
+        body = (f"\nfrom tensorflow import keras\n\nmodel = keras.Sequential([keras.layers.Dense(4, activation=tf.nn.{name}, "
+                "input_shape=(3,))])\n")
+        tf1 = translate_source("import tensorflow.compat.v1 as tf" + body, "tf1.py")
+        tf2 = translate_source("import tensorflow as tf" + body, "tf2.py")
+        assert not [f for f in tf1.findings if f.severity is Severity.ERROR], (name, tf1.findings)
+        assert tf1.output == tf2.output and "nn.Linear(3, 4), nn." in tf1.output, (name, tf1.output)
+    if find_spec("tensorflow") is None:
+        pytest.skip("tensorflow is not installed")
+    check = TF + (
+        "import numpy as np\nx = tf.constant(np.linspace(-6, 6, 24, dtype=np.float32).reshape(4, 6))\n"
+        f"for n in {_TF1_ACTIVATIONS!r}:\n"
+        "    np.testing.assert_array_equal(getattr(tf.compat.v1.nn, n)(x).numpy(), getattr(tf.nn, n)(x).numpy())\n"
+        "print('ok')\n")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stderr[-3000:]

@@ -53,7 +53,9 @@ _OPS_ACTIVATIONS = {"relu": "relu", "relu6": "relu6", "sigmoid": "sigmoid", "tan
                     "mish": "mish"}
 _KERAS3_ONLY = {"hard_sigmoid": ("torch.nn.Hardsigmoid", "")}  # Keras 2's is clip(0.2x + 0.5, 0, 1)
 _IDENTITY = {"linear", None}
-_ACTIVATION_PREFIXES = ("keras.activations.", "tensorflow.nn.", "tensorflow.math.", "tensorflow.")
+# TF 1's spellings (import tensorflow.compat.v1 as tf) name the same functions, with the same defaults
+_ACTIVATION_PREFIXES = ("keras.activations.", "tensorflow.compat.v1.nn.", "tensorflow.compat.v1.math.",
+                        "tensorflow.compat.v1.", "tensorflow.nn.", "tensorflow.math.", "tensorflow.")
 
 
 def activation_name(value: cst.BaseExpression, ctx) -> str | None | object:

@@ -13,7 +13,7 @@ from fwport.core.bind import NOT_LITERAL, literal_value
 from fwport.core.engine import _atom, _is_number, build_call, expr
 from fwport.core.position import render
 from fwport.packs.tf2torch import helpers
-from fwport.packs.tf2torch.registry import call_transform
+from fwport.packs.tf2torch.registry import TRANSFORMS, call_transform
 from fwport.packs.tf2torch.values import torch_dtype
 
 INT32 = "torch.int32"
@@ -389,6 +389,18 @@ def divide_no_nan(x, y):
     plain torch.where(y == 0, 0.0, x / y) would carry the division's inf into them as NaN)."""
     zero = y == 0
     return {torch}where(zero, 0.0, x / {torch}where(zero, 1.0, y))
+'''
+
+
+#: keras.ops.slice_update (rule ops-slice-update: the image-helper transform)
+helpers.HELPERS["slice_update"] = '''
+
+def slice_update(inputs, start_indices, updates):
+    """Keras's ops.slice_update: a copy of inputs with updates written over the block that starts at
+    start_indices (one per axis) and has updates' shape."""
+    out = inputs.clone()
+    out[tuple(slice(s, s + n) for s, n in zip(start_indices, updates.shape))] = updates
+    return out
 '''
 
 
@@ -1231,3 +1243,221 @@ def device_scope(m, ctx):
         return None
     target = "cpu" if kind == "cpu" else f"cuda:{index or 0}"
     return _e(f'{_spell(ctx, "torch.device")}("{target}")')
+
+
+@call_transform("flip")
+def flip(m, ctx):
+    """``keras.ops.flip(x, axis)`` → ``torch.flip(x, dims=axes)`` (a literal int becomes a tuple of one: torch.flip
+    takes tuples only); no axis flips every axis:
+    ``x.flip(tuple(range(x.dim())))`` (torch.flip needs the dims listed)."""
+    x = m.kwargs.get("input")
+    if x is None:
+        return None
+    dims = m.kwargs.get("dims")
+    axes = None if dims is None else _lit(dims)
+    if axes is None:
+        return _e(f"{_atom_code(x)}.flip(tuple(range({_atom_code(x)}.dim())))") if _twice(m, ctx, x, "x") else None
+    if _all_ints(axes) and isinstance(axes, int):
+        m.kwargs["dims"] = _e(f"({axes},)")
+    elif not (isinstance(axes, (list, tuple)) and _all_ints(list(axes))):
+        m.fail(ctx, "unsupported-argument", f"axis={_code(dims)}: torch.flip takes a tuple of axes (an int is refused); "
+               "write the axis as a literal int or tuple")
+        return None
+    return _plain(m, ctx)
+
+
+@call_transform("l2-loss")
+def l2_loss(m, ctx):
+    """``tf.nn.l2_loss(t)``: half the sum of the squares, a 0-d tensor of t's dtype → ``torch.sum(t ** 2) / 2``."""
+    t = m.kwargs.get("input")
+    if t is None:
+        return None
+    return _e(f"{_spell(ctx, 'torch.sum')}({_code(_atom(t))} ** 2) / 2")
+
+
+@call_transform("pool-nd")
+def pool_nd(m, ctx):
+    """``tf.nn.max_pool`` / ``tf.nn.avg_pool`` pool over as many axes as the input has beyond batch and channels.
+    The 2-D case on channels-last images is the helper of tf.nn.max_pool2d / avg_pool2d (``emit.options``
+    name it): it is told by ``data_format="NHWC"`` or by a ksize or strides list of 2 or 4 entries (TensorFlow
+    takes 1, N or N + 2); any other call is refused, as its rank cannot be read."""
+    fmt = m.kwargs.pop("data_format", None)
+    layout = None if fmt is None else _lit(fmt)
+    sizes = [_lit(m.kwargs.get(k)) for k in ("ksize", "strides")]
+    if layout == "NHWC" or (layout is None and any(isinstance(v, (list, tuple)) and len(v) in (2, 4) for v in sizes)):
+        return TRANSFORMS.calls["image-helper"](m, ctx)
+    if layout is None:
+        m.fail(ctx, "unsupported-argument", "the pooling's rank cannot be read here (an int ksize and strides, no "
+               "data_format): write data_format='NHWC' if the input is a batch of images (N, H, W, C); for another rank "
+               "permute the input to channels-first and pool it with F.max_pool1d / F.max_pool3d (F.avg_pool1d / "
+               "F.avg_pool3d) by hand, padding 'SAME' as TensorFlow does")
+    else:
+        m.fail(ctx, "unsupported-argument", f"data_format={_code(fmt)}: only 2-D channels-last pooling ('NHWC') is "
+               "translated here; for channels-first data call F.max_pool2d / F.avg_pool2d directly")
+    return None
+
+
+@call_transform("hard-sigmoid")
+def hard_sigmoid(m, ctx):
+    """``keras.activations.hard_sigmoid``: Keras 3's is relu6(x + 3) / 6, ``F.hardsigmoid(x)``; Keras 2's was
+    clip(0.2 x + 0.5, 0, 1), another slope: ``torch.clamp(x * 0.2 + 0.5, 0.0, 1.0)`` in code written for it."""
+    x = m.kwargs.get("input")
+    if x is None:
+        return None
+    if ctx.version == 2:
+        return _e(f"{_spell(ctx, 'torch.clamp')}({_code(_atom(x))} * 0.2 + 0.5, 0.0, 1.0)")
+    return _plain(m, ctx)
+
+
+@call_transform("diag-part")
+def diag_part(m, ctx):
+    """``tf.linalg.diag_part(x, k=d)``: the diagonal d above (below, d < 0) the main one of the innermost matrices
+    → ``torch.diagonal(x, offset=d, dim1=-2, dim2=-1)``; a band of diagonals (k a pair) is refused."""
+    k = m.kwargs.pop("offset", None)
+    if k is not None:
+        d = _lit(k)
+        if not (isinstance(d, int) and not isinstance(d, bool)):
+            m.fail(ctx, "unsupported-argument", f"k={_code(k)}: a band of diagonals (or a k fwport cannot read): take "
+                   "each with torch.diagonal(x, offset=d, dim1=-2, dim2=-1) and pad and stack them as TensorFlow does")
+            return None
+        if d:
+            m.kwargs["offset"] = k
+    m.kwargs["dim1"], m.kwargs["dim2"] = _e("-2"), _e("-1")
+    return _plain(m, ctx)
+
+
+@call_transform("scatter-nd")
+def scatter_nd(m, ctx):
+    """``tf.tensor_scatter_nd_add / _sub / _update(tensor, indices, updates)``: indices (..., K) pick entries (K = the
+    rank) or slices (K smaller) of tensor → ``tensor.index_put(tuple(indices.unbind(-1)), updates, accumulate=True)``
+    (duplicate indices add up, as in TensorFlow; _sub adds ``-updates``; _update writes, ``accumulate`` left out).
+    ``tf.scatter_nd(indices, updates, shape)`` scatters into zeros of updates' dtype, adding duplicates.
+    ``emit.options.op`` says which: add, sub, update or scatter. Lists of numbers become the tensors TensorFlow
+    makes of them."""
+    op = _options(m)["op"]
+    idx, upd = m.kwargs.get("indices"), m.kwargs.get("updates")
+    if idx is None or upd is None:
+        return None
+    idx, upd = _tensor_of(idx, ctx), _tensor_of(upd, ctx)  # lists of numbers: the tensors TensorFlow makes
+    if op == "scatter":
+        shape_ = m.kwargs.get("shape")
+        if shape_ is None or not _twice(m, ctx, upd, "updates"):
+            return None
+        base = f"{_spell(ctx, 'torch.zeros')}({_code(shape_)}, dtype={_atom_code(upd)}.dtype)"
+    else:
+        base = _atom_code(m.kwargs["tensor"])
+    values = f"-{_atom_code(upd)}" if op == "sub" else _code(upd)
+    acc = "" if op == "update" else ", accumulate=True"
+    return _e(f"{base}.index_put(tuple({_atom_code(idx)}.unbind(-1)), {values}{acc})")
+
+
+@call_transform("sequence-mask")
+def sequence_mask(m, ctx):
+    """``tf.sequence_mask(lengths, maxlen)``: ``mask[..., j] = j < lengths[...]`` →
+    ``torch.arange(maxlen, device=lengths.device) < lengths.unsqueeze(-1)`` (maxlen None: the largest length);
+    a dtype other than bool is a cast."""
+    lengths = m.kwargs.get("lengths")
+    if lengths is None or not _twice(m, ctx, lengths, "lengths"):
+        return None
+    maxlen = m.kwargs.get("maxlen")
+    n = f"{_atom_code(lengths)}.max()" if maxlen is None or _lit(maxlen) is None else _code(maxlen)
+    out = (f"{_spell(ctx, 'torch.arange')}({n}, device={_atom_code(lengths)}.device) < "
+           f"{_atom_code(lengths)}.unsqueeze(-1)")
+    dtype = m.kwargs.get("dtype")
+    if dtype is not None and _code(dtype).replace(" ", "") != "torch.bool":
+        out = f"({out}).to({_code(dtype)})"
+    return _e(out)
+
+
+@call_transform("dot-product-attention")
+def dot_product_attention(m, ctx):
+    """``keras.ops.dot_product_attention(query, key, value)`` on (batch, steps, heads, head size) →
+    ``F.scaled_dot_product_attention`` on (batch, heads, steps, head size): each input ``.transpose(1, 2)`` and the
+    result back. Both scale by 1 / sqrt(head size) unless told; ``bias`` is added to the logits (torch's float
+    ``attn_mask``); ``is_causal`` keeps the same lower triangle. A boolean ``mask`` (True: attend) is torch's
+    boolean ``attn_mask``, with a warning: a row with no key kept is NaN in torch, the mean of the values in Keras
+    (which masks with a large negative number, not -inf). ``bias`` with ``mask``, or ``mask`` with ``is_causal``,
+    is refused (torch takes one attn_mask, not both with is_causal)."""
+    q, k, v = (m.kwargs.get(n) for n in ("query", "key", "value"))
+    if q is None or k is None or v is None:
+        return None
+    bias, mask = m.kwargs.get("bias"), m.kwargs.get("mask")
+    causal = m.kwargs.get("is_causal")
+    causal_v = False if causal is None else _lit(causal)
+    if bias is not None and mask is not None:
+        m.fail(ctx, "unsupported-argument", "bias and mask together: torch takes one attn_mask; fold the mask into the "
+               "bias (bias.masked_fill(~mask, float('-inf'))) and pass that as bias")
+        return None
+    if mask is not None and causal_v is not False:
+        m.fail(ctx, "unsupported-argument", "mask with is_causal: torch's scaled_dot_product_attention takes an "
+               "attn_mask or is_causal, not both; combine them (mask & torch.ones(T, S, dtype=torch.bool).tril()) "
+               "and pass that as mask")
+        return None
+    if mask is not None:
+        ctx.report("warning", "approximate", "mask → attn_mask: a query whose row of the mask keeps no key gives NaN in "
+                   "torch, where Keras averages all the values (it masks with a large negative number)", m.node, m.rule)
+    parts = [f"{_atom_code(t)}.transpose(1, 2)" for t in (q, k, v)]
+    extra = bias if bias is not None else mask
+    if extra is not None:
+        parts.append(f"attn_mask={_code(extra)}")
+    if causal is not None and causal_v is not False:
+        parts.append(f"is_causal={_code(causal)}")
+    scale = m.kwargs.get("scale")
+    if scale is not None and _lit(scale) is not None:
+        parts.append(f"scale={_code(scale)}")
+    fn = _spell(ctx, "torch.nn.functional.scaled_dot_product_attention")
+    return _e(f"{fn}({', '.join(parts)}).transpose(1, 2)")
+
+
+@call_transform("keras-random")
+def keras_random(m, ctx):
+    """``keras.random.normal`` / ``uniform``: tf.random's translation (``emit.options.draw`` names its transform)
+    with Keras's seed: an int seed draws the same values at every call (a stateless draw), which a torch.Generator
+    made and seeded at the call does: ``generator=torch.Generator().manual_seed(seed)``; no seed draws from the global
+    generator. A SeedGenerator (a stream of seeds) or a seed fwport cannot read is refused."""
+    seed = m.kwargs.pop("seed", None)
+    value = None if seed is None else _lit(seed)
+    if value is not None:
+        if not (isinstance(value, int) and not isinstance(value, bool)):
+            m.fail(ctx, "unsupported-argument", f"seed={_code(seed)}: a keras.random.SeedGenerator (or a seed fwport "
+                   "cannot read) draws new values at each call: create a torch.Generator once (g = "
+                   "torch.Generator().manual_seed(s)) and pass generator=g to the torch draw")
+            return None
+        m.kwargs["generator"] = _e(f"{_spell(ctx, 'torch.Generator')}().manual_seed({_code(seed)})")
+    return TRANSFORMS.calls[_options(m)["draw"]](m, ctx)
+
+
+@call_transform("identity-value")
+def identity_value(m, ctx):
+    """A function that returns its input as it is (``keras.activations.linear(x)``) → ``x``."""
+    x = m.kwargs.get("input")
+    return None if x is None else x
+
+
+@call_transform("cumprod")
+def cumprod(m, ctx):
+    """``tf.math.cumprod(x, axis)`` → ``torch.cumprod(x, dim=axis)``; ``exclusive=True`` (each product leaves its own
+    entry out: a 1 first) multiplies x shifted one step along the axis with a 1 in front: a negative literal axis
+    pads with ``F.pad(x, (..., 1, 0), value=1.0)`` and drops the last entry, a non-negative one concatenates
+    ``torch.ones_like`` of the first slice before all but the last slice."""
+    exclusive = m.extras.get("exclusive")
+    flag = False if exclusive is None else _lit(exclusive)
+    if flag is False:
+        return _plain(m, ctx)
+    x, dim = m.kwargs.get("input"), m.kwargs.get("dim")
+    axis = None if dim is None else _lit(dim)
+    if flag is not True or not (isinstance(axis, int) and not isinstance(axis, bool)):
+        m.fail(ctx, "unsupported-argument", "exclusive needs a literal True or False and a literal axis here: "
+               "shift x one step along the axis, a 1 first, then torch.cumprod")
+        return None
+    if axis < 0:
+        pads = "0, 0, " * (-axis - 1) + "1, 0"
+        rest = ", :" * (-axis - 1)
+        shifted = f"{_spell(ctx, 'torch.nn.functional.pad')}({_code(x)}, ({pads}), value=1.0)[..., :-1{rest}]"
+    else:
+        if not _twice(m, ctx, x, "x"):
+            return None
+        lead = ":, " * axis
+        shifted = (f"{_spell(ctx, 'torch.cat')}([{_spell(ctx, 'torch.ones_like')}({_atom_code(x)}[{lead}:1]), "
+                   f"{_atom_code(x)}[{lead}:-1]], dim={axis})")
+    return _e(f"{_spell(ctx, 'torch.cumprod')}({shifted}, dim={_code(dim)})")
