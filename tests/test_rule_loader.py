@@ -61,6 +61,9 @@ def test_a_valid_rule_loads(tmp_path):
                   'target = "weight"\nops = ["rotate(1)"]'), "weights[0].ops", "closed vocabulary",
                  id="weight-op-outside-the-vocabulary"),
     pytest.param(('name = "plain"', 'nam = "plain"'), "examples[0].nam", "unknown key", id="example-key"),
+    # a rule cannot be limited to one Keras generation (nothing would read it): [defaults] keras2 says the difference
+    pytest.param(('names = ["tensorflow.reduce_sum"]', 'names = ["tensorflow.reduce_sum"]\nkeras = 2'), "match.keras",
+                 "unknown key", id="match-keras-generation"),
     pytest.param(('names = ["tensorflow.reduce_sum"]', 'names = "tensorflow.reduce_sum"'), "match.names",
                  "expected list", id="names-not-a-list"),
 ])

@@ -20,7 +20,8 @@ WEIGHT_OPS = ("copy", "transpose", "permute", "reorder-blocks", "reshape", "take
 
 _TOP_KEYS = {"summary", "kind", "match", "emit", "args", "defaults", "weights", "examples",
              "unchanged", "xfail", "notes"}
-_MATCH_KEYS = {"names", "signature", "keras"}
+# A rule matches code of every Keras generation; [defaults] keras2 and the transforms tell them apart.
+_MATCH_KEYS = {"names", "signature"}
 _EMIT_KEYS = {"target", "method", "self_arg", "positional", "transform", "lazy", "in_arg", "shape",
               "layout", "options", "kwargs"}
 _ARG_KEYS = {"rename", "transform", "drop", "unsupported", "approximate", "to", "aliases",
