@@ -925,8 +925,15 @@ def scheduler(m, ctx):
     if literal_value(values.get("last_epoch", expr("-1")), None) != -1:
         m.fail(ctx, "unsupported-argument", "last_epoch: a resumed schedule is not translated")
         return None
+    if isinstance(values.get("lr_lambda"), (cst.List, cst.Tuple)):
+        m.fail(ctx, "unsupported-argument", "lr_lambda: one function per parameter group is not translated; an "
+               "optax optimizer over parameter groups is optax.multi_transform, each transformation with its schedule")
+        return None
     names = dict(opts.get("names", {}))  # in a message: no import to add
-    schedule = opts["schedule"].format(**names, **{k: code(v) for k, v in values.items()})
+    # LambdaLR's function, called in the schedule: parenthesised unless an atom ((lambda e: 0.9 ** e)(count // n))
+    texts = {k: f"({code(v)})" if k == "lr_lambda" and not isinstance(v, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+             else code(v) for k, v in values.items()}
+    schedule = opts["schedule"].format(**names, **texts)
     opt = code(values["optimizer"]) if "optimizer" in values else "the optimizer"
     m.fail(ctx, "unsupported-construct", f"{m.rule.names[0].rsplit('.', 1)[-1]} sets the learning rate at each "
            f"scheduler.step(); optax takes the schedule when the optimizer is created, as a function of its update "
