@@ -27,6 +27,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.torch2jax import keys
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
@@ -107,6 +108,8 @@ class _Pass(cst.CSTTransformer):
         self.module_names = _local_names(module)  # names the module binds at its own level
         self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
         self.containers: dict[str, str | None] = {}  # names of lists of the module's instances → their class
+        self.step_calls: set[int] = set()  # ids of model calls a keyed train_step takes in (its key: _VmapModel)
+        self.unkeyed_calls: set[int] = set()  # ... a train_step without a key takes in (check_keys's error)
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -272,13 +275,31 @@ class _Pass(cst.CSTTransformer):
         example; a whole-graph model ``key=key``), from the key in scope (the function's, else the module's
         root key); with none in scope, an error (never a name the code does not bind). A call moved into a
         train_step gets the step's key there instead (_VmapModel, _KeyModel replace this one)."""
-        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args and not whole:
+        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args and not whole \
+                or id(original) in self.step_calls:  # (moved into a keyed train_step: its key, _VmapModel)
             return updated
         if name is None:
             name = original.func.value
             what = f"{self.instances.get(name)}, in its forward"
         scope = self.scopes[-1] if self.scopes else self.module
         here = _binds_key(scope, self.ctx)
+        axes = self.ctx.analyses.get(VMAP_AXES, {}).get(name) or ""
+        first = re.match(r"in_axes=\(?(\d+)", axes)  # the first input's batch axis (the keys: one per example)
+        batch = f".shape[{first.group(1) if first else 0}]"
+        defer = False
+        if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
+            text = self.ctx.analyses["parsed"][1] if "parsed" in self.ctx.analyses else self.module.code
+            defer = not whole and id(original) not in self.unkeyed_calls and keys.will_key(self.module, text)
+        if defer:  # keys.py makes the scope's root key and splits it for this statement (else it reports the error)
+            split = self.ctx.spell_text("jax.random.split")
+            keyed = cst.parse_expression(f"{split}(key, {_atom_code(updated.args[0].value)}{batch})")
+            self.ctx.analyses.setdefault(keys.MODEL_DRAWS, {})[id(keyed)] = (keyed, f"{name} ({what})")
+            self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with "
+                            f"key={code(keyed)}, one key per example, split from the root key fwport makes in this "
+                            "scope (key, subkey = jax.random.split(key) before the statement)", original)
+            return updated.with_changes(args=[*updated.args[:-1], updated.args[-1].with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(keyed, keyword=cst.Name("key"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} ({what}) draws random numbers "
                             "(torch.randn_like or the like, in inference too) and takes a key per call: no key is in "
@@ -286,7 +307,7 @@ class _Pass(cst.CSTTransformer):
                             f"{name}(..., key=...)" + ("" if whole else " one per example"), original)
             return updated
         split = self.ctx.spell_text("jax.random.split")
-        value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}.shape[0])"
+        value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}{batch})"
         self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with key={value} "
                         "from the " + ("function's key" if here else
                         "module's root key, the same at every call (split it per call for new draws)"), original)
@@ -523,6 +544,8 @@ class _Pass(cst.CSTTransformer):
                 why = "the module has no key of its own (torch.manual_seed at module level) for the step to split"
             if why is None:
                 self.ctx.analyses.setdefault(KEYED, set()).add((f.name.value if f is not None else "", plan[0]))
+                # the loss's calls of the model go into the train_step, which gives them the step's key
+                self.step_calls.update(self.step_model_calls(body, plan, model, known))
                 if (info is None or info["opt"] != plan[0]) and (glob is None or glob["opt"] != plan[0]) \
                         and not _binds_key(self.scopes[-1] if self.scopes else self.module, self.ctx):
                     self.ctx.report(Severity.INFO, "key-added", "train_step takes a key: a root key `key = "
@@ -533,6 +556,7 @@ class _Pass(cst.CSTTransformer):
                                     "given to the whole-graph model (model(..., key=key))" if whole else
                                     "one per example (jax.vmap(model)(x, key=jax.random.split(key, x.shape[0])))"), loop)
                 return
+            self.unkeyed_calls.update(self.step_model_calls(body, plan, model, known))
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout, or a "
                             f"draw in its forward) and the train_step written here calls it without a key: {why}; "
@@ -543,6 +567,12 @@ class _Pass(cst.CSTTransformer):
                             f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
                             "in training (dropout) and needs key= in train_step (split per step; jax.vmap(model)(x, "
                             "key=jax.random.split(step_key, x.shape[0]))): the train_step written here passes none", loop)
+
+    @staticmethod
+    def step_model_calls(body: list, plan, model: str | None, known: list[str]) -> set[int]:
+        """The ids of the calls of the models ``known`` in the loss statements a loop's train_step takes in."""
+        block = _split_block(body, plan, model)[0] if model is not None else body[plan[2]:plan[3]]
+        return {id(c) for st in block for c in _calls(st) if isinstance(c.func, cst.Name) and c.func.value in known}
 
     def load_data(self, stmt) -> cst.BaseSmallStatement | None:
         """``data = torch.load(f)`` where every use of ``data`` goes through ``torch.from_numpy``: the file holds
