@@ -451,7 +451,7 @@ class _Pass(cst.CSTTransformer):
                             f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
                             "else reads it", original)
             return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
-        data = self.load_data(original)
+        data = self.load_data(original) or self.load_model(original)
         if data is not None:
             return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
@@ -601,6 +601,45 @@ class _Pass(cst.CSTTransformer):
                         "holds a tensor; better, convert the file once (np.save) and read it with np.load", stmt)
         return a.with_changes(value=cst.Call(cst.Name("load_pickled_arrays"), [call.args[0].with_changes(
             comma=cst.MaybeSentinel.DEFAULT)]))
+
+    def load_model(self, stmt) -> cst.BaseSmallStatement | None:
+        """``model = torch.load(f)``, a whole module pickled by ``torch.save(model, f)`` → ``model =
+        eqx.tree_deserialise_leaves(f, like)``: the file the translated torch.save wrote (the model's arrays),
+        read into ``like``, a model of the same structure in scope: ``model`` itself where the code builds it
+        elsewhere (the load replaces its weights), else the one model the file saves to the same path. None
+        (the rule's error) where no such model is known."""
+        if self.in_class or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+            return None
+        a = stmt.body[0]
+        call = a.value
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name) or not isinstance(call, cst.Call) \
+                or self.ctx.imports.resolve(call.func) not in ("torch.load", "torch.serialization.load") \
+                or not call.args or call.args[0].keyword is not None or call.args[0].star \
+                or not all(x.keyword is not None and x.keyword.value in ("map_location", "weights_only")
+                           for x in call.args[1:]):
+            return None
+        name, path = a.targets[0].target.value, call.args[0].value
+        scope = self.scopes[-1] if self.scopes else self.module
+        like = None
+        if name in self.models and (_builds(self.module, name, self.ctx) or isinstance(scope, cst.FunctionDef)
+                                    and name in {p.name.value for p in scope.params.params}):
+            like = name
+        else:
+            saved = _saved_models(self.module, code(path), self.models, self.ctx)
+            if len(saved) == 1 and next(iter(saved)) in _local_names(scope) | self.module_names:
+                like = next(iter(saved))
+        if like is None or (name in self.stateful or like in self.stateful) and like != name:
+            return None
+        if like in self.stateful:
+            like = f"{like}, {state.state_name(self.ctx, like)}"
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} = torch.load(f) → eqx.tree_deserialise_leaves(f, "
+                        f"{like.split(',')[0]}): it reads the model's arrays the translated torch.save(model, f) wrote "
+                        f"(eqx.tree_serialise_leaves) into {like.split(',')[0]}, a model of the same structure, not a "
+                        "pickled PyTorch module", stmt)
+        load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
+        target = like if like != name else name
+        wrapped = f"({like})" if "," in like else like
+        return cst.parse_statement(f"{target if ',' in like else name} = {load}({code(path)}, {wrapped})\n").body[0]
 
     def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
         """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
@@ -808,6 +847,11 @@ def run(module: cst.Module, ctx) -> cst.Module:
         models.add(name)
         if cls is not None:
             instances[name] = cls
+    for name, saved in _loaded_models(module, models, ctx).items():  # `copy = torch.load(f)` of a saved model
+        if saved not in stateful:
+            models.add(name)
+            if saved in instances:
+                instances[name] = instances[saved]
     ctx.analyses[STATEFUL] = stateful
     ctx.analyses[MODELS] = models
     hoisted = ctx.analyses.get(HOISTED, set())
@@ -923,6 +967,36 @@ def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dr
                 out[id(sub)] = f"{grad}({x.value})" if d in whole else f"{{vmap}}({grad})({x.value})"
                 dropped.update({(fn.name.value, o.value), (fn.name.value, g.value)})
     return out
+
+
+def _saved_models(module: cst.Module, path: str, models: set[str], ctx) -> set[str]:
+    """The models (names) the module saves whole to ``path`` (its text): ``torch.save(model, path)``."""
+    return {code(c.args[0].value) for c in _calls(module) if ctx.imports.resolve(c.func) in
+            ("torch.save", "torch.serialization.save") and len(c.args) >= 2 and c.args[0].keyword is None
+            and c.args[1].keyword is None and isinstance(c.args[0].value, cst.Name)
+            and c.args[0].value.value in models and code(c.args[1].value) == path}
+
+
+def _loaded_models(module: cst.Module, models: set[str], ctx) -> dict[str, str]:
+    """``copy = torch.load(path)`` where the module saves one model whole to that path: copy → that model (an
+    instance of its class, read back by the training pass's load_model)."""
+    out: dict[str, str] = {}
+    for a in find_all(module, cst.Assign):
+        if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call) \
+                and ctx.imports.resolve(a.value.func) in ("torch.load", "torch.serialization.load") and a.value.args \
+                and a.value.args[0].keyword is None and a.targets[0].target.value not in models:
+            saved = _saved_models(module, code(a.value.args[0].value), models, ctx)
+            if len(saved) == 1:
+                out[a.targets[0].target.value] = next(iter(saved))
+    return out
+
+
+def _builds(module: cst.Module, name: str, ctx) -> bool:
+    """Whether ``name`` is assigned somewhere in the module by something other than torch.load (the model the
+    code builds: a class of the file, a builder)."""
+    return any(any(name in target_names(t.target) for t in a.targets) and not (
+        isinstance(a.value, cst.Call) and ctx.imports.resolve(a.value.func) in ("torch.load", "torch.serialization.load"))
+        for a in find_all(module, cst.Assign))
 
 
 def _functions(node) -> list[cst.FunctionDef]:
