@@ -308,9 +308,12 @@ class _Pass(cst.CSTTransformer):
             return updated
         split = self.ctx.spell_text("jax.random.split")
         value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}{batch})"
-        self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with key={value} "
-                        "from the " + ("function's key" if here else
-                        "module's root key, the same at every call (split it per call for new draws)"), original)
+        # a function reading the module's root key: the same key at every call of it, where PyTorch draws anew
+        self.ctx.report(Severity.INFO if here else Severity.WARNING, "key-added", f"{name} ({what}) draws random "
+                        f"numbers: called with key={value} from the " + ("function's key" if here else
+                        "module's root key, the same at every call of this function, which then draws the same "
+                        "numbers each time where PyTorch draws new ones: give the function a `key` argument and pass "
+                        "it a split per call (key, subkey = jax.random.split(key))"), original)
         args = [*updated.args]
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         return updated.with_changes(args=[*args, cst.Arg(cst.parse_expression(value), keyword=cst.Name("key"),
