@@ -477,6 +477,8 @@ SCHEDULERS = [
     "MultiStepLR(optimizer, milestones=[2, 5], gamma=0.5)",
     "CosineAnnealingLR(optimizer, T_max=10, eta_min=0.01)",
     "CosineAnnealingLR(optimizer, 10)",  # up to T_max: PyTorch then rises again (see the rule)
+    "LambdaLR(optimizer, lr_lambda=lambda epoch: 0.9 ** epoch)",
+    "LambdaLR(optimizer, lambda e: 1.0 - e / 20 if e < 8 else 0.1)",  # parenthesised in the schedule
 ]
 
 _SCHEDULES = """

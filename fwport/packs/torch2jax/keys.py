@@ -30,6 +30,11 @@ from fwport.core.engine import statement
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 
+#: the text that runs this planner (passes/__init__.py): a draw's name
+TRIGGER = re.compile(r"\brand(?:n|int|perm|n_like|_like|int_like)?\b|\bmultinomial\b|\bnormal\b|\bbernoulli\b")
+#: ctx.analyses: id of the split a model call takes per example (``jax.vmap(model)(x, key=jax.random.split(key,
+#: x.shape[0]))``, training.py's call_key) where no key was in scope → the error to report if none can be made
+MODEL_DRAWS = "torch2jax.model-draws"
 KEYLESS = "torch2jax.keyless"  # ctx.analyses: id of a draw call no key can reach → why (its refusal)
 ROOTED = "torch2jax.rooted"  # ctx.analyses: ids of the draw calls keyed from a root key made here
 #: the call transforms that draw from the key in scope (rules/torch2jax: emit.transform)
@@ -175,6 +180,15 @@ class _Draws(cst.CSTVisitor):
     leave_ListComp = leave_GeneratorExp = leave_SetComp = leave_DictComp = _uncomp
 
     def visit_Call(self, n: cst.Call) -> None:
+        if id(n) in self.ctx.analyses.get(MODEL_DRAWS, {}):  # a model call's keys, split from the scope's key
+            why = None if any(k for _, k in self.scopes) else self._why_not(n)
+            if why is not None:
+                _refuse_model_call(self.ctx, id(n), why)
+                return
+            if not any(k for _, k in self.scopes):
+                scope = next((s for s, _ in reversed(self.scopes) if isinstance(s, cst.FunctionDef)), None)
+                self.found.append((n, scope, self.stmts[-1], self.blocks[-1], self.stmts[0]))
+            return
         if isinstance(n.func, cst.Name) and n.func.value in self.calls:
             why = "a key of its own" if any(k for _, k in self.scopes) else self._why_not(n)
             scope = next((s for s, _ in reversed(self.scopes) if isinstance(s, cst.FunctionDef)), None)
@@ -227,6 +241,24 @@ class _Draws(cst.CSTVisitor):
         return None
 
 
+def will_key(module: cst.Module, text: str) -> bool:
+    """Whether this planner makes the root keys of the scopes where a draw of the file finds no key (a file that
+    draws, with no torch.manual_seed and no module-level ``key``): training.py's call_key then leaves a model's
+    keys to it (MODEL_DRAWS)."""
+    return bool(TRIGGER.search(text)) and not _mentions_seed(module) and not _binds_key(module)
+
+
+def _refuse_model_call(ctx, split: int, why: str) -> None:
+    """The error for a model call whose keys (MODEL_DRAWS: the id of its split) no root key can give."""
+    done = ctx.analyses.setdefault(MODEL_DRAWS + ".done", set())
+    if split in done:
+        return
+    done.add(split)
+    node, name = ctx.analyses[MODEL_DRAWS][split]  # (the split: a node of this planner's input, which locates it)
+    ctx.report(Severity.ERROR, "unsupported-construct", f"{name} draws random numbers (torch.randn_like or the like, in "
+               f"inference too) and takes a key per call; no jax.random key can be made for it here: {why}; pass {name.split(' ')[0]}(..., key=...) one per example", node)
+
+
 def _elif_of(parent: cst.If, n: cst.If) -> bool:
     return parent.orelse is n
 
@@ -272,6 +304,15 @@ class _SeededDraws(_Draws):
 
 
 def plan(module: cst.Module, ctx) -> cst.Module:
+    try:
+        return _plan(module, ctx)
+    finally:
+        for split in ctx.analyses.get(MODEL_DRAWS, {}):
+            if split not in ctx.analyses.get(ROOTED, ()):
+                _refuse_model_call(ctx, split, "a root key is made only where the file draws and nothing seeds it")
+
+
+def _plan(module: cst.Module, ctx) -> cst.Module:
     draws = {n for n, r in ctx.pack.by_name.items() if r.emit.get("transform") in DRAWING_TRANSFORMS}
     module_classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef)
                       and any(ctx.imports.resolve(b.value) == "torch.nn.Module" for b in s.bases)}
@@ -360,6 +401,9 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
         taken = _collides(node)
         if taken:  # the source's own name: the splits would overwrite it (after a seed: its key read as before)
             for e in entries if not seeded else ():
+                if id(e[0]) in ctx.analyses.get(MODEL_DRAWS, {}):
+                    _refuse_model_call(ctx, id(e[0]), f"this code uses the name {taken[0]}, which fwport gives the key it "
+                                       "splits for each statement that draws: rename it and translate again")
                 ctx.analyses.setdefault(KEYLESS, {})[id(e[0])] = (
                     f"this code uses the name {taken[0]}, which fwport gives the key it splits for each statement "
                     "that draws: rename it and translate again")
@@ -444,10 +488,17 @@ def _edit_block(scope: _Scope, root: bool, site, ctx):
     builds a model of the file)."""
     split = ctx.spell_text("jax.random.split")
 
-    def draw_site(call: cst.Call) -> bool:  # (a split of the key, training.py's call_key, is no draw)
-        return site(call) and dotted_text(call.func) != split
+    model_keys: set[int] = set()  # (the splits a model call takes per example, training.py's call_key: MODEL_DRAWS)
+
+    def draw_site(call: cst.Call) -> bool:
+        return site(call) and (dotted_text(call.func) != split or id(call) in model_keys)
 
     def apply(original, updated):
+        model_keys.clear()
+        if ctx.analyses.get(MODEL_DRAWS) and not scope.seeded:
+            model_keys.update(id(a.value) for a in find_all(updated, cst.Arg) if a.keyword is not None
+                              and a.keyword.value == "key" and isinstance(a.value, cst.Call)
+                              and dotted_text(a.value.func) == split)
         draw_keys = _draw_keys()
         body: list[cst.CSTNode] = []
         for s in updated.body:

@@ -872,13 +872,21 @@ def _state_dict_of(node) -> str | None:
 
 @call_transform("save")
 def save(m, ctx):
-    """``torch.save(model.state_dict(), f)`` → ``eqx.tree_serialise_leaves(f, model)`` (with the layer
+    """``torch.save(model.state_dict(), f)`` and ``torch.save(model, f)`` (``model`` a name holding a model:
+    MODELS) → ``eqx.tree_serialise_leaves(f, model)`` (with the layer
     state of a model that keeps one: ``(model, state)``, as the state_dict holds BatchNorm's running
     statistics). Any other object is refused: a checkpoint dict mixes arrays, optimizer state and
     Python values that each need their own format."""
     from fwport.core.finding import Severity
 
-    model = _state_dict_of(m.kwargs.get("obj"))
+    from fwport.packs.torch2jax.passes.training import MODELS
+
+    obj = m.kwargs.get("obj")
+    model = _state_dict_of(obj)
+    # torch.save(model, f) pickles the whole module: its arrays are what a JAX program saves of it
+    whole = model is None and isinstance(obj, cst.Name) and obj.value in ctx.analyses.get(MODELS, ())
+    if whole:
+        model = obj.value
     if model is None:
         m.fail(ctx, "unsupported-construct", f"torch.save({m.written('obj')}, ...): only model.state_dict() is "
                "translated (eqx.tree_serialise_leaves(path, model)); save other objects with numpy/pickle by hand "
@@ -887,9 +895,10 @@ def save(m, ctx):
     if model in ctx.analyses.get(STATEFUL, ()):
         from fwport.packs.torch2jax.passes.state import state_name
         model = f"({model}, {state_name(ctx, model)})"
-    ctx.report(Severity.INFO, "idiom-replaced", "torch.save(model.state_dict(), f) → eqx.tree_serialise_leaves: the "
-               "file holds Equinox's leaves, not a PyTorch checkpoint; read it back with "
-               "eqx.tree_deserialise_leaves(f, <a model of the same structure>)", m.node, m.rule)
+    ctx.report(Severity.INFO, "idiom-replaced", f"torch.save({'model' if whole else 'model.state_dict()'}, f) → "
+               "eqx.tree_serialise_leaves: the file holds Equinox's leaves (the model's arrays), not a PyTorch "
+               "checkpoint; read it back with eqx.tree_deserialise_leaves(f, <a model of the same structure>)",
+               m.node, m.rule)
     return expr(f"{ctx.spell_text('equinox.tree_serialise_leaves')}({code(m.kwargs['f'])}, {model})")
 
 
@@ -925,8 +934,15 @@ def scheduler(m, ctx):
     if literal_value(values.get("last_epoch", expr("-1")), None) != -1:
         m.fail(ctx, "unsupported-argument", "last_epoch: a resumed schedule is not translated")
         return None
+    if isinstance(values.get("lr_lambda"), (cst.List, cst.Tuple)):
+        m.fail(ctx, "unsupported-argument", "lr_lambda: one function per parameter group is not translated; an "
+               "optax optimizer over parameter groups is optax.multi_transform, each transformation with its schedule")
+        return None
     names = dict(opts.get("names", {}))  # in a message: no import to add
-    schedule = opts["schedule"].format(**names, **{k: code(v) for k, v in values.items()})
+    # LambdaLR's function, called in the schedule: parenthesised unless an atom ((lambda e: 0.9 ** e)(count // n))
+    texts = {k: f"({code(v)})" if k == "lr_lambda" and not isinstance(v, (cst.Name, cst.Attribute, cst.Call, cst.Subscript))
+             else code(v) for k, v in values.items()}
+    schedule = opts["schedule"].format(**names, **texts)
     opt = code(values["optimizer"]) if "optimizer" in values else "the optimizer"
     m.fail(ctx, "unsupported-construct", f"{m.rule.names[0].rsplit('.', 1)[-1]} sets the learning rate at each "
            f"scheduler.step(); optax takes the schedule when the optimizer is created, as a function of its update "

@@ -41,8 +41,7 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) hasattr(torch.nn.functional, 'name') → True where a rule translates that name; an
     # argument's presence in inspect.signature(torch.optim.X).parameters → whether the rule takes it
     # (read-only, last) draws from PyTorch's global generator where no jax.random key will be in scope: refused
-    Planner("keyless-draws", re.compile(r"\brand(?:n|int|perm|n_like|_like|int_like)?\b|\bmultinomial\b|\bnormal\b|\bbernoulli\b"),
-            keys.plan),
+    Planner("keyless-draws", keys.TRIGGER, keys.plan),
     Planner("feature-tests", re.compile(r"\bhasattr\s*\(|\bsignature\s*\("), features.plan),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers

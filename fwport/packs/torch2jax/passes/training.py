@@ -27,6 +27,7 @@ from fwport.core.engine import code
 from fwport.core.finding import Severity
 from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
+from fwport.packs.torch2jax import keys
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
@@ -107,6 +108,8 @@ class _Pass(cst.CSTTransformer):
         self.module_names = _local_names(module)  # names the module binds at its own level
         self.closures: dict[int, list] = {}  # id of a loop → its LBFGS closure steps (_closure_steps) to write out
         self.containers: dict[str, str | None] = {}  # names of lists of the module's instances → their class
+        self.step_calls: set[int] = set()  # ids of model calls a keyed train_step takes in (its key: _VmapModel)
+        self.unkeyed_calls: set[int] = set()  # ... a train_step without a key takes in (check_keys's error)
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -272,13 +275,31 @@ class _Pass(cst.CSTTransformer):
         example; a whole-graph model ``key=key``), from the key in scope (the function's, else the module's
         root key); with none in scope, an error (never a name the code does not bind). A call moved into a
         train_step gets the step's key there instead (_VmapModel, _KeyModel replace this one)."""
-        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args and not whole:
+        if any(a.keyword and a.keyword.value == "key" for a in original.args) or not original.args and not whole \
+                or id(original) in self.step_calls:  # (moved into a keyed train_step: its key, _VmapModel)
             return updated
         if name is None:
             name = original.func.value
             what = f"{self.instances.get(name)}, in its forward"
         scope = self.scopes[-1] if self.scopes else self.module
         here = _binds_key(scope, self.ctx)
+        axes = self.ctx.analyses.get(VMAP_AXES, {}).get(name) or ""
+        first = re.match(r"in_axes=\(?(\d+)", axes)  # the first input's batch axis (the keys: one per example)
+        batch = f".shape[{first.group(1) if first else 0}]"
+        defer = False
+        if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
+            text = self.ctx.analyses["parsed"][1] if "parsed" in self.ctx.analyses else self.module.code
+            defer = not whole and id(original) not in self.unkeyed_calls and keys.will_key(self.module, text)
+        if defer:  # keys.py makes the scope's root key and splits it for this statement (else it reports the error)
+            split = self.ctx.spell_text("jax.random.split")
+            keyed = cst.parse_expression(f"{split}(key, {_atom_code(updated.args[0].value)}{batch})")
+            self.ctx.analyses.setdefault(keys.MODEL_DRAWS, {})[id(keyed)] = (keyed, f"{name} ({what})")
+            self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with "
+                            f"key={code(keyed)}, one key per example, split from the root key fwport makes in this "
+                            "scope (key, subkey = jax.random.split(key) before the statement)", original)
+            return updated.with_changes(args=[*updated.args[:-1], updated.args[-1].with_changes(
+                comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Arg(keyed, keyword=cst.Name("key"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         if not here and (scope is self.module or "key" in _local_names(scope) or not _binds_key(self.module, self.ctx)):
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"{name} ({what}) draws random numbers "
                             "(torch.randn_like or the like, in inference too) and takes a key per call: no key is in "
@@ -286,10 +307,13 @@ class _Pass(cst.CSTTransformer):
                             f"{name}(..., key=...)" + ("" if whole else " one per example"), original)
             return updated
         split = self.ctx.spell_text("jax.random.split")
-        value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}.shape[0])"
-        self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with key={value} "
-                        "from the " + ("function's key" if here else
-                        "module's root key, the same at every call (split it per call for new draws)"), original)
+        value = "key" if whole else f"{split}(key, {_atom_code(updated.args[0].value)}{batch})"
+        # a function reading the module's root key: the same key at every call of it, where PyTorch draws anew
+        self.ctx.report(Severity.INFO if here else Severity.WARNING, "key-added", f"{name} ({what}) draws random "
+                        f"numbers: called with key={value} from the " + ("function's key" if here else
+                        "module's root key, the same at every call of this function, which then draws the same "
+                        "numbers each time where PyTorch draws new ones: give the function a `key` argument and pass "
+                        "it a split per call (key, subkey = jax.random.split(key))"), original)
         args = [*updated.args]
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         return updated.with_changes(args=[*args, cst.Arg(cst.parse_expression(value), keyword=cst.Name("key"),
@@ -430,7 +454,7 @@ class _Pass(cst.CSTTransformer):
                             f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
                             "else reads it", original)
             return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
-        data = self.load_data(original)
+        data = self.load_data(original) or self.load_model(original)
         if data is not None:
             return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
@@ -523,6 +547,8 @@ class _Pass(cst.CSTTransformer):
                 why = "the module has no key of its own (torch.manual_seed at module level) for the step to split"
             if why is None:
                 self.ctx.analyses.setdefault(KEYED, set()).add((f.name.value if f is not None else "", plan[0]))
+                # the loss's calls of the model go into the train_step, which gives them the step's key
+                self.step_calls.update(self.step_model_calls(body, plan, model, known))
                 if (info is None or info["opt"] != plan[0]) and (glob is None or glob["opt"] != plan[0]) \
                         and not _binds_key(self.scopes[-1] if self.scopes else self.module, self.ctx):
                     self.ctx.report(Severity.INFO, "key-added", "train_step takes a key: a root key `key = "
@@ -533,6 +559,7 @@ class _Pass(cst.CSTTransformer):
                                     "given to the whole-graph model (model(..., key=key))" if whole else
                                     "one per example (jax.vmap(model)(x, key=jax.random.split(key, x.shape[0])))"), loop)
                 return
+            self.unkeyed_calls.update(self.step_model_calls(body, plan, model, known))
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{known[0]} ({self.instances[known[0]]}) draws random numbers in training (dropout, or a "
                             f"draw in its forward) and the train_step written here calls it without a key: {why}; "
@@ -543,6 +570,12 @@ class _Pass(cst.CSTTransformer):
                             f"if the model trained here is a {' or '.join(self.keyed_classes)}, it draws random numbers "
                             "in training (dropout) and needs key= in train_step (split per step; jax.vmap(model)(x, "
                             "key=jax.random.split(step_key, x.shape[0]))): the train_step written here passes none", loop)
+
+    @staticmethod
+    def step_model_calls(body: list, plan, model: str | None, known: list[str]) -> set[int]:
+        """The ids of the calls of the models ``known`` in the loss statements a loop's train_step takes in."""
+        block = _split_block(body, plan, model)[0] if model is not None else body[plan[2]:plan[3]]
+        return {id(c) for st in block for c in _calls(st) if isinstance(c.func, cst.Name) and c.func.value in known}
 
     def load_data(self, stmt) -> cst.BaseSmallStatement | None:
         """``data = torch.load(f)`` where every use of ``data`` goes through ``torch.from_numpy``: the file holds
@@ -571,6 +604,45 @@ class _Pass(cst.CSTTransformer):
                         "holds a tensor; better, convert the file once (np.save) and read it with np.load", stmt)
         return a.with_changes(value=cst.Call(cst.Name("load_pickled_arrays"), [call.args[0].with_changes(
             comma=cst.MaybeSentinel.DEFAULT)]))
+
+    def load_model(self, stmt) -> cst.BaseSmallStatement | None:
+        """``model = torch.load(f)``, a whole module pickled by ``torch.save(model, f)`` → ``model =
+        eqx.tree_deserialise_leaves(f, like)``: the file the translated torch.save wrote (the model's arrays),
+        read into ``like``, a model of the same structure in scope: ``model`` itself where the code builds it
+        elsewhere (the load replaces its weights), else the one model the file saves to the same path. None
+        (the rule's error) where no such model is known."""
+        if self.in_class or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+            return None
+        a = stmt.body[0]
+        call = a.value
+        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name) or not isinstance(call, cst.Call) \
+                or self.ctx.imports.resolve(call.func) not in ("torch.load", "torch.serialization.load") \
+                or not call.args or call.args[0].keyword is not None or call.args[0].star \
+                or not all(x.keyword is not None and x.keyword.value in ("map_location", "weights_only")
+                           for x in call.args[1:]):
+            return None
+        name, path = a.targets[0].target.value, call.args[0].value
+        scope = self.scopes[-1] if self.scopes else self.module
+        like = None
+        if name in self.models and (_builds(self.module, name, self.ctx) or isinstance(scope, cst.FunctionDef)
+                                    and name in {p.name.value for p in scope.params.params}):
+            like = name
+        else:
+            saved = _saved_models(self.module, code(path), self.models, self.ctx)
+            if len(saved) == 1 and next(iter(saved)) in _local_names(scope) | self.module_names:
+                like = next(iter(saved))
+        if like is None or (name in self.stateful or like in self.stateful) and like != name:
+            return None
+        if like in self.stateful:
+            like = f"{like}, {state.state_name(self.ctx, like)}"
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{name} = torch.load(f) → eqx.tree_deserialise_leaves(f, "
+                        f"{like.split(',')[0]}): it reads the model's arrays the translated torch.save(model, f) wrote "
+                        f"(eqx.tree_serialise_leaves) into {like.split(',')[0]}, a model of the same structure, not a "
+                        "pickled PyTorch module", stmt)
+        load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
+        target = like if like != name else name
+        wrapped = f"({like})" if "," in like else like
+        return cst.parse_statement(f"{target if ',' in like else name} = {load}({code(path)}, {wrapped})\n").body[0]
 
     def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
         """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
@@ -778,6 +850,11 @@ def run(module: cst.Module, ctx) -> cst.Module:
         models.add(name)
         if cls is not None:
             instances[name] = cls
+    for name, saved in _loaded_models(module, models, ctx).items():  # `copy = torch.load(f)` of a saved model
+        if saved not in stateful:
+            models.add(name)
+            if saved in instances:
+                instances[name] = instances[saved]
     ctx.analyses[STATEFUL] = stateful
     ctx.analyses[MODELS] = models
     hoisted = ctx.analyses.get(HOISTED, set())
@@ -893,6 +970,36 @@ def _input_grads(fn: cst.FunctionDef, ctx, models: set[str], whole: set[str], dr
                 out[id(sub)] = f"{grad}({x.value})" if d in whole else f"{{vmap}}({grad})({x.value})"
                 dropped.update({(fn.name.value, o.value), (fn.name.value, g.value)})
     return out
+
+
+def _saved_models(module: cst.Module, path: str, models: set[str], ctx) -> set[str]:
+    """The models (names) the module saves whole to ``path`` (its text): ``torch.save(model, path)``."""
+    return {code(c.args[0].value) for c in _calls(module) if ctx.imports.resolve(c.func) in
+            ("torch.save", "torch.serialization.save") and len(c.args) >= 2 and c.args[0].keyword is None
+            and c.args[1].keyword is None and isinstance(c.args[0].value, cst.Name)
+            and c.args[0].value.value in models and code(c.args[1].value) == path}
+
+
+def _loaded_models(module: cst.Module, models: set[str], ctx) -> dict[str, str]:
+    """``copy = torch.load(path)`` where the module saves one model whole to that path: copy → that model (an
+    instance of its class, read back by the training pass's load_model)."""
+    out: dict[str, str] = {}
+    for a in find_all(module, cst.Assign):
+        if len(a.targets) == 1 and isinstance(a.targets[0].target, cst.Name) and isinstance(a.value, cst.Call) \
+                and ctx.imports.resolve(a.value.func) in ("torch.load", "torch.serialization.load") and a.value.args \
+                and a.value.args[0].keyword is None and a.targets[0].target.value not in models:
+            saved = _saved_models(module, code(a.value.args[0].value), models, ctx)
+            if len(saved) == 1:
+                out[a.targets[0].target.value] = next(iter(saved))
+    return out
+
+
+def _builds(module: cst.Module, name: str, ctx) -> bool:
+    """Whether ``name`` is assigned somewhere in the module by something other than torch.load (the model the
+    code builds: a class of the file, a builder)."""
+    return any(any(name in target_names(t.target) for t in a.targets) and not (
+        isinstance(a.value, cst.Call) and ctx.imports.resolve(a.value.func) in ("torch.load", "torch.serialization.load"))
+        for a in find_all(module, cst.Assign))
 
 
 def _functions(node) -> list[cst.FunctionDef]:
