@@ -120,3 +120,17 @@ m.fit(np.zeros((4, 10)), np.zeros(4), epochs=1)
     errs = errors(tx(src))
     assert any(m.startswith("m.fit(...) is a Keras model method") and "m comes from build(), whose compile is left "
                "as written (loss= is neither a Keras name nor a Keras loss object" in m for _, m in errs), errs
+
+
+def test_a_fit_of_a_loaded_model_says_how_to_get_its_loop():
+    src = '''
+import numpy as np
+from tensorflow import keras
+
+reloaded = keras.models.load_model("model.keras")
+reloaded.fit(np.zeros((4, 10)), np.zeros(4), epochs=1)
+'''
+    errs = errors(tx(src))
+    assert any(m.startswith("reloaded.fit(...) is a Keras model method") and "reloaded comes from "
+               "keras.models.load_model(...), which gives back the model compiled with the optimizer and loss it was "
+               "saved with" in m and "compile reloaded again in the file" in m for _, m in errs), errs

@@ -2865,6 +2865,12 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
         if before and id(before[-1][2]) in refusals and id(call) not in refusals:
             refusals[id(call)] = f"the {name}.compile(...) before it is left as written ({refusals[id(before[-1][2])]})"
         seen = _binding_seen(plan, name, at, scope) if not before else None
+        if (isinstance(seen, cst.Call) and id(call) not in refusals and _method_of(call) != "predict"
+                and ctx.imports.resolve(seen.func) in ("keras.models.load_model", "keras.saving.load_model")):
+            refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...), which gives back the model compiled "
+                                  "with the optimizer and loss it was saved with; fwport does not know them: compile "
+                                  f"{name} again in the file (model.compile(optimizer=..., loss=...)), whose fits "
+                                  "fwport writes out")
         if isinstance(seen, cst.Call) and isinstance(seen.func, cst.Name) and id(call) not in refusals:
             # `model = build()`, a function of the module that compiles the model it returns
             fn = next((f for f in plan.top_functions.values() if f.name.value == seen.func.value), None)
