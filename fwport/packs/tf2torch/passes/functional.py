@@ -4382,3 +4382,11 @@ def _build_module(plans: list[_Plan], body: list, ctx: FileContext, builders: di
             continue
         out += builders.get(i, [_clean(stmt)])
     return out
+
+
+def refused_model_calls(module: cst.Module, scratch: FileContext) -> list[cst.CSTNode]:
+    """The ``keras.Model(...)`` calls of ``module`` this pass leaves as written, found by running it on ``scratch``,
+    a throwaway context (the training pass, which runs first, asks: such a model's training stays Keras code)."""
+    run(module, scratch)
+    return [p.node for p in scratch.pending if p.node is not None and p.finding.severity is Severity.ERROR
+            and p.finding.message.startswith("this functional model is left as written")]

@@ -34,6 +34,7 @@ located: passes keep line structure.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from ast import literal_eval
 
@@ -42,13 +43,14 @@ import libcst as cst
 from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, bind_call, call_argument, literal_value
 from fwport.core.context import FileContext
-from fwport.core.engine import build_call, code, map_call
+from fwport.core.engine import build_call, code, comment_error, map_call
 from fwport.core.finding import Severity
 from fwport.core.imports import insert_after_imports
+from fwport.core.plan import Plans
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import optim
-from fwport.packs.tf2torch.passes import fitloop, regularizers, runtime, valuekinds
+from fwport.packs.tf2torch.passes import fitloop, functional, regularizers, runtime, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
 
@@ -255,6 +257,16 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         self.loss_calls: dict[str, tuple[cst.Call, int]] = {}  # name → the loss object it is bound to, its scope
         self.optimizer_calls: dict[str, cst.Call] = {}  # optimizer name → the call it is bound to (the last)
         self.optimizer_scopes: dict[str, int] = {}  # ... and the scope of that binding (0: the module)
+        # optimizer name → (statement, scope) of each binding to a Keras optimizer call, and that call (a notebook
+        # binds `optimizer` again before each compile)
+        self.optimizer_bindings: dict[str, list[tuple[int, int, cst.Call]]] = {}
+        self.values: dict[str, list[tuple[int, int, cst.BaseExpression]]] = {}  # name → (statement, scope, value)
+        self.model_calls: list[tuple[str, cst.Call]] = []  # (name, call) of each `name.fit/evaluate/predict(...)`
+        self.left_keras: set[int] = set()  # values binding functional models left as written (_functional_left)
+        self.compile_statements: dict[int, cst.SimpleStatementLine] = {}  # id of a compile call → its statement
+        self._statement: cst.SimpleStatementLine | None = None
+        self.compiled_optimizers: set[str] = set()  # optimizer names a planned compile creates over its model
+        self.fit_orders: dict[str, list[tuple[int, int]]] = {}  # name → (statement, scope) of each `name.fit(...)`
 
         self.compiles: list[tuple[str, cst.Call, int]] = []  # (model name, compile call, scope) of `M.compile(...)`
         self.uses: set[tuple[str, int]] = set()  # (name, scope) of each `name.fit/evaluate/predict(...)`
@@ -296,6 +308,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         self.order += 1
+        self._statement = node
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool | None:
         self.bound_at.setdefault(node.name.value, []).append((self.order, len(self._scopes)))
@@ -336,6 +349,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             if isinstance(t.target, cst.Name):
                 name = t.target.value
                 self.bound_at.setdefault(name, []).append((self.order, len(self._scopes)))
+                self.values.setdefault(name, []).append((self.order, self._scope_id(), node.value))
                 if isinstance(node.value, cst.Call) and isinstance(node.value.func, cst.Name):
                     self.instances.setdefault(name, set()).add(node.value.func.value)
                     if node.value.func.value in self.schedule_classes:
@@ -362,6 +376,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                         self.optimizers.setdefault(name, []).append((self.order, len(self._scopes)))
                         self.optimizer_calls[name] = node.value
                         self.optimizer_scopes[name] = self._scope_id()
+                        self.optimizer_bindings.setdefault(name, []).append((self.order, self._scope_id(), node.value))
                         values = bind_call(node.value, self.ctx.pack.by_name[q]).values
                         clips = {k: values[k] for k in optim.CLIPS
                                  if k in values and literal_value(values[k], NOT_LITERAL) is not None}
@@ -423,6 +438,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.uses.add((node.func.value.value, self._scope_id()))
             self.call_order[id(node)] = self.order
             self.call_scope[id(node)] = self._scope_id()
+            self.model_calls.append((node.func.value.value, node))
+            if _method_of(node) == "fit":
+                self.fit_orders.setdefault(node.func.value.value, []).append((self.order, self._scope_id()))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
             self.compile_args |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
 
@@ -431,6 +449,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         if isinstance(call, cst.Call) and _method_of(call) == "compile" and isinstance(call.func.value, cst.Name):
             self.compiles.append((call.func.value.value, call, self._scope_id()))
             self.call_order[id(call)] = self.order
+            self.compile_statements[id(call)] = self._statement
         if (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
                 and call.func.attr.value == "apply_gradients" and _dotted_name(call.func.value)
                 and call.args and isinstance(call.args[0].value, cst.Call)):
@@ -844,6 +863,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                if self.plan.assigned_call.get(id(k)) == name]
                 elif c.model == name:
                     events.append((c.order, c.scope, c))
+            planned = {id(c.call) for c in self.compiled}
+            # a compile of the model left as written: the calls after it train what it compiled, not a loop
+            events += [(self.plan.call_order.get(id(k), 0), s, k) for m, k, s in self.plan.compiles
+                       if m == name and id(k) not in planned and id(k) in self.ctx.analyses.get("compile_refusals", {})]
             if len(events) > 1:
                 at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
                 events.sort(key=lambda e: e[0])
@@ -851,6 +874,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                          [e for e in events if e[1] == 0 and (e[0] < at or scope != 0)]
                 events = before[-1:]
             c = events[0][2] if events else None
+            if isinstance(c, cst.Call):  # a compile left as written (run said why on this call)
+                return None
         if c is None:
             return None
         # a model of the file, or a name the file never binds (a snippet, a model made elsewhere)
@@ -988,6 +1013,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         method = _method_of(original_node)
         if method not in fitloop.METHODS:
             return None
+        if self.plan.left_keras and _left_keras(self.plan, original_node.func.value.value, original_node,
+                                                 self.plan.call_scope.get(id(original_node), 0)):
+            return None  # a Keras model: model_api's error says why (compile_refusals)
         c = self._compiled(original_node, method)
         if c is None and method == "predict":
             c = self._predict_only(original_node)
@@ -2743,7 +2771,10 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     models = None
     if plan.compiles:  # (a compiled function parameter is a model where its callers give it one)
         models = models_of(module, ctx)
+    if plan.compiles or plan.model_calls:
+        plan.left_keras = _functional_left(module, ctx, plan)
     compiled = _plan_compiles(plan, ctx, models)
+    _refused_compiles_said(plan, ctx)
     factories = {c.factory for c in compiled if c.factory}
     relevant = []
     for i, stmt in enumerate(module.body):
@@ -2776,6 +2807,77 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     return module.with_changes(body=tapes if tapes is not None else body)
 
 
+
+
+def _functional_left(module: cst.Module, ctx: FileContext, plan: _Plan) -> set[int]:
+    """ids of the values (``keras.Model(...)``, ``m = build()`` of a builder that returns one) that bind names to
+    functional models the functional pass leaves as written: Keras objects, whose compile / fit stay Keras code.
+    Asked of the functional pass on a throwaway context (it runs after this pass, on the same statements)."""
+    source = ctx.analyses.get("parsed", (None, ""))[1]
+    if not ("Input" in source and "Model" in source):
+        return set()
+    scratch = dataclasses.replace(
+        ctx, options=dict(ctx.options), pending=[], findings=[], needed_imports=set(), layers=[], models={},
+        settled=dict(ctx.settled), subscript_hooks={}, argument_hooks={}, plans=Plans(),
+        analyses={k: ctx.analyses[k] for k in ("parsed", "layout") if k in ctx.analyses})
+    left = {id(n) for n in functional.refused_model_calls(module, scratch)}
+    if not left:
+        return set()
+    for fn in plan.top_functions.values():  # a builder whose model is left: the models its callers bind
+        if any(id(n) in left for n in find_all(fn, cst.Call)):
+            left |= {id(k) for k in plan.calls_of.get(fn.name.value, []) if id(k) in plan.assigned_call}
+    return left
+
+
+def _binding_seen(plan: _Plan, name: str, at: int, scope: int) -> cst.BaseExpression | None:
+    """The value of the assignment of ``name`` a statement (order ``at``, scope ``scope``) sees: the last one before
+    it in its scope, else the module's (any, for a function's statement)."""
+    bound = plan.values.get(name, [])
+    before = [b for b in bound if b[1] == scope and b[0] < at] or \
+             [b for b in bound if b[1] == 0 and (b[0] < at or scope != 0)]
+    return before[-1][2] if before else None
+
+
+def _left_keras(plan: _Plan, name: str, call: cst.Call, scope: int) -> str | None:
+    """Why ``name.compile/fit/...(...)`` stays Keras code where ``name`` is a functional model left as written."""
+    seen = _binding_seen(plan, name, plan.call_order.get(id(call), 0), scope)
+    if seen is None or id(seen) not in plan.left_keras:
+        return None
+    return (f"{name} is a functional model fwport leaves as written (the errors at its keras.Model(...) say why), so "
+            "it stays a Keras object and its training code too: once the model is translated (by hand, as an "
+            "nn.Module), fwport writes its compile and fits out as a loop")
+
+
+def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
+    """Each fit / evaluate / predict of a model whose last compile before it (in its scope, else the module's) is
+    left as written says so, with that compile's reason, in model_api's error on it."""
+    refusals = ctx.analyses.setdefault("compile_refusals", {})
+    for name, call in plan.model_calls:
+        at, scope = plan.call_order.get(id(call), 0), plan.call_scope.get(id(call), 0)
+        left = _left_keras(plan, name, call, scope) if plan.left_keras else None
+        if left is not None:
+            refusals.setdefault(id(call), left)
+            continue
+        compiles = sorted(((plan.call_order.get(id(k), 0), s, k) for m, k, s in plan.compiles if m == name),
+                          key=lambda e: e[0])
+        before = [e for e in compiles if e[1] == scope and e[0] < at] or \
+                 [e for e in compiles if e[1] == 0 and (e[0] < at or scope != 0)]
+        if before and id(before[-1][2]) in refusals and id(call) not in refusals:
+            refusals[id(call)] = f"the {name}.compile(...) before it is left as written ({refusals[id(before[-1][2])]})"
+        seen = _binding_seen(plan, name, at, scope) if not before else None
+        if (isinstance(seen, cst.Call) and id(call) not in refusals and _method_of(call) != "predict"
+                and ctx.imports.resolve(seen.func) in ("keras.models.load_model", "keras.saving.load_model")):
+            refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...), which gives back the model compiled "
+                                  "with the optimizer and loss it was saved with; fwport does not know them: compile "
+                                  f"{name} again in the file (model.compile(optimizer=..., loss=...)), whose fits "
+                                  "fwport writes out")
+        if isinstance(seen, cst.Call) and isinstance(seen.func, cst.Name) and id(call) not in refusals:
+            # `model = build()`, a function of the module that compiles the model it returns
+            fn = next((f for f in plan.top_functions.values() if f.name.value == seen.func.value), None)
+            made = [k for m, k, s in plan.compiles if fn is not None and s == id(fn) and id(k) in refusals]
+            if made:
+                refusals[id(call)] = (f"{name} comes from {fn.name.value}(), whose compile is left as written "
+                                      f"({refusals[id(made[-1])]})")
 
 
 def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> list[fitloop.Compiled]:
@@ -2885,6 +2987,9 @@ def _sequential_activation(seq: cst.Call, ctx: FileContext) -> str | None:
     return None
 
 
+_NOT_THIS_ONE = "fwport writes a compile and its fits out as a loop, but not this one: "  # (model_api's words)
+
+
 def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, scope: int,
                   owner: dict[str, str], models: _Models | None = None) -> fitloop.Compiled | None:
     """One compile, when the written-out loop reproduces it; else why not, for model_api's error on it
@@ -2892,11 +2997,18 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     refusals = ctx.analyses.setdefault("compile_refusals", {})
 
     def refuse(why: str) -> None:
+        # translating a translation says the same again (its optimizers are torch's by then)
+        said = comment_error(plan.compile_statements.get(id(call)), f"{model}.compile(...) is a Keras model method")
+        if said is not None and _NOT_THIS_ONE in said[1] and said[1].endswith(")"):
+            why = said[1].split(_NOT_THIS_ONE, 1)[1][:-1]
         refusals[id(call)] = why
         return None
     classes = plan.instances.get(model)
     if classes and classes <= plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
+    left = _left_keras(plan, model, call, scope) if plan.left_keras else None
+    if left is not None:
+        return refuse(left)
     given = models.param_refusals.get((scope, model)) if models is not None else None
     if given is not None:
         fn = models.functions[scope].name.value
@@ -2913,13 +3025,20 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return refuse(f"it is compiled inside a function that does not fit it there, and {factory} (an "
                           "nn.Module carries no optimizer or loss out of it): create them where the model is "
                           "trained")
+    optimizer_why: list[str] = []  # why a name given as the optimizer is not one (the refusal says it)
+
     def named(n: cst.Name) -> cst.Call | None:
         """An optimizer bound once, by a statement of the compile's scope or the module's, used by no
-        apply_gradients: the training pass creates it over the compiled model's parameters."""
+        apply_gradients: the training pass creates it over the compiled model's parameters. Or, a notebook's
+        way, a name the module binds to a new optimizer before each compile (:func:`_rebound_optimizer`)."""
         o = n.value
         if (len(plan.optimizers.get(o, [])) != 1 or len(plan.bound_at.get(o, [])) != 1 or o in plan.variables
                 or plan.optimizer_scopes[o] not in (0, scope)):
-            return None
+            made = _rebound_optimizer(plan, o, model, call, scope)
+            if isinstance(made, str):
+                optimizer_why[:] = [made]
+                return None
+            return made
         return plan.optimizer_calls[o]
 
     def named_loss(n: cst.Name) -> cst.Call | None:
@@ -2988,6 +3107,17 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
                              named_loss, loss_function, metric_list, loss_object)
     if isinstance(c, str):
+        if c.startswith("optimizer= is neither") and optimizer_why:
+            c = f"optimizer={code(call_argument(call, 'optimizer', 0))}: {optimizer_why[0]}"
+        given = call_argument(call, "loss", 1)
+        if (c.startswith("loss= is neither") or c.startswith("loss_weights")) and isinstance(
+                given, (cst.List, cst.Tuple, cst.Dict)):
+            c = (f"loss={'{...}' if isinstance(given, cst.Dict) else '[...]'} gives a loss per output of a model of "
+                 "several outputs, which the written loop does not compute yet: write the loop by hand, its loss "
+                 "the sum of each output's loss (times its loss_weights= factor, where given)")
+        elif c.startswith("loss_weights"):
+            c = ("loss_weights= scales the losses of a model of several outputs (or its one loss), which the written "
+                 "loop does not do yet: write the loop by hand, its loss the weighted sum of each output's loss")
         return refuse(c)
     if c.loss[0] in ("call", "name"):
         value = bind_call(c.loss[2], c.loss[1]).values.get("from_logits")
@@ -3036,6 +3166,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         return name
     if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
         plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
+        plan.compiled_optimizers.add(c.optimizer[3])
     named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
     # (its binding is translated as a loss whose calls are adapted; a KerasLoss object's is the file's own)
     named = c.loss[3] if c.loss[0] == "name" or (c.loss[0] == "object" and c.loss[3]) else None
@@ -3051,6 +3182,44 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     if c.loss[0] == "function" and c.loss[1] is None:  # the file's own function: the loop calls it
         c.names["loss_fn"] = c.loss[3]
     return c
+
+
+def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: int) -> cst.Call | str | None:
+    """``optimizer = keras.optimizers.SGD(...)`` before each ``model.compile(optimizer=optimizer)``, all at the
+    module's top level (a notebook trying one setting after another): the binding that reaches this compile, which
+    the training pass creates over ``model``'s parameters like every binding of the name. Only where that is what
+    Keras does: each binding is a Keras optimizer (no schedule, no apply_gradients), made after the model it trains
+    is built, given to compiles of this model only, and not bound again before a fit this compile trains; else why
+    not (None: the name is no optimizer bound several times)."""
+    bindings = plan.optimizer_bindings.get(o, [])
+    if len(bindings) < 2:
+        return None
+    if (scope != 0 or o in plan.globals or len(bindings) != len(plan.bound_at.get(o, []))
+            or any(b[1] != 0 for b in bindings)):
+        return (f"{o} is bound several times, not all of them to a Keras optimizer at the module's top level, and "
+                "fwport cannot tell which one this compile is given: give each its own name, bound once")
+    if o in plan.scheduled or (o in plan.variables and o not in plan.compiled_optimizers):
+        return (f"{o} is bound several times and also "
+                + ("given a learning-rate schedule" if o in plan.scheduled else "used by apply_gradients")
+                + ": give the optimizer of this compile its own name, bound once")
+    at = plan.call_order.get(id(call), 0)
+    before = [b for b in bindings if b[0] < at]
+    built = [order for order, depth in plan.bound_at.get(model, []) if depth == 0 and order < at]
+    if not before or not built or built[-1] > before[-1][0]:
+        return (f"the {o} this compile is given is not created after {model} is built, and a torch optimizer takes "
+                f"the parameters it updates when it is created: create it after `{model} = ...`")
+    for other, k, _ in plan.compiles:
+        given = call_argument(k, "optimizer", 0)
+        if other != model and isinstance(given, cst.Name) and given.value == o:
+            return (f"{o} is given to the compiles of {model} and of {other}, and a torch optimizer updates the "
+                    "parameters of one model: give each model's optimizer its own name")
+    compiles = sorted(plan.call_order.get(id(k), 0) for m, k, s in plan.compiles if m == model and s == 0)
+    for u, s in plan.fit_orders.get(model, []):
+        last = [c for c in compiles if c < u]
+        if s != 0 or (last and last[-1] == at and [b for b in bindings if b[0] < u][-1] is not before[-1]):
+            return (f"{o} is bound again before a {model}.fit(...) that trains with this compile's optimizer, where "
+                    f"the written fit would take the new one: give each optimizer its own name")
+    return before[-1][2]
 
 
 def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpression] | str:
