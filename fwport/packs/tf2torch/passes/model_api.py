@@ -854,6 +854,12 @@ class _ModelApiPass(cst.CSTTransformer):
             return updated_node  # translated by leave_Expr
         receiver = code(original_node.func.value)  # type: ignore[union-attr]
         why = self.ctx.analyses.get("compile_refusals", {}).get(id(original_node))
+        if why and id(original_node) in self.ctx.analyses.get("left_keras_calls", ()):
+            # the model is not translated: no nn.Module to speak of, only why it stays Keras
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{receiver}.{method}(...) is a Keras model method, left as written: {why}", original_node)
+            self.ctx.settle(original_node)
+            return original_node
         why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "

@@ -2857,6 +2857,7 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
         left = _left_keras(plan, name, call, scope) if plan.left_keras else None
         if left is not None:
             refusals.setdefault(id(call), left)
+            ctx.analyses.setdefault("left_keras_calls", set()).add(id(call))
             continue
         compiles = sorted(((plan.call_order.get(id(k), 0), s, k) for m, k, s in plan.compiles if m == name),
                           key=lambda e: e[0])
@@ -3008,6 +3009,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         return None  # its compile / fit are TrainStepModule's methods
     left = _left_keras(plan, model, call, scope) if plan.left_keras else None
     if left is not None:
+        ctx.analyses.setdefault("left_keras_calls", set()).add(id(call))  # (model_api's error says it stays Keras)
         return refuse(left)
     given = models.param_refusals.get((scope, model)) if models is not None else None
     if given is not None:
