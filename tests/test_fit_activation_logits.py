@@ -12,6 +12,7 @@ The probability form (clipped to [1e-7, 1 - 1e-7]) would give a loss near 16 for
 from __future__ import annotations
 
 import numpy as np
+from runners import compare_fit
 from test_fit_callbacks import DRIVER, _run, tx
 from test_fit_metrics import BINARY_DRIVER
 
@@ -74,13 +75,7 @@ def train(x, y):
 
 
 def _compare(keras_out, torch_out):
-    kh, th = keras_out["history"], torch_out["history"]
-    assert sorted(th) == sorted(kh)
-    for k in kh:
-        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-5, err_msg=k)
-    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-5)
-    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
-        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
+    compare_fit(keras_out, torch_out, list(keras_out["history"]), atol=1e-5)
 
 
 def test_sparse_cross_entropy_of_saturated_softmax_outputs_as_keras(tmp_path):

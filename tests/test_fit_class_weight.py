@@ -11,6 +11,7 @@ compared. Without the weights the same runs differ (the cases would tell a dropp
 from __future__ import annotations
 
 import numpy as np
+from runners import compare_fit
 from test_fit_callbacks import DRIVER, _run, errors, tx
 from test_fit_metrics import BINARY_DRIVER
 
@@ -69,19 +70,9 @@ def train(x, y):
 '''
 
 
-def _compare(keras_out, torch_out, keys):
-    kh, th = keras_out["history"], torch_out["history"]
-    assert sorted(th) == sorted(kh) == sorted(keys)
-    for k in kh:
-        np.testing.assert_allclose(th[k], kh[k], rtol=2e-4, atol=1e-6, err_msg=k)
-    np.testing.assert_allclose(torch_out["evaluate"], keras_out["evaluate"], rtol=2e-4, atol=1e-6)
-    for a, b in zip(keras_out["kernels"], torch_out["kernels"]):
-        np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
-
-
 def test_sparse_labels_weighted_as_keras_weighs_them(tmp_path):
     keras_out, torch_out = _run(tmp_path, SPARSE, DRIVER)
-    _compare(keras_out, torch_out, ["loss", "accuracy", "val_loss", "val_accuracy"])
+    compare_fit(keras_out, torch_out, ["loss", "accuracy", "val_loss", "val_accuracy"])
     # the weights count: the unweighted run of the same program trains to other kernels and another loss
     plain, _ = _run(tmp_path / "plain", SPARSE.replace(",\n                        class_weight={0: 0.25, 1: 4.0})", ")"),
                     DRIVER) if (tmp_path / "plain").mkdir() is None else (None, None)
@@ -92,14 +83,14 @@ def test_sparse_labels_weighted_as_keras_weighs_them(tmp_path):
 def test_binary_probabilities_with_metrics_and_callbacks_weighted_as_keras(tmp_path):
     keras_out, torch_out = _run(tmp_path, BINARY, BINARY_DRIVER)
     names = ["fn", "precision"]
-    _compare(keras_out, torch_out, ["loss", *names, "val_loss", *(f"val_{n}" for n in names)])
+    compare_fit(keras_out, torch_out, ["loss", *names, "val_loss", *(f"val_{n}" for n in names)])
     kh = keras_out["history"]
     assert abs(kh["loss"][1] - kh["val_loss"][1]) > 1e-2  # the training loss is weighted, the validation loss not
 
 
 def test_one_hot_labels_weighted_by_their_argmax(tmp_path):
     keras_out, torch_out = _run(tmp_path, ONE_HOT, DRIVER)
-    _compare(keras_out, torch_out, ["loss"])
+    compare_fit(keras_out, torch_out, ["loss"])
 
 
 def test_the_translation_passes_class_weight_to_the_written_fit():
