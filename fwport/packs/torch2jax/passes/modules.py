@@ -192,8 +192,9 @@ def _nested_draws(cls: cst.ClassDef, ctx, drawing: set[str]) -> None:
     if not nested:
         return
     called = {c.func.value for c in _calls(init.body) if isinstance(c.func, cst.Name)}
+    keyable = _local_builders(init)
     for fn in nested:
-        if fn.name.value not in called:
+        if fn.name.value not in called or fn.name.value in keyable:
             continue
         for c in _calls(fn.body):
             q = ctx.imports.resolve(c.func)
@@ -206,6 +207,22 @@ def _nested_draws(cls: cst.ClassDef, ctx, drawing: set[str]) -> None:
                            f"{fn.name.value} a `key` argument and pass each call its own split (jax.random.split), or "
                            "build the layers in __init__", c)
                 ctx.settle(c)
+
+
+def _local_builders(init: cst.FunctionDef) -> set[str]:
+    """The functions defined in ``__init__``'s own body (PyTorch-GAN's ``def discriminator_block(in_f, out_f): ...``)
+    that ``__init__`` only calls, by name: each can take ``*, key`` as a helper method does, and each call of it is
+    given its own split (:func:`_finish_init`). One defined under an ``if`` or a loop, decorated, or read otherwise
+    than as the callee of a call (handed over, stored) is not: a call of it elsewhere would get no key."""
+    if not isinstance(init.body, cst.IndentedBlock):
+        return set()
+    defs = [s for s in init.body.body if isinstance(s, cst.FunctionDef) and not s.decorators and not s.asynchronous]
+    if not defs:
+        return set()
+    reads = Counter(n.value for n in find_all(init.body, cst.Name))
+    calls = Counter(c.func.value for c in _calls(init.body) if isinstance(c.func, cst.Name))
+    names = [d.name.value for d in defs]
+    return {n for n in names if names.count(n) == 1 and reads[n] == calls[n] + 1}  # (+1: its own def's name)
 
 
 class _PerVector(cst.CSTTransformer):
@@ -2280,6 +2297,28 @@ def _thread_keys(fn: cst.FunctionDef, block: cst.IndentedBlock, ctx, site) -> tu
     return block, n
 
 
+def _local_site(site, local: set[str], stmts: list, ctx):
+    """``site`` extended by the functions of ``local`` (defined in ``__init__``'s body) that build something taking
+    a key, perhaps through one another: a call of one takes ``key=`` too. The result's ``keyed`` names them."""
+    defs = {s.name.value: s for s in stmts if isinstance(s, cst.FunctionDef) and s.name.value in local}
+    keyed: frozenset[str] = frozenset()
+
+    def extended(call: cst.Call) -> bool:
+        if isinstance(call.func, cst.Name) and call.func.value in extended.keyed:
+            return not any(a.keyword and a.keyword.value == "key" for a in call.args)
+        return site(call)
+
+    for _ in range(len(defs)):
+        extended.keyed = keyed
+        now = frozenset(n for n, d in defs.items() if _units(d.body.body, extended)
+                        if isinstance(d.body, cst.IndentedBlock))
+        if now == keyed:
+            break
+        keyed = now
+    extended.keyed = keyed
+    return extended
+
+
 def _keyed_function(fn: cst.FunctionDef, ctx, site) -> cst.FunctionDef:
     """A helper method or builder function that builds modules drawing initial values: it takes ``*, key``."""
     block, n = _thread_keys(fn, fn.body, ctx, site)
@@ -2704,6 +2743,11 @@ def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
 
 def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
     stmts = [s for s in fn.body.body if not _is_super_init(s)]
+    local = _local_builders(fn)
+    if local:  # a builder function defined in __init__ takes a key as a helper method does, each call a split
+        site = _local_site(site, local, stmts, ctx)
+        stmts = [_keyed_function(s, ctx, site) if isinstance(s, cst.FunctionDef) and s.name.value in site.keyed else s
+                 for s in stmts]
     _collect_fields(fn.with_changes(body=fn.body.with_changes(body=stmts)), ctx, fields, sequences)
     block, n = _thread_keys(fn, fn.body.with_changes(body=stmts), ctx, site)
     if n == 0:  # nothing draws initial values: no key parameter
