@@ -923,6 +923,12 @@ def _dict_entries(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
     return out
 
 
+#: tensor methods filling a tensor in place → the torch.nn.init function doing the same (copy_: none); in __init__
+#: (or a method it calls, or one self.apply is given), on an array a field holds (``self.emb.weight.data.copy_(v)``,
+#: ``module.weight.data.normal_(mean=0.0, std=0.02)``, ``self.table.fill_(0.5)``), the field is rebuilt (_Inits)
+_IN_PLACE_FILLS = {"copy_": None, "fill_": "constant_", "zero_": "zeros_", "normal_": "normal_", "uniform_": "uniform_"}
+
+
 class _Inits(cst.CSTTransformer):
     """``init.X_(self.conv1.weight, ...)`` in ``__init__`` (or a method it calls) → ``self.conv1 =
     eqx.tree_at(lambda m: m.weight, self.conv1, <value>)``; ``init.X_(self.kernel)`` → ``self.kernel = <value>``
@@ -966,16 +972,34 @@ class _Inits(cst.CSTTransformer):
             return None
         call = stmt.body[0].value
         q = self.ctx.imports.resolve(call.func) or ""
+        if not q and isinstance(call.func, cst.Attribute) and call.func.attr.value in _IN_PLACE_FILLS \
+                and (dotted_text(call.func.value) or "").count(".") >= 1:  # self.fc.weight.data.copy_(w)
+            return call, "." + call.func.attr.value  # (a method: its name with the dot)
         if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or not call.args:
             return None
         return call, q[14:]
 
     def _value(self, call: cst.Call, name: str, shape: str) -> str | None:
+        given = call
+        if name == ".copy_":  # t.copy_(v): t's new value, v broadcast to t's shape and cast to its dtype
+            target = shape[:-len(".shape")]
+            if len(call.args) != 1 or call.args[0].star or call.args[0].keyword:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", ".copy_(...) with these arguments is not "
+                                f"translated: write {target}'s new value (eqx.tree_at for a layer's array)", call)
+                self.ctx.settle(call)
+                return None
+            spell = self.ctx.spell_text
+            return (f"{spell('jax.numpy.broadcast_to')}({spell('jax.numpy.asarray')}({code(call.args[0].value)}, "
+                    f"dtype={target}.dtype), {shape})")
+        if name.startswith("."):  # t.normal_(0, 0.02) is init.normal_(t, 0, 0.02)
+            call = call.with_changes(args=[cst.Arg(call.func.value), *_commas_after(call.args)])
+            name = _IN_PLACE_FILLS[name[1:]]
         try:
             return inits.value(name, call, shape, self.ctx, self._gain_call)
         except inits.Unsupported as e:
-            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) is not translated: {e}", call)
-            self.ctx.settle(call)
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(given.func)}(...) is not translated: {e}",
+                            given)
+            self.ctx.settle(given)
             return None
 
     def _fields(self, original, what: str, node) -> str | None:
@@ -1020,7 +1044,10 @@ class _Inits(cst.CSTTransformer):
                 self.ctx.settle(*[c for c in _calls(original)])
             return updated
         call, name = found
-        if dotted_text(call.args[0].value) != p or call.args[0].keyword is not None:
+        if name.startswith("."):  # p.data.normal_(mean=0.0, std=0.02)
+            if (dotted_text(call.func.value) or "").removesuffix(".data") != p:
+                return updated
+        elif dotted_text(call.args[0].value) != p or call.args[0].keyword is not None:
             return updated
         cond = "True"
         if test is not None:
@@ -1086,7 +1113,7 @@ class _Inits(cst.CSTTransformer):
         if found is None:
             return updated
         call, name = found
-        target = dotted_text(call.args[0].value) or ""
+        target = dotted_text(call.func.value if name.startswith(".") else call.args[0].value) or ""
         if target.endswith(".data") and target.count(".") > 1:  # `m.weight.data`: the array itself in JAX
             target = target[:-5]
         parts = target.split(".")
@@ -1098,7 +1125,8 @@ class _Inits(cst.CSTTransformer):
                             "move the re-initialisation right after the layer is built", call)
             self.ctx.settle(call)
             return updated
-        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != self.root and not local:
+        if not name.startswith(".") and call.args[0].keyword is not None or len(parts) < 2 \
+                or parts[0] != self.root and not local:
             return updated  # a tensor not held by a field: its no-rule finding stays
         value = self._value(call, name, f"{target}.shape")
         if value is None:
@@ -1108,6 +1136,10 @@ class _Inits(cst.CSTTransformer):
         if rest:
             value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(rest)}, {field}, {value})")
         return updated.with_changes(body=[statement(f"{field} = {value}\n").body[0]])
+
+
+def _commas_after(args) -> list[cst.Arg]:
+    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
 
 
 def _local_layers(fn: cst.FunctionDef, ctx) -> dict[str, set[int]]:
@@ -1213,11 +1245,14 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
                              else code(e.value))
     if not kinds:
         return None
-    for c in _calls(fn):  # only the tests and torch.nn.init calls on the module's arrays (not `w.data.normal_()`)
+    for c in _calls(fn):  # only the tests and torch.nn.init calls on the module's arrays (or their in-place methods)
         q = ctx.imports.resolve(c.func) or ""
         if q.startswith("torch.nn.init.") and q[14:] in inits.TRANSLATED:
             t = dotted_text(c.args[0].value) if c.args else None
             if not t or not t.startswith(arg + "."):
+                return None
+        elif not q and isinstance(c.func, cst.Attribute) and c.func.attr.value in _IN_PLACE_FILLS:
+            if not (dotted_text(c.func.value) or "").startswith(arg + "."):  # module.weight.data.normal_(...)
                 return None
         elif not (dotted_text(c.func) in ("isinstance", "len", "float", "int") or q.startswith("math.")
                   or q == "torch.nn.init.calculate_gain"):
