@@ -416,18 +416,40 @@ class _Comprehensions(cst.CSTVisitor):
         if not sites:
             return True
         f = node.for_in
-        it = f.iter
-        simple = f.inner_for_in is None and not f.ifs and isinstance(it, cst.Call) and dotted_text(it.func) == "range" \
-            and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star \
+        simple = f.inner_for_in is None and not f.ifs and _comp_count(f.iter) is not None \
             and not isinstance(node, cst.DictComp) and len(sites) == 1
         if not simple:
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"a comprehension in {self.where}() builds "
                             "modules that draw their initial values: fwport splits a key per element only for "
-                            "`[Module(...) for _ in range(n)]` (one module per element); write a loop that "
+                            "`[Module(...) for _ in range(n)]` or over a sequence (`for size in sizes`, "
+                            "`zip(a, a[1:])`, `enumerate(a)` of names), one module per element; write a loop that "
                             "splits the key for each module", node)
         return False
 
     visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _comp
+
+
+def _comp_count(it: cst.BaseExpression) -> str | None:
+    """The number of elements of a comprehension's iterable, as code: ``range(n)`` → n; a sequence named or written
+    out (``sizes``, ``self.sizes``, ``[a] + h``, ``dims[1:]``) → its len; ``enumerate(s)`` → len(s); ``zip(a, b)`` → the least
+    len. None for any other iterable (a generator has no len: one would fail loudly, never miscount)."""
+    def sized(x: cst.BaseExpression) -> bool:
+        if isinstance(x, cst.BinaryOperation) and isinstance(x.operator, cst.Add):
+            return sized(x.left) and sized(x.right)
+        if isinstance(x, cst.Subscript) and len(x.slice) == 1 and isinstance(x.slice[0].slice, cst.Slice):
+            return sized(x.value)  # dims[1:]: a slice of a sequence is one
+        return isinstance(x, (cst.Name, cst.List, cst.Tuple)) or isinstance(x, cst.Attribute) and dotted_text(x) is not None
+    if isinstance(it, cst.Call) and not any(a.keyword or a.star for a in it.args):
+        f = dotted_text(it.func)
+        if f == "range" and len(it.args) == 1:
+            return code(it.args[0].value)
+        if f == "enumerate" and len(it.args) == 1 and sized(it.args[0].value):
+            return f"len({code(it.args[0].value)})"
+        if f == "zip" and it.args and all(sized(a.value) for a in it.args):
+            lens = [f"len({code(a.value)})" for a in it.args]
+            return lens[0] if len(lens) == 1 else f"min({', '.join(lens)})"
+        return None
+    return f"len({code(it)})" if sized(it) else None
 
 
 def _given_modules(init: cst.FunctionDef, forward: cst.FunctionDef, ctx, callers: _Callers, plans: dict,
@@ -2281,13 +2303,14 @@ class _AssignKeys(cst.CSTTransformer):
             return updated
         f, it = original.for_in, original.for_in.iter
         units = _units([original.elt], self.site)
-        if f.inner_for_in is not None or f.ifs or not (isinstance(it, cst.Call) and dotted_text(it.func) == "range"
-                                                       and len(it.args) == 1) or not units \
+        count = _comp_count(it)
+        ranged = isinstance(it, cst.Call) and dotted_text(it.func) == "range"
+        if f.inner_for_in is not None or f.ifs or count is None or not units \
                 or len(units) > 1 and not self.MANY:
             return updated  # an error of the pass (_Comprehensions; keys.py refuses what it cannot key)
         subs = [self._sub()] if len(units) == 1 else [self._sub(i) for i in range(1, len(units) + 1)]
         elt = rewrite(original.elt, type(self)(dict(zip(map(id, units), subs)), self.site, self.ctx, self.depth + 1))
-        n = code(it.args[0].value) if len(units) == 1 else f"({code(it.args[0].value)}, {len(units)})"
+        n = count if len(units) == 1 else f"({count}, {len(units)})"
         keys = cst.parse_expression(f"{self.ctx.spell_text('jax.random.split')}({self.names[id(original)]}, {n})")
         t = f.target
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -2295,12 +2318,22 @@ class _AssignKeys(cst.CSTTransformer):
             [cst.Element(cst.Name(k), comma=comma if i < len(subs) - 1 else cst.MaybeSentinel.DEFAULT)
              for i, k in enumerate(subs)], lpar=[], rpar=[])
         used = isinstance(t, cst.Name) and t.value != "_" and t.value in {n.value for n in _names(original.elt)}
-        if used or not isinstance(t, cst.Name):
+        if not ranged:  # over a sequence: its elements beside their keys
+            inner = key_target if len(subs) == 1 else key_target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            outer = t.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if isinstance(t, cst.Tuple) \
+                and not t.lpar else t
+            for_in = f.with_changes(target=cst.Tuple([cst.Element(outer, comma=comma), cst.Element(inner)], lpar=[],
+                                                     rpar=[]),
+                                    iter=cst.Call(cst.Name("zip"), [cst.Arg(updated.for_in.iter, comma=comma),
+                                                                    cst.Arg(keys)]))
+        elif used or not isinstance(t, cst.Name):
             inner = key_target if len(subs) == 1 else key_target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             for_in = f.with_changes(target=cst.Tuple([cst.Element(t, comma=comma), cst.Element(inner)], lpar=[], rpar=[]),
                                     iter=cst.Call(cst.Name("enumerate"), [cst.Arg(keys)]))
         else:
             for_in = f.with_changes(target=key_target, iter=keys)
+        if isinstance(updated, cst.GeneratorExp):  # nn.ModuleList(M(...) for ...): a list (its rule drops the call)
+            return cst.ListComp(elt=elt, for_in=for_in)
         return updated.with_changes(elt=elt, for_in=for_in)
 
     leave_ListComp = leave_GeneratorExp = leave_SetComp = _comp
