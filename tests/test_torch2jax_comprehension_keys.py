@@ -61,9 +61,14 @@ def test_a_comprehension_over_a_sequence_splits_a_key_per_element():
            "jax.random.split(key4, len(sizes[1:])))]" in out, out
 
 
-def test_a_comprehension_over_an_iterable_without_len_keeps_the_error():
-    r = translate_source(SRC.replace("zip(ins, outs)", "zip(ins, reversed(outs))"), "m.py", PACK)
-    assert any(e.startswith("L8 ") and "a comprehension in __init__()" in e for e in errors(r)), errors(r)
+@pytest.mark.parametrize("before, it", [("", "zip(ins, reversed(outs))"),
+                                       ("pairs = zip(ins, outs)\n        ", "pairs")])  # (cct's n_filter_list_pairs)
+def test_a_comprehension_over_an_iterable_without_len_keeps_the_error(before, it):
+    src = SRC.replace("self.layers = nn.ModuleList([nn.Linear(n, k) for n, k in zip(ins, outs)])",
+                      f"{before}self.layers = nn.ModuleList([nn.Linear(n, k) for n, k in {it}])")
+    r = translate_source(src, "m.py", PACK)
+    line = 8 + before.count("\n")
+    assert any(e.startswith(f"L{line} ") and "a comprehension in __init__()" in e for e in errors(r)), errors(r)
 
 
 def test_modules_built_by_comprehensions_over_sequences_compute_what_pytorch_computes(session, tmp_path):

@@ -94,6 +94,7 @@ def is_module_class(cls: cst.ClassDef, ctx) -> bool:
 def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.setdefault(PLANS, {})
     outside = ctx.analyses.setdefault(OUTSIDE, {"builders": set(), "members": set()})
+    ctx.analyses[UNSIZED] = _unsized_names(module)
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
@@ -416,7 +417,8 @@ class _Comprehensions(cst.CSTVisitor):
         if not sites:
             return True
         f = node.for_in
-        simple = f.inner_for_in is None and not f.ifs and _comp_count(f.iter) is not None \
+        simple = f.inner_for_in is None and not f.ifs \
+            and _comp_count(f.iter, self.ctx.analyses.get(UNSIZED, frozenset())) is not None \
             and not isinstance(node, cst.DictComp) and len(sites) == 1
         if not simple:
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"a comprehension in {self.where}() builds "
@@ -429,7 +431,24 @@ class _Comprehensions(cst.CSTVisitor):
     visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _comp
 
 
-def _comp_count(it: cst.BaseExpression) -> str | None:
+#: analyses key: names the file binds to something that may have no len (``pairs = zip(a, b)``, a call, a generator)
+UNSIZED = "torch2jax.modules.unsized"
+#: calls whose result has a len
+_SIZED_CALLS = frozenset({"list", "tuple", "sorted", "range", "dict"})
+
+
+def _unsized_names(module: cst.Module) -> frozenset[str]:
+    """The names bound anywhere in the file to a value that may have no len: a call other than list/tuple/sorted/
+    range (``n_filter_list_pairs = zip(...)``), a generator; a comprehension over one would miscount its keys."""
+    out: set[str] = set()
+    for node in find_all(module, cst.Assign):
+        v = node.value
+        if isinstance(v, cst.GeneratorExp) or isinstance(v, cst.Call) and dotted_text(v.func) not in _SIZED_CALLS:
+            out |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+    return frozenset(out)
+
+
+def _comp_count(it: cst.BaseExpression, unsized: frozenset[str] = frozenset()) -> str | None:
     """The number of elements of a comprehension's iterable, as code: ``range(n)`` → n; a sequence named or written
     out (``sizes``, ``self.sizes``, ``[a] + h``, ``dims[1:]``) → its len; ``enumerate(s)`` → len(s); ``zip(a, b)`` → the least
     len. None for any other iterable (a generator has no len: one would fail loudly, never miscount)."""
@@ -438,7 +457,9 @@ def _comp_count(it: cst.BaseExpression) -> str | None:
             return sized(x.left) and sized(x.right)
         if isinstance(x, cst.Subscript) and len(x.slice) == 1 and isinstance(x.slice[0].slice, cst.Slice):
             return sized(x.value)  # dims[1:]: a slice of a sequence is one
-        return isinstance(x, (cst.Name, cst.List, cst.Tuple)) or isinstance(x, cst.Attribute) and dotted_text(x) is not None
+        if isinstance(x, cst.Name):
+            return x.value not in unsized
+        return isinstance(x, (cst.List, cst.Tuple)) or isinstance(x, cst.Attribute) and dotted_text(x) is not None
     if isinstance(it, cst.Call) and not any(a.keyword or a.star for a in it.args):
         f = dotted_text(it.func)
         if f == "range" and len(it.args) == 1:
@@ -2303,7 +2324,7 @@ class _AssignKeys(cst.CSTTransformer):
             return updated
         f, it = original.for_in, original.for_in.iter
         units = _units([original.elt], self.site)
-        count = _comp_count(it)
+        count = _comp_count(it, self.ctx.analyses.get(UNSIZED, frozenset()))
         ranged = isinstance(it, cst.Call) and dotted_text(it.func) == "range"
         if f.inner_for_in is not None or f.ifs or count is None or not units \
                 or len(units) > 1 and not self.MANY:
