@@ -86,12 +86,14 @@ def test_a_discriminator_built_by_a_local_function_computes_what_pytorch_compute
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "m_jax.py").write_text(r.output)
     cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_jax.py"), "Discriminator()",
-                          inputs=["float32[4,3,8,8]"], checks=("forward", "grad"), device="cpu", direction="torch2jax"), session)
+                          inputs=["float32[4,3,8,8]"], checks=("forward", "grad"), device="cpu",
+                          direction="torch2jax"), session)
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging") or cert
 
 
 @pytest.mark.parametrize("use", ["make = discriminator_block\n        ", "blocks = [discriminator_block]\n        "])
 def test_a_local_builder_read_otherwise_than_called_keeps_the_error(use):
-    src = GAN.replace("NORM", "InstanceNorm2d").replace("        layers = []\n        in_filters", f"        {use}layers = []\n        in_filters")
+    src = GAN.replace("NORM", "InstanceNorm2d").replace("        layers = []\n        in_filters",
+                                                        f"        {use}layers = []\n        in_filters")
     r = tx(src)
     assert any("a function defined inside __init__" in e and "discriminator_block" in e for e in errors(r)), errors(r)

@@ -3,8 +3,9 @@ PyTorch tensor op names loses the batch axis (``dim=1`` → ``axis=0``), views a
 (``x.view(x.size(0), -1)`` → ``x.reshape(-1)``), and whatever needs the batch axis itself is an
 error finding (``batch-axis``), never a silent shift. A batch size read into a name (``batch = x.shape[0]``)
 is tracked: where it only sizes a view or a per-batch copy of a tensor every example shares
-(``torch.zeros(batch, H)``, ``t.expand(batch, -1, -1)``, ``einops.repeat(t, '... d -> b ... d', b=batch)``) one
-example's form leaves the batch axis out; any other read of the name is refused.
+(``torch.zeros(batch, H)``, ``t.expand(batch, -1, -1)``, ``einops.repeat(t, '... d -> b ... d', b=batch)``,
+vit-pytorch's ``repeat(self.cls_token, '() n d -> b n d', b=b)``) one example's form leaves the batch axis out;
+any other read of the name is refused.
 
 :class:`Forward` rewrites one ``forward`` body. It knows which names hold batched tensors (the
 parameters, and whatever is computed from them) and translates the calls whose meaning depends on

@@ -450,8 +450,8 @@ def _unsized_names(module: cst.Module) -> frozenset[str]:
 
 def _comp_count(it: cst.BaseExpression, unsized: frozenset[str] = frozenset()) -> str | None:
     """The number of elements of a comprehension's iterable, as code: ``range(n)`` → n; a sequence named or written
-    out (``sizes``, ``self.sizes``, ``[a] + h``, ``dims[1:]``) → its len; ``enumerate(s)`` → len(s); ``zip(a, b)`` → the least
-    len. None for any other iterable (a generator has no len: one would fail loudly, never miscount)."""
+    out (``sizes``, ``self.sizes``, ``[a] + h``, ``dims[1:]``) → its len; ``enumerate(s)`` → len(s); ``zip(a, b)``
+    → the least len. None for any other iterable (a generator has no len: one would fail loudly, never miscount)."""
     def sized(x: cst.BaseExpression) -> bool:
         if isinstance(x, cst.BinaryOperation) and isinstance(x.operator, cst.Add):
             return sized(x.left) and sized(x.right)
