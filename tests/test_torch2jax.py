@@ -578,7 +578,7 @@ def test_a_module_built_in_a_method_init_does_not_call_is_still_an_error():
 
 def test_a_comprehension_of_another_shape_building_modules_is_an_error():
     r, errs = _errors("import torch\nfrom torch import nn\n\n\nclass Net(nn.Module):\n    def __init__(self, sizes):\n"
-                      "        super().__init__()\n        self.fcs = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, sizes[1:])])\n\n"
+                      "        super().__init__()\n        self.fcs = nn.ModuleList([nn.Linear(a, b) for a, b in zip(sizes, reversed(sizes))])\n\n"
                       "    def forward(self, x):\n        for f in self.fcs:\n            x = f(x)\n        return x\n")
     assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 8)]
     assert "a comprehension in __init__()" in errs[0].message

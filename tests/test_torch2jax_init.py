@@ -202,11 +202,18 @@ def test_an_unsupported_parameter_test_is_an_error():
     assert any("is not one fwport translates" in m for m in msgs)
 
 
-def test_apply_of_a_method_changing_tensors_in_place_stays_an_error():
+def test_apply_of_a_method_filling_tensors_in_place_rebuilds_them():
+    # module.weight.data.normal_(...) is init.normal_(module.weight, ...) (tests/test_torch2jax_init_methods.py
+    # compares the draws with PyTorch's); a method doing anything else to the tensors stays an error
     src = ("import torch.nn as nn\n\n\nclass N(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
            "        self.a = nn.Linear(2, 3)\n        self.apply(self._init)\n\n    def _init(self, module):\n"
            "        if isinstance(module, nn.Linear):\n            module.weight.data.normal_(mean=0.0, std=0.02)\n")
     r = translate_source(src, "m.py", pack="torch2jax")
+    assert not [f for f in r.findings if f.severity == Severity.ERROR], r.findings
+    assert "reinit_layers" in r.output
+    assert "module = eqx.tree_at(lambda m: m.weight, module, 0.02 * jax.random.normal(key, module.weight.shape))" \
+        in r.output
+    r = translate_source(src.replace("normal_(mean=0.0, std=0.02)", "clamp_(-1, 1)"), "m.py", pack="torch2jax")
     assert any("self.apply(fn)" in f.message for f in r.findings if f.severity == Severity.ERROR)
     assert "reinit_layers" not in r.output
 

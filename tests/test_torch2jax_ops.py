@@ -284,7 +284,11 @@ _RUN_BATCH_SIZE = """
 import sys, numpy as np, runpy
 side = sys.argv[1]
 if side == "jax":
-    sys.modules["torch"] = None
+    class NoTorch:  # the translation must not need PyTorch (torch left out of sys.modules: einops looks there)
+        def find_spec(self, name, path=None, target=None):
+            if name.split(".")[0] == "torch":
+                raise ImportError("PyTorch is hidden")
+    sys.meta_path.insert(0, NoTorch())
     import jax
     jax.config.update("jax_enable_x64", True)
 ns = runpy.run_path(sys.argv[2])
@@ -302,7 +306,8 @@ np.savez(sys.argv[3], *[np.asarray(o.detach() if side == 'torch' else o) for o i
 
 
 def test_batch_size_copies_of_per_example_constants_compute_what_pytorch_computes(tmp_path):
-    """`batch = x.shape[0]` and `b, n, _ = x.shape` sizing zeros/ones/full, expand and einops.repeat of parameters,
+    """`batch = x.shape[0]` and `b, n, _ = x.shape` sizing zeros/ones/full, expand and einops.repeat of parameters
+    (a new batch axis before the pattern's others: '() n d -> b n d', 'd -> b 1 d', '1 1 d -> b f 1 d'),
     a view, and `x[:, i]` indexing: one example's value under jax.vmap is PyTorch's on the batch."""
     import numpy as np
     r = translate_source(BATCH_SIZE.read_text(), str(BATCH_SIZE), PACK)
@@ -317,7 +322,7 @@ def test_batch_size_copies_of_per_example_constants_compute_what_pytorch_compute
         assert p.returncode == 0, p.stderr[-3000:]
         with np.load(tmp_path / f"{side}.npz") as z:
             outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
-    assert len(outs["torch"]) == len(outs["jax"]) == 8
+    assert len(outs["torch"]) == len(outs["jax"]) == 13
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
         np.testing.assert_allclose(j, t, rtol=1e-12, atol=1e-12, err_msg=f"output {i}")

@@ -3,14 +3,17 @@ PyTorch tensor op names loses the batch axis (``dim=1`` → ``axis=0``), views a
 (``x.view(x.size(0), -1)`` → ``x.reshape(-1)``), and whatever needs the batch axis itself is an
 error finding (``batch-axis``), never a silent shift. A batch size read into a name (``batch = x.shape[0]``)
 is tracked: where it only sizes a view or a per-batch copy of a tensor every example shares
-(``torch.zeros(batch, H)``, ``t.expand(batch, -1, -1)``, ``einops.repeat(t, '... d -> b ... d', b=batch)``) one
-example's form leaves the batch axis out; any other read of the name is refused.
+(``torch.zeros(batch, H)``, ``t.expand(batch, -1, -1)``, ``einops.repeat(t, '... d -> b ... d', b=batch)``,
+vit-pytorch's ``repeat(self.cls_token, '() n d -> b n d', b=b)``) one example's form leaves the batch axis out;
+any other read of the name is refused.
 
 :class:`Forward` rewrites one ``forward`` body. It knows which names hold batched tensors (the
 parameters, and whatever is computed from them) and translates the calls whose meaning depends on
 the batch axis; elementwise functions (``F.relu``) are left to the rules.
 """
 from __future__ import annotations
+
+import re
 
 import libcst as cst
 
@@ -1130,11 +1133,21 @@ class Forward(cst.CSTTransformer):
                     args = [cst.Arg(cst.Tuple([])), *args]
                 out = updated.with_changes(args=_commas(args[:-1]) + args[-1:])
             return self.moved(out, d) if d else out  # the copies hold the batch axis where its size was
-        if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row
-            a, _ = _args(updated, ("tensor", "pattern"))
-            left = literal_value(a["pattern"], None).split("->")[0].split()
+        if q == "einops.repeat":  # '... d -> b ... d' → the tensor itself; '1 n d -> b n d' → its first (only) row;
+            a, _ = _args(updated, ("tensor", "pattern"))  # else the pattern without b ('1 1 d -> f 1 d', f=frames)
+            left, rest = _repeat_sides(a["pattern"])
             t = a["tensor"]
-            return t if left[:1] != ["1"] else cst.Subscript(_atom(t), [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+            if rest == left:
+                return t
+            if left[0] in ("1", "()") and rest == left[1:]:
+                return cst.Subscript(_atom(t), [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
+            if rest[0] in ("1", "()") and rest[1:] == left:  # 'd -> b 1 d' → t[None]
+                return cst.Subscript(_atom(t), [cst.SubscriptElement(cst.Index(cst.Name("None")))])
+            axis = _repeat_axis(a["pattern"])
+            args = [x.with_changes(value=_string(f"{' '.join(left)} -> {' '.join(rest)}", x.value))
+                    if x.value is a["pattern"] else x
+                    for x in updated.args if x.keyword is None or x.keyword.value != axis]
+            return updated.with_changes(args=_commas(args))
         # t.expand(B, s2, ..., sk) → jnp.broadcast_to(t, (1, s2, ..., sk))[0], each -1 read from t's aligned axis
         recv = updated.func.value
         sizes = [x.value for x in updated.args]
@@ -2376,18 +2389,31 @@ def _fill_sizes(q: str, call: cst.Call) -> list[cst.BaseExpression]:
     return [] if q == "torch.full" else [x.value for x in positional]
 
 
-def _repeat_axis(pattern: cst.BaseExpression | None) -> str | None:
-    """The new first axis of an ``einops.repeat`` pattern that prepends one (``'... d -> b ... d'``) or repeats a
-    leading unit axis (``'1 n d -> b n d'``), the rest as it was; None for any other pattern."""
+def _repeat_sides(pattern: cst.BaseExpression | None) -> tuple[list[str], list[str]] | None:
+    """The top-level axes of an ``einops.repeat`` pattern whose output's first axis is a new name, the batch's
+    (``'() n d -> b n d'``, ``'d -> b 1 d'``, ``'1 1 d -> b f 1 d'``, ``'... d -> b ... d'``), every other axis
+    of its input kept in what follows it: (its input's axes, its output's axes after the first); None for any
+    other pattern (one mixing the new axis into a group, ``'n -> (b n)'``, moves examples into other axes)."""
     from fwport.core.engine import literal_value
     text = literal_value(pattern, None) if pattern is not None else None
     if not isinstance(text, str) or text.count("->") != 1:
         return None
-    left, right = (side.split() for side in text.split("->"))
-    if not right or not right[0].isidentifier() or right[0] in left or right.count(right[0]) != 1 \
-            or right[1:] not in (left, left[1:]) or right[1:] == left[1:] and left[:1] != ["1"]:
+    left, right = (_pattern_axes(side) for side in text.split("->"))
+    if not left or not right or not right[0].isidentifier():
         return None
-    return right[0]
+    first, rest = right[0], right[1:]
+    names = (lambda axes: [w for a in axes for w in re.findall(r"\.\.\.|\w+", a) if not w.isdigit()])
+    if first in names(left) or first in names(rest) or not set(names(left)) <= set(names(rest)):
+        return None
+    return left, rest
+
+
+def _repeat_axis(pattern: cst.BaseExpression | None) -> str | None:
+    """The new first axis of an ``einops.repeat`` pattern :func:`_repeat_sides` accepts; None for any other."""
+    from fwport.core.engine import literal_value
+    if _repeat_sides(pattern) is None:
+        return None
+    return _pattern_axes(literal_value(pattern, None).split("->")[1])[0]
 
 
 def _pattern_axes(side: str) -> list[str] | None:

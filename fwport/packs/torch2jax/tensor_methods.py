@@ -57,6 +57,9 @@ TORCH_ONLY = frozenset({
     "unsqueeze_", "squeeze_", "t_", "transpose_", "exp_", "log_", "sqrt_", "abs_", "neg_", "relu_", "sigmoid_",
     "tanh_", "index_fill_", "index_add_", "scatter_", "scatter_add_", "uniform_", "normal_", "bernoulli_",
     "random_", "exponential_"})
+#: in-place writes of a whole tensor → their out-of-place form (for the error that says what to write)
+_WRITES = {"copy_": "x = x.at[idx].set(y) for x[idx].copy_(y)", "zero_": "x = jnp.zeros_like(x)",
+           "fill_": "x = jnp.full_like(x, v)"}
 # not repeat (numpy's repeats elements, PyTorch's tiles) nor an argument-less std/var (numpy's are
 # biased, PyTorch's not): a receiver that may be a numpy array keeps them
 # reductions jax arrays already have with numpy's meaning when called without dim/keepdim
@@ -564,7 +567,15 @@ class _TensorCalls(cst.CSTVisitor):
             if temporary:  # the array a call just made, filled: nothing else holds it
                 return expr(_fill(updated, self.ctx.spell_text))
             out = translate(name, updated, self.ctx.spell_text) if name in METHODS else None
-            if out is None and name in TORCH_ONLY and not self.ctx.is_settled(original):
+            if out is None and name in _WRITES and not self.ctx.is_settled(original):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f".{name}(...) writes into "
+                                f"{code(original.func.value)} in place, and so into every tensor sharing its memory (a "
+                                "slice of another, a loop variable over one, a module's parameter or buffer); a jax "
+                                "array is immutable, so this is not translated: rebind the new value where it is read "
+                                f"({_WRITES[name]}, every alias too), replace a module's array with eqx.tree_at(lambda "
+                                "m: m.weight, model, value) (fwport does this in __init__), and thread a buffer "
+                                "updated in forward through eqx.nn.State", original)
+            elif out is None and name in TORCH_ONLY and not self.ctx.is_settled(original):
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f".{name}(...): a PyTorch tensor method no jax "
                            "array has, not translated" + (" with these arguments" if name in METHODS else "")
                            + ": left as written it fails (AttributeError); write its jnp counterpart "

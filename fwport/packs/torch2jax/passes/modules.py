@@ -94,6 +94,7 @@ def is_module_class(cls: cst.ClassDef, ctx) -> bool:
 def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.setdefault(PLANS, {})
     outside = ctx.analyses.setdefault(OUTSIDE, {"builders": set(), "members": set()})
+    ctx.analyses[UNSIZED] = _unsized_names(module)
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
@@ -192,8 +193,9 @@ def _nested_draws(cls: cst.ClassDef, ctx, drawing: set[str]) -> None:
     if not nested:
         return
     called = {c.func.value for c in _calls(init.body) if isinstance(c.func, cst.Name)}
+    keyable = _local_builders(init)
     for fn in nested:
-        if fn.name.value not in called:
+        if fn.name.value not in called or fn.name.value in keyable:
             continue
         for c in _calls(fn.body):
             q = ctx.imports.resolve(c.func)
@@ -206,6 +208,22 @@ def _nested_draws(cls: cst.ClassDef, ctx, drawing: set[str]) -> None:
                            f"{fn.name.value} a `key` argument and pass each call its own split (jax.random.split), or "
                            "build the layers in __init__", c)
                 ctx.settle(c)
+
+
+def _local_builders(init: cst.FunctionDef) -> set[str]:
+    """The functions defined in ``__init__``'s own body (PyTorch-GAN's ``def discriminator_block(in_f, out_f): ...``)
+    that ``__init__`` only calls, by name: each can take ``*, key`` as a helper method does, and each call of it is
+    given its own split (:func:`_finish_init`). One defined under an ``if`` or a loop, decorated, or read otherwise
+    than as the callee of a call (handed over, stored) is not: a call of it elsewhere would get no key."""
+    if not isinstance(init.body, cst.IndentedBlock):
+        return set()
+    defs = [s for s in init.body.body if isinstance(s, cst.FunctionDef) and not s.decorators and not s.asynchronous]
+    if not defs:
+        return set()
+    reads = Counter(n.value for n in find_all(init.body, cst.Name))
+    calls = Counter(c.func.value for c in _calls(init.body) if isinstance(c.func, cst.Name))
+    names = [d.name.value for d in defs]
+    return {n for n in names if names.count(n) == 1 and reads[n] == calls[n] + 1}  # (+1: its own def's name)
 
 
 class _PerVector(cst.CSTTransformer):
@@ -399,18 +417,60 @@ class _Comprehensions(cst.CSTVisitor):
         if not sites:
             return True
         f = node.for_in
-        it = f.iter
-        simple = f.inner_for_in is None and not f.ifs and isinstance(it, cst.Call) and dotted_text(it.func) == "range" \
-            and len(it.args) == 1 and it.args[0].keyword is None and not it.args[0].star \
+        simple = f.inner_for_in is None and not f.ifs \
+            and _comp_count(f.iter, self.ctx.analyses.get(UNSIZED, frozenset())) is not None \
             and not isinstance(node, cst.DictComp) and len(sites) == 1
         if not simple:
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"a comprehension in {self.where}() builds "
                             "modules that draw their initial values: fwport splits a key per element only for "
-                            "`[Module(...) for _ in range(n)]` (one module per element); write a loop that "
+                            "`[Module(...) for _ in range(n)]` or over a sequence (`for size in sizes`, "
+                            "`zip(a, a[1:])`, `enumerate(a)` of names), one module per element; write a loop that "
                             "splits the key for each module", node)
         return False
 
     visit_ListComp = visit_GeneratorExp = visit_SetComp = visit_DictComp = _comp
+
+
+#: analyses key: names the file binds to something that may have no len (``pairs = zip(a, b)``, a call, a generator)
+UNSIZED = "torch2jax.modules.unsized"
+#: calls whose result has a len
+_SIZED_CALLS = frozenset({"list", "tuple", "sorted", "range", "dict"})
+
+
+def _unsized_names(module: cst.Module) -> frozenset[str]:
+    """The names bound anywhere in the file to a value that may have no len: a call other than list/tuple/sorted/
+    range (``n_filter_list_pairs = zip(...)``), a generator; a comprehension over one would miscount its keys."""
+    out: set[str] = set()
+    for node in find_all(module, cst.Assign):
+        v = node.value
+        if isinstance(v, cst.GeneratorExp) or isinstance(v, cst.Call) and dotted_text(v.func) not in _SIZED_CALLS:
+            out |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
+    return frozenset(out)
+
+
+def _comp_count(it: cst.BaseExpression, unsized: frozenset[str] = frozenset()) -> str | None:
+    """The number of elements of a comprehension's iterable, as code: ``range(n)`` → n; a sequence named or written
+    out (``sizes``, ``self.sizes``, ``[a] + h``, ``dims[1:]``) → its len; ``enumerate(s)`` → len(s); ``zip(a, b)``
+    → the least len. None for any other iterable (a generator has no len: one would fail loudly, never miscount)."""
+    def sized(x: cst.BaseExpression) -> bool:
+        if isinstance(x, cst.BinaryOperation) and isinstance(x.operator, cst.Add):
+            return sized(x.left) and sized(x.right)
+        if isinstance(x, cst.Subscript) and len(x.slice) == 1 and isinstance(x.slice[0].slice, cst.Slice):
+            return sized(x.value)  # dims[1:]: a slice of a sequence is one
+        if isinstance(x, cst.Name):
+            return x.value not in unsized
+        return isinstance(x, (cst.List, cst.Tuple)) or isinstance(x, cst.Attribute) and dotted_text(x) is not None
+    if isinstance(it, cst.Call) and not any(a.keyword or a.star for a in it.args):
+        f = dotted_text(it.func)
+        if f == "range" and len(it.args) == 1:
+            return code(it.args[0].value)
+        if f == "enumerate" and len(it.args) == 1 and sized(it.args[0].value):
+            return f"len({code(it.args[0].value)})"
+        if f == "zip" and it.args and all(sized(a.value) for a in it.args):
+            lens = [f"len({code(a.value)})" for a in it.args]
+            return lens[0] if len(lens) == 1 else f"min({', '.join(lens)})"
+        return None
+    return f"len({code(it)})" if sized(it) else None
 
 
 def _given_modules(init: cst.FunctionDef, forward: cst.FunctionDef, ctx, callers: _Callers, plans: dict,
@@ -906,6 +966,12 @@ def _dict_entries(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
     return out
 
 
+#: tensor methods filling a tensor in place → the torch.nn.init function doing the same (copy_: none); in __init__
+#: (or a method it calls, or one self.apply is given), on an array a field holds (``self.emb.weight.data.copy_(v)``,
+#: ``module.weight.data.normal_(mean=0.0, std=0.02)``, ``self.table.fill_(0.5)``), the field is rebuilt (_Inits)
+_IN_PLACE_FILLS = {"copy_": None, "fill_": "constant_", "zero_": "zeros_", "normal_": "normal_", "uniform_": "uniform_"}
+
+
 class _Inits(cst.CSTTransformer):
     """``init.X_(self.conv1.weight, ...)`` in ``__init__`` (or a method it calls) → ``self.conv1 =
     eqx.tree_at(lambda m: m.weight, self.conv1, <value>)``; ``init.X_(self.kernel)`` → ``self.kernel = <value>``
@@ -949,16 +1015,34 @@ class _Inits(cst.CSTTransformer):
             return None
         call = stmt.body[0].value
         q = self.ctx.imports.resolve(call.func) or ""
+        if not q and isinstance(call.func, cst.Attribute) and call.func.attr.value in _IN_PLACE_FILLS \
+                and (dotted_text(call.func.value) or "").count(".") >= 1:  # self.fc.weight.data.copy_(w)
+            return call, "." + call.func.attr.value  # (a method: its name with the dot)
         if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or not call.args:
             return None
         return call, q[14:]
 
     def _value(self, call: cst.Call, name: str, shape: str) -> str | None:
+        given = call
+        if name == ".copy_":  # t.copy_(v): t's new value, v broadcast to t's shape and cast to its dtype
+            target = shape[:-len(".shape")]
+            if len(call.args) != 1 or call.args[0].star or call.args[0].keyword:
+                self.ctx.report(Severity.ERROR, "unsupported-construct", ".copy_(...) with these arguments is not "
+                                f"translated: write {target}'s new value (eqx.tree_at for a layer's array)", call)
+                self.ctx.settle(call)
+                return None
+            spell = self.ctx.spell_text
+            return (f"{spell('jax.numpy.broadcast_to')}({spell('jax.numpy.asarray')}({code(call.args[0].value)}, "
+                    f"dtype={target}.dtype), {shape})")
+        if name.startswith("."):  # t.normal_(0, 0.02) is init.normal_(t, 0, 0.02)
+            call = call.with_changes(args=[cst.Arg(call.func.value), *_commas_after(call.args)])
+            name = _IN_PLACE_FILLS[name[1:]]
         try:
             return inits.value(name, call, shape, self.ctx, self._gain_call)
         except inits.Unsupported as e:
-            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(call.func)}(...) is not translated: {e}", call)
-            self.ctx.settle(call)
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(given.func)}(...) is not translated: {e}",
+                            given)
+            self.ctx.settle(given)
             return None
 
     def _fields(self, original, what: str, node) -> str | None:
@@ -1003,7 +1087,10 @@ class _Inits(cst.CSTTransformer):
                 self.ctx.settle(*[c for c in _calls(original)])
             return updated
         call, name = found
-        if dotted_text(call.args[0].value) != p or call.args[0].keyword is not None:
+        if name.startswith("."):  # p.data.normal_(mean=0.0, std=0.02)
+            if (dotted_text(call.func.value) or "").removesuffix(".data") != p:
+                return updated
+        elif dotted_text(call.args[0].value) != p or call.args[0].keyword is not None:
             return updated
         cond = "True"
         if test is not None:
@@ -1069,7 +1156,7 @@ class _Inits(cst.CSTTransformer):
         if found is None:
             return updated
         call, name = found
-        target = dotted_text(call.args[0].value) or ""
+        target = dotted_text(call.func.value if name.startswith(".") else call.args[0].value) or ""
         if target.endswith(".data") and target.count(".") > 1:  # `m.weight.data`: the array itself in JAX
             target = target[:-5]
         parts = target.split(".")
@@ -1081,7 +1168,8 @@ class _Inits(cst.CSTTransformer):
                             "move the re-initialisation right after the layer is built", call)
             self.ctx.settle(call)
             return updated
-        if call.args[0].keyword is not None or len(parts) < 2 or parts[0] != self.root and not local:
+        if not name.startswith(".") and call.args[0].keyword is not None or len(parts) < 2 \
+                or parts[0] != self.root and not local:
             return updated  # a tensor not held by a field: its no-rule finding stays
         value = self._value(call, name, f"{target}.shape")
         if value is None:
@@ -1091,6 +1179,10 @@ class _Inits(cst.CSTTransformer):
         if rest:
             value = (f"{self.ctx.spell_text('equinox.tree_at')}(lambda m: m.{'.'.join(rest)}, {field}, {value})")
         return updated.with_changes(body=[statement(f"{field} = {value}\n").body[0]])
+
+
+def _commas_after(args) -> list[cst.Arg]:
+    return [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in args]
 
 
 def _local_layers(fn: cst.FunctionDef, ctx) -> dict[str, set[int]]:
@@ -1196,11 +1288,14 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
                              else code(e.value))
     if not kinds:
         return None
-    for c in _calls(fn):  # only the tests and torch.nn.init calls on the module's arrays (not `w.data.normal_()`)
+    for c in _calls(fn):  # only the tests and torch.nn.init calls on the module's arrays (or their in-place methods)
         q = ctx.imports.resolve(c.func) or ""
         if q.startswith("torch.nn.init.") and q[14:] in inits.TRANSLATED:
             t = dotted_text(c.args[0].value) if c.args else None
             if not t or not t.startswith(arg + "."):
+                return None
+        elif not q and isinstance(c.func, cst.Attribute) and c.func.attr.value in _IN_PLACE_FILLS:
+            if not (dotted_text(c.func.value) or "").startswith(arg + "."):  # module.weight.data.normal_(...)
                 return None
         elif not (dotted_text(c.func) in ("isinstance", "len", "float", "int") or q.startswith("math.")
                   or q == "torch.nn.init.calculate_gain"):
@@ -2229,13 +2324,14 @@ class _AssignKeys(cst.CSTTransformer):
             return updated
         f, it = original.for_in, original.for_in.iter
         units = _units([original.elt], self.site)
-        if f.inner_for_in is not None or f.ifs or not (isinstance(it, cst.Call) and dotted_text(it.func) == "range"
-                                                       and len(it.args) == 1) or not units \
+        count = _comp_count(it, self.ctx.analyses.get(UNSIZED, frozenset()))
+        ranged = isinstance(it, cst.Call) and dotted_text(it.func) == "range"
+        if f.inner_for_in is not None or f.ifs or count is None or not units \
                 or len(units) > 1 and not self.MANY:
             return updated  # an error of the pass (_Comprehensions; keys.py refuses what it cannot key)
         subs = [self._sub()] if len(units) == 1 else [self._sub(i) for i in range(1, len(units) + 1)]
         elt = rewrite(original.elt, type(self)(dict(zip(map(id, units), subs)), self.site, self.ctx, self.depth + 1))
-        n = code(it.args[0].value) if len(units) == 1 else f"({code(it.args[0].value)}, {len(units)})"
+        n = count if len(units) == 1 else f"({count}, {len(units)})"
         keys = cst.parse_expression(f"{self.ctx.spell_text('jax.random.split')}({self.names[id(original)]}, {n})")
         t = f.target
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
@@ -2243,12 +2339,22 @@ class _AssignKeys(cst.CSTTransformer):
             [cst.Element(cst.Name(k), comma=comma if i < len(subs) - 1 else cst.MaybeSentinel.DEFAULT)
              for i, k in enumerate(subs)], lpar=[], rpar=[])
         used = isinstance(t, cst.Name) and t.value != "_" and t.value in {n.value for n in _names(original.elt)}
-        if used or not isinstance(t, cst.Name):
+        if not ranged:  # over a sequence: its elements beside their keys
+            inner = key_target if len(subs) == 1 else key_target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            outer = t.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()]) if isinstance(t, cst.Tuple) \
+                and not t.lpar else t
+            for_in = f.with_changes(target=cst.Tuple([cst.Element(outer, comma=comma), cst.Element(inner)], lpar=[],
+                                                     rpar=[]),
+                                    iter=cst.Call(cst.Name("zip"), [cst.Arg(updated.for_in.iter, comma=comma),
+                                                                    cst.Arg(keys)]))
+        elif used or not isinstance(t, cst.Name):
             inner = key_target if len(subs) == 1 else key_target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
             for_in = f.with_changes(target=cst.Tuple([cst.Element(t, comma=comma), cst.Element(inner)], lpar=[], rpar=[]),
                                     iter=cst.Call(cst.Name("enumerate"), [cst.Arg(keys)]))
         else:
             for_in = f.with_changes(target=key_target, iter=keys)
+        if isinstance(updated, cst.GeneratorExp):  # nn.ModuleList(M(...) for ...): a list (its rule drops the call)
+            return cst.ListComp(elt=elt, for_in=for_in)
         return updated.with_changes(elt=elt, for_in=for_in)
 
     leave_ListComp = leave_GeneratorExp = leave_SetComp = _comp
@@ -2278,6 +2384,28 @@ def _thread_keys(fn: cst.FunctionDef, block: cst.IndentedBlock, ctx, site) -> tu
         stmts.insert(_docstring_end(stmts), _split_line(n, ctx, optional=False))
         block = block.with_changes(body=stmts)
     return block, n
+
+
+def _local_site(site, local: set[str], stmts: list, ctx):
+    """``site`` extended by the functions of ``local`` (defined in ``__init__``'s body) that build something taking
+    a key, perhaps through one another: a call of one takes ``key=`` too. The result's ``keyed`` names them."""
+    defs = {s.name.value: s for s in stmts if isinstance(s, cst.FunctionDef) and s.name.value in local}
+    keyed: frozenset[str] = frozenset()
+
+    def extended(call: cst.Call) -> bool:
+        if isinstance(call.func, cst.Name) and call.func.value in extended.keyed:
+            return not any(a.keyword and a.keyword.value == "key" for a in call.args)
+        return site(call)
+
+    for _ in range(len(defs)):
+        extended.keyed = keyed
+        now = frozenset(n for n, d in defs.items() if _units(d.body.body, extended)
+                        if isinstance(d.body, cst.IndentedBlock))
+        if now == keyed:
+            break
+        keyed = now
+    extended.keyed = keyed
+    return extended
 
 
 def _keyed_function(fn: cst.FunctionDef, ctx, site) -> cst.FunctionDef:
@@ -2704,6 +2832,11 @@ def _nested_assigns(node: cst.CSTNode) -> list[cst.Assign]:
 
 def _finish_init(fn: cst.FunctionDef, ctx, fields: dict[str, str], site, sequences: frozenset[str]) -> cst.FunctionDef:
     stmts = [s for s in fn.body.body if not _is_super_init(s)]
+    local = _local_builders(fn)
+    if local:  # a builder function defined in __init__ takes a key as a helper method does, each call a split
+        site = _local_site(site, local, stmts, ctx)
+        stmts = [_keyed_function(s, ctx, site) if isinstance(s, cst.FunctionDef) and s.name.value in site.keyed else s
+                 for s in stmts]
     _collect_fields(fn.with_changes(body=fn.body.with_changes(body=stmts)), ctx, fields, sequences)
     block, n = _thread_keys(fn, fn.body.with_changes(body=stmts), ctx, site)
     if n == 0:  # nothing draws initial values: no key parameter
