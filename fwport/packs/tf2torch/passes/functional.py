@@ -12,7 +12,8 @@ and layer forms), tensor arithmetic, ``tf`` / ``keras.ops`` calls where the layo
 their meaning, shared layers, a nested ``keras.Sequential``, layer classes of the file, ``for``
 statements over known values (written out), and helper functions that build blocks: one class per
 helper and variant of its literal arguments (which decide its ``if`` statements), an instance per
-call site. Dicts of inputs (``inputs = {"a": keras.Input(...)}``, ``keras.Model(inputs={"a": a})``,
+call site; a function that builds a ``keras.Sequential`` by ``add`` calls and returns it, called on a
+tensor (``downsample(64, 4)(x)``), is the ``nn.Sequential`` of that call's layers (:func:`_seq_factory`). Dicts of inputs (``inputs = {"a": keras.Input(...)}``, ``keras.Model(inputs={"a": a})``,
 ``inputs = create_model_inputs()`` over module constants) make ``forward`` take the dict the Keras
 model is called with; a dict of outputs is returned as that dict. ``for`` statements over values known
 only when the model is built (in the builder or a helper) build nn.ModuleLists by the same loop (a helper
@@ -73,10 +74,9 @@ from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
-from fwport.packs.tf2torch.dims import (Sizes, SizedContext, function_stable, is_int, known, module_scope, plain,
-                                        symbolic_shape)
+from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
-                                                      converts_to_nchw, _input_spec_shape, _shape_name, _shape_parts,
+                                                      converts_to_nchw, _input_spec_shape, _shape_parts,
                                                       symbolic_parts)
 from fwport.packs.tf2torch.passes import regularizers
 from fwport.packs.tf2torch.passes.subclass import _ELEMENTWISE_FNS, _name_nodes
@@ -180,6 +180,11 @@ _RESERVED = {"forward", "training", "parameters", "modules", "children", "state_
 _VERBS = re.compile(r"^(?:build|create|make|get|define|construct|new)_+")
 
 
+# the functions that make a tensor from sizes or values (tf.range, np.arange, keras.ops.ones, ...)
+_MADE_TENSORS = {"range", "arange", "constant", "zeros", "ones", "linspace", "eye", "fill", "convert_to_tensor",
+                 "array", "asarray", "full"}
+
+
 class _Refused(Exception):
     """The model cannot be followed: reported at ``node`` with ``message``."""
 
@@ -276,6 +281,7 @@ class _Layer:
     last_in: bool | None = None
     prefix: str = ""  # "block1." for a layer of a helper's module
     in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
+    site: cst.CSTNode | None = None  # a Sequential factory's call: where the findings on its (copied) layers go
 
 
 @dataclass
@@ -1231,6 +1237,127 @@ class _Builder:
                 else:
                     args.append(cst.Arg(a.value, keyword=a.keyword, equal=eq))
         return cst.Call(cst.Name(merged.name.value), args)
+
+    def _seq_factory_call(self, node: cst.Call, fn: cst.FunctionDef, spec: tuple) -> _Tensor | None:
+        """``downsample(64, 4, apply_norm=False)(x)`` with ``downsample`` a Sequential factory of this file
+        (:func:`_seq_factory`): the ``keras.Sequential`` this call of it builds, a layer of the model
+        (:meth:`_seq_layer`), called on the tensor."""
+        layer = self._seq_layer(node.func, fn, spec)
+        try:
+            return self._apply(layer, node)
+        except _Refused as r:
+            raise _Refused(node, f"in {fn.name.value}(...): {r.message}" if r.message else "", r.code)
+
+    def _seq_layer(self, made: cst.Call, fn: cst.FunctionDef, spec: tuple, var: str | None = None) -> _Layer:
+        """The ``keras.Sequential`` that ``made``, a call of a Sequential factory of this file
+        (:func:`_seq_factory`: ``downsample(64, 4, apply_norm=False)``), builds: a layer of the model followed
+        as a Sequential used as a layer (:meth:`_translate_seq`: one ``nn.Sequential`` of the layers its ``add``
+        calls give for these arguments, its ``if`` statements decided here), in an attribute named after the
+        factory (or ``var``, the name it is bound to). Keras's ``model.layers`` holds that Sequential, so the
+        records name its layers below it (``.layers[k]``); the findings on them go to ``made``."""
+        values, ctor, seq, body = spec
+        name = fn.name.value
+        node = made
+        site = self.origin.get(id(made), (None, made))[1]  # (where the source has it, if a copy)
+        params = fn.params
+        plist = [*params.params, *params.kwonly_params]
+        positional = [a for a in made.args if a.keyword is None]
+        if params.posonly_params or isinstance(params.star_arg, cst.Param) or isinstance(params.star_kwarg, cst.Param) \
+                or any(a.star for a in made.args) or len(positional) > len(params.params):
+            raise _Refused(node, f"{name}(...)(...): a Sequential factory is followed when it is called with its "
+                                 "parameters one by one (no *args, **kwargs, positional-only parameters or extra "
+                                 "arguments)")
+        given = {p.name.value: a.value for p, a in zip(params.params, positional)}
+        for a in made.args:
+            if a.keyword is not None:
+                if a.keyword.value not in {p.name.value for p in plist}:
+                    raise _Refused(node, f"{name}(...) has no parameter {a.keyword.value}")
+                given[a.keyword.value] = a.value
+        subst: dict[str, cst.BaseExpression] = {}
+
+        def written(v: cst.BaseExpression) -> cst.BaseExpression:
+            lit = literal_value(v, NOT_LITERAL)
+            if lit is NOT_LITERAL and self.sizes.constant(v) is not None and not _names_in(v) & self.local:
+                lit = self.sizes.constant(v)
+            if lit is not NOT_LITERAL and _plain_value(lit):
+                return _literal_node(lit)
+            v = self._copy(v, _Substitute(subst))
+            if not isinstance(v, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) and not v.lpar:
+                v = v.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])  # (2 * k) in place of a name
+            return v
+
+        for p in plist:
+            v = given.get(p.name.value, p.default)
+            if v is None:
+                raise _Refused(node, f"{name}(...): no value for {p.name.value}")
+            if _names_in(v) & set(self.env):
+                raise _Refused(v, f"{code(v)}: a tensor of the model (or a value read from one) given to {name}(...), "
+                                  "a Sequential factory: not followed (its layers are built in __init__, where no "
+                                  "tensor exists): give it sizes the builder knows, or translate this model by hand")
+            subst[p.name.value] = written(v) if p.name.value in given else written(p.default)
+        for n, v in values.items():  # initializer = keras.initializers.GlorotNormal(): in place where its layers use it
+            subst[n] = written(v)
+        elements: list[cst.BaseExpression] = []
+        keep = []
+        for i, a in enumerate(ctor.args):
+            kw = a.keyword.value if a.keyword else ("layers" if i == 0 else None)
+            if kw == "layers" and not a.star and isinstance(a.value, (cst.List, cst.Tuple)) and not any(
+                    isinstance(e, cst.StarredElement) for e in a.value.elements):
+                elements += [e.value for e in a.value.elements]
+            elif kw == "name":
+                keep.append(a)
+            else:
+                raise _Refused(node, f"in {name}(...): keras.Sequential argument {code(a).strip().rstrip(',')} is "
+                                     "not followed in a Sequential factory (a literal list of layers and name= only)")
+
+        def walk(stmts) -> None:
+            for st in stmts:
+                small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+                if isinstance(st, cst.If):
+                    branch = st
+                    while True:
+                        try:
+                            taken = bool(self._static(self._copy(branch.test, _Substitute(subst)), {}))
+                        except _Refused as r:
+                            raise _Refused(node, f"in {name}(...): {r.message}")
+                        if taken:
+                            walk(branch.body.body)
+                            break
+                        if isinstance(branch.orelse, cst.If):
+                            branch = branch.orelse
+                            continue
+                        if isinstance(branch.orelse, cst.Else):
+                            walk(branch.orelse.body.body)
+                        break
+                    continue
+                if isinstance(small, cst.Pass) or (isinstance(small, cst.Expr) and isinstance(
+                        small.value, (cst.SimpleString, cst.ConcatenatedString))):
+                    continue
+                call = small.value if isinstance(small, cst.Expr) else None
+                if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) \
+                        and isinstance(call.func.value, cst.Name) and call.func.value.value == seq \
+                        and call.func.attr.value == "add" and len(call.args) == 1 and call.args[0].keyword is None \
+                        and not call.args[0].star:
+                    elements.append(call.args[0].value)
+                    continue
+                raise _Refused(node, f"in {name}(...): `{code(st).strip()}`: fwport follows a Sequential factory "
+                                     f"whose statements after keras.Sequential() are {seq}.add(layer) calls and if "
+                                     "statements on its arguments")
+
+        walk(body)
+        if not elements:
+            raise _Refused(node, f"{name}(...) builds a keras.Sequential with no layers")
+        els = [self._copy(e, _Substitute(subst)) for e in elements]
+        synth = ctor.with_changes(args=[cst.Arg(cst.List([cst.Element(e) for e in els])), *keep])
+        self.origin[id(synth)] = (synth, site)
+        calls = self.ctx.analyses.setdefault("functional_calls", {})
+        calls[name] = calls.get(name, 0) + 1
+        self.ctx.analyses.setdefault("functional_seq_factory_names", set()).add(name)
+        layer = self._new_layer(synth, var)
+        layer.attr = "" if var else self._helper_attr(name)
+        layer.site = site
+        self.helper_uses[name] = self.helper_uses.get(name, 0) + 1
+        return layer
 
     def _implied_rank_in(self, fn: cst.FunctionDef, pname: str) -> int | None:
         """The rank a helper's tensor argument of unknown shape must have: that of the first layer the
@@ -2301,7 +2428,7 @@ class _Builder:
         self._count(stmts, 1)
         layout = "keep"
         for s in stmts:
-            for c in _calls(s):
+            for c in self._with_seq_factories(_calls(s)):
                 q = self.ctx.imports.resolve(c.func)
                 rule = self.ctx.pack.by_name.get(q) if q else None
                 if rule is not None and rule.kind == "layer" and rule.emit.get("shape") in _NEEDS_LAST:
@@ -2312,6 +2439,22 @@ class _Builder:
                     if fmt != "channels_first":
                         layout = "nchw"
         return layout
+
+    def _with_seq_factories(self, calls: list[cst.Call]) -> list[cst.Call]:
+        """``calls`` and the calls in the bodies of the Sequential factories they call (``downsample(64)(x)``)."""
+        out = list(calls)
+        for c in calls:
+            if self._seq_factory_of(c) is not None:
+                out += _calls(self.helpers[c.func.value].body)
+        return out
+
+    def _seq_factory_of(self, call: cst.BaseExpression) -> tuple | None:
+        """``call`` calls a Sequential factory of this file (:func:`_seq_factory`, not a block factory): its spec."""
+        if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Name) and call.func.value in self.helpers
+                and call.func.value not in self.local and call.func.value not in self.env):
+            return None
+        fn = self.helpers[call.func.value]
+        return _seq_factory(self.ctx, fn) if _factory(self.ctx, fn) is None else None
 
     # --- statements -------------------------------------------------------------------------------------
     def _statement(self, stmt, first: bool) -> str:
@@ -2413,6 +2556,13 @@ class _Builder:
             if isinstance(value, cst.Call) and self._layer_kind(value.func)[0] not in (None, "submodel", "modseq"):
                 try:
                     self.env[target] = self._new_layer(value, target)
+                except _Refused as r:
+                    self._refused(r)
+                return "layer"
+            seq = self._seq_factory_of(value)
+            if seq is not None:  # d1 = downsample(64, 4): the keras.Sequential it builds, a layer object
+                try:
+                    self.env[target] = self._seq_layer(value, self.helpers[value.func.value], seq, target)
                 except _Refused as r:
                     self._refused(r)
                 return "layer"
@@ -2715,9 +2865,13 @@ class _Builder:
                 fac = _factory(self.ctx, self.helpers[func.func.value])
                 if fac is not None:  # Block(64)(x): a block factory's closure called on tensors
                     return self._helper(self._factory_call(node, fac), fac[0], site=node)
+                seq = self._seq_factory_of(func)
+                if seq is not None:  # downsample(64, 4)(x): the keras.Sequential it builds, as a layer
+                    return self._seq_factory_call(node, self.helpers[func.func.value], seq)
                 raise _Refused(node, f"{code(func.func)}(...)(...): fwport follows a function of this file called "
                                      "this way when it is a block factory (its body: `def apply(x): ...` then "
-                                     "`return apply`); this one is not: translate it by hand")
+                                     "`return apply`, or a keras.Sequential built by `add` calls and returned); "
+                                     "this one is not: translate it by hand")
             if self._layer_kind(func.func)[0] is None:
                 raise _Refused(node, f"{code(func.func)}(...)(...): a call of something fwport does not know as a "
                                      "Keras layer")
@@ -2899,6 +3053,16 @@ class _Builder:
         if layer.kind == "user" and isinstance(arg, (cst.List, cst.Tuple)):
             return self._apply_user_list(layer, call, arg)
         t = self._tensor(arg)
+        if t is None and self._built_value(arg):
+            # Keras calls the layer eagerly where the model is built: its output is a constant of the model
+            raise _Refused(arg, f"{code(layer.call.func) if layer.kind != 'given' else layer.var}(...) called on "
+                                f"{code(arg)}, a value computed where the model is built, not a tensor of the model: "
+                                "Keras runs the layer once there and the model holds its output as a constant, so the "
+                                "layer is not in model.layers and its weights are never trained (a positional "
+                                "embedding written this way stays at its random initial values); fwport does not "
+                                "translate that: to train the layer, as is usually meant, call it on a tensor of the "
+                                "model (in a layer class whose call makes the positions: tf.range(tf.shape(x)[1])) and "
+                                "translate again, or write nn.Embedding on torch.arange(...) in forward by hand")
         if t is None:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
                                 "model (a list of tensors feeds only merge layers here)")
@@ -2922,6 +3086,24 @@ class _Builder:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
         return out
+
+    def _built_value(self, arg: cst.BaseExpression) -> bool:
+        """``tf.range(n)`` (or ``positions``, bound once in the builder to such a call): a tensor that a
+        TensorFlow / NumPy function makes from no tensor of the model, one that exists where the model is built."""
+        if isinstance(arg, cst.Name) and arg.value in self.local and self.fn is not None \
+                and isinstance(self.fn.body, cst.IndentedBlock):
+            bound = [st for st in self.fn.body.body if arg.value in _names_bound_in(st)]
+            small = bound[0].body[0] if len(bound) == 1 and isinstance(bound[0], cst.SimpleStatementLine) \
+                and len(bound[0].body) == 1 else None
+            if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)):
+                return False
+            arg = small.value
+        if not isinstance(arg, cst.Call) or _names_in(arg) & set(self.env):
+            return False
+        q = self.ctx.imports.resolve(arg.func) or dotted_text(arg.func)
+        return bool(q) and q.rsplit(".", 1)[-1] in _MADE_TENSORS and (
+            self.ctx.imports.is_source(q) or q.split(".")[0] in ("numpy", "np"))
 
     def _after_last(self, layer: _Layer, t: _Tensor, call: cst.Call) -> bool:
         """A rule layer of a channels-first graph called on the output of a layer class of this file, which
@@ -2951,7 +3133,12 @@ class _Builder:
         input of the same shape (one torch module cannot serve two)."""
         key = (t.shape, t.flat)
         if layer.module is None:
-            self._translate(layer, t)
+            mark = len(self.ctx.pending)
+            try:
+                self._translate(layer, t)
+            finally:
+                for p in self.ctx.pending[mark:] if layer.site is not None else ():
+                    p.node = layer.site  # (a Sequential factory's layers are copies)
         elif layer.kind == "given" and t.flat is None and layer.in_key[1] is None and (
                 self.layout != "nchw" or (t.shape is None or len(t.shape) > 1) == layer.keras_in):
             pass  # a module given to the model: called as it is on any input the same moves fit
@@ -3362,6 +3549,31 @@ class _Builder:
         if not elements:
             raise _Refused(call, "a keras.Sequential used as a layer must list its layers")
         shape, flat = t.shape, t.flat
+        # in a model that keeps Keras's layout, a Sequential of convolutions on a feature map (a Sequential
+        # factory's conv-norm-activation block) runs channels-first inside: its input moved once, its output back
+        own = self.layout == "keep" and flat is None and shape is not None and len(shape) >= 2 and any(
+            isinstance(el, cst.Call) and self._layer_kind(el.func)[0] == "rule"
+            and _drives_nchw(self._layer_kind(el.func)[1]) for el in elements)
+        saved = self.layout
+        if own:
+            self.layout = "nchw"
+        try:
+            modules, shape, flat = self._seq_members(layer, elements, shape, flat)
+        finally:
+            self.layout = saved
+        if own:
+            if flat is not None or shape is None or len(shape) != len(t.shape):
+                raise _Refused(call, "a keras.Sequential of convolutions used as a layer of a model that keeps Keras's "
+                                     "channels-last layout is followed when it gives a feature map of the rank it "
+                                     "takes (it runs channels-first inside): translate this model by hand")
+            layer.permute_in = layer.permute_back = True
+        layer.out = (shape, flat)
+        seq = self.ctx.spell_text("torch.nn.Sequential")
+        return expr(f"{seq}({', '.join(code(m) for m in modules)})")
+
+    def _seq_members(self, layer: _Layer, elements: list, shape, flat) -> tuple[list, object, object]:
+        """The modules of a keras.Sequential used as a layer (:meth:`_translate_seq`), and the shape and flat
+        order of its output."""
         modules: list[cst.BaseExpression] = []
         k = 0
         for el in elements:
@@ -3389,9 +3601,7 @@ class _Builder:
             shape, flat = em.out_shape, em.flatten_of or carried
             self.ctx.settle(el)
             k += 1
-        layer.out = (shape, flat)
-        seq = self.ctx.spell_text("torch.nn.Sequential")
-        return expr(f"{seq}({', '.join(code(m) for m in modules)})")
+        return modules, shape, flat
 
     def _attr_base(self, call: cst.Call, rule) -> str:
         name = next((literal_value(a.value, None) for a in call.args if a.keyword and a.keyword.value == "name"), None)
@@ -3928,6 +4138,43 @@ def _factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
     return found
 
 
+def _seq_factory(ctx: FileContext, fn: cst.FunctionDef) -> tuple | None:
+    """A Sequential factory: ``def downsample(filters, apply_norm=True): result = keras.Sequential();
+    result.add(layers.Conv2D(filters, 4)); if apply_norm: result.add(...); return result`` (a docstring and
+    assignments of values its layers take, ``initializer = ...``, allowed before the Sequential). (values,
+    constructor, body): the names assigned before it → their values, the ``keras.Sequential(...)`` call, and
+    the statements after it up to the return (``add`` calls and ``if`` statements of them, checked where it is
+    called); None when ``fn`` is not one."""
+    cache = ctx.analyses.setdefault("functional_seq_factories", {})
+    hit = cache.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    found = None
+    stmts = list(fn.body.body) if isinstance(fn.body, cst.IndentedBlock) else []
+    if stmts and isinstance(stmts[0], cst.SimpleStatementLine) and isinstance(stmts[0].body[0], cst.Expr) \
+            and isinstance(stmts[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        stmts = stmts[1:]
+    values: dict[str, cst.BaseExpression] = {}
+    for k, st in enumerate(stmts):
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)):
+            break
+        name = small.targets[0].target.value
+        if isinstance(small.value, cst.Call) and ctx.imports.resolve(small.value.func) == "keras.Sequential":
+            last = stmts[-1]
+            ret = last.body[0] if isinstance(last, cst.SimpleStatementLine) and len(last.body) == 1 else None
+            if not fn.decorators and isinstance(ret, cst.Return) and isinstance(ret.value, cst.Name) \
+                    and ret.value.value == name and name not in values:
+                found = (values, small.value, name, stmts[k + 1:-1])
+            break
+        if name in values:
+            break
+        values[name] = small.value
+    cache[id(fn)] = (fn, found)
+    return found
+
+
 def _helper_body_calls(fn: cst.FunctionDef) -> list[cst.Call]:
     """The calls a helper's body makes (a block factory's: its closure's)."""
     inner = [s for s in fn.body.body if isinstance(s, cst.FunctionDef)] if isinstance(fn.body, cst.IndentedBlock) else []
@@ -4219,9 +4466,12 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
             code_by_helper.setdefault(k, []).extend(c for c in v if c not in code_by_helper.get(k, []))
     for i, stmt in enumerate(body):
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in replaced and i not in builders \
-                and stmt.name.value in ctx.analyses.get("functional_input_helpers", ()) \
+                and (stmt.name.value in ctx.analyses.get("functional_input_helpers", ())
+                     or stmt.name.value in ctx.analyses.get("functional_seq_factory_names", ())) \
                 and stmt.name.value not in code_by_helper:
-            builders[i] = []  # create_model_inputs(): the models take the dict it built as forward's argument
+            # create_model_inputs(): the models take the dict it built as forward's argument; a Sequential
+            # factory: its nn.Sequential is built in the classes' __init__
+            builders[i] = []
             continue
         if isinstance(stmt, cst.FunctionDef) and stmt.name.value in code_by_helper and i not in builders:
             classes = [statement(c) for c in code_by_helper[stmt.name.value]]
