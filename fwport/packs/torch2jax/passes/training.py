@@ -577,10 +577,9 @@ class _Pass(cst.CSTTransformer):
         block = _split_block(body, plan, model)[0] if model is not None else body[plan[2]:plan[3]]
         return {id(c) for st in block for c in _calls(st) if isinstance(c.func, cst.Name) and c.func.value in known}
 
-    def load_data(self, stmt) -> cst.BaseSmallStatement | None:
-        """``data = torch.load(f)`` where every use of ``data`` goes through ``torch.from_numpy``: the file holds
-        numpy arrays, not tensors → ``data = load_pickled_arrays(f)`` (data.py, written into the output), which
-        reads torch.save's archive without PyTorch and fails on a tensor inside; a warning says so."""
+    def _load_assign(self, stmt) -> cst.Assign | None:
+        """``name = torch.load(f)`` (map_location= / weights_only= allowed) as a statement outside a class: the
+        assignment; else None."""
         if self.in_class or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
             return None
         a = stmt.body[0]
@@ -591,6 +590,16 @@ class _Pass(cst.CSTTransformer):
                 or not all(x.keyword is not None and x.keyword.value in ("map_location", "weights_only")
                            for x in call.args[1:]):
             return None
+        return a
+
+    def load_data(self, stmt) -> cst.BaseSmallStatement | None:
+        """``data = torch.load(f)`` where every use of ``data`` goes through ``torch.from_numpy``: the file holds
+        numpy arrays, not tensors → ``data = load_pickled_arrays(f)`` (data.py, written into the output), which
+        reads torch.save's archive without PyTorch and fails on a tensor inside; a warning says so."""
+        a = self._load_assign(stmt)
+        if a is None:
+            return None
+        call = a.value
         name = a.targets[0].target.value
         uses = _FromNumpyUses(name, self.ctx)
         scan(self.module, uses)
@@ -611,16 +620,10 @@ class _Pass(cst.CSTTransformer):
         read into ``like``, a model of the same structure in scope: ``model`` itself where the code builds it
         elsewhere (the load replaces its weights), else the one model the file saves to the same path. None
         (the rule's error) where no such model is known."""
-        if self.in_class or len(stmt.body) != 1 or not isinstance(stmt.body[0], cst.Assign):
+        a = self._load_assign(stmt)
+        if a is None:
             return None
-        a = stmt.body[0]
         call = a.value
-        if len(a.targets) != 1 or not isinstance(a.targets[0].target, cst.Name) or not isinstance(call, cst.Call) \
-                or self.ctx.imports.resolve(call.func) not in ("torch.load", "torch.serialization.load") \
-                or not call.args or call.args[0].keyword is not None or call.args[0].star \
-                or not all(x.keyword is not None and x.keyword.value in ("map_location", "weights_only")
-                           for x in call.args[1:]):
-            return None
         name, path = a.targets[0].target.value, call.args[0].value
         scope = self.scopes[-1] if self.scopes else self.module
         like = None
@@ -776,7 +779,7 @@ class _Pass(cst.CSTTransformer):
             return
         call = clip[1][0]
         self.ctx.plans.add(call, lambda original, updated: updated, descend=False, by="training-clip")
-        self.ctx.report(Severity.INFO, "idiom-replaced", f"clip_grad_norm_: the train_step scales the gradients by "
+        self.ctx.report(Severity.INFO, "idiom-replaced", "clip_grad_norm_: the train_step scales the gradients by "
                         "min(1, max_norm / (global norm + 1e-6)) before the optimizer's update, as PyTorch does", call)
 
     def check_block_steps(self, body: list) -> None:
