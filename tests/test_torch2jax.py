@@ -284,6 +284,12 @@ PLANTED = [
     ("super_res", "x.transpose(0, 3, 1, 4, 2)", "x.transpose(0, 3, 2, 4, 1)"),
     # resizing with the step n / out (jax.image.resize's) where PyTorch uses 1 / scale_factor
     ("conv_decoder", "step = n / out if sizes else 1 / scales[axis - 1]", "step = n / out"),
+    # an in-place index write kept with the batch axis's ':' (writes a column of one example, not a feature)
+    ("inplace_ops", "h = h.at[-1].multiply(2.0)", "h = h.at[:, -1].multiply(2.0)"),
+    # y.mul_(gate) rebound as an addition
+    ("inplace_ops", "y = y * self.gate", "y = y + self.gate"),
+    # the tags' log-softmax over the tokens (axis 0 of one example's (tokens, tags)) instead of the tags
+    ("lstm_tagger", "jax.nn.log_softmax(tag_space, axis=-1)", "jax.nn.log_softmax(tag_space, axis=0)"),
 ]
 
 
@@ -300,6 +306,17 @@ TRAINING_PLANTED = [
     # PyTorch's coupled Adam decay translated as AdamW's decoupled one
     ("adam_minibatch", "optax.chain(optax.add_decayed_weights(1e-4), optax.adam(learning_rate=1e-2, b1=0.9, b2=0.98, eps=1e-6))",
      "optax.adamw(learning_rate=1e-2, b1=0.9, b2=0.98, eps=1e-6, weight_decay=1e-4)"),
+    # StepLR's step_size counted in updates instead of epochs (scheduler.step() once per epoch)
+    ("adamw_schedule", "transition_steps=2 * len(loader)", "transition_steps=2"),
+    # AdamW's decoupled decay translated as Adam's coupled L2 (added to the gradient before the moments)
+    ("adamw_schedule", "optax.adamw(learning_rate=optax.exponential_decay(3e-3, transition_steps=2 * len(loader), "
+     "decay_rate=0.5, staircase=True), weight_decay=0.05)",
+     "optax.chain(optax.add_decayed_weights(0.05), optax.adam(learning_rate=optax.exponential_decay(3e-3, "
+     "transition_steps=2 * len(loader), decay_rate=0.5, staircase=True)))"),
+    # label smoothing dropped from the cross-entropy
+    ("adamw_schedule", "jnp.mean(((1 - 0.1) * optax.softmax_cross_entropy_with_integer_labels(logits, labels) - 0.1 * "
+     "jnp.mean(jax.nn.log_softmax(logits, axis=-1), axis=-1)))",
+     "jnp.mean(optax.softmax_cross_entropy_with_integer_labels(logits, labels))"),
 ]
 
 

@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import data, features, groups, keys, tensor_methods, types, x64
+from fwport.packs.torch2jax import data, features, groups, inplace, keys, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -16,6 +16,8 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("named-layers", re.compile(r"getattr\(\s*\w+\s*,"), layers.named_layers),
     # nn.Sequential(*block(...)) with a helper returning a list of layers: written out per call (before modules)
     Planner("unroll", re.compile(r"Sequential\(\s*\*"), unroll.run),
+    # y.add_(x) / h.relu_() as a statement on a tensor nothing else holds → y = y + x / h = h.relu() (inplace.py)
+    Planner("in-place", re.compile(inplace.TRIGGER), inplace.rebind),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     # (Sequential: a builder function that returns one, in a file with no module class)
     # (and a class deriving from another torch layer, `class M(nn.Transformer)`: an error naming it)

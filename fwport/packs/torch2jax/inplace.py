@@ -1,0 +1,201 @@
+"""In-place tensor methods written as statements → the rebinding a JAX user writes.
+
+``h.relu_()`` → ``h = h.relu()``, ``y.add_(x)`` → ``y = y + x``, ``y.mul_(self.gate)`` → ``y = y * self.gate``,
+``y.add_(x, alpha=2)`` → ``y = y + 2 * x``: a jax array is immutable, so the value the method gives the tensor in
+place is bound to its name again, and the later passes translate the out-of-place form as they translate any
+other (``h.relu()`` → ``jax.nn.relu(h)``, over one example inside a module's forward).
+
+Rebinding is exact only where nothing else holds the tensor's memory: PyTorch's in-place method also changes
+every view of it and the tensor it is a view of. So the receiver must be a local name (not a parameter of the
+function, not a loop variable, not ``global``) whose every binding in its function is a plain assignment of a
+value that is new memory: a call that is not a view (``x.view``, ``x[...]``, ``torch.flatten``, ``.detach()``,
+``.contiguous()`` ... may share it), or arithmetic. Anything else is left to the tensor-method pass, whose error
+says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
+"""
+from __future__ import annotations
+
+import libcst as cst
+
+from fwport.core.engine import expr
+from fwport.core.names import dotted_text
+from fwport.core.rewrite import rewrite
+
+#: in-place method → the operator of its out-of-place value (``y.add_(x)`` → ``y + x``)
+OPERATORS = {"add_": "+", "sub_": "-", "mul_": "*", "div_": "/", "pow_": "**"}
+#: in-place method → its out-of-place method, which the tensor-method passes translate (``h.relu_()`` → ``h.relu()``)
+METHODS = {f"{m}_": m for m in ("relu", "sigmoid", "tanh", "exp", "log", "sqrt", "abs", "neg", "clamp", "sin",
+                                "cos", "floor", "ceil", "sign", "log1p")}
+#: methods and functions whose result may share the memory of their argument (a view, or the tensor itself)
+VIEWS = frozenset({"view", "view_as", "reshape", "flatten", "unflatten", "squeeze", "unsqueeze", "transpose",
+                   "permute", "t", "T", "mT", "narrow", "select", "expand", "expand_as", "detach", "contiguous",
+                   "chunk", "split", "unbind", "diagonal", "as_strided", "movedim", "moveaxis", "swapaxes",
+                   "real", "imag", "view_as_real", "view_as_complex", "unfold", "to", "type", "type_as",
+                   "float", "double", "half", "long", "int", "bool", "cpu", "cuda", "data", "requires_grad_",
+                   "numpy", "from_numpy", "as_tensor", "asarray", "squeeze_", "unsqueeze_", "t_", "transpose_"})
+
+
+def _fresh(value: cst.BaseExpression) -> bool:
+    """A value that is new memory: arithmetic, or a call that is not a view (nor an in-place method, which
+    returns its receiver)."""
+    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
+        return True
+    if not isinstance(value, cst.Call):
+        return False
+    f = value.func
+    name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else None
+    return name is not None and name not in VIEWS and not name.endswith("_") and name != "getattr"
+
+
+class _Bindings(cst.CSTVisitor):
+    """Per function (and the module's top level): the names a statement binds, and whether every binding of
+    each is a plain assignment of new memory. Nested functions and classes are their own scopes."""
+
+    def __init__(self, scope: cst.CSTNode):
+        self.scope = scope
+        self.fresh: dict[str, bool] = {}
+
+    def bind(self, name: str, fresh: bool) -> None:
+        self.fresh[name] = self.fresh.get(name, True) and fresh
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if node is self.scope:
+            for p in [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]:
+                self.bind(p.name.value, False)
+            for p in (node.params.star_arg, node.params.star_kwarg):
+                if isinstance(p, cst.Param):
+                    self.bind(p.name.value, False)
+            return True
+        self.bind(node.name.value, False)
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.bind(node.name.value, False)
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for t in node.targets:
+            if isinstance(t.target, cst.Name):
+                self.bind(t.target.value, _fresh(node.value))
+            else:
+                self._targets(t.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self.bind(node.target.value, node.value is not None and _fresh(node.value))
+
+    def _targets(self, t: cst.BaseExpression) -> None:
+        if isinstance(t, cst.Name):
+            self.bind(t.value, False)
+        elif isinstance(t, (cst.Tuple, cst.List)):
+            for e in t.elements:
+                self._targets(e.value)
+        elif isinstance(t, cst.StarredElement):
+            self._targets(t.value)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._targets(node.target)
+
+    def visit_WithItem(self, node: cst.WithItem) -> None:
+        if node.asname is not None:
+            self._targets(node.asname.name)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for n in node.names:
+            self.bind(n.name.value, False)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for n in node.names:
+            self.bind(n.name.value, False)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._targets(node.name.name)
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for a in node.names:
+            self.bind((dotted_text(a.asname.name) if a.asname else dotted_text(a.name) or "").split(".")[0], False)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if not isinstance(node.names, cst.ImportStar):
+            for a in node.names:
+                self.bind(dotted_text(a.asname.name) if a.asname else a.name.value, False)
+
+
+def _rebinding(call: cst.Call, fresh: dict[str, bool]) -> cst.Assign | None:
+    """``name.op_(args)`` (a whole statement) → ``name = <its value>``, where that is exact."""
+    f = call.func
+    if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and fresh.get(f.value.value)):
+        return None
+    name, op = f.value.value, f.attr.value
+    if op in OPERATORS:
+        pos = [a for a in call.args if a.keyword is None and not a.star]
+        kw = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+        if len(pos) != 1 or len(call.args) != len(pos) + len(kw) or set(kw) - ({"alpha"} if op in ("add_", "sub_") else set()):
+            return None
+        from fwport.packs.torch2jax.tensor_methods import _operand
+        other = _operand(pos[0].value)
+        if "alpha" in kw:  # torch.add(y, x, alpha=a): y + a * x
+            other = f"{_operand(kw['alpha'])} * {other}"
+        value = expr(f"{name} {OPERATORS[op]} {other}")
+    elif op in METHODS:
+        value = call.with_changes(func=f.with_changes(attr=cst.Name(METHODS[op])))
+    else:
+        return None
+    return cst.Assign([cst.AssignTarget(cst.Name(name))], value)
+
+
+class _InPlace(cst.CSTTransformer):
+    def __init__(self):
+        super().__init__()
+        self.scopes: list[dict[str, bool]] = []
+        self.changed = 0
+
+    def _enter(self, node: cst.CSTNode) -> None:
+        b = _Bindings(node)
+        node.visit(b)
+        self.scopes.append(b.fresh)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._enter(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._enter(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.scopes.append({})  # a class body's names are attributes, not locals
+
+    def leave_ClassDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
+        if isinstance(updated.value, cst.Call):
+            new = _rebinding(updated.value, self.scopes[-1])
+            if new is not None:
+                self.changed += 1
+                return new
+        return updated
+
+
+#: the planner's trigger: an in-place method it rebinds, called
+TRIGGER = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\("
+
+
+def rebind(module: cst.Module, ctx) -> cst.Module:
+    """The planner: every in-place method statement that can be rebound exactly, rebound."""
+    t = _InPlace()
+    out = rewrite(module, t)
+    return out if t.changed else module
