@@ -290,6 +290,9 @@ PLANTED = [
     ("inplace_ops", "y = y * self.gate", "y = y + self.gate"),
     # the tags' log-softmax over the tokens (axis 0 of one example's (tokens, tags)) instead of the tags
     ("lstm_tagger", "jax.nn.log_softmax(tag_space, axis=-1)", "jax.nn.log_softmax(tag_space, axis=0)"),
+    # the 1-D and 3-D pools' stride left at Equinox's default 1 (PyTorch's is the window)
+    ("volume_layers", "eqx.nn.MaxPool1d(2, stride=2)", "eqx.nn.MaxPool1d(2)"),
+    ("volume_layers", "eqx.nn.AvgPool3d(2, stride=2)", "eqx.nn.AvgPool3d(2)"),
 ]
 
 

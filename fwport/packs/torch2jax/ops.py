@@ -461,10 +461,11 @@ def adaptive_pool(m, ctx):
     from fwport.core.finding import Severity
 
     size = literal_value(m.kwargs["target_shape"], None)
-    if size not in (1, (1, 1), [1, 1]):
+    global_pool = size == 1 or isinstance(size, (tuple, list)) and size and all(n == 1 for n in size)
+    if not global_pool:
         ctx.report(Severity.WARNING, "approximate", f"output_size={m.written('output_size')}: the same as PyTorch "
                    "only where it divides the input size (else the windows differ)", m.node, m.rule)
-    if size in ((1, 1), [1, 1]):
+    if global_pool and size != 1:  # (1, 1) / (1, 1, 1): one output per channel
         m.kwargs["target_shape"] = cst.Integer("1")
     return build_call(m, ctx, target=m.rule.emit["target"])
 
