@@ -817,7 +817,21 @@ def _is_device(node, ctx) -> bool:
     return isinstance(node, cst.Call) and ctx.imports.resolve(node.func) == "torch.device"
 
 
+class _ScriptOnly(cst.CSTVisitor):
+    """The TorchScript-only decorators (SCRIPT_ONLY) of the file's functions: settled here, removed by finish."""
+
+    def __init__(self, ctx):
+        self.ctx = ctx
+
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        d = node.decorator
+        if self.ctx.imports.resolve(d.func if isinstance(d, cst.Call) else d) in SCRIPT_ONLY:
+            self.ctx.settle(d, d.func) if isinstance(d, cst.Call) else self.ctx.settle(d)
+
+
 def run(module: cst.Module, ctx) -> cst.Module:
+    if "jit" in ctx.analyses.get("parsed", (None, module.code))[1]:
+        module.visit(_ScriptOnly(ctx))
     text = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code
     models = set(_PARAMS.findall(text))
     plans = ctx.analyses.get(PLANS, {})
@@ -2071,8 +2085,13 @@ class _ThreadCalls(cst.CSTTransformer):
         return updated.with_changes(body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))])
 
 
+#: decorators that only tell TorchScript what to compile: no-ops in Python, so removed
+SCRIPT_ONLY = frozenset({"torch.jit.ignore", "torch.jit.unused", "torch.jit.export"})
+
+
 class _NoGrad(cst.CSTTransformer):
-    """``with torch.no_grad():`` → its body; ``@torch.no_grad()`` → removed."""
+    """``with torch.no_grad():`` → its body; ``@torch.no_grad()`` → removed; ``@torch.jit.ignore`` (and unused,
+    export, bare or called) → removed."""
 
     def __init__(self, ctx):
         super().__init__()
@@ -2090,8 +2109,11 @@ class _NoGrad(cst.CSTTransformer):
             body[0] = body[0].with_changes(leading_lines=[*updated.leading_lines, *body[0].leading_lines])
         return cst.FlattenSentinel(body)
 
+    def _script_only(self, node) -> bool:
+        return self.ctx.imports.resolve(node.func if isinstance(node, cst.Call) else node) in SCRIPT_ONLY
+
     def leave_FunctionDef(self, original, updated):
-        decorators = [d for d in updated.decorators if not self._no_grad(d.decorator)]
+        decorators = [d for d in updated.decorators if not self._no_grad(d.decorator) and not self._script_only(d.decorator)]
         if len(decorators) == len(updated.decorators):
             return updated
         return updated.with_changes(decorators=decorators)

@@ -1,0 +1,88 @@
+"""TorchScript markers in eager code: ``@torch.jit.ignore`` / ``unused`` / ``export`` (bare or called) only tell
+the TorchScript compiler what to skip, and ``torch.jit.is_scripting()`` / ``is_tracing()`` are False when the code
+runs as Python: removed and False in the translation, which computes what PyTorch computes eagerly (checked
+numerically, torch unimportable on the JAX side). ``torch.jit.script`` itself stays an error."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from fwport.core.finding import Severity
+from fwport.core.pipeline import translate_source
+
+SOURCE = '''
+import torch
+from torch import nn
+
+
+class Head(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+
+    @torch.jit.ignore
+    def no_weight_decay(self):
+        return {"fc.bias"}
+
+    @torch.jit.unused
+    def debug(self, x):
+        return x
+
+    @torch.jit.ignore(drop=True)
+    def extra(self):
+        return 1
+
+    def forward(self, x):
+        if torch.jit.is_scripting() or torch.jit.is_tracing():
+            return self.fc(x)
+        return torch.sin(self.fc(x) * torch.pi) + torch.e
+'''
+
+RUN = """
+import sys, numpy as np, runpy
+side = sys.argv[1]
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp, equinox as eqx
+ns = runpy.run_path(sys.argv[2])
+rng = np.random.default_rng(0)
+x, W, b = rng.standard_normal((2, 4)), rng.standard_normal((3, 4)), rng.standard_normal(3)
+if side == "torch":
+    import torch
+    torch.set_default_dtype(torch.float64)
+    m = ns["Head"]()
+    with torch.no_grad():
+        m.fc.weight.copy_(torch.tensor(W)); m.fc.bias.copy_(torch.tensor(b))
+    out = m(torch.tensor(x)).detach().numpy()
+else:
+    m = eqx.tree_at(lambda m: (m.fc.weight, m.fc.bias), ns["Head"](key=jax.random.key(0)), (jnp.asarray(W), jnp.asarray(b)))
+    out = np.asarray(jax.vmap(m)(jnp.asarray(x)))
+np.save(sys.argv[3], out)
+"""
+
+
+def test_torchscript_markers_are_removed_and_the_eager_branch_computes_the_same(tmp_path):
+    pytest.importorskip("torch")
+    pytest.importorskip("jax")
+    r = translate_source(SOURCE, "head.py", "torch2jax")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "jit" not in r.output and "torch" not in r.output, r.output
+    assert "if False or False:" in r.output and "jnp.pi" in r.output and "jnp.e" in r.output
+    (tmp_path / "t.py").write_text(SOURCE)
+    (tmp_path / "j.py").write_text(r.output)
+    (tmp_path / "run.py").write_text(RUN)
+    for side, src in (("torch", "t.py"), ("jax", "j.py")):
+        p = subprocess.run([sys.executable, "run.py", side, src, f"{side}.npy"], cwd=tmp_path, capture_output=True,
+                           text=True, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+    np.testing.assert_allclose(np.load(tmp_path / "jax.npy"), np.load(tmp_path / "torch.npy"), rtol=1e-12, atol=1e-12)
+
+
+def test_torch_jit_script_is_still_an_error():
+    r = translate_source("import torch\n\n\n@torch.jit.script\ndef f(x):\n    return x + 1\n", "s.py", "torch2jax")
+    assert any(f.severity is Severity.ERROR and "torch.jit.script" in f.message for f in r.findings), r.findings
