@@ -23,7 +23,7 @@ import re
 import libcst as cst
 
 from fwport.core.hooks import default_leave_transform
-from fwport.core.engine import code
+from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
 from fwport.core.names import children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
@@ -1235,7 +1235,73 @@ EPOCH_SCHEDULES = {
     "torch.optim.lr_scheduler.ExponentialLR": ("optimizer, gamma, last_epoch=-1",
                                                "{decay}({lr}, transition_steps={steps}, decay_rate={gamma}, "
                                                "staircase=True)"),
+    # (the next three: their text is built by _epoch_schedule, from the arguments' values)
+    "torch.optim.lr_scheduler.MultiStepLR": ("optimizer, milestones, gamma=0.1, last_epoch=-1", None),
+    "torch.optim.lr_scheduler.CosineAnnealingLR": ("optimizer, T_max, eta_min=0.0, last_epoch=-1", None),
+    "torch.optim.lr_scheduler.LambdaLR": ("optimizer, lr_lambda, last_epoch=-1", None),
 }
+
+
+def _epoch_schedule(q: str, call: cst.Call, args: dict, steps: str, loop: cst.For, ctx) -> tuple[str, str] | None:
+    """The optax schedule (text over ``{lr}``) of a scheduler stepped once per epoch of ``steps`` updates, and a
+    caveat for a warning ("" for none); None where it is not exact:
+
+    - MultiStepLR(milestones=[m1, m2], gamma) → ``optax.piecewise_constant_schedule(lr, {m1 * steps: gamma, ...})``:
+      PyTorch multiplies by gamma at each milestone epoch (distinct literal milestones: one listed twice multiplies
+      twice in PyTorch, once in a dict);
+    - CosineAnnealingLR(T_max) with eta_min 0 → ``lambda count: optax.cosine_decay_schedule(lr,
+      decay_steps=T_max)(count // steps)``: PyTorch's rate is constant over an epoch; the same for the first T_max
+      epochs (PyTorch then rises again, optax stays at 0: a warning unless the epoch loop is range(n), n <= T_max + 1);
+    - LambdaLR(lambda e: <arithmetic of e>) → ``lambda count: lr * <that arithmetic of (count // steps)>``: traced
+      inside the jitted step, which arithmetic allows (a Python if / max on the count would not)."""
+    from fwport.core.engine import literal_value
+    if q.endswith(".MultiStepLR"):
+        ms = literal_value(expr(args["milestones"]), None)
+        if not isinstance(ms, (list, tuple)) or not ms or not all(isinstance(m, int) and m > 0 for m in ms) \
+                or len(set(ms)) != len(ms):
+            return None
+        gamma = args["gamma"]
+        table = ", ".join(f"{m} * {steps}: {gamma}" for m in sorted(ms))
+        return f"{ctx.spell_text('optax.piecewise_constant_schedule')}({{lr}}, {{{{{table}}}}})", ""
+    if q.endswith(".CosineAnnealingLR"):
+        if literal_value(expr(args["eta_min"]), None) not in (0, 0.0):
+            return None
+        t_max = args["T_max"]
+        text = f"lambda count: {ctx.spell_text('optax.cosine_decay_schedule')}({{lr}}, decay_steps={t_max})(count // {steps})"
+        it = loop.iter
+        n = literal_value(it.args[0].value, None) if isinstance(it, cst.Call) and dotted_text(it.func) == "range" \
+            and len(it.args) == 1 else None
+        tm = literal_value(expr(t_max), None)
+        caveat = "" if isinstance(n, int) and isinstance(tm, int) and n <= tm + 1 else (
+            f"the same rates for the first {t_max} epochs; after them PyTorch's cosine rises again and optax's "
+            "schedule stays at 0: keep the epochs within T_max + 1")
+        return text, caveat
+    if q.endswith(".LambdaLR"):
+        lam = call.args[1].value if len(call.args) > 1 and call.args[1].keyword is None else next(
+            (a.value for a in call.args if a.keyword is not None and a.keyword.value == "lr_lambda"), None)
+        if not isinstance(lam, cst.Lambda) or len(lam.params.params) != 1 or lam.params.star_arg not in (
+                None, cst.MaybeSentinel.DEFAULT) or lam.params.kwonly_params or lam.params.star_kwarg:
+            return None
+        param = lam.params.params[0].name.value
+
+        def arithmetic(n) -> bool:
+            if isinstance(n, (cst.Integer, cst.Float)) or isinstance(n, cst.Name) and n.value == param:
+                return True
+            if isinstance(n, cst.BinaryOperation):
+                return arithmetic(n.left) and arithmetic(n.right)
+            if isinstance(n, cst.UnaryOperation):
+                return arithmetic(n.expression)
+            return False
+        if not arithmetic(lam.body):
+            return None
+
+        class Sub(cst.CSTTransformer):
+            def leave_Name(self, o, u):
+                return expr(f"(count // {steps})") if u.value == param else u
+        body = code(lam.body.visit(Sub()))
+        body = body if isinstance(lam.body, (cst.Name, cst.Integer, cst.Float)) else f"({body})"
+        return f"lambda count: {{lr}} * {body.replace('{', '{{').replace('}', '}}')}", ""
+    return None
 
 
 def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) -> dict:
@@ -1273,9 +1339,16 @@ def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) ->
             loader, batch_loop = epoch
             steps = f"len({loader})"
             size = args.get("step_size")
-            text = EPOCH_SCHEDULES[q][1].format(
-                decay=ctx.spell_text("optax.exponential_decay"), lr="{lr}", gamma=args.get("gamma", "0.1"),
-                step_size="" if size in (None, "1") else f"{size} * ", steps=steps)
+            caveat = ""
+            if EPOCH_SCHEDULES[q][1] is None:
+                built = _epoch_schedule(q, a.value, args, steps, loop, ctx)
+                if built is None:
+                    continue
+                text, caveat = built
+            else:
+                text = EPOCH_SCHEDULES[q][1].format(
+                    decay=ctx.spell_text("optax.exponential_decay"), lr="{lr}", gamma=args.get("gamma", "0.1"),
+                    step_size="" if size in (None, "1") else f"{size} * ", steps=steps)
             name = q.rsplit(".", 1)[-1]
             found[(scope.name.value if isinstance(scope, cst.FunctionDef) else "", opt)] = {
                 "sched": sched, "schedule": text}
@@ -1283,6 +1356,8 @@ def _schedules(module: cst.Module, ctx, threaded: dict, global_trained: dict) ->
             ctx.report(Severity.INFO, "idiom-replaced", f"{name} stepped once per epoch → {opt}'s learning rate is "
                        f"the optax schedule {text.format(lr='lr')} of its update count ({steps} updates per epoch): "
                        "each batch gets PyTorch's rate of its epoch; scheduler.step() removed", a.value)
+            if caveat:
+                ctx.report(Severity.WARNING, "approximate", f"{name}: {caveat}", a.value)
             if _breaks(batch_loop):
                 ctx.report(Severity.WARNING, "approximate", f"the training loop over {loader} can stop early (break): "
                            f"the schedule counts {steps} updates per epoch, PyTorch's scheduler one epoch per "
