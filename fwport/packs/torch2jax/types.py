@@ -4,8 +4,9 @@ the edits):
 - a ``torch.utils.data.Dataset`` base class is dropped: the class's ``__len__`` and ``__getitem__`` are what
   NumpyLoader (data.py) reads, example by example, and PyTorch's base adds nothing else a loop uses (its
   ``__add__`` builds a ConcatDataset, which has no rule: such a use stays an error);
-- ``torch.nn.Module`` in an annotation (``def train(model: nn.Module)``) → ``eqx.Module``, the base of every
-  translated module. Elsewhere (a base the modules pass did not translate, ``isinstance``) it stays, and is
+- ``torch.nn.Module`` in an annotation (``def train(model: nn.Module)``, ``Module | None``) → ``eqx.Module``, the
+  base of every translated module; ``torch.optim.Optimizer`` → ``optax.GradientTransformation``, ``DataLoader`` →
+  ``typing.Iterable``, ``Dataset`` → ``typing.Any`` (ANNOTATIONS). Elsewhere (a base the modules pass did not translate, ``isinstance``) it stays, and is
   reported by the residue scan."""
 from __future__ import annotations
 
@@ -16,6 +17,15 @@ from fwport.core.names import scan
 
 DATASET = frozenset({"torch.utils.data.Dataset", "torch.utils.data.dataset.Dataset"})
 MODULE = frozenset({"torch.nn.Module", "torch.nn.modules.module.Module"})
+#: PyTorch types in annotations → what the translation's values are: a module → eqx.Module, an optimizer → optax's
+#: GradientTransformation, a loader → an iterable of batches (NumpyLoader, or a generator), a dataset → any object
+#: with __len__ / __getitem__ (the translated datasets have no common base)
+ANNOTATIONS = {**{m: "equinox.Module" for m in MODULE},
+               "torch.optim.Optimizer": "optax.GradientTransformation",
+               "torch.optim.optimizer.Optimizer": "optax.GradientTransformation",
+               "torch.utils.data.DataLoader": "typing.Iterable",
+               "torch.utils.data.dataloader.DataLoader": "typing.Iterable",
+               **{d: "typing.Any" for d in DATASET}}
 
 
 class _Types(cst.CSTVisitor):
@@ -46,11 +56,22 @@ class _Types(cst.CSTVisitor):
         self.ctx.plans.add(node, drop, by="types")
 
     def visit_Annotation(self, node: cst.Annotation) -> None:
-        ann = node.annotation
-        if self.ctx.imports.resolve(ann) in MODULE and self.ctx.plans.get(ann) is None:
-            self.ctx.settle(ann)  # replaced: no residue
-            self.ctx.plans.add(ann, lambda original, updated: self.ctx.spell("equinox.Module"), descend=False,
-                               by="types")
+        # every type the annotation names, inside a union or a subscript too (`Module | dict | None`)
+        stack = [node.annotation]
+        while stack:
+            ann = stack.pop()
+            if isinstance(ann, cst.BinaryOperation) and isinstance(ann.operator, cst.BitOr):
+                stack += [ann.left, ann.right]
+                continue
+            if isinstance(ann, cst.Subscript):
+                stack += [e.slice.value for e in ann.slice if isinstance(e.slice, cst.Index)]
+                stack.append(ann.value)
+                continue
+            target = ANNOTATIONS.get(self.ctx.imports.resolve(ann) or "")
+            if target is not None and self.ctx.plans.get(ann) is None:
+                self.ctx.settle(ann)  # replaced: no residue
+                self.ctx.plans.add(ann, lambda original, updated, t=target: self.ctx.spell(t), descend=False,
+                                   by="types")
 
 
 def plan(module: cst.Module, ctx) -> cst.Module:
