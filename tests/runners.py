@@ -56,3 +56,36 @@ def compare_fit(keras_out: dict, torch_out: dict, keys: list[str], *, atol: floa
         np.testing.assert_allclose(torch_out["predict"], keras_out["predict"], rtol=2e-4, atol=2e-5)
     for a, b in zip(keras_out["kernels"], torch_out["kernels"], strict=True):
         np.testing.assert_allclose(b, a, rtol=2e-4, atol=2e-5)
+
+
+#: the head of a torch2jax driver: `side` ("torch" or "jax"; on "jax" torch is unimportable and JAX computes in
+#: float64), the program's namespace `ns`; the driver's body follows and saves its outputs with np.save(OUT, ...)
+TORCH_OR_JAX = """
+import sys, numpy as np, runpy
+side, OUT = sys.argv[1], sys.argv[3]
+if side == "jax":
+    sys.modules["torch"] = None
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import equinox as eqx
+else:
+    import torch
+    torch.set_default_dtype(torch.float64)
+ns = runpy.run_path(sys.argv[2])
+"""
+
+
+def torch_and_jax(tmp_path: Path, torch_code: str, jax_code: str, body: str, timeout: int = 300) -> tuple:
+    """The arrays a driver (TORCH_OR_JAX + ``body``) saves on the PyTorch program and on its JAX translation,
+    each run in its own subprocess: (torch's, jax's)."""
+    import numpy as np
+
+    (tmp_path / "torch_side.py").write_text(torch_code)
+    (tmp_path / "jax_side.py").write_text(jax_code)
+    (tmp_path / "drive.py").write_text(TORCH_OR_JAX + body)
+    for side in ("torch", "jax"):
+        p = subprocess.run([sys.executable, "drive.py", side, f"{side}_side.py", f"{side}.npy"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=timeout)
+        assert p.returncode == 0, f"the {side} side failed:\n{p.stderr[-3000:]}"
+    return np.load(tmp_path / "torch.npy"), np.load(tmp_path / "jax.npy")

@@ -5,8 +5,6 @@ parameter, a view, a loop variable), PyTorch's method also changes the other ten
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -14,6 +12,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import torch_and_jax
 
 SOURCE = '''
 import torch
@@ -49,34 +48,23 @@ class Gated(nn.Module):
         return h
 '''
 
-RUN = """
-import sys, numpy as np, runpy
-side = sys.argv[1]
-if side == "jax":
-    sys.modules["torch"] = None
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp
-ns = runpy.run_path(sys.argv[2])
+DRIVER = """
 rng = np.random.default_rng(0)
 x, w = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
 W, b = rng.standard_normal((4, 4)) * 0.5, rng.standard_normal(4) * 0.1
 if side == "torch":
-    import torch
-    torch.set_default_dtype(torch.float64)
     outs = [o.numpy() for o in ns["scale"](torch.tensor(x), torch.tensor(w))]
     m = ns["Gated"]()
     with torch.no_grad():
         m.fc.weight.copy_(torch.tensor(W)); m.fc.bias.copy_(torch.tensor(b))
     outs.append(m(torch.tensor(x)).detach().numpy())
 else:
-    import equinox as eqx
     outs = [np.asarray(o) for o in ns["scale"](jnp.asarray(x), jnp.asarray(w))]
     m = ns["Gated"](key=jax.random.key(0))
     m = eqx.tree_at(lambda m: (m.fc.weight, m.fc.bias, m.gate), m,
                     (jnp.asarray(W), jnp.asarray(b), jnp.linspace(0.5, 1.5, 4)))
     outs.append(np.asarray(jax.vmap(m)(jnp.asarray(x))))
-np.save(sys.argv[3], np.stack([np.asarray(o, dtype=np.float64) for o in outs]))
+np.save(OUT, np.stack([np.asarray(o, dtype=np.float64) for o in outs]))
 """
 
 
@@ -90,14 +78,8 @@ def test_in_place_methods_become_rebindings_that_compute_the_same(tmp_path):
                  "z = z + 2.0 * y", "h = h * self.gate", "h = h + x"):
         assert line in out, out
     assert not re.search(r"\.[a-z]+_\(", out), out
-    (tmp_path / "t.py").write_text(SOURCE)
-    (tmp_path / "j.py").write_text(out)
-    (tmp_path / "run.py").write_text(RUN)
-    for side, src in (("torch", "t.py"), ("jax", "j.py")):
-        p = subprocess.run([sys.executable, "run.py", side, src, f"{side}.npy"], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-    np.testing.assert_allclose(np.load(tmp_path / "jax.npy"), np.load(tmp_path / "torch.npy"), rtol=1e-12, atol=1e-12)
+    expected, got = torch_and_jax(tmp_path, SOURCE, out, DRIVER)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
 @pytest.mark.parametrize("body", [

@@ -4,14 +4,12 @@ runs as Python: removed and False in the translation, which computes what PyTorc
 numerically, torch unimportable on the JAX side). ``torch.jit.script`` itself stays an error."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import torch_and_jax
 
 SOURCE = '''
 import torch
@@ -41,20 +39,10 @@ class Head(nn.Module):
         return torch.sin(self.fc(x) * torch.pi) + torch.e
 '''
 
-RUN = """
-import sys, numpy as np, runpy
-side = sys.argv[1]
-if side == "jax":
-    sys.modules["torch"] = None
-    import jax
-    jax.config.update("jax_enable_x64", True)
-    import jax.numpy as jnp, equinox as eqx
-ns = runpy.run_path(sys.argv[2])
+DRIVER = """
 rng = np.random.default_rng(0)
 x, W, b = rng.standard_normal((2, 4)), rng.standard_normal((3, 4)), rng.standard_normal(3)
 if side == "torch":
-    import torch
-    torch.set_default_dtype(torch.float64)
     m = ns["Head"]()
     with torch.no_grad():
         m.fc.weight.copy_(torch.tensor(W)); m.fc.bias.copy_(torch.tensor(b))
@@ -62,7 +50,7 @@ if side == "torch":
 else:
     m = eqx.tree_at(lambda m: (m.fc.weight, m.fc.bias), ns["Head"](key=jax.random.key(0)), (jnp.asarray(W), jnp.asarray(b)))
     out = np.asarray(jax.vmap(m)(jnp.asarray(x)))
-np.save(sys.argv[3], out)
+np.save(OUT, out)
 """
 
 
@@ -73,14 +61,8 @@ def test_torchscript_markers_are_removed_and_the_eager_branch_computes_the_same(
     assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
     assert "jit" not in r.output and "torch" not in r.output, r.output
     assert "if False or False:" in r.output and "jnp.pi" in r.output and "jnp.e" in r.output
-    (tmp_path / "t.py").write_text(SOURCE)
-    (tmp_path / "j.py").write_text(r.output)
-    (tmp_path / "run.py").write_text(RUN)
-    for side, src in (("torch", "t.py"), ("jax", "j.py")):
-        p = subprocess.run([sys.executable, "run.py", side, src, f"{side}.npy"], cwd=tmp_path, capture_output=True,
-                           text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-    np.testing.assert_allclose(np.load(tmp_path / "jax.npy"), np.load(tmp_path / "torch.npy"), rtol=1e-12, atol=1e-12)
+    expected, got = torch_and_jax(tmp_path, SOURCE, r.output, DRIVER)
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
 
 
 def test_torch_jit_script_is_still_an_error():
