@@ -147,6 +147,7 @@ def _rnn_call_args(call: cst.Call) -> tuple | None:
 MODEL = "keras.Model"
 INPUT = "keras.Input"
 LINE_MARK = "# __fwport_functional_line__"
+TRAINING_LINE = "__fwport_line__"  # training.MARK (training imports this pass): a statement a line gained before it
 _INPUT_KWARGS = {"shape", "name", "dtype", "batch_size", "batch_shape"}
 # merge layers and their function forms: no torch module, an expression at the call site
 MERGE_LAYERS = {"keras.layers.Add": "add", "keras.layers.Subtract": "sub", "keras.layers.Multiply": "mul",
@@ -943,6 +944,11 @@ class _Builder:
         # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
         # are written as their values in the builder's statements below it (its __init__ has no loop)
         self.known_ints: dict[str, object] = {}
+        # names of layers / models called with training= (a mode set in forward: _mode_prefixed), and the names
+        # of layers / models called on tensors, by calls followed
+        self.mode_calls: dict[str, _Layer | None] = {}
+        self.name_calls: dict[str, int] = {}
+        self.mode_said: list[str] = []  # the training pass's findings on the lines Keras 3's calls do without
         self.loop_ints: dict[str, object] = {}
         self.lists: dict[str, cst.BaseExpression] = {}  # name → the list of tensor names it holds
         # `inputs = {"a": keras.Input(...)}`: name → {key: the input's name in self.inputs}
@@ -1842,6 +1848,16 @@ class _Builder:
                               "functional model per builder function; split them into several builders")
             return self._give_up(stmts, None)
         m_index = models[0][0]
+        block = stmts[m_index]
+        if isinstance(block, (cst.With, cst.For, cst.While, cst.Try)) and any(
+                ctx.imports.resolve(c.func) == INPUT for c in _calls(block)):
+            kind = type(block).__name__.lower()
+            self.error(model_call, f"a functional model built inside a {kind} statement (its keras.Input and "
+                                   "keras.Model calls in the block) is not followed: fwport follows the statements of a "
+                                   "module or a function; put the model-building lines in a function (def "
+                                   "build_model(): ... return keras.Model(inputs, outputs)) and call it in the block "
+                                   "(`with strategy.scope(): model = build_model()`)")
+            return self._give_up(stmts, model_call)
         parent = _model_base(model_call.func, ctx)
         if parent is not None:  # the generated class, placed at the builder or the model's first statement
             at = self.path[0] if self.path else min(
@@ -1956,6 +1972,10 @@ class _Builder:
                             "for them only (an if or a loop depends on them); its __init__ raises ValueError for "
                             "others", self.origin.get(id(model_call), (None, model_call))[1])
         ctx.settle(model_call)
+        for said in self.mode_said:
+            gone = next((f for f in ctx.findings if f.message.startswith(said)), None)
+            if gone is not None:
+                ctx.findings.remove(gone)
         self._info(plan, model_call, out_tensors)
         self.model_summary = {"inputs": [t.shape for t in self.inputs.values()],
                               "outputs": [t.shape for t in out_tensors]}
@@ -2482,6 +2502,10 @@ class _Builder:
             if generated is not None:
                 self.generated[id(stmt)] = generated
             return "unrolled"
+        if graph_names or graph_calls:
+            moded = self._mode_prefixed(stmt)
+            if moded is not None:
+                return moded
         if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
             if graph_names or graph_calls:
                 self.error(stmt, "a functional-model statement inside a compound statement (if/for/while/with/try) "
@@ -2623,6 +2647,113 @@ class _Builder:
         self.error(stmt, f"{code(stmt).strip()}: fwport follows a functional model written as `name = expression` "
                          "assignments; this statement is not one")
         return "forward"
+
+    def _mode_prefixed(self, stmt) -> str | None:
+        """``__fwport_line__(backbone.eval()); x = backbone(inputs)``: the training pass's translation of
+        ``x = backbone(inputs, training=False)`` (``.train()`` for training=True), a layer or model of this model
+        called with a training flag; None where ``stmt`` is not such a line.
+
+        Keras 2 runs it in that mode whatever the model's: followed as the call, the mode set in forward just
+        before it, as written (``self.backbone.eval()``); torch's mode stays set after the call, so the module
+        must be called once in the model (a second call would run in that mode too). Keras 3's functional model
+        replaces the flag by the training value the model is called with, whenever that call gives one (fit:
+        True; evaluate, predict: False): the call follows the model's mode (no line before it), as the
+        translated model, always in a mode, is called."""
+        if not (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 2
+                and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.Call)):
+            return None
+        marked = stmt.body[0].value  # __fwport_line__(backbone.eval()): a line of its own once the passes are done
+        if not (isinstance(marked.func, cst.Name) and marked.func.value == TRAINING_LINE and len(marked.args) == 1
+                and isinstance(marked.args[0].value, cst.Call)):
+            return None
+        mode = marked.args[0].value
+        f = mode.func
+        if not (isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) and f.attr.value in ("eval", "train")):
+            return None
+        name = f.value.value
+        called = [c for c in _calls(stmt.body[1]) if isinstance(c.func, cst.Name) and c.func.value == name]
+        if len(called) != 1:
+            return None
+        flag = "False" if f.attr.value == "eval" else "True"
+        if mode.args:
+            self.error(called[0], f"{name}(..., training={code(mode.args[0].value)}): a layer or model of the "
+                                  "functional model called with a training flag that is not a literal True / False "
+                                  "is not followed (torch takes the mode from .train() / .eval() on the module); "
+                                  "call it without training= (the model's own mode), or translate this model by hand")
+            return "forward"
+        if self.ctx.version != 2:
+            return self._mode_dropped(stmt, name, flag)
+        again = self._called_again(name, flag)
+        if again is not None:
+            self.error(called[0], again)
+            return "forward"
+        role = self._statement_role(stmt.with_changes(body=[stmt.body[1]]), False)
+        found = self.env.get(name)
+        layer = found if isinstance(found, _Layer) else self.submodels.get(name) or self.given.get(name)
+        if layer is None:
+            if not self.errors:
+                self.error(called[0], f"{name}(..., training={flag}): {name} is not a layer or model fwport follows "
+                                      "in this functional model")
+            return "forward"
+        self.mode_calls[name] = layer
+        self.replace[id(f.value)] = _module_ref(layer)
+        return role
+
+    def _called_again(self, name: str, flag: str) -> str | None:
+        """Keras 2: why ``name`` called with training=``flag`` is not followed when it is called elsewhere in the
+        model (the mode set in forward holds for every call); None where it is not."""
+        if name not in self.mode_calls and not self.name_calls.get(name):
+            return None
+        return (f"{name}(..., training={flag}): {name} is called more than once in the functional model, once with a "
+                f"training flag: torch keeps the mode set on {name} for its other calls too, where Keras runs them "
+                "in the model's mode; give each call its own layer, or translate this model by hand")
+
+    def _flagged_call(self, node: cst.Call, flag: cst.Arg) -> _Tensor | None:
+        """``backbone(inputs, training=False)`` as written, where the training pass has not written the flag as a
+        line before it (its own run of this pass, asking which models are left as written): followed as
+        :meth:`_mode_prefixed` follows that line, so both runs leave the same models."""
+        name = node.func.value
+        value = literal_value(flag.value, NOT_LITERAL)
+        if value not in (True, False):
+            raise _Refused(node, f"{name}(..., training={code(flag.value)}): a layer or model of the functional "
+                                 "model called with a training flag that is not a literal True / False is not "
+                                 "followed (torch takes the mode from .train() / .eval() on the module); call it "
+                                 "without training= (the model's own mode), or translate this model by hand")
+        if self.ctx.version == 2:
+            again = self._called_again(name, str(value))
+            if again is not None:
+                raise _Refused(node, again)
+        args = [a for a in node.args if a is not flag]
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        plain = node.with_changes(args=args)
+        out = self._call(plain)
+        if id(plain) in self.replace:
+            self.replace[id(node)] = self.replace.pop(id(plain))
+        if self.ctx.version == 2:
+            self.mode_calls[name] = None
+        return out
+
+    def _mode_dropped(self, stmt, name: str, flag: str) -> str:
+        """Keras 3's ``x = backbone(inputs, training=False)`` in a functional model (see _mode_prefixed): the
+        call alone, the training pass's line before it and its finding dropped."""
+        call = next(c for c in _calls(stmt.body[1]) if isinstance(c.func, cst.Name) and c.func.value == name)
+        # the training pass's finding (located already) says the line it wrote: gone once the model is translated
+        self.mode_said.append(f"training={flag} → {name}.{'eval' if flag == 'False' else 'train'}() before the call")
+        inner = stmt.with_changes(body=[stmt.body[1]])
+        self.aug[id(stmt)] = inner  # written instead (as `x += y` is)
+        role = self._statement_role(inner, False)
+        if not self.errors:
+            keeps = "Keras keeps the flag only in a call of the model without training=, "
+            why = (keeps + f"where {name} runs in training mode and the model's other layers in inference mode: "
+                   f"for that, write self.{name}.train() before its call in forward") if flag == "True" else (
+                   keeps + "where every layer runs in inference mode anyway (the translated model in eval mode); "
+                   f"to keep {name} in inference mode while training (Keras 2's meaning of the flag), write "
+                   f"self.{name}.eval() before its call in forward")
+            self.ctx.report(Severity.WARNING if flag == "True" else Severity.INFO, "idiom-replaced",
+                            f"training={flag} on {name}(...) in a functional model: Keras 3 replaces it by the training "
+                            "value the model is called with (fit: True; evaluate, predict: False), so the translation "
+                            f"calls self.{name} in the model's mode; {why}", call)
+        return role
 
     def _config(self, stmt) -> str:
         if self.fn is None:
@@ -2859,6 +2990,15 @@ class _Builder:
 
     def _call(self, node: cst.Call) -> _Tensor | None:
         func = node.func
+        flag = next((a for a in node.args if a.keyword is not None and a.keyword.value == "training"), None)
+        if flag is not None and isinstance(func, cst.Name) and len(node.args) > 1:
+            return self._flagged_call(node, flag)
+        if isinstance(func, cst.Name):
+            if func.value in self.mode_calls:
+                raise _Refused(node, f"{func.value}(...): called again after a call with training=: torch keeps the "
+                                     f"mode set on {func.value} for this call too, where Keras runs it in the model's "
+                                     "mode; give each call its own layer, or translate this model by hand")
+            self.name_calls[func.value] = self.name_calls.get(func.value, 0) + 1
         if isinstance(func, cst.Call):  # layers.Dense(4)(x)
             if isinstance(func.func, cst.Name) and func.func.value in self.helpers \
                     and func.func.value not in self.local and func.func.value not in self.env:
