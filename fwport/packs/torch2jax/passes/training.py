@@ -13,7 +13,10 @@ loss statements inside ``loss_fn`` (the model called through ``jax.vmap``), ``eq
 ``step()`` become one call of it. A model with dropout gets a key per step (``train_step(..., key)``,
 split in the loop); a function stepping an optimizer it receives threads ``opt_state`` through its
 signature, one stepping the module's optimizer declares ``global model, opt_state``; a StepLR /
-ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``).
+ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``). Before all
+this, a step written in an equivalent spelling or order (``model.zero_grad()``, ``zero_grad(set_to_none=True)``,
+zero_grad after the step) is put in the shape read (``_normal_steps``). Checkpoint dicts saved and loaded with
+``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint`` (helpers written into the output).
 """
 from __future__ import annotations
 
@@ -45,6 +48,100 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
                 and not call.args:
             return dotted_text(call.func.value)
     return None
+
+
+def _zero_grad(stmt: cst.CSTNode) -> str | None:
+    """``X.zero_grad()`` or ``X.zero_grad(set_to_none=...)`` as a whole statement → X's text (whether the
+    gradients become None or zeros changes nothing in a step that computes them afresh)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
+        call = stmt.body[0].value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "zero_grad" \
+                and all(a.keyword is not None and a.keyword.value == "set_to_none" for a in call.args):
+            return dotted_text(call.func.value)
+    return None
+
+
+class _NormalSteps(cst.CSTTransformer):
+    """A loop body whose step is written in an equivalent order or spelling (_normal_steps) → the shape
+    _loop_plan reads: ``X.zero_grad()`` (or ``set_to_none=``) of the optimizer or of the model it trains →
+    ``optimizer.zero_grad()``, and a zero_grad after ``optimizer.step()`` (clearing for the next iteration)
+    moved to the top of the body where the gradients are clear when the loop starts."""
+
+    def __init__(self, ctx, module: cst.Module):
+        super().__init__()
+        self.ctx = ctx
+        self.scopes: list = [module]
+        self.rebuilt: dict[int, tuple] = {}  # id of a rebuilt node → (it, the node it replaces)
+        self.opts: dict[int, dict] = {}
+
+    def on_leave(self, original_node, updated_node):
+        out = super().on_leave(original_node, updated_node)
+        if out is not original_node and isinstance(out, cst.CSTNode):
+            self.rebuilt[id(out)] = (out, original_node)
+            if self.ctx.is_settled(original_node):
+                self.ctx.settle(out)
+        return out
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.append(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def leave_For(self, original, updated):
+        return self.normal(original, updated)
+
+    def leave_While(self, original, updated):
+        return self.normal(original, updated)
+
+    def normal(self, original, updated):
+        body = list(updated.body.body)
+        if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body) \
+                or _loop_plan(body) is not None:
+            return updated
+        steps = [i for i, st in enumerate(body) if _method_stmt(st, "step")]
+        scope = self.scopes[-1]
+        if id(scope) not in self.opts:
+            self.opts[id(scope)] = _optimizer_models(self.ctx, scope)
+        opt = _method_stmt(body[steps[0]], "step") if len(steps) == 1 else None
+        model = self.opts[id(scope)].get(opt)
+        zeros = [i for i, st in enumerate(body) if _zero_grad(st) in (opt, model)]
+        if model is None or len(zeros) != 1:
+            return updated
+        z, step = zeros[0], steps[0]
+        new = body[z].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.zero_grad()"))])
+        what = [] if _zero_grad(body[z]) == opt and _method_stmt(body[z], "zero_grad") else \
+            [f"{_zero_grad(body[z])}.zero_grad({'...' if body[z].body[0].value.args else ''}) as {opt}.zero_grad()"]
+        if z > step:  # cleared after the step for the next iteration: the same as before the loss where the
+            # gradients are clear at the loop's start (no other backward() in the scope) and no iteration skips it
+            inside = {id(c) for c in find_all(original, cst.Call)}
+            others = [c for c in find_all(scope, cst.Call) if isinstance(c.func, cst.Attribute)
+                      and c.func.attr.value == "backward" and id(c) not in inside]
+            if others or find_all(original, cst.Continue) or any(_backward(st) for st in body[step:]):
+                return updated
+            body = [new, *body[:z], *body[z + 1:]]
+            what.append(f"{opt}.zero_grad() after {opt}.step() as at the top of the body (the gradients are clear "
+                        "when the loop starts)")
+        else:
+            body[z] = new
+        if _loop_plan(body) is None:
+            return updated
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"training step read with {' and '.join(what)}: the "
+                        "train_step computes the gradients afresh at each step", original)
+        return updated.with_changes(body=updated.body.with_changes(body=body))
+
+
+def _normal_steps(module: cst.Module, ctx) -> tuple[cst.Module, dict[int, tuple]]:
+    """The module with its loops' steps in the shape the pass reads (_NormalSteps), and the nodes rebuilt (id →
+    (the new node, the one it replaces)): findings on them are located at the nodes they replace."""
+    if "zero_grad" not in module.code if "parsed" not in ctx.analyses else "zero_grad" not in ctx.analyses["parsed"][1]:
+        return module, {}
+    t = _NormalSteps(ctx, module)
+    return rewrite(module, t), t.rebuilt
 
 
 class _FromNumpyUses(cst.CSTVisitor):
@@ -905,6 +1002,16 @@ class _Pass(cst.CSTTransformer):
             return
         plan = _loop_plan(body)
         self.planned.update(id(st) for st in body if _backward(st))
+        accumulated = _accumulation(body) if plan is None else None
+        if accumulated is not None:
+            opt, cond, loss = accumulated
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"gradient accumulation: {loss}.backward() adds this iteration's gradients to the earlier "
+                            f"ones and {opt}.step() runs only `if {cond}:`; fwport does not rewrite it: write the step "
+                            f"with optax.MultiSteps({opt}, every_k_schedule=k) (eqx.filter_value_and_grad, update, "
+                            "eqx.apply_updates at every iteration); MultiSteps averages the k gradients where PyTorch "
+                            "sums them, so drop a division of the loss by k", loop)
+            return
         if plan is None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
@@ -1001,6 +1108,15 @@ def _is_device(node, ctx) -> bool:
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
+    module, rebuilt = _normal_steps(module, ctx)
+    out = _run(module, ctx)
+    for pending in ctx.pending:  # findings on the nodes _normal_steps rebuilt: located at the nodes they replace
+        if pending.node is not None and id(pending.node) in rebuilt:
+            pending.node = rebuilt[id(pending.node)][1]
+    return out
+
+
+def _run(module: cst.Module, ctx) -> cst.Module:
     text = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code
     models = set(_PARAMS.findall(text))
     plans = ctx.analyses.get(PLANS, {})
@@ -1829,6 +1945,25 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
         start -= 1
     between = [i for i in range(last + 1, step) if i not in (back, zero[0])]
     return opt, loss, start, back, step, between
+
+
+def _accumulation(body: list) -> tuple[str, str, str] | None:
+    """(optimizer, condition, loss) of a loop body that accumulates gradients: ``loss.backward()`` at its level, no
+    zero_grad before it, and ``optimizer.step()`` only inside ``if <condition with %>:`` at its level after it
+    (``if (i + 1) % accum == 0``)."""
+    back = next((i for i, st in enumerate(body) if _backward(st)), None)
+    if back is None or any(_method_stmt(st, "step") for st in body):
+        return None
+    for st in body[back + 1:]:
+        if isinstance(st, cst.If) and isinstance(st.body, cst.IndentedBlock) and st.orelse is None \
+                and any(isinstance(b.operator, cst.Modulo) for b in find_all(st.test, cst.BinaryOperation)):
+            opt = next((_method_stmt(x, "step") for x in st.body.body if _method_stmt(x, "step")), None)
+            # (no zero_grad before the backward, at the loop's level or in a block: the gradients add up)
+            if opt is not None and not any(_backward(x) for x in st.body.body) and not any(
+                    isinstance(c.func, cst.Attribute) and c.func.attr.value == "zero_grad"
+                    for x in body[:back] for c in find_all(x, cst.Call)):
+                return opt, code(st.test), _backward(body[back])
+    return None
 
 
 def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
