@@ -1,6 +1,8 @@
 """Helpers the translation writes into a file that loads data (the output never depends on fwport or
 PyTorch): ``torch.utils.data.TensorDataset`` → ``ArrayDataset``, ``DataLoader`` → ``NumpyLoader``, and
-``torch.load`` of a file of numpy data → ``load_pickled_arrays`` (the training pass decides which loads).
+``torch.load`` of a file of numpy data → ``load_pickled_arrays`` (the training pass decides which loads), and
+checkpoint dicts (``torch.save({'model': model.state_dict(), 'epoch': e}, f)`` and their loads) →
+``save_checkpoint`` / ``load_checkpoint``: the pytrees with eqx.tree_serialise_leaves, the rest pickled.
 
 Why a loader written into the file rather than a library: a JAX user batches numpy arrays by hand or
 with a small generator; ``NumpyLoader`` is that generator with DataLoader's interface (``len``,
@@ -92,9 +94,41 @@ def load_pickled_arrays(path):
             return Unpickler(f).load()
 '''
 
+_SAVE_CHECKPOINT = '''
+def save_checkpoint(path, checkpoint, trees):
+    """A checkpoint dict in one pickle: the entries named in `trees` (a model, an optimizer state: pytrees of
+    arrays) as the bytes eqx.tree_serialise_leaves writes, the others (numbers, strings) as they are."""
+    import io
+    import pickle
+
+    saved = dict(checkpoint)
+    for k in trees:
+        buffer = io.BytesIO()
+        {eqx}tree_serialise_leaves(buffer, checkpoint[k])
+        saved[k] = buffer.getvalue()
+    with open(path, "wb") as f:
+        pickle.dump((saved, tuple(trees)), f)
+'''
+
+_LOAD_CHECKPOINT = '''
+def load_checkpoint(path, like):
+    """The dict save_checkpoint wrote: its plain values, and each pytree asked for read into like[key], a tree of
+    the same structure (the model as built, the optimizer state as initialised); the pytrees not asked for left out."""
+    import io
+    import pickle
+
+    with open(path, "rb") as f:
+        saved, trees = pickle.load(f)
+    checkpoint = {{k: v for k, v in saved.items() if k not in trees}}
+    for k in trees:
+        if k in like:
+            checkpoint[k] = {eqx}tree_deserialise_leaves(io.BytesIO(saved[k]), like[k])
+    return checkpoint
+'''
+
 # name → its text; a helper's dependencies are written with it (vision.py: torchvision's datasets, transforms, save_image)
 TEXTS = {"ArrayDataset": _ARRAY_DATASET, "NumpyLoader": _NUMPY_LOADER, "load_pickled_arrays": _LOAD_PICKLED_ARRAYS,
-         **vision.TEXTS}
+         "save_checkpoint": _SAVE_CHECKPOINT, "load_checkpoint": _LOAD_CHECKPOINT, **vision.TEXTS}
 DEPS = {"NumpyLoader": ("ArrayDataset",), **vision.DEPS}  # NumpyLoader tests isinstance(dataset, ArrayDataset)
 
 
@@ -128,7 +162,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         return module
     order = [n for n in TEXTS if n in todo]  # dependencies first
     used = "".join(TEXTS[n] for n in order)
-    spelled = {k: ctx.spell_text(v) if "{" + k + "}" in used else "" for k, v in (("np", "numpy."), ("jnp", "jax.numpy."))}
+    prefixes = (("np", "numpy."), ("jnp", "jax.numpy."), ("eqx", "equinox."))
+    spelled = {k: ctx.spell_text(v) if "{" + k + "}" in used else "" for k, v in prefixes}
     text = "\n\n".join(TEXTS[n].strip("\n").format(**spelled) for n in order) + "\n"
     new = list(cst.parse_module(text).body)
     body = list(module.body)

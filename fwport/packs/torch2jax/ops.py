@@ -890,8 +890,9 @@ def save(m, ctx):
         model = obj.value
     if model is None:
         m.fail(ctx, "unsupported-construct", f"torch.save({m.written('obj')}, ...): only model.state_dict() is "
-               "translated (eqx.tree_serialise_leaves(path, model)); save other objects with numpy/pickle by hand "
-               "(optimizer state: eqx.tree_serialise_leaves(path, opt_state))")
+               "translated (eqx.tree_serialise_leaves(path, model)), and a dict display of model.state_dict() / the one "
+               "trained optimizer's state_dict() and plain values (save_checkpoint); save other objects with numpy/pickle "
+               "by hand (optimizer state: eqx.tree_serialise_leaves(path, opt_state))")
         return None
     if model in ctx.analyses.get(STATEFUL, ()):
         from fwport.packs.torch2jax.passes.state import state_name
@@ -909,7 +910,9 @@ def load(m, ctx):
     rewrites): a pickle of torch objects, refused with what to write."""
     m.fail(ctx, "unsupported-construct", "torch.load(...) reads a pickle of PyTorch objects: a model saved by the "
            "translation is read with `model = eqx.tree_deserialise_leaves(f, model)` (written for "
-           "model.load_state_dict(torch.load(f))); other data: convert it once to .npy/.npz and load with numpy")
+           "model.load_state_dict(torch.load(f))), a checkpoint dict saved by the translation with `ck = load_checkpoint(f, "
+           "{'model': model, ...})` (written where ck is read only as ck['key'] and models / the optimizer are restored "
+           "by X.load_state_dict(ck['key'])); other data: convert it once to .npy/.npz and load with numpy")
     return None
 
 

@@ -13,7 +13,10 @@ loss statements inside ``loss_fn`` (the model called through ``jax.vmap``), ``eq
 ``step()`` become one call of it. A model with dropout gets a key per step (``train_step(..., key)``,
 split in the loop); a function stepping an optimizer it receives threads ``opt_state`` through its
 signature, one stepping the module's optimizer declares ``global model, opt_state``; a StepLR /
-ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``).
+ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``). Before all
+this, a step written in an equivalent spelling or order (``model.zero_grad()``, ``zero_grad(set_to_none=True)``,
+zero_grad after the step) is put in the shape read (``_normal_steps``). Checkpoint dicts saved and loaded with
+``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint`` (helpers written into the output).
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ import libcst as cst
 from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
-from fwport.core.names import children, dotted_text, find_all, scan
+from fwport.core.names import ValueVisitor, children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import keys
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
@@ -45,6 +48,100 @@ def _method_stmt(stmt: cst.CSTNode, method: str) -> str | None:
                 and not call.args:
             return dotted_text(call.func.value)
     return None
+
+
+def _zero_grad(stmt: cst.CSTNode) -> str | None:
+    """``X.zero_grad()`` or ``X.zero_grad(set_to_none=...)`` as a whole statement → X's text (whether the
+    gradients become None or zeros changes nothing in a step that computes them afresh)."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr):
+        call = stmt.body[0].value
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "zero_grad" \
+                and all(a.keyword is not None and a.keyword.value == "set_to_none" for a in call.args):
+            return dotted_text(call.func.value)
+    return None
+
+
+class _NormalSteps(cst.CSTTransformer):
+    """A loop body whose step is written in an equivalent order or spelling (_normal_steps) → the shape
+    _loop_plan reads: ``X.zero_grad()`` (or ``set_to_none=``) of the optimizer or of the model it trains →
+    ``optimizer.zero_grad()``, and a zero_grad after ``optimizer.step()`` (clearing for the next iteration)
+    moved to the top of the body where the gradients are clear when the loop starts."""
+
+    def __init__(self, ctx, module: cst.Module):
+        super().__init__()
+        self.ctx = ctx
+        self.scopes: list = [module]
+        self.rebuilt: dict[int, tuple] = {}  # id of a rebuilt node → (it, the node it replaces)
+        self.opts: dict[int, dict] = {}
+
+    def on_leave(self, original_node, updated_node):
+        out = super().on_leave(original_node, updated_node)
+        if out is not original_node and isinstance(out, cst.CSTNode):
+            self.rebuilt[id(out)] = (out, original_node)
+            if self.ctx.is_settled(original_node):
+                self.ctx.settle(out)
+        return out
+
+    def visit_ClassDef(self, node) -> bool:
+        return False
+
+    def visit_FunctionDef(self, node) -> None:
+        self.scopes.append(node)
+
+    def leave_FunctionDef(self, original, updated):
+        self.scopes.pop()
+        return updated
+
+    def leave_For(self, original, updated):
+        return self.normal(original, updated)
+
+    def leave_While(self, original, updated):
+        return self.normal(original, updated)
+
+    def normal(self, original, updated):
+        body = list(updated.body.body)
+        if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body) \
+                or _loop_plan(body) is not None:
+            return updated
+        steps = [i for i, st in enumerate(body) if _method_stmt(st, "step")]
+        scope = self.scopes[-1]
+        if id(scope) not in self.opts:
+            self.opts[id(scope)] = _optimizer_models(self.ctx, scope)
+        opt = _method_stmt(body[steps[0]], "step") if len(steps) == 1 else None
+        model = self.opts[id(scope)].get(opt)
+        zeros = [i for i, st in enumerate(body) if _zero_grad(st) in (opt, model)]
+        if model is None or len(zeros) != 1:
+            return updated
+        z, step = zeros[0], steps[0]
+        new = body[z].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.zero_grad()"))])
+        what = [] if _zero_grad(body[z]) == opt and _method_stmt(body[z], "zero_grad") else \
+            [f"{_zero_grad(body[z])}.zero_grad({'...' if body[z].body[0].value.args else ''}) as {opt}.zero_grad()"]
+        if z > step:  # cleared after the step for the next iteration: the same as before the loss where the
+            # gradients are clear at the loop's start (no other backward() in the scope) and no iteration skips it
+            inside = {id(c) for c in find_all(original, cst.Call)}
+            others = [c for c in find_all(scope, cst.Call) if isinstance(c.func, cst.Attribute)
+                      and c.func.attr.value == "backward" and id(c) not in inside]
+            if others or find_all(original, cst.Continue) or any(_backward(st) for st in body[step:]):
+                return updated
+            body = [new, *body[:z], *body[z + 1:]]
+            what.append(f"{opt}.zero_grad() after {opt}.step() as at the top of the body (the gradients are clear "
+                        "when the loop starts)")
+        else:
+            body[z] = new
+        if _loop_plan(body) is None:
+            return updated
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"training step read with {' and '.join(what)}: the "
+                        "train_step computes the gradients afresh at each step", original)
+        return updated.with_changes(body=updated.body.with_changes(body=body))
+
+
+def _normal_steps(module: cst.Module, ctx) -> tuple[cst.Module, dict[int, tuple]]:
+    """The module with its loops' steps in the shape the pass reads (_NormalSteps), and the nodes rebuilt (id →
+    (the new node, the one it replaces)): findings on them are located at the nodes they replace."""
+    if "zero_grad" not in module.code if "parsed" not in ctx.analyses else "zero_grad" not in ctx.analyses["parsed"][1]:
+        return module, {}
+    t = _NormalSteps(ctx, module)
+    return rewrite(module, t), t.rebuilt
 
 
 class _FromNumpyUses(cst.CSTVisitor):
@@ -110,6 +207,8 @@ class _Pass(cst.CSTTransformer):
         self.containers: dict[str, str | None] = {}  # names of lists of the module's instances → their class
         self.step_calls: set[int] = set()  # ids of model calls a keyed train_step takes in (its key: _VmapModel)
         self.unkeyed_calls: set[int] = set()  # ... a train_step without a key takes in (check_keys's error)
+        self.stepped: dict[tuple, str] = {}  # (scope, optimizer) → the text of its first loop's step (other_step)
+        self.checkpoint_edits: dict[int, tuple] = {}  # id of a statement → its checkpoint edit (plan_checkpoint_saves)
 
     def on_leave(self, original_node, updated_node):
         out = default_leave_transform(self, original_node, updated_node)
@@ -135,6 +234,9 @@ class _Pass(cst.CSTTransformer):
             return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=value)
         return updated
 
+    def visit_Module(self, node: cst.Module) -> None:
+        self.plan_checkpoint_saves(node)
+
     def visit_ClassDef(self, node) -> None:
         self.in_class += 1
 
@@ -144,6 +246,8 @@ class _Pass(cst.CSTTransformer):
 
     def visit_FunctionDef(self, node) -> None:
         self.scopes.append(node)
+        if not self.in_class:
+            self.plan_checkpoint_saves(node)
         if len(self.scopes) == 1:
             found = _input_grads(node, self.ctx, self.models | self.model_params(), self.whole,
                                  self.ctx.analyses.setdefault(DROPPED, set()))
@@ -323,7 +427,9 @@ class _Pass(cst.CSTTransformer):
     def scope_optimizers(self) -> dict[str, str | None]:
         """Names a torch.optim optimizer is assigned to in the scope being visited → the model whose
         parameters it takes (None when not ``model.parameters()``)."""
-        scope = self.scopes[-1] if self.scopes else self.module
+        return self.optimizers_of(self.scopes[-1] if self.scopes else self.module)
+
+    def optimizers_of(self, scope) -> dict[str, str | None]:
         if id(scope) not in self.optimizers:
             self.optimizers[id(scope)] = _optimizer_models(self.ctx, scope)
         return self.optimizers[id(scope)]
@@ -454,7 +560,10 @@ class _Pass(cst.CSTTransformer):
                             f"calls create {dtype} arrays (JAX places arrays itself); the alias goes where nothing "
                             "else reads it", original)
             return updated.with_changes(body=[updated.body[0].with_changes(value=self.ctx.spell(f"jax.numpy.{dtype}"))])
-        data = self.load_data(original) or self.load_model(original)
+        edit = self.checkpoint_edits.get(id(original))
+        if edit is not None:
+            return self.write_checkpoint_edit(edit, updated)
+        data = self.load_data(original) or self.load_model(original) or self.load_checkpoint(original)
         if data is not None:
             return updated.with_changes(body=[data])
         if len(original.body) != 1 or not isinstance(original.body[0], cst.Expr):
@@ -591,6 +700,158 @@ class _Pass(cst.CSTTransformer):
                            for x in call.args[1:]):
             return None
         return a
+
+    # --- checkpoint dicts: torch.save({'model': model.state_dict(), 'epoch': epoch, ...}, f) and their loads ---
+
+    def checkpoint_tree(self, owner, scope, load: bool = False) -> str | None:
+        """The pytree a checkpoint keeps for ``owner.state_dict()`` (or restores by ``owner.load_state_dict``): the
+        model ``owner`` (``(model, model_state)`` for one with a layer state), or ``opt_state`` of the optimizer
+        ``owner`` where it is the one optimizer that trains a model in its scope (for a load: the load's scope, where
+        its state is rebound); None for anything else (a scheduler, an attribute)."""
+        if not isinstance(owner, cst.Name):
+            return None
+        name = owner.value
+        if name in self.models or name in self.model_params():
+            return f"({name}, {state.state_name(self.ctx, name)})" if name in self.stateful else name
+        for sc in [scope] if load or scope is self.module or name in _local_names(scope) else [scope, self.module]:
+            opts = self.optimizers_of(sc)
+            if name in opts:
+                trained = {o for o, m in opts.items() if m is not None}
+                return "opt_state" if trained == {name} else None
+        return None
+
+    def checkpoint_trees(self, d: cst.Dict, scope) -> dict[str, tuple[cst.BaseExpression, str]] | None:
+        """A dict display saved as a checkpoint: its string keys holding ``X.state_dict()`` of a model or a trained
+        optimizer → (the key as written, the pytree saved: checkpoint_tree); None where it holds another state_dict,
+        a key that is not a string, or ``**``."""
+        trees = {}
+        for el in d.elements:
+            key = _str_key(el.key) if isinstance(el, cst.DictElement) else None
+            if key is None:
+                return None
+            v = el.value
+            if isinstance(v, cst.Call) and isinstance(v.func, cst.Attribute) and v.func.attr.value == "state_dict" \
+                    and not v.args:
+                tree = self.checkpoint_tree(v.func.value, scope)
+                if tree is None:
+                    return None
+                trees[key] = (el.key, tree)
+            elif any(isinstance(c.func, cst.Attribute) and c.func.attr.value == "state_dict" for c in find_all(v, cst.Call)):
+                return None
+        return trees
+
+    def plan_checkpoint_saves(self, scope) -> None:
+        """``torch.save(d, f)`` statements of a scope, ``d`` a dict display (or a name the scope binds once to
+        one and reads only there) holding ``X.state_dict()`` of models or a trained optimizer next to plain
+        values → ``save_checkpoint(f, d, trees=(<the keys of the pytrees>,))`` with each ``X.state_dict()``
+        the pytree itself (checkpoint_tree): edits kept by statement (write_checkpoint_edit)."""
+        for stmt in _scope_statements(scope):
+            call = stmt.body[0].value if len(stmt.body) == 1 and isinstance(stmt.body[0], cst.Expr) else None
+            if not isinstance(call, cst.Call) or len(call.args) != 2 \
+                    or self.ctx.imports.resolve(call.func) not in ("torch.save", "torch.serialization.save") \
+                    or any(a.keyword is not None or a.star for a in call.args):
+                continue
+            obj, bound = call.args[0].value, None
+            if isinstance(obj, cst.Name):
+                assigns = [st for st in _scope_statements(scope) if _assigns(st, obj.value)]
+                if len(assigns) != 1 or not isinstance(assigns[0].body[0].value, cst.Dict) \
+                        or len(assigns[0].body[0].targets) != 1 or _reads(scope, obj.value) != 1:
+                    continue
+                bound = assigns[0]
+                obj = bound.body[0].value
+            if not isinstance(obj, cst.Dict):
+                continue
+            trees = self.checkpoint_trees(obj, scope)
+            if not trees:
+                continue
+            if bound is not None:
+                self.checkpoint_edits[id(bound)] = ("dict", trees)
+            self.checkpoint_edits[id(stmt)] = ("save", trees, bound is None)
+
+    def load_checkpoint(self, stmt) -> cst.BaseSmallStatement | None:
+        """``ck = torch.load(f)`` where the scope reads ``ck`` only as ``ck['key']`` and restores models or its
+        trained optimizer by ``X.load_state_dict(ck['key'])`` statements → ``ck = load_checkpoint(f, {'key':
+        X, ...})`` (written into the output; it reads what save_checkpoint wrote, each pytree into the one given
+        under its key) and each of those statements → ``X = ck['key']`` (``opt_state = ck['key']`` for the
+        optimizer, which must be created above the load). None (the rule's error) for anything else."""
+        a = self._load_assign(stmt)
+        if a is None:
+            return None
+        name, scope = a.targets[0].target.value, self.scopes[-1] if self.scopes else self.module
+        reads = _KeyReads(name)
+        scan(scope, reads)
+        if reads.other or len([st for st in _scope_statements(scope) if _assigns(st, name)]) != 1:
+            return None
+        restores: dict[int, str] = {}
+        like: dict[str, tuple[cst.BaseExpression, str]] = {}
+        order = _scope_assigns(scope)
+        for st in _scope_statements(scope):
+            call = st.body[0].value if len(st.body) == 1 and isinstance(st.body[0], cst.Expr) else None
+            if not (isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute)
+                    and call.func.attr.value == "load_state_dict"):
+                continue
+            arg = call.args[0].value if len(call.args) == 1 and call.args[0].keyword is None else None
+            key = _str_key(arg.slice[0].slice.value) if isinstance(arg, cst.Subscript) and isinstance(arg.value, cst.Name) \
+                and arg.value.value == name and len(arg.slice) == 1 and isinstance(arg.slice[0].slice, cst.Index) else None
+            if key is None:
+                if any(isinstance(n, cst.Name) and n.value == name for n in find_all(call, cst.Name)):
+                    return None  # load_state_dict(ck['model'], strict=False), or of a computed value
+                continue
+            tree = self.checkpoint_tree(call.func.value, scope, load=True)
+            if tree is None or like.get(key, (None, tree))[1] != tree:
+                return None
+            if tree == "opt_state":  # its opt_state (written after the optimizer) must exist at the load
+                opt = call.func.value.value
+                made = [i for i, x in enumerate(order) if any(opt in target_names(t.target) for t in x.targets)]
+                if not made or made[0] > next(i for i, x in enumerate(order) if x is a):
+                    return None
+            like[key] = (arg.slice[0].slice.value, tree)
+            restores[id(st)] = tree.strip("()")
+            if tree != "opt_state":
+                self.note_global(call.func.value.value)
+        if not like:
+            return None
+        for st_id, target in restores.items():
+            self.checkpoint_edits[st_id] = ("restore", target)
+        from fwport.packs.torch2jax.ops import HELPERS
+        self.ctx.analyses.setdefault(HELPERS, set()).add("load_checkpoint")
+        keys = ", ".join(code(k) for k, _ in like.values())
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"torch.load of a checkpoint dict → load_checkpoint (written "
+                        f"into this file): it reads the file save_checkpoint writes (the translated torch.save of such a "
+                        f"dict), {keys} into the pytrees given as their like, the other values unpickled; not a PyTorch "
+                        "checkpoint", stmt)
+        entries = ", ".join(f"{code(k)}: {tree}" for k, tree in like.values())
+        return a.with_changes(value=cst.parse_expression(f"load_checkpoint({code(a.value.args[0].value)}, {{{entries}}})"))
+
+    def write_checkpoint_edit(self, edit: tuple, updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
+        """A statement planned by plan_checkpoint_saves or load_checkpoint, written."""
+        if edit[0] == "restore":
+            target, value = edit[1], updated.body[0].value.args[0].value
+            return updated.with_changes(body=[cst.parse_statement(f"{target} = {code(value)}\n").body[0]])
+        trees = edit[1]
+
+        def with_trees(d: cst.Dict) -> cst.Dict:
+            return d.with_changes(elements=[el.with_changes(value=cst.parse_expression(trees[_str_key(el.key)][1]))
+                                            if _str_key(el.key) in trees else el for el in d.elements])
+
+        small = updated.body[0]
+        if edit[0] == "dict":
+            return updated.with_changes(body=[small.with_changes(value=with_trees(small.value))])
+        from fwport.packs.torch2jax.ops import HELPERS
+        self.ctx.analyses.setdefault(HELPERS, set()).add("save_checkpoint")
+        obj, path = small.value.args[0].value, small.value.args[1].value
+        keys = [code(k) for k, _ in trees.values()]
+        self.ctx.report(Severity.INFO, "idiom-replaced", "torch.save of a checkpoint dict → save_checkpoint (written "
+                        f"into this file): {', '.join(keys)} (models, optimizer states) with eqx.tree_serialise_leaves, "
+                        "the other values pickled, in one file that load_checkpoint reads back; not a PyTorch checkpoint",
+                        updated)
+        names = f"({', '.join(keys)},)" if len(keys) == 1 else f"({', '.join(keys)})"
+        call = cst.Call(cst.Name("save_checkpoint"), [
+            cst.Arg(path, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(with_trees(obj) if edit[2] else obj, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Arg(cst.parse_expression(names), keyword=cst.Name("trees"),
+                    equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
+        return updated.with_changes(body=[small.with_changes(value=call)])
 
     def load_data(self, stmt) -> cst.BaseSmallStatement | None:
         """``data = torch.load(f)`` where every use of ``data`` goes through ``torch.from_numpy``: the file holds
@@ -741,6 +1002,16 @@ class _Pass(cst.CSTTransformer):
             return
         plan = _loop_plan(body)
         self.planned.update(id(st) for st in body if _backward(st))
+        accumulated = _accumulation(body) if plan is None else None
+        if accumulated is not None:
+            opt, cond, loss = accumulated
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"gradient accumulation: {loss}.backward() adds this iteration's gradients to the earlier "
+                            f"ones and {opt}.step() runs only `if {cond}:`; fwport does not rewrite it: write the step "
+                            f"with optax.MultiSteps({opt}, every_k_schedule=k) (eqx.filter_value_and_grad, update, "
+                            "eqx.apply_updates at every iteration); MultiSteps averages the k gradients where PyTorch "
+                            "sums them, so drop a division of the loss by k", loop)
+            return
         if plan is None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
@@ -759,6 +1030,11 @@ class _Pass(cst.CSTTransformer):
             if problem:
                 self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: {problem}",
                                 loop)
+            elif self.other_step(body, plan, model):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", f"this training loop stays as written: an "
+                                f"earlier loop of this scope steps {plan[0]} too, with other loss statements (or {plan[0]} "
+                                "is created again otherwise): fwport writes one train_step per optimizer and scope; give "
+                                "this loop an optimizer of its own name, or write its optax step by hand", loop)
             else:
                 self.keep_clip(body, plan, model)
                 self.check_keys(loop, body, plan)
@@ -770,6 +1046,20 @@ class _Pass(cst.CSTTransformer):
                             "the step is rewritten only where the optimizer is created; pass opt_state in and return the "
                             "model and opt_state from this function, or create the optimizer here", loop)
 
+
+    def other_step(self, body: list, plan, model: str) -> bool:
+        """Whether an earlier loop of the scope steps the same optimizer (created in the scope) with other loss
+        statements or clipping, or the scope creates that optimizer with different arguments: the finishing step
+        writes one train_step per optimizer and scope (a second loop of the same step calls it again)."""
+        if not (self.threaded_here(plan[0]) is None and plan[0] in self.scope_optimizers()):
+            return False
+        scope = self.scopes[-1] if self.scopes else self.module
+        made = {code(a.value) for a in _scope_assigns(scope) if any(plan[0] in target_names(t.target) for t in a.targets)}
+        clip = _step_clip(body, plan, model, self.ctx.imports.resolve)
+        text = "".join(code(st) for st in _split_block(body, plan, model)[0]) + repr(_step_outputs(body, plan, model)) \
+            + (code(clip[1][0]) if clip else "")
+        seen = self.stepped.setdefault((id(scope), plan[0]), text)
+        return seen is not text and (seen != text or len(made) > 1)
 
     def keep_clip(self, body: list, plan, model: str) -> None:
         """The gradient clipping the finishing step moves into the train_step (_step_clip): the rule pass leaves its
@@ -832,6 +1122,15 @@ class _ScriptOnly(cst.CSTVisitor):
 def run(module: cst.Module, ctx) -> cst.Module:
     if "jit" in ctx.analyses.get("parsed", (None, module.code))[1]:
         module.visit(_ScriptOnly(ctx))
+    module, rebuilt = _normal_steps(module, ctx)
+    out = _run(module, ctx)
+    for pending in ctx.pending:  # findings on the nodes _normal_steps rebuilt: located at the nodes they replace
+        if pending.node is not None and id(pending.node) in rebuilt:
+            pending.node = rebuilt[id(pending.node)][1]
+    return out
+
+
+def _run(module: cst.Module, ctx) -> cst.Module:
     text = ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code
     models = set(_PARAMS.findall(text))
     plans = ctx.analyses.get(PLANS, {})
@@ -1737,6 +2036,25 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     return opt, loss, start, back, step, between
 
 
+def _accumulation(body: list) -> tuple[str, str, str] | None:
+    """(optimizer, condition, loss) of a loop body that accumulates gradients: ``loss.backward()`` at its level, no
+    zero_grad before it, and ``optimizer.step()`` only inside ``if <condition with %>:`` at its level after it
+    (``if (i + 1) % accum == 0``)."""
+    back = next((i for i, st in enumerate(body) if _backward(st)), None)
+    if back is None or any(_method_stmt(st, "step") for st in body):
+        return None
+    for st in body[back + 1:]:
+        if isinstance(st, cst.If) and isinstance(st.body, cst.IndentedBlock) and st.orelse is None \
+                and any(isinstance(b.operator, cst.Modulo) for b in find_all(st.test, cst.BinaryOperation)):
+            opt = next((_method_stmt(x, "step") for x in st.body.body if _method_stmt(x, "step")), None)
+            # (no zero_grad before the backward, at the loop's level or in a block: the gradients add up)
+            if opt is not None and not any(_backward(x) for x in st.body.body) and not any(
+                    isinstance(c.func, cst.Attribute) and c.func.attr.value == "zero_grad"
+                    for x in body[:back] for c in find_all(x, cst.Call)):
+                return opt, code(st.test), _backward(body[back])
+    return None
+
+
 def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
     """The steps at a loop body's own level, one after another (a GAN's generator step, then its
     discriminator's): (the statements from the end of the previous step on, _loop_plan of them) each. A
@@ -2036,6 +2354,67 @@ def _assigns(stmt, name: str) -> bool:
 
 
 # --- finish ------------------------------------------------------------------------------------------
+
+def _str_key(node) -> str | None:
+    """A plain string literal's value (a dict key, a subscript); None for anything else."""
+    if isinstance(node, cst.SimpleString) and node.prefix.lower() in ("", "r"):
+        return node.evaluated_value
+    return None
+
+
+class _ScopeStatements(cst.CSTVisitor):
+    def __init__(self, scope) -> None:
+        super().__init__()
+        self.scope = scope
+        self.found: list[cst.SimpleStatementLine] = []
+
+    def visit_SimpleStatementLine(self, n) -> bool:
+        self.found.append(n)
+        return False
+
+    def visit_FunctionDef(self, n) -> bool:
+        return n is self.scope
+
+    def visit_ClassDef(self, n) -> bool:
+        return False
+
+
+def _scope_statements(scope) -> list[cst.SimpleStatementLine]:
+    """The simple statement lines of one scope (a function's body, or a module outside its functions and classes)."""
+    v = _ScopeStatements(scope)
+    scan(scope, v)
+    return v.found
+
+
+class _KeyReads(ValueVisitor):
+    """The reads of ``name`` in a scope (nested functions and lambdas included): ``name['key']`` with a string key
+    counted in ``keys``, any other read (or binding but its one assignment) in ``other``."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.keys = self.other = 0
+
+    def visit_Subscript(self, node: cst.Subscript) -> bool:
+        if isinstance(node.value, cst.Name) and node.value.value == self.name and len(node.slice) == 1 \
+                and isinstance(node.slice[0].slice, cst.Index) and _str_key(node.slice[0].slice.value) is not None:
+            self.keys += 1
+            return False
+        return True
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> bool:
+        return not (isinstance(node.target, cst.Name) and node.target.value == self.name)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.other += 1
+
+
+def _reads(scope, name: str) -> int:
+    """How many times a scope reads ``name`` (attribute and keyword names aside; its assignments' targets not)."""
+    v = _KeyReads(name)
+    scan(scope, v)
+    return v.keys + v.other
+
 
 def _drop_unread(module: cst.Module, dropped: set) -> cst.Module:
     """The assignments recorded in DROPPED whose name nothing reads any more, removed (a module-level one
@@ -2644,7 +3023,7 @@ class _Finish(cst.CSTTransformer):
             return None
         opt, loss, start, back, step, between = plan
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
-        if not isinstance(cst.parse_expression(model), cst.Name) or (not threaded and self.pending.get(opt)) \
+        if not isinstance(cst.parse_expression(model), cst.Name) \
                 or _loop_problem(body, plan, model, self.ctx.imports.resolve) is not None:
             return None  # the training pass reported why
         block, before = _split_block(body, plan, model)  # the loss statements; those without the model stay
@@ -2738,6 +3117,9 @@ class _Finish(cst.CSTTransformer):
         elif threaded:
             self.pending_fn[fn.name.value] = [step_fn]
             self.threaded_done[fn.name.value] = info
+        elif self.pending.get(opt):  # a second loop of the optimizer in this scope: the same step, called again
+            if code(self.pending[opt][0]) != code(step_fn):
+                return None  # the training pass reported why (check_plan)
         else:
             self.pending[opt] = [step_fn]
         return new_body, rooted
