@@ -291,3 +291,70 @@ def test_self_apply_tests_equinox_classes_and_reads_data_as_the_array(tmp_path):
     for (tm, ts), (jm, js) in zip(*res):
         assert jm == pytest.approx(tm, abs=0.004) and js == pytest.approx(ts, abs=0.002)
     assert res[1][2] == [0.5, 0.0]
+
+
+STATIC = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(256, 512)
+        self.norm = nn.LayerNorm(256)
+        self.apply(self.init_weight)
+
+    def forward(self, x):
+        return self.fc(self.norm(x))
+
+    @staticmethod
+    def init_weight(m):
+        if isinstance(m, nn.Linear):
+            nn.init.trunc_normal_(m.weight, std=.02)
+            if isinstance(m, nn.Linear) and m.bias is not None:
+                nn.init.constant_(m.bias, 0)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.constant_(m.bias, 0)
+            nn.init.constant_(m.weight, 1.0)
+'''
+
+_STATIC_STATS = r'''
+import json, sys, runpy
+import numpy as np
+if sys.argv[1] == "torch":
+    import torch
+    m = runpy.run_path(sys.argv[2])["Net"]()
+    arrays = [t.detach().numpy() for t in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias)]
+else:
+    sys.modules["torch"] = None
+    import jax
+    m = runpy.run_path(sys.argv[2])["Net"](key=jax.random.key(0))
+    arrays = [np.asarray(a) for a in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias)]
+print(json.dumps([[str(a.dtype), float(a.mean()), float(a.std()), float(np.abs(a).max())] for a in arrays]))
+'''
+
+
+def test_a_static_method_given_to_self_apply_and_its_constant_fills(tmp_path):
+    """vit-pytorch's cct: ``self.apply(self.init_weight)``, init_weight a staticmethod (``def init_weight(m)``)
+    filling biases with ``nn.init.constant_(m.bias, 0)``: the fills keep the array's float dtype (an int
+    ``jnp.full`` would make the bias an int32 array, which no optimizer trains)."""
+    r = translate_source(STATIC, "m.py", pack="torch2jax")
+    assert [f for f in r.findings if f.severity == Severity.ERROR] == []
+    assert "    @staticmethod\n    def init_weight(m, *, key):" in r.output
+    assert "isinstance(m, (eqx.nn.Linear, eqx.nn.LayerNorm)), self.init_weight" in r.output
+    assert "m = eqx.tree_at(lambda m: m.bias, m, jnp.full_like(m.bias, 0))" in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(STATIC)
+    out.write_text(r.output)
+    res = []
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _STATIC_STATS, side, str(path)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    for (td, tm, ts, _), (jd, jm, js, _) in zip(*res):
+        assert jd == td == "float32"
+        assert jm == pytest.approx(tm, abs=0.002) and js == pytest.approx(ts, abs=0.002)
+    assert [r[1:] for r in res[1][1:]] == [r[1:] for r in res[0][1:]] == [[0.0, 0.0, 0.0], [1.0, 0.0, 1.0],
+                                                                          [0.0, 0.0, 0.0]]  # the fills, exactly

@@ -1270,11 +1270,13 @@ def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
 
 def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
     """The layer classes a method given to ``self.apply`` tests (``isinstance(module, nn.Linear)``), when it is
-    ``def M(self, module)`` re-initialising ``module``'s arrays only under such tests; else None."""
+    ``def M(self, module)`` (or a ``@staticmethod`` ``def M(module)``) re-initialising ``module``'s arrays only under
+    such tests; else None."""
     ps = fn.params.params
-    if len(ps) != 2 or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.kwonly_params:
+    if len(ps) != 1 + (not _is_static(fn)) or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
+            or fn.params.kwonly_params:
         return None
-    arg = ps[1].name.value
+    arg = ps[-1].name.value
     kinds: list[str] = []
     for c in _calls(fn):
         if dotted_text(c.func) == "isinstance" and len(c.args) == 2 and dotted_text(c.args[0].value) == arg:
@@ -1315,9 +1317,14 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
     return None if Writes.found else list(dict.fromkeys(kinds))
 
 
+def _is_static(fn: cst.FunctionDef) -> bool:
+    return any(dotted_text(d.decorator) == "staticmethod" for d in fn.decorators)
+
+
 def _applied_method(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
-    """``def M(self, module)`` → ``def M(self, module, *, key)``, its inits rebuilding ``module``, returned."""
-    arg = fn.params.params[1].name.value
+    """``def M(self, module)`` → ``def M(self, module, *, key)`` (a staticmethod's ``def M(module)`` → ``def M(module, *,
+    key)``), its inits rebuilding ``module``, returned."""
+    arg = fn.params.params[-1].name.value
     lt = _LayerTests(ctx, arg, set())
     tested = rewrite(fn, lt)
     if lt.bad is None and not lt.missing:  # isinstance(module, nn.BatchNorm2d) → eqx.nn.BatchNorm
