@@ -1038,6 +1038,26 @@ class Forward(cst.CSTTransformer):
                             original)
         return self.moved(out, new_b)
 
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.comprehension(node)
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self.comprehension(node)
+
+    def comprehension(self, node: cst.GeneratorExp | cst.ListComp) -> None:
+        """``(rearrange(t, 'b n (h d) -> b h n d', h=h) for t in qkv)`` over batched parts (``qkv = x.chunk(3, dim=-1)``):
+        t is batched, with their rank, as in ``map(lambda t: ..., qkv)``. Only over a list of parts (a name bound to
+        one, or ``x.chunk(...)`` / ``x.split(...)`` itself): over a tensor the loop goes over its batch axis
+        (visit_CompFor refuses that)."""
+        f, it = node.for_in, node.for_in.iter
+        parts = (isinstance(it, cst.Name) and it.value in self.part_lists) or (
+            isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in ("chunk", "split"))
+        if parts and isinstance(f.target, cst.Name) and f.inner_for_in is None and not f.asynchronous \
+                and self.is_batched(it):
+            name, r = f.target.value, self.rank_of(f.iter)
+            self.batched.add(name)
+            (self.rank.__setitem__(name, r) if r is not None else self.rank.pop(name, None))
+
     # --- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         self.size_marks.append(len(self.size_uses))
