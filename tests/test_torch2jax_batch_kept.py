@@ -110,3 +110,71 @@ def test_a_comprehension_over_a_batched_tensor_is_still_refused():
     r = t2j(VIT.replace("QKV", "q, k, v = (rearrange(t, 'n (h d) -> h n d', h=self.heads) for t in "
                                "self.to_qkv(x))"))
     assert any("goes over its dimension 0, the batch axis" in f.message for f in errors(r)), r.findings
+
+
+# --- einops layers whose pattern starts with '...' on both sides ------------------------------------------------
+
+HEADS = '''
+import torch
+import torch.nn as nn
+from einops.layers.torch import Rearrange, Reduce
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8, num_classes=5):
+        super().__init__()
+        self.conv = nn.Conv2d(3, dim, 3, padding=1)
+        self.to_logits = nn.Sequential(
+            nn.AdaptiveAvgPool2d(1),
+            Rearrange('... () () -> ...'),
+            nn.Linear(dim, num_classes)
+        )
+        self.gate = nn.Sequential(nn.Linear(num_classes, 1), Rearrange('... () -> ...'))
+
+    def forward(self, x):
+        logits = self.to_logits(self.conv(x))
+        return logits * self.gate(logits).unsqueeze(-1)
+'''
+
+TOKENS = '''
+import torch
+import torch.nn as nn
+from einops.layers.torch import Rearrange, Reduce
+
+
+class Net(nn.Module):
+    def __init__(self, dim=8):
+        super().__init__()
+        self.to_patch = nn.Sequential(Rearrange('b c (h p1) (w p2) -> b (h w) (p1 p2 c)', p1=2, p2=2),
+                                      nn.Linear(12, dim),
+                                      Rearrange('... (d one) -> ... d one', one=1),
+                                      Reduce('... d one -> ... d', 'mean'),
+                                      nn.LayerNorm(dim),
+                                      nn.Linear(dim, 4))
+
+    def forward(self, x):
+        return self.to_patch(x)
+'''
+
+
+def test_an_einops_layer_with_a_leading_ellipsis_keeps_its_pattern():
+    """CvT's and LeViT's ``Rearrange('... () () -> ...')``: the batch axis is among the axes '...' stands for."""
+    r = t2j(HEADS)
+    assert errors(r) == []
+    assert "eqx.nn.Lambda(lambda x: einops.rearrange(x, '... () () -> ...'))" in r.output
+    assert "eqx.nn.Lambda(lambda x: einops.rearrange(x, '... () -> ...'))" in r.output
+
+
+def test_the_rank_after_a_leading_ellipsis_pattern_is_followed():
+    """(tokens, d) → (tokens, d, 1) → (tokens, d): the LayerNorm and Linear after it get tokens, mapped over them."""
+    r = t2j(TOKENS)
+    assert errors(r) == []
+    assert "einops.reduce(x, '... d one -> ... d', 'mean')), PerVector(eqx.nn.LayerNorm(dim)), " \
+           "PerVector(eqx.nn.Linear(dim, 4" in r.output
+
+
+@needs_frameworks
+@pytest.mark.parametrize("source, shape", [(HEADS, "float64[2,3,6,6]"), (TOKENS, "float64[2,3,4,4]")],
+                         ids=["heads", "tokens"])
+def test_leading_ellipsis_layers_verify_against_pytorch(tmp_path, source, shape):
+    verify_model(tmp_path, source, "Net", [shape])

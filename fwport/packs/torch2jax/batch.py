@@ -2478,6 +2478,18 @@ def pattern_rank(pattern: str) -> int | None:
     return None if right is None or any("..." in a for a in right) else len(right)
 
 
+def ellipsis_rank(pattern: str, rank: int | None) -> int | None:
+    """The rank a pattern whose both sides start with ``...`` (``'... () () -> ...'``) gives for an input of ``rank``:
+    the axes ``...`` stands for kept, the named ones replaced; None where it does not follow."""
+    if rank is None or pattern.count("->") != 1:
+        return None
+    left, right = (_pattern_axes(side) for side in pattern.split("->"))
+    if not left or not right or left[0] != "..." or right[0] != "..." or "..." in " ".join(left[1:] + right[1:]):
+        return None
+    out = rank - (len(left) - 1) + (len(right) - 1)
+    return out if out >= 0 and rank >= len(left) - 1 else None
+
+
 def _string(text: str, like: cst.BaseExpression) -> cst.SimpleString:
     """``text`` as a string literal quoted as ``like`` is."""
     quote = '"' if isinstance(like, cst.SimpleString) and like.value.endswith('"') and '"' not in text else "'"
