@@ -298,6 +298,10 @@ import torch
 import torch.nn as nn
 
 
+def exists(val):
+    return val is not None
+
+
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -312,7 +316,7 @@ class Net(nn.Module):
     def init_weight(m):
         if isinstance(m, nn.Linear):
             nn.init.trunc_normal_(m.weight, std=.02)
-            if isinstance(m, nn.Linear) and m.bias is not None:
+            if isinstance(m, nn.Linear) and exists(m.bias):
                 nn.init.constant_(m.bias, 0)
         elif isinstance(m, nn.LayerNorm):
             nn.init.constant_(m.bias, 0)
@@ -336,8 +340,8 @@ print(json.dumps([[str(a.dtype), float(a.mean()), float(a.std()), float(np.abs(a
 
 
 def test_a_static_method_given_to_self_apply_and_its_constant_fills(tmp_path):
-    """vit-pytorch's cct: ``self.apply(self.init_weight)``, init_weight a staticmethod (``def init_weight(m)``)
-    filling biases with ``nn.init.constant_(m.bias, 0)``: the fills keep the array's float dtype (an int
+    """vit-pytorch's cct: ``self.apply(self.init_weight)``, init_weight a staticmethod (``def init_weight(m)``) testing
+    ``exists(m.bias)`` (a module-level function that only tests its argument) and filling biases with ``nn.init.constant_(m.bias, 0)``: the fills keep the array's float dtype (an int
     ``jnp.full`` would make the bias an int32 array, which no optimizer trains)."""
     r = translate_source(STATIC, "m.py", pack="torch2jax")
     assert [f for f in r.findings if f.severity == Severity.ERROR] == []
@@ -358,3 +362,11 @@ def test_a_static_method_given_to_self_apply_and_its_constant_fills(tmp_path):
         assert jm == pytest.approx(tm, abs=0.002) and js == pytest.approx(ts, abs=0.002)
     assert [r[1:] for r in res[1][1:]] == [r[1:] for r in res[0][1:]] == [[0.0, 0.0, 0.0], [1.0, 0.0, 1.0],
                                                                           [0.0, 0.0, 0.0]]  # the fills, exactly
+
+
+def test_a_function_the_init_method_calls_that_does_more_than_test_is_refused():
+    """Only a module-level function returning a test of its argument without calls is taken as a test."""
+    src = STATIC.replace("    return val is not None", "    return val.numel() > 0")
+    r = translate_source(src, "m.py", pack="torch2jax")
+    assert any("self.apply(fn) runs fn on every submodule" in f.message for f in r.findings
+               if f.severity == Severity.ERROR)

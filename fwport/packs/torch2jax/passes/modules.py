@@ -91,10 +91,27 @@ def is_module_class(cls: cst.ClassDef, ctx) -> bool:
     return any(ctx.imports.resolve(b.value) == "torch.nn.Module" for b in cls.bases)
 
 
+def _predicates(module: cst.Module) -> set[str]:
+    """Module-level functions of one parameter that only test it, calling nothing (vit-pytorch's ``def exists(val):
+    return val is not None``): a re-initialising method may call them (_applier_kinds), as their translation is
+    the same test."""
+    out = set()
+    for s in module.body:
+        if isinstance(s, cst.FunctionDef) and not s.decorators and len(s.params.params) == 1 \
+                and not s.params.kwonly_params and s.params.star_arg in (None, cst.MaybeSentinel.DEFAULT) \
+                and s.params.star_kwarg is None and isinstance(s.body, cst.IndentedBlock) and len(s.body.body) == 1:
+            st = s.body.body[0]
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Return) \
+                    and st.body[0].value is not None and not _calls(st.body[0].value):
+                out.add(s.name.value)
+    return out
+
+
 def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.setdefault(PLANS, {})
     outside = ctx.analyses.setdefault(OUTSIDE, {"builders": set(), "members": set()})
     ctx.analyses[UNSIZED] = _unsized_names(module)
+    outside["predicates"] = _predicates(module)
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
@@ -1300,7 +1317,8 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
             if not (dotted_text(c.func.value) or "").startswith(arg + "."):  # module.weight.data.normal_(...)
                 return None
         elif not (dotted_text(c.func) in ("isinstance", "len", "float", "int") or q.startswith("math.")
-                  or q == "torch.nn.init.calculate_gain"):
+                  or q == "torch.nn.init.calculate_gain"
+                  or isinstance(c.func, cst.Name) and c.func.value in ctx.analyses.get(OUTSIDE, {}).get("predicates", ())):
             return None
 
     class Writes(cst.CSTVisitor):  # `module.weight = ...`: an assignment fwport does not rebuild
