@@ -303,10 +303,14 @@ def exists(val):
 
 
 class Net(nn.Module):
-    def __init__(self):
+    def __init__(self, seq_pool=True):
         super().__init__()
         self.fc = nn.Linear(256, 512)
         self.norm = nn.LayerNorm(256)
+        if not seq_pool:
+            self.cls = nn.Parameter(torch.zeros(1, 256))
+        else:
+            self.pool = nn.Linear(256, 512)
         self.apply(self.init_weight)
 
     def forward(self, x):
@@ -329,20 +333,22 @@ import numpy as np
 if sys.argv[1] == "torch":
     import torch
     m = runpy.run_path(sys.argv[2])["Net"]()
-    arrays = [t.detach().numpy() for t in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias)]
+    arrays = [t.detach().numpy() for t in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias, m.pool.weight,
+                                           m.pool.bias)]
 else:
     sys.modules["torch"] = None
     import jax
     m = runpy.run_path(sys.argv[2])["Net"](key=jax.random.key(0))
-    arrays = [np.asarray(a) for a in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias)]
+    arrays = [np.asarray(a) for a in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias, m.pool.weight, m.pool.bias)]
 print(json.dumps([[str(a.dtype), float(a.mean()), float(a.std()), float(np.abs(a).max())] for a in arrays]))
 '''
 
 
 def test_a_static_method_given_to_self_apply_and_its_constant_fills(tmp_path):
     """vit-pytorch's cct: ``self.apply(self.init_weight)``, init_weight a staticmethod (``def init_weight(m)``) testing
-    ``exists(m.bias)`` (a module-level function that only tests its argument) and filling biases with ``nn.init.constant_(m.bias, 0)``: the fills keep the array's float dtype (an int
-    ``jnp.full`` would make the bias an int32 array, which no optimizer trains)."""
+    ``exists(m.bias)`` (a module-level function that only tests its argument) and filling biases with
+    ``nn.init.constant_(m.bias, 0)``, over every layer __init__ builds (under an ``else:`` too): the fills keep the
+    array's float dtype (an int ``jnp.full`` would make the bias an int32 array, which no optimizer trains)."""
     r = translate_source(STATIC, "m.py", pack="torch2jax")
     assert [f for f in r.findings if f.severity == Severity.ERROR] == []
     assert "    @staticmethod\n    def init_weight(m, *, key):" in r.output
@@ -360,8 +366,10 @@ def test_a_static_method_given_to_self_apply_and_its_constant_fills(tmp_path):
     for (td, tm, ts, _), (jd, jm, js, _) in zip(*res):
         assert jd == td == "float32"
         assert jm == pytest.approx(tm, abs=0.002) and js == pytest.approx(ts, abs=0.002)
-    assert [r[1:] for r in res[1][1:]] == [r[1:] for r in res[0][1:]] == [[0.0, 0.0, 0.0], [1.0, 0.0, 1.0],
-                                                                          [0.0, 0.0, 0.0]]  # the fills, exactly
+    fills = [[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+    assert [r[1:] for r in res[1][1:4]] == [r[1:] for r in res[0][1:4]] == fills  # exactly
+    # the layer built under `else:` is re-initialised too (else Equinox's default init: std 0.036, a bias)
+    assert res[1][5][1:] == res[0][5][1:] == [0.0, 0.0, 0.0]
 
 
 def test_a_function_the_init_method_calls_that_does_more_than_test_is_refused():
