@@ -1076,8 +1076,11 @@ class _Inits(cst.CSTTransformer):
         return ", ".join(f"self.{n}" for n in names) + ("," if len(names) == 1 else "")
 
     def leave_For(self, original, updated):
-        """``for [name, ]p in self[.named]_parameters(): [if <test>:] init.X_(p, ...)``."""
+        """``for [name, ]p in self[.named]_parameters(): [if <test>:] init.X_(p, ...)``; ``for m in self.modules():``
+        (_modules_loop)."""
         it = original.iter
+        if isinstance(it, cst.Call) and not it.args and dotted_text(it.func) == "self.modules":
+            return self._modules_loop(original, updated)
         if not (isinstance(it, cst.Call) and not it.args and dotted_text(it.func) in ("self.parameters",
                                                                                       "self.named_parameters")):
             return updated
@@ -1145,6 +1148,36 @@ class _Inits(cst.CSTTransformer):
                             "(3E, E) is three (E, E) projections in Equinox, named differently: a draw that depends on "
                             "the shape (xavier, kaiming: the fans) or on the name differs for them", original)
         return stmt.with_changes(leading_lines=updated.leading_lines)
+
+    def _modules_loop(self, original, updated):
+        """``for m in self.modules(): if isinstance(m, nn.Conv2d): init.X_(m.weight, ...)`` (DETR's mask head): what
+        ``self.apply`` of a function with that body does (the order of the layers aside, which only decides their
+        keys) → the body as a local function re-initialising ``m`` and ``self.a, self.b = reinit_layers({...}, lambda
+        m: isinstance(m, ...), init_layer)``; a body that does more is an error."""
+        t = original.target
+        fn = None
+        if isinstance(t, cst.Name) and original.orelse is None and isinstance(original.body, cst.IndentedBlock):
+            fn = cst.FunctionDef(cst.Name("init_layer"), cst.Parameters([cst.Param(cst.Name(t.value))]), original.body)
+        kinds = _applier_kinds(fn, self.ctx, static=True) if fn is not None else None
+        if not kinds:
+            if any(self._init_call(s) for s in _statements(original.body)):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", "a loop over self.modules() re-initialising "
+                                "layers is translated when its body only tests the layer's class (isinstance(m, "
+                                "nn.Conv2d)) and re-initialises its arrays (init.X_(m.weight, ...))", original)
+                self.ctx.settle(*_calls(original))
+            return updated
+        fields = self._fields(original, "for m in self.modules()", original)
+        if fields is None:
+            self.ctx.settle(*_calls(original))
+            return updated
+        fn = _applied_method(fn, self.ctx)
+        kind = kinds[0] if len(kinds) == 1 else f"({', '.join(kinds)})"
+        line = (f"{self._targets(fields)} = {layers.use(self.ctx, 'reinit_layers')}({fields}, "
+                f"lambda m: isinstance(m, {kind}), init_layer)\n")
+        self.ctx.report(Severity.INFO, "idiom-replaced", "for m in self.modules() re-initialising layers → reinit_layers: "
+                        "the loop's body as init_layer, each layer it re-initialises replaced by what it returns (a key "
+                        "per layer)", original)
+        return cst.FlattenSentinel([fn.with_changes(leading_lines=updated.leading_lines), cst.parse_statement(line)])
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr) \
@@ -1285,12 +1318,12 @@ def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
     return code(out) if V.ok else None
 
 
-def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
+def _applier_kinds(fn: cst.FunctionDef, ctx, static: bool | None = None) -> list[str] | None:
     """The layer classes a method given to ``self.apply`` tests (``isinstance(module, nn.Linear)``), when it is
     ``def M(self, module)`` (or a ``@staticmethod`` ``def M(module)``) re-initialising ``module``'s arrays only under
     such tests; else None."""
     ps = fn.params.params
-    if len(ps) != 1 + (not _is_static(fn)) or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
+    if len(ps) != 1 + (not (_is_static(fn) if static is None else static)) or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
             or fn.params.kwonly_params:
         return None
     arg = ps[-1].name.value
