@@ -291,3 +291,164 @@ def test_self_apply_tests_equinox_classes_and_reads_data_as_the_array(tmp_path):
     for (tm, ts), (jm, js) in zip(*res):
         assert jm == pytest.approx(tm, abs=0.004) and js == pytest.approx(ts, abs=0.002)
     assert res[1][2] == [0.5, 0.0]
+
+
+STATIC = '''
+import torch
+import torch.nn as nn
+
+
+def exists(val):
+    return val is not None
+
+
+class Net(nn.Module):
+    def __init__(self, seq_pool=True):
+        super().__init__()
+        self.fc = nn.Linear(256, 512)
+        self.norm = nn.LayerNorm(256)
+        if not seq_pool:
+            self.cls = nn.Parameter(torch.zeros(1, 256))
+        else:
+            self.pool = nn.Linear(256, 512)
+        self.apply(self.init_weight)
+
+    def forward(self, x):
+        return self.fc(self.norm(x))
+
+    @staticmethod
+    def init_weight(m):
+        if isinstance(m, nn.Linear):
+            nn.init.trunc_normal_(m.weight, std=.02)
+            if isinstance(m, nn.Linear) and exists(m.bias):
+                nn.init.constant_(m.bias, 0)
+        elif isinstance(m, nn.LayerNorm):
+            nn.init.constant_(m.bias, 0)
+            nn.init.constant_(m.weight, 1.0)
+'''
+
+_STATIC_STATS = r'''
+import json, sys, runpy
+import numpy as np
+if sys.argv[1] == "torch":
+    import torch
+    m = runpy.run_path(sys.argv[2])["Net"]()
+    arrays = [t.detach().numpy() for t in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias, m.pool.weight,
+                                           m.pool.bias)]
+else:
+    sys.modules["torch"] = None
+    import jax
+    m = runpy.run_path(sys.argv[2])["Net"](key=jax.random.key(0))
+    arrays = [np.asarray(a) for a in (m.fc.weight, m.fc.bias, m.norm.weight, m.norm.bias, m.pool.weight, m.pool.bias)]
+print(json.dumps([[str(a.dtype), float(a.mean()), float(a.std()), float(np.abs(a).max())] for a in arrays]))
+'''
+
+
+def test_a_static_method_given_to_self_apply_and_its_constant_fills(tmp_path):
+    """vit-pytorch's cct: ``self.apply(self.init_weight)``, init_weight a staticmethod (``def init_weight(m)``) testing
+    ``exists(m.bias)`` (a module-level function that only tests its argument) and filling biases with
+    ``nn.init.constant_(m.bias, 0)``, over every layer __init__ builds (under an ``else:`` too): the fills keep the
+    array's float dtype (an int ``jnp.full`` would make the bias an int32 array, which no optimizer trains)."""
+    r = translate_source(STATIC, "m.py", pack="torch2jax")
+    assert [f for f in r.findings if f.severity == Severity.ERROR] == []
+    assert "    @staticmethod\n    def init_weight(m, *, key):" in r.output
+    assert "isinstance(m, (eqx.nn.Linear, eqx.nn.LayerNorm)), self.init_weight" in r.output
+    assert "m = eqx.tree_at(lambda m: m.bias, m, jnp.full_like(m.bias, 0))" in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(STATIC)
+    out.write_text(r.output)
+    res = []
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _STATIC_STATS, side, str(path)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    for (td, tm, ts, _), (jd, jm, js, _) in zip(*res):
+        assert jd == td == "float32"
+        assert jm == pytest.approx(tm, abs=0.002) and js == pytest.approx(ts, abs=0.002)
+    fills = [[0.0, 0.0, 0.0], [1.0, 0.0, 1.0], [0.0, 0.0, 0.0]]
+    assert [r[1:] for r in res[1][1:4]] == [r[1:] for r in res[0][1:4]] == fills  # exactly
+    # the layer built under `else:` is re-initialised too (else Equinox's default init: std 0.036, a bias)
+    assert res[1][5][1:] == res[0][5][1:] == [0.0, 0.0, 0.0]
+
+
+def test_a_function_the_init_method_calls_that_does_more_than_test_is_refused():
+    """Only a module-level function returning a test of its argument without calls is taken as a test."""
+    src = STATIC.replace("    return val is not None", "    return val.numel() > 0")
+    r = translate_source(src, "m.py", pack="torch2jax")
+    assert any("self.apply(fn) runs fn on every submodule" in f.message for f in r.findings
+               if f.severity == Severity.ERROR)
+
+
+MODULES = '''
+import torch
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(64, 96, 3)
+        self.bn = nn.BatchNorm2d(96)
+        self.fc = nn.Linear(96, 10)
+        for m in self.modules():
+            if isinstance(m, nn.Conv2d):
+                nn.init.kaiming_uniform_(m.weight, a=1)
+                nn.init.constant_(m.bias, 0)
+            elif isinstance(m, nn.BatchNorm2d):
+                nn.init.constant_(m.weight, 0.5)
+                nn.init.constant_(m.bias, 0.25)
+
+    def forward(self, x):
+        return self.fc(self.bn(self.conv(x)).mean(dim=(2, 3)))
+'''
+
+_MODULES_STATS = r'''
+import json, sys, runpy
+import numpy as np
+if sys.argv[1] == "torch":
+    import torch
+    m = runpy.run_path(sys.argv[2])["Net"]()
+    arrays = [t.detach().numpy() for t in (m.conv.weight, m.conv.bias, m.bn.weight, m.bn.bias, m.fc.weight)]
+else:
+    sys.modules["torch"] = None
+    import jax, equinox as eqx
+    m, state = eqx.nn.make_with_state(runpy.run_path(sys.argv[2])["Net"])(key=jax.random.key(0))
+    arrays = [np.asarray(a) for a in (m.conv.weight, m.conv.bias, m.bn.weight, m.bn.bias, m.fc.weight)]
+print(json.dumps([[str(a.dtype), float(a.mean()), float(a.std()), float(np.abs(a).max())] for a in arrays]))
+'''
+
+
+def test_a_loop_over_self_modules_reinitialises_as_pytorch_does(tmp_path):
+    """DETR's mask head: ``for m in self.modules(): if isinstance(m, nn.Conv2d): nn.init.kaiming_uniform_(m.weight,
+    a=1); nn.init.constant_(m.bias, 0)``: the body becomes a local function given to reinit_layers; the layers it
+    does not test (the Linear) keep their initialisation."""
+    r = translate_source(MODULES, "m.py", pack="torch2jax")
+    assert [f for f in r.findings if f.severity == Severity.ERROR] == []
+    assert "def init_layer(m, *, key):" in r.output and "for m in" not in r.output
+    assert "lambda m: isinstance(m, (eqx.nn.Conv2d, eqx.nn.BatchNorm)), init_layer, key=" in r.output
+    src, out = tmp_path / "src.py", tmp_path / "out.py"
+    src.write_text(MODULES)
+    out.write_text(r.output)
+    res = []
+    for side, path in (("torch", src), ("jax", out)):
+        p = subprocess.run([sys.executable, "-c", _MODULES_STATS, side, str(path)], capture_output=True, text=True,
+                           timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+    (tw, tb, tg, tbb, tf), (jw, jb, jg, jbb, jf) = res
+    # kaiming_uniform_(a=1): U(-sqrt(3 / fan_in), ...) over 55296 weights; the Linear's own init over 960
+    for t, j, mean, rel in ((tw, jw, 0.001, 0.02), (tf, jf, 0.01, 0.1)):
+        assert j[0] == t[0] == "float32"
+        assert j[1] == pytest.approx(t[1], abs=mean) and j[2] == pytest.approx(t[2], rel=rel)
+        assert j[3] == pytest.approx(t[3], rel=0.01)
+    assert jb[1:] == tb[1:] == [0.0, 0.0, 0.0] and jb[0] == "float32"
+    assert jg[1:] == tg[1:] == [0.5, 0.0, 0.5] and jbb[1:] == tbb[1:] == [0.25, 0.0, 0.25]
+
+
+def test_a_loop_over_self_modules_doing_more_is_refused():
+    src = MODULES.replace("                nn.init.constant_(m.bias, 0)\n",
+                          "                nn.init.constant_(m.bias, 0)\n                print(m)\n")
+    r = translate_source(src, "m.py", pack="torch2jax")
+    assert any("a loop over self.modules() re-initialising layers is translated when" in f.message
+               for f in r.findings if f.severity == Severity.ERROR)

@@ -1038,6 +1038,26 @@ class Forward(cst.CSTTransformer):
                             original)
         return self.moved(out, new_b)
 
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self.comprehension(node)
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self.comprehension(node)
+
+    def comprehension(self, node: cst.GeneratorExp | cst.ListComp) -> None:
+        """``(rearrange(t, 'b n (h d) -> b h n d', h=h) for t in qkv)`` over batched parts (``qkv = x.chunk(3, dim=-1)``):
+        t is batched, with their rank, as in ``map(lambda t: ..., qkv)``. Only over a list of parts (a name bound to
+        one, or ``x.chunk(...)`` / ``x.split(...)`` itself): over a tensor the loop goes over its batch axis
+        (visit_CompFor refuses that)."""
+        f, it = node.for_in, node.for_in.iter
+        parts = (isinstance(it, cst.Name) and it.value in self.part_lists) or (
+            isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and it.func.attr.value in ("chunk", "split"))
+        if parts and isinstance(f.target, cst.Name) and f.inner_for_in is None and not f.asynchronous \
+                and self.is_batched(it):
+            name, r = f.target.value, self.rank_of(f.iter)
+            self.batched.add(name)
+            (self.rank.__setitem__(name, r) if r is not None else self.rank.pop(name, None))
+
     # --- calls -------------------------------------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
         self.size_marks.append(len(self.size_uses))
@@ -2456,6 +2476,18 @@ def pattern_rank(pattern: str) -> int | None:
         return None
     right = _pattern_axes(pattern.split("->")[1])
     return None if right is None or any("..." in a for a in right) else len(right)
+
+
+def ellipsis_rank(pattern: str, rank: int | None) -> int | None:
+    """The rank a pattern whose both sides start with ``...`` (``'... () () -> ...'``) gives for an input of ``rank``:
+    the axes ``...`` stands for kept, the named ones replaced; None where it does not follow."""
+    if rank is None or pattern.count("->") != 1:
+        return None
+    left, right = (_pattern_axes(side) for side in pattern.split("->"))
+    if not left or not right or left[0] != "..." or right[0] != "..." or "..." in " ".join(left[1:] + right[1:]):
+        return None
+    out = rank - (len(left) - 1) + (len(right) - 1)
+    return out if out >= 0 and rank >= len(left) - 1 else None
 
 
 def _string(text: str, like: cst.BaseExpression) -> cst.SimpleString:

@@ -116,7 +116,8 @@ def _leaky_square(a: cst.BaseExpression, nonlinearity: cst.BaseExpression) -> st
 
 
 def value(name: str, call: cst.Call, shape: str, ctx, is_gain_call) -> str:
-    """The expression that draws (from ``key``) or builds the new value of the tensor, of shape ``shape``."""
+    """The expression that draws (from ``key``) or builds the new value of the tensor, of shape ``shape`` (the
+    tensor's ``X.shape``)."""
     b = _bind(name, call)
     spell = ctx.spell_text
     vs = f"{spell('jax.nn.initializers.variance_scaling')}"
@@ -124,8 +125,8 @@ def value(name: str, call: cst.Call, shape: str, ctx, is_gain_call) -> str:
         return f"{spell('jax.numpy.zeros')}({shape})"
     if name == "ones_":
         return f"{spell('jax.numpy.ones')}({shape})"
-    if name == "constant_":
-        return f"{spell('jax.numpy.full')}({shape}, {code(b['val'])})"
+    if name == "constant_":  # the tensor's dtype, not the value's (jnp.full(shape, 0) would be an int32 array)
+        return f"{spell('jax.numpy.full_like')}({shape.removesuffix('.shape')}, {code(b['val'])})"
     if name == "uniform_":
         return f"{spell('jax.random.uniform')}(key, {shape}, minval={code(b['a'])}, maxval={code(b['b'])})"
     if name == "normal_":

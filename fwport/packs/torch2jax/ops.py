@@ -55,18 +55,34 @@ def sequential(m, ctx):
     return cst.Call(ctx.spell("equinox.nn.Sequential"), [cst.Arg(listed)])
 
 
+def _one_example(text) -> tuple[str, str] | None:
+    """An einops layer's pattern → (the batch axis's name, the pattern for one example): ``'b c h w -> b (c h w)'`` →
+    ``('b', 'c h w -> (c h w)')``; a pattern whose both sides start with ``...`` (``'... () () -> ...'``, LeViT's
+    and CvT's heads) is one example's as written, the batch axis among the leading axes ``...`` stands for. None for
+    any other."""
+    from fwport.packs.torch2jax.batch import _pattern_axes, per_example_pattern
+    if not isinstance(text, str):
+        return None
+    if text.count("->") == 1:
+        sides = [_pattern_axes(side) for side in text.split("->")]
+        if all(sides) and all(side[0] == "..." for side in sides):
+            return "...", text
+    return per_example_pattern(text)
+
+
 @call_transform("rearrange-layer")
 def rearrange_layer(m, ctx):
     """einops's ``Rearrange('b c (h p) (w q) -> b (h w) (p q c)', p=4, q=4)`` layer → ``eqx.nn.Lambda(lambda x:
     einops.rearrange(x, 'c (h p) (w q) -> (h w) (p q c)', p=4, q=4))``: the pattern for one example, whose first
     axis (the batch's, kept on both sides) is left out. Any other pattern is refused."""
-    from fwport.packs.torch2jax.batch import _string, per_example_pattern
+    from fwport.packs.torch2jax.batch import _string
     pattern = m.kwargs.get("pattern")
     text = literal_value(pattern, None) if pattern is not None else None
-    one = per_example_pattern(text) if isinstance(text, str) else None
+    one = _one_example(text)
     if one is None:
         m.fail(ctx, "batch-axis", f"einops Rearrange({m.written('pattern')}): translated when the pattern is a string "
-               "whose first axis is the batch's on both sides ('b ... -> b ...'); one example has no batch axis, so "
+               "whose first axis is the batch's on both sides ('b ... -> b ...', or '...' leading both: '... () () -> "
+               "...'); one example has no batch axis, so "
                "write the layer for one example (eqx.nn.Lambda of einops.rearrange)")
         return None
     sizes = "".join(f", {k}={code(v)}" for k, v in m.kwargs.items() if k != "pattern")
@@ -78,13 +94,14 @@ def rearrange_layer(m, ctx):
 def reduce_layer(m, ctx):
     """einops's ``Reduce('b c h w -> b c', 'mean')`` layer → ``eqx.nn.Lambda(lambda x: einops.reduce(x, 'c h w -> c',
     'mean'))``: the pattern for one example, as for Rearrange; the reduction a string literal einops names."""
-    from fwport.packs.torch2jax.batch import _string, per_example_pattern
+    from fwport.packs.torch2jax.batch import _string
     pattern, reduction = m.kwargs.get("pattern"), m.kwargs.get("reduction")
     text = literal_value(pattern, None) if pattern is not None else None
-    one = per_example_pattern(text) if isinstance(text, str) else None
+    one = _one_example(text)
     if one is None:
         m.fail(ctx, "batch-axis", f"einops Reduce({m.written('pattern')}): translated when the pattern is a string "
-               "whose first axis is the batch's on both sides ('b ... -> b ...'); one example has no batch axis, so "
+               "whose first axis is the batch's on both sides ('b ... -> b ...', or '...' leading both); one example "
+               "has no batch axis, so "
                "write the layer for one example (eqx.nn.Lambda of einops.reduce)")
         return None
     if literal_value(reduction, None) not in ("mean", "max", "min", "sum", "prod"):

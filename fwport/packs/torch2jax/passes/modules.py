@@ -91,10 +91,27 @@ def is_module_class(cls: cst.ClassDef, ctx) -> bool:
     return any(ctx.imports.resolve(b.value) == "torch.nn.Module" for b in cls.bases)
 
 
+def _predicates(module: cst.Module) -> set[str]:
+    """Module-level functions of one parameter that only test it, calling nothing (vit-pytorch's ``def exists(val):
+    return val is not None``): a re-initialising method may call them (_applier_kinds), as their translation is
+    the same test."""
+    out = set()
+    for s in module.body:
+        if isinstance(s, cst.FunctionDef) and not s.decorators and len(s.params.params) == 1 \
+                and not s.params.kwonly_params and s.params.star_arg in (None, cst.MaybeSentinel.DEFAULT) \
+                and s.params.star_kwarg is None and isinstance(s.body, cst.IndentedBlock) and len(s.body.body) == 1:
+            st = s.body.body[0]
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Return) \
+                    and st.body[0].value is not None and not _calls(st.body[0].value):
+                out.add(s.name.value)
+    return out
+
+
 def run(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.setdefault(PLANS, {})
     outside = ctx.analyses.setdefault(OUTSIDE, {"builders": set(), "members": set()})
     ctx.analyses[UNSIZED] = _unsized_names(module)
+    outside["predicates"] = _predicates(module)
     classes = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and is_module_class(s, ctx)}
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
@@ -1059,8 +1076,11 @@ class _Inits(cst.CSTTransformer):
         return ", ".join(f"self.{n}" for n in names) + ("," if len(names) == 1 else "")
 
     def leave_For(self, original, updated):
-        """``for [name, ]p in self[.named]_parameters(): [if <test>:] init.X_(p, ...)``."""
+        """``for [name, ]p in self[.named]_parameters(): [if <test>:] init.X_(p, ...)``; ``for m in self.modules():``
+        (_modules_loop)."""
         it = original.iter
+        if isinstance(it, cst.Call) and not it.args and dotted_text(it.func) == "self.modules":
+            return self._modules_loop(original, updated)
         if not (isinstance(it, cst.Call) and not it.args and dotted_text(it.func) in ("self.parameters",
                                                                                       "self.named_parameters")):
             return updated
@@ -1128,6 +1148,36 @@ class _Inits(cst.CSTTransformer):
                             "(3E, E) is three (E, E) projections in Equinox, named differently: a draw that depends on "
                             "the shape (xavier, kaiming: the fans) or on the name differs for them", original)
         return stmt.with_changes(leading_lines=updated.leading_lines)
+
+    def _modules_loop(self, original, updated):
+        """``for m in self.modules(): if isinstance(m, nn.Conv2d): init.X_(m.weight, ...)`` (DETR's mask head): what
+        ``self.apply`` of a function with that body does (the order of the layers aside, which only decides their
+        keys) → the body as a local function re-initialising ``m`` and ``self.a, self.b = reinit_layers({...}, lambda
+        m: isinstance(m, ...), init_layer)``; a body that does more is an error."""
+        t = original.target
+        fn = None
+        if isinstance(t, cst.Name) and original.orelse is None and isinstance(original.body, cst.IndentedBlock):
+            fn = cst.FunctionDef(cst.Name("init_layer"), cst.Parameters([cst.Param(cst.Name(t.value))]), original.body)
+        kinds = _applier_kinds(fn, self.ctx, static=True) if fn is not None else None
+        if not kinds:
+            if any(self._init_call(s) for s in _statements(original.body)):
+                self.ctx.report(Severity.ERROR, "unsupported-construct", "a loop over self.modules() re-initialising "
+                                "layers is translated when its body only tests the layer's class (isinstance(m, "
+                                "nn.Conv2d)) and re-initialises its arrays (init.X_(m.weight, ...))", original)
+                self.ctx.settle(*_calls(original))
+            return updated
+        fields = self._fields(original, "for m in self.modules()", original)
+        if fields is None:
+            self.ctx.settle(*_calls(original))
+            return updated
+        fn = _applied_method(fn, self.ctx)
+        kind = kinds[0] if len(kinds) == 1 else f"({', '.join(kinds)})"
+        line = (f"{self._targets(fields)} = {layers.use(self.ctx, 'reinit_layers')}({fields}, "
+                f"lambda m: isinstance(m, {kind}), init_layer)\n")
+        self.ctx.report(Severity.INFO, "idiom-replaced", "for m in self.modules() re-initialising layers → reinit_layers: "
+                        "the loop's body as init_layer, each layer it re-initialises replaced by what it returns (a key "
+                        "per layer)", original)
+        return cst.FlattenSentinel([fn.with_changes(leading_lines=updated.leading_lines), cst.parse_statement(line)])
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr) \
@@ -1268,13 +1318,15 @@ def _parameter_test(test: cst.BaseExpression, p: str, pname: str) -> str | None:
     return code(out) if V.ok else None
 
 
-def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
+def _applier_kinds(fn: cst.FunctionDef, ctx, static: bool | None = None) -> list[str] | None:
     """The layer classes a method given to ``self.apply`` tests (``isinstance(module, nn.Linear)``), when it is
-    ``def M(self, module)`` re-initialising ``module``'s arrays only under such tests; else None."""
+    ``def M(self, module)`` (or a ``@staticmethod`` ``def M(module)``) re-initialising ``module``'s arrays only under
+    such tests; else None."""
     ps = fn.params.params
-    if len(ps) != 2 or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) or fn.params.kwonly_params:
+    if len(ps) != 1 + (not (_is_static(fn) if static is None else static)) or fn.params.star_arg not in (None, cst.MaybeSentinel.DEFAULT) \
+            or fn.params.kwonly_params:
         return None
-    arg = ps[1].name.value
+    arg = ps[-1].name.value
     kinds: list[str] = []
     for c in _calls(fn):
         if dotted_text(c.func) == "isinstance" and len(c.args) == 2 and dotted_text(c.args[0].value) == arg:
@@ -1298,7 +1350,8 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
             if not (dotted_text(c.func.value) or "").startswith(arg + "."):  # module.weight.data.normal_(...)
                 return None
         elif not (dotted_text(c.func) in ("isinstance", "len", "float", "int") or q.startswith("math.")
-                  or q == "torch.nn.init.calculate_gain"):
+                  or q == "torch.nn.init.calculate_gain"
+                  or isinstance(c.func, cst.Name) and c.func.value in ctx.analyses.get(OUTSIDE, {}).get("predicates", ())):
             return None
 
     class Writes(cst.CSTVisitor):  # `module.weight = ...`: an assignment fwport does not rebuild
@@ -1315,9 +1368,14 @@ def _applier_kinds(fn: cst.FunctionDef, ctx) -> list[str] | None:
     return None if Writes.found else list(dict.fromkeys(kinds))
 
 
+def _is_static(fn: cst.FunctionDef) -> bool:
+    return any(dotted_text(d.decorator) == "staticmethod" for d in fn.decorators)
+
+
 def _applied_method(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
-    """``def M(self, module)`` → ``def M(self, module, *, key)``, its inits rebuilding ``module``, returned."""
-    arg = fn.params.params[1].name.value
+    """``def M(self, module)`` → ``def M(self, module, *, key)`` (a staticmethod's ``def M(module)`` → ``def M(module, *,
+    key)``), its inits rebuilding ``module``, returned."""
+    arg = fn.params.params[-1].name.value
     lt = _LayerTests(ctx, arg, set())
     tested = rewrite(fn, lt)
     if lt.bad is None and not lt.missing:  # isinstance(module, nn.BatchNorm2d) → eqx.nn.BatchNorm
@@ -1535,11 +1593,31 @@ class _ApplyInit(cst.CSTTransformer):
 
 def _module_fields(init: cst.FunctionDef, ctx, classes: set[str]) -> list[tuple[cst.CSTNode, list[str]]]:
     """Each top-level statement of ``__init__`` with the submodule fields assigned before it
-    (``self.name = <torch.nn layer or container, or a module class of the file>(...)``)."""
+    (``self.name = <torch.nn layer or container, or a module class of the file>(...)``), those assigned under an
+    ``if`` too (cct's ``else: self.attention_pool = nn.Linear(...)``: a field the other branch leaves at its
+    default, None, which a re-initialisation passes through)."""
+    class Smalls(cst.CSTVisitor):  # the assignments of a statement, in its blocks too, not in nested scopes
+        def __init__(self):
+            self.found = []
+
+        def visit_Assign(self, node):
+            self.found.append(node)
+
+        def visit_FunctionDef(self, node):
+            return False
+
+        def visit_ClassDef(self, node):
+            return False
+
+        def visit_Lambda(self, node):
+            return False
+
     out, names = [], []
     for stmt in init.body.body:
         out.append((stmt, list(names)))
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else []:
+        v = Smalls()
+        stmt.visit(v)
+        for small in v.found:
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call):
                 t = dotted_text(small.targets[0].target) or ""
                 q = ctx.imports.resolve(small.value.func) or ""
