@@ -25,7 +25,7 @@ y_train = (x_train[:, :2] * 0.5 + x_train[:, 2:]).astype("float32")
 
 def compile_and_fit(model, epochs=2):
     model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.1), loss=keras.losses.Huber(delta=0.5),
-                  metrics=[keras.metrics.MeanAbsoluteError(), "mse"])
+                  metrics=[keras.metrics.MeanAbsoluteError(), "mse", keras.metrics.RootMeanSquaredError()])
     return model.fit(x_train, y_train, batch_size=5, epochs=epochs, shuffle=False, verbose=0)
 
 
@@ -52,7 +52,8 @@ def _compare(keras_out: dict, torch_out: dict) -> None:
     for k, v in keras_out["history"].items():
         np.testing.assert_allclose(torch_out["history"][k], v, rtol=1e-5, atol=1e-6, err_msg=k)
     as_dict, as_list, predicted = keras_out["extra"]
-    assert sorted(torch_out["extra"][0]) == sorted(as_dict) == ["loss", "mean_absolute_error", "mse"]
+    assert sorted(torch_out["extra"][0]) == sorted(as_dict) == ["loss", "mean_absolute_error", "mse",
+                                                                "root_mean_squared_error"]
     for k, v in as_dict.items():
         np.testing.assert_allclose(torch_out["extra"][0][k], v, rtol=1e-5, atol=1e-6, err_msg=k)
     np.testing.assert_allclose(torch_out["extra"][1], as_list, rtol=1e-5, atol=1e-6)
@@ -65,16 +66,17 @@ def test_a_model_evaluated_after_the_function_that_compiled_it_evaluates_as_kera
     r = tx(GIVEN)
     assert errors(r) == [], errors(r)
     assert ("    return history, [evaluate(model, nn.HuberLoss(delta=0.5), {\"mean_absolute_error\": "
-            "MeanAbsoluteError(), \"mse\": MeanSquaredError()}, x_train, y_train, batch_size=5, verbose=0, "
-            "return_dict=True),\n") in r.output
+            "MeanAbsoluteError(), \"mse\": MeanSquaredError(), \"root_mean_squared_error\": RootMeanSquaredError()}, "
+            "x_train, y_train, batch_size=5, verbose=0, return_dict=True),\n") in r.output
     assert "predict(model, x_train, verbose=0).tolist()]" in r.output
     keras_out, torch_out = _run(tmp_path, GIVEN, {"shapes": SHAPES, "n": 12, "width": 4, "x_map": "",
                                                   "models": "(regressor,)", "fit": FIT})
     _compare(keras_out, torch_out)
 
 
-def test_return_dict_of_a_module_level_compile_with_an_accuracy_gives_keras_names(tmp_path):
-    src = GIVEN.replace('metrics=[keras.metrics.MeanAbsoluteError(), "mse"]', 'metrics=["mae"]')
+def test_return_dict_with_one_error_metric_gives_keras_names(tmp_path):
+    src = GIVEN.replace('metrics=[keras.metrics.MeanAbsoluteError(), "mse", keras.metrics.RootMeanSquaredError()]',
+                        'metrics=["mae"]')
     src = src.replace('''    return history, [model.evaluate(x_train, y_train, batch_size=5, verbose=0, return_dict=True),''',
                       '''    return history, [model.evaluate(x_train, y_train, batch_size=5, verbose=0, return_dict=True),
                      model.evaluate(x_train, y_train, verbose=0, return_dict=False),''')

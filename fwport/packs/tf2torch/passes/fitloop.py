@@ -81,6 +81,16 @@ METHODS = {
     "predict": (("x", "batch_size", "verbose", "steps", "callbacks", *LOADING), ("x", "batch_size", "verbose")),
 }
 
+# Keras 2's generator methods: the method they run (fit / evaluate / predict of the generator), their parameters
+# in order (the generator is x), and the verbosity they default to
+GENERATORS = {
+    "fit_generator": ("fit", ("x", "steps_per_epoch", "epochs", "verbose", "callbacks", "validation_data",
+                              "validation_steps", "validation_freq", "class_weight", *LOADING, "shuffle",
+                              "initial_epoch"), 1),
+    "evaluate_generator": ("evaluate", ("x", "steps", "callbacks", *LOADING, "verbose"), 0),
+    "predict_generator": ("predict", ("x", "steps", "callbacks", *LOADING, "verbose"), 0),
+}
+
 
 @dataclass
 class Compiled:
@@ -785,6 +795,16 @@ METRIC_CLASSES = {
         y_true, y_pred = _same_rank(y_true, y_pred)
         super().update_state((y_true - y_pred).square())
 ''',
+    "RootMeanSquaredError": '''class RootMeanSquaredError(Mean):
+    """keras.metrics.RootMeanSquaredError: the square root of the running mean of (y_true - y_pred) ** 2."""
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        super().update_state((y_true - y_pred).square())
+
+    def result(self):
+        return super().result().sqrt()
+''',
     "MeanAbsolutePercentageError": '''class MeanAbsolutePercentageError(Mean):
     """keras.metrics.MeanAbsolutePercentageError: the running mean of 100 |y_true - y_pred| / |y_true|
     (|y_true| at least 1e-7, Keras's epsilon)."""
@@ -1019,7 +1039,7 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
 '''
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
 _ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
-                        "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
+                        "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
 _STANDALONE_METRICS = {"Precision", "Recall", "AUC", "ConfusionCount", *_COUNTS}  # not derived from Mean
 
 

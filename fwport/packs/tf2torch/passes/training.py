@@ -190,6 +190,23 @@ def _method_of(call: cst.Call) -> str | None:
     return f.attr.value if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) else None
 
 
+def _loop_method(call: cst.Call) -> str | None:
+    """:func:`_method_of`, Keras 2's ``M.fit_generator(...)`` (evaluate_, predict_) as the method it runs."""
+    method = _method_of(call)
+    return fitloop.GENERATORS[method][0] if method in fitloop.GENERATORS else method
+
+
+def _loop_args(call: cst.Call, method: str) -> dict | None:
+    """The arguments of a fit / evaluate / predict call (or its generator method's) by the method's names."""
+    generator = fitloop.GENERATORS.get(_method_of(call))
+    if generator is None:
+        return fitloop.bind(call, fitloop.METHODS[method][0])
+    args = fitloop.bind(call, generator[1])
+    if args is not None and "verbose" not in args and generator[2] != 1:
+        args["verbose"] = cst.Integer(str(generator[2]))
+    return args
+
+
 class _Names(cst.CSTVisitor):
     def __init__(self) -> None:
         self.names: set[str] = set()
@@ -369,7 +386,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.assigned_call[id(node.value)] = node.targets[0].target.value
             self.call_order[id(node.value)] = self.order
             self.call_scope[id(node.value)] = self._scope_id()
-        if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
+        if isinstance(node.value, cst.Call) and _loop_method(node.value) == "fit":
             self.fit_results |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
         for t in node.targets:
             if isinstance(t.target, cst.Name):
@@ -462,12 +479,12 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.changed.add(node.func.value.value)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "assign":
             self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
-        if _method_of(node) in ("fit", "evaluate", "predict"):
+        if _loop_method(node) in ("fit", "evaluate", "predict"):
             self.uses.add((node.func.value.value, self._scope_id()))
             self.call_order[id(node)] = self.order
             self.call_scope[id(node)] = self._scope_id()
             self.model_calls.append((node.func.value.value, node))
-            if _method_of(node) == "fit":
+            if _loop_method(node) == "fit":
                 self.fit_orders.setdefault(node.func.value.value, []).append((self.order, self._scope_id()))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
             self.compile_args |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
@@ -876,7 +893,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """The planned compile a ``M.compile/fit/evaluate/predict(...)`` call belongs to: the compile itself;
         for the others, the model's only compile, or (several) the last one before the call in its scope,
         else in the module."""
-        if _method_of(call) != method or not self.compiled:
+        if _loop_method(call) != method or not self.compiled:
             return None
         name = call.func.value.value
         if method == "compile":
@@ -1132,7 +1149,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         else cst.LeftCurlyBrace())
 
     def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
-        method = _method_of(original_node)
+        method = _loop_method(original_node)
         if method not in fitloop.METHODS:
             return None
         if self.plan.left_keras and _left_keras(self.plan, original_node.func.value.value, original_node,
@@ -1155,7 +1172,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 self.ctx.settle(original_node)
             return None
         params, taken = fitloop.METHODS[method]
-        args = fitloop.bind(updated_node, params)
+        args = _loop_args(updated_node, method)
         bad = None if args is not None else "its arguments cannot be bound statically"
         weighted = method == "fit" and args is not None and "class_weight" in args and literal_value(
             args["class_weight"], NOT_LITERAL) is not None
@@ -1345,7 +1362,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if (not isinstance(receiver, cst.Name) or self._train_step_model(receiver.value)
                 or not self.models.is_model_expr(receiver, self._chain())):
             return None
-        args = fitloop.bind(call, fitloop.METHODS["predict"][0])
+        args = _loop_args(call, "predict")
         if args is None or (isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict))
                             and self._input_count(receiver.value, call) is None):
             return None  # several inputs of a model fwport does not know: the error says what to write
@@ -2888,7 +2905,7 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _method_of(node) in ("compile", "fit", "evaluate", "predict"):
+        if _loop_method(node) in ("compile", "fit", "evaluate", "predict"):
             self.found = True
         elif isinstance(node.func, (cst.Name, cst.Attribute)) and any(
                 a.keyword is not None and a.keyword.value == "training" for a in node.args):
@@ -3003,7 +3020,7 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
         if before and id(before[-1][2]) in refusals and id(call) not in refusals:
             refusals[id(call)] = f"the {name}.compile(...) before it is left as written ({refusals[id(before[-1][2])]})"
         seen = _binding_seen(plan, name, at, scope) if not before else None
-        if (isinstance(seen, cst.Call) and id(call) not in refusals and _method_of(call) != "predict"
+        if (isinstance(seen, cst.Call) and id(call) not in refusals and _loop_method(call) != "predict"
                 and ctx.imports.resolve(seen.func) in ("keras.models.load_model", "keras.saving.load_model")):
             refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...), which gives back the model compiled "
                                   "with the optimizer and loss it was saved with; fwport does not know them: compile "
