@@ -129,3 +129,23 @@ def test_an_argument_at_a_value_that_is_not_its_default_is_an_error():
     assert any("initial_epoch= is not translated" in m for _, m in errors(r)), errors(r)
     src = GIVEN.replace("shuffle=False, verbose=0)", "shuffle=False, verbose=0, initial_epoch=0, callbacks=[])")
     assert errors(tx(src)) == []
+
+
+def test_return_dict_of_a_second_model_sharing_the_written_evaluate():
+    # two compiles whose loops are the same text share one evaluate: the first one's, which must take return_dict
+    src = '''
+import numpy as np
+import keras
+
+x = np.ones((8, 4), "float32")
+a = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+a.compile(loss="mse", optimizer="adam", metrics=["mae"])
+a.fit(x, x[:, :1], epochs=1)
+b = keras.Sequential([keras.Input(shape=(4,)), keras.layers.Dense(1)])
+b.compile(loss="mse", optimizer="adam", metrics=["mae"])
+r = b.evaluate(x, x[:, :1], return_dict=True)
+'''
+    out = tx(src).output
+    assert out.count("def evaluate(") == 1 and "def evaluate(model, loss_fn, x, y, batch_size=None, verbose=1, " \
+        "return_dict=False):" in out
+    assert "r = evaluate(b, b_loss_fn, x, x[:, :1], return_dict=True)" in out

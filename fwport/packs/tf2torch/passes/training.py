@@ -3429,6 +3429,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.batches = any(c.batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
+        rep.return_dict = any(c.return_dict for c in members)
         for c in members:
             c.group = rep
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
