@@ -24,6 +24,7 @@ metrics = {
     "accuracy": keras.metrics.Accuracy(),
     "mae": keras.metrics.MeanAbsoluteError(),
     "mse": keras.metrics.MeanSquaredError(),
+    "rmse": keras.metrics.RootMeanSquaredError(),
     "mape": keras.metrics.MeanAbsolutePercentageError(),
     "top2": keras.metrics.TopKCategoricalAccuracy(k=2),
     "sparse_top2": keras.metrics.SparseTopKCategoricalAccuracy(k=2),
@@ -61,7 +62,7 @@ def batch(n):
     reg_true, reg_pred = rng.normal(size=(n, 3)).astype("float32"), rng.normal(size=(n, 3)).astype("float32")
     reg_true[0, 0] = 0.0  # MAPE's epsilon
     return {"binary": (labels01, probs), "binary_default": (labels01[:, 0], probs), "accuracy": (ints, np.round(ints * rng.random((n, 4)) * 1.5).astype("float32")),
-            "mae": (reg_true, reg_pred), "mse": (reg_true, reg_pred), "mape": (reg_true, reg_pred),
+            "mae": (reg_true, reg_pred), "mse": (reg_true, reg_pred), "rmse": (reg_true, reg_pred), "mape": (reg_true, reg_pred),
             "top2": (onehot, scores), "sparse_top2": (classes, scores), "sparse_top5": (classes[:, None], scores),
             "precision": (labels01, probs), "recall": (labels01[:, 0], probs[:, 0]),
             "tp": (labels01, probs), "fp": (labels01[:, 0], probs), "tn": (labels01, probs[:, 0]), "fn": (labels01, probs),

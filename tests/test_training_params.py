@@ -220,10 +220,12 @@ def test_a_loss_function_of_the_file_given_to_compile_trains_as_keras(tmp_path):
     _same_training(keras_out, torch_out, ["loss", "mae"])
 
 
-def test_a_loss_function_with_a_bare_accuracy_stays_an_error():
+def test_a_loss_function_with_a_bare_accuracy_is_keras_s_pick_by_shapes():
+    # Keras picks the accuracy from the shapes of labels and outputs (is_binary_or_sparse_categorical), as the
+    # written ShapeAccuracy does (numbers: tests/test_fit_shape_accuracy.py)
     r = tx(HINGE.replace('keras.metrics.CategoricalAccuracy(name="acc")', '"accuracy"'))
-    assert any("classifier.compile(...) is a Keras model method" in m and "with a loss function" in m
-               for _, m in errors(r)), errors(r)
+    assert errors(r) == [], errors(r)
+    assert 'metrics = {"accuracy": ShapeAccuracy()}\n' in r.output
 
 
 def test_a_train_step_calling_its_own_compute_loss_trains_as_keras2(tmp_path):

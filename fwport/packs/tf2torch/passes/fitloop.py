@@ -81,6 +81,16 @@ METHODS = {
     "predict": (("x", "batch_size", "verbose", "steps", "callbacks", *LOADING), ("x", "batch_size", "verbose")),
 }
 
+# Keras 2's generator methods: the method they run (fit / evaluate / predict of the generator), their parameters
+# in order (the generator is x), and the verbosity they default to
+GENERATORS = {
+    "fit_generator": ("fit", ("x", "steps_per_epoch", "epochs", "verbose", "callbacks", "validation_data",
+                              "validation_steps", "validation_freq", "class_weight", *LOADING, "shuffle",
+                              "initial_epoch"), 1),
+    "evaluate_generator": ("evaluate", ("x", "steps", "callbacks", *LOADING, "verbose"), 0),
+    "predict_generator": ("predict", ("x", "steps", "callbacks", *LOADING, "verbose"), 0),
+}
+
 
 @dataclass
 class Compiled:
@@ -100,6 +110,7 @@ class Compiled:
     batches: bool = False  # a fit / evaluate takes an iterable of batches or counts steps
     callbacks: bool = False  # a fit takes callbacks
     class_weight: bool = False  # a fit takes class_weight= (Keras's per-label scale of each sample's loss)
+    return_dict: bool = False  # an evaluate takes return_dict= (its result as {Keras's name: value})
     # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
     # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
     # outputs model[-1](logits), and the loss (created from_logits) of the logits
@@ -198,6 +209,11 @@ def plan_compile(call: cst.Call, model: str, rule_of, named=None, named_loss=Non
         return ("metrics other than one accuracy ('accuracy', 'sparse_categorical_accuracy', "
                 "keras.metrics.SparseCategoricalAccuracy(), ...) or one error ('mae', 'mse', 'mape', "
                 "keras.metrics.MeanAbsoluteError(), ...) are not translated (compute them in the loop)")
+    if plans["loss"][0] in ("function", "object") and metric is not None and metric[1] not in (*NAMED_ACCURACIES, *_ERROR_SUMS):
+        # Keras's pick by the shapes of labels and outputs: the metric object that picks alike (ShapeAccuracy)
+        metrics = metric_list(args["metrics"], plans["loss"]) if metric_list is not None else None
+        if isinstance(metrics, list) and metrics:
+            metric = None
     if plans["loss"][0] in ("function", "object") and metric is not None and metric[1] not in (*NAMED_ACCURACIES, *_ERROR_SUMS):
         return ("metrics=['accuracy'] with a loss function: Keras picks the accuracy from the shapes of the "
                 "labels and outputs; name it (sparse_categorical_accuracy, categorical_accuracy, binary_accuracy)")
@@ -545,9 +561,10 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if ms:
         what = "[the mean loss, *each metric's result]"
     reset = ["    for metric in metrics.values():", "        metric.reset_state()"] if ms else []
+    as_dict = ", return_dict=False" if c.return_dict else ""  # {Keras's name: value}, as evaluate(return_dict=True)
     if general:
         lines += [
-            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y=None, batch_size=None, verbose=1, steps=None):",
+            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y=None, batch_size=None, verbose=1, steps=None{as_dict}):",
             f'    """model.evaluate: {what} over the samples, in inference mode; x may be an iterable of',
             '    (x, y) batches (y None), read from its start, steps batches of it when steps is given."""',
             "    batch_size = batch_size or 32",
@@ -569,7 +586,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         ]
     else:
         lines += [
-            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1):",
+            f"def {n['evaluate']}(model, loss_fn{with_metrics}, x, y, batch_size=None, verbose=1{as_dict}):",
             f'    """model.evaluate: {what} over the samples, in inference mode."""',
             f"    x, y = {conv('x')}, {n['tensor']}(y)",
             "    batch_size = batch_size or 32",
@@ -585,16 +602,19 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if acc:
         lines += [f"            correct += {correct}"]
         result = f"[total / {size}, correct / {size}]"
+        keyed = f'dict(zip(["loss", "{name}"], result))'  # (the history's keys, written alike)
     elif ms:
         lines += ["            for metric in metrics.values():", "                metric.update_state(yb, pred)"]
         result = f"[total / {size}, *(float(metric.result()) for metric in metrics.values())]"
+        keyed = 'dict(zip(["loss", *metrics], result))'
     else:
         result = f"total / {size}"
+        keyed = '{"loss": result}'
     lines += [
         f"    result = {result}",
         "    if verbose:",
         '        print(f"evaluate - {result}")',
-        "    return result",
+        *([f"    return {keyed} if return_dict else result"] if c.return_dict else ["    return result"]),
         "",
         "",
         *_predict(n, x_of, spell, outputs_channels_first, multi),
@@ -774,6 +794,16 @@ METRIC_CLASSES = {
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
         super().update_state((y_true - y_pred).square())
+''',
+    "RootMeanSquaredError": '''class RootMeanSquaredError(Mean):
+    """keras.metrics.RootMeanSquaredError: the square root of the running mean of (y_true - y_pred) ** 2."""
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        super().update_state((y_true - y_pred).square())
+
+    def result(self):
+        return super().result().sqrt()
 ''',
     "MeanAbsolutePercentageError": '''class MeanAbsolutePercentageError(Mean):
     """keras.metrics.MeanAbsolutePercentageError: the running mean of 100 |y_true - y_pred| / |y_true|
@@ -1009,7 +1039,7 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
 '''
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
 _ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
-                        "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
+                        "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
 _STANDALONE_METRICS = {"Precision", "Recall", "AUC", "ConfusionCount", *_COUNTS}  # not derived from Mean
 
 

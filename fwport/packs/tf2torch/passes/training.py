@@ -41,14 +41,14 @@ from ast import literal_eval
 import libcst as cst
 
 from fwport.core.hooks import default_leave_transform, default_visit
-from fwport.core.bind import NOT_LITERAL, bind_call, call_argument, literal_value
+from fwport.core.bind import NOT_LITERAL, bind_call, bind_def, call_argument, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, comment_error, map_call
 from fwport.core.finding import Severity
 from fwport.core.imports import insert_after_imports
 from fwport.core.plan import Plans
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, scan
-from fwport.core.rewrite import rewrite
+from fwport.core.rewrite import fresh_copy, rewrite
 from fwport.packs.tf2torch import optim
 from fwport.packs.tf2torch.passes import fitloop, functional, regularizers, runtime, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models, models_of
@@ -158,10 +158,53 @@ def _gradient(node: cst.CSTNode, tape: str) -> tuple[str, cst.BaseExpression, cs
     return a.targets[0].target.value, call.args[0].value, call.args[1].value
 
 
+# the fit / evaluate / predict arguments the written loops do not take, at the value that changes nothing
+_DEFAULTS = {"sample_weight": None, "initial_epoch": 0, "validation_batch_size": None, "validation_freq": 1,
+             "class_weight": None, "callbacks": None, "steps": None, "validation_steps": None,
+             "steps_per_epoch": None, "shuffle": True, "verbose": 1}
+
+
+@dataclasses.dataclass
+class GivenCompile:
+    """A planned compile of a function's parameter, as seen from a call after ``function(model)`` compiled model."""
+
+    compiled: fitloop.Compiled
+    function: str
+
+
+def _default_value(arg: str, value) -> bool:
+    """``arg=value`` (a literal) is the argument's default, or a verbosity (what fit prints, not what it computes):
+    leaving it out of the written call changes no result (``True == 1`` in Python: the type is compared too)."""
+    if arg in ("verbose", *fitloop.LOADING):
+        return value is not NOT_LITERAL
+    if arg in ("callbacks",) and value in ([], ()):
+        return True
+    default = _DEFAULTS.get(arg, NOT_LITERAL)
+    return default is not NOT_LITERAL and value is not NOT_LITERAL and type(value) is type(default) \
+        and value == default
+
+
 def _method_of(call: cst.Call) -> str | None:
     """``M.fit(...)`` → "fit" for a plain name M."""
     f = call.func
     return f.attr.value if isinstance(f, cst.Attribute) and isinstance(f.value, cst.Name) else None
+
+
+def _loop_method(call: cst.Call) -> str | None:
+    """:func:`_method_of`, Keras 2's ``M.fit_generator(...)`` (evaluate_, predict_) as the method it runs."""
+    method = _method_of(call)
+    return fitloop.GENERATORS[method][0] if method in fitloop.GENERATORS else method
+
+
+def _loop_args(call: cst.Call, method: str) -> dict | None:
+    """The arguments of a fit / evaluate / predict call (or its generator method's) by the method's names."""
+    generator = fitloop.GENERATORS.get(_method_of(call))
+    if generator is None:
+        return fitloop.bind(call, fitloop.METHODS[method][0])
+    args = fitloop.bind(call, generator[1])
+    if args is not None and "verbose" not in args and generator[2] != 1:
+        args["verbose"] = cst.Integer(str(generator[2]))
+    return args
 
 
 class _Names(cst.CSTVisitor):
@@ -343,7 +386,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.assigned_call[id(node.value)] = node.targets[0].target.value
             self.call_order[id(node.value)] = self.order
             self.call_scope[id(node.value)] = self._scope_id()
-        if isinstance(node.value, cst.Call) and _method_of(node.value) == "fit":
+        if isinstance(node.value, cst.Call) and _loop_method(node.value) == "fit":
             self.fit_results |= {t.target.value for t in node.targets if isinstance(t.target, cst.Name)}
         for t in node.targets:
             if isinstance(t.target, cst.Name):
@@ -429,17 +472,19 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name):
             self.calls_of.setdefault(node.func.value, []).append(node)
+            self.call_order.setdefault(id(node), self.order)  # (`compile_and_fit(model)`: where it compiles model)
+            self.call_scope.setdefault(id(node), self._scope_id())
         if (isinstance(node.func, cst.Attribute) and isinstance(node.func.value, cst.Name)
                 and node.func.attr.value in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse")):
             self.changed.add(node.func.value.value)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "assign":
             self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
-        if _method_of(node) in ("fit", "evaluate", "predict"):
+        if _loop_method(node) in ("fit", "evaluate", "predict"):
             self.uses.add((node.func.value.value, self._scope_id()))
             self.call_order[id(node)] = self.order
             self.call_scope[id(node)] = self._scope_id()
             self.model_calls.append((node.func.value.value, node))
-            if _method_of(node) == "fit":
+            if _loop_method(node) == "fit":
                 self.fit_orders.setdefault(node.func.value.value, []).append((self.order, self._scope_id()))
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "compile":
             self.compile_args |= {a.value.value for a in node.args if isinstance(a.value, cst.Name)}
@@ -848,7 +893,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """The planned compile a ``M.compile/fit/evaluate/predict(...)`` call belongs to: the compile itself;
         for the others, the model's only compile, or (several) the last one before the call in its scope,
         else in the module."""
-        if _method_of(call) != method or not self.compiled:
+        if _loop_method(call) != method or not self.compiled:
             return None
         name = call.func.value.value
         if method == "compile":
@@ -863,12 +908,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                if self.plan.assigned_call.get(id(k)) == name]
                 elif c.model == name:
                     events.append((c.order, c.scope, c))
+            events += self._given_compiles(name)
             planned = {id(c.call) for c in self.compiled}
             # a compile of the model left as written: the calls after it train what it compiled, not a loop
             events += [(self.plan.call_order.get(id(k), 0), s, k) for m, k, s in self.plan.compiles
                        if m == name and id(k) not in planned and id(k) in self.ctx.analyses.get("compile_refusals", {})]
+            at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
+            # a compile in another function (of its own parameter or local of that name) binds its optimizer there
+            events = [e for e in events if e[1] in (0, scope)]
             if len(events) > 1:
-                at, scope = self.plan.call_order.get(id(call), 0), self.plan.call_scope.get(id(call), 0)
                 events.sort(key=lambda e: e[0])
                 before = [e for e in events if e[1] == scope and e[0] < at] or \
                          [e for e in events if e[1] == 0 and (e[0] < at or scope != 0)]
@@ -876,12 +924,75 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c = events[0][2] if events else None
             if isinstance(c, cst.Call):  # a compile left as written (run said why on this call)
                 return None
+            if isinstance(c, GivenCompile):  # compiled by a function it was given to, before this call
+                if not events[0][0] < at or not self.models.is_model_expr(
+                        call.func.value, self._chain()):
+                    return None
+                return c
         if c is None:
             return None
         # a model of the file, or a name the file never binds (a snippet, a model made elsewhere)
         if not self.models.is_model_expr(call.func.value, self._chain()) and c.model in self.plan.bound_at:
             return None
         return c
+
+    def _given_compiles(self, name: str) -> list:
+        """(order, scope, GivenCompile) of each call ``F(..., name, ...)`` of a module function whose planned compile
+        compiles the parameter ``name`` is given to, a statement of F's body itself (not under an if or a loop: every
+        call compiles it), the last compile of that parameter there."""
+        out = []
+        for c in self.compiled:
+            fn = self.plan.top_functions.get(c.scope) if c.scope else None
+            if fn is None or c.factory or c.call is not max(
+                    (k for m, k, s in self.plan.compiles if m == c.model and s == c.scope),
+                    key=lambda k: self.plan.call_order.get(id(k), 0)):
+                continue
+            params = {p.name.value for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+            statement = self.plan.compile_statements.get(id(c.call))
+            if c.model not in params or not isinstance(fn.body, cst.IndentedBlock) or statement not in fn.body.body:
+                continue
+            for k in self.plan.calls_of.get(fn.name.value, []):
+                args = bind_def(k, fn)
+                given = args.get(c.model) if args else None
+                if isinstance(given, cst.Name) and given.value == name:
+                    out.append((self.plan.call_order.get(id(k), 0), self.plan.call_scope.get(id(k), 0),
+                                GivenCompile(c, fn.name.value)))
+        return out
+
+    def _given_call(self, original_node: cst.Call, given: "GivenCompile", method: str, args: dict):
+        """``M.evaluate / predict(...)`` after ``F(M)`` compiled and trained M inside F: predict needs nothing of the
+        compile; evaluate takes the compile's loss (and metric objects, which evaluate resets) written again here, a
+        torch loss being stateless; fit would continue F's optimizer, whose state F keeps: an error. Returns the
+        (loss, metrics) expressions for the head, or the reason for an error."""
+        c, receiver = given.compiled, original_node.func.value.value
+        if method == "predict":
+            return []
+        if method == "fit":
+            return (f"{receiver} was compiled inside {given.function}(), and Keras's fit goes on with the optimizer "
+                    f"that compile made (its state, e.g. Adam's moments, after {given.function}()'s fits), which "
+                    f"stays inside {given.function}() in torch: return the optimizer from {given.function}() and "
+                    f"call the written fit with it")
+        fn = next(f for f in self.plan.top_functions.values() if f.name.value == given.function)
+        local = bound_names(fn) | {p.name.value for p in (*fn.params.posonly_params, *fn.params.params,
+                                                            *fn.params.kwonly_params)}
+        loss = self._fresh_loss(c)
+        if loss is None or (set(_names_in([loss])) & local):
+            return (f"{receiver} was compiled inside {given.function}(), and its loss there is not one fwport can "
+                    f"create again here: return the loss from {given.function}() and call the written "
+                    f"evaluate with it")
+        out = [loss]
+        if c.metrics:
+            metrics = self._metric_dict(c, c.call, fresh=True)
+            if set(_names_in([metrics])) & local:
+                return (f"{receiver} was compiled inside {given.function}(), and its metrics there read names of "
+                        f"that function: return the metric objects from {given.function}() and call the written "
+                        f"evaluate with them")
+            out.append(metrics)
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{receiver}.evaluate(...) after {given.function}() compiled {receiver}: the written evaluate "
+                        "with that compile's loss" + (" and metric objects" if c.metrics else "") + " created again "
+                        "here (they keep no state between evaluations)", original_node)
+        return out
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
         """A model factory's `return model` → `return model, optimizer, loss_fn` (`, metrics`: its metric objects)."""
@@ -987,12 +1098,40 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             body.insert(at + len(made), cst.Expr(cst.Call(cst.Name(MARK))))
         return updated_node.with_changes(body=body)
 
-    def _metric_dict(self, c: fitloop.Compiled, call: cst.Call) -> cst.Dict:
+    def _fresh_loss(self, c: fitloop.Compiled) -> cst.BaseExpression | None:
+        """The torch loss of a planned compile, built again (for an evaluate outside the function that compiled):
+        a loss rule's object or function, or the name a module-level loss / the file's own loss function has;
+        None for a loss object of the file's class created in the compile."""
+        loss_kind, loss_rule, loss_node, *_ = c.loss
+        loss_rule = self.ctx.pack.by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
+        if loss_kind == "name" or (loss_kind == "function" and loss_rule is None) or (loss_kind == "object"
+                                                                                      and c.loss[3]):
+            return cst.Name(c.names["loss_fn"])
+        if loss_kind == "object":
+            return None
+        if loss_kind == "function":
+            loss = _loss_function(loss_node, loss_rule, self.ctx)
+        else:
+            m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx,
+                         loss_node)
+            m.extras.update(calls_adapted=True, compiled=True)
+            if c.activation_logits:
+                m.kwargs["from_logits"] = cst.Name("True")
+            loss = build_call(m, self.ctx)
+        if loss is not None:
+            self.ctx.settle(loss)
+        return loss
+
+    def _metric_dict(self, c: fitloop.Compiled, call: cst.Call, fresh: bool = False) -> cst.Dict:
         """compile's metrics → ``{Keras's name: metric object}``, which the written fit / evaluate update per batch
-        (a string's class written into the file; a metric object translated where it stands, by its rule)."""
+        (a string's class written into the file; a metric object translated where it stands, by its rule).
+        ``fresh``: new copies of the metric objects (for an evaluate outside the function that compiled)."""
         for _, _, cls in c.metrics:
             if cls:
                 self.ctx.options.setdefault("_metric_classes", set()).add(cls)
+        if fresh:
+            return cst.Dict([cst.DictElement(cst.SimpleString(repr(k) if set(k) & set("'\"\\") else f'"{k}"'),
+                                             fresh_copy(v)) for k, v, _ in c.metrics])
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"metrics=[...] → {c.names['metrics']} = {{{', '.join(f'{k!r}: ...' for k, _, _ in c.metrics)}}}"
                         ": the written fit / evaluate reset them every epoch, update them with (y, the model's "
@@ -1010,13 +1149,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         else cst.LeftCurlyBrace())
 
     def _fit_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
-        method = _method_of(original_node)
+        method = _loop_method(original_node)
         if method not in fitloop.METHODS:
             return None
         if self.plan.left_keras and _left_keras(self.plan, original_node.func.value.value, original_node,
                                                  self.plan.call_scope.get(id(original_node), 0)):
             return None  # a Keras model: model_api's error says why (compile_refusals)
         c = self._compiled(original_node, method)
+        given = c if isinstance(c, GivenCompile) else None
+        c = given.compiled if given is not None else c
         if c is None and method == "predict":
             c = self._predict_only(original_node)
         if c is None:
@@ -1031,7 +1172,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 self.ctx.settle(original_node)
             return None
         params, taken = fitloop.METHODS[method]
-        args = fitloop.bind(updated_node, params)
+        args = _loop_args(updated_node, method)
         bad = None if args is not None else "its arguments cannot be bound statically"
         weighted = method == "fit" and args is not None and "class_weight" in args and literal_value(
             args["class_weight"], NOT_LITERAL) is not None
@@ -1044,7 +1185,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                 f"generated {c.base_names[method]}() reads the batches in order in this process (load "
                                 "them in parallel with DataLoader(num_workers=...))", v)
                 continue
-            if k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False):
+            if k == "return_dict" and method == "evaluate":
+                continue  # the written evaluate takes it (return_dict below)
+            if k not in taken and not _default_value(k, literal_value(v, NOT_LITERAL)):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
                     "MAE or Huber)" if k == "class_weight" else "")
@@ -1069,6 +1212,11 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             count = self._input_count(receiver, original_node)
             bad = (f"x={code(args['x'])} is one array, and {receiver} takes {count} inputs: give a list of one array "
                    "per input")
+        fresh = self._given_call(original_node, given, method, args) if given is not None and bad is None else []
+        if isinstance(fresh, str):
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original_node)}: {fresh}", original_node)
+            self.ctx.settle(original_node)
+            return updated_node
         if bad is not None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: {bad}; the generated {c.base_names[method]}() takes "
@@ -1082,6 +1230,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.callbacks = True
         if weighted:
             c.class_weight = True
+        dict_result = method == "evaluate" and "return_dict" in args and literal_value(args["return_dict"],
+                                                                                       NOT_LITERAL) is not False
+        if dict_result:
+            c.return_dict = True
         if several:
             c.several = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
@@ -1092,7 +1244,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics],
                 "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
-        for k in (*taken, *(("class_weight",) if weighted else ())):
+        if given is not None:  # `F(M)` compiled M: M, and the loss (and metric objects) made again here
+            out = [cst.Arg(cst.Name(original_node.func.value.value)), *(cst.Arg(e) for e in fresh)]
+        for k in (*taken, *(("class_weight",) if weighted else ()), *(("return_dict",) if dict_result else ())):
             if k in args:
                 out.append(cst.Arg(args[k]) if k in ("x", "y") else
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
@@ -1186,7 +1340,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         c = self.compiled[0]
         params, taken = fitloop.METHODS["predict"]
         args = fitloop.bind(updated_node, params)
-        if args is None or any(k not in taken and literal_value(v, NOT_LITERAL) not in (None, 0, 1, False)
+        if args is None or any(k not in taken and not _default_value(k, literal_value(v, NOT_LITERAL))
                                for k, v in args.items()):
             return None  # (the class's error names it)
         out = [cst.Arg(updated_node.func.value)]
@@ -1208,7 +1362,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if (not isinstance(receiver, cst.Name) or self._train_step_model(receiver.value)
                 or not self.models.is_model_expr(receiver, self._chain())):
             return None
-        args = fitloop.bind(call, fitloop.METHODS["predict"][0])
+        args = _loop_args(call, "predict")
         if args is None or (isinstance(args.get("x"), (cst.List, cst.Tuple, cst.Dict))
                             and self._input_count(receiver.value, call) is None):
             return None  # several inputs of a model fwport does not know: the error says what to write
@@ -2751,7 +2905,7 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _method_of(node) in ("compile", "fit", "evaluate", "predict"):
+        if _loop_method(node) in ("compile", "fit", "evaluate", "predict"):
             self.found = True
         elif isinstance(node.func, (cst.Name, cst.Attribute)) and any(
                 a.keyword is not None and a.keyword.value == "training" for a in node.args):
@@ -2866,7 +3020,7 @@ def _refused_compiles_said(plan: _Plan, ctx: FileContext) -> None:
         if before and id(before[-1][2]) in refusals and id(call) not in refusals:
             refusals[id(call)] = f"the {name}.compile(...) before it is left as written ({refusals[id(before[-1][2])]})"
         seen = _binding_seen(plan, name, at, scope) if not before else None
-        if (isinstance(seen, cst.Call) and id(call) not in refusals and _method_of(call) != "predict"
+        if (isinstance(seen, cst.Call) and id(call) not in refusals and _loop_method(call) != "predict"
                 and ctx.imports.resolve(seen.func) in ("keras.models.load_model", "keras.saving.load_model")):
             refusals[id(call)] = (f"{name} comes from {code(seen.func)}(...), which gives back the model compiled "
                                   "with the optimizer and loss it was saved with; fwport does not know them: compile "
@@ -3275,6 +3429,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         rep.batches = any(c.batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
+        rep.return_dict = any(c.return_dict for c in members)
         for c in members:
             c.group = rep
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
