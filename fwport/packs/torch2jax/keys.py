@@ -383,7 +383,7 @@ class _Scope:
 
 
 def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str], ctx, seeded: bool = False) -> None:
-    from fwport.packs.torch2jax.passes.modules import OUTSIDE, _kwonly, _site
+    from fwport.packs.torch2jax.passes.modules import OUTSIDE, _kwonly, _site, keyed_layer
     site = _site(threaded, frozenset(), frozenset())
     # what a finishing step gives a key split from the scope's root key (a model of the file built there: modules.py's
     # _RootKey; a train_step's key: training.py) follows the draws: then the root key is split for the draws too
@@ -411,7 +411,8 @@ def _plan_roots(module: cst.Module, found: list[tuple], threaded: frozenset[str]
             continue
         root_block = node.body if isinstance(node, cst.FunctionDef) else module
         own = {id(e[0]) for e in entries}
-        builds = any(isinstance(c.func, cst.Name) and c.func.value in made for c in _own_calls(node) if id(c) not in own)
+        builds = any(isinstance(c.func, cst.Name) and c.func.value in made or keyed_layer(ctx.imports.resolve(c.func) or "", ctx)
+                     for c in _own_calls(node) if id(c) not in own)  # (a layer built here takes a key too)
         # one draw in the scope, at its own level, and nothing else taking a key from it: the root key itself
         direct = (len(entries) == 1 and entries[0][3] is root_block and not builds and not _in_comp(entries[0])
                   and (node.name.value if isinstance(node, cst.FunctionDef) else "") not in keyed_steps)
@@ -501,12 +502,14 @@ def _edit_block(scope: _Scope, root: bool, site, ctx):
                               and dotted_text(a.value.func) == split)
         draw_keys = _draw_keys()
         body: list[cst.CSTNode] = []
+        first = None  # where the first statement taking a key starts (its rewrite no longer looks like one)
         for s in updated.body:
             units = _own_units(s, draw_site)
             if not units:
                 body.append(s)
                 continue
             scope.used = True
+            first = len(body) if first is None else first
             if scope.direct and root and len(units) == 1 and isinstance(units[0], cst.Call):
                 body.append(rewrite_units(s, units, ["key"], draw_keys, draw_site, ctx))  # the function's one draw: `key`
                 continue
@@ -517,6 +520,8 @@ def _edit_block(scope: _Scope, root: bool, site, ctx):
             body.append(s.with_changes(leading_lines=[]))
         if root and scope.used and not scope.given and not scope.seeded:
             at = _root_at(body, scope, site)
+            if first is not None and not isinstance(scope.node, cst.FunctionDef):
+                at = min(at, first)
             key = statement(f"key = {ctx.spell_text('jax.random.key')}(0)  {ROOT_COMMENT}\n")
             if at < len(body):
                 key = key.with_changes(leading_lines=body[at].leading_lines)

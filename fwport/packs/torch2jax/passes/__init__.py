@@ -27,8 +27,9 @@ PLANNERS: tuple[Planner, ...] = (
     # a model keeping a layer state (BatchNorm): its state's name, its calls inside larger expressions moved to
     # statements of their own (`d_out = discriminator(x)` above `loss = bce(d_out, valid)`), before training
     Planner("stateful-calls", re.compile(r"\bBatchNorm"), training.hoist_stateful_calls),
-    # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked
-    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b"), training.run),
+    # torch.manual_seed → a root key, model.train()/eval() → inference_mode, loops checked; a layer built outside
+    # the classes (`model = nn.Linear(1, 1)`) called per example
+    Planner("training", re.compile(r"\bmanual_seed\b|\bno_grad\b|\binference_mode\b|\bload\s*\(|\.(?:train|eval|backward|to|cuda|cpu|parameters|load_state_dict|size|to_sparse)\s*\(|\bTensor\s*\(|\bModule\b|(?m:^\s*\w+\s*=\s*(?:torch\.)?nn\.[A-Z])"), training.run),
     # (read-only, last) DataLoader(dataset, **kwargs) with a dict the file builds: bound by its keys
     Planner("loader-kwargs", re.compile(r"\bDataLoader\b"), data.loader_kwargs),
     # (read-only, last) tensor methods outside the module classes → jnp (eq → ==, view → reshape, ...)

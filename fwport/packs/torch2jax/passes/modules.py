@@ -265,6 +265,9 @@ class _PerVector(cst.CSTTransformer):
 #: analyses key: {"builders": module-level functions returning a module that draws, "members": classes of
 #: the file that are members of an eqx.nn.Sequential (their __call__ takes the Sequential's `key=`)}
 OUTSIDE = "torch2jax.modules.outside"
+#: analyses key: the names bound to a PyTorch layer built outside the classes (`model = nn.Linear(1, 1)`), set by the
+#: training pass, which calls them per example; finish gives each construction a key (_RootKey's layers)
+BARE_LAYERS = "torch2jax.bare-layers"
 UNKNOWN = "?"
 
 
@@ -2039,8 +2042,15 @@ def _class_attributes(cls: cst.ClassDef | None, plans: dict) -> list[str]:
 def finish(module: cst.Module, ctx) -> cst.Module:
     plans = ctx.analyses.get(PLANS)
     outside = ctx.analyses.get(OUTSIDE, {"builders": set(), "members": set()})
+    bare = ctx.analyses.get(BARE_LAYERS)
     if not plans and not outside["builders"]:  # (builders alone: a file of functions returning layers)
-        return module
+        if not bare:
+            return module
+        # `model = nn.Linear(1, 1)` in a script with no module class: its key, as an instance's
+        adder = _RootKey(frozenset(), f"{ctx.spell_text('jax.random.key')}(0)", key_fn=ctx.spell_text("jax.random.key"),
+                         split=ctx.spell_text("jax.random.split"), layers=KEYED)
+        body = [s if isinstance(s, cst.ClassDef) else rewrite(s, adder) for s in module.body]
+        return module.with_changes(body=[n for s in body for n in (s.nodes if isinstance(s, cst.FlattenSentinel) else (s,))])
     body = []
     # classes (in file order) whose __init__ takes a key, and builder functions: their calls get one
     keyed: set[str] = set(outside["builders"])
@@ -2068,10 +2078,11 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         body = [rewrite(s, surgery.Rebind(frozenset(operated))) for s in body]
     stateful = set(n for n, p in plans.items() if p["stateful"])
     body, made = _model_builders(body, ctx, keyed, stateful, set(outside["builders"]))
-    if keyed or stateful:  # instances made outside the classes (a script's `model = Net()`)
+    if keyed or stateful or bare:  # instances made outside the classes (a script's `model = Net()`)
         root = f"{ctx.spell_text('jax.random.key')}(0)"
         adder = _RootKey(frozenset(keyed), root, frozenset(stateful), ctx.spell_text("equinox.nn.make_with_state"),
-                         ctx.spell_text("jax.random.key"), ctx.spell_text("jax.random.split"))
+                         ctx.spell_text("jax.random.key"), ctx.spell_text("jax.random.split"),
+                         layers=KEYED if bare else frozenset())
         from fwport.packs.torch2jax.passes.state import STATE_NAMES
         adder.state_names = ctx.analyses.get(STATE_NAMES, {})  # the training pass's: `generator_state`, ...
         body = [s if isinstance(s, cst.ClassDef) or isinstance(s, cst.FunctionDef) and s.name.value in made
@@ -2188,9 +2199,11 @@ class _RootKey(cst.CSTTransformer):
     ``key, model_key = jax.random.split(key)`` above ``model = Net(key=model_key)``."""
 
     def __init__(self, classes: frozenset[str], root: str, stateful: frozenset[str] = frozenset(), make: str = "",
-                 key_fn: str = "", split: str = ""):
+                 key_fn: str = "", split: str = "", layers: frozenset[str] = frozenset()):
         super().__init__()
         self.classes, self.root, self.stateful, self.make = classes, root, stateful, make
+        self.layers = layers  # Equinox constructors that draw (eqx.nn.Linear): keyed where a statement's whole value
+        self.values: list[int | None] = []  # per open statement: the id of a plain `name = ...`'s value
         self.key_fn, self.split = key_fn, split
         self.marks: list[bool] = [False]  # per open block: a root key was bound in it (above the statement)
         self.scopes: list[int] = [0]  # index in marks where each open function's blocks start
@@ -2219,9 +2232,11 @@ class _RootKey(cst.CSTTransformer):
         st = node.body[0] if len(node.body) == 1 else None
         plain = isinstance(st, cst.Assign) and len(st.targets) == 1 and isinstance(st.targets[0].target, cst.Name)
         self.target.append(st.targets[0].target.value if plain else None)
+        self.values.append(id(st.value) if plain else None)
 
     def leave_SimpleStatementLine(self, original, updated):
         self.target.pop()
+        self.values.pop()
         st = original.body[0] if len(original.body) == 1 else None
         if self.key_fn and isinstance(st, cst.Assign) and len(st.targets) == 1 \
                 and isinstance(st.targets[0].target, cst.Name) and st.targets[0].target.value == "key" \
@@ -2249,7 +2264,8 @@ class _RootKey(cst.CSTTransformer):
         return updated
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
-        if isinstance(original.func, cst.Name) and original.func.value in self.classes \
+        bare = bool(self.values) and self.values[-1] == id(original) and dotted_text(original.func) in self.layers
+        if (isinstance(original.func, cst.Name) and original.func.value in self.classes or bare) \
                 and not any(a.keyword and a.keyword.value == "key" for a in original.args):
             key = cst.parse_expression(self.root)
             if self._seeded():  # one instance per statement takes a key split from the root key
@@ -2260,6 +2276,14 @@ class _RootKey(cst.CSTTransformer):
             return updated.with_changes(args=[*args, cst.Arg(key, keyword=cst.Name("key"),
                                                              equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         return updated
+
+
+def keyed_layer(q: str, ctx) -> bool:
+    """A PyTorch layer (its resolved name) whose Equinox translation draws its initial values, so takes a key:
+    nn.Linear, nn.Conv2d, nn.LSTM (StackedLSTM), ..."""
+    rule = ctx.pack.by_name.get(q)
+    t = (rule.emit.get("target") or "") if rule is not None else ""
+    return ("eqx." + t[len("equinox."):] if t.startswith("equinox.") else t) in KEYED
 
 
 def _is_super_init(stmt: cst.CSTNode) -> bool:

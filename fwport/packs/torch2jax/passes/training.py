@@ -34,7 +34,7 @@ from fwport.packs.torch2jax import keys
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
-from fwport.packs.torch2jax.passes.modules import PLANS
+from fwport.packs.torch2jax.passes.modules import BARE_LAYERS, OUTSIDE, PLANS, keyed_layer
 from fwport.packs.torch2jax.ranks import target_names
 
 _PARAMS = re.compile(r"\b([A-Za-z_]\w*)\.parameters\(\s*\)")
@@ -1161,6 +1161,7 @@ def _run(module: cst.Module, ctx) -> cst.Module:
                                "layer state (BatchNorm) that the translation builds without it: write `model, state = "
                                f"eqx.nn.make_with_state({value.func.value})()` and call the model as `y, state = "
                                "jax.vmap(model, axis_name=\"batch\", in_axes=(0, None), out_axes=(0, None))(x, state)`", value)
+    models |= _bare_layers(module, ctx)
     containers = _model_containers(module, plans) if plans else {}
     for name, cls in _container_loops(module, containers).items():  # `for m in models:` / `[m(x) for m in models]`
         models.add(name)
@@ -2702,6 +2703,41 @@ class _HoistModelCalls(cst.CSTTransformer):
             return updated
         hoisted[0] = hoisted[0].with_changes(leading_lines=updated.leading_lines)
         return cst.FlattenSentinel([*hoisted, updated.with_changes(leading_lines=[])])
+
+
+def _bare_layers(module: cst.Module, ctx) -> set[str]:
+    """``model = nn.Linear(1, 1)`` outside the classes (and the builder functions modules.py keys): the name is a
+    model, called per example (jax.vmap) like an instance of a module class, and its construction gets a key
+    (modules.finish, BARE_LAYERS). Layers nested in a larger expression there (``nn.Sequential(nn.Linear(...),
+    ...)``) would each need a key of their own, which fwport does not split: an error says what to write."""
+    builders = ctx.analyses.get(OUTSIDE, {}).get("builders", set())
+    found: set[str] = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef) or isinstance(stmt, cst.FunctionDef) and stmt.name.value in builders:
+            continue
+        for a in _walk_assigns(stmt):
+            value = a.value
+            while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                    and value.func.attr.value in ("to", "cuda", "cpu"):
+                value = value.func.value
+            q = ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
+            if q is None or not q.startswith("torch.nn."):
+                continue
+            nested = [c for c in find_all(value, cst.Call) if c is not value
+                      and keyed_layer(ctx.imports.resolve(c.func) or "", ctx)]
+            if nested:
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{q.replace('torch.nn.', 'nn.')}(...) of layers "
+                           "built outside a module class: each Equinox layer takes a key when it is made, and one "
+                           "example per call: write it as an nn.Module class (fwport then splits a key per layer and "
+                           "calls it with jax.vmap), or give each layer key= (split from one jax.random.key) and call "
+                           "it as jax.vmap(model)(x)", value)
+                continue
+            names = [t.target.value for t in a.targets if isinstance(t.target, cst.Name)]
+            if len(names) == len(a.targets) == 1 and keyed_layer(q, ctx):
+                found.add(names[0])
+    if found:
+        ctx.analyses[BARE_LAYERS] = found
+    return found
 
 
 def _walk_assigns(node):
