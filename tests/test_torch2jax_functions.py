@@ -1,6 +1,7 @@
 """torch.split / torch.unbind / torch.norm / torch.flatten / F.linear / F.conv2d inside a module's forward (written
-for one example by batch.py, run under jax.vmap) and outside (the rules, on whole batches): translated, run with
-torch unimportable, compared in float64 with PyTorch on the same inputs and weights."""
+for one example by batch.py, run under jax.vmap) and outside (the rules, on whole batches), and the functional
+pools outside a module: translated, run with torch unimportable, compared in float64 with PyTorch on the same
+inputs and weights."""
 from __future__ import annotations
 
 import subprocess
@@ -54,7 +55,9 @@ def outside(x, w, b, lw, m):
     return [torch.flatten(x), torch.flatten(x, 1), torch.flatten(x, 1, 2), torch.flatten(x, -2),
             torch.norm(x), torch.norm(m, p=2), torch.norm(m, p=1), torch.norm(m, dim=0), torch.norm(x, 3, (1, 3)),
             a, c, *torch.split(m, [2, 1, 3]), *torch.unbind(m), *torch.unbind(x, dim=1),
-            F.linear(torch.flatten(x, 1), lw), F.conv2d(x, w, b, stride=2, padding=1), F.conv2d(x, w, groups=1)]
+            F.linear(torch.flatten(x, 1), lw), F.conv2d(x, w, b, stride=2, padding=1), F.conv2d(x, w, groups=1),
+            F.max_pool2d(x, 2), F.avg_pool2d(x, kernel_size=3, stride=1, padding=1), F.max_pool2d(-x, 3, 2, 1),
+            F.max_pool1d(x[:, 0], 2), F.avg_pool1d(x[:, 0], 3, padding=1)]
 '''
 
 RUN = """
@@ -100,7 +103,7 @@ def _outputs(side: str, path, tmp_path) -> list:
         return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
 
 
-def test_split_unbind_norm_flatten_linear_conv2d_compute_what_pytorch_computes(tmp_path):
+def test_split_unbind_norm_flatten_linear_conv2d_pools_compute_what_pytorch_computes(tmp_path):
     r = translate_source(SOURCE, "fns.py", PACK)
     assert not [f for f in r.findings if f.severity is not Severity.INFO], r.findings
     assert "torch" not in r.output and "F." not in r.output, r.output
@@ -108,7 +111,7 @@ def test_split_unbind_norm_flatten_linear_conv2d_compute_what_pytorch_computes(t
     original.write_text(SOURCE)
     translated.write_text(r.output)
     torch_out, jax_out = _outputs("torch", original, tmp_path), _outputs("jax", translated, tmp_path)
-    assert len(torch_out) == len(jax_out) == 16 + 26
+    assert len(torch_out) == len(jax_out) == 16 + 31
     for i, (t, j) in enumerate(zip(torch_out, jax_out)):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
         np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-10, err_msg=f"output {i}")

@@ -1575,20 +1575,10 @@ class Forward(cst.CSTTransformer):
             self.error(original, f"F.{kind}: arguments {', '.join(unknown) or 'input, kernel_size'} not understood",
                        "unsupported-construct")
             return updated
-        for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)),
-                           ("ceil_mode", ("False",)), ("count_include_pad", ("True",))):
-            if name in a and code(a[name]) not in fine:
-                self.error(original, f"F.{kind}: {name}={code(a[name])} is not translated; keep the default or use an "
-                           "eqx.nn pooling module", "unsupported-argument")
-                return updated
-        stride = a.get("stride")
-        if stride is None or code(stride) == "None":
-            stride = a["kernel_size"]  # torch's default; Equinox's is 1
-        cls = {"max_pool2d": "MaxPool2d", "avg_pool2d": "AvgPool2d", "max_pool1d": "MaxPool1d",
-               "avg_pool1d": "AvgPool1d"}[kind]
-        padding = {"padding": a["padding"]} if "padding" in a and code(a["padding"]) != "0" else {}
-        # (Equinox pads a max pool with -inf and divides an average by the whole window: PyTorch's count_include_pad)
-        module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride, **padding)
+        module, why = ops.pool_module(self.ctx, kind, a)
+        if module is None:
+            self.error(original, why, "unsupported-argument")
+            return updated
         return cst.Call(module, [cst.Arg(a["input"])])
 
     def interpolate(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

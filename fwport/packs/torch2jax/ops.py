@@ -1198,3 +1198,35 @@ def conv_fn(m, ctx):
     if out is None:
         m.fail(ctx, "unsupported-argument", f"{m.rule.names[0].replace('torch.nn.functional.', 'F.')}: {why}")
     return out
+
+
+POOLS = {"max_pool2d": "MaxPool2d", "avg_pool2d": "AvgPool2d", "max_pool1d": "MaxPool1d", "avg_pool1d": "AvgPool1d"}
+
+
+def pool_module(ctx, kind: str, a: dict) -> tuple[cst.BaseExpression | None, str]:
+    """``F.max_pool2d(x, kernel_size, stride, padding, ...)`` (``a``: the arguments by name; ``kind``: max_pool2d) →
+    the Equinox pooling module for one example, ``eqx.nn.MaxPool2d(kernel_size, stride=...)``, with PyTorch's stride
+    default (the window; Equinox's is 1) written out. (module, "") or (None, why it is refused)."""
+    for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)),
+                       ("ceil_mode", ("False",)), ("count_include_pad", ("True",)), ("divisor_override", ("None",))):
+        if name in a and code(a[name]) not in fine:
+            return None, (f"F.{kind}: {name}={code(a[name])} is not translated; keep the default or use an eqx.nn "
+                          "pooling module")
+    stride = a.get("stride")
+    if stride is None or code(stride) == "None":
+        stride = a["kernel_size"]  # torch's default; Equinox's is 1
+    padding = {"padding": a["padding"]} if "padding" in a and code(a["padding"]) != "0" else {}
+    # (Equinox pads a max pool with -inf and divides an average by the whole window: PyTorch's count_include_pad)
+    return _call(ctx.spell(f"equinox.nn.{POOLS[kind]}"), [a["kernel_size"]], {"stride": stride, **padding}), ""
+
+
+@call_transform("functional-pool")
+def functional_pool(m, ctx):
+    """``F.max_pool2d(x, 2)`` of a batch (N, C, H, W) → ``jax.vmap(eqx.nn.MaxPool2d(2, stride=2))(x)``: the Equinox
+    module pools one example (C, H, W); inside a module's ``__call__`` batch.py calls it on the example itself."""
+    kind = m.rule.names[0].rsplit(".", 1)[-1]
+    module, why = pool_module(ctx, kind, m.kwargs)
+    if module is None:
+        m.fail(ctx, "unsupported-argument", why)
+        return None
+    return cst.Call(_call(ctx.spell("jax.vmap"), [module]), [cst.Arg(m.kwargs["input"])])
