@@ -1,4 +1,4 @@
-"""torch.split / torch.unbind / torch.norm / torch.flatten / F.linear / F.conv2d inside a module's forward (written
+"""torch.split / torch.unbind / torch.norm / torch.flatten / F.linear / F.conv2d / F.conv1d inside a module's forward (written
 for one example by batch.py, run under jax.vmap) and outside (the rules, on whole batches), and the functional
 pools outside a module: translated, run with torch unimportable, compared in float64 with PyTorch on the same
 inputs and weights."""
@@ -34,6 +34,8 @@ class Fns(nn.Module):
         self.e = nn.Parameter(torch.randn(2, 3, 2, 2))
         self.lw = nn.Parameter(torch.randn(5, 96))
         self.lb = nn.Parameter(torch.randn(5))
+        self.k = nn.Parameter(torch.randn(2, 4, 3))
+        self.kb = nn.Parameter(torch.randn(2))
 
     def forward(self, x):
         h = F.conv2d(x, self.w, self.b, padding=1)
@@ -47,17 +49,19 @@ class Fns(nn.Module):
         n = torch.norm(z, dim=-1, keepdim=True)
         n1 = torch.norm(s, p=1, dim=(2, 3))
         y = F.linear(z / n, self.lw, self.lb)
-        return h, s, same, dil, a, b, p, q, r, parts[0], parts[5], z, n, n1, y, F.linear(z, self.lw)
+        c = F.conv1d(torch.flatten(h, 2), self.k, self.kb, padding=1)
+        return h, s, same, dil, a, b, p, q, r, parts[0], parts[5], z, n, n1, y, F.linear(z, self.lw), c
 
 
-def outside(x, w, b, lw, m):
+def outside(x, w, b, lw, m, k8):
     a, c = torch.split(x, 5, dim=2)
     return [torch.flatten(x), torch.flatten(x, 1), torch.flatten(x, 1, 2), torch.flatten(x, -2),
             torch.norm(x), torch.norm(m, p=2), torch.norm(m, p=1), torch.norm(m, dim=0), torch.norm(x, 3, (1, 3)),
             a, c, *torch.split(m, [2, 1, 3]), *torch.unbind(m), *torch.unbind(x, dim=1),
             F.linear(torch.flatten(x, 1), lw), F.conv2d(x, w, b, stride=2, padding=1), F.conv2d(x, w, groups=1),
             F.max_pool2d(x, 2), F.avg_pool2d(x, kernel_size=3, stride=1, padding=1), F.max_pool2d(-x, 3, 2, 1),
-            F.max_pool1d(x[:, 0], 2), F.avg_pool1d(x[:, 0], 3, padding=1)]
+            F.max_pool1d(x[:, 0], 2), F.avg_pool1d(x[:, 0], 3, padding=1),
+            F.conv1d(x[:, 0], k8, padding="same", dilation=2), F.conv1d(x[:, 0], k8, None, 2)]
 '''
 
 RUN = """
@@ -71,8 +75,9 @@ ns = runpy.run_path(sys.argv[2])
 rng = np.random.default_rng(0)
 x = rng.standard_normal((3, 3, 8, 8))
 weights = {k: rng.standard_normal(s) for k, s in (("w", (4, 3, 3, 3)), ("b", (4,)), ("g", (6, 2, 2, 2)),
-                                                  ("e", (2, 3, 2, 2)), ("lw", (5, 96)), ("lb", (5,)))}
-lw, m = rng.standard_normal((5, 192)), rng.standard_normal((6, 4))
+                                                  ("e", (2, 3, 2, 2)), ("lw", (5, 96)), ("lb", (5,)),
+                                                  ("k", (2, 4, 3)), ("kb", (2,)))}
+lw, m, k8 = rng.standard_normal((5, 192)), rng.standard_normal((6, 4)), rng.standard_normal((3, 8, 4))
 if side == "torch":
     import torch
     model = ns["Fns"]()
@@ -80,7 +85,7 @@ if side == "torch":
         for k, v in weights.items():
             getattr(model, k).data = torch.from_numpy(v)
         outs = list(model(torch.from_numpy(x)))
-    t = [torch.from_numpy(a) for a in (x, weights["w"], weights["b"], lw, m)]
+    t = [torch.from_numpy(a) for a in (x, weights["w"], weights["b"], lw, m, k8)]
 else:
     import equinox as eqx
     import jax.numpy as jnp
@@ -88,7 +93,7 @@ else:
     names = sorted(weights)
     model = eqx.tree_at(lambda mo: [getattr(mo, k) for k in names], model, [jnp.asarray(weights[k]) for k in names])
     outs = list(jax.vmap(model)(jnp.asarray(x)))
-    t = [jnp.asarray(a) for a in (x, weights["w"], weights["b"], lw, m)]
+    t = [jnp.asarray(a) for a in (x, weights["w"], weights["b"], lw, m, k8)]
 outs += ns["outside"](*t)
 np.savez(sys.argv[3], *[np.asarray(o.detach() if hasattr(o, "detach") else o) for o in outs])
 """
@@ -111,7 +116,7 @@ def test_split_unbind_norm_flatten_linear_conv2d_pools_compute_what_pytorch_comp
     original.write_text(SOURCE)
     translated.write_text(r.output)
     torch_out, jax_out = _outputs("torch", original, tmp_path), _outputs("jax", translated, tmp_path)
-    assert len(torch_out) == len(jax_out) == 16 + 31
+    assert len(torch_out) == len(jax_out) == 17 + 33
     for i, (t, j) in enumerate(zip(torch_out, jax_out)):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
         np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-10, err_msg=f"output {i}")

@@ -1499,7 +1499,7 @@ class Forward(cst.CSTTransformer):
             if unknown or "input" not in a or not self.is_batched(a["input"]):
                 return updated
             return self.dim_shifted(original, updated, a.get("dim"), "torch.norm")
-        if q in (F + "linear", F + "conv2d", "torch.conv2d"):
+        if q in (F + "linear", F + "conv1d", F + "conv2d", "torch.conv1d", "torch.conv2d"):
             names = ("input", "weight", "bias") if short == "linear" else \
                 ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
             a, unknown = _args(updated, names)
