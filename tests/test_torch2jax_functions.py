@@ -1,6 +1,6 @@
 """torch.split / torch.unbind / torch.norm / torch.flatten / F.linear / F.conv2d / F.conv1d inside a module's forward (written
 for one example by batch.py, run under jax.vmap) and outside (the rules, on whole batches), and the functional
-pools outside a module: translated, run with torch unimportable, compared in float64 with PyTorch on the same
+pools and pad_sequence outside a module: translated, run with torch unimportable, compared in float64 with PyTorch on the same
 inputs and weights."""
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ SOURCE = '''
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils.rnn import pad_sequence
 
 
 class Fns(nn.Module):
@@ -55,13 +56,15 @@ class Fns(nn.Module):
 
 def outside(x, w, b, lw, m, k8):
     a, c = torch.split(x, 5, dim=2)
+    seqs = [m[:2], m[1:6], m[3:]]
     return [torch.flatten(x), torch.flatten(x, 1), torch.flatten(x, 1, 2), torch.flatten(x, -2),
             torch.norm(x), torch.norm(m, p=2), torch.norm(m, p=1), torch.norm(m, dim=0), torch.norm(x, 3, (1, 3)),
             a, c, *torch.split(m, [2, 1, 3]), *torch.unbind(m), *torch.unbind(x, dim=1),
             F.linear(torch.flatten(x, 1), lw), F.conv2d(x, w, b, stride=2, padding=1), F.conv2d(x, w, groups=1),
             F.max_pool2d(x, 2), F.avg_pool2d(x, kernel_size=3, stride=1, padding=1), F.max_pool2d(-x, 3, 2, 1),
             F.max_pool1d(x[:, 0], 2), F.avg_pool1d(x[:, 0], 3, padding=1),
-            F.conv1d(x[:, 0], k8, padding="same", dilation=2), F.conv1d(x[:, 0], k8, None, 2)]
+            F.conv1d(x[:, 0], k8, padding="same", dilation=2), F.conv1d(x[:, 0], k8, None, 2),
+            pad_sequence(seqs), pad_sequence(seqs, batch_first=True, padding_value=-1.5, padding_side="left")]
 '''
 
 RUN = """
@@ -116,7 +119,7 @@ def test_split_unbind_norm_flatten_linear_conv2d_pools_compute_what_pytorch_comp
     original.write_text(SOURCE)
     translated.write_text(r.output)
     torch_out, jax_out = _outputs("torch", original, tmp_path), _outputs("jax", translated, tmp_path)
-    assert len(torch_out) == len(jax_out) == 17 + 33
+    assert len(torch_out) == len(jax_out) == 17 + 35
     for i, (t, j) in enumerate(zip(torch_out, jax_out)):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
         np.testing.assert_allclose(j, t, rtol=1e-10, atol=1e-10, err_msg=f"output {i}")

@@ -1230,3 +1230,29 @@ def functional_pool(m, ctx):
         m.fail(ctx, "unsupported-argument", why)
         return None
     return cst.Call(_call(ctx.spell("jax.vmap"), [module]), [cst.Arg(m.kwargs["input"])])
+
+
+@call_transform("pad-sequence")
+def pad_sequence(m, ctx):
+    """``pad_sequence(seqs, batch_first, padding_value, padding_side)`` → ``jnp.stack([jnp.pad(s, [(0, max(map(len,
+    seqs)) - len(s))] + [(0, 0)] * (s.ndim - 1)) for s in seqs], axis=1)``: each sequence padded at its end (the
+    start for padding_side="left") to the longest, stacked on a new axis 1 (0 with batch_first=True)."""
+    seqs = _once(m, ctx, "sequences", "the sequences")
+    if seqs is None:
+        return None
+    first, side = (literal_value(m.kwargs[k], NOT_LITERAL) if k in m.kwargs else d
+                   for k, d in (("batch_first", False), ("padding_side", "right")))
+    if first not in (True, False) or side not in ("right", "left"):
+        m.fail(ctx, "unsupported-argument", "pad_sequence: batch_first (True / False) and padding_side (\"right\" / "
+               "\"left\") are translated when written as literals")
+        return None
+    from fwport.packs.torch2jax.batch import names_in
+    taken = names_in(seqs)
+    s = next(n for n in ("s", "seq", "seq_", "seq__") if n not in taken)
+    gap = f"max(map(len, {code(seqs)})) - len({s})"
+    widths = f"[({gap}, 0)]" if side == "left" else f"[(0, {gap})]"
+    value = m.kwargs.get("padding_value")
+    fill = "" if value is None or literal_value(value, NOT_LITERAL) in (0, 0.0) else f", constant_values={code(value)}"
+    pad = f"{ctx.spell_text('jax.numpy.pad')}({s}, {widths} + [(0, 0)] * ({s}.ndim - 1){fill})"
+    return expr(f"{ctx.spell_text('jax.numpy.stack')}([{pad} for {s} in {code(seqs)}], axis={0 if first else 1})")
+
