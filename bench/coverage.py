@@ -46,7 +46,9 @@ from fwport.packs.tf2torch.passes.subclass import BASES  # noqa: E402
 from fwport.core.direction import get_direction  # noqa: E402
 from fwport.core.rule import load_pack  # noqa: E402
 
-REFERENCE = Path(__file__).resolve().parents[2] / "shared" / "reference"
+# the shared folder beside the checkout (/work/main → /work/shared; a worktree /work/wt/NAME finds it higher up)
+REFERENCE = next((p / "shared" / "reference" for p in Path(__file__).resolve().parents[1:]
+                  if (p / "shared" / "reference").is_dir()), Path(__file__).resolve().parents[2] / "shared" / "reference")
 DEFAULT_TSV = REFERENCE / "api-frequency-tf.tsv"
 NAMESPACES = ("tensorflow.", "keras.ops.", "keras.activations.", "keras.backend.")
 MODELS = ("keras.layers.", "keras.ops.", "keras.activations.", "keras.initializers.", "keras.regularizers.",
@@ -82,9 +84,15 @@ def _tf2torch_structural() -> set[str]:
 
 def _torch2jax_structural() -> set[str]:
     """The torch names torch2jax's passes handle without a rule: the Module base, no_grad (removed),
-    manual_seed (a root key)."""
-    from fwport.packs.torch2jax.passes.training import NO_GRAD
-    return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD}
+    manual_seed (a root key), the TorchScript-only decorators the training pass removes (training.SCRIPT_ONLY),
+    the torch.nn.init functions that modules.py / init.py turn into the drawn or constant arrays (with
+    calculate_gain, whose gain they write out), and the Dataset base that types.py drops from a subclass. (The
+    per-example functions batch.py rewrites inside a module's forward all have rules for the other places too.)"""
+    from fwport.packs.torch2jax import init
+    from fwport.packs.torch2jax.passes.training import NO_GRAD, SCRIPT_ONLY
+    from fwport.packs.torch2jax.types import DATASET
+    inits = {f"torch.nn.init.{n}" for n in init.TRANSLATED} | {"torch.nn.init.calculate_gain"}
+    return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD, *SCRIPT_ONLY, *inits, *DATASET}
 
 
 def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...],

@@ -1497,7 +1497,59 @@ class Forward(cst.CSTTransformer):
             self.error(original, "F.dropout draws from PyTorch's global random state: use an eqx.nn.Dropout "
                        "submodule (nn.Dropout in __init__), which takes an explicit key", "unsupported-construct")
             return updated
+        if q == "torch.split":  # sizes: the method's rewrite; a list of sizes: the rule's, dim shifted
+            a, unknown = _args(updated, ("tensor", "split_size_or_sections", "dim"))
+            if unknown or "tensor" not in a or "split_size_or_sections" not in a or not self.is_batched(a["tensor"]):
+                return updated
+            sizes = a["split_size_or_sections"]
+            if isinstance(sizes, (cst.List, cst.Tuple)):
+                return self.dim_shifted(original, updated, a.get("dim", cst.Integer("0")), "torch.split")
+            rest = [cst.Arg(sizes)] + ([cst.Arg(a["dim"], keyword=cst.Name("dim"), equal=_EQ)] if "dim" in a else [])
+            stripped = updated.with_changes(args=rest)  # as the method has them
+            out = self.split("split", original, stripped, a["tensor"])
+            return updated if out is stripped else out
+        if q == "torch.unbind":
+            a, unknown = _args(updated, ("input", "dim"))
+            if unknown or "input" not in a or not self.is_batched(a["input"]):
+                return updated
+            axis = self.shift(original, a.get("dim", cst.Integer("0")), "torch.unbind")
+            return updated if axis is None else _call(self.ctx.spell("jax.numpy.unstack"), [a["input"]], axis=axis)
+        if q == "torch.norm":  # dim shifted, the rule writes the vector norm; over every axis: the batch's too
+            a, unknown = _args(updated, ("input", "p", "dim", "keepdim", "out", "dtype"))
+            if unknown or "input" not in a or not self.is_batched(a["input"]):
+                return updated
+            return self.dim_shifted(original, updated, a.get("dim"), "torch.norm")
+        if q in (F + "linear", F + "conv1d", F + "conv2d", "torch.conv1d", "torch.conv2d"):
+            names = ("input", "weight", "bias") if short == "linear" else \
+                ("input", "weight", "bias", "stride", "padding", "dilation", "groups")
+            a, unknown = _args(updated, names)
+            if unknown or "input" not in a or not self.is_batched(a["input"]):
+                return updated
+            if any(k in a and self.is_batched(a[k]) for k in ("weight", "bias")):
+                self.error(original, f"{q.replace(F, 'F.')} with a weight or bias computed from the batch: one "
+                           "example cannot hold the batch's weights; compute it outside the module")
+                return updated
+            if short == "linear":
+                return updated  # x @ w.T + b (the rule): the same for one example (in,) as for a batch
+            checked, why = ops.conv_expr(self.ctx, a["input"], a["weight"], a.get("bias"), a, int(short[-2]))
+            if checked is None:  # refused here, where the call is still as written
+                self.error(original, f"{q.replace(F, 'F.')}: {why}", "unsupported-argument")
+                return updated
+            # one example (C, *spatial) given a batch axis of one, which the rule convolves in PyTorch's layout
+            one = expr(f"{_atom_code(a['input'])}[None]")
+            args = [x.with_changes(value=one) if x.value is a["input"] else x for x in updated.args]
+            return cst.Subscript(updated.with_changes(args=args), [cst.SubscriptElement(cst.Index(cst.Integer("0")))])
         return updated  # elementwise functions: the rules translate them
+
+    def dim_shifted(self, original: cst.Call, updated: cst.Call, dim, what: str) -> cst.BaseExpression:
+        """``updated`` with its dimension argument ``dim`` written for one example (the rule translates the rest); as
+        written, and an error, where it cannot be (dim=None: every axis, the batch's too)."""
+        axis = self.shift(original, dim, what)
+        if axis is None:
+            return updated
+        if not any(x.value is dim for x in updated.args):  # the default (0): never reached, shift refuses it
+            return updated
+        return updated.with_changes(args=[x.with_changes(value=axis) if x.value is dim else x for x in updated.args])
 
     def placed(self, x: cst.BaseExpression) -> tuple:
         """(batch position, per-example rank) of a translated tensor expression, for :meth:`shift`."""
@@ -1543,20 +1595,10 @@ class Forward(cst.CSTTransformer):
             self.error(original, f"F.{kind}: arguments {', '.join(unknown) or 'input, kernel_size'} not understood",
                        "unsupported-construct")
             return updated
-        for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)),
-                           ("ceil_mode", ("False",)), ("count_include_pad", ("True",))):
-            if name in a and code(a[name]) not in fine:
-                self.error(original, f"F.{kind}: {name}={code(a[name])} is not translated; keep the default or use an "
-                           "eqx.nn pooling module", "unsupported-argument")
-                return updated
-        stride = a.get("stride")
-        if stride is None or code(stride) == "None":
-            stride = a["kernel_size"]  # torch's default; Equinox's is 1
-        cls = {"max_pool2d": "MaxPool2d", "avg_pool2d": "AvgPool2d", "max_pool1d": "MaxPool1d",
-               "avg_pool1d": "AvgPool1d"}[kind]
-        padding = {"padding": a["padding"]} if "padding" in a and code(a["padding"]) != "0" else {}
-        # (Equinox pads a max pool with -inf and divides an average by the whole window: PyTorch's count_include_pad)
-        module = _call(self.ctx.spell(f"equinox.nn.{cls}"), [a["kernel_size"]], stride=stride, **padding)
+        module, why = ops.pool_module(self.ctx, kind, a)
+        if module is None:
+            self.error(original, why, "unsupported-argument")
+            return updated
         return cst.Call(module, [cst.Arg(a["input"])])
 
     def interpolate(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:

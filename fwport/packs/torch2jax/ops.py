@@ -1071,3 +1071,208 @@ def finfo(m, ctx):
     if dtype is None:
         dtype = ctx.spell("jax.numpy.float32")
     return _call(ctx.spell(m.rule.emit["target"]), [dtype])
+
+
+# --- shapes, norms and the functional layers with explicit weights ------------------------------------------
+
+@call_transform("flatten")
+def flatten(m, ctx):
+    """``torch.flatten(x)`` → ``jnp.ravel(x)``; ``torch.flatten(x, 1)`` → ``x.reshape(x.shape[0], -1)``; other
+    literal ``start_dim`` / ``end_dim`` keep the axes before and after (``x.reshape(*x.shape[:s], -1,
+    *x.shape[e + 1:])``). Dimensions that are not literals are refused (the reshape needs them)."""
+    start, end = m.kwargs.get("start_dim"), m.kwargs.get("end_dim")
+    s = literal_value(start, NOT_LITERAL) if start is not None else 0
+    e = literal_value(end, NOT_LITERAL) if end is not None else -1
+    if not isinstance(s, int) or not isinstance(e, int):
+        m.fail(ctx, "unsupported-argument", "torch.flatten with dimensions that are not integer literals: write the "
+               "reshape by hand (x.reshape(*x.shape[:start], -1, *x.shape[end + 1:]))")
+        return None
+    if s == 0 and e == -1:
+        return _call(ctx.spell("jax.numpy.ravel"), [m.kwargs["input"]])
+    x = _once(m, ctx, "input", "the input")
+    if x is None:
+        return None
+    shape = f"{_paren(x)}.shape"
+    before = [] if s == 0 else [f"{shape}[0]"] if s == 1 else [f"*{shape}[:{s}]"]
+    after = [] if e == -1 else [f"*{shape}[{e + 1}:]"]
+    return expr(f"{_paren(x)}.reshape({', '.join([*before, '-1', *after])})")
+
+
+@call_transform("split")
+def split(m, ctx):
+    """``torch.split(x, n, dim)`` → ``jnp.split(x, list(range(n, x.shape[dim], n)), axis=dim)``: parts of n, the
+    last one shorter, as PyTorch cuts them (jnp.split's integer is a number of equal parts, not their size);
+    ``torch.split(x, [a, b, c], dim)`` → ``jnp.split(x, [a, a + b], axis=dim)``: the sizes become the points
+    where the parts start."""
+    sizes, dim = m.kwargs["split_size_or_sections"], m.kwargs.get("axis")
+    if isinstance(sizes, (cst.List, cst.Tuple)):
+        values = [e.value for e in sizes.elements]
+        if any(isinstance(e, cst.StarredElement) for e in sizes.elements) or not values:
+            m.fail(ctx, "unsupported-argument", f"torch.split with sizes {m.written('split_size_or_sections')}: write "
+                   "jnp.split with the indices where the parts start")
+            return None
+        ints = [literal_value(v, NOT_LITERAL) for v in values]
+        points, total = [], []
+        for v, i in zip(values[:-1], ints[:-1]):
+            total.append(v)
+            if all(isinstance(literal_value(t, NOT_LITERAL), int) for t in total):
+                points.append(cst.Integer(str(sum(literal_value(t, 0) for t in total))))
+            else:
+                points.append(expr(" + ".join(_paren(t) for t in total)))
+        count = cst.List([cst.Element(p) for p in points])
+        x = m.kwargs["tensor"]
+    else:
+        x = _once(m, ctx, "tensor", "the tensor")
+        if x is None:
+            return None
+        n = _paren(sizes)
+        count = expr(f"list(range({n}, {_paren(x)}.shape[{code(dim) if dim is not None else 0}], {n}))")
+    return _call(ctx.spell("jax.numpy.split"), [x, count], {} if dim is None else {"axis": dim})
+
+
+@call_transform("vector-norm")
+def vector_norm(m, ctx):
+    """``torch.norm(x, p, dim, keepdim)`` → ``jnp.linalg.vector_norm(x, ord=p, axis=dim, keepdims=keepdim)``: PyTorch
+    computes a vector norm over ``dim`` (all elements when it is None) for a number p and for its default "fro"
+    (the 2-norm: ord left out), never a matrix norm, whatever the rank; jnp.linalg.norm would give the spectral norm
+    of a matrix for ord=2. p="nuc" is refused."""
+    p = m.kwargs.pop("ord", None)
+    value = literal_value(p, NOT_LITERAL) if p is not None else None
+    if value == "nuc":
+        m.fail(ctx, "unsupported-argument", "torch.norm(p=\"nuc\"), the nuclear norm: write "
+               "jnp.linalg.matrix_norm(x, ord=\"nuc\") (over the last two axes)")
+        return None
+    if isinstance(value, str) and value != "fro":
+        m.fail(ctx, "unsupported-argument", f"torch.norm(p={m.written('ord')}): PyTorch knows \"fro\" and \"nuc\"")
+        return None
+    keywords = {k: m.kwargs[k] for k in ("axis", "keepdims") if k in m.kwargs}
+    if value not in (None, "fro"):
+        keywords["ord"] = p
+    return _call(ctx.spell("jax.numpy.linalg.vector_norm"), [m.kwargs["input"]], keywords)
+
+
+@call_transform("linear-fn")
+def linear_fn(m, ctx):
+    """``F.linear(x, w, b)`` → ``x @ w.T + b`` (PyTorch's weight is (out, in)); the same for one example (x of
+    shape (in,)) and for a batch."""
+    text = f"{_paren(m.kwargs['input'])} @ {_paren(m.kwargs['weight'])}.T"
+    bias = m.kwargs.get("bias")
+    if bias is not None and code(bias) != "None":
+        text += f" + {_paren(bias)}"
+    return expr(text)
+
+
+#: PyTorch's layouts of a convolution's input / weight / output with 1, 2 or 3 spatial axes
+CONV_LAYOUTS = {1: ("NCH", "OIH", "NCH"), 2: ("NCHW", "OIHW", "NCHW"), 3: ("NCDHW", "OIDHW", "NCDHW")}
+
+
+def _per_axis(value, n: int) -> tuple | None:
+    """An int or a tuple of ``n`` ints (a literal value) → a tuple of ``n`` ints, else None."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return (value,) * n
+    if isinstance(value, (tuple, list)) and len(value) == n and all(isinstance(v, int) for v in value):
+        return tuple(value)
+    return None
+
+
+def conv_expr(ctx, x, w, bias, args: dict, spatial: int) -> tuple[cst.BaseExpression | None, str]:
+    """``F.conv2d(x, w, bias, stride, padding, dilation, groups)`` (``args``: the values given by name) →
+    ``jax.lax.conv_general_dilated`` in PyTorch's layouts (NCHW input, OIHW weight), the bias added over the channel
+    axis. (expression, "") or (None, why it is refused)."""
+    values = {k: literal_value(v, NOT_LITERAL) if v is not None else d
+              for (k, d), v in zip((("stride", 1), ("padding", 0), ("dilation", 1)),
+                                   (args.get("stride"), args.get("padding"), args.get("dilation")))}
+    stride, dilation = _per_axis(values["stride"], spatial), _per_axis(values["dilation"], spatial)
+    for name, v in (("stride", stride), ("dilation", dilation)):
+        if v is None:
+            return None, (f"{name}={code(args[name])}: translated when it is an integer literal or a tuple of "
+                          f"{spatial}; write window_strides / rhs_dilation of jax.lax.conv_general_dilated by hand")
+    pad = values["padding"]
+    if pad in ("same", "valid"):
+        padding = cst.SimpleString(f'"{pad.upper()}"')  # both put the odd one of an even total after (right)
+    elif _per_axis(pad, spatial) is not None:
+        padding = expr(repr(tuple((p, p) for p in _per_axis(pad, spatial))))
+    else:
+        return None, (f"padding={code(args['padding'])}: translated when it is an integer literal, a tuple of "
+                      f"{spatial} or \"same\" / \"valid\"")
+    keywords = {"window_strides": expr(repr(stride)), "padding": padding}
+    if dilation != (1,) * spatial:
+        keywords["rhs_dilation"] = expr(repr(dilation))
+    keywords["dimension_numbers"] = expr(repr(CONV_LAYOUTS[spatial]).replace("'", '"'))
+    groups = args.get("groups")
+    if groups is not None and literal_value(groups, NOT_LITERAL) != 1:
+        keywords["feature_group_count"] = groups
+    text = code(_call(ctx.spell("jax.lax.conv_general_dilated"), [x, w], keywords))
+    if bias is not None and code(bias) != "None":
+        text += f" + {_paren(bias)}[:{', None' * spatial}]"
+    return expr(text), ""
+
+
+@call_transform("conv-fn")
+def conv_fn(m, ctx):
+    """``F.conv2d(x, w, b, stride, padding, dilation, groups)`` of a batch (N, C, H, W) → ``conv_general_dilated``
+    (:func:`conv_expr`); inside a module's ``__call__`` batch.py gives one example (C, H, W) a batch axis of one
+    (``F.conv2d(x[None], w)[0]``), which this then translates."""
+    out, why = conv_expr(ctx, m.kwargs["input"], m.kwargs["weight"], m.kwargs.get("bias"), m.kwargs,
+                         _options(m)["spatial"])
+    if out is None:
+        m.fail(ctx, "unsupported-argument", f"{m.rule.names[0].replace('torch.nn.functional.', 'F.')}: {why}")
+    return out
+
+
+POOLS = {"max_pool2d": "MaxPool2d", "avg_pool2d": "AvgPool2d", "max_pool1d": "MaxPool1d", "avg_pool1d": "AvgPool1d"}
+
+
+def pool_module(ctx, kind: str, a: dict) -> tuple[cst.BaseExpression | None, str]:
+    """``F.max_pool2d(x, kernel_size, stride, padding, ...)`` (``a``: the arguments by name; ``kind``: max_pool2d) →
+    the Equinox pooling module for one example, ``eqx.nn.MaxPool2d(kernel_size, stride=...)``, with PyTorch's stride
+    default (the window; Equinox's is 1) written out. (module, "") or (None, why it is refused)."""
+    for name, fine in (("dilation", ("1",)), ("return_indices", ("False",)),
+                       ("ceil_mode", ("False",)), ("count_include_pad", ("True",)), ("divisor_override", ("None",))):
+        if name in a and code(a[name]) not in fine:
+            return None, (f"F.{kind}: {name}={code(a[name])} is not translated; keep the default or use an eqx.nn "
+                          "pooling module")
+    stride = a.get("stride")
+    if stride is None or code(stride) == "None":
+        stride = a["kernel_size"]  # torch's default; Equinox's is 1
+    padding = {"padding": a["padding"]} if "padding" in a and code(a["padding"]) != "0" else {}
+    # (Equinox pads a max pool with -inf and divides an average by the whole window: PyTorch's count_include_pad)
+    return _call(ctx.spell(f"equinox.nn.{POOLS[kind]}"), [a["kernel_size"]], {"stride": stride, **padding}), ""
+
+
+@call_transform("functional-pool")
+def functional_pool(m, ctx):
+    """``F.max_pool2d(x, 2)`` of a batch (N, C, H, W) → ``jax.vmap(eqx.nn.MaxPool2d(2, stride=2))(x)``: the Equinox
+    module pools one example (C, H, W); inside a module's ``__call__`` batch.py calls it on the example itself."""
+    kind = m.rule.names[0].rsplit(".", 1)[-1]
+    module, why = pool_module(ctx, kind, m.kwargs)
+    if module is None:
+        m.fail(ctx, "unsupported-argument", why)
+        return None
+    return cst.Call(_call(ctx.spell("jax.vmap"), [module]), [cst.Arg(m.kwargs["input"])])
+
+
+@call_transform("pad-sequence")
+def pad_sequence(m, ctx):
+    """``pad_sequence(seqs, batch_first, padding_value, padding_side)`` → ``jnp.stack([jnp.pad(s, [(0, max(map(len,
+    seqs)) - len(s))] + [(0, 0)] * (s.ndim - 1)) for s in seqs], axis=1)``: each sequence padded at its end (the
+    start for padding_side="left") to the longest, stacked on a new axis 1 (0 with batch_first=True)."""
+    seqs = _once(m, ctx, "sequences", "the sequences")
+    if seqs is None:
+        return None
+    first, side = (literal_value(m.kwargs[k], NOT_LITERAL) if k in m.kwargs else d
+                   for k, d in (("batch_first", False), ("padding_side", "right")))
+    if first not in (True, False) or side not in ("right", "left"):
+        m.fail(ctx, "unsupported-argument", "pad_sequence: batch_first (True / False) and padding_side (\"right\" / "
+               "\"left\") are translated when written as literals")
+        return None
+    from fwport.packs.torch2jax.batch import names_in
+    taken = names_in(seqs)
+    s = next(n for n in ("s", "seq", "seq_", "seq__") if n not in taken)
+    gap = f"max(map(len, {code(seqs)})) - len({s})"
+    widths = f"[({gap}, 0)]" if side == "left" else f"[(0, {gap})]"
+    value = m.kwargs.get("padding_value")
+    fill = "" if value is None or literal_value(value, NOT_LITERAL) in (0, 0.0) else f", constant_values={code(value)}"
+    pad = f"{ctx.spell_text('jax.numpy.pad')}({s}, {widths} + [(0, 0)] * ({s}.ndim - 1){fill})"
+    return expr(f"{ctx.spell_text('jax.numpy.stack')}([{pad} for {s} in {code(seqs)}], axis={0 if first else 1})")
+
