@@ -74,6 +74,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
+from fwport.packs.tf2torch import masks
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
                                                       converts_to_nchw, _input_spec_shape, _shape_parts,
@@ -209,6 +210,7 @@ class _Node:
     op: _Op
     parents: list["_Node"]
     where: cst.CSTNode | None = None  # the call that made it
+    mask: str | None = None  # the code of the Keras mask its tensor carries (masks.py)
 
 
 def _call_params(ctx, class_name: str) -> tuple[list[str], set[str] | None] | None:
@@ -282,6 +284,7 @@ class _Layer:
     prefix: str = ""  # "block1." for a layer of a helper's module
     in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
     site: cst.CSTNode | None = None  # a Sequential factory's call: where the findings on its (copied) layers go
+    masked: bool | None = None  # called on a tensor that carries Keras's mask, its module called with it
 
 
 @dataclass
@@ -915,6 +918,8 @@ class _Builder:
         self.inputs: dict[str, _Tensor] = {}
         self.input_ops: list[_Op] = []
         self.nodes: list[_Node] = []
+        self.mask_flows: set[int] = set()  # ids of the layer calls that handle Keras's mask (masks.flow)
+        self.mask_layers: set[int] = set()  # ids of the constructor calls of the layers called with it
         self.replace: dict[int, cst.BaseExpression] = {}  # id(input expr) → output expr
         self.errors = 0
         self.layout = "keep"
@@ -2772,8 +2777,12 @@ class _Builder:
         self.ctx.settle(call)
 
     # --- expressions ----------------------------------------------------------------------------------------
-    def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None) -> _Node:
-        n = _Node(op, parents, where)
+    def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None,
+              mask: str | None = None) -> _Node:
+        carried = next((p for p in parents if p.mask is not None), None)
+        if carried is not None and id(where) not in self.mask_flows:
+            raise _Refused(where or carried.where, masks.refusal(carried.mask))
+        n = _Node(op, parents, where, mask)
         self.nodes.append(n)
         return n
 
@@ -3066,12 +3075,13 @@ class _Builder:
         if t is None:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
                                 "model (a list of tensors feeds only merge layers here)")
+        out_mask, pass_mask = self._mask_flow(layer, t, call, arg)
         self._built_for(layer, t, call)
         through = self.layout == "nchw" and layer.kind == "rule" and self._after_last(layer, t, call)
-        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1],
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call, out_mask), layer.out[1],
                       layer.kind in ("user", "given") and not layer.keras_back or through)
         new: cst.BaseExpression = cst.Call(_module_ref(layer),
-                                           [cst.Arg(self._out_expr(arg))])
+                                           [cst.Arg(self._out_expr(arg)), *self._mask_arg(t, pass_mask)])
         if layer.permute_in:
             new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(-1, 1)"))])
         if layer.keras_in:
@@ -3086,6 +3096,29 @@ class _Builder:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
         return out
+
+    def _mask_flow(self, layer: _Layer, t: _Tensor, call: cst.Call, arg: cst.BaseExpression,
+                   with_states: bool = False) -> tuple[str | None, bool]:
+        """Keras's mask through this layer call (masks.flow): (the mask its output carries, whether its
+        module is called with it); one layer called on masked and unmasked tensors is refused."""
+        try:
+            out_mask, pass_mask = masks.flow(layer.kind, layer.rule, layer.call, t.node.mask, code(self._out_expr(arg)),
+                                             self.ctx.version, with_states)
+        except ValueError as e:
+            raise _Refused(call, str(e)) from None
+        if layer.masked is not None and layer.masked != pass_mask:
+            raise _Refused(call, f"the layer {layer.var} is called on a tensor that carries Keras's mask and on one "
+                                 "that does not: one torch module cannot take both; use two layers")
+        layer.masked = pass_mask
+        self.mask_flows.add(id(call))
+        if pass_mask:
+            self.mask_layers.add(id(layer.call))
+        return out_mask, pass_mask
+
+    @staticmethod
+    def _mask_arg(t: _Tensor, pass_mask: bool) -> list[cst.Arg]:
+        return [cst.Arg(expr(t.node.mask), keyword=cst.Name("mask"), equal=cst.AssignEqual(
+            cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))] if pass_mask else []
 
     def _built_value(self, arg: cst.BaseExpression) -> bool:
         """``tf.range(n)`` (or ``positions``, bound once in the builder to such a call): a tensor that a
@@ -3169,11 +3202,12 @@ class _Builder:
         t = self._tensor(x)
         if t is None:
             raise _Refused(x, f"{code(x)}: the input of a layer of the functional model must be a tensor of the model")
+        out_mask, pass_mask = self._mask_flow(layer, t, call, x, state is not None)
         if state or returns_state:
             self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, {})[id(layer.call)] = layer.call
         self._built_for(layer, t, call)
-        node = self._node(layer.op, [t.node, *(st.node for st in state_ts)], call)
-        new_args = [cst.Arg(self._out_expr(x))]
+        node = self._node(layer.op, [t.node, *(st.node for st in state_ts)], call, out_mask)
+        new_args = [cst.Arg(self._out_expr(x)), *self._mask_arg(t, pass_mask)]
         if state is not None:
             new_args.append(cst.Arg(self._out_expr(state), keyword=cst.Name("initial_state"),
                                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
@@ -3331,8 +3365,9 @@ class _Builder:
                                       and len(em.out_shape) == 1):
                 em = self._channels_last_reshape(call, em, node)
         else:
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes, moved=True),
-                                 node)
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes, moved=True,
+                                                                    mask_tracked=t is not None,
+                                                                    mask_keep=id(node) in self.mask_layers), node)
         if em.failed:
             self.errors += 1  # the rule reported why
             raise _Refused(node, "", "")
@@ -3936,6 +3971,9 @@ class _Builder:
         channels-last tensors: its inputs of rank > 2 are moved channels-first once, at the top of
         ``forward``, and the feature maps it returns are moved back, so that data code, ``fit`` and the
         loops that feed it keep working unchanged (DESIGN: one permute at the model's entry)."""
+        for t in outs:
+            if t.node.mask is not None:
+                self.ctx.report(Severity.WARNING, "loss-mask", masks.LOSS_WARNING.format(mask=t.node.mask), call)
         nchw = self.layout == "nchw"
         moved = [(name, t.shape) for name, t in self.inputs.items() if nchw and (t.shape is None or len(t.shape) > 1)]
         if self.dict_input is not None:

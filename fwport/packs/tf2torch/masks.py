@@ -1,0 +1,140 @@
+"""Keras's mask carried through a functional model (passes/functional.py) as a tensor of its own.
+
+Keras attaches a mask to the output of ``Embedding(mask_zero=True)`` (True at the steps whose id is not 0)
+and carries it along the layers that support masking: the ones that leave the values alone and pass it
+on (Dense, Dropout, Activation, LayerNormalization, ...), and the ones that read it. Of the latter, a
+recurrent layer (LSTM, GRU, SimpleRNN, alone or under Bidirectional) skips the masked steps: its state is
+held over them, and with ``return_sequences=True`` a masked step repeats the output before it (zeros under
+Bidirectional, which also runs its backward direction over the kept steps only); it passes the mask on
+with its sequence and drops it with its last step. Keras 3 gives a layer its input's mask only when the
+call has a single tensor argument: a recurrent layer called with ``initial_state=`` runs over every step
+unmasked there (Keras 2 masks it), and still passes the mask on. A model output that still carries the mask has its
+masked steps left out of the loss and the metrics of ``compile()``/``fit()``.
+
+The translation writes the mask where Keras would apply it: ``ids != 0`` where the ids are, passed as
+``mask=`` to the recurrent layers that read it (the ``Masked<kind>`` helpers: torch's RNN run on a
+PackedSequence of the kept steps, exact for right-padded sequences and a ValueError at run time for
+others). A layer that reads the mask in ways not translated here (attention, pooling, merges, a layer
+class of the file) is refused, and an output that carries the mask gets a warning about the loss.
+"""
+from __future__ import annotations
+
+from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch.datahelpers import DATA_DEPS
+
+#: rule layers that support masking and leave the values alone: Keras passes the mask on through them
+PASSES_MASK = frozenset({"dense", "dropout", "activation", "layer-normalization", "relu", "leaky-relu", "prelu",
+                         "gaussian-dropout", "gaussian-noise", "alpha-dropout"})
+#: rule layers that read the mask and are translated with it (the Masked<kind> helpers)
+RECURRENT = frozenset({"rnn", "bidirectional"})
+
+
+def mask_zero(rule, call) -> bool:
+    """``Embedding(..., mask_zero=True)``: its output carries Keras's mask."""
+    if rule is None or getattr(rule, "id", None) != "embedding":
+        return False
+    for a in call.args:
+        if a.keyword is not None and a.keyword.value == "mask_zero":
+            return literal_value(a.value, NOT_LITERAL) is True
+    return False
+
+
+def _return_sequences(call) -> bool:
+    """The recurrent layer of ``call`` (the one wrapped by Bidirectional) returns its sequence."""
+    inner = call
+    for a in call.args:
+        if (a.keyword is None or a.keyword.value == "layer") and hasattr(a.value, "func"):
+            inner = a.value
+            break
+    for a in inner.args:
+        if a.keyword is not None and a.keyword.value == "return_sequences":
+            return literal_value(a.value, NOT_LITERAL) is True
+    return False
+
+
+def flow(kind: str, rule, call, in_mask: str | None, ids: str, keras: int = 3,
+         with_states: bool = False) -> tuple[str | None, bool]:
+    """Keras's mask through one layer call of a functional model: (the mask its output carries, as code,
+    or None; whether the call passes ``mask=`` to its module). ``ids`` is the code of its input, ``in_mask``
+    the code of the mask the input carries, ``with_states`` whether the call passes initial_state= tensors.
+    A layer that reads the mask in a way not translated raises ValueError with why."""
+    if in_mask is None:
+        return (f"{ids} != 0" if kind == "rule" and mask_zero(rule, call) else None), False
+    shape = rule.emit.get("shape") if kind == "rule" else None
+    if shape in RECURRENT:
+        # Keras 3 fills a layer's mask= only when the call has one tensor argument: with initial_state= the
+        # recurrence runs over every step, yet the output still carries the mask (compute_mask); Keras 2 masks
+        return (in_mask if _return_sequences(call) else None), not (with_states and keras != 2)
+    if kind == "rule" and rule.id in PASSES_MASK:
+        return in_mask, False
+    raise ValueError(refusal(in_mask))
+
+
+def refusal(in_mask: str) -> str:
+    return (f"this layer receives the Keras mask ({in_mask}) that an Embedding(mask_zero=True) attaches to its "
+            "output: fwport carries it to LSTM, GRU, SimpleRNN and Bidirectional layers (and through Dense, Dropout, "
+            "Activation and LayerNormalization), not to this layer, which may read it (attention, pooling and merges "
+            "leave the masked steps out): apply the mask here by hand, or drop mask_zero=True if nothing after "
+            "the embedding needs it")
+
+
+LOSS_WARNING = ("this model's output carries Keras's mask (from an Embedding(mask_zero=True)): Keras leaves the masked "
+                "steps out of the loss and the metrics of compile()/fit(), torch's loss does not: weight the loss of "
+                "each step by the mask ({mask}) by hand")
+
+
+_MASKED_RNN = '''
+
+class Masked{kind}({nn}{kind}):
+    """keras.layers.{keras} (with bidirectional=True, under keras.layers.Bidirectional) on a sequence that
+    carries Keras's mask (True at the steps Keras keeps): the recurrence runs over the kept steps only (a
+    PackedSequence), as Keras's skips the masked ones and holds its state over them. It returns what Keras
+    returns: each sequence's last kept step (the backward direction's last is the first step), or every
+    step (return_sequences), where a masked step repeats the output before it, or is zeros under
+    Bidirectional; the two directions merged as merge_mode says. initial_state: one (batch, units) tensor
+    per state, as Keras takes it."""
+
+    def __init__(self, input_size, hidden_size, return_sequences=False, merge_mode="concat", **kwargs):
+        super().__init__(input_size, hidden_size, batch_first=True, **kwargs)
+        self.return_sequences, self.merge_mode = return_sequences, merge_mode
+
+    def forward(self, x, mask, initial_state=None):
+        state = initial_state
+        if state is not None:
+{to_torch}
+        output, state = super().forward(_packed_steps(x, mask), state)
+        if not self.return_sequences:
+            h = {final_h}
+            return self.merged(h[-2], h[-1]) if self.bidirectional else h[-1]
+        padded, lengths = {nn}utils.rnn.pad_packed_sequence(output, batch_first=True, total_length=x.shape[1])
+        if self.bidirectional:
+            return self.merged(*padded.chunk(2, dim=-1))
+        steps = {torch}arange(padded.shape[1], device=padded.device)
+        last = {torch}minimum(steps[None, :], (lengths.to(padded.device) - 1)[:, None])
+        return padded.gather(1, last[..., None].expand(-1, -1, padded.shape[-1]))
+
+    def merged(self, forward, backward):
+        if self.merge_mode == "concat":
+            return {torch}cat([forward, backward], dim=-1)
+        if self.merge_mode == "sum":
+            return forward + backward
+        if self.merge_mode == "mul":
+            return forward * backward
+        return (forward + backward) / 2
+'''
+
+_KINDS = {  # torch kind → (Keras name, Keras states → torch's, torch's final hidden state)
+    "GRU": ("GRU", "            state = (state[0] if isinstance(state, (list, tuple)) else state).unsqueeze(0)",
+            "state"),
+    "RNN": ("SimpleRNN", "            state = (state[0] if isinstance(state, (list, tuple)) else state).unsqueeze(0)",
+            "state"),
+    "LSTM": ("LSTM", "            state = tuple(s.unsqueeze(0) for s in state)", "state[0]"),
+}
+HELPER_OF = {"lstm": "MaskedLSTM", "gru": "MaskedGRU", "rnn": "MaskedRNN"}
+
+helpers.HELPERS["_packed_steps"] = helpers._PACK_STEPS
+for _kind, (_keras, _to, _final) in _KINDS.items():
+    helpers.HELPERS[f"Masked{_kind}"] = (_MASKED_RNN.replace("{kind}", _kind).replace("{keras}", _keras)
+                                         .replace("{to_torch}", _to).replace("{final_h}", _final))
+    DATA_DEPS[f"Masked{_kind}"] = ("_packed_steps",)

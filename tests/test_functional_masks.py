@@ -1,0 +1,122 @@
+"""Keras's mask in functional models (fwport/packs/tf2torch/masks.py): an Embedding(mask_zero=True)'s mask
+(ids != 0) carried through the layers that pass it on to the recurrent layers that read it (Masked<kind>
+helpers, called with mask=), each model checked against Keras (TensorFlow in one subprocess, torch in
+another) on right-padded ids of several lengths, the weights moved by the rules' maps; what reads the mask
+in a way not translated stays refused."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conv_numerics import assert_close
+from test_layers_more import compare, errors, tx
+
+MODELS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def seq2seq():
+    source = keras.Input(shape=(None,), dtype="int32")
+    x = layers.Embedding(20, 4, mask_zero=True)(source)
+    encoder_output = layers.Bidirectional(layers.GRU(5), merge_mode="sum")(x)
+    target = keras.Input(shape=(None,), dtype="int32")
+    x = layers.Embedding(20, 4, mask_zero=True)(target)
+    x = layers.GRU(5, return_sequences=True)(x, initial_state=encoder_output)
+    x = layers.Dropout(0.5)(x)
+    return keras.Model([source, target], layers.Dense(3, activation="softmax")(x))
+
+
+def stacked():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = layers.Embedding(20, 4, mask_zero=True)(ids)
+    x = layers.Dense(6, activation="relu")(x)
+    x = layers.Bidirectional(layers.LSTM(5, return_sequences=True))(x)
+    x = layers.SimpleRNN(3)(x)
+    return keras.Model(ids, layers.Dense(2)(x))
+
+
+def lstm_sequences():
+    ids = keras.Input(shape=(7,), dtype="int32")
+    x = layers.Embedding(20, 4, mask_zero=True)(ids)
+    x = layers.LSTM(3, return_sequences=True)(x)
+    h = layers.LSTM(2)(x)
+    c = layers.Dense(2)(h)
+    y = layers.LSTM(2, return_sequences=True)(x, initial_state=[h, c])
+    return keras.Model(ids, layers.LayerNormalization()(y))
+
+
+def bidirectional_sequences():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = layers.Embedding(20, 4, mask_zero=True)(ids)
+    return keras.Model(ids, layers.Bidirectional(layers.SimpleRNN(3, return_sequences=True), merge_mode="ave")(x))
+'''
+
+# right-padded ids of several lengths (one full row, one of a single step)
+IDS = np.array([[3, 5, 2, 7, 0, 0, 0], [4, 1, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6, 7], [9, 0, 0, 0, 0, 0, 0]], "int32")
+TARGET = np.array([[2, 2, 0, 0, 0], [4, 1, 3, 8, 0], [1, 0, 0, 0, 0], [6, 5, 4, 3, 2]], "int32")
+
+
+@pytest.fixture(scope="module")
+def models():
+    return tx(MODELS)
+
+
+def _records(r, scope: str):
+    return [rec for rec in r.layers if rec.scope == scope]
+
+
+def test_masked_functional_models_translate_with_the_mask_passed(models):
+    _, r = models
+    assert errors(r) == [], errors(r)
+    out = r.output
+    assert "MaskedGRU(4, 5, merge_mode=\"sum\", bidirectional=True)" in out
+    # Keras 3 gives a layer called with initial_state= no mask: the decoder's GRU runs over every step
+    assert "self.gru(x, initial_state=encoder_output)" in out and "LazyGRU(5, 4, return_sequences=True)" in out
+    assert "x = self.simple_rnn(x, mask=ids != 0)" in out  # carried through Dense and the sequences
+    assert "class MaskedLSTM(nn.LSTM):" in out and "def _packed_steps(x, keep):" in out
+    assert out.count("def _packed_steps(") == 1
+    warned = [f.message for f in r.findings if f.code == "loss-mask"]
+    # seq2seq, lstm_sequences and bidirectional_sequences return sequences that carry the mask; stacked does not
+    assert len(warned) == 3 and "(target != 0)" in warned[0], warned
+
+
+@pytest.mark.parametrize("model", ["seq2seq", "stacked", "lstm_sequences", "bidirectional_sequences"])
+def test_masked_functional_models_match_keras_on_right_padded_ids(models, model):
+    src, r = models
+    xs = [IDS, TARGET] if model == "seq2seq" else [IDS]
+    k, t = compare(src, r.output, _records(r, model), f"{model}()", xs)
+    assert_close(k, t, rtol=1e-5)
+    if model == "seq2seq":  # Keras 3 does not mask the decoder's GRU (called with initial_state=)
+        assert np.abs(k[2, 1:] - k[2, 0]).max() > 1e-3
+    if model == "bidirectional_sequences":  # and zeros under Bidirectional
+        assert np.abs(k[1, 2:]).max() == 0 and np.abs(k[1, :2]).max() > 1e-3
+
+
+def test_a_left_padded_mask_is_an_error_at_run_time(models):
+    src, r = models
+    with pytest.raises(AssertionError, match="a mask with gaps or left padding"):
+        compare(src, r.output, _records(r, "stacked"), "stacked()", [np.array([[0, 3, 4, 0, 0, 0]], "int32")])
+
+
+@pytest.mark.parametrize("body, said", [
+    # a layer that may read the mask (a masked average) after the embedding or after the recurrent sequence
+    ("x = layers.GlobalAveragePooling1D()(x)", "receives the Keras mask (ids != 0)"),
+    ("x = layers.GRU(3, return_sequences=True)(x)\n        x = layers.GlobalAveragePooling1D()(x)",
+     "receives the Keras mask (ids != 0)"),
+    # a merge combines the masks of its inputs
+    ("x = layers.Add()([x, x])", "receives the Keras mask"),
+    # the final states of a masked run
+    ("x, h = layers.GRU(3, return_state=True)(x)", "return_state=True on a sequence that carries Keras's mask"),
+])
+def test_what_reads_the_mask_otherwise_stays_refused(body, said):
+    _, r = tx(f'''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+        ids = keras.Input(shape=(6,), dtype="int32")
+        x = layers.Embedding(20, 4, mask_zero=True)(ids)
+        {body}
+        model = keras.Model(ids, x)
+    ''')
+    assert any(said in e for e in errors(r)), errors(r)
