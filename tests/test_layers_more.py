@@ -49,7 +49,7 @@ model = eval(build, mod.__dict__)
 keras.utils.set_random_seed(0)
 model(list(xs) if len(xs) > 1 else xs[0])
 for w in model.weights:  # away from the initial zeros and ones, so that every map matters
-    w.assign(np.random.default_rng(len(w.path)).uniform(-0.5, 0.5, w.shape).astype("float32"))
+    w.assign(np.random.default_rng(len(getattr(w, "path", w.name))).uniform(-0.5, 0.5, w.shape).astype("float32"))
 y = model(list(xs) if len(xs) > 1 else xs[0], training=False)
 arrays = {}
 for m in json.loads(moves):

@@ -2737,9 +2737,29 @@ class _Builder:
         layer = _Layer(call, what, kind, var=var)
         if kind == "rule":
             self._size_arguments(call)
+            if what.emit.get("shape") == "bidirectional":
+                self._rebound_wrapped(call, var)
         self.layers.append(layer)
         self.ctx.settle(call)
         return layer
+
+    def _rebound_wrapped(self, call: cst.Call, var: str | None) -> None:
+        """``rnn = layers.Bidirectional(rnn)`` where ``rnn`` was bound to a recurrent layer not called yet:
+        that layer's call is written into the wrapper for the rule (kept in ``self.sized_calls``), as
+        Keras's Bidirectional copies the layer it wraps; the object itself, which the name no longer
+        holds, is in no model."""
+        for i, a in enumerate(call.args):
+            if a.keyword is not None and a.keyword.value != "layer":
+                continue
+            inner = self.env.get(a.value.value) if isinstance(a.value, cst.Name) and a.value.value == var else None
+            if isinstance(inner, _Layer) and inner.kind == "rule" and inner.rule.emit.get("shape") == "rnn" \
+                    and inner.op is None and inner in self.layers:
+                base = self.sized_calls.get(id(call), call)
+                args = list(base.args)
+                args[i] = args[i].with_changes(value=self.sized_calls.get(id(inner.call), inner.call))
+                self.sized_calls[id(call)] = base.with_changes(args=args)
+                self.layers.remove(inner)
+            return
 
     def _size_arguments(self, call: cst.Call) -> None:
         """A rule layer built from sizes of the model's tensors (``layers.Reshape((-1, x.shape[-2] *
@@ -3102,7 +3122,8 @@ class _Builder:
         """Keras's mask through this layer call (masks.flow): (the mask its output carries, whether its
         module is called with it); one layer called on masked and unmasked tensors is refused."""
         try:
-            out_mask, pass_mask = masks.flow(layer.kind, layer.rule, layer.call, t.node.mask, code(self._out_expr(arg)),
+            out_mask, pass_mask = masks.flow(layer.kind, layer.rule, self.sized_calls.get(id(layer.call), layer.call),
+                                             t.node.mask, code(self._out_expr(arg)),
                                              self.ctx.version, with_states)
         except ValueError as e:
             raise _Refused(call, str(e)) from None
