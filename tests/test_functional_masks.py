@@ -54,6 +54,18 @@ def rebound():  # the wrapped layer bound to the name the wrapper rebinds (deep-
     return keras.Model(ids, rnn_layer(x))
 
 
+EMBED = 4  # rebound below: a size not known where the model is translated (the recurrent layer sizes itself)
+
+
+def lazy_size():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = layers.Embedding(20, EMBED, mask_zero=True)(ids)
+    return keras.Model(ids, layers.Bidirectional(layers.LSTM(3))(x))
+
+
+EMBED = 6
+
+
 def bidirectional_sequences():
     ids = keras.Input(shape=(None,), dtype="int32")
     x = layers.Embedding(20, 4, mask_zero=True)(ids)
@@ -78,19 +90,21 @@ def test_masked_functional_models_translate_with_the_mask_passed(models):
     _, r = models
     assert errors(r) == [], errors(r)
     out = r.output
-    assert "MaskedGRU(4, 5, merge_mode=\"sum\", bidirectional=True)" in out
+    assert "MaskedGRU(5, 4, merge_mode=\"sum\", bidirectional=True)" in out
     # Keras 3 gives a layer called with initial_state= no mask: the decoder's GRU runs over every step
     assert "self.gru(x, initial_state=encoder_output)" in out and "LazyGRU(5, 4, return_sequences=True)" in out
     assert "x = self.simple_rnn(x, mask=ids != 0)" in out  # carried through Dense and the sequences
-    assert "class MaskedLSTM(nn.LSTM):" in out and "def _packed_steps(x, keep):" in out
+    assert "class MaskedLSTM(LazyLSTM):" in out and "def _packed_steps(x, keep):" in out
     assert out.count("def _packed_steps(") == 1
-    assert "self.rnn_layer = MaskedGRU(4, 5, merge_mode=\"sum\", bidirectional=True)" in out
+    assert "MaskedLSTM(3, bidirectional=True)" in out  # its input size taken at the first call
+    assert "self.rnn_layer = MaskedGRU(5, 4, merge_mode=\"sum\", bidirectional=True)" in out
     warned = [f.message for f in r.findings if f.code == "loss-mask"]
     # seq2seq, lstm_sequences and bidirectional_sequences return sequences that carry the mask; stacked does not
     assert len(warned) == 3 and "(target != 0)" in warned[0], warned
 
 
-@pytest.mark.parametrize("model", ["seq2seq", "stacked", "lstm_sequences", "rebound", "bidirectional_sequences"])
+@pytest.mark.parametrize("model", ["seq2seq", "stacked", "lstm_sequences", "rebound", "lazy_size",
+                                   "bidirectional_sequences"])
 def test_masked_functional_models_match_keras_on_right_padded_ids(models, model):
     src, r = models
     xs = [IDS, TARGET] if model == "seq2seq" else [IDS]

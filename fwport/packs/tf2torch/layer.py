@@ -834,7 +834,7 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
                            f"computes {default} there")
     if getattr(lctx, "mask_keep", False):
-        return _masked_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode, flags)
+        return _masked_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     if helper:
         if getattr(lctx, "mask_in", False):
             return _failed(m, ctx, "shape-unknown", f"{name} after a mask, on inputs whose feature size is unknown "
@@ -876,41 +876,26 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
     return LayerEmission([layer, out_mod], out, 0, variant=kind if merge_mode is not None else None)
 
 
-def _masked_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape, merge_mode: str | None,
-                flags: dict) -> LayerEmission:
+def _masked_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape,
+                merge_mode: str | None) -> LayerEmission:
     """A recurrent layer called on a tensor that carries Keras's mask, which the functional pass passes as
-    ``mask=`` (masks.py): the Masked<kind> helper (written out in the file), a subclass of torch's RNN
-    (the weight maps hold) that runs over the kept steps as Keras's does."""
+    ``mask=`` (masks.py): the Masked<kind> helper (written out in the file), a Lazy<kind> (sizes, states,
+    merge modes; torch's parameter names, so the weight maps hold) that runs over the kept steps as
+    Keras's does."""
     name = m.rule.names[0].rsplit(".", 1)[-1]
     if _true(m, "return_state"):
         return _failed(m, ctx, "unsupported-argument", f"return_state=True on a sequence that carries Keras's mask: "
                        "not translated; take the final states from the masked run by hand")
-    if not known(features):
-        return _failed(m, ctx, "shape-unknown", f"{name} on a sequence that carries Keras's mask needs the number "
-                       "of input features: give the model its input shape")
+    em = _lazy_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
+    if em.failed:
+        return em
     helper = helpers.use(ctx, HELPER_OF[kind])
-    kwargs = {"input_size": expr(str(features)), "hidden_size": m.kwargs.pop("hidden_size")}
-    if flags["return_sequences"]:
-        kwargs["return_sequences"] = expr("True")
-    if merge_mode is not None:
-        if merge_mode != "concat":
-            kwargs["merge_mode"] = expr(f'"{merge_mode}"')
-        m.kwargs["bidirectional"] = expr("True")
-    m.kwargs = {**kwargs, **m.kwargs}
-    layer = build_call(m, ctx, positional=["input_size", "hidden_size"])
-    if layer is None:
-        return LayerEmission([m.call], failed=True)
     ctx.report(Severity.INFO, "idiom-replaced", f"{name} on a sequence that carries Keras's mask → {helper} (written "
                "out in this file), called with the mask: it runs over the kept steps (a PackedSequence) as Keras's "
                "skips the masked ones; exact for right-padded sequences, a ValueError at run time for others",
                m.node, m.rule)
-    u = _dim(lctx, kwargs["hidden_size"])
-    u = u if known(u) else None
-    if merge_mode == "concat" and u is not None:
-        u = D.mul(u, 2)
-    out = ((in_shape[0] if in_shape is not None else None), u) if flags["return_sequences"] else (u,)
-    return LayerEmission([layer.with_changes(func=cst.Name(helper))], out, 0,
-                         variant=kind if merge_mode is not None else None)
+    em.modules = [em.modules[0].with_changes(func=cst.Name(helper))]
+    return em
 
 
 #: ctx.analyses: ids of the recurrent layer calls whose module is called as Keras calls it (initial_state=,

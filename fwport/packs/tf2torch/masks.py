@@ -86,42 +86,29 @@ LOSS_WARNING = ("this model's output carries Keras's mask (from an Embedding(mas
 
 _MASKED_RNN = '''
 
-class Masked{kind}({nn}{kind}):
+class Masked{kind}(Lazy{kind}):
     """keras.layers.{keras} (with bidirectional=True, under keras.layers.Bidirectional) on a sequence that
     carries Keras's mask (True at the steps Keras keeps): the recurrence runs over the kept steps only (a
     PackedSequence), as Keras's skips the masked ones and holds its state over them. It returns what Keras
     returns: each sequence's last kept step (the backward direction's last is the first step), or every
     step (return_sequences), where a masked step repeats the output before it, or is zeros under
-    Bidirectional; the two directions merged as merge_mode says. initial_state: one (batch, units) tensor
-    per state, as Keras takes it."""
-
-    def __init__(self, input_size, hidden_size, return_sequences=False, merge_mode="concat", **kwargs):
-        super().__init__(input_size, hidden_size, batch_first=True, **kwargs)
-        self.return_sequences, self.merge_mode = return_sequences, merge_mode
+    Bidirectional. Sizes, initial_state and merge_mode as for Lazy{kind}."""
 
     def forward(self, x, mask, initial_state=None):
         state = initial_state
         if state is not None:
 {to_torch}
-        output, state = super().forward(_packed_steps(x, mask), state)
+        output, state = {nn}{kind}.forward(self, _packed_steps(x, mask), state)
         if not self.return_sequences:
             h = {final_h}
-            return self.merged(h[-2], h[-1]) if self.bidirectional else h[-1]
+            # one step of each direction's final state
+            return self.merged({torch}cat([h[-2], h[-1]], dim=-1)[:, None]) if self.bidirectional else h[-1]
         padded, lengths = {nn}utils.rnn.pad_packed_sequence(output, batch_first=True, total_length=x.shape[1])
         if self.bidirectional:
-            return self.merged(*padded.chunk(2, dim=-1))
+            return self.merged(padded)
         steps = {torch}arange(padded.shape[1], device=padded.device)
         last = {torch}minimum(steps[None, :], (lengths.to(padded.device) - 1)[:, None])
         return padded.gather(1, last[..., None].expand(-1, -1, padded.shape[-1]))
-
-    def merged(self, forward, backward):
-        if self.merge_mode == "concat":
-            return {torch}cat([forward, backward], dim=-1)
-        if self.merge_mode == "sum":
-            return forward + backward
-        if self.merge_mode == "mul":
-            return forward * backward
-        return (forward + backward) / 2
 '''
 
 _KINDS = {  # torch kind → (Keras name, Keras states → torch's, torch's final hidden state)
@@ -137,4 +124,4 @@ helpers.HELPERS["_packed_steps"] = helpers._PACK_STEPS
 for _kind, (_keras, _to, _final) in _KINDS.items():
     helpers.HELPERS[f"Masked{_kind}"] = (_MASKED_RNN.replace("{kind}", _kind).replace("{keras}", _keras)
                                          .replace("{to_torch}", _to).replace("{final_h}", _final))
-    DATA_DEPS[f"Masked{_kind}"] = ("_packed_steps",)
+    DATA_DEPS[f"Masked{_kind}"] = (f"Lazy{_kind}", "_packed_steps")
