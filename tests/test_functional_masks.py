@@ -13,7 +13,65 @@ from test_layers_more import compare, errors, tx
 
 MODELS = '''
 from tensorflow import keras
-from tensorflow.keras import layers
+from tensorflow.keras import layers, ops
+
+
+class PositionalEmbedding(layers.Layer):  # its compute_mask attaches ids != 0 to its output
+    def __init__(self, sequence_length, vocab_size, embed_dim):
+        super().__init__()
+        self.token_embeddings = layers.Embedding(input_dim=vocab_size, output_dim=embed_dim)
+        self.position_embeddings = layers.Embedding(input_dim=sequence_length, output_dim=embed_dim)
+
+    def call(self, inputs):
+        positions = ops.arange(0, ops.shape(inputs)[-1], 1)
+        return self.token_embeddings(inputs) + self.position_embeddings(positions)
+
+    def compute_mask(self, inputs, mask=None):
+        return ops.not_equal(inputs, 0)
+
+
+class TransformerEncoder(layers.Layer):  # reads the mask Keras gives its call() and passes it on
+    def __init__(self, embed_dim, dense_dim, num_heads):
+        super().__init__()
+        self.attention = layers.MultiHeadAttention(num_heads=num_heads, key_dim=embed_dim)
+        self.dense_proj = keras.Sequential([layers.Dense(dense_dim, activation="relu"), layers.Dense(embed_dim)])
+        self.layernorm_1 = layers.LayerNormalization()
+        self.layernorm_2 = layers.LayerNormalization()
+        self.supports_masking = True
+
+    def call(self, inputs, mask=None):
+        padding_mask = None
+        if mask is not None:
+            padding_mask = ops.cast(mask[:, None, :], dtype="int32")
+        attention_output = self.attention(query=inputs, value=inputs, key=inputs, attention_mask=padding_mask)
+        proj_input = self.layernorm_1(inputs + attention_output)
+        return self.layernorm_2(proj_input + self.dense_proj(proj_input))
+
+
+class Gate(layers.Layer):  # called on two tensors: Keras 3 gives its call() no mask, its output the first's
+    def __init__(self):
+        super().__init__()
+        self.supports_masking = True
+
+    def call(self, inputs, context, mask=None):
+        if mask is not None:
+            return inputs * ops.cast(mask, "float32")[:, :, None] + context
+        return inputs + context
+
+
+def gated():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = PositionalEmbedding(7, 20, 4)(ids)
+    x = Gate()(x, x)
+    return keras.Model(ids, layers.GRU(3)(x))
+
+
+def transformer():
+    ids = keras.Input(shape=(None,), dtype="int32")
+    x = PositionalEmbedding(7, 20, 8)(ids)
+    x = TransformerEncoder(8, 16, 2)(x)
+    x = layers.LSTM(3)(x)  # the mask carried through the encoder
+    return keras.Model(ids, layers.Dense(2)(x))
 
 
 def seq2seq():
@@ -97,6 +155,10 @@ def test_masked_functional_models_translate_with_the_mask_passed(models):
     assert "class MaskedLSTM(LazyLSTM):" in out and "def _packed_steps(x, keep):" in out
     assert out.count("def _packed_steps(") == 1
     assert "MaskedLSTM(3, bidirectional=True)" in out  # its input size taken at the first call
+    assert "x = self.transformer_encoder(x, mask=ids != 0)" in out and "def forward(self, inputs, mask=None):" in out
+    kept = [f.message for f in r.findings if "call()'s mask is kept" in f.message]
+    assert "x = self.gate(x, x)" in out  # Keras 3: no mask for a call on two tensors
+    assert len(kept) == 2 and "every call of this layer is in a functional model" in kept[0], kept
     assert "self.rnn_layer = MaskedGRU(5, 4, merge_mode=\"sum\", bidirectional=True)" in out
     warned = [f.message for f in r.findings if f.code == "loss-mask"]
     # seq2seq, lstm_sequences and bidirectional_sequences return sequences that carry the mask; stacked does not
@@ -104,7 +166,7 @@ def test_masked_functional_models_translate_with_the_mask_passed(models):
 
 
 @pytest.mark.parametrize("model", ["seq2seq", "stacked", "lstm_sequences", "rebound", "lazy_size",
-                                   "bidirectional_sequences"])
+                                   "bidirectional_sequences", "transformer", "gated"])
 def test_masked_functional_models_match_keras_on_right_padded_ids(models, model):
     src, r = models
     xs = [IDS, TARGET] if model == "seq2seq" else [IDS]
@@ -171,3 +233,11 @@ def test_keras2_masks_a_recurrent_layer_called_with_initial_state(monkeypatch):
     k, t = compare(src, r.output, _records(r, "decoder"), "decoder()", [IDS, TARGET])
     assert_close(k, t, rtol=1e-5)
     assert np.abs(k[2, 1:] - k[2, 0]).max() < 1e-6  # the output held over the masked steps
+
+
+def test_a_layer_class_reading_the_mask_used_outside_functional_models_stays_refused():
+    src = MODELS + "\n\nclass Stack(keras.Model):\n    def __init__(self):\n        super().__init__()\n" \
+                   "        self.encoder = TransformerEncoder(8, 16, 2)\n\n    def call(self, x):\n" \
+                   "        return self.encoder(x)\n"
+    _, r = tx(src)
+    assert any("call() uses a Keras mask" in e for e in errors(r)), errors(r)

@@ -19,7 +19,10 @@ class of the file) is refused, and an output that carries the mask gets a warnin
 """
 from __future__ import annotations
 
+import libcst as cst
+
 from fwport.core.bind import NOT_LITERAL, literal_value
+from fwport.core.names import dotted_text
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.datahelpers import DATA_DEPS
 
@@ -53,12 +56,68 @@ def _return_sequences(call) -> bool:
     return False
 
 
+#: ctx.analyses: class name → ids of the constructor calls of a layer class of the file whose calls in a
+#: functional model got the mask Keras gives its call()'s ``mask`` (the subclass pass keeps that parameter)
+MASK_CALLERS = "tf2torch-mask-callers"
+
+_NOT_EQUAL = ("not_equal",)
+
+
+def _is_not_zero(node, name: str) -> bool:
+    """``name != 0``, ``ops.not_equal(name, 0)``, ``tf.math.not_equal(name, 0)``."""
+    if isinstance(node, cst.Comparison) and len(node.comparisons) == 1 \
+            and isinstance(node.comparisons[0].operator, cst.NotEqual):
+        left, right = node.left, node.comparisons[0].comparator
+    elif isinstance(node, cst.Call) and dotted_text(node.func) and dotted_text(node.func).rsplit(".", 1)[-1] \
+            in _NOT_EQUAL and len(node.args) == 2 and all(a.keyword is None for a in node.args):
+        left, right = node.args[0].value, node.args[1].value
+    else:
+        return False
+    return isinstance(left, cst.Name) and left.value == name and literal_value(right, NOT_LITERAL) == 0
+
+
+def user_mask(module: cst.Module | None, class_name: str) -> tuple[bool, str]:
+    """What Keras does with masks at a call of the layer class ``class_name`` of the file: (whether its
+    call() takes ``mask``, which Keras fills; what its output carries: "ids" (compute_mask returns
+    ``inputs != 0``), "passes" (supports_masking = True, or compute_mask returns the mask), "drops" (no
+    compute_mask, masking not supported) or "unknown" (a compute_mask of another form))."""
+    cls = next((st for st in (module.body if module is not None else ()) if isinstance(st, cst.ClassDef)
+                and st.name.value == class_name), None)
+    if cls is None or not isinstance(cls.body, cst.IndentedBlock):
+        return False, "unknown"
+    fns = {f.name.value: f for f in cls.body.body if isinstance(f, cst.FunctionDef)}
+    call = fns.get("call")
+    reads = call is not None and any(p.name.value == "mask" for p in [*call.params.params, *call.params.kwonly_params])
+    compute = fns.get("compute_mask")
+    if compute is not None:
+        params = [p.name.value for p in compute.params.params]
+        body = compute.body.body if isinstance(compute.body, cst.IndentedBlock) else []
+        ret = body[-1].body[0] if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) \
+            and isinstance(body[0].body[0], cst.Return) else None
+        if ret is not None and len(params) >= 2 and _is_not_zero(ret.value, params[1]):
+            return reads, "ids"
+        if ret is not None and len(params) >= 3 and isinstance(ret.value, cst.Name) and ret.value.value == params[2]:
+            return reads, "passes"
+        return reads, "unknown"
+    supports = "supports_masking = True" in cst.Module(body=[cls]).code
+    return reads, "passes" if supports else "drops"
+
+
 def flow(kind: str, rule, call, in_mask: str | None, ids: str, keras: int = 3,
-         with_states: bool = False) -> tuple[str | None, bool]:
+         with_states: bool = False, user: tuple[bool, str] | None = None) -> tuple[str | None, bool]:
     """Keras's mask through one layer call of a functional model: (the mask its output carries, as code,
     or None; whether the call passes ``mask=`` to its module). ``ids`` is the code of its input, ``in_mask``
     the code of the mask the input carries, ``with_states`` whether the call passes initial_state= tensors.
     A layer that reads the mask in a way not translated raises ValueError with why."""
+    if kind == "user":
+        reads, out = user if user is not None else (False, "unknown")
+        if out == "unknown":
+            raise ValueError(f"{rule}.compute_mask attaches a Keras mask that fwport cannot read (it follows "
+                             "`return inputs != 0` and `return mask`): apply the mask by hand")
+        # Keras fills call()'s mask only when the call has one tensor argument (Keras 3), from the first (Keras 2)
+        passed = in_mask is not None and reads and not (with_states and keras != 2)
+        carried = {"ids": f"{ids} != 0", "passes": in_mask, "drops": None}.get(out)
+        return carried, passed
     if in_mask is None:
         return (f"{ids} != 0" if kind == "rule" and mask_zero(rule, call) else None), False
     shape = rule.emit.get("shape") if kind == "rule" else None
@@ -72,14 +131,14 @@ def flow(kind: str, rule, call, in_mask: str | None, ids: str, keras: int = 3,
 
 
 def refusal(in_mask: str) -> str:
-    return (f"this layer receives the Keras mask ({in_mask}) that an Embedding(mask_zero=True) attaches to its "
-            "output: fwport carries it to LSTM, GRU, SimpleRNN and Bidirectional layers (and through Dense, Dropout, "
+    return (f"this layer receives the Keras mask ({in_mask}) that an Embedding(mask_zero=True) or a compute_mask "
+            "attaches to a tensor: fwport carries it to LSTM, GRU, SimpleRNN and Bidirectional layers (and through Dense, Dropout, "
             "Activation and LayerNormalization), not to this layer, which may read it (attention, pooling and merges "
             "leave the masked steps out): apply the mask here by hand, or drop mask_zero=True if nothing after "
             "the embedding needs it")
 
 
-LOSS_WARNING = ("this model's output carries Keras's mask (from an Embedding(mask_zero=True)): Keras leaves the masked "
+LOSS_WARNING = ("this model's output carries Keras's mask (from an Embedding(mask_zero=True) or a compute_mask): Keras leaves the masked "
                 "steps out of the loss and the metrics of compile()/fit(), torch's loss does not: weight the loss of "
                 "each step by the mask ({mask}) by hand")
 

@@ -3121,12 +3121,19 @@ class _Builder:
                    with_states: bool = False) -> tuple[str | None, bool]:
         """Keras's mask through this layer call (masks.flow): (the mask its output carries, whether its
         module is called with it); one layer called on masked and unmasked tensors is refused."""
+        user = masks.user_mask(self.ctx.analyses.get("parsed", (None,))[0], layer.rule) if layer.kind == "user" \
+            else None
         try:
             out_mask, pass_mask = masks.flow(layer.kind, layer.rule, self.sized_calls.get(id(layer.call), layer.call),
                                              t.node.mask, code(self._out_expr(arg)),
-                                             self.ctx.version, with_states)
+                                             self.ctx.version, with_states, user)
         except ValueError as e:
             raise _Refused(call, str(e)) from None
+        if user is not None:
+            if user[0]:  # its call()'s mask is what Keras gives it here: the subclass pass keeps the parameter
+                self.ctx.analyses.setdefault(masks.MASK_CALLERS, {}).setdefault(layer.rule, set()).add(id(layer.call))
+            self.mask_flows.add(id(call))
+            return out_mask, pass_mask
         if layer.masked is not None and layer.masked != pass_mask:
             raise _Refused(call, f"the layer {layer.var} is called on a tensor that carries Keras's mask and on one "
                                  "that does not: one torch module cannot take both; use two layers")
@@ -3330,7 +3337,28 @@ class _Builder:
                                       "the functional model nor a value without one is not followed")
         if not ts:
             raise _Refused(call, f"{code(call).strip()}: a layer call on no tensor of the functional model")
-        return self._user_call(layer, call, ts, [a.with_changes(value=self._out_expr(a.value)) for a in call.args])
+        args = [a.with_changes(value=self._out_expr(a.value)) for a in call.args]
+        out_mask = None
+        if layer.kind == "user" and any(t.node.mask is not None for t in ts):
+            self._user_masks(layer, call, ts, params)
+            first = call.args[0].value
+            out_mask, pass_mask = self._mask_flow(layer, ts[0], call, first, True)
+            args += self._mask_arg(ts[0], pass_mask)
+        return self._user_call(layer, call, ts, args, out_mask)
+
+    def _user_masks(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], params) -> None:
+        """A layer class of this file called on several tensors, one of which carries Keras's mask: Keras 3
+        fills a ``<name>_mask`` parameter of its call() from the argument ``name``'s mask, which is not
+        followed; Keras reads the first argument's mask only (a mask on another one alone is refused, as
+        is a first argument given by keyword or as a list)."""
+        names = params[1] if params is not None and params[1] is not None else set()
+        if any(n.endswith("_mask") for n in names) and self.ctx.version != 2:
+            raise _Refused(call, f"{code(layer.call.func)}(...) on tensors that carry Keras's mask: Keras 3 fills its "
+                                 "call()'s <argument>_mask parameters from them, which fwport does not follow: pass "
+                                 "them explicitly")
+        if ts[0].node.mask is None or isinstance(call.args[0].value, (cst.List, cst.Tuple)) \
+                or call.args[0].keyword is not None:
+            raise _Refused(call, masks.refusal(next(t.node.mask for t in ts if t.node.mask is not None)))
 
     def _user_input(self, layer: _Layer, where: cst.CSTNode, t: _Tensor) -> _Tensor:
         if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
@@ -3340,7 +3368,8 @@ class _Builder:
             raise _Refused(where, f"{what}, on a channels-first feature map")
         return t
 
-    def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg]) -> _Tensor:
+    def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg],
+                   mask: str | None = None) -> _Tensor:
         key = tuple((t.shape, t.flat) for t in ts)
         if layer.module is None:
             layer.attr = layer.attr or self._attr_name(layer)
@@ -3350,7 +3379,7 @@ class _Builder:
         if layer.op is None:
             layer.op = _Op("layer", True)
         self.replace[id(call)] = cst.Call(_module_ref(layer), args)
-        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None, True)
+        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call, mask), None, True)
 
     def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
         """The output for an input expression, with the replacements made inside it."""
