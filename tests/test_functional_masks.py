@@ -66,6 +66,26 @@ def gated():
     return keras.Model(ids, layers.GRU(3)(x))
 
 
+class FramePositions(layers.Layer):  # its compute_mask: the frames with a nonzero feature
+    def __init__(self, frames, dim):
+        super().__init__()
+        self.position_embeddings = layers.Embedding(input_dim=frames, output_dim=dim)
+
+    def call(self, inputs):
+        return inputs + self.position_embeddings(ops.arange(0, ops.shape(inputs)[1], 1))
+
+    def compute_mask(self, inputs, mask=None):  # (tf.reduce_any(tf.cast(...)) in tf.keras code)
+        mask = ops.any(ops.cast(inputs, "bool"), axis=-1)
+        return mask
+
+
+def frames():
+    features = keras.Input(shape=(None, 8))
+    x = FramePositions(7, 8)(features)
+    x = TransformerEncoder(8, 16, 2)(x)
+    return keras.Model(features, layers.GRU(3)(x))
+
+
 def transformer():
     ids = keras.Input(shape=(None,), dtype="int32")
     x = PositionalEmbedding(7, 20, 8)(ids)
@@ -132,6 +152,8 @@ def bidirectional_sequences():
 
 # right-padded ids of several lengths (one full row, one of a single step)
 IDS = np.array([[3, 5, 2, 7, 0, 0, 0], [4, 1, 0, 0, 0, 0, 0], [1, 2, 3, 4, 5, 6, 7], [9, 0, 0, 0, 0, 0, 0]], "int32")
+# frames of 8 features, the ones after each sequence's length all zeros (IDS's lengths)
+FRAMES = (np.random.default_rng(0).standard_normal((4, 7, 8)) * (IDS != 0)[..., None]).astype("float32")
 TARGET = np.array([[2, 2, 0, 0, 0], [4, 1, 3, 8, 0], [1, 0, 0, 0, 0], [6, 5, 4, 3, 2]], "int32")
 
 
@@ -157,6 +179,7 @@ def test_masked_functional_models_translate_with_the_mask_passed(models):
     assert "MaskedLSTM(3, bidirectional=True)" in out  # its input size taken at the first call
     assert "x = self.transformer_encoder(x, mask=ids != 0)" in out and "def forward(self, inputs, mask=None):" in out
     kept = [f.message for f in r.findings if "call()'s mask is kept" in f.message]
+    assert "x = self.transformer_encoder(x, mask=(features != 0).any(dim=-1))" in out
     assert "x = self.gate(x, x)" in out  # Keras 3: no mask for a call on two tensors
     assert len(kept) == 2 and "every call of this layer is in a functional model" in kept[0], kept
     assert "self.rnn_layer = MaskedGRU(5, 4, merge_mode=\"sum\", bidirectional=True)" in out
@@ -166,10 +189,10 @@ def test_masked_functional_models_translate_with_the_mask_passed(models):
 
 
 @pytest.mark.parametrize("model", ["seq2seq", "stacked", "lstm_sequences", "rebound", "lazy_size",
-                                   "bidirectional_sequences", "transformer", "gated"])
+                                   "bidirectional_sequences", "transformer", "gated", "frames"])
 def test_masked_functional_models_match_keras_on_right_padded_ids(models, model):
     src, r = models
-    xs = [IDS, TARGET] if model == "seq2seq" else [IDS]
+    xs = [IDS, TARGET] if model == "seq2seq" else [FRAMES] if model == "frames" else [IDS]
     k, t = compare(src, r.output, _records(r, model), f"{model}()", xs)
     assert_close(k, t, rtol=1e-5)
     if model == "seq2seq":  # Keras 3 does not mask the decoder's GRU (called with initial_state=)
@@ -241,3 +264,11 @@ def test_a_layer_class_reading_the_mask_used_outside_functional_models_stays_ref
                    "        return self.encoder(x)\n"
     _, r = tx(src)
     assert any("call() uses a Keras mask" in e for e in errors(r)), errors(r)
+
+
+def test_a_tf_keras_compute_mask_of_nonzero_frames_is_read():
+    """tf.keras code (video_transformers) writes the frames' mask with tf ops, as ops.any above."""
+    src = MODELS.replace('ops.any(ops.cast(inputs, "bool"), axis=-1)', 'tf.reduce_any(tf.cast(inputs, "bool"), axis=-1)')
+    _, r = tx("import tensorflow as tf\n" + src)
+    assert errors(r) == [], errors(r)
+    assert "x = self.transformer_encoder(x, mask=(features != 0).any(dim=-1))" in r.output

@@ -76,10 +76,43 @@ def _is_not_zero(node, name: str) -> bool:
     return isinstance(left, cst.Name) and left.value == name and literal_value(right, NOT_LITERAL) == 0
 
 
+def _returned(fn: cst.FunctionDef):
+    """What ``fn`` returns where its body is ``return E``, or ``name = E`` then ``return name``; else None."""
+    body = fn.body.body if isinstance(fn.body, cst.IndentedBlock) else []
+    smalls = [st.body[0] for st in body if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1]
+    if len(smalls) != len(body) or not smalls or not isinstance(smalls[-1], cst.Return):
+        return None
+    if len(smalls) == 1:
+        return smalls[0].value
+    first, ret = smalls[0], smalls[1]
+    if len(smalls) == 2 and isinstance(first, cst.Assign) and len(first.targets) == 1 \
+            and isinstance(first.targets[0].target, cst.Name) and isinstance(ret.value, cst.Name) \
+            and ret.value.value == first.targets[0].target.value:
+        return first.value
+    return None
+
+
+def _any_nonzero(node, name: str) -> bool:
+    """``tf.reduce_any(tf.cast(name, "bool"), axis=-1)`` (or ``ops.any(ops.cast(...), axis=-1)``): the steps with a
+    nonzero feature."""
+    if not (isinstance(node, cst.Call) and (dotted_text(node.func) or "").rsplit(".", 1)[-1] in ("reduce_any", "any")):
+        return False
+    args = [a for a in node.args if a.keyword is None]
+    axis = [a.value for a in node.args if a.keyword is not None and a.keyword.value == "axis"] + args[1:2]
+    if not args or len(axis) != 1 or literal_value(axis[0], NOT_LITERAL) != -1:
+        return False
+    cast = args[0].value
+    if not (isinstance(cast, cst.Call) and (dotted_text(cast.func) or "").rsplit(".", 1)[-1] == "cast"
+            and len(cast.args) == 2 and isinstance(cast.args[0].value, cst.Name) and cast.args[0].value.value == name):
+        return False
+    dtype = cast.args[1].value
+    return literal_value(dtype, NOT_LITERAL) == "bool" or (dotted_text(dtype) or "").endswith(".bool")
+
+
 def user_mask(module: cst.Module | None, class_name: str) -> tuple[bool, str]:
     """What Keras does with masks at a call of the layer class ``class_name`` of the file: (whether its
     call() takes ``mask``, which Keras fills; what its output carries: "ids" (compute_mask returns
-    ``inputs != 0``), "passes" (supports_masking = True, or compute_mask returns the mask), "drops" (no
+    ``inputs != 0``), "any" (it returns ``tf.reduce_any(tf.cast(inputs, "bool"), axis=-1)``), "passes" (supports_masking = True, or compute_mask returns the mask), "drops" (no
     compute_mask, masking not supported) or "unknown" (a compute_mask of another form))."""
     cls = next((st for st in (module.body if module is not None else ()) if isinstance(st, cst.ClassDef)
                 and st.name.value == class_name), None)
@@ -91,12 +124,12 @@ def user_mask(module: cst.Module | None, class_name: str) -> tuple[bool, str]:
     compute = fns.get("compute_mask")
     if compute is not None:
         params = [p.name.value for p in compute.params.params]
-        body = compute.body.body if isinstance(compute.body, cst.IndentedBlock) else []
-        ret = body[-1].body[0] if len(body) == 1 and isinstance(body[0], cst.SimpleStatementLine) \
-            and isinstance(body[0].body[0], cst.Return) else None
-        if ret is not None and len(params) >= 2 and _is_not_zero(ret.value, params[1]):
+        value = _returned(compute)
+        if value is not None and len(params) >= 2 and _is_not_zero(value, params[1]):
             return reads, "ids"
-        if ret is not None and len(params) >= 3 and isinstance(ret.value, cst.Name) and ret.value.value == params[2]:
+        if value is not None and len(params) >= 2 and _any_nonzero(value, params[1]):
+            return reads, "any"
+        if value is not None and len(params) >= 3 and isinstance(value, cst.Name) and value.value == params[2]:
             return reads, "passes"
         return reads, "unknown"
     supports = "supports_masking = True" in cst.Module(body=[cls]).code
@@ -113,10 +146,11 @@ def flow(kind: str, rule, call, in_mask: str | None, ids: str, keras: int = 3,
         reads, out = user if user is not None else (False, "unknown")
         if out == "unknown":
             raise ValueError(f"{rule}.compute_mask attaches a Keras mask that fwport cannot read (it follows "
-                             "`return inputs != 0` and `return mask`): apply the mask by hand")
+                             "`return inputs != 0`, `return tf.reduce_any(tf.cast(inputs, 'bool'), axis=-1)` and "
+                             "`return mask`): apply the mask by hand")
         # Keras fills call()'s mask only when the call has one tensor argument (Keras 3), from the first (Keras 2)
         passed = in_mask is not None and reads and not (with_states and keras != 2)
-        carried = {"ids": f"{ids} != 0", "passes": in_mask, "drops": None}.get(out)
+        carried = {"ids": f"{ids} != 0", "any": f"({ids} != 0).any(dim=-1)", "passes": in_mask, "drops": None}.get(out)
         return carried, passed
     if in_mask is None:
         return (f"{ids} != 0" if kind == "rule" and mask_zero(rule, call) else None), False
