@@ -149,6 +149,8 @@ CODES = {
                       "scope, left as written (one finding for the file)",
     "mask-kept": "call()'s mask kept as an ordinary forward parameter: nothing in the file attaches a Keras mask, "
                  "so it is what the callers pass (Keras fills it from the input's mask only where they pass none)",
+    "loss-mask": "a model's output carries Keras's mask (from an Embedding(mask_zero=True)): Keras leaves the "
+                 "masked steps out of the loss and metrics of compile()/fit(), a torch loss does not",
 }
 
 # severity and what to do, for docs/findings.md
@@ -168,6 +170,8 @@ CODE_ADVICE = {
     "mask-kept": ("warning", "Correct for the calls in this file; where another file calls the layer on tensors "
                   "that carry a Keras mask (Embedding(mask_zero=True), Masking) without passing mask=, pass the mask "
                   "to the translated forward explicitly."),
+    "loss-mask": ("warning", "The model is exact; in the training loop, weight each step's loss by the mask the "
+                  "finding names (`(loss_per_step * mask).sum() / mask.sum()`), as Keras does."),
     "tf1-graph-code": ("error", "Migrate the file to TensorFlow 2 first (`tf_upgrade_v2`, then eager code: functions "
                        "called on tensors instead of placeholders and sess.run, tf.Variable / Keras layers, "
                        "keras.optimizers with a tf.GradientTape step), then translate it again."),

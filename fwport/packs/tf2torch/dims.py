@@ -384,6 +384,11 @@ class SizedContext(LayerContext):
     # PackedSequence of the unmasked steps; mask_out, the next layer is a recurrent one that takes it
     mask_in: bool = False
     mask_out: bool = False
+    # Keras's mask in a functional model (masks.py): mask_tracked, the pass carries an Embedding(mask_zero=True)'s
+    # mask (ids != 0) to the layers after it; mask_keep, the layer's input carries it and its module is called
+    # with it (mask=)
+    mask_tracked: bool = False
+    mask_keep: bool = False
     # the module is written somewhere else than the layer call (the functional pass builds it in a generated
     # class's __init__): an argument is readable there only as the sizes say, not as written
     moved: bool = False

@@ -17,6 +17,7 @@ from fwport.core.bind import NOT_LITERAL, call_argument, literal_value
 from fwport.packs.tf2torch import dims as D
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.dims import known, sizes_of
+from fwport.packs.tf2torch.masks import HELPER_OF
 from fwport.core.engine import (LayerContext, LayerEmission, MappedCall, build_call, code, expr, map_call,
                                  translate_layer)
 from fwport.core.finding import Severity
@@ -832,6 +833,8 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
         if act != default:
             return _failed(m, ctx, "unsupported-argument", f"{key}={code(node)}: torch's {name.replace('SimpleRNN', 'RNN')} "
                            f"computes {default} there")
+    if getattr(lctx, "mask_keep", False):
+        return _masked_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     if helper:
         if getattr(lctx, "mask_in", False):
             return _failed(m, ctx, "shape-unknown", f"{name} after a mask, on inputs whose feature size is unknown "
@@ -871,6 +874,28 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
         return LayerEmission([m.call], failed=True)
     out = (in_shape[0], units) if flags["return_sequences"] else (units,)
     return LayerEmission([layer, out_mod], out, 0, variant=kind if merge_mode is not None else None)
+
+
+def _masked_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_shape,
+                merge_mode: str | None) -> LayerEmission:
+    """A recurrent layer called on a tensor that carries Keras's mask, which the functional pass passes as
+    ``mask=`` (masks.py): the Masked<kind> helper (written out in the file), a Lazy<kind> (sizes, states,
+    merge modes; torch's parameter names, so the weight maps hold) that runs over the kept steps as
+    Keras's does."""
+    name = m.rule.names[0].rsplit(".", 1)[-1]
+    if _true(m, "return_state"):
+        return _failed(m, ctx, "unsupported-argument", f"return_state=True on a sequence that carries Keras's mask: "
+                       "not translated; take the final states from the masked run by hand")
+    em = _lazy_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
+    if em.failed:
+        return em
+    helper = helpers.use(ctx, HELPER_OF[kind])
+    ctx.report(Severity.INFO, "idiom-replaced", f"{name} on a sequence that carries Keras's mask → {helper} (written "
+               "out in this file), called with the mask: it runs over the kept steps (a PackedSequence) as Keras's "
+               "skips the masked ones; exact for right-padded sequences, a ValueError at run time for others",
+               m.node, m.rule)
+    em.modules = [em.modules[0].with_changes(func=cst.Name(helper))]
+    return em
 
 
 #: ctx.analyses: ids of the recurrent layer calls whose module is called as Keras calls it (initial_state=,
@@ -1934,7 +1959,10 @@ def embedding(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
         n = _dim(lctx, m.extras["input_length"])
         in_shape = (n,) if known(n) else None
     mask = literal_value(m.extras["mask_zero"], NOT_LITERAL) if "mask_zero" in m.extras else False
-    if mask is not False:
+    if mask is True and getattr(lctx, "mask_tracked", False):
+        # the functional pass carries the mask (ids != 0) to the layers that read it (masks.py)
+        layer = build_call(m, ctx)
+    elif mask is not False:
         if mask is not True or not getattr(lctx, "mask_out", False):
             return _failed(m, ctx, "unsupported-argument", f"mask_zero={code(m.extras['mask_zero'])}: Keras propagates "
                            "the mask to later layers and losses; torch's padding_idx does not: pack the sequences "

@@ -74,6 +74,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
+from fwport.packs.tf2torch import masks
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
                                                       converts_to_nchw, _input_spec_shape, _shape_parts,
@@ -210,6 +211,7 @@ class _Node:
     op: _Op
     parents: list["_Node"]
     where: cst.CSTNode | None = None  # the call that made it
+    mask: str | None = None  # the code of the Keras mask its tensor carries (masks.py)
 
 
 def _call_params(ctx, class_name: str) -> tuple[list[str], set[str] | None] | None:
@@ -283,6 +285,7 @@ class _Layer:
     prefix: str = ""  # "block1." for a layer of a helper's module
     in_loop: bool = False  # an nn.ModuleList built by a for statement over a run-time value
     site: cst.CSTNode | None = None  # a Sequential factory's call: where the findings on its (copied) layers go
+    masked: bool | None = None  # called on a tensor that carries Keras's mask, its module called with it
 
 
 @dataclass
@@ -916,6 +919,8 @@ class _Builder:
         self.inputs: dict[str, _Tensor] = {}
         self.input_ops: list[_Op] = []
         self.nodes: list[_Node] = []
+        self.mask_flows: set[int] = set()  # ids of the layer calls that handle Keras's mask (masks.flow)
+        self.mask_layers: set[int] = set()  # ids of the constructor calls of the layers called with it
         self.replace: dict[int, cst.BaseExpression] = {}  # id(input expr) → output expr
         self.errors = 0
         self.layout = "keep"
@@ -2863,9 +2868,29 @@ class _Builder:
         layer = _Layer(call, what, kind, var=var)
         if kind == "rule":
             self._size_arguments(call)
+            if what.emit.get("shape") == "bidirectional":
+                self._rebound_wrapped(call, var)
         self.layers.append(layer)
         self.ctx.settle(call)
         return layer
+
+    def _rebound_wrapped(self, call: cst.Call, var: str | None) -> None:
+        """``rnn = layers.Bidirectional(rnn)`` where ``rnn`` was bound to a recurrent layer not called yet:
+        that layer's call is written into the wrapper for the rule (kept in ``self.sized_calls``), as
+        Keras's Bidirectional copies the layer it wraps; the object itself, which the name no longer
+        holds, is in no model."""
+        for i, a in enumerate(call.args):
+            if a.keyword is not None and a.keyword.value != "layer":
+                continue
+            inner = self.env.get(a.value.value) if isinstance(a.value, cst.Name) and a.value.value == var else None
+            if isinstance(inner, _Layer) and inner.kind == "rule" and inner.rule.emit.get("shape") == "rnn" \
+                    and inner.op is None and inner in self.layers:
+                base = self.sized_calls.get(id(call), call)
+                args = list(base.args)
+                args[i] = args[i].with_changes(value=self.sized_calls.get(id(inner.call), inner.call))
+                self.sized_calls[id(call)] = base.with_changes(args=args)
+                self.layers.remove(inner)
+            return
 
     def _size_arguments(self, call: cst.Call) -> None:
         """A rule layer built from sizes of the model's tensors (``layers.Reshape((-1, x.shape[-2] *
@@ -2903,8 +2928,12 @@ class _Builder:
         self.ctx.settle(call)
 
     # --- expressions ----------------------------------------------------------------------------------------
-    def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None) -> _Node:
-        n = _Node(op, parents, where)
+    def _node(self, op: _Op, parents: list[_Node], where: cst.CSTNode | None = None,
+              mask: str | None = None) -> _Node:
+        carried = next((p for p in parents if p.mask is not None), None)
+        if carried is not None and id(where) not in self.mask_flows:
+            raise _Refused(where or carried.where, masks.refusal(carried.mask))
+        n = _Node(op, parents, where, mask)
         self.nodes.append(n)
         return n
 
@@ -3206,12 +3235,13 @@ class _Builder:
         if t is None:
             raise _Refused(arg, f"{code(arg)}: the input of a layer of the functional model must be a tensor of the "
                                 "model (a list of tensors feeds only merge layers here)")
+        out_mask, pass_mask = self._mask_flow(layer, t, call, arg)
         self._built_for(layer, t, call)
         through = self.layout == "nchw" and layer.kind == "rule" and self._after_last(layer, t, call)
-        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call), layer.out[1],
+        out = _Tensor(layer.out[0], self._node(layer.op, [t.node], call, out_mask), layer.out[1],
                       layer.kind in ("user", "given") and not layer.keras_back or through)
         new: cst.BaseExpression = cst.Call(_module_ref(layer),
-                                           [cst.Arg(self._out_expr(arg))])
+                                           [cst.Arg(self._out_expr(arg)), *self._mask_arg(t, pass_mask)])
         if layer.permute_in:
             new = new.with_changes(args=[cst.Arg(expr(f"{_paren(self._out_expr(arg))}.movedim(-1, 1)"))])
         if layer.keras_in:
@@ -3226,6 +3256,37 @@ class _Builder:
             new = cst.Call(cst.Attribute(new, cst.Name("movedim")), [cst.Arg(cst.Integer("1")), cst.Arg(expr("-1"))])
         self.replace[id(call)] = new
         return out
+
+    def _mask_flow(self, layer: _Layer, t: _Tensor, call: cst.Call, arg: cst.BaseExpression,
+                   with_states: bool = False) -> tuple[str | None, bool]:
+        """Keras's mask through this layer call (masks.flow): (the mask its output carries, whether its
+        module is called with it); one layer called on masked and unmasked tensors is refused."""
+        user = masks.user_mask(self.ctx.analyses.get("parsed", (None,))[0], layer.rule) if layer.kind == "user" \
+            else None
+        try:
+            out_mask, pass_mask = masks.flow(layer.kind, layer.rule, self.sized_calls.get(id(layer.call), layer.call),
+                                             t.node.mask, code(self._out_expr(arg)),
+                                             self.ctx.version, with_states, user)
+        except ValueError as e:
+            raise _Refused(call, str(e)) from None
+        if user is not None:
+            if user[0]:  # its call()'s mask is what Keras gives it here: the subclass pass keeps the parameter
+                self.ctx.analyses.setdefault(masks.MASK_CALLERS, {}).setdefault(layer.rule, set()).add(id(layer.call))
+            self.mask_flows.add(id(call))
+            return out_mask, pass_mask
+        if layer.masked is not None and layer.masked != pass_mask:
+            raise _Refused(call, f"the layer {layer.var} is called on a tensor that carries Keras's mask and on one "
+                                 "that does not: one torch module cannot take both; use two layers")
+        layer.masked = pass_mask
+        self.mask_flows.add(id(call))
+        if pass_mask:
+            self.mask_layers.add(id(layer.call))
+        return out_mask, pass_mask
+
+    @staticmethod
+    def _mask_arg(t: _Tensor, pass_mask: bool) -> list[cst.Arg]:
+        return [cst.Arg(expr(t.node.mask), keyword=cst.Name("mask"), equal=cst.AssignEqual(
+            cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))] if pass_mask else []
 
     def _built_value(self, arg: cst.BaseExpression) -> bool:
         """``tf.range(n)`` (or ``positions``, bound once in the builder to such a call): a tensor that a
@@ -3309,11 +3370,12 @@ class _Builder:
         t = self._tensor(x)
         if t is None:
             raise _Refused(x, f"{code(x)}: the input of a layer of the functional model must be a tensor of the model")
+        out_mask, pass_mask = self._mask_flow(layer, t, call, x, state is not None)
         if state or returns_state:
             self.ctx.analyses.setdefault(RNN_CALLED_AS_KERAS, {})[id(layer.call)] = layer.call
         self._built_for(layer, t, call)
-        node = self._node(layer.op, [t.node, *(st.node for st in state_ts)], call)
-        new_args = [cst.Arg(self._out_expr(x))]
+        node = self._node(layer.op, [t.node, *(st.node for st in state_ts)], call, out_mask)
+        new_args = [cst.Arg(self._out_expr(x)), *self._mask_arg(t, pass_mask)]
         if state is not None:
             new_args.append(cst.Arg(self._out_expr(state), keyword=cst.Name("initial_state"),
                                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
@@ -3415,7 +3477,28 @@ class _Builder:
                                       "the functional model nor a value without one is not followed")
         if not ts:
             raise _Refused(call, f"{code(call).strip()}: a layer call on no tensor of the functional model")
-        return self._user_call(layer, call, ts, [a.with_changes(value=self._out_expr(a.value)) for a in call.args])
+        args = [a.with_changes(value=self._out_expr(a.value)) for a in call.args]
+        out_mask = None
+        if layer.kind == "user" and any(t.node.mask is not None for t in ts):
+            self._user_masks(layer, call, ts, params)
+            first = call.args[0].value
+            out_mask, pass_mask = self._mask_flow(layer, ts[0], call, first, True)
+            args += self._mask_arg(ts[0], pass_mask)
+        return self._user_call(layer, call, ts, args, out_mask)
+
+    def _user_masks(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], params) -> None:
+        """A layer class of this file called on several tensors, one of which carries Keras's mask: Keras 3
+        fills a ``<name>_mask`` parameter of its call() from the argument ``name``'s mask, which is not
+        followed; Keras reads the first argument's mask only (a mask on another one alone is refused, as
+        is a first argument given by keyword or as a list)."""
+        names = params[1] if params is not None and params[1] is not None else set()
+        if any(n.endswith("_mask") for n in names) and self.ctx.version != 2:
+            raise _Refused(call, f"{code(layer.call.func)}(...) on tensors that carry Keras's mask: Keras 3 fills its "
+                                 "call()'s <argument>_mask parameters from them, which fwport does not follow: pass "
+                                 "them explicitly")
+        if ts[0].node.mask is None or isinstance(call.args[0].value, (cst.List, cst.Tuple)) \
+                or call.args[0].keyword is not None:
+            raise _Refused(call, masks.refusal(next(t.node.mask for t in ts if t.node.mask is not None)))
 
     def _user_input(self, layer: _Layer, where: cst.CSTNode, t: _Tensor) -> _Tensor:
         if t.flat is not None or (self.layout == "nchw" and (t.shape is None or len(t.shape) > 1)):
@@ -3425,7 +3508,8 @@ class _Builder:
             raise _Refused(where, f"{what}, on a channels-first feature map")
         return t
 
-    def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg]) -> _Tensor:
+    def _user_call(self, layer: _Layer, call: cst.Call, ts: list[_Tensor], args: list[cst.Arg],
+                   mask: str | None = None) -> _Tensor:
         key = tuple((t.shape, t.flat) for t in ts)
         if layer.module is None:
             layer.attr = layer.attr or self._attr_name(layer)
@@ -3435,7 +3519,7 @@ class _Builder:
         if layer.op is None:
             layer.op = _Op("layer", True)
         self.replace[id(call)] = cst.Call(_module_ref(layer), args)
-        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None, True)
+        return _Tensor(None, self._node(layer.op, [t.node for t in ts], call, mask), None, True)
 
     def _out_expr(self, node: cst.BaseExpression) -> cst.BaseExpression:
         """The output for an input expression, with the replacements made inside it."""
@@ -3471,8 +3555,9 @@ class _Builder:
                                       and len(em.out_shape) == 1):
                 em = self._channels_last_reshape(call, em, node)
         else:
-            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes, moved=True),
-                                 node)
+            em = translate_layer(call, rule, self.ctx, SizedContext(shape, layout, self.scope, "", flat, self.sizes, moved=True,
+                                                                    mask_tracked=t is not None,
+                                                                    mask_keep=id(node) in self.mask_layers), node)
         if em.failed:
             self.errors += 1  # the rule reported why
             raise _Refused(node, "", "")
@@ -4076,6 +4161,9 @@ class _Builder:
         channels-last tensors: its inputs of rank > 2 are moved channels-first once, at the top of
         ``forward``, and the feature maps it returns are moved back, so that data code, ``fit`` and the
         loops that feed it keep working unchanged (DESIGN: one permute at the model's entry)."""
+        for t in outs:
+            if t.node.mask is not None:
+                self.ctx.report(Severity.WARNING, "loss-mask", masks.LOSS_WARNING.format(mask=t.node.mask), call)
         nchw = self.layout == "nchw"
         moved = [(name, t.shape) for name, t in self.inputs.items() if nchw and (t.shape is None or len(t.shape) > 1)]
         if self.dict_input is not None:

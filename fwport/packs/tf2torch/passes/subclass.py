@@ -1286,6 +1286,10 @@ class _SubclassPass(ScopedResolver, cst.CSTTransformer):
                            "this file attaches a Keras mask to a tensor, so it is what the callers pass; a caller in "
                            "another file whose input carries one (Embedding(mask_zero=True), Masking) and that passes "
                            "no mask must pass it explicitly", _first_use(fn.body, "mask") or fn)
+            elif "mask" in body_names and mask_passed(ctx, plan.node):
+                ctx.report(Severity.INFO, "idiom-replaced", "call()'s mask is kept as a parameter of forward: every "
+                           "call of this layer is in a functional model of this file, which passes it the mask Keras "
+                           "gives it (None where its input carries none)", _first_use(fn.body, "mask") or fn)
             elif "mask" in body_names:
                 ctx.report(Severity.ERROR, "unsupported-construct", "call() uses a Keras mask: torch has no mask "
                            "propagation; pass the mask to forward explicitly and apply it where needed",
@@ -1595,6 +1599,31 @@ def _module_values(module: cst.Module) -> dict[str, cst.BaseExpression]:
 # mask-carrying layers of keras_hub / keras_nlp / TF Hub, a saved model loaded whole): where none is written, no
 # tensor of the file carries one
 _MASK_SOURCES = re.compile(r"mask_zero|Masking|compute_mask|keras_mask|keras_hub|keras_nlp|tensorflow_hub|load_model")
+
+
+def mask_passed(ctx: FileContext, cls: cst.ClassDef) -> bool:
+    """Every use of the layer class ``cls`` in the file is a call in a functional model that the functional
+    pass gave the mask Keras gives its call() (masks.MASK_CALLERS): its name appears nowhere else."""
+    from fwport.packs.tf2torch.masks import MASK_CALLERS
+    name = cls.name.value
+    passed = ctx.analyses.get(MASK_CALLERS, {}).get(name)
+    parsed = ctx.analyses.get("parsed")
+    if not passed or parsed is None:
+        return False
+
+    class _Refs(cst.CSTVisitor):
+        count = 0
+
+        def visit_Name(self, n: cst.Name) -> None:
+            if n.value == name:
+                _Refs.count += 1
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> None:
+            if n.name.value == name:
+                _Refs.count -= 1  # its own name
+
+    scan(parsed[0], _Refs())
+    return _Refs.count == len(passed)
 
 
 def keras_masks(ctx: FileContext) -> bool:
