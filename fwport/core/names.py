@@ -223,9 +223,13 @@ def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         by_type = cls.__dict__.get("_fwport_scan")
         if by_type is None:
             tab = table(cls)
-            by_type = {None: all(n in STATEMENT_LEVEL for n in tab)}  # (None → expressions skipped)
+            by_type = {None: (tab, all(n in STATEMENT_LEVEL for n in tab))}  # (True → expressions skipped)
             setattr(cls, "_fwport_scan", by_type)
-        _scan_hooks(node, visitor, table(cls), by_type)
+        entry = by_type.get(node.__class__)
+        if entry is None:
+            entry = _scan_entry(node.__class__, by_type)
+        if entry is not SKIP:
+            _scan_hooks(node, visitor, entry, by_type)
     else:  # its own on_visit: with libcst's on_leave (its leave hooks from the table), or its own
         by_type = cls.__dict__.get("_fwport_scan_own")
         if by_type is None:
@@ -272,17 +276,11 @@ def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, by_type: dict, own_leave: 
         leave(visitor, node)
 
 
-def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: dict) -> None:
-    # by_type: node type → (visit hook, leave hook, child fields) of the visitor's class, kept on
-    # the class (one dict look-up per node instead of three)
+def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, entry: tuple, by_type: dict) -> None:
+    # entry: the node type's (visit hook, leave hook, child fields) of the visitor's class, looked up
+    # by the caller; by_type: node type → that entry, kept on the class (one dict look-up per node).
     # A node type with no hook and no child fields (a Name, a number, an operator, for most visitors)
-    # is SKIP too: the parent does not call this function for it (a third to half of the calls).
-    t = node.__class__
-    entry = by_type.get(t)
-    if entry is None:
-        entry = by_type[t] = _scan_entry(t, tab, by_type)
-    if entry is SKIP:
-        return
+    # is SKIP: the parent does not call this function for it (a third to half of the calls).
     visit, leave, fields = entry
     if visit is None or visit(visitor, node) is not False:
         for name in fields:
@@ -290,20 +288,32 @@ def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: 
             c = value.__class__
             if c is tuple or c is list:
                 for child in value:
-                    if by_type.get(child.__class__) is not SKIP:
-                        _scan_hooks(child, visitor, tab, by_type)
+                    e = by_type.get(child.__class__)
+                    if e is None:
+                        e = _scan_entry(child.__class__, by_type)
+                    if e is not SKIP:
+                        _scan_hooks(child, visitor, e, by_type)
             elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
-                if by_type.get(c) is not SKIP:
-                    _scan_hooks(value, visitor, tab, by_type)
+                e = by_type.get(c)
+                if e is None:
+                    e = _scan_entry(c, by_type)
+                if e is not SKIP:
+                    _scan_hooks(value, visitor, e, by_type)
     if leave is not None:
         leave(visitor, node)
 
 
-def _scan_entry(t: type, tab: dict, by_type: dict) -> tuple:
-    if by_type[None] and IS_SKIPPABLE[t]:  # (a dict look-up: issubclass against the ABCs runs in Python)
-        return SKIP
-    entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
-    return SKIP if entry == (None, None, ()) else entry
+def _scan_entry(t: type, by_type: dict) -> tuple:
+    """Node type ``t``'s entry in ``by_type`` (``by_type[None]``: (the class's hook table, whether its hooks
+    are all on statement-level nodes)), computed once per (visitor class, node type)."""
+    tab, statements_only = by_type[None]
+    if statements_only and IS_SKIPPABLE[t]:  # (a dict look-up: issubclass against the ABCs runs in Python)
+        entry = SKIP
+    else:
+        entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+        entry = SKIP if entry == (None, None, ()) else entry
+    by_type[t] = entry
+    return entry
 
 
 _NO_HOOKS = (None, None)
