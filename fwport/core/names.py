@@ -104,13 +104,15 @@ def marked(node: cst.CSTNode, hit) -> set[int]:
 
     def walk(n: cst.CSTNode) -> bool:
         hot = hit(n)
-        for name in _CHILD_FIELDS.get(type(n)) or _child_fields(type(n)):
+        t = n.__class__
+        for name in _CHILD_FIELDS.get(t) or _child_fields(t):
             value = getattr(n, name)
-            if isinstance(value, (tuple, list)):
+            c = value.__class__
+            if c is tuple or c is list:
                 for child in value:
                     if walk(child):
                         hot = True
-            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+            elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
                 if walk(value):
                     hot = True
         if hot:
