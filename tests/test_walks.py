@@ -12,6 +12,7 @@ from pathlib import Path
 import libcst as cst
 import pytest
 
+from fwport.core.bindings import BindingWalker
 from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.names import ScopedResolver, children, find_all, scan
 from fwport.core.position import Layout, node_positions, statement_spans
@@ -299,6 +300,36 @@ def test_scan_calls_a_visitors_own_hooks_as_visit_does(text, cls):
     scan(module, b)
     assert b.log == a.log and _STATIC == by_libcst
     assert any(k == "visit_Call" for k, _ in a.log)  # the hooks ran at all
+
+
+class _Binds(BindingWalker):
+    """BindingWalker's own on_visit (scan does not enter a node type with no hook and no child field for it)."""
+
+    def __init__(self, **options) -> None:
+        super().__init__(**options)
+        self.log: list[tuple] = []
+
+    def bound(self, target, how, value) -> None:
+        self.log.append((id(target), how, id(value), self.loop))
+
+    def enter_scope(self, node) -> bool:  # (every body walked: more nodes met)
+        return not isinstance(node, cst.Lambda) or self.lambdas
+
+    def visit_Name(self, node):
+        self.log.append(("visit_Name", id(node)))
+
+    def leave_Integer(self, node):
+        self.log.append(("leave_Integer", id(node)))
+
+
+@pytest.mark.parametrize("options", [{}, {"expressions": False}, {"lambdas": True, "comprehensions": False}])
+@pytest.mark.parametrize("text", _texts()[:6])
+def test_scan_of_a_binding_walker_meets_what_visit_meets(text, options):
+    module = cst.parse_module(text)
+    a, b = _Binds(**options), _Binds(**options)
+    module.visit(a)
+    scan(module, b)
+    assert b.log == a.log and any(k == "visit_Name" for k, *_ in a.log) == options.get("expressions", True)
 
 
 def test_default_hooks_answer_as_libcst_does():

@@ -371,6 +371,21 @@ def requote_in_fstring(node: cst.FormattedString) -> cst.FormattedString:
     return node.with_changes(parts=parts)
 
 
+class _MarkApplied(cst.CSTVisitor):
+    """Marks applied the planned edits of the nodes it meets (RuleTransformer._drop_plans; a class of the
+    module: creating a class per call costs several times its walk)."""
+
+    def __init__(self, planned: set[int], plans) -> None:
+        self.planned, self.plans = planned, plans
+
+    def on_visit(self, n: cst.CSTNode) -> bool:
+        if id(n) in self.planned:
+            edit = self.plans.get(n)
+            if edit is not None:
+                edit.applied = True
+        return True
+
+
 class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     """Applies function, constant and (context-free) layer rules wherever they appear."""
 
@@ -796,16 +811,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
     def _drop_plans(self, node: cst.CSTNode) -> None:
         """A pass left ``node`` as written and reported why (settled): the edits planned on it and inside
         it are not made (it stays exactly as written), and so not missing."""
-        planned, plans = self._planned, self._plans
-
-        class _Under(cst.CSTVisitor):
-            def on_visit(self, n: cst.CSTNode) -> bool:
-                if id(n) in planned:
-                    edit = plans.get(n)
-                    if edit is not None:
-                        edit.applied = True
-                return True
-        scan(node, _Under())
+        scan(node, _MarkApplied(self._planned, self._plans))
 
     def _translate_call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """The call's translation; ``updated_node`` when it is not this pass's to translate; None

@@ -87,20 +87,42 @@ def attribute_hooks(cls: type) -> bool:
     return cls.__dict__["_fwport_attribute_hooks"]
 
 
+#: visitor class → its hook table (table(cls)), for the default_* functions below: a dict keyed by the
+#: class answers faster than the class's own __dict__ (a mappingproxy) and a call of hooks(). Bounded:
+#: a class written inside a function is a new class at every call.
+_TABLES: dict[type, dict[str, tuple]] = {}
+
+
+def _table(cls: type) -> dict[str, tuple]:
+    if len(_TABLES) >= 4096:
+        _TABLES.clear()
+    tab = _TABLES[cls] = table(cls)
+    return tab
+
+
 def default_visit(visitor, node: cst.CSTNode) -> bool:
     """``CSTVisitor.on_visit`` / ``CSTTransformer.on_visit``."""
-    visit = hooks(type(visitor), type(node))[0]
+    tab = _TABLES.get(visitor.__class__)
+    if tab is None:
+        tab = _table(visitor.__class__)
+    visit = tab.get(node.__class__.__name__, _NONE)[0]
     return visit is None or visit(visitor, node) is not False
 
 
 def default_leave(visitor, node: cst.CSTNode) -> None:
     """``CSTVisitor.on_leave``."""
-    leave = hooks(type(visitor), type(node))[1]
+    tab = _TABLES.get(visitor.__class__)
+    if tab is None:
+        tab = _table(visitor.__class__)
+    leave = tab.get(node.__class__.__name__, _NONE)[1]
     if leave is not None:
         leave(visitor, node)
 
 
 def default_leave_transform(transformer, original: cst.CSTNode, updated):
     """``CSTTransformer.on_leave``."""
-    leave = hooks(type(transformer), type(original))[1]
+    tab = _TABLES.get(transformer.__class__)
+    if tab is None:
+        tab = _table(transformer.__class__)
+    leave = tab.get(original.__class__.__name__, _NONE)[1]
     return updated if leave is None else leave(transformer, original, updated)

@@ -104,13 +104,15 @@ def marked(node: cst.CSTNode, hit) -> set[int]:
 
     def walk(n: cst.CSTNode) -> bool:
         hot = hit(n)
-        for name in _CHILD_FIELDS.get(type(n)) or _child_fields(type(n)):
+        t = n.__class__
+        for name in _CHILD_FIELDS.get(t) or _child_fields(t):
             value = getattr(n, name)
-            if isinstance(value, (tuple, list)):
+            c = value.__class__
+            if c is tuple or c is list:
                 for child in value:
                     if walk(child):
                         hot = True
-            elif _IS_NODE.get(value.__class__) or (value.__class__ not in _IS_NODE and _is_node(value)):
+            elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
                 if walk(value):
                     hot = True
         if hot:
@@ -223,15 +225,26 @@ def scan(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         by_type = cls.__dict__.get("_fwport_scan")
         if by_type is None:
             tab = table(cls)
-            by_type = {None: all(n in STATEMENT_LEVEL for n in tab)}  # (None → expressions skipped)
+            by_type = {None: (tab, all(n in STATEMENT_LEVEL for n in tab))}  # (True → expressions skipped)
             setattr(cls, "_fwport_scan", by_type)
-        _scan_hooks(node, visitor, table(cls), by_type)
+        entry = by_type.get(node.__class__)
+        if entry is None:
+            entry = _scan_entry(node.__class__, by_type)
+        if entry is not SKIP:
+            _scan_hooks(node, visitor, entry, by_type)
     else:  # its own on_visit: with libcst's on_leave (its leave hooks from the table), or its own
         by_type = cls.__dict__.get("_fwport_scan_own")
         if by_type is None:
-            by_type = {None: table(cls) if cls.on_leave is cst.CSTVisitor.on_leave else None}
+            leaves = table(cls) if cls.on_leave is cst.CSTVisitor.on_leave else None
+            # BindingWalker's on_visit only filters and calls the node's visit hook: a node type with no
+            # hook and no child fields is not entered (SKIP), as for a plain visitor
+            by_type = {None: (leaves, leaves is not None and cls.on_visit is BindingWalker.on_visit)}
             setattr(cls, "_fwport_scan_own", by_type)
-        _scan(node, visitor, by_type, by_type[None] is None)
+        entry = by_type.get(node.__class__)
+        if entry is None:
+            entry = _scan_own_entry(node.__class__, by_type)
+        if entry is not SKIP:
+            _scan(node, visitor, entry, by_type, by_type[None][0] is None)
 
 
 class ValueVisitor(cst.CSTVisitor):
@@ -248,14 +261,9 @@ class ValueVisitor(cst.CSTVisitor):
         return False
 
 
-def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, by_type: dict, own_leave: bool) -> None:
-    # by_type: node type → (leave hook, child fields), kept on the visitor's class
-    t = node.__class__
-    entry = by_type.get(t)
-    if entry is None:
-        leaves = by_type[None]
-        entry = by_type[t] = (leaves.get(t.__name__, _NO_HOOKS)[1] if leaves is not None else None,
-                              _CHILD_FIELDS.get(t) or _child_fields(t))
+def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, entry: tuple, by_type: dict, own_leave: bool) -> None:
+    # entry: the node type's (leave hook, child fields), looked up by the caller; by_type: node type →
+    # that entry (or SKIP, see _scan_own_entry), kept on the visitor's class
     leave, fields = entry
     if visitor.on_visit(node):
         for name in fields:
@@ -263,26 +271,38 @@ def _scan(node: cst.CSTNode, visitor: cst.CSTVisitor, by_type: dict, own_leave: 
             c = value.__class__
             if c is tuple or c is list:
                 for child in value:
-                    _scan(child, visitor, by_type, own_leave)
+                    e = by_type.get(child.__class__)
+                    if e is None:
+                        e = _scan_own_entry(child.__class__, by_type)
+                    if e is not SKIP:
+                        _scan(child, visitor, e, by_type, own_leave)
             elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
-                _scan(value, visitor, by_type, own_leave)
+                e = by_type.get(c)
+                if e is None:
+                    e = _scan_own_entry(c, by_type)
+                if e is not SKIP:
+                    _scan(value, visitor, e, by_type, own_leave)
     if own_leave:
         visitor.on_leave(node)
     elif leave is not None:
         leave(visitor, node)
 
 
-def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: dict) -> None:
-    # by_type: node type → (visit hook, leave hook, child fields) of the visitor's class, kept on
-    # the class (one dict look-up per node instead of three)
+def _scan_own_entry(t: type, by_type: dict) -> tuple:
+    """Node type ``t``'s entry for a visitor with its own on_visit (``by_type[None]``: (its leave hooks by
+    node type name, None where it has its own on_leave; whether its on_visit is BindingWalker's))."""
+    leaves, pure = by_type[None]
+    hooks = leaves.get(t.__name__, _NO_HOOKS) if leaves is not None else _NO_HOOKS
+    fields = _CHILD_FIELDS.get(t) or _child_fields(t)
+    entry = by_type[t] = SKIP if pure and hooks == _NO_HOOKS and not fields else (hooks[1], fields)
+    return entry
+
+
+def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, entry: tuple, by_type: dict) -> None:
+    # entry: the node type's (visit hook, leave hook, child fields) of the visitor's class, looked up
+    # by the caller; by_type: node type → that entry, kept on the class (one dict look-up per node).
     # A node type with no hook and no child fields (a Name, a number, an operator, for most visitors)
-    # is SKIP too: the parent does not call this function for it (a third to half of the calls).
-    t = node.__class__
-    entry = by_type.get(t)
-    if entry is None:
-        entry = by_type[t] = _scan_entry(t, tab, by_type)
-    if entry is SKIP:
-        return
+    # is SKIP: the parent does not call this function for it (a third to half of the calls).
     visit, leave, fields = entry
     if visit is None or visit(visitor, node) is not False:
         for name in fields:
@@ -290,20 +310,32 @@ def _scan_hooks(node: cst.CSTNode, visitor: cst.CSTVisitor, tab: dict, by_type: 
             c = value.__class__
             if c is tuple or c is list:
                 for child in value:
-                    if by_type.get(child.__class__) is not SKIP:
-                        _scan_hooks(child, visitor, tab, by_type)
+                    e = by_type.get(child.__class__)
+                    if e is None:
+                        e = _scan_entry(child.__class__, by_type)
+                    if e is not SKIP:
+                        _scan_hooks(child, visitor, e, by_type)
             elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
-                if by_type.get(c) is not SKIP:
-                    _scan_hooks(value, visitor, tab, by_type)
+                e = by_type.get(c)
+                if e is None:
+                    e = _scan_entry(c, by_type)
+                if e is not SKIP:
+                    _scan_hooks(value, visitor, e, by_type)
     if leave is not None:
         leave(visitor, node)
 
 
-def _scan_entry(t: type, tab: dict, by_type: dict) -> tuple:
-    if by_type[None] and IS_SKIPPABLE[t]:  # (a dict look-up: issubclass against the ABCs runs in Python)
-        return SKIP
-    entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
-    return SKIP if entry == (None, None, ()) else entry
+def _scan_entry(t: type, by_type: dict) -> tuple:
+    """Node type ``t``'s entry in ``by_type`` (``by_type[None]``: (the class's hook table, whether its hooks
+    are all on statement-level nodes)), computed once per (visitor class, node type)."""
+    tab, statements_only = by_type[None]
+    if statements_only and IS_SKIPPABLE[t]:  # (a dict look-up: issubclass against the ABCs runs in Python)
+        entry = SKIP
+    else:
+        entry = tab.get(t.__name__, _NO_HOOKS) + (_CHILD_FIELDS.get(t) or _child_fields(t),)
+        entry = SKIP if entry == (None, None, ()) else entry
+    by_type[t] = entry
+    return entry
 
 
 _NO_HOOKS = (None, None)

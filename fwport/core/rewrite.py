@@ -44,7 +44,12 @@ def rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, fresh: bool = Fa
     """``node.visit(transformer)`` (see the module docstring for what differs; ``fresh``: a copy)."""
     # fresh: the ids of the copies made so far (a parent all of whose changed children are copies is
     # itself copied, without the validation with_changes runs: its fields are valid as they are)
-    return _rewrite(node, transformer, _mode(type(transformer), fresh) + ({} if fresh else None,))
+    mode = _mode(type(transformer), fresh) + ({} if fresh else None,)
+    by_type = mode[0]
+    entry = by_type.get(node.__class__)
+    if entry is None:
+        entry = _entry(by_type, node.__class__)
+    return node if entry is SKIP else _rewrite(node, transformer, mode, entry)
 
 
 def _mode(cls: type, fresh: bool = False) -> tuple:
@@ -77,14 +82,9 @@ def _mode(cls: type, fresh: bool = False) -> tuple:
     return by_type, libcst_visit, libcst_leave, attrs
 
 
-def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
+def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple, entry: tuple):
+    # entry: the node type's (visit hook, leave hook, child fields), looked up by the caller (not SKIP)
     by_type, libcst_visit, libcst_leave, attrs, copies = mode
-    t = node.__class__
-    entry = by_type.get(t)
-    if entry is None:
-        entry = _entry(by_type, t)
-    if entry is SKIP:
-        return node
     visit, leave, fields = entry
     if libcst_visit:
         descend = visit is None or visit(transformer, node) is not False
@@ -101,11 +101,14 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
                     transformer.on_visit_attribute(node, name)
                 items = None
                 for i, child in enumerate(value):
-                    if by_type.get(child.__class__) is SKIP:
+                    e = by_type.get(child.__class__)
+                    if e is None:
+                        e = _entry(by_type, child.__class__)
+                    if e is SKIP:
                         if items is not None:
                             items.append(child)
                         continue
-                    new = _rewrite(child, transformer, mode)
+                    new = _rewrite(child, transformer, mode, e)
                     if new is not child and items is None:
                         items = list(value[:i])
                     if copied and new is not child and copies.get(id(new)) is not new:
@@ -122,7 +125,10 @@ def _rewrite(node: cst.CSTNode, transformer: cst.CSTTransformer, mode: tuple):
             elif _IS_NODE.get(c) or (c not in _IS_NODE and _is_node(value)):
                 if attrs:
                     transformer.on_visit_attribute(node, name)
-                new = value if by_type.get(c) is SKIP else _rewrite(value, transformer, mode)
+                e = by_type.get(c)
+                if e is None:
+                    e = _entry(by_type, c)
+                new = value if e is SKIP else _rewrite(value, transformer, mode, e)
                 if attrs:
                     transformer.on_leave_attribute(node, name)
                 if new is not value:

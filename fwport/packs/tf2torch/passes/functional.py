@@ -2898,8 +2898,9 @@ class _Builder:
         module, so each ``x.shape[i]`` is written as the size it has here (kept in ``self.sized_calls``
         for the rule); refused where that size is not known."""
         shapes = {n: t.shape for n, t in self.env.items() if isinstance(t, _Tensor) and t.shape is not None}
-        sized = rewrite(call, _SizeSubstitute(shapes), fresh=True) if shapes else call
-        left = [n for n in _shape_reads(sized) if isinstance(self.env.get(n.value), _Tensor)]
+        reads = _shape_reads(call)  # (no `x.shape` of a known tensor: nothing to write, no copy to compare)
+        sized = rewrite(call, _SizeSubstitute(shapes), fresh=True) if any(n.value in shapes for n in reads) else call
+        left = [n for n in (reads if sized is call else _shape_reads(sized)) if isinstance(self.env.get(n.value), _Tensor)]
         if left:
             raise _Refused(call, f"{code(call.func)} built from `{code(left[0])}.shape`, a size of a tensor of this "
                                  "model that fwport does not know here: the layer is built in __init__, where the "

@@ -58,14 +58,10 @@ def _dropout_sequences(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
     p not a literal 0: attribute → the keyword its call takes the key by (the weights' dropout in training, DETR's
     layers; the dropout between recurrent layers)."""
     out = {}
-    assigns: list[cst.Assign] = []
-
-    class V(cst.CSTVisitor):  # (in a branch too: `if rnn_type == ...: self.rnn = nn.RNN(..., dropout=dropout)`)
-        def visit_Assign(self, node: cst.Assign) -> None:
-            assigns.append(node)
+    v = _Assigns()  # (in a branch too: `if rnn_type == ...: self.rnn = nn.RNN(..., dropout=dropout)`)
     if init is not None:
-        scan(init, V())
-    for a in assigns:
+        scan(init, v)
+    for a in v.assigns:
         if True:
             if not (len(a.targets) == 1 and isinstance(a.value, cst.Call)):
                 continue
@@ -79,6 +75,14 @@ def _dropout_sequences(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
             if p is not None and literal_value(p, 1) not in (0, 0.0):
                 out[t[5:]] = "dropout_key" if q == "torch.nn.MultiheadAttention" else "key"
     return out
+
+
+class _Assigns(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.assigns: list[cst.Assign] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.assigns.append(node)
 
 
 #: Equinox constructors that draw their initial parameters (take ``key=``)
@@ -276,18 +280,23 @@ def _calls(node: cst.CSTNode) -> list[cst.Call]:
 
 
 def _returns(fn: cst.FunctionDef) -> list[cst.BaseExpression]:
-    out: list[cst.BaseExpression] = []
+    v = _Returns(fn)
+    scan(fn, v)
+    return v.out
 
-    class V(cst.CSTVisitor):
-        def visit_Return(self, n):
-            if n.value is not None:
-                out.append(n.value)
 
-        def visit_FunctionDef(self, n):
-            return n is fn
+class _Returns(cst.CSTVisitor):
+    # (the visitors here are classes of the module, not of each call: creating a class costs several times its walk)
+    def __init__(self, fn: cst.FunctionDef) -> None:
+        self.fn = fn
+        self.out: list[cst.BaseExpression] = []
 
-    scan(fn, V())
-    return out
+    def visit_Return(self, n):
+        if n.value is not None:
+            self.out.append(n.value)
+
+    def visit_FunctionDef(self, n):
+        return n is self.fn
 
 
 def _bound_value(fn: cst.FunctionDef, value: cst.BaseExpression) -> cst.BaseExpression:
@@ -1559,18 +1568,21 @@ def _init_function(fn: cst.FunctionDef, ctx, built: set[str]) -> cst.FunctionDef
 
 def _name_reads(module: cst.Module) -> Counter:
     """How often each name is written in the module (a def's own name included), not as an attribute."""
-    out: Counter = Counter()
+    v = _NameReads()
+    scan(module, v)
+    return v.out
 
-    class V(cst.CSTVisitor):
-        def visit_Name(self, n):
-            out[n.value] += 1
 
-        def visit_Attribute(self, n):
-            scan(n.value, self)
-            return False
+class _NameReads(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.out: Counter = Counter()
 
-    scan(module, V())
-    return out
+    def visit_Name(self, n):
+        self.out[n.value] += 1
+
+    def visit_Attribute(self, n):
+        scan(n.value, self)
+        return False
 
 
 class _ApplyInit(cst.CSTTransformer):
@@ -1719,33 +1731,38 @@ def _stateful_containers(init: cst.FunctionDef | None, ctx, classes: frozenset[s
     not kept in an attribute): not threaded yet."""
     if init is None:
         return set(), []
-    names: set[str] = set()
-    refused: list[cst.Call] = []
+    v = _StatefulContainers(ctx, classes)
+    scan(init, v)
+    return v.names, v.refused
 
-    def holds_stateful(call: cst.Call) -> bool:
-        return any(isinstance(n, cst.Call) and (ctx.imports.resolve(n.func) in STATEFUL
-                                                 or isinstance(n.func, cst.Name) and n.func.value in classes)
+
+class _StatefulContainers(cst.CSTVisitor):
+    def __init__(self, ctx, classes: frozenset[str]) -> None:
+        self.ctx, self.classes = ctx, classes
+        self.names: set[str] = set()
+        self.refused: list[cst.Call] = []
+        self.kept: set[int] = set()
+
+    def holds_stateful(self, call: cst.Call) -> bool:
+        return any(isinstance(n, cst.Call) and (self.ctx.imports.resolve(n.func) in STATEFUL
+                                                 or isinstance(n.func, cst.Name) and n.func.value in self.classes)
                    for a in call.args
                    for n in ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple))
                              else [a.value]))
 
-    class V(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
-            v = node.value
-            if t and t.startswith("self.") and t.count(".") == 1 and isinstance(v, cst.Call) \
-                    and ctx.imports.resolve(v.func) == "torch.nn.Sequential" and holds_stateful(v):
-                names.add(t[5:])
-                kept.add(id(v))
+    def visit_Assign(self, node: cst.Assign) -> None:
+        t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+        v = node.value
+        if t and t.startswith("self.") and t.count(".") == 1 and isinstance(v, cst.Call) \
+                and self.ctx.imports.resolve(v.func) == "torch.nn.Sequential" and self.holds_stateful(v):
+            self.names.add(t[5:])
+            self.kept.add(id(v))
 
-        def visit_Call(self, node: cst.Call) -> None:
-            if id(node) not in kept and ctx.imports.resolve(node.func) in ("torch.nn.Sequential", "torch.nn.ModuleList") \
-                    and holds_stateful(node):
-                refused.append(node)
-
-    kept: set[int] = set()
-    scan(init, V())
-    return names, refused
+    def visit_Call(self, node: cst.Call) -> None:
+        if id(node) not in self.kept \
+                and self.ctx.imports.resolve(node.func) in ("torch.nn.Sequential", "torch.nn.ModuleList") \
+                and self.holds_stateful(node):
+            self.refused.append(node)
 
 
 def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict) -> cst.ClassDef:
@@ -2128,26 +2145,27 @@ def _made(fn: cst.FunctionDef, classes: set[str]) -> set[str]:
 
 def _trains(fn: cst.FunctionDef) -> bool:
     """Whether ``fn`` holds a loop or a seed (torch.manual_seed / a key of its own)."""
-    class V(cst.CSTVisitor):
-        found = False
-
-        def visit_For(self, node) -> bool:
-            self.found = True
-            return False
-
-        def visit_While(self, node) -> bool:
-            self.found = True
-            return False
-
-        def visit_Call(self, node: cst.Call) -> None:
-            f = node.func
-            name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
-            if name in ("manual_seed", "key", "PRNGKey"):
-                self.found = True
-
-    v = V()
+    v = _Trains()
     scan(fn.body, v)
     return v.found
+
+
+class _Trains(cst.CSTVisitor):
+    found = False
+
+    def visit_For(self, node) -> bool:
+        self.found = True
+        return False
+
+    def visit_While(self, node) -> bool:
+        self.found = True
+        return False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        f = node.func
+        name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else ""
+        if name in ("manual_seed", "key", "PRNGKey"):
+            self.found = True
 
 
 def _returning(module: cst.Module, classes: set[str], builders: set[str]) -> set[str]:

@@ -1470,6 +1470,44 @@ KEYED = "torch2jax.keyed-steps"  # ctx.analyses: (function or "", optimizer) of 
 GLOBALS = "torch2jax.globals"  # ctx.analyses: top-level function → the module-level names it rebinds (`global`)
 
 
+class _LocalNames(cst.CSTVisitor):
+    """The names _local_names collects (a class of the module: creating a class per call costs several times its walk)."""
+
+    def __init__(self, scope, names: set[str]) -> None:
+        self.scope, self.names = scope, names
+
+    def visit_FunctionDef(self, n) -> bool:
+        if n is self.scope:
+            return True
+        self.names.add(n.name.value)
+        return False
+
+    def visit_ClassDef(self, n) -> bool:
+        self.names.add(n.name.value)
+        return False
+
+    def visit_Lambda(self, n) -> bool:
+        return False
+
+    def visit_AssignTarget(self, n) -> None:
+        self.names.update(target_names(n.target))
+
+    def visit_AugAssign(self, n) -> None:
+        self.names.update(target_names(n.target))
+
+    def visit_AnnAssign(self, n) -> None:
+        self.names.update(target_names(n.target))
+
+    def visit_For(self, n) -> None:
+        self.names.update(target_names(n.target))
+
+    def visit_AsName(self, n) -> None:
+        self.names.update(target_names(n.name))
+
+    def visit_Global(self, n) -> None:
+        self.names.difference_update(x.name.value for x in n.names)
+
+
 def _local_names(scope) -> set[str]:
     """The names a function binds (its parameters, assignment and loop targets, with / import names), or
     those a module binds at its own level (functions and classes included)."""
@@ -1481,39 +1519,7 @@ def _local_names(scope) -> set[str]:
             if isinstance(star, cst.Param):
                 names.add(star.name.value)
 
-    class V(cst.CSTVisitor):
-        def visit_FunctionDef(self, n) -> bool:
-            if n is scope:
-                return True
-            names.add(n.name.value)
-            return False
-
-        def visit_ClassDef(self, n) -> bool:
-            names.add(n.name.value)
-            return False
-
-        def visit_Lambda(self, n) -> bool:
-            return False
-
-        def visit_AssignTarget(self, n) -> None:
-            names.update(target_names(n.target))
-
-        def visit_AugAssign(self, n) -> None:
-            names.update(target_names(n.target))
-
-        def visit_AnnAssign(self, n) -> None:
-            names.update(target_names(n.target))
-
-        def visit_For(self, n) -> None:
-            names.update(target_names(n.target))
-
-        def visit_AsName(self, n) -> None:
-            names.update(target_names(n.name))
-
-        def visit_Global(self, n) -> None:
-            names.difference_update(x.name.value for x in n.names)
-
-    scan(scope, V())
+    scan(scope, _LocalNames(scope, names))
     if isinstance(scope, cst.Module):
         for s in scope.body:
             if isinstance(s, cst.SimpleStatementLine):
@@ -2760,15 +2766,25 @@ class _ScopeAssigns(cst.CSTVisitor):
     def visit_ClassDef(self, n) -> bool:
         return False
 
-    def visit_Lambda(self, n) -> bool:
-        return False
+    # (no hook on an expression, a lambda's included, which holds no assignment: scan does not enter them)
 
 
 def _scope_assigns(scope) -> list[cst.Assign]:
-    """The assignments of one scope (a function's body, or a module outside its functions and classes)."""
+    """The assignments of one scope (a function's body, or a module outside its functions and classes).
+    Asked of the same scope again and again: the answer is kept by its identity (the scope held with it;
+    a node never changes), a new list returned."""
+    hit = _SCOPE_ASSIGNS.get(id(scope))
+    if hit is not None and hit[0] is scope:
+        return list(hit[1])
     v = _ScopeAssigns(scope)
     scan(scope, v)
+    if len(_SCOPE_ASSIGNS) >= 256:
+        _SCOPE_ASSIGNS.clear()
+    _SCOPE_ASSIGNS[id(scope)] = (scope, tuple(v.found))
     return v.found
+
+
+_SCOPE_ASSIGNS: dict[int, tuple] = {}
 
 
 class _VmapModel(cst.CSTTransformer):
