@@ -889,7 +889,8 @@ _DIM_FUNCTIONS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "t
                             "torch.max", "torch.min", "torch.argmax", "torch.softmax", "torch.log_softmax",
                             "torch.nn.functional.softmax", "torch.nn.functional.log_softmax", "torch.flatten",
                             "torch.split", "torch.chunk", "torch.var", "torch.std", "torch.transpose", "torch.squeeze",
-                            "torch.unsqueeze", "torch.cumsum", "torch.topk", "torch.nn.functional.normalize"})
+                            "torch.unsqueeze", "torch.cumsum", "torch.topk", "torch.nn.functional.normalize",
+                            "torch.unbind", "torch.norm", "torch.amax", "torch.amin"})
 
 
 class _HelperDims(cst.CSTVisitor):
@@ -909,7 +910,7 @@ class _HelperDims(cst.CSTVisitor):
             and not (isinstance(f.value, cst.Name) and f.value.value == "self")
         dims = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DIM_KEYWORDS]
         if method or q in _DIM_FUNCTIONS:
-            skip = 0 if method else (1 if q not in ("torch.cat", "torch.concat", "torch.concatenate", "torch.stack") else 1)
+            skip = 0 if method else 2 if q == "torch.norm" else 1  # (torch.norm(x, p, dim): p before the dim)
             dims += [a.value for a in node.args[skip:] if a.keyword is None]
             if method and not node.args and f.attr.value in ("size", "flatten", "squeeze", "sum", "mean", "max", "min",
                                                              "argmax", "argmin", "var", "std", "norm"):
