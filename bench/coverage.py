@@ -145,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"covered: {hit} of {total} call sites ({100 * hit / max(total, 1):.1f}%), "
           f"{names_total - len(missing)} of {names_total} names; namespaces: {', '.join(prefixes)}"
           + (f"; not counted: {', '.join(exclude)}" if exclude else ""))
-    print(f"most used uncovered names (total uses):")
+    print("most used uncovered names (total uses):")
     for n, name in missing[:args.top]:
         print(f"  {n:6d}  {name}")
     return 0

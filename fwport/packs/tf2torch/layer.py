@@ -884,7 +884,7 @@ def _masked_rnn(m: MappedCall, ctx, lctx: LayerContext, kind: str, features, in_
     Keras's does."""
     name = m.rule.names[0].rsplit(".", 1)[-1]
     if _true(m, "return_state"):
-        return _failed(m, ctx, "unsupported-argument", f"return_state=True on a sequence that carries Keras's mask: "
+        return _failed(m, ctx, "unsupported-argument", "return_state=True on a sequence that carries Keras's mask: "
                        "not translated; take the final states from the masked run by hand")
     em = _lazy_rnn(m, ctx, lctx, kind, features, in_shape, merge_mode)
     if em.failed:
