@@ -1120,7 +1120,7 @@ class _ScriptOnly(cst.CSTVisitor):
 
 
 def run(module: cst.Module, ctx) -> cst.Module:
-    if "jit" in ctx.analyses.get("parsed", (None, module.code))[1]:
+    if "jit" in (ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code):
         module.visit(_ScriptOnly(ctx))
     module, rebuilt = _normal_steps(module, ctx)
     out = _run(module, ctx)
