@@ -17,7 +17,7 @@ from __future__ import annotations
 import libcst as cst
 
 from fwport.core.engine import expr
-from fwport.core.names import dotted_text
+from fwport.core.names import dotted_text, scan
 from fwport.core.rewrite import rewrite
 
 #: in-place method → the operator of its out-of-place value (``y.add_(x)`` → ``y + x``)
@@ -161,7 +161,7 @@ class _InPlace(cst.CSTTransformer):
 
     def _enter(self, node: cst.CSTNode) -> None:
         b = _Bindings(node)
-        node.visit(b)
+        scan(node, b)
         self.scopes.append(b.fresh)
 
     def visit_Module(self, node: cst.Module) -> None:

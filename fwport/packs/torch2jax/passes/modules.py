@@ -1607,32 +1607,36 @@ class _ApplyInit(cst.CSTTransformer):
         return updated.with_changes(body=[cst.parse_statement(f"{model} = {helper}({model}, {fn})\n").body[0]])
 
 
+class _Smalls(cst.CSTVisitor):
+    """The assignments of a statement, in its blocks too, not in nested scopes (_module_fields)."""
+
+    def __init__(self):
+        super().__init__()
+        self.found = []
+
+    def visit_Assign(self, node):
+        self.found.append(node)
+
+    def visit_FunctionDef(self, node):
+        return False
+
+    def visit_ClassDef(self, node):
+        return False
+
+    def visit_Lambda(self, node):
+        return False
+
+
 def _module_fields(init: cst.FunctionDef, ctx, classes: set[str]) -> list[tuple[cst.CSTNode, list[str]]]:
     """Each top-level statement of ``__init__`` with the submodule fields assigned before it
     (``self.name = <torch.nn layer or container, or a module class of the file>(...)``), those assigned under an
     ``if`` too (cct's ``else: self.attention_pool = nn.Linear(...)``: a field the other branch leaves at its
     default, None, which a re-initialisation passes through)."""
-    class Smalls(cst.CSTVisitor):  # the assignments of a statement, in its blocks too, not in nested scopes
-        def __init__(self):
-            self.found = []
-
-        def visit_Assign(self, node):
-            self.found.append(node)
-
-        def visit_FunctionDef(self, node):
-            return False
-
-        def visit_ClassDef(self, node):
-            return False
-
-        def visit_Lambda(self, node):
-            return False
-
     out, names = [], []
     for stmt in init.body.body:
         out.append((stmt, list(names)))
-        v = Smalls()
-        stmt.visit(v)
+        v = _Smalls()
+        scan(stmt, v)
         for small in v.found:
             if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.value, cst.Call):
                 t = dotted_text(small.targets[0].target) or ""

@@ -1121,7 +1121,7 @@ class _ScriptOnly(cst.CSTVisitor):
 
 def run(module: cst.Module, ctx) -> cst.Module:
     if "jit" in (ctx.analyses["parsed"][1] if "parsed" in ctx.analyses else module.code):
-        module.visit(_ScriptOnly(ctx))
+        scan(module, _ScriptOnly(ctx))
     module, rebuilt = _normal_steps(module, ctx)
     out = _run(module, ctx)
     for pending in ctx.pending:  # findings on the nodes _normal_steps rebuilt: located at the nodes they replace
