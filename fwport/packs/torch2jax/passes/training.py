@@ -2727,8 +2727,9 @@ def _bare_layers(module: cst.Module, ctx) -> set[str]:
                     and value.func.attr.value in ("to", "cuda", "cpu"):
                 value = value.func.value
             q = ctx.imports.resolve(value.func) if isinstance(value, cst.Call) else None
-            if q is None or not q.startswith("torch.nn."):
-                continue
+            names = [t.target.value for t in a.targets if isinstance(t.target, cst.Name)]
+            if q is None or not q.startswith("torch.nn.") or not (len(a.targets) == len(names) == 1):
+                continue  # (`self.body = nn.Sequential(...)` in a class nested in a function: not a script's model)
             nested = [c for c in find_all(value, cst.Call) if c is not value
                       and keyed_layer(ctx.imports.resolve(c.func) or "", ctx)]
             if nested:
@@ -2738,8 +2739,7 @@ def _bare_layers(module: cst.Module, ctx) -> set[str]:
                            "calls it with jax.vmap), or give each layer key= (split from one jax.random.key) and call "
                            "it as jax.vmap(model)(x)", value)
                 continue
-            names = [t.target.value for t in a.targets if isinstance(t.target, cst.Name)]
-            if len(names) == len(a.targets) == 1 and keyed_layer(q, ctx):
+            if keyed_layer(q, ctx):
                 found.add(names[0])
     if found:
         ctx.analyses[BARE_LAYERS] = found
