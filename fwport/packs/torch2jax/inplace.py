@@ -9,8 +9,9 @@ Rebinding is exact only where nothing else holds the tensor's memory: PyTorch's 
 every view of it and the tensor it is a view of. So the receiver must be a local name (not a parameter of the
 function, not a loop variable, not ``global``) whose every binding in its function is a plain assignment of a
 value that is new memory: a call that is not a view (``x.view``, ``x[...]``, ``torch.flatten``, ``.detach()``,
-``.contiguous()`` ... may share it), or arithmetic. Anything else is left to the tensor-method pass, whose error
-says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
+``.contiguous()`` ... may share it), or arithmetic. A module's output counts as new memory (nn.Identity and
+nn.Flatten return their input or a view of it: there the rebinding differs only where that input is read after
+the in-place method). Anything else is left to the tensor-method pass, whose error says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
 """
 from __future__ import annotations
 
