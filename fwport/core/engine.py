@@ -557,6 +557,10 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         if self._planned and id(node) in self._planned:
             edit = self._plans.get(node)
             if edit is not None and not edit.descend:  # the planner's alone: its hooks, not its children
+                if type(node) in _STATEMENT_TYPES:  # on_leave pops what a statement pushes
+                    self._statements.append(len(self.ctx.pending))
+                    self._statement_nodes.append(node)
+                    self._change_marks.append(self._changes)
                 default_visit(self, node)
                 return False
         if self._hot is not None and id(node) not in self._hot and type(node) not in _STATEMENT_TYPES \

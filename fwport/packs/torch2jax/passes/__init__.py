@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import data, features, groups, inplace, keys, tensor_methods, types, x64
+from fwport.packs.torch2jax import backends, data, features, groups, inplace, keys, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -46,6 +46,9 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only, last) draws from PyTorch's global generator where no jax.random key will be in scope: refused
     Planner("keyless-draws", keys.TRIGGER, keys.plan),
     Planner("feature-tests", re.compile(r"\bhasattr\s*\(|\bsignature\s*\("), features.plan),
+    # (read-only, the very last: it plans the statement after one it removes, to keep the blank lines above)
+    # torch.backends switches (cudnn.benchmark, allow_tf32, ...) → jax.config.update, or removed
+    Planner("backends", backends.TRIGGER, backends.plan),
 )
 # fields, key splits and super().__init__() removal: they add and remove lines; then the helper layers
 # the output calls (layers.py) and the DataLoader helpers (data.py), after the imports
