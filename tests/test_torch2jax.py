@@ -643,6 +643,8 @@ INITS = [  # (layer, init call on its weight, bounded): drawn from torch and fro
     ("nn.Conv2d(64, 32, 3)", "nn.init.kaiming_normal_({w}, mode='fan_out', nonlinearity='relu')", False),
     ("nn.Linear(300, 200)", "nn.init.kaiming_uniform_({w}, a=0.2, mode='fan_in')", True),
     ("nn.Linear(400, 300)", "nn.init.trunc_normal_({w}, std=0.5, a=-1.0, b=1.0)", True),
+    ("nn.Linear(400, 300)", "nn.init.trunc_normal_({w}, 0.5, 0.2, 0.1, 0.8)", True),
+    ("nn.Linear(400, 300)", "nn.init.trunc_normal_({w})", True),
     ("nn.Conv1d(16, 64, 5)", "nn.init.orthogonal_({w}, init.calculate_gain('leaky_relu', 0.2))", False),
     ("nn.Linear(50, 400)", "nn.init.orthogonal_({w})", False),
 ]

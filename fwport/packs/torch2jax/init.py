@@ -51,6 +51,16 @@ def _literal(node: cst.BaseExpression):
         return None
 
 
+def _operand(node: cst.BaseExpression, left: bool = False) -> str:
+    """``node``'s text as an operand of * or /: in parentheses unless it is an atom (a name, a number, a call;
+    a negative number too where it stands on the left)."""
+    text = code(node)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Integer, cst.Float, cst.Call, cst.Subscript)) \
+            or left and isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float)):
+        return text
+    return f"({text})"
+
+
 class Unsupported(Exception):
     """The call cannot be written exactly; the message says why."""
 
@@ -137,10 +147,18 @@ def value(name: str, call: cst.Call, shape: str, ctx, is_gain_call) -> str:
         if _literal(b["mean"]) != 0:
             draw = f"{draw} + {mean if isinstance(b['mean'], (cst.Name, cst.Attribute, cst.Integer, cst.Float)) else f'({mean})'}"
         return draw
-    if name == "trunc_normal_":
-        m, s, lo, hi = (code(b[k]) for k in ("mean", "std", "a", "b"))
-        return (f"({m}) + ({s}) * {spell('jax.random.truncated_normal')}(key, (({lo}) - ({m})) / ({s}), "
-                f"(({hi}) - ({m})) / ({s}), {shape})")
+    if name == "trunc_normal_":  # mean + std * a draw from the standard normal cut at (a - mean) / std, (b - mean) / std
+        centred, unit = _literal(b["mean"]) == 0, _literal(b["std"]) == 1
+        s = _operand(b["std"])
+
+        def bound(k: str) -> str:
+            edge = _operand(b[k], left=True) if centred else f"{_operand(b[k], left=True)} - {_operand(b['mean'])}"
+            return edge if unit else f"{edge} / {s}" if centred else f"({edge}) / {s}"
+
+        draw = f"{spell('jax.random.truncated_normal')}(key, {bound('a')}, {bound('b')}, {shape})"
+        if not unit:
+            draw = f"{s} * {draw}"
+        return draw if centred else f"{draw} + {_operand(b['mean'])}"
     if name in ("xavier_uniform_", "xavier_normal_"):
         _, square = gain(b["gain"], is_gain_call)
         dist = "uniform" if name == "xavier_uniform_" else "normal"
