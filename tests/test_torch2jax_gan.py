@@ -84,19 +84,24 @@ def test_type_alias_calls():
     src = ("import torch\nimport numpy as np\ncuda = torch.cuda.is_available()\n"
            "Tensor = torch.cuda.FloatTensor if cuda else torch.FloatTensor\n"
            "def f(n, imgs):\n    z = Tensor(np.random.normal(0, 1, (n, 8)))\n    ones = Tensor(n, 1).fill_(1.0)\n"
-           "    e = Tensor(n, 2)\n    return z, ones, e, imgs.type(Tensor)\n")
+           "    e = Tensor(n, 2)\n    s = Tensor(n, *imgs.shape).fill_(0.0)\n    u = Tensor(n, *imgs.shape)\n"
+           "    return z, ones, e, s, u, imgs.type(Tensor)\n")
     text, findings = _translate(src)
     assert not [f for f in findings if f.severity >= Severity.WARNING], findings
     assert "z = jnp.asarray(np.random.normal(0, 1, (n, 8)), dtype=jnp.float32)" in text
     assert "ones = jnp.full((n, 1), 1.0, dtype=jnp.float32)" in text
     assert "e = jnp.empty((n, 2), dtype=jnp.float32)" in text
+    # unpacked sizes (PyTorch-GAN's `Tensor(imgs.shape[0], *discriminator.output_shape).fill_(1.0)`)
+    assert "s = jnp.full((n, *imgs.shape), 0.0, dtype=jnp.float32)" in text
+    assert "u = jnp.empty((n, *imgs.shape), dtype=jnp.float32)" in text
     assert "imgs.astype(jnp.float32)" in text and "Tensor" not in text
 
 
 _ALIAS_TENSOR = ("import torch\nimport numpy as np\ncuda = torch.cuda.is_available()\n"
                  "Tensor = torch.cuda.FloatTensor if cuda else torch.Tensor\n"
                  "def f(n, imgs):\n    z = Tensor(np.random.normal(0, 1, (n, 8)))\n    ones = Tensor(n, 1).fill_(1.0)\n"
-                 "    return z, ones, imgs.type(Tensor)\n")
+                 "    twos = Tensor(n, *imgs.shape).fill_(2.0)\n"
+                 "    return z, ones, twos, imgs.type(Tensor)\n")
 
 _RUN_ALIAS = """import importlib.util, sys
 import numpy as np
@@ -111,8 +116,8 @@ if side == "torch":
     import torch
     imgs = torch.from_numpy(imgs)
 np.random.seed(0)
-z, ones, cast = mod.f(3, imgs)
-np.savez(out, **{k: np.asarray(v) for k, v in dict(z=z, ones=ones, cast=cast).items()})
+z, ones, twos, cast = mod.f(3, imgs)
+np.savez(out, **{k: np.asarray(v) for k, v in dict(z=z, ones=ones, twos=twos, cast=cast).items()})
 """
 
 
@@ -131,7 +136,7 @@ def test_type_alias_with_torch_tensor_on_the_cpu_equals_pytorch(tmp_path):
                            capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         res[side] = dict(np.load(tmp_path / f"{side}.npz"))
-    for k in ("z", "ones", "cast"):
+    for k in ("z", "ones", "twos", "cast"):
         assert res["jax"][k].dtype == res["torch"][k].dtype == np.float32, k
         np.testing.assert_array_equal(res["jax"][k], res["torch"][k], err_msg=k)
 

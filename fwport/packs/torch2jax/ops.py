@@ -666,14 +666,19 @@ def _is_size(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape"
 
 
-@call_transform("legacy-tensor")
+@call_transform("legacy-tensor", starred=True)
 def legacy_tensor(m, ctx):
     """``torch.FloatTensor(data)`` → ``jnp.asarray(data, dtype=jnp.float32)``; ``torch.FloatTensor(2, 3)`` (sizes:
     int literals, len(), .size(), .shape[i], or more than one argument) → ``jnp.empty((2, 3), dtype=...)``
     (zeros: PyTorch leaves the memory uninitialised); one name, ``torch.Tensor(n)``, either, decided when it
-    runs as PyTorch decides (``jnp.ndim(n) == 0``: a size). ``emit.options.dtype`` names the jnp dtype."""
+    runs as PyTorch decides (``jnp.ndim(n) == 0``: a size). ``emit.options.dtype`` names the jnp dtype.
+    ``*shape`` among the arguments unpacks sizes (PyTorch reads unpacked arguments as sizes):
+    ``Tensor(n, *out_shape)`` → ``jnp.empty((n, *out_shape), dtype=...)``."""
     args = list(m.bound.varargs)
     dtype = {"dtype": ctx.spell(f"jax.numpy.{m.rule.emit['options']['dtype']}")}
+    if m.bound.starred:
+        return _call(ctx.spell("jax.numpy.empty"), [cst.Tuple(
+            [cst.StarredElement(a) if i in m.bound.starred else cst.Element(a) for i, a in enumerate(args)])], dtype)
     if not args:
         return _call(ctx.spell("jax.numpy.empty"), [cst.Tuple([])], dtype)
     if len(args) == 1 and isinstance(args[0], (cst.Name, cst.Attribute)) and not _is_size(args[0]):

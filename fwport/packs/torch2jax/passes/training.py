@@ -534,10 +534,10 @@ class _Pass(cst.CSTTransformer):
             return None
         if f.attr.value == "fill_" and len(original.args) == 1 and isinstance(f.value, cst.Call) \
                 and isinstance(f.value.func, cst.Name) and f.value.func.value in self.aliases and f.value.args \
-                and all(a.keyword is None and not a.star for a in f.value.args):
+                and all(a.keyword is None and a.star in ("", "*") for a in f.value.args):
             cpu = self.aliases[f.value.func.value]
-            inner = updated.func.value
-            size = cst.Tuple([cst.Element(a.value) for a in inner.args])
+            inner = updated.func.value  # (`Tensor(n, *shape)`: sizes, shape unpacked)
+            size = cst.Tuple([cst.StarredElement(a.value) if a.star else cst.Element(a.value) for a in inner.args])
             dtype = cpu.with_changes(attr=cst.Name(LEGACY_TYPES[cpu.attr.value]))
             return cst.Call(cpu.with_changes(attr=cst.Name("full")),
                             [cst.Arg(size), cst.Arg(updated.args[0].value),
