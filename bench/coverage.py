@@ -86,13 +86,14 @@ def _torch2jax_structural() -> set[str]:
     """The torch names torch2jax's passes handle without a rule: the Module base, no_grad (removed),
     manual_seed (a root key), the TorchScript-only decorators the training pass removes (training.SCRIPT_ONLY),
     the torch.nn.init functions that modules.py / init.py turn into the drawn or constant arrays (with
-    calculate_gain, whose gain they write out), and the Dataset base that types.py drops from a subclass. (The
+    calculate_gain, whose gain they write out), the Dataset base that types.py drops from a subclass, and the
+    backend switches backends.py writes as jax.config.update or removes (cudnn.benchmark, allow_tf32...). (The
     per-example functions batch.py rewrites inside a module's forward all have rules for the other places too.)"""
-    from fwport.packs.torch2jax import init
+    from fwport.packs.torch2jax import backends, init
     from fwport.packs.torch2jax.passes.training import NO_GRAD, SCRIPT_ONLY
     from fwport.packs.torch2jax.types import DATASET
     inits = {f"torch.nn.init.{n}" for n in init.TRANSLATED} | {"torch.nn.init.calculate_gain"}
-    return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD, *SCRIPT_ONLY, *inits, *DATASET}
+    return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD, *SCRIPT_ONLY, *inits, *DATASET, *backends.HANDLED}
 
 
 def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...],

@@ -43,6 +43,8 @@ REMOVED = {"torch.backends.cudnn.benchmark": "cuDNN autotuning has no JAX switch
            "torch.backends.cudnn.enabled": "JAX has no switch to bypass cuDNN: XLA chooses its convolution "
                                            "implementations itself"}
 DETERMINISTIC = ("torch.backends.cudnn.deterministic", "torch.use_deterministic_algorithms")
+#: every name this planner translates (bench/coverage.py counts them)
+HANDLED = frozenset({*TF32_FLAGS, *FP32_PRECISION, *REMOVED, *DETERMINISTIC, "torch.set_float32_matmul_precision"})
 DETERMINISM_ADVICE = ("on CPU XLA is deterministic; on GPU set XLA_FLAGS=--xla_gpu_deterministic_ops=true in the "
                       "environment before JAX starts (before `import jax`)")
 
