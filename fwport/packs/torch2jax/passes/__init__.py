@@ -6,7 +6,7 @@ import re
 
 from fwport.core.direction import Planner
 from fwport.packs.torch2jax import layers
-from fwport.packs.torch2jax import backends, data, features, groups, inplace, keys, tensor_methods, types, x64
+from fwport.packs.torch2jax import backends, data, features, groups, inplace, keys, modes, tensor_methods, types, x64
 from fwport.packs.torch2jax.passes import modules, training, unroll
 
 PLANNERS: tuple[Planner, ...] = (
@@ -18,6 +18,9 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("unroll", re.compile(r"Sequential\(\s*\*"), unroll.run),
     # y.add_(x) / h.relu_() as a statement on a tensor nothing else holds → y = y + x / h = h.relu() (inplace.py)
     Planner("in-place", re.compile(inplace.TRIGGER), inplace.rebind),
+    # self.training read in a module's methods → `not self.inference`, a field set False in __init__ (modes.py),
+    # which eqx.nn.inference_mode sets (before modules, which declares the field)
+    Planner("modes", modes.TRIGGER, modes.plan),
     # nn.Module subclasses → eqx.Module, forward → a per-example __call__
     # (Sequential: a builder function that returns one, in a file with no module class)
     # (and a class deriving from another torch layer, `class M(nn.Transformer)`: an error naming it)

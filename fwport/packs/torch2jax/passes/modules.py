@@ -31,7 +31,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax import init as inits
-from fwport.packs.torch2jax import layers, ranks
+from fwport.packs.torch2jax import layers, modes, ranks
 from fwport.packs.torch2jax import surgery, tying
 from fwport.packs.torch2jax.batch import DROP, SEQ_PROVEN, Forward
 
@@ -2891,6 +2891,8 @@ def _collect_fields(fn: cst.FunctionDef, ctx, fields: dict[str, str], sequences:
                     t = dotted_text(target.target)
                     if t and t.startswith("self.") and t.count(".") == 1 and t[5:] not in fields:
                         fields[t[5:]] = _annotation(small.value, params, ctx, sequences)
+                        if t == "self." + modes.FIELD and fields[t[5:]].startswith("bool"):
+                            fields[t[5:]] = "bool"  # a leaf: eqx.nn.inference_mode sets it (modes.py)
     # set only inside a block (`if not self.flash: self.bias = ...`): perhaps never, so None unless set
     for small in nested:
         t = dotted_text(small.targets[0].target)
