@@ -115,8 +115,11 @@ def test_an_assumed_batch_axis_is_a_warning():
     assert [(f.severity, f.code) for f in r.findings] == [(Severity.WARNING, "batch-axis")]
 
 
-def test_functional_dropout_is_refused_not_given_a_global_rng():
+def test_functional_dropout_takes_the_modules_key_not_a_global_rng():
     r, call = _forward("return F.dropout(x, 0.5, self.training)")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "return eqx.nn.Dropout(0.5, inference=self.inference)(x, key=key)" in call  # (tests/test_torch2jax_modes.py)
+    r, call = _forward("return F.dropout(x, 0.5, self.training, *rest)")
     assert [f.code for f in r.findings if f.severity is Severity.ERROR] == ["unsupported-construct"]
 
 

@@ -129,3 +129,59 @@ np.save(OUT, np.stack([np.asarray(o.detach() if side == "torch" else o, dtype=np
     np.testing.assert_allclose(j, t, rtol=0, atol=1e-12)
     assert not np.allclose(t[0], t[1])  # train and eval differ: the test can fail
     np.testing.assert_allclose(t[0], t[2])
+
+
+DROP = '''
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Drop(nn.Module):
+    def __init__(self, p):
+        super().__init__()
+        self.p = p
+
+    def forward(self, x):
+        y = F.dropout(x * 2.0, self.p, training=self.training)
+        return F.dropout(y, p=0.5, training=False) + 1.0
+'''
+
+
+def test_functional_dropout_is_an_inline_dropout_following_the_mode():
+    r = t2j(DROP)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert "eqx.nn.Dropout(self.p, inference=self.inference)(x * 2.0, key=key)" in r.output
+    assert "return y + 1.0" in r.output  # training=False: no dropout
+    assert "def __call__(self, x, *, key=None):" in r.output
+    r = t2j(DROP.replace(", training=self.training", ""))
+    assert "eqx.nn.Dropout(self.p)(x * 2.0, key=key)" in r.output  # PyTorch's default: training=True
+    assert [f for f in r.findings if f.code == "key-added" and "drops in eval mode too" in f.message]
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"needs {MISSING}")
+def test_functional_dropout_drops_in_training_and_not_in_eval_as_pytorch_does(tmp_path):
+    import numpy as np
+    body = '''
+x = np.linspace(0.5, 1.5, 20000)
+if side == "torch":
+    torch.manual_seed(0)
+    m = ns["Drop"](0.3)
+    x = torch.tensor(x)
+    train = m(x).detach().numpy()
+    m.eval()
+    ev = m(x).detach().numpy()
+else:
+    m = ns["Drop"](0.3)
+    train = np.asarray(m(x, key=jax.random.key(0)))
+    ev = np.asarray(eqx.nn.inference_mode(m)(x))
+np.save(OUT, np.stack([train, ev]))
+'''
+    t, j = torch_and_jax(tmp_path, textwrap.dedent(DROP).lstrip("\n"), t2j(DROP).output, body)
+    x = np.linspace(0.5, 1.5, 20000)
+    np.testing.assert_allclose(j[1], t[1], rtol=0, atol=1e-12)  # eval: no dropout, on both
+    np.testing.assert_allclose(t[1], 2 * x + 1)
+    for side in (t, j):  # training: each value dropped (1.0) or kept and scaled by 1 / (1 - p)
+        kept = ~np.isclose(side[0], 1.0)
+        np.testing.assert_allclose(side[0][kept], 2 * x[kept] / 0.7 + 1.0, rtol=1e-12)
+        assert abs((~kept).mean() - 0.3) < 0.02

@@ -808,6 +808,37 @@ class Forward(cst.CSTTransformer):
             func = cst.Call(self.ctx.spell("jax.vmap"), [cst.Arg(func)])
         return updated.with_changes(func=func)
 
+    def functional_dropout(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        """``F.dropout(x, p, training=self.training)`` → ``eqx.nn.Dropout(p, inference=self.inference)(x, key=key)``
+        (modes.py has made self.training ``not self.inference``): an inline dropout given the module's key, as a
+        Dropout submodule's call is; ``training`` left out is PyTorch's True (dropout in eval mode too);
+        ``training=False`` is the input itself."""
+        a, unknown = _args(updated, ("input", "p", "training", "inplace"))
+        if unknown or "input" not in a:
+            self.error(original, f"{code(original)}: F.dropout takes input, p, training and inplace: write "
+                       "them out (a starred or unknown argument is not followed)", "unsupported-construct")
+            return updated
+        training = a.get("training")
+        t = literal_value(training, NOT_LITERAL) if training is not None else True
+        if t is False:
+            return a["input"]
+        if t is True:
+            inference = None
+        elif isinstance(training, cst.UnaryOperation) and isinstance(training.operator, cst.Not):
+            inference = training.expression.with_changes(lpar=[], rpar=[])
+        else:
+            inference = cst.UnaryOperation(cst.Not(), training)
+        p = a.get("p", cst.Float("0.5"))
+        layer = cst.Call(self.ctx.spell("equinox.nn.Dropout"),
+                         [cst.Arg(p)] + ([cst.Arg(inference, keyword=cst.Name("inference"), equal=_EQ)]
+                                         if inference is not None else []))
+        out = cst.Call(layer, [cst.Arg(a["input"]), cst.Arg(cst.Name("key"), keyword=cst.Name("key"), equal=_EQ)])
+        if inference is None:
+            self.ctx.report(Severity.INFO, "key-added", f"{code(original)}: training is left out, which PyTorch takes "
+                            "as True: it drops in eval mode too (and needs a key there), as written", original)
+        self.key_sites.append(out)
+        return out
+
     def users_input(self, value: cst.BaseExpression) -> bool:
         """``value`` is this forward's own parameter, in a module whose inputs are the user's (nothing in the file
         feeds it a value of unknown rank): an Outer handing its input to an inner block passes what the user gave."""
@@ -1494,9 +1525,7 @@ class Forward(cst.CSTTransformer):
         if q == F + "interpolate":
             return self.interpolate(original, updated)
         if q == F + "dropout":
-            self.error(original, "F.dropout draws from PyTorch's global random state: use an eqx.nn.Dropout "
-                       "submodule (nn.Dropout in __init__), which takes an explicit key", "unsupported-construct")
-            return updated
+            return self.functional_dropout(original, updated)
         if q == "torch.split":  # sizes: the method's rewrite; a list of sizes: the rule's, dim shifted
             a, unknown = _args(updated, ("tensor", "split_size_or_sections", "dim"))
             if unknown or "tensor" not in a or "split_size_or_sections" not in a or not self.is_batched(a["tensor"]):
