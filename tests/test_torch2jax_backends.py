@@ -1,7 +1,8 @@
 """PyTorch's backend switches (torch.backends.cudnn.*, allow_tf32, set_float32_matmul_precision,
 use_deterministic_algorithms) → jax.config.update("jax_default_matmul_precision", ...) or removed with a finding
 (fwport/packs/torch2jax/backends.py); the translation run with JAX (torch unimportable) sets the precision
-PyTorch's switches asked for."""
+PyTorch's switches asked for. Device queries (torch.cuda.device_count, torch.accelerator.device_count,
+is_bf16_supported; rules in rules/torch2jax) answer as PyTorch does on this machine."""
 from __future__ import annotations
 
 import importlib.util
@@ -117,3 +118,27 @@ def test_translation_sets_the_precision_pytorch_asked_for(tmp_path):
     line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
     assert line, p.stderr[-2000:]
     assert json.loads(line[0][7:]) == ["tensorfloat32", "float32", "tensorfloat32", "bfloat16"]
+
+
+DEVICES = '''
+import torch
+
+counts = [torch.cuda.device_count(), torch.accelerator.device_count(), torch.cuda.is_available()]
+bf16 = 'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'
+'''
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("jax", "torch")), reason="needs jax and torch")
+def test_device_queries_answer_as_pytorch_does_here(tmp_path):
+    r = t2j(DEVICES)
+    assert not [f for f in r.findings if f.severity is Severity.ERROR] and "torch" not in r.output
+    seen = {}
+    for side, code in (("torch", textwrap.dedent(DEVICES)), ("jax", r.output)):
+        (tmp_path / f"{side}.py").write_text(code)
+        pre = 'import sys; sys.modules["torch"] = None; ' if side == "jax" else ""
+        p = subprocess.run([sys.executable, "-c", pre + f"import runpy, json; ns = runpy.run_path({str(tmp_path / (side + '.py'))!r}); "
+                            "print('RESULT ' + json.dumps(ns['counts']))"], capture_output=True, text=True, timeout=300)
+        line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
+        assert line, p.stderr[-2000:]
+        seen[side] = json.loads(line[0][7:])
+    assert seen["jax"] == seen["torch"]  # (on this machine: no GPU, [0, 0, false] on both)
