@@ -142,3 +142,45 @@ def test_device_queries_answer_as_pytorch_does_here(tmp_path):
         assert line, p.stderr[-2000:]
         seen[side] = json.loads(line[0][7:])
     assert seen["jax"] == seen["torch"]  # (on this machine: no GPU, [0, 0, false] on both)
+
+
+AUTOCAST = '''
+import torch
+from torch.amp import autocast
+
+
+@autocast('cuda', enabled = False)
+def rotate(x):
+    return x * 2
+
+
+def run(x):
+    with torch.autocast(device_type="cuda", dtype=torch.bfloat16, enabled=False):
+        y = rotate(x)
+    with torch.cuda.amp.autocast():
+        return y @ y.T
+'''
+
+
+def test_autocast_becomes_nullcontext_and_its_decorator_goes():
+    r = t2j(AUTOCAST)
+    out = r.output
+    assert "torch" not in out and "autocast" not in out and "@autocast" not in out and "\n\n\ndef rotate" in out
+    assert out.count("with contextlib.nullcontext():") == 2
+    approx = [f for f in r.findings if f.code == "approximate"]
+    assert len(approx) == 1 and approx[0].line == 13  # only the region autocast is on in
+    assert not [f for f in r.findings if f.severity is Severity.ERROR]
+
+
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in ("jax", "torch")), reason="needs jax and torch")
+def test_autocast_translation_computes_what_pytorch_does_on_the_cpu(tmp_path):
+    import numpy as np
+    from runners import torch_and_jax
+    body = '''
+x = np.arange(12.0).reshape(3, 4) / 7
+if side == "torch":
+    x = torch.tensor(x)
+np.save(OUT, np.asarray(ns["run"](x)))
+'''
+    t, j = torch_and_jax(tmp_path, textwrap.dedent(AUTOCAST).lstrip("\n"), t2j(AUTOCAST).output, body)
+    np.testing.assert_allclose(j, t, rtol=1e-12)  # (CUDA autocast leaves CPU arrays in their dtype)

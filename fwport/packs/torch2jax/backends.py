@@ -15,6 +15,9 @@
   gets a warning: XLA on GPU is deterministic only with ``XLA_FLAGS=--xla_gpu_deterministic_ops=true`` set in the
   environment before JAX starts (on CPU it is deterministic).
 
+- ``@autocast(...)`` on a function: removed (exact with ``enabled=False``, else an approximate warning); autocast
+  as a context manager is its rule's (contextlib.nullcontext()).
+
 A removed statement that was the only one of its block becomes ``pass``. Anything else under ``torch.backends``
 (reading a flag, a statement sharing its line with others) is left to the residue scan, which reports it."""
 from __future__ import annotations
@@ -27,7 +30,9 @@ from fwport.core.finding import Severity
 from fwport.core.names import scan
 
 TRIGGER = re.compile(r"\bcudnn\b|\ballow_tf32\b|\bfp32_precision\b|\bset_float32_matmul_precision\b"
-                     r"|\buse_deterministic_algorithms\b")
+                     r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b")
+#: autocast, whose rule writes contextlib.nullcontext() for a `with`; as a decorator it is removed here
+AUTOCAST = frozenset({"torch.amp.autocast", "torch.autocast", "torch.cuda.amp.autocast"})
 CONFIG = "jax_default_matmul_precision"
 #: flags whose value chooses TF32 (True) or full float32 (False), and which operations each governs in PyTorch
 TF32_FLAGS = {"torch.backends.cuda.matmul.allow_tf32": "matmuls", "torch.backends.cudnn.allow_tf32": "convolutions"}
@@ -44,7 +49,8 @@ REMOVED = {"torch.backends.cudnn.benchmark": "cuDNN autotuning has no JAX switch
                                            "implementations itself"}
 DETERMINISTIC = ("torch.backends.cudnn.deterministic", "torch.use_deterministic_algorithms")
 #: every name this planner translates (bench/coverage.py counts them)
-HANDLED = frozenset({*TF32_FLAGS, *FP32_PRECISION, *REMOVED, *DETERMINISTIC, "torch.set_float32_matmul_precision"})
+HANDLED = frozenset({*TF32_FLAGS, *FP32_PRECISION, *REMOVED, *DETERMINISTIC, "torch.set_float32_matmul_precision",
+                     *AUTOCAST})
 DETERMINISM_ADVICE = ("on CPU XLA is deterministic; on GPU set XLA_FLAGS=--xla_gpu_deterministic_ops=true in the "
                       "environment before JAX starts (before `import jax`)")
 
@@ -78,6 +84,24 @@ class _Switches(cst.CSTVisitor):
         super().__init__()
         self.ctx = ctx
         self.set: dict[str, set] = {}  # "matmuls" / "convolutions" → the JAX precisions the file gives them
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        """``@autocast('cuda', enabled=False)``: removed (exact: JAX casts nothing by itself); with autocast on, a
+        warning (the function computes in float32 where PyTorch computes float16 / bfloat16)."""
+        for d in node.decorators:
+            call = d.decorator if isinstance(d.decorator, cst.Call) else None
+            if call is None or self.ctx.imports.resolve(call.func) not in AUTOCAST or self.ctx.plans.get(d) is not None:
+                continue
+            off = any(a.keyword is not None and a.keyword.value == "enabled" and isinstance(a.value, cst.Name)
+                      and a.value.value == "False" for a in call.args)
+            if off:
+                self.ctx.report(Severity.INFO, "dropped-argument", f"@{code(call)}: removed: it switches autocast "
+                                "off, and JAX casts nothing by itself", d)
+            else:
+                self.ctx.report(Severity.WARNING, "approximate", f"@{code(call)}: removed: JAX has no autocast: "
+                                "the function computes in its arrays' own dtype (float32 where PyTorch computes "
+                                "float16 / bfloat16)", d)
+            self.ctx.plans.add(d, lambda o, u: cst.RemovalSentinel.REMOVE, descend=False, by="backends")
 
     def visit_Module(self, node: cst.Module) -> None:
         self.block(node.body)

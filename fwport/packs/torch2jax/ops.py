@@ -851,6 +851,22 @@ def expression(m, ctx):
     return expr(opts["text"].format(**names))
 
 
+@call_transform("autocast")
+def autocast(m, ctx):
+    """``torch.autocast(...)`` / ``torch.amp.autocast(...)`` as a context manager → ``contextlib.nullcontext()``:
+    JAX has no autocast, so the region computes in its arrays' own dtype. Exact where the call switches autocast
+    off (``enabled=False``); else an approximate warning (float32 where PyTorch computes float16 / bfloat16).
+    (As a decorator, backends.py removes it.)"""
+    from fwport.core.engine import literal_value
+    from fwport.core.finding import Severity
+    enabled = m.kwargs.get("enabled")
+    if enabled is None or literal_value(enabled, None) is not False:
+        ctx.report(Severity.WARNING, "approximate", "JAX has no autocast: the region computes in its arrays' own "
+                   "dtype (float32 here, where PyTorch computes eligible ops in float16 / bfloat16): more precise and "
+                   "slower; for mixed precision cast the parameters and inputs (jnp.bfloat16) by hand", m.node, m.rule)
+    return expr(f"{ctx.spell_text('contextlib.nullcontext')}()")
+
+
 @call_transform("template")
 def template(m, ctx):
     """A call → ``emit.options.text``, its ``{arg}`` placeholders the rule's (renamed) arguments as written (the
