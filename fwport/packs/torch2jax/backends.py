@@ -15,6 +15,8 @@
   gets a warning: XLA on GPU is deterministic only with ``XLA_FLAGS=--xla_gpu_deterministic_ops=true`` set in the
   environment before JAX starts (on CPU it is deterministic).
 
+- ``model = torch.compile(model)``: removed (the translated train step is jitted; other calls are the rule's,
+  which gives the function itself);
 - ``@autocast(...)`` on a function: removed (exact with ``enabled=False``, else an approximate warning); autocast
   as a context manager is its rule's (contextlib.nullcontext()).
 
@@ -30,7 +32,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import scan
 
 TRIGGER = re.compile(r"\bcudnn\b|\ballow_tf32\b|\bfp32_precision\b|\bset_float32_matmul_precision\b"
-                     r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b")
+                     r"|\buse_deterministic_algorithms\b|@\s*[\w.]*autocast\b|\bcompile\s*\(")
 #: autocast, whose rule writes contextlib.nullcontext() for a `with`; as a decorator it is removed here
 AUTOCAST = frozenset({"torch.amp.autocast", "torch.autocast", "torch.cuda.amp.autocast"})
 CONFIG = "jax_default_matmul_precision"
@@ -48,9 +50,11 @@ REMOVED = {"torch.backends.cudnn.benchmark": "cuDNN autotuning has no JAX switch
            "torch.backends.cudnn.enabled": "JAX has no switch to bypass cuDNN: XLA chooses its convolution "
                                            "implementations itself"}
 DETERMINISTIC = ("torch.backends.cudnn.deterministic", "torch.use_deterministic_algorithms")
+#: `model = torch.compile(model)`: removed (other calls of torch.compile are its rule's: the function itself)
+COMPILE = "torch.compile"
 #: every name this planner translates (bench/coverage.py counts them)
 HANDLED = frozenset({*TF32_FLAGS, *FP32_PRECISION, *REMOVED, *DETERMINISTIC, "torch.set_float32_matmul_precision",
-                     *AUTOCAST})
+                     *AUTOCAST, COMPILE})
 DETERMINISM_ADVICE = ("on CPU XLA is deterministic; on GPU set XLA_FLAGS=--xla_gpu_deterministic_ops=true in the "
                       "environment before JAX starts (before `import jax`)")
 
@@ -66,6 +70,10 @@ def _flag(stmt: cst.BaseStatement, ctx) -> tuple[str, cst.BaseExpression, cst.CS
         q = ctx.imports.resolve(target) if isinstance(target, cst.Attribute) else None
         if q in TF32_FLAGS or q in FP32_PRECISION or q in REMOVED or q == DETERMINISTIC[0]:
             return q, small.value, target
+        v = small.value
+        if isinstance(v, cst.Call) and ctx.imports.resolve(v.func) == COMPILE and v.args \
+                and v.args[0].keyword is None and not v.args[0].star and code(v.args[0].value) == code(target):
+            return COMPILE, v, v.func  # `model = torch.compile(model)`
     if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
         call = small.value
         q = ctx.imports.resolve(call.func)
@@ -135,6 +143,10 @@ class _Switches(cst.CSTVisitor):
                 continue
             if q in REMOVED:
                 edits.append((st, None, f"{code(st.body[0])}: removed: {REMOVED[q]}", Severity.INFO))
+            elif q == COMPILE:
+                edits.append((st, None, f"{code(st.body[0])}: removed: JAX compiles where a function is jitted: the "
+                              "translated train step is (@eqx.filter_jit); wrap other calls of the model in "
+                              "eqx.filter_jit where they are hot", Severity.INFO))
             elif q in DETERMINISTIC:
                 false = isinstance(value, cst.Name) and value.value == "False"
                 edits.append((st, None, f"{code(st.body[0])}: removed: "
