@@ -10,6 +10,7 @@ does not skew the ratio; the start-up and --tree figures are wall-clock times of
     python bench/bench_translate.py --profile       # + where fwport's time goes (cProfile)
     python bench/bench_translate.py --tree          # + the CLI over the keras tree on every core
     python bench/bench_translate.py --big 50000     # only: one file of N tf lines, fwport vs bare
+    python bench/bench_translate.py --small 200     # only: an empty file and a 10-line program, N times each
     python bench/bench_translate.py --direction tf2torch --corpus /tmp/kio/examples   # + a folder of distinct files
 
 The design target (DESIGN.md, "Performance budget"): fwport at no less than half the lines per
@@ -149,11 +150,17 @@ def main() -> None:
     ap.add_argument("--tree", action="store_true", help="also time `fwport tf2torch keras/src -o TMP` on every core")
     ap.add_argument("--big", type=int, default=0, metavar="N",
                     help="only time one file of N `x = tf.reduce_sum(tf.zeros(3), axis=0)` lines (target: <= 2x bare)")
+    ap.add_argument("--small", type=int, default=0, metavar="N",
+                    help="only: the fixed cost per file, an empty file and a 10-line program of each direction translated "
+                         "N times (ms per file, fwport and bare)")
     a = ap.parse_args()
 
     pack = load_pack("tf2torch")
     if a.big:
         big_file(a.big, pack)
+        return
+    if a.small:
+        small_files(a.small, a.best_of, ("tf2torch", "torch2jax") if a.direction == "all" else (a.direction,))
         return
     directions = ("tf2torch", "torch2jax") if a.direction == "all" else (a.direction,)
     packs = {d: load_pack(d) for d in directions}
@@ -236,6 +243,31 @@ def big_file(n: int, pack) -> None:
           f"fwport / bare {tf / tb:.2f} (target <= 2); " + ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())))
     for error, names in CRASHES.items():
         print(f"crashed: {error}")
+
+
+#: a 10-line program of each direction (a function, a model, a call of each): what a small file costs
+SMALL = {
+    "tf2torch": ("import tensorflow as tf\nfrom tensorflow import keras\n\n\ndef f(x):\n"
+                 "    y = tf.reduce_sum(x, axis=0)\n    return y + tf.shape(tf.concat([x, x], axis=1))[0]\n\n"
+                 "model = keras.Sequential([keras.layers.Dense(4)])\nout = f(tf.zeros((2, 3)))\n"),
+    "torch2jax": ("import torch\nimport torch.nn as nn\n\n\nclass M(nn.Module):\n    def __init__(self):\n"
+                  "        super().__init__()\n        self.fc = nn.Linear(3, 4)\n\n"
+                  "    def forward(self, x):\n        return torch.relu(self.fc(x)).sum(dim=0)\n"),
+}
+
+
+def small_files(n: int, best_of: int, directions: tuple[str, ...]) -> None:
+    """The fixed cost of a file: an empty one and a 10-line program, each translated ``n`` times (best of
+    ``best_of``), next to libcst's parse + render of the same text."""
+    for direction in directions:
+        pack = load_pack(direction)
+        for label, text in (("empty", ""), ("10 lines", SMALL[direction])):
+            files = [("small.py", text)] * n
+            fwport_run(files[:5], pack)
+            tb = min(bare(files) for _ in range(max(1, best_of)))
+            tf = min(fwport_run(files, pack)[0] for _ in range(max(1, best_of)))
+            print(f"{direction:<10} {label:<9} bare {tb / n * 1000:7.3f} ms/file  fwport {tf / n * 1000:7.3f} ms/file  "
+                  f"ratio {tb / tf if tf else float('inf'):.2f}")
 
 
 def stage_times(files: list[tuple[str, str]], pack) -> None:

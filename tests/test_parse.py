@@ -67,3 +67,36 @@ def test_literal_value_reads_number_tokens_as_python_does_without_a_parse():
             expected = NOT_LITERAL
         got = literal_value(cst.parse_expression(text))
         assert got == expected and type(got) is type(expected), text[:40]
+
+
+def test_literal_value_reads_plain_string_tokens_as_python_does_without_a_parse():
+    """bind.literal_value gives a string token with no prefix and no backslash the text between its quotes:
+    the value ast.literal_eval gives, for every kind of quote; prefixed strings, escapes and implicit
+    concatenations still go to literal_eval (same values)."""
+    import ast
+    import random
+
+    from fwport.core.bind import _plain_string, literal_value
+
+    rng = random.Random(0)
+    texts = ['""', "''", '""""""', "''''''", '"a"', "'a'", "'\"'", '"\'"', '"""a"b"""', "'''a\nb'''",
+             '"""\n"""', "'''x''y'''", '"é ✓ 𝄞"', '"\\n"', "'\\\\'", "r'a\\d'", "b'abc'", "u'abc'",
+             "R\"q\"", "'a' 'b'", '"tab\there"', "'#'"]
+    alphabet = "ab \t\"'#é\\n{}"
+    for _ in range(2000):
+        body = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        for quote in ('"', "'", '"""', "'''"):
+            text = quote + body + quote
+            try:
+                if not isinstance(cst.parse_expression(text), cst.SimpleString):
+                    continue
+            except Exception:  # (not one token: a syntax error, or libcst refusing the concatenation)
+                continue
+            texts.append(text)
+    plain = 0
+    for text in texts:
+        expected = ast.literal_eval(text)
+        got = literal_value(cst.parse_expression(text))
+        assert got == expected and type(got) is type(expected), text
+        plain += _plain_string(text) is not None
+    assert plain > 1000  # (the fast path was taken, not only literal_eval)

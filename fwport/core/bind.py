@@ -91,6 +91,10 @@ def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
                 return float(node_text)
         except ValueError:
             pass
+        if type(node) is cst.SimpleString:
+            plain = _plain_string(node_text)
+            if plain is not None:
+                return plain
     else:
         node_text = render(node)
     try:
@@ -100,6 +104,18 @@ def literal_value(node: cst.BaseExpression, default=_NOT_LITERAL):
 
 
 NOT_LITERAL = _NOT_LITERAL
+
+
+def _plain_string(text: str) -> str | None:
+    """The value of a string token with no prefix and nothing to decode (no backslash, carriage return
+    or NUL): the text between its quotes, which is what ``ast.literal_eval`` gives; None otherwise
+    (most strings in a program are such names, paths, modes: a parse each saved)."""
+    if "\\" in text or "\r" in text or "\x00" in text:
+        return None
+    quote = text[:3] if text[:3] in ('"""', "'''") else text[:1]
+    if quote not in ('"', "'", '"""', "'''") or len(text) < 2 * len(quote) or not text.endswith(quote):
+        return None
+    return text[len(quote):len(text) - len(quote)]
 
 
 def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
