@@ -18,14 +18,12 @@ from fwport.core.engine import RuleTransformer
 from fwport.core.finding import Finding, Severity
 from fwport.core.imports import add_imports, prune_imports
 from fwport.core.names import collect_imports, free_conventional_aliases, scan
-from fwport.core import fastcst, spread
+from fwport.core import spread
 from fwport.core.parse import parse_module
 from fwport.core.position import Layout, node_positions, statement_spans
 from fwport.core.result import FileResult, Status
 from fwport.core.rewrite import rewrite
 from fwport.core.rule import Pack, load_pack
-
-fastcst.install()  # libcst's isinstance checks and with_changes, cheaper (the same answers)
 
 
 def _locate(tree: cst.Module, ctx: FileContext, comments: dict[int, list[Finding]] | None,
