@@ -864,7 +864,10 @@ def autocast(m, ctx):
         ctx.report(Severity.WARNING, "approximate", "JAX has no autocast: the region computes in its arrays' own "
                    "dtype (float32 here, where PyTorch computes eligible ops in float16 / bfloat16): more precise and "
                    "slower; for mixed precision cast the parameters and inputs (jnp.bfloat16) by hand", m.node, m.rule)
-    return expr(f"{ctx.spell_text('contextlib.nullcontext')}()")
+    # the file's own `from contextlib import nullcontext` where it has one (nanoGPT: `nullcontext() if ... else ...`)
+    local = next((n for n, q in ctx.imports.aliases.items() if q == "contextlib.nullcontext"
+                  and ctx.imports.rebindable is not None and n not in ctx.imports.rebindable), None)
+    return expr(f"{local or ctx.spell_text('contextlib.nullcontext')}()")
 
 
 @call_transform("template")
