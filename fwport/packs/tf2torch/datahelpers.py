@@ -160,6 +160,111 @@ def pad_sequences(sequences, maxlen=None, dtype="int32", padding="pre", truncati
     return out
 '''
 
+_TOKENIZER = '''
+
+class Tokenizer:
+    \"\"\"keras.preprocessing.text.Tokenizer in plain Python: fit_on_texts counts the words of the texts
+    (lower-cased, `filters` characters turned into `split`, split on it); words are numbered from 1 by
+    decreasing count (ties in the order first seen), after `oov_token` (1) if one is given;
+    texts_to_sequences keeps the words numbered below num_words (others become oov_token's number, or
+    are left out); texts_to_matrix / sequences_to_matrix give numpy rows ("binary", "count", "freq",
+    "tfidf").\"\"\"
+
+    def __init__(self, num_words=None, filters='!"#$%&()*+,-./:;<=>?@[\\\\]^_`{|}~\\t\\n', lower=True, split=" ",
+                 char_level=False, oov_token=None, analyzer=None, document_count=0):
+        self.num_words, self.filters, self.lower, self.split = num_words, filters, lower, split
+        self.char_level, self.oov_token, self.analyzer = char_level, oov_token, analyzer
+        self.document_count = document_count
+        self.word_counts, self.word_docs, self.index_docs = {}, {}, {}
+        self.word_index, self.index_word = {}, {}
+
+    def _words(self, text):
+        if self.char_level or isinstance(text, list):
+            if self.lower:
+                text = [t.lower() for t in text] if isinstance(text, list) else text.lower()
+            return text
+        if self.analyzer is not None:
+            return self.analyzer(text)
+        if self.lower:
+            text = text.lower()
+        text = text.translate(str.maketrans({c: self.split for c in self.filters}))
+        return [w for w in text.split(self.split) if w]
+
+    def fit_on_texts(self, texts):
+        for text in texts:
+            self.document_count += 1
+            words = self._words(text)
+            for w in words:
+                self.word_counts[w] = self.word_counts.get(w, 0) + 1
+            for w in set(words):
+                self.word_docs[w] = self.word_docs.get(w, 0) + 1
+        ranked = sorted(self.word_counts.items(), key=lambda wc: wc[1], reverse=True)  # stable: ties as first seen
+        vocabulary = ([] if self.oov_token is None else [self.oov_token]) + [w for w, _ in ranked]
+        self.word_index = {w: i for i, w in enumerate(vocabulary, start=1)}
+        self.index_word = {i: w for w, i in self.word_index.items()}
+        self.index_docs = {self.word_index[w]: c for w, c in self.word_docs.items()}
+
+    def texts_to_sequences(self, texts):
+        oov = self.word_index.get(self.oov_token)
+        out = []
+        for text in texts:
+            seq = []
+            for w in self._words(text):
+                i = self.word_index.get(w)
+                if i is not None and not (self.num_words and i >= self.num_words):
+                    seq.append(i)
+                elif oov is not None and (i is not None or self.oov_token is not None):
+                    seq.append(oov)
+            out.append(seq)
+        return out
+
+    def sequences_to_texts(self, sequences):
+        oov = self.word_index.get(self.oov_token)
+        out = []
+        for seq in sequences:
+            words = []
+            for i in seq:
+                w = self.index_word.get(i)
+                if w is not None and not (self.num_words and i >= self.num_words):
+                    words.append(w)
+                elif oov is not None and (w is not None or self.oov_token is not None):
+                    words.append(self.index_word[oov])
+            out.append(" ".join(words))
+        return out
+
+    def texts_to_matrix(self, texts, mode="binary"):
+        return self.sequences_to_matrix(self.texts_to_sequences(texts), mode=mode)
+
+    def sequences_to_matrix(self, sequences, mode="binary"):
+        import math
+
+        import numpy as np
+
+        size = self.num_words or (len(self.word_index) + 1 if self.word_index else None)
+        if size is None:
+            raise ValueError("fit the tokenizer on texts first, or give it num_words")
+        if mode == "tfidf" and not self.document_count:
+            raise ValueError("tfidf needs the tokenizer fitted on texts first")
+        if mode not in ("binary", "count", "freq", "tfidf"):
+            raise ValueError(f"unknown mode: {mode}")
+        x = np.zeros((len(sequences), size))
+        for row, seq in enumerate(sequences):
+            counts = {}
+            for i in seq:
+                if i < size:
+                    counts[i] = counts.get(i, 0) + 1
+            for i, c in counts.items():
+                if mode == "binary":
+                    x[row, i] = 1
+                elif mode == "count":
+                    x[row, i] = c
+                elif mode == "freq":
+                    x[row, i] = c / len(seq)
+                else:
+                    x[row, i] = (1 + math.log(c)) * math.log(1 + self.document_count / (1 + self.index_docs.get(i, 0)))
+        return x
+'''
+
 _TO_CATEGORICAL = '''
 
 def to_categorical(y, num_classes=None, dtype=None):
@@ -838,6 +943,7 @@ DATA_HELPERS: dict[str, str] = {
     "image_dataset_from_directory": _IMAGE_DATASET,
     "get_file": _GET_FILE,
     "pad_sequences": _PAD_SEQUENCES,
+    "Tokenizer": _TOKENIZER,
     "to_categorical": _TO_CATEGORICAL,
     "resize_images": _RESIZE_IMAGES,
     "resize_with_pad": _RESIZE_WITH_PAD,
@@ -895,7 +1001,7 @@ for _name, _modules in _IMPORTS.items():
     DATA_HELPERS[_name] = _with_local_imports(DATA_HELPERS[_name], _modules)
 
 #: the helpers that are functions importing what they use (written above their first use)
-LOCAL_HELPERS = frozenset(_IMPORTS)
+LOCAL_HELPERS = frozenset(_IMPORTS) | {"Tokenizer"}  # (its one method using numpy imports it)
 
 #: helpers that call other helpers
 DATA_DEPS: dict[str, tuple[str, ...]] = {

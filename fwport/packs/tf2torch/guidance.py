@@ -78,11 +78,6 @@ GUIDANCE: dict[str, str] = {
         "(rescale, featurewise centering) applied in a Dataset's __getitem__; flow_from_directory is "
         "torchvision.datasets.ImageFolder(dir, transform=...) with a DataLoader(batch_size=..., shuffle=True), "
         "flow(x, y) a TensorDataset whose items are transformed. The random draws differ from Keras's",
-    "keras.preprocessing.text.Tokenizer":
-        "Keras's word-index tokenizer (fit_on_texts / texts_to_sequences): count the words of the lower-cased, "
-        "punctuation-stripped texts with collections.Counter, number them from 1 by decreasing count "
-        "(num_words keeps the first num_words - 1, oov_token takes 1), and map each text's words to their "
-        "numbers; or use a tokenizer library (torchtext is retired; `tokenizers`)",
     "tensorflow.errors.InvalidArgumentError":
         "TensorFlow's error for invalid arguments and shapes: torch raises RuntimeError (shape mismatches), "
         "ValueError or IndexError instead; catch those where this except clause catches InvalidArgumentError",
