@@ -2,7 +2,7 @@
 TransformerEncoder / TransformerDecoder / Transformer become helpers written into the output, on one example; a
 PyTorch model with seeded weights and its translation, the weights moved by the verifier's map (eqx_layouts), agree
 on outputs and input gradients, with boolean and float masks, padding masks, norm_first both ways, relu and gelu, and
-a sequence-first nn.Transformer (vmapped over axis 1). Model: tests/data/torch_transformer_layers.py."""
+a sequence-first nn.Transformer (vmapped over axis 1), word_language_model's subclass of nn.Transformer. Model: tests/data/torch_transformer_layers.py."""
 from __future__ import annotations
 
 import importlib.util
@@ -42,6 +42,31 @@ def test_the_layers_translate_to_helpers_with_keys():
     assert "self.encoder(x, mask=mask, src_key_padding_mask=padding, key=key)" in out
     # sequence-first nn.Transformer: proven, vmapped with the batch axis second
     assert "jax.vmap(model, in_axes=(1, 1, 0), out_axes=1)" in out
+
+
+def test_a_subclass_of_nn_transformer_builds_its_encoder():
+    """word_language_model's TransformerModel(nn.Transformer): nn.Transformer's encoder built in __init__ (its decoder
+    replaced by __init__'s own), self.d_model read; the causal mask kept on self between calls is computed in forward."""
+    r = translate_source(MODEL.read_text(), str(MODEL), "torch2jax")
+    cls = r.output.split("class TransformerModel(")[1]
+    assert cls.startswith("eqx.Module):")
+    assert "self.encoder = TransformerEncoder(TransformerEncoderLayer(ninp, nhead, dim_feedforward=nhid, key=key1), " \
+           "nlayers, eqx.nn.LayerNorm(ninp))" in cls
+    assert "TransformerDecoder(" not in cls and "self.d_model = ninp" in cls
+    call = cls.split("def __call__")[1]
+    assert "src_mask = None\n        if has_mask:\n            src_mask = self._causal_mask(src.shape[0])" in call
+    assert "self.src_mask" not in call
+    assert {f.code for f in r.findings if f.line == 51} == {"idiom-replaced"}
+    # a subclass keeping nn.Transformer's forward stays an error
+    kept = t2j("""
+        from torch import nn
+
+
+        class Model(nn.Transformer):
+            def __init__(self):
+                super().__init__(d_model=8, nhead=2)
+        """)
+    assert [f.code for f in errors(kept)] == ["unsupported-construct"], kept.findings
 
 
 def test_an_unknown_activation_name_is_an_error():
@@ -103,8 +128,11 @@ if name == "Encoder":
     inputs, axes = [x, mask, padding], (0, None, 0)
 elif name == "Decoder":
     inputs, axes = [x, memory, mask, padding, memory_padding], (0, 0, None, 0, 0)
-else:  # sequence-first: (L, N, E)
+elif name == "SequenceFirst":  # (L, N, E)
     inputs, axes = [x.transpose(1, 0, 2), memory.transpose(1, 0, 2), padding], (1, 1, 0)
+else:  # word_language_model's TransformerModel, batch-first: tokens (N, L), has_mask from the mask's kind
+    inputs, axes = [rng.integers(0, 20, size=(B, L))], (0,)
+call = {{}} if name != "TransformerModel" else {{"has_mask": mask_kind != "none"}}
 R = rng.normal(size=(B, L, E) if name != "SequenceFirst" else (S, B, E))
 if side == "torch":
     torch.manual_seed(0)
@@ -113,9 +141,12 @@ if side == "torch":
     np.savez("state.npz", **{{k: v.detach().numpy() for k, v in model.state_dict().items()}})
     json.dump(_mapped_modules(model), open("modules.json", "w"))
     xs = [None if a is None else torch.tensor(a, requires_grad=a.dtype == np.float64) for a in inputs]
-    out = model(*xs)
-    (out * torch.tensor(R)).sum().backward()
-    result = [out.detach().numpy(), xs[0].grad.numpy()]
+    out = model(*xs, **call)
+    if name == "TransformerModel":  # tokens: the output twice (no input gradient)
+        result = [out.detach().numpy()] * 2
+    else:
+        (out * torch.tensor(R)).sum().backward()
+        result = [out.detach().numpy(), xs[0].grad.numpy()]
 else:
     from jax_side import load_state
     model = ns[name](**kwargs, key=jax.random.PRNGKey(1))
@@ -127,10 +158,13 @@ else:
 
     def f(first):
         args = [first, *(None if a is None else jnp.asarray(a) for a in inputs[1:])]
-        return jax.vmap(model, in_axes=axes, out_axes=out_axis)(*args)
+        return jax.vmap(lambda *a: model(*a, **call), in_axes=axes, out_axes=out_axis)(*args)
 
-    out, vjp = jax.vjp(f, jnp.asarray(inputs[0]))
-    result = [np.asarray(out), np.asarray(vjp(jnp.asarray(R))[0])]
+    if name == "TransformerModel":
+        result = [np.asarray(f(jnp.asarray(inputs[0])))] * 2
+    else:
+        out, vjp = jax.vjp(f, jnp.asarray(inputs[0]))
+        result = [np.asarray(out), np.asarray(vjp(jnp.asarray(R))[0])]
 np.save(OUT, np.concatenate([np.asarray(result[0]).ravel(), np.asarray(result[1]).ravel()]))
 """
 
@@ -143,6 +177,8 @@ np.save(OUT, np.concatenate([np.asarray(result[0]).ravel(), np.asarray(result[1]
     ("Decoder", {}, "bool"),
     ("Decoder", {"norm_first": True}, "float"),
     ("SequenceFirst", {}, "none"),
+    ("TransformerModel", {"ntoken": 20, "ninp": 16, "nhead": 4, "nhid": 24, "nlayers": 2}, "float"),
+    ("TransformerModel", {"ntoken": 20, "ninp": 16, "nhead": 4, "nhid": 24, "nlayers": 2}, "none"),
 ])
 def test_layers_agree_with_pytorch(name, kwargs, mask, tmp_path):
     """Outputs and the gradient of sum(out * R) by the first input, float64 on both sides, within 1e-9 (the layers

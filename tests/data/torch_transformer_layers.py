@@ -34,3 +34,25 @@ class SequenceFirst(nn.Module):
 
     def forward(self, src, tgt, src_padding):
         return self.transformer(src, tgt, src_key_padding_mask=src_padding)
+
+
+class TransformerModel(nn.Transformer):
+    """word_language_model's subclass, batch-first: nn.Transformer's encoder, its own decoder, a causal mask kept."""
+
+    def __init__(self, ntoken, ninp, nhead, nhid, nlayers):
+        super().__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid, num_encoder_layers=nlayers, batch_first=True)
+        self.src_mask = None
+        self.input_emb = nn.Embedding(ntoken, ninp)
+        self.decoder = nn.Linear(ninp, ntoken)
+
+    def _causal_mask(self, sz):
+        return torch.log(torch.tril(torch.ones(sz, sz)))
+
+    def forward(self, src, has_mask=True):
+        if has_mask:
+            if self.src_mask is None or self.src_mask.size(0) != src.size(1):
+                self.src_mask = self._causal_mask(src.size(1))
+        else:
+            self.src_mask = None
+        output = self.encoder(self.input_emb(src) * self.d_model ** 0.5, mask=self.src_mask)
+        return F.log_softmax(self.decoder(output), dim=-1)

@@ -1075,6 +1075,17 @@ class _CacheReads(cst.CSTVisitor):
         self.read: list[tuple[str, cst.CSTNode]] = []
         self.checks: set[int] = set()  # ids of the `self.NAME` nodes in `if self.NAME is None or ...: self.NAME = ...`
         self.targets: set[int] = set()
+        self.ifs: dict[int, str] = {}  # the checks' `if` statements (no else) → the attribute
+        self.mentioned: set[str] = set()  # attributes read or written so far, in the order of the source
+        self.loops = 0
+
+    def visit_For(self, node) -> None:
+        self.loops += 1
+
+    def leave_For(self, node) -> None:
+        self.loops -= 1
+
+    visit_While, leave_While = visit_For, leave_For
 
     def visit_If(self, node: cst.If) -> None:
         test = node.test
@@ -1085,6 +1096,8 @@ class _CacheReads(cst.CSTVisitor):
             body = _CacheReads()
             scan(node.body, body)
             if name.startswith("self.") and name[5:] in body.written:
+                if node.orelse is None and not self.loops and name[5:] not in self.mentioned:
+                    self.ifs[id(node)] = name[5:]  # the first mention, outside a loop: the local is None there
                 self.checks.add(id(first.left))
                 self.checks.update(id(a) for a in find_all(test, cst.Attribute) if dotted_text(a) == name)
 
@@ -1092,18 +1105,28 @@ class _CacheReads(cst.CSTVisitor):
         t = dotted_text(node.target) or ""
         if t.startswith("self.") and t.count(".") == 1:
             self.written.add(t[5:])
+            self.mentioned.add(t[5:])
             self.targets.add(id(node.target))
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         t = dotted_text(node) or ""
         if t.startswith("self.") and t.count(".") == 1 and id(node) not in self.targets:
             self.read.append((t[5:], node))
+            self.mentioned.add(t[5:])
 
 
 class _Localise(cst.CSTTransformer):
-    def __init__(self, names: set[str]) -> None:
+    """``self.NAME`` → ``NAME``; a check ``if self.NAME is None or ...:`` (no else) → its body, as the local is None
+    there (nothing before it in forward writes it)."""
+
+    def __init__(self, names: set[str], ifs: dict[int, str]) -> None:
         super().__init__()
-        self.names = names
+        self.names, self.ifs = names, ifs
+
+    def leave_If(self, original: cst.If, updated: cst.If):
+        if self.ifs.get(id(original)) in self.names and isinstance(updated.body, cst.IndentedBlock):
+            return cst.FlattenSentinel(updated.body.body)
+        return updated
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
         t = dotted_text(original) or ""
@@ -1136,7 +1159,7 @@ def _cached_attributes(cls: cst.ClassDef, ctx) -> cst.ClassDef:
             names.add(name)
     if not names:
         return cls
-    fwd = rewrite(forward, _Localise(names))
+    fwd = rewrite(forward, _Localise(names, seen.ifs))
     start = [statement(f"{n} = None") for n in sorted(names)]
     doc = fwd.body.body[:1] if fwd.body.body and isinstance(fwd.body.body[0], cst.SimpleStatementLine) and isinstance(
         fwd.body.body[0].body[0], cst.Expr) and isinstance(fwd.body.body[0].body[0].value, cst.SimpleString) else []
