@@ -19,7 +19,9 @@ The maps:
                               every spatial axis (Equinox's kernel is the forward convolution's)
   nn.MultiheadAttention       in_proj_weight (3E, E) → query_proj / key_proj / value_proj .weight
                               (q/k/v_proj_weight when kdim/vdim differ); in_proj_bias likewise;
-                              out_proj.weight / .bias → output_proj.weight / .bias
+                              out_proj.weight / .bias → output_proj.weight / .bias; inside the transformer
+                              layers too (self_attn, multihead_attn), whose other arrays (linear1, norm1,
+                              layers.N.*) keep PyTorch's names
 """
 from __future__ import annotations
 

@@ -37,7 +37,8 @@ SAME_RANK = frozenset({"torch.nn.Linear", "torch.nn.ReLU", "torch.nn.GELU", "tor
                        "torch.nn.InstanceNorm1d", "torch.nn.InstanceNorm2d", "torch.nn.InstanceNorm3d"}) | layers.SAME_RANK
 RANK_CHANGE = {"torch.nn.Embedding": 1, "torch.nn.Embedding.from_pretrained": 1}  # the latter: any indices' shape
 #: PyTorch's sequence layers, which take (L, N, features) unless built with batch_first=True (per example: (L, features))
-SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention"})
+SEQUENCE_LAYERS = frozenset({"torch.nn.LSTM", "torch.nn.GRU", "torch.nn.RNN", "torch.nn.MultiheadAttention",
+                             *layers.TRANSFORMER_CALLS})
 #: layers acting on the trailing axes alone: wherever the batch axis is, they keep it there
 TRAILING = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm", "torch.nn.Embedding", "torch.nn.Dropout", "torch.nn.ReLU",
                       "torch.nn.GELU", "torch.nn.Tanh", "torch.nn.Sigmoid", "torch.nn.SiLU", "torch.nn.LeakyReLU",
@@ -1378,9 +1379,25 @@ class Forward(cst.CSTTransformer):
         attention = self.modules.get(attr) == "torch.nn.MultiheadAttention"
         names = ("query", "key", "value", "key_padding_mask", "need_weights", "attn_mask") if attention \
             else ("input", "hx")
+        sequences = ("query", "key", "value") if attention else ("input", "hx")
+        transformer = layers.TRANSFORMER_CALLS.get(self.modules.get(attr))
+        if transformer is not None:  # one result; the masks of no batch axis (src_mask) or PyTorch's (N, L) padding
+            names, sequences, padding = transformer
+            a, unknown = _args(updated, names)
+            o, _ = _args(original, names)
+            for k in sequences:  # inputs reaching it with the batch axis first: ranks.py tries them with it second
+                if k in a and k in o and want == 1 and self.axis_of(a[k]) == 0:
+                    self.second |= self.origins(o[k])
+            ok = not unknown and names[0] in a and all(self.axis_of(a[k]) == want for k in sequences if k in a) \
+                and all(self.axis_of(a[k]) in (None, 0) for k in padding if k in a) \
+                and all(self.axis_of(a[k]) is None for k in names if k in a and k not in sequences and k not in padding)
+            (self.seq_proven if ok else self.seq_refused).add(attr)
+            for k in sequences if ok else ():
+                if isinstance(a[k], cst.Name) and a[k].value not in self.rank:
+                    self.rank[a[k].value] = 2
+            return want if ok else None
         a, unknown = _args(updated, names)
         o, _ = _args(original, names)
-        sequences = ("query", "key", "value") if attention else ("input", "hx")
         ok = not unknown and (names[0] in a)
         for k in sequences:
             if k in a and not (k == "hx" and code(a[k]) == "None"):

@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.engine import build_call, code, expr, literal_value
+from fwport.core.bind import bind_call
+from fwport.core.engine import build_call, code, expr, literal_value, statement
 from fwport.core.finding import Severity
-from fwport.core.names import dotted_text, scan
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 from fwport.packs.torch2jax.registry import call_transform
 from fwport.packs.torch2jax import init as inits
@@ -117,7 +118,8 @@ class MultiheadAttentionWithWeights(eqx.Module):
     boolean True is a position NOT attended (the opposite of eqx.nn.MultiheadAttention's mask), a float
     mask is added to the scores. Returns the output (Lq, embed_dim) and the attention weights, averaged
     over the heads (Lq, Lk) or per head (num_heads, Lq, Lk) with average_attn_weights=False, or None with
-    need_weights=False. dropout applies to the weights, in training (a key is needed then: dropout_key)."""
+    need_weights=False (a query whose every key is masked then gets zeros, as PyTorch's fused path; NaN with the
+    weights, as PyTorch's). dropout applies to the weights, in training (a key is needed then: dropout_key)."""
 
     query_proj: eqx.nn.Linear
     key_proj: eqx.nn.Linear
@@ -143,7 +145,13 @@ class MultiheadAttentionWithWeights(eqx.Module):
         for mask in (attn_mask, None if key_padding_mask is None else key_padding_mask[None, :]):
             if mask is not None:
                 scores = jnp.where(mask, -jnp.inf, scores) if mask.dtype == jnp.bool_ else scores + mask
-        weights = self.dropout(jax.nn.softmax(scores, axis=-1), key=dropout_key)
+        if not need_weights:  # PyTorch's fused path: a query with every key masked attends to nothing (zeros)
+            empty = jnp.all(jnp.isneginf(scores), axis=-1, keepdims=True)
+            scores = jnp.where(empty, 0.0, scores)
+        weights = jax.nn.softmax(scores, axis=-1)
+        if not need_weights:
+            weights = jnp.where(empty, 0.0, weights)
+        weights = self.dropout(weights, key=dropout_key)
         out = (weights @ v).transpose(1, 0, 2).reshape(query.shape[0], -1)
         out = jax.vmap(self.output_proj)(out)
         if not need_weights:
@@ -323,6 +331,214 @@ class PerVector(eqx.Module):
         return f(x)
 '''
 
+_TRANSFORMER_LAYERS = '''
+
+class TransformerEncoderLayer(eqx.Module):
+    \"\"\"PyTorch's nn.TransformerEncoderLayer for one sequence src (L, d_model): self-attention, then the feed-forward
+    block linear2(dropout(activation(linear1(x)))), each added to its input and layer-normalised after it
+    (norm_first=False, PyTorch's default) or normalised before it (norm_first=True). src_mask (L, L) and
+    src_key_padding_mask (L,) follow PyTorch: a boolean True is a position NOT attended, a float mask is added to the
+    scores; is_causal is PyTorch's hint that src_mask is the causal mask (the mask is used; PyTorch needs it too).
+    activation is "relu", "gelu" (exact, with erf) or a function. dropout applies in training (a key is needed then).\"\"\"
+
+    self_attn: MultiheadAttentionWithWeights
+    linear1: eqx.nn.Linear
+    linear2: eqx.nn.Linear
+    norm1: eqx.nn.LayerNorm
+    norm2: eqx.nn.LayerNorm
+    dropout: eqx.nn.Dropout
+    dropout1: eqx.nn.Dropout
+    dropout2: eqx.nn.Dropout
+    activation: object = eqx.field(static=True)
+    norm_first: bool = eqx.field(static=True)
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 norm_first=False, bias=True, *, key):
+        akey, key1, key2 = jax.random.split(key, 3)
+        self.self_attn = MultiheadAttentionWithWeights(d_model, nhead, dropout=dropout, bias=bias, key=akey)
+        self.linear1 = eqx.nn.Linear(d_model, dim_feedforward, use_bias=bias, key=key1)
+        self.linear2 = eqx.nn.Linear(dim_feedforward, d_model, use_bias=bias, key=key2)
+        self.norm1 = eqx.nn.LayerNorm(d_model, eps=layer_norm_eps, use_bias=bias)
+        self.norm2 = eqx.nn.LayerNorm(d_model, eps=layer_norm_eps, use_bias=bias)
+        self.dropout, self.dropout1, self.dropout2 = (eqx.nn.Dropout(dropout) for _ in range(3))
+        self.activation = activation
+        self.norm_first = norm_first
+
+    def __call__(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False, *, key=None):
+        keys = [None] * 4 if key is None else list(jax.random.split(key, 4))
+
+        def self_attention(x):
+            x = self.self_attn(x, x, x, key_padding_mask=src_key_padding_mask, need_weights=False, attn_mask=src_mask,
+                               dropout_key=keys[0])[0]
+            return self.dropout1(x, key=keys[1])
+
+        def feed_forward(x):
+            x = self.dropout(feed_forward_activation(self.activation, jax.vmap(self.linear1)(x)), key=keys[2])
+            return self.dropout2(jax.vmap(self.linear2)(x), key=keys[3])
+
+        x = src
+        if self.norm_first:
+            x = x + self_attention(jax.vmap(self.norm1)(x))
+            return x + feed_forward(jax.vmap(self.norm2)(x))
+        x = jax.vmap(self.norm1)(x + self_attention(x))
+        return jax.vmap(self.norm2)(x + feed_forward(x))
+
+
+class TransformerDecoderLayer(eqx.Module):
+    \"\"\"PyTorch's nn.TransformerDecoderLayer for one target sequence tgt (T, d_model) and the encoder's output memory
+    (S, d_model): self-attention over tgt, attention from tgt to memory (multihead_attn), then the feed-forward block,
+    each added to its input and layer-normalised after it (norm_first=False, PyTorch's default) or before it. The masks
+    (tgt_mask (T, T), memory_mask (T, S), the padding masks (T,) and (S,)) follow PyTorch as TransformerEncoderLayer's
+    do; tgt_is_causal / memory_is_causal are PyTorch's hints (the masks are used). dropout applies in training (a key
+    is needed then).\"\"\"
+
+    self_attn: MultiheadAttentionWithWeights
+    multihead_attn: MultiheadAttentionWithWeights
+    linear1: eqx.nn.Linear
+    linear2: eqx.nn.Linear
+    norm1: eqx.nn.LayerNorm
+    norm2: eqx.nn.LayerNorm
+    norm3: eqx.nn.LayerNorm
+    dropout: eqx.nn.Dropout
+    dropout1: eqx.nn.Dropout
+    dropout2: eqx.nn.Dropout
+    dropout3: eqx.nn.Dropout
+    activation: object = eqx.field(static=True)
+    norm_first: bool = eqx.field(static=True)
+
+    def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu", layer_norm_eps=1e-5,
+                 norm_first=False, bias=True, *, key):
+        skey, mkey, key1, key2 = jax.random.split(key, 4)
+        self.self_attn = MultiheadAttentionWithWeights(d_model, nhead, dropout=dropout, bias=bias, key=skey)
+        self.multihead_attn = MultiheadAttentionWithWeights(d_model, nhead, dropout=dropout, bias=bias, key=mkey)
+        self.linear1 = eqx.nn.Linear(d_model, dim_feedforward, use_bias=bias, key=key1)
+        self.linear2 = eqx.nn.Linear(dim_feedforward, d_model, use_bias=bias, key=key2)
+        self.norm1, self.norm2, self.norm3 = (eqx.nn.LayerNorm(d_model, eps=layer_norm_eps, use_bias=bias)
+                                              for _ in range(3))
+        self.dropout, self.dropout1, self.dropout2, self.dropout3 = (eqx.nn.Dropout(dropout) for _ in range(4))
+        self.activation = activation
+        self.norm_first = norm_first
+
+    def __call__(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False, *, key=None):
+        keys = [None] * 6 if key is None else list(jax.random.split(key, 6))
+
+        def self_attention(x):
+            x = self.self_attn(x, x, x, key_padding_mask=tgt_key_padding_mask, need_weights=False, attn_mask=tgt_mask,
+                               dropout_key=keys[0])[0]
+            return self.dropout1(x, key=keys[1])
+
+        def memory_attention(x):
+            x = self.multihead_attn(x, memory, memory, key_padding_mask=memory_key_padding_mask, need_weights=False,
+                                    attn_mask=memory_mask, dropout_key=keys[2])[0]
+            return self.dropout2(x, key=keys[3])
+
+        def feed_forward(x):
+            x = self.dropout(feed_forward_activation(self.activation, jax.vmap(self.linear1)(x)), key=keys[4])
+            return self.dropout3(jax.vmap(self.linear2)(x), key=keys[5])
+
+        x = tgt
+        if self.norm_first:
+            x = x + self_attention(jax.vmap(self.norm1)(x))
+            x = x + memory_attention(jax.vmap(self.norm2)(x))
+            return x + feed_forward(jax.vmap(self.norm3)(x))
+        x = jax.vmap(self.norm1)(x + self_attention(x))
+        x = jax.vmap(self.norm2)(x + memory_attention(x))
+        return jax.vmap(self.norm3)(x + feed_forward(x))
+'''
+
+_FEED_FORWARD_ACTIVATION = '''
+
+def feed_forward_activation(activation, x):
+    \"\"\"The activation of PyTorch's transformer layers: "relu", "gelu" (PyTorch's exact GELU, with erf; jax.nn.gelu's
+    default is the tanh approximation) or a function.\"\"\"
+    if activation == "relu":
+        return jax.nn.relu(x)
+    if activation == "gelu":
+        return jax.nn.gelu(x, approximate=False)
+    if callable(activation):
+        return activation(x)
+    raise ValueError(f"activation should be relu/gelu, not {activation}")
+'''
+
+_TRANSFORMER_STACKS = '''
+
+class TransformerEncoder(eqx.Module):
+    \"\"\"PyTorch's nn.TransformerEncoder for one sequence src (L, d_model): num_layers copies of encoder_layer applied in
+    turn (PyTorch deep-copies it: the copies start equal and are trained apart, as the entries of this list are), then
+    norm at each position when given. mask, src_key_padding_mask and is_causal are passed to every layer.\"\"\"
+
+    layers: list
+    norm: eqx.Module | None
+
+    def __init__(self, encoder_layer, num_layers, norm=None, enable_nested_tensor=True, mask_check=True):
+        self.layers = [encoder_layer] * num_layers
+        self.norm = norm
+
+    def __call__(self, src, mask=None, src_key_padding_mask=None, is_causal=None, *, key=None):
+        keys = [None] * len(self.layers) if key is None else list(jax.random.split(key, len(self.layers)))
+        for layer, layer_key in zip(self.layers, keys):
+            src = layer(src, mask, src_key_padding_mask, bool(is_causal), key=layer_key)
+        return src if self.norm is None else jax.vmap(self.norm)(src)
+
+
+class TransformerDecoder(eqx.Module):
+    \"\"\"PyTorch's nn.TransformerDecoder for one target sequence tgt (T, d_model) and memory (S, d_model): num_layers
+    copies of decoder_layer (equal at first, trained apart, as PyTorch's deep copies) applied in turn, then norm at
+    each position when given; the masks are passed to every layer.\"\"\"
+
+    layers: list
+    norm: eqx.Module | None
+
+    def __init__(self, decoder_layer, num_layers, norm=None):
+        self.layers = [decoder_layer] * num_layers
+        self.norm = norm
+
+    def __call__(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                 memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False, *, key=None):
+        keys = [None] * len(self.layers) if key is None else list(jax.random.split(key, len(self.layers)))
+        for layer, layer_key in zip(self.layers, keys):
+            tgt = layer(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
+                        bool(tgt_is_causal), memory_is_causal, key=layer_key)
+        return tgt if self.norm is None else jax.vmap(self.norm)(tgt)
+'''
+
+_TRANSFORMER = '''
+
+class Transformer(eqx.Module):
+    \"\"\"PyTorch's nn.Transformer for one example: src (S, d_model) through the encoder (num_encoder_layers
+    TransformerEncoderLayers and a LayerNorm), then tgt (T, d_model) through the decoder (num_decoder_layers
+    TransformerDecoderLayers and a LayerNorm) attending to the encoder's output; returns (T, d_model). The masks follow
+    PyTorch (TransformerEncoderLayer says how). custom_encoder / custom_decoder replace the stacks.\"\"\"
+
+    encoder: eqx.Module
+    decoder: eqx.Module
+    d_model: int = eqx.field(static=True)
+    nhead: int = eqx.field(static=True)
+
+    def __init__(self, d_model=512, nhead=8, num_encoder_layers=6, num_decoder_layers=6, dim_feedforward=2048,
+                 dropout=0.1, activation="relu", custom_encoder=None, custom_decoder=None, layer_norm_eps=1e-5,
+                 norm_first=False, bias=True, *, key):
+        ekey, dkey = jax.random.split(key)
+        layer_args = (d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, norm_first, bias)
+        self.encoder = custom_encoder if custom_encoder is not None else TransformerEncoder(
+            TransformerEncoderLayer(*layer_args, key=ekey), num_encoder_layers,
+            eqx.nn.LayerNorm(d_model, eps=layer_norm_eps, use_bias=bias))
+        self.decoder = custom_decoder if custom_decoder is not None else TransformerDecoder(
+            TransformerDecoderLayer(*layer_args, key=dkey), num_decoder_layers,
+            eqx.nn.LayerNorm(d_model, eps=layer_norm_eps, use_bias=bias))
+        self.d_model = d_model
+        self.nhead = nhead
+
+    def __call__(self, src, tgt, src_mask=None, tgt_mask=None, memory_mask=None, src_key_padding_mask=None,
+                 tgt_key_padding_mask=None, memory_key_padding_mask=None, src_is_causal=None, tgt_is_causal=None,
+                 memory_is_causal=False, *, key=None):
+        ekey, dkey = (None, None) if key is None else jax.random.split(key)
+        memory = self.encoder(src, src_mask, src_key_padding_mask, src_is_causal, key=ekey)
+        return self.decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
+                            tgt_is_causal, memory_is_causal, key=dkey)
+'''
+
 HELPERS: dict[str, str] = {
     "StackedLSTM": _RECURRENT.format(kind="LSTM", cell="eqx.nn.LSTMCell", params="", cell_args="", **_TUPLE_STATE),
     "StackedGRU": _RECURRENT.format(kind="GRU", cell="eqx.nn.GRUCell", params="", cell_args="", **_ONE_STATE),
@@ -339,24 +555,53 @@ HELPERS: dict[str, str] = {
     "torch_pad": _TORCH_PAD.split("\n\nclass Pad(")[0],
     "Pad": "\n\nclass Pad(" + _TORCH_PAD.split("\n\nclass Pad(")[1],
     "PerVector": _PER_VECTOR,
+    "feed_forward_activation": _FEED_FORWARD_ACTIVATION,
+    "TransformerEncoderLayer": _TRANSFORMER_LAYERS.split("\n\nclass TransformerDecoderLayer(")[0],
+    "TransformerDecoderLayer": "\n\nclass TransformerDecoderLayer(" + _TRANSFORMER_LAYERS.split("\n\nclass TransformerDecoderLayer(")[1],
+    "TransformerEncoder": _TRANSFORMER_STACKS.split("\n\nclass TransformerDecoder(")[0],
+    "TransformerDecoder": "\n\nclass TransformerDecoder(" + _TRANSFORMER_STACKS.split("\n\nclass TransformerDecoder(")[1],
+    "Transformer": _TRANSFORMER,
     **inits.HELPERS,  # re-initialising parameters a loop or module.apply selects (init.py)
 }
 #: helpers another helper uses (written before it)
-DEPS = {"StackedRNN": ("ElmanRNNCell",), "Pad": ("torch_pad",), "unfrozen": ("PretrainedEmbedding",), **inits.DEPS}
+DEPS = {"StackedRNN": ("ElmanRNNCell",), "Pad": ("torch_pad",), "unfrozen": ("PretrainedEmbedding",),
+        "TransformerEncoderLayer": ("MultiheadAttentionWithWeights", "feed_forward_activation"),
+        "TransformerDecoderLayer": ("MultiheadAttentionWithWeights", "feed_forward_activation"),
+        "Transformer": ("TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+                        "MultiheadAttentionWithWeights", "feed_forward_activation"), **inits.DEPS}
 #: helpers whose constructor draws initial values (the modules pass gives them ``key=``)
-KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "MultiheadAttentionWithWeights"}) \
+KEYED = frozenset({"StackedLSTM", "StackedGRU", "StackedRNN", "ElmanRNNCell", "MultiheadAttentionWithWeights",
+                   "TransformerEncoderLayer", "TransformerDecoderLayer", "Transformer"}) \
     | inits.KEYED
 #: the prefixes the helpers' text uses → a name of that module (spelled once to record its import)
 #: per-example ranks of what these layers return (batch.py): a sequence layer gives (outputs (L, D*H),
 #: final state (layers * D, H)); attention gives (output, weights); PixelShuffle keeps (C, H, W)
 OUTPUT_RANKS = {"torch.nn.LSTM": (2, (2, 2)), "torch.nn.GRU": (2, 2), "torch.nn.RNN": (2, 2),
                 "torch.nn.MultiheadAttention": (2, 2)}
+#: PyTorch's transformer layers as sequence layers (batch.py): their call's parameters in order, those taking a sequence
+#: (the batch axis where batch_first puts it) and the padding masks (N, L) (the batch axis first); the other masks have
+#: none. Each returns one sequence.
+_ENCODER_CALL = ("src", "mask", "src_key_padding_mask", "is_causal")
+_DECODER_CALL = ("tgt", "memory", "tgt_mask", "memory_mask", "tgt_key_padding_mask", "memory_key_padding_mask",
+                 "tgt_is_causal", "memory_is_causal")
+TRANSFORMER_CALLS = {
+    "torch.nn.TransformerEncoderLayer": (("src", "src_mask", *_ENCODER_CALL[2:]), ("src",), ("src_key_padding_mask",)),
+    "torch.nn.TransformerEncoder": (_ENCODER_CALL, ("src",), ("src_key_padding_mask",)),
+    "torch.nn.TransformerDecoderLayer": (_DECODER_CALL, ("tgt", "memory"), _DECODER_CALL[4:6]),
+    "torch.nn.TransformerDecoder": (_DECODER_CALL, ("tgt", "memory"), _DECODER_CALL[4:6]),
+    "torch.nn.Transformer": (("src", "tgt", "src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask",
+                              "tgt_key_padding_mask", "memory_key_padding_mask", "src_is_causal", "tgt_is_causal",
+                              "memory_is_causal"), ("src", "tgt"),
+                             ("src_key_padding_mask", "tgt_key_padding_mask", "memory_key_padding_mask")),
+}
+#: a stack's batch_first is its layer's (its first argument)
+STACKS = frozenset({"torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder"})
 #: PyTorch's padding layers (the Pad helper): its mode, the axes it pads and the constant it fills with
 PAD_LAYERS = {f"torch.nn.{kind}Pad{d}d": (mode, d) for kind, mode in (("Reflection", "reflect"), ("Replication", "replicate"),
                                                                     ("Zero", "constant"), ("Constant", "constant"),
                                                                     ("Circular", "circular")) for d in (1, 2, 3)}
 SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample", "torch.nn.Dropout1d", "torch.nn.Dropout2d",
-                       "torch.nn.Dropout3d", *PAD_LAYERS})
+                       "torch.nn.Dropout3d", *PAD_LAYERS, *TRANSFORMER_CALLS})
 _IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.zeros", "math.": "math.sqrt"}
 
 
@@ -397,7 +642,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     todo = list(dict.fromkeys([*todo, *(d for n in todo for d in DEPS.get(n, ()) if d not in refs.defined)]))
     if not todo:
         return module
-    todo.sort(key=lambda n: (n not in {d for v in DEPS.values() for d in v}, list(HELPERS).index(n)))
+    needed = {d for n in todo for d in DEPS.get(n, ())}  # written before the helpers using them
+    todo.sort(key=lambda n: (n not in needed, list(HELPERS).index(n)))
     text = "".join(HELPERS[n] for n in todo)
     for prefix, name in _IMPORTS.items():
         if prefix in text:
@@ -493,6 +739,42 @@ def multihead_attention(m, ctx):
     _batch_first(m, ctx, "MultiheadAttention")
     return _helper_call(m, ctx, "MultiheadAttentionWithWeights", ("embed_dim", "num_heads"),
                         ("dropout", "bias", "kdim", "vdim"))
+
+
+#: PyTorch's transformer layers: their helper's positional parameters, then its keywords in order
+_TRANSFORMER_ARGS = {
+    "TransformerEncoderLayer": (("d_model", "nhead"), ("dim_feedforward", "dropout", "activation", "layer_norm_eps",
+                                                        "norm_first", "bias")),
+    "TransformerEncoder": (("encoder_layer", "num_layers", "norm"), ()),
+    "TransformerDecoder": (("decoder_layer", "num_layers", "norm"), ()),
+    "Transformer": ((), ("d_model", "nhead", "num_encoder_layers", "num_decoder_layers", "dim_feedforward", "dropout",
+                         "activation", "custom_encoder", "custom_decoder", "layer_norm_eps", "norm_first", "bias")),
+}
+_TRANSFORMER_ARGS["TransformerDecoderLayer"] = _TRANSFORMER_ARGS["TransformerEncoderLayer"]
+#: the activations PyTorch's transformer layers take by name, and the functions that are the same
+_ACTIVATIONS = {"torch.nn.functional.relu": "relu", "torch.relu": "relu", "torch.nn.functional.gelu": "gelu"}
+
+
+@call_transform("transformer")
+def transformer(m, ctx):
+    """nn.TransformerEncoderLayer / TransformerDecoderLayer / TransformerEncoder / TransformerDecoder / Transformer →
+    the helper of that name (written into the output), on one example (L, d_model). batch_first=False is checked as
+    nn.MultiheadAttention's (batch.py proves every call gets the batch axis second); activation=F.relu / F.gelu (a
+    function PyTorch takes by name too) is written as the name, which the helper reads as PyTorch does."""
+    name = m.rule.emit["options"]["helper"]
+    if "batch_first" in m.rule.args:
+        _batch_first(m, ctx, name)
+    act = m.kwargs.get("activation")
+    if act is not None:
+        original = (bind_call(m.node, m.rule) if isinstance(m.node, cst.Call) else m.bound).values.get("activation")
+        q = ctx.imports.resolve(original) if original is not None else None
+        if q in _ACTIVATIONS:
+            m.kwargs["activation"] = cst.SimpleString(f'"{_ACTIVATIONS[q]}"')
+        elif isinstance(act, (cst.SimpleString, cst.ConcatenatedString)) and literal_value(act, None) not in ("relu", "gelu"):
+            m.fail(ctx, "unsupported-argument", f"activation={m.written('activation')}: PyTorch takes 'relu' or 'gelu' by name")
+            return None
+    positional, order = _TRANSFORMER_ARGS[name]
+    return _helper_call(m, ctx, name, positional, order)
 
 
 @call_transform("module-dict")
@@ -674,3 +956,223 @@ def torch_pad(m, ctx):
     args = [cst.Arg(kw.pop("input")), cst.Arg(kw.pop("pad"))]
     args += [cst.Arg(kw.pop(k), keyword=cst.Name(k), equal=_EQ) for k in ("mode", "value") if k in kw]
     return cst.Call(cst.Name(use(ctx, "torch_pad")), _commas(args))
+
+
+# --- the planner: a subclass of nn.Transformer that replaces its forward -----------------------------
+
+#: nn.Transformer's constructor: its parameters in order, and its defaults where the rewrite needs them
+_TRANSFORMER_PARAMS = ("d_model", "nhead", "num_encoder_layers", "num_decoder_layers", "dim_feedforward", "dropout",
+                       "activation", "custom_encoder", "custom_decoder", "layer_norm_eps", "batch_first", "norm_first",
+                       "bias", "device", "dtype")
+_TRANSFORMER_DEFAULTS = {"d_model": "512", "nhead": "8", "num_encoder_layers": "6", "num_decoder_layers": "6"}
+#: the arguments nn.Transformer hands its layers (by keyword, after d_model and nhead)
+_LAYER_KEYWORDS = ("dim_feedforward", "dropout", "activation", "layer_norm_eps", "batch_first", "norm_first", "bias")
+
+
+def _super_init(init: cst.FunctionDef) -> tuple[int, cst.Call] | None:
+    """The statement ``super().__init__(...)`` / ``super(C, self).__init__(...)`` of ``__init__``: (index, call)."""
+    for i, st in enumerate(init.body.body):
+        if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Expr):
+            call = st.body[0].value
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "__init__" \
+                    and isinstance(call.func.value, cst.Call) and dotted_text(call.func.value.func) == "super":
+                return i, call
+    return None
+
+
+def _assigned_in(init: cst.FunctionDef) -> set[str]:
+    """The attributes ``self.NAME = ...`` statements of ``__init__``'s body set (at its top level)."""
+    out = set()
+    for st in init.body.body:
+        if isinstance(st, cst.SimpleStatementLine):
+            for s in st.body:
+                if isinstance(s, cst.Assign):
+                    for t in s.targets:
+                        text = dotted_text(t.target) or ""
+                        if text.startswith("self.") and text.count(".") == 1:
+                            out.add(text[5:])
+    return out
+
+
+def _transformer_subclass(cls: cst.ClassDef, base: cst.Arg, ctx) -> cst.ClassDef | None:
+    """``class M(nn.Transformer)`` whose ``__init__`` calls ``super().__init__(d_model=..., ...)`` and which defines its own
+    forward → ``class M(nn.Module)`` whose ``__init__`` builds what nn.Transformer's does (self.encoder: a
+    TransformerEncoder of TransformerEncoderLayers and a LayerNorm; self.decoder likewise, unless __init__ sets
+    self.decoder itself; self.d_model / self.nhead / self.batch_first where the class reads them), PyTorch code of the
+    same parameters (the same state_dict names) that the modules pass translates. None where that does not hold."""
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    init = methods.get("__init__")
+    found = _super_init(init) if init is not None and isinstance(init.body, cst.IndentedBlock) else None
+    if "forward" not in methods or found is None:
+        return None
+    index, call = found
+    args: dict[str, cst.BaseExpression] = {}
+    for i, a in enumerate(call.args):
+        if a.star or (a.keyword is None and i >= len(_TRANSFORMER_PARAMS)):
+            return None
+        name = a.keyword.value if a.keyword is not None else _TRANSFORMER_PARAMS[i]
+        if name not in _TRANSFORMER_PARAMS or not isinstance(a.value, (cst.Name, cst.Attribute, cst.Integer, cst.Float,
+                                                                       cst.SimpleString)):
+            return None  # an expression evaluated once by PyTorch: not written twice
+        args[name] = a.value
+    args.pop("device", None)
+    nn = code(base.value).rsplit(".", 1)[0]  # `nn` of `nn.Transformer`
+    text = {k: code(v) for k, v in args.items()}
+    d_model, nhead = (text.get(k, _TRANSFORMER_DEFAULTS[k]) for k in ("d_model", "nhead"))
+    layer_kw = "".join(f", {k}={text[k]}" for k in (*_LAYER_KEYWORDS, "dtype") if k in text)
+    norm_kw = "".join(f", {k}={text[p]}" for k, p in (("eps", "layer_norm_eps"), ("bias", "bias"), ("dtype", "dtype"))
+                      if p in text)
+    assigned = _assigned_in(init)
+    lines = []
+    for part, kind in (("encoder", "Encoder"), ("decoder", "Decoder")):
+        if part in assigned:
+            continue  # set again by __init__ (word_language_model's self.decoder = nn.Linear(...)): PyTorch's is replaced
+        if f"custom_{part}" in text:
+            lines.append(f"self.{part} = {text[f'custom_{part}']}")
+            continue
+        n = text.get(f"num_{part}_layers", _TRANSFORMER_DEFAULTS[f"num_{part}_layers"])
+        lines.append(f"self.{part} = {nn}.Transformer{kind}({nn}.Transformer{kind}Layer({d_model}, {nhead}{layer_kw}), "
+                     f"{n}, {nn}.LayerNorm({d_model}{norm_kw}))")
+    read = {n.attr.value for n in find_all(cls, cst.Attribute) if dotted_text(n.value) == "self"}
+    for attr, value in (("d_model", d_model), ("nhead", nhead), ("batch_first", text.get("batch_first", "False"))):
+        if attr in read and attr not in assigned:
+            lines.append(f"self.{attr} = {value}")
+    stmt = init.body.body[index]
+    new_init = [*init.body.body[:index], stmt.with_changes(body=[cst.Expr(call.with_changes(args=[]))]),
+                *(statement(t) for t in lines), *init.body.body[index + 1:]]
+    init2 = init.with_changes(body=init.body.with_changes(body=new_init))
+    body = [init2 if s is init else s for s in cls.body.body]
+    module_base = base.with_changes(value=expr(f"{nn}.Module"))
+    ctx.report(Severity.INFO, "idiom-replaced", f"class {cls.name.value}({code(base.value)}): written as an nn.Module "
+               f"that builds what nn.Transformer's __init__ builds ({', '.join(t.split(' = ')[0] for t in lines)}) "
+               f"and keeps its own forward: the same parameters under the same names", cls)
+    ctx.report(Severity.WARNING, "approximate", f"class {cls.name.value}({code(base.value)}): nn.Transformer's __init__ "
+               "re-initialises every matrix of its layers with xavier_uniform_, which is not written: the layers start "
+               "from their own initialisation (load the weights, or re-initialise them as PyTorch does)", cls)
+    return cls.with_changes(bases=[module_base if b is base else b for b in cls.bases],
+                            body=cls.body.with_changes(body=body))
+
+
+def transformer_subclasses(module: cst.Module, ctx) -> cst.Module:
+    """``class TransformerModel(nn.Transformer)`` (word_language_model) → an nn.Module building nn.Transformer's
+    encoder (and decoder) in ``__init__`` (:func:`_transformer_subclass`). Runs before the modules pass, which leaves
+    any other subclass of a PyTorch layer as PyTorch with an error."""
+    body = []
+    for stmt in module.body:
+        if isinstance(stmt, cst.ClassDef):
+            base = next((b for b in stmt.bases if ctx.imports.resolve(b.value) == "torch.nn.Transformer"), None)
+            new = _transformer_subclass(stmt, base, ctx) if base is not None else None
+            stmt = _cached_attributes(new, ctx) if new is not None else stmt
+        body.append(stmt)
+    return module.with_changes(body=body)
+
+
+class _CacheReads(cst.CSTVisitor):
+    """_cached_attributes: where forward reads and writes ``self.NAME``, and the ``if`` tests that check it."""
+
+    def __init__(self) -> None:
+        self.written: set[str] = set()
+        self.read: list[tuple[str, cst.CSTNode]] = []
+        self.checks: set[int] = set()  # ids of the `self.NAME` nodes in `if self.NAME is None or ...: self.NAME = ...`
+        self.targets: set[int] = set()
+        self.ifs: dict[int, str] = {}  # the checks' `if` statements (no else) → the attribute
+        self.mentioned: set[str] = set()  # attributes read or written so far, in the order of the source
+        self.loops = 0
+
+    def visit_For(self, node) -> None:
+        self.loops += 1
+
+    def leave_For(self, node) -> None:
+        self.loops -= 1
+
+    visit_While, leave_While = visit_For, leave_For
+
+    def visit_If(self, node: cst.If) -> None:
+        test = node.test
+        first = test.left if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.Or) else test
+        if isinstance(first, cst.Comparison) and len(first.comparisons) == 1 \
+                and isinstance(first.comparisons[0].operator, cst.Is) and code(first.comparisons[0].comparator) == "None":
+            name = dotted_text(first.left) or ""
+            body = _CacheReads()
+            scan(node.body, body)
+            if name.startswith("self.") and name[5:] in body.written:
+                if node.orelse is None and not self.loops and name[5:] not in self.mentioned:
+                    self.ifs[id(node)] = name[5:]  # the first mention, outside a loop: the local is None there
+                self.checks.add(id(first.left))
+                self.checks.update(id(a) for a in find_all(test, cst.Attribute) if dotted_text(a) == name)
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        t = dotted_text(node.target) or ""
+        if t.startswith("self.") and t.count(".") == 1:
+            self.written.add(t[5:])
+            self.mentioned.add(t[5:])
+            self.targets.add(id(node.target))
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        t = dotted_text(node) or ""
+        if t.startswith("self.") and t.count(".") == 1 and id(node) not in self.targets:
+            self.read.append((t[5:], node))
+            self.mentioned.add(t[5:])
+
+
+class _Localise(cst.CSTTransformer):
+    """``self.NAME`` → ``NAME``; a check ``if self.NAME is None or ...:`` (no else) → its body, as the local is None
+    there (nothing before it in forward writes it)."""
+
+    def __init__(self, names: set[str], ifs: dict[int, str]) -> None:
+        super().__init__()
+        self.names, self.ifs = names, ifs
+
+    def leave_If(self, original: cst.If, updated: cst.If):
+        if self.ifs.get(id(original)) in self.names and isinstance(updated.body, cst.IndentedBlock):
+            return cst.FlattenSentinel(updated.body.body)
+        return updated
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute) -> cst.BaseExpression:
+        t = dotted_text(original) or ""
+        if t.startswith("self.") and t[5:] in self.names:
+            return cst.Name(t[5:])
+        return updated
+
+
+def _cached_attributes(cls: cst.ClassDef, ctx) -> cst.ClassDef:
+    """``self.src_mask = None`` in ``__init__`` and, in forward, ``if self.src_mask is None or <stale>: self.src_mask =
+    <value>`` (word_language_model's causal mask, kept between calls): an Equinox module cannot change its fields, so
+    forward computes the value in a local ``src_mask`` (None at its start) on every call; PyTorch's cached value is the
+    one computed again whenever what the test checks is unchanged (an info finding says so). Only an attribute forward
+    reads nowhere else before writing it is taken."""
+    methods = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
+    init, forward = methods.get("__init__"), methods.get("forward")
+    if init is None or forward is None or not isinstance(forward.body, cst.IndentedBlock):
+        return cls
+    none_in_init = {t for st in init.body.body if isinstance(st, cst.SimpleStatementLine) for s in st.body
+                    if isinstance(s, cst.Assign) and code(s.value) == "None" for t in
+                    [(dotted_text(s.targets[0].target) or "")[5:]] if len(s.targets) == 1}
+    seen = _CacheReads()
+    scan(forward, seen)
+    others = {n for m, f in methods.items() if m not in ("__init__", "forward") for n, _ in _reads(f)}
+    names = set()
+    for name in seen.written & none_in_init - others:
+        reads = [node for n, node in seen.read if n == name]
+        checked = [node for node in reads if id(node) in seen.checks]
+        if checked:  # a cache check first; any later read follows a write of this call or of the check's branch
+            names.add(name)
+    if not names:
+        return cls
+    fwd = rewrite(forward, _Localise(names, seen.ifs))
+    start = [statement(f"{n} = None") for n in sorted(names)]
+    doc = fwd.body.body[:1] if fwd.body.body and isinstance(fwd.body.body[0], cst.SimpleStatementLine) and isinstance(
+        fwd.body.body[0].body[0], cst.Expr) and isinstance(fwd.body.body[0].body[0].value, cst.SimpleString) else []
+    fwd = fwd.with_changes(body=fwd.body.with_changes(body=[*doc, *start, *fwd.body.body[len(doc):]]))
+    for n in sorted(names):
+        ctx.report(Severity.INFO, "idiom-replaced", f"self.{n}, which forward keeps between calls (`if self.{n} is None "
+                   f"or ...:` computes it again): an Equinox module cannot change its fields, so forward computes it on "
+                   f"every call in a local {n}; PyTorch's kept value is the one computed again when what the test checks "
+                   "is unchanged, so the result is the same where the value depends only on that", forward)
+    return cls.with_changes(body=cls.body.with_changes(body=[fwd if s is forward else s for s in cls.body.body]))
+
+
+def _reads(fn: cst.FunctionDef):
+    seen = _CacheReads()
+    scan(fn, seen)
+    return seen.read + [(n, None) for n in seen.written]

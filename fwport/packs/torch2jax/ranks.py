@@ -20,6 +20,7 @@ import libcst as cst
 
 from fwport.core.engine import literal_value
 from fwport.core.names import dotted_text, find_all, scan
+from fwport.packs.torch2jax.layers import STACKS
 
 #: layers that take one vector in Equinox and map over every leading axis in PyTorch
 PER_VECTOR = frozenset({"torch.nn.Linear", "torch.nn.LayerNorm"})
@@ -381,9 +382,20 @@ class _SequenceLayers(cst.CSTVisitor):
         self.classes = classes
         self.first = first
         self.sequence_layers = sequence_layers
+        self.locals: dict[str, cst.BaseExpression] = {}  # name = <value> in __init__ (a transformer stack's layer)
+
+    def built_layer(self, stack: cst.Call) -> cst.Call | None:
+        """The layer call a TransformerEncoder / Decoder gets first: written there, or a name assigned it before."""
+        first = stack.args[0].value if stack.args and stack.args[0].keyword is None else next(
+            (a.value for a in stack.args if a.keyword is not None and a.keyword.value.endswith("_layer")), None)
+        if isinstance(first, cst.Name):
+            first = self.locals.get(first.value)
+        return first if isinstance(first, cst.Call) else None
 
     def visit_Assign(self, node: cst.Assign) -> None:
         t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
+        if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            self.locals[node.targets[0].target.value] = node.value
         if not t or not t.startswith("self.") or t.count(".") != 1:
             return
         for v in _branches(node.value):  # `nn.LSTM(...) if kind == 'LSTM' else nn.GRU(...)`: each
@@ -392,7 +404,9 @@ class _SequenceLayers(cst.CSTVisitor):
                 continue
             self.classes.setdefault(t[5:], set()).add(q)
             if q in self.sequence_layers:
-                bf = next((a.value for a in v.args if a.keyword is not None and a.keyword.value == "batch_first"), None)
+                built = self.built_layer(v) if q in STACKS else v  # a stack takes its layer's batch_first
+                bf = next((a.value for a in built.args if a.keyword is not None and a.keyword.value == "batch_first"),
+                          None) if built is not None else None
                 self.first.setdefault(t[5:], set()).add(bf is None or literal_value(bf, None) is not True)
 
 

@@ -16,6 +16,8 @@ PLANNERS: tuple[Planner, ...] = (
     Planner("named-layers", re.compile(r"getattr\(\s*\w+\s*,"), layers.named_layers),
     # nn.Sequential(*block(...)) with a helper returning a list of layers: written out per call (before modules)
     Planner("unroll", re.compile(r"Sequential\(\s*\*"), unroll.run),
+    # class M(nn.Transformer) with its own forward → an nn.Module building nn.Transformer's encoder (before modules)
+    Planner("transformer-subclass", re.compile(r"\bTransformer\s*\)"), layers.transformer_subclasses),
     # y.add_(x) / h.relu_() as a statement on a tensor nothing else holds → y = y + x / h = h.relu() (inplace.py)
     Planner("in-place", re.compile(inplace.TRIGGER), inplace.rebind),
     # self.training read in a module's methods → `not self.inference`, a field set False in __init__ (modes.py),

@@ -50,7 +50,12 @@ RANDOM_FILLS = frozenset({"normal_", "uniform_", "bernoulli_", "random_", "expon
 #: the keywords a call's key is given by: most take ``key=``, MultiheadAttentionWithWeights its weights' ``dropout_key=``
 KEY_KEYWORDS = frozenset({"key", "dropout_key"})
 #: a sequence layer's dropout argument: its keyword, and its position in PyTorch's signature
-SEQUENCE_DROPOUT = {"torch.nn.MultiheadAttention": 2, "torch.nn.LSTM": 5, "torch.nn.GRU": 5, "torch.nn.RNN": 6}
+SEQUENCE_DROPOUT = {"torch.nn.MultiheadAttention": 2, "torch.nn.LSTM": 5, "torch.nn.GRU": 5, "torch.nn.RNN": 6,
+                    "torch.nn.TransformerEncoderLayer": 3, "torch.nn.TransformerDecoderLayer": 3,
+                    "torch.nn.Transformer": 5, "torch.nn.TransformerEncoder": None, "torch.nn.TransformerDecoder": None}
+#: PyTorch's transformer layers drop with 0.1 when not told (a stack, with its layer's dropout): a key unless a literal 0
+_DROPPING_BY_DEFAULT = frozenset({"torch.nn.TransformerEncoderLayer", "torch.nn.TransformerDecoderLayer",
+                                  "torch.nn.Transformer", "torch.nn.TransformerEncoder", "torch.nn.TransformerDecoder"})
 
 
 def _dropout_sequences(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
@@ -70,9 +75,10 @@ def _dropout_sequences(init: cst.FunctionDef | None, ctx) -> dict[str, str]:
             if not t.startswith("self.") or t.count(".") != 1 or q not in SEQUENCE_DROPOUT:
                 continue
             pos = [x.value for x in a.value.args if x.keyword is None and not x.star]
+            i = SEQUENCE_DROPOUT[q]
             p = next((x.value for x in a.value.args if x.keyword is not None and x.keyword.value == "dropout"),
-                     pos[SEQUENCE_DROPOUT[q]] if len(pos) > SEQUENCE_DROPOUT[q] else None)
-            if p is not None and literal_value(p, 1) not in (0, 0.0):
+                     pos[i] if i is not None and len(pos) > i else None)
+            if p is None and q in _DROPPING_BY_DEFAULT or p is not None and literal_value(p, 1) not in (0, 0.0):
                 out[t[5:]] = "dropout_key" if q == "torch.nn.MultiheadAttention" else "key"
     return out
 
@@ -1952,13 +1958,23 @@ def _class(cls: cst.ClassDef, ctx, plans: dict, callers: _Callers, outside: dict
 
 
 def _constructions(init: cst.FunctionDef, attrs: set[str]) -> list[cst.Call]:
-    """The calls ``self.NAME = <call>`` anywhere in ``__init__`` builds for the attributes ``attrs``."""
+    """The calls ``self.NAME = <call>`` anywhere in ``__init__`` builds for the attributes ``attrs`` (and the layer a
+    transformer stack among them is given: ``nn.TransformerEncoder(layer, n)``, ``layer`` built before)."""
     found = []
+    names: dict[str, cst.BaseExpression] = {}
 
     class V(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
             t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
             value = node.value
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                names[node.targets[0].target.value] = value
+            if t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.Call) and value.args \
+                    and (dotted_text(value.func) or "").endswith(("TransformerEncoder", "TransformerDecoder")):
+                layer = value.args[0].value
+                layer = names.get(layer.value) if isinstance(layer, cst.Name) else layer
+                if isinstance(layer, cst.Call):
+                    found.append(layer)
             while t and t.startswith("self.") and t[5:] in attrs and isinstance(value, cst.IfExp):
                 if isinstance(value.body, cst.Call):
                     found.append(value.body)
