@@ -611,19 +611,24 @@ _STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
                    "categorical_accuracy": "CategoricalAccuracy", "binary_accuracy": "BinaryAccuracy",
                    "mae": "MeanAbsoluteError", "mean_absolute_error": "MeanAbsoluteError",
                    "mse": "MeanSquaredError", "mean_squared_error": "MeanSquaredError",
-                   "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError"}
+                   "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError",
+                   # a loss's name: Keras's mean of that loss over the epoch (a MeanMetricWrapper of the loss function)
+                   "binary_crossentropy": "BinaryCrossentropy", "categorical_crossentropy": "CategoricalCrossentropy",
+                   "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy"}
 # "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
 # one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
 _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
                       "keras.losses.CategoricalCrossentropy": "CategoricalAccuracy"}
 
 
-def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | None, lists=None) -> list | str:
+def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | None, lists=None,
+                     crossentropy: list | None = None) -> list | str:
     """compile's metrics= (a list written there; with ``lists``, also a name ``lists(name)`` gives the one literal
     list it is bound to) → [(Keras's name for it, the metric's expression, written class or "")], or why not. A
     string names its class, under the string's name; ``accuracy``: the class "accuracy" / "acc" is (None: refused,
     Keras 2 would pick it by shapes the pass does not know). A metric object keeps its name= or Keras's default
-    name; the expression of an element of a named list is ``name[i]`` (the list's own object)."""
+    name; the expression of an element of a named list is ``name[i]`` (the list's own object). ``crossentropy``:
+    gets the names of the cross-entropy metrics (fitloop.CROSSENTROPY_METRICS), which take the loop's logits."""
     if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
         return []
     owner = None
@@ -651,6 +656,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
             if cls is None:
                 return f"the metric {lit!r} is not translated"
             out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+            if crossentropy is not None and cls in fitloop.CROSSENTROPY_METRICS:
+                crossentropy.append(lit)
             continue
         call = m
         if isinstance(m, cst.Name) and _metric_function(plan, m.value):
@@ -676,6 +683,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         if not isinstance(name, str):
             return f"the metric {code(m)}: its name is not a literal"
         out.append((name, cst.parse_expression(f"{owner}[{i}]") if owner else m, ""))
+        if crossentropy is not None and rule.emit.get("options", {}).get("class") in fitloop.CROSSENTROPY_METRICS:
+            crossentropy.append(name)
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
         return "two compiled metrics have one name"
@@ -3051,7 +3060,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object") else ctx.pack.by_name[c.loss[1]]
         c.key = (loss_rule.id if loss_rule is not None else (c.loss[0], c.loss[3]), c.from_logits,
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
-                 tuple(sorted(c.clips.items())), bool(c.metrics))
+                 tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics)
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
         for arg in models.param_args.get((scope, model), []) if models is not None else ():
@@ -3249,6 +3258,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             return None
         return bound[0]
 
+    crossentropy: list = []  # compile's cross-entropy metrics, by name
+
     def metric_list(node: cst.BaseExpression, loss: tuple) -> list | str:
         """Several metrics (or one the single-metric loop does not compute): the metric objects fit / evaluate
         update; "accuracy" is the class Keras picks by the shapes of labels and outputs (the loss's own where
@@ -3256,7 +3267,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = loss[1] if loss[0] in ("call", "name") else ctx.pack.by_name.get(loss[1]) if loss[0] == "string" \
             else None
         accuracy = _ACCURACY_FOR_LOSS.get(rule.names[0], "ShapeAccuracy") if rule is not None else "ShapeAccuracy"
-        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed)
+        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed, crossentropy)
         return out if isinstance(out, list) else f"{out} (the written-out loop updates the metric strings and " \
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
@@ -3298,6 +3309,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                            f"{model}[-1](logits)", call)
             else:
                 optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
+    if crossentropy and c.metrics:
+        if c.activation_logits:  # Keras's cross-entropy metrics also take the logits the final activation keeps
+            c.logit_metrics = True
+        else:
+            optim.probabilities_warning(ctx, call, f"the metric {crossentropy[0]!r}")
     if not _builds(c, ctx):
         return refuse("its optimizer or loss is refused where it stands (see the finding on it, once written "
                       "as a torch.optim / torch.nn object)")
