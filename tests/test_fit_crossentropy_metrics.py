@@ -133,3 +133,55 @@ def test_the_translation_says_what_it_does():
     assert "metric.update_state(yb, pred, logits=logits)" not in r.output  # no logits split off here
     assert any(f.severity is Severity.WARNING and "the metric 'categorical_crossentropy'" in f.message
                for f in r.findings)
+
+
+# keras-io's / tensorflow docs' imbalanced classification: a model factory whose metrics= parameter defaults to a
+# module-level list of metric objects, which no call gives
+FACTORY = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+OUTPUTS, SCALE, LABELS = 1, 3.0, "binary"
+METRICS = [
+    keras.metrics.BinaryCrossentropy(name="cross entropy"),
+    keras.metrics.MeanSquaredError(name="Brier score"),
+    keras.metrics.AUC(name="prc", curve="PR"),
+]
+
+
+def make_model(metrics=METRICS, output_bias=None):
+    model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"),
+                              layers.Dense(1, activation="sigmoid")])
+    model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.05), loss=keras.losses.BinaryCrossentropy(),
+                  metrics=metrics)
+    return model
+
+
+model = make_model()
+
+
+def train(x, y):
+    history = model.fit(x, y, validation_data=(x[:20], y[:20]), epochs=2, batch_size=16, shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, y, verbose=0)
+'''
+
+
+def test_a_factory_parameter_defaulting_to_a_metric_list(tmp_path):
+    keras_out, torch_out = _run(tmp_path, FACTORY, DRIVER)
+    names = ["cross entropy", "Brier score", "prc"]
+    compare_fit(keras_out, torch_out, ["loss", *names, "val_loss", *(f"val_{n}" for n in names)], atol=1e-5)
+
+
+def test_a_call_giving_the_metrics_parameter_keeps_the_error():
+    r = tx(FACTORY.replace("model = make_model()", "model = make_model(metrics=['mse'])"))
+    assert any("metrics=metrics: metrics is not a name bound once" in m for _, m in errors(r)), errors(r)
+    r = tx(FACTORY.replace("model = make_model()", "model = make_model(METRICS[:1])"))
+    assert any("metrics=metrics: metrics is not a name bound once" in m for _, m in errors(r)), errors(r)
+
+
+def test_a_factory_model_keeps_the_errors_of_its_keras_attributes():
+    # `model, optimizer, loss_fn = make_model()`: still the model, whose .layers an nn.Module lacks (it was silent)
+    r = tx(FACTORY + "\nmodel.layers[-1].bias.assign([0.0])\nlast = model.layers[-1]\n")
+    said = [m for _, m in errors(r) if "model.layers is a Keras model attribute" in m]
+    assert len(said) == 2, errors(r)
+    assert "model, optimizer, loss_fn, model_metrics = make_model()" in r.output

@@ -635,7 +635,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
     if isinstance(node, cst.Name) and lists is not None:
         owner, node = node.value, lists(node.value)
         if node is None:
-            return f"metrics={owner}: {owner} is not a name bound once, before the compile, to a literal list"
+            return (f"metrics={owner}: {owner} is not a name bound once, before the compile, to a literal list (nor a "
+                    "parameter whose default is one, which no call gives)")
     if not isinstance(node, (cst.List, cst.Tuple)):
         return f"metrics={code(node)} is not a list written in the compile"
     out = []
@@ -3252,6 +3253,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     def listed(name: str) -> cst.List | cst.Tuple | None:
         """The literal list a name given as metrics= is bound to: once, by a statement of the compile's scope or
         the module's before it, and not changed after (append, +=)."""
+        default = _default_list(plan, scope, name)
+        if default is not None:
+            return default
         bound = plan.lists.get(name)
         if (bound is None or len(plan.bound_at.get(name, [])) != 1 or name in plan.changed
                 or bound[1] not in (0, scope) or (bound[1] == scope and bound[2] >= plan.call_order.get(id(call), 0))):
@@ -3392,6 +3396,39 @@ def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: i
             return (f"{o} is bound again before a {model}.fit(...) that trains with this compile's optimizer, where "
                     f"the written fit would take the new one: give each optimizer its own name")
     return before[-1][2]
+
+
+def _default_list(plan: _Plan, scope: int, name: str) -> cst.List | cst.Tuple | None:
+    """The literal list a parameter ``name`` of the module's function ``scope`` always is: its default is a name the
+    module binds once, before the function, to a literal list nothing changes (``def make_model(metrics=METRICS)``),
+    the function reads the parameter only there (the compile's metrics=), and no call of it gives that parameter
+    (none unpacks arguments)."""
+    fn = plan.top_functions.get(scope)
+    if fn is None:
+        return None
+    params = list(fn.params.params)
+    index = next((i for i, p in enumerate(params) if p.name.value == name), None)
+    param = params[index] if index is not None else next(
+        (p for p in fn.params.kwonly_params if p.name.value == name), None)
+    if param is None or not isinstance(param.default, cst.Name):
+        return None
+    listed = param.default.value
+    bound = plan.lists.get(listed)
+    where = plan.bound_at.get(fn.name.value, [])
+    if (bound is None or bound[1] != 0 or len(plan.bound_at.get(listed, [])) != 1 or listed in plan.changed
+            or len(where) != 1 or bound[2] > where[0][0]):
+        return None
+    # the function reads the parameter once (the compile's metrics=) and binds it nowhere
+    not_read = {id(n) for a in find_all(fn.body, cst.Arg) if a.keyword is not None for n in [a.keyword]} | {
+        id(a.attr) for a in find_all(fn.body, cst.Attribute)}
+    if len([n for n in find_all(fn.body, cst.Name) if n.value == name and id(n) not in not_read]) != 1:
+        return None
+    for call in plan.calls_of.get(fn.name.value, []):
+        if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name for a in call.args):
+            return None
+        if index is not None and len([a for a in call.args if a.keyword is None]) > index:
+            return None
+    return bound[0]
 
 
 def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpression] | str:
