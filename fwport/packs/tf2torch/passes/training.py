@@ -2036,6 +2036,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             t = t_atom
         if target == "long":
             t_out = f"{t_atom}.long()"
+            if isinstance(y_pred, (cst.Name, cst.Attribute)):  # (n,) or (n, 1): Keras drops a trailing axis of 1
+                t_out += f".reshape({p}.shape[:-1])"
         elif target == "float":
             t_out = f"{t_atom}.float()"
         else:
