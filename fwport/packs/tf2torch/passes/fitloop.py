@@ -115,6 +115,7 @@ class Compiled:
     # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
     # outputs model[-1](logits), and the loss (created from_logits) of the logits
     activation_logits: bool = False
+    predict_batches: bool = False  # a predict takes a tf.data pipeline: the written predict iterates batches too
     logit_metrics: bool = False  # ... and a cross-entropy metric, which fit / evaluate give those logits too
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
     clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
@@ -294,7 +295,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if c.loss is None:
         lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
         x_of = c.names["inputs"] if channels_first else c.names["tensor"]
-        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first, c.several)) + "\n"
+        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first, c.several,
+                                          c.predict_batches)) + "\n"
     # sparse labels: one per output position, as Keras takes them ((n,) or (n, 1) for (n, classes) outputs)
     target = {"long": "yb.long().reshape(pred.shape[:-1])", "float": "yb.float().view_as(pred)",
               "same": "yb.view_as(pred)"}.get(
@@ -618,7 +620,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         *([f"    return {keyed} if return_dict else result"] if c.return_dict else ["    return result"]),
         "",
         "",
-        *_predict(n, x_of, spell, outputs_channels_first, multi),
+        *_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches),
     ]
     return "\n".join(lines) + "\n"
 
@@ -665,17 +667,30 @@ def _inputs_of(x_of: str, multi: bool) -> tuple:
     return lambda v: f"{x_of}({v})", lambda v, i: f"{v}[{i}]", lambda v: f"len({v})", "len(xb)"
 
 
-def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, multi: bool = False) -> list[str]:
+def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, multi: bool = False,
+             batches: bool = False) -> list[str]:
+    """The written predict; ``batches``: x may also be a dataset (a translated tf.data pipeline, a DataLoader),
+    whose batches it runs the model on, each a batch's input or a tuple whose first item is (Keras's (x, y))."""
     back = ".movedim(1, -1)" if outputs_channels_first else ""  # channels-first feature maps: Keras's layout
     conv, take, samples, _ = _inputs_of(x_of, multi)
+    star = "*" if multi else ""
+    iterated = [
+        f"        if isinstance(x, ({spell('torch.utils.data.Dataset')}, {spell('torch.utils.data.DataLoader')})):",
+        "            inputs = (b[0] if isinstance(b, (tuple, list)) else b for b in x)",
+        f"            return {spell('torch.cat')}([model({star}{conv('xb')}){back} for xb in inputs]).detach().numpy()",
+    ] if batches else []
     return [
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
         '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array'
-        + ('\n    (x: a list of arrays, one per input of the model, in its order)."""' if multi else '."""'),
-        f"    x = {conv('x')}",
+        + ('\n    (x: a list of arrays, one per input of the model, in its order)' if multi else '')
+        + ('; x may also be a dataset of\n    batches, each the input or a tuple (x, y) of it."""' if batches
+           else '."""' if not multi else '."""'),
+        *([] if batches else [f"    x = {conv('x')}"]),
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    with {spell('torch.no_grad')}():",
+        *iterated,
+        *([f"        x = {conv('x')}"] if batches else []),
         *([f"        return {spell('torch.cat')}([model(*{take('x', 'start:start + batch_size')}){back}",
            f"{' ' * (len(spell('torch.cat')) + 17)}for start in range(0, {samples('x')}, batch_size)]).detach().numpy()"]
           if multi else

@@ -1236,6 +1236,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
                 k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
+        if method == "predict" and self._dataset_value(args.get("x")):
+            c.predict_batches = True  # a tf.data pipeline: predict iterates its batches
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.callbacks = True
         if weighted:
@@ -1364,6 +1366,26 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"callback the nn.Module {c.model}.compile trains, which predicts as Keras's predict does",
                         original_node)
         return cst.Call(cst.Name(c.names["predict"]), out)
+
+    def _dataset_value(self, node: cst.BaseExpression | None) -> bool:
+        """``node`` is a tf.data dataset: made by tf.data.Dataset (and its methods), or a name the file binds only
+        to such values (valuekinds' reading)."""
+        if node is None:
+            return False
+        datasets = self.ctx.analyses.get("training-datasets")
+        if datasets is None:
+            datasets = set()
+            resolve = self.ctx.imports.resolve
+            changed = True
+            while changed:  # `ds = make(...)`, `ds2 = ds.batch(8)`: until nothing changes
+                changed = False
+                for name, values in self.plan.values.items():
+                    if name not in datasets and values and all(
+                            valuekinds._dataset(v, datasets, resolve) for _, _, v in values):
+                        datasets.add(name)
+                        changed = True
+            self.ctx.analyses["training-datasets"] = datasets
+        return valuekinds._dataset(node, datasets, self.ctx.imports.resolve)
 
     def _predict_only(self, call: cst.Call) -> fitloop.Compiled | None:
         """``model.predict(x)`` of a model of the file that no compile of the file gives a loop: predict needs no
@@ -3482,6 +3504,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
         rep.batches = any(c.batches for c in members)
+        rep.predict_batches = any(c.predict_batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
         rep.return_dict = any(c.return_dict for c in members)
