@@ -115,6 +115,7 @@ class Compiled:
     # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
     # outputs model[-1](logits), and the loss (created from_logits) of the logits
     activation_logits: bool = False
+    frozen_batchnorm: bool = False  # the file freezes a layer (trainable = False) and has BatchNormalization
     predict_batches: bool = False  # a predict takes a tf.data pipeline: the written predict iterates batches too
     logit_metrics: bool = False  # ... and a cross-entropy metric, which fit / evaluate give those logits too
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
@@ -454,6 +455,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    for epoch in range(epochs):",
         "        model.train()",
     ]
+    if c.frozen_batchnorm:  # Keras runs a frozen (trainable = False) BatchNormalization in inference mode
+        norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
+        lines += ["        for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
+                  f"            if isinstance(module, ({norms})) and module.affine and not any(",
+                  "                    p.requires_grad for p in module.parameters()):",
+                  "                module.eval()"]
     if ms:
         lines += ["        for metric in metrics.values():", "            metric.reset_state()"]
     if cbs:

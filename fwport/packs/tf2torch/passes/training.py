@@ -2157,12 +2157,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         keras2 = (" Keras 2 also reads the flag when a model is compiled: a model compiled before this line "
                   "keeps training these weights in its own fit / train_on_batch, which torch does not do."
                   if self.ctx.version == 2 else "")
+        parsed = self.ctx.analyses.get("parsed")
+        written = bool(self.compiled) and parsed is not None and "BatchNormalization" in parsed[1]
+        if written and literal_value(updated_node.value, NOT_LITERAL) is False:
+            self.ctx.analyses[FROZEN_BATCHNORM] = True  # the written fit keeps frozen BatchNorm in inference mode
         self.ctx.report(Severity.WARNING, "idiom-replaced",
                         f"{code(original_node.targets[0].target)} = {code(original_node.value)} → "
                         f"{code(made.value)}: a torch module has no trainable flag; its parameters get no gradient, "
                         "so no optimizer moves them. Keras also runs the BatchNormalization layers of a frozen layer "
                         "in inference mode, torch keeps them in the mode of train() / eval(): where it holds "
-                        f"BatchNorm, call {code(receiver)}.eval() after each model.train()." + keras2, original_node)
+                        f"BatchNorm, call {code(receiver)}.eval() after each model.train()"
+                        + (" (the written fit does: it puts every BatchNorm whose parameters are all frozen in eval "
+                           "mode after its model.train())" if written else "") + "." + keras2, original_node)
         return made
 
     def _settle(self, call: cst.Call, updated_node: cst.Assign) -> cst.Assign:
@@ -3422,6 +3428,11 @@ def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: i
     return before[-1][2]
 
 
+# ctx.analyses: a `.trainable = False` of a file with BatchNormalization and written fit loops (Keras runs a frozen
+# BatchNormalization in inference mode: the loops put a BatchNorm whose parameters are all frozen in eval mode)
+FROZEN_BATCHNORM = "tf2torch-frozen-batchnorm"
+
+
 def _default_list(plan: _Plan, scope: int, name: str) -> cst.List | cst.Tuple | None:
     """The literal list a parameter ``name`` of the module's function ``scope`` always is: its default is a name the
     module binds once, before the function, to a literal list nothing changes (``def make_model(metrics=METRICS)``),
@@ -3504,6 +3515,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
         rep.batches = any(c.batches for c in members)
+        rep.frozen_batchnorm = bool(ctx.analyses.get(FROZEN_BATCHNORM))
         rep.predict_batches = any(c.predict_batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
