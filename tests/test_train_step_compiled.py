@@ -148,8 +148,8 @@ def test_a_sample_weight_given_to_compiled_loss_weighs_as_keras2(tmp_path):
         "fit": "h = net.fit(x, y, batch_size=4, epochs=3, shuffle=False, verbose=0)\nextra = None"})
     _same(keras_out, torch_out, ["acc", "loss"])
     out = tx(WEIGHTED).output
-    assert ("loss=lambda y_true, y_pred, sample_weight=None: loss_fn(y_pred.movedim(-1, 1), y_true.long()) if "
-            "sample_weight is None else weighted_loss(loss_fn, y_pred.movedim(-1, 1), y_true.long(), sample_weight)") in out
+    assert ("loss=lambda y_true, y_pred, sample_weight=None: loss_fn(y_pred.movedim(-1, 1), y_true.long().reshape(y_pred.shape[:-1])) if "
+            "sample_weight is None else weighted_loss(loss_fn, y_pred.movedim(-1, 1), y_true.long().reshape(y_pred.shape[:-1]), sample_weight)") in out
     assert "def weighted_loss(loss_fn, input, target, sample_weight):" in out
     assert "    def compiled_loss(self, y_true, y_pred, sample_weight=None, regularization_losses=None):" in out
 
@@ -159,7 +159,7 @@ def test_what_the_translation_says():
     out = r.output
     assert "class CompiledMetrics:" in out and "    def compiled_loss(self, y_true, y_pred, regularization_losses=None):" in out
     assert ('net.compile(optimizer=functools.partial(torch.optim.SGD, lr=0.3, momentum=0.5), '
-            'loss=lambda y_true, y_pred: loss_fn(y_pred.movedim(-1, 1), y_true.long()), metrics={"acc": acc})') in out
+            'loss=lambda y_true, y_pred: loss_fn(y_pred.movedim(-1, 1), y_true.long().reshape(y_pred.shape[:-1])), metrics={"acc": acc})') in out
     assert "loss_fn = nn.CrossEntropyLoss()" in out and "acc = SparseCategoricalAccuracy()" in out
     assert "            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)" not in out  # (tape gone)
     assert "        loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)\n" in out
@@ -424,7 +424,7 @@ def test_cross_entropy_objects_take_the_class_axis_last_as_keras(tmp_path):
     call moves Keras's last axis there (a no-op for (batch, classes)); was silently wrong for rank 3."""
     r = tx(CLASS_AXIS)
     assert errors(r) == []
-    assert "scce(p.movedim(-1, 1), labels.long())" in r.output
+    assert "scce(p.movedim(-1, 1), labels.long().reshape(p.shape[:-1]))" in r.output
     results = _losses_both_sides(tmp_path, CLASS_AXIS, r.output)
     for shape, values in results["keras"].items():
         for i, (a, b) in enumerate(zip(values, results["torch"][shape])):

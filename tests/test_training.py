@@ -441,7 +441,7 @@ def losses(x, y):
     return ce(y, logits) + bce(y, tf.sigmoid(logits)), direct
 '''
     r = _t(src)
-    assert "ce(logits.movedim(-1, 1), y.long()) + bce(torch.sigmoid(logits).clamp(1e-7, 1 - 1e-7), y.float())" in r.output
+    assert "ce(logits.movedim(-1, 1), y.long().reshape(logits.shape[:-1])) + bce(torch.sigmoid(logits).clamp(1e-7, 1 - 1e-7), y.float())" in r.output
     msgs = [f.message for f in r.findings if f.severity.value == "error"]
     assert any(m.startswith("MeanSquaredError(...): torch losses take (input, target)") for m in msgs), msgs
 

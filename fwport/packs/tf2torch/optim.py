@@ -249,6 +249,7 @@ def loss_function(m, ctx):
     if opts.get("helper"):  # a written function of Keras's formula (helpers.py), called in Keras's order
         return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])), [cst.Arg(y_true), cst.Arg(y_pred)])
     p, t = _atom_text(y_pred), _atom_text(y_true)
+    labels_of = p if isinstance(y_pred, (cst.Name, cst.Attribute)) else None  # the shape labels take
     fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]
     if not flag and opts.get("input") in ("log-clip", "clip"):
         probabilities_warning(ctx, m.node, m.rule.names[0].rsplit(".", 1)[-1])
@@ -258,6 +259,8 @@ def loss_function(m, ctx):
         p = f"{p}.clamp(1e-7, 1 - 1e-7)"
     if opts.get("target") == "long":
         t = f"{t}.long()"
+        if labels_of is not None:  # (n,) or (n, 1): Keras drops a trailing axis of size 1
+            t += f".reshape({labels_of}.shape[:-1])"
     elif opts.get("target") == "float":
         t = f"{t}.float()"
     if opts.get("classes_first"):

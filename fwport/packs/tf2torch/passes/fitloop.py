@@ -115,6 +115,9 @@ class Compiled:
     # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
     # outputs model[-1](logits), and the loss (created from_logits) of the logits
     activation_logits: bool = False
+    frozen_batchnorm: bool = False  # the file freezes a layer (trainable = False) and has BatchNormalization
+    predict_batches: bool = False  # a predict takes a tf.data pipeline: the written predict iterates batches too
+    logit_metrics: bool = False  # ... and a cross-entropy metric, which fit / evaluate give those logits too
     schedule: bool = False  # the optimizer's learning rate is a schedule: fit takes its LambdaLR and steps it
     clips: dict = field(default_factory=dict)  # the optimizer's clipnorm / global_clipnorm / clipvalue (text)
     names: dict = field(default_factory=dict)  # optimizer / loss_fn / fit / evaluate / predict → name
@@ -293,7 +296,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if c.loss is None:
         lines = _conversions(c.names, spell, channels_first, shared, inputs_written)
         x_of = c.names["inputs"] if channels_first else c.names["tensor"]
-        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first, c.several)) + "\n"
+        return "\n".join(lines + _predict(c.names, x_of, spell, outputs_channels_first, c.several,
+                                          c.predict_batches)) + "\n"
     # sparse labels: one per output position, as Keras takes them ((n,) or (n, 1) for (n, classes) outputs)
     target = {"long": "yb.long().reshape(pred.shape[:-1])", "float": "yb.float().view_as(pred)",
               "same": "yb.view_as(pred)"}.get(
@@ -451,6 +455,12 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    for epoch in range(epochs):",
         "        model.train()",
     ]
+    if c.frozen_batchnorm:  # Keras runs a frozen (trainable = False) BatchNormalization in inference mode
+        norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
+        lines += ["        for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
+                  f"            if isinstance(module, ({norms})) and module.affine and not any(",
+                  "                    p.requires_grad for p in module.parameters()):",
+                  "                module.eval()"]
     if ms:
         lines += ["        for metric in metrics.values():", "            metric.reset_state()"]
     if cbs:
@@ -508,7 +518,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     if acc:
         lines.append(f"            correct += {correct}")
     if ms:
-        lines += ["            for metric in metrics.values():", "                metric.update_state(yb, pred)"]
+        lines += _metric_updates(c)
     size = "seen" if general else samples("x")
     lines.append(f'        history["loss"].append(total / {size})')
     if acc:
@@ -604,7 +614,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         result = f"[total / {size}, correct / {size}]"
         keyed = f'dict(zip(["loss", "{name}"], result))'  # (the history's keys, written alike)
     elif ms:
-        lines += ["            for metric in metrics.values():", "                metric.update_state(yb, pred)"]
+        lines += _metric_updates(c)
         result = f"[total / {size}, *(float(metric.result()) for metric in metrics.values())]"
         keyed = 'dict(zip(["loss", *metrics], result))'
     else:
@@ -617,7 +627,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         *([f"    return {keyed} if return_dict else result"] if c.return_dict else ["    return result"]),
         "",
         "",
-        *_predict(n, x_of, spell, outputs_channels_first, multi),
+        *_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches),
     ]
     return "\n".join(lines) + "\n"
 
@@ -664,17 +674,30 @@ def _inputs_of(x_of: str, multi: bool) -> tuple:
     return lambda v: f"{x_of}({v})", lambda v, i: f"{v}[{i}]", lambda v: f"len({v})", "len(xb)"
 
 
-def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, multi: bool = False) -> list[str]:
+def _predict(n: dict, x_of: str, spell, outputs_channels_first: bool = False, multi: bool = False,
+             batches: bool = False) -> list[str]:
+    """The written predict; ``batches``: x may also be a dataset (a translated tf.data pipeline, a DataLoader),
+    whose batches it runs the model on, each a batch's input or a tuple whose first item is (Keras's (x, y))."""
     back = ".movedim(1, -1)" if outputs_channels_first else ""  # channels-first feature maps: Keras's layout
     conv, take, samples, _ = _inputs_of(x_of, multi)
+    star = "*" if multi else ""
+    iterated = [
+        f"        if isinstance(x, ({spell('torch.utils.data.Dataset')}, {spell('torch.utils.data.DataLoader')})):",
+        "            inputs = (b[0] if isinstance(b, (tuple, list)) else b for b in x)",
+        f"            return {spell('torch.cat')}([model({star}{conv('xb')}){back} for xb in inputs]).detach().numpy()",
+    ] if batches else []
     return [
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
         '    """model.predict: the outputs for x in batches, in inference mode, as a NumPy array'
-        + ('\n    (x: a list of arrays, one per input of the model, in its order)."""' if multi else '."""'),
-        f"    x = {conv('x')}",
+        + ('\n    (x: a list of arrays, one per input of the model, in its order)' if multi else '')
+        + ('; x may also be a dataset of\n    batches, each the input or a tuple (x, y) of it."""' if batches
+           else '."""' if not multi else '."""'),
+        *([] if batches else [f"    x = {conv('x')}"]),
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    with {spell('torch.no_grad')}():",
+        *iterated,
+        *([f"        x = {conv('x')}"] if batches else []),
         *([f"        return {spell('torch.cat')}([model(*{take('x', 'start:start + batch_size')}){back}",
            f"{' ' * (len(spell('torch.cat')) + 17)}for start in range(0, {samples('x')}, batch_size)]).detach().numpy()"]
           if multi else
@@ -710,6 +733,18 @@ def _clip_lines(clips: dict, spell) -> list[str]:
         else:
             out.append(f"            {spell('torch.nn.utils.clip_grad_value_')}(model.parameters(), {value})")
     return out
+
+
+def _metric_updates(c: Compiled) -> list[str]:
+    """The loop's lines updating compile's metric objects with a batch (a cross-entropy's with the logits the
+    loop split off, as Keras's takes them from the final activation)."""
+    if not c.logit_metrics:
+        return ["            for metric in metrics.values():", "                metric.update_state(yb, pred)"]
+    return ["            for metric in metrics.values():",
+            "                if isinstance(metric, Crossentropy):  # Keras's takes the final activation's input",
+            "                    metric.update_state(yb, pred, logits=logits)",
+            "                else:",
+            "                    metric.update_state(yb, pred)"]
 
 
 # --- metrics: plain running sums (no extra dependency; torchmetrics' accuracy needs num_classes) --------
@@ -1016,6 +1051,68 @@ METRIC_CLASSES = {
             hit = y_pred.argmax(-1) == y_true.argmax(-1)
         super().update_state(hit.float())
 ''',
+    "Crossentropy": '''class Crossentropy(Mean):
+    """The running mean of each sample's cross-entropy, as Keras's cross-entropy metrics (and compile's metric
+    strings that name a cross-entropy loss) compute it: probabilities clipped to [1e-7, 1 - 1e-7]. logits: the
+    input of the sigmoid / softmax the predictions come from, which Keras takes instead where its activation
+    kept them (the written fit gives them where the model ends in that activation)."""
+
+    def __init__(self, from_logits=False, label_smoothing=0.0):
+        self.from_logits, self.label_smoothing = from_logits, label_smoothing
+        super().__init__()
+
+    def update_state(self, y_true, y_pred, logits=None):
+        y_true, y_pred = torch.as_tensor(y_true), torch.as_tensor(y_pred).detach()
+        with torch.no_grad():
+            if logits is not None:
+                super().update_state(self.values(y_true, torch.as_tensor(logits).detach(), True))
+            else:
+                super().update_state(self.values(y_true, y_pred, self.from_logits))
+''',
+    "BinaryCrossentropy": '''class BinaryCrossentropy(Crossentropy):
+    """keras.metrics.BinaryCrossentropy: each sample's mean over its last axis of -(y log p + (1 - y) log(1 - p)).
+    Labels of one axis fewer than the predictions get a trailing axis (Keras 2's compile adds it)."""
+
+    def values(self, y_true, y_pred, from_logits):
+        if y_true.dim() == y_pred.dim() - 1:
+            y_true = y_true.unsqueeze(-1)
+        if y_true.shape != y_pred.shape:
+            raise ValueError(f"labels of shape {tuple(y_true.shape)} for predictions of shape {tuple(y_pred.shape)}")
+        y_true = y_true.to(y_pred.dtype)
+        if self.label_smoothing:
+            y_true = y_true * (1.0 - self.label_smoothing) + 0.5 * self.label_smoothing
+        if from_logits:  # the stable form of the same: max(z, 0) - z y + log(1 + exp(-|z|))
+            return (y_pred.clamp_min(0) - y_pred * y_true + torch.log1p(torch.exp(-y_pred.abs()))).mean(-1)
+        p = y_pred.clamp(1e-7, 1 - 1e-7)
+        return -(y_true * torch.log(p) + (1 - y_true) * torch.log(1 - p)).mean(-1)
+''',
+    "CategoricalCrossentropy": '''class CategoricalCrossentropy(Crossentropy):
+    """keras.metrics.CategoricalCrossentropy: each sample's -sum(y log p) over the last axis, of one-hot labels
+    (the probabilities divided by their sum first, as Keras does)."""
+
+    def values(self, y_true, y_pred, from_logits):
+        if y_true.shape != y_pred.shape:
+            raise ValueError(f"labels of shape {tuple(y_true.shape)} for predictions of shape {tuple(y_pred.shape)}")
+        y_true = y_true.to(y_pred.dtype)
+        if self.label_smoothing:
+            y_true = y_true * (1.0 - self.label_smoothing) + self.label_smoothing / y_pred.shape[-1]
+        if from_logits:
+            return -(y_true * torch.log_softmax(y_pred, -1)).sum(-1)
+        p = (y_pred / y_pred.sum(-1, keepdim=True)).clamp(1e-7, 1 - 1e-7)
+        return -(y_true * torch.log(p)).sum(-1)
+''',
+    "SparseCategoricalCrossentropy": '''class SparseCategoricalCrossentropy(Crossentropy):
+    """keras.metrics.SparseCategoricalCrossentropy: each sample's -log p[label], of integer labels ((n,) or
+    (n, 1): a trailing axis of size 1 is dropped, as Keras drops it)."""
+
+    def values(self, y_true, y_pred, from_logits):
+        if y_true.dim() == y_pred.dim() and y_true.shape[-1] == 1:
+            y_true = y_true.squeeze(-1)
+        if y_true.shape != y_pred.shape[:-1]:
+            raise ValueError(f"labels of shape {tuple(y_true.shape)} for predictions of shape {tuple(y_pred.shape)}")
+        logits = y_pred if from_logits else torch.log(y_pred.clamp(1e-7, 1 - 1e-7))
+        return -torch.log_softmax(logits, -1).gather(-1, y_true.long().unsqueeze(-1)).squeeze(-1)
+''',
     "CategoricalAccuracy": '''class CategoricalAccuracy(Mean):
     """keras.metrics.CategoricalAccuracy: the running fraction of argmax(y_pred) == argmax(y_true)."""
 
@@ -1040,13 +1137,17 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
 _ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
                         "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
+# the cross-entropy metrics (Crossentropy's subclasses), which take the final activation's logits where fit has them
+CROSSENTROPY_METRICS = {"BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy"}
 _STANDALONE_METRICS = {"Precision", "Recall", "AUC", "ConfusionCount", *_COUNTS}  # not derived from Mean
 
 
 def metric_classes(names: set[str], spell) -> str:
     """The metric classes a file uses (Mean first: the accuracies derive from it; the rank helper
     before the metrics that call it)."""
-    needed = sorted(names - {"Mean"})
+    needed = sorted(names - {"Mean", "Crossentropy"})
+    if CROSSENTROPY_METRICS & set(needed):  # their base, before them
+        needed = ["Crossentropy", *needed]
     if any(n not in _STANDALONE_METRICS for n in needed) or "Mean" in names:
         needed = ["Mean", *needed]
     if set(_COUNTS) & set(needed):  # their base, before them

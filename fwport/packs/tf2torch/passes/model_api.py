@@ -413,7 +413,10 @@ class _Models:
             self._models_of(top, module.body, [top])
             for f, scope, returned in facts:
                 chain = [top, scope]
+                known = len(scope.models)
                 self._models_of(scope, f.body, chain)
+                # (a model it returns in a tuple, `m, opt = get_model()`, is one at the top once it is one here)
+                changed = changed or len(scope.models) > known
                 if (f.name.value not in self.builders and returned
                         and all(self.is_model_expr(v, chain) for v in returned)):
                     self.builders.add(f.name.value)

@@ -611,26 +611,32 @@ _STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
                    "categorical_accuracy": "CategoricalAccuracy", "binary_accuracy": "BinaryAccuracy",
                    "mae": "MeanAbsoluteError", "mean_absolute_error": "MeanAbsoluteError",
                    "mse": "MeanSquaredError", "mean_squared_error": "MeanSquaredError",
-                   "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError"}
+                   "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError",
+                   # a loss's name: Keras's mean of that loss over the epoch (a MeanMetricWrapper of the loss function)
+                   "binary_crossentropy": "BinaryCrossentropy", "categorical_crossentropy": "CategoricalCrossentropy",
+                   "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy"}
 # "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
 # one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
 _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
                       "keras.losses.CategoricalCrossentropy": "CategoricalAccuracy"}
 
 
-def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | None, lists=None) -> list | str:
+def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | None, lists=None,
+                     crossentropy: list | None = None) -> list | str:
     """compile's metrics= (a list written there; with ``lists``, also a name ``lists(name)`` gives the one literal
     list it is bound to) → [(Keras's name for it, the metric's expression, written class or "")], or why not. A
     string names its class, under the string's name; ``accuracy``: the class "accuracy" / "acc" is (None: refused,
     Keras 2 would pick it by shapes the pass does not know). A metric object keeps its name= or Keras's default
-    name; the expression of an element of a named list is ``name[i]`` (the list's own object)."""
+    name; the expression of an element of a named list is ``name[i]`` (the list's own object). ``crossentropy``:
+    gets the names of the cross-entropy metrics (fitloop.CROSSENTROPY_METRICS), which take the loop's logits."""
     if node is None or literal_value(node, NOT_LITERAL) in (None, [], ()):
         return []
     owner = None
     if isinstance(node, cst.Name) and lists is not None:
         owner, node = node.value, lists(node.value)
         if node is None:
-            return f"metrics={owner}: {owner} is not a name bound once, before the compile, to a literal list"
+            return (f"metrics={owner}: {owner} is not a name bound once, before the compile, to a literal list (nor a "
+                    "parameter whose default is one, which no call gives)")
     if not isinstance(node, (cst.List, cst.Tuple)):
         return f"metrics={code(node)} is not a list written in the compile"
     out = []
@@ -651,6 +657,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
             if cls is None:
                 return f"the metric {lit!r} is not translated"
             out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+            if crossentropy is not None and cls in fitloop.CROSSENTROPY_METRICS:
+                crossentropy.append(lit)
             continue
         call = m
         if isinstance(m, cst.Name) and _metric_function(plan, m.value):
@@ -676,6 +684,8 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         if not isinstance(name, str):
             return f"the metric {code(m)}: its name is not a literal"
         out.append((name, cst.parse_expression(f"{owner}[{i}]") if owner else m, ""))
+        if crossentropy is not None and rule.emit.get("options", {}).get("class") in fitloop.CROSSENTROPY_METRICS:
+            crossentropy.append(name)
     names = [n for n, _, _ in out]
     if len(set(names)) != len(names):
         return "two compiled metrics have one name"
@@ -1226,6 +1236,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if method in ("fit", "evaluate") and ("y" not in args or {"steps_per_epoch", "validation_steps", "steps"} & set(
                 k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None)):
             c.batches = True  # an iterable of batches, or steps counted: the general loop
+        if method == "predict" and self._dataset_value(args.get("x")):
+            c.predict_batches = True  # a tf.data pipeline: predict iterates its batches
         if method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (None, [], ()):
             c.callbacks = True
         if weighted:
@@ -1354,6 +1366,26 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"callback the nn.Module {c.model}.compile trains, which predicts as Keras's predict does",
                         original_node)
         return cst.Call(cst.Name(c.names["predict"]), out)
+
+    def _dataset_value(self, node: cst.BaseExpression | None) -> bool:
+        """``node`` is a tf.data dataset: made by tf.data.Dataset (and its methods), or a name the file binds only
+        to such values (valuekinds' reading)."""
+        if node is None:
+            return False
+        datasets = self.ctx.analyses.get("training-datasets")
+        if datasets is None:
+            datasets = set()
+            resolve = self.ctx.imports.resolve
+            changed = True
+            while changed:  # `ds = make(...)`, `ds2 = ds.batch(8)`: until nothing changes
+                changed = False
+                for name, values in self.plan.values.items():
+                    if name not in datasets and values and all(
+                            valuekinds._dataset(v, datasets, resolve) for _, _, v in values):
+                        datasets.add(name)
+                        changed = True
+            self.ctx.analyses["training-datasets"] = datasets
+        return valuekinds._dataset(node, datasets, self.ctx.imports.resolve)
 
     def _predict_only(self, call: cst.Call) -> fitloop.Compiled | None:
         """``model.predict(x)`` of a model of the file that no compile of the file gives a loop: predict needs no
@@ -2026,6 +2058,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             t = t_atom
         if target == "long":
             t_out = f"{t_atom}.long()"
+            if isinstance(y_pred, (cst.Name, cst.Attribute)):  # (n,) or (n, 1): Keras drops a trailing axis of 1
+                t_out += f".reshape({p}.shape[:-1])"
         elif target == "float":
             t_out = f"{t_atom}.float()"
         else:
@@ -2123,12 +2157,18 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         keras2 = (" Keras 2 also reads the flag when a model is compiled: a model compiled before this line "
                   "keeps training these weights in its own fit / train_on_batch, which torch does not do."
                   if self.ctx.version == 2 else "")
+        parsed = self.ctx.analyses.get("parsed")
+        written = bool(self.compiled) and parsed is not None and "BatchNormalization" in parsed[1]
+        if written and literal_value(updated_node.value, NOT_LITERAL) is False:
+            self.ctx.analyses[FROZEN_BATCHNORM] = True  # the written fit keeps frozen BatchNorm in inference mode
         self.ctx.report(Severity.WARNING, "idiom-replaced",
                         f"{code(original_node.targets[0].target)} = {code(original_node.value)} → "
                         f"{code(made.value)}: a torch module has no trainable flag; its parameters get no gradient, "
                         "so no optimizer moves them. Keras also runs the BatchNormalization layers of a frozen layer "
                         "in inference mode, torch keeps them in the mode of train() / eval(): where it holds "
-                        f"BatchNorm, call {code(receiver)}.eval() after each model.train()." + keras2, original_node)
+                        f"BatchNorm, call {code(receiver)}.eval() after each model.train()"
+                        + (" (the written fit does: it puts every BatchNorm whose parameters are all frozen in eval "
+                           "mode after its model.train())" if written else "") + "." + keras2, original_node)
         return made
 
     def _settle(self, call: cst.Call, updated_node: cst.Assign) -> cst.Assign:
@@ -3051,7 +3091,7 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object") else ctx.pack.by_name[c.loss[1]]
         c.key = (loss_rule.id if loss_rule is not None else (c.loss[0], c.loss[3]), c.from_logits,
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
-                 tuple(sorted(c.clips.items())), bool(c.metrics))
+                 tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics)
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
         for arg in models.param_args.get((scope, model), []) if models is not None else ():
@@ -3243,11 +3283,16 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     def listed(name: str) -> cst.List | cst.Tuple | None:
         """The literal list a name given as metrics= is bound to: once, by a statement of the compile's scope or
         the module's before it, and not changed after (append, +=)."""
+        default = _default_list(plan, scope, name)
+        if default is not None:
+            return default
         bound = plan.lists.get(name)
         if (bound is None or len(plan.bound_at.get(name, [])) != 1 or name in plan.changed
                 or bound[1] not in (0, scope) or (bound[1] == scope and bound[2] >= plan.call_order.get(id(call), 0))):
             return None
         return bound[0]
+
+    crossentropy: list = []  # compile's cross-entropy metrics, by name
 
     def metric_list(node: cst.BaseExpression, loss: tuple) -> list | str:
         """Several metrics (or one the single-metric loop does not compute): the metric objects fit / evaluate
@@ -3256,7 +3301,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         rule = loss[1] if loss[0] in ("call", "name") else ctx.pack.by_name.get(loss[1]) if loss[0] == "string" \
             else None
         accuracy = _ACCURACY_FOR_LOSS.get(rule.names[0], "ShapeAccuracy") if rule is not None else "ShapeAccuracy"
-        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed)
+        out = _compile_metrics(node, plan, ctx, ctx.imports.resolve, accuracy, listed, crossentropy)
         return out if isinstance(out, list) else f"{out} (the written-out loop updates the metric strings and " \
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
@@ -3298,6 +3343,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                            f"{model}[-1](logits)", call)
             else:
                 optim.probabilities_warning(ctx, call, rule.names[0].rsplit(".", 1)[-1])
+    if crossentropy and c.metrics:
+        if c.activation_logits:  # Keras's cross-entropy metrics also take the logits the final activation keeps
+            c.logit_metrics = True
+        else:
+            optim.probabilities_warning(ctx, call, f"the metric {crossentropy[0]!r}")
     if not _builds(c, ctx):
         return refuse("its optimizer or loss is refused where it stands (see the finding on it, once written "
                       "as a torch.optim / torch.nn object)")
@@ -3378,6 +3428,44 @@ def _rebound_optimizer(plan: _Plan, o: str, model: str, call: cst.Call, scope: i
     return before[-1][2]
 
 
+# ctx.analyses: a `.trainable = False` of a file with BatchNormalization and written fit loops (Keras runs a frozen
+# BatchNormalization in inference mode: the loops put a BatchNorm whose parameters are all frozen in eval mode)
+FROZEN_BATCHNORM = "tf2torch-frozen-batchnorm"
+
+
+def _default_list(plan: _Plan, scope: int, name: str) -> cst.List | cst.Tuple | None:
+    """The literal list a parameter ``name`` of the module's function ``scope`` always is: its default is a name the
+    module binds once, before the function, to a literal list nothing changes (``def make_model(metrics=METRICS)``),
+    the function reads the parameter only there (the compile's metrics=), and no call of it gives that parameter
+    (none unpacks arguments)."""
+    fn = plan.top_functions.get(scope)
+    if fn is None:
+        return None
+    params = list(fn.params.params)
+    index = next((i for i, p in enumerate(params) if p.name.value == name), None)
+    param = params[index] if index is not None else next(
+        (p for p in fn.params.kwonly_params if p.name.value == name), None)
+    if param is None or not isinstance(param.default, cst.Name):
+        return None
+    listed = param.default.value
+    bound = plan.lists.get(listed)
+    where = plan.bound_at.get(fn.name.value, [])
+    if (bound is None or bound[1] != 0 or len(plan.bound_at.get(listed, [])) != 1 or listed in plan.changed
+            or len(where) != 1 or bound[2] > where[0][0]):
+        return None
+    # the function reads the parameter once (the compile's metrics=) and binds it nowhere
+    not_read = {id(n) for a in find_all(fn.body, cst.Arg) if a.keyword is not None for n in [a.keyword]} | {
+        id(a.attr) for a in find_all(fn.body, cst.Attribute)}
+    if len([n for n in find_all(fn.body, cst.Name) if n.value == name and id(n) not in not_read]) != 1:
+        return None
+    for call in plan.calls_of.get(fn.name.value, []):
+        if any(a.star for a in call.args) or any(a.keyword is not None and a.keyword.value == name for a in call.args):
+            return None
+        if index is not None and len([a for a in call.args if a.keyword is None]) > index:
+            return None
+    return bound[0]
+
+
 def _factory(plan: _Plan, scope: int, model: str) -> tuple[str, cst.BaseExpression] | str:
     """(the function's name, the value its return gives) when the compile's scope is a model factory:
     a function of the module whose one return gives the compiled model and every call of which is
@@ -3427,6 +3515,8 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         suffix = f"_{i + 1}" if i else ""
         rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
         rep.batches = any(c.batches for c in members)
+        rep.frozen_batchnorm = bool(ctx.analyses.get(FROZEN_BATCHNORM))
+        rep.predict_batches = any(c.predict_batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
         rep.return_dict = any(c.return_dict for c in members)
