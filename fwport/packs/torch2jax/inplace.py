@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from fwport.core.engine import expr
-from fwport.core.names import dotted_text, scan
+from fwport.core.engine import code, expr
+from fwport.core.finding import Severity
+from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
 
 #: in-place method → the operator of its out-of-place value (``y.add_(x)`` → ``y + x``)
@@ -191,12 +192,161 @@ class _InPlace(cst.CSTTransformer):
         return updated
 
 
-#: the planner's trigger: an in-place method it rebinds, called
-TRIGGER = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\("
+# --- writes into a slice: `pe[:, 0::2] = v` → `pe = pe.at[:, 0::2].set(v)` ------------------------------------
+#
+# A jax array has no item assignment; its functional form is `x.at[idx].set(v)` (`+=` → `.add`, ...). Rebinding the
+# name is exact where nothing else holds the array's memory while it is written. That is proven for the plain shape
+# a table is built in (a positional encoding): in one block (a function's body, or the module's), the name is bound
+# to a new tensor (a torch function's: numpy arrays, lists and dicts keep their item assignment), then written by
+# index in statements of that same block, or in a loop or a branch there that reads it only in such writes, with no
+# statement in between reading it otherwise; what comes after (a view, `self.pe = pe`) sees the last value, as in
+# PyTorch. Other writes into such a tensor are errors. Not in the methods of a class other than __init__: a forward
+# sees one example, where batch.py decides (the indices hold the batch axis).
+
+#: augmented assignment operator → the `.at[...]` method
+_AT = {"+=": "add", "-=": "subtract", "*=": "multiply", "/=": "divide", "**=": "power"}
+
+
+def _slice_write(st: cst.BaseStatement) -> tuple[str, cst.Subscript, str, cst.BaseExpression] | None:
+    """(name, its subscript, the .at method, the value) where ``st`` is one line `name[idx] = v` / `name[idx] += v`."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1:
+        return None
+    small = st.body[0]
+    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+        t, method = small.targets[0].target, "set"
+    elif isinstance(small, cst.AugAssign) and small.operator.__class__.__name__ in (
+            "AddAssign", "SubtractAssign", "MultiplyAssign", "DivideAssign", "PowerAssign"):
+        t, method = small.target, _AT[small.operator._get_token()]
+    else:
+        return None
+    if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name):
+        return t.value.value, t, method, small.value
+    return None
+
+
+def _mentions(node: cst.CSTNode, name: str) -> bool:
+    return any(n.value == name for n in find_all(node, cst.Name))
+
+
+def _new_tensor(value: cst.BaseExpression, ctx) -> bool:
+    """A call of a torch function that makes a new tensor (torch.zeros, torch.arange, ...; not a view): a numpy
+    array, a list or a dict keeps its item assignment."""
+    if not isinstance(value, cst.Call):
+        return False
+    q = ctx.imports.resolve(value.func) or ""
+    return q.startswith("torch.") and q.count(".") == 1 and q[6:] not in VIEWS and not q.endswith("_")
+
+
+def _block_writes(body, ctx) -> dict[int, cst.SimpleStatementLine]:
+    """id(statement) → its rewrite, for the slice writes of one block that can be rebound (see above)."""
+    out: dict[int, cst.SimpleStatementLine] = {}
+    fresh: dict[str, bool] = {}  # name → bound to new memory, and not read since but by slice writes
+    tensors: set[str] = set()  # names this block binds to a new tensor
+    for st in body:
+        w = _slice_write(st)
+        if w is not None and fresh.get(w[0]):
+            out[id(st)] = _at_line(st, w)
+            continue
+        # a statement binding a name to new memory makes it writable; any other mention ends that
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        bound = small.targets[0].target.value if isinstance(small, cst.Assign) and len(small.targets) == 1 \
+            and isinstance(small.targets[0].target, cst.Name) else None
+        for name in list(fresh):
+            if fresh[name] and _mentions(st, name):
+                writes = _inner_writes(st, name) if not isinstance(st, cst.SimpleStatementLine) else []
+                if writes and _count(st, name) == sum(_count(line, name) for line in writes):
+                    for line in writes:  # a loop or a branch that only writes into it (and reads it there)
+                        out[id(line)] = _at_line(line, _slice_write(line))
+                else:
+                    fresh[name] = False
+        if bound is not None:
+            v = small.value  # a torch function's new tensor, or arithmetic on a tensor of this block (`1 / s`)
+            fresh[bound] = _new_tensor(v, ctx) or isinstance(v, (cst.BinaryOperation, cst.UnaryOperation)) \
+                and any(n.value in tensors for n in find_all(v, cst.Name))
+            if fresh[bound]:
+                tensors.add(bound)
+    # the other writes into a tensor this block made (after it was shared, or in a loop or an if): an error, since
+    # a jax array has no item assignment and the rebinding would not reach what shares it
+    for st in body:
+        for line in [st] if isinstance(st, cst.SimpleStatementLine) else find_all(st, cst.SimpleStatementLine):
+            w = _slice_write(line)
+            if w is not None and w[0] in tensors and id(line) not in out and not _nested_def(st, line):
+                ctx.report(Severity.ERROR, "unsupported-construct", f"{code(line.body[0]).strip()}: a jax array has "
+                           f"no item assignment, and {w[0]} may be held by another name here (it is read otherwise "
+                           f"before this write), which rebinding it (`{w[0]} = {w[0]}.at[...].{w[2]}(...)`) would "
+                           "not reach: write that by hand, rebinding each name that holds it", line)
+    return out
+
+
+def _at_line(st: cst.SimpleStatementLine, w) -> cst.SimpleStatementLine:
+    """`name[idx] = v` → `name = name.at[idx].set(v)` (the method of the write's operator)."""
+    name, sub, method, value = w
+    at = cst.Subscript(cst.Attribute(cst.Name(name), cst.Name("at")), sub.slice)
+    return st.with_changes(body=[cst.Assign([cst.AssignTarget(cst.Name(name))],
+                                            cst.Call(cst.Attribute(at, cst.Name(method)), [cst.Arg(value)]))])
+
+
+def _count(node: cst.CSTNode, name: str) -> int:
+    return sum(1 for n in find_all(node, cst.Name) if n.value == name)
+
+
+def _inner_writes(st: cst.BaseStatement, name: str) -> list[cst.SimpleStatementLine]:
+    """The slice writes into ``name`` inside a compound statement (not in a function or class defined there)."""
+    return [line for line in find_all(st, cst.SimpleStatementLine)
+            if (w := _slice_write(line)) is not None and w[0] == name and not _nested_def(st, line)]
+
+
+def _nested_def(st: cst.BaseStatement, line: cst.SimpleStatementLine) -> bool:
+    """``line`` lies in a function or class defined inside ``st`` (its own scope, its own block)."""
+    return any(any(n is line for n in find_all(d, cst.SimpleStatementLine))
+               for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef))
+
+
+class _SliceWrites(cst.CSTTransformer):
+    def __init__(self, ctx):
+        super().__init__()
+        self.ctx = ctx
+        self.kinds: list[str] = []  # per scope: "class", "method" (not __init__), "function"
+        self.todo: dict[int, cst.SimpleStatementLine] = {}
+        self.changed = 0
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self.todo.update(_block_writes(node.body, self.ctx))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.kinds.append("class")
+
+    def leave_ClassDef(self, original, updated):
+        self.kinds.pop()
+        return updated
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        method = bool(self.kinds) and self.kinds[-1] == "class" and node.name.value != "__init__"
+        self.kinds.append("method" if method or "method" in self.kinds else "function")
+        if self.kinds[-1] != "method" and isinstance(node.body, cst.IndentedBlock):
+            self.todo.update(_block_writes(node.body.body, self.ctx))
+
+    def leave_FunctionDef(self, original, updated):
+        self.kinds.pop()
+        return updated
+
+    def leave_SimpleStatementLine(self, original, updated):
+        new = self.todo.get(id(original))
+        if new is None:
+            return updated
+        self.changed += 1
+        return updated.with_changes(body=new.body)
+
+
+#: the planner's trigger: an in-place method it rebinds, called, or a write into a slice
+TRIGGER = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\(|\w\[[^\]\n]*\]\s*(?:[-+*/]|\*\*)?=(?!=)"
 
 
 def rebind(module: cst.Module, ctx) -> cst.Module:
-    """The planner: every in-place method statement that can be rebound exactly, rebound."""
+    """The planner: every in-place method statement, and every write into a slice, that can be rebound exactly,
+    rebound."""
     t = _InPlace()
     out = rewrite(module, t)
-    return out if t.changed else module
+    w = _SliceWrites(ctx)
+    out = rewrite(out, w)
+    return out if t.changed or w.changed else module

@@ -282,13 +282,14 @@ class _SelfAttributes(cst.CSTVisitor):
 
 
 def _whole_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
-    """The methods of a translated module class that see whole arrays, not one example: neither ``__init__`` nor
-    ``__call__`` (batch.py's), nor a method ``__call__`` calls (``self.attend(x)``: per example too)."""
+    """The methods of a translated module class that see whole arrays, not one example: ``__init__`` (the tables
+    it computes: a positional encoding's ``.unsqueeze(1)``, ``.float()``), and the others but ``__call__``
+    (batch.py's) and a method ``__call__`` calls (``self.attend(x)``: per example too)."""
     fns = {s.name.value: s for s in cls.body.body if isinstance(s, cst.FunctionDef)}
     called: set[str] = set()
     if "__call__" in fns:
         scan(fns["__call__"], _SelfAttributes(called))
-    return [fn for name, fn in fns.items() if name not in ("__init__", "__call__", "forward") and name not in called
+    return [fn for name, fn in fns.items() if name not in ("__call__", "forward") and name not in called
             and not any(dotted_text(d.decorator) in ("staticmethod", "classmethod") for d in fn.decorators)]
 
 
