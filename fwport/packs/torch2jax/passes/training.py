@@ -73,6 +73,7 @@ class _NormalSteps(cst.CSTTransformer):
         self.scopes: list = [module]
         self.rebuilt: dict[int, tuple] = {}  # id of a rebuilt node → (it, the node it replaces)
         self.opts: dict[int, dict] = {}
+        self.helpers: dict[str, list[str]] = {}  # functions that only clear optimizers (_zero_helpers)
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -100,8 +101,12 @@ class _NormalSteps(cst.CSTTransformer):
 
     def normal(self, original, updated):
         body = list(updated.body.body)
-        if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body) \
-                or _loop_plan(body) is not None:
+        if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body):
+            return updated
+        if len({_method_stmt(st, "step") for st in body} - {None}) > 1 \
+                or any(_helper_call(st, self.helpers) for st in body):
+            return self.normal_steps(original, updated, body)
+        if _loop_plan(body) is not None:
             return updated
         steps = [i for i, st in enumerate(body) if _method_stmt(st, "step")]
         scope = self.scopes[-1]
@@ -135,12 +140,131 @@ class _NormalSteps(cst.CSTTransformer):
         return updated.with_changes(body=updated.body.with_changes(body=body))
 
 
+    def normal_steps(self, original, updated, body: list):
+        """A body stepping several optimizers (a GAN's discriminator, then its generator) whose gradients are
+        cleared by ``model.zero_grad()`` or by a helper clearing several optimizers (``reset_grad()``, _zero_helpers):
+        each optimizer's one ``optimizer.zero_grad()``, the last clearing of it in its own step (after the previous
+        step, before its first backward()); its other clearings go. Those elsewhere clear gradients the kept one
+        clears again before they are read (or that no step reads): the train_steps compute each optimizer's gradients
+        from its own loss. As written where a clearing falls between an optimizer's backward() and its step(), or a
+        step's gradients would add up over an earlier backward() (no clearing of its own in its step)."""
+        scope = self.scopes[-1]
+        if id(scope) not in self.opts:
+            self.opts[id(scope)] = _optimizer_models(self.ctx, scope)
+        opts = self.opts[id(scope)]
+        steps = [_method_stmt(st, "step") for st in body if _method_stmt(st, "step")]
+        if len(set(steps)) != len(steps) or any(o not in opts for o in steps):
+            return updated
+        by_model: dict[str, str | None] = {}
+        for o in steps:
+            m = opts[o]
+            if m is not None:
+                by_model[m] = o if m not in by_model else None  # one model trained by two optimizers: not read
+        local = _local_names(scope) if isinstance(scope, cst.FunctionDef) else set()
+        flat: list[tuple[cst.CSTNode, str | None]] = []  # (statement, the optimizer it clears)
+        what: list[str] = []
+        for st in body:
+            helper = _helper_call(st, self.helpers)
+            if helper:
+                cleared = self.helpers[helper]
+                if any(o not in steps or o in local for o in cleared):
+                    return updated  # clears an optimizer this loop does not step, or a local of that name
+                for k, o in enumerate(cleared):
+                    line = cst.parse_statement(f"{o}.zero_grad()\n")
+                    flat.append((line.with_changes(leading_lines=st.leading_lines) if k == 0 else line, o))
+                what.append(f"{helper}() as {', '.join(f'{o}.zero_grad()' for o in cleared)}")
+                self.ctx.analyses.setdefault(ZERO_HELPERS, set()).add(helper)
+                continue
+            z = _zero_grad(st)
+            if z is None:
+                flat.append((st, None))
+                continue
+            o = z if z in steps else by_model.get(z)
+            if o is None:
+                return updated
+            if z != o or not _method_stmt(st, "zero_grad"):
+                what.append(f"{z}.zero_grad({'...' if st.body[0].value.args else ''}) as {o}.zero_grad()")
+            flat.append((st, o))
+        keep: set[int] = set()
+        prev = -1
+        for k, (st, _) in enumerate(flat):
+            o = _method_stmt(st, "step")
+            if o is None:
+                continue
+            backs = [j for j in range(prev + 1, k) if _backward(flat[j][0])]
+            if not backs:
+                return updated
+            zeros = [j for j in range(prev + 1, backs[0]) if flat[j][1] == o]
+            if not zeros or any(flat[j][1] == o for j in range(backs[0], k)):
+                return updated
+            keep.add(zeros[-1])
+            prev = k
+        out, carried = [], []
+        for k, (st, o) in enumerate(flat):
+            if o is not None and k not in keep:
+                carried += [ln for ln in st.leading_lines if ln.comment is not None]
+                continue
+            if o is not None:
+                st = cst.parse_statement(f"{o}.zero_grad()\n").with_changes(leading_lines=st.leading_lines)
+            if carried:
+                st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
+                carried = []
+            out.append(st)
+        if len(_sequential_plans(out)) != len(steps):
+            return updated
+        dropped = len(flat) - len(body) + sum(1 for st in body if _helper_call(st, self.helpers)) \
+            + sum(1 for st in body if _zero_grad(st)) - len(keep)
+        if dropped:
+            what.append("each optimizer's zero_grad() in its own step only (the others clear gradients no step reads)")
+        if what:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"training steps read with {'; '.join(what)}: each "
+                            "train_step computes its optimizer's gradients afresh from its own loss", original)
+        return updated.with_changes(body=updated.body.with_changes(body=out))
+
+
+#: ctx.analyses: the zero_grad helpers (_zero_helpers) a loop's step was read through; finish removes those no
+#: longer called (an optax optimizer has no zero_grad)
+ZERO_HELPERS = "torch2jax.zero-helpers"
+
+
+def _helper_call(stmt, helpers: dict) -> str | None:
+    """The name of a zero_grad helper (_zero_helpers) called with no arguments as a whole statement."""
+    if helpers and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+            and isinstance(stmt.body[0], cst.Expr):
+        call = stmt.body[0].value
+        if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Name) \
+                and call.func.value in helpers:
+            return call.func.value
+    return None
+
+
+def _zero_helpers(module: cst.Module) -> dict[str, list[str]]:
+    """The module's functions of no parameters and no decorators whose body only clears optimizers (``def
+    reset_grad(): d_optimizer.zero_grad(); g_optimizer.zero_grad()``, a docstring allowed): name → the names
+    cleared (module globals, each once)."""
+    out = {}
+    for f in module.body:
+        if not isinstance(f, cst.FunctionDef) or f.decorators or f.asynchronous or f.params.params \
+                or f.params.posonly_params or f.params.kwonly_params or isinstance(f.params.star_arg, cst.Param) \
+                or f.params.star_kwarg or not isinstance(f.body, cst.IndentedBlock):
+            continue
+        stmts = list(f.body.body)
+        if stmts and isinstance(stmts[0], cst.SimpleStatementLine) and len(stmts[0].body) == 1 \
+                and isinstance(stmts[0].body[0], cst.Expr) and isinstance(stmts[0].body[0].value, cst.SimpleString):
+            stmts = stmts[1:]
+        names = [_zero_grad(st) for st in stmts]
+        if names and all(n is not None and n.isidentifier() for n in names) and len(set(names)) == len(names):
+            out[f.name.value] = names
+    return out
+
+
 def _normal_steps(module: cst.Module, ctx) -> tuple[cst.Module, dict[int, tuple]]:
     """The module with its loops' steps in the shape the pass reads (_NormalSteps), and the nodes rebuilt (id →
     (the new node, the one it replaces)): findings on them are located at the nodes they replace."""
     if "zero_grad" not in module.code if "parsed" not in ctx.analyses else "zero_grad" not in ctx.analyses["parsed"][1]:
         return module, {}
     t = _NormalSteps(ctx, module)
+    t.helpers = _zero_helpers(module)
     return rewrite(module, t), t.rebuilt
 
 
@@ -2467,11 +2591,35 @@ def finish(module: cst.Module, ctx) -> cst.Module:
             module = rewrite(module, _ThreadCalls(f.threaded_done, ctx.spell_text("jax.random.split")))
         globals_left = f.globals
     module = state.finish(module, ctx)
+    if ctx.analyses.get(ZERO_HELPERS):
+        module = _drop_zero_helpers(module, ctx.analyses[ZERO_HELPERS])
     if globals_left:  # functions without a training loop that rebind the module's model (model.eval())
         module = module.with_changes(body=[
             _declare_global(s, globals_left[s.name.value]) if isinstance(s, cst.FunctionDef) and s.name.value in globals_left
             else s for s in module.body])
     return module
+
+
+def _drop_zero_helpers(module: cst.Module, helpers: set[str]) -> cst.Module:
+    """The module without the zero_grad helpers a step was read through (ZERO_HELPERS) that nothing names any more
+    (every call of them became part of a train_step); one still named stays, and the rules report its zero_grad."""
+    n = _Names()
+    for s in module.body:
+        if not (isinstance(s, cst.FunctionDef) and s.name.value in helpers):
+            scan(s, n)
+    gone = helpers - set(n.loaded)
+    if not gone:
+        return module
+    body, carried = [], []
+    for s in module.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value in gone:
+            carried += [ln for ln in s.leading_lines if ln.comment is not None]
+            continue
+        if carried:
+            s = s.with_changes(leading_lines=[*carried, *s.leading_lines])
+            carried = []
+        body.append(s)
+    return module.with_changes(body=body)
 
 
 def _with_schedule(stmt, schedule: str):
