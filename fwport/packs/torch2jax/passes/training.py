@@ -2359,6 +2359,11 @@ def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | No
     if model is None:
         return None
     clip = _step_clip(body, plan, model, resolve)
+    other = next((_backward(body[i]) for i in between if _backward(body[i])), None)
+    if other is not None:  # dcgan: errD_real.backward(), then errD_fake.backward(), then one step
+        return (f"{other}.backward() adds its gradients to {loss}'s before {opt}.step(); fwport rewrites one "
+                f"backward() per step: compute both losses first and step on their sum ({loss}_total = {loss} + "
+                f"{other}; {loss}_total.backward()), which gives the same gradients")
     for i in between:
         if clip is not None and i == clip[0]:
             continue
