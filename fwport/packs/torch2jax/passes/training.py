@@ -1136,6 +1136,10 @@ class _Pass(cst.CSTTransformer):
                             "eqx.apply_updates at every iteration); MultiSteps averages the k gradients where PyTorch "
                             "sums them, so drop a division of the loss by k", loop)
             return
+        manual = _manual_plan(body) if plan is None else None
+        if manual is not None:
+            self.check_manual(loop, body, *manual)
+            return
         if plan is None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
@@ -1145,6 +1149,48 @@ class _Pass(cst.CSTTransformer):
             return
         for rest, plan in _sequential_plans(body, self.ctx):  # a GAN's generator step, then its discriminator's
             self.check_plan(loop, rest, plan)
+
+    def check_manual(self, loop, body: list, plan, delta: str) -> None:
+        """A loop stepping by hand (_manual_plan): rewritten (the finishing step's sgd_step) where the model is a
+        model of this file bound in this scope (not a parameter, whose caller's model PyTorch updates in place), without
+        a layer state or dropout, and the update's learning rate is plain names and numbers (passed to the step at
+        each call); else an error saying why."""
+        model = plan[0]
+        scope = self.scopes[-1] if self.scopes else self.module
+        bound = {n for a in _scope_assigns(scope) for t in a.targets for n in target_names(t.target)}
+        self.planned.update(id(st) for st in body if _backward(st))
+        if model not in self.models:
+            why = f"{model} is not a model this file builds"
+        elif model not in bound:
+            why = (f"{model} is not assigned in this {'function' if self.scopes else 'module'} (a parameter or a "
+                   "global): the step rebinds the model, which PyTorch updates in place for its caller too")
+        elif model in self.stateful:
+            why = f"{model}'s layers keep a state (BatchNorm) that the step would have to thread"
+        elif self.instances.get(model) in self.keyed_classes:
+            why = f"{model} ({self.instances[model]}) draws random numbers in training (dropout): the step needs a key"
+        elif not _plain(cst.parse_expression(delta)):
+            why = f"the update {delta} (g the gradient) reads more than names and numbers"
+        elif _reads_grads(body, plan[4]):
+            why = f"line {_first_line(_reads_grads(body, plan[4]))}: reads gradients PyTorch keeps (.grad, or the " \
+                  "update's parameter), which the step does not return"
+        elif not _split_block(body, plan, model)[0]:
+            why = f"the loss {plan[1]} is not computed from {model} in this loop's body"
+        else:
+            why = _loop_problem(body, plan, model, self.ctx.imports.resolve)
+        if why:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"this hand-written SGD step stays as written: "
+                            f"{why}; write it by hand (loss, grads = eqx.filter_value_and_grad(loss_fn)({model}); "
+                            f"{model} = eqx.apply_updates({model}, jax.tree_util.tree_map(lambda g: {delta}, grads)))",
+                            loop)
+            return
+        self.keep_clip(body, plan, model)
+        self.check_host_random(loop, body, plan, model)
+        for call in find_all(body[plan[4]], cst.Call):  # the update goes as a whole (sgd_step): not translated
+            self.ctx.plans.add(call, lambda original, updated: updated, descend=False, by="training-manual")
+        self.ctx.analyses.setdefault(MANUAL, set()).add((self.scopes[-1].name.value if self.scopes else "", model, plan[1]))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"the hand-written SGD update of {model}'s parameters → "
+                        f"jax.tree_util.tree_map(lambda g: {delta}, grads) over the gradients of the loss (a jitted "
+                        "sgd_step; its learning rate passed at each call)", body[plan[4]])
 
     def check_plan(self, loop, body: list, plan) -> None:
         """One step of a loop's body (check_loop): rewritten where this scope creates its optimizer, else an error."""
@@ -2186,6 +2232,108 @@ def _accumulation(body: list) -> tuple[str, str, str] | None:
     return None
 
 
+#: ctx.analyses: (top-level function or "", model, loss) of the loops stepping by hand that the finishing step writes
+MANUAL = "torch2jax.manual-steps"
+
+
+def _manual_update(stmt) -> tuple[str, str] | None:
+    """(the model, the change of each parameter written with ``g`` for its gradient) of a hand-written SGD update
+    of every parameter: ``for p in model.parameters():`` holding only ``p.data.add_(p.grad, alpha=-lr)``,
+    ``p.data.add_(-lr * p.grad)``, ``p.data.sub_(lr * p.grad)`` (alpha= too) or ``p.data -= lr * p.grad`` (``p.grad.data``
+    alike; ``p`` itself for ``p.data`` under torch.no_grad is not read). None for anything else (a change that reads
+    the parameter, momentum kept by hand)."""
+    if not (isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and stmt.orelse is None
+            and isinstance(stmt.body, cst.IndentedBlock) and len(stmt.body.body) == 1):
+        return None
+    it = stmt.iter
+    if not (isinstance(it, cst.Call) and not it.args and isinstance(it.func, cst.Attribute)
+            and it.func.attr.value == "parameters" and isinstance(it.func.value, cst.Name)):
+        return None
+    p, model = stmt.target.value, it.func.value.value
+    line = stmt.body.body[0]
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    small = line.body[0]
+    data = f"{p}.data"
+    if isinstance(small, cst.AugAssign) and code(small.target) == data \
+            and isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign)):
+        sign, value, alpha = ("" if isinstance(small.operator, cst.AddAssign) else "-"), small.value, None
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+            and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in ("add_", "sub_") \
+            and code(small.value.func.value) == data:
+        args = small.value.args
+        if not args or args[0].keyword is not None or any(a.star for a in args) or len(args) > 2 \
+                or len(args) == 2 and (args[1].keyword is None or args[1].keyword.value != "alpha"):
+            return None
+        sign = "" if small.value.func.attr.value == "add_" else "-"
+        value, alpha = args[0].value, (args[1].value if len(args) == 2 else None)
+    else:
+        return None
+    text = re.sub(rf"\b{p}\.grad(\.data)?\b", "g", code(value))
+    if re.search(rf"\b{p}\b", text) or alpha is not None and re.search(rf"\b{p}\b", code(alpha)) \
+            or not re.search(r"\bg\b", text):
+        return None
+    inner = cst.parse_expression(text)
+    if alpha is not None:  # x.add_(v, alpha=a) is x + a * v
+        factor = code(alpha) if isinstance(alpha, cst.UnaryOperation) and not sign else _paren(alpha)
+        return model, f"{sign}{factor} * {_paren(inner)}"
+    return model, f"{sign}{_paren(inner)}" if sign else text
+
+
+def _reads_grads(body: list, update: int):
+    """The first statement of a loop body, other than its hand-written update ``body[update]``, that reads ``.grad``
+    or the update's loop variable (a parameter, after the loop over them), or None."""
+    p = body[update].target.value
+    for i, st in enumerate(body):
+        if i == update:
+            continue
+        n = _Names()
+        scan(st, n)
+        if "grad" in n.loaded or p in n.loaded:
+            return st
+    return None
+
+
+def _plain(node) -> bool:
+    """Whether an expression is only names and numbers under arithmetic (a learning rate passed as it is)."""
+    if isinstance(node, cst.UnaryOperation):
+        return _plain(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _plain(node.left) and _plain(node.right)
+    return isinstance(node, (cst.Name, cst.Integer, cst.Float))
+
+
+def _manual_plan(body: list) -> tuple[tuple, str] | None:
+    """A loop body that steps by hand (pytorch/examples' regression and word_language_model): ``model.zero_grad()``
+    before ``loss.backward()``, the loss computed by assignments just before, then a hand-written SGD update of
+    the model's parameters (_manual_update) and no optimizer step: (a plan as _loop_plan's with the model in the
+    optimizer's place and the update in the step's, the update of one parameter with ``g`` its gradient)."""
+    if any(_method_stmt(st, "step") for st in body):
+        return None
+    backs = [i for i, st in enumerate(body) if _backward(st)]
+    if len(backs) != 1:
+        return None
+    back = backs[0]
+    found = next(((i, _manual_update(st)) for i, st in enumerate(body) if i > back and _manual_update(st)), None)
+    if found is None:
+        return None
+    update, (model, delta) = found
+    if any(_manual_update(st) for i, st in enumerate(body) if i != update):
+        return None
+    loss = _backward(body[back])
+    zero = [i for i, st in enumerate(body) if _method_stmt(st, "zero_grad") == model]
+    if len(zero) != 1 or zero[0] > back:
+        return None
+    last = next((i for i in range(back - 1, -1, -1) if _assigns(body[i], loss)), None)
+    if last is None:
+        return None
+    start = last
+    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1]) and not _mode_switch(body[start - 1])):
+        start -= 1
+    between = [i for i in range(last + 1, update) if i not in (back, zero[0])]
+    return (model, loss, start, back, update, between), delta
+
+
 def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
     """The steps at a loop body's own level, one after another (a GAN's generator step, then its
     discriminator's): (the statements from the end of the previous step on, _loop_plan of them) each. A
@@ -2589,8 +2737,8 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         module = _drop_unread(module, ctx.analyses[DROPPED])
     optimizers = ctx.analyses.get(OPTIMIZERS)
     globals_left = ctx.analyses.get(GLOBALS, {})
-    if optimizers:
-        f = _Finish(ctx, optimizers)
+    if optimizers or ctx.analyses.get(MANUAL):
+        f = _Finish(ctx, optimizers or {})
         module = rewrite(module, f)
         if f.threaded_done:
             module = rewrite(module, _ThreadCalls(f.threaded_done, ctx.spell_text("jax.random.split")))
@@ -3149,6 +3297,14 @@ class _Finish(cst.CSTTransformer):
         """The loop's own step (zero_grad, the loss, backward and step at its level) and the steps of the ``if`` /
         ``with`` blocks at its level (_block_plan), each one call of its train_step."""
         body = list(loop.body.body)
+        manual = _manual_plan(body) if self.ctx.analyses.get(MANUAL) else None
+        written = self.manual_step(body, *manual) if manual is not None else None
+        if written is not None:
+            new_body, step_fn = written
+            new_loop = loop.with_changes(body=loop.body.with_changes(body=new_body),
+                                         leading_lines=[cst.EmptyLine(indent=False)])
+            return cst.FlattenSentinel([step_fn.with_changes(leading_lines=loop.leading_lines or [cst.EmptyLine(indent=False)]),
+                                        new_loop])
         plans = _sequential_plans(body)
         done = self.step(body, plans[0][1]) if plans else None
         rooted = False
@@ -3170,6 +3326,83 @@ class _Finish(cst.CSTTransformer):
                 leading_lines=loop.leading_lines)
             return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
         return new_loop
+
+    def manual_step(self, body: list, plan, delta: str) -> tuple[list, cst.CSTNode] | None:
+        """A loop stepping by hand that the training pass checked (MANUAL): (its body with the step as one call of
+        ``sgd_step``, that function's definition, placed before the loop). The step: the loss statements in loss_fn,
+        eqx.filter_value_and_grad, the gradient clipping where asked, and ``eqx.apply_updates`` of the update mapped
+        over the gradients (jax.tree_util.tree_map); the update's names (the learning rate) are arguments, read at
+        each call as PyTorch reads them at each update."""
+        model, loss, start, back, update, between = plan
+        scope = self.scopes[-1].name.value if self.scopes else ""
+        if (scope, model, loss) not in self.ctx.analyses.get(MANUAL, set()) \
+                or _loop_problem(body, plan, model, self.ctx.imports.resolve) is not None:
+            return None
+        zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == model)
+        block, before = _split_block(body, plan, model)
+        if not block:
+            return None
+        clip = _step_clip(body, plan, model, self.ctx.imports.resolve)
+        if clip is not None:
+            between = [i for i in between if i != clip[0]]
+        names = _Names()
+        first: dict[str, str] = {}
+        for s in block:
+            scan(s, names)
+            _first_uses(s, first)
+        own = {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
+               for n in target_names(t.target) if hasattr(builtins, n)}
+        inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
+                  and (n not in self.module_names or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+        rates = []
+        for n in find_all(cst.parse_expression(delta), cst.Name):
+            if n.value != "g" and n.value not in rates and n.value not in inputs:
+                rates.append(n.value)
+        aux = _step_outputs(body, plan, model)
+        f = self.spell
+        if model in self.whole:
+            moved = list(block)
+        else:
+            moved = [rewrite(s, _VmapModel(model, f("jax.vmap"), None, self.ctx.analyses.get(VMAP_AXES, {}).get(model)),
+                             fresh=True) for s in block]
+        last = moved[-1].body[0]
+        returned = f", {aux[0] if len(aux) == 1 else '(' + ', '.join(aux) + ')'}" if aux else ""
+        if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):
+            moved[-1] = cst.parse_statement(f"return {code(last.value)}{returned}\n")
+        else:
+            moved.append(cst.parse_statement(f"return {loss}{returned}\n"))
+        clipped = []
+        clip_text = ""
+        if clip is not None:
+            _, max_norm, cond = clip[1]
+            clipped = [("max_grad_norm", code(max_norm) if cond is None else f"{_paren(max_norm)} if {code(cond)} else None")]
+            indent = "    " if cond is None else "        "
+            clip_text = ("" if cond is None else "    if max_grad_norm is not None:\n") + (
+                f"{indent}grad_norm = {f('optax.global_norm')}(grads)\n"
+                f"{indent}grads = {f('jax.tree_util.tree_map')}(lambda g: g * {f('jax.numpy.minimum')}(1.0, max_grad_norm "
+                f"/ (grad_norm + 1e-6)), grads)\n")
+        taken = self.module_names | _local_names(self.scopes[-1] if self.scopes else self.module)
+        name = "sgd_step" if "sgd_step" not in taken else f"sgd_step_{model}"
+        params = ", ".join([model, *inputs, *rates, *(p for p, _ in clipped)])
+        aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
+        text = (f"@{f('equinox.filter_jit')}\n"
+                f"def {name}({params}):\n"
+                f"    def loss_fn({model}):\n"
+                f"        pass\n\n"
+                + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model})\n"
+                   if aux else f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n")
+                + clip_text +
+                f"    {model} = {f('equinox.apply_updates')}({model}, {f('jax.tree_util.tree_map')}(lambda g: {delta}, grads))\n"
+                f"    return {', '.join([model, loss, *aux])}\n")
+        step_fn = cst.parse_statement(text)
+        inner = step_fn.body.body[0]
+        inner = inner.with_changes(body=inner.body.with_changes(body=moved))
+        step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]))
+        call = cst.parse_statement(f"{', '.join([model, loss, *aux])} = {name}"
+                                   f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
+        keep = [s for i, s in enumerate(body) if not (start <= i <= update) and i != zero]
+        at = len([i for i in range(start) if i != zero])
+        return keep[:at] + before + [call] + [body[i] for i in between] + keep[at:], step_fn
 
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
         """A step inside an ``if`` / ``with`` block at the loop's level (a GAN's generator step under ``if i %
