@@ -96,3 +96,22 @@ def test_two_backwards_before_one_step_is_an_error_saying_to_step_on_their_sum()
     assert any("d_loss_fake.backward() adds its gradients to d_loss_real's before d_optimizer.step()" in f.message
                for f in errs), findings
     assert "train_step_d" not in text
+
+
+@pytest.mark.parametrize("change, why", [
+    # softmax_gan / bicyclegan: the graph kept for a later backward() whose step reads both losses' gradients
+    (("    d_loss.backward()\n", "    d_loss.backward(retain_graph=True)\n"), "keeps the graph for a later backward()"),
+    # vit-pytorch's smoke tests: backward() and nothing that uses the gradients
+    (("    d_optimizer.step()\n", ""), "nothing in this loop steps an optimizer"),
+    # word_language_model: the step under an if / else
+    (("    d_optimizer.step()\n", "    if i >= 0:\n        d_optimizer.step()\n"), "sits in a nested block"),
+])
+def test_a_loop_not_rewritten_says_why(change, why):
+    src = RESET.read_text()
+    old, new = change
+    assert old in src
+    if not why.startswith("keeps"):  # the discriminator's step alone
+        src = src.replace("    g_optimizer.step()\n", "")
+    text, findings = _translate(src.replace(old, new))
+    assert any("a training loop is rewritten when" in f.message and why in f.message for f in _errors(findings)), \
+        findings

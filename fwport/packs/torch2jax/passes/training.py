@@ -15,8 +15,11 @@ split in the loop); a function stepping an optimizer it receives threads ``opt_s
 signature, one stepping the module's optimizer declares ``global model, opt_state``; a StepLR /
 ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``). Before all
 this, a step written in an equivalent spelling or order (``model.zero_grad()``, ``zero_grad(set_to_none=True)``,
-zero_grad after the step) is put in the shape read (``_normal_steps``). Checkpoint dicts saved and loaded with
-``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint`` (helpers written into the output).
+zero_grad after the step) is put in the shape read (``_normal_steps``); so is a body stepping several optimizers (a
+GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. A loop stepping by hand (``for p in
+model.parameters(): p.data.add_(p.grad, alpha=-lr)``, no optimizer) becomes a jitted ``sgd_step`` (_manual_plan).
+Checkpoint dicts saved and loaded with ``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint``
+(helpers written into the output).
 """
 from __future__ import annotations
 
@@ -1145,7 +1148,7 @@ class _Pass(cst.CSTTransformer):
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
-                            "eqx.apply_updates)", loop)
+                            f"eqx.apply_updates){_unplanned(body)}", loop)
             return
         for rest, plan in _sequential_plans(body, self.ctx):  # a GAN's generator step, then its discriminator's
             self.check_plan(loop, rest, plan)
@@ -2278,6 +2281,39 @@ def _manual_update(stmt) -> tuple[str, str] | None:
         factor = code(alpha) if isinstance(alpha, cst.UnaryOperation) and not sign else _paren(alpha)
         return model, f"{sign}{factor} * {_paren(inner)}"
     return model, f"{sign}{_paren(inner)}" if sign else text
+
+
+def _unplanned(body: list) -> str:
+    """Why a loop body holding loss.backward() has no step fwport reads (for the error's end), or ""."""
+    stmt_calls = [(st, st.body[0].value) for st in body if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
+                  and isinstance(st.body[0], cst.Expr) and isinstance(st.body[0].value, cst.Call)
+                  and isinstance(st.body[0].value.func, cst.Attribute)]
+    calls = [c for c in find_all(cst.Module(body=list(body)), cst.Call) if isinstance(c.func, cst.Attribute)]
+    kept = next((c for c in calls if c.func.attr.value == "backward"
+                 and any(a.keyword is not None and a.keyword.value == "retain_graph" for a in c.args)), None)
+    if kept is not None:
+        return (f": {code(kept.func.value)}.{code(kept).split('.')[-1]} keeps the graph for a later backward(), "
+                "whose gradients then add up with these in the parameters both losses reach (a later step reads the sum, "
+                "computed with the models as they were before the steps between): write each optimizer's loss as that "
+                "sum by hand (eqx.filter_value_and_grad of it), or detach what the later loss should not differentiate")
+    steps = [c for c in calls if c.func.attr.value == "step" and len(c.args) <= 1]
+    updates = [st for st in find_all(cst.Module(body=list(body)), cst.For) if _manual_update(st)]
+    if not steps and not updates:
+        return (": nothing in this loop steps an optimizer or updates the parameters, so the gradients backward() "
+                "computes are not used here; in JAX compute them where they are read (eqx.filter_grad(loss_fn)(model))")
+    if not any(_method_stmt(st, "step") for st in body) and not any(_manual_update(st) for st in body):
+        where = code(steps[0].func.value) + ".step()" if steps else "the parameters' update"
+        return f": {where} sits in a nested block (an if / else, a with), not at the loop's level"
+    stepped = {_method_stmt(st, "step") for st in body} - {None}
+    zeros = [code(c.func.value) for _, c in stmt_calls if c.func.attr.value == "zero_grad"]
+    if stepped and zeros and not stepped & set(zeros):
+        return (f": the gradients are cleared by {', '.join(z + '.zero_grad()' for z in zeros)}, not by the optimizer "
+                f"stepped ({sorted(stepped)[0]}.zero_grad()), which may train other parameters too")
+    if any(isinstance(st, cst.With) and any(_backward(x) is None and isinstance(x, cst.SimpleStatementLine)
+                                            for x in st.body.body) for st in body) \
+            and not any(_assigns(st, _backward(next(x for x in body if _backward(x)))) for st in body):
+        return ": the loss is computed inside a `with` block (autocast, a context), not by assignments at the loop's level"
+    return ""
 
 
 def _reads_grads(body: list, update: int):
