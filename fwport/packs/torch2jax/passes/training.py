@@ -15,8 +15,11 @@ split in the loop); a function stepping an optimizer it receives threads ``opt_s
 signature, one stepping the module's optimizer declares ``global model, opt_state``; a StepLR /
 ExponentialLR stepped once per epoch becomes the optimizer's optax schedule (``_schedules``). Before all
 this, a step written in an equivalent spelling or order (``model.zero_grad()``, ``zero_grad(set_to_none=True)``,
-zero_grad after the step) is put in the shape read (``_normal_steps``). Checkpoint dicts saved and loaded with
-``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint`` (helpers written into the output).
+zero_grad after the step) is put in the shape read (``_normal_steps``); so is a body stepping several optimizers (a
+GAN) whose gradients a ``reset_grad()`` helper or ``model.zero_grad()`` clears. A loop stepping by hand (``for p in
+model.parameters(): p.data.add_(p.grad, alpha=-lr)``, no optimizer) becomes a jitted ``sgd_step`` (_manual_plan).
+Checkpoint dicts saved and loaded with ``torch.save`` / ``torch.load`` → ``save_checkpoint`` / ``load_checkpoint``
+(helpers written into the output).
 """
 from __future__ import annotations
 
@@ -73,6 +76,7 @@ class _NormalSteps(cst.CSTTransformer):
         self.scopes: list = [module]
         self.rebuilt: dict[int, tuple] = {}  # id of a rebuilt node → (it, the node it replaces)
         self.opts: dict[int, dict] = {}
+        self.helpers: dict[str, list[str]] = {}  # functions that only clear optimizers (_zero_helpers)
 
     def on_leave(self, original_node, updated_node):
         out = super().on_leave(original_node, updated_node)
@@ -100,8 +104,12 @@ class _NormalSteps(cst.CSTTransformer):
 
     def normal(self, original, updated):
         body = list(updated.body.body)
-        if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body) \
-                or _loop_plan(body) is not None:
+        if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body):
+            return updated
+        if len({_method_stmt(st, "step") for st in body} - {None}) > 1 \
+                or any(_helper_call(st, self.helpers) for st in body):
+            return self.normal_steps(original, updated, body)
+        if _loop_plan(body) is not None:
             return updated
         steps = [i for i, st in enumerate(body) if _method_stmt(st, "step")]
         scope = self.scopes[-1]
@@ -135,12 +143,131 @@ class _NormalSteps(cst.CSTTransformer):
         return updated.with_changes(body=updated.body.with_changes(body=body))
 
 
+    def normal_steps(self, original, updated, body: list):
+        """A body stepping several optimizers (a GAN's discriminator, then its generator) whose gradients are
+        cleared by ``model.zero_grad()`` or by a helper clearing several optimizers (``reset_grad()``, _zero_helpers):
+        each optimizer's one ``optimizer.zero_grad()``, the last clearing of it in its own step (after the previous
+        step, before its first backward()); its other clearings go. Those elsewhere clear gradients the kept one
+        clears again before they are read (or that no step reads): the train_steps compute each optimizer's gradients
+        from its own loss. As written where a clearing falls between an optimizer's backward() and its step(), or a
+        step's gradients would add up over an earlier backward() (no clearing of its own in its step)."""
+        scope = self.scopes[-1]
+        if id(scope) not in self.opts:
+            self.opts[id(scope)] = _optimizer_models(self.ctx, scope)
+        opts = self.opts[id(scope)]
+        steps = [_method_stmt(st, "step") for st in body if _method_stmt(st, "step")]
+        if len(set(steps)) != len(steps) or any(o not in opts for o in steps):
+            return updated
+        by_model: dict[str, str | None] = {}
+        for o in steps:
+            m = opts[o]
+            if m is not None:
+                by_model[m] = o if m not in by_model else None  # one model trained by two optimizers: not read
+        local = _local_names(scope) if isinstance(scope, cst.FunctionDef) else set()
+        flat: list[tuple[cst.CSTNode, str | None]] = []  # (statement, the optimizer it clears)
+        what: list[str] = []
+        for st in body:
+            helper = _helper_call(st, self.helpers)
+            if helper:
+                cleared = self.helpers[helper]
+                if any(o not in steps or o in local for o in cleared):
+                    return updated  # clears an optimizer this loop does not step, or a local of that name
+                for k, o in enumerate(cleared):
+                    line = cst.parse_statement(f"{o}.zero_grad()\n")
+                    flat.append((line.with_changes(leading_lines=st.leading_lines) if k == 0 else line, o))
+                what.append(f"{helper}() as {', '.join(f'{o}.zero_grad()' for o in cleared)}")
+                self.ctx.analyses.setdefault(ZERO_HELPERS, set()).add(helper)
+                continue
+            z = _zero_grad(st)
+            if z is None:
+                flat.append((st, None))
+                continue
+            o = z if z in steps else by_model.get(z)
+            if o is None:
+                return updated
+            if z != o or not _method_stmt(st, "zero_grad"):
+                what.append(f"{z}.zero_grad({'...' if st.body[0].value.args else ''}) as {o}.zero_grad()")
+            flat.append((st, o))
+        keep: set[int] = set()
+        prev = -1
+        for k, (st, _) in enumerate(flat):
+            o = _method_stmt(st, "step")
+            if o is None:
+                continue
+            backs = [j for j in range(prev + 1, k) if _backward(flat[j][0])]
+            if not backs:
+                return updated
+            zeros = [j for j in range(prev + 1, backs[0]) if flat[j][1] == o]
+            if not zeros or any(flat[j][1] == o for j in range(backs[0], k)):
+                return updated
+            keep.add(zeros[-1])
+            prev = k
+        out, carried = [], []
+        for k, (st, o) in enumerate(flat):
+            if o is not None and k not in keep:
+                carried += [ln for ln in st.leading_lines if ln.comment is not None]
+                continue
+            if o is not None:
+                st = cst.parse_statement(f"{o}.zero_grad()\n").with_changes(leading_lines=st.leading_lines)
+            if carried:
+                st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
+                carried = []
+            out.append(st)
+        if len(_sequential_plans(out)) != len(steps):
+            return updated
+        dropped = len(flat) - len(body) + sum(1 for st in body if _helper_call(st, self.helpers)) \
+            + sum(1 for st in body if _zero_grad(st)) - len(keep)
+        if dropped:
+            what.append("each optimizer's zero_grad() in its own step only (the others clear gradients no step reads)")
+        if what:
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"training steps read with {'; '.join(what)}: each "
+                            "train_step computes its optimizer's gradients afresh from its own loss", original)
+        return updated.with_changes(body=updated.body.with_changes(body=out))
+
+
+#: ctx.analyses: the zero_grad helpers (_zero_helpers) a loop's step was read through; finish removes those no
+#: longer called (an optax optimizer has no zero_grad)
+ZERO_HELPERS = "torch2jax.zero-helpers"
+
+
+def _helper_call(stmt, helpers: dict) -> str | None:
+    """The name of a zero_grad helper (_zero_helpers) called with no arguments as a whole statement."""
+    if helpers and isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+            and isinstance(stmt.body[0], cst.Expr):
+        call = stmt.body[0].value
+        if isinstance(call, cst.Call) and not call.args and isinstance(call.func, cst.Name) \
+                and call.func.value in helpers:
+            return call.func.value
+    return None
+
+
+def _zero_helpers(module: cst.Module) -> dict[str, list[str]]:
+    """The module's functions of no parameters and no decorators whose body only clears optimizers (``def
+    reset_grad(): d_optimizer.zero_grad(); g_optimizer.zero_grad()``, a docstring allowed): name → the names
+    cleared (module globals, each once)."""
+    out = {}
+    for f in module.body:
+        if not isinstance(f, cst.FunctionDef) or f.decorators or f.asynchronous or f.params.params \
+                or f.params.posonly_params or f.params.kwonly_params or isinstance(f.params.star_arg, cst.Param) \
+                or f.params.star_kwarg or not isinstance(f.body, cst.IndentedBlock):
+            continue
+        stmts = list(f.body.body)
+        if stmts and isinstance(stmts[0], cst.SimpleStatementLine) and len(stmts[0].body) == 1 \
+                and isinstance(stmts[0].body[0], cst.Expr) and isinstance(stmts[0].body[0].value, cst.SimpleString):
+            stmts = stmts[1:]
+        names = [_zero_grad(st) for st in stmts]
+        if names and all(n is not None and n.isidentifier() for n in names) and len(set(names)) == len(names):
+            out[f.name.value] = names
+    return out
+
+
 def _normal_steps(module: cst.Module, ctx) -> tuple[cst.Module, dict[int, tuple]]:
     """The module with its loops' steps in the shape the pass reads (_NormalSteps), and the nodes rebuilt (id →
     (the new node, the one it replaces)): findings on them are located at the nodes they replace."""
     if "zero_grad" not in module.code if "parsed" not in ctx.analyses else "zero_grad" not in ctx.analyses["parsed"][1]:
         return module, {}
     t = _NormalSteps(ctx, module)
+    t.helpers = _zero_helpers(module)
     return rewrite(module, t), t.rebuilt
 
 
@@ -1012,15 +1139,61 @@ class _Pass(cst.CSTTransformer):
                             "eqx.apply_updates at every iteration); MultiSteps averages the k gradients where PyTorch "
                             "sums them, so drop a division of the loss by k", loop)
             return
+        manual = _manual_plan(body) if plan is None else None
+        if manual is not None:
+            self.check_manual(loop, body, *manual)
+            return
         if plan is None:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             "a training loop is rewritten when its body holds, at its own level, optimizer.zero_grad(), "
                             "the assignments computing the loss, loss.backward() and optimizer.step() in that order; "
                             "write the optax step by hand here (eqx.filter_value_and_grad, optim.update, "
-                            "eqx.apply_updates)", loop)
+                            f"eqx.apply_updates){_unplanned(body)}", loop)
             return
         for rest, plan in _sequential_plans(body, self.ctx):  # a GAN's generator step, then its discriminator's
             self.check_plan(loop, rest, plan)
+
+    def check_manual(self, loop, body: list, plan, delta: str) -> None:
+        """A loop stepping by hand (_manual_plan): rewritten (the finishing step's sgd_step) where the model is a
+        model of this file bound in this scope (not a parameter, whose caller's model PyTorch updates in place), without
+        a layer state or dropout, and the update's learning rate is plain names and numbers (passed to the step at
+        each call); else an error saying why."""
+        model = plan[0]
+        scope = self.scopes[-1] if self.scopes else self.module
+        bound = {n for a in _scope_assigns(scope) for t in a.targets for n in target_names(t.target)}
+        self.planned.update(id(st) for st in body if _backward(st))
+        if model not in self.models:
+            why = f"{model} is not a model this file builds"
+        elif model not in bound:
+            why = (f"{model} is not assigned in this {'function' if self.scopes else 'module'} (a parameter or a "
+                   "global): the step rebinds the model, which PyTorch updates in place for its caller too")
+        elif model in self.stateful:
+            why = f"{model}'s layers keep a state (BatchNorm) that the step would have to thread"
+        elif self.instances.get(model) in self.keyed_classes:
+            why = f"{model} ({self.instances[model]}) draws random numbers in training (dropout): the step needs a key"
+        elif not _plain(cst.parse_expression(delta)):
+            why = f"the update {delta} (g the gradient) reads more than names and numbers"
+        elif _reads_grads(body, plan[4]):
+            why = f"line {_first_line(_reads_grads(body, plan[4]))}: reads gradients PyTorch keeps (.grad, or the " \
+                  "update's parameter), which the step does not return"
+        elif not _split_block(body, plan, model)[0]:
+            why = f"the loss {plan[1]} is not computed from {model} in this loop's body"
+        else:
+            why = _loop_problem(body, plan, model, self.ctx.imports.resolve)
+        if why:
+            self.ctx.report(Severity.ERROR, "unsupported-construct", f"this hand-written SGD step stays as written: "
+                            f"{why}; write it by hand (loss, grads = eqx.filter_value_and_grad(loss_fn)({model}); "
+                            f"{model} = eqx.apply_updates({model}, jax.tree_util.tree_map(lambda g: {delta}, grads)))",
+                            loop)
+            return
+        self.keep_clip(body, plan, model)
+        self.check_host_random(loop, body, plan, model)
+        for call in find_all(body[plan[4]], cst.Call):  # the update goes as a whole (sgd_step): not translated
+            self.ctx.plans.add(call, lambda original, updated: updated, descend=False, by="training-manual")
+        self.ctx.analyses.setdefault(MANUAL, set()).add((self.scopes[-1].name.value if self.scopes else "", model, plan[1]))
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"the hand-written SGD update of {model}'s parameters → "
+                        f"jax.tree_util.tree_map(lambda g: {delta}, grads) over the gradients of the loss (a jitted "
+                        "sgd_step; its learning rate passed at each call)", body[plan[4]])
 
     def check_plan(self, loop, body: list, plan) -> None:
         """One step of a loop's body (check_loop): rewritten where this scope creates its optimizer, else an error."""
@@ -2062,6 +2235,141 @@ def _accumulation(body: list) -> tuple[str, str, str] | None:
     return None
 
 
+#: ctx.analyses: (top-level function or "", model, loss) of the loops stepping by hand that the finishing step writes
+MANUAL = "torch2jax.manual-steps"
+
+
+def _manual_update(stmt) -> tuple[str, str] | None:
+    """(the model, the change of each parameter written with ``g`` for its gradient) of a hand-written SGD update
+    of every parameter: ``for p in model.parameters():`` holding only ``p.data.add_(p.grad, alpha=-lr)``,
+    ``p.data.add_(-lr * p.grad)``, ``p.data.sub_(lr * p.grad)`` (alpha= too) or ``p.data -= lr * p.grad`` (``p.grad.data``
+    alike; ``p`` itself for ``p.data`` under torch.no_grad is not read). None for anything else (a change that reads
+    the parameter, momentum kept by hand)."""
+    if not (isinstance(stmt, cst.For) and isinstance(stmt.target, cst.Name) and stmt.orelse is None
+            and isinstance(stmt.body, cst.IndentedBlock) and len(stmt.body.body) == 1):
+        return None
+    it = stmt.iter
+    if not (isinstance(it, cst.Call) and not it.args and isinstance(it.func, cst.Attribute)
+            and it.func.attr.value == "parameters" and isinstance(it.func.value, cst.Name)):
+        return None
+    p, model = stmt.target.value, it.func.value.value
+    line = stmt.body.body[0]
+    if not (isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1):
+        return None
+    small = line.body[0]
+    data = f"{p}.data"
+    if isinstance(small, cst.AugAssign) and code(small.target) == data \
+            and isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign)):
+        sign, value, alpha = ("" if isinstance(small.operator, cst.AddAssign) else "-"), small.value, None
+    elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+            and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value in ("add_", "sub_") \
+            and code(small.value.func.value) == data:
+        args = small.value.args
+        if not args or args[0].keyword is not None or any(a.star for a in args) or len(args) > 2 \
+                or len(args) == 2 and (args[1].keyword is None or args[1].keyword.value != "alpha"):
+            return None
+        sign = "" if small.value.func.attr.value == "add_" else "-"
+        value, alpha = args[0].value, (args[1].value if len(args) == 2 else None)
+    else:
+        return None
+    text = re.sub(rf"\b{p}\.grad(\.data)?\b", "g", code(value))
+    if re.search(rf"\b{p}\b", text) or alpha is not None and re.search(rf"\b{p}\b", code(alpha)) \
+            or not re.search(r"\bg\b", text):
+        return None
+    inner = cst.parse_expression(text)
+    if alpha is not None:  # x.add_(v, alpha=a) is x + a * v
+        factor = code(alpha) if isinstance(alpha, cst.UnaryOperation) and not sign else _paren(alpha)
+        return model, f"{sign}{factor} * {_paren(inner)}"
+    return model, f"{sign}{_paren(inner)}" if sign else text
+
+
+def _unplanned(body: list) -> str:
+    """Why a loop body holding loss.backward() has no step fwport reads (for the error's end), or ""."""
+    stmt_calls = [(st, st.body[0].value) for st in body if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1
+                  and isinstance(st.body[0], cst.Expr) and isinstance(st.body[0].value, cst.Call)
+                  and isinstance(st.body[0].value.func, cst.Attribute)]
+    calls = [c for c in find_all(cst.Module(body=list(body)), cst.Call) if isinstance(c.func, cst.Attribute)]
+    kept = next((c for c in calls if c.func.attr.value == "backward"
+                 and any(a.keyword is not None and a.keyword.value == "retain_graph" for a in c.args)), None)
+    if kept is not None:
+        return (f": {code(kept.func.value)}.{code(kept).split('.')[-1]} keeps the graph for a later backward(), "
+                "whose gradients then add up with these in the parameters both losses reach (a later step reads the sum, "
+                "computed with the models as they were before the steps between): write each optimizer's loss as that "
+                "sum by hand (eqx.filter_value_and_grad of it), or detach what the later loss should not differentiate")
+    steps = [c for c in calls if c.func.attr.value == "step" and len(c.args) <= 1]
+    updates = [st for st in find_all(cst.Module(body=list(body)), cst.For) if _manual_update(st)]
+    if not steps and not updates:
+        return (": nothing in this loop steps an optimizer or updates the parameters, so the gradients backward() "
+                "computes are not used here; in JAX compute them where they are read (eqx.filter_grad(loss_fn)(model))")
+    if not any(_method_stmt(st, "step") for st in body) and not any(_manual_update(st) for st in body):
+        where = code(steps[0].func.value) + ".step()" if steps else "the parameters' update"
+        return f": {where} sits in a nested block (an if / else, a with), not at the loop's level"
+    stepped = {_method_stmt(st, "step") for st in body} - {None}
+    zeros = [code(c.func.value) for _, c in stmt_calls if c.func.attr.value == "zero_grad"]
+    if stepped and zeros and not stepped & set(zeros):
+        return (f": the gradients are cleared by {', '.join(z + '.zero_grad()' for z in zeros)}, not by the optimizer "
+                f"stepped ({sorted(stepped)[0]}.zero_grad()), which may train other parameters too")
+    if any(isinstance(st, cst.With) and any(_backward(x) is None and isinstance(x, cst.SimpleStatementLine)
+                                            for x in st.body.body) for st in body) \
+            and not any(_assigns(st, _backward(next(x for x in body if _backward(x)))) for st in body):
+        return ": the loss is computed inside a `with` block (autocast, a context), not by assignments at the loop's level"
+    return ""
+
+
+def _reads_grads(body: list, update: int):
+    """The first statement of a loop body, other than its hand-written update ``body[update]``, that reads ``.grad``
+    or the update's loop variable (a parameter, after the loop over them), or None."""
+    p = body[update].target.value
+    for i, st in enumerate(body):
+        if i == update:
+            continue
+        n = _Names()
+        scan(st, n)
+        if "grad" in n.loaded or p in n.loaded:
+            return st
+    return None
+
+
+def _plain(node) -> bool:
+    """Whether an expression is only names and numbers under arithmetic (a learning rate passed as it is)."""
+    if isinstance(node, cst.UnaryOperation):
+        return _plain(node.expression)
+    if isinstance(node, cst.BinaryOperation):
+        return _plain(node.left) and _plain(node.right)
+    return isinstance(node, (cst.Name, cst.Integer, cst.Float))
+
+
+def _manual_plan(body: list) -> tuple[tuple, str] | None:
+    """A loop body that steps by hand (pytorch/examples' regression and word_language_model): ``model.zero_grad()``
+    before ``loss.backward()``, the loss computed by assignments just before, then a hand-written SGD update of
+    the model's parameters (_manual_update) and no optimizer step: (a plan as _loop_plan's with the model in the
+    optimizer's place and the update in the step's, the update of one parameter with ``g`` its gradient)."""
+    if any(_method_stmt(st, "step") for st in body):
+        return None
+    backs = [i for i, st in enumerate(body) if _backward(st)]
+    if len(backs) != 1:
+        return None
+    back = backs[0]
+    found = next(((i, _manual_update(st)) for i, st in enumerate(body) if i > back and _manual_update(st)), None)
+    if found is None:
+        return None
+    update, (model, delta) = found
+    if any(_manual_update(st) for i, st in enumerate(body) if i != update):
+        return None
+    loss = _backward(body[back])
+    zero = [i for i, st in enumerate(body) if _method_stmt(st, "zero_grad") == model]
+    if len(zero) != 1 or zero[0] > back:
+        return None
+    last = next((i for i in range(back - 1, -1, -1) if _assigns(body[i], loss)), None)
+    if last is None:
+        return None
+    start = last
+    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1]) and not _mode_switch(body[start - 1])):
+        start -= 1
+    between = [i for i in range(last + 1, update) if i not in (back, zero[0])]
+    return (model, loss, start, back, update, between), delta
+
+
 def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
     """The steps at a loop body's own level, one after another (a GAN's generator step, then its
     discriminator's): (the statements from the end of the previous step on, _loop_plan of them) each. A
@@ -2235,6 +2543,11 @@ def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | No
     if model is None:
         return None
     clip = _step_clip(body, plan, model, resolve)
+    other = next((_backward(body[i]) for i in between if _backward(body[i])), None)
+    if other is not None:  # dcgan: errD_real.backward(), then errD_fake.backward(), then one step
+        return (f"{other}.backward() adds its gradients to {loss}'s before {opt}.step(); fwport rewrites one "
+                f"backward() per step: compute both losses first and step on their sum ({loss}_total = {loss} + "
+                f"{other}; {loss}_total.backward()), which gives the same gradients")
     for i in between:
         if clip is not None and i == clip[0]:
             continue
@@ -2460,18 +2773,42 @@ def finish(module: cst.Module, ctx) -> cst.Module:
         module = _drop_unread(module, ctx.analyses[DROPPED])
     optimizers = ctx.analyses.get(OPTIMIZERS)
     globals_left = ctx.analyses.get(GLOBALS, {})
-    if optimizers:
-        f = _Finish(ctx, optimizers)
+    if optimizers or ctx.analyses.get(MANUAL):
+        f = _Finish(ctx, optimizers or {})
         module = rewrite(module, f)
         if f.threaded_done:
             module = rewrite(module, _ThreadCalls(f.threaded_done, ctx.spell_text("jax.random.split")))
         globals_left = f.globals
     module = state.finish(module, ctx)
+    if ctx.analyses.get(ZERO_HELPERS):
+        module = _drop_zero_helpers(module, ctx.analyses[ZERO_HELPERS])
     if globals_left:  # functions without a training loop that rebind the module's model (model.eval())
         module = module.with_changes(body=[
             _declare_global(s, globals_left[s.name.value]) if isinstance(s, cst.FunctionDef) and s.name.value in globals_left
             else s for s in module.body])
     return module
+
+
+def _drop_zero_helpers(module: cst.Module, helpers: set[str]) -> cst.Module:
+    """The module without the zero_grad helpers a step was read through (ZERO_HELPERS) that nothing names any more
+    (every call of them became part of a train_step); one still named stays, and the rules report its zero_grad."""
+    n = _Names()
+    for s in module.body:
+        if not (isinstance(s, cst.FunctionDef) and s.name.value in helpers):
+            scan(s, n)
+    gone = helpers - set(n.loaded)
+    if not gone:
+        return module
+    body, carried = [], []
+    for s in module.body:
+        if isinstance(s, cst.FunctionDef) and s.name.value in gone:
+            carried += [ln for ln in s.leading_lines if ln.comment is not None]
+            continue
+        if carried:
+            s = s.with_changes(leading_lines=[*carried, *s.leading_lines])
+            carried = []
+        body.append(s)
+    return module.with_changes(body=body)
 
 
 def _with_schedule(stmt, schedule: str):
@@ -2996,6 +3333,14 @@ class _Finish(cst.CSTTransformer):
         """The loop's own step (zero_grad, the loss, backward and step at its level) and the steps of the ``if`` /
         ``with`` blocks at its level (_block_plan), each one call of its train_step."""
         body = list(loop.body.body)
+        manual = _manual_plan(body) if self.ctx.analyses.get(MANUAL) else None
+        written = self.manual_step(body, *manual) if manual is not None else None
+        if written is not None:
+            new_body, step_fn = written
+            new_loop = loop.with_changes(body=loop.body.with_changes(body=new_body),
+                                         leading_lines=[cst.EmptyLine(indent=False)])
+            return cst.FlattenSentinel([step_fn.with_changes(leading_lines=loop.leading_lines or [cst.EmptyLine(indent=False)]),
+                                        new_loop])
         plans = _sequential_plans(body)
         done = self.step(body, plans[0][1]) if plans else None
         rooted = False
@@ -3017,6 +3362,83 @@ class _Finish(cst.CSTTransformer):
                 leading_lines=loop.leading_lines)
             return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
         return new_loop
+
+    def manual_step(self, body: list, plan, delta: str) -> tuple[list, cst.CSTNode] | None:
+        """A loop stepping by hand that the training pass checked (MANUAL): (its body with the step as one call of
+        ``sgd_step``, that function's definition, placed before the loop). The step: the loss statements in loss_fn,
+        eqx.filter_value_and_grad, the gradient clipping where asked, and ``eqx.apply_updates`` of the update mapped
+        over the gradients (jax.tree_util.tree_map); the update's names (the learning rate) are arguments, read at
+        each call as PyTorch reads them at each update."""
+        model, loss, start, back, update, between = plan
+        scope = self.scopes[-1].name.value if self.scopes else ""
+        if (scope, model, loss) not in self.ctx.analyses.get(MANUAL, set()) \
+                or _loop_problem(body, plan, model, self.ctx.imports.resolve) is not None:
+            return None
+        zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == model)
+        block, before = _split_block(body, plan, model)
+        if not block:
+            return None
+        clip = _step_clip(body, plan, model, self.ctx.imports.resolve)
+        if clip is not None:
+            between = [i for i in between if i != clip[0]]
+        names = _Names()
+        first: dict[str, str] = {}
+        for s in block:
+            scan(s, names)
+            _first_uses(s, first)
+        own = {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
+               for n in target_names(t.target) if hasattr(builtins, n)}
+        inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
+                  and (n not in self.module_names or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+        rates = []
+        for n in find_all(cst.parse_expression(delta), cst.Name):
+            if n.value != "g" and n.value not in rates and n.value not in inputs:
+                rates.append(n.value)
+        aux = _step_outputs(body, plan, model)
+        f = self.spell
+        if model in self.whole:
+            moved = list(block)
+        else:
+            moved = [rewrite(s, _VmapModel(model, f("jax.vmap"), None, self.ctx.analyses.get(VMAP_AXES, {}).get(model)),
+                             fresh=True) for s in block]
+        last = moved[-1].body[0]
+        returned = f", {aux[0] if len(aux) == 1 else '(' + ', '.join(aux) + ')'}" if aux else ""
+        if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):
+            moved[-1] = cst.parse_statement(f"return {code(last.value)}{returned}\n")
+        else:
+            moved.append(cst.parse_statement(f"return {loss}{returned}\n"))
+        clipped = []
+        clip_text = ""
+        if clip is not None:
+            _, max_norm, cond = clip[1]
+            clipped = [("max_grad_norm", code(max_norm) if cond is None else f"{_paren(max_norm)} if {code(cond)} else None")]
+            indent = "    " if cond is None else "        "
+            clip_text = ("" if cond is None else "    if max_grad_norm is not None:\n") + (
+                f"{indent}grad_norm = {f('optax.global_norm')}(grads)\n"
+                f"{indent}grads = {f('jax.tree_util.tree_map')}(lambda g: g * {f('jax.numpy.minimum')}(1.0, max_grad_norm "
+                f"/ (grad_norm + 1e-6)), grads)\n")
+        taken = self.module_names | _local_names(self.scopes[-1] if self.scopes else self.module)
+        name = "sgd_step" if "sgd_step" not in taken else f"sgd_step_{model}"
+        params = ", ".join([model, *inputs, *rates, *(p for p, _ in clipped)])
+        aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
+        text = (f"@{f('equinox.filter_jit')}\n"
+                f"def {name}({params}):\n"
+                f"    def loss_fn({model}):\n"
+                f"        pass\n\n"
+                + (f"    ({loss}, {aux_text}), grads = {f('equinox.filter_value_and_grad')}(loss_fn, has_aux=True)({model})\n"
+                   if aux else f"    {loss}, grads = {f('equinox.filter_value_and_grad')}(loss_fn)({model})\n")
+                + clip_text +
+                f"    {model} = {f('equinox.apply_updates')}({model}, {f('jax.tree_util.tree_map')}(lambda g: {delta}, grads))\n"
+                f"    return {', '.join([model, loss, *aux])}\n")
+        step_fn = cst.parse_statement(text)
+        inner = step_fn.body.body[0]
+        inner = inner.with_changes(body=inner.body.with_changes(body=moved))
+        step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]))
+        call = cst.parse_statement(f"{', '.join([model, loss, *aux])} = {name}"
+                                   f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
+        keep = [s for i, s in enumerate(body) if not (start <= i <= update) and i != zero]
+        at = len([i for i in range(start) if i != zero])
+        return keep[:at] + before + [call] + [body[i] for i in between] + keep[at:], step_fn
 
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
         """A step inside an ``if`` / ``with`` block at the loop's level (a GAN's generator step under ``if i %
