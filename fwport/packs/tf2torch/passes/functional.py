@@ -2131,8 +2131,13 @@ class _Builder:
         for s in [*stmts, *self.decided_ifs]:  # (an if decided here: the branch it does not take too)
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _SettleGraphCalls(ctx))
-                for name in _names_in(s) & set(self.helpers):  # its helpers are left with it
-                    calls.setdefault(name, 0)
+                todo, seen = list(_names_in(s) & set(self.helpers)), set()
+                while todo:  # its helpers are left with it, and the helpers they call
+                    name = todo.pop()
+                    if name not in seen:
+                        seen.add(name)
+                        todo += _names_in(self.helpers[name].body) & set(self.helpers)
+                        calls.setdefault(name, 0)
         return None
 
     def _graph_stmt(self, stmt) -> bool:
