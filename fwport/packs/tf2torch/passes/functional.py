@@ -3188,6 +3188,10 @@ class _Builder:
         if isinstance(func, cst.Name) and self.fn is not None and func.value not in self.env and q is None \
                 and self._module_object(func.value):
             return self._apply(self._given(node, func.value, module_level=True), node)
+        left = self._left_model(func.value) if isinstance(func, cst.Name) and func.value not in self.env \
+            and q is None else None
+        if left is not None:
+            raise _Refused(node, left)
         if isinstance(func, cst.Name) and func.value not in self.env and q is None and self.fn is not None \
                 and func.value not in self.local and func.value in self.constants[1] \
                 and isinstance(_module_assignments(self.ctx).get(func.value), cst.Call):
@@ -3206,6 +3210,40 @@ class _Builder:
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
                              "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
                              "or translate this model by hand")
+
+    def _left_model(self, name: str) -> str | None:
+        """Why ``name``, bound once at module level to a model fwport does not translate (a functional model
+        left as written, the model a builder left as written returns, a keras.applications model), is not
+        followed as a layer of this model; None where it is not such a model."""
+        if name in self.local or name not in self.constants[1]:
+            return None
+        value = _module_assignments(self.ctx).get(name)
+        if isinstance(value, (cst.Name, cst.Attribute)) \
+                and (self.ctx.imports.resolve(value) or "").startswith("keras.applications."):
+            return (f"{name}(...): {name} is {self.ctx.imports.resolve(value)}, a pretrained model's "
+                    "preprocessing, which fwport does not translate: write what it computes on the channels-last input (the model's "
+                    "documented scaling, e.g. x / 127.5 - 1) or use its torchvision.models / timm counterpart's "
+                    "transforms, or translate this model by hand")
+        if not isinstance(value, cst.Call):
+            return None
+        q = self.ctx.imports.resolve(value.func)
+        after = (f"a Keras model cannot be a layer of this model's torch module: once {name} is translated (by hand, "
+                 "as an nn.Module), this model can call it as a submodule; or translate this model by hand")
+        if q == MODEL or _model_base(value.func, self.ctx) is not None:
+            return (f"{name}(...): {name} is a functional model of this file that fwport leaves as written (the "
+                    f"errors at its keras.Model(...) say why); {after}")
+        if (q or "").startswith("keras.applications."):
+            return (f"{name}(...): {name} is a pretrained {q.rsplit('.', 1)[-1]} (keras.applications), which fwport does "
+                    "not translate: make its torchvision.models / timm counterpart a submodule of this model and call "
+                    "it in forward (its preprocessing and weights differ), or translate this model by hand")
+        if isinstance(value.func, cst.Name) and q is None and value.func.value not in self.builder_models:
+            module = self.ctx.analyses.get("parsed", (None,))[0]
+            fn = next((st for st in (module.body if module is not None else ()) if isinstance(st, cst.FunctionDef)
+                       and st.name.value == value.func.value), None)
+            if fn is not None and isinstance(fn.body, cst.IndentedBlock) and _model_calls(fn.body.body, self.ctx):
+                return (f"{name}(...): {name} is the functional model {value.func.value}(...) builds, which fwport "
+                        f"leaves as written (the errors at its keras.Model(...) say why); {after}")
+        return None
 
     def _module_object(self, name: str) -> bool:
         """``name`` is bound once at module level, to a call of something that is not a Keras / TensorFlow
