@@ -90,3 +90,39 @@ def test_a_pretrained_model_called_after_a_followed_op_is_named_as_such():
     assert any(m.startswith("base_model(...): base_model is a pretrained MobileNetV2 (keras.applications)")
                for m in errors), errors
     assert not any(ONLY_HELPERS in m for m in errors), errors
+
+
+SUB = "a model made of layers of base (from its input to a layer's output, sharing its weights)"
+
+FEATURES = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+inp = keras.Input(shape=(8,), name="image")
+hidden = layers.Dense(4, name="dense1")(inp)
+out = layers.Dense(2)(hidden)
+base = keras.Model(inp, out)
+'''
+
+
+def test_a_sub_model_of_a_translated_model_says_what_to_write():
+    errors = _errors(FEATURES + 'features = keras.Model(base.input, base.get_layer("dense1").output)\n')
+    assert any(m.startswith("base.input: " + SUB + ": fwport translates base as one class") for m in errors), errors
+
+
+def test_a_sub_model_of_a_model_left_as_written_stays_with_it():
+    left = FEATURES.replace("out = layers.Dense(2)(hidden)",
+                            "out = layers.Lambda(lambda t: tf.py_function(lambda a: a, [t], tf.float32))(hidden)")
+    errors = _errors(left + 'features = keras.Model(base.get_layer(name="image").input, '
+                            'base.get_layer("dense1").output)\n')
+    assert any(m.startswith('base.get_layer(name="image").input: ' + SUB + ": base is a functional model of this "
+                            "file that fwport leaves as written") for m in errors), errors
+
+
+def test_a_sub_model_of_a_loaded_model_says_it_is_not_translated():
+    src = FEATURES + 'loaded = keras.models.load_model("m.h5")\n' \
+        'features = keras.Model(loaded.input, loaded.get_layer("dense1").output)\n'
+    errors = _errors(src)
+    assert any(m.startswith("loaded.input: " + SUB.replace("of base", "of loaded") + ": loaded is not a model fwport "
+                            "translates here") for m in errors), errors

@@ -4148,6 +4148,10 @@ class _Builder:
         else:
             in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
             for it in in_items:
+                sub = self._sub_model(it)
+                if sub is not None:
+                    self.error(it, sub)
+                    return None
                 if not isinstance(it, cst.Name) or it.value not in self.inputs:
                     self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...), "
                                    "a dict of such names, or a name bound to a dict literal of keras.Input calls; "
@@ -4180,6 +4184,33 @@ class _Builder:
             tensors.append(t)
         self.generating = False
         return returns, tensors
+
+    def _sub_model(self, node: cst.BaseExpression) -> str | None:
+        """keras.Model(base.input, base.get_layer("name").output): a model made of another model's layers
+        (a feature extractor, a prediction model without the training head), sharing its weights: why it is
+        not followed, by what ``base`` is here; None where ``node`` is not another model's input."""
+        if not (isinstance(node, cst.Attribute) and node.attr.value in ("input", "inputs")):
+            return None
+        root = node.value
+        if isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) and root.func.attr.value == "get_layer":
+            root = root.func.value  # model.get_layer(name="image").input: the model's Input layer
+        if not isinstance(root, cst.Name):
+            return None
+        base = root.value
+        what = f"{code(node)}: a model made of layers of {base} (from its input to a layer's output, sharing its weights)"
+        if base in self.prior_models or base in self.builder_models:
+            return (f"{what}: fwport translates {base} as one class whose forward computes the whole model, and does "
+                    "not follow such a sub-model yet: give that class a method that runs forward's statements up to "
+                    "that layer and returns its output, and call it where this model is used")
+        left = self._left_model(base)
+        if left is not None and "leaves as written" in left:
+            return (f"{what}: {base} is a functional model of this file that fwport leaves as written (the errors at "
+                    "its keras.Model(...) say why), so this one stays Keras code with it; once it is translated (by "
+                    "hand, as an nn.Module), give it a method returning that layer's output")
+        return (f"{what}: {base} is not a model fwport translates here (a pretrained or loaded model, or one built "
+                "elsewhere): this model stays Keras code; in PyTorch, call the layers of its torch counterpart up to "
+                "that layer (torchvision's create_feature_extractor(model, return_nodes=...) does it for a traced "
+                "model)")
 
     def _check_unflattens(self, outs: list[_Tensor]) -> None:
         for dense, reshape in self.unflattens:
