@@ -92,7 +92,9 @@ def _lit_of(call: cst.Call, name: str, position: int | None = None):
 
 def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
     """Indices in ``lo..model-1`` of the module-level statements that keras.Model(...) at ``model``
-    does not depend on: none binds a name it or a statement it depends on reads (walked backwards)."""
+    does not depend on: none binds a name it or a statement it depends on reads (walked backwards). A plain
+    assignment binds its names anew: the statements above it that bind them (a notebook's earlier cell
+    trying `inputs = keras.Input(...)` and layers on it, with no model) are not the model's."""
     needed = _names_in(stmts[model])
     outside = set()
     for i in range(model - 1, lo - 1, -1):
@@ -101,7 +103,10 @@ def _outside_slice(stmts: list, lo: int, model: int) -> set[int]:
             continue  # (their roles are "keep" anyway)
         bound = _names_bound_in(st) | set(_assigned(st))
         if bound & needed:
-            needed |= _names_in(st)
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign):
+                needed = (needed - bound) | _reads(st)  # (`x = f(x)` reads x again)
+            else:
+                needed |= _names_in(st)
         else:
             outside.add(i)
     return outside
@@ -379,7 +384,68 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
                 prior[b.scope] = b.model_summary
         lo = hi + 1
     _settle_replaced_helpers(module, ctx, helpers, builders)
+    _graph_fragments(module, ctx, rows)
     return module.with_changes(body=body) if changed else module
+
+
+def _fragment_value(value: cst.BaseExpression, ctx: FileContext) -> bool:
+    """``value`` builds a Keras graph tensor from others and nothing else: a name, a Keras layer built and
+    called in place (``layers.Conv2D(8, 3)(x)``), a merge function (``layers.add([x, r])``) or arithmetic."""
+    if isinstance(value, cst.Name):
+        return True
+    if isinstance(value, cst.BinaryOperation):
+        return _fragment_value(value.left, ctx) and _fragment_value(value.right, ctx)
+    if not isinstance(value, cst.Call):
+        return False
+    func = value.func
+    if isinstance(func, cst.Call):
+        return (ctx.imports.resolve(func.func) or "").startswith("keras.layers.")
+    return ctx.imports.resolve(func) in MERGE_FNS
+
+
+def _graph_fragments(module: cst.Module, ctx: FileContext, rows: list[int]) -> None:
+    """Module-level ``x = keras.Input(...)`` whose graph no keras.Model(...) takes (a notebook's cell trying
+    layers on an input, before the cell that builds the model): one error at the Input, and its layer calls
+    left as written (Keras code) instead of one error per layer. Followed forward through plain assignments
+    of layer calls, merges and arithmetic on its tensors until every name of it is bound anew; a statement of
+    any other kind that reads one of them (a model, a print, a loop) leaves the lines to the other passes."""
+    body = module.body
+    for i, st in enumerate(body):
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name) and isinstance(small.value, cst.Call)
+                and ctx.imports.resolve(small.value.func) == INPUT) or ctx.is_settled(small.value):
+            continue
+        live = {small.targets[0].target.value}
+        members = [i]
+        for j in range(i + 1, len(body)):
+            if not live:
+                break
+            later = body[j]
+            if isinstance(later, (cst.FunctionDef, cst.ClassDef)):
+                continue  # (their bodies run when called; a call of one at module level is a statement here)
+            one = later.body[0] if isinstance(later, cst.SimpleStatementLine) and len(later.body) == 1 else None
+            plain = isinstance(one, cst.Assign) and all(isinstance(t.target, cst.Name) for t in one.targets)
+            read = (_names_in(one.value) & live) if plain else _read_before_bound(later, live)
+            if not read:
+                if plain:
+                    live -= {t.target.value for t in one.targets}  # bound anew
+                continue
+            if not plain or j in rows or not _fragment_value(one.value, ctx):
+                members = []
+                break
+            live |= {t.target.value for t in one.targets}
+            members.append(j)
+        if not members:
+            continue
+        ctx.report(Severity.ERROR, "unsupported-construct",
+                   f"{small.targets[0].target.value} = keras.Input(...) starts a Keras graph that no keras.Model(...) "
+                   f"takes (this statement and the {len(members) - 1} below it that build on it: a trial of layers on a symbolic input): "
+                   "torch has no symbolic tensors and these layers build nothing a model uses, so fwport leaves "
+                   "these lines as written (Keras code); delete them, or end them with keras.Model(inputs, outputs) "
+                   "to have the model translated", small.value)
+        for k in members:
+            scan(body[k], _SettleGraphCalls(ctx))
 
 
 class _State:
@@ -501,6 +567,33 @@ def _plain_value(v) -> bool:
     return v is None or isinstance(v, (bool, int, float))
 
 
+def _constant_value(node: cst.BaseExpression, consts: dict, depth: int = 0):
+    """A call's argument as a value: a literal, a module constant's (``num_classes=NUM_CLASSES``), or tuples /
+    lists of those joined by + (``input_shape=image_size + (3,)``); NOT_LITERAL otherwise."""
+    v = literal_value(node, NOT_LITERAL)
+    if v is not NOT_LITERAL or depth > 8:
+        return v
+    if isinstance(node, cst.Name) and isinstance(consts.get(node.value), cst.BaseExpression):
+        return _constant_value(consts[node.value], consts, depth + 1)
+    if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+        a, b = _constant_value(node.left, consts, depth + 1), _constant_value(node.right, consts, depth + 1)
+        if isinstance(a, (tuple, list)) and type(a) is type(b):
+            return a + b
+    return NOT_LITERAL
+
+
+def _input_shape_names(fn: cst.FunctionDef, ctx: FileContext) -> set[str]:
+    """Names the shape of a keras.Input of the builder ``fn`` reads (``keras.Input(shape=input_shape)``):
+    every layer size of the model depends on them."""
+    names: set[str] = set()
+    for c in _calls(fn.body):
+        if ctx.imports.resolve(c.func) == INPUT:
+            shape = call_argument(c, "shape", 0)
+            if shape is not None:
+                names |= _names_in(shape)
+    return names
+
+
 def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, helpers: set[str]) -> dict[str, object]:
     """The parameters of the builder ``fn`` that its structure depends on (:func:`_deciding_names`) and that
     get one literal value (or a module constant's) at every call of it in this file, its default where a
@@ -530,16 +623,14 @@ def _pinned_params(module: cst.Module, ctx: FileContext, fn: cst.FunctionDef, he
         for p in [*params.params, *params.kwonly_params]:
             name = p.name.value
             node = bound.get(name)
-            v = literal_value(node, NOT_LITERAL) if node is not None else NOT_LITERAL
-            if v is NOT_LITERAL and isinstance(node, cst.Name) and isinstance(consts.get(node.value), cst.BaseExpression):
-                v = literal_value(consts[node.value], NOT_LITERAL)
+            v = _constant_value(node, consts) if node is not None else NOT_LITERAL
             if v is NOT_LITERAL or not _plain_value(v):
                 values.setdefault(name, set()).add(None)
                 values[name].add(object())  # (never one value)
                 continue
             values.setdefault(name, set()).add(repr(v))
             first.setdefault(name, v)
-    deciding = _deciding_names(fn, helpers)
+    deciding = _deciding_names(fn, helpers) | _input_shape_names(fn, ctx)
     return {n: first[n] for n, vs in values.items() if len(vs) == 1 and n in first and n not in rebound
             and n in deciding}
 
@@ -949,6 +1040,10 @@ class _Builder:
         # the for statements written out (`filters *= 2` in a loop); after such a loop, the names it changed
         # are written as their values in the builder's statements below it (its __init__ has no loop)
         self.known_ints: dict[str, object] = {}
+        # builder names bound by a plain statement to a string, bool, None or float literal (`activation =
+        # "sigmoid"`, also in an if decided where the model is built): a rule layer's argument that is such a
+        # name is given to the rule as that literal (`layers.Dense(units, activation=activation)`)
+        self.known_literals: dict[str, object] = {}
         # names of layers / models called with training= (a mode set in forward: _mode_prefixed), and the names
         # of layers / models called on tensors, by calls followed
         self.mode_calls: dict[str, _Layer | None] = {}
@@ -1974,8 +2069,8 @@ class _Builder:
             shown = ", ".join(f"{n}={v!r}" for n, v in self.pinned.items())
             self.ctx.report(Severity.INFO, "built-for-values", f"{class_name} is translated for {shown}, the values "
                             f"every call of {self.scope} in this file gives (or the defaults): fwport follows the model "
-                            "for them only (an if or a loop depends on them); its __init__ raises ValueError for "
-                            "others", self.origin.get(id(model_call), (None, model_call))[1])
+                            "for them only (an if, a loop or a keras.Input's shape depends on them); its __init__ "
+                            "raises ValueError for others", self.origin.get(id(model_call), (None, model_call))[1])
         ctx.settle(model_call)
         for said in self.mode_said:
             gone = next((f for f in ctx.findings if f.message.startswith(said)), None)
@@ -2036,8 +2131,13 @@ class _Builder:
         for s in [*stmts, *self.decided_ifs]:  # (an if decided here: the branch it does not take too)
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _SettleGraphCalls(ctx))
-                for name in _names_in(s) & set(self.helpers):  # its helpers are left with it
-                    calls.setdefault(name, 0)
+                todo, seen = list(_names_in(s) & set(self.helpers)), set()
+                while todo:  # its helpers are left with it, and the helpers they call
+                    name = todo.pop()
+                    if name not in seen:
+                        seen.add(name)
+                        todo += _names_in(self.helpers[name].body) & set(self.helpers)
+                        calls.setdefault(name, 0)
         return None
 
     def _graph_stmt(self, stmt) -> bool:
@@ -2483,7 +2583,13 @@ class _Builder:
 
     # --- statements -------------------------------------------------------------------------------------
     def _statement(self, stmt, first: bool) -> str:
+        if self.known_literals and not isinstance(stmt, cst.SimpleStatementLine):
+            for n in _names_bound_in(stmt) | set(_assigned(stmt)):  # (a loop or an if may bind it anew)
+                self.known_literals.pop(n, None)
         role = self._statement_role(stmt, first)
+        if role != "config" and isinstance(stmt, cst.SimpleStatementLine):
+            for n in _assigned(stmt):
+                self.known_literals.pop(n, None)
         if role != "config" and self.known_ints:  # a name bound by a graph statement: its int is gone
             for n in (_assigned(stmt) if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
                 self.known_ints.pop(n, None)
@@ -2777,6 +2883,12 @@ class _Builder:
             self.known_ints.pop(n, None)
         if step is not None:
             self.known_ints[step[0]] = step[1]
+        for n in (bound if isinstance(stmt, cst.SimpleStatementLine) else _names_in(stmt)):
+            self.known_literals.pop(n, None)
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            v = literal_value(small.value, NOT_LITERAL)
+            if v is None or isinstance(v, (str, bool, float)):
+                self.known_literals[small.targets[0].target.value] = v
         return "config"
 
     def _after_loops(self, stmt):
@@ -2900,6 +3012,11 @@ class _Builder:
         shapes = {n: t.shape for n, t in self.env.items() if isinstance(t, _Tensor) and t.shape is not None}
         reads = _shape_reads(call)  # (no `x.shape` of a known tensor: nothing to write, no copy to compare)
         sized = rewrite(call, _SizeSubstitute(shapes), fresh=True) if any(n.value in shapes for n in reads) else call
+        if any(isinstance(a.value, cst.Name) and a.value.value in self.known_literals and not a.star for a in sized.args):
+            sized = sized.with_changes(args=[  # activation=activation of `activation = "sigmoid"` above
+                a.with_changes(value=_literal_node(self.known_literals[a.value.value]))
+                if isinstance(a.value, cst.Name) and a.value.value in self.known_literals and not a.star else a
+                for a in sized.args])
         left = [n for n in (reads if sized is call else _shape_reads(sized)) if isinstance(self.env.get(n.value), _Tensor)]
         if left:
             raise _Refused(call, f"{code(call.func)} built from `{code(left[0])}.shape`, a size of a tensor of this "
@@ -3071,6 +3188,10 @@ class _Builder:
         if isinstance(func, cst.Name) and self.fn is not None and func.value not in self.env and q is None \
                 and self._module_object(func.value):
             return self._apply(self._given(node, func.value, module_level=True), node)
+        left = self._left_model(func.value) if isinstance(func, cst.Name) and func.value not in self.env \
+            and q is None else None
+        if left is not None:
+            raise _Refused(node, left)
         if isinstance(func, cst.Name) and func.value not in self.env and q is None and self.fn is not None \
                 and func.value not in self.local and func.value in self.constants[1] \
                 and isinstance(_module_assignments(self.ctx).get(func.value), cst.Call):
@@ -3089,6 +3210,40 @@ class _Builder:
         raise _Refused(node, f"{code(func)}(...) on tensors of the functional model is not followed yet (fwport "
                              "follows Keras layer calls, merges and + - * / between tensors); wrap it in a layer "
                              "or translate this model by hand")
+
+    def _left_model(self, name: str) -> str | None:
+        """Why ``name``, bound once at module level to a model fwport does not translate (a functional model
+        left as written, the model a builder left as written returns, a keras.applications model), is not
+        followed as a layer of this model; None where it is not such a model."""
+        if name in self.local or name not in self.constants[1]:
+            return None
+        value = _module_assignments(self.ctx).get(name)
+        if isinstance(value, (cst.Name, cst.Attribute)) \
+                and (self.ctx.imports.resolve(value) or "").startswith("keras.applications."):
+            return (f"{name}(...): {name} is {self.ctx.imports.resolve(value)}, a pretrained model's "
+                    "preprocessing, which fwport does not translate: write what it computes on the channels-last input (the model's "
+                    "documented scaling, e.g. x / 127.5 - 1) or use its torchvision.models / timm counterpart's "
+                    "transforms, or translate this model by hand")
+        if not isinstance(value, cst.Call):
+            return None
+        q = self.ctx.imports.resolve(value.func)
+        after = (f"a Keras model cannot be a layer of this model's torch module: once {name} is translated (by hand, "
+                 "as an nn.Module), this model can call it as a submodule; or translate this model by hand")
+        if q == MODEL or _model_base(value.func, self.ctx) is not None:
+            return (f"{name}(...): {name} is a functional model of this file that fwport leaves as written (the "
+                    f"errors at its keras.Model(...) say why); {after}")
+        if (q or "").startswith("keras.applications."):
+            return (f"{name}(...): {name} is a pretrained {q.rsplit('.', 1)[-1]} (keras.applications), which fwport does "
+                    "not translate: make its torchvision.models / timm counterpart a submodule of this model and call "
+                    "it in forward (its preprocessing and weights differ), or translate this model by hand")
+        if isinstance(value.func, cst.Name) and q is None and value.func.value not in self.builder_models:
+            module = self.ctx.analyses.get("parsed", (None,))[0]
+            fn = next((st for st in (module.body if module is not None else ()) if isinstance(st, cst.FunctionDef)
+                       and st.name.value == value.func.value), None)
+            if fn is not None and isinstance(fn.body, cst.IndentedBlock) and _model_calls(fn.body.body, self.ctx):
+                return (f"{name}(...): {name} is the functional model {value.func.value}(...) builds, which fwport "
+                        f"leaves as written (the errors at its keras.Model(...) say why); {after}")
+        return None
 
     def _module_object(self, name: str) -> bool:
         """``name`` is bound once at module level, to a call of something that is not a Keras / TensorFlow
@@ -3993,6 +4148,10 @@ class _Builder:
         else:
             in_items = [e.value for e in ins.elements] if isinstance(ins, (cst.List, cst.Tuple)) else [ins]
             for it in in_items:
+                sub = self._sub_model(it)
+                if sub is not None:
+                    self.error(it, sub)
+                    return None
                 if not isinstance(it, cst.Name) or it.value not in self.inputs:
                     self.error(it, f"{code(it)}: the inputs of keras.Model must be names bound to keras.Input(...), "
                                    "a dict of such names, or a name bound to a dict literal of keras.Input calls; "
@@ -4025,6 +4184,33 @@ class _Builder:
             tensors.append(t)
         self.generating = False
         return returns, tensors
+
+    def _sub_model(self, node: cst.BaseExpression) -> str | None:
+        """keras.Model(base.input, base.get_layer("name").output): a model made of another model's layers
+        (a feature extractor, a prediction model without the training head), sharing its weights: why it is
+        not followed, by what ``base`` is here; None where ``node`` is not another model's input."""
+        if not (isinstance(node, cst.Attribute) and node.attr.value in ("input", "inputs")):
+            return None
+        root = node.value
+        if isinstance(root, cst.Call) and isinstance(root.func, cst.Attribute) and root.func.attr.value == "get_layer":
+            root = root.func.value  # model.get_layer(name="image").input: the model's Input layer
+        if not isinstance(root, cst.Name):
+            return None
+        base = root.value
+        what = f"{code(node)}: a model made of layers of {base} (from its input to a layer's output, sharing its weights)"
+        if base in self.prior_models or base in self.builder_models:
+            return (f"{what}: fwport translates {base} as one class whose forward computes the whole model, and does "
+                    "not follow such a sub-model yet: give that class a method that runs forward's statements up to "
+                    "that layer and returns its output, and call it where this model is used")
+        left = self._left_model(base)
+        if left is not None and "leaves as written" in left:
+            return (f"{what}: {base} is a functional model of this file that fwport leaves as written (the errors at "
+                    "its keras.Model(...) say why), so this one stays Keras code with it; once it is translated (by "
+                    "hand, as an nn.Module), give it a method returning that layer's output")
+        return (f"{what}: {base} is not a model fwport translates here (a pretrained or loaded model, or one built "
+                "elsewhere): this model stays Keras code; in PyTorch, call the layers of its torch counterpart up to "
+                "that layer (torchvision's create_feature_extractor(model, return_nodes=...) does it for a traced "
+                "model)")
 
     def _check_unflattens(self, outs: list[_Tensor]) -> None:
         for dense, reshape in self.unflattens:
