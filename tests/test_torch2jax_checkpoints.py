@@ -15,18 +15,16 @@ the same train_step, one with another loss (or an optimizer made again with othe
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs
 
-MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
 SRC = '''\
 import torch
@@ -91,10 +89,6 @@ restored = model(x)
 
 def t2j(text: str):
     return translate_source(text, "train.py", "torch2jax")
-
-
-def errors(r) -> list:
-    return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
 def test_a_checkpoint_dict_is_saved_and_loaded_with_the_helpers():

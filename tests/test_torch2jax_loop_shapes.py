@@ -8,18 +8,16 @@ iteration may skip it (``continue``), and gradient accumulation (the step under 
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs
 
-MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
 HEAD = '''\
 import torch
@@ -75,10 +73,6 @@ TAIL = "trained = model(x)\n"
 
 def t2j(text: str):
     return translate_source(text, "train.py", "torch2jax")
-
-
-def errors(r) -> list:
-    return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
 @pytest.mark.parametrize("name", sorted(LOOPS))
