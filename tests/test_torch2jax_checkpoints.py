@@ -191,7 +191,8 @@ def test_a_fresh_optimizer_state_would_not_resume_the_run(tmp_path):
     out = t2j(src).output
     assert "opt_state = checkpoint['optimizer']" not in out
     (tmp_path / "translated.py").write_text(out)
-    printed = printed_json(_RUN, "jax", tmp_path / "translated.py", cwd=tmp_path, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+    printed = printed_json(_RUN, "jax", tmp_path / "translated.py", cwd=tmp_path,
+                           env={"JAX_PLATFORMS": "cpu", "PATH": ""})
     import numpy as np
     v = {k: np.array(x) for k, x in printed.items()}
     assert not np.allclose(v["resumed"], v["continued"], rtol=1e-5, atol=1e-6)

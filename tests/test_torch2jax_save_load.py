@@ -8,12 +8,9 @@ such model stays an error.
 """
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 from fwport.core.pipeline import translate_source
 from helpers import error_findings as errors, needs
+from runners import printed_json
 
 SRC = '''\
 import torch
@@ -92,10 +89,9 @@ def test_the_translation_restores_what_it_saved_as_pytorch_does(tmp_path):
     (tmp_path / "jax.py").write_text(t2j(SRC).output)
     got = {}
     for side, path in (("torch", "orig.py"), ("jax", "jax.py")):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(tmp_path / path)], capture_output=True, text=True,
-                           timeout=300, cwd=tmp_path / f"{side}_side", env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-        assert p.returncode == 0, p.stderr[-3000:]
-        got[side] = {k: np.array(v) for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
+        printed = printed_json(_RUN, side, tmp_path / path, cwd=tmp_path / f"{side}_side",
+                               env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        got[side] = {k: np.array(v) for k, v in printed.items()}
         assert (tmp_path / f"{side}_side" / "net.pt").exists()
     for side, v in got.items():
         assert v["init"].shape == (4, 2)
