@@ -3,14 +3,20 @@
 A test writes the program (``model.py``) and a driver (``drive.py``, which imports the model, computes
 and prints one line ``RESULT <json>``) into a folder per side; the driver runs with the folder and the
 side as its arguments. On every side but ``keras`` TensorFlow and Keras are made unimportable, so a
-translation that still needs them fails there instead of passing by accident."""
+translation that still needs them fails there instead of passing by accident.
+
+torch2jax: a driver made of a head (TORCH_OR_JAX, SIDE_HEAD) and a body runs on the PyTorch program and on its
+translation, with PyTorch unimportable on the JAX side; verify_model and verify_torch2jax run ``fwport verify``."""
 from __future__ import annotations
 
 import json
 import os
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
+
+from helpers import error_findings, t2j
 
 #: run a script with TensorFlow and Keras unimportable (the script and its arguments follow)
 WITHOUT_TENSORFLOW = ["-c", "import sys; sys.modules['tensorflow'] = None; sys.modules['keras'] = None;"
@@ -89,3 +95,67 @@ def torch_and_jax(tmp_path: Path, torch_code: str, jax_code: str, body: str, tim
                            capture_output=True, text=True, timeout=timeout)
         assert p.returncode == 0, f"the {side} side failed:\n{p.stderr[-3000:]}"
     return np.load(tmp_path / "torch.npy"), np.load(tmp_path / "jax.npy")
+
+
+#: the head of a driver run as ``python -c SIDE_HEAD + body SIDE PROGRAM [OUT ...]`` (saved_arrays, printed_json):
+#: `side` ("torch" or "jax"; on "jax" torch is unimportable and JAX computes in float64), the program's namespace `ns`,
+#: numpy as `np`, json and sys; the body computes on `side` and saves or prints what it compares
+SIDE_HEAD = """
+import json, runpy, sys
+import numpy as np
+side = sys.argv[1]
+if side == "jax":
+    sys.modules["torch"] = None  # the translation must not need it
+    import jax
+    jax.config.update("jax_enable_x64", True)
+ns = runpy.run_path(sys.argv[2])
+"""
+
+
+def run_driver(driver: str, *args, timeout: int = 300, **kw) -> subprocess.CompletedProcess:
+    """``python -c driver args...`` (``kw`` to subprocess.run: cwd, env), which must succeed."""
+    p = subprocess.run([sys.executable, "-c", driver, *map(str, args)], capture_output=True, text=True,
+                       timeout=timeout, **kw)
+    assert p.returncode == 0, p.stderr[-3000:]
+    return p
+
+
+def printed_json(driver: str, *args, **kw):
+    """The JSON of the last line a driver (run_driver) prints."""
+    return json.loads(run_driver(driver, *args, **kw).stdout.strip().splitlines()[-1])
+
+
+def saved_arrays(driver: str, side: str, program: Path, out: Path, *args) -> list:
+    """The arrays a driver (SIDE_HEAD + a body that ends ``np.savez(sys.argv[3], *arrays)``) saves on ``side`` of
+    ``program``, in their order."""
+    import numpy as np
+
+    run_driver(driver, side, program, out, *args)
+    with np.load(out) as z:
+        return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+
+
+def verify_torch2jax(original: Path, translated: Path, model: str, inputs: list[str], **options) -> dict:
+    """The certificate of ``fwport verify`` of ``translated`` against ``original`` (torch2jax on the CPU, forward and
+    gradients in float64 unless ``options`` say otherwise; ``options`` are verify's Options)."""
+    from fwport.verify.run import Options, Session, verify
+
+    options = {"checks": ("forward", "grad"), "dtype": "float64", **options}
+    opts = Options(str(original), str(translated), model, inputs=inputs, device="cpu", direction="torch2jax",
+                   **options)
+    with Session() as session:
+        return verify(opts, session)
+
+
+def verify_model(tmp_path: Path, source: str, model: str, inputs: list[str], **options) -> dict:
+    """The torch2jax translation of snippet ``source`` (helpers.t2j), which has no errors, verified against it
+    (verify_torch2jax with ``options``) and passing: the certificate."""
+    original = tmp_path / "model.py"
+    original.write_text(textwrap.dedent(source).lstrip("\n"))
+    r = t2j(source)
+    assert not error_findings(r), r.findings
+    translated = tmp_path / "model_jax.py"
+    translated.write_text(r.output)
+    cert = verify_torch2jax(original, translated, model, inputs, **options)
+    assert cert["verdict"] == "pass", str(cert)[:3000]
+    return cert

@@ -7,24 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.packs.tf2torch.helpers import HELPERS
-from fwport.verify import Options, Session, verify
+from fwport.verify import Options, verify
+from helpers import error_texts as errors
 
 
 def tx(src: str):
     return translate_source(src, "model.py")
-
-
-def errors(r) -> list[str]:
-    return [f"L{f.line} {f.code}: {f.message}" for f in r.findings if f.severity == Severity.ERROR]
-
-
-@pytest.fixture(scope="module")
-def session():
-    with Session() as s:
-        yield s
 
 
 def _verify(session, tmp_path, src: str, model: str, inputs: list[str], checks=("forward", "grad"), args=None):

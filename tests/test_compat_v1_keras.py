@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.verify import Options, Session, verify
+from helpers import error_texts as _errors
 
 SRC = '''import tensorflow as tf
 
@@ -20,10 +20,6 @@ def build_model():
         tf.compat.v1.keras.layers.Dense(5),
     ])
 '''
-
-
-def _errors(r) -> list[str]:
-    return [f"L{f.line} {f.code}: {f.message}" for f in r.findings if f.severity == Severity.ERROR]
 
 
 def test_compat_v1_keras_model_verifies(tmp_path):

@@ -15,8 +15,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_lines as errors
 from runners import keras_and_torch
 
 
@@ -25,10 +25,6 @@ def tx(src: str):
     again = translate_source(r.output, "model.py")
     assert again.output == r.output, "translating the output again must change nothing"
     return r
-
-
-def errors(r) -> list:
-    return [(f.line, f.message) for f in r.findings if f.severity is Severity.ERROR]
 
 
 EARLY = '''

@@ -7,6 +7,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_messages as _errors
 
 SRC = '''
 from tensorflow import keras
@@ -37,10 +38,6 @@ def build(units=4):
 
 def _tx(src: str, keras: int = 3):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": keras})
-
-
-def _errors(r) -> list[str]:
-    return [f.message for f in r.findings if f.severity.value == "error"]
 
 
 @pytest.mark.parametrize("keras", [3, 2])

@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_messages as _errors
 
 DECIDED = '''
 from tensorflow import keras
@@ -61,10 +62,6 @@ classifier = build_classifier(positional_encoding=True)
 
 def _tx(src: str, keras: int = 3):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": keras})
-
-
-def _errors(r) -> list[str]:
-    return [f.message for f in r.findings if f.severity.value == "error"]
 
 
 def _verify(tmp_path, src: str, out: str, model: str, shape: str):

@@ -6,22 +6,18 @@ model verifies numerically against Keras with the weights of both models moved b
 from __future__ import annotations
 
 import textwrap
-from collections import Counter
 
 import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_counts as errors
 
 PACK = load_pack("tf2torch")
 
 
 def tx(src: str):
     return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
-
-
-def errors(r) -> Counter:
-    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
 
 
 HEAD = '''

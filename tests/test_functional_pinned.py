@@ -11,6 +11,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_messages as _errors
 
 # keras-io's cutmix.py, reduced: the residual stacks' count comes from `depth`, a stride per pass
 RESNET = '''
@@ -91,10 +92,6 @@ def _tx(src: str, keras: int = 3):
 
 def _line(src: str, text: str) -> int:
     return next(i for i, ln in enumerate(src.splitlines(), 1) if text in ln)
-
-
-def _errors(r) -> list[str]:
-    return [f.message for f in r.findings if f.severity.value == "error"]
 
 
 def test_a_builder_is_followed_for_the_values_the_file_gives_it():

@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_findings as _errors
 
 IFS = '''
 import keras
@@ -39,10 +40,6 @@ KERAS2 = IFS.replace("import keras\nfrom keras import layers", "from tensorflow 
 
 def _tx(src: str, keras: int = 3):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": keras})
-
-
-def _errors(r):
-    return [f for f in r.findings if f.severity.value == "error"]
 
 
 def test_an_if_on_parameters_called_with_several_values_is_kept_in_init_and_forward():

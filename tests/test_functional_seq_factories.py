@@ -11,6 +11,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_lines as _errors
 
 PACK = load_pack("tf2torch")
 
@@ -53,10 +54,6 @@ def _tx(src: str):
     r = translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
     assert translate_source(r.output, "m.py", PACK).output == r.output
     return r
-
-
-def _errors(r) -> list:
-    return [(f.line, f.message) for f in r.findings if f.severity.value == "error"]
 
 
 def test_a_sequential_factory_called_on_a_tensor_is_an_nn_sequential_named_after_it():

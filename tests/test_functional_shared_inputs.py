@@ -9,6 +9,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_messages as _errors
 
 PPO = '''
 import tensorflow as tf
@@ -38,10 +39,6 @@ for step in range(2):
 
 def _tx(src: str):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": 2})  # (tf.squeeze on a KerasTensor)
-
-
-def _errors(r) -> list[str]:
-    return [f.message for f in r.findings if f.severity.value == "error"]
 
 
 def test_two_models_sharing_an_input_are_two_classes_taking_it():

@@ -8,6 +8,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_messages as _errors
 
 SEQ2SEQ = '''
 from tensorflow import keras
@@ -44,10 +45,6 @@ model = keras.Model([encoder_inputs, decoder_inputs], keras.layers.Dense(6)(deco
 
 def _tx(src: str, keras: int = 3):
     return translate_source(src, "m.py", load_pack("tf2torch"), {"keras": keras})
-
-
-def _errors(r) -> list[str]:
-    return [f.message for f in r.findings if f.severity.value == "error"]
 
 
 def test_a_named_list_of_states_is_the_initial_state_and_computes_what_keras_does(tmp_path):

@@ -6,22 +6,18 @@ followed keeps an error on its line and the model left as written."""
 from __future__ import annotations
 
 import textwrap
-from collections import Counter
 
 import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_counts as errors
 
 PACK = load_pack("tf2torch")
 
 
 def tx(src: str):
     return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", PACK)
-
-
-def errors(r) -> Counter:
-    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
 
 
 def verified(tmp_path, src: str, out: str, model: str, inputs: list[str]) -> dict:

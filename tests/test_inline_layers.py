@@ -13,11 +13,11 @@ from pathlib import Path
 
 import numpy as np
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 
 from conv_numerics import assert_close
+from helpers import error_lines as errors
 
 PACK = load_pack("tf2torch")
 
@@ -28,10 +28,6 @@ def tx(src: str):
     again = translate_source(r.output, "model.py", PACK)
     assert again.output == r.output, "translating the output again must change nothing"
     return src, r
-
-
-def errors(r) -> list[tuple[int, str]]:
-    return [(f.line, f.message) for f in r.findings if f.severity is Severity.ERROR]
 
 
 _KERAS = r'''

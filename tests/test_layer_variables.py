@@ -9,9 +9,9 @@ import textwrap
 import numpy as np
 import torch
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_messages as errors
 
 PACK = load_pack("tf2torch")
 
@@ -41,10 +41,6 @@ def tx(src: str):
     r = translate_source(textwrap.dedent(src).lstrip("\n"), "layer.py", PACK)
     assert translate_source(r.output, "layer.py", PACK).output == r.output, "not a fixpoint"
     return r
-
-
-def errors(r) -> list[str]:
-    return [f.message for f in r.findings if f.severity is Severity.ERROR]
 
 
 def test_unkept_add_weight_is_registered_and_trainable_variables_are_the_parameters():

@@ -14,12 +14,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
 from fwport.verify.transfer import plan, transfer
 
 from conv_numerics import assert_close, compare_weightless
+from helpers import error_summaries as errors
 
 PACK = load_pack("tf2torch")
 
@@ -30,10 +30,6 @@ def tx(src: str):
     again = translate_source(r.output, "model.py", PACK)
     assert again.output == r.output, "translating the output again must change nothing"
     return src, r
-
-
-def errors(r) -> list[str]:
-    return [f"{f.code}: {f.message}" for f in r.findings if f.severity is Severity.ERROR]
 
 
 # --- a harness: given inputs (integer ids too), the weights moved by the rules' maps -----------------------

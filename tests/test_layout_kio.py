@@ -10,6 +10,7 @@ import pytest
 
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_counts as errors
 
 PACK = load_pack("tf2torch")
 
@@ -19,10 +20,6 @@ def tx(src: str):
     again = translate_source(r.output, "m.py", PACK)
     assert again.output == r.output, "translating the output again must change nothing"
     return r
-
-
-def errors(r) -> Counter:
-    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
 
 
 def verified(tmp_path, src: str, out: str, model: str, inputs: list[str]) -> list[str]:

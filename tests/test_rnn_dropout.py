@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as _errors
 
 SOURCE = '''
 from tensorflow import keras
@@ -24,10 +25,6 @@ def build_fn(rate=0.3):
     out = layers.Dense(2)(x)
     return keras.Model(inp, out)
 '''
-
-
-def _errors(r):
-    return [f for f in r.findings if f.severity.name == "ERROR"]
 
 
 def test_input_dropout_becomes_sequence_dropout_and_verifies_at_inference(tmp_path):

@@ -5,7 +5,6 @@ starred=True)``), else the call is refused on its line as before. Both translati
 source framework."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -13,11 +12,11 @@ import textwrap
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs
+from runners import verify_torch2jax
 
-MISSING = [m for m in ("torch", "jax", "equinox", "tensorflow") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox", "tensorflow")
 
 SEQ = '''
 import torch
@@ -48,19 +47,11 @@ def translate(src, direction):
     return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", direction)
 
 
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
-
-
 def verified(tmp_path, src: str, model: str, shape: str) -> dict:
     """``fwport verify`` (forward and gradients, float64) of ``src`` against its torch2jax translation."""
-    from fwport.verify.run import Options, Session, verify
     (tmp_path / "orig.py").write_text(textwrap.dedent(src).lstrip("\n"))
     (tmp_path / "jax_out.py").write_text(translate(src, "torch2jax").output)
-    opts = Options(str(tmp_path / "orig.py"), str(tmp_path / "jax_out.py"), model, inputs=[shape],
-                   checks=("forward", "grad"), device="cpu", direction="torch2jax", dtype="float64")
-    with Session() as session:
-        return verify(opts, session)
+    return verify_torch2jax(tmp_path / "orig.py", tmp_path / "jax_out.py", model, [shape])
 
 
 def test_sequential_of_unpacked_layers_becomes_an_equinox_sequential_of_them():

@@ -8,7 +8,6 @@ fwport verify end to end TF → JAX (fwport/verify/tf2jax.py).
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -17,13 +16,12 @@ from click.testing import CliRunner
 
 from fwport.core.chain import LineMap
 from fwport.core.cli import main
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import needs
 
 ROOT = Path(__file__).resolve().parent.parent
 TF_FIXTURES = ROOT / "fixtures" / "tf2torch"
-MISSING = [m for m in ("tensorflow", "keras", "torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"verification needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("tensorflow", "keras", "torch", "jax", "equinox")
 
 
 def _run(*args: str):
@@ -128,13 +126,6 @@ def test_line_map_keeps_rewrites_and_insertions_near_their_source():
 
 
 # --- fwport verify end to end -------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def session():
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
-
 
 VERIFIED = ["sequential_mlp", "mnist_convnet", "functional_mlp"]
 

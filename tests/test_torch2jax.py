@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from collections import Counter
@@ -20,6 +19,8 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import needs
+from runners import SIDE_HEAD, saved_arrays
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -30,8 +31,7 @@ PACK = load_pack("torch2jax")
 RULES = sorted(PACK.rules.values(), key=lambda r: r.id)
 DIRS = regen.fixture_dirs()
 VERIFY = {d.name: json.loads((d / "verify.json").read_text()) for d in DIRS}
-MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"verification needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
 
 def t2j(text: str):
@@ -209,13 +209,6 @@ def test_fixture_translation_is_expected(name):
     assert regen.findings_data(r) == json.loads((d / "expected_findings.json").read_text())
     assert "torch" not in r.output.replace("torch2jax", "")
     assert translate_source(r.output, "again.py", PACK).output == r.output, "not a fixpoint"
-
-
-@pytest.fixture(scope="module")
-def session():
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
 
 
 def _verify(session, name: str, translated_file: Path | None = None) -> dict:
@@ -437,13 +430,7 @@ def test_fwport_verify_command_detects_the_direction_and_passes(tmp_path):
 
 
 FUNCTIONS = ROOT / "tests" / "data" / "torch_functions.py"
-_RUN = """
-import sys, numpy as np, runpy
-if sys.argv[1] == "jax":
-    sys.modules["torch"] = None  # the translation must not need it
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(sys.argv[2])
+_RUN = SIDE_HEAD + """
 rng = np.random.default_rng(0)
 args = [rng.standard_normal((6, 5)), rng.integers(0, 5, 6), rng.standard_normal((6, 3)), rng.standard_normal((6, 3))]
 if sys.argv[1] == "torch":
@@ -460,7 +447,6 @@ np.savez(sys.argv[3], *[np.asarray(o) for o in ns["losses"](*args)])
 def test_translated_functions_compute_what_pytorch_computes(tmp_path):
     """Losses with their reductions, reductions over dims, softmax, matmul, exact GELU, cat: the
     translated file (torch unimportable) against the original, in float64."""
-    import subprocess
     import numpy as np
     r = translate_source(FUNCTIONS.read_text(), str(FUNCTIONS), PACK)
     assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
@@ -468,11 +454,7 @@ def test_translated_functions_compute_what_pytorch_computes(tmp_path):
     translated_file.write_text(r.output)
     outs = {}
     for side, path in (("torch", FUNCTIONS), ("jax", translated_file)):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-2000:]
-        with np.load(tmp_path / f"{side}.npz") as z:
-            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+        outs[side] = saved_arrays(_RUN, side, path, tmp_path / f"{side}.npz")
     assert len(outs["torch"]) == len(outs["jax"]) == 12
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape, f"output {i}"

@@ -9,43 +9,14 @@ without a gradient (no step, no weight decay); optax would decay the frozen tabl
 they do not."""
 from __future__ import annotations
 
-import importlib.util
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from fwport.core.finding import Severity
-from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs, t2j
+from runners import SIDE_HEAD, printed_json, verify_model
 
-MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
-
-
-def verify_model(tmp_path, source: str, model: str, inputs: list[str], dtype: str = "float64") -> dict:
-    from fwport.verify.run import Options, Session, verify
-    src = tmp_path / "model.py"
-    src.write_text(textwrap.dedent(source).lstrip("\n"))
-    r = t2j(source)
-    assert not errors(r), r.findings
-    translated = tmp_path / "model_jax.py"
-    translated.write_text(r.output)
-    opts = Options(str(src), str(translated), model, inputs=inputs, checks=("forward", "grad"), device="cpu",
-                   direction="torch2jax", dtype=dtype)
-    with Session() as session:
-        cert = verify(opts, session)
-    assert cert["verdict"] == "pass", str(cert)[:3000]
-    return cert
+needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
 
 # --- indices of a batched tensor ------------------------------------------------------------------------------
@@ -154,15 +125,7 @@ OPTIMIZERS = ["torch.optim.AdamW(model.parameters(), lr=0.1, weight_decay=0.5)",
               "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=0.3)",
               "torch.optim.Adam(model.parameters(), lr=0.05, weight_decay=0.2)"]
 
-_FIT = """
-import json, runpy, sys
-side, path = sys.argv[1], sys.argv[2]
-import numpy as np
-if side == "jax":
-    sys.modules["torch"] = None
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(path)
+_FIT = SIDE_HEAD + """
 rng = np.random.default_rng(0)
 table, tuned = rng.standard_normal((10, 4)), rng.standard_normal((10, 4))
 w, b = rng.standard_normal((3, 4)), rng.standard_normal(3)
@@ -199,9 +162,7 @@ def test_the_optimizer_of_a_file_with_a_frozen_table_is_masked():
 def _fit(tmp_path, side, text) -> dict:
     path = tmp_path / f"{side}.py"
     path.write_text(text)
-    p = subprocess.run([sys.executable, "-c", _FIT, side, str(path)], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return printed_json(_FIT, side, path)
 
 
 @needs_frameworks

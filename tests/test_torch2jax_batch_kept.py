@@ -5,40 +5,13 @@ batched tensor itself stays an error (it goes over the examples). Each translati
 (forward and gradients, ``fwport verify``)."""
 from __future__ import annotations
 
-import importlib.util
-import textwrap
 
 import pytest
 
-from fwport.core.finding import Severity
-from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs, t2j
+from runners import verify_model
 
-MISSING = [m for m in ("torch", "jax", "equinox", "einops") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
-
-
-def verify_model(tmp_path, source: str, model: str, inputs: list[str], dtype: str = "float64") -> dict:
-    from fwport.verify.run import Options, Session, verify
-    src = tmp_path / "model.py"
-    src.write_text(textwrap.dedent(source).lstrip("\n"))
-    r = t2j(source)
-    assert not errors(r), r.findings
-    translated = tmp_path / "model_jax.py"
-    translated.write_text(r.output)
-    opts = Options(str(src), str(translated), model, inputs=inputs, checks=("forward", "grad"), device="cpu",
-                   direction="torch2jax", dtype=dtype)
-    with Session() as session:
-        cert = verify(opts, session)
-    assert cert["verdict"] == "pass", str(cert)[:3000]
-    return cert
+needs_frameworks = needs("torch", "jax", "equinox", "einops")
 
 
 VIT = '''

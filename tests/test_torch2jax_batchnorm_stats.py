@@ -4,16 +4,14 @@ training steps PyTorch's running mean is (1 - (1 - m)^n) times Equinox's debiase
 (1 - m)^n + N/(N-1) * ((1 - (1 - m)^n) * Equinox's - (1 - m)^n) (N the values per channel in a batch)."""
 from __future__ import annotations
 
-import json
 import math
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import printed_json
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -88,10 +86,7 @@ def test_the_running_statistics_differ_as_the_warning_says(tmp_path, steps):
     out.write_text(text)
     res = {}
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(steps)], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        res[side] = {k: np.asarray(v) for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
+        res[side] = {k: np.asarray(v) for k, v in printed_json(_RUN, side, path, steps).items()}
     m, n, per_channel = 0.2, steps, 8
     factor = 1 - (1 - m) ** n
     np.testing.assert_allclose(res["torch"]["mean"], factor * res["jax"]["mean"], rtol=1e-4)

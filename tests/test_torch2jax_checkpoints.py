@@ -15,18 +15,16 @@ the same train_step, one with another loss (or an optimizer made again with othe
 """
 from __future__ import annotations
 
-import importlib.util
-import json
 import subprocess
 import sys
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs
+from runners import printed_json
 
-MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
 SRC = '''\
 import torch
@@ -91,10 +89,6 @@ restored = model(x)
 
 def t2j(text: str):
     return translate_source(text, "train.py", "torch2jax")
-
-
-def errors(r) -> list:
-    return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
 def test_a_checkpoint_dict_is_saved_and_loaded_with_the_helpers():
@@ -175,10 +169,9 @@ def test_training_saving_reloading_and_resuming_as_pytorch_does(tmp_path):
     (tmp_path / "translated.py").write_text(t2j(SRC).output)
     got = {}
     for side, path in (("torch", "orig.py"), ("jax", "translated.py")):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(tmp_path / path)], capture_output=True, text=True,
-                           timeout=300, cwd=tmp_path / f"{side}_side", env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-        assert p.returncode == 0, p.stderr[-3000:]
-        got[side] = {k: np.array(v) for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
+        printed = printed_json(_RUN, side, tmp_path / path, cwd=tmp_path / f"{side}_side",
+                               env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        got[side] = {k: np.array(v) for k, v in printed.items()}
     t, j = got["torch"], got["jax"]
     # the initialisations differ (PyTorch's and JAX's draws): compare each side's own history
     for v in (t, j):
@@ -198,11 +191,10 @@ def test_a_fresh_optimizer_state_would_not_resume_the_run(tmp_path):
     out = t2j(src).output
     assert "opt_state = checkpoint['optimizer']" not in out
     (tmp_path / "translated.py").write_text(out)
-    p = subprocess.run([sys.executable, "-c", _RUN, "jax", str(tmp_path / "translated.py")], capture_output=True, text=True,
-                       timeout=300, cwd=tmp_path, env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-    assert p.returncode == 0, p.stderr[-3000:]
+    printed = printed_json(_RUN, "jax", tmp_path / "translated.py", cwd=tmp_path,
+                           env={"JAX_PLATFORMS": "cpu", "PATH": ""})
     import numpy as np
-    v = {k: np.array(x) for k, x in json.loads(p.stdout.strip().splitlines()[-1]).items()}
+    v = {k: np.array(x) for k, x in printed.items()}
     assert not np.allclose(v["resumed"], v["continued"], rtol=1e-5, atol=1e-6)
 
 

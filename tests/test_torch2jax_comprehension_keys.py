@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_texts as errors, needs
 
 PACK = load_pack("torch2jax")
 
@@ -33,19 +33,6 @@ class M(nn.Module):
             y = torch.tanh(mid(y))
         return torch.cat([h(y) for h in self.heads] + [t(y) for t in self.tails], dim=-1)
 """
-
-
-def errors(r) -> list[str]:
-    return [f"L{f.line} {f.code}: {f.message}" for f in r.findings if f.severity is Severity.ERROR]
-
-
-@pytest.fixture(scope="module")
-def session():
-    pytest.importorskip("torch")
-    pytest.importorskip("equinox")
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
 
 
 def test_a_comprehension_over_a_sequence_splits_a_key_per_element():
@@ -71,6 +58,7 @@ def test_a_comprehension_over_an_iterable_without_len_keeps_the_error(before, it
     assert any(e.startswith(f"L{line} ") and "a comprehension in __init__()" in e for e in errors(r)), errors(r)
 
 
+@needs("torch", "equinox")
 def test_modules_built_by_comprehensions_over_sequences_compute_what_pytorch_computes(session, tmp_path):
     from fwport.verify.run import Options, verify
     r = translate_source(SRC, "m.py", PACK)

@@ -7,26 +7,17 @@ PyTorch)."""
 from __future__ import annotations
 
 import importlib.util
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs, t2j
+from runners import verify_torch2jax
 
 ROOT = Path(__file__).resolve().parent.parent
 MODEL = ROOT / "tests" / "data" / "torch_detr_like.py"
-MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
+needs_frameworks = needs("torch", "jax", "equinox")
 
 
 def _class(out: str, name: str) -> str:
@@ -132,16 +123,12 @@ def test_a_layer_forward_calls_gets_the_batch_position_of_its_callers():
 def test_a_detr_style_transformer_verifies_against_pytorch(args, tmp_path):
     """Forward and gradients against PyTorch (eval: dropout off), the JAX side never importing PyTorch: the feature map
     and its padding mask on axis 0, the query embedding shared (none); the outputs' axes probed on the original."""
-    from fwport.verify.run import Options, Session, verify
     r = translate_source(MODEL.read_text(), str(MODEL), "torch2jax")
     translated = tmp_path / "detr_like_jax.py"
     translated.write_text(r.output)
-    opts = Options(str(MODEL), str(translated), "EncoderDecoder", args=args,
-                   inputs=["float32[2,16,3,3]", "bool[2,3,3]", "float32[5,16]", "float32[2,16,3,3]"],
-                   checks=("forward", "grad"), device="cpu", direction="torch2jax", dtype="float64",
-                   batch_axis="0,0,none,0")
-    with Session() as session:
-        cert = verify(opts, session)
+    cert = verify_torch2jax(MODEL, translated, "EncoderDecoder",
+                            ["float32[2,16,3,3]", "bool[2,3,3]", "float32[5,16]", "float32[2,16,3,3]"], args=args,
+                            batch_axis="0,0,none,0")
     assert cert["verdict"] == "pass", str(cert)[:3000]
     assert cert["results"]["outputs"] and cert["results"]["gradients"]
     assert cert["batch_axis"]["out_axes"] == [1, 0]

@@ -8,16 +8,14 @@ script around the class (the module-level root key it happened to find before).
 """
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
-import pytest
-
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs
 
-MISSING = [m for m in ("jax", "equinox") if importlib.util.find_spec(m) is None]
+needs_jax = needs("jax", "equinox")
 
 VAE = '''\
 import torch
@@ -74,10 +72,6 @@ def evaluate(data):
 
 def t2j(text: str):
     return translate_source(text, "vae.py", "torch2jax")
-
-
-def errors(r) -> list:
-    return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
 def test_a_draw_in_a_method_takes_the_key_of_the_call_split_per_consumer():
@@ -143,7 +137,7 @@ print(float(jnp.max(jnp.abs(recon - want))), float(jnp.max(jnp.abs(recon - again
 '''
 
 
-@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+@needs_jax
 def test_the_translated_draws_use_the_keys_given_one_per_example(tmp_path):
     path = tmp_path / "vae_t.py"
     path.write_text(t2j(VAE).output, encoding="utf-8")
@@ -330,7 +324,7 @@ else:
 '''
 
 
-@pytest.mark.skipif(bool(MISSING) or importlib.util.find_spec("torch") is None, reason="needs torch, jax, equinox")
+@needs("torch", "jax", "equinox")
 def test_a_method_called_outside_the_class_computes_as_pytorch_on_the_batch(tmp_path):
     import numpy as np
     src = SCRIPT

@@ -58,13 +58,6 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def session():
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
-
-
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_an_epoch_stepped_scheduler_trains_like_pytorch(case, session, tmp_path):
     from fwport.verify.run import Options

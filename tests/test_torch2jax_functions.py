@@ -4,15 +4,13 @@ pools and pad_sequence outside a module: translated, run with torch unimportable
 inputs and weights."""
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import SIDE_HEAD, saved_arrays
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -67,14 +65,7 @@ def outside(x, w, b, lw, m, k8):
             pad_sequence(seqs), pad_sequence(seqs, batch_first=True, padding_value=-1.5, padding_side="left")]
 '''
 
-RUN = """
-import sys, numpy as np, runpy
-side = sys.argv[1]
-if side == "jax":
-    sys.modules["torch"] = None  # the translation must not need it
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(sys.argv[2])
+RUN = SIDE_HEAD + """
 rng = np.random.default_rng(0)
 x = rng.standard_normal((3, 3, 8, 8))
 weights = {k: rng.standard_normal(s) for k, s in (("w", (4, 3, 3, 3)), ("b", (4,)), ("g", (6, 2, 2, 2)),
@@ -102,15 +93,6 @@ np.savez(sys.argv[3], *[np.asarray(o.detach() if hasattr(o, "detach") else o) fo
 """
 
 
-def _outputs(side: str, path, tmp_path) -> list:
-    out = tmp_path / f"{side}.npz"
-    p = subprocess.run([sys.executable, "-c", RUN, side, str(path), str(out)], capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    with np.load(out) as z:
-        return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
-
-
 def test_split_unbind_norm_flatten_linear_conv2d_pools_compute_what_pytorch_computes(tmp_path):
     r = translate_source(SOURCE, "fns.py", PACK)
     assert not [f for f in r.findings if f.severity is not Severity.INFO], r.findings
@@ -118,7 +100,8 @@ def test_split_unbind_norm_flatten_linear_conv2d_pools_compute_what_pytorch_comp
     original, translated = tmp_path / "fns.py", tmp_path / "fns_jax.py"
     original.write_text(SOURCE)
     translated.write_text(r.output)
-    torch_out, jax_out = _outputs("torch", original, tmp_path), _outputs("jax", translated, tmp_path)
+    torch_out = saved_arrays(RUN, "torch", original, tmp_path / "torch.npz")
+    jax_out = saved_arrays(RUN, "jax", translated, tmp_path / "jax.npz")
     assert len(torch_out) == len(jax_out) == 17 + 35
     for i, (t, j) in enumerate(zip(torch_out, jax_out)):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"

@@ -14,6 +14,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import printed_json
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -310,17 +311,13 @@ def test_the_generator_step_inside_an_if_trains_as_pytorch_does(tmp_path):
     """Five batches, the critic stepped at each and the generator at every second one (Adam both, BatchNorm in the
     generator), from the same weights: the translation (run with torch unimportable) gives PyTorch's weights, its
     generator losses and the generator output read after the last step."""
-    import json
     import numpy as np
     text, _ = _translate(N_CRITIC.read_text())
     out = tmp_path / "out.py"
     out.write_text(text)
     results = []
     for path, side in ((N_CRITIC, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN_N_CRITIC, str(path), side], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        results.append(printed_json(_RUN_N_CRITIC, path, side))
     t, j = results
     assert len(t["g_losses"]) == 3 and len(j["g_losses"]) == 3  # i = 0, 2, 4
     for k in ("g0", "g3", "d0", "g_losses", "last_fake"):
@@ -357,17 +354,13 @@ def test_two_models_with_batchnorm_train_as_pytorch_does(tmp_path):
     """Five batches, the generator's and then the discriminator's Adam step at each (BatchNorm in both, batch
     statistics in training mode), from the same weights: the translation (torch unimportable) gives PyTorch's
     losses at every step and its weights after the last."""
-    import json
     import numpy as np
     text, _ = _translate(TWO_BN.read_text())
     out = tmp_path / "out.py"
     out.write_text(text)
     results = []
     for path, side in ((TWO_BN, "torch"), (out, "jax")):
-        p = subprocess.run([sys.executable, "-c", _RUN_TWO_BN, str(path), side], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        results.append(printed_json(_RUN_TWO_BN, path, side))
     t, j = results
     assert len(t["g_losses"]) == len(j["d_losses"]) == 5
     for k in ("g0", "g3", "d0", "d3", "g_losses", "d_losses"):

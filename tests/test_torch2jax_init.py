@@ -4,13 +4,12 @@ Each translation is run under JAX (PyTorch hidden) and compared with what PyTorc
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import printed_json
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -133,9 +132,7 @@ print(json.dumps({
 
 
 def _run(code: str, *args: str) -> dict:
-    p = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return printed_json(code, *args)
 
 
 @pytest.fixture(scope="module")

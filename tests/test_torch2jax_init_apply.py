@@ -4,15 +4,13 @@ weights_init_normal), selecting the layers by class name or isinstance. The tran
 the same constants, the layers it leaves alone left alone."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import printed_json
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -99,9 +97,7 @@ print(json.dumps(out, default=float))
 
 
 def _run(*args: str) -> list:
-    p = subprocess.run([sys.executable, "-c", _STATS, *args], capture_output=True, text=True, timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    return printed_json(_STATS, *args)
 
 
 @pytest.fixture(scope="module")
@@ -218,10 +214,7 @@ def test_a_layer_bound_to_a_name_is_reinitialised_before_it_is_held(tmp_path):
     out.write_text(r.output)
     res = []
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _LOCAL_STATS, side, str(path)], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        res.append(printed_json(_LOCAL_STATS, side, path))
     (tm, ts, tb, tbn), (jm, js, jb, jbn) = res
     assert jm == pytest.approx(tm, abs=0.01) and js == pytest.approx(ts, rel=0.03) and js == pytest.approx(0.5, rel=0.03)
     assert tb == jb == 0.0 and tbn == jbn == 0.0
@@ -284,10 +277,7 @@ def test_self_apply_tests_equinox_classes_and_reads_data_as_the_array(tmp_path):
     out.write_text(r.output)
     res = []
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _APPLIED_STATS, side, str(path)], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        res.append(printed_json(_APPLIED_STATS, side, path))
     for (tm, ts), (jm, js) in zip(*res):
         assert jm == pytest.approx(tm, abs=0.004) and js == pytest.approx(ts, abs=0.002)
     assert res[1][2] == [0.5, 0.0]
@@ -359,10 +349,7 @@ def test_a_static_method_given_to_self_apply_and_its_constant_fills(tmp_path):
     out.write_text(r.output)
     res = []
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _STATIC_STATS, side, str(path)], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        res.append(printed_json(_STATIC_STATS, side, path))
     for (td, tm, ts, _), (jd, jm, js, _) in zip(*res):
         assert jd == td == "float32"
         assert jm == pytest.approx(tm, abs=0.002) and js == pytest.approx(ts, abs=0.002)
@@ -432,10 +419,7 @@ def test_a_loop_over_self_modules_reinitialises_as_pytorch_does(tmp_path):
     out.write_text(r.output)
     res = []
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _MODULES_STATS, side, str(path)], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        res.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        res.append(printed_json(_MODULES_STATS, side, path))
     (tw, tb, tg, tbb, tf), (jw, jb, jg, jbb, jf) = res
     # kaiming_uniform_(a=1): U(-sqrt(3 / fan_in), ...) over 55296 weights; the Linear's own init over 960
     for t, j, mean, rel in ((tw, jw, 0.001, 0.02), (tf, jf, 0.01, 0.1)):

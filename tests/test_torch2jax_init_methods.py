@@ -6,14 +6,11 @@ holding the array is rebuilt (``eqx.tree_at``), as ``torch.nn.init`` calls are (
 the same vectors and their arrays compared; the draws by their mean and spread."""
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-
 import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import printed_json
 
 pytest.importorskip("torch")
 pytest.importorskip("equinox")
@@ -89,10 +86,7 @@ def test_in_place_fills_in_init_rebuild_the_fields_and_compute_what_pytorch_comp
     (tmp_path / "m_jax.py").write_text(out)
     res = {}
     for side, path in (("torch", "m.py"), ("jax", "m_jax.py")):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(tmp_path / path)], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        res[side] = json.loads(p.stdout.strip().splitlines()[-1])
+        res[side] = printed_json(_RUN, side, tmp_path / path)
     t, j = res["torch"], res["jax"]
     for k in ("emb.weight", "fc.weight", "fc.bias", "table", "big.bias", "out"):
         np.testing.assert_allclose(np.asarray(j[k]), np.asarray(t[k]), rtol=1e-6, atol=1e-6, err_msg=k)

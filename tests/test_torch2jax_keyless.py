@@ -7,22 +7,13 @@ from __future__ import annotations
 import importlib.util
 import subprocess
 import sys
-import textwrap
 
 import pytest
 
 from fwport.core.finding import Severity
-from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, t2j
 
 needs_jax = pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="needs jax")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
 KEYLESS = '''

@@ -6,27 +6,15 @@ comprehension, and a warning that the numbers differ from PyTorch's and the seed
 the same shapes and kinds, two draws independent, every iteration and element its own numbers, deterministic."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from fwport.core.finding import Severity
-from fwport.core.pipeline import translate_source
+from helpers import by, needs, t2j
 
-MISSING = [m for m in ("jax", "torch") if importlib.util.find_spec(m) is None]
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def by(r, severity):
-    return [f for f in r.findings if f.severity is severity]
-
+needs_frameworks = needs("jax", "torch")
 
 SCRIPT = '''
 import torch
@@ -108,7 +96,7 @@ def _run(path, block_torch: bool) -> dict:
     return json.loads(p.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+@needs_frameworks
 def test_keyless_draws_run_with_pytorchs_shapes_independent_keys_and_deterministic(tmp_path):
     r = t2j(SCRIPT)
     assert not by(r, Severity.ERROR), r.findings
@@ -294,7 +282,7 @@ def test_a_drawing_function_the_file_calls_takes_a_key_its_callers_split():
     assert warned == [14, 19], r.findings  # callback(), the module's top-level code (not the functions given a key)
 
 
-@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+@needs_frameworks
 def test_each_call_of_a_function_given_a_key_draws_new_numbers(tmp_path):
     r = t2j(CALLED)
     path = tmp_path / "t.py"
@@ -333,7 +321,7 @@ for i in range(3):
 '''
 
 
-@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+@needs_frameworks
 def test_a_draw_in_a_loss_reaches_the_train_step_as_a_new_key_per_step(tmp_path):
     r = t2j(LOSS_DRAWS)
     assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
@@ -360,7 +348,7 @@ for i in range(3):
 '''
 
 
-@pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)}")
+@needs_frameworks
 def test_draws_after_torch_manual_seed_split_its_root_key(tmp_path):
     # before: every draw of the scope read the seed's key itself, x == y and the same zs at every iteration
     r = t2j(SEEDED)

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_texts as errors, needs
 
 PACK = load_pack("torch2jax")
 
@@ -53,19 +53,6 @@ def tx(src: str):
     return translate_source(src, "model.py", PACK)
 
 
-def errors(r) -> list[str]:
-    return [f"L{f.line} {f.code}: {f.message}" for f in r.findings if f.severity is Severity.ERROR]
-
-
-@pytest.fixture(scope="module")
-def session():
-    pytest.importorskip("torch")
-    pytest.importorskip("equinox")
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
-
-
 def test_a_builder_function_inside_init_takes_a_key_split_per_call():
     r = tx(GAN.replace("NORM", "InstanceNorm2d"))
     assert not errors(r), errors(r)
@@ -78,6 +65,7 @@ def test_a_builder_function_inside_init_takes_a_key_split_per_call():
 
 
 @pytest.mark.parametrize("norm", ["InstanceNorm2d", "BatchNorm2d"])
+@needs("torch", "equinox")
 def test_a_discriminator_built_by_a_local_function_computes_what_pytorch_computes(session, tmp_path, norm):
     from fwport.verify.run import Options, verify
     src = GAN.replace("NORM", norm)

@@ -8,18 +8,17 @@ iteration may skip it (``continue``), and gradient accumulation (the step under 
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs
+from runners import printed_json
 
-MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox", "optax")
 
 HEAD = '''\
 import torch
@@ -77,10 +76,6 @@ def t2j(text: str):
     return translate_source(text, "train.py", "torch2jax")
 
 
-def errors(r) -> list:
-    return [f for f in r.findings if f.severity is Severity.ERROR]
-
-
 @pytest.mark.parametrize("name", sorted(LOOPS))
 def test_the_loop_becomes_one_train_step_call(name):
     r = t2j(HEAD + LOOPS[name] + TAIL)
@@ -132,10 +127,8 @@ def test_the_rewritten_loops_train_as_pytorch_does(tmp_path):
     # the check can fail: gradients never cleared (PyTorch adds them up) train differently
     src = HEAD + LOOPS["zero_grad_after_step"].replace("    optimizer.zero_grad()\n", "") + TAIL
     (tmp_path / "kept.py").write_text(src)
-    p = subprocess.run([sys.executable, "-c", _RUN, "torch", json.dumps({"kept": str(tmp_path / "kept.py")})],
-                       capture_output=True, text=True, timeout=300, cwd=tmp_path, env={"PATH": ""})
-    assert p.returncode == 0, p.stderr[-3000:]
-    kept = json.loads(p.stdout.strip().splitlines()[-1])["kept"]
+    kept = printed_json(_RUN, "torch", json.dumps({"kept": str(tmp_path / "kept.py")}), cwd=tmp_path,
+                        env={"PATH": ""})["kept"]
     assert not np.allclose(kept["losses"], got["jax"]["zero_grad_after_step"]["losses"], rtol=1e-5, atol=1e-6)
 
 

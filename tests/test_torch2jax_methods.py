@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import verify_torch2jax
 
 SRC = '''\
 import torch
@@ -127,10 +128,7 @@ def test_the_rank_of_a_batched_tensor_counts_the_batch_axis(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("jax")
     pytest.importorskip("equinox")
-    from fwport.verify.run import Options, Session, verify
     (tmp_path / "m.py").write_text(RANK)
     (tmp_path / "m_jax.py").write_text(r.output)
-    with Session() as session:
-        cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_jax.py"), "Net", inputs=["float32[3,4]"],
-                              checks=("forward", "grad"), device="cpu", direction="torch2jax"), session)
+    cert = verify_torch2jax(tmp_path / "m.py", tmp_path / "m_jax.py", "Net", ["float32[3,4]"], dtype="float32")
     assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")

@@ -9,16 +9,12 @@ new numbers at each call and for each example.
 """
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
-import pytest
-
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-
-MISSING = [m for m in ("jax", "equinox", "torch") if importlib.util.find_spec(m) is None]
+from helpers import needs
 
 SRC = '''\
 import torch
@@ -87,7 +83,7 @@ np.savez(out, a=np.asarray(ns["a"]), b=np.asarray(ns["b"]))
 '''
 
 
-@pytest.mark.skipif(bool(MISSING), reason="needs torch, jax, equinox")
+@needs("torch", "jax", "equinox")
 def test_the_translation_draws_as_pytorch_does(tmp_path):
     import numpy as np
     (tmp_path / "orig.py").write_text(SRC)

@@ -8,25 +8,13 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_texts as errors, needs
 
 PACK = load_pack("torch2jax")
 
 
 def tx(src: str):
     return translate_source(src, "model.py", PACK)
-
-
-def errors(r) -> list[str]:
-    return [f"L{f.line} {f.code}: {f.message}" for f in r.findings if f.severity is Severity.ERROR]
-
-
-@pytest.fixture(scope="module")
-def session():
-    pytest.importorskip("torch")
-    pytest.importorskip("equinox")
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
 
 
 def _verify(session, tmp_path, src: str, model: str, inputs: list[str], args=None, checks=("forward", "grad")):
@@ -101,6 +89,7 @@ class SelfAttention(nn.Module):
 """
 
 
+@needs("torch", "equinox")
 def test_training_only_attention_dropout_takes_the_call_key(session, tmp_path):
     # PyTorch's eval mode and Equinox's inference (no key): no dropout, the same numbers
     r, _ = _verify(session, tmp_path, SDPA, "SelfAttention", ["float32[2,5,8]"])
@@ -165,6 +154,7 @@ class CausalAttention(nn.Module):
 """
 
 
+@needs("torch", "equinox")
 def test_a_causal_mask_buffer_is_indexed_for_one_example(session, tmp_path):
     r, _ = _verify(session, tmp_path, MASK, "CausalAttention", ["float32[3,4,8]"])
     assert "jax.lax.stop_gradient(self.bias)[0, :, :T, :T] == 0" in r.output
@@ -202,6 +192,7 @@ class TinyLM(nn.Module):
 """
 
 
+@needs("torch", "equinox")
 def test_weight_tying_keeps_one_array_and_verifies(session, tmp_path):
     # the gradient of the shared table is the sum of both uses in PyTorch: compared under its first name
     r, cert = _verify(session, tmp_path, TIED, "TinyLM", ["int64[2,5]:11"])
@@ -222,6 +213,7 @@ def test_weight_tying_counts_parameters_as_pytorch(tmp_path):
     assert ns_j["TinyLM"](key=jax.random.key(0)).get_num_params() == n_torch == 11 * 6 + 2 * 6
 
 
+@needs("torch", "equinox")
 def test_weight_tying_the_other_way_round(session, tmp_path):
     src = """import torch
 import torch.nn as nn
@@ -278,6 +270,7 @@ class RNNModel(nn.Module):
 
 @pytest.mark.parametrize("bias", ["True", "False"])
 @pytest.mark.parametrize("tie", [True, False])
+@needs("torch", "equinox")
 def test_a_weight_tie_under_a_flag_keeps_the_flag_and_verifies(session, tmp_path, tie, bias):
     """word_language_model ties `if tie_weights:`: the flag becomes a static field and the decoder's calls use
     the encoder's table when it is set; outputs and the gradients (the table's: the sum of both uses, compared
@@ -393,6 +386,7 @@ def cropped():
 
 
 @pytest.mark.parametrize("length", [6, 4])
+@needs("torch", "equinox")
 def test_model_surgery_returns_a_new_model_and_verifies(session, tmp_path, length):
     """nanoGPT's crop_block_size: the method returns a new model (eqx.tree_at), the file's caller rebinds it; the
     cropped model (6 positions of 12) verifies against PyTorch's cropped one, on the full and a shorter sequence."""
@@ -686,6 +680,7 @@ class Net(nn.Module):
 
 
 @pytest.mark.parametrize("scaled", [True, False])
+@needs("torch", "equinox")
 def test_a_field_set_in_a_branch_defaults_to_none(session, tmp_path, scaled):
     r, _ = _verify(session, tmp_path, COND, "Net", ["float32[2,4]"], args={"scaled": scaled})
     assert "    scale: jax.Array | None = None\n" in r.output  # else Equinox refuses the instance built without it
@@ -780,6 +775,7 @@ class TinyGPT(nn.Module):
 """
 
 
+@needs("torch", "equinox")
 def test_blocks_in_a_module_dict_entry_get_the_tokens_rank(session, tmp_path):
     r, _ = _verify(session, tmp_path, DICT_BLOCKS, "TinyGPT", ["int64[2,5]:11"])
     assert "jax.vmap(self.c_fc)(x)" in r.output and "jax.vmap(self.transformer[\"wte\"])(idx)" in r.output
@@ -814,6 +810,7 @@ class Block(nn.Module):
 
 
 @pytest.mark.parametrize("bias", [False, True])
+@needs("torch", "equinox")
 def test_layer_norm_with_a_bias_field_that_may_be_none(session, tmp_path, bias):
     # bias=False: the field is None and F.layer_norm adds nothing (had been `+ self.bias`, a TypeError on None)
     r, _ = _verify(session, tmp_path, OPTIONAL_BIAS, "Block", ["float32[3,8]"], args={"bias": bias})

@@ -13,6 +13,7 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from runners import SIDE_HEAD, saved_arrays
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -21,14 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 OPS = ROOT / "tests" / "data" / "torch_ops.py"
 PACK = load_pack("torch2jax")
 
-_RUN = """
-import sys, numpy as np, runpy
-side = sys.argv[1]
-if side == "jax":
-    sys.modules["torch"] = None  # the translation must not need it
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(sys.argv[2])
+_RUN = SIDE_HEAD + """
 rng = np.random.default_rng(0)
 p = 1 / (1 + np.exp(-rng.standard_normal((6, 5))))
 p[0, 0], p[0, 1] = 0.0, 1.0  # PyTorch's log clamp at -100 in binary_cross_entropy
@@ -47,16 +41,6 @@ np.savez(sys.argv[3], *[np.asarray(tuple(o)) if type(o).__name__ in ("Size", "tu
 """
 
 
-def _outputs(side: str, path: Path, tmp_path: Path) -> list:
-    import numpy as np
-    out = tmp_path / f"{side}.npz"
-    p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(out)], capture_output=True, text=True,
-                       timeout=300)
-    assert p.returncode == 0, p.stderr[-3000:]
-    with np.load(out) as z:
-        return [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
-
-
 def test_translated_tensor_functions_compute_what_pytorch_computes(tmp_path):
     import numpy as np
     r = translate_source(OPS.read_text(), str(OPS), PACK)
@@ -65,7 +49,8 @@ def test_translated_tensor_functions_compute_what_pytorch_computes(tmp_path):
     assert [f.code for f in r.findings] == ["idiom-replaced"] + ["key-added"] * 8  # the seed's root key, 7 draws
     translated = tmp_path / "ops_jax.py"
     translated.write_text(r.output)
-    torch_out, jax_out = _outputs("torch", OPS, tmp_path), _outputs("jax", translated, tmp_path)
+    torch_out = saved_arrays(_RUN, "torch", OPS, tmp_path / "torch.npz")
+    jax_out = saved_arrays(_RUN, "jax", translated, tmp_path / "jax.npz")
     assert len(torch_out) == len(jax_out) == 67
     perm, drawn = len(torch_out) - 3, len(torch_out) - 1
     for i, (t, j) in enumerate(zip(torch_out, jax_out)):
@@ -240,14 +225,7 @@ def test_a_host_value_inside_the_module_is_refused_with_what_to_do():
 
 
 PER_EXAMPLE = ROOT / "tests" / "data" / "torch_per_example.py"
-_RUN_MODULE = """
-import sys, numpy as np, runpy
-side = sys.argv[1]
-if side == "jax":
-    sys.modules["torch"] = None
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(sys.argv[2])
+_RUN_MODULE = SIDE_HEAD + """
 rng = np.random.default_rng(1)
 x, y = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 7, 6))
 if side == "torch":
@@ -268,11 +246,7 @@ def test_per_example_rewrites_under_vmap_compute_what_pytorch_computes_on_the_ba
     translated.write_text(r.output)
     outs = {}
     for side, path in (("torch", PER_EXAMPLE), ("jax", translated)):
-        p = subprocess.run([sys.executable, "-c", _RUN_MODULE, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        with np.load(tmp_path / f"{side}.npz") as z:
-            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+        outs[side] = saved_arrays(_RUN_MODULE, side, path, tmp_path / f"{side}.npz")
     assert len(outs["torch"]) == len(outs["jax"]) == 12
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"
@@ -317,11 +291,7 @@ def test_batch_size_copies_of_per_example_constants_compute_what_pytorch_compute
     translated.write_text(r.output)
     outs = {}
     for side, path in (("torch", BATCH_SIZE), ("jax", translated)):
-        p = subprocess.run([sys.executable, "-c", _RUN_BATCH_SIZE, side, str(path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        with np.load(tmp_path / f"{side}.npz") as z:
-            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+        outs[side] = saved_arrays(_RUN_BATCH_SIZE, side, path, tmp_path / f"{side}.npz")
     assert len(outs["torch"]) == len(outs["jax"]) == 13
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape, f"output {i}: {t.shape} vs {j.shape}"

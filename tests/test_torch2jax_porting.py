@@ -5,53 +5,19 @@ unimportable, and compared with PyTorch: modules through `fwport verify` (forwar
 running both files on the same arrays in float64."""
 from __future__ import annotations
 
-import importlib.util
-import subprocess
-import sys
 import textwrap
 
 import pytest
 
-from fwport.core.finding import Severity
-from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs, t2j
+from runners import SIDE_HEAD, printed_json, saved_arrays, verify_model
 
-MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
-
-
-def verify_model(tmp_path, source: str, model: str, inputs: list[str], checks=("forward", "grad")) -> dict:
-    from fwport.verify.run import Options, Session, verify
-    src = tmp_path / "model.py"
-    src.write_text(textwrap.dedent(source).lstrip("\n"))
-    r = t2j(source)
-    assert not errors(r), r.findings
-    translated = tmp_path / "model_jax.py"
-    translated.write_text(r.output)
-    opts = Options(str(src), str(translated), model, inputs=inputs, checks=checks, device="cpu",
-                   direction="torch2jax", dtype="float64")
-    with Session() as session:
-        cert = verify(opts, session)
-    assert cert["verdict"] == "pass", str(cert)[:3000]
-    return cert
+needs_frameworks = needs("torch", "jax", "equinox")
 
 
 # runs `fn` of a file (the original with torch, the translation with torch unimportable) on float64 arrays
-_RUN = """
-import sys, numpy as np, runpy
-side, path, out, shapes = sys.argv[1], sys.argv[2], sys.argv[3], eval(sys.argv[4])
-if side == "jax":
-    sys.modules["torch"] = None  # the translation must not need it
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(path)
+_RUN = SIDE_HEAD + """
+out, shapes = sys.argv[3], eval(sys.argv[4])
 rng = np.random.default_rng(0)
 arrays = [rng.standard_normal(s) for s in shapes]
 if side == "torch":
@@ -66,7 +32,6 @@ np.savez(out, *[np.asarray(o) for o in (res if isinstance(res, (list, tuple)) el
 
 
 def run_both(tmp_path, source: str, shapes: list[tuple]) -> tuple[list, list]:
-    import numpy as np
     r = t2j(source)
     assert not errors(r), r.findings
     paths = {"torch": tmp_path / "f.py", "jax": tmp_path / "f_jax.py"}
@@ -74,12 +39,7 @@ def run_both(tmp_path, source: str, shapes: list[tuple]) -> tuple[list, list]:
     paths["jax"].write_text(r.output)
     outs = {}
     for side, path in paths.items():
-        out = tmp_path / f"{side}.npz"
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(out), repr(shapes)], capture_output=True,
-                           text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        with np.load(out) as z:
-            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+        outs[side] = saved_arrays(_RUN, side, path, tmp_path / f"{side}.npz", repr(shapes))
     return outs["torch"], outs["jax"]
 
 
@@ -347,15 +307,8 @@ def fit_always(model, x, y, clip=0.05):
     return model
 '''
 
-_CLIP_RUN = """
-import json, runpy, sys
-side, path, fn, kw = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
-import numpy as np
-if side == "jax":
-    sys.modules["torch"] = None
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(path)
+_CLIP_RUN = SIDE_HEAD + """
+fn, kw = sys.argv[3], json.loads(sys.argv[4])
 rng = np.random.default_rng(0)
 w, b = rng.standard_normal((3, 4)), rng.standard_normal(3)
 x, y = rng.standard_normal((8, 4)) * 2, rng.standard_normal((8, 3)) * 3
@@ -398,10 +351,7 @@ def test_clipped_training_steps_as_pytorch_does(tmp_path, fn, kw):
     out.write_text(r.output)
     results = []
     for side, path in (("torch", src), ("jax", out)):
-        p = subprocess.run([sys.executable, "-c", _CLIP_RUN, side, str(path), fn, json.dumps(kw)], capture_output=True,
-                           text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        results.append(json.loads(p.stdout.strip().splitlines()[-1]))
+        results.append(printed_json(_CLIP_RUN, side, path, fn, json.dumps(kw)))
     for t, j in zip(*results):
         np.testing.assert_allclose(np.asarray(j), np.asarray(t), rtol=1e-10, atol=1e-12)
 

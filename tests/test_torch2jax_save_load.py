@@ -8,17 +8,9 @@ such model stays an error.
 """
 from __future__ import annotations
 
-import importlib.util
-import json
-import subprocess
-import sys
-
-import pytest
-
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
-
-MISSING = [m for m in ("jax", "equinox", "torch") if importlib.util.find_spec(m) is None]
+from helpers import error_findings as errors, needs
+from runners import printed_json
 
 SRC = '''\
 import torch
@@ -58,10 +50,6 @@ def t2j(text: str):
     return translate_source(text, "net.py", "torch2jax")
 
 
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
-
-
 def test_a_pickled_model_is_saved_and_read_back_as_its_arrays():
     r = t2j(SRC)
     assert not errors(r), r.findings
@@ -92,7 +80,7 @@ print(json.dumps({k: np.asarray(ns[k].detach() if side == "torch" else ns[k]).to
 '''
 
 
-@pytest.mark.skipif(bool(MISSING), reason="needs torch, jax, equinox")
+@needs("torch", "jax", "equinox")
 def test_the_translation_restores_what_it_saved_as_pytorch_does(tmp_path):
     import numpy as np
     (tmp_path / "torch_side").mkdir()
@@ -101,10 +89,9 @@ def test_the_translation_restores_what_it_saved_as_pytorch_does(tmp_path):
     (tmp_path / "jax.py").write_text(t2j(SRC).output)
     got = {}
     for side, path in (("torch", "orig.py"), ("jax", "jax.py")):
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(tmp_path / path)], capture_output=True, text=True,
-                           timeout=300, cwd=tmp_path / f"{side}_side", env={"JAX_PLATFORMS": "cpu", "PATH": ""})
-        assert p.returncode == 0, p.stderr[-3000:]
-        got[side] = {k: np.array(v) for k, v in json.loads(p.stdout.strip().splitlines()[-1]).items()}
+        printed = printed_json(_RUN, side, tmp_path / path, cwd=tmp_path / f"{side}_side",
+                               env={"JAX_PLATFORMS": "cpu", "PATH": ""})
+        got[side] = {k: np.array(v) for k, v in printed.items()}
         assert (tmp_path / f"{side}_side" / "net.pt").exists()
     for side, v in got.items():
         assert v["init"].shape == (4, 2)

@@ -5,7 +5,6 @@ the batch axis, and vmaps with those axes; `fwport verify` probes them on the or
 JAX side, which never imports PyTorch, vmaps with them. Models: tests/data/torch_seqfirst.py."""
 from __future__ import annotations
 
-import importlib.util
 import textwrap
 from pathlib import Path
 
@@ -13,19 +12,12 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs, t2j
+from runners import verify_torch2jax
 
 ROOT = Path(__file__).resolve().parent.parent
 MODELS = ROOT / "tests" / "data" / "torch_seqfirst.py"
-MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
+needs_frameworks = needs("torch", "jax", "equinox")
 
 
 def _class(out: str, name: str) -> str:
@@ -186,14 +178,10 @@ def test_sequence_first_models_verify_against_pytorch(model, inputs, axis, tmp_p
     """Forward and gradients against PyTorch: the JAX side (no PyTorch importable there) vmaps with the axes the
     probe finds on the original: the inputs split on axis 1 (the attention block's mask on 0), the outputs joined on
     theirs (the tagger's merged into axis 0)."""
-    from fwport.verify.run import Options, Session, verify
     r = translate_source(MODELS.read_text(), str(MODELS), "torch2jax")
     translated = tmp_path / "seqfirst_jax.py"
     translated.write_text(r.output)
-    opts = Options(str(MODELS), str(translated), model, inputs=inputs, checks=("forward", "grad"), device="cpu",
-                   direction="torch2jax", dtype="float64", batch_axis=axis)
-    with Session() as session:
-        cert = verify(opts, session)
+    cert = verify_torch2jax(MODELS, translated, model, inputs, batch_axis=axis)
     assert cert["verdict"] == "pass", str(cert)[:3000]
     assert cert["results"]["outputs"] and cert["results"]["gradients"]
     why = cert["batch_axis"]["why"]

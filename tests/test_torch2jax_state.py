@@ -4,28 +4,22 @@ one running the model in training mode returns it; a model a builder returns (``
 called with its state through jax.vmap. Run against PyTorch: the translation with torch unimportable."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
 import pytest
 
-from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.core.rule import load_pack
+from helpers import error_findings as errors, needs
 
 PACK = load_pack("torch2jax")
-MISSING = [m for m in ("torch", "jax", "equinox", "optax") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox", "optax")
 NO_TORCH = "import sys\nsys.modules['torch'] = None\nimport runpy\nrunpy.run_path(sys.argv[1], run_name='__main__')\n"
 
 
 def t2j(text: str):
     return translate_source(text, "example.py", PACK)
-
-
-def errors(r) -> list:
-    return [f for f in r.findings if f.severity is Severity.ERROR]
 
 
 # BatchNorm alone (weight 1, bias 0 on both sides: the same start), inputs far from the fresh statistics

@@ -4,8 +4,6 @@ Left as written they fail on jax arrays (no eq, pow, view_as) or compute somethi
 dtype view in jax, std is biased)."""
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 
 import numpy as np
@@ -13,6 +11,7 @@ import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from runners import SIDE_HEAD, saved_arrays
 
 pytest.importorskip("torch")
 pytest.importorskip("jax")
@@ -47,14 +46,7 @@ def extras(output, target):
             output.new_zeros(2, 3), output.new_ones((2,)), target.long(), output.double(), output.half()]
 '''
 
-RUN = """
-import sys, numpy as np, runpy
-side = sys.argv[1]
-if side == "jax":
-    sys.modules["torch"] = None
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(sys.argv[2])
+RUN = SIDE_HEAD + """
 rng = np.random.default_rng(0)
 recon = 1 / (1 + np.exp(-rng.standard_normal((4, 12))))
 x = rng.uniform(size=(4, 3, 4))
@@ -85,11 +77,7 @@ def test_tensor_methods_outside_modules_compute_as_in_pytorch(tmp_path):
     (tmp_path / "jax.py").write_text(r.output)
     res = {}
     for side, path in (("torch", "orig.py"), ("jax", "jax.py")):
-        p = subprocess.run([sys.executable, "-c", RUN, side, str(tmp_path / path), str(tmp_path / f"{side}.npz")],
-                           capture_output=True, text=True, timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        with np.load(tmp_path / f"{side}.npz") as z:
-            res[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+        res[side] = saved_arrays(RUN, side, tmp_path / path, tmp_path / f"{side}.npz")
     assert len(res["torch"]) == len(res["jax"]) == 23
     for i, (t, j) in enumerate(zip(res["torch"], res["jax"])):
         assert t.shape == j.shape and t.dtype == j.dtype, (i, t.shape, j.shape, t.dtype, j.dtype)

@@ -4,23 +4,17 @@ direct call, PerVector inside a Sequential), einops patterns and einops's Rearra
 example. The translation is checked against PyTorch by `fwport verify` (forward and gradients)."""
 from __future__ import annotations
 
-import importlib.util
-import textwrap
 from pathlib import Path
 
-import pytest
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import needs, t2j
+from runners import verify_torch2jax
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKENS = ROOT / "tests" / "data" / "torch_tokens.py"
-MISSING = [m for m in ("torch", "jax", "equinox", "einops") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
+needs_frameworks = needs("torch", "jax", "equinox", "einops")
 
 
 def test_a_small_vit_translates_with_per_example_ranks_inferred_across_its_modules():
@@ -46,14 +40,10 @@ def test_a_small_vit_translates_with_per_example_ranks_inferred_across_its_modul
 
 @needs_frameworks
 def test_the_small_vit_verifies_against_pytorch(tmp_path):
-    from fwport.verify.run import Options, Session, verify
     r = translate_source(TOKENS.read_text(), str(TOKENS), "torch2jax")
     translated = tmp_path / "tokens_jax.py"
     translated.write_text(r.output)
-    opts = Options(str(TOKENS), str(translated), "Tiny", inputs=["float32[2,3,8,8]"], checks=("forward", "grad"),
-                   device="cpu", direction="torch2jax", dtype="float64")
-    with Session() as session:
-        cert = verify(opts, session)
+    cert = verify_torch2jax(TOKENS, translated, "Tiny", ["float32[2,3,8,8]"])
     res = cert.get("results", {})
     assert cert["verdict"] == "pass", str(cert)[:3000]
     assert res["outputs"] and res["gradients"]

@@ -5,26 +5,16 @@ elementwise comparisons torch.gt/lt/ge/le/eq/ne, torch dtypes as values and the 
 with PyTorch: modules through `fwport verify` (forward and gradients), functions in float64."""
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 import textwrap
 
 import pytest
 
-from fwport.core.finding import Severity
-from fwport.core.pipeline import translate_source
+from helpers import error_findings as errors, needs, t2j
+from runners import SIDE_HEAD, saved_arrays, verify_torch2jax
 
-MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
-
-
-def t2j(src: str):
-    return translate_source(textwrap.dedent(src).lstrip("\n"), "m.py", "torch2jax")
-
-
-def errors(r):
-    return [f for f in r.findings if f.severity is Severity.ERROR]
+needs_frameworks = needs("torch", "jax", "equinox")
 
 
 NORMS = '''
@@ -88,15 +78,11 @@ def test_instance_norm_with_what_has_no_translation_is_an_error(src, message):
 
 @needs_frameworks
 def test_the_norms_verify_against_pytorch(tmp_path):
-    from fwport.verify.run import Options, Session, verify
     src = tmp_path / "norms.py"
     src.write_text(textwrap.dedent(NORMS).lstrip("\n"))
     translated = tmp_path / "norms_jax.py"
     translated.write_text(t2j(NORMS).output)
-    opts = Options(str(src), str(translated), "Norms", inputs=["float32[3,3,6,5]"], checks=("forward", "grad"),
-                   device="cpu", direction="torch2jax", dtype="float64")
-    with Session() as session:
-        cert = verify(opts, session)
+    cert = verify_torch2jax(src, translated, "Norms", ["float32[3,3,6,5]"])
     assert cert["verdict"] == "pass", str(cert)[:3000]
     assert cert["results"]["outputs"] and cert["results"]["gradients"]
 
@@ -120,14 +106,7 @@ def ops(a, b, n, dtype=torch.float32):
             torch.gt(a.round().long(), 0.5)]
 '''
 
-_RUN = """
-import sys, numpy as np, runpy
-side = sys.argv[1]
-if side == "jax":
-    sys.modules["torch"] = None  # the translation must not need it
-    import jax
-    jax.config.update("jax_enable_x64", True)
-ns = runpy.run_path(sys.argv[2])
+_RUN = SIDE_HEAD + """
 rng = np.random.default_rng(0)
 a, b = rng.standard_normal((4, 5)), rng.standard_normal((4, 5))
 a[0, :2] = b[0, :2]  # equal entries: ge/le/eq/ne differ from gt/lt there
@@ -155,12 +134,7 @@ def test_as_tensor_and_comparisons_compute_what_pytorch_computes(tmp_path):
     paths["jax"].write_text(r.output)
     outs = {}
     for side, path in paths.items():
-        out = tmp_path / f"{side}.npz"
-        p = subprocess.run([sys.executable, "-c", _RUN, side, str(path), str(out)], capture_output=True, text=True,
-                           timeout=300)
-        assert p.returncode == 0, p.stderr[-3000:]
-        with np.load(out) as z:
-            outs[side] = [z[k] for k in sorted(z.files, key=lambda k: int(k.split("_")[1]))]
+        outs[side] = saved_arrays(_RUN, side, path, tmp_path / f"{side}.npz")
     assert len(outs["torch"]) == len(outs["jax"]) == 22
     for i, (t, j) in enumerate(zip(outs["torch"], outs["jax"])):
         assert t.shape == j.shape and t.dtype == j.dtype, f"output {i}: {t.shape} {t.dtype} vs {j.shape} {j.dtype}"

@@ -21,6 +21,7 @@ from pathlib import Path
 
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
+from helpers import error_lines as errors
 from runners import keras_and_torch
 
 
@@ -32,10 +33,6 @@ def tx(src: str):
     again = translate_source(r.output, "model.py")
     assert again.output == r.output, "translating the output again must change nothing"
     return r
-
-
-def errors(r) -> list:
-    return [(f.line, f.message) for f in r.findings if f.severity is Severity.ERROR]
 
 
 WGAN = (FIXTURES / "wgan_gradient_penalty" / "model.py").read_text()

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections import Counter
 
 from fwport.core.pipeline import translate_source
+from helpers import error_counts as _errors
 
 HEAD = '''import tensorflow as tf
 from tensorflow import keras
@@ -27,10 +28,6 @@ def train_step(x, y):
 
 def _t(src: str):
     return translate_source(src, "t.py")
-
-
-def _errors(r) -> Counter:
-    return Counter((f.code, f.line) for f in r.findings if f.severity.value == "error")
 
 
 def test_tape_step_becomes_zero_grad_backward_step():

@@ -51,12 +51,6 @@ def build_model(units=7):
 '''
 
 
-@pytest.fixture(scope="module")
-def session():
-    with Session() as s:
-        yield s
-
-
 def _pair(tmp_path, src, translated=None):
     (tmp_path / "m.py").write_text(src)
     (tmp_path / "t.py").write_text(translated if translated is not None else translate_source(src, "m.py").output)

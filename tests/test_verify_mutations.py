@@ -39,12 +39,6 @@ DENSE_LEAKY = "layers[5]"
 
 
 @pytest.fixture(scope="module")
-def session():
-    with Session() as s:
-        yield s
-
-
-@pytest.fixture(scope="module")
 def files(tmp_path_factory):
     d = tmp_path_factory.mktemp("mut")
     (d / "model.py").write_text(ORIGINAL)

@@ -11,7 +11,6 @@ The loader tests are pure Python; the verify tests run PyTorch and JAX in subpro
 """
 from __future__ import annotations
 
-import importlib.util
 import sys
 import textwrap
 from pathlib import Path
@@ -21,9 +20,9 @@ import pytest
 from fwport.core.finding import Severity
 from fwport.core.pipeline import translate_source
 from fwport.verify._worker_io import UserError, load_definitions, load_source, model_call
+from helpers import needs
 
-MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-needs_frameworks = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+needs_frameworks = needs("torch", "jax", "equinox")
 
 # a script: a dataset library that is not installed, used only by main() and the top-level code
 SCRIPT = '''\
@@ -256,13 +255,6 @@ def test_a_builder_returning_a_model_of_the_file_takes_a_key_and_hands_it_on(tmp
 
 
 # --- fwport verify on these patterns ---------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def session():
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
-
 
 def _verify(session, tmp_path: Path, text: str, model: str, inputs: list[str], **kw) -> dict:
     from fwport.verify.run import Options, verify

@@ -11,15 +11,14 @@
 """
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 import pytest
 
 from fwport.core.pipeline import translate_source
+from helpers import needs
 
-MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+pytestmark = needs("torch", "jax", "equinox")
 
 VAE = '''\
 import torch
@@ -77,13 +76,6 @@ class GCN(nn.Module):
     def forward(self, h, adj):
         return F.log_softmax(self.gc2(F.relu(self.gc1(h, adj)), adj), dim=1)
 '''
-
-
-@pytest.fixture(scope="module")
-def session():
-    from fwport.verify.run import Session
-    with Session() as s:
-        yield s
 
 
 def _verify(session, tmp_path: Path, text: str, model: str, inputs: list[str], change=None, **kw) -> dict:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fwport.core.pipeline import translate_source
-from fwport.verify import Options, Session, verify
+from fwport.verify import Options, verify
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "tf2torch"
@@ -37,12 +37,6 @@ def train_step(x, y):
     optimizer.apply_gradients(zip(grads, model.trainable_variables))
     return loss
 '''
-
-
-@pytest.fixture(scope="module")
-def session():
-    with Session() as s:
-        yield s
 
 
 def _train(session, original: Path, translated: Path, batch: list[str], steps: int = 4) -> dict:

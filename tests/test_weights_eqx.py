@@ -7,7 +7,6 @@ its outputs in another. The outputs must agree. Errors name what is wrong and le
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -18,11 +17,11 @@ import pytest
 from click.testing import CliRunner
 
 from fwport.verify.cli import weights_command
+from helpers import needs
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "torch2jax"
-MISSING = [m for m in ("torch", "jax", "equinox") if importlib.util.find_spec(m) is None]
-pytestmark = pytest.mark.skipif(bool(MISSING), reason=f"needs {', '.join(MISSING)} installed")
+pytestmark = needs("torch", "jax", "equinox")
 
 # torch: build the original, move every value, save the state_dict and the eval-mode outputs
 SAVE = '''
