@@ -2202,8 +2202,16 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     if back is None or step is None or step < back:
         return None
     opt = _method_stmt(body[step], "step")
+    span = _step_span(body, back, opt, step)
+    return None if span is None else (opt, _backward(body[back]), span[0], back, step, span[1])
+
+
+def _step_span(body: list, back: int, owner: str, end: int) -> tuple[int, list[int]] | None:
+    """Where a step's statements start (the assignments computing the loss backward() reads, up through its one
+    ``owner.zero_grad()`` before backward) and the statements between the loss and ``end`` (the update) that
+    are neither backward nor that zero_grad; None where the shape is not that."""
     loss = _backward(body[back])
-    zero = [i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt]
+    zero = [i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == owner]
     if len(zero) != 1 or zero[0] > back:
         return None
     last = next((i for i in range(back - 1, -1, -1) if _assigns(body[i], loss)), None)
@@ -2212,8 +2220,7 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     start = last
     while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1]) and not _mode_switch(body[start - 1])):
         start -= 1
-    between = [i for i in range(last + 1, step) if i not in (back, zero[0])]
-    return opt, loss, start, back, step, between
+    return start, [i for i in range(last + 1, end) if i not in (back, zero[0])]
 
 
 def _accumulation(body: list) -> tuple[str, str, str] | None:
@@ -2356,18 +2363,10 @@ def _manual_plan(body: list) -> tuple[tuple, str] | None:
     update, (model, delta) = found
     if any(_manual_update(st) for i, st in enumerate(body) if i != update):
         return None
-    loss = _backward(body[back])
-    zero = [i for i, st in enumerate(body) if _method_stmt(st, "zero_grad") == model]
-    if len(zero) != 1 or zero[0] > back:
+    span = _step_span(body, back, model, update)
+    if span is None:
         return None
-    last = next((i for i in range(back - 1, -1, -1) if _assigns(body[i], loss)), None)
-    if last is None:
-        return None
-    start = last
-    while start - 1 >= 0 and (start - 1 == zero[0] or _is_assign(body[start - 1]) and not _mode_switch(body[start - 1])):
-        start -= 1
-    between = [i for i in range(last + 1, update) if i not in (back, zero[0])]
-    return (model, loss, start, back, update, between), delta
+    return (model, _backward(body[back]), span[0], back, update, span[1]), delta
 
 
 def _sequential_plans(body: list, ctx=None) -> list[tuple[list, tuple]]:
