@@ -699,7 +699,7 @@ def test_nn_init_in_place_forms_not_translated_keep_their_finding_and_apply_is_r
     ("torch.multiprocessing.spawn(main, nprocs=2)", "torch.multiprocessing.spawn", "run the function once"),
     ("torch.cuda.set_device(0)", "torch.cuda.set_device", "jax.device_put"),
     ("g = torch.fx.symbolic_trace(model)", "torch.fx.symbolic_trace", "jax.make_jaxpr"),
-    ("model = torch.compile(model)", "torch.compile", "eqx.filter_jit"),
+    ("scaler = torch.amp.GradScaler()", "torch.amp.GradScaler", "mixed precision in JAX is explicit"),
     ("sd = torch.hub.load_state_dict_from_url('u')", "torch.hub.load_state_dict_from_url", "fwport weights"),
 ])
 def test_apis_with_no_jax_counterpart_say_what_to_write(line, api, advice):
