@@ -88,6 +88,8 @@ GUIDANCE = {
     "torch.fx": "torch.fx traces PyTorch programs: in JAX inspect a function with jax.make_jaxpr; rewriting its graph "
                 "has no direct counterpart",
     "torch.jit": "jit the function instead (jax.jit, or eqx.filter_jit for a module) and drop the scripting / tracing",
+    # (a call is its rule's, compile.toml; this is what a bare @torch.compile decorator's residue says)
+    "torch.compile": "jit the function instead (jax.jit, or eqx.filter_jit for a module)",
     "torch.hub": "torch.hub downloads PyTorch code and weights: use a JAX implementation of the model, or translate "
                  "the model's source and convert its state_dict with `fwport weights`",
 }
