@@ -2206,6 +2206,26 @@ def _loop_plan(body: list) -> tuple[str, str, int, int, int, list[int]] | None:
     return None if span is None else (opt, _backward(body[back]), span[0], back, step, span[1])
 
 
+def _step_parts(body: list, plan: tuple, model: str, resolve) -> tuple | None:
+    """What an optimizer step and a hand-written SGD step both read off their loop: the statements computing the
+    loss (moved into the step) and those without the model that stay before it (_split_block), the gradient
+    clipping (_step_clip, or None), the statements between the loss and the update less that clipping, and the
+    names the loss statements read with their first uses; None where no statement computes the loss."""
+    block, before = _split_block(body, plan, model)
+    if not block:
+        return None
+    between = plan[5]
+    clip = _step_clip(body, plan, model, resolve)
+    if clip is not None:
+        between = [i for i in between if i != clip[0]]
+    names = _Names()
+    first: dict[str, str] = {}
+    for s in block:
+        scan(s, names)
+        _first_uses(s, first)
+    return block, before, clip, between, names, first
+
+
 def _step_span(body: list, back: int, owner: str, end: int) -> tuple[int, list[int]] | None:
     """Where a step's statements start (the assignments computing the loss backward() reads, up through its one
     ``owner.zero_grad()`` before backward) and the statements between the loss and ``end`` (the update) that
@@ -3374,17 +3394,10 @@ class _Finish(cst.CSTTransformer):
                 or _loop_problem(body, plan, model, self.ctx.imports.resolve) is not None:
             return None
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == model)
-        block, before = _split_block(body, plan, model)
-        if not block:
+        parts = _step_parts(body, plan, model, self.ctx.imports.resolve)
+        if parts is None:
             return None
-        clip = _step_clip(body, plan, model, self.ctx.imports.resolve)
-        if clip is not None:
-            between = [i for i in between if i != clip[0]]
-        names = _Names()
-        first: dict[str, str] = {}
-        for s in block:
-            scan(s, names)
-            _first_uses(s, first)
+        block, before, clip, between, names, first = parts
         own = {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
                for n in target_names(t.target) if hasattr(builtins, n)}
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
@@ -3499,17 +3512,10 @@ class _Finish(cst.CSTTransformer):
         if not isinstance(cst.parse_expression(model), cst.Name) \
                 or _loop_problem(body, plan, model, self.ctx.imports.resolve) is not None:
             return None  # the training pass reported why
-        block, before = _split_block(body, plan, model)  # the loss statements; those without the model stay
-        if not block:
+        parts = _step_parts(body, plan, model, self.ctx.imports.resolve)  # the loss statements; those without
+        if parts is None:  # the model stay
             return None
-        clip = _step_clip(body, plan, model, self.ctx.imports.resolve)
-        if clip is not None:
-            between = [i for i in between if i != clip[0]]
-        names = _Names()
-        first: dict[str, str] = {}
-        for s in block:
-            scan(s, names)
-            _first_uses(s, first)
+        block, before, clip, between, names, first = parts
         own = {p.name.value for p in fn.params.params} if threaded else set()  # parameters that shadow builtins (input)
         own |= {n for a in _scope_assigns(self.scopes[-1] if self.scopes else self.module) for t in a.targets
                 for n in target_names(t.target) if hasattr(builtins, n)}  # and names the scope binds (input = ...)
