@@ -464,7 +464,7 @@ def test_a_planted_bug_in_the_script_fails_training_verification(right, wrong, t
     assert cert["verdict"] == "mismatch"
 
 
-@pytest.mark.parametrize("check", ["step", "train"])
+@pytest.mark.parametrize("check", ["train"])
 def test_verify_refuses_the_torch2jax_checks_it_does_not_make(check):
     """`fwport verify --direction torch2jax --check train` used to drop the check and print PASS from the forward
     comparison alone: a certificate claiming a training comparison never made. Refused (exit 2) before any run."""

@@ -4,7 +4,8 @@ and Equinox; importing torch fails (a translation must run without PyTorch).
 ``run`` executes the translated file, builds the Equinox model with a key, writes the original's
 state_dict into it by name (``fc1.weight`` → ``model.fc1.weight``, ``net.0.bias`` →
 ``model.net.layers[0].bias``; ``eqx.tree_at``), and writes outputs of ``jax.vmap(model)`` in
-inference mode and the gradients of ``sum(out * R)`` with the original's names, to an ``.npz``.
+inference mode and the gradients of ``sum(out * R)`` with the original's names, to an ``.npz``; with
+``--check step``, the parameters after one optax.sgd step on that loss (the torch side's mode).
 """
 from __future__ import annotations
 
@@ -269,8 +270,27 @@ def run(req: dict) -> dict:
                               out_axes=(0, None))(*inputs, layer_state, **kw)
         return [o for o in out if o is not None] if isinstance(out, (tuple, list)) else [out]  # as torch's side
 
+    def forward_state(m, st, *inputs):
+        """The outputs as ``forward``'s, and the layer state after the call (None for a model without one)."""
+        def one(*a, **k):
+            y, s = (m(*a, **k), None) if st is None else m(*a, st, **k)
+            return tuple(flat(y)), s
+        if whole:
+            out, new = one(*inputs, **kw)
+        else:
+            out, new = jax.vmap(one, in_axes=in_axes, out_axes=(tuple(out_at) if out_at is not None else 0, None),
+                                axis_name="batch")(*inputs, **kw)
+            if out_at is not None:
+                out = [o.reshape(*o.shape[:a - 1], -1, *o.shape[a + 1:]) if isinstance(spec, str) else o
+                       for o, a, spec in zip(out, out_at, outs)]
+        return [o for o in out if o is not None], new
+
+    def step() -> dict:
+        return _sgd_step(req, model, layer_state, forward_state, xs, R, state, modules, T, jax, jnp, eqx)
+
     with ConstantDraws(jax, jnp) if req.get("constant_draws") else _nothing():
-        return _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax, jnp, eqx)
+        return _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax, jnp, eqx,
+                                  step if "step" in req["checks"] else None)
 
 
 def _takes_key(model) -> bool:
@@ -316,7 +336,58 @@ class ConstantDraws:
             setattr(self.jax.random, n, f)
 
 
-def _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax, jnp, eqx) -> dict:
+def _dropouts_off(model, eqx, jax):
+    """The model with every eqx.nn.Dropout in inference mode (as the torch side's dropout layers in eval mode)."""
+    def is_dropout(x):
+        return isinstance(x, eqx.nn.Dropout)
+
+    def where(m):
+        return [x for x in jax.tree_util.tree_leaves(m, is_leaf=is_dropout) if is_dropout(x)]
+
+    found = where(model)
+    return eqx.tree_at(where, model, [eqx.nn.Dropout(d.p, inference=True) for d in found]) if found else model
+
+
+def _sgd_step(req, model, layer_state, forward_state, xs, R, state, modules, T, jax, jnp, eqx) -> dict:
+    """``--check step``: one optax.sgd(lr) step on ``sum(out * R)`` in the torch side's mode (``req["step_mode"]``:
+    training mode with dropouts off, or inference mode), the layer state threaded. Returns the arrays to save:
+    the parameters after the step under PyTorch's names (``s:NAME``, where a torch array maps to one Equinox
+    array exactly) and each BatchNorm's running mean (``s:``) and Equinox's own running variance (``bnvar:``)."""
+    import optax
+    m = model
+    if req["step_mode"] == "train":
+        m = _dropouts_off(eqx.nn.inference_mode(model, value=False), eqx, jax)
+    params, static = eqx.partition(m, eqx.is_inexact_array)
+
+    def loss(p):
+        outs, new = forward_state(eqx.combine(p, static), layer_state, *xs)
+        return sum(jnp.sum(o * r) for o, r in zip(outs, R) if jnp.issubdtype(o.dtype, jnp.floating)), new
+
+    grads, new_state = jax.grad(loss, has_aux=True)(params)
+    opt = optax.sgd(req["lr"])
+    updates, _ = opt.update(grads, opt.init(params), params)
+    stepped = eqx.apply_updates(m, updates)
+    save = {}
+    _, maps, exact = plan(state, modules)
+    for name in state:
+        if name not in exact or f"s:{name}" not in T:
+            continue
+        targets, combine = maps[name]
+        found = [locate(stepped, t, eqx) for t in targets]
+        if all(f is not None for f in found):
+            save[f"s:{name}"] = np.asarray(combine([np.asarray(f[2]) for f in found])).reshape(T[f"s:{name}"].shape)
+    for prefix in sorted({n.rsplit(".", 1)[0] for n in state if n.rsplit(".", 1)[-1] in RUNNING}):
+        found = locate(stepped, prefix, eqx)
+        bn = found[2] if found else None
+        if new_state is None or getattr(bn, "batch_state_index", None) is None:
+            continue  # no mode="batch" BatchNorm there: the comparison reports the running statistics missing
+        mean, var = new_state.get(bn.batch_state_index)
+        save[f"s:{prefix}.running_mean"] = np.asarray(mean)
+        save[f"bnvar:{prefix}"] = np.asarray(var)
+    return save
+
+
+def _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax, jnp, eqx, step=None) -> dict:
     out = forward(model, *xs)
     save = {f"out{i}": np.asarray(o) for i, o in enumerate(out)}
     if "grad" in req["checks"]:
@@ -347,6 +418,8 @@ def _forward_and_grads(req, model, forward, xs, R, state, modules, T, note, jax,
                 save[f"g:{first}"] = save[f"g:{alias}"]
         for i, g in zip(floats, g_x):
             save[f"gx{i}"] = np.asarray(g)
+    if step is not None:
+        save.update(step())
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": _versions(), "device": str(jax.devices()[0]), "problems": [],
             "loaded": note}

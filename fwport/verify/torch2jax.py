@@ -1,8 +1,9 @@
 """``fwport verify`` for PyTorch → JAX/Equinox: the original in a torch subprocess
 (torch_source_side.py), the translation in a JAX one (jax_side.py), the same inputs, the torch
 state_dict moved into the Equinox model by name, outputs compared in eval / inference mode
-(``jax.vmap`` over the batch) and gradients of one scalar loss with respect to every parameter and
-input. Imports no framework.
+(``jax.vmap`` over the batch), gradients of one scalar loss with respect to every parameter and
+input, and (``--check step``) every parameter and BatchNorm running statistic after one torch.optim.SGD step
+against one optax.sgd step on that loss, in training mode. Imports no framework.
 """
 from __future__ import annotations
 
@@ -22,10 +23,8 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
     from fwport.verify.run import TOLERANCES, VerifyError, _ask, compare
     from fwport.verify.spec import InputSpec, SpecError, make_inputs
 
-    if "step" in opts.checks:
-        raise VerifyError("--check step is not implemented for torch2jax yet (forward and grad are)", kind="user")
     if "train" in opts.checks:  # refused, never dropped: a PASS would claim a training comparison not made
-        raise VerifyError("--check train is not implemented for torch2jax's verify yet (forward and grad are); "
+        raise VerifyError("--check train is not implemented for torch2jax's verify yet (forward, grad and step are); "
                           "a training function is compared by fwport.verify.torch2jax.verify_training "
                           "(function(model, *inputs, **train_args) on both sides)", kind="user")
     if not opts.inputs:
@@ -48,7 +47,7 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
         jw = session.worker("jax", 0, opts.device)
         common = {"dtype": opts.dtype, "device": opts.device, "seed": opts.seed, "args": opts.args,
                   "checks": list(opts.checks), "inputs": str(d / "x.npz"), "load": opts.load,
-                  "define": getattr(opts, "defines", {})}
+                  "define": getattr(opts, "defines", {}), "lr": opts.lr}
         tresp = _ask(session, tw, dict(common, op="run", source=str(Path(opts.original).resolve()), model=opts.model,
                                        out=str(d / "torch.npz"), weights=opts.torch_state_file,
                                        batch_axis=getattr(opts, "batch_axis", "auto")), opts.timeout)
@@ -59,7 +58,8 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
                                        out=str(d / "jax.npz"), modules=tresp.get("modules", {}), tied=tresp.get("tied", {}),
                                        eqx=getattr(opts, "eqx_file", None), batch_axis=tresp.get("batch_axis", 0),
                                        out_axes=tresp.get("out_axes"),
-                                       constant_draws=bool(tresp.get("stochastic"))), opts.timeout)
+                                       constant_draws=bool(tresp.get("stochastic")),
+                                       step_mode=(tresp.get("step") or {}).get("mode")), opts.timeout)
         times["jax"] = time.perf_counter() - t1
         cert = _base(opts, specs, rtol, atol, tresp, jresp)
         if jresp["problems"]:
@@ -89,16 +89,55 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
             if f"gx{i}" in T:
                 results["input_gradients"].append({"name": f"input {i}", **compare(T[f"gx{i}"], J.get(f"gx{i}", np.zeros(0)),
                                                                                   rtol, atol)})
+    if "step" in opts.checks:
+        results["step"] = _compare_step(T, J, tresp["step"], tresp.get("tied", {}), rtol, atol)
+        cert["step"] = {k: tresp["step"][k] for k in ("mode", "why", "lr")}
+        cert["step"]["optimizer"] = "torch.optim.SGD against optax.sgd, one step on sum(out * R)"
     ok = all(e["ok"] for es in results.values() for e in es)
-    bad_grads = [e for e in results["gradients"] if not e["ok"]]
     cert.update(results=results, verdict="pass" if ok else "mismatch")
-    if bad_grads:  # the module whose parameters diverge first, in the original's registration order
-        cert["first_diverging"] = {"layer": bad_grads[0]["name"].rsplit(".", 1)[0], "point": "gradient",
-                                   "torch": bad_grads[0]["name"], "max_abs": bad_grads[0]["max_abs"],
-                                   "max_rel": bad_grads[0]["max_rel"]}
+    for group, point in (("gradients", "gradient"), ("step", "after one SGD step")):
+        bad = [e for e in results.get(group, []) if not e["ok"]]
+        if bad:  # the module whose parameters diverge first, in the original's registration order
+            cert["first_diverging"] = {"layer": bad[0]["name"].rsplit(".", 1)[0], "point": point,
+                                       "torch": bad[0]["name"], "max_abs": bad[0].get("max_abs"),
+                                       "max_rel": bad[0].get("max_rel")}
+            break
     times["total"] = time.perf_counter() - t0
     cert["timing"] = times
     return cert
+
+
+def _compare_step(T: dict, J: dict, step: dict, tied: dict, rtol: float, atol: float) -> list[dict]:
+    """Every parameter and running statistic after one SGD step, PyTorch's (``s:``) against the translation's.
+    Equinox's BatchNorm averages the biased batch variance where PyTorch averages the unbiased one: from its
+    running variance v' (momentum 1 - m over the loaded v), PyTorch's is v' + (v' - (1 - m) v) / (n - 1), n the
+    values per channel of the batch (exact in training mode; the translation's warning states the difference).
+    A torch array two Equinox arrays hold together (an LSTM's two biases, folded) has no stepped value of its own."""
+    from fwport.verify.run import compare
+    out = []
+    norms = step.get("batchnorm", {})
+    for k in [k for k in T if k.startswith("s:")]:  # the original's state_dict order
+        name = k[2:]
+        prefix, leaf = name.rsplit(".", 1) if "." in name else ("", name)
+        got = J.get(k)
+        if got is None and name in tied:
+            got = J.get(f"s:{tied[name]}")
+        note = ""
+        if leaf == "running_var" and f"bnvar:{prefix}" in J:
+            got = J[f"bnvar:{prefix}"]
+            if prefix in norms:
+                m, n = norms[prefix]["momentum"], norms[prefix]["n"]
+                got = got + (got - (1 - m) * T[f"w:{name}"]) / max(n - 1, 1)
+                note = f"Equinox's biased variance as PyTorch's unbiased one (n = {n} per channel)"
+        if got is None:
+            if leaf in ("running_mean", "running_var"):
+                out.append({"name": name, "ok": False, "detail": "the translation keeps no running statistics here "
+                            "(an eqx.nn.BatchNorm with mode=\"batch\" and its state)"})
+            continue  # an array the translation folds with another (no stepped value of its own)
+        got = np.asarray(got)
+        r = compare(T[k], got.reshape(T[k].shape) if got.size == T[k].size else got, rtol, atol)
+        out.append({"name": name, **r, **({"note": note} if note else {})})
+    return out
 
 
 def verify_training(opts, session, function: str, train_args: dict | None = None) -> dict:
@@ -222,7 +261,9 @@ def render_header(cert: dict) -> list[str]:
             f"rtol {tol.get('rtol')} atol {tol.get('atol')} × max|torch|; " + _batch_text(cert)] \
         + ([f"  stochastic forward ({cert['stochastic']['why']}): the draws are {cert['stochastic']['draws']}"]
            if cert.get("stochastic") else []) \
-        + [f"  {side} loaded: {note}" for side, note in (cert.get("loaded") or {}).items()]
+        + [f"  {side} loaded: {note}" for side, note in (cert.get("loaded") or {}).items()] \
+        + ([f"  step: {cert['step']['optimizer']}, lr {cert['step']['lr']}, in {cert['step']['why']}"]
+           if cert.get("step") else [])
 
 
 def _batch_text(cert: dict) -> str:

@@ -4,8 +4,8 @@ torch, never JAX.
 ``run`` executes the original file, builds the model (seeded), and writes to an ``.npz``: its
 state (``w:NAME``, the state_dict the JAX side loads by name), outputs in eval mode (``outN``),
 the cotangents of the scalar loss ``sum(out * R)`` (``RN``, drawn here once the output shapes are
-known), and the gradients of that loss with respect to every parameter (``g:NAME``) and float input
-(``gxN``).
+known), the gradients of that loss with respect to every parameter (``g:NAME``) and float input
+(``gxN``), and with ``--check step`` the state after one torch.optim.SGD step on it (``s:NAME``).
 """
 from __future__ import annotations
 
@@ -308,11 +308,66 @@ def _run(req, model, dtype, device, note, xs, random, axis, why, out_axes=None) 
         for i, x in enumerate(xs):
             if x.is_floating_point() and x.grad is not None:
                 save[f"gx{i}"] = _np(x.grad)
+    step = _sgd_step(req, model, xs, R, dtype, device, save) if "step" in req["checks"] else None
     np.savez(req["out"], **save)
     return {"outputs": len(out), "versions": {"torch": torch.__version__}, "device": str(device),
+            **({"step": step} if step is not None else {}),
             "trainable": [n for n, p in model.named_parameters() if p.requires_grad], "modules": _mapped_modules(model),
             "tied": _tied(model), "loaded": note, "stochastic": random, "batch_axis": axis, "batch_axis_why": why,
             **({"out_axes": out_axes} if out_axes is not None else {})}
+
+
+def _train_mode(model) -> None:
+    """Training mode with the dropout layers in eval mode: their draws cannot be matched across frameworks."""
+    model.train()
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd):
+            m.eval()
+
+
+def _sgd_step(req, model, xs, R, dtype, device, save: dict) -> dict:
+    """``--check step``: one torch.optim.SGD(lr) step on the loss ``sum(out * R)`` from the loaded state, in training
+    mode (BatchNorm normalises with the batch's statistics and updates its running ones; dropout layers in eval
+    mode), or in eval mode where the training-mode forward still draws random numbers (functional dropout, noise).
+    Writes the state after the step (``s:NAME``); returns the mode, why, and per BatchNorm its momentum and the
+    values per channel it averaged (the verifier turns Equinox's biased running variance into PyTorch's unbiased
+    one with them)."""
+    import copy
+    xs = [x.detach() for x in xs]
+    before = copy.deepcopy(model.state_dict())
+    _train_mode(model)
+    mode, why = "train", "training mode: BatchNorm on the batch's statistics; dropout layers in eval mode"
+    torch.manual_seed(req["seed"] + 303)
+    a = _outputs(model, xs)
+    torch.manual_seed(req["seed"] + 404)
+    b = _outputs(model, xs)
+    model.load_state_dict(before)  # the two probes updated BatchNorm's running statistics
+    if not _close(a, b):
+        model.eval()
+        mode, why = "eval", ("eval mode: the training-mode forward draws random numbers (functional dropout or "
+                             "noise) that cannot be matched")
+    norms = {name: m for name, m in model.named_modules() if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+             and m.track_running_stats and m.momentum is not None}
+    counts: dict[str, int] = {}
+    hooks = [m.register_forward_pre_hook(lambda mod, inp, name=name: counts.__setitem__(
+        name, inp[0].numel() // inp[0].shape[1])) for name, m in norms.items()]
+    opt = torch.optim.SGD(model.parameters(), lr=req["lr"])
+    opt.zero_grad(set_to_none=True)
+    out = [o for o in _flatten(model(*xs)) if torch.is_tensor(o)]
+    for h in hooks:
+        h.remove()
+    if [tuple(o.shape) for o in out] != [tuple(r.shape) for r in R]:
+        raise UserError("--check step: the outputs in training mode have other shapes than in eval mode "
+                        f"({[tuple(o.shape) for o in out]} against {[tuple(r.shape) for r in R]})")
+    loss = sum((o.to(dtype) * torch.as_tensor(r, dtype=dtype, device=device)).sum()
+               for o, r in zip(out, R) if o.is_floating_point())
+    loss.backward()
+    opt.step()
+    model.eval()
+    save.update({f"s:{k}": _np(v) for k, v in model.state_dict().items() if k.rsplit(".", 1)[-1] not in SKIP_BUFFERS})
+    return {"mode": mode, "why": why, "lr": req["lr"],
+            "batchnorm": {name: {"momentum": float(m.momentum), "n": counts[name]} for name, m in norms.items()
+                          if name in counts and mode == "train"}}
 
 
 def train(req: dict) -> dict:
