@@ -56,13 +56,28 @@ def test_two_backwards_before_one_step_become_one_loss_of_their_sum():
                for f in findings), findings
 
 
-def test_the_summed_gan_trains_as_pytorch_does(tmp_path):
+# relativistic_gan's generator step: the generator called after its zero_grad(), then a block, then the loss
+_AFTER_A_BLOCK = ("    generator.zero_grad()\n", "    generator.zero_grad()\n    fake = generator(z)\n"
+                  "    if i < 0:\n        print('never')\n")
+
+
+def test_a_value_computed_before_a_block_in_the_step_is_computed_again_in_its_loss():
+    text, findings = _translate(SUMMED.read_text().replace(*_AFTER_A_BLOCK))
+    assert not _errors(findings), findings
+    assert ("    def loss_fn(generator):\n        fake = jax.vmap(generator)(z)\n"
+            "        output = jax.vmap(discriminator)(fake)\n") in text, text
+
+
+@pytest.mark.parametrize("change", [None, _AFTER_A_BLOCK])
+def test_the_summed_gan_trains_as_pytorch_does(tmp_path, change):
     import numpy as np
-    text, _ = _translate(SUMMED.read_text())
-    out = tmp_path / "out.py"
+    src = SUMMED.read_text() if change is None else SUMMED.read_text().replace(*change)
+    text, _ = _translate(src)
+    out, orig = tmp_path / "out.py", tmp_path / "src.py"
     out.write_text(text)
+    orig.write_text(src)
     results = []
-    for path, side in ((SUMMED, "torch"), (out, "jax")):
+    for path, side in ((orig, "torch"), (out, "jax")):
         p = subprocess.run([sys.executable, "-c", _RUN, str(path), side], capture_output=True, text=True, timeout=300)
         assert p.returncode == 0, p.stderr[-3000:]
         results.append(json.loads(p.stdout.strip().splitlines()[-1]))

@@ -376,17 +376,25 @@ def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
             k += 1
             continue
         z, b = zeros[0], backs[0]
+        loss = _backward(out[b])
+        last = next((i for i in range(b - 1, z, -1) if _assigns(out[i], loss)), None)
+        if last is None:
+            k += 1
+            continue
+        start = last  # the loss statements: the assignments just before backward() (_step_span)
+        while start - 1 > z and _is_assign(out[start - 1]) and not _mode_switch(out[start - 1]):
+            start -= 1
         n = _Names()
-        for i in range(z + 1, b):
+        for i in range(start, b):
             scan(out[i], n)
         if model in n.loaded:
             k += 1
             continue
         first: dict[str, str] = {}
-        for i in range(z + 1, b):
+        for i in range(start, b):
             _first_uses(out[i], first)
         defs: dict[str, int] = {}
-        for i in range(z):
+        for i in range(start):
             st = out[i]
             if _is_assign(st) and len(st.body[0].targets) == 1 and isinstance(st.body[0].targets[0].target, cst.Name):
                 m = _Names()
@@ -406,7 +414,7 @@ def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
         if plan is None or plan.get("stateful") or plan.get("key_sites") or plan.get("key_required"):
             k += 1
             continue
-        at = next(i for i in range(z + 1, b) if set(_names_loaded(out[i])) & set(wanted))  # before its first reader
+        at = next(i for i in range(start, b) if set(_names_loaded(out[i])) & set(wanted))  # before its first reader
         inserted = []
         for name in wanted:
             d = defs[name]
