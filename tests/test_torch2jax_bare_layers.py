@@ -57,8 +57,20 @@ def test_a_layer_built_before_a_draw_takes_a_split_of_the_root_key_made_above_it
                      "x = jax.random.normal(subkey, (4, 3))", "y = jax.vmap(model)(x)"], out
 
 
-def test_a_sequential_of_layers_outside_a_class_is_an_error():
+def test_a_sequential_of_layers_outside_a_class_takes_a_key_per_drawing_layer():
+    """yunjey's GAN: `D = nn.Sequential(nn.Linear(...), nn.LeakyReLU(0.2), ...)` at module level (its training:
+    tests/test_torch2jax_module_sequential.py)."""
     src = "import torch\nfrom torch import nn\n\nmodel = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Linear(4, 2))\n"
+    r = translate_source(src, "script.py", "torch2jax")
+    assert not [f for f in r.findings if f.severity is Severity.ERROR], r.findings
+    assert ("model_key1, model_key2 = jax.random.split(jax.random.key(0), 2)\nmodel = eqx.nn.Sequential(["
+            "eqx.nn.Linear(3, 4, key=model_key1), eqx.nn.Lambda(jax.nn.relu), eqx.nn.Linear(4, 2, key=model_key2)])\n"
+            ) in r.output, r.output
+
+
+def test_a_sequential_outside_a_class_holding_more_than_layers_is_an_error():
+    src = ("import torch\nfrom torch import nn\n\n"
+           "model = nn.Sequential(nn.Linear(3, 4), nn.ReLU(), nn.Sequential(nn.Linear(4, 2)))\n")
     r = translate_source(src, "script.py", "torch2jax")
     errors = [f for f in r.findings if f.severity is Severity.ERROR]
     assert len(errors) == 1 and errors[0].line == 4 and "key=" in errors[0].message and "jax.vmap" in errors[0].message

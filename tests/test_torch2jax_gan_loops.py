@@ -86,11 +86,13 @@ def test_clearings_that_let_gradients_add_up_stay_errors(change):
 
 
 def test_two_backwards_before_one_step_is_an_error_saying_to_step_on_their_sum():
-    """dcgan's critic: errD_real.backward() and errD_fake.backward() add up before one step(): an error naming both
-    losses (not the rewrite of the first alone, which would drop the second's gradients)."""
+    """dcgan's critic: errD_real.backward() and errD_fake.backward() add up before one step(); where fwport cannot
+    write their sum (the first loss assigned again after its backward(): the sum would read the new value), an error
+    naming both losses (not the rewrite of the first alone, which would drop the second's gradients). The sums it
+    writes: tests/test_torch2jax_gan_sums.py."""
     src = RESET.read_text().replace(
         "    d_loss = d_loss_real + d_loss_fake\n    reset_grad()\n    d_loss.backward()\n",
-        "    reset_grad()\n    d_loss_real.backward()\n    d_loss_fake.backward()\n")
+        "    reset_grad()\n    d_loss_real.backward()\n    d_loss_real = d_loss_real * 2\n    d_loss_fake.backward()\n")
     text, findings = _translate(src)
     errs = _errors(findings)
     assert any("d_loss_fake.backward() adds its gradients to d_loss_real's before d_optimizer.step()" in f.message

@@ -126,6 +126,8 @@ def run(module: cst.Module, ctx) -> cst.Module:
     for s in module.body:
         if isinstance(s, cst.ClassDef) and s.name.value not in classes:
             _layer_subclass(s, ctx)
+    if classes and ".modules()" in module.code if "parsed" not in ctx.analyses else ".modules()" in ctx.analyses["parsed"][1]:
+        module = _inline_module_loops(module, ctx, classes)
     # per-example ranks across the classes (ranks.py); per-vector layers a Sequential gives more than one axis wrapped
     whole = {s.name.value for s in module.body if isinstance(s, cst.ClassDef) and s.name.value in classes
              and any(ctx.imports.resolve(c.func) in ROW_MIXING for c in _calls(s))}
@@ -1489,7 +1491,16 @@ def _init_function(fn: cst.FunctionDef, ctx, built: set[str]) -> cst.FunctionDef
             or isinstance(ps.star_arg, (cst.Param, cst.ParamStar)) or ps.star_kwarg is not None or fn.decorators:
         return None
     arg = ps.params[0].name.value
-    inits_ = [c for c in _calls(fn) if (ctx.imports.resolve(c.func) or "").startswith("torch.nn.init.")]
+
+    def fill(c: cst.Call) -> str | None:  # m.weight.data.normal_(0.0, 0.02), m.bias.data.fill_(0) / .zero_()
+        if isinstance(c.func, cst.Attribute) and c.func.attr.value in _IN_PLACE_FILLS and c.func.attr.value != "copy_" \
+                and not ctx.imports.resolve(c.func):
+            t = dotted_text(c.func.value) or ""
+            if t.startswith(arg + ".") and t.count(".") == 2 and t.endswith(".data"):  # (without .data: PyTorch raises)
+                return _IN_PLACE_FILLS[c.func.attr.value]
+        return None
+
+    inits_ = [c for c in _calls(fn) if (ctx.imports.resolve(c.func) or "").startswith("torch.nn.init.") or fill(c)]
     if not inits_ or not isinstance(fn.body, cst.IndentedBlock):
         return None
     names: set[str] = set()
@@ -1521,6 +1532,9 @@ def _init_function(fn: cst.FunctionDef, ctx, built: set[str]) -> cst.FunctionDef
             if not (isinstance(small, cst.Expr) and isinstance(small.value, cst.Call)):
                 return False
             c = small.value
+            if fill(c):  # the tensor method: init.X_ of its receiver (_Inits)
+                draws += fill(c) in inits.DRAWS
+                continue
             q = ctx.imports.resolve(c.func) or ""
             t = (dotted_text(c.args[0].value) or "") if c.args else ""
             if not q.startswith("torch.nn.init.") or q[14:] not in inits.TRANSLATED or c.args[0].keyword is not None \
@@ -1571,6 +1585,83 @@ def _init_function(fn: cst.FunctionDef, ctx, built: set[str]) -> cst.FunctionDef
             for t, cs in wider.items()) +
             ": a model built elsewhere with those layers has them re-initialised too, where PyTorch leaves them", source)
     return fn.with_changes(params=_kwonly(fn.params, "key", None), body=fn.body.with_changes(body=body))
+
+
+def _module_loop_functions(module: cst.Module) -> dict[str, tuple[str, cst.For]]:
+    """Module-level ``def initialize_weights(net): for m in net.modules(): ...`` (PyTorch-GAN's clustergan): one
+    plain parameter, a body that is one loop over its modules (a docstring allowed) reading the parameter nowhere
+    else → name → (the parameter, the loop)."""
+    out = {}
+    for f in module.body:
+        if not isinstance(f, cst.FunctionDef) or f.decorators or f.asynchronous or len(f.params.params) != 1 \
+                or f.params.params[0].default is not None or f.params.kwonly_params or f.params.posonly_params \
+                or isinstance(f.params.star_arg, cst.Param) or f.params.star_kwarg \
+                or not isinstance(f.body, cst.IndentedBlock):
+            continue
+        stmts = list(f.body.body)
+        if stmts and isinstance(stmts[0], cst.SimpleStatementLine) and len(stmts[0].body) == 1 \
+                and isinstance(stmts[0].body[0], cst.Expr) and isinstance(stmts[0].body[0].value, cst.SimpleString):
+            stmts = stmts[1:]
+        p = f.params.params[0].name.value
+        loop = stmts[0] if len(stmts) == 1 else None
+        if isinstance(loop, cst.For) and isinstance(loop.iter, cst.Call) and not loop.iter.args \
+                and dotted_text(loop.iter.func) == f"{p}.modules" and isinstance(loop.target, cst.Name) \
+                and loop.orelse is None and not any(n.value == p for n in find_all(loop.body, cst.Name)):
+            out[f.name.value] = (p, loop)
+    return out
+
+
+def _inline_module_loops(module: cst.Module, ctx, classes: set[str]) -> cst.Module:
+    """``initialize_weights(self)`` as a statement of a module class's ``__init__``, the function a loop over its
+    parameter's modules (_module_loop_functions) → that loop over ``self.modules()`` written there, which _Inits
+    translates (reinit_layers over the fields built before it); the function goes once nothing else calls it."""
+    fns = _module_loop_functions(module)
+    if not fns:
+        return module
+    done: set[str] = set()
+    body = []
+    for s in module.body:
+        if isinstance(s, cst.ClassDef) and s.name.value in classes and isinstance(s.body, cst.IndentedBlock):
+            members = []
+            for m in s.body.body:
+                if isinstance(m, cst.FunctionDef) and m.name.value == "__init__" and isinstance(m.body, cst.IndentedBlock):
+                    stmts = []
+                    for st in m.body.body:
+                        c = st.body[0].value if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 \
+                            and isinstance(st.body[0], cst.Expr) else None
+                        if isinstance(c, cst.Call) and isinstance(c.func, cst.Name) and c.func.value in fns \
+                                and len(c.args) == 1 and c.args[0].keyword is None and not c.args[0].star \
+                                and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == "self":
+                            p, loop = fns[c.func.value]
+                            st = loop.with_changes(iter=cst.parse_expression("self.modules()"),
+                                                   leading_lines=st.leading_lines)
+                            done.add(c.func.value)
+                        stmts.append(st)
+                    m = m.with_changes(body=m.body.with_changes(body=stmts))
+                members.append(m)
+            s = s.with_changes(body=s.body.with_changes(body=members))
+        body.append(s)
+    if not done:
+        return module
+    module = module.with_changes(body=body)
+    reads = _name_reads(module)
+    gone = {n for n in done if reads[n] == 1}  # the def alone
+    for n in sorted(done):
+        ctx.report(Severity.INFO, "idiom-replaced", f"{n}(self) in __init__ → its loop over self.modules() written "
+                   "there (re-initialising the layers built before it)" + (f"; {n} goes, nothing else calls it"
+                                                                           if n in gone else ""),
+                   next(f for f in module.body if isinstance(f, cst.FunctionDef) and f.name.value == n))
+    if gone:  # removed by the finishing step (removed here, the findings after it would be located lines off)
+        ctx.analyses[INLINED_LOOPS] = gone
+        for f in module.body:
+            if isinstance(f, cst.FunctionDef) and f.name.value in gone:
+                ctx.settle(*_calls(f))
+    return module
+
+
+#: ctx.analyses: module-level functions whose loop over the modules _inline_module_loops wrote into __init__ and that
+#: nothing else calls: finish removes them
+INLINED_LOOPS = "torch2jax.inlined-module-loops"
 
 
 def _name_reads(module: cst.Module) -> Counter:
@@ -2078,6 +2169,10 @@ def _class_attributes(cls: cst.ClassDef | None, plans: dict) -> list[str]:
 # --- finish: the lines an Equinox module adds ---------------------------------------------------------
 
 def finish(module: cst.Module, ctx) -> cst.Module:
+    if ctx.analyses.get(INLINED_LOOPS):
+        gone = ctx.analyses[INLINED_LOOPS]
+        module = module.with_changes(body=[f for f in module.body if not (isinstance(f, cst.FunctionDef)
+                                                                          and f.name.value in gone)])
     plans = ctx.analyses.get(PLANS)
     outside = ctx.analyses.get(OUTSIDE, {"builders": set(), "members": set()})
     bare = ctx.analyses.get(BARE_LAYERS)
@@ -2248,6 +2343,7 @@ class _RootKey(cst.CSTTransformer):
         self.scopes: list[int] = [0]  # index in marks where each open function's blocks start
         self.target: list[str | None] = []  # per open statement: the name a plain `name = ...` binds
         self.pending: list[str] = []  # sub-key names the statement being left must split first
+        self.pending_line = ""  # the split of a Sequential's member keys the statement being left needs first
         self.state_names: dict[str, str] = {}  # model name → its layer state's name (state.STATE_NAMES)
 
     def visit_IndentedBlock(self, node) -> None:
@@ -2281,6 +2377,10 @@ class _RootKey(cst.CSTTransformer):
                 and isinstance(st.targets[0].target, cst.Name) and st.targets[0].target.value == "key" \
                 and isinstance(st.value, cst.Call) and code(st.value.func) == self.key_fn:
             self.marks[-1] = True
+        if self.pending_line:
+            line, self.pending_line = cst.parse_statement(self.pending_line), ""
+            return cst.FlattenSentinel([line.with_changes(leading_lines=updated.leading_lines),
+                                        updated.with_changes(leading_lines=())])
         if not self.pending:
             return updated
         names, self.pending = self.pending, []
@@ -2302,7 +2402,36 @@ class _RootKey(cst.CSTTransformer):
             return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=call)
         return updated
 
+    def _sequence(self, original: cst.Call, updated: cst.Call) -> cst.Call | None:
+        """``D = eqx.nn.Sequential([eqx.nn.Linear(...), ...])`` of a script (the training pass's bare layers): each
+        member that draws gets a key of its own, all split at once from the root key (``key, D_key1, D_key2 =
+        jax.random.split(key, 3)`` where the scope holds one, else from ``jax.random.key(0)``) above the statement."""
+        if not (self.layers and self.values and self.values[-1] == id(original)
+                and dotted_text(original.func) in ("eqx.nn.Sequential", "equinox.nn.Sequential")
+                and len(updated.args) == 1 and isinstance(updated.args[0].value, cst.List) and self.target[-1]):
+            return None
+        elements = list(updated.args[0].value.elements)
+        at = [i for i, e in enumerate(elements) if isinstance(e.value, cst.Call) and dotted_text(e.value.func) in self.layers
+              and not any(a.keyword and a.keyword.value == "key" for a in e.value.args)]
+        if not at:
+            return None
+        names = [f"{self.target[-1]}_key{k + 1}" for k in range(len(at))]
+        for k, i in zip(names, at):
+            call = elements[i].value
+            args = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in call.args]
+            elements[i] = elements[i].with_changes(value=call.with_changes(args=[*args, cst.Arg(
+                cst.Name(k), keyword=cst.Name("key"),
+                equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))]))
+        seeded = self._seeded()
+        split = f"{self.split}(key, {len(at) + 1})" if seeded else f"{self.split}({self.root}, {len(at)})"
+        self.pending_line = f"{'key, ' if seeded else ''}{', '.join(names)} = {split}\n"
+        return updated.with_changes(args=[updated.args[0].with_changes(
+            value=updated.args[0].value.with_changes(elements=elements))])
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        seq = self._sequence(original, updated)
+        if seq is not None:
+            return seq
         bare = bool(self.values) and self.values[-1] == id(original) and dotted_text(original.func) in self.layers
         if (isinstance(original.func, cst.Name) and original.func.value in self.classes or bare) \
                 and not any(a.keyword and a.keyword.value == "key" for a in original.args):

@@ -106,6 +106,24 @@ class _NormalSteps(cst.CSTTransformer):
         body = list(updated.body.body)
         if not isinstance(updated.body, cst.IndentedBlock) or not any(_backward(st) for st in body):
             return updated
+        summed = _summed_backwards(body)
+        if summed is not None:
+            body, what = summed
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"training step read with {what}: the gradients "
+                            "of a sum are the sum of the gradients, which is what the backward() calls left in "
+                            "the parameters before the step", original)
+            updated = updated.with_changes(body=updated.body.with_changes(body=body))
+        scope = self.scopes[-1]
+        if id(scope) not in self.opts:
+            self.opts[id(scope)] = _optimizer_models(self.ctx, scope)
+        again = _recomputed(body, self.opts[id(scope)], self.ctx, scope)
+        if again is not None:
+            body, what = again
+            self.ctx.report(Severity.INFO, "idiom-replaced", f"training step read with {what}: PyTorch's backward() "
+                            "reaches the model through the value computed earlier; a JAX loss function differentiates "
+                            "only what it computes (the same value: the model and its inputs are unchanged since)",
+                            original)
+            updated = updated.with_changes(body=updated.body.with_changes(body=body))
         if len({_method_stmt(st, "step") for st in body} - {None}) > 1 \
                 or any(_helper_call(st, self.helpers) for st in body):
             return self.normal_steps(original, updated, body)
@@ -223,6 +241,196 @@ class _NormalSteps(cst.CSTTransformer):
             self.ctx.report(Severity.INFO, "idiom-replaced", f"training steps read with {'; '.join(what)}: each "
                             "train_step computes its optimizer's gradients afresh from its own loss", original)
         return updated.with_changes(body=updated.body.with_changes(body=out))
+
+
+def _summed_backwards(body: list) -> tuple[list, str] | None:
+    """A loop body whose step reads the gradients of several losses added up (pytorch/examples' dcgan:
+    ``errD_real.backward()``, later ``errD_fake.backward()``, then ``optimizerD.step()``, nothing clearing the
+    gradients between them) → one backward() of their sum where the last one was: the sum a statement between the
+    last backward() and the step already computes (``errD = errD_real + errD_fake``, moved up) or ``<first
+    loss>_total``. (the new body, what was read) or None where no step reads such a sum, or where a loss is
+    assigned again after its backward(), the gradients are read or cleared between the backward() calls, or a
+    backward() sits in a nested block there."""
+    out, what, start = list(body), [], 0
+    k = 0
+    while k < len(out):
+        opt = _method_stmt(out[k], "step")
+        if opt is None:
+            k += 1
+            continue
+        seg = range(start, k)
+        backs = [i for i in seg if _backward(out[i])]
+        start = k + 1
+        if len(backs) < 2:
+            k += 1
+            continue
+        losses = [_backward(out[i]) for i in backs]
+        if len(set(losses)) != len(losses) or any(not l.isidentifier() for l in losses):
+            return None
+        first, last = backs[0], backs[-1]
+        for i in range(first, last + 1):
+            if i in backs:
+                continue
+            st = out[i]
+            calls = find_all(st, cst.Call)
+            if any(isinstance(c.func, cst.Attribute) and c.func.attr.value in ("zero_grad", "backward", "step")
+                   for c in calls) or any(a.attr.value == "grad" for a in find_all(st, cst.Attribute)):
+                return None
+        for loss, b in zip(losses, backs):
+            if not any(_assigns(out[i], loss) for i in range(seg.start, b)) \
+                    or any(_assigns(out[i], loss) for i in range(b + 1, k)):
+                return None
+        # the sum already written between the last backward() and the step: N = l1 + l2 (+ ...)
+        total, at = None, None
+        for i in range(last + 1, k):
+            st = out[i]
+            if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 and isinstance(st.body[0], cst.Assign) \
+                    and len(st.body[0].targets) == 1 and isinstance(st.body[0].targets[0].target, cst.Name):
+                terms, node = [], st.body[0].value
+                while isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add):
+                    terms.append(node.right)
+                    node = node.left
+                terms.append(node)
+                if all(isinstance(t, cst.Name) for t in terms) and sorted(t.value for t in terms) == sorted(losses):
+                    name = st.body[0].targets[0].target.value
+                    n = _Names()
+                    for j in range(last + 1, i):
+                        scan(out[j], n)
+                    if name not in n.loaded and name not in n.stored and name not in losses:
+                        total, at = name, i
+                    break
+        if total is None:
+            total = f"{losses[0]}_total"
+            n = _Names()
+            for st in body:
+                scan(st, n)
+            if total in n.loaded or total in n.stored:
+                return None
+            line = cst.parse_statement(f"{total} = {' + '.join(losses)}\n")
+        else:
+            line = out[at].with_changes(leading_lines=())
+        back = out[last]
+        new = [line.with_changes(leading_lines=back.leading_lines),
+               cst.parse_statement(f"{total}.backward()\n")]
+        rebuilt, carried = [], []
+        for i, st in enumerate(out):
+            if i in backs[:-1] or i == at:  # its comments stay, on the next statement
+                carried += [ln for ln in st.leading_lines if ln.comment is not None]
+                continue
+            for s_ in (new if i == last else [st]):
+                if carried:
+                    s_ = s_.with_changes(leading_lines=[*carried, *s_.leading_lines])
+                    carried = []
+                rebuilt.append(s_)
+        what.append(f"{', '.join(l + '.backward()' for l in losses)} before {opt}.step() as {total}.backward() "
+                    f"({total} = {' + '.join(losses)})")
+        k = k - len(backs) + 2 - (at is not None)
+        out = rebuilt
+        start = k + 1
+        k += 1
+    return (out, "; ".join(what)) if what else None
+
+
+def _names_loaded(stmt) -> list[str]:
+    n = _Names()
+    scan(stmt, n)
+    return list(n.loaded)
+
+
+def _instance_classes(scope, plans: dict) -> dict[str, str]:
+    """``name = Cls(...)`` of a module class of the file (``.to(device)`` / ``.cuda()`` after it allowed) in a
+    scope: name → Cls."""
+    out = {}
+    for a in _scope_assigns(scope):
+        value = a.value
+        while isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) \
+                and value.func.attr.value in ("to", "cuda", "cpu"):
+            value = value.func.value
+        if isinstance(value, cst.Call) and isinstance(value.func, cst.Name) and value.func.value in plans:
+            out.update((n, value.func.value) for t in a.targets for n in target_names(t.target))
+    return out
+
+
+def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
+    """A step whose loss reaches its model only through a value computed earlier in the loop body (dcgan's
+    generator step: ``errG = criterion(netD(fake), label)`` with ``fake = netG(noise)`` computed for the
+    discriminator's step) → that assignment repeated after the step's zero_grad(), so that the loss statements
+    compute it from the model (what jax differentiates). Only where the assignment reads the model directly, neither
+    it, the model nor what it reads is assigned again before the step, and the model's class (a module of this file)
+    keeps no layer state and draws nothing (BatchNorm would update its statistics twice, dropout draw again).
+    (the new body, what was read) or None."""
+    plans = ctx.analyses.get(PLANS, {})
+    classes = None
+    out, what, prev = list(body), [], -1
+    k = 0
+    while k < len(out):
+        opt = _method_stmt(out[k], "step")
+        if opt is None:
+            k += 1
+            continue
+        lo, prev = prev + 1, k
+        model = opts.get(opt)
+        zeros = [i for i in range(lo, k) if _zero_grad(out[i]) in (opt, model)]
+        backs = [i for i in range(lo, k) if _backward(out[i])]
+        if model is None or not model.isidentifier() or len(zeros) != 1 or len(backs) != 1 or backs[0] < zeros[0]:
+            k += 1
+            continue
+        z, b = zeros[0], backs[0]
+        loss = _backward(out[b])
+        last = next((i for i in range(b - 1, z, -1) if _assigns(out[i], loss)), None)
+        if last is None:
+            k += 1
+            continue
+        start = last  # the loss statements: the assignments just before backward() (_step_span)
+        while start - 1 > z and _is_assign(out[start - 1]) and not _mode_switch(out[start - 1]):
+            start -= 1
+        n = _Names()
+        for i in range(start, b):
+            scan(out[i], n)
+        if model in n.loaded:
+            k += 1
+            continue
+        first: dict[str, str] = {}
+        for i in range(start, b):
+            _first_uses(out[i], first)
+        defs: dict[str, int] = {}
+        for i in range(start):
+            st = out[i]
+            if _is_assign(st) and len(st.body[0].targets) == 1 and isinstance(st.body[0].targets[0].target, cst.Name):
+                m = _Names()
+                scan(st.body[0].value, m)
+                name = st.body[0].targets[0].target.value
+                if model in m.loaded:
+                    defs[name] = i
+                elif name in defs:
+                    del defs[name]
+        wanted = [name for name, i in sorted(defs.items(), key=lambda x: x[1]) if first.get(name) == "load"]
+        if not wanted:
+            k += 1
+            continue
+        if classes is None:
+            classes = _instance_classes(scope, plans)
+        plan = plans.get(classes.get(model))
+        if plan is None or plan.get("stateful") or plan.get("key_sites") or plan.get("key_required"):
+            k += 1
+            continue
+        at = next(i for i in range(start, b) if set(_names_loaded(out[i])) & set(wanted))  # before its first reader
+        inserted = []
+        for name in wanted:
+            d = defs[name]
+            m = _Names()
+            scan(out[d].body[0].value, m)
+            reads = set(m.loaded) | {name}
+            later = _Names()
+            for i in range(d + 1, at):
+                scan(out[i], later)
+            if reads & set(later.stored) or any(_method_stmt(out[i], "step") == opt for i in range(d + 1, at)):
+                return None
+            inserted.append(out[d].with_changes(leading_lines=()))
+        out = out[:at] + inserted + out[at:]
+        what.append(f"{', '.join(code(st.body[0]) for st in inserted)} computed again in {opt}'s step")
+        k += len(inserted) + 1
+    return (out, "; ".join(what)) if what else None
 
 
 #: ctx.analyses: the zero_grad helpers (_zero_helpers) a loop's step was read through; finish removes those no
@@ -2505,14 +2713,18 @@ def _split_block(body: list, plan, model: str) -> tuple[list, list]:
     last = max(i for i in range(start, back) if _assigns(body[i], loss))
     block, before = [], []
     tainted = {model}
+    used: set[str] = set()  # the names the statements moved into loss_fn so far read or assign
     for i, s in enumerate(body[start:last + 1], start):
         if _method_stmt(s, "zero_grad") == opt:
             continue
         n = _Names()
         scan(s, n)
-        if tainted & set(n.loaded):
+        # (one assigning a name an earlier loss statement reads, dcgan's `label.fill_(fake_label)` between its
+        # two losses, stays after it: moved before the step, the earlier loss would read the new value)
+        if tainted & set(n.loaded) or used & set(n.stored):
             block.append(s)
             tainted |= n.stored
+            used |= set(n.loaded) | set(n.stored)
         else:
             before.append(s)
     return block, before
@@ -2567,6 +2779,11 @@ def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | No
         return (f"{other}.backward() adds its gradients to {loss}'s before {opt}.step(); fwport rewrites one "
                 f"backward() per step: compute both losses first and step on their sum ({loss}_total = {loss} + "
                 f"{other}; {loss}_total.backward()), which gives the same gradients")
+    if not _split_block(body, plan, model)[0]:  # dcgan's generator loss through an earlier `fake = netG(noise)`
+        return (f"no statement computing {loss} calls {model}: {loss}.backward() reaches it through a value computed "
+                f"earlier, which a JAX loss function does not differentiate; compute that value again after "
+                f"{opt}.zero_grad() (fwport does so where {model} keeps no layer state, draws nothing and nothing "
+                "it reads changed since)")
     for i in between:
         if clip is not None and i == clip[0]:
             continue
@@ -2640,6 +2857,22 @@ def _step_outputs(body: list, plan, model: str) -> list[str]:
         _first_uses(s, after)
     out |= {n for n in inner if after.get(n) == "load"}  # not those assigned again before any use
     return sorted(out)
+
+
+def _traced_items(stmts: list) -> tuple[list, list[str]]:
+    """The loss statements with ``x = <value>.item()`` (dcgan's ``D_x = output.mean().item()`` between two losses)
+    written ``x = <value>``: inside the jitted step the value is a traced array, which has no Python number; the
+    call after the step takes ``.item()`` of those it returns. (the statements, the names so assigned)"""
+    out, names = [], []
+    for st in stmts:
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
+                and isinstance(small.value, cst.Call) and not small.value.args \
+                and isinstance(small.value.func, cst.Attribute) and small.value.func.attr.value == "item":
+            st = st.with_changes(body=[small.with_changes(value=small.value.func.value)])
+            names.append(small.targets[0].target.value)
+        out.append(st)
+    return out, names
 
 
 def _first_uses(node, first: dict[str, str]) -> None:
@@ -3088,6 +3321,13 @@ def _bare_layers(module: cst.Module, ctx) -> set[str]:
                 continue  # (`self.body = nn.Sequential(...)` in a class nested in a function: not a script's model)
             nested = [c for c in find_all(value, cst.Call) if c is not value
                       and keyed_layer(ctx.imports.resolve(c.func) or "", ctx)]
+            if nested and _layer_sequence(value, q, ctx):  # D = nn.Sequential(nn.Linear(...), nn.LeakyReLU(0.2), ...)
+                found.add(names[0])
+                ctx.report(Severity.INFO, "key-added", f"{names[0]} = nn.Sequential(...) → eqx.nn.Sequential([...]): each "
+                           "layer that draws its initial parameters takes a key, split from the scope's root key where "
+                           "torch.manual_seed made one above it, else from jax.random.key(0); it is called per example "
+                           f"(jax.vmap({names[0]})(x))", value)
+                continue
             if nested:
                 ctx.report(Severity.ERROR, "unsupported-construct", f"{q.replace('torch.nn.', 'nn.')}(...) of layers "
                            "built outside a module class: each Equinox layer takes a key when it is made, and one "
@@ -3100,6 +3340,21 @@ def _bare_layers(module: cst.Module, ctx) -> set[str]:
     if found:
         ctx.analyses[BARE_LAYERS] = found
     return found
+
+
+def _layer_sequence(value: cst.Call, q: str, ctx) -> bool:
+    """``nn.Sequential(<layer>, ...)`` whose members are each a torch.nn layer call with a rule (its arguments holding
+    no further layer): modules.finish gives each member that draws a key split from one (_RootKey)."""
+    if q != "torch.nn.Sequential" or not value.args or any(a.keyword is not None or a.star for a in value.args):
+        return False
+    for a in value.args:
+        m = a.value
+        mq = ctx.imports.resolve(m.func) if isinstance(m, cst.Call) else None
+        if not mq or not mq.startswith("torch.nn.") or mq == "torch.nn.Sequential" or mq not in ctx.pack.by_name \
+                or any(isinstance(c, cst.Call) and (ctx.imports.resolve(c.func) or "").startswith("torch.nn.")
+                       for x in m.args for c in find_all(x.value, cst.Call)):
+            return False
+    return True
 
 
 def _walk_assigns(node):
@@ -3539,6 +3794,7 @@ class _Finish(cst.CSTTransformer):
             vmap = self.spell("jax.vmap")
             moved = [rewrite(s, _VmapModel(model, vmap, split if keyed else None,
                                            self.ctx.analyses.get(VMAP_AXES, {}).get(model)), fresh=True) for s in block]
+        moved, items = _traced_items(moved)
         last = moved[-1].body[0]
         returned = f", {aux_text}" if aux else ""  # the values the code after the step reads (has_aux)
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
@@ -3578,6 +3834,7 @@ class _Finish(cst.CSTTransformer):
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
         call = [cst.parse_statement(f"{', '.join([model, state, loss, *aux])} = {step_name}({call_args})\n")]
+        call += [cst.parse_statement(f"{n} = {n}.item()\n") for n in items if n in aux]
         if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
             call.insert(0, cst.parse_statement(f"key, step_key = {split}(key)\n"))
         keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
