@@ -147,6 +147,9 @@ def main() -> None:
                     help="time each corpus N times, bare and fwport alternately, and keep each one's best (default 3)")
     ap.add_argument("--profile", action="store_true", help="profile fwport on the corpus and print the top functions")
     ap.add_argument("--stages", action="store_true", help="time each pipeline stage of fwport (ms per file)")
+    ap.add_argument("--walks", action="store_true",
+                    help="count the read-only walks fwport makes per file (find_all's questions and walks, scans, "
+                         "rewrites: cProfile's primitive calls, each distinct file once)")
     ap.add_argument("--tree", action="store_true", help="also time `fwport tf2torch keras/src -o TMP` on every core")
     ap.add_argument("--big", type=int, default=0, metavar="N",
                     help="only time one file of N `x = tf.reduce_sum(tf.zeros(3), axis=0)` lines (target: <= 2x bare)")
@@ -217,6 +220,10 @@ def main() -> None:
     if a.stages:
         for d in directions:
             stage_times([f for direction, fs in parts.values() if direction == d for f in fs], packs[d])
+
+    if a.walks:
+        for d in directions:
+            walk_counts([f for direction, fs in parts.values() if direction == d for f in fs], packs[d])
 
     if a.profile:
         prof = cProfile.Profile()
@@ -319,6 +326,32 @@ def stage_times(files: list[tuple[str, str]], pack) -> None:
         print(f"  {name:<40} {t / n * 1000:8.2f} ms/file  {t / total:6.1%}")
     rest = total - sum(totals.values())
     print(f"  {'glue (rest)':<40} {rest / n * 1000:8.2f} ms/file  {rest / total:6.1%}")
+
+
+def walk_counts(files: list[tuple[str, str]], pack) -> None:
+    """How many walks the translations make, per file (each distinct file once, after a warm-up): the questions
+    ``names.find_all`` is asked, the walks it makes for them (the others are answers it kept), the scans
+    (``names.scan`` called from outside a scan) and the rewrites; cProfile's primitive calls."""
+    import fwport.core.names as names_mod
+    import fwport.core.rewrite as rewrite_mod
+
+    distinct = list({name.split("#")[0]: (name, t) for name, t in files}.values())
+    fwport_run(distinct, pack)
+    prof = cProfile.Profile()
+    prof.enable()
+    fwport_run(distinct, pack)
+    prof.disable()
+    calls: dict[str, int] = {}
+    wanted = {(names_mod.__file__, "find_all"): "find_all questions", (names_mod.__file__, "_find"): "find_all walks",
+              (names_mod.__file__, "_find_statements"): "find_all walks", (names_mod.__file__, "scan"): "scans",
+              (rewrite_mod.__file__, "rewrite"): "rewrites"}
+    for (path, _, fn), (primitive, *_) in pstats.Stats(prof).stats.items():
+        label = wanted.get((path, fn))
+        if label is not None:
+            calls[label] = calls.get(label, 0) + primitive
+    n = len(distinct)
+    print(f"walks of {pack.name} over {n} files, per file: "
+          + ", ".join(f"{k} {calls.get(k, 0) / n:.1f}" for k in dict.fromkeys(wanted.values())))
 
 
 def _bare_python() -> float:
