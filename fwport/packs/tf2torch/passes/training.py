@@ -759,6 +759,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._class_nodes: list[cst.ClassDef] = []  # the enclosing class definitions (input tree)
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
+        self._deferred = 0  # open lambdas, conditional expressions, and / or: code that may run later or never
         self._defined_names: set[str] | None = None
         self._compiled_why: dict[str, str | None] = {}  # train_step class → why its compiles cannot be kept
         self._accepted: set[int] = set()  # self.compiled_loss / compiled_metrics / metrics nodes read as Keras 2 does
@@ -892,7 +893,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         before, after = self.prefixes.pop(), self.suffixes.pop()
         if not before and not after:
             return updated_node
-        marked = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(b)])) for b in before]
+        marked = [m for b in before for m in (
+            (b, cst.Expr(cst.Call(cst.Name(MARK)))) if isinstance(b, cst.BaseSmallStatement)  # a statement, a break
+            else (cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(b)])),))]
         if after:
             after = [cst.Expr(cst.Call(cst.Name(MARK))), *after]  # a line break, then those statements
         self.ctx.options["_split_lines"] = True
@@ -1943,6 +1946,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp
     leave_SetComp = leave_GeneratorExp = leave_DictComp = leave_ListComp
 
+    def visit_Lambda(self, node) -> None:
+        self._deferred += 1
+
+    def leave_Lambda(self, original_node, updated_node):
+        self._deferred -= 1
+        return updated_node
+
+    visit_IfExp = visit_BooleanOp = visit_Lambda
+    leave_IfExp = leave_BooleanOp = leave_Lambda
+
     def _unresolved_callee(self, func: cst.BaseExpression) -> bool:
         """``model(x, training=True)`` where ``model`` is none of the file's models but no function,
         class or import of the file either: a parameter (``def step(model, x)``), an attribute
@@ -2046,8 +2059,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             original_node, rule)
             return updated_node
         y_true, y_pred = args[0].value, args[1].value
-        opts = rule.emit.get("options", {})
+        opts = optim.loss_options(rule, self.ctx)
         target = opts.get("target", "")
+        if target and not isinstance(y_pred, (cst.Name, cst.Attribute)):
+            y_pred = self._prediction_named(original_node, y_pred)
         t = code(y_true)
         p = code(y_pred)
         atom = lambda s, n: s if isinstance(n, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({s})"  # noqa: E731
@@ -2067,7 +2082,17 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if target in ("float", "same") and isinstance(y_pred, (cst.Name, cst.Attribute)):
             t_out = f"{t_out if t_out != t else t_atom}.view_as({p})"
         prob = opts.get("probabilities_input", "") if not from_logits else ""
-        if prob:
+        if opts.get("probabilities_helper") and not from_logits and any(
+                isinstance(fn, cst.FunctionDef) and any(self.qualname(d.decorator.func if isinstance(
+                    d.decorator, cst.Call) else d.decorator) == "tensorflow.function" for d in fn.decorators)
+                for fn in self._scopes):
+            self.ctx.report(Severity.WARNING, "approximate",
+                            f"{code(original_node)} in a tf.function: Keras 2 adds 1e-7 inside the logs of its binary "
+                            "cross-entropy, and TensorFlow's graph optimizer computes 1 - p + 1e-7 there as "
+                            "(1 + 1e-7) - p; the translation computes it in the eager order, which differs by up to "
+                            "0.05 in a sample's loss where a probability is within 1e-6 of 1 (create the loss with "
+                            "Keras2BCELoss(graph=True) for the graph's values)", original_node, rule)
+        if rule.emit.get("options", {}).get("probabilities_input") and not from_logits:
             optim.probabilities_warning(self.ctx, original_node, rule.names[0].rsplit(".", 1)[-1])
         p_atom = atom(p, y_pred)
         if prob == "log-clip":
@@ -2093,6 +2118,28 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
             return cst.parse_expression(code(out) + suffix)
         return out
+
+    def _prediction_named(self, original_node: cst.Call, y_pred: cst.BaseExpression) -> cst.BaseExpression:
+        """A loss call's prediction written as an expression (``loss_fn(y, model(x))``): bound to a name on a line
+        before the statement (``y_pred = model(x)``), so that the labels can take its shape (Keras matches (n,) and
+        (n, 1) labels to the predictions; torch refuses them, or broadcasts (n,) against (n, 1) to (n, n)). Where the
+        statement cannot gain a line before it (a lambda, a comprehension, a conditional expression, a compound
+        statement's header): the expression as it is, with a warning that the labels need the predictions' shape."""
+        if not self.prefixes or self._comprehensions or self._deferred:
+            self.ctx.report(Severity.WARNING, "shape-unknown",
+                            f"{code(original_node)}: Keras matches labels of shape (n,) or (n, 1) to the predictions, "
+                            "torch takes them only of the predictions' shape (less the class axis for sparse labels): "
+                            "bind the predictions to a name on a line of their own, y_pred = ..., and call the loss "
+                            "on it (fwport then reshapes the labels)", original_node)
+            return y_pred
+        scope = self._scopes[-1] if self._scopes else self.module
+        taken = _names_in([scope, *self.prefixes[-1]])
+        name = next(n for n in ("y_pred", "y_pred_", "y_pred2", "y_pred3", "fwport_y_pred") if n not in taken)
+        self.prefixes[-1].append(cst.Assign([cst.AssignTarget(cst.Name(name))], y_pred))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)}: the predictions bound to {name} on a line before, so that the labels "
+                        "take their shape as Keras matches them", original_node)
+        return cst.Name(name)
 
     def _numpy_labels(self, y_true: cst.BaseExpression) -> bool:
         """``y_true`` is a NumPy value where the loss is called (valuekinds.py's analysis of the source)."""
@@ -3533,7 +3580,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             rule = ctx.pack.by_name[rule]
         # a loss function: the labels its named accuracy reads (the loop calls the function in Keras's order)
         options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind in ("function", "object") \
-            else rule.emit.get("options", {})
+            else optim.loss_options(rule, ctx)
         if kind == "object" and ctx.version == 2:  # Keras 2's compile adds a trailing axis to 1-D labels of 2-D outputs
             options["keras2_rank"] = True
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
