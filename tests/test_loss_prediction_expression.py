@@ -90,3 +90,10 @@ def test_a_prediction_in_a_lambda_stays_with_a_warning():
     r = _tx(src)
     assert "lambda: sparse(model(x).movedim(-1, 1), y_sparse.long())" in r.output
     assert any(f.code == "shape-unknown" and "y_pred = ..." in f.message for f in r.findings)
+
+
+def test_a_subscript_of_a_name_is_read_again_not_bound():
+    src = SRC.replace("    return [float(first), float(both)]", "    preds = [scalar(x)]\n"
+                      "    return mse(y_value, preds[0]) + mse(y_value, preds[-1])")
+    out = _tx(src).output
+    assert "mse(preds[0], y_value.view_as(preds[0])) + mse(preds[-1], y_value.view_as(preds[-1]))" in out

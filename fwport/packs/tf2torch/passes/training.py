@@ -2061,7 +2061,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         y_true, y_pred = args[0].value, args[1].value
         opts = optim.loss_options(rule, self.ctx)
         target = opts.get("target", "")
-        if target and not isinstance(y_pred, (cst.Name, cst.Attribute)):
+        if target and not _plain(y_pred):
             y_pred = self._prediction_named(original_node, y_pred)
         t = code(y_true)
         p = code(y_pred)
@@ -2073,13 +2073,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             t = t_atom
         if target == "long":
             t_out = f"{t_atom}.long()"
-            if isinstance(y_pred, (cst.Name, cst.Attribute)):  # (n,) or (n, 1): Keras drops a trailing axis of 1
+            if _plain(y_pred):  # (n,) or (n, 1): Keras drops a trailing axis of 1
                 t_out += f".reshape({p}.shape[:-1])"
         elif target == "float":
             t_out = f"{t_atom}.float()"
         else:
             t_out = t
-        if target in ("float", "same") and isinstance(y_pred, (cst.Name, cst.Attribute)):
+        if target in ("float", "same") and _plain(y_pred):
             t_out = f"{t_out if t_out != t else t_atom}.view_as({p})"
         prob = opts.get("probabilities_input", "") if not from_logits else ""
         if opts.get("probabilities_helper") and not from_logits and any(
@@ -3362,7 +3362,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                 given, (cst.List, cst.Tuple, cst.Dict)):
             c = (f"loss={'{...}' if isinstance(given, cst.Dict) else '[...]'} gives a loss per output of a model of "
                  "several outputs, which the written loop does not compute yet: write the loop by hand, its loss "
-                 "the sum of each output's loss (times its loss_weights= factor, where given)")
+                 + _per_output_sum(given, call_argument(call, "loss_weights") if sum(
+                     a.keyword is None for a in call.args) <= 2 else cst.Name("loss_weights")))  # (Keras 2's order
+            # of compile's parameters is not Keras 3's after loss: a third positional argument is not read)
         elif c.startswith("loss_weights"):
             c = ("loss_weights= scales the losses of a model of several outputs (or its one loss), which the written "
                  "loop does not do yet: write the loop by hand, its loss the weighted sum of each output's loss")
@@ -3591,6 +3593,52 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight
     return texts
+
+
+def _plain(node: cst.BaseExpression) -> bool:
+    """A name, an attribute or a subscript of one by names and integers (``pred``, ``self.out``, ``preds[i][-1]``):
+    a value read again without computing anything, so a loss call's labels can take its shape by naming it."""
+    if isinstance(node, cst.Name):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _plain(node.value)
+    if isinstance(node, cst.Subscript):
+        def index(e) -> bool:
+            v = e.slice.value if isinstance(e.slice, cst.Index) else None
+            if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+                v = v.expression
+            return isinstance(v, (cst.Name, cst.Integer))
+        return _plain(node.value) and all(index(e) for e in node.slice)
+    return False
+
+
+def _per_output_sum(losses: cst.List | cst.Tuple | cst.Dict, weights: cst.BaseExpression | None) -> str:
+    """The loss Keras computes from compile's loss per output, for the guidance of a refused compile: each output's
+    loss times its loss_weights= factor (1 where none is given), summed; a dict's keys are the outputs' names (a
+    functional model's output layers' names), a list's order the outputs' order. Written out where the losses and
+    weights are literals (``1.0 * 'mse'(out_a) + 0.5 * 'binary_crossentropy'(out_b)``)."""
+    if isinstance(losses, cst.Dict):
+        items = [(e.key, e.value) for e in losses.elements if isinstance(e, cst.DictElement)]
+        keys = [literal_value(k, NOT_LITERAL) for k, _ in items]
+        wanted = all(isinstance(k, str) for k in keys) and len(items) == len(losses.elements)
+    else:
+        items = [(None, e.value) for e in losses.elements if isinstance(e, cst.Element)]
+        keys = list(range(len(items)))
+        wanted = len(items) == len(losses.elements)
+    w = literal_value(weights, NOT_LITERAL) if weights is not None else {}
+    factors = (w if isinstance(w, dict) else dict(enumerate(w)) if isinstance(w, (list, tuple)) else None)
+    how = ("the sum of each output's loss times its loss_weights= factor (1.0 where it has none), as Keras sums them"
+           + (", each dict key the name of the output it is for (a functional model's output layer's name)"
+              if isinstance(losses, cst.Dict) else ", in the order of the model's outputs"))
+    if not wanted or factors is None:
+        return how
+    terms = []
+    for k, (_, v) in zip(keys, items):
+        f = factors.get(k, 1.0)
+        if not isinstance(f, (int, float)) or isinstance(f, bool):
+            return how
+        terms.append(f"{f!r} * {code(v)}({k if isinstance(k, str) else f'outputs[{k}]'})")
+    return f"{how}: {' + '.join(terms)}"
 
 
 class _Rename(cst.CSTTransformer):
