@@ -110,3 +110,38 @@ def test_keras2_code_gets_the_written_formula():
     assert "loss_fn = Keras2BCELoss(graph=True)" in out  # compile: as its tf.function computes it
     out3 = _tx(SRC).output
     assert "Keras2BCELoss" not in out3 and "keras2_binary_crossentropy" not in out3
+
+
+STEP = '''
+import tensorflow as tf
+import tf_keras as keras
+from tf_keras import layers
+
+model = keras.Sequential([keras.Input(shape=(4,)), layers.Dense(1)])
+loss_fn = keras.losses.BinaryCrossentropy()
+metric = keras.metrics.BinaryCrossentropy()
+optimizer = keras.optimizers.SGD(0.1)
+
+
+@tf.function
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        p = model(x, training=True)
+        loss = loss_fn(y, p)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    metric.update_state(y, p)
+    return loss
+'''
+
+
+def test_keras2_differences_left_are_warned():
+    """A Keras 2 loss object called in a tf.function (the graph computes 1 - p + 1e-7 as (1 + 1e-7) - p) and Keras 2's
+    BinaryCrossentropy metric (the written class follows Keras 3): warnings that give the size of the difference."""
+    r = _tx(STEP)
+    warned = [f.message for f in r.findings if f.code == "approximate"]
+    assert any(m.startswith("loss_fn(y, p) in a tf.function") and "0.09" in m for m in warned), warned
+    assert any(m.startswith("BinaryCrossentropy metric in Keras 2 code") and "log 2" in m for m in warned), warned
+    assert not [f for f in _tx(STEP.replace("import tf_keras as keras\nfrom tf_keras import layers",
+                                            "import keras\nfrom keras import layers")).findings
+                if f.code == "approximate" and ("tf.function" in f.message or "Keras 2 code" in f.message)]

@@ -1149,7 +1149,7 @@ def keras2_binary_crossentropy(input, target, graph=False):
     """Binary cross-entropy of probabilities as Keras 2 (tf_keras) computes it, elementwise: the probabilities
     clipped to [1e-7, 1 - 1e-7], then 1e-7 added inside each log (Keras 3 and F.binary_cross_entropy add nothing
     there: a clipped probability's loss differs by up to log 2). graph=True: as in a tf.function (Keras's fit and
-    evaluate), whose graph optimizer computes 1 - p + 1e-7 as (1 + 1e-7) - p, a float32 1.0000001 (up to 0.05 more
+    evaluate), whose graph optimizer computes 1 - p + 1e-7 as (1 + 1e-7) - p, a float32 1.0000001 (up to 0.09 more
     or less loss where p is within 1e-6 of 1)."""
     p = input.clamp(1e-7, 1 - 1e-7)
     one_minus = (1 + 1e-7) - p if graph else 1 - p + 1e-7

@@ -207,6 +207,18 @@ def loss(m, ctx):
     return cst.Call(ctx.spell(target), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
 
 
+def keras2_metric_warning(ctx, node, cls: str) -> None:
+    """Keras 2 code's binary cross-entropy metric: a warning that the written class computes Keras 3's formula."""
+    if ctx.version != 2 or cls != "BinaryCrossentropy":
+        return
+    ctx.report(Severity.WARNING, "approximate",
+               "BinaryCrossentropy metric in Keras 2 code: tf_keras adds 1e-7 inside the logs of its binary "
+               "cross-entropy of probabilities, the written metric class computes Keras 3's formula (nothing added): "
+               "a sample whose probability p is within about 1e-5 of 0 or 1 differs by up to log(1 + 1e-7 / p) "
+               "(log 2 = 0.69 for a clipped one, p = 1e-7); equal elsewhere, and where the written fit gives the "
+               "metric the logits of a final sigmoid", node)
+
+
 @call_transform("metric")
 def metric(m, ctx):
     """A Keras metric object → an instance of a small class with the same interface (``m(...)``,
@@ -218,6 +230,7 @@ def metric(m, ctx):
                    f"create one {cls}(thresholds=t) per threshold")
             return None
     ctx.spell_text("torch.as_tensor")  # the written-out class uses torch
+    keras2_metric_warning(ctx, m.node, cls)
     ctx.options.setdefault("_metric_classes", set()).add(cls)
     return cst.Call(cst.Name(cls), _with_commas([_kw(k, v) for k, v in m.kwargs.items()]))
 

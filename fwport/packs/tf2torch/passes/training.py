@@ -657,6 +657,7 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
             if cls is None:
                 return f"the metric {lit!r} is not translated"
             out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+            optim.keras2_metric_warning(ctx, m, cls)
             if crossentropy is not None and cls in fitloop.CROSSENTROPY_METRICS:
                 crossentropy.append(lit)
             continue
@@ -2090,7 +2091,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{code(original_node)} in a tf.function: Keras 2 adds 1e-7 inside the logs of its binary "
                             "cross-entropy, and TensorFlow's graph optimizer computes 1 - p + 1e-7 there as "
                             "(1 + 1e-7) - p; the translation computes it in the eager order, which differs by up to "
-                            "0.05 in a sample's loss where a probability is within 1e-6 of 1 (create the loss with "
+                            "0.09 in a sample's loss where a probability is within 1e-6 of 1 (create the loss with "
                             "Keras2BCELoss(graph=True) for the graph's values)", original_node, rule)
         if rule.emit.get("options", {}).get("probabilities_input") and not from_logits:
             optim.probabilities_warning(self.ctx, original_node, rule.names[0].rsplit(".", 1)[-1])
