@@ -36,7 +36,8 @@ def test_tape_step_becomes_zero_grad_backward_step():
     assert '''def train_step(x, y):
     optimizer.zero_grad()
     model.train()
-    loss = loss_fn(model(x), y)
+    y_pred = model(x)
+    loss = loss_fn(y_pred, y.view_as(y_pred))
     loss.backward()
     optimizer.step()
     return loss
@@ -52,7 +53,7 @@ def test_translation_is_a_fixpoint_and_keeps_lines():
     assert again.output == r.output
     # findings point at the source's lines: the tape line and the model call
     lines = {f.message.split(" ")[0]: f.line for f in r.findings if f.code == "idiom-replaced"}
-    assert lines == {"tf.GradientTape": 10, "training=True": 11}
+    assert lines == {"tf.GradientTape": 10, "training=True": 11, "loss_fn(y,": 11}
 
 
 def test_training_flag_variable_and_false():
@@ -438,7 +439,9 @@ def losses(x, y):
     return ce(y, logits) + bce(y, tf.sigmoid(logits)), direct
 '''
     r = _t(src)
-    assert "ce(logits.movedim(-1, 1), y.long().reshape(logits.shape[:-1])) + bce(torch.sigmoid(logits).clamp(1e-7, 1 - 1e-7), y.float())" in r.output
+    # a prediction written as an expression is bound to a name first, whose shape the labels take
+    assert "    y_pred = torch.sigmoid(logits)\n" in r.output
+    assert "ce(logits.movedim(-1, 1), y.long().reshape(logits.shape[:-1])) + bce(y_pred.clamp(1e-7, 1 - 1e-7), y.float().view_as(y_pred))" in r.output
     msgs = [f.message for f in r.findings if f.severity.value == "error"]
     assert any(m.startswith("MeanSquaredError(...): torch losses take (input, target)") for m in msgs), msgs
 

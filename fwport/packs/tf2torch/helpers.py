@@ -1142,6 +1142,37 @@ HELPERS["hinge"] = _HINGE.replace("{name}", "hinge").replace("{formula}", "max(1
     "{value}", "(1.0 - y_true * y_pred).clamp_min(0.0)")
 HELPERS["squared_hinge"] = _HINGE.replace("{name}", "squared_hinge").replace(
     "{formula}", "max(1 - y_true * y_pred, 0) ** 2").replace("{value}", "(1.0 - y_true * y_pred).clamp_min(0.0).square()")
+# Keras 2's (tf_keras's) binary cross-entropy of probabilities (rules binary-crossentropy, binary-crossentropy-fn)
+HELPERS["keras2_binary_crossentropy"] = '''
+
+def keras2_binary_crossentropy(input, target, graph=False):
+    """Binary cross-entropy of probabilities as Keras 2 (tf_keras) computes it, elementwise: the probabilities
+    clipped to [1e-7, 1 - 1e-7], then 1e-7 added inside each log (Keras 3 and F.binary_cross_entropy add nothing
+    there: a clipped probability's loss differs by up to log 2). graph=True: as in a tf.function (Keras's fit and
+    evaluate), whose graph optimizer computes 1 - p + 1e-7 as (1 + 1e-7) - p, a float32 1.0000001 (up to 0.09 more
+    or less loss where p is within 1e-6 of 1)."""
+    p = input.clamp(1e-7, 1 - 1e-7)
+    one_minus = (1 + 1e-7) - p if graph else 1 - p + 1e-7
+    return -(target * {torch}log(p + 1e-7) + (1 - target) * {torch}log(one_minus))
+'''
+HELPERS["Keras2BCELoss"] = '''
+
+class Keras2BCELoss({nn}Module):
+    """nn.BCELoss as Keras 2 (tf_keras) computes its BinaryCrossentropy of probabilities (keras2_binary_crossentropy),
+    called as torch losses are, loss(input, target); reduction "mean", "sum" or "none" as nn.BCELoss's; graph=True:
+    as Keras's fit and evaluate compute it (keras2_binary_crossentropy)."""
+
+    def __init__(self, reduction="mean", graph=False):
+        super().__init__()
+        self.reduction, self.graph = reduction, graph
+
+    def forward(self, input, target):
+        loss = keras2_binary_crossentropy(input, target, self.graph)
+        if self.reduction == "none":
+            return loss
+        return loss.sum() if self.reduction == "sum" else loss.mean()
+'''
+DATA_DEPS["Keras2BCELoss"] = ("keras2_binary_crossentropy",)
 # (the data helpers are written with str.format's escapes: {{ }} are braces of the code)
 HELPERS.update({k: v.replace("{{", "{").replace("}}", "}") for k, v in DATA_HELPERS.items()})
 # tf.train.Checkpoint / CheckpointManager / latest_checkpoint (saving.py)

@@ -125,6 +125,14 @@ def reduction_literal(node, ctx):
     return lit
 
 
+def loss_options(rule, ctx) -> dict:
+    """A loss rule's ``emit.options`` for this file: its ``keras2`` table over the rest in Keras 2 code (tf_keras
+    computes some losses otherwise than Keras 3: its binary cross-entropy of probabilities adds epsilon inside the
+    logs), the rest as they are in Keras 3 code."""
+    opts = rule.emit.get("options", {})
+    return {**opts, **opts["keras2"]} if ctx.version == 2 and "keras2" in opts else opts
+
+
 _SATURATING = re.compile(r"sigmoid|softmax", re.IGNORECASE)
 _LOGITS_WARNED = "probability_loss_warned"
 
@@ -169,7 +177,7 @@ def loss(m, ctx):
                "and fwport cannot follow this loss object's calls (bind it once to a name, "
                "`loss_fn = ...`, and call it as loss_fn(y_true, y_pred))")
         return None
-    opts = m.rule.emit.get("options", {})
+    opts = loss_options(m.rule, ctx)
     if "reduction" in m.extras:  # a rule whose per-sample loss is torch's reduction='none' (opts per_sample)
         given = m.extras.pop("reduction")
         lit = reduction_literal(given, ctx)
@@ -190,8 +198,25 @@ def loss(m, ctx):
             return None
     if opts.get("helper"):  # a module written into the file (helpers.py), called as torch losses are
         return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
+    if flag is False and opts.get("probabilities_helper"):  # Keras 2's formula, written into the file (helpers.py)
+        if m.extras.get("compiled"):  # computed in a tf.function by Keras (its graph's order of the operations)
+            kwargs["graph"] = cst.Name("True")
+        return cst.Call(cst.Name(helpers.use(ctx, opts["probabilities_helper"])),
+                        _with_commas([_kw(k, v) for k, v in kwargs.items()]))
     target = m.rule.emit["target"] if flag is True or "probabilities" not in opts else opts["probabilities"]
     return cst.Call(ctx.spell(target), _with_commas([_kw(k, v) for k, v in kwargs.items()]))
+
+
+def keras2_metric_warning(ctx, node, cls: str) -> None:
+    """Keras 2 code's binary cross-entropy metric: a warning that the written class computes Keras 3's formula."""
+    if ctx.version != 2 or cls != "BinaryCrossentropy":
+        return
+    ctx.report(Severity.WARNING, "approximate",
+               "BinaryCrossentropy metric in Keras 2 code: tf_keras adds 1e-7 inside the logs of its binary "
+               "cross-entropy of probabilities, the written metric class computes Keras 3's formula (nothing added): "
+               "a sample whose probability p is within about 1e-5 of 0 or 1 differs by up to log(1 + 1e-7 / p) "
+               "(log 2 = 0.69 for a clipped one, p = 1e-7); equal elsewhere, and where the written fit gives the "
+               "metric the logits of a final sigmoid", node)
 
 
 @call_transform("metric")
@@ -205,6 +230,7 @@ def metric(m, ctx):
                    f"create one {cls}(thresholds=t) per threshold")
             return None
     ctx.spell_text("torch.as_tensor")  # the written-out class uses torch
+    keras2_metric_warning(ctx, m.node, cls)
     ctx.options.setdefault("_metric_classes", set()).add(cls)
     return cst.Call(cst.Name(cls), _with_commas([_kw(k, v) for k, v in m.kwargs.items()]))
 
@@ -236,7 +262,7 @@ def loss_function(m, ctx):
     ``helper``: a function of helpers.py written into the file, called as ``helper(y_true, y_pred)``."""
     from fwport.core.position import render
 
-    opts = m.rule.emit.get("options", {})
+    opts = loss_options(m.rule, ctx)
     kwargs = dict(m.kwargs)
     logits = kwargs.pop("from_logits", None)
     flag = False if logits is None else literal_value(logits, NOT_LITERAL)
@@ -251,8 +277,9 @@ def loss_function(m, ctx):
     p, t = _atom_text(y_pred), _atom_text(y_true)
     labels_of = p if isinstance(y_pred, (cst.Name, cst.Attribute)) else None  # the shape labels take
     fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]
-    if not flag and opts.get("input") in ("log-clip", "clip"):
+    if not flag and m.rule.emit.get("options", {}).get("input") in ("log-clip", "clip"):
         probabilities_warning(ctx, m.node, m.rule.names[0].rsplit(".", 1)[-1])
+    helper = opts.get("probabilities_helper") if not flag else None  # Keras 2's formula (helpers.py), torch's order
     if not flag and opts.get("input") == "log-clip":
         p = f"{ctx.spell_text('torch.log')}({p}.clamp(1e-7, 1 - 1e-7))"
     elif not flag and opts.get("input") == "clip":
@@ -268,7 +295,8 @@ def loss_function(m, ctx):
         if opts.get("target") != "long":
             t = f"{t}.movedim(-1, 1)"
     extra = "".join(f", {k}={render(v)}" for k, v in kwargs.items())
-    out = f"{ctx.spell_text(fn)}({p}, {t}, reduction='none'{extra})"
+    out = f"{helpers.use(ctx, helper)}({p}, {t}{extra})" if helper else \
+        f"{ctx.spell_text(fn)}({p}, {t}, reduction='none'{extra})"
     if opts.get("mean_last"):
         out += ".mean(-1)"
     return cst.parse_expression(out)

@@ -657,6 +657,7 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
             if cls is None:
                 return f"the metric {lit!r} is not translated"
             out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+            optim.keras2_metric_warning(ctx, m, cls)
             if crossentropy is not None and cls in fitloop.CROSSENTROPY_METRICS:
                 crossentropy.append(lit)
             continue
@@ -759,6 +760,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self._class_nodes: list[cst.ClassDef] = []  # the enclosing class definitions (input tree)
         self._keras_classes: set[str] = set()
         self._comprehensions: list[cst.CSTNode] = []
+        self._deferred = 0  # open lambdas, conditional expressions, and / or: code that may run later or never
         self._defined_names: set[str] | None = None
         self._compiled_why: dict[str, str | None] = {}  # train_step class → why its compiles cannot be kept
         self._accepted: set[int] = set()  # self.compiled_loss / compiled_metrics / metrics nodes read as Keras 2 does
@@ -892,7 +894,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         before, after = self.prefixes.pop(), self.suffixes.pop()
         if not before and not after:
             return updated_node
-        marked = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(b)])) for b in before]
+        marked = [m for b in before for m in (
+            (b, cst.Expr(cst.Call(cst.Name(MARK)))) if isinstance(b, cst.BaseSmallStatement)  # a statement, a break
+            else (cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(b)])),))]
         if after:
             after = [cst.Expr(cst.Call(cst.Name(MARK))), *after]  # a line break, then those statements
         self.ctx.options["_split_lines"] = True
@@ -1943,6 +1947,16 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     visit_SetComp = visit_GeneratorExp = visit_DictComp = visit_ListComp
     leave_SetComp = leave_GeneratorExp = leave_DictComp = leave_ListComp
 
+    def visit_Lambda(self, node) -> None:
+        self._deferred += 1
+
+    def leave_Lambda(self, original_node, updated_node):
+        self._deferred -= 1
+        return updated_node
+
+    visit_IfExp = visit_BooleanOp = visit_Lambda
+    leave_IfExp = leave_BooleanOp = leave_Lambda
+
     def _unresolved_callee(self, func: cst.BaseExpression) -> bool:
         """``model(x, training=True)`` where ``model`` is none of the file's models but no function,
         class or import of the file either: a parameter (``def step(model, x)``), an attribute
@@ -2046,8 +2060,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             original_node, rule)
             return updated_node
         y_true, y_pred = args[0].value, args[1].value
-        opts = rule.emit.get("options", {})
+        opts = optim.loss_options(rule, self.ctx)
         target = opts.get("target", "")
+        if target and not _plain(y_pred):
+            y_pred = self._prediction_named(original_node, y_pred)
         t = code(y_true)
         p = code(y_pred)
         atom = lambda s, n: s if isinstance(n, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({s})"  # noqa: E731
@@ -2058,16 +2074,26 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             t = t_atom
         if target == "long":
             t_out = f"{t_atom}.long()"
-            if isinstance(y_pred, (cst.Name, cst.Attribute)):  # (n,) or (n, 1): Keras drops a trailing axis of 1
+            if _plain(y_pred):  # (n,) or (n, 1): Keras drops a trailing axis of 1
                 t_out += f".reshape({p}.shape[:-1])"
         elif target == "float":
             t_out = f"{t_atom}.float()"
         else:
             t_out = t
-        if target in ("float", "same") and isinstance(y_pred, (cst.Name, cst.Attribute)):
+        if target in ("float", "same") and _plain(y_pred):
             t_out = f"{t_out if t_out != t else t_atom}.view_as({p})"
         prob = opts.get("probabilities_input", "") if not from_logits else ""
-        if prob:
+        if opts.get("probabilities_helper") and not from_logits and any(
+                isinstance(fn, cst.FunctionDef) and any(self.qualname(d.decorator.func if isinstance(
+                    d.decorator, cst.Call) else d.decorator) == "tensorflow.function" for d in fn.decorators)
+                for fn in self._scopes):
+            self.ctx.report(Severity.WARNING, "approximate",
+                            f"{code(original_node)} in a tf.function: Keras 2 adds 1e-7 inside the logs of its binary "
+                            "cross-entropy, and TensorFlow's graph optimizer computes 1 - p + 1e-7 there as "
+                            "(1 + 1e-7) - p; the translation computes it in the eager order, which differs by up to "
+                            "0.09 in a sample's loss where a probability is within 1e-6 of 1 (create the loss with "
+                            "Keras2BCELoss(graph=True) for the graph's values)", original_node, rule)
+        if rule.emit.get("options", {}).get("probabilities_input") and not from_logits:
             optim.probabilities_warning(self.ctx, original_node, rule.names[0].rsplit(".", 1)[-1])
         p_atom = atom(p, y_pred)
         if prob == "log-clip":
@@ -2093,6 +2119,28 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
             return cst.parse_expression(code(out) + suffix)
         return out
+
+    def _prediction_named(self, original_node: cst.Call, y_pred: cst.BaseExpression) -> cst.BaseExpression:
+        """A loss call's prediction written as an expression (``loss_fn(y, model(x))``): bound to a name on a line
+        before the statement (``y_pred = model(x)``), so that the labels can take its shape (Keras matches (n,) and
+        (n, 1) labels to the predictions; torch refuses them, or broadcasts (n,) against (n, 1) to (n, n)). Where the
+        statement cannot gain a line before it (a lambda, a comprehension, a conditional expression, a compound
+        statement's header): the expression as it is, with a warning that the labels need the predictions' shape."""
+        if not self.prefixes or self._comprehensions or self._deferred:
+            self.ctx.report(Severity.WARNING, "shape-unknown",
+                            f"{code(original_node)}: Keras matches labels of shape (n,) or (n, 1) to the predictions, "
+                            "torch takes them only of the predictions' shape (less the class axis for sparse labels): "
+                            "bind the predictions to a name on a line of their own, y_pred = ..., and call the loss "
+                            "on it (fwport then reshapes the labels)", original_node)
+            return y_pred
+        scope = self._scopes[-1] if self._scopes else self.module
+        taken = _names_in([scope, *self.prefixes[-1]])
+        name = next(n for n in ("y_pred", "y_pred_", "y_pred2", "y_pred3", "fwport_y_pred") if n not in taken)
+        self.prefixes[-1].append(cst.Assign([cst.AssignTarget(cst.Name(name))], y_pred))
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)}: the predictions bound to {name} on a line before, so that the labels "
+                        "take their shape as Keras matches them", original_node)
+        return cst.Name(name)
 
     def _numpy_labels(self, y_true: cst.BaseExpression) -> bool:
         """``y_true`` is a NumPy value where the loss is called (valuekinds.py's analysis of the source)."""
@@ -3315,7 +3363,9 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
                 given, (cst.List, cst.Tuple, cst.Dict)):
             c = (f"loss={'{...}' if isinstance(given, cst.Dict) else '[...]'} gives a loss per output of a model of "
                  "several outputs, which the written loop does not compute yet: write the loop by hand, its loss "
-                 "the sum of each output's loss (times its loss_weights= factor, where given)")
+                 + _per_output_sum(given, call_argument(call, "loss_weights") if sum(
+                     a.keyword is None for a in call.args) <= 2 else cst.Name("loss_weights")))  # (Keras 2's order
+            # of compile's parameters is not Keras 3's after loss: a third positional argument is not read)
         elif c.startswith("loss_weights"):
             c = ("loss_weights= scales the losses of a model of several outputs (or its one loss), which the written "
                  "loop does not do yet: write the loop by hand, its loss the weighted sum of each output's loss")
@@ -3533,7 +3583,7 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
             rule = ctx.pack.by_name[rule]
         # a loss function: the labels its named accuracy reads (the loop calls the function in Keras's order)
         options = {"target": fitloop.NAMED_ACCURACIES.get(rep.accuracy_kind, "")} if kind in ("function", "object") \
-            else rule.emit.get("options", {})
+            else optim.loss_options(rule, ctx)
         if kind == "object" and ctx.version == 2:  # Keras 2's compile adds a trailing axis to 1-D labels of 2-D outputs
             options["keras2_rank"] = True
         texts.append(fitloop.helpers(rep, options, ctx.spell_text, channels_first, shared=i == 0,
@@ -3544,6 +3594,52 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight
     return texts
+
+
+def _plain(node: cst.BaseExpression) -> bool:
+    """A name, an attribute or a subscript of one by names and integers (``pred``, ``self.out``, ``preds[i][-1]``):
+    a value read again without computing anything, so a loss call's labels can take its shape by naming it."""
+    if isinstance(node, cst.Name):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _plain(node.value)
+    if isinstance(node, cst.Subscript):
+        def index(e) -> bool:
+            v = e.slice.value if isinstance(e.slice, cst.Index) else None
+            if isinstance(v, cst.UnaryOperation) and isinstance(v.operator, cst.Minus):
+                v = v.expression
+            return isinstance(v, (cst.Name, cst.Integer))
+        return _plain(node.value) and all(index(e) for e in node.slice)
+    return False
+
+
+def _per_output_sum(losses: cst.List | cst.Tuple | cst.Dict, weights: cst.BaseExpression | None) -> str:
+    """The loss Keras computes from compile's loss per output, for the guidance of a refused compile: each output's
+    loss times its loss_weights= factor (1 where none is given), summed; a dict's keys are the outputs' names (a
+    functional model's output layers' names), a list's order the outputs' order. Written out where the losses and
+    weights are literals (``1.0 * 'mse'(out_a) + 0.5 * 'binary_crossentropy'(out_b)``)."""
+    if isinstance(losses, cst.Dict):
+        items = [(e.key, e.value) for e in losses.elements if isinstance(e, cst.DictElement)]
+        keys = [literal_value(k, NOT_LITERAL) for k, _ in items]
+        wanted = all(isinstance(k, str) for k in keys) and len(items) == len(losses.elements)
+    else:
+        items = [(None, e.value) for e in losses.elements if isinstance(e, cst.Element)]
+        keys = list(range(len(items)))
+        wanted = len(items) == len(losses.elements)
+    w = literal_value(weights, NOT_LITERAL) if weights is not None else {}
+    factors = (w if isinstance(w, dict) else dict(enumerate(w)) if isinstance(w, (list, tuple)) else None)
+    how = ("the sum of each output's loss times its loss_weights= factor (1.0 where it has none), as Keras sums them"
+           + (", each dict key the name of the output it is for (a functional model's output layer's name)"
+              if isinstance(losses, cst.Dict) else ", in the order of the model's outputs"))
+    if not wanted or factors is None:
+        return how
+    terms = []
+    for k, (_, v) in zip(keys, items):
+        f = factors.get(k, 1.0)
+        if not isinstance(f, (int, float)) or isinstance(f, bool):
+            return how
+        terms.append(f"{f!r} * {code(v)}({k if isinstance(k, str) else f'outputs[{k}]'})")
+    return f"{how}: {' + '.join(terms)}"
 
 
 class _Rename(cst.CSTTransformer):
