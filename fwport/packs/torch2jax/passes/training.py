@@ -1591,7 +1591,42 @@ def _run(module: cst.Module, ctx) -> cst.Module:
         classes = {instances.get(c) for c in info["callers"]}
         # a step function of whole-graph models: no jax.vmap (a key, if dropout, is threaded as any: KEYED)
         info["whole"] = bool(info["step"] and classes and all(plans.get(c, {}).get("whole") for c in classes))
-    return rewrite(module, p)
+    return rewrite(rewrite(module, p), _SelfAssigns())
+
+
+def _self_assign(st: cst.BaseStatement) -> bool:
+    """``D = D``: what ``D = D.to(device)`` / ``x = x.cuda()`` leaves once the move is removed."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1 or not isinstance(st.body[0], cst.Assign):
+        return False
+    a = st.body[0]
+    return len(a.targets) == 1 and isinstance(a.value, (cst.Name, cst.Attribute)) \
+        and isinstance(a.targets[0].target, (cst.Name, cst.Attribute)) and code(a.targets[0].target) == code(a.value)
+
+
+class _SelfAssigns(cst.CSTTransformer):
+    """Removes the self-assignments left by removed device moves (an engineer deletes them): their blank lines and
+    comments go to the statement that follows, a block left empty gets ``pass``."""
+
+    def leave_IndentedBlock(self, original, updated):
+        return self.drop(updated)
+
+    def leave_Module(self, original, updated):
+        return self.drop(updated)
+
+    @staticmethod
+    def drop(node):
+        if not any(_self_assign(s) for s in node.body):
+            return node
+        out, carried = [], []
+        for s in node.body:
+            if _self_assign(s):
+                carried += list(s.leading_lines)
+                continue
+            out.append(s.with_changes(leading_lines=[*carried, *s.leading_lines]) if carried else s)
+            carried = []
+        if not out and isinstance(node, cst.IndentedBlock):
+            return node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=carried)])
+        return node.with_changes(body=out, footer=[*carried, *node.footer])  # the last one's comments: at the end
 
 
 #: ctx.analyses: (top-level function or None for the module, name) whose assignments the finishing step removes
