@@ -45,6 +45,8 @@ def test_two_backwards_before_one_step_become_one_loss_of_their_sum():
             "        output = jax.vmap(discriminator)(jax.lax.stop_gradient(fake))\n"
             "        errD_fake = criterion(output, label)\n"
             "        return errD_real + errD_fake, (D_x, label, output)\n") in text, text
+    # the comment above the removed discriminator.zero_grad() stays, above the statement now in its place
+    assert "for i, (real, z) in enumerate(batches):\n    # train with real\n    label = jnp.full(" in text, text
     assert ("    discriminator, opt_state_D, errD, D_x, label, output = train_step_D(discriminator, opt_state_D, real, "
             "label, fake)\n    D_x = D_x.item()\n") in text
     # the generator: `fake` computed again from the generator inside its loss_fn

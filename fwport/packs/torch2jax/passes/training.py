@@ -1603,6 +1603,22 @@ def _self_assign(st: cst.BaseStatement) -> bool:
         and isinstance(a.targets[0].target, (cst.Name, cst.Attribute)) and code(a.targets[0].target) == code(a.value)
 
 
+def _step_body(body: list, zero: int, start: int, end: int, call: list, between: list[int]) -> list:
+    """A loop body with its step (``body[start:end + 1]``, the loss to the update) written as ``call`` (the statements
+    computed before it and the train_step call), the statements of ``between`` (those after the loss the update does
+    not read) after it, and zero_grad() (``body[zero]``) removed: its comments (``# train with real``) go to the
+    statement now in its place."""
+    keep = [s for i, s in enumerate(body) if not (start <= i <= end) and i != zero]
+    at = len([i for i in range(start) if i != zero])
+    out = keep[:at] + call + [body[i] for i in between] + keep[at:]
+    comments = [ln for ln in body[zero].leading_lines if ln.comment is not None]
+    if comments and out:
+        after = body[zero + 1] if zero + 1 < len(body) and not start <= zero + 1 <= end else None
+        k = min(next((k for k, s in enumerate(out) if s is after), at), len(out) - 1)
+        out[k] = out[k].with_changes(leading_lines=[*comments, *out[k].leading_lines])
+    return out
+
+
 class _SelfAssigns(cst.CSTTransformer):
     """Removes the self-assignments left by removed device moves (an engineer deletes them): their blank lines and
     comments go to the statement that follows, a block left empty gets ``pass``."""
@@ -3738,9 +3754,7 @@ class _Finish(cst.CSTTransformer):
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]))
         call = cst.parse_statement(f"{', '.join([model, loss, *aux])} = {name}"
                                    f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
-        keep = [s for i, s in enumerate(body) if not (start <= i <= update) and i != zero]
-        at = len([i for i in range(start) if i != zero])
-        return keep[:at] + before + [call] + [body[i] for i in between] + keep[at:], step_fn
+        return _step_body(body, zero, start, update, before + [call], between), step_fn
 
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
         """A step inside an ``if`` / ``with`` block at the loop's level (a GAN's generator step under ``if i %
@@ -3872,9 +3886,7 @@ class _Finish(cst.CSTTransformer):
         call += [cst.parse_statement(f"{n} = {n}.item()\n") for n in items if n in aux]
         if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
             call.insert(0, cst.parse_statement(f"key, step_key = {split}(key)\n"))
-        keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
-        at = len([i for i in range(start) if i != zero])
-        new_body = keep[:at] + before + call + [body[i] for i in between] + keep[at:]
+        new_body = _step_body(body, zero, start, step, before + call, between)
         if step_fn_level:
             step_fn = step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
         if keyed and threaded == "global":
