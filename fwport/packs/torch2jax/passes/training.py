@@ -37,6 +37,7 @@ from fwport.packs.torch2jax import keys
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
+from fwport.packs.torch2jax.passes.state import state_name as _state_name  # step() binds `state`
 from fwport.packs.torch2jax.passes.modules import BARE_LAYERS, OUTSIDE, PLANS, keyed_layer
 from fwport.packs.torch2jax.ranks import target_names
 
@@ -351,13 +352,20 @@ def _instance_classes(scope, plans: dict) -> dict[str, str]:
     return out
 
 
+#: ctx.analyses: the model calls _recomputed repeats in a step of a model keeping a layer state (BatchNorm): in
+#: training mode its output uses the batch's statistics, not the state it is given, and in inference mode the state
+#: is as PyTorch read it; the new state is dropped (``fake, _ = ...``): PyTorch updated the statistics once
+STATE_KEPT = "torch2jax.state_kept"
+
+
 def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
     """A step whose loss reaches its model only through a value computed earlier in the loop body (dcgan's
     generator step: ``errG = criterion(netD(fake), label)`` with ``fake = netG(noise)`` computed for the
     discriminator's step) → that assignment repeated after the step's zero_grad(), so that the loss statements
     compute it from the model (what jax differentiates). Only where the assignment reads the model directly, neither
     it, the model nor what it reads is assigned again before the step, and the model's class (a module of this file)
-    keeps no layer state and draws nothing (BatchNorm would update its statistics twice, dropout draw again).
+    draws nothing (dropout would draw again); one keeping a layer state (BatchNorm) is called again with the state the
+    loop holds and its new state dropped (STATE_KEPT): the statistics are updated once, as in PyTorch.
     (the new body, what was read) or None."""
     plans = ctx.analyses.get(PLANS, {})
     classes = None
@@ -411,7 +419,7 @@ def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
         if classes is None:
             classes = _instance_classes(scope, plans)
         plan = plans.get(classes.get(model))
-        if plan is None or plan.get("stateful") or plan.get("key_sites") or plan.get("key_required"):
+        if plan is None or plan.get("key_sites") or plan.get("key_required"):
             k += 1
             continue
         at = next(i for i in range(start, b) if set(_names_loaded(out[i])) & set(wanted))  # before its first reader
@@ -427,8 +435,12 @@ def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
             if reads & set(later.stored) or any(_method_stmt(out[i], "step") == opt for i in range(d + 1, at)):
                 return None
             inserted.append(out[d].with_changes(leading_lines=()))
+        if plan.get("stateful"):  # its new layer state (BatchNorm's) is dropped: PyTorch updated it once (STATE_KEPT)
+            ctx.analyses.setdefault(STATE_KEPT, []).extend(inserted)
         out = out[:at] + inserted + out[at:]
-        what.append(f"{', '.join(code(st.body[0]) for st in inserted)} computed again in {opt}'s step")
+        what.append(f"{', '.join(code(st.body[0]) for st in inserted)} computed again in {opt}'s step"
+                    + (" from the layer state the loop holds, its new state dropped (in training mode the output uses "
+                       "the batch's statistics; PyTorch updated them once)" if plan.get("stateful") else ""))
         k += len(inserted) + 1
     return (out, "; ".join(what)) if what else None
 
@@ -886,6 +898,14 @@ class _Pass(cst.CSTTransformer):
         return None
 
     def leave_SimpleStatementLine(self, original, updated):
+        if any(st is original for st in self.ctx.analyses.get(STATE_KEPT, ())) and _is_assign(updated) \
+                and isinstance(updated.body[0].targets[0].target, cst.Tuple):
+            target = updated.body[0].targets[0].target
+            elements = [*target.elements[:-1], target.elements[-1].with_changes(value=cst.Name("_"))]
+            out = updated.with_changes(body=[updated.body[0].with_changes(
+                targets=[updated.body[0].targets[0].with_changes(target=target.with_changes(elements=elements))])])
+            self.ctx.analyses[STATE_KEPT].append(out)  # its state an input of the train_step (step)
+            return out
         if self.aliases and not self.scopes and not self.in_class and _is_assign(original) \
                 and len(original.body[0].targets) == 1 and isinstance(original.body[0].targets[0].target, cst.Name) \
                 and original.body[0].targets[0].target.value in self.aliases:
@@ -2833,7 +2853,7 @@ def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | No
     if not _split_block(body, plan, model)[0]:  # dcgan's generator loss through an earlier `fake = netG(noise)`
         return (f"no statement computing {loss} calls {model}: {loss}.backward() reaches it through a value computed "
                 f"earlier, which a JAX loss function does not differentiate; compute that value again after "
-                f"{opt}.zero_grad() (fwport does so where {model} keeps no layer state, draws nothing and nothing "
+                f"{opt}.zero_grad() (fwport does so where {model} draws nothing and nothing "
                 "it reads changed since)")
     for i in between:
         if clip is not None and i == clip[0]:
@@ -3827,6 +3847,9 @@ class _Finish(cst.CSTTransformer):
         # argument, not a global the jit would keep as it was when traced
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
                   and (n not in self.module_names or n in trained or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+        kept = self.ctx.analyses.get(STATE_KEPT, ())
+        if any(s is k for s in block for k in kept) and _state_name(self.ctx, model) not in inputs:
+            inputs.append(_state_name(self.ctx, model))  # the model's call repeated in the loss reads its state
         aux = _step_outputs(body, plan, model)
         aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
         # values the loss reads and assigns again (BatchNorm's state): loss_fn's parameters after the model (a name
