@@ -37,6 +37,7 @@ from fwport.packs.torch2jax import keys
 from fwport.packs.torch2jax.batch import _atom_code  # the receiver, parenthesised when not an atom
 from fwport.packs.torch2jax.ops import LBFGS_STEPS, OPTIMIZERS, STATEFUL
 from fwport.packs.torch2jax.passes import state
+from fwport.packs.torch2jax.passes.state import state_name as _state_name  # step() binds `state`
 from fwport.packs.torch2jax.passes.modules import BARE_LAYERS, OUTSIDE, PLANS, keyed_layer
 from fwport.packs.torch2jax.ranks import target_names
 
@@ -351,13 +352,20 @@ def _instance_classes(scope, plans: dict) -> dict[str, str]:
     return out
 
 
+#: ctx.analyses: the model calls _recomputed repeats in a step of a model keeping a layer state (BatchNorm): in
+#: training mode its output uses the batch's statistics, not the state it is given, and in inference mode the state
+#: is as PyTorch read it; the new state is dropped (``fake, _ = ...``): PyTorch updated the statistics once
+STATE_KEPT = "torch2jax.state_kept"
+
+
 def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
     """A step whose loss reaches its model only through a value computed earlier in the loop body (dcgan's
     generator step: ``errG = criterion(netD(fake), label)`` with ``fake = netG(noise)`` computed for the
     discriminator's step) → that assignment repeated after the step's zero_grad(), so that the loss statements
     compute it from the model (what jax differentiates). Only where the assignment reads the model directly, neither
     it, the model nor what it reads is assigned again before the step, and the model's class (a module of this file)
-    keeps no layer state and draws nothing (BatchNorm would update its statistics twice, dropout draw again).
+    draws nothing (dropout would draw again); one keeping a layer state (BatchNorm) is called again with the state the
+    loop holds and its new state dropped (STATE_KEPT): the statistics are updated once, as in PyTorch.
     (the new body, what was read) or None."""
     plans = ctx.analyses.get(PLANS, {})
     classes = None
@@ -411,7 +419,7 @@ def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
         if classes is None:
             classes = _instance_classes(scope, plans)
         plan = plans.get(classes.get(model))
-        if plan is None or plan.get("stateful") or plan.get("key_sites") or plan.get("key_required"):
+        if plan is None or plan.get("key_sites") or plan.get("key_required"):
             k += 1
             continue
         at = next(i for i in range(start, b) if set(_names_loaded(out[i])) & set(wanted))  # before its first reader
@@ -427,8 +435,12 @@ def _recomputed(body: list, opts: dict, ctx, scope) -> tuple[list, str] | None:
             if reads & set(later.stored) or any(_method_stmt(out[i], "step") == opt for i in range(d + 1, at)):
                 return None
             inserted.append(out[d].with_changes(leading_lines=()))
+        if plan.get("stateful"):  # its new layer state (BatchNorm's) is dropped: PyTorch updated it once (STATE_KEPT)
+            ctx.analyses.setdefault(STATE_KEPT, []).extend(inserted)
         out = out[:at] + inserted + out[at:]
-        what.append(f"{', '.join(code(st.body[0]) for st in inserted)} computed again in {opt}'s step")
+        what.append(f"{', '.join(code(st.body[0]) for st in inserted)} computed again in {opt}'s step"
+                    + (" from the layer state the loop holds, its new state dropped (in training mode the output uses "
+                       "the batch's statistics; PyTorch updated them once)" if plan.get("stateful") else ""))
         k += len(inserted) + 1
     return (out, "; ".join(what)) if what else None
 
@@ -886,6 +898,14 @@ class _Pass(cst.CSTTransformer):
         return None
 
     def leave_SimpleStatementLine(self, original, updated):
+        if any(st is original for st in self.ctx.analyses.get(STATE_KEPT, ())) and _is_assign(updated) \
+                and isinstance(updated.body[0].targets[0].target, cst.Tuple):
+            target = updated.body[0].targets[0].target
+            elements = [*target.elements[:-1], target.elements[-1].with_changes(value=cst.Name("_"))]
+            out = updated.with_changes(body=[updated.body[0].with_changes(
+                targets=[updated.body[0].targets[0].with_changes(target=target.with_changes(elements=elements))])])
+            self.ctx.analyses[STATE_KEPT].append(out)  # its state an input of the train_step (step)
+            return out
         if self.aliases and not self.scopes and not self.in_class and _is_assign(original) \
                 and len(original.body[0].targets) == 1 and isinstance(original.body[0].targets[0].target, cst.Name) \
                 and original.body[0].targets[0].target.value in self.aliases:
@@ -1591,7 +1611,58 @@ def _run(module: cst.Module, ctx) -> cst.Module:
         classes = {instances.get(c) for c in info["callers"]}
         # a step function of whole-graph models: no jax.vmap (a key, if dropout, is threaded as any: KEYED)
         info["whole"] = bool(info["step"] and classes and all(plans.get(c, {}).get("whole") for c in classes))
-    return rewrite(module, p)
+    return rewrite(rewrite(module, p), _SelfAssigns())
+
+
+def _self_assign(st: cst.BaseStatement) -> bool:
+    """``D = D``: what ``D = D.to(device)`` / ``x = x.cuda()`` leaves once the move is removed."""
+    if not isinstance(st, cst.SimpleStatementLine) or len(st.body) != 1 or not isinstance(st.body[0], cst.Assign):
+        return False
+    a = st.body[0]
+    return len(a.targets) == 1 and isinstance(a.value, (cst.Name, cst.Attribute)) \
+        and isinstance(a.targets[0].target, (cst.Name, cst.Attribute)) and code(a.targets[0].target) == code(a.value)
+
+
+def _step_body(body: list, zero: int, start: int, end: int, call: list, between: list[int]) -> list:
+    """A loop body with its step (``body[start:end + 1]``, the loss to the update) written as ``call`` (the statements
+    computed before it and the train_step call), the statements of ``between`` (those after the loss the update does
+    not read) after it, and zero_grad() (``body[zero]``) removed: its comments (``# train with real``) go to the
+    statement now in its place."""
+    keep = [s for i, s in enumerate(body) if not (start <= i <= end) and i != zero]
+    at = len([i for i in range(start) if i != zero])
+    out = keep[:at] + call + [body[i] for i in between] + keep[at:]
+    comments = [ln for ln in body[zero].leading_lines if ln.comment is not None]
+    if comments and out:
+        after = body[zero + 1] if zero + 1 < len(body) and not start <= zero + 1 <= end else None
+        k = min(next((k for k, s in enumerate(out) if s is after), at), len(out) - 1)
+        out[k] = out[k].with_changes(leading_lines=[*comments, *out[k].leading_lines])
+    return out
+
+
+class _SelfAssigns(cst.CSTTransformer):
+    """Removes the self-assignments left by removed device moves (an engineer deletes them): their blank lines and
+    comments go to the statement that follows, a block left empty gets ``pass``."""
+
+    def leave_IndentedBlock(self, original, updated):
+        return self.drop(updated)
+
+    def leave_Module(self, original, updated):
+        return self.drop(updated)
+
+    @staticmethod
+    def drop(node):
+        if not any(_self_assign(s) for s in node.body):
+            return node
+        out, carried = [], []
+        for s in node.body:
+            if _self_assign(s):
+                carried += list(s.leading_lines)
+                continue
+            out.append(s.with_changes(leading_lines=[*carried, *s.leading_lines]) if carried else s)
+            carried = []
+        if not out and isinstance(node, cst.IndentedBlock):
+            return node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()], leading_lines=carried)])
+        return node.with_changes(body=out, footer=[*carried, *node.footer])  # the last one's comments: at the end
 
 
 #: ctx.analyses: (top-level function or None for the module, name) whose assignments the finishing step removes
@@ -2782,7 +2853,7 @@ def _loop_problem(body: list, plan, model: str | None, resolve=None) -> str | No
     if not _split_block(body, plan, model)[0]:  # dcgan's generator loss through an earlier `fake = netG(noise)`
         return (f"no statement computing {loss} calls {model}: {loss}.backward() reaches it through a value computed "
                 f"earlier, which a JAX loss function does not differentiate; compute that value again after "
-                f"{opt}.zero_grad() (fwport does so where {model} keeps no layer state, draws nothing and nothing "
+                f"{opt}.zero_grad() (fwport does so where {model} draws nothing and nothing "
                 "it reads changed since)")
     for i in between:
         if clip is not None and i == clip[0]:
@@ -3703,9 +3774,7 @@ class _Finish(cst.CSTTransformer):
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]))
         call = cst.parse_statement(f"{', '.join([model, loss, *aux])} = {name}"
                                    f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
-        keep = [s for i, s in enumerate(body) if not (start <= i <= update) and i != zero]
-        at = len([i for i in range(start) if i != zero])
-        return keep[:at] + before + [call] + [body[i] for i in between] + keep[at:], step_fn
+        return _step_body(body, zero, start, update, before + [call], between), step_fn
 
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
         """A step inside an ``if`` / ``with`` block at the loop's level (a GAN's generator step under ``if i %
@@ -3778,6 +3847,9 @@ class _Finish(cst.CSTTransformer):
         # argument, not a global the jit would keep as it was when traced
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
                   and (n not in self.module_names or n in trained or n in names.stored) and (not hasattr(builtins, n) or n in own)]
+        kept = self.ctx.analyses.get(STATE_KEPT, ())
+        if any(s is k for s in block for k in kept) and _state_name(self.ctx, model) not in inputs:
+            inputs.append(_state_name(self.ctx, model))  # the model's call repeated in the loss reads its state
         aux = _step_outputs(body, plan, model)
         aux_text = (aux[0] if len(aux) == 1 else f"({', '.join(aux)})") if aux else ""
         # values the loss reads and assigns again (BatchNorm's state): loss_fn's parameters after the model (a name
@@ -3837,9 +3909,7 @@ class _Finish(cst.CSTTransformer):
         call += [cst.parse_statement(f"{n} = {n}.item()\n") for n in items if n in aux]
         if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
             call.insert(0, cst.parse_statement(f"key, step_key = {split}(key)\n"))
-        keep = [s for i, s in enumerate(body) if not (start <= i <= step) and i != zero]
-        at = len([i for i in range(start) if i != zero])
-        new_body = keep[:at] + before + call + [body[i] for i in between] + keep[at:]
+        new_body = _step_body(body, zero, start, step, before + call, between)
         if step_fn_level:
             step_fn = step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
         if keyed and threaded == "global":
