@@ -385,7 +385,16 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         lo = hi + 1
     _settle_replaced_helpers(module, ctx, helpers, builders)
     _graph_fragments(module, ctx, rows)
+    ctx.analyses["functional_places"] = _places(body)
     return module.with_changes(body=body) if changed else module
+
+
+def _places(body) -> list[str]:
+    """What :func:`finish` checks its plans' statement places by: each top-level statement's kind (a def's, a
+    class's name). A pass between run and finish that removes or inserts a top-level statement would shift
+    them (the sequential pass marks the statements it drops, runtime.finish removes them last)."""
+    return [f"def {s.name.value}" if isinstance(s, cst.FunctionDef) else f"class {s.name.value}"
+            if isinstance(s, cst.ClassDef) else "statement" for s in body]
 
 
 def _fragment_value(value: cst.BaseExpression, ctx: FileContext) -> bool:
@@ -4866,6 +4875,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
                 ctx.layers.append(LayerRecord(plan.scope, f"{source}.{r.source}", f"{attr}.{r.target}", r.rule,
                                               r.variant, dict(r.symbols)))
     body = list(module.body)
+    if _places(body) != ctx.analyses.get("functional_places"):  # never classes built from other statements
+        raise RuntimeError("a pass removed or inserted a top-level statement between the functional pass and its "
+                           "finish, which finds the statements of its plans by their places")
     builders: dict[int, list] = {}
     for plan in plans:
         if plan.path:
