@@ -61,6 +61,7 @@ never a half-translated graph.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -72,6 +73,7 @@ from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_fin
                                 translate_layer)
 from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, scan
+from fwport.core.plan import Plans
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch import masks
@@ -5067,3 +5069,23 @@ def refused_model_calls(module: cst.Module, scratch: FileContext) -> list[cst.CS
     run(module, scratch)
     return [p.node for p in scratch.pending if p.node is not None and p.finding.severity is Severity.ERROR
             and p.finding.message.startswith("this functional model is left as written")]
+
+
+def left_model_calls(module: cst.Module, ctx: FileContext) -> set[int]:
+    """ids of the ``keras.Model(...)`` calls of ``module`` this pass will leave as written (:func:`refused_model_calls`
+    on a throwaway copy of ``ctx``), found once per module for the passes that run before it (model_api: a method of
+    such a model stays a Keras call, not an nn.Module's)."""
+    cache = ctx.analyses.setdefault("functional_left_calls", {})
+    hit = cache.get(id(module))
+    if hit is not None and hit[0] is module:
+        return hit[1]
+    source = ctx.analyses.get("parsed", (None, ""))[1]
+    left: set[int] = set()
+    if "Input" in source and "Model" in source:
+        scratch = dataclasses.replace(
+            ctx, options=dict(ctx.options), pending=[], findings=[], needed_imports=set(), layers=[], models={},
+            settled=dict(ctx.settled), subscript_hooks={}, argument_hooks={}, plans=Plans(),
+            analyses={k: ctx.analyses[k] for k in ("parsed", "layout") if k in ctx.analyses})
+        left = {id(n) for n in refused_model_calls(module, scratch)}
+    cache[id(module)] = (module, left)
+    return left
