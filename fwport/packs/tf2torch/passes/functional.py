@@ -1166,6 +1166,8 @@ class _Builder:
         layer_args: dict[str, cst.Call] = {}  # parameters given a layer built at the call site
         for pname in pnames:
             v, given = values[pname]
+            if given and isinstance(v, cst.Name) and v.value in self.input_dicts:
+                raise _Refused(v, self._dict_to_helper(name, v.value))
             t = self._tensor(v) if given and _names_in(v) & set(self.env) else None
             if t is not None:
                 tensors[pname] = (t, v)
@@ -1332,6 +1334,28 @@ class _Builder:
             out_tensor = _Multi(mapped) if isinstance(out_tensor, _Multi) else mapped[0]
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
+
+    def _dict_to_helper(self, helper: str, name: str) -> str:
+        """Why ``helper(inputs)``, ``inputs`` the model's dict of keras.Input, is not followed; what its string inputs
+        (``dtype=tf.string``, the StringLookup / Hashing of structured-data examples) need besides."""
+        keys = list(self.input_dicts[name])
+        message = (f"{helper}(...) is given {name}, the model's dict of keras.Input ({len(keys)} of them): fwport follows "
+                   "a function of this file called on tensors, not on a dict it picks tensors from by name (a loop "
+                   f"over its keys): give it the tensors it uses ({helper}({name}[{_key_code(keys[0])}], ...)), or "
+                   "translate this model by hand")
+        made = self.env[name].call
+        calls = self._input_dict_call(made) if isinstance(made, cst.Call) else None
+        if calls is None and isinstance(made, cst.Dict):
+            calls = {_string_key(e.key): e.value for e in made.elements if isinstance(e, cst.DictElement)}
+        strings = [k for k, c in (calls or {}).items() if isinstance(c, cst.Call) and "string" in code(
+            call_argument(c, "dtype") or cst.Name("None"))]
+        if strings:
+            shown = ", ".join(repr(k) for k in strings[:3]) + (f" and {len(strings) - 3} more" if len(strings) > 3 else "")
+            message += (f"; and {shown} {'are string inputs' if len(strings) > 1 else 'is a string input'} (dtype "
+                        "string): torch has no string tensors, so the layers that turn strings into numbers "
+                        "(StringLookup, Hashing, TextVectorization) are data preprocessing: map the strings to ids in "
+                        "the input pipeline (a dict from the vocabulary) and give the model int64 ids")
+        return message
 
     def _factory_call(self, node: cst.Call, fac: tuple) -> cst.Call:
         """``Block(64, depth=2)(x)`` → the call of the factory's closure as one helper of both parameter
