@@ -3412,6 +3412,8 @@ class _Builder:
                                  "on separate arguments, or translate this model by hand")
         if layer.kind == "user" and isinstance(arg, (cst.List, cst.Tuple)):
             return self._apply_user_list(layer, call, arg)
+        if layer.kind == "rule" and layer.rule.id == "lambda-layer" and isinstance(arg, (cst.List, cst.Tuple)):
+            return self._apply_lambda_list(layer, call, arg)
         t = self._tensor(arg)
         if t is None and self._built_value(arg):
             # Keras calls the layer eagerly where the model is built: its output is a constant of the model
@@ -3617,6 +3619,25 @@ class _Builder:
         self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call), layer.out[1], False)
         self.replace[id(call)] = cst.Call(_module_ref(layer), new_args)
+        return out
+
+    def _apply_lambda_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
+        """``layers.Lambda(euclidean_distance)([a, b])`` (a siamese network's distance): the Lambda module called on
+        the list, as Keras calls the function on it; the output's shape is not known here (the layers after it are
+        lazy). Built for the list's first tensor (one shape-free module: the function is the same)."""
+        ts = []
+        for e in arg.elements:
+            t = self._tensor(e.value) if not isinstance(e, cst.StarredElement) else None
+            if t is None:
+                raise _Refused(e, f"{code(e.value)}: not a tensor of the functional model")
+            if t.flat is not None:
+                raise _Refused(e, f"{code(e.value)}: a flattened channels-first map given to {code(layer.call.func)}")
+            ts.append(t)
+        if not ts:
+            raise _Refused(arg, f"{code(layer.call.func)} called on an empty list")
+        self._built_for(layer, ts[0], call)
+        out = _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None)
+        self.replace[id(call)] = cst.Call(_module_ref(layer), [cst.Arg(self._out_expr(arg))])
         return out
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
