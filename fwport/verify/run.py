@@ -301,6 +301,13 @@ def _scope(model: str, source: str = "") -> str:
     except (SyntaxError, ValueError):
         return name
     classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+    defs = classes | {n.name for n in tree.body if isinstance(n, ast.FunctionDef)}
+    if name not in defs:  # `model = make_model(5)` at the top level: the records of the builder (or class) it calls
+        bound = [n.value for n in tree.body if isinstance(n, ast.Assign)
+                 and any(isinstance(t, ast.Name) and t.id == name for t in n.targets)]
+        if bound and isinstance(bound[-1], ast.Call) and isinstance(bound[-1].func, ast.Name) \
+                and bound[-1].func.id in defs:
+            return _scope(bound[-1].func.id, source)
     for n in tree.body:
         if isinstance(n, ast.FunctionDef) and n.name == name and n.body and isinstance(n.body[-1], ast.Return):
             r = n.body[-1].value

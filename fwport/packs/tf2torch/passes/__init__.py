@@ -91,7 +91,8 @@ PLANNERS: tuple[Planner, ...] = (
 # Sequential's list brackets removed, the functional
 # pass's classes assembled (before anything inserts top-level statements: it finds its builders by
 # the places they had in the module), the training pass's finish, and the helper modules the output
-# calls written out after the imports; last, the statements the runtime planner marked removed (by their
-# mark, not their place)
+# calls written out after the imports; last, the statements the runtime planner and the sequential pass (a
+# Sequential's `.add(keras.Input(...))`) marked removed (by their mark, not their place: no pass removes a
+# statement before, which would shift the places the functional pass's finish reads)
 FINISH = (decorators.finish, sequential.finish, functional.finish, regularizers.finish, training.finish,
           data.finish_aliases, helpers.finish, testcase.finish, runtime.finish)

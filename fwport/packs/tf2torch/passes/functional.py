@@ -61,6 +61,7 @@ never a half-translated graph.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 
@@ -72,6 +73,7 @@ from fwport.core.engine import (LayerEmission, build_call, code, drop_undone_fin
                                 translate_layer)
 from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, scan
+from fwport.core.plan import Plans
 from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch import masks
@@ -385,7 +387,16 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
         lo = hi + 1
     _settle_replaced_helpers(module, ctx, helpers, builders)
     _graph_fragments(module, ctx, rows)
+    ctx.analyses["functional_places"] = _places(body)
     return module.with_changes(body=body) if changed else module
+
+
+def _places(body) -> list[str]:
+    """What :func:`finish` checks its plans' statement places by: each top-level statement's kind (a def's, a
+    class's name). A pass between run and finish that removes or inserts a top-level statement would shift
+    them (the sequential pass marks the statements it drops, runtime.finish removes them last)."""
+    return [f"def {s.name.value}" if isinstance(s, cst.FunctionDef) else f"class {s.name.value}"
+            if isinstance(s, cst.ClassDef) else "statement" for s in body]
 
 
 def _fragment_value(value: cst.BaseExpression, ctx: FileContext) -> bool:
@@ -1155,6 +1166,8 @@ class _Builder:
         layer_args: dict[str, cst.Call] = {}  # parameters given a layer built at the call site
         for pname in pnames:
             v, given = values[pname]
+            if given and isinstance(v, cst.Name) and v.value in self.input_dicts:
+                raise _Refused(v, self._dict_to_helper(name, v.value))
             t = self._tensor(v) if given and _names_in(v) & set(self.env) else None
             if t is not None:
                 tensors[pname] = (t, v)
@@ -1321,6 +1334,28 @@ class _Builder:
             out_tensor = _Multi(mapped) if isinstance(out_tensor, _Multi) else mapped[0]
         self.replace[id(call)] = expr(f"self.{inst.attr}({', '.join(code(self._out_expr(v)) for t, v in tensors.values())})")
         return out_tensor
+
+    def _dict_to_helper(self, helper: str, name: str) -> str:
+        """Why ``helper(inputs)``, ``inputs`` the model's dict of keras.Input, is not followed; what its string inputs
+        (``dtype=tf.string``, the StringLookup / Hashing of structured-data examples) need besides."""
+        keys = list(self.input_dicts[name])
+        message = (f"{helper}(...) is given {name}, the model's dict of keras.Input ({len(keys)} of them): fwport follows "
+                   "a function of this file called on tensors, not on a dict it picks tensors from by name (a loop "
+                   f"over its keys): give it the tensors it uses ({helper}({name}[{_key_code(keys[0])}], ...)), or "
+                   "translate this model by hand")
+        made = self.env[name].call
+        calls = self._input_dict_call(made) if isinstance(made, cst.Call) else None
+        if calls is None and isinstance(made, cst.Dict):
+            calls = {_string_key(e.key): e.value for e in made.elements if isinstance(e, cst.DictElement)}
+        strings = [k for k, c in (calls or {}).items() if isinstance(c, cst.Call) and "string" in code(
+            call_argument(c, "dtype") or cst.Name("None"))]
+        if strings:
+            shown = ", ".join(repr(k) for k in strings[:3]) + (f" and {len(strings) - 3} more" if len(strings) > 3 else "")
+            message += (f"; and {shown} {'are string inputs' if len(strings) > 1 else 'is a string input'} (dtype "
+                        "string): torch has no string tensors, so the layers that turn strings into numbers "
+                        "(StringLookup, Hashing, TextVectorization) are data preprocessing: map the strings to ids in "
+                        "the input pipeline (a dict from the vocabulary) and give the model int64 ids")
+        return message
 
     def _factory_call(self, node: cst.Call, fac: tuple) -> cst.Call:
         """``Block(64, depth=2)(x)`` → the call of the factory's closure as one helper of both parameter
@@ -3377,6 +3412,8 @@ class _Builder:
                                  "on separate arguments, or translate this model by hand")
         if layer.kind == "user" and isinstance(arg, (cst.List, cst.Tuple)):
             return self._apply_user_list(layer, call, arg)
+        if layer.kind == "rule" and layer.rule.id == "lambda-layer" and isinstance(arg, (cst.List, cst.Tuple)):
+            return self._apply_lambda_list(layer, call, arg)
         t = self._tensor(arg)
         if t is None and self._built_value(arg):
             # Keras calls the layer eagerly where the model is built: its output is a constant of the model
@@ -3582,6 +3619,25 @@ class _Builder:
         self._built_for(layer, t, call)
         out = _Tensor(layer.out[0], self._node(layer.op, [x.node for x in tensors], call), layer.out[1], False)
         self.replace[id(call)] = cst.Call(_module_ref(layer), new_args)
+        return out
+
+    def _apply_lambda_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
+        """``layers.Lambda(euclidean_distance)([a, b])`` (a siamese network's distance): the Lambda module called on
+        the list, as Keras calls the function on it; the output's shape is not known here (the layers after it are
+        lazy). Built for the list's first tensor (one shape-free module: the function is the same)."""
+        ts = []
+        for e in arg.elements:
+            t = self._tensor(e.value) if not isinstance(e, cst.StarredElement) else None
+            if t is None:
+                raise _Refused(e, f"{code(e.value)}: not a tensor of the functional model")
+            if t.flat is not None:
+                raise _Refused(e, f"{code(e.value)}: a flattened channels-first map given to {code(layer.call.func)}")
+            ts.append(t)
+        if not ts:
+            raise _Refused(arg, f"{code(layer.call.func)} called on an empty list")
+        self._built_for(layer, ts[0], call)
+        out = _Tensor(None, self._node(layer.op, [t.node for t in ts], call), None)
+        self.replace[id(call)] = cst.Call(_module_ref(layer), [cst.Arg(self._out_expr(arg))])
         return out
 
     def _apply_user_list(self, layer: _Layer, call: cst.Call, arg) -> _Tensor:
@@ -4866,6 +4922,9 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
                 ctx.layers.append(LayerRecord(plan.scope, f"{source}.{r.source}", f"{attr}.{r.target}", r.rule,
                                               r.variant, dict(r.symbols)))
     body = list(module.body)
+    if _places(body) != ctx.analyses.get("functional_places"):  # never classes built from other statements
+        raise RuntimeError("a pass removed or inserted a top-level statement between the functional pass and its "
+                           "finish, which finds the statements of its plans by their places")
     builders: dict[int, list] = {}
     for plan in plans:
         if plan.path:
@@ -5055,3 +5114,23 @@ def refused_model_calls(module: cst.Module, scratch: FileContext) -> list[cst.CS
     run(module, scratch)
     return [p.node for p in scratch.pending if p.node is not None and p.finding.severity is Severity.ERROR
             and p.finding.message.startswith("this functional model is left as written")]
+
+
+def left_model_calls(module: cst.Module, ctx: FileContext) -> set[int]:
+    """ids of the ``keras.Model(...)`` calls of ``module`` this pass will leave as written (:func:`refused_model_calls`
+    on a throwaway copy of ``ctx``), found once per module for the passes that run before it (model_api: a method of
+    such a model stays a Keras call, not an nn.Module's)."""
+    cache = ctx.analyses.setdefault("functional_left_calls", {})
+    hit = cache.get(id(module))
+    if hit is not None and hit[0] is module:
+        return hit[1]
+    source = ctx.analyses.get("parsed", (None, ""))[1]
+    left: set[int] = set()
+    if "Input" in source and "Model" in source:
+        scratch = dataclasses.replace(
+            ctx, options=dict(ctx.options), pending=[], findings=[], needed_imports=set(), layers=[], models={},
+            settled=dict(ctx.settled), subscript_hooks={}, argument_hooks={}, plans=Plans(),
+            analyses={k: ctx.analyses[k] for k in ("parsed", "layout") if k in ctx.analyses})
+        left = {id(n) for n in refused_model_calls(module, scratch)}
+    cache[id(module)] = (module, left)
+    return left

@@ -166,6 +166,7 @@ def run(module: cst.Module, ctx: FileContext) -> cst.Module:
     # only the top-level statements holding a `.<model method>(...)` call are rewritten; the others
     # stay the very same nodes (a transformer rebuilds every node it visits)
     p = _ModelApiPass(ctx, models)
+    p.module = module
     p.visit_Module(module)
     body = list(module.body)
     changed = False
@@ -661,6 +662,42 @@ class _ModelApiPass(cst.CSTTransformer):
         self.saved: dict[int, cst.BaseExpression] = {}  # id(Expr) → its save / load translated (SAVING)
         self.functions: list[cst.FunctionDef] = []  # the functions around the node visited
         self._indexed: set[int] = set()  # id(seq.layers) of a seq.layers[k] visit_Subscript planned
+        self.module: cst.Module | None = None
+        self._left_calls: set[int] | None = None  # functional.left_model_calls, asked once a receiver may be one
+
+    def _left(self, receiver: cst.BaseExpression) -> bool:
+        """``receiver`` is a functional model the functional pass leaves as written: a Keras object, whose methods and
+        attributes stay Keras's (every binding of the name in its scope a ``keras.Model(...)`` left, or a call of a
+        builder of the file that builds one; or such a call itself)."""
+        if isinstance(receiver, cst.Name):
+            scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None)
+            values = scope.assigned.get(receiver.value) if scope is not None else None
+            return bool(values) and all(v is not None and self._left_value(v) for v in values)
+        return self._left_value(receiver)
+
+    def _left_value(self, value: cst.BaseExpression) -> bool:
+        if not isinstance(value, cst.Call):
+            return False
+        fn = self.models.top_functions.get(value.func.value) if isinstance(value.func, cst.Name) else None
+        if fn is not None and value.func.value not in self.models.builders:
+            return False
+        if fn is None and self.models.qualname(value.func, set()) not in MODEL_BASES:
+            return False  # (only a keras.Model(...) call or a builder's can be a model the functional pass leaves)
+        if self._left_calls is None:
+            from fwport.packs.tf2torch.passes import functional  # (it imports what this pass's module does)
+            self._left_calls = functional.left_model_calls(self.module, self.ctx) if self.module is not None else set()
+        if fn is None:
+            return id(value) in self._left_calls
+        return any(id(c) in self._left_calls for c in find_all(fn, cst.Call))
+
+    def _left_error(self, node: cst.CSTNode, what: str) -> None:
+        """``what`` (``model.get_layer(...)``, ``model.layers``) on a model left as written: an error saying so."""
+        receiver = code(node.func.value if isinstance(node, cst.Call) else node.value)  # type: ignore[attr-defined]
+        self.ctx.report(Severity.ERROR, "unsupported-construct",
+                        f"{what}, left as written: {receiver} is a functional model fwport leaves as written (the "
+                        "errors at its keras.Model(...) say why), so it stays a Keras object and this too; once the "
+                        "model is translated (by hand, as an nn.Module), write it as PyTorch", node)
+        self.ctx.settle(node)
 
     def on_leave(self, original_node, updated_node):
         # settled nodes keep their identity for the passes after this one
@@ -744,6 +781,9 @@ class _ModelApiPass(cst.CSTTransformer):
             return
         if not (self.models.is_model_expr(node.value, self.chain) or self._said_attribute(node)):
             return
+        if self._left(node.value):
+            self._left_error(node, f"{code(node.value)}.{attr} is a Keras model attribute")
+            return
         plan_attribute(self.ctx, node, by="model_api", descend=False)
 
     def _said_attribute(self, node: cst.Attribute) -> bool:
@@ -766,7 +806,7 @@ class _ModelApiPass(cst.CSTTransformer):
             return updated_node.with_changes(value=saved)
         call = original_node.value
         if (isinstance(call, cst.Call) and _layout_only(call) and not self.ctx.is_settled(call)
-                and self._model_method(call) == "summary"):
+                and self._model_method(call) == "summary" and not self._left(call.func.value)):
             receiver = call.func.value  # type: ignore[union-attr]
             if isinstance(receiver, cst.Name):  # with Keras's count of trainable parameters
                 name = receiver.value
@@ -798,7 +838,7 @@ class _ModelApiPass(cst.CSTTransformer):
         if not isinstance(value, cst.Call) or self.ctx.is_settled(value):
             return None
         method = self._model_method(value)
-        if method not in SAVING:
+        if method not in SAVING or self._left(value.func.value):
             return None
         args = value.args
         path = args[0] if args and args[0].keyword is None and not args[0].star else None
@@ -826,7 +866,8 @@ class _ModelApiPass(cst.CSTTransformer):
                 and self._model_method(value) == "set_weights"):
             return None
         source = value.args[0].value
-        if not (isinstance(source, cst.Call) and not source.args and self._model_method(source) == "get_weights"):
+        if not (isinstance(source, cst.Call) and not source.args and self._model_method(source) == "get_weights") \
+                or self._left(value.func.value) or self._left(source.func.value):
             return None
         target, model = code(value.func.value), code(source.func.value)  # type: ignore[union-attr]
         out = f"{target}.load_state_dict({model}.state_dict())"
@@ -853,7 +894,8 @@ class _ModelApiPass(cst.CSTTransformer):
             return original_node
         if method is None:
             return updated_node
-        if method == "summary" and _layout_only(original_node) and self._is_statement(original_node):
+        if method == "summary" and _layout_only(original_node) and self._is_statement(original_node) \
+                and not self._left(original_node.func.value):
             return updated_node  # translated by leave_Expr
         receiver = code(original_node.func.value)  # type: ignore[union-attr]
         why = self.ctx.analyses.get("compile_refusals", {}).get(id(original_node))
@@ -862,6 +904,9 @@ class _ModelApiPass(cst.CSTTransformer):
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{receiver}.{method}(...) is a Keras model method, left as written: {why}", original_node)
             self.ctx.settle(original_node)
+            return original_node
+        if self._left(original_node.func.value):
+            self._left_error(original_node, f"{receiver}.{method}(...) is a Keras model method")
             return original_node
         why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
         self.ctx.report(Severity.ERROR, "unsupported-construct",

@@ -30,6 +30,7 @@ from fwport.core.engine import LayerEmission, code, comment_error, expr, transla
 from fwport.core.finding import Severity
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, marked, scan, skip_unmarked
 from fwport.packs.tf2torch import helpers
+from fwport.packs.tf2torch.passes.runtime import MARK as DROP_MARK  # a statement runtime.finish removes
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, module_scope, plain, symbolic_shape
 
 SEQUENTIAL = "keras.Sequential"
@@ -709,8 +710,10 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             note = cst.EmptyLine(comment=cst.Comment(f"# {chain.input_note}"))
             lines = [*stmt.leading_lines, note]
             if i + 1 < len(out):
-                out[i + 1] = out[i + 1].with_changes(leading_lines=[*lines, *out[i + 1].leading_lines])
-                del out[i]
+                # marked, not deleted: the finishing steps before runtime.finish (which removes it, its lines
+                # going to the next statement) find statements by their places in their blocks
+                out[i] = cst.SimpleStatementLine([cst.Expr(cst.Name(DROP_MARK))], leading_lines=lines)
+                self.ctx.options["_drop_statements"] = True
             else:
                 out[i] = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines,
                                                  trailing_whitespace=cst.TrailingWhitespace(
