@@ -464,6 +464,21 @@ def test_a_planted_bug_in_the_script_fails_training_verification(right, wrong, t
     assert cert["verdict"] == "mismatch"
 
 
+@pytest.mark.parametrize("check", ["step", "train"])
+def test_verify_refuses_the_torch2jax_checks_it_does_not_make(check):
+    """`fwport verify --direction torch2jax --check train` used to drop the check and print PASS from the forward
+    comparison alone: a certificate claiming a training comparison never made. Refused (exit 2) before any run."""
+    from click.testing import CliRunner
+
+    from fwport.verify.cli import verify_command
+    d = ROOT / "fixtures" / "torch2jax" / "sgd_loop"
+    r = CliRunner().invoke(verify_command, [str(d / "model.py"), str(d / "expected.py"), "--model", "Classifier",
+                                            "--input", "float32[8,6]", "--direction", "torch2jax", "--device", "cpu",
+                                            "--check", f"forward,{check}"])
+    assert r.exit_code == 2, r.output
+    assert f"--check {check} is not implemented for torch2jax" in r.output and "PASS" not in r.output
+
+
 # --- learning-rate schedulers: refused with the exact optax schedule --------------------------------------
 
 SCHEDULERS = [

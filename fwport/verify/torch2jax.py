@@ -24,6 +24,10 @@ def verify(opts, session, xs: list | None = None, keep: dict | None = None) -> d
 
     if "step" in opts.checks:
         raise VerifyError("--check step is not implemented for torch2jax yet (forward and grad are)", kind="user")
+    if "train" in opts.checks:  # refused, never dropped: a PASS would claim a training comparison not made
+        raise VerifyError("--check train is not implemented for torch2jax's verify yet (forward and grad are); "
+                          "a training function is compared by fwport.verify.torch2jax.verify_training "
+                          "(function(model, *inputs, **train_args) on both sides)", kind="user")
     if not opts.inputs:
         raise VerifyError("give the input shape with --input, e.g. --input 'float32[4,20]' (batch axis first, "
                           "in the PyTorch layout)", kind="user")
