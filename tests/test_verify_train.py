@@ -77,6 +77,49 @@ def test_adam_epsilon_left_at_torch_default_is_caught(session, tmp_path):
     assert any(not n.startswith("loss") for n in _failed(cert)), _failed(cert)
 
 
+# --- label smoothing (CategoricalCrossentropy(from_logits=True, label_smoothing=...)) ---------------------
+
+SMOOTHED = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([
+    keras.Input(shape=(10,)),
+    layers.Dense(16, activation="tanh"),
+    layers.Dense(4),
+])
+loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.2)
+optimizer = keras.optimizers.SGD(learning_rate=0.5)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        logits = model(x, training=True)
+        loss = loss_fn(tf.one_hot(y, 4), logits)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+def test_label_smoothing_trains_like_keras_and_a_dropped_smoothing_is_caught(session, tmp_path):
+    """Keras smooths the one-hot targets (y * (1 - s) + s / classes), as torch's CrossEntropyLoss(label_smoothing=s)
+    does: the translation trains like Keras, and with the smoothing left out the trained weights differ."""
+    original = tmp_path / "smoothed.py"
+    original.write_text(SMOOTHED)
+    good = translate_source(SMOOTHED, "smoothed.py").output
+    assert "loss_fn = nn.CrossEntropyLoss(label_smoothing=0.2)" in good
+    batch = ["float32[8,10]", "int64[8]:4"]
+    (tmp_path / "good.py").write_text(good)
+    cert = _train(session, original, tmp_path / "good.py", batch)
+    assert cert["verdict"] == "pass", cert["problems"] or _failed(cert)
+    planted = _planted(tmp_path, good, "nn.CrossEntropyLoss(label_smoothing=0.2)", "nn.CrossEntropyLoss()")
+    cert = _train(session, original, planted, batch)
+    assert cert["verdict"] == "mismatch"
+    assert {"0.weight", "2.weight"} & _failed(cert), _failed(cert)
+
+
 # --- RMSprop (tape_regression_rmsprop: MSE + RMSprop with momentum) -----------------------------------
 
 REGRESSION = FIXTURES / "tape_regression_rmsprop"
