@@ -326,9 +326,11 @@ def separable_1d():
 
 @pytest.mark.parametrize("model,shape,texts", [
     # 'same' with k - s odd crops the voxel after (nn.ZeroPad3d of -1), k < s adds output_padding, mixed strides
-    ("up_volumes", (2, 3, 4, 2, 5), ["nn.ConvTranspose3d(5, 4, 3, stride=2), nn.ZeroPad3d((0, -1, 0, -1, 0, -1)), nn.ReLU()",
-                                     "output_padding=(0, 0, 2)", "padding=(1, 0, 1)"]),
-    # the depthwise kernel (k, C, dm) → (C * dm, 1, k) channel-major, the pointwise (1, C * dm, filters) → (filters, C * dm, 1)
+    ("up_volumes", (2, 3, 4, 2, 5), [
+        "nn.ConvTranspose3d(5, 4, 3, stride=2), nn.ZeroPad3d((0, -1, 0, -1, 0, -1)), nn.ReLU()",
+        "output_padding=(0, 0, 2)", "padding=(1, 0, 1)"]),
+    # the depthwise kernel (k, C, dm) → (C * dm, 1, k) channel-major,
+    # the pointwise (1, C * dm, filters) → (filters, C * dm, 1)
     ("separable_1d", (2, 11, 3), ["nn.Conv1d(3, 6, 3, stride=2, padding=1, groups=3, bias=False), nn.Conv1d(6, 6, 1)",
                                   "nn.Sequential(nn.Conv1d(6, 6, 2, groups=6, bias=False), nn.Conv1d(6, 4, 1))"]),
 ])

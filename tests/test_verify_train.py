@@ -322,7 +322,7 @@ def test_validation_without_metric_reset_is_caught(session, tmp_path):
     assert {"loss at step 1", "loss at step 2", "loss at step 3"} & _failed(cert)
 
 
-# --- Nadam and Adamax: the momentum schedule and the defaults -----------------------------------------
+# --- Nadam, Adamax, AdamW, Adagrad: the momentum schedule and the defaults --------------------------
 
 NADAM_ADAMAX = '''
 import tensorflow as tf
@@ -349,8 +349,14 @@ def train_step(x, y):
     ("Nadam()", "torch.optim.NAdam", "lr=0.001, ", ""),
     ("Adamax(learning_rate=0.05)", "torch.optim.Adamax", "lr=0.05", "lr=0.045"),
     ("Adamax()", "torch.optim.Adamax", "lr=0.001, ", ""),
-], ids=["nadam-momentum-decay", "nadam-lr-default", "adamax-lr", "adamax-lr-default"])
-def test_nadam_and_adamax_train_like_keras_and_their_bugs_are_caught(session, tmp_path, opt, torch_opt, old, new):
+    # Keras's decoupled decay given to torch's AdamW, whose default is 0.01
+    ("AdamW(learning_rate=0.05, weight_decay=0.1)", "torch.optim.AdamW", "weight_decay=0.1, ", ""),
+    # torch's accumulator starts at 0, Keras's at 0.1
+    ("Adagrad(learning_rate=0.1)", "torch.optim.Adagrad", ", initial_accumulator_value=0.1", ""),
+], ids=["nadam-momentum-decay", "nadam-lr-default", "adamax-lr", "adamax-lr-default", "adamw-decay-default",
+        "adagrad-accumulator-default"])
+def test_nadam_adamax_adamw_adagrad_train_like_keras_and_their_bugs_are_caught(session, tmp_path, opt, torch_opt, old,
+                                                                               new):
     src = NADAM_ADAMAX.replace("{opt}", opt)
     (tmp_path / "model.py").write_text(src)
     good = translate_source(src, "model.py").output
