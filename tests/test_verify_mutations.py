@@ -681,3 +681,93 @@ def test_planted_bug_in_a_layers8b_layer_is_caught(session, layers8b_files, name
     cert = _run_8b(session, layers8b_files, model, good.replace(old, new))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- the rules added for issue 8's remaining layers: Conv3DTranspose, SeparableConv1D, 1-D padding / cropping ---------
+
+NEW_CONVS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_volume():
+    return keras.Sequential([
+        keras.Input(shape=(3, 4, 2, 2)),
+        layers.Conv3DTranspose(3, 3, strides=2, padding="same"),
+        layers.GlobalAveragePooling3D(),
+        layers.Dense(2),
+    ])
+
+
+def build_sequence():
+    return keras.Sequential([
+        keras.Input(shape=(11, 3)),
+        layers.SeparableConv1D(4, 3, padding="same", depth_multiplier=2),
+        layers.ZeroPadding1D((1, 2)),
+        layers.Cropping1D((3, 0)),
+        layers.Flatten(),
+        layers.Dense(2),
+    ])
+'''
+NEW_CONV_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    # the obvious torch spelling of 'same' for k=3, s=2: the right shape, shifted by a voxel
+    "conv3d-transpose-same-shifted-by-a-voxel": (
+        "build_volume", "nn.ConvTranspose3d(2, 3, 3, stride=2), nn.ZeroPad3d((0, -1, 0, -1, 0, -1))",
+        "nn.ConvTranspose3d(2, 3, 3, stride=2, padding=1, output_padding=1), nn.Identity()", "layers[0]"),
+    # Keras's (before, after) read as torch's (after, before): the same length
+    "zero-padding1d-sides-swapped": ("build_sequence", "nn.ZeroPad1d((1, 2))", "nn.ZeroPad1d((2, 1))", "layers[1]"),
+    "cropping1d-from-the-wrong-end": ("build_sequence", "nn.ZeroPad1d((-3, 0))", "nn.ZeroPad1d((0, -3))", "layers[2]"),
+}
+NEW_CONV_MAP_MUTATIONS = {
+    # name: (model, rule, source variable, ops, the layer that must be named)
+    # the depthwise filters in multiplier-major order: the same shape
+    "separable-conv1d-multiplier-order-swapped": ("build_sequence", "separable-conv1d", "depthwise_kernel",
+                                                  ["permute(2, 1, 0)", "reshape(-1, 1, KW)"], "layers[0]"),
+    # a cubic kernel with its spatial axes reversed: the same shape
+    "conv3d-transpose-kernel-spatial-axes-swapped": ("build_volume", "conv3d-transpose", "kernel",
+                                                     ["permute(4, 3, 2, 1, 0)"], "layers[0]"),
+}
+
+
+@pytest.fixture(scope="module")
+def new_conv_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-convs")
+    (d / "model.py").write_text(NEW_CONVS)
+    out = translate_source(NEW_CONVS, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def _run_convs(session, files, model, text=None, pack=None):
+    d, good = files
+    path = d / "good.py"
+    if text is not None:
+        assert text != good, "the mutation did not apply"
+        path = d / "mutant.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, checks=("forward",), device="cpu", pack=pack), session)
+
+
+@pytest.mark.parametrize("model", ["build_volume", "build_sequence"])
+def test_new_conv_rules_correct_translation_passes(session, new_conv_files, model):
+    cert = _run_convs(session, new_conv_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CONV_TEXT_MUTATIONS))
+def test_planted_bug_in_a_new_conv_rule_is_caught(session, new_conv_files, name):
+    model, old, new, layer = NEW_CONV_TEXT_MUTATIONS[name]
+    _, good = new_conv_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_convs(session, new_conv_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CONV_MAP_MUTATIONS))
+def test_planted_bug_in_a_new_conv_weight_map_is_caught(session, new_conv_files, name):
+    model, rule, source, ops, layer = NEW_CONV_MAP_MUTATIONS[name]
+    cert = _run_convs(session, new_conv_files, model, pack=_mutated_pack(rule, None, ops, source))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
