@@ -771,3 +771,72 @@ def test_planted_bug_in_a_new_conv_weight_map_is_caught(session, new_conv_files,
     cert = _run_convs(session, new_conv_files, model, pack=_mutated_pack(rule, None, ops, source))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- issue 8's normalisation and resampling layers: GroupNormalization, UpSampling2D, UnitNormalization, Normalization --
+
+NORMS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_maps():
+    return keras.Sequential([
+        keras.Input(shape=(6, 5, 4)),
+        layers.GroupNormalization(groups=2, epsilon=0.01),
+        layers.UpSampling2D((2, 1), interpolation="bilinear"),
+        layers.Permute((2, 1, 3)),
+        layers.UnitNormalization(),
+        layers.GlobalAveragePooling2D(),
+        layers.Dense(2),
+    ])
+
+
+def build_vectors():
+    return keras.Sequential([
+        keras.Input(shape=(3,)),
+        layers.Normalization(mean=[0.5, -1.0, 2.0], variance=[4.0, 0.0, 0.25]),
+        layers.RepeatVector(4),
+        layers.Dense(2),
+    ])
+'''
+NORM_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    "group-norm-epsilon-left-at-torch-default": ("build_maps", "nn.GroupNorm(2, 4, eps=0.01)", "nn.GroupNorm(2, 4)",
+                                                 "layers[0]"),
+    # Keras's bilinear resize samples half-pixel centres, not the corners
+    "upsampling-bilinear-aligned-at-the-corners": ("build_maps", 'mode="bilinear")',
+                                                   'mode="bilinear", align_corners=True)', "layers[1]"),
+    # the channels-last axis kept on the channels-first map: the same shape
+    "unit-normalization-over-the-last-axis": ("build_maps", "UnitNormalization(1)", "UnitNormalization(-1)",
+                                              "layers[3]"),
+    # Keras clamps the standard deviation (a zero variance divides by 1e-7); the usual + eps under the root does not
+    "normalization-epsilon-added-to-the-variance": (
+        "build_vectors", "torch.clamp(self.variance.sqrt(), min=1e-7)", "torch.sqrt(self.variance + 1e-7)",
+        "layers[0]"),
+}
+
+
+@pytest.fixture(scope="module")
+def norm_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-norms")
+    (d / "model.py").write_text(NORMS)
+    out = translate_source(NORMS, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+@pytest.mark.parametrize("model", ["build_maps", "build_vectors"])
+def test_norm_layers_correct_translation_passes(session, norm_files, model):
+    cert = _run_convs(session, norm_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(NORM_TEXT_MUTATIONS))
+def test_planted_bug_in_a_norm_layer_is_caught(session, norm_files, name):
+    model, old, new, layer = NORM_TEXT_MUTATIONS[name]
+    _, good = norm_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_convs(session, norm_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
