@@ -840,3 +840,82 @@ def test_planted_bug_in_a_norm_layer_is_caught(session, norm_files, name):
     cert = _run_convs(session, norm_files, model, good.replace(old, new))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- issue 8's Attention / AdditiveAttention, CenterCrop and the random image layers (identity at inference) ---------
+
+SCORED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_attention():
+    q = keras.Input(shape=(4, 6))
+    v = keras.Input(shape=(5, 6))
+    a = layers.Attention(use_scale=True)([q, v])
+    b = layers.AdditiveAttention()([q, v])
+    return keras.Model([q, v], layers.Dense(2)(layers.Concatenate()([a, b])))
+
+
+def build_images():
+    return keras.Sequential([
+        keras.Input(shape=(8, 7, 3)),
+        layers.CenterCrop(5, 4),
+        layers.RandomFlip(),
+        layers.RandomRotation(0.2),
+        layers.RandomZoom(0.2),
+        layers.Conv2D(2, 3),
+        layers.GlobalAveragePooling2D(),
+    ])
+'''
+SCORED_INPUTS = {"build_attention": ["float32[2,4,6]", "float32[2,5,6]"], "build_images": None}
+SCORED_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    # the weights taken over the queries: the same shape when read back
+    "attention-softmax-over-the-queries": ("build_attention", "weights = torch.softmax(scores, dim=-1)",
+                                           "weights = torch.softmax(scores, dim=-2)", "layers[2]"),
+    # the odd pixel put before the window: TensorFlow's crop leaves it after
+    "center-crop-rounded-up": ("build_images", "top, left = (h - self.height) // 2, (w - self.width) // 2",
+                               "top, left = (h - self.height + 1) // 2, (w - self.width + 1) // 2", "layers[0]"),
+    # a training-only guard lost: the layer then acts at inference, where Keras's is the identity
+    "flip-active-in-eval": ("build_images", "        if not self.training:\n            return x\n"
+                            "        shape = (x.shape[0],)", "        shape = (x.shape[0],)", "layers[1]"),
+    "rotation-and-zoom-active-in-eval": ("build_images", "        if not self.training:\n            return x\n"
+                                         "        inverse = ", "        inverse = ", "layers[2]"),
+}
+
+
+@pytest.fixture(scope="module")
+def scored_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-scored")
+    (d / "model.py").write_text(SCORED)
+    out = translate_source(SCORED, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def _run_scored(session, files, model, text=None):
+    d, good = files
+    path = d / "good.py"
+    if text is not None:
+        assert text != good, "the mutation did not apply"
+        path = d / "mutant.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, inputs=SCORED_INPUTS[model], checks=("forward",),
+                          device="cpu"), session)
+
+
+@pytest.mark.parametrize("model", sorted(SCORED_INPUTS))
+def test_scored_and_image_layers_correct_translation_passes(session, scored_files, model):
+    cert = _run_scored(session, scored_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(SCORED_TEXT_MUTATIONS))
+def test_planted_bug_in_a_scored_or_image_layer_is_caught(session, scored_files, name):
+    model, old, new, layer = SCORED_TEXT_MUTATIONS[name]
+    _, good = scored_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_scored(session, scored_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
