@@ -461,6 +461,21 @@ def test_spatial_dropout_drops_whole_channels_in_training():
         assert (zero | kept).all() and zero.any() and kept.any()
 
 
+def test_spatial_dropout_3d_drops_whole_channels_of_a_volume_in_training_only():
+    """SpatialDropout3D (no rule before) → nn.Dropout3d on the channels-first volume: in training a channel of an
+    example is all zero or all kept (scaled), in both frameworks; in inference the identity, as Keras's."""
+    src, r = tx(_layer_model("layers.SpatialDropout3D(0.5)", (8, 3, 4, 2, 16)))
+    assert errors(r) == [] and "nn.Dropout3d(0.5)" in r.output, r.output
+    k, t = compare_model(src, r.output, "build()", (8, 3, 4, 2, 16), training=True, layout_in="nchw",
+                         layout_out="nchw")
+    for y in (k, t):
+        zero = (y == 0).all(axis=(1, 2, 3))  # (batch, channels): a channel is all zero or kept
+        kept = (y != 0).all(axis=(1, 2, 3))
+        assert (zero | kept).all() and zero.any() and kept.any()
+    k, t = compare_model(src, r.output, "build()", (2, 3, 4, 2, 5), layout_in="nchw", layout_out="nchw")
+    assert_close(k, t)
+
+
 def test_group_normalization_matches_keras_with_its_weights():
     src, r = tx(_layer_model("layers.Conv2D(8, 3), layers.GroupNormalization(4, epsilon=0.01)", (2, 7, 6, 3)))
     assert errors(r) == []

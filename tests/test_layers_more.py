@@ -305,6 +305,47 @@ def test_weighted_layers_match_keras(weighted, model, shapes):
     assert_close(k, t, rtol=1e-5)
 
 
+NEW_CONVS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def up_volumes():
+    return keras.Sequential([keras.Input(shape=(3, 4, 2, 5)),
+                             layers.Conv3DTranspose(4, 3, strides=2, padding="same", activation="relu"),
+                             layers.Conv3DTranspose(2, (2, 3, 1), strides=(1, 2, 3)),
+                             layers.Conv3DTranspose(3, (4, 2, 3), strides=(2, 2, 1), padding="same")])
+
+
+def separable_1d():
+    return keras.Sequential([keras.Input(shape=(11, 3)),
+                             layers.SeparableConv1D(6, 3, strides=2, padding="same", depth_multiplier=2, activation="relu"),
+                             layers.SeparableConv1D(4, 2)])
+'''
+
+
+@pytest.mark.parametrize("model,shape,texts", [
+    # 'same' with k - s odd crops the voxel after (nn.ZeroPad3d of -1), k < s adds output_padding, mixed strides
+    ("up_volumes", (2, 3, 4, 2, 5), [
+        "nn.ConvTranspose3d(5, 4, 3, stride=2), nn.ZeroPad3d((0, -1, 0, -1, 0, -1)), nn.ReLU()",
+        "output_padding=(0, 0, 2)", "padding=(1, 0, 1)"]),
+    # the depthwise kernel (k, C, dm) → (C * dm, 1, k) channel-major,
+    # the pointwise (1, C * dm, filters) → (filters, C * dm, 1)
+    ("separable_1d", (2, 11, 3), ["nn.Conv1d(3, 6, 3, stride=2, padding=1, groups=3, bias=False), nn.Conv1d(6, 6, 1)",
+                                  "nn.Sequential(nn.Conv1d(6, 6, 2, groups=6, bias=False), nn.Conv1d(6, 4, 1))"]),
+])
+def test_conv3d_transpose_and_separable_conv1d_match_keras(model, shape, texts):
+    """Conv3DTranspose and SeparableConv1D (no rules before): translated channels-first, the weights moved by the
+    rules' maps, the outputs compared with Keras's."""
+    src, r = tx(NEW_CONVS)
+    assert errors(r) == [], errors(r)
+    for text in texts:
+        assert text in r.output, (text, r.output)
+    x = np.random.default_rng(0).standard_normal(shape).astype("float32")
+    k, t = compare(src, r.output, _records(r, model), f"{model}()", [x], [np.ascontiguousarray(np.moveaxis(x, -1, 1))])
+    assert_close(k, np.moveaxis(t, 1, -1), rtol=1e-5)
+
+
 # --- weightless: CenterCrop, AlphaDropout, ActivityRegularization ---------------------------------------------
 
 def test_center_crop_alpha_dropout_and_activity_regularization_match_keras_in_inference():

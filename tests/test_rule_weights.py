@@ -55,6 +55,10 @@ def conv2d_transpose():
     return keras.Sequential([keras.Input(shape=(5, 4, 3)), layers.Conv2DTranspose(4, (3, 2), strides=2, padding="same")])
 
 
+def conv3d_transpose():
+    return keras.Sequential([keras.Input(shape=(3, 4, 2, 3)), layers.Conv3DTranspose(4, (3, 2, 2), strides=2, padding="same")])
+
+
 def depthwise_conv2d():
     return keras.Sequential([keras.Input(shape=(7, 6, 3)), layers.DepthwiseConv2D((3, 2), depth_multiplier=2)])
 
@@ -67,6 +71,10 @@ def depthwise_conv2d_sized(k=(3, 2)):  # a kernel size known when the model is b
 def separable_conv2d():
     return keras.Sequential([keras.Input(shape=(7, 6, 3)),
                              layers.SeparableConv2D(5, (3, 2), strides=2, padding="same", depth_multiplier=2)])
+
+
+def separable_conv1d():
+    return keras.Sequential([keras.Input(shape=(9, 3)), layers.SeparableConv1D(5, 3, strides=2, padding="same", depth_multiplier=2)])
 
 
 def lstm():
@@ -252,6 +260,8 @@ CASES = {
     ("depthwise-conv2d", "dm1"): ("depthwise_conv2d_sized", None, ("forward", "grad", "step")),
     ("depthwise-conv2d", "keras2-dm1"): ("depthwise_conv2d_sized", None, ("forward", "grad"), 2),
     ("separable-conv2d", None): ("separable_conv2d", None, ("forward", "grad", "step")),
+    ("conv3d-transpose", None): ("conv3d_transpose", None, ("forward", "grad", "step")),
+    ("separable-conv1d", None): ("separable_conv1d", None, ("forward", "grad", "step")),
     ("random-fourier-features", None): ("random_fourier_features", None, ("forward", "grad", "step"), 2),
     # the second torch bias is held at zero: no step check (an optimizer moves it, Keras has none)
     ("lstm", None): ("lstm", None, ("forward", "grad")),

@@ -239,3 +239,49 @@ def test_a_function_running_the_module_s_model_rebinds_the_global_state(tmp_path
     # that call moved the module's statistics on both sides (how far differs after one step: Equinox debiases
     # its average, PyTorch starts it from (0, 1), the batch-norm warning)
     assert a[24:] != pytest.approx(a[:12], rel=0.1) and b[24:] != pytest.approx(b[:12], rel=0.1)
+
+
+_VOLUME = '''
+import torch
+from torch import nn
+
+
+class Vol(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = nn.BatchNorm3d(3)
+
+    def forward(self, x):
+        return self.bn(x)
+
+
+def main():
+    model = Vol()
+    model.train()
+    x = torch.arange(144.0).reshape(2, 3, 2, 3, 4) ** 1.5 / 100.0
+    y = model(x)
+    print("out", (y * x).sum().item(), (y[:, 0] * x[:, 0]).sum().item(), (y[1, 2] ** 3).sum().item())
+
+
+if __name__ == "__main__":
+    main()
+'''
+
+
+@needs_frameworks
+def test_batchnorm3d_normalises_each_channel_of_a_volume_as_pytorch(tmp_path):
+    """nn.BatchNorm3d (no rule before: a no-rule error) → eqx.nn.BatchNorm with its state, like 1d/2d: in training
+    mode each channel of the (N, C, D, H, W) batch normalised over N, D, H, W (sums weighted by the input, so a
+    statistic over other axes gives other numbers)."""
+    src, out = tmp_path / "model.py", tmp_path / "out.py"
+    src.write_text(_VOLUME)
+    r = t2j(_VOLUME)
+    assert not errors(r), r.findings
+    assert 'self.bn = eqx.nn.BatchNorm(3, axis_name="batch", momentum=0.9, mode="batch")' in r.output
+    out.write_text(r.output)
+    t = subprocess.run([sys.executable, str(src)], capture_output=True, text=True, timeout=300)
+    assert t.returncode == 0, t.stderr[-3000:]
+    j = subprocess.run([sys.executable, "-c", NO_TORCH, str(out)], capture_output=True, text=True, timeout=300)
+    assert j.returncode == 0, r.output + j.stderr[-3000:]
+    (head, a), = _lines(t.stdout)
+    assert _lines(j.stdout) == [(head, pytest.approx(a, rel=1e-5))]

@@ -681,3 +681,241 @@ def test_planted_bug_in_a_layers8b_layer_is_caught(session, layers8b_files, name
     cert = _run_8b(session, layers8b_files, model, good.replace(old, new))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- the rules added for issue 8's remaining layers: Conv3DTranspose, SeparableConv1D, 1-D padding / cropping ---------
+
+NEW_CONVS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_volume():
+    return keras.Sequential([
+        keras.Input(shape=(3, 4, 2, 2)),
+        layers.Conv3DTranspose(3, 3, strides=2, padding="same"),
+        layers.GlobalAveragePooling3D(),
+        layers.Dense(2),
+    ])
+
+
+def build_sequence():
+    return keras.Sequential([
+        keras.Input(shape=(11, 3)),
+        layers.SeparableConv1D(4, 3, padding="same", depth_multiplier=2),
+        layers.ZeroPadding1D((1, 2)),
+        layers.Cropping1D((3, 0)),
+        layers.Flatten(),
+        layers.Dense(2),
+    ])
+'''
+NEW_CONV_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    # the obvious torch spelling of 'same' for k=3, s=2: the right shape, shifted by a voxel
+    "conv3d-transpose-same-shifted-by-a-voxel": (
+        "build_volume", "nn.ConvTranspose3d(2, 3, 3, stride=2), nn.ZeroPad3d((0, -1, 0, -1, 0, -1))",
+        "nn.ConvTranspose3d(2, 3, 3, stride=2, padding=1, output_padding=1), nn.Identity()", "layers[0]"),
+    # Keras's (before, after) read as torch's (after, before): the same length
+    "zero-padding1d-sides-swapped": ("build_sequence", "nn.ZeroPad1d((1, 2))", "nn.ZeroPad1d((2, 1))", "layers[1]"),
+    "cropping1d-from-the-wrong-end": ("build_sequence", "nn.ZeroPad1d((-3, 0))", "nn.ZeroPad1d((0, -3))", "layers[2]"),
+}
+NEW_CONV_MAP_MUTATIONS = {
+    # name: (model, rule, source variable, ops, the layer that must be named)
+    # the depthwise filters in multiplier-major order: the same shape
+    "separable-conv1d-multiplier-order-swapped": ("build_sequence", "separable-conv1d", "depthwise_kernel",
+                                                  ["permute(2, 1, 0)", "reshape(-1, 1, KW)"], "layers[0]"),
+    # a cubic kernel with its spatial axes reversed: the same shape
+    "conv3d-transpose-kernel-spatial-axes-swapped": ("build_volume", "conv3d-transpose", "kernel",
+                                                     ["permute(4, 3, 2, 1, 0)"], "layers[0]"),
+}
+
+
+@pytest.fixture(scope="module")
+def new_conv_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-convs")
+    (d / "model.py").write_text(NEW_CONVS)
+    out = translate_source(NEW_CONVS, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def _run_convs(session, files, model, text=None, pack=None):
+    d, good = files
+    path = d / "good.py"
+    if text is not None:
+        assert text != good, "the mutation did not apply"
+        path = d / "mutant.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, checks=("forward",), device="cpu", pack=pack), session)
+
+
+@pytest.mark.parametrize("model", ["build_volume", "build_sequence"])
+def test_new_conv_rules_correct_translation_passes(session, new_conv_files, model):
+    cert = _run_convs(session, new_conv_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CONV_TEXT_MUTATIONS))
+def test_planted_bug_in_a_new_conv_rule_is_caught(session, new_conv_files, name):
+    model, old, new, layer = NEW_CONV_TEXT_MUTATIONS[name]
+    _, good = new_conv_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_convs(session, new_conv_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+@pytest.mark.parametrize("name", sorted(NEW_CONV_MAP_MUTATIONS))
+def test_planted_bug_in_a_new_conv_weight_map_is_caught(session, new_conv_files, name):
+    model, rule, source, ops, layer = NEW_CONV_MAP_MUTATIONS[name]
+    cert = _run_convs(session, new_conv_files, model, pack=_mutated_pack(rule, None, ops, source))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- issue 8's normalisation and resampling layers: GroupNormalization, UpSampling2D, UnitNormalization, Normalization --
+
+NORMS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_maps():
+    return keras.Sequential([
+        keras.Input(shape=(6, 5, 4)),
+        layers.GroupNormalization(groups=2, epsilon=0.01),
+        layers.UpSampling2D((2, 1), interpolation="bilinear"),
+        layers.Permute((2, 1, 3)),
+        layers.UnitNormalization(),
+        layers.GlobalAveragePooling2D(),
+        layers.Dense(2),
+    ])
+
+
+def build_vectors():
+    return keras.Sequential([
+        keras.Input(shape=(3,)),
+        layers.Normalization(mean=[0.5, -1.0, 2.0], variance=[4.0, 0.0, 0.25]),
+        layers.RepeatVector(4),
+        layers.Dense(2),
+    ])
+'''
+NORM_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    "group-norm-epsilon-left-at-torch-default": ("build_maps", "nn.GroupNorm(2, 4, eps=0.01)", "nn.GroupNorm(2, 4)",
+                                                 "layers[0]"),
+    # Keras's bilinear resize samples half-pixel centres, not the corners
+    "upsampling-bilinear-aligned-at-the-corners": ("build_maps", 'mode="bilinear")',
+                                                   'mode="bilinear", align_corners=True)', "layers[1]"),
+    # the channels-last axis kept on the channels-first map: the same shape
+    "unit-normalization-over-the-last-axis": ("build_maps", "UnitNormalization(1)", "UnitNormalization(-1)",
+                                              "layers[3]"),
+    # Keras clamps the standard deviation (a zero variance divides by 1e-7); the usual + eps under the root does not
+    "normalization-epsilon-added-to-the-variance": (
+        "build_vectors", "torch.clamp(self.variance.sqrt(), min=1e-7)", "torch.sqrt(self.variance + 1e-7)",
+        "layers[0]"),
+}
+
+
+@pytest.fixture(scope="module")
+def norm_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-norms")
+    (d / "model.py").write_text(NORMS)
+    out = translate_source(NORMS, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+@pytest.mark.parametrize("model", ["build_maps", "build_vectors"])
+def test_norm_layers_correct_translation_passes(session, norm_files, model):
+    cert = _run_convs(session, norm_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(NORM_TEXT_MUTATIONS))
+def test_planted_bug_in_a_norm_layer_is_caught(session, norm_files, name):
+    model, old, new, layer = NORM_TEXT_MUTATIONS[name]
+    _, good = norm_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_convs(session, norm_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- issue 8's Attention / AdditiveAttention, CenterCrop and the random image layers (identity at inference) ---------
+
+SCORED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_attention():
+    q = keras.Input(shape=(4, 6))
+    v = keras.Input(shape=(5, 6))
+    a = layers.Attention(use_scale=True)([q, v])
+    b = layers.AdditiveAttention()([q, v])
+    return keras.Model([q, v], layers.Dense(2)(layers.Concatenate()([a, b])))
+
+
+def build_images():
+    return keras.Sequential([
+        keras.Input(shape=(8, 7, 3)),
+        layers.CenterCrop(5, 4),
+        layers.RandomFlip(),
+        layers.RandomRotation(0.2),
+        layers.RandomZoom(0.2),
+        layers.Conv2D(2, 3),
+        layers.GlobalAveragePooling2D(),
+    ])
+'''
+SCORED_INPUTS = {"build_attention": ["float32[2,4,6]", "float32[2,5,6]"], "build_images": None}
+SCORED_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    # the weights taken over the queries: the same shape when read back
+    "attention-softmax-over-the-queries": ("build_attention", "weights = torch.softmax(scores, dim=-1)",
+                                           "weights = torch.softmax(scores, dim=-2)", "layers[2]"),
+    # the odd pixel put before the window: TensorFlow's crop leaves it after
+    "center-crop-rounded-up": ("build_images", "top, left = (h - self.height) // 2, (w - self.width) // 2",
+                               "top, left = (h - self.height + 1) // 2, (w - self.width + 1) // 2", "layers[0]"),
+    # a training-only guard lost: the layer then acts at inference, where Keras's is the identity
+    "flip-active-in-eval": ("build_images", "        if not self.training:\n            return x\n"
+                            "        shape = (x.shape[0],)", "        shape = (x.shape[0],)", "layers[1]"),
+    "rotation-and-zoom-active-in-eval": ("build_images", "        if not self.training:\n            return x\n"
+                                         "        inverse = ", "        inverse = ", "layers[2]"),
+}
+
+
+@pytest.fixture(scope="module")
+def scored_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-scored")
+    (d / "model.py").write_text(SCORED)
+    out = translate_source(SCORED, "model.py").output
+    (d / "good.py").write_text(out)
+    return d, out
+
+
+def _run_scored(session, files, model, text=None):
+    d, good = files
+    path = d / "good.py"
+    if text is not None:
+        assert text != good, "the mutation did not apply"
+        path = d / "mutant.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, inputs=SCORED_INPUTS[model], checks=("forward",),
+                          device="cpu"), session)
+
+
+@pytest.mark.parametrize("model", sorted(SCORED_INPUTS))
+def test_scored_and_image_layers_correct_translation_passes(session, scored_files, model):
+    cert = _run_scored(session, scored_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+
+
+@pytest.mark.parametrize("name", sorted(SCORED_TEXT_MUTATIONS))
+def test_planted_bug_in_a_scored_or_image_layer_is_caught(session, scored_files, name):
+    model, old, new, layer = SCORED_TEXT_MUTATIONS[name]
+    _, good = scored_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_scored(session, scored_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]

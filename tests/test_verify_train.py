@@ -77,6 +77,49 @@ def test_adam_epsilon_left_at_torch_default_is_caught(session, tmp_path):
     assert any(not n.startswith("loss") for n in _failed(cert)), _failed(cert)
 
 
+# --- label smoothing (CategoricalCrossentropy(from_logits=True, label_smoothing=...)) ---------------------
+
+SMOOTHED = '''
+import tensorflow as tf
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([
+    keras.Input(shape=(10,)),
+    layers.Dense(16, activation="tanh"),
+    layers.Dense(4),
+])
+loss_fn = keras.losses.CategoricalCrossentropy(from_logits=True, label_smoothing=0.2)
+optimizer = keras.optimizers.SGD(learning_rate=0.5)
+
+
+def train_step(x, y):
+    with tf.GradientTape() as tape:
+        logits = model(x, training=True)
+        loss = loss_fn(tf.one_hot(y, 4), logits)
+    grads = tape.gradient(loss, model.trainable_variables)
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+    return loss
+'''
+
+
+def test_label_smoothing_trains_like_keras_and_a_dropped_smoothing_is_caught(session, tmp_path):
+    """Keras smooths the one-hot targets (y * (1 - s) + s / classes), as torch's CrossEntropyLoss(label_smoothing=s)
+    does: the translation trains like Keras, and with the smoothing left out the trained weights differ."""
+    original = tmp_path / "smoothed.py"
+    original.write_text(SMOOTHED)
+    good = translate_source(SMOOTHED, "smoothed.py").output
+    assert "loss_fn = nn.CrossEntropyLoss(label_smoothing=0.2)" in good
+    batch = ["float32[8,10]", "int64[8]:4"]
+    (tmp_path / "good.py").write_text(good)
+    cert = _train(session, original, tmp_path / "good.py", batch)
+    assert cert["verdict"] == "pass", cert["problems"] or _failed(cert)
+    planted = _planted(tmp_path, good, "nn.CrossEntropyLoss(label_smoothing=0.2)", "nn.CrossEntropyLoss()")
+    cert = _train(session, original, planted, batch)
+    assert cert["verdict"] == "mismatch"
+    assert {"0.weight", "2.weight"} & _failed(cert), _failed(cert)
+
+
 # --- RMSprop (tape_regression_rmsprop: MSE + RMSprop with momentum) -----------------------------------
 
 REGRESSION = FIXTURES / "tape_regression_rmsprop"
@@ -279,7 +322,7 @@ def test_validation_without_metric_reset_is_caught(session, tmp_path):
     assert {"loss at step 1", "loss at step 2", "loss at step 3"} & _failed(cert)
 
 
-# --- Nadam and Adamax: the momentum schedule and the defaults -----------------------------------------
+# --- Nadam, Adamax, AdamW, Adagrad: the momentum schedule and the defaults --------------------------
 
 NADAM_ADAMAX = '''
 import tensorflow as tf
@@ -306,8 +349,14 @@ def train_step(x, y):
     ("Nadam()", "torch.optim.NAdam", "lr=0.001, ", ""),
     ("Adamax(learning_rate=0.05)", "torch.optim.Adamax", "lr=0.05", "lr=0.045"),
     ("Adamax()", "torch.optim.Adamax", "lr=0.001, ", ""),
-], ids=["nadam-momentum-decay", "nadam-lr-default", "adamax-lr", "adamax-lr-default"])
-def test_nadam_and_adamax_train_like_keras_and_their_bugs_are_caught(session, tmp_path, opt, torch_opt, old, new):
+    # Keras's decoupled decay given to torch's AdamW, whose default is 0.01
+    ("AdamW(learning_rate=0.05, weight_decay=0.1)", "torch.optim.AdamW", "weight_decay=0.1, ", ""),
+    # torch's accumulator starts at 0, Keras's at 0.1
+    ("Adagrad(learning_rate=0.1)", "torch.optim.Adagrad", ", initial_accumulator_value=0.1", ""),
+], ids=["nadam-momentum-decay", "nadam-lr-default", "adamax-lr", "adamax-lr-default", "adamw-decay-default",
+        "adagrad-accumulator-default"])
+def test_nadam_adamax_adamw_adagrad_train_like_keras_and_their_bugs_are_caught(session, tmp_path, opt, torch_opt, old,
+                                                                               new):
     src = NADAM_ADAMAX.replace("{opt}", opt)
     (tmp_path / "model.py").write_text(src)
     good = translate_source(src, "model.py").output

@@ -557,7 +557,7 @@ def conv(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 @shape("conv-transpose")
 def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    """Conv{1,2}DTranspose: TensorFlow's output size and crop, exactly (see the rule's notes)."""
+    """Conv{1,2,3}DTranspose: TensorFlow's output size and crop, exactly (see the rule's notes)."""
     nd = _option(m, "nd")
     fm = _feature_map(m, ctx, lctx, nd)
     if fm is None:
@@ -2272,7 +2272,7 @@ def pad_crop(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
 
 @shape("spatial-dropout")
 def spatial_dropout(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
-    """SpatialDropout1D/2D → nn.Dropout1d/2d: both zero whole channels (Keras's noise shape is
+    """SpatialDropout1D/2D/3D → nn.Dropout1d/2d/3d: both zero whole channels (Keras's noise shape is
     (batch, 1, ..., channels)); torch's take the channels at dim 1."""
     nd = _option(m, "nd")
     fm = _feature_map(m, ctx, lctx, nd)

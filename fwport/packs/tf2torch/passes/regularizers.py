@@ -37,7 +37,7 @@ _KINDS = {"keras.regularizers.l2": "l2", "keras.regularizers.L2": "l2", "keras.r
           "keras.regularizers.L1": "l1"}
 # rules whose torch module holds the kernel as .weight and the bias as .bias (the penalty is a sum:
 # the kernel's layout does not change it)
-_RULES = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-transpose", "embedding"}
+_RULES = {"dense", "conv1d", "conv2d", "conv3d", "conv1d-transpose", "conv2d-transpose", "conv3d-transpose", "embedding"}
 
 
 def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: str, attr: str,

@@ -349,6 +349,7 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
         shape = in_shape
         flatten_of = None
+        flattened: cst.CSTNode | None = None  # the Flatten that gave flatten_of
         producer: tuple[LayerRecord, tuple] | None = None  # the Dense that computed the current features
         index = 0  # position in the nn.Sequential
         masked = mask_live = False  # Keras's mask: packed for the next layer / left on an unpacked sequence
@@ -434,6 +435,14 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             index += len(em.modules)
             carried = flatten_of if rule.id in _CARRIES_FLATTEN else None  # a Dropout keeps the order
             shape, flatten_of = em.out_shape, em.flatten_of or carried
+            flattened = el if em.flatten_of is not None else flattened
+        if flatten_of is not None and flattened is not None:
+            # no Dense after it to take Keras's weights in torch's order: the model's features come out permuted
+            ctx.report(Severity.WARNING, "flatten-order", "this Sequential model ends with the Flatten of a feature "
+                       "map converted to channels-first: its output features are in (c, h, w) order, Keras's in "
+                       "(h, w, c); a layer that takes them elsewhere (a Dense given Keras's weights, a comparison "
+                       "with Keras) sees them permuted: flatten x.movedim(1, -1) instead for Keras's order",
+                       flattened)
         out_layout = "nchw" if nchw and (shape is None or len(shape) > 1) else "same"
         if in_layout == "same" and out_layout == "nchw":
             ctx.report(Severity.INFO, "layout-changed", "this Sequential model's feature maps are channels-first "

@@ -1822,7 +1822,7 @@ DRAWING = frozenset({"torch.nn.Linear", "torch.nn.Conv1d", "torch.nn.Conv2d", "t
 LAYERS = DRAWING - {"torch.nn.Sequential", "torch.nn.Sequential+random", "torch.nn.ModuleList", "torch.nn.Parameter"}
 
 #: source layers that keep a state beside their parameters (eqx.nn.State)
-STATEFUL = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d"})
+STATEFUL = frozenset({"torch.nn.BatchNorm1d", "torch.nn.BatchNorm2d", "torch.nn.BatchNorm3d"})
 
 
 def _stateful_containers(init: cst.FunctionDef | None, ctx, classes: frozenset[str] = frozenset()) \
