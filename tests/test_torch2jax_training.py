@@ -52,6 +52,7 @@ OPTIMIZERS = [
     "torch.optim.Adam(model.parameters(), lr=1e-2, betas=(0.8, 0.95), weight_decay=0.01)",
     "torch.optim.AdamW(model.parameters(), lr=1e-2)",
     "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-3)",
+    "torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.3, weight_decay=1e-3)",
 ]
 
 _STEPS = """
@@ -146,6 +147,9 @@ PLANTED = [
     ("torch.optim.Adadelta(model.parameters(), lr=0.5, rho=0.8, eps=1e-4, weight_decay=0.01)",
      "optax.chain(optax.add_decayed_weights(0.01), optax.adadelta(learning_rate=0.5, rho=0.8, eps=1e-4))",
      "optax.chain(optax.adadelta(learning_rate=0.5, rho=0.8, eps=1e-4), optax.add_decayed_weights(0.01))"),
+    # dampening applied to the first gradient too (PyTorch's buffer starts as the undampened gradient)
+    ("torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, dampening=0.3, weight_decay=1e-3)",
+     "jnp.where(count == 0, g, momentum * b + (1 - dampening) * g)", "momentum * b + (1 - dampening) * g"),
 ]
 
 

@@ -250,6 +250,26 @@ def unfrozen(params):
     return jax.tree_util.tree_map(mark, params, is_leaf=lambda m: isinstance(m, PretrainedEmbedding))
 '''
 
+_SGD_DAMPENED = '''
+
+def sgd_dampened(learning_rate, momentum, dampening, nesterov=False):
+    """PyTorch's SGD with dampened momentum, which optax.sgd does not have: the momentum buffer starts as the first
+    gradient, then b = momentum * b + (1 - dampening) * g; the update is -learning_rate * b (Nesterov: -learning_rate
+    * (g + momentum * b)). learning_rate may be a schedule of the update count, as optax's."""
+    def init(params):
+        return jnp.zeros([], jnp.int32), jax.tree_util.tree_map(jnp.zeros_like, params)
+
+    def update(grads, state, params=None):
+        count, buf = state
+        buf = jax.tree_util.tree_map(
+            lambda b, g: jnp.where(count == 0, g, momentum * b + (1 - dampening) * g), buf, grads)
+        step = jax.tree_util.tree_map(lambda b, g: g + momentum * b, buf, grads) if nesterov else buf
+        lr = learning_rate(count) if callable(learning_rate) else learning_rate
+        return jax.tree_util.tree_map(lambda u: -lr * u, step), (count + 1, buf)
+
+    return optax.GradientTransformation(init, update)
+'''
+
 _TORCH_PAD = '''
 
 def torch_pad(x, pad, mode="constant", value=None):
@@ -551,6 +571,7 @@ HELPERS: dict[str, str] = {
     "Upsample": _UPSAMPLE,
     "PretrainedEmbedding": _PRETRAINED_EMBEDDING,
     "unfrozen": _UNFROZEN,
+    "sgd_dampened": _SGD_DAMPENED,
     "ChannelDropout": _CHANNEL_DROPOUT,
     "torch_pad": _TORCH_PAD.split("\n\nclass Pad(")[0],
     "Pad": "\n\nclass Pad(" + _TORCH_PAD.split("\n\nclass Pad(")[1],
@@ -602,7 +623,8 @@ PAD_LAYERS = {f"torch.nn.{kind}Pad{d}d": (mode, d) for kind, mode in (("Reflecti
                                                                     ("Circular", "circular")) for d in (1, 2, 3)}
 SAME_RANK = frozenset({"torch.nn.PixelShuffle", "torch.nn.Upsample", "torch.nn.Dropout1d", "torch.nn.Dropout2d",
                        "torch.nn.Dropout3d", *PAD_LAYERS, *TRANSFORMER_CALLS})
-_IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.zeros", "math.": "math.sqrt"}
+_IMPORTS = {"eqx.": "equinox.Module", "jax.": "jax.Array", "jnp.": "jax.numpy.zeros", "math.": "math.sqrt",
+            "optax.": "optax.GradientTransformation"}
 
 
 def use(ctx, name: str) -> str:

@@ -244,6 +244,11 @@ def optimizer(m, ctx):
     momentum = kw.get("momentum")
     if momentum is not None and code(momentum) in ("0", "0.0"):
         del kw["momentum"]  # optax: momentum=None is plain SGD
+    dampening = kw.pop("dampening", None)
+    if dampening is not None and code(dampening) in ("0", "0.0"):
+        dampening = None
+    if dampening is not None and "momentum" not in kw:
+        dampening = None  # PyTorch dampens the momentum buffer only: without momentum it changes nothing
     wd = kw.pop("weight_decay", None) if not opts.get("decoupled") else None
     for k, v in opts.get("kwargs", {}).items():  # fixed keywords where optax's default differs (eps placement)
         kw[k] = expr(v)
@@ -251,6 +256,11 @@ def optimizer(m, ctx):
              "centered", "momentum", "nesterov", "weight_decay")
     args = ", ".join(f"{k}={code(kw[k])}" for k in order if k in kw)
     text = f"{ctx.spell_text(m.rule.emit['target'])}({args})"
+    if dampening is not None:  # optax.sgd has no dampening: the written helper's update is PyTorch's
+        from fwport.packs.torch2jax import layers
+        extra = f", nesterov={code(kw['nesterov'])}" if "nesterov" in kw else ""
+        text = (f"{layers.use(ctx, 'sgd_dampened')}({code(kw['learning_rate'])}, {code(kw['momentum'])}, "
+                f"{code(dampening)}{extra})")
     if wd is not None and code(wd) not in ("0", "0.0"):
         text = f"{ctx.spell_text('optax.chain')}({ctx.spell_text('optax.add_decayed_weights')}({code(wd)}), {text})"
     from fwport.packs.torch2jax.groups import FROZEN_TABLES  # (groups imports this module)
