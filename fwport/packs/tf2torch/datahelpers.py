@@ -265,6 +265,16 @@ class Tokenizer:
         return x
 '''
 
+_SET_RANDOM_SEED = '''
+
+def set_random_seed(seed):
+    """keras.utils.set_random_seed: seeds Python's random, NumPy's global generator and torch (CPU and CUDA), the
+    three Keras seeds. The streams differ from TensorFlow's: a seeded run is reproducible, not equal to Keras's."""
+    random.seed(seed)
+    {np}random.seed(seed)
+    {torch}manual_seed(seed)
+'''
+
 _TO_CATEGORICAL = '''
 
 def to_categorical(y, num_classes=None, dtype=None):
@@ -945,6 +955,7 @@ DATA_HELPERS: dict[str, str] = {
     "pad_sequences": _PAD_SEQUENCES,
     "Tokenizer": _TOKENIZER,
     "to_categorical": _TO_CATEGORICAL,
+    "set_random_seed": _SET_RANDOM_SEED,
     "resize_images": _RESIZE_IMAGES,
     "resize_with_pad": _RESIZE_WITH_PAD,
     "load_img": _LOAD_IMG,
@@ -971,6 +982,7 @@ for _name, (_cls, _params, _y_shape, _shapes) in _TV.items():
 _IMPORTS = {
     "get_file": ("os", "tarfile", "tempfile", "zipfile", "torch"),
     "pad_sequences": ("numpy as np",), "to_categorical": ("numpy as np", "torch"), "resize_images": ("torch",),
+    "set_random_seed": ("random", "numpy as np", "torch"),
     "resize_with_pad": ("numpy as np", "torch"),
     "load_img": ("PIL.Image",), "img_to_array": ("numpy as np",), "array_to_img": ("numpy as np", "PIL.Image"),
     "save_img": ("pathlib",), "py_function": ("torch",),
