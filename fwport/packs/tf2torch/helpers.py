@@ -446,6 +446,39 @@ class KLDivergence({nn}Module):
         return loss.sum() if self.reduction == "sum" else loss.mean()
 '''
 
+_COSINE_SIMILARITY_LOSS = '''
+
+class CosineSimilarityLoss({nn}Module):
+    """Keras's CosineSimilarity loss called as torch losses are, loss(input, target) for Keras's loss(y_true, y_pred):
+    the per-sample loss is minus the cosine similarity along `axis`, each side normalised as Keras 3 does,
+    x / max(norm, 1e-7) (F.normalize with eps), then reduced: "mean" (Keras's sum_over_batch_size), "sum" or
+    "none". Not nn.CosineEmbeddingLoss, which takes a label per pair and a margin."""
+
+    def __init__(self, axis=-1, reduction="mean", eps=1e-7):
+        super().__init__()
+        self.axis = axis
+        self.reduction = reduction
+        self.eps = eps
+
+    def forward(self, input, target):
+        target = {torch}as_tensor(target, device=input.device).to(input.dtype)
+        loss = -({nn}functional.normalize(target, dim=self.axis, eps=self.eps)
+                 * {nn}functional.normalize(input, dim=self.axis, eps=self.eps)).sum(self.axis)
+        if self.reduction == "none":
+            return loss
+        return loss.sum() if self.reduction == "sum" else loss.mean()
+'''
+
+_KERAS2_COSINE_SIMILARITY_LOSS = '''
+
+class Keras2CosineSimilarityLoss(CosineSimilarityLoss):
+    """Keras 2's CosineSimilarity loss: as CosineSimilarityLoss, each side normalised as tf.math.l2_normalize does,
+    x / max(norm, 1e-6)."""
+
+    def __init__(self, axis=-1, reduction="mean", eps=1e-6):
+        super().__init__(axis, reduction, eps)
+'''
+
 _CLONE_MODEL = '''
 
 def clone_model(model):
@@ -1105,6 +1138,9 @@ HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["RandomFourierFeatures"] = _RANDOM_FOURIER_FEATURES
 HELPERS["KLDivergence"] = _KL_DIVERGENCE
+HELPERS["CosineSimilarityLoss"] = _COSINE_SIMILARITY_LOSS
+HELPERS["Keras2CosineSimilarityLoss"] = _KERAS2_COSINE_SIMILARITY_LOSS
+DATA_DEPS["Keras2CosineSimilarityLoss"] = ("CosineSimilarityLoss",)
 HELPERS["clone_model"] = _CLONE_MODEL
 HELPERS["ChannelsLastReshape"] = _CHANNELS_LAST_RESHAPE
 HELPERS["RNNOutput"] = _RNN_OUTPUT
