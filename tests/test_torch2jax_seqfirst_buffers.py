@@ -38,6 +38,7 @@ def test_the_buffer_s_batch_aligned_axis_is_indexed_away():
     assert "jax.lax.stop_gradient(self.pos_embedding)[:token_embedding.shape[0], 0]" in out  # .unsqueeze(-2)
     assert "x + jax.lax.stop_gradient(self.pe)[0, :x.shape[0]]" in out  # (1, max_len, E) against (N, L, E)
     assert "in_axes=(1, None), out_axes=1" in out  # the model: tokens (L, N), the mask shared
+    assert "inputs x 1, attn_mask none" in out  # MultiheadAttention's attn_mask given as an input
 
 
 def test_a_buffer_whose_batch_aligned_axis_is_not_of_size_one_is_an_error():
@@ -94,9 +95,9 @@ import json
 sys.path.insert(0, {verify!r})
 rng = np.random.default_rng(0)
 name = {name!r}
-seq_first = name.startswith("SeqFirst")
+seq_first = name.startswith("SeqFirst") or name == "AttentionMask"
 L, N = 6, 3
-tokens = rng.integers(0, 20, size=(L, N) if seq_first else (N, L))
+tokens = rng.integers(0, 20, size=(L, N) if seq_first else (N, L)) if name != "AttentionMask" else rng.normal(size=(L, N, 8))
 mask = np.triu(np.full((L, L), -np.inf), 1)
 inputs = [tokens, mask] if seq_first else [tokens]
 if side == "torch":
@@ -120,12 +121,13 @@ np.save(OUT, out)
 
 
 @needs_frameworks
-@pytest.mark.parametrize("name", ["SeqFirstModel", "SeqFirstUnsqueezed", "BatchFirstModel"])
+@pytest.mark.parametrize("name", ["SeqFirstModel", "SeqFirstUnsqueezed", "BatchFirstModel", "AttentionMask"])
 def test_positional_encodings_compute_what_pytorch_computes(name, tmp_path):
     import numpy as np
     r = translate_source(MODEL.read_text(), str(MODEL), "torch2jax")
     assert not errors(r), r.findings
     body = _BODY.format(verify=str(ROOT / "fwport" / "verify"), name=name)
     torch_out, jax_out = torch_and_jax(tmp_path, MODEL.read_text(), r.output, body)
-    assert torch_out.shape == jax_out.shape == {"SeqFirstModel": (6, 3, 5), "SeqFirstUnsqueezed": (6, 3, 8), "BatchFirstModel": (3, 6, 5)}[name]
+    assert torch_out.shape == jax_out.shape == {"SeqFirstModel": (6, 3, 5), "SeqFirstUnsqueezed": (6, 3, 8), "BatchFirstModel": (3, 6, 5),
+                                                         "AttentionMask": (6, 3, 8)}[name]
     np.testing.assert_allclose(jax_out, torch_out, rtol=1e-9, atol=1e-9)

@@ -84,3 +84,14 @@ class BatchFirstModel(nn.Module):
 
     def forward(self, x):
         return self.fc(self.pos(self.emb(x)))
+
+
+class AttentionMask(nn.Module):
+    """A sequence-first attention given its (L, L) mask as an input of the forward."""
+
+    def __init__(self):
+        super().__init__()
+        self.attn = nn.MultiheadAttention(8, 2)
+
+    def forward(self, x, attn_mask):
+        return self.attn(x, x, x, attn_mask=attn_mask)[0]

@@ -1581,6 +1581,23 @@ class Forward(cst.CSTTransformer):
                 return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         return updated
 
+    def attention_masks(self, attr: str, original: cst.Call, a: dict, o: dict, masks: list[str], want: int) -> None:
+        """The attention masks given to a sequence-first attention or transformer layer (``src_mask``, ``attn_mask``):
+        PyTorch's (L, S) mask has no batch axis, so an input of the forward read only there is no batched one
+        (``unbatched``: in_axes None); one computed from the input is an error saying so (the layer's construction
+        error alone would blame batch_first)."""
+        for k in masks:
+            if self.axis_of(a[k]) is None:
+                continue
+            if k in o and isinstance(o[k], cst.Name) and o[k].value in self.inputs and self.input_reads.get(o[k].value) == 1:
+                self.unbatched.add(o[k].value)
+            elif want == 1:
+                self.error(original, f"{code(o.get(k, a[k]))}, given to self.{attr} as {k}, is computed from the "
+                           f"module's input: fwport takes it to hold the batch axis (dimension "
+                           f"{axis_text(self.axis_of(a[k]))}), where PyTorch's {k} of (L, S) has none (and one of "
+                           "(N * nhead, L, S) merges it with the heads); compute the mask from sizes alone "
+                           "(torch.triu(torch.full((L, L), float('-inf')), 1)) or pass it in as an input of its own")
+
     def sequence_call(self, attr: str, original: cst.Call, updated: cst.Call):
         """A call of a PyTorch sequence layer (LSTM / GRU / RNN / MultiheadAttention): it takes the batch axis second
         ((L, N, ...), batch_first not True) or first. Where every tensor argument holds it there (key_padding_mask
@@ -1602,16 +1619,7 @@ class Forward(cst.CSTTransformer):
                 if k in a and k in o and want == 1 and self.axis_of(a[k]) == 0:
                     self.second |= self.origins(o[k])
             masks = [k for k in names if k in a and k not in sequences and k not in padding and code(a[k]) != "None"]
-            for k in masks:  # an attention mask (S, S) has no batch axis: an input read only here is no batched one
-                if k in o and isinstance(o[k], cst.Name) and o[k].value in self.inputs \
-                        and self.input_reads.get(o[k].value) == 1 and self.axis_of(a[k]) is not None:
-                    self.unbatched.add(o[k].value)
-                elif self.axis_of(a[k]) is not None and want == 1:
-                    self.error(original, f"{code(o.get(k, a[k]))}, given to self.{attr} as {k}, is computed from the "
-                               f"module's input: fwport takes it to hold the batch axis (dimension "
-                               f"{axis_text(self.axis_of(a[k]))}), where PyTorch's {k} of (L, S) has none (and one of "
-                               "(N * nhead, L, S) merges it with the heads); compute the mask from sizes alone "
-                               "(torch.triu(torch.full((L, L), float('-inf')), 1)) or pass it in as an input of its own")
+            self.attention_masks(attr, original, a, o, masks, want)
             ok = not unknown and names[0] in a and all(self.axis_of(a[k]) == want for k in sequences if k in a) \
                 and all(self.axis_of(a[k]) in (None, 0) for k in padding if k in a) \
                 and all(self.axis_of(a[k]) is None for k in names if k in a and k not in sequences and k not in padding)
@@ -1633,6 +1641,8 @@ class Forward(cst.CSTTransformer):
                         self.second |= self.origins(o[k])
         if attention and "key_padding_mask" in a and self.axis_of(a["key_padding_mask"]) not in (None, 0):
             ok = False
+        if attention and "attn_mask" in a and code(a["attn_mask"]) != "None":
+            self.attention_masks(attr, original, a, o, ["attn_mask"], want)
         if attention and "attn_mask" in a and self.axis_of(a["attn_mask"]) is not None:
             ok = False  # a per-example mask of PyTorch's (N * heads, L, S) form is not followed
         if not ok:
