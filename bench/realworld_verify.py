@@ -47,7 +47,11 @@ TORCH = {
     # file's lines 1-63) verifies with these specs
     "pt_pe_wlm_rnn": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2, tie_weights=True)",
                           inputs=["int64[6,4]:100", "float32[2,4,16]"],
-                          variants={"tie_weights=False": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2)")}),
+                          variants={"tie_weights=False": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2)"),
+                                    # the file's sequence-first TransformerModel: tokens (L, N), its PositionalEncoding's
+                                    # buffer (max_len, 1, E) read for one example as pe[:L, 0] (batch.buffer_read)
+                                    "TransformerModel": dict(model="TransformerModel(100, 16, 4, 16, 2, 0.2)",
+                                                             inputs=["int64[6,4]:100"])}),
     "pt_gk_seq2seq_attn": dict(skip="its forward is written for a batch of one, which per-example code cannot express: "
                                     "torch.empty([n_step, 1, n_class]) fixes the batch to 1, get_att_score's "
                                     "torch.dot(dec_output.view(-1), score.view(-1)) sums over the batch, and forward "

@@ -123,7 +123,8 @@ def test_translation_sets_the_precision_pytorch_asked_for(tmp_path):
 DEVICES = '''
 import torch
 
-counts = [torch.cuda.device_count(), torch.accelerator.device_count(), torch.cuda.is_available()]
+counts = [torch.cuda.device_count(), torch.accelerator.device_count(), torch.cuda.is_available(),
+          torch.backends.mps.is_available()]
 bf16 = 'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'
 '''
 
@@ -141,7 +142,7 @@ def test_device_queries_answer_as_pytorch_does_here(tmp_path):
         line = [ln for ln in p.stdout.splitlines() if ln.startswith("RESULT ")]
         assert line, p.stderr[-2000:]
         seen[side] = json.loads(line[0][7:])
-    assert seen["jax"] == seen["torch"]  # (on this machine: no GPU, [0, 0, false] on both)
+    assert seen["jax"] == seen["torch"]  # (on this machine: no GPU, [0, 0, false, false] on both)
 
 
 AUTOCAST = '''

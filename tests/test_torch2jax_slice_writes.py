@@ -113,3 +113,65 @@ np.save(OUT, np.concatenate([np.ravel(v) for v in (pe, mask, t, a, y)]))
 '''
     t, j = torch_and_jax(tmp_path, textwrap.dedent(SRC).lstrip("\n"), t2j(SRC).output, body)
     np.testing.assert_allclose(j, t, rtol=1e-6, atol=1e-6)
+
+
+PARAMS = '''
+import torch
+
+
+def zero_first(x: torch.Tensor, v):
+    x[:, 0] = v
+    x[..., 1] += 1
+    return x
+
+
+def scale(x):
+    x[:, 1] *= 2
+    return x
+
+
+def tag(d, lst):
+    d["a"] = 1
+    lst[0] = 2
+    return d, lst
+'''
+
+
+def test_a_write_into_a_parameter_is_rebound_where_it_is_a_tensor_and_a_warning_elsewhere():
+    r = t2j(PARAMS)
+    assert "    x = x.at[:, 0].set(v)\n    x = x.at[..., 1].add(1)\n" in r.output
+    assert "    x[:, 1] *= 2\n" in r.output  # not known to be a tensor: kept, with the warning saying what to write
+    warnings = [(f.code, f.line) for f in r.findings if f.severity is Severity.WARNING]
+    assert warnings == [("unsupported-construct", 11)], r.findings
+    w = next(f for f in r.findings if f.line == 11)
+    assert "if x is a tensor" in w.message and "`x = x.at[:, 1].multiply(2)`" in w.message
+    # a dict's key and a list's index are no array's: no finding
+    assert '    d["a"] = 1\n    lst[0] = 2\n' in r.output
+
+
+def test_a_rebound_tensor_parameter_not_returned_warns_that_the_caller_s_is_unchanged():
+    r = t2j('''
+        import torch
+
+
+        def clear(x: torch.Tensor):
+            x[:, 0] = 0
+        ''')
+    assert "    x = x.at[:, 0].set(0)\n" in r.output
+    assert [(f.code, f.line) for f in r.findings if f.severity is Severity.WARNING] == [("approximate", 5)], r.findings
+
+
+@pytest.mark.skipif(bool(MISSING), reason=f"needs {MISSING}")
+def test_the_rebound_parameter_writes_compute_what_pytorch_computes(tmp_path):
+    import numpy as np
+    body = '''
+x = np.linspace(-1, 1, 12).reshape(3, 4)
+if side == "torch":
+    y = ns["zero_first"](torch.tensor(x), 5.0).numpy()
+else:
+    y = np.asarray(ns["zero_first"](jnp.asarray(x), 5.0))
+np.save(OUT, y)
+'''
+    t, j = torch_and_jax(tmp_path, textwrap.dedent(PARAMS).lstrip("\n"), t2j(PARAMS).output, body)
+    assert (t[:, 0] == 5).all()
+    np.testing.assert_allclose(j, t, rtol=1e-12, atol=1e-12)

@@ -125,6 +125,7 @@ def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
     has_varargs = any(p.kind == "var_positional" for p in rule.params)
     has_varkw = any(p.kind == "var_keyword" for p in rule.params)
     known = {p.name for p in rule.params if p.kind in ("positional", "keyword")}
+    var_name = next((p.name for p in rule.params if p.kind == "var_positional"), None)
     i = 0
     starred = set()
     for arg in call.args:
@@ -152,6 +153,11 @@ def bind_call(call: cst.Call, rule: Rule) -> BoundCall:
             spec = rule.arg_for_keyword(kw)
             if spec is not None:
                 name = spec.name
+        if kw == var_name and name not in known and not out.varargs:
+            # PyTorch's factories take their sizes as *size or as one sequence, size=(2, 3): that sequence
+            # is the one positional it stands for (torch.zeros((2, 3)))
+            out.varargs.append(arg.value)
+            continue
         if name in known:
             if name in out.values:
                 out.error = f"argument {name!r} given twice (as {out.spelled[name]!r} and {kw!r})"

@@ -36,6 +36,8 @@ def ops(x, p, t, a, b, q, k, v, onehot, w, bias):
         torch.ones_like(p),
         torch.zeros(2, 3, dtype=torch.float64),
         torch.empty(2, 3).shape,
+        torch.empty(size=(4, 2)).shape,  # the sizes given as one sequence by keyword
+        torch.ones(size=[2, 3], dtype=torch.float64),
         values,
         indices,
         low,

@@ -105,6 +105,137 @@ def int_literal(node: cst.BaseExpression | None) -> int | None:
     return None
 
 
+#: the factories whose sizes give a buffer's rank and its literal size-1 axes (buffer_shapes)
+_SIZED_FACTORIES = frozenset({"torch.zeros", "torch.ones", "torch.empty", "torch.randn", "torch.rand"})
+#: jax's indexed updates (`pe = pe.at[:, 0::2].set(v)`, the inplace pass's writes into a slice)
+_AT_UPDATES = frozenset({"set", "add", "multiply", "divide", "subtract", "min", "max", "power"})
+#: tensor methods that keep the shape
+_SAME_SHAPE = frozenset({"float", "double", "half", "detach", "clone", "contiguous", "to", "cpu", "cuda"})
+
+
+def buffer_shapes(init: cst.FunctionDef | None, ctx) -> dict[str, tuple[frozenset, int]]:
+    """The buffers ``__init__`` registers (``self.register_buffer("pe", pe)``) whose rank and size-1 axes follow from
+    its top-level statements, where written out: ``pe = torch.zeros(max_len, d_model)`` (rank 2, sizes not literal 1),
+    written into by slices (``pe[:, 0::2] = ...``: the shape stays), then ``pe = pe.unsqueeze(0).transpose(0, 1)`` /
+    ``pe.unsqueeze(1)`` / ``pe.unsqueeze(-2)`` (rank 3, axis 1 of size 1): name → (the size-1 axes, the rank). A
+    forward adding such a buffer to a tensor reads which of its axes lines up with the batch axis (Forward.buffer_read).
+    A name rebound any other way, or inside a compound statement, is not followed."""
+    if init is None:
+        return {}
+    known: dict[str, tuple[frozenset, int]] = {}
+    out: dict[str, tuple[frozenset, int]] = {}
+    for st in init.body.body:
+        if not isinstance(st, cst.SimpleStatementLine):
+            for n in _assigned_names(st):
+                known.pop(n, None)
+            continue
+        for small in st.body:
+            if isinstance(small, cst.Assign):
+                targets = [t.target for t in small.targets]
+                if len(targets) == 1 and isinstance(targets[0], cst.Name):
+                    shape = _built_shape(small.value, known, ctx)
+                    if shape is None:
+                        known.pop(targets[0].value, None)
+                    else:
+                        known[targets[0].value] = shape
+                    continue
+                for n in _assigned_names(small):
+                    known.pop(n, None)
+            elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name):
+                known.pop(small.target.value, None)
+            elif isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) \
+                    and dotted_text(small.value.func) == "self.register_buffer" and len(small.value.args) >= 2 \
+                    and isinstance(small.value.args[0].value, cst.SimpleString) and small.value.args[0].keyword is None \
+                    and small.value.args[1].keyword is None and not small.value.args[1].star:
+                shape = _built_shape(small.value.args[1].value, known, ctx)
+                if shape is not None:
+                    out[small.value.args[0].value.evaluated_value] = shape
+    return out
+
+
+class _AssignedNames(cst.CSTVisitor):
+    """The names a statement binds (assignments, loop targets): buffer_shapes stops following them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.out: set[str] = set()
+
+    def visit_AssignTarget(self, n: cst.AssignTarget) -> None:
+        self.out.update(_target_names(n.target))
+
+    def visit_AugAssign(self, n: cst.AugAssign) -> None:
+        self.out.update(_target_names(n.target))
+
+    def visit_AnnAssign(self, n: cst.AnnAssign) -> None:
+        self.out.update(_target_names(n.target))
+
+    def visit_For(self, n: cst.For) -> None:
+        self.out.update(_target_names(n.target))
+
+    def visit_NamedExpr(self, n: cst.NamedExpr) -> None:
+        self.out.update(_target_names(n.target))
+
+
+def _assigned_names(node: cst.CSTNode) -> set[str]:
+    v = _AssignedNames()
+    node.visit(v)
+    return v.out
+
+
+def _built_shape(value: cst.BaseExpression, known: dict, ctx) -> tuple[frozenset, int] | None:
+    """buffer_shapes: (the size-1 axes, the rank) of an expression of __init__, where it follows."""
+    if isinstance(value, cst.Name):
+        return known.get(value.value)
+    if not isinstance(value, cst.Call) or any(a.star for a in value.args):
+        return None
+    q = ctx.imports.resolve(value.func)
+    if q in _SIZED_FACTORIES:
+        sizes = [a.value for a in value.args if a.keyword is None]
+        sizes += [a.value for a in value.args if a.keyword is not None and a.keyword.value == "size"]
+        if len(sizes) == 1 and isinstance(sizes[0], (cst.Tuple, cst.List)):
+            sizes = [e.value for e in sizes[0].elements]
+        if not sizes or any(isinstance(e, cst.StarredElement) for e in sizes):
+            return None
+        return frozenset(i for i, e in enumerate(sizes) if int_literal(e) == 1), len(sizes)
+    if q == "torch.unsqueeze" and len(value.args) == 2:
+        return _unsqueezed(_built_shape(value.args[0].value, known, ctx), int_literal(value.args[1].value))
+    if not isinstance(value.func, cst.Attribute) or value.func.attr.value in ("view", "reshape"):
+        return None
+    f = value.func.value
+    if isinstance(f, cst.Subscript) and isinstance(f.value, cst.Attribute) and f.value.attr.value == "at" \
+            and value.func.attr.value in _AT_UPDATES:  # a slice write, as the inplace pass writes it: the shape stays
+        return _built_shape(f.value.value, known, ctx)
+    name, args = value.func.attr.value, [a.value for a in value.args]
+    if any(a.keyword is not None and not (name == "to" and a.keyword.value in ("device", "dtype")) for a in value.args):
+        return None
+    inner = _built_shape(value.func.value, known, ctx)
+    if inner is None:
+        return None
+    if name in _SAME_SHAPE:
+        return inner
+    if name == "unsqueeze" and len(args) == 1:
+        return _unsqueezed(inner, int_literal(args[0]))
+    if name in ("transpose", "swapaxes") and len(args) == 2:
+        ones, rank = inner
+        a, b = int_literal(args[0]), int_literal(args[1])
+        if a is None or b is None or not -rank <= a < rank or not -rank <= b < rank:
+            return None
+        a, b = a % rank, b % rank
+        swap = {a: b, b: a}
+        return frozenset(swap.get(o, o) for o in ones), rank
+    return None
+
+
+def _unsqueezed(inner, d: int | None) -> tuple[frozenset, int] | None:
+    if inner is None or d is None:
+        return None
+    ones, rank = inner
+    if not -rank - 1 <= d <= rank:
+        return None
+    d = d % (rank + 1)
+    return frozenset({d, *(o if o < d else o + 1 for o in ones)}), rank + 1
+
+
 class _NamesIn(cst.CSTVisitor):
     # (a class of the module, not of each call: creating a visitor class costs several times its walk)
     def __init__(self) -> None:
@@ -184,13 +315,19 @@ class _DeviceUses(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self.skip.add(id(node.attr))
 
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value == "to" and len(node.args) == 1 \
+                and node.args[0].keyword is None and isinstance(node.args[0].value, cst.Name):
+            self.skip.add(id(node.args[0].value))  # `.to(device)`: the move is removed
+
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) not in self.skip:
             self.other.add(node.value)
 
 
 def _device_only(body: cst.CSTNode) -> set[str]:
-    """Names bound ``name = x.device`` whose every read is a ``device=`` argument (the rules drop those)."""
+    """Names bound ``name = x.device`` whose every read is a ``device=`` argument or a ``.to(device)`` move (the rules
+    drop those)."""
     u = _DeviceUses()
     scan(body, u)
     return u.bound - u.other
@@ -259,8 +396,9 @@ def _device_move(call: cst.Call, ctx) -> bool:
 
 
 def _scalar(node: cst.BaseExpression) -> bool:
-    """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` of them, arithmetic
-    (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without adding axes."""
+    """A Python number computed from sizes: literals, ``x.shape[i]``, ``math.*`` (of anything: a math function
+    returns a Python float), arithmetic (``1.0 / math.sqrt(k.shape[-1])``): it broadcasts into an array without
+    adding axes."""
     if isinstance(node, (cst.Integer, cst.Float)):
         return True
     if isinstance(node, cst.UnaryOperation):
@@ -270,7 +408,9 @@ def _scalar(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute) and node.value.attr.value == "shape":
         return len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
     if isinstance(node, cst.Call) and (dotted_text(node.func) or "").startswith("math."):
-        return all(a.keyword is None and not a.star and _scalar(a.value) for a in node.args)
+        # a Python float whatever it is given (math.sqrt(self.d_model)); math.prod multiplies what it is given
+        return dotted_text(node.func) != "math.prod" or all(
+            a.keyword is None and not a.star and _scalar(a.value) for a in node.args)
     return False
 
 
@@ -301,7 +441,19 @@ class _AxisKeepingCalls(cst.CSTVisitor):
             return
         if q is not None and q.rsplit(".", 1)[-1] in ELEMENTWISE:
             return
+        module = owner.module_called(node.func)
+        if module is not None and module[0] == "class" and _keeps_axes(owner.file.table.get(module[1])):
+            return  # a module of the file returning the batch axis where its input holds it (a PositionalEncoding)
         self.keeps = False
+
+
+def _keeps_axes(info) -> bool:
+    """Whether a module class of the file (its ranks.ClassRanks) returns the batch axis where its inputs, all at one
+    place, hold it (so far as ranks.py has probed it)."""
+    if info is None or info.out_axes is None:
+        return False
+    given = set(info.axes.values()) or {0}
+    return len(given) == 1 and type(info.out_axes) is int and info.out_axes == next(iter(given))
 
 
 class Forward(cst.CSTTransformer):
@@ -403,6 +555,9 @@ class Forward(cst.CSTTransformer):
             a = self.axis_of(node.value)
             return UNKNOWN if isinstance(a, tuple) else a
         if isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Name) and node.func.value == "len" or isinstance(node.func, cst.Attribute) \
+                    and node.func.attr.value in ("size", "dim") and len(node.args) <= 1:
+                return None  # a Python number (a size, a rank): no batch axis (where it counts examples, an error says so)
             parts = [a.value for a in node.args]
             if isinstance(node.func, cst.Attribute):
                 parts.append(node.func.value)
@@ -864,6 +1019,9 @@ class Forward(cst.CSTTransformer):
         shared = self.shared_constant(original, updated)
         if shared is not None:
             return shared
+        read = self.buffer_read(original, updated)
+        if read is not None:
+            return read
         if not self.axes_moved():
             return updated
         a, b = self.axis_of(updated.left), self.axis_of(updated.right)
@@ -883,6 +1041,61 @@ class Forward(cst.CSTTransformer):
                        "batch axis; write it for one example")
             return updated
         return self.moved(updated, moved[0])
+
+    def buffer_read(self, original: cst.BinaryOperation, updated: cst.BinaryOperation):
+        """``x + self.pe[:x.size(0), :]``: a slice of a buffer whose rank and size-1 axes __init__ writes out
+        (ranks.ClassRanks.buffers) meets a tensor computed from the input. PyTorch broadcasts from the right, so the
+        buffer's axis that lines up with x's batch axis is known: of size 1 (word_language_model's (max_len, 1, E)
+        against (L, N, E); a batch-first (1, max_len, E) against (N, L, E)), one example leaves it out (→
+        ``self.pe[:x.shape[0], 0, :]``, ``self.pe[0, :x.shape[0]]``); of another size, it would meet the batch axis: an
+        error. A buffer no longer than x's axes after the batch axis broadcasts as written. None: not such an operation."""
+        if self.file is None or not self.file.buffers or isinstance(original.operator, cst.MatrixMultiply):
+            return None
+        def buffer(node) -> str:  # `self.pe[...]`: the buffer's name (the slice may read the input's sizes)
+            t = (dotted_text(node.value) or "") if isinstance(node, cst.Subscript) else ""
+            return t[5:] if t.startswith("self.") and t[5:] in self.file.buffers else ""
+        lb = bool(buffer(original.right)) and self.is_batched(original.left)
+        if not lb and not (buffer(original.left) and self.is_batched(original.right)):
+            return None
+        source, other = (original.right, updated.right) if lb else (original.left, updated.left)
+        if not isinstance(other, cst.Subscript):
+            return None
+        base = f"self.{buffer(source)}"
+        ones, r = self.file.buffers[base[5:]]
+        elems = list(other.slice)
+        if len(elems) > r or not all(isinstance(e.slice, cst.Slice) for e in elems):
+            return None  # an index or an ellipsis: the axes it keeps are not followed here
+        batched = updated.left if lb else updated.right
+        b = self.axis_of(batched) if self.axes_moved() else 0
+        rx = self.rank_of(batched)
+        if type(b) is not int or b < 0 or rx is not None and r > rx + 1:
+            return None
+        if rx is None:
+            if not b:
+                return None
+            self.error(original, f"{code(original)}: {base} (rank {r}) broadcasts against a tensor computed from the input "
+                       f"whose batch axis is dimension {b} and whose rank fwport does not know, so which axis of the "
+                       "buffer lines up with the batch axis is not known; write the buffer for one example, or give the "
+                       "input's rank (a layer of known rank before it)")
+            return updated
+        k = b - (rx + 1 - r)  # the buffer's axis that lines up with the batch axis
+        if k < 0:  # the buffer lines up with axes after the batch axis only: one example's broadcast is PyTorch's
+            return self.moved(updated, b) if b else updated
+        full = k >= len(elems) or (elems[k].slice.lower is None and elems[k].slice.upper is None
+                                    and elems[k].slice.step is None)
+        if k not in ones or not full:
+            self.error(original, f"{code(original)}: {base} (rank {r}) broadcasts against a tensor computed from the input "
+                       f"(its batch axis is dimension {b} of {rx + 1}), and its axis {k} lines up with the batch axis, "
+                       f"which one example does not have{'' if k in ones else ': __init__ does not build that axis of size 1'}; "
+                       "write the buffer for one example (without the batch's axis) or index that axis away")
+            return updated
+        colon = cst.SubscriptElement(cst.Slice(None, None))
+        new = elems[:k] + [colon] * (k - len(elems)) + [cst.SubscriptElement(cst.Index(cst.Integer("0")))] + elems[k + 1:]
+        new = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT if i == len(new) - 1 else cst.Comma(
+            whitespace_after=cst.SimpleWhitespace(" "))) for i, e in enumerate(new)]
+        other = other.with_changes(slice=new)
+        out = updated.with_changes(right=other) if lb else updated.with_changes(left=other)
+        return self.moved(out, b) if b else out
 
     def constant_rank(self, node: cst.BaseExpression) -> tuple[int, bool] | None:
         """PyTorch's rank of a (source) tensor built from a literal in this forward, and whether its first size is 1:
@@ -1368,6 +1581,23 @@ class Forward(cst.CSTTransformer):
                 return _method(updated.func.value, "astype", [self.ctx.spell(f"jax.numpy.{dtype}")])
         return updated
 
+    def attention_masks(self, attr: str, original: cst.Call, a: dict, o: dict, masks: list[str], want: int) -> None:
+        """The attention masks given to a sequence-first attention or transformer layer (``src_mask``, ``attn_mask``):
+        PyTorch's (L, S) mask has no batch axis, so an input of the forward read only there is no batched one
+        (``unbatched``: in_axes None); one computed from the input is an error saying so (the layer's construction
+        error alone would blame batch_first)."""
+        for k in masks:
+            if self.axis_of(a[k]) is None:
+                continue
+            if k in o and isinstance(o[k], cst.Name) and o[k].value in self.inputs and self.input_reads.get(o[k].value) == 1:
+                self.unbatched.add(o[k].value)
+            elif want == 1:
+                self.error(original, f"{code(o.get(k, a[k]))}, given to self.{attr} as {k}, is computed from the "
+                           f"module's input: fwport takes it to hold the batch axis (dimension "
+                           f"{axis_text(self.axis_of(a[k]))}), where PyTorch's {k} of (L, S) has none (and one of "
+                           "(N * nhead, L, S) merges it with the heads); compute the mask from sizes alone "
+                           "(torch.triu(torch.full((L, L), float('-inf')), 1)) or pass it in as an input of its own")
+
     def sequence_call(self, attr: str, original: cst.Call, updated: cst.Call):
         """A call of a PyTorch sequence layer (LSTM / GRU / RNN / MultiheadAttention): it takes the batch axis second
         ((L, N, ...), batch_first not True) or first. Where every tensor argument holds it there (key_padding_mask
@@ -1388,6 +1618,8 @@ class Forward(cst.CSTTransformer):
             for k in sequences:  # inputs reaching it with the batch axis first: ranks.py tries them with it second
                 if k in a and k in o and want == 1 and self.axis_of(a[k]) == 0:
                     self.second |= self.origins(o[k])
+            masks = [k for k in names if k in a and k not in sequences and k not in padding and code(a[k]) != "None"]
+            self.attention_masks(attr, original, a, o, masks, want)
             ok = not unknown and names[0] in a and all(self.axis_of(a[k]) == want for k in sequences if k in a) \
                 and all(self.axis_of(a[k]) in (None, 0) for k in padding if k in a) \
                 and all(self.axis_of(a[k]) is None for k in names if k in a and k not in sequences and k not in padding)
@@ -1409,6 +1641,8 @@ class Forward(cst.CSTTransformer):
                         self.second |= self.origins(o[k])
         if attention and "key_padding_mask" in a and self.axis_of(a["key_padding_mask"]) not in (None, 0):
             ok = False
+        if attention and "attn_mask" in a and code(a["attn_mask"]) != "None":
+            self.attention_masks(attr, original, a, o, ["attn_mask"], want)
         if attention and "attn_mask" in a and self.axis_of(a["attn_mask"]) is not None:
             ok = False  # a per-example mask of PyTorch's (N * heads, L, S) form is not followed
         if not ok:

@@ -302,6 +302,49 @@ def _nested_def(st: cst.BaseStatement, line: cst.SimpleStatementLine) -> bool:
                for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef))
 
 
+def _array_index(sub: cst.Subscript) -> bool:
+    """An index only an array takes: several axes (``x[:, 0]``, ``x[i, j]``), a slice or an ellipsis (a list or a dict
+    is indexed by one key)."""
+    return len(sub.slice) > 1 or any(isinstance(e.slice, cst.Slice) or isinstance(e.slice, cst.Index)
+                                     and isinstance(e.slice.value, cst.Ellipsis) for e in sub.slice)
+
+
+def _parameter_writes(fn: cst.FunctionDef, ctx) -> dict[int, cst.SimpleStatementLine]:
+    """Writes into a slice of the function's own parameter (``def f(x): x[:, 0] = 0``), which PyTorch makes in the
+    caller's tensor. A parameter annotated ``torch.Tensor`` is rebound (``x = x.at[:, 0].set(0)``: this function's
+    array; a warning where the function does not return it, since the caller's array no longer changes); another
+    written with an array's index (several axes, a slice) gets a warning saying what to write if it is a tensor (a
+    numpy array keeps its item assignment); a one-key index (a list, a dict) is left as written."""
+    params = {p.name.value: p for p in (*fn.params.posonly_params, *fn.params.params, *fn.params.kwonly_params)}
+    rebound = {n for n, p in params.items() if p.annotation is not None
+               and ctx.imports.resolve(p.annotation.annotation) == "torch.Tensor"}
+    bound = set()  # parameters the function binds again: then the name no longer holds the caller's value
+    for t in find_all(fn.body, cst.AssignTarget):
+        if isinstance(t.target, cst.Name):
+            bound.add(t.target.value)
+    returned = {r.value.value for r in find_all(fn.body, cst.Return) if isinstance(r.value, cst.Name)}
+    out: dict[int, cst.SimpleStatementLine] = {}
+    for line in find_all(fn.body, cst.SimpleStatementLine):
+        w = _slice_write(line)
+        if w is None or w[0] not in params or w[0] in bound or _nested_def(fn.body, line):
+            continue
+        name, sub, method = w[0], w[1], w[2]
+        at = f"{name} = {name}.at[{code(sub)[len(name) + 1:-1]}].{method}({code(w[3])})"
+        if name in rebound:
+            out[id(line)] = _at_line(line, w)
+            if name not in returned:
+                ctx.report(Severity.WARNING, "approximate", f"{code(line.body[0]).strip()} writes into the tensor the "
+                           f"caller passed as {name}; a jax array is immutable, so this is `{at}`, this function's own "
+                           f"array, and the caller's is unchanged: return {name} and rebind it where the caller reads "
+                           "it", line)
+        elif _array_index(sub):
+            ctx.report(Severity.WARNING, "unsupported-construct", f"{code(line.body[0]).strip()} writes into the "
+                       f"parameter {name} in place: if {name} is a tensor (a jax array has no item assignment), write "
+                       f"`{at}` (and return {name}: the caller's array does not change in place); annotate it "
+                       f"`{name}: torch.Tensor` and fwport writes that; a numpy array keeps the write as it is", line)
+    return out
+
+
 class _SliceWrites(cst.CSTTransformer):
     def __init__(self, ctx):
         super().__init__()
@@ -325,6 +368,7 @@ class _SliceWrites(cst.CSTTransformer):
         self.kinds.append("method" if method or "method" in self.kinds else "function")
         if self.kinds[-1] != "method" and isinstance(node.body, cst.IndentedBlock):
             self.todo.update(_block_writes(node.body.body, self.ctx))
+            self.todo.update(_parameter_writes(node, self.ctx))
 
     def leave_FunctionDef(self, original, updated):
         self.kinds.pop()

@@ -557,6 +557,11 @@ class Transformer(eqx.Module):
         memory = self.encoder(src, src_mask, src_key_padding_mask, src_is_causal, key=ekey)
         return self.decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
                             tgt_is_causal, memory_is_causal, key=dkey)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz, device=None, dtype=None):
+        \"\"\"PyTorch's causal float mask (sz, sz): 0 on and below the diagonal, -inf above (device: unused).\"\"\"
+        return jnp.triu(jnp.full((sz, sz), -jnp.inf, dtype=dtype), k=1)
 '''
 
 HELPERS: dict[str, str] = {

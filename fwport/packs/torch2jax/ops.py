@@ -861,6 +861,17 @@ def expression(m, ctx):
     return expr(opts["text"].format(**names))
 
 
+@call_transform("square-subsequent-mask")
+def square_subsequent_mask(m, ctx):
+    """``nn.Transformer.generate_square_subsequent_mask(sz)`` → ``jnp.triu(jnp.full((sz, sz), -jnp.inf), k=1)``:
+    PyTorch's float causal mask (0 on and below the diagonal, -inf above), in the dtype given (``dtype=``, mapped
+    by torch-dtype) or the default float dtype, as PyTorch's torch.full of a float."""
+    sz = code(m.kwargs["sz"])
+    dtype = f", dtype={code(m.kwargs['dtype'])}" if "dtype" in m.kwargs else ""
+    triu, full, inf = (ctx.spell_text(f"jax.numpy.{n}") for n in ("triu", "full", "inf"))
+    return expr(f"{triu}({full}(({sz}, {sz}), -{inf}{dtype}), k=1)")
+
+
 @call_transform("autocast")
 def autocast(m, ctx):
     """``torch.autocast(...)`` / ``torch.amp.autocast(...)`` as a context manager → ``contextlib.nullcontext()``:

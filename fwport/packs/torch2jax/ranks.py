@@ -57,6 +57,7 @@ class ClassRanks:
     seq_first: dict[str, bool] = field(default_factory=dict)  # sequence-layer attribute → takes (L, N, ...)
     seq_classes: dict[str, str] = field(default_factory=dict)  # ... → its PyTorch class
     activations: set = field(default_factory=set)  # attributes holding an elementwise function (_get_activation_fn)
+    buffers: dict = field(default_factory=dict)  # buffer → (its size-1 axes, its rank) where __init__ builds it literally
 
     def returns(self, cls: str) -> int | None:
         other = self.table.get(cls)
@@ -370,6 +371,8 @@ def _class_info(cls: cst.ClassDef, ctx, classes: set[str], table: dict, given: d
     scan(init, _InitAttributes(cls, ctx, classes, given, functions, info, added))
     info.containers = {a: next(iter(k)) for a, k in added.items() if len(k) == 1 and None not in k}
     info.seq_classes, info.seq_first = sequence_layers(init, ctx)
+    from fwport.packs.torch2jax.batch import buffer_shapes
+    info.buffers = buffer_shapes(init, ctx)
     return info
 
 
@@ -486,7 +489,8 @@ def analyse(module: cst.Module, ctx, classes: set[str], skip: set[str] = frozens
                     info = table[s.name.value]
                     table[own] = ClassRanks(table, instances=info.instances, containers=info.containers,
                                             sequences=info.sequences, seq_first=info.seq_first,
-                                            seq_classes=info.seq_classes, activations=info.activations)
+                                            seq_classes=info.seq_classes, activations=info.activations,
+                                            buffers=info.buffers)
                     info.instances[f"self.{m}"] = own
                     forwards[own] = (methods[m], subs)
     if not any(t.instances or t.containers or t.sequences or any(t.seq_first.values()) for t in table.values()):
