@@ -2033,6 +2033,8 @@ class Forward(cst.CSTTransformer):
             if not any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
                 self.in_place[id(out)] = recv.value
             return out
+        if name == "copy_" and id(original) in self.statements and len(args) == 1 and not args[0].keyword:
+            return self.copy_into(original, updated, recv, args[0].value)
         if name == "repeat":
             return self.repeat(original, updated, recv)
         if name in ("relu", "sigmoid", "tanh", "exp", "log", "abs", "sqrt", "sin", "cos", "float", "detach", "clone"):
@@ -2048,6 +2050,24 @@ class Forward(cst.CSTTransformer):
             return recv  # a move to a device: JAX places arrays itself (as outside the modules)
         self.error(original, f".{name}() on a batched tensor: not translated yet", "unsupported-construct")
         return updated
+
+    def copy_into(self, original: cst.Call, updated: cst.Call, recv, value) -> cst.BaseExpression:
+        """``x.copy_(v)`` / ``x[idx].copy_(v)`` as a statement of the forward (the receiver already for one example) →
+        ``x = jnp.broadcast_to(v, x.shape).astype(x.dtype)`` / ``x = x.at[idx].set(v)``: the values PyTorch writes
+        into x (broadcast to its shape, cast to its dtype, as ``.at[].set`` does). Only a name or a subscript of one;
+        a tensor sharing x's memory (a view) is not updated: an error says so where x may be one."""
+        base = recv.value if isinstance(recv, cst.Subscript) else recv
+        if not isinstance(base, cst.Name):
+            self.error(original, ".copy_() into something other than a name or a slice of one: not translated; "
+                       "assign the new array to a name (x = x.at[idx].set(v))", "unsupported-construct")
+            return updated
+        if isinstance(recv, cst.Subscript):  # x[idx] → x.at[idx].set(v)
+            out = expr(f"{code(base)}.at{code(recv)[len(code(base)):]}.set({code(value)})")
+        else:
+            out = expr(f"{code(self.ctx.spell('jax.numpy.broadcast_to'))}({code(value)}, {code(base)}.shape)"
+                       f".astype({code(base)}.dtype)")
+        self.in_place[id(out)] = base.value
+        return out
 
     def expand(self, original: cst.Call, updated: cst.Call, recv, b) -> cst.BaseExpression:
         """``x.expand(B, s1, ..., sk)`` of a batched tensor (batch axis first) → ``jnp.broadcast_to(x, (s1, ..., sk))``
