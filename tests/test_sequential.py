@@ -930,6 +930,27 @@ def test_a_sequential_ending_with_a_channels_first_flatten_gives_keras_features_
     assert_close(k, t, rtol=1e-5)
 
 
+def test_a_final_flatten_with_data_format_channels_first_gives_keras_features_in_their_order():
+    """Keras's Flatten(data_format="channels_first") moves the channels last before flattening: at the end of a
+    Sequential (no Dense to reorder its kernel rows) it is ChannelsLastReshape((-1,)), exactly (nn.Flatten() keeps
+    the (c, h, w) order)."""
+    from conv_numerics import assert_close, compare_model
+    src = textwrap.dedent('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+
+        def build():
+            return keras.Sequential([keras.Input(shape=(3, 6, 5)), layers.Flatten(data_format="channels_first"),
+                                     layers.ReLU()])
+    ''').lstrip("\\n")
+    r = tr(src)
+    assert "ChannelsLastReshape((-1,))" in r.output and not codes(r, Severity.ERROR)
+    k, t = compare_model(src, r.output, "build()", (2, 3, 6, 5))
+    assert k.shape == t.shape == (2, 90)
+    assert_close(k, t, rtol=1e-5)
+
+
 def test_a_channels_first_flatten_before_a_dense_stays_nn_flatten():
     """A Dense after the Flatten reorders its kernel rows (exact already): the Flatten stays nn.Flatten()."""
     src = textwrap.dedent('''
