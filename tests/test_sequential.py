@@ -906,28 +906,61 @@ def test_numerically_equal(numerics, name):
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5 * scale)
 
 
-def test_a_sequential_ending_with_a_channels_first_flatten_warns_that_its_features_are_permuted():
-    """`Sequential([Input((6, 5, 3)), Conv2D(3, 3), Flatten()])` → nn.Sequential(nn.Conv2d, nn.Flatten()): no Dense after
-    the Flatten takes Keras's weights in torch's order, so the output is Keras's features in (c, h, w) order. It used to
-    pass with info findings only; now a warning on the Flatten says so, and the numbers show it (Keras's output is
-    the translation's moved back to (h, w, c))."""
-    from conv_numerics import compare_model
+@pytest.mark.parametrize("tail", ["layers.Flatten()", "layers.Flatten(), layers.Dropout(0.5), layers.ReLU()",
+                                  "layers.Flatten(), layers.BatchNormalization()", "layers.Reshape((36,))"])
+def test_a_sequential_ending_with_a_channels_first_flatten_gives_keras_features_in_their_order(tail):
+    """`Sequential([Input((6, 5, 3)), Conv2D(3, 3), Flatten()])`: no Dense after the Flatten takes Keras's weights in
+    torch's order, so nn.Flatten() would give Keras's features in (c, h, w) order (it had a flatten-order warning).
+    A Flatten (or Reshape to features) followed only by layers that keep the features apart, then the end, is the
+    ChannelsLastReshape helper: the channels moved last, flattened in Keras's (h, w, c) order, exactly."""
+    from conv_numerics import assert_close, compare_model
+    src = textwrap.dedent(f'''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+
+        def build():
+            return keras.Sequential([keras.Input(shape=(6, 5, 3)), layers.Conv2D(3, 3), {tail}])
+    ''').lstrip("\\n")
+    r = tr(src)
+    assert "flatten-order" not in codes(r) and not codes(r, Severity.ERROR)
+    assert "ChannelsLastReshape(" in r.output and "nn.Flatten()" not in r.output
+    k, t = compare_model(src, r.output, "build()", (2, 6, 5, 3), layout_in="nchw", layout_out="same")
+    assert k.shape == t.shape == (2, 36)
+    assert_close(k, t, rtol=1e-5)
+
+
+def test_a_final_flatten_with_data_format_channels_first_gives_keras_features_in_their_order():
+    """Keras's Flatten(data_format="channels_first") moves the channels last before flattening: at the end of a
+    Sequential (no Dense to reorder its kernel rows) it is ChannelsLastReshape((-1,)), exactly (nn.Flatten() keeps
+    the (c, h, w) order)."""
+    from conv_numerics import assert_close, compare_model
     src = textwrap.dedent('''
         from tensorflow import keras
         from tensorflow.keras import layers
 
 
         def build():
-            return keras.Sequential([keras.Input(shape=(6, 5, 3)), layers.Conv2D(3, 3), layers.Flatten()])
+            return keras.Sequential([keras.Input(shape=(3, 6, 5)), layers.Flatten(data_format="channels_first"),
+                                     layers.ReLU()])
     ''').lstrip("\\n")
     r = tr(src)
-    warned = [f for f in r.findings if f.code == "flatten-order"]
-    assert len(warned) == 1 and warned[0].severity is Severity.WARNING and "(c, h, w)" in warned[0].message
-    assert warned[0].line == 6
-    k, t = compare_model(src, r.output, "build()", (2, 6, 5, 3), layout_in="nchw", layout_out="same")
-    assert np.abs(k - t).max() > 1e-3  # permuted, as the warning says
-    moved = t.reshape(2, 3, 4, 3).transpose(0, 2, 3, 1).reshape(2, -1)
-    assert np.allclose(k, moved, rtol=1e-5, atol=1e-6 * np.abs(k).max())
-    # a Dense after the Flatten reorders its kernel rows: nothing to warn about
-    r = tr(src.replace("layers.Flatten()])", "layers.Flatten(), layers.Dense(2)])"))
-    assert "flatten-order" not in codes(r)
+    assert "ChannelsLastReshape((-1,))" in r.output and not codes(r, Severity.ERROR)
+    k, t = compare_model(src, r.output, "build()", (2, 3, 6, 5))
+    assert k.shape == t.shape == (2, 90)
+    assert_close(k, t, rtol=1e-5)
+
+
+def test_a_channels_first_flatten_before_a_dense_stays_nn_flatten():
+    """A Dense after the Flatten reorders its kernel rows (exact already): the Flatten stays nn.Flatten()."""
+    src = textwrap.dedent('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+
+        def build():
+            return keras.Sequential([keras.Input(shape=(6, 5, 3)), layers.Conv2D(3, 3), layers.Flatten(),
+                                     layers.Dropout(0.5), layers.Dense(2)])
+    ''').lstrip("\\n")
+    r = tr(src)
+    assert "nn.Flatten()" in r.output and "ChannelsLastReshape" not in r.output and not codes(r, Severity.ERROR)

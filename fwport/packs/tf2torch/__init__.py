@@ -136,8 +136,6 @@ CODES = {
     "layout-changed": "channels-last code became channels-first (NCHW): a Sequential takes NCHW inputs; a "
                       "functional model moves its inputs once at entry (and its feature-map outputs back)",
     "layout-kept": "a region kept the channels-last layout; permutes were emitted around layout-bound layers",
-    "flatten-order": "a Sequential model converted to channels-first ends with a Flatten: its features come out in "
-                     "(c, h, w) order, Keras's in (h, w, c)",
     "decorator-removed": "a TensorFlow-only decorator (e.g. @tf.function) was removed",
     "built-for-values": "a builder function's model was translated for the values every call of it in the file "
                         "gives some of its parameters (an if or a loop of the model depends on them); the class raises "
@@ -157,9 +155,6 @@ CODES = {
 
 # severity and what to do, for docs/findings.md
 CODE_ADVICE = {
-    "flatten-order": ("warning", "Where the flattened features leave the model (its output, or a Dense of another "
-                      "model given Keras's weights), flatten `x.movedim(1, -1)` instead of `x`, or keep the "
-                      "model channels-last."),
     "layout-changed": ("info", "A translated Sequential takes NCHW tensors: feed it `x.permute(0, 3, 1, 2)` "
                        "(the written fit loop and `fwport verify` do); a functional model takes Keras's layout as "
                        "it is."),

@@ -349,7 +349,6 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
 
         shape = in_shape
         flatten_of = None
-        flattened: cst.CSTNode | None = None  # the Flatten that gave flatten_of
         producer: tuple[LayerRecord, tuple] | None = None  # the Dense that computed the current features
         index = 0  # position in the nn.Sequential
         masked = mask_live = False  # Keras's mask: packed for the next layer / left on an unpacked sequence
@@ -402,6 +401,9 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             else:
                 em = translate_layer(el, rule, ctx, SizedContext(shape, layout, scope, "", flatten_of, sizes,
                                                                  mask_in, mask_out), el)
+            if em.flatten_of is not None and not em.failed and _features_leave(layers[k + 1:]):
+                # nothing after it takes Keras's weights in torch's order (no Dense): flattened in Keras's order
+                em = self._flatten_channels_last(el, rule, em)
             masked = mask_out and not em.failed
             if mask_in and not mask_out and not em.failed and _returns_sequences(el):
                 mask_live = True
@@ -435,14 +437,6 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             index += len(em.modules)
             carried = flatten_of if rule.id in _CARRIES_FLATTEN else None  # a Dropout keeps the order
             shape, flatten_of = em.out_shape, em.flatten_of or carried
-            flattened = el if em.flatten_of is not None else flattened
-        if flatten_of is not None and flattened is not None:
-            # no Dense after it to take Keras's weights in torch's order: the model's features come out permuted
-            ctx.report(Severity.WARNING, "flatten-order", "this Sequential model ends with the Flatten of a feature "
-                       "map converted to channels-first: its output features are in (c, h, w) order, Keras's in "
-                       "(h, w, c); a layer that takes them elsewhere (a Dense given Keras's weights, a comparison "
-                       "with Keras) sees them permuted: flatten x.movedim(1, -1) instead for Keras's order",
-                       flattened)
         out_layout = "nchw" if nchw and (shape is None or len(shape) > 1) else "same"
         if in_layout == "same" and out_layout == "nchw":
             ctx.report(Severity.INFO, "layout-changed", "this Sequential model's feature maps are channels-first "
@@ -561,6 +555,20 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             sizes = (c, *sp)
             return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {sizes})")], out)
         return self._channels_last_reshape(el, out)
+
+    def _flatten_channels_last(self, el: cst.Call, rule, em: LayerEmission) -> LayerEmission:
+        """A Flatten (or a Reshape to features) of a channels-first map that the model's output leaves with,
+        only layers that keep each feature apart after it (Dropout, activations, BatchNormalization): no Dense
+        takes Keras's weights in torch's order, so the map is flattened in Keras's (h, w, c) order instead, by
+        the ChannelsLastReshape helper (written out in the file), and the output is Keras's, exactly."""
+        if rule.emit.get("shape") == "reshape":
+            return self._channels_last_reshape(el, em.out_shape)
+        name = helpers.use(self.ctx, "ChannelsLastReshape")
+        self.ctx.report(Severity.INFO, "layout-kept", f"{code(el.func)} of a channels-first feature map ends this "
+                        f"Sequential model (no Dense after it): {name}((-1,)) (written out in this file) moves the "
+                        "channels last before flattening, so its features come out in Keras's (h, w, c) order",
+                        el, rule)
+        return LayerEmission([expr(f"{name}((-1,))")], em.out_shape)
 
     def _channels_last_reshape(self, el: cst.Call, out: tuple) -> LayerEmission:
         """A Reshape no weight order can absorb (to a map after a layer that is not a Dense, or from one
@@ -861,6 +869,13 @@ _ELEMENTWISE = {"dropout", "activation", "relu", "leaky-relu", "elu"}
 _CARRIES_FLATTEN = _ELEMENTWISE | {"softmax", "flatten"}
 # Shape functions that take the flattened order into account (a weight-map variant with H, W, C).
 _READS_FLATTEN = {"dense", "batch-norm"}
+
+
+def _features_leave(after: list) -> bool:
+    """Whether the features of a Flatten followed by these layers leave the model in its order: each of
+    them a layer with a rule that keeps the features apart (no Dense to reorder its kernel rows)."""
+    return all(rule is not None and (rule.id in _CARRIES_FLATTEN or rule.emit.get("shape") == "batch-norm")
+               for _, rule in after)
 
 # Calls that read a model without changing it: passing it to them does not end the chain.
 _READERS = {"print", "len", "str", "repr", "isinstance", "id", "type"}
