@@ -353,12 +353,14 @@ def train_step(x, y):
     ("AdamW(learning_rate=0.05, weight_decay=0.1)", "torch.optim.AdamW", "weight_decay=0.1, ", ""),
     # Keras Adam's decoupled decay → AdamW; torch Adam's weight_decay adds wd * p to the gradient (coupled)
     ("Adam(learning_rate=0.05, weight_decay=0.1)", "torch.optim.AdamW", "torch.optim.AdamW(", "torch.optim.Adam("),
+    # torch NAdam's decay is coupled unless decoupled_weight_decay=True
+    ("Nadam(learning_rate=0.05, weight_decay=0.2)", "torch.optim.NAdam", ", decoupled_weight_decay=True", ""),
     # without momentum torch SGD's coupled decay takes Keras's decoupled step: a dropped decay is caught
     ("SGD(learning_rate=0.1, weight_decay=0.2)", "torch.optim.SGD", ", weight_decay=0.2", ""),
     # torch's accumulator starts at 0, Keras's at 0.1
     ("Adagrad(learning_rate=0.1)", "torch.optim.Adagrad", ", initial_accumulator_value=0.1", ""),
 ], ids=["nadam-momentum-decay", "nadam-lr-default", "adamax-lr", "adamax-lr-default", "adamw-decay-default",
-        "adam-decay-coupled", "sgd-decay-dropped", "adagrad-accumulator-default"])
+        "adam-decay-coupled", "nadam-decay-coupled", "sgd-decay-dropped", "adagrad-accumulator-default"])
 def test_nadam_adamax_adamw_adagrad_train_like_keras_and_their_bugs_are_caught(session, tmp_path, opt, torch_opt, old,
                                                                                new):
     src = NADAM_ADAMAX.replace("{opt}", opt)
