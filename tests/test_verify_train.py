@@ -351,10 +351,16 @@ def train_step(x, y):
     ("Adamax()", "torch.optim.Adamax", "lr=0.001, ", ""),
     # Keras's decoupled decay given to torch's AdamW, whose default is 0.01
     ("AdamW(learning_rate=0.05, weight_decay=0.1)", "torch.optim.AdamW", "weight_decay=0.1, ", ""),
+    # Keras Adam's decoupled decay → AdamW; torch Adam's weight_decay adds wd * p to the gradient (coupled)
+    ("Adam(learning_rate=0.05, weight_decay=0.1)", "torch.optim.AdamW", "torch.optim.AdamW(", "torch.optim.Adam("),
+    # torch NAdam's decay is coupled unless decoupled_weight_decay=True
+    ("Nadam(learning_rate=0.05, weight_decay=0.2)", "torch.optim.NAdam", ", decoupled_weight_decay=True", ""),
+    # without momentum torch SGD's coupled decay takes Keras's decoupled step: a dropped decay is caught
+    ("SGD(learning_rate=0.1, weight_decay=0.2)", "torch.optim.SGD", ", weight_decay=0.2", ""),
     # torch's accumulator starts at 0, Keras's at 0.1
     ("Adagrad(learning_rate=0.1)", "torch.optim.Adagrad", ", initial_accumulator_value=0.1", ""),
 ], ids=["nadam-momentum-decay", "nadam-lr-default", "adamax-lr", "adamax-lr-default", "adamw-decay-default",
-        "adagrad-accumulator-default"])
+        "adam-decay-coupled", "nadam-decay-coupled", "sgd-decay-dropped", "adagrad-accumulator-default"])
 def test_nadam_adamax_adamw_adagrad_train_like_keras_and_their_bugs_are_caught(session, tmp_path, opt, torch_opt, old,
                                                                                new):
     src = NADAM_ADAMAX.replace("{opt}", opt)
@@ -368,3 +374,19 @@ def test_nadam_adamax_adamw_adagrad_train_like_keras_and_their_bugs_are_caught(s
     assert cert["train"]["optimizer"] == torch_opt
     cert = _train(session, tmp_path / "model.py", _planted(tmp_path, good, old, new), batch, steps=5)
     assert cert["verdict"] == "mismatch" and {"0.weight", "2.weight"} & _failed(cert)
+
+
+@pytest.mark.parametrize("opt", ["SGD(learning_rate=0.1, momentum=0.9, weight_decay=0.2)",
+                                 "SGD(momentum=m, weight_decay=0.2)"])
+def test_sgd_decay_with_momentum_is_refused(opt):
+    """torch SGD's velocity accumulates its coupled decay, Keras's does not: an error naming the line, no output."""
+    src = "m = 0.9\n" + NADAM_ADAMAX.replace("{opt}", opt)
+    result = translate_source(src, "model.py")
+    errors = [f for f in result.findings if f.code == "unsupported-argument" and "weight_decay" in f.message]
+    assert len(errors) == 1 and errors[0].line == 8 and "p.mul_(1 - lr * wd)" in errors[0].message
+    assert "torch.optim.SGD" not in result.output
+
+
+def test_adam_weight_decay_none_is_plain_adam():
+    result = translate_source(NADAM_ADAMAX.replace("{opt}", "Adam(weight_decay=None)"), "model.py")
+    assert "torch.optim.Adam(model.parameters(), eps=1e-07)" in result.output

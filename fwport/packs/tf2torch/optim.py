@@ -46,7 +46,8 @@ def optimizer(m, ctx):
     """``torch.optim.X(params, lr=..., ...)``: ``beta1``/``beta2`` (renamed ``beta_1``/``beta_2``)
     become torch's ``betas`` tuple; ``emit.options.set`` holds arguments always written (name →
     expression), e.g. Nadam's ``momentum_decay``; ``emit.options.decay_not_scaled``: the source's decoupled
-    weight decay is not multiplied by the learning rate (TensorFlow Addons'), torch's is: weight_decay / lr."""
+    weight decay is not multiplied by the learning rate (TensorFlow Addons'), torch's is: weight_decay / lr;
+    ``emit.options.decoupled``: how torch writes Keras's decoupled ``weight_decay`` (see ``_decoupled``)."""
     target = m.rule.emit["target"]
     params = m.extras.get("params")
     factory = m.extras.get("factory")  # given to a compile that creates it over the parameters it updates
@@ -60,6 +61,17 @@ def optimizer(m, ctx):
                "model.trainable_variables))`)")
         return None
     kwargs = dict(m.kwargs)
+    decoupled = m.rule.emit.get("options", {}).get("decoupled")
+    extra = {}  # arguments the decay adds (NAdam's decoupled_weight_decay=True)
+    if decoupled is not None and "weight_decay" in kwargs:
+        if literal_value(kwargs["weight_decay"], NOT_LITERAL) is None:  # weight_decay=None: Keras does not decay
+            del kwargs["weight_decay"]
+        else:
+            target, extra = _decoupled(m, ctx, decoupled, kwargs, target)
+            if target is None:
+                return None
+            if factory:
+                params = ctx.spell(target)
     clipping = {k: kwargs.pop(k) for k in CLIPS if k in kwargs}
     clipping = {k: v for k, v in clipping.items() if literal_value(v, NOT_LITERAL) is not None}
     if clipping and not m.extras.get("clipping_handled"):
@@ -106,11 +118,28 @@ def optimizer(m, ctx):
     if (b1 is not None or b2 is not None) and "lr" not in kwargs:
         args.insert(1, _kw("betas", cst.Tuple([cst.Element(b1 or cst.Float("0.9")),
                                                 cst.Element(b2 or cst.Float("0.999"))])))
-    for k, v in m.rule.emit.get("options", {}).get("set", {}).items():  # constants the rule always writes
+    for k, v in {**m.rule.emit.get("options", {}).get("set", {}), **extra}.items():  # constants always written
         args.append(_kw(k, cst.parse_expression(v)))
     if factory:  # functools.partial(torch.optim.X, lr=...): called with the parameters later
         return cst.Call(ctx.spell("functools.partial"), _with_commas(args))
     return cst.Call(ctx.spell(target), _with_commas(args))
+
+
+def _decoupled(m, ctx, how: dict, kwargs: dict, target: str):
+    """Keras's ``weight_decay`` (``p -= lr * wd * p`` before the update, keras/src/optimizers/base_optimizer.py)
+    in torch: ``how.target``, a torch optimizer that decays the same way (Adam's AdamW); ``how.set``, arguments
+    that make the target's decay decoupled (NAdam's ``decoupled_weight_decay=True``); ``how.exact_without``, an
+    argument (SGD's momentum) without which torch's coupled decay (``g += wd * p``) gives the same step, refused
+    when it is given. Returns the target and the arguments to add, (None, {}) when refused."""
+    arg = how.get("exact_without")
+    if arg is not None and literal_value(kwargs.get(arg, cst.Float("0.0")), NOT_LITERAL) not in (0, 0.0):
+        m.fail(ctx, "unsupported-argument",
+               f"weight_decay={m.written('weight_decay')} with {arg}={m.written(arg)}: Keras decays the weights apart "
+               f"from the gradient (p -= lr * wd * p before the update), torch's weight_decay adds wd * p to the "
+               f"gradient, which the {arg} then accumulates: drop weight_decay here and decay the parameters by hand "
+               "before optimizer.step() (`with torch.no_grad(): p.mul_(1 - lr * wd)` for each parameter)")
+        return None, {}
+    return how.get("target", target), dict(how.get("set", {}))
 
 
 def reduction_literal(node, ctx):
