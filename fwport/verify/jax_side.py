@@ -348,6 +348,22 @@ def _dropouts_off(model, eqx, jax):
     return eqx.tree_at(where, model, [eqx.nn.Dropout(d.p, inference=True) for d in found]) if found else model
 
 
+def stepped_arrays(model, state: dict, modules: dict, T: dict, eqx) -> dict:
+    """The arrays of a trained or stepped ``model`` under PyTorch's names (``s:NAME``), for each name of the torch
+    ``state`` the torch side wrote a trained value of (``T``) and that one Equinox array (or several, combined) holds
+    exactly: a bias that is the sum of PyTorch's two has no trained value of its own to compare."""
+    save = {}
+    _, maps, exact = plan(state, modules)
+    for name in state:
+        if name not in exact or f"s:{name}" not in T:
+            continue
+        targets, combine = maps[name]
+        found = [locate(model, t, eqx) for t in targets]
+        if all(f is not None for f in found):
+            save[f"s:{name}"] = np.asarray(combine([np.asarray(f[2]) for f in found])).reshape(T[f"s:{name}"].shape)
+    return save
+
+
 def _sgd_step(req, model, layer_state, forward_state, xs, R, state, modules, T, jax, jnp, eqx) -> dict:
     """``--check step``: one optax.sgd(lr) step on ``sum(out * R)`` in the torch side's mode (``req["step_mode"]``:
     training mode with dropouts off, or inference mode), the layer state threaded. Returns the arrays to save:
@@ -367,15 +383,7 @@ def _sgd_step(req, model, layer_state, forward_state, xs, R, state, modules, T, 
     opt = optax.sgd(req["lr"])
     updates, _ = opt.update(grads, opt.init(params), params)
     stepped = eqx.apply_updates(m, updates)
-    save = {}
-    _, maps, exact = plan(state, modules)
-    for name in state:
-        if name not in exact or f"s:{name}" not in T:
-            continue
-        targets, combine = maps[name]
-        found = [locate(stepped, t, eqx) for t in targets]
-        if all(f is not None for f in found):
-            save[f"s:{name}"] = np.asarray(combine([np.asarray(f[2]) for f in found])).reshape(T[f"s:{name}"].shape)
+    save = stepped_arrays(stepped, state, modules, T, eqx)
     for prefix in sorted({n.rsplit(".", 1)[0] for n in state if n.rsplit(".", 1)[-1] in RUNNING}):
         found = locate(stepped, prefix, eqx)
         bn = found[2] if found else None
@@ -488,15 +496,7 @@ def train(req: dict) -> dict:
     trained = next((o for o in items if isinstance(o, eqx.Module)), None)
     if trained is None:
         raise UserError(f"{req['train']} returns no eqx.Module: a JAX training function must return the trained model")
-    save = {}
-    _, maps, exact = plan(state, req.get("modules", {}))
-    for name in state:  # a bias that is the sum of PyTorch's two has no trained value of its own to compare
-        if name not in exact or f"s:{name}" not in T:
-            continue
-        targets, combine = maps[name]
-        found = [locate(trained, t, eqx) for t in targets]
-        if all(f is not None for f in found):
-            save[f"s:{name}"] = np.asarray(combine([np.asarray(f[2]) for f in found])).reshape(T[f"s:{name}"].shape)
+    save = stepped_arrays(trained, state, req.get("modules", {}), T, eqx)
     losses = [o for o in items if isinstance(o, list)]
     if losses:
         save["losses"] = np.asarray([float(v) for v in losses[0]], dtype=np.float64)
