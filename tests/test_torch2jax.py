@@ -171,7 +171,8 @@ def test_the_translated_script_runs_without_torch(tmp_path):
 def test_no_grad_and_device_moves_are_removed():
     r = t2j("import torch\n\n\n@torch.no_grad()\ndef evaluate(model, x, device):\n    x = x.to(device)\n"
             "    with torch.no_grad():\n        y = model(x)\n    return y.cpu()\n")
-    assert r.output == ("\n\ndef evaluate(model, x, device):\n    x = x\n    y = model(x)\n    return y\n")
+    # x = x.to(device) moves x alone: the statement goes (no `x = x` left)
+    assert r.output == ("\n\ndef evaluate(model, x, device):\n    y = model(x)\n    return y\n")
     assert {f.code for f in r.findings} == {"idiom-replaced"}
 
 
