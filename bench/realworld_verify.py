@@ -42,9 +42,8 @@ TORCH = {
     # it; the log-probs come out (L * N, V), the examples merged into axis 0). GRU: one state array (LSTM's is a
     # pair, which --input cannot give); a random hidden state rather than init_hidden's zeros (a stronger check);
     # tie_weights=True: the decoder uses the encoder's table (tying.py: a tie under a flag of __init__), its
-    # gradient the sum of both uses; the variant checks the untied model of the same translation. Both stop at the
-    # import while the file's TransformerModel(nn.Transformer) stays PyTorch (an error finding): RNNModel alone (the
-    # file's lines 1-63) verifies with these specs
+    # gradient the sum of both uses; the variant checks the untied model of the same translation. The file's
+    # TransformerModel(nn.Transformer) translates too (its variant below), so the whole file verifies
     "pt_pe_wlm_rnn": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2, tie_weights=True)",
                           inputs=["int64[6,4]:100", "float32[2,4,16]"],
                           variants={"tie_weights=False": dict(model="RNNModel('GRU', 100, 16, 16, 2, 0.2)"),
