@@ -40,3 +40,32 @@ def test_copy_statements_become_assignments():
 def test_copy_in_forward_computes_as_pytorch(tmp_path):
     cert = verify_model(tmp_path, SRC, "Mix", ["float64[5,4]"])
     assert cert["results"]["gradients"] and all(e["ok"] for e in cert["results"]["gradients"])
+
+
+SHARED = '''
+import torch
+import torch.nn as nn
+
+
+class Shared(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        first = h[:, 0]
+        first.copy_(h[:, 1])
+        x.copy_(h)
+        return h
+'''
+
+
+def test_a_copy_into_a_view_or_an_input_is_an_error_not_a_rebinding():
+    """PyTorch writes through `first` into h, and through x into the caller's tensor: rebinding the name would
+    drop those writes silently."""
+    r = t2j(SHARED)
+    errors = [f for f in r.findings if f.severity.value == "error"]
+    assert [f.line for f in errors] == [13, 14], errors
+    assert all("may share its memory" in f.message for f in errors)
+    assert "first.copy_(" in r.output and "x.copy_(h)" in r.output and "# fwport: unsupported-construct" in r.output

@@ -497,6 +497,7 @@ class Forward(cst.CSTTransformer):
         self.tensor_reads: set[str] = set()  # names the forward reads as tensors (_tensor_reads)
         self.statements: set[int] = set()  # calls that are a whole statement (visit_Expr)
         self.in_place: dict[int, str] = {}  # translated in-place method calls → the name they assign (leave_Expr)
+        self.fresh: dict[str, bool] = {}  # the body's names every binding of which is new memory (inplace._Bindings)
         self.part_lists: set[str] = set()  # names bound to a list of parts (`parts = x.split(2, dim=-1)`)
         self.tensors: set[str] = set()  # names bound to one tensor (makes_tensor), as the statements go
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
@@ -589,6 +590,10 @@ class Forward(cst.CSTTransformer):
         if self.device_names is None:  # the forward's body, the first block seen
             self.device_names = _device_only(node)
             self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
+            from fwport.packs.torch2jax.inplace import _Bindings
+            bindings = _Bindings(node)
+            scan(node, bindings)
+            self.fresh = {n: f and n not in self.inputs for n, f in bindings.fresh.items()}
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -2054,12 +2059,20 @@ class Forward(cst.CSTTransformer):
     def copy_into(self, original: cst.Call, updated: cst.Call, recv, value) -> cst.BaseExpression:
         """``x.copy_(v)`` / ``x[idx].copy_(v)`` as a statement of the forward (the receiver already for one example) →
         ``x = jnp.broadcast_to(v, x.shape).astype(x.dtype)`` / ``x = x.at[idx].set(v)``: the values PyTorch writes
-        into x (broadcast to its shape, cast to its dtype, as ``.at[].set`` does). Only a name or a subscript of one;
-        a tensor sharing x's memory (a view) is not updated: an error says so where x may be one."""
+        into x (broadcast to its shape, cast to its dtype, as ``.at[].set`` does). Only a name or a subscript of one
+        whose every binding in the forward is new memory (inplace._Bindings, as ``x.add_(y)`` outside the modules):
+        rebinding it updates no other tensor, where a write into a view, or into an input, would change the tensor
+        sharing its memory in PyTorch; those are errors."""
         base = recv.value if isinstance(recv, cst.Subscript) else recv
         if not isinstance(base, cst.Name):
             self.error(original, ".copy_() into something other than a name or a slice of one: not translated; "
                        "assign the new array to a name (x = x.at[idx].set(v))", "unsupported-construct")
+            return updated
+        if not self.fresh.get(base.value):
+            self.error(original, f".copy_() into {code(base)}, which may share its memory with another tensor (an "
+                       "input, a view, a slice): PyTorch writes into that one too, which rebinding a name cannot; "
+                       f"copy it first ({code(base)} = {code(base)}.clone()) if only {code(base)} should change",
+                       "unsupported-construct")
             return updated
         if isinstance(recv, cst.Subscript):  # x[idx] → x.at[idx].set(v)
             out = expr(f"{code(base)}.at{code(recv)[len(code(base)):]}.set({code(value)})")
