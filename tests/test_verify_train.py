@@ -150,6 +150,40 @@ def test_mse_target_shape_bug_is_caught(session, tmp_path):
     assert "loss at step 1" in _failed(cert)
 
 
+# --- l2 kernel regularizers in a tape step (tape_regression_l2: loss + tf.add_n(model.losses)) ----------
+
+REGULARIZED = FIXTURES / "tape_regression_l2"
+PENALTY = ' + torch.stack([m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss")]).sum(dim=0)'
+
+
+def test_l2_penalty_in_a_tape_step_trains_like_keras(session):
+    cert = _train(session, REGULARIZED / "model.py", REGULARIZED / "expected.py", REGRESSION_BATCH, steps=5)
+    assert cert["verdict"] == "pass", cert["problems"] or _failed(cert)
+    names = {e["name"] for e in cert["results"]["train"]}
+    assert {"loss at step 1", "loss at step 5", "fc1.weight", "fc2.weight"} <= names, names
+
+
+@pytest.mark.parametrize("old, new", [
+    (PENALTY, ""),  # model.losses dropped: the loss and the kernels' updates lack the penalty
+    ("0.05 * self.fc1.weight", "0.025 * self.fc1.weight"),  # l2(λ) read as λ/2·Σw² (as in weight-decay papers)
+], ids=["penalty-dropped", "penalty-halved"])
+def test_l2_penalty_bugs_are_caught(session, tmp_path, old, new):
+    good = (REGULARIZED / "expected.py").read_text()
+    cert = _train(session, REGULARIZED / "model.py", _planted(tmp_path, good, old, new), REGRESSION_BATCH, steps=5)
+    assert cert["verdict"] == "mismatch"
+    assert {"loss at step 1", "fc1.weight"} <= _failed(cert), _failed(cert)
+
+
+def test_model_losses_sum_in_a_tape_step_is_the_modules_penalties():
+    """sum(model.losses) (and tf.add_n) read the list of the modules' regularization_loss(); a model with no
+    regularizer gives an empty list, as Keras's model.losses is."""
+    src = (REGULARIZED / "model.py").read_text().replace("tf.add_n(model.losses)", "sum(model.losses)")
+    out = translate_source(src, "model.py").output
+    assert ('loss = mse(pred, y.view_as(pred)) + sum([m.regularization_loss() for m in model.modules() '
+            'if hasattr(m, "regularization_loss")])') in out
+    assert "sum(model.losses)" not in out
+
+
 # --- probabilities (softmax model, from_logits=False) and SGD momentum ------------------------------
 
 @pytest.fixture(scope="module")

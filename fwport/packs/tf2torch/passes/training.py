@@ -1658,6 +1658,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
     def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.BaseExpression:
         if original_node.attr.value in ("learning_rate", "lr", "iterations") and self._rate_of(original_node):
             return self._rate(original_node, updated_node)
+        if original_node.attr.value == "losses" and not self.ctx.is_settled(original_node):
+            penalties = self._model_losses(original_node)
+            if penalties is not None:
+                return penalties
         if (original_node.attr.value == "metrics" and isinstance(original_node.value, cst.Name)
                 and original_node.value.value == "self" and self.classes
                 and self.classes[-1] in self.plan.train_step_classes - self.plan.own_metrics
@@ -1704,6 +1708,24 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             if isinstance(value, cst.Call) and self._compiled(value, "fit") is not None:
                 return updated_node.value
         return updated_node
+
+    def _model_losses(self, node: cst.Attribute) -> cst.BaseExpression | None:
+        """``model.losses`` of a model of the file, read by the file's own training code (a GradientTape step):
+        Keras's list of the layers' weight regularizer penalties, recomputed from the current weights on each
+        read. The translated classes compute them in ``regularization_loss()`` (regularizers.py): the list of
+        those of every module. The other terms Keras lists (add_loss, activity regularizers) are errors of
+        their own in a file that trains with its own code (the subclass pass and the layers' rules)."""
+        receiver = node.value
+        if not (isinstance(receiver, cst.Name) and receiver.value != "self"
+                and self.models.is_model_expr(receiver, self._chain())):
+            return None
+        name = receiver.value
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{name}.losses → the regularization_loss() of each of {name}'s modules: Keras lists its "
+                        "layers' weight regularizer penalties (computed from the current weights); torch modules "
+                        "have no such list", node)
+        return cst.parse_expression(
+            f'[m.regularization_loss() for m in {name}.modules() if hasattr(m, "regularization_loss")]')
 
     # -- an optimizer's learning rate read or written
     def _rate_of(self, node: cst.BaseExpression) -> str | None:
