@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 
@@ -256,3 +257,75 @@ def test_a_loaded_model_is_a_model():
     assert errors(r) == []
     assert "y = predict(model, x)" in r.output and "def predict(model, x" in r.output
     assert 'torch.save(model, "again.keras")' in r.output
+
+
+# --- the checkpoint_restore fixture: restored outputs, and Keras's weights converted by fwport weights --------
+
+FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "tf2torch" / "checkpoint_restore"
+
+FIXTURE_DRIVER = '''
+import json, os, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+from model import *
+directory, side = sys.argv[1], sys.argv[2]
+rng = np.random.default_rng(0)
+x = rng.normal(size=(16, 8, 8, 2)).astype("float32")
+y = rng.integers(0, 5, size=(16,)).astype("int64")
+probe = rng.normal(size=(6, 8, 8, 2)).astype("float32")
+if side == "torch":
+    import torch
+    torch.manual_seed(0)
+    x, y, probe = torch.tensor(x), torch.tensor(y), torch.tensor(probe)
+    out = lambda m: m.eval()(probe).detach().numpy().tolist()
+    converted = None
+    if len(sys.argv) > 3:  # Keras's weights, converted by fwport weights, in a fresh translated model
+        fresh = build_model()
+        fresh.load_state_dict(torch.load(sys.argv[3]))
+        converted = out(fresh)
+else:
+    import tensorflow as tf
+    tf.keras.utils.set_random_seed(0)
+    out = lambda m: np.asarray(m(probe, training=False)).tolist()
+    converted = None
+path = train_and_save(os.path.join(directory, "ckpts"), x, y, 3)
+trained = out(model)
+restored = out(restore(path))
+loaded = out(save_and_load_weights(os.path.join(directory, "model.weights.h5")))
+train_step(x, y)  # the model moves on: a restore that shares memory with it would move too
+print("RESULT " + json.dumps({"path": os.path.relpath(path, directory), "trained": trained, "restored": restored,
+                              "loaded": loaded, "converted": converted,
+                              "kept": sorted(f for f in os.listdir(os.path.join(directory, "ckpts"))
+                                             if f.startswith("ckpt-") and not f.endswith(".index"))}))
+'''
+
+
+def test_checkpoint_fixture_restores_and_takes_kerass_converted_weights(tmp_path):
+    """The checkpoint_restore fixture, Keras and its expected translation: the model restored from the
+    manager's last checkpoint, and the one reloaded by load_weights / load_state_dict, give exactly the
+    trained model's outputs on each side; and the weights Keras saved (model.weights.h5), converted by
+    `fwport weights`, loaded into a fresh translated model give Keras's outputs."""
+    from click.testing import CliRunner
+
+    from fwport.verify.cli import weights_command
+    from runners import run_side
+
+    src, out = (FIXTURE / "model.py").read_text(), (FIXTURE / "expected.py").read_text()
+    k = run_side(tmp_path / "keras", "keras", src, FIXTURE_DRIVER, "keras")
+    pt = tmp_path / "converted.pt"
+    r = CliRunner().invoke(weights_command, [str(tmp_path / "keras" / "model.weights.h5"), "--source",
+                                             str(FIXTURE / "model.py"), "--model", "build_model", "--translated",
+                                             str(FIXTURE / "expected.py"), "--to", str(pt)])
+    assert r.exit_code == 0, r.output
+    t = run_side(tmp_path / "torch", "torch", out, FIXTURE_DRIVER, "torch", str(pt))
+    assert t["path"] == k["path"] == os.path.join("ckpts", "ckpt-3")
+    assert k["kept"] == ["ckpt-2.data-00000-of-00001", "ckpt-3.data-00000-of-00001"] and t["kept"] == ["ckpt-2", "ckpt-3"]
+    for side in (k, t):
+        trained = np.asarray(side["trained"])
+        assert trained.shape == (6, 5) and np.abs(trained).max() > 0.1
+        np.testing.assert_array_equal(np.asarray(side["restored"]), trained)
+        np.testing.assert_array_equal(np.asarray(side["loaded"]), trained)
+    # Keras's trained weights (conv kernel transposed, the Dense rows after Flatten put in (c, h, w) order)
+    np.testing.assert_allclose(np.asarray(t["converted"]), np.asarray(k["trained"]), rtol=1e-5, atol=1e-5)
+    # ... and not by accident: the torch side trained from its own initial weights to other outputs
+    assert not np.allclose(np.asarray(t["trained"]), np.asarray(k["trained"]), atol=1e-3)
