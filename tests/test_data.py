@@ -716,3 +716,39 @@ def test_a_written_data_pipeline_is_a_fixpoint():
     once = translate_source(src, "data.py").output
     assert "class DataPipeline" in once and "import tensorflow" in once, once
     assert translate_source(once, "data.py").output == once
+
+
+# --- the data_pipeline fixture's deterministic batches, against tf.data ----------------------------------
+
+@pytest.mark.parametrize("old, new, function, why", [
+    ("            if items and not drop_remainder:\n", "            if items:\n", "parallel_map_batches",
+     "drop_remainder ignored: a fourth, partial batch"),
+    ("            if items and not drop_remainder:\n", "            if False:\n", "every_eval_batch",
+     "the partial last batch dropped"),
+    ("        def run():\n            for element in self:\n                yield map_func(",
+     "        def run():\n            for element in reversed(list(self)):\n                yield map_func(",
+     "every_eval_batch", "map yields its elements in another order"),
+], ids=["drop-remainder-ignored", "partial-batch-dropped", "map-reorders"])
+def test_data_pipeline_fixture_batches_are_compared_with_tf_data(session, tmp_path, old, new, function, why):
+    """The data_pipeline fixture's evaluation pipeline (map + batch, no shuffle: tf.data's order is deterministic)
+    yields tf.data's batches, each compared numerically (fwport verify, forward of the function); a planted bug in
+    the written DataPipeline changes them and is caught. The shuffled training pipeline is compared only by what
+    does not depend on the order (train_epoch_totals): TensorFlow's and torch's random streams differ, seeded or not."""
+    from pathlib import Path
+
+    from fwport.verify import Options, verify
+
+    case = Path(__file__).resolve().parent.parent / "fixtures" / "tf2torch" / "data_pipeline"
+    good = (case / "expected.py").read_text()
+    assert old in good, f"the written DataPipeline changed: {old!r} not found; update the planted bug"
+    planted = tmp_path / "planted.py"
+    planted.write_text(good.replace(old, new))
+
+    def run(translated):
+        return verify(Options(str(case / "model.py"), str(translated), function, inputs=["float32[10,3,2]", "int32[10]:5"],
+                              checks=("forward",), device="cpu", kind="function"), session)
+
+    ok = run(case / "expected.py")
+    assert ok["verdict"] == "pass", ok["problems"]
+    assert len(ok["results"]["outputs"]) == (6 if function == "every_eval_batch" else 3)  # 3 batches (x, y) / 3 x's
+    assert run(planted)["verdict"] == "mismatch", why
