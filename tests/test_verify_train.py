@@ -184,6 +184,25 @@ def test_model_losses_sum_in_a_tape_step_is_the_modules_penalties():
     assert "sum(model.losses)" not in out
 
 
+def test_model_losses_in_a_file_with_add_loss_is_an_error():
+    """Keras's model.losses also lists the terms layers give add_loss (errors of their own in a file with a tape
+    step): the list of the modules' penalties alone would lack them, so the read is an error naming its line."""
+    src = (REGULARIZED / "model.py").read_text().replace("def build_model():", """class Penalty(layers.Layer):
+    def call(self, inputs):
+        self.add_loss(0.01 * tf.reduce_sum(inputs))
+        return inputs
+
+
+def build_model():""").replace("    outputs = layers.Dense(1", "    h = Penalty()(h)\n    outputs = layers.Dense(1")
+    r = translate_source(src, "model.py")
+    found = [(f.line, f.severity.value) for f in r.findings if f.message.startswith("model.losses: Keras lists")]
+    line = next(i for i, t in enumerate(src.splitlines(), 1) if "tf.add_n(model.losses)" in t)
+    assert found == [(line, "error")], found
+    assert "tf.add_n(model.losses)" not in r.output and "torch.stack(model.losses)" in r.output
+    step = r.output.split("def train_step")[1]
+    assert "    loss = mse(pred, y.view_as(pred)) + torch.stack(model.losses).sum(dim=0)\n" in step  # left as written
+
+
 # --- probabilities (softmax model, from_logits=False) and SGD momentum ------------------------------
 
 @pytest.fixture(scope="module")

@@ -1713,13 +1713,22 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         """``model.losses`` of a model of the file, read by the file's own training code (a GradientTape step):
         Keras's list of the layers' weight regularizer penalties, recomputed from the current weights on each
         read. The translated classes compute them in ``regularization_loss()`` (regularizers.py): the list of
-        those of every module. The other terms Keras lists (add_loss, activity regularizers) are errors of
-        their own in a file that trains with its own code (the subclass pass and the layers' rules)."""
+        those of every module. The other terms Keras lists are errors of their own in a file that trains with its
+        own code (add_loss: the subclass pass; activity regularizers: the layers' rules); in a file that calls
+        add_loss the read itself is an error too (the list would lack those terms)."""
         receiver = node.value
         if not (isinstance(receiver, cst.Name) and receiver.value != "self"
                 and self.models.is_model_expr(receiver, self._chain())):
             return None
         name = receiver.value
+        if any(a.attr.value == "add_loss" for a in find_all(self.module, cst.Attribute)):
+            # the add_loss terms are errors of their own; the list without them would read as Keras's
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{name}.losses: Keras lists the terms layers give add_loss in this file as well as the "
+                            "weight regularizer penalties, and torch modules keep no such list: add the terms the "
+                            "forward returns (see the add_loss errors) and sum(m.regularization_loss() for m in "
+                            f"{name}.modules() if hasattr(m, 'regularization_loss')) to the loss", node)
+            return None
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"{name}.losses → the regularization_loss() of each of {name}'s modules: Keras lists its "
                         "layers' weight regularizer penalties (computed from the current weights); torch modules "
