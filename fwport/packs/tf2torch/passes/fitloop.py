@@ -14,7 +14,8 @@ metric function of the file is a MeanMetricWrapper named after it);
 into the file once, that keeps Keras's semantics: batch size 32 by default, the last
 ``validation_split`` of the samples held out *before* shuffling, the rest shuffled every epoch, one
 progress line per epoch, a History-like dict of per-epoch averages (``history.history[...]`` becomes
-``history[...]``). ``evaluate`` / ``predict`` likewise; where the file needs them the loop also
+``history[...]``). ``evaluate`` / ``predict`` likewise (``test_on_batch`` / ``predict_on_batch``: them on one
+batch; ``train_on_batch``: a written function of fit's step on one batch, where the file calls it); where the file needs them the loop also
 takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
 below). One accuracy or one error metric (mae, mse, mape) is a running sum in the loop; other metrics
 (``Compiled.metrics``) are a dict {Keras's name: metric object} the compile statement binds, which fit /
