@@ -1178,6 +1178,22 @@ HELPERS["hinge"] = _HINGE.replace("{name}", "hinge").replace("{formula}", "max(1
     "{value}", "(1.0 - y_true * y_pred).clamp_min(0.0)")
 HELPERS["squared_hinge"] = _HINGE.replace("{name}", "squared_hinge").replace(
     "{formula}", "max(1 - y_true * y_pred, 0) ** 2").replace("{value}", "(1.0 - y_true * y_pred).clamp_min(0.0).square()")
+# keras.losses.cosine_similarity (rule cosine-similarity-fn): Keras's per-sample formula, each side normalised as
+# Keras 3 does (x / max(norm, 1e-7)); Keras 2's tf.math.l2_normalize floors the norm at 1e-6
+_COSINE_SIMILARITY = '''
+
+def {name}(y_true, y_pred, axis=-1):
+    """keras.losses.cosine_similarity: minus the cosine similarity of y_true and y_pred along axis, each
+    normalised as Keras {version} does, x / max(norm, {eps}); one value per sample (the axis summed away)."""
+    y_pred = {torch}as_tensor(y_pred)
+    y_true = {torch}as_tensor(y_true).to(y_pred.dtype)
+    return -({nn}functional.normalize(y_true, dim=axis, eps={eps})
+             * {nn}functional.normalize(y_pred, dim=axis, eps={eps})).sum(axis)
+'''
+HELPERS["cosine_similarity"] = _COSINE_SIMILARITY.replace("{name}", "cosine_similarity").replace(
+    "{version}", "3").replace("{eps}", "1e-7")
+HELPERS["keras2_cosine_similarity"] = _COSINE_SIMILARITY.replace("{name}", "keras2_cosine_similarity").replace(
+    "{version}", "2").replace("{eps}", "1e-6")
 # Keras 2's (tf_keras's) binary cross-entropy of probabilities (rules binary-crossentropy, binary-crossentropy-fn)
 HELPERS["keras2_binary_crossentropy"] = '''
 

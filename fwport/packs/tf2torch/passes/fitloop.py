@@ -47,7 +47,7 @@ LOSSES = {"sparse_categorical_crossentropy": "keras.losses.SparseCategoricalCros
           "binary_crossentropy": "keras.losses.BinaryCrossentropy",
           "mse": "keras.losses.MeanSquaredError", "mean_squared_error": "keras.losses.MeanSquaredError",
           "mae": "keras.losses.MeanAbsoluteError", "mean_absolute_error": "keras.losses.MeanAbsoluteError",
-          "huber": "keras.losses.Huber"}
+          "huber": "keras.losses.Huber", "cosine_similarity": "keras.losses.CosineSimilarity"}
 ACCURACY = {"accuracy", "acc"}
 # accuracies named for the labels they take → the loss target (rule option) they agree with
 NAMED_ACCURACIES = {"sparse_categorical_accuracy": "long", "categorical_accuracy": "same", "binary_accuracy": "float"}
@@ -889,6 +889,20 @@ METRIC_CLASSES = {
         y_true, y_pred = _same_rank(y_true, y_pred)
         super().update_state((y_true - y_pred).abs())
 ''',
+    "CosineSimilarity": '''class CosineSimilarity(Mean):
+    """keras.metrics.CosineSimilarity: the running mean of the cosine similarity of y_true and y_pred along axis,
+    each normalised as Keras 3 does, x / max(norm, 1e-7) (plus the cosine: the loss of that name is minus it)."""
+
+    def __init__(self, axis=-1):
+        self.axis = axis
+        super().__init__()
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        y_true = y_true.to(y_pred.dtype)
+        super().update_state((torch.nn.functional.normalize(y_true, dim=self.axis, eps=1e-7)
+                              * torch.nn.functional.normalize(y_pred, dim=self.axis, eps=1e-7)).sum(self.axis))
+''',
     "MeanSquaredError": '''class MeanSquaredError(Mean):
     """keras.metrics.MeanSquaredError: the running mean of (y_true - y_pred) ** 2."""
 
@@ -1202,6 +1216,7 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
 '''
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
 _ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
+                        "CosineSimilarity",
                         "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
 # the cross-entropy metrics (Crossentropy's subclasses), which take the final activation's logits where fit has them
 CROSSENTROPY_METRICS = {"BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy"}

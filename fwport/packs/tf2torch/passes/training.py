@@ -614,7 +614,8 @@ _STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
                    "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError",
                    # a loss's name: Keras's mean of that loss over the epoch (a MeanMetricWrapper of the loss function)
                    "binary_crossentropy": "BinaryCrossentropy", "categorical_crossentropy": "CategoricalCrossentropy",
-                   "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy"}
+                   "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
+                   "cosine_similarity": "CosineSimilarity"}
 # "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
 # one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
 _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
@@ -1343,7 +1344,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return False
         rule = c.loss[1]
         name = rule if isinstance(rule, str) else rule.names[0] if rule is not None else ""
-        return name in fitloop.LOSSES.values()
+        # (not CosineSimilarity: a per-sample loss of its own, whose weighting the loop's tests do not check)
+        return name in fitloop.LOSSES.values() and name != "keras.losses.CosineSimilarity"
 
     def _callback_predict(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """``self.model.predict(x)`` in a keras.callbacks.Callback subclass of a file with one compile and no
