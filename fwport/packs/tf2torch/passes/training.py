@@ -49,7 +49,7 @@ from fwport.core.imports import insert_after_imports
 from fwport.core.plan import Plans
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, scan
 from fwport.core.rewrite import fresh_copy, rewrite
-from fwport.packs.tf2torch import optim
+from fwport.packs.tf2torch import helpers, optim
 from fwport.packs.tf2torch.passes import fitloop, functional, regularizers, runtime, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
@@ -1272,6 +1272,49 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
 
+    def _exclude_from_weight_decay(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """``opt.exclude_from_weight_decay(var_names=[...])`` on an optimizer the pass creates over ``model.parameters()``
+        → ``exclude_from_weight_decay(opt, model, var_names=[...])``, a function written into the file that moves the
+        parameters whose Keras variable name matches into a group with weight_decay 0 (as Keras matches them: each
+        name a regular expression searched in Variable.name); where the model or the names are unknown, an error."""
+        func = original_node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "exclude_from_weight_decay"
+                and isinstance(func.value, cst.Name) and func.value.value in self.plan.optimizers):
+            return None
+        name = func.value.value
+        args = fitloop.bind(updated_node, ("var_list", "var_names"))
+        texts = {code(v) for v in self.plan.variables.get(name, [])}
+        variables = self.plan.variables[name][0] if len(texts) == 1 else None
+        model = (code(variables.value) if isinstance(variables, cst.Attribute) and variables.attr.value in _VARIABLE_LISTS
+                 and isinstance(variables.value, (cst.Name, cst.Attribute)) else None)
+        why = None
+        if args is None:
+            why = "its arguments cannot be bound statically"
+        elif literal_value(args.get("var_list", cst.Name("None")), NOT_LITERAL) is not None:
+            why = ("var_list= gives Keras variables themselves: pass their torch parameters in a group of their own, "
+                   "torch.optim...([{'params': others}, {'params': excluded, 'weight_decay': 0.0}], ...)")
+        elif "var_names" not in args:
+            why = "no var_names= is given"
+        elif model is None:
+            why = (f"fwport cannot tell which model's parameters {name} updates (" + (
+                " and ".join(sorted(texts)) if texts else "no apply_gradients or compile of it in this file")
+                + "), whose Keras variable names the names match")
+        if why is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {why}; a torch optimizer excludes parameters from its weight "
+                            "decay by parameter groups: [{'params': decayed}, {'params': excluded, 'weight_decay': 0.0}]",
+                            original_node)
+            self.ctx.settle(original_node)
+            return updated_node
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} → exclude_from_weight_decay({name}, {model}, var_names=...), written into "
+                        f"the file: the parameters of {model} whose Keras variable name (kernel, bias, gamma, beta, "
+                        "embeddings, by their module) matches go to a parameter group with weight_decay 0",
+                        original_node)
+        helper = helpers.use(self.ctx, "exclude_from_weight_decay")
+        return cst.Call(cst.Name(helper), [cst.Arg(cst.Name(name)), cst.Arg(cst.parse_expression(model)),
+                                           cst.Arg(args["var_names"], keyword=cst.Name("var_names"), equal=_EQ)])
+
     def _inputs_listed(self, model: str, x: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | str:
         """x given to a model of several inputs (a list or a dict of arrays) → the list of them in the order
         the model takes them, as the written loops batch them and call model(*xb); or why not. Known where
@@ -1914,6 +1957,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "dtype (torch.as_tensor): a schedule is built from Python numbers, which x.to(dtype) "
                             "does not take", original_node)
             return updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("convert_to_tensor")))
+        excluded = self._exclude_from_weight_decay(original_node, updated_node)
+        if excluded is not None:
+            return excluded
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
@@ -2998,7 +3044,7 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _loop_method(node) in ("compile", *fitloop.FUNCTIONS):
+        if _loop_method(node) in ("compile", *fitloop.FUNCTIONS) or _method_of(node) == "exclude_from_weight_decay":
             self.found = True
         elif isinstance(node.func, (cst.Name, cst.Attribute)) and any(
                 a.keyword is not None and a.keyword.value == "training" for a in node.args):
