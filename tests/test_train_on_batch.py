@@ -91,3 +91,10 @@ def test_sample_weight_is_an_error_naming_the_call():
     src = ADAM.replace("model.train_on_batch(x[:32], onehot[:32])", "model.train_on_batch(x[:32], onehot[:32], sample_weight=w)")
     errs = errors(tx(src))
     assert any("sample_weight= is not translated" in m for _, m in errs), errs
+
+
+def test_a_function_of_the_file_named_train_on_batch_keeps_its_name():
+    src = SGD.replace("def train(x, y):", "def train_on_batch(x, y):\n    return model.train_on_batch(x, y)\n\n\ndef train(x, y):")
+    out = tx(src).output
+    assert "def model_train_on_batch(model, optimizer, loss_fn, x, y, return_dict=False):" in out
+    assert "def train_on_batch(x, y):\n    return model_train_on_batch(model, optimizer, loss_fn, x, y)" in out
