@@ -92,12 +92,14 @@ model.save_weights("model.weights.h5")
 def test_each_method_says_what_to_write_instead():
     calls = "\n".join(f"_ = m.{name}(a)" for name in METHODS)  # (save / save_weights / load_weights statements are translated)
     r = tr(MODELS + "m = build_model()\n" + calls + "\n")
-    # (predict, and Keras 2's predict_generator, need no compile: the training pass writes them out,
-    # tests/test_training_params.py, tests/test_fit_generator.py)
-    assert sorted(name for _, name in flagged(r)) == sorted(set(METHODS) - {"predict", "predict_generator"})
-    assert "\n_ = predict(m, a)\n" in r.output and "\n_ = predict(m, a, verbose=0)\n" in r.output  # (Keras 2 predict_generator: verbose=0)
+    # (predict, Keras 2's predict_generator and predict_on_batch need no compile: the training pass writes them out,
+    # tests/test_training_params.py, tests/test_fit_generator.py, tests/test_train_on_batch.py)
+    assert sorted(name for _, name in flagged(r)) == sorted(set(METHODS) - {"predict", "predict_generator",
+                                                                            "predict_on_batch"})
+    # (predict_generator and predict_on_batch: verbose=0)
+    assert "\n_ = predict(m, a)\n" in r.output and r.output.count("_ = predict(m, a, verbose=0)\n") == 2
     msgs = {f.message.split("(...)")[0].rsplit(".", 1)[-1]: f.message for f in r.findings if "Keras model method" in f.message}
-    assert "model.eval()" in msgs["predict_on_batch"] and "torch.no_grad()" in msgs["predict_on_batch"]
+    assert "model.eval()" in msgs["test_on_batch"] and "torch.no_grad()" in msgs["test_on_batch"]
     assert "loss.backward()" in msgs["fit"] and "optimizer.step()" in msgs["fit"]
     assert "model.load_state_dict" in msgs["load_weights"] and "fwport weights" in msgs["load_weights"]
 

@@ -1178,6 +1178,60 @@ HELPERS["hinge"] = _HINGE.replace("{name}", "hinge").replace("{formula}", "max(1
     "{value}", "(1.0 - y_true * y_pred).clamp_min(0.0)")
 HELPERS["squared_hinge"] = _HINGE.replace("{name}", "squared_hinge").replace(
     "{formula}", "max(1 - y_true * y_pred, 0) ** 2").replace("{value}", "(1.0 - y_true * y_pred).clamp_min(0.0).square()")
+# keras.losses.cosine_similarity (rule cosine-similarity-fn): Keras's per-sample formula, each side normalised as
+# Keras 3 does (x / max(norm, 1e-7)); Keras 2's tf.math.l2_normalize floors the norm at 1e-6
+_COSINE_SIMILARITY = '''
+
+def {name}(y_true, y_pred, axis=-1):
+    """keras.losses.cosine_similarity: minus the cosine similarity of y_true and y_pred along axis, each
+    normalised as Keras {version} does, x / max(norm, {eps}); one value per sample (the axis summed away)."""
+    y_pred = {torch}as_tensor(y_pred)
+    y_true = {torch}as_tensor(y_true).to(y_pred.dtype)
+    return -({nn}functional.normalize(y_true, dim=axis, eps={eps})
+             * {nn}functional.normalize(y_pred, dim=axis, eps={eps})).sum(axis)
+'''
+HELPERS["cosine_similarity"] = _COSINE_SIMILARITY.replace("{name}", "cosine_similarity").replace(
+    "{version}", "3").replace("{eps}", "1e-7")
+HELPERS["keras2_cosine_similarity"] = _COSINE_SIMILARITY.replace("{name}", "keras2_cosine_similarity").replace(
+    "{version}", "2").replace("{eps}", "1e-6")
+# optimizer.exclude_from_weight_decay(var_names=[...]) (passes/training.py): the matched parameters in a group of
+# their own with weight_decay 0, matched as Keras matches them, by the Keras name of each variable
+HELPERS["exclude_from_weight_decay"] = '''
+
+def exclude_from_weight_decay(optimizer, model, var_names):
+    """Keras's optimizer.exclude_from_weight_decay(var_names=...): each parameter of the model whose Keras variable
+    name matches one of var_names (Keras searches them, as regular expressions, in Variable.name) goes to a
+    parameter group of its own with weight_decay 0. A parameter's Keras name is its module's: a Linear / Conv
+    weight is "kernel", a norm's weight / bias "gamma" / "beta", an Embedding's weight "embeddings", a bias "bias";
+    a parameter of another module is an error (its Keras name is not known here). Call it before the first step,
+    as Keras requires."""
+    if not var_names:
+        return
+    pattern = {re}compile("|".join(set(var_names)))
+    kernels = ({nn}Linear, {nn}Conv1d, {nn}Conv2d, {nn}Conv3d, {nn}ConvTranspose1d, {nn}ConvTranspose2d, {nn}ConvTranspose3d)
+    norms = ({nn}LayerNorm, {nn}BatchNorm1d, {nn}BatchNorm2d, {nn}BatchNorm3d, {nn}GroupNorm)
+    excluded = set()
+    for path, module in model.named_modules():
+        for name, param in module.named_parameters(recurse=False):
+            if isinstance(module, kernels) and name in ("weight", "bias"):
+                keras_name = "kernel" if name == "weight" else "bias"
+            elif isinstance(module, norms) and name in ("weight", "bias"):
+                keras_name = "gamma" if name == "weight" else "beta"
+            elif isinstance(module, {nn}Embedding) and name == "weight":
+                keras_name = "embeddings"
+            else:
+                raise ValueError(f"exclude_from_weight_decay: {path}.{name} of {type(module).__name__} has no Keras "
+                                 "variable name known here: put the parameters in the optimizer's groups by hand")
+            if pattern.search(keras_name):
+                excluded.add(id(param))
+    groups = []
+    for group in optimizer.param_groups:
+        kept = [p for p in group["params"] if id(p) not in excluded]
+        dropped = [p for p in group["params"] if id(p) in excluded]
+        groups += [dict(group, params=kept)] if kept else []
+        groups += [dict(group, params=dropped, weight_decay=0.0)] if dropped else []
+    optimizer.param_groups[:] = groups
+'''
 # Keras 2's (tf_keras's) binary cross-entropy of probabilities (rules binary-crossentropy, binary-crossentropy-fn)
 HELPERS["keras2_binary_crossentropy"] = '''
 
@@ -1267,7 +1321,7 @@ def _spelled(template: str, ctx: FileContext) -> str:
 
 #: other modules a helper uses: placeholder → (its spelling, the import line)
 _MODULES = {"np": ("np.", "import numpy as np"), "os": ("os.", "import os"), "math": ("math.", "import math"),
-            "copy": ("copy.", "import copy"), "time": ("time.", "import time"),
+            "copy": ("copy.", "import copy"), "time": ("time.", "import time"), "re": ("re.", "import re"),
             "torchvision": ("torchvision.", "import torchvision"), "Image": ("Image.", "from PIL import Image")}
 
 

@@ -237,7 +237,14 @@ def loss(m, ctx):
 
 
 def keras2_metric_warning(ctx, node, cls: str) -> None:
-    """Keras 2 code's binary cross-entropy metric: a warning that the written class computes Keras 3's formula."""
+    """Keras 2 code's binary cross-entropy (cosine similarity) metric: a warning that the written class computes
+    Keras 3's formula."""
+    if ctx.version == 2 and cls == "CosineSimilarity":
+        ctx.report(Severity.WARNING, "approximate",
+                   "CosineSimilarity metric in Keras 2 code: tf_keras normalises each side with tf.math.l2_normalize, "
+                   "x / max(norm, 1e-6), the written metric class as Keras 3, x / max(norm, 1e-7): equal for every "
+                   "vector of norm 1e-6 or more", node)
+        return
     if ctx.version != 2 or cls != "BinaryCrossentropy":
         return
     ctx.report(Severity.WARNING, "approximate",
@@ -302,7 +309,8 @@ def loss_function(m, ctx):
     if y_true is None or y_pred is None:
         return None
     if opts.get("helper"):  # a written function of Keras's formula (helpers.py), called in Keras's order
-        return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])), [cst.Arg(y_true), cst.Arg(y_pred)])
+        return cst.Call(cst.Name(helpers.use(ctx, opts["helper"])),
+                        _with_commas([cst.Arg(y_true), cst.Arg(y_pred), *(_kw(k, v) for k, v in kwargs.items())]))
     p, t = _atom_text(y_pred), _atom_text(y_true)
     labels_of = p if isinstance(y_pred, (cst.Name, cst.Attribute)) else None  # the shape labels take
     fn = opts["logits"] if flag or "probabilities" not in opts else opts["probabilities"]

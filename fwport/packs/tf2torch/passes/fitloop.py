@@ -14,7 +14,8 @@ metric function of the file is a MeanMetricWrapper named after it);
 into the file once, that keeps Keras's semantics: batch size 32 by default, the last
 ``validation_split`` of the samples held out *before* shuffling, the rest shuffled every epoch, one
 progress line per epoch, a History-like dict of per-epoch averages (``history.history[...]`` becomes
-``history[...]``). ``evaluate`` / ``predict`` likewise; where the file needs them the loop also
+``history[...]``). ``evaluate`` / ``predict`` likewise (``test_on_batch`` / ``predict_on_batch``: them on one
+batch; ``train_on_batch``: a written function of fit's step on one batch, where the file calls it); where the file needs them the loop also
 takes iterables of batches (``steps_per_epoch`` / ``validation_steps``) and callbacks (the classes
 below). One accuracy or one error metric (mae, mse, mape) is a running sum in the loop; other metrics
 (``Compiled.metrics``) are a dict {Keras's name: metric object} the compile statement binds, which fit /
@@ -46,7 +47,7 @@ LOSSES = {"sparse_categorical_crossentropy": "keras.losses.SparseCategoricalCros
           "binary_crossentropy": "keras.losses.BinaryCrossentropy",
           "mse": "keras.losses.MeanSquaredError", "mean_squared_error": "keras.losses.MeanSquaredError",
           "mae": "keras.losses.MeanAbsoluteError", "mean_absolute_error": "keras.losses.MeanAbsoluteError",
-          "huber": "keras.losses.Huber"}
+          "huber": "keras.losses.Huber", "cosine_similarity": "keras.losses.CosineSimilarity"}
 ACCURACY = {"accuracy", "acc"}
 # accuracies named for the labels they take → the loss target (rule option) they agree with
 NAMED_ACCURACIES = {"sparse_categorical_accuracy": "long", "categorical_accuracy": "same", "binary_accuracy": "float"}
@@ -79,9 +80,14 @@ METHODS = {
     "evaluate": (("x", "y", "batch_size", "verbose", "sample_weight", "steps", "callbacks", "return_dict", *LOADING),
                  ("x", "y", "batch_size", "verbose", "steps")),
     "predict": (("x", "batch_size", "verbose", "steps", "callbacks", *LOADING), ("x", "batch_size", "verbose")),
+    # one update on one batch: the written train_on_batch (Keras 3's returns the batch's loss and metrics,
+    # taken before the update: train_on_batch resets the metrics every call)
+    "train_on_batch": (("x", "y", "sample_weight", "class_weight", "return_dict"), ("x", "y")),
 }
+#: the functions written for a compile (each named once per set, fit_2... for a second set)
+FUNCTIONS = ("fit", "evaluate", "predict", "train_on_batch")
 
-# Keras 2's generator methods: the method they run (fit / evaluate / predict of the generator), their parameters
+# Keras 2's generator methods (and the batch methods of evaluate / predict): the method they run (fit / evaluate / predict of the generator), their parameters
 # in order (the generator is x), and the verbosity they default to
 GENERATORS = {
     "fit_generator": ("fit", ("x", "steps_per_epoch", "epochs", "verbose", "callbacks", "validation_data",
@@ -89,6 +95,11 @@ GENERATORS = {
                               "initial_epoch"), 1),
     "evaluate_generator": ("evaluate", ("x", "steps", "callbacks", *LOADING, "verbose"), 0),
     "predict_generator": ("predict", ("x", "steps", "callbacks", *LOADING, "verbose"), 0),
+    # the batch methods that compute what evaluate / predict computes over one batch: Keras 3's test_on_batch resets
+    # the metrics, runs the batch in inference mode and gives the loss (and metrics) as evaluate gives them;
+    # predict_on_batch gives the outputs as a NumPy array, as predict
+    "test_on_batch": ("evaluate", ("x", "y", "sample_weight", "return_dict"), 0),
+    "predict_on_batch": ("predict", ("x",), 0),
 }
 
 
@@ -111,6 +122,7 @@ class Compiled:
     callbacks: bool = False  # a fit takes callbacks
     class_weight: bool = False  # a fit takes class_weight= (Keras's per-label scale of each sample's loss)
     return_dict: bool = False  # an evaluate takes return_dict= (its result as {Keras's name: value})
+    train_batch: bool = False  # the file calls train_on_batch: its function is written beside fit
     # a cross-entropy of probabilities on a Sequential whose last layer is its sigmoid / softmax: Keras takes the
     # loss from that activation's input (its cached logits), so the loop computes logits = model[:-1](x), the
     # outputs model[-1](logits), and the loss (created from_logits) of the logits
@@ -629,7 +641,61 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "",
         *_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches),
     ]
+    if c.train_batch:
+        lines += ["", "", *_train_on_batch(c, head, what, conv, forward, batch_loss, penalty, added_sum, correct,
+                                           batch_n, spell)]
     return "\n".join(lines) + "\n"
+
+
+def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str], batch_loss: str, penalty: str,
+                    added_sum: str, correct: str, batch_n: str, spell) -> list[str]:
+    """The written train_on_batch: fit's step on one batch (x, y), the whole batch at once. Keras 3's
+    train_on_batch resets the metrics, then updates the model once; it returns the loss (the layers' regularizers
+    and added losses included) and the metrics of the outputs the update was computed from, before the update: a
+    float, or [loss, *metrics] (a dict by Keras's names with return_dict=True)."""
+    n = c.names
+    what = what.replace("the mean loss", "the loss")
+    inner = [line[8:] for line in forward]  # fit's lines, one loop level less (12 → 4 spaces)
+    lines = [
+        f"def {n['train_on_batch']}({head}, x, y, return_dict=False):",
+        '    """model.train_on_batch: one update of the model on the batch (x, y), in training mode; returns',
+        f"    {what} of the batch, computed before the update (as {{Keras's name: value}} with return_dict)."
+        + (" x: a list of arrays, one per input of the model." if c.several else "") + '"""',
+        f"    xb, yb = {conv('x')}, {n['tensor']}(y)",
+        "    model.train()",
+    ]
+    if c.frozen_batchnorm:
+        norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
+        lines += ["    for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
+                  f"        if isinstance(module, ({norms})) and module.affine and not any(",
+                  "            p.requires_grad for p in module.parameters()):",
+                  "            module.eval()"]
+    if c.metrics:
+        lines += ["    for metric in metrics.values():", "        metric.reset_state()"]
+    lines += [
+        "    optimizer.zero_grad()",
+        *inner,
+        f"    loss = {batch_loss}",
+        *([f"    loss = loss + {penalty}  # the layers' regularizers: Keras adds them (model.losses)"] if penalty else []),
+        *([f"    loss = loss + {added_sum}  # the terms the layers gave add_loss"] if added_sum else []),
+        "    loss.backward()",
+        *(line[8:] for line in _clip_lines(c.clips, spell)),
+        "    optimizer.step()",
+        *(["    scheduler.step()"] if c.schedule else []),
+    ]
+    if c.accuracy:
+        lines += [f"    correct = {correct}", f"    result = [loss.item(), correct / {batch_n}]",
+                  f'    keys = ["loss", "{c.accuracy_name}"]']
+    elif c.metrics:
+        lines += [line[8:] for line in _metric_updates(c)]
+        lines += ["    result = [loss.item(), *(float(metric.result()) for metric in metrics.values())]",
+                  '    keys = ["loss", *metrics]']
+    else:
+        lines += ["    result = loss.item()",
+                  "    if return_dict:",
+                  '        return {"loss": result}']
+        return lines + ["    return result"]
+    return lines + ["    return dict(zip(keys, result)) if return_dict else result"]
 
 
 def _total(batch_loss: str, penalty: str, added: bool, count: str) -> list[str]:
@@ -822,6 +888,20 @@ METRIC_CLASSES = {
     def update_state(self, y_true, y_pred):
         y_true, y_pred = _same_rank(y_true, y_pred)
         super().update_state((y_true - y_pred).abs())
+''',
+    "CosineSimilarity": '''class CosineSimilarity(Mean):
+    """keras.metrics.CosineSimilarity: the running mean of the cosine similarity of y_true and y_pred along axis,
+    each normalised as Keras 3 does, x / max(norm, 1e-7) (plus the cosine: the loss of that name is minus it)."""
+
+    def __init__(self, axis=-1):
+        self.axis = axis
+        super().__init__()
+
+    def update_state(self, y_true, y_pred):
+        y_true, y_pred = _same_rank(y_true, y_pred)
+        y_true = y_true.to(y_pred.dtype)
+        super().update_state((torch.nn.functional.normalize(y_true, dim=self.axis, eps=1e-7)
+                              * torch.nn.functional.normalize(y_pred, dim=self.axis, eps=1e-7)).sum(self.axis))
 ''',
     "MeanSquaredError": '''class MeanSquaredError(Mean):
     """keras.metrics.MeanSquaredError: the running mean of (y_true - y_pred) ** 2."""
@@ -1136,6 +1216,7 @@ SAME_RANK = '''def _same_rank(y_true, y_pred):
 '''
 _COUNTS = ("TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives")  # confusion-matrix counts
 _ELEMENTWISE_METRICS = {"MeanMetricWrapper", "BinaryAccuracy", "Accuracy", "ShapeAccuracy", "MeanAbsoluteError", "MeanSquaredError",
+                        "CosineSimilarity",
                         "RootMeanSquaredError", "MeanAbsolutePercentageError", "Precision", "Recall", "AUC", *_COUNTS}
 # the cross-entropy metrics (Crossentropy's subclasses), which take the final activation's logits where fit has them
 CROSSENTROPY_METRICS = {"BinaryCrossentropy", "CategoricalCrossentropy", "SparseCategoricalCrossentropy"}

@@ -49,7 +49,7 @@ from fwport.core.imports import insert_after_imports
 from fwport.core.plan import Plans
 from fwport.core.names import ScopedResolver, bound_names, dotted_text, find_all, scan
 from fwport.core.rewrite import fresh_copy, rewrite
-from fwport.packs.tf2torch import optim
+from fwport.packs.tf2torch import helpers, optim
 from fwport.packs.tf2torch.passes import fitloop, functional, regularizers, runtime, valuekinds
 from fwport.packs.tf2torch.passes.model_api import _Models, models_of
 from fwport.packs.tf2torch.passes.subclass import _returned_values
@@ -479,7 +479,7 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
             self.changed.add(node.func.value.value)
         if isinstance(node.func, cst.Attribute) and node.func.attr.value == "assign":
             self.rate_writes.add(id(node.func.value))  # opt.learning_rate.assign(v)
-        if _loop_method(node) in ("fit", "evaluate", "predict"):
+        if _loop_method(node) in fitloop.FUNCTIONS:
             self.uses.add((node.func.value.value, self._scope_id()))
             self.call_order[id(node)] = self.order
             self.call_scope[id(node)] = self._scope_id()
@@ -614,7 +614,8 @@ _STRING_METRICS = {"sparse_categorical_accuracy": "SparseCategoricalAccuracy",
                    "mape": "MeanAbsolutePercentageError", "mean_absolute_percentage_error": "MeanAbsolutePercentageError",
                    # a loss's name: Keras's mean of that loss over the epoch (a MeanMetricWrapper of the loss function)
                    "binary_crossentropy": "BinaryCrossentropy", "categorical_crossentropy": "CategoricalCrossentropy",
-                   "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy"}
+                   "sparse_categorical_crossentropy": "SparseCategoricalCrossentropy",
+                   "cosine_similarity": "CosineSimilarity"}
 # "accuracy" under a loss whose labels decide it (Keras 2: sparse labels → sparse_categorical_accuracy,
 # one-hot → categorical_accuracy; a binary cross-entropy's depends on the outputs' last axis)
 _ACCURACY_FOR_LOSS = {"keras.losses.SparseCategoricalCrossentropy": "SparseCategoricalAccuracy",
@@ -981,7 +982,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         c, receiver = given.compiled, original_node.func.value.value
         if method == "predict":
             return []
-        if method == "fit":
+        if method in ("fit", "train_on_batch"):
             return (f"{receiver} was compiled inside {given.function}(), and Keras's fit goes on with the optimizer "
                     f"that compile made (its state, e.g. Adam's moments, after {given.function}()'s fits), which "
                     f"stays inside {given.function}() in torch: return the optimizer from {given.function}() and "
@@ -1199,8 +1200,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                 f"generated {c.base_names[method]}() reads the batches in order in this process (load "
                                 "them in parallel with DataLoader(num_workers=...))", v)
                 continue
-            if k == "return_dict" and method == "evaluate":
-                continue  # the written evaluate takes it (return_dict below)
+            if k == "return_dict" and method in ("evaluate", "train_on_batch"):
+                continue  # the written evaluate / train_on_batch takes it (return_dict below)
             if k not in taken and not _default_value(k, literal_value(v, NOT_LITERAL)):
                 bad = f"{k}= is not translated" + (
                     " (the generated loop weighs the classes for a loss compile gives as a Keras cross-entropy, MSE, "
@@ -1246,10 +1247,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             c.callbacks = True
         if weighted:
             c.class_weight = True
-        dict_result = method == "evaluate" and "return_dict" in args and literal_value(args["return_dict"],
+        dict_result = method in ("evaluate", "train_on_batch") and "return_dict" in args and literal_value(args["return_dict"],
                                                                                        NOT_LITERAL) is not False
-        if dict_result:
+        if dict_result and method == "evaluate":
             c.return_dict = True
+        if method == "train_on_batch":
+            c.train_batch = True
         if several:
             c.several = True
         model, opt, loss = c.model, c.names["optimizer"], c.names["loss_fn"]
@@ -1257,8 +1260,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         if c.factory:  # `m = get_model()`: m's own optimizer and loss (and metrics), bound beside it
             model = original_node.func.value.value
             opt, loss, *metrics = factory_names(c, model)
-        head = {"fit": [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics],
-                "evaluate": [model, loss, *metrics], "predict": [model]}[method]
+        fit_head = [model, opt, *([self._scheduler_name(opt)] if c.schedule else []), loss, *metrics]
+        head = {"fit": fit_head, "train_on_batch": fit_head, "evaluate": [model, loss, *metrics], "predict": [model]}[method]
         out = [cst.Arg(cst.Name(h)) for h in head]
         if given is not None:  # `F(M)` compiled M: M, and the loss (and metric objects) made again here
             out = [cst.Arg(cst.Name(original_node.func.value.value)), *(cst.Arg(e) for e in fresh)]
@@ -1268,6 +1271,49 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                            cst.Arg(args[k], keyword=cst.Name(k), equal=_EQ))
         self.ctx.options.setdefault("_fit_helpers", set()).add(id(c))
         return cst.Call(cst.Name(c.names[method]), out)
+
+    def _exclude_from_weight_decay(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
+        """``opt.exclude_from_weight_decay(var_names=[...])`` on an optimizer the pass creates over ``model.parameters()``
+        → ``exclude_from_weight_decay(opt, model, var_names=[...])``, a function written into the file that moves the
+        parameters whose Keras variable name matches into a group with weight_decay 0 (as Keras matches them: each
+        name a regular expression searched in Variable.name); where the model or the names are unknown, an error."""
+        func = original_node.func
+        if not (isinstance(func, cst.Attribute) and func.attr.value == "exclude_from_weight_decay"
+                and isinstance(func.value, cst.Name) and func.value.value in self.plan.optimizers):
+            return None
+        name = func.value.value
+        args = fitloop.bind(updated_node, ("var_list", "var_names"))
+        texts = {code(v) for v in self.plan.variables.get(name, [])}
+        variables = self.plan.variables[name][0] if len(texts) == 1 else None
+        model = (code(variables.value) if isinstance(variables, cst.Attribute) and variables.attr.value in _VARIABLE_LISTS
+                 and isinstance(variables.value, (cst.Name, cst.Attribute)) else None)
+        why = None
+        if args is None:
+            why = "its arguments cannot be bound statically"
+        elif literal_value(args.get("var_list", cst.Name("None")), NOT_LITERAL) is not None:
+            why = ("var_list= gives Keras variables themselves: pass their torch parameters in a group of their own, "
+                   "torch.optim...([{'params': others}, {'params': excluded, 'weight_decay': 0.0}], ...)")
+        elif "var_names" not in args:
+            why = "no var_names= is given"
+        elif model is None:
+            why = (f"fwport cannot tell which model's parameters {name} updates (" + (
+                " and ".join(sorted(texts)) if texts else "no apply_gradients or compile of it in this file")
+                + "), whose Keras variable names the names match")
+        if why is not None:
+            self.ctx.report(Severity.ERROR, "unsupported-construct",
+                            f"{code(original_node)}: {why}; a torch optimizer excludes parameters from its weight "
+                            "decay by parameter groups: [{'params': decayed}, {'params': excluded, 'weight_decay': 0.0}]",
+                            original_node)
+            self.ctx.settle(original_node)
+            return updated_node
+        self.ctx.report(Severity.INFO, "idiom-replaced",
+                        f"{code(original_node)} → exclude_from_weight_decay({name}, {model}, var_names=...), written into "
+                        f"the file: the parameters of {model} whose Keras variable name (kernel, bias, gamma, beta, "
+                        "embeddings, by their module) matches go to a parameter group with weight_decay 0",
+                        original_node)
+        helper = helpers.use(self.ctx, "exclude_from_weight_decay")
+        return cst.Call(cst.Name(helper), [cst.Arg(cst.Name(name)), cst.Arg(cst.parse_expression(model)),
+                                           cst.Arg(args["var_names"], keyword=cst.Name("var_names"), equal=_EQ)])
 
     def _inputs_listed(self, model: str, x: cst.BaseExpression, call: cst.Call) -> cst.BaseExpression | str:
         """x given to a model of several inputs (a list or a dict of arrays) → the list of them in the order
@@ -1341,7 +1387,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return False
         rule = c.loss[1]
         name = rule if isinstance(rule, str) else rule.names[0] if rule is not None else ""
-        return name in fitloop.LOSSES.values()
+        # (not CosineSimilarity: a per-sample loss of its own, whose weighting the loop's tests do not check)
+        return name in fitloop.LOSSES.values() and name != "keras.losses.CosineSimilarity"
 
     def _callback_predict(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression | None:
         """``self.model.predict(x)`` in a keras.callbacks.Callback subclass of a file with one compile and no
@@ -1415,6 +1462,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             return base if base not in taken else f"{name}_{base}"
         c = fitloop.Compiled(name, call, None, None)
         c.names = {"optimizer": "", "loss_fn": "", "fit": "fit", "evaluate": "evaluate", "predict": free("predict"),
+                   "train_on_batch": "train_on_batch",
                    "tensor": free("as_float32"), "inputs": free("channels_first"), "loss_args": ""}
         for k in ("tensor", "inputs"):  # one set of array conversions for the file
             c.names[k] = plans[0].names[k] if plans else c.names[k]
@@ -1426,8 +1474,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 c.sources |= {arg.value, *self.plan.instances.get(arg.value, ())} - {""}
             elif isinstance(arg, cst.Call) and isinstance(arg.func, cst.Name):
                 c.sources.add(arg.func.value)
-        c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
-        c.placeholders = {k: f"__fwport_{k}_{len(plans)}__" for k in ("fit", "evaluate", "predict")}
+        c.base_names = {k: c.names[k] for k in fitloop.FUNCTIONS}
+        c.placeholders = {k: f"__fwport_{k}_{len(plans)}__" for k in fitloop.FUNCTIONS}
         c.names.update(c.placeholders)
         c.group = c
         plans.append(c)
@@ -1940,6 +1988,9 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "dtype (torch.as_tensor): a schedule is built from Python numbers, which x.to(dtype) "
                             "does not take", original_node)
             return updated_node.with_changes(func=updated_node.func.with_changes(attr=cst.Name("convert_to_tensor")))
+        excluded = self._exclude_from_weight_decay(original_node, updated_node)
+        if excluded is not None:
+            return excluded
         fitted = self._fit_call(original_node, updated_node)
         if fitted is not None:
             return fitted
@@ -3024,7 +3075,7 @@ class _Mentions(cst.CSTVisitor):
             self.found = True
 
     def visit_Call(self, node: cst.Call) -> None:
-        if _loop_method(node) in ("compile", "fit", "evaluate", "predict"):
+        if _loop_method(node) in ("compile", *fitloop.FUNCTIONS) or _method_of(node) == "exclude_from_weight_decay":
             self.found = True
         elif isinstance(node.func, (cst.Name, cst.Attribute)) and any(
                 a.keyword is not None and a.keyword.value == "training" for a in node.args):
@@ -3180,8 +3231,8 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
                 c.sources.add(arg.func.value)
         # the functions are named by finish, once the models' layouts are known (a channels-first
         # Sequential's fit moves the images, a functional model's does not): placeholders until then
-        c.base_names = {k: c.names[k] for k in ("fit", "evaluate", "predict")}
-        c.placeholders = {k: f"__fwport_{k}_{len(out)}__" for k in ("fit", "evaluate", "predict")}
+        c.base_names = {k: c.names[k] for k in fitloop.FUNCTIONS}
+        c.placeholders = {k: f"__fwport_{k}_{len(out)}__" for k in fitloop.FUNCTIONS}
         c.names.update(c.placeholders)
         for k in ("tensor", "inputs", "loss_args", "class_weights"):  # one set of array conversions for the file
             c.names[k] = out[0].names[k] if out else c.names[k]
@@ -3459,7 +3510,8 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     named = c.loss[3] if c.loss[0] == "name" or (c.loss[0] == "object" and c.loss[3]) else None
     c.names = {"optimizer": named_optimizer or free("optimizer", True), "loss_fn": named or free("loss_fn", True),
                "fit": free("fit"),
-               "evaluate": free("evaluate"), "predict": free("predict"), "tensor": free("as_float32"),
+               "evaluate": free("evaluate"), "predict": free("predict"), "train_on_batch": free("train_on_batch"),
+               "tensor": free("as_float32"),
                "inputs": free("channels_first"), "loss_args": free("keras_loss_args"),
                "class_weights": free("class_weights")}
     if c.metrics:  # the metric objects, {Keras's name: metric}, which the compile statement binds (under a
@@ -3594,13 +3646,14 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     for i, ((_, channels_first, out_first, _), members) in enumerate(groups.items()):
         rep = members[0]
         suffix = f"_{i + 1}" if i else ""
-        rep.names.update({k: rep.base_names[k] + suffix for k in ("fit", "evaluate", "predict")})
+        rep.names.update({k: rep.base_names[k] + suffix for k in fitloop.FUNCTIONS})
         rep.batches = any(c.batches for c in members)
         rep.frozen_batchnorm = bool(ctx.analyses.get(FROZEN_BATCHNORM))
         rep.predict_batches = any(c.predict_batches for c in members)
         rep.callbacks = any(c.callbacks for c in members)
         rep.class_weight = any(c.class_weight for c in members)
         rep.return_dict = any(c.return_dict for c in members)
+        rep.train_batch = any(c.train_batch for c in members)
         for c in members:
             c.group = rep
         if rep.loss is None:  # a model predicted with, never compiled: predict alone
@@ -3798,7 +3851,7 @@ def finish(module: cst.Module, ctx: FileContext) -> cst.Module:
     compiled = [c for c in ctx.analyses.get("compiled", []) if id(c) in used]
     if compiled:
         texts += _fit_functions(compiled, ctx)
-        renames = {c.placeholders[k]: c.group.names[k] for c in compiled for k in ("fit", "evaluate", "predict")}
+        renames = {c.placeholders[k]: c.group.names[k] for c in compiled for k in fitloop.FUNCTIONS}
         module = rewrite(module, _Rename(renames))  # (libcst's visit would rebuild the whole module)
     if texts:
         module = insert_after_imports(module, [texts[0], *("\n\n" + t for t in texts[1:])], ctx)

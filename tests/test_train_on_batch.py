@@ -1,0 +1,100 @@
+"""model.train_on_batch / test_on_batch / predict_on_batch on a compiled model (issue 9): the written
+train_on_batch (one update of fit's step on the whole batch), evaluate and predict on one batch.
+
+Keras 3's train_on_batch resets the metrics every call and returns the batch's loss and metrics, computed from
+the outputs before the update: a float, a list [loss, *metrics], or a dict with return_dict=True; test_on_batch
+likewise in inference mode; predict_on_batch a NumPy array.
+
+Numbers: each program makes several train_on_batch calls, from the same initial weights, in Keras and in its
+translation (subprocesses, TensorFlow unimportable in the torch one): the returned values, test_on_batch's,
+predict_on_batch's outputs and the kernels after training are compared (SGD and Adam).
+"""
+from __future__ import annotations
+
+import numpy as np
+from runners import compare_fit
+from test_fit_callbacks import DRIVER, _run, errors, tx
+
+SGD = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3, momentum=0.5),
+              loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True), metrics=["accuracy"])
+
+
+def train(x, y):
+    history = {"loss": [], "accuracy": []}
+    for start in range(0, 48, 16):
+        loss, accuracy = model.train_on_batch(x[start:start + 16], y[start:start + 16])
+        history["loss"].append(loss)
+        history["accuracy"].append(accuracy)
+    logs = model.train_on_batch(x[:16], y[:16], return_dict=True)
+    history["loss"].append(logs["loss"])
+    history["accuracy"].append(logs["accuracy"])
+    history["predict"] = model.predict_on_batch(x[48:]).tolist()
+    return history, [*model.test_on_batch(x[48:], y[48:]), model.test_on_batch(x, y, return_dict=True)["accuracy"]]
+'''
+
+ADAM = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+model = keras.Sequential([keras.Input(shape=(10,)), layers.Dense(16, activation="tanh"), layers.Dense(3)])
+# (epsilon: Keras adds Adam's before the bias correction, torch after it, a warning of the translation, which
+# moves these kernels by 3e-4 at the default 1e-7; not what this case tests)
+model.compile(optimizer=keras.optimizers.Adam(learning_rate=0.02, epsilon=1e-12), loss="mse")
+
+
+def train(x, y):
+    onehot = np.eye(3, dtype="float32")[y]
+    losses = [model.train_on_batch(x[:32], onehot[:32]) for _ in range(6)]
+    logs = model.train_on_batch(x[32:], onehot[32:], return_dict=True)
+    return {"loss": losses, "logs": [logs["loss"]]}, model.test_on_batch(x, onehot)
+'''
+
+
+def test_train_on_batch_with_sgd_and_accuracy_equals_keras(tmp_path):
+    keras_out, torch_out = _run(tmp_path, SGD, DRIVER)
+    compare_fit(keras_out, torch_out, ["loss", "accuracy", "predict"])
+    kh = keras_out["history"]
+    assert len(set(kh["loss"])) == 4 and all(isinstance(v, float) for v in kh["loss"])  # the model moved each call
+
+
+def test_train_on_batch_with_adam_and_a_scalar_loss_equals_keras(tmp_path):
+    keras_out, torch_out = _run(tmp_path, ADAM, DRIVER)
+    compare_fit(keras_out, torch_out, ["loss", "logs"])
+    assert isinstance(torch_out["evaluate"], float) and isinstance(keras_out["evaluate"], float)
+    kh = keras_out["history"]["loss"]
+    assert kh[-1] < kh[0] - 1e-2  # the loss each call returns is the batch's before that update
+
+
+def test_the_translation_calls_the_written_functions():
+    r = tx(SGD)
+    assert errors(r) == []
+    out = r.output
+    assert "def train_on_batch(model, optimizer, loss_fn, x, y, return_dict=False):" in out
+    assert "train_on_batch(model, optimizer, loss_fn, x[start:start + 16], y[start:start + 16])" in out
+    assert "train_on_batch(model, optimizer, loss_fn, x[:16], y[:16], return_dict=True)" in out
+    assert "predict(model, x[48:], verbose=0)" in out and "evaluate(model, loss_fn, x[48:], y[48:], verbose=0)" in out
+    assert "keras" not in out
+
+
+def test_a_file_without_train_on_batch_gets_no_such_function():
+    assert "def train_on_batch" not in tx(SGD.split("\n\ndef train")[0] + "\nmodel.fit(np.zeros((4, 10)), np.zeros(4))\n").output
+
+
+def test_sample_weight_is_an_error_naming_the_call():
+    src = ADAM.replace("model.train_on_batch(x[:32], onehot[:32])", "model.train_on_batch(x[:32], onehot[:32], sample_weight=w)")
+    errs = errors(tx(src))
+    assert any("sample_weight= is not translated" in m for _, m in errs), errs
+
+
+def test_a_function_of_the_file_named_train_on_batch_keeps_its_name():
+    src = SGD.replace("def train(x, y):", "def train_on_batch(x, y):\n    return model.train_on_batch(x, y)\n\n\ndef train(x, y):")
+    out = tx(src).output
+    assert "def model_train_on_batch(model, optimizer, loss_fn, x, y, return_dict=False):" in out
+    assert "def train_on_batch(x, y):\n    return model_train_on_batch(model, optimizer, loss_fn, x, y)" in out
