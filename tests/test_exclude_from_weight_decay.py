@@ -114,3 +114,26 @@ def test_the_written_function_refuses_a_module_whose_names_it_does_not_know():
     ns["exclude_from_weight_decay"](optimizer, linear, var_names=["bi"])  # a regular expression searched, as Keras
     assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
     assert optimizer.param_groups[1]["params"][0] is linear.bias
+
+
+def test_a_conv_that_may_be_a_depthwise_or_pointwise_kernel_is_refused_where_the_names_decide():
+    """DepthwiseConv2D and SeparableConv2D translate to grouped and 1x1 nn.Conv2d, whose Keras names are
+    depthwise_kernel / pointwise_kernel: a pattern that tells them from "kernel" cannot be decided on the torch
+    module; one that matches all of them alike can."""
+    import torch
+    from torch import nn
+    ns: dict = {}
+    exec(tx(SRC).output.split("\n\n\ndef as_float32")[0], ns)
+    for conv, names in ((nn.Conv2d(4, 4, 3, groups=4), ["depthwise"]), (nn.Conv2d(4, 8, 1), ["pointwise"])):
+        optimizer = torch.optim.AdamW(conv.parameters(), weight_decay=0.1)
+        with pytest.raises(ValueError, match="0.weight of Conv2d is Keras's kernel or"):
+            ns["exclude_from_weight_decay"](optimizer, nn.Sequential(conv), var_names=names)
+    conv = nn.Conv2d(4, 4, 3, groups=4)
+    optimizer = torch.optim.AdamW(conv.parameters(), weight_decay=0.1)
+    ns["exclude_from_weight_decay"](optimizer, conv, var_names=["kernel"])  # kernel and depthwise_kernel alike
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1, 0.0]
+    assert optimizer.param_groups[1]["params"][0] is conv.weight
+    conv = nn.Conv2d(4, 8, 3)  # a plain 3x3 conv is a Keras kernel: "depthwise" does not match it
+    optimizer = torch.optim.AdamW(conv.parameters(), weight_decay=0.1)
+    ns["exclude_from_weight_decay"](optimizer, conv, var_names=["depthwise"])
+    assert [g["weight_decay"] for g in optimizer.param_groups] == [0.1]

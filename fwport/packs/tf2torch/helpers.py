@@ -1215,6 +1215,15 @@ def exclude_from_weight_decay(optimizer, model, var_names):
         for name, param in module.named_parameters(recurse=False):
             if isinstance(module, kernels) and name in ("weight", "bias"):
                 keras_name = "kernel" if name == "weight" else "bias"
+                # a grouped conv may be a DepthwiseConv2D (depthwise_kernel) or a SeparableConv's first half, a 1x1
+                # conv a SeparableConv's pointwise_kernel: where those names would match otherwise, it is not known
+                groups, size = getattr(module, "groups", 1), getattr(module, "kernel_size", (0,))
+                alias = "depthwise_kernel" if groups > 1 else "pointwise_kernel"
+                ambiguous = groups > 1 or all(k == 1 for k in size)
+                if name == "weight" and ambiguous and bool(pattern.search(alias)) != bool(pattern.search(keras_name)):
+                    raise ValueError(f"exclude_from_weight_decay: {path}.{name} of {type(module).__name__} is Keras's "
+                                     f"kernel or {alias}, which var_names match differently: put the parameters in "
+                                     "the optimizer's groups by hand")
             elif isinstance(module, norms) and name in ("weight", "bias"):
                 keras_name = "gamma" if name == "weight" else "beta"
             elif isinstance(module, {nn}Embedding) and name == "weight":
