@@ -47,3 +47,40 @@ def test_fit_adds_the_layers_regularizers_as_keras(tmp_path):
     (tmp_path / "plain").mkdir()
     plain_keras, _ = _run(tmp_path / "plain", unregularized, MODULES_DRIVER)
     assert keras_out["history"]["loss"][0] > plain_keras["history"]["loss"][0] + 0.02
+
+
+FROZEN = '''
+import keras
+from keras import layers
+
+
+class Net(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.base = layers.Dense(8, kernel_regularizer=keras.regularizers.l2(0.01))
+        self.head = layers.Dense(1)
+
+    def call(self, x):
+        return self.head(self.base(x))
+
+
+model = Net()
+model.base.trainable = False
+model.compile(optimizer="adam", loss="mse")
+'''
+
+
+def test_a_frozen_layers_penalty_is_a_warning_in_keras3_only():
+    """Keras 3 sums the regularizers of trainable weights only (a frozen layer's penalty leaves model.losses, so
+    fit's loss); Keras 2 keeps it. regularization_loss() counts every term: in a Keras 3 file that freezes a
+    layer, the regularized layer's line gets a warning naming the freeze."""
+    from fwport import translate_source
+
+    line = FROZEN.splitlines().index("        self.base = layers.Dense(8, kernel_regularizer=keras.regularizers.l2(0.01))") + 1
+    said = [f for f in translate_source(FROZEN).findings if f.code == "approximate" and "frozen" in f.message]
+    assert len(said) == 1 and said[0].line == line and "model.base.trainable = False" in said[0].message
+    keras2 = FROZEN.replace("import keras\n", "from tensorflow import keras\n").replace(
+        "from keras import", "from tensorflow.keras import")
+    assert not [f for f in translate_source(keras2, options={"keras": 2}).findings if f.code == "approximate" and "frozen" in f.message]
+    unfrozen = FROZEN.replace("model.base.trainable = False\n", "")
+    assert not [f for f in translate_source(unfrozen).findings if f.code == "approximate" and "frozen" in f.message]

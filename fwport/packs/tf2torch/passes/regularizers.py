@@ -13,7 +13,9 @@ exactly Keras's penalties (``l2(λ)`` adds λ·Σw², with no ½; ``l1(λ)`` λ�
 ``__init__`` (``self.wd = wd``); a layer created under an ``if`` counts where it exists. Keras adds
 these penalties to the loss itself (``model.losses``); torch does not: the written fit / evaluate of a
 compile add the sum over ``model.modules()`` (fitloop), and an info finding says to add it in other
-loops. Anything else (activity regularizers, a regularizer object built elsewhere, a factor computed in
+loops. Keras 3 leaves the penalties of frozen layers (trainable = False) out of model.losses, Keras 2 keeps
+them; the method counts them all, so a Keras 3 file that freezes a layer gets a warning at each regularized
+layer (which layer is frozen at run time is not known here). Anything else (activity regularizers, a regularizer object built elsewhere, a factor computed in
 ``__init__``) stays an error of the layer's rule.
 
 The subclass pass calls :func:`strip` when it translates a layer; :func:`finish` writes the methods
@@ -30,6 +32,7 @@ from fwport.core.finding import Severity
 from fwport.core.names import scan
 from fwport.packs.tf2torch.passes import data_format
 
+FROZEN = "tf2torch-frozen"  # ctx.analyses: the first `X.trainable = False` of the file (training.py), as code
 KEY = "tf2torch-regularizers"  # ctx.analyses: class name → {"terms": [...], "store": {...}}
 _ARGS = {"kernel_regularizer": "weight", "bias_regularizer": "bias", "embeddings_regularizer": "weight"}
 REGULARIZER_ARGS = frozenset(_ARGS)
@@ -83,6 +86,11 @@ def strip(call: cst.Call, rule, resolve, init_fn: cst.FunctionDef | None, cls: s
                    "fwport writes for a compile add it; in a loop of your own add "
                    "sum(m.regularization_loss() for m in model.modules() if hasattr(m, 'regularization_loss')) "
                    "to the loss", call)
+        if ctx.version != 2 and FROZEN in ctx.analyses:
+            ctx.report(Severity.WARNING, "approximate", f"regularizers ({said}) of a file that freezes layers "
+                       f"({ctx.analyses[FROZEN]} = False): Keras 3 leaves a frozen layer's penalties out of "
+                       "model.losses and so out of fit's loss (Keras 2 keeps them); regularization_loss() adds them "
+                       "whatever requires_grad says: where this layer is frozen, leave its terms out", call)
 
     return new_call, record
 
