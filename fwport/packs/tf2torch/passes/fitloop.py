@@ -133,6 +133,11 @@ class Compiled:
     sources: set = field(default_factory=set)  # its model's name and builders (ctx.models keys)
     base_names: dict = field(default_factory=dict)  # fit / evaluate / predict before a suffix
     placeholders: dict = field(default_factory=dict)  # ... and the names calls get until finish names them
+    # a model of several outputs compiled with a loss per output (or one loss for all): [(the output's name, its loss
+    # plan, its from_logits, its loss_weights= factor as written or "")] in the model's output order; loss_fn is then
+    # a dict {output name: torch loss}, and the written loops sum each output's loss times its factor (Keras's sum)
+    outputs: list = field(default_factory=list)
+    keras2: bool = False  # Keras 2 code: each output's loss in the History is averaged by samples (Keras 3: by batches)
 
 
 def bind(call: cst.Call, params: tuple) -> dict | None:
@@ -628,6 +633,147 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "",
         "",
         *_predict(n, x_of, spell, outputs_channels_first, multi, c.predict_batches),
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _output_loss(options: dict, from_logits: bool, name: str, i: int) -> str:
+    """One output's loss of a batch: the torch loss ``loss_fn[name]`` of the model's i-th output and its labels, each
+    prepared as the single-output loop prepares them (labels' dtype and shape, probabilities clipped as Keras
+    clips them, the class axis second)."""
+    p, y = f"pred[{i}]", f"yb[{i}]"
+    target = {"long": f"{y}.long().reshape({p}.shape[:-1])", "float": f"{y}.float().view_as({p})",
+              "same": f"{y}.view_as({p})"}.get(options.get("target", ""), y)
+    prob = "" if from_logits else options.get("probabilities_input", "")
+    inp = {"log-clip": f"torch.log({p}.clamp(1e-7, 1 - 1e-7))", "clip": f"{p}.clamp(1e-7, 1 - 1e-7)"}.get(prob, p)
+    if options.get("classes_first"):
+        inp += ".movedim(-1, 1)"
+        target = target if options.get("target") == "long" else f"{target}.movedim(-1, 1)"
+    return f"loss_fn[{quoted(name)}]({inp}, {target})"
+
+
+def quoted(name: str) -> str:
+    """A string literal of ``name``, in double quotes as the written code has them."""
+    return f'"{name}"' if '"' not in name and "\\" not in name else repr(name)
+
+
+def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regularized: bool = False,
+                  added: bool = False) -> str:
+    """fit / evaluate / predict of a model of several outputs compiled with a loss per output (``c.outputs``;
+    ``options``: each output's loss options). Keras's semantics: the loss of a batch is the sum of each output's loss
+    times its loss_weights= factor (the layers' regularizers and add_loss terms added, as Keras adds model.losses);
+    y is a list of arrays in the outputs' order or a dict by the outputs' names; the History holds "loss" (the
+    batches' losses averaged by samples) and "<output>_loss" (each output's own loss, unweighted: Keras 3 averages
+    them over the batches, each batch once; Keras 2 by samples), and val_ likewise; evaluate returns
+    [loss, *each output's loss]. Arrays only (batches, callbacks, class weights and metrics stay refused)."""
+    n = c.names
+    t, no_grad, randperm, arange = (spell("torch.as_tensor"), spell("torch.no_grad"), spell("torch.randperm"),
+                                    spell("torch.arange"))
+    log = spell("torch.log")
+    names = [o[0] for o in c.outputs]
+    losses = ", ".join(_output_loss(opts, o[2], o[0], i).replace("torch.log(", f"{log}(")
+                       for i, (o, opts) in enumerate(zip(c.outputs, options)))
+    total = " + ".join(f"{o[3]} * losses[{i}]" if o[3] else f"losses[{i}]" for i, o in enumerate(c.outputs))
+    extra = []
+    if regularized:
+        extra.append('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))')
+    if added:
+        extra.append('sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))')
+    keys = ", ".join(f'"{k}_loss"' for k in names)
+    lines = _conversions(n, spell, False, shared, True)
+    as_list = [
+        "    if isinstance(y, dict):  # by the outputs' names, as Keras matches them",
+        "        y = [y[name] for name in loss_fn]",
+        "    elif not isinstance(y, (list, tuple)) or len(y) != len(loss_fn):",
+        f'        raise TypeError("y: a list of {len(names)} arrays, one per output of the model, or a dict by their names")',
+    ]
+    loss_lines = [
+        f"            losses = [{losses}]",
+        f"            loss = {total}",
+        *(f"            loss = loss + {e}" for e in extra),
+    ]
+    lines += [
+        f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+        "        validation_data=None, shuffle=True):",
+        '    """model.fit of a model of several outputs as Keras runs it: loss_fn {output name: its loss}, y a list of',
+        "    arrays in the outputs' order (or a dict by their names); each batch's loss is the sum of each output's loss",
+        "    times its loss_weights factor. The last validation_split of the samples held out before shuffling, the rest",
+        "    shuffled every epoch, batches of 32 by default; returns Keras's History.history: \"loss\" averaged over the",
+        "    samples, \"<output>_loss\" each output's unweighted loss averaged over the "
+        + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).") + '"""',
+        *as_list,
+        "    if validation_split and validation_data is None:",
+        "        split = int(len(x) * (1 - validation_split))",
+        "        x, y, validation_data = x[:split], [a[:split] for a in y], (x[split:], [a[split:] for a in y])",
+        f"    x, y = {n['tensor']}(x), [{n['tensor']}(a) for a in y]",
+        "    batch_size = batch_size or 32",
+        f'    keys = ["loss", {keys}]',
+        "    history = {key: [] for key in keys}",
+        "    for epoch in range(epochs):",
+        "        model.train()",
+        f"        order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
+        "        sums = [0.0] * len(keys)",
+        "        steps = 0",
+        "        for start in range(0, len(x), batch_size):",
+        "            batch = order[start:start + batch_size]",
+        "            xb, yb = x[batch], [a[batch] for a in y]",
+        "            optimizer.zero_grad()",
+        "            pred = model(xb)",
+        *loss_lines,
+        "            loss.backward()",
+        *_clip_lines(c.clips, spell),
+        "            optimizer.step()",
+        "            sums[0] += loss.item() * len(batch)",
+        "            for i, value in enumerate(losses, 1):",
+        f"                sums[i] += value.item(){' * len(batch)' if c.keras2 else ''}",
+        "            steps += 1",
+        "        history[\"loss\"].append(sums[0] / len(x))",
+        "        for key, value in zip(keys[1:], sums[1:]):",
+        f"            history[key].append(value / {'len(x)' if c.keras2 else 'steps'})",
+        "        if validation_data is not None:",
+        f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)",
+        "            for key, value in zip(keys, val):",
+        '                history.setdefault(f"val_{key}", []).append(value)',
+        "        if verbose:",
+        '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
+        "    return history",
+        "",
+        "",
+        f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1{', return_dict=False' if c.return_dict else ''}):",
+        '    """model.evaluate of a model of several outputs: [the mean loss, *each output\'s loss] over the samples (each',
+        "    output's averaged over the " + ("samples" if c.keras2 else "batches, as Keras 3 does") + "), in inference mode.\"\"\"",
+        *as_list,
+        f"    x, y = {n['tensor']}(x), [{n['tensor']}(a) for a in y]",
+        "    batch_size = batch_size or 32",
+        "    model.eval()",
+        f"    sums = [0.0] * {len(names) + 1}",
+        "    steps = 0",
+        f"    with {no_grad}():",
+        "        for start in range(0, len(x), batch_size):",
+        "            xb, yb = x[start:start + batch_size], [a[start:start + batch_size] for a in y]",
+        "            pred = model(xb)",
+        *loss_lines,
+        "            sums[0] += loss.item() * len(xb)",
+        "            for i, value in enumerate(losses, 1):",
+        f"                sums[i] += value.item(){' * len(xb)' if c.keras2 else ''}",
+        "            steps += 1",
+        f"    result = [sums[0] / len(x), *(value / {'len(x)' if c.keras2 else 'steps'} for value in sums[1:])]",
+        "    if verbose:",
+        '        print(f"evaluate - {result}")',
+        *([f'    return dict(zip(["loss", {keys}], result)) if return_dict else result'] if c.return_dict
+          else ["    return result"]),
+        "",
+        "",
+        f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
+        '    """model.predict of a model of several outputs: a list of NumPy arrays, one per output, in inference mode."""',
+        f"    x = {n['tensor']}(x)",
+        "    batch_size = batch_size or 32",
+        "    model.eval()",
+        f"    with {no_grad}():",
+        "        outs = [model(x[start:start + batch_size]) for start in range(0, len(x), batch_size)]",
+        f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]",
+        "",
+        "",
     ]
     return "\n".join(lines) + "\n"
 
