@@ -108,6 +108,8 @@ def test_a_dict_of_losses_and_weights_trains_as_keras(tmp_path, keras2):
 def test_keras2_and_keras3_average_each_output_differently(tmp_path):
     """The same program, the same weights: Keras 2's and Keras 3's "loss" agree, their "out_a_loss" do not
     (averaged by samples, by batches), and each translation gives its Keras's."""
+    (tmp_path / "3").mkdir()
+    (tmp_path / "2").mkdir()
     _, (k3, t3) = _run(tmp_path / "3", SRC)
     _, (k2, t2) = _run(tmp_path / "2", SRC, keras2=True)
     assert abs(k3["history"]["loss"][0] - k2["history"]["loss"][0]) < 1e-5
@@ -181,3 +183,53 @@ def test_what_the_fit_gives_that_the_loop_does_not_read_is_an_error():
     src = SRC.replace('model.fit(x, {"out_a": ya, "out_b": yb}, validation_split=0.25,', "model.fit(dataset,")
     errs = errors(tx(src))
     assert any("iterable of batches" in m for _, m in errs), errs
+
+
+def test_a_weight_dict_missing_an_output():
+    """Keras 3 raises a KeyError for it (measured: keras 3.15), Keras 2 gives that output no factor (tf_keras 2.21:
+    evaluate equal to the factor 1.0's)."""
+    src = SRC.replace('loss_weights={"out_a": 1.0, "out_b": 0.5}', 'loss_weights={"out_b": 0.5}')
+    assert "gives no factor to some of model's outputs (out_a, out_b), which Keras 3 refuses" in _compile_error(src)
+    out = tx("# fwport: keras=2\n" + textwrap.dedent(src).lstrip("\n")).output
+    assert "loss = losses[0] + 0.5 * losses[1]" in out
+
+
+CLASSES = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+inputs = keras.Input(shape=(4,))
+h = layers.Dense(8, activation="tanh")(inputs)
+kind = layers.Dense(3, activation="softmax", name="kind")(h)
+flag = layers.Dense(1, name="flag")(h)
+model = keras.Model(inputs, [kind, flag])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.3),
+              loss={"flag": keras.losses.BinaryCrossentropy(from_logits=True), "kind": "sparse_categorical_crossentropy"},
+              loss_weights=[0.3, 1.5])
+
+
+def train(x, ya, yb):
+    labels = (np.abs(ya[:, 0]) * 2).astype("int64") % 3
+    history = model.fit(x, [labels, yb], validation_data=(x[:6], [labels[:6], yb[:6]]), epochs=2, batch_size=6,
+                        shuffle=False, verbose=0)
+    return history.history, model.evaluate(x, {"kind": labels, "flag": yb}, batch_size=6, verbose=0)
+'''
+
+CLASSES_DRIVER = DRIVER.replace("(rng.normal(size=(8, 1)) * 0.7).astype(\"float32\"), np.full(1, 0.1, \"float32\")",
+                                "(rng.normal(size=(8, 3)) * 0.7).astype(\"float32\"), np.full(3, 0.1, \"float32\")")
+
+
+@pytest.mark.parametrize("keras2", [False, True], ids=["keras3", "keras2"])
+def test_sparse_labels_and_a_logits_loss_per_output(tmp_path, keras2):
+    """A softmax output's sparse cross-entropy (labels (n,), a class axis) and a logits output's binary one; the
+    dict of losses in another order than the outputs', a list of weights in theirs; validation_data with a list."""
+    src = "# fwport: keras=2\n" + CLASSES.lstrip("\n") if keras2 else CLASSES
+    trans = tx(src)
+    assert errors(trans) == [], errors(trans)
+    assert 'loss_fn = {"kind": nn.NLLLoss(), "flag": nn.BCEWithLogitsLoss()}' in trans.output
+    assert "loss = 0.3 * losses[0] + 1.5 * losses[1]" in trans.output
+    env = {"TF_USE_LEGACY_KERAS": "1"} if keras2 else {}
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(src), trans.output, CLASSES_DRIVER, **env)
+    compare_fit(keras_out, torch_out, ["loss", "kind_loss", "flag_loss", "val_loss", "val_kind_loss",
+                                       "val_flag_loss"])

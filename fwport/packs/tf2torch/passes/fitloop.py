@@ -22,9 +22,12 @@ evaluate take, reset and update per batch. ``fit(class_weight=...)`` weighs each
 (Keras's cross-entropies, MSE, MAE, Huber); a cross-entropy of a Sequential's final sigmoid / softmax takes its
 logits (``Compiled.activation_logits``). A functional model of several inputs (``Compiled.several``) is given x as a
 list of arrays, one per input (a dict: its values in the order of the inputs' names), each batched with the same
-indices, and called ``model(*xb)``. Only what the loop reproduces is translated: sample weights, class
-weights of other losses, several losses, metrics without a written class are left to model_api's errors (the whole
-compile then stays Keras).
+indices, and called ``model(*xb)``. A functional model of several outputs compiled with a loss per output (a list, a
+dict by the outputs' names, or one loss for all; ``loss_weights`` a literal list or dict) gets ``loss_fn = {output:
+torch loss}`` and loops of arrays of their own (:func:`multi_helpers`, ``Compiled.outputs``) that sum each output's
+loss times its factor and write Keras's History keys (``<output>_loss``). Only what the loop reproduces is
+translated: sample weights, class weights of other losses, a loss for only some outputs, per-output metrics,
+metrics without a written class are left to model_api's errors (the whole compile then stays Keras).
 
 Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
 compile / fit), the metric classes, and the callback classes (EarlyStopping, ModelCheckpoint,

@@ -3286,6 +3286,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             why = said[1].split(_NOT_THIS_ONE, 1)[1][:-1]
         refusals[id(call)] = why
         return None
+    said = comment_error(plan.compile_statements.get(id(call)), f"{model}.compile(...) is a Keras model method")
+    if said is not None and _NOT_THIS_ONE in said[1] and said[1].endswith(")"):
+        # a translation's compile that fwport refused: refused again (its model is an nn.Module by then, whose
+        # outputs fwport no longer reads as a Keras model's)
+        return refuse("")
     classes = plan.instances.get(model)
     if classes and classes <= plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
@@ -3397,8 +3402,10 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
     outputs = _compiled_outputs(plan, model, call)
     per_output = None  # several outputs: [(name, its loss's node, its factor as written or "")]
     planned = call
+    if isinstance(outputs, str):
+        return refuse(outputs)
     if outputs is not None:
-        per_output = _per_output_losses(call, model, outputs)
+        per_output = _per_output_losses(call, model, outputs, ctx.version == 2)
         if isinstance(per_output, str):
             return refuse(per_output)
         # the optimizer (and what else compile gives) planned as a compile of the first output's loss alone
@@ -3691,11 +3698,11 @@ def _compiled_outputs(plan: _Plan, model: str, call: cst.Call) -> list[str] | st
     return list(names.pop())
 
 
-def _per_output_losses(call: cst.Call, model: str, outputs: list[str]) -> list | str:
+def _per_output_losses(call: cst.Call, model: str, outputs: list[str], keras2: bool) -> list | str:
     """compile's loss= for a model of several outputs → [(output name, its loss's node, its loss_weights= factor as
     written, "" for none)] in the outputs' order: a list / tuple of one loss per output, a dict keyed by every
     output's name, or one loss (Keras gives it to every output); loss_weights= a literal list or dict of numbers
-    (a dict's missing output: no factor, as Keras). Else why not: a loss for only some outputs or a None (Keras 3
+    (a dict's missing output: no factor in Keras 2; Keras 3 raises a KeyError). Else why not: a loss for only some outputs or a None (Keras 3
     refuses the first and both Keras train only the outputs given one: not what the written loop sums)."""
     args = fitloop.bind(call, fitloop.COMPILE)
     if args is None:
@@ -3737,6 +3744,9 @@ def _per_output_losses(call: cst.Call, model: str, outputs: list[str]) -> list |
             keys = [literal_value(e.key, NOT_LITERAL) for e in weights.elements]
             if not all(isinstance(x, str) and x in outputs for x in keys) or len(set(keys)) != len(keys):
                 return f"loss_weights={{...}} is not keyed by names of {model}'s outputs ({', '.join(outputs)})"
+            if not keras2 and set(keys) != set(outputs):
+                return (f"loss_weights={{...}} gives no factor to some of {model}'s outputs ({', '.join(outputs)}), "
+                        "which Keras 3 refuses (KeyError when it builds the loss): give every output its factor")
             factors = dict(zip(keys, (e.value for e in weights.elements)))
         else:
             return (f"loss_weights={code(weights)} is not a literal list of one number per output of {model} or a dict "
