@@ -233,3 +233,11 @@ def test_sparse_labels_and_a_logits_loss_per_output(tmp_path, keras2):
     keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(src), trans.output, CLASSES_DRIVER, **env)
     compare_fit(keras_out, torch_out, ["loss", "kind_loss", "flag_loss", "val_loss", "val_kind_loss",
                                        "val_flag_loss"])
+
+
+def test_a_none_loss_of_an_unnamed_output_says_none():
+    # keras-io text_generation_with_miniature_gpt: loss=[loss_fn, None] for outputs=[outputs, x] built in a function
+    src = SRC.replace(', name="out_b"', "").replace(
+        'loss={"out_a": "mse", "out_b": "binary_crossentropy"}, loss_weights={"out_a": 1.0, "out_b": 0.5}',
+        'loss=["mse", None]')
+    assert "loss= gives one of model's outputs no loss (None)" in _compile_error(src)

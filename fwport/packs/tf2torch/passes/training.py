@@ -3399,10 +3399,15 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
     rule_of = lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or "")  # noqa: E731
-    outputs = _compiled_outputs(plan, model, call)
+    outputs = _compiled_outputs(plan, model, call, scope)
     per_output = None  # several outputs: [(name, its loss's node, its factor as written or "")]
     planned = call
     if isinstance(outputs, str):
+        given = call_argument(call, "loss", 1)
+        values = ([e.value for e in given.elements if isinstance(e, (cst.Element, cst.DictElement))]
+                  if isinstance(given, (cst.List, cst.Tuple, cst.Dict)) else [])
+        if any(literal_value(v, NOT_LITERAL) is None for v in values):
+            return refuse(_NO_LOSS.format(what=f"one of {model}'s outputs"))
         return refuse(outputs)
     if outputs is not None:
         per_output = _per_output_losses(call, model, outputs, ctx.version == 2)
@@ -3663,14 +3668,18 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
     return texts
 
 
-def _compiled_outputs(plan: _Plan, model: str, call: cst.Call) -> list[str] | str | None:
+_NO_LOSS = ("loss= gives {what} no loss (None), and Keras then trains only the others, with other "
+            "History keys: give every output a loss, or write the loop by hand")
+
+
+def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int) -> list[str] | str | None:
     """The names of the outputs of the model a compile compiles, where it is a functional ``keras.Model(inputs,
     [out_a, out_b, ...])`` of several outputs (every binding of the name the compile may see, as
     :meth:`_Training._model_inputs` reads them): each output a name bound once to a layer's call given a literal
     ``name=``, as Keras keys the losses by them; why not where the model has several outputs whose names fwport
     does not know; None for a model of one output or one fwport does not follow."""
     bindings = plan.model_inputs.get(model, [])
-    at, scope = plan.call_order.get(id(call), 0), plan.call_scope.get(id(call), 0)
+    at = plan.call_order.get(id(call), 0)
     before = [b for b in bindings if b[1] == scope and b[0] < at]
     seen = [before[-1][3]] if before else [b[3] for b in bindings if b[1] == 0] if scope != 0 else []
     several = [o for o in seen if isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple))
@@ -3732,8 +3741,7 @@ def _per_output_losses(call: cst.Call, model: str, outputs: list[str], keras2: b
         losses = {name: given for name in outputs}  # one loss: Keras gives it to every output
     for name, v in losses.items():
         if literal_value(v, NOT_LITERAL) is None:
-            return (f"loss= gives {model}'s output {name!r} no loss (None), and Keras then trains only the others, "
-                    "with other History keys: give every output a loss, or write the loop by hand")
+            return _NO_LOSS.format(what=f"{model}'s output {name!r}")
     weights = args.get("loss_weights")
     factors: dict = {}
     if weights is not None and literal_value(weights, NOT_LITERAL) is not None:
