@@ -241,3 +241,18 @@ def test_a_none_loss_of_an_unnamed_output_says_none():
         'loss={"out_a": "mse", "out_b": "binary_crossentropy"}, loss_weights={"out_a": 1.0, "out_b": 0.5}',
         'loss=["mse", None]')
     assert "loss= gives one of model's outputs no loss (None)" in _compile_error(src)
+
+
+def test_a_frozen_batchnorm_runs_in_inference_mode_in_the_loop_of_several_outputs():
+    """The written fit of several outputs puts a frozen BatchNorm in eval mode, as the single-output fit does (the
+    generator itself: the functional pass follows no `.trainable = False` of a layer of the model)."""
+    from fwport.packs.tf2torch.passes import fitloop
+
+    c = fitloop.Compiled("model", None, ("string", "keras.optimizers.SGD", None), ("string", "x", None),
+                         outputs=[("a", None, False, ""), ("b", None, False, "0.5")], frozen_batchnorm=True)
+    c.names = {"fit": "fit", "evaluate": "evaluate", "predict": "predict", "tensor": "as_float32"}
+    text = fitloop.multi_helpers(c, [{}, {"target": "float"}], lambda q: q)
+    assert text.count("module.eval()") == 1 and "if isinstance(module, (torch.nn.BatchNorm1d" in text
+    assert "loss = losses[0] + 0.5 * losses[1]" in text
+    assert 'losses = [loss_fn["a"](pred[0], yb[0]), loss_fn["b"](pred[1], yb[1].float().view_as(pred[1]))]' in text
+    compile(text, "fit.py", "exec")  # valid Python

@@ -463,12 +463,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    for epoch in range(epochs):",
         "        model.train()",
     ]
-    if c.frozen_batchnorm:  # Keras runs a frozen (trainable = False) BatchNormalization in inference mode
-        norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
-        lines += ["        for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
-                  f"            if isinstance(module, ({norms})) and module.affine and not any(",
-                  "                    p.requires_grad for p in module.parameters()):",
-                  "                module.eval()"]
+    lines += _frozen_lines(c, spell)
     if ms:
         lines += ["        for metric in metrics.values():", "            metric.reset_state()"]
     if cbs:
@@ -640,6 +635,18 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
     return "\n".join(lines) + "\n"
 
 
+def _frozen_lines(c: Compiled, spell) -> list[str]:
+    """fit's lines after model.train() where the file freezes a layer and has BatchNormalization: Keras runs a
+    frozen (trainable = False) BatchNormalization in inference mode."""
+    if not c.frozen_batchnorm:
+        return []
+    norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
+    return ["        for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
+            f"            if isinstance(module, ({norms})) and module.affine and not any(",
+            "                    p.requires_grad for p in module.parameters()):",
+            "                module.eval()"]
+
+
 def _output_loss(options: dict, from_logits: bool, name: str, i: int) -> str:
     """One output's loss of a batch: the torch loss ``loss_fn[name]`` of the model's i-th output and its labels, each
     prepared as the single-output loop prepares them (labels' dtype and shape, probabilities clipped as Keras
@@ -714,6 +721,7 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "    history = {key: [] for key in keys}",
         "    for epoch in range(epochs):",
         "        model.train()",
+        *_frozen_lines(c, spell),
         f"        order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
         "        sums = [0.0] * len(keys)",
         "        steps = 0",
