@@ -256,3 +256,39 @@ def test_a_frozen_batchnorm_runs_in_inference_mode_in_the_loop_of_several_output
     assert "loss = losses[0] + 0.5 * losses[1]" in text
     assert 'losses = [loss_fn["a"](pred[0], yb[0]), loss_fn["b"](pred[1], yb[1].float().view_as(pred[1]))]' in text
     compile(text, "fit.py", "exec")  # valid Python
+
+
+TWO_IN = '''
+import numpy as np
+from tensorflow import keras
+from tensorflow.keras import layers
+
+left = keras.Input(shape=(4,), name="left")
+right = keras.Input(shape=(2,), name="right")
+h = layers.Dense(8, activation="tanh")(layers.Concatenate()([left, right]))
+out_a = layers.Dense(1, name="out_a")(h)
+out_b = layers.Dense(1, activation="sigmoid", name="out_b")(h)
+model = keras.Model([left, right], [out_a, out_b])
+model.compile(optimizer=keras.optimizers.SGD(learning_rate=0.2),
+              loss={"out_a": "mse", "out_b": "binary_crossentropy"}, loss_weights=[1.0, 0.5])
+
+
+def train(x, ya, yb):
+    history = model.fit({"right": x[:, 2:], "left": x}, [ya, yb], validation_split=0.25, epochs=2, batch_size=4,
+                        shuffle=False, verbose=0)
+    return history.history, model.evaluate([x, x[:, 2:]], {"out_a": ya, "out_b": yb}, batch_size=4, verbose=0)
+'''
+
+TWO_IN_DRIVER = DRIVER.replace("W = [(rng.normal(size=(4, 8)) * 0.7)", "W = [(rng.normal(size=(6, 8)) * 0.7)")
+
+
+def test_several_inputs_and_several_outputs(tmp_path):
+    """keras-io's guides (functional_api, training_with_built_in_methods): x a dict by the inputs' names (or a list),
+    y a list or a dict by the outputs' names."""
+    trans = tx(TWO_IN)
+    assert errors(trans) == [], errors(trans)
+    out = trans.output
+    assert "fit(model, optimizer, loss_fn, [x, x[:, 2:]], [ya, yb]," in out
+    assert "pred = model(*xb)" in out
+    keras_out, torch_out = keras_and_torch(tmp_path, textwrap.dedent(TWO_IN), out, TWO_IN_DRIVER)
+    compare_fit(keras_out, torch_out, KEYS)

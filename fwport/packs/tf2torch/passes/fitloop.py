@@ -675,7 +675,8 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
     y is a list of arrays in the outputs' order or a dict by the outputs' names; the History holds "loss" (the
     batches' losses averaged by samples) and "<output>_loss" (each output's own loss, unweighted: Keras 3 averages
     them over the batches, each batch once; Keras 2 by samples), and val_ likewise; evaluate returns
-    [loss, *each output's loss]. Arrays only (batches, callbacks, class weights and metrics stay refused)."""
+    [loss, *each output's loss]. Arrays only (batches, callbacks, class weights and metrics stay refused); a model
+    of several inputs (``c.several``) takes x as a list of arrays, batched alike, and is called ``model(*xb)``."""
     n = c.names
     t, no_grad, randperm, arange = (spell("torch.as_tensor"), spell("torch.no_grad"), spell("torch.randperm"),
                                     spell("torch.arange"))
@@ -691,6 +692,8 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         extra.append('sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))')
     keys = ", ".join(f'"{k}_loss"' for k in names)
     lines = _conversions(n, spell, False, shared, True)
+    conv, take, samples, _ = _inputs_of(n["tensor"], c.several)  # several inputs: x a list of arrays
+    star = "*" if c.several else ""
     as_list = [
         "    if isinstance(y, dict):  # by the outputs' names, as Keras matches them",
         "        y = [y[name] for name in loss_fn]",
@@ -713,23 +716,24 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).") + '"""',
         *as_list,
         "    if validation_split and validation_data is None:",
-        "        split = int(len(x) * (1 - validation_split))",
-        "        x, y, validation_data = x[:split], [a[:split] for a in y], (x[split:], [a[split:] for a in y])",
-        f"    x, y = {n['tensor']}(x), [{n['tensor']}(a) for a in y]",
+        f"        split = int({samples('x')} * (1 - validation_split))",
+        f"        x, y, validation_data = {take('x', ':split')}, [a[:split] for a in y], ({take('x', 'split:')}, "
+        "[a[split:] for a in y])",
+        f"    x, y = {conv('x')}, [{n['tensor']}(a) for a in y]",
         "    batch_size = batch_size or 32",
         f'    keys = ["loss", {keys}]',
         "    history = {key: [] for key in keys}",
         "    for epoch in range(epochs):",
         "        model.train()",
         *_frozen_lines(c, spell),
-        f"        order = {randperm}(len(x)) if shuffle else {arange}(len(x))",
+        f"        order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
         "        sums = [0.0] * len(keys)",
         "        steps = 0",
-        "        for start in range(0, len(x), batch_size):",
+        f"        for start in range(0, {samples('x')}, batch_size):",
         "            batch = order[start:start + batch_size]",
-        "            xb, yb = x[batch], [a[batch] for a in y]",
+        f"            xb, yb = {take('x', 'batch')}, [a[batch] for a in y]",
         "            optimizer.zero_grad()",
-        "            pred = model(xb)",
+        f"            pred = model({star}xb)",
         *loss_lines,
         "            loss.backward()",
         *_clip_lines(c.clips, spell),
@@ -738,9 +742,9 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "            for i, value in enumerate(losses, 1):",
         f"                sums[i] += value.item(){' * len(batch)' if c.keras2 else ''}",
         "            steps += 1",
-        "        history[\"loss\"].append(sums[0] / len(x))",
+        f"        history[\"loss\"].append(sums[0] / {samples('x')})",
         "        for key, value in zip(keys[1:], sums[1:]):",
-        f"            history[key].append(value / {'len(x)' if c.keras2 else 'steps'})",
+        f"            history[key].append(value / {samples('x') if c.keras2 else 'steps'})",
         "        if validation_data is not None:",
         f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)",
         "            for key, value in zip(keys, val):",
@@ -754,21 +758,21 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         '    """model.evaluate of a model of several outputs: [the mean loss, *each output\'s loss] over the samples (each',
         "    output's averaged over the " + ("samples" if c.keras2 else "batches, as Keras 3 does") + "), in inference mode.\"\"\"",
         *as_list,
-        f"    x, y = {n['tensor']}(x), [{n['tensor']}(a) for a in y]",
+        f"    x, y = {conv('x')}, [{n['tensor']}(a) for a in y]",
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    sums = [0.0] * {len(names) + 1}",
         "    steps = 0",
         f"    with {no_grad}():",
-        "        for start in range(0, len(x), batch_size):",
-        "            xb, yb = x[start:start + batch_size], [a[start:start + batch_size] for a in y]",
-        "            pred = model(xb)",
+        f"        for start in range(0, {samples('x')}, batch_size):",
+        f"            xb, yb = {take('x', 'start:start + batch_size')}, [a[start:start + batch_size] for a in y]",
+        f"            pred = model({star}xb)",
         *loss_lines,
-        "            sums[0] += loss.item() * len(xb)",
+        "            sums[0] += loss.item() * len(yb[0])",
         "            for i, value in enumerate(losses, 1):",
-        f"                sums[i] += value.item(){' * len(xb)' if c.keras2 else ''}",
+        f"                sums[i] += value.item(){' * len(yb[0])' if c.keras2 else ''}",
         "            steps += 1",
-        f"    result = [sums[0] / len(x), *(value / {'len(x)' if c.keras2 else 'steps'} for value in sums[1:])]",
+        f"    result = [sums[0] / {samples('x')}, *(value / {samples('x') if c.keras2 else 'steps'} for value in sums[1:])]",
         "    if verbose:",
         '        print(f"evaluate - {result}")',
         *([f'    return dict(zip(["loss", {keys}], result)) if return_dict else result'] if c.return_dict
@@ -777,11 +781,11 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
         "",
         f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
         '    """model.predict of a model of several outputs: a list of NumPy arrays, one per output, in inference mode."""',
-        f"    x = {n['tensor']}(x)",
+        f"    x = {conv('x')}",
         "    batch_size = batch_size or 32",
         "    model.eval()",
         f"    with {no_grad}():",
-        "        outs = [model(x[start:start + batch_size]) for start in range(0, len(x), batch_size)]",
+        f"        outs = [model({star}{take('x', 'start:start + batch_size')}) for start in range(0, {samples('x')}, batch_size)]",
         f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]",
         "",
         "",

@@ -1235,7 +1235,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         # array per input, so it is a list, or an iterable of batches whose x is one)
         receiver = original_node.func.value.value
         several = bad is None and self._input_count(receiver, original_node) is not None
-        if several and self._several_outputs(receiver, original_node):
+        if several and self._several_outputs(receiver, original_node) and not c.outputs:
             bad = (f"{receiver} takes several inputs and gives several outputs, and the generated loops compute one "
                    "loss and predict one array: write the loop by hand")
             several = False
