@@ -98,3 +98,34 @@ def test_a_function_of_the_file_named_train_on_batch_keeps_its_name():
     out = tx(src).output
     assert "def model_train_on_batch(model, optimizer, loss_fn, x, y, return_dict=False):" in out
     assert "def train_on_batch(x, y):\n    return model_train_on_batch(model, optimizer, loss_fn, x, y)" in out
+
+
+SEVERAL_OUTPUTS = '''
+import numpy as np
+import keras
+from keras import layers
+
+inputs = keras.Input(shape=(4,))
+h = layers.Dense(8, activation="relu")(inputs)
+a = layers.Dense(1, name="out_a")(h)
+b = layers.Dense(3, name="out_b")(h)
+model = keras.Model(inputs, [a, b])
+model.compile(optimizer="sgd", loss={"out_a": "mse", "out_b": "sparse_categorical_crossentropy"})
+x = np.zeros((8, 4), "float32")
+ya, yb = np.zeros((8, 1), "float32"), np.zeros((8,), "int64")
+model.fit(x, [ya, yb], epochs=1)
+model.train_on_batch(x, [ya, yb])
+model.test_on_batch(x, [ya, yb])
+'''
+
+
+def test_train_on_batch_of_a_model_of_several_outputs_is_an_error():
+    """The loss-per-output loops write fit / evaluate / predict only: a train_on_batch there is refused at its
+    line (it had become a call of a function the file did not define); test_on_batch is the written evaluate."""
+    r = tx(SEVERAL_OUTPUTS)
+    line = SEVERAL_OUTPUTS.lstrip("\n").splitlines().index("model.train_on_batch(x, [ya, yb])") + 1
+    said = [f for f in r.findings if f.severity == "error"]
+    assert said and {f.line for f in said} == {line}
+    assert any("several outputs" in f.message for f in said)
+    assert "def train_on_batch" not in r.output
+    assert "evaluate(model, loss_fn, x, [ya, yb], verbose=0)" in r.output

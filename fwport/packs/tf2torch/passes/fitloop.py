@@ -23,9 +23,12 @@ evaluate take, reset and update per batch. ``fit(class_weight=...)`` weighs each
 (Keras's cross-entropies, MSE, MAE, Huber); a cross-entropy of a Sequential's final sigmoid / softmax takes its
 logits (``Compiled.activation_logits``). A functional model of several inputs (``Compiled.several``) is given x as a
 list of arrays, one per input (a dict: its values in the order of the inputs' names), each batched with the same
-indices, and called ``model(*xb)``. Only what the loop reproduces is translated: sample weights, class
-weights of other losses, several losses, metrics without a written class are left to model_api's errors (the whole
-compile then stays Keras).
+indices, and called ``model(*xb)``. A functional model of several outputs compiled with a loss per output (a list, a
+dict by the outputs' names, or one loss for all; ``loss_weights`` a literal list or dict) gets ``loss_fn = {output:
+torch loss}`` and loops of arrays of their own (:func:`multi_helpers`, ``Compiled.outputs``) that sum each output's
+loss times its factor and write Keras's History keys (``<output>_loss``). Only what the loop reproduces is
+translated: sample weights, class weights of other losses, a loss for only some outputs, per-output metrics,
+metrics without a written class are left to model_api's errors (the whole compile then stays Keras).
 
 Also written here: ``TrainStepModule``, the base of a Keras model with its own ``train_step`` (its
 compile / fit), the metric classes, and the callback classes (EarlyStopping, ModelCheckpoint,
@@ -145,6 +148,11 @@ class Compiled:
     sources: set = field(default_factory=set)  # its model's name and builders (ctx.models keys)
     base_names: dict = field(default_factory=dict)  # fit / evaluate / predict before a suffix
     placeholders: dict = field(default_factory=dict)  # ... and the names calls get until finish names them
+    # a model of several outputs compiled with a loss per output (or one loss for all): [(the output's name, its loss
+    # plan, its from_logits, its loss_weights= factor as written or "")] in the model's output order; loss_fn is then
+    # a dict {output name: torch loss}, and the written loops sum each output's loss times its factor (Keras's sum)
+    outputs: list = field(default_factory=list)
+    keras2: bool = False  # Keras 2 code: each output's loss in the History is averaged by samples (Keras 3: by batches)
 
 
 def bind(call: cst.Call, params: tuple) -> dict | None:
@@ -467,12 +475,7 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         "    for epoch in range(epochs):",
         "        model.train()",
     ]
-    if c.frozen_batchnorm:  # Keras runs a frozen (trainable = False) BatchNormalization in inference mode
-        norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
-        lines += ["        for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
-                  f"            if isinstance(module, ({norms})) and module.affine and not any(",
-                  "                    p.requires_grad for p in module.parameters()):",
-                  "                module.eval()"]
+    lines += _frozen_lines(c, spell)
     if ms:
         lines += ["        for metric in metrics.values():", "            metric.reset_state()"]
     if cbs:
@@ -696,6 +699,164 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
                   '        return {"loss": result}']
         return lines + ["    return result"]
     return lines + ["    return dict(zip(keys, result)) if return_dict else result"]
+
+
+def _frozen_lines(c: Compiled, spell) -> list[str]:
+    """fit's lines after model.train() where the file freezes a layer and has BatchNormalization: Keras runs a
+    frozen (trainable = False) BatchNormalization in inference mode."""
+    if not c.frozen_batchnorm:
+        return []
+    norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
+    return ["        for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
+            f"            if isinstance(module, ({norms})) and module.affine and not any(",
+            "                    p.requires_grad for p in module.parameters()):",
+            "                module.eval()"]
+
+
+def _output_loss(options: dict, from_logits: bool, name: str, i: int) -> str:
+    """One output's loss of a batch: the torch loss ``loss_fn[name]`` of the model's i-th output and its labels, each
+    prepared as the single-output loop prepares them (labels' dtype and shape, probabilities clipped as Keras
+    clips them, the class axis second)."""
+    p, y = f"pred[{i}]", f"yb[{i}]"
+    target = {"long": f"{y}.long().reshape({p}.shape[:-1])", "float": f"{y}.float().view_as({p})",
+              "same": f"{y}.view_as({p})"}.get(options.get("target", ""), y)
+    prob = "" if from_logits else options.get("probabilities_input", "")
+    inp = {"log-clip": f"torch.log({p}.clamp(1e-7, 1 - 1e-7))", "clip": f"{p}.clamp(1e-7, 1 - 1e-7)"}.get(prob, p)
+    if options.get("classes_first"):
+        inp += ".movedim(-1, 1)"
+        target = target if options.get("target") == "long" else f"{target}.movedim(-1, 1)"
+    return f"loss_fn[{quoted(name)}]({inp}, {target})"
+
+
+def quoted(name: str) -> str:
+    """A string literal of ``name``, in double quotes as the written code has them."""
+    return f'"{name}"' if '"' not in name and "\\" not in name else repr(name)
+
+
+def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regularized: bool = False,
+                  added: bool = False) -> str:
+    """fit / evaluate / predict of a model of several outputs compiled with a loss per output (``c.outputs``;
+    ``options``: each output's loss options). Keras's semantics: the loss of a batch is the sum of each output's loss
+    times its loss_weights= factor (the layers' regularizers and add_loss terms added, as Keras adds model.losses);
+    y is a list of arrays in the outputs' order or a dict by the outputs' names; the History holds "loss" (the
+    batches' losses averaged by samples) and "<output>_loss" (each output's own loss, unweighted: Keras 3 averages
+    them over the batches, each batch once; Keras 2 by samples), and val_ likewise; evaluate returns
+    [loss, *each output's loss]. Arrays only (batches, callbacks, class weights and metrics stay refused); a model
+    of several inputs (``c.several``) takes x as a list of arrays, batched alike, and is called ``model(*xb)``."""
+    n = c.names
+    t, no_grad, randperm, arange = (spell("torch.as_tensor"), spell("torch.no_grad"), spell("torch.randperm"),
+                                    spell("torch.arange"))
+    log = spell("torch.log")
+    names = [o[0] for o in c.outputs]
+    losses = ", ".join(_output_loss(opts, o[2], o[0], i).replace("torch.log(", f"{log}(")
+                       for i, (o, opts) in enumerate(zip(c.outputs, options)))
+    total = " + ".join(f"{o[3]} * losses[{i}]" if o[3] else f"losses[{i}]" for i, o in enumerate(c.outputs))
+    extra = []
+    if regularized:
+        extra.append('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))')
+    if added:
+        extra.append('sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))')
+    keys = ", ".join(f'"{k}_loss"' for k in names)
+    lines = _conversions(n, spell, False, shared, True)
+    conv, take, samples, _ = _inputs_of(n["tensor"], c.several)  # several inputs: x a list of arrays
+    star = "*" if c.several else ""
+    as_list = [
+        "    if isinstance(y, dict):  # by the outputs' names, as Keras matches them",
+        "        y = [y[name] for name in loss_fn]",
+        "    elif not isinstance(y, (list, tuple)) or len(y) != len(loss_fn):",
+        f'        raise TypeError("y: a list of {len(names)} arrays, one per output of the model, or a dict by their names")',
+    ]
+    loss_lines = [
+        f"            losses = [{losses}]",
+        f"            loss = {total}",
+        *(f"            loss = loss + {e}" for e in extra),
+    ]
+    lines += [
+        f"def {n['fit']}(model, optimizer, loss_fn, x, y, batch_size=None, epochs=1, verbose=1, validation_split=0.0,",
+        "        validation_data=None, shuffle=True):",
+        '    """model.fit of a model of several outputs as Keras runs it: loss_fn {output name: its loss}, y a list of',
+        "    arrays in the outputs' order (or a dict by their names); each batch's loss is the sum of each output's loss",
+        "    times its loss_weights factor. The last validation_split of the samples held out before shuffling, the rest",
+        "    shuffled every epoch, batches of 32 by default; returns Keras's History.history: \"loss\" averaged over the",
+        "    samples, \"<output>_loss\" each output's unweighted loss averaged over the "
+        + ("samples (Keras 2)." if c.keras2 else "batches (Keras 3: each\n    batch counts once).") + '"""',
+        *as_list,
+        "    if validation_split and validation_data is None:",
+        f"        split = int({samples('x')} * (1 - validation_split))",
+        f"        x, y, validation_data = {take('x', ':split')}, [a[:split] for a in y], ({take('x', 'split:')}, "
+        "[a[split:] for a in y])",
+        f"    x, y = {conv('x')}, [{n['tensor']}(a) for a in y]",
+        "    batch_size = batch_size or 32",
+        f'    keys = ["loss", {keys}]',
+        "    history = {key: [] for key in keys}",
+        "    for epoch in range(epochs):",
+        "        model.train()",
+        *_frozen_lines(c, spell),
+        f"        order = {randperm}({samples('x')}) if shuffle else {arange}({samples('x')})",
+        "        sums = [0.0] * len(keys)",
+        "        steps = 0",
+        f"        for start in range(0, {samples('x')}, batch_size):",
+        "            batch = order[start:start + batch_size]",
+        f"            xb, yb = {take('x', 'batch')}, [a[batch] for a in y]",
+        "            optimizer.zero_grad()",
+        f"            pred = model({star}xb)",
+        *loss_lines,
+        "            loss.backward()",
+        *_clip_lines(c.clips, spell),
+        "            optimizer.step()",
+        "            sums[0] += loss.item() * len(batch)",
+        "            for i, value in enumerate(losses, 1):",
+        f"                sums[i] += value.item(){' * len(batch)' if c.keras2 else ''}",
+        "            steps += 1",
+        f"        history[\"loss\"].append(sums[0] / {samples('x')})",
+        "        for key, value in zip(keys[1:], sums[1:]):",
+        f"            history[key].append(value / {samples('x') if c.keras2 else 'steps'})",
+        "        if validation_data is not None:",
+        f"            val = {n['evaluate']}(model, loss_fn, *validation_data, batch_size=batch_size, verbose=0)",
+        "            for key, value in zip(keys, val):",
+        '                history.setdefault(f"val_{key}", []).append(value)',
+        "        if verbose:",
+        '            print(f"Epoch {epoch + 1}/{epochs} - " + " - ".join(f"{k}: {v[-1]:.4f}" for k, v in history.items()))',
+        "    return history",
+        "",
+        "",
+        f"def {n['evaluate']}(model, loss_fn, x, y, batch_size=None, verbose=1{', return_dict=False' if c.return_dict else ''}):",
+        '    """model.evaluate of a model of several outputs: [the mean loss, *each output\'s loss] over the samples (each',
+        "    output's averaged over the " + ("samples" if c.keras2 else "batches, as Keras 3 does") + "), in inference mode.\"\"\"",
+        *as_list,
+        f"    x, y = {conv('x')}, [{n['tensor']}(a) for a in y]",
+        "    batch_size = batch_size or 32",
+        "    model.eval()",
+        f"    sums = [0.0] * {len(names) + 1}",
+        "    steps = 0",
+        f"    with {no_grad}():",
+        f"        for start in range(0, {samples('x')}, batch_size):",
+        f"            xb, yb = {take('x', 'start:start + batch_size')}, [a[start:start + batch_size] for a in y]",
+        f"            pred = model({star}xb)",
+        *loss_lines,
+        "            sums[0] += loss.item() * len(yb[0])",
+        "            for i, value in enumerate(losses, 1):",
+        f"                sums[i] += value.item(){' * len(yb[0])' if c.keras2 else ''}",
+        "            steps += 1",
+        f"    result = [sums[0] / {samples('x')}, *(value / {samples('x') if c.keras2 else 'steps'} for value in sums[1:])]",
+        "    if verbose:",
+        '        print(f"evaluate - {result}")',
+        *([f'    return dict(zip(["loss", {keys}], result)) if return_dict else result'] if c.return_dict
+          else ["    return result"]),
+        "",
+        "",
+        f"def {n['predict']}(model, x, batch_size=None, verbose=1):",
+        '    """model.predict of a model of several outputs: a list of NumPy arrays, one per output, in inference mode."""',
+        f"    x = {conv('x')}",
+        "    batch_size = batch_size or 32",
+        "    model.eval()",
+        f"    with {no_grad}():",
+        f"        outs = [model({star}{take('x', 'start:start + batch_size')}) for start in range(0, {samples('x')}, batch_size)]",
+        f"    return [{spell('torch.cat')}(list(parts)).detach().numpy() for parts in zip(*outs)]",
+        "",
+        "",
+    ]
+    return "\n".join(lines) + "\n"
 
 
 def _total(batch_loss: str, penalty: str, added: bool, count: str) -> list[str]:

@@ -328,6 +328,9 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
         # is bound to (None: anything else)
         self.model_inputs: dict[str, list] = {}
         self.input_names: dict[str, list] = {}
+        # name → for each of its bindings, the literal name= of the layer whose call gives it (`Dense(1, name="a")(h)`;
+        # None: anything else): the names of a functional model's outputs, by which Keras keys their losses
+        self.layer_names: dict[str, list] = {}
         # the file trains with code of its own (a GradientTape, apply_gradients / minimize, a read of a model's
         # .losses): the terms layers give add_loss may be summed there, where no written loop adds them
         self.own_training = False
@@ -411,6 +414,10 @@ class _Plan(ScopedResolver, cst.CSTVisitor):
                 # (name= by keyword: Keras 2's third positional parameter is name, Keras 3's dtype)
                 given = call_argument(node.value, "name", star_stops=True) if q == "keras.Input" else None
                 self.input_names.setdefault(name, []).append(literal_value(given, None) if given is not None
+                                                             else None)
+                layer = node.value.func if isinstance(node.value, cst.Call) else None
+                named_as = call_argument(layer, "name", star_stops=True) if isinstance(layer, cst.Call) else None
+                self.layer_names.setdefault(name, []).append(literal_value(named_as, None) if named_as is not None
                                                              else None)
                 if isinstance(node.value, cst.Call):
                     q = self.qualname(node.value.func)
@@ -1063,6 +1070,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 if isinstance(compiled, cst.Call) and len(compiled.args) == len(call.args) else None
         elif loss_kind == "function":
             loss = _loss_function(loss_node, loss_rule, self.ctx)
+        elif c.outputs:  # a loss per output: {output name: its torch loss}, which the written loops index
+            loss = self._output_losses(c)
         else:
             m = map_call(loss_node if loss_kind == "call" else cst.Call(cst.Name("loss")), loss_rule, self.ctx,
                          loss_node)
@@ -1113,12 +1122,28 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             body.insert(at + len(made), cst.Expr(cst.Call(cst.Name(MARK))))
         return updated_node.with_changes(body=body)
 
+    def _output_losses(self, c: fitloop.Compiled) -> cst.Dict | None:
+        """A compile's loss per output → ``{"out_a": nn.MSELoss(), ...}`` in the outputs' order (None where a rule
+        refuses one)."""
+        elements = []
+        for name, (kind, rule, node, *_), _, _ in c.outputs:
+            rule = self.ctx.pack.by_name[rule] if isinstance(rule, str) else rule
+            m = map_call(node if kind == "call" else cst.Call(cst.Name("loss")), rule, self.ctx, node)
+            m.extras.update(calls_adapted=True, compiled=True)
+            built = build_call(m, self.ctx)
+            if built is None:
+                return None
+            elements.append(cst.DictElement(cst.SimpleString(fitloop.quoted(name)), built))
+        return cst.Dict(elements)
+
     def _fresh_loss(self, c: fitloop.Compiled) -> cst.BaseExpression | None:
         """The torch loss of a planned compile, built again (for an evaluate outside the function that compiled):
         a loss rule's object or function, or the name a module-level loss / the file's own loss function has;
         None for a loss object of the file's class created in the compile."""
         loss_kind, loss_rule, loss_node, *_ = c.loss
         loss_rule = self.ctx.pack.by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
+        if c.outputs:
+            return self._output_losses(c)
         if loss_kind == "name" or (loss_kind == "function" and loss_rule is None) or (loss_kind == "object"
                                                                                       and c.loss[3]):
             return cst.Name(c.names["loss_fn"])
@@ -1211,7 +1236,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         # array per input, so it is a list, or an iterable of batches whose x is one)
         receiver = original_node.func.value.value
         several = bad is None and self._input_count(receiver, original_node) is not None
-        if several and self._several_outputs(receiver, original_node):
+        if several and self._several_outputs(receiver, original_node) and not c.outputs:
             bad = (f"{receiver} takes several inputs and gives several outputs, and the generated loops compute one "
                    "loss and predict one array: write the loop by hand")
             several = False
@@ -1227,6 +1252,21 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             count = self._input_count(receiver, original_node)
             bad = (f"x={code(args['x'])} is one array, and {receiver} takes {count} inputs: give a list of one array "
                    "per input")
+        if bad is None and c.outputs and method != "predict":  # a loss per output: the plain loop of arrays
+            steps = {"steps_per_epoch", "validation_steps", "steps"} & {
+                k for k, v in args.items() if literal_value(v, NOT_LITERAL) is not None}
+            if method == "train_on_batch":
+                bad = "train_on_batch of a model of several outputs is not written yet (fit of arrays is)"
+            elif "y" not in args or steps:
+                bad = ("x is an iterable of batches or steps are counted, which the written loop of a model of several "
+                       "outputs does not read yet: give x and y as arrays")
+            elif method == "fit" and "callbacks" in args and literal_value(args["callbacks"], NOT_LITERAL) not in (
+                    None, [], ()):
+                bad = "callbacks= of a fit of a model of several outputs are not translated yet"
+            elif weighted:
+                bad = "class_weight= of a model of several outputs is not translated"
+            elif given is not None:
+                bad = "the model is given to a function of the file, which the written loop of several outputs does not follow"
         fresh = self._given_call(original_node, given, method, args) if given is not None and bad is None else []
         if isinstance(fresh, str):
             self.ctx.report(Severity.ERROR, "unsupported-construct", f"{code(original_node)}: {fresh}", original_node)
@@ -3223,7 +3263,9 @@ def _plan_compiles(plan: _Plan, ctx: FileContext, models: _Models | None) -> lis
         loss_rule = c.loss[1] if c.loss[0] in ("call", "name", "function", "object") else ctx.pack.by_name[c.loss[1]]
         c.key = (loss_rule.id if loss_rule is not None else (c.loss[0], c.loss[3]), c.from_logits,
                  c.activation_logits, c.accuracy, c.accuracy_name, c.accuracy_kind, bool(c.schedule),
-                 tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics)
+                 tuple(sorted(c.clips.items())), bool(c.metrics), c.logit_metrics,
+                 tuple((name, plan_[1] if isinstance(plan_[1], str) else plan_[1].id, logits, factor)
+                       for name, plan_, logits, factor in c.outputs), c.keras2 if c.outputs else False)
         # where the model comes from, for finish to read its layout (ctx.models): its name, its builder
         c.sources = {model, c.factory, *plan.instances.get(model, ())} - {""}
         for arg in models.param_args.get((scope, model), []) if models is not None else ():
@@ -3330,6 +3372,11 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             why = said[1].split(_NOT_THIS_ONE, 1)[1][:-1]
         refusals[id(call)] = why
         return None
+    said = comment_error(plan.compile_statements.get(id(call)), f"{model}.compile(...) is a Keras model method")
+    if said is not None and _NOT_THIS_ONE in said[1] and said[1].endswith(")"):
+        # a translation's compile that fwport refused: refused again (its model is an nn.Module by then, whose
+        # outputs fwport no longer reads as a Keras model's)
+        return refuse("")
     classes = plan.instances.get(model)
     if classes and classes <= plan.train_step_classes:
         return None  # its compile / fit are TrainStepModule's methods
@@ -3437,8 +3484,29 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
         return out if isinstance(out, list) else f"{out} (the written-out loop updates the metric strings and " \
             "keras.metrics objects fwport has a class for; compute the others by hand in the loop)"
 
-    c = fitloop.plan_compile(call, model, lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or ""), named,
-                             named_loss, loss_function, metric_list, loss_object)
+    rule_of = lambda n: ctx.pack.by_name.get(ctx.imports.resolve(n.func) or "")  # noqa: E731
+    outputs = _compiled_outputs(plan, model, call, scope)
+    per_output = None  # several outputs: [(name, its loss's node, its factor as written or "")]
+    planned = call
+    if isinstance(outputs, str):
+        given = call_argument(call, "loss", 1)
+        values = ([e.value for e in given.elements if isinstance(e, (cst.Element, cst.DictElement))]
+                  if isinstance(given, (cst.List, cst.Tuple, cst.Dict)) else [])
+        if any(literal_value(v, NOT_LITERAL) is None for v in values):
+            return refuse(_NO_LOSS.format(what=f"one of {model}'s outputs"))
+        return refuse(outputs)
+    if outputs is not None:
+        per_output = _per_output_losses(call, model, outputs, ctx.version == 2)
+        if isinstance(per_output, str):
+            return refuse(per_output)
+        # the optimizer (and what else compile gives) planned as a compile of the first output's loss alone
+        planned = _with_loss(call, per_output[0][1])
+    c = fitloop.plan_compile(planned, model, rule_of, named, named_loss, loss_function, metric_list, loss_object)
+    if per_output is not None and not isinstance(c, str):
+        c.call = call
+        made = _plan_outputs(c, per_output, rule_of, ctx)
+        if isinstance(made, str):
+            return refuse(made)
     if isinstance(c, str):
         if c.startswith("optimizer= is neither") and optimizer_why:
             c = f"optimizer={code(call_argument(call, 'optimizer', 0))}: {optimizer_why[0]}"
@@ -3664,6 +3732,12 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
                                          regularized=regularized, added=added))
             inputs_written = inputs_written or channels_first
             continue
+        if rep.outputs:  # a loss per output
+            options = [optim.loss_options(ctx.pack.by_name[r] if isinstance(r, str) else r, ctx)
+                       for _, (_, r, *_), _, _ in rep.outputs]
+            texts.append(fitloop.multi_helpers(rep, options, ctx.spell_text, shared=i == 0, regularized=regularized,
+                                               added=added))
+            continue
         kind, rule, *_ = rep.loss
         if kind == "string":
             rule = ctx.pack.by_name[rule]
@@ -3680,6 +3754,151 @@ def _fit_functions(compiled: list[fitloop.Compiled], ctx: FileContext) -> list[s
         loss_args_written = loss_args_written or kind == "function"
         weights_written = weights_written or rep.class_weight
     return texts
+
+
+_NO_LOSS = ("loss= gives {what} no loss (None), and Keras then trains only the others, with other "
+            "History keys: give every output a loss, or write the loop by hand")
+
+
+def _compiled_outputs(plan: _Plan, model: str, call: cst.Call, scope: int) -> list[str] | str | None:
+    """The names of the outputs of the model a compile compiles, where it is a functional ``keras.Model(inputs,
+    [out_a, out_b, ...])`` of several outputs (every binding of the name the compile may see, as
+    :meth:`_Training._model_inputs` reads them): each output a name bound once to a layer's call given a literal
+    ``name=``, as Keras keys the losses by them; why not where the model has several outputs whose names fwport
+    does not know; None for a model of one output or one fwport does not follow."""
+    bindings = plan.model_inputs.get(model, [])
+    at = plan.call_order.get(id(call), 0)
+    before = [b for b in bindings if b[1] == scope and b[0] < at]
+    seen = [before[-1][3]] if before else [b[3] for b in bindings if b[1] == 0] if scope != 0 else []
+    several = [o for o in seen if isinstance(o, cst.Dict) or (isinstance(o, (cst.List, cst.Tuple))
+                                                              and len(o.elements) != 1)]
+    if not several:
+        return None
+    names = set()
+    for o in seen:
+        if not isinstance(o, (cst.List, cst.Tuple)) or any(not isinstance(e, cst.Element) for e in o.elements):
+            return (f"{model} gives several outputs, not as a list of names (a dict of outputs, a model fwport does not "
+                    "follow): write the loop by hand, its loss the sum of each output's loss times its loss_weights= "
+                    "factor")
+        found = []
+        for e in o.elements:
+            bound = plan.layer_names.get(e.value.value, []) if isinstance(e.value, cst.Name) else []
+            found.append(bound[0] if len(bound) == 1 and isinstance(bound[0], str) else None)
+        if None in found:
+            return (f"{model} gives several outputs, and fwport does not know the name of each (a name bound once to "
+                    "a layer's call given a literal name=, `out = layers.Dense(1, name=\"out\")(h)`), by which Keras "
+                    "matches a dict of losses and writes each output's loss into the History (\"out_loss\"): name "
+                    "the output layers")
+        names.add(tuple(found))
+    if len(names) != 1:
+        return f"{model} is bound to models of different outputs before this compile: compile each where it is built"
+    return list(names.pop())
+
+
+def _per_output_losses(call: cst.Call, model: str, outputs: list[str], keras2: bool) -> list | str:
+    """compile's loss= for a model of several outputs → [(output name, its loss's node, its loss_weights= factor as
+    written, "" for none)] in the outputs' order: a list / tuple of one loss per output, a dict keyed by every
+    output's name, or one loss (Keras gives it to every output); loss_weights= a literal list or dict of numbers
+    (a dict's missing output: no factor in Keras 2; Keras 3 raises a KeyError). Else why not: a loss for only some outputs or a None (Keras 3
+    refuses the first and both Keras train only the outputs given one: not what the written loop sums)."""
+    args = fitloop.bind(call, fitloop.COMPILE)
+    if args is None:
+        return "its arguments cannot be bound statically"
+    if sum(a.keyword is None for a in call.args) > 2:
+        return ("compile's arguments after loss= are given by position, which Keras 2 and Keras 3 read in different "
+                "orders (loss_weights, metrics): give them by keyword")
+    given = args.get("loss")
+    if given is None:
+        return "no loss is given"
+    k = len(outputs)
+    if isinstance(given, (cst.List, cst.Tuple)):
+        values = [e.value if isinstance(e, cst.Element) else None for e in given.elements]
+        if None in values or len(values) != k:
+            return (f"loss=[...] gives {len(values)} losses, and {model} has {k} outputs ({', '.join(outputs)}): give "
+                    "one loss per output, in their order (Keras trains only the outputs given one)")
+        losses = dict(zip(outputs, values))
+    elif isinstance(given, cst.Dict):
+        keys = [literal_value(e.key, NOT_LITERAL) if isinstance(e, cst.DictElement) else NOT_LITERAL
+                for e in given.elements]
+        if not all(isinstance(x, str) for x in keys) or len(set(keys)) != len(keys) or set(keys) != set(outputs):
+            return (f"loss={{...}} is not keyed by exactly the names of {model}'s outputs ({', '.join(outputs)}): give "
+                    "every output a loss (Keras 3 refuses a dict that misses one, Keras 2 trains only those given)")
+        by_key = dict(zip(keys, (e.value for e in given.elements)))
+        losses = {name: by_key[name] for name in outputs}
+    else:
+        losses = {name: given for name in outputs}  # one loss: Keras gives it to every output
+    for name, v in losses.items():
+        if literal_value(v, NOT_LITERAL) is None:
+            return _NO_LOSS.format(what=f"{model}'s output {name!r}")
+    weights = args.get("loss_weights")
+    factors: dict = {}
+    if weights is not None and literal_value(weights, NOT_LITERAL) is not None:
+        if isinstance(weights, (cst.List, cst.Tuple)) and all(isinstance(e, cst.Element) for e in weights.elements) \
+                and len(weights.elements) == k:
+            factors = dict(zip(outputs, (e.value for e in weights.elements)))
+        elif isinstance(weights, cst.Dict) and all(isinstance(e, cst.DictElement) for e in weights.elements):
+            keys = [literal_value(e.key, NOT_LITERAL) for e in weights.elements]
+            if not all(isinstance(x, str) and x in outputs for x in keys) or len(set(keys)) != len(keys):
+                return f"loss_weights={{...}} is not keyed by names of {model}'s outputs ({', '.join(outputs)})"
+            if not keras2 and set(keys) != set(outputs):
+                return (f"loss_weights={{...}} gives no factor to some of {model}'s outputs ({', '.join(outputs)}), "
+                        "which Keras 3 refuses (KeyError when it builds the loss): give every output its factor")
+            factors = dict(zip(keys, (e.value for e in weights.elements)))
+        else:
+            return (f"loss_weights={code(weights)} is not a literal list of one number per output of {model} or a dict "
+                    "by their names")
+        for name, f in factors.items():
+            value = literal_value(f, NOT_LITERAL)
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                return f"loss_weights= gives {name!r} {code(f)}, not a literal number"
+    return [(name, losses[name], code(factors[name]).strip() if name in factors else "") for name in outputs]
+
+
+def _with_loss(call: cst.Call, loss: cst.BaseExpression) -> cst.Call:
+    """The compile call with ``loss`` as its loss and no loss_weights (the plan of its optimizer and metrics)."""
+    args, at = [], 0
+    for a in call.args:
+        if a.keyword is None:
+            args.append(a.with_changes(value=loss) if at == 1 else a)
+            at += 1
+        elif a.keyword.value == "loss":
+            args.append(a.with_changes(value=loss))
+        elif a.keyword.value != "loss_weights":
+            args.append(a)
+    return call.with_changes(args=args)
+
+
+def _plan_outputs(c: fitloop.Compiled, per_output: list, rule_of, ctx: FileContext) -> str | None:
+    """Each output's loss planned (``c.outputs``): a Keras loss by its name or an object the compile creates
+    (``keras.losses.Huber(delta=2.0)``), with a literal from_logits; else why not."""
+    if c.metrics or c.accuracy:
+        return ("metrics= of a model of several outputs (Keras computes them per output: \"out_a_mae\") are not "
+                "translated yet: compute them in a loop written by hand, or compile without them")
+    if c.schedule:
+        return "a learning-rate schedule with a loss per output is not translated yet"
+    c.outputs = []
+    for name, node, factor in per_output:
+        one = fitloop.plan_compile(cst.Call(cst.Name("compile"), [cst.Arg(node, keyword=cst.Name("loss"))]), c.model,
+                                   rule_of)
+        if isinstance(one, str) or one.loss[0] not in ("string", "call"):
+            return (f"the loss of output {name!r}, {code(node)}, is neither one of Keras's loss names "
+                    f"({', '.join(sorted(fitloop.LOSSES))}) nor a Keras loss object created there")
+        logits = False
+        if one.loss[0] == "call":
+            value = bind_call(one.loss[2], one.loss[1]).values.get("from_logits")
+            logits = False if value is None else literal_value(value, NOT_LITERAL)
+            if logits not in (True, False):
+                return f"the loss of output {name!r} has a from_logits that is not a literal True/False"
+        rule = one.loss[1] if one.loss[0] == "call" else ctx.pack.by_name[one.loss[1]]
+        if not logits and optim.loss_options(rule, ctx).get("probabilities_input"):
+            optim.probabilities_warning(ctx, c.call, rule.names[0].rsplit(".", 1)[-1])
+        probe = fitloop.Compiled(c.model, c.call, c.optimizer, one.loss)
+        if not _builds(probe, ctx):
+            return (f"the loss of output {name!r} is refused where it stands (see the finding on it, once written as "
+                    "a torch.nn object)")
+        c.outputs.append((name, one.loss, logits, factor))
+    c.keras2 = ctx.version == 2
+    return None
 
 
 def _plain(node: cst.BaseExpression) -> bool:
