@@ -100,3 +100,114 @@ def test_an_imported_layer_without_a_rule_after_the_flatten_is_not_silent():
     ''')
     assert "ChannelsLastReshape((-1,))" in r.output and "nn.Flatten()" not in r.output
     assert any("is read by Mystery" in m for m in messages(r, Severity.INFO))
+
+
+# --- model.get_layer(...) on a translated model -------------------------------------------------------
+
+def _run(code_text: str, program: str, tail: str) -> dict:
+    """Run ``program`` (a file's text) then ``tail`` in a fresh interpreter; ``tail`` prints one JSON object."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "prog.py"
+        path.write_text(program + "\n" + tail)
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+        p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=600, cwd=d)
+        assert p.returncode == 0, (code_text, p.stderr[-3000:])
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+_GET_LAYER = '''
+import numpy as np
+import keras
+from keras import layers
+
+
+def build():
+    inp = keras.Input(shape=(4,), dtype="int32")
+    x = layers.Embedding(10, 3, name="emb")(inp)
+    h = layers.Flatten()(x)
+    out = layers.Dense(2, activation="relu", name="head")(h)
+    return keras.Model(inp, out)
+
+
+model = build()
+model.get_layer("emb").set_weights([np.arange(30, dtype="float32").reshape(10, 3) / 10.0])
+table = model.get_layer("emb").get_weights()[0]
+model.get_layer("head").trainable = False
+model.get_layer(index=1).trainable = False
+
+
+def seq():
+    return keras.Sequential([keras.Input(shape=(6,)), layers.Dense(4, activation="relu", name="a"),
+                             layers.Dense(3, name="b")])
+
+
+s = seq()
+s.get_layer("b").trainable = False
+'''
+
+
+def test_get_layer_on_translated_models_is_the_module_holding_its_weights():
+    """get_layer("name") / get_layer(index=i) on a functional model and a Sequential (from a builder of the file)
+    → the module holding the layer's weights, for freezing, and for an Embedding's get_weights() / set_weights():
+    the table read back, the frozen parameters and the model's output are Keras's."""
+    r = tr(_GET_LAYER)
+    assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
+    out = r.output
+    assert "model.emb.weight.data.copy_(torch.as_tensor(" in out
+    assert "table = [model.emb.weight.detach().cpu().numpy()][0]" in out
+    assert "model.head.requires_grad_(False)" in out and "model.emb.requires_grad_(False)" in out
+    assert "s[2].requires_grad_(False)" in out and "get_layer" not in out
+    keras_tail = '''
+import json
+x = np.array([[1, 2, 3, 9], [0, 4, 4, 5]], dtype="int32")
+print(json.dumps({"table": table.tolist(), "frozen": [len(l.trainable_weights) for l in model.layers],
+                  "seq_frozen": [len(l.trainable_weights) for l in s.layers], "emb": model.layers[1](x).numpy().tolist()}))
+'''
+    torch_tail = '''
+import json
+x = torch.tensor([[1, 2, 3, 9], [0, 4, 4, 5]])
+mods = [None, model.emb, model.flatten, model.head]
+print(json.dumps({"table": table.tolist(),
+                  "frozen": [0 if m is None else sum(p.requires_grad for p in m.parameters()) for m in mods],
+                  "seq_frozen": [sum(p.requires_grad for p in s[i].parameters()) for i in (0, 2)],
+                  "emb": model.emb(x).detach().numpy().tolist()}))
+'''
+    k = _run("keras", textwrap.dedent(_GET_LAYER), keras_tail)
+    t = _run("torch", out, torch_tail)
+    import numpy as np
+    np.testing.assert_allclose(np.array(t["table"]), np.array(k["table"]), rtol=0, atol=0)
+    np.testing.assert_allclose(np.array(t["emb"]), np.array(k["emb"]), rtol=0, atol=0)
+    assert t["frozen"] == k["frozen"] == [0, 0, 0, 0]
+    assert t["seq_frozen"] == k["seq_frozen"] == [2, 0]
+
+
+def test_get_layer_where_the_translation_has_no_one_module_stays_an_error():
+    """A name no layer has, a Dense's get_weights() (Keras's kernel is the transposed weight: by position it is no
+    torch parameter), a layer read as an object: each an error, the call left as written."""
+    r = tr('''
+        import keras
+        from keras import layers
+
+
+        def build():
+            inp = keras.Input(shape=(8,))
+            out = layers.Dense(4, name="head")(inp)
+            return keras.Model(inp, out)
+
+
+        model = build()
+        model.get_layer("nope").trainable = False
+        w = model.get_layer("head").get_weights()
+        layer = model.get_layer("head")
+    ''')
+    errors = messages(r, Severity.ERROR)
+    assert len(errors) == 3 and all(m.startswith("model.get_layer(") for m in errors)
+    assert any("get_weights() gives Keras's arrays by position" in m for m in errors)
+    code_lines = [line for line in r.output.splitlines() if not line.lstrip().startswith("#")]
+    assert sum("model.get_layer(" in line for line in code_lines) == 3

@@ -429,6 +429,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 index += 1
                 continue
             chain.out[id(el)] = em.modules
+            if rule.weights and not prefix and id(el) not in chain.repeated:
+                remember_layer(ctx, scope, k, str(index + em.weight_module), rule.id, em.variant, el)
             if rule.weights:
                 record = LayerRecord(scope, f"{prefix}layers[{k}]", f"{prefix}{index + em.weight_module}",
                                      rule.id, em.variant, dict(em.symbols))
@@ -882,6 +884,24 @@ def _features_leave(after: list) -> bool:
     them a layer with a rule that keeps the features apart (no Dense to reorder its kernel rows)."""
     return all(rule is not None and (rule.id in _CARRIES_FLATTEN or rule.emit.get("shape") == "batch-norm")
                for _, rule in after)
+
+#: (ctx.analyses) (model scope, "layers[k]") → (torch path, rule id, weight-map variant) of a Keras layer with
+#: weights, the path the torch module holding all of them (its LayerRecord's target): model_api translates the
+#: get_layer(...) of a use that only concerns the weights (freezing, get / set_weights) by it
+WHOLE_LAYERS = "layers.weights"
+#: (ctx.analyses) (model scope, the Keras name given as name="...") → "layers[k]"
+LAYER_NAMES = "layers.names"
+
+
+def remember_layer(ctx: FileContext, scope: str, k: int, target: str, rule_id: str, variant, call) -> None:
+    """Record that the weights of Keras's ``model.layers[k]`` of ``scope`` are those of the torch module at
+    ``target``, and its name where the source gives one (WHOLE_LAYERS, LAYER_NAMES)."""
+    ctx.analyses.setdefault(WHOLE_LAYERS, {})[(scope, f"layers[{k}]")] = (target, rule_id, variant)
+    name = call_argument(call, "name") if isinstance(call, cst.Call) else None
+    value = literal_value(name, None) if name is not None else None
+    if isinstance(value, str) and value:
+        ctx.analyses.setdefault(LAYER_NAMES, {})[(scope, value)] = f"layers[{k}]"
+
 
 def _unknown_reads_flatten(after: list) -> str:
     """The text of the first layer without a rule (a class of the file, a layer of a library fwport does not
