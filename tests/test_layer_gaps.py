@@ -211,3 +211,76 @@ def test_get_layer_where_the_translation_has_no_one_module_stays_an_error():
     assert any("get_weights() gives Keras's arrays by position" in m for m in errors)
     code_lines = [line for line in r.output.splitlines() if not line.lstrip().startswith("#")]
     assert sum("model.get_layer(" in line for line in code_lines) == 3
+
+
+# --- tf.random.Generator.from_seed ----------------------------------------------------------------------
+
+_GENERATOR = '''
+import tensorflow as tf
+
+g = tf.random.Generator.from_seed(42)
+a = g.normal(shape=(300, 4))
+b = g.uniform(shape=(500,), minval=-1.0, maxval=3.0)
+c = g.normal([400], mean=2.0, stddev=0.5, dtype=tf.float64)
+d = g.uniform((600,), 2, 7, dtype=tf.int32)
+
+
+def noise(n):
+    return g.normal((n, 2))
+
+
+e = noise(3)
+'''
+
+
+def test_generator_from_seed_draws_on_a_seeded_torch_generator():
+    """from_seed → torch.Generator().manual_seed, its normal / uniform draws → torch.randn / rand / randint with
+    generator=: the same shapes, dtypes and ranges as TensorFlow's draws (the values differ: a warning says so),
+    and the same values on each run of the translation."""
+    r = tr(_GENERATOR)
+    assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
+    assert [f.code for f in r.findings if f.severity == Severity.WARNING] == ["random-stream"]
+    out = r.output
+    assert "tensorflow" not in out and "g = torch.Generator().manual_seed(42)" in out
+    assert "d = torch.randint(2, 7, (600,), generator=g, dtype=torch.int32)" in out
+    assert "return torch.randn((n, 2), generator=g)" in out
+    tail = '''
+import json
+import numpy as np
+vals = {k: np.asarray(v) for k, v in dict(a=a, b=b, c=c, d=d, e=e).items()}
+print(json.dumps({k: [list(v.shape), str(v.dtype), float(v.min()), float(v.max()), float(v.mean()), float(v.std())]
+                  for k, v in vals.items()} | {"first": float(vals["a"].ravel()[0])}))
+'''
+    k = _run("tf", textwrap.dedent(_GENERATOR), tail)
+    t1, t2 = _run("torch", out, tail), _run("torch", out, tail)
+    assert t1 == t2  # seeded: the same values on each run
+    for name in "abcde":
+        assert t1[name][:2] == k[name][:2], name  # shape and dtype
+    for v in (k, t1):
+        assert -1.0 <= v["b"][2] and v["b"][3] < 3.0 and abs(v["b"][4] - 1.0) < 0.2
+        assert v["d"][2] == 2 and v["d"][3] == 6
+        assert abs(v["c"][4] - 2.0) < 0.1 and abs(v["c"][5] - 0.5) < 0.1
+        assert abs(v["a"][4]) < 0.15 and abs(v["a"][5] - 1.0) < 0.1
+    assert t1["first"] != k["first"]  # another stream, as the warning says
+
+
+def test_generator_uses_fwport_does_not_follow_are_errors():
+    """A method other than normal / uniform, or the generator passed on: errors, and the generator stays
+    TensorFlow's (its from_seed keeps the no-rule error), never a torch.Generator given to Keras-style calls."""
+    r = tr('''
+        import tensorflow as tf
+
+
+        def use(gen):
+            return gen.normal([3])
+
+
+        h = tf.random.Generator.from_seed(3)
+        seeds = h.make_seeds(2)
+        use(h)
+        x = h.uniform([1])
+    ''')
+    errors = [f for f in r.findings if f.severity == Severity.ERROR]
+    assert sorted(f.code for f in errors) == ["no-rule", "unsupported-construct", "unsupported-construct"]
+    code_lines = "\n".join(line for line in r.output.splitlines() if not line.lstrip().startswith("#"))
+    assert "torch" not in code_lines and "h.uniform([1])" in code_lines
