@@ -284,3 +284,69 @@ def test_generator_uses_fwport_does_not_follow_are_errors():
     assert sorted(f.code for f in errors) == ["no-rule", "unsupported-construct", "unsupported-construct"]
     code_lines = "\n".join(line for line in r.output.splitlines() if not line.lstrip().startswith("#"))
     assert "torch" not in code_lines and "h.uniform([1])" in code_lines
+
+
+# --- go_backwards=True on the recurrent layers ----------------------------------------------------------
+
+_BACKWARDS = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def functional():
+    inp = keras.Input(shape=(7, 5))
+    x = layers.LSTM(6, return_sequences=True, go_backwards=True)(inp)
+    x = layers.SimpleRNN(4, return_sequences=True, go_backwards=True)(x)
+    y = layers.GRU(3, go_backwards=True)(x)
+    return keras.Model(inp, y)
+
+
+def sequence_out():
+    return keras.Sequential([keras.Input(shape=(7, 5)), layers.GRU(4, return_sequences=True, go_backwards=True),
+                             layers.LSTM(3, return_sequences=True, dropout=0.3, go_backwards=True)])
+
+
+class Encoder(keras.Model):
+    def __init__(self):
+        super().__init__()
+        self.rnn = layers.GRU(4, return_sequences=True, go_backwards=True)
+        self.out = layers.Dense(2)
+
+    def call(self, x):
+        return self.out(self.rnn(x))
+'''
+
+
+def test_go_backwards_reads_the_steps_reversed_and_keeps_keras_output_order(tmp_path):
+    """Keras 3's go_backwards=True runs the layer over the steps last to first and returns its outputs in that
+    order (checked against Keras: the layer on x[:, ::-1], nothing flipped back): ReverseSteps before the torch
+    RNN, exact for LSTM, GRU and SimpleRNN, with and without return_sequences, in functional and Sequential
+    models (a SequenceDropout between, whose per-sequence mask commutes with the reversal) and a subclass (its
+    lazy GRU)."""
+    from fwport.verify import Options, Session, verify
+    src = textwrap.dedent(_BACKWARDS).lstrip("\n")
+    r = tr(src)
+    assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
+    assert r.output.count("ReverseSteps()") == 6
+    (tmp_path / "m.py").write_text(src)
+    (tmp_path / "m_torch.py").write_text(r.output)
+    with Session() as session:
+        for model in ("functional", "sequence_out", "Encoder"):
+            cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "m_torch.py"), model,
+                                  inputs=["float32[3,7,5]"], checks=("forward", "grad"), device="cpu"), session)
+            assert cert["verdict"] == "pass", (model, cert.get("problems") or cert.get("first_diverging"))
+
+
+def test_go_backwards_where_fwport_does_not_write_it_stays_an_error():
+    """Under Bidirectional (an explicit backward_layer) go_backwards stays refused, with an error."""
+    r = tr('''
+        from tensorflow import keras
+        from tensorflow.keras import layers
+
+
+        def build():
+            return keras.Sequential([keras.Input(shape=(7, 5)), layers.Bidirectional(
+                layers.LSTM(3, return_sequences=True),
+                backward_layer=layers.LSTM(3, return_sequences=True, go_backwards=True))])
+    ''')
+    assert codes(r, Severity.ERROR) and "ReverseSteps" not in r.output

@@ -341,6 +341,17 @@ class SequenceDropout({nn}Module):
         return x * keep / (1 - self.p)
 '''
 
+_REVERSE_STEPS = '''
+
+class ReverseSteps({nn}Module):
+    """go_backwards=True of a Keras recurrent layer: the layer after it reads the steps of (batch, steps, features)
+    last to first. Keras returns that layer's outputs in the order it computed them (the last input step's
+    first), so nothing is flipped back."""
+
+    def forward(self, x):
+        return x.flip(1)
+'''
+
 _RANDOM_TRANSLATION = '''
 
 class RandomTranslation(KerasRandomTransform):
@@ -1134,6 +1145,7 @@ HELPERS["RandomCrop"] = _RANDOM_CROP
 HELPERS["Keras2RandomCrop"] = _KERAS2_RANDOM_CROP
 HELPERS["Keras2RandomContrast"] = _KERAS2_RANDOM_CONTRAST
 HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
+HELPERS["ReverseSteps"] = _REVERSE_STEPS
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["RandomFourierFeatures"] = _RANDOM_FOURIER_FEATURES
