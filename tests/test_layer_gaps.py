@@ -104,7 +104,7 @@ def test_an_imported_layer_without_a_rule_after_the_flatten_is_not_silent():
 
 # --- model.get_layer(...) on a translated model -------------------------------------------------------
 
-def _run(code_text: str, program: str, tail: str) -> dict:
+def _run(code_text: str, program: str, tail: str, **env_extra: str) -> dict:
     """Run ``program`` (a file's text) then ``tail`` in a fresh interpreter; ``tail`` prints one JSON object."""
     import json
     import os
@@ -115,7 +115,7 @@ def _run(code_text: str, program: str, tail: str) -> dict:
     with tempfile.TemporaryDirectory() as d:
         path = Path(d) / "prog.py"
         path.write_text(program + "\n" + tail)
-        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="")
+        env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", CUDA_VISIBLE_DEVICES="", **env_extra)
         p = subprocess.run([sys.executable, str(path)], capture_output=True, text=True, env=env, timeout=600, cwd=d)
         assert p.returncode == 0, (code_text, p.stderr[-3000:])
         return json.loads(p.stdout.strip().splitlines()[-1])
@@ -350,3 +350,35 @@ def test_go_backwards_where_fwport_does_not_write_it_stays_an_error():
                 backward_layer=layers.LSTM(3, return_sequences=True, go_backwards=True))])
     ''')
     assert codes(r, Severity.ERROR) and "ReverseSteps" not in r.output
+
+
+# --- sizes only from model.build(...) --------------------------------------------------------------------
+
+def test_model_build_of_a_subclass_gives_the_lazy_modules_their_sizes_and_moves_nothing():
+    """model.build((None, 16)) on a model subclass → build_model(model, (None, 16)): afterwards the lazy Linear
+    has the kernel size Keras 2's build gives (transposed), the BatchNorm's statistics and the training mode are
+    as they were, and the model has as many parameters as Keras's built model (fixture subclass_built_sizes runs
+    it end to end). (Keras 3.15's Model.build of a subclass without its own build() only marks it built, its
+    layers made at the first call: the values are the same either way.)"""
+    from pathlib import Path
+    src = (Path(__file__).parent.parent / "fixtures" / "tf2torch" / "subclass_built_sizes" / "model.py").read_text()
+    r = tr(src)
+    assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
+    assert "build_model(model, (None, 16))" in r.output and "def build_model(model, shape):" in r.output
+    k = _run("keras", src, '''
+import json
+print(json.dumps({"kernel": list(model.fc1.kernel.shape), "count": int(sum(w.numpy().size for w in model.weights)),
+                  "trainable": int(sum(w.numpy().size for w in model.trainable_weights))}))
+''', TF_USE_LEGACY_KERAS="1")
+    t = _run("torch", r.output, '''
+import json
+print(json.dumps({"weight": list(model.fc1[0].weight.shape), "mean": float(model.norm.running_mean.abs().sum()),
+                  "var": float((model.norm.running_var - 1).abs().sum()), "training": model.training,
+                  "tracked": int(model.norm.num_batches_tracked),
+                  "trainable": int(sum(p.numel() for p in model.parameters())),
+                  "count": int(sum(p.numel() for p in model.parameters()) + model.norm.running_mean.numel()
+                               + model.norm.running_var.numel())}))
+''')
+    assert t["weight"] == k["kernel"][::-1] == [32, 16]
+    assert t["mean"] == t["var"] == 0.0 and t["tracked"] == 0 and t["training"] is True
+    assert t["trainable"] == k["trainable"] and t["count"] == k["count"]

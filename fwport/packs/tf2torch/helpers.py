@@ -1146,6 +1146,19 @@ HELPERS["Keras2RandomCrop"] = _KERAS2_RANDOM_CROP
 HELPERS["Keras2RandomContrast"] = _KERAS2_RANDOM_CONTRAST
 HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
 HELPERS["ReverseSteps"] = _REVERSE_STEPS
+# keras Model.build(input_shape) on a model subclass (passes/model_api.py)
+HELPERS["build_model"] = '''
+
+def build_model(model, shape):
+    """keras Model.build(input_shape) of a model subclass: one call of the model on zeros of that shape (batch 1
+    for Keras's None), which gives its lazy modules their sizes as Keras's build gives its layers theirs. In
+    eval mode and without gradients, so no BatchNorm statistics move and no dropout draws; the mode is restored."""
+    training = model.training
+    model.eval()
+    with {torch}no_grad():
+        model({torch}zeros(*(1 if d is None else d for d in shape)))
+    model.train(training)
+'''
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["RandomFourierFeatures"] = _RANDOM_FOURIER_FEATURES

@@ -33,6 +33,7 @@ from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
 from fwport.core.names import dotted, find_all, param_names, scan
 from fwport.core.position import render
+from fwport.packs.tf2torch import helpers
 
 #: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
 MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model", "keras.models.load_model", "keras.saving.load_model",
@@ -837,6 +838,9 @@ class _ModelApiPass(cst.CSTTransformer):
         copied = self._copied_weights(value)
         if copied is not None:
             return copied
+        built = self._built(value)
+        if built is not None:
+            return built
         if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args
                 and value.func.attr.value in ("expect_partial", "assert_consumed")
                 and isinstance(value.func.value, cst.Call)):
@@ -863,6 +867,37 @@ class _ModelApiPass(cst.CSTTransformer):
         out = text.format(torch=self.ctx.spell_text("torch.save")[: -len("save")], model=receiver,
                           path=code(path.value))
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{method}(...) → {out}: {why}", value)
+        return cst.parse_expression(out)
+
+    def _built(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``model.build((None, 16))`` as a statement, ``model`` an instance of a model subclass of the file (its
+        body keeps Keras's layout) every binding of which is one, the shape a tuple or list with None or an int
+        per axis → ``build_model(model, (None, 16))``, a helper written into the file that calls the model once on
+        zeros (batch 1), in eval mode without gradients: the lazy modules get their sizes there, as Keras's layers
+        do in build. Another build (a list of shapes, a shape read from a variable) keeps the error."""
+        if not (isinstance(value, cst.Call) and not self.ctx.is_settled(value) and self._model_method(value) == "build"
+                and isinstance(value.func.value, cst.Name) and len(value.args) == 1 and not value.args[0].star
+                and (value.args[0].keyword is None or value.args[0].keyword.value == "input_shape")):
+            return None
+        shape = value.args[0].value
+        if not (isinstance(shape, (cst.Tuple, cst.List)) and len(shape.elements) >= 2 and all(
+                isinstance(e, cst.Element) and (isinstance(e.value, cst.Integer)
+                                                or isinstance(e.value, cst.Name) and e.value.value == "None")
+                for e in shape.elements)):
+            return None
+        name = value.func.value.value
+        scope = next((s for s in reversed(self.chain) if name in s.bound), None)
+        values = scope.assigned.get(name) if scope is not None else None
+        if not values or not all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
+                                 and v.func.value in self.models.classes for v in values):
+            return None
+        helper = helpers.use(self.ctx, "build_model")
+        out = f"{helper}({name}, {code(shape)})"
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(value)} → {out} (written out in this file): one call "
+                        "of the model on zeros of that shape (batch 1), in eval mode and without gradients, which "
+                        "gives its lazy modules their sizes as Keras 2's build gives its layers theirs (Keras 3's "
+                        "build of a subclass without its own build() makes them at the first call: the values are "
+                        "the same); create the optimizer after it", value)
         return cst.parse_expression(out)
 
     def _copied_weights(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
