@@ -355,7 +355,7 @@ def test_go_backwards_where_fwport_does_not_write_it_stays_an_error():
 # --- sizes only from model.build(...) --------------------------------------------------------------------
 
 def test_model_build_of_a_subclass_gives_the_lazy_modules_their_sizes_and_moves_nothing():
-    """model.build((None, 16)) on a model subclass → build_model(model, (None, 16)): afterwards the lazy Linear
+    """model.build((None, 16)) on a model subclass → build_on_zeros(model, (None, 16)): afterwards the lazy Linear
     has the kernel size Keras 2's build gives (transposed), the BatchNorm's statistics and the training mode are
     as they were, and the model has as many parameters as Keras's built model (fixture subclass_built_sizes runs
     it end to end). (Keras 3.15's Model.build of a subclass without its own build() only marks it built, its
@@ -364,7 +364,7 @@ def test_model_build_of_a_subclass_gives_the_lazy_modules_their_sizes_and_moves_
     src = (Path(__file__).parent.parent / "fixtures" / "tf2torch" / "subclass_built_sizes" / "model.py").read_text()
     r = tr(src)
     assert not codes(r, Severity.ERROR), messages(r, Severity.ERROR)
-    assert "build_model(model, (None, 16))" in r.output and "def build_model(model, shape):" in r.output
+    assert "build_on_zeros(model, (None, 16))" in r.output and "def build_on_zeros(model, shape):" in r.output
     k = _run("keras", src, '''
 import json
 print(json.dumps({"kernel": list(model.fc1.kernel.shape), "count": int(sum(w.numpy().size for w in model.weights)),

@@ -1147,9 +1147,9 @@ HELPERS["Keras2RandomContrast"] = _KERAS2_RANDOM_CONTRAST
 HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
 HELPERS["ReverseSteps"] = _REVERSE_STEPS
 # keras Model.build(input_shape) on a model subclass (passes/model_api.py)
-HELPERS["build_model"] = '''
+HELPERS["build_on_zeros"] = '''
 
-def build_model(model, shape):
+def build_on_zeros(model, shape):
     """keras Model.build(input_shape) of a model subclass: one call of the model on zeros of that shape (batch 1
     for Keras's None), which gives its lazy modules their sizes as Keras's build gives its layers theirs. In
     eval mode and without gradients, so no BatchNorm statistics move and no dropout draws; the mode is restored."""

@@ -872,7 +872,7 @@ class _ModelApiPass(cst.CSTTransformer):
     def _built(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
         """``model.build((None, 16))`` as a statement, ``model`` an instance of a model subclass of the file (its
         body keeps Keras's layout) every binding of which is one, the shape a tuple or list with None or an int
-        per axis → ``build_model(model, (None, 16))``, a helper written into the file that calls the model once on
+        per axis → ``build_on_zeros(model, (None, 16))``, a helper written into the file that calls the model once on
         zeros (batch 1), in eval mode without gradients: the lazy modules get their sizes there, as Keras's layers
         do in build. Another build (a list of shapes, a shape read from a variable) keeps the error."""
         if not (isinstance(value, cst.Call) and not self.ctx.is_settled(value) and self._model_method(value) == "build"
@@ -891,7 +891,7 @@ class _ModelApiPass(cst.CSTTransformer):
         if not values or not all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
                                  and v.func.value in self.models.classes for v in values):
             return None
-        helper = helpers.use(self.ctx, "build_model")
+        helper = helpers.use(self.ctx, "build_on_zeros")
         out = f"{helper}({name}, {code(shape)})"
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(value)} → {out} (written out in this file): one call "
                         "of the model on zeros of that shape (batch 1), in eval mode and without gradients, which "
