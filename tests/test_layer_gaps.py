@@ -382,3 +382,26 @@ print(json.dumps({"weight": list(model.fc1[0].weight.shape), "mean": float(model
     assert t["weight"] == k["kernel"][::-1] == [32, 16]
     assert t["mean"] == t["var"] == 0.0 and t["tracked"] == 0 and t["training"] is True
     assert t["trainable"] == k["trainable"] and t["count"] == k["count"]
+
+
+def test_get_layer_on_a_builder_making_two_models_stays_an_error():
+    """A builder that makes two models (an encoder and the autoencoder around it): the records of its scope are
+    not one model's, so get_layer(...) on its result keeps the error rather than guess."""
+    r = tr('''
+        import keras
+        from keras import layers
+
+
+        def build():
+            inp = keras.Input(shape=(8,))
+            code = layers.Dense(2, name="code")(inp)
+            encoder = keras.Model(inp, code)
+            out = layers.Dense(8, name="dec")(encoder(inp))
+            return keras.Model(inp, out)
+
+
+        model = build()
+        model.get_layer("dec").trainable = False
+    ''')
+    assert any(m.startswith("model.get_layer(") for m in messages(r, Severity.ERROR))
+    assert 'model.get_layer("dec").requires_grad_(False)' in r.output

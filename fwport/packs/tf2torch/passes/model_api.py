@@ -963,8 +963,8 @@ class _ModelApiPass(cst.CSTTransformer):
 
     def _records_scope(self, receiver: cst.BaseExpression) -> str | None:
         """The scope of the layer records of the model ``receiver`` names (sequential / functional passes): a
-        module-level model's variable; a builder of the file's name for a call of it, or for a name every binding
-        of which is such a call; in a function holding one model constructor, the model bound there (its
+        module-level model's variable; a builder of the file's name (one that makes one model) for a call of it,
+        or for a name every binding of which is such a call; in a function holding one model constructor, the model bound there (its
         function, or ``function.name`` for a Sequential it does not return, as the sequential pass names it,
         both looked up when the edit is applied). None: not known."""
         values: list = [receiver]
@@ -985,7 +985,11 @@ class _ModelApiPass(cst.CSTTransformer):
         found = {v.func.value for v in values if isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
                  and v.func.value in self.models.builders}
         if len(found) == 1 and all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) for v in values):
-            return found.pop()
+            builder = self.models.top_functions.get(next(iter(found)))
+            # one model made there: the records of its scope are that model's
+            if builder is not None and sum(self.models.qualname(c.func, set()) in MODEL_CONSTRUCTORS
+                                           for c in find_all(builder, cst.Call)) == 1:
+                return builder.name.value
         return None
 
     def _plan_get_layer(self, call: cst.Call) -> bool:
