@@ -238,9 +238,11 @@ class Net(tf.keras.Model):
     def call(self, x):
         return self.fc(x)
 
+shape = (None, 8)
 model = Net()
-model.build((None, 8))
+model.build(shape)
 ''')
+    # (a literal shape on a subclass instance is translated: tests/test_layer_gaps.py)
     assert flagged(r) == [(line_of(r, "model.build("), "build")]
     assert "model(torch.zeros(1, ...))" in r.output
 

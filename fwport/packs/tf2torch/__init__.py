@@ -149,6 +149,8 @@ CODES = {
                       "scope, left as written (one finding for the file)",
     "mask-kept": "call()'s mask kept as an ordinary forward parameter: nothing in the file attaches a Keras mask, "
                  "so it is what the callers pass (Keras fills it from the input's mask only where they pass none)",
+    "random-stream": "random draws translated onto torch's generator, another algorithm: a seed gives other values "
+                     "than TensorFlow's (the same ones on each run of the translation)",
     "loss-mask": "a model's output carries Keras's mask (from an Embedding(mask_zero=True)): Keras leaves the "
                  "masked steps out of the loss and metrics of compile()/fit(), a torch loss does not",
 }
@@ -175,6 +177,8 @@ CODE_ADVICE = {
     "tf1-graph-code": ("error", "Migrate the file to TensorFlow 2 first (`tf_upgrade_v2`, then eager code: functions "
                        "called on tensors instead of placeholders and sess.run, tf.Variable / Keras layers, "
                        "keras.optimizers with a tf.GradientTape step), then translate it again."),
+    "random-stream": ("warning", "Nothing to do where the program needs random numbers, not TensorFlow's: a test "
+                      "that compares drawn values with numbers recorded under TensorFlow must record them again."),
     "keras-version": ("info", "Check the detected Keras generation; force it with `--keras 2|3`, `keras = 2` under "
                       "[tool.fwport], or a `# fwport: keras=2` comment in the file."),
 }

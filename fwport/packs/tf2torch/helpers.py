@@ -341,6 +341,17 @@ class SequenceDropout({nn}Module):
         return x * keep / (1 - self.p)
 '''
 
+_REVERSE_STEPS = '''
+
+class ReverseSteps({nn}Module):
+    """go_backwards=True of a Keras recurrent layer: the layer after it reads the steps of (batch, steps, features)
+    last to first. Keras returns that layer's outputs in the order it computed them (the last input step's
+    first), so nothing is flipped back."""
+
+    def forward(self, x):
+        return x.flip(1)
+'''
+
 _RANDOM_TRANSLATION = '''
 
 class RandomTranslation(KerasRandomTransform):
@@ -1134,6 +1145,20 @@ HELPERS["RandomCrop"] = _RANDOM_CROP
 HELPERS["Keras2RandomCrop"] = _KERAS2_RANDOM_CROP
 HELPERS["Keras2RandomContrast"] = _KERAS2_RANDOM_CONTRAST
 HELPERS["SequenceDropout"] = _SEQUENCE_DROPOUT
+HELPERS["ReverseSteps"] = _REVERSE_STEPS
+# keras Model.build(input_shape) on a model subclass (passes/model_api.py)
+HELPERS["build_on_zeros"] = '''
+
+def build_on_zeros(model, shape):
+    """keras Model.build(input_shape) of a model subclass: one call of the model on zeros of that shape (batch 1
+    for Keras's None), which gives its lazy modules their sizes as Keras's build gives its layers theirs. In
+    eval mode and without gradients, so no BatchNorm statistics move and no dropout draws; the mode is restored."""
+    training = model.training
+    model.eval()
+    with {torch}no_grad():
+        model({torch}zeros(*(1 if d is None else d for d in shape)))
+    model.train(training)
+'''
 HELPERS["GaussianDropout"] = _GAUSSIAN_DROPOUT
 HELPERS["UnitNormalization"] = _UNIT_NORMALIZATION
 HELPERS["RandomFourierFeatures"] = _RANDOM_FOURIER_FEATURES

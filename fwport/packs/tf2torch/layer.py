@@ -749,6 +749,22 @@ def rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) -
     helper before them: Keras (its default implementation, and the fused one) multiplies the inputs by one
     mask of the features per sequence, the same at every step, which that module draws. Not under
     Bidirectional (Keras draws a mask per direction) nor after a mask (the input is a packed sequence)."""
+    backwards = m.extras.get("go_backwards")
+    if (backwards is not None and literal_value(backwards, NOT_LITERAL) is True and merge_mode is None
+            and not getattr(lctx, "mask_in", False) and not getattr(lctx, "mask_keep", False)
+            and ctx.analyses.get(RNN_CALLED_AS_KERAS, {}).get(id(m.node)) is not m.node):
+        # (under Bidirectional, on a masked sequence, called with its states: refused by _rnn)
+        m.extras = {k: v for k, v in m.extras.items() if k != "go_backwards"}
+        em = rnn(m, ctx, lctx)
+        if em.failed:
+            return em
+        name = m.rule.names[0].rsplit(".", 1)[-1]
+        ctx.report(Severity.INFO, "idiom-replaced", f"go_backwards=True → ReverseSteps (written out in this file) "
+                   f"before the {name}: it reads the steps last to first, and its outputs stay in that order, as "
+                   "Keras returns them", m.node, m.rule)
+        em.modules = [expr(f"{helpers.use(ctx, 'ReverseSteps')}()"), *em.modules]
+        em.weight_module += 1
+        return em
     node = m.extras.get("dropout")
     rec = m.extras.get("recurrent_dropout")
     if node is None or literal_value(node, NOT_LITERAL) in (0, 0.0) or merge_mode is not None \
@@ -803,7 +819,9 @@ def _rnn(m: MappedCall, ctx, lctx: LayerContext, merge_mode: str | None = None) 
         flags["return_state"] = False  # the helper returns them as Keras does
     for key, why in (("return_state", "the final states come back as extra outputs in Keras; unpack torch's "
                       "(output, h_n) by hand"),
-                     ("go_backwards", "Keras returns the reversed sequence; flip the input and the output by hand"),
+                     ("go_backwards", "Keras reads the steps last to first and returns its outputs in that order: "
+                      "fwport writes ReverseSteps before the layer, but not under Bidirectional, on a masked "
+                      "sequence, or for a layer called with its states; flip the input (x.flip(1)) by hand"),
                      ("stateful", "torch modules carry no state between calls: pass h_0 explicitly"),
                      ("time_major", "write batch_first=False by hand")):
         if flags[key]:

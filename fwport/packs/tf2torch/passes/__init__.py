@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 
 from fwport.core.direction import Planner, Trigger
-from fwport.packs.tf2torch import data, helpers, testcase, utilities
+from fwport.packs.tf2torch import data, helpers, rngs, testcase, utilities
 from fwport.packs.tf2torch.passes import (decorators, functional, inline, layerweights, model_api, pyvalues, regularizers, runtime,
                                           sequential, subclass, training, valuekinds, variables)
 
@@ -75,6 +75,9 @@ PLANNERS: tuple[Planner, ...] = (
     # (read-only) a translated layer's Keras weights read by name (`self.fc.kernel` → `self.fc.weight.T`, by the
     # rule's weight map read backwards) or an error (layerweights.py)
     Planner("layer_weights", layerweights.TRIGGER, layerweights.run),
+    # (read-only) g = tf.random.Generator.from_seed(s) → torch.Generator().manual_seed(s), its g.normal / g.uniform
+    # → torch.randn / torch.rand / torch.randint(..., generator=g) (rngs.py)
+    Planner("rng_generators", Trigger(r"\bfrom_seed\b", "from_seed"), rngs.run),
     # (read-only; last: calls another planner planned are left to it) runtime settings removed
     # (set_memory_growth..., a float32 or mixed set_global_policy), plot_model → print(model), tf.distribute strategies → one process,
     # tf.summary.scalar in `with writer.as_default():` → writer.add_scalar, keras.losses.Loss and

@@ -78,6 +78,7 @@ from fwport.core.rewrite import rewrite
 from fwport.packs.tf2torch import helpers as written_helpers
 from fwport.packs.tf2torch import masks
 from fwport.packs.tf2torch.dims import Sizes, SizedContext, function_stable, is_int, known, module_scope, plain
+from fwport.packs.tf2torch.passes.sequential import remember_layer
 from fwport.packs.tf2torch.passes.sequential import (_CARRIES_FLATTEN, _ELEMENTWISE, _READS_FLATTEN, _implied_rank,
                                                       converts_to_nchw, _input_spec_shape, _shape_parts,
                                                       symbolic_parts)
@@ -4335,6 +4336,12 @@ class _Builder:
             if layer.op is None:
                 continue
             attr = f"{layer.attr}.*" if layer.in_loop else layer.attr
+            if (layer.kind == "rule" and not layer.in_loop and not layer.prefix and len(layer.records) == 1
+                    and layer.records[0][0] == "" and re.fullmatch(r"layers\[\d+\]", path[id(layer.op)])):
+                # one torch module holds its weights: what get_layer(...) becomes where only they matter
+                rec = layer.records[0][1]
+                remember_layer(self.ctx, self.scope, int(path[id(layer.op)][len("layers["):-1]), rec.target,
+                               rec.rule, rec.variant, layer.call)
             for suffix, record in layer.records:
                 record.source = f"{path[id(layer.op)]}{suffix}"
                 if layer.in_loop:  # the record's module is the item of the loop's nn.ModuleList

@@ -28,11 +28,12 @@ from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.rewrite import rewrite
 from fwport.core.bindings import BindingWalker
 from fwport.core.context import FileContext
-from fwport.core.bind import bind_def, literal_value
+from fwport.core.bind import bind_def, call_argument, literal_value
 from fwport.core.engine import code, comment_error
 from fwport.core.finding import Severity
 from fwport.core.names import dotted, find_all, param_names, scan
 from fwport.core.position import render
+from fwport.packs.tf2torch import helpers
 
 #: calls that make a model (load_model: the module torch.load gives back, see rules/tf2torch/load-model.toml)
 MODEL_CONSTRUCTORS = {"keras.Sequential", "keras.Model", "keras.models.load_model", "keras.saving.load_model",
@@ -112,6 +113,8 @@ ATTRIBUTES: dict[str, tuple[str | None, str]] = {
                "merges folded into forward), so an index into model.layers has no counterpart"),
 }
 _ATTRIBUTE_NAMES = "|".join(ATTRIBUTES)
+#: what get_layer(...) on a translated model may be used by (model_api._ModelApiPass._plan_get_layer)
+_LAYER_USES = {"requires_grad_", "get_weights", "set_weights"}
 
 
 def plan_attribute(ctx: FileContext, node: cst.Attribute, by: str, descend: bool = True, why_more: str = "") -> None:
@@ -664,6 +667,9 @@ class _ModelApiPass(cst.CSTTransformer):
         self._indexed: set[int] = set()  # id(seq.layers) of a seq.layers[k] visit_Subscript planned
         self.module: cst.Module | None = None
         self._left_calls: set[int] | None = None  # functional.left_model_calls, asked once a receiver may be one
+        # id(model.get_layer(...)) → (how it is used: "requires_grad_" | "get_weights" | "set_weights", the call
+        # using it): the uses of a layer a translation can give (_plan_get_layer)
+        self._layer_uses: dict[int, tuple[str, cst.Call]] = {}
 
     def _left(self, receiver: cst.BaseExpression) -> bool:
         """``receiver`` is a functional model the functional pass leaves as written: a Keras object, whose methods and
@@ -735,6 +741,10 @@ class _ModelApiPass(cst.CSTTransformer):
         return func.attr.value if self.models.is_model_expr(func.value, self.chain) else None
 
     def visit_Call(self, node: cst.Call) -> bool:
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in _LAYER_USES and isinstance(func.value, cst.Call)
+                and isinstance(func.value.func, cst.Attribute) and func.value.func.attr.value == "get_layer"):
+            self._layer_uses[id(func.value)] = (func.attr.value, node)
         return not self.ctx.is_settled(node)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
@@ -828,6 +838,9 @@ class _ModelApiPass(cst.CSTTransformer):
         copied = self._copied_weights(value)
         if copied is not None:
             return copied
+        built = self._built(value)
+        if built is not None:
+            return built
         if (isinstance(value, cst.Call) and isinstance(value.func, cst.Attribute) and not value.args
                 and value.func.attr.value in ("expect_partial", "assert_consumed")
                 and isinstance(value.func.value, cst.Call)):
@@ -854,6 +867,37 @@ class _ModelApiPass(cst.CSTTransformer):
         out = text.format(torch=self.ctx.spell_text("torch.save")[: -len("save")], model=receiver,
                           path=code(path.value))
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver}.{method}(...) → {out}: {why}", value)
+        return cst.parse_expression(out)
+
+    def _built(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
+        """``model.build((None, 16))`` as a statement, ``model`` an instance of a model subclass of the file (its
+        body keeps Keras's layout) every binding of which is one, the shape a tuple or list with None or an int
+        per axis → ``build_on_zeros(model, (None, 16))``, a helper written into the file that calls the model once on
+        zeros (batch 1), in eval mode without gradients: the lazy modules get their sizes there, as Keras's layers
+        do in build. Another build (a list of shapes, a shape read from a variable) keeps the error."""
+        if not (isinstance(value, cst.Call) and not self.ctx.is_settled(value) and self._model_method(value) == "build"
+                and isinstance(value.func.value, cst.Name) and len(value.args) == 1 and not value.args[0].star
+                and (value.args[0].keyword is None or value.args[0].keyword.value == "input_shape")):
+            return None
+        shape = value.args[0].value
+        if not (isinstance(shape, (cst.Tuple, cst.List)) and len(shape.elements) >= 2 and all(
+                isinstance(e, cst.Element) and (isinstance(e.value, cst.Integer)
+                                                or isinstance(e.value, cst.Name) and e.value.value == "None")
+                for e in shape.elements)):
+            return None
+        name = value.func.value.value
+        scope = next((s for s in reversed(self.chain) if name in s.bound), None)
+        values = scope.assigned.get(name) if scope is not None else None
+        if not values or not all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
+                                 and v.func.value in self.models.classes for v in values):
+            return None
+        helper = helpers.use(self.ctx, "build_on_zeros")
+        out = f"{helper}({name}, {code(shape)})"
+        self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(value)} → {out} (written out in this file): one call "
+                        "of the model on zeros of that shape (batch 1), in eval mode and without gradients, which "
+                        "gives its lazy modules their sizes as Keras 2's build gives its layers theirs (Keras 3's "
+                        "build of a subclass without its own build() makes them at the first call: the values are "
+                        "the same); create the optimizer after it", value)
         return cst.parse_expression(out)
 
     def _copied_weights(self, value: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -908,12 +952,129 @@ class _ModelApiPass(cst.CSTTransformer):
         if self._left(original_node.func.value):
             self._left_error(original_node, f"{receiver}.{method}(...) is a Keras model method")
             return original_node
+        if method == "get_layer" and self._plan_get_layer(original_node):
+            return updated_node
         why = f" (fwport writes a compile and its fits out as a loop, but not this one: {why})" if why else ""
         self.ctx.report(Severity.ERROR, "unsupported-construct",
                         f"{receiver}.{method}(...) is a Keras model method; the translated model is an "
                         f"nn.Module, which has none: {METHODS[method]}{why}", original_node)
         self.ctx.settle(original_node)
         return original_node
+
+    def _records_scope(self, receiver: cst.BaseExpression) -> str | None:
+        """The scope of the layer records of the model ``receiver`` names (sequential / functional passes): a
+        module-level model's variable; a builder of the file's name (one that makes one model) for a call of it,
+        or for a name every binding of which is such a call; in a function holding one model constructor, the model bound there (its
+        function, or ``function.name`` for a Sequential it does not return, as the sequential pass names it,
+        both looked up when the edit is applied). None: not known."""
+        values: list = [receiver]
+        if isinstance(receiver, cst.Name):
+            scope = next((s for s in reversed(self.chain) if receiver.value in s.bound), None)
+            values = scope.assigned.get(receiver.value) if scope is not None else None
+            if not values or any(v is None for v in values):
+                return None
+            if scope is self.chain[0] and all(isinstance(v, cst.Call) and self.models.qualname(v.func, set())
+                                              in MODEL_BASES for v in values) and len(values) == 1:
+                return receiver.value
+            if self.functions and scope is self.chain[-1] and len(values) == 1 and isinstance(values[0], cst.Call) \
+                    and self.models.qualname(values[0].func, set()) in MODEL_BASES:
+                fn = self.functions[-1]
+                if sum(self.models.qualname(c.func, set()) in MODEL_CONSTRUCTORS for c in find_all(fn, cst.Call)) != 1:
+                    return None
+                return f"{fn.name.value}|{fn.name.value}.{receiver.value}"
+        found = {v.func.value for v in values if isinstance(v, cst.Call) and isinstance(v.func, cst.Name)
+                 and v.func.value in self.models.builders}
+        if len(found) == 1 and all(isinstance(v, cst.Call) and isinstance(v.func, cst.Name) for v in values):
+            builder = self.models.top_functions.get(next(iter(found)))
+            # one model made there: the records of its scope are that model's
+            if builder is not None and sum(self.models.qualname(c.func, set()) in MODEL_CONSTRUCTORS
+                                           for c in find_all(builder, cst.Call)) == 1:
+                return builder.name.value
+        return None
+
+    def _plan_get_layer(self, call: cst.Call) -> bool:
+        """``model.get_layer("name")`` / ``get_layer(index=i)`` on a translated model, used as
+        ``.requires_grad_(flag)`` (the training pass's ``.trainable = flag``), ``.get_weights()`` or
+        ``.set_weights([array])``: planned as the torch module holding that layer's weights (its records), get/set_weights only for a layer with one variable its rule copies
+        as it is (an Embedding's table). Else (another use, an unnamed or unknown layer): False, the error stands."""
+        use = self._layer_uses.get(id(call))
+        if use is None:
+            return False
+        how, outer = use
+        name = call_argument(call, "name", 0)
+        index = call_argument(call, "index", 1)
+        key = literal_value(name, None) if name is not None else None
+        at = literal_value(index, None) if index is not None else None
+        if not ((isinstance(key, str) and index is None) or (type(at) is int and name is None)):
+            return False
+        if how == "set_weights" and not (len(outer.args) == 1 and not outer.args[0].star and outer.args[0].keyword is None
+                                         and isinstance(outer.args[0].value, cst.List)
+                                         and len(outer.args[0].value.elements) == 1
+                                         and isinstance(outer.args[0].value.elements[0], cst.Element)):
+            return False
+        if how == "get_weights" and outer.args:
+            return False
+        scopes = self._records_scope(call.func.value)  # type: ignore[attr-defined]
+        if scopes is None:
+            return False
+        ctx, receiver = self.ctx, code(call.func.value)  # type: ignore[attr-defined]
+        what = code(call)
+        pack = ctx.pack
+
+        def module_of():
+            """(torch path, rule id, variant) of the layer, or the reason there is none."""
+            from fwport.packs.tf2torch.passes.sequential import LAYER_NAMES, WHOLE_LAYERS
+            whole, names = ctx.analyses.get(WHOLE_LAYERS, {}), ctx.analyses.get(LAYER_NAMES, {})
+            for scope in scopes.split("|"):
+                source = names.get((scope, key)) if isinstance(key, str) else f"layers[{at}]"
+                if source is not None and (scope, source) in whole:
+                    return whole[(scope, source)]
+            return None
+
+        def refuse(orig, why: str, at=None):
+            ctx.report(Severity.ERROR, "unsupported-construct", f"{what} is a Keras model method; the translated "
+                       f"model is an nn.Module, which has none: {why}", at or orig)
+            return orig
+
+        def torch_path(target: str) -> str:
+            return f"{receiver}[{target}]" if target.isdigit() else f"{receiver}.{target}"
+
+        if how == "requires_grad_":
+            def apply(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+                found = module_of()
+                if found is None:
+                    return refuse(orig, METHODS["get_layer"] + " (fwport does not know this layer as one module of "
+                                  "the translation holding its weights: a layer without weights or name=\"...\", or one it translates into "
+                                  "several)")
+                out = torch_path(found[0])
+                ctx.report(Severity.INFO, "idiom-replaced", f"{what} → {out}: the module holding that layer's weights", orig)
+                return cst.parse_expression(out)
+            ctx.plans.add(call, apply, descend=False, by="model_api")
+            return True
+
+        def apply_weights(orig: cst.Call, upd: cst.Call) -> cst.BaseExpression:
+            found = module_of()
+            rule = pack.rules.get(found[1]) if found is not None else None
+            entries = rule.weights_for(None) if rule is not None else ()
+            if found is None or found[2] is not None or len(entries) != 1 or any(
+                    o.op != "copy" for o in entries[0].ops):
+                return refuse(orig, METHODS["get_layer"] + f"; {how}() gives Keras's arrays by position, "
+                              "which fwport maps to torch parameters only for a layer of one variable it copies as "
+                              "it is (an Embedding's table): read or load the parameters by name (state_dict)",
+                              orig.func.value)
+            param = f"{torch_path(found[0])}.{entries[0].target}"
+            if how == "get_weights":
+                out = f"[{param}.detach().cpu().numpy()]"
+                why = "Keras's one array, a copy"
+            else:
+                value = code(orig.args[0].value.elements[0].value)
+                out = f"{param}.data.copy_({ctx.spell_text('torch.as_tensor')}({value}))"
+                why = "the array loaded into the parameter, in place, without recording a gradient"
+            ctx.report(Severity.INFO, "idiom-replaced", f"{what}.{how}(...) → {out}: {why} ({found[1]} copies "
+                       f"its {entries[0].source} as torch's {entries[0].target})", orig)
+            return cst.parse_expression(out)
+        ctx.plans.add(outer, apply_weights, descend=False, by="model_api")
+        return True
 
     def _said_before(self, call: cst.Call) -> str | None:
         """The method, when this call's statement carries the `# fwport:` comment an earlier

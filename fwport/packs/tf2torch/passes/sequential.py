@@ -404,6 +404,9 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             if em.flatten_of is not None and not em.failed and _features_leave(layers[k + 1:]):
                 # nothing after it takes Keras's weights in torch's order (no Dense): flattened in Keras's order
                 em = self._flatten_channels_last(el, rule, em)
+            elif em.flatten_of is not None and not em.failed and _unknown_reads_flatten(layers[k + 1:]):
+                # a layer fwport has no rule for reads the features before any Dense: it gets Keras's order
+                em = self._flatten_channels_last(el, rule, em, unknown=_unknown_reads_flatten(layers[k + 1:]))
             masked = mask_out and not em.failed
             if mask_in and not mask_out and not em.failed and _returns_sequences(el):
                 mask_live = True
@@ -426,6 +429,8 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
                 index += 1
                 continue
             chain.out[id(el)] = em.modules
+            if rule.weights and not prefix and id(el) not in chain.repeated:
+                remember_layer(ctx, scope, k, str(index + em.weight_module), rule.id, em.variant, el)
             if rule.weights:
                 record = LayerRecord(scope, f"{prefix}layers[{k}]", f"{prefix}{index + em.weight_module}",
                                      rule.id, em.variant, dict(em.symbols))
@@ -556,18 +561,21 @@ class _SequentialPass(ScopedResolver, cst.CSTTransformer):
             return LayerEmission([expr(f"{ctx.spell_text('torch.nn.Unflatten')}(1, {sizes})")], out)
         return self._channels_last_reshape(el, out)
 
-    def _flatten_channels_last(self, el: cst.Call, rule, em: LayerEmission) -> LayerEmission:
+    def _flatten_channels_last(self, el: cst.Call, rule, em: LayerEmission, unknown: str = "") -> LayerEmission:
         """A Flatten (or a Reshape to features) of a channels-first map that the model's output leaves with,
         only layers that keep each feature apart after it (Dropout, activations, BatchNormalization): no Dense
         takes Keras's weights in torch's order, so the map is flattened in Keras's (h, w, c) order instead, by
-        the ChannelsLastReshape helper (written out in the file), and the output is Keras's, exactly."""
+        the ChannelsLastReshape helper (written out in the file), and the output is Keras's, exactly. Likewise
+        where ``unknown`` (its text), a layer without a rule (a class of the file, an import fwport does not know),
+        reads the features before any Dense: whatever it does with them, it sees them in Keras's order."""
         if rule.emit.get("shape") == "reshape":
             return self._channels_last_reshape(el, em.out_shape)
         name = helpers.use(self.ctx, "ChannelsLastReshape")
-        self.ctx.report(Severity.INFO, "layout-kept", f"{code(el.func)} of a channels-first feature map ends this "
-                        f"Sequential model (no Dense after it): {name}((-1,)) (written out in this file) moves the "
-                        "channels last before flattening, so its features come out in Keras's (h, w, c) order",
-                        el, rule)
+        where = (f"is read by {unknown}, a layer fwport has no rule for (it may weigh or mix the features)"
+                 if unknown else "ends this Sequential model (no Dense after it)")
+        self.ctx.report(Severity.INFO, "layout-kept", f"{code(el.func)} of a channels-first feature map {where}: "
+                        f"{name}((-1,)) (written out in this file) moves the channels last before flattening, so its "
+                        "features come out in Keras's (h, w, c) order", el, rule)
         return LayerEmission([expr(f"{name}((-1,))")], em.out_shape)
 
     def _channels_last_reshape(self, el: cst.Call, out: tuple) -> LayerEmission:
@@ -876,6 +884,37 @@ def _features_leave(after: list) -> bool:
     them a layer with a rule that keeps the features apart (no Dense to reorder its kernel rows)."""
     return all(rule is not None and (rule.id in _CARRIES_FLATTEN or rule.emit.get("shape") == "batch-norm")
                for _, rule in after)
+
+#: (ctx.analyses) (model scope, "layers[k]") → (torch path, rule id, weight-map variant) of a Keras layer with
+#: weights, the path the torch module holding all of them (its LayerRecord's target): model_api translates the
+#: get_layer(...) of a use that only concerns the weights (freezing, get / set_weights) by it
+WHOLE_LAYERS = "layers.weights"
+#: (ctx.analyses) (model scope, the Keras name given as name="...") → "layers[k]"
+LAYER_NAMES = "layers.names"
+
+
+def remember_layer(ctx: FileContext, scope: str, k: int, target: str, rule_id: str, variant, call) -> None:
+    """Record that the weights of Keras's ``model.layers[k]`` of ``scope`` are those of the torch module at
+    ``target``, and its name where the source gives one (WHOLE_LAYERS, LAYER_NAMES)."""
+    ctx.analyses.setdefault(WHOLE_LAYERS, {})[(scope, f"layers[{k}]")] = (target, rule_id, variant)
+    name = call_argument(call, "name") if isinstance(call, cst.Call) else None
+    value = literal_value(name, None) if name is not None else None
+    if isinstance(value, str) and value:
+        ctx.analyses.setdefault(LAYER_NAMES, {})[(scope, value)] = f"layers[{k}]"
+
+
+def _unknown_reads_flatten(after: list) -> str:
+    """The text of the first layer without a rule (a class of the file, a layer of a library fwport does not
+    know) that the features of a Flatten reach before any layer reading them with a rule (a Dense reorders its
+    kernel rows for torch's order; another layer is refused there); "" where there is none. Such a layer must
+    see Keras's (h, w, c) order: fwport cannot tell what it does with the features."""
+    for el, rule in after:
+        if rule is None:
+            return code(el.func) if isinstance(el, cst.Call) else code(el)
+        if rule.id not in _CARRIES_FLATTEN:
+            return ""
+    return ""
+
 
 # Calls that read a model without changing it: passing it to them does not end the chain.
 _READERS = {"print", "len", "str", "repr", "isinstance", "id", "type"}
