@@ -377,11 +377,16 @@ def _capture_plan(original: str, translated: str, name: str, records, info) -> l
 
 
 def _layout_like(k: np.ndarray, t: np.ndarray, layout: str) -> np.ndarray:
-    """A torch activation in the Keras layout, for diagnosis (channels-first maps of an NCHW model)."""
+    """A torch activation in the Keras layout, for diagnosis (channels-first maps of an NCHW model). In an NCHW
+    model a map whose shape reads the same both ways (channels == width: a 3x3x3 map) is channels-first too:
+    taken as it is, every layer after it would be compared across its axes and named as diverging."""
+    moved = np.moveaxis(t, 1, -1) if t.ndim >= 3 else None
+    if layout == "nchw" and moved is not None and moved.shape == k.shape:
+        return moved
     if k.shape == t.shape:
         return t
-    if t.ndim >= 3 and np.moveaxis(t, 1, -1).shape == k.shape:
-        return np.moveaxis(t, 1, -1)
+    if moved is not None and moved.shape == k.shape:
+        return moved
     return t
 
 
