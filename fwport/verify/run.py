@@ -696,6 +696,8 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
             flat_map = prev_t.shape  # a Flatten of a channels-first map: (c,h,w) order, until a weight layer
         if flat_map is not None and k.ndim == 2 and t.shape == k.shape and t.size == int(np.prod(flat_map)):
             t_flat = np.moveaxis(t.reshape(flat_map), 1, -1).reshape(t.shape)  # (c,h,w) → (h,w,c) order
+            if not compare(k, t_flat, rtol, atol)["ok"] and compare(k, t, rtol, atol)["ok"]:
+                t_flat, flat_map = t, None  # flattened in Keras's order already (ChannelsLastReshape((-1,)))
         else:
             t_flat = _layout_like(k, t, layout)
         prev_t = T[tk]
