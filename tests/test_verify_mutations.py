@@ -1117,3 +1117,11 @@ def test_planted_bug_in_a_remaining_weight_map_is_caught(session, planted_files,
     cert = _run_planted(session, planted_files, model, pack=_mutated_pack(rule, None, ops, source))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+def test_flatten_of_a_volume_says_why_it_keeps_keras_order():
+    """A 3-D map's sizes are all numbers: the message gives the real reason (the Dense reorders 2-D maps only)."""
+    r = translate_source(PLANTED, "model.py")
+    said = [f.message for f in r.findings if f.code == "layout-kept" and "ChannelsLastReshape" in f.message]
+    assert len(said) == 1 and "a channels-first volume (6, 4, 9, 3)" in said[0], said
+    assert "not all numbers" not in said[0]

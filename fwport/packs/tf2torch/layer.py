@@ -1709,12 +1709,15 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             *sp, c = in_shape
         if fmt != "channels_first" and (len(in_shape) > 3 or not all(_int(n) for n in in_shape)):
             # the next Dense could not reorder its kernel rows (a 3-D map, or sizes known only when the
-            # model is built): the map is flattened in Keras's (h, w, c) order, the channels moved last first
+            # model is built): the map is flattened in Keras's (h, w, c) or (d, h, w, c) order, channels moved last
             name = helpers.use(ctx, "ChannelsLastReshape")
-            ctx.report(Severity.INFO, "layout-kept", f"Flatten of a channels-first feature map whose sizes are not "
-                       f"all numbers here ({', '.join(map(str, in_shape))}): {name}((-1,)) (written out in this "
-                       "file) flattens it in Keras's (h, w, c) order, so the layers after it take Keras's "
-                       "weights as they are", m.node, m.rule)
+            shown = ", ".join(map(str, in_shape))
+            why = (f"a channels-first volume ({shown}): the Dense after it can reorder the kernel rows of a 2-D "
+                   f"map only, so" if len(in_shape) > 3 else
+                   f"a channels-first feature map whose sizes are not all numbers here ({shown}):")
+            ctx.report(Severity.INFO, "layout-kept", f"Flatten of {why} {name}((-1,)) (written out in this file) "
+                       "flattens it in Keras's channels-last order and the layers after it take Keras's weights as "
+                       "they are", m.node, m.rule)
             # the size stays unknown (the Dense after it is lazy): a size written with names is not always
             # valid where the layers after it are built (a helper's own size names, keras-io speaker_recognition)
             return LayerEmission([expr(f"{name}((-1,))")], (size if _int(size) else None,))
