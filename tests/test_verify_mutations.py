@@ -1125,3 +1125,80 @@ def test_flatten_of_a_volume_says_why_it_keeps_keras_order():
     said = [f.message for f in r.findings if f.code == "layout-kept" and "ChannelsLastReshape" in f.message]
     assert len(said) == 1 and "a channels-first volume (6, 4, 9, 3)" in said[0], said
     assert "not all numbers" not in said[0]
+
+
+# --- output_padding= of Conv1D/2D/3DTranspose: TensorFlow's crop of the full transposed conv, per axis ----------------
+
+OUTPUT_PADDING = '''from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_sequence():
+    return keras.Sequential([
+        keras.Input(shape=(5, 2)),
+        layers.Conv1DTranspose(3, 4, strides=2, padding="same", output_padding=1),
+        layers.Conv1DTranspose(2, 3, strides=3, output_padding=2),
+        layers.Conv1DTranspose(2, 2, strides=3, padding="same", output_padding=2),
+        layers.Conv1DTranspose(2, 1, strides=2, padding="same", output_padding=1),
+        layers.Conv1DTranspose(2, 5, strides=3, padding="same", output_padding=2),
+    ])
+
+
+def build_maps():
+    return keras.Sequential([
+        keras.Input(shape=(4, 3, 2)),
+        layers.Conv2DTranspose(2, (3, 5), strides=(2, 2), padding="same", output_padding=(1, 0)),
+        layers.Conv2DTranspose(2, 2, strides=2, output_padding=1),
+    ])
+
+
+def build_volume():
+    return keras.Sequential([
+        keras.Input(shape=(3, 2, 3, 2)),
+        layers.Conv3DTranspose(2, (3, 2, 4), strides=(2, 3, 2), padding="same", output_padding=(0, 2, 1)),
+    ])
+'''
+OUTPUT_PADDING_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    # Keras's padding k // 2 and output_padding copied into torch: the same size, shifted by a sample
+    "output-padding-copied-from-keras": ("build_sequence", "nn.ConvTranspose1d(2, 3, 4, stride=2, padding=1), "
+                                         "nn.ZeroPad1d((0, -1))", "nn.ConvTranspose1d(2, 3, 4, stride=2, padding=2, "
+                                         "output_padding=1), nn.Identity()", "layers[0]"),
+}
+
+
+@pytest.fixture(scope="module")
+def output_padding_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-output-padding")
+    (d / "model.py").write_text(OUTPUT_PADDING)
+    r = translate_source(OUTPUT_PADDING, "model.py")
+    assert not [f for f in r.findings if f.severity == "error"], r.findings
+    (d / "good.py").write_text(r.output)
+    return d, r.output
+
+
+@pytest.mark.parametrize("model", ["build_sequence", "build_maps", "build_volume"])
+def test_output_padding_translation_matches_keras(session, output_padding_files, model):
+    cert = _run_convs(session, output_padding_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    assert cert["results"]["layers"] and all(e["ok"] for e in cert["results"]["layers"])
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUT_PADDING_TEXT_MUTATIONS))
+def test_planted_bug_in_output_padding_is_caught(session, output_padding_files, name):
+    model, old, new, layer = OUTPUT_PADDING_TEXT_MUTATIONS[name]
+    _, good = output_padding_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_convs(session, output_padding_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+@pytest.mark.parametrize("arg", ["output_padding=2", "output_padding=p"])
+def test_output_padding_keras_refuses_or_not_literal_is_an_error(arg):
+    src = ("from tensorflow import keras\nfrom tensorflow.keras import layers\np = 1\n"
+           f"up = keras.Sequential([keras.Input((9, 4)), layers.Conv1DTranspose(2, 3, strides=2, {arg})])\n")
+    r = translate_source(src, "m.py")
+    said = [f.message for f in r.findings if f.code == "unsupported-argument"]
+    assert len(said) == 1 and said[0].startswith(arg), said
+    assert "# fwport: unsupported-argument" in r.output
