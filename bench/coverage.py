@@ -1,7 +1,7 @@
 """Op coverage: the share of real-world call sites of TensorFlow / Keras op APIs that fwport has a
 rule (or a structural pass) for, weighted by how often each name is used.
 
-    python bench/coverage.py                       # share + the 30 most used uncovered names
+    python bench/coverage.py                       # share + the 30 most used uncovered names, with why
     python bench/coverage.py --top 80              # a longer list
     python bench/coverage.py --prefix tensorflow.nn.   # one namespace
     python bench/coverage.py --tsv other-frequencies.tsv
@@ -46,9 +46,22 @@ from fwport.packs.tf2torch.passes.subclass import BASES  # noqa: E402
 from fwport.core.direction import get_direction  # noqa: E402
 from fwport.core.rule import load_pack  # noqa: E402
 
-# the shared folder beside the checkout (/work/main → /work/shared; a worktree /work/wt/NAME finds it higher up)
-REFERENCE = next((p / "shared" / "reference" for p in Path(__file__).resolve().parents[1:]
-                  if (p / "shared" / "reference").is_dir()), Path(__file__).resolve().parents[2] / "shared" / "reference")
+
+
+def _reference() -> Path:
+    """The shared folder beside the checkout (/work/main → /work/shared; a worktree /work/wt/NAME finds it higher
+    up, one elsewhere (/tmp/wt/NAME) through the main checkout its .git file points into)."""
+    here = Path(__file__).resolve().parents[1]
+    places = list(here.parents)
+    git = here / ".git"
+    if git.is_file() and git.read_text(encoding="utf-8").startswith("gitdir:"):
+        places += list(Path(git.read_text(encoding="utf-8")[7:].strip()).resolve().parents)
+    return next((p / "shared" / "reference" for p in places if (p / "shared" / "reference").is_dir()),
+                here.parent / "shared" / "reference")
+
+
+REFERENCE = _reference()
+REASONS = Path(__file__).resolve().parent / "coverage_reasons.toml"
 DEFAULT_TSV = REFERENCE / "api-frequency-tf.tsv"
 NAMESPACES = ("tensorflow.", "keras.ops.", "keras.activations.", "keras.backend.")
 MODELS = ("keras.layers.", "keras.ops.", "keras.activations.", "keras.initializers.", "keras.regularizers.",
@@ -96,6 +109,34 @@ def _torch2jax_structural() -> set[str]:
     return {"torch.nn.Module", "torch.manual_seed", *NO_GRAD, *SCRIPT_ONLY, *inits, *DATASET, *backends.HANDLED}
 
 
+def load_reasons(direction: str, path: Path = REASONS) -> dict[str, str]:
+    """bench/coverage_reasons.toml's table for ``direction``: API name → why it has no rule."""
+    import tomllib
+    with path.open("rb") as f:
+        return dict(tomllib.load(f).get(direction, {}))
+
+
+def reason_for(name: str, direction, reasons: dict[str, str]) -> str | None:
+    """Why ``name`` has no rule: the pack's guidance (the no-rule error's advice) or the reasons table, by the
+    name or one it belongs to (tensorflow.RaggedTensor for tensorflow.RaggedTensor.from_row_splits)."""
+    advice = direction.guidance_for(name)
+    if advice:
+        return "guidance (the no-rule error's advice): " + advice
+    for key in dict.fromkeys((name, direction.source.canonical(name))):
+        while key:
+            if key in reasons:
+                return reasons[key]
+            key = key.rpartition(".")[0]
+    return None
+
+
+def constant_members(rows: list[dict], pack) -> set[str]:
+    """Names that are an attribute of a translated constant (tensorflow.__version__.startswith): the engine
+    leaves the method on the translated value (torch.__version__.startswith), so they are covered."""
+    constants = {n for n, r in pack.by_name.items() if r.kind == "constant"}
+    return {r["name"] for r in rows if r["name"].rpartition(".")[0] in constants}
+
+
 def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...],
              canonical=DIRECTION.source.canonical, exclude: tuple[str, ...] = ()
              ) -> tuple[int, int, list[tuple[int, str]]]:
@@ -116,6 +157,25 @@ def coverage(rows: list[dict], covered: set[str], prefixes: tuple[str, ...],
     return hit, total, sorted(missing, key=lambda t: (-t[0], t[1]))
 
 
+def scope_rows(rows: list[dict], scope: str, direction: str = "tf2torch") -> list[dict]:
+    """The table's rows a scope counts: ``models`` and ``training`` public API only (no methods, internals or
+    third-party code)."""
+    if scope != "ops" and direction == "tf2torch":
+        return [r for r in rows if r.get("group", "core") == "core" and r.get("kind", "api") == "api"]
+    return rows
+
+
+def measure(rows: list[dict], direction: str, prefixes: tuple[str, ...], exclude: tuple[str, ...] = (),
+            rules_only: bool = False) -> tuple[int, int, list[tuple[int, str]]]:
+    """coverage() with the direction's pack and, unless rules_only, its structural passes."""
+    pack = load_pack(direction)
+    covered = set(pack.by_name)
+    if not rules_only:
+        covered |= (_torch2jax_structural() if direction == "torch2jax" else _tf2torch_structural())
+        covered |= constant_members(rows, pack)
+    return coverage(rows, covered, prefixes, get_direction(direction).source.canonical, exclude)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--direction", default="tf2torch", choices=("tf2torch", "torch2jax"))
@@ -125,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rules-only", action="store_true", help="count only the names rules match (no structural pass)")
     ap.add_argument("--scope", choices=sorted(SCOPES), default="ops",
                     help="tf2torch: which names: ops (default), models (issue 8), training (issue 9)")
+    ap.add_argument("--full", action="store_true", help="print each reason whole (default: cut at 140 characters)")
     args = ap.parse_args(argv)
     torch = args.direction == "torch2jax"
     args.tsv = args.tsv or (REFERENCE / "api-frequency-torch.tsv" if torch else DEFAULT_TSV)
@@ -135,20 +196,25 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     with args.tsv.open(encoding="utf-8") as f:
         rows = list(csv.DictReader(f, delimiter="\t"))
-    if args.scope != "ops" and not torch:  # public API only: no methods, internals or third-party code
-        rows = [r for r in rows if r.get("group", "core") == "core" and r.get("kind", "api") == "api"]
-    pack = load_pack(args.direction)
-    structural = _torch2jax_structural() if torch else _tf2torch_structural()
-    covered = set(pack.by_name) | (set() if args.rules_only else structural)
+    rows = scope_rows(rows, args.scope, args.direction)
     prefixes = tuple(args.prefix or namespaces)
-    hit, total, missing = coverage(rows, covered, prefixes, get_direction(args.direction).source.canonical, exclude)
+    hit, total, missing = measure(rows, args.direction, prefixes, exclude, args.rules_only)
     names_total = sum(1 for r in rows if r["name"].startswith(prefixes) and not (exclude and r["name"].startswith(exclude)))
     print(f"covered: {hit} of {total} call sites ({100 * hit / max(total, 1):.1f}%), "
           f"{names_total - len(missing)} of {names_total} names; namespaces: {', '.join(prefixes)}"
           + (f"; not counted: {', '.join(exclude)}" if exclude else ""))
-    print("most used uncovered names (total uses):")
+    direction = get_direction(args.direction)
+    reasons = load_reasons(args.direction)
+    why = {name: reason_for(name, direction, reasons) for _, name in missing}
+    told = sum(n for n, name in missing if why[name])
+    print(f"uncovered names with a reason (bench/coverage_reasons.toml or the pack's guidance): "
+          f"{sum(1 for v in why.values() if v)} of {len(missing)}, {told} of {total - hit} call sites")
+    print("most used uncovered names (total uses) and why:")
     for n, name in missing[:args.top]:
-        print(f"  {n:6d}  {name}")
+        reason = why[name] or "no reason recorded"
+        if not args.full and len(reason) > 140:
+            reason = reason[:139] + "…"
+        print(f"  {n:6d}  {name}  — {reason}")
     return 0
 
 

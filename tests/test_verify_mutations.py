@@ -919,3 +919,286 @@ def test_planted_bug_in_a_scored_or_image_layer_is_caught(session, scored_files,
     cert = _run_scored(session, scored_files, model, good.replace(old, new))
     assert cert["verdict"] == "mismatch"
     assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+# --- issue 8: a planted bug for every remaining layer: Conv3D, Conv1DTranspose, 2-D / 3-D padding and cropping,
+# UpSampling1D/3D, Permute, RepeatVector, GaussianNoise / GaussianDropout, Masking and the merge layers -----------------
+
+PLANTED = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_volume():
+    return keras.Sequential([
+        keras.Input(shape=(5, 4, 3, 2)),
+        layers.Conv3D(3, (3, 2, 2), strides=(2, 1, 1), padding="same"),
+        layers.ZeroPadding3D(((1, 0), (0, 2), (2, 1))),
+        layers.Cropping3D(((0, 1), (2, 0), (1, 2))),
+        layers.UpSampling3D((2, 1, 3)),
+        layers.Flatten(),
+        layers.Dense(2),
+    ])
+
+
+def build_sequence():
+    return keras.Sequential([
+        keras.Input(shape=(6, 3)),
+        layers.Conv1DTranspose(3, 3, strides=2, padding="same"),
+        layers.Conv1DTranspose(3, 2, strides=3),
+        layers.UpSampling1D(3),
+        layers.Flatten(),
+        layers.Dense(3),
+        layers.RepeatVector(2),
+    ])
+
+
+def build_masked():
+    return keras.Sequential([
+        keras.Input(shape=(6, 3)),
+        layers.Masking(mask_value=0.0),
+        layers.LSTM(4),
+        layers.Dense(2),
+    ])
+
+
+def build_maps():
+    return keras.Sequential([
+        keras.Input(shape=(3, 3, 3)),
+        layers.ZeroPadding2D(((1, 2), (0, 1))),
+        layers.Cropping2D(((2, 1), (0, 1))),
+        layers.Permute((2, 1, 3)),
+        layers.GaussianNoise(0.3),
+        layers.GaussianDropout(0.2),
+        layers.Flatten(),
+        layers.Dense(2),
+    ])
+
+
+def build_merge():
+    a = keras.Input(shape=(4, 4))
+    b = keras.Input(shape=(4, 4))
+    c = keras.Input(shape=(4, 4))
+    add = layers.Add()([a, b, c])
+    sub = layers.Subtract()([a, b])
+    mul = layers.Multiply()([a, b, c])
+    avg = layers.Average()([a, b, c])
+    mx = layers.Maximum()([a, b, c])
+    mn = layers.Minimum()([a, b, c])
+    cat = layers.Concatenate(axis=1)([add, sub, mul, avg, mx, mn])
+    dot = layers.Dot(axes=2)([a, b])
+    return keras.Model([a, b, c], layers.Concatenate()([layers.Flatten()(cat), layers.Flatten()(dot)]))
+'''
+PLANTED_MODELS = {"build_volume": None, "build_sequence": None, "build_masked": None, "build_maps": None,
+                  "build_merge": ["float32[2,4,4]"] * 3}
+# the layer None: only the output shows the bug (the merge layers are inline tensor expressions of a subclassed
+# forward: no module holds them)
+PLANTED_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    # torch's padding="same" habit of putting the odd row after, read the other way: the same shape, shifted
+    "conv3d-same-odd-row-padded-before": ("build_volume", "nn.ZeroPad3d((0, 1, 0, 1, 1, 1)), nn.Conv3d",
+                                          "nn.ZeroPad3d((0, 1, 1, 0, 1, 1)), nn.Conv3d", "layers[0]"),
+    # Keras's (before, after) of each axis read as torch's (after, before): the same shape
+    "zero-padding3d-sides-swapped": ("build_volume", "nn.ZeroPad3d((2, 1, 0, 2, 1, 0))",
+                                     "nn.ZeroPad3d((1, 2, 2, 0, 0, 1))", "layers[1]"),
+    "cropping3d-from-the-wrong-ends": ("build_volume", "nn.ZeroPad3d((-1, -2, -2, 0, 0, -1))",
+                                       "nn.ZeroPad3d((-2, -1, 0, -2, -1, 0))", "layers[2]"),
+    # the factors given in reverse (torch's last-axis-first padding order applied to the scale)
+    "upsampling3d-factors-reversed": ("build_volume", "nn.Upsample(scale_factor=(2, 1, 3))",
+                                      "nn.Upsample(scale_factor=(3, 1, 2))", "layers[3]"),
+    # the obvious torch spelling of 'same' for k=3, s=2: the right length, shifted by a sample
+    "conv1d-transpose-same-by-output-padding": (
+        "build_sequence", "nn.ConvTranspose1d(3, 3, 3, stride=2), nn.ZeroPad1d((0, -1))",
+        "nn.ConvTranspose1d(3, 3, 3, stride=2, padding=1, output_padding=1), nn.Identity()", "layers[0]"),
+    # k < s: TensorFlow's last row holds the bias (no kernel tap reaches it); zero-padding it back is one short of
+    # that row's bias (the Upsample after it keeps its index: the transfer still finds every weight)
+    "conv1d-transpose-uncovered-row-zero-padded": (
+        "build_sequence", "nn.ConvTranspose1d(3, 3, 2, stride=3, output_padding=1),\n        nn.Upsample(scale_factor=3),",
+        "nn.ConvTranspose1d(3, 3, 2, stride=3),\n        nn.Sequential(nn.ZeroPad1d((0, 1)), nn.Upsample(scale_factor=3)),",
+        "layers[1]"),
+    # Keras's UpSampling1D repeats each step; an interpolating upsample does not
+    "upsampling1d-interpolated": ("build_sequence", "nn.Upsample(scale_factor=3)",
+                                  'nn.Upsample(scale_factor=3, mode="linear")', "layers[2]"),
+    # Keras's new axis 1 kept in the channels-first model: (batch, 2, 3) where (batch, 3, 2) is meant. Per layer it
+    # holds Keras's values in Keras's layout (no layer is named); as the model's output it is read channels-first
+    "repeat-vector-keras-axis-in-a-channels-first-model": ("build_sequence", "RepeatVector(2, dim=2)",
+                                                           "RepeatVector(2, dim=1)", None),
+    # the mask taken over the steps instead of the features: every sequence cut to 3 steps
+    "masking-over-the-wrong-axis": ("build_masked", "(x != self.mask_value).any(dim=-1)",
+                                    "(x != self.mask_value).any(dim=1)", "layers[1]"),
+    "zero-padding2d-sides-swapped": ("build_maps", "nn.ZeroPad2d((0, 1, 1, 2))", "nn.ZeroPad2d((1, 0, 2, 1))",
+                                     "layers[0]"),
+    "cropping2d-from-the-wrong-ends": ("build_maps", "nn.ZeroPad2d((0, -1, -2, -1))", "nn.ZeroPad2d((-1, 0, -1, -2))",
+                                       "layers[1]"),
+    # Keras's dims kept on the channels-first map (a 3x3x3 map: the same shape, the values catch it)
+    "permute-keras-dims-kept": ("build_maps", "Permute((1, 3, 2))", "Permute((2, 1, 3))", "layers[2]"),
+    # a training-only guard lost: the layer then acts at inference, where Keras's is the identity
+    "gaussian-noise-active-in-eval": ("build_maps",
+                                      "return x + torch.randn_like(x) * self.stddev if self.training else x",
+                                      "return x + torch.randn_like(x) * self.stddev", "layers[3]"),
+    "gaussian-dropout-active-in-eval": ("build_maps", "if not self.training or not 0 < self.rate < 1:",
+                                        "if not 0 < self.rate < 1:", "layers[4]"),
+    # a merge of three inputs translated as the usual merge of two
+    "add-third-input-dropped": ("build_merge", "add = a + b + c", "add = a + b", None),
+    "multiply-third-input-dropped": ("build_merge", "mul = a * b * c", "mul = a * b", None),
+    "maximum-third-input-dropped": ("build_merge", "mx = torch.maximum(torch.maximum(a, b), c)",
+                                    "mx = torch.maximum(a, b)", None),
+    "minimum-third-input-dropped": ("build_merge", "mn = torch.minimum(torch.minimum(a, b), c)",
+                                    "mn = torch.minimum(a, b)", None),
+    "average-divided-by-two": ("build_merge", "avg = (a + b + c) / 3", "avg = (a + b + c) / 2", None),
+    "subtract-operands-swapped": ("build_merge", "sub = a - b", "sub = b - a", None),
+    # Keras's default axis (-1) where the code says axis=1: the flattened output has the same size
+    "concatenate-axis-left-at-the-default": ("build_merge", "mn], dim=1)", "mn], dim=-1)", None),
+    # axes counted without the batch axis (square inputs: the same shape)
+    "dot-axes-counted-without-the-batch": ("build_merge", "self.dot = Dot(2)", "self.dot = Dot(1)", None),
+}
+PLANTED_MAP_MUTATIONS = {
+    # name: (model, rule, source variable, ops, the layer that must be named)
+    # the kernel's height and width swapped (2x2: the same shape)
+    "conv3d-kernel-height-and-width-swapped": ("build_volume", "conv3d", "kernel", ["permute(4, 3, 0, 2, 1)"],
+                                               "layers[0]"),
+    # the kernel's memory read as (out, in) instead of transposed: the same shape. The Dense after a
+    # ChannelsLastReshape((-1,)) (features already in Keras's order): named, not the Flatten before it
+    "dense-kernel-reshaped-not-transposed": ("build_volume", "dense", "kernel", ["reshape(2, -1)"], "layers[5]"),
+    # the forward conv's (out, in, k) where torch's transposed conv wants (in, out, k): 3 in, 3 out, the same shape
+    "conv1d-transpose-kernel-in-forward-conv-order": ("build_sequence", "conv1d-transpose", "kernel",
+                                                      ["permute(1, 2, 0)"], "layers[0]"),
+}
+
+
+@pytest.fixture(scope="module")
+def planted_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-planted")
+    (d / "model.py").write_text(PLANTED)
+    r = translate_source(PLANTED, "model.py")
+    assert not [f for f in r.findings if f.severity == "error"], r.findings
+    (d / "good.py").write_text(r.output)
+    return d, r.output
+
+
+def _run_planted(session, files, model, text=None, pack=None):
+    d, good = files
+    path = d / "good.py"
+    if text is not None:
+        assert text != good, "the mutation did not apply"
+        path = d / "mutant.py"
+        path.write_text(text)
+    return verify(Options(str(d / "model.py"), str(path), model, inputs=PLANTED_MODELS[model] or [],
+                          checks=("forward",), device="cpu", pack=pack), session)
+
+
+@pytest.mark.parametrize("model", sorted(PLANTED_MODELS))
+def test_planted_layers_correct_translation_passes(session, planted_files, model):
+    cert = _run_planted(session, planted_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    # a 3x3x3 map reads the same channels-first and channels-last: every layer is still compared in Keras's layout
+    layers = cert["results"]["layers"]
+    assert all(e["ok"] for e in layers) and (layers or model == "build_merge"), layers
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED_TEXT_MUTATIONS))
+def test_planted_bug_in_a_remaining_layer_is_caught(session, planted_files, name):
+    model, old, new, layer = PLANTED_TEXT_MUTATIONS[name]
+    _, good = planted_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_planted(session, planted_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["problems"] == ["outputs: output 0"], cert["problems"]
+    if layer is None:
+        assert cert["first_diverging"] is None  # (see PLANTED_TEXT_MUTATIONS)
+    else:
+        assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, \
+            cert["first_diverging"]
+
+
+@pytest.mark.parametrize("name", sorted(PLANTED_MAP_MUTATIONS))
+def test_planted_bug_in_a_remaining_weight_map_is_caught(session, planted_files, name):
+    model, rule, source, ops, layer = PLANTED_MAP_MUTATIONS[name]
+    cert = _run_planted(session, planted_files, model, pack=_mutated_pack(rule, None, ops, source))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+def test_flatten_of_a_volume_says_why_it_keeps_keras_order():
+    """A 3-D map's sizes are all numbers: the message gives the real reason (the Dense reorders 2-D maps only)."""
+    r = translate_source(PLANTED, "model.py")
+    said = [f.message for f in r.findings if f.code == "layout-kept" and "ChannelsLastReshape" in f.message]
+    assert len(said) == 1 and "a channels-first volume (6, 4, 9, 3)" in said[0], said
+    assert "not all numbers" not in said[0]
+
+
+# --- output_padding= of Conv1D/2D/3DTranspose: TensorFlow's crop of the full transposed conv, per axis ----------------
+
+OUTPUT_PADDING = '''from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def build_sequence():
+    return keras.Sequential([
+        keras.Input(shape=(5, 2)),
+        layers.Conv1DTranspose(3, 4, strides=2, padding="same", output_padding=1),
+        layers.Conv1DTranspose(2, 3, strides=3, output_padding=2),
+        layers.Conv1DTranspose(2, 2, strides=3, padding="same", output_padding=2),
+        layers.Conv1DTranspose(2, 1, strides=2, padding="same", output_padding=1),
+        layers.Conv1DTranspose(2, 5, strides=3, padding="same", output_padding=2),
+    ])
+
+
+def build_maps():
+    return keras.Sequential([
+        keras.Input(shape=(4, 3, 2)),
+        layers.Conv2DTranspose(2, (3, 5), strides=(2, 2), padding="same", output_padding=(1, 0)),
+        layers.Conv2DTranspose(2, 2, strides=2, output_padding=1),
+    ])
+
+
+def build_volume():
+    return keras.Sequential([
+        keras.Input(shape=(3, 2, 3, 2)),
+        layers.Conv3DTranspose(2, (3, 2, 4), strides=(2, 3, 2), padding="same", output_padding=(0, 2, 1)),
+    ])
+'''
+OUTPUT_PADDING_TEXT_MUTATIONS = {
+    # name: (model, old, new, the layer that must be named)
+    # Keras's padding k // 2 and output_padding copied into torch: the same size, shifted by a sample
+    "output-padding-copied-from-keras": ("build_sequence", "nn.ConvTranspose1d(2, 3, 4, stride=2, padding=1), "
+                                         "nn.ZeroPad1d((0, -1))", "nn.ConvTranspose1d(2, 3, 4, stride=2, padding=2, "
+                                         "output_padding=1), nn.Identity()", "layers[0]"),
+}
+
+
+@pytest.fixture(scope="module")
+def output_padding_files(tmp_path_factory):
+    d = tmp_path_factory.mktemp("mut-output-padding")
+    (d / "model.py").write_text(OUTPUT_PADDING)
+    r = translate_source(OUTPUT_PADDING, "model.py")
+    assert not [f for f in r.findings if f.severity == "error"], r.findings
+    (d / "good.py").write_text(r.output)
+    return d, r.output
+
+
+@pytest.mark.parametrize("model", ["build_sequence", "build_maps", "build_volume"])
+def test_output_padding_translation_matches_keras(session, output_padding_files, model):
+    cert = _run_convs(session, output_padding_files, model)
+    assert cert["verdict"] == "pass", cert.get("problems")
+    assert cert["results"]["layers"] and all(e["ok"] for e in cert["results"]["layers"])
+
+
+@pytest.mark.parametrize("name", sorted(OUTPUT_PADDING_TEXT_MUTATIONS))
+def test_planted_bug_in_output_padding_is_caught(session, output_padding_files, name):
+    model, old, new, layer = OUTPUT_PADDING_TEXT_MUTATIONS[name]
+    _, good = output_padding_files
+    assert good.count(old) == 1, f"the translation changed: {old!r}; update the mutation"
+    cert = _run_convs(session, output_padding_files, model, good.replace(old, new))
+    assert cert["verdict"] == "mismatch"
+    assert cert["first_diverging"] is not None and cert["first_diverging"]["layer"] == layer, cert["first_diverging"]
+
+
+@pytest.mark.parametrize("arg", ["output_padding=2", "output_padding=p"])
+def test_output_padding_keras_refuses_or_not_literal_is_an_error(arg):
+    src = ("from tensorflow import keras\nfrom tensorflow.keras import layers\np = 1\n"
+           f"up = keras.Sequential([keras.Input((9, 4)), layers.Conv1DTranspose(2, 3, strides=2, {arg})])\n")
+    r = translate_source(src, "m.py")
+    said = [f.message for f in r.findings if f.code == "unsupported-argument"]
+    assert len(said) == 1 and said[0].startswith(arg), said
+    assert "# fwport: unsupported-argument" in r.output

@@ -158,6 +158,18 @@ class Direction:
     #: a chained direction: the directions it runs one after the other (fwport/core/chain.py); empty for a pack
     stages: tuple[str, ...] = ()
 
+    def guidance_for(self, q: str) -> str | None:
+        """What to write instead of a source API the direction does not translate (``guidance``), by its
+        name or the name of a class or module it belongs to (tf.train.Feature's BytesList)."""
+        if not self.guidance:
+            return None
+        name = self.source.canonical(q)
+        while name:
+            if name in self.guidance:
+                return self.guidance[name]
+            name = name.rpartition(".")[0]
+        return None
+
 
 def registered() -> dict[str, str]:
     """Pack name → the module that defines its ``DIRECTION``."""

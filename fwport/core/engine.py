@@ -742,18 +742,7 @@ class RuleTransformer(ScopedResolver, cst.CSTTransformer):
         pending[mark:] = [p for p in pending[mark:] if p.finding.code != "residue" or id(p.node) in present]
 
     def _guidance(self, q: str) -> str | None:
-        """What to write instead of a source API the direction does not translate (Direction.guidance),
-        by its name or the name of a class or module it belongs to (tf.train.Feature's BytesList)."""
-        table = self.ctx.direction.guidance
-        if not table:
-            return None
-        canonical = self.ctx.direction.source.canonical
-        name = canonical(q)
-        while name:
-            if name in table:
-                return table[name]
-            name = name.rpartition(".")[0]
-        return None
+        return self.ctx.direction.guidance_for(q)
 
     def _residue(self, node: cst.CSTNode, q: str) -> None:
         shown = " ".join(code(node).split())

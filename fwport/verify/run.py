@@ -377,11 +377,16 @@ def _capture_plan(original: str, translated: str, name: str, records, info) -> l
 
 
 def _layout_like(k: np.ndarray, t: np.ndarray, layout: str) -> np.ndarray:
-    """A torch activation in the Keras layout, for diagnosis (channels-first maps of an NCHW model)."""
+    """A torch activation in the Keras layout, for diagnosis (channels-first maps of an NCHW model). In an NCHW
+    model a map whose shape reads the same both ways (channels == width: a 3x3x3 map) is channels-first too:
+    taken as it is, every layer after it would be compared across its axes and named as diverging."""
+    moved = np.moveaxis(t, 1, -1) if t.ndim >= 3 else None
+    if layout == "nchw" and moved is not None and moved.shape == k.shape:
+        return moved
     if k.shape == t.shape:
         return t
-    if t.ndim >= 3 and np.moveaxis(t, 1, -1).shape == k.shape:
-        return np.moveaxis(t, 1, -1)
+    if moved is not None and moved.shape == k.shape:
+        return moved
     return t
 
 
@@ -691,6 +696,8 @@ def _compare_all(cert, K, T, moves, kresp, tresp, points, n_out, out_layout, lay
             flat_map = prev_t.shape  # a Flatten of a channels-first map: (c,h,w) order, until a weight layer
         if flat_map is not None and k.ndim == 2 and t.shape == k.shape and t.size == int(np.prod(flat_map)):
             t_flat = np.moveaxis(t.reshape(flat_map), 1, -1).reshape(t.shape)  # (c,h,w) → (h,w,c) order
+            if not compare(k, t_flat, rtol, atol)["ok"] and compare(k, t, rtol, atol)["ok"]:
+                t_flat, flat_map = t, None  # flattened in Keras's order already (ChannelsLastReshape((-1,)))
         else:
             t_flat = _layout_like(k, t, layout)
         prev_t = T[tk]

@@ -574,17 +574,28 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     if _ntuple(dil, nd) != (1,) * nd:
         return _failed(m, ctx, "unsupported-argument", f"dilation_rate={code(m.extras['dilation_rate'])}: a dilated "
                        "transposed convolution is not translated yet")
-    if "output_padding" in m.extras and literal_value(m.extras["output_padding"], NOT_LITERAL) is not None:
-        return _failed(m, ctx, "unsupported-argument", "output_padding= is not translated yet: Keras and torch add "
-                       "it at different ends of the TensorFlow crop")
+    op = literal_value(m.extras["output_padding"], NOT_LITERAL) if "output_padding" in m.extras else None
+    if op is not None:
+        op = _ntuple(op, nd) if op is not NOT_LITERAL else None
+        if op is None or any(not 0 <= p < ss for p, ss in zip(op, s)):
+            return _failed(m, ctx, "unsupported-argument", f"output_padding={code(m.extras['output_padding'])}: "
+                           "literal ints below the strides are translated (Keras refuses the others)")
     pad_node = m.extras.get("padding")
     padding = "valid" if pad_node is None else _folded(pad_node)
     padding = padding.lower() if isinstance(padding, str) else padding
     if padding not in ("valid", "same"):
         return _failed(m, ctx, "unsupported-argument", f"padding={code(pad_node)} has no exact torch equivalent")
     pads, out_pads, crops = [], [], []
-    for kk, ss in zip(k, s):
-        if padding == "same" and kk >= ss:
+    for i, (kk, ss) in enumerate(zip(k, s)):
+        if op is not None:
+            # Keras's size (n - 1)*s + k - 2*(k // 2 if same else 0) + output_padding is the full transposed conv
+            # (bias-only rows after it where it is longer) from TensorFlow's crop max(full - size, 0) // 2: torch's
+            # padding crops that many at both ends, output_padding adds the rest after, a ZeroPad crops one too many
+            extra = op[i] - 2 * (kk // 2 if padding == "same" else 0)
+            pads.append(max(-extra, 0) // 2)
+            out_pads.append(max(extra + 2 * pads[-1], 0))
+            crops.append(max(-(extra + 2 * pads[-1]), 0))
+        elif padding == "same" and kk >= ss:
             pads.append((kk - ss) // 2)
             out_pads.append(0)
             crops.append((kk - ss) % 2)  # TensorFlow crops the odd pixel after
@@ -611,8 +622,12 @@ def conv_transpose(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
     acts = activation_modules(m, ctx, _channel_axis(lctx, nd + 1, fm.first))
     if layer is None or acts is None:
         return LayerEmission([m.call], failed=True)
-    out_sp = tuple(D.mul(n, ss) if padding == "same" else D.add(D.mul(n, ss), max(kk - ss, 0))
-                   if known(n) else None for n, kk, ss in zip(fm.spatial, k, s))
+    if op is not None:
+        out_sp = tuple(D.add(D.mul(D.add(n, -1), ss), kk - 2 * (kk // 2 if padding == "same" else 0) + pp)
+                       if known(n) else None for n, kk, ss, pp in zip(fm.spatial, k, s, op))
+    else:
+        out_sp = tuple(D.mul(n, ss) if padding == "same" else D.add(D.mul(n, ss), max(kk - ss, 0))
+                       if known(n) else None for n, kk, ss in zip(fm.spatial, k, s))
     filters = _dim(lctx, m.kwargs.get("out_channels"))
     out = _Map(out_sp, filters if known(filters) else None, fm.first).shape()
     em = LayerEmission([layer, *post, *acts], out, 0, layout_bound=_layout_bound(fm, nd))
@@ -1727,12 +1742,15 @@ def flatten(m: MappedCall, ctx, lctx: LayerContext) -> LayerEmission:
             *sp, c = in_shape
         if fmt != "channels_first" and (len(in_shape) > 3 or not all(_int(n) for n in in_shape)):
             # the next Dense could not reorder its kernel rows (a 3-D map, or sizes known only when the
-            # model is built): the map is flattened in Keras's (h, w, c) order, the channels moved last first
+            # model is built): the map is flattened in Keras's (h, w, c) or (d, h, w, c) order, channels moved last
             name = helpers.use(ctx, "ChannelsLastReshape")
-            ctx.report(Severity.INFO, "layout-kept", f"Flatten of a channels-first feature map whose sizes are not "
-                       f"all numbers here ({', '.join(map(str, in_shape))}): {name}((-1,)) (written out in this "
-                       "file) flattens it in Keras's (h, w, c) order, so the layers after it take Keras's "
-                       "weights as they are", m.node, m.rule)
+            shown = ", ".join(map(str, in_shape))
+            why = (f"a channels-first volume ({shown}): the Dense after it can reorder the kernel rows of a 2-D "
+                   f"map only, so" if len(in_shape) > 3 else
+                   f"a channels-first feature map whose sizes are not all numbers here ({shown}):")
+            ctx.report(Severity.INFO, "layout-kept", f"Flatten of {why} {name}((-1,)) (written out in this file) "
+                       "flattens it in Keras's channels-last order and the layers after it take Keras's weights as "
+                       "they are", m.node, m.rule)
             # the size stays unknown (the Dense after it is lazy): a size written with names is not always
             # valid where the layers after it are built (a helper's own size names, keras-io speaker_recognition)
             return LayerEmission([expr(f"{name}((-1,))")], (size if _int(size) else None,))
