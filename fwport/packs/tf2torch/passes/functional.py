@@ -4449,10 +4449,11 @@ class _Builder:
             if role in ("forward", "input", "layer", "unrolled"):
                 if role == "forward":
                     new = rewrite(stmt, _Replace(self.replace), fresh=True)
+                    after = _line_count(new)
                 else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
                     new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
-                before, after = _line_count(stmt), _line_count(new)
-                pad = max(0, before - after)
+                    after = 1  # `pass` (not rendered to count its line)
+                pad = max(0, _line_count(stmt) - after)
                 stmt = new
             out.append(stmt)
         return out
