@@ -1629,7 +1629,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.spell_text("torch.as_tensor")
             func, (inp, target) = code(adapted.func), (code(a.value) for a in adapted.args)
             made = parsed_expression(f"lambda y_true, y_pred, sample_weight=None: {code(adapted)} if sample_weight "
-                                        f"is None else weighted_loss({func}, {inp}, {target}, sample_weight)")
+                                     f"is None else weighted_loss({func}, {inp}, {target}, sample_weight)")
         else:
             made = parsed_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
@@ -2588,7 +2588,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
             g_name = next(n for n in ("grad", "grad_", "fwport_grad") if n not in taken)
             write = parsed_statement(f"for {p_name}, {g_name} in zip({_params_of(variables)}, {code(apply[1])}):\n"
-                                        f"    {p_name}.grad = {g_name}\n")
+                                     f"    {p_name}.grad = {g_name}\n")
             new.append(write.with_changes(leading_lines=body[k].leading_lines))
             new.append(body[k].with_changes(body=step, leading_lines=[]))
         else:

@@ -575,7 +575,7 @@ class _Pass(cst.CSTTransformer):
             name = state.state_name(self.ctx, v.func.value)
             inputs = sum(1 for a in v.args if a.keyword is None and not a.star)  # each mapped, the state not
             call = parsed_expression(f'{vmap}({v.func.value}, axis_name="batch", in_axes=({"0, " * inputs}None), '
-                                        'out_axes=(0, None))')
+                                     'out_axes=(0, None))')
             value = updated.value.with_changes(func=call, args=[*[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
                                                                   for a in updated.value.args], cst.Arg(cst.Name(name))])
             target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name(name))], lpar=[], rpar=[])
@@ -1315,7 +1315,7 @@ class _Pass(cst.CSTTransformer):
             fn = body[def_i]
             stmts = list(fn.body.body)[:-1] + [parsed_statement(f"{opt}.step()\n")]
             loop = parsed_statement(f"for _ in range({max_iter}):  # torch.optim.LBFGS's max_iter: "
-                                       "its iterations in one step(closure)\n    pass\n")
+                                    "its iterations in one step(closure)\n    pass\n")
             loop = loop.with_changes(body=loop.body.with_changes(body=stmts), leading_lines=fn.leading_lines)
             body[step_i] = loop
         drop = {d for d, *_ in found}
@@ -3490,7 +3490,7 @@ class _VmapModel(cst.CSTTransformer):
                 out = out.with_changes(args=[a for a in out.args if not (a.keyword and a.keyword.value == "key")])
                 first = re.match(r"in_axes=\(?(\d+)", self.axes or "")  # the first input's batch axis
                 keys = parsed_expression(f"{self.split}(key, {code(original.args[0].value)}.shape["
-                                            f"{first.group(1) if first else 0}])")
+                                         f"{first.group(1) if first else 0}])")
                 args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in out.args]
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
                 out = out.with_changes(args=[*args, cst.Arg(keys, keyword=cst.Name("key"), equal=cst.AssignEqual(
@@ -3774,7 +3774,7 @@ class _Finish(cst.CSTTransformer):
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]))
         call = parsed_statement(f"{', '.join([model, loss, *aux])} = {name}"
-                                   f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
+                                f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
         return _step_body(body, zero, start, update, before + [call], between), step_fn
 
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
