@@ -1245,3 +1245,24 @@ def test_model_key_is_split_from_the_root_key_in_its_scope():
     expect = ns["Net"](key=jax.random.split(jax.random.key(5))[1])
     assert np.array_equal(np.asarray(model.fc.weight), np.asarray(expect.fc.weight))
     assert not np.array_equal(np.asarray(model.fc.weight), np.asarray(ns["main"](6).fc.weight))
+
+
+_LOADER_A = ("import torch\nfrom torch.utils.data import DataLoader, TensorDataset\nx = torch.zeros(8, 2)\n"
+             "for (b,) in DataLoader(TensorDataset(x), batch_size=4):\n    print(b.sum())\n")
+_LOADER_B = ("import torch\nfrom torch.utils.data import TensorDataset\nx = torch.zeros(8, 2)\n"
+             "ds = TensorDataset(x)\nprint(len(ds), ds[0][0].sum())\n")
+
+
+def test_data_helpers_parsed_once_give_the_outputs_of_a_fresh_parse():
+    """data.finish parses the helpers' text (the helpers an output needs, as the file spells numpy) once per process
+    and inserts the same statements into every output: the outputs are those of a cold cache, file after file."""
+    from fwport.packs.torch2jax import data
+
+    data._helper_statements.cache_clear()
+    cold = {k: t2j(v).output for k, v in (("a", _LOADER_A), ("b", _LOADER_B))}
+    data._helper_statements.cache_clear()
+    warm = [(k, t2j(v).output) for k, v in (("a", _LOADER_A), ("b", _LOADER_B), ("a", _LOADER_A), ("b", _LOADER_B))]
+    assert all(out == cold[k] for k, out in warm)
+    assert data._helper_statements.cache_info().hits == 2  # parsed once per text (the helpers a file needs)
+    assert "class NumpyLoader" in cold["a"] and "class ArrayDataset" in cold["a"]
+    assert "class ArrayDataset" in cold["b"] and "NumpyLoader" not in cold["b"]

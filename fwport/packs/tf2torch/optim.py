@@ -13,6 +13,7 @@ import libcst as cst
 
 from fwport.core.bind import NOT_LITERAL, bind_call, literal_value
 from fwport.core.engine import _with_commas, code
+from fwport.core.engine import expr as parsed_expression  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
 from fwport.packs.tf2torch import helpers
 from fwport.packs.tf2torch.registry import call_transform
@@ -105,7 +106,7 @@ def optimizer(m, ctx):
         lr = kwargs.get("lr", cst.Float("0.001"))
         wd, lr = (code(v) if isinstance(v, (cst.Integer, cst.Float)) else _atom_text(v)
                   for v in (kwargs["weight_decay"], lr))
-        kwargs["weight_decay"] = cst.parse_expression(f"{wd} / {lr}")
+        kwargs["weight_decay"] = parsed_expression(f"{wd} / {lr}")
     if "lr" in kwargs:  # the learning rate first, as torch code writes it
         kwargs = {"lr": kwargs.pop("lr"), **kwargs}
     b1, b2 = kwargs.pop("beta1", None), kwargs.pop("beta2", None)
@@ -119,7 +120,7 @@ def optimizer(m, ctx):
         args.insert(1, _kw("betas", cst.Tuple([cst.Element(b1 or cst.Float("0.9")),
                                                 cst.Element(b2 or cst.Float("0.999"))])))
     for k, v in {**m.rule.emit.get("options", {}).get("set", {}), **extra}.items():  # constants always written
-        args.append(_kw(k, cst.parse_expression(v)))
+        args.append(_kw(k, parsed_expression(v)))
     if factory:  # functools.partial(torch.optim.X, lr=...): called with the parameters later
         return cst.Call(ctx.spell("functools.partial"), _with_commas(args))
     return cst.Call(ctx.spell(target), _with_commas(args))
@@ -150,7 +151,7 @@ def reduction_literal(node, ctx):
         q = ctx.imports.resolve(node)
         rule = ctx.pack.by_name.get(q) if q else None
         if rule is not None and rule.kind == "constant":
-            lit = literal_value(cst.parse_expression(rule.emit["target"]), NOT_LITERAL)
+            lit = literal_value(parsed_expression(rule.emit["target"]), NOT_LITERAL)
     return lit
 
 
@@ -336,7 +337,7 @@ def loss_function(m, ctx):
         f"{ctx.spell_text(fn)}({p}, {t}, reduction='none'{extra})"
     if opts.get("mean_last"):
         out += ".mean(-1)"
-    return cst.parse_expression(out)
+    return parsed_expression(out)
 
 
 # --- learning-rate schedules: written-out classes, called with the optimizer's step as Keras calls them ---
@@ -459,4 +460,4 @@ def average_loss(m, ctx):
         weighted = f"({weighted} * {_atom_text(m.kwargs['sample_weight'])})"
     size = m.kwargs.get("global_batch_size")
     divisor = _atom_text(size) if size is not None else f"{_atom_text(loss)}.shape[0]"
-    return cst.parse_expression(f"{weighted}.sum() / {divisor}")
+    return parsed_expression(f"{weighted}.sum() / {divisor}")

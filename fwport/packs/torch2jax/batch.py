@@ -178,7 +178,7 @@ class _AssignedNames(cst.CSTVisitor):
 
 def _assigned_names(node: cst.CSTNode) -> set[str]:
     v = _AssignedNames()
-    node.visit(v)
+    scan(node, v)  # (not node.visit(v): libcst's walk rebuilds every node it passes, ~8% of a fixture's time)
     return v.out
 
 

@@ -19,10 +19,14 @@ the definitions of those the output calls and does not define, after the imports
 """
 from __future__ import annotations
 
+import functools
+
 import libcst as cst
 
 from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, scan
+from fwport.core.parse import parse_module
+from fwport.core.position import share
 from fwport.packs.torch2jax import vision
 from fwport.packs.torch2jax.ops import HELPERS
 
@@ -164,8 +168,7 @@ def finish(module: cst.Module, ctx) -> cst.Module:
     used = "".join(TEXTS[n] for n in order)
     prefixes = (("np", "numpy."), ("jnp", "jax.numpy."), ("eqx", "equinox."))
     spelled = {k: ctx.spell_text(v) if "{" + k + "}" in used else "" for k, v in prefixes}
-    text = "\n\n".join(TEXTS[n].strip("\n").format(**spelled) for n in order) + "\n"
-    new = list(cst.parse_module(text).body)
+    new = list(_helper_statements("\n\n".join(TEXTS[n].strip("\n").format(**spelled) for n in order) + "\n"))
     body = list(module.body)
     at = 0
     while at < len(body) and isinstance(body[at], cst.SimpleStatementLine) and all(
@@ -173,11 +176,21 @@ def finish(module: cst.Module, ctx) -> cst.Module:
                 s.value, (cst.SimpleString, cst.ConcatenatedString)) for s in body[at].body):
         at += 1
     blank = [cst.EmptyLine(), cst.EmptyLine()]
-    new = [s.with_changes(leading_lines=blank) for s in new]
     if at < len(body):
         body[at] = body[at].with_changes(leading_lines=[*blank, *[ln for ln in body[at].leading_lines
                                                                    if ln.comment is not None]])
     return module.with_changes(body=[*body[:at], *new, *body[at:]])
+
+
+@functools.lru_cache(maxsize=256)
+def _helper_statements(text: str) -> tuple[cst.BaseStatement, ...]:
+    """The statements of the helpers' ``text``, each with two blank lines above it: parsed once per process (a parse
+    was ~2% of a torch2jax fixture's time) and inserted as they are into every output that needs them, as the
+    import fixer's definitions are (shared: rendered once per process; nodes never change)."""
+    blank = [cst.EmptyLine(), cst.EmptyLine()]
+    new = tuple(s.with_changes(leading_lines=blank) for s in parse_module(text).body)
+    share(new)
+    return new
 
 
 # --- DataLoader(dataset, **kwargs): the dict built in the file -------------------------------------------

@@ -2337,7 +2337,7 @@ class _Builder:
                   f"for {', '.join(names[x.attr] for x in layers)} in zip({', '.join(mods)}):")
         text = header + "\n" + "".join("    " + ln + "\n" for st in body
                                         for ln in code(st).rstrip("\n").split("\n"))
-        return [cst.parse_statement(text)]
+        return [statement(text)]
 
     def _runtime_if_test(self, st: cst.If) -> bool:
         """``if use_norm:`` in a builder, on its parameters only (not rebound in it), that the file calls with
@@ -2450,7 +2450,7 @@ class _Builder:
                                              if n in _names_in(st.test)}), fresh=True)
         test_code, negated = code(test), (f"not {code(test)}" if isinstance(test, cst.Name) else f"not ({code(test)})")
         lines = [[ln for s in out for ln in code(s).rstrip("\n").split("\n")] for out in (out_a, out_b)]
-        return [cst.parse_statement("\n".join(block(*lines)) + "\n")]
+        return [statement("\n".join(block(*lines)) + "\n")]
 
     def _branch(self, stmts: list, test: str) -> list | None:
         """The forward statements of one branch of an ``if`` kept in the class (:meth:`_runtime_if`): its
@@ -2938,7 +2938,7 @@ class _Builder:
         if step is not None:  # filters //= 2 below the loop: its value, and the name no longer the loop's
             name, value = step
             self.loop_ints.pop(name)
-            return cst.parse_statement(f"{name} = {value!r}\n")
+            return statement(f"{name} = {value!r}\n")
         for n in _names_bound_in(stmt) | set(_assigned(stmt)):
             self.loop_ints.pop(n, None)
         return self._copy(stmt, _Substitute({n: _literal_node(self.loop_ints[n]) for n in names
@@ -4456,10 +4456,11 @@ class _Builder:
             if role in ("forward", "input", "layer", "unrolled"):
                 if role == "forward":
                     new = rewrite(stmt, _Replace(self.replace), fresh=True)
+                    after = _line_count(new)
                 else:  # built in __init__ or a parameter of forward: nothing for the passes after this one
                     new = cst.SimpleStatementLine([cst.Pass()], leading_lines=stmt.leading_lines)
-                before, after = _line_count(stmt), _line_count(new)
-                pad = max(0, before - after)
+                    after = 1  # `pass` (not rendered to count its line)
+                pad = max(0, _line_count(stmt) - after)
                 stmt = new
             out.append(stmt)
         return out
@@ -5017,7 +5018,7 @@ def _parts(plan: _Plan, stmts: list):
                 stmt = stmt.with_changes(leading_lines=[*carried, *stmt.leading_lines])
                 carried = []
             forward.append(stmt)
-    init += [cst.parse_statement(f"self.{attr} = {name}\n") for name, attr in plan.carried.items()]
+    init += [statement(f"self.{attr} = {name}\n") for name, attr in plan.carried.items()]
     for part in (init, forward):  # no blank line at the top of a method
         if part:
             part[0] = part[0].with_changes(leading_lines=_strip_blank(part[0].leading_lines))
@@ -5036,9 +5037,9 @@ def _parts(plan: _Plan, stmts: list):
 def _class(plan: _Plan, params: cst.Parameters | None, init: list, forward: list, ctx: FileContext) -> cst.ClassDef:
     module_name = plan.base or ctx.spell_text("torch.nn.Module")
     fwd_params = ", ".join(["self", *plan.forward_params])
-    cls = cst.parse_statement(f"class {plan.class_name}({module_name}):\n"
-                              f"    def __init__(self):\n        super().__init__()\n\n"
-                              f"    def forward({fwd_params}):\n        pass\n")
+    cls = statement(f"class {plan.class_name}({module_name}):\n"
+                    f"    def __init__(self):\n        super().__init__()\n\n"
+                    f"    def forward({fwd_params}):\n        pass\n")
     init_fn, fwd_fn = cls.body.body
     if params is not None:
         self_param = cst.Param(cst.Name("self"))

@@ -44,6 +44,7 @@ from fwport.core.hooks import default_leave_transform, default_visit
 from fwport.core.bind import NOT_LITERAL, bind_call, bind_def, call_argument, literal_value
 from fwport.core.context import FileContext
 from fwport.core.engine import build_call, code, comment_error, map_call
+from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
 from fwport.core.imports import insert_after_imports
 from fwport.core.plan import Plans
@@ -664,7 +665,7 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
                             "here; name it (keras.metrics.SparseCategoricalAccuracy(), ...)")
             if cls is None:
                 return f"the metric {lit!r} is not translated"
-            out.append((lit, cst.parse_expression(f"{cls}()"), cls))
+            out.append((lit, parsed_expression(f"{cls}()"), cls))
             optim.keras2_metric_warning(ctx, m, cls)
             if crossentropy is not None and cls in fitloop.CROSSENTROPY_METRICS:
                 crossentropy.append(lit)
@@ -673,7 +674,7 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         if isinstance(m, cst.Name) and _metric_function(plan, m.value):
             # the file's own metric function: Keras wraps it in a MeanMetricWrapper named after it
             wrapped = f"MeanMetricWrapper({m.value}{', keras2=True' if ctx.version == 2 else ''})"
-            out.append((m.value, cst.parse_expression(wrapped), "MeanMetricWrapper"))
+            out.append((m.value, parsed_expression(wrapped), "MeanMetricWrapper"))
             continue
         if isinstance(m, cst.Name):
             bound = plan.metric_calls.get(m.value, [])
@@ -687,12 +688,12 @@ def _compile_metrics(node, plan, ctx: FileContext, qualname, accuracy: str | Non
         given = bind_call(call, rule).values.get("name")
         default = next((p.default for p in rule.params if p.name == "name"), None)
         name = literal_value(given, NOT_LITERAL) if given is not None else (
-            literal_value(cst.parse_expression(default), NOT_LITERAL) if default else NOT_LITERAL)
+            literal_value(parsed_expression(default), NOT_LITERAL) if default else NOT_LITERAL)
         if name is None and given is None:  # Keras names it after its class: TruePositives → true_positives
             name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", q.split(".")[-1])).lower()
         if not isinstance(name, str):
             return f"the metric {code(m)}: its name is not a literal"
-        out.append((name, cst.parse_expression(f"{owner}[{i}]") if owner else m, ""))
+        out.append((name, parsed_expression(f"{owner}[{i}]") if owner else m, ""))
         if crossentropy is not None and rule.emit.get("options", {}).get("class") in fitloop.CROSSENTROPY_METRICS:
             crossentropy.append(name)
     names = [n for n, _, _ in out]
@@ -889,7 +890,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{code(target)} = {value.value} → {value.value}({made}): the optimizer given to compile "
                             f"is created over the parameters {code(target)}.apply_gradients updates", a)
-            body[i] = stmt.with_changes(body=[a.with_changes(value=cst.parse_expression(f"{value.value}({made})"))])
+            body[i] = stmt.with_changes(body=[a.with_changes(value=parsed_expression(f"{value.value}({made})"))])
             changed = True
         return fn.with_changes(body=fn.body.with_changes(body=body)) if changed else fn
 
@@ -1021,7 +1022,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         c = next((c for c in self.compiled if c.factory and c.factory_return is original_node.value), None)
         if c is None:
             return updated_node
-        return updated_node.with_changes(value=cst.parse_expression(", ".join([c.model, *factory_names(c, c.model)])))
+        return updated_node.with_changes(value=parsed_expression(", ".join([c.model, *factory_names(c, c.model)])))
 
     def _factory_call(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign | None:
         """`m = get_model()` of a model factory → `m, optimizer, loss_fn = get_model()`."""
@@ -1036,7 +1037,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{receiver} = {c.factory}(...) → {bound} = "
                         f"{c.factory}(...): the factory compiles its model; torch keeps the optimizer and the loss "
                         + ("(and the metric objects) " if c.metrics else "") + "beside it", original_node)
-        return updated_node.with_changes(targets=[cst.AssignTarget(cst.parse_expression(bound))])
+        return updated_node.with_changes(targets=[cst.AssignTarget(parsed_expression(bound))])
 
     def _compile_statement(self, original_node, updated_node):
         """The statement line holding a planned ``M.compile(...)``, with the optimizer and the loss in its place."""
@@ -1054,7 +1055,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         by_name = self.ctx.pack.by_name
         opt_rule = by_name[opt_rule] if isinstance(opt_rule, str) else opt_rule
         loss_rule = by_name[loss_rule] if isinstance(loss_rule, str) else loss_rule
-        params = cst.parse_expression(f"{c.model}.parameters()")
+        params = parsed_expression(f"{c.model}.parameters()")
         if opt_kind == "name":  # created where it is bound (_optimizer, over the model's parameters)
             opt, m_opt = cst.Name(c.names["optimizer"]), None
         else:
@@ -1715,10 +1716,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.spell_text("copy.copy")
             self.ctx.spell_text("torch.as_tensor")
             func, (inp, target) = code(adapted.func), (code(a.value) for a in adapted.args)
-            made = cst.parse_expression(f"lambda y_true, y_pred, sample_weight=None: {code(adapted)} if sample_weight "
-                                        f"is None else weighted_loss({func}, {inp}, {target}, sample_weight)")
+            made = parsed_expression(f"lambda y_true, y_pred, sample_weight=None: {code(adapted)} if sample_weight "
+                                     f"is None else weighted_loss({func}, {inp}, {target}, sample_weight)")
         else:
-            made = cst.parse_expression(f"lambda y_true, y_pred: {code(adapted)}")
+            made = parsed_expression(f"lambda y_true, y_pred: {code(adapted)}")
         self.ctx.settle(made)
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"loss={code(original)} given to compile → {code(made)}: {why}", original)
@@ -1862,7 +1863,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                         f"{code(original_node)} → {opt}.param_groups[0][\"lr\"] (a float: the rate of the next "
                         "update" + (", which the LambdaLR set from the schedule" if opt in self.plan.scheduled else "")
                         + ")", original_node)
-        return cst.parse_expression(f'{opt}.param_groups[0]["lr"]')
+        return parsed_expression(f'{opt}.param_groups[0]["lr"]')
 
     # -- Keras 2's compiled loss and metrics read by a train_step: TrainStepModule keeps them
     def visit_Call(self, node: cst.Call) -> None:
@@ -2154,14 +2155,14 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"training={code(training.value)} → {mode} called on the spot (it returns the "
                             f"module): a torch module keeps its mode{why}", original_node)
-            return updated_node.with_changes(func=cst.parse_expression(mode), args=args)
+            return updated_node.with_changes(func=parsed_expression(mode), args=args)
         if not simple or not self.prefixes:
             self.ctx.report(Severity.ERROR, "unsupported-construct",
                             f"{code(original_node)}: the training flag of a model call outside a simple statement "
                             "cannot be moved; call model.train() / model.eval() before it", original_node)
             self.ctx.settle(original_node)
             return updated_node
-        self.prefixes[-1].append(cst.parse_expression(mode))
+        self.prefixes[-1].append(parsed_expression(mode))
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"training={code(training.value)} → {mode} before the call: a torch module keeps its mode{why}",
                         original_node)
@@ -2228,8 +2229,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             p_out = f"{p_out if p_out != p else p_atom}.movedim(-1, 1)"
             if target != "long":
                 t_out = f"{t_out if t_out != t else t_atom}.movedim(-1, 1)"
-        out = updated_node.with_changes(args=[cst.Arg(cst.parse_expression(p_out)),
-                                              cst.Arg(cst.parse_expression(t_out))])
+        out = updated_node.with_changes(args=[cst.Arg(parsed_expression(p_out)),
+                                              cst.Arg(parsed_expression(t_out))])
         reduction = self.plan.loss_reductions.get(original_node.func.value, "sum_over_batch_size") \
             if isinstance(original_node.func, cst.Name) else "sum_over_batch_size"
         if opts.get("mean_last") and reduction in ("none", None, "sum"):
@@ -2239,7 +2240,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             f"{code(original_node)} with reduction={reduction!r} → {code(out)}{suffix}: torch's "
                             "reduction='none' keeps every element, Keras's per-sample loss is their mean over the last "
                             "axis" + (", summed over the samples" if reduction == "sum" else ""), original_node, rule)
-            return cst.parse_expression(code(out) + suffix)
+            return parsed_expression(code(out) + suffix)
         return out
 
     def _prediction_named(self, original_node: cst.Call, y_pred: cst.BaseExpression) -> cst.BaseExpression:
@@ -2385,7 +2386,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             call, rule)
             return self._settle(call, updated_node)
         m = map_call(updated_node.value, rule, self.ctx, call)
-        m.extras["params"] = cst.parse_expression(params)
+        m.extras["params"] = parsed_expression(params)
         m.extras["clipping_handled"] = True  # written before each step() of its tape steps
         scheduled = name in self.plan.scheduled
         if scheduled:
@@ -2427,7 +2428,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             + f"); write {rule.emit.get('target', 'torch.optim...')}(<those parameters>, ...)", call, rule)
             return self._settle(call, updated_node)
         m = map_call(updated_node.value, rule, self.ctx, call)
-        m.extras["params"] = cst.parse_expression(params)
+        m.extras["params"] = parsed_expression(params)
         out = build_call(m, self.ctx)
         if out is None:
             return self._settle(call, updated_node)
@@ -2464,7 +2465,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 isinstance(expr, cst.Name) and self.plan.instances.get(expr.value, set()) & classes):
             # a LearningRateSchedule of the file: Keras calls it with the step as a tensor
             tensor = self.ctx.spell_text("torch.tensor")
-            expr = cst.parse_expression(f"lambda step: float({code(expr)}({tensor}(step)))")
+            expr = parsed_expression(f"lambda step: float({code(expr)}({tensor}(step)))")
         name = self._scheduler_name(opt)
         lambda_lr = self.ctx.spell_text(LAMBDA_LR)
         self.ctx.report(Severity.INFO, "idiom-replaced",
@@ -2481,7 +2482,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                             "by 1e-4 per step with momentum 0.9, up to the ratio of two values for a few steps "
                             "after a PiecewiseConstantDecay boundary", call, rule)
         return cst.Assign([cst.AssignTarget(cst.Name(name))],
-                          cst.Call(cst.parse_expression(lambda_lr), [cst.Arg(cst.Name(opt)), cst.Arg(expr)]))
+                          cst.Call(parsed_expression(lambda_lr), [cst.Arg(cst.Name(opt)), cst.Arg(expr)]))
 
     def _optimizer_factory(self, original_node, updated_node, name: str, rule) -> cst.Assign:
         """``opt = keras.optimizers.X(...)`` given only to compile calls: ``functools.partial(torch.optim.X,
@@ -2664,10 +2665,10 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"tf.GradientTape step → {opt}.zero_grad(), {loss_text}.backward(), {opt}.step()", call)
         inner = stmt.body.body if isinstance(stmt.body, cst.IndentedBlock) else [stmt.body]
-        zero = cst.SimpleStatementLine([cst.Expr(cst.parse_expression(f"{opt}.zero_grad()"))],
+        zero = cst.SimpleStatementLine([cst.Expr(parsed_expression(f"{opt}.zero_grad()"))],
                                        leading_lines=stmt.leading_lines)
         new = [zero, *inner, *body[i + 1:j]]
-        backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward()"))
+        backward = cst.Expr(parsed_expression(f"{loss_text}.backward()"))
         if (opt == "self.optimizer" and self.classes and self.classes[-1] in self.plan.train_step_classes
                 and code(variables) not in ("self.trainable_weights", "self.trainable_variables")):
             # TrainStepModule.compile creates self.optimizer over all the parameters: only those of
@@ -2680,13 +2681,13 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                                 "loss.backward(inputs=<those parameters>) so that step() moves only them", call)
             else:
                 inputs = params if params.startswith("[") else f"list({params})"
-                backward = cst.Expr(cst.parse_expression(f"{loss_text}.backward(inputs={inputs})"))
+                backward = cst.Expr(parsed_expression(f"{loss_text}.backward(inputs={inputs})"))
         if used:  # the gradients as a list, shaped as torch's parameters
             params = _params_of(variables)
             self.ctx.options["_split_lines"] = True
             backward = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(backward.value)])),
                         cst.Assign([cst.AssignTarget(cst.Name(grad[0]))],
-                                   cst.parse_expression(f"[p.grad for p in {params}]"))]
+                                   parsed_expression(f"[p.grad for p in {params}]"))]
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{grad[0]} = {name}.gradient(...) → {grad[0]} = [p.grad for p in {params}] after "
                             f"backward(), written back to the parameters' .grad before {opt}.step(): each "
@@ -2697,8 +2698,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             at, norm, max_norm = clip
             clip_call = (f"{self.ctx.spell_text('torch.nn.utils.clip_grad_norm_')}({_params_of(variables)}, "
                          f"{code(max_norm)})")
-            stmt_clip = cst.Expr(cst.parse_expression(clip_call)) if norm is None else cst.Assign(
-                [cst.AssignTarget(cst.Name(norm))], cst.parse_expression(clip_call))
+            stmt_clip = cst.Expr(parsed_expression(clip_call)) if norm is None else cst.Assign(
+                [cst.AssignTarget(cst.Name(norm))], parsed_expression(clip_call))
             between[at - j - 1] = body[at].with_changes(body=[stmt_clip])
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"tf.clip_by_global_norm → {clip_call} after backward(): the same global norm "
@@ -2710,8 +2711,8 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             taken = _names_in(body)
             p_name = next(n for n in ("param", "param_", "fwport_param") if n not in taken)
             g_name = next(n for n in ("grad", "grad_", "fwport_grad") if n not in taken)
-            write = cst.parse_statement(f"for {p_name}, {g_name} in zip({_params_of(variables)}, {code(apply[1])}):\n"
-                                        f"    {p_name}.grad = {g_name}\n")
+            write = parsed_statement(f"for {p_name}, {g_name} in zip({_params_of(variables)}, {code(apply[1])}):\n"
+                                     f"    {p_name}.grad = {g_name}\n")
             new.append(write.with_changes(leading_lines=body[k].leading_lines))
             new.append(body[k].with_changes(body=step, leading_lines=[]))
         else:
@@ -2748,15 +2749,15 @@ class _Training(ScopedResolver, cst.CSTTransformer):
                 done = f"{fn}({p}, {code(value)}) for each parameter {p}"
             else:
                 done = f"{fn}({params}, {code(value)})"
-                out.append(cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(done))])))
+                out.append(cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(parsed_expression(done))])))
             self.ctx.report(Severity.INFO, "idiom-replaced",
                             f"{opt}'s {kind}={code(value)} → {done} before {opt}.step()"
                             + ("; torch divides by the norm + 1e-6, a relative difference under 1e-6 / "
                                f"{code(value)}" if kind != "clipvalue" else ""), call)
-        step = cst.parse_expression(f"{opt}.step()")
+        step = parsed_expression(f"{opt}.step()")
         if opt in self.plan.scheduled:
             out += [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(step)])),
-                    cst.Expr(cst.parse_expression(f"{self._scheduler_name(opt)}.step()"))]
+                    cst.Expr(parsed_expression(f"{self._scheduler_name(opt)}.step()"))]
         else:
             out.append(cst.Expr(step))
         if len(out) > 1:
@@ -2882,12 +2883,12 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             inputs = params if params.startswith("[") else f"list({params})"
             retain = "" if at == last else ", retain_graph=True"
             new_after[at] = after[at].with_changes(
-                body=[cst.Expr(cst.parse_expression(f"{text}.backward(inputs={inputs}{retain})"))])
+                body=[cst.Expr(parsed_expression(f"{text}.backward(inputs={inputs}{retain})"))])
             new_after[apply_at] = after[apply_at].with_changes(
                 body=self._step(opt, params, stmt.items[0].item, _names_in(body)))
-        zeros = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(cst.parse_expression(f"{p[5]}.zero_grad()"))]))
+        zeros = [cst.Expr(cst.Call(cst.Name(MARK), [cst.Arg(parsed_expression(f"{p[5]}.zero_grad()"))]))
                  for p in plan[:-1]]
-        zeros.append(cst.Expr(cst.parse_expression(f"{plan[-1][5]}.zero_grad()")))
+        zeros.append(cst.Expr(parsed_expression(f"{plan[-1][5]}.zero_grad()")))
         self.ctx.options["_split_lines"] = True
         first = cst.SimpleStatementLine(zeros, leading_lines=stmt.leading_lines)
         inner = list(stmt.body.body)
@@ -2929,7 +2930,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             w = self._watch_of(small, name)
             if w is not None:
                 watched.append(w)
-                inner[at] = small.with_changes(body=[cst.Expr(cst.parse_expression(f"{w}.requires_grad_(True)"))])
+                inner[at] = small.with_changes(body=[cst.Expr(parsed_expression(f"{w}.requires_grad_(True)"))])
             elif name in _names_in([small]):
                 return None
         if not watched:
@@ -2959,7 +2960,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
         t = code(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(target)})"
         grad = (f"{self.ctx.spell_text('torch.autograd.grad')}({t}.sum(), {code(sources)}, create_graph=True)"
                 + ("[0]" if single else ""))
-        new_value = cst.parse_expression(grad)
+        new_value = parsed_expression(grad)
         if index is not None:
             new_value = index.with_changes(value=new_value)
         self.ctx.report(Severity.INFO, "idiom-replaced",
@@ -3001,7 +3002,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             w = self._watch_of(small, name)
             if w is not None:
                 watched.add(w)
-                inner[at] = small.with_changes(body=[cst.Expr(cst.parse_expression(f"{w}.requires_grad_(True)"))])
+                inner[at] = small.with_changes(body=[cst.Expr(parsed_expression(f"{w}.requires_grad_(True)"))])
             elif name in _names_in([small]):
                 return None
         after = self._until_rebound(body, i + 1, name)
@@ -3045,7 +3046,7 @@ class _Training(ScopedResolver, cst.CSTTransformer):
             t = code(target) if isinstance(target, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(target)})"
             retain = ", retain_graph=True" if n < len(calls) - 1 else ""
             single = not isinstance(sources, (cst.List, cst.Tuple))
-            replaced[id(c)] = cst.parse_expression(f"{grad}({t}.sum(), {code(sources)}{retain})" + ("[0]" if single else ""))
+            replaced[id(c)] = parsed_expression(f"{grad}({t}.sum(), {code(sources)}{retain})" + ("[0]" if single else ""))
         self.ctx.report(Severity.INFO, "idiom-replaced",
                         f"tf.GradientTape{' (persistent)' if persistent else ''} whose gradients no optimizer "
                         f"applies → the body one level out and {grad}(target.sum(), sources): the sum of a "
@@ -3573,7 +3574,7 @@ def _plan_compile(plan: _Plan, ctx: FileContext, model: str, call: cst.Call, sco
             owner[name] = model
         return name
     if c.optimizer[0] == "name":  # created where it is bound, over the model's parameters (_optimizer)
-        plan.variables[c.optimizer[3]] = [cst.parse_expression(f"{model}.trainable_variables")]
+        plan.variables[c.optimizer[3]] = [parsed_expression(f"{model}.trainable_variables")]
         plan.compiled_optimizers.add(c.optimizer[3])
     named_optimizer = c.optimizer[3] if c.optimizer[0] == "name" else None
     # (its binding is translated as a loss whose calls are adapted; a KerasLoss object's is the file's own)
@@ -3986,7 +3987,7 @@ def _loss_function(node: cst.BaseExpression, rule, ctx: FileContext) -> cst.Base
     written into the file); None where the rule refuses."""
     m = map_call(cst.Call(node, [cst.Arg(cst.Name("y_true")), cst.Arg(cst.Name("y_pred"))]), rule, ctx, node)
     out = build_call(m, ctx)
-    return None if out is None else cst.parse_expression(f"lambda y_true, y_pred: {code(out)}")
+    return None if out is None else parsed_expression(f"lambda y_true, y_pred: {code(out)}")
 
 
 class _Count(cst.CSTVisitor):
@@ -4013,7 +4014,7 @@ class _Split(cst.CSTTransformer):
             for small in stmt.body:
                 if _marked(small) and small.value.args and isinstance(small.value.args[0].value, cst.SimpleString):
                     # a compound statement of its own (a for loop), carried as its text
-                    lines += [cst.parse_statement(literal_eval(small.value.args[0].value.value)), []]
+                    lines += [parsed_statement(literal_eval(small.value.args[0].value.value)), []]
                 elif _marked(small) and small.value.args:  # a statement of its own before the rest
                     lines[-1].append(cst.Expr(small.value.args[0].value))
                     lines.append([])

@@ -27,6 +27,7 @@ from collections import Counter
 import libcst as cst
 
 from fwport.core.engine import code, literal_value, statement
+from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
@@ -1160,7 +1161,7 @@ class _Inits(cst.CSTTransformer):
             line = f"{head}{fields}, {select}, (\n{ind}{draw}\n"
         else:
             line = f"{head}\n{ind}{fields}, {select}, (\n" + "\n" * (n - 3) + f"{ind}{draw}\n"
-        stmt = cst.parse_statement(line)
+        stmt = parsed_statement(line)
         self.ctx.report(Severity.INFO, "idiom-replaced", f"{code(it)} re-initialised in place → {helper}: the fields "
                         "built so far rebuilt with each selected array drawn anew (a key per array)" +
                         ("; the names are PyTorch's where the Equinox tree mirrors the module" if named else ""), original)
@@ -1198,7 +1199,7 @@ class _Inits(cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced", "for m in self.modules() re-initialising layers → reinit_layers: "
                         "the loop's body as init_layer, each layer it re-initialises replaced by what it returns (a key "
                         "per layer)", original)
-        return cst.FlattenSentinel([fn.with_changes(leading_lines=updated.leading_lines), cst.parse_statement(line)])
+        return cst.FlattenSentinel([fn.with_changes(leading_lines=updated.leading_lines), parsed_statement(line)])
 
     def leave_SimpleStatementLine(self, original, updated):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.Expr) \
@@ -1222,7 +1223,7 @@ class _Inits(cst.CSTTransformer):
                                 "MultiheadAttention holds its query, key and value projections as eqx.nn.Linear "
                                 "layers, which this re-initialises too; PyTorch's holds them as one packed "
                                 "in_proj_weight, which isinstance(m, nn.Linear) does not select", call)
-            return updated.with_changes(body=cst.parse_statement(line).body)
+            return updated.with_changes(body=parsed_statement(line).body)
         found = self._init_call(updated)
         if found is None:
             return updated
@@ -1407,7 +1408,7 @@ def _applied_method(fn: cst.FunctionDef, ctx) -> cst.FunctionDef:
         fn = tested
     fn = rewrite(fn, _Inits(ctx, root=arg))
     body = list(fn.body.body)
-    body.append(cst.parse_statement(f"return {arg}\n"))
+    body.append(parsed_statement(f"return {arg}\n"))
     return fn.with_changes(params=_kwonly(fn.params, "key", None), body=fn.body.with_changes(body=body))
 
 
@@ -1441,7 +1442,7 @@ class _LayerTests(cst.CSTTransformer):
             return cst.Name("False")
         kinds = [self.ctx.spell_text(f"equinox.nn.{n}") for n in eqx_names]
         kind = kinds[0] if len(kinds) == 1 else "(" + ", ".join(kinds) + ")"
-        return cst.parse_expression(f"isinstance({self.arg}, {kind})")
+        return parsed_expression(f"isinstance({self.arg}, {kind})")
 
     def leave_Comparison(self, original, updated):
         if len(original.comparisons) != 1:
@@ -1571,7 +1572,7 @@ def _init_function(fn: cst.FunctionDef, ctx, built: set[str]) -> cst.FunctionDef
     fn = rewrite(fn, _LayerTests(ctx, arg, names))
     fn = rewrite(fn, _Inits(ctx, root=arg))
     body = list(fn.body.body)
-    body.append(cst.parse_statement(f"return {arg}\n"))
+    body.append(parsed_statement(f"return {arg}\n"))
     ctx.report(Severity.INFO, "idiom-replaced", where + "re-initialises the layer it is given in place → returns it "
                "rebuilt (eqx.tree_at), its draws from a key of its own; its tests of the class name → isinstance of "
                "the Equinox layers; model.apply(fn) → init_layers(model, fn, key=...)", source)
@@ -1633,7 +1634,7 @@ def _inline_module_loops(module: cst.Module, ctx, classes: set[str]) -> cst.Modu
                                 and len(c.args) == 1 and c.args[0].keyword is None and not c.args[0].star \
                                 and isinstance(c.args[0].value, cst.Name) and c.args[0].value.value == "self":
                             p, loop = fns[c.func.value]
-                            st = loop.with_changes(iter=cst.parse_expression("self.modules()"),
+                            st = loop.with_changes(iter=parsed_expression("self.modules()"),
                                                    leading_lines=st.leading_lines)
                             done.add(c.func.value)
                         stmts.append(st)
@@ -1701,7 +1702,7 @@ class _ApplyInit(cst.CSTTransformer):
             return updated
         model, fn = c.func.value.value, c.args[0].value.value
         helper = layers.use(self.ctx, "init_layers")
-        return updated.with_changes(body=[cst.parse_statement(f"{model} = {helper}({model}, {fn})\n").body[0]])
+        return updated.with_changes(body=[parsed_statement(f"{model} = {helper}({model}, {fn})\n").body[0]])
 
 
 class _Smalls(cst.CSTVisitor):
@@ -2378,13 +2379,13 @@ class _RootKey(cst.CSTTransformer):
                 and isinstance(st.value, cst.Call) and code(st.value.func) == self.key_fn:
             self.marks[-1] = True
         if self.pending_line:
-            line, self.pending_line = cst.parse_statement(self.pending_line), ""
+            line, self.pending_line = parsed_statement(self.pending_line), ""
             return cst.FlattenSentinel([line.with_changes(leading_lines=updated.leading_lines),
                                         updated.with_changes(leading_lines=())])
         if not self.pending:
             return updated
         names, self.pending = self.pending, []
-        splits = [cst.parse_statement(f"key, {n} = {self.split}(key)\n") for n in names]
+        splits = [parsed_statement(f"key, {n} = {self.split}(key)\n") for n in names]
         splits[0] = splits[0].with_changes(leading_lines=updated.leading_lines)  # the blank lines above stay above
         return cst.FlattenSentinel([*splits, updated.with_changes(leading_lines=())])
 
@@ -2398,7 +2399,7 @@ class _RootKey(cst.CSTTransformer):
                 and isinstance(v.func, cst.Name) and v.func.value in self.stateful:
             name = self.state_names.get(updated.targets[0].target.value, "state")
             target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name(name))], lpar=[], rpar=[])
-            call = v.with_changes(func=cst.Call(cst.parse_expression(self.make), [cst.Arg(v.func)]))
+            call = v.with_changes(func=cst.Call(parsed_expression(self.make), [cst.Arg(v.func)]))
             return updated.with_changes(targets=[updated.targets[0].with_changes(target=target)], value=call)
         return updated
 
@@ -2435,7 +2436,7 @@ class _RootKey(cst.CSTTransformer):
         bare = bool(self.values) and self.values[-1] == id(original) and dotted_text(original.func) in self.layers
         if (isinstance(original.func, cst.Name) and original.func.value in self.classes or bare) \
                 and not any(a.keyword and a.keyword.value == "key" for a in original.args):
-            key = cst.parse_expression(self.root)
+            key = parsed_expression(self.root)
             if self._seeded():  # one instance per statement takes a key split from the root key
                 name = f"{self.target[-1]}_key"
                 self.pending.append(name)
@@ -2584,7 +2585,7 @@ class _AssignKeys(cst.CSTTransformer):
             names, line = dict(zip(map(id, units), subs)), f"{k}, {', '.join(subs)} = {split}({k}, {len(units) + 1})\n"
         new = rewrite(body, type(self)(names, self.site, self.ctx, self.depth + (line is not None)))
         if line:
-            new = new.with_changes(body=[cst.parse_statement(line), *new.body])
+            new = new.with_changes(body=[parsed_statement(line), *new.body])
         return updated.with_changes(body=new)
 
     leave_For = leave_While = _loop
@@ -2602,7 +2603,7 @@ class _AssignKeys(cst.CSTTransformer):
         subs = [self._sub()] if len(units) == 1 else [self._sub(i) for i in range(1, len(units) + 1)]
         elt = rewrite(original.elt, type(self)(dict(zip(map(id, units), subs)), self.site, self.ctx, self.depth + 1))
         n = count if len(units) == 1 else f"({count}, {len(units)})"
-        keys = cst.parse_expression(f"{self.ctx.spell_text('jax.random.split')}({self.names[id(original)]}, {n})")
+        keys = parsed_expression(f"{self.ctx.spell_text('jax.random.split')}({self.names[id(original)]}, {n})")
         t = f.target
         comma = cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
         key_target = cst.Name(subs[0]) if len(subs) == 1 else cst.Tuple(
@@ -2741,7 +2742,7 @@ class _HoistState(cst.CSTTransformer):
         if not self.is_stateful(updated) or id(original) in self.direct:
             return updated
         temp = self._temp(updated.func.attr.value)
-        self.hoisted.append(cst.parse_statement(f"{temp}, state = {code(updated)}\n"))
+        self.hoisted.append(parsed_statement(f"{temp}, state = {code(updated)}\n"))
         return cst.Name(temp)
 
     def leave_SimpleStatementLine(self, original, updated):
@@ -2753,7 +2754,7 @@ class _HoistState(cst.CSTTransformer):
         if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name) \
                 and isinstance(small.value, cst.Name) and small.value.value == code(last.targets[0].target.elements[0].value):
             # `y = self.bn(x, state)`: unpack into y itself
-            hoisted[-1] = cst.parse_statement(f"{small.targets[0].target.value}, state = {code(last.value)}\n")
+            hoisted[-1] = parsed_statement(f"{small.targets[0].target.value}, state = {code(last.value)}\n")
             hoisted[0] = hoisted[0].with_changes(leading_lines=updated.leading_lines)
             return cst.FlattenSentinel(hoisted)
         hoisted[0] = hoisted[0].with_changes(leading_lines=updated.leading_lines)
@@ -2851,7 +2852,7 @@ class _LoopKeys(cst.CSTTransformer):
         lines = []
         for k in sorted(names):
             value = f"{self.split}({k})" + (f" if {k} is not None else (None, None)" if self.optional else "")
-            lines.append(cst.parse_statement(f"{k}, draw_{k} = {value}\n"))
+            lines.append(parsed_statement(f"{k}, draw_{k} = {value}\n"))
         body = updated.body
         return updated.with_changes(body=body.with_changes(body=[*lines, *body.body]))
 

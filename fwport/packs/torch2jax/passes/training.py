@@ -30,6 +30,7 @@ import libcst as cst
 
 from fwport.core.hooks import default_leave_transform
 from fwport.core.engine import code, expr
+from fwport.core.engine import expr as parsed_expression, statement as parsed_statement  # (parsed once per process, a fresh copy per call)
 from fwport.core.finding import Severity
 from fwport.core.names import ValueVisitor, children, dotted_text, find_all, scan
 from fwport.core.rewrite import rewrite
@@ -140,7 +141,7 @@ class _NormalSteps(cst.CSTTransformer):
         if model is None or len(zeros) != 1:
             return updated
         z, step = zeros[0], steps[0]
-        new = body[z].with_changes(body=[cst.Expr(cst.parse_expression(f"{opt}.zero_grad()"))])
+        new = body[z].with_changes(body=[cst.Expr(parsed_expression(f"{opt}.zero_grad()"))])
         what = [] if _zero_grad(body[z]) == opt and _method_stmt(body[z], "zero_grad") else \
             [f"{_zero_grad(body[z])}.zero_grad({'...' if body[z].body[0].value.args else ''}) as {opt}.zero_grad()"]
         if z > step:  # cleared after the step for the next iteration: the same as before the loss where the
@@ -192,7 +193,7 @@ class _NormalSteps(cst.CSTTransformer):
                 if any(o not in steps or o in local for o in cleared):
                     return updated  # clears an optimizer this loop does not step, or a local of that name
                 for k, o in enumerate(cleared):
-                    line = cst.parse_statement(f"{o}.zero_grad()\n")
+                    line = parsed_statement(f"{o}.zero_grad()\n")
                     flat.append((line.with_changes(leading_lines=st.leading_lines) if k == 0 else line, o))
                 what.append(f"{helper}() as {', '.join(f'{o}.zero_grad()' for o in cleared)}")
                 self.ctx.analyses.setdefault(ZERO_HELPERS, set()).add(helper)
@@ -227,7 +228,7 @@ class _NormalSteps(cst.CSTTransformer):
                 carried += [ln for ln in st.leading_lines if ln.comment is not None]
                 continue
             if o is not None:
-                st = cst.parse_statement(f"{o}.zero_grad()\n").with_changes(leading_lines=st.leading_lines)
+                st = parsed_statement(f"{o}.zero_grad()\n").with_changes(leading_lines=st.leading_lines)
             if carried:
                 st = st.with_changes(leading_lines=[*carried, *st.leading_lines])
                 carried = []
@@ -307,12 +308,12 @@ def _summed_backwards(body: list) -> tuple[list, str] | None:
                 scan(st, n)
             if total in n.loaded or total in n.stored:
                 return None
-            line = cst.parse_statement(f"{total} = {' + '.join(losses)}\n")
+            line = parsed_statement(f"{total} = {' + '.join(losses)}\n")
         else:
             line = out[at].with_changes(leading_lines=())
         back = out[last]
         new = [line.with_changes(leading_lines=back.leading_lines),
-               cst.parse_statement(f"{total}.backward()\n")]
+               parsed_statement(f"{total}.backward()\n")]
         rebuilt, carried = [], []
         for i, st in enumerate(out):
             if i in backs[:-1] or i == at:  # its comments stay, on the next statement
@@ -573,8 +574,8 @@ class _Pass(cst.CSTTransformer):
             vmap = self.ctx.spell_text("jax.vmap")
             name = state.state_name(self.ctx, v.func.value)
             inputs = sum(1 for a in v.args if a.keyword is None and not a.star)  # each mapped, the state not
-            call = cst.parse_expression(f'{vmap}({v.func.value}, axis_name="batch", in_axes=({"0, " * inputs}None), '
-                                        'out_axes=(0, None))')
+            call = parsed_expression(f'{vmap}({v.func.value}, axis_name="batch", in_axes=({"0, " * inputs}None), '
+                                     'out_axes=(0, None))')
             value = updated.value.with_changes(func=call, args=[*[a.with_changes(comma=cst.MaybeSentinel.DEFAULT)
                                                                   for a in updated.value.args], cst.Arg(cst.Name(name))])
             target = cst.Tuple([cst.Element(updated.targets[0].target), cst.Element(cst.Name(name))], lpar=[], rpar=[])
@@ -714,7 +715,7 @@ class _Pass(cst.CSTTransformer):
             axes = self.ctx.analyses.get(VMAP_AXES, {}).get(name)
             vmap = self.ctx.spell("jax.vmap")
             updated = updated.with_changes(func=cst.Call(vmap, [cst.Arg(updated.func)]) if axes is None else
-                                           cst.parse_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
+                                           parsed_expression(f"{code(vmap)}({code(updated.func)}, {axes})"))
         if name in self.key_required or any(plans.get(c, {}).get("key_required") for c in classes):
             updated = self.call_key(original, updated, whole)
         return updated
@@ -743,7 +744,7 @@ class _Pass(cst.CSTTransformer):
             defer = not whole and id(original) not in self.unkeyed_calls and keys.will_key(self.module, text)
         if defer:  # keys.py makes the scope's root key and splits it for this statement (else it reports the error)
             split = self.ctx.spell_text("jax.random.split")
-            keyed = cst.parse_expression(f"{split}(key, {_atom_code(updated.args[0].value)}{batch})")
+            keyed = parsed_expression(f"{split}(key, {_atom_code(updated.args[0].value)}{batch})")
             self.ctx.analyses.setdefault(keys.MODEL_DRAWS, {})[id(keyed)] = (keyed, f"{name} ({what})")
             self.ctx.report(Severity.INFO, "key-added", f"{name} ({what}) draws random numbers: called with "
                             f"key={code(keyed)}, one key per example, split from the root key fwport makes in this "
@@ -767,7 +768,7 @@ class _Pass(cst.CSTTransformer):
                         "it a split per call (key, subkey = jax.random.split(key))"), original)
         args = [*updated.args]
         args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
-        return updated.with_changes(args=[*args, cst.Arg(cst.parse_expression(value), keyword=cst.Name("key"),
+        return updated.with_changes(args=[*args, cst.Arg(parsed_expression(value), keyword=cst.Name("key"),
                                                          equal=cst.AssignEqual(cst.SimpleWhitespace(""),
                                                                                cst.SimpleWhitespace("")))])
 
@@ -849,7 +850,7 @@ class _Pass(cst.CSTTransformer):
         self.ctx.report(Severity.INFO, "idiom-replaced", "torch.autograd.grad(outputs=D(x), inputs=x, grad_outputs=ones) "
                         "→ the gradient of D's output with respect to each example, jax.vmap(jax.grad(...)); it is "
                         "differentiable again where a loss uses it (create_graph is implicit in JAX)", original)
-        return cst.parse_expression(text.format(vmap=self.ctx.spell_text("jax.vmap"), grad=self.ctx.spell_text("jax.grad"),
+        return parsed_expression(text.format(vmap=self.ctx.spell_text("jax.vmap"), grad=self.ctx.spell_text("jax.grad"),
                                                 sum=self.ctx.spell_text("jax.numpy.sum")))
 
     def tensor_method(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression | None:
@@ -947,7 +948,7 @@ class _Pass(cst.CSTTransformer):
             if target is not None and (target in self.models or target in self.model_params()):
                 mode = self.ctx.spell_text("equinox.nn.inference_mode")
                 self.note_global(target)
-                return updated.with_changes(body=[cst.parse_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
+                return updated.with_changes(body=[parsed_statement(f"{target} = {mode}({target}, {value})\n").body[0]])
         cast = None  # model.to(torch.float64) / model.type(torch.half) as a statement: model.double()'s cast
         if isinstance(call.func, cst.Attribute) and call.func.attr.value in ("to", "type"):
             from fwport.packs.torch2jax.ops import cast_dtype
@@ -959,7 +960,7 @@ class _Pass(cst.CSTTransformer):
                 # model.double(): every floating parameter and buffer cast; a module is a pytree of them
                 tree_map, is_float = self.ctx.spell_text("jax.tree_util.tree_map"), self.ctx.spell_text("equinox.is_inexact_array")
                 self.note_global(target)
-                return updated.with_changes(body=[cst.parse_statement(
+                return updated.with_changes(body=[parsed_statement(
                     f"{target} = {tree_map}(lambda a: a.astype({self.ctx.spell_text('jax.numpy.' + dtype)}) "
                     f"if {is_float}(a) else a, {target})\n").body[0]])
         return updated
@@ -1176,17 +1177,17 @@ class _Pass(cst.CSTTransformer):
                         f"dict), {keys} into the pytrees given as their like, the other values unpickled; not a PyTorch "
                         "checkpoint", stmt)
         entries = ", ".join(f"{code(k)}: {tree}" for k, tree in like.values())
-        return a.with_changes(value=cst.parse_expression(f"load_checkpoint({code(a.value.args[0].value)}, {{{entries}}})"))
+        return a.with_changes(value=parsed_expression(f"load_checkpoint({code(a.value.args[0].value)}, {{{entries}}})"))
 
     def write_checkpoint_edit(self, edit: tuple, updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine:
         """A statement planned by plan_checkpoint_saves or load_checkpoint, written."""
         if edit[0] == "restore":
             target, value = edit[1], updated.body[0].value.args[0].value
-            return updated.with_changes(body=[cst.parse_statement(f"{target} = {code(value)}\n").body[0]])
+            return updated.with_changes(body=[parsed_statement(f"{target} = {code(value)}\n").body[0]])
         trees = edit[1]
 
         def with_trees(d: cst.Dict) -> cst.Dict:
-            return d.with_changes(elements=[el.with_changes(value=cst.parse_expression(trees[_str_key(el.key)][1]))
+            return d.with_changes(elements=[el.with_changes(value=parsed_expression(trees[_str_key(el.key)][1]))
                                             if _str_key(el.key) in trees else el for el in d.elements])
 
         small = updated.body[0]
@@ -1204,7 +1205,7 @@ class _Pass(cst.CSTTransformer):
         call = cst.Call(cst.Name("save_checkpoint"), [
             cst.Arg(path, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
             cst.Arg(with_trees(obj) if edit[2] else obj, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
-            cst.Arg(cst.parse_expression(names), keyword=cst.Name("trees"),
+            cst.Arg(parsed_expression(names), keyword=cst.Name("trees"),
                     equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace("")))])
         return updated.with_changes(body=[small.with_changes(value=call)])
 
@@ -1261,7 +1262,7 @@ class _Pass(cst.CSTTransformer):
         load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
         target = like if like != name else name
         wrapped = f"({like})" if "," in like else like
-        return cst.parse_statement(f"{target if ',' in like else name} = {load}({code(path)}, {wrapped})\n").body[0]
+        return parsed_statement(f"{target if ',' in like else name} = {load}({code(path)}, {wrapped})\n").body[0]
 
     def load_state_dict(self, call: cst.Call, stmt) -> cst.BaseSmallStatement | None:
         """``model.load_state_dict(torch.load(f, ...))`` → ``model = eqx.tree_deserialise_leaves(f, model)``
@@ -1281,7 +1282,7 @@ class _Pass(cst.CSTTransformer):
                         "eqx.tree_deserialise_leaves(f, model): it reads the leaves the translated torch.save wrote "
                         "(eqx.tree_serialise_leaves), not a PyTorch checkpoint", stmt)
         load = self.ctx.spell_text("equinox.tree_deserialise_leaves")
-        return cst.parse_statement(f"{like} = {load}({code(inner.args[0].value)}, {'(' + like + ')' if model in self.stateful else like})\n").body[0]
+        return parsed_statement(f"{like} = {load}({code(inner.args[0].value)}, {'(' + like + ')' if model in self.stateful else like})\n").body[0]
 
     def leave_Attribute(self, original, updated):
         # `outputs.data` of a model's output (a JAX array has no .data; the values are the same)
@@ -1312,9 +1313,9 @@ class _Pass(cst.CSTTransformer):
         body = list(updated.body.body)
         for def_i, step_i, opt, max_iter in found:
             fn = body[def_i]
-            stmts = list(fn.body.body)[:-1] + [cst.parse_statement(f"{opt}.step()\n")]
-            loop = cst.parse_statement(f"for _ in range({max_iter}):  # torch.optim.LBFGS's max_iter: "
-                                       "its iterations in one step(closure)\n    pass\n")
+            stmts = list(fn.body.body)[:-1] + [parsed_statement(f"{opt}.step()\n")]
+            loop = parsed_statement(f"for _ in range({max_iter}):  # torch.optim.LBFGS's max_iter: "
+                                    "its iterations in one step(closure)\n    pass\n")
             loop = loop.with_changes(body=loop.body.with_changes(body=stmts), leading_lines=fn.leading_lines)
             body[step_i] = loop
         drop = {d for d, *_ in found}
@@ -1399,7 +1400,7 @@ class _Pass(cst.CSTTransformer):
             why = f"{model}'s layers keep a state (BatchNorm) that the step would have to thread"
         elif self.instances.get(model) in self.keyed_classes:
             why = f"{model} ({self.instances[model]}) draws random numbers in training (dropout): the step needs a key"
-        elif not _plain(cst.parse_expression(delta)):
+        elif not _plain(parsed_expression(delta)):
             why = f"the update {delta} (g the gradient) reads more than names and numbers"
         elif _reads_grads(body, plan[4]):
             why = f"line {_first_line(_reads_grads(body, plan[4]))}: reads gradients PyTorch keeps (.grad, or the " \
@@ -2299,7 +2300,7 @@ def _global_trained(module: cst.Module, ctx) -> dict[str, dict]:
     function declares ``global model, opt_state`` and rebinds both, as PyTorch's step changed the
     module's model and optimizer in place. Chosen over returning them: the function keeps its signature
     and its callers stay as written (docs/usage.md)."""
-    optimizers = {o: m for o, m in _optimizer_models(ctx, module).items() if m and isinstance(cst.parse_expression(m), cst.Name)}
+    optimizers = {o: m for o, m in _optimizer_models(ctx, module).items() if m and isinstance(parsed_expression(m), cst.Name)}
     if not optimizers:
         return {}
     found: dict[str, dict] = {}
@@ -2582,7 +2583,7 @@ def _manual_update(stmt) -> tuple[str, str] | None:
     if re.search(rf"\b{p}\b", text) or alpha is not None and re.search(rf"\b{p}\b", code(alpha)) \
             or not re.search(r"\bg\b", text):
         return None
-    inner = cst.parse_expression(text)
+    inner = parsed_expression(text)
     if alpha is not None:  # x.add_(v, alpha=a) is x + a * v
         factor = code(alpha) if isinstance(alpha, cst.UnaryOperation) and not sign else _paren(alpha)
         return model, f"{sign}{factor} * {_paren(inner)}"
@@ -2767,7 +2768,7 @@ def _closure_steps(body: list) -> list[tuple[int, int, str, list]]:
                 scan(other, n)
         if name in n.loaded:
             continue
-        out.append((i, k, opt, stmts[:-1] + [cst.parse_statement(f"{opt}.step()\n")]))
+        out.append((i, k, opt, stmts[:-1] + [parsed_statement(f"{opt}.step()\n")]))
     return out
 
 
@@ -3141,7 +3142,7 @@ def _with_schedule(stmt, schedule: str):
         args = list(call.args)
         at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "learning_rate"), None)
         if at is not None:
-            args[at] = args[at].with_changes(value=cst.parse_expression(schedule.format(lr=code(args[at].value))))
+            args[at] = args[at].with_changes(value=parsed_expression(schedule.format(lr=code(args[at].value))))
             return call.with_changes(args=args)
         for i, a in enumerate(args):
             inner = scheduled(a.value) if isinstance(a.value, cst.Call) else None
@@ -3162,7 +3163,7 @@ def _declare_global(f: cst.FunctionDef, names: set) -> cst.FunctionDef:
     at = 1 if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
         and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)) else 0
     order = sorted(names, key=lambda n: (n == "opt_state", n))
-    decl = cst.parse_statement(f"global {', '.join(order)}\n")
+    decl = parsed_statement(f"global {', '.join(order)}\n")
     if at < len(body):
         decl = decl.with_changes(leading_lines=body[at].leading_lines)
         body[at] = body[at].with_changes(leading_lines=[])
@@ -3199,7 +3200,7 @@ class _ThreadCalls(cst.CSTTransformer):
             args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
             args.append(cst.Arg(cst.Name("train_key"), keyword=cst.Name("key"),
                                 equal=cst.AssignEqual(cst.SimpleWhitespace(""), cst.SimpleWhitespace(""))))
-            split = cst.parse_statement(f"key, train_key = {self.split}(key)\n").with_changes(
+            split = parsed_statement(f"key, train_key = {self.split}(key)\n").with_changes(
                 leading_lines=updated.leading_lines)
             return cst.FlattenSentinel([split, updated.with_changes(
                 body=[cst.Assign([cst.AssignTarget(target)], call.with_changes(args=args))], leading_lines=[])])
@@ -3484,12 +3485,12 @@ class _VmapModel(cst.CSTTransformer):
             and isinstance(f.args[0].value, cst.Name) and f.args[0].value.value == self.model  # (the pass's)
         if isinstance(f, cst.Name) and f.value == self.model or vmapped:
             axes = f", {self.axes}" if self.axes else ""
-            out = updated.with_changes(func=cst.parse_expression(f"{self.vmap}({self.model}{axes})"))
+            out = updated.with_changes(func=parsed_expression(f"{self.vmap}({self.model}{axes})"))
             if self.split is not None and original.args:  # the step's key replaces the scope's (call_key)
                 out = out.with_changes(args=[a for a in out.args if not (a.keyword and a.keyword.value == "key")])
                 first = re.match(r"in_axes=\(?(\d+)", self.axes or "")  # the first input's batch axis
-                keys = cst.parse_expression(f"{self.split}(key, {code(original.args[0].value)}.shape["
-                                            f"{first.group(1) if first else 0}])")
+                keys = parsed_expression(f"{self.split}(key, {code(original.args[0].value)}.shape["
+                                         f"{first.group(1) if first else 0}])")
                 args = [a.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for a in out.args]
                 args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
                 out = out.with_changes(args=[*args, cst.Arg(keys, keyword=cst.Name("key"), equal=cst.AssignEqual(
@@ -3585,7 +3586,7 @@ class _Finish(cst.CSTTransformer):
             if not body[at].leading_lines:
                 body[at] = body[at].with_changes(leading_lines=[cst.EmptyLine(indent=False)])
             body[at:at] = self.pending_fn.pop(name)
-        body.append(cst.parse_statement(f"return {info['model']}, opt_state\n"))
+        body.append(parsed_statement(f"return {info['model']}, opt_state\n"))
         params = list(updated.params.params)
         i = next(k for k, p in enumerate(params) if p.name.value == info["opt"])
         params.insert(i + 1, cst.Param(cst.Name("opt_state"), comma=params[i].comma))
@@ -3658,7 +3659,7 @@ class _Finish(cst.CSTTransformer):
                 opt = s.body[0].targets[0].target.value
                 model = self.trained.get(opt)
                 if model:
-                    out.append(cst.parse_statement(
+                    out.append(parsed_statement(
                         f"{self.state(opt)} = {opt}.init({self.spell('equinox.filter')}({model}, {self.spell('equinox.is_array')}))\n"))
                     out += self.after_init.pop(opt, [])
                     waiting += self.pending.pop(opt, [])
@@ -3703,7 +3704,7 @@ class _Finish(cst.CSTTransformer):
             return loop
         new_loop = loop.with_changes(body=loop.body.with_changes(body=body))
         if rooted or nested_rooted:  # a root key of its own, before the loop (the training pass reported it)
-            root = cst.parse_statement(f"key = {self.spell('jax.random.key')}(0)\n").with_changes(
+            root = parsed_statement(f"key = {self.spell('jax.random.key')}(0)\n").with_changes(
                 leading_lines=loop.leading_lines)
             return cst.FlattenSentinel([root, new_loop.with_changes(leading_lines=[])])
         return new_loop
@@ -3729,7 +3730,7 @@ class _Finish(cst.CSTTransformer):
         inputs = [n for n in names.loaded if first.get(n) != "store" and n != model
                   and (n not in self.module_names or n in names.stored) and (not hasattr(builtins, n) or n in own)]
         rates = []
-        for n in find_all(cst.parse_expression(delta), cst.Name):
+        for n in find_all(parsed_expression(delta), cst.Name):
             if n.value != "g" and n.value not in rates and n.value not in inputs:
                 rates.append(n.value)
         aux = _step_outputs(body, plan, model)
@@ -3742,9 +3743,9 @@ class _Finish(cst.CSTTransformer):
         last = moved[-1].body[0]
         returned = f", {aux[0] if len(aux) == 1 else '(' + ', '.join(aux) + ')'}" if aux else ""
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):
-            moved[-1] = cst.parse_statement(f"return {code(last.value)}{returned}\n")
+            moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
         else:
-            moved.append(cst.parse_statement(f"return {loss}{returned}\n"))
+            moved.append(parsed_statement(f"return {loss}{returned}\n"))
         clipped = []
         clip_text = ""
         if clip is not None:
@@ -3768,12 +3769,12 @@ class _Finish(cst.CSTTransformer):
                 + clip_text +
                 f"    {model} = {f('equinox.apply_updates')}({model}, {f('jax.tree_util.tree_map')}(lambda g: {delta}, grads))\n"
                 f"    return {', '.join([model, loss, *aux])}\n")
-        step_fn = cst.parse_statement(text)
+        step_fn = parsed_statement(text)
         inner = step_fn.body.body[0]
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]))
-        call = cst.parse_statement(f"{', '.join([model, loss, *aux])} = {name}"
-                                   f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
+        call = parsed_statement(f"{', '.join([model, loss, *aux])} = {name}"
+                                f"({', '.join([model, *inputs, *rates, *(v for _, v in clipped)])})\n")
         return _step_body(body, zero, start, update, before + [call], between), step_fn
 
     def block_steps(self, body: list) -> tuple[list, bool, bool]:
@@ -3833,7 +3834,7 @@ class _Finish(cst.CSTTransformer):
             return None
         opt, loss, start, back, step, between = plan
         zero = next(i for i, s in enumerate(body) if _method_stmt(s, "zero_grad") == opt)
-        if not isinstance(cst.parse_expression(model), cst.Name) \
+        if not isinstance(parsed_expression(model), cst.Name) \
                 or _loop_problem(body, plan, model, self.ctx.imports.resolve) is not None:
             return None  # the training pass reported why
         parts = _step_parts(body, plan, model, self.ctx.imports.resolve)  # the loss statements; those without
@@ -3870,9 +3871,9 @@ class _Finish(cst.CSTTransformer):
         last = moved[-1].body[0]
         returned = f", {aux_text}" if aux else ""  # the values the code after the step reads (has_aux)
         if len(last.targets) == 1 and isinstance(last.targets[0].target, cst.Name):  # `return <loss>` at once
-            moved[-1] = cst.parse_statement(f"return {code(last.value)}{returned}\n")
+            moved[-1] = parsed_statement(f"return {code(last.value)}{returned}\n")
         else:
-            moved.append(cst.parse_statement(f"return {loss}{returned}\n"))
+            moved.append(parsed_statement(f"return {loss}{returned}\n"))
 
         state, step_name = ("opt_state", "train_step") if threaded is True else (self.state(opt), self.step_name(opt))
         clipped = []  # (parameter, the value passed) of a gradient clipping: its max_norm, or None where not asked
@@ -3900,15 +3901,15 @@ class _Finish(cst.CSTTransformer):
                 f"    updates, opt_state = {opt}.update(grads, opt_state, {f('equinox.filter')}({model}, {f('equinox.is_array')}))\n"
                 f"    {model} = {f('equinox.apply_updates')}({model}, updates)\n"
                 f"    return {', '.join([model, 'opt_state', loss, *aux])}\n")
-        step_fn = cst.parse_statement(text)
+        step_fn = parsed_statement(text)
         inner = step_fn.body.body[0]  # loss_fn: its body is the loss statements, as written (comments kept)
         inner = inner.with_changes(body=inner.body.with_changes(body=moved))
         step_fn = step_fn.with_changes(body=step_fn.body.with_changes(body=[inner, *step_fn.body.body[1:]]),
                                        leading_lines=[cst.EmptyLine(indent=False)])
-        call = [cst.parse_statement(f"{', '.join([model, state, loss, *aux])} = {step_name}({call_args})\n")]
-        call += [cst.parse_statement(f"{n} = {n}.item()\n") for n in items if n in aux]
+        call = [parsed_statement(f"{', '.join([model, state, loss, *aux])} = {step_name}({call_args})\n")]
+        call += [parsed_statement(f"{n} = {n}.item()\n") for n in items if n in aux]
         if keyed:  # a new key per step, split from the scope's (a threaded function's parameter, a global)
-            call.insert(0, cst.parse_statement(f"key, step_key = {split}(key)\n"))
+            call.insert(0, parsed_statement(f"key, step_key = {split}(key)\n"))
         new_body = _step_body(body, zero, start, step, before + call, between)
         if step_fn_level:
             step_fn = step_fn.with_changes(leading_lines=[cst.EmptyLine(indent=False), cst.EmptyLine(indent=False)])
