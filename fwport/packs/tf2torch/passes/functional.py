@@ -253,6 +253,30 @@ class _Tensor:
     shape_name: tuple | None = None
 
 
+def _same_layout(ts: list[_Tensor]) -> bool:
+    """The tensors of an elementwise op (+ - * /, Add, Multiply...) of a channels-first model are in one layout:
+    each of a known rank, all the same, and all channels-first (or all a layer class's channels-last output).
+    Then each is permuted alike, so broadcasting pairs the same axes as in Keras (equal ranks pair axis by axis),
+    whatever sizes are unknown (``keras.Input((None, None, 3))``)."""
+    return all(t.shape is not None for t in ts) and len({len(t.shape) for t in ts}) == 1 \
+        and len({t.last for t in ts}) == 1
+
+
+def _broadcast(ts: list[_Tensor]) -> tuple | None:
+    """The shape of an elementwise op's result (source layout): axis by axis, a known size other than 1 wins
+    (an unknown one broadcasts to it or equals it), a 1 gives way, else unknown. Operands of one rank; else the
+    first's shape (a scalar or a builder value with a tensor)."""
+    shapes = [t.shape for t in ts]
+    if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:
+        return shapes[0]
+    out = []
+    for dims in zip(*shapes):
+        known_ = {d for d in dims if d is not None and d != 1}
+        out.append(next(iter(known_)) if len(known_) == 1 else dims[0] if len(set(dims)) == 1
+                   else 1 if all(d == 1 for d in dims) else None)
+    return tuple(out)
+
+
 @dataclass(eq=False)
 class _Multi:
     """What a helper that returns several tensors (``return x, skip``) gives: unpacked at the call."""
@@ -3161,14 +3185,14 @@ class _Builder:
                                          "other axes than in Keras")
         ts = [t for t in (a, b) if t is not None]
         if len(ts) == 2:
-            if self.layout == "nchw" and (a.shape is None or a.shape != b.shape or None in a.shape):
-                raise _Refused(node, f"{code(node)}: tensors of unknown or different shapes in a model converted "
+            if self.layout == "nchw" and not _same_layout(ts):
+                raise _Refused(node, f"{code(node)}: tensors of unknown or different ranks in a model converted "
                                      "to channels-first: broadcasting would pair other axes than in Keras")
             if a.flat != b.flat:
                 raise _Refused(node, f"{code(node)}: one operand is a flattened channels-first map and the other "
                                      "is not: their features are in different orders")
         t = ts[0]
-        return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [x.node for x in ts]), t.flat)
+        return _Tensor(_broadcast(ts), self._node(_Op("op", self.ctx.version == 2), [x.node for x in ts]), t.flat)
 
     def _call(self, node: cst.Call) -> _Tensor | None:
         func = node.func
@@ -4135,9 +4159,8 @@ class _Builder:
             if len(flats) > 1:
                 raise _Refused(call, f"{label} of a flattened channels-first map with a tensor that is not one: "
                                      "their features are in different orders")
-            shapes = {t.shape for t in ts}
-            if self.layout == "nchw" and (len(shapes) > 1 or None in shapes or None in next(iter(shapes))):
-                raise _Refused(call, f"{label} of tensors of unknown or different shapes in a model converted to "
+            if self.layout == "nchw" and not _same_layout(ts):
+                raise _Refused(call, f"{label} of tensors of unknown or different ranks in a model converted to "
                                      "channels-first: broadcasting would pair other axes than in Keras")
             par = [f"({t})" if isinstance(o, (cst.BinaryOperation, cst.IfExp, cst.Lambda, cst.BooleanOperation))
                    else t for t, o in zip(texts, outs)]
@@ -4151,7 +4174,7 @@ class _Builder:
                 for p in par[1:]:
                     text = f"{fn}({text}, {p})"
             new = expr(text)
-            shape, flat = ts[0].shape, ts[0].flat
+            shape, flat = _broadcast(ts), ts[0].flat
         self.replace[id(call)] = new
         if layer is not None:
             if layer.op is None:
