@@ -1119,6 +1119,7 @@ class _Builder:
         # statements of the class: _runtime_if_test)
         self.pinnable: set[str] = set()
         self.decided_ifs: list[cst.If] = []  # the builder's if statements decided here (their branch in place)
+        self.sized_out: list = []  # statements of the builder before _sizes_written_in wrote sizes in them
         self.aug: dict[int, cst.SimpleStatementLine] = {}  # id(`x += y` on a tensor) → `x = x + y`, written instead
 
     def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
@@ -1726,8 +1727,8 @@ class _Builder:
             st = body[k]
             k += 1
             small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-            sizes = self._unpacked_sizes(small)
-            if sizes is not None:  # _, num_patch, channel = x.shape: the sizes written in place in what follows
+            sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+            if sizes:  # _, num_patch, channel = x.shape: the sizes written in place in what follows
                 subst = _Substitute({n: _literal_node(v) for n, v in sizes.items()})
                 body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
                 continue
@@ -1794,6 +1795,62 @@ class _Builder:
             if self.errors:
                 return None
         return None
+
+    def _sizes_written_in(self, stmts: list, i: int, m_index: int) -> bool:
+        """Statement ``i`` of a builder reads static sizes of a tensor of the model into names (``channels =
+        x.shape[-1]``, ``channels = list(x.shape)[-1]``, ``_, h, w, c = x.shape``) that are known here (ints),
+        each name bound nowhere else in the builder: each read below is written as its size (as in a helper's
+        body), and True (the statement has no place in the class: the tensor exists in forward only). False, and
+        nothing changed, for anything else (then the statement is refused as a tensor operation, as before)."""
+        st = stmts[i]
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+        if not sizes or set(sizes) & (self.local | set(self.env)):
+            return False
+        names = set(sizes)
+        # up to the statement that binds one of the names again (`_, n, c = y.shape` below): that one's value
+        # reads them still, its target is the new value's
+        end = next((j for j in range(i + 1, len(stmts)) if names & (_names_bound_in(stmts[j]) | set(_assigned(stmts[j])))),
+                   len(stmts))
+        last = stmts[end].body[0] if end < len(stmts) and isinstance(stmts[end], cst.SimpleStatementLine) \
+            and len(stmts[end].body) == 1 else None
+        if end < len(stmts) and not (isinstance(last, cst.Assign) and all(
+                isinstance(t.target, cst.Name) for t in last.targets) or _names_in(stmts[end].body[0].value
+                                                                                    if isinstance(last, cst.Assign) else stmts[end]).isdisjoint(names)):
+            return False
+        subst = _Substitute({n: _literal_node(v) for n, v in sizes.items()})
+        tail = {j: self._copy(stmts[j], subst) for j in range(i + 1, min(end + 1, len(stmts)))
+                if _names_in(stmts[j].body[0].value if j == end else stmts[j]) & names}
+        left = [s.body[0].value if j == end else s for j, s in tail.items()]
+        if m_index in tail or any(re.search(rf"\b{n}\b", code(s)) for s in left for n in names):
+            return False  # (read where the substitution does not reach: a lambda, a def, keras.Model(...) itself)
+        for j, s in tail.items():
+            self.sized_out.append(stmts[j])  # (settled as written if the model is left as written)
+            stmts[j] = s
+        return True
+
+    def _indexed_size(self, small) -> dict[str, int] | None:
+        """``name = x.shape[i]`` / ``name = list(x.shape)[i]`` (i a literal, not the batch axis) with ``x`` a
+        tensor of the model whose size there is known here: {name: size}; None for anything else."""
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
+                                                                                          cst.Name)
+                and isinstance(small.value, cst.Subscript) and len(small.value.slice) == 1
+                and isinstance(small.value.slice[0].slice, cst.Index)):
+            return None
+        base = small.value.value
+        if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "list" \
+                and "list" not in self.local and len(base.args) == 1 and base.args[0].keyword is None \
+                and not base.args[0].star:
+            base = base.args[0].value
+        if not (isinstance(base, cst.Attribute) and base.attr.value == "shape" and isinstance(base.value, cst.Name)):
+            return None
+        t = self.env.get(base.value.value)
+        i = literal_value(small.value.slice[0].slice.value, None)
+        if not isinstance(t, _Tensor) or t.shape is None or not is_int(i) or i == 0 \
+                or not -len(t.shape) <= (i - 1 if i > 0 else i) < len(t.shape):
+            return None
+        d = t.shape[i - 1] if i > 0 else t.shape[i]
+        return {small.targets[0].target.value: int(d)} if is_int(d) else None
 
     def _unpacked_sizes(self, small) -> dict[str, int] | None:
         """``_, num_patch, channel = x.shape`` with ``x`` a tensor of the model whose sizes it names are
@@ -2076,6 +2133,9 @@ class _Builder:
                 after = self._after_loops(stmt)
                 if after is not None:
                     stmts[i] = stmt = after
+            if builder and self._sizes_written_in(stmts, i, m_index):
+                roles[i] = "input"  # gone, as an Input: its names are written as the sizes in what follows
+                continue
             role = self._statement(stmt, i == 0 and builder)
             if id(stmt) in self.aug:
                 stmts[i] = stmt = self.aug.pop(id(stmt))
@@ -2187,7 +2247,8 @@ class _Builder:
                        "whose forward calls the layers in order", model_call)
 
         calls = ctx.analyses.setdefault("functional_calls", {})
-        for s in [*stmts, *self.decided_ifs]:  # (an if decided here: the branch it does not take too)
+        # (an if decided here: the branch it does not take too; a statement whose sizes were written in: as it was)
+        for s in [*stmts, *self.decided_ifs, *self.sized_out]:
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _SettleGraphCalls(ctx))
                 todo, seen = list(_names_in(s) & set(self.helpers)), set()
