@@ -3416,6 +3416,8 @@ class _Builder:
         pass, which translates it where it stands. Only where the layout cannot change its meaning: an
         elementwise function anywhere, other functions on tensors without channels (rank 1) or in a
         model that keeps its layout."""
+        if q == "tensorflow.nn.depth_to_space" and self.layout == "nchw":
+            return self._depth_to_space(node)
         if (self.helper_call is not None or self.generating) and q in _ELEMENTWISE_FNS | {"tensorflow.nn.swish"} \
                 and len(node.args) == 1 and not node.args[0].star and node.args[0].keyword is None:
             return self._written_op(node, q)
@@ -3443,6 +3445,59 @@ class _Builder:
         shape = ts[0].shape if elementwise else None
         return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node for t in ts], node), None,
                        ts[0].last if elementwise else False)
+
+    def _depth_to_space(self, node: cst.Call) -> _Tensor | None:
+        """``tf.nn.depth_to_space(x, r)`` on a feature map of a model converted to channels-first (keras-io's
+        super_resolution_sub_pixel): TensorFlow splits the channels as (r, r, C), row offset first, channel last
+        (not torch's pixel_shuffle order, (C, r, r)); on (batch, r*r*C, h, w) that is, exactly,
+        ``x.unflatten(1, (r, r, -1)).permute(0, 3, 4, 1, 5, 2).flatten(4, 5).flatten(2, 3)``, written in place.
+        The block size must be known where the model is built (a literal, a module constant, a value pinned)."""
+        params = ("input", "block_size", "data_format", "name")
+        bound: dict[str, cst.BaseExpression] = {}
+        for i, a in enumerate(node.args):
+            key = a.keyword.value if a.keyword is not None else (params[i] if i < len(params) else None)
+            if a.star or key not in params or key in bound:
+                raise _Refused(node, f"{code(node)}: arguments of tf.nn.depth_to_space not bound (input, block_size, "
+                                     "data_format, name)", "unsupported-argument")
+            bound[key] = a.value
+        if "input" not in bound or "block_size" not in bound:
+            raise _Refused(node, "tf.nn.depth_to_space(...) without its input and block_size", "unsupported-argument")
+        fmt = literal_value(bound["data_format"], NOT_LITERAL) if "data_format" in bound else "NHWC"
+        if fmt != "NHWC":
+            raise _Refused(node, f"data_format={code(bound['data_format'])}: only NHWC (channels-last, Keras's) "
+                                 "is followed in a model converted to channels-first", "unsupported-argument")
+        try:
+            r = self._static(bound["block_size"], {})
+        except (_Refused, TypeError, ValueError, ZeroDivisionError):
+            r = None
+        block = bound["block_size"]
+        if is_int(r) and not isinstance(r, bool) and r >= 2:
+            r_text = str(int(r))
+        elif isinstance(block, cst.Name) and block.value in self.local and self.fn is not None \
+                and self.helper_call is None and not self.generating:
+            r = None  # a builder parameter: forward reads it from the module (self.<name>, kept by __init__)
+            self._tensor(block)
+            r_text = code(self._out_expr(block))
+        else:
+            raise _Refused(node, f"block_size={code(block)}: an int (at least 2) known where the model is built, or "
+                                 "a parameter of the builder, is needed to write tf.nn.depth_to_space out",
+                           "unsupported-argument")
+        t = self._tensor(bound["input"])
+        if t is None:
+            return None
+        if t.shape is None or len(t.shape) != 3 or t.last or t.flat is not None:
+            raise _Refused(node, f"{code(node.func)}(...) on a tensor that is not a channels-first image map of "
+                                 "known rank here (batch, height, width, channels in Keras): not followed")
+        h, w, c = t.shape
+        shape = (None, None, None) if r is None else (
+            h * r if is_int(h) else None, w * r if is_int(w) else None,
+            c // (r * r) if is_int(c) and c % (r * r) == 0 else None)
+        inp = self._out_expr(bound["input"])
+        text = code(inp) if isinstance(inp, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(inp)})"
+        self.ctx.settle(node)
+        self.replace[id(node)] = expr(f"{text}.unflatten(1, ({r_text}, {r_text}, -1)).permute(0, 3, 4, 1, 5, 2)"
+                                      ".flatten(4, 5).flatten(2, 3)")
+        return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node], node), None, False)
 
     def _written_op(self, node: cst.Call, q: str) -> _Tensor | None:
         """An elementwise function on one tensor (``tf.nn.swish(x)``) in code fwport writes out itself (a
