@@ -74,3 +74,51 @@ def test_an_elementwise_op_between_ranks_stays_refused_in_a_channels_first_model
     errors = _errors(_tx(src))
     assert any("unknown or different ranks" in e for e in errors), errors
     assert any("left as written" in e for e in errors), errors
+
+
+# reduced from keras-io vision/edsr.py (make_model): `x = x_new = ...`, a chain of assignments, one tensor bound to
+# both names; the residual blocks and the Adds on maps of unknown height and width
+EDSR = '''
+from tensorflow import keras
+from tensorflow.keras import layers
+
+
+def res_block(inputs):
+    x = layers.Conv2D(8, 3, padding="same", activation="relu")(inputs)
+    x = layers.Conv2D(8, 3, padding="same")(x)
+    x = layers.Add()([inputs, x])
+    return x
+
+
+def make_model(num_of_residual_blocks=2):
+    input_layer = layers.Input(shape=(None, None, 3))
+    x = layers.Rescaling(scale=1.0 / 255)(input_layer)
+    x = x_new = layers.Conv2D(8, 3, padding="same")(x)
+    for _ in range(num_of_residual_blocks):
+        x_new = res_block(x_new)
+    x_new = layers.Conv2D(8, 3, padding="same")(x_new)
+    x = layers.Add()([x, x_new])
+    output_layer = layers.Conv2D(3, 3, padding="same")(x)
+    return keras.Model(input_layer, output_layer)
+'''
+
+
+def test_a_chained_assignment_binds_the_tensor_to_each_name_and_matches_keras(tmp_path):
+    r = _tx(EDSR)
+    assert not _errors(r), _errors(r)
+    out = r.output
+    assert "x = x_new = self.conv1(x)\n" in out and "x = x + x_new\n" in out
+    pytest.importorskip("torch")
+    pytest.importorskip("tensorflow")
+    from fwport.verify import Options, verify
+    (tmp_path / "m.py").write_text(EDSR)
+    (tmp_path / "t.py").write_text(out)
+    cert = verify(Options(str(tmp_path / "m.py"), str(tmp_path / "t.py"), "make_model()",
+                          inputs=["float32[2,9,6,3]"], checks=("forward", "grad"), device="cpu"))
+    assert cert["verdict"] == "pass", cert.get("problems") or cert.get("first_diverging")
+
+
+def test_a_chained_assignment_of_something_else_than_a_tensor_is_refused():
+    errors = _errors(_tx(EDSR.replace("x = x_new = layers.Conv2D(8, 3, padding=\"same\")(x)",
+                                      "x = x_new = layers.Conv2D(8, 3, padding=\"same\")(x).shape")))
+    assert any("left as written" in e for e in errors), errors

@@ -2853,6 +2853,20 @@ class _Builder:
             for n, t in zip(names, out.tensors):
                 self.env[n] = t
             return "forward"
+        if isinstance(small, cst.Assign) and len(small.targets) > 1 \
+                and all(isinstance(t.target, cst.Name) for t in small.targets):
+            # `x = x_new = layers.Conv2D(...)(x)` (keras-io's edsr): one tensor bound to each name, as in Python;
+            # forward keeps the statement, its value translated
+            try:
+                t = self._tensor(small.value)
+            except _Refused as r:
+                self._refused(r)
+                t = None
+            if t is None and not self.errors:
+                self.error(small.value, f"{code(small.value)} is not a tensor of the functional model fwport can follow")
+            for tg in small.targets:
+                self.env[tg.target.value] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
+            return "forward"
         if isinstance(small, cst.Expr):
             try:
                 self._tensor(small.value)
