@@ -254,6 +254,30 @@ class _Tensor:
     shape_name: tuple | None = None
 
 
+def _same_layout(ts: list[_Tensor]) -> bool:
+    """The tensors of an elementwise op (+ - * /, Add, Multiply...) of a channels-first model are in one layout:
+    each of a known rank, all the same, and all channels-first (or all a layer class's channels-last output).
+    Then each is permuted alike, so broadcasting pairs the same axes as in Keras (equal ranks pair axis by axis),
+    whatever sizes are unknown (``keras.Input((None, None, 3))``)."""
+    return all(t.shape is not None for t in ts) and len({len(t.shape) for t in ts}) == 1 \
+        and len({t.last for t in ts}) == 1
+
+
+def _broadcast(ts: list[_Tensor]) -> tuple | None:
+    """The shape of an elementwise op's result (source layout): axis by axis, a known size other than 1 wins
+    (an unknown one broadcasts to it or equals it), a 1 gives way, else unknown. Operands of one rank; else the
+    first's shape (a scalar or a builder value with a tensor)."""
+    shapes = [t.shape for t in ts]
+    if any(s is None for s in shapes) or len({len(s) for s in shapes}) != 1:
+        return shapes[0]
+    out = []
+    for dims in zip(*shapes):
+        known_ = {d for d in dims if d is not None and d != 1}
+        out.append(next(iter(known_)) if len(known_) == 1 else dims[0] if len(set(dims)) == 1
+                   else 1 if all(d == 1 for d in dims) else None)
+    return tuple(out)
+
+
 @dataclass(eq=False)
 class _Multi:
     """What a helper that returns several tensors (``return x, skip``) gives: unpacked at the call."""
@@ -1096,6 +1120,7 @@ class _Builder:
         # statements of the class: _runtime_if_test)
         self.pinnable: set[str] = set()
         self.decided_ifs: list[cst.If] = []  # the builder's if statements decided here (their branch in place)
+        self.sized_out: list = []  # statements of the builder before _sizes_written_in wrote sizes in them
         self.aug: dict[int, cst.SimpleStatementLine] = {}  # id(`x += y` on a tensor) → `x = x + y`, written instead
 
     def _copy(self, node: cst.CSTNode, transformer: cst.CSTTransformer) -> cst.CSTNode:
@@ -1703,8 +1728,8 @@ class _Builder:
             st = body[k]
             k += 1
             small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
-            sizes = self._unpacked_sizes(small)
-            if sizes is not None:  # _, num_patch, channel = x.shape: the sizes written in place in what follows
+            sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+            if sizes:  # _, num_patch, channel = x.shape: the sizes written in place in what follows
                 subst = _Substitute({n: _literal_node(v) for n, v in sizes.items()})
                 body[k:] = [rewrite(b, subst, fresh=True) for b in body[k:]]
                 continue
@@ -1771,6 +1796,62 @@ class _Builder:
             if self.errors:
                 return None
         return None
+
+    def _sizes_written_in(self, stmts: list, i: int, m_index: int) -> bool:
+        """Statement ``i`` of a builder reads static sizes of a tensor of the model into names (``channels =
+        x.shape[-1]``, ``channels = list(x.shape)[-1]``, ``_, h, w, c = x.shape``) that are known here (ints),
+        each name bound nowhere else in the builder: each read below is written as its size (as in a helper's
+        body), and True (the statement has no place in the class: the tensor exists in forward only). False, and
+        nothing changed, for anything else (then the statement is refused as a tensor operation, as before)."""
+        st = stmts[i]
+        small = st.body[0] if isinstance(st, cst.SimpleStatementLine) and len(st.body) == 1 else None
+        sizes = self._unpacked_sizes(small) or self._indexed_size(small)
+        if not sizes or set(sizes) & (self.local | set(self.env)):
+            return False
+        names = set(sizes)
+        # up to the statement that binds one of the names again (`_, n, c = y.shape` below): that one's value
+        # reads them still, its target is the new value's
+        end = next((j for j in range(i + 1, len(stmts)) if names & (_names_bound_in(stmts[j]) | set(_assigned(stmts[j])))),
+                   len(stmts))
+        last = stmts[end].body[0] if end < len(stmts) and isinstance(stmts[end], cst.SimpleStatementLine) \
+            and len(stmts[end].body) == 1 else None
+        if end < len(stmts) and not (isinstance(last, cst.Assign) and all(
+                isinstance(t.target, cst.Name) for t in last.targets) or _names_in(stmts[end].body[0].value
+                                                                                    if isinstance(last, cst.Assign) else stmts[end]).isdisjoint(names)):
+            return False
+        subst = _Substitute({n: _literal_node(v) for n, v in sizes.items()})
+        tail = {j: self._copy(stmts[j], subst) for j in range(i + 1, min(end + 1, len(stmts)))
+                if _names_in(stmts[j].body[0].value if j == end else stmts[j]) & names}
+        left = [s.body[0].value if j == end else s for j, s in tail.items()]
+        if m_index in tail or any(re.search(rf"\b{n}\b", code(s)) for s in left for n in names):
+            return False  # (read where the substitution does not reach: a lambda, a def, keras.Model(...) itself)
+        for j, s in tail.items():
+            self.sized_out.append(stmts[j])  # (settled as written if the model is left as written)
+            stmts[j] = s
+        return True
+
+    def _indexed_size(self, small) -> dict[str, int] | None:
+        """``name = x.shape[i]`` / ``name = list(x.shape)[i]`` (i a literal, not the batch axis) with ``x`` a
+        tensor of the model whose size there is known here: {name: size}; None for anything else."""
+        if not (isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target,
+                                                                                          cst.Name)
+                and isinstance(small.value, cst.Subscript) and len(small.value.slice) == 1
+                and isinstance(small.value.slice[0].slice, cst.Index)):
+            return None
+        base = small.value.value
+        if isinstance(base, cst.Call) and isinstance(base.func, cst.Name) and base.func.value == "list" \
+                and "list" not in self.local and len(base.args) == 1 and base.args[0].keyword is None \
+                and not base.args[0].star:
+            base = base.args[0].value
+        if not (isinstance(base, cst.Attribute) and base.attr.value == "shape" and isinstance(base.value, cst.Name)):
+            return None
+        t = self.env.get(base.value.value)
+        i = literal_value(small.value.slice[0].slice.value, None)
+        if not isinstance(t, _Tensor) or t.shape is None or not is_int(i) or i == 0 \
+                or not -len(t.shape) <= (i - 1 if i > 0 else i) < len(t.shape):
+            return None
+        d = t.shape[i - 1] if i > 0 else t.shape[i]
+        return {small.targets[0].target.value: int(d)} if is_int(d) else None
 
     def _unpacked_sizes(self, small) -> dict[str, int] | None:
         """``_, num_patch, channel = x.shape`` with ``x`` a tensor of the model whose sizes it names are
@@ -2053,6 +2134,9 @@ class _Builder:
                 after = self._after_loops(stmt)
                 if after is not None:
                     stmts[i] = stmt = after
+            if builder and self._sizes_written_in(stmts, i, m_index):
+                roles[i] = "input"  # gone, as an Input: its names are written as the sizes in what follows
+                continue
             role = self._statement(stmt, i == 0 and builder)
             if id(stmt) in self.aug:
                 stmts[i] = stmt = self.aug.pop(id(stmt))
@@ -2164,7 +2248,8 @@ class _Builder:
                        "whose forward calls the layers in order", model_call)
 
         calls = ctx.analyses.setdefault("functional_calls", {})
-        for s in [*stmts, *self.decided_ifs]:  # (an if decided here: the branch it does not take too)
+        # (an if decided here: the branch it does not take too; a statement whose sizes were written in: as it was)
+        for s in [*stmts, *self.decided_ifs, *self.sized_out]:
             if not isinstance(s, (cst.FunctionDef, cst.ClassDef)) and (self.fn is not None or self._graph_stmt(s)):
                 scan(s, _SettleGraphCalls(ctx))
                 todo, seen = list(_names_in(s) & set(self.helpers)), set()
@@ -2769,6 +2854,20 @@ class _Builder:
             for n, t in zip(names, out.tensors):
                 self.env[n] = t
             return "forward"
+        if isinstance(small, cst.Assign) and len(small.targets) > 1 \
+                and all(isinstance(t.target, cst.Name) for t in small.targets):
+            # `x = x_new = layers.Conv2D(...)(x)` (keras-io's edsr): one tensor bound to each name, as in Python;
+            # forward keeps the statement, its value translated
+            try:
+                t = self._tensor(small.value)
+            except _Refused as r:
+                self._refused(r)
+                t = None
+            if t is None and not self.errors:
+                self.error(small.value, f"{code(small.value)} is not a tensor of the functional model fwport can follow")
+            for tg in small.targets:
+                self.env[tg.target.value] = t if t is not None else _Tensor(None, _Node(_Op("op", False), []))
+            return "forward"
         if isinstance(small, cst.Expr):
             try:
                 self._tensor(small.value)
@@ -3162,14 +3261,14 @@ class _Builder:
                                          "other axes than in Keras")
         ts = [t for t in (a, b) if t is not None]
         if len(ts) == 2:
-            if self.layout == "nchw" and (a.shape is None or a.shape != b.shape or None in a.shape):
-                raise _Refused(node, f"{code(node)}: tensors of unknown or different shapes in a model converted "
+            if self.layout == "nchw" and not _same_layout(ts):
+                raise _Refused(node, f"{code(node)}: tensors of unknown or different ranks in a model converted "
                                      "to channels-first: broadcasting would pair other axes than in Keras")
             if a.flat != b.flat:
                 raise _Refused(node, f"{code(node)}: one operand is a flattened channels-first map and the other "
                                      "is not: their features are in different orders")
         t = ts[0]
-        return _Tensor(t.shape, self._node(_Op("op", self.ctx.version == 2), [x.node for x in ts]), t.flat)
+        return _Tensor(_broadcast(ts), self._node(_Op("op", self.ctx.version == 2), [x.node for x in ts]), t.flat)
 
     def _call(self, node: cst.Call) -> _Tensor | None:
         func = node.func
@@ -3332,6 +3431,8 @@ class _Builder:
         pass, which translates it where it stands. Only where the layout cannot change its meaning: an
         elementwise function anywhere, other functions on tensors without channels (rank 1) or in a
         model that keeps its layout."""
+        if q == "tensorflow.nn.depth_to_space" and self.layout == "nchw":
+            return self._depth_to_space(node)
         if (self.helper_call is not None or self.generating) and q in _ELEMENTWISE_FNS | {"tensorflow.nn.swish"} \
                 and len(node.args) == 1 and not node.args[0].star and node.args[0].keyword is None:
             return self._written_op(node, q)
@@ -3359,6 +3460,59 @@ class _Builder:
         shape = ts[0].shape if elementwise else None
         return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node for t in ts], node), None,
                        ts[0].last if elementwise else False)
+
+    def _depth_to_space(self, node: cst.Call) -> _Tensor | None:
+        """``tf.nn.depth_to_space(x, r)`` on a feature map of a model converted to channels-first (keras-io's
+        super_resolution_sub_pixel): TensorFlow splits the channels as (r, r, C), row offset first, channel last
+        (not torch's pixel_shuffle order, (C, r, r)); on (batch, r*r*C, h, w) that is, exactly,
+        ``x.unflatten(1, (r, r, -1)).permute(0, 3, 4, 1, 5, 2).flatten(4, 5).flatten(2, 3)``, written in place.
+        The block size must be known where the model is built (a literal, a module constant, a value pinned)."""
+        params = ("input", "block_size", "data_format", "name")
+        bound: dict[str, cst.BaseExpression] = {}
+        for i, a in enumerate(node.args):
+            key = a.keyword.value if a.keyword is not None else (params[i] if i < len(params) else None)
+            if a.star or key not in params or key in bound:
+                raise _Refused(node, f"{code(node)}: arguments of tf.nn.depth_to_space not bound (input, block_size, "
+                                     "data_format, name)", "unsupported-argument")
+            bound[key] = a.value
+        if "input" not in bound or "block_size" not in bound:
+            raise _Refused(node, "tf.nn.depth_to_space(...) without its input and block_size", "unsupported-argument")
+        fmt = literal_value(bound["data_format"], NOT_LITERAL) if "data_format" in bound else "NHWC"
+        if fmt != "NHWC":
+            raise _Refused(node, f"data_format={code(bound['data_format'])}: only NHWC (channels-last, Keras's) "
+                                 "is followed in a model converted to channels-first", "unsupported-argument")
+        try:
+            r = self._static(bound["block_size"], {})
+        except (_Refused, TypeError, ValueError, ZeroDivisionError):
+            r = None
+        block = bound["block_size"]
+        if is_int(r) and not isinstance(r, bool) and r >= 2:
+            r_text = str(int(r))
+        elif isinstance(block, cst.Name) and block.value in self.local and self.fn is not None \
+                and self.helper_call is None and not self.generating:
+            r = None  # a builder parameter: forward reads it from the module (self.<name>, kept by __init__)
+            self._tensor(block)
+            r_text = code(self._out_expr(block))
+        else:
+            raise _Refused(node, f"block_size={code(block)}: an int (at least 2) known where the model is built, or "
+                                 "a parameter of the builder, is needed to write tf.nn.depth_to_space out",
+                           "unsupported-argument")
+        t = self._tensor(bound["input"])
+        if t is None:
+            return None
+        if t.shape is None or len(t.shape) != 3 or t.last or t.flat is not None:
+            raise _Refused(node, f"{code(node.func)}(...) on a tensor that is not a channels-first image map of "
+                                 "known rank here (batch, height, width, channels in Keras): not followed")
+        h, w, c = t.shape
+        shape = (None, None, None) if r is None else (
+            h * r if is_int(h) else None, w * r if is_int(w) else None,
+            c // (r * r) if is_int(c) and c % (r * r) == 0 else None)
+        inp = self._out_expr(bound["input"])
+        text = code(inp) if isinstance(inp, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) else f"({code(inp)})"
+        self.ctx.settle(node)
+        self.replace[id(node)] = expr(f"{text}.unflatten(1, ({r_text}, {r_text}, -1)).permute(0, 3, 4, 1, 5, 2)"
+                                      ".flatten(4, 5).flatten(2, 3)")
+        return _Tensor(shape, self._node(_Op("op", self.ctx.version == 2), [t.node], node), None, False)
 
     def _written_op(self, node: cst.Call, q: str) -> _Tensor | None:
         """An elementwise function on one tensor (``tf.nn.swish(x)``) in code fwport writes out itself (a
@@ -4136,9 +4290,8 @@ class _Builder:
             if len(flats) > 1:
                 raise _Refused(call, f"{label} of a flattened channels-first map with a tensor that is not one: "
                                      "their features are in different orders")
-            shapes = {t.shape for t in ts}
-            if self.layout == "nchw" and (len(shapes) > 1 or None in shapes or None in next(iter(shapes))):
-                raise _Refused(call, f"{label} of tensors of unknown or different shapes in a model converted to "
+            if self.layout == "nchw" and not _same_layout(ts):
+                raise _Refused(call, f"{label} of tensors of unknown or different ranks in a model converted to "
                                      "channels-first: broadcasting would pair other axes than in Keras")
             par = [f"({t})" if isinstance(o, (cst.BinaryOperation, cst.IfExp, cst.Lambda, cst.BooleanOperation))
                    else t for t, o in zip(texts, outs)]
@@ -4152,7 +4305,7 @@ class _Builder:
                 for p in par[1:]:
                     text = f"{fn}({text}, {p})"
             new = expr(text)
-            shape, flat = ts[0].shape, ts[0].flat
+            shape, flat = _broadcast(ts), ts[0].flat
         self.replace[id(call)] = new
         if layer is not None:
             if layer.op is None:
