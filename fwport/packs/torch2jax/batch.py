@@ -497,7 +497,8 @@ class Forward(cst.CSTTransformer):
         self.tensor_reads: set[str] = set()  # names the forward reads as tensors (_tensor_reads)
         self.statements: set[int] = set()  # calls that are a whole statement (visit_Expr)
         self.in_place: dict[int, str] = {}  # translated in-place method calls → the name they assign (leave_Expr)
-        self.fresh: dict[str, bool] = {}  # the body's names every binding of which is new memory (inplace._Bindings)
+        # id(statement call) → the names that are then the only holders of their memory (inplace.sole_holders)
+        self.sole: dict[int, frozenset[str]] = {}
         self.part_lists: set[str] = set()  # names bound to a list of parts (`parts = x.split(2, dim=-1)`)
         self.tensors: set[str] = set()  # names bound to one tensor (makes_tensor), as the statements go
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
@@ -590,10 +591,8 @@ class Forward(cst.CSTTransformer):
         if self.device_names is None:  # the forward's body, the first block seen
             self.device_names = _device_only(node)
             self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
-            from fwport.packs.torch2jax.inplace import _Bindings
-            bindings = _Bindings(node)
-            scan(node, bindings)
-            self.fresh = {n: f and n not in self.inputs for n, f in bindings.fresh.items()}
+            from fwport.packs.torch2jax.inplace import sole_holders_in
+            self.sole = sole_holders_in(node.body, self.inputs)
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -2032,7 +2031,15 @@ class Forward(cst.CSTTransformer):
         if name == "masked_fill":
             return self.masked_fill(original, updated, recv)
         if name == "masked_fill_" and id(original) in self.statements and isinstance(recv, cst.Name):
-            # x.masked_fill_(mask, v) as a statement → x = jnp.where(mask, v, x): the value it gives x in place
+            # x.masked_fill_(mask, v) as a statement → x = jnp.where(mask, v, x): the value it gives x in place, where
+            # x is then the only holder of its memory (not a view of another tensor, nor an input, nor viewed since)
+            if recv.value not in self.sole.get(id(original), ()):
+                self.error(original, f".masked_fill_() into {recv.value}, which may share its memory with another "
+                           "tensor (an input, a view or slice of one, or one viewed since it was made): PyTorch fills "
+                           f"that one too, which rebinding {recv.value} cannot; write the out-of-place form where "
+                           f"only {recv.value} should change ({recv.value} = {recv.value}.masked_fill(mask, value)), "
+                           "or rebind each tensor sharing it", "unsupported-construct")
+                return updated
             before = len(self.ctx.pending)
             out = self.masked_fill(original, updated, recv)
             if not any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
@@ -2060,15 +2067,15 @@ class Forward(cst.CSTTransformer):
         """``x.copy_(v)`` / ``x[idx].copy_(v)`` as a statement of the forward (the receiver already for one example) →
         ``x = jnp.broadcast_to(v, x.shape).astype(x.dtype)`` / ``x = x.at[idx].set(v)``: the values PyTorch writes
         into x (broadcast to its shape, cast to its dtype, as ``.at[].set`` does). Only a name or a subscript of one
-        whose every binding in the forward is new memory (inplace._Bindings, as ``x.add_(y)`` outside the modules):
-        rebinding it updates no other tensor, where a write into a view, or into an input, would change the tensor
+        that is then the only holder of its memory (inplace.sole_holders, as for ``x.add_(y)``): rebinding it updates
+        no other tensor, where a write into a view, or into an input, would change the tensor
         sharing its memory in PyTorch; those are errors."""
         base = recv.value if isinstance(recv, cst.Subscript) else recv
         if not isinstance(base, cst.Name):
             self.error(original, ".copy_() into something other than a name or a slice of one: not translated; "
                        "assign the new array to a name (x = x.at[idx].set(v))", "unsupported-construct")
             return updated
-        if not self.fresh.get(base.value):
+        if base.value not in self.sole.get(id(original), ()):
             self.error(original, f".copy_() into {code(base)}, which may share its memory with another tensor (an "
                        "input, a view, a slice): PyTorch writes into that one too, which rebinding a name cannot; "
                        f"copy it first ({code(base)} = {code(base)}.clone()) if only {code(base)} should change",
