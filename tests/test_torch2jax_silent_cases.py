@@ -48,3 +48,91 @@ def test_layers_appended_to_a_list_an_nn_sequential_takes_still_thread_the_state
             "        self.seq = nn.Sequential(*layers)\n\n    def forward(self, x):\n        return self.seq(x)\n")
     assert errors(r) == []
     assert "    def __call__(self, x, state):\n        return self.seq(x, state)\n" in r.output
+
+
+# --- (a) in-place methods writing into a tensor another name shares (a view of it, or one it is a view of) ---------
+
+INTO_VIEWS = '''
+import torch
+import torch.nn as nn
+
+
+class Att(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, mask):
+        h = self.fc(x)
+        head = h[:, :2]
+        head.masked_fill_(mask[:, :2], 0.0)
+        g = self.fc(h)
+        kept = g.transpose(0, 1)
+        g.masked_fill_(mask, 1.0)
+        x.masked_fill_(mask, 2.0)
+        return h, kept
+'''
+
+
+def test_masked_fill_into_a_view_an_input_or_a_viewed_tensor_is_an_error():
+    """PyTorch's fill reaches h through `head`, `kept` through g, and the caller's tensor through x: rebinding the
+    name (`head = jnp.where(...)`) dropped those writes silently."""
+    r = t2j(INTO_VIEWS)
+    errs = errors(r)
+    assert [(f.code, f.line) for f in errs] == [("unsupported-construct", 13), ("unsupported-construct", 16),
+                                                ("unsupported-construct", 17)], errs
+    assert [f.message.split(",")[0] for f in errs] == [".masked_fill_() into head", ".masked_fill_() into g",
+                                                      ".masked_fill_() into x"]
+    assert all("may share its memory with another tensor" in f.message for f in errs)
+    assert "head.masked_fill_(" in r.output and "g.masked_fill_(mask, 1.0)" in r.output
+
+
+FLOW = '''
+import torch
+import torch.nn as nn
+
+
+class Att(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(4, 4)
+        self.k = nn.Linear(4, 4)
+
+    def forward(self, x):
+        q = self.q(x).unsqueeze(-1)
+        k = self.k(x).unsqueeze(-1)
+        scores = q @ k.transpose(-1, -2)
+        if scores.shape[-1] > 1:
+            scores.masked_fill_(scores > 0.5, -1e4)
+        scores.mul_(0.5)
+        scores = torch.softmax(scores, dim=-1).transpose(-1, -2)
+        h = scores @ q
+        h = h.transpose(-1, -2)
+        h.relu_()
+        return h.flatten(1)
+'''
+
+
+def test_in_place_methods_are_rebound_where_the_binding_reaching_them_is_new_memory():
+    """DETR's MHAttentionMap (segmentation.py:166): `weights.masked_fill_(...)` on the einsum's new tensor, then
+    `weights` rebound to a view; and `h = h.transpose(...)` keeps h the only holder of its memory. A check over every
+    binding of the name (flow-insensitive) refused these."""
+    r = t2j(FLOW)
+    assert errors(r) == [], errors(r)
+    assert "scores = jnp.where(scores > 0.5, -1e4, scores)" in r.output
+    assert "scores = scores * 0.5" in r.output and "h = jax.nn.relu(h)" in r.output
+
+
+@needs("torch", "jax", "equinox")
+def test_in_place_methods_rebound_along_the_flow_compute_as_pytorch(tmp_path):
+    cert = verify_model(tmp_path, FLOW, "Att", ["float64[3,4]"])
+    assert cert["results"]["gradients"] and all(e["ok"] for e in cert["results"]["gradients"])
+
+
+def test_outside_the_modules_a_tensor_viewed_before_its_in_place_method_is_not_rebound():
+    r = t2j("import torch\n\n\ndef f(x, m):\n    h = x * 2\n    first = h[:, 0]\n    h.add_(1)\n    g = x + 1\n"
+            "    g.add_(1)\n    v = g.view(-1)\n    v.add_(3)\n    w = (x * 3).view(-1)\n    w.mul_(2)\n"
+            "    for i in range(3):\n        u = x * i\n        u.sub_(1)\n        u = u[0]\n    return first, g, v, w, u\n")
+    assert [f.line for f in errors(r)] == [7, 11], errors(r)  # h (viewed by first), v (a view of g)
+    assert "    g = g + 1\n" in r.output and "    w = w * 2\n" in r.output and "        u = u - 1\n" in r.output
+    assert "    h.add_(1)\n" in r.output and "    v.add_(3)\n" in r.output
