@@ -138,6 +138,41 @@ def test_outside_the_modules_a_tensor_viewed_before_its_in_place_method_is_not_r
     assert "    h.add_(1)\n" in r.output and "    v.add_(3)\n" in r.output
 
 
+WRITES = '''
+import torch
+import torch.nn as nn
+
+
+class Res(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        out = self.fc(x)
+        out += x
+        head = out[:, :2]
+        head += 1.0
+        g = self.fc(out)
+        g[:, 0] = 0.0
+        first = g[:, 1]
+        g[:, 2] = 1.0
+        x += 1
+        return out, g, first
+'''
+
+
+def test_augmented_and_indexed_writes_into_a_shared_tensor_are_errors():
+    """`head += 1.0` writes into out through the view, `g[:, 2] = 1.0` into `first`: a jax array's `+=` and `.at[]`
+    make a new array, so those writes were dropped silently. `out += x` and `g[:, 0] = 0.0` (nothing shares them yet)
+    and `x += 1` (the forward's input: only the caller's tensor differs) are translated."""
+    r = t2j(WRITES)
+    errs = errors(r)
+    assert [(f.line, f.code) for f in errs] == [(14, "unsupported-construct"), (18, "unsupported-construct")], errs
+    assert errs[0].message.startswith("head += ...: PyTorch writes into head in place")
+    assert errs[1].message.startswith("g[:, 2] = ...: PyTorch writes into g in place")
+    assert "        out += x\n" in r.output and "        g = g.at[0].set(0.0)\n" in r.output
+
 # --- (b) packed sequences: no JAX counterpart, an error (never the RNN run over the padding) ----------------------
 
 def test_packed_sequences_are_errors_however_they_are_spelled():

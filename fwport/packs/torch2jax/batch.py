@@ -605,7 +605,7 @@ class Forward(cst.CSTTransformer):
         t = original.targets[0].target if len(original.targets) == 1 else None
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
                 and self.is_tensor(t.value):
-            return self.indexed_update(t, updated.value, "set")
+            return self.indexed_update(t, updated.value, "set", original)
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value not in self.batched \
                 and self.is_batched(original.value):
             # `out = torch.empty([n, 1, c])` then `out[i] = <batched>`: the array was built with sizes of its own
@@ -1161,15 +1161,34 @@ class Forward(cst.CSTTransformer):
                 and type(node.operator) in _AT_METHODS and self.is_tensor(t.value):
             self.kept.add(id(t))  # indexed_update reads its index
 
+    def shared_write(self, statement: cst.CSTNode, name: str, what: str) -> bool:
+        """Whether ``what``, a write into the tensor ``name`` (``x[idx] = v``, ``x += v``), is refused (an error)
+        because another name may share its memory at that statement (a view of it, or the tensor it views:
+        inplace.sole_holders): PyTorch writes into that one too, which rebinding ``name`` cannot. A parameter of the
+        forward is let through: the write changes the caller's tensor, and this forward's outputs are the same."""
+        if name in self.sole.get(id(statement), ()) or name in self.inputs:
+            return False
+        self.error(statement, f"{what}: PyTorch writes into {name} in place, and {name} may share its memory with "
+                   "another tensor here (a view or slice of one, or one viewed since it was made), which changes too; "
+                   f"a jax array is immutable and rebinding {name} cannot reach that one: write the new value out of "
+                   f"place ({name} = {name} + v, {name} = {name}.at[idx].set(v)) after copying ({name} = "
+                   f"{name}.clone()) if only {name} should change, or rebind each tensor sharing it",
+                   "unsupported-construct")
+        return True
+
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
         t = original.target
+        if isinstance(t, cst.Name) and t.value in self.batched and self.is_tensor(t) \
+                and self.shared_write(original, t.value, f"{t.value} {code(original.operator).strip()} ..."):
+            return updated
         if id(t) in self.kept and isinstance(t, cst.Subscript):
-            return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)])
+            return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)], original)
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
         return updated
 
-    def indexed_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str):
+    def indexed_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str,
+                       statement: cst.CSTNode | None = None):
         """``x[:, i] = v`` / ``x[..., j] += v`` of a batched tensor x (a jax array is not assigned into) → ``x =
         x.at[i].set(v)`` / ``x = x.at[..., j].add(v)``, the index written for one example (the batch axis's ``:``
         dropped); ``x[x < 0] = v`` → ``x = jnp.where(x < 0, v, x)``. An index that picks examples (a first index
@@ -1188,10 +1207,13 @@ class Forward(cst.CSTTransformer):
                        "example, or move the batch axis first")
             return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
                 cst.AugAssign(target, _AT_OPS[method], value)
+        shared = statement is not None and name not in self.sole.get(id(statement), ()) and name not in self.inputs
         if mask is not None and method == "set" and all(
                 isinstance(o, cst.Name) and o.value == name or not names_in(o)
                 for o in (mask.left, *(c.comparator for c in mask.comparisons))):
             # a mask of x's own elements against numbers (x < 0): x's shape, one example's mask elementwise
+            if shared and self.shared_write(statement, name, what):  # a view of another, or viewed since
+                return cst.Assign([cst.AssignTarget(target)], value)
             return cst.Assign([cst.AssignTarget(cst.Name(name))],
                               _call(self.ctx.spell("jax.numpy.where"), [mask, value, cst.Name(name)]))
         if not (full or ellipsis) or len(elems) == 1 and full:
@@ -1201,6 +1223,9 @@ class Forward(cst.CSTTransformer):
                            "and the rest for one example, or do this outside the module")
                 return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
                     cst.AugAssign(target, _AT_OPS[method], value)
+        if shared and self.shared_write(statement, name, what):  # a view of another, or viewed since
+            return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
+                cst.AugAssign(target, _AT_OPS[method], value)
         rest = elems if ellipsis else elems[1:] if full and len(elems) > 1 else elems
         rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == len(rest) - 1 else e for i, e in enumerate(rest)]
         at = cst.Subscript(cst.Attribute(cst.Name(name), cst.Name("at")), rest)

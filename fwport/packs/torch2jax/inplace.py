@@ -187,9 +187,24 @@ def _union(parts, local: set[str]) -> tuple[set[str], bool]:
 
 
 def _join(a: dict[str, bool] | None, b: dict[str, bool] | None) -> dict[str, bool] | None:
-    if a is None or b is None:
-        return dict(b if a is None else a) if (a or b) is not None else None
+    """The state after two paths meet (None: a path that does not get there)."""
+    if a is None:
+        return None if b is None else dict(b)
+    if b is None:
+        return dict(a)
     return {n: True for n in a if a[n] and b.get(n)}
+
+
+def _free(d: cst.CSTNode) -> set[str]:
+    """The names a nested function or lambda mentions but does not bind (a class: every name it mentions)."""
+    names = {n.value for n in find_all(d, cst.Name)}
+    if isinstance(d, cst.FunctionDef):
+        b = _Bindings(d)
+        scan(d, b)
+        names -= {n for n in b.fresh if n != d.name.value}
+    elif isinstance(d, cst.Lambda):
+        names -= {p.name.value for p in (*d.params.posonly_params, *d.params.params, *d.params.kwonly_params)}
+    return names
 
 
 class _Flow:
@@ -201,9 +216,10 @@ class _Flow:
         for st in body:
             scan(st, b) if not isinstance(st, (cst.FunctionDef, cst.ClassDef)) else b.bind(st.name.value, False)
         self.local = set(b.fresh) | set(params)
-        # names a nested function, class or lambda mentions (it may alias them when called), or declared global
-        self.pinned = {n.value for st in body for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef)
-                       + find_all(st, cst.Lambda) for n in find_all(d, cst.Name)}
+        # names a nested function, class or lambda reads from this scope (it may alias them when called), or that
+        # are declared global
+        self.pinned = {n for st in body for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef)
+                       + find_all(st, cst.Lambda) for n in _free(d)}
         self.pinned |= {n.name.value for st in body for g in find_all(st, cst.Global) + find_all(st, cst.Nonlocal)
                         for n in g.names}
         self.loops: list[tuple[list, list]] = []  # per enclosing loop: (break states, continue states)
@@ -225,6 +241,8 @@ class _Flow:
         names = [target.value] if isinstance(target, cst.Name) else []
         sole = value is not None and not ext and (not roots or len(names) == 1 and roots == {names[0]}
                                                   and state.get(names[0], False))
+        if isinstance(target, cst.Subscript) and roots == {dotted_text(target.value)}:
+            roots = set()  # h[:, -1] = h[:, 1]: values copied within h, which holds nothing new
         for n in roots:
             state.pop(n, None)
         if not isinstance(target, (cst.Name, cst.Tuple, cst.List, cst.StarredElement)):
@@ -233,6 +251,15 @@ class _Flow:
             state.pop(n, None)
         if names and sole and names[0] not in self.pinned:
             state[names[0]] = True
+        elif isinstance(target, (cst.Tuple, cst.List)) and value is not None and not roots and not ext:
+            # out, h = self.rnn(x): the parts of a new value are new memory (a literal tuple: each its element's)
+            parts = value.elements if isinstance(value, (cst.Tuple, cst.List)) \
+                and len(value.elements) == len(target.elements) else [None] * len(target.elements)
+            for t, v in zip(target.elements, parts):
+                if isinstance(t.value, cst.Name) and t.value.value not in self.pinned and (
+                        v is None and isinstance(value, cst.Call) or v is not None and not _aliases(v.value, self.local)[1]
+                        and not _aliases(v.value, self.local)[0]):
+                    state[t.value.value] = True
 
     def headers(self, e, state) -> None:
         """An expression a compound statement evaluates: a walrus binds its target."""
@@ -325,7 +352,7 @@ class _Flow:
             self.bind(small.target, small.value, state)
         elif isinstance(small, cst.AugAssign):
             if not isinstance(small.target, cst.Name):
-                self.escape(small.value, state)
+                self.bind(small.target, small.value, state)  # x[idx] += v: as x[idx] = v
         elif isinstance(small, cst.Expr):
             v = small.value
             f = v.func if isinstance(v, cst.Call) else None
