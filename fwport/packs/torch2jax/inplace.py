@@ -6,10 +6,11 @@ place is bound to its name again, and the later passes translate the out-of-plac
 other (``h.relu()`` → ``jax.nn.relu(h)``, over one example inside a module's forward).
 
 Rebinding is exact only where nothing else holds the tensor's memory: PyTorch's in-place method also changes
-every view of it and the tensor it is a view of. So the receiver must be a local name (not a parameter of the
-function, not a loop variable, not ``global``) whose every binding in its function is a plain assignment of a
-value that is new memory: a call that is not a view (``x.view``, ``x[...]``, ``torch.flatten``, ``.detach()``,
-``.contiguous()`` ... may share it), or arithmetic. A module's output counts as new memory (nn.Identity and
+every view of it and the tensor it is a view of. So the receiver must be, at that statement, the sole holder of
+its memory (sole_holders, a walk along the statements): a local name (not a parameter of the function, not a loop
+variable, not ``global``) whose reaching binding is new memory: a call that is not a view (``x.view``, ``x[...]``,
+``torch.flatten``, ``.detach()``, ``.contiguous()`` ... may share it), arithmetic, or a view of that same name
+(``x = x.view(B, -1)``), and of which no view or alias was taken since (``first = x[:, 0]``, ``xs.append(x)``). A module's output counts as new memory (nn.Identity and
 nn.Flatten return their input or a view of it: there the rebinding differs only where that input is read after
 the in-place method). Anything else is left to the tensor-method pass, whose error says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
 """
