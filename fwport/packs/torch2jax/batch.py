@@ -497,7 +497,8 @@ class Forward(cst.CSTTransformer):
         self.tensor_reads: set[str] = set()  # names the forward reads as tensors (_tensor_reads)
         self.statements: set[int] = set()  # calls that are a whole statement (visit_Expr)
         self.in_place: dict[int, str] = {}  # translated in-place method calls → the name they assign (leave_Expr)
-        self.fresh: dict[str, bool] = {}  # the body's names every binding of which is new memory (inplace._Bindings)
+        # id(statement call) → the names that are then the only holders of their memory (inplace.sole_holders)
+        self.sole: dict[int, frozenset[str]] = {}
         self.part_lists: set[str] = set()  # names bound to a list of parts (`parts = x.split(2, dim=-1)`)
         self.tensors: set[str] = set()  # names bound to one tensor (makes_tensor), as the statements go
         self.size_uses: list[cst.Name] = []  # reads of a batch-size name no per-example form took (refused)
@@ -590,10 +591,8 @@ class Forward(cst.CSTTransformer):
         if self.device_names is None:  # the forward's body, the first block seen
             self.device_names = _device_only(node)
             self.tensor_reads = _tensor_reads(node, self.ctx.imports.resolve, self.modules)
-            from fwport.packs.torch2jax.inplace import _Bindings
-            bindings = _Bindings(node)
-            scan(node, bindings)
-            self.fresh = {n: f and n not in self.inputs for n, f in bindings.fresh.items()}
+            from fwport.packs.torch2jax.inplace import sole_holders_in
+            self.sole = sole_holders_in(node.body, self.inputs)
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
         if len(original.targets) == 1 and isinstance(original.targets[0].target, cst.Name) \
@@ -606,7 +605,7 @@ class Forward(cst.CSTTransformer):
         t = original.targets[0].target if len(original.targets) == 1 else None
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value in self.batched \
                 and self.is_tensor(t.value):
-            return self.indexed_update(t, updated.value, "set")
+            return self.indexed_update(t, updated.value, "set", original)
         if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and t.value.value not in self.batched \
                 and self.is_batched(original.value):
             # `out = torch.empty([n, 1, c])` then `out[i] = <batched>`: the array was built with sizes of its own
@@ -1162,15 +1161,34 @@ class Forward(cst.CSTTransformer):
                 and type(node.operator) in _AT_METHODS and self.is_tensor(t.value):
             self.kept.add(id(t))  # indexed_update reads its index
 
+    def shared_write(self, statement: cst.CSTNode, name: str, what: str) -> bool:
+        """Whether ``what``, a write into the tensor ``name`` (``x[idx] = v``, ``x += v``), is refused (an error)
+        because another name may share its memory at that statement (a view of it, or the tensor it views:
+        inplace.sole_holders): PyTorch writes into that one too, which rebinding ``name`` cannot. A parameter of the
+        forward is let through: the write changes the caller's tensor, and this forward's outputs are the same."""
+        if name in self.sole.get(id(statement), ()) or name in self.inputs:
+            return False
+        self.error(statement, f"{what}: PyTorch writes into {name} in place, and {name} may share its memory with "
+                   "another tensor here (a view or slice of one, or one viewed since it was made), which changes too; "
+                   f"a jax array is immutable and rebinding {name} cannot reach that one: write the new value out of "
+                   f"place ({name} = {name} + v, {name} = {name}.at[idx].set(v)) after copying ({name} = "
+                   f"{name}.clone()) if only {name} should change, or rebind each tensor sharing it",
+                   "unsupported-construct")
+        return True
+
     def leave_AugAssign(self, original: cst.AugAssign, updated: cst.AugAssign):
         t = original.target
+        if isinstance(t, cst.Name) and t.value in self.batched and self.is_tensor(t) \
+                and self.shared_write(original, t.value, f"{t.value} {code(original.operator).strip()} ..."):
+            return updated
         if id(t) in self.kept and isinstance(t, cst.Subscript):
-            return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)])
+            return self.indexed_update(t, updated.value, _AT_METHODS[type(original.operator)], original)
         if isinstance(original.target, cst.Name) and self.is_batched(original.value):
             self.batched.add(original.target.value)
         return updated
 
-    def indexed_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str):
+    def indexed_update(self, target: cst.Subscript, value: cst.BaseExpression, method: str,
+                       statement: cst.CSTNode | None = None):
         """``x[:, i] = v`` / ``x[..., j] += v`` of a batched tensor x (a jax array is not assigned into) → ``x =
         x.at[i].set(v)`` / ``x = x.at[..., j].add(v)``, the index written for one example (the batch axis's ``:``
         dropped); ``x[x < 0] = v`` → ``x = jnp.where(x < 0, v, x)``. An index that picks examples (a first index
@@ -1189,10 +1207,13 @@ class Forward(cst.CSTTransformer):
                        "example, or move the batch axis first")
             return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
                 cst.AugAssign(target, _AT_OPS[method], value)
+        shared = statement is not None and name not in self.sole.get(id(statement), ()) and name not in self.inputs
         if mask is not None and method == "set" and all(
                 isinstance(o, cst.Name) and o.value == name or not names_in(o)
                 for o in (mask.left, *(c.comparator for c in mask.comparisons))):
             # a mask of x's own elements against numbers (x < 0): x's shape, one example's mask elementwise
+            if shared and self.shared_write(statement, name, what):  # a view of another, or viewed since
+                return cst.Assign([cst.AssignTarget(target)], value)
             return cst.Assign([cst.AssignTarget(cst.Name(name))],
                               _call(self.ctx.spell("jax.numpy.where"), [mask, value, cst.Name(name)]))
         if not (full or ellipsis) or len(elems) == 1 and full:
@@ -1202,6 +1223,9 @@ class Forward(cst.CSTTransformer):
                            "and the rest for one example, or do this outside the module")
                 return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
                     cst.AugAssign(target, _AT_OPS[method], value)
+        if shared and self.shared_write(statement, name, what):  # a view of another, or viewed since
+            return cst.Assign([cst.AssignTarget(target)], value) if method == "set" else \
+                cst.AugAssign(target, _AT_OPS[method], value)
         rest = elems if ellipsis else elems[1:] if full and len(elems) > 1 else elems
         rest = [e.with_changes(comma=cst.MaybeSentinel.DEFAULT) if i == len(rest) - 1 else e for i, e in enumerate(rest)]
         at = cst.Subscript(cst.Attribute(cst.Name(name), cst.Name("at")), rest)
@@ -2032,7 +2056,15 @@ class Forward(cst.CSTTransformer):
         if name == "masked_fill":
             return self.masked_fill(original, updated, recv)
         if name == "masked_fill_" and id(original) in self.statements and isinstance(recv, cst.Name):
-            # x.masked_fill_(mask, v) as a statement → x = jnp.where(mask, v, x): the value it gives x in place
+            # x.masked_fill_(mask, v) as a statement → x = jnp.where(mask, v, x): the value it gives x in place, where
+            # x is then the only holder of its memory (not a view of another tensor, nor an input, nor viewed since)
+            if recv.value not in self.sole.get(id(original), ()):
+                self.error(original, f".masked_fill_() into {recv.value}, which may share its memory with another "
+                           "tensor (an input, a view or slice of one, or one viewed since it was made): PyTorch fills "
+                           f"that one too, which rebinding {recv.value} cannot; write the out-of-place form where "
+                           f"only {recv.value} should change ({recv.value} = {recv.value}.masked_fill(mask, value)), "
+                           "or rebind each tensor sharing it", "unsupported-construct")
+                return updated
             before = len(self.ctx.pending)
             out = self.masked_fill(original, updated, recv)
             if not any(p.node is original and p.finding.severity is Severity.ERROR for p in self.ctx.pending[before:]):
@@ -2060,15 +2092,15 @@ class Forward(cst.CSTTransformer):
         """``x.copy_(v)`` / ``x[idx].copy_(v)`` as a statement of the forward (the receiver already for one example) →
         ``x = jnp.broadcast_to(v, x.shape).astype(x.dtype)`` / ``x = x.at[idx].set(v)``: the values PyTorch writes
         into x (broadcast to its shape, cast to its dtype, as ``.at[].set`` does). Only a name or a subscript of one
-        whose every binding in the forward is new memory (inplace._Bindings, as ``x.add_(y)`` outside the modules):
-        rebinding it updates no other tensor, where a write into a view, or into an input, would change the tensor
+        that is then the only holder of its memory (inplace.sole_holders, as for ``x.add_(y)``): rebinding it updates
+        no other tensor, where a write into a view, or into an input, would change the tensor
         sharing its memory in PyTorch; those are errors."""
         base = recv.value if isinstance(recv, cst.Subscript) else recv
         if not isinstance(base, cst.Name):
             self.error(original, ".copy_() into something other than a name or a slice of one: not translated; "
                        "assign the new array to a name (x = x.at[idx].set(v))", "unsupported-construct")
             return updated
-        if not self.fresh.get(base.value):
+        if base.value not in self.sole.get(id(original), ()):
             self.error(original, f".copy_() into {code(base)}, which may share its memory with another tensor (an "
                        "input, a view, a slice): PyTorch writes into that one too, which rebinding a name cannot; "
                        f"copy it first ({code(base)} = {code(base)}.clone()) if only {code(base)} should change",

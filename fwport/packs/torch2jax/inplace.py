@@ -6,10 +6,11 @@ place is bound to its name again, and the later passes translate the out-of-plac
 other (``h.relu()`` → ``jax.nn.relu(h)``, over one example inside a module's forward).
 
 Rebinding is exact only where nothing else holds the tensor's memory: PyTorch's in-place method also changes
-every view of it and the tensor it is a view of. So the receiver must be a local name (not a parameter of the
-function, not a loop variable, not ``global``) whose every binding in its function is a plain assignment of a
-value that is new memory: a call that is not a view (``x.view``, ``x[...]``, ``torch.flatten``, ``.detach()``,
-``.contiguous()`` ... may share it), or arithmetic. A module's output counts as new memory (nn.Identity and
+every view of it and the tensor it is a view of. So the receiver must be, at that statement, the sole holder of
+its memory (sole_holders, a walk along the statements): a local name (not a parameter of the function, not a loop
+variable, not ``global``) whose reaching binding is new memory: a call that is not a view (``x.view``, ``x[...]``,
+``torch.flatten``, ``.detach()``, ``.contiguous()`` ... may share it), arithmetic, or a view of that same name
+(``x = x.view(B, -1)``), and of which no view or alias was taken since (``first = x[:, 0]``, ``xs.append(x)``). A module's output counts as new memory (nn.Identity and
 nn.Flatten return their input or a view of it: there the rebinding differs only where that input is read after
 the in-place method). Anything else is left to the tensor-method pass, whose error says what to write. Runs before the modules pass (a planner that rewrites the statements, like module-dict).
 """
@@ -132,6 +133,271 @@ class _Bindings(cst.CSTVisitor):
                 self.bind(dotted_text(a.asname.name) if a.asname else a.name.value, False)
 
 
+# --- flow-sensitive: which names hold memory no other name shares, statement by statement ------------------------
+#
+# An in-place method rebound to its name (`x.add_(y)` → `x = x + y`, `x.masked_fill_(m, v)` → `x = jnp.where(m, v,
+# x)`) is exact where, at that statement, x is the only holder of its memory: the binding reaching it is new memory
+# (not a view, not an input), and no view or alias of it was taken since (`first = x[:, 0]`, `xs.append(x)`, `for r
+# in x`), which PyTorch's write would change too. The state (name → sole holder) follows the statements: an
+# assignment binds its target (sole where its value is new memory, or a view of the very name it rebinds: `x =
+# x.view(B, -1)` keeps x the sole holder) and takes sole-ness from every name the value may share memory with; an
+# `if` joins its branches (sole on both), a loop its iterations (to a fixed point), `break` and `continue` included.
+
+
+def _aliases(e: cst.CSTNode, local: set[str]) -> tuple[set[str], bool]:
+    """(the local names whose memory the value of ``e`` may share, whether it may share memory from outside the
+    function: an attribute (`self.weight`), a global). A call that is not a view is new memory (a module's output
+    included, as above)."""
+    if isinstance(e, cst.Name):
+        return ({e.value}, False) if e.value in local else (set(), e.value not in ("None", "True", "False"))
+    if isinstance(e, (cst.BinaryOperation, cst.UnaryOperation, cst.Comparison, cst.BaseNumber, cst.BaseString)):
+        return set(), False
+    if isinstance(e, cst.Call):
+        f = e.func
+        name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else None
+        if name is not None and (name in VIEWS or name.endswith("_") or name == "getattr"):
+            if isinstance(f, cst.Attribute) and not (isinstance(f.value, cst.Name) and f.value.value not in local):
+                return _aliases(f.value, local)  # x.view(h, w): the receiver's memory
+            return _union(e.args[:1], local)  # torch.flatten(x, 1), getattr(x, "T"): the first argument's
+        return set(), False
+    if isinstance(e, cst.Attribute):
+        return _aliases(e.value, local) if e.attr.value in VIEWS else (set(), True)
+    if isinstance(e, cst.Subscript):
+        return _aliases(e.value, local)
+    if isinstance(e, cst.IfExp):
+        return _union([e.body, e.orelse], local)
+    if isinstance(e, cst.BooleanOperation):
+        return _union([e.left, e.right], local)
+    if isinstance(e, (cst.Tuple, cst.List, cst.Set)):
+        return _union([x.value for x in e.elements], local)
+    if isinstance(e, cst.Dict):
+        return _union([x.value for x in e.elements if isinstance(x, cst.DictElement)], local)
+    if isinstance(e, (cst.StarredElement, cst.Element, cst.Arg)):
+        return _aliases(e.value, local)
+    # comprehensions, lambdas, await, ...: every local name they mention
+    return {n.value for n in find_all(e, cst.Name) if n.value in local}, True
+
+
+def _union(parts, local: set[str]) -> tuple[set[str], bool]:
+    roots, ext = set(), False
+    for p in parts:
+        r, x = _aliases(p, local)
+        roots |= r
+        ext = ext or x
+    return roots, ext
+
+
+def _join(a: dict[str, bool] | None, b: dict[str, bool] | None) -> dict[str, bool] | None:
+    """The state after two paths meet (None: a path that does not get there)."""
+    if a is None:
+        return None if b is None else dict(b)
+    if b is None:
+        return dict(a)
+    return {n: True for n in a if a[n] and b.get(n)}
+
+
+def _free(d: cst.CSTNode) -> set[str]:
+    """The names a nested function or lambda mentions but does not bind (a class: every name it mentions)."""
+    names = {n.value for n in find_all(d, cst.Name)}
+    if isinstance(d, cst.FunctionDef):
+        b = _Bindings(d)
+        scan(d, b)
+        names -= {n for n in b.fresh if n != d.name.value}
+    elif isinstance(d, cst.Lambda):
+        names -= {p.name.value for p in (*d.params.posonly_params, *d.params.params, *d.params.kwonly_params)}
+    return names
+
+
+class _Flow:
+    """One scope's walk (a function's body, a class's, the module's); nested scopes are walked on their own."""
+
+    def __init__(self, out: dict[int, frozenset[str]], body, params=()):
+        self.out = out
+        b = _Bindings(None)
+        for st in body:
+            scan(st, b) if not isinstance(st, (cst.FunctionDef, cst.ClassDef)) else b.bind(st.name.value, False)
+        self.local = set(b.fresh) | set(params)
+        # names a nested function, class or lambda reads from this scope (it may alias them when called), or that
+        # are declared global
+        self.pinned = {n for st in body for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef)
+                       + find_all(st, cst.Lambda) for n in _free(d)}
+        self.pinned |= {n.name.value for st in body for g in find_all(st, cst.Global) + find_all(st, cst.Nonlocal)
+                        for n in g.names}
+        self.loops: list[tuple[list, list]] = []  # per enclosing loop: (break states, continue states)
+
+    def block(self, body, state):
+        for st in body:
+            if state is None:
+                break
+            state = self.statement(st, state)
+        return state
+
+    def escape(self, e, state) -> None:
+        for n in _aliases(e, self.local)[0]:
+            state.pop(n, None)
+
+    def bind(self, target, value, state) -> None:
+        """``target = value``: the target's sole-ness, and the names the value may share lose theirs."""
+        roots, ext = _aliases(value, self.local) if value is not None else (set(), True)
+        names = [target.value] if isinstance(target, cst.Name) else []
+        sole = value is not None and not ext and (not roots or len(names) == 1 and roots == {names[0]}
+                                                  and state.get(names[0], False))
+        if isinstance(target, cst.Subscript) and roots == {dotted_text(target.value)}:
+            roots = set()  # h[:, -1] = h[:, 1]: values copied within h, which holds nothing new
+        for n in roots:
+            state.pop(n, None)
+        if not isinstance(target, (cst.Name, cst.Tuple, cst.List, cst.StarredElement)):
+            return  # self.h = x, d[k] = x: x escapes (done above); the written tensor keeps its state
+        for n in names or [n.value for n in find_all(target, cst.Name)]:
+            state.pop(n, None)
+        if names and sole and names[0] not in self.pinned:
+            state[names[0]] = True
+        elif isinstance(target, (cst.Tuple, cst.List)) and value is not None and not roots and not ext:
+            # out, h = self.rnn(x): the parts of a new value are new memory (a literal tuple: each its element's)
+            parts = value.elements if isinstance(value, (cst.Tuple, cst.List)) \
+                and len(value.elements) == len(target.elements) else [None] * len(target.elements)
+            for t, v in zip(target.elements, parts):
+                if isinstance(t.value, cst.Name) and t.value.value not in self.pinned and (
+                        v is None and isinstance(value, cst.Call) or v is not None and not _aliases(v.value, self.local)[1]
+                        and not _aliases(v.value, self.local)[0]):
+                    state[t.value.value] = True
+
+    def headers(self, e, state) -> None:
+        """An expression a compound statement evaluates: a walrus binds its target."""
+        for w in find_all(e, cst.NamedExpr):
+            self.bind(w.target, w.value, state)
+
+    def statement(self, st, state):
+        if isinstance(st, cst.SimpleStatementLine):
+            for small in st.body:
+                self.out[id(small)] = frozenset(n for n, v in state.items() if v)
+                if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                    self.out[id(small.value)] = self.out[id(small)]
+                state = self.small(small, state)
+                if state is None:
+                    return None
+            return state
+        if isinstance(st, (cst.FunctionDef, cst.ClassDef)):
+            _scope(st, self.out)
+            state.pop(st.name.value, None)
+            return state
+        if isinstance(st, cst.If):
+            self.headers(st.test, state)
+            a = self.block(st.body.body, dict(state))
+            b = self.block([st.orelse] if isinstance(st.orelse, cst.If) else st.orelse.body.body, dict(state)) \
+                if st.orelse is not None else dict(state)
+            return _join(a, b)
+        if isinstance(st, (cst.For, cst.While)):
+            if isinstance(st, cst.For):
+                for n in find_all(st.iter, cst.Name):  # `for row in x`: every row a view of x
+                    state.pop(n.value, None)
+                self.headers(st.iter, state)
+            entry = dict(state)
+            while True:
+                s = dict(entry)
+                if isinstance(st, cst.For):
+                    self.bind(st.target, None, s)
+                else:
+                    self.headers(st.test, s)
+                self.loops.append(([], []))
+                end = self.block(st.body.body, s)
+                breaks, conts = self.loops.pop()
+                new = entry
+                for x in [end, *conts]:
+                    new = _join(new, x)
+                if new == entry:
+                    break
+                entry = new
+            exit_ = self.block(st.orelse.body.body, dict(entry)) if st.orelse is not None else dict(entry)
+            for x in breaks:
+                exit_ = _join(exit_, x)
+            return exit_
+        if isinstance(st, cst.Try) or type(st).__name__ == "TryStar":
+            end = self.block(st.body.body, dict(state))
+            mentioned = {n.value for n in find_all(st.body, cst.Name)}
+            entry = {n: v for n, v in state.items() if v and n not in mentioned}
+            outs = [self.block(st.orelse.body.body, end) if st.orelse is not None and end is not None else end]
+            for h in st.handlers:
+                s = dict(entry)
+                if h.name is not None:
+                    self.bind(h.name.name, None, s)
+                outs.append(self.block(h.body.body, s))
+            res = None
+            for x in outs:
+                res = _join(res, x)
+            if st.finalbody is not None:
+                res = self.block(st.finalbody.body.body, dict(entry) if res is None else _join(res, entry))
+            return res
+        if isinstance(st, cst.With):
+            for item in st.items:
+                self.headers(item.item, state)
+                self.escape(item.item, state)
+                if item.asname is not None:
+                    self.bind(item.asname.name, None, state)
+            return self.block(st.body.body, state)
+        # match and anything else: every name it mentions loses its sole-ness
+        return {n: v for n, v in state.items() if n not in {x.value for x in find_all(st, cst.Name)}}
+
+    def small(self, small, state):
+        if isinstance(small, (cst.Return, cst.Raise)):
+            return None
+        if isinstance(small, (cst.Break, cst.Continue)):
+            if self.loops:
+                self.loops[-1][0 if isinstance(small, cst.Break) else 1].append(dict(state))
+            return None
+        self.headers(small, state)
+        if isinstance(small, cst.Assign):
+            for t in small.targets:
+                self.bind(t.target, small.value, state)
+        elif isinstance(small, cst.AnnAssign):
+            self.bind(small.target, small.value, state)
+        elif isinstance(small, cst.AugAssign):
+            if not isinstance(small.target, cst.Name):
+                self.bind(small.target, small.value, state)  # x[idx] += v: as x[idx] = v
+        elif isinstance(small, cst.Expr):
+            v = small.value
+            f = v.func if isinstance(v, cst.Call) else None
+            if not (isinstance(f, cst.Attribute) and f.attr.value.endswith("_")):
+                for a in v.args if isinstance(v, cst.Call) else []:  # xs.append(x): x is held by xs
+                    self.escape(a.value, state)
+        elif isinstance(small, cst.Del):
+            for n in find_all(small, cst.Name):
+                state.pop(n.value, None)
+        elif isinstance(small, (cst.Import, cst.ImportFrom, cst.Global, cst.Nonlocal)):
+            for n in find_all(small, cst.Name):
+                state.pop(n.value, None)
+        return state
+
+
+def _scope(node: cst.CSTNode, out: dict[int, frozenset[str]]) -> None:
+    if isinstance(node, cst.Module):
+        _Flow(out, node.body).block(node.body, {})
+    elif isinstance(node, cst.ClassDef):
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
+        _Flow(out, body).block(body, {})
+    elif isinstance(node, cst.FunctionDef):
+        ps = node.params
+        params = [p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params)] + \
+                 [p.name.value for p in (ps.star_arg, ps.star_kwarg) if isinstance(p, cst.Param)]
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
+        _Flow(out, body, params).block(body, {})
+
+
+def sole_holders_in(body, params) -> dict[int, frozenset[str]]:
+    """sole_holders of a function's body (its statements), given its parameters' names."""
+    out: dict[int, frozenset[str]] = {}
+    _Flow(out, body, params).block(body, {})
+    return out
+
+
+def sole_holders(node: cst.CSTNode) -> dict[int, frozenset[str]]:
+    """id(small statement), and id(call) of a call that is a whole statement → the names that, just before it, are
+    the only holders of their memory (see above), in ``node`` (a module, a class, a function) and the scopes in it."""
+    out: dict[int, frozenset[str]] = {}
+    _scope(node, out)
+    return out
+
+
 def _rebinding(call: cst.Call, fresh: dict[str, bool]) -> cst.Assign | None:
     """``name.op_(args)`` (a whole statement) → ``name = <its value>``, where that is exact."""
     f = call.func
@@ -156,36 +422,14 @@ def _rebinding(call: cst.Call, fresh: dict[str, bool]) -> cst.Assign | None:
 
 
 class _InPlace(cst.CSTTransformer):
-    def __init__(self):
+    def __init__(self, sole: dict[int, frozenset[str]]):
         super().__init__()
-        self.scopes: list[dict[str, bool]] = []
+        self.sole = sole
         self.changed = 0
-
-    def _enter(self, node: cst.CSTNode) -> None:
-        b = _Bindings(node)
-        scan(node, b)
-        self.scopes.append(b.fresh)
-
-    def visit_Module(self, node: cst.Module) -> None:
-        self._enter(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._enter(node)
-
-    def leave_FunctionDef(self, original, updated):
-        self.scopes.pop()
-        return updated
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.scopes.append({})  # a class body's names are attributes, not locals
-
-    def leave_ClassDef(self, original, updated):
-        self.scopes.pop()
-        return updated
 
     def leave_Expr(self, original: cst.Expr, updated: cst.Expr):
         if isinstance(updated.value, cst.Call):
-            new = _rebinding(updated.value, self.scopes[-1])
+            new = _rebinding(updated.value, dict.fromkeys(self.sole.get(id(original), ()), True))
             if new is not None:
                 self.changed += 1
                 return new
@@ -389,7 +633,7 @@ TRIGGER = r"\.(?:" + "|".join(sorted(OPERATORS | METHODS)) + r")\s*\(|\w\[[^\]\n
 def rebind(module: cst.Module, ctx) -> cst.Module:
     """The planner: every in-place method statement, and every write into a slice, that can be rebound exactly,
     rebound."""
-    t = _InPlace()
+    t = _InPlace(sole_holders(module))
     out = rewrite(module, t)
     w = _SliceWrites(ctx)
     out = rewrite(out, w)

@@ -1840,11 +1840,23 @@ def _stateful_containers(init: cst.FunctionDef | None, ctx, classes: frozenset[s
 
 
 class _StatefulContainers(cst.CSTVisitor):
+    """Also refused: a stateful layer made anywhere inside a ModuleList / ModuleDict / unkept Sequential's
+    arguments (``nn.ModuleList([nn.BatchNorm1d(n) for _ in range(k)])``), appended into an attribute
+    (``self.bns.append(nn.BatchNorm1d(n))``), or into a local list a ModuleList then holds (``bns.append(...)``,
+    ``self.bns = nn.ModuleList(bns)``): each member's call would need the state, which nothing threads."""
+
     def __init__(self, ctx, classes: frozenset[str]) -> None:
         self.ctx, self.classes = ctx, classes
         self.names: set[str] = set()
         self.refused: list[cst.Call] = []
         self.kept: set[int] = set()
+        self.lists: set[str] = set()  # local names a stateful layer was put into (appended, or a list of them)
+
+    def makes_stateful(self, node: cst.CSTNode) -> bool:
+        """A stateful layer (or a class of this file keeping one) is made anywhere in ``node``."""
+        return any(self.ctx.imports.resolve(n.func) in STATEFUL
+                   or isinstance(n.func, cst.Name) and n.func.value in self.classes
+                   for n in ([node] if isinstance(node, cst.Call) else []) + find_all(node, cst.Call))
 
     def holds_stateful(self, call: cst.Call) -> bool:
         return any(isinstance(n, cst.Call) and (self.ctx.imports.resolve(n.func) in STATEFUL
@@ -1853,6 +1865,12 @@ class _StatefulContainers(cst.CSTVisitor):
                    for n in ([e.value for e in a.value.elements] if isinstance(a.value, (cst.List, cst.Tuple))
                              else [a.value]))
 
+    def holds_any(self, call: cst.Call) -> bool:
+        """``holds_stateful``, or a stateful layer made deeper in the arguments (a comprehension, a nested
+        container), or a local list one was put into."""
+        return any(self.makes_stateful(a.value) or any(n.value in self.lists for n in find_all(a.value, cst.Name))
+                   or isinstance(a.value, cst.Name) and a.value.value in self.lists for a in call.args)
+
     def visit_Assign(self, node: cst.Assign) -> None:
         t = dotted_text(node.targets[0].target) if len(node.targets) == 1 else None
         v = node.value
@@ -1860,11 +1878,24 @@ class _StatefulContainers(cst.CSTVisitor):
                 and self.ctx.imports.resolve(v.func) == "torch.nn.Sequential" and self.holds_stateful(v):
             self.names.add(t[5:])
             self.kept.add(id(v))
+        elif t and "." not in t and not isinstance(v, cst.Call) and self.makes_stateful(v):
+            self.lists.add(t)  # bns = [nn.BatchNorm1d(n) for ...]
 
     def visit_Call(self, node: cst.Call) -> None:
-        if id(node) not in self.kept \
-                and self.ctx.imports.resolve(node.func) in ("torch.nn.Sequential", "torch.nn.ModuleList") \
-                and self.holds_stateful(node):
+        f = node.func
+        if isinstance(f, cst.Attribute) and f.attr.value in ("append", "extend", "insert", "add_module") \
+                and self.makes_stateful(cst.Tuple([cst.Element(a.value) for a in node.args])):
+            t = dotted_text(f.value) or ""
+            if t.startswith("self."):  # self.bns.append(nn.BatchNorm1d(n)): a container attribute's member
+                self.refused.append(node)
+            elif t and "." not in t:
+                self.lists.add(t)
+            return
+        if id(node) in self.kept:
+            return
+        q = self.ctx.imports.resolve(f)
+        if q in ("torch.nn.ModuleList", "torch.nn.ModuleDict") and self.holds_any(node) \
+                or q == "torch.nn.Sequential" and self.holds_stateful(node):
             self.refused.append(node)
 
 
