@@ -39,8 +39,8 @@ EXPECTED = {  # line → a phrase of the guidance
     12: "set_per_process_memory_fraction",
     13: "after each optimizer step",
     14: "state_dict",
-    15: "torch.Generator().manual_seed(seed)",
 }
+# line 15, tf.random.Generator.from_seed, translates (rngs.py): a warning that the streams differ
 
 
 def test_names_without_counterpart_are_errors_with_guidance():
@@ -55,6 +55,8 @@ def test_names_without_counterpart_are_errors_with_guidance():
             assert "rule yet" not in message, message
             assert "no tf2torch translation" in message or "no translation:" in message, message
         assert any(phrase in m for m in by_line[line]), (line, by_line[line])
+    assert [f.line for f in r.findings if f.code == "random-stream"] == [15]
+    assert "rng = torch.Generator().manual_seed(123)" in r.output
 
 
 SETTINGS = '''
