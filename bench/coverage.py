@@ -84,15 +84,16 @@ def _tf2torch_structural() -> set[str]:
     regularizer factories (the regularizers pass), the tape, the Callback and LearningRateSchedule bases (the
     training pass),
     the merge functions (the functional pass), `with` name scopes (utilities.py), runtime settings, plot_model,
-    tf.distribute strategies and tf.summary.scalar (the runtime pass)."""
+    tf.distribute strategies and tf.summary.scalar (the runtime pass), tf.random.Generator.from_seed (rngs.py)."""
     from fwport.packs.tf2torch.passes.functional import MERGE_FNS, MERGE_LAYERS, MODEL
     from fwport.packs.tf2torch.passes.regularizers import _KINDS
     from fwport.packs.tf2torch.passes.sequential import SEQUENTIAL
     from fwport.packs.tf2torch.passes.runtime import NAMES as RUNTIME
     from fwport.packs.tf2torch.passes.training import CALLBACK, SCHEDULE, TAPE
+    from fwport.packs.tf2torch.rngs import FROM_SEED
     from fwport.packs.tf2torch.utilities import NAME_SCOPES
     return (set(REMOVED) | set(BASES) | set(INPUTS) | set(_KINDS) | set(MERGE_FNS) | set(MERGE_LAYERS)
-            | set(RUNTIME) | set(NAME_SCOPES) | {TAPE, CALLBACK, SCHEDULE, SEQUENTIAL, MODEL})
+            | set(RUNTIME) | set(NAME_SCOPES) | {TAPE, CALLBACK, SCHEDULE, SEQUENTIAL, MODEL, FROM_SEED})
 
 
 def _torch2jax_structural() -> set[str]:
