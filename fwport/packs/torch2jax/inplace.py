@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from fwport.core.bindings import BindingWalker
 from fwport.core.engine import code, expr
 from fwport.core.finding import Severity
 from fwport.core.names import dotted_text, find_all, scan
@@ -37,100 +38,22 @@ VIEWS = frozenset({"view", "view_as", "reshape", "flatten", "unflatten", "squeez
                    "numpy", "from_numpy", "as_tensor", "asarray", "squeeze_", "unsqueeze_", "t_", "transpose_"})
 
 
-def _fresh(value: cst.BaseExpression) -> bool:
-    """A value that is new memory: arithmetic, or a call that is not a view (nor an in-place method, which
-    returns its receiver)."""
-    if isinstance(value, (cst.BinaryOperation, cst.UnaryOperation)):
-        return True
-    if not isinstance(value, cst.Call):
-        return False
-    f = value.func
-    name = f.attr.value if isinstance(f, cst.Attribute) else f.value if isinstance(f, cst.Name) else None
-    return name is not None and name not in VIEWS and not name.endswith("_") and name != "getattr"
+class _Bindings(BindingWalker):
+    """The names a scope's statements bind (core.bindings' walker; a nested function or class: its name only),
+    comprehension targets included, as PyTorch code reads them."""
 
+    _HOWS = frozenset({"assign", "annassign", "annotation", "for", "as", "walrus", "import", "def", "class", "global"})
 
-class _Bindings(cst.CSTVisitor):
-    """Per function (and the module's top level): the names a statement binds, and whether every binding of
-    each is a plain assignment of new memory. Nested functions and classes are their own scopes."""
+    def __init__(self):
+        super().__init__()
+        self.names: set[str] = set()
 
-    def __init__(self, scope: cst.CSTNode):
-        self.scope = scope
-        self.fresh: dict[str, bool] = {}
-
-    def bind(self, name: str, fresh: bool) -> None:
-        self.fresh[name] = self.fresh.get(name, True) and fresh
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        if node is self.scope:
-            for p in [*node.params.posonly_params, *node.params.params, *node.params.kwonly_params]:
-                self.bind(p.name.value, False)
-            for p in (node.params.star_arg, node.params.star_kwarg):
-                if isinstance(p, cst.Param):
-                    self.bind(p.name.value, False)
-            return True
-        self.bind(node.name.value, False)
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.bind(node.name.value, False)
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        for t in node.targets:
-            if isinstance(t.target, cst.Name):
-                self.bind(t.target.value, _fresh(node.value))
-            else:
-                self._targets(t.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if isinstance(node.target, cst.Name):
-            self.bind(node.target.value, node.value is not None and _fresh(node.value))
-
-    def _targets(self, t: cst.BaseExpression) -> None:
-        if isinstance(t, cst.Name):
-            self.bind(t.value, False)
-        elif isinstance(t, (cst.Tuple, cst.List)):
-            for e in t.elements:
-                self._targets(e.value)
-        elif isinstance(t, cst.StarredElement):
-            self._targets(t.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._targets(node.target)
+    def bound(self, target: cst.BaseExpression, how: str, value) -> None:
+        if how in self._HOWS and isinstance(target, cst.Name):
+            self.names.add(target.value)
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._targets(node.target)
-
-    def visit_WithItem(self, node: cst.WithItem) -> None:
-        if node.asname is not None:
-            self._targets(node.asname.name)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target)
-
-    def visit_Global(self, node: cst.Global) -> None:
-        for n in node.names:
-            self.bind(n.name.value, False)
-
-    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
-        for n in node.names:
-            self.bind(n.name.value, False)
-
-    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
-        if node.name is not None:
-            self._targets(node.name.name)
-
-    def visit_Import(self, node: cst.Import) -> None:
-        for a in node.names:
-            self.bind((dotted_text(a.asname.name) if a.asname else dotted_text(a.name) or "").split(".")[0], False)
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if not isinstance(node.names, cst.ImportStar):
-            for a in node.names:
-                self.bind(dotted_text(a.asname.name) if a.asname else a.name.value, False)
+        self._targets(node.target, "for")
 
 
 # --- flow-sensitive: which names hold memory no other name shares, statement by statement ------------------------
@@ -200,9 +123,12 @@ def _free(d: cst.CSTNode) -> set[str]:
     """The names a nested function or lambda mentions but does not bind (a class: every name it mentions)."""
     names = {n.value for n in find_all(d, cst.Name)}
     if isinstance(d, cst.FunctionDef):
-        b = _Bindings(d)
-        scan(d, b)
-        names -= {n for n in b.fresh if n != d.name.value}
+        b = _Bindings()
+        scan(d.body, b)
+        ps = d.params
+        b.names |= {p.name.value for p in (*ps.posonly_params, *ps.params, *ps.kwonly_params,
+                                            *(a for a in (ps.star_arg, ps.star_kwarg) if isinstance(a, cst.Param)))}
+        names -= b.names - {d.name.value}
     elif isinstance(d, cst.Lambda):
         names -= {p.name.value for p in (*d.params.posonly_params, *d.params.params, *d.params.kwonly_params)}
     return names
@@ -213,10 +139,10 @@ class _Flow:
 
     def __init__(self, out: dict[int, frozenset[str]], body, params=()):
         self.out = out
-        b = _Bindings(None)
+        b = _Bindings()
         for st in body:
-            scan(st, b) if not isinstance(st, (cst.FunctionDef, cst.ClassDef)) else b.bind(st.name.value, False)
-        self.local = set(b.fresh) | set(params)
+            scan(st, b)
+        self.local = b.names | set(params)
         # names a nested function, class or lambda reads from this scope (it may alias them when called), or that
         # are declared global
         self.pinned = {n for st in body for d in find_all(st, cst.FunctionDef) + find_all(st, cst.ClassDef)
