@@ -667,12 +667,7 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
         f"    xb, yb = {conv('x')}, {n['tensor']}(y)",
         "    model.train()",
     ]
-    if c.frozen_batchnorm:
-        norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
-        lines += ["    for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
-                  f"        if isinstance(module, ({norms})) and module.affine and not any(",
-                  "            p.requires_grad for p in module.parameters()):",
-                  "            module.eval()"]
+    lines += _frozen_lines(c, spell, indent="    ")
     if c.metrics:
         lines += ["    for metric in metrics.values():", "        metric.reset_state()"]
     lines += [
@@ -701,16 +696,16 @@ def _train_on_batch(c: Compiled, head: str, what: str, conv, forward: list[str],
     return lines + ["    return dict(zip(keys, result)) if return_dict else result"]
 
 
-def _frozen_lines(c: Compiled, spell) -> list[str]:
-    """fit's lines after model.train() where the file freezes a layer and has BatchNormalization: Keras runs a
-    frozen (trainable = False) BatchNormalization in inference mode."""
+def _frozen_lines(c: Compiled, spell, indent: str = "        ") -> list[str]:
+    """The lines after model.train() (fit's, at ``indent``; train_on_batch's) where the file freezes a layer and has
+    BatchNormalization: Keras runs a frozen (trainable = False) BatchNormalization in inference mode."""
     if not c.frozen_batchnorm:
         return []
     norms = ", ".join(spell(f"torch.nn.BatchNorm{d}d") for d in (1, 2, 3))
-    return ["        for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
-            f"            if isinstance(module, ({norms})) and module.affine and not any(",
-            "                    p.requires_grad for p in module.parameters()):",
-            "                module.eval()"]
+    return [f"{indent}for module in model.modules():  # a frozen BatchNorm keeps its moving statistics, as Keras's",
+            f"{indent}    if isinstance(module, ({norms})) and module.affine and not any(",
+            f"{indent}            p.requires_grad for p in module.parameters()):",
+            f"{indent}        module.eval()"]
 
 
 def _output_loss(options: dict, from_logits: bool, name: str, i: int) -> str:
