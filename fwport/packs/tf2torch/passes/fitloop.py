@@ -155,6 +155,11 @@ class Compiled:
     keras2: bool = False  # Keras 2 code: each output's loss in the History is averaged by samples (Keras 3: by batches)
 
 
+# the loss terms Keras adds itself (model.losses): the layers' regularizers, and what they gave add_loss
+PENALTY_SUM = 'sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
+ADDED_SUM = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))'
+
+
 def bind(call: cst.Call, params: tuple) -> dict | None:
     """Arguments by parameter name, or None for *args/**kwargs or an unknown keyword."""
     out = {}
@@ -359,9 +364,8 @@ def helpers(c: Compiled, loss_options: dict, spell, channels_first: bool = False
         else "yb"
     batch_loss = (f"loss_fn(*{n['loss_args']}(yb, pred)).mean()" if c.loss[0] == "function"
                   else f"loss_fn({labels}, pred)" if c.loss[0] == "object" else f"loss_fn({inp}, {target})")
-    penalty = ('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))'
-               if regularized else "")
-    added_sum = 'sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))' if added else ""
+    penalty = PENALTY_SUM if regularized else ""
+    added_sum = ADDED_SUM if added else ""
     t = spell("torch.as_tensor")
     no_grad = spell("torch.no_grad")
     randperm = spell("torch.randperm")
@@ -748,9 +752,9 @@ def multi_helpers(c: Compiled, options: list, spell, shared: bool = True, regula
     total = " + ".join(f"{o[3]} * losses[{i}]" if o[3] else f"losses[{i}]" for i, o in enumerate(c.outputs))
     extra = []
     if regularized:
-        extra.append('sum(m.regularization_loss() for m in model.modules() if hasattr(m, "regularization_loss"))')
+        extra.append(PENALTY_SUM)
     if added:
-        extra.append('sum(m.added_loss.sum() for m in model.modules() if hasattr(m, "added_loss"))')
+        extra.append(ADDED_SUM)
     keys = ", ".join(f'"{k}_loss"' for k in names)
     lines = _conversions(n, spell, False, shared, True)
     conv, take, samples, _ = _inputs_of(n["tensor"], c.several)  # several inputs: x a list of arrays
