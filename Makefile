@@ -36,8 +36,11 @@ demo: install
 	$(PY) scripts/run_translated.py out/model_torch.py $(DEMO)/verify.json
 	$(PY) -m fwport verify $(DEMO)/model.py out/model_torch.py --model build_model --input 'float32[2,28,28,1]' --check forward,grad,step
 
+# The suite runs on every core (pytest-xdist), each test file whole on one worker (--dist loadfile), so a
+# file's module fixtures (a translation its tests share) are built once. `make test JOBS=0`: one process.
+JOBS ?= auto
 test: install
-	$(PY) -m pytest -q $(PYTEST_ARGS)
+	$(PY) -m pytest -q -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
 
 bench: install
 	$(PY) bench/bench_translate.py
